@@ -1,0 +1,20 @@
+# Finds NCCL (no CMake config ships with it): defines NCCL_FOUND, NCCL_VERSION
+# and the imported target NCCL::nccl. Searches NCCL_ROOT and the CUDA toolkit.
+set(_nccl_hints ${NCCL_ROOT} $ENV{NCCL_ROOT} ${CUDAToolkit_LIBRARY_ROOT} ${CUDAToolkit_TARGET_DIR} /usr/local/cuda)
+find_path(NCCL_INCLUDE_DIR nccl.h HINTS ${_nccl_hints} ${CUDAToolkit_INCLUDE_DIRS} PATH_SUFFIXES include)
+find_library(NCCL_LIBRARY nccl HINTS ${_nccl_hints} PATH_SUFFIXES lib64 lib)
+if(NCCL_INCLUDE_DIR)
+  file(STRINGS "${NCCL_INCLUDE_DIR}/nccl.h" _v REGEX "#define NCCL_(MAJOR|MINOR|PATCH) [0-9]+")
+  string(REGEX REPLACE ".*NCCL_MAJOR ([0-9]+).*" "\\1" _maj "${_v}")
+  string(REGEX REPLACE ".*NCCL_MINOR ([0-9]+).*" "\\1" _min "${_v}")
+  string(REGEX REPLACE ".*NCCL_PATCH ([0-9]+).*" "\\1" _pat "${_v}")
+  set(NCCL_VERSION "${_maj}.${_min}.${_pat}")
+endif()
+include(FindPackageHandleStandardArgs)
+find_package_handle_standard_args(NCCL REQUIRED_VARS NCCL_LIBRARY NCCL_INCLUDE_DIR VERSION_VAR NCCL_VERSION)
+if(NCCL_FOUND AND NOT TARGET NCCL::nccl)
+  add_library(NCCL::nccl UNKNOWN IMPORTED)
+  set_target_properties(NCCL::nccl PROPERTIES IMPORTED_LOCATION "${NCCL_LIBRARY}"
+                                              INTERFACE_INCLUDE_DIRECTORIES "${NCCL_INCLUDE_DIR}")
+endif()
+mark_as_advanced(NCCL_INCLUDE_DIR NCCL_LIBRARY)

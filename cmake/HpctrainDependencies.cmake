@@ -1,0 +1,87 @@
+# Finds hpctrain's dependencies with CMake's own modules (plus two small find
+# modules for cuDNN and NCCL, which ship no CMake config) and defines imported
+# targets and the HPCTRAIN_HAVE_CUDA switch.
+
+# ---- MPI (C and C++) -----------------------------------------------------------
+find_package(MPI REQUIRED COMPONENTS C CXX)
+
+# ---- parallel HDF5 ---------------------------------------------------------------
+# Prefer the parallel flavour when serial and parallel are both installed, and
+# refuse a serial-only installation: checkpoints need the MPI-IO driver.
+set(HDF5_PREFER_PARALLEL ON)
+find_package(HDF5 REQUIRED COMPONENTS C)
+if(NOT HDF5_IS_PARALLEL)
+  message(FATAL_ERROR
+    "hpctrain needs PARALLEL HDF5 (MPI-IO driver), but the HDF5 found (${HDF5_C_LIBRARIES}) is serial. "
+    "Install the MPI flavour (Debian/Ubuntu: apt-get install libhdf5-openmpi-dev) or point "
+    "HDF5_ROOT at a parallel build, e.g. -DHDF5_ROOT=/usr/lib/x86_64-linux-gnu/hdf5/openmpi")
+endif()
+add_library(hpctrain_hdf5 INTERFACE)
+target_include_directories(hpctrain_hdf5 SYSTEM INTERFACE ${HDF5_C_INCLUDE_DIRS})
+target_link_libraries(hpctrain_hdf5 INTERFACE ${HDF5_C_LIBRARIES})
+target_compile_definitions(hpctrain_hdf5 INTERFACE ${HDF5_C_DEFINITIONS} H5_USE_110_API)
+
+# ---- Boost.Program_options -------------------------------------------------------
+find_package(Boost 1.66 REQUIRED COMPONENTS program_options)
+
+# ---- OpenBLAS (cblas) -------------------------------------------------------------
+set(BLA_VENDOR OpenBLAS)
+find_package(BLAS REQUIRED)
+find_path(HPCTRAIN_CBLAS_INCLUDE_DIR cblas.h
+  PATH_SUFFIXES openblas openblas-pthread x86_64-linux-gnu/openblas-pthread
+  DOC "directory holding OpenBLAS's cblas.h")
+if(NOT HPCTRAIN_CBLAS_INCLUDE_DIR)
+  message(FATAL_ERROR "OpenBLAS library found (${BLAS_LIBRARIES}) but not cblas.h: install libopenblas-dev")
+endif()
+add_library(hpctrain_blas INTERFACE)
+target_include_directories(hpctrain_blas SYSTEM INTERFACE ${HPCTRAIN_CBLAS_INCLUDE_DIR})
+target_link_libraries(hpctrain_blas INTERFACE ${BLAS_LIBRARIES})
+
+# ---- Threads ----------------------------------------------------------------------
+find_package(Threads REQUIRED)
+
+# ---- CUDA stack (optional, on by default when found) --------------------------------
+set(HPCTRAIN_HAVE_CUDA OFF)
+if(HPCTRAIN_ENABLE_CUDA)
+  # nvcc is often not on PATH: look in the standard prefix before giving up.
+  if(NOT CMAKE_CUDA_COMPILER AND NOT DEFINED ENV{CUDACXX} AND EXISTS /usr/local/cuda/bin/nvcc)
+    set(CMAKE_CUDA_COMPILER /usr/local/cuda/bin/nvcc)
+  endif()
+  include(CheckLanguage)
+  check_language(CUDA)
+  if(CMAKE_CUDA_COMPILER)
+    set(CMAKE_CUDA_ARCHITECTURES ${HPCTRAIN_CUDA_ARCHITECTURES})
+    set(CMAKE_CUDA_RUNTIME_LIBRARY Shared)
+    set(CMAKE_CUDA_STANDARD 17)
+    set(CMAKE_CUDA_STANDARD_REQUIRED ON)
+    enable_language(CUDA)
+    find_package(CUDAToolkit)
+    find_package(CUDNN)
+    find_package(NCCL)
+    if(CUDAToolkit_FOUND AND TARGET CUDA::cublas AND CUDNN_FOUND AND NCCL_FOUND)
+      set(HPCTRAIN_HAVE_CUDA ON)
+    else()
+      set(_missing "")
+      if(NOT CUDAToolkit_FOUND)
+        list(APPEND _missing "CUDA toolkit")
+      endif()
+      if(NOT CUDNN_FOUND)
+        list(APPEND _missing "cuDNN")
+      endif()
+      if(NOT NCCL_FOUND)
+        list(APPEND _missing "NCCL")
+      endif()
+      set(_why "missing: ${_missing}")
+    endif()
+  else()
+    set(_why "no CUDA compiler (set CUDACXX=/path/to/nvcc)")
+  endif()
+  if(NOT HPCTRAIN_HAVE_CUDA)
+    if(HPCTRAIN_REQUIRE_CUDA)
+      message(FATAL_ERROR "HPCTRAIN_REQUIRE_CUDA=ON but the CUDA stack is incomplete (${_why})")
+    endif()
+    message(STATUS "CUDA backend disabled: ${_why}")
+  endif()
+elseif(HPCTRAIN_REQUIRE_CUDA)
+  message(FATAL_ERROR "HPCTRAIN_REQUIRE_CUDA=ON contradicts HPCTRAIN_ENABLE_CUDA=OFF")
+endif()

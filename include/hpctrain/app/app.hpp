@@ -1,0 +1,37 @@
+// The trainer application: command line, configuration loaded on rank 0 and
+// broadcast, runtime, --dry-run / --help / --version, and the translation of
+// errors into messages and exit codes. main() only calls run_trainer().
+#pragma once
+
+#include <mpi.h>
+
+#include <string>
+#include <vector>
+
+#include "hpctrain/config/config.hpp"
+
+namespace hpctrain {
+
+struct CliOptions {
+  std::string config_path;
+  std::vector<std::string> sets;  // "section.key=value"
+  bool dry_run = false;
+  bool help = false;
+  bool version = false;
+};
+
+// Throws bad_input on unknown options or a missing configuration file argument.
+CliOptions parse_cli(int argc, char** argv);
+
+// Collective over `comm`: rank 0 reads and parses the file; every rank gets
+// the same Config (rank 0's environment expands ${VAR}); a bad file is a
+// bad_input error on every rank.
+Config load_config(MPI_Comm comm, const std::string& path, const std::vector<std::string>& sets);
+
+std::string help_text();
+std::string version_text();  // needs MPI initialized
+
+// The whole program; returns the process exit code.
+int run_trainer(int argc, char** argv);
+
+}  // namespace hpctrain

@@ -1,0 +1,52 @@
+// What the rest of the program may ask of the CUDA runtime without including
+// CUDA headers: the visible GPUs, device selection, library versions, and the
+// memory operations the MPI communicator needs to stage device buffers.
+// Implemented in device_api.cu when hpctrain is built with CUDA, else by
+// device_api_stub.cpp (no GPUs; memory operations throw).
+#pragma once
+
+#include <cstddef>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "hpctrain/core/dtype.hpp"
+
+namespace hpctrain::cuda {
+
+bool compiled();  // built with the CUDA backend
+
+struct GpuInfo {
+  int index = 0;
+  std::string name;
+  std::size_t memory_bytes = 0;
+  int cc_major = 0, cc_minor = 0;
+};
+
+// GPUs visible to this process. Empty (with `why_none` set) when built without
+// CUDA, when there is no NVIDIA driver or no device: never throws for that.
+std::vector<GpuInfo> visible_gpus(std::string* why_none);
+void set_device(int index);
+
+// "13.0", "9.19.0", "2.28.9" (empty when not built with CUDA).
+std::string runtime_version();
+std::string cudnn_version();
+std::string nccl_version();
+
+// Memory operations used to stage device buffers through pinned host memory.
+// An interface so the staging logic is testable on machines without a GPU.
+class DeviceMemory {
+ public:
+  virtual ~DeviceMemory() = default;
+  virtual void* alloc_pinned(std::size_t bytes) = 0;
+  virtual void free_pinned(void* p) = 0;
+  virtual void copy_to_host(void* host, const void* device, std::size_t bytes) = 0;
+  virtual void copy_to_device(void* device, const void* host, std::size_t bytes) = 0;
+  // buf[i] *= factor for a float dtype (averaging after a sum).
+  virtual void scale(void* device_buf, std::size_t count, DType dtype, double factor) = 0;
+};
+
+// The CUDA implementation (throws when not built with CUDA).
+std::unique_ptr<DeviceMemory> make_device_memory();
+
+}  // namespace hpctrain::cuda

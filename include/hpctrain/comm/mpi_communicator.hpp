@@ -1,0 +1,96 @@
+// The MPI implementation of the communicator seam. Operations are issued in
+// call order by one progress thread (MPI non-blocking calls), which also keeps
+// them moving while the caller computes: without it, Open MPI would advance a
+// non-blocking collective only inside MPI calls and overlap would be fiction.
+// Device buffers go to MPI directly when it is CUDA-aware, else through
+// pinned host staging buffers (copies in the caller's thread).
+#pragma once
+
+#include <mpi.h>
+
+#include <condition_variable>
+#include <deque>
+#include <memory>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+#include "hpctrain/backend/cuda/device_api.hpp"
+#include "hpctrain/comm/collective_log.hpp"
+#include "hpctrain/comm/communicator.hpp"
+#include "hpctrain/runtime/mpi_handles.hpp"
+
+namespace hpctrain {
+
+class Watchdog;
+
+struct MpiCommOptions {
+  std::string name = "world";
+  MemorySpace memory = MemorySpace::host;
+  bool cuda_aware = false;                 // pass device buffers to MPI directly
+  cuda::DeviceMemory* device = nullptr;    // needed when memory == device
+  Watchdog* watchdog = nullptr;            // optional
+};
+
+class MpiCommunicator final : public Communicator {
+ public:
+  // Collective over `comm` (duplicates it). Requests must not outlive this.
+  MpiCommunicator(MPI_Comm comm, MpiCommOptions options);
+  ~MpiCommunicator() override;
+
+  int rank() const override { return rank_; }
+  int size() const override { return size_; }
+  const std::string& name() const override { return options_.name; }
+  const char* backend() const override { return "mpi"; }
+  MemorySpace memory() const override { return options_.memory; }
+
+  Request iallreduce(const void* send, void* recv, std::size_t count, DType dtype, ReduceOp op) override;
+  Request ibroadcast(void* buf, std::size_t count, DType dtype, int root) override;
+  Request iallgather(const void* send, void* recv, std::size_t count_per_rank, DType dtype) override;
+  Request ireduce_scatter(const void* send, void* recv, std::size_t count_per_rank, DType dtype,
+                          ReduceOp op) override;
+  Request isend(const void* buf, std::size_t count, DType dtype, int peer) override;
+  Request irecv(void* buf, std::size_t count, DType dtype, int peer) override;
+  Request ibarrier() override;
+
+  // Bytes copied through host staging buffers so far (tests check the path).
+  std::size_t staged_bytes() const;
+  const CollectiveLog& log() const { return log_; }
+
+ private:
+  struct Op;
+  class OpRequest;
+  struct Pinned {
+    void* ptr;
+    std::size_t bytes;
+    bool busy;
+  };
+
+  Request submit(std::shared_ptr<Op> op);
+  void stage_in(Op& op);
+  void start(Op& op);  // progress thread: issue the MPI call(s)
+  void finish(Op& op);  // caller thread: copy back, average, release
+  void wait_done(Op& op);
+  bool is_done(Op& op);
+  void progress_loop();
+  void* acquire_pinned(std::size_t bytes);
+  void release_pinned(void* p);
+
+  MpiCommOptions options_;
+  MpiComm coll_comm_, barrier_comm_, p2p_comm_;  // separate so mismatched kinds never cross-match
+  int rank_ = 0, size_ = 1;
+  CollectiveLog log_;
+
+  std::mutex mu_;
+  std::condition_variable wake_;  // progress thread: new work or stop
+  std::condition_variable done_;  // callers: an op finished
+  std::deque<std::shared_ptr<Op>> queue_;
+  bool stop_ = false;
+  std::thread progress_;
+
+  std::mutex pinned_mu_;
+  std::vector<Pinned> pinned_;
+  std::size_t staged_bytes_ = 0;
+};
+
+}  // namespace hpctrain

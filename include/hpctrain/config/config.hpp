@@ -1,0 +1,136 @@
+// The run configuration: plain structs filled from an INI file (one section per
+// struct, keys as in ../shared/DESIGN.md) plus `--set section.key=value`
+// overrides, validated once. Every key is declared in one schema
+// (config/schema.hpp), which also produces the `--help` listing.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace hpctrain {
+
+enum class DeviceKind { auto_, cpu, cuda };
+enum class Precision { fp32, bf16, fp16 };
+enum class Shuffle { global, chunk, none };
+enum class LastBatch { drop, wrap };
+enum class OptimizerName { sgd, adam, adamw };
+enum class LrSchedule { constant, step, cosine };
+enum class PipelineSchedule { gpipe, one_f_one_b };
+enum class CommBackend { auto_, mpi, nccl };
+enum class Tristate { auto_, on, off };
+
+struct RunConfig {
+  std::uint64_t seed = 42;
+  DeviceKind device = DeviceKind::auto_;
+  Precision precision = Precision::fp32;
+  int threads = 1;
+  double price_per_device_hour = 0.0;
+  std::string out_dir = "runs";
+};
+
+struct DataConfig {
+  std::string path;
+  Shuffle shuffle = Shuffle::global;
+  LastBatch last_batch = LastBatch::drop;
+  int prefetch = 2;
+  std::uint64_t cache_bytes = 2ull << 30;
+};
+
+struct ModelConfig {
+  std::string layers;
+  std::string groups = "auto";
+};
+
+struct TrainConfig {
+  long global_batch = 64;
+  int micro_batches = 1;
+  long epochs = 1;  // used when steps == 0
+  long steps = 0;   // > 0: train this many optimizer steps instead of epochs
+  long eval_every = 0;  // steps; 0 = at the end of every epoch
+  long log_every = 50;
+  std::string metrics_file = "metrics.csv";
+  bool sync_batchnorm = true;
+};
+
+struct OptimConfig {
+  OptimizerName name = OptimizerName::sgd;
+  double lr = 0.05;
+  double momentum = 0.9;
+  bool nesterov = false;
+  double weight_decay = 0.0;
+  double beta1 = 0.9;
+  double beta2 = 0.999;
+  double eps = 1e-8;
+  LrSchedule schedule = LrSchedule::constant;
+  long warmup_steps = 0;
+  double clip_norm = 0.0;
+};
+
+struct ParallelConfig {
+  int model_parallel = 1;
+  PipelineSchedule schedule = PipelineSchedule::one_f_one_b;
+  CommBackend comm = CommBackend::auto_;
+  Tristate cuda_aware_mpi = Tristate::auto_;
+  double bucket_mb = 25.0;
+  double watchdog_s = 300.0;  // 0 disables the collective watchdog
+};
+
+struct CheckpointConfig {
+  std::string dir = "checkpoints";
+  long every_steps = 0;
+  long every_epochs = 1;
+  double every_minutes = 0.0;
+  int keep = 3;
+  std::string resume = "auto";  // auto | none | <path>
+};
+
+// Where a key's value came from, for the --dry-run table and resume warnings.
+struct ResolvedKey {
+  std::string name;    // "section.key"
+  std::string value;   // canonical text
+  std::string source;  // "default", "file" or "--set"
+};
+
+struct Config {
+  RunConfig run;
+  DataConfig data;
+  ModelConfig model;
+  TrainConfig train;
+  OptimConfig optim;
+  ParallelConfig parallel;
+  CheckpointConfig checkpoint;
+
+  std::string origin;                 // the INI file name, for messages
+  std::string ini_text;               // the file as given (checkpoints store it)
+  std::vector<ResolvedKey> resolved;  // every key, in schema order
+
+  // Canonical text of "section.key" (throws an internal error for an unknown name).
+  const std::string& resolved_value(const std::string& name) const;
+};
+
+// Looks up an environment variable; nullopt when unset. Injected for tests and
+// so that every rank expands `${VAR}` with rank 0's values.
+using EnvLookup = std::function<std::optional<std::string>(const std::string&)>;
+EnvLookup process_environment();
+
+// Parses INI text (named `origin` in messages), applies `overrides`
+// ("section.key=value", in order, later wins) and validates. Throws
+// hpctrain::Error(bad_input) with one line naming the file, key, value and
+// what is allowed.
+Config parse_config(const std::string& ini_text, const std::string& origin,
+                    const std::vector<std::string>& overrides, const EnvLookup& env);
+
+// Reads a whole file; bad_input error naming it when it cannot be read.
+std::string read_text_file(const std::string& path, const std::string& what);
+
+// Names used in tables and messages.
+const char* to_string(DeviceKind v);
+const char* to_string(CommBackend v);
+const char* to_string(Tristate v);
+const char* to_string(Precision v);
+
+}  // namespace hpctrain

@@ -1,0 +1,47 @@
+// The schema of every configuration key: its section, type, allowed range or
+// values, default, meaning and how it is stored into Config. One table drives
+// parsing, validation, the --dry-run listing and the --help text.
+#pragma once
+
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "hpctrain/config/config.hpp"
+
+namespace hpctrain {
+
+enum class ValueKind { integer, real, boolean, choice, text, path, size, real_pair };
+
+struct KeySpec {
+  std::string section;
+  std::string key;
+  ValueKind kind = ValueKind::text;
+  double min = 0, max = 0;     // integer/real bounds (inclusive unless min_exclusive)
+  bool bounded = false;
+  bool min_exclusive = false;
+  std::vector<std::string> choices;  // for ValueKind::choice
+  std::string default_value;
+  std::string help;
+  // Stores an already validated, canonical value into the config.
+  std::function<void(Config&, const std::string&)> apply;
+
+  std::string name() const { return section + "." + key; }
+};
+
+// All keys in display order.
+std::vector<KeySpec> config_schema();
+
+// Validates `raw` against `spec`; returns the canonical text (paths with
+// `${VAR}` expanded through `env`). On failure throws a plain
+// std::invalid_argument whose what() says what is allowed; the caller adds
+// the file and key.
+std::string canonical_value(const KeySpec& spec, const std::string& raw, const EnvLookup& env);
+
+// Human description of a key's type: "integer >= 1", "one of: auto|cpu|cuda", ...
+std::string describe_type(const KeySpec& spec);
+
+// The `--help` section listing every key with type, default and meaning.
+std::string config_help();
+
+}  // namespace hpctrain

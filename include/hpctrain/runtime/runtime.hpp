@@ -1,0 +1,82 @@
+// The runtime every rank builds after MPI is up: who it is (host, local rank),
+// which device it computes on, the process grid, the collective watchdog, and
+// the communicators for its data-parallel and model-parallel groups.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "hpctrain/backend/cuda/device_api.hpp"
+#include "hpctrain/comm/communicator.hpp"
+#include "hpctrain/comm/watchdog.hpp"
+#include "hpctrain/config/config.hpp"
+#include "hpctrain/runtime/process_grid.hpp"
+
+namespace hpctrain {
+
+struct RankInfo {
+  int world_rank = 0, world_size = 1;
+  int local_rank = 0, local_size = 1;  // among ranks sharing this node
+  std::string host;
+};
+
+// Collective over `world`: local rank from MPI_Comm_split_type(SHARED).
+RankInfo query_rank_info(MPI_Comm world);
+
+struct DeviceAssignment {
+  DeviceKind kind = DeviceKind::cpu;  // never auto_
+  int gpu = -1;                       // CUDA device index when kind == cuda
+  std::string description;            // "cpu" or "cuda:0 NVIDIA H200 (139.8 GiB)"
+};
+
+// Pure: resolves [run] device for one rank. auto = cuda when a GPU is visible.
+// One GPU per rank, by local rank; more ranks on a node than GPUs is an error.
+DeviceAssignment choose_device(DeviceKind requested, const RankInfo& me, const std::vector<cuda::GpuInfo>& gpus,
+                               const std::string& why_no_gpu);
+
+// Pure: resolves [parallel] comm for a device. auto = nccl on cuda, mpi on cpu.
+CommBackend choose_comm(CommBackend requested, DeviceKind device);
+
+// Whether the MPI library reports CUDA-aware support at run time.
+bool mpi_reports_cuda_aware();
+
+// Collective: if any rank of `comm` has a non-empty `local_error`, every rank
+// throws bad_input with the lowest such rank's message (prefixed by that rank),
+// so all ranks exit alike instead of some waiting forever.
+void raise_if_any(MPI_Comm comm, const std::string& local_error);
+
+class Runtime {
+ public:
+  // Collective over MPI_COMM_WORLD. Validates the grid and batch sizes.
+  explicit Runtime(const Config& config);
+  ~Runtime();
+
+  const RankInfo& rank_info() const { return info_; }
+  const ProcessGrid& grid() const { return *grid_; }
+  const DeviceAssignment& device() const { return device_; }
+  CommBackend comm_backend() const { return comm_; }
+  bool cuda_aware_mpi() const { return cuda_aware_; }
+  long per_rank_batch() const { return per_rank_batch_; }
+  Watchdog* watchdog() const { return watchdog_.get(); }
+
+  // A communicator over `comm` with the configured backend, for buffers in
+  // `memory` (host buffers always use MPI). Collective over `comm`.
+  std::unique_ptr<Communicator> make_communicator(MPI_Comm comm, const std::string& name, MemorySpace memory);
+
+  // Collective: the per-rank table (rank, host, local rank, device, dp, mp),
+  // gathered on rank 0 (empty string elsewhere).
+  std::string grid_table() const;
+
+ private:
+  RankInfo info_;
+  DeviceAssignment device_;
+  CommBackend comm_ = CommBackend::mpi;
+  bool cuda_aware_ = false;
+  long per_rank_batch_ = 0;
+  std::unique_ptr<ProcessGrid> grid_;
+  std::unique_ptr<Watchdog> watchdog_;
+  std::unique_ptr<cuda::DeviceMemory> device_memory_;
+};
+
+}  // namespace hpctrain

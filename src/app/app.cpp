@@ -1,0 +1,229 @@
+// The trainer application (app/app.hpp): command line, collective config
+// loading, --help / --version / --dry-run, and error -> exit code handling.
+#include "hpctrain/app/app.hpp"
+
+#include <cblas.h>
+#include <hdf5.h>
+
+#include <boost/program_options.hpp>
+#include <cstdio>
+#include <map>
+#include <sstream>
+
+#include "hpctrain/backend/cuda/device_api.hpp"
+#include "hpctrain/config/schema.hpp"
+#include "hpctrain/core/error.hpp"
+#include "hpctrain/core/log.hpp"
+#include "hpctrain/core/table.hpp"
+#include "hpctrain/core/version.hpp"
+#include "hpctrain/runtime/mpi_handles.hpp"
+#include "hpctrain/runtime/runtime.hpp"
+
+namespace po = boost::program_options;
+
+namespace hpctrain {
+
+namespace {
+
+po::options_description cli_options() {
+  po::options_description o("Options");
+  o.add_options()("set", po::value<std::vector<std::string>>()->composing(),
+                  "override a configuration key: --set section.key=value (repeatable)")(
+      "dry-run", "check the configuration and the process grid, print them, and exit")(
+      "help,h", "show this help: options, every configuration key, exit codes")(
+      "version", "show the version and the compiled-in backends");
+  return o;
+}
+
+}  // namespace
+
+CliOptions parse_cli(int argc, char** argv) {
+  auto visible = cli_options();
+  po::options_description all;
+  all.add(visible).add_options()("config", po::value<std::string>());
+  po::positional_options_description pos;
+  pos.add("config", 1);
+  po::variables_map vm;
+  try {
+    po::store(po::command_line_parser(argc, argv).options(all).positional(pos).run(), vm);
+  } catch (const po::error& e) {
+    throw bad_input(std::string("command line: ") + e.what() + " (see trainer --help)");
+  }
+  CliOptions cli;
+  cli.help = vm.count("help") > 0;
+  cli.version = vm.count("version") > 0;
+  cli.dry_run = vm.count("dry-run") > 0;
+  if (vm.count("set")) cli.sets = vm["set"].as<std::vector<std::string>>();
+  if (vm.count("config")) cli.config_path = vm["config"].as<std::string>();
+  if (!cli.help && !cli.version && cli.config_path.empty())
+    throw bad_input("command line: no configuration file given (usage: trainer input.ini [--set section.key=value ...] "
+                    "[--dry-run]; see trainer --help)");
+  return cli;
+}
+
+Config load_config(MPI_Comm comm, const std::string& path, const std::vector<std::string>& sets) {
+  int rank = 0;
+  CHECK_MPI(MPI_Comm_rank(comm, &rank));
+  std::string error, text, env_text;
+  if (rank == 0) {
+    std::map<std::string, std::string> used;  // the variables rank 0 expanded, sent to the others
+    const auto real_env = process_environment();
+    try {
+      text = read_text_file(path, "configuration file");
+      parse_config(text, path, sets, [&](const std::string& name) {
+        auto v = real_env(name);
+        if (v) used[name] = *v;
+        return v;
+      });
+    } catch (const Error& e) {
+      error = e.what();
+    }
+    for (const auto& [k, v] : used) env_text += k + '\0' + v + '\0';
+  }
+  broadcast_string(comm, error, 0);
+  if (!error.empty()) throw bad_input(error);
+  broadcast_string(comm, text, 0);
+  broadcast_string(comm, env_text, 0);
+  std::map<std::string, std::string> env;
+  for (std::size_t i = 0; i < env_text.size();) {
+    const auto k_end = env_text.find('\0', i);
+    const auto v_end = env_text.find('\0', k_end + 1);
+    env[env_text.substr(i, k_end - i)] = env_text.substr(k_end + 1, v_end - k_end - 1);
+    i = v_end + 1;
+  }
+  return parse_config(text, path, sets, [&](const std::string& name) -> std::optional<std::string> {
+    const auto it = env.find(name);
+    if (it == env.end()) return std::nullopt;
+    return it->second;
+  });
+}
+
+std::string help_text() {
+  std::ostringstream os;
+  os << "usage: mpirun -np N trainer input.ini [--set section.key=value ...] [--dry-run]\n"
+     << "       trainer --help | --version\n\n"
+     << cli_options() << "\nConfiguration keys ([section] key = value in the INI file; --set section.key=value):\n"
+     << config_help()
+     << "\nPaths may use ${VAR} (expanded from rank 0's environment; $$ is a literal $).\n"
+     << "\nExit codes:\n"
+     << "   0  success\n"
+     << "   1  internal error (a bug, or a failed library call)\n"
+     << "   2  bad input: configuration, data, checkpoint or process grid\n"
+     << "   3  collective timeout: the watchdog ([parallel] watchdog_s) aborted a hung collective\n"
+     << "  10  stopped by a signal after writing a checkpoint\n";
+  return os.str();
+}
+
+std::string version_text() {
+  std::ostringstream os;
+  os << "hpctrain " << HPCTRAIN_VERSION << " (source revision " << HPCTRAIN_SOURCE_REVISION << ")\n";
+  os << "backends: cpu (" << openblas_get_config() << ")";
+  if (cuda::compiled())
+    os << ", cuda (CUDA runtime " << cuda::runtime_version() << ", cuBLAS, cuDNN " << cuda::cudnn_version()
+       << "), nccl " << cuda::nccl_version();
+  else
+    os << "; cuda and nccl not compiled in";
+  os << "\n";
+  char lib[MPI_MAX_LIBRARY_VERSION_STRING] = {0};
+  int len = 0;
+  MPI_Get_library_version(lib, &len);
+  std::string mpi(lib, static_cast<std::size_t>(len));
+  mpi = mpi.substr(0, mpi.find_first_of(",\n"));
+  int major = 0, minor = 0;
+  MPI_Get_version(&major, &minor);
+  os << "MPI: " << mpi << " (MPI " << major << "." << minor << "); CUDA-aware MPI at run time: "
+     << (mpi_reports_cuda_aware() ? "yes" : "no") << "\n";
+  unsigned h5maj = 0, h5min = 0, h5rel = 0;
+  H5get_libversion(&h5maj, &h5min, &h5rel);
+  os << "HDF5: " << h5maj << "." << h5min << "." << h5rel << " (parallel)\n";
+  std::string why;
+  const auto gpus = cuda::visible_gpus(&why);
+  os << "GPUs visible: " << gpus.size() << (gpus.empty() ? " (" + why + ")" : std::string()) << "\n";
+  return os.str();
+}
+
+namespace {
+
+void print_dry_run(const Config& cfg, Runtime& rt) {
+  const auto& shape = rt.grid().shape();
+  std::ostringstream os;
+  os << "hpctrain " << HPCTRAIN_VERSION << " dry run of " << cfg.origin << " on " << shape.world << " rank(s)\n\n";
+  Table keys({"key", "value", "source"});
+  for (const auto& k : cfg.resolved) keys.add_row({k.name, k.value.empty() ? "(none)" : k.value, k.source});
+  os << "Configuration\n" << keys.render() << "\n";
+  const std::string grid = rt.grid_table();  // collective
+  os << "Process grid: " << shape.world << " rank(s) = " << shape.dp_size << " data-parallel x " << shape.mp_size
+     << " model-parallel (rank r: mp = r % " << shape.mp_size << ", dp = r / " << shape.mp_size << ")\n"
+     << grid;
+  os << "data-parallel groups (average gradients together):";
+  for (int mp = 0; mp < shape.mp_size; ++mp) {
+    os << "  mp " << mp << ": ranks";
+    for (int r : dp_group_members(mp, shape)) os << " " << r;
+  }
+  os << "\nmodel-parallel groups (one model replica each):";
+  for (int dp = 0; dp < shape.dp_size; ++dp) {
+    os << "  dp " << dp << ": ranks";
+    for (int r : mp_group_members(dp * shape.mp_size, shape)) os << " " << r;
+  }
+  os << "\nBatch: global " << cfg.train.global_batch << " = " << shape.dp_size << " data-parallel x "
+     << rt.per_rank_batch() << " per rank, in " << cfg.train.micro_batches << " micro-batch(es) of "
+     << rt.per_rank_batch() / cfg.train.micro_batches << "\n";
+  os << "Communication: " << to_string(rt.comm_backend()) << " (requested " << to_string(cfg.parallel.comm)
+     << "); CUDA-aware MPI: " << (rt.cuda_aware_mpi() ? "yes" : "no") << " (setting "
+     << to_string(cfg.parallel.cuda_aware_mpi) << ", library reports " << (mpi_reports_cuda_aware() ? "yes" : "no")
+     << "); watchdog: "
+     << (cfg.parallel.watchdog_s > 0 ? cfg.resolved_value("parallel.watchdog_s") + " s" : "off")
+     << "\n";
+  log0(os.str());
+}
+
+int report(const Error& e) {
+  int rank = 0;
+  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  if (e.scope() == Scope::every_rank) {
+    if (rank == 0) std::fprintf(stderr, "hpctrain: error: %s\n", e.what());
+    return static_cast<int>(e.code());
+  }
+  std::fprintf(stderr, "hpctrain: error [%s]: %s\n", rank_and_host().c_str(), e.what());
+  std::fflush(stderr);
+  MPI_Abort(MPI_COMM_WORLD, static_cast<int>(e.code()));
+  return static_cast<int>(e.code());
+}
+
+}  // namespace
+
+int run_trainer(int argc, char** argv) {
+  std::unique_ptr<MpiSession> mpi;
+  try {
+    mpi = std::make_unique<MpiSession>(&argc, &argv);
+  } catch (const Error& e) {
+    std::fprintf(stderr, "hpctrain: error: %s\n", e.what());
+    return static_cast<int>(e.code());
+  }
+  try {
+    const CliOptions cli = parse_cli(argc, argv);
+    if (cli.help) {
+      log0(help_text());
+      return 0;
+    }
+    if (cli.version) {
+      log0(version_text());
+      return 0;
+    }
+    const Config cfg = load_config(MPI_COMM_WORLD, cli.config_path, cli.sets);
+    Runtime rt(cfg);
+    if (cli.dry_run) {
+      print_dry_run(cfg, rt);
+      return 0;
+    }
+    throw Error(ExitCode::internal, Scope::every_rank,
+                "this build has no training engine yet (it arrives with the engine issue); run with --dry-run to "
+                "check a configuration and the process grid");
+  } catch (const Error& e) {
+    return report(e);
+  } catch (const std::exception& e) {
+    return report(Error(ExitCode::internal, Scope::this_rank, std::string("unexpected exception: ") + e.what()));
+  }
+}
+
+}  // namespace hpctrain

@@ -1,0 +1,206 @@
+// Implementation of the NCCL communicator (comm/nccl_communicator.hpp), CUDA
+// builds only. Every operation: the NCCL stream waits for the compute stream
+// (event), NCCL runs on its own stream, a completion event is recorded; the
+// watchdog polls those events through the collective log.
+#include "hpctrain/comm/nccl_communicator.hpp"
+
+#include <cstring>
+#include <mutex>
+#include <vector>
+
+#include "hpctrain/comm/nccl_bootstrap.hpp"
+#include "hpctrain/comm/watchdog.hpp"
+#include "hpctrain/core/cuda_check.hpp"
+#include "hpctrain/core/log.hpp"
+
+namespace hpctrain {
+
+namespace {
+
+static_assert(sizeof(ncclUniqueId) == kNcclIdBytes, "NCCL unique id size changed");
+
+ncclDataType_t nccl_type(DType t) {
+  switch (t) {
+    case DType::f32: return ncclFloat32;
+    case DType::f64: return ncclFloat64;
+    case DType::f16: return ncclFloat16;
+    case DType::bf16: return ncclBfloat16;
+    case DType::i32: return ncclInt32;
+    case DType::i64: return ncclInt64;
+    case DType::u8: return ncclUint8;
+  }
+  return ncclFloat32;
+}
+
+ncclRedOp_t nccl_op(ReduceOp op) {
+  switch (op) {
+    case ReduceOp::sum: return ncclSum;
+    case ReduceOp::avg: return ncclAvg;
+    case ReduceOp::max: return ncclMax;
+    case ReduceOp::min: return ncclMin;
+  }
+  return ncclSum;
+}
+
+std::vector<int> world_ranks_of(MPI_Comm comm) {
+  MPI_Group group, world;
+  CHECK_MPI(MPI_Comm_group(comm, &group));
+  CHECK_MPI(MPI_Comm_group(MPI_COMM_WORLD, &world));
+  int n = 0;
+  CHECK_MPI(MPI_Group_size(group, &n));
+  std::vector<int> mine(static_cast<std::size_t>(n)), out(static_cast<std::size_t>(n));
+  for (int i = 0; i < n; ++i) mine[static_cast<std::size_t>(i)] = i;
+  CHECK_MPI(MPI_Group_translate_ranks(group, n, mine.data(), world, out.data()));
+  MPI_Group_free(&group);
+  MPI_Group_free(&world);
+  return out;
+}
+
+// A completion event shared by the request and the watchdog's poller.
+struct Completion {
+  cudaEvent_t event = nullptr;
+  std::uint64_t log_id = 0;
+  bool left = false;  // guarded by the communicator's mutex
+  ~Completion() {
+    if (event) cudaEventDestroy(event);
+  }
+};
+
+class NcclCommunicator;
+
+class NcclRequest final : public CommRequest {
+ public:
+  NcclRequest(cudaStream_t compute, std::shared_ptr<Completion> c) : compute_(compute), c_(std::move(c)) {}
+  bool test() override {
+    const cudaError_t e = cudaEventQuery(c_->event);
+    if (e == cudaErrorNotReady) return false;
+    CHECK_CUDA(e);
+    return true;
+  }
+  void wait() override { CHECK_CUDA(cudaStreamWaitEvent(compute_, c_->event, 0)); }
+
+ private:
+  cudaStream_t compute_;
+  std::shared_ptr<Completion> c_;
+};
+
+class NcclCommunicator final : public Communicator {
+ public:
+  NcclCommunicator(MPI_Comm comm, NcclCommOptions options)
+      : options_(std::move(options)), log_(options_.name, world_ranks_of(comm)) {
+    compute_ = static_cast<cudaStream_t>(options_.compute_stream);
+    CHECK_CUDA(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking));
+    CHECK_CUDA(cudaEventCreateWithFlags(&ready_, cudaEventDisableTiming));
+    CHECK_CUDA(cudaMalloc(&barrier_buf_, sizeof(int)));
+    bootstrap_nccl(
+        comm,
+        [] {
+          ncclUniqueId id;
+          CHECK_NCCL(ncclGetUniqueId(&id));
+          NcclId out;
+          std::memcpy(out.bytes.data(), &id, sizeof(id));
+          return out;
+        },
+        [this](const NcclId& id, int nranks, int rank) {
+          ncclUniqueId nid;
+          std::memcpy(&nid, id.bytes.data(), sizeof(nid));
+          CHECK_NCCL(ncclCommInitRank(&comm_, nranks, nid, rank));
+          rank_ = rank;
+          size_ = nranks;
+        });
+    log_.set_poller([this] { poll(); });
+    if (options_.watchdog) options_.watchdog->attach(&log_);
+  }
+
+  ~NcclCommunicator() override {
+    if (options_.watchdog) options_.watchdog->detach(&log_);
+    cudaStreamSynchronize(stream_);
+    if (comm_) ncclCommDestroy(comm_);
+    cudaFree(barrier_buf_);
+    cudaEventDestroy(ready_);
+    cudaStreamDestroy(stream_);
+  }
+
+  int rank() const override { return rank_; }
+  int size() const override { return size_; }
+  const std::string& name() const override { return options_.name; }
+  const char* backend() const override { return "nccl"; }
+  MemorySpace memory() const override { return MemorySpace::device; }
+
+  Request iallreduce(const void* send, void* recv, std::size_t count, DType t, ReduceOp op) override {
+    return launch("allreduce", true,
+                  [&] { CHECK_NCCL(ncclAllReduce(send, recv, count, nccl_type(t), nccl_op(op), comm_, stream_)); });
+  }
+  Request ibroadcast(void* buf, std::size_t count, DType t, int root) override {
+    return launch("broadcast", true,
+                  [&] { CHECK_NCCL(ncclBroadcast(buf, buf, count, nccl_type(t), root, comm_, stream_)); });
+  }
+  Request iallgather(const void* send, void* recv, std::size_t count, DType t) override {
+    return launch("allgather", true, [&] { CHECK_NCCL(ncclAllGather(send, recv, count, nccl_type(t), comm_, stream_)); });
+  }
+  Request ireduce_scatter(const void* send, void* recv, std::size_t count, DType t, ReduceOp op) override {
+    return launch("reduce_scatter", true, [&] {
+      CHECK_NCCL(ncclReduceScatter(send, recv, count, nccl_type(t), nccl_op(op), comm_, stream_));
+    });
+  }
+  Request isend(const void* buf, std::size_t count, DType t, int peer) override {
+    return launch("send", false, [&] { CHECK_NCCL(ncclSend(buf, count, nccl_type(t), peer, comm_, stream_)); });
+  }
+  Request irecv(void* buf, std::size_t count, DType t, int peer) override {
+    return launch("recv", false, [&] { CHECK_NCCL(ncclRecv(buf, count, nccl_type(t), peer, comm_, stream_)); });
+  }
+  Request ibarrier() override {
+    return launch("barrier", true, [&] {
+      CHECK_NCCL(ncclAllReduce(barrier_buf_, barrier_buf_, 1, ncclInt32, ncclSum, comm_, stream_));
+    });
+  }
+
+ private:
+  template <typename Issue>
+  Request launch(const char* what, bool collective, Issue issue) {
+    poll();  // retire finished operations even when no watchdog polls
+    CHECK_CUDA(cudaEventRecord(ready_, compute_));
+    CHECK_CUDA(cudaStreamWaitEvent(stream_, ready_, 0));
+    auto c = std::make_shared<Completion>();
+    CHECK_CUDA(cudaEventCreateWithFlags(&c->event, cudaEventDisableTiming));
+    c->log_id = log_.enter(what, collective);
+    issue();
+    CHECK_CUDA(cudaEventRecord(c->event, stream_));
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      pending_.push_back(c);
+    }
+    return std::make_unique<NcclRequest>(compute_, std::move(c));
+  }
+
+  // Watchdog thread: mark operations whose completion event fired.
+  void poll() {
+    std::lock_guard<std::mutex> lock(mu_);
+    for (auto it = pending_.begin(); it != pending_.end();) {
+      if (cudaEventQuery((*it)->event) == cudaSuccess) {
+        log_.leave((*it)->log_id);
+        it = pending_.erase(it);
+      } else {
+        ++it;
+      }
+    }
+  }
+
+  NcclCommOptions options_;
+  CollectiveLog log_;
+  ncclComm_t comm_ = nullptr;
+  cudaStream_t stream_ = nullptr, compute_ = nullptr;
+  cudaEvent_t ready_ = nullptr;
+  int* barrier_buf_ = nullptr;
+  int rank_ = 0, size_ = 1;
+  std::mutex mu_;
+  std::vector<std::shared_ptr<Completion>> pending_;
+};
+
+}  // namespace
+
+std::unique_ptr<Communicator> make_nccl_communicator(MPI_Comm comm, NcclCommOptions options) {
+  return std::make_unique<NcclCommunicator>(comm, std::move(options));
+}
+
+}  // namespace hpctrain

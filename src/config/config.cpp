@@ -1,0 +1,258 @@
+// Loading the configuration: INI text through Boost.Program_options, then
+// `--set` overrides, then per-key validation from the schema and the checks
+// that involve several keys. Every failure is one bad_input line naming the
+// file (and line), the key, the value and what is allowed.
+#include "hpctrain/config/config.hpp"
+
+#include <algorithm>
+#include <boost/program_options.hpp>
+#include <cerrno>
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <map>
+#include <set>
+#include <sstream>
+
+#include "hpctrain/config/schema.hpp"
+#include "hpctrain/core/error.hpp"
+
+namespace po = boost::program_options;
+
+namespace hpctrain {
+
+namespace {
+
+std::string trim(const std::string& s) {
+  const auto b = s.find_first_not_of(" \t\r\n");
+  if (b == std::string::npos) return "";
+  const auto e = s.find_last_not_of(" \t\r\n");
+  return s.substr(b, e - b + 1);
+}
+
+// Line numbers of sections and keys, for messages (Boost does not report them).
+struct LineIndex {
+  std::map<std::string, std::vector<int>> key_lines;  // "section.key" -> every line it is on
+  std::map<std::string, int> section_line;  // "section" -> first line
+  std::vector<std::string> lines;
+
+  explicit LineIndex(const std::string& text) {
+    std::istringstream in(text);
+    std::string line, section;
+    for (int n = 1; std::getline(in, line); ++n) {
+      lines.push_back(line);
+      std::string t = trim(line.substr(0, line.find('#')));
+      if (t.empty() || t[0] == ';') continue;
+      if (t.front() == '[' && t.back() == ']') {
+        section = trim(t.substr(1, t.size() - 2));
+        section_line.emplace(section, n);
+        continue;
+      }
+      const auto eq = t.find('=');
+      if (eq == std::string::npos) continue;
+      const std::string key = trim(t.substr(0, eq));
+      key_lines[section.empty() ? key : section + "." + key].push_back(n);
+    }
+  }
+  int line_of_text(const std::string& needle) const {
+    for (std::size_t i = 0; i < lines.size(); ++i)
+      if (trim(lines[i]) == trim(needle)) return static_cast<int>(i) + 1;
+    return 0;
+  }
+};
+
+std::size_t edit_distance(const std::string& a, const std::string& b) {
+  std::vector<std::size_t> prev(b.size() + 1), cur(b.size() + 1);
+  for (std::size_t j = 0; j <= b.size(); ++j) prev[j] = j;
+  for (std::size_t i = 1; i <= a.size(); ++i) {
+    cur[0] = i;
+    for (std::size_t j = 1; j <= b.size(); ++j)
+      cur[j] = std::min({prev[j] + 1, cur[j - 1] + 1, prev[j - 1] + (a[i - 1] == b[j - 1] ? 0 : 1)});
+    std::swap(prev, cur);
+  }
+  return prev[b.size()];
+}
+
+std::string closest(const std::string& word, const std::vector<std::string>& options) {
+  std::string best;
+  std::size_t best_d = 3;  // suggest only near misses
+  for (const auto& o : options) {
+    const auto d = edit_distance(word, o);
+    if (d < best_d) best_d = d, best = o;
+  }
+  return best;
+}
+
+std::string join(const std::vector<std::string>& v) {
+  std::string out;
+  for (std::size_t i = 0; i < v.size(); ++i) out += (i ? ", " : "") + v[i];
+  return out;
+}
+
+// "section.key" unknown: explain whether the section or the key is wrong.
+std::string unknown_key_message(const std::string& name, const std::vector<KeySpec>& schema) {
+  std::vector<std::string> sections;
+  for (const auto& s : schema)
+    if (sections.empty() || sections.back() != s.section) sections.push_back(s.section);
+  const auto dot = name.find('.');
+  if (dot == std::string::npos)
+    return "key '" + name + "' is outside any section (sections: " + join(sections) + ")";
+  const std::string section = name.substr(0, dot), key = name.substr(dot + 1);
+  if (std::find(sections.begin(), sections.end(), section) == sections.end()) {
+    const auto near = closest(section, sections);
+    return "unknown section [" + section + "]" + (near.empty() ? "" : " (did you mean [" + near + "]?)") +
+           "; sections: " + join(sections);
+  }
+  std::vector<std::string> keys;
+  for (const auto& s : schema)
+    if (s.section == section) keys.push_back(s.key);
+  const auto near = closest(key, keys);
+  return "unknown key '" + key + "' in [" + section + "]" + (near.empty() ? "" : " (did you mean '" + near + "'?)") +
+         "; keys in [" + section + "]: " + join(keys);
+}
+
+struct RawValue {
+  std::string text;
+  std::string source;  // "file" or "--set"
+  std::string where;   // "file.ini:12" or "--set"
+};
+
+}  // namespace
+
+EnvLookup process_environment() {
+  return [](const std::string& name) -> std::optional<std::string> {
+    const char* v = std::getenv(name.c_str());
+    if (v == nullptr) return std::nullopt;
+    return std::string(v);
+  };
+}
+
+std::string read_text_file(const std::string& path, const std::string& what) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw bad_input(what + " '" + path + "' cannot be read: " + std::strerror(errno));
+  std::ostringstream ss;
+  ss << in.rdbuf();
+  if (in.bad()) throw bad_input(what + " '" + path + "' cannot be read");
+  return ss.str();
+}
+
+Config parse_config(const std::string& ini_text, const std::string& origin,
+                    const std::vector<std::string>& overrides, const EnvLookup& env) {
+  const auto schema = config_schema();
+  const LineIndex index(ini_text);
+  auto at_line = [&](int line) { return origin + (line > 0 ? ":" + std::to_string(line) : ""); };
+
+  po::options_description desc;
+  for (const auto& s : schema) desc.add_options()(s.name().c_str(), po::value<std::string>());
+
+  std::map<std::string, RawValue> given;
+  try {
+    std::istringstream in(ini_text);
+    const auto parsed = po::parse_config_file(in, desc, /*allow_unregistered=*/true);
+    std::map<std::string, std::size_t> seen;  // occurrences so far, to point at the right line
+    for (const auto& opt : parsed.options) {
+      const auto it = index.key_lines.find(opt.string_key);
+      const std::size_t nth = seen[opt.string_key]++;
+      const int line = it != index.key_lines.end() && nth < it->second.size() ? it->second[nth] : 0;
+      const std::string where = at_line(line);
+      if (opt.unregistered) throw bad_input(where + ": " + unknown_key_message(opt.string_key, schema));
+      if (given.count(opt.string_key)) throw bad_input(where + ": key '" + opt.string_key + "' is given twice");
+      given[opt.string_key] = {opt.value.empty() ? "" : opt.value.front(), "file", where};
+    }
+  } catch (const po::invalid_config_file_syntax& e) {
+    const int line = index.line_of_text(e.tokens());
+    throw bad_input(at_line(line) + ": cannot parse line '" + trim(e.tokens()) +
+                    "': expected 'key = value', a [section] header or a # comment");
+  } catch (const po::error& e) {
+    throw bad_input(origin + ": cannot parse: " + e.what());
+  }
+
+  for (const auto& o : overrides) {
+    const auto eq = o.find('=');
+    if (eq == std::string::npos || eq == 0)
+      throw bad_input("--set '" + o + "': expected section.key=value");
+    const std::string name = trim(o.substr(0, eq));
+    const bool known = std::any_of(schema.begin(), schema.end(), [&](const KeySpec& s) { return s.name() == name; });
+    if (!known) throw bad_input("--set " + name + ": " + unknown_key_message(name, schema));
+    given[name] = {o.substr(eq + 1), "--set", "--set"};
+  }
+
+  Config cfg;
+  cfg.origin = origin;
+  cfg.ini_text = ini_text;
+  for (const auto& s : schema) {
+    const auto it = given.find(s.name());
+    const bool is_given = it != given.end();
+    const std::string raw = is_given ? it->second.text : s.default_value;
+    std::string value;
+    try {
+      value = canonical_value(s, raw, env);
+    } catch (const std::invalid_argument& e) {
+      const std::string where = is_given ? it->second.where : origin + " (default)";
+      throw bad_input(where + ": [" + s.section + "] " + s.key + " = '" + trim(raw) + "': " + e.what());
+    }
+    s.apply(cfg, value);
+    cfg.resolved.push_back({s.name(), value, is_given ? it->second.source : "default"});
+  }
+
+  // Checks involving several keys.
+  auto where_of = [&](const std::string& name) {
+    const auto it = given.find(name);
+    return it == given.end() ? origin : it->second.where;
+  };
+  if (given.count("train.steps") && given.count("train.epochs") && cfg.train.steps > 0 && cfg.train.epochs > 0)
+    throw bad_input(where_of("train.steps") + ": [train] steps = " + std::to_string(cfg.train.steps) +
+                    " and epochs = " + std::to_string(cfg.train.epochs) +
+                    " are both set: give one of them and set the other to 0");
+  if (cfg.train.steps == 0 && cfg.train.epochs == 0)
+    throw bad_input(where_of("train.epochs") + ": [train] epochs = 0 and steps = 0: nothing to train; set one > 0");
+  if (cfg.train.global_batch % cfg.train.micro_batches != 0)
+    throw bad_input(where_of("train.micro_batches") + ": [train] micro_batches = " +
+                    std::to_string(cfg.train.micro_batches) + " does not divide global_batch = " +
+                    std::to_string(cfg.train.global_batch));
+  if (cfg.run.device == DeviceKind::cpu && cfg.parallel.comm == CommBackend::nccl)
+    throw bad_input(where_of("parallel.comm") + ": [parallel] comm = nccl needs device = cuda (or auto on a GPU "
+                    "machine), but [run] device = cpu");
+  return cfg;
+}
+
+const std::string& Config::resolved_value(const std::string& name) const {
+  for (const auto& k : resolved)
+    if (k.name == name) return k.value;
+  throw Error(ExitCode::internal, Scope::this_rank, "no configuration key " + name);
+}
+
+const char* to_string(DeviceKind v) {
+  switch (v) {
+    case DeviceKind::auto_: return "auto";
+    case DeviceKind::cpu: return "cpu";
+    case DeviceKind::cuda: return "cuda";
+  }
+  return "?";
+}
+const char* to_string(CommBackend v) {
+  switch (v) {
+    case CommBackend::auto_: return "auto";
+    case CommBackend::mpi: return "mpi";
+    case CommBackend::nccl: return "nccl";
+  }
+  return "?";
+}
+const char* to_string(Tristate v) {
+  switch (v) {
+    case Tristate::auto_: return "auto";
+    case Tristate::on: return "on";
+    case Tristate::off: return "off";
+  }
+  return "?";
+}
+const char* to_string(Precision v) {
+  switch (v) {
+    case Precision::fp32: return "fp32";
+    case Precision::bf16: return "bf16";
+    case Precision::fp16: return "fp16";
+  }
+  return "?";
+}
+
+}  // namespace hpctrain

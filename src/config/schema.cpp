@@ -1,0 +1,405 @@
+// Every configuration key (section, type, range, default, meaning) and the
+// value parsers and validators they share. See config/schema.hpp.
+#include "hpctrain/config/schema.hpp"
+
+#include <charconv>
+#include <cerrno>
+#include <cmath>
+#include <cstdlib>
+#include <limits>
+#include <sstream>
+#include <stdexcept>
+
+#include "hpctrain/core/table.hpp"
+
+namespace hpctrain {
+
+namespace {
+
+using Apply = std::function<void(Config&, const std::string&)>;
+
+KeySpec make(const char* section, const char* key, ValueKind kind, const char* def, const char* help,
+             Apply apply) {
+  KeySpec s;
+  s.section = section;
+  s.key = key;
+  s.kind = kind;
+  s.default_value = def;
+  s.help = help;
+  s.apply = std::move(apply);
+  return s;
+}
+
+KeySpec bounded(KeySpec s, double lo, double hi, bool lo_exclusive = false) {
+  s.bounded = true;
+  s.min = lo;
+  s.max = hi;
+  s.min_exclusive = lo_exclusive;
+  return s;
+}
+
+KeySpec choice(const char* section, const char* key, std::vector<std::string> choices, const char* def,
+               const char* help, Apply apply) {
+  KeySpec s = make(section, key, ValueKind::choice, def, help, std::move(apply));
+  s.choices = std::move(choices);
+  return s;
+}
+
+// Index of `v` in the spec's choices (the value is already validated).
+template <typename E>
+E pick(const std::string& v, std::initializer_list<std::pair<const char*, E>> table) {
+  for (const auto& [name, value] : table)
+    if (v == name) return value;
+  throw std::logic_error("unmapped choice " + v);
+}
+
+constexpr double kMaxLong = 9.0e15;  // exactly representable, far above any sane count
+bool parse_bool(const std::string& v) { return v == "true"; }
+
+std::string trim(const std::string& s) {
+  const auto b = s.find_first_not_of(" \t\r\n");
+  if (b == std::string::npos) return "";
+  const auto e = s.find_last_not_of(" \t\r\n");
+  return s.substr(b, e - b + 1);
+}
+
+double parse_real(const std::string& raw) {
+  const std::string v = trim(raw);
+  if (v.empty()) throw std::invalid_argument("expected a number");
+  char* end = nullptr;
+  errno = 0;
+  const double d = std::strtod(v.c_str(), &end);
+  if (*end != '\0' || errno == ERANGE || !std::isfinite(d)) throw std::invalid_argument("expected a finite number");
+  return d;
+}
+
+std::string format_real(double d) {
+  char buf[64];
+  const auto r = std::to_chars(buf, buf + sizeof(buf), d);  // shortest text that reads back exactly
+  return std::string(buf, r.ptr);
+}
+
+std::string bound_text(const KeySpec& s) {
+  if (!s.bounded) return "";
+  const bool is_int = s.kind == ValueKind::integer;
+  auto num = [&](double v) { return is_int ? std::to_string(static_cast<long long>(v)) : format_real(v); };
+  std::string lo = std::string(s.min_exclusive ? "> " : ">= ") + num(s.min);
+  if (s.max >= kMaxLong || s.max == std::numeric_limits<double>::infinity()) return lo;
+  return lo + " and <= " + num(s.max);
+}
+
+void check_bounds(const KeySpec& s, double v) {
+  if (!s.bounded) return;
+  const bool low = s.min_exclusive ? !(v > s.min) : !(v >= s.min);
+  if (low || v > s.max) throw std::invalid_argument("expected " + describe_type(s));
+}
+
+std::string expand_env(const std::string& raw, const EnvLookup& env) {
+  std::string out;
+  for (std::size_t i = 0; i < raw.size(); ++i) {
+    if (raw[i] != '$') {
+      out += raw[i];
+      continue;
+    }
+    if (i + 1 < raw.size() && raw[i + 1] == '$') {  // "$$" is a literal '$'
+      out += '$';
+      ++i;
+      continue;
+    }
+    if (i + 1 >= raw.size() || raw[i + 1] != '{')
+      throw std::invalid_argument("a '$' must start ${VAR} (write $$ for a literal $)");
+    const auto close = raw.find('}', i + 2);
+    if (close == std::string::npos) throw std::invalid_argument("unterminated ${ in path");
+    const std::string name = raw.substr(i + 2, close - i - 2);
+    if (name.empty()) throw std::invalid_argument("empty variable name in ${}");
+    const auto value = env(name);
+    if (!value) throw std::invalid_argument("environment variable " + name + " is not set");
+    out += *value;
+    i = close;
+  }
+  return out;
+}
+
+std::uint64_t parse_size(const std::string& raw) {
+  const std::string v = trim(raw);
+  std::size_t digits = 0;
+  while (digits < v.size() && std::isdigit(static_cast<unsigned char>(v[digits]))) ++digits;
+  if (digits == 0 || digits > 19) throw std::invalid_argument("expected a byte count such as 4096, 512M or 2G");
+  const std::string suffix = trim(v.substr(digits));
+  std::uint64_t mult = 1;
+  if (suffix == "" || suffix == "B") mult = 1;
+  else if (suffix == "K" || suffix == "KiB") mult = 1ull << 10;
+  else if (suffix == "M" || suffix == "MiB") mult = 1ull << 20;
+  else if (suffix == "G" || suffix == "GiB") mult = 1ull << 30;
+  else if (suffix == "T" || suffix == "TiB") mult = 1ull << 40;
+  else throw std::invalid_argument("expected a byte count such as 4096, 512M or 2G (suffixes K, M, G, T)");
+  const std::uint64_t n = std::stoull(v.substr(0, digits));
+  if (n > std::numeric_limits<std::uint64_t>::max() / mult) throw std::invalid_argument("byte count too large");
+  return n * mult;
+}
+
+}  // namespace
+
+std::string describe_type(const KeySpec& s) {
+  switch (s.kind) {
+    case ValueKind::integer: return "integer" + (s.bounded ? " " + bound_text(s) : std::string());
+    case ValueKind::real: return "number" + (s.bounded ? " " + bound_text(s) : std::string());
+    case ValueKind::boolean: return "true|false";
+    case ValueKind::choice: {
+      std::string out = "one of ";
+      for (std::size_t i = 0; i < s.choices.size(); ++i) out += (i ? "|" : "") + s.choices[i];
+      return out;
+    }
+    case ValueKind::text: return "text";
+    case ValueKind::path: return "path (${VAR} expanded)";
+    case ValueKind::size: return "bytes (K/M/G/T suffix)";
+    case ValueKind::real_pair: return "two numbers \"a, b\"" + (s.bounded ? ", each " + bound_text(s) : std::string());
+  }
+  return "?";
+}
+
+std::string canonical_value(const KeySpec& s, const std::string& raw_in, const EnvLookup& env) {
+  const std::string raw = trim(raw_in);
+  switch (s.kind) {
+    case ValueKind::integer: {
+      std::size_t pos = 0;
+      long long v = 0;
+      try {
+        v = std::stoll(raw, &pos);
+      } catch (const std::exception&) {
+        throw std::invalid_argument("expected " + describe_type(s));
+      }
+      if (pos != raw.size()) throw std::invalid_argument("expected " + describe_type(s));
+      check_bounds(s, static_cast<double>(v));
+      return std::to_string(v);
+    }
+    case ValueKind::real: {
+      double v = 0;
+      try {
+        v = parse_real(raw);
+      } catch (const std::invalid_argument&) {
+        throw std::invalid_argument("expected " + describe_type(s));
+      }
+      check_bounds(s, v);
+      return format_real(v);
+    }
+    case ValueKind::boolean:
+      if (raw == "true" || raw == "on" || raw == "yes" || raw == "1") return "true";
+      if (raw == "false" || raw == "off" || raw == "no" || raw == "0") return "false";
+      throw std::invalid_argument("expected true|false (or on|off, yes|no, 1|0)");
+    case ValueKind::choice:
+      for (const auto& c : s.choices)
+        if (raw == c) return raw;
+      throw std::invalid_argument("expected " + describe_type(s));
+    case ValueKind::text: return raw;
+    case ValueKind::path: return expand_env(raw, env);
+    case ValueKind::size: return std::to_string(parse_size(raw));
+    case ValueKind::real_pair: {
+      const auto comma = raw.find(',');
+      if (comma == std::string::npos) throw std::invalid_argument("expected " + describe_type(s));
+      double a = 0, b = 0;
+      try {
+        a = parse_real(raw.substr(0, comma));
+        b = parse_real(raw.substr(comma + 1));
+      } catch (const std::invalid_argument&) {
+        throw std::invalid_argument("expected " + describe_type(s));
+      }
+      check_bounds(s, a);
+      check_bounds(s, b);
+      return format_real(a) + ", " + format_real(b);
+    }
+  }
+  throw std::logic_error("unknown value kind");
+}
+
+std::vector<KeySpec> config_schema() {
+  using K = ValueKind;
+  const double inf = std::numeric_limits<double>::infinity();
+  auto to_long = [](const std::string& v) { return std::stol(v); };
+  auto to_int = [](const std::string& v) { return std::stoi(v); };
+  auto to_real = [](const std::string& v) { return std::stod(v); };
+  std::vector<KeySpec> k;
+
+  // [run]
+  k.push_back(bounded(make("run", "seed", K::integer, "42", "seed of every random stream (init, shuffle, dropout)",
+                           [](Config& c, const std::string& v) { c.run.seed = std::stoull(v); }),
+                      0, kMaxLong));
+  k.push_back(choice("run", "device", {"auto", "cpu", "cuda"}, "auto",
+                     "compute device; auto = cuda when a GPU is visible, else cpu",
+                     [](Config& c, const std::string& v) {
+                       c.run.device = pick<DeviceKind>(
+                           v, {{"auto", DeviceKind::auto_}, {"cpu", DeviceKind::cpu}, {"cuda", DeviceKind::cuda}});
+                     }));
+  k.push_back(choice("run", "precision", {"fp32", "bf16", "fp16"}, "fp32", "compute precision (master weights fp32)",
+                     [](Config& c, const std::string& v) {
+                       c.run.precision = pick<Precision>(
+                           v, {{"fp32", Precision::fp32}, {"bf16", Precision::bf16}, {"fp16", Precision::fp16}});
+                     }));
+  k.push_back(bounded(make("run", "threads", K::integer, "1", "CPU threads per rank (BLAS and kernels)",
+                           [=](Config& c, const std::string& v) { c.run.threads = to_int(v); }),
+                      1, 1024));
+  k.push_back(bounded(make("run", "price_per_device_hour", K::real, "0",
+                           "price of one device (GPU, or CPU rank) per hour, for cost reports; 0 = unknown",
+                           [=](Config& c, const std::string& v) { c.run.price_per_device_hour = to_real(v); }),
+                      0, inf));
+  k.push_back(make("run", "out_dir", K::path, "runs", "directory for logs, metrics and summary.json",
+                   [](Config& c, const std::string& v) { c.run.out_dir = v; }));
+
+  // [data]
+  k.push_back(make("data", "path", K::path, "", "dataset root holding train/, val/ and test/ shards",
+                   [](Config& c, const std::string& v) { c.data.path = v; }));
+  k.push_back(choice("data", "shuffle", {"global", "chunk", "none"}, "global",
+                     "sample order: exact global permutation, chunk-window permutation, or file order",
+                     [](Config& c, const std::string& v) {
+                       c.data.shuffle =
+                           pick<Shuffle>(v, {{"global", Shuffle::global}, {"chunk", Shuffle::chunk}, {"none", Shuffle::none}});
+                     }));
+  k.push_back(choice("data", "last_batch", {"drop", "wrap"}, "drop",
+                     "a partial last global batch is dropped or filled from the epoch's start",
+                     [](Config& c, const std::string& v) {
+                       c.data.last_batch = pick<LastBatch>(v, {{"drop", LastBatch::drop}, {"wrap", LastBatch::wrap}});
+                     }));
+  k.push_back(bounded(make("data", "prefetch", K::integer, "2", "batches read ahead by the prefetch thread",
+                           [=](Config& c, const std::string& v) { c.data.prefetch = to_int(v); }),
+                      0, 1024));
+  k.push_back(make("data", "cache_bytes", K::size, "2G", "in-memory dataset cache per node",
+                   [](Config& c, const std::string& v) { c.data.cache_bytes = std::stoull(v); }));
+
+  // [model]
+  k.push_back(make("model", "layers", K::text, "", "the layers in order, e.g. \"dense(128) relu dense(10)\"",
+                   [](Config& c, const std::string& v) { c.model.layers = v; }));
+  k.push_back(make("model", "groups", K::text, "auto", "model-parallel layer groups: auto or explicit layer ranges",
+                   [](Config& c, const std::string& v) { c.model.groups = v; }));
+
+  // [train]
+  k.push_back(bounded(make("train", "global_batch", K::integer, "64",
+                           "samples per optimizer step over all data-parallel ranks",
+                           [=](Config& c, const std::string& v) { c.train.global_batch = to_long(v); }),
+                      1, kMaxLong));
+  k.push_back(bounded(make("train", "micro_batches", K::integer, "1",
+                           "split of the per-rank batch: accumulation (M=1) or pipeline micro-batches (M>1)",
+                           [=](Config& c, const std::string& v) { c.train.micro_batches = to_int(v); }),
+                      1, 65536));
+  k.push_back(bounded(make("train", "epochs", K::integer, "1", "epochs to train (ignored when steps is set)",
+                           [=](Config& c, const std::string& v) { c.train.epochs = to_long(v); }),
+                      0, kMaxLong));
+  k.push_back(bounded(make("train", "steps", K::integer, "0", "optimizer steps to train; 0 = use epochs",
+                           [=](Config& c, const std::string& v) { c.train.steps = to_long(v); }),
+                      0, kMaxLong));
+  k.push_back(bounded(make("train", "eval_every", K::integer, "0", "evaluate every N steps; 0 = at each epoch end",
+                           [=](Config& c, const std::string& v) { c.train.eval_every = to_long(v); }),
+                      0, kMaxLong));
+  k.push_back(bounded(make("train", "log_every", K::integer, "50", "progress line and metrics row every N steps",
+                           [=](Config& c, const std::string& v) { c.train.log_every = to_long(v); }),
+                      1, kMaxLong));
+  k.push_back(make("train", "metrics_file", K::path, "metrics.csv", "metrics CSV (relative paths: under out_dir)",
+                   [](Config& c, const std::string& v) { c.train.metrics_file = v; }));
+  k.push_back(make("train", "sync_batchnorm", K::boolean, "true",
+                   "batch-norm statistics reduced over the data-parallel group",
+                   [](Config& c, const std::string& v) { c.train.sync_batchnorm = parse_bool(v); }));
+
+  // [optim]
+  k.push_back(choice("optim", "name", {"sgd", "adam", "adamw"}, "sgd", "optimizer",
+                     [](Config& c, const std::string& v) {
+                       c.optim.name = pick<OptimizerName>(
+                           v, {{"sgd", OptimizerName::sgd}, {"adam", OptimizerName::adam}, {"adamw", OptimizerName::adamw}});
+                     }));
+  k.push_back(bounded(make("optim", "lr", K::real, "0.05", "peak learning rate",
+                           [=](Config& c, const std::string& v) { c.optim.lr = to_real(v); }),
+                      0, inf, true));
+  k.push_back(bounded(make("optim", "momentum", K::real, "0.9", "SGD momentum",
+                           [=](Config& c, const std::string& v) { c.optim.momentum = to_real(v); }),
+                      0, 1));
+  k.push_back(make("optim", "nesterov", K::boolean, "false", "Nesterov momentum (SGD)",
+                   [](Config& c, const std::string& v) { c.optim.nesterov = parse_bool(v); }));
+  k.push_back(bounded(make("optim", "weight_decay", K::real, "0", "L2 (sgd, adam) or decoupled (adamw) weight decay",
+                           [=](Config& c, const std::string& v) { c.optim.weight_decay = to_real(v); }),
+                      0, inf));
+  k.push_back(bounded(make("optim", "betas", K::real_pair, "0.9, 0.999", "Adam beta1, beta2",
+                           [](Config& c, const std::string& v) {
+                             const auto comma = v.find(',');
+                             c.optim.beta1 = std::stod(v.substr(0, comma));
+                             c.optim.beta2 = std::stod(v.substr(comma + 1));
+                           }),
+                      0, 1));
+  k.push_back(bounded(make("optim", "eps", K::real, "1e-08", "Adam epsilon",
+                           [=](Config& c, const std::string& v) { c.optim.eps = to_real(v); }),
+                      0, inf, true));
+  k.push_back(choice("optim", "schedule", {"constant", "step", "cosine"}, "constant", "learning-rate schedule",
+                     [](Config& c, const std::string& v) {
+                       c.optim.schedule = pick<LrSchedule>(
+                           v, {{"constant", LrSchedule::constant}, {"step", LrSchedule::step}, {"cosine", LrSchedule::cosine}});
+                     }));
+  k.push_back(bounded(make("optim", "warmup_steps", K::integer, "0", "linear warm-up steps",
+                           [=](Config& c, const std::string& v) { c.optim.warmup_steps = to_long(v); }),
+                      0, kMaxLong));
+  k.push_back(bounded(make("optim", "clip_norm", K::real, "0", "clip gradients to this global norm; 0 = off",
+                           [=](Config& c, const std::string& v) { c.optim.clip_norm = to_real(v); }),
+                      0, inf));
+
+  // [parallel]
+  k.push_back(bounded(make("parallel", "model_parallel", K::integer, "1",
+                           "model-parallel size M (layer groups per replica); must divide the world size",
+                           [=](Config& c, const std::string& v) { c.parallel.model_parallel = to_int(v); }),
+                      1, 1 << 20));
+  k.push_back(choice("parallel", "schedule", {"gpipe", "1f1b"}, "1f1b", "pipeline schedule when model_parallel > 1",
+                     [](Config& c, const std::string& v) {
+                       c.parallel.schedule = pick<PipelineSchedule>(
+                           v, {{"gpipe", PipelineSchedule::gpipe}, {"1f1b", PipelineSchedule::one_f_one_b}});
+                     }));
+  k.push_back(choice("parallel", "comm", {"auto", "mpi", "nccl"}, "auto",
+                     "communicator: auto = nccl on cuda, mpi on cpu",
+                     [](Config& c, const std::string& v) {
+                       c.parallel.comm = pick<CommBackend>(
+                           v, {{"auto", CommBackend::auto_}, {"mpi", CommBackend::mpi}, {"nccl", CommBackend::nccl}});
+                     }));
+  k.push_back(choice("parallel", "cuda_aware_mpi", {"auto", "on", "off"}, "auto",
+                     "pass device buffers to MPI directly (auto: when the MPI library reports support)",
+                     [](Config& c, const std::string& v) {
+                       c.parallel.cuda_aware_mpi =
+                           pick<Tristate>(v, {{"auto", Tristate::auto_}, {"on", Tristate::on}, {"off", Tristate::off}});
+                     }));
+  k.push_back(bounded(make("parallel", "bucket_mb", K::real, "25", "gradient bucket size in MiB",
+                           [=](Config& c, const std::string& v) { c.parallel.bucket_mb = to_real(v); }),
+                      0, 1e6, true));
+  k.push_back(bounded(make("parallel", "watchdog_s", K::real, "300",
+                           "seconds a collective may take before the job is aborted (exit 3); 0 = off",
+                           [=](Config& c, const std::string& v) { c.parallel.watchdog_s = to_real(v); }),
+                      0, 1e7));
+
+  // [checkpoint]
+  k.push_back(make("checkpoint", "dir", K::path, "checkpoints", "checkpoint directory",
+                   [](Config& c, const std::string& v) { c.checkpoint.dir = v; }));
+  k.push_back(bounded(make("checkpoint", "every_steps", K::integer, "0", "checkpoint every N steps; 0 = off",
+                           [=](Config& c, const std::string& v) { c.checkpoint.every_steps = to_long(v); }),
+                      0, kMaxLong));
+  k.push_back(bounded(make("checkpoint", "every_epochs", K::integer, "1", "checkpoint every N epochs; 0 = off",
+                           [=](Config& c, const std::string& v) { c.checkpoint.every_epochs = to_long(v); }),
+                      0, kMaxLong));
+  k.push_back(bounded(make("checkpoint", "every_minutes", K::real, "0", "checkpoint every N minutes; 0 = off",
+                           [=](Config& c, const std::string& v) { c.checkpoint.every_minutes = to_real(v); }),
+                      0, inf));
+  k.push_back(bounded(make("checkpoint", "keep", K::integer, "3", "complete checkpoints kept",
+                           [=](Config& c, const std::string& v) { c.checkpoint.keep = to_int(v); }),
+                      1, 1 << 20));
+  k.push_back(make("checkpoint", "resume", K::path, "auto",
+                   "auto = newest complete checkpoint in dir, none, or a checkpoint file",
+                   [](Config& c, const std::string& v) { c.checkpoint.resume = v; }));
+  return k;
+}
+
+std::string config_help() {
+  std::string out;
+  std::string section;
+  for (const auto& s : config_schema()) {
+    if (s.section != section) {
+      section = s.section;
+      out += "\n  [" + section + "]\n";
+    }
+    out += "    " + s.key + " = " + describe_type(s) + "  (default: " +
+           (s.default_value.empty() ? "none" : s.default_value) + ")\n        " + s.help + "\n";
+  }
+  return out;
+}
+
+}  // namespace hpctrain

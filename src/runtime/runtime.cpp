@@ -1,0 +1,164 @@
+// Implementation of the per-rank runtime (runtime/runtime.hpp): rank facts,
+// device choice, grid and batch validation, watchdog and communicators.
+#include "hpctrain/runtime/runtime.hpp"
+
+#include <unistd.h>
+
+#include <sstream>
+
+#if __has_include(<mpi-ext.h>)
+#include <mpi-ext.h>  // Open MPI: MPIX_Query_cuda_support
+#endif
+
+#include "hpctrain/comm/mpi_communicator.hpp"
+#include "hpctrain/comm/nccl_communicator.hpp"
+#include "hpctrain/core/error.hpp"
+#include "hpctrain/core/log.hpp"
+#include "hpctrain/core/table.hpp"
+
+namespace hpctrain {
+
+RankInfo query_rank_info(MPI_Comm world) {
+  RankInfo r;
+  CHECK_MPI(MPI_Comm_rank(world, &r.world_rank));
+  CHECK_MPI(MPI_Comm_size(world, &r.world_size));
+  MpiComm node;
+  {
+    MPI_Comm c = MPI_COMM_NULL;
+    CHECK_MPI(MPI_Comm_split_type(world, MPI_COMM_TYPE_SHARED, r.world_rank, MPI_INFO_NULL, &c));
+    node = MpiComm(c);
+  }
+  r.local_rank = node.rank();
+  r.local_size = node.size();
+  char host[256] = {0};
+  gethostname(host, sizeof(host) - 1);
+  r.host = host;
+  return r;
+}
+
+DeviceAssignment choose_device(DeviceKind requested, const RankInfo& me, const std::vector<cuda::GpuInfo>& gpus,
+                               const std::string& why_no_gpu) {
+  DeviceAssignment d;
+  if (requested == DeviceKind::cpu || (requested == DeviceKind::auto_ && gpus.empty())) {
+    d.kind = DeviceKind::cpu;
+    d.description = "cpu";
+    return d;
+  }
+  if (gpus.empty())
+    throw bad_input("[run] device = cuda, but no GPU is visible on " + me.host + ": " + why_no_gpu +
+                    " (use device = cpu or auto)");
+  if (me.local_size > static_cast<int>(gpus.size()))
+    throw bad_input("[run] device = " + std::string(to_string(requested)) + ": " + std::to_string(me.local_size) +
+                    " ranks on " + me.host + " but only " + std::to_string(gpus.size()) +
+                    " GPU(s) visible: start one rank per GPU (mpirun -np " + std::to_string(gpus.size()) +
+                    " per node) or set device = cpu");
+  const auto& g = gpus[static_cast<std::size_t>(me.local_rank)];
+  d.kind = DeviceKind::cuda;
+  d.gpu = g.index;
+  std::ostringstream os;
+  os.precision(1);
+  os << std::fixed << "cuda:" << g.index << " " << g.name << " (" << static_cast<double>(g.memory_bytes) / (1 << 30)
+     << " GiB)";
+  d.description = os.str();
+  return d;
+}
+
+CommBackend choose_comm(CommBackend requested, DeviceKind device) {
+  if (requested != CommBackend::auto_) return requested;
+  return device == DeviceKind::cuda && cuda::compiled() ? CommBackend::nccl : CommBackend::mpi;
+}
+
+bool mpi_reports_cuda_aware() {
+#if defined(MPIX_CUDA_AWARE_SUPPORT)
+  return MPIX_Query_cuda_support() == 1;
+#else
+  return false;
+#endif
+}
+
+void raise_if_any(MPI_Comm comm, const std::string& local_error) {
+  int rank = 0, size = 0;
+  CHECK_MPI(MPI_Comm_rank(comm, &rank));
+  CHECK_MPI(MPI_Comm_size(comm, &size));
+  const int mine = local_error.empty() ? size : rank;
+  int first = size;
+  CHECK_MPI(MPI_Allreduce(&mine, &first, 1, MPI_INT, MPI_MIN, comm));
+  if (first == size) return;
+  int len = rank == first ? static_cast<int>(local_error.size()) : 0;
+  CHECK_MPI(MPI_Bcast(&len, 1, MPI_INT, first, comm));
+  std::string text = rank == first ? local_error : std::string(static_cast<std::size_t>(len), '\0');
+  CHECK_MPI(MPI_Bcast(text.data(), len, MPI_CHAR, first, comm));
+  throw bad_input(size > 1 ? "rank " + std::to_string(first) + ": " + text : text);
+}
+
+Runtime::Runtime(const Config& config) {
+  info_ = query_rank_info(MPI_COMM_WORLD);
+
+  // Decisions every rank makes alike (grid, batch) throw bad_input directly;
+  // those that may differ between nodes (devices) are agreed on first.
+  const GridShape shape = make_grid_shape(info_.world_size, config.parallel.model_parallel);
+  per_rank_batch_ = hpctrain::per_rank_batch(config.train.global_batch, config.train.micro_batches, shape);
+
+  std::string error;
+  try {
+    std::string why_none;
+    const auto gpus = config.run.device == DeviceKind::cpu ? std::vector<cuda::GpuInfo>{}
+                                                           : cuda::visible_gpus(&why_none);
+    device_ = choose_device(config.run.device, info_, gpus, why_none);
+    comm_ = choose_comm(config.parallel.comm, device_.kind);
+    if (comm_ == CommBackend::nccl && device_.kind != DeviceKind::cuda)
+      throw bad_input("[parallel] comm = nccl needs GPUs, but this rank computes on the cpu");
+    if (device_.kind == DeviceKind::cuda) cuda::set_device(device_.gpu);
+  } catch (const Error& e) {
+    error = e.what();
+  }
+  raise_if_any(MPI_COMM_WORLD, error);
+
+  const bool reported = mpi_reports_cuda_aware();
+  cuda_aware_ = config.parallel.cuda_aware_mpi == Tristate::on ||
+                (config.parallel.cuda_aware_mpi == Tristate::auto_ && reported);
+  if (config.parallel.cuda_aware_mpi == Tristate::on && !reported && info_.world_rank == 0)
+    warn("[parallel] cuda_aware_mpi = on, but the MPI library does not report CUDA support");
+
+  grid_ = std::make_unique<ProcessGrid>(MPI_COMM_WORLD, config.parallel.model_parallel);
+  watchdog_ = std::make_unique<Watchdog>(MPI_COMM_WORLD, config.parallel.watchdog_s);
+}
+
+Runtime::~Runtime() = default;
+
+std::unique_ptr<Communicator> Runtime::make_communicator(MPI_Comm comm, const std::string& name, MemorySpace memory) {
+  if (memory == MemorySpace::device && comm_ == CommBackend::nccl) {
+    NcclCommOptions o;
+    o.name = name;
+    o.watchdog = watchdog_.get();
+    return make_nccl_communicator(comm, o);
+  }
+  MpiCommOptions o;
+  o.name = name;
+  o.memory = memory;
+  o.watchdog = watchdog_.get();
+  if (memory == MemorySpace::device) {
+    o.cuda_aware = cuda_aware_;
+    if (!device_memory_) device_memory_ = cuda::make_device_memory();
+    o.device = device_memory_.get();
+  }
+  return std::make_unique<MpiCommunicator>(comm, o);
+}
+
+std::string Runtime::grid_table() const {
+  const auto& c = grid_->coords();
+  const std::string mine = info_.host + "\t" + std::to_string(info_.local_rank) + "\t" + device_.description + "\t" +
+                           std::to_string(c.dp) + "\t" + std::to_string(c.mp);
+  const auto rows = gather_strings(MPI_COMM_WORLD, mine);
+  if (rows.empty()) return "";
+  Table t({"rank", "host", "local rank", "device", "dp", "mp"});
+  for (std::size_t r = 0; r < rows.size(); ++r) {
+    std::vector<std::string> cells{std::to_string(r)};
+    std::istringstream is(rows[r]);
+    for (std::string cell; std::getline(is, cell, '\t');) cells.push_back(cell);
+    t.add_row(cells);
+  }
+  return t.render();
+}
+
+}  // namespace hpctrain

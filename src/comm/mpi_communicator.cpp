@@ -320,7 +320,10 @@ void MpiCommunicator::start(Op& op) {
   const auto* in = static_cast<const unsigned char*>(op.mpi_send);
   auto* out = static_cast<unsigned char*>(op.mpi_recv);
   MPI_Comm c = coll_comm_.get();
-  auto push = [&](int rc, MPI_Request r, const char* call) {
+  MPI_Request r = MPI_REQUEST_NULL;
+  // Called after the MPI call has filled `r` (never pass `r` as an argument
+  // next to the call: the evaluation order of arguments is unspecified).
+  auto push = [&](int rc, const char* call) {
     if (rc != MPI_SUCCESS) {
       char text[MPI_MAX_ERROR_STRING] = {0};
       int len = 0;
@@ -331,20 +334,19 @@ void MpiCommunicator::start(Op& op) {
     }
     op.reqs.push_back(r);
   };
-  MPI_Request r = MPI_REQUEST_NULL;
   switch (op.kind) {
     case Kind::allreduce:
       for (std::size_t off = 0; off < op.count || (off == 0 && op.count == 0); off += kChunk) {
         const int n = static_cast<int>(std::min(kChunk, op.count - off));
         const void* s = in == out ? MPI_IN_PLACE : static_cast<const void*>(in + off * es);
-        push(MPI_Iallreduce(s, out + off * es, n, t, mpi_op(op.op), c, &r), r, "MPI_Iallreduce");
+        push(MPI_Iallreduce(s, out + off * es, n, t, mpi_op(op.op), c, &r), "MPI_Iallreduce");
         if (op.count == 0) break;
       }
       break;
     case Kind::broadcast:
       for (std::size_t off = 0; off < op.count || (off == 0 && op.count == 0); off += kChunk) {
         const int n = static_cast<int>(std::min(kChunk, op.count - off));
-        push(MPI_Ibcast(out + off * es, n, t, op.peer, c, &r), r, "MPI_Ibcast");
+        push(MPI_Ibcast(out + off * es, n, t, op.peer, c, &r), "MPI_Ibcast");
         if (op.count == 0) break;
       }
       break;
@@ -352,22 +354,22 @@ void MpiCommunicator::start(Op& op) {
       const bool in_place = op.count > 0 && in == out + static_cast<std::size_t>(rank_) * op.in_bytes;
       push(MPI_Iallgather(in_place ? MPI_IN_PLACE : in, static_cast<int>(op.count), t, out,
                           static_cast<int>(op.count), t, c, &r),
-           r, "MPI_Iallgather");
+           "MPI_Iallgather");
       break;
     }
     case Kind::reduce_scatter: {
       void* dst = op.temp.empty() ? static_cast<void*>(out) : op.temp.data();
-      push(MPI_Ireduce_scatter_block(in, dst, static_cast<int>(op.count), t, mpi_op(op.op), c, &r), r,
+      push(MPI_Ireduce_scatter_block(in, dst, static_cast<int>(op.count), t, mpi_op(op.op), c, &r),
            "MPI_Ireduce_scatter_block");
       break;
     }
     case Kind::send:
-      push(MPI_Isend(in, static_cast<int>(op.count), t, op.peer, 0, p2p_comm_.get(), &r), r, "MPI_Isend");
+      push(MPI_Isend(in, static_cast<int>(op.count), t, op.peer, 0, p2p_comm_.get(), &r), "MPI_Isend");
       break;
     case Kind::recv:
-      push(MPI_Irecv(out, static_cast<int>(op.count), t, op.peer, 0, p2p_comm_.get(), &r), r, "MPI_Irecv");
+      push(MPI_Irecv(out, static_cast<int>(op.count), t, op.peer, 0, p2p_comm_.get(), &r), "MPI_Irecv");
       break;
-    case Kind::barrier: push(MPI_Ibarrier(barrier_comm_.get(), &r), r, "MPI_Ibarrier"); break;
+    case Kind::barrier: push(MPI_Ibarrier(barrier_comm_.get(), &r), "MPI_Ibarrier"); break;
   }
 }
 

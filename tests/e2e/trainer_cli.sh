@@ -1,0 +1,79 @@
+#!/usr/bin/env bash
+# trainer_cli.sh MPIRUN TRAINER SOURCE_DIR: the trainer's command line as
+# users meet it: --help, --version, --dry-run grids at 1-4 ranks for every
+# model-parallel layout, ${VAR} expansion, and bad input -> one line on
+# stderr, exit code 2, no MPI_Abort banner.
+set -u
+mpirun=$1
+trainer=$2
+src=$3
+ini=$src/inputs/mnist_mlp.ini
+fail=0
+check() {  # description, then a command that must succeed
+  local what=$1
+  shift
+  if "$@"; then echo "ok   $what"; else echo "FAIL $what"; fail=1; fi
+}
+
+help=$("$trainer" --help)
+check "--help exits 0" test $? -eq 0
+for s in run data model train optim parallel checkpoint; do
+  check "--help lists [$s]" grep -qF "[$s]" <<<"$help"
+done
+check "--help shows a key with type and default" grep -qF "global_batch = integer >= 1  (default: 64)" <<<"$help"
+check "--help lists exit codes" grep -qF "3  collective timeout" <<<"$help"
+
+version=$("$trainer" --version)
+check "--version exits 0" test $? -eq 0
+check "--version names the version" grep -qE "^hpctrain [0-9]+\.[0-9]+\.[0-9]+" <<<"$version"
+check "--version lists backends" grep -qF "backends: cpu" <<<"$version"
+check "--version reports CUDA-aware MPI" grep -qF "CUDA-aware MPI at run time:" <<<"$version"
+
+# The grid table: rank r must sit at dp = r / M, mp = r % M.
+grid_ok() {  # np M output
+  local np=$1 m=$2 out=$3
+  local rows
+  rows=$(awk '/^rank +host +local rank +device +dp +mp/{on=1; getline; next} on && !/^ *[0-9]+ /{on=0} on' <<<"$out")
+  [ "$(wc -l <<<"$rows")" -eq "$np" ] || return 1
+  awk -v m="$m" '{ r=$1; if ($(NF-1) != int(r/m) || $NF != r%m) bad=1 } END { exit bad }' <<<"$rows"
+}
+for np in 1 2 3 4; do
+  for m in 1 2 3 4; do
+    [ $((np % m)) -eq 0 ] || continue
+    out=$("$mpirun" -q -np $np --oversubscribe --bind-to none "$trainer" "$ini" --dry-run \
+          --set parallel.model_parallel=$m --set train.global_batch=$((12 * np)) 2>&1)
+    rc=$?
+    check "dry run np=$np M=$m exits 0" test $rc -eq 0
+    check "dry run np=$np M=$m prints the grid" grid_ok $np $m "$out"
+    [ "$np" -eq 4 ] && [ "$m" -eq 2 ] && echo "$out" | sed -n '/^Process grid/,$p'
+  done
+done
+
+out=$(HPCT_E2E_ROOT=/scratch/e2e "$trainer" "$ini" --dry-run --set 'data.path=${HPCT_E2E_ROOT}/mnist' 2>&1)
+check "\${VAR} expands in paths" grep -qF "/scratch/e2e/mnist" <<<"$out"
+
+bad_input() {  # description, expected text, np, trainer arguments...
+  local what=$1 expect=$2 np=$3
+  shift 3
+  local err rc
+  err=$("$mpirun" -q -np "$np" --oversubscribe --bind-to none "$trainer" "$@" 2>&1 >/dev/null)
+  rc=$?
+  check "$what: exit code 2 (got $rc)" test $rc -eq 2
+  check "$what: one line on stderr" test "$(grep -c . <<<"$err")" -eq 1
+  check "$what: names the problem" grep -qF -- "$expect" <<<"$err"
+  check "$what: no MPI_Abort banner" bash -c "! grep -q MPI_ABORT <<<\"\$0\"" "$err"
+  echo "     $err"
+}
+bad_input "unknown key" "unknown key 'glob_batch' in [train]" 2 "$ini" --set train.glob_batch=3
+bad_input "bad value" "[optim] lr = 'fast': expected number > 0" 3 "$ini" --set optim.lr=fast
+bad_input "impossible grid" "model_parallel = 2 does not divide the world size 3" 3 "$ini" --set parallel.model_parallel=2
+bad_input "batch vs grid" "global_batch = 255 is not divisible by the data-parallel size 4" 4 "$ini" --set train.global_batch=255
+bad_input "missing file" "configuration file '/no/such.ini' cannot be read" 2 /no/such.ini
+bad_input "unknown option" "unrecognised option '--frobnicate'" 2 "$ini" --frobnicate
+tmp=$(mktemp)
+printf '[train]\nepochs = 2\n[optim]\nlr 0.1\n' >"$tmp"
+bad_input "syntax error" "$tmp:4: cannot parse line 'lr 0.1'" 2 "$tmp"
+rm -f "$tmp"
+
+[ "$fail" -eq 0 ] && echo "PASS" || echo "FAILED"
+exit "$fail"

@@ -1,0 +1,251 @@
+// Multi-rank runtime pieces: the process grid's communicators for every legal
+// layout of the world, the injected NCCL bootstrap, device-buffer staging
+// through a fake device, error agreement, CHECK_MPI messages, gathering, and
+// the configuration broadcast from rank 0.
+#include <gtest/gtest.h>
+
+#include <cstring>
+#include <fstream>
+#include <map>
+#include <unistd.h>
+
+#include "hpctrain/app/app.hpp"
+#include "hpctrain/comm/mpi_communicator.hpp"
+#include "hpctrain/comm/nccl_bootstrap.hpp"
+#include "hpctrain/core/error.hpp"
+#include "hpctrain/core/log.hpp"
+#include "hpctrain/runtime/process_grid.hpp"
+#include "hpctrain/runtime/runtime.hpp"
+
+using namespace hpctrain;
+
+namespace {
+
+int world_rank() {
+  int r = 0;
+  MPI_Comm_rank(MPI_COMM_WORLD, &r);
+  return r;
+}
+int world_size() {
+  int s = 0;
+  MPI_Comm_size(MPI_COMM_WORLD, &s);
+  return s;
+}
+
+std::vector<int> allgather_world_ranks(MPI_Comm c) {
+  int n = 0;
+  MPI_Comm_size(c, &n);
+  std::vector<int> out(static_cast<std::size_t>(n));
+  int me = world_rank();
+  MPI_Allgather(&me, 1, MPI_INT, out.data(), 1, MPI_INT, c);
+  return out;
+}
+
+}  // namespace
+
+TEST(ProcessGrid, EveryLegalLayoutOfThisWorld) {
+  const int n = world_size(), r = world_rank();
+  for (int m = 1; m <= n; ++m) {
+    if (n % m != 0) continue;
+    ProcessGrid g(MPI_COMM_WORLD, m);
+    EXPECT_EQ(g.shape().dp_size, n / m);
+    EXPECT_EQ(g.coords().mp, r % m);
+    EXPECT_EQ(g.coords().dp, r / m);
+    EXPECT_EQ(allgather_world_ranks(g.dp_comm()), dp_group_members(r, g.shape())) << "M=" << m;
+    EXPECT_EQ(allgather_world_ranks(g.mp_comm()), mp_group_members(r, g.shape())) << "M=" << m;
+    int dp_rank = -1, mp_rank = -1;
+    MPI_Comm_rank(g.dp_comm(), &dp_rank);
+    MPI_Comm_rank(g.mp_comm(), &mp_rank);
+    EXPECT_EQ(dp_rank, g.coords().dp);
+    EXPECT_EQ(mp_rank, g.coords().mp);
+  }
+  if (n > 1) {
+    EXPECT_THROW(ProcessGrid(MPI_COMM_WORLD, n + 1), Error);
+  }
+}
+
+TEST(NcclBootstrap, EveryGroupGetsOneIdFromItsRoot) {
+  const int n = world_size(), r = world_rank();
+  for (int m = 1; m <= n; ++m) {
+    if (n % m != 0) continue;
+    ProcessGrid g(MPI_COMM_WORLD, m);
+    for (const bool dp_group : {true, false}) {
+      MPI_Comm c = dp_group ? g.dp_comm() : g.mp_comm();
+      const auto members = dp_group ? dp_group_members(r, g.shape()) : mp_group_members(r, g.shape());
+      int made = 0, init_calls = 0, seen_nranks = -1, seen_rank = -1;
+      NcclId seen;
+      const NcclId id = bootstrap_nccl(
+          c,
+          [&] {
+            ++made;
+            NcclId x;
+            std::snprintf(x.bytes.data(), x.bytes.size(), "id-from-world-rank-%d-%s-M%d", r, dp_group ? "dp" : "mp", m);
+            return x;
+          },
+          [&](const NcclId& got, int nranks, int rank) {
+            ++init_calls;
+            seen = got;
+            seen_nranks = nranks;
+            seen_rank = rank;
+          });
+      int group_rank = -1;
+      MPI_Comm_rank(c, &group_rank);
+      EXPECT_EQ(made, group_rank == 0 ? 1 : 0);
+      EXPECT_EQ(init_calls, 1);
+      EXPECT_EQ(seen_nranks, static_cast<int>(members.size()));
+      EXPECT_EQ(seen_rank, group_rank);
+      EXPECT_EQ(std::memcmp(seen.bytes.data(), id.bytes.data(), kNcclIdBytes), 0);
+      char expected[kNcclIdBytes] = {0};
+      std::snprintf(expected, sizeof(expected), "id-from-world-rank-%d-%s-M%d", members.front(), dp_group ? "dp" : "mp",
+                    m);
+      EXPECT_STREQ(seen.bytes.data(), expected) << "M=" << m << (dp_group ? " dp group" : " mp group");
+    }
+  }
+}
+
+namespace {
+// Host memory standing in for a GPU: "device" buffers are plain host vectors,
+// and the copies are counted so the test can see which path ran.
+class FakeDevice final : public cuda::DeviceMemory {
+ public:
+  std::size_t to_host = 0, to_device = 0, scales = 0, pinned_allocs = 0;
+  void* alloc_pinned(std::size_t b) override {
+    ++pinned_allocs;
+    return std::malloc(b ? b : 1);
+  }
+  void free_pinned(void* p) override { std::free(p); }
+  void copy_to_host(void* h, const void* d, std::size_t b) override {
+    ++to_host;
+    std::memcpy(h, d, b);
+  }
+  void copy_to_device(void* d, const void* h, std::size_t b) override {
+    ++to_device;
+    std::memcpy(d, h, b);
+  }
+  void scale(void* buf, std::size_t n, DType t, double f) override {
+    ++scales;
+    ASSERT_EQ(t, DType::f32);
+    for (std::size_t i = 0; i < n; ++i) static_cast<float*>(buf)[i] *= static_cast<float>(f);
+  }
+};
+}  // namespace
+
+TEST(Staging, DeviceBuffersThroughPinnedHostMemory) {
+  const int n = world_size(), r = world_rank();
+  const std::size_t nn = static_cast<std::size_t>(n), rr = static_cast<std::size_t>(r);
+  FakeDevice dev;
+  MpiCommOptions o;
+  o.name = "staged";
+  o.memory = MemorySpace::device;
+  o.cuda_aware = false;
+  o.device = &dev;
+  MpiCommunicator comm(MPI_COMM_WORLD, o);
+  const std::size_t count = 1001;
+
+  std::vector<float> a(count);
+  for (std::size_t i = 0; i < count; ++i) a[i] = static_cast<float>(i + rr);
+  comm.allreduce(a.data(), a.data(), count, DType::f32, ReduceOp::avg);
+  const float avg_sum = static_cast<float>(n * (n - 1) / 2);
+  for (std::size_t i : {std::size_t{0}, std::size_t{500}, count - 1})
+    EXPECT_EQ(a[i], (static_cast<float>(i) * static_cast<float>(n) + avg_sum) * static_cast<float>(1.0 / n));
+
+  std::vector<float> g(count * nn, -1.f);  // in-place allgather
+  for (std::size_t i = 0; i < count; ++i) g[rr * count + i] = static_cast<float>(rr * 10000 + i);
+  comm.allgather(g.data() + rr * count, g.data(), count, DType::f32);
+  for (std::size_t q = 0; q < nn; ++q) EXPECT_EQ(g[q * count + 7], static_cast<float>(q * 10000 + 7));
+
+  std::vector<float> s(count * nn, 1.f);  // in-place reduce-scatter
+  comm.reduce_scatter(s.data(), s.data() + rr * count, count, DType::f32, ReduceOp::sum);
+  EXPECT_EQ(s[rr * count + 3], static_cast<float>(n));
+
+  std::vector<float> b(count, static_cast<float>(r));
+  comm.broadcast(b.data(), count, DType::f32, n - 1);
+  EXPECT_EQ(b[count - 1], static_cast<float>(n - 1));
+
+  EXPECT_GT(comm.staged_bytes(), 0u);
+  EXPECT_GE(dev.to_device, 4u);
+  EXPECT_EQ(dev.scales, 0u);            // averaging happened on the staged host copy
+  EXPECT_LE(dev.pinned_allocs, 6u);     // staging buffers are reused, not allocated per call
+}
+
+TEST(Staging, CudaAwarePassesDeviceBuffersDirectly) {
+  const int n = world_size();
+  FakeDevice dev;
+  MpiCommOptions o;
+  o.name = "cuda-aware";
+  o.memory = MemorySpace::device;
+  o.cuda_aware = true;
+  o.device = &dev;
+  MpiCommunicator comm(MPI_COMM_WORLD, o);
+  std::vector<float> a(100, 2.f);
+  comm.allreduce(a.data(), a.data(), a.size(), DType::f32, ReduceOp::avg);
+  EXPECT_EQ(a[99], 2.f);
+  EXPECT_EQ(comm.staged_bytes(), 0u);
+  EXPECT_EQ(dev.to_host + dev.to_device, 0u);
+  EXPECT_EQ(dev.scales, n > 1 ? 1u : 0u);  // the average is taken on the device
+}
+
+TEST(Agreement, AnErrorOnOneRankIsRaisedOnAll) {
+  const int n = world_size(), r = world_rank();
+  EXPECT_NO_THROW(raise_if_any(MPI_COMM_WORLD, ""));
+  try {
+    raise_if_any(MPI_COMM_WORLD, r == n - 1 ? "shard train/0003.h5: dataset /labels missing" : "");
+    FAIL() << "no error";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), ExitCode::bad_input);
+    const std::string expected = n > 1 ? "rank " + std::to_string(n - 1) + ": shard train/0003.h5: dataset /labels missing"
+                                       : "shard train/0003.h5: dataset /labels missing";
+    EXPECT_EQ(std::string(e.what()), expected);
+  }
+}
+
+TEST(Errors, CheckMpiNamesCallRankAndMpiText) {
+  int buf = 0;
+  try {
+    CHECK_MPI(MPI_Bcast(&buf, -1, MPI_INT, 0, MPI_COMM_WORLD));
+    FAIL() << "no error";
+  } catch (const Error& e) {
+    const std::string m = e.what();
+    EXPECT_NE(m.find("[rank " + std::to_string(world_rank()) + " on "), std::string::npos) << m;
+    EXPECT_NE(m.find("test_runtime.cpp:"), std::string::npos) << m;
+    EXPECT_NE(m.find("MPI_Bcast(&buf, -1, MPI_INT, 0, MPI_COMM_WORLD) failed: MPI error"), std::string::npos) << m;
+    EXPECT_NE(m.find("MPI_ERR_COUNT"), std::string::npos) << m;
+  }
+}
+
+TEST(Logging, GatherStringsInRankOrder) {
+  const auto rows = gather_strings(MPI_COMM_WORLD, "rank-" + std::to_string(world_rank()) + std::string(world_rank(), 'x'));
+  if (world_rank() == 0) {
+    ASSERT_EQ(static_cast<int>(rows.size()), world_size());
+    for (int q = 0; q < world_size(); ++q) EXPECT_EQ(rows[static_cast<std::size_t>(q)], "rank-" + std::to_string(q) + std::string(q, 'x'));
+  } else {
+    EXPECT_TRUE(rows.empty());
+  }
+}
+
+TEST(ConfigBroadcast, EveryRankGetsRankZerosConfig) {
+  // Only rank 0 has the variable set: every rank must end with rank 0's values.
+  std::string path = "/tmp/hpctrain_test_bcast_" + std::to_string(getpid()) + ".ini";
+  broadcast_string(MPI_COMM_WORLD, path, 0);
+  if (world_rank() == 0) {
+    std::ofstream(path) << "[train]\nglobal_batch = 96\n[data]\npath = ${HPCT_TEST_ROOT}/data\n";
+    setenv("HPCT_TEST_ROOT", "/from/rank0", 1);
+  } else {
+    unsetenv("HPCT_TEST_ROOT");
+  }
+  MPI_Barrier(MPI_COMM_WORLD);
+  const Config c = load_config(MPI_COMM_WORLD, path, {"run.seed=5"});
+  EXPECT_EQ(c.train.global_batch, 96);
+  EXPECT_EQ(c.data.path, "/from/rank0/data");
+  EXPECT_EQ(c.run.seed, 5u);
+  MPI_Barrier(MPI_COMM_WORLD);
+  if (world_rank() == 0) std::remove(path.c_str());
+
+  try {
+    load_config(MPI_COMM_WORLD, "/no/such/file.ini", {});
+    FAIL();
+  } catch (const Error& e) {
+    EXPECT_EQ(e.scope(), Scope::every_rank);
+    EXPECT_NE(std::string(e.what()).find("'/no/such/file.ini' cannot be read"), std::string::npos);
+  }
+}

@@ -1,0 +1,43 @@
+// A test program for the collective watchdog: every rank runs N allreduces on
+// the world communicator, except that --skip-rank R leaves out allreduce
+// number K and goes straight to a barrier. The watchdog must end the job with
+// exit code 3 and a message naming allreduce #K and rank R.
+//   mpirun -np 4 watchdog_probe --timeout 3 --skip-rank 1 --skip-at 5 [--count 10]
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+
+#include "hpctrain/comm/mpi_communicator.hpp"
+#include "hpctrain/comm/watchdog.hpp"
+#include "hpctrain/runtime/mpi_handles.hpp"
+
+int main(int argc, char** argv) {
+  hpctrain::MpiSession mpi(&argc, &argv);
+  double timeout = 3;
+  int skip_rank = -1, skip_at = 5, count = 10;
+  for (int i = 1; i + 1 < argc; i += 2) {
+    const std::string a = argv[i];
+    if (a == "--timeout") timeout = std::atof(argv[i + 1]);
+    else if (a == "--skip-rank") skip_rank = std::atoi(argv[i + 1]);
+    else if (a == "--skip-at") skip_at = std::atoi(argv[i + 1]);
+    else if (a == "--count") count = std::atoi(argv[i + 1]);
+  }
+  int rank = 0;
+  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  hpctrain::Watchdog watchdog(MPI_COMM_WORLD, timeout);
+  {
+    hpctrain::MpiCommOptions o;
+    o.name = "world";
+    o.watchdog = &watchdog;
+    hpctrain::MpiCommunicator comm(MPI_COMM_WORLD, o);
+    for (int k = 1; k <= count; ++k) {
+      if (rank == skip_rank && k == skip_at) break;
+      float x = 1;
+      comm.allreduce(&x, &x, 1, hpctrain::DType::f32, hpctrain::ReduceOp::sum);
+    }
+    comm.barrier();
+  }
+  if (rank == 0) std::printf("watchdog_probe: all collectives completed\n");
+  return 0;
+}

@@ -1,0 +1,207 @@
+// Configuration parsing: defaults, types, overrides, ${VAR} expansion, and one
+// test per kind of error message (file, line, key, value, what is allowed).
+#include <gtest/gtest.h>
+
+#include "hpctrain/config/config.hpp"
+#include "hpctrain/config/schema.hpp"
+#include "hpctrain/core/error.hpp"
+
+using namespace hpctrain;
+
+namespace {
+
+EnvLookup fake_env() {
+  return [](const std::string& name) -> std::optional<std::string> {
+    if (name == "SLURM_JOB_ID") return std::string("4242");
+    if (name == "SCRATCH") return std::string("/scratch/u1");
+    return std::nullopt;
+  };
+}
+
+Config parse(const std::string& text, const std::vector<std::string>& sets = {}) {
+  return parse_config(text, "test.ini", sets, fake_env());
+}
+
+// The bad_input message for `text`, or "" when it parses.
+std::string error_of(const std::string& text, const std::vector<std::string>& sets = {}) {
+  try {
+    parse(text, sets);
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), ExitCode::bad_input);
+    EXPECT_EQ(e.scope(), Scope::every_rank);
+    const std::string msg = e.what();
+    EXPECT_EQ(msg.find('\n'), std::string::npos) << "error must be one line: " << msg;
+    return msg;
+  }
+  return "";
+}
+
+}  // namespace
+
+TEST(Config, EmptyFileGivesDocumentedDefaults) {
+  const Config c = parse("");
+  EXPECT_EQ(c.run.seed, 42u);
+  EXPECT_EQ(c.run.device, DeviceKind::auto_);
+  EXPECT_EQ(c.train.global_batch, 64);
+  EXPECT_EQ(c.train.epochs, 1);
+  EXPECT_EQ(c.parallel.model_parallel, 1);
+  EXPECT_EQ(c.parallel.comm, CommBackend::auto_);
+  EXPECT_DOUBLE_EQ(c.parallel.watchdog_s, 300.0);
+  EXPECT_EQ(c.data.cache_bytes, 2ull << 30);
+  EXPECT_EQ(c.checkpoint.resume, "auto");
+  // Every schema key is resolved, from its default.
+  EXPECT_EQ(c.resolved.size(), config_schema().size());
+  for (const auto& k : c.resolved) EXPECT_EQ(k.source, "default") << k.name;
+}
+
+TEST(Config, SectionsMapToStructs) {
+  const Config c = parse(
+      "# comment\n[run]\nseed = 7\ndevice = cpu\nprecision = bf16\nthreads = 4\n"
+      "[data]\npath = /data/mnist\nshuffle = chunk\nlast_batch = wrap\ncache_bytes = 512M\n"
+      "[model]\nlayers = dense(10) relu\n"
+      "[train]\nglobal_batch = 256\nmicro_batches = 4\nsteps = 100\nepochs = 0\nsync_batchnorm = off\n"
+      "[optim]\nname = adamw\nlr = 3e-4\nbetas = 0.8, 0.95\nschedule = cosine\nwarmup_steps = 10\n"
+      "[parallel]\nmodel_parallel = 2\nschedule = gpipe\ncomm = mpi\ncuda_aware_mpi = off\nwatchdog_s = 12.5\n"
+      "[checkpoint]\nevery_steps = 50\nkeep = 2\nresume = none\n");
+  EXPECT_EQ(c.run.seed, 7u);
+  EXPECT_EQ(c.run.device, DeviceKind::cpu);
+  EXPECT_EQ(c.run.precision, Precision::bf16);
+  EXPECT_EQ(c.run.threads, 4);
+  EXPECT_EQ(c.data.path, "/data/mnist");
+  EXPECT_EQ(c.data.shuffle, Shuffle::chunk);
+  EXPECT_EQ(c.data.last_batch, LastBatch::wrap);
+  EXPECT_EQ(c.data.cache_bytes, 512ull << 20);
+  EXPECT_EQ(c.model.layers, "dense(10) relu");
+  EXPECT_EQ(c.train.global_batch, 256);
+  EXPECT_EQ(c.train.micro_batches, 4);
+  EXPECT_EQ(c.train.steps, 100);
+  EXPECT_FALSE(c.train.sync_batchnorm);
+  EXPECT_EQ(c.optim.name, OptimizerName::adamw);
+  EXPECT_DOUBLE_EQ(c.optim.lr, 3e-4);
+  EXPECT_DOUBLE_EQ(c.optim.beta1, 0.8);
+  EXPECT_DOUBLE_EQ(c.optim.beta2, 0.95);
+  EXPECT_EQ(c.optim.schedule, LrSchedule::cosine);
+  EXPECT_EQ(c.parallel.model_parallel, 2);
+  EXPECT_EQ(c.parallel.schedule, PipelineSchedule::gpipe);
+  EXPECT_EQ(c.parallel.comm, CommBackend::mpi);
+  EXPECT_EQ(c.parallel.cuda_aware_mpi, Tristate::off);
+  EXPECT_DOUBLE_EQ(c.parallel.watchdog_s, 12.5);
+  EXPECT_EQ(c.checkpoint.every_steps, 50);
+  EXPECT_EQ(c.checkpoint.resume, "none");
+  EXPECT_EQ(c.resolved_value("optim.lr"), "3e-04");  // shortest text that reads back exactly
+}
+
+TEST(Config, OverridesWinAndAreRecorded) {
+  const Config c = parse("[train]\nglobal_batch = 32\n", {"train.global_batch=128", "run.seed = 9"});
+  EXPECT_EQ(c.train.global_batch, 128);
+  EXPECT_EQ(c.run.seed, 9u);
+  for (const auto& k : c.resolved) {
+    if (k.name == "train.global_batch" || k.name == "run.seed") {
+      EXPECT_EQ(k.source, "--set") << k.name;
+    }
+  }
+}
+
+TEST(Config, PathsExpandEnvironment) {
+  const Config c = parse("[checkpoint]\ndir = ${SCRATCH}/ckpt/${SLURM_JOB_ID}\n[run]\nout_dir = cost$$/x\n");
+  EXPECT_EQ(c.checkpoint.dir, "/scratch/u1/ckpt/4242");
+  EXPECT_EQ(c.run.out_dir, "cost$/x");
+}
+
+TEST(ConfigErrors, UnknownKeyNamesFileLineAndSuggests) {
+  const auto m = error_of("[train]\n\nglobal_bach = 3\n");
+  EXPECT_NE(m.find("test.ini:3"), std::string::npos) << m;
+  EXPECT_NE(m.find("unknown key 'global_bach' in [train]"), std::string::npos) << m;
+  EXPECT_NE(m.find("did you mean 'global_batch'"), std::string::npos) << m;
+}
+
+TEST(ConfigErrors, UnknownSectionListsSections) {
+  const auto m = error_of("[trian]\nepochs = 3\n");
+  EXPECT_NE(m.find("test.ini:2"), std::string::npos) << m;
+  EXPECT_NE(m.find("unknown section [trian]"), std::string::npos) << m;
+  EXPECT_NE(m.find("did you mean [train]"), std::string::npos) << m;
+  EXPECT_NE(m.find("checkpoint"), std::string::npos) << m;
+}
+
+TEST(ConfigErrors, WrongTypeNamesKeyValueAndAllowed) {
+  const auto m = error_of("[train]\nglobal_batch = many\n");
+  EXPECT_NE(m.find("test.ini:2: [train] global_batch = 'many': expected integer >= 1"), std::string::npos) << m;
+  const auto b = error_of("[optim]\nnesterov = maybe\n");
+  EXPECT_NE(b.find("[optim] nesterov = 'maybe': expected true|false"), std::string::npos) << b;
+  const auto f = error_of("[optim]\nlr = 0.1x\n");
+  EXPECT_NE(f.find("[optim] lr = '0.1x': expected number > 0"), std::string::npos) << f;
+}
+
+TEST(ConfigErrors, OutOfRangeNamesTheRange) {
+  EXPECT_NE(error_of("[optim]\nlr = 0\n").find("expected number > 0"), std::string::npos);
+  EXPECT_NE(error_of("[optim]\nmomentum = 1.5\n").find("expected number >= 0 and <= 1"), std::string::npos);
+  EXPECT_NE(error_of("[run]\nthreads = 0\n").find("[run] threads = '0': expected integer >= 1 and <= 1024"),
+            std::string::npos);
+  EXPECT_NE(error_of("[optim]\nbetas = 0.9\n").find("expected two numbers"), std::string::npos);
+  EXPECT_NE(error_of("[data]\ncache_bytes = 3X\n").find("expected a byte count"), std::string::npos);
+  EXPECT_NE(error_of("[train]\nepochs = 99999999999999999999999\n").find("[train] epochs"), std::string::npos);
+}
+
+TEST(ConfigErrors, BadChoiceListsChoices) {
+  const auto m = error_of("[run]\ndevice = gpu\n");
+  EXPECT_NE(m.find("[run] device = 'gpu': expected one of auto|cpu|cuda"), std::string::npos) << m;
+}
+
+TEST(ConfigErrors, SyntaxErrorNamesLine) {
+  const auto m = error_of("[run]\nseed = 1\nthis is not ini\n");
+  EXPECT_NE(m.find("test.ini:3: cannot parse line 'this is not ini'"), std::string::npos) << m;
+}
+
+TEST(ConfigErrors, DuplicateKeyPointsAtSecondOccurrence) {
+  const auto m = error_of("[run]\nseed = 1\nseed = 2\n");
+  EXPECT_NE(m.find("test.ini:3: key 'run.seed' is given twice"), std::string::npos) << m;
+}
+
+TEST(ConfigErrors, KeyOutsideSection) {
+  EXPECT_NE(error_of("seed = 1\n").find("outside any section"), std::string::npos);
+}
+
+TEST(ConfigErrors, UnsetVariableNamesIt) {
+  const auto m = error_of("[data]\npath = ${NOT_SET_ANYWHERE}/x\n");
+  EXPECT_NE(m.find("[data] path = '${NOT_SET_ANYWHERE}/x': environment variable NOT_SET_ANYWHERE is not set"),
+            std::string::npos)
+      << m;
+  EXPECT_NE(error_of("[data]\npath = $HOME\n").find("must start ${VAR}"), std::string::npos);
+}
+
+TEST(ConfigErrors, BadOverrides) {
+  EXPECT_NE(error_of("", {"train.global_batch"}).find("expected section.key=value"), std::string::npos);
+  const auto m = error_of("", {"train.epoch=3"});
+  EXPECT_NE(m.find("--set train.epoch: unknown key 'epoch' in [train] (did you mean 'epochs'?)"), std::string::npos)
+      << m;
+  EXPECT_NE(error_of("", {"run.seed=-1"}).find("--set: [run] seed = '-1'"), std::string::npos);
+}
+
+TEST(ConfigErrors, CrossKeyChecks) {
+  EXPECT_NE(error_of("[train]\nepochs = 2\nsteps = 10\n").find("are both set"), std::string::npos);
+  EXPECT_NE(error_of("[train]\nepochs = 0\n").find("nothing to train"), std::string::npos);
+  EXPECT_NE(error_of("[train]\nglobal_batch = 10\nmicro_batches = 3\n").find("does not divide global_batch = 10"),
+            std::string::npos);
+  EXPECT_NE(error_of("[run]\ndevice = cpu\n[parallel]\ncomm = nccl\n").find("comm = nccl needs device = cuda"),
+            std::string::npos);
+}
+
+TEST(ConfigHelp, ListsEveryKeyWithTypeAndDefault) {
+  const std::string help = config_help();
+  for (const auto& s : config_schema()) {
+    EXPECT_NE(help.find("[" + s.section + "]"), std::string::npos) << s.section;
+    EXPECT_NE(help.find("    " + s.key + " = " + describe_type(s)), std::string::npos) << s.name();
+    EXPECT_NE(help.find(s.help), std::string::npos) << s.name();
+  }
+  EXPECT_NE(help.find("global_batch = integer >= 1  (default: 64)"), std::string::npos);
+}
+
+TEST(ConfigFile, MissingFileIsBadInputNamingIt) {
+  try {
+    read_text_file("/no/such/dir/x.ini", "configuration file");
+    FAIL() << "no error";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), ExitCode::bad_input);
+    EXPECT_NE(std::string(e.what()).find("configuration file '/no/such/dir/x.ini' cannot be read"), std::string::npos);
+  }
+}

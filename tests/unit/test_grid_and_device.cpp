@@ -1,0 +1,122 @@
+// The process-grid arithmetic, the batch contract and the device / backend
+// choices, as pure functions (the MPI tests check the communicators).
+#include <gtest/gtest.h>
+
+#include <set>
+
+#include "hpctrain/core/error.hpp"
+#include "hpctrain/runtime/process_grid.hpp"
+#include "hpctrain/runtime/runtime.hpp"
+
+using namespace hpctrain;
+
+TEST(Grid, EveryLegalLayoutOfFourRanks) {
+  for (int m : {1, 2, 4}) {
+    const auto s = make_grid_shape(4, m);
+    EXPECT_EQ(s.dp_size * s.mp_size, 4);
+    std::set<std::pair<int, int>> seen;
+    for (int r = 0; r < 4; ++r) {
+      const auto c = grid_coords(r, s);
+      EXPECT_EQ(c.mp, r % m);
+      EXPECT_EQ(c.dp, r / m);
+      EXPECT_EQ(grid_world_rank(c, s), r);
+      seen.insert({c.dp, c.mp});
+      const auto dp = dp_group_members(r, s);
+      const auto mp = mp_group_members(r, s);
+      EXPECT_EQ(static_cast<int>(dp.size()), s.dp_size);
+      EXPECT_EQ(static_cast<int>(mp.size()), s.mp_size);
+      EXPECT_EQ(dp[static_cast<std::size_t>(c.dp)], r);
+      EXPECT_EQ(mp[static_cast<std::size_t>(c.mp)], r);
+      for (int x : dp) EXPECT_EQ(x % m, c.mp);
+      for (int x : mp) EXPECT_EQ(x / m, c.dp);
+    }
+    EXPECT_EQ(seen.size(), 4u);
+  }
+}
+
+TEST(Grid, ImpossibleLayoutNamesTheNumbers) {
+  try {
+    make_grid_shape(6, 4);
+    FAIL();
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), ExitCode::bad_input);
+    EXPECT_STREQ(e.what(),
+                 "[parallel] model_parallel = 4 does not divide the world size 6 (with 6 ranks it must be one of 1, 2, "
+                 "3, 6)");
+  }
+  EXPECT_THROW(make_grid_shape(2, 4), Error);
+}
+
+TEST(Grid, BatchContract) {
+  const auto s = make_grid_shape(6, 2);  // D = 3
+  EXPECT_EQ(per_rank_batch(96, 4, s), 32);
+  try {
+    per_rank_batch(100, 1, s);
+    FAIL();
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("global_batch = 100 is not divisible by the data-parallel size 3"),
+              std::string::npos);
+  }
+  try {
+    per_rank_batch(96, 5, s);
+    FAIL();
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("micro_batches = 5 does not divide the per-rank batch 32"), std::string::npos);
+  }
+}
+
+TEST(Device, AutoWithoutGpusIsCpu) {
+  RankInfo me;
+  const auto d = choose_device(DeviceKind::auto_, me, {}, "no driver");
+  EXPECT_EQ(d.kind, DeviceKind::cpu);
+  EXPECT_EQ(choose_comm(CommBackend::auto_, d.kind), CommBackend::mpi);
+}
+
+TEST(Device, OneGpuPerLocalRank) {
+  RankInfo me;
+  me.local_rank = 1;
+  me.local_size = 2;
+  me.host = "n1";
+  std::vector<cuda::GpuInfo> gpus{{0, "A", 1ull << 30, 9, 0}, {1, "B", 2ull << 30, 9, 0}};
+  const auto d = choose_device(DeviceKind::auto_, me, gpus, "");
+  EXPECT_EQ(d.kind, DeviceKind::cuda);
+  EXPECT_EQ(d.gpu, 1);
+  EXPECT_EQ(d.description, "cuda:1 B (2.0 GiB)");
+  EXPECT_EQ(choose_comm(CommBackend::auto_, DeviceKind::cuda),
+            cuda::compiled() ? CommBackend::nccl : CommBackend::mpi);
+  EXPECT_EQ(choose_comm(CommBackend::mpi, DeviceKind::cuda), CommBackend::mpi);
+}
+
+TEST(Device, MoreRanksThanGpusIsAnError) {
+  RankInfo me;
+  me.local_size = 3;
+  me.host = "n1";
+  std::vector<cuda::GpuInfo> gpus{{0, "A", 1, 9, 0}, {1, "B", 1, 9, 0}};
+  try {
+    choose_device(DeviceKind::cuda, me, gpus, "");
+    FAIL();
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("3 ranks on n1 but only 2 GPU(s) visible"), std::string::npos) << e.what();
+  }
+}
+
+TEST(Device, CudaRequestedWithoutGpuSaysWhy) {
+  RankInfo me;
+  me.host = "n1";
+  try {
+    choose_device(DeviceKind::cuda, me, {}, "cudaErrorNoDevice: no CUDA-capable device is detected");
+    FAIL();
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), ExitCode::bad_input);
+    EXPECT_NE(std::string(e.what()).find("no GPU is visible on n1: cudaErrorNoDevice"), std::string::npos);
+  }
+}
+
+TEST(Device, VisibleGpusNeverThrowsWithoutADriver) {
+  std::string why;
+  std::vector<cuda::GpuInfo> gpus;
+  EXPECT_NO_THROW(gpus = cuda::visible_gpus(&why));
+  if (gpus.empty()) {
+    EXPECT_FALSE(why.empty());
+  }
+}

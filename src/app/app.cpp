@@ -7,6 +7,7 @@
 
 #include <boost/program_options.hpp>
 #include <cstdio>
+#include <functional>
 #include <map>
 #include <sstream>
 
@@ -56,8 +57,9 @@ CliOptions parse_cli(int argc, char** argv) {
   if (vm.count("set")) cli.sets = vm["set"].as<std::vector<std::string>>();
   if (vm.count("config")) cli.config_path = vm["config"].as<std::string>();
   if (!cli.help && !cli.version && cli.config_path.empty())
-    throw bad_input("command line: no configuration file given (usage: trainer input.ini [--set section.key=value ...] "
-                    "[--dry-run]; see trainer --help)");
+    throw bad_input(
+        "command line: no configuration file given (usage: trainer input.ini [--set section.key=value ...] "
+        "[--dry-run]; see trainer --help)");
   return cli;
 }
 
@@ -103,8 +105,7 @@ std::string help_text() {
   os << "usage: mpirun -np N trainer input.ini [--set section.key=value ...] [--dry-run]\n"
      << "       trainer --help | --version\n\n"
      << cli_options() << "\nConfiguration keys ([section] key = value in the INI file; --set section.key=value):\n"
-     << config_help()
-     << "\nPaths may use ${VAR} (expanded from rank 0's environment; $$ is a literal $).\n"
+     << config_help() << "\nPaths may use ${VAR} (expanded from rank 0's environment; $$ is a literal $).\n"
      << "\nExit codes:\n"
      << "   0  success\n"
      << "   1  internal error (a bug, or a failed library call)\n"
@@ -131,8 +132,8 @@ std::string version_text() {
   mpi = mpi.substr(0, mpi.find_first_of(",\n"));
   int major = 0, minor = 0;
   MPI_Get_version(&major, &minor);
-  os << "MPI: " << mpi << " (MPI " << major << "." << minor << "); CUDA-aware MPI at run time: "
-     << (mpi_reports_cuda_aware() ? "yes" : "no") << "\n";
+  os << "MPI: " << mpi << " (MPI " << major << "." << minor
+     << "); CUDA-aware MPI at run time: " << (mpi_reports_cuda_aware() ? "yes" : "no") << "\n";
   unsigned h5maj = 0, h5min = 0, h5rel = 0;
   H5get_libversion(&h5maj, &h5min, &h5rel);
   os << "HDF5: " << h5maj << "." << h5min << "." << h5rel << " (parallel)\n";
@@ -155,24 +156,26 @@ void print_dry_run(const Config& cfg, Runtime& rt) {
   os << "Process grid: " << shape.world << " rank(s) = " << shape.dp_size << " data-parallel x " << shape.mp_size
      << " model-parallel (rank r: mp = r % " << shape.mp_size << ", dp = r / " << shape.mp_size << ")\n"
      << grid;
-  os << "data-parallel groups (average gradients together):";
-  for (int mp = 0; mp < shape.mp_size; ++mp) {
-    os << "  mp " << mp << ": ranks";
-    for (int r : dp_group_members(mp, shape)) os << " " << r;
-  }
-  os << "\nmodel-parallel groups (one model replica each):";
-  for (int dp = 0; dp < shape.dp_size; ++dp) {
-    os << "  dp " << dp << ": ranks";
-    for (int r : mp_group_members(dp * shape.mp_size, shape)) os << " " << r;
-  }
+  Table groups({"communicator", "world ranks", "role"});
+  auto ranks_text = [](const std::vector<int>& ranks) {
+    std::string t;
+    for (int r : ranks) t += (t.empty() ? "" : " ") + std::to_string(r);
+    return t;
+  };
+  for (int mp = 0; mp < shape.mp_size; ++mp)
+    groups.add_row({"dp[" + std::to_string(mp) + "]", ranks_text(dp_group_members(mp, shape)),
+                    "data-parallel group of stage mp=" + std::to_string(mp) + ": averages its gradients"});
+  for (int dp = 0; dp < shape.dp_size; ++dp)
+    groups.add_row({"mp[" + std::to_string(dp) + "]", ranks_text(mp_group_members(dp * shape.mp_size, shape)),
+                    "model-parallel group of replica dp=" + std::to_string(dp) + ": passes activations"});
+  os << "\n" << groups.render();
   os << "\nBatch: global " << cfg.train.global_batch << " = " << shape.dp_size << " data-parallel x "
      << rt.per_rank_batch() << " per rank, in " << cfg.train.micro_batches << " micro-batch(es) of "
      << rt.per_rank_batch() / cfg.train.micro_batches << "\n";
   os << "Communication: " << to_string(rt.comm_backend()) << " (requested " << to_string(cfg.parallel.comm)
      << "); CUDA-aware MPI: " << (rt.cuda_aware_mpi() ? "yes" : "no") << " (setting "
      << to_string(cfg.parallel.cuda_aware_mpi) << ", library reports " << (mpi_reports_cuda_aware() ? "yes" : "no")
-     << "); watchdog: "
-     << (cfg.parallel.watchdog_s > 0 ? cfg.resolved_value("parallel.watchdog_s") + " s" : "off")
+     << "); watchdog: " << (cfg.parallel.watchdog_s > 0 ? cfg.resolved_value("parallel.watchdog_s") + " s" : "off")
      << "\n";
   log0(os.str());
 }
@@ -184,13 +187,28 @@ int report(const Error& e) {
     if (rank == 0) std::fprintf(stderr, "hpctrain: error: %s\n", e.what());
     return static_cast<int>(e.code());
   }
-  std::fprintf(stderr, "hpctrain: error [%s]: %s\n", rank_and_host().c_str(), e.what());
+  // CHECK failures already start with "[rank R on HOST]"; tag the others.
+  const std::string msg = e.what();
+  if (msg.rfind("[rank ", 0) == 0)
+    std::fprintf(stderr, "hpctrain: error %s\n", msg.c_str());
+  else
+    std::fprintf(stderr, "hpctrain: error [%s]: %s\n", rank_and_host().c_str(), msg.c_str());
   std::fflush(stderr);
   MPI_Abort(MPI_COMM_WORLD, static_cast<int>(e.code()));
   return static_cast<int>(e.code());
 }
 
 }  // namespace
+
+int run_and_report(const std::function<int()>& body) {
+  try {
+    return body();
+  } catch (const Error& e) {
+    return report(e);
+  } catch (const std::exception& e) {
+    return report(Error(ExitCode::internal, Scope::this_rank, std::string("unexpected exception: ") + e.what()));
+  }
+}
 
 int run_trainer(int argc, char** argv) {
   std::unique_ptr<MpiSession> mpi;
@@ -200,7 +218,7 @@ int run_trainer(int argc, char** argv) {
     std::fprintf(stderr, "hpctrain: error: %s\n", e.what());
     return static_cast<int>(e.code());
   }
-  try {
+  return run_and_report([&] {
     const CliOptions cli = parse_cli(argc, argv);
     if (cli.help) {
       log0(help_text());
@@ -219,11 +237,7 @@ int run_trainer(int argc, char** argv) {
     throw Error(ExitCode::internal, Scope::every_rank,
                 "this build has no training engine yet (it arrives with the engine issue); run with --dry-run to "
                 "check a configuration and the process grid");
-  } catch (const Error& e) {
-    return report(e);
-  } catch (const std::exception& e) {
-    return report(Error(ExitCode::internal, Scope::this_rank, std::string("unexpected exception: ") + e.what()));
-  }
+  });
 }
 
 }  // namespace hpctrain

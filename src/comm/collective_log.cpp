@@ -27,8 +27,9 @@ std::uint64_t CollectiveLog::enter(const std::string& op, bool collective) {
 
 void CollectiveLog::leave(std::uint64_t id) {
   std::lock_guard<std::mutex> lock(mu_);
-  in_flight_.erase(std::remove_if(in_flight_.begin(), in_flight_.end(), [&](const InFlightOp& r) { return r.id == id; }),
-                   in_flight_.end());
+  in_flight_.erase(
+      std::remove_if(in_flight_.begin(), in_flight_.end(), [&](const InFlightOp& r) { return r.id == id; }),
+      in_flight_.end());
 }
 
 LogSnapshot CollectiveLog::snapshot() const {

@@ -103,8 +103,8 @@ struct MpiCommunicator::Op {
 
   const void* mpi_send = nullptr;  // what MPI sees (caller's or staged)
   void* mpi_recv = nullptr;
-  std::vector<void*> pinned;       // staging buffers to release
-  void* host_out = nullptr;        // staged output region
+  std::vector<void*> pinned;        // staging buffers to release
+  void* host_out = nullptr;         // staged output region
   std::vector<unsigned char> temp;  // reduce-scatter in place: result lands here first
   std::vector<MPI_Request> reqs;
 
@@ -153,8 +153,8 @@ MpiCommunicator::MpiCommunicator(MPI_Comm comm, MpiCommOptions options)
       size_(coll_comm_.size()),
       log_(options_.name, world_ranks_of(comm)) {
   if (options_.memory == MemorySpace::device && options_.device == nullptr)
-    throw Error(ExitCode::internal, Scope::this_rank, "MPI communicator '" + options_.name +
-                                                          "' for device buffers needs the device memory operations");
+    throw Error(ExitCode::internal, Scope::this_rank,
+                "MPI communicator '" + options_.name + "' for device buffers needs the device memory operations");
   if (options_.watchdog) options_.watchdog->attach(&log_);
   progress_ = std::thread([this] { progress_loop(); });
 }
@@ -267,9 +267,10 @@ Request MpiCommunicator::ibarrier() {
 Request MpiCommunicator::submit(std::shared_ptr<Op> op) {
   op->mpi_send = op->send;
   op->mpi_recv = op->recv;
-  const bool in_place_rs = op->kind == Kind::reduce_scatter && op->count > 0 &&
-                           static_cast<const unsigned char*>(op->send) + static_cast<std::size_t>(rank_) * op->out_bytes ==
-                               static_cast<unsigned char*>(op->recv);
+  const bool in_place_rs =
+      op->kind == Kind::reduce_scatter && op->count > 0 &&
+      static_cast<const unsigned char*>(op->send) + static_cast<std::size_t>(rank_) * op->out_bytes ==
+          static_cast<unsigned char*>(op->recv);
   const bool staged = options_.memory == MemorySpace::device && (!options_.cuda_aware || in_place_rs);
   if (staged) stage_in(*op);
   if (in_place_rs) op->temp.resize(op->out_bytes);
@@ -352,8 +353,8 @@ void MpiCommunicator::start(Op& op) {
       break;
     case Kind::allgather: {
       const bool in_place = op.count > 0 && in == out + static_cast<std::size_t>(rank_) * op.in_bytes;
-      push(MPI_Iallgather(in_place ? MPI_IN_PLACE : in, static_cast<int>(op.count), t, out,
-                          static_cast<int>(op.count), t, c, &r),
+      push(MPI_Iallgather(in_place ? MPI_IN_PLACE : in, static_cast<int>(op.count), t, out, static_cast<int>(op.count),
+                          t, c, &r),
            "MPI_Iallgather");
       break;
     }
@@ -443,9 +444,12 @@ void MpiCommunicator::finish(Op& op) {
     if (reduced && op.op == ReduceOp::avg && size_ > 1) {
       const double f = 1.0 / size_;
       const bool on_host = options_.memory == MemorySpace::host || op.host_out != nullptr;
-      if (!on_host) options_.device->scale(op.mpi_recv, op.count, op.dtype, f);
-      else if (op.dtype == DType::f32) scale_host<float>(op.mpi_recv, op.count, f);
-      else scale_host<double>(op.mpi_recv, op.count, f);
+      if (!on_host)
+        options_.device->scale(op.mpi_recv, op.count, op.dtype, f);
+      else if (op.dtype == DType::f32)
+        scale_host<float>(op.mpi_recv, op.count, f);
+      else
+        scale_host<double>(op.mpi_recv, op.count, f);
     }
     if (op.host_out) options_.device->copy_to_device(op.recv, op.host_out, op.out_bytes);
   }

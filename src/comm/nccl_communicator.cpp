@@ -136,12 +136,12 @@ class NcclCommunicator final : public Communicator {
                   [&] { CHECK_NCCL(ncclBroadcast(buf, buf, count, nccl_type(t), root, comm_, stream_)); });
   }
   Request iallgather(const void* send, void* recv, std::size_t count, DType t) override {
-    return launch("allgather", true, [&] { CHECK_NCCL(ncclAllGather(send, recv, count, nccl_type(t), comm_, stream_)); });
+    return launch("allgather", true,
+                  [&] { CHECK_NCCL(ncclAllGather(send, recv, count, nccl_type(t), comm_, stream_)); });
   }
   Request ireduce_scatter(const void* send, void* recv, std::size_t count, DType t, ReduceOp op) override {
-    return launch("reduce_scatter", true, [&] {
-      CHECK_NCCL(ncclReduceScatter(send, recv, count, nccl_type(t), nccl_op(op), comm_, stream_));
-    });
+    return launch("reduce_scatter", true,
+                  [&] { CHECK_NCCL(ncclReduceScatter(send, recv, count, nccl_type(t), nccl_op(op), comm_, stream_)); });
   }
   Request isend(const void* buf, std::size_t count, DType t, int peer) override {
     return launch("send", false, [&] { CHECK_NCCL(ncclSend(buf, count, nccl_type(t), peer, comm_, stream_)); });

@@ -92,9 +92,12 @@ std::string diagnose_timeout(const std::string& comm_name, const InFlightOp& stu
       continue;
     }
     std::string where;
-    if (!s.answered) where = "no answer from its watchdog";
-    else if (s.in_collective) where = "in " + describe(s.oldest) + " for " + seconds(s.oldest_age);
-    else if (!s.elsewhere.empty()) where = "not in a collective on '" + comm_name + "'; busy in " + s.elsewhere;
+    if (!s.answered)
+      where = "no answer from its watchdog";
+    else if (s.in_collective)
+      where = "in " + describe(s.oldest) + " for " + seconds(s.oldest_age);
+    else if (!s.elsewhere.empty())
+      where = "not in a collective on '" + comm_name + "'; busy in " + s.elsewhere;
     else
       where = "not in a collective on '" + comm_name + "' (entered " + std::to_string(s.collectives_entered) +
               " collectives so far)";
@@ -220,8 +223,10 @@ void Watchdog::handle_timeout(const CollectiveLog& log, const InFlightOp& stuck)
     std::this_thread::sleep_for(std::chrono::milliseconds(10));
   }
   for (std::size_t i = 0; i < members.size(); ++i) {
-    if (members[i] == rank_) states[i] = state_of(name);
-    else if (!got[i]) states[i].world_rank = members[i];  // answered = false
+    if (members[i] == rank_)
+      states[i] = state_of(name);
+    else if (!got[i])
+      states[i].world_rank = members[i];  // answered = false
   }
   int reporter = rank_;
   const std::string line = diagnose_timeout(name, stuck, timeout_s_, rank_, states, &reporter);

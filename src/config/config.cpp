@@ -33,7 +33,7 @@ std::string trim(const std::string& s) {
 // Line numbers of sections and keys, for messages (Boost does not report them).
 struct LineIndex {
   std::map<std::string, std::vector<int>> key_lines;  // "section.key" -> every line it is on
-  std::map<std::string, int> section_line;  // "section" -> first line
+  std::map<std::string, int> section_line;            // "section" -> first line
   std::vector<std::string> lines;
 
   explicit LineIndex(const std::string& text) {
@@ -95,8 +95,7 @@ std::string unknown_key_message(const std::string& name, const std::vector<KeySp
   for (const auto& s : schema)
     if (sections.empty() || sections.back() != s.section) sections.push_back(s.section);
   const auto dot = name.find('.');
-  if (dot == std::string::npos)
-    return "key '" + name + "' is outside any section (sections: " + join(sections) + ")";
+  if (dot == std::string::npos) return "key '" + name + "' is outside any section (sections: " + join(sections) + ")";
   const std::string section = name.substr(0, dot), key = name.substr(dot + 1);
   if (std::find(sections.begin(), sections.end(), section) == sections.end()) {
     const auto near = closest(section, sections);
@@ -136,8 +135,8 @@ std::string read_text_file(const std::string& path, const std::string& what) {
   return ss.str();
 }
 
-Config parse_config(const std::string& ini_text, const std::string& origin,
-                    const std::vector<std::string>& overrides, const EnvLookup& env) {
+Config parse_config(const std::string& ini_text, const std::string& origin, const std::vector<std::string>& overrides,
+                    const EnvLookup& env) {
   const auto schema = config_schema();
   const LineIndex index(ini_text);
   auto at_line = [&](int line) { return origin + (line > 0 ? ":" + std::to_string(line) : ""); };
@@ -169,8 +168,7 @@ Config parse_config(const std::string& ini_text, const std::string& origin,
 
   for (const auto& o : overrides) {
     const auto eq = o.find('=');
-    if (eq == std::string::npos || eq == 0)
-      throw bad_input("--set '" + o + "': expected section.key=value");
+    if (eq == std::string::npos || eq == 0) throw bad_input("--set '" + o + "': expected section.key=value");
     const std::string name = trim(o.substr(0, eq));
     const bool known = std::any_of(schema.begin(), schema.end(), [&](const KeySpec& s) { return s.name() == name; });
     if (!known) throw bad_input("--set " + name + ": " + unknown_key_message(name, schema));
@@ -207,11 +205,12 @@ Config parse_config(const std::string& ini_text, const std::string& origin,
   if (cfg.train.steps == 0 && cfg.train.epochs == 0)
     throw bad_input(where_of("train.epochs") + ": [train] epochs = 0 and steps = 0: nothing to train; set one > 0");
   if (cfg.train.global_batch % cfg.train.micro_batches != 0)
-    throw bad_input(where_of("train.micro_batches") + ": [train] micro_batches = " +
-                    std::to_string(cfg.train.micro_batches) + " does not divide global_batch = " +
-                    std::to_string(cfg.train.global_batch));
+    throw bad_input(where_of("train.micro_batches") +
+                    ": [train] micro_batches = " + std::to_string(cfg.train.micro_batches) +
+                    " does not divide global_batch = " + std::to_string(cfg.train.global_batch));
   if (cfg.run.device == DeviceKind::cpu && cfg.parallel.comm == CommBackend::nccl)
-    throw bad_input(where_of("parallel.comm") + ": [parallel] comm = nccl needs device = cuda (or auto on a GPU "
+    throw bad_input(where_of("parallel.comm") +
+                    ": [parallel] comm = nccl needs device = cuda (or auto on a GPU "
                     "machine), but [run] device = cpu");
   return cfg;
 }

@@ -2,8 +2,8 @@
 // value parsers and validators they share. See config/schema.hpp.
 #include "hpctrain/config/schema.hpp"
 
-#include <charconv>
 #include <cerrno>
+#include <charconv>
 #include <cmath>
 #include <cstdlib>
 #include <limits>
@@ -18,8 +18,7 @@ namespace {
 
 using Apply = std::function<void(Config&, const std::string&)>;
 
-KeySpec make(const char* section, const char* key, ValueKind kind, const char* def, const char* help,
-             Apply apply) {
+KeySpec make(const char* section, const char* key, ValueKind kind, const char* def, const char* help, Apply apply) {
   KeySpec s;
   s.section = section;
   s.key = key;
@@ -127,12 +126,18 @@ std::uint64_t parse_size(const std::string& raw) {
   if (digits == 0 || digits > 19) throw std::invalid_argument("expected a byte count such as 4096, 512M or 2G");
   const std::string suffix = trim(v.substr(digits));
   std::uint64_t mult = 1;
-  if (suffix == "" || suffix == "B") mult = 1;
-  else if (suffix == "K" || suffix == "KiB") mult = 1ull << 10;
-  else if (suffix == "M" || suffix == "MiB") mult = 1ull << 20;
-  else if (suffix == "G" || suffix == "GiB") mult = 1ull << 30;
-  else if (suffix == "T" || suffix == "TiB") mult = 1ull << 40;
-  else throw std::invalid_argument("expected a byte count such as 4096, 512M or 2G (suffixes K, M, G, T)");
+  if (suffix == "" || suffix == "B")
+    mult = 1;
+  else if (suffix == "K" || suffix == "KiB")
+    mult = 1ull << 10;
+  else if (suffix == "M" || suffix == "MiB")
+    mult = 1ull << 20;
+  else if (suffix == "G" || suffix == "GiB")
+    mult = 1ull << 30;
+  else if (suffix == "T" || suffix == "TiB")
+    mult = 1ull << 40;
+  else
+    throw std::invalid_argument("expected a byte count such as 4096, 512M or 2G (suffixes K, M, G, T)");
   const std::uint64_t n = std::stoull(v.substr(0, digits));
   if (n > std::numeric_limits<std::uint64_t>::max() / mult) throw std::invalid_argument("byte count too large");
   return n * mult;
@@ -224,12 +229,12 @@ std::vector<KeySpec> config_schema() {
   k.push_back(bounded(make("run", "seed", K::integer, "42", "seed of every random stream (init, shuffle, dropout)",
                            [](Config& c, const std::string& v) { c.run.seed = std::stoull(v); }),
                       0, kMaxLong));
-  k.push_back(choice("run", "device", {"auto", "cpu", "cuda"}, "auto",
-                     "compute device; auto = cuda when a GPU is visible, else cpu",
-                     [](Config& c, const std::string& v) {
-                       c.run.device = pick<DeviceKind>(
-                           v, {{"auto", DeviceKind::auto_}, {"cpu", DeviceKind::cpu}, {"cuda", DeviceKind::cuda}});
-                     }));
+  k.push_back(choice(
+      "run", "device", {"auto", "cpu", "cuda"}, "auto", "compute device; auto = cuda when a GPU is visible, else cpu",
+      [](Config& c, const std::string& v) {
+        c.run.device =
+            pick<DeviceKind>(v, {{"auto", DeviceKind::auto_}, {"cpu", DeviceKind::cpu}, {"cuda", DeviceKind::cuda}});
+      }));
   k.push_back(choice("run", "precision", {"fp32", "bf16", "fp16"}, "fp32", "compute precision (master weights fp32)",
                      [](Config& c, const std::string& v) {
                        c.run.precision = pick<Precision>(
@@ -251,8 +256,8 @@ std::vector<KeySpec> config_schema() {
   k.push_back(choice("data", "shuffle", {"global", "chunk", "none"}, "global",
                      "sample order: exact global permutation, chunk-window permutation, or file order",
                      [](Config& c, const std::string& v) {
-                       c.data.shuffle =
-                           pick<Shuffle>(v, {{"global", Shuffle::global}, {"chunk", Shuffle::chunk}, {"none", Shuffle::none}});
+                       c.data.shuffle = pick<Shuffle>(
+                           v, {{"global", Shuffle::global}, {"chunk", Shuffle::chunk}, {"none", Shuffle::none}});
                      }));
   k.push_back(choice("data", "last_batch", {"drop", "wrap"}, "drop",
                      "a partial last global batch is dropped or filled from the epoch's start",
@@ -272,10 +277,10 @@ std::vector<KeySpec> config_schema() {
                    [](Config& c, const std::string& v) { c.model.groups = v; }));
 
   // [train]
-  k.push_back(bounded(make("train", "global_batch", K::integer, "64",
-                           "samples per optimizer step over all data-parallel ranks",
-                           [=](Config& c, const std::string& v) { c.train.global_batch = to_long(v); }),
-                      1, kMaxLong));
+  k.push_back(
+      bounded(make("train", "global_batch", K::integer, "64", "samples per optimizer step over all data-parallel ranks",
+                   [=](Config& c, const std::string& v) { c.train.global_batch = to_long(v); }),
+              1, kMaxLong));
   k.push_back(bounded(make("train", "micro_batches", K::integer, "1",
                            "split of the per-rank batch: accumulation (M=1) or pipeline micro-batches (M>1)",
                            [=](Config& c, const std::string& v) { c.train.micro_batches = to_int(v); }),
@@ -299,11 +304,11 @@ std::vector<KeySpec> config_schema() {
                    [](Config& c, const std::string& v) { c.train.sync_batchnorm = parse_bool(v); }));
 
   // [optim]
-  k.push_back(choice("optim", "name", {"sgd", "adam", "adamw"}, "sgd", "optimizer",
-                     [](Config& c, const std::string& v) {
-                       c.optim.name = pick<OptimizerName>(
-                           v, {{"sgd", OptimizerName::sgd}, {"adam", OptimizerName::adam}, {"adamw", OptimizerName::adamw}});
-                     }));
+  k.push_back(
+      choice("optim", "name", {"sgd", "adam", "adamw"}, "sgd", "optimizer", [](Config& c, const std::string& v) {
+        c.optim.name = pick<OptimizerName>(
+            v, {{"sgd", OptimizerName::sgd}, {"adam", OptimizerName::adam}, {"adamw", OptimizerName::adamw}});
+      }));
   k.push_back(bounded(make("optim", "lr", K::real, "0.05", "peak learning rate",
                            [=](Config& c, const std::string& v) { c.optim.lr = to_real(v); }),
                       0, inf, true));
@@ -325,11 +330,12 @@ std::vector<KeySpec> config_schema() {
   k.push_back(bounded(make("optim", "eps", K::real, "1e-08", "Adam epsilon",
                            [=](Config& c, const std::string& v) { c.optim.eps = to_real(v); }),
                       0, inf, true));
-  k.push_back(choice("optim", "schedule", {"constant", "step", "cosine"}, "constant", "learning-rate schedule",
-                     [](Config& c, const std::string& v) {
-                       c.optim.schedule = pick<LrSchedule>(
-                           v, {{"constant", LrSchedule::constant}, {"step", LrSchedule::step}, {"cosine", LrSchedule::cosine}});
-                     }));
+  k.push_back(
+      choice("optim", "schedule", {"constant", "step", "cosine"}, "constant", "learning-rate schedule",
+             [](Config& c, const std::string& v) {
+               c.optim.schedule = pick<LrSchedule>(
+                   v, {{"constant", LrSchedule::constant}, {"step", LrSchedule::step}, {"cosine", LrSchedule::cosine}});
+             }));
   k.push_back(bounded(make("optim", "warmup_steps", K::integer, "0", "linear warm-up steps",
                            [=](Config& c, const std::string& v) { c.optim.warmup_steps = to_long(v); }),
                       0, kMaxLong));
@@ -348,8 +354,7 @@ std::vector<KeySpec> config_schema() {
                            v, {{"gpipe", PipelineSchedule::gpipe}, {"1f1b", PipelineSchedule::one_f_one_b}});
                      }));
   k.push_back(choice("parallel", "comm", {"auto", "mpi", "nccl"}, "auto",
-                     "communicator: auto = nccl on cuda, mpi on cpu",
-                     [](Config& c, const std::string& v) {
+                     "communicator: auto = nccl on cuda, mpi on cpu", [](Config& c, const std::string& v) {
                        c.parallel.comm = pick<CommBackend>(
                            v, {{"auto", CommBackend::auto_}, {"mpi", CommBackend::mpi}, {"nccl", CommBackend::nccl}});
                      }));
@@ -396,8 +401,8 @@ std::string config_help() {
       section = s.section;
       out += "\n  [" + section + "]\n";
     }
-    out += "    " + s.key + " = " + describe_type(s) + "  (default: " +
-           (s.default_value.empty() ? "none" : s.default_value) + ")\n        " + s.help + "\n";
+    out += "    " + s.key + " = " + describe_type(s) +
+           "  (default: " + (s.default_value.empty() ? "none" : s.default_value) + ")\n        " + s.help + "\n";
   }
   return out;
 }

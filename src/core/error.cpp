@@ -11,9 +11,7 @@
 
 namespace hpctrain {
 
-Error bad_input(const std::string& message) {
-  return Error(ExitCode::bad_input, Scope::every_rank, message);
-}
+Error bad_input(const std::string& message) { return Error(ExitCode::bad_input, Scope::every_rank, message); }
 
 std::string rank_and_host() {
   char host[256] = "?";
@@ -30,18 +28,18 @@ std::string rank_and_host() {
   return "rank " + rank + " on " + host;
 }
 
-std::string format_call_error(const char* file, int line, const std::string& call,
-                              const std::string& library, const std::string& detail) {
-  return "[" + rank_and_host() + "] " + file + ":" + std::to_string(line) + ": " + call +
-         " failed: " + library + (detail.empty() ? "" : " " + detail);
+std::string format_call_error(const char* file, int line, const std::string& call, const std::string& library,
+                              const std::string& detail) {
+  return "[" + rank_and_host() + "] " + file + ":" + std::to_string(line) + ": " + call + " failed: " + library +
+         (detail.empty() ? "" : " " + detail);
 }
 
 namespace detail {
 
 void raise_check(const char* file, int line, const char* condition, const std::string& message) {
   throw Error(ExitCode::internal, Scope::this_rank,
-              "[" + rank_and_host() + "] " + file + ":" + std::to_string(line) +
-                  ": internal error: " + message + " (check '" + condition + "' failed)");
+              "[" + rank_and_host() + "] " + file + ":" + std::to_string(line) + ": internal error: " + message +
+                  " (check '" + condition + "' failed)");
 }
 
 void raise_mpi(int code, const char* call, const char* file, int line) {
@@ -49,8 +47,7 @@ void raise_mpi(int code, const char* call, const char* file, int line) {
   int len = 0;
   std::string detail = "error " + std::to_string(code);
   if (MPI_Error_string(code, text, &len) == MPI_SUCCESS && len > 0) detail += ": " + std::string(text, len);
-  throw Error(ExitCode::internal, Scope::this_rank,
-              format_call_error(file, line, call, "MPI", detail));
+  throw Error(ExitCode::internal, Scope::this_rank, format_call_error(file, line, call, "MPI", detail));
 }
 
 void raise_h5(const char* call, const char* file, int line) {
@@ -59,10 +56,8 @@ void raise_h5(const char* call, const char* file, int line) {
               format_call_error(file, line, call, "HDF5", text.empty() ? "(empty error stack)" : text));
 }
 
-void raise_library(const char* library, const std::string& detail, const char* call, const char* file,
-                   int line) {
-  throw Error(ExitCode::internal, Scope::this_rank,
-              format_call_error(file, line, call, library, detail));
+void raise_library(const char* library, const std::string& detail, const char* call, const char* file, int line) {
+  throw Error(ExitCode::internal, Scope::this_rank, format_call_error(file, line, call, library, detail));
 }
 
 }  // namespace detail
@@ -73,8 +68,7 @@ namespace {
 herr_t collect_entry(unsigned /*n*/, const H5E_error2_t* err, void* out) {
   auto* entries = static_cast<std::vector<std::string>*>(out);
   if (err != nullptr)
-    entries->push_back(std::string(err->func_name ? err->func_name : "?") + "(): " +
-                       (err->desc ? err->desc : ""));
+    entries->push_back(std::string(err->func_name ? err->func_name : "?") + "(): " + (err->desc ? err->desc : ""));
   return 0;
 }
 }  // namespace

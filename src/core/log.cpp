@@ -44,8 +44,7 @@ std::vector<std::string> gather_strings(MPI_Comm comm, const std::string& mine) 
   std::vector<int> displs(lens.size());
   if (rank == 0) std::exclusive_scan(lens.begin(), lens.end(), displs.begin(), 0);
   std::string all(rank == 0 ? static_cast<std::size_t>(std::accumulate(lens.begin(), lens.end(), 0)) : 0, '\0');
-  CHECK_MPI(MPI_Gatherv(mine.data(), len, MPI_CHAR, all.data(), lens.data(), displs.data(), MPI_CHAR, 0,
-                        comm));
+  CHECK_MPI(MPI_Gatherv(mine.data(), len, MPI_CHAR, all.data(), lens.data(), displs.data(), MPI_CHAR, 0, comm));
   std::vector<std::string> out;
   for (std::size_t i = 0; i < lens.size(); ++i)
     out.push_back(all.substr(static_cast<std::size_t>(displs[i]), static_cast<std::size_t>(lens[i])));

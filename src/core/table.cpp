@@ -11,18 +11,20 @@ namespace hpctrain {
 namespace {
 bool looks_numeric(const std::string& s) {
   if (s.empty()) return false;
-  return std::all_of(s.begin(), s.end(), [](char c) {
-    return std::isdigit(static_cast<unsigned char>(c)) || c == '.' || c == '-' || c == '+' || c == 'e' ||
-           c == ',' || c == '%';
-  }) && std::any_of(s.begin(), s.end(), [](char c) { return std::isdigit(static_cast<unsigned char>(c)); });
+  return std::all_of(s.begin(), s.end(),
+                     [](char c) {
+                       return std::isdigit(static_cast<unsigned char>(c)) || c == '.' || c == '-' || c == '+' ||
+                              c == 'e' || c == ',' || c == '%';
+                     }) &&
+         std::any_of(s.begin(), s.end(), [](char c) { return std::isdigit(static_cast<unsigned char>(c)); });
 }
 }  // namespace
 
 Table::Table(std::vector<std::string> headers) : headers_(std::move(headers)) {}
 
 void Table::add_row(std::vector<std::string> cells) {
-  HPCT_CHECK(cells.size() == headers_.size(), "table row has " + std::to_string(cells.size()) +
-                                                  " cells for " + std::to_string(headers_.size()) + " columns");
+  HPCT_CHECK(cells.size() == headers_.size(), "table row has " + std::to_string(cells.size()) + " cells for " +
+                                                  std::to_string(headers_.size()) + " columns");
   rows_.push_back(std::move(cells));
 }
 

@@ -18,9 +18,9 @@ std::string divisors_of(int n) {
 
 GridShape make_grid_shape(int world_size, int model_parallel) {
   if (model_parallel < 1 || world_size % model_parallel != 0)
-    throw bad_input("[parallel] model_parallel = " + std::to_string(model_parallel) + " does not divide the world size " +
-                    std::to_string(world_size) + " (with " + std::to_string(world_size) +
-                    " ranks it must be one of " + divisors_of(world_size) + ")");
+    throw bad_input("[parallel] model_parallel = " + std::to_string(model_parallel) +
+                    " does not divide the world size " + std::to_string(world_size) + " (with " +
+                    std::to_string(world_size) + " ranks it must be one of " + divisors_of(world_size) + ")");
   return {world_size, world_size / model_parallel, model_parallel};
 }
 
@@ -50,9 +50,9 @@ long per_rank_batch(long global_batch, int micro_batches, const GridShape& s) {
                     "): use a multiple of " + std::to_string(s.dp_size));
   const long per_rank = global_batch / s.dp_size;
   if (per_rank % micro_batches != 0)
-    throw bad_input("[train] micro_batches = " + std::to_string(micro_batches) + " does not divide the per-rank batch " +
-                    std::to_string(per_rank) + " (global_batch " + std::to_string(global_batch) + " / " +
-                    std::to_string(s.dp_size) + " data-parallel ranks)");
+    throw bad_input("[train] micro_batches = " + std::to_string(micro_batches) +
+                    " does not divide the per-rank batch " + std::to_string(per_rank) + " (global_batch " +
+                    std::to_string(global_batch) + " / " + std::to_string(s.dp_size) + " data-parallel ranks)");
   return per_rank;
 }
 

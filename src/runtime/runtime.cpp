@@ -102,8 +102,8 @@ Runtime::Runtime(const Config& config) {
   std::string error;
   try {
     std::string why_none;
-    const auto gpus = config.run.device == DeviceKind::cpu ? std::vector<cuda::GpuInfo>{}
-                                                           : cuda::visible_gpus(&why_none);
+    const auto gpus =
+        config.run.device == DeviceKind::cpu ? std::vector<cuda::GpuInfo>{} : cuda::visible_gpus(&why_none);
     device_ = choose_device(config.run.device, info_, gpus, why_none);
     comm_ = choose_comm(config.parallel.comm, device_.kind);
     if (comm_ == CommBackend::nccl && device_.kind != DeviceKind::cuda)
@@ -115,8 +115,8 @@ Runtime::Runtime(const Config& config) {
   raise_if_any(MPI_COMM_WORLD, error);
 
   const bool reported = mpi_reports_cuda_aware();
-  cuda_aware_ = config.parallel.cuda_aware_mpi == Tristate::on ||
-                (config.parallel.cuda_aware_mpi == Tristate::auto_ && reported);
+  cuda_aware_ =
+      config.parallel.cuda_aware_mpi == Tristate::on || (config.parallel.cuda_aware_mpi == Tristate::auto_ && reported);
   if (config.parallel.cuda_aware_mpi == Tristate::on && !reported && info_.world_rank == 0)
     warn("[parallel] cuda_aware_mpi = on, but the MPI library does not report CUDA support");
 

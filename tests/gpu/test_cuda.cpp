@@ -30,10 +30,10 @@ std::string no_gpu_reason() {
   }
   return "no GPU visible (" + why + ")";
 }
-#define REQUIRE_GPU()                                  \
-  do {                                                 \
-    const std::string why_ = no_gpu_reason();          \
-    if (!why_.empty()) GTEST_SKIP() << why_;           \
+#define REQUIRE_GPU()                         \
+  do {                                        \
+    const std::string why_ = no_gpu_reason(); \
+    if (!why_.empty()) GTEST_SKIP() << why_;  \
   } while (0)
 }  // namespace
 

@@ -66,8 +66,10 @@ TYPED_TEST(Collectives, AllreduceEveryOpAndSize) {
       for (bool in_place : {false, true}) {
         std::vector<T> send(count), recv(count, T(-99));
         for (std::size_t i = 0; i < count; ++i) send[i] = value<T>(r, i);
-        if (in_place) this->comm.allreduce(send.data(), send.data(), count, dtype_of<T>(), op);
-        else this->comm.allreduce(send.data(), recv.data(), count, dtype_of<T>(), op);
+        if (in_place)
+          this->comm.allreduce(send.data(), send.data(), count, dtype_of<T>(), op);
+        else
+          this->comm.allreduce(send.data(), recv.data(), count, dtype_of<T>(), op);
         const auto& out = in_place ? send : recv;
         std::size_t bad = 0;
         for (std::size_t i = 0; i < count; ++i) bad += out[i] != reduce_ref<T>(op, i, n);
@@ -99,7 +101,8 @@ TYPED_TEST(Collectives, AllgatherEqualBlocks) {
       std::vector<T> send(count), recv(count * static_cast<std::size_t>(n), T(-99));
       for (std::size_t i = 0; i < count; ++i) send[i] = value<T>(r, i);
       if (in_place) {
-        std::copy(send.begin(), send.end(), recv.begin() + static_cast<std::ptrdiff_t>(count * static_cast<std::size_t>(r)));
+        std::copy(send.begin(), send.end(),
+                  recv.begin() + static_cast<std::ptrdiff_t>(count * static_cast<std::size_t>(r)));
         this->comm.allgather(recv.data() + count * static_cast<std::size_t>(r), recv.data(), count, dtype_of<T>());
       } else {
         this->comm.allgather(send.data(), recv.data(), count, dtype_of<T>());

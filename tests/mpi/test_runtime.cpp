@@ -4,10 +4,10 @@
 // the configuration broadcast from rank 0.
 #include <gtest/gtest.h>
 
+#include <unistd.h>
 #include <cstring>
 #include <fstream>
 #include <map>
-#include <unistd.h>
 
 #include "hpctrain/app/app.hpp"
 #include "hpctrain/comm/mpi_communicator.hpp"
@@ -164,8 +164,8 @@ TEST(Staging, DeviceBuffersThroughPinnedHostMemory) {
 
   EXPECT_GT(comm.staged_bytes(), 0u);
   EXPECT_GE(dev.to_device, 4u);
-  EXPECT_EQ(dev.scales, 0u);            // averaging happened on the staged host copy
-  EXPECT_LE(dev.pinned_allocs, 6u);     // staging buffers are reused, not allocated per call
+  EXPECT_EQ(dev.scales, 0u);         // averaging happened on the staged host copy
+  EXPECT_LE(dev.pinned_allocs, 6u);  // staging buffers are reused, not allocated per call
 }
 
 TEST(Staging, CudaAwarePassesDeviceBuffersDirectly) {
@@ -193,8 +193,9 @@ TEST(Agreement, AnErrorOnOneRankIsRaisedOnAll) {
     FAIL() << "no error";
   } catch (const Error& e) {
     EXPECT_EQ(e.code(), ExitCode::bad_input);
-    const std::string expected = n > 1 ? "rank " + std::to_string(n - 1) + ": shard train/0003.h5: dataset /labels missing"
-                                       : "shard train/0003.h5: dataset /labels missing";
+    const std::string expected =
+        n > 1 ? "rank " + std::to_string(n - 1) + ": shard train/0003.h5: dataset /labels missing"
+              : "shard train/0003.h5: dataset /labels missing";
     EXPECT_EQ(std::string(e.what()), expected);
   }
 }
@@ -214,10 +215,12 @@ TEST(Errors, CheckMpiNamesCallRankAndMpiText) {
 }
 
 TEST(Logging, GatherStringsInRankOrder) {
-  const auto rows = gather_strings(MPI_COMM_WORLD, "rank-" + std::to_string(world_rank()) + std::string(world_rank(), 'x'));
+  const auto rows =
+      gather_strings(MPI_COMM_WORLD, "rank-" + std::to_string(world_rank()) + std::string(world_rank(), 'x'));
   if (world_rank() == 0) {
     ASSERT_EQ(static_cast<int>(rows.size()), world_size());
-    for (int q = 0; q < world_size(); ++q) EXPECT_EQ(rows[static_cast<std::size_t>(q)], "rank-" + std::to_string(q) + std::string(q, 'x'));
+    for (int q = 0; q < world_size(); ++q)
+      EXPECT_EQ(rows[static_cast<std::size_t>(q)], "rank-" + std::to_string(q) + std::string(q, 'x'));
   } else {
     EXPECT_TRUE(rows.empty());
   }

@@ -18,10 +18,14 @@ int main(int argc, char** argv) {
   int skip_rank = -1, skip_at = 5, count = 10;
   for (int i = 1; i + 1 < argc; i += 2) {
     const std::string a = argv[i];
-    if (a == "--timeout") timeout = std::atof(argv[i + 1]);
-    else if (a == "--skip-rank") skip_rank = std::atoi(argv[i + 1]);
-    else if (a == "--skip-at") skip_at = std::atoi(argv[i + 1]);
-    else if (a == "--count") count = std::atoi(argv[i + 1]);
+    if (a == "--timeout")
+      timeout = std::atof(argv[i + 1]);
+    else if (a == "--skip-rank")
+      skip_rank = std::atoi(argv[i + 1]);
+    else if (a == "--skip-at")
+      skip_at = std::atoi(argv[i + 1]);
+    else if (a == "--count")
+      count = std::atoi(argv[i + 1]);
   }
   int rank = 0;
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);

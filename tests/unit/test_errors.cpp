@@ -11,7 +11,8 @@
 using namespace hpctrain;
 
 TEST(Errors, CallErrorFormat) {
-  const std::string m = format_call_error("src/x.cpp", 12, "cudaMalloc(&p, n)", "CUDA", "cudaErrorMemoryAllocation: out of memory");
+  const std::string m =
+      format_call_error("src/x.cpp", 12, "cudaMalloc(&p, n)", "CUDA", "cudaErrorMemoryAllocation: out of memory");
   EXPECT_NE(m.find("[rank "), std::string::npos);
   EXPECT_NE(m.find(" on "), std::string::npos);
   EXPECT_NE(m.find("] src/x.cpp:12: cudaMalloc(&p, n) failed: CUDA cudaErrorMemoryAllocation: out of memory"),

@@ -82,8 +82,7 @@ TEST(Device, OneGpuPerLocalRank) {
   EXPECT_EQ(d.kind, DeviceKind::cuda);
   EXPECT_EQ(d.gpu, 1);
   EXPECT_EQ(d.description, "cuda:1 B (2.0 GiB)");
-  EXPECT_EQ(choose_comm(CommBackend::auto_, DeviceKind::cuda),
-            cuda::compiled() ? CommBackend::nccl : CommBackend::mpi);
+  EXPECT_EQ(choose_comm(CommBackend::auto_, DeviceKind::cuda), cuda::compiled() ? CommBackend::nccl : CommBackend::mpi);
   EXPECT_EQ(choose_comm(CommBackend::mpi, DeviceKind::cuda), CommBackend::mpi);
 }
 

@@ -5,6 +5,7 @@
 
 #include <mpi.h>
 
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -30,6 +31,12 @@ Config load_config(MPI_Comm comm, const std::string& path, const std::vector<std
 
 std::string help_text();
 std::string version_text();  // needs MPI initialized
+
+// Runs `body` (MPI must be initialized) and turns an escaping error into its
+// exit code: an every_rank error is printed once by rank 0 and returned (all
+// ranks then finalize MPI); a this_rank error is printed with the rank and
+// ends the job with MPI_Abort so no other rank waits forever.
+int run_and_report(const std::function<int()>& body);
 
 // The whole program; returns the process exit code.
 int run_trainer(int argc, char** argv);

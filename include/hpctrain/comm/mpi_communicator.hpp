@@ -27,9 +27,9 @@ class Watchdog;
 struct MpiCommOptions {
   std::string name = "world";
   MemorySpace memory = MemorySpace::host;
-  bool cuda_aware = false;                 // pass device buffers to MPI directly
-  cuda::DeviceMemory* device = nullptr;    // needed when memory == device
-  Watchdog* watchdog = nullptr;            // optional
+  bool cuda_aware = false;               // pass device buffers to MPI directly
+  cuda::DeviceMemory* device = nullptr;  // needed when memory == device
+  Watchdog* watchdog = nullptr;          // optional
 };
 
 class MpiCommunicator final : public Communicator {
@@ -47,8 +47,7 @@ class MpiCommunicator final : public Communicator {
   Request iallreduce(const void* send, void* recv, std::size_t count, DType dtype, ReduceOp op) override;
   Request ibroadcast(void* buf, std::size_t count, DType dtype, int root) override;
   Request iallgather(const void* send, void* recv, std::size_t count_per_rank, DType dtype) override;
-  Request ireduce_scatter(const void* send, void* recv, std::size_t count_per_rank, DType dtype,
-                          ReduceOp op) override;
+  Request ireduce_scatter(const void* send, void* recv, std::size_t count_per_rank, DType dtype, ReduceOp op) override;
   Request isend(const void* buf, std::size_t count, DType dtype, int peer) override;
   Request irecv(void* buf, std::size_t count, DType dtype, int peer) override;
   Request ibarrier() override;
@@ -68,7 +67,7 @@ class MpiCommunicator final : public Communicator {
 
   Request submit(std::shared_ptr<Op> op);
   void stage_in(Op& op);
-  void start(Op& op);  // progress thread: issue the MPI call(s)
+  void start(Op& op);   // progress thread: issue the MPI call(s)
   void finish(Op& op);  // caller thread: copy back, average, release
   void wait_done(Op& op);
   bool is_done(Op& op);

@@ -16,7 +16,7 @@ struct NcclId {
   std::array<char, kNcclIdBytes> bytes{};
 };
 
-using MakeNcclId = std::function<NcclId()>;  // ncclGetUniqueId
+using MakeNcclId = std::function<NcclId()>;                                        // ncclGetUniqueId
 using InitNcclRank = std::function<void(const NcclId& id, int nranks, int rank)>;  // ncclCommInitRank
 
 // Collective over `comm`. Returns the id every rank used.

@@ -48,8 +48,8 @@ struct ModelConfig {
 struct TrainConfig {
   long global_batch = 64;
   int micro_batches = 1;
-  long epochs = 1;  // used when steps == 0
-  long steps = 0;   // > 0: train this many optimizer steps instead of epochs
+  long epochs = 1;      // used when steps == 0
+  long steps = 0;       // > 0: train this many optimizer steps instead of epochs
   long eval_every = 0;  // steps; 0 = at the end of every epoch
   long log_every = 50;
   std::string metrics_file = "metrics.csv";
@@ -121,8 +121,8 @@ EnvLookup process_environment();
 // ("section.key=value", in order, later wins) and validates. Throws
 // hpctrain::Error(bad_input) with one line naming the file, key, value and
 // what is allowed.
-Config parse_config(const std::string& ini_text, const std::string& origin,
-                    const std::vector<std::string>& overrides, const EnvLookup& env);
+Config parse_config(const std::string& ini_text, const std::string& origin, const std::vector<std::string>& overrides,
+                    const EnvLookup& env);
 
 // Reads a whole file; bad_input error naming it when it cannot be read.
 std::string read_text_file(const std::string& path, const std::string& what);

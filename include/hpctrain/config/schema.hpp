@@ -17,7 +17,7 @@ struct KeySpec {
   std::string section;
   std::string key;
   ValueKind kind = ValueKind::text;
-  double min = 0, max = 0;     // integer/real bounds (inclusive unless min_exclusive)
+  double min = 0, max = 0;  // integer/real bounds (inclusive unless min_exclusive)
   bool bounded = false;
   bool min_exclusive = false;
   std::vector<std::string> choices;  // for ValueKind::choice

@@ -11,39 +11,39 @@
 
 #include "hpctrain/core/error.hpp"
 
-#define CHECK_CUDA(call)                                                                              \
-  do {                                                                                                \
-    const cudaError_t hpct_e_ = (call);                                                               \
-    if (hpct_e_ != cudaSuccess)                                                                       \
-      ::hpctrain::detail::raise_library("CUDA", std::string(cudaGetErrorName(hpct_e_)) + ": " +       \
-                                                    cudaGetErrorString(hpct_e_),                      \
-                                        #call, __FILE__, __LINE__);                                   \
+#define CHECK_CUDA(call)                                                                                             \
+  do {                                                                                                               \
+    const cudaError_t hpct_e_ = (call);                                                                              \
+    if (hpct_e_ != cudaSuccess)                                                                                      \
+      ::hpctrain::detail::raise_library("CUDA",                                                                      \
+                                        std::string(cudaGetErrorName(hpct_e_)) + ": " + cudaGetErrorString(hpct_e_), \
+                                        #call, __FILE__, __LINE__);                                                  \
   } while (0)
 
-#define CHECK_CUBLAS(call)                                                                                  \
-  do {                                                                                                      \
-    const cublasStatus_t hpct_s_ = (call);                                                                  \
-    if (hpct_s_ != CUBLAS_STATUS_SUCCESS)                                                                   \
-      ::hpctrain::detail::raise_library("cuBLAS", std::string(cublasGetStatusName(hpct_s_)) + ": " +        \
-                                                      cublasGetStatusString(hpct_s_),                       \
-                                        #call, __FILE__, __LINE__);                                         \
+#define CHECK_CUBLAS(call)                                                                                    \
+  do {                                                                                                        \
+    const cublasStatus_t hpct_s_ = (call);                                                                    \
+    if (hpct_s_ != CUBLAS_STATUS_SUCCESS)                                                                     \
+      ::hpctrain::detail::raise_library(                                                                      \
+          "cuBLAS", std::string(cublasGetStatusName(hpct_s_)) + ": " + cublasGetStatusString(hpct_s_), #call, \
+          __FILE__, __LINE__);                                                                                \
   } while (0)
 
-#define CHECK_CUDNN(call)                                                                        \
-  do {                                                                                           \
-    const cudnnStatus_t hpct_s_ = (call);                                                        \
-    if (hpct_s_ != CUDNN_STATUS_SUCCESS)                                                         \
-      ::hpctrain::detail::raise_library("cuDNN", cudnnGetErrorString(hpct_s_), #call, __FILE__, \
-                                        __LINE__);                                               \
-  } while (0)
-
-#define CHECK_NCCL(call)                                                                                   \
+#define CHECK_CUDNN(call)                                                                                  \
   do {                                                                                                     \
-    const ncclResult_t hpct_r_ = (call);                                                                   \
-    if (hpct_r_ != ncclSuccess)                                                                            \
-      ::hpctrain::detail::raise_library("NCCL", std::string(ncclGetErrorString(hpct_r_)) +                 \
-                                                    (ncclGetLastError(nullptr) && *ncclGetLastError(nullptr) \
-                                                         ? std::string(" (") + ncclGetLastError(nullptr) + ")" \
-                                                         : std::string()),                                 \
-                                        #call, __FILE__, __LINE__);                                        \
+    const cudnnStatus_t hpct_s_ = (call);                                                                  \
+    if (hpct_s_ != CUDNN_STATUS_SUCCESS)                                                                   \
+      ::hpctrain::detail::raise_library("cuDNN", cudnnGetErrorString(hpct_s_), #call, __FILE__, __LINE__); \
+  } while (0)
+
+#define CHECK_NCCL(call)                                                                                        \
+  do {                                                                                                          \
+    const ncclResult_t hpct_r_ = (call);                                                                        \
+    if (hpct_r_ != ncclSuccess)                                                                                 \
+      ::hpctrain::detail::raise_library(                                                                        \
+          "NCCL",                                                                                               \
+          std::string(ncclGetErrorString(hpct_r_)) + (ncclGetLastError(nullptr) && *ncclGetLastError(nullptr)   \
+                                                          ? std::string(" (") + ncclGetLastError(nullptr) + ")" \
+                                                          : std::string()),                                     \
+          #call, __FILE__, __LINE__);                                                                           \
   } while (0)

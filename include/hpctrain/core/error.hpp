@@ -44,18 +44,17 @@ std::string rank_and_host();
 
 // The message every CHECK failure carries:
 //   "[rank R on HOST] FILE:LINE: CALL failed: LIBRARY DETAIL"
-std::string format_call_error(const char* file, int line, const std::string& call,
-                              const std::string& library, const std::string& detail);
+std::string format_call_error(const char* file, int line, const std::string& call, const std::string& library,
+                              const std::string& detail);
 
 namespace detail {
-[[noreturn]] void raise_check(const char* file, int line, const char* condition,
-                              const std::string& message);
+[[noreturn]] void raise_check(const char* file, int line, const char* condition, const std::string& message);
 [[noreturn]] void raise_mpi(int code, const char* call, const char* file, int line);
 [[noreturn]] void raise_h5(const char* call, const char* file, int line);
 // For the CUDA family: `library` ("CUDA", "cuBLAS", ...), `detail` its own
 // error name and string.
-[[noreturn]] void raise_library(const char* library, const std::string& detail, const char* call,
-                                const char* file, int line);
+[[noreturn]] void raise_library(const char* library, const std::string& detail, const char* call, const char* file,
+                                int line);
 }  // namespace detail
 
 // Text of the innermost (most specific) entry of HDF5's error stack, or "" if empty.
@@ -64,23 +63,22 @@ std::string hdf5_error_text();
 }  // namespace hpctrain
 
 // Internal invariant: throws an internal Error (exit 1) with the location.
-#define HPCT_CHECK(cond, msg)                                                \
-  do {                                                                       \
+#define HPCT_CHECK(cond, msg)                                                       \
+  do {                                                                              \
     if (!(cond)) ::hpctrain::detail::raise_check(__FILE__, __LINE__, #cond, (msg)); \
   } while (0)
 
 // MPI calls return codes because every communicator uses MPI_ERRORS_RETURN.
-#define CHECK_MPI(call)                                                               \
-  do {                                                                                \
-    const int hpct_rc_ = (call);                                                      \
-    if (hpct_rc_ != 0 /* MPI_SUCCESS */)                                              \
-      ::hpctrain::detail::raise_mpi(hpct_rc_, #call, __FILE__, __LINE__);             \
+#define CHECK_MPI(call)                                                                                      \
+  do {                                                                                                       \
+    const int hpct_rc_ = (call);                                                                             \
+    if (hpct_rc_ != 0 /* MPI_SUCCESS */) ::hpctrain::detail::raise_mpi(hpct_rc_, #call, __FILE__, __LINE__); \
   } while (0)
 
 // HDF5 calls signal failure with a negative herr_t / hid_t.
-#define CHECK_H5(call)                                                     \
-  [&]() {                                                                  \
-    const auto hpct_r_ = (call);                                           \
+#define CHECK_H5(call)                                                        \
+  [&]() {                                                                     \
+    const auto hpct_r_ = (call);                                              \
     if (hpct_r_ < 0) ::hpctrain::detail::raise_h5(#call, __FILE__, __LINE__); \
-    return hpct_r_;                                                        \
+    return hpct_r_;                                                           \
   }()

@@ -4,6 +4,7 @@
 // rank = dp) and per model-parallel group (ranks sharing dp, size M, rank = mp).
 #pragma once
 
+#include <string>
 #include <vector>
 
 #include "hpctrain/runtime/mpi_handles.hpp"
@@ -42,6 +43,9 @@ class ProcessGrid {
   int world_rank() const { return world_rank_; }
   MPI_Comm dp_comm() const { return dp_comm_.get(); }
   MPI_Comm mp_comm() const { return mp_comm_.get(); }
+  // Names used in tables and watchdog reports: "dp[<mp>]" and "mp[<dp>]".
+  std::string dp_name() const { return "dp[" + std::to_string(coords_.mp) + "]"; }
+  std::string mp_name() const { return "mp[" + std::to_string(coords_.dp) + "]"; }
 
  private:
   GridShape shape_;

@@ -75,20 +75,6 @@ void scale_host(void* buf, std::size_t n, double f) {
   for (std::size_t i = 0; i < n; ++i) p[i] *= factor;
 }
 
-std::vector<int> world_ranks_of(MPI_Comm comm) {
-  MPI_Group group, world;
-  CHECK_MPI(MPI_Comm_group(comm, &group));
-  CHECK_MPI(MPI_Comm_group(MPI_COMM_WORLD, &world));
-  int n = 0;
-  CHECK_MPI(MPI_Group_size(group, &n));
-  std::vector<int> mine(static_cast<std::size_t>(n)), out(static_cast<std::size_t>(n));
-  for (int i = 0; i < n; ++i) mine[static_cast<std::size_t>(i)] = i;
-  CHECK_MPI(MPI_Group_translate_ranks(group, n, mine.data(), world, out.data()));
-  MPI_Group_free(&group);
-  MPI_Group_free(&world);
-  return out;
-}
-
 }  // namespace
 
 struct MpiCommunicator::Op {
@@ -325,14 +311,10 @@ void MpiCommunicator::start(Op& op) {
   // Called after the MPI call has filled `r` (never pass `r` as an argument
   // next to the call: the evaluation order of arguments is unspecified).
   auto push = [&](int rc, const char* call) {
-    if (rc != MPI_SUCCESS) {
-      char text[MPI_MAX_ERROR_STRING] = {0};
-      int len = 0;
-      MPI_Error_string(rc, text, &len);
+    if (rc != MPI_SUCCESS)
       throw Error(ExitCode::internal, Scope::this_rank,
-                  format_call_error(__FILE__, __LINE__, call, "MPI", std::string(text, static_cast<std::size_t>(len))) +
-                      " [" + kind_name(op.kind) + " on '" + name() + "']");
-    }
+                  format_call_error(__FILE__, __LINE__, call, "MPI", mpi_error_text(rc)) + " [" + kind_name(op.kind) +
+                      " on '" + name() + "']");
     op.reqs.push_back(r);
   };
   switch (op.kind) {
@@ -398,10 +380,7 @@ void MpiCommunicator::progress_loop() {
       int flag = 0;
       const int rc = MPI_Testall(static_cast<int>((*it)->reqs.size()), (*it)->reqs.data(), &flag, MPI_STATUSES_IGNORE);
       if (rc != MPI_SUCCESS) {
-        char text[MPI_MAX_ERROR_STRING] = {0};
-        int len = 0;
-        MPI_Error_string(rc, text, &len);
-        (*it)->error = format_call_error(__FILE__, __LINE__, "MPI_Testall", "MPI", std::string(text)) + " [" +
+        (*it)->error = format_call_error(__FILE__, __LINE__, "MPI_Testall", "MPI", mpi_error_text(rc)) + " [" +
                        kind_name((*it)->kind) + " on '" + name() + "']";
         flag = 1;
       }

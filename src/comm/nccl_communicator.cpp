@@ -12,6 +12,7 @@
 #include "hpctrain/comm/watchdog.hpp"
 #include "hpctrain/core/cuda_check.hpp"
 #include "hpctrain/core/log.hpp"
+#include "hpctrain/runtime/mpi_handles.hpp"
 
 namespace hpctrain {
 
@@ -40,20 +41,6 @@ ncclRedOp_t nccl_op(ReduceOp op) {
     case ReduceOp::min: return ncclMin;
   }
   return ncclSum;
-}
-
-std::vector<int> world_ranks_of(MPI_Comm comm) {
-  MPI_Group group, world;
-  CHECK_MPI(MPI_Comm_group(comm, &group));
-  CHECK_MPI(MPI_Comm_group(MPI_COMM_WORLD, &world));
-  int n = 0;
-  CHECK_MPI(MPI_Group_size(group, &n));
-  std::vector<int> mine(static_cast<std::size_t>(n)), out(static_cast<std::size_t>(n));
-  for (int i = 0; i < n; ++i) mine[static_cast<std::size_t>(i)] = i;
-  CHECK_MPI(MPI_Group_translate_ranks(group, n, mine.data(), world, out.data()));
-  MPI_Group_free(&group);
-  MPI_Group_free(&world);
-  return out;
 }
 
 // A completion event shared by the request and the watchdog's poller.

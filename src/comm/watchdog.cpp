@@ -173,25 +173,32 @@ void Watchdog::loop() {
   while (!stop_) {
     answer_queries();
     if (timeout_s_ > 0) {
-      std::vector<const CollectiveLog*> logs;
+      // Copy what a timeout needs while the logs cannot be detached under us.
+      bool timed_out = false;
+      std::string name;
+      std::vector<int> members;
+      InFlightOp stuck;
       {
         std::lock_guard<std::mutex> lock(mu_);
-        logs = logs_;
+        for (const auto* log : logs_) {
+          log->poll();
+          const auto snap = log->snapshot();
+          if (!snap.in_flight.empty() && snap.now - snap.in_flight.front().started > timeout_s_) {
+            timed_out = true;
+            name = log->name();
+            members = log->world_ranks();
+            stuck = snap.in_flight.front();
+            break;
+          }
+        }
       }
-      for (const auto* log : logs) {
-        log->poll();
-        const auto snap = log->snapshot();
-        if (!snap.in_flight.empty() && snap.now - snap.in_flight.front().started > timeout_s_)
-          handle_timeout(*log, snap.in_flight.front());  // aborts, or returns when another rank reports
-      }
+      if (timed_out) handle_timeout(name, members, stuck);  // does not return
     }
     std::this_thread::sleep_for(tick);
   }
 }
 
-void Watchdog::handle_timeout(const CollectiveLog& log, const InFlightOp& stuck) {
-  const auto& members = log.world_ranks();
-  const std::string& name = log.name();
+void Watchdog::handle_timeout(const std::string& name, const std::vector<int>& members, const InFlightOp& stuck) {
   std::vector<std::string> buffers(members.size(), std::string(kMaxMessage, '\0'));
   std::vector<MPI_Request> recvs(members.size(), MPI_REQUEST_NULL), sends(members.size(), MPI_REQUEST_NULL);
   for (std::size_t i = 0; i < members.size(); ++i) {

@@ -23,13 +23,6 @@ namespace hpctrain {
 
 namespace {
 
-std::string trim(const std::string& s) {
-  const auto b = s.find_first_not_of(" \t\r\n");
-  if (b == std::string::npos) return "";
-  const auto e = s.find_last_not_of(" \t\r\n");
-  return s.substr(b, e - b + 1);
-}
-
 // Line numbers of sections and keys, for messages (Boost does not report them).
 struct LineIndex {
   std::map<std::string, std::vector<int>> key_lines;  // "section.key" -> every line it is on

@@ -55,13 +55,6 @@ E pick(const std::string& v, std::initializer_list<std::pair<const char*, E>> ta
 constexpr double kMaxLong = 9.0e15;  // exactly representable, far above any sane count
 bool parse_bool(const std::string& v) { return v == "true"; }
 
-std::string trim(const std::string& s) {
-  const auto b = s.find_first_not_of(" \t\r\n");
-  if (b == std::string::npos) return "";
-  const auto e = s.find_last_not_of(" \t\r\n");
-  return s.substr(b, e - b + 1);
-}
-
 double parse_real(const std::string& raw) {
   const std::string v = trim(raw);
   if (v.empty()) throw std::invalid_argument("expected a number");
@@ -144,6 +137,13 @@ std::uint64_t parse_size(const std::string& raw) {
 }
 
 }  // namespace
+
+std::string trim(const std::string& s) {
+  const auto b = s.find_first_not_of(" \t\r\n");
+  if (b == std::string::npos) return "";
+  const auto e = s.find_last_not_of(" \t\r\n");
+  return s.substr(b, e - b + 1);
+}
 
 std::string describe_type(const KeySpec& s) {
   switch (s.kind) {

@@ -43,11 +43,7 @@ void raise_check(const char* file, int line, const char* condition, const std::s
 }
 
 void raise_mpi(int code, const char* call, const char* file, int line) {
-  char text[MPI_MAX_ERROR_STRING] = {0};
-  int len = 0;
-  std::string detail = "error " + std::to_string(code);
-  if (MPI_Error_string(code, text, &len) == MPI_SUCCESS && len > 0) detail += ": " + std::string(text, len);
-  throw Error(ExitCode::internal, Scope::this_rank, format_call_error(file, line, call, "MPI", detail));
+  throw Error(ExitCode::internal, Scope::this_rank, format_call_error(file, line, call, "MPI", mpi_error_text(code)));
 }
 
 void raise_h5(const char* call, const char* file, int line) {
@@ -61,6 +57,15 @@ void raise_library(const char* library, const std::string& detail, const char* c
 }
 
 }  // namespace detail
+
+std::string mpi_error_text(int code) {
+  char text[MPI_MAX_ERROR_STRING] = {0};
+  int len = 0;
+  std::string detail = "error " + std::to_string(code);
+  if (MPI_Error_string(code, text, &len) == MPI_SUCCESS && len > 0)
+    detail += ": " + std::string(text, static_cast<std::size_t>(len));
+  return detail;
+}
 
 namespace {
 // Walks upward: entry 0 is the innermost function, where the error was detected;

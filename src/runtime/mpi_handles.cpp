@@ -72,9 +72,6 @@ const char* thread_level_name(int level) {
   }
 }
 
-}  // namespace hpctrain
-
-namespace hpctrain {
 void broadcast_string(MPI_Comm comm, std::string& text, int root) {
   int rank = 0;
   CHECK_MPI(MPI_Comm_rank(comm, &rank));
@@ -84,4 +81,19 @@ void broadcast_string(MPI_Comm comm, std::string& text, int root) {
   HPCT_CHECK(len < (1ull << 31), "broadcast_string of " + std::to_string(len) + " bytes");
   CHECK_MPI(MPI_Bcast(text.data(), static_cast<int>(len), MPI_CHAR, root, comm));
 }
+
+std::vector<int> world_ranks_of(MPI_Comm comm) {
+  MPI_Group group, world;
+  CHECK_MPI(MPI_Comm_group(comm, &group));
+  CHECK_MPI(MPI_Comm_group(MPI_COMM_WORLD, &world));
+  int n = 0;
+  CHECK_MPI(MPI_Group_size(group, &n));
+  std::vector<int> mine(static_cast<std::size_t>(n)), out(static_cast<std::size_t>(n));
+  for (int i = 0; i < n; ++i) mine[static_cast<std::size_t>(i)] = i;
+  CHECK_MPI(MPI_Group_translate_ranks(group, n, mine.data(), world, out.data()));
+  MPI_Group_free(&group);
+  MPI_Group_free(&world);
+  return out;
+}
+
 }  // namespace hpctrain

@@ -12,20 +12,11 @@
 #include "hpctrain/comm/mpi_communicator.hpp"
 #include "hpctrain/core/error.hpp"
 
+#include "mpi_test_util.hpp"
+
 using namespace hpctrain;
 
 namespace {
-
-int world_rank() {
-  int r = 0;
-  MPI_Comm_rank(MPI_COMM_WORLD, &r);
-  return r;
-}
-int world_size() {
-  int s = 0;
-  MPI_Comm_size(MPI_COMM_WORLD, &s);
-  return s;
-}
 
 // Rank r's i-th input element: small integers, so float sums are exact.
 template <typename T>

@@ -17,20 +17,11 @@
 #include "hpctrain/runtime/process_grid.hpp"
 #include "hpctrain/runtime/runtime.hpp"
 
+#include "mpi_test_util.hpp"
+
 using namespace hpctrain;
 
 namespace {
-
-int world_rank() {
-  int r = 0;
-  MPI_Comm_rank(MPI_COMM_WORLD, &r);
-  return r;
-}
-int world_size() {
-  int s = 0;
-  MPI_Comm_size(MPI_COMM_WORLD, &s);
-  return s;
-}
 
 std::vector<int> allgather_world_ranks(MPI_Comm c) {
   int n = 0;

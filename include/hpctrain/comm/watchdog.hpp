@@ -60,7 +60,8 @@ class Watchdog {
   void loop();
   void answer_queries();
   RankState state_of(const std::string& comm_name) const;
-  void handle_timeout(const CollectiveLog& log, const InFlightOp& stuck);
+  // Asks the members where they are, reports (one rank) and aborts the job.
+  [[noreturn]] void handle_timeout(const std::string& name, const std::vector<int>& members, const InFlightOp& stuck);
   [[noreturn]] void report_and_abort(const std::string& line);
 
   MpiComm comm_;

@@ -41,6 +41,9 @@ std::string canonical_value(const KeySpec& spec, const std::string& raw, const E
 // Human description of a key's type: "integer >= 1", "one of: auto|cpu|cuda", ...
 std::string describe_type(const KeySpec& spec);
 
+// `s` without leading and trailing white space.
+std::string trim(const std::string& s);
+
 // The `--help` section listing every key with type, default and meaning.
 std::string config_help();
 

@@ -57,6 +57,9 @@ namespace detail {
                                 int line);
 }  // namespace detail
 
+// "error 2: MPI_ERR_COUNT: invalid count argument" for an MPI return code.
+std::string mpi_error_text(int code);
+
 // Text of the innermost (most specific) entry of HDF5's error stack, or "" if empty.
 std::string hdf5_error_text();
 

@@ -5,6 +5,7 @@
 #include <mpi.h>
 
 #include <string>
+#include <vector>
 
 namespace hpctrain {
 
@@ -56,9 +57,8 @@ class MpiComm {
 // Name of MPI's thread level constant, for messages.
 const char* thread_level_name(int level);
 
-}  // namespace hpctrain
-
-namespace hpctrain {
 // Collective over `comm`: `text` on `root` is copied to every rank.
 void broadcast_string(MPI_Comm comm, std::string& text, int root);
+// MPI_COMM_WORLD ranks of `comm`'s members, in `comm` rank order.
+std::vector<int> world_ranks_of(MPI_Comm comm);
 }  // namespace hpctrain

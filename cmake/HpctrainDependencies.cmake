@@ -37,6 +37,9 @@ add_library(hpctrain_blas INTERFACE)
 target_include_directories(hpctrain_blas SYSTEM INTERFACE ${HPCTRAIN_CBLAS_INCLUDE_DIR})
 target_link_libraries(hpctrain_blas INTERFACE ${BLAS_LIBRARIES})
 
+# ---- zlib (IDX import; HDF5's gzip filter needs it anyway) -----------------------------
+find_package(ZLIB REQUIRED)
+
 # ---- Threads ----------------------------------------------------------------------
 find_package(Threads REQUIRED)
 

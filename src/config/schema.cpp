@@ -267,8 +267,14 @@ std::vector<KeySpec> config_schema() {
   k.push_back(bounded(make("data", "prefetch", K::integer, "2", "batches read ahead by the prefetch thread",
                            [=](Config& c, const std::string& v) { c.data.prefetch = to_int(v); }),
                       0, 1024));
-  k.push_back(make("data", "cache_bytes", K::size, "2G", "in-memory dataset cache per node",
+  k.push_back(make("data", "cache_bytes", K::size, "2G",
+                   "node memory for the dataset: the whole split when it fits (shared by the node's ranks), "
+                   "else decoded HDF5 chunks",
                    [](Config& c, const std::string& v) { c.data.cache_bytes = std::stoull(v); }));
+  k.push_back(bounded(
+      make("data", "chunk_window", K::integer, "16", "shuffle = chunk: HDF5 chunks whose samples are shuffled together",
+           [=](Config& c, const std::string& v) { c.data.chunk_window = to_int(v); }),
+      1, 1 << 20));
 
   // [model]
   k.push_back(make("model", "layers", K::text, "", "the layers in order, e.g. \"dense(128) relu dense(10)\"",

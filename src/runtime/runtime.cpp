@@ -88,7 +88,7 @@ void raise_if_any(MPI_Comm comm, const std::string& local_error) {
   CHECK_MPI(MPI_Bcast(&len, 1, MPI_INT, first, comm));
   std::string text = rank == first ? local_error : std::string(static_cast<std::size_t>(len), '\0');
   CHECK_MPI(MPI_Bcast(text.data(), len, MPI_CHAR, first, comm));
-  throw bad_input(size > 1 ? "rank " + std::to_string(first) + ": " + text : text);
+  throw bad_input(text);
 }
 
 Runtime::Runtime(const Config& config) {
@@ -110,7 +110,7 @@ Runtime::Runtime(const Config& config) {
       throw bad_input("[parallel] comm = nccl needs GPUs, but this rank computes on the cpu");
     if (device_.kind == DeviceKind::cuda) cuda::set_device(device_.gpu);
   } catch (const Error& e) {
-    error = e.what();
+    error = "rank " + std::to_string(info_.world_rank) + ": " + e.what();
   }
   raise_if_any(MPI_COMM_WORLD, error);
 

@@ -38,6 +38,7 @@ struct DataConfig {
   LastBatch last_batch = LastBatch::drop;
   int prefetch = 2;
   std::uint64_t cache_bytes = 2ull << 30;
+  int chunk_window = 16;  // chunks shuffled together in shuffle = chunk
 };
 
 struct ModelConfig {

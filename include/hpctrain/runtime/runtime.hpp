@@ -42,7 +42,7 @@ CommBackend choose_comm(CommBackend requested, DeviceKind device);
 bool mpi_reports_cuda_aware();
 
 // Collective: if any rank of `comm` has a non-empty `local_error`, every rank
-// throws bad_input with the lowest such rank's message (prefixed by that rank),
+// throws bad_input with the lowest such rank's message,
 // so all ranks exit alike instead of some waiting forever.
 void raise_if_any(MPI_Comm comm, const std::string& local_error);
 

@@ -1,0 +1,90 @@
+// The dataset layout (README "Datasets") and its index: which shard files a
+// split has, how many samples each holds, the sample shape and type, the
+// labels and the normalization. Scanned once (rank 0), validated, and
+// broadcast; the values (NaN/Inf, label range) are checked by all ranks in
+// parallel, each taking a share of the shards.
+//
+//   <root>/train/*.h5   <root>/val/*.h5 (optional)   <root>/test/*.h5 (optional)
+//   each shard: /samples [N, d1, ...]  uint8 | float16 | float32
+//               /labels  [N] integer class  or  [N, k] float32 targets
+//               root attributes: format = "hpctrain-dataset", version = 1,
+//               num_classes (0 for regression), and either scale + offset
+//               (x = raw * scale + offset) or mean + std per channel
+//               (x = (raw - mean[c]) / std[c], c = the first sample dimension).
+#pragma once
+
+#include <hdf5.h>
+#include <mpi.h>
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "hpctrain/io/h5.hpp"
+
+namespace hpctrain {
+
+constexpr const char* kDatasetFormat = "hpctrain-dataset";
+constexpr long long kDatasetVersion = 1;
+
+enum class SampleType { u8, f16, f32 };
+const char* to_string(SampleType t);
+std::size_t sample_type_size(SampleType t);
+
+// The memory type that reads /samples of `dataset` raw: native uint8 or
+// float for those types, the file's own 16-bit type for float16 (raw bits).
+hid_t raw_sample_type(hid_t dataset, SampleType t, h5::Id* holder);
+
+struct Shard {
+  std::string path;
+  std::int64_t rows = 0;
+  std::int64_t first = 0;       // index of its first sample within the split
+  std::int64_t chunk_rows = 0;  // rows per HDF5 chunk of /samples (rows when contiguous)
+  std::string compression;      // "none", "gzip(4)+shuffle", ...
+};
+
+struct SplitIndex {
+  std::string name;  // "train", "val", "test"
+  std::vector<Shard> shards;
+  std::int64_t total = 0;
+  std::vector<std::int64_t> sample_shape;  // without the leading N
+  SampleType sample_type = SampleType::u8;
+  bool classification = true;  // labels [N] integer; else [N, k] float targets
+  std::int64_t label_width = 1;
+  std::int64_t num_classes = 0;
+  std::vector<float> scale, offset;  // per channel (size 1 or sample_shape[0]): x = raw*scale + offset
+
+  std::int64_t sample_elems() const;
+  std::int64_t sample_bytes() const {
+    return sample_elems() * static_cast<std::int64_t>(sample_type_size(sample_type));
+  }
+  // {0, end of chunk 0, ..., total}: the HDF5 chunks of all shards, in order.
+  std::vector<std::int64_t> chunk_bounds() const;
+  // The shard holding sample `index`.
+  const Shard& shard_of(std::int64_t index) const;
+};
+
+struct DatasetIndex {
+  std::string root;
+  SplitIndex train;
+  std::optional<SplitIndex> val, test;
+};
+
+// Serial: scans `root` and checks every shard's structure; throws bad_input
+// with one line naming the file and dataset. Does not read sample values.
+DatasetIndex scan_dataset(const std::string& root);
+
+// Serial: checks the values of shards [first, last) of `split` (NaN/Inf in
+// float samples, labels outside [0, num_classes)); "" when fine, else the message.
+std::string check_values(const SplitIndex& split, std::size_t first, std::size_t last);
+
+// Collective over `comm`: rank 0 scans, the index is broadcast, every rank
+// checks the values of its share of the shards; any problem is a bad_input
+// error raised identically on every rank.
+DatasetIndex load_dataset_index(MPI_Comm comm, const std::string& root);
+
+std::string serialize(const DatasetIndex& index);
+DatasetIndex deserialize_dataset_index(const std::string& text);
+
+}  // namespace hpctrain

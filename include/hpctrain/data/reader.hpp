@@ -1,0 +1,95 @@
+// The reader that feeds training: batches of normalized float32 samples and
+// labels for this data-parallel rank, in the sampler's order, prepared ahead
+// by a prefetch thread into a bounded queue; the time training waits for
+// data is measured. Also reads evaluation splits in order, each rank a
+// contiguous range, with no sample read twice or lost.
+#pragma once
+
+#include <mpi.h>
+
+#include <condition_variable>
+#include <cstdint>
+#include <deque>
+#include <memory>
+#include <mutex>
+#include <thread>
+#include <utility>
+#include <vector>
+
+#include "hpctrain/data/dataset.hpp"
+#include "hpctrain/data/sampler.hpp"
+#include "hpctrain/data/store.hpp"
+
+namespace hpctrain {
+
+struct Batch {
+  std::int64_t epoch = 0, step = 0;   // training position (eval: step = batch number)
+  std::int64_t size = 0;              // samples on this rank
+  std::vector<std::int64_t> indices;  // sample indices within the split
+  std::vector<float> samples;         // size x sample_elems, normalized
+  std::vector<std::int32_t> classes;  // classification labels (size)
+  std::vector<float> targets;         // regression targets (size x label_width)
+};
+
+// Reads raw samples from `store` and fills `batch` (normalizing samples).
+void assemble_batch(const SplitIndex& split, SampleStore& store, const std::vector<std::int64_t>& indices, bool samples,
+                    bool labels, Batch& batch);
+
+// Half precision bits -> float.
+float half_to_float(std::uint16_t h);
+
+// This rank's share [begin, end) of an evaluation split of n samples over D ranks:
+// contiguous, in order, sizes differing by at most one, together exactly [0, n).
+std::pair<std::int64_t, std::int64_t> eval_range(std::int64_t n, int dp, int dp_size);
+
+struct ReaderOptions {
+  bool samples = true;  // pipeline stages may need only one of the two
+  bool labels = true;
+  int prefetch = 2;  // batches prepared ahead; 0 = read when asked
+  std::uint64_t cache_bytes = 2ull << 30;
+  int dp = 0, dp_size = 1;
+};
+
+class Reader {
+ public:
+  // Collective over `node` (the ranks sharing this node's memory). `split`
+  // must outlive the reader.
+  Reader(const SplitIndex& split, MPI_Comm node, ReaderOptions options);
+  ~Reader();
+  Reader(const Reader&) = delete;
+  Reader& operator=(const Reader&) = delete;
+
+  // Training stream: batches of global-batch slices from `sampler`, starting at `from`.
+  void start(const Sampler& sampler, SamplerState from);
+  Batch next();                                    // blocks until the next batch is ready
+  SamplerState state() const;                      // position of the batch next() returns next
+  double wait_seconds() const { return wait_s_; }  // total time next() waited
+
+  // Evaluation: this rank's batches of at most `batch` samples, in order.
+  std::int64_t eval_batches(std::int64_t batch) const;
+  Batch eval_batch(std::int64_t batch_size, std::int64_t number);
+
+  const SplitIndex& split() const { return split_; }
+  const SampleStore& store() const { return *store_; }
+
+ private:
+  void produce();
+  void stop();
+
+  const SplitIndex& split_;
+  ReaderOptions options_;
+  std::unique_ptr<SampleStore> store_;
+  const Sampler* sampler_ = nullptr;
+  SamplerState next_;      // next position to hand out
+  SamplerState produced_;  // next position the producer prepares
+
+  std::mutex mu_;
+  std::condition_variable cv_;
+  std::deque<Batch> queue_;
+  std::string error_;
+  bool stop_ = false;
+  std::thread thread_;
+  double wait_s_ = 0;
+};
+
+}  // namespace hpctrain

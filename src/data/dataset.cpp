@@ -1,0 +1,482 @@
+// Scanning and validating a dataset root (data/dataset.hpp): shard structure
+// on one rank, values on all ranks, the index broadcast in between.
+#include "hpctrain/data/dataset.hpp"
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <filesystem>
+#include <iomanip>
+#include <sstream>
+
+#include "hpctrain/core/error.hpp"
+#include "hpctrain/io/h5.hpp"
+#include "hpctrain/runtime/mpi_handles.hpp"
+#include "hpctrain/runtime/runtime.hpp"
+
+namespace fs = std::filesystem;
+
+namespace hpctrain {
+
+const char* to_string(SampleType t) {
+  switch (t) {
+    case SampleType::u8: return "uint8";
+    case SampleType::f16: return "float16";
+    case SampleType::f32: return "float32";
+  }
+  return "?";
+}
+
+std::size_t sample_type_size(SampleType t) {
+  switch (t) {
+    case SampleType::u8: return 1;
+    case SampleType::f16: return 2;
+    case SampleType::f32: return 4;
+  }
+  return 0;
+}
+
+hid_t raw_sample_type(hid_t dataset, SampleType t, h5::Id* holder) {
+  switch (t) {
+    case SampleType::u8: return H5T_NATIVE_UINT8;
+    case SampleType::f32: return H5T_NATIVE_FLOAT;
+    case SampleType::f16: *holder = h5::Id(CHECK_H5(H5Dget_type(dataset))); return holder->get();
+  }
+  return H5T_NATIVE_UINT8;
+}
+
+std::int64_t SplitIndex::sample_elems() const {
+  std::int64_t n = 1;
+  for (auto d : sample_shape) n *= d;
+  return n;
+}
+
+std::vector<std::int64_t> SplitIndex::chunk_bounds() const {
+  std::vector<std::int64_t> b{0};
+  for (const auto& s : shards)
+    for (std::int64_t r = 0; r < s.rows; r += s.chunk_rows) b.push_back(s.first + std::min(s.rows, r + s.chunk_rows));
+  return b;
+}
+
+const Shard& SplitIndex::shard_of(std::int64_t index) const {
+  const auto it =
+      std::upper_bound(shards.begin(), shards.end(), index, [](std::int64_t i, const Shard& s) { return i < s.first; });
+  HPCT_CHECK(it != shards.begin() && index < total, "sample index " + std::to_string(index) + " outside the split");
+  return *(it - 1);
+}
+
+namespace {
+
+[[noreturn]] void bad(const std::string& path, const std::string& what) { throw bad_input(path + ": " + what); }
+
+std::string shape_text(const std::vector<hsize_t>& dims, bool star_first) {
+  std::string out = "[";
+  for (std::size_t i = 0; i < dims.size(); ++i)
+    out += (i ? ", " : "") + (i == 0 && star_first ? std::string("N") : std::to_string(dims[i]));
+  return out + "]";
+}
+
+std::string type_text(hid_t type) {
+  const H5T_class_t cls = H5Tget_class(type);
+  const std::size_t size = H5Tget_size(type);
+  std::string kind = cls == H5T_INTEGER  ? (H5Tget_sign(type) == H5T_SGN_NONE ? "uint" : "int")
+                     : cls == H5T_FLOAT  ? "float"
+                     : cls == H5T_STRING ? "string"
+                                         : "class " + std::to_string(static_cast<int>(cls)) + " of ";
+  return kind + std::to_string(size * 8);
+}
+
+// Checks that every filter of a dataset is available; returns a description.
+std::string check_filters(const std::string& path, const std::string& dset, hid_t dataset, std::int64_t* chunk_rows) {
+  h5::Id dcpl(CHECK_H5(H5Dget_create_plist(dataset)));
+  if (H5Pget_layout(dcpl.get()) == H5D_CHUNKED) {
+    std::vector<hsize_t> chunk(32);
+    const int n = H5Pget_chunk(dcpl.get(), 32, chunk.data());
+    if (chunk_rows && n > 0) *chunk_rows = static_cast<std::int64_t>(chunk[0]);
+  }
+  std::string desc;
+  const int nfilters = H5Pget_nfilters(dcpl.get());
+  for (int i = 0; i < nfilters; ++i) {
+    unsigned flags = 0, config = 0;
+    std::size_t nelems = 8;
+    unsigned values[8] = {0};
+    char name[128] = {0};
+    const H5Z_filter_t id =
+        H5Pget_filter2(dcpl.get(), static_cast<unsigned>(i), &flags, &nelems, values, sizeof(name), name, &config);
+    if (H5Zfilter_avail(id) <= 0)
+      bad(path, "dataset " + dset + " uses compression filter '" + name + "' (id " + std::to_string(id) +
+                    "), which this HDF5 library does not have");
+    std::string one = id == H5Z_FILTER_DEFLATE ? "gzip(" + std::to_string(nelems ? values[0] : 0) + ")" : name;
+    desc += (desc.empty() ? "" : "+") + one;
+  }
+  return desc.empty() ? "none" : desc;
+}
+
+std::int64_t physical_memory_bytes() {
+  const long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGE_SIZE);
+  return pages > 0 && page > 0 ? static_cast<std::int64_t>(pages) * page : (std::int64_t{1} << 34);
+}
+
+// Reads one shard's structure into `split` (first shard) or checks it matches.
+Shard scan_shard(const std::string& path, SplitIndex& split, bool first, const std::string& first_path) {
+  if (H5Fis_hdf5(path.c_str()) <= 0) {
+    H5Eclear2(H5E_DEFAULT);
+    bad(path, "not an HDF5 file (or truncated: the file signature is missing)");
+  }
+  const hid_t fid = H5Fopen(path.c_str(), H5F_ACC_RDONLY, H5P_DEFAULT);
+  if (fid < 0) bad(path, "cannot be opened as HDF5 (truncated or damaged?): " + hdf5_error_text());
+  h5::Id file(fid);
+  auto attr_error = [&](const std::string& what) { bad(path, what); };
+  try {
+    if (!h5::has_attribute(file.get(), "format"))
+      attr_error("root attribute 'format' missing: not an hpctrain dataset shard (expected format = \"" +
+                 std::string(kDatasetFormat) + "\")");
+    const std::string format = h5::read_string_attribute(file.get(), "format");
+    if (format != kDatasetFormat)
+      attr_error("root attribute format = \"" + format + "\", expected \"" + kDatasetFormat + "\"");
+    if (!h5::has_attribute(file.get(), "version")) attr_error("root attribute 'version' missing");
+    const long long version = h5::read_int_attribute(file.get(), "version");
+    if (version < 1 || version > kDatasetVersion)
+      attr_error("format version " + std::to_string(version) + " is not supported (this build reads version " +
+                 std::to_string(kDatasetVersion) + ")");
+  } catch (const Error& e) {
+    if (e.code() == ExitCode::bad_input && std::string(e.what()).rfind(path, 0) == 0) throw;
+    bad(path, std::string("bad root attribute: ") + e.what());
+  }
+
+  for (const char* name : {"samples", "labels"})
+    if (!h5::has_link(file.get(), name)) bad(path, std::string("dataset /") + name + " missing");
+  const hid_t sid = H5Dopen2(file.get(), "samples", H5P_DEFAULT);
+  if (sid < 0) bad(path, "/samples is not a dataset: " + hdf5_error_text());
+  h5::Id samples(sid);
+  const hid_t lid = H5Dopen2(file.get(), "labels", H5P_DEFAULT);
+  if (lid < 0) bad(path, "/labels is not a dataset: " + hdf5_error_text());
+  h5::Id labels(lid);
+
+  // Samples: type, shape, size limits.
+  h5::Id stype(CHECK_H5(H5Dget_type(samples.get())));
+  SampleType st;
+  const H5T_class_t scls = H5Tget_class(stype.get());
+  const std::size_t ssize = H5Tget_size(stype.get());
+  if (scls == H5T_INTEGER && ssize == 1 && H5Tget_sign(stype.get()) == H5T_SGN_NONE)
+    st = SampleType::u8;
+  else if (scls == H5T_FLOAT && ssize == 2)
+    st = SampleType::f16;
+  else if (scls == H5T_FLOAT && ssize == 4)
+    st = SampleType::f32;
+  else
+    bad(path, "/samples has type " + type_text(stype.get()) + "; supported: uint8, float16, float32");
+  const auto sdims = h5::dataset_shape(samples.get());
+  if (sdims.size() < 2)
+    bad(path, "/samples has shape " + shape_text(sdims, false) + "; expected [N, d1, ...] (N samples of rank >= 1)");
+  if (sdims[0] == 0) bad(path, "empty shard: /samples has 0 rows");
+  std::int64_t elems = 1;
+  for (std::size_t i = 1; i < sdims.size(); ++i) {
+    if (sdims[i] == 0) bad(path, "/samples has a zero dimension: shape " + shape_text(sdims, false));
+    if (__builtin_mul_overflow(elems, static_cast<std::int64_t>(sdims[i]), &elems))
+      bad(path, "/samples shape " + shape_text(sdims, false) + ": the sample size overflows 64 bits");
+  }
+  std::int64_t sample_bytes = 0, total_bytes = 0;
+  if (__builtin_mul_overflow(elems, static_cast<std::int64_t>(ssize), &sample_bytes) ||
+      __builtin_mul_overflow(sample_bytes, static_cast<std::int64_t>(sdims[0]), &total_bytes))
+    bad(path, "/samples shape " + shape_text(sdims, false) + ": the size in bytes overflows 64 bits");
+  if (sample_bytes > physical_memory_bytes() / 8)
+    bad(path, "/samples shape " + shape_text(sdims, false) + ": one sample is " + std::to_string(sample_bytes) +
+                  " bytes, more than an eighth of this machine's memory");
+
+  // Labels: [N] integer classes or [N, k] float targets.
+  h5::Id ltype(CHECK_H5(H5Dget_type(labels.get())));
+  const auto ldims = h5::dataset_shape(labels.get());
+  const H5T_class_t lcls = H5Tget_class(ltype.get());
+  const bool classes = lcls == H5T_INTEGER && ldims.size() == 1;
+  const bool targets = lcls == H5T_FLOAT && ldims.size() == 2 && ldims[1] > 0 && ldims[1] < (1u << 20);
+  if (!classes && !targets)
+    bad(path, "/labels is " + type_text(ltype.get()) + " " + shape_text(ldims, false) +
+                  "; expected [N] integer classes or [N, k] float targets");
+  if (ldims[0] != sdims[0])
+    bad(path, "/samples has " + std::to_string(sdims[0]) + " rows but /labels has " + std::to_string(ldims[0]));
+
+  std::int64_t num_classes = 0;
+  if (!h5::has_attribute(file.get(), "num_classes")) bad(path, "root attribute 'num_classes' missing");
+  num_classes = h5::read_int_attribute(file.get(), "num_classes");
+  if (classes && num_classes < 1)
+    bad(path, "num_classes = " + std::to_string(num_classes) + " but /labels holds classes (needs num_classes >= 1)");
+  if (targets && num_classes != 0)
+    bad(path, "/labels holds float targets (regression) but num_classes = " + std::to_string(num_classes) + " (use 0)");
+
+  // Normalization.
+  std::vector<double> scale, offset;
+  const std::int64_t channels = sdims.size() >= 3 ? static_cast<std::int64_t>(sdims[1]) : 1;
+  auto per_channel = [&](const char* name, const std::vector<double>& v) {
+    if (v.size() != 1 && static_cast<std::int64_t>(v.size()) != channels)
+      bad(path, std::string("attribute '") + name + "' has " + std::to_string(v.size()) +
+                    " values; expected 1 or one per channel (" + std::to_string(channels) + ")");
+    for (double x : v)
+      if (!std::isfinite(x)) bad(path, std::string("attribute '") + name + "' holds NaN or Inf");
+  };
+  if (h5::has_attribute(file.get(), "mean") || h5::has_attribute(file.get(), "std")) {
+    if (!h5::has_attribute(file.get(), "mean") || !h5::has_attribute(file.get(), "std"))
+      bad(path, "attributes 'mean' and 'std' must come together");
+    const auto mean = h5::read_double_attribute(file.get(), "mean");
+    const auto sd = h5::read_double_attribute(file.get(), "std");
+    per_channel("mean", mean);
+    per_channel("std", sd);
+    if (mean.size() != sd.size()) bad(path, "attributes 'mean' and 'std' have different lengths");
+    for (std::size_t c = 0; c < sd.size(); ++c) {
+      if (sd[c] == 0) bad(path, "attribute 'std' is 0 for channel " + std::to_string(c) + " (division by zero)");
+      scale.push_back(1.0 / sd[c]);
+      offset.push_back(-mean[c] / sd[c]);
+    }
+  } else if (h5::has_attribute(file.get(), "scale") && h5::has_attribute(file.get(), "offset")) {
+    scale = h5::read_double_attribute(file.get(), "scale");
+    offset = h5::read_double_attribute(file.get(), "offset");
+    per_channel("scale", scale);
+    per_channel("offset", offset);
+    if (scale.size() != offset.size()) bad(path, "attributes 'scale' and 'offset' have different lengths");
+  } else {
+    bad(path, "no normalization attributes: give 'scale' and 'offset', or 'mean' and 'std'");
+  }
+
+  Shard shard;
+  shard.path = path;
+  shard.rows = static_cast<std::int64_t>(sdims[0]);
+  shard.chunk_rows = shard.rows;
+  shard.compression = check_filters(path, "/samples", samples.get(), &shard.chunk_rows);
+  check_filters(path, "/labels", labels.get(), nullptr);
+  if (shard.chunk_rows < 1) shard.chunk_rows = shard.rows;
+
+  std::vector<std::int64_t> shape(sdims.begin() + 1, sdims.end());
+  std::vector<float> fscale(scale.begin(), scale.end()), foffset(offset.begin(), offset.end());
+  const std::int64_t width = targets ? static_cast<std::int64_t>(ldims[1]) : 1;
+  if (first) {
+    split.sample_shape = shape;
+    split.sample_type = st;
+    split.classification = classes;
+    split.label_width = width;
+    split.num_classes = num_classes;
+    split.scale = fscale;
+    split.offset = foffset;
+  } else {
+    std::vector<hsize_t> mine{0}, theirs{0};
+    for (auto d : shape) mine.push_back(static_cast<hsize_t>(d));
+    for (auto d : split.sample_shape) theirs.push_back(static_cast<hsize_t>(d));
+    if (shape != split.sample_shape)
+      bad(path,
+          "/samples shape " + shape_text(mine, true) + " differs from " + first_path + ": " + shape_text(theirs, true));
+    if (st != split.sample_type)
+      bad(path, std::string("/samples type ") + to_string(st) + " differs from " + first_path + ": " +
+                    to_string(split.sample_type));
+    if (classes != split.classification || width != split.label_width)
+      bad(path, "/labels kind or width differs from " + first_path);
+    if (num_classes != split.num_classes)
+      bad(path, "num_classes = " + std::to_string(num_classes) + " differs from " + first_path + ": " +
+                    std::to_string(split.num_classes));
+    if (fscale != split.scale || foffset != split.offset)
+      bad(path, "normalization attributes differ from " + first_path);
+  }
+  return shard;
+}
+
+std::optional<SplitIndex> scan_split(const std::string& root, const std::string& name, bool required) {
+  const fs::path dir = fs::path(root) / name;
+  std::error_code ec;
+  if (!fs::is_directory(dir, ec)) {
+    if (required) throw bad_input("[data] path '" + root + "': no " + name + "/ directory of shards");
+    return std::nullopt;
+  }
+  std::vector<std::string> files;
+  for (const auto& e : fs::directory_iterator(dir, ec))
+    if (e.path().extension() == ".h5") files.push_back(e.path().string());
+  if (ec) throw bad_input(dir.string() + ": cannot be listed: " + ec.message());
+  std::sort(files.begin(), files.end());
+  if (files.empty()) throw bad_input(dir.string() + ": no shard files (*.h5)");
+  SplitIndex split;
+  split.name = name;
+  for (std::size_t i = 0; i < files.size(); ++i) {
+    Shard s = scan_shard(files[i], split, i == 0, files[0]);
+    s.first = split.total;
+    if (__builtin_add_overflow(split.total, s.rows, &split.total)) throw bad_input(files[i] + ": too many samples");
+    split.shards.push_back(s);
+  }
+  return split;
+}
+
+}  // namespace
+
+DatasetIndex scan_dataset(const std::string& root) {
+  std::lock_guard<std::mutex> lock(h5::lock());
+  if (root.empty()) throw bad_input("[data] path is not set: give the dataset root (holding train/, val/, test/)");
+  std::error_code ec;
+  if (!fs::is_directory(root, ec)) throw bad_input("[data] path '" + root + "': no such directory");
+  DatasetIndex index;
+  index.root = root;
+  index.train = *scan_split(root, "train", true);
+  index.val = scan_split(root, "val", false);
+  index.test = scan_split(root, "test", false);
+  for (const auto* s : {&index.val, &index.test}) {
+    if (!*s) continue;
+    const SplitIndex& other = **s;
+    if (other.sample_shape != index.train.sample_shape || other.sample_type != index.train.sample_type ||
+        other.classification != index.train.classification || other.label_width != index.train.label_width ||
+        other.num_classes != index.train.num_classes)
+      throw bad_input(other.shards.front().path + ": samples or labels differ from the train split's (" +
+                      index.train.shards.front().path + ")");
+  }
+  return index;
+}
+
+namespace {
+bool finite_half(std::uint16_t h) { return (h & 0x7C00u) != 0x7C00u; }
+}  // namespace
+
+std::string check_values(const SplitIndex& split, std::size_t first, std::size_t last) {
+  std::lock_guard<std::mutex> lock(h5::lock());
+  const std::int64_t elems = split.sample_elems();
+  for (std::size_t i = first; i < last && i < split.shards.size(); ++i) {
+    const Shard& s = split.shards[i];
+    h5::Id file = h5::open_file(s.path);
+    h5::Id samples(CHECK_H5(H5Dopen2(file.get(), "samples", H5P_DEFAULT)));
+    h5::Id labels(CHECK_H5(H5Dopen2(file.get(), "labels", H5P_DEFAULT)));
+    const std::int64_t block =
+        std::max<std::int64_t>(1, (std::int64_t{32} << 20) / std::max<std::int64_t>(1, split.sample_bytes()));
+    std::vector<float> f32;
+    std::vector<std::uint16_t> f16;
+    std::vector<std::int64_t> cls;
+    std::vector<float> tgt;
+    for (std::int64_t r = 0; r < s.rows; r += block) {
+      const std::int64_t n = std::min(block, s.rows - r);
+      const auto count = static_cast<std::size_t>(n * elems);
+      if (split.sample_type == SampleType::f32) {
+        f32.resize(count);
+        h5::read_rows(samples.get(), H5T_NATIVE_FLOAT, static_cast<hsize_t>(r), static_cast<hsize_t>(n), f32.data());
+        for (std::size_t k = 0; k < count; ++k)
+          if (!std::isfinite(f32[k]))
+            return s.path + ": /samples row " + std::to_string(r + static_cast<std::int64_t>(k) / elems) +
+                   " holds NaN or Inf";
+      } else if (split.sample_type == SampleType::f16) {
+        f16.resize(count);
+        h5::Id half;
+        h5::read_rows(samples.get(), raw_sample_type(samples.get(), SampleType::f16, &half), static_cast<hsize_t>(r),
+                      static_cast<hsize_t>(n), f16.data());
+        for (std::size_t k = 0; k < count; ++k)
+          if (!finite_half(f16[k]))
+            return s.path + ": /samples row " + std::to_string(r + static_cast<std::int64_t>(k) / elems) +
+                   " holds NaN or Inf";
+      }
+      if (split.classification) {
+        cls.resize(static_cast<std::size_t>(n));
+        h5::read_rows(labels.get(), H5T_NATIVE_INT64, static_cast<hsize_t>(r), static_cast<hsize_t>(n), cls.data());
+        for (std::int64_t k = 0; k < n; ++k) {
+          const std::int64_t c = cls[static_cast<std::size_t>(k)];
+          if (c < 0 || c >= split.num_classes)
+            return s.path + ": /labels row " + std::to_string(r + k) + " has class " + std::to_string(c) +
+                   ", outside [0, num_classes = " + std::to_string(split.num_classes) + ")";
+        }
+      } else {
+        tgt.resize(static_cast<std::size_t>(n * split.label_width));
+        h5::read_rows(labels.get(), H5T_NATIVE_FLOAT, static_cast<hsize_t>(r), static_cast<hsize_t>(n), tgt.data());
+        for (std::size_t k = 0; k < tgt.size(); ++k)
+          if (!std::isfinite(tgt[k]))
+            return s.path + ": /labels row " + std::to_string(r + static_cast<std::int64_t>(k) / split.label_width) +
+                   " holds NaN or Inf";
+      }
+    }
+  }
+  return "";
+}
+
+// ---- serialization (rank 0 -> all) ------------------------------------------------------
+
+namespace {
+void write_split(std::ostream& os, const SplitIndex& s) {
+  os << "split " << std::quoted(s.name) << ' ' << s.total << ' ' << static_cast<int>(s.sample_type) << ' '
+     << s.classification << ' ' << s.label_width << ' ' << s.num_classes << ' ' << s.sample_shape.size();
+  for (auto d : s.sample_shape) os << ' ' << d;
+  os << ' ' << s.scale.size();
+  for (std::size_t i = 0; i < s.scale.size(); ++i) os << ' ' << s.scale[i] << ' ' << s.offset[i];
+  os << ' ' << s.shards.size() << '\n';
+  for (const auto& sh : s.shards)
+    os << std::quoted(sh.path) << ' ' << sh.rows << ' ' << sh.first << ' ' << sh.chunk_rows << ' '
+       << std::quoted(sh.compression) << '\n';
+}
+
+SplitIndex read_split(std::istream& is) {
+  SplitIndex s;
+  std::string tag;
+  int type = 0;
+  std::size_t dims = 0, channels = 0, shards = 0;
+  is >> tag >> std::quoted(s.name) >> s.total >> type >> s.classification >> s.label_width >> s.num_classes >> dims;
+  HPCT_CHECK(tag == "split", "bad dataset index text");
+  s.sample_type = static_cast<SampleType>(type);
+  s.sample_shape.resize(dims);
+  for (auto& d : s.sample_shape) is >> d;
+  is >> channels;
+  s.scale.resize(channels);
+  s.offset.resize(channels);
+  for (std::size_t i = 0; i < channels; ++i) is >> s.scale[i] >> s.offset[i];
+  is >> shards;
+  s.shards.resize(shards);
+  for (auto& sh : s.shards)
+    is >> std::quoted(sh.path) >> sh.rows >> sh.first >> sh.chunk_rows >> std::quoted(sh.compression);
+  HPCT_CHECK(!is.fail(), "truncated dataset index text");
+  return s;
+}
+}  // namespace
+
+std::string serialize(const DatasetIndex& index) {
+  std::ostringstream os;
+  os << std::setprecision(9) << std::quoted(index.root) << ' ' << index.val.has_value() << ' ' << index.test.has_value()
+     << '\n';
+  write_split(os, index.train);
+  if (index.val) write_split(os, *index.val);
+  if (index.test) write_split(os, *index.test);
+  return os.str();
+}
+
+DatasetIndex deserialize_dataset_index(const std::string& text) {
+  std::istringstream is(text);
+  DatasetIndex index;
+  bool val = false, test = false;
+  is >> std::quoted(index.root) >> val >> test;
+  index.train = read_split(is);
+  if (val) index.val = read_split(is);
+  if (test) index.test = read_split(is);
+  return index;
+}
+
+DatasetIndex load_dataset_index(MPI_Comm comm, const std::string& root) {
+  int rank = 0, size = 1;
+  CHECK_MPI(MPI_Comm_rank(comm, &rank));
+  CHECK_MPI(MPI_Comm_size(comm, &size));
+  std::string error, text;
+  if (rank == 0) {
+    try {
+      text = serialize(scan_dataset(root));
+    } catch (const Error& e) {
+      error = e.what();
+    }
+  }
+  broadcast_string(comm, error, 0);
+  if (!error.empty()) throw bad_input(error);
+  broadcast_string(comm, text, 0);
+  DatasetIndex index = deserialize_dataset_index(text);
+
+  // Values: every rank checks every size-th shard of each split.
+  std::string problem;
+  try {
+    for (const SplitIndex* s : {&index.train, index.val ? &*index.val : nullptr, index.test ? &*index.test : nullptr}) {
+      if (!s) continue;
+      for (std::size_t i = static_cast<std::size_t>(rank); i < s->shards.size() && problem.empty();
+           i += static_cast<std::size_t>(size))
+        problem = check_values(*s, i, i + 1);
+    }
+  } catch (const Error& e) {
+    problem = e.what();
+  }
+  raise_if_any(comm, problem);
+  return index;
+}
+
+}  // namespace hpctrain

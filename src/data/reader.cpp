@@ -1,0 +1,195 @@
+// Implementation of the reader (data/reader.hpp): batch assembly with
+// normalization, the prefetch thread, and evaluation ranges.
+#include "hpctrain/data/reader.hpp"
+
+#include <chrono>
+#include <cstring>
+
+#include "hpctrain/core/error.hpp"
+
+namespace hpctrain {
+
+float half_to_float(std::uint16_t h) {
+  const std::uint32_t sign = static_cast<std::uint32_t>(h & 0x8000u) << 16;
+  std::uint32_t exp = (h >> 10) & 0x1Fu, mant = h & 0x3FFu, bits;
+  if (exp == 0) {
+    if (mant == 0) {
+      bits = sign;
+    } else {  // subnormal: normalize
+      exp = 127 - 15 + 1;
+      while (!(mant & 0x400u)) {
+        mant <<= 1;
+        --exp;
+      }
+      bits = sign | (exp << 23) | ((mant & 0x3FFu) << 13);
+    }
+  } else if (exp == 0x1F) {
+    bits = sign | 0x7F800000u | (mant << 13);
+  } else {
+    bits = sign | ((exp + 127 - 15) << 23) | (mant << 13);
+  }
+  float f;
+  std::memcpy(&f, &bits, sizeof(f));
+  return f;
+}
+
+std::pair<std::int64_t, std::int64_t> eval_range(std::int64_t n, int dp, int dp_size) {
+  const std::int64_t base = n / dp_size, extra = n % dp_size;
+  const std::int64_t begin = dp * base + std::min<std::int64_t>(dp, extra);
+  return {begin, begin + base + (dp < extra ? 1 : 0)};
+}
+
+void assemble_batch(const SplitIndex& split, SampleStore& store, const std::vector<std::int64_t>& indices, bool samples,
+                    bool labels, Batch& batch) {
+  const std::size_t n = indices.size();
+  const auto elems = static_cast<std::size_t>(split.sample_elems());
+  const std::size_t channels = split.scale.size();
+  const std::size_t per_channel = channels > 1 ? elems / channels : elems;
+  batch.size = static_cast<std::int64_t>(n);
+  batch.indices = indices;
+  batch.samples.resize(samples ? n * elems : 0);
+  batch.classes.resize(labels && split.classification ? n : 0);
+  batch.targets.resize(labels && !split.classification ? n * static_cast<std::size_t>(split.label_width) : 0);
+  std::vector<unsigned char> raw(samples ? static_cast<std::size_t>(split.sample_bytes()) : 0);
+  std::vector<unsigned char> label(label_bytes(split));
+  for (std::size_t i = 0; i < n; ++i) {
+    store.get(indices[i], samples ? raw.data() : nullptr, labels ? label.data() : nullptr);
+    if (samples) {
+      float* out = batch.samples.data() + i * elems;
+      for (std::size_t c = 0; c < (channels > 1 ? channels : 1); ++c) {
+        const float a = split.scale[c], b = split.offset[c];
+        const std::size_t lo = c * per_channel, hi = lo + per_channel;
+        switch (split.sample_type) {
+          case SampleType::u8:
+            for (std::size_t k = lo; k < hi; ++k) out[k] = static_cast<float>(raw[k]) * a + b;
+            break;
+          case SampleType::f16: {
+            const auto* h = reinterpret_cast<const std::uint16_t*>(raw.data());
+            for (std::size_t k = lo; k < hi; ++k) out[k] = half_to_float(h[k]) * a + b;
+            break;
+          }
+          case SampleType::f32: {
+            const auto* f = reinterpret_cast<const float*>(raw.data());
+            for (std::size_t k = lo; k < hi; ++k) out[k] = f[k] * a + b;
+            break;
+          }
+        }
+      }
+    }
+    if (labels) {
+      if (split.classification)
+        std::memcpy(&batch.classes[i], label.data(), sizeof(std::int32_t));
+      else
+        std::memcpy(batch.targets.data() + i * static_cast<std::size_t>(split.label_width), label.data(), label.size());
+    }
+  }
+}
+
+Reader::Reader(const SplitIndex& split, MPI_Comm node, ReaderOptions options)
+    : split_(split),
+      options_(options),
+      store_(make_store(split, node, options.cache_bytes, options.samples, options.labels)) {}
+
+Reader::~Reader() { stop(); }
+
+void Reader::stop() {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    stop_ = true;
+  }
+  cv_.notify_all();
+  if (thread_.joinable()) thread_.join();
+}
+
+void Reader::start(const Sampler& sampler, SamplerState from) {
+  stop();
+  HPCT_CHECK(sampler.size() == split_.total, "sampler and split sizes differ");
+  sampler_ = &sampler;
+  next_ = produced_ = from;
+  queue_.clear();
+  error_.clear();
+  stop_ = false;
+  if (options_.prefetch > 0) thread_ = std::thread([this] { produce(); });
+}
+
+namespace {
+void advance(SamplerState& s, std::int64_t steps_per_epoch) {
+  if (++s.step == steps_per_epoch) {
+    s.step = 0;
+    ++s.epoch;
+  }
+}
+}  // namespace
+
+void Reader::produce() {
+  for (;;) {
+    SamplerState at;
+    {
+      std::unique_lock<std::mutex> lock(mu_);
+      cv_.wait(lock, [&] { return stop_ || static_cast<int>(queue_.size()) < options_.prefetch; });
+      if (stop_) return;
+      at = produced_;
+    }
+    Batch b;
+    b.epoch = at.epoch;
+    b.step = at.step;
+    try {
+      assemble_batch(split_, *store_, sampler_->batch(at.epoch, at.step, options_.dp, options_.dp_size),
+                     options_.samples, options_.labels, b);
+    } catch (const std::exception& e) {
+      std::lock_guard<std::mutex> lock(mu_);
+      error_ = e.what();
+      cv_.notify_all();
+      return;
+    }
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      queue_.push_back(std::move(b));
+      advance(produced_, sampler_->steps_per_epoch());
+    }
+    cv_.notify_all();
+  }
+}
+
+Batch Reader::next() {
+  HPCT_CHECK(sampler_ != nullptr, "Reader::next before start");
+  const auto t0 = std::chrono::steady_clock::now();
+  Batch b;
+  if (options_.prefetch == 0) {
+    b.epoch = next_.epoch;
+    b.step = next_.step;
+    assemble_batch(split_, *store_, sampler_->batch(next_.epoch, next_.step, options_.dp, options_.dp_size),
+                   options_.samples, options_.labels, b);
+  } else {
+    std::unique_lock<std::mutex> lock(mu_);
+    cv_.wait(lock, [&] { return !queue_.empty() || !error_.empty(); });
+    if (queue_.empty()) throw Error(ExitCode::internal, Scope::this_rank, "data prefetch failed: " + error_);
+    b = std::move(queue_.front());
+    queue_.pop_front();
+  }
+  cv_.notify_all();
+  wait_s_ += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  advance(next_, sampler_->steps_per_epoch());
+  return b;
+}
+
+SamplerState Reader::state() const { return next_; }
+
+std::int64_t Reader::eval_batches(std::int64_t batch) const {
+  const auto [lo, hi] = eval_range(split_.total, options_.dp, options_.dp_size);
+  return (hi - lo + batch - 1) / batch;
+}
+
+Batch Reader::eval_batch(std::int64_t batch_size, std::int64_t number) {
+  const auto [lo, hi] = eval_range(split_.total, options_.dp, options_.dp_size);
+  const std::int64_t first = lo + number * batch_size, last = std::min(hi, first + batch_size);
+  HPCT_CHECK(first < last, "evaluation batch " + std::to_string(number) + " is past this rank's range");
+  std::vector<std::int64_t> indices;
+  for (std::int64_t i = first; i < last; ++i) indices.push_back(i);
+  Batch b;
+  b.step = number;
+  assemble_batch(split_, *store_, indices, options_.samples, options_.labels, b);
+  return b;
+}
+
+}  // namespace hpctrain

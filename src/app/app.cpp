@@ -17,6 +17,9 @@
 #include "hpctrain/core/log.hpp"
 #include "hpctrain/core/table.hpp"
 #include "hpctrain/core/version.hpp"
+#include "hpctrain/data/dataset.hpp"
+#include "hpctrain/data/sampler.hpp"
+#include "hpctrain/data/store.hpp"
 #include "hpctrain/runtime/mpi_handles.hpp"
 #include "hpctrain/runtime/runtime.hpp"
 
@@ -145,6 +148,28 @@ std::string version_text() {
 
 namespace {
 
+// Collective: the dataset index (validated on all ranks) and the sampler it implies.
+std::string describe_data(const Config& cfg, const Runtime& rt) {
+  if (cfg.data.path.empty()) return "Dataset: none ([data] path not set)\n";
+  const DatasetIndex index = load_dataset_index(MPI_COMM_WORLD, cfg.data.path);
+  SamplerOptions so;
+  so.seed = cfg.run.seed;
+  so.global_batch = cfg.train.global_batch;
+  so.shuffle = cfg.data.shuffle;
+  so.last_batch = cfg.data.last_batch;
+  so.chunk_window = cfg.data.chunk_window;
+  so.chunk_bounds = index.train.chunk_bounds();
+  const Sampler sampler(so);  // refuses a split smaller than one global batch
+  const std::uint64_t need = node_cache_bytes(index.train);
+  std::ostringstream os;
+  os << "Dataset " << cfg.data.path << " (validated: structure on rank 0, values on all ranks)\n"
+     << describe_splits(index) << "train: " << sampler.steps_per_epoch() << " steps per epoch of "
+     << cfg.train.global_batch << " samples (" << rt.per_rank_batch() << " per rank); store: "
+     << (need <= cfg.data.cache_bytes ? "node cache, " : "chunk cache (split larger than [data] cache_bytes), ")
+     << need / (1 << 20) << " MiB for the split, cache_bytes " << cfg.data.cache_bytes / (1 << 20) << " MiB\n";
+  return os.str();
+}
+
 void print_dry_run(const Config& cfg, Runtime& rt) {
   const auto& shape = rt.grid().shape();
   std::ostringstream os;
@@ -153,6 +178,7 @@ void print_dry_run(const Config& cfg, Runtime& rt) {
   for (const auto& k : cfg.resolved) keys.add_row({k.name, k.value.empty() ? "(none)" : k.value, k.source});
   os << "Configuration\n" << keys.render() << "\n";
   const std::string grid = rt.grid_table();  // collective
+  const std::string data = describe_data(cfg, rt);  // collective
   os << "Process grid: " << shape.world << " rank(s) = " << shape.dp_size << " data-parallel x " << shape.mp_size
      << " model-parallel (rank r: mp = r % " << shape.mp_size << ", dp = r / " << shape.mp_size << ")\n"
      << grid;
@@ -176,7 +202,8 @@ void print_dry_run(const Config& cfg, Runtime& rt) {
      << "); CUDA-aware MPI: " << (rt.cuda_aware_mpi() ? "yes" : "no") << " (setting "
      << to_string(cfg.parallel.cuda_aware_mpi) << ", library reports " << (mpi_reports_cuda_aware() ? "yes" : "no")
      << "); watchdog: " << (cfg.parallel.watchdog_s > 0 ? cfg.resolved_value("parallel.watchdog_s") + " s" : "off")
-     << "\n";
+     << "\n\n"
+     << data;
   log0(os.str());
 }
 

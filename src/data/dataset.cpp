@@ -12,6 +12,7 @@
 #include <sstream>
 
 #include "hpctrain/core/error.hpp"
+#include "hpctrain/core/table.hpp"
 #include "hpctrain/io/h5.hpp"
 #include "hpctrain/runtime/mpi_handles.hpp"
 #include "hpctrain/runtime/runtime.hpp"
@@ -385,6 +386,23 @@ std::string check_values(const SplitIndex& split, std::size_t first, std::size_t
     }
   }
   return "";
+}
+
+std::string describe_splits(const DatasetIndex& index) {
+  Table t({"split", "shards", "samples", "sample shape", "dtype", "labels", "num_classes", "x = raw*scale + offset"});
+  for (const SplitIndex* s : {&index.train, index.val ? &*index.val : nullptr, index.test ? &*index.test : nullptr}) {
+    if (!s) continue;
+    std::ostringstream norm, shape;
+    norm.precision(6);
+    for (std::size_t c = 0; c < s->scale.size(); ++c) norm << (c ? "; " : "") << s->scale[c] << ", " << s->offset[c];
+    shape << "[";
+    for (std::size_t i = 0; i < s->sample_shape.size(); ++i) shape << (i ? "x" : "") << s->sample_shape[i];
+    shape << "]";
+    t.add_row({s->name, std::to_string(s->shards.size()), std::to_string(s->total), shape.str(), to_string(s->sample_type),
+               s->classification ? "class" : "targets x" + std::to_string(s->label_width), std::to_string(s->num_classes),
+               norm.str()});
+  }
+  return t.render();
 }
 
 // ---- serialization (rank 0 -> all) ------------------------------------------------------

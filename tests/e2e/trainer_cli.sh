@@ -7,7 +7,8 @@ set -u
 mpirun=$1
 trainer=$2
 src=$3
-ini=$src/inputs/mnist_mlp.ini
+cd "$src" || exit 1  # the example decks use paths relative to the project root
+ini=inputs/mnist_mlp.ini
 fail=0
 check() {  # description, then a command that must succeed
   local what=$1

@@ -7,6 +7,7 @@
 #include <zlib.h>
 
 #include <cmath>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <limits>
@@ -15,6 +16,7 @@
 #include "hpctrain/core/error.hpp"
 #include "hpctrain/data/dataset.hpp"
 #include "hpctrain/data/idx.hpp"
+#include "hpctrain/data/make_dataset.hpp"
 #include "hpctrain/data/reader.hpp"
 #include "hpctrain/data/shard_writer.hpp"
 #include "hpctrain/data/synthetic.hpp"
@@ -359,4 +361,65 @@ TEST_F(DatasetTest, ValidShardsScanClean) {
   good_shard("a.h5", 8);
   good_shard("b.h5", 9);
   EXPECT_EQ(error_of(), "");
+}
+
+TEST_F(DatasetTest, ImporterShardsEqualTheIdxSource) {
+  // Real MNIST when the shared copy is there; otherwise a generated IDX pair.
+  std::string images = "../shared/data/mnist/train-images-idx3-ubyte.gz";
+  std::string labels = "../shared/data/mnist/train-labels-idx1-ubyte.gz";
+  for (const char* up : {"", "../", "../../", "../../../"}) {
+    if (fs::exists(std::string(up) + images)) {
+      images = std::string(up) + images;
+      labels = std::string(up) + labels;
+      break;
+    }
+  }
+  if (!fs::exists(images)) {
+    images = (root / "img.gz").string();
+    labels = (root / "lab.gz").string();
+    std::vector<unsigned char> h{0, 0, 8, 3, 0, 0, 0x01, 0xF4, 0, 0, 0, 28, 0, 0, 0, 28}, l{0, 0, 8, 1, 0, 0, 0x01, 0xF4};
+    gzFile gi = gzopen(images.c_str(), "wb"), gl = gzopen(labels.c_str(), "wb");
+    gzwrite(gi, h.data(), 16);
+    gzwrite(gl, l.data(), 8);
+    for (int i = 0; i < 500; ++i) {
+      std::vector<unsigned char> px(784);
+      for (int k = 0; k < 784; ++k) px[static_cast<std::size_t>(k)] = static_cast<unsigned char>((i * 31 + k * 7) % 256);
+      gzwrite(gi, px.data(), 784);
+      const unsigned char c = static_cast<unsigned char>(i % 10);
+      gzwrite(gl, &c, 1);
+    }
+    gzclose(gi);
+    gzclose(gl);
+  }
+  ImportOptions o;
+  o.images = images;
+  o.labels = labels;
+  o.out = root.string();
+  o.limit = 300;
+  o.val_count = 50;
+  o.shards = 3;
+  o.chunk_rows = 32;
+  o.force = true;
+  const auto [train, val] = import_idx(o);
+  EXPECT_EQ(train, 250);
+  EXPECT_EQ(val, 50);
+  const DatasetIndex index = scan_dataset(root.string());
+  ASSERT_TRUE(index.val.has_value());
+  EXPECT_EQ(index.train.shards.size(), 3u);
+  EXPECT_EQ(index.train.sample_shape, (std::vector<std::int64_t>{28, 28}));
+  const IdxArray img = read_idx(images), lab = read_idx(labels);
+  for (const SplitIndex* s : {&index.train, &*index.val}) {
+    ChunkCache store(*s, 1 << 20, true, true);
+    const std::int64_t offset = s->name == "val" ? 250 : 0;
+    std::vector<unsigned char> raw(784);
+    std::int32_t label = -1;
+    for (std::int64_t i = 0; i < s->total; ++i) {
+      store.get(i, raw.data(), &label);
+      ASSERT_EQ(std::memcmp(raw.data(), img.data.data() + (offset + i) * 784, 784), 0) << s->name << " sample " << i;
+      ASSERT_EQ(label, lab.data[static_cast<std::size_t>(offset + i)]) << s->name << " sample " << i;
+    }
+  }
+  // A second import into the same split is refused unless forced.
+  o.force = false;
+  EXPECT_THROW(import_idx(o), Error);
 }

@@ -7,7 +7,6 @@
 // Errors are one line and exit code 2, like the trainer's.
 #include <boost/program_options.hpp>
 #include <cstdio>
-#include <filesystem>
 #include <iostream>
 #include <map>
 #include <mutex>
@@ -16,12 +15,9 @@
 #include "hpctrain/core/error.hpp"
 #include "hpctrain/core/table.hpp"
 #include "hpctrain/data/dataset.hpp"
-#include "hpctrain/data/idx.hpp"
-#include "hpctrain/data/shard_writer.hpp"
-#include "hpctrain/data/synthetic.hpp"
+#include "hpctrain/data/make_dataset.hpp"
 
 namespace po = boost::program_options;
-namespace fs = std::filesystem;
 using namespace hpctrain;
 
 namespace {
@@ -35,94 +31,26 @@ const char* kUsage =
     "L]\n"
     "       hpctrain-data inspect ROOT\n";
 
-void prepare_split_dir(const fs::path& dir, bool force) {
-  fs::create_directories(dir);
-  for (const auto& e : fs::directory_iterator(dir)) {
-    if (e.path().extension() != ".h5") continue;
-    if (!force) throw bad_input(dir.string() + " already holds shards; remove them or pass --force");
-    fs::remove(e.path());
-  }
-}
-
-std::string shard_name(const fs::path& dir, int i) {
-  char name[32];
-  std::snprintf(name, sizeof(name), "part-%05d.h5", i);
-  return (dir / name).string();
-}
-
-// Writes rows [0, n) produced by `fill(first, count, samples, labels)` into `shards` shards of dir.
-template <typename Fill>
-void write_split(const fs::path& dir, const ShardSpec& spec, std::int64_t n, int shards, Fill fill) {
-  std::int64_t sample_bytes = static_cast<std::int64_t>(sample_type_size(spec.type));
-  for (auto d : spec.sample_shape) sample_bytes *= d;
-  const std::int64_t per = (n + shards - 1) / shards;
-  const std::int64_t block = std::max<std::int64_t>(1, (std::int64_t{64} << 20) / sample_bytes);
-  std::vector<unsigned char> samples;
-  std::vector<std::int32_t> labels;
-  for (int s = 0; s * per < n; ++s) {
-    const std::int64_t first = s * per, rows = std::min(per, n - first);
-    ShardWriter w(shard_name(dir, s), spec, rows);
-    for (std::int64_t r = 0; r < rows; r += block) {
-      const std::int64_t count = std::min(block, rows - r);
-      samples.resize(static_cast<std::size_t>(count * sample_bytes));
-      labels.resize(static_cast<std::size_t>(count));
-      fill(first + r, count, samples.data(), labels.data());
-      w.append(count, samples.data(), labels.data());
-    }
-    w.close();
-  }
-  std::cout << "wrote " << n << " samples to " << dir.string() << " (" << (n + per - 1) / per << " shard(s))\n";
-}
-
-int import_idx(const po::variables_map& vm) {
-  const IdxArray images = read_idx(vm["images"].as<std::string>());
-  const IdxArray labels = read_idx(vm["labels"].as<std::string>());
-  const std::string images_path = vm["images"].as<std::string>();
-  if (images.dims.size() < 2) throw bad_input(images_path + ": expected an image file (2 or more dimensions)");
-  if (labels.dims.size() != 1)
-    throw bad_input(vm["labels"].as<std::string>() + ": expected a label file (1 dimension)");
-  if (images.dims[0] != labels.dims[0])
-    throw bad_input(images_path + ": " + std::to_string(images.dims[0]) + " images but " +
-                    std::to_string(labels.dims[0]) + " labels");
-  std::int64_t n = images.dims[0];
-  if (vm.count("limit")) n = std::min(n, vm["limit"].as<std::int64_t>());
-  const std::int64_t val = vm.count("val-count") ? vm["val-count"].as<std::int64_t>() : 0;
-  if (val < 0 || val >= n)
-    throw bad_input("--val-count " + std::to_string(val) + " must be in [0, " + std::to_string(n) + ")");
-
-  ShardSpec spec;
-  spec.sample_shape.assign(images.dims.begin() + 1, images.dims.end());
-  spec.type = SampleType::u8;
-  std::int32_t max_label = 0;
-  for (std::int64_t i = 0; i < n; ++i)
-    max_label = std::max<std::int32_t>(max_label, labels.data[static_cast<std::size_t>(i)]);
-  spec.num_classes = std::max<std::int64_t>(10, max_label + 1);
+int import_cmd(const po::variables_map& vm) {
+  ImportOptions o;
+  o.images = vm["images"].as<std::string>();
+  o.labels = vm["labels"].as<std::string>();
+  o.out = vm["out"].as<std::string>();
+  o.split = vm["split"].as<std::string>();
+  if (vm.count("limit")) o.limit = vm["limit"].as<std::int64_t>();
+  if (vm.count("val-count")) o.val_count = vm["val-count"].as<std::int64_t>();
+  o.shards = vm["shards"].as<int>();
+  o.chunk_rows = vm["chunk-rows"].as<std::int64_t>();
+  o.gzip = vm["gzip"].as<int>();
   if (vm.count("mean") || vm.count("std")) {
     if (!vm.count("mean") || !vm.count("std")) throw bad_input("--mean and --std go together");
-    spec.standardize = true;
-    spec.norm_a = {vm["mean"].as<double>()};
-    spec.norm_b = {vm["std"].as<double>()};
+    o.standardize = true;
+    o.mean = vm["mean"].as<double>();
+    o.std = vm["std"].as<double>();
   }
-  spec.chunk_rows = vm["chunk-rows"].as<std::int64_t>();
-  spec.gzip = vm["gzip"].as<int>();
-  const std::int64_t sample_bytes = static_cast<std::int64_t>(images.data.size()) / images.dims[0];
-  auto fill_from = [&](std::int64_t offset) {
-    return [&, offset](std::int64_t first, std::int64_t count, unsigned char* s, std::int32_t* l) {
-      std::memcpy(s, images.data.data() + (offset + first) * sample_bytes,
-                  static_cast<std::size_t>(count * sample_bytes));
-      for (std::int64_t i = 0; i < count; ++i) l[i] = labels.data[static_cast<std::size_t>(offset + first + i)];
-    };
-  };
-  const fs::path root = vm["out"].as<std::string>();
-  const std::string split = vm["split"].as<std::string>();
-  const int shards = vm["shards"].as<int>();
-  const bool force = vm.count("force") > 0;
-  prepare_split_dir(root / split, force);
-  write_split(root / split, spec, n - val, shards, fill_from(0));
-  if (val > 0) {
-    prepare_split_dir(root / "val", force);
-    write_split(root / "val", spec, val, std::max(1, static_cast<int>(shards * val / n)), fill_from(n - val));
-  }
+  o.force = vm.count("force") > 0;
+  const auto [train, val] = import_idx(o);
+  std::cout << "wrote " << train << " samples to " << o.out << "/" << o.split << (val ? " and " + std::to_string(val) + " to " + o.out + "/val" : "") << "\n";
   return 0;
 }
 
@@ -142,54 +70,27 @@ std::vector<std::int64_t> parse_shape(const std::string& text) {
 }
 
 int generate(const po::variables_map& vm) {
-  SyntheticSpec syn;
-  syn.sample_shape = parse_shape(vm["shape"].as<std::string>());
-  syn.num_classes = vm["classes"].as<std::int64_t>();
-  syn.seed = vm["seed"].as<std::uint64_t>();
+  GenerateOptions o;
+  o.spec.sample_shape = parse_shape(vm["shape"].as<std::string>());
+  o.spec.num_classes = vm["classes"].as<std::int64_t>();
+  if (o.spec.num_classes < 1) throw bad_input("--classes must be >= 1");
+  o.spec.seed = vm["seed"].as<std::uint64_t>();
   const std::string dtype = vm["dtype"].as<std::string>();
-  if (dtype == "uint8")
-    syn.type = SampleType::u8;
-  else if (dtype == "float16")
-    syn.type = SampleType::f16;
-  else if (dtype == "float32")
-    syn.type = SampleType::f32;
-  else
-    throw bad_input("--dtype '" + dtype + "': expected uint8, float16 or float32");
-  ShardSpec spec;
-  spec.sample_shape = syn.sample_shape;
-  spec.type = syn.type;
-  spec.num_classes = syn.num_classes;
-  if (syn.type == SampleType::u8)
-    spec.norm_a = {1.0 / 127.5}, spec.norm_b = {-1.0};
-  else
-    spec.norm_a = {1.0}, spec.norm_b = {0.0};
-  spec.chunk_rows = vm["chunk-rows"].as<std::int64_t>();
-  spec.gzip = vm["gzip"].as<int>();
-  const fs::path root = vm["out"].as<std::string>();
-  const int shards = vm["shards"].as<int>();
-  std::int64_t offset = 0;  // val and test samples continue the index space, so they are distinct
-  for (const char* split : {"train", "val", "test"}) {
-    const std::int64_t n = vm[split].as<std::int64_t>();
-    if (n <= 0) continue;
-    prepare_split_dir(root / split, vm.count("force") > 0);
-    std::int64_t sample_bytes = static_cast<std::int64_t>(sample_type_size(syn.type));
-    for (auto d : syn.sample_shape) sample_bytes *= d;
-    write_split(root / split, spec, n, std::string(split) == "train" ? shards : std::max(1, shards / 4),
-                [&, offset](std::int64_t first, std::int64_t count, unsigned char* s, std::int32_t* l) {
-                  for (std::int64_t i = 0; i < count; ++i) {
-                    synthetic_sample(syn, offset + first + i, s + i * sample_bytes);
-                    l[i] = synthetic_label(syn, offset + first + i);
-                  }
-                });
-    offset += n;
-  }
+  if (dtype == "uint8") o.spec.type = SampleType::u8;
+  else if (dtype == "float16") o.spec.type = SampleType::f16;
+  else if (dtype == "float32") o.spec.type = SampleType::f32;
+  else throw bad_input("--dtype '" + dtype + "': expected uint8, float16 or float32");
+  o.out = vm["out"].as<std::string>();
+  o.train = vm["train"].as<std::int64_t>();
+  o.val = vm["val"].as<std::int64_t>();
+  o.test = vm["test"].as<std::int64_t>();
+  o.shards = vm["shards"].as<int>();
+  o.chunk_rows = vm["chunk-rows"].as<std::int64_t>();
+  o.gzip = vm["gzip"].as<int>();
+  o.force = vm.count("force") > 0;
+  generate_dataset(o);
+  std::cout << "wrote " << o.train << " train, " << o.val << " val, " << o.test << " test samples to " << o.out << "\n";
   return 0;
-}
-
-std::string shape_text(const std::vector<std::int64_t>& shape) {
-  std::string out = "[";
-  for (std::size_t i = 0; i < shape.size(); ++i) out += (i ? "x" : "") + std::to_string(shape[i]);
-  return out + "]";
 }
 
 int inspect(const std::string& root) {
@@ -202,13 +103,6 @@ int inspect(const std::string& root) {
   std::string problems;
   for (const SplitIndex* s : {&index.train, index.val ? &*index.val : nullptr, index.test ? &*index.test : nullptr}) {
     if (!s) continue;
-    std::ostringstream norm;
-    norm.precision(6);
-    for (std::size_t c = 0; c < s->scale.size(); ++c) norm << (c ? "; " : "") << s->scale[c] << ", " << s->offset[c];
-    splits.add_row({s->name, std::to_string(s->shards.size()), std::to_string(s->total), shape_text(s->sample_shape),
-                    to_string(s->sample_type),
-                    s->classification ? "class" : "targets x" + std::to_string(s->label_width),
-                    std::to_string(s->num_classes), norm.str()});
     for (const auto& sh : s->shards) {
       files.add_row(
           {sh.path, std::to_string(sh.rows), std::to_string(sh.first), std::to_string(sh.chunk_rows), sh.compression});
@@ -223,7 +117,7 @@ int inspect(const std::string& root) {
     const std::string p = check_values(*s, 0, s->shards.size());
     if (!p.empty()) problems += "problem: " + p + "\n";
   }
-  std::cout << splits.render() << "\n" << files.render();
+  std::cout << describe_splits(index) << "\n" << files.render();
   if (!histogram.empty()) {
     Table hist({"class", "train", "val", "test"});
     for (const auto& [cls, counts] : histogram) {
@@ -284,9 +178,7 @@ int main(int argc, char** argv) {
       need("images");
       need("labels");
       need("out");
-      const std::string split = vm["split"].as<std::string>();
-      if (split != "train" && split != "val" && split != "test") throw bad_input("--split must be train, val or test");
-      return import_idx(vm);
+      return import_cmd(vm);
     }
     if (cmd == "generate") {
       need("out");

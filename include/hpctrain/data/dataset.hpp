@@ -84,6 +84,9 @@ std::string check_values(const SplitIndex& split, std::size_t first, std::size_t
 // error raised identically on every rank.
 DatasetIndex load_dataset_index(MPI_Comm comm, const std::string& root);
 
+// A table of the splits (shards, samples, shape, dtype, labels, normalization).
+std::string describe_splits(const DatasetIndex& index);
+
 std::string serialize(const DatasetIndex& index);
 DatasetIndex deserialize_dataset_index(const std::string& text);
 

@@ -1,0 +1,63 @@
+#!/usr/bin/env bash
+# data_tools.sh MPIRUN TRAINER HPCTRAIN_DATA: the dataset tools and the
+# trainer's data checks as users meet them: generate -> inspect -> dry run;
+# a damaged shard -> one line naming the file, exit code 2, from the
+# inspector and from the trainer at several ranks.
+set -u
+mpirun=$1
+trainer=$2
+tool=$3
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+fail=0
+check() {
+  local what=$1
+  shift
+  if "$@"; then echo "ok   $what"; else echo "FAIL $what"; fail=1; fi
+}
+
+out=$("$tool" generate --out "$tmp/syn" --shape 3x8x8 --classes 5 --train 400 --val 50 --test 60 --shards 3 \
+      --dtype float16 --chunk-rows 32 2>&1)
+check "generate exits 0" test $? -eq 0
+echo "$out"
+out=$("$tool" inspect "$tmp/syn" 2>&1)
+check "inspect exits 0" test $? -eq 0
+echo "$out" | head -20
+check "inspect lists the train split" grep -qE "^train +3 +400 +\[3x8x8\] +float16 +class +5" <<<"$out"
+check "inspect lists shards with chunking and compression" grep -qE "part-00002.h5 +132 +268 +32 +shuffle\+gzip\(4\)" <<<"$out"
+check "inspect prints a class histogram" grep -q "^class histogram" <<<"$out"
+check "inspect checked the values" grep -q "values checked" <<<"$out"
+
+cat >"$tmp/syn.ini" <<INI
+[data]
+path = $tmp/syn
+[train]
+global_batch = 48
+INI
+out=$("$mpirun" -q -np 3 --oversubscribe --bind-to none "$trainer" "$tmp/syn.ini" --dry-run 2>&1)
+check "dry run with the generated set exits 0" test $? -eq 0
+check "dry run reports steps per epoch" grep -qF "train: 8 steps per epoch of 48 samples (16 per rank)" <<<"$out"
+
+# Damage one shard: truncate it.
+shard=$tmp/syn/train/part-00001.h5
+truncate -s 3000 "$shard"
+err=$("$tool" inspect "$tmp/syn" 2>&1 >/dev/null)
+rc=$?
+echo "     $err"
+check "inspect of a truncated shard exits 2" test $rc -eq 2
+check "inspect names the shard" grep -qF "part-00001.h5" <<<"$err"
+err=$("$mpirun" -q -np 3 --oversubscribe --bind-to none "$trainer" "$tmp/syn.ini" --dry-run 2>&1 >/dev/null)
+rc=$?
+echo "     $err"
+check "trainer with a truncated shard exits 2" test $rc -eq 2
+check "trainer prints one line" test "$(grep -c . <<<"$err")" -eq 1
+check "trainer names the shard" grep -qF "part-00001.h5" <<<"$err"
+
+# A bad tool invocation.
+err=$("$tool" generate --out "$tmp/x" --shape 3xq 2>&1)
+rc=$?
+check "generate with a bad shape exits 2" test $rc -eq 2
+check "generate names the option" grep -qF -- "--shape '3xq'" <<<"$err"
+
+[ $fail -eq 0 ] && echo PASS || echo FAILED
+exit $fail

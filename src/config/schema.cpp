@@ -112,7 +112,9 @@ std::string expand_env(const std::string& raw, const EnvLookup& env) {
   return out;
 }
 
-std::uint64_t parse_size(const std::string& raw) {
+}  // namespace
+
+std::uint64_t parse_byte_size(const std::string& raw) {
   const std::string v = trim(raw);
   std::size_t digits = 0;
   while (digits < v.size() && std::isdigit(static_cast<unsigned char>(v[digits]))) ++digits;
@@ -135,8 +137,6 @@ std::uint64_t parse_size(const std::string& raw) {
   if (n > std::numeric_limits<std::uint64_t>::max() / mult) throw std::invalid_argument("byte count too large");
   return n * mult;
 }
-
-}  // namespace
 
 std::string trim(const std::string& s) {
   const auto b = s.find_first_not_of(" \t\r\n");
@@ -198,7 +198,7 @@ std::string canonical_value(const KeySpec& s, const std::string& raw_in, const E
       throw std::invalid_argument("expected " + describe_type(s));
     case ValueKind::text: return raw;
     case ValueKind::path: return expand_env(raw, env);
-    case ValueKind::size: return std::to_string(parse_size(raw));
+    case ValueKind::size: return std::to_string(parse_byte_size(raw));
     case ValueKind::real_pair: {
       const auto comma = raw.find(',');
       if (comma == std::string::npos) throw std::invalid_argument("expected " + describe_type(s));

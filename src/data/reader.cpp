@@ -131,6 +131,13 @@ void Reader::produce() {
       at = produced_;
     }
     Batch b;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      if (!spare_.empty()) {
+        b = std::move(spare_.back());
+        spare_.pop_back();
+      }
+    }
     b.epoch = at.epoch;
     b.step = at.step;
     try {
@@ -171,6 +178,11 @@ Batch Reader::next() {
   wait_s_ += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   advance(next_, sampler_->steps_per_epoch());
   return b;
+}
+
+void Reader::recycle(Batch&& batch) {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (spare_.size() < static_cast<std::size_t>(options_.prefetch) + 1) spare_.push_back(std::move(batch));
 }
 
 SamplerState Reader::state() const { return next_; }

@@ -114,7 +114,7 @@ ChunkCache::Block& ChunkCache::block(std::size_t shard, std::int64_t chunk) {
   }
   const Shard& s = split_.shards[shard];
   const std::int64_t first = chunk * s.chunk_rows, rows = std::min(s.chunk_rows, s.rows - first);
-  Block b;
+  Block b = std::move(spare_);  // reuse an evicted block's buffers: no allocation, no zero-fill
   {
     std::lock_guard<std::mutex> lock(h5::lock());
     if (want_samples_) {
@@ -135,6 +135,7 @@ ChunkCache::Block& ChunkCache::block(std::size_t shard, std::int64_t chunk) {
   while (!lru_.empty() && held_ + size > capacity_) {  // evict least recently used
     auto victim = blocks_.find(lru_.back());
     held_ -= victim->second.samples.size() + victim->second.labels.size();
+    spare_ = std::move(victim->second);
     blocks_.erase(victim);
     lru_.pop_back();
   }

@@ -115,7 +115,7 @@ Id create_dataset(hid_t loc, const std::string& name, hid_t type, const std::vec
   chunk[0] = std::max<hsize_t>(1, std::min(chunk_rows, shape[0]));
   CHECK_H5(H5Pset_chunk(dcpl.get(), static_cast<int>(chunk.size()), chunk.data()));
   if (gzip > 0) {
-    CHECK_H5(H5Pset_shuffle(dcpl.get()));
+    if (H5Tget_size(type) > 1) CHECK_H5(H5Pset_shuffle(dcpl.get()));  // byte shuffling helps multi-byte types only
     CHECK_H5(H5Pset_deflate(dcpl.get(), static_cast<unsigned>(gzip)));
   }
   return Id(CHECK_H5(H5Dcreate2(loc, name.c_str(), type, space.get(), H5P_DEFAULT, dcpl.get(), H5P_DEFAULT)));

@@ -28,6 +28,23 @@ check "inspect lists shards with chunking and compression" grep -qE "part-00002.
 check "inspect prints a class histogram" grep -q "^class histogram" <<<"$out"
 check "inspect checked the values" grep -q "values checked" <<<"$out"
 
+# Users read shards with h5py too (Debian's python3-h5py, installed by tools/setup.sh).
+out=$(/usr/bin/python3 - "$tmp/syn/train/part-00000.h5" <<'PY' 2>&1
+import sys, h5py, numpy as np
+f = h5py.File(sys.argv[1], "r")
+fmt = f.attrs["format"]
+fmt = fmt.decode() if isinstance(fmt, bytes) else fmt
+assert fmt == "hpctrain-dataset", fmt
+assert f["samples"].dtype == np.float16 and f["samples"].shape == (134, 3, 8, 8), (f["samples"].dtype, f["samples"].shape)
+assert f["labels"].shape == (134,) and int(f["labels"][:].max()) < int(f.attrs["num_classes"])
+assert np.isfinite(f["samples"][:]).all()
+print("h5py ok", f["samples"].shape, f["samples"].dtype)
+PY
+)
+rc=$?
+echo "     $out"
+check "h5py reads a shard (float16 samples, attributes)" test $rc -eq 0
+
 cat >"$tmp/syn.ini" <<INI
 [data]
 path = $tmp/syn

@@ -3,6 +3,7 @@
 // parsing, validation, the --dry-run listing and the --help text.
 #pragma once
 
+#include <cstdint>
 #include <functional>
 #include <string>
 #include <vector>
@@ -40,6 +41,9 @@ std::string canonical_value(const KeySpec& spec, const std::string& raw, const E
 
 // Human description of a key's type: "integer >= 1", "one of: auto|cpu|cuda", ...
 std::string describe_type(const KeySpec& spec);
+
+// "4096", "512M", "2G" (K/M/G/T = 2^10..2^40) -> bytes; std::invalid_argument otherwise.
+std::uint64_t parse_byte_size(const std::string& text);
 
 // `s` without leading and trailing white space.
 std::string trim(const std::string& s);

@@ -61,7 +61,10 @@ class Reader {
 
   // Training stream: batches of global-batch slices from `sampler`, starting at `from`.
   void start(const Sampler& sampler, SamplerState from);
-  Batch next();                                    // blocks until the next batch is ready
+  Batch next();  // blocks until the next batch is ready
+  // Hands a used batch back so its buffers are reused (no allocation or
+  // zero-filling of a new batch per step). Optional.
+  void recycle(Batch&& batch);
   SamplerState state() const;                      // position of the batch next() returns next
   double wait_seconds() const { return wait_s_; }  // total time next() waited
 
@@ -86,6 +89,7 @@ class Reader {
   std::mutex mu_;
   std::condition_variable cv_;
   std::deque<Batch> queue_;
+  std::vector<Batch> spare_;  // recycled batches whose buffers produce() reuses
   std::string error_;
   bool stop_ = false;
   std::thread thread_;

@@ -77,6 +77,7 @@ class ChunkCache final : public SampleStore {
   std::vector<OpenShard> open_;
   std::unordered_map<std::uint64_t, Block> blocks_;
   std::list<std::uint64_t> lru_;  // most recent first
+  Block spare_;                   // the last evicted block's buffers, reused for the next read
   std::uint64_t held_ = 0, read_ = 0;
   std::mutex mu_;
 };

@@ -423,3 +423,23 @@ TEST_F(DatasetTest, ImporterShardsEqualTheIdxSource) {
   o.force = false;
   EXPECT_THROW(import_idx(o), Error);
 }
+
+TEST_F(DatasetTest, DimensionsWhoseProductOverflowsAreRefused) {
+  {
+    h5::Id f = new_file("a.h5");
+    attrs(f.get());
+    // 2^31 x 2^31 x 8 elements per sample: 2^65, more than 64 bits can count.
+    h5::Id space(CHECK_H5(H5Screate_simple(4, std::vector<hsize_t>{1, 1ull << 31, 1ull << 31, 8}.data(), nullptr)));
+    h5::Id dcpl(CHECK_H5(H5Pcreate(H5P_DATASET_CREATE)));
+    const hsize_t chunk[4] = {1, 16, 16, 8};
+    CHECK_H5(H5Pset_chunk(dcpl.get(), 4, chunk));
+    const hid_t d = H5Dcreate2(f.get(), "samples", H5T_STD_U8LE, space.get(), H5P_DEFAULT, dcpl.get(), H5P_DEFAULT);
+    if (d < 0) GTEST_SKIP() << "this HDF5 refuses to create such a dataset: " << hdf5_error_text();
+    H5Dclose(d);
+    dataset(f.get(), "labels", H5T_STD_I32LE, {1});
+  }
+  const std::string m = error_of();
+  EXPECT_NE(m.find("a.h5: /samples shape [1, 2147483648, 2147483648, 8]: the sample size overflows 64 bits"),
+            std::string::npos)
+      << m;
+}

@@ -177,7 +177,7 @@ void print_dry_run(const Config& cfg, Runtime& rt) {
   Table keys({"key", "value", "source"});
   for (const auto& k : cfg.resolved) keys.add_row({k.name, k.value.empty() ? "(none)" : k.value, k.source});
   os << "Configuration\n" << keys.render() << "\n";
-  const std::string grid = rt.grid_table();  // collective
+  const std::string grid = rt.grid_table();         // collective
   const std::string data = describe_data(cfg, rt);  // collective
   os << "Process grid: " << shape.world << " rank(s) = " << shape.dp_size << " data-parallel x " << shape.mp_size
      << " model-parallel (rank r: mp = r % " << shape.mp_size << ", dp = r / " << shape.mp_size << ")\n"

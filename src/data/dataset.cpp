@@ -398,9 +398,9 @@ std::string describe_splits(const DatasetIndex& index) {
     shape << "[";
     for (std::size_t i = 0; i < s->sample_shape.size(); ++i) shape << (i ? "x" : "") << s->sample_shape[i];
     shape << "]";
-    t.add_row({s->name, std::to_string(s->shards.size()), std::to_string(s->total), shape.str(), to_string(s->sample_type),
-               s->classification ? "class" : "targets x" + std::to_string(s->label_width), std::to_string(s->num_classes),
-               norm.str()});
+    t.add_row({s->name, std::to_string(s->shards.size()), std::to_string(s->total), shape.str(),
+               to_string(s->sample_type), s->classification ? "class" : "targets x" + std::to_string(s->label_width),
+               std::to_string(s->num_classes), norm.str()});
   }
   return t.render();
 }

@@ -79,7 +79,8 @@ std::pair<std::int64_t, std::int64_t> import_idx(const ImportOptions& o) {
   const std::int64_t sample_bytes = static_cast<std::int64_t>(images.data.size()) / images.dims[0];
   auto from = [&](std::int64_t offset) {
     return [&, offset](std::int64_t first, std::int64_t count, unsigned char* s, std::int32_t* l) {
-      std::memcpy(s, images.data.data() + (offset + first) * sample_bytes, static_cast<std::size_t>(count * sample_bytes));
+      std::memcpy(s, images.data.data() + (offset + first) * sample_bytes,
+                  static_cast<std::size_t>(count * sample_bytes));
       for (std::int64_t i = 0; i < count; ++i) l[i] = labels.data[static_cast<std::size_t>(offset + first + i)];
     };
   };
@@ -99,14 +100,17 @@ void generate_dataset(const GenerateOptions& o) {
   spec.sample_shape = o.spec.sample_shape;
   spec.type = o.spec.type;
   spec.num_classes = o.spec.num_classes;
-  if (o.spec.type == SampleType::u8) spec.norm_a = {1.0 / 127.5}, spec.norm_b = {-1.0};
-  else spec.norm_a = {1.0}, spec.norm_b = {0.0};
+  if (o.spec.type == SampleType::u8)
+    spec.norm_a = {1.0 / 127.5}, spec.norm_b = {-1.0};
+  else
+    spec.norm_a = {1.0}, spec.norm_b = {0.0};
   spec.chunk_rows = o.chunk_rows;
   spec.gzip = o.gzip;
   std::int64_t sample_bytes = static_cast<std::int64_t>(sample_type_size(o.spec.type));
   for (auto d : o.spec.sample_shape) sample_bytes *= d;
   std::int64_t offset = 0;
-  for (const auto& [split, n] : {std::pair<const char*, std::int64_t>{"train", o.train}, {"val", o.val}, {"test", o.test}}) {
+  for (const auto& [split, n] :
+       {std::pair<const char*, std::int64_t>{"train", o.train}, {"val", o.val}, {"test", o.test}}) {
     if (n <= 0) continue;
     const fs::path dir = fs::path(o.out) / split;
     prepare_split_dir(dir, o.force);

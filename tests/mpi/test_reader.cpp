@@ -64,7 +64,8 @@ std::string make_dataset(const std::vector<std::int64_t>& train_shards, bool nan
       first += n;
     };
     for (std::size_t i = 0; i < train_shards.size(); ++i)
-      write(fs::path(root) / "train", static_cast<int>(i), train_shards[i], nan_in_last && i + 1 == train_shards.size());
+      write(fs::path(root) / "train", static_cast<int>(i), train_shards[i],
+            nan_in_last && i + 1 == train_shards.size());
     first = 100000;  // val samples are different samples
     write(fs::path(root) / "val", 0, 57, false);
   }
@@ -91,7 +92,8 @@ std::vector<std::int64_t> gather_all(const std::vector<std::int64_t>& mine) {
   int total = 0;
   for (int i = 0; i < n; ++i) displs[static_cast<std::size_t>(i)] = total, total += counts[static_cast<std::size_t>(i)];
   std::vector<std::int64_t> all(static_cast<std::size_t>(total));
-  MPI_Allgatherv(mine.data(), count, MPI_INT64_T, all.data(), counts.data(), displs.data(), MPI_INT64_T, MPI_COMM_WORLD);
+  MPI_Allgatherv(mine.data(), count, MPI_INT64_T, all.data(), counts.data(), displs.data(), MPI_INT64_T,
+                 MPI_COMM_WORLD);
   return all;
 }
 
@@ -117,7 +119,7 @@ TEST(Reader, EpochCoversTheDatasetAndMatchesTheGlobalBatches) {
   ASSERT_TRUE(index.val.has_value());
   MPI_Comm node = node_comm();
   const int r = world_rank(), n = world_size();
-  const std::int64_t B = 24;  // divisible by 1, 2, 3, 4
+  const std::int64_t B = 24;                                                         // divisible by 1, 2, 3, 4
   for (const std::uint64_t cache : {std::uint64_t{1} << 30, std::uint64_t{2000}}) {  // node cache, chunk cache
     for (Shuffle mode : {Shuffle::global, Shuffle::chunk, Shuffle::none}) {
       for (LastBatch last : {LastBatch::drop, LastBatch::wrap}) {
@@ -134,7 +136,8 @@ TEST(Reader, EpochCoversTheDatasetAndMatchesTheGlobalBatches) {
         ro.dp = r;
         ro.dp_size = n;
         Reader reader(index.train, node, ro);
-        EXPECT_STREQ(reader.store().kind(), cache > 1000000 ? "node cache (shared memory)" : "HDF5 chunk cache (per rank)");
+        EXPECT_STREQ(reader.store().kind(),
+                     cache > 1000000 ? "node cache (shared memory)" : "HDF5 chunk cache (per rank)");
         reader.start(sampler, {5, 1, 0});
         std::vector<std::int64_t> mine;
         for (std::int64_t s = 0; s < sampler.steps_per_epoch(); ++s) {

@@ -377,13 +377,15 @@ TEST_F(DatasetTest, ImporterShardsEqualTheIdxSource) {
   if (!fs::exists(images)) {
     images = (root / "img.gz").string();
     labels = (root / "lab.gz").string();
-    std::vector<unsigned char> h{0, 0, 8, 3, 0, 0, 0x01, 0xF4, 0, 0, 0, 28, 0, 0, 0, 28}, l{0, 0, 8, 1, 0, 0, 0x01, 0xF4};
+    std::vector<unsigned char> h{0, 0, 8, 3, 0, 0, 0x01, 0xF4, 0, 0, 0, 28, 0, 0, 0, 28},
+        l{0, 0, 8, 1, 0, 0, 0x01, 0xF4};
     gzFile gi = gzopen(images.c_str(), "wb"), gl = gzopen(labels.c_str(), "wb");
     gzwrite(gi, h.data(), 16);
     gzwrite(gl, l.data(), 8);
     for (int i = 0; i < 500; ++i) {
       std::vector<unsigned char> px(784);
-      for (int k = 0; k < 784; ++k) px[static_cast<std::size_t>(k)] = static_cast<unsigned char>((i * 31 + k * 7) % 256);
+      for (int k = 0; k < 784; ++k)
+        px[static_cast<std::size_t>(k)] = static_cast<unsigned char>((i * 31 + k * 7) % 256);
       gzwrite(gi, px.data(), 784);
       const unsigned char c = static_cast<unsigned char>(i % 10);
       gzwrite(gl, &c, 1);

@@ -50,7 +50,8 @@ int import_cmd(const po::variables_map& vm) {
   }
   o.force = vm.count("force") > 0;
   const auto [train, val] = import_idx(o);
-  std::cout << "wrote " << train << " samples to " << o.out << "/" << o.split << (val ? " and " + std::to_string(val) + " to " + o.out + "/val" : "") << "\n";
+  std::cout << "wrote " << train << " samples to " << o.out << "/" << o.split
+            << (val ? " and " + std::to_string(val) + " to " + o.out + "/val" : "") << "\n";
   return 0;
 }
 
@@ -76,10 +77,14 @@ int generate(const po::variables_map& vm) {
   if (o.spec.num_classes < 1) throw bad_input("--classes must be >= 1");
   o.spec.seed = vm["seed"].as<std::uint64_t>();
   const std::string dtype = vm["dtype"].as<std::string>();
-  if (dtype == "uint8") o.spec.type = SampleType::u8;
-  else if (dtype == "float16") o.spec.type = SampleType::f16;
-  else if (dtype == "float32") o.spec.type = SampleType::f32;
-  else throw bad_input("--dtype '" + dtype + "': expected uint8, float16 or float32");
+  if (dtype == "uint8")
+    o.spec.type = SampleType::u8;
+  else if (dtype == "float16")
+    o.spec.type = SampleType::f16;
+  else if (dtype == "float32")
+    o.spec.type = SampleType::f32;
+  else
+    throw bad_input("--dtype '" + dtype + "': expected uint8, float16 or float32");
   o.out = vm["out"].as<std::string>();
   o.train = vm["train"].as<std::int64_t>();
   o.val = vm["val"].as<std::int64_t>();

@@ -16,8 +16,8 @@ struct ImportOptions {
   std::string images, labels;  // IDX files, gzipped or plain
   std::string out;             // dataset root
   std::string split = "train";
-  std::int64_t limit = -1;      // import only the first `limit` items (-1: all)
-  std::int64_t val_count = 0;   // the last val_count of those go to val/
+  std::int64_t limit = -1;     // import only the first `limit` items (-1: all)
+  std::int64_t val_count = 0;  // the last val_count of those go to val/
   int shards = 1;
   std::int64_t chunk_rows = 256;
   int gzip = 4;
@@ -33,7 +33,7 @@ struct GenerateOptions {
   SyntheticSpec spec;
   std::string out;
   std::int64_t train = 10000, val = 0, test = 0;  // val and test continue the sample index space
-  int shards = 1;                                  // train shards (val and test: a quarter, at least 1)
+  int shards = 1;                                 // train shards (val and test: a quarter, at least 1)
   std::int64_t chunk_rows = 256;
   int gzip = 4;
   bool force = false;

@@ -20,8 +20,10 @@
 #include "hpctrain/data/dataset.hpp"
 #include "hpctrain/data/sampler.hpp"
 #include "hpctrain/data/store.hpp"
+#include "hpctrain/model/model.hpp"
 #include "hpctrain/runtime/mpi_handles.hpp"
 #include "hpctrain/runtime/runtime.hpp"
+#include "hpctrain/train/trainer.hpp"
 
 namespace po = boost::program_options;
 
@@ -167,6 +169,13 @@ std::string describe_data(const Config& cfg, const Runtime& rt) {
      << cfg.train.global_batch << " samples (" << rt.per_rank_batch() << " per rank); store: "
      << (need <= cfg.data.cache_bytes ? "node cache, " : "chunk cache (split larger than [data] cache_bytes), ")
      << need / (1 << 20) << " MiB for the split, cache_bytes " << cfg.data.cache_bytes / (1 << 20) << " MiB\n";
+  if (!cfg.model.layers.empty()) {  // shapes inferred from the data, checked like a real run
+    Allocator alloc;
+    LayerRegistry registry;
+    register_builtin_layers(registry);
+    const Model model(cfg.model.layers, index.train.sample_shape, registry, alloc);
+    os << "\nModel\n" << model.summary();
+  }
   return os.str();
 }
 
@@ -261,9 +270,9 @@ int run_trainer(int argc, char** argv) {
       print_dry_run(cfg, rt);
       return 0;
     }
-    throw Error(ExitCode::internal, Scope::every_rank,
-                "this build has no training engine yet (it arrives with the engine issue); run with --dry-run to "
-                "check a configuration and the process grid");
+    const DatasetIndex index = load_dataset_index(MPI_COMM_WORLD, cfg.data.path);
+    Trainer trainer(cfg, rt, index);
+    return trainer.run();
   });
 }
 

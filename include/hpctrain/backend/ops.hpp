@@ -1,0 +1,45 @@
+// The backend operations layers and optimizers use, declared once and
+// dispatched on the tensors' device to backend/cpu (the reference) or
+// backend/cuda. Tensors are f32; "rows" is the batch dimension, "cols" the
+// product of the others.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "hpctrain/tensor/tensor.hpp"
+
+namespace hpctrain {
+
+enum class Activation { relu, tanh, gelu };
+
+// c = alpha * op(a) * op(b) + beta * c, on 2-D views (rows x cols) of the tensors.
+void gemm(bool trans_a, bool trans_b, float alpha, const Tensor& a, const Tensor& b, float beta, Tensor& c);
+// y[i, :] += bias
+void add_bias(Tensor& y, const Tensor& bias);
+// db += sum_i dy[i, :]
+void accumulate_bias_grad(const Tensor& dy, Tensor& db);
+void activation_forward(Activation f, const Tensor& x, Tensor& y);
+// dx = dy * f'(x)
+void activation_backward(Activation f, const Tensor& x, const Tensor& dy, Tensor& dx);
+void copy(const Tensor& src, Tensor& dst);
+void fill(Tensor& t, float value);
+void scale(Tensor& t, float factor);
+// Mean over rows of -log softmax(logits)[label]; probs receives the softmax.
+float softmax_cross_entropy(const Tensor& logits, const std::int32_t* labels, Tensor& probs);
+// dlogits = (probs - onehot(labels)) * grad_scale
+void softmax_cross_entropy_backward(const Tensor& probs, const std::int32_t* labels, float grad_scale, Tensor& dlogits);
+// Mean over rows of sum_j (pred - target)^2 / cols; and its gradient times grad_scale.
+float mean_squared_error(const Tensor& pred, const float* target);
+void mean_squared_error_backward(const Tensor& pred, const float* target, float grad_scale, Tensor& dpred);
+// Rows whose largest logit is the label.
+std::int64_t count_correct(const Tensor& logits, const std::int32_t* labels);
+// SGD with momentum (PyTorch's form): g' = g + wd*w; m = mu*m + g'; w -= lr * (nesterov ? g' + mu*m : m).
+void sgd_update(Tensor& w, const Tensor& g, Tensor& m, float lr, float momentum, float weight_decay, bool nesterov);
+double sum_of_squares(const Tensor& t);
+
+// Every operation above, by name (tests check each is dispatched to both backends).
+const std::vector<std::string>& backend_operations();
+
+}  // namespace hpctrain

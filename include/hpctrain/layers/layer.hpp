@@ -1,0 +1,55 @@
+// The layer interface: per-sample shape inference, parameters (views into the
+// model's flat buffers), forward, and a backward that writes the input
+// gradient and ADDS the parameter gradients (so micro-batches accumulate).
+// One layer per file in src/layers/, registered by register_builtin_layers().
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "hpctrain/tensor/tensor.hpp"
+
+namespace hpctrain {
+
+enum class Init { he_normal, xavier_uniform, zeros, ones };
+
+struct ParamSpec {
+  std::string name;  // "weight", "bias"
+  Shape shape;
+  Init init = Init::zeros;
+  std::int64_t fan_in = 1, fan_out = 1;
+};
+
+class Layer {
+ public:
+  virtual ~Layer() = default;
+  virtual const char* type() const = 0;
+  // Output shape for a per-sample input shape; throws bad_input when the input does not fit.
+  virtual Shape output_shape(const Shape& in) const = 0;
+  virtual std::vector<ParamSpec> param_specs(const Shape& /*in*/) const { return {}; }
+  // The model hands the layer views into its flat parameter and gradient buffers.
+  void bind(std::vector<Tensor> params, std::vector<Tensor> grads) {
+    params_ = std::move(params);
+    grads_ = std::move(grads);
+  }
+  // x: [batch, in...], y: [batch, out...] (both allocated by the model).
+  virtual void forward(const Tensor& x, Tensor& y) = 0;
+  // dx is undefined (!dx.defined()) for the first layer: nothing needs it, skip computing it.
+  virtual void backward(const Tensor& x, const Tensor& y, const Tensor& dy, Tensor& dx) = 0;
+
+ protected:
+  std::vector<Tensor> params_, grads_;
+};
+
+// A layer's arguments as written in [model] layers: dense(128), conv(32,3,pad=1).
+struct LayerArgs {
+  std::string type;
+  std::vector<std::int64_t> positional;
+  std::map<std::string, std::string> named;
+  std::string text;  // as written, for messages
+};
+
+}  // namespace hpctrain

@@ -1,0 +1,29 @@
+// Losses on the model's output: softmax cross-entropy for classes, mean
+// squared error for regression targets. forward() returns the mean over the
+// rows; backward() writes grad_scale * d(sum of row losses)/d(output), so the
+// caller passes 1 / (rows in the whole step) to get the mean's gradient.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+
+#include "hpctrain/tensor/tensor.hpp"
+
+namespace hpctrain {
+
+struct Targets {
+  const std::int32_t* classes = nullptr;  // classification
+  const float* values = nullptr;          // regression, rows x width
+};
+
+class Loss {
+ public:
+  virtual ~Loss() = default;
+  virtual const char* name() const = 0;
+  virtual float forward(const Tensor& out, const Targets& t) = 0;
+  virtual void backward(const Tensor& out, const Targets& t, float grad_scale, Tensor& dout) = 0;
+};
+
+std::unique_ptr<Loss> make_loss(bool classification, Allocator& alloc);
+
+}  // namespace hpctrain

@@ -1,0 +1,37 @@
+// The registry of layer types, filled explicitly by register_builtin_layers()
+// (no static initializers), and the parser of [model] layers strings.
+#pragma once
+
+#include <functional>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "hpctrain/layers/layer.hpp"
+
+namespace hpctrain {
+
+using LayerFactory = std::function<std::unique_ptr<Layer>(const LayerArgs&)>;
+
+class LayerRegistry {
+ public:
+  void add(const std::string& type, LayerFactory factory);
+  // bad_input naming the layer and listing the known types when unknown.
+  std::unique_ptr<Layer> make(const LayerArgs& args) const;
+  std::vector<std::string> types() const;
+
+ private:
+  std::map<std::string, LayerFactory> factories_;
+};
+
+void register_builtin_layers(LayerRegistry& registry);
+
+// "flatten dense(128) relu dense(10)" -> one LayerArgs per layer; bad_input on syntax errors.
+std::vector<LayerArgs> parse_layers(const std::string& text);
+
+// Helpers for factories: the i-th positional argument, or a named one, as an integer.
+std::int64_t int_arg(const LayerArgs& a, std::size_t index, const std::string& what);
+void expect_no_args(const LayerArgs& a);
+
+}  // namespace hpctrain

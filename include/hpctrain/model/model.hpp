@@ -1,0 +1,58 @@
+// A model: the layers of [model] layers in order, shapes inferred from the
+// data's sample shape, parameters and gradients in one flat buffer each
+// (layer i's parameters are views named "<ii>_<type>/<param>"), activations
+// allocated for a batch size, forward and backward through all layers.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "hpctrain/layers/registry.hpp"
+#include "hpctrain/tensor/tensor.hpp"
+
+namespace hpctrain {
+
+struct ParamInfo {
+  std::string name;  // "03_dense/weight"
+  std::int64_t offset = 0;
+  Shape shape;
+  Init init = Init::zeros;
+  std::int64_t fan_in = 1, fan_out = 1;
+};
+
+class Model {
+ public:
+  // bad_input for unknown layer types, bad arguments or shapes that do not fit.
+  Model(const std::string& layers, const Shape& sample_shape, const LayerRegistry& registry, Allocator& alloc);
+
+  // Deterministic initialization from the seed (He normal / Xavier uniform / zeros),
+  // a pure function of (seed, parameter index): the same on every rank.
+  void init_parameters(std::uint64_t seed);
+  void set_batch(std::int64_t rows);  // allocates activations when the batch grows
+  const Tensor& forward(const Tensor& x);
+  // Writes every layer's input gradient and ADDS to the gradient buffer.
+  void backward(const Tensor& x, const Tensor& dout);
+  Tensor& dout() { return grads_act_.back(); }  // where the loss writes d(loss)/d(output)
+
+  Tensor& parameters() { return params_; }
+  Tensor& gradients() { return grads_; }
+  const std::vector<ParamInfo>& param_info() const { return info_; }
+  const Shape& output_shape() const { return shapes_.back(); }
+  std::size_t layers() const { return layers_.size(); }
+  std::string summary() const;  // table: layer, output shape, parameters
+
+ private:
+  Allocator& alloc_;
+  std::vector<std::unique_ptr<Layer>> layers_;
+  std::vector<std::string> names_;  // "00_flatten"
+  std::vector<Shape> shapes_;       // per-sample: input, then each layer's output
+  std::vector<ParamInfo> info_;
+  Tensor params_, grads_;
+  std::int64_t rows_ = -1, capacity_ = 0;
+  std::vector<Tensor> act_buf_, grad_buf_;  // capacity-sized buffers
+  std::vector<Tensor> acts_, grads_act_;    // [i] = output of layer i-1 for rows_ (acts_[0] unused: the input)
+};
+
+}  // namespace hpctrain

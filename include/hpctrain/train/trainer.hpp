@@ -1,0 +1,62 @@
+// The training loop, readable top to bottom in Trainer::run(): next batch ->
+// forward -> loss -> backward -> average gradients over the data-parallel
+// group -> optimizer step -> log -> maybe evaluate; then the final
+// evaluation and the run summary (printed, and summary.json).
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "hpctrain/comm/communicator.hpp"
+#include "hpctrain/config/config.hpp"
+#include "hpctrain/data/dataset.hpp"
+#include "hpctrain/data/reader.hpp"
+#include "hpctrain/layers/loss.hpp"
+#include "hpctrain/model/model.hpp"
+#include "hpctrain/optim/optimizer.hpp"
+#include "hpctrain/runtime/runtime.hpp"
+
+namespace hpctrain {
+
+struct StepStats {  // this rank's share of one step
+  double loss_sum = 0;  // sum over its samples
+  std::int64_t correct = 0, samples = 0;
+};
+
+struct EvalResult {  // exact over all ranks
+  double loss = 0, accuracy = 0;
+  std::int64_t samples = 0;
+};
+
+class Trainer {
+ public:
+  // Collective: builds the model, broadcasts the parameters from rank 0 of the
+  // data-parallel group and verifies every rank holds the same bits.
+  Trainer(const Config& cfg, Runtime& rt, const DatasetIndex& index);
+  ~Trainer();
+
+  // One optimizer step on this rank's slice of a global batch.
+  StepStats train_step(const Batch& batch, float lr);
+  EvalResult evaluate(const SplitIndex& split);
+  int run();  // the whole training run; returns the exit code
+
+  Model& model() { return *model_; }
+  Communicator& dp_comm() { return *comm_; }
+
+ private:
+  const Config& cfg_;
+  Runtime& rt_;
+  const DatasetIndex& index_;
+  Allocator alloc_;
+  std::unique_ptr<Model> model_;
+  std::unique_ptr<Loss> loss_;
+  std::unique_ptr<Optimizer> opt_;
+  std::unique_ptr<Communicator> comm_;
+  MPI_Comm node_ = MPI_COMM_NULL;
+};
+
+// Collective: verifies every rank of `comm` holds bit-identical `t`; internal error otherwise.
+void verify_identical(Communicator& comm, const Tensor& t, const std::string& what);
+
+}  // namespace hpctrain

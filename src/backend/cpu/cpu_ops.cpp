@@ -1,0 +1,180 @@
+// The CPU backend (backend/cpu/cpu_ops.hpp): the reference every other
+// backend is tested against.
+#include "hpctrain/backend/cpu/cpu_ops.hpp"
+
+#include <cblas.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+
+#include "hpctrain/core/error.hpp"
+
+namespace hpctrain::cpu {
+
+namespace {
+void same_size(const Tensor& a, const Tensor& b, const char* op) {
+  HPCT_CHECK(a.numel() == b.numel(), std::string(op) + ": sizes " + shape_string(a.shape()) + " and " +
+                                         shape_string(b.shape()) + " differ");
+}
+constexpr float kInvSqrt2 = 0.70710678118654752f;
+constexpr float kInvSqrt2Pi = 0.39894228040143268f;
+}  // namespace
+
+void gemm(bool ta, bool tb, float alpha, const Tensor& a, const Tensor& b, float beta, Tensor& c) {
+  const auto m = static_cast<int>(ta ? a.cols() : a.rows()), k = static_cast<int>(ta ? a.rows() : a.cols());
+  const auto kb = static_cast<int>(tb ? b.cols() : b.rows()), n = static_cast<int>(tb ? b.rows() : b.cols());
+  HPCT_CHECK(k == kb && c.rows() == m && c.cols() == n,
+             "gemm shapes " + shape_string(a.shape()) + (ta ? "^T" : "") + " x " + shape_string(b.shape()) +
+                 (tb ? "^T" : "") + " -> " + shape_string(c.shape()));
+  if (m == 0 || n == 0) return;
+  cblas_sgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans, m, n, k, alpha, a.data(),
+              static_cast<int>(a.cols()), b.data(), static_cast<int>(b.cols()), beta, c.data(), n);
+}
+
+void add_bias(Tensor& y, const Tensor& bias) {
+  HPCT_CHECK(y.cols() == bias.numel(), "add_bias: " + shape_string(y.shape()) + " + " + shape_string(bias.shape()));
+  const std::int64_t n = y.cols();
+  for (std::int64_t i = 0; i < y.rows(); ++i) {
+    float* row = y.data() + i * n;
+    for (std::int64_t j = 0; j < n; ++j) row[j] += bias.data()[j];
+  }
+}
+
+void accumulate_bias_grad(const Tensor& dy, Tensor& db) {
+  HPCT_CHECK(dy.cols() == db.numel(), "bias grad: " + shape_string(dy.shape()) + " -> " + shape_string(db.shape()));
+  const std::int64_t n = dy.cols();
+  for (std::int64_t i = 0; i < dy.rows(); ++i) {
+    const float* row = dy.data() + i * n;
+    for (std::int64_t j = 0; j < n; ++j) db.data()[j] += row[j];
+  }
+}
+
+void activation_forward(Activation f, const Tensor& x, Tensor& y) {
+  same_size(x, y, "activation");
+  const float* in = x.data();
+  float* out = y.data();
+  const std::int64_t n = x.numel();
+  switch (f) {
+    case Activation::relu:
+      for (std::int64_t i = 0; i < n; ++i) out[i] = in[i] > 0 ? in[i] : 0.f;
+      break;
+    case Activation::tanh:
+      for (std::int64_t i = 0; i < n; ++i) out[i] = std::tanh(in[i]);
+      break;
+    case Activation::gelu:  // exact: x * Phi(x)
+      for (std::int64_t i = 0; i < n; ++i) out[i] = 0.5f * in[i] * (1.f + std::erf(in[i] * kInvSqrt2));
+      break;
+  }
+}
+
+void activation_backward(Activation f, const Tensor& x, const Tensor& dy, Tensor& dx) {
+  same_size(x, dy, "activation backward");
+  same_size(x, dx, "activation backward");
+  const float* in = x.data();
+  const float* g = dy.data();
+  float* out = dx.data();
+  const std::int64_t n = x.numel();
+  switch (f) {
+    case Activation::relu:
+      for (std::int64_t i = 0; i < n; ++i) out[i] = in[i] > 0 ? g[i] : 0.f;
+      break;
+    case Activation::tanh:
+      for (std::int64_t i = 0; i < n; ++i) {
+        const float t = std::tanh(in[i]);
+        out[i] = g[i] * (1.f - t * t);
+      }
+      break;
+    case Activation::gelu:
+      for (std::int64_t i = 0; i < n; ++i) {
+        const float cdf = 0.5f * (1.f + std::erf(in[i] * kInvSqrt2));
+        const float pdf = kInvSqrt2Pi * std::exp(-0.5f * in[i] * in[i]);
+        out[i] = g[i] * (cdf + in[i] * pdf);
+      }
+      break;
+  }
+}
+
+void copy(const Tensor& src, Tensor& dst) {
+  same_size(src, dst, "copy");
+  if (src.data() != dst.data()) std::memcpy(dst.data(), src.data(), static_cast<std::size_t>(src.numel()) * sizeof(float));
+}
+
+void fill(Tensor& t, float value) { std::fill(t.data(), t.data() + t.numel(), value); }
+
+void scale(Tensor& t, float factor) {
+  for (std::int64_t i = 0; i < t.numel(); ++i) t.data()[i] *= factor;
+}
+
+float softmax_cross_entropy(const Tensor& logits, const std::int32_t* labels, Tensor& probs) {
+  same_size(logits, probs, "softmax");
+  const std::int64_t rows = logits.rows(), n = logits.cols();
+  double loss = 0;
+  for (std::int64_t i = 0; i < rows; ++i) {
+    const float* z = logits.data() + i * n;
+    float* p = probs.data() + i * n;
+    const float mx = *std::max_element(z, z + n);
+    double sum = 0;
+    for (std::int64_t j = 0; j < n; ++j) sum += std::exp(static_cast<double>(z[j] - mx));
+    for (std::int64_t j = 0; j < n; ++j) p[j] = static_cast<float>(std::exp(static_cast<double>(z[j] - mx)) / sum);
+    HPCT_CHECK(labels[i] >= 0 && labels[i] < n, "label " + std::to_string(labels[i]) + " outside the logits");
+    loss += std::log(sum) - static_cast<double>(z[labels[i]] - mx);
+  }
+  return rows ? static_cast<float>(loss / static_cast<double>(rows)) : 0.f;
+}
+
+void softmax_cross_entropy_backward(const Tensor& probs, const std::int32_t* labels, float grad_scale, Tensor& dlogits) {
+  same_size(probs, dlogits, "softmax backward");
+  const std::int64_t n = probs.cols();
+  for (std::int64_t i = 0; i < probs.rows(); ++i) {
+    const float* p = probs.data() + i * n;
+    float* d = dlogits.data() + i * n;
+    for (std::int64_t j = 0; j < n; ++j) d[j] = grad_scale * (p[j] - (j == labels[i] ? 1.f : 0.f));
+  }
+}
+
+float mean_squared_error(const Tensor& pred, const float* target) {
+  double s = 0;
+  for (std::int64_t i = 0; i < pred.numel(); ++i) {
+    const double d = static_cast<double>(pred.data()[i]) - target[i];
+    s += d * d;
+  }
+  return pred.numel() ? static_cast<float>(s / static_cast<double>(pred.numel())) : 0.f;
+}
+
+void mean_squared_error_backward(const Tensor& pred, const float* target, float grad_scale, Tensor& dpred) {
+  same_size(pred, dpred, "mse backward");
+  const float k = 2.f * grad_scale / static_cast<float>(std::max<std::int64_t>(1, pred.cols()));
+  for (std::int64_t i = 0; i < pred.numel(); ++i) dpred.data()[i] = k * (pred.data()[i] - target[i]);
+}
+
+std::int64_t count_correct(const Tensor& logits, const std::int32_t* labels) {
+  const std::int64_t n = logits.cols();
+  std::int64_t correct = 0;
+  for (std::int64_t i = 0; i < logits.rows(); ++i) {
+    const float* z = logits.data() + i * n;
+    correct += (std::max_element(z, z + n) - z) == labels[i];
+  }
+  return correct;
+}
+
+void sgd_update(Tensor& w, const Tensor& g, Tensor& m, float lr, float momentum, float weight_decay, bool nesterov) {
+  same_size(w, g, "sgd");
+  same_size(w, m, "sgd");
+  float* pw = w.data();
+  const float* pg = g.data();
+  float* pm = m.data();
+  for (std::int64_t i = 0; i < w.numel(); ++i) {
+    const float grad = pg[i] + weight_decay * pw[i];
+    pm[i] = momentum * pm[i] + grad;
+    pw[i] -= lr * (nesterov ? grad + momentum * pm[i] : pm[i]);
+  }
+}
+
+double sum_of_squares(const Tensor& t) {
+  double s = 0;
+  for (std::int64_t i = 0; i < t.numel(); ++i) s += static_cast<double>(t.data()[i]) * t.data()[i];
+  return s;
+}
+
+}  // namespace hpctrain::cpu

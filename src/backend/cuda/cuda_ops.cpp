@@ -1,0 +1,47 @@
+// CUDA backend operations, not implemented yet: each throws a clear error
+// naming the operation (the GPU issue replaces this file by .cu kernels and
+// cuBLAS/cuDNN calls). Compiled in every build so the seam has both sides.
+#include "hpctrain/backend/cuda/cuda_ops.hpp"
+#include "hpctrain/core/error.hpp"
+
+namespace hpctrain::cuda {
+
+namespace {
+[[noreturn]] void not_implemented(const char* op) {
+  throw Error(ExitCode::internal, Scope::this_rank,
+              std::string("backend operation '") + op + "' is not implemented on cuda yet (use [run] device = cpu)");
+}
+}  // namespace
+
+void gemm(bool, bool, float, const Tensor&, const Tensor&, float, Tensor&) { not_implemented("gemm"); }
+
+void add_bias(Tensor&, const Tensor&) { not_implemented("add_bias"); }
+
+void accumulate_bias_grad(const Tensor&, Tensor&) { not_implemented("accumulate_bias_grad"); }
+
+void activation_forward(Activation, const Tensor&, Tensor&) { not_implemented("activation_forward"); }
+
+void activation_backward(Activation, const Tensor&, const Tensor&, Tensor&) { not_implemented("activation_backward"); }
+
+void copy(const Tensor&, Tensor&) { not_implemented("copy"); }
+
+void fill(Tensor&, float) { not_implemented("fill"); }
+
+void scale(Tensor&, float) { not_implemented("scale"); }
+
+float softmax_cross_entropy(const Tensor&, const std::int32_t*, Tensor&) { not_implemented("softmax_cross_entropy"); }
+
+void softmax_cross_entropy_backward(const Tensor&, const std::int32_t*, float, Tensor&) { not_implemented("softmax_cross_entropy_backward"); }
+
+float mean_squared_error(const Tensor&, const float*) { not_implemented("mean_squared_error"); }
+
+void mean_squared_error_backward(const Tensor&, const float*, float, Tensor&) { not_implemented("mean_squared_error_backward"); }
+
+std::int64_t count_correct(const Tensor&, const std::int32_t*) { not_implemented("count_correct"); }
+
+void sgd_update(Tensor&, const Tensor&, Tensor&, float, float, float, bool) { not_implemented("sgd_update"); }
+
+double sum_of_squares(const Tensor&) { not_implemented("sum_of_squares"); }
+
+
+}  // namespace hpctrain::cuda

@@ -1,0 +1,134 @@
+// Dispatch of the backend operations (backend/ops.hpp) on the tensors' device.
+#include "hpctrain/backend/ops.hpp"
+
+#include "hpctrain/backend/cpu/cpu_ops.hpp"
+#include "hpctrain/backend/cuda/cuda_ops.hpp"
+
+namespace hpctrain {
+
+void gemm(bool trans_a, bool trans_b, float alpha, const Tensor& a, const Tensor& b, float beta, Tensor& c) {
+  if (a.device() == Device::cuda) {
+    cuda::gemm(trans_a, trans_b, alpha, a, b, beta, c);
+    return;
+  }
+  cpu::gemm(trans_a, trans_b, alpha, a, b, beta, c);
+}
+
+void add_bias(Tensor& y, const Tensor& bias) {
+  if (y.device() == Device::cuda) {
+    cuda::add_bias(y, bias);
+    return;
+  }
+  cpu::add_bias(y, bias);
+}
+
+void accumulate_bias_grad(const Tensor& dy, Tensor& db) {
+  if (dy.device() == Device::cuda) {
+    cuda::accumulate_bias_grad(dy, db);
+    return;
+  }
+  cpu::accumulate_bias_grad(dy, db);
+}
+
+void activation_forward(Activation f, const Tensor& x, Tensor& y) {
+  if (x.device() == Device::cuda) {
+    cuda::activation_forward(f, x, y);
+    return;
+  }
+  cpu::activation_forward(f, x, y);
+}
+
+void activation_backward(Activation f, const Tensor& x, const Tensor& dy, Tensor& dx) {
+  if (x.device() == Device::cuda) {
+    cuda::activation_backward(f, x, dy, dx);
+    return;
+  }
+  cpu::activation_backward(f, x, dy, dx);
+}
+
+void copy(const Tensor& src, Tensor& dst) {
+  if (src.device() == Device::cuda) {
+    cuda::copy(src, dst);
+    return;
+  }
+  cpu::copy(src, dst);
+}
+
+void fill(Tensor& t, float value) {
+  if (t.device() == Device::cuda) {
+    cuda::fill(t, value);
+    return;
+  }
+  cpu::fill(t, value);
+}
+
+void scale(Tensor& t, float factor) {
+  if (t.device() == Device::cuda) {
+    cuda::scale(t, factor);
+    return;
+  }
+  cpu::scale(t, factor);
+}
+
+float softmax_cross_entropy(const Tensor& logits, const std::int32_t* labels, Tensor& probs) {
+  if (logits.device() == Device::cuda) {
+    return cuda::softmax_cross_entropy(logits, labels, probs);
+    
+  }
+  return cpu::softmax_cross_entropy(logits, labels, probs);
+}
+
+void softmax_cross_entropy_backward(const Tensor& probs, const std::int32_t* labels, float grad_scale, Tensor& dlogits) {
+  if (probs.device() == Device::cuda) {
+    cuda::softmax_cross_entropy_backward(probs, labels, grad_scale, dlogits);
+    return;
+  }
+  cpu::softmax_cross_entropy_backward(probs, labels, grad_scale, dlogits);
+}
+
+float mean_squared_error(const Tensor& pred, const float* target) {
+  if (pred.device() == Device::cuda) {
+    return cuda::mean_squared_error(pred, target);
+    
+  }
+  return cpu::mean_squared_error(pred, target);
+}
+
+void mean_squared_error_backward(const Tensor& pred, const float* target, float grad_scale, Tensor& dpred) {
+  if (pred.device() == Device::cuda) {
+    cuda::mean_squared_error_backward(pred, target, grad_scale, dpred);
+    return;
+  }
+  cpu::mean_squared_error_backward(pred, target, grad_scale, dpred);
+}
+
+std::int64_t count_correct(const Tensor& logits, const std::int32_t* labels) {
+  if (logits.device() == Device::cuda) {
+    return cuda::count_correct(logits, labels);
+    
+  }
+  return cpu::count_correct(logits, labels);
+}
+
+void sgd_update(Tensor& w, const Tensor& g, Tensor& m, float lr, float momentum, float weight_decay, bool nesterov) {
+  if (w.device() == Device::cuda) {
+    cuda::sgd_update(w, g, m, lr, momentum, weight_decay, nesterov);
+    return;
+  }
+  cpu::sgd_update(w, g, m, lr, momentum, weight_decay, nesterov);
+}
+
+double sum_of_squares(const Tensor& t) {
+  if (t.device() == Device::cuda) {
+    return cuda::sum_of_squares(t);
+    
+  }
+  return cpu::sum_of_squares(t);
+}
+
+const std::vector<std::string>& backend_operations() {
+  static const std::vector<std::string> names{"gemm", "add_bias", "accumulate_bias_grad", "activation_forward", "activation_backward", "copy", "fill", "scale", "softmax_cross_entropy", "softmax_cross_entropy_backward", "mean_squared_error", "mean_squared_error_backward", "count_correct", "sgd_update", "sum_of_squares"};
+  return names;
+}
+
+}  // namespace hpctrain

@@ -1,0 +1,41 @@
+// dense(n): y = x W^T + b, W [n, in] (PyTorch's Linear layout), b [n].
+#include "hpctrain/backend/ops.hpp"
+#include "hpctrain/core/error.hpp"
+#include "hpctrain/layers/registry.hpp"
+
+namespace hpctrain {
+
+namespace {
+class Dense final : public Layer {
+ public:
+  explicit Dense(std::int64_t out) : out_(out) {}
+  const char* type() const override { return "dense"; }
+  Shape output_shape(const Shape& in) const override {
+    if (in.size() != 1)
+      throw bad_input("[model] layers: dense(" + std::to_string(out_) + ") needs a flat input, got " + shape_string(in) +
+                      " (insert 'flatten' before it)");
+    return {out_};
+  }
+  std::vector<ParamSpec> param_specs(const Shape& in) const override {
+    return {{"weight", {out_, in[0]}, Init::he_normal, in[0], out_}, {"bias", {out_}, Init::zeros, in[0], out_}};
+  }
+  void forward(const Tensor& x, Tensor& y) override {
+    gemm(false, true, 1.f, x, params_[0], 0.f, y);
+    add_bias(y, params_[1]);
+  }
+  void backward(const Tensor& x, const Tensor&, const Tensor& dy, Tensor& dx) override {
+    gemm(true, false, 1.f, dy, x, 1.f, grads_[0]);  // dW += dy^T x
+    accumulate_bias_grad(dy, grads_[1]);
+    if (dx.defined()) gemm(false, false, 1.f, dy, params_[0], 0.f, dx);  // dx = dy W
+  }
+
+ private:
+  std::int64_t out_;
+};
+}  // namespace
+
+void register_dense(LayerRegistry& r) {
+  r.add("dense", [](const LayerArgs& a) { return std::make_unique<Dense>(int_arg(a, 0, "the number of outputs")); });
+}
+
+}  // namespace hpctrain

@@ -1,0 +1,120 @@
+// Implementation of the model (model/model.hpp).
+#include "hpctrain/model/model.hpp"
+
+#include <cmath>
+#include <cstdio>
+
+#include "hpctrain/backend/ops.hpp"
+#include "hpctrain/core/error.hpp"
+#include "hpctrain/core/table.hpp"
+#include "hpctrain/data/permutation.hpp"
+
+namespace hpctrain {
+
+Model::Model(const std::string& layers, const Shape& sample_shape, const LayerRegistry& registry, Allocator& alloc)
+    : alloc_(alloc) {
+  shapes_.push_back(sample_shape);
+  std::int64_t total = 0;
+  const auto specs = parse_layers(layers);
+  for (std::size_t i = 0; i < specs.size(); ++i) {
+    auto layer = registry.make(specs[i]);
+    char name[64];
+    std::snprintf(name, sizeof(name), "%02zu_%s", i, layer->type());
+    const Shape in = shapes_.back();
+    shapes_.push_back(layer->output_shape(in));
+    for (const ParamSpec& p : layer->param_specs(in)) {
+      info_.push_back({std::string(name) + "/" + p.name, total, p.shape, p.init, p.fan_in, p.fan_out});
+      total += numel(p.shape);
+    }
+    names_.push_back(name);
+    layers_.push_back(std::move(layer));
+  }
+  params_ = Tensor::zeros({total}, alloc_);
+  grads_ = Tensor::zeros({total}, alloc_);
+  std::size_t k = 0;
+  for (std::size_t i = 0; i < layers_.size(); ++i) {
+    std::vector<Tensor> p, g;
+    for (; k < info_.size() && info_[k].name.rfind(names_[i] + "/", 0) == 0; ++k) {
+      p.push_back(params_.view(info_[k].offset, info_[k].shape));
+      g.push_back(grads_.view(info_[k].offset, info_[k].shape));
+    }
+    layers_[i]->bind(std::move(p), std::move(g));
+  }
+}
+
+void Model::init_parameters(std::uint64_t seed) {
+  for (const ParamInfo& p : info_) {
+    float* w = params_.data() + p.offset;
+    const std::int64_t n = numel(p.shape);
+    for (std::int64_t i = 0; i < n; ++i) {
+      const std::uint64_t h1 = splitmix64(seed ^ splitmix64(static_cast<std::uint64_t>(p.offset + i)));
+      const std::uint64_t h2 = splitmix64(h1);
+      const double u1 = (static_cast<double>(h1 >> 11) + 1.0) / 9007199254740993.0;  // (0, 1]
+      const double u2 = static_cast<double>(h2 >> 11) / 9007199254740992.0;           // [0, 1)
+      switch (p.init) {
+        case Init::he_normal:
+          w[i] = static_cast<float>(std::sqrt(-2.0 * std::log(u1)) * std::cos(2 * M_PI * u2) *
+                                    std::sqrt(2.0 / static_cast<double>(p.fan_in)));
+          break;
+        case Init::xavier_uniform:
+          w[i] = static_cast<float>((2 * u2 - 1) * std::sqrt(6.0 / static_cast<double>(p.fan_in + p.fan_out)));
+          break;
+        case Init::zeros: w[i] = 0.f; break;
+        case Init::ones: w[i] = 1.f; break;
+      }
+    }
+  }
+}
+
+void Model::set_batch(std::int64_t rows) {
+  if (rows == rows_) return;
+  if (rows > capacity_) {  // grow the buffers; smaller batches (the last evaluation batch) use views
+    capacity_ = rows;
+    act_buf_.assign(shapes_.size(), Tensor());
+    grad_buf_.assign(shapes_.size(), Tensor());
+    for (std::size_t i = 1; i < shapes_.size(); ++i) {
+      act_buf_[i] = Tensor::zeros({rows * numel(shapes_[i])}, alloc_);
+      grad_buf_[i] = Tensor::zeros({rows * numel(shapes_[i])}, alloc_);
+    }
+  }
+  rows_ = rows;
+  acts_.assign(shapes_.size(), Tensor());
+  grads_act_.assign(shapes_.size(), Tensor());
+  for (std::size_t i = 1; i < shapes_.size(); ++i) {
+    Shape s{rows};
+    s.insert(s.end(), shapes_[i].begin(), shapes_[i].end());
+    acts_[i] = act_buf_[i].view(0, s);
+    grads_act_[i] = grad_buf_[i].view(0, s);
+  }
+}
+
+const Tensor& Model::forward(const Tensor& x) {
+  HPCT_CHECK(x.rows() == rows_ && x.cols() == numel(shapes_[0]),
+             "model input " + shape_string(x.shape()) + " for batch " + std::to_string(rows_));
+  for (std::size_t i = 0; i < layers_.size(); ++i) layers_[i]->forward(i == 0 ? x : acts_[i], acts_[i + 1]);
+  return acts_.back();
+}
+
+void Model::backward(const Tensor& x, const Tensor& dout) {
+  if (dout.data() != grads_act_.back().data()) copy(dout, grads_act_.back());
+  Tensor none;
+  for (std::size_t i = layers_.size(); i-- > 0;)
+    layers_[i]->backward(i == 0 ? x : acts_[i], acts_[i + 1], grads_act_[i + 1], i == 0 ? none : grads_act_[i]);
+}
+
+std::string Model::summary() const {
+  Table t({"layer", "output shape", "parameters"});
+  t.add_row({"input", shape_string(shapes_[0]), "0"});
+  std::int64_t total = 0;
+  for (std::size_t i = 0; i < layers_.size(); ++i) {
+    std::int64_t n = 0;
+    for (const auto& p : info_)
+      if (p.name.rfind(names_[i] + "/", 0) == 0) n += numel(p.shape);
+    total += n;
+    t.add_row({names_[i], shape_string(shapes_[i + 1]), std::to_string(n)});
+  }
+  t.add_row({"total", "", std::to_string(total)});
+  return t.render();
+}
+
+}  // namespace hpctrain

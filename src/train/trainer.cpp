@@ -1,0 +1,282 @@
+// Implementation of the training loop (train/trainer.hpp).
+#include "hpctrain/train/trainer.hpp"
+
+#include <cblas.h>
+
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+
+#include "hpctrain/backend/ops.hpp"
+#include "hpctrain/core/error.hpp"
+#include "hpctrain/core/log.hpp"
+#include "hpctrain/data/sampler.hpp"
+
+namespace fs = std::filesystem;
+
+namespace hpctrain {
+
+namespace {
+using Clock = std::chrono::steady_clock;
+double since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
+
+std::string duration_text(double s) {
+  const long t = static_cast<long>(s + 0.5);
+  char buf[32];
+  std::snprintf(buf, sizeof(buf), "%ld:%02ld:%02ld", t / 3600, (t / 60) % 60, t % 60);
+  return buf;
+}
+
+std::uint64_t fnv1a(const void* data, std::size_t bytes) {
+  std::uint64_t h = 1469598103934665603ull;
+  const auto* p = static_cast<const unsigned char*>(data);
+  for (std::size_t i = 0; i < bytes; ++i) h = (h ^ p[i]) * 1099511628211ull;
+  return h;
+}
+
+// Sums a few doubles over the communicator.
+void allreduce_sum(Communicator& comm, double* v, std::size_t n) { comm.allreduce(v, v, n, DType::f64, ReduceOp::sum); }
+
+std::string resolve(const std::string& dir, const std::string& file) {
+  return fs::path(file).is_absolute() ? file : (fs::path(dir) / file).string();
+}
+}  // namespace
+
+void verify_identical(Communicator& comm, const Tensor& t, const std::string& what) {
+  const auto h = static_cast<std::int64_t>(fnv1a(t.data(), static_cast<std::size_t>(t.numel()) * sizeof(float)) >> 1);
+  std::int64_t lo = h, hi = h;
+  comm.allreduce(&lo, &lo, 1, DType::i64, ReduceOp::min);
+  comm.allreduce(&hi, &hi, 1, DType::i64, ReduceOp::max);
+  if (lo != hi)
+    throw Error(ExitCode::internal, Scope::this_rank,
+                what + " differ between the ranks of communicator '" + comm.name() + "' after the broadcast");
+}
+
+Trainer::Trainer(const Config& cfg, Runtime& rt, const DatasetIndex& index) : cfg_(cfg), rt_(rt), index_(index) {
+  if (rt.grid().shape().mp_size > 1)
+    throw bad_input("[parallel] model_parallel = " + std::to_string(rt.grid().shape().mp_size) +
+                    ": model-parallel training is not in this build yet (use 1)");
+  if (rt.device().kind != DeviceKind::cpu)
+    throw bad_input("[run] device = cuda: the GPU backend's operations are not implemented yet (use device = cpu)");
+  if (cfg.model.layers.empty()) throw bad_input("[model] layers is not set");
+  openblas_set_num_threads(cfg.run.threads);
+  LayerRegistry registry;
+  register_builtin_layers(registry);
+  model_ = std::make_unique<Model>(cfg.model.layers, index.train.sample_shape, registry, alloc_);
+  const Shape& out = model_->output_shape();
+  const std::int64_t want = index.train.classification ? index.train.num_classes : index.train.label_width;
+  if (out.size() != 1 || out[0] != want)
+    throw bad_input("[model] layers: the last layer outputs " + shape_string(out) + " but the data needs [" +
+                    std::to_string(want) + "] (" + (index.train.classification ? "classes" : "targets") + ")");
+  loss_ = make_loss(index.train.classification, alloc_);
+  opt_ = make_optimizer(cfg.optim, model_->parameters(), model_->gradients(), alloc_);
+  comm_ = rt.make_communicator(rt.grid().dp_comm(), rt.grid().dp_name(), MemorySpace::host);
+  model_->init_parameters(cfg.run.seed);
+  comm_->broadcast(model_->parameters().data(), static_cast<std::size_t>(model_->parameters().numel()), DType::f32, 0);
+  verify_identical(*comm_, model_->parameters(), "initial parameters");
+  CHECK_MPI(MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node_));
+}
+
+Trainer::~Trainer() {
+  comm_.reset();
+  int finalized = 0;
+  MPI_Finalized(&finalized);
+  if (node_ != MPI_COMM_NULL && !finalized) MPI_Comm_free(&node_);
+}
+
+StepStats Trainer::train_step(const Batch& batch, float lr) {
+  const int k = cfg_.train.micro_batches;
+  const std::int64_t rows = batch.size / k, width = numel(index_.train.sample_shape);
+  const float grad_scale = 1.f / static_cast<float>(batch.size);  // mean over this rank's batch
+  fill(model_->gradients(), 0.f);
+  model_->set_batch(rows);
+  StepStats s;
+  for (int m = 0; m < k; ++m) {  // gradient accumulation over micro-batches
+    const Tensor x = Tensor::wrap(const_cast<float*>(batch.samples.data()) + m * rows * width,
+                                  [&] {
+                                    Shape sh{rows};
+                                    sh.insert(sh.end(), index_.train.sample_shape.begin(), index_.train.sample_shape.end());
+                                    return sh;
+                                  }());
+    Targets t;
+    if (!batch.classes.empty()) t.classes = batch.classes.data() + m * rows;
+    if (!batch.targets.empty()) t.values = batch.targets.data() + m * rows * index_.train.label_width;
+    const Tensor& out = model_->forward(x);
+    s.loss_sum += static_cast<double>(loss_->forward(out, t)) * static_cast<double>(rows);
+    if (t.classes) s.correct += count_correct(out, t.classes);
+    loss_->backward(out, t, grad_scale, model_->dout());
+    model_->backward(x, model_->dout());
+  }
+  s.samples = batch.size;
+  // Average over the data-parallel group (one collective over the flat buffer).
+  comm_->allreduce(model_->gradients().data(), model_->gradients().data(),
+                   static_cast<std::size_t>(model_->gradients().numel()), DType::f32, ReduceOp::avg);
+  if (cfg_.optim.clip_norm > 0) clip_by_global_norm(model_->gradients(), cfg_.optim.clip_norm);
+  opt_->step(lr);
+  return s;
+}
+
+EvalResult Trainer::evaluate(const SplitIndex& split) {
+  ReaderOptions ro;
+  ro.cache_bytes = cfg_.data.cache_bytes;
+  ro.dp = rt_.grid().coords().dp;
+  ro.dp_size = rt_.grid().shape().dp_size;
+  Reader reader(split, node_, ro);
+  const std::int64_t b = rt_.per_rank_batch();
+  double sums[3] = {0, 0, 0};  // loss sum, correct, samples
+  for (std::int64_t n = 0; n < reader.eval_batches(b); ++n) {
+    const Batch batch = reader.eval_batch(b, n);
+    model_->set_batch(batch.size);
+    Shape sh{batch.size};
+    sh.insert(sh.end(), split.sample_shape.begin(), split.sample_shape.end());
+    const Tensor x = Tensor::wrap(const_cast<float*>(batch.samples.data()), sh);
+    Targets t;
+    if (!batch.classes.empty()) t.classes = batch.classes.data();
+    if (!batch.targets.empty()) t.values = batch.targets.data();
+    const Tensor& out = model_->forward(x);
+    sums[0] += static_cast<double>(loss_->forward(out, t)) * static_cast<double>(batch.size);
+    if (t.classes) sums[1] += static_cast<double>(count_correct(out, t.classes));
+    sums[2] += static_cast<double>(batch.size);
+  }
+  allreduce_sum(*comm_, sums, 3);  // exact: sums of per-sample terms, counts in doubles
+  EvalResult r;
+  r.samples = static_cast<std::int64_t>(sums[2]);
+  r.loss = sums[2] > 0 ? sums[0] / sums[2] : 0;
+  r.accuracy = sums[2] > 0 ? sums[1] / sums[2] : 0;
+  return r;
+}
+
+int Trainer::run() {
+  const auto& g = rt_.grid();
+  SamplerOptions so;
+  so.seed = cfg_.run.seed;
+  so.global_batch = cfg_.train.global_batch;
+  so.shuffle = cfg_.data.shuffle;
+  so.last_batch = cfg_.data.last_batch;
+  so.chunk_window = cfg_.data.chunk_window;
+  so.chunk_bounds = index_.train.chunk_bounds();
+  const Sampler sampler(so);
+  const std::int64_t per_epoch = sampler.steps_per_epoch();
+  const std::int64_t total = cfg_.train.steps > 0 ? cfg_.train.steps : cfg_.train.epochs * per_epoch;
+  const SplitIndex* eval_split = index_.val ? &*index_.val : index_.test ? &*index_.test : nullptr;
+
+  // Output files (rank 0): fail now, not at the end, when the directory is not writable.
+  std::ofstream metrics;
+  std::string error;
+  if (g.world_rank() == 0) {
+    std::error_code ec;
+    fs::create_directories(cfg_.run.out_dir, ec);
+    metrics.open(resolve(cfg_.run.out_dir, cfg_.train.metrics_file));
+    if (!metrics)
+      error = "[run] out_dir '" + cfg_.run.out_dir + "': cannot write " + resolve(cfg_.run.out_dir, cfg_.train.metrics_file);
+    else
+      metrics << "step,epoch,wall_s,loss,accuracy,samples_per_s,data_wait_pct,lr,eval_loss,eval_accuracy\n";
+  }
+  raise_if_any(MPI_COMM_WORLD, error);
+
+  log0(model_->summary());
+  log0("training " + std::to_string(total) + " steps (" + std::to_string(per_epoch) + " per epoch) of " +
+       std::to_string(cfg_.train.global_batch) + " samples on " + std::to_string(g.shape().dp_size) +
+       " data-parallel rank(s)");
+
+  ReaderOptions ro;
+  ro.prefetch = cfg_.data.prefetch;
+  ro.cache_bytes = cfg_.data.cache_bytes;
+  ro.dp = g.coords().dp;
+  ro.dp_size = g.shape().dp_size;
+  Reader reader(index_.train, node_, ro);
+  reader.start(sampler, {cfg_.run.seed, 0, 0});
+
+  const auto start = Clock::now();
+  auto interval_start = start;
+  double sums[3] = {0, 0, 0}, last_loss = 0, step_seconds = 0;
+  double wait_mark = 0;
+  EvalResult last_eval;
+  for (std::int64_t step = 0; step < total; ++step) {
+    Batch batch = reader.next();
+    const double lr = learning_rate(cfg_.optim, step, total);
+    const auto t0 = Clock::now();
+    const StepStats s = train_step(batch, static_cast<float>(lr));
+    step_seconds += since(t0);
+    const bool epoch_end = batch.step == per_epoch - 1;
+    const std::int64_t epoch = batch.epoch;
+    reader.recycle(std::move(batch));
+    sums[0] += s.loss_sum, sums[1] += static_cast<double>(s.correct), sums[2] += static_cast<double>(s.samples);
+
+    const bool log_now = (step + 1) % cfg_.train.log_every == 0 || step + 1 == total;
+    const bool eval_now = eval_split && ((cfg_.train.eval_every > 0 && (step + 1) % cfg_.train.eval_every == 0) ||
+                                         (cfg_.train.eval_every == 0 && epoch_end) || step + 1 == total);
+    if (!log_now && !eval_now) continue;
+    allreduce_sum(*comm_, sums, 3);
+    const double loss = sums[0] / sums[2], acc = sums[1] / sums[2];
+    if (!std::isfinite(loss))
+      throw Error(ExitCode::internal, Scope::every_rank,
+                  "the training loss is not finite (" + std::to_string(loss) + ") at step " + std::to_string(step + 1) +
+                      ": lower [optim] lr or set clip_norm");
+    const double dt = since(interval_start), elapsed = since(start);
+    const double sps = sums[2] / std::max(dt, 1e-9);  // sums[2]: samples over all ranks
+    const double wait = 100 * (reader.wait_seconds() - wait_mark) / std::max(dt, 1e-9);
+    if (eval_now) last_eval = evaluate(*eval_split);
+    const double eta = elapsed / static_cast<double>(step + 1) * static_cast<double>(total - step - 1);
+    char line[320];
+    std::snprintf(line, sizeof(line),
+                  "epoch %lld step %lld/%lld | loss %.4f | acc %5.1f%% | %.0f samples/s | ETA %s | data wait %.1f%% | "
+                  "lr %.4g%s",
+                  static_cast<long long>(epoch + 1), static_cast<long long>(step + 1), static_cast<long long>(total),
+                  loss, 100 * acc, sps, duration_text(eta).c_str(), wait, lr,
+                  eval_now ? (" | " + std::string(eval_split->name) + " loss " + std::to_string(last_eval.loss).substr(0, 6) +
+                              " acc " + std::to_string(100 * last_eval.accuracy).substr(0, 5) + "%")
+                                 .c_str()
+                           : "");
+    log0(line);
+    if (metrics) {
+      metrics << step + 1 << ',' << epoch + 1 << ',' << elapsed << ',' << loss << ',' << acc << ',' << sps << ',' << wait
+              << ',' << lr << ',';
+      if (eval_now) metrics << last_eval.loss << ',' << last_eval.accuracy;
+      else metrics << ',';
+      metrics << '\n' << std::flush;
+    }
+    last_loss = loss;
+    sums[0] = sums[1] = sums[2] = 0;
+    interval_start = Clock::now();
+    wait_mark = reader.wait_seconds();
+  }
+  const double wall = since(start);
+
+  EvalResult test;
+  if (index_.test) test = evaluate(*index_.test);
+  // Per-rank facts for the summary: step time (stragglers) and peak memory.
+  double facts[2] = {step_seconds, static_cast<double>(alloc_.peak())}, lo[2], hi[2];
+  CHECK_MPI(MPI_Allreduce(facts, lo, 2, MPI_DOUBLE, MPI_MIN, MPI_COMM_WORLD));
+  CHECK_MPI(MPI_Allreduce(facts, hi, 2, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD));
+  const double samples = static_cast<double>(total * cfg_.train.global_batch);
+  const double rank_hours = wall * g.shape().world / 3600.0;
+  char line[400];
+  std::snprintf(line, sizeof(line),
+                "done: %lld steps in %.1f s, %.0f samples/s | final loss %.4f | %s accuracy %.2f%% (%lld samples) | "
+                "%.4f rank-hours%s | step time per rank %.1f-%.1f s | peak memory per rank %.1f MiB",
+                static_cast<long long>(total), wall, samples / wall, last_loss, index_.test ? "test" : "eval",
+                100 * (index_.test ? test.accuracy : last_eval.accuracy),
+                static_cast<long long>(index_.test ? test.samples : last_eval.samples), rank_hours,
+                cfg_.run.price_per_device_hour > 0
+                    ? (", cost " + std::to_string(rank_hours * cfg_.run.price_per_device_hour).substr(0, 8)).c_str()
+                    : "",
+                lo[0], hi[0], hi[1] / (1 << 20));
+  log0(line);
+  if (g.world_rank() == 0) {
+    std::ofstream js(resolve(cfg_.run.out_dir, "summary.json"));
+    js << "{\n  \"steps\": " << total << ",\n  \"global_batch\": " << cfg_.train.global_batch
+       << ",\n  \"ranks\": " << g.shape().world << ",\n  \"wall_s\": " << wall << ",\n  \"samples_per_s\": "
+       << samples / wall << ",\n  \"final_train_loss\": " << last_loss << ",\n  \"test_accuracy\": "
+       << (index_.test ? test.accuracy : -1) << ",\n  \"test_loss\": " << (index_.test ? test.loss : -1)
+       << ",\n  \"rank_hours\": " << rank_hours << ",\n  \"cost\": "
+       << (cfg_.run.price_per_device_hour > 0 ? rank_hours * cfg_.run.price_per_device_hour : 0)
+       << ",\n  \"step_time_s_min\": " << lo[0] << ",\n  \"step_time_s_max\": " << hi[0]
+       << ",\n  \"peak_bytes_per_rank\": " << hi[1] << "\n}\n";
+  }
+  return 0;
+}
+
+}  // namespace hpctrain

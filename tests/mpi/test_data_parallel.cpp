@@ -1,0 +1,148 @@
+// Data parallelism: 1-4 ranks with global batch B reach the same parameters
+// after k steps as one process computing on the whole global batch (stated
+// tolerance: max |difference| <= 2e-6 * (1 + max |parameter|), summation
+// order being the only difference), with and without micro-batches; the
+// initial parameters are identical on every rank; runs are deterministic.
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <cmath>
+#include <filesystem>
+
+#include "hpctrain/backend/ops.hpp"
+#include "hpctrain/data/make_dataset.hpp"
+#include "hpctrain/data/reader.hpp"
+#include "hpctrain/runtime/mpi_handles.hpp"
+#include "hpctrain/train/trainer.hpp"
+#include "mpi_test_util.hpp"
+
+namespace fs = std::filesystem;
+using namespace hpctrain;
+
+namespace {
+
+std::string make_synthetic() {
+  std::string root = (fs::temp_directory_path() / ("hpct_dp_" + std::to_string(getpid()))).string();
+  broadcast_string(MPI_COMM_WORLD, root, 0);
+  if (world_rank() == 0) {
+    GenerateOptions o;
+    o.spec.sample_shape = {2, 3, 3};
+    o.spec.num_classes = 7;
+    o.out = root;
+    o.train = 200;
+    o.test = 30;
+    o.shards = 2;
+    o.chunk_rows = 16;
+    o.force = true;
+    generate_dataset(o);
+  }
+  MPI_Barrier(MPI_COMM_WORLD);
+  return root;
+}
+
+Config config_for(const std::string& root, int micro_batches) {
+  const std::string ini = "[run]\nseed = 11\nout_dir = /tmp\n[data]\npath = " + root +
+                          "\n[model]\nlayers = flatten dense(16) tanh dense(7)\n[train]\nglobal_batch = 24\n"
+                          "micro_batches = " +
+                          std::to_string(micro_batches) +
+                          "\n[optim]\nlr = 0.2\nmomentum = 0.9\nweight_decay = 0.01\nnesterov = true\n";
+  return parse_config(ini, "test.ini", {}, process_environment());
+}
+
+// One process, the whole global batch: the reference the ranks must match.
+std::vector<float> reference(const Config& cfg, const DatasetIndex& index, const Sampler& sampler, int steps) {
+  Allocator alloc;
+  LayerRegistry reg;
+  register_builtin_layers(reg);
+  Model model(cfg.model.layers, index.train.sample_shape, reg, alloc);
+  model.init_parameters(cfg.run.seed);
+  auto loss = make_loss(true, alloc);
+  auto opt = make_optimizer(cfg.optim, model.parameters(), model.gradients(), alloc);
+  ChunkCache store(index.train, 1 << 20, true, true);
+  for (int s = 0; s < steps; ++s) {
+    Batch b;
+    assemble_batch(index.train, store, sampler.batch(0, s, 0, 1), true, true, b);
+    model.set_batch(b.size);
+    Shape sh{b.size};
+    sh.insert(sh.end(), index.train.sample_shape.begin(), index.train.sample_shape.end());
+    const Tensor x = Tensor::wrap(b.samples.data(), sh);
+    fill(model.gradients(), 0.f);
+    Targets t;
+    t.classes = b.classes.data();
+    const Tensor& out = model.forward(x);
+    loss->forward(out, t);
+    loss->backward(out, t, 1.f / static_cast<float>(b.size), model.dout());
+    model.backward(x, model.dout());
+    opt->step(static_cast<float>(cfg.optim.lr));
+  }
+  return std::vector<float>(model.parameters().data(), model.parameters().data() + model.parameters().numel());
+}
+
+}  // namespace
+
+TEST(DataParallel, RanksMatchOneProcessOnTheGlobalBatch) {
+  const std::string root = make_synthetic();
+  const DatasetIndex index = load_dataset_index(MPI_COMM_WORLD, root);
+  for (const int micro : {1, 2}) {
+    const Config cfg = config_for(root, micro);
+    Runtime rt(cfg);
+    Trainer trainer(cfg, rt, index);
+    SamplerOptions so;
+    so.seed = cfg.run.seed;
+    so.global_batch = cfg.train.global_batch;
+    so.chunk_bounds = index.train.chunk_bounds();
+    const Sampler sampler(so);
+    MPI_Comm node;
+    MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node);
+    {
+      ReaderOptions ro;
+      ro.dp = rt.grid().coords().dp;
+      ro.dp_size = rt.grid().shape().dp_size;
+      Reader reader(index.train, node, ro);
+      reader.start(sampler, {cfg.run.seed, 0, 0});
+      const int steps = 6;
+      for (int s = 0; s < steps; ++s) trainer.train_step(reader.next(), static_cast<float>(cfg.optim.lr));
+      const auto ref = reference(cfg, index, sampler, steps);
+      const Tensor& p = trainer.model().parameters();
+      ASSERT_EQ(static_cast<std::size_t>(p.numel()), ref.size());
+      double worst = 0, biggest = 0;
+      for (std::size_t i = 0; i < ref.size(); ++i) {
+        worst = std::max(worst, std::fabs(static_cast<double>(p.data()[i]) - ref[i]));
+        biggest = std::max(biggest, std::fabs(static_cast<double>(ref[i])));
+      }
+      EXPECT_LE(worst, 2e-6 * (1 + biggest)) << "micro-batches " << micro << " on " << world_size() << " rank(s)";
+      EXPECT_GT(worst + biggest, 0.0);
+      verify_identical(trainer.dp_comm(), p, "parameters after training");  // throws if ranks diverged
+    }
+    MPI_Comm_free(&node);
+  }
+  MPI_Barrier(MPI_COMM_WORLD);
+  if (world_rank() == 0) fs::remove_all(root);
+}
+
+TEST(DataParallel, EvaluationIsExactOverRanks) {
+  const std::string root = make_synthetic();
+  const DatasetIndex index = load_dataset_index(MPI_COMM_WORLD, root);
+  const Config cfg = config_for(root, 1);
+  Runtime rt(cfg);
+  Trainer trainer(cfg, rt, index);
+  const EvalResult r = trainer.evaluate(*index.test);
+  EXPECT_EQ(r.samples, 30);
+  // The same on one process: every sample of the split through the same (identical) parameters.
+  Allocator alloc;
+  ChunkCache store(*index.test, 1 << 20, true, true);
+  std::vector<std::int64_t> all(30);
+  for (int i = 0; i < 30; ++i) all[static_cast<std::size_t>(i)] = i;
+  Batch b;
+  assemble_batch(*index.test, store, all, true, true, b);
+  trainer.model().set_batch(30);
+  const Tensor x = Tensor::wrap(b.samples.data(), {30, 2, 3, 3});
+  const Tensor& out = trainer.model().forward(x);
+  auto loss = make_loss(true, alloc);
+  Targets t;
+  t.classes = b.classes.data();
+  EXPECT_NEAR(r.loss, loss->forward(out, t), 1e-5);
+  EXPECT_DOUBLE_EQ(r.accuracy, static_cast<double>(count_correct(out, t.classes)) / 30.0);
+  MPI_Barrier(MPI_COMM_WORLD);
+  if (world_rank() == 0) fs::remove_all(root);
+}

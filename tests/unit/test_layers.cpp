@@ -1,0 +1,283 @@
+// Finite-difference gradient checks of every layer and loss (plus a negative
+// control: a deliberately wrong backward must fail the checker), the SGD
+// update and the learning-rate schedule against closed forms, the model's
+// parameter names and errors, and the list of backend operations dispatched
+// to the CUDA side.
+//
+// Checker: L(x, w) = sum(y * r) for a fixed random r; analytic dL/dx and dL/dw
+// from backward(dy = r); numeric by central differences with h = 1e-2 in
+// float32, L accumulated in double. Stated tolerance: |analytic - numeric| <=
+// 2e-3 * max(1, |numeric|) for every element (layers are linear or smooth at
+// the scale of h; ReLU inputs are kept away from 0).
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstring>
+#include <random>
+
+#include "hpctrain/backend/ops.hpp"
+#include "hpctrain/core/error.hpp"
+#include "hpctrain/layers/loss.hpp"
+#include "hpctrain/layers/registry.hpp"
+#include "hpctrain/model/model.hpp"
+#include "hpctrain/optim/optimizer.hpp"
+
+using namespace hpctrain;
+
+namespace {
+
+constexpr double kTolerance = 2e-3;
+
+std::vector<float> random_values(std::int64_t n, std::uint32_t seed, bool away_from_zero = false) {
+  std::mt19937 rng(seed);
+  std::uniform_real_distribution<float> u(-1.f, 1.f);
+  std::vector<float> v(static_cast<std::size_t>(n));
+  for (auto& x : v) {
+    x = u(rng);
+    if (away_from_zero && std::fabs(x) < 0.1f) x += x < 0 ? -0.1f : 0.1f;
+  }
+  return v;
+}
+
+double weighted_sum(const Tensor& y, const std::vector<float>& r) {
+  double s = 0;
+  for (std::int64_t i = 0; i < y.numel(); ++i) s += static_cast<double>(y.data()[i]) * r[static_cast<std::size_t>(i)];
+  return s;
+}
+
+// Largest violation of the tolerance (<= 1 passes) over dL/dx and dL/dparams.
+double check_layer(Layer& layer, const Shape& sample_in, std::int64_t batch, bool away_from_zero = false) {
+  Allocator alloc;
+  const Shape sample_out = layer.output_shape(sample_in);
+  Shape in{batch}, out{batch};
+  in.insert(in.end(), sample_in.begin(), sample_in.end());
+  out.insert(out.end(), sample_out.begin(), sample_out.end());
+  std::vector<Tensor> params, grads;
+  std::uint32_t seed = 7;
+  for (const ParamSpec& p : layer.param_specs(sample_in)) {
+    params.push_back(Tensor::zeros(p.shape, alloc));
+    grads.push_back(Tensor::zeros(p.shape, alloc));
+    const auto v = random_values(numel(p.shape), seed++);
+    std::copy(v.begin(), v.end(), params.back().data());
+  }
+  layer.bind(params, grads);
+  Tensor x = Tensor::zeros(in, alloc), y = Tensor::zeros(out, alloc), dx = Tensor::zeros(in, alloc);
+  const auto xv = random_values(numel(in), 1, away_from_zero);
+  std::copy(xv.begin(), xv.end(), x.data());
+  const auto r = random_values(numel(out), 2);
+  Tensor dy = Tensor::zeros(out, alloc);
+  std::copy(r.begin(), r.end(), dy.data());
+  layer.forward(x, y);
+  layer.backward(x, y, dy, dx);
+
+  double worst = 0;
+  const float h = 1e-2f;
+  auto probe = [&](float* value, float analytic) {
+    const float keep = *value;
+    *value = keep + h;
+    layer.forward(x, y);
+    const double up = weighted_sum(y, r);
+    *value = keep - h;
+    layer.forward(x, y);
+    const double down = weighted_sum(y, r);
+    *value = keep;
+    const double numeric = (up - down) / (2.0 * h);
+    worst = std::max(worst, std::fabs(analytic - numeric) / (kTolerance * std::max(1.0, std::fabs(numeric))));
+  };
+  for (std::int64_t i = 0; i < x.numel(); ++i) probe(x.data() + i, dx.data()[i]);
+  for (std::size_t p = 0; p < params.size(); ++p)
+    for (std::int64_t i = 0; i < params[p].numel(); ++i) probe(params[p].data() + i, grads[p].data()[i]);
+  return worst;
+}
+
+std::unique_ptr<Layer> make(const std::string& text) {
+  LayerRegistry r;
+  register_builtin_layers(r);
+  return r.make(parse_layers(text).front());
+}
+
+// The negative control: dense whose backward is 1% off.
+class WrongDense final : public Layer {
+ public:
+  const char* type() const override { return "wrong"; }
+  Shape output_shape(const Shape&) const override { return {3}; }
+  std::vector<ParamSpec> param_specs(const Shape& in) const override {
+    return {{"weight", {3, in[0]}, Init::zeros, in[0], 3}};
+  }
+  void forward(const Tensor& x, Tensor& y) override { gemm(false, true, 1.f, x, params_[0], 0.f, y); }
+  void backward(const Tensor& x, const Tensor&, const Tensor& dy, Tensor& dx) override {
+    gemm(true, false, 1.01f, dy, x, 1.f, grads_[0]);
+    gemm(false, false, 1.f, dy, params_[0], 0.f, dx);
+  }
+};
+
+}  // namespace
+
+TEST(GradientCheck, EveryLayer) {
+  EXPECT_LE(check_layer(*make("dense(5)"), {7}, 4), 1.0);
+  EXPECT_LE(check_layer(*make("relu"), {3, 4}, 3, true), 1.0);
+  EXPECT_LE(check_layer(*make("tanh"), {6}, 3), 1.0);
+  EXPECT_LE(check_layer(*make("gelu"), {6}, 3), 1.0);
+  EXPECT_LE(check_layer(*make("flatten"), {2, 3, 2}, 2), 1.0);
+}
+
+TEST(GradientCheck, NegativeControlFails) {
+  WrongDense wrong;
+  EXPECT_GT(check_layer(wrong, {6}, 4), 1.0) << "a 1% error in a gradient must fail the checker";
+}
+
+TEST(GradientCheck, EveryLoss) {
+  Allocator alloc;
+  for (const bool classification : {true, false}) {
+    auto loss = make_loss(classification, alloc);
+    const std::int64_t rows = 4, cols = 5;
+    Tensor out = Tensor::zeros({rows, cols}, alloc), d = Tensor::zeros({rows, cols}, alloc);
+    const auto v = random_values(rows * cols, 3);
+    std::copy(v.begin(), v.end(), out.data());
+    std::vector<std::int32_t> classes{0, 4, 2, 2};
+    const auto tv = random_values(rows * cols, 4);
+    Targets t;
+    t.classes = classes.data();
+    t.values = tv.data();
+    loss->forward(out, t);
+    loss->backward(out, t, 1.f / rows, d);  // gradient of the mean
+    const float h = 1e-2f;
+    for (std::int64_t i = 0; i < out.numel(); ++i) {
+      const float keep = out.data()[i];
+      out.data()[i] = keep + h;
+      const double up = loss->forward(out, t);
+      out.data()[i] = keep - h;
+      const double down = loss->forward(out, t);
+      out.data()[i] = keep;
+      const double numeric = (up - down) / (2.0 * h);
+      EXPECT_NEAR(d.data()[i], numeric, kTolerance * std::max(1.0, std::fabs(numeric))) << loss->name() << " " << i;
+    }
+  }
+}
+
+TEST(Optimizer, SgdMomentumNesterovAndWeightDecayInClosedForm) {
+  Allocator alloc;
+  OptimConfig cfg;
+  cfg.momentum = 0.5;
+  cfg.weight_decay = 0.1;
+  for (const bool nesterov : {false, true}) {
+    cfg.nesterov = nesterov;
+    Tensor w = Tensor::zeros({1}, alloc), g = Tensor::zeros({1}, alloc);
+    w.data()[0] = 1.f;
+    auto opt = make_optimizer(cfg, w, g, alloc);
+    double ew = 1, em = 0;
+    for (int step = 0; step < 3; ++step) {
+      g.data()[0] = 0.2f * static_cast<float>(step + 1);
+      opt->step(0.1f);
+      const double grad = 0.2 * (step + 1) + 0.1 * ew;
+      em = 0.5 * em + grad;
+      ew -= 0.1 * (nesterov ? grad + 0.5 * em : em);
+      EXPECT_NEAR(w.data()[0], ew, 1e-6) << (nesterov ? "nesterov" : "momentum") << " step " << step;
+    }
+  }
+}
+
+TEST(Optimizer, ScheduleWarmupConstantCosine) {
+  OptimConfig cfg;
+  cfg.lr = 0.4;
+  cfg.warmup_steps = 4;
+  EXPECT_DOUBLE_EQ(learning_rate(cfg, 0, 100), 0.1);
+  EXPECT_DOUBLE_EQ(learning_rate(cfg, 3, 100), 0.4);
+  EXPECT_DOUBLE_EQ(learning_rate(cfg, 50, 100), 0.4);
+  cfg.schedule = LrSchedule::cosine;
+  EXPECT_DOUBLE_EQ(learning_rate(cfg, 4, 104), 0.4);
+  EXPECT_NEAR(learning_rate(cfg, 54, 104), 0.2, 1e-12);
+  EXPECT_NEAR(learning_rate(cfg, 104, 104), 0.0, 1e-12);
+  cfg.name = OptimizerName::adam;
+  Allocator alloc;
+  Tensor w = Tensor::zeros({1}, alloc);
+  EXPECT_THROW(make_optimizer(cfg, w, w, alloc), Error);
+}
+
+TEST(Optimizer, ClipByGlobalNorm) {
+  Allocator alloc;
+  Tensor g = Tensor::zeros({2}, alloc);
+  g.data()[0] = 3.f;
+  g.data()[1] = 4.f;
+  EXPECT_DOUBLE_EQ(clip_by_global_norm(g, 1.0), 5.0);
+  EXPECT_NEAR(g.data()[0], 0.6f, 1e-6);
+  EXPECT_NEAR(g.data()[1], 0.8f, 1e-6);
+}
+
+TEST(Model, NamesShapesAndErrors) {
+  Allocator alloc;
+  LayerRegistry r;
+  register_builtin_layers(r);
+  Model m("flatten dense(16) relu dense(10)", {4, 4}, r, alloc);
+  ASSERT_EQ(m.param_info().size(), 4u);
+  EXPECT_EQ(m.param_info()[0].name, "01_dense/weight");
+  EXPECT_EQ(m.param_info()[0].shape, (Shape{16, 16}));
+  EXPECT_EQ(m.param_info()[3].name, "03_dense/bias");
+  EXPECT_EQ(m.parameters().numel(), 16 * 16 + 16 + 10 * 16 + 10);
+  EXPECT_EQ(m.output_shape(), (Shape{10}));
+  EXPECT_NE(m.summary().find("03_dense"), std::string::npos);
+  auto message = [&](const std::string& layers, const Shape& in) {
+    try {
+      Model bad(layers, in, r, alloc);
+    } catch (const Error& e) {
+      EXPECT_EQ(e.code(), ExitCode::bad_input);
+      return std::string(e.what());
+    }
+    return std::string("no error");
+  };
+  EXPECT_NE(message("flatten dnse(3)", {4}).find("unknown layer type 'dnse' in 'dnse(3)' (known: dense, flatten, gelu, relu, tanh)"),
+            std::string::npos);
+  EXPECT_NE(message("dense(3)", {4, 4}).find("needs a flat input, got [4, 4] (insert 'flatten' before it)"),
+            std::string::npos);
+  EXPECT_NE(message("dense", {4}).find("dense needs the number of outputs"), std::string::npos);
+  EXPECT_NE(message("dense(x)", {4}).find("argument 'x' of dense is not an integer"), std::string::npos);
+  EXPECT_NE(message("relu(2)", {4}).find("relu(2) takes no arguments"), std::string::npos);
+}
+
+TEST(Model, InitializationIsDeterministicAndScaled) {
+  Allocator alloc;
+  LayerRegistry r;
+  register_builtin_layers(r);
+  Model a("dense(200)", {400}, r, alloc), b("dense(200)", {400}, r, alloc);
+  a.init_parameters(5);
+  b.init_parameters(5);
+  EXPECT_EQ(std::memcmp(a.parameters().data(), b.parameters().data(), sizeof(float) * 80200), 0);
+  b.init_parameters(6);
+  EXPECT_NE(std::memcmp(a.parameters().data(), b.parameters().data(), sizeof(float) * 80200), 0);
+  // He normal: weight variance 2 / fan_in.
+  const Tensor w = a.parameters().view(0, {200, 400});
+  const double var = sum_of_squares(w) / static_cast<double>(w.numel());
+  EXPECT_NEAR(var, 2.0 / 400, 0.05 * 2.0 / 400);
+}
+
+TEST(Backend, EveryOperationIsDispatchedToCuda) {
+  // Until the GPU backend lands, each operation on a cuda tensor throws naming itself.
+  float storage[16] = {0};
+  Tensor t = Tensor::wrap(storage, {2, 2}, Device::cuda);
+  std::vector<std::string> thrown;
+  auto expect = [&](const char* op, auto&& call) {
+    try {
+      call();
+    } catch (const Error& e) {
+      if (std::string(e.what()).find(std::string("'") + op + "' is not implemented on cuda") != std::string::npos)
+        thrown.push_back(op);
+    }
+  };
+  std::int32_t labels[2] = {0, 1};
+  expect("gemm", [&] { gemm(false, false, 1.f, t, t, 0.f, t); });
+  expect("add_bias", [&] { add_bias(t, t); });
+  expect("accumulate_bias_grad", [&] { accumulate_bias_grad(t, t); });
+  expect("activation_forward", [&] { activation_forward(Activation::relu, t, t); });
+  expect("activation_backward", [&] { activation_backward(Activation::relu, t, t, t); });
+  expect("copy", [&] { copy(t, t); });
+  expect("fill", [&] { fill(t, 0.f); });
+  expect("scale", [&] { scale(t, 1.f); });
+  expect("softmax_cross_entropy", [&] { softmax_cross_entropy(t, labels, t); });
+  expect("softmax_cross_entropy_backward", [&] { softmax_cross_entropy_backward(t, labels, 1.f, t); });
+  expect("mean_squared_error", [&] { mean_squared_error(t, storage); });
+  expect("mean_squared_error_backward", [&] { mean_squared_error_backward(t, storage, 1.f, t); });
+  expect("count_correct", [&] { count_correct(t, labels); });
+  expect("sgd_update", [&] { sgd_update(t, t, t, 0.1f, 0.f, 0.f, false); });
+  expect("sum_of_squares", [&] { sum_of_squares(t); });
+  EXPECT_EQ(thrown, backend_operations()) << "every backend operation must have a CUDA entry point";
+}

@@ -73,12 +73,12 @@ void scale(Tensor& t, float factor) {
 float softmax_cross_entropy(const Tensor& logits, const std::int32_t* labels, Tensor& probs) {
   if (logits.device() == Device::cuda) {
     return cuda::softmax_cross_entropy(logits, labels, probs);
-    
   }
   return cpu::softmax_cross_entropy(logits, labels, probs);
 }
 
-void softmax_cross_entropy_backward(const Tensor& probs, const std::int32_t* labels, float grad_scale, Tensor& dlogits) {
+void softmax_cross_entropy_backward(const Tensor& probs, const std::int32_t* labels, float grad_scale,
+                                    Tensor& dlogits) {
   if (probs.device() == Device::cuda) {
     cuda::softmax_cross_entropy_backward(probs, labels, grad_scale, dlogits);
     return;
@@ -89,7 +89,6 @@ void softmax_cross_entropy_backward(const Tensor& probs, const std::int32_t* lab
 float mean_squared_error(const Tensor& pred, const float* target) {
   if (pred.device() == Device::cuda) {
     return cuda::mean_squared_error(pred, target);
-    
   }
   return cpu::mean_squared_error(pred, target);
 }
@@ -105,7 +104,6 @@ void mean_squared_error_backward(const Tensor& pred, const float* target, float 
 std::int64_t count_correct(const Tensor& logits, const std::int32_t* labels) {
   if (logits.device() == Device::cuda) {
     return cuda::count_correct(logits, labels);
-    
   }
   return cpu::count_correct(logits, labels);
 }
@@ -121,13 +119,26 @@ void sgd_update(Tensor& w, const Tensor& g, Tensor& m, float lr, float momentum,
 double sum_of_squares(const Tensor& t) {
   if (t.device() == Device::cuda) {
     return cuda::sum_of_squares(t);
-    
   }
   return cpu::sum_of_squares(t);
 }
 
 const std::vector<std::string>& backend_operations() {
-  static const std::vector<std::string> names{"gemm", "add_bias", "accumulate_bias_grad", "activation_forward", "activation_backward", "copy", "fill", "scale", "softmax_cross_entropy", "softmax_cross_entropy_backward", "mean_squared_error", "mean_squared_error_backward", "count_correct", "sgd_update", "sum_of_squares"};
+  static const std::vector<std::string> names{"gemm",
+                                              "add_bias",
+                                              "accumulate_bias_grad",
+                                              "activation_forward",
+                                              "activation_backward",
+                                              "copy",
+                                              "fill",
+                                              "scale",
+                                              "softmax_cross_entropy",
+                                              "softmax_cross_entropy_backward",
+                                              "mean_squared_error",
+                                              "mean_squared_error_backward",
+                                              "count_correct",
+                                              "sgd_update",
+                                              "sum_of_squares"};
   return names;
 }
 

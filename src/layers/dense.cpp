@@ -12,8 +12,8 @@ class Dense final : public Layer {
   const char* type() const override { return "dense"; }
   Shape output_shape(const Shape& in) const override {
     if (in.size() != 1)
-      throw bad_input("[model] layers: dense(" + std::to_string(out_) + ") needs a flat input, got " + shape_string(in) +
-                      " (insert 'flatten' before it)");
+      throw bad_input("[model] layers: dense(" + std::to_string(out_) + ") needs a flat input, got " +
+                      shape_string(in) + " (insert 'flatten' before it)");
     return {out_};
   }
   std::vector<ParamSpec> param_specs(const Shape& in) const override {

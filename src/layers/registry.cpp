@@ -20,7 +20,8 @@ std::unique_ptr<Layer> LayerRegistry::make(const LayerArgs& args) const {
   if (it == factories_.end()) {
     std::string known;
     for (const auto& t : types()) known += (known.empty() ? "" : ", ") + t;
-    throw bad_input("[model] layers: unknown layer type '" + args.type + "' in '" + args.text + "' (known: " + known + ")");
+    throw bad_input("[model] layers: unknown layer type '" + args.type + "' in '" + args.text + "' (known: " + known +
+                    ")");
   }
   return it->second(args);
 }
@@ -38,7 +39,8 @@ std::vector<LayerArgs> parse_layers(const std::string& text) {
     }
     const std::size_t start = i;
     LayerArgs a;
-    while (i < text.size() && (std::isalnum(static_cast<unsigned char>(text[i])) || text[i] == '_')) a.type += text[i++];
+    while (i < text.size() && (std::isalnum(static_cast<unsigned char>(text[i])) || text[i] == '_'))
+      a.type += text[i++];
     if (a.type.empty()) fail("expected a layer name");
     if (i < text.size() && text[i] == '(') {
       const auto close = text.find(')', i);
@@ -70,7 +72,8 @@ std::vector<LayerArgs> parse_layers(const std::string& text) {
     a.text = text.substr(start, i - start);
     out.push_back(a);
   }
-  if (out.empty()) throw bad_input("[model] layers is empty: list the layers, e.g. 'flatten dense(128) relu dense(10)'");
+  if (out.empty())
+    throw bad_input("[model] layers is empty: list the layers, e.g. 'flatten dense(128) relu dense(10)'");
   return out;
 }
 

@@ -50,7 +50,7 @@ void Model::init_parameters(std::uint64_t seed) {
       const std::uint64_t h1 = splitmix64(seed ^ splitmix64(static_cast<std::uint64_t>(p.offset + i)));
       const std::uint64_t h2 = splitmix64(h1);
       const double u1 = (static_cast<double>(h1 >> 11) + 1.0) / 9007199254740993.0;  // (0, 1]
-      const double u2 = static_cast<double>(h2 >> 11) / 9007199254740992.0;           // [0, 1)
+      const double u2 = static_cast<double>(h2 >> 11) / 9007199254740992.0;          // [0, 1)
       switch (p.init) {
         case Init::he_normal:
           w[i] = static_cast<float>(std::sqrt(-2.0 * std::log(u1)) * std::cos(2 * M_PI * u2) *

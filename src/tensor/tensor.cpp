@@ -25,7 +25,8 @@ void* Allocator::allocate(std::size_t bytes) {
   HPCT_CHECK(device_ == Device::cpu, "the CUDA allocator arrives with the GPU backend");
   const std::size_t rounded = (bytes + 63) / 64 * 64;
   void* p = std::aligned_alloc(64, rounded ? rounded : 64);
-  if (!p) throw Error(ExitCode::internal, Scope::this_rank, "out of memory allocating " + std::to_string(bytes) + " bytes");
+  if (!p)
+    throw Error(ExitCode::internal, Scope::this_rank, "out of memory allocating " + std::to_string(bytes) + " bytes");
   in_use_ += bytes;
   peak_ = std::max(peak_, in_use_);
   return p;

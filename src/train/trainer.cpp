@@ -94,12 +94,11 @@ StepStats Trainer::train_step(const Batch& batch, float lr) {
   model_->set_batch(rows);
   StepStats s;
   for (int m = 0; m < k; ++m) {  // gradient accumulation over micro-batches
-    const Tensor x = Tensor::wrap(const_cast<float*>(batch.samples.data()) + m * rows * width,
-                                  [&] {
-                                    Shape sh{rows};
-                                    sh.insert(sh.end(), index_.train.sample_shape.begin(), index_.train.sample_shape.end());
-                                    return sh;
-                                  }());
+    const Tensor x = Tensor::wrap(const_cast<float*>(batch.samples.data()) + m * rows * width, [&] {
+      Shape sh{rows};
+      sh.insert(sh.end(), index_.train.sample_shape.begin(), index_.train.sample_shape.end());
+      return sh;
+    }());
     Targets t;
     if (!batch.classes.empty()) t.classes = batch.classes.data() + m * rows;
     if (!batch.targets.empty()) t.values = batch.targets.data() + m * rows * index_.train.label_width;
@@ -170,7 +169,8 @@ int Trainer::run() {
     fs::create_directories(cfg_.run.out_dir, ec);
     metrics.open(resolve(cfg_.run.out_dir, cfg_.train.metrics_file));
     if (!metrics)
-      error = "[run] out_dir '" + cfg_.run.out_dir + "': cannot write " + resolve(cfg_.run.out_dir, cfg_.train.metrics_file);
+      error = "[run] out_dir '" + cfg_.run.out_dir + "': cannot write " +
+              resolve(cfg_.run.out_dir, cfg_.train.metrics_file);
     else
       metrics << "step,epoch,wall_s,loss,accuracy,samples_per_s,data_wait_pct,lr,eval_loss,eval_accuracy\n";
   }
@@ -221,21 +221,24 @@ int Trainer::run() {
     if (eval_now) last_eval = evaluate(*eval_split);
     const double eta = elapsed / static_cast<double>(step + 1) * static_cast<double>(total - step - 1);
     char line[320];
-    std::snprintf(line, sizeof(line),
-                  "epoch %lld step %lld/%lld | loss %.4f | acc %5.1f%% | %.0f samples/s | ETA %s | data wait %.1f%% | "
-                  "lr %.4g%s",
-                  static_cast<long long>(epoch + 1), static_cast<long long>(step + 1), static_cast<long long>(total),
-                  loss, 100 * acc, sps, duration_text(eta).c_str(), wait, lr,
-                  eval_now ? (" | " + std::string(eval_split->name) + " loss " + std::to_string(last_eval.loss).substr(0, 6) +
-                              " acc " + std::to_string(100 * last_eval.accuracy).substr(0, 5) + "%")
-                                 .c_str()
-                           : "");
+    std::snprintf(
+        line, sizeof(line),
+        "epoch %lld step %lld/%lld | loss %.4f | acc %5.1f%% | %.0f samples/s | ETA %s | data wait %.1f%% | "
+        "lr %.4g%s",
+        static_cast<long long>(epoch + 1), static_cast<long long>(step + 1), static_cast<long long>(total), loss,
+        100 * acc, sps, duration_text(eta).c_str(), wait, lr,
+        eval_now ? (" | " + std::string(eval_split->name) + " loss " + std::to_string(last_eval.loss).substr(0, 6) +
+                    " acc " + std::to_string(100 * last_eval.accuracy).substr(0, 5) + "%")
+                       .c_str()
+                 : "");
     log0(line);
     if (metrics) {
-      metrics << step + 1 << ',' << epoch + 1 << ',' << elapsed << ',' << loss << ',' << acc << ',' << sps << ',' << wait
-              << ',' << lr << ',';
-      if (eval_now) metrics << last_eval.loss << ',' << last_eval.accuracy;
-      else metrics << ',';
+      metrics << step + 1 << ',' << epoch + 1 << ',' << elapsed << ',' << loss << ',' << acc << ',' << sps << ','
+              << wait << ',' << lr << ',';
+      if (eval_now)
+        metrics << last_eval.loss << ',' << last_eval.accuracy;
+      else
+        metrics << ',';
       metrics << '\n' << std::flush;
     }
     last_loss = loss;
@@ -268,11 +271,11 @@ int Trainer::run() {
   if (g.world_rank() == 0) {
     std::ofstream js(resolve(cfg_.run.out_dir, "summary.json"));
     js << "{\n  \"steps\": " << total << ",\n  \"global_batch\": " << cfg_.train.global_batch
-       << ",\n  \"ranks\": " << g.shape().world << ",\n  \"wall_s\": " << wall << ",\n  \"samples_per_s\": "
-       << samples / wall << ",\n  \"final_train_loss\": " << last_loss << ",\n  \"test_accuracy\": "
-       << (index_.test ? test.accuracy : -1) << ",\n  \"test_loss\": " << (index_.test ? test.loss : -1)
-       << ",\n  \"rank_hours\": " << rank_hours << ",\n  \"cost\": "
-       << (cfg_.run.price_per_device_hour > 0 ? rank_hours * cfg_.run.price_per_device_hour : 0)
+       << ",\n  \"ranks\": " << g.shape().world << ",\n  \"wall_s\": " << wall
+       << ",\n  \"samples_per_s\": " << samples / wall << ",\n  \"final_train_loss\": " << last_loss
+       << ",\n  \"test_accuracy\": " << (index_.test ? test.accuracy : -1)
+       << ",\n  \"test_loss\": " << (index_.test ? test.loss : -1) << ",\n  \"rank_hours\": " << rank_hours
+       << ",\n  \"cost\": " << (cfg_.run.price_per_device_hour > 0 ? rank_hours * cfg_.run.price_per_device_hour : 0)
        << ",\n  \"step_time_s_min\": " << lo[0] << ",\n  \"step_time_s_max\": " << hi[0]
        << ",\n  \"peak_bytes_per_rank\": " << hi[1] << "\n}\n";
   }

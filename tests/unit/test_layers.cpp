@@ -225,7 +225,8 @@ TEST(Model, NamesShapesAndErrors) {
     }
     return std::string("no error");
   };
-  EXPECT_NE(message("flatten dnse(3)", {4}).find("unknown layer type 'dnse' in 'dnse(3)' (known: dense, flatten, gelu, relu, tanh)"),
+  EXPECT_NE(message("flatten dnse(3)", {4})
+                .find("unknown layer type 'dnse' in 'dnse(3)' (known: dense, flatten, gelu, relu, tanh)"),
             std::string::npos);
   EXPECT_NE(message("dense(3)", {4, 4}).find("needs a flat input, got [4, 4] (insert 'flatten' before it)"),
             std::string::npos);

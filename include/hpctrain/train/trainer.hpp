@@ -19,7 +19,7 @@
 
 namespace hpctrain {
 
-struct StepStats {  // this rank's share of one step
+struct StepStats {      // this rank's share of one step
   double loss_sum = 0;  // sum over its samples
   std::int64_t correct = 0, samples = 0;
 };

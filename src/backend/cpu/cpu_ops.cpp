@@ -14,8 +14,8 @@ namespace hpctrain::cpu {
 
 namespace {
 void same_size(const Tensor& a, const Tensor& b, const char* op) {
-  HPCT_CHECK(a.numel() == b.numel(), std::string(op) + ": sizes " + shape_string(a.shape()) + " and " +
-                                         shape_string(b.shape()) + " differ");
+  HPCT_CHECK(a.numel() == b.numel(),
+             std::string(op) + ": sizes " + shape_string(a.shape()) + " and " + shape_string(b.shape()) + " differ");
 }
 constexpr float kInvSqrt2 = 0.70710678118654752f;
 constexpr float kInvSqrt2Pi = 0.39894228040143268f;
@@ -24,9 +24,9 @@ constexpr float kInvSqrt2Pi = 0.39894228040143268f;
 void gemm(bool ta, bool tb, float alpha, const Tensor& a, const Tensor& b, float beta, Tensor& c) {
   const auto m = static_cast<int>(ta ? a.cols() : a.rows()), k = static_cast<int>(ta ? a.rows() : a.cols());
   const auto kb = static_cast<int>(tb ? b.cols() : b.rows()), n = static_cast<int>(tb ? b.rows() : b.cols());
-  HPCT_CHECK(k == kb && c.rows() == m && c.cols() == n,
-             "gemm shapes " + shape_string(a.shape()) + (ta ? "^T" : "") + " x " + shape_string(b.shape()) +
-                 (tb ? "^T" : "") + " -> " + shape_string(c.shape()));
+  HPCT_CHECK(k == kb && c.rows() == m && c.cols() == n, "gemm shapes " + shape_string(a.shape()) + (ta ? "^T" : "") +
+                                                            " x " + shape_string(b.shape()) + (tb ? "^T" : "") +
+                                                            " -> " + shape_string(c.shape()));
   if (m == 0 || n == 0) return;
   cblas_sgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans, m, n, k, alpha, a.data(),
               static_cast<int>(a.cols()), b.data(), static_cast<int>(b.cols()), beta, c.data(), n);
@@ -97,7 +97,8 @@ void activation_backward(Activation f, const Tensor& x, const Tensor& dy, Tensor
 
 void copy(const Tensor& src, Tensor& dst) {
   same_size(src, dst, "copy");
-  if (src.data() != dst.data()) std::memcpy(dst.data(), src.data(), static_cast<std::size_t>(src.numel()) * sizeof(float));
+  if (src.data() != dst.data())
+    std::memcpy(dst.data(), src.data(), static_cast<std::size_t>(src.numel()) * sizeof(float));
 }
 
 void fill(Tensor& t, float value) { std::fill(t.data(), t.data() + t.numel(), value); }
@@ -123,7 +124,8 @@ float softmax_cross_entropy(const Tensor& logits, const std::int32_t* labels, Te
   return rows ? static_cast<float>(loss / static_cast<double>(rows)) : 0.f;
 }
 
-void softmax_cross_entropy_backward(const Tensor& probs, const std::int32_t* labels, float grad_scale, Tensor& dlogits) {
+void softmax_cross_entropy_backward(const Tensor& probs, const std::int32_t* labels, float grad_scale,
+                                    Tensor& dlogits) {
   same_size(probs, dlogits, "softmax backward");
   const std::int64_t n = probs.cols();
   for (std::int64_t i = 0; i < probs.rows(); ++i) {

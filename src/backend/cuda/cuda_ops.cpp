@@ -31,17 +31,20 @@ void scale(Tensor&, float) { not_implemented("scale"); }
 
 float softmax_cross_entropy(const Tensor&, const std::int32_t*, Tensor&) { not_implemented("softmax_cross_entropy"); }
 
-void softmax_cross_entropy_backward(const Tensor&, const std::int32_t*, float, Tensor&) { not_implemented("softmax_cross_entropy_backward"); }
+void softmax_cross_entropy_backward(const Tensor&, const std::int32_t*, float, Tensor&) {
+  not_implemented("softmax_cross_entropy_backward");
+}
 
 float mean_squared_error(const Tensor&, const float*) { not_implemented("mean_squared_error"); }
 
-void mean_squared_error_backward(const Tensor&, const float*, float, Tensor&) { not_implemented("mean_squared_error_backward"); }
+void mean_squared_error_backward(const Tensor&, const float*, float, Tensor&) {
+  not_implemented("mean_squared_error_backward");
+}
 
 std::int64_t count_correct(const Tensor&, const std::int32_t*) { not_implemented("count_correct"); }
 
 void sgd_update(Tensor&, const Tensor&, Tensor&, float, float, float, bool) { not_implemented("sgd_update"); }
 
 double sum_of_squares(const Tensor&) { not_implemented("sum_of_squares"); }
-
 
 }  // namespace hpctrain::cuda

@@ -116,6 +116,15 @@ void sgd_update(Tensor& w, const Tensor& g, Tensor& m, float lr, float momentum,
   cpu::sgd_update(w, g, m, lr, momentum, weight_decay, nesterov);
 }
 
+void adam_update(Tensor& w, const Tensor& g, Tensor& m, Tensor& v, float lr, float beta1, float beta2, float eps,
+                 float weight_decay, bool decoupled, std::int64_t step) {
+  if (w.device() == Device::cuda) {
+    cuda::adam_update(w, g, m, v, lr, beta1, beta2, eps, weight_decay, decoupled, step);
+    return;
+  }
+  cpu::adam_update(w, g, m, v, lr, beta1, beta2, eps, weight_decay, decoupled, step);
+}
+
 double sum_of_squares(const Tensor& t) {
   if (t.device() == Device::cuda) {
     return cuda::sum_of_squares(t);
@@ -138,6 +147,7 @@ const std::vector<std::string>& backend_operations() {
                                               "mean_squared_error_backward",
                                               "count_correct",
                                               "sgd_update",
+                                              "adam_update",
                                               "sum_of_squares"};
   return names;
 }

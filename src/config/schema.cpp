@@ -342,6 +342,12 @@ std::vector<KeySpec> config_schema() {
                c.optim.schedule = pick<LrSchedule>(
                    v, {{"constant", LrSchedule::constant}, {"step", LrSchedule::step}, {"cosine", LrSchedule::cosine}});
              }));
+  k.push_back(bounded(make("optim", "step_every", K::integer, "1000", "schedule = step: decay every N steps",
+                           [=](Config& c, const std::string& v) { c.optim.step_every = to_long(v); }),
+                      1, kMaxLong));
+  k.push_back(bounded(make("optim", "gamma", K::real, "0.1", "schedule = step: decay factor",
+                           [=](Config& c, const std::string& v) { c.optim.gamma = to_real(v); }),
+                      0, 1, true));
   k.push_back(bounded(make("optim", "warmup_steps", K::integer, "0", "linear warm-up steps",
                            [=](Config& c, const std::string& v) { c.optim.warmup_steps = to_long(v); }),
                       0, kMaxLong));

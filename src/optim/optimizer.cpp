@@ -1,4 +1,4 @@
-// SGD (momentum, Nesterov, weight decay), the learning-rate schedule and
+// SGD (momentum, Nesterov, weight decay), Adam and AdamW, the learning-rate schedule and
 // gradient clipping (optim/optimizer.hpp).
 #include "hpctrain/optim/optimizer.hpp"
 
@@ -23,19 +23,39 @@ class Sgd final : public Optimizer {
   OptimConfig cfg_;
   Tensor w_, g_, m_;
 };
+class Adam final : public Optimizer {
+ public:
+  Adam(const OptimConfig& cfg, Tensor params, Tensor grads, Allocator& alloc)
+      : cfg_(cfg),
+        w_(std::move(params)),
+        g_(std::move(grads)),
+        state_(Tensor::zeros({2 * w_.numel()}, alloc)),
+        m_(state_.view(0, w_.shape())),
+        v_(state_.view(w_.numel(), w_.shape())) {}
+  void step(float lr) override {
+    adam_update(w_, g_, m_, v_, lr, static_cast<float>(cfg_.beta1), static_cast<float>(cfg_.beta2),
+                static_cast<float>(cfg_.eps), static_cast<float>(cfg_.weight_decay), cfg_.name == OptimizerName::adamw,
+                ++steps_);
+  }
+  Tensor& state() override { return state_; }
+
+ private:
+  OptimConfig cfg_;
+  Tensor w_, g_, state_, m_, v_;  // state_ holds the first and second moments
+  std::int64_t steps_ = 0;
+};
 }  // namespace
 
 std::unique_ptr<Optimizer> make_optimizer(const OptimConfig& cfg, Tensor params, Tensor grads, Allocator& alloc) {
-  if (cfg.name != OptimizerName::sgd)
-    throw bad_input("[optim] name = adam/adamw is not implemented in this build yet (use sgd)");
-  if (cfg.schedule == LrSchedule::step)
-    throw bad_input("[optim] schedule = step is not implemented in this build yet (use constant or cosine)");
-  return std::make_unique<Sgd>(cfg, std::move(params), std::move(grads), alloc);
+  if (cfg.name == OptimizerName::sgd) return std::make_unique<Sgd>(cfg, std::move(params), std::move(grads), alloc);
+  return std::make_unique<Adam>(cfg, std::move(params), std::move(grads), alloc);
 }
 
 double learning_rate(const OptimConfig& cfg, std::int64_t step, std::int64_t total) {
   if (cfg.warmup_steps > 0 && step < cfg.warmup_steps)
     return cfg.lr * static_cast<double>(step + 1) / static_cast<double>(cfg.warmup_steps);
+  if (cfg.schedule == LrSchedule::step)
+    return cfg.lr * std::pow(cfg.gamma, static_cast<double>((step - cfg.warmup_steps) / cfg.step_every));
   if (cfg.schedule == LrSchedule::cosine) {
     const double span = static_cast<double>(std::max<std::int64_t>(1, total - cfg.warmup_steps));
     const double t = std::min(1.0, static_cast<double>(step - cfg.warmup_steps) / span);

@@ -188,10 +188,44 @@ TEST(Optimizer, ScheduleWarmupConstantCosine) {
   EXPECT_DOUBLE_EQ(learning_rate(cfg, 4, 104), 0.4);
   EXPECT_NEAR(learning_rate(cfg, 54, 104), 0.2, 1e-12);
   EXPECT_NEAR(learning_rate(cfg, 104, 104), 0.0, 1e-12);
-  cfg.name = OptimizerName::adam;
+  cfg.schedule = LrSchedule::step;
+  cfg.step_every = 10;
+  cfg.gamma = 0.5;
+  EXPECT_DOUBLE_EQ(learning_rate(cfg, 13, 100), 0.4);  // 9 steps after warm-up
+  EXPECT_DOUBLE_EQ(learning_rate(cfg, 14, 100), 0.2);
+  EXPECT_DOUBLE_EQ(learning_rate(cfg, 24, 100), 0.1);
+  EXPECT_DOUBLE_EQ(learning_rate(cfg, 35, 100), 0.05);
+}
+
+TEST(Optimizer, AdamAndAdamWInClosedForm) {
   Allocator alloc;
-  Tensor w = Tensor::zeros({1}, alloc);
-  EXPECT_THROW(make_optimizer(cfg, w, w, alloc), Error);
+  OptimConfig cfg;
+  cfg.beta1 = 0.9;
+  cfg.beta2 = 0.99;
+  cfg.eps = 1e-8;
+  cfg.weight_decay = 0.1;
+  for (const OptimizerName name : {OptimizerName::adam, OptimizerName::adamw}) {
+    cfg.name = name;
+    Tensor w = Tensor::zeros({1}, alloc), g = Tensor::zeros({1}, alloc);
+    w.data()[0] = 1.f;
+    auto opt = make_optimizer(cfg, w, g, alloc);
+    double ew = 1, m = 0, v = 0;
+    for (int t = 1; t <= 4; ++t) {
+      g.data()[0] = 0.3f * static_cast<float>(t % 3) - 0.2f;
+      opt->step(0.01f);
+      double grad = 0.3 * (t % 3) - 0.2;
+      if (name == OptimizerName::adamw)
+        ew -= 0.01 * 0.1 * ew;
+      else
+        grad += 0.1 * ew;
+      m = 0.9 * m + 0.1 * grad;
+      v = 0.99 * v + 0.01 * grad * grad;
+      const double mhat = m / (1 - std::pow(0.9, t)), vhat = v / (1 - std::pow(0.99, t));
+      ew -= 0.01 * mhat / (std::sqrt(vhat) + 1e-8);
+      EXPECT_NEAR(w.data()[0], ew, 2e-6) << (name == OptimizerName::adam ? "adam" : "adamw") << " step " << t;
+    }
+    EXPECT_EQ(opt->state().numel(), 2);  // first and second moments
+  }
 }
 
 TEST(Optimizer, ClipByGlobalNorm) {
@@ -279,6 +313,7 @@ TEST(Backend, EveryOperationIsDispatchedToCuda) {
   expect("mean_squared_error_backward", [&] { mean_squared_error_backward(t, storage, 1.f, t); });
   expect("count_correct", [&] { count_correct(t, labels); });
   expect("sgd_update", [&] { sgd_update(t, t, t, 0.1f, 0.f, 0.f, false); });
+  expect("adam_update", [&] { adam_update(t, t, t, t, 0.1f, 0.9f, 0.999f, 1e-8f, 0.f, false, 1); });
   expect("sum_of_squares", [&] { sum_of_squares(t); });
   EXPECT_EQ(thrown, backend_operations()) << "every backend operation must have a CUDA entry point";
 }

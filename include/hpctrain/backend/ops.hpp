@@ -37,6 +37,11 @@ void mean_squared_error_backward(const Tensor& pred, const float* target, float 
 std::int64_t count_correct(const Tensor& logits, const std::int32_t* labels);
 // SGD with momentum (PyTorch's form): g' = g + wd*w; m = mu*m + g'; w -= lr * (nesterov ? g' + mu*m : m).
 void sgd_update(Tensor& w, const Tensor& g, Tensor& m, float lr, float momentum, float weight_decay, bool nesterov);
+// Adam (decoupled = false: L2 weight decay added to the gradient) or AdamW
+// (decoupled = true: w -= lr * wd * w), PyTorch's update with bias correction;
+// `step` counts from 1.
+void adam_update(Tensor& w, const Tensor& g, Tensor& m, Tensor& v, float lr, float beta1, float beta2, float eps,
+                 float weight_decay, bool decoupled, std::int64_t step);
 double sum_of_squares(const Tensor& t);
 
 // Every operation above, by name (tests check each is dispatched to both backends).

@@ -67,6 +67,8 @@ struct OptimConfig {
   double beta2 = 0.999;
   double eps = 1e-8;
   LrSchedule schedule = LrSchedule::constant;
+  long step_every = 1000;  // schedule = step: multiply the rate by `gamma` every this many steps
+  double gamma = 0.1;
   long warmup_steps = 0;
   double clip_norm = 0.0;
 };

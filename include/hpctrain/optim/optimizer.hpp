@@ -1,5 +1,5 @@
 // Optimizers over the flat parameter and gradient buffers, and the learning
-// rate schedule (linear warm-up, then constant or cosine decay).
+// rate schedule (linear warm-up, then constant, step or cosine decay).
 #pragma once
 
 #include <cstdint>
@@ -17,7 +17,7 @@ class Optimizer {
   virtual Tensor& state() = 0;      // momentum etc., flat, same size as the parameters
 };
 
-// bad_input for optimizers and schedules this build does not have yet.
+// SGD (momentum, Nesterov, weight decay), Adam (L2 decay) or AdamW (decoupled decay).
 std::unique_ptr<Optimizer> make_optimizer(const OptimConfig& cfg, Tensor params, Tensor grads, Allocator& alloc);
 
 // Learning rate for optimizer step `step` (0-based) of `total`.

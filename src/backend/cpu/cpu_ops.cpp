@@ -173,6 +173,30 @@ void sgd_update(Tensor& w, const Tensor& g, Tensor& m, float lr, float momentum,
   }
 }
 
+void adam_update(Tensor& w, const Tensor& g, Tensor& m, Tensor& v, float lr, float beta1, float beta2, float eps,
+                 float weight_decay, bool decoupled, std::int64_t step) {
+  same_size(w, g, "adam");
+  same_size(w, m, "adam");
+  same_size(w, v, "adam");
+  const double c1 = 1 - std::pow(static_cast<double>(beta1), static_cast<double>(step));
+  const double c2 = 1 - std::pow(static_cast<double>(beta2), static_cast<double>(step));
+  const float step_size = static_cast<float>(lr / c1), root_c2 = static_cast<float>(std::sqrt(c2));
+  float* pw = w.data();
+  const float* pg = g.data();
+  float* pm = m.data();
+  float* pv = v.data();
+  for (std::int64_t i = 0; i < w.numel(); ++i) {
+    float grad = pg[i];
+    if (decoupled)
+      pw[i] -= lr * weight_decay * pw[i];
+    else
+      grad += weight_decay * pw[i];
+    pm[i] = beta1 * pm[i] + (1 - beta1) * grad;
+    pv[i] = beta2 * pv[i] + (1 - beta2) * grad * grad;
+    pw[i] -= step_size * pm[i] / (std::sqrt(pv[i]) / root_c2 + eps);
+  }
+}
+
 double sum_of_squares(const Tensor& t) {
   double s = 0;
   for (std::int64_t i = 0; i < t.numel(); ++i) s += static_cast<double>(t.data()[i]) * t.data()[i];

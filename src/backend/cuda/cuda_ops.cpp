@@ -45,6 +45,10 @@ std::int64_t count_correct(const Tensor&, const std::int32_t*) { not_implemented
 
 void sgd_update(Tensor&, const Tensor&, Tensor&, float, float, float, bool) { not_implemented("sgd_update"); }
 
+void adam_update(Tensor&, const Tensor&, Tensor&, Tensor&, float, float, float, float, float, bool, std::int64_t) {
+  not_implemented("adam_update");
+}
+
 double sum_of_squares(const Tensor&) { not_implemented("sum_of_squares"); }
 
 }  // namespace hpctrain::cuda

@@ -20,6 +20,8 @@ float mean_squared_error(const Tensor& pred, const float* target);
 void mean_squared_error_backward(const Tensor& pred, const float* target, float grad_scale, Tensor& dpred);
 std::int64_t count_correct(const Tensor& logits, const std::int32_t* labels);
 void sgd_update(Tensor& w, const Tensor& g, Tensor& m, float lr, float momentum, float weight_decay, bool nesterov);
+void adam_update(Tensor& w, const Tensor& g, Tensor& m, Tensor& v, float lr, float beta1, float beta2, float eps,
+                 float weight_decay, bool decoupled, std::int64_t step);
 double sum_of_squares(const Tensor& t);
 
 }  // namespace hpctrain::cpu

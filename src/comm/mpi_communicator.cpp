@@ -301,58 +301,61 @@ void MpiCommunicator::stage_in(Op& op) {
 
 // ---- the progress thread -------------------------------------------------------------
 
+// Progress thread. Collectives run as blocking MPI calls here, in issue order:
+// Open MPI's tuned blocking algorithms were 2.6x faster than its non-blocking
+// (libnbc) ones for a 7.5 MB allreduce on 2 ranks (1.1 vs 2.9 ms), and the
+// caller computes meanwhile anyway. Point-to-point stays non-blocking (so
+// pipeline neighbours cannot deadlock) and is progressed by MPI meanwhile.
 void MpiCommunicator::start(Op& op) {
   const MPI_Datatype t = mpi_type(op.dtype);
   const std::size_t es = dtype_size(op.dtype);
   const auto* in = static_cast<const unsigned char*>(op.mpi_send);
   auto* out = static_cast<unsigned char*>(op.mpi_recv);
   MPI_Comm c = coll_comm_.get();
-  MPI_Request r = MPI_REQUEST_NULL;
-  // Called after the MPI call has filled `r` (never pass `r` as an argument
-  // next to the call: the evaluation order of arguments is unspecified).
-  auto push = [&](int rc, const char* call) {
+  auto check = [&](int rc, const char* call) {
     if (rc != MPI_SUCCESS)
       throw Error(ExitCode::internal, Scope::this_rank,
                   format_call_error(__FILE__, __LINE__, call, "MPI", mpi_error_text(rc)) + " [" + kind_name(op.kind) +
                       " on '" + name() + "']");
-    op.reqs.push_back(r);
   };
+  MPI_Request r = MPI_REQUEST_NULL;
   switch (op.kind) {
     case Kind::allreduce:
-      for (std::size_t off = 0; off < op.count || (off == 0 && op.count == 0); off += kChunk) {
+      for (std::size_t off = 0; off < op.count; off += kChunk) {
         const int n = static_cast<int>(std::min(kChunk, op.count - off));
         const void* s = in == out ? MPI_IN_PLACE : static_cast<const void*>(in + off * es);
-        push(MPI_Iallreduce(s, out + off * es, n, t, mpi_op(op.op), c, &r), "MPI_Iallreduce");
-        if (op.count == 0) break;
+        check(MPI_Allreduce(s, out + off * es, n, t, mpi_op(op.op), c), "MPI_Allreduce");
       }
       break;
     case Kind::broadcast:
-      for (std::size_t off = 0; off < op.count || (off == 0 && op.count == 0); off += kChunk) {
+      for (std::size_t off = 0; off < op.count; off += kChunk) {
         const int n = static_cast<int>(std::min(kChunk, op.count - off));
-        push(MPI_Ibcast(out + off * es, n, t, op.peer, c, &r), "MPI_Ibcast");
-        if (op.count == 0) break;
+        check(MPI_Bcast(out + off * es, n, t, op.peer, c), "MPI_Bcast");
       }
       break;
     case Kind::allgather: {
       const bool in_place = op.count > 0 && in == out + static_cast<std::size_t>(rank_) * op.in_bytes;
-      push(MPI_Iallgather(in_place ? MPI_IN_PLACE : in, static_cast<int>(op.count), t, out, static_cast<int>(op.count),
-                          t, c, &r),
-           "MPI_Iallgather");
+      check(MPI_Allgather(in_place ? MPI_IN_PLACE : in, static_cast<int>(op.count), t, out, static_cast<int>(op.count),
+                          t, c),
+            "MPI_Allgather");
       break;
     }
     case Kind::reduce_scatter: {
       void* dst = op.temp.empty() ? static_cast<void*>(out) : op.temp.data();
-      push(MPI_Ireduce_scatter_block(in, dst, static_cast<int>(op.count), t, mpi_op(op.op), c, &r),
-           "MPI_Ireduce_scatter_block");
+      check(MPI_Reduce_scatter_block(in, dst, static_cast<int>(op.count), t, mpi_op(op.op), c),
+            "MPI_Reduce_scatter_block");
       break;
     }
+    case Kind::barrier: check(MPI_Barrier(barrier_comm_.get()), "MPI_Barrier"); break;
     case Kind::send:
-      push(MPI_Isend(in, static_cast<int>(op.count), t, op.peer, 0, p2p_comm_.get(), &r), "MPI_Isend");
+      // The request is filled by the call; push it only afterwards.
+      check(MPI_Isend(in, static_cast<int>(op.count), t, op.peer, 0, p2p_comm_.get(), &r), "MPI_Isend");
+      op.reqs.push_back(r);
       break;
     case Kind::recv:
-      push(MPI_Irecv(out, static_cast<int>(op.count), t, op.peer, 0, p2p_comm_.get(), &r), "MPI_Irecv");
+      check(MPI_Irecv(out, static_cast<int>(op.count), t, op.peer, 0, p2p_comm_.get(), &r), "MPI_Irecv");
+      op.reqs.push_back(r);
       break;
-    case Kind::barrier: push(MPI_Ibarrier(barrier_comm_.get(), &r), "MPI_Ibarrier"); break;
   }
 }
 
@@ -370,7 +373,10 @@ void MpiCommunicator::progress_loop() {
     for (auto& op : starting) {
       try {
         start(*op);
-        in_flight.push_back(op);
+        if (op->reqs.empty())
+          completed.push_back(op);  // a collective: done when start returns
+        else
+          in_flight.push_back(op);
       } catch (const std::exception& e) {
         op->error = e.what();
         completed.push_back(op);

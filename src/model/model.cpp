@@ -95,11 +95,23 @@ const Tensor& Model::forward(const Tensor& x) {
   return acts_.back();
 }
 
-void Model::backward(const Tensor& x, const Tensor& dout) {
+void Model::backward(const Tensor& x, const Tensor& dout, const std::function<void(std::size_t)>& layer_done) {
   if (dout.data() != grads_act_.back().data()) copy(dout, grads_act_.back());
   Tensor none;
-  for (std::size_t i = layers_.size(); i-- > 0;)
+  for (std::size_t i = layers_.size(); i-- > 0;) {
     layers_[i]->backward(i == 0 ? x : acts_[i], acts_[i + 1], grads_act_[i + 1], i == 0 ? none : grads_act_[i]);
+    if (layer_done) layer_done(i);
+  }
+}
+
+std::pair<std::int64_t, std::int64_t> Model::layer_param_range(std::size_t i) const {
+  std::int64_t begin = -1, end = -1;
+  for (const auto& p : info_)
+    if (p.name.rfind(names_[i] + "/", 0) == 0) {
+      if (begin < 0) begin = p.offset;
+      end = p.offset + numel(p.shape);
+    }
+  return begin < 0 ? std::pair<std::int64_t, std::int64_t>{0, 0} : std::pair<std::int64_t, std::int64_t>{begin, end};
 }
 
 std::string Model::summary() const {

@@ -77,6 +77,9 @@ Trainer::Trainer(const Config& cfg, Runtime& rt, const DatasetIndex& index) : cf
   comm_->broadcast(model_->parameters().data(), static_cast<std::size_t>(model_->parameters().numel()), DType::f32, 0);
   verify_identical(*comm_, model_->parameters(), "initial parameters");
   CHECK_MPI(MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node_));
+  const auto bucket_elems = static_cast<std::int64_t>(cfg.parallel.bucket_mb * (1 << 20) / sizeof(float));
+  averager_ = std::make_unique<GradientAverager>(*comm_, model_->gradients(),
+                                                 make_buckets(*model_, std::max<std::int64_t>(1, bucket_elems)));
 }
 
 Trainer::~Trainer() {
@@ -106,12 +109,14 @@ StepStats Trainer::train_step(const Batch& batch, float lr) {
     s.loss_sum += static_cast<double>(loss_->forward(out, t)) * static_cast<double>(rows);
     if (t.classes) s.correct += count_correct(out, t.classes);
     loss_->backward(out, t, grad_scale, model_->dout());
-    model_->backward(x, model_->dout());
+    if (m + 1 < k) {
+      model_->backward(x, model_->dout());  // accumulate locally
+    } else {  // last micro-batch: each bucket's average starts as soon as its layers are done
+      model_->backward(x, model_->dout(), [&](std::size_t layer) { averager_->layer_done(layer); });
+    }
   }
   s.samples = batch.size;
-  // Average over the data-parallel group (one collective over the flat buffer).
-  comm_->allreduce(model_->gradients().data(), model_->gradients().data(),
-                   static_cast<std::size_t>(model_->gradients().numel()), DType::f32, ReduceOp::avg);
+  comm_wait_s_ += averager_->finish();
   if (cfg_.optim.clip_norm > 0) clip_by_global_norm(model_->gradients(), cfg_.optim.clip_norm);
   opt_->step(lr);
   return s;
@@ -172,11 +177,13 @@ int Trainer::run() {
       error = "[run] out_dir '" + cfg_.run.out_dir + "': cannot write " +
               resolve(cfg_.run.out_dir, cfg_.train.metrics_file);
     else
-      metrics << "step,epoch,wall_s,loss,accuracy,samples_per_s,data_wait_pct,lr,eval_loss,eval_accuracy\n";
+      metrics << "step,epoch,wall_s,loss,accuracy,samples_per_s,data_wait_pct,comm_exposed_pct,lr,eval_loss,eval_"
+                 "accuracy\n";
   }
   raise_if_any(MPI_COMM_WORLD, error);
 
   log0(model_->summary());
+  const double alone = averager_->time_alone();  // the gradient allreduces with nothing to hide behind
   log0("training " + std::to_string(total) + " steps (" + std::to_string(per_epoch) + " per epoch) of " +
        std::to_string(cfg_.train.global_batch) + " samples on " + std::to_string(g.shape().dp_size) +
        " data-parallel rank(s)");
@@ -192,7 +199,7 @@ int Trainer::run() {
   const auto start = Clock::now();
   auto interval_start = start;
   double sums[3] = {0, 0, 0}, last_loss = 0, step_seconds = 0;
-  double wait_mark = 0;
+  double wait_mark = 0, comm_mark = 0;
   EvalResult last_eval;
   for (std::int64_t step = 0; step < total; ++step) {
     Batch batch = reader.next();
@@ -218,15 +225,16 @@ int Trainer::run() {
     const double dt = since(interval_start), elapsed = since(start);
     const double sps = sums[2] / std::max(dt, 1e-9);  // sums[2]: samples over all ranks
     const double wait = 100 * (reader.wait_seconds() - wait_mark) / std::max(dt, 1e-9);
+    const double exposed = 100 * (comm_wait_s_ - comm_mark) / std::max(dt, 1e-9);  // communication not hidden
     if (eval_now) last_eval = evaluate(*eval_split);
     const double eta = elapsed / static_cast<double>(step + 1) * static_cast<double>(total - step - 1);
     char line[320];
     std::snprintf(
         line, sizeof(line),
         "epoch %lld step %lld/%lld | loss %.4f | acc %5.1f%% | %.0f samples/s | ETA %s | data wait %.1f%% | "
-        "lr %.4g%s",
+        "comm exposed %.1f%% | lr %.4g%s",
         static_cast<long long>(epoch + 1), static_cast<long long>(step + 1), static_cast<long long>(total), loss,
-        100 * acc, sps, duration_text(eta).c_str(), wait, lr,
+        100 * acc, sps, duration_text(eta).c_str(), wait, exposed, lr,
         eval_now ? (" | " + std::string(eval_split->name) + " loss " + std::to_string(last_eval.loss).substr(0, 6) +
                     " acc " + std::to_string(100 * last_eval.accuracy).substr(0, 5) + "%")
                        .c_str()
@@ -234,7 +242,7 @@ int Trainer::run() {
     log0(line);
     if (metrics) {
       metrics << step + 1 << ',' << epoch + 1 << ',' << elapsed << ',' << loss << ',' << acc << ',' << sps << ','
-              << wait << ',' << lr << ',';
+              << wait << ',' << exposed << ',' << lr << ',';
       if (eval_now)
         metrics << last_eval.loss << ',' << last_eval.accuracy;
       else
@@ -245,6 +253,7 @@ int Trainer::run() {
     sums[0] = sums[1] = sums[2] = 0;
     interval_start = Clock::now();
     wait_mark = reader.wait_seconds();
+    comm_mark = comm_wait_s_;
   }
   const double wall = since(start);
 
@@ -256,6 +265,17 @@ int Trainer::run() {
   CHECK_MPI(MPI_Allreduce(facts, hi, 2, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD));
   const double samples = static_cast<double>(total * cfg_.train.global_batch);
   const double rank_hours = wall * g.shape().world / 3600.0;
+  // Fraction of the gradient communication hidden behind backward: 1 - waited / (time it takes alone).
+  // "Waited" is the least any rank waited: the last rank to finish backward is on the critical
+  // path, and what it waits is the communication that was not hidden (others also wait for it).
+  double waited = comm_wait_s_;
+  CHECK_MPI(MPI_Allreduce(MPI_IN_PLACE, &waited, 1, MPI_DOUBLE, MPI_MIN, MPI_COMM_WORLD));
+  const double hidden = alone > 0 ? 1.0 - waited / (alone * static_cast<double>(total)) : 1.0;
+  log0("gradient averaging: " + std::to_string(averager_->buckets().size()) + " bucket(s), " +
+       std::to_string(alone * 1e3).substr(0, 6) + " ms per step alone, " +
+       std::to_string(waited / static_cast<double>(total) * 1e3).substr(0, 6) +
+       " ms per step waited after backward (least over ranks): " +
+       std::to_string(100 * std::max(0.0, hidden)).substr(0, 5) + "% hidden");
   char line[400];
   std::snprintf(line, sizeof(line),
                 "done: %lld steps in %.1f s, %.0f samples/s | final loss %.4f | %s accuracy %.2f%% (%lld samples) | "
@@ -277,7 +297,9 @@ int Trainer::run() {
        << ",\n  \"test_loss\": " << (index_.test ? test.loss : -1) << ",\n  \"rank_hours\": " << rank_hours
        << ",\n  \"cost\": " << (cfg_.run.price_per_device_hour > 0 ? rank_hours * cfg_.run.price_per_device_hour : 0)
        << ",\n  \"step_time_s_min\": " << lo[0] << ",\n  \"step_time_s_max\": " << hi[0]
-       << ",\n  \"peak_bytes_per_rank\": " << hi[1] << "\n}\n";
+       << ",\n  \"peak_bytes_per_rank\": " << hi[1] << ",\n  \"comm_alone_s_per_step\": " << alone
+       << ",\n  \"comm_wait_s_per_step\": " << waited / static_cast<double>(total)
+       << ",\n  \"comm_hidden_fraction\": " << std::max(0.0, hidden) << "\n}\n";
   }
   return 0;
 }

@@ -1,7 +1,9 @@
-// The MPI implementation of the communicator seam. Operations are issued in
-// call order by one progress thread (MPI non-blocking calls), which also keeps
-// them moving while the caller computes: without it, Open MPI would advance a
-// non-blocking collective only inside MPI calls and overlap would be fiction.
+// The MPI implementation of the communicator seam. One progress thread per
+// communicator carries out the operations in call order while the caller
+// computes: collectives as blocking MPI calls (Open MPI's fastest algorithms),
+// point-to-point as non-blocking ones it keeps testing. Without such a thread
+// Open MPI would advance an operation only inside MPI calls made by the caller,
+// and overlap with compute would be fiction.
 // Device buffers go to MPI directly when it is CUDA-aware, else through
 // pinned host staging buffers (copies in the caller's thread).
 #pragma once

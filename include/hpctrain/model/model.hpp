@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -32,8 +33,11 @@ class Model {
   void init_parameters(std::uint64_t seed);
   void set_batch(std::int64_t rows);  // allocates activations when the batch grows
   const Tensor& forward(const Tensor& x);
-  // Writes every layer's input gradient and ADDS to the gradient buffer.
-  void backward(const Tensor& x, const Tensor& dout);
+  // Writes every layer's input gradient and ADDS to the gradient buffer;
+  // calls layer_done(i) after layer i (last layer first) when given.
+  void backward(const Tensor& x, const Tensor& dout, const std::function<void(std::size_t)>& layer_done = {});
+  // Element range [begin, end) of layer i's parameters in the flat buffers (empty when none).
+  std::pair<std::int64_t, std::int64_t> layer_param_range(std::size_t i) const;
   Tensor& dout() { return grads_act_.back(); }  // where the loss writes d(loss)/d(output)
 
   Tensor& parameters() { return params_; }

@@ -16,6 +16,7 @@
 #include "hpctrain/model/model.hpp"
 #include "hpctrain/optim/optimizer.hpp"
 #include "hpctrain/runtime/runtime.hpp"
+#include "hpctrain/train/grad_buckets.hpp"
 
 namespace hpctrain {
 
@@ -42,6 +43,8 @@ class Trainer {
   int run();  // the whole training run; returns the exit code
 
   Model& model() { return *model_; }
+  GradientAverager& averager() { return *averager_; }
+  double comm_wait_seconds() const { return comm_wait_s_; }
   Communicator& dp_comm() { return *comm_; }
 
  private:
@@ -53,6 +56,8 @@ class Trainer {
   std::unique_ptr<Loss> loss_;
   std::unique_ptr<Optimizer> opt_;
   std::unique_ptr<Communicator> comm_;
+  std::unique_ptr<GradientAverager> averager_;
+  double comm_wait_s_ = 0;  // time waiting for gradient buckets after backward (all steps)
   MPI_Comm node_ = MPI_COMM_NULL;
 };
 

@@ -191,10 +191,6 @@ Config parse_config(const std::string& ini_text, const std::string& origin, cons
     const auto it = given.find(name);
     return it == given.end() ? origin : it->second.where;
   };
-  if (given.count("train.steps") && given.count("train.epochs") && cfg.train.steps > 0 && cfg.train.epochs > 0)
-    throw bad_input(where_of("train.steps") + ": [train] steps = " + std::to_string(cfg.train.steps) +
-                    " and epochs = " + std::to_string(cfg.train.epochs) +
-                    " are both set: give one of them and set the other to 0");
   if (cfg.train.steps == 0 && cfg.train.epochs == 0)
     throw bad_input(where_of("train.epochs") + ": [train] epochs = 0 and steps = 0: nothing to train; set one > 0");
   if (cfg.train.global_batch % cfg.train.micro_batches != 0)

@@ -291,10 +291,10 @@ std::vector<KeySpec> config_schema() {
                            "split of the per-rank batch: accumulation (M=1) or pipeline micro-batches (M>1)",
                            [=](Config& c, const std::string& v) { c.train.micro_batches = to_int(v); }),
                       1, 65536));
-  k.push_back(bounded(make("train", "epochs", K::integer, "1", "epochs to train (ignored when steps is set)",
+  k.push_back(bounded(make("train", "epochs", K::integer, "1", "epochs to train (ignored when steps > 0)",
                            [=](Config& c, const std::string& v) { c.train.epochs = to_long(v); }),
                       0, kMaxLong));
-  k.push_back(bounded(make("train", "steps", K::integer, "0", "optimizer steps to train; 0 = use epochs",
+  k.push_back(bounded(make("train", "steps", K::integer, "0", "optimizer steps to train; > 0 wins over epochs",
                            [=](Config& c, const std::string& v) { c.train.steps = to_long(v); }),
                       0, kMaxLong));
   k.push_back(bounded(make("train", "eval_every", K::integer, "0", "evaluate every N steps; 0 = at each epoch end",

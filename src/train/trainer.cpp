@@ -200,13 +200,19 @@ int Trainer::run() {
   auto interval_start = start;
   double sums[3] = {0, 0, 0}, last_loss = 0, step_seconds = 0;
   double wait_mark = 0, comm_mark = 0;
+  // Steady-state throughput as the PyTorch reference defines it: per-step time (batch + forward +
+  // backward + gradient averaging + update) summed after the warm-up steps, slowest rank.
+  const std::int64_t warmup = std::min<std::int64_t>(20, total / 5);
+  double timed_s = 0;
   EvalResult last_eval;
   for (std::int64_t step = 0; step < total; ++step) {
+    const auto t_step = Clock::now();
     Batch batch = reader.next();
     const double lr = learning_rate(cfg_.optim, step, total);
     const auto t0 = Clock::now();
     const StepStats s = train_step(batch, static_cast<float>(lr));
     step_seconds += since(t0);
+    if (step >= warmup) timed_s += since(t_step);
     const bool epoch_end = batch.step == per_epoch - 1;
     const std::int64_t epoch = batch.epoch;
     reader.recycle(std::move(batch));
@@ -268,6 +274,8 @@ int Trainer::run() {
   // Fraction of the gradient communication hidden behind backward: 1 - waited / (time it takes alone).
   // "Waited" is the least any rank waited: the last rank to finish backward is on the critical
   // path, and what it waits is the communication that was not hidden (others also wait for it).
+  CHECK_MPI(MPI_Allreduce(MPI_IN_PLACE, &timed_s, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD));
+  const double steady = timed_s > 0 ? static_cast<double>((total - warmup) * cfg_.train.global_batch) / timed_s : 0;
   double waited = comm_wait_s_;
   CHECK_MPI(MPI_Allreduce(MPI_IN_PLACE, &waited, 1, MPI_DOUBLE, MPI_MIN, MPI_COMM_WORLD));
   const double hidden = alone > 0 ? 1.0 - waited / (alone * static_cast<double>(total)) : 1.0;
@@ -276,11 +284,12 @@ int Trainer::run() {
        std::to_string(waited / static_cast<double>(total) * 1e3).substr(0, 6) +
        " ms per step waited after backward (least over ranks): " +
        std::to_string(100 * std::max(0.0, hidden)).substr(0, 5) + "% hidden");
-  char line[400];
+  char line[512];
   std::snprintf(line, sizeof(line),
-                "done: %lld steps in %.1f s, %.0f samples/s | final loss %.4f | %s accuracy %.2f%% (%lld samples) | "
+                "done: %lld steps in %.1f s, %.0f samples/s (steady state %.0f) | final loss %.4f | %s accuracy %.2f%% "
+                "(%lld samples) | "
                 "%.4f rank-hours%s | step time per rank %.1f-%.1f s | peak memory per rank %.1f MiB",
-                static_cast<long long>(total), wall, samples / wall, last_loss, index_.test ? "test" : "eval",
+                static_cast<long long>(total), wall, samples / wall, steady, last_loss, index_.test ? "test" : "eval",
                 100 * (index_.test ? test.accuracy : last_eval.accuracy),
                 static_cast<long long>(index_.test ? test.samples : last_eval.samples), rank_hours,
                 cfg_.run.price_per_device_hour > 0
@@ -299,7 +308,8 @@ int Trainer::run() {
        << ",\n  \"step_time_s_min\": " << lo[0] << ",\n  \"step_time_s_max\": " << hi[0]
        << ",\n  \"peak_bytes_per_rank\": " << hi[1] << ",\n  \"comm_alone_s_per_step\": " << alone
        << ",\n  \"comm_wait_s_per_step\": " << waited / static_cast<double>(total)
-       << ",\n  \"comm_hidden_fraction\": " << std::max(0.0, hidden) << "\n}\n";
+       << ",\n  \"comm_hidden_fraction\": " << std::max(0.0, hidden) << ",\n  \"steady_samples_per_s\": " << steady
+       << ",\n  \"steady_warmup_steps\": " << warmup << "\n}\n";
   }
   return 0;
 }

@@ -24,7 +24,9 @@ class Dense final : public Layer {
     add_bias(y, params_[1]);
   }
   void backward(const Tensor& x, const Tensor&, const Tensor& dy, Tensor& dx) override {
-    gemm(true, false, 1.f, dy, x, 1.f, grads_[0]);  // dW += dy^T x
+    const float beta = accumulate_grads() ? 1.f : 0.f;
+    gemm(true, false, 1.f, dy, x, beta, grads_[0]);  // dW (+)= dy^T x
+    if (beta == 0.f) fill(grads_[1], 0.f);
     accumulate_bias_grad(dy, grads_[1]);
     if (dx.defined()) gemm(false, false, 1.f, dy, params_[0], 0.f, dx);  // dx = dy W
   }

@@ -95,10 +95,12 @@ const Tensor& Model::forward(const Tensor& x) {
   return acts_.back();
 }
 
-void Model::backward(const Tensor& x, const Tensor& dout, const std::function<void(std::size_t)>& layer_done) {
+void Model::backward(const Tensor& x, const Tensor& dout, const std::function<void(std::size_t)>& layer_done,
+                     bool accumulate) {
   if (dout.data() != grads_act_.back().data()) copy(dout, grads_act_.back());
   Tensor none;
   for (std::size_t i = layers_.size(); i-- > 0;) {
+    layers_[i]->set_accumulate_grads(accumulate);
     layers_[i]->backward(i == 0 ? x : acts_[i], acts_[i + 1], grads_act_[i + 1], i == 0 ? none : grads_act_[i]);
     if (layer_done) layer_done(i);
   }

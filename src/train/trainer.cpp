@@ -93,7 +93,6 @@ StepStats Trainer::train_step(const Batch& batch, float lr) {
   const int k = cfg_.train.micro_batches;
   const std::int64_t rows = batch.size / k, width = numel(index_.train.sample_shape);
   const float grad_scale = 1.f / static_cast<float>(batch.size);  // mean over this rank's batch
-  fill(model_->gradients(), 0.f);
   model_->set_batch(rows);
   StepStats s;
   for (int m = 0; m < k; ++m) {  // gradient accumulation over micro-batches
@@ -109,11 +108,11 @@ StepStats Trainer::train_step(const Batch& batch, float lr) {
     s.loss_sum += static_cast<double>(loss_->forward(out, t)) * static_cast<double>(rows);
     if (t.classes) s.correct += count_correct(out, t.classes);
     loss_->backward(out, t, grad_scale, model_->dout());
-    if (m + 1 < k) {
-      model_->backward(x, model_->dout());  // accumulate locally
-    } else {  // last micro-batch: each bucket's average starts as soon as its layers are done
-      model_->backward(x, model_->dout(), [&](std::size_t layer) { averager_->layer_done(layer); });
-    }
+    // The first micro-batch overwrites the gradients, later ones add to them; on the last,
+    // each bucket's average starts as soon as backward has finished its layers.
+    std::function<void(std::size_t)> done;
+    if (m + 1 == k) done = [&](std::size_t layer) { averager_->layer_done(layer); };
+    model_->backward(x, model_->dout(), done, m > 0);
   }
   s.samples = batch.size;
   comm_wait_s_ += averager_->finish();

@@ -21,6 +21,7 @@
 #include "hpctrain/layers/registry.hpp"
 #include "hpctrain/model/model.hpp"
 #include "hpctrain/optim/optimizer.hpp"
+#include "hpctrain/train/grad_buckets.hpp"
 
 using namespace hpctrain;
 
@@ -316,4 +317,36 @@ TEST(Backend, EveryOperationIsDispatchedToCuda) {
   expect("adam_update", [&] { adam_update(t, t, t, t, 0.1f, 0.9f, 0.999f, 1e-8f, 0.f, false, 1); });
   expect("sum_of_squares", [&] { sum_of_squares(t); });
   EXPECT_EQ(thrown, backend_operations()) << "every backend operation must have a CUDA entry point";
+}
+
+TEST(GradientBuckets, ReverseLayerOrderWholeLayersAndSize) {
+  Allocator alloc;
+  LayerRegistry r;
+  register_builtin_layers(r);
+  // Parameters: 01_dense 8*4+8 = 40, 03_dense 6*8+6 = 54, 04_dense 2*6+2 = 14 elements.
+  Model m("flatten dense(8) relu dense(6) dense(2)", {2, 2}, r, alloc);
+  EXPECT_EQ(m.layer_param_range(1), (std::pair<std::int64_t, std::int64_t>{0, 40}));
+  EXPECT_EQ(m.layer_param_range(2), (std::pair<std::int64_t, std::int64_t>{0, 0}));
+  EXPECT_EQ(m.layer_param_range(4), (std::pair<std::int64_t, std::int64_t>{94, 108}));
+  // Tiny buckets: one per layer with parameters, last layer first, each ready after its layer.
+  auto b = make_buckets(m, 1);
+  ASSERT_EQ(b.size(), 3u);
+  EXPECT_EQ(b[0].begin, 94);
+  EXPECT_EQ(b[0].end, 108);
+  EXPECT_EQ(b[0].ready_after, 4u);
+  EXPECT_EQ(b[2].begin, 0);
+  EXPECT_EQ(b[2].ready_after, 1u);
+  // 60 elements: the last two layers together (68), then the first.
+  b = make_buckets(m, 60);
+  ASSERT_EQ(b.size(), 2u);
+  EXPECT_EQ(b[0].begin, 40);
+  EXPECT_EQ(b[0].end, 108);
+  EXPECT_EQ(b[0].ready_after, 3u);
+  EXPECT_EQ(b[1].end, 40);
+  // Huge: one bucket over everything, ready after the first layer with parameters.
+  b = make_buckets(m, 1 << 30);
+  ASSERT_EQ(b.size(), 1u);
+  EXPECT_EQ(b[0].begin, 0);
+  EXPECT_EQ(b[0].end, 108);
+  EXPECT_EQ(b[0].ready_after, 1u);
 }

@@ -38,10 +38,17 @@ class Layer {
   // x: [batch, in...], y: [batch, out...] (both allocated by the model).
   virtual void forward(const Tensor& x, Tensor& y) = 0;
   // dx is undefined (!dx.defined()) for the first layer: nothing needs it, skip computing it.
+  // Parameter gradients are added to the gradient buffers, or overwrite them when
+  // accumulate_grads() is false (the step's first micro-batch: no zero-filling pass needed).
   virtual void backward(const Tensor& x, const Tensor& y, const Tensor& dy, Tensor& dx) = 0;
+  void set_accumulate_grads(bool on) { accumulate_ = on; }
 
  protected:
+  bool accumulate_grads() const { return accumulate_; }
   std::vector<Tensor> params_, grads_;
+
+ private:
+  bool accumulate_ = true;
 };
 
 // A layer's arguments as written in [model] layers: dense(128), conv(32,3,pad=1).

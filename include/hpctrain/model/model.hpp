@@ -33,9 +33,11 @@ class Model {
   void init_parameters(std::uint64_t seed);
   void set_batch(std::int64_t rows);  // allocates activations when the batch grows
   const Tensor& forward(const Tensor& x);
-  // Writes every layer's input gradient and ADDS to the gradient buffer;
+  // Writes every layer's input gradient and adds to the gradient buffer (or,
+  // with accumulate = false, overwrites it: the step's first micro-batch);
   // calls layer_done(i) after layer i (last layer first) when given.
-  void backward(const Tensor& x, const Tensor& dout, const std::function<void(std::size_t)>& layer_done = {});
+  void backward(const Tensor& x, const Tensor& dout, const std::function<void(std::size_t)>& layer_done = {},
+                bool accumulate = true);
   // Element range [begin, end) of layer i's parameters in the flat buffers (empty when none).
   std::pair<std::int64_t, std::int64_t> layer_param_range(std::size_t i) const;
   Tensor& dout() { return grads_act_.back(); }  // where the loss writes d(loss)/d(output)

@@ -125,6 +125,57 @@ void adam_update(Tensor& w, const Tensor& g, Tensor& m, Tensor& v, float lr, flo
   cpu::adam_update(w, g, m, v, lr, beta1, beta2, eps, weight_decay, decoupled, step);
 }
 
+void im2col(const Tensor& x, std::int64_t channels, std::int64_t height, std::int64_t width, std::int64_t kernel,
+            std::int64_t stride, std::int64_t pad, Tensor& cols) {
+  if (x.device() == Device::cuda) {
+    cuda::im2col(x, channels, height, width, kernel, stride, pad, cols);
+    return;
+  }
+  cpu::im2col(x, channels, height, width, kernel, stride, pad, cols);
+}
+
+void col2im(const Tensor& cols, std::int64_t channels, std::int64_t height, std::int64_t width, std::int64_t kernel,
+            std::int64_t stride, std::int64_t pad, Tensor& dx) {
+  if (cols.device() == Device::cuda) {
+    cuda::col2im(cols, channels, height, width, kernel, stride, pad, dx);
+    return;
+  }
+  cpu::col2im(cols, channels, height, width, kernel, stride, pad, dx);
+}
+
+void add_channel_bias(Tensor& y, const Tensor& bias) {
+  if (y.device() == Device::cuda) {
+    cuda::add_channel_bias(y, bias);
+    return;
+  }
+  cpu::add_channel_bias(y, bias);
+}
+
+void accumulate_channel_bias_grad(const Tensor& dy, Tensor& db) {
+  if (dy.device() == Device::cuda) {
+    cuda::accumulate_channel_bias_grad(dy, db);
+    return;
+  }
+  cpu::accumulate_channel_bias_grad(dy, db);
+}
+
+void maxpool_forward(const Tensor& x, std::int64_t channels, std::int64_t height, std::int64_t width,
+                     std::int64_t kernel, std::int64_t stride, Tensor& y, std::vector<std::int32_t>& argmax) {
+  if (x.device() == Device::cuda) {
+    cuda::maxpool_forward(x, channels, height, width, kernel, stride, y, argmax);
+    return;
+  }
+  cpu::maxpool_forward(x, channels, height, width, kernel, stride, y, argmax);
+}
+
+void maxpool_backward(const Tensor& dy, const std::vector<std::int32_t>& argmax, Tensor& dx) {
+  if (dy.device() == Device::cuda) {
+    cuda::maxpool_backward(dy, argmax, dx);
+    return;
+  }
+  cpu::maxpool_backward(dy, argmax, dx);
+}
+
 double sum_of_squares(const Tensor& t) {
   if (t.device() == Device::cuda) {
     return cuda::sum_of_squares(t);
@@ -148,6 +199,12 @@ const std::vector<std::string>& backend_operations() {
                                               "count_correct",
                                               "sgd_update",
                                               "adam_update",
+                                              "im2col",
+                                              "col2im",
+                                              "add_channel_bias",
+                                              "accumulate_channel_bias_grad",
+                                              "maxpool_forward",
+                                              "maxpool_backward",
                                               "sum_of_squares"};
   return names;
 }

@@ -97,6 +97,8 @@ void register_flatten(LayerRegistry& r);
 void register_relu(LayerRegistry& r);
 void register_tanh(LayerRegistry& r);
 void register_gelu(LayerRegistry& r);
+void register_conv2d(LayerRegistry& r);
+void register_maxpool(LayerRegistry& r);
 
 void register_builtin_layers(LayerRegistry& r) {
   register_dense(r);
@@ -104,6 +106,8 @@ void register_builtin_layers(LayerRegistry& r) {
   register_relu(r);
   register_tanh(r);
   register_gelu(r);
+  register_conv2d(r);
+  register_maxpool(r);
 }
 
 }  // namespace hpctrain

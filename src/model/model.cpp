@@ -22,6 +22,7 @@ Model::Model(const std::string& layers, const Shape& sample_shape, const LayerRe
     std::snprintf(name, sizeof(name), "%02zu_%s", i, layer->type());
     const Shape in = shapes_.back();
     shapes_.push_back(layer->output_shape(in));
+    layer->configure(in);
     for (const ParamSpec& p : layer->param_specs(in)) {
       info_.push_back({std::string(name) + "/" + p.name, total, p.shape, p.init, p.fan_in, p.fan_out});
       total += numel(p.shape);

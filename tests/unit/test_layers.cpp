@@ -13,6 +13,7 @@
 
 #include <cmath>
 #include <cstring>
+#include <algorithm>
 #include <random>
 
 #include "hpctrain/backend/ops.hpp"
@@ -47,9 +48,13 @@ double weighted_sum(const Tensor& y, const std::vector<float>& r) {
 }
 
 // Largest violation of the tolerance (<= 1 passes) over dL/dx and dL/dparams.
-double check_layer(Layer& layer, const Shape& sample_in, std::int64_t batch, bool away_from_zero = false) {
+// distinct = true: inputs are a shuffled ramp spaced 0.05 apart, so a probe of +-h cannot change which
+// element of a pooling window is the largest.
+double check_layer(Layer& layer, const Shape& sample_in, std::int64_t batch, bool away_from_zero = false,
+                   bool distinct = false) {
   Allocator alloc;
   const Shape sample_out = layer.output_shape(sample_in);
+  layer.configure(sample_in);
   Shape in{batch}, out{batch};
   in.insert(in.end(), sample_in.begin(), sample_in.end());
   out.insert(out.end(), sample_out.begin(), sample_out.end());
@@ -63,7 +68,11 @@ double check_layer(Layer& layer, const Shape& sample_in, std::int64_t batch, boo
   }
   layer.bind(params, grads);
   Tensor x = Tensor::zeros(in, alloc), y = Tensor::zeros(out, alloc), dx = Tensor::zeros(in, alloc);
-  const auto xv = random_values(numel(in), 1, away_from_zero);
+  auto xv = random_values(numel(in), 1, away_from_zero);
+  if (distinct) {
+    for (std::size_t i = 0; i < xv.size(); ++i) xv[i] = 0.05f * static_cast<float>(i) - 0.025f * static_cast<float>(xv.size());
+    std::shuffle(xv.begin(), xv.end(), std::mt19937(3));
+  }
   std::copy(xv.begin(), xv.end(), x.data());
   const auto r = random_values(numel(out), 2);
   Tensor dy = Tensor::zeros(out, alloc);
@@ -120,6 +129,11 @@ TEST(GradientCheck, EveryLayer) {
   EXPECT_LE(check_layer(*make("tanh"), {6}, 3), 1.0);
   EXPECT_LE(check_layer(*make("gelu"), {6}, 3), 1.0);
   EXPECT_LE(check_layer(*make("flatten"), {2, 3, 2}, 2), 1.0);
+  EXPECT_LE(check_layer(*make("conv(3,3,pad=1)"), {2, 5, 4}, 2), 1.0);
+  EXPECT_LE(check_layer(*make("conv(2,2,stride=2)"), {3, 6, 6}, 2), 1.0);
+  EXPECT_LE(check_layer(*make("conv(4,3)"), {5, 5}, 2), 1.0);      // [H, W] input = one channel
+  EXPECT_LE(check_layer(*make("maxpool(2)"), {2, 4, 6}, 2, false, true), 1.0);
+  EXPECT_LE(check_layer(*make("maxpool(3,stride=2)"), {1, 7, 7}, 2, false, true), 1.0);
 }
 
 TEST(GradientCheck, NegativeControlFails) {
@@ -260,9 +274,10 @@ TEST(Model, NamesShapesAndErrors) {
     }
     return std::string("no error");
   };
-  EXPECT_NE(message("flatten dnse(3)", {4})
-                .find("unknown layer type 'dnse' in 'dnse(3)' (known: dense, flatten, gelu, relu, tanh)"),
-            std::string::npos);
+  EXPECT_NE(
+      message("flatten dnse(3)", {4})
+          .find("unknown layer type 'dnse' in 'dnse(3)' (known: conv, dense, flatten, gelu, maxpool, relu, tanh)"),
+      std::string::npos);
   EXPECT_NE(message("dense(3)", {4, 4}).find("needs a flat input, got [4, 4] (insert 'flatten' before it)"),
             std::string::npos);
   EXPECT_NE(message("dense", {4}).find("dense needs the number of outputs"), std::string::npos);
@@ -315,6 +330,13 @@ TEST(Backend, EveryOperationIsDispatchedToCuda) {
   expect("count_correct", [&] { count_correct(t, labels); });
   expect("sgd_update", [&] { sgd_update(t, t, t, 0.1f, 0.f, 0.f, false); });
   expect("adam_update", [&] { adam_update(t, t, t, t, 0.1f, 0.9f, 0.999f, 1e-8f, 0.f, false, 1); });
+  std::vector<std::int32_t> arg;
+  expect("im2col", [&] { im2col(t, 1, 2, 2, 1, 1, 0, t); });
+  expect("col2im", [&] { col2im(t, 1, 2, 2, 1, 1, 0, t); });
+  expect("add_channel_bias", [&] { add_channel_bias(t, t); });
+  expect("accumulate_channel_bias_grad", [&] { accumulate_channel_bias_grad(t, t); });
+  expect("maxpool_forward", [&] { maxpool_forward(t, 1, 2, 2, 2, 2, t, arg); });
+  expect("maxpool_backward", [&] { maxpool_backward(t, arg, t); });
   expect("sum_of_squares", [&] { sum_of_squares(t); });
   EXPECT_EQ(thrown, backend_operations()) << "every backend operation must have a CUDA entry point";
 }

@@ -30,6 +30,8 @@ class Layer {
   // Output shape for a per-sample input shape; throws bad_input when the input does not fit.
   virtual Shape output_shape(const Shape& in) const = 0;
   virtual std::vector<ParamSpec> param_specs(const Shape& /*in*/) const { return {}; }
+  // Called once with the per-sample input shape before forward (layers that need it keep it).
+  virtual void configure(const Shape& /*in*/) {}
   // The model hands the layer views into its flat parameter and gradient buffers.
   void bind(std::vector<Tensor> params, std::vector<Tensor> grads) {
     params_ = std::move(params);

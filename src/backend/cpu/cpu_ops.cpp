@@ -204,3 +204,94 @@ double sum_of_squares(const Tensor& t) {
 }
 
 }  // namespace hpctrain::cpu
+
+namespace hpctrain::cpu {
+
+void im2col(const Tensor& x, std::int64_t channels, std::int64_t height, std::int64_t width, std::int64_t kernel,
+            std::int64_t stride, std::int64_t pad, Tensor& cols) {
+  const std::int64_t ho = (height + 2 * pad - kernel) / stride + 1, wo = (width + 2 * pad - kernel) / stride + 1;
+  HPCT_CHECK(cols.numel() == channels * kernel * kernel * ho * wo, "im2col buffer size");
+  const float* in = x.data();
+  float* out = cols.data();
+  for (std::int64_t c = 0; c < channels; ++c)
+    for (std::int64_t ki = 0; ki < kernel; ++ki)
+      for (std::int64_t kj = 0; kj < kernel; ++kj) {
+        float* row = out + ((c * kernel + ki) * kernel + kj) * ho * wo;
+        for (std::int64_t i = 0; i < ho; ++i) {
+          const std::int64_t h = i * stride - pad + ki;
+          for (std::int64_t j = 0; j < wo; ++j) {
+            const std::int64_t w = j * stride - pad + kj;
+            row[i * wo + j] = (h >= 0 && h < height && w >= 0 && w < width) ? in[(c * height + h) * width + w] : 0.f;
+          }
+        }
+      }
+}
+
+void col2im(const Tensor& cols, std::int64_t channels, std::int64_t height, std::int64_t width, std::int64_t kernel,
+            std::int64_t stride, std::int64_t pad, Tensor& dx) {
+  const std::int64_t ho = (height + 2 * pad - kernel) / stride + 1, wo = (width + 2 * pad - kernel) / stride + 1;
+  HPCT_CHECK(cols.numel() == channels * kernel * kernel * ho * wo, "col2im buffer size");
+  const float* in = cols.data();
+  float* out = dx.data();
+  for (std::int64_t c = 0; c < channels; ++c)
+    for (std::int64_t ki = 0; ki < kernel; ++ki)
+      for (std::int64_t kj = 0; kj < kernel; ++kj) {
+        const float* row = in + ((c * kernel + ki) * kernel + kj) * ho * wo;
+        for (std::int64_t i = 0; i < ho; ++i) {
+          const std::int64_t h = i * stride - pad + ki;
+          if (h < 0 || h >= height) continue;
+          for (std::int64_t j = 0; j < wo; ++j) {
+            const std::int64_t w = j * stride - pad + kj;
+            if (w >= 0 && w < width) out[(c * height + h) * width + w] += row[i * wo + j];
+          }
+        }
+      }
+}
+
+void add_channel_bias(Tensor& y, const Tensor& bias) {
+  const std::int64_t c = bias.numel(), p = y.numel() / c;
+  for (std::int64_t i = 0; i < c; ++i) {
+    float* row = y.data() + i * p;
+    for (std::int64_t j = 0; j < p; ++j) row[j] += bias.data()[i];
+  }
+}
+
+void accumulate_channel_bias_grad(const Tensor& dy, Tensor& db) {
+  const std::int64_t c = db.numel(), p = dy.numel() / c;
+  for (std::int64_t i = 0; i < c; ++i) {
+    const float* row = dy.data() + i * p;
+    double s = 0;
+    for (std::int64_t j = 0; j < p; ++j) s += row[j];
+    db.data()[i] += static_cast<float>(s);
+  }
+}
+
+void maxpool_forward(const Tensor& x, std::int64_t channels, std::int64_t height, std::int64_t width,
+                     std::int64_t kernel, std::int64_t stride, Tensor& y, std::vector<std::int32_t>& argmax) {
+  const std::int64_t ho = (height - kernel) / stride + 1, wo = (width - kernel) / stride + 1;
+  const std::int64_t planes = x.numel() / (height * width);
+  HPCT_CHECK(y.numel() == planes * ho * wo && planes % channels == 0, "maxpool shapes");
+  argmax.resize(static_cast<std::size_t>(y.numel()));
+  for (std::int64_t p = 0; p < planes; ++p) {
+    const float* in = x.data() + p * height * width;
+    for (std::int64_t i = 0; i < ho; ++i)
+      for (std::int64_t j = 0; j < wo; ++j) {
+        std::int64_t best = (i * stride) * width + j * stride;
+        for (std::int64_t a = 0; a < kernel; ++a)
+          for (std::int64_t b = 0; b < kernel; ++b) {
+            const std::int64_t at = (i * stride + a) * width + j * stride + b;
+            if (in[at] > in[best]) best = at;
+          }
+        const std::int64_t o = (p * ho + i) * wo + j;
+        y.data()[o] = in[best];
+        argmax[static_cast<std::size_t>(o)] = static_cast<std::int32_t>(p * height * width + best);
+      }
+  }
+}
+
+void maxpool_backward(const Tensor& dy, const std::vector<std::int32_t>& argmax, Tensor& dx) {
+  cpu::fill(dx, 0.f);
+  for (std::int64_t o = 0; o < dy.numel(); ++o) dx.data()[argmax[static_cast<std::size_t>(o)]] += dy.data()[o];
+}
+
+}  // namespace hpctrain::cpu

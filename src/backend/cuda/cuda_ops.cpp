@@ -49,6 +49,27 @@ void adam_update(Tensor&, const Tensor&, Tensor&, Tensor&, float, float, float, 
   not_implemented("adam_update");
 }
 
+void im2col(const Tensor&, std::int64_t, std::int64_t, std::int64_t, std::int64_t, std::int64_t, std::int64_t,
+            Tensor&) {
+  not_implemented("im2col");
+}
+
+void col2im(const Tensor&, std::int64_t, std::int64_t, std::int64_t, std::int64_t, std::int64_t, std::int64_t,
+            Tensor&) {
+  not_implemented("col2im");
+}
+
+void add_channel_bias(Tensor&, const Tensor&) { not_implemented("add_channel_bias"); }
+
+void accumulate_channel_bias_grad(const Tensor&, Tensor&) { not_implemented("accumulate_channel_bias_grad"); }
+
+void maxpool_forward(const Tensor&, std::int64_t, std::int64_t, std::int64_t, std::int64_t, std::int64_t, Tensor&,
+                     std::vector<std::int32_t>&) {
+  not_implemented("maxpool_forward");
+}
+
+void maxpool_backward(const Tensor&, const std::vector<std::int32_t>&, Tensor&) { not_implemented("maxpool_backward"); }
+
 double sum_of_squares(const Tensor&) { not_implemented("sum_of_squares"); }
 
 }  // namespace hpctrain::cuda

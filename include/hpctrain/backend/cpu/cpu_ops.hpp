@@ -22,6 +22,20 @@ std::int64_t count_correct(const Tensor& logits, const std::int32_t* labels);
 void sgd_update(Tensor& w, const Tensor& g, Tensor& m, float lr, float momentum, float weight_decay, bool nesterov);
 void adam_update(Tensor& w, const Tensor& g, Tensor& m, Tensor& v, float lr, float beta1, float beta2, float eps,
                  float weight_decay, bool decoupled, std::int64_t step);
+// Convolution helpers on one sample, channels-first: x [C, H, W] -> cols [C*k*k, Ho*Wo].
+void im2col(const Tensor& x, std::int64_t channels, std::int64_t height, std::int64_t width, std::int64_t kernel,
+            std::int64_t stride, std::int64_t pad, Tensor& cols);
+// The adjoint of im2col: dx [C, H, W] += scattered cols.
+void col2im(const Tensor& cols, std::int64_t channels, std::int64_t height, std::int64_t width, std::int64_t kernel,
+            std::int64_t stride, std::int64_t pad, Tensor& dx);
+// y [C, P] += bias[c] on row c;  db[c] += sum over row c of dy [C, P].
+void add_channel_bias(Tensor& y, const Tensor& bias);
+void accumulate_channel_bias_grad(const Tensor& dy, Tensor& db);
+// Max pooling of a batch x [N, C, H, W] -> y [N, C, Ho, Wo]; argmax keeps the input index of each output.
+void maxpool_forward(const Tensor& x, std::int64_t channels, std::int64_t height, std::int64_t width,
+                     std::int64_t kernel, std::int64_t stride, Tensor& y, std::vector<std::int32_t>& argmax);
+// dx = 0, then dx[argmax[i]] += dy[i].
+void maxpool_backward(const Tensor& dy, const std::vector<std::int32_t>& argmax, Tensor& dx);
 double sum_of_squares(const Tensor& t);
 
 }  // namespace hpctrain::cpu

@@ -1,0 +1,106 @@
+// conv(out, k, pad=p, stride=s): 2-D convolution, channels-first [C, H, W] ->
+// [out, Ho, Wo], weight [out, C, k, k] (PyTorch's layout), bias [out]. Per
+// sample: im2col, then one GEMM (out x C*k*k by C*k*k x Ho*Wo).
+#include "hpctrain/backend/ops.hpp"
+#include "hpctrain/core/error.hpp"
+#include "hpctrain/layers/registry.hpp"
+
+namespace hpctrain {
+
+namespace {
+class Conv2d final : public Layer {
+ public:
+  Conv2d(std::int64_t out, std::int64_t k, std::int64_t pad, std::int64_t stride)
+      : out_(out), k_(k), pad_(pad), stride_(stride) {}
+  const char* type() const override { return "conv"; }
+  Shape output_shape(const Shape& in) const override {
+    const Shape s = in.size() == 2 ? Shape{1, in[0], in[1]} : in;  // [H, W] images are one channel
+    if (s.size() != 3)
+      throw bad_input("[model] layers: conv needs [channels, height, width] input, got " + shape_string(in));
+    const std::int64_t ho = (s[1] + 2 * pad_ - k_) / stride_ + 1, wo = (s[2] + 2 * pad_ - k_) / stride_ + 1;
+    if (ho < 1 || wo < 1)
+      throw bad_input("[model] layers: conv kernel " + std::to_string(k_) + " does not fit input " + shape_string(in));
+    return {out_, ho, wo};
+  }
+  void configure(const Shape& in) override {
+    in_ = in.size() == 2 ? Shape{1, in[0], in[1]} : in;
+    out_shape_ = output_shape(in);
+  }
+  std::vector<ParamSpec> param_specs(const Shape& in) const override {
+    const std::int64_t c = in.size() == 2 ? 1 : in[0];
+    const std::int64_t fan_in = c * k_ * k_;
+    return {{"weight", {out_, c, k_, k_}, Init::he_normal, fan_in, out_ * k_ * k_},
+            {"bias", {out_}, Init::zeros, fan_in, out_}};
+  }
+  void forward(const Tensor& x, Tensor& y) override {
+    const std::int64_t c = in_[0], p = out_shape_[1] * out_shape_[2], ckk = c * k_ * k_;
+    cols_.resize(static_cast<std::size_t>(ckk * p));
+    Tensor cols = Tensor::wrap(cols_.data(), {ckk, p});
+    const Tensor w = params_[0].reshaped({out_, ckk});
+    for (std::int64_t n = 0; n < x.rows(); ++n) {
+      im2col(x.view(n * x.cols(), {c, in_[1], in_[2]}), c, in_[1], in_[2], k_, stride_, pad_, cols);
+      Tensor yn = y.view(n * y.cols(), {out_, p});
+      gemm(false, false, 1.f, w, cols, 0.f, yn);
+      add_channel_bias(yn, params_[1]);
+    }
+  }
+  void backward(const Tensor& x, const Tensor&, const Tensor& dy, Tensor& dx) override {
+    const std::int64_t c = in_[0], p = out_shape_[1] * out_shape_[2], ckk = c * k_ * k_;
+    cols_.resize(static_cast<std::size_t>(ckk * p));
+    dcols_.resize(cols_.size());
+    Tensor cols = Tensor::wrap(cols_.data(), {ckk, p}), dcols = Tensor::wrap(dcols_.data(), {ckk, p});
+    const Tensor w = params_[0].reshaped({out_, ckk});
+    Tensor dw = grads_[0].reshaped({out_, ckk});
+    if (!accumulate_grads()) {
+      fill(grads_[0], 0.f);
+      fill(grads_[1], 0.f);
+    }
+    if (dx.defined()) fill(dx, 0.f);
+    for (std::int64_t n = 0; n < x.rows(); ++n) {
+      const Tensor dyn = dy.view(n * dy.cols(), {out_, p});
+      im2col(x.view(n * x.cols(), {c, in_[1], in_[2]}), c, in_[1], in_[2], k_, stride_, pad_, cols);
+      gemm(false, true, 1.f, dyn, cols, 1.f, dw);  // dW += dy_n cols^T
+      accumulate_channel_bias_grad(dyn, grads_[1]);
+      if (dx.defined()) {
+        gemm(true, false, 1.f, w, dyn, 0.f, dcols);  // dcols = W^T dy_n
+        Tensor dxn = dx.view(n * dx.cols(), {c, in_[1], in_[2]});
+        col2im(dcols, c, in_[1], in_[2], k_, stride_, pad_, dxn);
+      }
+    }
+  }
+
+ private:
+  std::int64_t out_, k_, pad_, stride_;
+  Shape in_, out_shape_;  // per sample, from configure()
+  std::vector<float> cols_, dcols_;
+};
+
+std::int64_t named(const LayerArgs& a, const std::string& key, std::int64_t fallback, std::int64_t min) {
+  const auto it = a.named.find(key);
+  if (it == a.named.end()) return fallback;
+  try {
+    std::size_t used = 0;
+    const std::int64_t v = std::stoll(it->second, &used);
+    if (used == it->second.size() && v >= min) return v;
+  } catch (const std::exception&) {
+  }
+  throw bad_input("[model] layers: " + a.text + ": " + key + " = '" + it->second +
+                  "' must be an integer >= " + std::to_string(min));
+}
+}  // namespace
+
+void register_conv2d(LayerRegistry& r) {
+  r.add("conv", [](const LayerArgs& a) {
+    for (const auto& [k, v] : a.named)
+      if (k != "pad" && k != "stride")
+        throw bad_input("[model] layers: " + a.text + ": unknown argument '" + k + "' (pad, stride)");
+    return std::make_unique<Conv2d>(int_arg(a, 0, "the number of output channels"), int_arg(a, 1, "the kernel size"),
+                                    named(a, "pad", 0, 0), named(a, "stride", 1, 1));
+  });
+}
+
+std::int64_t layer_named_int(const LayerArgs& a, const std::string& key, std::int64_t fallback, std::int64_t min) {
+  return named(a, key, fallback, min);
+}
+
+}  // namespace hpctrain

@@ -1,0 +1,46 @@
+// maxpool(k, stride=k): max over k x k windows of each channel, [C, H, W] -> [C, Ho, Wo].
+#include "hpctrain/backend/ops.hpp"
+#include "hpctrain/core/error.hpp"
+#include "hpctrain/layers/registry.hpp"
+
+namespace hpctrain {
+
+std::int64_t layer_named_int(const LayerArgs& a, const std::string& key, std::int64_t fallback, std::int64_t min);
+
+namespace {
+class MaxPool final : public Layer {
+ public:
+  MaxPool(std::int64_t k, std::int64_t stride) : k_(k), stride_(stride) {}
+  const char* type() const override { return "maxpool"; }
+  Shape output_shape(const Shape& in) const override {
+    const Shape s = in.size() == 2 ? Shape{1, in[0], in[1]} : in;
+    if (s.size() != 3)
+      throw bad_input("[model] layers: maxpool needs [channels, height, width] input, got " + shape_string(in));
+    const std::int64_t ho = (s[1] - k_) / stride_ + 1, wo = (s[2] - k_) / stride_ + 1;
+    if (ho < 1 || wo < 1)
+      throw bad_input("[model] layers: maxpool window " + std::to_string(k_) + " does not fit " + shape_string(in));
+    return {s[0], ho, wo};
+  }
+  void configure(const Shape& in) override { in_ = in.size() == 2 ? Shape{1, in[0], in[1]} : in; }
+  void forward(const Tensor& x, Tensor& y) override {
+    maxpool_forward(x, in_[0], in_[1], in_[2], k_, stride_, y, argmax_);
+  }
+  void backward(const Tensor&, const Tensor&, const Tensor& dy, Tensor& dx) override {
+    if (dx.defined()) maxpool_backward(dy, argmax_, dx);
+  }
+
+ private:
+  std::int64_t k_, stride_;
+  Shape in_;  // per sample, from configure()
+  std::vector<std::int32_t> argmax_;
+};
+}  // namespace
+
+void register_maxpool(LayerRegistry& r) {
+  r.add("maxpool", [](const LayerArgs& a) {
+    const std::int64_t k = int_arg(a, 0, "the window size");
+    return std::make_unique<MaxPool>(k, layer_named_int(a, "stride", k, 1));
+  });
+}
+
+}  // namespace hpctrain

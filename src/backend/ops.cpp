@@ -126,21 +126,21 @@ void adam_update(Tensor& w, const Tensor& g, Tensor& m, Tensor& v, float lr, flo
 }
 
 void im2col(const Tensor& x, std::int64_t channels, std::int64_t height, std::int64_t width, std::int64_t kernel,
-            std::int64_t stride, std::int64_t pad, Tensor& cols) {
+            std::int64_t stride, std::int64_t pad, std::int64_t cols_ld, Tensor& cols) {
   if (x.device() == Device::cuda) {
-    cuda::im2col(x, channels, height, width, kernel, stride, pad, cols);
+    cuda::im2col(x, channels, height, width, kernel, stride, pad, cols_ld, cols);
     return;
   }
-  cpu::im2col(x, channels, height, width, kernel, stride, pad, cols);
+  cpu::im2col(x, channels, height, width, kernel, stride, pad, cols_ld, cols);
 }
 
 void col2im(const Tensor& cols, std::int64_t channels, std::int64_t height, std::int64_t width, std::int64_t kernel,
-            std::int64_t stride, std::int64_t pad, Tensor& dx) {
+            std::int64_t stride, std::int64_t pad, std::int64_t cols_ld, Tensor& dx) {
   if (cols.device() == Device::cuda) {
-    cuda::col2im(cols, channels, height, width, kernel, stride, pad, dx);
+    cuda::col2im(cols, channels, height, width, kernel, stride, pad, cols_ld, dx);
     return;
   }
-  cpu::col2im(cols, channels, height, width, kernel, stride, pad, dx);
+  cpu::col2im(cols, channels, height, width, kernel, stride, pad, cols_ld, dx);
 }
 
 void add_channel_bias(Tensor& y, const Tensor& bias) {

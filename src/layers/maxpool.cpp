@@ -5,8 +5,6 @@
 
 namespace hpctrain {
 
-std::int64_t layer_named_int(const LayerArgs& a, const std::string& key, std::int64_t fallback, std::int64_t min);
-
 namespace {
 class MaxPool final : public Layer {
  public:

@@ -84,6 +84,19 @@ std::int64_t int_arg(const LayerArgs& a, std::size_t index, const std::string& w
   return a.positional[index];
 }
 
+std::int64_t layer_named_int(const LayerArgs& a, const std::string& key, std::int64_t fallback, std::int64_t min) {
+  const auto it = a.named.find(key);
+  if (it == a.named.end()) return fallback;
+  try {
+    std::size_t used = 0;
+    const std::int64_t v = std::stoll(it->second, &used);
+    if (used == it->second.size() && v >= min) return v;
+  } catch (const std::exception&) {
+  }
+  throw bad_input("[model] layers: " + a.text + ": " + key + " = '" + it->second +
+                  "' must be an integer >= " + std::to_string(min));
+}
+
 void expect_no_args(const LayerArgs& a) {
   if (!a.positional.empty() || !a.named.empty()) throw bad_input("[model] layers: " + a.text + " takes no arguments");
 }

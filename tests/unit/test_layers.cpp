@@ -11,9 +11,9 @@
 // the scale of h; ReLU inputs are kept away from 0).
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
-#include <algorithm>
 #include <random>
 
 #include "hpctrain/backend/ops.hpp"
@@ -70,7 +70,8 @@ double check_layer(Layer& layer, const Shape& sample_in, std::int64_t batch, boo
   Tensor x = Tensor::zeros(in, alloc), y = Tensor::zeros(out, alloc), dx = Tensor::zeros(in, alloc);
   auto xv = random_values(numel(in), 1, away_from_zero);
   if (distinct) {
-    for (std::size_t i = 0; i < xv.size(); ++i) xv[i] = 0.05f * static_cast<float>(i) - 0.025f * static_cast<float>(xv.size());
+    for (std::size_t i = 0; i < xv.size(); ++i)
+      xv[i] = 0.05f * static_cast<float>(i) - 0.025f * static_cast<float>(xv.size());
     std::shuffle(xv.begin(), xv.end(), std::mt19937(3));
   }
   std::copy(xv.begin(), xv.end(), x.data());
@@ -131,7 +132,7 @@ TEST(GradientCheck, EveryLayer) {
   EXPECT_LE(check_layer(*make("flatten"), {2, 3, 2}, 2), 1.0);
   EXPECT_LE(check_layer(*make("conv(3,3,pad=1)"), {2, 5, 4}, 2), 1.0);
   EXPECT_LE(check_layer(*make("conv(2,2,stride=2)"), {3, 6, 6}, 2), 1.0);
-  EXPECT_LE(check_layer(*make("conv(4,3)"), {5, 5}, 2), 1.0);      // [H, W] input = one channel
+  EXPECT_LE(check_layer(*make("conv(4,3)"), {5, 5}, 2), 1.0);  // [H, W] input = one channel
   EXPECT_LE(check_layer(*make("maxpool(2)"), {2, 4, 6}, 2, false, true), 1.0);
   EXPECT_LE(check_layer(*make("maxpool(3,stride=2)"), {1, 7, 7}, 2, false, true), 1.0);
 }
@@ -331,8 +332,8 @@ TEST(Backend, EveryOperationIsDispatchedToCuda) {
   expect("sgd_update", [&] { sgd_update(t, t, t, 0.1f, 0.f, 0.f, false); });
   expect("adam_update", [&] { adam_update(t, t, t, t, 0.1f, 0.9f, 0.999f, 1e-8f, 0.f, false, 1); });
   std::vector<std::int32_t> arg;
-  expect("im2col", [&] { im2col(t, 1, 2, 2, 1, 1, 0, t); });
-  expect("col2im", [&] { col2im(t, 1, 2, 2, 1, 1, 0, t); });
+  expect("im2col", [&] { im2col(t, 1, 2, 2, 1, 1, 0, 4, t); });
+  expect("col2im", [&] { col2im(t, 1, 2, 2, 1, 1, 0, 4, t); });
   expect("add_channel_bias", [&] { add_channel_bias(t, t); });
   expect("accumulate_channel_bias_grad", [&] { accumulate_channel_bias_grad(t, t); });
   expect("maxpool_forward", [&] { maxpool_forward(t, 1, 2, 2, 2, 2, t, arg); });

@@ -42,12 +42,13 @@ void sgd_update(Tensor& w, const Tensor& g, Tensor& m, float lr, float momentum,
 // `step` counts from 1.
 void adam_update(Tensor& w, const Tensor& g, Tensor& m, Tensor& v, float lr, float beta1, float beta2, float eps,
                  float weight_decay, bool decoupled, std::int64_t step);
-// Convolution helpers on one sample, channels-first: x [C, H, W] -> cols [C*k*k, Ho*Wo].
+// Convolution helpers on one sample, channels-first: x [C, H, W] -> cols [C*k*k, Ho*Wo], row r
+// of cols at cols.data() + r * cols_ld (so a batch's samples can sit side by side in one matrix).
 void im2col(const Tensor& x, std::int64_t channels, std::int64_t height, std::int64_t width, std::int64_t kernel,
-            std::int64_t stride, std::int64_t pad, Tensor& cols);
+            std::int64_t stride, std::int64_t pad, std::int64_t cols_ld, Tensor& cols);
 // The adjoint of im2col: dx [C, H, W] += scattered cols.
 void col2im(const Tensor& cols, std::int64_t channels, std::int64_t height, std::int64_t width, std::int64_t kernel,
-            std::int64_t stride, std::int64_t pad, Tensor& dx);
+            std::int64_t stride, std::int64_t pad, std::int64_t cols_ld, Tensor& dx);
 // y [C, P] += bias[c] on row c;  db[c] += sum over row c of dy [C, P].
 void add_channel_bias(Tensor& y, const Tensor& bias);
 void accumulate_channel_bias_grad(const Tensor& dy, Tensor& db);

@@ -33,5 +33,7 @@ std::vector<LayerArgs> parse_layers(const std::string& text);
 // Helpers for factories: the i-th positional argument, or a named one, as an integer.
 std::int64_t int_arg(const LayerArgs& a, std::size_t index, const std::string& what);
 void expect_no_args(const LayerArgs& a);
+// A named argument (pad=1) as an integer >= min, or `fallback` when absent.
+std::int64_t layer_named_int(const LayerArgs& a, const std::string& key, std::int64_t fallback, std::int64_t min);
 
 }  // namespace hpctrain

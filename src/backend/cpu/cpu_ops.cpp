@@ -208,15 +208,16 @@ double sum_of_squares(const Tensor& t) {
 namespace hpctrain::cpu {
 
 void im2col(const Tensor& x, std::int64_t channels, std::int64_t height, std::int64_t width, std::int64_t kernel,
-            std::int64_t stride, std::int64_t pad, Tensor& cols) {
+            std::int64_t stride, std::int64_t pad, std::int64_t cols_ld, Tensor& cols) {
   const std::int64_t ho = (height + 2 * pad - kernel) / stride + 1, wo = (width + 2 * pad - kernel) / stride + 1;
-  HPCT_CHECK(cols.numel() == channels * kernel * kernel * ho * wo, "im2col buffer size");
+  HPCT_CHECK(cols_ld >= ho * wo && cols.numel() >= (channels * kernel * kernel - 1) * cols_ld + ho * wo,
+             "im2col buffer size");
   const float* in = x.data();
   float* out = cols.data();
   for (std::int64_t c = 0; c < channels; ++c)
     for (std::int64_t ki = 0; ki < kernel; ++ki)
       for (std::int64_t kj = 0; kj < kernel; ++kj) {
-        float* row = out + ((c * kernel + ki) * kernel + kj) * ho * wo;
+        float* row = out + ((c * kernel + ki) * kernel + kj) * cols_ld;
         for (std::int64_t i = 0; i < ho; ++i) {
           const std::int64_t h = i * stride - pad + ki;
           for (std::int64_t j = 0; j < wo; ++j) {
@@ -228,15 +229,16 @@ void im2col(const Tensor& x, std::int64_t channels, std::int64_t height, std::in
 }
 
 void col2im(const Tensor& cols, std::int64_t channels, std::int64_t height, std::int64_t width, std::int64_t kernel,
-            std::int64_t stride, std::int64_t pad, Tensor& dx) {
+            std::int64_t stride, std::int64_t pad, std::int64_t cols_ld, Tensor& dx) {
   const std::int64_t ho = (height + 2 * pad - kernel) / stride + 1, wo = (width + 2 * pad - kernel) / stride + 1;
-  HPCT_CHECK(cols.numel() == channels * kernel * kernel * ho * wo, "col2im buffer size");
+  HPCT_CHECK(cols_ld >= ho * wo && cols.numel() >= (channels * kernel * kernel - 1) * cols_ld + ho * wo,
+             "col2im buffer size");
   const float* in = cols.data();
   float* out = dx.data();
   for (std::int64_t c = 0; c < channels; ++c)
     for (std::int64_t ki = 0; ki < kernel; ++ki)
       for (std::int64_t kj = 0; kj < kernel; ++kj) {
-        const float* row = in + ((c * kernel + ki) * kernel + kj) * ho * wo;
+        const float* row = in + ((c * kernel + ki) * kernel + kj) * cols_ld;
         for (std::int64_t i = 0; i < ho; ++i) {
           const std::int64_t h = i * stride - pad + ki;
           if (h < 0 || h >= height) continue;

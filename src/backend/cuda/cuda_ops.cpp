@@ -50,12 +50,12 @@ void adam_update(Tensor&, const Tensor&, Tensor&, Tensor&, float, float, float, 
 }
 
 void im2col(const Tensor&, std::int64_t, std::int64_t, std::int64_t, std::int64_t, std::int64_t, std::int64_t,
-            Tensor&) {
+            std::int64_t, Tensor&) {
   not_implemented("im2col");
 }
 
 void col2im(const Tensor&, std::int64_t, std::int64_t, std::int64_t, std::int64_t, std::int64_t, std::int64_t,
-            Tensor&) {
+            std::int64_t, Tensor&) {
   not_implemented("col2im");
 }
 

@@ -154,14 +154,7 @@ namespace {
 std::string describe_data(const Config& cfg, const Runtime& rt) {
   if (cfg.data.path.empty()) return "Dataset: none ([data] path not set)\n";
   const DatasetIndex index = load_dataset_index(MPI_COMM_WORLD, cfg.data.path);
-  SamplerOptions so;
-  so.seed = cfg.run.seed;
-  so.global_batch = cfg.train.global_batch;
-  so.shuffle = cfg.data.shuffle;
-  so.last_batch = cfg.data.last_batch;
-  so.chunk_window = cfg.data.chunk_window;
-  so.chunk_bounds = index.train.chunk_bounds();
-  const Sampler sampler(so);  // refuses a split smaller than one global batch
+  const Sampler sampler(sampler_options(cfg, index.train));  // refuses a split smaller than one global batch
   const std::uint64_t need = node_cache_bytes(index.train);
   std::ostringstream os;
   os << "Dataset " << cfg.data.path << " (validated: structure on rank 0, values on all ranks)\n"

@@ -4,8 +4,20 @@
 #include <algorithm>
 
 #include "hpctrain/core/error.hpp"
+#include "hpctrain/data/dataset.hpp"
 
 namespace hpctrain {
+
+SamplerOptions sampler_options(const Config& cfg, const SplitIndex& train) {
+  SamplerOptions so;
+  so.seed = cfg.run.seed;
+  so.global_batch = cfg.train.global_batch;
+  so.shuffle = cfg.data.shuffle;
+  so.last_batch = cfg.data.last_batch;
+  so.chunk_window = cfg.data.chunk_window;
+  so.chunk_bounds = train.chunk_bounds();
+  return so;
+}
 
 Sampler::Sampler(SamplerOptions options) : options_(std::move(options)) {
   HPCT_CHECK(options_.chunk_bounds.size() >= 2 && options_.chunk_bounds.front() == 0, "sampler needs chunk bounds");

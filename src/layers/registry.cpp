@@ -107,18 +107,14 @@ namespace hpctrain {
 
 void register_dense(LayerRegistry& r);
 void register_flatten(LayerRegistry& r);
-void register_relu(LayerRegistry& r);
-void register_tanh(LayerRegistry& r);
-void register_gelu(LayerRegistry& r);
+void register_activations(LayerRegistry& r);
 void register_conv2d(LayerRegistry& r);
 void register_maxpool(LayerRegistry& r);
 
 void register_builtin_layers(LayerRegistry& r) {
   register_dense(r);
   register_flatten(r);
-  register_relu(r);
-  register_tanh(r);
-  register_gelu(r);
+  register_activations(r);
   register_conv2d(r);
   register_maxpool(r);
 }

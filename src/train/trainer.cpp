@@ -153,14 +153,7 @@ EvalResult Trainer::evaluate(const SplitIndex& split) {
 
 int Trainer::run() {
   const auto& g = rt_.grid();
-  SamplerOptions so;
-  so.seed = cfg_.run.seed;
-  so.global_batch = cfg_.train.global_batch;
-  so.shuffle = cfg_.data.shuffle;
-  so.last_batch = cfg_.data.last_batch;
-  so.chunk_window = cfg_.data.chunk_window;
-  so.chunk_bounds = index_.train.chunk_bounds();
-  const Sampler sampler(so);
+  const Sampler sampler(sampler_options(cfg_, index_.train));
   const std::int64_t per_epoch = sampler.steps_per_epoch();
   const std::int64_t total = cfg_.train.steps > 0 ? cfg_.train.steps : cfg_.train.epochs * per_epoch;
   const SplitIndex* eval_split = index_.val ? &*index_.val : index_.test ? &*index_.test : nullptr;

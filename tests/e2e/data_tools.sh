@@ -9,12 +9,7 @@ trainer=$2
 tool=$3
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
-fail=0
-check() {
-  local what=$1
-  shift
-  if "$@"; then echo "ok   $what"; else echo "FAIL $what"; fail=1; fi
-}
+source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
 out=$("$tool" generate --out "$tmp/syn" --shape 3x8x8 --classes 5 --train 400 --val 50 --test 60 --shards 3 \
       --dtype float16 --chunk-rows 32 2>&1)
@@ -76,5 +71,4 @@ rc=$?
 check "generate with a bad shape exits 2" test $rc -eq 2
 check "generate names the option" grep -qF -- "--shape '3xq'" <<<"$err"
 
-[ $fail -eq 0 ] && echo PASS || echo FAILED
-exit $fail
+finish

@@ -12,12 +12,7 @@ src=$3
 cd "$src" || exit 1
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
-fail=0
-check() {
-  local what=$1
-  shift
-  if "$@"; then echo "ok   $what"; else echo "FAIL $what"; fail=1; fi
-}
+source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 run() {  # np out_dir extra-args...
   local np=$1 out=$2
   shift 2
@@ -63,5 +58,4 @@ rc=$?
 echo "     $err"
 check "wrong output size: exit 2 naming both" grep -qF "outputs [7] but the data needs [10]" <<<"$err"
 
-[ $fail -eq 0 ] && echo PASS || echo FAILED
-exit $fail
+finish

@@ -9,12 +9,7 @@ trainer=$2
 src=$3
 cd "$src" || exit 1  # the example decks use paths relative to the project root
 ini=inputs/mnist_mlp.ini
-fail=0
-check() {  # description, then a command that must succeed
-  local what=$1
-  shift
-  if "$@"; then echo "ok   $what"; else echo "FAIL $what"; fail=1; fi
-}
+source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
 help=$("$trainer" --help)
 check "--help exits 0" test $? -eq 0
@@ -76,5 +71,4 @@ printf '[train]\nepochs = 2\n[optim]\nlr 0.1\n' >"$tmp"
 bad_input "syntax error" "$tmp:4: cannot parse line 'lr 0.1'" 2 "$tmp"
 rm -f "$tmp"
 
-[ "$fail" -eq 0 ] && echo "PASS" || echo "FAILED"
-exit "$fail"
+finish

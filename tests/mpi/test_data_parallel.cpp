@@ -87,11 +87,7 @@ TEST(DataParallel, RanksMatchOneProcessOnTheGlobalBatch) {
     const Config cfg = config_for(root, micro);
     Runtime rt(cfg);
     Trainer trainer(cfg, rt, index);
-    SamplerOptions so;
-    so.seed = cfg.run.seed;
-    so.global_batch = cfg.train.global_batch;
-    so.chunk_bounds = index.train.chunk_bounds();
-    const Sampler sampler(so);
+    const Sampler sampler(sampler_options(cfg, index.train));
     MPI_Comm node;
     MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node);
     {

@@ -42,6 +42,11 @@ struct SamplerState {
   std::int64_t step = 0;  // next global batch within the epoch
 };
 
+// The options [run] seed, [train] global_batch and [data] shuffle, last_batch
+// and chunk_window give for the train split `train`.
+struct SplitIndex;
+SamplerOptions sampler_options(const Config& cfg, const SplitIndex& train);
+
 class Sampler {
  public:
   explicit Sampler(SamplerOptions options);  // bad_input when n < global_batch

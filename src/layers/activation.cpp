@@ -1,0 +1,36 @@
+// relu, tanh, gelu: element-wise activations (backend activation_forward /
+// activation_backward), one layer class registered under three names.
+#include "hpctrain/backend/ops.hpp"
+#include "hpctrain/layers/registry.hpp"
+
+namespace hpctrain {
+
+namespace {
+class ActivationLayer final : public Layer {
+ public:
+  ActivationLayer(Activation f, const char* name) : f_(f), name_(name) {}
+  const char* type() const override { return name_; }
+  Shape output_shape(const Shape& in) const override { return in; }
+  void forward(const Tensor& x, Tensor& y) override { activation_forward(f_, x, y); }
+  void backward(const Tensor& x, const Tensor&, const Tensor& dy, Tensor& dx) override {
+    if (dx.defined()) activation_backward(f_, x, dy, dx);
+  }
+
+ private:
+  Activation f_;
+  const char* name_;
+};
+}  // namespace
+
+void register_activations(LayerRegistry& r) {
+  for (const auto& [f, name] : {std::pair<Activation, const char*>{Activation::relu, "relu"},
+                                {Activation::tanh, "tanh"},
+                                {Activation::gelu, "gelu"}}) {
+    r.add(name, [f = f, name = name](const LayerArgs& a) {
+      expect_no_args(a);
+      return std::make_unique<ActivationLayer>(f, name);
+    });
+  }
+}
+
+}  // namespace hpctrain

@@ -83,6 +83,7 @@ Trainer::Trainer(const Config& cfg, Runtime& rt, const DatasetIndex& index) : cf
 }
 
 Trainer::~Trainer() {
+  eval_readers_.clear();  // their node caches are MPI windows: free them before the communicator
   comm_.reset();
   int finalized = 0;
   MPI_Finalized(&finalized);
@@ -122,11 +123,15 @@ StepStats Trainer::train_step(const Batch& batch, float lr) {
 }
 
 EvalResult Trainer::evaluate(const SplitIndex& split) {
-  ReaderOptions ro;
-  ro.cache_bytes = cfg_.data.cache_bytes;
-  ro.dp = rt_.grid().coords().dp;
-  ro.dp_size = rt_.grid().shape().dp_size;
-  Reader reader(split, node_, ro);
+  auto& slot = eval_readers_[split.name];
+  if (!slot) {  // loads the split once (node cache or chunk cache), then reused at every evaluation
+    ReaderOptions ro;
+    ro.cache_bytes = cfg_.data.cache_bytes;
+    ro.dp = rt_.grid().coords().dp;
+    ro.dp_size = rt_.grid().shape().dp_size;
+    slot = std::make_unique<Reader>(split, node_, ro);
+  }
+  Reader& reader = *slot;
   const std::int64_t b = rt_.per_rank_batch();
   double sums[3] = {0, 0, 0};  // loss sum, correct, samples
   for (std::int64_t n = 0; n < reader.eval_batches(b); ++n) {

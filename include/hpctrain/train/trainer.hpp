@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <string>
 
@@ -59,6 +60,7 @@ class Trainer {
   std::unique_ptr<GradientAverager> averager_;
   double comm_wait_s_ = 0;  // time waiting for gradient buckets after backward (all steps)
   MPI_Comm node_ = MPI_COMM_NULL;
+  std::map<std::string, std::unique_ptr<Reader>> eval_readers_;  // per split, made on first use (collective)
 };
 
 // Collective: verifies every rank of `comm` holds bit-identical `t`; internal error otherwise.

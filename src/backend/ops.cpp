@@ -176,6 +176,41 @@ void maxpool_backward(const Tensor& dy, const std::vector<std::int32_t>& argmax,
   cpu::maxpool_backward(dy, argmax, dx);
 }
 
+void avgpool_forward(const Tensor& x, std::int64_t height, std::int64_t width, std::int64_t kh, std::int64_t kw,
+                     std::int64_t sh, std::int64_t sw, Tensor& y) {
+  if (x.device() == Device::cuda) {
+    cuda::avgpool_forward(x, height, width, kh, kw, sh, sw, y);
+    return;
+  }
+  cpu::avgpool_forward(x, height, width, kh, kw, sh, sw, y);
+}
+
+void avgpool_backward(const Tensor& dy, std::int64_t height, std::int64_t width, std::int64_t kh, std::int64_t kw,
+                      std::int64_t sh, std::int64_t sw, Tensor& dx) {
+  if (dy.device() == Device::cuda) {
+    cuda::avgpool_backward(dy, height, width, kh, kw, sh, sw, dx);
+    return;
+  }
+  cpu::avgpool_backward(dy, height, width, kh, kw, sh, sw, dx);
+}
+
+void dropout_forward(const Tensor& x, float p, std::uint64_t key, const std::int64_t* sample_ids, Tensor& mask,
+                     Tensor& y) {
+  if (x.device() == Device::cuda) {
+    cuda::dropout_forward(x, p, key, sample_ids, mask, y);
+    return;
+  }
+  cpu::dropout_forward(x, p, key, sample_ids, mask, y);
+}
+
+void multiply(const Tensor& a, const Tensor& b, Tensor& out) {
+  if (a.device() == Device::cuda) {
+    cuda::multiply(a, b, out);
+    return;
+  }
+  cpu::multiply(a, b, out);
+}
+
 double sum_of_squares(const Tensor& t) {
   if (t.device() == Device::cuda) {
     return cuda::sum_of_squares(t);
@@ -205,6 +240,10 @@ const std::vector<std::string>& backend_operations() {
                                               "accumulate_channel_bias_grad",
                                               "maxpool_forward",
                                               "maxpool_backward",
+                                              "avgpool_forward",
+                                              "avgpool_backward",
+                                              "dropout_forward",
+                                              "multiply",
                                               "sum_of_squares"};
   return names;
 }

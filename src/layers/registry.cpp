@@ -110,6 +110,8 @@ void register_flatten(LayerRegistry& r);
 void register_activations(LayerRegistry& r);
 void register_conv2d(LayerRegistry& r);
 void register_maxpool(LayerRegistry& r);
+void register_pooling(LayerRegistry& r);
+void register_dropout(LayerRegistry& r);
 
 void register_builtin_layers(LayerRegistry& r) {
   register_dense(r);
@@ -117,6 +119,8 @@ void register_builtin_layers(LayerRegistry& r) {
   register_activations(r);
   register_conv2d(r);
   register_maxpool(r);
+  register_pooling(r);
+  register_dropout(r);
 }
 
 }  // namespace hpctrain

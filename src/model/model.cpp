@@ -28,6 +28,7 @@ Model::Model(const std::string& layers, const Shape& sample_shape, const LayerRe
       total += numel(p.shape);
     }
     names_.push_back(name);
+    layer->set_context(&ctx_, i);
     layers_.push_back(std::move(layer));
   }
   params_ = Tensor::zeros({total}, alloc_);

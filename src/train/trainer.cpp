@@ -105,6 +105,11 @@ StepStats Trainer::train_step(const Batch& batch, float lr) {
     Targets t;
     if (!batch.classes.empty()) t.classes = batch.classes.data() + m * rows;
     if (!batch.targets.empty()) t.values = batch.targets.data() + m * rows * index_.train.label_width;
+    StepContext& ctx = model_->context();
+    ctx.training = true;
+    ctx.seed = cfg_.run.seed;
+    ctx.step = batch.epoch * 1000000007 + batch.step;  // unique per step of the run, same on every rank
+    ctx.sample_ids = batch.indices.data() + m * rows;
     const Tensor& out = model_->forward(x);
     s.loss_sum += static_cast<double>(loss_->forward(out, t)) * static_cast<double>(rows);
     if (t.classes) s.correct += count_correct(out, t.classes);
@@ -143,6 +148,7 @@ EvalResult Trainer::evaluate(const SplitIndex& split) {
     Targets t;
     if (!batch.classes.empty()) t.classes = batch.classes.data();
     if (!batch.targets.empty()) t.values = batch.targets.data();
+    model_->context().training = false;
     const Tensor& out = model_->forward(x);
     sums[0] += static_cast<double>(loss_->forward(out, t)) * static_cast<double>(batch.size);
     if (t.classes) sums[1] += static_cast<double>(count_correct(out, t.classes));

@@ -1,4 +1,5 @@
-// Data parallelism: 1-4 ranks with global batch B reach the same parameters
+// Data parallelism: 1-4 ranks with global batch B (the model includes dropout,
+// whose draws are keyed by sample, not by rank) reach the same parameters
 // after k steps as one process computing on the whole global batch (stated
 // tolerance: max |difference| <= 2e-6 * (1 + max |parameter|), summation
 // order being the only difference), with and without micro-batches; the
@@ -41,11 +42,11 @@ std::string make_synthetic() {
 }
 
 Config config_for(const std::string& root, int micro_batches) {
-  const std::string ini = "[run]\nseed = 11\nout_dir = /tmp\n[data]\npath = " + root +
-                          "\n[model]\nlayers = flatten dense(16) tanh dense(7)\n[train]\nglobal_batch = 24\n"
-                          "micro_batches = " +
-                          std::to_string(micro_batches) +
-                          "\n[optim]\nlr = 0.2\nmomentum = 0.9\nweight_decay = 0.01\nnesterov = true\n";
+  const std::string ini =
+      "[run]\nseed = 11\nout_dir = /tmp\n[data]\npath = " + root +
+      "\n[model]\nlayers = flatten dense(16) tanh dropout(20) dense(7)\n[train]\nglobal_batch = 24\n"
+      "micro_batches = " +
+      std::to_string(micro_batches) + "\n[optim]\nlr = 0.2\nmomentum = 0.9\nweight_decay = 0.01\nnesterov = true\n";
   return parse_config(ini, "test.ini", {}, process_environment());
 }
 
@@ -69,6 +70,11 @@ std::vector<float> reference(const Config& cfg, const DatasetIndex& index, const
     fill(model.gradients(), 0.f);
     Targets t;
     t.classes = b.classes.data();
+    StepContext& ctx = model.context();  // dropout: the same draws per sample as on the ranks
+    ctx.training = true;
+    ctx.seed = cfg.run.seed;
+    ctx.step = s;  // epoch 0, step s (the trainer's key: epoch * 1000000007 + step)
+    ctx.sample_ids = b.indices.data();
     const Tensor& out = model.forward(x);
     loss->forward(out, t);
     loss->backward(out, t, 1.f / static_cast<float>(b.size), model.dout());

@@ -55,6 +55,14 @@ double check_layer(Layer& layer, const Shape& sample_in, std::int64_t batch, boo
   Allocator alloc;
   const Shape sample_out = layer.output_shape(sample_in);
   layer.configure(sample_in);
+  StepContext ctx;  // training, fixed seed/step: dropout's mask is fixed, so the layer is differentiable
+  ctx.training = true;
+  ctx.seed = 9;
+  ctx.step = 4;
+  std::vector<std::int64_t> ids(static_cast<std::size_t>(batch));
+  for (std::int64_t i = 0; i < batch; ++i) ids[static_cast<std::size_t>(i)] = 100 + i;
+  ctx.sample_ids = ids.data();
+  layer.set_context(&ctx, 3);
   Shape in{batch}, out{batch};
   in.insert(in.end(), sample_in.begin(), sample_in.end());
   out.insert(out.end(), sample_out.begin(), sample_out.end());
@@ -135,6 +143,10 @@ TEST(GradientCheck, EveryLayer) {
   EXPECT_LE(check_layer(*make("conv(4,3)"), {5, 5}, 2), 1.0);  // [H, W] input = one channel
   EXPECT_LE(check_layer(*make("maxpool(2)"), {2, 4, 6}, 2, false, true), 1.0);
   EXPECT_LE(check_layer(*make("maxpool(3,stride=2)"), {1, 7, 7}, 2, false, true), 1.0);
+  EXPECT_LE(check_layer(*make("avgpool(2)"), {2, 4, 6}, 2), 1.0);
+  EXPECT_LE(check_layer(*make("avgpool(3,stride=2)"), {1, 7, 7}, 2), 1.0);
+  EXPECT_LE(check_layer(*make("gap"), {3, 4, 5}, 2), 1.0);
+  EXPECT_LE(check_layer(*make("dropout(30)"), {4, 6}, 3), 1.0);
 }
 
 TEST(GradientCheck, NegativeControlFails) {
@@ -275,10 +287,10 @@ TEST(Model, NamesShapesAndErrors) {
     }
     return std::string("no error");
   };
-  EXPECT_NE(
-      message("flatten dnse(3)", {4})
-          .find("unknown layer type 'dnse' in 'dnse(3)' (known: conv, dense, flatten, gelu, maxpool, relu, tanh)"),
-      std::string::npos);
+  EXPECT_NE(message("flatten dnse(3)", {4})
+                .find("unknown layer type 'dnse' in 'dnse(3)' (known: avgpool, conv, dense, dropout, flatten, gap, "
+                      "gelu, maxpool, relu, tanh)"),
+            std::string::npos);
   EXPECT_NE(message("dense(3)", {4, 4}).find("needs a flat input, got [4, 4] (insert 'flatten' before it)"),
             std::string::npos);
   EXPECT_NE(message("dense", {4}).find("dense needs the number of outputs"), std::string::npos);
@@ -338,6 +350,11 @@ TEST(Backend, EveryOperationIsDispatchedToCuda) {
   expect("accumulate_channel_bias_grad", [&] { accumulate_channel_bias_grad(t, t); });
   expect("maxpool_forward", [&] { maxpool_forward(t, 1, 2, 2, 2, 2, t, arg); });
   expect("maxpool_backward", [&] { maxpool_backward(t, arg, t); });
+  std::int64_t ids[2] = {0, 1};
+  expect("avgpool_forward", [&] { avgpool_forward(t, 2, 2, 2, 2, 2, 2, t); });
+  expect("avgpool_backward", [&] { avgpool_backward(t, 2, 2, 2, 2, 2, 2, t); });
+  expect("dropout_forward", [&] { dropout_forward(t, 0.5f, 1, ids, t, t); });
+  expect("multiply", [&] { multiply(t, t, t); });
   expect("sum_of_squares", [&] { sum_of_squares(t); });
   EXPECT_EQ(thrown, backend_operations()) << "every backend operation must have a CUDA entry point";
 }
@@ -372,4 +389,43 @@ TEST(GradientBuckets, ReverseLayerOrderWholeLayersAndSize) {
   EXPECT_EQ(b[0].begin, 0);
   EXPECT_EQ(b[0].end, 108);
   EXPECT_EQ(b[0].ready_after, 1u);
+}
+
+TEST(Dropout, TrainingOnlyRateAndIndependentOfRowPlacement) {
+  Allocator alloc;
+  auto layer = make("dropout(25)");
+  layer->configure({1000});
+  StepContext ctx;
+  layer->set_context(&ctx, 2);
+  Tensor x = Tensor::zeros({2, 1000}, alloc), y = Tensor::zeros({2, 1000}, alloc);
+  fill(x, 1.f);
+  std::int64_t ids[2] = {7, 8};
+  ctx.sample_ids = ids;
+  ctx.training = false;  // evaluation: the identity
+  layer->forward(x, y);
+  EXPECT_EQ(sum_of_squares(y), 2000.0);
+  ctx.training = true;
+  ctx.seed = 1;
+  ctx.step = 10;
+  layer->forward(x, y);
+  std::int64_t kept = 0;
+  for (std::int64_t i = 0; i < 2000; ++i) {
+    if (y.data()[i] != 0.f) {
+      ++kept;
+      EXPECT_FLOAT_EQ(y.data()[i], 1.f / 0.75f);
+    }
+  }
+  EXPECT_NEAR(static_cast<double>(kept) / 2000.0, 0.75, 0.04);
+  // The same samples in the other order (another rank's slice, say): the same mask per sample.
+  std::vector<float> first(y.data(), y.data() + 2000);
+  std::int64_t swapped[2] = {8, 7};
+  ctx.sample_ids = swapped;
+  layer->forward(x, y);
+  EXPECT_TRUE(std::equal(first.begin(), first.begin() + 1000, y.data() + 1000));
+  EXPECT_TRUE(std::equal(first.begin() + 1000, first.end(), y.data()));
+  // Another step draws another mask.
+  ctx.sample_ids = ids;
+  ctx.step = 11;
+  layer->forward(x, y);
+  EXPECT_FALSE(std::equal(first.begin(), first.end(), y.data()));
 }

@@ -23,6 +23,16 @@ struct ParamSpec {
   std::int64_t fan_in = 1, fan_out = 1;
 };
 
+// What a forward pass is part of, for layers that behave differently when
+// training or draw random numbers (dropout): the model owns one and points
+// every layer at it.
+struct StepContext {
+  bool training = false;
+  std::uint64_t seed = 0;
+  std::int64_t step = 0;                     // optimizer step
+  const std::int64_t* sample_ids = nullptr;  // dataset index of each row of the batch
+};
+
 class Layer {
  public:
   virtual ~Layer() = default;
@@ -44,13 +54,21 @@ class Layer {
   // accumulate_grads() is false (the step's first micro-batch: no zero-filling pass needed).
   virtual void backward(const Tensor& x, const Tensor& y, const Tensor& dy, Tensor& dx) = 0;
   void set_accumulate_grads(bool on) { accumulate_ = on; }
+  void set_context(const StepContext* ctx, std::size_t index) {
+    ctx_ = ctx;
+    index_ = index;
+  }
 
  protected:
   bool accumulate_grads() const { return accumulate_; }
+  const StepContext& context() const { return *ctx_; }
+  std::size_t index() const { return index_; }  // position in the model (part of dropout's key)
   std::vector<Tensor> params_, grads_;
 
  private:
   bool accumulate_ = true;
+  const StepContext* ctx_ = nullptr;
+  std::size_t index_ = 0;
 };
 
 // A layer's arguments as written in [model] layers: dense(128), conv(32,3,pad=1).

@@ -42,6 +42,9 @@ class Model {
   std::pair<std::int64_t, std::int64_t> layer_param_range(std::size_t i) const;
   Tensor& dout() { return grads_act_.back(); }  // where the loss writes d(loss)/d(output)
 
+  // Set before forward: training or evaluating, and what dropout keys its draws on.
+  StepContext& context() { return ctx_; }
+
   Tensor& parameters() { return params_; }
   Tensor& gradients() { return grads_; }
   const std::vector<ParamInfo>& param_info() const { return info_; }
@@ -56,6 +59,7 @@ class Model {
   std::vector<Shape> shapes_;       // per-sample: input, then each layer's output
   std::vector<ParamInfo> info_;
   Tensor params_, grads_;
+  StepContext ctx_;
   std::int64_t rows_ = -1, capacity_ = 0;
   std::vector<Tensor> act_buf_, grad_buf_;  // capacity-sized buffers
   std::vector<Tensor> acts_, grads_act_;    // [i] = output of layer i-1 for rows_ (acts_[0] unused: the input)

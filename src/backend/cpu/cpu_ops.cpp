@@ -297,3 +297,74 @@ void maxpool_backward(const Tensor& dy, const std::vector<std::int32_t>& argmax,
 }
 
 }  // namespace hpctrain::cpu
+
+namespace hpctrain::cpu {
+
+void avgpool_forward(const Tensor& x, std::int64_t height, std::int64_t width, std::int64_t kh, std::int64_t kw,
+                     std::int64_t sh, std::int64_t sw, Tensor& y) {
+  const std::int64_t ho = (height - kh) / sh + 1, wo = (width - kw) / sw + 1, planes = x.numel() / (height * width);
+  HPCT_CHECK(y.numel() == planes * ho * wo, "avgpool shapes");
+  const float inv = 1.f / static_cast<float>(kh * kw);
+  for (std::int64_t p = 0; p < planes; ++p) {
+    const float* in = x.data() + p * height * width;
+    for (std::int64_t i = 0; i < ho; ++i)
+      for (std::int64_t j = 0; j < wo; ++j) {
+        double s = 0;
+        for (std::int64_t a = 0; a < kh; ++a)
+          for (std::int64_t b = 0; b < kw; ++b) s += in[(i * sh + a) * width + j * sw + b];
+        y.data()[(p * ho + i) * wo + j] = static_cast<float>(s) * inv;
+      }
+  }
+}
+
+void avgpool_backward(const Tensor& dy, std::int64_t height, std::int64_t width, std::int64_t kh, std::int64_t kw,
+                      std::int64_t sh, std::int64_t sw, Tensor& dx) {
+  const std::int64_t ho = (height - kh) / sh + 1, wo = (width - kw) / sw + 1, planes = dx.numel() / (height * width);
+  HPCT_CHECK(dy.numel() == planes * ho * wo, "avgpool backward shapes");
+  cpu::fill(dx, 0.f);
+  const float inv = 1.f / static_cast<float>(kh * kw);
+  for (std::int64_t p = 0; p < planes; ++p) {
+    float* out = dx.data() + p * height * width;
+    for (std::int64_t i = 0; i < ho; ++i)
+      for (std::int64_t j = 0; j < wo; ++j) {
+        const float g = dy.data()[(p * ho + i) * wo + j] * inv;
+        for (std::int64_t a = 0; a < kh; ++a)
+          for (std::int64_t b = 0; b < kw; ++b) out[(i * sh + a) * width + j * sw + b] += g;
+      }
+  }
+}
+
+namespace {
+std::uint64_t mix(std::uint64_t x) {  // splitmix64's finalizer
+  x += 0x9E3779B97F4A7C15ull;
+  x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ull;
+  x = (x ^ (x >> 27)) * 0x94D049BB133111EBull;
+  return x ^ (x >> 31);
+}
+}  // namespace
+
+void dropout_forward(const Tensor& x, float p, std::uint64_t key, const std::int64_t* sample_ids, Tensor& mask,
+                     Tensor& y) {
+  same_size(x, y, "dropout");
+  same_size(x, mask, "dropout mask");
+  const std::int64_t n = x.cols();
+  const float keep_scale = 1.f / (1.f - p);
+  for (std::int64_t i = 0; i < x.rows(); ++i) {
+    const std::uint64_t row_key = mix(key ^ mix(static_cast<std::uint64_t>(sample_ids[i])));
+    for (std::int64_t j = 0; j < n; ++j) {
+      const double u =
+          static_cast<double>(mix(row_key + static_cast<std::uint64_t>(j)) >> 11) * (1.0 / 9007199254740992.0);
+      const float m = u >= p ? keep_scale : 0.f;
+      mask.data()[i * n + j] = m;
+      y.data()[i * n + j] = x.data()[i * n + j] * m;
+    }
+  }
+}
+
+void multiply(const Tensor& a, const Tensor& b, Tensor& out) {
+  same_size(a, b, "multiply");
+  same_size(a, out, "multiply");
+  for (std::int64_t i = 0; i < a.numel(); ++i) out.data()[i] = a.data()[i] * b.data()[i];
+}
+
+}  // namespace hpctrain::cpu

@@ -70,6 +70,22 @@ void maxpool_forward(const Tensor&, std::int64_t, std::int64_t, std::int64_t, st
 
 void maxpool_backward(const Tensor&, const std::vector<std::int32_t>&, Tensor&) { not_implemented("maxpool_backward"); }
 
+void avgpool_forward(const Tensor&, std::int64_t, std::int64_t, std::int64_t, std::int64_t, std::int64_t, std::int64_t,
+                     Tensor&) {
+  not_implemented("avgpool_forward");
+}
+
+void avgpool_backward(const Tensor&, std::int64_t, std::int64_t, std::int64_t, std::int64_t, std::int64_t, std::int64_t,
+                      Tensor&) {
+  not_implemented("avgpool_backward");
+}
+
+void dropout_forward(const Tensor&, float, std::uint64_t, const std::int64_t*, Tensor&, Tensor&) {
+  not_implemented("dropout_forward");
+}
+
+void multiply(const Tensor&, const Tensor&, Tensor&) { not_implemented("multiply"); }
+
 double sum_of_squares(const Tensor&) { not_implemented("sum_of_squares"); }
 
 }  // namespace hpctrain::cuda

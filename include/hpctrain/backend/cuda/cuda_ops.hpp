@@ -38,6 +38,17 @@ void maxpool_forward(const Tensor& x, std::int64_t channels, std::int64_t height
                      std::int64_t kernel, std::int64_t stride, Tensor& y, std::vector<std::int32_t>& argmax);
 // dx = 0, then dx[argmax[i]] += dy[i].
 void maxpool_backward(const Tensor& dy, const std::vector<std::int32_t>& argmax, Tensor& dx);
+// Average pooling over kh x kw windows with strides sh, sw of a batch x [N, C, H, W]; and its adjoint (dx = ...).
+void avgpool_forward(const Tensor& x, std::int64_t height, std::int64_t width, std::int64_t kh, std::int64_t kw,
+                     std::int64_t sh, std::int64_t sw, Tensor& y);
+void avgpool_backward(const Tensor& dy, std::int64_t height, std::int64_t width, std::int64_t kh, std::int64_t kw,
+                      std::int64_t sh, std::int64_t sw, Tensor& dx);
+// Inverted dropout: row i, element j is kept when a counter-based uniform draw keyed by
+// (key, sample_ids[i], j) is >= p; kept values are scaled by 1/(1-p). mask receives the factors.
+void dropout_forward(const Tensor& x, float p, std::uint64_t key, const std::int64_t* sample_ids, Tensor& mask,
+                     Tensor& y);
+// out = a * b, element-wise
+void multiply(const Tensor& a, const Tensor& b, Tensor& out);
 double sum_of_squares(const Tensor& t);
 
 }  // namespace hpctrain::cuda

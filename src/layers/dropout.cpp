@@ -1,0 +1,57 @@
+// dropout(p): while training, zeroes each element with probability p/100 and
+// scales the kept ones by 1/(1-p) (inverted dropout); the identity when
+// evaluating. The draws come from a counter-based generator keyed by (seed,
+// step, the sample's dataset index, the layer's position, the element), so
+// they do not depend on which rank holds the sample or on the rank count.
+#include "hpctrain/backend/ops.hpp"
+#include "hpctrain/core/error.hpp"
+#include "hpctrain/data/permutation.hpp"
+#include "hpctrain/layers/registry.hpp"
+
+namespace hpctrain {
+
+namespace {
+class Dropout final : public Layer {
+ public:
+  explicit Dropout(float p) : p_(p) {}
+  const char* type() const override { return "dropout"; }
+  Shape output_shape(const Shape& in) const override { return in; }
+  void forward(const Tensor& x, Tensor& y) override {
+    active_ = context().training && p_ > 0;
+    if (!active_) {
+      copy(x, y);
+      return;
+    }
+    mask_.resize(static_cast<std::size_t>(x.numel()));
+    Tensor mask = Tensor::wrap(mask_.data(), x.shape());
+    const std::uint64_t key =
+        splitmix64(splitmix64(context().seed) ^ splitmix64(static_cast<std::uint64_t>(context().step)) ^
+                   (0x64726F70ull + index()));
+    dropout_forward(x, p_, key, context().sample_ids, mask, y);
+  }
+  void backward(const Tensor&, const Tensor&, const Tensor& dy, Tensor& dx) override {
+    if (!dx.defined()) return;
+    if (!active_) {
+      copy(dy, dx);
+      return;
+    }
+    multiply(dy, Tensor::wrap(mask_.data(), dy.shape()), dx);
+  }
+
+ private:
+  float p_;
+  bool active_ = false;
+  std::vector<float> mask_;
+};
+}  // namespace
+
+void register_dropout(LayerRegistry& r) {
+  r.add("dropout", [](const LayerArgs& a) {
+    const std::int64_t percent = a.positional.empty() ? -1 : a.positional[0];
+    if (a.positional.size() != 1 || percent < 0 || percent >= 100 || !a.named.empty())
+      throw bad_input("[model] layers: " + a.text + ": give the drop probability in percent, 0-99 (dropout(50))");
+    return std::make_unique<Dropout>(static_cast<float>(percent) / 100.f);
+  });
+}
+
+}  // namespace hpctrain

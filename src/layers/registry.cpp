@@ -112,6 +112,7 @@ void register_conv2d(LayerRegistry& r);
 void register_maxpool(LayerRegistry& r);
 void register_pooling(LayerRegistry& r);
 void register_dropout(LayerRegistry& r);
+void register_batchnorm(LayerRegistry& r);
 
 void register_builtin_layers(LayerRegistry& r) {
   register_dense(r);
@@ -121,6 +122,7 @@ void register_builtin_layers(LayerRegistry& r) {
   register_maxpool(r);
   register_pooling(r);
   register_dropout(r);
+  register_batchnorm(r);
 }
 
 }  // namespace hpctrain

@@ -107,6 +107,7 @@ StepStats Trainer::train_step(const Batch& batch, float lr) {
     if (!batch.targets.empty()) t.values = batch.targets.data() + m * rows * index_.train.label_width;
     StepContext& ctx = model_->context();
     ctx.training = true;
+    ctx.stats_comm = cfg_.train.sync_batchnorm ? comm_.get() : nullptr;
     ctx.seed = cfg_.run.seed;
     ctx.step = batch.epoch * 1000000007 + batch.step;  // unique per step of the run, same on every rank
     ctx.sample_ids = batch.indices.data() + m * rows;

@@ -11,6 +11,7 @@
 #include <filesystem>
 
 #include "hpctrain/backend/ops.hpp"
+#include "hpctrain/comm/mpi_communicator.hpp"
 #include "hpctrain/data/make_dataset.hpp"
 #include "hpctrain/data/reader.hpp"
 #include "hpctrain/runtime/mpi_handles.hpp"
@@ -147,4 +148,55 @@ TEST(DataParallel, EvaluationIsExactOverRanks) {
   EXPECT_DOUBLE_EQ(r.accuracy, static_cast<double>(count_correct(out, t.classes)) / 30.0);
   MPI_Barrier(MPI_COMM_WORLD);
   if (world_rank() == 0) fs::remove_all(root);
+}
+
+TEST(DataParallel, SynchronizedBatchNormEqualsBatchNormOnTheWholeBatch) {
+  // Every rank holds 3 samples of a 3 * ranks batch; with the statistics reduced over the ranks,
+  // outputs and input gradients must equal batch norm on the whole batch in one process.
+  const int n = world_size(), r = world_rank();
+  const std::int64_t per = 3, c = 2, p = 5, feat = c * p;
+  auto value = [](std::int64_t i) { return static_cast<float>(std::sin(0.37 * static_cast<double>(i)) * 3 + 0.5); };
+  LayerRegistry reg;
+  register_builtin_layers(reg);
+  Allocator alloc;
+  MpiCommunicator comm(MPI_COMM_WORLD, MpiCommOptions{});
+  // At the layer level: the model does not compute its first layer's input gradient.
+  auto layer_run = [&](std::int64_t first, std::int64_t rows, Communicator* sync, std::vector<float>& y_out,
+                       std::vector<float>& dx_out) {
+    auto bn = reg.make(parse_layers("batchnorm").front());
+    bn->configure({c, 1, p});
+    Tensor gamma = Tensor::zeros({c}, alloc), beta = Tensor::zeros({c}, alloc), gg = Tensor::zeros({c}, alloc),
+           gb = Tensor::zeros({c}, alloc);
+    gamma.data()[0] = 1.5f, gamma.data()[1] = 0.5f, beta.data()[0] = 0.25f;
+    bn->bind({gamma, beta}, {gg, gb});
+    StepContext ctx;
+    ctx.training = true;
+    ctx.stats_comm = sync;
+    bn->set_context(&ctx, 0);
+    std::vector<float> xs(static_cast<std::size_t>(rows * feat)), dy(xs.size());
+    for (std::size_t i = 0; i < xs.size(); ++i) {
+      xs[i] = value(first * feat + static_cast<std::int64_t>(i));
+      dy[i] = value(first * feat + static_cast<std::int64_t>(i) + 1000);
+    }
+    Tensor x = Tensor::wrap(xs.data(), {rows, c, 1, p}), y = Tensor::zeros({rows, c, 1, p}, alloc),
+           dx = Tensor::zeros({rows, c, 1, p}, alloc);
+    bn->forward(x, y);
+    bn->backward(x, y, Tensor::wrap(dy.data(), {rows, c, 1, p}), dx);
+    y_out.assign(y.data(), y.data() + y.numel());
+    dx_out.assign(dx.data(), dx.data() + dx.numel());
+  };
+  std::vector<float> y_mine, dx_mine, y_all, dx_all;
+  layer_run(r * per, per, &comm, y_mine, dx_mine);
+  layer_run(0, per * n, nullptr, y_all, dx_all);
+  for (std::size_t i = 0; i < y_mine.size(); ++i) {
+    EXPECT_NEAR(y_mine[i], y_all[static_cast<std::size_t>(r * per * feat) + i], 1e-5) << "output " << i;
+    EXPECT_NEAR(dx_mine[i], dx_all[static_cast<std::size_t>(r * per * feat) + i], 1e-5) << "input gradient " << i;
+  }
+  if (n > 1) {  // and without synchronization the statistics are local: different results
+    std::vector<float> y_local, dx_local;
+    layer_run(r * per, per, nullptr, y_local, dx_local);
+    double diff = 0;
+    for (std::size_t i = 0; i < y_local.size(); ++i) diff += std::fabs(y_local[i] - y_mine[i]);
+    EXPECT_GT(diff, 1e-3);
+  }
 }

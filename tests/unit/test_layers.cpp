@@ -147,6 +147,8 @@ TEST(GradientCheck, EveryLayer) {
   EXPECT_LE(check_layer(*make("avgpool(3,stride=2)"), {1, 7, 7}, 2), 1.0);
   EXPECT_LE(check_layer(*make("gap"), {3, 4, 5}, 2), 1.0);
   EXPECT_LE(check_layer(*make("dropout(30)"), {4, 6}, 3), 1.0);
+  EXPECT_LE(check_layer(*make("batchnorm"), {3, 4, 5}, 3), 1.0);
+  EXPECT_LE(check_layer(*make("batchnorm(eps=3)"), {6}, 5), 1.0);
 }
 
 TEST(GradientCheck, NegativeControlFails) {
@@ -288,8 +290,8 @@ TEST(Model, NamesShapesAndErrors) {
     return std::string("no error");
   };
   EXPECT_NE(message("flatten dnse(3)", {4})
-                .find("unknown layer type 'dnse' in 'dnse(3)' (known: avgpool, conv, dense, dropout, flatten, gap, "
-                      "gelu, maxpool, relu, tanh)"),
+                .find("unknown layer type 'dnse' in 'dnse(3)' (known: avgpool, batchnorm, conv, dense, dropout, "
+                      "flatten, gap, gelu, maxpool, relu, tanh)"),
             std::string::npos);
   EXPECT_NE(message("dense(3)", {4, 4}).find("needs a flat input, got [4, 4] (insert 'flatten' before it)"),
             std::string::npos);
@@ -428,4 +430,30 @@ TEST(Dropout, TrainingOnlyRateAndIndependentOfRowPlacement) {
   ctx.step = 11;
   layer->forward(x, y);
   EXPECT_FALSE(std::equal(first.begin(), first.end(), y.data()));
+}
+
+TEST(BatchNorm, RunningStatisticsAndEvaluation) {
+  Allocator alloc;
+  auto layer = make("batchnorm");
+  layer->configure({2});
+  Tensor gamma = Tensor::zeros({2}, alloc), beta = Tensor::zeros({2}, alloc), gg = Tensor::zeros({2}, alloc),
+         gb = Tensor::zeros({2}, alloc);
+  fill(gamma, 1.f);
+  layer->bind({gamma, beta}, {gg, gb});
+  StepContext ctx;
+  ctx.training = true;
+  layer->set_context(&ctx, 0);
+  Tensor x = Tensor::zeros({4, 2}, alloc), y = Tensor::zeros({4, 2}, alloc);
+  const float v[8] = {1, 10, 2, 20, 3, 30, 6, 40};  // channel 0: 1 2 3 6 (mean 3, var 3.5), channel 1: mean 25
+  std::copy(v, v + 8, x.data());
+  layer->forward(x, y);
+  EXPECT_NEAR(y.data()[0], (1 - 3) / std::sqrt(3.5 + 1e-5), 1e-5);  // normalized with the batch statistics
+  auto bufs = layer->buffers();
+  ASSERT_EQ(bufs.size(), 2u);
+  EXPECT_EQ(bufs[0].first, "running_mean");
+  EXPECT_NEAR((*bufs[0].second)[0], 0.1 * 3, 1e-6);                        // 0.9 * 0 + 0.1 * mean
+  EXPECT_NEAR((*bufs[1].second)[0], 0.9 * 1 + 0.1 * (3.5 * 4 / 3), 1e-5);  // unbiased variance
+  ctx.training = false;                                                    // evaluation: the running statistics
+  layer->forward(x, y);
+  EXPECT_NEAR(y.data()[0], (1 - 0.3) / std::sqrt(0.9 + 0.1 * 3.5 * 4 / 3 + 1e-5), 1e-5);
 }

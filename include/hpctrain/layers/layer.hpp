@@ -26,8 +26,13 @@ struct ParamSpec {
 // What a forward pass is part of, for layers that behave differently when
 // training or draw random numbers (dropout): the model owns one and points
 // every layer at it.
+class Communicator;
+
 struct StepContext {
   bool training = false;
+  // Batch statistics (batch norm) are reduced over this communicator when set:
+  // the data-parallel group, when [train] sync_batchnorm is on.
+  Communicator* stats_comm = nullptr;
   std::uint64_t seed = 0;
   std::int64_t step = 0;                     // optimizer step
   const std::int64_t* sample_ids = nullptr;  // dataset index of each row of the batch
@@ -42,6 +47,8 @@ class Layer {
   virtual std::vector<ParamSpec> param_specs(const Shape& /*in*/) const { return {}; }
   // Called once with the per-sample input shape before forward (layers that need it keep it).
   virtual void configure(const Shape& /*in*/) {}
+  // Non-trainable state kept with the model (batch norm's running statistics), by name.
+  virtual std::vector<std::pair<std::string, std::vector<float>*>> buffers() { return {}; }
   // The model hands the layer views into its flat parameter and gradient buffers.
   void bind(std::vector<Tensor> params, std::vector<Tensor> grads) {
     params_ = std::move(params);

@@ -43,9 +43,20 @@ std::vector<LayerArgs> parse_layers(const std::string& text) {
       a.type += text[i++];
     if (a.type.empty()) fail("expected a layer name");
     if (i < text.size() && text[i] == '(') {
-      const auto close = text.find(')', i);
-      if (close == std::string::npos) fail("unclosed '('");
+      std::size_t close = i, depth = 0;  // the matching ')', allowing nested blocks
+      for (; close < text.size(); ++close) {
+        if (text[close] == '(') ++depth;
+        if (text[close] == ')' && --depth == 0) break;
+      }
+      if (close >= text.size()) fail("unclosed '('");
       const std::string inside = text.substr(i + 1, close - i - 1);
+      if (a.type == "res") {  // a block of layers, parsed by the residual layer
+        a.body = inside;
+        i = close + 1;
+        a.text = text.substr(start, i - start);
+        out.push_back(a);
+        continue;
+      }
       std::size_t p = 0;
       while (p <= inside.size() && !inside.empty()) {
         const auto comma = inside.find(',', p);
@@ -113,6 +124,7 @@ void register_maxpool(LayerRegistry& r);
 void register_pooling(LayerRegistry& r);
 void register_dropout(LayerRegistry& r);
 void register_batchnorm(LayerRegistry& r);
+void register_residual(LayerRegistry& r);
 
 void register_builtin_layers(LayerRegistry& r) {
   register_dense(r);
@@ -123,6 +135,7 @@ void register_builtin_layers(LayerRegistry& r) {
   register_pooling(r);
   register_dropout(r);
   register_batchnorm(r);
+  register_residual(r);
 }
 
 }  // namespace hpctrain

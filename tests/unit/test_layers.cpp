@@ -149,6 +149,9 @@ TEST(GradientCheck, EveryLayer) {
   EXPECT_LE(check_layer(*make("dropout(30)"), {4, 6}, 3), 1.0);
   EXPECT_LE(check_layer(*make("batchnorm"), {3, 4, 5}, 3), 1.0);
   EXPECT_LE(check_layer(*make("batchnorm(eps=3)"), {6}, 5), 1.0);
+  EXPECT_LE(check_layer(*make("res(dense(6) tanh dense(6))"), {6}, 3), 1.0);
+  EXPECT_LE(check_layer(*make("res(conv(2,3,pad=1) tanh conv(2,3,pad=1))"), {2, 4, 4}, 2), 1.0);
+  EXPECT_LE(check_layer(*make("res(batchnorm dense(5) res(tanh dense(5)))"), {5}, 4), 1.0);  // nested
 }
 
 TEST(GradientCheck, NegativeControlFails) {
@@ -291,7 +294,7 @@ TEST(Model, NamesShapesAndErrors) {
   };
   EXPECT_NE(message("flatten dnse(3)", {4})
                 .find("unknown layer type 'dnse' in 'dnse(3)' (known: avgpool, batchnorm, conv, dense, dropout, "
-                      "flatten, gap, gelu, maxpool, relu, tanh)"),
+                      "flatten, gap, gelu, maxpool, relu, res, tanh)"),
             std::string::npos);
   EXPECT_NE(message("dense(3)", {4, 4}).find("needs a flat input, got [4, 4] (insert 'flatten' before it)"),
             std::string::npos);
@@ -456,4 +459,25 @@ TEST(BatchNorm, RunningStatisticsAndEvaluation) {
   ctx.training = false;                                                    // evaluation: the running statistics
   layer->forward(x, y);
   EXPECT_NEAR(y.data()[0], (1 - 0.3) / std::sqrt(0.9 + 0.1 * 3.5 * 4 / 3 + 1e-5), 1e-5);
+}
+
+TEST(Residual, NamesShapesAndErrors) {
+  Allocator alloc;
+  LayerRegistry r;
+  register_builtin_layers(r);
+  Model m("flatten res(dense(16) relu dense(16)) dense(3)", {4, 4}, r, alloc);
+  ASSERT_EQ(m.param_info().size(), 6u);
+  EXPECT_EQ(m.param_info()[0].name, "01_res/00_dense/weight");
+  EXPECT_EQ(m.param_info()[3].name, "01_res/02_dense/bias");
+  EXPECT_EQ(m.param_info()[4].name, "02_dense/weight");
+  EXPECT_EQ(m.layer_param_range(1), (std::pair<std::int64_t, std::int64_t>{0, 2 * (16 * 16 + 16)}));
+  try {
+    Model bad("flatten res(dense(5))", {4, 4}, r, alloc);
+    FAIL();
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("res(dense(5)) changes the shape [16] -> [5]; a residual block must keep it"),
+              std::string::npos)
+        << e.what();
+  }
+  EXPECT_THROW(Model("flatten res(dense(16)", {4, 4}, r, alloc), Error);  // unclosed
 }

@@ -50,7 +50,7 @@ class Layer {
   // Non-trainable state kept with the model (batch norm's running statistics), by name.
   virtual std::vector<std::pair<std::string, std::vector<float>*>> buffers() { return {}; }
   // The model hands the layer views into its flat parameter and gradient buffers.
-  void bind(std::vector<Tensor> params, std::vector<Tensor> grads) {
+  virtual void bind(std::vector<Tensor> params, std::vector<Tensor> grads) {
     params_ = std::move(params);
     grads_ = std::move(grads);
   }
@@ -61,7 +61,7 @@ class Layer {
   // accumulate_grads() is false (the step's first micro-batch: no zero-filling pass needed).
   virtual void backward(const Tensor& x, const Tensor& y, const Tensor& dy, Tensor& dx) = 0;
   void set_accumulate_grads(bool on) { accumulate_ = on; }
-  void set_context(const StepContext* ctx, std::size_t index) {
+  virtual void set_context(const StepContext* ctx, std::size_t index) {
     ctx_ = ctx;
     index_ = index;
   }
@@ -84,6 +84,7 @@ struct LayerArgs {
   std::vector<std::int64_t> positional;
   std::map<std::string, std::string> named;
   std::string text;  // as written, for messages
+  std::string body;  // res( ... ): the layers inside, as written
 };
 
 }  // namespace hpctrain

@@ -1,0 +1,133 @@
+// res( layers... ): a residual block, y = x + f(x), where f is the layers
+// inside (written like [model] layers, nesting allowed); f must keep the
+// shape. Its parameters are the inner layers', named "<ii>_res/<jj>_<type>/<param>".
+#include <cstdio>
+
+#include "hpctrain/backend/ops.hpp"
+#include "hpctrain/core/error.hpp"
+#include "hpctrain/layers/registry.hpp"
+
+namespace hpctrain {
+
+namespace {
+class Residual final : public Layer {
+ public:
+  Residual(const LayerArgs& a, const LayerRegistry& registry) : text_(a.text) {
+    for (const auto& inner : parse_layers(a.body)) {
+      inner_.push_back(registry.make(inner));
+      char name[64];
+      std::snprintf(name, sizeof(name), "%02zu_%s", inner_.size() - 1, inner_.back()->type());
+      names_.push_back(name);
+    }
+  }
+  const char* type() const override { return "res"; }
+  Shape output_shape(const Shape& in) const override {
+    Shape s = in;
+    for (const auto& l : inner_) s = l->output_shape(s);
+    if (s != in)
+      throw bad_input("[model] layers: " + text_ + " changes the shape " + shape_string(in) + " -> " + shape_string(s) +
+                      "; a residual block must keep it");
+    return in;
+  }
+  void configure(const Shape& in) override {
+    shapes_ = {in};
+    for (const auto& l : inner_) {
+      l->configure(shapes_.back());
+      shapes_.push_back(l->output_shape(shapes_.back()));
+    }
+  }
+  std::vector<ParamSpec> param_specs(const Shape& in) const override {
+    std::vector<ParamSpec> out;
+    counts_.clear();
+    Shape s = in;
+    for (std::size_t j = 0; j < inner_.size(); ++j) {
+      auto specs = inner_[j]->param_specs(s);
+      counts_.push_back(specs.size());
+      for (auto& p : specs) {
+        p.name = names_[j] + "/" + p.name;
+        out.push_back(p);
+      }
+      s = inner_[j]->output_shape(s);
+    }
+    return out;
+  }
+  void bind(std::vector<Tensor> params, std::vector<Tensor> grads) override {
+    std::size_t k = 0;
+    for (std::size_t j = 0; j < inner_.size(); ++j) {
+      std::vector<Tensor> p(params.begin() + static_cast<std::ptrdiff_t>(k),
+                            params.begin() + static_cast<std::ptrdiff_t>(k + counts_[j]));
+      std::vector<Tensor> g(grads.begin() + static_cast<std::ptrdiff_t>(k),
+                            grads.begin() + static_cast<std::ptrdiff_t>(k + counts_[j]));
+      inner_[j]->bind(std::move(p), std::move(g));
+      k += counts_[j];
+    }
+  }
+  void set_context(const StepContext* ctx, std::size_t index) override {
+    for (std::size_t j = 0; j < inner_.size(); ++j) inner_[j]->set_context(ctx, index * 1000 + j + 1);
+  }
+  std::vector<std::pair<std::string, std::vector<float>*>> buffers() override {
+    std::vector<std::pair<std::string, std::vector<float>*>> out;
+    for (std::size_t j = 0; j < inner_.size(); ++j)
+      for (auto& [name, buf] : inner_[j]->buffers()) out.push_back({names_[j] + "/" + name, buf});
+    return out;
+  }
+
+  void forward(const Tensor& x, Tensor& y) override {
+    const std::int64_t rows = x.rows();
+    outs_.resize(inner_.size());
+    for (std::size_t j = 0; j < inner_.size(); ++j) {
+      Tensor out = buffer(outs_[j], rows, shapes_[j + 1]);
+      inner_[j]->forward(j == 0 ? x : view(outs_[j - 1], rows, shapes_[j]), out);
+    }
+    copy(x, y);
+    const Tensor last = view(outs_.back(), rows, shapes_.back());
+    for (std::int64_t i = 0; i < y.numel(); ++i) y.data()[i] += last.data()[i];
+  }
+
+  void backward(const Tensor& x, const Tensor&, const Tensor& dy, Tensor& dx) override {
+    const std::int64_t rows = x.rows();
+    grads_in_.resize(inner_.size());
+    Tensor d = dy;  // gradient flowing into the last inner layer's output
+    for (std::size_t j = inner_.size(); j-- > 0;) {
+      inner_[j]->set_accumulate_grads(accumulate_grads());
+      Tensor din = buffer(grads_in_[j], rows, shapes_[j]);  // always: the skip path needs it
+      inner_[j]->backward(j == 0 ? x : view(outs_[j - 1], rows, shapes_[j]), view(outs_[j], rows, shapes_[j + 1]), d,
+                          din);
+      d = din;
+    }
+    if (!dx.defined()) return;
+    for (std::int64_t i = 0; i < dx.numel(); ++i) dx.data()[i] = dy.data()[i] + d.data()[i];
+  }
+
+ private:
+  static Shape batch_shape(std::int64_t rows, const Shape& s) {
+    Shape b{rows};
+    b.insert(b.end(), s.begin(), s.end());
+    return b;
+  }
+  static Tensor buffer(std::vector<float>& v, std::int64_t rows, const Shape& s) {
+    v.resize(static_cast<std::size_t>(rows * numel(s)));
+    return Tensor::wrap(v.data(), batch_shape(rows, s));
+  }
+  static Tensor view(std::vector<float>& v, std::int64_t rows, const Shape& s) {
+    return Tensor::wrap(v.data(), batch_shape(rows, s));
+  }
+
+  std::string text_;
+  std::vector<std::unique_ptr<Layer>> inner_;
+  std::vector<std::string> names_;
+  std::vector<Shape> shapes_;                // per sample: input, then each inner output
+  mutable std::vector<std::size_t> counts_;  // parameters per inner layer (from param_specs)
+  std::vector<std::vector<float>> outs_, grads_in_;
+};
+}  // namespace
+
+void register_residual(LayerRegistry& r) {
+  r.add("res", [&r](const LayerArgs& a) -> std::unique_ptr<Layer> {
+    if (a.body.empty())
+      throw bad_input("[model] layers: " + a.text + ": give the block's layers, e.g. res(dense(8) relu)");
+    return std::make_unique<Residual>(a, r);
+  });
+}
+
+}  // namespace hpctrain

@@ -69,28 +69,20 @@ CliOptions parse_cli(int argc, char** argv) {
 }
 
 Config load_config(MPI_Comm comm, const std::string& path, const std::vector<std::string>& sets) {
-  int rank = 0;
-  CHECK_MPI(MPI_Comm_rank(comm, &rank));
-  std::string error, text, env_text;
-  if (rank == 0) {
+  const auto shared = compute_on_root(comm, [&] {
+    std::string text = read_text_file(path, "configuration file"), env_text;
     std::map<std::string, std::string> used;  // the variables rank 0 expanded, sent to the others
     const auto real_env = process_environment();
-    try {
-      text = read_text_file(path, "configuration file");
-      parse_config(text, path, sets, [&](const std::string& name) {
-        auto v = real_env(name);
-        if (v) used[name] = *v;
-        return v;
-      });
-    } catch (const Error& e) {
-      error = e.what();
-    }
+    parse_config(text, path, sets, [&](const std::string& name) {
+      auto v = real_env(name);
+      if (v) used[name] = *v;
+      return v;
+    });
     for (const auto& [k, v] : used) env_text += k + '\0' + v + '\0';
-  }
-  broadcast_string(comm, error, 0);
-  if (!error.empty()) throw bad_input(error);
-  broadcast_string(comm, text, 0);
-  broadcast_string(comm, env_text, 0);
+    return std::vector<std::string>{text, env_text};
+  });
+  const std::string& text = shared[0];
+  const std::string& env_text = shared[1];
   std::map<std::string, std::string> env;
   for (std::size_t i = 0; i < env_text.size();) {
     const auto k_end = env_text.find('\0', i);

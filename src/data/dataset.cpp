@@ -468,18 +468,8 @@ DatasetIndex load_dataset_index(MPI_Comm comm, const std::string& root) {
   int rank = 0, size = 1;
   CHECK_MPI(MPI_Comm_rank(comm, &rank));
   CHECK_MPI(MPI_Comm_size(comm, &size));
-  std::string error, text;
-  if (rank == 0) {
-    try {
-      text = serialize(scan_dataset(root));
-    } catch (const Error& e) {
-      error = e.what();
-    }
-  }
-  broadcast_string(comm, error, 0);
-  if (!error.empty()) throw bad_input(error);
-  broadcast_string(comm, text, 0);
-  DatasetIndex index = deserialize_dataset_index(text);
+  DatasetIndex index = deserialize_dataset_index(
+      compute_on_root(comm, [&] { return std::vector<std::string>{serialize(scan_dataset(root))}; })[0]);
 
   // Values: every rank checks every size-th shard of each split.
   std::string problem;

@@ -91,6 +91,30 @@ void raise_if_any(MPI_Comm comm, const std::string& local_error) {
   throw bad_input(text);
 }
 
+std::vector<std::string> compute_on_root(MPI_Comm comm, const std::function<std::vector<std::string>()>& work) {
+  int rank = 0;
+  CHECK_MPI(MPI_Comm_rank(comm, &rank));
+  std::vector<std::string> out;
+  std::string error;
+  int code = 0, count = 0;
+  if (rank == 0) {
+    try {
+      out = work();
+    } catch (const Error& e) {
+      error = e.what();
+      code = static_cast<int>(e.code());
+    }
+    count = static_cast<int>(out.size());
+  }
+  broadcast_string(comm, error, 0);
+  CHECK_MPI(MPI_Bcast(&code, 1, MPI_INT, 0, comm));
+  if (!error.empty()) throw Error(static_cast<ExitCode>(code), Scope::every_rank, error);
+  CHECK_MPI(MPI_Bcast(&count, 1, MPI_INT, 0, comm));
+  out.resize(static_cast<std::size_t>(count));
+  for (auto& s : out) broadcast_string(comm, s, 0);
+  return out;
+}
+
 Runtime::Runtime(const Config& config) {
   info_ = query_rank_info(MPI_COMM_WORLD);
 

@@ -3,6 +3,7 @@
 // the communicators for its data-parallel and model-parallel groups.
 #pragma once
 
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -45,6 +46,11 @@ bool mpi_reports_cuda_aware();
 // throws bad_input with the lowest such rank's message,
 // so all ranks exit alike instead of some waiting forever.
 void raise_if_any(MPI_Comm comm, const std::string& local_error);
+
+// Collective: rank 0 of `comm` runs `work` (reading a file, scanning a
+// dataset); the strings it returns reach every rank. If it throws an Error,
+// every rank throws the same message with the same exit code instead.
+std::vector<std::string> compute_on_root(MPI_Comm comm, const std::function<std::vector<std::string>()>& work);
 
 class Runtime {
  public:

@@ -15,6 +15,7 @@
 #include <cmath>
 #include <cstring>
 #include <random>
+#include <tuple>
 
 #include "hpctrain/backend/ops.hpp"
 #include "hpctrain/core/error.hpp"
@@ -152,6 +153,72 @@ TEST(GradientCheck, EveryLayer) {
   EXPECT_LE(check_layer(*make("res(dense(6) tanh dense(6))"), {6}, 3), 1.0);
   EXPECT_LE(check_layer(*make("res(conv(2,3,pad=1) tanh conv(2,3,pad=1))"), {2, 4, 4}, 2), 1.0);
   EXPECT_LE(check_layer(*make("res(batchnorm dense(5) res(tanh dense(5)))"), {5}, 4), 1.0);  // nested
+}
+
+// The forward values of conv and max pool against direct loops over the
+// definition (the gradient checks above only test forward against backward).
+TEST(ForwardReference, ConvAndMaxPoolEqualDirectLoops) {
+  Allocator alloc;
+  struct Case {
+    std::int64_t c, h, w, out, k, pad, stride;
+  };
+  for (const Case& t : {Case{1, 7, 6, 2, 3, 1, 1}, Case{3, 7, 7, 2, 3, 1, 2}, Case{2, 9, 8, 3, 3, 2, 3},
+                        Case{2, 5, 5, 1, 1, 0, 1}, Case{1, 6, 6, 2, 2, 0, 2}}) {
+    const std::string text = "conv(" + std::to_string(t.out) + "," + std::to_string(t.k) +
+                             ",pad=" + std::to_string(t.pad) + ",stride=" + std::to_string(t.stride) + ")";
+    auto conv = make(text);
+    const Shape in{t.c, t.h, t.w}, out = conv->output_shape(in);
+    conv->configure(in);
+    std::vector<Tensor> params, grads;
+    std::uint32_t seed = 11;
+    for (const ParamSpec& p : conv->param_specs(in)) {
+      params.push_back(Tensor::zeros(p.shape, alloc));
+      grads.push_back(Tensor::zeros(p.shape, alloc));
+      const auto v = random_values(numel(p.shape), seed++);
+      std::copy(v.begin(), v.end(), params.back().data());
+    }
+    conv->bind(params, grads);
+    const std::int64_t batch = 2;
+    Tensor x = Tensor::zeros({batch, t.c, t.h, t.w}, alloc), y = Tensor::zeros({batch, out[0], out[1], out[2]}, alloc);
+    const auto xv = random_values(x.numel(), 5);
+    std::copy(xv.begin(), xv.end(), x.data());
+    conv->forward(x, y);
+    const float* wt = params[0].data();
+    double worst = 0;
+    for (std::int64_t n = 0; n < batch; ++n)
+      for (std::int64_t o = 0; o < out[0]; ++o)
+        for (std::int64_t i = 0; i < out[1]; ++i)
+          for (std::int64_t j = 0; j < out[2]; ++j) {
+            double s = params[1].data()[o];
+            for (std::int64_t c = 0; c < t.c; ++c)
+              for (std::int64_t a = 0; a < t.k; ++a)
+                for (std::int64_t b = 0; b < t.k; ++b) {
+                  const std::int64_t h = i * t.stride - t.pad + a, w = j * t.stride - t.pad + b;
+                  if (h >= 0 && h < t.h && w >= 0 && w < t.w)
+                    s += static_cast<double>(wt[((o * t.c + c) * t.k + a) * t.k + b]) *
+                         x.data()[((n * t.c + c) * t.h + h) * t.w + w];
+                }
+            worst = std::max(worst, std::fabs(s - y.data()[((n * out[0] + o) * out[1] + i) * out[2] + j]));
+          }
+    EXPECT_LT(worst, 1e-5) << text << " on " << shape_string(in);
+  }
+  for (const auto& [text, k, stride] : {std::tuple{"maxpool(2)", 2, 2}, std::tuple{"maxpool(3,stride=2)", 3, 2}}) {
+    auto pool = make(text);
+    const Shape in{2, 7, 6}, out = pool->output_shape(in);
+    pool->configure(in);
+    Tensor x = Tensor::zeros({1, 2, 7, 6}, alloc), y = Tensor::zeros({1, out[0], out[1], out[2]}, alloc);
+    const auto xv = random_values(x.numel(), 8);
+    std::copy(xv.begin(), xv.end(), x.data());
+    pool->forward(x, y);
+    for (std::int64_t c = 0; c < 2; ++c)
+      for (std::int64_t i = 0; i < out[1]; ++i)
+        for (std::int64_t j = 0; j < out[2]; ++j) {
+          float m = -1e30f;
+          for (int a = 0; a < k; ++a)
+            for (int b = 0; b < k; ++b) m = std::max(m, x.data()[(c * 7 + i * stride + a) * 6 + j * stride + b]);
+          EXPECT_EQ(m, y.data()[(c * out[1] + i) * out[2] + j]) << text;
+        }
+  }
 }
 
 TEST(GradientCheck, NegativeControlFails) {

@@ -76,8 +76,11 @@ void activation_backward(Activation f, const Tensor& x, const Tensor& dy, Tensor
   float* out = dx.data();
   const std::int64_t n = x.numel();
   switch (f) {
-    case Activation::relu:
-      for (std::int64_t i = 0; i < n; ++i) out[i] = in[i] > 0 ? g[i] : 0.f;
+    case Activation::relu:  // both operands loaded unconditionally, so the select vectorizes (no branch)
+      for (std::int64_t i = 0; i < n; ++i) {
+        const float gi = g[i], xi = in[i];
+        out[i] = xi > 0 ? gi : 0.f;
+      }
       break;
     case Activation::tanh:
       for (std::int64_t i = 0; i < n; ++i) {
@@ -104,7 +107,9 @@ void copy(const Tensor& src, Tensor& dst) {
 void fill(Tensor& t, float value) { std::fill(t.data(), t.data() + t.numel(), value); }
 
 void scale(Tensor& t, float factor) {
-  for (std::int64_t i = 0; i < t.numel(); ++i) t.data()[i] *= factor;
+  float* p = t.data();
+  const std::int64_t n = t.numel();
+  for (std::int64_t i = 0; i < n; ++i) p[i] *= factor;
 }
 
 float softmax_cross_entropy(const Tensor& logits, const std::int32_t* labels, Tensor& probs) {
@@ -137,17 +142,21 @@ void softmax_cross_entropy_backward(const Tensor& probs, const std::int32_t* lab
 
 float mean_squared_error(const Tensor& pred, const float* target) {
   double s = 0;
-  for (std::int64_t i = 0; i < pred.numel(); ++i) {
+  const std::int64_t n = pred.numel();
+  for (std::int64_t i = 0; i < n; ++i) {
     const double d = static_cast<double>(pred.data()[i]) - target[i];
     s += d * d;
   }
-  return pred.numel() ? static_cast<float>(s / static_cast<double>(pred.numel())) : 0.f;
+  return n ? static_cast<float>(s / static_cast<double>(n)) : 0.f;
 }
 
 void mean_squared_error_backward(const Tensor& pred, const float* target, float grad_scale, Tensor& dpred) {
   same_size(pred, dpred, "mse backward");
   const float k = 2.f * grad_scale / static_cast<float>(std::max<std::int64_t>(1, pred.cols()));
-  for (std::int64_t i = 0; i < pred.numel(); ++i) dpred.data()[i] = k * (pred.data()[i] - target[i]);
+  const std::int64_t n = pred.numel();
+  const float* p = pred.data();
+  float* d = dpred.data();
+  for (std::int64_t i = 0; i < n; ++i) d[i] = k * (p[i] - target[i]);
 }
 
 std::int64_t count_correct(const Tensor& logits, const std::int32_t* labels) {
@@ -166,10 +175,18 @@ void sgd_update(Tensor& w, const Tensor& g, Tensor& m, float lr, float momentum,
   float* pw = w.data();
   const float* pg = g.data();
   float* pm = m.data();
-  for (std::int64_t i = 0; i < w.numel(); ++i) {
+  const std::int64_t n = w.numel();
+  if (!nesterov) {
+    for (std::int64_t i = 0; i < n; ++i) {
+      pm[i] = momentum * pm[i] + (pg[i] + weight_decay * pw[i]);
+      pw[i] -= lr * pm[i];
+    }
+    return;
+  }
+  for (std::int64_t i = 0; i < n; ++i) {
     const float grad = pg[i] + weight_decay * pw[i];
     pm[i] = momentum * pm[i] + grad;
-    pw[i] -= lr * (nesterov ? grad + momentum * pm[i] : pm[i]);
+    pw[i] -= lr * (grad + momentum * pm[i]);
   }
 }
 
@@ -185,7 +202,8 @@ void adam_update(Tensor& w, const Tensor& g, Tensor& m, Tensor& v, float lr, flo
   const float* pg = g.data();
   float* pm = m.data();
   float* pv = v.data();
-  for (std::int64_t i = 0; i < w.numel(); ++i) {
+  const std::int64_t n = w.numel();
+  for (std::int64_t i = 0; i < n; ++i) {
     float grad = pg[i];
     if (decoupled)
       pw[i] -= lr * weight_decay * pw[i];
@@ -199,13 +217,25 @@ void adam_update(Tensor& w, const Tensor& g, Tensor& m, Tensor& v, float lr, flo
 
 double sum_of_squares(const Tensor& t) {
   double s = 0;
-  for (std::int64_t i = 0; i < t.numel(); ++i) s += static_cast<double>(t.data()[i]) * t.data()[i];
+  const float* p = t.data();
+  const std::int64_t n = t.numel();
+  for (std::int64_t i = 0; i < n; ++i) s += static_cast<double>(p[i]) * p[i];
   return s;
 }
 
 }  // namespace hpctrain::cpu
 
 namespace hpctrain::cpu {
+
+namespace {
+// The output columns j of one kernel tap (kj) whose input column j*stride-pad+kj
+// lies inside [0, width): [first, last).
+void valid_columns(std::int64_t kj, std::int64_t stride, std::int64_t pad, std::int64_t width, std::int64_t wo,
+                   std::int64_t& first, std::int64_t& last) {
+  first = std::min(wo, std::max<std::int64_t>(0, (pad - kj + stride - 1) / stride));
+  last = std::max(first, std::min(wo, (width + pad - kj + stride - 1) / stride));
+}
+}  // namespace
 
 void im2col(const Tensor& x, std::int64_t channels, std::int64_t height, std::int64_t width, std::int64_t kernel,
             std::int64_t stride, std::int64_t pad, std::int64_t cols_ld, Tensor& cols) {
@@ -218,12 +248,22 @@ void im2col(const Tensor& x, std::int64_t channels, std::int64_t height, std::in
     for (std::int64_t ki = 0; ki < kernel; ++ki)
       for (std::int64_t kj = 0; kj < kernel; ++kj) {
         float* row = out + ((c * kernel + ki) * kernel + kj) * cols_ld;
+        std::int64_t first, last;
+        valid_columns(kj, stride, pad, width, wo, first, last);
         for (std::int64_t i = 0; i < ho; ++i) {
+          float* dst = row + i * wo;
           const std::int64_t h = i * stride - pad + ki;
-          for (std::int64_t j = 0; j < wo; ++j) {
-            const std::int64_t w = j * stride - pad + kj;
-            row[i * wo + j] = (h >= 0 && h < height && w >= 0 && w < width) ? in[(c * height + h) * width + w] : 0.f;
+          if (h < 0 || h >= height) {
+            std::fill(dst, dst + wo, 0.f);
+            continue;
           }
+          std::fill(dst, dst + first, 0.f);
+          const float* src = in + (c * height + h) * width - pad + kj;
+          if (stride == 1)
+            std::memcpy(dst + first, src + first, static_cast<std::size_t>(last - first) * sizeof(float));
+          else
+            for (std::int64_t j = first; j < last; ++j) dst[j] = src[j * stride];
+          std::fill(dst + last, dst + wo, 0.f);
         }
       }
 }
@@ -239,13 +279,14 @@ void col2im(const Tensor& cols, std::int64_t channels, std::int64_t height, std:
     for (std::int64_t ki = 0; ki < kernel; ++ki)
       for (std::int64_t kj = 0; kj < kernel; ++kj) {
         const float* row = in + ((c * kernel + ki) * kernel + kj) * cols_ld;
+        std::int64_t first, last;
+        valid_columns(kj, stride, pad, width, wo, first, last);
         for (std::int64_t i = 0; i < ho; ++i) {
           const std::int64_t h = i * stride - pad + ki;
           if (h < 0 || h >= height) continue;
-          for (std::int64_t j = 0; j < wo; ++j) {
-            const std::int64_t w = j * stride - pad + kj;
-            if (w >= 0 && w < width) out[(c * height + h) * width + w] += row[i * wo + j];
-          }
+          const float* src = row + i * wo;
+          float* dst = out + (c * height + h) * width - pad + kj;
+          for (std::int64_t j = first; j < last; ++j) dst[j * stride] += src[j];
         }
       }
 }
@@ -262,9 +303,14 @@ void accumulate_channel_bias_grad(const Tensor& dy, Tensor& db) {
   const std::int64_t c = db.numel(), p = dy.numel() / c;
   for (std::int64_t i = 0; i < c; ++i) {
     const float* row = dy.data() + i * p;
-    double s = 0;
-    for (std::int64_t j = 0; j < p; ++j) s += row[j];
-    db.data()[i] += static_cast<float>(s);
+    float lanes[8] = {};  // eight partial sums: vectorizes, and keeps the error of a long sum small
+    std::int64_t j = 0;
+    for (; j + 8 <= p; j += 8)
+      for (int l = 0; l < 8; ++l) lanes[l] += row[j + l];
+    float s = 0;
+    for (; j < p; ++j) s += row[j];
+    for (int l = 0; l < 8; ++l) s += lanes[l];
+    db.data()[i] += s;
   }
 }
 
@@ -274,6 +320,31 @@ void maxpool_forward(const Tensor& x, std::int64_t channels, std::int64_t height
   const std::int64_t planes = x.numel() / (height * width);
   HPCT_CHECK(y.numel() == planes * ho * wo && planes % channels == 0, "maxpool shapes");
   argmax.resize(static_cast<std::size_t>(y.numel()));
+  if (kernel == 2 && stride == 2) {  // the common case, without the generic window loops
+    for (std::int64_t p = 0; p < planes; ++p) {
+      const float* in = x.data() + p * height * width;
+      float* out = y.data() + p * ho * wo;
+      std::int32_t* arg = argmax.data() + p * ho * wo;
+      const auto base = static_cast<std::int32_t>(p * height * width);
+      for (std::int64_t i = 0; i < ho; ++i) {
+        const float* r0 = in + 2 * i * width;
+        const float* r1 = r0 + width;
+        const auto row0 = static_cast<std::int32_t>(base + 2 * i * width);
+        const auto w32 = static_cast<std::int32_t>(width);
+        for (std::int64_t j = 0; j < wo; ++j) {  // branch-free: the data decide nothing but selects
+          const float a = r0[2 * j], b = r0[2 * j + 1], c = r1[2 * j], d = r1[2 * j + 1];
+          const bool top = b > a, bottom = d > c;
+          const float m0 = top ? b : a, m1 = bottom ? d : c;
+          const std::int32_t i0 = top ? 1 : 0, i1 = bottom ? w32 + 1 : w32;
+          const bool second = m1 > m0;
+          out[i * wo + j] = second ? m1 : m0;
+          const std::int32_t best = row0 + 2 * static_cast<std::int32_t>(j) + (second ? i1 : i0);
+          arg[i * wo + j] = best;
+        }
+      }
+    }
+    return;
+  }
   for (std::int64_t p = 0; p < planes; ++p) {
     const float* in = x.data() + p * height * width;
     for (std::int64_t i = 0; i < ho; ++i)
@@ -293,7 +364,10 @@ void maxpool_forward(const Tensor& x, std::int64_t channels, std::int64_t height
 
 void maxpool_backward(const Tensor& dy, const std::vector<std::int32_t>& argmax, Tensor& dx) {
   cpu::fill(dx, 0.f);
-  for (std::int64_t o = 0; o < dy.numel(); ++o) dx.data()[argmax[static_cast<std::size_t>(o)]] += dy.data()[o];
+  const std::int64_t n = dy.numel();
+  const float* g = dy.data();
+  float* out = dx.data();
+  for (std::int64_t o = 0; o < n; ++o) out[argmax[static_cast<std::size_t>(o)]] += g[o];
 }
 
 }  // namespace hpctrain::cpu
@@ -364,7 +438,10 @@ void dropout_forward(const Tensor& x, float p, std::uint64_t key, const std::int
 void multiply(const Tensor& a, const Tensor& b, Tensor& out) {
   same_size(a, b, "multiply");
   same_size(a, out, "multiply");
-  for (std::int64_t i = 0; i < a.numel(); ++i) out.data()[i] = a.data()[i] * b.data()[i];
+  const std::int64_t n = a.numel();
+  const float *pa = a.data(), *pb = b.data();
+  float* po = out.data();
+  for (std::int64_t i = 0; i < n; ++i) po[i] = pa[i] * pb[i];
 }
 
 }  // namespace hpctrain::cpu

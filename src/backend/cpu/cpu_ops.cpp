@@ -333,12 +333,10 @@ void maxpool_forward(const Tensor& x, std::int64_t channels, std::int64_t height
         const auto w32 = static_cast<std::int32_t>(width);
         for (std::int64_t j = 0; j < wo; ++j) {  // branch-free: the data decide nothing but selects
           const float a = r0[2 * j], b = r0[2 * j + 1], c = r1[2 * j], d = r1[2 * j + 1];
-          const bool top = b > a, bottom = d > c;
-          const float m0 = top ? b : a, m1 = bottom ? d : c;
-          const std::int32_t i0 = top ? 1 : 0, i1 = bottom ? w32 + 1 : w32;
-          const bool second = m1 > m0;
-          out[i * wo + j] = second ? m1 : m0;
-          const std::int32_t best = row0 + 2 * static_cast<std::int32_t>(j) + (second ? i1 : i0);
+          const float m0 = std::max(a, b), m1 = std::max(c, d);  // std::max keeps the first on ties
+          const std::int32_t top = b > a, bottom = d > c, second = m1 > m0;
+          out[i * wo + j] = std::max(m0, m1);
+          const std::int32_t best = row0 + 2 * static_cast<std::int32_t>(j) + top + second * (w32 + bottom - top);
           arg[i * wo + j] = best;
         }
       }

@@ -8,7 +8,8 @@ source "$root/tools/setup.sh"
 cd "$root"
 np=2
 echo
-echo "+ mpirun -np $np --oversubscribe build/trainer inputs/mnist_mlp.ini"
-mpirun -np $np --oversubscribe --bind-to none build/trainer inputs/mnist_mlp.ini
-echo "quickstart: OK (metrics in runs/mnist_mlp/). Next: tools/test.sh runs the whole test suite;"
+# resume = none: train anew each time (by default a rerun continues from runs/mnist_mlp/checkpoints)
+echo "+ mpirun -np $np --oversubscribe build/trainer inputs/mnist_mlp.ini --set checkpoint.resume=none"
+mpirun -np $np --oversubscribe --bind-to none build/trainer inputs/mnist_mlp.ini --set checkpoint.resume=none
+echo "quickstart: OK (metrics and checkpoints in runs/mnist_mlp/). Next: tools/test.sh runs the whole test suite;"
 echo "build/trainer --help lists every key; add --dry-run to check a configuration without training."

@@ -23,6 +23,7 @@
 #include "hpctrain/model/model.hpp"
 #include "hpctrain/runtime/mpi_handles.hpp"
 #include "hpctrain/runtime/runtime.hpp"
+#include "hpctrain/train/checkpointing.hpp"
 #include "hpctrain/train/trainer.hpp"
 
 namespace po = boost::program_options;
@@ -35,7 +36,8 @@ po::options_description cli_options() {
   po::options_description o("Options");
   o.add_options()("set", po::value<std::vector<std::string>>()->composing(),
                   "override a configuration key: --set section.key=value (repeatable)")(
-      "dry-run", "check the configuration and the process grid, print them, and exit")(
+      "dry-run", "check the configuration, process grid, data, model and checkpoints, print them, and exit")(
+      "eval-only", "load the checkpoint [checkpoint] resume selects and evaluate it on the test split")(
       "help,h", "show this help: options, every configuration key, exit codes")(
       "version", "show the version and the compiled-in backends");
   return o;
@@ -59,6 +61,7 @@ CliOptions parse_cli(int argc, char** argv) {
   cli.help = vm.count("help") > 0;
   cli.version = vm.count("version") > 0;
   cli.dry_run = vm.count("dry-run") > 0;
+  cli.eval_only = vm.count("eval-only") > 0;
   if (vm.count("set")) cli.sets = vm["set"].as<std::vector<std::string>>();
   if (vm.count("config")) cli.config_path = vm["config"].as<std::string>();
   if (!cli.help && !cli.version && cli.config_path.empty())
@@ -99,7 +102,7 @@ Config load_config(MPI_Comm comm, const std::string& path, const std::vector<std
 
 std::string help_text() {
   std::ostringstream os;
-  os << "usage: mpirun -np N trainer input.ini [--set section.key=value ...] [--dry-run]\n"
+  os << "usage: mpirun -np N trainer input.ini [--set section.key=value ...] [--dry-run | --eval-only]\n"
      << "       trainer --help | --version\n\n"
      << cli_options() << "\nConfiguration keys ([section] key = value in the INI file; --set section.key=value):\n"
      << config_help() << "\nPaths may use ${VAR} (expanded from rank 0's environment; $$ is a literal $).\n"
@@ -160,6 +163,13 @@ std::string describe_data(const Config& cfg, const Runtime& rt) {
     register_builtin_layers(registry);
     const Model model(cfg.model.layers, index.train.sample_shape, registry, alloc);
     os << "\nModel\n" << model.summary();
+    os << "\n"
+       << compute_on_root(MPI_COMM_WORLD,
+                          [&] { return std::vector<std::string>{describe_checkpointing(cfg, &model)}; })[0];
+  } else {
+    os << "\n"
+       << compute_on_root(MPI_COMM_WORLD,
+                          [&] { return std::vector<std::string>{describe_checkpointing(cfg, nullptr)}; })[0];
   }
   return os.str();
 }
@@ -257,7 +267,7 @@ int run_trainer(int argc, char** argv) {
     }
     const DatasetIndex index = load_dataset_index(MPI_COMM_WORLD, cfg.data.path);
     Trainer trainer(cfg, rt, index);
-    return trainer.run();
+    return cli.eval_only ? trainer.eval_only() : trainer.run();
   });
 }
 

@@ -186,6 +186,13 @@ Config parse_config(const std::string& ini_text, const std::string& origin, cons
     cfg.resolved.push_back({s.name(), value, is_given ? it->second.source : "default"});
   }
 
+  // Keys whose default depends on another key.
+  if (cfg.checkpoint.dir.empty()) {
+    cfg.checkpoint.dir = cfg.run.out_dir + "/checkpoints";
+    for (auto& k : cfg.resolved)
+      if (k.name == "checkpoint.dir") k.value = cfg.checkpoint.dir;
+  }
+
   // Checks involving several keys.
   auto where_of = [&](const std::string& name) {
     const auto it = given.find(name);

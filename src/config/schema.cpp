@@ -385,7 +385,7 @@ std::vector<KeySpec> config_schema() {
                       0, 1e7));
 
   // [checkpoint]
-  k.push_back(make("checkpoint", "dir", K::path, "checkpoints", "checkpoint directory",
+  k.push_back(make("checkpoint", "dir", K::path, "", "checkpoint directory (default: <[run] out_dir>/checkpoints)",
                    [](Config& c, const std::string& v) { c.checkpoint.dir = v; }));
   k.push_back(bounded(make("checkpoint", "every_steps", K::integer, "0", "checkpoint every N steps; 0 = off",
                            [=](Config& c, const std::string& v) { c.checkpoint.every_steps = to_long(v); }),

@@ -44,6 +44,13 @@ Model::Model(const std::string& layers, const Shape& sample_shape, const LayerRe
   }
 }
 
+std::vector<std::pair<std::string, std::vector<float>*>> Model::buffers() {
+  std::vector<std::pair<std::string, std::vector<float>*>> out;
+  for (std::size_t i = 0; i < layers_.size(); ++i)
+    for (auto& [name, buf] : layers_[i]->buffers()) out.emplace_back(names_[i] + "/" + name, buf);
+  return out;
+}
+
 void Model::init_parameters(std::uint64_t seed) {
   for (const ParamInfo& p : info_) {
     float* w = params_.data() + p.offset;

@@ -18,6 +18,8 @@ class Sgd final : public Optimizer {
     sgd_update(w_, g_, m_, lr, static_cast<float>(cfg_.momentum), static_cast<float>(cfg_.weight_decay), cfg_.nesterov);
   }
   Tensor& state() override { return m_; }
+  std::vector<std::string> state_names() const override { return {"momentum"}; }
+  const char* name() const override { return "sgd"; }
 
  private:
   OptimConfig cfg_;
@@ -38,6 +40,10 @@ class Adam final : public Optimizer {
                 ++steps_);
   }
   Tensor& state() override { return state_; }
+  std::vector<std::string> state_names() const override { return {"exp_avg", "exp_avg_sq"}; }
+  const char* name() const override { return cfg_.name == OptimizerName::adamw ? "adamw" : "adam"; }
+  std::int64_t steps() const override { return steps_; }
+  void set_steps(std::int64_t s) override { steps_ = s; }
 
  private:
   OptimConfig cfg_;

@@ -5,14 +5,19 @@
 
 #include <chrono>
 #include <cmath>
+#include <csignal>
 #include <cstdio>
+#include <cstdlib>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 
 #include "hpctrain/backend/ops.hpp"
 #include "hpctrain/core/error.hpp"
 #include "hpctrain/core/log.hpp"
+#include "hpctrain/core/signals.hpp"
 #include "hpctrain/data/sampler.hpp"
+#include "hpctrain/train/checkpointing.hpp"
 
 namespace fs = std::filesystem;
 
@@ -163,6 +168,82 @@ EvalResult Trainer::evaluate(const SplitIndex& split) {
   return r;
 }
 
+namespace {
+const char* signal_name(int sig) { return sig == SIGTERM ? "SIGTERM" : sig == SIGUSR1 ? "SIGUSR1" : "a signal"; }
+
+// Opens the metrics file (rank 0). A resumed run keeps the rows up to the step it
+// resumes from (a run killed after its last checkpoint logged steps that are
+// trained again) and appends; a fresh run starts the file anew.
+std::string open_metrics(std::ofstream& out, const std::string& path, std::int64_t resumed_at) {
+  static const char* header =
+      "step,epoch,wall_s,loss,accuracy,samples_per_s,data_wait_pct,comm_exposed_pct,lr,eval_loss,eval_accuracy";
+  std::vector<std::string> keep;
+  if (resumed_at > 0) {
+    std::ifstream in(path);
+    for (std::string line; std::getline(in, line);)
+      if (line != header && !line.empty() && std::stoll(line.substr(0, line.find(','))) <= resumed_at)
+        keep.push_back(line);
+  }
+  out.open(path, std::ios::trunc);
+  if (!out) return "cannot write " + path;
+  out << header << '\n';
+  for (const auto& l : keep) out << l << '\n';
+  out << std::flush;
+  return "";
+}
+}  // namespace
+
+// What the progress line and the metrics file need across log intervals.
+struct Trainer::LogState {
+  Clock::time_point start, interval_start;
+  std::int64_t first = 0, total = 0;  // steps: where this run started, where it ends
+  double wait_mark = 0, comm_mark = 0, last_loss = 0;
+  EvalResult last_eval;
+  std::ofstream metrics;
+};
+
+void Trainer::log_interval(std::int64_t step, std::int64_t epoch, double lr, bool eval_now, double sums[3],
+                           LogState& st, const SplitIndex* eval_split, Reader& reader) {
+  allreduce_sum(*comm_, sums, 3);
+  const double loss = sums[0] / sums[2], acc = sums[1] / sums[2];
+  if (!std::isfinite(loss))
+    throw Error(ExitCode::internal, Scope::every_rank,
+                "the training loss is not finite (" + std::to_string(loss) + ") at step " + std::to_string(step + 1) +
+                    ": lower [optim] lr or set clip_norm");
+  const double dt = since(st.interval_start), elapsed = since(st.start);
+  const double sps = sums[2] / std::max(dt, 1e-9);  // sums[2]: samples over all ranks
+  const double wait = 100 * (reader.wait_seconds() - st.wait_mark) / std::max(dt, 1e-9);
+  const double exposed = 100 * (comm_wait_s_ - st.comm_mark) / std::max(dt, 1e-9);  // communication not hidden
+  if (eval_now) st.last_eval = evaluate(*eval_split);
+  const double eta = elapsed / static_cast<double>(step + 1 - st.first) * static_cast<double>(st.total - step - 1);
+  char line[320];
+  std::snprintf(
+      line, sizeof(line),
+      "epoch %lld step %lld/%lld | loss %.4f | acc %5.1f%% | %.0f samples/s | ETA %s | data wait %.1f%% | "
+      "comm exposed %.1f%% | lr %.4g%s",
+      static_cast<long long>(epoch + 1), static_cast<long long>(step + 1), static_cast<long long>(st.total), loss,
+      100 * acc, sps, duration_text(eta).c_str(), wait, exposed, lr,
+      eval_now ? (" | " + std::string(eval_split->name) + " loss " + std::to_string(st.last_eval.loss).substr(0, 6) +
+                  " acc " + std::to_string(100 * st.last_eval.accuracy).substr(0, 5) + "%")
+                     .c_str()
+               : "");
+  log0(line);
+  if (st.metrics) {
+    st.metrics << step + 1 << ',' << epoch + 1 << ',' << elapsed << ',' << loss << ',' << acc << ',' << sps << ','
+               << wait << ',' << exposed << ',' << lr << ',';
+    if (eval_now)
+      st.metrics << st.last_eval.loss << ',' << st.last_eval.accuracy;
+    else
+      st.metrics << ',';
+    st.metrics << '\n' << std::flush;
+  }
+  st.last_loss = loss;
+  sums[0] = sums[1] = sums[2] = 0;
+  st.interval_start = Clock::now();
+  st.wait_mark = reader.wait_seconds();
+  st.comm_mark = comm_wait_s_;
+}
+
 int Trainer::run() {
   const auto& g = rt_.grid();
   const Sampler sampler(sampler_options(cfg_, index_.train));
@@ -170,25 +251,52 @@ int Trainer::run() {
   const std::int64_t total = cfg_.train.steps > 0 ? cfg_.train.steps : cfg_.train.epochs * per_epoch;
   const SplitIndex* eval_split = index_.val ? &*index_.val : index_.test ? &*index_.test : nullptr;
 
+  // Resume: [checkpoint] resume selects a checkpoint (or none); its step, sampler
+  // position and partial log-interval sums (this rank's) continue here.
+  Checkpointer checkpointer(cfg_, rt_, *model_, *opt_);
+  const std::string resume_from = checkpointer.resume_target();
+  LogState st;
+  std::int64_t first = 0, samples_done = 0;
+  SamplerState from{cfg_.run.seed, 0, 0};
+  double sums[3] = {0, 0, 0}, before_s = 0;
+  if (!resume_from.empty()) {
+    const CheckpointInfo info = checkpointer.load(resume_from, sums);
+    first = info.step;
+    samples_done = info.samples;
+    st.last_loss = info.last_loss;
+    before_s = info.train_seconds;
+    from.epoch = info.epoch;
+    from.step = info.epoch_step;
+    if (info.global_batch != cfg_.train.global_batch) {  // the same samples consumed in the epoch, new batch size
+      from.step = info.epoch_step * info.global_batch / cfg_.train.global_batch;
+      log0("warning: [train] global_batch changed from " + std::to_string(info.global_batch) + " to " +
+           std::to_string(cfg_.train.global_batch) + ": the sample sequence does not continue exactly");
+    }
+    if (from.step >= per_epoch) from = {cfg_.run.seed, from.epoch + 1, 0};
+    log0("resumed from " + resume_from + ": step " + std::to_string(first) + ", epoch " +
+         std::to_string(from.epoch + 1) + " batch " + std::to_string(from.step) + " (written on " +
+         std::to_string(info.world) + " rank(s), now " + std::to_string(g.shape().world) + ")");
+  }
+  if (first >= total) {
+    log0("nothing to train: " + resume_from + " is at step " + std::to_string(first) + " of " + std::to_string(total) +
+         " (train more with a larger [train] steps or epochs; start anew with --set "
+         "checkpoint.resume=none or another [run] out_dir)");
+    return 0;
+  }
+
   // Output files (rank 0): fail now, not at the end, when the directory is not writable.
-  std::ofstream metrics;
   std::string error;
   if (g.world_rank() == 0) {
     std::error_code ec;
     fs::create_directories(cfg_.run.out_dir, ec);
-    metrics.open(resolve(cfg_.run.out_dir, cfg_.train.metrics_file));
-    if (!metrics)
-      error = "[run] out_dir '" + cfg_.run.out_dir + "': cannot write " +
-              resolve(cfg_.run.out_dir, cfg_.train.metrics_file);
-    else
-      metrics << "step,epoch,wall_s,loss,accuracy,samples_per_s,data_wait_pct,comm_exposed_pct,lr,eval_loss,eval_"
-                 "accuracy\n";
+    const std::string why = open_metrics(st.metrics, resolve(cfg_.run.out_dir, cfg_.train.metrics_file), first);
+    if (!why.empty()) error = "[run] out_dir '" + cfg_.run.out_dir + "': " + why;
   }
   raise_if_any(MPI_COMM_WORLD, error);
 
   log0(model_->summary());
   const double alone = averager_->time_alone();  // the gradient allreduces with nothing to hide behind
-  log0("training " + std::to_string(total) + " steps (" + std::to_string(per_epoch) + " per epoch) of " +
+  log0("training " + std::to_string(total - first) + " steps (" + std::to_string(per_epoch) + " per epoch) of " +
        std::to_string(cfg_.train.global_batch) + " samples on " + std::to_string(g.shape().dp_size) +
        " data-parallel rank(s)");
 
@@ -198,18 +306,25 @@ int Trainer::run() {
   ro.dp = g.coords().dp;
   ro.dp_size = g.shape().dp_size;
   Reader reader(index_.train, node_, ro);
-  reader.start(sampler, {cfg_.run.seed, 0, 0});
+  reader.start(sampler, from);
+  install_preemption_signals();
+  // Test hook: HPCTRAIN_TEST_SIGNAL="RANK:STEP" makes that rank act as if SIGUSR1 arrived
+  // during that step (1-based), so the tests can stop a run at a chosen point.
+  std::int64_t test_signal_step = -1;
+  if (const char* t = std::getenv("HPCTRAIN_TEST_SIGNAL"); t && std::atoi(t) == g.world_rank() && std::strchr(t, ':'))
+    test_signal_step = std::atoll(std::strchr(t, ':') + 1);
 
-  const auto start = Clock::now();
-  auto interval_start = start;
-  double sums[3] = {0, 0, 0}, last_loss = 0, step_seconds = 0;
-  double wait_mark = 0, comm_mark = 0;
+  st.start = st.interval_start = Clock::now();
+  st.first = first;
+  st.total = total;
+  auto last_checkpoint = st.start;
+  double step_seconds = 0, timed_s = 0;
   // Steady-state throughput as the PyTorch reference defines it: per-step time (batch + forward +
   // backward + gradient averaging + update) summed after the warm-up steps, slowest rank.
-  const std::int64_t warmup = std::min<std::int64_t>(20, total / 5);
-  double timed_s = 0;
-  EvalResult last_eval;
-  for (std::int64_t step = 0; step < total; ++step) {
+  const std::int64_t warmup = first + std::min<std::int64_t>(20, (total - first) / 5);
+  int stop_signal = 0;
+  std::int64_t step = first;
+  for (; step < total && !stop_signal; ++step) {
     const auto t_step = Clock::now();
     Batch batch = reader.next();
     const double lr = learning_rate(cfg_.optim, step, total);
@@ -218,54 +333,47 @@ int Trainer::run() {
     step_seconds += since(t0);
     if (step >= warmup) timed_s += since(t_step);
     const bool epoch_end = batch.step == per_epoch - 1;
-    const std::int64_t epoch = batch.epoch;
+    const std::int64_t epoch = batch.epoch, next_step = batch.step + 1;
     reader.recycle(std::move(batch));
     sums[0] += s.loss_sum, sums[1] += static_cast<double>(s.correct), sums[2] += static_cast<double>(s.samples);
+    samples_done += cfg_.train.global_batch;
 
-    const bool log_now = (step + 1) % cfg_.train.log_every == 0 || step + 1 == total;
     const bool eval_now = eval_split && ((cfg_.train.eval_every > 0 && (step + 1) % cfg_.train.eval_every == 0) ||
                                          (cfg_.train.eval_every == 0 && epoch_end) || step + 1 == total);
-    if (!log_now && !eval_now) continue;
-    allreduce_sum(*comm_, sums, 3);
-    const double loss = sums[0] / sums[2], acc = sums[1] / sums[2];
-    if (!std::isfinite(loss))
-      throw Error(ExitCode::internal, Scope::every_rank,
-                  "the training loss is not finite (" + std::to_string(loss) + ") at step " + std::to_string(step + 1) +
-                      ": lower [optim] lr or set clip_norm");
-    const double dt = since(interval_start), elapsed = since(start);
-    const double sps = sums[2] / std::max(dt, 1e-9);  // sums[2]: samples over all ranks
-    const double wait = 100 * (reader.wait_seconds() - wait_mark) / std::max(dt, 1e-9);
-    const double exposed = 100 * (comm_wait_s_ - comm_mark) / std::max(dt, 1e-9);  // communication not hidden
-    if (eval_now) last_eval = evaluate(*eval_split);
-    const double eta = elapsed / static_cast<double>(step + 1) * static_cast<double>(total - step - 1);
-    char line[320];
-    std::snprintf(
-        line, sizeof(line),
-        "epoch %lld step %lld/%lld | loss %.4f | acc %5.1f%% | %.0f samples/s | ETA %s | data wait %.1f%% | "
-        "comm exposed %.1f%% | lr %.4g%s",
-        static_cast<long long>(epoch + 1), static_cast<long long>(step + 1), static_cast<long long>(total), loss,
-        100 * acc, sps, duration_text(eta).c_str(), wait, exposed, lr,
-        eval_now ? (" | " + std::string(eval_split->name) + " loss " + std::to_string(last_eval.loss).substr(0, 6) +
-                    " acc " + std::to_string(100 * last_eval.accuracy).substr(0, 5) + "%")
-                       .c_str()
-                 : "");
-    log0(line);
-    if (metrics) {
-      metrics << step + 1 << ',' << epoch + 1 << ',' << elapsed << ',' << loss << ',' << acc << ',' << sps << ','
-              << wait << ',' << exposed << ',' << lr << ',';
-      if (eval_now)
-        metrics << last_eval.loss << ',' << last_eval.accuracy;
-      else
-        metrics << ',';
-      metrics << '\n' << std::flush;
+    if ((step + 1) % cfg_.train.log_every == 0 || step + 1 == total || eval_now)
+      log_interval(step, epoch, lr, eval_now, sums, st, eval_split, reader);
+
+    if (test_signal_step == step + 1) simulate_preemption_signal(SIGUSR1);
+    // Checkpoint when an interval says so, at the end, or when any rank got a preemption
+    // signal: one small allreduce per step, so every rank stops after the same step.
+    const auto& c = cfg_.checkpoint;
+    int flags[2] = {pending_preemption_signal(),
+                    c.every_minutes > 0 && since(last_checkpoint) >= 60 * c.every_minutes ? 1 : 0};
+    CHECK_MPI(MPI_Allreduce(MPI_IN_PLACE, flags, 2, MPI_INT, MPI_MAX, MPI_COMM_WORLD));
+    stop_signal = flags[0];
+    if (step + 1 == total || stop_signal || flags[1] || (c.every_steps > 0 && (step + 1) % c.every_steps == 0) ||
+        (c.every_epochs > 0 && epoch_end && (epoch + 1) % c.every_epochs == 0)) {
+      TrainPosition pos;
+      pos.step = step + 1;
+      pos.epoch = epoch_end ? epoch + 1 : epoch;
+      pos.epoch_step = epoch_end ? 0 : next_step;
+      pos.samples = samples_done;
+      pos.last_loss = st.last_loss;
+      pos.train_seconds = before_s + since(st.start);
+      checkpointer.save(pos, sums);
+      last_checkpoint = Clock::now();
     }
-    last_loss = loss;
-    sums[0] = sums[1] = sums[2] = 0;
-    interval_start = Clock::now();
-    wait_mark = reader.wait_seconds();
-    comm_mark = comm_wait_s_;
   }
-  const double wall = since(start);
+  restore_preemption_signals();
+  const double wall = since(st.start);
+  const std::int64_t ran = step - first;
+  if (stop_signal) {
+    log0(std::string("stopped by ") + signal_name(stop_signal) + " after step " + std::to_string(step) + " of " +
+         std::to_string(total) + " (checkpoint written, " +
+         std::to_string(checkpointer.seconds_writing()).substr(0, 5) +
+         " s writing checkpoints); resume with [checkpoint] resume = auto; exit code 10");
+    return static_cast<int>(ExitCode::preempted);
+  }
 
   EvalResult test;
   if (index_.test) test = evaluate(*index_.test);
@@ -273,7 +381,7 @@ int Trainer::run() {
   double facts[2] = {step_seconds, static_cast<double>(alloc_.peak())}, lo[2], hi[2];
   CHECK_MPI(MPI_Allreduce(facts, lo, 2, MPI_DOUBLE, MPI_MIN, MPI_COMM_WORLD));
   CHECK_MPI(MPI_Allreduce(facts, hi, 2, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD));
-  const double samples = static_cast<double>(total * cfg_.train.global_batch);
+  const double samples = static_cast<double>(ran * cfg_.train.global_batch);
   const double rank_hours = wall * g.shape().world / 3600.0;
   // Fraction of the gradient communication hidden behind backward: 1 - waited / (time it takes alone).
   // "Waited" is the least any rank waited: the last rank to finish backward is on the critical
@@ -282,39 +390,60 @@ int Trainer::run() {
   const double steady = timed_s > 0 ? static_cast<double>((total - warmup) * cfg_.train.global_batch) / timed_s : 0;
   double waited = comm_wait_s_;
   CHECK_MPI(MPI_Allreduce(MPI_IN_PLACE, &waited, 1, MPI_DOUBLE, MPI_MIN, MPI_COMM_WORLD));
-  const double hidden = alone > 0 ? 1.0 - waited / (alone * static_cast<double>(total)) : 1.0;
+  const double per_step_waited = waited / static_cast<double>(std::max<std::int64_t>(1, ran));
+  const double hidden = alone > 0 ? 1.0 - per_step_waited / alone : 1.0;
   log0("gradient averaging: " + std::to_string(averager_->buckets().size()) + " bucket(s), " +
        std::to_string(alone * 1e3).substr(0, 6) + " ms per step alone, " +
-       std::to_string(waited / static_cast<double>(total) * 1e3).substr(0, 6) +
-       " ms per step waited after backward (least over ranks): " +
+       std::to_string(per_step_waited * 1e3).substr(0, 6) + " ms per step waited after backward (least over ranks): " +
        std::to_string(100 * std::max(0.0, hidden)).substr(0, 5) + "% hidden");
+  const EvalResult& final_eval = index_.test ? test : st.last_eval;
   char line[512];
   std::snprintf(line, sizeof(line),
                 "done: %lld steps in %.1f s, %.0f samples/s (steady state %.0f) | final loss %.4f | %s accuracy %.2f%% "
-                "(%lld samples) | "
-                "%.4f rank-hours%s | step time per rank %.1f-%.1f s | peak memory per rank %.1f MiB",
-                static_cast<long long>(total), wall, samples / wall, steady, last_loss, index_.test ? "test" : "eval",
-                100 * (index_.test ? test.accuracy : last_eval.accuracy),
-                static_cast<long long>(index_.test ? test.samples : last_eval.samples), rank_hours,
+                "(%lld samples) | %.4f rank-hours%s | step time per rank %.1f-%.1f s | peak memory per rank %.1f MiB "
+                "| %d checkpoint(s), %.2f s writing",
+                static_cast<long long>(ran), wall, samples / wall, steady, st.last_loss, index_.test ? "test" : "eval",
+                100 * final_eval.accuracy, static_cast<long long>(final_eval.samples), rank_hours,
                 cfg_.run.price_per_device_hour > 0
                     ? (", cost " + std::to_string(rank_hours * cfg_.run.price_per_device_hour).substr(0, 8)).c_str()
                     : "",
-                lo[0], hi[0], hi[1] / (1 << 20));
+                lo[0], hi[0], hi[1] / (1 << 20), checkpointer.saved(), checkpointer.seconds_writing());
   log0(line);
   if (g.world_rank() == 0) {
     std::ofstream js(resolve(cfg_.run.out_dir, "summary.json"));
-    js << "{\n  \"steps\": " << total << ",\n  \"global_batch\": " << cfg_.train.global_batch
-       << ",\n  \"ranks\": " << g.shape().world << ",\n  \"wall_s\": " << wall
-       << ",\n  \"samples_per_s\": " << samples / wall << ",\n  \"final_train_loss\": " << last_loss
+    js << "{\n  \"steps\": " << ran << ",\n  \"first_step\": " << first << ",\n  \"total_steps\": " << total
+       << ",\n  \"global_batch\": " << cfg_.train.global_batch << ",\n  \"ranks\": " << g.shape().world
+       << ",\n  \"wall_s\": " << wall << ",\n  \"samples_per_s\": " << samples / wall
+       << ",\n  \"final_train_loss\": " << st.last_loss
        << ",\n  \"test_accuracy\": " << (index_.test ? test.accuracy : -1)
        << ",\n  \"test_loss\": " << (index_.test ? test.loss : -1) << ",\n  \"rank_hours\": " << rank_hours
        << ",\n  \"cost\": " << (cfg_.run.price_per_device_hour > 0 ? rank_hours * cfg_.run.price_per_device_hour : 0)
        << ",\n  \"step_time_s_min\": " << lo[0] << ",\n  \"step_time_s_max\": " << hi[0]
        << ",\n  \"peak_bytes_per_rank\": " << hi[1] << ",\n  \"comm_alone_s_per_step\": " << alone
-       << ",\n  \"comm_wait_s_per_step\": " << waited / static_cast<double>(total)
+       << ",\n  \"comm_wait_s_per_step\": " << per_step_waited
        << ",\n  \"comm_hidden_fraction\": " << std::max(0.0, hidden) << ",\n  \"steady_samples_per_s\": " << steady
-       << ",\n  \"steady_warmup_steps\": " << warmup << "\n}\n";
+       << ",\n  \"steady_warmup_steps\": " << warmup - first << ",\n  \"checkpoints_written\": " << checkpointer.saved()
+       << ",\n  \"checkpoint_write_s\": " << checkpointer.seconds_writing() << "\n}\n";
   }
+  return 0;
+}
+
+int Trainer::eval_only() {
+  Checkpointer checkpointer(cfg_, rt_, *model_, *opt_);
+  const std::string target = checkpointer.resume_target();
+  if (target.empty())
+    throw bad_input("--eval-only: no checkpoint to evaluate ([checkpoint] resume = " + cfg_.checkpoint.resume +
+                    (cfg_.checkpoint.resume == "auto" ? ", none complete in " + cfg_.checkpoint.dir : "") + ")");
+  double sums[3];
+  const CheckpointInfo info = checkpointer.load(target, sums);
+  const SplitIndex* split = index_.test ? &*index_.test : index_.val ? &*index_.val : nullptr;
+  if (!split) throw bad_input("--eval-only: the dataset " + cfg_.data.path + " has no test or val split");
+  const EvalResult r = evaluate(*split);
+  char line[256];
+  std::snprintf(line, sizeof(line), "eval-only: %s (step %lld): %s loss %.4f accuracy %.2f%% (%lld samples)",
+                target.c_str(), static_cast<long long>(info.step), split->name.c_str(), r.loss, 100 * r.accuracy,
+                static_cast<long long>(r.samples));
+  log0(line);
   return 0;
 }
 

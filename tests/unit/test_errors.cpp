@@ -2,10 +2,13 @@
 // text), the HDF5 check against a real failing call, internal checks, the
 // table printer and the watchdog's diagnosis (pure parts).
 #include <gtest/gtest.h>
+
 #include <hdf5.h>
+#include <csignal>
 
 #include "hpctrain/comm/watchdog.hpp"
 #include "hpctrain/core/error.hpp"
+#include "hpctrain/core/signals.hpp"
 #include "hpctrain/core/table.hpp"
 
 using namespace hpctrain;
@@ -170,4 +173,19 @@ TEST(CollectiveLog, NumbersCollectivesAndOps) {
   snap = log.snapshot();
   ASSERT_EQ(snap.in_flight.size(), 1u);
   EXPECT_EQ(snap.in_flight[0].id, b);
+}
+
+// Preemption signals: the first SIGTERM/SIGUSR1 is only noted (the training loop
+// checkpoints and exits 10); a second one ends the process at once with 128 + signal.
+TEST(PreemptionSignals, FirstIsNotedSecondExitsAtOnce) {
+  GTEST_FLAG_SET(death_test_style, "threadsafe");  // other tests left threads behind
+  install_preemption_signals();
+  EXPECT_EQ(pending_preemption_signal(), 0);
+  std::raise(SIGUSR1);
+  EXPECT_EQ(pending_preemption_signal(), SIGUSR1);
+  EXPECT_EXIT(std::raise(SIGTERM), ::testing::ExitedWithCode(128 + SIGTERM), "second signal");
+  restore_preemption_signals();
+  install_preemption_signals();  // a new install starts clean
+  EXPECT_EQ(pending_preemption_signal(), 0);
+  restore_preemption_signals();
 }

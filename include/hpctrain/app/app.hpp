@@ -17,6 +17,7 @@ struct CliOptions {
   std::string config_path;
   std::vector<std::string> sets;  // "section.key=value"
   bool dry_run = false;
+  bool eval_only = false;
   bool help = false;
   bool version = false;
 };

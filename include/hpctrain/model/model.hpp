@@ -48,6 +48,9 @@ class Model {
   Tensor& parameters() { return params_; }
   Tensor& gradients() { return grads_; }
   const std::vector<ParamInfo>& param_info() const { return info_; }
+  // Non-trainable state (batch norm's running statistics) by name, "02_batchnorm/running_mean".
+  std::vector<std::pair<std::string, std::vector<float>*>> buffers();
+  const std::vector<std::string>& layer_names() const { return names_; }  // "00_conv", ...
   const Shape& output_shape() const { return shapes_.back(); }
   std::size_t layers() const { return layers_.size(); }
   std::string summary() const;  // table: layer, output shape, parameters

@@ -4,6 +4,8 @@
 
 #include <cstdint>
 #include <memory>
+#include <string>
+#include <vector>
 
 #include "hpctrain/config/config.hpp"
 #include "hpctrain/tensor/tensor.hpp"
@@ -14,7 +16,14 @@ class Optimizer {
  public:
   virtual ~Optimizer() = default;
   virtual void step(float lr) = 0;  // uses and keeps the gradients (the caller zeroes them)
-  virtual Tensor& state() = 0;      // momentum etc., flat, same size as the parameters
+  // Momentum or Adam's moments: state_names().size() flat blocks, each the size of the
+  // parameters, one after the other (checkpoints store them as /optimizer/<name>/...).
+  virtual Tensor& state() = 0;
+  virtual std::vector<std::string> state_names() const = 0;
+  virtual const char* name() const = 0;
+  // Steps taken (Adam's bias correction depends on it); restored on resume.
+  virtual std::int64_t steps() const { return 0; }
+  virtual void set_steps(std::int64_t) {}
 };
 
 // SGD (momentum, Nesterov, weight decay), Adam (L2 decay) or AdamW (decoupled decay).

@@ -41,7 +41,8 @@ class Trainer {
   // One optimizer step on this rank's slice of a global batch.
   StepStats train_step(const Batch& batch, float lr);
   EvalResult evaluate(const SplitIndex& split);
-  int run();  // the whole training run; returns the exit code
+  int run();        // the whole training run (resuming per [checkpoint] resume); returns the exit code
+  int eval_only();  // loads the checkpoint [checkpoint] resume selects and evaluates it on the test split
 
   Model& model() { return *model_; }
   GradientAverager& averager() { return *averager_; }
@@ -49,6 +50,9 @@ class Trainer {
   Communicator& dp_comm() { return *comm_; }
 
  private:
+  struct LogState;
+  void log_interval(std::int64_t step, std::int64_t epoch, double lr, bool eval_now, double sums[3], LogState& st,
+                    const SplitIndex* eval_split, Reader& reader);
   const Config& cfg_;
   Runtime& rt_;
   const DatasetIndex& index_;

@@ -1,0 +1,107 @@
+// Checkpoint files (README "Checkpoints"): one HDF5 file per checkpoint,
+// written collectively through the MPI-IO driver (every rank writes a disjoint
+// set of chunks, nothing funnels through rank 0), under a temporary name that
+// is renamed once every rank has closed it; read back on one rank with the
+// serial driver. Every dataset carries HDF5's Fletcher32 checksum, so a
+// flipped byte is an error on load, not a silently different model.
+//
+// Also here: the checkpoint directory (names, the `latest` pointer, keeping the
+// newest K, finding the newest complete checkpoint).
+#pragma once
+
+#include <mpi.h>
+
+#include <cstdint>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "hpctrain/io/h5.hpp"
+#include "hpctrain/tensor/tensor.hpp"
+
+namespace hpctrain {
+
+inline constexpr const char* kCheckpointFormat = "hpctrain-checkpoint";
+inline constexpr int kCheckpointVersion = 1;
+
+// The root attributes of a checkpoint: the same on every rank.
+struct CheckpointInfo {
+  std::int64_t step = 0;          // optimizer steps done
+  std::int64_t epoch = 0;         // where the sampler goes on: epoch (0-based) ...
+  std::int64_t epoch_step = 0;    // ... and global batch within it
+  std::int64_t samples = 0;       // global samples consumed
+  std::int64_t global_batch = 0;  // of the run that wrote it
+  std::uint64_t seed = 0;
+  int world = 1, dp = 1, mp = 1;
+  double last_loss = 0;
+  double train_seconds = 0;          // training wall time before this checkpoint, over all resumed runs
+  std::string optimizer;             // "sgd", "adam", "adamw"
+  std::int64_t optimizer_steps = 0;  // Adam's bias-correction count
+  std::string ini;                   // every key as used (after --set and ${VAR}), as an INI file
+  std::string ini_file;              // the INI file as given
+  std::string model_summary;
+  // Written by the writer (ignored on input): wall-clock time, versions.
+  std::string written_at, software, hdf5, mpi, blas;
+};
+
+// One float32 dataset, e.g. "model/03_dense/weight".
+struct CheckpointTensor {
+  std::string path;
+  Shape shape;
+  const float* data = nullptr;  // this rank's copy; nullptr on ranks of other model-parallel stages
+  int stage = 0;                // model-parallel stage holding it: its data-parallel ranks write it
+};
+
+// Where this rank sits, for dividing the writing.
+struct WriterPlace {
+  int dp = 0, dp_size = 1, mp = 0, mp_size = 1;
+};
+
+// Collective over `comm` (every rank of the job): writes `path` (through
+// "<dir>/.<name>.partial", renamed when complete and closed everywhere).
+// `groups`: (group path, layer type) pairs, written as the group's `type`
+// attribute. `rank_sums`: three doubles per rank (the partial log-interval
+// sums), stored as /state/interval_sums [world, 3]. Returns the seconds spent.
+double write_checkpoint(MPI_Comm comm, const std::string& path, const CheckpointInfo& info,
+                        const std::vector<CheckpointTensor>& tensors,
+                        const std::vector<std::pair<std::string, std::string>>& groups, const WriterPlace& place,
+                        const double rank_sums[3]);
+
+// A checkpoint opened for reading on one rank (serial driver). Every error is
+// bad_input naming the file and the dataset: missing, not HDF5, not a
+// checkpoint, a newer format version, a failed checksum.
+class CheckpointFile {
+ public:
+  explicit CheckpointFile(const std::string& path);
+  const std::string& path() const { return path_; }
+  const CheckpointInfo& info() const { return info_; }
+  bool has(const std::string& dataset) const;
+  Shape shape(const std::string& dataset) const;
+  std::string group_type(const std::string& group) const;             // "" when the group or attribute is missing
+  std::vector<std::string> children(const std::string& group) const;  // link names, sorted; {} when missing
+  void read(const std::string& dataset, float* out) const;            // the whole dataset, float32
+  std::vector<double> read_f64(const std::string& dataset) const;
+
+ private:
+  std::string path_;
+  h5::Id file_;
+  CheckpointInfo info_;
+};
+
+// ---- The checkpoint directory ----
+std::string checkpoint_file_name(std::int64_t step);  // "ckpt-00000100.h5"
+// Rank 0, after a checkpoint is complete: points `<dir>/latest` at it (written
+// to a temporary file and renamed), then deletes all but the newest `keep`
+// complete checkpoints and any leftover partial files.
+void publish_checkpoint(const std::string& dir, const std::string& name, int keep);
+// The newest complete checkpoint in `dir` ("" when there is none): the one
+// `latest` names when that file exists, else the highest step found.
+std::string find_latest_checkpoint(const std::string& dir);
+// Complete checkpoints in `dir`, oldest first.
+std::vector<std::string> list_checkpoints(const std::string& dir);
+
+// Serialization of CheckpointInfo to a string and back (for broadcasting).
+std::string encode_info(const CheckpointInfo& info);
+CheckpointInfo decode_info(const std::string& text);
+
+}  // namespace hpctrain

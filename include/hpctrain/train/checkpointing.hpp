@@ -1,0 +1,69 @@
+// The trainer's side of checkpoints: which tensors a checkpoint holds (the
+// model's parameters and buffers, the optimizer's state; each tagged with the
+// model-parallel stage that owns its layer), when one is due, writing one
+// (temporary name, collective write, rename, `latest`, keep K), and resuming
+// from one: rank 0 reads and checks it against this model, every rank gets
+// the bits. Also the checks --dry-run makes of the directory and the target.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "hpctrain/config/config.hpp"
+#include "hpctrain/io/checkpoint.hpp"
+#include "hpctrain/model/model.hpp"
+#include "hpctrain/optim/optimizer.hpp"
+#include "hpctrain/runtime/runtime.hpp"
+
+namespace hpctrain {
+
+// Where training stands after an optimizer step.
+struct TrainPosition {
+  std::int64_t step = 0;                   // optimizer steps done
+  std::int64_t epoch = 0, epoch_step = 0;  // the sampler's next batch
+  std::int64_t samples = 0;                // global samples consumed
+  double last_loss = 0;
+  double train_seconds = 0;  // over all runs so far
+};
+
+class Checkpointer {
+ public:
+  // Collective: creates [checkpoint] dir on rank 0 (bad_input when it cannot).
+  Checkpointer(const Config& cfg, const Runtime& rt, Model& model, Optimizer& opt);
+
+  // Collective: writes <dir>/ckpt-<step>.h5 and makes it the newest; returns its path.
+  std::string save(const TrainPosition& pos, const double interval_sums[3]);
+  double seconds_writing() const { return seconds_; }
+  int saved() const { return saved_; }
+
+  // Collective: the checkpoint [checkpoint] resume selects ("" = start fresh).
+  std::string resume_target() const;
+  // Collective: loads `path` into the model and the optimizer. Rank 0 reads and
+  // checks it (bad_input naming the layer and both shapes when the model differs),
+  // prints the configuration keys that differ from the checkpoint's as warnings;
+  // every rank receives the same bits. `interval_sums`: this rank's partial
+  // log-interval sums (the same world size), or the total on rank 0.
+  CheckpointInfo load(const std::string& path, double interval_sums[3]);
+
+ private:
+  std::vector<CheckpointTensor> tensors() const;
+  const Config& cfg_;
+  const Runtime& rt_;
+  Model& model_;
+  Optimizer& opt_;
+  double seconds_ = 0;
+  int saved_ = 0;
+};
+
+// The configuration as an INI file with every key as used (stored in checkpoints).
+std::string effective_ini(const Config& cfg);
+
+// Problems of `file` for `model` (missing or extra layers, shapes), one line
+// each, empty when it fits. Used by load() and --dry-run.
+std::vector<std::string> checkpoint_mismatches(const CheckpointFile& file, const Model& model);
+
+// Rank 0, for --dry-run: the directory and the resume target, as lines of text.
+std::string describe_checkpointing(const Config& cfg, const Model* model);
+
+}  // namespace hpctrain

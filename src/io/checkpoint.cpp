@@ -1,0 +1,439 @@
+// Checkpoint files and the checkpoint directory (io/checkpoint.hpp).
+#include "hpctrain/io/checkpoint.hpp"
+
+#include <cblas.h>
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <ctime>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <sstream>
+
+#include "hpctrain/core/error.hpp"
+#include "hpctrain/core/version.hpp"
+#include "hpctrain/runtime/mpi_handles.hpp"
+
+namespace fs = std::filesystem;
+
+namespace hpctrain {
+
+namespace {
+
+constexpr hsize_t kMaxChunkBytes = 16u << 20;  // chunks of at most 16 MiB (HDF5 allows up to 4 GiB)
+
+std::string now_utc() {
+  const std::time_t t = std::time(nullptr);
+  std::tm tm{};
+  gmtime_r(&t, &tm);
+  char buf[32];
+  std::strftime(buf, sizeof(buf), "%Y-%m-%dT%H:%M:%SZ", &tm);
+  return buf;
+}
+
+std::string versions_hdf5() {
+  unsigned a = 0, b = 0, c = 0;
+  H5get_libversion(&a, &b, &c);
+  return std::to_string(a) + "." + std::to_string(b) + "." + std::to_string(c);
+}
+
+std::string versions_mpi() {
+  char lib[MPI_MAX_LIBRARY_VERSION_STRING] = {0};
+  int len = 0;
+  MPI_Get_library_version(lib, &len);
+  const std::string s(lib, static_cast<std::size_t>(len));
+  return s.substr(0, s.find_first_of(",\n"));
+}
+
+// Rows [first, first + count) of a dataset with `rows` rows that writer
+// `index` of `writers` writes: whole chunks of `chunk_rows`, contiguous per writer.
+void writer_rows(hsize_t rows, hsize_t chunk_rows, int index, int writers, hsize_t& first, hsize_t& count) {
+  const hsize_t chunks = (rows + chunk_rows - 1) / chunk_rows;
+  const hsize_t per = (chunks + static_cast<hsize_t>(writers) - 1) / static_cast<hsize_t>(writers);
+  const hsize_t c0 = std::min(chunks, per * static_cast<hsize_t>(index)), c1 = std::min(chunks, c0 + per);
+  first = std::min(rows, c0 * chunk_rows);
+  count = std::min(rows, c1 * chunk_rows) - first;
+}
+
+// Collective: one dataset, chunked along its first dimension and checksummed;
+// rank `index` of `writers` writes its rows (index < 0: this rank writes none).
+void write_dataset(hid_t file, hid_t lcpl, hid_t dxpl, const std::string& path, hid_t file_type, hid_t mem_type,
+                   const Shape& shape, const void* data, std::size_t elem_bytes, int index, int writers) {
+  std::vector<hsize_t> dims(shape.begin(), shape.end());
+  if (dims.empty()) dims.push_back(1);
+  hsize_t row_elems = 1;
+  for (std::size_t d = 1; d < dims.size(); ++d) row_elems *= dims[d];
+  const hsize_t row_bytes = std::max<hsize_t>(1, row_elems * elem_bytes);
+  hsize_t chunk_rows = (dims[0] + static_cast<hsize_t>(writers) - 1) / static_cast<hsize_t>(writers);
+  chunk_rows = std::max<hsize_t>(1, std::min({chunk_rows, kMaxChunkBytes / row_bytes, dims[0]}));
+  h5::Id space(CHECK_H5(H5Screate_simple(static_cast<int>(dims.size()), dims.data(), nullptr)));
+  h5::Id dcpl(CHECK_H5(H5Pcreate(H5P_DATASET_CREATE)));
+  std::vector<hsize_t> chunk = dims;
+  chunk[0] = chunk_rows;
+  CHECK_H5(H5Pset_chunk(dcpl.get(), static_cast<int>(chunk.size()), chunk.data()));
+  CHECK_H5(H5Pset_fletcher32(dcpl.get()));
+  CHECK_H5(H5Pset_fill_time(dcpl.get(), H5D_FILL_TIME_NEVER));
+  h5::Id dset(CHECK_H5(H5Dcreate2(file, path.c_str(), file_type, space.get(), lcpl, dcpl.get(), H5P_DEFAULT)));
+  hsize_t first = 0, count = 0;
+  if (index >= 0) writer_rows(dims[0], chunk_rows, index, writers, first, count);
+  h5::Id file_space(CHECK_H5(H5Dget_space(dset.get())));
+  std::vector<hsize_t> mem_dims = dims;
+  mem_dims[0] = std::max<hsize_t>(1, count);
+  h5::Id mem_space(CHECK_H5(H5Screate_simple(static_cast<int>(mem_dims.size()), mem_dims.data(), nullptr)));
+  if (count == 0) {
+    CHECK_H5(H5Sselect_none(file_space.get()));
+    CHECK_H5(H5Sselect_none(mem_space.get()));
+  } else {
+    std::vector<hsize_t> start(dims.size(), 0), len = dims;
+    start[0] = first;
+    len[0] = count;
+    CHECK_H5(H5Sselect_hyperslab(file_space.get(), H5S_SELECT_SET, start.data(), nullptr, len.data(), nullptr));
+  }
+  static const double dummy = 0;  // a valid address for ranks that write nothing
+  const void* src =
+      count == 0 ? static_cast<const void*>(&dummy) : static_cast<const char*>(data) + first * row_elems * elem_bytes;
+  CHECK_H5(H5Dwrite(dset.get(), mem_type, mem_space.get(), file_space.get(), dxpl, src));
+}
+
+}  // namespace
+
+double write_checkpoint(MPI_Comm comm, const std::string& path, const CheckpointInfo& given,
+                        const std::vector<CheckpointTensor>& tensors,
+                        const std::vector<std::pair<std::string, std::string>>& groups, const WriterPlace& place,
+                        const double rank_sums[3]) {
+  const auto t0 = std::chrono::steady_clock::now();
+  int rank = 0, size = 1;
+  CHECK_MPI(MPI_Comm_rank(comm, &rank));
+  CHECK_MPI(MPI_Comm_size(comm, &size));
+  // Attributes are collective in parallel HDF5: every rank writes rank 0's.
+  std::string blob;
+  if (rank == 0) {
+    CheckpointInfo info = given;
+    info.written_at = now_utc();
+    info.software = std::string("hpctrain ") + HPCTRAIN_VERSION + " (" + HPCTRAIN_SOURCE_REVISION + ")";
+    info.hdf5 = versions_hdf5();
+    info.mpi = versions_mpi();
+    info.blas = openblas_get_config();
+    blob = encode_info(info);
+  }
+  broadcast_string(comm, blob, 0);
+  const CheckpointInfo info = decode_info(blob);
+
+  std::lock_guard<std::mutex> hdf5_guard(h5::lock());
+  h5::Id fapl(CHECK_H5(H5Pcreate(H5P_FILE_ACCESS)));
+  CHECK_H5(H5Pset_fapl_mpio(fapl.get(), comm, MPI_INFO_NULL));
+  h5::Id file(CHECK_H5(H5Fcreate(path.c_str(), H5F_ACC_TRUNC, H5P_DEFAULT, fapl.get())));
+  const hid_t root = file.get();
+  h5::write_string_attribute(root, "format", kCheckpointFormat);
+  h5::write_int_attribute(root, "format_version", kCheckpointVersion);
+  h5::write_int_attribute(root, "step", info.step);
+  h5::write_int_attribute(root, "epoch", info.epoch);
+  h5::write_int_attribute(root, "epoch_step", info.epoch_step);
+  h5::write_int_attribute(root, "samples", info.samples);
+  h5::write_int_attribute(root, "global_batch", info.global_batch);
+  h5::write_int_attribute(root, "seed", static_cast<long long>(info.seed));
+  h5::write_int_attribute(root, "world_size", info.world);
+  h5::write_int_attribute(root, "data_parallel", info.dp);
+  h5::write_int_attribute(root, "model_parallel", info.mp);
+  h5::write_double_attribute(root, "last_loss", {info.last_loss});
+  h5::write_double_attribute(root, "train_seconds", {info.train_seconds});
+  h5::write_string_attribute(root, "optimizer", info.optimizer);
+  h5::write_int_attribute(root, "optimizer_steps", info.optimizer_steps);
+  h5::write_string_attribute(root, "ini", info.ini);
+  h5::write_string_attribute(root, "ini_file", info.ini_file);
+  h5::write_string_attribute(root, "model_summary", info.model_summary);
+  h5::write_string_attribute(root, "written_at", info.written_at);
+  h5::write_string_attribute(root, "software", info.software);
+  h5::write_string_attribute(root, "hdf5_version", info.hdf5);
+  h5::write_string_attribute(root, "mpi_version", info.mpi);
+  h5::write_string_attribute(root, "blas", info.blas);
+
+  h5::Id lcpl(CHECK_H5(H5Pcreate(H5P_LINK_CREATE)));
+  CHECK_H5(H5Pset_create_intermediate_group(lcpl.get(), 1));
+  for (const auto& [group, type] : groups) {
+    h5::Id g(CHECK_H5(H5Gcreate2(root, group.c_str(), lcpl.get(), H5P_DEFAULT, H5P_DEFAULT)));
+    h5::write_string_attribute(g.get(), "type", type);
+  }
+  h5::Id dxpl(CHECK_H5(H5Pcreate(H5P_DATASET_XFER)));
+  CHECK_H5(H5Pset_dxpl_mpio(dxpl.get(), H5FD_MPIO_COLLECTIVE));
+  for (const CheckpointTensor& t : tensors) {
+    const int index = place.mp == t.stage ? place.dp : -1;
+    HPCT_CHECK(index < 0 || t.data != nullptr, "checkpoint tensor " + t.path + " has no data on its own stage");
+    write_dataset(root, lcpl.get(), dxpl.get(), t.path, H5T_IEEE_F32LE, H5T_NATIVE_FLOAT, t.shape, t.data,
+                  sizeof(float), index, place.dp_size);
+  }
+  // Per-rank rows: rank r writes row r (chunks of one row, so no two ranks share a chunk).
+  {
+    const hsize_t dims[2] = {static_cast<hsize_t>(size), 3}, one[2] = {1, 3};
+    h5::Id space(CHECK_H5(H5Screate_simple(2, dims, nullptr)));
+    h5::Id dcpl(CHECK_H5(H5Pcreate(H5P_DATASET_CREATE)));
+    CHECK_H5(H5Pset_chunk(dcpl.get(), 2, one));
+    CHECK_H5(H5Pset_fletcher32(dcpl.get()));
+    h5::Id dset(CHECK_H5(
+        H5Dcreate2(root, "state/interval_sums", H5T_IEEE_F64LE, space.get(), lcpl.get(), dcpl.get(), H5P_DEFAULT)));
+    const hsize_t start[2] = {static_cast<hsize_t>(rank), 0};
+    CHECK_H5(H5Sselect_hyperslab(space.get(), H5S_SELECT_SET, start, nullptr, one, nullptr));
+    h5::Id mem(CHECK_H5(H5Screate_simple(2, one, nullptr)));
+    CHECK_H5(H5Dwrite(dset.get(), H5T_NATIVE_DOUBLE, mem.get(), space.get(), dxpl.get(), rank_sums));
+  }
+  file.reset();  // collective close: the file is complete on disk when every rank returns
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+}
+
+// ---- Reading ----
+
+namespace {
+Error corrupt(const std::string& file, const std::string& what) {
+  return Error(ExitCode::bad_input, Scope::every_rank, "checkpoint '" + file + "': " + what);
+}
+}  // namespace
+
+CheckpointFile::CheckpointFile(const std::string& path) : path_(path) {
+  std::lock_guard<std::mutex> guard(h5::lock());
+  if (!fs::exists(path)) throw corrupt(path, "no such file");
+  if (H5Fis_hdf5(path.c_str()) <= 0) throw corrupt(path, "not an HDF5 file (truncated or overwritten?)");
+  const hid_t fid = H5Fopen(path.c_str(), H5F_ACC_RDONLY, H5P_DEFAULT);
+  if (fid < 0) throw corrupt(path, "HDF5 cannot open it: " + hdf5_error_text());
+  file_ = h5::Id(fid);
+  const hid_t root = file_.get();
+  try {
+    if (!h5::has_attribute(root, "format") || h5::read_string_attribute(root, "format") != kCheckpointFormat)
+      throw corrupt(
+          path, std::string("not an hpctrain checkpoint (root attribute 'format' is not '") + kCheckpointFormat + "')");
+    const long long version = h5::read_int_attribute(root, "format_version");
+    if (version > kCheckpointVersion)
+      throw corrupt(path, "format_version " + std::to_string(version) + " is newer than this build reads (" +
+                              std::to_string(kCheckpointVersion) + ")");
+    info_.step = h5::read_int_attribute(root, "step");
+    info_.epoch = h5::read_int_attribute(root, "epoch");
+    info_.epoch_step = h5::read_int_attribute(root, "epoch_step");
+    info_.samples = h5::read_int_attribute(root, "samples");
+    info_.global_batch = h5::read_int_attribute(root, "global_batch");
+    info_.seed = static_cast<std::uint64_t>(h5::read_int_attribute(root, "seed"));
+    info_.world = static_cast<int>(h5::read_int_attribute(root, "world_size"));
+    info_.dp = static_cast<int>(h5::read_int_attribute(root, "data_parallel"));
+    info_.mp = static_cast<int>(h5::read_int_attribute(root, "model_parallel"));
+    info_.last_loss = h5::read_double_attribute(root, "last_loss").at(0);
+    info_.train_seconds = h5::read_double_attribute(root, "train_seconds").at(0);
+    info_.optimizer = h5::read_string_attribute(root, "optimizer");
+    info_.optimizer_steps = h5::read_int_attribute(root, "optimizer_steps");
+    info_.ini = h5::read_string_attribute(root, "ini");
+    info_.ini_file = h5::read_string_attribute(root, "ini_file");
+    info_.model_summary = h5::read_string_attribute(root, "model_summary");
+    info_.written_at = h5::read_string_attribute(root, "written_at");
+    info_.software = h5::read_string_attribute(root, "software");
+  } catch (const Error& e) {
+    if (e.code() == ExitCode::bad_input && std::string(e.what()).rfind("checkpoint '", 0) == 0) throw;
+    throw corrupt(path, std::string("root attributes unreadable: ") + e.what());
+  }
+}
+
+bool CheckpointFile::has(const std::string& dataset) const {
+  std::lock_guard<std::mutex> guard(h5::lock());
+  // H5Lexists needs every intermediate link to exist: check each prefix.
+  for (std::size_t at = dataset.find('/'); at != std::string::npos; at = dataset.find('/', at + 1))
+    if (!h5::has_link(file_.get(), dataset.substr(0, at))) return false;
+  return h5::has_link(file_.get(), dataset);
+}
+
+Shape CheckpointFile::shape(const std::string& dataset) const {
+  std::lock_guard<std::mutex> guard(h5::lock());
+  const hid_t d = H5Dopen2(file_.get(), dataset.c_str(), H5P_DEFAULT);
+  if (d < 0) throw corrupt(path_, "dataset /" + dataset + " is missing");
+  h5::Id ds(d);
+  const auto dims = h5::dataset_shape(ds.get());
+  return Shape(dims.begin(), dims.end());
+}
+
+std::string CheckpointFile::group_type(const std::string& group) const {
+  if (!has(group)) return "";
+  std::lock_guard<std::mutex> guard(h5::lock());
+  h5::Id g(CHECK_H5(H5Oopen(file_.get(), group.c_str(), H5P_DEFAULT)));
+  return h5::has_attribute(g.get(), "type") ? h5::read_string_attribute(g.get(), "type") : "";
+}
+
+std::vector<std::string> CheckpointFile::children(const std::string& group) const {
+  if (!has(group)) return {};
+  std::lock_guard<std::mutex> guard(h5::lock());
+  std::vector<std::string> names;
+  auto collect = [](hid_t, const char* name, const H5L_info_t*, void* out) -> herr_t {
+    static_cast<std::vector<std::string>*>(out)->push_back(name);
+    return 0;
+  };
+  hsize_t at = 0;
+  CHECK_H5(
+      H5Literate_by_name(file_.get(), group.c_str(), H5_INDEX_NAME, H5_ITER_INC, &at, collect, &names, H5P_DEFAULT));
+  return names;
+}
+
+namespace {
+void read_all(const std::string& file, hid_t fid, const std::string& dataset, hid_t mem_type, void* out) {
+  const hid_t d = H5Dopen2(fid, dataset.c_str(), H5P_DEFAULT);
+  if (d < 0) throw corrupt(file, "dataset /" + dataset + " is missing");
+  h5::Id ds(d);
+  if (H5Dread(ds.get(), mem_type, H5S_ALL, H5S_ALL, H5P_DEFAULT, out) < 0) {
+    const std::string why = hdf5_error_text();
+    throw corrupt(file, "dataset /" + dataset + " cannot be read: " +
+                            (why.find("checksum") != std::string::npos || why.find("Fletcher") != std::string::npos
+                                 ? "its Fletcher32 checksum does not match (the file is corrupt)"
+                                 : why));
+  }
+}
+}  // namespace
+
+void CheckpointFile::read(const std::string& dataset, float* out) const {
+  std::lock_guard<std::mutex> guard(h5::lock());
+  read_all(path_, file_.get(), dataset, H5T_NATIVE_FLOAT, out);
+}
+
+std::vector<double> CheckpointFile::read_f64(const std::string& dataset) const {
+  const Shape s = shape(dataset);
+  std::vector<double> v(static_cast<std::size_t>(numel(s)));
+  std::lock_guard<std::mutex> guard(h5::lock());
+  read_all(path_, file_.get(), dataset, H5T_NATIVE_DOUBLE, v.data());
+  return v;
+}
+
+// ---- The directory ----
+
+std::string checkpoint_file_name(std::int64_t step) {
+  char buf[40];
+  std::snprintf(buf, sizeof(buf), "ckpt-%08lld.h5", static_cast<long long>(step));
+  return buf;
+}
+
+namespace {
+bool parse_step(const std::string& name, std::int64_t& step) {  // "ckpt-<digits>.h5"
+  if (name.size() < 9 || name.rfind("ckpt-", 0) != 0 || name.substr(name.size() - 3) != ".h5") return false;
+  const std::string digits = name.substr(5, name.size() - 8);
+  if (digits.empty() || digits.find_first_not_of("0123456789") != std::string::npos) return false;
+  step = std::stoll(digits);
+  return true;
+}
+
+void fsync_path(const std::string& path, bool directory) {
+  const int fd = ::open(path.c_str(), directory ? O_RDONLY | O_DIRECTORY : O_RDONLY);
+  if (fd >= 0) {
+    ::fsync(fd);
+    ::close(fd);
+  }
+}
+}  // namespace
+
+std::vector<std::string> list_checkpoints(const std::string& dir) {
+  std::vector<std::pair<std::int64_t, std::string>> found;
+  std::error_code ec;
+  for (const auto& e : fs::directory_iterator(dir, ec)) {
+    std::int64_t step = 0;
+    const std::string name = e.path().filename().string();
+    if (e.is_regular_file(ec) && parse_step(name, step)) found.emplace_back(step, name);
+  }
+  std::sort(found.begin(), found.end());
+  std::vector<std::string> out;
+  for (const auto& f : found) out.push_back(f.second);
+  return out;
+}
+
+std::string find_latest_checkpoint(const std::string& dir) {
+  std::ifstream pointer(fs::path(dir) / "latest");
+  std::string name;
+  if (pointer && std::getline(pointer, name) && !name.empty() && fs::exists(fs::path(dir) / name))
+    return (fs::path(dir) / name).string();
+  const auto all = list_checkpoints(dir);
+  return all.empty() ? "" : (fs::path(dir) / all.back()).string();
+}
+
+void publish_checkpoint(const std::string& dir, const std::string& name, int keep) {
+  const fs::path d(dir);
+  fsync_path((d / name).string(), false);
+  fsync_path(dir, true);  // the rename into place is durable before `latest` names it
+  {
+    std::ofstream tmp(d / ".latest.tmp", std::ios::trunc);
+    tmp << name << '\n';
+    tmp.flush();
+    if (!tmp) throw Error(ExitCode::internal, Scope::this_rank, "cannot write " + (d / ".latest.tmp").string());
+  }
+  fsync_path((d / ".latest.tmp").string(), false);
+  fs::rename(d / ".latest.tmp", d / "latest");
+  fsync_path(dir, true);
+  auto all = list_checkpoints(dir);
+  std::error_code ec;
+  if (keep > 0 && static_cast<int>(all.size()) > keep)
+    for (std::size_t i = 0; i + static_cast<std::size_t>(keep) < all.size(); ++i)
+      if (all[i] != name) fs::remove(d / all[i], ec);
+  for (const auto& e : fs::directory_iterator(d, ec)) {  // partial files of runs that died while writing
+    const std::string f = e.path().filename().string();
+    if (f.rfind(".ckpt-", 0) == 0 && f.size() > 8 && f.substr(f.size() - 8) == ".partial") fs::remove(e.path(), ec);
+  }
+}
+
+// ---- Encoding for broadcasts: "key\0value\0" pairs ----
+
+std::string encode_info(const CheckpointInfo& i) {
+  std::ostringstream os;
+  auto put = [&](const char* k, const std::string& v) { os << k << '\0' << v << '\0'; };
+  put("step", std::to_string(i.step));
+  put("epoch", std::to_string(i.epoch));
+  put("epoch_step", std::to_string(i.epoch_step));
+  put("samples", std::to_string(i.samples));
+  put("global_batch", std::to_string(i.global_batch));
+  put("seed", std::to_string(i.seed));
+  put("world", std::to_string(i.world));
+  put("dp", std::to_string(i.dp));
+  put("mp", std::to_string(i.mp));
+  char buf[64];
+  std::snprintf(buf, sizeof(buf), "%a", i.last_loss);  // hex float: exact
+  put("last_loss", buf);
+  std::snprintf(buf, sizeof(buf), "%a", i.train_seconds);
+  put("train_seconds", buf);
+  put("optimizer", i.optimizer);
+  put("optimizer_steps", std::to_string(i.optimizer_steps));
+  put("ini", i.ini);
+  put("ini_file", i.ini_file);
+  put("model_summary", i.model_summary);
+  put("written_at", i.written_at);
+  put("software", i.software);
+  put("hdf5", i.hdf5);
+  put("mpi", i.mpi);
+  put("blas", i.blas);
+  return os.str();
+}
+
+CheckpointInfo decode_info(const std::string& text) {
+  std::map<std::string, std::string> kv;
+  for (std::size_t at = 0; at < text.size();) {
+    const auto k_end = text.find('\0', at);
+    const auto v_end = text.find('\0', k_end + 1);
+    HPCT_CHECK(k_end != std::string::npos && v_end != std::string::npos, "malformed checkpoint info");
+    kv[text.substr(at, k_end - at)] = text.substr(k_end + 1, v_end - k_end - 1);
+    at = v_end + 1;
+  }
+  CheckpointInfo i;
+  i.step = std::stoll(kv["step"]);
+  i.epoch = std::stoll(kv["epoch"]);
+  i.epoch_step = std::stoll(kv["epoch_step"]);
+  i.samples = std::stoll(kv["samples"]);
+  i.global_batch = std::stoll(kv["global_batch"]);
+  i.seed = std::stoull(kv["seed"]);
+  i.world = std::stoi(kv["world"]);
+  i.dp = std::stoi(kv["dp"]);
+  i.mp = std::stoi(kv["mp"]);
+  i.last_loss = std::strtod(kv["last_loss"].c_str(), nullptr);
+  i.train_seconds = std::strtod(kv["train_seconds"].c_str(), nullptr);
+  i.optimizer = kv["optimizer"];
+  i.optimizer_steps = std::stoll(kv["optimizer_steps"]);
+  i.ini = kv["ini"];
+  i.ini_file = kv["ini_file"];
+  i.model_summary = kv["model_summary"];
+  i.written_at = kv["written_at"];
+  i.software = kv["software"];
+  i.hdf5 = kv["hdf5"];
+  i.mpi = kv["mpi"];
+  i.blas = kv["blas"];
+  return i;
+}
+
+}  // namespace hpctrain

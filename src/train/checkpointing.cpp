@@ -1,0 +1,325 @@
+// The trainer's side of checkpoints (train/checkpointing.hpp).
+#include "hpctrain/train/checkpointing.hpp"
+
+#include <unistd.h>
+
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <map>
+#include <set>
+#include <sstream>
+
+#include "hpctrain/core/error.hpp"
+#include "hpctrain/core/log.hpp"
+
+namespace fs = std::filesystem;
+
+namespace hpctrain {
+
+namespace {
+std::string group_of(const std::string& name) { return name.substr(0, name.rfind('/')); }
+std::string type_of(const std::string& group) {  // "05_res/01_dense" -> "dense"
+  const std::string last = group.substr(group.rfind('/') + 1);
+  return last.substr(last.find('_') + 1);
+}
+std::string mib(double bytes) { return std::to_string(static_cast<long long>(bytes / (1 << 20) + 0.5)) + " MiB"; }
+}  // namespace
+
+std::string effective_ini(const Config& cfg) {
+  std::ostringstream os;
+  std::string section;
+  for (const ResolvedKey& k : cfg.resolved) {
+    const auto dot = k.name.find('.');
+    if (k.name.substr(0, dot) != section) {
+      section = k.name.substr(0, dot);
+      os << (os.tellp() > 0 ? "\n" : "") << '[' << section << "]\n";
+    }
+    os << k.name.substr(dot + 1) << " = " << k.value << '\n';
+  }
+  return os.str();
+}
+
+Checkpointer::Checkpointer(const Config& cfg, const Runtime& rt, Model& model, Optimizer& opt)
+    : cfg_(cfg), rt_(rt), model_(model), opt_(opt) {
+  std::string error;
+  if (rt.grid().world_rank() == 0) {
+    std::error_code ec;
+    fs::create_directories(cfg.checkpoint.dir, ec);
+    if (ec || access(cfg.checkpoint.dir.c_str(), W_OK) != 0)
+      error = "[checkpoint] dir '" + cfg.checkpoint.dir + "': cannot create or write it" +
+              (ec ? " (" + ec.message() + ")" : "");
+  }
+  raise_if_any(MPI_COMM_WORLD, error);
+}
+
+std::vector<CheckpointTensor> Checkpointer::tensors() const {
+  // Model parallelism (a later issue) gives each layer a stage; until then stage 0 holds them all.
+  std::vector<CheckpointTensor> out;
+  Tensor& params = model_.parameters();
+  for (const ParamInfo& p : model_.param_info())
+    out.push_back({"model/" + p.name, p.shape, params.data() + p.offset, 0});
+  for (auto& [name, buf] : model_.buffers())
+    out.push_back({"model/" + name, {static_cast<std::int64_t>(buf->size())}, buf->data(), 0});
+  const auto names = opt_.state_names();
+  const std::int64_t n = params.numel();
+  for (std::size_t k = 0; k < names.size(); ++k)
+    for (const ParamInfo& p : model_.param_info())
+      out.push_back({"optimizer/" + names[k] + "/" + p.name, p.shape,
+                     opt_.state().data() + static_cast<std::int64_t>(k) * n + p.offset, 0});
+  return out;
+}
+
+std::string Checkpointer::save(const TrainPosition& pos, const double interval_sums[3]) {
+  const auto& g = rt_.grid();
+  CheckpointInfo info;
+  info.step = pos.step;
+  info.epoch = pos.epoch;
+  info.epoch_step = pos.epoch_step;
+  info.samples = pos.samples;
+  info.global_batch = cfg_.train.global_batch;
+  info.seed = cfg_.run.seed;
+  info.world = g.shape().world;
+  info.dp = g.shape().dp_size;
+  info.mp = g.shape().mp_size;
+  info.last_loss = pos.last_loss;
+  info.train_seconds = pos.train_seconds;
+  info.optimizer = opt_.name();
+  info.optimizer_steps = opt_.steps();
+  info.ini = effective_ini(cfg_);
+  info.ini_file = cfg_.ini_text;
+  info.model_summary = model_.summary();
+  // Every layer group that holds something, with its type; sorted, so parents come before
+  // the groups nested in them (residual blocks).
+  std::set<std::string> group_names;
+  for (const ParamInfo& p : model_.param_info())
+    for (std::string at = group_of(p.name);; at = group_of(at)) {
+      group_names.insert(at);
+      if (at.find('/') == std::string::npos) break;
+    }
+  std::vector<std::pair<std::string, std::string>> groups;
+  for (const std::string& gname : group_names) groups.emplace_back("model/" + gname, type_of(gname));
+  const std::string name = checkpoint_file_name(pos.step);
+  const fs::path dir(cfg_.checkpoint.dir);
+  const std::string partial = (dir / ("." + name + ".partial")).string(), final_path = (dir / name).string();
+  WriterPlace place{g.coords().dp, g.shape().dp_size, g.coords().mp, g.shape().mp_size};
+  const auto list = tensors();
+  const double s = write_checkpoint(MPI_COMM_WORLD, partial, info, list, groups, place, interval_sums);
+  CHECK_MPI(MPI_Barrier(MPI_COMM_WORLD));  // every rank has closed the file
+  // Test hook: HPCTRAIN_TEST_FAIL_CHECKPOINT=STEP fails this checkpoint after writing, before
+  // the rename, as a crash there would: the previous checkpoint must stay the newest.
+  if (const char* f = std::getenv("HPCTRAIN_TEST_FAIL_CHECKPOINT"); f && std::atoll(f) == pos.step)
+    throw Error(ExitCode::internal, Scope::this_rank, "injected failure before completing " + name);
+  std::string error;
+  if (g.world_rank() == 0) {
+    try {
+      fs::rename(partial, final_path);
+      publish_checkpoint(cfg_.checkpoint.dir, name, cfg_.checkpoint.keep);
+    } catch (const std::exception& e) {
+      error = "[checkpoint] dir '" + cfg_.checkpoint.dir + "': cannot complete " + name + ": " + e.what();
+    }
+  }
+  raise_if_any(MPI_COMM_WORLD, error);
+  double bytes = 0;
+  for (const auto& t : list) bytes += static_cast<double>(numel(t.shape)) * sizeof(float);
+  seconds_ += s;
+  ++saved_;
+  char line[256];
+  std::snprintf(line, sizeof(line), "checkpoint %s written: step %lld, %s in %.2f s (%.0f MiB/s)", final_path.c_str(),
+                static_cast<long long>(pos.step), mib(bytes).c_str(), s, bytes / (1 << 20) / std::max(s, 1e-9));
+  log0(line);
+  return final_path;
+}
+
+std::string Checkpointer::resume_target() const {
+  const auto v = compute_on_root(MPI_COMM_WORLD, [&]() -> std::vector<std::string> {
+    const std::string& r = cfg_.checkpoint.resume;
+    if (r == "none") return {""};
+    if (r == "auto") return {find_latest_checkpoint(cfg_.checkpoint.dir)};
+    if (!fs::exists(r)) throw bad_input("[checkpoint] resume = " + r + ": no such file");
+    return {r};
+  });
+  return v.at(0);
+}
+
+std::vector<std::string> checkpoint_mismatches(const CheckpointFile& file, const Model& model) {
+  std::vector<std::string> out;
+  const auto stored = file.children("model");
+  const auto& ours = model.layer_names();
+  // Compare layer lists first: they explain most mismatches in one line.
+  std::vector<std::string> with_state;  // our layers that have parameters or buffers
+  for (const ParamInfo& p : model.param_info()) {
+    const std::string top = p.name.substr(0, p.name.find('/'));
+    if (std::find(with_state.begin(), with_state.end(), top) == with_state.end()) with_state.push_back(top);
+  }
+  for (const std::string& s : stored)
+    if (std::find(ours.begin(), ours.end(), s) == ours.end())
+      out.push_back("layer " + s + " is in the checkpoint but not in this model");
+  for (const std::string& l : with_state)
+    if (std::find(stored.begin(), stored.end(), l) == stored.end())
+      out.push_back("layer " + l + " of this model is not in the checkpoint");
+  if (!out.empty()) return out;
+  for (const ParamInfo& p : model.param_info()) {
+    const std::string path = "model/" + p.name;
+    if (!file.has(path)) {
+      out.push_back("layer " + group_of(p.name) + ": " + p.name.substr(p.name.rfind('/') + 1) +
+                    " is missing from the checkpoint");
+      continue;
+    }
+    const Shape s = file.shape(path);
+    if (s != p.shape)
+      out.push_back("layer " + group_of(p.name) + ": " + p.name.substr(p.name.rfind('/') + 1) + " is " +
+                    shape_string(p.shape) + " in this model but " + shape_string(s) + " in the checkpoint");
+  }
+  return out;
+}
+
+namespace {
+// "key: here X, checkpoint Y" for every key that differs, except those that name
+// where this run resumes from.
+std::vector<std::string> config_differences(const Config& cfg, const std::string& stored_ini) {
+  std::map<std::string, std::string> stored;
+  std::string section;
+  std::istringstream in(stored_ini);
+  for (std::string line; std::getline(in, line);) {
+    if (line.empty()) continue;
+    if (line[0] == '[') {
+      section = line.substr(1, line.find(']') - 1);
+      continue;
+    }
+    const auto eq = line.find(" = ");
+    if (eq != std::string::npos) stored[section + "." + line.substr(0, eq)] = line.substr(eq + 3);
+  }
+  std::vector<std::string> out;
+  for (const ResolvedKey& k : cfg.resolved) {
+    if (k.name == "checkpoint.resume") continue;
+    const auto it = stored.find(k.name);
+    if (it == stored.end())
+      out.push_back(k.name + " = " + k.value + " (not in the checkpoint's configuration)");
+    else if (it->second != k.value)
+      out.push_back(k.name + " = " + k.value + " here, " + it->second + " in the checkpoint (using " + k.value + ")");
+  }
+  return out;
+}
+
+std::string bytes_of(const void* p, std::size_t n) { return std::string(static_cast<const char*>(p), n); }
+}  // namespace
+
+CheckpointInfo Checkpointer::load(const std::string& path, double interval_sums[3]) {
+  const auto& g = rt_.grid();
+  Tensor& params = model_.parameters();
+  const std::int64_t n = params.numel();
+  const auto names = opt_.state_names();
+  auto bufs = model_.buffers();
+  // Rank 0 reads and checks; the result (or its error) reaches every rank.
+  const auto blobs = compute_on_root(MPI_COMM_WORLD, [&]() -> std::vector<std::string> {
+    const CheckpointFile file(path);
+    const auto problems = checkpoint_mismatches(file, model_);
+    if (!problems.empty()) {
+      std::string all = problems.front();
+      if (problems.size() > 1) all += " (and " + std::to_string(problems.size() - 1) + " more)";
+      throw bad_input("checkpoint '" + path + "' does not fit [model] layers: " + all);
+    }
+    std::vector<float> p(static_cast<std::size_t>(n)), st;
+    for (const ParamInfo& pi : model_.param_info()) file.read("model/" + pi.name, p.data() + pi.offset);
+    std::string warnings;
+    const bool same_opt = file.info().optimizer == opt_.name();
+    if (same_opt) {
+      st.resize(static_cast<std::size_t>(n) * names.size());
+      for (std::size_t k = 0; k < names.size(); ++k)
+        for (const ParamInfo& pi : model_.param_info())
+          file.read("optimizer/" + names[k] + "/" + pi.name, st.data() + static_cast<std::int64_t>(k) * n + pi.offset);
+    } else {
+      warnings += "[optim] name = " + std::string(opt_.name()) + " but the checkpoint's optimizer is " +
+                  file.info().optimizer + ": its state starts from zero\n";
+    }
+    std::vector<float> b;
+    for (auto& [name, buf] : bufs) {
+      const std::string ds = "model/" + name;
+      if (!file.has(ds) || file.shape(ds) != Shape{static_cast<std::int64_t>(buf->size())})
+        throw bad_input("checkpoint '" + path + "' has no " + ds + " of " + std::to_string(buf->size()) + " values");
+      const std::size_t at = b.size();
+      b.resize(at + buf->size());
+      file.read(ds, b.data() + at);
+    }
+    for (const std::string& d : config_differences(cfg_, file.info().ini)) warnings += d + "\n";
+    const auto sums = file.read_f64("state/interval_sums");
+    return {encode_info(file.info()),
+            bytes_of(p.data(), p.size() * sizeof(float)),
+            bytes_of(st.data(), st.size() * sizeof(float)),
+            bytes_of(b.data(), b.size() * sizeof(float)),
+            bytes_of(sums.data(), sums.size() * sizeof(double)),
+            warnings};
+  });
+  const CheckpointInfo info = decode_info(blobs[0]);
+  std::memcpy(params.data(), blobs[1].data(), blobs[1].size());
+  if (!blobs[2].empty()) {
+    std::memcpy(opt_.state().data(), blobs[2].data(), blobs[2].size());
+    opt_.set_steps(info.optimizer_steps);
+  }
+  std::size_t at = 0;
+  for (auto& [name, buf] : bufs) {
+    std::memcpy(buf->data(), blobs[3].data() + at, buf->size() * sizeof(float));
+    at += buf->size() * sizeof(float);
+  }
+  // The partial sums of the log interval the checkpoint cut: each rank its own
+  // on the same world size; otherwise rank 0 carries them all.
+  const auto* sums = reinterpret_cast<const double*>(blobs[4].data());
+  const int rows = static_cast<int>(blobs[4].size() / (3 * sizeof(double)));
+  const int me = g.world_rank();
+  for (int j = 0; j < 3; ++j) interval_sums[j] = 0;
+  if (rows == g.shape().world)
+    for (int j = 0; j < 3; ++j) interval_sums[j] = sums[me * 3 + j];
+  else if (me == 0)
+    for (int r = 0; r < rows; ++r)
+      for (int j = 0; j < 3; ++j) interval_sums[j] += sums[r * 3 + j];
+  if (g.world_rank() == 0) {
+    std::istringstream w(blobs[5]);
+    for (std::string line; std::getline(w, line);)
+      std::fprintf(stderr, "warning: resuming from %s: %s\n", path.c_str(), line.c_str());
+  }
+  return info;
+}
+
+std::string describe_checkpointing(const Config& cfg, const Model* model) {
+  const auto& c = cfg.checkpoint;
+  std::ostringstream os;
+  std::error_code ec;
+  const bool exists = fs::is_directory(c.dir, ec);
+  fs::path probe = fs::absolute(c.dir, ec);
+  while (!probe.empty() && !fs::exists(probe, ec) && probe != probe.parent_path()) probe = probe.parent_path();
+  const bool writable = access(probe.c_str(), W_OK) == 0;
+  os << "Checkpoints: " << c.dir << " ("
+     << (exists ? (writable ? "exists, writable" : "exists, NOT WRITABLE")
+                : (writable ? "will be created" : "cannot be created: " + probe.string() + " is not writable"))
+     << "); every";
+  std::string when;
+  if (c.every_steps > 0) when += " " + std::to_string(c.every_steps) + " steps,";
+  if (c.every_epochs > 0) when += " " + std::to_string(c.every_epochs) + " epoch(s),";
+  if (c.every_minutes > 0) when += " " + cfg.resolved_value("checkpoint.every_minutes") + " minutes,";
+  os << (when.empty() ? " (no interval)," : when) << " at the end, and on SIGTERM/SIGUSR1; keep " << c.keep << "\n";
+  std::string target;
+  if (c.resume == "none") {
+    os << "Resume: none (starts fresh)\n";
+    return os.str();
+  }
+  target = c.resume == "auto" ? find_latest_checkpoint(c.dir) : c.resume;
+  if (target.empty()) {
+    os << "Resume: auto, no complete checkpoint in " << c.dir << " (starts fresh)\n";
+    return os.str();
+  }
+  const CheckpointFile file(target);  // bad_input when missing or unreadable
+  const auto& i = file.info();
+  os << "Resume: " << target << " (step " << i.step << ", epoch " << i.epoch + 1 << ", written " << i.written_at
+     << " on " << i.world << " rank(s) by " << i.software << ")";
+  if (model) {
+    const auto problems = checkpoint_mismatches(file, *model);
+    if (!problems.empty()) throw bad_input("checkpoint '" + target + "' does not fit [model] layers: " + problems[0]);
+    os << "; fits the model";
+  }
+  os << "\n";
+  for (const std::string& d : config_differences(cfg, i.ini)) os << "  differs: " << d << "\n";
+  return os.str();
+}
+
+}  // namespace hpctrain

@@ -1,0 +1,209 @@
+#!/usr/bin/env bash
+# checkpoint.sh MPIRUN TRAINER SOURCE_DIR: checkpoints of the MNIST MLP example
+# on the shipped subset.
+# - layout: readable by h5ls and h5py without our code, every dataset
+#   Fletcher32-checksummed, root attributes, keep K, `latest`, no partial files;
+# - exact resume: a run stopped by a (test-injected) SIGUSR1 on one rank exits
+#   10 after writing a checkpoint; resuming on the same world size gives
+#   bit-identical final parameters, optimizer state and logged losses;
+# - elastic resume: the same checkpoint resumed on 1 and 4 ranks ends within
+#   a stated tolerance of the uninterrupted run (summation order only);
+# - real signals: SIGUSR1 to mpirun and SIGTERM to the ranks stop a run with
+#   exit 10 and a checkpoint, within seconds;
+# - errors: a corrupted byte (checksum), a different model (names the layer
+#   and both shapes), a missing resume path: exit 2, nothing on disk changed;
+#   a failure while writing leaves the previous checkpoint the newest;
+# - --eval-only and --dry-run use the checkpoint.
+set -u
+mpirun=$1
+trainer=$2
+src=$3
+cd "$src" || exit 1
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+py=/usr/bin/python3
+run() {  # np out_dir extra-args...
+  local np=$1 out=$2
+  shift 2
+  "$mpirun" -q -np "$np" --oversubscribe --bind-to none "$trainer" inputs/mnist_mlp.ini --set "run.out_dir=$out" \
+    --set train.steps=30 --set train.log_every=5 --set checkpoint.every_steps=10 --set checkpoint.every_epochs=0 --set checkpoint.keep=2 "$@" 2>&1
+}
+
+# ---- An uninterrupted run: the reference ----
+out=$(run 2 "$tmp/a")
+rc=$?
+echo "$out" | grep -E '^checkpoint|^done' | tail -n 4
+check "uninterrupted run exits 0" test $rc -eq 0
+ck=$tmp/a/checkpoints
+check "keep = 2: only steps 20 and 30 remain" test "$(ls "$ck" | tr '\n' ' ')" = "ckpt-00000020.h5 ckpt-00000030.h5 latest "
+check "latest names the newest" test "$(cat "$ck/latest")" = ckpt-00000030.h5
+check "no partial files left" test -z "$(ls -A "$ck" | grep partial)"
+check "each checkpoint's write time is reported" grep -qE "^checkpoint .*ckpt-00000030.h5 written: step 30, .* in [0-9.]+ s" <<<"$out"
+h5ls -r "$ck/ckpt-00000030.h5" >"$tmp/h5ls.txt"
+check "h5ls lists /model/01_dense/weight {1024, 784}" grep -qE '^/model/01_dense/weight +Dataset \{1024, 784\}' "$tmp/h5ls.txt"
+check "h5ls lists the optimizer state" grep -qE '^/optimizer/momentum/05_dense/bias +Dataset \{10\}' "$tmp/h5ls.txt"
+check "h5dump reads the step attribute" grep -q '(0): 30' <(h5dump -a /step "$ck/ckpt-00000030.h5")
+check "h5py: attributes, shapes, Fletcher32 on every dataset" $py - "$ck/ckpt-00000030.h5" <<'EOF'
+import sys, h5py
+f = h5py.File(sys.argv[1], "r")
+a = f.attrs
+assert a["format"] == b"hpctrain-checkpoint" or a["format"] == "hpctrain-checkpoint", a["format"]
+assert a["step"] == 30 and a["world_size"] == 2 and a["data_parallel"] == 2 and a["model_parallel"] == 1
+assert a["samples"] == 30 * 256 and a["seed"] == 42
+for k in ("ini", "ini_file", "model_summary", "written_at", "software", "hdf5_version", "mpi_version", "blas"):
+    assert len(a[k]) > 0, k
+assert f["model/01_dense"].attrs["type"] in (b"dense", "dense")
+assert f["model/05_dense/weight"].shape == (10, 1024)
+seen = []
+f.visititems(lambda n, o: seen.append(o) if isinstance(o, h5py.Dataset) else None)
+assert len(seen) == 13, len(seen)  # 6 parameters, 6 momenta, interval sums
+assert all(d.fletcher32 for d in seen), [d.name for d in seen if not d.fletcher32]
+EOF
+
+# ---- Stopped by a signal at step 17 on rank 1 only; then resumed on 2 ranks ----
+out=$(HPCTRAIN_TEST_SIGNAL=1:17 run 2 "$tmp/b")
+rc=$?
+check "a signal on one rank: every rank stops, exit 10" test $rc -eq 10
+check "the stop wrote the step-17 checkpoint" test -f "$tmp/b/checkpoints/ckpt-00000017.h5"
+check "the stop is explained" grep -q "stopped by SIGUSR1 after step 17 of 30" <<<"$out"
+cp "$tmp/b/checkpoints/ckpt-00000017.h5" "$tmp/c17.h5"
+out=$(run 2 "$tmp/b")
+rc=$?
+check "resume exits 0" test $rc -eq 0
+check "resume says where it starts" grep -q "resumed from .*ckpt-00000017.h5: step 17, epoch 1 batch 17" <<<"$out"
+same() {  # two checkpoint files: every dataset bit-identical
+  $py - "$1" "$2" <<'EOF'
+import sys, h5py, numpy as np
+a, b = h5py.File(sys.argv[1], "r"), h5py.File(sys.argv[2], "r")
+names = []
+a.visititems(lambda n, o: names.append(n) if isinstance(o, h5py.Dataset) and not n.startswith("state") else None)
+bad = [n for n in names if not np.array_equal(a[n][()], b[n][()])]
+sys.exit(1 if bad or not names else 0)
+EOF
+}
+check "same world size: final parameters and momenta bit-identical" same "$ck/ckpt-00000030.h5" "$tmp/b/checkpoints/ckpt-00000030.h5"
+check "same world size: every logged loss and accuracy bit-identical" \
+  diff <(cut -d, -f1,2,4,5 "$tmp/a/metrics.csv") <(cut -d, -f1,2,4,5 "$tmp/b/metrics.csv")
+
+# ---- Elastic: the step-17 checkpoint of 2 ranks resumed on 1 and 4 ranks ----
+# Tolerance: |a - b| <= 1e-5 * max(1, |a|) for every value (13 SGD steps whose
+# gradient sums are ordered differently); measured worst about 6e-8.
+close() {
+  $py - "$1" "$2" <<'EOF'
+import sys, h5py, numpy as np
+a, b = h5py.File(sys.argv[1], "r"), h5py.File(sys.argv[2], "r")
+worst = 0.0
+for n in ("model/01_dense/weight", "model/03_dense/weight", "model/05_dense/weight", "model/05_dense/bias"):
+    x, y = a[n][()].astype(np.float64), b[n][()].astype(np.float64)
+    worst = max(worst, float(np.max(np.abs(x - y) / np.maximum(1.0, np.abs(x)))))
+print("worst relative difference %.2e" % worst)
+sys.exit(0 if worst <= 1e-5 else 1)
+EOF
+}
+for np in 1 4; do
+  out=$(run $np "$tmp/e$np" --set "checkpoint.resume=$tmp/c17.h5")
+  rc=$?
+  check "resume on $np rank(s) exits 0" test $rc -eq 0
+  check "resume on $np rank(s) matches the uninterrupted run" close "$ck/ckpt-00000030.h5" "$tmp/e$np/checkpoints/ckpt-00000030.h5"
+done
+
+# ---- Exact resume with nested groups, batch-norm buffers and Adam's step count ----
+res() {  # out_dir extra-args...: the ResNet example, 8 steps, Adam
+  local out=$1
+  shift
+  "$mpirun" -q -np 2 --oversubscribe --bind-to none "$trainer" inputs/mnist_resnet.ini --set "run.out_dir=$out" \
+    --set train.steps=8 --set optim.name=adam --set optim.lr=0.001 --set checkpoint.every_epochs=0 "$@" 2>&1
+}
+res "$tmp/r1" >/dev/null
+HPCTRAIN_TEST_SIGNAL=0:3 res "$tmp/r2" >/dev/null
+rc=$?
+res "$tmp/r2" >/dev/null
+check "ResNet + Adam: stopped at step 3 (exit $rc), resumed, bit-identical to the uninterrupted run" \
+  same "$tmp/r1/checkpoints/ckpt-00000008.h5" "$tmp/r2/checkpoints/ckpt-00000008.h5"
+check "ResNet checkpoint holds batch-norm running statistics and nested groups" \
+  grep -qE '^/model/03_res/01_batchnorm/running_var +Dataset' <(h5ls -r "$tmp/r1/checkpoints/ckpt-00000008.h5")
+check "ResNet checkpoint holds Adam's moments" \
+  grep -qE '^/optimizer/exp_avg_sq/00_conv/weight +Dataset \{16, 1, 3, 3\}' <(h5ls -r "$tmp/r1/checkpoints/ckpt-00000008.h5")
+
+# ---- Real signals ----
+long() {  # out_dir: a run long enough to be interrupted, in the background ($! is mpirun)
+  "$mpirun" -q -np 2 --oversubscribe --bind-to none "$trainer" inputs/mnist_mlp.ini --set "run.out_dir=$1" \
+    --set train.steps=100000 --set train.log_every=10 >"$1.log" 2>&1 &
+}
+wait_training() {  # log: until the first progress line (at most 60 s)
+  for _ in $(seq 600); do grep -q '^epoch ' "$1" 2>/dev/null && return 0; sleep 0.1; done
+  return 1
+}
+long "$tmp/s1"
+pid=$!
+wait_training "$tmp/s1.log"
+t0=$(date +%s.%N)
+kill -USR1 "$pid"
+wait "$pid"
+rc=$?
+dt=$(awk -v a="$t0" -v b="$(date +%s.%N)" 'BEGIN { printf "%.1f", b - a }')
+check "SIGUSR1 to mpirun: exit 10 in ${dt} s (< 30 s, Slurm's KillWait)" test $rc -eq 10 -a "${dt%.*}" -lt 30
+check "SIGUSR1 to mpirun: a checkpoint was written" test -n "$(ls "$tmp/s1/checkpoints" | grep ckpt-)"
+long "$tmp/s2"
+pid=$!
+wait_training "$tmp/s2.log"
+t0=$(date +%s.%N)
+pkill -TERM -f "^$trainer inputs/mnist_mlp.ini --set run.out_dir=$tmp/s2"  # the ranks, not mpirun
+wait "$pid"
+rc=$?
+dt=$(awk -v a="$t0" -v b="$(date +%s.%N)" 'BEGIN { printf "%.1f", b - a }')
+check "SIGTERM to every rank (what Slurm sends): exit 10 in ${dt} s" test $rc -eq 10 -a "${dt%.*}" -lt 30
+check "SIGTERM: a checkpoint was written" test -n "$(ls "$tmp/s2/checkpoints" | grep ckpt-)"
+
+# ---- Errors: one line, exit 2, nothing on disk changed ----
+cp "$tmp/c17.h5" "$tmp/bad.h5"
+$py - "$tmp/bad.h5" <<'EOF'
+import sys, h5py
+with h5py.File(sys.argv[1], "r") as f:
+    off = f["model/03_dense/weight"].id.get_chunk_info(0).byte_offset
+with open(sys.argv[1], "r+b") as g:  # flip one byte in the middle of the chunk
+    g.seek(off + 1000)
+    b = g.read(1)
+    g.seek(off + 1000)
+    g.write(bytes([b[0] ^ 0x5A]))
+EOF
+before=$(ls -l --time-style=+%s.%N "$ck")
+out=$(run 2 "$tmp/x" --set "checkpoint.resume=$tmp/bad.h5")
+rc=$?
+echo "$out" | grep error | head -2
+check "corrupted byte: exit 2" test $rc -eq 2
+check "corrupted byte: the checksum failure names the dataset" grep -q "dataset /model/03_dense/weight .*checksum" <<<"$out"
+out=$(run 2 "$tmp/a" --set "model.layers=flatten dense(512) relu dense(1024) relu dense(10)")
+rc=$?
+check "different model: exit 2" test $rc -eq 2
+check "different model: names the layer and both shapes" \
+  grep -q "layer 01_dense: weight is \[512, 784\] in this model but \[1024, 784\] in the checkpoint" <<<"$out"
+out=$(run 2 "$tmp/x" --set "checkpoint.resume=$tmp/nope.h5")
+check "missing resume file: exit 2 with its name" test $? -eq 2 -a -n "$(grep 'resume = .*nope.h5: no such file' <<<"$out")"
+check "failed resumes changed nothing in the checkpoint directory" test "$before" = "$(ls -l --time-style=+%s.%N "$ck")"
+out=$(HPCTRAIN_TEST_FAIL_CHECKPOINT=20 run 2 "$tmp/f")
+rc=$?
+check "a failure while writing step 20: non-zero exit" test $rc -ne 0
+check "... the step-10 checkpoint stays the newest" test "$(cat "$tmp/f/checkpoints/latest")" = ckpt-00000010.h5
+check "... the step-20 file is only a partial one" test -f "$tmp/f/checkpoints/.ckpt-00000020.h5.partial" -a ! -e "$tmp/f/checkpoints/ckpt-00000020.h5"
+out=$(run 2 "$tmp/f")
+check "... and a rerun resumes from it" grep -q "resumed from .*ckpt-00000010.h5: step 10" <<<"$out"
+check "... and cleans the partial file up" test ! -e "$tmp/f/checkpoints/.ckpt-00000020.h5.partial"
+
+# ---- Warnings, --eval-only, --dry-run ----
+out=$(run 2 "$tmp/b" --set train.steps=35 --set optim.lr=0.02)
+check "changed keys are warned about on resume" grep -q "warning: resuming from .*optim.lr = 0.02 here, 0.05 in the checkpoint" <<<"$out"
+out=$("$mpirun" -q -np 2 --oversubscribe --bind-to none "$trainer" inputs/mnist_mlp.ini --set "run.out_dir=$tmp/a" --eval-only 2>&1)
+rc=$?
+echo "$out" | tail -1
+final=$($py -c "import json; print('%.2f' % (100 * json.load(open('$tmp/a/summary.json'))['test_accuracy']))")
+check "--eval-only exits 0 and reproduces the final test accuracy ($final%)" \
+  test $rc -eq 0 -a -n "$(grep "ckpt-00000030.h5 (step 30): test .* accuracy $final%" <<<"$out")"
+out=$("$mpirun" -q -np 2 --oversubscribe --bind-to none "$trainer" inputs/mnist_mlp.ini --set "run.out_dir=$tmp/a" --dry-run 2>&1)
+check "--dry-run shows the checkpoint directory" grep -q "^Checkpoints: $tmp/a/checkpoints (exists, writable)" <<<"$out"
+check "--dry-run checks the resume target" grep -q "^Resume: .*ckpt-00000030.h5 (step 30.*fits the model" <<<"$out"
+out=$("$mpirun" -q -np 2 --oversubscribe --bind-to none "$trainer" inputs/mnist_mlp.ini --set "run.out_dir=$tmp/a" \
+  --set "model.layers=flatten dense(10)" --dry-run 2>&1)
+check "--dry-run refuses a checkpoint that does not fit the model (exit 2)" test $? -eq 2
+finish

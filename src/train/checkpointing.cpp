@@ -310,8 +310,8 @@ std::string describe_checkpointing(const Config& cfg, const Model* model) {
   }
   const CheckpointFile file(target);  // bad_input when missing or unreadable
   const auto& i = file.info();
-  os << "Resume: " << target << " (step " << i.step << ", epoch " << i.epoch + 1 << ", written " << i.written_at
-     << " on " << i.world << " rank(s) by " << i.software << ")";
+  os << "Resume: " << target << " (step " << i.step << ", next batch: epoch " << i.epoch + 1 << " batch "
+     << i.epoch_step << ", written " << i.written_at << " on " << i.world << " rank(s) by " << i.software << ")";
   if (model) {
     const auto problems = checkpoint_mismatches(file, *model);
     if (!problems.empty()) throw bad_input("checkpoint '" + target + "' does not fit [model] layers: " + problems[0]);

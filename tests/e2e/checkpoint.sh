@@ -108,6 +108,12 @@ for np in 1 4; do
   check "resume on $np rank(s) matches the uninterrupted run" close "$ck/ckpt-00000030.h5" "$tmp/e$np/checkpoints/ckpt-00000030.h5"
 done
 
+# ---- Time-based interval: every_minutes ----
+out=$(run 2 "$tmp/m" --set train.steps=60 --set checkpoint.every_steps=0 --set checkpoint.every_minutes=0.005 \
+  --set checkpoint.keep=100)
+n=$(ls "$tmp/m/checkpoints" | grep -c '^ckpt-')
+check "every_minutes = 0.005 (0.3 s): $n checkpoints in a 60-step run (>= 2: timed ones and the final one)" test "$n" -ge 2
+
 # ---- Exact resume with nested groups, batch-norm buffers and Adam's step count ----
 res() {  # out_dir extra-args...: the ResNet example, 8 steps, Adam
   local out=$1

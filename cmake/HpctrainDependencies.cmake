@@ -43,6 +43,26 @@ find_package(ZLIB REQUIRED)
 # ---- Threads ----------------------------------------------------------------------
 find_package(Threads REQUIRED)
 
+# ---- oneDNN (optional): the second CPU convolution ---------------------------------
+# Found by header and library directly: Debian's CMake config of oneDNN also wants
+# the OpenCL loader. Its CPU runtime is OpenMP, whose thread count we set.
+option(HPCTRAIN_ENABLE_ONEDNN "use oneDNN for convolutions when found" ON)
+set(HPCTRAIN_HAVE_ONEDNN OFF)
+if(HPCTRAIN_ENABLE_ONEDNN)
+  find_path(HPCTRAIN_DNNL_INCLUDE_DIR dnnl.hpp PATH_SUFFIXES oneapi/dnnl)
+  find_library(HPCTRAIN_DNNL_LIBRARY dnnl)
+  find_package(OpenMP COMPONENTS CXX)
+  if(HPCTRAIN_DNNL_INCLUDE_DIR AND HPCTRAIN_DNNL_LIBRARY AND OpenMP_CXX_FOUND)
+    set(HPCTRAIN_HAVE_ONEDNN ON)
+    add_library(hpctrain_onednn INTERFACE)
+    target_include_directories(hpctrain_onednn SYSTEM INTERFACE ${HPCTRAIN_DNNL_INCLUDE_DIR})
+    target_link_libraries(hpctrain_onednn INTERFACE ${HPCTRAIN_DNNL_LIBRARY} OpenMP::OpenMP_CXX)
+    target_compile_definitions(hpctrain_onednn INTERFACE HPCTRAIN_HAVE_ONEDNN=1)
+  else()
+    message(STATUS "oneDNN not found (libdnnl-dev): convolutions use im2col + GEMM only")
+  endif()
+endif()
+
 # ---- CUDA stack (optional, on by default when found) --------------------------------
 set(HPCTRAIN_HAVE_CUDA OFF)
 if(HPCTRAIN_ENABLE_CUDA)

@@ -160,7 +160,7 @@ std::string describe_data(const Config& cfg, const Runtime& rt) {
   if (!cfg.model.layers.empty()) {  // shapes inferred from the data, checked like a real run
     Allocator alloc;
     LayerRegistry registry;
-    register_builtin_layers(registry);
+    register_builtin_layers(registry, LayerOptions{cfg.run.conv});
     const Model model(cfg.model.layers, index.train.sample_shape, registry, alloc);
     os << "\nModel\n" << model.summary();
     os << "\n"

@@ -240,6 +240,13 @@ std::vector<KeySpec> config_schema() {
                        c.run.precision = pick<Precision>(
                            v, {{"fp32", Precision::fp32}, {"bf16", Precision::bf16}, {"fp16", Precision::fp16}});
                      }));
+  k.push_back(choice("run", "conv", {"auto", "im2col", "onednn"}, "auto",
+                     "CPU convolution: im2col + GEMM, oneDNN, or auto = oneDNN for layers with more than one input "
+                     "channel when built with it (measured faster there), im2col + GEMM otherwise",
+                     [](Config& c, const std::string& v) {
+                       c.run.conv = pick<ConvImpl>(
+                           v, {{"auto", ConvImpl::auto_}, {"im2col", ConvImpl::im2col}, {"onednn", ConvImpl::onednn}});
+                     }));
   k.push_back(bounded(make("run", "threads", K::integer, "1", "CPU threads per rank (BLAS and kernels)",
                            [=](Config& c, const std::string& v) { c.run.threads = to_int(v); }),
                       1, 1024));

@@ -1,8 +1,14 @@
 // conv(out, k, pad=p, stride=s): 2-D convolution, channels-first [C, H, W] ->
-// [out, Ho, Wo], weight [out, C, k, k] (PyTorch's layout), bias [out]. Per
-// sample: im2col, then one GEMM (out x C*k*k by C*k*k x Ho*Wo). Lowering the
-// whole batch into one big GEMM was measured slower here (1,925 vs 2,199
-// samples/s for the MNIST CNN): the per-sample patches stay in cache.
+// [out, Ho, Wo], weight [out, C, k, k] (PyTorch's layout), bias [out].
+// Two implementations, chosen by [run] conv when the layer is configured:
+// - im2col + GEMM, per sample: im2col, then one GEMM (out x C*k*k by C*k*k x
+//   Ho*Wo). Lowering the whole batch into one big GEMM was measured slower
+//   here (1,925 vs 2,199 samples/s for the MNIST CNN): per-sample patches stay
+//   in cache.
+// - oneDNN (backend/cpu/onednn_conv.hpp), when built with it.
+// auto takes oneDNN for more than one input channel, im2col + GEMM for one
+// (tools/bench/conv_bench.cpp measured both; README "Speed against PyTorch").
+#include "hpctrain/backend/cpu/onednn_conv.hpp"
 #include "hpctrain/backend/ops.hpp"
 #include "hpctrain/core/error.hpp"
 #include "hpctrain/layers/registry.hpp"
@@ -12,8 +18,8 @@ namespace hpctrain {
 namespace {
 class Conv2d final : public Layer {
  public:
-  Conv2d(std::int64_t out, std::int64_t k, std::int64_t pad, std::int64_t stride)
-      : out_(out), k_(k), pad_(pad), stride_(stride) {}
+  Conv2d(std::int64_t out, std::int64_t k, std::int64_t pad, std::int64_t stride, ConvImpl impl)
+      : out_(out), k_(k), pad_(pad), stride_(stride), impl_(impl) {}
   const char* type() const override { return "conv"; }
   Shape output_shape(const Shape& in) const override {
     const Shape s = in.size() == 2 ? Shape{1, in[0], in[1]} : in;  // [H, W] images are one channel
@@ -27,6 +33,22 @@ class Conv2d final : public Layer {
   void configure(const Shape& in) override {
     in_ = in.size() == 2 ? Shape{1, in[0], in[1]} : in;
     out_shape_ = output_shape(in);
+    const bool use_onednn =
+        impl_ == ConvImpl::onednn || (impl_ == ConvImpl::auto_ && cpu::onednn_compiled() && in_[0] > 1);
+    onednn_.reset();
+    if (use_onednn) {
+      cpu::ConvGeometry g;
+      g.channels = in_[0];
+      g.height = in_[1];
+      g.width = in_[2];
+      g.out = out_;
+      g.kernel = k_;
+      g.pad = pad_;
+      g.stride = stride_;
+      g.out_height = out_shape_[1];
+      g.out_width = out_shape_[2];
+      onednn_ = std::make_unique<cpu::OnednnConv>(g);  // bad_input when not built with oneDNN
+    }
   }
   std::vector<ParamSpec> param_specs(const Shape& in) const override {
     const std::int64_t c = in.size() == 2 ? 1 : in[0];
@@ -35,6 +57,11 @@ class Conv2d final : public Layer {
             {"bias", {out_}, Init::zeros, fan_in, out_}};
   }
   void forward(const Tensor& x, Tensor& y) override {
+    if (onednn_) {
+      HPCT_CHECK(x.device() == Device::cpu, "oneDNN convolution on a non-CPU tensor");
+      onednn_->forward(x.data(), params_[0].data(), params_[1].data(), y.data(), x.rows());
+      return;
+    }
     const std::int64_t c = in_[0], p = out_shape_[1] * out_shape_[2], ckk = c * k_ * k_;
     cols_.resize(static_cast<std::size_t>(ckk * p));
     Tensor cols = Tensor::wrap(cols_.data(), {ckk, p});
@@ -47,6 +74,11 @@ class Conv2d final : public Layer {
     }
   }
   void backward(const Tensor& x, const Tensor&, const Tensor& dy, Tensor& dx) override {
+    if (onednn_) {
+      onednn_->backward(x.data(), dy.data(), params_[0].data(), grads_[0].data(), grads_[1].data(),
+                        dx.defined() ? dx.data() : nullptr, x.rows(), accumulate_grads());
+      return;
+    }
     const std::int64_t c = in_[0], p = out_shape_[1] * out_shape_[2], ckk = c * k_ * k_;
     cols_.resize(static_cast<std::size_t>(ckk * p));
     dcols_.resize(cols_.size());
@@ -74,18 +106,20 @@ class Conv2d final : public Layer {
  private:
   std::int64_t out_, k_, pad_, stride_;
   Shape in_, out_shape_;  // per sample, from configure()
+  ConvImpl impl_;
+  std::unique_ptr<cpu::OnednnConv> onednn_;  // set when this layer uses oneDNN
   std::vector<float> cols_, dcols_;
 };
 
 }  // namespace
 
-void register_conv2d(LayerRegistry& r) {
-  r.add("conv", [](const LayerArgs& a) {
+void register_conv2d(LayerRegistry& r, ConvImpl impl) {
+  r.add("conv", [impl](const LayerArgs& a) {
     for (const auto& [k, v] : a.named)
       if (k != "pad" && k != "stride")
         throw bad_input("[model] layers: " + a.text + ": unknown argument '" + k + "' (pad, stride)");
     return std::make_unique<Conv2d>(int_arg(a, 0, "the number of output channels"), int_arg(a, 1, "the kernel size"),
-                                    layer_named_int(a, "pad", 0, 0), layer_named_int(a, "stride", 1, 1));
+                                    layer_named_int(a, "pad", 0, 0), layer_named_int(a, "stride", 1, 1), impl);
   });
 }
 

@@ -119,18 +119,18 @@ namespace hpctrain {
 void register_dense(LayerRegistry& r);
 void register_flatten(LayerRegistry& r);
 void register_activations(LayerRegistry& r);
-void register_conv2d(LayerRegistry& r);
+void register_conv2d(LayerRegistry& r, ConvImpl impl);
 void register_maxpool(LayerRegistry& r);
 void register_pooling(LayerRegistry& r);
 void register_dropout(LayerRegistry& r);
 void register_batchnorm(LayerRegistry& r);
 void register_residual(LayerRegistry& r);
 
-void register_builtin_layers(LayerRegistry& r) {
+void register_builtin_layers(LayerRegistry& r, const LayerOptions& options) {
   register_dense(r);
   register_flatten(r);
   register_activations(r);
-  register_conv2d(r);
+  register_conv2d(r, options.conv);
   register_maxpool(r);
   register_pooling(r);
   register_dropout(r);

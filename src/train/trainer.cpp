@@ -12,6 +12,7 @@
 #include <filesystem>
 #include <fstream>
 
+#include "hpctrain/backend/cpu/onednn_conv.hpp"
 #include "hpctrain/backend/ops.hpp"
 #include "hpctrain/core/error.hpp"
 #include "hpctrain/core/log.hpp"
@@ -67,8 +68,9 @@ Trainer::Trainer(const Config& cfg, Runtime& rt, const DatasetIndex& index) : cf
     throw bad_input("[run] device = cuda: the GPU backend's operations are not implemented yet (use device = cpu)");
   if (cfg.model.layers.empty()) throw bad_input("[model] layers is not set");
   openblas_set_num_threads(cfg.run.threads);
+  cpu::set_onednn_threads(cfg.run.threads);
   LayerRegistry registry;
-  register_builtin_layers(registry);
+  register_builtin_layers(registry, LayerOptions{cfg.run.conv});
   model_ = std::make_unique<Model>(cfg.model.layers, index.train.sample_shape, registry, alloc_);
   const Shape& out = model_->output_shape();
   const std::int64_t want = index.train.classification ? index.train.num_classes : index.train.label_width;

@@ -42,12 +42,16 @@ std::string make_synthetic() {
   return root;
 }
 
-Config config_for(const std::string& root, int micro_batches) {
-  const std::string ini =
-      "[run]\nseed = 11\nout_dir = /tmp\n[data]\npath = " + root +
-      "\n[model]\nlayers = flatten dense(16) tanh dropout(20) dense(7)\n[train]\nglobal_batch = 24\n"
-      "micro_batches = " +
-      std::to_string(micro_batches) + "\n[optim]\nlr = 0.2\nmomentum = 0.9\nweight_decay = 0.01\nnesterov = true\n";
+const char* const kMlp = "flatten dense(16) tanh dropout(20) dense(7)";
+// Convolutions with more than one input channel: oneDNN's when built with it ([run] conv = auto).
+const char* const kCnn = "conv(4,3,pad=1) relu conv(4,3,pad=1) tanh flatten dense(7)";
+
+Config config_for(const std::string& root, int micro_batches, const char* layers = kMlp) {
+  const std::string ini = "[run]\nseed = 11\nout_dir = /tmp\n[data]\npath = " + root + "\n[model]\nlayers = " + layers +
+                          "\n[train]\nglobal_batch = 24\n"
+                          "micro_batches = " +
+                          std::to_string(micro_batches) +
+                          "\n[optim]\nlr = 0.2\nmomentum = 0.9\nweight_decay = 0.01\nnesterov = true\n";
   return parse_config(ini, "test.ini", {}, process_environment());
 }
 
@@ -90,8 +94,8 @@ std::vector<float> reference(const Config& cfg, const DatasetIndex& index, const
 TEST(DataParallel, RanksMatchOneProcessOnTheGlobalBatch) {
   const std::string root = make_synthetic();
   const DatasetIndex index = load_dataset_index(MPI_COMM_WORLD, root);
-  for (const int micro : {1, 2}) {
-    const Config cfg = config_for(root, micro);
+  for (const auto& [micro, layers] : {std::pair{1, kMlp}, std::pair{2, kMlp}, std::pair{1, kCnn}, std::pair{2, kCnn}}) {
+    const Config cfg = config_for(root, micro, layers);
     Runtime rt(cfg);
     Trainer trainer(cfg, rt, index);
     const Sampler sampler(sampler_options(cfg, index.train));
@@ -113,7 +117,8 @@ TEST(DataParallel, RanksMatchOneProcessOnTheGlobalBatch) {
         worst = std::max(worst, std::fabs(static_cast<double>(p.data()[i]) - ref[i]));
         biggest = std::max(biggest, std::fabs(static_cast<double>(ref[i])));
       }
-      EXPECT_LE(worst, 2e-6 * (1 + biggest)) << "micro-batches " << micro << " on " << world_size() << " rank(s)";
+      EXPECT_LE(worst, 2e-6 * (1 + biggest))
+          << layers << ", micro-batches " << micro << " on " << world_size() << " rank(s)";
       EXPECT_GT(worst + biggest, 0.0);
       verify_identical(trainer.dp_comm(), p, "parameters after training");  // throws if ranks diverged
     }

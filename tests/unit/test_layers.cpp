@@ -17,6 +17,7 @@
 #include <random>
 #include <tuple>
 
+#include "hpctrain/backend/cpu/onednn_conv.hpp"
 #include "hpctrain/backend/ops.hpp"
 #include "hpctrain/core/error.hpp"
 #include "hpctrain/layers/loss.hpp"
@@ -110,9 +111,9 @@ double check_layer(Layer& layer, const Shape& sample_in, std::int64_t batch, boo
   return worst;
 }
 
-std::unique_ptr<Layer> make(const std::string& text) {
+std::unique_ptr<Layer> make(const std::string& text, ConvImpl conv = ConvImpl::im2col) {
   LayerRegistry r;
-  register_builtin_layers(r);
+  register_builtin_layers(r, LayerOptions{conv});
   return r.make(parse_layers(text).front());
 }
 
@@ -218,6 +219,61 @@ TEST(ForwardReference, ConvAndMaxPoolEqualDirectLoops) {
             for (int b = 0; b < k; ++b) m = std::max(m, x.data()[(c * 7 + i * stride + a) * 6 + j * stride + b]);
           EXPECT_EQ(m, y.data()[(c * out[1] + i) * out[2] + j]) << text;
         }
+  }
+}
+
+// The two CPU convolutions compute the same thing: oneDNN's against im2col +
+// GEMM (forward, input and parameter gradients, accumulation over micro-batches),
+// within 1e-4 relative (different summation orders), and oneDNN's gradients pass
+// the finite-difference checker on their own.
+TEST(ConvImplementations, OnednnEqualsIm2colGemm) {
+  if (!cpu::onednn_compiled()) GTEST_SKIP() << "built without oneDNN (libdnnl-dev)";
+  EXPECT_LE(check_layer(*make("conv(3,3,pad=1)", ConvImpl::onednn), {2, 5, 4}, 2), 1.0);
+  EXPECT_LE(check_layer(*make("conv(2,2,stride=2)", ConvImpl::onednn), {3, 6, 6}, 2), 1.0);
+  Allocator alloc;
+  for (const char* text : {"conv(8,3,pad=1)", "conv(4,3,pad=2,stride=2)", "conv(5,1)", "conv(6,5,pad=2)"}) {
+    const Shape in{3, 9, 8};
+    const std::int64_t batch = 5;
+    std::vector<Tensor> y, dx, params, grads[2];
+    for (int e = 0; e < 2; ++e) {
+      auto conv = make(text, e == 0 ? ConvImpl::im2col : ConvImpl::onednn);
+      const Shape out = conv->output_shape(in);
+      conv->configure(in);
+      std::vector<Tensor> p, g;
+      std::uint32_t seed = 21;
+      for (const ParamSpec& ps : conv->param_specs(in)) {
+        p.push_back(Tensor::zeros(ps.shape, alloc));
+        g.push_back(Tensor::zeros(ps.shape, alloc));
+        const auto v = random_values(numel(ps.shape), seed++);
+        std::copy(v.begin(), v.end(), p.back().data());
+      }
+      conv->bind(p, g);
+      Tensor x = Tensor::zeros({batch, in[0], in[1], in[2]}, alloc);
+      Tensor yy = Tensor::zeros({batch, out[0], out[1], out[2]}, alloc), dy = Tensor::zeros(yy.shape(), alloc);
+      Tensor dxx = Tensor::zeros(x.shape(), alloc);
+      const auto xv = random_values(x.numel(), 31), dv = random_values(dy.numel(), 32);
+      std::copy(xv.begin(), xv.end(), x.data());
+      std::copy(dv.begin(), dv.end(), dy.data());
+      conv->forward(x, yy);
+      conv->set_accumulate_grads(false);
+      conv->backward(x, yy, dy, dxx);
+      conv->set_accumulate_grads(true);  // a second micro-batch adds: the gradients double
+      conv->backward(x, yy, dy, dxx);
+      y.push_back(yy);
+      dx.push_back(dxx);
+      grads[e] = g;
+    }
+    auto worst = [](const Tensor& a, const Tensor& b) {
+      double w = 0;
+      for (std::int64_t i = 0; i < a.numel(); ++i)
+        w = std::max(w, std::fabs(static_cast<double>(a.data()[i]) - b.data()[i]) /
+                            std::max(1.0, std::fabs(static_cast<double>(a.data()[i]))));
+      return w;
+    };
+    EXPECT_LT(worst(y[0], y[1]), 1e-4) << text << " forward";
+    EXPECT_LT(worst(dx[0], dx[1]), 1e-4) << text << " input gradient";
+    EXPECT_LT(worst(grads[0][0], grads[1][0]), 1e-4) << text << " weight gradient (accumulated)";
+    EXPECT_LT(worst(grads[0][1], grads[1][1]), 1e-4) << text << " bias gradient (accumulated)";
   }
 }
 

@@ -15,6 +15,7 @@ namespace hpctrain {
 
 enum class DeviceKind { auto_, cpu, cuda };
 enum class Precision { fp32, bf16, fp16 };
+enum class ConvImpl { auto_, im2col, onednn };
 enum class Shuffle { global, chunk, none };
 enum class LastBatch { drop, wrap };
 enum class OptimizerName { sgd, adam, adamw };
@@ -28,6 +29,7 @@ struct RunConfig {
   DeviceKind device = DeviceKind::auto_;
   Precision precision = Precision::fp32;
   int threads = 1;
+  ConvImpl conv = ConvImpl::auto_;
   double price_per_device_hour = 0.0;
   std::string out_dir = "runs";
 };

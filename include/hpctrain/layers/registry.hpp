@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "hpctrain/config/config.hpp"
 #include "hpctrain/layers/layer.hpp"
 
 namespace hpctrain {
@@ -25,7 +26,12 @@ class LayerRegistry {
   std::map<std::string, LayerFactory> factories_;
 };
 
-void register_builtin_layers(LayerRegistry& registry);
+// Choices that change how built-in layers compute, not what (from [run]).
+struct LayerOptions {
+  ConvImpl conv = ConvImpl::auto_;
+};
+
+void register_builtin_layers(LayerRegistry& registry, const LayerOptions& options = {});
 
 // "flatten dense(128) relu dense(10)" -> one LayerArgs per layer; bad_input on syntax errors.
 std::vector<LayerArgs> parse_layers(const std::string& text);

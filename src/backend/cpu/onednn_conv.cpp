@@ -1,0 +1,175 @@
+// oneDNN convolution (backend/cpu/onednn_conv.hpp). Each batch size gets its
+// primitives and its blocked buffers once; every call reorders our NCHW data
+// in and out around them (a "port" is one such boundary).
+#include "hpctrain/backend/cpu/onednn_conv.hpp"
+
+#include "hpctrain/core/error.hpp"
+
+#if HPCTRAIN_HAVE_ONEDNN
+#include <omp.h>
+
+#include <dnnl.hpp>
+#include <map>
+#include <optional>
+#include <vector>
+
+namespace hpctrain::cpu {
+
+bool onednn_compiled() { return true; }
+void set_onednn_threads(int threads) { omp_set_num_threads(threads); }
+
+namespace {
+using dnnl::memory;
+using tag = memory::format_tag;
+using dt = memory::data_type;
+
+// Our plain buffer on one side, the layout a primitive wants on the other.
+struct Port {
+  memory user, inner;
+  std::optional<dnnl::reorder> move;
+  void init(const memory::desc& user_md, const memory::desc& want, const dnnl::engine& e, bool input) {
+    user = memory(user_md, e, DNNL_MEMORY_NONE);
+    if (want == user_md) {
+      inner = user;
+      return;
+    }
+    inner = memory(want, e);
+    move = input ? dnnl::reorder(user, inner) : dnnl::reorder(inner, user);
+  }
+  memory& in(dnnl::stream& s, const float* p) {  // our data -> the primitive's layout
+    user.set_data_handle(const_cast<float*>(p));
+    if (move) move->execute(s, user, inner);
+    return inner;
+  }
+  memory& out(float* p) {  // where the primitive writes; finish() moves it to p
+    user.set_data_handle(p);
+    return inner;
+  }
+  void finish(dnnl::stream& s) {
+    if (move) move->execute(s, inner, user);
+  }
+};
+
+struct PerBatch {
+  dnnl::convolution_forward fwd;
+  dnnl::convolution_backward_data bwd_data;
+  dnnl::convolution_backward_weights bwd_weights;
+  Port src, wei, dst, bias;         // forward
+  Port ddst, wei_d, dsrc;           // backward data
+  Port src_w, ddst_w, dwei, dbias;  // backward weights
+};
+}  // namespace
+
+struct OnednnConv::Impl {
+  ConvGeometry g;
+  dnnl::engine eng{dnnl::engine::kind::cpu, 0};
+  dnnl::stream stream{eng};
+  std::map<std::int64_t, PerBatch> batches;
+  std::vector<float> dw_tmp, db_tmp;
+
+  PerBatch& at(std::int64_t n) {
+    auto it = batches.find(n);
+    if (it != batches.end()) return it->second;
+    const memory::dims src{n, g.channels, g.height, g.width}, wei{g.out, g.channels, g.kernel, g.kernel}, bia{g.out},
+        dst{n, g.out, g.out_height, g.out_width}, strides{g.stride, g.stride}, pad{g.pad, g.pad};
+    const memory::desc src_any(src, dt::f32, tag::any), dst_any(dst, dt::f32, tag::any),
+        wei_any(wei, dt::f32, tag::any), bia_md(bia, dt::f32, tag::x);
+    const memory::desc src_user(src, dt::f32, tag::nchw), dst_user(dst, dt::f32, tag::nchw),
+        wei_user(wei, dt::f32, tag::oihw);
+    PerBatch p;
+    try {
+      const dnnl::convolution_forward::primitive_desc fpd(
+          {dnnl::prop_kind::forward_training, dnnl::algorithm::convolution_direct, src_any, wei_any, bia_md, dst_any,
+           strides, pad, pad},
+          eng);
+      const dnnl::convolution_backward_data::primitive_desc bdpd(
+          {dnnl::algorithm::convolution_direct, src_any, wei_any, dst_any, strides, pad, pad}, eng, fpd);
+      const dnnl::convolution_backward_weights::primitive_desc bwpd(
+          {dnnl::algorithm::convolution_direct, src_any, wei_any, bia_md, dst_any, strides, pad, pad}, eng, fpd);
+      p.fwd = dnnl::convolution_forward(fpd);
+      p.bwd_data = dnnl::convolution_backward_data(bdpd);
+      p.bwd_weights = dnnl::convolution_backward_weights(bwpd);
+      p.src.init(src_user, fpd.src_desc(), eng, true);
+      p.wei.init(wei_user, fpd.weights_desc(), eng, true);
+      p.dst.init(dst_user, fpd.dst_desc(), eng, false);
+      p.bias.init(bia_md, bia_md, eng, true);
+      p.ddst.init(dst_user, bdpd.diff_dst_desc(), eng, true);
+      p.wei_d.init(wei_user, bdpd.weights_desc(), eng, true);
+      p.dsrc.init(src_user, bdpd.diff_src_desc(), eng, false);
+      p.src_w.init(src_user, bwpd.src_desc(), eng, true);
+      p.ddst_w.init(dst_user, bwpd.diff_dst_desc(), eng, true);
+      p.dwei.init(wei_user, bwpd.diff_weights_desc(), eng, false);
+      p.dbias.init(bia_md, bia_md, eng, false);
+    } catch (const dnnl::error& e) {
+      throw Error(ExitCode::internal, Scope::this_rank,
+                  std::string("oneDNN cannot make a convolution for batch ") + std::to_string(n) + ": " + e.what());
+    }
+    return batches.emplace(n, std::move(p)).first->second;
+  }
+};
+
+OnednnConv::OnednnConv(const ConvGeometry& g) : impl_(std::make_unique<Impl>()) { impl_->g = g; }
+OnednnConv::~OnednnConv() = default;
+
+void OnednnConv::forward(const float* x, const float* w, const float* b, float* y, std::int64_t n) {
+  PerBatch& p = impl_->at(n);
+  dnnl::stream& s = impl_->stream;
+  p.fwd.execute(s, {{DNNL_ARG_SRC, p.src.in(s, x)},
+                    {DNNL_ARG_WEIGHTS, p.wei.in(s, w)},
+                    {DNNL_ARG_BIAS, p.bias.in(s, b)},
+                    {DNNL_ARG_DST, p.dst.out(y)}});
+  p.dst.finish(s);
+  s.wait();
+}
+
+void OnednnConv::backward(const float* x, const float* dy, const float* w, float* dw, float* db, float* dx,
+                          std::int64_t n, bool accumulate) {
+  PerBatch& p = impl_->at(n);
+  dnnl::stream& s = impl_->stream;
+  const auto& g = impl_->g;
+  const std::size_t nw = static_cast<std::size_t>(g.out * g.channels * g.kernel * g.kernel);
+  const std::size_t nb = static_cast<std::size_t>(g.out);
+  impl_->dw_tmp.resize(nw);
+  impl_->db_tmp.resize(nb);
+  float* wdst = accumulate ? impl_->dw_tmp.data() : dw;
+  float* bdst = accumulate ? impl_->db_tmp.data() : db;
+  p.bwd_weights.execute(s, {{DNNL_ARG_SRC, p.src_w.in(s, x)},
+                            {DNNL_ARG_DIFF_DST, p.ddst_w.in(s, dy)},
+                            {DNNL_ARG_DIFF_WEIGHTS, p.dwei.out(wdst)},
+                            {DNNL_ARG_DIFF_BIAS, p.dbias.out(bdst)}});
+  p.dwei.finish(s);
+  p.dbias.finish(s);
+  if (dx) {
+    p.bwd_data.execute(s, {{DNNL_ARG_DIFF_DST, p.ddst.in(s, dy)},
+                           {DNNL_ARG_WEIGHTS, p.wei_d.in(s, w)},
+                           {DNNL_ARG_DIFF_SRC, p.dsrc.out(dx)}});
+    p.dsrc.finish(s);
+  }
+  s.wait();
+  if (accumulate) {
+    for (std::size_t i = 0; i < nw; ++i) dw[i] += wdst[i];
+    for (std::size_t i = 0; i < nb; ++i) db[i] += bdst[i];
+  }
+}
+
+}  // namespace hpctrain::cpu
+
+#else  // built without oneDNN
+
+namespace hpctrain::cpu {
+
+bool onednn_compiled() { return false; }
+void set_onednn_threads(int) {}
+
+struct OnednnConv::Impl {};
+
+OnednnConv::OnednnConv(const ConvGeometry&) {
+  throw bad_input("[run] conv = onednn: this build has no oneDNN (install libdnnl-dev and rebuild)");
+}
+OnednnConv::~OnednnConv() = default;
+void OnednnConv::forward(const float*, const float*, const float*, float*, std::int64_t) {}
+void OnednnConv::backward(const float*, const float*, const float*, float*, float*, float*, std::int64_t, bool) {}
+
+}  // namespace hpctrain::cpu
+
+#endif

@@ -1,0 +1,118 @@
+// conv-bench: the two CPU convolutions side by side, im2col + GEMM and oneDNN,
+// through the conv layer exactly as training calls it (forward, then backward
+// with the input gradient unless the layer is the first), for the convolutions
+// of the example CNNs at the per-rank batch sizes of 1 and 2 ranks (256, 128).
+// Best of --repeats timed runs after one warm-up; one thread ([run] threads = 1).
+//   build/conv-bench [--repeats N] [--smoke]
+// It is what [run] conv = auto's rule comes from (README "Speed against PyTorch").
+#include <cblas.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "hpctrain/backend/cpu/onednn_conv.hpp"
+#include "hpctrain/core/error.hpp"
+#include "hpctrain/layers/registry.hpp"
+
+using namespace hpctrain;
+
+namespace {
+struct Case {
+  const char* where;
+  std::int64_t c, hw, out, k, pad;
+  bool first;  // the model's first layer: no input gradient
+};
+
+double run_ms(ConvImpl impl, const Case& cs, std::int64_t n, int repeats, double* checksum) {
+  LayerRegistry r;
+  register_builtin_layers(r, LayerOptions{impl});
+  auto conv = r.make(parse_layers("conv(" + std::to_string(cs.out) + "," + std::to_string(cs.k) +
+                                  ",pad=" + std::to_string(cs.pad) + ")")
+                         .front());
+  Allocator alloc;
+  const Shape in{cs.c, cs.hw, cs.hw}, out = conv->output_shape(in);
+  conv->configure(in);
+  std::vector<Tensor> p, g;
+  for (const auto& s : conv->param_specs(in)) {
+    p.push_back(Tensor::zeros(s.shape, alloc));
+    g.push_back(Tensor::zeros(s.shape, alloc));
+    for (std::int64_t i = 0; i < p.back().numel(); ++i) p.back().data()[i] = 0.01f * static_cast<float>(i % 13) - 0.06f;
+  }
+  conv->bind(p, g);
+  Tensor x = Tensor::zeros({n, cs.c, cs.hw, cs.hw}, alloc), y = Tensor::zeros({n, out[0], out[1], out[2]}, alloc);
+  Tensor dy = Tensor::zeros(y.shape(), alloc), dx = cs.first ? Tensor() : Tensor::zeros(x.shape(), alloc);
+  for (std::int64_t i = 0; i < x.numel(); ++i) x.data()[i] = 0.001f * static_cast<float>(i % 97);
+  for (std::int64_t i = 0; i < dy.numel(); ++i) dy.data()[i] = 0.001f * static_cast<float>(i % 89) - 0.04f;
+  double best = 1e30;
+  for (int k = 0; k <= repeats; ++k) {
+    const auto t0 = std::chrono::steady_clock::now();
+    conv->forward(x, y);
+    conv->set_accumulate_grads(false);
+    conv->backward(x, y, dy, dx);
+    const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+    if (k > 0) best = std::min(best, ms);  // run 0 is the warm-up (oneDNN makes its primitives there)
+  }
+  double s = 0;
+  for (std::int64_t i = 0; i < y.numel(); ++i) s += y.data()[i];
+  for (std::int64_t i = 0; i < g[0].numel(); ++i) s += g[0].data()[i];
+  *checksum = s;
+  return best;
+}
+}  // namespace
+
+int main(int argc, char** argv) {
+  int repeats = 5;
+  bool smoke = false;
+  for (int i = 1; i < argc; ++i) {
+    if (!std::strcmp(argv[i], "--smoke")) {
+      smoke = true;
+    } else if (!std::strcmp(argv[i], "--repeats") && i + 1 < argc) {
+      repeats = std::max(1, std::atoi(argv[++i]));
+    } else {
+      std::fprintf(stderr, "usage: conv-bench [--repeats N] [--smoke]\n");
+      return 2;
+    }
+  }
+  openblas_set_num_threads(1);
+  cpu::set_onednn_threads(1);
+  const std::vector<Case> cases{{"mnist_cnn conv 1", 1, 28, 32, 3, 1, true},
+                                {"mnist_cnn conv 2", 32, 14, 64, 3, 1, false},
+                                {"mnist_resnet res block", 16, 28, 16, 3, 1, false},
+                                {"mnist_resnet conv 32", 32, 14, 32, 3, 1, false}};
+  const std::vector<std::int64_t> batches = smoke ? std::vector<std::int64_t>{8} : std::vector<std::int64_t>{256, 128};
+  if (smoke) repeats = 1;
+  const bool onednn = cpu::onednn_compiled();
+  std::printf("conv-bench: forward + backward of one conv layer, best of %d, 1 thread; %s\n", repeats,
+              onednn ? "oneDNN built in" : "no oneDNN in this build");
+  std::printf("%-24s %-16s %6s %12s %12s %10s %10s %8s\n", "layer", "in -> out", "batch", "im2col ms", "oneDNN ms",
+              "im2col GF/s", "oneDNN GF/s", "faster");
+  bool ok = true;
+  try {
+    for (const Case& c : cases)
+      for (const std::int64_t n : batches) {
+        // Multiply-adds: forward, weight gradient, input gradient (not for the first layer).
+        const double macs = static_cast<double>(n * c.out * c.hw * c.hw * c.c * c.k * c.k) * (c.first ? 2 : 3);
+        double s1 = 0, s2 = 0;
+        const double a = run_ms(ConvImpl::im2col, c, n, repeats, &s1);
+        const double b = onednn ? run_ms(ConvImpl::onednn, c, n, repeats, &s2) : 0;
+        if (onednn && std::abs(s1 - s2) > 1e-3 * std::max(1.0, std::abs(s1))) ok = false;  // both compute the same
+        char shape[40];
+        std::snprintf(shape, sizeof(shape), "%lldx%lld^2 -> %lld", static_cast<long long>(c.c),
+                      static_cast<long long>(c.hw), static_cast<long long>(c.out));
+        std::printf("%-24s %-16s %6lld %12.2f %12s %10.1f %10s %8s\n", c.where, shape, static_cast<long long>(n), a,
+                    onednn ? std::to_string(b).substr(0, 6).c_str() : "-", 2 * macs / a / 1e6,
+                    onednn ? std::to_string(2 * macs / b / 1e6).substr(0, 6).c_str() : "-",
+                    !onednn ? "-" : (b < a ? "oneDNN" : "im2col"));
+      }
+  } catch (const Error& e) {
+    std::fprintf(stderr, "conv-bench: %s\n", e.what());
+    return 1;
+  }
+  std::printf("%s\n", ok ? "PASS (both implementations agree on outputs and weight gradients)"
+                         : "FAIL: the implementations disagree");
+  return ok ? 0 : 1;
+}

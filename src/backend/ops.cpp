@@ -70,11 +70,11 @@ void scale(Tensor& t, float factor) {
   cpu::scale(t, factor);
 }
 
-float softmax_cross_entropy(const Tensor& logits, const std::int32_t* labels, Tensor& probs) {
+void softmax_cross_entropy(const Tensor& logits, const std::int32_t* labels, Tensor& probs, Tensor& scalars) {
   if (logits.device() == Device::cuda) {
-    return cuda::softmax_cross_entropy(logits, labels, probs);
+    return cuda::softmax_cross_entropy(logits, labels, probs, scalars);
   }
-  return cpu::softmax_cross_entropy(logits, labels, probs);
+  cpu::softmax_cross_entropy(logits, labels, probs, scalars);
 }
 
 void softmax_cross_entropy_backward(const Tensor& probs, const std::int32_t* labels, float grad_scale,
@@ -86,11 +86,11 @@ void softmax_cross_entropy_backward(const Tensor& probs, const std::int32_t* lab
   cpu::softmax_cross_entropy_backward(probs, labels, grad_scale, dlogits);
 }
 
-float mean_squared_error(const Tensor& pred, const float* target) {
+void mean_squared_error(const Tensor& pred, const float* target, Tensor& scalars) {
   if (pred.device() == Device::cuda) {
-    return cuda::mean_squared_error(pred, target);
+    return cuda::mean_squared_error(pred, target, scalars);
   }
-  return cpu::mean_squared_error(pred, target);
+  cpu::mean_squared_error(pred, target, scalars);
 }
 
 void mean_squared_error_backward(const Tensor& pred, const float* target, float grad_scale, Tensor& dpred) {
@@ -108,21 +108,22 @@ std::int64_t count_correct(const Tensor& logits, const std::int32_t* labels) {
   return cpu::count_correct(logits, labels);
 }
 
-void sgd_update(Tensor& w, const Tensor& g, Tensor& m, float lr, float momentum, float weight_decay, bool nesterov) {
+void sgd_update(Tensor& w, const Tensor& g, Tensor& m, const Tensor& scalars, float momentum, float weight_decay,
+                bool nesterov) {
   if (w.device() == Device::cuda) {
-    cuda::sgd_update(w, g, m, lr, momentum, weight_decay, nesterov);
+    cuda::sgd_update(w, g, m, scalars, momentum, weight_decay, nesterov);
     return;
   }
-  cpu::sgd_update(w, g, m, lr, momentum, weight_decay, nesterov);
+  cpu::sgd_update(w, g, m, scalars, momentum, weight_decay, nesterov);
 }
 
-void adam_update(Tensor& w, const Tensor& g, Tensor& m, Tensor& v, float lr, float beta1, float beta2, float eps,
-                 float weight_decay, bool decoupled, std::int64_t step) {
+void adam_update(Tensor& w, const Tensor& g, Tensor& m, Tensor& v, const Tensor& scalars, float beta1, float beta2,
+                 float eps, float weight_decay, bool decoupled) {
   if (w.device() == Device::cuda) {
-    cuda::adam_update(w, g, m, v, lr, beta1, beta2, eps, weight_decay, decoupled, step);
+    cuda::adam_update(w, g, m, v, scalars, beta1, beta2, eps, weight_decay, decoupled);
     return;
   }
-  cpu::adam_update(w, g, m, v, lr, beta1, beta2, eps, weight_decay, decoupled, step);
+  cpu::adam_update(w, g, m, v, scalars, beta1, beta2, eps, weight_decay, decoupled);
 }
 
 void im2col(const Tensor& x, std::int64_t channels, std::int64_t height, std::int64_t width, std::int64_t kernel,

@@ -10,9 +10,9 @@ class SoftmaxCrossEntropy final : public Loss {
  public:
   explicit SoftmaxCrossEntropy(Allocator& a) : alloc_(a) {}
   const char* name() const override { return "softmax cross-entropy"; }
-  float forward(const Tensor& out, const Targets& t) override {
+  void forward(const Tensor& out, const Targets& t, Tensor& scalars) override {
     if (probs_.shape() != out.shape()) probs_ = Tensor::zeros(out.shape(), alloc_);
-    return softmax_cross_entropy(out, t.classes, probs_);
+    softmax_cross_entropy(out, t.classes, probs_, scalars);
   }
   void backward(const Tensor&, const Targets& t, float grad_scale, Tensor& dout) override {
     softmax_cross_entropy_backward(probs_, t.classes, grad_scale, dout);
@@ -27,7 +27,9 @@ class MeanSquaredError final : public Loss {
  public:
   const char* name() const override { return "mean squared error"; }
   // Row loss = sum_j (out - target)^2 / width; forward is their mean = the mean over all elements.
-  float forward(const Tensor& out, const Targets& t) override { return mean_squared_error(out, t.values); }
+  void forward(const Tensor& out, const Targets& t, Tensor& scalars) override {
+    mean_squared_error(out, t.values, scalars);
+  }
   void backward(const Tensor& out, const Targets& t, float grad_scale, Tensor& dout) override {
     mean_squared_error_backward(out, t.values, grad_scale, dout);
   }

@@ -1,6 +1,8 @@
 // Implementation of tensors and the counting allocator (tensor/tensor.hpp).
 #include "hpctrain/tensor/tensor.hpp"
 
+#include "hpctrain/tensor/step_scalars.hpp"
+
 #include <cstdlib>
 #include <cstring>
 #include <new>
@@ -72,3 +74,17 @@ Tensor Tensor::reshaped(const Shape& shape) const {
 }
 
 }  // namespace hpctrain
+
+namespace hpctrain::step_scalars {
+
+Tensor make(Allocator& alloc) { return Tensor::zeros({count}, alloc); }
+
+Tensor slot(const Tensor& scalars, Slot s) { return scalars.view(s, {1}); }
+
+std::vector<float> to_host(const Tensor& scalars) {
+  // The CUDA backend (a later issue) copies device to host here; until then tensors live on the CPU.
+  HPCT_CHECK(scalars.device() == Device::cpu, "step scalars on a device this build cannot read yet");
+  return std::vector<float>(scalars.data(), scalars.data() + scalars.numel());
+}
+
+}  // namespace hpctrain::step_scalars

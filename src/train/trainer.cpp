@@ -18,6 +18,7 @@
 #include "hpctrain/core/log.hpp"
 #include "hpctrain/core/signals.hpp"
 #include "hpctrain/data/sampler.hpp"
+#include "hpctrain/tensor/step_scalars.hpp"
 #include "hpctrain/train/checkpointing.hpp"
 
 namespace fs = std::filesystem;
@@ -79,6 +80,8 @@ Trainer::Trainer(const Config& cfg, Runtime& rt, const DatasetIndex& index) : cf
                     std::to_string(want) + "] (" + (index.train.classification ? "classes" : "targets") + ")");
   loss_ = make_loss(index.train.classification, alloc_);
   opt_ = make_optimizer(cfg.optim, model_->parameters(), model_->gradients(), alloc_);
+  scalars_ = step_scalars::make(alloc_);
+  eval_scalars_ = step_scalars::make(alloc_);
   comm_ = rt.make_communicator(rt.grid().dp_comm(), rt.grid().dp_name(), MemorySpace::host);
   model_->init_parameters(cfg.run.seed);
   comm_->broadcast(model_->parameters().data(), static_cast<std::size_t>(model_->parameters().numel()), DType::f32, 0);
@@ -97,12 +100,13 @@ Trainer::~Trainer() {
   if (node_ != MPI_COMM_NULL && !finalized) MPI_Comm_free(&node_);
 }
 
-StepStats Trainer::train_step(const Batch& batch, float lr) {
+void Trainer::train_step(const Batch& batch, float lr) {
   const int k = cfg_.train.micro_batches;
   const std::int64_t rows = batch.size / k, width = numel(index_.train.sample_shape);
   const float grad_scale = 1.f / static_cast<float>(batch.size);  // mean over this rank's batch
   model_->set_batch(rows);
-  StepStats s;
+  Tensor lr_slot = step_scalars::slot(scalars_, step_scalars::learning_rate);
+  fill(lr_slot, lr);  // written into device memory; the optimizer reads it there
   for (int m = 0; m < k; ++m) {  // gradient accumulation over micro-batches
     const Tensor x = Tensor::wrap(const_cast<float*>(batch.samples.data()) + m * rows * width, [&] {
       Shape sh{rows};
@@ -119,8 +123,7 @@ StepStats Trainer::train_step(const Batch& batch, float lr) {
     ctx.step = batch.epoch * 1000000007 + batch.step;  // unique per step of the run, same on every rank
     ctx.sample_ids = batch.indices.data() + m * rows;
     const Tensor& out = model_->forward(x);
-    s.loss_sum += static_cast<double>(loss_->forward(out, t)) * static_cast<double>(rows);
-    if (t.classes) s.correct += count_correct(out, t.classes);
+    loss_->forward(out, t, scalars_);  // adds to the interval's sums on the device
     loss_->backward(out, t, grad_scale, model_->dout());
     // The first micro-batch overwrites the gradients, later ones add to them; on the last,
     // each bucket's average starts as soon as backward has finished its layers.
@@ -128,11 +131,30 @@ StepStats Trainer::train_step(const Batch& batch, float lr) {
     if (m + 1 == k) done = [&](std::size_t layer) { averager_->layer_done(layer); };
     model_->backward(x, model_->dout(), done, m > 0);
   }
-  s.samples = batch.size;
   comm_wait_s_ += averager_->finish();
   if (cfg_.optim.clip_norm > 0) clip_by_global_norm(model_->gradients(), cfg_.optim.clip_norm);
-  opt_->step(lr);
-  return s;
+  opt_->step(scalars_);
+}
+
+void Trainer::take_interval_sums(double sums[3]) {
+  const auto h = step_scalars::to_host(scalars_);  // the only read of the step scalars: at log intervals
+  sums[0] = h[step_scalars::loss_sum];
+  sums[1] = h[step_scalars::correct];
+  sums[2] = h[step_scalars::samples];
+  Tensor interval = scalars_.view(0, {3});
+  fill(interval, 0.f);
+}
+
+void Trainer::peek_interval_sums(double sums[3]) const {
+  const auto h = step_scalars::to_host(scalars_);
+  for (int i = 0; i < 3; ++i) sums[i] = h[static_cast<std::size_t>(i)];
+}
+
+void Trainer::set_interval_sums(const double sums[3]) {
+  for (int i = 0; i < 3; ++i) {
+    Tensor v = step_scalars::slot(scalars_, static_cast<step_scalars::Slot>(i));
+    fill(v, static_cast<float>(sums[i]));
+  }
 }
 
 EvalResult Trainer::evaluate(const SplitIndex& split) {
@@ -158,9 +180,12 @@ EvalResult Trainer::evaluate(const SplitIndex& split) {
     if (!batch.targets.empty()) t.values = batch.targets.data();
     model_->context().training = false;
     const Tensor& out = model_->forward(x);
-    sums[0] += static_cast<double>(loss_->forward(out, t)) * static_cast<double>(batch.size);
-    if (t.classes) sums[1] += static_cast<double>(count_correct(out, t.classes));
-    sums[2] += static_cast<double>(batch.size);
+    fill(eval_scalars_, 0.f);
+    loss_->forward(out, t, eval_scalars_);
+    const auto h = step_scalars::to_host(eval_scalars_);  // per batch: the sums stay in double
+    sums[0] += h[step_scalars::loss_sum];
+    sums[1] += h[step_scalars::correct];
+    sums[2] += h[step_scalars::samples];
   }
   allreduce_sum(*comm_, sums, 3);  // exact: sums of per-sample terms, counts in doubles
   EvalResult r;
@@ -263,6 +288,7 @@ int Trainer::run() {
   double sums[3] = {0, 0, 0}, before_s = 0;
   if (!resume_from.empty()) {
     const CheckpointInfo info = checkpointer.load(resume_from, sums);
+    set_interval_sums(sums);
     first = info.step;
     samples_done = info.samples;
     st.last_loss = info.last_loss;
@@ -331,19 +357,20 @@ int Trainer::run() {
     Batch batch = reader.next();
     const double lr = learning_rate(cfg_.optim, step, total);
     const auto t0 = Clock::now();
-    const StepStats s = train_step(batch, static_cast<float>(lr));
+    train_step(batch, static_cast<float>(lr));
     step_seconds += since(t0);
     if (step >= warmup) timed_s += since(t_step);
     const bool epoch_end = batch.step == per_epoch - 1;
     const std::int64_t epoch = batch.epoch, next_step = batch.step + 1;
     reader.recycle(std::move(batch));
-    sums[0] += s.loss_sum, sums[1] += static_cast<double>(s.correct), sums[2] += static_cast<double>(s.samples);
     samples_done += cfg_.train.global_batch;
 
     const bool eval_now = eval_split && ((cfg_.train.eval_every > 0 && (step + 1) % cfg_.train.eval_every == 0) ||
                                          (cfg_.train.eval_every == 0 && epoch_end) || step + 1 == total);
-    if ((step + 1) % cfg_.train.log_every == 0 || step + 1 == total || eval_now)
+    if ((step + 1) % cfg_.train.log_every == 0 || step + 1 == total || eval_now) {
+      take_interval_sums(sums);
       log_interval(step, epoch, lr, eval_now, sums, st, eval_split, reader);
+    }
 
     if (test_signal_step == step + 1) simulate_preemption_signal(SIGUSR1);
     // Checkpoint when an interval says so, at the end, or when any rank got a preemption
@@ -362,6 +389,7 @@ int Trainer::run() {
       pos.samples = samples_done;
       pos.last_loss = st.last_loss;
       pos.train_seconds = before_s + since(st.start);
+      peek_interval_sums(sums);  // this rank's partial sums of the interval the checkpoint cuts
       checkpointer.save(pos, sums);
       last_checkpoint = Clock::now();
     }

@@ -15,6 +15,7 @@
 #include "hpctrain/data/make_dataset.hpp"
 #include "hpctrain/data/reader.hpp"
 #include "hpctrain/runtime/mpi_handles.hpp"
+#include "hpctrain/tensor/step_scalars.hpp"
 #include "hpctrain/train/trainer.hpp"
 #include "mpi_test_util.hpp"
 
@@ -64,6 +65,9 @@ std::vector<float> reference(const Config& cfg, const DatasetIndex& index, const
   model.init_parameters(cfg.run.seed);
   auto loss = make_loss(true, alloc);
   auto opt = make_optimizer(cfg.optim, model.parameters(), model.gradients(), alloc);
+  Tensor scalars = step_scalars::make(alloc);
+  Tensor lr = step_scalars::slot(scalars, step_scalars::learning_rate);
+  fill(lr, static_cast<float>(cfg.optim.lr));
   ChunkCache store(index.train, 1 << 20, true, true);
   for (int s = 0; s < steps; ++s) {
     Batch b;
@@ -81,10 +85,10 @@ std::vector<float> reference(const Config& cfg, const DatasetIndex& index, const
     ctx.step = s;  // epoch 0, step s (the trainer's key: epoch * 1000000007 + step)
     ctx.sample_ids = b.indices.data();
     const Tensor& out = model.forward(x);
-    loss->forward(out, t);
+    loss->forward(out, t, scalars);
     loss->backward(out, t, 1.f / static_cast<float>(b.size), model.dout());
     model.backward(x, model.dout());
-    opt->step(static_cast<float>(cfg.optim.lr));
+    opt->step(scalars);
   }
   return std::vector<float>(model.parameters().data(), model.parameters().data() + model.parameters().numel());
 }
@@ -149,7 +153,9 @@ TEST(DataParallel, EvaluationIsExactOverRanks) {
   auto loss = make_loss(true, alloc);
   Targets t;
   t.classes = b.classes.data();
-  EXPECT_NEAR(r.loss, loss->forward(out, t), 1e-5);
+  Tensor scalars = step_scalars::make(alloc);
+  loss->forward(out, t, scalars);
+  EXPECT_NEAR(r.loss, step_scalars::to_host(scalars)[step_scalars::loss_sum] / 30.0, 1e-5);
   EXPECT_DOUBLE_EQ(r.accuracy, static_cast<double>(count_correct(out, t.classes)) / 30.0);
   MPI_Barrier(MPI_COMM_WORLD);
   if (world_rank() == 0) fs::remove_all(root);

@@ -24,6 +24,7 @@
 #include "hpctrain/layers/registry.hpp"
 #include "hpctrain/model/model.hpp"
 #include "hpctrain/optim/optimizer.hpp"
+#include "hpctrain/tensor/step_scalars.hpp"
 #include "hpctrain/train/grad_buckets.hpp"
 
 using namespace hpctrain;
@@ -295,20 +296,51 @@ TEST(GradientCheck, EveryLoss) {
     Targets t;
     t.classes = classes.data();
     t.values = tv.data();
-    loss->forward(out, t);
+    Tensor scalars = step_scalars::make(alloc);
+    auto mean_loss = [&] {  // the loss adds its row sum and row count to the step scalars
+      fill(scalars, 0.f);
+      loss->forward(out, t, scalars);
+      const auto h = step_scalars::to_host(scalars);
+      EXPECT_EQ(h[step_scalars::samples], static_cast<float>(rows));
+      return static_cast<double>(h[step_scalars::loss_sum]) / rows;
+    };
+    mean_loss();
     loss->backward(out, t, 1.f / rows, d);  // gradient of the mean
     const float h = 1e-2f;
     for (std::int64_t i = 0; i < out.numel(); ++i) {
       const float keep = out.data()[i];
       out.data()[i] = keep + h;
-      const double up = loss->forward(out, t);
+      const double up = mean_loss();
       out.data()[i] = keep - h;
-      const double down = loss->forward(out, t);
+      const double down = mean_loss();
       out.data()[i] = keep;
       const double numeric = (up - down) / (2.0 * h);
       EXPECT_NEAR(d.data()[i], numeric, kTolerance * std::max(1.0, std::fabs(numeric))) << loss->name() << " " << i;
     }
   }
+}
+
+TEST(StepScalars, LossAccumulatesSumsCorrectAndSamplesOnTheDevice) {
+  Allocator alloc;
+  auto loss = make_loss(true, alloc);
+  Tensor out = Tensor::zeros({3, 4}, alloc), scalars = step_scalars::make(alloc);
+  const float logits[12] = {0, 1, 0, 0, 2, 0, 0, 0, 0, 0, 0, 5};  // argmax 1, 0, 3
+  std::copy(logits, logits + 12, out.data());
+  std::vector<std::int32_t> classes{1, 2, 3};  // rows 0 and 2 right
+  Targets t;
+  t.classes = classes.data();
+  loss->forward(out, t, scalars);
+  loss->forward(out, t, scalars);  // a second micro-batch adds
+  const auto h = step_scalars::to_host(scalars);
+  double expect = 0;
+  for (int r = 0; r < 3; ++r) {
+    double z = 0;
+    for (int j = 0; j < 4; ++j) z += std::exp(static_cast<double>(logits[r * 4 + j]));
+    expect += std::log(z) - logits[r * 4 + classes[static_cast<std::size_t>(r)]];
+  }
+  EXPECT_NEAR(h[step_scalars::loss_sum], 2 * expect, 1e-5);
+  EXPECT_EQ(h[step_scalars::correct], 4.f);
+  EXPECT_EQ(h[step_scalars::samples], 6.f);
 }
 
 TEST(Optimizer, SgdMomentumNesterovAndWeightDecayInClosedForm) {
@@ -321,10 +353,13 @@ TEST(Optimizer, SgdMomentumNesterovAndWeightDecayInClosedForm) {
     Tensor w = Tensor::zeros({1}, alloc), g = Tensor::zeros({1}, alloc);
     w.data()[0] = 1.f;
     auto opt = make_optimizer(cfg, w, g, alloc);
+    Tensor scalars = step_scalars::make(alloc);
+    Tensor lr = step_scalars::slot(scalars, step_scalars::learning_rate);
+    fill(lr, 0.1f);  // the optimizers read the rate from the step scalars
     double ew = 1, em = 0;
     for (int step = 0; step < 3; ++step) {
       g.data()[0] = 0.2f * static_cast<float>(step + 1);
-      opt->step(0.1f);
+      opt->step(scalars);
       const double grad = 0.2 * (step + 1) + 0.1 * ew;
       em = 0.5 * em + grad;
       ew -= 0.1 * (nesterov ? grad + 0.5 * em : em);
@@ -365,10 +400,14 @@ TEST(Optimizer, AdamAndAdamWInClosedForm) {
     Tensor w = Tensor::zeros({1}, alloc), g = Tensor::zeros({1}, alloc);
     w.data()[0] = 1.f;
     auto opt = make_optimizer(cfg, w, g, alloc);
+    Tensor scalars = step_scalars::make(alloc);
+    Tensor lr = step_scalars::slot(scalars, step_scalars::learning_rate);
+    fill(lr, 0.01f);
     double ew = 1, m = 0, v = 0;
     for (int t = 1; t <= 4; ++t) {
       g.data()[0] = 0.3f * static_cast<float>(t % 3) - 0.2f;
-      opt->step(0.01f);
+      opt->step(scalars);
+      EXPECT_EQ(step_scalars::to_host(scalars)[step_scalars::adam_step], static_cast<float>(t));
       double grad = 0.3 * (t % 3) - 0.2;
       if (name == OptimizerName::adamw)
         ew -= 0.01 * 0.1 * ew;
@@ -464,13 +503,13 @@ TEST(Backend, EveryOperationIsDispatchedToCuda) {
   expect("copy", [&] { copy(t, t); });
   expect("fill", [&] { fill(t, 0.f); });
   expect("scale", [&] { scale(t, 1.f); });
-  expect("softmax_cross_entropy", [&] { softmax_cross_entropy(t, labels, t); });
+  expect("softmax_cross_entropy", [&] { softmax_cross_entropy(t, labels, t, t); });
   expect("softmax_cross_entropy_backward", [&] { softmax_cross_entropy_backward(t, labels, 1.f, t); });
-  expect("mean_squared_error", [&] { mean_squared_error(t, storage); });
+  expect("mean_squared_error", [&] { mean_squared_error(t, storage, t); });
   expect("mean_squared_error_backward", [&] { mean_squared_error_backward(t, storage, 1.f, t); });
   expect("count_correct", [&] { count_correct(t, labels); });
-  expect("sgd_update", [&] { sgd_update(t, t, t, 0.1f, 0.f, 0.f, false); });
-  expect("adam_update", [&] { adam_update(t, t, t, t, 0.1f, 0.9f, 0.999f, 1e-8f, 0.f, false, 1); });
+  expect("sgd_update", [&] { sgd_update(t, t, t, t, 0.f, 0.f, false); });
+  expect("adam_update", [&] { adam_update(t, t, t, t, t, 0.9f, 0.999f, 1e-8f, 0.f, false); });
   std::vector<std::int32_t> arg;
   expect("im2col", [&] { im2col(t, 1, 2, 2, 1, 1, 0, 4, t); });
   expect("col2im", [&] { col2im(t, 1, 2, 2, 1, 1, 0, 4, t); });

@@ -1,7 +1,9 @@
 // Losses on the model's output: softmax cross-entropy for classes, mean
-// squared error for regression targets. forward() returns the mean over the
-// rows; backward() writes grad_scale * d(sum of row losses)/d(output), so the
-// caller passes 1 / (rows in the whole step) to get the mean's gradient.
+// squared error for regression targets. forward() adds the sum of the row
+// losses (and, for classes, the correct rows) to the step scalars
+// (tensor/step_scalars.hpp) on the device; backward() writes
+// grad_scale * d(sum of row losses)/d(output), so the caller passes
+// 1 / (rows in the whole step) to get the mean's gradient.
 #pragma once
 
 #include <cstdint>
@@ -20,7 +22,7 @@ class Loss {
  public:
   virtual ~Loss() = default;
   virtual const char* name() const = 0;
-  virtual float forward(const Tensor& out, const Targets& t) = 0;
+  virtual void forward(const Tensor& out, const Targets& t, Tensor& scalars) = 0;
   virtual void backward(const Tensor& out, const Targets& t, float grad_scale, Tensor& dout) = 0;
 };
 

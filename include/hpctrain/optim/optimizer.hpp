@@ -15,7 +15,9 @@ namespace hpctrain {
 class Optimizer {
  public:
   virtual ~Optimizer() = default;
-  virtual void step(float lr) = 0;  // uses and keeps the gradients (the caller zeroes them)
+  // One update with the learning rate in the step scalars (tensor/step_scalars.hpp); uses and
+  // keeps the gradients.
+  virtual void step(Tensor& scalars) = 0;
   // Momentum or Adam's moments: state_names().size() flat blocks, each the size of the
   // parameters, one after the other (checkpoints store them as /optimizer/<name>/...).
   virtual Tensor& state() = 0;

@@ -21,11 +21,6 @@
 
 namespace hpctrain {
 
-struct StepStats {      // this rank's share of one step
-  double loss_sum = 0;  // sum over its samples
-  std::int64_t correct = 0, samples = 0;
-};
-
 struct EvalResult {  // exact over all ranks
   double loss = 0, accuracy = 0;
   std::int64_t samples = 0;
@@ -38,8 +33,9 @@ class Trainer {
   Trainer(const Config& cfg, Runtime& rt, const DatasetIndex& index);
   ~Trainer();
 
-  // One optimizer step on this rank's slice of a global batch.
-  StepStats train_step(const Batch& batch, float lr);
+  // One optimizer step on this rank's slice of a global batch. Its loss, correct and sample
+  // counts are added to the step scalars on the device (read at log intervals).
+  void train_step(const Batch& batch, float lr);
   EvalResult evaluate(const SplitIndex& split);
   int run();        // the whole training run (resuming per [checkpoint] resume); returns the exit code
   int eval_only();  // loads the checkpoint [checkpoint] resume selects and evaluates it on the test split
@@ -51,6 +47,9 @@ class Trainer {
 
  private:
   struct LogState;
+  void take_interval_sums(double sums[3]);  // reads and resets this rank's interval sums
+  void peek_interval_sums(double sums[3]) const;
+  void set_interval_sums(const double sums[3]);
   void log_interval(std::int64_t step, std::int64_t epoch, double lr, bool eval_now, double sums[3], LogState& st,
                     const SplitIndex* eval_split, Reader& reader);
   const Config& cfg_;
@@ -62,6 +61,7 @@ class Trainer {
   std::unique_ptr<Optimizer> opt_;
   std::unique_ptr<Communicator> comm_;
   std::unique_ptr<GradientAverager> averager_;
+  Tensor scalars_, eval_scalars_;  // step scalars (tensor/step_scalars.hpp) of training and evaluation
   double comm_wait_s_ = 0;  // time waiting for gradient buckets after backward (all steps)
   MPI_Comm node_ = MPI_COMM_NULL;
   std::map<std::string, std::unique_ptr<Reader>> eval_readers_;  // per split, made on first use (collective)

@@ -9,6 +9,7 @@
 #include <cstring>
 
 #include "hpctrain/core/error.hpp"
+#include "hpctrain/tensor/step_scalars.hpp"
 
 namespace hpctrain::cpu {
 
@@ -112,21 +113,28 @@ void scale(Tensor& t, float factor) {
   for (std::int64_t i = 0; i < n; ++i) p[i] *= factor;
 }
 
-float softmax_cross_entropy(const Tensor& logits, const std::int32_t* labels, Tensor& probs) {
+void softmax_cross_entropy(const Tensor& logits, const std::int32_t* labels, Tensor& probs, Tensor& scalars) {
   same_size(logits, probs, "softmax");
+  HPCT_CHECK(scalars.numel() >= step_scalars::count, "softmax: step scalars too small");
   const std::int64_t rows = logits.rows(), n = logits.cols();
   double loss = 0;
+  std::int64_t correct = 0;
   for (std::int64_t i = 0; i < rows; ++i) {
     const float* z = logits.data() + i * n;
     float* p = probs.data() + i * n;
-    const float mx = *std::max_element(z, z + n);
+    const float* top = std::max_element(z, z + n);
+    const float mx = *top;
     double sum = 0;
     for (std::int64_t j = 0; j < n; ++j) sum += std::exp(static_cast<double>(z[j] - mx));
     for (std::int64_t j = 0; j < n; ++j) p[j] = static_cast<float>(std::exp(static_cast<double>(z[j] - mx)) / sum);
     HPCT_CHECK(labels[i] >= 0 && labels[i] < n, "label " + std::to_string(labels[i]) + " outside the logits");
     loss += std::log(sum) - static_cast<double>(z[labels[i]] - mx);
+    correct += (top - z) == labels[i];
   }
-  return rows ? static_cast<float>(loss / static_cast<double>(rows)) : 0.f;
+  float* s = scalars.data();
+  s[step_scalars::loss_sum] += static_cast<float>(loss);
+  s[step_scalars::correct] += static_cast<float>(correct);
+  s[step_scalars::samples] += static_cast<float>(rows);
 }
 
 void softmax_cross_entropy_backward(const Tensor& probs, const std::int32_t* labels, float grad_scale,
@@ -140,14 +148,17 @@ void softmax_cross_entropy_backward(const Tensor& probs, const std::int32_t* lab
   }
 }
 
-float mean_squared_error(const Tensor& pred, const float* target) {
+void mean_squared_error(const Tensor& pred, const float* target, Tensor& scalars) {
+  HPCT_CHECK(scalars.numel() >= step_scalars::count, "mse: step scalars too small");
   double s = 0;
   const std::int64_t n = pred.numel();
   for (std::int64_t i = 0; i < n; ++i) {
     const double d = static_cast<double>(pred.data()[i]) - target[i];
     s += d * d;
   }
-  return n ? static_cast<float>(s / static_cast<double>(n)) : 0.f;
+  const std::int64_t width = std::max<std::int64_t>(1, pred.cols());
+  scalars.data()[step_scalars::loss_sum] += static_cast<float>(s / static_cast<double>(width));  // sum of row means
+  scalars.data()[step_scalars::samples] += static_cast<float>(pred.rows());
 }
 
 void mean_squared_error_backward(const Tensor& pred, const float* target, float grad_scale, Tensor& dpred) {
@@ -169,8 +180,10 @@ std::int64_t count_correct(const Tensor& logits, const std::int32_t* labels) {
   return correct;
 }
 
-void sgd_update(Tensor& w, const Tensor& g, Tensor& m, float lr, float momentum, float weight_decay, bool nesterov) {
+void sgd_update(Tensor& w, const Tensor& g, Tensor& m, const Tensor& scalars, float momentum, float weight_decay,
+                bool nesterov) {
   same_size(w, g, "sgd");
+  const float lr = scalars.data()[step_scalars::learning_rate];
   same_size(w, m, "sgd");
   float* pw = w.data();
   const float* pg = g.data();
@@ -190,9 +203,11 @@ void sgd_update(Tensor& w, const Tensor& g, Tensor& m, float lr, float momentum,
   }
 }
 
-void adam_update(Tensor& w, const Tensor& g, Tensor& m, Tensor& v, float lr, float beta1, float beta2, float eps,
-                 float weight_decay, bool decoupled, std::int64_t step) {
+void adam_update(Tensor& w, const Tensor& g, Tensor& m, Tensor& v, const Tensor& scalars, float beta1, float beta2,
+                 float eps, float weight_decay, bool decoupled) {
   same_size(w, g, "adam");
+  const float lr = scalars.data()[step_scalars::learning_rate];
+  const auto step = static_cast<std::int64_t>(scalars.data()[step_scalars::adam_step]);
   same_size(w, m, "adam");
   same_size(w, v, "adam");
   const double c1 = 1 - std::pow(static_cast<double>(beta1), static_cast<double>(step));

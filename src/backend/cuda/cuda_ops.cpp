@@ -29,13 +29,15 @@ void fill(Tensor&, float) { not_implemented("fill"); }
 
 void scale(Tensor&, float) { not_implemented("scale"); }
 
-float softmax_cross_entropy(const Tensor&, const std::int32_t*, Tensor&) { not_implemented("softmax_cross_entropy"); }
+void softmax_cross_entropy(const Tensor&, const std::int32_t*, Tensor&, Tensor&) {
+  not_implemented("softmax_cross_entropy");
+}
 
 void softmax_cross_entropy_backward(const Tensor&, const std::int32_t*, float, Tensor&) {
   not_implemented("softmax_cross_entropy_backward");
 }
 
-float mean_squared_error(const Tensor&, const float*) { not_implemented("mean_squared_error"); }
+void mean_squared_error(const Tensor&, const float*, Tensor&) { not_implemented("mean_squared_error"); }
 
 void mean_squared_error_backward(const Tensor&, const float*, float, Tensor&) {
   not_implemented("mean_squared_error_backward");
@@ -43,9 +45,9 @@ void mean_squared_error_backward(const Tensor&, const float*, float, Tensor&) {
 
 std::int64_t count_correct(const Tensor&, const std::int32_t*) { not_implemented("count_correct"); }
 
-void sgd_update(Tensor&, const Tensor&, Tensor&, float, float, float, bool) { not_implemented("sgd_update"); }
+void sgd_update(Tensor&, const Tensor&, Tensor&, const Tensor&, float, float, bool) { not_implemented("sgd_update"); }
 
-void adam_update(Tensor&, const Tensor&, Tensor&, Tensor&, float, float, float, float, float, bool, std::int64_t) {
+void adam_update(Tensor&, const Tensor&, Tensor&, Tensor&, const Tensor&, float, float, float, float, bool) {
   not_implemented("adam_update");
 }
 

@@ -106,7 +106,7 @@ void Trainer::train_step(const Batch& batch, float lr) {
   const float grad_scale = 1.f / static_cast<float>(batch.size);  // mean over this rank's batch
   model_->set_batch(rows);
   Tensor lr_slot = step_scalars::slot(scalars_, step_scalars::learning_rate);
-  fill(lr_slot, lr);  // written into device memory; the optimizer reads it there
+  fill(lr_slot, lr);             // written into device memory; the optimizer reads it there
   for (int m = 0; m < k; ++m) {  // gradient accumulation over micro-batches
     const Tensor x = Tensor::wrap(const_cast<float*>(batch.samples.data()) + m * rows * width, [&] {
       Shape sh{rows};

@@ -62,7 +62,7 @@ class Trainer {
   std::unique_ptr<Communicator> comm_;
   std::unique_ptr<GradientAverager> averager_;
   Tensor scalars_, eval_scalars_;  // step scalars (tensor/step_scalars.hpp) of training and evaluation
-  double comm_wait_s_ = 0;  // time waiting for gradient buckets after backward (all steps)
+  double comm_wait_s_ = 0;         // time waiting for gradient buckets after backward (all steps)
   MPI_Comm node_ = MPI_COMM_NULL;
   std::map<std::string, std::unique_ptr<Reader>> eval_readers_;  // per split, made on first use (collective)
 };

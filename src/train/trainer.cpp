@@ -397,7 +397,7 @@ int Trainer::run() {
   restore_preemption_signals();
   const double wall = since(st.start);
   const std::int64_t ran = step - first;
-  if (stop_signal) {
+  if (stop_signal && step < total) {  // (a signal during the last step: the run is complete, finish normally)
     log0(std::string("stopped by ") + signal_name(stop_signal) + " after step " + std::to_string(step) + " of " +
          std::to_string(total) + " (checkpoint written, " +
          std::to_string(checkpointer.seconds_writing()).substr(0, 5) +

@@ -67,6 +67,9 @@ rc=$?
 check "a signal on one rank: every rank stops, exit 10" test $rc -eq 10
 check "the stop wrote the step-17 checkpoint" test -f "$tmp/b/checkpoints/ckpt-00000017.h5"
 check "the stop is explained" grep -q "stopped by SIGUSR1 after step 17 of 30" <<<"$out"
+out=$(HPCTRAIN_TEST_SIGNAL=0:30 run 2 "$tmp/last")
+check "a signal during the last step: the run completes normally (exit 0, final evaluation)" \
+  test $? -eq 0 -a -n "$(grep '^done: 30 steps' <<<"$out")"
 cp "$tmp/b/checkpoints/ckpt-00000017.h5" "$tmp/c17.h5"
 out=$(run 2 "$tmp/b")
 rc=$?

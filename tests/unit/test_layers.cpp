@@ -118,6 +118,21 @@ std::unique_ptr<Layer> make(const std::string& text, ConvImpl conv = ConvImpl::i
   return r.make(parse_layers(text).front());
 }
 
+// Gives a configured layer random parameters (seeded) and zero gradients; returns them.
+std::vector<Tensor> bind_random_params(Layer& layer, const Shape& in, Allocator& alloc, std::uint32_t seed,
+                                       std::vector<Tensor>* grads_out = nullptr) {
+  std::vector<Tensor> params, grads;
+  for (const ParamSpec& p : layer.param_specs(in)) {
+    params.push_back(Tensor::zeros(p.shape, alloc));
+    grads.push_back(Tensor::zeros(p.shape, alloc));
+    const auto v = random_values(numel(p.shape), seed++);
+    std::copy(v.begin(), v.end(), params.back().data());
+  }
+  layer.bind(params, grads);
+  if (grads_out) *grads_out = grads;
+  return params;
+}
+
 // The negative control: dense whose backward is 1% off.
 class WrongDense final : public Layer {
  public:
@@ -171,15 +186,7 @@ TEST(ForwardReference, ConvAndMaxPoolEqualDirectLoops) {
     auto conv = make(text);
     const Shape in{t.c, t.h, t.w}, out = conv->output_shape(in);
     conv->configure(in);
-    std::vector<Tensor> params, grads;
-    std::uint32_t seed = 11;
-    for (const ParamSpec& p : conv->param_specs(in)) {
-      params.push_back(Tensor::zeros(p.shape, alloc));
-      grads.push_back(Tensor::zeros(p.shape, alloc));
-      const auto v = random_values(numel(p.shape), seed++);
-      std::copy(v.begin(), v.end(), params.back().data());
-    }
-    conv->bind(params, grads);
+    const auto params = bind_random_params(*conv, in, alloc, 11);
     const std::int64_t batch = 2;
     Tensor x = Tensor::zeros({batch, t.c, t.h, t.w}, alloc), y = Tensor::zeros({batch, out[0], out[1], out[2]}, alloc);
     const auto xv = random_values(x.numel(), 5);
@@ -235,20 +242,13 @@ TEST(ConvImplementations, OnednnEqualsIm2colGemm) {
   for (const char* text : {"conv(8,3,pad=1)", "conv(4,3,pad=2,stride=2)", "conv(5,1)", "conv(6,5,pad=2)"}) {
     const Shape in{3, 9, 8};
     const std::int64_t batch = 5;
-    std::vector<Tensor> y, dx, params, grads[2];
+    std::vector<Tensor> y, dx, grads[2];
     for (int e = 0; e < 2; ++e) {
       auto conv = make(text, e == 0 ? ConvImpl::im2col : ConvImpl::onednn);
       const Shape out = conv->output_shape(in);
       conv->configure(in);
-      std::vector<Tensor> p, g;
-      std::uint32_t seed = 21;
-      for (const ParamSpec& ps : conv->param_specs(in)) {
-        p.push_back(Tensor::zeros(ps.shape, alloc));
-        g.push_back(Tensor::zeros(ps.shape, alloc));
-        const auto v = random_values(numel(ps.shape), seed++);
-        std::copy(v.begin(), v.end(), p.back().data());
-      }
-      conv->bind(p, g);
+      std::vector<Tensor> g;
+      bind_random_params(*conv, in, alloc, 21, &g);
       Tensor x = Tensor::zeros({batch, in[0], in[1], in[2]}, alloc);
       Tensor yy = Tensor::zeros({batch, out[0], out[1], out[2]}, alloc), dy = Tensor::zeros(yy.shape(), alloc);
       Tensor dxx = Tensor::zeros(x.shape(), alloc);

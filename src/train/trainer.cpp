@@ -18,6 +18,7 @@
 #include "hpctrain/core/log.hpp"
 #include "hpctrain/core/signals.hpp"
 #include "hpctrain/data/sampler.hpp"
+#include "hpctrain/model/partition.hpp"
 #include "hpctrain/tensor/step_scalars.hpp"
 #include "hpctrain/train/checkpointing.hpp"
 
@@ -62,9 +63,6 @@ void verify_identical(Communicator& comm, const Tensor& t, const std::string& wh
 }
 
 Trainer::Trainer(const Config& cfg, Runtime& rt, const DatasetIndex& index) : cfg_(cfg), rt_(rt), index_(index) {
-  if (rt.grid().shape().mp_size > 1)
-    throw bad_input("[parallel] model_parallel = " + std::to_string(rt.grid().shape().mp_size) +
-                    ": model-parallel training is not in this build yet (use 1)");
   if (rt.device().kind != DeviceKind::cpu)
     throw bad_input("[run] device = cuda: the GPU backend's operations are not implemented yet (use device = cpu)");
   if (cfg.model.layers.empty()) throw bad_input("[model] layers is not set");
@@ -73,6 +71,11 @@ Trainer::Trainer(const Config& cfg, Runtime& rt, const DatasetIndex& index) : cf
   LayerRegistry registry;
   register_builtin_layers(registry, LayerOptions{cfg.run.conv});
   model_ = std::make_unique<Model>(cfg.model.layers, index.train.sample_shape, registry, alloc_);
+  const int stages = rt.grid().shape().mp_size;
+  partition_layers(layer_parameter_counts(*model_), stages, cfg.model.groups);  // bad_input when the groups are wrong
+  if (stages > 1)
+    throw bad_input("[parallel] model_parallel = " + std::to_string(stages) +
+                    ": pipeline execution is not in this build yet (use 1; --dry-run shows the layer groups)");
   const Shape& out = model_->output_shape();
   const std::int64_t want = index.train.classification ? index.train.num_classes : index.train.label_width;
   if (out.size() != 1 || out[0] != want)

@@ -42,6 +42,9 @@ for np in 1 2 3 4; do
     check "dry run np=$np M=$m exits 0" test $rc -eq 0
     check "dry run np=$np M=$m prints the grid" grid_ok $np $m "$out"
     [ "$np" -eq 4 ] && [ "$m" -eq 2 ] && echo "$out" | sed -n '/^Process grid/,$p'
+    if [ "$m" -eq 2 ]; then
+      check "dry run np=$np M=2 prints the layer groups" grep -qE "^ +0  00_flatten \.\. 02_relu +803840 " <<<"$out"
+    fi
   done
 done
 
@@ -66,6 +69,12 @@ bad_input "impossible grid" "model_parallel = 2 does not divide the world size 3
 bad_input "batch vs grid" "global_batch = 255 is not divisible by the data-parallel size 4" 4 "$ini" --set train.global_batch=255
 bad_input "missing file" "configuration file '/no/such.ini' cannot be read" 2 /no/such.ini
 bad_input "unknown option" "unrecognised option '--frobnicate'" 2 "$ini" --frobnicate
+bad_input "more stages than layers" "model_parallel = 4 stages but [model] layers has only 2 layer(s)" 4 "$ini" \
+  --set parallel.model_parallel=4 --set 'model.layers=flatten dense(10)'
+bad_input "empty layer group" "group 1 ('4-3') is empty" 2 "$ini" --set parallel.model_parallel=2 --set 'model.groups=0-3 4-3'
+bad_input "layers in no group" "leaves out layers 4-5" 2 "$ini" --set parallel.model_parallel=2 --set 'model.groups=0-1 2-3'
+bad_input "micro-batches vs per-rank batch" "micro_batches = 4 does not divide the per-rank batch 6" 4 "$ini" \
+  --set parallel.model_parallel=2 --set train.micro_batches=4 --set train.global_batch=12
 tmp=$(mktemp)
 printf '[train]\nepochs = 2\n[optim]\nlr 0.1\n' >"$tmp"
 bad_input "syntax error" "$tmp:4: cannot parse line 'lr 0.1'" 2 "$tmp"

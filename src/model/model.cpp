@@ -1,6 +1,7 @@
 // Implementation of the model (model/model.hpp).
 #include "hpctrain/model/model.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 
@@ -11,25 +12,45 @@
 
 namespace hpctrain {
 
-Model::Model(const std::string& layers, const Shape& sample_shape, const LayerRegistry& registry, Allocator& alloc)
-    : alloc_(alloc) {
-  shapes_.push_back(sample_shape);
-  std::int64_t total = 0;
+Model::Model(const std::string& layers, const Shape& sample_shape, const LayerRegistry& registry, Allocator& alloc,
+             std::size_t first, std::size_t last)
+    : alloc_(alloc), first_(first) {
   const auto specs = parse_layers(layers);
+  last = std::min(last, specs.size());
+  HPCT_CHECK(first < last, "model layer range [" + std::to_string(first) + ", " + std::to_string(last) + ") of " +
+                               std::to_string(specs.size()) + " layers");
+  // Every layer is made (cheap: parameters live in the model's buffers) so shapes, names and the
+  // whole model's layout are known; only [first, last) are kept.
+  Shape in = sample_shape;
+  std::int64_t total = 0, global = 0;
   for (std::size_t i = 0; i < specs.size(); ++i) {
     auto layer = registry.make(specs[i]);
     char name[64];
     std::snprintf(name, sizeof(name), "%02zu_%s", i, layer->type());
-    const Shape in = shapes_.back();
-    shapes_.push_back(layer->output_shape(in));
+    const Shape out = layer->output_shape(in);
     layer->configure(in);
+    const bool mine = i >= first && i < last;
+    if (i == first) shapes_.push_back(in);
     for (const ParamSpec& p : layer->param_specs(in)) {
-      info_.push_back({std::string(name) + "/" + p.name, total, p.shape, p.init, p.fan_in, p.fan_out});
-      total += numel(p.shape);
+      const ParamInfo info{std::string(name) + "/" + p.name, mine ? total : global, global, p.shape, p.init,
+                           p.fan_in, p.fan_out};
+      all_info_.push_back({info.name, global, global, p.shape, p.init, p.fan_in, p.fan_out});
+      if (mine) {
+        info_.push_back(info);
+        total += numel(p.shape);
+      }
+      global += numel(p.shape);
     }
-    names_.push_back(name);
-    layer->set_context(&ctx_, i);
-    layers_.push_back(std::move(layer));
+    for (auto& [bname, buf] : layer->buffers())
+      all_buffers_.emplace_back(std::string(name) + "/" + bname, static_cast<std::int64_t>(buf->size()));
+    all_names_.push_back(name);
+    if (mine) {
+      shapes_.push_back(out);
+      names_.push_back(name);
+      layer->set_context(&ctx_, i);  // the model-wide index: dropout draws do not depend on the split
+      layers_.push_back(std::move(layer));
+    }
+    in = out;
   }
   params_ = Tensor::zeros({total}, alloc_);
   grads_ = Tensor::zeros({total}, alloc_);
@@ -56,7 +77,7 @@ void Model::init_parameters(std::uint64_t seed) {
     float* w = params_.data() + p.offset;
     const std::int64_t n = numel(p.shape);
     for (std::int64_t i = 0; i < n; ++i) {
-      const std::uint64_t h1 = splitmix64(seed ^ splitmix64(static_cast<std::uint64_t>(p.offset + i)));
+      const std::uint64_t h1 = splitmix64(seed ^ splitmix64(static_cast<std::uint64_t>(p.global_offset + i)));
       const std::uint64_t h2 = splitmix64(h1);
       const double u1 = (static_cast<double>(h1 >> 11) + 1.0) / 9007199254740993.0;  // (0, 1]
       const double u2 = static_cast<double>(h2 >> 11) / 9007199254740992.0;          // [0, 1)

@@ -481,6 +481,46 @@ TEST(Model, InitializationIsDeterministicAndScaled) {
   EXPECT_NEAR(var, 2.0 / 400, 0.05 * 2.0 / 400);
 }
 
+// A pipeline stage's model holds a range of the layers with their model-wide names,
+// initial values and dropout keys, and the whole model's layout for checkpoints; the stages'
+// forward passes chained equal the whole model's.
+TEST(Model, LayerRangesOfOneModel) {
+  Allocator alloc;
+  LayerRegistry r;
+  register_builtin_layers(r);
+  const std::string layers = "flatten dense(6) tanh dropout(30) dense(5) batchnorm dense(3)";
+  Model whole(layers, {2, 4}, r, alloc), head(layers, {2, 4}, r, alloc, 0, 3), tail(layers, {2, 4}, r, alloc, 3, 7);
+  for (Model* m : {&whole, &head, &tail}) m->init_parameters(9);
+  EXPECT_EQ(head.layer_names(), (std::vector<std::string>{"00_flatten", "01_dense", "02_tanh"}));
+  EXPECT_EQ(tail.layer_names().front(), "03_dropout");
+  EXPECT_EQ(tail.first_layer(), 3u);
+  EXPECT_EQ(tail.all_layer_names(), whole.layer_names());
+  EXPECT_EQ(tail.all_param_info().size(), whole.param_info().size());
+  EXPECT_EQ(head.all_buffers().size(), 2u);  // the batch norm's running statistics, held by the tail
+  EXPECT_EQ(head.parameters().numel() + tail.parameters().numel(), whole.parameters().numel());
+  EXPECT_EQ(std::memcmp(head.parameters().data(), whole.parameters().data(), sizeof(float) * 54), 0);
+  EXPECT_EQ(std::memcmp(tail.parameters().data(), whole.parameters().data() + 54,
+                        sizeof(float) * static_cast<std::size_t>(tail.parameters().numel())),
+            0);
+  const std::int64_t rows = 4;
+  std::vector<std::int64_t> ids{7, 8, 9, 10};
+  for (Model* m : {&whole, &head, &tail}) {
+    m->set_batch(rows);
+    m->context().training = true;
+    m->context().seed = 3;
+    m->context().step = 2;
+    m->context().sample_ids = ids.data();
+  }
+  const auto xv = random_values(rows * 8, 4);
+  Tensor x = Tensor::zeros({rows, 2, 4}, alloc);
+  std::copy(xv.begin(), xv.end(), x.data());
+  const Tensor& y = whole.forward(x);
+  const Tensor& mid = head.forward(x);
+  const Tensor& y2 = tail.forward(mid);
+  ASSERT_EQ(y.numel(), y2.numel());
+  EXPECT_EQ(std::memcmp(y.data(), y2.data(), sizeof(float) * static_cast<std::size_t>(y.numel())), 0);
+}
+
 TEST(Backend, EveryOperationIsDispatchedToCuda) {
   // Until the GPU backend lands, each operation on a cuda tensor throws naming itself.
   float storage[16] = {0};

@@ -17,7 +17,8 @@ namespace hpctrain {
 
 struct ParamInfo {
   std::string name;  // "03_dense/weight"
-  std::int64_t offset = 0;
+  std::int64_t offset = 0;         // in this rank's flat buffers
+  std::int64_t global_offset = 0;  // in the whole model's (initialization keys on it)
   Shape shape;
   Init init = Init::zeros;
   std::int64_t fan_in = 1, fan_out = 1;
@@ -26,7 +27,10 @@ struct ParamInfo {
 class Model {
  public:
   // bad_input for unknown layer types, bad arguments or shapes that do not fit.
-  Model(const std::string& layers, const Shape& sample_shape, const LayerRegistry& registry, Allocator& alloc);
+  // [first, last): the top-level layers this rank holds (a pipeline stage's group);
+  // by default all. Layers keep their model-wide names and initialization.
+  Model(const std::string& layers, const Shape& sample_shape, const LayerRegistry& registry, Allocator& alloc,
+        std::size_t first = 0, std::size_t last = static_cast<std::size_t>(-1));
 
   // Deterministic initialization from the seed (He normal / Xavier uniform / zeros),
   // a pure function of (seed, parameter index): the same on every rank.
@@ -50,7 +54,13 @@ class Model {
   const std::vector<ParamInfo>& param_info() const { return info_; }
   // Non-trainable state (batch norm's running statistics) by name, "02_batchnorm/running_mean".
   std::vector<std::pair<std::string, std::vector<float>*>> buffers();
-  const std::vector<std::string>& layer_names() const { return names_; }  // "00_conv", ...
+  const std::vector<std::string>& layer_names() const { return names_; }  // "00_conv", ... (held here)
+  // The whole model, whichever layers this rank holds (checkpoint layout): every layer's name,
+  // every parameter (offset = global_offset), every buffer's name and size.
+  const std::vector<std::string>& all_layer_names() const { return all_names_; }
+  const std::vector<ParamInfo>& all_param_info() const { return all_info_; }
+  const std::vector<std::pair<std::string, std::int64_t>>& all_buffers() const { return all_buffers_; }
+  std::size_t first_layer() const { return first_; }  // model-wide index of this rank's first layer
   const Shape& output_shape() const { return shapes_.back(); }
   std::size_t layers() const { return layers_.size(); }
   std::string summary() const;  // table: layer, output shape, parameters
@@ -61,6 +71,10 @@ class Model {
   std::vector<std::string> names_;  // "00_flatten"
   std::vector<Shape> shapes_;       // per-sample: input, then each layer's output
   std::vector<ParamInfo> info_;
+  std::vector<std::string> all_names_;
+  std::vector<ParamInfo> all_info_;
+  std::vector<std::pair<std::string, std::int64_t>> all_buffers_;
+  std::size_t first_ = 0;
   Tensor params_, grads_;
   StepContext ctx_;
   std::int64_t rows_ = -1, capacity_ = 0;

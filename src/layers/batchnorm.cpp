@@ -62,6 +62,7 @@ class BatchNorm final : public Layer {
         const double mean = sums[ch] / m, var = std::max(0.0, sums[uc + ch] / m - mean * mean);
         mean_[ch] = static_cast<float>(mean);
         inv_std_[ch] = static_cast<float>(1.0 / std::sqrt(var + eps_));
+        if (context().recompute) continue;  // the same batch again (pipeline backward): statistics already taken
         running_mean_[ch] = (1 - momentum_) * running_mean_[ch] + momentum_ * static_cast<float>(mean);
         running_var_[ch] =
             (1 - momentum_) * running_var_[ch] + momentum_ * static_cast<float>(var * m / std::max(1.0, m - 1));

@@ -52,6 +52,7 @@ Model::Model(const std::string& layers, const Shape& sample_shape, const LayerRe
     }
     in = out;
   }
+  whole_out_ = in;
   params_ = Tensor::zeros({total}, alloc_);
   grads_ = Tensor::zeros({total}, alloc_);
   std::size_t k = 0;
@@ -106,15 +107,16 @@ void Model::set_batch(std::int64_t rows) {
       act_buf_[i] = Tensor::zeros({rows * numel(shapes_[i])}, alloc_);
       grad_buf_[i] = Tensor::zeros({rows * numel(shapes_[i])}, alloc_);
     }
+    if (first_ > 0) grad_buf_[0] = Tensor::zeros({rows * numel(shapes_[0])}, alloc_);  // sent upstream
   }
   rows_ = rows;
   acts_.assign(shapes_.size(), Tensor());
   grads_act_.assign(shapes_.size(), Tensor());
-  for (std::size_t i = 1; i < shapes_.size(); ++i) {
+  for (std::size_t i = 0; i < shapes_.size(); ++i) {
     Shape s{rows};
     s.insert(s.end(), shapes_[i].begin(), shapes_[i].end());
-    acts_[i] = act_buf_[i].view(0, s);
-    grads_act_[i] = grad_buf_[i].view(0, s);
+    if (i > 0) acts_[i] = act_buf_[i].view(0, s);
+    if (i > 0 || first_ > 0) grads_act_[i] = grad_buf_[i].view(0, s);
   }
 }
 
@@ -128,10 +130,10 @@ const Tensor& Model::forward(const Tensor& x) {
 void Model::backward(const Tensor& x, const Tensor& dout, const std::function<void(std::size_t)>& layer_done,
                      bool accumulate) {
   if (dout.data() != grads_act_.back().data()) copy(dout, grads_act_.back());
-  Tensor none;
   for (std::size_t i = layers_.size(); i-- > 0;) {
     layers_[i]->set_accumulate_grads(accumulate);
-    layers_[i]->backward(i == 0 ? x : acts_[i], acts_[i + 1], grads_act_[i + 1], i == 0 ? none : grads_act_[i]);
+    // grads_act_[0] is undefined on the first stage: its first layer skips the input gradient.
+    layers_[i]->backward(i == 0 ? x : acts_[i], acts_[i + 1], grads_act_[i + 1], grads_act_[i]);
     if (layer_done) layer_done(i);
   }
 }

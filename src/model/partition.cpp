@@ -92,11 +92,11 @@ std::vector<LayerGroup> partition_layers(const std::vector<std::int64_t>& layer_
 }
 
 std::vector<std::int64_t> layer_parameter_counts(const Model& model) {
-  std::vector<std::int64_t> out;
-  for (std::size_t i = 0; i < model.layers(); ++i) {
-    const auto [begin, end] = model.layer_param_range(i);
-    out.push_back(end - begin);
-  }
+  const auto& names = model.all_layer_names();
+  std::vector<std::int64_t> out(names.size(), 0);
+  for (const ParamInfo& p : model.all_param_info())
+    for (std::size_t i = 0; i < names.size(); ++i)
+      if (p.name.rfind(names[i] + "/", 0) == 0) out[i] += numel(p.shape);
   return out;
 }
 

@@ -12,6 +12,7 @@
 
 #include "hpctrain/core/error.hpp"
 #include "hpctrain/core/log.hpp"
+#include "hpctrain/model/partition.hpp"
 
 namespace fs = std::filesystem;
 
@@ -40,8 +41,9 @@ std::string effective_ini(const Config& cfg) {
   return os.str();
 }
 
-Checkpointer::Checkpointer(const Config& cfg, const Runtime& rt, Model& model, Optimizer& opt)
-    : cfg_(cfg), rt_(rt), model_(model), opt_(opt) {
+Checkpointer::Checkpointer(const Config& cfg, const Runtime& rt, Model& model, Optimizer& opt,
+                           std::vector<LayerGroup> groups)
+    : cfg_(cfg), rt_(rt), model_(model), opt_(opt), groups_(std::move(groups)) {
   std::string error;
   if (rt.grid().world_rank() == 0) {
     std::error_code ec;
@@ -54,19 +56,38 @@ Checkpointer::Checkpointer(const Config& cfg, const Runtime& rt, Model& model, O
 }
 
 std::vector<CheckpointTensor> Checkpointer::tensors() const {
-  // Model parallelism (a later issue) gives each layer a stage; until then stage 0 holds them all.
+  // Every rank lists every tensor of the whole model (dataset creation is collective), with the
+  // stage that holds it; the data only where this rank holds it.
+  const auto& names = model_.all_layer_names();
+  auto stage_of = [&](const std::string& tensor) {
+    for (std::size_t i = 0; i < names.size(); ++i)
+      if (tensor.rfind(names[i] + "/", 0) == 0) return groups_.empty() ? 0 : stage_of_layer(groups_, i);
+    HPCT_CHECK(false, "checkpoint tensor " + tensor + " belongs to no layer");
+    return 0;
+  };
+  std::map<std::string, std::int64_t> own;  // parameter name -> offset in this rank's buffers
+  for (const ParamInfo& p : model_.param_info()) own[p.name] = p.offset;
+  std::map<std::string, float*> own_buffers;
+  for (auto& [name, buf] : model_.buffers()) own_buffers[name] = buf->data();
   std::vector<CheckpointTensor> out;
   Tensor& params = model_.parameters();
-  for (const ParamInfo& p : model_.param_info())
-    out.push_back({"model/" + p.name, p.shape, params.data() + p.offset, 0});
-  for (auto& [name, buf] : model_.buffers())
-    out.push_back({"model/" + name, {static_cast<std::int64_t>(buf->size())}, buf->data(), 0});
-  const auto names = opt_.state_names();
+  for (const ParamInfo& p : model_.all_param_info()) {
+    const auto it = own.find(p.name);
+    out.push_back({"model/" + p.name, p.shape, it == own.end() ? nullptr : params.data() + it->second, stage_of(p.name)});
+  }
+  for (const auto& [name, size] : model_.all_buffers()) {
+    const auto it = own_buffers.find(name);
+    out.push_back({"model/" + name, {size}, it == own_buffers.end() ? nullptr : it->second, stage_of(name)});
+  }
+  const auto states = opt_.state_names();
   const std::int64_t n = params.numel();
-  for (std::size_t k = 0; k < names.size(); ++k)
-    for (const ParamInfo& p : model_.param_info())
-      out.push_back({"optimizer/" + names[k] + "/" + p.name, p.shape,
-                     opt_.state().data() + static_cast<std::int64_t>(k) * n + p.offset, 0});
+  for (std::size_t k = 0; k < states.size(); ++k)
+    for (const ParamInfo& p : model_.all_param_info()) {
+      const auto it = own.find(p.name);
+      out.push_back({"optimizer/" + states[k] + "/" + p.name, p.shape,
+                     it == own.end() ? nullptr : opt_.state().data() + static_cast<std::int64_t>(k) * n + it->second,
+                     stage_of(p.name)});
+    }
   return out;
 }
 
@@ -92,7 +113,7 @@ std::string Checkpointer::save(const TrainPosition& pos, const double interval_s
   // Every layer group that holds something, with its type; sorted, so parents come before
   // the groups nested in them (residual blocks).
   std::set<std::string> group_names;
-  for (const ParamInfo& p : model_.param_info())
+  for (const ParamInfo& p : model_.all_param_info())
     for (std::string at = group_of(p.name);; at = group_of(at)) {
       group_names.insert(at);
       if (at.find('/') == std::string::npos) break;
@@ -145,7 +166,7 @@ std::string Checkpointer::resume_target() const {
 std::vector<std::string> checkpoint_mismatches(const CheckpointFile& file, const Model& model) {
   std::vector<std::string> out;
   const auto stored = file.children("model");
-  const auto& ours = model.layer_names();
+  const auto& ours = model.all_layer_names();
   // Compare layer lists first: they explain most mismatches in one line.
   std::vector<std::string> with_state;  // our layers that have parameters or buffers
   for (const ParamInfo& p : model.param_info()) {
@@ -211,8 +232,12 @@ CheckpointInfo Checkpointer::load(const std::string& path, double interval_sums[
   const std::int64_t n = params.numel();
   const auto names = opt_.state_names();
   auto bufs = model_.buffers();
-  // Rank 0 reads and checks; the result (or its error) reaches every rank.
-  const auto blobs = compute_on_root(MPI_COMM_WORLD, [&]() -> std::vector<std::string> {
+  // Rank 0 of each stage's data-parallel group reads that stage's layers and checks them; the
+  // bits reach the group; an error on any stage stops every rank alike.
+  std::vector<std::string> blobs;
+  std::string error;
+  try {
+    blobs = compute_on_root(g.dp_comm(), [&]() -> std::vector<std::string> {
     const CheckpointFile file(path);
     const auto problems = checkpoint_mismatches(file, model_);
     if (!problems.empty()) {
@@ -250,7 +275,12 @@ CheckpointInfo Checkpointer::load(const std::string& path, double interval_sums[
             bytes_of(b.data(), b.size() * sizeof(float)),
             bytes_of(sums.data(), sums.size() * sizeof(double)),
             warnings};
-  });
+    });
+  } catch (const Error& e) {
+    if (e.code() != ExitCode::bad_input) throw;
+    error = e.what();
+  }
+  raise_if_any(MPI_COMM_WORLD, error);
   const CheckpointInfo info = decode_info(blobs[0]);
   std::memcpy(params.data(), blobs[1].data(), blobs[1].size());
   if (!blobs[2].empty()) {

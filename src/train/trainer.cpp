@@ -21,6 +21,7 @@
 #include "hpctrain/model/partition.hpp"
 #include "hpctrain/tensor/step_scalars.hpp"
 #include "hpctrain/train/checkpointing.hpp"
+#include "hpctrain/train/pipeline.hpp"
 
 namespace fs = std::filesystem;
 
@@ -70,22 +71,29 @@ Trainer::Trainer(const Config& cfg, Runtime& rt, const DatasetIndex& index) : cf
   cpu::set_onednn_threads(cfg.run.threads);
   LayerRegistry registry;
   register_builtin_layers(registry, LayerOptions{cfg.run.conv});
-  model_ = std::make_unique<Model>(cfg.model.layers, index.train.sample_shape, registry, alloc_);
+  // Model parallelism: this rank holds its stage's group of layers (all of them when M = 1).
   const int stages = rt.grid().shape().mp_size;
-  partition_layers(layer_parameter_counts(*model_), stages, cfg.model.groups);  // bad_input when the groups are wrong
-  if (stages > 1)
-    throw bad_input("[parallel] model_parallel = " + std::to_string(stages) +
-                    ": pipeline execution is not in this build yet (use 1; --dry-run shows the layer groups)");
-  const Shape& out = model_->output_shape();
-  const std::int64_t want = index.train.classification ? index.train.num_classes : index.train.label_width;
-  if (out.size() != 1 || out[0] != want)
-    throw bad_input("[model] layers: the last layer outputs " + shape_string(out) + " but the data needs [" +
-                    std::to_string(want) + "] (" + (index.train.classification ? "classes" : "targets") + ")");
+  {
+    const Model layout(cfg.model.layers, index.train.sample_shape, registry, alloc_, 0, 1);  // shapes, counts
+    groups_ = partition_layers(layer_parameter_counts(layout), stages, cfg.model.groups);  // bad_input if wrong
+    const Shape& out = layout.whole_output_shape();
+    const std::int64_t want = index.train.classification ? index.train.num_classes : index.train.label_width;
+    if (out.size() != 1 || out[0] != want)
+      throw bad_input("[model] layers: the last layer outputs " + shape_string(out) + " but the data needs [" +
+                      std::to_string(want) + "] (" + (index.train.classification ? "classes" : "targets") + ")");
+  }
+  const LayerGroup& mine = groups_[static_cast<std::size_t>(rt.grid().coords().mp)];
+  model_ = std::make_unique<Model>(cfg.model.layers, index.train.sample_shape, registry, alloc_, mine.first,
+                                   mine.last);
   loss_ = make_loss(index.train.classification, alloc_);
   opt_ = make_optimizer(cfg.optim, model_->parameters(), model_->gradients(), alloc_);
   scalars_ = step_scalars::make(alloc_);
   eval_scalars_ = step_scalars::make(alloc_);
   comm_ = rt.make_communicator(rt.grid().dp_comm(), rt.grid().dp_name(), MemorySpace::host);
+  if (stages > 1) {
+    mp_comm_ = rt.make_communicator(rt.grid().mp_comm(), rt.grid().mp_name(), MemorySpace::host);
+    pipeline_ = std::make_unique<PipelineStage>(*model_, *loss_, *mp_comm_, cfg.parallel.schedule, alloc_);
+  }
   model_->init_parameters(cfg.run.seed);
   comm_->broadcast(model_->parameters().data(), static_cast<std::size_t>(model_->parameters().numel()), DType::f32, 0);
   verify_identical(*comm_, model_->parameters(), "initial parameters");
@@ -109,7 +117,28 @@ void Trainer::train_step(const Batch& batch, float lr) {
   const float grad_scale = 1.f / static_cast<float>(batch.size);  // mean over this rank's batch
   model_->set_batch(rows);
   Tensor lr_slot = step_scalars::slot(scalars_, step_scalars::learning_rate);
-  fill(lr_slot, lr);             // written into device memory; the optimizer reads it there
+  fill(lr_slot, lr);  // written into device memory; the optimizer reads it there
+  if (pipeline_) {
+    Shape sh{rows};
+    sh.insert(sh.end(), index_.train.sample_shape.begin(), index_.train.sample_shape.end());
+    auto prepare = [&](int m) {
+      MicroBatch mb;
+      mb.input = Tensor::wrap(const_cast<float*>(batch.samples.data()) + m * rows * width, sh);
+      if (!batch.classes.empty()) mb.targets.classes = batch.classes.data() + m * rows;
+      if (!batch.targets.empty()) mb.targets.values = batch.targets.data() + m * rows * index_.train.label_width;
+      StepContext& ctx = model_->context();
+      ctx.training = true;
+      ctx.stats_comm = cfg_.train.sync_batchnorm ? comm_.get() : nullptr;
+      ctx.seed = cfg_.run.seed;
+      ctx.step = batch.epoch * 1000000007 + batch.step;
+      ctx.sample_ids = batch.indices.data() + m * rows;
+      return mb;
+    };
+    pipeline_->train_step(k, rows, prepare, grad_scale, scalars_,
+                          [&](std::size_t layer) { averager_->layer_done(layer); });
+    finish_step();
+    return;
+  }
   for (int m = 0; m < k; ++m) {  // gradient accumulation over micro-batches
     const Tensor x = Tensor::wrap(const_cast<float*>(batch.samples.data()) + m * rows * width, [&] {
       Shape sh{rows};
@@ -134,9 +163,29 @@ void Trainer::train_step(const Batch& batch, float lr) {
     if (m + 1 == k) done = [&](std::size_t layer) { averager_->layer_done(layer); };
     model_->backward(x, model_->dout(), done, m > 0);
   }
+  finish_step();
+}
+
+void Trainer::finish_step() {
   comm_wait_s_ += averager_->finish();
-  if (cfg_.optim.clip_norm > 0) clip_by_global_norm(model_->gradients(), cfg_.optim.clip_norm);
+  if (cfg_.optim.clip_norm > 0) {
+    // The global norm covers every stage's gradients (identical over a data-parallel group after averaging).
+    double ss = sum_of_squares(model_->gradients());
+    if (mp_comm_) mp_comm_->allreduce(&ss, &ss, 1, DType::f64, ReduceOp::sum);
+    const double norm = std::sqrt(ss);
+    if (norm > cfg_.optim.clip_norm) scale(model_->gradients(), static_cast<float>(cfg_.optim.clip_norm / norm));
+  }
   opt_->step(scalars_);
+}
+
+void Trainer::sum_over_replicas(double* v, std::size_t n) {
+  if (!pipeline_) {
+    allreduce_sum(*comm_, v, n);  // the data-parallel group is the world
+    return;
+  }
+  // Only the last stage holds loss sums; the other stages add zeros.
+  if (!pipeline_->last()) std::fill(v, v + n, 0.0);
+  CHECK_MPI(MPI_Allreduce(MPI_IN_PLACE, v, static_cast<int>(n), MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD));
 }
 
 void Trainer::take_interval_sums(double sums[3]) {
@@ -182,15 +231,19 @@ EvalResult Trainer::evaluate(const SplitIndex& split) {
     if (!batch.classes.empty()) t.classes = batch.classes.data();
     if (!batch.targets.empty()) t.values = batch.targets.data();
     model_->context().training = false;
-    const Tensor& out = model_->forward(x);
     fill(eval_scalars_, 0.f);
-    loss_->forward(out, t, eval_scalars_);
+    if (pipeline_) {
+      pipeline_->eval_batch(batch.size, MicroBatch{x, t}, eval_scalars_);
+    } else {
+      const Tensor& out = model_->forward(x);
+      loss_->forward(out, t, eval_scalars_);
+    }
     const auto h = step_scalars::to_host(eval_scalars_);  // per batch: the sums stay in double
     sums[0] += h[step_scalars::loss_sum];
     sums[1] += h[step_scalars::correct];
     sums[2] += h[step_scalars::samples];
   }
-  allreduce_sum(*comm_, sums, 3);  // exact: sums of per-sample terms, counts in doubles
+  sum_over_replicas(sums, 3);  // exact: sums of per-sample terms, counts in doubles
   EvalResult r;
   r.samples = static_cast<std::int64_t>(sums[2]);
   r.loss = sums[2] > 0 ? sums[0] / sums[2] : 0;
@@ -234,7 +287,7 @@ struct Trainer::LogState {
 
 void Trainer::log_interval(std::int64_t step, std::int64_t epoch, double lr, bool eval_now, double sums[3],
                            LogState& st, const SplitIndex* eval_split, Reader& reader) {
-  allreduce_sum(*comm_, sums, 3);
+  sum_over_replicas(sums, 3);
   const double loss = sums[0] / sums[2], acc = sums[1] / sums[2];
   if (!std::isfinite(loss))
     throw Error(ExitCode::internal, Scope::every_rank,
@@ -283,7 +336,7 @@ int Trainer::run() {
 
   // Resume: [checkpoint] resume selects a checkpoint (or none); its step, sampler
   // position and partial log-interval sums (this rank's) continue here.
-  Checkpointer checkpointer(cfg_, rt_, *model_, *opt_);
+  Checkpointer checkpointer(cfg_, rt_, *model_, *opt_, groups_);
   const std::string resume_from = checkpointer.resume_target();
   LogState st;
   std::int64_t first = 0, samples_done = 0;
@@ -462,7 +515,7 @@ int Trainer::run() {
 }
 
 int Trainer::eval_only() {
-  Checkpointer checkpointer(cfg_, rt_, *model_, *opt_);
+  Checkpointer checkpointer(cfg_, rt_, *model_, *opt_, groups_);
   const std::string target = checkpointer.resume_target();
   if (target.empty())
     throw bad_input("--eval-only: no checkpoint to evaluate ([checkpoint] resume = " + cfg_.checkpoint.resume +

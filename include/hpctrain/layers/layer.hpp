@@ -33,6 +33,9 @@ struct StepContext {
   // Batch statistics (batch norm) are reduced over this communicator when set:
   // the data-parallel group, when [train] sync_batchnorm is on.
   Communicator* stats_comm = nullptr;
+  // A forward pass repeated for the backward of a pipeline micro-batch: the same batch again,
+  // so batch norm leaves its running statistics alone.
+  bool recompute = false;
   std::uint64_t seed = 0;
   std::int64_t step = 0;                     // optimizer step
   const std::int64_t* sample_ids = nullptr;  // dataset index of each row of the batch

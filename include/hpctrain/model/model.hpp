@@ -45,6 +45,11 @@ class Model {
   // Element range [begin, end) of layer i's parameters in the flat buffers (empty when none).
   std::pair<std::int64_t, std::int64_t> layer_param_range(std::size_t i) const;
   Tensor& dout() { return grads_act_.back(); }  // where the loss writes d(loss)/d(output)
+  // d(loss)/d(input) after backward, for a model that does not start at layer 0 (a later
+  // pipeline stage sends it upstream); undefined for the first stage (nothing needs it).
+  const Tensor& input_grad() const { return grads_act_.front(); }
+  const Shape& input_shape() const { return shapes_.front(); }
+  const Tensor& output() const { return acts_.back(); }  // of the last forward
 
   // Set before forward: training or evaluating, and what dropout keys its draws on.
   StepContext& context() { return ctx_; }
@@ -61,6 +66,7 @@ class Model {
   const std::vector<ParamInfo>& all_param_info() const { return all_info_; }
   const std::vector<std::pair<std::string, std::int64_t>>& all_buffers() const { return all_buffers_; }
   std::size_t first_layer() const { return first_; }  // model-wide index of this rank's first layer
+  const Shape& whole_output_shape() const { return whole_out_; }  // the last layer's, on every stage
   const Shape& output_shape() const { return shapes_.back(); }
   std::size_t layers() const { return layers_.size(); }
   std::string summary() const;  // table: layer, output shape, parameters
@@ -75,6 +81,7 @@ class Model {
   std::vector<ParamInfo> all_info_;
   std::vector<std::pair<std::string, std::int64_t>> all_buffers_;
   std::size_t first_ = 0;
+  Shape whole_out_;
   Tensor params_, grads_;
   StepContext ctx_;
   std::int64_t rows_ = -1, capacity_ = 0;

@@ -13,6 +13,7 @@
 #include "hpctrain/config/config.hpp"
 #include "hpctrain/io/checkpoint.hpp"
 #include "hpctrain/model/model.hpp"
+#include "hpctrain/model/partition.hpp"
 #include "hpctrain/optim/optimizer.hpp"
 #include "hpctrain/runtime/runtime.hpp"
 
@@ -29,8 +30,9 @@ struct TrainPosition {
 
 class Checkpointer {
  public:
-  // Collective: creates [checkpoint] dir on rank 0 (bad_input when it cannot).
-  Checkpointer(const Config& cfg, const Runtime& rt, Model& model, Optimizer& opt);
+  // Collective: creates [checkpoint] dir on rank 0 (bad_input when it cannot). `groups`: the
+  // layers of each pipeline stage (empty: one stage holds everything).
+  Checkpointer(const Config& cfg, const Runtime& rt, Model& model, Optimizer& opt, std::vector<LayerGroup> groups = {});
 
   // Collective: writes <dir>/ckpt-<step>.h5 and makes it the newest; returns its path.
   std::string save(const TrainPosition& pos, const double interval_sums[3]);
@@ -52,6 +54,7 @@ class Checkpointer {
   const Runtime& rt_;
   Model& model_;
   Optimizer& opt_;
+  std::vector<LayerGroup> groups_;
   double seconds_ = 0;
   int saved_ = 0;
 };

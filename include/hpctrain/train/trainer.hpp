@@ -18,6 +18,8 @@
 #include "hpctrain/optim/optimizer.hpp"
 #include "hpctrain/runtime/runtime.hpp"
 #include "hpctrain/train/grad_buckets.hpp"
+#include "hpctrain/train/pipeline.hpp"
+#include "hpctrain/model/partition.hpp"
 
 namespace hpctrain {
 
@@ -41,12 +43,15 @@ class Trainer {
   int eval_only();  // loads the checkpoint [checkpoint] resume selects and evaluates it on the test split
 
   Model& model() { return *model_; }
+  PipelineStage* pipeline() { return pipeline_.get(); }  // null when model_parallel = 1
   GradientAverager& averager() { return *averager_; }
   double comm_wait_seconds() const { return comm_wait_s_; }
   Communicator& dp_comm() { return *comm_; }
 
  private:
   struct LogState;
+  void finish_step();  // wait for the gradient averages, clip, update
+  void sum_over_replicas(double* v, std::size_t n);  // over the world: every replica's last stage
   void take_interval_sums(double sums[3]);  // reads and resets this rank's interval sums
   void peek_interval_sums(double sums[3]) const;
   void set_interval_sums(const double sums[3]);
@@ -61,6 +66,9 @@ class Trainer {
   std::unique_ptr<Optimizer> opt_;
   std::unique_ptr<Communicator> comm_;
   std::unique_ptr<GradientAverager> averager_;
+  std::vector<LayerGroup> groups_;           // the layers of each pipeline stage
+  std::unique_ptr<Communicator> mp_comm_;    // model-parallel group (M > 1)
+  std::unique_ptr<PipelineStage> pipeline_;  // this rank's stage (M > 1)
   Tensor scalars_, eval_scalars_;  // step scalars (tensor/step_scalars.hpp) of training and evaluation
   double comm_wait_s_ = 0;         // time waiting for gradient buckets after backward (all steps)
   MPI_Comm node_ = MPI_COMM_NULL;

@@ -1,0 +1,72 @@
+// One stage of a pipeline (model parallelism): its part of a training step
+// over K micro-batches in the order a schedule gives (GPipe: every forward,
+// then every backward; 1F1B: M - s - 1 forwards to fill the pipe, then one
+// forward and one backward in turn, then the remaining backwards), and its
+// part of an evaluation batch. Activations go to the next stage and input
+// gradients to the previous one over the model-parallel communicator.
+//
+// A stage keeps only the input of each micro-batch in flight (counted: the
+// stored activations the schedules are compared by); before the backward of a
+// micro-batch whose activations the model no longer holds it runs that
+// forward again from the kept input (batch norm leaves its running statistics
+// alone then, dropout draws the same numbers). Results do not depend on the
+// schedule or on M: tests/mpi/test_pipeline.cpp.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <vector>
+
+#include "hpctrain/comm/communicator.hpp"
+#include "hpctrain/config/config.hpp"
+#include "hpctrain/layers/loss.hpp"
+#include "hpctrain/model/model.hpp"
+
+namespace hpctrain {
+
+// The operations of stage `stage` of `stages` for `k` micro-batches: (forward?, micro-batch).
+std::vector<std::pair<bool, int>> pipeline_schedule(PipelineSchedule schedule, int stage, int stages, int k);
+
+struct MicroBatch {
+  Tensor input;     // stage 0: the samples (other stages receive theirs)
+  Targets targets;  // last stage
+};
+
+class PipelineStage {
+ public:
+  // `mp`: the model-parallel group of this replica, rank = stage.
+  PipelineStage(Model& model, Loss& loss, Communicator& mp, PipelineSchedule schedule, Allocator& alloc);
+
+  // This stage's part of one training step of `k` micro-batches of `rows` rows. `prepare(m)`
+  // returns micro-batch m and sets the model's context (sample ids, ...). The last stage adds the
+  // loss sums to `scalars`. Gradients: the first backward overwrites, later ones add; `layer_done`
+  // is called as the last backward finishes each layer (gradient buckets).
+  void train_step(int k, std::int64_t rows, const std::function<MicroBatch(int)>& prepare, float grad_scale,
+                  Tensor& scalars, const std::function<void(std::size_t)>& layer_done);
+  // Forward only: one batch through this stage (the last stage adds the loss sums to `scalars`).
+  void eval_batch(std::int64_t rows, const MicroBatch& mb, Tensor& scalars);
+
+  int stage() const { return stage_; }
+  int stages() const { return stages_; }
+  bool last() const { return stage_ + 1 == stages_; }
+  int peak_stored() const { return peak_; }  // most micro-batch inputs kept at once in the last step
+
+ private:
+  Tensor receive(std::int64_t rows, const Shape& sample, int from);
+  void send(const Tensor& t, int to, std::size_t slot);
+  void wait_sends();
+
+  Model& model_;
+  Loss& loss_;
+  Communicator& mp_;
+  PipelineSchedule schedule_;
+  Allocator& alloc_;
+  int stage_, stages_;
+  int peak_ = 0;
+  Tensor scratch_scalars_;                             // the last stage's repeated loss pass adds here
+  std::vector<Tensor> kept_;                           // per micro-batch: its input, while in flight
+  std::vector<std::vector<float>> send_buf_;           // per micro-batch: what was sent, until it is delivered
+  std::vector<Request> sends_;
+};
+
+}  // namespace hpctrain

@@ -1,0 +1,121 @@
+// A pipeline stage's part of training and evaluation (train/pipeline.hpp).
+#include "hpctrain/train/pipeline.hpp"
+
+#include <algorithm>
+#include <cstring>
+
+#include "hpctrain/backend/ops.hpp"
+#include "hpctrain/core/error.hpp"
+#include "hpctrain/tensor/step_scalars.hpp"
+
+namespace hpctrain {
+
+std::vector<std::pair<bool, int>> pipeline_schedule(PipelineSchedule schedule, int stage, int stages, int k) {
+  std::vector<std::pair<bool, int>> ops;
+  if (schedule == PipelineSchedule::gpipe) {
+    for (int m = 0; m < k; ++m) ops.emplace_back(true, m);
+    for (int m = 0; m < k; ++m) ops.emplace_back(false, m);
+    return ops;
+  }
+  const int warmup = std::min(stages - stage - 1, k);  // 1F1B: fill, then alternate, then drain
+  int f = 0, b = 0;
+  for (; f < warmup; ++f) ops.emplace_back(true, f);
+  for (; f < k; ++f, ++b) {
+    ops.emplace_back(true, f);
+    ops.emplace_back(false, b);
+  }
+  for (; b < k; ++b) ops.emplace_back(false, b);
+  return ops;
+}
+
+PipelineStage::PipelineStage(Model& model, Loss& loss, Communicator& mp, PipelineSchedule schedule, Allocator& alloc)
+    : model_(model),
+      loss_(loss),
+      mp_(mp),
+      schedule_(schedule),
+      alloc_(alloc),
+      stage_(mp.rank()),
+      stages_(mp.size()),
+      scratch_scalars_(step_scalars::make(alloc)) {}
+
+Tensor PipelineStage::receive(std::int64_t rows, const Shape& sample, int from) {
+  Shape shape{rows};
+  shape.insert(shape.end(), sample.begin(), sample.end());
+  Tensor t = Tensor::zeros(shape, alloc_);
+  mp_.irecv(t.data(), static_cast<std::size_t>(t.numel()), DType::f32, from)->wait();
+  return t;
+}
+
+void PipelineStage::send(const Tensor& t, int to, std::size_t slot) {
+  if (send_buf_.size() <= slot) send_buf_.resize(slot + 1);
+  auto& buf = send_buf_[slot];  // the model reuses its buffers: send a copy that lives until delivered
+  buf.assign(t.data(), t.data() + t.numel());
+  sends_.push_back(mp_.isend(buf.data(), buf.size(), DType::f32, to));
+}
+
+void PipelineStage::wait_sends() {
+  for (auto& r : sends_) r->wait();
+  sends_.clear();
+}
+
+void PipelineStage::train_step(int k, std::int64_t rows, const std::function<MicroBatch(int)>& prepare,
+                               float grad_scale, Tensor& scalars, const std::function<void(std::size_t)>& layer_done) {
+  model_.set_batch(rows);
+  kept_.assign(static_cast<std::size_t>(k), Tensor());
+  int held = -1, stored = 0, backwards = 0;  // held: the micro-batch whose activations the model holds
+  peak_ = 0;
+  const Shape& out_shape = model_.output_shape();
+  for (const auto& [forward, m] : pipeline_schedule(schedule_, stage_, stages_, k)) {
+    const MicroBatch mb = prepare(m);  // sets the model's context for micro-batch m
+    Tensor& in = kept_[static_cast<std::size_t>(m)];
+    if (forward) {
+      in = stage_ == 0 ? mb.input : receive(rows, model_.input_shape(), stage_ - 1);
+      peak_ = std::max(peak_, ++stored);
+      model_.context().recompute = false;
+      const Tensor& out = model_.forward(in);
+      held = m;
+      if (last())
+        loss_.forward(out, mb.targets, scalars);
+      else
+        send(out, stage_ + 1, 2 * static_cast<std::size_t>(m));
+      continue;
+    }
+    if (held != m) {  // the model holds another micro-batch's activations: this one's again
+      model_.context().recompute = true;
+      model_.forward(in);
+      model_.context().recompute = false;
+      held = m;
+    }
+    Tensor dy;
+    if (last()) {
+      // The model's output for m is in its last activation buffer; the loss pass is repeated into a
+      // scratch so the step's sums count m once.
+      const Tensor& out = model_.output();
+      loss_.forward(out, mb.targets, scratch_scalars_);
+      loss_.backward(out, mb.targets, grad_scale, model_.dout());
+      dy = model_.dout();
+    } else {
+      dy = receive(rows, out_shape, stage_ + 1);
+    }
+    const bool final_backward = ++backwards == k;
+    model_.backward(in, dy, final_backward ? layer_done : std::function<void(std::size_t)>(), backwards > 1);
+    if (stage_ > 0) send(model_.input_grad(), stage_ - 1, 2 * static_cast<std::size_t>(m) + 1);
+    in = Tensor();
+    --stored;
+  }
+  wait_sends();
+  HPCT_CHECK(stored == 0, "pipeline step ended with micro-batches in flight");
+}
+
+void PipelineStage::eval_batch(std::int64_t rows, const MicroBatch& mb, Tensor& scalars) {
+  model_.set_batch(rows);
+  const Tensor in = stage_ == 0 ? mb.input : receive(rows, model_.input_shape(), stage_ - 1);
+  const Tensor& out = model_.forward(in);
+  if (last())
+    loss_.forward(out, mb.targets, scalars);
+  else
+    send(out, stage_ + 1, 0);
+  wait_sends();
+}
+
+}  // namespace hpctrain

@@ -32,8 +32,8 @@ Model::Model(const std::string& layers, const Shape& sample_shape, const LayerRe
     const bool mine = i >= first && i < last;
     if (i == first) shapes_.push_back(in);
     for (const ParamSpec& p : layer->param_specs(in)) {
-      const ParamInfo info{std::string(name) + "/" + p.name, mine ? total : global, global, p.shape, p.init,
-                           p.fan_in, p.fan_out};
+      const ParamInfo info{
+          std::string(name) + "/" + p.name, mine ? total : global, global, p.shape, p.init, p.fan_in, p.fan_out};
       all_info_.push_back({info.name, global, global, p.shape, p.init, p.fan_in, p.fan_out});
       if (mine) {
         info_.push_back(info);

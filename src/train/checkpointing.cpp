@@ -73,7 +73,8 @@ std::vector<CheckpointTensor> Checkpointer::tensors() const {
   Tensor& params = model_.parameters();
   for (const ParamInfo& p : model_.all_param_info()) {
     const auto it = own.find(p.name);
-    out.push_back({"model/" + p.name, p.shape, it == own.end() ? nullptr : params.data() + it->second, stage_of(p.name)});
+    out.push_back(
+        {"model/" + p.name, p.shape, it == own.end() ? nullptr : params.data() + it->second, stage_of(p.name)});
   }
   for (const auto& [name, size] : model_.all_buffers()) {
     const auto it = own_buffers.find(name);
@@ -238,43 +239,44 @@ CheckpointInfo Checkpointer::load(const std::string& path, double interval_sums[
   std::string error;
   try {
     blobs = compute_on_root(g.dp_comm(), [&]() -> std::vector<std::string> {
-    const CheckpointFile file(path);
-    const auto problems = checkpoint_mismatches(file, model_);
-    if (!problems.empty()) {
-      std::string all = problems.front();
-      if (problems.size() > 1) all += " (and " + std::to_string(problems.size() - 1) + " more)";
-      throw bad_input("checkpoint '" + path + "' does not fit [model] layers: " + all);
-    }
-    std::vector<float> p(static_cast<std::size_t>(n)), st;
-    for (const ParamInfo& pi : model_.param_info()) file.read("model/" + pi.name, p.data() + pi.offset);
-    std::string warnings;
-    const bool same_opt = file.info().optimizer == opt_.name();
-    if (same_opt) {
-      st.resize(static_cast<std::size_t>(n) * names.size());
-      for (std::size_t k = 0; k < names.size(); ++k)
-        for (const ParamInfo& pi : model_.param_info())
-          file.read("optimizer/" + names[k] + "/" + pi.name, st.data() + static_cast<std::int64_t>(k) * n + pi.offset);
-    } else {
-      warnings += "[optim] name = " + std::string(opt_.name()) + " but the checkpoint's optimizer is " +
-                  file.info().optimizer + ": its state starts from zero\n";
-    }
-    std::vector<float> b;
-    for (auto& [name, buf] : bufs) {
-      const std::string ds = "model/" + name;
-      if (!file.has(ds) || file.shape(ds) != Shape{static_cast<std::int64_t>(buf->size())})
-        throw bad_input("checkpoint '" + path + "' has no " + ds + " of " + std::to_string(buf->size()) + " values");
-      const std::size_t at = b.size();
-      b.resize(at + buf->size());
-      file.read(ds, b.data() + at);
-    }
-    for (const std::string& d : config_differences(cfg_, file.info().ini)) warnings += d + "\n";
-    const auto sums = file.read_f64("state/interval_sums");
-    return {encode_info(file.info()),
-            bytes_of(p.data(), p.size() * sizeof(float)),
-            bytes_of(st.data(), st.size() * sizeof(float)),
-            bytes_of(b.data(), b.size() * sizeof(float)),
-            bytes_of(sums.data(), sums.size() * sizeof(double)),
-            warnings};
+      const CheckpointFile file(path);
+      const auto problems = checkpoint_mismatches(file, model_);
+      if (!problems.empty()) {
+        std::string all = problems.front();
+        if (problems.size() > 1) all += " (and " + std::to_string(problems.size() - 1) + " more)";
+        throw bad_input("checkpoint '" + path + "' does not fit [model] layers: " + all);
+      }
+      std::vector<float> p(static_cast<std::size_t>(n)), st;
+      for (const ParamInfo& pi : model_.param_info()) file.read("model/" + pi.name, p.data() + pi.offset);
+      std::string warnings;
+      const bool same_opt = file.info().optimizer == opt_.name();
+      if (same_opt) {
+        st.resize(static_cast<std::size_t>(n) * names.size());
+        for (std::size_t k = 0; k < names.size(); ++k)
+          for (const ParamInfo& pi : model_.param_info())
+            file.read("optimizer/" + names[k] + "/" + pi.name,
+                      st.data() + static_cast<std::int64_t>(k) * n + pi.offset);
+      } else {
+        warnings += "[optim] name = " + std::string(opt_.name()) + " but the checkpoint's optimizer is " +
+                    file.info().optimizer + ": its state starts from zero\n";
+      }
+      std::vector<float> b;
+      for (auto& [name, buf] : bufs) {
+        const std::string ds = "model/" + name;
+        if (!file.has(ds) || file.shape(ds) != Shape{static_cast<std::int64_t>(buf->size())})
+          throw bad_input("checkpoint '" + path + "' has no " + ds + " of " + std::to_string(buf->size()) + " values");
+        const std::size_t at = b.size();
+        b.resize(at + buf->size());
+        file.read(ds, b.data() + at);
+      }
+      for (const std::string& d : config_differences(cfg_, file.info().ini)) warnings += d + "\n";
+      const auto sums = file.read_f64("state/interval_sums");
+      return {encode_info(file.info()),
+              bytes_of(p.data(), p.size() * sizeof(float)),
+              bytes_of(st.data(), st.size() * sizeof(float)),
+              bytes_of(b.data(), b.size() * sizeof(float)),
+              bytes_of(sums.data(), sums.size() * sizeof(double)),
+              warnings};
     });
   } catch (const Error& e) {
     if (e.code() != ExitCode::bad_input) throw;

@@ -75,7 +75,7 @@ Trainer::Trainer(const Config& cfg, Runtime& rt, const DatasetIndex& index) : cf
   const int stages = rt.grid().shape().mp_size;
   {
     const Model layout(cfg.model.layers, index.train.sample_shape, registry, alloc_, 0, 1);  // shapes, counts
-    groups_ = partition_layers(layer_parameter_counts(layout), stages, cfg.model.groups);  // bad_input if wrong
+    groups_ = partition_layers(layer_parameter_counts(layout), stages, cfg.model.groups);    // bad_input if wrong
     const Shape& out = layout.whole_output_shape();
     const std::int64_t want = index.train.classification ? index.train.num_classes : index.train.label_width;
     if (out.size() != 1 || out[0] != want)
@@ -83,8 +83,7 @@ Trainer::Trainer(const Config& cfg, Runtime& rt, const DatasetIndex& index) : cf
                       std::to_string(want) + "] (" + (index.train.classification ? "classes" : "targets") + ")");
   }
   const LayerGroup& mine = groups_[static_cast<std::size_t>(rt.grid().coords().mp)];
-  model_ = std::make_unique<Model>(cfg.model.layers, index.train.sample_shape, registry, alloc_, mine.first,
-                                   mine.last);
+  model_ = std::make_unique<Model>(cfg.model.layers, index.train.sample_shape, registry, alloc_, mine.first, mine.last);
   loss_ = make_loss(index.train.classification, alloc_);
   opt_ = make_optimizer(cfg.optim, model_->parameters(), model_->gradients(), alloc_);
   scalars_ = step_scalars::make(alloc_);

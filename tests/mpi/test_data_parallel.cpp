@@ -18,30 +18,12 @@
 #include "hpctrain/tensor/step_scalars.hpp"
 #include "hpctrain/train/trainer.hpp"
 #include "mpi_test_util.hpp"
+#include "reference_training.hpp"
 
 namespace fs = std::filesystem;
 using namespace hpctrain;
 
 namespace {
-
-std::string make_synthetic() {
-  std::string root = (fs::temp_directory_path() / ("hpct_dp_" + std::to_string(getpid()))).string();
-  broadcast_string(MPI_COMM_WORLD, root, 0);
-  if (world_rank() == 0) {
-    GenerateOptions o;
-    o.spec.sample_shape = {2, 3, 3};
-    o.spec.num_classes = 7;
-    o.out = root;
-    o.train = 200;
-    o.test = 30;
-    o.shards = 2;
-    o.chunk_rows = 16;
-    o.force = true;
-    generate_dataset(o);
-  }
-  MPI_Barrier(MPI_COMM_WORLD);
-  return root;
-}
 
 const char* const kMlp = "flatten dense(16) tanh dropout(20) dense(7)";
 // Convolutions with more than one input channel: oneDNN's when built with it ([run] conv = auto).
@@ -56,47 +38,10 @@ Config config_for(const std::string& root, int micro_batches, const char* layers
   return parse_config(ini, "test.ini", {}, process_environment());
 }
 
-// One process, the whole global batch: the reference the ranks must match.
-std::vector<float> reference(const Config& cfg, const DatasetIndex& index, const Sampler& sampler, int steps) {
-  Allocator alloc;
-  LayerRegistry reg;
-  register_builtin_layers(reg);
-  Model model(cfg.model.layers, index.train.sample_shape, reg, alloc);
-  model.init_parameters(cfg.run.seed);
-  auto loss = make_loss(true, alloc);
-  auto opt = make_optimizer(cfg.optim, model.parameters(), model.gradients(), alloc);
-  Tensor scalars = step_scalars::make(alloc);
-  Tensor lr = step_scalars::slot(scalars, step_scalars::learning_rate);
-  fill(lr, static_cast<float>(cfg.optim.lr));
-  ChunkCache store(index.train, 1 << 20, true, true);
-  for (int s = 0; s < steps; ++s) {
-    Batch b;
-    assemble_batch(index.train, store, sampler.batch(0, s, 0, 1), true, true, b);
-    model.set_batch(b.size);
-    Shape sh{b.size};
-    sh.insert(sh.end(), index.train.sample_shape.begin(), index.train.sample_shape.end());
-    const Tensor x = Tensor::wrap(b.samples.data(), sh);
-    fill(model.gradients(), 0.f);
-    Targets t;
-    t.classes = b.classes.data();
-    StepContext& ctx = model.context();  // dropout: the same draws per sample as on the ranks
-    ctx.training = true;
-    ctx.seed = cfg.run.seed;
-    ctx.step = s;  // epoch 0, step s (the trainer's key: epoch * 1000000007 + step)
-    ctx.sample_ids = b.indices.data();
-    const Tensor& out = model.forward(x);
-    loss->forward(out, t, scalars);
-    loss->backward(out, t, 1.f / static_cast<float>(b.size), model.dout());
-    model.backward(x, model.dout());
-    opt->step(scalars);
-  }
-  return std::vector<float>(model.parameters().data(), model.parameters().data() + model.parameters().numel());
-}
-
 }  // namespace
 
 TEST(DataParallel, RanksMatchOneProcessOnTheGlobalBatch) {
-  const std::string root = make_synthetic();
+  const std::string root = testref::make_synthetic_dataset("hpct_dp_");
   const DatasetIndex index = load_dataset_index(MPI_COMM_WORLD, root);
   for (const auto& [micro, layers] : {std::pair{1, kMlp}, std::pair{2, kMlp}, std::pair{1, kCnn}, std::pair{2, kCnn}}) {
     const Config cfg = config_for(root, micro, layers);
@@ -113,7 +58,7 @@ TEST(DataParallel, RanksMatchOneProcessOnTheGlobalBatch) {
       reader.start(sampler, {cfg.run.seed, 0, 0});
       const int steps = 6;
       for (int s = 0; s < steps; ++s) trainer.train_step(reader.next(), static_cast<float>(cfg.optim.lr));
-      const auto ref = reference(cfg, index, sampler, steps);
+      const auto ref = testref::reference_parameters(cfg, index, sampler, steps, rt.grid().shape().dp_size, micro);
       const Tensor& p = trainer.model().parameters();
       ASSERT_EQ(static_cast<std::size_t>(p.numel()), ref.size());
       double worst = 0, biggest = 0;
@@ -133,7 +78,7 @@ TEST(DataParallel, RanksMatchOneProcessOnTheGlobalBatch) {
 }
 
 TEST(DataParallel, EvaluationIsExactOverRanks) {
-  const std::string root = make_synthetic();
+  const std::string root = testref::make_synthetic_dataset("hpct_dp_");
   const DatasetIndex index = load_dataset_index(MPI_COMM_WORLD, root);
   const Config cfg = config_for(root, 1);
   Runtime rt(cfg);

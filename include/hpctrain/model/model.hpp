@@ -16,7 +16,7 @@
 namespace hpctrain {
 
 struct ParamInfo {
-  std::string name;  // "03_dense/weight"
+  std::string name;                // "03_dense/weight"
   std::int64_t offset = 0;         // in this rank's flat buffers
   std::int64_t global_offset = 0;  // in the whole model's (initialization keys on it)
   Shape shape;
@@ -65,7 +65,7 @@ class Model {
   const std::vector<std::string>& all_layer_names() const { return all_names_; }
   const std::vector<ParamInfo>& all_param_info() const { return all_info_; }
   const std::vector<std::pair<std::string, std::int64_t>>& all_buffers() const { return all_buffers_; }
-  std::size_t first_layer() const { return first_; }  // model-wide index of this rank's first layer
+  std::size_t first_layer() const { return first_; }              // model-wide index of this rank's first layer
   const Shape& whole_output_shape() const { return whole_out_; }  // the last layer's, on every stage
   const Shape& output_shape() const { return shapes_.back(); }
   std::size_t layers() const { return layers_.size(); }

@@ -63,9 +63,9 @@ class PipelineStage {
   Allocator& alloc_;
   int stage_, stages_;
   int peak_ = 0;
-  Tensor scratch_scalars_;                             // the last stage's repeated loss pass adds here
-  std::vector<Tensor> kept_;                           // per micro-batch: its input, while in flight
-  std::vector<std::vector<float>> send_buf_;           // per micro-batch: what was sent, until it is delivered
+  Tensor scratch_scalars_;                    // the last stage's repeated loss pass adds here
+  std::vector<Tensor> kept_;                  // per micro-batch: its input, while in flight
+  std::vector<std::vector<float>> send_buf_;  // per micro-batch: what was sent, until it is delivered
   std::vector<Request> sends_;
 };
 

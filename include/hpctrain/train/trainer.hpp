@@ -15,11 +15,11 @@
 #include "hpctrain/data/reader.hpp"
 #include "hpctrain/layers/loss.hpp"
 #include "hpctrain/model/model.hpp"
+#include "hpctrain/model/partition.hpp"
 #include "hpctrain/optim/optimizer.hpp"
 #include "hpctrain/runtime/runtime.hpp"
 #include "hpctrain/train/grad_buckets.hpp"
 #include "hpctrain/train/pipeline.hpp"
-#include "hpctrain/model/partition.hpp"
 
 namespace hpctrain {
 
@@ -50,9 +50,9 @@ class Trainer {
 
  private:
   struct LogState;
-  void finish_step();  // wait for the gradient averages, clip, update
+  void finish_step();                                // wait for the gradient averages, clip, update
   void sum_over_replicas(double* v, std::size_t n);  // over the world: every replica's last stage
-  void take_interval_sums(double sums[3]);  // reads and resets this rank's interval sums
+  void take_interval_sums(double sums[3]);           // reads and resets this rank's interval sums
   void peek_interval_sums(double sums[3]) const;
   void set_interval_sums(const double sums[3]);
   void log_interval(std::int64_t step, std::int64_t epoch, double lr, bool eval_now, double sums[3], LogState& st,
@@ -69,8 +69,8 @@ class Trainer {
   std::vector<LayerGroup> groups_;           // the layers of each pipeline stage
   std::unique_ptr<Communicator> mp_comm_;    // model-parallel group (M > 1)
   std::unique_ptr<PipelineStage> pipeline_;  // this rank's stage (M > 1)
-  Tensor scalars_, eval_scalars_;  // step scalars (tensor/step_scalars.hpp) of training and evaluation
-  double comm_wait_s_ = 0;         // time waiting for gradient buckets after backward (all steps)
+  Tensor scalars_, eval_scalars_;            // step scalars (tensor/step_scalars.hpp) of training and evaluation
+  double comm_wait_s_ = 0;                   // time waiting for gradient buckets after backward (all steps)
   MPI_Comm node_ = MPI_COMM_NULL;
   std::map<std::string, std::unique_ptr<Reader>> eval_readers_;  // per split, made on first use (collective)
 };

@@ -1,0 +1,120 @@
+// Model parallelism at 2-4 ranks: every model-parallel size M that divides the
+// world (M = 2, 3, 4; data-parallel size world / M), both schedules and 1-8
+// micro-batches reach, after k steps, the parameters of one process training
+// the whole model on the same micro-batches (stated tolerance: max |difference|
+// <= 2e-6 * (1 + max |parameter|); bit-identical in practice when the
+// data-parallel size is 1), for an MLP with dropout and a CNN with
+// synchronized batch norm. The schedules differ where they must: the inputs a
+// stage keeps at once peak at K for GPipe and at most M for 1F1B.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <filesystem>
+
+#include "hpctrain/data/reader.hpp"
+#include "hpctrain/train/trainer.hpp"
+#include "mpi_test_util.hpp"
+#include "reference_training.hpp"
+
+namespace fs = std::filesystem;
+using namespace hpctrain;
+
+namespace {
+
+Config pipeline_config(const std::string& root, const char* layers, int stages, int micro, const char* schedule) {
+  const std::string ini =
+      "[run]\nseed = 5\nout_dir = /tmp\n[data]\npath = " + root + "\n[model]\nlayers = " + layers +
+      "\n[train]\nglobal_batch = 24\nmicro_batches = " + std::to_string(micro) +
+      "\n[optim]\nlr = 0.1\nmomentum = 0.9\n[parallel]\nmodel_parallel = " + std::to_string(stages) +
+      "\nschedule = " + schedule + "\n";
+  return parse_config(ini, "pipeline-test.ini", {}, process_environment());
+}
+
+const char* const kMlp = "flatten dense(12) tanh dropout(25) dense(10) relu dense(7)";
+const char* const kCnn = "conv(3,3,pad=1) batchnorm relu flatten dense(9) tanh dense(7)";
+
+}  // namespace
+
+TEST(Pipeline, StagesMatchOneProcessForEveryScheduleAndMicroBatchCount) {
+  const std::string root = testref::make_synthetic_dataset("hpct_pipe_");
+  const DatasetIndex index = load_dataset_index(MPI_COMM_WORLD, root);
+  int runs = 0;
+  for (int stages = 2; stages <= world_size(); ++stages) {
+    if (world_size() % stages != 0) continue;
+    const int dp_size = world_size() / stages;
+    for (const char* layers : {kMlp, kCnn})
+      for (const char* schedule : {"gpipe", "1f1b"})
+        for (const int micro : {1, 2, 4, 8}) {
+          if ((24 / dp_size) % micro != 0) continue;
+          const Config cfg = pipeline_config(root, layers, stages, micro, schedule);
+          Runtime rt(cfg);
+          Trainer trainer(cfg, rt, index);
+          const Sampler sampler(sampler_options(cfg, index.train));
+          MPI_Comm node;
+          MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node);
+          {
+            ReaderOptions ro;
+            ro.dp = rt.grid().coords().dp;
+            ro.dp_size = dp_size;
+            Reader reader(index.train, node, ro);
+            reader.start(sampler, {cfg.run.seed, 0, 0});
+            const int steps = 4;
+            for (int s = 0; s < steps; ++s) trainer.train_step(reader.next(), static_cast<float>(cfg.optim.lr));
+            const auto ref = testref::reference_parameters(cfg, index, sampler, steps, dp_size, micro);
+            // This stage's parameters against the same parameters of the whole model.
+            const Model& model = trainer.model();
+            double worst = 0, biggest = 0;
+            for (const ParamInfo& p : model.param_info())
+              for (std::int64_t i = 0; i < numel(p.shape); ++i) {
+                const double mine = trainer.model().parameters().data()[p.offset + i];
+                const double want = ref[static_cast<std::size_t>(p.global_offset + i)];
+                worst = std::max(worst, std::fabs(mine - want));
+                biggest = std::max(biggest, std::fabs(want));
+              }
+            const std::string what = std::string(layers) + ", " + schedule + ", M = " + std::to_string(stages) +
+                                     ", D = " + std::to_string(dp_size) + ", K = " + std::to_string(micro) +
+                                     ", stage " + std::to_string(rt.grid().coords().mp);
+            EXPECT_LE(worst, 2e-6 * (1 + biggest)) << what;
+            // Stored activations: GPipe keeps all K inputs; 1F1B at most M - stage (never more than K).
+            const PipelineStage* stage = trainer.pipeline();
+            ASSERT_NE(stage, nullptr);
+            const int s = stage->stage();
+            if (std::string(schedule) == "gpipe")
+              EXPECT_EQ(stage->peak_stored(), micro) << what;
+            else
+              EXPECT_EQ(stage->peak_stored(), std::min(micro, stages - s)) << what;
+            ++runs;
+          }
+          MPI_Comm_free(&node);
+        }
+  }
+  if (world_size() == 1) GTEST_SKIP() << "model parallelism needs at least 2 ranks";
+  EXPECT_GT(runs, 0);
+  MPI_Barrier(MPI_COMM_WORLD);
+  if (world_rank() == 0) fs::remove_all(root);
+}
+
+TEST(Pipeline, EvaluationThroughTheStagesEqualsOneProcess) {
+  if (world_size() < 2) GTEST_SKIP() << "model parallelism needs at least 2 ranks";
+  const std::string root = testref::make_synthetic_dataset("hpct_pipe_eval_");
+  const DatasetIndex index = load_dataset_index(MPI_COMM_WORLD, root);
+  const Config one = pipeline_config(root, kMlp, 1, 1, "1f1b");
+  const Config two = pipeline_config(root, kMlp, 2, 1, "1f1b");
+  // Both evaluate freshly initialized parameters (identical by construction) on the test split.
+  EvalResult a, b;
+  {
+    Runtime rt(one);
+    Trainer t(one, rt, index);
+    a = t.evaluate(*index.test);
+  }
+  if (world_size() % 2 == 0) {
+    Runtime rt(two);
+    Trainer t(two, rt, index);
+    b = t.evaluate(*index.test);
+    EXPECT_EQ(b.samples, 30);
+    EXPECT_NEAR(a.loss, b.loss, 1e-6);
+    EXPECT_DOUBLE_EQ(a.accuracy, b.accuracy);
+  }
+  MPI_Barrier(MPI_COMM_WORLD);
+  if (world_rank() == 0) fs::remove_all(root);
+}

@@ -250,6 +250,9 @@ std::vector<KeySpec> config_schema() {
   k.push_back(bounded(make("run", "threads", K::integer, "1", "CPU threads per rank (BLAS and kernels)",
                            [=](Config& c, const std::string& v) { c.run.threads = to_int(v); }),
                       1, 1024));
+  k.push_back(make("run", "memory_budget", K::size, "0",
+                   "cap per rank on parameters, gradients, optimizer state and activations (e.g. 512M); 0 = none",
+                   [](Config& c, const std::string& v) { c.run.memory_budget = std::stoull(v); }));
   k.push_back(bounded(make("run", "price_per_device_hour", K::real, "0",
                            "price of one device (GPU, or CPU rank) per hour, for cost reports; 0 = unknown",
                            [=](Config& c, const std::string& v) { c.run.price_per_device_hour = to_real(v); }),

@@ -25,6 +25,13 @@ std::string shape_string(const Shape& s) {
 
 void* Allocator::allocate(std::size_t bytes) {
   HPCT_CHECK(device_ == Device::cpu, "the CUDA allocator arrives with the GPU backend");
+  if (limit_ > 0 && in_use_ + bytes > limit_) {
+    auto mib = [](std::size_t b) { return std::to_string((b + (1 << 20) - 1) >> 20) + " MiB"; };
+    throw Error(ExitCode::bad_input, Scope::this_rank,
+                "[run] memory_budget = " + mib(limit_) + " exceeded: " + mib(bytes) + " more with " + mib(in_use_) +
+                    " held (parameters, gradients, optimizer state, activations); split the model over more ranks "
+                    "with [parallel] model_parallel, or use fewer micro-batch rows");
+  }
   const std::size_t rounded = (bytes + 63) / 64 * 64;
   void* p = std::aligned_alloc(64, rounded ? rounded : 64);
   if (!p)

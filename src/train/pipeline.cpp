@@ -2,13 +2,45 @@
 #include "hpctrain/train/pipeline.hpp"
 
 #include <algorithm>
+#include <chrono>
 #include <cstring>
+#include <sstream>
 
 #include "hpctrain/backend/ops.hpp"
 #include "hpctrain/core/error.hpp"
+#include "hpctrain/core/table.hpp"
+#include "hpctrain/model/partition.hpp"
 #include "hpctrain/tensor/step_scalars.hpp"
 
 namespace hpctrain {
+
+// The layer groups of a model-parallel run: which stage holds which layers, on which ranks,
+// and where activations go (empty for model_parallel = 1).
+std::string describe_pipeline(const Config& cfg, const Runtime& rt, const Model& model) {
+  const GridShape& shape = rt.grid().shape();
+  const auto groups = partition_layers(layer_parameter_counts(model), shape.mp_size, cfg.model.groups);
+  if (shape.mp_size == 1) return "";
+  const auto params = layer_parameter_counts(model);
+  const auto& names = model.all_layer_names();
+  std::ostringstream os;
+  os << "\nPipeline: " << shape.mp_size << " stages, groups "
+     << (cfg.model.groups == "auto" ? "auto (balanced by parameters)" : cfg.model.groups) << ", "
+     << cfg.train.micro_batches << " micro-batch(es) of " << rt.per_rank_batch() / cfg.train.micro_batches
+     << " per step, schedule " << (cfg.parallel.schedule == PipelineSchedule::gpipe ? "gpipe" : "1f1b") << "\n";
+  Table t({"stage", "layers", "parameters", "world ranks (one per replica)", "activations from", "activations to"});
+  for (int s = 0; s < shape.mp_size; ++s) {
+    const LayerGroup& g = groups[static_cast<std::size_t>(s)];
+    std::int64_t n = 0;
+    for (std::size_t i = g.first; i < g.last; ++i) n += params[i];
+    std::string ranks;
+    for (int r : dp_group_members(s, shape)) ranks += (ranks.empty() ? "" : " ") + std::to_string(r);
+    t.add_row({std::to_string(s), names[g.first] + (g.last - g.first > 1 ? " .. " + names[g.last - 1] : ""),
+               std::to_string(n), ranks, s == 0 ? "(data)" : "stage " + std::to_string(s - 1),
+               s + 1 == shape.mp_size ? "(loss)" : "stage " + std::to_string(s + 1)});
+  }
+  os << t.render();
+  return os.str();
+}
 
 std::vector<std::pair<bool, int>> pipeline_schedule(PipelineSchedule schedule, int stage, int stages, int k) {
   std::vector<std::pair<bool, int>> ops;
@@ -42,7 +74,9 @@ Tensor PipelineStage::receive(std::int64_t rows, const Shape& sample, int from) 
   Shape shape{rows};
   shape.insert(shape.end(), sample.begin(), sample.end());
   Tensor t = Tensor::zeros(shape, alloc_);
+  const auto t0 = std::chrono::steady_clock::now();
   mp_.irecv(t.data(), static_cast<std::size_t>(t.numel()), DType::f32, from)->wait();
+  if (timing_) wait_s_ += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   return t;
 }
 
@@ -60,6 +94,8 @@ void PipelineStage::wait_sends() {
 
 void PipelineStage::train_step(int k, std::int64_t rows, const std::function<MicroBatch(int)>& prepare,
                                float grad_scale, Tensor& scalars, const std::function<void(std::size_t)>& layer_done) {
+  const auto t0 = std::chrono::steady_clock::now();
+  timing_ = true;
   model_.set_batch(rows);
   kept_.assign(static_cast<std::size_t>(k), Tensor());
   int held = -1, stored = 0, backwards = 0;  // held: the micro-batch whose activations the model holds
@@ -104,6 +140,8 @@ void PipelineStage::train_step(int k, std::int64_t rows, const std::function<Mic
     --stored;
   }
   wait_sends();
+  timing_ = false;
+  step_s_ += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   HPCT_CHECK(stored == 0, "pipeline step ended with micro-batches in flight");
 }
 

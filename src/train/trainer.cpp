@@ -69,13 +69,15 @@ Trainer::Trainer(const Config& cfg, Runtime& rt, const DatasetIndex& index) : cf
   if (cfg.model.layers.empty()) throw bad_input("[model] layers is not set");
   openblas_set_num_threads(cfg.run.threads);
   cpu::set_onednn_threads(cfg.run.threads);
+  alloc_.set_limit(cfg.run.memory_budget);
   LayerRegistry registry;
   register_builtin_layers(registry, LayerOptions{cfg.run.conv});
   // Model parallelism: this rank holds its stage's group of layers (all of them when M = 1).
   const int stages = rt.grid().shape().mp_size;
   {
-    const Model layout(cfg.model.layers, index.train.sample_shape, registry, alloc_, 0, 1);  // shapes, counts
-    groups_ = partition_layers(layer_parameter_counts(layout), stages, cfg.model.groups);    // bad_input if wrong
+    Allocator scratch;  // not counted against [run] memory_budget
+    const Model layout(cfg.model.layers, index.train.sample_shape, registry, scratch, 0, 1);  // shapes, counts
+    groups_ = partition_layers(layer_parameter_counts(layout), stages, cfg.model.groups);     // bad_input if wrong
     const Shape& out = layout.whole_output_shape();
     const std::int64_t want = index.train.classification ? index.train.num_classes : index.train.label_width;
     if (out.size() != 1 || out[0] != want)
@@ -377,7 +379,7 @@ int Trainer::run() {
   }
   raise_if_any(MPI_COMM_WORLD, error);
 
-  log0(model_->summary());
+  log0(model_->summary() + describe_pipeline(cfg_, rt_, *model_));  // (rank 0 holds stage 0's layers)
   const double alone = averager_->time_alone();  // the gradient allreduces with nothing to hide behind
   log0("training " + std::to_string(total - first) + " steps (" + std::to_string(per_epoch) + " per epoch) of " +
        std::to_string(cfg_.train.global_batch) + " samples on " + std::to_string(g.shape().dp_size) +
@@ -482,6 +484,25 @@ int Trainer::run() {
        std::to_string(per_step_waited * 1e3).substr(0, 6) + " ms per step waited after backward (least over ranks): " +
        std::to_string(100 * std::max(0.0, hidden)).substr(0, 5) + "% hidden");
   const EvalResult& final_eval = index_.test ? test : st.last_eval;
+  // Pipeline idle: the share of the stages' step time spent waiting for a neighbour, over all
+  // ranks, beside the ideal of a perfectly balanced pipeline, (M - 1) / (K + M - 1).
+  double pipe[3] = {0, 0, 0};
+  if (pipeline_) {
+    pipe[0] = pipeline_->wait_seconds();
+    pipe[1] = pipeline_->step_seconds();
+    pipe[2] = pipeline_->peak_stored();
+    CHECK_MPI(MPI_Allreduce(MPI_IN_PLACE, pipe, 2, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD));
+    CHECK_MPI(MPI_Allreduce(MPI_IN_PLACE, pipe + 2, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD));
+    const double m = g.shape().mp_size, k = cfg_.train.micro_batches;
+    char pl[256];
+    std::snprintf(pl, sizeof(pl),
+                  "pipeline: %d stages, %d micro-batches, %s: idle %.1f%% of the stages' step time (ideal %.1f%%); "
+                  "at most %.0f micro-batch inputs kept per stage",
+                  g.shape().mp_size, cfg_.train.micro_batches,
+                  cfg_.parallel.schedule == PipelineSchedule::gpipe ? "gpipe" : "1f1b",
+                  100 * pipe[0] / std::max(pipe[1], 1e-9), 100 * (m - 1) / (k + m - 1), pipe[2]);
+    log0(pl);
+  }
   char line[512];
   std::snprintf(line, sizeof(line),
                 "done: %lld steps in %.1f s, %.0f samples/s (steady state %.0f) | final loss %.4f | %s accuracy %.2f%% "
@@ -508,7 +529,12 @@ int Trainer::run() {
        << ",\n  \"comm_wait_s_per_step\": " << per_step_waited
        << ",\n  \"comm_hidden_fraction\": " << std::max(0.0, hidden) << ",\n  \"steady_samples_per_s\": " << steady
        << ",\n  \"steady_warmup_steps\": " << warmup - first << ",\n  \"checkpoints_written\": " << checkpointer.saved()
-       << ",\n  \"checkpoint_write_s\": " << checkpointer.seconds_writing() << "\n}\n";
+       << ",\n  \"checkpoint_write_s\": " << checkpointer.seconds_writing()
+       << ",\n  \"model_parallel\": " << g.shape().mp_size
+       << ",\n  \"pipeline_idle_fraction\": " << (pipeline_ ? pipe[0] / std::max(pipe[1], 1e-9) : 0)
+       << ",\n  \"pipeline_idle_ideal\": "
+       << (pipeline_ ? (g.shape().mp_size - 1.0) / (cfg_.train.micro_batches + g.shape().mp_size - 1.0) : 0)
+       << ",\n  \"pipeline_peak_kept_inputs\": " << pipe[2] << "\n}\n";
   }
   return 0;
 }

@@ -117,6 +117,19 @@ out=$(run 2 "$tmp/m" --set train.steps=60 --set checkpoint.every_steps=0 --set c
 n=$(ls "$tmp/m/checkpoints" | grep -c '^ckpt-')
 check "every_minutes = 0.005 (0.3 s): $n checkpoints in a 60-step run (>= 2: timed ones and the final one)" test "$n" -ge 2
 
+# ---- Model parallelism: the same logical layout whatever M is ----
+# A 2-stage run stopped at step 17 (signal on stage 1), resumed with M = 1; the M = 1 step-17
+# checkpoint resumed with M = 2 on 4 ranks; both end where the uninterrupted run ends (1e-5).
+out=$(HPCTRAIN_TEST_SIGNAL=1:17 run 2 "$tmp/mp2" --set parallel.model_parallel=2)
+check "M = 2: a signal on stage 1 stops both stages with a checkpoint (exit 10)" \
+  test $? -eq 10 -a -f "$tmp/mp2/checkpoints/ckpt-00000017.h5"
+out=$(run 2 "$tmp/mp2" --set parallel.model_parallel=1)
+check "M = 2 checkpoint resumed with M = 1 exits 0" grep -q "resumed from .*ckpt-00000017.h5: step 17" <<<"$out"
+check "... and matches the uninterrupted run" close "$ck/ckpt-00000030.h5" "$tmp/mp2/checkpoints/ckpt-00000030.h5"
+out=$(run 4 "$tmp/mp4" --set parallel.model_parallel=2 --set "checkpoint.resume=$tmp/c17.h5")
+check "M = 1 checkpoint resumed with M = 2 on 4 ranks exits 0" test $? -eq 0
+check "... and matches the uninterrupted run" close "$ck/ckpt-00000030.h5" "$tmp/mp4/checkpoints/ckpt-00000030.h5"
+
 # ---- Exact resume with nested groups, batch-norm buffers and Adam's step count ----
 res() {  # out_dir extra-args...: the ResNet example, 8 steps, Adam
   local out=$1

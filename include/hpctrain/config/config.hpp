@@ -30,6 +30,7 @@ struct RunConfig {
   Precision precision = Precision::fp32;
   int threads = 1;
   ConvImpl conv = ConvImpl::auto_;
+  std::uint64_t memory_budget = 0;  // bytes per rank for parameters, gradients, state, activations; 0 = no cap
   double price_per_device_hour = 0.0;
   std::string out_dir = "runs";
 };

@@ -27,10 +27,13 @@ class Allocator {
   std::size_t in_use() const { return in_use_; }
   std::size_t peak() const { return peak_; }
   Device device() const { return device_; }
+  // A cap on what this allocator may hold ([run] memory_budget; 0 = none): an allocation that
+  // would pass it is a bad_input error on this rank naming both numbers.
+  void set_limit(std::size_t bytes) { limit_ = bytes; }
 
  private:
   Device device_;
-  std::size_t in_use_ = 0, peak_ = 0;
+  std::size_t in_use_ = 0, peak_ = 0, limit_ = 0;
 };
 
 class Tensor {

@@ -15,14 +15,20 @@
 
 #include <cstdint>
 #include <functional>
+#include <string>
 #include <vector>
 
 #include "hpctrain/comm/communicator.hpp"
 #include "hpctrain/config/config.hpp"
 #include "hpctrain/layers/loss.hpp"
 #include "hpctrain/model/model.hpp"
+#include "hpctrain/runtime/runtime.hpp"
 
 namespace hpctrain {
+
+// The layer groups of a model-parallel run as a table: which stage holds which layers, on which
+// ranks, and where activations go ("" for model_parallel = 1). `model`: any stage's.
+std::string describe_pipeline(const Config& cfg, const Runtime& rt, const Model& model);
 
 // The operations of stage `stage` of `stages` for `k` micro-batches: (forward?, micro-batch).
 std::vector<std::pair<bool, int>> pipeline_schedule(PipelineSchedule schedule, int stage, int stages, int k);
@@ -50,6 +56,9 @@ class PipelineStage {
   int stages() const { return stages_; }
   bool last() const { return stage_ + 1 == stages_; }
   int peak_stored() const { return peak_; }  // most micro-batch inputs kept at once in the last step
+  // Over all training steps so far: time blocked waiting for a neighbour, and time in train_step.
+  double wait_seconds() const { return wait_s_; }
+  double step_seconds() const { return step_s_; }
 
  private:
   Tensor receive(std::int64_t rows, const Shape& sample, int from);
@@ -63,6 +72,8 @@ class PipelineStage {
   Allocator& alloc_;
   int stage_, stages_;
   int peak_ = 0;
+  bool timing_ = false;  // inside train_step: receive() adds its waiting to wait_s_
+  double wait_s_ = 0, step_s_ = 0;
   Tensor scratch_scalars_;                    // the last stage's repeated loss pass adds here
   std::vector<Tensor> kept_;                  // per micro-batch: its input, while in flight
   std::vector<std::vector<float>> send_buf_;  // per micro-batch: what was sent, until it is delivered

@@ -21,6 +21,7 @@
 #include "hpctrain/optim/optimizer.hpp"
 #include "hpctrain/runtime/mpi_handles.hpp"
 #include "hpctrain/tensor/step_scalars.hpp"
+#include "hpctrain/train/trainer.hpp"
 #include "mpi_test_util.hpp"
 
 namespace hpctrain::testref {
@@ -44,6 +45,23 @@ inline std::string make_synthetic_dataset(const std::string& tag) {
   }
   MPI_Barrier(MPI_COMM_WORLD);
   return root;
+}
+
+// Collective: `steps` training steps of `trainer` from the start of epoch 0, each rank reading
+// its data-parallel slice as the training loop does.
+inline void train_steps(Trainer& trainer, const Config& cfg, const Runtime& rt, const DatasetIndex& index,
+                        const Sampler& sampler, int steps) {
+  MPI_Comm node;
+  MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node);
+  {
+    ReaderOptions ro;
+    ro.dp = rt.grid().coords().dp;
+    ro.dp_size = rt.grid().shape().dp_size;
+    Reader reader(index.train, node, ro);
+    reader.start(sampler, {cfg.run.seed, 0, 0});
+    for (int s = 0; s < steps; ++s) trainer.train_step(reader.next(), static_cast<float>(cfg.optim.lr));
+  }
+  MPI_Comm_free(&node);
 }
 
 // Parameters of the whole model after `steps` optimizer steps.

@@ -48,16 +48,9 @@ TEST(DataParallel, RanksMatchOneProcessOnTheGlobalBatch) {
     Runtime rt(cfg);
     Trainer trainer(cfg, rt, index);
     const Sampler sampler(sampler_options(cfg, index.train));
-    MPI_Comm node;
-    MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node);
+    const int steps = 6;
+    testref::train_steps(trainer, cfg, rt, index, sampler, steps);
     {
-      ReaderOptions ro;
-      ro.dp = rt.grid().coords().dp;
-      ro.dp_size = rt.grid().shape().dp_size;
-      Reader reader(index.train, node, ro);
-      reader.start(sampler, {cfg.run.seed, 0, 0});
-      const int steps = 6;
-      for (int s = 0; s < steps; ++s) trainer.train_step(reader.next(), static_cast<float>(cfg.optim.lr));
       const auto ref = testref::reference_parameters(cfg, index, sampler, steps, rt.grid().shape().dp_size, micro);
       const Tensor& p = trainer.model().parameters();
       ASSERT_EQ(static_cast<std::size_t>(p.numel()), ref.size());
@@ -71,7 +64,6 @@ TEST(DataParallel, RanksMatchOneProcessOnTheGlobalBatch) {
       EXPECT_GT(worst + biggest, 0.0);
       verify_identical(trainer.dp_comm(), p, "parameters after training");  // throws if ranks diverged
     }
-    MPI_Comm_free(&node);
   }
   MPI_Barrier(MPI_COMM_WORLD);
   if (world_rank() == 0) fs::remove_all(root);

@@ -50,16 +50,9 @@ TEST(Pipeline, StagesMatchOneProcessForEveryScheduleAndMicroBatchCount) {
           Runtime rt(cfg);
           Trainer trainer(cfg, rt, index);
           const Sampler sampler(sampler_options(cfg, index.train));
-          MPI_Comm node;
-          MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node);
+          const int steps = 4;
+          testref::train_steps(trainer, cfg, rt, index, sampler, steps);
           {
-            ReaderOptions ro;
-            ro.dp = rt.grid().coords().dp;
-            ro.dp_size = dp_size;
-            Reader reader(index.train, node, ro);
-            reader.start(sampler, {cfg.run.seed, 0, 0});
-            const int steps = 4;
-            for (int s = 0; s < steps; ++s) trainer.train_step(reader.next(), static_cast<float>(cfg.optim.lr));
             const auto ref = testref::reference_parameters(cfg, index, sampler, steps, dp_size, micro);
             // This stage's parameters against the same parameters of the whole model.
             const Model& model = trainer.model();
@@ -85,7 +78,6 @@ TEST(Pipeline, StagesMatchOneProcessForEveryScheduleAndMicroBatchCount) {
               EXPECT_EQ(stage->peak_stored(), std::min(micro, stages - s)) << what;
             ++runs;
           }
-          MPI_Comm_free(&node);
         }
   }
   if (world_size() == 1) GTEST_SKIP() << "model parallelism needs at least 2 ranks";

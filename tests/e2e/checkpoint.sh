@@ -130,6 +130,21 @@ out=$(run 4 "$tmp/mp4" --set parallel.model_parallel=2 --set "checkpoint.resume=
 check "M = 1 checkpoint resumed with M = 2 on 4 ranks exits 0" test $? -eq 0
 check "... and matches the uninterrupted run" close "$ck/ckpt-00000030.h5" "$tmp/mp4/checkpoints/ckpt-00000030.h5"
 
+# M = 2 stopped and resumed with M = 2 is bit-identical to an uninterrupted M = 2 run; an M = 4
+# checkpoint resumes with M = 2, and the M = 1 one with M = 4.
+run 2 "$tmp/mp2ref" --set parallel.model_parallel=2 >/dev/null
+HPCTRAIN_TEST_SIGNAL=0:17 run 2 "$tmp/mp2x" --set parallel.model_parallel=2 >/dev/null
+run 2 "$tmp/mp2x" --set parallel.model_parallel=2 >/dev/null
+check "M = 2 stopped and resumed: bit-identical to the uninterrupted M = 2 run" \
+  same "$tmp/mp2ref/checkpoints/ckpt-00000030.h5" "$tmp/mp2x/checkpoints/ckpt-00000030.h5"
+HPCTRAIN_TEST_SIGNAL=3:17 run 4 "$tmp/mp4x" --set parallel.model_parallel=4 >/dev/null
+run 2 "$tmp/mp4x" --set parallel.model_parallel=2 >/dev/null
+check "M = 4 checkpoint resumed with M = 2 matches the M = 2 run" \
+  close "$tmp/mp2ref/checkpoints/ckpt-00000030.h5" "$tmp/mp4x/checkpoints/ckpt-00000030.h5"
+run 4 "$tmp/mp14" --set parallel.model_parallel=4 --set "checkpoint.resume=$tmp/c17.h5" >/dev/null
+check "M = 1 checkpoint resumed with M = 4 matches the uninterrupted run" \
+  close "$ck/ckpt-00000030.h5" "$tmp/mp14/checkpoints/ckpt-00000030.h5"
+
 # ---- Exact resume with nested groups, batch-norm buffers and Adam's step count ----
 res() {  # out_dir extra-args...: the ResNet example, 8 steps, Adam
   local out=$1

@@ -1,0 +1,89 @@
+#!/usr/bin/env bash
+# multinode.sh TRAINER SOURCE_DIR: training across two "hosts" over a real network on one
+# machine. Two network namespaces, each with its own hostname (a UTS namespace) and a veth
+# link to a bridge; Open MPI starts its daemons in them through a launch agent that enters the
+# namespace in place of ssh, and is forced onto TCP over those links (btl tcp,self; the TCP
+# interfaces limited to the test subnet). The run checkpoints to a shared directory; the ranks
+# report two different hosts; the links' byte counters grow by at least the gradient traffic;
+# the final parameters equal a single-host run with the same number of ranks. Everything it
+# created is removed at the end. Needs root (skips with exit 77 otherwise).
+set -u
+trainer=$1
+src=$2
+cd "$src" || exit 1
+source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+[ "$(id -u)" -eq 0 ] || { echo "SKIP: network namespaces need root"; exit 77; }
+command -v ip >/dev/null && command -v unshare >/dev/null || { echo "SKIP: iproute2/util-linux missing"; exit 77; }
+export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+
+id=$(( $$ % 10000 ))
+net=10.$(( 64 + id % 64 )).$(( id % 250 ))
+br=hpbr$id
+tmp=$(mktemp -d)
+cleanup() {
+  for i in 1 2; do
+    ip netns del "hpn$i-$id" 2>/dev/null
+    ip link del "hpv$i-$id" 2>/dev/null
+  done
+  ip link del "$br" 2>/dev/null
+  rm -rf "$tmp"
+}
+trap cleanup EXIT
+
+ip link add "$br" type bridge && ip addr add "$net.254/24" dev "$br" && ip link set "$br" up || {
+  echo "FAIL cannot create a bridge"; exit 1; }
+for i in 1 2; do
+  ns=hpn$i-$id
+  ip netns add "$ns"
+  ip link add "hpv$i-$id" type veth peer name "hpp$i-$id"
+  ip link set "hpp$i-$id" netns "$ns"
+  ip link set "hpv$i-$id" master "$br" up
+  ip netns exec "$ns" ip addr add "$net.$i/24" dev "hpp$i-$id"
+  ip netns exec "$ns" ip link set "hpp$i-$id" up
+  ip netns exec "$ns" ip link set lo up
+done
+# The launch agent: Open MPI runs "<agent> <host> <command>" as it would ssh.
+cat >"$tmp/agent.sh" <<EOF
+#!/bin/bash
+host=\$1
+shift
+case \$host in
+  $net.1) ns=hpn1-$id name=node1 ;;
+  $net.2) ns=hpn2-$id name=node2 ;;
+  *) echo "agent: unknown host \$host" >&2; exit 1 ;;
+esac
+exec ip netns exec \$ns unshare --uts /bin/sh -c "hostname \$name; \$*"
+EOF
+chmod +x "$tmp/agent.sh"
+
+bytes() { local s=0 i; for i in 1 2; do s=$((s + $(cat "/sys/class/net/hpv$i-$id/statistics/tx_bytes"))); done; echo $s; }
+args=(inputs/mnist_mlp.ini --set train.steps=20 --set train.log_every=10 --set checkpoint.every_epochs=0
+      --set checkpoint.resume=none)
+before=$(bytes)
+out=$(mpirun -np 2 --host "$net.1:1,$net.2:1" --mca plm_rsh_agent "$tmp/agent.sh" --mca pml ob1 \
+  --mca btl tcp,self --mca btl_tcp_if_include "$net.0/24" --mca oob_tcp_if_include "$net.0/24" --bind-to none \
+  "$trainer" "${args[@]}" --set "run.out_dir=$tmp/two-hosts" 2>&1)
+rc=$?
+after=$(bytes)
+echo "$out" | grep -E "^done|error" | head -3
+check "2 ranks on 2 namespaced hosts over TCP: exit 0" test $rc -eq 0
+hosts=$(mpirun -np 2 --host "$net.1:1,$net.2:1" --mca plm_rsh_agent "$tmp/agent.sh" --mca oob_tcp_if_include "$net.0/24" \
+  --mca btl tcp,self --mca btl_tcp_if_include "$net.0/24" "$trainer" inputs/mnist_mlp.ini --dry-run 2>&1 |
+  awk '/^rank +host/{on=1; getline; next} on && /^ +[0-9]/{print $2} on && !/^ +[0-9]/{on=0}' | sort -u | tr '\n' ' ')
+check "the ranks see two hosts: $hosts" test "$hosts" = "node1 node2 "
+traffic=$(( (after - before) / 1048576 ))
+check "the veth links carried the traffic: $traffic MiB (>= 100: 20 allreduces of 7.4 MB)" test "$traffic" -ge 100
+check "the checkpoint went to the shared directory" test -f "$tmp/two-hosts/checkpoints/ckpt-00000020.h5"
+mpirun -np 2 --oversubscribe --bind-to none "$trainer" "${args[@]}" --set "run.out_dir=$tmp/one-host" >/dev/null 2>&1
+check "a single-host run with 2 ranks: exit 0" test $? -eq 0
+check "two hosts and one host end with the same parameters" /usr/bin/python3 - "$tmp" <<'EOF'
+import sys, h5py, numpy as np
+d = sys.argv[1]
+a = h5py.File(d + "/two-hosts/checkpoints/ckpt-00000020.h5", "r")
+b = h5py.File(d + "/one-host/checkpoints/ckpt-00000020.h5", "r")
+worst = max(float(np.max(np.abs(a["model/" + n][()] - b["model/" + n][()])))
+            for n in ("01_dense/weight", "03_dense/weight", "05_dense/weight"))
+print("max |difference| %.3g" % worst)
+sys.exit(0 if worst <= 1e-6 else 1)
+EOF
+finish

@@ -212,6 +212,14 @@ void multiply(const Tensor& a, const Tensor& b, Tensor& out) {
   cpu::multiply(a, b, out);
 }
 
+void round_to_precision(Tensor& t, Precision p) {
+  if (t.device() == Device::cuda) {
+    cuda::round_to_precision(t, p);
+    return;
+  }
+  cpu::round_to_precision(t, p);
+}
+
 double sum_of_squares(const Tensor& t) {
   if (t.device() == Device::cuda) {
     return cuda::sum_of_squares(t);
@@ -245,7 +253,8 @@ const std::vector<std::string>& backend_operations() {
                                               "avgpool_backward",
                                               "dropout_forward",
                                               "multiply",
-                                              "sum_of_squares"};
+                                              "sum_of_squares",
+                                              "round_to_precision"};
   return names;
 }
 

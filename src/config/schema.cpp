@@ -365,6 +365,15 @@ std::vector<KeySpec> config_schema() {
                            [=](Config& c, const std::string& v) { c.optim.clip_norm = to_real(v); }),
                       0, inf));
 
+  k.push_back(bounded(make("optim", "loss_scale", K::real, "65536",
+                           "precision = fp16: initial dynamic loss scale (halved on overflow, the step skipped)",
+                           [=](Config& c, const std::string& v) { c.optim.loss_scale = to_real(v); }),
+                      1, 1e30));
+  k.push_back(bounded(make("optim", "loss_scale_window", K::integer, "2000",
+                           "precision = fp16: steps without overflow before the loss scale doubles",
+                           [=](Config& c, const std::string& v) { c.optim.loss_scale_window = to_long(v); }),
+                      1, kMaxLong));
+
   // [parallel]
   k.push_back(bounded(make("parallel", "model_parallel", K::integer, "1",
                            "model-parallel size M (layer groups per replica); must divide the world size",

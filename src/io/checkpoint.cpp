@@ -142,6 +142,9 @@ double write_checkpoint(MPI_Comm comm, const std::string& path, const Checkpoint
   h5::write_double_attribute(root, "train_seconds", {info.train_seconds});
   h5::write_string_attribute(root, "optimizer", info.optimizer);
   h5::write_int_attribute(root, "optimizer_steps", info.optimizer_steps);
+  h5::write_double_attribute(root, "loss_scale", {info.loss_scale});
+  h5::write_int_attribute(root, "loss_scale_good_steps", info.scale_good_steps);
+  h5::write_int_attribute(root, "skipped_steps", info.skipped_steps);
   h5::write_string_attribute(root, "ini", info.ini);
   h5::write_string_attribute(root, "ini_file", info.ini_file);
   h5::write_string_attribute(root, "model_summary", info.model_summary);
@@ -220,6 +223,11 @@ CheckpointFile::CheckpointFile(const std::string& path) : path_(path) {
     info_.train_seconds = h5::read_double_attribute(root, "train_seconds").at(0);
     info_.optimizer = h5::read_string_attribute(root, "optimizer");
     info_.optimizer_steps = h5::read_int_attribute(root, "optimizer_steps");
+    if (h5::has_attribute(root, "loss_scale")) {  // (absent from the first checkpoints of format 1)
+      info_.loss_scale = h5::read_double_attribute(root, "loss_scale").at(0);
+      info_.scale_good_steps = h5::read_int_attribute(root, "loss_scale_good_steps");
+      info_.skipped_steps = h5::read_int_attribute(root, "skipped_steps");
+    }
     info_.ini = h5::read_string_attribute(root, "ini");
     info_.ini_file = h5::read_string_attribute(root, "ini_file");
     info_.model_summary = h5::read_string_attribute(root, "model_summary");
@@ -391,6 +399,10 @@ std::string encode_info(const CheckpointInfo& i) {
   put("train_seconds", buf);
   put("optimizer", i.optimizer);
   put("optimizer_steps", std::to_string(i.optimizer_steps));
+  std::snprintf(buf, sizeof(buf), "%a", i.loss_scale);
+  put("loss_scale", buf);
+  put("scale_good_steps", std::to_string(i.scale_good_steps));
+  put("skipped_steps", std::to_string(i.skipped_steps));
   put("ini", i.ini);
   put("ini_file", i.ini_file);
   put("model_summary", i.model_summary);
@@ -425,6 +437,9 @@ CheckpointInfo decode_info(const std::string& text) {
   i.train_seconds = std::strtod(kv["train_seconds"].c_str(), nullptr);
   i.optimizer = kv["optimizer"];
   i.optimizer_steps = std::stoll(kv["optimizer_steps"]);
+  i.loss_scale = std::strtod(kv["loss_scale"].c_str(), nullptr);
+  i.scale_good_steps = std::stoll(kv["scale_good_steps"]);
+  i.skipped_steps = std::stoll(kv["skipped_steps"]);
   i.ini = kv["ini"];
   i.ini_file = kv["ini_file"];
   i.model_summary = kv["model_summary"];

@@ -73,6 +73,27 @@ std::vector<std::pair<std::string, std::vector<float>*>> Model::buffers() {
   return out;
 }
 
+void Model::set_precision(Precision p) {
+  precision_ = p;
+  Tensor& src = p == Precision::fp32 ? params_ : (compute_params_ = Tensor::zeros(params_.shape(), alloc_));
+  std::size_t k = 0;
+  for (std::size_t i = 0; i < layers_.size(); ++i) {
+    std::vector<Tensor> w, g;
+    for (; k < info_.size() && info_[k].name.rfind(names_[i] + "/", 0) == 0; ++k) {
+      w.push_back(src.view(info_[k].offset, info_[k].shape));
+      g.push_back(grads_.view(info_[k].offset, info_[k].shape));
+    }
+    layers_[i]->bind(std::move(w), std::move(g));
+  }
+  refresh_compute_parameters();
+}
+
+void Model::refresh_compute_parameters() {
+  if (precision_ == Precision::fp32) return;
+  copy(params_, compute_params_);
+  round_to_precision(compute_params_, precision_);
+}
+
 void Model::init_parameters(std::uint64_t seed) {
   for (const ParamInfo& p : info_) {
     float* w = params_.data() + p.offset;
@@ -123,17 +144,22 @@ void Model::set_batch(std::int64_t rows) {
 const Tensor& Model::forward(const Tensor& x) {
   HPCT_CHECK(x.rows() == rows_ && x.cols() == numel(shapes_[0]),
              "model input " + shape_string(x.shape()) + " for batch " + std::to_string(rows_));
-  for (std::size_t i = 0; i < layers_.size(); ++i) layers_[i]->forward(i == 0 ? x : acts_[i], acts_[i + 1]);
+  for (std::size_t i = 0; i < layers_.size(); ++i) {
+    layers_[i]->forward(i == 0 ? x : acts_[i], acts_[i + 1]);
+    if (precision_ != Precision::fp32) round_to_precision(acts_[i + 1], precision_);
+  }
   return acts_.back();
 }
 
 void Model::backward(const Tensor& x, const Tensor& dout, const std::function<void(std::size_t)>& layer_done,
                      bool accumulate) {
   if (dout.data() != grads_act_.back().data()) copy(dout, grads_act_.back());
+  if (precision_ != Precision::fp32) round_to_precision(grads_act_.back(), precision_);
   for (std::size_t i = layers_.size(); i-- > 0;) {
     layers_[i]->set_accumulate_grads(accumulate);
     // grads_act_[0] is undefined on the first stage: its first layer skips the input gradient.
     layers_[i]->backward(i == 0 ? x : acts_[i], acts_[i + 1], grads_act_[i + 1], grads_act_[i]);
+    if (precision_ != Precision::fp32 && grads_act_[i].defined()) round_to_precision(grads_act_[i], precision_);
     if (layer_done) layer_done(i);
   }
 }

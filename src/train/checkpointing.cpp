@@ -106,6 +106,9 @@ std::string Checkpointer::save(const TrainPosition& pos, const double interval_s
   info.mp = g.shape().mp_size;
   info.last_loss = pos.last_loss;
   info.train_seconds = pos.train_seconds;
+  info.loss_scale = pos.loss_scale;
+  info.scale_good_steps = pos.scale_good_steps;
+  info.skipped_steps = pos.skipped_steps;
   info.optimizer = opt_.name();
   info.optimizer_steps = opt_.steps();
   info.ini = effective_ini(cfg_);

@@ -98,6 +98,8 @@ Trainer::Trainer(const Config& cfg, Runtime& rt, const DatasetIndex& index) : cf
   model_->init_parameters(cfg.run.seed);
   comm_->broadcast(model_->parameters().data(), static_cast<std::size_t>(model_->parameters().numel()), DType::f32, 0);
   verify_identical(*comm_, model_->parameters(), "initial parameters");
+  model_->set_precision(cfg.run.precision);  // bf16/fp16: the layers compute with a rounded copy
+  if (cfg.run.precision == Precision::fp16) loss_scale_ = cfg.optim.loss_scale;
   CHECK_MPI(MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node_));
   const auto bucket_elems = static_cast<std::int64_t>(cfg.parallel.bucket_mb * (1 << 20) / sizeof(float));
   averager_ = std::make_unique<GradientAverager>(*comm_, model_->gradients(),
@@ -115,7 +117,8 @@ Trainer::~Trainer() {
 void Trainer::train_step(const Batch& batch, float lr) {
   const int k = cfg_.train.micro_batches;
   const std::int64_t rows = batch.size / k, width = numel(index_.train.sample_shape);
-  const float grad_scale = 1.f / static_cast<float>(batch.size);  // mean over this rank's batch
+  // The mean over this rank's batch; with fp16, times the loss scale (undone before the update).
+  const float grad_scale = static_cast<float>(loss_scale_) / static_cast<float>(batch.size);
   model_->set_batch(rows);
   Tensor lr_slot = step_scalars::slot(scalars_, step_scalars::learning_rate);
   fill(lr_slot, lr);  // written into device memory; the optimizer reads it there
@@ -169,6 +172,24 @@ void Trainer::train_step(const Batch& batch, float lr) {
 
 void Trainer::finish_step() {
   comm_wait_s_ += averager_->finish();
+  last_step_skipped_ = false;
+  if (cfg_.run.precision == Precision::fp16) {
+    // An overflow on any stage or replica skips the update everywhere, so the ranks stay identical.
+    int bad = std::isfinite(sum_of_squares(model_->gradients())) ? 0 : 1;
+    CHECK_MPI(MPI_Allreduce(MPI_IN_PLACE, &bad, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD));
+    if (bad) {
+      ++skipped_steps_;
+      loss_scale_ = std::max(1.0, loss_scale_ / 2);
+      good_steps_ = 0;
+      last_step_skipped_ = true;
+      return;
+    }
+    scale(model_->gradients(), static_cast<float>(1.0 / loss_scale_));
+    if (++good_steps_ >= cfg_.optim.loss_scale_window) {
+      loss_scale_ *= 2;
+      good_steps_ = 0;
+    }
+  }
   if (cfg_.optim.clip_norm > 0) {
     // The global norm covers every stage's gradients (identical over a data-parallel group after averaging).
     double ss = sum_of_squares(model_->gradients());
@@ -177,6 +198,7 @@ void Trainer::finish_step() {
     if (norm > cfg_.optim.clip_norm) scale(model_->gradients(), static_cast<float>(cfg_.optim.clip_norm / norm));
   }
   opt_->step(scalars_);
+  model_->refresh_compute_parameters();
 }
 
 void Trainer::sum_over_replicas(double* v, std::size_t n) {
@@ -346,6 +368,12 @@ int Trainer::run() {
   if (!resume_from.empty()) {
     const CheckpointInfo info = checkpointer.load(resume_from, sums);
     set_interval_sums(sums);
+    model_->refresh_compute_parameters();
+    if (cfg_.run.precision == Precision::fp16 && info.loss_scale > 1) {  // the scale goes on where it was
+      loss_scale_ = info.loss_scale;
+      good_steps_ = info.scale_good_steps;
+      skipped_steps_ = info.skipped_steps;
+    }
     first = info.step;
     samples_done = info.samples;
     st.last_loss = info.last_loss;
@@ -416,6 +444,12 @@ int Trainer::run() {
     const auto t0 = Clock::now();
     train_step(batch, static_cast<float>(lr));
     step_seconds += since(t0);
+    if (last_step_skipped_) {
+      char skip[160];
+      std::snprintf(skip, sizeof(skip), "step %lld: fp16 gradient overflow: update skipped, loss scale now %g",
+                    static_cast<long long>(step + 1), loss_scale_);
+      log0(skip);
+    }
     if (step >= warmup) timed_s += since(t_step);
     const bool epoch_end = batch.step == per_epoch - 1;
     const std::int64_t epoch = batch.epoch, next_step = batch.step + 1;
@@ -446,6 +480,9 @@ int Trainer::run() {
       pos.samples = samples_done;
       pos.last_loss = st.last_loss;
       pos.train_seconds = before_s + since(st.start);
+      pos.loss_scale = loss_scale_;
+      pos.scale_good_steps = good_steps_;
+      pos.skipped_steps = skipped_steps_;
       peek_interval_sums(sums);  // this rank's partial sums of the interval the checkpoint cuts
       checkpointer.save(pos, sums);
       last_checkpoint = Clock::now();
@@ -484,6 +521,16 @@ int Trainer::run() {
        std::to_string(per_step_waited * 1e3).substr(0, 6) + " ms per step waited after backward (least over ranks): " +
        std::to_string(100 * std::max(0.0, hidden)).substr(0, 5) + "% hidden");
   const EvalResult& final_eval = index_.test ? test : st.last_eval;
+  if (cfg_.run.precision != Precision::fp32) {
+    char pl[200];
+    std::snprintf(pl, sizeof(pl), "precision %s (float32 master parameters)%s", to_string(cfg_.run.precision),
+                  cfg_.run.precision == Precision::fp16
+                      ? (": " + std::to_string(skipped_steps_) + " update(s) skipped for overflow, loss scale now " +
+                         std::to_string(static_cast<long long>(loss_scale_)))
+                            .c_str()
+                      : "");
+    log0(pl);
+  }
   // Pipeline idle: the share of the stages' step time spent waiting for a neighbour, over all
   // ranks, beside the ideal of a perfectly balanced pipeline, (M - 1) / (K + M - 1).
   double pipe[3] = {0, 0, 0};
@@ -529,7 +576,9 @@ int Trainer::run() {
        << ",\n  \"comm_wait_s_per_step\": " << per_step_waited
        << ",\n  \"comm_hidden_fraction\": " << std::max(0.0, hidden) << ",\n  \"steady_samples_per_s\": " << steady
        << ",\n  \"steady_warmup_steps\": " << warmup - first << ",\n  \"checkpoints_written\": " << checkpointer.saved()
-       << ",\n  \"checkpoint_write_s\": " << checkpointer.seconds_writing()
+       << ",\n  \"checkpoint_write_s\": " << checkpointer.seconds_writing() << ",\n  \"precision\": \""
+       << to_string(cfg_.run.precision) << "\""
+       << ",\n  \"skipped_steps\": " << skipped_steps_ << ",\n  \"loss_scale\": " << loss_scale_
        << ",\n  \"model_parallel\": " << g.shape().mp_size
        << ",\n  \"pipeline_idle_fraction\": " << (pipeline_ ? pipe[0] / std::max(pipe[1], 1e-9) : 0)
        << ",\n  \"pipeline_idle_ideal\": "
@@ -547,6 +596,7 @@ int Trainer::eval_only() {
                     (cfg_.checkpoint.resume == "auto" ? ", none complete in " + cfg_.checkpoint.dir : "") + ")");
   double sums[3];
   const CheckpointInfo info = checkpointer.load(target, sums);
+  model_->refresh_compute_parameters();
   const SplitIndex* split = index_.test ? &*index_.test : index_.val ? &*index_.val : nullptr;
   if (!split) throw bad_input("--eval-only: the dataset " + cfg_.data.path + " has no test or val split");
   const EvalResult r = evaluate(*split);

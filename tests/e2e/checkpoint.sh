@@ -145,6 +145,20 @@ run 4 "$tmp/mp14" --set parallel.model_parallel=4 --set "checkpoint.resume=$tmp/
 check "M = 1 checkpoint resumed with M = 4 matches the uninterrupted run" \
   close "$ck/ckpt-00000030.h5" "$tmp/mp14/checkpoints/ckpt-00000030.h5"
 
+# ---- fp16 with dynamic loss scaling: the scale and the skip count are part of the checkpoint ----
+f16=(--set run.precision=fp16 --set optim.loss_scale=1e9 --set optim.loss_scale_window=5)
+out=$(run 2 "$tmp/f16ref" "${f16[@]}")
+check "fp16 run: updates skipped for overflow are logged" grep -q "fp16 gradient overflow: update skipped, loss scale now" <<<"$out"
+HPCTRAIN_TEST_SIGNAL=0:17 run 2 "$tmp/f16x" "${f16[@]}" >/dev/null
+run 2 "$tmp/f16x" "${f16[@]}" >/dev/null
+check "fp16 stopped and resumed: bit-identical (loss scale restored)" \
+  same "$tmp/f16ref/checkpoints/ckpt-00000030.h5" "$tmp/f16x/checkpoints/ckpt-00000030.h5"
+check "fp16 checkpoints hold float32 parameters and the loss scale" /usr/bin/python3 -c "
+import h5py; f = h5py.File('$tmp/f16ref/checkpoints/ckpt-00000030.h5', 'r')
+assert f['model/01_dense/weight'].dtype == 'float32' and f.attrs['loss_scale'] > 0 and f.attrs['skipped_steps'] > 0"
+out=$(run 2 "$tmp/f16ref" --set run.precision=fp32 --eval-only)
+check "an fp16 checkpoint evaluates in float32 (--eval-only)" grep -q "^eval-only: .*ckpt-00000030.h5" <<<"$out"
+
 # ---- Exact resume with nested groups, batch-norm buffers and Adam's step count ----
 res() {  # out_dir extra-args...: the ResNet example, 8 steps, Adam
   local out=$1

@@ -521,6 +521,30 @@ TEST(Model, LayerRangesOfOneModel) {
   EXPECT_EQ(std::memcmp(y.data(), y2.data(), sizeof(float) * static_cast<std::size_t>(y.numel())), 0);
 }
 
+// Rounding to bf16 and fp16 (what storing in those formats does), kept in float32.
+TEST(Backend, RoundToPrecision) {
+  Allocator alloc;
+  Tensor t = Tensor::zeros({8}, alloc);
+  const float in[8] = {1.f + 1.f / 512, 1.f + 3.f / 512, 70000.f, 65504.f, 1.f / 3, -2.5e-8f, 1e-5f, INFINITY};
+  std::copy(in, in + 8, t.data());
+  round_to_precision(t, Precision::bf16);
+  EXPECT_EQ(t.data()[0], 1.f);              // 1 + 2^-9: halfway below 8 mantissa bits -> even (1)
+  EXPECT_EQ(t.data()[1], 1.f + 4.f / 512);  // 1 + 3 * 2^-9 -> 1 + 2^-7
+  EXPECT_EQ(t.data()[2], 70144.f);          // bf16 has float32's range
+  EXPECT_TRUE(std::isinf(t.data()[7]));
+  std::copy(in, in + 8, t.data());
+  round_to_precision(t, Precision::fp16);
+  EXPECT_EQ(t.data()[0], 1.f + 1.f / 512);  // representable in fp16 (10 fraction bits)
+  EXPECT_TRUE(std::isinf(t.data()[2]));     // past 65504: overflow
+  EXPECT_EQ(t.data()[3], 65504.f);
+  EXPECT_EQ(t.data()[4], 0.333251953125f);     // 1/3 in fp16
+  EXPECT_EQ(t.data()[5], 0.f);                 // below half the smallest subnormal (2^-25)
+  EXPECT_EQ(t.data()[6], 168.f / 16777216.f);  // subnormal grid of 2^-24
+  std::copy(in, in + 8, t.data());
+  round_to_precision(t, Precision::fp32);
+  EXPECT_EQ(t.data()[4], 1.f / 3);
+}
+
 TEST(Backend, EveryOperationIsDispatchedToCuda) {
   // Until the GPU backend lands, each operation on a cuda tensor throws naming itself.
   float storage[16] = {0};
@@ -563,6 +587,7 @@ TEST(Backend, EveryOperationIsDispatchedToCuda) {
   expect("dropout_forward", [&] { dropout_forward(t, 0.5f, 1, ids, t, t); });
   expect("multiply", [&] { multiply(t, t, t); });
   expect("sum_of_squares", [&] { sum_of_squares(t); });
+  expect("round_to_precision", [&] { round_to_precision(t, Precision::bf16); });
   EXPECT_EQ(thrown, backend_operations()) << "every backend operation must have a CUDA entry point";
 }
 

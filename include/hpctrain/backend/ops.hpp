@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "hpctrain/config/config.hpp"  // Precision
 #include "hpctrain/tensor/tensor.hpp"
 
 namespace hpctrain {

@@ -74,6 +74,8 @@ struct OptimConfig {
   double gamma = 0.1;
   long warmup_steps = 0;
   double clip_norm = 0.0;
+  double loss_scale = 65536.0;    // [run] precision = fp16: the initial dynamic loss scale
+  long loss_scale_window = 2000;  // ... doubled after this many steps without overflow
 };
 
 struct ParallelConfig {

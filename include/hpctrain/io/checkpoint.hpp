@@ -34,11 +34,14 @@ struct CheckpointInfo {
   std::uint64_t seed = 0;
   int world = 1, dp = 1, mp = 1;
   double last_loss = 0;
-  double train_seconds = 0;          // training wall time before this checkpoint, over all resumed runs
-  std::string optimizer;             // "sgd", "adam", "adamw"
-  std::int64_t optimizer_steps = 0;  // Adam's bias-correction count
-  std::string ini;                   // every key as used (after --set and ${VAR}), as an INI file
-  std::string ini_file;              // the INI file as given
+  double train_seconds = 0;           // training wall time before this checkpoint, over all resumed runs
+  std::string optimizer;              // "sgd", "adam", "adamw"
+  std::int64_t optimizer_steps = 0;   // Adam's bias-correction count
+  double loss_scale = 1;              // precision = fp16: the dynamic loss scale ...
+  std::int64_t scale_good_steps = 0;  // ... steps since it last changed
+  std::int64_t skipped_steps = 0;     // ... updates skipped for overflow so far
+  std::string ini;                    // every key as used (after --set and ${VAR}), as an INI file
+  std::string ini_file;               // the INI file as given
   std::string model_summary;
   // Written by the writer (ignored on input): wall-clock time, versions.
   std::string written_at, software, hdf5, mpi, blas;

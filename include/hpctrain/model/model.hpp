@@ -36,6 +36,13 @@ class Model {
   // a pure function of (seed, parameter index): the same on every rank.
   void init_parameters(std::uint64_t seed);
   void set_batch(std::int64_t rows);  // allocates activations when the batch grows
+  // Mixed precision ([run] precision = bf16 | fp16): the layers compute with a copy of the
+  // parameters rounded to that format, and activations and their gradients are rounded to it
+  // after every layer; accumulation stays float32, the optimizer updates the float32 master
+  // parameters (parameters()), and refresh_compute_parameters() rounds them into the copy.
+  void set_precision(Precision p);
+  void refresh_compute_parameters();
+  Precision precision() const { return precision_; }
   const Tensor& forward(const Tensor& x);
   // Writes every layer's input gradient and adds to the gradient buffer (or,
   // with accumulate = false, overwrites it: the step's first micro-batch);
@@ -83,6 +90,8 @@ class Model {
   std::size_t first_ = 0;
   Shape whole_out_;
   Tensor params_, grads_;
+  Precision precision_ = Precision::fp32;
+  Tensor compute_params_;  // rounded copy the layers use when precision_ != fp32
   StepContext ctx_;
   std::int64_t rows_ = -1, capacity_ = 0;
   std::vector<Tensor> act_buf_, grad_buf_;  // capacity-sized buffers

@@ -26,6 +26,8 @@ struct TrainPosition {
   std::int64_t samples = 0;                // global samples consumed
   double last_loss = 0;
   double train_seconds = 0;  // over all runs so far
+  double loss_scale = 1;     // precision = fp16
+  std::int64_t scale_good_steps = 0, skipped_steps = 0;
 };
 
 class Checkpointer {

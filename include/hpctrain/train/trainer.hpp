@@ -46,6 +46,9 @@ class Trainer {
   PipelineStage* pipeline() { return pipeline_.get(); }  // null when model_parallel = 1
   GradientAverager& averager() { return *averager_; }
   double comm_wait_seconds() const { return comm_wait_s_; }
+  double loss_scale() const { return loss_scale_; }
+  std::int64_t skipped_steps() const { return skipped_steps_; }
+  bool last_step_skipped() const { return last_step_skipped_; }
   Communicator& dp_comm() { return *comm_; }
 
  private:
@@ -71,6 +74,12 @@ class Trainer {
   std::unique_ptr<PipelineStage> pipeline_;  // this rank's stage (M > 1)
   Tensor scalars_, eval_scalars_;            // step scalars (tensor/step_scalars.hpp) of training and evaluation
   double comm_wait_s_ = 0;                   // time waiting for gradient buckets after backward (all steps)
+  // precision = fp16: dynamic loss scaling (the loss gradient is multiplied by loss_scale_; an
+  // overflow anywhere skips the update on every rank and halves it; loss_scale_window good
+  // steps double it).
+  double loss_scale_ = 1;
+  std::int64_t good_steps_ = 0, skipped_steps_ = 0;
+  bool last_step_skipped_ = false;
   MPI_Comm node_ = MPI_COMM_NULL;
   std::map<std::string, std::unique_ptr<Reader>> eval_readers_;  // per split, made on first use (collective)
 };

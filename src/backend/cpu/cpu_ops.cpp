@@ -230,6 +230,37 @@ void adam_update(Tensor& w, const Tensor& g, Tensor& m, Tensor& v, const Tensor&
   }
 }
 
+namespace {
+float round_bf16(float x) {  // keep the top 16 bits, rounding to nearest even; NaN stays NaN
+  std::uint32_t u;
+  std::memcpy(&u, &x, 4);
+  if ((u & 0x7f800000u) == 0x7f800000u) return x;  // inf, nan
+  u += 0x7fffu + ((u >> 16) & 1u);
+  u &= 0xffff0000u;
+  std::memcpy(&x, &u, 4);
+  return x;
+}
+float round_fp16(float x) {  // IEEE half: 11-bit significand, max 65504, subnormal steps of 2^-24
+  if (!std::isfinite(x)) return x;
+  const float a = std::fabs(x);
+  if (a >= 65520.f) return std::copysign(INFINITY, x);                           // rounds past the largest half
+  if (a < 6.103515625e-05f) return std::nearbyint(x * 16777216.f) / 16777216.f;  // subnormal grid 2^-24
+  int e;
+  std::frexp(a, &e);                           // a = m * 2^e, m in [0.5, 1)
+  const float step = std::ldexp(1.f, e - 11);  // 11 significant bits
+  return std::nearbyint(x / step) * step;      // nearbyint: round half to even
+}
+}  // namespace
+
+void round_to_precision(Tensor& t, Precision p) {
+  float* d = t.data();
+  const std::int64_t n = t.numel();
+  if (p == Precision::bf16)
+    for (std::int64_t i = 0; i < n; ++i) d[i] = round_bf16(d[i]);
+  else if (p == Precision::fp16)
+    for (std::int64_t i = 0; i < n; ++i) d[i] = round_fp16(d[i]);
+}
+
 double sum_of_squares(const Tensor& t) {
   double s = 0;
   const float* p = t.data();

@@ -89,5 +89,6 @@ void dropout_forward(const Tensor&, float, std::uint64_t, const std::int64_t*, T
 void multiply(const Tensor&, const Tensor&, Tensor&) { not_implemented("multiply"); }
 
 double sum_of_squares(const Tensor&) { not_implemented("sum_of_squares"); }
+void round_to_precision(Tensor&, Precision) { not_implemented("round_to_precision"); }
 
 }  // namespace hpctrain::cuda

@@ -240,6 +240,9 @@ std::vector<KeySpec> config_schema() {
                        c.run.precision = pick<Precision>(
                            v, {{"fp32", Precision::fp32}, {"bf16", Precision::bf16}, {"fp16", Precision::fp16}});
                      }));
+  k.push_back(make("run", "share_gpus", K::boolean, "false",
+                   "allow more ranks than GPUs on a node: local rank r uses GPU r % GPUs (communication over MPI)",
+                   [](Config& c, const std::string& v) { c.run.share_gpus = parse_bool(v); }));
   k.push_back(choice("run", "conv", {"auto", "im2col", "onednn"}, "auto",
                      "CPU convolution: im2col + GEMM, oneDNN, or auto = oneDNN for layers with more than one input "
                      "channel when built with it (measured faster there), im2col + GEMM otherwise",

@@ -37,7 +37,7 @@ RankInfo query_rank_info(MPI_Comm world) {
 }
 
 DeviceAssignment choose_device(DeviceKind requested, const RankInfo& me, const std::vector<cuda::GpuInfo>& gpus,
-                               const std::string& why_no_gpu) {
+                               const std::string& why_no_gpu, bool share_gpus) {
   DeviceAssignment d;
   if (requested == DeviceKind::cpu || (requested == DeviceKind::auto_ && gpus.empty())) {
     d.kind = DeviceKind::cpu;
@@ -47,25 +47,31 @@ DeviceAssignment choose_device(DeviceKind requested, const RankInfo& me, const s
   if (gpus.empty())
     throw bad_input("[run] device = cuda, but no GPU is visible on " + me.host + ": " + why_no_gpu +
                     " (use device = cpu or auto)");
-  if (me.local_size > static_cast<int>(gpus.size()))
+  const bool oversubscribed = me.local_size > static_cast<int>(gpus.size());
+  if (oversubscribed && !share_gpus)
     throw bad_input("[run] device = " + std::string(to_string(requested)) + ": " + std::to_string(me.local_size) +
                     " ranks on " + me.host + " but only " + std::to_string(gpus.size()) +
                     " GPU(s) visible: start one rank per GPU (mpirun -np " + std::to_string(gpus.size()) +
-                    " per node) or set device = cpu");
-  const auto& g = gpus[static_cast<std::size_t>(me.local_rank)];
+                    " per node), set device = cpu, or allow sharing with [run] share_gpus = true");
+  const auto& g = gpus[static_cast<std::size_t>(me.local_rank) % gpus.size()];
+  d.shared = oversubscribed;
   d.kind = DeviceKind::cuda;
   d.gpu = g.index;
   std::ostringstream os;
   os.precision(1);
   os << std::fixed << "cuda:" << g.index << " " << g.name << " (" << static_cast<double>(g.memory_bytes) / (1 << 30)
      << " GiB)";
-  d.description = os.str();
+  d.description = os.str() + (oversubscribed ? ", shared" : "");
   return d;
 }
 
-CommBackend choose_comm(CommBackend requested, DeviceKind device) {
+CommBackend choose_comm(CommBackend requested, DeviceKind device, bool shared_gpu) {
+  if (requested == CommBackend::nccl && shared_gpu)
+    throw bad_input(
+        "[parallel] comm = nccl with [run] share_gpus: NCCL cannot put two ranks of one communicator "
+        "on one GPU (use comm = auto or mpi)");
   if (requested != CommBackend::auto_) return requested;
-  return device == DeviceKind::cuda && cuda::compiled() ? CommBackend::nccl : CommBackend::mpi;
+  return device == DeviceKind::cuda && cuda::compiled() && !shared_gpu ? CommBackend::nccl : CommBackend::mpi;
 }
 
 bool mpi_reports_cuda_aware() {
@@ -128,8 +134,8 @@ Runtime::Runtime(const Config& config) {
     std::string why_none;
     const auto gpus =
         config.run.device == DeviceKind::cpu ? std::vector<cuda::GpuInfo>{} : cuda::visible_gpus(&why_none);
-    device_ = choose_device(config.run.device, info_, gpus, why_none);
-    comm_ = choose_comm(config.parallel.comm, device_.kind);
+    device_ = choose_device(config.run.device, info_, gpus, why_none, config.run.share_gpus);
+    comm_ = choose_comm(config.parallel.comm, device_.kind, device_.shared);
     if (comm_ == CommBackend::nccl && device_.kind != DeviceKind::cuda)
       throw bad_input("[parallel] comm = nccl needs GPUs, but this rank computes on the cpu");
     if (device_.kind == DeviceKind::cuda) cuda::set_device(device_.gpu);

@@ -96,7 +96,31 @@ TEST(Device, MoreRanksThanGpusIsAnError) {
     FAIL();
   } catch (const Error& e) {
     EXPECT_NE(std::string(e.what()).find("3 ranks on n1 but only 2 GPU(s) visible"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("share_gpus = true"), std::string::npos) << e.what();
   }
+}
+
+TEST(Device, SharingGpusWhenAllowed) {
+  RankInfo me;
+  me.local_rank = 2;
+  me.local_size = 3;
+  me.host = "n1";
+  std::vector<cuda::GpuInfo> gpus{{0, "A", 1ull << 30, 9, 0}, {1, "B", 1ull << 30, 9, 0}};
+  const auto d = choose_device(DeviceKind::cuda, me, gpus, "", true);
+  EXPECT_EQ(d.gpu, 0);  // local rank 2 of 3 on 2 GPUs
+  EXPECT_TRUE(d.shared);
+  EXPECT_EQ(d.description, "cuda:0 A (1.0 GiB), shared");
+  EXPECT_EQ(choose_comm(CommBackend::auto_, DeviceKind::cuda, true), CommBackend::mpi);
+  try {
+    choose_comm(CommBackend::nccl, DeviceKind::cuda, true);
+    FAIL() << "NCCL with shared GPUs must be refused";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), ExitCode::bad_input);
+    EXPECT_NE(std::string(e.what()).find("NCCL cannot put two ranks"), std::string::npos);
+  }
+  me.local_size = 2;  // not oversubscribed: sharing allowed but not used
+  me.local_rank = 1;
+  EXPECT_FALSE(choose_device(DeviceKind::cuda, me, gpus, "", true).shared);
 }
 
 TEST(Device, CudaRequestedWithoutGpuSaysWhy) {

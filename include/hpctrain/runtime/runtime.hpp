@@ -29,15 +29,18 @@ struct DeviceAssignment {
   DeviceKind kind = DeviceKind::cpu;  // never auto_
   int gpu = -1;                       // CUDA device index when kind == cuda
   std::string description;            // "cpu" or "cuda:0 NVIDIA H200 (139.8 GiB)"
+  bool shared = false;                // [run] share_gpus: other ranks of this node use the same GPU
 };
 
 // Pure: resolves [run] device for one rank. auto = cuda when a GPU is visible.
-// One GPU per rank, by local rank; more ranks on a node than GPUs is an error.
+// One GPU per rank, by local rank; more ranks on a node than GPUs is an error, unless
+// `share_gpus` allows it: then local rank r takes GPU r % GPUs.
 DeviceAssignment choose_device(DeviceKind requested, const RankInfo& me, const std::vector<cuda::GpuInfo>& gpus,
-                               const std::string& why_no_gpu);
+                               const std::string& why_no_gpu, bool share_gpus = false);
 
-// Pure: resolves [parallel] comm for a device. auto = nccl on cuda, mpi on cpu.
-CommBackend choose_comm(CommBackend requested, DeviceKind device);
+// Pure: resolves [parallel] comm for a device. auto = nccl on cuda, mpi on cpu or when ranks share
+// a GPU (NCCL cannot put two ranks of one communicator on one GPU; asking for it is bad_input).
+CommBackend choose_comm(CommBackend requested, DeviceKind device, bool shared_gpu = false);
 
 // Whether the MPI library reports CUDA-aware support at run time.
 bool mpi_reports_cuda_aware();

@@ -45,9 +45,6 @@ std::uint64_t fnv1a(const void* data, std::size_t bytes) {
   return h;
 }
 
-// Sums a few doubles over the communicator.
-void allreduce_sum(Communicator& comm, double* v, std::size_t n) { comm.allreduce(v, v, n, DType::f64, ReduceOp::sum); }
-
 std::string resolve(const std::string& dir, const std::string& file) {
   return fs::path(file).is_absolute() ? file : (fs::path(dir) / file).string();
 }
@@ -201,16 +198,6 @@ void Trainer::finish_step() {
   model_->refresh_compute_parameters();
 }
 
-void Trainer::sum_over_replicas(double* v, std::size_t n) {
-  if (!pipeline_) {
-    allreduce_sum(*comm_, v, n);  // the data-parallel group is the world
-    return;
-  }
-  // Only the last stage holds loss sums; the other stages add zeros.
-  if (!pipeline_->last()) std::fill(v, v + n, 0.0);
-  CHECK_MPI(MPI_Allreduce(MPI_IN_PLACE, v, static_cast<int>(n), MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD));
-}
-
 void Trainer::take_interval_sums(double sums[3]) {
   const auto h = step_scalars::to_host(scalars_);  // the only read of the step scalars: at log intervals
   sums[0] = h[step_scalars::loss_sum];
@@ -230,48 +217,6 @@ void Trainer::set_interval_sums(const double sums[3]) {
     Tensor v = step_scalars::slot(scalars_, static_cast<step_scalars::Slot>(i));
     fill(v, static_cast<float>(sums[i]));
   }
-}
-
-EvalResult Trainer::evaluate(const SplitIndex& split) {
-  auto& slot = eval_readers_[split.name];
-  if (!slot) {  // loads the split once (node cache or chunk cache), then reused at every evaluation
-    ReaderOptions ro;
-    ro.cache_bytes = cfg_.data.cache_bytes;
-    ro.dp = rt_.grid().coords().dp;
-    ro.dp_size = rt_.grid().shape().dp_size;
-    slot = std::make_unique<Reader>(split, node_, ro);
-  }
-  Reader& reader = *slot;
-  const std::int64_t b = rt_.per_rank_batch();
-  double sums[3] = {0, 0, 0};  // loss sum, correct, samples
-  for (std::int64_t n = 0; n < reader.eval_batches(b); ++n) {
-    const Batch batch = reader.eval_batch(b, n);
-    model_->set_batch(batch.size);
-    Shape sh{batch.size};
-    sh.insert(sh.end(), split.sample_shape.begin(), split.sample_shape.end());
-    const Tensor x = Tensor::wrap(const_cast<float*>(batch.samples.data()), sh);
-    Targets t;
-    if (!batch.classes.empty()) t.classes = batch.classes.data();
-    if (!batch.targets.empty()) t.values = batch.targets.data();
-    model_->context().training = false;
-    fill(eval_scalars_, 0.f);
-    if (pipeline_) {
-      pipeline_->eval_batch(batch.size, MicroBatch{x, t}, eval_scalars_);
-    } else {
-      const Tensor& out = model_->forward(x);
-      loss_->forward(out, t, eval_scalars_);
-    }
-    const auto h = step_scalars::to_host(eval_scalars_);  // per batch: the sums stay in double
-    sums[0] += h[step_scalars::loss_sum];
-    sums[1] += h[step_scalars::correct];
-    sums[2] += h[step_scalars::samples];
-  }
-  sum_over_replicas(sums, 3);  // exact: sums of per-sample terms, counts in doubles
-  EvalResult r;
-  r.samples = static_cast<std::int64_t>(sums[2]);
-  r.loss = sums[2] > 0 ? sums[0] / sums[2] : 0;
-  r.accuracy = sums[2] > 0 ? sums[1] / sums[2] : 0;
-  return r;
 }
 
 namespace {
@@ -585,26 +530,6 @@ int Trainer::run() {
        << (pipeline_ ? (g.shape().mp_size - 1.0) / (cfg_.train.micro_batches + g.shape().mp_size - 1.0) : 0)
        << ",\n  \"pipeline_peak_kept_inputs\": " << pipe[2] << "\n}\n";
   }
-  return 0;
-}
-
-int Trainer::eval_only() {
-  Checkpointer checkpointer(cfg_, rt_, *model_, *opt_, groups_);
-  const std::string target = checkpointer.resume_target();
-  if (target.empty())
-    throw bad_input("--eval-only: no checkpoint to evaluate ([checkpoint] resume = " + cfg_.checkpoint.resume +
-                    (cfg_.checkpoint.resume == "auto" ? ", none complete in " + cfg_.checkpoint.dir : "") + ")");
-  double sums[3];
-  const CheckpointInfo info = checkpointer.load(target, sums);
-  model_->refresh_compute_parameters();
-  const SplitIndex* split = index_.test ? &*index_.test : index_.val ? &*index_.val : nullptr;
-  if (!split) throw bad_input("--eval-only: the dataset " + cfg_.data.path + " has no test or val split");
-  const EvalResult r = evaluate(*split);
-  char line[256];
-  std::snprintf(line, sizeof(line), "eval-only: %s (step %lld): %s loss %.4f accuracy %.2f%% (%lld samples)",
-                target.c_str(), static_cast<long long>(info.step), split->name.c_str(), r.loss, 100 * r.accuracy,
-                static_cast<long long>(r.samples));
-  log0(line);
   return 0;
 }
 

@@ -1,0 +1,127 @@
+// The optimizers and schedules against closed forms (SGD with momentum, Nesterov and weight
+// decay; Adam; AdamW; warm-up, constant, step and cosine rates; clipping by global norm), and
+// the per-step scalars the loss adds into and the optimizers read.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <vector>
+
+#include "hpctrain/backend/ops.hpp"
+#include "hpctrain/layers/loss.hpp"
+#include "hpctrain/optim/optimizer.hpp"
+#include "hpctrain/tensor/step_scalars.hpp"
+
+using namespace hpctrain;
+
+TEST(StepScalars, LossAccumulatesSumsCorrectAndSamplesOnTheDevice) {
+  Allocator alloc;
+  auto loss = make_loss(true, alloc);
+  Tensor out = Tensor::zeros({3, 4}, alloc), scalars = step_scalars::make(alloc);
+  const float logits[12] = {0, 1, 0, 0, 2, 0, 0, 0, 0, 0, 0, 5};  // argmax 1, 0, 3
+  std::copy(logits, logits + 12, out.data());
+  std::vector<std::int32_t> classes{1, 2, 3};  // rows 0 and 2 right
+  Targets t;
+  t.classes = classes.data();
+  loss->forward(out, t, scalars);
+  loss->forward(out, t, scalars);  // a second micro-batch adds
+  const auto h = step_scalars::to_host(scalars);
+  double expect = 0;
+  for (int r = 0; r < 3; ++r) {
+    double z = 0;
+    for (int j = 0; j < 4; ++j) z += std::exp(static_cast<double>(logits[r * 4 + j]));
+    expect += std::log(z) - logits[r * 4 + classes[static_cast<std::size_t>(r)]];
+  }
+  EXPECT_NEAR(h[step_scalars::loss_sum], 2 * expect, 1e-5);
+  EXPECT_EQ(h[step_scalars::correct], 4.f);
+  EXPECT_EQ(h[step_scalars::samples], 6.f);
+}
+
+TEST(Optimizer, SgdMomentumNesterovAndWeightDecayInClosedForm) {
+  Allocator alloc;
+  OptimConfig cfg;
+  cfg.momentum = 0.5;
+  cfg.weight_decay = 0.1;
+  for (const bool nesterov : {false, true}) {
+    cfg.nesterov = nesterov;
+    Tensor w = Tensor::zeros({1}, alloc), g = Tensor::zeros({1}, alloc);
+    w.data()[0] = 1.f;
+    auto opt = make_optimizer(cfg, w, g, alloc);
+    Tensor scalars = step_scalars::make(alloc);
+    Tensor lr = step_scalars::slot(scalars, step_scalars::learning_rate);
+    fill(lr, 0.1f);  // the optimizers read the rate from the step scalars
+    double ew = 1, em = 0;
+    for (int step = 0; step < 3; ++step) {
+      g.data()[0] = 0.2f * static_cast<float>(step + 1);
+      opt->step(scalars);
+      const double grad = 0.2 * (step + 1) + 0.1 * ew;
+      em = 0.5 * em + grad;
+      ew -= 0.1 * (nesterov ? grad + 0.5 * em : em);
+      EXPECT_NEAR(w.data()[0], ew, 1e-6) << (nesterov ? "nesterov" : "momentum") << " step " << step;
+    }
+  }
+}
+
+TEST(Optimizer, ScheduleWarmupConstantCosine) {
+  OptimConfig cfg;
+  cfg.lr = 0.4;
+  cfg.warmup_steps = 4;
+  EXPECT_DOUBLE_EQ(learning_rate(cfg, 0, 100), 0.1);
+  EXPECT_DOUBLE_EQ(learning_rate(cfg, 3, 100), 0.4);
+  EXPECT_DOUBLE_EQ(learning_rate(cfg, 50, 100), 0.4);
+  cfg.schedule = LrSchedule::cosine;
+  EXPECT_DOUBLE_EQ(learning_rate(cfg, 4, 104), 0.4);
+  EXPECT_NEAR(learning_rate(cfg, 54, 104), 0.2, 1e-12);
+  EXPECT_NEAR(learning_rate(cfg, 104, 104), 0.0, 1e-12);
+  cfg.schedule = LrSchedule::step;
+  cfg.step_every = 10;
+  cfg.gamma = 0.5;
+  EXPECT_DOUBLE_EQ(learning_rate(cfg, 13, 100), 0.4);  // 9 steps after warm-up
+  EXPECT_DOUBLE_EQ(learning_rate(cfg, 14, 100), 0.2);
+  EXPECT_DOUBLE_EQ(learning_rate(cfg, 24, 100), 0.1);
+  EXPECT_DOUBLE_EQ(learning_rate(cfg, 35, 100), 0.05);
+}
+
+TEST(Optimizer, AdamAndAdamWInClosedForm) {
+  Allocator alloc;
+  OptimConfig cfg;
+  cfg.beta1 = 0.9;
+  cfg.beta2 = 0.99;
+  cfg.eps = 1e-8;
+  cfg.weight_decay = 0.1;
+  for (const OptimizerName name : {OptimizerName::adam, OptimizerName::adamw}) {
+    cfg.name = name;
+    Tensor w = Tensor::zeros({1}, alloc), g = Tensor::zeros({1}, alloc);
+    w.data()[0] = 1.f;
+    auto opt = make_optimizer(cfg, w, g, alloc);
+    Tensor scalars = step_scalars::make(alloc);
+    Tensor lr = step_scalars::slot(scalars, step_scalars::learning_rate);
+    fill(lr, 0.01f);
+    double ew = 1, m = 0, v = 0;
+    for (int t = 1; t <= 4; ++t) {
+      g.data()[0] = 0.3f * static_cast<float>(t % 3) - 0.2f;
+      opt->step(scalars);
+      EXPECT_EQ(step_scalars::to_host(scalars)[step_scalars::adam_step], static_cast<float>(t));
+      double grad = 0.3 * (t % 3) - 0.2;
+      if (name == OptimizerName::adamw)
+        ew -= 0.01 * 0.1 * ew;
+      else
+        grad += 0.1 * ew;
+      m = 0.9 * m + 0.1 * grad;
+      v = 0.99 * v + 0.01 * grad * grad;
+      const double mhat = m / (1 - std::pow(0.9, t)), vhat = v / (1 - std::pow(0.99, t));
+      ew -= 0.01 * mhat / (std::sqrt(vhat) + 1e-8);
+      EXPECT_NEAR(w.data()[0], ew, 2e-6) << (name == OptimizerName::adam ? "adam" : "adamw") << " step " << t;
+    }
+    EXPECT_EQ(opt->state().numel(), 2);  // first and second moments
+  }
+}
+
+TEST(Optimizer, ClipByGlobalNorm) {
+  Allocator alloc;
+  Tensor g = Tensor::zeros({2}, alloc);
+  g.data()[0] = 3.f;
+  g.data()[1] = 4.f;
+  EXPECT_DOUBLE_EQ(clip_by_global_norm(g, 1.0), 5.0);
+  EXPECT_NEAR(g.data()[0], 0.6f, 1e-6);
+  EXPECT_NEAR(g.data()[1], 0.8f, 1e-6);
+}

@@ -32,10 +32,10 @@ Model::Model(const std::string& layers, const Shape& sample_shape, const LayerRe
     const bool mine = i >= first && i < last;
     if (i == first) shapes_.push_back(in);
     for (const ParamSpec& p : layer->param_specs(in)) {
-      const ParamInfo info{
-          std::string(name) + "/" + p.name, mine ? total : global, global, p.shape, p.init, p.fan_in, p.fan_out};
-      all_info_.push_back({info.name, global, global, p.shape, p.init, p.fan_in, p.fan_out});
+      ParamInfo info{std::string(name) + "/" + p.name, global, global, p.shape, p.init, p.fan_in, p.fan_out};
+      all_info_.push_back(info);
       if (mine) {
+        info.offset = total;
         info_.push_back(info);
         total += numel(p.shape);
       }
@@ -55,15 +55,7 @@ Model::Model(const std::string& layers, const Shape& sample_shape, const LayerRe
   whole_out_ = in;
   params_ = Tensor::zeros({total}, alloc_);
   grads_ = Tensor::zeros({total}, alloc_);
-  std::size_t k = 0;
-  for (std::size_t i = 0; i < layers_.size(); ++i) {
-    std::vector<Tensor> p, g;
-    for (; k < info_.size() && info_[k].name.rfind(names_[i] + "/", 0) == 0; ++k) {
-      p.push_back(params_.view(info_[k].offset, info_[k].shape));
-      g.push_back(grads_.view(info_[k].offset, info_[k].shape));
-    }
-    layers_[i]->bind(std::move(p), std::move(g));
-  }
+  bind_layers(params_);
 }
 
 std::vector<std::pair<std::string, std::vector<float>*>> Model::buffers() {
@@ -73,18 +65,22 @@ std::vector<std::pair<std::string, std::vector<float>*>> Model::buffers() {
   return out;
 }
 
-void Model::set_precision(Precision p) {
-  precision_ = p;
-  Tensor& src = p == Precision::fp32 ? params_ : (compute_params_ = Tensor::zeros(params_.shape(), alloc_));
+void Model::bind_layers(const Tensor& weights) {
   std::size_t k = 0;
   for (std::size_t i = 0; i < layers_.size(); ++i) {
     std::vector<Tensor> w, g;
     for (; k < info_.size() && info_[k].name.rfind(names_[i] + "/", 0) == 0; ++k) {
-      w.push_back(src.view(info_[k].offset, info_[k].shape));
+      w.push_back(weights.view(info_[k].offset, info_[k].shape));
       g.push_back(grads_.view(info_[k].offset, info_[k].shape));
     }
     layers_[i]->bind(std::move(w), std::move(g));
   }
+}
+
+void Model::set_precision(Precision p) {
+  precision_ = p;
+  if (p != Precision::fp32) compute_params_ = Tensor::zeros(params_.shape(), alloc_);
+  bind_layers(p == Precision::fp32 ? params_ : compute_params_);
   refresh_compute_parameters();
 }
 

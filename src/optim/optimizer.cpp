@@ -73,8 +73,8 @@ double learning_rate(const OptimConfig& cfg, std::int64_t step, std::int64_t tot
   return cfg.lr;
 }
 
-double clip_by_global_norm(Tensor& grads, double max_norm) {
-  const double norm = std::sqrt(sum_of_squares(grads));
+double clip_by_global_norm(Tensor& grads, double max_norm, double squared_norm) {
+  const double norm = std::sqrt(squared_norm >= 0 ? squared_norm : sum_of_squares(grads));
   if (max_norm > 0 && norm > max_norm) scale(grads, static_cast<float>(max_norm / norm));
   return norm;
 }

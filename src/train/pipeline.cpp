@@ -18,9 +18,9 @@ namespace hpctrain {
 // and where activations go (empty for model_parallel = 1).
 std::string describe_pipeline(const Config& cfg, const Runtime& rt, const Model& model) {
   const GridShape& shape = rt.grid().shape();
-  const auto groups = partition_layers(layer_parameter_counts(model), shape.mp_size, cfg.model.groups);
-  if (shape.mp_size == 1) return "";
   const auto params = layer_parameter_counts(model);
+  const auto groups = partition_layers(params, shape.mp_size, cfg.model.groups);
+  if (shape.mp_size == 1) return "";
   const auto& names = model.all_layer_names();
   std::ostringstream os;
   os << "\nPipeline: " << shape.mp_size << " stages, groups "
@@ -70,10 +70,17 @@ PipelineStage::PipelineStage(Model& model, Loss& loss, Communicator& mp, Pipelin
       stages_(mp.size()),
       scratch_scalars_(step_scalars::make(alloc)) {}
 
-Tensor PipelineStage::receive(std::int64_t rows, const Shape& sample, int from) {
+Tensor PipelineStage::receive(std::int64_t rows, const Shape& sample, int from, std::vector<Tensor>& pool) {
   Shape shape{rows};
   shape.insert(shape.end(), sample.begin(), sample.end());
-  Tensor t = Tensor::zeros(shape, alloc_);
+  // A buffer of this shape from the pool (no allocation or zero-fill on the step's path); buffers
+  // of another batch size are dropped.
+  Tensor t;
+  while (!t.defined() && !pool.empty()) {
+    if (pool.back().shape() == shape) t = pool.back();
+    pool.pop_back();
+  }
+  if (!t.defined()) t = Tensor::zeros(shape, alloc_);
   const auto t0 = std::chrono::steady_clock::now();
   mp_.irecv(t.data(), static_cast<std::size_t>(t.numel()), DType::f32, from)->wait();
   if (timing_) wait_s_ += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
@@ -105,7 +112,7 @@ void PipelineStage::train_step(int k, std::int64_t rows, const std::function<Mic
     const MicroBatch mb = prepare(m);  // sets the model's context for micro-batch m
     Tensor& in = kept_[static_cast<std::size_t>(m)];
     if (forward) {
-      in = stage_ == 0 ? mb.input : receive(rows, model_.input_shape(), stage_ - 1);
+      in = stage_ == 0 ? mb.input : receive(rows, model_.input_shape(), stage_ - 1, free_inputs_);
       peak_ = std::max(peak_, ++stored);
       model_.context().recompute = false;
       const Tensor& out = model_.forward(in);
@@ -131,11 +138,13 @@ void PipelineStage::train_step(int k, std::int64_t rows, const std::function<Mic
       loss_.backward(out, mb.targets, grad_scale, model_.dout());
       dy = model_.dout();
     } else {
-      dy = receive(rows, out_shape, stage_ + 1);
+      dy = receive(rows, out_shape, stage_ + 1, free_grads_);
     }
     const bool final_backward = ++backwards == k;
     model_.backward(in, dy, final_backward ? layer_done : std::function<void(std::size_t)>(), backwards > 1);
     if (stage_ > 0) send(model_.input_grad(), stage_ - 1, 2 * static_cast<std::size_t>(m) + 1);
+    if (!last()) free_grads_.push_back(dy);
+    if (stage_ > 0) free_inputs_.push_back(in);  // (stage 0's input is a view of the batch)
     in = Tensor();
     --stored;
   }
@@ -147,13 +156,14 @@ void PipelineStage::train_step(int k, std::int64_t rows, const std::function<Mic
 
 void PipelineStage::eval_batch(std::int64_t rows, const MicroBatch& mb, Tensor& scalars) {
   model_.set_batch(rows);
-  const Tensor in = stage_ == 0 ? mb.input : receive(rows, model_.input_shape(), stage_ - 1);
+  const Tensor in = stage_ == 0 ? mb.input : receive(rows, model_.input_shape(), stage_ - 1, free_eval_);
   const Tensor& out = model_.forward(in);
   if (last())
     loss_.forward(out, mb.targets, scalars);
   else
     send(out, stage_ + 1, 0);
   wait_sends();
+  if (stage_ > 0) free_eval_.push_back(in);
 }
 
 }  // namespace hpctrain

@@ -119,50 +119,34 @@ void Trainer::train_step(const Batch& batch, float lr) {
   model_->set_batch(rows);
   Tensor lr_slot = step_scalars::slot(scalars_, step_scalars::learning_rate);
   fill(lr_slot, lr);  // written into device memory; the optimizer reads it there
-  if (pipeline_) {
-    Shape sh{rows};
-    sh.insert(sh.end(), index_.train.sample_shape.begin(), index_.train.sample_shape.end());
-    auto prepare = [&](int m) {
-      MicroBatch mb;
-      mb.input = Tensor::wrap(const_cast<float*>(batch.samples.data()) + m * rows * width, sh);
-      if (!batch.classes.empty()) mb.targets.classes = batch.classes.data() + m * rows;
-      if (!batch.targets.empty()) mb.targets.values = batch.targets.data() + m * rows * index_.train.label_width;
-      StepContext& ctx = model_->context();
-      ctx.training = true;
-      ctx.stats_comm = cfg_.train.sync_batchnorm ? comm_.get() : nullptr;
-      ctx.seed = cfg_.run.seed;
-      ctx.step = batch.epoch * 1000000007 + batch.step;
-      ctx.sample_ids = batch.indices.data() + m * rows;
-      return mb;
-    };
-    pipeline_->train_step(k, rows, prepare, grad_scale, scalars_,
-                          [&](std::size_t layer) { averager_->layer_done(layer); });
-    finish_step();
-    return;
-  }
-  for (int m = 0; m < k; ++m) {  // gradient accumulation over micro-batches
-    const Tensor x = Tensor::wrap(const_cast<float*>(batch.samples.data()) + m * rows * width, [&] {
-      Shape sh{rows};
-      sh.insert(sh.end(), index_.train.sample_shape.begin(), index_.train.sample_shape.end());
-      return sh;
-    }());
-    Targets t;
-    if (!batch.classes.empty()) t.classes = batch.classes.data() + m * rows;
-    if (!batch.targets.empty()) t.values = batch.targets.data() + m * rows * index_.train.label_width;
+  Shape sh{rows};
+  sh.insert(sh.end(), index_.train.sample_shape.begin(), index_.train.sample_shape.end());
+  // Micro-batch m: its rows of the batch, and the context its layers draw on (dropout keys).
+  auto prepare = [&](int m) {
+    MicroBatch mb;
+    mb.input = Tensor::wrap(const_cast<float*>(batch.samples.data()) + m * rows * width, sh);
+    if (!batch.classes.empty()) mb.targets.classes = batch.classes.data() + m * rows;
+    if (!batch.targets.empty()) mb.targets.values = batch.targets.data() + m * rows * index_.train.label_width;
     StepContext& ctx = model_->context();
     ctx.training = true;
     ctx.stats_comm = cfg_.train.sync_batchnorm ? comm_.get() : nullptr;
     ctx.seed = cfg_.run.seed;
     ctx.step = batch.epoch * 1000000007 + batch.step;  // unique per step of the run, same on every rank
     ctx.sample_ids = batch.indices.data() + m * rows;
-    const Tensor& out = model_->forward(x);
-    loss_->forward(out, t, scalars_);  // adds to the interval's sums on the device
-    loss_->backward(out, t, grad_scale, model_->dout());
-    // The first micro-batch overwrites the gradients, later ones add to them; on the last,
-    // each bucket's average starts as soon as backward has finished its layers.
-    std::function<void(std::size_t)> done;
-    if (m + 1 == k) done = [&](std::size_t layer) { averager_->layer_done(layer); };
-    model_->backward(x, model_->dout(), done, m > 0);
+    return mb;
+  };
+  // Each bucket's average starts as soon as the last backward has finished its layers.
+  const auto layer_done = [&](std::size_t layer) { averager_->layer_done(layer); };
+  if (pipeline_) {
+    pipeline_->train_step(k, rows, prepare, grad_scale, scalars_, layer_done);
+  } else {
+    for (int m = 0; m < k; ++m) {  // gradient accumulation: the first micro-batch overwrites, later ones add
+      const MicroBatch mb = prepare(m);
+      const Tensor& out = model_->forward(mb.input);
+      loss_->forward(out, mb.targets, scalars_);  // adds to the interval's sums on the device
+      loss_->backward(out, mb.targets, grad_scale, model_->dout());
+      model_->backward(mb.input, model_->dout(), m + 1 == k ? layer_done : std::function<void(std::size_t)>(), m > 0);
+    }
   }
   finish_step();
 }
@@ -170,9 +154,13 @@ void Trainer::train_step(const Batch& batch, float lr) {
 void Trainer::finish_step() {
   comm_wait_s_ += averager_->finish();
   last_step_skipped_ = false;
-  if (cfg_.run.precision == Precision::fp16) {
+  Tensor& grads = model_->gradients();
+  const bool fp16 = cfg_.run.precision == Precision::fp16, clip = cfg_.optim.clip_norm > 0;
+  // One pass over the gradients serves both the overflow check and the clipping norm.
+  double squares = fp16 || clip ? sum_of_squares(grads) : 0;
+  if (fp16) {
     // An overflow on any stage or replica skips the update everywhere, so the ranks stay identical.
-    int bad = std::isfinite(sum_of_squares(model_->gradients())) ? 0 : 1;
+    int bad = std::isfinite(squares) ? 0 : 1;
     CHECK_MPI(MPI_Allreduce(MPI_IN_PLACE, &bad, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD));
     if (bad) {
       ++skipped_steps_;
@@ -181,18 +169,17 @@ void Trainer::finish_step() {
       last_step_skipped_ = true;
       return;
     }
-    scale(model_->gradients(), static_cast<float>(1.0 / loss_scale_));
+    scale(grads, static_cast<float>(1.0 / loss_scale_));  // a power of two: exact
+    squares /= loss_scale_ * loss_scale_;
     if (++good_steps_ >= cfg_.optim.loss_scale_window) {
       loss_scale_ *= 2;
       good_steps_ = 0;
     }
   }
-  if (cfg_.optim.clip_norm > 0) {
+  if (clip) {
     // The global norm covers every stage's gradients (identical over a data-parallel group after averaging).
-    double ss = sum_of_squares(model_->gradients());
-    if (mp_comm_) mp_comm_->allreduce(&ss, &ss, 1, DType::f64, ReduceOp::sum);
-    const double norm = std::sqrt(ss);
-    if (norm > cfg_.optim.clip_norm) scale(model_->gradients(), static_cast<float>(cfg_.optim.clip_norm / norm));
+    if (mp_comm_) mp_comm_->allreduce(&squares, &squares, 1, DType::f64, ReduceOp::sum);
+    clip_by_global_norm(grads, cfg_.optim.clip_norm, squares);
   }
   opt_->step(scalars_);
   model_->refresh_compute_parameters();

@@ -50,6 +50,21 @@ double weighted_sum(const Tensor& y, const std::vector<float>& r) {
   return s;
 }
 
+// Gives a configured layer random parameters (seeded) and zero gradients; returns them.
+std::vector<Tensor> bind_random_params(Layer& layer, const Shape& in, Allocator& alloc, std::uint32_t seed,
+                                       std::vector<Tensor>* grads_out = nullptr) {
+  std::vector<Tensor> params, grads;
+  for (const ParamSpec& p : layer.param_specs(in)) {
+    params.push_back(Tensor::zeros(p.shape, alloc));
+    grads.push_back(Tensor::zeros(p.shape, alloc));
+    const auto v = random_values(numel(p.shape), seed++);
+    std::copy(v.begin(), v.end(), params.back().data());
+  }
+  layer.bind(params, grads);
+  if (grads_out) *grads_out = grads;
+  return params;
+}
+
 // Largest violation of the tolerance (<= 1 passes) over dL/dx and dL/dparams.
 // distinct = true: inputs are a shuffled ramp spaced 0.05 apart, so a probe of +-h cannot change which
 // element of a pooling window is the largest.
@@ -69,15 +84,8 @@ double check_layer(Layer& layer, const Shape& sample_in, std::int64_t batch, boo
   Shape in{batch}, out{batch};
   in.insert(in.end(), sample_in.begin(), sample_in.end());
   out.insert(out.end(), sample_out.begin(), sample_out.end());
-  std::vector<Tensor> params, grads;
-  std::uint32_t seed = 7;
-  for (const ParamSpec& p : layer.param_specs(sample_in)) {
-    params.push_back(Tensor::zeros(p.shape, alloc));
-    grads.push_back(Tensor::zeros(p.shape, alloc));
-    const auto v = random_values(numel(p.shape), seed++);
-    std::copy(v.begin(), v.end(), params.back().data());
-  }
-  layer.bind(params, grads);
+  std::vector<Tensor> grads;
+  std::vector<Tensor> params = bind_random_params(layer, sample_in, alloc, 7, &grads);  // views: probes write through
   Tensor x = Tensor::zeros(in, alloc), y = Tensor::zeros(out, alloc), dx = Tensor::zeros(in, alloc);
   auto xv = random_values(numel(in), 1, away_from_zero);
   if (distinct) {
@@ -116,21 +124,6 @@ std::unique_ptr<Layer> make(const std::string& text, ConvImpl conv = ConvImpl::i
   LayerRegistry r;
   register_builtin_layers(r, LayerOptions{conv});
   return r.make(parse_layers(text).front());
-}
-
-// Gives a configured layer random parameters (seeded) and zero gradients; returns them.
-std::vector<Tensor> bind_random_params(Layer& layer, const Shape& in, Allocator& alloc, std::uint32_t seed,
-                                       std::vector<Tensor>* grads_out = nullptr) {
-  std::vector<Tensor> params, grads;
-  for (const ParamSpec& p : layer.param_specs(in)) {
-    params.push_back(Tensor::zeros(p.shape, alloc));
-    grads.push_back(Tensor::zeros(p.shape, alloc));
-    const auto v = random_values(numel(p.shape), seed++);
-    std::copy(v.begin(), v.end(), params.back().data());
-  }
-  layer.bind(params, grads);
-  if (grads_out) *grads_out = grads;
-  return params;
 }
 
 // The negative control: dense whose backward is 1% off.

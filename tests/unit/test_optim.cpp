@@ -13,6 +13,16 @@
 
 using namespace hpctrain;
 
+namespace {
+// Step scalars holding a learning rate: the optimizers read the rate from there.
+Tensor scalars_with_rate(Allocator& alloc, float rate) {
+  Tensor scalars = step_scalars::make(alloc);
+  Tensor lr = step_scalars::slot(scalars, step_scalars::learning_rate);
+  fill(lr, rate);
+  return scalars;
+}
+}  // namespace
+
 TEST(StepScalars, LossAccumulatesSumsCorrectAndSamplesOnTheDevice) {
   Allocator alloc;
   auto loss = make_loss(true, alloc);
@@ -46,9 +56,7 @@ TEST(Optimizer, SgdMomentumNesterovAndWeightDecayInClosedForm) {
     Tensor w = Tensor::zeros({1}, alloc), g = Tensor::zeros({1}, alloc);
     w.data()[0] = 1.f;
     auto opt = make_optimizer(cfg, w, g, alloc);
-    Tensor scalars = step_scalars::make(alloc);
-    Tensor lr = step_scalars::slot(scalars, step_scalars::learning_rate);
-    fill(lr, 0.1f);  // the optimizers read the rate from the step scalars
+    Tensor scalars = scalars_with_rate(alloc, 0.1f);
     double ew = 1, em = 0;
     for (int step = 0; step < 3; ++step) {
       g.data()[0] = 0.2f * static_cast<float>(step + 1);
@@ -93,9 +101,7 @@ TEST(Optimizer, AdamAndAdamWInClosedForm) {
     Tensor w = Tensor::zeros({1}, alloc), g = Tensor::zeros({1}, alloc);
     w.data()[0] = 1.f;
     auto opt = make_optimizer(cfg, w, g, alloc);
-    Tensor scalars = step_scalars::make(alloc);
-    Tensor lr = step_scalars::slot(scalars, step_scalars::learning_rate);
-    fill(lr, 0.01f);
+    Tensor scalars = scalars_with_rate(alloc, 0.01f);
     double ew = 1, m = 0, v = 0;
     for (int t = 1; t <= 4; ++t) {
       g.data()[0] = 0.3f * static_cast<float>(t % 3) - 0.2f;

@@ -79,6 +79,9 @@ class Model {
   std::string summary() const;  // table: layer, output shape, parameters
 
  private:
+  // Hands every layer its views of `weights` (the master parameters, or their rounded copy) and of
+  // the gradient buffer.
+  void bind_layers(const Tensor& weights);
   Allocator& alloc_;
   std::vector<std::unique_ptr<Layer>> layers_;
   std::vector<std::string> names_;  // "00_flatten"

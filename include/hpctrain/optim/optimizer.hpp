@@ -35,6 +35,8 @@ std::unique_ptr<Optimizer> make_optimizer(const OptimConfig& cfg, Tensor params,
 double learning_rate(const OptimConfig& cfg, std::int64_t step, std::int64_t total);
 
 // Scales the gradients so their global L2 norm is at most `max_norm`; returns the norm before.
-double clip_by_global_norm(Tensor& grads, double max_norm);
+// `squared_norm`: the squared norm when the caller has it (summed over pipeline stages, or
+// already computed); negative: computed here from `grads`.
+double clip_by_global_norm(Tensor& grads, double max_norm, double squared_norm = -1);
 
 }  // namespace hpctrain

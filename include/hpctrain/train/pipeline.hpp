@@ -61,7 +61,8 @@ class PipelineStage {
   double step_seconds() const { return step_s_; }
 
  private:
-  Tensor receive(std::int64_t rows, const Shape& sample, int from);
+  // Receives [rows, sample...] from stage `from` into a buffer taken from `pool` (or a new one).
+  Tensor receive(std::int64_t rows, const Shape& sample, int from, std::vector<Tensor>& pool);
   void send(const Tensor& t, int to, std::size_t slot);
   void wait_sends();
 
@@ -74,9 +75,10 @@ class PipelineStage {
   int peak_ = 0;
   bool timing_ = false;  // inside train_step: receive() adds its waiting to wait_s_
   double wait_s_ = 0, step_s_ = 0;
-  Tensor scratch_scalars_;                    // the last stage's repeated loss pass adds here
-  std::vector<Tensor> kept_;                  // per micro-batch: its input, while in flight
-  std::vector<std::vector<float>> send_buf_;  // per micro-batch: what was sent, until it is delivered
+  Tensor scratch_scalars_;                                    // the last stage's repeated loss pass adds here
+  std::vector<Tensor> kept_;                                  // per micro-batch: its input, while in flight
+  std::vector<Tensor> free_inputs_, free_grads_, free_eval_;  // received buffers to reuse
+  std::vector<std::vector<float>> send_buf_;                  // per micro-batch: what was sent, until it is delivered
   std::vector<Request> sends_;
 };
 

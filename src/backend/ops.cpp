@@ -161,7 +161,7 @@ void accumulate_channel_bias_grad(const Tensor& dy, Tensor& db) {
 }
 
 void maxpool_forward(const Tensor& x, std::int64_t channels, std::int64_t height, std::int64_t width,
-                     std::int64_t kernel, std::int64_t stride, Tensor& y, std::vector<std::int32_t>& argmax) {
+                     std::int64_t kernel, std::int64_t stride, Tensor& y, Tensor& argmax) {
   if (x.device() == Device::cuda) {
     cuda::maxpool_forward(x, channels, height, width, kernel, stride, y, argmax);
     return;
@@ -169,7 +169,7 @@ void maxpool_forward(const Tensor& x, std::int64_t channels, std::int64_t height
   cpu::maxpool_forward(x, channels, height, width, kernel, stride, y, argmax);
 }
 
-void maxpool_backward(const Tensor& dy, const std::vector<std::int32_t>& argmax, Tensor& dx) {
+void maxpool_backward(const Tensor& dy, const Tensor& argmax, Tensor& dx) {
   if (dy.device() == Device::cuda) {
     cuda::maxpool_backward(dy, argmax, dx);
     return;
@@ -210,6 +210,51 @@ void multiply(const Tensor& a, const Tensor& b, Tensor& out) {
     return;
   }
   cpu::multiply(a, b, out);
+}
+
+void add(const Tensor& a, const Tensor& b, Tensor& out) {
+  if (a.device() == Device::cuda) {
+    cuda::add(a, b, out);
+    return;
+  }
+  cpu::add(a, b, out);
+}
+
+void channel_moments(const Tensor& x, std::int64_t channels, std::int64_t plane, std::vector<double>& sums) {
+  if (x.device() == Device::cuda) {
+    cuda::channel_moments(x, channels, plane, sums);
+    return;
+  }
+  cpu::channel_moments(x, channels, plane, sums);
+}
+
+void batchnorm_grad_sums(const Tensor& x, const Tensor& dy, const std::vector<float>& mean,
+                         const std::vector<float>& inv_std, std::int64_t plane, std::vector<double>& sums) {
+  if (x.device() == Device::cuda) {
+    cuda::batchnorm_grad_sums(x, dy, mean, inv_std, plane, sums);
+    return;
+  }
+  cpu::batchnorm_grad_sums(x, dy, mean, inv_std, plane, sums);
+}
+
+void channel_affine(const Tensor& x, const std::vector<float>& a, const std::vector<float>& b, std::int64_t plane,
+                    Tensor& y) {
+  if (x.device() == Device::cuda) {
+    cuda::channel_affine(x, a, b, plane, y);
+    return;
+  }
+  cpu::channel_affine(x, a, b, plane, y);
+}
+
+void batchnorm_backward_data(const Tensor& x, const Tensor& dy, const std::vector<float>& mean,
+                             const std::vector<float>& inv_std, const std::vector<float>& scale,
+                             const std::vector<float>& mean_dy, const std::vector<float>& mean_dyx, std::int64_t plane,
+                             Tensor& dx) {
+  if (x.device() == Device::cuda) {
+    cuda::batchnorm_backward_data(x, dy, mean, inv_std, scale, mean_dy, mean_dyx, plane, dx);
+    return;
+  }
+  cpu::batchnorm_backward_data(x, dy, mean, inv_std, scale, mean_dy, mean_dyx, plane, dx);
 }
 
 void round_to_precision(Tensor& t, Precision p) {
@@ -254,7 +299,12 @@ const std::vector<std::string>& backend_operations() {
                                               "dropout_forward",
                                               "multiply",
                                               "sum_of_squares",
-                                              "round_to_precision"};
+                                              "round_to_precision",
+                                              "add",
+                                              "channel_moments",
+                                              "batchnorm_grad_sums",
+                                              "channel_affine",
+                                              "batchnorm_backward_data"};
   return names;
 }
 

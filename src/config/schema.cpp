@@ -243,6 +243,10 @@ std::vector<KeySpec> config_schema() {
   k.push_back(make("run", "share_gpus", K::boolean, "false",
                    "allow more ranks than GPUs on a node: local rank r uses GPU r % GPUs (communication over MPI)",
                    [](Config& c, const std::string& v) { c.run.share_gpus = parse_bool(v); }));
+  k.push_back(make("run", "tf32", K::boolean, "false",
+                   "device = cuda: let cuBLAS use TF32 tensor cores for float32 GEMMs (10-bit mantissa products, "
+                   "float32 sums; PyTorch's allow_tf32)",
+                   [](Config& c, const std::string& v) { c.run.tf32 = parse_bool(v); }));
   k.push_back(choice("run", "conv", {"auto", "im2col", "onednn"}, "auto",
                      "CPU convolution: im2col + GEMM, oneDNN, or auto = oneDNN for layers with more than one input "
                      "channel when built with it (measured faster there), im2col + GEMM otherwise",

@@ -39,22 +39,17 @@ class BatchNorm final : public Layer {
     return {{"running_mean", &running_mean_}, {"running_var", &running_var_}};
   }
 
+  // The statistics and per-channel coefficients are small host vectors; the passes over the data are
+  // backend operations (channel_moments, channel_affine, batchnorm_grad_sums, batchnorm_backward_data).
   void forward(const Tensor& x, Tensor& y) override {
-    const std::int64_t n = x.rows(), c = channels_, p = plane_;
+    const std::int64_t c = channels_, p = plane_;
     const auto uc = static_cast<std::size_t>(c);
     mean_.assign(uc, 0.f);
     inv_std_.assign(uc, 0.f);
     if (context().training) {
       std::vector<double> sums(2 * uc + 1, 0.0);  // sum x, sum x^2 per channel, then the count
-      for (std::int64_t i = 0; i < n; ++i)
-        for (std::int64_t ch = 0; ch < c; ++ch) {
-          const float* v = x.data() + (i * c + ch) * p;
-          for (std::int64_t k = 0; k < p; ++k) {
-            sums[static_cast<std::size_t>(ch)] += v[k];
-            sums[uc + static_cast<std::size_t>(ch)] += static_cast<double>(v[k]) * v[k];
-          }
-        }
-      sums[2 * uc] = static_cast<double>(n * p);
+      channel_moments(x, c, p, sums);
+      sums[2 * uc] = static_cast<double>(x.rows() * p);
       if (context().stats_comm)
         context().stats_comm->allreduce(sums.data(), sums.data(), sums.size(), DType::f64, ReduceOp::sum);
       const double m = sums[2 * uc];
@@ -73,62 +68,46 @@ class BatchNorm final : public Layer {
         inv_std_[ch] = 1.f / std::sqrt(running_var_[ch] + eps_);
       }
     }
-    const float* gamma = params_[0].data();
-    const float* beta = params_[1].data();
-    for (std::int64_t i = 0; i < n; ++i)
-      for (std::int64_t ch = 0; ch < c; ++ch) {
-        const auto u = static_cast<std::size_t>(ch);
-        const float* v = x.data() + (i * c + ch) * p;
-        float* o = y.data() + (i * c + ch) * p;
-        const float a = gamma[ch] * inv_std_[u], b = beta[ch] - a * mean_[u];
-        for (std::int64_t k = 0; k < p; ++k) o[k] = a * v[k] + b;
-      }
+    const std::vector<float> gamma = to_host(params_[0]), beta = to_host(params_[1]);
+    std::vector<float> a(uc), b(uc);
+    for (std::size_t ch = 0; ch < uc; ++ch) {
+      a[ch] = gamma[ch] * inv_std_[ch];
+      b[ch] = beta[ch] - a[ch] * mean_[ch];
+    }
+    channel_affine(x, a, b, p, y);
   }
 
   void backward(const Tensor& x, const Tensor&, const Tensor& dy, Tensor& dx) override {
-    const std::int64_t n = x.rows(), c = channels_, p = plane_;
-    const auto uc = static_cast<std::size_t>(c);
+    const std::int64_t p = plane_;
+    const auto uc = static_cast<std::size_t>(channels_);
     std::vector<double> sums(2 * uc + 1, 0.0);  // sum dy, sum dy * xhat per channel, then the count
-    for (std::int64_t i = 0; i < n; ++i)
-      for (std::int64_t ch = 0; ch < c; ++ch) {
-        const auto u = static_cast<std::size_t>(ch);
-        const float* v = x.data() + (i * c + ch) * p;
-        const float* g = dy.data() + (i * c + ch) * p;
-        for (std::int64_t k = 0; k < p; ++k) {
-          sums[u] += g[k];
-          sums[uc + u] += static_cast<double>(g[k]) * (v[k] - mean_[u]) * inv_std_[u];
-        }
-      }
-    sums[2 * uc] = static_cast<double>(n * p);
+    batchnorm_grad_sums(x, dy, mean_, inv_std_, p, sums);
+    sums[2 * uc] = static_cast<double>(x.rows() * p);
     // This rank's part of the parameter gradients (averaged over ranks later, like every gradient).
-    float* dgamma = grads_[0].data();
-    float* dbeta = grads_[1].data();
-    for (std::size_t u = 0; u < uc; ++u) {
-      dgamma[u] = (accumulate_grads() ? dgamma[u] : 0.f) + static_cast<float>(sums[uc + u]);
-      dbeta[u] = (accumulate_grads() ? dbeta[u] : 0.f) + static_cast<float>(sums[u]);
+    std::vector<float> dgamma(uc, 0.f), dbeta(uc, 0.f);
+    if (accumulate_grads()) {
+      dgamma = to_host(grads_[0]);
+      dbeta = to_host(grads_[1]);
     }
+    for (std::size_t u = 0; u < uc; ++u) {
+      dgamma[u] += static_cast<float>(sums[uc + u]);
+      dbeta[u] += static_cast<float>(sums[u]);
+    }
+    upload(dgamma.data(), uc * sizeof(float), grads_[0]);
+    upload(dbeta.data(), uc * sizeof(float), grads_[1]);
     if (!dx.defined()) return;
     if (context().training && context().stats_comm)
       context().stats_comm->allreduce(sums.data(), sums.data(), sums.size(), DType::f64, ReduceOp::sum);
     const double m = sums[2 * uc];
-    const float* gamma = params_[0].data();
-    for (std::int64_t i = 0; i < n; ++i)
-      for (std::int64_t ch = 0; ch < c; ++ch) {
-        const auto u = static_cast<std::size_t>(ch);
-        const float* v = x.data() + (i * c + ch) * p;
-        const float* g = dy.data() + (i * c + ch) * p;
-        float* o = dx.data() + (i * c + ch) * p;
-        const float scale = gamma[ch] * inv_std_[u];
-        if (!context().training) {  // statistics are constants when evaluating
-          for (std::int64_t k = 0; k < p; ++k) o[k] = scale * g[k];
-          continue;
-        }
-        const auto mean_dy = static_cast<float>(sums[u] / m), mean_dyx = static_cast<float>(sums[uc + u] / m);
-        for (std::int64_t k = 0; k < p; ++k) {
-          const float xhat = (v[k] - mean_[u]) * inv_std_[u];
-          o[k] = scale * (g[k] - mean_dy - xhat * mean_dyx);
-        }
-      }
+    const std::vector<float> gamma = to_host(params_[0]);
+    std::vector<float> scale(uc), mean_dy(uc, 0.f), mean_dyx(uc, 0.f);
+    for (std::size_t u = 0; u < uc; ++u) {
+      scale[u] = gamma[u] * inv_std_[u];
+      if (!context().training) continue;  // statistics are constants when evaluating: dx = scale * dy
+      mean_dy[u] = static_cast<float>(sums[u] / m);
+      mean_dyx[u] = static_cast<float>(sums[uc + u] / m);
+    }
+    batchnorm_backward_data(x, dy, mean_, inv_std_, scale, mean_dy, mean_dyx, p, dx);
   }
 
  private:

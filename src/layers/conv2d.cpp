@@ -63,8 +63,7 @@ class Conv2d final : public Layer {
       return;
     }
     const std::int64_t c = in_[0], p = out_shape_[1] * out_shape_[2], ckk = c * k_ * k_;
-    cols_.resize(static_cast<std::size_t>(ckk * p));
-    Tensor cols = Tensor::wrap(cols_.data(), {ckk, p});
+    Tensor cols = scratch(cols_, {ckk, p}, x.device());
     const Tensor w = params_[0].reshaped({out_, ckk});
     for (std::int64_t n = 0; n < x.rows(); ++n) {
       im2col(x.view(n * x.cols(), {c, in_[1], in_[2]}), c, in_[1], in_[2], k_, stride_, pad_, p, cols);
@@ -80,9 +79,7 @@ class Conv2d final : public Layer {
       return;
     }
     const std::int64_t c = in_[0], p = out_shape_[1] * out_shape_[2], ckk = c * k_ * k_;
-    cols_.resize(static_cast<std::size_t>(ckk * p));
-    dcols_.resize(cols_.size());
-    Tensor cols = Tensor::wrap(cols_.data(), {ckk, p}), dcols = Tensor::wrap(dcols_.data(), {ckk, p});
+    Tensor cols = scratch(cols_, {ckk, p}, x.device()), dcols = scratch(dcols_, {ckk, p}, x.device());
     const Tensor w = params_[0].reshaped({out_, ckk});
     Tensor dw = grads_[0].reshaped({out_, ckk});
     if (!accumulate_grads()) {
@@ -108,7 +105,7 @@ class Conv2d final : public Layer {
   Shape in_, out_shape_;  // per sample, from configure()
   ConvImpl impl_;
   std::unique_ptr<cpu::OnednnConv> onednn_;  // set when this layer uses oneDNN
-  std::vector<float> cols_, dcols_;
+  Tensor cols_, dcols_;
 };
 
 }  // namespace

@@ -22,8 +22,7 @@ class Dropout final : public Layer {
       copy(x, y);
       return;
     }
-    mask_.resize(static_cast<std::size_t>(x.numel()));
-    Tensor mask = Tensor::wrap(mask_.data(), x.shape());
+    Tensor mask = scratch(mask_, x.shape(), x.device());
     const std::uint64_t key =
         splitmix64(splitmix64(context().seed) ^ splitmix64(static_cast<std::uint64_t>(context().step)) ^
                    (0x64726F70ull + index()));
@@ -35,13 +34,13 @@ class Dropout final : public Layer {
       copy(dy, dx);
       return;
     }
-    multiply(dy, Tensor::wrap(mask_.data(), dy.shape()), dx);
+    multiply(dy, mask_.view(0, dy.shape()), dx);
   }
 
  private:
   float p_;
   bool active_ = false;
-  std::vector<float> mask_;
+  Tensor mask_;
 };
 }  // namespace
 

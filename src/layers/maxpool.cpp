@@ -21,16 +21,17 @@ class MaxPool final : public Layer {
   }
   void configure(const Shape& in) override { in_ = in.size() == 2 ? Shape{1, in[0], in[1]} : in; }
   void forward(const Tensor& x, Tensor& y) override {
-    maxpool_forward(x, in_[0], in_[1], in_[2], k_, stride_, y, argmax_);
+    Tensor argmax = scratch(argmax_, {y.numel()}, x.device());
+    maxpool_forward(x, in_[0], in_[1], in_[2], k_, stride_, y, argmax);
   }
   void backward(const Tensor&, const Tensor&, const Tensor& dy, Tensor& dx) override {
-    if (dx.defined()) maxpool_backward(dy, argmax_, dx);
+    if (dx.defined()) maxpool_backward(dy, argmax_.view(0, {dy.numel()}), dx);
   }
 
  private:
   std::int64_t k_, stride_;
-  Shape in_;  // per sample, from configure()
-  std::vector<std::int32_t> argmax_;
+  Shape in_;       // per sample, from configure()
+  Tensor argmax_;  // index_buffer storage: the input index of each output
 };
 }  // namespace
 

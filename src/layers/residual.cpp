@@ -76,12 +76,10 @@ class Residual final : public Layer {
     const std::int64_t rows = x.rows();
     outs_.resize(inner_.size());
     for (std::size_t j = 0; j < inner_.size(); ++j) {
-      Tensor out = buffer(outs_[j], rows, shapes_[j + 1]);
+      Tensor out = scratch(outs_[j], batch_shape(rows, shapes_[j + 1]), x.device());
       inner_[j]->forward(j == 0 ? x : view(outs_[j - 1], rows, shapes_[j]), out);
     }
-    copy(x, y);
-    const Tensor last = view(outs_.back(), rows, shapes_.back());
-    for (std::int64_t i = 0; i < y.numel(); ++i) y.data()[i] += last.data()[i];
+    add(x, view(outs_.back(), rows, shapes_.back()), y);
   }
 
   void backward(const Tensor& x, const Tensor&, const Tensor& dy, Tensor& dx) override {
@@ -90,13 +88,13 @@ class Residual final : public Layer {
     Tensor d = dy;  // gradient flowing into the last inner layer's output
     for (std::size_t j = inner_.size(); j-- > 0;) {
       inner_[j]->set_accumulate_grads(accumulate_grads());
-      Tensor din = buffer(grads_in_[j], rows, shapes_[j]);  // always: the skip path needs it
+      Tensor din = scratch(grads_in_[j], batch_shape(rows, shapes_[j]), x.device());  // the skip path needs it
       inner_[j]->backward(j == 0 ? x : view(outs_[j - 1], rows, shapes_[j]), view(outs_[j], rows, shapes_[j + 1]), d,
                           din);
       d = din;
     }
     if (!dx.defined()) return;
-    for (std::int64_t i = 0; i < dx.numel(); ++i) dx.data()[i] = dy.data()[i] + d.data()[i];
+    add(dy, d, dx);
   }
 
  private:
@@ -105,20 +103,14 @@ class Residual final : public Layer {
     b.insert(b.end(), s.begin(), s.end());
     return b;
   }
-  static Tensor buffer(std::vector<float>& v, std::int64_t rows, const Shape& s) {
-    v.resize(static_cast<std::size_t>(rows * numel(s)));
-    return Tensor::wrap(v.data(), batch_shape(rows, s));
-  }
-  static Tensor view(std::vector<float>& v, std::int64_t rows, const Shape& s) {
-    return Tensor::wrap(v.data(), batch_shape(rows, s));
-  }
+  static Tensor view(const Tensor& buf, std::int64_t rows, const Shape& s) { return buf.view(0, batch_shape(rows, s)); }
 
   std::string text_;
   std::vector<std::unique_ptr<Layer>> inner_;
   std::vector<std::string> names_;
   std::vector<Shape> shapes_;                // per sample: input, then each inner output
   mutable std::vector<std::size_t> counts_;  // parameters per inner layer (from param_specs)
-  std::vector<std::vector<float>> outs_, grads_in_;
+  std::vector<Tensor> outs_, grads_in_;
 };
 }  // namespace
 

@@ -91,8 +91,9 @@ void Model::refresh_compute_parameters() {
 }
 
 void Model::init_parameters(std::uint64_t seed) {
+  std::vector<float> host(static_cast<std::size_t>(params_.numel()));  // made on the host, then uploaded
   for (const ParamInfo& p : info_) {
-    float* w = params_.data() + p.offset;
+    float* w = host.data() + p.offset;
     const std::int64_t n = numel(p.shape);
     for (std::int64_t i = 0; i < n; ++i) {
       const std::uint64_t h1 = splitmix64(seed ^ splitmix64(static_cast<std::uint64_t>(p.global_offset + i)));
@@ -112,6 +113,8 @@ void Model::init_parameters(std::uint64_t seed) {
       }
     }
   }
+  upload(host.data(), host.size() * sizeof(float), params_);
+  refresh_compute_parameters();
 }
 
 void Model::set_batch(std::int64_t rows) {

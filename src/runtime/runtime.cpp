@@ -161,6 +161,7 @@ std::unique_ptr<Communicator> Runtime::make_communicator(MPI_Comm comm, const st
     NcclCommOptions o;
     o.name = name;
     o.watchdog = watchdog_.get();
+    o.compute_stream = cuda::compute_stream();  // NCCL's stream waits for the compute stream's work (events)
     return make_nccl_communicator(comm, o);
   }
   MpiCommOptions o;

@@ -7,6 +7,7 @@
 #include <cstring>
 #include <new>
 
+#include "hpctrain/backend/cuda/device_api.hpp"
 #include "hpctrain/core/error.hpp"
 
 namespace hpctrain {
@@ -24,7 +25,6 @@ std::string shape_string(const Shape& s) {
 }
 
 void* Allocator::allocate(std::size_t bytes) {
-  HPCT_CHECK(device_ == Device::cpu, "the CUDA allocator arrives with the GPU backend");
   if (limit_ > 0 && in_use_ + bytes > limit_) {
     auto mib = [](std::size_t b) { return std::to_string((b + (1 << 20) - 1) >> 20) + " MiB"; };
     throw Error(ExitCode::bad_input, Scope::this_rank,
@@ -32,8 +32,13 @@ void* Allocator::allocate(std::size_t bytes) {
                     " held (parameters, gradients, optimizer state, activations); split the model over more ranks "
                     "with [parallel] model_parallel, or use fewer micro-batch rows");
   }
-  const std::size_t rounded = (bytes + 63) / 64 * 64;
-  void* p = std::aligned_alloc(64, rounded ? rounded : 64);
+  void* p = nullptr;
+  if (device_ == Device::cuda) {
+    p = cuda::device_allocate(bytes);
+  } else {
+    const std::size_t rounded = (bytes + 63) / 64 * 64;
+    p = std::aligned_alloc(64, rounded ? rounded : 64);
+  }
   if (!p)
     throw Error(ExitCode::internal, Scope::this_rank, "out of memory allocating " + std::to_string(bytes) + " bytes");
   in_use_ += bytes;
@@ -42,7 +47,10 @@ void* Allocator::allocate(std::size_t bytes) {
 }
 
 void Allocator::deallocate(void* p, std::size_t bytes) {
-  std::free(p);
+  if (device_ == Device::cuda)
+    cuda::device_release(p, bytes);
+  else
+    std::free(p);
   in_use_ -= bytes;
 }
 
@@ -52,7 +60,10 @@ Tensor Tensor::zeros(const Shape& shape, Allocator& alloc) {
   t.device_ = alloc.device();
   const std::size_t bytes = static_cast<std::size_t>(hpctrain::numel(shape)) * sizeof(float);
   void* p = alloc.allocate(bytes);
-  std::memset(p, 0, bytes);
+  if (alloc.device() == Device::cuda)
+    cuda::memset_zero(p, bytes);
+  else
+    std::memset(p, 0, bytes);
   t.owner_ = std::shared_ptr<void>(p, [&alloc, bytes](void* q) { alloc.deallocate(q, bytes); });
   t.data_ = static_cast<float*>(p);
   return t;
@@ -80,6 +91,38 @@ Tensor Tensor::reshaped(const Shape& shape) const {
   return view(0, shape);
 }
 
+void upload(const void* host, std::size_t bytes, Tensor& dst) {
+  HPCT_CHECK(bytes <= static_cast<std::size_t>(dst.numel()) * sizeof(float),
+             "upload of " + std::to_string(bytes) + " bytes into " + shape_string(dst.shape()));
+  if (dst.device() == Device::cuda)
+    cuda::memcpy_to_device(dst.data(), host, bytes);
+  else if (bytes)
+    std::memcpy(dst.data(), host, bytes);
+}
+
+void download(const Tensor& src, void* host, std::size_t bytes) {
+  HPCT_CHECK(bytes <= static_cast<std::size_t>(src.numel()) * sizeof(float),
+             "download of " + std::to_string(bytes) + " bytes from " + shape_string(src.shape()));
+  if (src.device() == Device::cuda)
+    cuda::memcpy_to_host(host, src.data(), bytes);
+  else if (bytes)
+    std::memcpy(host, src.data(), bytes);
+}
+
+std::vector<float> to_host(const Tensor& t) {
+  std::vector<float> out(static_cast<std::size_t>(t.numel()));
+  download(t, out.data(), out.size() * sizeof(float));
+  return out;
+}
+
+Tensor index_buffer(std::int64_t count, Allocator& alloc) { return Tensor::zeros({count}, alloc); }
+
+Tensor grow(Tensor& buf, const Shape& shape, Allocator& alloc) {
+  const std::int64_t n = hpctrain::numel(shape);
+  if (!buf.defined() || buf.numel() < n) buf = Tensor::zeros({n}, alloc);
+  return buf.view(0, shape);
+}
+
 }  // namespace hpctrain
 
 namespace hpctrain::step_scalars {
@@ -88,10 +131,6 @@ Tensor make(Allocator& alloc) { return Tensor::zeros({count}, alloc); }
 
 Tensor slot(const Tensor& scalars, Slot s) { return scalars.view(s, {1}); }
 
-std::vector<float> to_host(const Tensor& scalars) {
-  // The CUDA backend (a later issue) copies device to host here; until then tensors live on the CPU.
-  HPCT_CHECK(scalars.device() == Device::cpu, "step scalars on a device this build cannot read yet");
-  return std::vector<float>(scalars.data(), scalars.data() + scalars.numel());
-}
+std::vector<float> to_host(const Tensor& scalars) { return hpctrain::to_host(scalars); }
 
 }  // namespace hpctrain::step_scalars

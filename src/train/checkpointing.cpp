@@ -55,7 +55,7 @@ Checkpointer::Checkpointer(const Config& cfg, const Runtime& rt, Model& model, O
   raise_if_any(MPI_COMM_WORLD, error);
 }
 
-std::vector<CheckpointTensor> Checkpointer::tensors() const {
+std::vector<CheckpointTensor> Checkpointer::tensors(const float* params, const float* state) const {
   // Every rank lists every tensor of the whole model (dataset creation is collective), with the
   // stage that holds it; the data only where this rank holds it.
   const auto& names = model_.all_layer_names();
@@ -70,23 +70,21 @@ std::vector<CheckpointTensor> Checkpointer::tensors() const {
   std::map<std::string, float*> own_buffers;
   for (auto& [name, buf] : model_.buffers()) own_buffers[name] = buf->data();
   std::vector<CheckpointTensor> out;
-  Tensor& params = model_.parameters();
   for (const ParamInfo& p : model_.all_param_info()) {
     const auto it = own.find(p.name);
-    out.push_back(
-        {"model/" + p.name, p.shape, it == own.end() ? nullptr : params.data() + it->second, stage_of(p.name)});
+    out.push_back({"model/" + p.name, p.shape, it == own.end() ? nullptr : params + it->second, stage_of(p.name)});
   }
   for (const auto& [name, size] : model_.all_buffers()) {
     const auto it = own_buffers.find(name);
     out.push_back({"model/" + name, {size}, it == own_buffers.end() ? nullptr : it->second, stage_of(name)});
   }
   const auto states = opt_.state_names();
-  const std::int64_t n = params.numel();
+  const std::int64_t n = model_.parameters().numel();
   for (std::size_t k = 0; k < states.size(); ++k)
     for (const ParamInfo& p : model_.all_param_info()) {
       const auto it = own.find(p.name);
       out.push_back({"optimizer/" + states[k] + "/" + p.name, p.shape,
-                     it == own.end() ? nullptr : opt_.state().data() + static_cast<std::int64_t>(k) * n + it->second,
+                     it == own.end() ? nullptr : state + static_cast<std::int64_t>(k) * n + it->second,
                      stage_of(p.name)});
     }
   return out;
@@ -128,7 +126,9 @@ std::string Checkpointer::save(const TrainPosition& pos, const double interval_s
   const fs::path dir(cfg_.checkpoint.dir);
   const std::string partial = (dir / ("." + name + ".partial")).string(), final_path = (dir / name).string();
   WriterPlace place{g.coords().dp, g.shape().dp_size, g.coords().mp, g.shape().mp_size};
-  const auto list = tensors();
+  // Host copies of the parameters and optimizer state (on a GPU run they live on the device).
+  const std::vector<float> params = to_host(model_.parameters()), state = to_host(opt_.state());
+  const auto list = tensors(params.data(), state.data());
   const double s = write_checkpoint(MPI_COMM_WORLD, partial, info, list, groups, place, interval_sums);
   CHECK_MPI(MPI_Barrier(MPI_COMM_WORLD));  // every rank has closed the file
   // Test hook: HPCTRAIN_TEST_FAIL_CHECKPOINT=STEP fails this checkpoint after writing, before
@@ -287,9 +287,9 @@ CheckpointInfo Checkpointer::load(const std::string& path, double interval_sums[
   }
   raise_if_any(MPI_COMM_WORLD, error);
   const CheckpointInfo info = decode_info(blobs[0]);
-  std::memcpy(params.data(), blobs[1].data(), blobs[1].size());
+  upload(blobs[1].data(), blobs[1].size(), params);
   if (!blobs[2].empty()) {
-    std::memcpy(opt_.state().data(), blobs[2].data(), blobs[2].size());
+    upload(blobs[2].data(), blobs[2].size(), opt_.state());
     opt_.set_steps(info.optimizer_steps);
   }
   std::size_t at = 0;

@@ -15,7 +15,7 @@ namespace hpctrain {
 
 void Trainer::sum_over_replicas(double* v, std::size_t n) {
   if (!pipeline_) {
-    comm_->allreduce(v, v, n, DType::f64, ReduceOp::sum);  // the data-parallel group is the world
+    host_dp().allreduce(v, v, n, DType::f64, ReduceOp::sum);  // the data-parallel group is the world
     return;
   }
   // Only the last stage holds loss sums; the other stages add zeros.
@@ -40,10 +40,11 @@ EvalResult Trainer::evaluate(const SplitIndex& split) {
     model_->set_batch(batch.size);
     Shape sh{batch.size};
     sh.insert(sh.end(), split.sample_shape.begin(), split.sample_shape.end());
-    const Tensor x = Tensor::wrap(const_cast<float*>(batch.samples.data()), sh);
+    staged_.stage(batch);
+    const Tensor x = Tensor::wrap(const_cast<float*>(staged_.samples()), sh, staged_.device());
     Targets t;
-    if (!batch.classes.empty()) t.classes = batch.classes.data();
-    if (!batch.targets.empty()) t.values = batch.targets.data();
+    t.classes = staged_.classes();
+    t.values = staged_.targets();
     model_->context().training = false;
     fill(eval_scalars_, 0.f);
     if (pipeline_) {

@@ -4,6 +4,8 @@
 #include <algorithm>
 #include <chrono>
 
+#include "hpctrain/backend/cuda/device_api.hpp"
+#include "hpctrain/backend/ops.hpp"
 #include "hpctrain/core/error.hpp"
 
 namespace hpctrain {
@@ -46,11 +48,14 @@ double GradientAverager::finish() {
   const auto t0 = std::chrono::steady_clock::now();
   for (auto& r : pending_) r->wait();
   pending_.clear();
+  // On a GPU the wait only orders the compute stream; the time measured is then the host's share.
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
 }
 
 double GradientAverager::time_alone(int repeats) {
-  std::vector<float> scratch(static_cast<std::size_t>(grads_.numel()), 1.f);
+  Allocator alloc(grads_.device());  // the gradients' device: the same path as the real averages
+  Tensor scratch = Tensor::zeros({grads_.numel()}, alloc);
+  fill(scratch, 1.f);
   std::vector<double> times;
   for (int r = -2; r < repeats; ++r) {  // two warm-up rounds (first touch of the buffer, MPI's own set-up)
     comm_.barrier();
@@ -60,6 +65,7 @@ double GradientAverager::time_alone(int repeats) {
       reqs.push_back(comm_.iallreduce(scratch.data() + b.begin, scratch.data() + b.begin,
                                       static_cast<std::size_t>(b.end - b.begin), DType::f32, ReduceOp::avg));
     for (auto& q : reqs) q->wait();
+    if (grads_.device() == Device::cuda) cuda::synchronize();  // NCCL's wait only orders the compute stream
     if (r >= 0) times.push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
   }
   std::sort(times.begin(), times.end());

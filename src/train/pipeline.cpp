@@ -82,7 +82,13 @@ Tensor PipelineStage::receive(std::int64_t rows, const Shape& sample, int from, 
   }
   if (!t.defined()) t = Tensor::zeros(shape, alloc_);
   const auto t0 = std::chrono::steady_clock::now();
-  mp_.irecv(t.data(), static_cast<std::size_t>(t.numel()), DType::f32, from)->wait();
+  if (t.device() == Device::cpu) {
+    mp_.irecv(t.data(), static_cast<std::size_t>(t.numel()), DType::f32, from)->wait();
+  } else {  // a GPU stage: received on the host, then copied up
+    recv_host_.resize(static_cast<std::size_t>(t.numel()));
+    mp_.irecv(recv_host_.data(), recv_host_.size(), DType::f32, from)->wait();
+    upload(recv_host_.data(), recv_host_.size() * sizeof(float), t);
+  }
   if (timing_) wait_s_ += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   return t;
 }
@@ -90,7 +96,8 @@ Tensor PipelineStage::receive(std::int64_t rows, const Shape& sample, int from, 
 void PipelineStage::send(const Tensor& t, int to, std::size_t slot) {
   if (send_buf_.size() <= slot) send_buf_.resize(slot + 1);
   auto& buf = send_buf_[slot];  // the model reuses its buffers: send a copy that lives until delivered
-  buf.assign(t.data(), t.data() + t.numel());
+  buf.resize(static_cast<std::size_t>(t.numel()));
+  download(t, buf.data(), buf.size() * sizeof(float));  // a plain copy on the CPU
   sends_.push_back(mp_.isend(buf.data(), buf.size(), DType::f32, to));
 }
 

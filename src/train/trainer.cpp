@@ -51,7 +51,8 @@ std::string resolve(const std::string& dir, const std::string& file) {
 }  // namespace
 
 void verify_identical(Communicator& comm, const Tensor& t, const std::string& what) {
-  const auto h = static_cast<std::int64_t>(fnv1a(t.data(), static_cast<std::size_t>(t.numel()) * sizeof(float)) >> 1);
+  const std::vector<float> host = to_host(t);
+  const auto h = static_cast<std::int64_t>(fnv1a(host.data(), host.size() * sizeof(float)) >> 1);
   std::int64_t lo = h, hi = h;
   comm.allreduce(&lo, &lo, 1, DType::i64, ReduceOp::min);
   comm.allreduce(&hi, &hi, 1, DType::i64, ReduceOp::max);
@@ -60,15 +61,22 @@ void verify_identical(Communicator& comm, const Tensor& t, const std::string& wh
                 what + " differ between the ranks of communicator '" + comm.name() + "' after the broadcast");
 }
 
-Trainer::Trainer(const Config& cfg, Runtime& rt, const DatasetIndex& index) : cfg_(cfg), rt_(rt), index_(index) {
-  if (rt.device().kind != DeviceKind::cpu)
-    throw bad_input("[run] device = cuda: the GPU backend's operations are not implemented yet (use device = cpu)");
+namespace {
+Device device_of(const Runtime& rt) { return rt.device().kind == DeviceKind::cuda ? Device::cuda : Device::cpu; }
+}  // namespace
+
+Trainer::Trainer(const Config& cfg, Runtime& rt, const DatasetIndex& index)
+    : cfg_(cfg), rt_(rt), index_(index), alloc_(device_of(rt)), staged_(alloc_) {
   if (cfg.model.layers.empty()) throw bad_input("[model] layers is not set");
+  const bool gpu = alloc_.device() == Device::cuda;
+  if (gpu && cfg.run.conv == ConvImpl::onednn)
+    throw bad_input("[run] conv = onednn is a CPU convolution; with device = cuda use conv = auto or im2col");
   openblas_set_num_threads(cfg.run.threads);
   cpu::set_onednn_threads(cfg.run.threads);
+  if (gpu) cuda::set_tf32(cfg.run.tf32);
   alloc_.set_limit(cfg.run.memory_budget);
   LayerRegistry registry;
-  register_builtin_layers(registry, LayerOptions{cfg.run.conv});
+  register_builtin_layers(registry, LayerOptions{gpu ? ConvImpl::im2col : cfg.run.conv});
   // Model parallelism: this rank holds its stage's group of layers (all of them when M = 1).
   const int stages = rt.grid().shape().mp_size;
   {
@@ -87,14 +95,18 @@ Trainer::Trainer(const Config& cfg, Runtime& rt, const DatasetIndex& index) : cf
   opt_ = make_optimizer(cfg.optim, model_->parameters(), model_->gradients(), alloc_);
   scalars_ = step_scalars::make(alloc_);
   eval_scalars_ = step_scalars::make(alloc_);
-  comm_ = rt.make_communicator(rt.grid().dp_comm(), rt.grid().dp_name(), MemorySpace::host);
+  // Gradients live on the device: NCCL, or MPI (CUDA-aware or staged through host memory).
+  comm_ = rt.make_communicator(rt.grid().dp_comm(), rt.grid().dp_name(), gpu ? MemorySpace::device : MemorySpace::host);
+  // Small host-side reductions (batch norm statistics, metrics, checks) over the same group.
+  if (gpu) host_comm_ = rt.make_communicator(rt.grid().dp_comm(), rt.grid().dp_name() + "/host", MemorySpace::host);
   if (stages > 1) {
+    // Activations between stages go through host buffers (pipeline.cpp stages them): MPI on the host.
     mp_comm_ = rt.make_communicator(rt.grid().mp_comm(), rt.grid().mp_name(), MemorySpace::host);
     pipeline_ = std::make_unique<PipelineStage>(*model_, *loss_, *mp_comm_, cfg.parallel.schedule, alloc_);
   }
   model_->init_parameters(cfg.run.seed);
   comm_->broadcast(model_->parameters().data(), static_cast<std::size_t>(model_->parameters().numel()), DType::f32, 0);
-  verify_identical(*comm_, model_->parameters(), "initial parameters");
+  verify_identical(host_dp(), model_->parameters(), "initial parameters");
   model_->set_precision(cfg.run.precision);  // bf16/fp16: the layers compute with a rounded copy
   if (cfg.run.precision == Precision::fp16) loss_scale_ = cfg.optim.loss_scale;
   CHECK_MPI(MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node_));
@@ -105,7 +117,9 @@ Trainer::Trainer(const Config& cfg, Runtime& rt, const DatasetIndex& index) : cf
 
 Trainer::~Trainer() {
   eval_readers_.clear();  // their node caches are MPI windows: free them before the communicator
+  averager_.reset();
   comm_.reset();
+  host_comm_.reset();
   int finalized = 0;
   MPI_Finalized(&finalized);
   if (node_ != MPI_COMM_NULL && !finalized) MPI_Comm_free(&node_);
@@ -122,17 +136,18 @@ void Trainer::train_step(const Batch& batch, float lr) {
   Shape sh{rows};
   sh.insert(sh.end(), index_.train.sample_shape.begin(), index_.train.sample_shape.end());
   // Micro-batch m: its rows of the batch, and the context its layers draw on (dropout keys).
+  staged_.stage(batch);  // on a GPU: one copy of the step's samples, labels and indices
   auto prepare = [&](int m) {
     MicroBatch mb;
-    mb.input = Tensor::wrap(const_cast<float*>(batch.samples.data()) + m * rows * width, sh);
-    if (!batch.classes.empty()) mb.targets.classes = batch.classes.data() + m * rows;
-    if (!batch.targets.empty()) mb.targets.values = batch.targets.data() + m * rows * index_.train.label_width;
+    mb.input = Tensor::wrap(const_cast<float*>(staged_.samples()) + m * rows * width, sh, staged_.device());
+    if (staged_.classes()) mb.targets.classes = staged_.classes() + m * rows;
+    if (staged_.targets()) mb.targets.values = staged_.targets() + m * rows * index_.train.label_width;
     StepContext& ctx = model_->context();
     ctx.training = true;
-    ctx.stats_comm = cfg_.train.sync_batchnorm ? comm_.get() : nullptr;
+    ctx.stats_comm = cfg_.train.sync_batchnorm ? &host_dp() : nullptr;
     ctx.seed = cfg_.run.seed;
     ctx.step = batch.epoch * 1000000007 + batch.step;  // unique per step of the run, same on every rank
-    ctx.sample_ids = batch.indices.data() + m * rows;
+    ctx.sample_ids = staged_.indices() + m * rows;
     return mb;
   };
   // Each bucket's average starts as soon as the last backward has finished its layers.

@@ -7,35 +7,13 @@
 
 #include <vector>
 
+#include "gpu_test_util.hpp"
 #include "hpctrain/backend/cuda/device_api.hpp"
 #include "hpctrain/comm/mpi_communicator.hpp"
 #include "hpctrain/comm/nccl_communicator.hpp"
 #include "hpctrain/core/cuda_check.hpp"
 
 using namespace hpctrain;
-
-namespace {
-std::string no_gpu_reason() {
-  std::string why;
-  const auto gpus = cuda::visible_gpus(&why);
-  if (!gpus.empty()) {
-    int local = 0;
-    MPI_Comm node;
-    MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node);
-    MPI_Comm_rank(node, &local);
-    MPI_Comm_free(&node);
-    if (local >= static_cast<int>(gpus.size())) return "more ranks than GPUs on this node";
-    cuda::set_device(local);
-    return "";
-  }
-  return "no GPU visible (" + why + ")";
-}
-#define REQUIRE_GPU()                         \
-  do {                                        \
-    const std::string why_ = no_gpu_reason(); \
-    if (!why_.empty()) GTEST_SKIP() << why_;  \
-  } while (0)
-}  // namespace
 
 TEST(CudaChecks, ReportLibraryNamesAndStrings) {
   auto message = [](auto&& fn) {

@@ -30,6 +30,7 @@ struct RunConfig {
   Precision precision = Precision::fp32;
   int threads = 1;
   bool share_gpus = false;  // allow more ranks than GPUs on a node (round robin; MPI, not NCCL)
+  bool tf32 = false;        // cuda: cuBLAS may use TF32 tensor cores for float32 GEMMs
   ConvImpl conv = ConvImpl::auto_;
   std::uint64_t memory_budget = 0;  // bytes per rank for parameters, gradients, state, activations; 0 = no cap
   double price_per_device_hour = 0.0;

@@ -70,12 +70,19 @@ class Layer {
   }
 
  protected:
+  // Layer scratch that lives across steps (im2col columns, dropout masks, pooling indices) on
+  // `device`: `buf` grown, never shrunk, from the layer's own allocator for that device.
+  Tensor scratch(Tensor& buf, const Shape& shape, Device device) {
+    if (buf.defined() && buf.device() != device) buf = Tensor();
+    return grow(buf, shape, device == Device::cuda ? device_scratch_ : host_scratch_);
+  }
   bool accumulate_grads() const { return accumulate_; }
   const StepContext& context() const { return *ctx_; }
   std::size_t index() const { return index_; }  // position in the model (part of dropout's key)
   std::vector<Tensor> params_, grads_;
 
  private:
+  Allocator host_scratch_{Device::cpu}, device_scratch_{Device::cuda};  // outlive the derived layers' scratch
   bool accumulate_ = true;
   const StepContext* ctx_ = nullptr;
   std::size_t index_ = 0;

@@ -1,6 +1,8 @@
 // Tensors: a shape, an element type, a device and a buffer shared by views.
 // Memory comes from an Allocator that counts what it holds (current and
-// peak), so a rank's memory can be reported and, later, capped and pooled.
+// peak), so a rank's memory can be reported and capped; on Device::cuda it
+// comes from the CUDA backend's caching pool (backend/cuda/device_api.hpp).
+// upload/download move data between host memory and a tensor on any device.
 #pragma once
 
 #include <cstddef>
@@ -64,5 +66,18 @@ class Tensor {
   std::shared_ptr<void> owner_;  // keeps the buffer alive; null for wrapped memory
   float* data_ = nullptr;
 };
+
+// Host memory <-> tensor (any device): `bytes` from/to the tensor's first element. download returns
+// when the data are on the host.
+void upload(const void* host, std::size_t bytes, Tensor& dst);
+void download(const Tensor& src, void* host, std::size_t bytes);
+std::vector<float> to_host(const Tensor& t);
+// A tensor holding `count` 4-byte integers (f32 elements used as int32 storage: the backends
+// keep max pooling's argmax and staged labels in it), and that storage as int32.
+Tensor index_buffer(std::int64_t count, Allocator& alloc);
+inline std::int32_t* index_data(Tensor& t) { return reinterpret_cast<std::int32_t*>(t.data()); }
+inline const std::int32_t* index_data(const Tensor& t) { return reinterpret_cast<const std::int32_t*>(t.data()); }
+// `buf` grown (never shrunk) to hold `shape` and viewed as that shape: layer scratch that lives across steps.
+Tensor grow(Tensor& buf, const Shape& shape, Allocator& alloc);
 
 }  // namespace hpctrain

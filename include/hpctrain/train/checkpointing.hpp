@@ -51,7 +51,8 @@ class Checkpointer {
   CheckpointInfo load(const std::string& path, double interval_sums[3]);
 
  private:
-  std::vector<CheckpointTensor> tensors() const;
+  // Every tensor of the whole model; this rank's data at `params` / `state` (host copies).
+  std::vector<CheckpointTensor> tensors(const float* params, const float* state) const;
   const Config& cfg_;
   const Runtime& rt_;
   Model& model_;

@@ -79,6 +79,7 @@ class PipelineStage {
   std::vector<Tensor> kept_;                                  // per micro-batch: its input, while in flight
   std::vector<Tensor> free_inputs_, free_grads_, free_eval_;  // received buffers to reuse
   std::vector<std::vector<float>> send_buf_;                  // per micro-batch: what was sent, until it is delivered
+  std::vector<float> recv_host_;                              // a GPU stage receives here, then uploads
   std::vector<Request> sends_;
 };
 

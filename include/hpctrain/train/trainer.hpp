@@ -20,6 +20,7 @@
 #include "hpctrain/runtime/runtime.hpp"
 #include "hpctrain/train/grad_buckets.hpp"
 #include "hpctrain/train/pipeline.hpp"
+#include "hpctrain/train/staged_batch.hpp"
 
 namespace hpctrain {
 
@@ -63,11 +64,14 @@ class Trainer {
   const Config& cfg_;
   Runtime& rt_;
   const DatasetIndex& index_;
-  Allocator alloc_;
+  Allocator alloc_;     // on the rank's device: parameters, gradients, state, activations
+  StagedBatch staged_;  // the current batch on that device
   std::unique_ptr<Model> model_;
   std::unique_ptr<Loss> loss_;
   std::unique_ptr<Optimizer> opt_;
-  std::unique_ptr<Communicator> comm_;
+  std::unique_ptr<Communicator> comm_;       // data-parallel group, on the device's memory (gradients)
+  std::unique_ptr<Communicator> host_comm_;  // the same group for host buffers, when comm_ is on a GPU
+  Communicator& host_dp() { return host_comm_ ? *host_comm_ : *comm_; }
   std::unique_ptr<GradientAverager> averager_;
   std::vector<LayerGroup> groups_;           // the layers of each pipeline stage
   std::unique_ptr<Communicator> mp_comm_;    // model-parallel group (M > 1)

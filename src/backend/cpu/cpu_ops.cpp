@@ -361,16 +361,17 @@ void accumulate_channel_bias_grad(const Tensor& dy, Tensor& db) {
 }
 
 void maxpool_forward(const Tensor& x, std::int64_t channels, std::int64_t height, std::int64_t width,
-                     std::int64_t kernel, std::int64_t stride, Tensor& y, std::vector<std::int32_t>& argmax) {
+                     std::int64_t kernel, std::int64_t stride, Tensor& y, Tensor& argmax_buf) {
   const std::int64_t ho = (height - kernel) / stride + 1, wo = (width - kernel) / stride + 1;
   const std::int64_t planes = x.numel() / (height * width);
-  HPCT_CHECK(y.numel() == planes * ho * wo && planes % channels == 0, "maxpool shapes");
-  argmax.resize(static_cast<std::size_t>(y.numel()));
+  HPCT_CHECK(y.numel() == planes * ho * wo && planes % channels == 0 && argmax_buf.numel() >= y.numel(),
+             "maxpool shapes");
+  std::int32_t* argmax = index_data(argmax_buf);
   if (kernel == 2 && stride == 2) {  // the common case, without the generic window loops
     for (std::int64_t p = 0; p < planes; ++p) {
       const float* in = x.data() + p * height * width;
       float* out = y.data() + p * ho * wo;
-      std::int32_t* arg = argmax.data() + p * ho * wo;
+      std::int32_t* arg = argmax + p * ho * wo;
       const auto base = static_cast<std::int32_t>(p * height * width);
       for (std::int64_t i = 0; i < ho; ++i) {
         const float* r0 = in + 2 * i * width;
@@ -401,17 +402,18 @@ void maxpool_forward(const Tensor& x, std::int64_t channels, std::int64_t height
           }
         const std::int64_t o = (p * ho + i) * wo + j;
         y.data()[o] = in[best];
-        argmax[static_cast<std::size_t>(o)] = static_cast<std::int32_t>(p * height * width + best);
+        argmax[o] = static_cast<std::int32_t>(p * height * width + best);
       }
   }
 }
 
-void maxpool_backward(const Tensor& dy, const std::vector<std::int32_t>& argmax, Tensor& dx) {
+void maxpool_backward(const Tensor& dy, const Tensor& argmax_buf, Tensor& dx) {
   cpu::fill(dx, 0.f);
   const std::int64_t n = dy.numel();
   const float* g = dy.data();
+  const std::int32_t* argmax = index_data(argmax_buf);
   float* out = dx.data();
-  for (std::int64_t o = 0; o < n; ++o) out[argmax[static_cast<std::size_t>(o)]] += g[o];
+  for (std::int64_t o = 0; o < n; ++o) out[argmax[o]] += g[o];
 }
 
 }  // namespace hpctrain::cpu
@@ -486,6 +488,87 @@ void multiply(const Tensor& a, const Tensor& b, Tensor& out) {
   const float *pa = a.data(), *pb = b.data();
   float* po = out.data();
   for (std::int64_t i = 0; i < n; ++i) po[i] = pa[i] * pb[i];
+}
+
+}  // namespace hpctrain::cpu
+
+namespace hpctrain::cpu {
+
+void add(const Tensor& a, const Tensor& b, Tensor& out) {
+  same_size(a, b, "add");
+  same_size(a, out, "add");
+  const std::int64_t n = a.numel();
+  const float *pa = a.data(), *pb = b.data();
+  float* po = out.data();
+  for (std::int64_t i = 0; i < n; ++i) po[i] = pa[i] + pb[i];
+}
+
+void channel_moments(const Tensor& x, std::int64_t channels, std::int64_t plane, std::vector<double>& sums) {
+  const std::int64_t n = x.numel() / (channels * plane);
+  const auto uc = static_cast<std::size_t>(channels);
+  HPCT_CHECK(sums.size() >= 2 * uc && n * channels * plane == x.numel(), "channel_moments shapes");
+  for (std::int64_t i = 0; i < n; ++i)
+    for (std::int64_t ch = 0; ch < channels; ++ch) {
+      const float* v = x.data() + (i * channels + ch) * plane;
+      for (std::int64_t k = 0; k < plane; ++k) {
+        sums[static_cast<std::size_t>(ch)] += v[k];
+        sums[uc + static_cast<std::size_t>(ch)] += static_cast<double>(v[k]) * v[k];
+      }
+    }
+}
+
+void batchnorm_grad_sums(const Tensor& x, const Tensor& dy, const std::vector<float>& mean,
+                         const std::vector<float>& inv_std, std::int64_t plane, std::vector<double>& sums) {
+  same_size(x, dy, "batchnorm_grad_sums");
+  const auto uc = mean.size();
+  const auto c = static_cast<std::int64_t>(uc);
+  const std::int64_t n = x.numel() / (c * plane);
+  HPCT_CHECK(sums.size() >= 2 * uc && inv_std.size() == uc, "batchnorm_grad_sums shapes");
+  for (std::int64_t i = 0; i < n; ++i)
+    for (std::int64_t ch = 0; ch < c; ++ch) {
+      const auto u = static_cast<std::size_t>(ch);
+      const float* v = x.data() + (i * c + ch) * plane;
+      const float* g = dy.data() + (i * c + ch) * plane;
+      for (std::int64_t k = 0; k < plane; ++k) {
+        sums[u] += g[k];
+        sums[uc + u] += static_cast<double>(g[k]) * (v[k] - mean[u]) * inv_std[u];
+      }
+    }
+}
+
+void channel_affine(const Tensor& x, const std::vector<float>& a, const std::vector<float>& b, std::int64_t plane,
+                    Tensor& y) {
+  same_size(x, y, "channel_affine");
+  const auto c = static_cast<std::int64_t>(a.size());
+  const std::int64_t n = x.numel() / (c * plane);
+  for (std::int64_t i = 0; i < n; ++i)
+    for (std::int64_t ch = 0; ch < c; ++ch) {
+      const auto u = static_cast<std::size_t>(ch);
+      const float* v = x.data() + (i * c + ch) * plane;
+      float* o = y.data() + (i * c + ch) * plane;
+      for (std::int64_t k = 0; k < plane; ++k) o[k] = a[u] * v[k] + b[u];
+    }
+}
+
+void batchnorm_backward_data(const Tensor& x, const Tensor& dy, const std::vector<float>& mean,
+                             const std::vector<float>& inv_std, const std::vector<float>& scale,
+                             const std::vector<float>& mean_dy, const std::vector<float>& mean_dyx, std::int64_t plane,
+                             Tensor& dx) {
+  same_size(x, dy, "batchnorm_backward_data");
+  same_size(x, dx, "batchnorm_backward_data");
+  const auto c = static_cast<std::int64_t>(mean.size());
+  const std::int64_t n = x.numel() / (c * plane);
+  for (std::int64_t i = 0; i < n; ++i)
+    for (std::int64_t ch = 0; ch < c; ++ch) {
+      const auto u = static_cast<std::size_t>(ch);
+      const float* v = x.data() + (i * c + ch) * plane;
+      const float* g = dy.data() + (i * c + ch) * plane;
+      float* o = dx.data() + (i * c + ch) * plane;
+      for (std::int64_t k = 0; k < plane; ++k) {
+        const float xhat = (v[k] - mean[u]) * inv_std[u];
+        o[k] = scale[u] * (g[k] - mean_dy[u] - xhat * mean_dyx[u]);
+      }
+    }
 }
 
 }  // namespace hpctrain::cpu

@@ -22,4 +22,21 @@ std::unique_ptr<DeviceMemory> make_device_memory() {
   throw bad_input("device buffers need the CUDA backend, but hpctrain was built without CUDA");
 }
 
+namespace {
+[[noreturn]] void no_cuda() {
+  throw bad_input("device memory needs the CUDA backend, but hpctrain was built without CUDA");
+}
+}  // namespace
+
+void* device_allocate(std::size_t) { no_cuda(); }
+void device_release(void*, std::size_t) {}
+PoolStats pool_stats() { return {}; }
+void memcpy_to_device(void*, const void*, std::size_t) { no_cuda(); }
+void memcpy_to_host(void*, const void*, std::size_t) { no_cuda(); }
+void memcpy_on_device(void*, const void*, std::size_t) { no_cuda(); }
+void memset_zero(void*, std::size_t) { no_cuda(); }
+void synchronize() {}
+void* compute_stream() { return nullptr; }
+void set_tf32(bool) {}
+
 }  // namespace hpctrain::cuda

@@ -49,4 +49,31 @@ class DeviceMemory {
 // The CUDA implementation (throws when not built with CUDA).
 std::unique_ptr<DeviceMemory> make_device_memory();
 
+// Device memory for tensors (Allocator with Device::cuda): a caching pool over cudaMalloc, so a
+// training step, once warm, allocates nothing from the driver. Blocks are rounded up to a size
+// class and kept on a free list when released; work on the compute stream is ordered, so a block
+// released by the host may be handed out again while earlier kernels still use it. Throws
+// (out of memory names the bytes asked for, held and cached) when not built with CUDA.
+void* device_allocate(std::size_t bytes);
+void device_release(void* p, std::size_t bytes);
+struct PoolStats {
+  std::size_t held = 0;    // bytes cudaMalloc'ed by the pool
+  std::size_t cached = 0;  // of which free, waiting for reuse
+  std::size_t driver_allocations = 0;
+};
+PoolStats pool_stats();
+
+// Copies on the compute stream (host <-> device, device <-> device) and zero-filling. Host-side
+// copies to the host wait for the stream, so the data are there when they return.
+void memcpy_to_device(void* device, const void* host, std::size_t bytes);
+void memcpy_to_host(void* host, const void* device, std::size_t bytes);
+void memcpy_on_device(void* dst, const void* src, std::size_t bytes);
+void memset_zero(void* device, std::size_t bytes);
+// Waits until everything queued on the compute stream is done.
+void synchronize();
+// The compute stream (a cudaStream_t), for the NCCL communicator's events; null without CUDA.
+void* compute_stream();
+// [run] tf32: let cuBLAS use TF32 tensor cores for float32 GEMMs (10-bit mantissa products).
+void set_tf32(bool on);
+
 }  // namespace hpctrain::cuda

@@ -1,6 +1,6 @@
-// CUDA backend operations, not implemented yet: each throws a clear error
-// naming the operation (the GPU issue replaces this file by .cu kernels and
-// cuBLAS/cuDNN calls). Compiled in every build so the seam has both sides.
+// The CUDA backend's operations in builds without CUDA: each throws a clear
+// error naming the operation. With CUDA, cuda_ops.cu and cuda_conv_pool.cu
+// implement them.
 #include "hpctrain/backend/cuda/cuda_ops.hpp"
 #include "hpctrain/core/error.hpp"
 
@@ -8,8 +8,9 @@ namespace hpctrain::cuda {
 
 namespace {
 [[noreturn]] void not_implemented(const char* op) {
-  throw Error(ExitCode::internal, Scope::this_rank,
-              std::string("backend operation '") + op + "' is not implemented on cuda yet (use [run] device = cpu)");
+  throw Error(
+      ExitCode::internal, Scope::this_rank,
+      std::string("backend operation '") + op + "' needs the CUDA backend, but hpctrain was built without CUDA");
 }
 }  // namespace
 
@@ -66,11 +67,11 @@ void add_channel_bias(Tensor&, const Tensor&) { not_implemented("add_channel_bia
 void accumulate_channel_bias_grad(const Tensor&, Tensor&) { not_implemented("accumulate_channel_bias_grad"); }
 
 void maxpool_forward(const Tensor&, std::int64_t, std::int64_t, std::int64_t, std::int64_t, std::int64_t, Tensor&,
-                     std::vector<std::int32_t>&) {
+                     Tensor&) {
   not_implemented("maxpool_forward");
 }
 
-void maxpool_backward(const Tensor&, const std::vector<std::int32_t>&, Tensor&) { not_implemented("maxpool_backward"); }
+void maxpool_backward(const Tensor&, const Tensor&, Tensor&) { not_implemented("maxpool_backward"); }
 
 void avgpool_forward(const Tensor&, std::int64_t, std::int64_t, std::int64_t, std::int64_t, std::int64_t, std::int64_t,
                      Tensor&) {
@@ -90,5 +91,21 @@ void multiply(const Tensor&, const Tensor&, Tensor&) { not_implemented("multiply
 
 double sum_of_squares(const Tensor&) { not_implemented("sum_of_squares"); }
 void round_to_precision(Tensor&, Precision) { not_implemented("round_to_precision"); }
+void add(const Tensor&, const Tensor&, Tensor&) { not_implemented("add"); }
+void channel_moments(const Tensor&, std::int64_t, std::int64_t, std::vector<double>&) {
+  not_implemented("channel_moments");
+}
+void batchnorm_grad_sums(const Tensor&, const Tensor&, const std::vector<float>&, const std::vector<float>&,
+                         std::int64_t, std::vector<double>&) {
+  not_implemented("batchnorm_grad_sums");
+}
+void channel_affine(const Tensor&, const std::vector<float>&, const std::vector<float>&, std::int64_t, Tensor&) {
+  not_implemented("channel_affine");
+}
+void batchnorm_backward_data(const Tensor&, const Tensor&, const std::vector<float>&, const std::vector<float>&,
+                             const std::vector<float>&, const std::vector<float>&, const std::vector<float>&,
+                             std::int64_t, Tensor&) {
+  not_implemented("batchnorm_backward_data");
+}
 
 }  // namespace hpctrain::cuda

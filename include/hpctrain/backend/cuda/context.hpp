@@ -1,0 +1,53 @@
+// The CUDA backend's per-process state, for CUDA sources only (includes the
+// libraries' headers): the compute stream every kernel and library call runs
+// on, the cuBLAS and cuDNN handles bound to it, whether cuBLAS may use TF32
+// tensor cores, and a grow-only scratch area for operations that need
+// temporary device memory (reductions, staged host arguments).
+//
+// One context per process, made on first use for the device current then
+// (the runtime sets the device first), like the CUDA runtime's own current
+// device. The compute stream is a blocking stream, so plain cudaMemcpy calls
+// (the MPI communicator's staging) stay ordered after its work.
+#pragma once
+
+#include <cstddef>
+
+#include "hpctrain/core/cuda_check.hpp"
+
+namespace hpctrain::cuda {
+
+class Context {
+ public:
+  Context();
+  ~Context();
+  Context(const Context&) = delete;
+  Context& operator=(const Context&) = delete;
+
+  cudaStream_t stream() const { return stream_; }
+  cublasHandle_t blas() const { return blas_; }
+  cudnnHandle_t dnn();  // made on first use (cuDNN loads its kernels lazily)
+  bool tf32() const { return tf32_; }
+  void set_tf32(bool on);
+  // At least `bytes` of device scratch, valid until the next call (the stream orders its users).
+  void* scratch(std::size_t bytes);
+  int sm_count() const { return sms_; }
+
+ private:
+  cudaStream_t stream_ = nullptr;
+  cublasHandle_t blas_ = nullptr;
+  cudnnHandle_t dnn_ = nullptr;
+  bool tf32_ = false;
+  void* scratch_ = nullptr;
+  std::size_t scratch_bytes_ = 0;
+  int sms_ = 1;
+};
+
+Context& context();
+
+// Launch geometry for a grid-stride loop over n elements.
+inline unsigned blocks_for(std::size_t n, unsigned threads = 256) {
+  const std::size_t b = (n + threads - 1) / threads;
+  return static_cast<unsigned>(b < 65535 * 8 ? (b ? b : 1) : 65535 * 8);
+}
+
+}  // namespace hpctrain::cuda

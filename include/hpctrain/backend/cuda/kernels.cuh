@@ -1,0 +1,36 @@
+// Helpers shared by the CUDA backend's kernel files: grid-stride indexing,
+// the post-launch check and the host-side shape check.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "hpctrain/backend/cuda/context.hpp"
+#include "hpctrain/backend/cuda/device_api.hpp"
+#include "hpctrain/core/cuda_check.hpp"
+#include "hpctrain/tensor/tensor.hpp"
+
+namespace hpctrain::cuda::detail {
+
+__device__ inline std::int64_t global_index() {
+  return static_cast<std::int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+}
+__device__ inline std::int64_t grid_stride() { return static_cast<std::int64_t>(gridDim.x) * blockDim.x; }
+
+// A launch's configuration errors surface here; faults inside kernels at the next synchronizing call.
+inline void launch_check() { CHECK_CUDA(cudaGetLastError()); }
+
+inline void same_size(const Tensor& a, const Tensor& b, const char* op) {
+  HPCT_CHECK(a.numel() == b.numel(),
+             std::string(op) + ": sizes " + shape_string(a.shape()) + " and " + shape_string(b.shape()) + " differ");
+}
+
+// kernel<<<enough blocks for n, 256 threads>>>(args...) on the compute stream, checked; nothing for n <= 0.
+template <typename... Args, typename... Params>
+void launch(void (*kernel)(Params...), std::int64_t n, Args... args) {
+  if (n <= 0) return;
+  kernel<<<blocks_for(static_cast<std::size_t>(n)), 256, 0, context().stream()>>>(args...);
+  launch_check();
+}
+
+}  // namespace hpctrain::cuda::detail

@@ -1,0 +1,390 @@
+// The CUDA backend (backend/cuda/cuda_ops.hpp), first half: GEMM through
+// cuBLAS, element-wise work, losses, the optimizer updates (one kernel over
+// the flat buffer each), reductions and precision rounding. Every launch goes
+// on the context's compute stream (backend/cuda/context.hpp); nothing here
+// waits for the device except the operations that return a value to the host
+// (count_correct, sum_of_squares). Reductions are two-pass and deterministic:
+// the same inputs give the same bits on every run. Convolution helpers,
+// pooling and batch norm are in cuda_conv_pool.cu.
+#include <cuda_fp16.h>
+
+#include <cmath>
+
+#include "hpctrain/backend/cuda/context.hpp"
+#include "hpctrain/backend/cuda/cuda_ops.hpp"
+#include "hpctrain/backend/cuda/kernels.cuh"
+#include "hpctrain/tensor/step_scalars.hpp"
+
+namespace hpctrain::cuda {
+
+using detail::launch;
+using detail::launch_check;
+using detail::same_size;
+using i64 = std::int64_t;
+
+void gemm(bool ta, bool tb, float alpha, const Tensor& a, const Tensor& b, float beta, Tensor& c) {
+  const auto m = static_cast<int>(ta ? a.cols() : a.rows()), k = static_cast<int>(ta ? a.rows() : a.cols());
+  const auto kb = static_cast<int>(tb ? b.cols() : b.rows()), n = static_cast<int>(tb ? b.rows() : b.cols());
+  HPCT_CHECK(k == kb && c.rows() == m && c.cols() == n, "gemm shapes " + shape_string(a.shape()) + (ta ? "^T" : "") +
+                                                            " x " + shape_string(b.shape()) + (tb ? "^T" : "") +
+                                                            " -> " + shape_string(c.shape()));
+  if (m == 0 || n == 0) return;
+  // Row-major C = op(A) op(B) is column-major C^T = op(B)^T op(A)^T: swap the operands.
+  CHECK_CUBLAS(cublasSgemm(context().blas(), tb ? CUBLAS_OP_T : CUBLAS_OP_N, ta ? CUBLAS_OP_T : CUBLAS_OP_N, n, m, k,
+                           &alpha, b.data(), static_cast<int>(b.cols()), a.data(), static_cast<int>(a.cols()), &beta,
+                           c.data(), n));
+}
+
+namespace {
+
+__global__ void add_bias_kernel(float* y, const float* b, i64 total, i64 n) {
+  for (i64 i = detail::global_index(); i < total; i += detail::grid_stride()) y[i] += b[i % n];
+}
+
+// db[j] += sum over rows of dy[:, j]: 32 columns per block, 8 row lanes summed in shared memory.
+__global__ void bias_grad_kernel(const float* dy, float* db, i64 rows, i64 n) {
+  __shared__ float part[8][33];
+  const i64 j = blockIdx.x * 32 + threadIdx.x;
+  float s = 0.f;
+  if (j < n)
+    for (i64 i = threadIdx.y; i < rows; i += 8) s += dy[i * n + j];
+  part[threadIdx.y][threadIdx.x] = s;
+  __syncthreads();
+  if (threadIdx.y == 0 && j < n) {
+    float t = 0.f;
+    for (int l = 0; l < 8; ++l) t += part[l][threadIdx.x];
+    db[j] += t;
+  }
+}
+
+constexpr float kInvSqrt2 = 0.70710678118654752f;
+constexpr float kInvSqrt2Pi = 0.39894228040143268f;
+
+__global__ void activation_kernel(int f, const float* x, float* y, i64 n) {
+  for (i64 i = detail::global_index(); i < n; i += detail::grid_stride()) {
+    const float v = x[i];
+    y[i] = f == 0 ? (v > 0 ? v : 0.f) : f == 1 ? tanhf(v) : 0.5f * v * (1.f + erff(v * kInvSqrt2));
+  }
+}
+
+__global__ void activation_backward_kernel(int f, const float* x, const float* dy, float* dx, i64 n) {
+  for (i64 i = detail::global_index(); i < n; i += detail::grid_stride()) {
+    const float v = x[i], g = dy[i];
+    if (f == 0) {
+      dx[i] = v > 0 ? g : 0.f;
+    } else if (f == 1) {
+      const float t = tanhf(v);
+      dx[i] = g * (1.f - t * t);
+    } else {
+      const float cdf = 0.5f * (1.f + erff(v * kInvSqrt2));
+      dx[i] = g * (cdf + v * kInvSqrt2Pi * expf(-0.5f * v * v));
+    }
+  }
+}
+
+__global__ void fill_kernel(float* p, float v, i64 n) {
+  for (i64 i = detail::global_index(); i < n; i += detail::grid_stride()) p[i] = v;
+}
+__global__ void scale_kernel(float* p, float f, i64 n) {
+  for (i64 i = detail::global_index(); i < n; i += detail::grid_stride()) p[i] *= f;
+}
+__global__ void multiply_kernel(const float* a, const float* b, float* o, i64 n) {
+  for (i64 i = detail::global_index(); i < n; i += detail::grid_stride()) o[i] = a[i] * b[i];
+}
+__global__ void add_kernel(const float* a, const float* b, float* o, i64 n) {
+  for (i64 i = detail::global_index(); i < n; i += detail::grid_stride()) o[i] = a[i] + b[i];
+}
+
+// One warp per row: the row's first largest logit (as std::max_element), softmax in double as on
+// the CPU, the row's loss and whether it is correct into per-row slots.
+__global__ void softmax_rows_kernel(const float* z, const std::int32_t* labels, float* probs, double* row_loss,
+                                    int* row_correct, i64 rows, i64 n) {
+  const i64 row = blockIdx.x * (blockDim.x / 32) + threadIdx.x / 32;
+  const int lane = threadIdx.x % 32;
+  if (row >= rows) return;
+  const float* zr = z + row * n;
+  float best = -INFINITY;
+  i64 at = n;
+  for (i64 j = lane; j < n; j += 32)
+    if (zr[j] > best || (zr[j] == best && j < at)) best = zr[j], at = j;
+  for (int o = 16; o > 0; o /= 2) {
+    const float ob = __shfl_down_sync(0xffffffffu, best, o);
+    const i64 oa = __shfl_down_sync(0xffffffffu, at, o);
+    if (ob > best || (ob == best && oa < at)) best = ob, at = oa;
+  }
+  best = __shfl_sync(0xffffffffu, best, 0);
+  at = __shfl_sync(0xffffffffu, at, 0);
+  double sum = 0;
+  for (i64 j = lane; j < n; j += 32) sum += exp(static_cast<double>(zr[j] - best));
+  for (int o = 16; o > 0; o /= 2) sum += __shfl_down_sync(0xffffffffu, sum, o);
+  sum = __shfl_sync(0xffffffffu, sum, 0);
+  for (i64 j = lane; j < n; j += 32)
+    probs[row * n + j] = static_cast<float>(exp(static_cast<double>(zr[j] - best)) / sum);
+  if (lane == 0) {
+    const std::int32_t y = labels[row];
+    const bool ok = y >= 0 && y < n;  // a label outside the logits gives a NaN loss (the CPU throws)
+    row_loss[row] = ok ? log(sum) - static_cast<double>(zr[y] - best) : NAN;
+    row_correct[row] = ok && at == y;
+  }
+}
+
+// One block: the rows' losses and correct counts added into the step scalars.
+__global__ void add_row_sums_kernel(const double* row_loss, const int* row_correct, i64 rows, float* scalars,
+                                    bool count_correct) {
+  __shared__ double loss[256];
+  __shared__ long long ok[256];
+  double l = 0;
+  long long c = 0;
+  for (i64 i = threadIdx.x; i < rows; i += blockDim.x) {
+    l += row_loss[i];
+    if (count_correct) c += row_correct[i];
+  }
+  loss[threadIdx.x] = l;
+  ok[threadIdx.x] = c;
+  __syncthreads();
+  for (int s = blockDim.x / 2; s > 0; s /= 2) {
+    if (threadIdx.x < s) loss[threadIdx.x] += loss[threadIdx.x + s], ok[threadIdx.x] += ok[threadIdx.x + s];
+    __syncthreads();
+  }
+  if (threadIdx.x == 0) {
+    scalars[step_scalars::loss_sum] += static_cast<float>(loss[0]);
+    if (count_correct) scalars[step_scalars::correct] += static_cast<float>(ok[0]);
+    scalars[step_scalars::samples] += static_cast<float>(rows);
+  }
+}
+
+__global__ void softmax_backward_kernel(const float* p, const std::int32_t* labels, float k, float* d, i64 total,
+                                        i64 n) {
+  for (i64 i = detail::global_index(); i < total; i += detail::grid_stride())
+    d[i] = k * (p[i] - ((i % n) == labels[i / n] ? 1.f : 0.f));
+}
+
+// Per-row squared error divided by the width, one warp per row, into row_loss.
+__global__ void mse_rows_kernel(const float* p, const float* t, double* row_loss, i64 rows, i64 n) {
+  const i64 row = blockIdx.x * (blockDim.x / 32) + threadIdx.x / 32;
+  const int lane = threadIdx.x % 32;
+  if (row >= rows) return;
+  double s = 0;
+  for (i64 j = lane; j < n; j += 32) {
+    const double d = static_cast<double>(p[row * n + j]) - t[row * n + j];
+    s += d * d;
+  }
+  for (int o = 16; o > 0; o /= 2) s += __shfl_down_sync(0xffffffffu, s, o);
+  if (lane == 0) row_loss[row] = s / static_cast<double>(n);
+}
+
+__global__ void mse_backward_kernel(const float* p, const float* t, float k, float* d, i64 n) {
+  for (i64 i = detail::global_index(); i < n; i += detail::grid_stride()) d[i] = k * (p[i] - t[i]);
+}
+
+__global__ void sgd_kernel(float* w, const float* g, float* m, const float* scalars, float mu, float wd, bool nesterov,
+                           i64 n) {
+  const float lr = scalars[step_scalars::learning_rate];
+  for (i64 i = detail::global_index(); i < n; i += detail::grid_stride()) {
+    const float grad = g[i] + wd * w[i];
+    const float mi = mu * m[i] + grad;
+    m[i] = mi;
+    w[i] -= lr * (nesterov ? grad + mu * mi : mi);
+  }
+}
+
+__global__ void adam_kernel(float* w, const float* g, float* m, float* v, const float* scalars, float b1, float b2,
+                            float eps, float wd, bool decoupled, i64 n) {
+  const float lr = scalars[step_scalars::learning_rate];
+  const double step = static_cast<double>(static_cast<i64>(scalars[step_scalars::adam_step]));
+  const float step_size = static_cast<float>(lr / (1 - pow(static_cast<double>(b1), step)));
+  const float root_c2 = static_cast<float>(sqrt(1 - pow(static_cast<double>(b2), step)));
+  for (i64 i = detail::global_index(); i < n; i += detail::grid_stride()) {
+    float grad = g[i], wi = w[i];
+    if (decoupled)
+      wi -= lr * wd * wi;
+    else
+      grad += wd * wi;
+    const float mi = b1 * m[i] + (1 - b1) * grad, vi = b2 * v[i] + (1 - b2) * grad * grad;
+    m[i] = mi;
+    v[i] = vi;
+    w[i] = wi - step_size * mi / (sqrtf(vi) / root_c2 + eps);
+  }
+}
+
+__global__ void round_bf16_kernel(float* p, i64 n) {
+  for (i64 i = detail::global_index(); i < n; i += detail::grid_stride()) {
+    unsigned u = __float_as_uint(p[i]);
+    if ((u & 0x7f800000u) == 0x7f800000u) continue;  // inf, nan
+    u += 0x7fffu + ((u >> 16) & 1u);
+    p[i] = __uint_as_float(u & 0xffff0000u);
+  }
+}
+__global__ void round_fp16_kernel(float* p, i64 n) {
+  for (i64 i = detail::global_index(); i < n; i += detail::grid_stride()) p[i] = __half2float(__float2half_rn(p[i]));
+}
+
+// Deterministic sum of squares: fixed per-block partials in double, then one block adds them.
+constexpr unsigned kPartials = 512;
+__global__ void squares_partial_kernel(const float* p, i64 n, double* partial) {
+  __shared__ double s[256];
+  double acc = 0;
+  for (i64 i = blockIdx.x * static_cast<i64>(blockDim.x) + threadIdx.x; i < n;
+       i += static_cast<i64>(gridDim.x) * blockDim.x)
+    acc += static_cast<double>(p[i]) * p[i];
+  s[threadIdx.x] = acc;
+  __syncthreads();
+  for (int k = blockDim.x / 2; k > 0; k /= 2) {
+    if (threadIdx.x < k) s[threadIdx.x] += s[threadIdx.x + k];
+    __syncthreads();
+  }
+  if (threadIdx.x == 0) partial[blockIdx.x] = s[0];
+}
+__global__ void sum_partials_kernel(double* partial, unsigned count) {
+  __shared__ double s[256];
+  double acc = 0;
+  for (unsigned i = threadIdx.x; i < count; i += blockDim.x) acc += partial[i];
+  s[threadIdx.x] = acc;
+  __syncthreads();
+  for (int k = blockDim.x / 2; k > 0; k /= 2) {
+    if (threadIdx.x < k) s[threadIdx.x] += s[threadIdx.x + k];
+    __syncthreads();
+  }
+  if (threadIdx.x == 0) partial[0] = s[0];
+}
+
+}  // namespace
+
+void add_bias(Tensor& y, const Tensor& bias) {
+  HPCT_CHECK(y.cols() == bias.numel(), "add_bias: " + shape_string(y.shape()) + " + " + shape_string(bias.shape()));
+  launch(add_bias_kernel, y.numel(), y.data(), bias.data(), y.numel(), y.cols());
+}
+
+void accumulate_bias_grad(const Tensor& dy, Tensor& db) {
+  HPCT_CHECK(dy.cols() == db.numel(), "bias grad: " + shape_string(dy.shape()) + " -> " + shape_string(db.shape()));
+  if (dy.cols() == 0) return;
+  bias_grad_kernel<<<static_cast<unsigned>((dy.cols() + 31) / 32), dim3(32, 8), 0, context().stream()>>>(
+      dy.data(), db.data(), dy.rows(), dy.cols());
+  launch_check();
+}
+
+void activation_forward(Activation f, const Tensor& x, Tensor& y) {
+  same_size(x, y, "activation");
+  launch(activation_kernel, x.numel(), static_cast<int>(f), x.data(), y.data(), x.numel());
+}
+
+void activation_backward(Activation f, const Tensor& x, const Tensor& dy, Tensor& dx) {
+  same_size(x, dy, "activation backward");
+  same_size(x, dx, "activation backward");
+  launch(activation_backward_kernel, x.numel(), static_cast<int>(f), x.data(), dy.data(), dx.data(), x.numel());
+}
+
+void copy(const Tensor& src, Tensor& dst) {
+  same_size(src, dst, "copy");
+  memcpy_on_device(dst.data(), src.data(), static_cast<std::size_t>(src.numel()) * sizeof(float));
+}
+
+void fill(Tensor& t, float value) { launch(fill_kernel, t.numel(), t.data(), value, t.numel()); }
+void scale(Tensor& t, float factor) { launch(scale_kernel, t.numel(), t.data(), factor, t.numel()); }
+
+void multiply(const Tensor& a, const Tensor& b, Tensor& out) {
+  same_size(a, b, "multiply");
+  same_size(a, out, "multiply");
+  launch(multiply_kernel, a.numel(), a.data(), b.data(), out.data(), a.numel());
+}
+
+void add(const Tensor& a, const Tensor& b, Tensor& out) {
+  same_size(a, b, "add");
+  same_size(a, out, "add");
+  launch(add_kernel, a.numel(), a.data(), b.data(), out.data(), a.numel());
+}
+
+void softmax_cross_entropy(const Tensor& logits, const std::int32_t* labels, Tensor& probs, Tensor& scalars) {
+  same_size(logits, probs, "softmax");
+  HPCT_CHECK(scalars.numel() >= step_scalars::count, "softmax: step scalars too small");
+  const i64 rows = logits.rows(), n = logits.cols();
+  if (rows == 0) return;
+  auto* row_loss = static_cast<double*>(context().scratch(static_cast<std::size_t>(rows) * (sizeof(double) + 4)));
+  auto* row_correct = reinterpret_cast<int*>(row_loss + rows);
+  softmax_rows_kernel<<<static_cast<unsigned>((rows + 7) / 8), 256, 0, context().stream()>>>(
+      logits.data(), labels, probs.data(), row_loss, row_correct, rows, n);
+  launch_check();
+  add_row_sums_kernel<<<1, 256, 0, context().stream()>>>(row_loss, row_correct, rows, scalars.data(), true);
+  launch_check();
+}
+
+void softmax_cross_entropy_backward(const Tensor& probs, const std::int32_t* labels, float grad_scale,
+                                    Tensor& dlogits) {
+  same_size(probs, dlogits, "softmax backward");
+  launch(softmax_backward_kernel, probs.numel(), probs.data(), labels, grad_scale, dlogits.data(), probs.numel(),
+         probs.cols());
+}
+
+void mean_squared_error(const Tensor& pred, const float* target, Tensor& scalars) {
+  HPCT_CHECK(scalars.numel() >= step_scalars::count, "mse: step scalars too small");
+  const i64 rows = pred.rows(), n = std::max<i64>(1, pred.cols());
+  if (rows == 0) return;
+  auto* row_loss = static_cast<double*>(context().scratch(static_cast<std::size_t>(rows) * sizeof(double)));
+  mse_rows_kernel<<<static_cast<unsigned>((rows + 7) / 8), 256, 0, context().stream()>>>(pred.data(), target, row_loss,
+                                                                                         rows, n);
+  launch_check();
+  add_row_sums_kernel<<<1, 256, 0, context().stream()>>>(row_loss, nullptr, rows, scalars.data(), false);
+  launch_check();
+}
+
+void mean_squared_error_backward(const Tensor& pred, const float* target, float grad_scale, Tensor& dpred) {
+  same_size(pred, dpred, "mse backward");
+  const float k = 2.f * grad_scale / static_cast<float>(std::max<i64>(1, pred.cols()));
+  launch(mse_backward_kernel, pred.numel(), pred.data(), target, k, dpred.data(), pred.numel());
+}
+
+std::int64_t count_correct(const Tensor& logits, const std::int32_t* labels) {
+  const i64 rows = logits.rows(), n = logits.cols();
+  if (rows == 0) return 0;
+  // The softmax kernel's row pass, into scratch probabilities; only the correct flags are read.
+  const std::size_t probs_bytes = static_cast<std::size_t>(rows * n) * sizeof(float);
+  char* base = static_cast<char*>(
+      context().scratch(probs_bytes + static_cast<std::size_t>(rows) * (sizeof(double) + 4) + sizeof(double)));
+  auto* row_loss = reinterpret_cast<double*>(base);
+  auto* row_correct = reinterpret_cast<int*>(row_loss + rows);
+  auto* probs = reinterpret_cast<float*>(base + static_cast<std::size_t>(rows) * (sizeof(double) + 4));
+  softmax_rows_kernel<<<static_cast<unsigned>((rows + 7) / 8), 256, 0, context().stream()>>>(
+      logits.data(), labels, probs, row_loss, row_correct, rows, n);
+  launch_check();
+  std::vector<int> flags(static_cast<std::size_t>(rows));
+  memcpy_to_host(flags.data(), row_correct, flags.size() * sizeof(int));
+  std::int64_t correct = 0;
+  for (int f : flags) correct += f;
+  return correct;
+}
+
+void sgd_update(Tensor& w, const Tensor& g, Tensor& m, const Tensor& scalars, float momentum, float weight_decay,
+                bool nesterov) {
+  same_size(w, g, "sgd");
+  same_size(w, m, "sgd");
+  launch(sgd_kernel, w.numel(), w.data(), g.data(), m.data(), scalars.data(), momentum, weight_decay, nesterov,
+         w.numel());
+}
+
+void adam_update(Tensor& w, const Tensor& g, Tensor& m, Tensor& v, const Tensor& scalars, float beta1, float beta2,
+                 float eps, float weight_decay, bool decoupled) {
+  same_size(w, g, "adam");
+  same_size(w, m, "adam");
+  same_size(w, v, "adam");
+  launch(adam_kernel, w.numel(), w.data(), g.data(), m.data(), v.data(), scalars.data(), beta1, beta2, eps,
+         weight_decay, decoupled, w.numel());
+}
+
+void round_to_precision(Tensor& t, Precision p) {
+  if (p == Precision::bf16) launch(round_bf16_kernel, t.numel(), t.data(), t.numel());
+  if (p == Precision::fp16) launch(round_fp16_kernel, t.numel(), t.data(), t.numel());
+}
+
+double sum_of_squares(const Tensor& t) {
+  if (t.numel() == 0) return 0;
+  auto* partial = static_cast<double*>(context().scratch(kPartials * sizeof(double)));
+  squares_partial_kernel<<<kPartials, 256, 0, context().stream()>>>(t.data(), t.numel(), partial);
+  launch_check();
+  sum_partials_kernel<<<1, 256, 0, context().stream()>>>(partial, kPartials);
+  launch_check();
+  double s = 0;
+  memcpy_to_host(&s, partial, sizeof(double));
+  return s;
+}
+
+}  // namespace hpctrain::cuda

@@ -1,0 +1,164 @@
+// The CUDA context (backend/cuda/context.hpp) and the device memory functions
+// of device_api.hpp: the caching pool behind Allocator(Device::cuda), copies
+// and zero-filling on the compute stream.
+#include <map>
+#include <mutex>
+#include <unordered_map>
+#include <vector>
+
+#include "hpctrain/backend/cuda/context.hpp"
+#include "hpctrain/backend/cuda/device_api.hpp"
+
+namespace hpctrain::cuda {
+
+Context::Context() {
+  int dev = 0;
+  CHECK_CUDA(cudaGetDevice(&dev));
+  CHECK_CUDA(cudaDeviceGetAttribute(&sms_, cudaDevAttrMultiProcessorCount, dev));
+  CHECK_CUDA(cudaStreamCreate(&stream_));  // blocking: ordered with the legacy default stream
+  CHECK_CUBLAS(cublasCreate(&blas_));
+  CHECK_CUBLAS(cublasSetStream(blas_, stream_));
+  CHECK_CUBLAS(cublasSetMathMode(blas_, CUBLAS_DEFAULT_MATH));
+}
+
+Context::~Context() {
+  // Process exit: errors here have nobody to report to.
+  if (dnn_) cudnnDestroy(dnn_);
+  if (blas_) cublasDestroy(blas_);
+  if (scratch_) cudaFree(scratch_);
+  if (stream_) cudaStreamDestroy(stream_);
+}
+
+cudnnHandle_t Context::dnn() {
+  if (!dnn_) {
+    CHECK_CUDNN(cudnnCreate(&dnn_));
+    CHECK_CUDNN(cudnnSetStream(dnn_, stream_));
+  }
+  return dnn_;
+}
+
+void Context::set_tf32(bool on) {
+  tf32_ = on;
+  CHECK_CUBLAS(cublasSetMathMode(blas_, on ? CUBLAS_TF32_TENSOR_OP_MATH : CUBLAS_DEFAULT_MATH));
+}
+
+void* Context::scratch(std::size_t bytes) {
+  if (bytes > scratch_bytes_) {
+    if (scratch_) {
+      CHECK_CUDA(cudaStreamSynchronize(stream_));  // earlier users of the old area are done
+      CHECK_CUDA(cudaFree(scratch_));
+    }
+    scratch_bytes_ = std::max<std::size_t>(bytes, 1 << 20);
+    CHECK_CUDA(cudaMalloc(&scratch_, scratch_bytes_));
+  }
+  return scratch_;
+}
+
+Context& context() {
+  static Context ctx;  // the runtime selects the device before the first operation
+  return ctx;
+}
+
+namespace {
+
+// Blocks rounded to 512 bytes below 1 MiB and to whole MiB above; a released block goes on the
+// free list of its rounded size and serves the next request of that size (training repeats the
+// same shapes every step). When cudaMalloc fails, the cached blocks are freed and it is retried.
+class Pool {
+ public:
+  static std::size_t rounded(std::size_t bytes) {
+    const std::size_t unit = bytes < (std::size_t{1} << 20) ? 512 : (std::size_t{1} << 20);
+    return (std::max<std::size_t>(bytes, 1) + unit - 1) / unit * unit;
+  }
+  void* allocate(std::size_t bytes) {
+    std::lock_guard<std::mutex> lock(mu_);
+    const std::size_t size = rounded(bytes);
+    auto& list = free_[size];
+    if (!list.empty()) {
+      void* p = list.back();
+      list.pop_back();
+      stats_.cached -= size;
+      return p;
+    }
+    void* p = nullptr;
+    cudaError_t e = cudaMalloc(&p, size);
+    if (e == cudaErrorMemoryAllocation && stats_.cached > 0) {
+      cudaGetLastError();
+      release_cached();
+      e = cudaMalloc(&p, size);
+    }
+    if (e != cudaSuccess) {
+      cudaGetLastError();
+      auto mib = [](std::size_t b) { return std::to_string((b + (1 << 20) - 1) >> 20) + " MiB"; };
+      throw Error(ExitCode::internal, Scope::this_rank,
+                  "GPU out of memory: cudaMalloc of " + mib(size) + " failed (" + cudaGetErrorString(e) + ") with " +
+                      mib(stats_.held) +
+                      " held by hpctrain's pool; use fewer micro-batch rows or more ranks "
+                      "([parallel] model_parallel)");
+    }
+    stats_.held += size;
+    ++stats_.driver_allocations;
+    return p;
+  }
+  void release(void* p, std::size_t bytes) {
+    std::lock_guard<std::mutex> lock(mu_);
+    const std::size_t size = rounded(bytes);
+    free_[size].push_back(p);
+    stats_.cached += size;
+  }
+  PoolStats stats() {
+    std::lock_guard<std::mutex> lock(mu_);
+    return stats_;
+  }
+
+ private:
+  void release_cached() {
+    CHECK_CUDA(cudaDeviceSynchronize());
+    for (auto& [size, list] : free_) {
+      for (void* p : list) cudaFree(p);
+      stats_.held -= size * list.size();
+      stats_.cached -= size * list.size();
+      list.clear();
+    }
+  }
+  std::mutex mu_;
+  std::map<std::size_t, std::vector<void*>> free_;
+  PoolStats stats_;
+};
+
+Pool& pool() {
+  static Pool p;  // lives to process exit: the driver frees device memory then
+  return p;
+}
+
+}  // namespace
+
+void* device_allocate(std::size_t bytes) { return pool().allocate(bytes); }
+void device_release(void* p, std::size_t bytes) { pool().release(p, bytes); }
+PoolStats pool_stats() { return pool().stats(); }
+
+void memcpy_to_device(void* device, const void* host, std::size_t bytes) {
+  if (!bytes) return;
+  // From pageable host memory the copy is staged by the driver and returns once the source is read.
+  CHECK_CUDA(cudaMemcpyAsync(device, host, bytes, cudaMemcpyHostToDevice, context().stream()));
+}
+
+void memcpy_to_host(void* host, const void* device, std::size_t bytes) {
+  if (!bytes) return;
+  CHECK_CUDA(cudaMemcpyAsync(host, device, bytes, cudaMemcpyDeviceToHost, context().stream()));
+  CHECK_CUDA(cudaStreamSynchronize(context().stream()));
+}
+
+void memcpy_on_device(void* dst, const void* src, std::size_t bytes) {
+  if (bytes && dst != src) CHECK_CUDA(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToDevice, context().stream()));
+}
+
+void memset_zero(void* device, std::size_t bytes) {
+  if (bytes) CHECK_CUDA(cudaMemsetAsync(device, 0, bytes, context().stream()));
+}
+
+void synchronize() { CHECK_CUDA(cudaStreamSynchronize(context().stream())); }
+void* compute_stream() { return context().stream(); }
+void set_tf32(bool on) { context().set_tf32(on); }
+
+}  // namespace hpctrain::cuda

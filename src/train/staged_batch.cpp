@@ -1,0 +1,32 @@
+// Implementation of train/staged_batch.hpp.
+#include "hpctrain/train/staged_batch.hpp"
+
+namespace hpctrain {
+
+namespace {
+// Copies `count` values of T into `buf` (grown as needed) on the device; returns the device copy.
+template <typename T>
+const T* to_device(const std::vector<T>& host, Tensor& buf, Allocator& alloc) {
+  if (host.empty()) return nullptr;
+  const std::size_t bytes = host.size() * sizeof(T);
+  Tensor view = grow(buf, {static_cast<std::int64_t>((bytes + sizeof(float) - 1) / sizeof(float))}, alloc);
+  upload(host.data(), bytes, view);
+  return reinterpret_cast<const T*>(view.data());
+}
+}  // namespace
+
+void StagedBatch::stage(const Batch& b) {
+  if (alloc_.device() == Device::cpu) {
+    samples_ = b.samples.data();
+    classes_ = b.classes.empty() ? nullptr : b.classes.data();
+    targets_ = b.targets.empty() ? nullptr : b.targets.data();
+    indices_ = b.indices.data();
+    return;
+  }
+  samples_ = to_device(b.samples, samples_buf_, alloc_);
+  classes_ = to_device(b.classes, classes_buf_, alloc_);
+  targets_ = to_device(b.targets, targets_buf_, alloc_);
+  indices_ = to_device(b.indices, indices_buf_, alloc_);
+}
+
+}  // namespace hpctrain

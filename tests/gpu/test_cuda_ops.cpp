@@ -1,0 +1,285 @@
+// Every backend operation on the CUDA backend against the CPU backend (the
+// reference) on the same inputs. Tolerances, as the largest |gpu - cpu| over
+// max(1, |cpu|):
+// - exact (0): data movement, selections and integer-keyed draws: copy, fill,
+//   scale, multiply, add, bias adds, ReLU, max pooling (values and argmax),
+//   im2col, dropout masks, bf16/fp16 rounding, softmax backward, the optimizers'
+//   element-wise updates on identical inputs (both compute the same float
+//   expression; -fmad contraction on the GPU may differ in the last bit, so
+//   these use 1e-6);
+// - 1e-6: transcendental activations (tanh, GELU: device libm within 2 ulp),
+//   losses and sums accumulated in double;
+// - 1e-5: float sums in another order (bias gradients, col2im, average pooling)
+//   and cuBLAS GEMMs (another blocking; TF32 off).
+// Every operation in backend_operations() must be compared here: the last test
+// checks the list.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <random>
+#include <set>
+
+#include "gpu_test_util.hpp"
+#include "hpctrain/backend/ops.hpp"
+#include "hpctrain/tensor/step_scalars.hpp"
+
+using namespace hpctrain;
+
+namespace {
+
+std::set<std::string>& compared() {
+  static std::set<std::string> names;
+  return names;
+}
+
+class CudaOps : public ::testing::Test {
+ protected:
+  void SetUp() override { REQUIRE_GPU(); }
+  Allocator host_{Device::cpu}, dev_{Device::cuda};
+
+  Tensor random(const Shape& s, std::uint32_t seed, float lo = -1.f, float hi = 1.f) {
+    Tensor t = Tensor::zeros(s, host_);
+    std::mt19937 rng(seed);
+    std::uniform_real_distribution<float> u(lo, hi);
+    for (std::int64_t i = 0; i < t.numel(); ++i) t.data()[i] = u(rng);
+    return t;
+  }
+  Tensor on_gpu(const Tensor& h) {
+    Tensor d = Tensor::zeros(h.shape(), dev_);
+    upload(h.data(), static_cast<std::size_t>(h.numel()) * sizeof(float), d);
+    return d;
+  }
+  template <typename T>
+  const T* on_gpu(const std::vector<T>& v, Tensor& keep) {
+    keep = Tensor::zeros({static_cast<std::int64_t>((v.size() * sizeof(T) + 3) / 4)}, dev_);
+    upload(v.data(), v.size() * sizeof(T), keep);
+    return reinterpret_cast<const T*>(keep.data());
+  }
+  // Largest |gpu - cpu| / max(1, |cpu|) must be <= tol.
+  void expect_close(const char* op, const Tensor& cpu, const Tensor& gpu, double tol) {
+    compared().insert(op);
+    ASSERT_EQ(cpu.numel(), gpu.numel()) << op;
+    const auto g = to_host(gpu);
+    double worst = 0;
+    std::int64_t at = 0;
+    for (std::int64_t i = 0; i < cpu.numel(); ++i) {
+      const double c = cpu.data()[i], d = g[static_cast<std::size_t>(i)];
+      const double err = (std::isnan(c) || std::isnan(d)) ? (std::isnan(c) && std::isnan(d) ? 0 : INFINITY)
+                         : c == d                         ? 0
+                                                          : std::fabs(d - c) / std::max(1.0, std::fabs(c));
+      if (err > worst) worst = err, at = i;
+    }
+    EXPECT_LE(worst, tol) << op << ": element " << at << " cpu " << cpu.data()[at] << " gpu "
+                          << g[static_cast<std::size_t>(at)];
+  }
+};
+
+TEST_F(CudaOps, Gemm) {
+  for (const bool ta : {false, true})
+    for (const bool tb : {false, true}) {
+      const std::int64_t m = 37, k = 53, n = 29;
+      Tensor a = random(ta ? Shape{k, m} : Shape{m, k}, 1), b = random(tb ? Shape{n, k} : Shape{k, n}, 2);
+      Tensor c = random({m, n}, 3), dc = on_gpu(c);
+      gemm(ta, tb, 0.7f, a, b, 0.3f, c);
+      Tensor da = on_gpu(a), db = on_gpu(b);
+      gemm(ta, tb, 0.7f, da, db, 0.3f, dc);
+      expect_close("gemm", c, dc, 1e-5);
+    }
+}
+
+TEST_F(CudaOps, ElementWise) {
+  const Shape s{33, 70};
+  Tensor x = random(s, 4), y = random(s, 5), dx = on_gpu(x), dy = on_gpu(y);
+  Tensor bias = random({70}, 6), dbias = on_gpu(bias);
+  auto both = [&](const char* op, double tol, auto&& f) {
+    Tensor hc = random(s, 7), dc = on_gpu(hc);
+    f(x, y, hc);
+    f(dx, dy, dc);
+    expect_close(op, hc, dc, tol);
+  };
+  both("copy", 0, [](const Tensor& a, const Tensor&, Tensor& o) { copy(a, o); });
+  both("fill", 0, [](const Tensor&, const Tensor&, Tensor& o) { fill(o, 2.5f); });
+  both("scale", 0, [](const Tensor&, const Tensor&, Tensor& o) { scale(o, 0.375f); });
+  both("multiply", 0, [](const Tensor& a, const Tensor& b, Tensor& o) { multiply(a, b, o); });
+  both("add", 0, [](const Tensor& a, const Tensor& b, Tensor& o) { add(a, b, o); });
+  both("add_bias", 0,
+       [&](const Tensor&, const Tensor&, Tensor& o) { add_bias(o, o.device() == Device::cuda ? dbias : bias); });
+  both("accumulate_bias_grad", 1e-5, [&](const Tensor& a, const Tensor&, Tensor&) {
+    Tensor& db = a.device() == Device::cuda ? dbias : bias;
+    accumulate_bias_grad(a, db);
+  });
+  expect_close("accumulate_bias_grad", bias, dbias, 1e-5);
+  for (const auto f : {Activation::relu, Activation::tanh, Activation::gelu}) {
+    const double tol = f == Activation::relu ? 0 : 1e-6;
+    both("activation_forward", tol, [f](const Tensor& a, const Tensor&, Tensor& o) { activation_forward(f, a, o); });
+    both("activation_backward", tol,
+         [f](const Tensor& a, const Tensor& b, Tensor& o) { activation_backward(f, a, b, o); });
+  }
+  Tensor r = random({1000}, 8, -70000.f, 70000.f), dr = on_gpu(r);
+  for (const auto p : {Precision::bf16, Precision::fp16}) {
+    Tensor hc = Tensor::zeros(r.shape(), host_), dc = on_gpu(r);
+    copy(r, hc);
+    round_to_precision(hc, p);
+    round_to_precision(dc, p);
+    expect_close("round_to_precision", hc, dc, 0);
+  }
+  const double s_cpu = sum_of_squares(x), s_gpu = sum_of_squares(dx);
+  compared().insert("sum_of_squares");
+  EXPECT_NEAR(s_gpu, s_cpu, 1e-12 * s_cpu);
+}
+
+TEST_F(CudaOps, LossesAndCorrectCount) {
+  const std::int64_t rows = 70, n = 13;
+  Tensor z = random({rows, n}, 9, -4.f, 4.f), dz = on_gpu(z);
+  std::vector<std::int32_t> labels(rows);
+  for (std::int64_t i = 0; i < rows; ++i) labels[static_cast<std::size_t>(i)] = static_cast<std::int32_t>((i * 7) % n);
+  for (std::int64_t i = 0; i < 10; ++i) z.data()[i * n + labels[static_cast<std::size_t>(i)]] = 9.f;  // some right
+  dz = on_gpu(z);
+  Tensor keep;
+  const std::int32_t* dl = on_gpu(labels, keep);
+  Tensor p = Tensor::zeros(z.shape(), host_), dp = Tensor::zeros(z.shape(), dev_);
+  Tensor sc = step_scalars::make(host_), dsc = step_scalars::make(dev_);
+  softmax_cross_entropy(z, labels.data(), p, sc);
+  softmax_cross_entropy(dz, dl, dp, dsc);
+  expect_close("softmax_cross_entropy", p, dp, 1e-6);
+  expect_close("softmax_cross_entropy", sc, dsc, 1e-6);
+  Tensor g = Tensor::zeros(z.shape(), host_), dg = Tensor::zeros(z.shape(), dev_);
+  softmax_cross_entropy_backward(p, labels.data(), 0.25f, g);
+  softmax_cross_entropy_backward(dp, dl, 0.25f, dg);
+  expect_close("softmax_cross_entropy_backward", g, dg, 1e-6);
+  compared().insert("count_correct");
+  EXPECT_EQ(count_correct(dz, dl), count_correct(z, labels.data()));
+  EXPECT_GE(count_correct(z, labels.data()), 10);
+  Tensor t = random({rows, n}, 10), keep_t;
+  const std::vector<float> tv(t.data(), t.data() + t.numel());
+  const float* dt = on_gpu(tv, keep_t);
+  Tensor sc2 = step_scalars::make(host_), dsc2 = step_scalars::make(dev_);
+  mean_squared_error(z, t.data(), sc2);
+  mean_squared_error(dz, dt, dsc2);
+  expect_close("mean_squared_error", sc2, dsc2, 1e-6);
+  mean_squared_error_backward(z, t.data(), 0.5f, g);
+  mean_squared_error_backward(dz, dt, 0.5f, dg);
+  expect_close("mean_squared_error_backward", g, dg, 1e-6);
+}
+
+TEST_F(CudaOps, OptimizerUpdates) {
+  const Shape s{1031};
+  for (const bool variant : {false, true}) {
+    Tensor w = random(s, 11), g = random(s, 12), m = random(s, 13, 0.f, 0.1f), v = random(s, 14, 0.f, 0.01f);
+    Tensor dw = on_gpu(w), dg = on_gpu(g), dm = on_gpu(m), dv = on_gpu(v);
+    Tensor sc = step_scalars::make(host_);
+    sc.data()[step_scalars::learning_rate] = 0.01f;
+    sc.data()[step_scalars::adam_step] = 3.f;
+    Tensor dsc = on_gpu(sc);
+    sgd_update(w, g, m, sc, 0.9f, 1e-4f, variant);
+    sgd_update(dw, dg, dm, dsc, 0.9f, 1e-4f, variant);
+    expect_close("sgd_update", w, dw, 1e-6);
+    expect_close("sgd_update", m, dm, 1e-6);
+    adam_update(w, g, m, v, sc, 0.9f, 0.999f, 1e-8f, 0.01f, variant);
+    adam_update(dw, dg, dm, dv, dsc, 0.9f, 0.999f, 1e-8f, 0.01f, variant);
+    expect_close("adam_update", w, dw, 1e-6);
+    expect_close("adam_update", v, dv, 1e-6);
+  }
+}
+
+TEST_F(CudaOps, ConvolutionHelpersAndPooling) {
+  const std::int64_t c = 3, h = 9, w = 8, k = 3, stride = 2, pad = 1;
+  const std::int64_t ho = (h + 2 * pad - k) / stride + 1, wo = (w + 2 * pad - k) / stride + 1, ld = ho * wo + 5;
+  Tensor x = random({c, h, w}, 15), dx = on_gpu(x);
+  Tensor cols = Tensor::zeros({c * k * k, ld}, host_), dcols = Tensor::zeros(cols.shape(), dev_);
+  im2col(x, c, h, w, k, stride, pad, ld, cols);
+  im2col(dx, c, h, w, k, stride, pad, ld, dcols);
+  expect_close("im2col", cols, dcols, 0);
+  Tensor back = random({c, h, w}, 16), dback = on_gpu(back);
+  col2im(cols, c, h, w, k, stride, pad, ld, back);
+  col2im(dcols, c, h, w, k, stride, pad, ld, dback);
+  expect_close("col2im", back, dback, 1e-5);
+  Tensor y = random({4, 50}, 17), dy = on_gpu(y), b = random({4}, 18), db = on_gpu(b);
+  add_channel_bias(y, b);
+  add_channel_bias(dy, db);
+  expect_close("add_channel_bias", y, dy, 0);
+  accumulate_channel_bias_grad(y, b);
+  accumulate_channel_bias_grad(dy, db);
+  expect_close("accumulate_channel_bias_grad", b, db, 1e-5);
+
+  const Shape batch{2, c, h, w};
+  Tensor xb = random(batch, 19), dxb = on_gpu(xb);
+  for (const auto& [pk, ps] : {std::pair<std::int64_t, std::int64_t>{2, 2}, {3, 2}}) {
+    const std::int64_t po = (h - pk) / ps + 1, pw = (w - pk) / ps + 1;
+    Tensor py = Tensor::zeros({2, c, po, pw}, host_), dpy = Tensor::zeros(py.shape(), dev_);
+    Tensor arg = index_buffer(py.numel(), host_), darg = index_buffer(py.numel(), dev_);
+    maxpool_forward(xb, c, h, w, pk, ps, py, arg);
+    maxpool_forward(dxb, c, h, w, pk, ps, dpy, darg);
+    expect_close("maxpool_forward", py, dpy, 0);
+    expect_close("maxpool_forward", arg, darg, 0);  // the same indices, bit for bit
+    Tensor g = random(py.shape(), 20), dg = on_gpu(g);
+    Tensor gx = Tensor::zeros(batch, host_), dgx = Tensor::zeros(batch, dev_);
+    maxpool_backward(g, arg, gx);
+    maxpool_backward(dg, darg, dgx);
+    expect_close("maxpool_backward", gx, dgx, 1e-6);  // overlapping windows add in another order
+    Tensor ay = Tensor::zeros(py.shape(), host_), day = Tensor::zeros(py.shape(), dev_);
+    avgpool_forward(xb, h, w, pk, pk, ps, ps, ay);
+    avgpool_forward(dxb, h, w, pk, pk, ps, ps, day);
+    expect_close("avgpool_forward", ay, day, 1e-6);
+    avgpool_backward(g, h, w, pk, pk, ps, ps, gx);
+    avgpool_backward(dg, h, w, pk, pk, ps, ps, dgx);
+    expect_close("avgpool_backward", gx, dgx, 1e-5);
+  }
+}
+
+TEST_F(CudaOps, DropoutDrawsTheSameMask) {
+  Tensor x = random({16, 300}, 21), dx = on_gpu(x);
+  std::vector<std::int64_t> ids(16);
+  for (std::size_t i = 0; i < ids.size(); ++i) ids[i] = 1000 + static_cast<std::int64_t>(i) * 37;
+  Tensor keep;
+  const std::int64_t* dids = on_gpu(ids, keep);
+  Tensor m = Tensor::zeros(x.shape(), host_), y = Tensor::zeros(x.shape(), host_);
+  Tensor dm = Tensor::zeros(x.shape(), dev_), dy = Tensor::zeros(x.shape(), dev_);
+  dropout_forward(x, 0.3f, 0x1234, ids.data(), m, y);
+  dropout_forward(dx, 0.3f, 0x1234, dids, dm, dy);
+  expect_close("dropout_forward", m, dm, 0);
+  expect_close("dropout_forward", y, dy, 0);
+}
+
+TEST_F(CudaOps, BatchNormPieces) {
+  const std::int64_t n = 5, c = 6, plane = 49;
+  Tensor x = random({n, c, 7, 7}, 22), dx = on_gpu(x), g = random(x.shape(), 23), dg = on_gpu(g);
+  std::vector<double> s(2 * c, 0.0), ds(2 * c, 0.0);
+  channel_moments(x, c, plane, s);
+  channel_moments(dx, c, plane, ds);
+  compared().insert("channel_moments");
+  for (std::size_t i = 0; i < s.size(); ++i) EXPECT_NEAR(ds[i], s[i], 1e-9 * std::max(1.0, std::fabs(s[i])));
+  std::vector<float> mean(c), inv(c), a(c), b(c), sc(c), mdy(c), mdyx(c);
+  for (std::size_t i = 0; i < mean.size(); ++i) {
+    mean[i] = 0.1f * static_cast<float>(i);
+    inv[i] = 1.f + 0.2f * static_cast<float>(i);
+    a[i] = 0.5f + static_cast<float>(i);
+    b[i] = -0.25f * static_cast<float>(i);
+    sc[i] = 1.5f - 0.1f * static_cast<float>(i);
+    mdy[i] = 0.01f * static_cast<float>(i);
+    mdyx[i] = -0.02f * static_cast<float>(i);
+  }
+  std::fill(s.begin(), s.end(), 0.0);
+  std::fill(ds.begin(), ds.end(), 0.0);
+  batchnorm_grad_sums(x, g, mean, inv, plane, s);
+  batchnorm_grad_sums(dx, dg, mean, inv, plane, ds);
+  compared().insert("batchnorm_grad_sums");
+  for (std::size_t i = 0; i < s.size(); ++i) EXPECT_NEAR(ds[i], s[i], 1e-6 * std::max(1.0, std::fabs(s[i])));
+  Tensor y = Tensor::zeros(x.shape(), host_), dy = Tensor::zeros(x.shape(), dev_);
+  channel_affine(x, a, b, plane, y);
+  channel_affine(dx, a, b, plane, dy);
+  expect_close("channel_affine", y, dy, 1e-6);
+  batchnorm_backward_data(x, g, mean, inv, sc, mdy, mdyx, plane, y);
+  batchnorm_backward_data(dx, dg, mean, inv, sc, mdy, mdyx, plane, dy);
+  expect_close("batchnorm_backward_data", y, dy, 1e-6);
+}
+
+// Runs last (gtest keeps declaration order within a file): every operation was compared.
+TEST_F(CudaOps, ZzEveryOperationWasCompared) {
+  std::vector<std::string> missing;
+  for (const auto& op : backend_operations())
+    if (!compared().count(op)) missing.push_back(op);
+  EXPECT_TRUE(missing.empty()) << "not compared on the GPU: " << ::testing::PrintToString(missing);
+}
+
+}  // namespace

@@ -73,7 +73,11 @@ Trainer::Trainer(const Config& cfg, Runtime& rt, const DatasetIndex& index)
     throw bad_input("[run] conv = onednn is a CPU convolution; with device = cuda use conv = auto or im2col");
   openblas_set_num_threads(cfg.run.threads);
   cpu::set_onednn_threads(cfg.run.threads);
-  if (gpu) cuda::set_tf32(cfg.run.tf32);
+  if (gpu)  // bf16/fp16: the layers' operands are rounded to the format, so its tensor cores multiply exactly
+    cuda::set_gemm_math(cfg.run.precision == Precision::bf16   ? cuda::GemmMath::bf16
+                        : cfg.run.precision == Precision::fp16 ? cuda::GemmMath::fp16
+                        : cfg.run.tf32                         ? cuda::GemmMath::tf32
+                                                               : cuda::GemmMath::fp32);
   alloc_.set_limit(cfg.run.memory_budget);
   LayerRegistry registry;
   register_builtin_layers(registry, LayerOptions{gpu ? ConvImpl::im2col : cfg.run.conv});

@@ -85,6 +85,19 @@ TEST_F(CudaOps, Gemm) {
       gemm(ta, tb, 0.7f, da, db, 0.3f, dc);
       expect_close("gemm", c, dc, 1e-5);
     }
+  // bf16 / fp16 tensor-core math on operands already rounded to the format (what [run] precision
+  // hands cuBLAS): the products are exact in float32, so only the summation order differs.
+  for (const auto& [math, p] : {std::pair{cuda::GemmMath::bf16, Precision::bf16}, {cuda::GemmMath::fp16, Precision::fp16}}) {
+    Tensor a = random({64, 96}, 30), b = random({96, 48}, 31), c = Tensor::zeros({64, 48}, host_);
+    round_to_precision(a, p);
+    round_to_precision(b, p);
+    Tensor da = on_gpu(a), db = on_gpu(b), dc = Tensor::zeros(c.shape(), dev_);
+    gemm(false, false, 1.f, a, b, 0.f, c);
+    cuda::set_gemm_math(math);
+    gemm(false, false, 1.f, da, db, 0.f, dc);
+    cuda::set_gemm_math(cuda::GemmMath::fp32);
+    expect_close("gemm", c, dc, 1e-5);
+  }
 }
 
 TEST_F(CudaOps, ElementWise) {

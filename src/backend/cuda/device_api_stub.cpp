@@ -37,6 +37,6 @@ void memcpy_on_device(void*, const void*, std::size_t) { no_cuda(); }
 void memset_zero(void*, std::size_t) { no_cuda(); }
 void synchronize() {}
 void* compute_stream() { return nullptr; }
-void set_tf32(bool) {}
+void set_gemm_math(GemmMath) {}
 
 }  // namespace hpctrain::cuda

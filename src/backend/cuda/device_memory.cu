@@ -37,11 +37,6 @@ cudnnHandle_t Context::dnn() {
   return dnn_;
 }
 
-void Context::set_tf32(bool on) {
-  tf32_ = on;
-  CHECK_CUBLAS(cublasSetMathMode(blas_, on ? CUBLAS_TF32_TENSOR_OP_MATH : CUBLAS_DEFAULT_MATH));
-}
-
 void* Context::scratch(std::size_t bytes) {
   if (bytes > scratch_bytes_) {
     if (scratch_) {
@@ -159,6 +154,11 @@ void memset_zero(void* device, std::size_t bytes) {
 
 void synchronize() { CHECK_CUDA(cudaStreamSynchronize(context().stream())); }
 void* compute_stream() { return context().stream(); }
-void set_tf32(bool on) { context().set_tf32(on); }
+void set_gemm_math(GemmMath m) {
+  context().set_gemm_compute(m == GemmMath::tf32   ? CUBLAS_COMPUTE_32F_FAST_TF32
+                             : m == GemmMath::bf16 ? CUBLAS_COMPUTE_32F_FAST_16BF
+                             : m == GemmMath::fp16 ? CUBLAS_COMPUTE_32F_FAST_16F
+                                                   : CUBLAS_COMPUTE_32F);
+}
 
 }  // namespace hpctrain::cuda

@@ -1,7 +1,7 @@
 // The CUDA backend's per-process state, for CUDA sources only (includes the
 // libraries' headers): the compute stream every kernel and library call runs
-// on, the cuBLAS and cuDNN handles bound to it, whether cuBLAS may use TF32
-// tensor cores, and a grow-only scratch area for operations that need
+// on, the cuBLAS and cuDNN handles bound to it, the precision cuBLAS may
+// multiply float32 GEMM operands in, and a grow-only scratch area for operations that need
 // temporary device memory (reductions, staged host arguments).
 //
 // One context per process, made on first use for the device current then
@@ -26,8 +26,9 @@ class Context {
   cudaStream_t stream() const { return stream_; }
   cublasHandle_t blas() const { return blas_; }
   cudnnHandle_t dnn();  // made on first use (cuDNN loads its kernels lazily)
-  bool tf32() const { return tf32_; }
-  void set_tf32(bool on);
+  // The compute type of float32 GEMMs (device_api.hpp set_gemm_math).
+  cublasComputeType_t gemm_compute() const { return gemm_compute_; }
+  void set_gemm_compute(cublasComputeType_t t) { gemm_compute_ = t; }
   // At least `bytes` of device scratch, valid until the next call (the stream orders its users).
   void* scratch(std::size_t bytes);
   int sm_count() const { return sms_; }
@@ -36,7 +37,7 @@ class Context {
   cudaStream_t stream_ = nullptr;
   cublasHandle_t blas_ = nullptr;
   cudnnHandle_t dnn_ = nullptr;
-  bool tf32_ = false;
+  cublasComputeType_t gemm_compute_ = CUBLAS_COMPUTE_32F;
   void* scratch_ = nullptr;
   std::size_t scratch_bytes_ = 0;
   int sms_ = 1;

@@ -1,0 +1,330 @@
+#!/usr/bin/env bash
+# tools/gpu-check.sh: everything GPU-side, in one script, for a machine with an
+# NVIDIA GPU and the CUDA toolkit (nvcc, cuBLAS; cuDNN and NCCL from the toolkit,
+# the system or PyTorch's pip wheels). That machine may lack MPI, HDF5, Boost and
+# a network: the project carries them.
+#
+#   Here, with Debian's package registry:   tools/gpu-check.sh --fetch
+#     downloads the .deb files of the runtime and development libraries the build
+#     needs (Open MPI, parallel HDF5, Boost.Program_options, OpenBLAS, GoogleTest,
+#     zlib: about 36 MiB) and the gzipped MNIST IDX files (11 MiB, when
+#     ../shared/data/mnist exists) into .gpu-carry/ (ignored by git).
+#   There:   tools/gpu-check.sh [--probe] [--build] [--test] [--train] [--bench]
+#     (no stage named = all five, in that order). Each stage takes under 3 minutes
+#     on one H200, all five under 6. The .debs are unpacked with dpkg -x into a
+#     prefix (HPCTRAIN_GPU_PREFIX, default /tmp/hpctrain-prefix) and Open MPI is
+#     relocated there with OPAL_PREFIX; nothing is installed system-wide.
+#
+# Stages:
+#   --probe  the GPU, driver, nvcc, cuDNN, NCCL, PyTorch, and the carried libraries
+#   --build  CMake + Ninja into build-gpu/ for this GPU's architecture, CUDA required
+#   --test   the GPU tests (every backend operation against the CPU backend, training
+#            steps against the CPU, NCCL against MPI, the caching pool) and the unit
+#            tests; a GPU test that skips here fails the stage
+#   --train  the MNIST MLP and CNN examples with device = cuda (NCCL, one rank per
+#            GPU); then the GPU run's checkpoint evaluated on the CPU (same accuracy)
+#   --bench  samples/s of hpctrain and PyTorch eager side by side (same model, batch,
+#            precision), and a wide MLP's achieved fraction of the dense bf16 rate
+#            (measured in the same run with PyTorch)
+# HPCTRAIN_GPU_CHECK_DEVICE=cpu runs --train and --bench on the CPU: a check of this script
+# itself on a machine without a GPU (tests/e2e/gpu_check.sh).
+# Output: aligned tables on stdout; logs and results under $OUT when set (the
+# device tool's result folder), else build-gpu/check/.
+set -uo pipefail
+root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+carry=$root/.gpu-carry
+prefix=${HPCTRAIN_GPU_PREFIX:-/tmp/hpctrain-prefix}
+build=$root/build-gpu
+results=${OUT:-$build/check}
+mkdir -p "$results"
+dev=${HPCTRAIN_GPU_CHECK_DEVICE:-cuda}
+[ "$(id -u)" -eq 0 ] && export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+
+# The Debian packages carried to the GPU machine: run time and build time of the
+# non-CUDA stack (their libc/libstdc++ needs are met by any newer distribution).
+debs=(openmpi-bin openmpi-common libopenmpi3 libopenmpi-dev libpmix2 libhwloc15 libevent-core-2.1-7
+  libevent-pthreads-2.1-7 libfabric1 libucx0 libibverbs1 librdmacm1 libnl-3-200 libnl-route-3-200 libpsm2-2
+  libpsm-infinipath1 libnuma1 libmunge2 libltdl7 libpciaccess0
+  libhdf5-openmpi-103-1 libhdf5-openmpi-dev libsz2 libaec0 libcurl3-gnutls hdf5-tools
+  libboost-program-options1.74.0 libboost-program-options1.74-dev libboost1.74-dev libboost-program-options-dev
+  libopenblas0 libopenblas0-pthread libopenblas-pthread-dev libopenblas-dev libgfortran5
+  libgtest-dev googletest zlib1g-dev)
+
+stages=()
+fetch=0
+for a in "$@"; do
+  case $a in
+    --fetch) fetch=1 ;;
+    --probe | --build | --test | --train | --bench) stages+=("${a#--}") ;;
+    -h | --help) sed -n '2,/^set -uo/p' "$0" | sed '$d; s/^# \{0,1\}//'; exit 0 ;;
+    *) echo "gpu-check: unknown option $a (--fetch, --probe, --build, --test, --train, --bench)" >&2; exit 2 ;;
+  esac
+done
+
+if [ $fetch -eq 1 ]; then
+  mkdir -p "$carry/debs"
+  (cd "$carry/debs" && apt-get download "${debs[@]}" 2>&1 | grep -v "^W: Download is performed unsandboxed") || {
+    echo "gpu-check --fetch: apt-get download failed (is Debian's registry reachable?)" >&2
+    exit 1
+  }
+  mnist=${MNIST_DIR:-$root/../shared/data/mnist}
+  if [ -d "$mnist" ]; then
+    mkdir -p "$carry/mnist" && cp "$mnist"/*-ubyte.gz "$carry/mnist/"
+  fi
+  du -sh "$carry" | awk '{print "gpu-check --fetch: " $1 " in .gpu-carry/ (carry it with the project)"}'
+  [ ${#stages[@]} -eq 0 ] && exit 0
+fi
+[ ${#stages[@]} -eq 0 ] && stages=(probe build test train bench)
+
+# ---- environment: CUDA, cuDNN/NCCL roots, the carried prefix -------------------------------------
+nvcc=${CUDACXX:-$(command -v nvcc || echo /usr/local/cuda/bin/nvcc)}
+python=$(command -v python3 || true)
+# The Python with PyTorch, when the one on PATH lacks it (Debian: python3-torch is /usr/bin/python3's).
+if ! "$python" -c "import torch" 2>/dev/null && /usr/bin/python3 -c "import torch" 2>/dev/null; then
+  python=/usr/bin/python3
+fi
+
+# First directory holding include/<header> and a lib*/ with lib<name>.so*, under the usual places and
+# the Python packages' nvidia/ folders (PyTorch's wheels).
+find_root() {  # header libname
+  local header=$1 lib=$2 c
+  local -a cands=(/usr/local/cuda /usr /usr/local)
+  if [ -n "$python" ]; then
+    while read -r d; do cands+=("$d"/nvidia/*/ "$d"/nvidia/*/*/); done < <("$python" -c \
+      'import site; print("\n".join(site.getsitepackages()))' 2>/dev/null)
+  fi
+  for c in "${cands[@]}"; do
+    c=${c%/}
+    [ -f "$c/include/$header" ] || continue
+    if compgen -G "$c/lib/lib$lib.so*" >/dev/null || compgen -G "$c/lib64/lib$lib.so*" >/dev/null ||
+      compgen -G "$c/lib/x86_64-linux-gnu/lib$lib.so*" >/dev/null; then
+      echo "$c"
+      return 0
+    fi
+  done
+  return 1
+}
+
+use_prefix() {  # unpacks the carried .debs once; exports what makes the prefix the one used
+  [ -d "$carry/debs" ] || return 0
+  if [ ! -f "$prefix/.unpacked" ]; then
+    mkdir -p "$prefix"
+    for f in "$carry"/debs/*.deb; do dpkg -x "$f" "$prefix" || return 1; done
+    # The only absolute link among them: libz.so -> /lib/x86_64-linux-gnu/libz.so.1.
+    ln -sf libz.so.1 "$prefix/usr/lib/x86_64-linux-gnu/libz.so"
+    touch "$prefix/.unpacked"
+  fi
+  local lib=$prefix/usr/lib/x86_64-linux-gnu
+  export OPAL_PREFIX=$prefix/usr
+  export PATH=$prefix/usr/bin:$PATH
+  export LD_LIBRARY_PATH=$lib:$lib/openmpi/lib:$lib/openblas-pthread${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+}
+
+cuda_env() {
+  CUDNN_ROOT=${CUDNN_ROOT:-$(find_root cudnn.h cudnn || true)}
+  NCCL_ROOT=${NCCL_ROOT:-$(find_root nccl.h nccl || true)}
+  export CUDNN_ROOT NCCL_ROOT
+  local r
+  for r in "$CUDNN_ROOT" "$NCCL_ROOT"; do
+    [ -n "$r" ] && export LD_LIBRARY_PATH=$r/lib:$r/lib64${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+  done
+}
+
+mpirun_cmd() {
+  if [ -x "$prefix/usr/bin/mpirun.openmpi" ] && [ -n "${OPAL_PREFIX:-}" ]; then
+    echo "$prefix/usr/bin/mpirun.openmpi"
+  else
+    command -v mpirun
+  fi
+}
+
+gpu_arch() {  # "9.0" -> "90"
+  nvidia-smi --query-gpu=compute_cap --format=csv,noheader 2>/dev/null | head -1 | tr -d ' .'
+}
+
+use_prefix || { echo "gpu-check: unpacking the carried .debs into $prefix failed" >&2; exit 1; }
+cuda_env
+status=0
+declare -A took
+
+stage_probe() {
+  printf '%-16s %s\n' "check" "found"
+  printf '%-16s %s\n' "gpu" "$(nvidia-smi --query-gpu=name,memory.total,driver_version,compute_cap \
+    --format=csv,noheader 2>/dev/null | head -1 || echo none)"
+  printf '%-16s %s\n' "nvcc" "$("$nvcc" --version 2>/dev/null | grep -o 'release [0-9.]*' || echo missing)"
+  printf '%-16s %s\n' "cuDNN root" "${CUDNN_ROOT:-missing}"
+  printf '%-16s %s\n' "NCCL root" "${NCCL_ROOT:-missing}"
+  printf '%-16s %s\n' "PyTorch" "$("$python" -c 'import torch; print(torch.__version__, "cuda" if torch.cuda.is_available() else "no cuda")' 2>/dev/null || echo missing)"
+  printf '%-16s %s\n' "carried .debs" "$(ls "$carry"/debs/*.deb 2>/dev/null | wc -l) in .gpu-carry/debs"
+  printf '%-16s %s\n' "mpirun" "$($(mpirun_cmd) --version 2>/dev/null | head -1 || echo missing)"
+  printf '%-16s %s\n' "cmake, ninja" "$(cmake --version 2>/dev/null | head -1 | awk '{print $3}'), $(ninja --version 2>/dev/null)"
+  [ -n "$(gpu_arch)" ] && [ -x "$nvcc" ] && [ -n "$CUDNN_ROOT" ] && [ -n "$NCCL_ROOT" ]
+}
+
+stage_build() {
+  local arch
+  arch=$(gpu_arch)
+  [ -n "$arch" ] || arch=${HPCTRAIN_GPU_ARCH:-90}
+  local -a hints=()
+  if [ -n "${OPAL_PREFIX:-}" ]; then
+    local lib=$prefix/usr/lib/x86_64-linux-gnu
+    hints=(-DCMAKE_PREFIX_PATH="$prefix/usr" -DMPI_C_COMPILER="$prefix/usr/bin/mpicc.openmpi"
+      -DMPI_CXX_COMPILER="$prefix/usr/bin/mpicxx.openmpi" -DHDF5_ROOT="$lib/hdf5/openmpi"
+      -DCMAKE_LIBRARY_PATH="$lib/openblas-pthread;$lib" -DCMAKE_INCLUDE_PATH="$prefix/usr/include"
+      -DMPIEXEC_EXECUTABLE="$prefix/usr/bin/mpirun.openmpi")
+  fi
+  cmake -S "$root" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_CUDA_COMPILER="$nvcc" \
+    -DHPCTRAIN_REQUIRE_CUDA=ON -DHPCTRAIN_CUDA_ARCHITECTURES="${arch}-real" -DHPCTRAIN_ENABLE_ONEDNN=OFF \
+    -DCUDNN_ROOT="$CUDNN_ROOT" -DNCCL_ROOT="$NCCL_ROOT" "${hints[@]}" >"$results/configure.log" 2>&1 ||
+    { tail -20 "$results/configure.log"; return 1; }
+  grep "hpctrain 0" "$results/configure.log"
+  ninja -C "$build" -j "$(nproc)" trainer hpctrain-data gpu_tests unit_tests >"$results/build.log" 2>&1 ||
+    { grep -E "error|FAILED" "$results/build.log" | head -20; return 1; }
+  "$build/trainer" --version
+}
+
+stage_test() {
+  local rc=0 log=$results/gpu_tests.log
+  "$(mpirun_cmd)" -np 1 --bind-to none "$build/tests/gpu_tests" --gtest_output=xml:"$results/gpu_tests.xml" \
+    >"$log" 2>&1 || rc=1
+  grep -E "^\[  (PASSED|FAILED|SKIPPED) |^\[       OK|^\[  FAILED" "$log" | sed 's/^/  /'
+  if grep -q "SKIPPED \] [A-Z]" "$log"; then
+    echo "gpu-check --test: GPU tests skipped on a GPU machine (reasons above in $log)"
+    rc=1
+  fi
+  "$build/tests/unit_tests" >"$results/unit_tests.log" 2>&1 || { echo "unit tests failed"; rc=1; }
+  tail -1 "$results/unit_tests.log"
+  return $rc
+}
+
+mnist_data() {  # full MNIST when carried (imported once), else the shipped subset
+  if compgen -G "$carry/mnist/train-images*" >/dev/null; then
+    local d=$build/mnist
+    if [ ! -d "$d/train" ]; then
+      "$build/hpctrain-data" import-idx --images "$carry"/mnist/train-images*.gz --labels "$carry"/mnist/train-labels*.gz \
+        --out "$d" --shards 4 >/dev/null &&
+        "$build/hpctrain-data" import-idx --images "$carry"/mnist/t10k-images*.gz \
+          --labels "$carry"/mnist/t10k-labels*.gz --out "$d" --split test >/dev/null || return 1
+    fi
+    echo "$d"
+  else
+    echo "$root/inputs/data/mnist-small"
+  fi
+}
+
+# trainer <ini> <out_dir> [--set ...]: one rank on the GPU; prints the summary's samples/s and accuracy.
+train_one() {
+  local ini=$1 out=$2
+  shift 2
+  rm -rf "$out"
+  "$(mpirun_cmd)" -np 1 --bind-to none "$build/trainer" "$ini" --set run.out_dir="$out" --set checkpoint.resume=none \
+    "$@" >"$out.log" 2>&1 || { tail -5 "$out.log"; return 1; }
+  "$python" - "$out/summary.json" <<'EOF'
+import json, sys
+s = json.load(open(sys.argv[1]))
+print(f"{s.get('steady_samples_per_s', 0):.0f} {100 * s.get('test_accuracy', s.get('eval_accuracy', 0)):.2f}")
+EOF
+}
+
+stage_train() {
+  local data rc=0
+  data=$(mnist_data) || return 1
+  local epochs=${HPCTRAIN_GPU_EPOCHS:-2}
+  printf '%-10s %-6s %12s %10s\n' model device samples/s accuracy
+  for m in mlp cnn; do
+    local r
+    r=$(train_one "$root/inputs/mnist_$m.ini" "$results/train_$m" --set run.device="$dev" --set data.path="$data" \
+      --set train.epochs="$epochs") || { echo "mnist_$m on $dev failed (log: $results/train_$m.log)"; rc=1; continue; }
+    printf '%-10s %-6s %12s %9s%%\n' "$m" "$dev" $r
+  done
+  # The GPU run's checkpoint, evaluated on the CPU: checkpoints are float32 and device-independent.
+  local eval_log=$results/eval_cpu.log
+  if "$(mpirun_cmd)" -np 1 --bind-to none "$build/trainer" "$root/inputs/mnist_mlp.ini" --eval-only \
+    --set run.out_dir="$results/train_mlp" --set run.device=cpu --set data.path="$data" >"$eval_log" 2>&1; then
+    echo "GPU checkpoint evaluated on the CPU: $(grep -o 'accuracy [0-9.]*%' "$eval_log" | tail -1)"
+  else
+    echo "evaluating the GPU checkpoint on the CPU failed (log: $eval_log)"
+    rc=1
+  fi
+  return $rc
+}
+
+stage_bench() {
+  local data have_torch=0
+  data=$(mnist_data) || return 1
+  "$python" -c "import torch; assert torch.cuda.is_available()" 2>/dev/null && have_torch=1
+  local ref=$root/tools/bench/torch_gpu_reference.py
+  printf '%-22s %-9s %14s %14s %8s\n' model precision "hpctrain/s" "PyTorch/s" ratio
+  for m in mlp cnn; do
+    for p in fp32 bf16; do
+      local ours theirs="-" ratio="-"
+      ours=$(train_one "$root/inputs/mnist_$m.ini" "$results/bench_${m}_$p" --set run.device="$dev" \
+        --set data.path="$data" --set run.precision="$p" --set train.epochs=1 --set train.log_every=50 \
+        --set checkpoint.every_epochs=0 | awk '{print $1}') || ours="failed"
+      if [ $have_torch -eq 1 ]; then
+        theirs=$("$python" "$ref" --model "$m" --precision "$p" | "$python" -c \
+          'import json,sys; print(round(json.load(sys.stdin)["samples_per_s"]))' 2>/dev/null || echo "-")
+        [[ "$ours" =~ ^[0-9]+$ && "$theirs" =~ ^[0-9]+$ ]] && ratio=$(awk -v a="$ours" -v b="$theirs" 'BEGIN{printf "%.2fx", a/b}')
+      fi
+      printf '%-22s %-9s %14s %14s %8s\n' "mnist_$m" "$p" "$ours" "$theirs" "$ratio"
+    done
+  done
+  # The wide MLP: 8 layers of 8192 on 1024 features, batch 4096, bf16: GEMM-bound.
+  local wide=$build/wide-data width=8192 depth=8 feats=1024 classes=16 batch=4096
+  [ -d "$wide/train" ] || "$build/hpctrain-data" generate --out "$wide" --shape "$feats" --classes $classes \
+    --train 65536 --test 4096 --shards 4 --dtype float16 >/dev/null || return 1
+  local layers="" i
+  for ((i = 0; i < depth; i++)); do layers+="dense($width) relu "; done
+  layers+="dense($classes)"
+  local ini=$results/wide.ini
+  cat >"$ini" <<EOF
+[run]
+device = $dev
+precision = bf16
+[data]
+path = $wide
+[model]
+layers = $layers
+[train]
+global_batch = $batch
+epochs = 1
+log_every = 4
+[optim]
+name = sgd
+lr = 0.01
+momentum = 0.9
+[checkpoint]
+every_epochs = 0
+EOF
+  local ours params peak="-" frac="-" theirs="-"
+  ours=$(train_one "$ini" "$results/bench_wide" | awk '{print $1}') || ours="failed"
+  params=$(( (feats * width + width) + (depth - 1) * (width * width + width) + width * classes + classes ))
+  if [ $have_torch -eq 1 ]; then
+    peak=$("$python" "$ref" --gemm | "$python" -c 'import json,sys; print(round(json.load(sys.stdin)["bf16_gemm_tflops"]))')
+    theirs=$("$python" "$ref" --model wide --precision bf16 --batch $batch --width $width --depth $depth \
+      --features $feats --classes $classes --steps 30 --warmup 5 | "$python" -c \
+      'import json,sys; print(round(json.load(sys.stdin)["samples_per_s"]))' 2>/dev/null || echo "-")
+  fi
+  local tflops="-"
+  if [[ "$ours" =~ ^[0-9]+$ ]]; then
+    tflops=$(awk -v s="$ours" -v p="$params" 'BEGIN{printf "%.0f", 6 * p * s / 1e12}')
+    [[ "$peak" =~ ^[0-9]+$ ]] && frac=$(awk -v t="$tflops" -v p="$peak" 'BEGIN{printf "%.0f%%", 100 * t / p}')
+  fi
+  printf '%-22s %-9s %14s %14s\n' "wide MLP ($((params / 1000000))M params)" bf16 "$ours" "$theirs"
+  echo "wide MLP: ${tflops} TFLOP/s (6 x parameters x samples/s) = ${frac} of the dense bf16 GEMM rate measured now (${peak} TFLOP/s)"
+}
+
+for s in "${stages[@]}"; do
+  echo "== $s"
+  t0=$(date +%s)
+  if "stage_$s"; then r=PASS; else r=FAIL; status=1; fi
+  took[$s]="$r $(($(date +%s) - t0)) s"
+done
+echo
+printf '%-8s %-6s %7s\n' stage result time
+for s in "${stages[@]}"; do
+  read -r r secs _ <<<"${took[$s]}"
+  printf '%-8s %-6s %5s s\n' "$s" "$r" "$secs"
+done
+echo "gpu-check: $([ $status -eq 0 ] && echo PASS || echo FAIL) ($(date -u +%Y-%m-%dT%H:%MZ), $(nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null | head -1 || echo 'no GPU'))"
+exit $status

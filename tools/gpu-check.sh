@@ -26,15 +26,17 @@
 #   --bench  samples/s of hpctrain and PyTorch eager side by side (same model, batch,
 #            precision), and a wide MLP's achieved fraction of the dense bf16 rate
 #            (measured in the same run with PyTorch)
-# HPCTRAIN_GPU_CHECK_DEVICE=cpu runs --train and --bench on the CPU: a check of this script
-# itself on a machine without a GPU (tests/e2e/gpu_check.sh).
+# Settings (environment): HPCTRAIN_GPU_CARRY (default .gpu-carry), HPCTRAIN_GPU_PREFIX,
+# HPCTRAIN_GPU_BUILD_DIR (default build-gpu), HPCTRAIN_GPU_EPOCHS (--train, default 2),
+# HPCTRAIN_GPU_ARCH (when nvidia-smi cannot tell, default 90), and HPCTRAIN_GPU_CHECK_DEVICE=cpu,
+# which runs --train on the CPU: a check of this script itself without a GPU (tests/e2e/gpu_check.sh).
 # Output: aligned tables on stdout; logs and results under $OUT when set (the
 # device tool's result folder), else build-gpu/check/.
 set -uo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
-carry=$root/.gpu-carry
+carry=${HPCTRAIN_GPU_CARRY:-$root/.gpu-carry}
 prefix=${HPCTRAIN_GPU_PREFIX:-/tmp/hpctrain-prefix}
-build=$root/build-gpu
+build=${HPCTRAIN_GPU_BUILD_DIR:-$root/build-gpu}
 results=${OUT:-$build/check}
 mkdir -p "$results"
 dev=${HPCTRAIN_GPU_CHECK_DEVICE:-cuda}
@@ -189,7 +191,7 @@ stage_test() {
     >"$log" 2>&1 || rc=1
   grep -E "^\[  (PASSED|FAILED|SKIPPED) |^\[       OK|^\[  FAILED" "$log" | sed 's/^/  /'
   if grep -q "SKIPPED \] [A-Z]" "$log"; then
-    echo "gpu-check --test: GPU tests skipped on a GPU machine (reasons above in $log)"
+    echo "gpu-check --test: GPU tests skipped: this stage needs a GPU (reasons in $log)"
     rc=1
   fi
   "$build/tests/unit_tests" >"$results/unit_tests.log" 2>&1 || { echo "unit tests failed"; rc=1; }

@@ -248,8 +248,9 @@ std::vector<KeySpec> config_schema() {
                    "float32 sums; PyTorch's allow_tf32)",
                    [](Config& c, const std::string& v) { c.run.tf32 = parse_bool(v); }));
   k.push_back(choice("run", "conv", {"auto", "im2col", "onednn"}, "auto",
-                     "CPU convolution: im2col + GEMM, oneDNN, or auto = oneDNN for layers with more than one input "
-                     "channel when built with it (measured faster there), im2col + GEMM otherwise",
+                     "convolution: im2col + GEMM, oneDNN (CPU), or auto = on the CPU oneDNN for layers with more than "
+                     "one input channel when built with it (measured faster there), im2col + GEMM otherwise; on a GPU "
+                     "auto = cuDNN, im2col = im2col + cuBLAS",
                      [](Config& c, const std::string& v) {
                        c.run.conv = pick<ConvImpl>(
                            v, {{"auto", ConvImpl::auto_}, {"im2col", ConvImpl::im2col}, {"onednn", ConvImpl::onednn}});

@@ -6,9 +6,12 @@
 //   here (1,925 vs 2,199 samples/s for the MNIST CNN): per-sample patches stay
 //   in cache.
 // - oneDNN (backend/cpu/onednn_conv.hpp), when built with it.
-// auto takes oneDNN for more than one input channel, im2col + GEMM for one
-// (tools/bench/conv_bench.cpp measured both; README "Speed against PyTorch").
+// - cuDNN (backend/cuda/cudnn_conv.hpp) for tensors on a GPU.
+// On the CPU, auto takes oneDNN for more than one input channel, im2col + GEMM
+// for one (tools/bench/conv_bench.cpp measured both; README "Speed against
+// PyTorch"); on a GPU, auto takes cuDNN and im2col is im2col + cuBLAS.
 #include "hpctrain/backend/cpu/onednn_conv.hpp"
+#include "hpctrain/backend/cuda/cudnn_conv.hpp"
 #include "hpctrain/backend/ops.hpp"
 #include "hpctrain/core/error.hpp"
 #include "hpctrain/layers/registry.hpp"
@@ -36,19 +39,17 @@ class Conv2d final : public Layer {
     const bool use_onednn =
         impl_ == ConvImpl::onednn || (impl_ == ConvImpl::auto_ && cpu::onednn_compiled() && in_[0] > 1);
     onednn_.reset();
-    if (use_onednn) {
-      cpu::ConvGeometry g;
-      g.channels = in_[0];
-      g.height = in_[1];
-      g.width = in_[2];
-      g.out = out_;
-      g.kernel = k_;
-      g.pad = pad_;
-      g.stride = stride_;
-      g.out_height = out_shape_[1];
-      g.out_width = out_shape_[2];
-      onednn_ = std::make_unique<cpu::OnednnConv>(g);  // bad_input when not built with oneDNN
-    }
+    cudnn_.reset();
+    geometry_.channels = in_[0];
+    geometry_.height = in_[1];
+    geometry_.width = in_[2];
+    geometry_.out = out_;
+    geometry_.kernel = k_;
+    geometry_.pad = pad_;
+    geometry_.stride = stride_;
+    geometry_.out_height = out_shape_[1];
+    geometry_.out_width = out_shape_[2];
+    if (use_onednn) onednn_ = std::make_unique<cpu::OnednnConv>(geometry_);  // bad_input when not built with oneDNN
   }
   std::vector<ParamSpec> param_specs(const Shape& in) const override {
     const std::int64_t c = in.size() == 2 ? 1 : in[0];
@@ -57,8 +58,11 @@ class Conv2d final : public Layer {
             {"bias", {out_}, Init::zeros, fan_in, out_}};
   }
   void forward(const Tensor& x, Tensor& y) override {
-    if (onednn_) {
-      HPCT_CHECK(x.device() == Device::cpu, "oneDNN convolution on a non-CPU tensor");
+    if (CudnnConvPtr gpu = cudnn(x)) {
+      gpu->forward(x.data(), params_[0].data(), params_[1].data(), y.data(), x.rows());
+      return;
+    }
+    if (onednn_ && x.device() == Device::cpu) {
       onednn_->forward(x.data(), params_[0].data(), params_[1].data(), y.data(), x.rows());
       return;
     }
@@ -73,7 +77,12 @@ class Conv2d final : public Layer {
     }
   }
   void backward(const Tensor& x, const Tensor&, const Tensor& dy, Tensor& dx) override {
-    if (onednn_) {
+    if (CudnnConvPtr gpu = cudnn(x)) {
+      gpu->backward(x.data(), dy.data(), params_[0].data(), grads_[0].data(), grads_[1].data(),
+                    dx.defined() ? dx.data() : nullptr, x.rows(), accumulate_grads());
+      return;
+    }
+    if (onednn_ && x.device() == Device::cpu) {
       onednn_->backward(x.data(), dy.data(), params_[0].data(), grads_[0].data(), grads_[1].data(),
                         dx.defined() ? dx.data() : nullptr, x.rows(), accumulate_grads());
       return;
@@ -101,10 +110,19 @@ class Conv2d final : public Layer {
   }
 
  private:
+  using CudnnConvPtr = cuda::CudnnConv*;
+  // cuDNN for a tensor on a GPU unless [run] conv = im2col (made on first use); null otherwise.
+  CudnnConvPtr cudnn(const Tensor& x) {
+    if (x.device() != Device::cuda || impl_ == ConvImpl::im2col) return nullptr;
+    if (!cudnn_) cudnn_ = std::make_unique<cuda::CudnnConv>(geometry_);
+    return cudnn_.get();
+  }
   std::int64_t out_, k_, pad_, stride_;
   Shape in_, out_shape_;  // per sample, from configure()
   ConvImpl impl_;
+  cpu::ConvGeometry geometry_;
   std::unique_ptr<cpu::OnednnConv> onednn_;  // set when this layer uses oneDNN
+  std::unique_ptr<cuda::CudnnConv> cudnn_;   // set on the first GPU forward
   Tensor cols_, dcols_;
 };
 

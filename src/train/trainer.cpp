@@ -80,7 +80,7 @@ Trainer::Trainer(const Config& cfg, Runtime& rt, const DatasetIndex& index)
                                                                : cuda::GemmMath::fp32);
   alloc_.set_limit(cfg.run.memory_budget);
   LayerRegistry registry;
-  register_builtin_layers(registry, LayerOptions{gpu ? ConvImpl::im2col : cfg.run.conv});
+  register_builtin_layers(registry, LayerOptions{cfg.run.conv});  // on a GPU: auto = cuDNN (layers/conv2d.cpp)
   // Model parallelism: this rank holds its stage's group of layers (all of them when M = 1).
   const int stages = rt.grid().shape().mp_size;
   {

@@ -21,6 +21,7 @@
 
 #include "gpu_test_util.hpp"
 #include "hpctrain/backend/ops.hpp"
+#include "hpctrain/layers/registry.hpp"
 #include "hpctrain/tensor/step_scalars.hpp"
 
 using namespace hpctrain;
@@ -87,7 +88,8 @@ TEST_F(CudaOps, Gemm) {
     }
   // bf16 / fp16 tensor-core math on operands already rounded to the format (what [run] precision
   // hands cuBLAS): the products are exact in float32, so only the summation order differs.
-  for (const auto& [math, p] : {std::pair{cuda::GemmMath::bf16, Precision::bf16}, {cuda::GemmMath::fp16, Precision::fp16}}) {
+  for (const auto& [math, p] :
+       {std::pair{cuda::GemmMath::bf16, Precision::bf16}, {cuda::GemmMath::fp16, Precision::fp16}}) {
     Tensor a = random({64, 96}, 30), b = random({96, 48}, 31), c = Tensor::zeros({64, 48}, host_);
     round_to_precision(a, p);
     round_to_precision(b, p);
@@ -285,6 +287,55 @@ TEST_F(CudaOps, BatchNormPieces) {
   batchnorm_backward_data(x, g, mean, inv, sc, mdy, mdyx, plane, y);
   batchnorm_backward_data(dx, dg, mean, inv, sc, mdy, mdyx, plane, dy);
   expect_close("batchnorm_backward_data", y, dy, 1e-6);
+}
+
+// The conv layer on a GPU (cuDNN, the default there, and im2col + cuBLAS) against the CPU's
+// im2col + GEMM: output, input gradient and parameter gradients accumulated over two micro-batches.
+TEST_F(CudaOps, ConvLayerCudnnAndIm2colMatchTheCpu) {
+  const Shape in{3, 9, 8};
+  const std::int64_t batch = 4;
+  for (const char* text : {"conv(8,3,pad=1)", "conv(4,3,pad=2,stride=2)", "conv(5,1)"}) {
+    std::vector<std::vector<float>> results[3];  // cpu, cudnn, im2col on the GPU
+    for (int e = 0; e < 3; ++e) {
+      LayerRegistry reg;
+      register_builtin_layers(reg, LayerOptions{e == 2   ? ConvImpl::im2col
+                                                : e == 0 ? ConvImpl::im2col
+                                                         : ConvImpl::auto_});
+      auto layer = reg.make(parse_layers(text).front());
+      const Shape out = layer->output_shape(in);
+      layer->configure(in);
+      Allocator& a = e == 0 ? host_ : dev_;
+      const auto specs = layer->param_specs(in);
+      std::vector<Tensor> params, grads;
+      std::uint32_t seed = 40;
+      for (const auto& ps : specs) {
+        Tensor h = random(ps.shape, seed++);
+        params.push_back(e == 0 ? h : on_gpu(h));
+        grads.push_back(Tensor::zeros(ps.shape, a));
+      }
+      layer->bind(params, grads);
+      Tensor hx = random({batch, in[0], in[1], in[2]}, 50);
+      Tensor hdy = random({batch, out[0], out[1], out[2]}, 51);
+      Tensor x = e == 0 ? hx : on_gpu(hx), dy = e == 0 ? hdy : on_gpu(hdy);
+      Tensor y = Tensor::zeros(hdy.shape(), a), dx = Tensor::zeros(hx.shape(), a);
+      layer->forward(x, y);
+      layer->set_accumulate_grads(false);
+      layer->backward(x, y, dy, dx);
+      layer->set_accumulate_grads(true);
+      layer->backward(x, y, dy, dx);
+      results[e] = {to_host(y), to_host(dx), to_host(grads[0]), to_host(grads[1])};
+    }
+    for (int e = 1; e < 3; ++e)
+      for (std::size_t k = 0; k < 4; ++k) {
+        const auto& c = results[0][k];
+        const auto& g = results[e][k];
+        ASSERT_EQ(c.size(), g.size());
+        double worst = 0;
+        for (std::size_t i = 0; i < c.size(); ++i)
+          worst = std::max(worst, std::fabs(static_cast<double>(g[i]) - c[i]) / std::max(1.0, std::fabs(1.0 * c[i])));
+        EXPECT_LT(worst, 1e-5) << text << (e == 1 ? " cuDNN" : " im2col") << " result " << k;
+      }
+  }
 }
 
 // Runs last (gtest keeps declaration order within a file): every operation was compared.

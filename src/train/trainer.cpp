@@ -13,6 +13,7 @@
 #include <fstream>
 
 #include "hpctrain/backend/cpu/onednn_conv.hpp"
+#include "hpctrain/backend/cpu/onednn_matmul.hpp"
 #include "hpctrain/backend/ops.hpp"
 #include "hpctrain/core/error.hpp"
 #include "hpctrain/core/log.hpp"
@@ -73,6 +74,8 @@ Trainer::Trainer(const Config& cfg, Runtime& rt, const DatasetIndex& index)
     throw bad_input("[run] conv = onednn is a CPU convolution; with device = cuda use conv = auto or im2col");
   openblas_set_num_threads(cfg.run.threads);
   cpu::set_onednn_threads(cfg.run.threads);
+  // bf16 on the CPU: real bf16 GEMMs where the CPU has them natively, else the float32 emulation.
+  cpu::set_bf16_gemm(!gpu && cfg.run.precision == Precision::bf16 && cpu::bf16_gemm_native());
   if (gpu)  // bf16/fp16: the layers' operands are rounded to the format, so its tensor cores multiply exactly
     cuda::set_gemm_math(cfg.run.precision == Precision::bf16   ? cuda::GemmMath::bf16
                         : cfg.run.precision == Precision::fp16 ? cuda::GemmMath::fp16
@@ -473,8 +476,13 @@ int Trainer::run() {
        std::to_string(100 * std::max(0.0, hidden)).substr(0, 5) + "% hidden");
   const EvalResult& final_eval = index_.test ? test : st.last_eval;
   if (cfg_.run.precision != Precision::fp32) {
-    char pl[200];
-    std::snprintf(pl, sizeof(pl), "precision %s (float32 master parameters)%s", to_string(cfg_.run.precision),
+    char pl[320];
+    const std::string gemms = alloc_.device() == Device::cuda ? "tensor-core GEMMs"
+                              : cpu::bf16_gemm_enabled()
+                                  ? std::string("bf16 GEMMs: oneDNN ") + cpu::bf16_gemm_implementation()
+                                  : "emulated: float32 GEMMs on rounded values";
+    std::snprintf(pl, sizeof(pl), "precision %s (float32 master parameters; %s)%s", to_string(cfg_.run.precision),
+                  gemms.c_str(),
                   cfg_.run.precision == Precision::fp16
                       ? (": " + std::to_string(skipped_steps_) + " update(s) skipped for overflow, loss scale now " +
                          std::to_string(static_cast<long long>(loss_scale_)))

@@ -13,11 +13,13 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <cstring>
 #include <random>
 #include <tuple>
 
 #include "hpctrain/backend/cpu/onednn_conv.hpp"
+#include "hpctrain/backend/cpu/onednn_matmul.hpp"
 #include "hpctrain/backend/cuda/device_api.hpp"
 #include "hpctrain/backend/ops.hpp"
 #include "hpctrain/core/error.hpp"
@@ -424,6 +426,40 @@ TEST(Backend, RoundToPrecision) {
   std::copy(in, in + 8, t.data());
   round_to_precision(t, Precision::fp32);
   EXPECT_EQ(t.data()[4], 1.f / 3);
+}
+
+// The CPU's bf16 GEMM (oneDNN) on operands it rounds itself equals float32 sgemm on operands
+// rounded first (products of bf16 values are exact in float32; only the summation order
+// differs), for every transposition and with alpha and beta.
+TEST(Backend, Bf16GemmEqualsSgemmOnRoundedOperands) {
+  if (!cpu::onednn_compiled()) GTEST_SKIP() << "built without oneDNN (libdnnl-dev)";
+  std::printf("bf16 matmul here: %s (native: %s)\n", cpu::bf16_gemm_implementation(),
+              cpu::bf16_gemm_native() ? "yes" : "no");
+  Allocator alloc;
+  for (const bool ta : {false, true})
+    for (const bool tb : {false, true})
+      for (const auto& [alpha, beta] : {std::pair{1.f, 0.f}, {0.5f, 1.f}, {2.f, 0.25f}}) {
+        const std::int64_t m = 33, k = 70, n = 45;
+        Tensor a = Tensor::zeros(ta ? Shape{k, m} : Shape{m, k}, alloc),
+               b = Tensor::zeros(tb ? Shape{n, k} : Shape{k, n}, alloc);
+        const auto av = random_values(a.numel(), 61), bv = random_values(b.numel(), 62), cv = random_values(m * n, 63);
+        std::copy(av.begin(), av.end(), a.data());
+        std::copy(bv.begin(), bv.end(), b.data());
+        Tensor c16 = Tensor::zeros({m, n}, alloc), c32 = Tensor::zeros({m, n}, alloc);
+        std::copy(cv.begin(), cv.end(), c16.data());
+        std::copy(cv.begin(), cv.end(), c32.data());
+        cpu::set_bf16_gemm(true);
+        gemm(ta, tb, alpha, a, b, beta, c16);  // rounds a and b itself
+        cpu::set_bf16_gemm(false);
+        round_to_precision(a, Precision::bf16);
+        round_to_precision(b, Precision::bf16);
+        gemm(ta, tb, alpha, a, b, beta, c32);
+        double worst = 0;
+        for (std::int64_t i = 0; i < c16.numel(); ++i)
+          worst = std::max(worst, static_cast<double>(std::fabs(c16.data()[i] - c32.data()[i])));
+        EXPECT_LT(worst, 1e-4) << "ta " << ta << " tb " << tb << " alpha " << alpha << " beta " << beta;
+        EXPECT_GT(std::fabs(c16.data()[0]), 0.f);
+      }
 }
 
 TEST(Backend, EveryOperationIsDispatchedToCuda) {

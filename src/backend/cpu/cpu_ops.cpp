@@ -8,6 +8,7 @@
 #include <cmath>
 #include <cstring>
 
+#include "hpctrain/backend/cpu/onednn_matmul.hpp"
 #include "hpctrain/core/error.hpp"
 #include "hpctrain/tensor/step_scalars.hpp"
 
@@ -29,6 +30,11 @@ void gemm(bool ta, bool tb, float alpha, const Tensor& a, const Tensor& b, float
                                                             " x " + shape_string(b.shape()) + (tb ? "^T" : "") +
                                                             " -> " + shape_string(c.shape()));
   if (m == 0 || n == 0) return;
+  if (bf16_gemm_enabled()) {  // [run] precision = bf16 on a CPU with native bf16 (backend/cpu/onednn_matmul.hpp)
+    bf16_gemm(ta, tb, m, n, k, alpha, a.data(), static_cast<int>(a.cols()), b.data(), static_cast<int>(b.cols()), beta,
+              c.data(), n);
+    return;
+  }
   cblas_sgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans, m, n, k, alpha, a.data(),
               static_cast<int>(a.cols()), b.data(), static_cast<int>(b.cols()), beta, c.data(), n);
 }

@@ -1,0 +1,28 @@
+// The CPU backend's bf16 GEMM: oneDNN's matmul on bfloat16 operands with
+// float32 accumulation and output (AVX-512 BF16 instructions where the CPU has
+// them). [run] precision = bf16 switches cpu::gemm to it when the CPU runs it
+// natively (bf16_gemm_native()); the operands are rounded to bf16 (nearest
+// even) on the way in, which for the layers' already-rounded operands changes
+// nothing. Measured 4x OpenBLAS sgemm on one core of the development machine
+// (README "Mixed precision").
+//
+// Built when oneDNN is found; otherwise bf16_gemm_native() is false and
+// bf16_gemm throws.
+#pragma once
+
+namespace hpctrain::cpu {
+
+// oneDNN was found and picked a native bf16 implementation on this CPU (not a reference one).
+bool bf16_gemm_native();
+// What oneDNN runs for bf16 matmul here ("brg:avx512_core_bf16"), or why there is none.
+const char* bf16_gemm_implementation();
+// c = alpha * op(a) op(b) + beta * c, row-major, as cblas_sgemm with CblasRowMajor; a and b are
+// rounded to bf16.
+void bf16_gemm(bool trans_a, bool trans_b, int m, int n, int k, float alpha, const float* a, int lda, const float* b,
+               int ldb, float beta, float* c, int ldc);
+
+// Whether cpu::gemm uses bf16_gemm (the trainer sets it from [run] precision); off by default.
+void set_bf16_gemm(bool on);
+bool bf16_gemm_enabled();
+
+}  // namespace hpctrain::cpu

@@ -3,6 +3,7 @@
 
 #include "hpctrain/backend/cpu/cpu_ops.hpp"
 #include "hpctrain/backend/cuda/cuda_ops.hpp"
+#include "hpctrain/core/error.hpp"
 
 namespace hpctrain {
 
@@ -270,6 +271,15 @@ double sum_of_squares(const Tensor& t) {
     return cuda::sum_of_squares(t);
   }
   return cpu::sum_of_squares(t);
+}
+
+GemmDims gemm_dims(bool ta, bool tb, const Tensor& a, const Tensor& b, const Tensor& c) {
+  const auto m = static_cast<int>(ta ? a.cols() : a.rows()), k = static_cast<int>(ta ? a.rows() : a.cols());
+  const auto kb = static_cast<int>(tb ? b.cols() : b.rows()), n = static_cast<int>(tb ? b.rows() : b.cols());
+  HPCT_CHECK(k == kb && c.rows() == m && c.cols() == n, "gemm shapes " + shape_string(a.shape()) + (ta ? "^T" : "") +
+                                                            " x " + shape_string(b.shape()) + (tb ? "^T" : "") +
+                                                            " -> " + shape_string(c.shape()));
+  return {m, n, k};
 }
 
 const std::vector<std::string>& backend_operations() {

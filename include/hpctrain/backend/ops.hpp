@@ -17,6 +17,13 @@ enum class Activation { relu, tanh, gelu };
 
 #include "hpctrain/backend/op_list.inc"  // NOLINT(bugprone-suspicious-include)
 
+// The sizes of c = op(a) op(b) for gemm, checked for both backends: an internal error names the
+// shapes when they do not fit.
+struct GemmDims {
+  int m, n, k;
+};
+GemmDims gemm_dims(bool trans_a, bool trans_b, const Tensor& a, const Tensor& b, const Tensor& c);
+
 // Every operation above, by name (tests check each is dispatched to both backends).
 const std::vector<std::string>& backend_operations();
 

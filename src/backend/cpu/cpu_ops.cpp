@@ -24,11 +24,7 @@ constexpr float kInvSqrt2Pi = 0.39894228040143268f;
 }  // namespace
 
 void gemm(bool ta, bool tb, float alpha, const Tensor& a, const Tensor& b, float beta, Tensor& c) {
-  const auto m = static_cast<int>(ta ? a.cols() : a.rows()), k = static_cast<int>(ta ? a.rows() : a.cols());
-  const auto kb = static_cast<int>(tb ? b.cols() : b.rows()), n = static_cast<int>(tb ? b.rows() : b.cols());
-  HPCT_CHECK(k == kb && c.rows() == m && c.cols() == n, "gemm shapes " + shape_string(a.shape()) + (ta ? "^T" : "") +
-                                                            " x " + shape_string(b.shape()) + (tb ? "^T" : "") +
-                                                            " -> " + shape_string(c.shape()));
+  const auto [m, n, k] = gemm_dims(ta, tb, a, b, c);
   if (m == 0 || n == 0) return;
   if (bf16_gemm_enabled()) {  // [run] precision = bf16 on a CPU with native bf16 (backend/cpu/onednn_matmul.hpp)
     bf16_gemm(ta, tb, m, n, k, alpha, a.data(), static_cast<int>(a.cols()), b.data(), static_cast<int>(b.cols()), beta,

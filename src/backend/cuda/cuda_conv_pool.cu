@@ -54,17 +54,11 @@ __global__ void channel_bias_kernel(float* y, const float* b, i64 total, i64 pla
 
 // One block per channel row of dy [C, P].
 __global__ void channel_bias_grad_kernel(const float* dy, float* db, i64 plane) {
-  __shared__ float s[256];
   float acc = 0.f;
   const float* row = dy + blockIdx.x * plane;
   for (i64 j = threadIdx.x; j < plane; j += blockDim.x) acc += row[j];
-  s[threadIdx.x] = acc;
-  __syncthreads();
-  for (int k = blockDim.x / 2; k > 0; k /= 2) {
-    if (threadIdx.x < k) s[threadIdx.x] += s[threadIdx.x + k];
-    __syncthreads();
-  }
-  if (threadIdx.x == 0) db[blockIdx.x] += s[0];
+  const float s = detail::block_sum(acc);
+  if (threadIdx.x == 0) db[blockIdx.x] += s;
 }
 
 __global__ void maxpool_kernel(const float* x, i64 h, i64 w, i64 k, i64 stride, i64 ho, i64 wo, float* y,
@@ -146,7 +140,6 @@ __global__ void dropout_kernel(const float* x, float p, float keep_scale, std::u
 // One block per channel: sums over [N, ., P] of x and x^2, or of dy and dy * xhat (with_grad).
 __global__ void channel_sums_kernel(const float* x, const float* dy, const float* mean, const float* inv_std, i64 n,
                                     i64 c, i64 plane, double* out) {
-  __shared__ double s0[256], s1[256];
   const i64 ch = blockIdx.x;
   double a = 0, b = 0;
   for (i64 e = threadIdx.x; e < n * plane; e += blockDim.x) {
@@ -161,14 +154,8 @@ __global__ void channel_sums_kernel(const float* x, const float* dy, const float
       b += static_cast<double>(v) * v;
     }
   }
-  s0[threadIdx.x] = a;
-  s1[threadIdx.x] = b;
-  __syncthreads();
-  for (int k = blockDim.x / 2; k > 0; k /= 2) {
-    if (threadIdx.x < k) s0[threadIdx.x] += s0[threadIdx.x + k], s1[threadIdx.x] += s1[threadIdx.x + k];
-    __syncthreads();
-  }
-  if (threadIdx.x == 0) out[ch] = s0[0], out[c + ch] = s1[0];
+  const double sa = detail::block_sum(a), sb = detail::block_sum(b);
+  if (threadIdx.x == 0) out[ch] = sa, out[c + ch] = sb;
 }
 
 __global__ void channel_affine_kernel(const float* x, const float* a, const float* b, i64 c, i64 plane, float* y,

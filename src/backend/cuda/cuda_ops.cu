@@ -23,11 +23,7 @@ using detail::same_size;
 using i64 = std::int64_t;
 
 void gemm(bool ta, bool tb, float alpha, const Tensor& a, const Tensor& b, float beta, Tensor& c) {
-  const auto m = static_cast<int>(ta ? a.cols() : a.rows()), k = static_cast<int>(ta ? a.rows() : a.cols());
-  const auto kb = static_cast<int>(tb ? b.cols() : b.rows()), n = static_cast<int>(tb ? b.rows() : b.cols());
-  HPCT_CHECK(k == kb && c.rows() == m && c.cols() == n, "gemm shapes " + shape_string(a.shape()) + (ta ? "^T" : "") +
-                                                            " x " + shape_string(b.shape()) + (tb ? "^T" : "") +
-                                                            " -> " + shape_string(c.shape()));
+  const auto [m, n, k] = gemm_dims(ta, tb, a, b, c);
   if (m == 0 || n == 0) return;
   // Row-major C = op(A) op(B) is column-major C^T = op(B)^T op(A)^T: swap the operands.
   CHECK_CUBLAS(cublasGemmEx(context().blas(), tb ? CUBLAS_OP_T : CUBLAS_OP_N, ta ? CUBLAS_OP_T : CUBLAS_OP_N, n, m, k,
@@ -132,24 +128,17 @@ __global__ void softmax_rows_kernel(const float* z, const std::int32_t* labels, 
 // One block: the rows' losses and correct counts added into the step scalars.
 __global__ void add_row_sums_kernel(const double* row_loss, const int* row_correct, i64 rows, float* scalars,
                                     bool count_correct) {
-  __shared__ double loss[256];
-  __shared__ long long ok[256];
   double l = 0;
   long long c = 0;
   for (i64 i = threadIdx.x; i < rows; i += blockDim.x) {
     l += row_loss[i];
     if (count_correct) c += row_correct[i];
   }
-  loss[threadIdx.x] = l;
-  ok[threadIdx.x] = c;
-  __syncthreads();
-  for (int s = blockDim.x / 2; s > 0; s /= 2) {
-    if (threadIdx.x < s) loss[threadIdx.x] += loss[threadIdx.x + s], ok[threadIdx.x] += ok[threadIdx.x + s];
-    __syncthreads();
-  }
+  const double loss = detail::block_sum(l);
+  const long long ok = detail::block_sum(c);
   if (threadIdx.x == 0) {
-    scalars[step_scalars::loss_sum] += static_cast<float>(loss[0]);
-    if (count_correct) scalars[step_scalars::correct] += static_cast<float>(ok[0]);
+    scalars[step_scalars::loss_sum] += static_cast<float>(loss);
+    if (count_correct) scalars[step_scalars::correct] += static_cast<float>(ok);
     scalars[step_scalars::samples] += static_cast<float>(rows);
   }
 }
@@ -223,30 +212,16 @@ __global__ void round_fp16_kernel(float* p, i64 n) {
 // Deterministic sum of squares: fixed per-block partials in double, then one block adds them.
 constexpr unsigned kPartials = 512;
 __global__ void squares_partial_kernel(const float* p, i64 n, double* partial) {
-  __shared__ double s[256];
   double acc = 0;
-  for (i64 i = blockIdx.x * static_cast<i64>(blockDim.x) + threadIdx.x; i < n;
-       i += static_cast<i64>(gridDim.x) * blockDim.x)
-    acc += static_cast<double>(p[i]) * p[i];
-  s[threadIdx.x] = acc;
-  __syncthreads();
-  for (int k = blockDim.x / 2; k > 0; k /= 2) {
-    if (threadIdx.x < k) s[threadIdx.x] += s[threadIdx.x + k];
-    __syncthreads();
-  }
-  if (threadIdx.x == 0) partial[blockIdx.x] = s[0];
+  for (i64 i = detail::global_index(); i < n; i += detail::grid_stride()) acc += static_cast<double>(p[i]) * p[i];
+  const double s = detail::block_sum(acc);
+  if (threadIdx.x == 0) partial[blockIdx.x] = s;
 }
 __global__ void sum_partials_kernel(double* partial, unsigned count) {
-  __shared__ double s[256];
   double acc = 0;
   for (unsigned i = threadIdx.x; i < count; i += blockDim.x) acc += partial[i];
-  s[threadIdx.x] = acc;
-  __syncthreads();
-  for (int k = blockDim.x / 2; k > 0; k /= 2) {
-    if (threadIdx.x < k) s[threadIdx.x] += s[threadIdx.x + k];
-    __syncthreads();
-  }
-  if (threadIdx.x == 0) partial[0] = s[0];
+  const double s = detail::block_sum(acc);
+  if (threadIdx.x == 0) partial[0] = s;
 }
 
 }  // namespace

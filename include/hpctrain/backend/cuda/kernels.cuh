@@ -17,6 +17,22 @@ __device__ inline std::int64_t global_index() {
 }
 __device__ inline std::int64_t grid_stride() { return static_cast<std::int64_t>(gridDim.x) * blockDim.x; }
 
+// The sum of every thread's v over the block (blockDim.x a power of two, at most 256), in a fixed
+// order (deterministic), returned to every thread. Every thread of the block must call it.
+template <typename T>
+__device__ T block_sum(T v) {
+  __shared__ T part[256];
+  part[threadIdx.x] = v;
+  __syncthreads();
+  for (unsigned k = blockDim.x / 2; k > 0; k /= 2) {
+    if (threadIdx.x < k) part[threadIdx.x] += part[threadIdx.x + k];
+    __syncthreads();
+  }
+  const T total = part[0];
+  __syncthreads();  // the next call may reuse part
+  return total;
+}
+
 // A launch's configuration errors surface here; faults inside kernels at the next synchronizing call.
 inline void launch_check() { CHECK_CUDA(cudaGetLastError()); }
 

@@ -75,7 +75,7 @@ Trainer::Trainer(const Config& cfg, Runtime& rt, const DatasetIndex& index)
   openblas_set_num_threads(cfg.run.threads);
   cpu::set_onednn_threads(cfg.run.threads);
   // bf16 on the CPU: real bf16 GEMMs where the CPU has them natively, else the float32 emulation.
-  cpu::set_bf16_gemm(!gpu && cfg.run.precision == Precision::bf16 && cpu::bf16_gemm_native());
+  cpu::set_bf16_math(!gpu && cfg.run.precision == Precision::bf16 && cpu::bf16_gemm_native());
   if (gpu)  // bf16/fp16: the layers' operands are rounded to the format, so its tensor cores multiply exactly
     cuda::set_gemm_math(cfg.run.precision == Precision::bf16   ? cuda::GemmMath::bf16
                         : cfg.run.precision == Precision::fp16 ? cuda::GemmMath::fp16
@@ -478,7 +478,7 @@ int Trainer::run() {
   if (cfg_.run.precision != Precision::fp32) {
     char pl[320];
     const std::string gemms = alloc_.device() == Device::cuda ? "tensor-core GEMMs"
-                              : cpu::bf16_gemm_enabled()
+                              : cpu::bf16_math_enabled()
                                   ? std::string("bf16 GEMMs: oneDNN ") + cpu::bf16_gemm_implementation()
                                   : "emulated: float32 GEMMs on rounded values";
     std::snprintf(pl, sizeof(pl), "precision %s (float32 master parameters; %s)%s", to_string(cfg_.run.precision),

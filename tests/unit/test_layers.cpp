@@ -228,8 +228,9 @@ TEST(ForwardReference, ConvAndMaxPoolEqualDirectLoops) {
 
 // The two CPU convolutions compute the same thing: oneDNN's against im2col +
 // GEMM (forward, input and parameter gradients, accumulation over micro-batches),
-// within 1e-4 relative (different summation orders), and oneDNN's gradients pass
-// the finite-difference checker on their own.
+// within 1e-4 relative (different summation orders), also with oneDNN in bf16 math
+// (on bf16-valued operands), and oneDNN's gradients pass the finite-difference
+// checker on their own.
 TEST(ConvImplementations, OnednnEqualsIm2colGemm) {
   if (!cpu::onednn_compiled()) GTEST_SKIP() << "built without oneDNN (libdnnl-dev)";
   EXPECT_LE(check_layer(*make("conv(3,3,pad=1)", ConvImpl::onednn), {2, 5, 4}, 2), 1.0);
@@ -238,24 +239,28 @@ TEST(ConvImplementations, OnednnEqualsIm2colGemm) {
   for (const char* text : {"conv(8,3,pad=1)", "conv(4,3,pad=2,stride=2)", "conv(5,1)", "conv(6,5,pad=2)"}) {
     const Shape in{3, 9, 8};
     const std::int64_t batch = 5;
-    std::vector<Tensor> y, dx, grads[2];
-    for (int e = 0; e < 2; ++e) {
+    std::vector<Tensor> y, dx, grads[3];
+    for (int e = 0; e < 3; ++e) {  // im2col + GEMM, oneDNN, oneDNN with bf16 math
       auto conv = make(text, e == 0 ? ConvImpl::im2col : ConvImpl::onednn);
       const Shape out = conv->output_shape(in);
       conv->configure(in);
       std::vector<Tensor> g;
-      bind_random_params(*conv, in, alloc, 21, &g);
+      for (Tensor& w : bind_random_params(*conv, in, alloc, 21, &g)) round_to_precision(w, Precision::bf16);
       Tensor x = Tensor::zeros({batch, in[0], in[1], in[2]}, alloc);
       Tensor yy = Tensor::zeros({batch, out[0], out[1], out[2]}, alloc), dy = Tensor::zeros(yy.shape(), alloc);
       Tensor dxx = Tensor::zeros(x.shape(), alloc);
       const auto xv = random_values(x.numel(), 31), dv = random_values(dy.numel(), 32);
       std::copy(xv.begin(), xv.end(), x.data());
       std::copy(dv.begin(), dv.end(), dy.data());
+      round_to_precision(x, Precision::bf16);  // bf16 values: bf16 math multiplies them exactly
+      round_to_precision(dy, Precision::bf16);
+      cpu::set_bf16_math(e == 2);
       conv->forward(x, yy);
       conv->set_accumulate_grads(false);
       conv->backward(x, yy, dy, dxx);
       conv->set_accumulate_grads(true);  // a second micro-batch adds: the gradients double
       conv->backward(x, yy, dy, dxx);
+      cpu::set_bf16_math(false);
       y.push_back(yy);
       dx.push_back(dxx);
       grads[e] = g;
@@ -271,6 +276,11 @@ TEST(ConvImplementations, OnednnEqualsIm2colGemm) {
     EXPECT_LT(worst(dx[0], dx[1]), 1e-4) << text << " input gradient";
     EXPECT_LT(worst(grads[0][0], grads[1][0]), 1e-4) << text << " weight gradient (accumulated)";
     EXPECT_LT(worst(grads[0][1], grads[1][1]), 1e-4) << text << " bias gradient (accumulated)";
+    // oneDNN in bf16 against im2col + GEMM in float32, on bf16 values: the same products.
+    EXPECT_LT(worst(y[0], y[2]), 1e-4) << text << " bf16 forward";
+    EXPECT_LT(worst(dx[0], dx[2]), 1e-4) << text << " bf16 input gradient";
+    EXPECT_LT(worst(grads[0][0], grads[2][0]), 1e-4) << text << " bf16 weight gradient";
+    EXPECT_LT(worst(grads[0][1], grads[2][1]), 1e-4) << text << " bf16 bias gradient";
   }
 }
 
@@ -448,9 +458,9 @@ TEST(Backend, Bf16GemmEqualsSgemmOnRoundedOperands) {
         Tensor c16 = Tensor::zeros({m, n}, alloc), c32 = Tensor::zeros({m, n}, alloc);
         std::copy(cv.begin(), cv.end(), c16.data());
         std::copy(cv.begin(), cv.end(), c32.data());
-        cpu::set_bf16_gemm(true);
+        cpu::set_bf16_math(true);
         gemm(ta, tb, alpha, a, b, beta, c16);  // rounds a and b itself
-        cpu::set_bf16_gemm(false);
+        cpu::set_bf16_math(false);
         round_to_precision(a, Precision::bf16);
         round_to_precision(b, Precision::bf16);
         gemm(ta, tb, alpha, a, b, beta, c32);

@@ -3,7 +3,8 @@
 // with the input gradient unless the layer is the first), for the convolutions
 // of the example CNNs at the per-rank batch sizes of 1 and 2 ranks (256, 128).
 // Best of --repeats timed runs after one warm-up; one thread ([run] threads = 1).
-//   build/conv-bench [--repeats N] [--smoke]
+//   build/conv-bench [--repeats N] [--smoke] [--bf16]
+// --bf16: both in bf16 math ([run] precision = bf16: bf16 GEMMs, oneDNN on bf16 operands).
 // It is what [run] conv = auto's rule comes from (README "Speed against PyTorch").
 #include <cblas.h>
 
@@ -15,6 +16,7 @@
 #include <vector>
 
 #include "hpctrain/backend/cpu/onednn_conv.hpp"
+#include "hpctrain/backend/cpu/onednn_matmul.hpp"
 #include "hpctrain/core/error.hpp"
 #include "hpctrain/layers/registry.hpp"
 
@@ -66,19 +68,22 @@ double run_ms(ConvImpl impl, const Case& cs, std::int64_t n, int repeats, double
 
 int main(int argc, char** argv) {
   int repeats = 5;
-  bool smoke = false;
+  bool smoke = false, bf16 = false;
   for (int i = 1; i < argc; ++i) {
     if (!std::strcmp(argv[i], "--smoke")) {
       smoke = true;
+    } else if (!std::strcmp(argv[i], "--bf16")) {
+      bf16 = true;
     } else if (!std::strcmp(argv[i], "--repeats") && i + 1 < argc) {
       repeats = std::max(1, std::atoi(argv[++i]));
     } else {
-      std::fprintf(stderr, "usage: conv-bench [--repeats N] [--smoke]\n");
+      std::fprintf(stderr, "usage: conv-bench [--repeats N] [--smoke] [--bf16]\n");
       return 2;
     }
   }
   openblas_set_num_threads(1);
   cpu::set_onednn_threads(1);
+  cpu::set_bf16_math(bf16);
   const std::vector<Case> cases{{"mnist_cnn conv 1", 1, 28, 32, 3, 1, true},
                                 {"mnist_cnn conv 2", 32, 14, 64, 3, 1, false},
                                 {"mnist_resnet res block", 16, 28, 16, 3, 1, false},
@@ -86,8 +91,8 @@ int main(int argc, char** argv) {
   const std::vector<std::int64_t> batches = smoke ? std::vector<std::int64_t>{8} : std::vector<std::int64_t>{256, 128};
   if (smoke) repeats = 1;
   const bool onednn = cpu::onednn_compiled();
-  std::printf("conv-bench: forward + backward of one conv layer, best of %d, 1 thread; %s\n", repeats,
-              onednn ? "oneDNN built in" : "no oneDNN in this build");
+  std::printf("conv-bench: forward + backward of one conv layer, best of %d, 1 thread, %s math; %s\n", repeats,
+              bf16 ? "bf16" : "float32", onednn ? "oneDNN built in" : "no oneDNN in this build");
   std::printf("%-24s %-16s %6s %12s %12s %10s %10s %8s\n", "layer", "in -> out", "batch", "im2col ms", "oneDNN ms",
               "im2col GF/s", "oneDNN GF/s", "faster");
   bool ok = true;

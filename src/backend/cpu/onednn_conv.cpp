@@ -3,6 +3,7 @@
 // in and out around them (a "port" is one such boundary).
 #include "hpctrain/backend/cpu/onednn_conv.hpp"
 
+#include "hpctrain/backend/cpu/onednn_matmul.hpp"  // bf16_math_enabled
 #include "hpctrain/core/error.hpp"
 
 #if HPCTRAIN_HAVE_ONEDNN
@@ -64,16 +65,21 @@ struct OnednnConv::Impl {
   ConvGeometry g;
   dnnl::engine eng{dnnl::engine::kind::cpu, 0};
   dnnl::stream stream{eng};
-  std::map<std::int64_t, PerBatch> batches;
+  std::map<std::pair<std::int64_t, bool>, PerBatch> batches;  // per batch size and bf16 math
   std::vector<float> dw_tmp, db_tmp;
 
+  // With bf16 math the primitives take bf16 sources, weights and output gradients (our float32
+  // data are converted by the ports' reorders) and write float32 outputs and gradients.
   PerBatch& at(std::int64_t n) {
-    auto it = batches.find(n);
+    const bool bf16 = bf16_math_enabled();
+    auto it = batches.find({n, bf16});
     if (it != batches.end()) return it->second;
+    const dt in_type = bf16 ? dt::bf16 : dt::f32;
     const memory::dims src{n, g.channels, g.height, g.width}, wei{g.out, g.channels, g.kernel, g.kernel}, bia{g.out},
         dst{n, g.out, g.out_height, g.out_width}, strides{g.stride, g.stride}, pad{g.pad, g.pad};
-    const memory::desc src_any(src, dt::f32, tag::any), dst_any(dst, dt::f32, tag::any),
-        wei_any(wei, dt::f32, tag::any), bia_md(bia, dt::f32, tag::x);
+    const memory::desc src_any(src, in_type, tag::any), dst_any(dst, dt::f32, tag::any),
+        wei_any(wei, in_type, tag::any), bia_md(bia, dt::f32, tag::x), ddst_any(dst, in_type, tag::any),
+        dsrc_any(src, dt::f32, tag::any), dwei_any(wei, dt::f32, tag::any);
     const memory::desc src_user(src, dt::f32, tag::nchw), dst_user(dst, dt::f32, tag::nchw),
         wei_user(wei, dt::f32, tag::oihw);
     PerBatch p;
@@ -83,9 +89,9 @@ struct OnednnConv::Impl {
            strides, pad, pad},
           eng);
       const dnnl::convolution_backward_data::primitive_desc bdpd(
-          {dnnl::algorithm::convolution_direct, src_any, wei_any, dst_any, strides, pad, pad}, eng, fpd);
+          {dnnl::algorithm::convolution_direct, dsrc_any, wei_any, ddst_any, strides, pad, pad}, eng, fpd);
       const dnnl::convolution_backward_weights::primitive_desc bwpd(
-          {dnnl::algorithm::convolution_direct, src_any, wei_any, bia_md, dst_any, strides, pad, pad}, eng, fpd);
+          {dnnl::algorithm::convolution_direct, src_any, dwei_any, bia_md, ddst_any, strides, pad, pad}, eng, fpd);
       p.fwd = dnnl::convolution_forward(fpd);
       p.bwd_data = dnnl::convolution_backward_data(bdpd);
       p.bwd_weights = dnnl::convolution_backward_weights(bwpd);
@@ -104,7 +110,7 @@ struct OnednnConv::Impl {
       throw Error(ExitCode::internal, Scope::this_rank,
                   std::string("oneDNN cannot make a convolution for batch ") + std::to_string(n) + ": " + e.what());
     }
-    return batches.emplace(n, std::move(p)).first->second;
+    return batches.emplace(std::make_pair(n, bf16), std::move(p)).first->second;
   }
 };
 

@@ -23,8 +23,8 @@ namespace {
 std::atomic<bool> g_enabled{false};  // process-wide like BLAS's thread count: set once by the trainer
 }  // namespace
 
-void set_bf16_gemm(bool on) { g_enabled = on; }
-bool bf16_gemm_enabled() { return g_enabled; }
+void set_bf16_math(bool on) { g_enabled = on; }
+bool bf16_math_enabled() { return g_enabled; }
 
 #if HPCTRAIN_HAVE_ONEDNN
 

@@ -1,7 +1,7 @@
 // The CPU backend's bf16 GEMM: oneDNN's matmul on bfloat16 operands with
 // float32 accumulation and output (AVX-512 BF16 instructions where the CPU has
-// them). [run] precision = bf16 switches cpu::gemm to it when the CPU runs it
-// natively (bf16_gemm_native()); the operands are rounded to bf16 (nearest
+// them), and the switch to bf16 math on the CPU. [run] precision = bf16 turns
+// it on when the CPU runs it natively (bf16_gemm_native()); the operands are rounded to bf16 (nearest
 // even) on the way in, which for the layers' already-rounded operands changes
 // nothing. Measured 4x OpenBLAS sgemm on one core of the development machine
 // (README "Mixed precision").
@@ -21,8 +21,10 @@ const char* bf16_gemm_implementation();
 void bf16_gemm(bool trans_a, bool trans_b, int m, int n, int k, float alpha, const float* a, int lda, const float* b,
                int ldb, float beta, float* c, int ldc);
 
-// Whether cpu::gemm uses bf16_gemm (the trainer sets it from [run] precision); off by default.
-void set_bf16_gemm(bool on);
-bool bf16_gemm_enabled();
+// Whether the CPU backend computes in bf16: cpu::gemm through bf16_gemm, and oneDNN convolutions on
+// bf16 operands with float32 outputs (backend/cpu/onednn_conv.hpp). The trainer sets it from
+// [run] precision when bf16_gemm_native(); off by default.
+void set_bf16_math(bool on);
+bool bf16_math_enabled();
 
 }  // namespace hpctrain::cpu

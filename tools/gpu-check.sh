@@ -43,11 +43,15 @@ dev=${HPCTRAIN_GPU_CHECK_DEVICE:-cuda}
 [ "$(id -u)" -eq 0 ] && export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 
 # The Debian packages carried to the GPU machine: run time and build time of the
-# non-CUDA stack (their libc/libstdc++ needs are met by any newer distribution).
+# non-CUDA stack (their libc/libstdc++ needs are met by any newer distribution), with the
+# libraries HDF5's libcurl needs in case the machine lacks them. After unpacking, every
+# library the machine already has (by soname, ldconfig -p) is removed from the prefix, so the
+# carried ones only fill gaps and never shadow the system's (HPCTRAIN_GPU_PRUNE=0 keeps all).
 debs=(openmpi-bin openmpi-common libopenmpi3 libopenmpi-dev libpmix2 libhwloc15 libevent-core-2.1-7
   libevent-pthreads-2.1-7 libfabric1 libucx0 libibverbs1 librdmacm1 libnl-3-200 libnl-route-3-200 libpsm2-2
   libpsm-infinipath1 libnuma1 libmunge2 libltdl7 libpciaccess0
-  libhdf5-openmpi-103-1 libhdf5-openmpi-dev libsz2 libaec0 libcurl3-gnutls hdf5-tools
+  libhdf5-openmpi-103-1 libhdf5-openmpi-dev libsz2 libaec0 hdf5-tools libudev1
+  libcurl4 libldap-2.5-0 libsasl2-2 libsasl2-modules-db libssh2-1 librtmp1 libpsl5 libnghttp2-14 libbrotli1
   libboost-program-options1.74.0 libboost-program-options1.74-dev libboost1.74-dev libboost-program-options-dev
   libopenblas0 libopenblas0-pthread libopenblas-pthread-dev libopenblas-dev libgfortran5
   libgtest-dev googletest zlib1g-dev)
@@ -114,6 +118,13 @@ use_prefix() {  # unpacks the carried .debs once; exports what makes the prefix 
     for f in "$carry"/debs/*.deb; do dpkg -x "$f" "$prefix" || return 1; done
     # The only absolute link among them: libz.so -> /lib/x86_64-linux-gnu/libz.so.1.
     ln -sf libz.so.1 "$prefix/usr/lib/x86_64-linux-gnu/libz.so"
+    if [ "${HPCTRAIN_GPU_PRUNE:-1}" = 1 ]; then
+      local have f
+      have=$(ldconfig -p 2>/dev/null | awk 'NR > 1 {print $1}' | sort -u)
+      for f in "$prefix"/usr/lib/x86_64-linux-gnu/lib*.so.*; do
+        grep -qxF "$(basename "$f")" <<<"$have" && rm -f "$f"
+      done
+    fi
     touch "$prefix/.unpacked"
   fi
   local lib=$prefix/usr/lib/x86_64-linux-gnu
@@ -159,8 +170,17 @@ stage_probe() {
   printf '%-16s %s\n' "PyTorch" "$("$python" -c 'import torch; print(torch.__version__, "cuda" if torch.cuda.is_available() else "no cuda")' 2>/dev/null || echo missing)"
   printf '%-16s %s\n' "carried .debs" "$(ls "$carry"/debs/*.deb 2>/dev/null | wc -l) in .gpu-carry/debs"
   printf '%-16s %s\n' "mpirun" "$($(mpirun_cmd) --version 2>/dev/null | head -1 || echo missing)"
+  local missing=""
+  if [ -n "${OPAL_PREFIX:-}" ]; then
+    missing=$(for f in "$prefix"/usr/lib/x86_64-linux-gnu/libhdf5_openmpi.so.* "$prefix"/usr/bin/orterun \
+      "$prefix"/usr/lib/x86_64-linux-gnu/libboost_program_options.so.* \
+      "$prefix"/usr/lib/x86_64-linux-gnu/openblas-pthread/libopenblas.so.0; do
+      [ -e "$f" ] && ldd "$f" 2>/dev/null | awk '/not found/ {print $1}'
+    done | sort -u | tr '\n' ' ')
+    printf '%-16s %s\n' "missing libs" "${missing:-none}"
+  fi
   printf '%-16s %s\n' "cmake, ninja" "$(cmake --version 2>/dev/null | head -1 | awk '{print $3}'), $(ninja --version 2>/dev/null)"
-  [ -n "$(gpu_arch)" ] && [ -x "$nvcc" ] && [ -n "$CUDNN_ROOT" ] && [ -n "$NCCL_ROOT" ]
+  [ -n "$(gpu_arch)" ] && [ -x "$nvcc" ] && [ -n "$CUDNN_ROOT" ] && [ -n "$NCCL_ROOT" ] && [ -z "$missing" ]
 }
 
 stage_build() {

@@ -50,8 +50,11 @@ void* Context::scratch(std::size_t bytes) {
 }
 
 Context& context() {
-  static Context ctx;  // the runtime selects the device before the first operation
-  return ctx;
+  // Made on first use (the runtime selects the device before the first operation) and never
+  // destroyed: destroying cuBLAS and cuDNN handles from a static destructor, after the CUDA
+  // runtime may have begun to unload, can crash at exit; the driver frees everything then.
+  static Context* ctx = new Context();
+  return *ctx;
 }
 
 namespace {
@@ -122,8 +125,8 @@ class Pool {
 };
 
 Pool& pool() {
-  static Pool p;  // lives to process exit: the driver frees device memory then
-  return p;
+  static Pool* p = new Pool();  // never destroyed, like the context: the driver frees device memory at exit
+  return *p;
 }
 
 }  // namespace

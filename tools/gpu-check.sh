@@ -294,7 +294,7 @@ stage_bench() {
   # The wide MLP: 8 layers of 8192 on 1024 features, batch 4096, bf16: GEMM-bound.
   local wide=$build/wide-data width=8192 depth=8 feats=1024 classes=16 batch=4096
   [ -d "$wide/train" ] || "$build/hpctrain-data" generate --out "$wide" --shape "$feats" --classes $classes \
-    --train 65536 --test 4096 --shards 4 --dtype float16 >/dev/null || return 1
+    --train 131072 --test 4096 --shards 4 --dtype float16 >/dev/null || return 1
   local layers="" i
   for ((i = 0; i < depth; i++)); do layers+="dense($width) relu "; done
   layers+="dense($classes)"

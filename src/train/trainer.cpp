@@ -69,7 +69,7 @@ Device device_of(const Runtime& rt) { return rt.device().kind == DeviceKind::cud
 Trainer::Trainer(const Config& cfg, Runtime& rt, const DatasetIndex& index)
     : cfg_(cfg), rt_(rt), index_(index), alloc_(device_of(rt)), staged_(alloc_) {
   if (cfg.model.layers.empty()) throw bad_input("[model] layers is not set");
-  const bool gpu = alloc_.device() == Device::cuda;
+  const bool gpu = gpu_ = alloc_.device() == Device::cuda;
   if (gpu && cfg.run.conv == ConvImpl::onednn)
     throw bad_input("[run] conv = onednn is a CPU convolution; with device = cuda use conv = auto or im2col");
   openblas_set_num_threads(cfg.run.threads);
@@ -392,6 +392,9 @@ int Trainer::run() {
   int stop_signal = 0;
   std::int64_t step = first;
   for (; step < total && !stop_signal; ++step) {
+    // On a GPU the host runs ahead of the device: the timed steps start with the device idle and
+    // end with it drained, so steady_samples_per_s counts the device's work, not the launches.
+    if (gpu_ && step == warmup) cuda::synchronize();
     const auto t_step = Clock::now();
     Batch batch = reader.next();
     const double lr = learning_rate(cfg_.optim, step, total);
@@ -404,6 +407,7 @@ int Trainer::run() {
                     static_cast<long long>(step + 1), loss_scale_);
       log0(skip);
     }
+    if (gpu_ && step + 1 == total) cuda::synchronize();
     if (step >= warmup) timed_s += since(t_step);
     const bool epoch_end = batch.step == per_epoch - 1;
     const std::int64_t epoch = batch.epoch, next_step = batch.step + 1;

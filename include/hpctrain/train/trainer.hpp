@@ -65,6 +65,7 @@ class Trainer {
   Runtime& rt_;
   const DatasetIndex& index_;
   Allocator alloc_;     // on the rank's device: parameters, gradients, state, activations
+  bool gpu_ = false;    // alloc_ is on a GPU
   StagedBatch staged_;  // the current batch on that device
   std::unique_ptr<Model> model_;
   std::unique_ptr<Loss> loss_;

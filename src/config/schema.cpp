@@ -247,6 +247,10 @@ std::vector<KeySpec> config_schema() {
                    "device = cuda: let cuBLAS use TF32 tensor cores for float32 GEMMs (10-bit mantissa products, "
                    "float32 sums; PyTorch's allow_tf32)",
                    [](Config& c, const std::string& v) { c.run.tf32 = parse_bool(v); }));
+  k.push_back(make("run", "cuda_graphs", K::boolean, "false",
+                   "device = cuda: record each step's forward and backward, and the optimizer update, as CUDA "
+                   "graphs and replay them (models without batchnorm and dropout, model_parallel = 1)",
+                   [](Config& c, const std::string& v) { c.run.cuda_graphs = parse_bool(v); }));
   k.push_back(choice("run", "conv", {"auto", "im2col", "onednn"}, "auto",
                      "convolution: im2col + GEMM, oneDNN (CPU), or auto = on the CPU oneDNN for layers with more than "
                      "one input channel when built with it (measured faster there), im2col + GEMM otherwise; on a GPU "

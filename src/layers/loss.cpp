@@ -11,7 +11,7 @@ class SoftmaxCrossEntropy final : public Loss {
   explicit SoftmaxCrossEntropy(Allocator& a) : alloc_(a) {}
   const char* name() const override { return "softmax cross-entropy"; }
   void forward(const Tensor& out, const Targets& t, Tensor& scalars) override {
-    if (probs_.shape() != out.shape()) probs_ = Tensor::zeros(out.shape(), alloc_);
+    probs_ = grow(probs_buf_, out.shape(), alloc_);  // stable address across batch sizes (CUDA graphs)
     softmax_cross_entropy(out, t.classes, probs_, scalars);
   }
   void backward(const Tensor&, const Targets& t, float grad_scale, Tensor& dout) override {
@@ -20,7 +20,7 @@ class SoftmaxCrossEntropy final : public Loss {
 
  private:
   Allocator& alloc_;
-  Tensor probs_;
+  Tensor probs_buf_, probs_;
 };
 
 class MeanSquaredError final : public Loss {

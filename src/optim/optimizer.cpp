@@ -15,7 +15,7 @@ class Sgd final : public Optimizer {
  public:
   Sgd(const OptimConfig& cfg, Tensor params, Tensor grads, Allocator& alloc)
       : cfg_(cfg), w_(std::move(params)), g_(std::move(grads)), m_(Tensor::zeros(w_.shape(), alloc)) {}
-  void step(Tensor& scalars) override {
+  void update(Tensor& scalars) override {
     sgd_update(w_, g_, m_, scalars, static_cast<float>(cfg_.momentum), static_cast<float>(cfg_.weight_decay),
                cfg_.nesterov);
   }
@@ -36,9 +36,11 @@ class Adam final : public Optimizer {
         state_(Tensor::zeros({2 * w_.numel()}, alloc)),
         m_(state_.view(0, w_.shape())),
         v_(state_.view(w_.numel(), w_.shape())) {}
-  void step(Tensor& scalars) override {
+  void begin_step(Tensor& scalars) override {
     Tensor count = step_scalars::slot(scalars, step_scalars::adam_step);
     fill(count, static_cast<float>(++steps_));  // a write into device memory, not a read back
+  }
+  void update(Tensor& scalars) override {
     adam_update(w_, g_, m_, v_, scalars, static_cast<float>(cfg_.beta1), static_cast<float>(cfg_.beta2),
                 static_cast<float>(cfg_.eps), static_cast<float>(cfg_.weight_decay), cfg_.name == OptimizerName::adamw);
   }

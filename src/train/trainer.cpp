@@ -70,6 +70,7 @@ Trainer::Trainer(const Config& cfg, Runtime& rt, const DatasetIndex& index)
     : cfg_(cfg), rt_(rt), index_(index), alloc_(device_of(rt)), staged_(alloc_) {
   if (cfg.model.layers.empty()) throw bad_input("[model] layers is not set");
   const bool gpu = gpu_ = alloc_.device() == Device::cuda;
+  if (const std::string why = cuda_graphs_refusal(cfg, rt.device().kind); !why.empty()) throw bad_input(why);
   if (gpu && cfg.run.conv == ConvImpl::onednn)
     throw bad_input("[run] conv = onednn is a CPU convolution; with device = cuda use conv = auto or im2col");
   openblas_set_num_threads(cfg.run.threads);
@@ -159,16 +160,27 @@ void Trainer::train_step(const Batch& batch, float lr) {
   };
   // Each bucket's average starts as soon as the last backward has finished its layers.
   const auto layer_done = [&](std::size_t layer) { averager_->layer_done(layer); };
-  if (pipeline_) {
-    pipeline_->train_step(k, rows, prepare, grad_scale, scalars_, layer_done);
-  } else {
-    for (int m = 0; m < k; ++m) {  // gradient accumulation: the first micro-batch overwrites, later ones add
+  // Gradient accumulation: the first micro-batch overwrites, later ones add.
+  auto micro_batches = [&](const std::function<void(std::size_t)>& last_done) {
+    for (int m = 0; m < k; ++m) {
       const MicroBatch mb = prepare(m);
       const Tensor& out = model_->forward(mb.input);
       loss_->forward(out, mb.targets, scalars_);  // adds to the interval's sums on the device
       loss_->backward(out, mb.targets, grad_scale, model_->dout());
-      model_->backward(mb.input, model_->dout(), m + 1 == k ? layer_done : std::function<void(std::size_t)>(), m > 0);
+      model_->backward(mb.input, model_->dout(), m + 1 == k ? last_done : std::function<void(std::size_t)>(), m > 0);
     }
+  };
+  if (pipeline_) {
+    pipeline_->train_step(k, rows, prepare, grad_scale, scalars_, layer_done);
+  } else if (cfg_.run.cuda_graphs) {
+    // A recording holds the addresses and arguments it saw: record again when they change.
+    const Recorded key{staged_.samples(), staged_.classes(), staged_.targets(), rows, grad_scale};
+    if (!(key == recorded_for_)) drop_recordings();
+    recorded_for_ = key;
+    run_recorded(step_graph_, [&] { micro_batches({}); });
+    for (std::size_t i = model_->layers(); i-- > 0;) averager_->layer_done(i);  // no overlap: one launch
+  } else {
+    micro_batches(layer_done);
   }
   finish_step();
 }
@@ -202,6 +214,14 @@ void Trainer::finish_step() {
     // The global norm covers every stage's gradients (identical over a data-parallel group after averaging).
     if (mp_comm_) mp_comm_->allreduce(&squares, &squares, 1, DType::f64, ReduceOp::sum);
     clip_by_global_norm(grads, cfg_.optim.clip_norm, squares);
+  }
+  if (cfg_.run.cuda_graphs) {
+    opt_->begin_step(scalars_);  // host bookkeeping (Adam's step count) outside the recording
+    run_recorded(update_graph_, [&] {
+      opt_->update(scalars_);
+      model_->refresh_compute_parameters();
+    });
+    return;
   }
   opt_->step(scalars_);
   model_->refresh_compute_parameters();

@@ -64,6 +64,8 @@ bad_input() {  # description, expected text, np, trainer arguments...
   echo "     $err"
 }
 bad_input "unknown key" "unknown key 'glob_batch' in [train]" 2 "$ini" --set train.glob_batch=3
+bad_input "cuda graphs on the CPU" "cuda_graphs = true needs device = cuda" 2 "$ini" --set run.cuda_graphs=true \
+  --set run.device=cpu
 bad_input "bad value" "[optim] lr = 'fast': expected number > 0" 3 "$ini" --set optim.lr=fast
 bad_input "impossible grid" "model_parallel = 2 does not divide the world size 3" 3 "$ini" --set parallel.model_parallel=2
 bad_input "batch vs grid" "global_batch = 255 is not divisible by the data-parallel size 4" 4 "$ini" --set train.global_batch=255

@@ -5,6 +5,7 @@
 #include "hpctrain/config/config.hpp"
 #include "hpctrain/config/schema.hpp"
 #include "hpctrain/core/error.hpp"
+#include "hpctrain/train/trainer.hpp"
 
 using namespace hpctrain;
 
@@ -204,4 +205,21 @@ TEST(ConfigFile, MissingFileIsBadInputNamingIt) {
     EXPECT_EQ(e.code(), ExitCode::bad_input);
     EXPECT_NE(std::string(e.what()).find("configuration file '/no/such/dir/x.ini' cannot be read"), std::string::npos);
   }
+}
+
+// [run] cuda_graphs is refused, with the reason, where a recorded step could not replay the run.
+TEST(ConfigErrors, CudaGraphsRefusalsNameTheReason) {
+  auto why = [](const std::string& layers, DeviceKind device, const std::string& extra = "") {
+    return cuda_graphs_refusal(parse("[run]\ncuda_graphs = true\n[model]\nlayers = " + layers + "\n" + extra), device);
+  };
+  EXPECT_EQ(why("flatten dense(8) relu dense(2)", DeviceKind::cuda), "");
+  EXPECT_EQ(why("conv(4,3,pad=1) relu maxpool(2) res(conv(4,3,pad=1) relu) flatten dense(2)", DeviceKind::cuda), "");
+  EXPECT_NE(why("flatten dense(2)", DeviceKind::cpu).find("needs device = cuda"), std::string::npos);
+  EXPECT_NE(why("flatten dense(2)", DeviceKind::cuda, "[parallel]\nmodel_parallel = 2\n").find("model_parallel = 1"),
+            std::string::npos);
+  EXPECT_NE(why("conv(4,3) batchnorm relu flatten dense(2)", DeviceKind::cuda).find("batchnorm layers"),
+            std::string::npos);
+  EXPECT_NE(why("flatten res(dense(8) dropout(10)) dense(2)", DeviceKind::cuda).find("dropout layers"),
+            std::string::npos);
+  EXPECT_EQ(cuda_graphs_refusal(parse("[model]\nlayers = dropout(5)\n"), DeviceKind::cpu), "") << "off: no refusal";
 }

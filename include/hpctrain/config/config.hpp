@@ -29,8 +29,9 @@ struct RunConfig {
   DeviceKind device = DeviceKind::auto_;
   Precision precision = Precision::fp32;
   int threads = 1;
-  bool share_gpus = false;  // allow more ranks than GPUs on a node (round robin; MPI, not NCCL)
-  bool tf32 = false;        // cuda: cuBLAS may use TF32 tensor cores for float32 GEMMs
+  bool share_gpus = false;   // allow more ranks than GPUs on a node (round robin; MPI, not NCCL)
+  bool tf32 = false;         // cuda: cuBLAS may use TF32 tensor cores for float32 GEMMs
+  bool cuda_graphs = false;  // cuda: replay the step as CUDA graphs
   ConvImpl conv = ConvImpl::auto_;
   std::uint64_t memory_budget = 0;  // bytes per rank for parameters, gradients, state, activations; 0 = no cap
   double price_per_device_hour = 0.0;

@@ -16,8 +16,14 @@ class Optimizer {
  public:
   virtual ~Optimizer() = default;
   // One update with the learning rate in the step scalars (tensor/step_scalars.hpp); uses and
-  // keeps the gradients.
-  virtual void step(Tensor& scalars) = 0;
+  // keeps the gradients. = begin_step (host-side bookkeeping: Adam writes its step count into the
+  // scalars) + update (device work only, so a CUDA graph can capture it and replay it).
+  void step(Tensor& scalars) {
+    begin_step(scalars);
+    update(scalars);
+  }
+  virtual void begin_step(Tensor& /*scalars*/) {}
+  virtual void update(Tensor& scalars) = 0;
   // Momentum or Adam's moments: state_names().size() flat blocks, each the size of the
   // parameters, one after the other (checkpoints store them as /optimizer/<name>/...).
   virtual Tensor& state() = 0;

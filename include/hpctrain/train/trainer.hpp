@@ -5,9 +5,11 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "hpctrain/comm/communicator.hpp"
 #include "hpctrain/config/config.hpp"
@@ -51,10 +53,15 @@ class Trainer {
   std::int64_t skipped_steps() const { return skipped_steps_; }
   bool last_step_skipped() const { return last_step_skipped_; }
   Communicator& dp_comm() { return *comm_; }
+  bool replaying() const { return step_graph_ && step_graph_->ready(); }  // [run] cuda_graphs: recorded
 
  private:
   struct LogState;
-  void finish_step();                                // wait for the gradient averages, clip, update
+  void finish_step();  // wait for the gradient averages, clip, update
+  // Runs `work` on the GPU's compute stream through `graph` ([run] cuda_graphs): eagerly when the
+  // graph is new (warm-up: allocations, cuDNN's algorithm search), then recorded once and replayed.
+  void run_recorded(std::unique_ptr<cuda::Graph>& graph, const std::function<void()>& work);
+  void drop_recordings();  // after anything that may move buffers (evaluation, a new batch shape)
   void sum_over_replicas(double* v, std::size_t n);  // over the world: every replica's last stage
   void take_interval_sums(double sums[3]);           // reads and resets this rank's interval sums
   void peek_interval_sums(double sums[3]) const;
@@ -64,8 +71,20 @@ class Trainer {
   const Config& cfg_;
   Runtime& rt_;
   const DatasetIndex& index_;
-  Allocator alloc_;     // on the rank's device: parameters, gradients, state, activations
-  bool gpu_ = false;    // alloc_ is on a GPU
+  Allocator alloc_;   // on the rank's device: parameters, gradients, state, activations
+  bool gpu_ = false;  // alloc_ is on a GPU
+  // [run] cuda_graphs: the recorded forward/backward of a step and the recorded update, with
+  // what they were recorded for (rows, staged batch addresses, loss gradient scale).
+  std::unique_ptr<cuda::Graph> step_graph_, update_graph_;
+  struct Recorded {
+    const void *samples = nullptr, *classes = nullptr, *targets = nullptr;
+    std::int64_t rows = 0;
+    float grad_scale = 0;
+    bool operator==(const Recorded& o) const {
+      return samples == o.samples && classes == o.classes && targets == o.targets && rows == o.rows &&
+             grad_scale == o.grad_scale;
+    }
+  } recorded_for_;
   StagedBatch staged_;  // the current batch on that device
   std::unique_ptr<Model> model_;
   std::unique_ptr<Loss> loss_;
@@ -88,6 +107,12 @@ class Trainer {
   MPI_Comm node_ = MPI_COMM_NULL;
   std::map<std::string, std::unique_ptr<Reader>> eval_readers_;  // per split, made on first use (collective)
 };
+
+// Why [run] cuda_graphs cannot be used with this configuration on `device` ("" when it can): a
+// recorded step replays fixed kernel arguments and addresses without host round trips, so
+// layers that read the host every step (batch norm's statistics) or draw per step (dropout's
+// key), and pipelines (their stages exchange activations through the host) are refused.
+std::string cuda_graphs_refusal(const Config& cfg, DeviceKind device);
 
 // Collective: verifies every rank of `comm` holds bit-identical `t`; internal error otherwise.
 void verify_identical(Communicator& comm, const Tensor& t, const std::string& what);

@@ -39,4 +39,12 @@ void synchronize() {}
 void* compute_stream() { return nullptr; }
 void set_gemm_math(GemmMath) {}
 
+struct Graph::Impl {};
+Graph::Graph() = default;
+Graph::~Graph() = default;
+void Graph::begin() { no_cuda(); }
+void Graph::end() { no_cuda(); }
+void Graph::launch() { no_cuda(); }
+bool Graph::ready() const { return false; }
+
 }  // namespace hpctrain::cuda

@@ -1,6 +1,6 @@
 // The CUDA context (backend/cuda/context.hpp) and the device memory functions
 // of device_api.hpp: the caching pool behind Allocator(Device::cuda), copies
-// and zero-filling on the compute stream.
+// and zero-filling on the compute stream, and graphs recorded on that stream.
 #include <map>
 #include <mutex>
 #include <unordered_map>
@@ -19,6 +19,9 @@ Context::Context() {
   CHECK_CUBLAS(cublasCreate(&blas_));
   CHECK_CUBLAS(cublasSetStream(blas_, stream_));
   CHECK_CUBLAS(cublasSetMathMode(blas_, CUBLAS_DEFAULT_MATH));
+  // A fixed cuBLAS workspace: cuBLAS then allocates nothing while a graph records its calls.
+  CHECK_CUDA(cudaMalloc(&blas_workspace_, kBlasWorkspace));
+  CHECK_CUBLAS(cublasSetWorkspace(blas_, blas_workspace_, kBlasWorkspace));
 }
 
 Context::~Context() {
@@ -156,6 +159,30 @@ void memset_zero(void* device, std::size_t bytes) {
 }
 
 void synchronize() { CHECK_CUDA(cudaStreamSynchronize(context().stream())); }
+
+struct Graph::Impl {
+  cudaGraph_t graph = nullptr;
+  cudaGraphExec_t exec = nullptr;
+  ~Impl() {
+    if (exec) cudaGraphExecDestroy(exec);
+    if (graph) cudaGraphDestroy(graph);
+  }
+};
+Graph::Graph() : impl_(std::make_unique<Impl>()) {}
+Graph::~Graph() = default;
+
+void Graph::begin() {
+  HPCT_CHECK(!impl_->graph, "CUDA graph recorded twice");
+  CHECK_CUDA(cudaStreamBeginCapture(context().stream(), cudaStreamCaptureModeThreadLocal));
+}
+
+void Graph::end() {
+  CHECK_CUDA(cudaStreamEndCapture(context().stream(), &impl_->graph));
+  CHECK_CUDA(cudaGraphInstantiate(&impl_->exec, impl_->graph, 0));
+}
+
+void Graph::launch() { CHECK_CUDA(cudaGraphLaunch(impl_->exec, context().stream())); }
+bool Graph::ready() const { return impl_->exec != nullptr; }
 void* compute_stream() { return context().stream(); }
 void set_gemm_math(GemmMath m) {
   context().set_gemm_compute(m == GemmMath::tf32   ? CUBLAS_COMPUTE_32F_FAST_TF32

@@ -37,6 +37,8 @@ class Context {
   cudaStream_t stream_ = nullptr;
   cublasHandle_t blas_ = nullptr;
   cudnnHandle_t dnn_ = nullptr;
+  static constexpr std::size_t kBlasWorkspace = std::size_t{32} << 20;
+  void* blas_workspace_ = nullptr;
   cublasComputeType_t gemm_compute_ = CUBLAS_COMPUTE_32F;
   void* scratch_ = nullptr;
   std::size_t scratch_bytes_ = 0;

@@ -79,4 +79,25 @@ void* compute_stream();
 enum class GemmMath { fp32, tf32, bf16, fp16 };
 void set_gemm_math(GemmMath m);
 
+// Work on the compute stream recorded once and replayed with one launch (a CUDA graph). Between
+// begin() and end() the operations are recorded, not run (thread-local capture: other threads'
+// CUDA calls are unaffected); launch() runs the recording. Only work without host round trips
+// can be recorded: no copies to or from pageable host memory, no allocation from the driver, no
+// synchronization. The recording keeps the addresses and kernel arguments it saw.
+class Graph {
+ public:
+  Graph();
+  ~Graph();
+  Graph(const Graph&) = delete;
+  Graph& operator=(const Graph&) = delete;
+  void begin();
+  void end();
+  void launch();
+  bool ready() const;  // recorded and instantiated
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
 }  // namespace hpctrain::cuda

@@ -1,0 +1,45 @@
+// [run] cuda_graphs: which configurations a recorded step can replay, and the
+// record-once / replay-after helpers of the training step (train/trainer.hpp).
+#include <regex>
+
+#include "hpctrain/train/trainer.hpp"
+
+namespace hpctrain {
+
+std::string cuda_graphs_refusal(const Config& cfg, DeviceKind device) {
+  if (!cfg.run.cuda_graphs) return "";
+  if (device != DeviceKind::cuda) return "[run] cuda_graphs = true needs device = cuda";
+  if (cfg.parallel.model_parallel > 1)
+    return "[run] cuda_graphs = true needs [parallel] model_parallel = 1 (pipeline stages exchange activations "
+           "through the host)";
+  static const std::regex host_bound(R"((^|[\s(])(batchnorm|dropout)\b)");
+  std::smatch m;
+  if (std::regex_search(cfg.model.layers, m, host_bound))
+    return "[run] cuda_graphs = true cannot replay " + m[2].str() + " layers (" +
+           (m[2] == "batchnorm" ? "their statistics go through the host every step"
+                                : "their random draws are keyed by the step") +
+           "); set cuda_graphs = false or remove them";
+  return "";
+}
+
+void Trainer::run_recorded(std::unique_ptr<cuda::Graph>& graph, const std::function<void()>& work) {
+  if (!graph) {  // warm-up: buffers, scratch and cuDNN's plans are made outside any recording
+    graph = std::make_unique<cuda::Graph>();
+    work();
+    return;
+  }
+  if (!graph->ready()) {
+    graph->begin();
+    work();
+    graph->end();
+  }
+  graph->launch();
+}
+
+void Trainer::drop_recordings() {
+  step_graph_.reset();
+  update_graph_.reset();
+  recorded_for_ = Recorded{};
+}
+
+}  // namespace hpctrain

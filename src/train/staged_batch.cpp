@@ -1,6 +1,8 @@
 // Implementation of train/staged_batch.hpp.
 #include "hpctrain/train/staged_batch.hpp"
 
+#include "hpctrain/backend/cuda/device_api.hpp"
+
 namespace hpctrain {
 
 namespace {
@@ -10,7 +12,7 @@ const T* to_device(const std::vector<T>& host, Tensor& buf, Allocator& alloc) {
   if (host.empty()) return nullptr;
   const std::size_t bytes = host.size() * sizeof(T);
   Tensor view = grow(buf, {static_cast<std::int64_t>((bytes + sizeof(float) - 1) / sizeof(float))}, alloc);
-  upload(host.data(), bytes, view);
+  cuda::stage_to_device(view.data(), host.data(), bytes);  // through pinned memory: the host runs ahead
   return reinterpret_cast<const T*>(view.data());
 }
 }  // namespace

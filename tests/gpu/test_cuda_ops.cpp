@@ -338,6 +338,23 @@ TEST_F(CudaOps, ConvLayerCudnnAndIm2colMatchTheCpu) {
   }
 }
 
+// stage_to_device copies what the host buffer held at the call, though the host reuses the
+// buffer at once, over more calls than the ring has pinned buffers.
+TEST_F(CudaOps, StagingCopiesTheHostDataOfTheCall) {
+  std::vector<float> host(5000);
+  std::vector<Tensor> dst;
+  for (int c = 0; c < 20; ++c) {
+    for (std::size_t i = 0; i < host.size(); ++i) host[i] = static_cast<float>(c * 10000 + static_cast<int>(i));
+    dst.push_back(Tensor::zeros({static_cast<std::int64_t>(host.size())}, dev_));
+    cuda::stage_to_device(dst.back().data(), host.data(), host.size() * sizeof(float));
+  }
+  for (int c = 0; c < 20; ++c) {
+    const auto got = to_host(dst[static_cast<std::size_t>(c)]);
+    EXPECT_EQ(got[0], static_cast<float>(c * 10000)) << c;
+    EXPECT_EQ(got[4999], static_cast<float>(c * 10000 + 4999)) << c;
+  }
+}
+
 // Runs last (gtest keeps declaration order within a file): every operation was compared.
 TEST_F(CudaOps, ZzEveryOperationWasCompared) {
   std::vector<std::string> missing;

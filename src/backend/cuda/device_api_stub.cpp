@@ -33,6 +33,7 @@ void device_release(void*, std::size_t) {}
 PoolStats pool_stats() { return {}; }
 void memcpy_to_device(void*, const void*, std::size_t) { no_cuda(); }
 void memcpy_to_host(void*, const void*, std::size_t) { no_cuda(); }
+void stage_to_device(void*, const void*, std::size_t) { no_cuda(); }
 void memcpy_on_device(void*, const void*, std::size_t) { no_cuda(); }
 void memset_zero(void*, std::size_t) { no_cuda(); }
 void synchronize() {}

@@ -1,6 +1,7 @@
 // The CUDA context (backend/cuda/context.hpp) and the device memory functions
 // of device_api.hpp: the caching pool behind Allocator(Device::cuda), copies
 // and zero-filling on the compute stream, and graphs recorded on that stream.
+#include <cstring>
 #include <map>
 #include <mutex>
 #include <unordered_map>
@@ -142,6 +143,47 @@ void memcpy_to_device(void* device, const void* host, std::size_t bytes) {
   if (!bytes) return;
   // From pageable host memory the copy is staged by the driver and returns once the source is read.
   CHECK_CUDA(cudaMemcpyAsync(device, host, bytes, cudaMemcpyHostToDevice, context().stream()));
+}
+
+namespace {
+// Pinned buffers used in turn by stage_to_device, each with the event of its last copy.
+class StagingRing {
+ public:
+  void copy(void* device, const void* host, std::size_t bytes) {
+    std::lock_guard<std::mutex> lock(mu_);
+    Slot& s = slots_[next_];
+    next_ = (next_ + 1) % kSlots;
+    if (s.pending) CHECK_CUDA(cudaEventSynchronize(s.done));  // its previous copy has left the buffer
+    if (s.bytes < bytes) {
+      if (s.ptr) CHECK_CUDA(cudaFreeHost(s.ptr));
+      s.bytes = std::max<std::size_t>(bytes, 1 << 20);
+      CHECK_CUDA(cudaMallocHost(&s.ptr, s.bytes));
+    }
+    if (!s.done) CHECK_CUDA(cudaEventCreateWithFlags(&s.done, cudaEventDisableTiming));
+    std::memcpy(s.ptr, host, bytes);
+    CHECK_CUDA(cudaMemcpyAsync(device, s.ptr, bytes, cudaMemcpyHostToDevice, context().stream()));
+    CHECK_CUDA(cudaEventRecord(s.done, context().stream()));
+    s.pending = true;
+  }
+
+ private:
+  static constexpr int kSlots = 8;  // a step stages up to 4 arrays: two steps in flight
+  struct Slot {
+    void* ptr = nullptr;
+    std::size_t bytes = 0;
+    cudaEvent_t done = nullptr;
+    bool pending = false;
+  };
+  std::mutex mu_;
+  Slot slots_[kSlots];
+  int next_ = 0;
+};
+}  // namespace
+
+void stage_to_device(void* device, const void* host, std::size_t bytes) {
+  if (!bytes) return;
+  static StagingRing* ring = new StagingRing();  // never destroyed, like the context
+  ring->copy(device, host, bytes);
 }
 
 void memcpy_to_host(void* host, const void* device, std::size_t bytes) {

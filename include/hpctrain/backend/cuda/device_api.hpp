@@ -66,6 +66,11 @@ PoolStats pool_stats();
 // Copies on the compute stream (host <-> device, device <-> device) and zero-filling. Host-side
 // copies to the host wait for the stream, so the data are there when they return.
 void memcpy_to_device(void* device, const void* host, std::size_t bytes);
+// The same without waiting for the device: `host` is copied into one of a ring of pinned buffers
+// (waiting only if that buffer's previous copy is still pending), which is then copied to the
+// device on the compute stream. `host` may be reused at once. (A copy from pageable memory first
+// waits for all earlier work on the stream, so the host could never run ahead of the device.)
+void stage_to_device(void* device, const void* host, std::size_t bytes);
 void memcpy_to_host(void* host, const void* device, std::size_t bytes);
 void memcpy_on_device(void* dst, const void* src, std::size_t bytes);
 void memset_zero(void* device, std::size_t bytes);

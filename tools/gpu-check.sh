@@ -44,6 +44,9 @@ results=${OUT:-$build/check}
 mkdir -p "$results"
 dev=${HPCTRAIN_GPU_CHECK_DEVICE:-cuda}
 [ "$(id -u)" -eq 0 ] && export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+# One node, one rank per GPU: Open MPI's shared-memory and TCP transports only (no probing of
+# InfiniBand/UCX/libfabric plugins whose libraries a bare machine may lack).
+export OMPI_MCA_pml=${OMPI_MCA_pml:-ob1} OMPI_MCA_btl=${OMPI_MCA_btl:-self,vader,tcp}
 
 # The Debian packages carried to the GPU machine: run time and build time of the
 # non-CUDA stack (their libc/libstdc++ needs are met by any newer distribution), with the

@@ -472,6 +472,42 @@ TEST(Backend, Bf16GemmEqualsSgemmOnRoundedOperands) {
       }
 }
 
+// fp16 rounding (the F16C instructions where the CPU has them) against a plain reference over
+// every magnitude a half covers and beyond, ties included: bit for bit.
+TEST(Backend, Fp16RoundingMatchesAReferenceEverywhere) {
+  auto reference = [](float x) -> float {  // nearest half, ties to even, by counting steps
+    if (!std::isfinite(x)) return x;
+    const double a = std::fabs(static_cast<double>(x));
+    if (a >= 65520.0) return std::copysign(INFINITY, x);
+    int e = 0;
+    std::frexp(a, &e);
+    const double step = a < 6.103515625e-05 ? std::ldexp(1.0, -24) : std::ldexp(1.0, e - 11);
+    const double q = a / step, f = std::floor(q);
+    const double r = (q - f > 0.5 || (q - f == 0.5 && std::fmod(f, 2.0) == 1.0)) ? f + 1 : f;
+    return static_cast<float>(std::copysign(r * step, static_cast<double>(x)));
+  };
+  Allocator alloc;
+  std::mt19937 rng(5);
+  std::uniform_real_distribution<float> mant(1.f, 2.f);
+  std::uniform_int_distribution<int> expo(-30, 17);
+  const std::int64_t n = 100003;
+  Tensor t = Tensor::zeros({n}, alloc);
+  std::vector<float> in(static_cast<std::size_t>(n));
+  for (std::size_t i = 0; i < in.size(); ++i) {
+    float v = std::ldexp(mant(rng), expo(rng)) * (i % 2 ? -1.f : 1.f);
+    if (i % 7 == 0) v = std::ldexp(1.f + 1.f / 2048 + (i % 14 == 0 ? 1.f / 1024 : 0.f), expo(rng));  // exact ties
+    in[i] = v;
+  }
+  std::copy(in.begin(), in.end(), t.data());
+  round_to_precision(t, Precision::fp16);
+  std::int64_t wrong = 0;
+  for (std::size_t i = 0; i < in.size(); ++i) {
+    const float r = reference(in[i]);
+    wrong += std::memcmp(&t.data()[i], &r, 4) != 0;
+  }
+  EXPECT_EQ(wrong, 0);
+}
+
 TEST(Backend, EveryOperationIsDispatchedToCuda) {
   // Each operation on a cuda tensor reaches the CUDA backend: without CUDA it throws naming itself;
   // with CUDA but no GPU it fails with a CUDA error or a check in backend/cuda, not a crash

@@ -3,6 +3,9 @@
 #include "hpctrain/backend/cpu/cpu_ops.hpp"
 
 #include <cblas.h>
+#if defined(__x86_64__)
+#include <immintrin.h>
+#endif
 
 #include <algorithm>
 #include <cmath>
@@ -243,6 +246,24 @@ float round_fp16(float x) {  // IEEE half: 11-bit significand, max 65504, subnor
   const float step = std::ldexp(1.f, e - 11);  // 11 significant bits
   return std::nearbyint(x / step) * step;      // nearbyint: round half to even
 }
+
+#if defined(__x86_64__)
+// The same rounding by the F16C conversion instructions (float -> half -> float, round to
+// nearest even, overflow to infinity, half subnormals), 8 values at a time; compiled for F16C
+// here and used only where the CPU reports it.
+__attribute__((target("avx,f16c"))) void round_fp16_f16c(float* d, std::int64_t n) {
+  std::int64_t i = 0;
+  for (; i + 8 <= n; i += 8) {
+    const __m128i h = _mm256_cvtps_ph(_mm256_loadu_ps(d + i), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+    _mm256_storeu_ps(d + i, _mm256_cvtph_ps(h));
+  }
+  for (; i < n; ++i) d[i] = round_fp16(d[i]);
+}
+bool have_f16c() {
+  static const bool yes = __builtin_cpu_supports("f16c") && __builtin_cpu_supports("avx");
+  return yes;
+}
+#endif
 }  // namespace
 
 void round_to_precision(Tensor& t, Precision p) {
@@ -259,6 +280,12 @@ void round_to_precision(Tensor& t, Precision p) {
       std::memcpy(d + i, &x, 4);
     }
   } else if (p == Precision::fp16) {
+#if defined(__x86_64__)
+    if (have_f16c()) {
+      round_fp16_f16c(d, n);
+      return;
+    }
+#endif
     for (std::int64_t i = 0; i < n; ++i) d[i] = round_fp16(d[i]);
   }
 }

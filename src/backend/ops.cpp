@@ -23,6 +23,14 @@ void add_bias(Tensor& y, const Tensor& bias) {
   cpu::add_bias(y, bias);
 }
 
+void add_bias_activation(Tensor& y, const Tensor& bias, Activation f, Tensor& z) {
+  if (y.device() == Device::cuda) {
+    cuda::add_bias_activation(y, bias, f, z);
+    return;
+  }
+  cpu::add_bias_activation(y, bias, f, z);
+}
+
 void accumulate_bias_grad(const Tensor& dy, Tensor& db) {
   if (dy.device() == Device::cuda) {
     cuda::accumulate_bias_grad(dy, db);
@@ -314,7 +322,8 @@ const std::vector<std::string>& backend_operations() {
                                               "channel_moments",
                                               "batchnorm_grad_sums",
                                               "channel_affine",
-                                              "batchnorm_backward_data"};
+                                              "batchnorm_backward_data",
+                                              "add_bias_activation"};
   return names;
 }
 

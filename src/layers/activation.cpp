@@ -11,6 +11,7 @@ class ActivationLayer final : public Layer {
   ActivationLayer(Activation f, const char* name) : f_(f), name_(name) {}
   const char* type() const override { return name_; }
   Shape output_shape(const Shape& in) const override { return in; }
+  std::optional<Activation> activation() const override { return f_; }
   void forward(const Tensor& x, Tensor& y) override { activation_forward(f_, x, y); }
   void backward(const Tensor& x, const Tensor&, const Tensor& dy, Tensor& dx) override {
     if (dx.defined()) activation_backward(f_, x, dy, dx);

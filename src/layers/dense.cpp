@@ -1,4 +1,5 @@
-// dense(n): y = x W^T + b, W [n, in] (PyTorch's Linear layout), b [n].
+// dense(n): y = x W^T + b, W [n, in] (PyTorch's Linear layout), b [n]. Followed by an
+// activation layer, the model runs both through forward_fused (bias and activation in one pass).
 #include "hpctrain/backend/ops.hpp"
 #include "hpctrain/core/error.hpp"
 #include "hpctrain/layers/registry.hpp"
@@ -22,6 +23,11 @@ class Dense final : public Layer {
   void forward(const Tensor& x, Tensor& y) override {
     gemm(false, true, 1.f, x, params_[0], 0.f, y);
     add_bias(y, params_[1]);
+  }
+  bool fuses_activation() const override { return true; }
+  void forward_fused(const Tensor& x, Tensor& y, Activation f, Tensor& z) override {
+    gemm(false, true, 1.f, x, params_[0], 0.f, y);
+    add_bias_activation(y, params_[1], f, z);
   }
   void backward(const Tensor& x, const Tensor&, const Tensor& dy, Tensor& dx) override {
     const float beta = accumulate_grads() ? 1.f : 0.f;

@@ -144,7 +144,14 @@ const Tensor& Model::forward(const Tensor& x) {
   HPCT_CHECK(x.rows() == rows_ && x.cols() == numel(shapes_[0]),
              "model input " + shape_string(x.shape()) + " for batch " + std::to_string(rows_));
   for (std::size_t i = 0; i < layers_.size(); ++i) {
-    layers_[i]->forward(i == 0 ? x : acts_[i], acts_[i + 1]);
+    const Tensor& in = i == 0 ? x : acts_[i];
+    if (fusion_ && precision_ == Precision::fp32 && i + 1 < layers_.size() && layers_[i]->fuses_activation() &&
+        layers_[i + 1]->activation()) {
+      layers_[i]->forward_fused(in, acts_[i + 1], *layers_[i + 1]->activation(), acts_[i + 2]);
+      ++i;  // the activation layer's output is written
+      continue;
+    }
+    layers_[i]->forward(in, acts_[i + 1]);
     if (precision_ != Precision::fp32) round_to_precision(acts_[i + 1], precision_);
   }
   return acts_.back();

@@ -117,6 +117,13 @@ TEST_F(CudaOps, ElementWise) {
   both("scale", 0, [](const Tensor&, const Tensor&, Tensor& o) { scale(o, 0.375f); });
   both("multiply", 0, [](const Tensor& a, const Tensor& b, Tensor& o) { multiply(a, b, o); });
   both("add", 0, [](const Tensor& a, const Tensor& b, Tensor& o) { add(a, b, o); });
+  for (const auto f : {Activation::relu, Activation::tanh, Activation::gelu}) {
+    Tensor hy = random(s, 9), dy2 = on_gpu(hy), hz = Tensor::zeros(s, host_), dz = Tensor::zeros(s, dev_);
+    add_bias_activation(hy, bias, f, hz);
+    add_bias_activation(dy2, dbias, f, dz);
+    expect_close("add_bias_activation", hy, dy2, 0);
+    expect_close("add_bias_activation", hz, dz, f == Activation::relu ? 0 : 1e-6);
+  }
   both("add_bias", 0,
        [&](const Tensor&, const Tensor&, Tensor& o) { add_bias(o, o.device() == Device::cuda ? dbias : bias); });
   both("accumulate_bias_grad", 1e-5, [&](const Tensor& a, const Tensor&, Tensor&) {

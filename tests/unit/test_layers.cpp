@@ -508,6 +508,35 @@ TEST(Backend, Fp16RoundingMatchesAReferenceEverywhere) {
   EXPECT_EQ(wrong, 0);
 }
 
+// The model runs dense + activation through one fused pass: outputs, input-side gradients and
+// parameter gradients are the same bits as running the two layers one after the other.
+TEST(ModelFusion, DenseActivationFusedEqualsSeparate) {
+  Allocator alloc;
+  LayerRegistry r;
+  register_builtin_layers(r);
+  const std::string layers = "flatten dense(16) relu dense(12) gelu dense(8) tanh dense(3) res(dense(3) relu) relu";
+  std::vector<float> out[2], grads[2];
+  for (int fused = 0; fused < 2; ++fused) {
+    Model m(layers, {2, 5}, r, alloc);
+    const auto pv = random_values(m.parameters().numel(), 69);  // biases too (they start at zero)
+    std::copy(pv.begin(), pv.end(), m.parameters().data());
+    m.set_fusion(fused == 1);
+    m.set_batch(4);
+    Tensor x = Tensor::zeros({4, 2, 5}, alloc);
+    const auto xv = random_values(x.numel(), 70);
+    std::copy(xv.begin(), xv.end(), x.data());
+    const Tensor& y = m.forward(x);
+    out[fused] = to_host(y);
+    const auto dv = random_values(m.dout().numel(), 71);
+    std::copy(dv.begin(), dv.end(), m.dout().data());
+    m.backward(x, m.dout());
+    grads[fused] = to_host(m.gradients());
+  }
+  EXPECT_EQ(out[0], out[1]);
+  EXPECT_EQ(grads[0], grads[1]);
+  EXPECT_GT(std::fabs(out[1][0]) + std::fabs(out[1][1]), 0.f);
+}
+
 TEST(Backend, EveryOperationIsDispatchedToCuda) {
   // Each operation on a cuda tensor reaches the CUDA backend: without CUDA it throws naming itself;
   // with CUDA but no GPU it fails with a CUDA error or a check in backend/cuda, not a crash
@@ -567,6 +596,7 @@ TEST(Backend, EveryOperationIsDispatchedToCuda) {
   expect("batchnorm_grad_sums", [&] { batchnorm_grad_sums(t, t, per, per, 1, sums); });
   expect("channel_affine", [&] { channel_affine(t, per, per, 1, t); });
   expect("batchnorm_backward_data", [&] { batchnorm_backward_data(t, t, per, per, per, per, per, 1, t); });
+  expect("add_bias_activation", [&] { add_bias_activation(t, t, Activation::relu, t2); });
   EXPECT_EQ(thrown, backend_operations()) << "every backend operation must have a CUDA entry point";
 }
 

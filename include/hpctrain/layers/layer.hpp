@@ -7,9 +7,11 @@
 #include <cstdint>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
+#include "hpctrain/backend/ops.hpp"  // Activation
 #include "hpctrain/tensor/tensor.hpp"
 
 namespace hpctrain {
@@ -59,6 +61,13 @@ class Layer {
   }
   // x: [batch, in...], y: [batch, out...] (both allocated by the model).
   virtual void forward(const Tensor& x, Tensor& y) = 0;
+  // The element-wise function of an activation layer (relu, tanh, gelu); none for other layers.
+  virtual std::optional<Activation> activation() const { return std::nullopt; }
+  // Whether forward_fused works: the model then runs this layer and a following activation
+  // layer in one pass (dense: the bias add and the activation in one kernel).
+  virtual bool fuses_activation() const { return false; }
+  // forward(x, y), and z = f(y) for the activation layer that follows.
+  virtual void forward_fused(const Tensor& /*x*/, Tensor& /*y*/, Activation /*f*/, Tensor& /*z*/) {}
   // dx is undefined (!dx.defined()) for the first layer: nothing needs it, skip computing it.
   // Parameter gradients are added to the gradient buffers, or overwrite them when
   // accumulate_grads() is false (the step's first micro-batch: no zero-filling pass needed).

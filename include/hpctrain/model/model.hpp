@@ -43,6 +43,10 @@ class Model {
   void set_precision(Precision p);
   void refresh_compute_parameters();
   Precision precision() const { return precision_; }
+  // Runs a dense layer and the activation layer after it in one forward pass (on by default; the
+  // results are the same bits either way, tested). Only in float32: with bf16/fp16 the dense
+  // output is rounded before the activation reads it.
+  void set_fusion(bool on) { fusion_ = on; }
   const Tensor& forward(const Tensor& x);
   // Writes every layer's input gradient and adds to the gradient buffer (or,
   // with accumulate = false, overwrites it: the step's first micro-batch);
@@ -94,6 +98,7 @@ class Model {
   Shape whole_out_;
   Tensor params_, grads_;
   Precision precision_ = Precision::fp32;
+  bool fusion_ = true;
   Tensor compute_params_;  // rounded copy the layers use when precision_ != fp32
   StepContext ctx_;
   std::int64_t rows_ = -1, capacity_ = 0;

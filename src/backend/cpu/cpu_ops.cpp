@@ -47,6 +47,19 @@ void add_bias(Tensor& y, const Tensor& bias) {
   }
 }
 
+void add_bias_activation(Tensor& y, const Tensor& bias, Activation f, Tensor& z) {
+  HPCT_CHECK(y.cols() == bias.numel(),
+             "add_bias_activation: " + shape_string(y.shape()) + " + " + shape_string(bias.shape()));
+  same_size(y, z, "add_bias_activation");
+  const std::int64_t n = y.cols();
+  for (std::int64_t i = 0; i < y.rows(); ++i) {  // row by row: the row stays in cache for the second loop
+    float* row = y.data() + i * n;
+    for (std::int64_t j = 0; j < n; ++j) row[j] += bias.data()[j];
+    Tensor in = y.view(i * n, {n}), out = z.view(i * n, {n});
+    cpu::activation_forward(f, in, out);
+  }
+}
+
 void accumulate_bias_grad(const Tensor& dy, Tensor& db) {
   HPCT_CHECK(dy.cols() == db.numel(), "bias grad: " + shape_string(dy.shape()) + " -> " + shape_string(db.shape()));
   const std::int64_t n = dy.cols();

@@ -57,10 +57,19 @@ __global__ void bias_grad_kernel(const float* dy, float* db, i64 rows, i64 n) {
 constexpr float kInvSqrt2 = 0.70710678118654752f;
 constexpr float kInvSqrt2Pi = 0.39894228040143268f;
 
+__device__ inline float activate(int f, float v) {  // Activation: relu, tanh, gelu (exact)
+  return f == 0 ? (v > 0 ? v : 0.f) : f == 1 ? tanhf(v) : 0.5f * v * (1.f + erff(v * kInvSqrt2));
+}
+
 __global__ void activation_kernel(int f, const float* x, float* y, i64 n) {
-  for (i64 i = detail::global_index(); i < n; i += detail::grid_stride()) {
-    const float v = x[i];
-    y[i] = f == 0 ? (v > 0 ? v : 0.f) : f == 1 ? tanhf(v) : 0.5f * v * (1.f + erff(v * kInvSqrt2));
+  for (i64 i = detail::global_index(); i < n; i += detail::grid_stride()) y[i] = activate(f, x[i]);
+}
+
+__global__ void add_bias_activation_kernel(float* y, const float* b, int f, float* z, i64 total, i64 n) {
+  for (i64 i = detail::global_index(); i < total; i += detail::grid_stride()) {
+    const float v = y[i] + b[i % n];
+    y[i] = v;
+    z[i] = activate(f, v);
   }
 }
 
@@ -229,6 +238,14 @@ __global__ void sum_partials_kernel(double* partial, unsigned count) {
 void add_bias(Tensor& y, const Tensor& bias) {
   HPCT_CHECK(y.cols() == bias.numel(), "add_bias: " + shape_string(y.shape()) + " + " + shape_string(bias.shape()));
   launch(add_bias_kernel, y.numel(), y.data(), bias.data(), y.numel(), y.cols());
+}
+
+void add_bias_activation(Tensor& y, const Tensor& bias, Activation f, Tensor& z) {
+  HPCT_CHECK(y.cols() == bias.numel(),
+             "add_bias_activation: " + shape_string(y.shape()) + " + " + shape_string(bias.shape()));
+  same_size(y, z, "add_bias_activation");
+  launch(add_bias_activation_kernel, y.numel(), y.data(), bias.data(), static_cast<int>(f), z.data(), y.numel(),
+         y.cols());
 }
 
 void accumulate_bias_grad(const Tensor& dy, Tensor& db) {

@@ -20,6 +20,8 @@ void add_bias(Tensor&, const Tensor&) { not_implemented("add_bias"); }
 
 void accumulate_bias_grad(const Tensor&, Tensor&) { not_implemented("accumulate_bias_grad"); }
 
+void add_bias_activation(Tensor&, const Tensor&, Activation, Tensor&) { not_implemented("add_bias_activation"); }
+
 void activation_forward(Activation, const Tensor&, Tensor&) { not_implemented("activation_forward"); }
 
 void activation_backward(Activation, const Tensor&, const Tensor&, Tensor&) { not_implemented("activation_backward"); }

@@ -1,10 +1,11 @@
-// Helpers shared by the CUDA backend's kernel files: grid-stride indexing,
-// the post-launch check and the host-side shape check.
+// Helpers shared by the CUDA backend's kernel files: grid-stride indexing, a
+// deterministic block sum, the post-launch check and the launch helper.
 #pragma once
 
 #include <cstdint>
 #include <string>
 
+#include "hpctrain/backend/checks.hpp"
 #include "hpctrain/backend/cuda/context.hpp"
 #include "hpctrain/backend/cuda/device_api.hpp"
 #include "hpctrain/core/cuda_check.hpp"
@@ -36,10 +37,7 @@ __device__ T block_sum(T v) {
 // A launch's configuration errors surface here; faults inside kernels at the next synchronizing call.
 inline void launch_check() { CHECK_CUDA(cudaGetLastError()); }
 
-inline void same_size(const Tensor& a, const Tensor& b, const char* op) {
-  HPCT_CHECK(a.numel() == b.numel(),
-             std::string(op) + ": sizes " + shape_string(a.shape()) + " and " + shape_string(b.shape()) + " differ");
-}
+using backend::same_size;  // backend/checks.hpp
 
 // kernel<<<enough blocks for n, 256 threads>>>(args...) on the compute stream, checked; nothing for n <= 0.
 template <typename... Args, typename... Params>

@@ -1,0 +1,176 @@
+// The backend operations' own tests: precision rounding (bf16, fp16 against a
+// reference at every magnitude), the CPU's bf16 GEMM against sgemm, and every
+// operation dispatched to the CUDA side.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <random>
+
+#include "hpctrain/backend/cpu/onednn_conv.hpp"
+#include "hpctrain/backend/cpu/onednn_matmul.hpp"
+#include "hpctrain/backend/cuda/device_api.hpp"
+#include "hpctrain/backend/ops.hpp"
+#include "hpctrain/core/error.hpp"
+#include "unit_test_util.hpp"
+
+using namespace hpctrain;
+using unittest::random_values;
+
+// Rounding to bf16 and fp16 (what storing in those formats does), kept in float32.
+TEST(Backend, RoundToPrecision) {
+  Allocator alloc;
+  Tensor t = Tensor::zeros({8}, alloc);
+  const float in[8] = {1.f + 1.f / 512, 1.f + 3.f / 512, 70000.f, 65504.f, 1.f / 3, -2.5e-8f, 1e-5f, INFINITY};
+  std::copy(in, in + 8, t.data());
+  round_to_precision(t, Precision::bf16);
+  EXPECT_EQ(t.data()[0], 1.f);              // 1 + 2^-9: halfway below 8 mantissa bits -> even (1)
+  EXPECT_EQ(t.data()[1], 1.f + 4.f / 512);  // 1 + 3 * 2^-9 -> 1 + 2^-7
+  EXPECT_EQ(t.data()[2], 70144.f);          // bf16 has float32's range
+  EXPECT_TRUE(std::isinf(t.data()[7]));
+  std::copy(in, in + 8, t.data());
+  round_to_precision(t, Precision::fp16);
+  EXPECT_EQ(t.data()[0], 1.f + 1.f / 512);  // representable in fp16 (10 fraction bits)
+  EXPECT_TRUE(std::isinf(t.data()[2]));     // past 65504: overflow
+  EXPECT_EQ(t.data()[3], 65504.f);
+  EXPECT_EQ(t.data()[4], 0.333251953125f);     // 1/3 in fp16
+  EXPECT_EQ(t.data()[5], 0.f);                 // below half the smallest subnormal (2^-25)
+  EXPECT_EQ(t.data()[6], 168.f / 16777216.f);  // subnormal grid of 2^-24
+  std::copy(in, in + 8, t.data());
+  round_to_precision(t, Precision::fp32);
+  EXPECT_EQ(t.data()[4], 1.f / 3);
+}
+
+// The CPU's bf16 GEMM (oneDNN) on operands it rounds itself equals float32 sgemm on operands
+// rounded first (products of bf16 values are exact in float32; only the summation order
+// differs), for every transposition and with alpha and beta.
+TEST(Backend, Bf16GemmEqualsSgemmOnRoundedOperands) {
+  if (!cpu::onednn_compiled()) GTEST_SKIP() << "built without oneDNN (libdnnl-dev)";
+  std::printf("bf16 matmul here: %s (native: %s)\n", cpu::bf16_gemm_implementation(),
+              cpu::bf16_gemm_native() ? "yes" : "no");
+  Allocator alloc;
+  for (const bool ta : {false, true})
+    for (const bool tb : {false, true})
+      for (const auto& [alpha, beta] : {std::pair{1.f, 0.f}, {0.5f, 1.f}, {2.f, 0.25f}}) {
+        const std::int64_t m = 33, k = 70, n = 45;
+        Tensor a = Tensor::zeros(ta ? Shape{k, m} : Shape{m, k}, alloc),
+               b = Tensor::zeros(tb ? Shape{n, k} : Shape{k, n}, alloc);
+        const auto av = random_values(a.numel(), 61), bv = random_values(b.numel(), 62), cv = random_values(m * n, 63);
+        std::copy(av.begin(), av.end(), a.data());
+        std::copy(bv.begin(), bv.end(), b.data());
+        Tensor c16 = Tensor::zeros({m, n}, alloc), c32 = Tensor::zeros({m, n}, alloc);
+        std::copy(cv.begin(), cv.end(), c16.data());
+        std::copy(cv.begin(), cv.end(), c32.data());
+        cpu::set_bf16_math(true);
+        gemm(ta, tb, alpha, a, b, beta, c16);  // rounds a and b itself
+        cpu::set_bf16_math(false);
+        round_to_precision(a, Precision::bf16);
+        round_to_precision(b, Precision::bf16);
+        gemm(ta, tb, alpha, a, b, beta, c32);
+        double worst = 0;
+        for (std::int64_t i = 0; i < c16.numel(); ++i)
+          worst = std::max(worst, static_cast<double>(std::fabs(c16.data()[i] - c32.data()[i])));
+        EXPECT_LT(worst, 1e-4) << "ta " << ta << " tb " << tb << " alpha " << alpha << " beta " << beta;
+        EXPECT_GT(std::fabs(c16.data()[0]), 0.f);
+      }
+}
+
+// fp16 rounding (the F16C instructions where the CPU has them) against a plain reference over
+// every magnitude a half covers and beyond, ties included: bit for bit.
+TEST(Backend, Fp16RoundingMatchesAReferenceEverywhere) {
+  auto reference = [](float x) -> float {  // nearest half, ties to even, by counting steps
+    if (!std::isfinite(x)) return x;
+    const double a = std::fabs(static_cast<double>(x));
+    if (a >= 65520.0) return std::copysign(INFINITY, x);
+    int e = 0;
+    std::frexp(a, &e);
+    const double step = a < 6.103515625e-05 ? std::ldexp(1.0, -24) : std::ldexp(1.0, e - 11);
+    const double q = a / step, f = std::floor(q);
+    const double r = (q - f > 0.5 || (q - f == 0.5 && std::fmod(f, 2.0) == 1.0)) ? f + 1 : f;
+    return static_cast<float>(std::copysign(r * step, static_cast<double>(x)));
+  };
+  Allocator alloc;
+  std::mt19937 rng(5);
+  std::uniform_real_distribution<float> mant(1.f, 2.f);
+  std::uniform_int_distribution<int> expo(-30, 17);
+  const std::int64_t n = 100003;
+  Tensor t = Tensor::zeros({n}, alloc);
+  std::vector<float> in(static_cast<std::size_t>(n));
+  for (std::size_t i = 0; i < in.size(); ++i) {
+    float v = std::ldexp(mant(rng), expo(rng)) * (i % 2 ? -1.f : 1.f);
+    if (i % 7 == 0) v = std::ldexp(1.f + 1.f / 2048 + (i % 14 == 0 ? 1.f / 1024 : 0.f), expo(rng));  // exact ties
+    in[i] = v;
+  }
+  std::copy(in.begin(), in.end(), t.data());
+  round_to_precision(t, Precision::fp16);
+  std::int64_t wrong = 0;
+  for (std::size_t i = 0; i < in.size(); ++i) {
+    const float r = reference(in[i]);
+    wrong += std::memcmp(&t.data()[i], &r, 4) != 0;
+  }
+  EXPECT_EQ(wrong, 0);
+}
+
+TEST(Backend, EveryOperationIsDispatchedToCuda) {
+  // Each operation on a cuda tensor reaches the CUDA backend: without CUDA it throws naming itself;
+  // with CUDA but no GPU it fails with a CUDA error or a check in backend/cuda, not a crash
+  // (tests/gpu compares the results with the CPU backend's).
+  std::string why;
+  if (!cuda::visible_gpus(&why).empty()) GTEST_SKIP() << "a GPU is visible: tests/gpu runs the operations for real";
+  float storage[16] = {0};
+  Tensor t = Tensor::wrap(storage, {2, 2}, Device::cuda);
+  std::vector<std::string> thrown;
+  auto expect = [&](const char* op, auto&& call) {
+    try {
+      call();
+    } catch (const Error& e) {
+      const std::string m = e.what();
+      if (m.find(std::string("'") + op + "' needs the CUDA backend") != std::string::npos ||
+          (cuda::compiled() && (m.find("CUDA") != std::string::npos || m.find("backend/cuda/") != std::string::npos)))
+        thrown.push_back(op);
+      else
+        ADD_FAILURE() << op << ": " << m;
+    }
+  };
+  std::int32_t labels[2] = {0, 1};
+  expect("gemm", [&] { gemm(false, false, 1.f, t, t, 0.f, t); });
+  expect("add_bias", [&] { add_bias(t, t); });
+  expect("accumulate_bias_grad", [&] { accumulate_bias_grad(t, t); });
+  expect("activation_forward", [&] { activation_forward(Activation::relu, t, t); });
+  expect("activation_backward", [&] { activation_backward(Activation::relu, t, t, t); });
+  Tensor t2 = Tensor::wrap(storage + 8, {2, 2}, Device::cuda);
+  expect("copy", [&] { copy(t, t2); });
+  expect("fill", [&] { fill(t, 0.f); });
+  expect("scale", [&] { scale(t, 1.f); });
+  expect("softmax_cross_entropy", [&] { softmax_cross_entropy(t, labels, t, t); });
+  expect("softmax_cross_entropy_backward", [&] { softmax_cross_entropy_backward(t, labels, 1.f, t); });
+  expect("mean_squared_error", [&] { mean_squared_error(t, storage, t); });
+  expect("mean_squared_error_backward", [&] { mean_squared_error_backward(t, storage, 1.f, t); });
+  expect("count_correct", [&] { count_correct(t, labels); });
+  expect("sgd_update", [&] { sgd_update(t, t, t, t, 0.f, 0.f, false); });
+  expect("adam_update", [&] { adam_update(t, t, t, t, t, 0.9f, 0.999f, 1e-8f, 0.f, false); });
+  Tensor arg = Tensor::wrap(storage, {4}, Device::cuda);
+  expect("im2col", [&] { im2col(t, 1, 2, 2, 1, 1, 0, 4, t); });
+  expect("col2im", [&] { col2im(t, 1, 2, 2, 1, 1, 0, 4, t); });
+  expect("add_channel_bias", [&] { add_channel_bias(t, t); });
+  expect("accumulate_channel_bias_grad", [&] { accumulate_channel_bias_grad(t, t); });
+  expect("maxpool_forward", [&] { maxpool_forward(t, 1, 2, 2, 2, 2, t, arg); });
+  expect("maxpool_backward", [&] { maxpool_backward(t, arg, t); });
+  std::int64_t ids[2] = {0, 1};
+  expect("avgpool_forward", [&] { avgpool_forward(t, 2, 2, 2, 2, 2, 2, t); });
+  expect("avgpool_backward", [&] { avgpool_backward(t, 2, 2, 2, 2, 2, 2, t); });
+  expect("dropout_forward", [&] { dropout_forward(t, 0.5f, 1, ids, t, t); });
+  expect("multiply", [&] { multiply(t, t, t); });
+  expect("sum_of_squares", [&] { sum_of_squares(t); });
+  expect("round_to_precision", [&] { round_to_precision(t, Precision::bf16); });
+  std::vector<double> sums(4);
+  std::vector<float> per(2, 1.f);
+  expect("add", [&] { add(t, t, t); });
+  expect("channel_moments", [&] { channel_moments(t, 2, 1, sums); });
+  expect("batchnorm_grad_sums", [&] { batchnorm_grad_sums(t, t, per, per, 1, sums); });
+  expect("channel_affine", [&] { channel_affine(t, per, per, 1, t); });
+  expect("batchnorm_backward_data", [&] { batchnorm_backward_data(t, t, per, per, per, per, per, 1, t); });
+  expect("add_bias_activation", [&] { add_bias_activation(t, t, Activation::relu, t2); });
+  EXPECT_EQ(thrown, backend_operations()) << "every backend operation must have a CUDA entry point";
+}

@@ -1,0 +1,23 @@
+// Helpers shared by the unit tests.
+#pragma once
+
+#include <cmath>
+#include <cstdint>
+#include <random>
+#include <vector>
+
+namespace unittest {
+
+// n values uniform in [-1, 1) from `seed`; away_from_zero moves |x| < 0.1 out by 0.1.
+inline std::vector<float> random_values(std::int64_t n, std::uint32_t seed, bool away_from_zero = false) {
+  std::mt19937 rng(seed);
+  std::uniform_real_distribution<float> u(-1.f, 1.f);
+  std::vector<float> v(static_cast<std::size_t>(n));
+  for (auto& x : v) {
+    x = u(rng);
+    if (away_from_zero && std::fabs(x) < 0.1f) x += x < 0 ? -0.1f : 0.1f;
+  }
+  return v;
+}
+
+}  // namespace unittest

@@ -121,7 +121,16 @@ use_prefix() {  # unpacks the carried .debs once; exports what makes the prefix 
   [ -d "$carry/debs" ] || return 0
   if [ ! -f "$prefix/.unpacked" ]; then
     mkdir -p "$prefix"
-    for f in "$carry"/debs/*.deb; do dpkg -x "$f" "$prefix" || return 1; done
+    local f member
+    for f in "$carry"/debs/*.deb; do
+      if command -v dpkg >/dev/null; then
+        dpkg -x "$f" "$prefix" || return 1
+      else  # no dpkg: a .deb is an ar archive around data.tar.*
+        member=$(ar t "$f" | grep '^data\.tar') || return 1
+        ar p "$f" "$member" | tar -x -C "$prefix" $(case $member in *.xz) echo -J ;; *.zst) echo --zstd ;; *.gz) echo -z ;; esac) ||
+          return 1
+      fi
+    done
     # The only absolute link among them: libz.so -> /lib/x86_64-linux-gnu/libz.so.1.
     ln -sf libz.so.1 "$prefix/usr/lib/x86_64-linux-gnu/libz.so"
     if [ "${HPCTRAIN_GPU_PRUNE:-1}" = 1 ]; then

@@ -204,13 +204,13 @@ void avgpool_backward(const Tensor& dy, std::int64_t height, std::int64_t width,
   cpu::avgpool_backward(dy, height, width, kh, kw, sh, sw, dx);
 }
 
-void dropout_forward(const Tensor& x, float p, std::uint64_t key, const std::int64_t* sample_ids, Tensor& mask,
-                     Tensor& y) {
+void dropout_forward(const Tensor& x, float p, std::uint64_t layer_key, const std::uint64_t* step_key,
+                     const std::int64_t* sample_ids, Tensor& mask, Tensor& y) {
   if (x.device() == Device::cuda) {
-    cuda::dropout_forward(x, p, key, sample_ids, mask, y);
+    cuda::dropout_forward(x, p, layer_key, step_key, sample_ids, mask, y);
     return;
   }
-  cpu::dropout_forward(x, p, key, sample_ids, mask, y);
+  cpu::dropout_forward(x, p, layer_key, step_key, sample_ids, mask, y);
 }
 
 void multiply(const Tensor& a, const Tensor& b, Tensor& out) {

@@ -23,10 +23,17 @@ class Dropout final : public Layer {
       return;
     }
     Tensor mask = scratch(mask_, x.shape(), x.device());
-    const std::uint64_t key =
-        splitmix64(splitmix64(context().seed) ^ splitmix64(static_cast<std::uint64_t>(context().step)) ^
-                   (0x64726F70ull + index()));
-    dropout_forward(x, p_, key, context().sample_ids, mask, y);
+    // key = splitmix64(splitmix64(seed) ^ splitmix64(step) ^ (0x64726F70 + index)); the step's part is
+    // read on the device (the trainer's copy, or this layer's own when there is none).
+    const std::uint64_t layer_key = splitmix64(context().seed) ^ (0x64726F70ull + index());
+    const std::uint64_t* step_key = context().step_key;
+    if (!step_key) {
+      const std::uint64_t k = splitmix64(static_cast<std::uint64_t>(context().step));
+      Tensor buf = scratch(step_key_, {2}, x.device());
+      upload(&k, sizeof k, buf);
+      step_key = reinterpret_cast<const std::uint64_t*>(buf.data());
+    }
+    dropout_forward(x, p_, layer_key, step_key, context().sample_ids, mask, y);
   }
   void backward(const Tensor&, const Tensor&, const Tensor& dy, Tensor& dx) override {
     if (!dx.defined()) return;
@@ -40,7 +47,7 @@ class Dropout final : public Layer {
  private:
   float p_;
   bool active_ = false;
-  Tensor mask_;
+  Tensor mask_, step_key_;
 };
 }  // namespace
 

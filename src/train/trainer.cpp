@@ -18,6 +18,7 @@
 #include "hpctrain/core/error.hpp"
 #include "hpctrain/core/log.hpp"
 #include "hpctrain/core/signals.hpp"
+#include "hpctrain/data/permutation.hpp"
 #include "hpctrain/data/sampler.hpp"
 #include "hpctrain/model/partition.hpp"
 #include "hpctrain/tensor/step_scalars.hpp"
@@ -102,6 +103,7 @@ Trainer::Trainer(const Config& cfg, Runtime& rt, const DatasetIndex& index)
   loss_ = make_loss(index.train.classification, alloc_);
   opt_ = make_optimizer(cfg.optim, model_->parameters(), model_->gradients(), alloc_);
   scalars_ = step_scalars::make(alloc_);
+  step_key_ = Tensor::zeros({2}, alloc_);
   eval_scalars_ = step_scalars::make(alloc_);
   // Gradients live on the device: NCCL, or MPI (CUDA-aware or staged through host memory).
   comm_ = rt.make_communicator(rt.grid().dp_comm(), rt.grid().dp_name(), gpu ? MemorySpace::device : MemorySpace::host);
@@ -145,6 +147,12 @@ void Trainer::train_step(const Batch& batch, float lr) {
   sh.insert(sh.end(), index_.train.sample_shape.begin(), index_.train.sample_shape.end());
   // Micro-batch m: its rows of the batch, and the context its layers draw on (dropout keys).
   staged_.stage(batch);  // on a GPU: one copy of the step's samples, labels and indices
+  // The step's part of dropout's key, where the layers read it (a recorded step reads it anew).
+  const std::uint64_t step_key = splitmix64(static_cast<std::uint64_t>(batch.epoch * 1000000007 + batch.step));
+  if (gpu_)
+    cuda::stage_to_device(step_key_.data(), &step_key, sizeof step_key);
+  else
+    upload(&step_key, sizeof step_key, step_key_);
   auto prepare = [&](int m) {
     MicroBatch mb;
     mb.input = Tensor::wrap(const_cast<float*>(staged_.samples()) + m * rows * width, sh, staged_.device());
@@ -156,6 +164,7 @@ void Trainer::train_step(const Batch& batch, float lr) {
     ctx.seed = cfg_.run.seed;
     ctx.step = batch.epoch * 1000000007 + batch.step;  // unique per step of the run, same on every rank
     ctx.sample_ids = staged_.indices() + m * rows;
+    ctx.step_key = reinterpret_cast<const std::uint64_t*>(step_key_.data());
     return mb;
   };
   // Each bucket's average starts as soon as the last backward has finished its layers.

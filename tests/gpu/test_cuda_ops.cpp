@@ -257,8 +257,11 @@ TEST_F(CudaOps, DropoutDrawsTheSameMask) {
   const std::int64_t* dids = on_gpu(ids, keep);
   Tensor m = Tensor::zeros(x.shape(), host_), y = Tensor::zeros(x.shape(), host_);
   Tensor dm = Tensor::zeros(x.shape(), dev_), dy = Tensor::zeros(x.shape(), dev_);
-  dropout_forward(x, 0.3f, 0x1234, ids.data(), m, y);
-  dropout_forward(dx, 0.3f, 0x1234, dids, dm, dy);
+  const std::uint64_t step_key = 0x5678;
+  Tensor keep_key;
+  const std::uint64_t* dkey = on_gpu(std::vector<std::uint64_t>{step_key}, keep_key);
+  dropout_forward(x, 0.3f, 0x1234, &step_key, ids.data(), m, y);
+  dropout_forward(dx, 0.3f, 0x1234, dkey, dids, dm, dy);
   expect_close("dropout_forward", m, dm, 0);
   expect_close("dropout_forward", y, dy, 0);
 }

@@ -160,7 +160,8 @@ TEST(Backend, EveryOperationIsDispatchedToCuda) {
   std::int64_t ids[2] = {0, 1};
   expect("avgpool_forward", [&] { avgpool_forward(t, 2, 2, 2, 2, 2, 2, t); });
   expect("avgpool_backward", [&] { avgpool_backward(t, 2, 2, 2, 2, 2, 2, t); });
-  expect("dropout_forward", [&] { dropout_forward(t, 0.5f, 1, ids, t, t); });
+  const std::uint64_t step_key = 7;
+  expect("dropout_forward", [&] { dropout_forward(t, 0.5f, 1, &step_key, ids, t, t); });
   expect("multiply", [&] { multiply(t, t, t); });
   expect("sum_of_squares", [&] { sum_of_squares(t); });
   expect("round_to_precision", [&] { round_to_precision(t, Precision::bf16); });

@@ -97,6 +97,7 @@ class Trainer {
   std::unique_ptr<Communicator> mp_comm_;    // model-parallel group (M > 1)
   std::unique_ptr<PipelineStage> pipeline_;  // this rank's stage (M > 1)
   Tensor scalars_, eval_scalars_;            // step scalars (tensor/step_scalars.hpp) of training and evaluation
+  Tensor step_key_;                          // splitmix64(step) on the device, for dropout (StepContext::step_key)
   double comm_wait_s_ = 0;                   // time waiting for gradient buckets after backward (all steps)
   // precision = fp16: dynamic loss scaling (the loss gradient is multiplied by loss_scale_; an
   // overflow anywhere skips the update on every rank and halves it; loss_scale_window good
@@ -110,8 +111,9 @@ class Trainer {
 
 // Why [run] cuda_graphs cannot be used with this configuration on `device` ("" when it can): a
 // recorded step replays fixed kernel arguments and addresses without host round trips, so
-// layers that read the host every step (batch norm's statistics) or draw per step (dropout's
-// key), and pipelines (their stages exchange activations through the host) are refused.
+// layers that read the host every step (batch norm's statistics) and pipelines (their stages
+// exchange activations through the host) are refused. (Dropout reads its per-step key from
+// device memory, so it replays.)
 std::string cuda_graphs_refusal(const Config& cfg, DeviceKind device);
 
 // Collective: verifies every rank of `comm` holds bit-identical `t`; internal error otherwise.

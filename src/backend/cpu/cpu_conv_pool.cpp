@@ -197,8 +197,9 @@ std::uint64_t mix(std::uint64_t x) {  // splitmix64's finalizer
 }
 }  // namespace
 
-void dropout_forward(const Tensor& x, float p, std::uint64_t key, const std::int64_t* sample_ids, Tensor& mask,
-                     Tensor& y) {
+void dropout_forward(const Tensor& x, float p, std::uint64_t layer_key, const std::uint64_t* step_key,
+                     const std::int64_t* sample_ids, Tensor& mask, Tensor& y) {
+  const std::uint64_t key = mix(layer_key ^ *step_key);
   same_size(x, y, "dropout");
   same_size(x, mask, "dropout mask");
   const std::int64_t n = x.cols();

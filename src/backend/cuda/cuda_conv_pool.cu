@@ -124,8 +124,10 @@ __device__ std::uint64_t mix(std::uint64_t x) {  // splitmix64's finalizer, as b
   return x ^ (x >> 31);
 }
 
-__global__ void dropout_kernel(const float* x, float p, float keep_scale, std::uint64_t key, const std::int64_t* ids,
-                               float* mask, float* y, i64 total, i64 n) {
+__global__ void dropout_kernel(const float* x, float p, float keep_scale, std::uint64_t layer_key,
+                               const std::uint64_t* step_key, const std::int64_t* ids, float* mask, float* y, i64 total,
+                               i64 n) {
+  const std::uint64_t key = mix(layer_key ^ *step_key);
   for (i64 idx = detail::global_index(); idx < total; idx += detail::grid_stride()) {
     const i64 i = idx / n, j = idx % n;
     const std::uint64_t row_key = mix(key ^ mix(static_cast<std::uint64_t>(ids[i])));
@@ -247,13 +249,13 @@ void avgpool_backward(const Tensor& dy, i64 height, i64 width, i64 kh, i64 kw, i
          dx.numel());
 }
 
-void dropout_forward(const Tensor& x, float p, std::uint64_t key, const std::int64_t* sample_ids, Tensor& mask,
-                     Tensor& y) {
+void dropout_forward(const Tensor& x, float p, std::uint64_t layer_key, const std::uint64_t* step_key,
+                     const std::int64_t* sample_ids, Tensor& mask, Tensor& y) {
   same_size(x, y, "dropout");
   same_size(x, mask, "dropout mask");
   const float keep_scale = 1.f / (1.f - p);
-  launch(dropout_kernel, x.numel(), x.data(), p, keep_scale, key, sample_ids, mask.data(), y.data(), x.numel(),
-         x.cols());
+  launch(dropout_kernel, x.numel(), x.data(), p, keep_scale, layer_key, step_key, sample_ids, mask.data(), y.data(),
+         x.numel(), x.cols());
 }
 
 void channel_moments(const Tensor& x, i64 channels, i64 plane, std::vector<double>& sums) {

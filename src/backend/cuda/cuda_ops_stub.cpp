@@ -85,7 +85,7 @@ void avgpool_backward(const Tensor&, std::int64_t, std::int64_t, std::int64_t, s
   not_implemented("avgpool_backward");
 }
 
-void dropout_forward(const Tensor&, float, std::uint64_t, const std::int64_t*, Tensor&, Tensor&) {
+void dropout_forward(const Tensor&, float, std::uint64_t, const std::uint64_t*, const std::int64_t*, Tensor&, Tensor&) {
   not_implemented("dropout_forward");
 }
 

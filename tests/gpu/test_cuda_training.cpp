@@ -30,24 +30,45 @@ Config config(const std::string& root, const char* device, const std::string& la
   return parse_config(ini, "gpu-test.ini", {}, process_environment());
 }
 
-std::vector<float> train(const Config& cfg, const DatasetIndex& index, int steps) {
-  Runtime rt(cfg);
-  Trainer trainer(cfg, rt, index);
-  const Sampler sampler(sampler_options(cfg, index.train));
-  testref::train_steps(trainer, cfg, rt, index, sampler, steps);
-  return to_host(trainer.model().parameters());
-}
+// One trainer on the test's dataset: the runtime, the trainer and the sample order.
+struct Session {
+  Session(const Config& c, const DatasetIndex& idx)
+      : cfg(c), index(idx), rt(cfg), trainer(cfg, rt, idx), sampler(sampler_options(cfg, idx.train)) {}
+  void steps(int n) { testref::train_steps(trainer, cfg, rt, index, sampler, n); }
+  std::vector<float> parameters() { return to_host(trainer.model().parameters()); }
+  Config cfg;
+  const DatasetIndex& index;
+  Runtime rt;
+  Trainer trainer;
+  Sampler sampler;
+};
+
+// A GPU, and a small synthetic dataset made for each test (removed after it).
+class CudaTraining : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    REQUIRE_GPU();
+    root_ = testref::make_synthetic_dataset("hpct_gpu_");
+    index_ = load_dataset_index(MPI_COMM_WORLD, root_);
+  }
+  void TearDown() override {
+    if (root_.empty()) return;
+    MPI_Barrier(MPI_COMM_WORLD);
+    if (world_rank() == 0) fs::remove_all(root_);
+  }
+  std::string root_;
+  DatasetIndex index_;
+};
 }  // namespace
 
-TEST(CudaTraining, StepsMatchTheCpu) {
-  REQUIRE_GPU();
-  const std::string root = testref::make_synthetic_dataset("hpct_gpu_train_");
-  const DatasetIndex index = load_dataset_index(MPI_COMM_WORLD, root);
+TEST_F(CudaTraining, StepsMatchTheCpu) {
   for (const std::string layers :
        {"flatten dense(32) relu dropout(20) dense(16) gelu dense(7)",
         "conv(8,3,pad=1) batchnorm relu res(conv(8,3,pad=1) relu) maxpool(2,stride=1) avgpool(2) flatten dense(7)"}) {
-    const auto cpu = train(config(root, "cpu", layers), index, 5);
-    const auto gpu = train(config(root, "cuda", layers), index, 5);
+    Session on_cpu(config(root_, "cpu", layers), index_), on_gpu(config(root_, "cuda", layers), index_);
+    on_cpu.steps(5);
+    on_gpu.steps(5);
+    const auto cpu = on_cpu.parameters(), gpu = on_gpu.parameters();
     ASSERT_EQ(cpu.size(), gpu.size());
     double worst = 0, largest = 0;
     for (std::size_t i = 0; i < cpu.size(); ++i) {
@@ -57,34 +78,26 @@ TEST(CudaTraining, StepsMatchTheCpu) {
     EXPECT_LT(worst / largest, 1e-4) << layers;
     EXPECT_GT(largest, 0) << layers;
   }
-  MPI_Barrier(MPI_COMM_WORLD);
-  if (world_rank() == 0) fs::remove_all(root);
 }
 
 // [run] cuda_graphs: step 1 runs eagerly, step 2 is recorded, later steps replay the recording;
 // the parameters equal an eager run's (bit for bit for the MLP: the same kernels in the same
 // order; within 1e-5 for the CNN, whose cuDNN algorithms each trainer picks by timing).
-TEST(CudaTraining, RecordedStepsEqualEagerSteps) {
-  REQUIRE_GPU();
-  const std::string root = testref::make_synthetic_dataset("hpct_gpu_graph_");
-  const DatasetIndex index = load_dataset_index(MPI_COMM_WORLD, root);
+TEST_F(CudaTraining, RecordedStepsEqualEagerSteps) {
   struct Case {
     const char* layers;
     const char* optimizer;
     double tol;
   };
   for (const Case& c :
-       {Case{"flatten dense(64) relu dense(32) gelu dense(7)", "adam", 0.0},
+       {Case{"flatten dense(64) relu dropout(20) dense(32) gelu dense(7)", "adam", 0.0},
         Case{"conv(8,3,pad=1) relu res(conv(8,3,pad=1) relu) maxpool(2,stride=1) flatten dense(7)", "sgd", 1e-5}}) {
     std::vector<float> params[2];
     for (int graphs = 0; graphs < 2; ++graphs) {
-      const Config cfg = config(root, "cuda", c.layers, graphs ? "cuda_graphs = true\n" : "", "", c.optimizer);
-      Runtime rt(cfg);
-      Trainer trainer(cfg, rt, index);
-      const Sampler sampler(sampler_options(cfg, index.train));
-      testref::train_steps(trainer, cfg, rt, index, sampler, 6);
-      EXPECT_EQ(trainer.replaying(), graphs == 1) << c.layers;
-      params[graphs] = to_host(trainer.model().parameters());
+      Session run(config(root_, "cuda", c.layers, graphs ? "cuda_graphs = true\n" : "", "", c.optimizer), index_);
+      run.steps(6);
+      EXPECT_EQ(run.trainer.replaying(), graphs == 1) << c.layers;
+      params[graphs] = run.parameters();
     }
     ASSERT_EQ(params[0].size(), params[1].size());
     double worst = 0;
@@ -92,40 +105,22 @@ TEST(CudaTraining, RecordedStepsEqualEagerSteps) {
       worst = std::max(worst, static_cast<double>(std::fabs(params[0][i] - params[1][i])));
     EXPECT_LE(worst, c.tol) << c.layers;
   }
-  MPI_Barrier(MPI_COMM_WORLD);
-  if (world_rank() == 0) fs::remove_all(root);
 }
 
-TEST(CudaTraining, WarmStepsAllocateNothingFromTheDriver) {
-  REQUIRE_GPU();
-  const std::string root = testref::make_synthetic_dataset("hpct_gpu_pool_");
-  const DatasetIndex index = load_dataset_index(MPI_COMM_WORLD, root);
-  const Config cfg = config(root, "cuda", "flatten dense(64) relu dropout(10) dense(7)");
-  Runtime rt(cfg);
-  Trainer trainer(cfg, rt, index);
-  const Sampler sampler(sampler_options(cfg, index.train));
-  testref::train_steps(trainer, cfg, rt, index, sampler, 2);  // warm-up: buffers and scratch grow
+TEST_F(CudaTraining, WarmStepsAllocateNothingFromTheDriver) {
+  Session run(config(root_, "cuda", "flatten dense(64) relu dropout(10) dense(7)"), index_);
+  run.steps(2);  // warm-up: buffers and scratch grow
   const auto before = cuda::pool_stats().driver_allocations;
-  testref::train_steps(trainer, cfg, rt, index, sampler, 4);
+  run.steps(4);
   EXPECT_EQ(cuda::pool_stats().driver_allocations, before);
-  MPI_Barrier(MPI_COMM_WORLD);
-  if (world_rank() == 0) fs::remove_all(root);
 }
 
-TEST(CudaTraining, Fp16OverflowSkipsTheStep) {
-  REQUIRE_GPU();
-  const std::string root = testref::make_synthetic_dataset("hpct_gpu_fp16_");
-  const DatasetIndex index = load_dataset_index(MPI_COMM_WORLD, root);
-  const Config cfg =
-      config(root, "cuda", "flatten dense(32) relu dense(7)", "precision = fp16\n", "loss_scale = 1e12\n");
-  Runtime rt(cfg);
-  Trainer trainer(cfg, rt, index);
-  const Sampler sampler(sampler_options(cfg, index.train));
-  const auto before = to_host(trainer.model().parameters());
-  testref::train_steps(trainer, cfg, rt, index, sampler, 1);
-  EXPECT_TRUE(trainer.last_step_skipped());
-  EXPECT_EQ(trainer.loss_scale(), 5e11);
-  EXPECT_EQ(to_host(trainer.model().parameters()), before);
-  MPI_Barrier(MPI_COMM_WORLD);
-  if (world_rank() == 0) fs::remove_all(root);
+TEST_F(CudaTraining, Fp16OverflowSkipsTheStep) {
+  Session run(config(root_, "cuda", "flatten dense(32) relu dense(7)", "precision = fp16\n", "loss_scale = 1e12\n"),
+              index_);
+  const auto before = run.parameters();
+  run.steps(1);
+  EXPECT_TRUE(run.trainer.last_step_skipped());
+  EXPECT_EQ(run.trainer.loss_scale(), 5e11);
+  EXPECT_EQ(run.parameters(), before);
 }

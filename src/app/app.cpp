@@ -265,7 +265,8 @@ int run_trainer(int argc, char** argv) {
     const Config cfg = load_config(MPI_COMM_WORLD, cli.config_path, cli.sets);
     Runtime rt(cfg);
     // Checked here too so that --dry-run reports it (the trainer checks it again).
-    if (const std::string why = cuda_graphs_refusal(cfg, rt.device().kind); !why.empty()) throw bad_input(why);
+    if (const std::string why = cuda_graphs_refusal(cfg, rt.device().kind, rt.grid().shape().dp_size); !why.empty())
+      throw bad_input(why);
     if (cli.dry_run) {
       print_dry_run(cfg, rt);
       return 0;

@@ -249,7 +249,7 @@ std::vector<KeySpec> config_schema() {
                    [](Config& c, const std::string& v) { c.run.tf32 = parse_bool(v); }));
   k.push_back(make("run", "cuda_graphs", K::boolean, "false",
                    "device = cuda: record each step's forward and backward, and the optimizer update, as CUDA "
-                   "graphs and replay them (models without batchnorm, model_parallel = 1)",
+                   "graphs and replay them (model_parallel = 1; batchnorm only without statistics from other ranks)",
                    [](Config& c, const std::string& v) { c.run.cuda_graphs = parse_bool(v); }));
   k.push_back(choice("run", "conv", {"auto", "im2col", "onednn"}, "auto",
                      "convolution: im2col + GEMM, oneDNN (CPU), or auto = on the CPU oneDNN for layers with more than "

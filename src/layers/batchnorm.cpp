@@ -6,8 +6,14 @@
 // updated PyTorch's way (momentum 0.1, unbiased variance). Evaluation: the
 // running statistics. Parameters weight (gamma, ones) and bias (beta, zeros);
 // buffers running_mean and running_var.
+// On a GPU, when no other rank's statistics are needed, cuDNN does the whole
+// layer on the device (backend/cuda/cudnn_batchnorm.hpp) with device copies of
+// the running statistics, synchronized with the host vectors for checkpoints
+// (sync_buffers); otherwise the backend operations below, with per-channel
+// sums through the host.
 #include <cmath>
 
+#include "hpctrain/backend/cuda/cudnn_batchnorm.hpp"
 #include "hpctrain/backend/ops.hpp"
 #include "hpctrain/comm/communicator.hpp"
 #include "hpctrain/core/error.hpp"
@@ -41,7 +47,24 @@ class BatchNorm final : public Layer {
 
   // The statistics and per-channel coefficients are small host vectors; the passes over the data are
   // backend operations (channel_moments, channel_affine, batchnorm_grad_sums, batchnorm_backward_data).
+  void sync_buffers(bool to_host) override {
+    if (!running_d_.defined()) return;
+    if (to_host) {
+      const auto c = static_cast<std::size_t>(channels_);
+      download(running_d_, running_mean_.data(), c * sizeof(float));
+      download(running_d_.view(channels_, {channels_}), running_var_.data(), c * sizeof(float));
+    } else {
+      device_current_ = false;  // the host vectors were written: upload them before the next use
+    }
+  }
+
   void forward(const Tensor& x, Tensor& y) override {
+    on_device_ = x.device() == Device::cuda &&
+                 (!context().stats_comm || context().stats_comm->size() == 1);  // no statistics from other ranks
+    if (on_device_) {
+      forward_cudnn(x, y);
+      return;
+    }
     const std::int64_t c = channels_, p = plane_;
     const auto uc = static_cast<std::size_t>(c);
     mean_.assign(uc, 0.f);
@@ -78,6 +101,13 @@ class BatchNorm final : public Layer {
   }
 
   void backward(const Tensor& x, const Tensor&, const Tensor& dy, Tensor& dx) override {
+    if (on_device_ && context().training) {
+      Tensor dxx = dx.defined() ? dx : scratch(dx_scratch_, x.shape(), x.device());  // cuDNN always writes dx
+      cudnn_->backward(x.data(), dy.data(), dxx.data(), x.rows(), params_[0].data(), grads_[0].data(), grads_[1].data(),
+                       accumulate_grads(), saved_d_.data(), saved_d_.data() + channels_);
+      return;
+    }
+    HPCT_CHECK(!on_device_, "batch norm backward in evaluation mode on a GPU");
     const std::int64_t p = plane_;
     const auto uc = static_cast<std::size_t>(channels_);
     std::vector<double> sums(2 * uc + 1, 0.0);  // sum dy, sum dy * xhat per channel, then the count
@@ -111,9 +141,36 @@ class BatchNorm final : public Layer {
   }
 
  private:
+  void forward_cudnn(const Tensor& x, Tensor& y) {
+    const std::int64_t c = channels_;
+    if (!cudnn_) cudnn_ = std::make_unique<cuda::CudnnBatchNorm>(c, plane_, static_cast<double>(eps_));
+    if (!running_d_.defined() || !device_current_) {  // [running_mean | running_var] on the device
+      running_d_ = scratch(running_d_, {2 * c}, x.device());
+      upload(running_mean_.data(), static_cast<std::size_t>(c) * sizeof(float), running_d_);
+      Tensor var = running_d_.view(c, {c});
+      upload(running_var_.data(), static_cast<std::size_t>(c) * sizeof(float), var);
+      device_current_ = true;
+    }
+    float* mean = running_d_.data();
+    float* var = running_d_.data() + c;
+    if (context().training) {
+      saved_d_ = scratch(saved_d_, {2 * c}, x.device());  // batch mean and inverse std for backward
+      const double factor = context().recompute ? 0.0 : static_cast<double>(momentum_);
+      cudnn_->forward_training(x.data(), y.data(), x.rows(), params_[0].data(), params_[1].data(), factor, mean, var,
+                               saved_d_.data(), saved_d_.data() + c);
+    } else {
+      cudnn_->forward_inference(x.data(), y.data(), x.rows(), params_[0].data(), params_[1].data(), mean, var);
+    }
+  }
+
   float momentum_, eps_;
   std::int64_t channels_ = 0, plane_ = 1;
   std::vector<float> running_mean_, running_var_, mean_, inv_std_;
+  // The cuDNN path: device running statistics (current unless a checkpoint wrote the host ones),
+  // the batch's saved statistics, and dx when the caller needs none.
+  std::unique_ptr<cuda::CudnnBatchNorm> cudnn_;
+  Tensor running_d_, saved_d_, dx_scratch_;
+  bool on_device_ = false, device_current_ = false;
 };
 }  // namespace
 

@@ -65,6 +65,9 @@ class Residual final : public Layer {
   void set_context(const StepContext* ctx, std::size_t index) override {
     for (std::size_t j = 0; j < inner_.size(); ++j) inner_[j]->set_context(ctx, index * 1000 + j + 1);
   }
+  void sync_buffers(bool to_host) override {
+    for (auto& layer : inner_) layer->sync_buffers(to_host);
+  }
   std::vector<std::pair<std::string, std::vector<float>*>> buffers() override {
     std::vector<std::pair<std::string, std::vector<float>*>> out;
     for (std::size_t j = 0; j < inner_.size(); ++j)

@@ -65,6 +65,10 @@ std::vector<std::pair<std::string, std::vector<float>*>> Model::buffers() {
   return out;
 }
 
+void Model::sync_buffers(bool to_host) {
+  for (auto& layer : layers_) layer->sync_buffers(to_host);
+}
+
 void Model::bind_layers(const Tensor& weights) {
   std::size_t k = 0;
   for (std::size_t i = 0; i < layers_.size(); ++i) {

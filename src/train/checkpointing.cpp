@@ -126,8 +126,9 @@ std::string Checkpointer::save(const TrainPosition& pos, const double interval_s
   const fs::path dir(cfg_.checkpoint.dir);
   const std::string partial = (dir / ("." + name + ".partial")).string(), final_path = (dir / name).string();
   WriterPlace place{g.coords().dp, g.shape().dp_size, g.coords().mp, g.shape().mp_size};
-  // Host copies of the parameters and optimizer state (on a GPU run they live on the device).
+  // Host copies of the parameters, optimizer state and buffers (on a GPU run they live on the device).
   const std::vector<float> params = to_host(model_.parameters()), state = to_host(opt_.state());
+  model_.sync_buffers(true);
   const auto list = tensors(params.data(), state.data());
   const double s = write_checkpoint(MPI_COMM_WORLD, partial, info, list, groups, place, interval_sums);
   CHECK_MPI(MPI_Barrier(MPI_COMM_WORLD));  // every rank has closed the file
@@ -297,6 +298,7 @@ CheckpointInfo Checkpointer::load(const std::string& path, double interval_sums[
     std::memcpy(buf->data(), blobs[3].data() + at, buf->size() * sizeof(float));
     at += buf->size() * sizeof(float);
   }
+  model_.sync_buffers(false);  // device copies of the buffers follow the loaded values
   // The partial sums of the log interval the checkpoint cut: each rank its own
   // on the same world size; otherwise rank 0 carries them all.
   const auto* sums = reinterpret_cast<const double*>(blobs[4].data());

@@ -6,16 +6,18 @@
 
 namespace hpctrain {
 
-std::string cuda_graphs_refusal(const Config& cfg, DeviceKind device) {
+std::string cuda_graphs_refusal(const Config& cfg, DeviceKind device, int dp_size) {
   if (!cfg.run.cuda_graphs) return "";
   if (device != DeviceKind::cuda) return "[run] cuda_graphs = true needs device = cuda";
   if (cfg.parallel.model_parallel > 1)
     return "[run] cuda_graphs = true needs [parallel] model_parallel = 1 (pipeline stages exchange activations "
            "through the host)";
-  static const std::regex host_bound(R"((^|[\s(])batchnorm\b)");
-  if (std::regex_search(cfg.model.layers, host_bound))
-    return "[run] cuda_graphs = true cannot replay batchnorm layers (their statistics go through the host every "
-           "step); set cuda_graphs = false or remove them";
+  static const std::regex batchnorm(R"((^|[\s(])batchnorm\b)");
+  if (dp_size > 1 && cfg.train.sync_batchnorm && std::regex_search(cfg.model.layers, batchnorm))
+    return "[run] cuda_graphs = true cannot replay synchronized batch norm (its statistics from the " +
+           std::to_string(dp_size) +
+           " data-parallel ranks go through the host every step); set [train] sync_batchnorm = false or "
+           "cuda_graphs = false";
   return "";
 }
 

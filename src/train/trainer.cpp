@@ -71,7 +71,8 @@ Trainer::Trainer(const Config& cfg, Runtime& rt, const DatasetIndex& index)
     : cfg_(cfg), rt_(rt), index_(index), alloc_(device_of(rt)), staged_(alloc_) {
   if (cfg.model.layers.empty()) throw bad_input("[model] layers is not set");
   const bool gpu = gpu_ = alloc_.device() == Device::cuda;
-  if (const std::string why = cuda_graphs_refusal(cfg, rt.device().kind); !why.empty()) throw bad_input(why);
+  if (const std::string why = cuda_graphs_refusal(cfg, rt.device().kind, rt.grid().shape().dp_size); !why.empty())
+    throw bad_input(why);
   if (gpu && cfg.run.conv == ConvImpl::onednn)
     throw bad_input("[run] conv = onednn is a CPU convolution; with device = cuda use conv = auto or im2col");
   openblas_set_num_threads(cfg.run.threads);

@@ -77,12 +77,22 @@ TEST_F(CudaTraining, StepsMatchTheCpu) {
     }
     EXPECT_LT(worst / largest, 1e-4) << layers;
     EXPECT_GT(largest, 0) << layers;
+    // Batch norm's running statistics (on the GPU: cuDNN's device copies, brought to the host).
+    on_cpu.trainer.model().sync_buffers(true);
+    on_gpu.trainer.model().sync_buffers(true);
+    const auto cb = on_cpu.trainer.model().buffers(), gb = on_gpu.trainer.model().buffers();
+    ASSERT_EQ(cb.size(), gb.size());
+    for (std::size_t b = 0; b < cb.size(); ++b)
+      for (std::size_t i = 0; i < cb[b].second->size(); ++i)
+        EXPECT_NEAR((*gb[b].second)[i], (*cb[b].second)[i], 1e-4 * std::max(1.f, std::fabs((*cb[b].second)[i])))
+            << layers << " " << cb[b].first << "[" << i << "]";
   }
 }
 
 // [run] cuda_graphs: step 1 runs eagerly, step 2 is recorded, later steps replay the recording;
 // the parameters equal an eager run's (bit for bit for the MLP: the same kernels in the same
-// order; within 1e-5 for the CNN, whose cuDNN algorithms each trainer picks by timing).
+// order; within 1e-5 for the CNNs, whose cuDNN algorithms each trainer picks by timing; batch
+// norm on one rank runs on the device through cuDNN and replays too).
 TEST_F(CudaTraining, RecordedStepsEqualEagerSteps) {
   struct Case {
     const char* layers;
@@ -91,7 +101,8 @@ TEST_F(CudaTraining, RecordedStepsEqualEagerSteps) {
   };
   for (const Case& c :
        {Case{"flatten dense(64) relu dropout(20) dense(32) gelu dense(7)", "adam", 0.0},
-        Case{"conv(8,3,pad=1) relu res(conv(8,3,pad=1) relu) maxpool(2,stride=1) flatten dense(7)", "sgd", 1e-5}}) {
+        Case{"conv(8,3,pad=1) relu res(conv(8,3,pad=1) relu) maxpool(2,stride=1) flatten dense(7)", "sgd", 1e-5},
+        Case{"conv(8,3,pad=1) batchnorm relu flatten dense(16) batchnorm relu dense(7)", "sgd", 1e-5}}) {
     std::vector<float> params[2];
     for (int graphs = 0; graphs < 2; ++graphs) {
       Session run(config(root_, "cuda", c.layers, graphs ? "cuda_graphs = true\n" : "", "", c.optimizer), index_);

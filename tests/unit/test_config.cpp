@@ -209,18 +209,20 @@ TEST(ConfigFile, MissingFileIsBadInputNamingIt) {
 
 // [run] cuda_graphs is refused, with the reason, where a recorded step could not replay the run.
 TEST(ConfigErrors, CudaGraphsRefusalsNameTheReason) {
-  auto why = [](const std::string& layers, DeviceKind device, const std::string& extra = "") {
-    return cuda_graphs_refusal(parse("[run]\ncuda_graphs = true\n[model]\nlayers = " + layers + "\n" + extra), device);
+  auto why = [](const std::string& layers, DeviceKind device, int dp = 1, const std::string& extra = "") {
+    return cuda_graphs_refusal(parse("[run]\ncuda_graphs = true\n[model]\nlayers = " + layers + "\n" + extra), device,
+                               dp);
   };
   EXPECT_EQ(why("flatten dense(8) relu dense(2)", DeviceKind::cuda), "");
-  EXPECT_EQ(why("conv(4,3,pad=1) relu maxpool(2) res(conv(4,3,pad=1) relu) flatten dense(2)", DeviceKind::cuda), "");
+  EXPECT_EQ(why("conv(4,3,pad=1) relu maxpool(2) res(conv(4,3,pad=1) relu) flatten dense(2)", DeviceKind::cuda, 4), "");
   EXPECT_NE(why("flatten dense(2)", DeviceKind::cpu).find("needs device = cuda"), std::string::npos);
-  EXPECT_NE(why("flatten dense(2)", DeviceKind::cuda, "[parallel]\nmodel_parallel = 2\n").find("model_parallel = 1"),
-            std::string::npos);
-  EXPECT_NE(why("conv(4,3) batchnorm relu flatten dense(2)", DeviceKind::cuda).find("batchnorm layers"),
+  EXPECT_NE(why("flatten dense(2)", DeviceKind::cuda, 1, "[parallel]\nmodel_parallel = 2\n").find("model_parallel = 1"),
             std::string::npos);
   EXPECT_EQ(why("flatten res(dense(8) dropout(10)) dense(2)", DeviceKind::cuda), "") << "dropout replays";
-  EXPECT_NE(why("flatten res(dense(8) batchnorm) dense(2)", DeviceKind::cuda).find("batchnorm layers"),
+  EXPECT_EQ(why("conv(4,3) batchnorm relu flatten dense(2)", DeviceKind::cuda, 1), "") << "one rank: on the device";
+  EXPECT_NE(why("conv(4,3) batchnorm relu flatten dense(2)", DeviceKind::cuda, 2).find("synchronized batch norm"),
             std::string::npos);
-  EXPECT_EQ(cuda_graphs_refusal(parse("[model]\nlayers = dropout(5)\n"), DeviceKind::cpu), "") << "off: no refusal";
+  EXPECT_EQ(why("conv(4,3) batchnorm relu flatten dense(2)", DeviceKind::cuda, 2, "[train]\nsync_batchnorm = false\n"),
+            "");
+  EXPECT_EQ(cuda_graphs_refusal(parse("[model]\nlayers = batchnorm\n"), DeviceKind::cpu, 2), "") << "off: no refusal";
 }

@@ -57,6 +57,9 @@ class Layer {
   virtual void configure(const Shape& /*in*/) {}
   // Non-trainable state kept with the model (batch norm's running statistics), by name.
   virtual std::vector<std::pair<std::string, std::vector<float>*>> buffers() { return {}; }
+  // Layers that keep a device copy of their buffers (batch norm on a GPU): copy it into the
+  // host vectors above (to_host), or note that the host vectors changed (a checkpoint loaded).
+  virtual void sync_buffers(bool /*to_host*/) {}
   // The model hands the layer views into its flat parameter and gradient buffers.
   virtual void bind(std::vector<Tensor> params, std::vector<Tensor> grads) {
     params_ = std::move(params);

@@ -69,6 +69,9 @@ class Model {
   Tensor& gradients() { return grads_; }
   const std::vector<ParamInfo>& param_info() const { return info_; }
   // Non-trainable state (batch norm's running statistics) by name, "02_batchnorm/running_mean".
+  // Layer::sync_buffers for every layer held: before reading buffers() (to_host) and after
+  // writing them (checkpoints).
+  void sync_buffers(bool to_host);
   std::vector<std::pair<std::string, std::vector<float>*>> buffers();
   const std::vector<std::string>& layer_names() const { return names_; }  // "00_conv", ... (held here)
   // The whole model, whichever layers this rank holds (checkpoint layout): every layer's name,

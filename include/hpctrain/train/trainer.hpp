@@ -109,12 +109,13 @@ class Trainer {
   std::map<std::string, std::unique_ptr<Reader>> eval_readers_;  // per split, made on first use (collective)
 };
 
-// Why [run] cuda_graphs cannot be used with this configuration on `device` ("" when it can): a
-// recorded step replays fixed kernel arguments and addresses without host round trips, so
-// layers that read the host every step (batch norm's statistics) and pipelines (their stages
-// exchange activations through the host) are refused. (Dropout reads its per-step key from
-// device memory, so it replays.)
-std::string cuda_graphs_refusal(const Config& cfg, DeviceKind device);
+// Why [run] cuda_graphs cannot be used with this configuration on `device` with `dp_size`
+// data-parallel ranks ("" when it can): a recorded step replays fixed kernel arguments and
+// addresses without host round trips, so synchronized batch norm over several ranks (its
+// statistics go through the host) and pipelines (activations go through the host) are
+// refused. Dropout reads its per-step key and batch norm on one rank its statistics on the
+// device, so both replay.
+std::string cuda_graphs_refusal(const Config& cfg, DeviceKind device, int dp_size);
 
 // Collective: verifies every rank of `comm` holds bit-identical `t`; internal error otherwise.
 void verify_identical(Communicator& comm, const Tensor& t, const std::string& what);

@@ -263,6 +263,11 @@ print(f"{s.get('steady_samples_per_s', 0):.0f} {100 * s.get('test_accuracy', s.g
 EOF
 }
 
+rate() { train_one "$@" | awk '{print $1}'; }  # samples/s of one training run
+json_field() {  # the rounded value of one key of a JSON line on stdin
+  "$python" -c "import json, sys; print(round(json.load(sys.stdin)['$1']))" 2>/dev/null
+}
+
 stage_train() {
   local data rc=0
   data=$(mnist_data) || return 1
@@ -295,15 +300,13 @@ stage_bench() {
   for m in mlp cnn; do
     for p in fp32 bf16; do
       local ours graphs theirs="-" ratio="-" best
-      ours=$(train_one "$root/inputs/mnist_$m.ini" "$results/bench_${m}_$p" --set run.device="$dev" \
-        --set data.path="$data" --set run.precision="$p" --set train.epochs=1 --set train.log_every=50 \
-        --set checkpoint.every_epochs=0 | awk '{print $1}') || ours="failed"
-      graphs=$(train_one "$root/inputs/mnist_$m.ini" "$results/bench_${m}_${p}_graphs" --set run.device="$dev" \
-        --set data.path="$data" --set run.precision="$p" --set train.epochs=1 --set train.log_every=50 \
-        --set checkpoint.every_epochs=0 --set run.cuda_graphs=true | awk '{print $1}') || graphs="failed"
+      local -a common=(--set run.device="$dev" --set data.path="$data" --set run.precision="$p" --set train.epochs=1
+        --set train.log_every=50 --set checkpoint.every_epochs=0)
+      ours=$(rate "$root/inputs/mnist_$m.ini" "$results/bench_${m}_$p" "${common[@]}") || ours="failed"
+      graphs=$(rate "$root/inputs/mnist_$m.ini" "$results/bench_${m}_${p}_graphs" "${common[@]}" \
+        --set run.cuda_graphs=true) || graphs="failed"
       if [ $have_torch -eq 1 ]; then
-        theirs=$("$python" "$ref" --model "$m" --precision "$p" | "$python" -c \
-          'import json,sys; print(round(json.load(sys.stdin)["samples_per_s"]))' 2>/dev/null || echo "-")
+        theirs=$("$python" "$ref" --model "$m" --precision "$p" | json_field samples_per_s) || theirs="-"
         best=$(printf '%s\n%s\n' "$ours" "$graphs" | grep -E '^[0-9]+$' | sort -n | tail -1)
         [[ "$best" =~ ^[0-9]+$ && "$theirs" =~ ^[0-9]+$ ]] &&
           ratio=$(awk -v a="$best" -v b="$theirs" 'BEGIN{printf "%.2fx", a/b}')
@@ -341,13 +344,12 @@ momentum = 0.9
 every_epochs = 0
 EOF
   local ours params peak="-" frac="-" theirs="-"
-  ours=$(train_one "$ini" "$results/bench_wide" | awk '{print $1}') || ours="failed"
+  ours=$(rate "$ini" "$results/bench_wide") || ours="failed"
   params=$(( (feats * width + width) + (depth - 1) * (width * width + width) + width * classes + classes ))
   if [ $have_torch -eq 1 ]; then
-    peak=$("$python" "$ref" --gemm | "$python" -c 'import json,sys; print(round(json.load(sys.stdin)["bf16_gemm_tflops"]))')
+    peak=$("$python" "$ref" --gemm | json_field bf16_gemm_tflops) || peak="-"
     theirs=$("$python" "$ref" --model wide --precision bf16 --batch $batch --width $width --depth $depth \
-      --features $feats --classes $classes --steps 30 --warmup 5 | "$python" -c \
-      'import json,sys; print(round(json.load(sys.stdin)["samples_per_s"]))' 2>/dev/null || echo "-")
+      --features $feats --classes $classes --steps 30 --warmup 5 | json_field samples_per_s) || theirs="-"
   fi
   local tflops="-"
   if [[ "$ours" =~ ^[0-9]+$ ]]; then

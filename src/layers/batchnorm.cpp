@@ -91,10 +91,11 @@ class BatchNorm final : public Layer {
         inv_std_[ch] = 1.f / std::sqrt(running_var_[ch] + eps_);
       }
     }
-    const std::vector<float> gamma = to_host(params_[0]), beta = to_host(params_[1]);
+    gamma_ = to_host(params_[0]);  // kept for backward (the parameters change only after it)
+    const std::vector<float> beta = to_host(params_[1]);
     std::vector<float> a(uc), b(uc);
     for (std::size_t ch = 0; ch < uc; ++ch) {
-      a[ch] = gamma[ch] * inv_std_[ch];
+      a[ch] = gamma_[ch] * inv_std_[ch];
       b[ch] = beta[ch] - a[ch] * mean_[ch];
     }
     channel_affine(x, a, b, p, y);
@@ -129,10 +130,9 @@ class BatchNorm final : public Layer {
     if (context().training && context().stats_comm)
       context().stats_comm->allreduce(sums.data(), sums.data(), sums.size(), DType::f64, ReduceOp::sum);
     const double m = sums[2 * uc];
-    const std::vector<float> gamma = to_host(params_[0]);
     std::vector<float> scale(uc), mean_dy(uc, 0.f), mean_dyx(uc, 0.f);
     for (std::size_t u = 0; u < uc; ++u) {
-      scale[u] = gamma[u] * inv_std_[u];
+      scale[u] = gamma_[u] * inv_std_[u];
       if (!context().training) continue;  // statistics are constants when evaluating: dx = scale * dy
       mean_dy[u] = static_cast<float>(sums[u] / m);
       mean_dyx[u] = static_cast<float>(sums[uc + u] / m);
@@ -165,7 +165,7 @@ class BatchNorm final : public Layer {
 
   float momentum_, eps_;
   std::int64_t channels_ = 0, plane_ = 1;
-  std::vector<float> running_mean_, running_var_, mean_, inv_std_;
+  std::vector<float> running_mean_, running_var_, mean_, inv_std_, gamma_;
   // The cuDNN path: device running statistics (current unless a checkpoint wrote the host ones),
   // the batch's saved statistics, and dx when the caller needs none.
   std::unique_ptr<cuda::CudnnBatchNorm> cudnn_;

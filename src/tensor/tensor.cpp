@@ -115,7 +115,11 @@ std::vector<float> to_host(const Tensor& t) {
   return out;
 }
 
-Tensor index_buffer(std::int64_t count, Allocator& alloc) { return Tensor::zeros({count}, alloc); }
+const float* host_data(const Tensor& t, std::vector<float>& keep) {
+  if (t.device() == Device::cpu) return t.data();
+  keep = to_host(t);
+  return keep.data();
+}
 
 Tensor grow(Tensor& buf, const Shape& shape, Allocator& alloc) {
   const std::int64_t n = hpctrain::numel(shape);

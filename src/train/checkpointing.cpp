@@ -126,10 +126,12 @@ std::string Checkpointer::save(const TrainPosition& pos, const double interval_s
   const fs::path dir(cfg_.checkpoint.dir);
   const std::string partial = (dir / ("." + name + ".partial")).string(), final_path = (dir / name).string();
   WriterPlace place{g.coords().dp, g.shape().dp_size, g.coords().mp, g.shape().mp_size};
-  // Host copies of the parameters, optimizer state and buffers (on a GPU run they live on the device).
-  const std::vector<float> params = to_host(model_.parameters()), state = to_host(opt_.state());
+  // The parameters, optimizer state and buffers on the host (copies only on a GPU run).
+  std::vector<float> params_copy, state_copy;
+  const float* params = host_data(model_.parameters(), params_copy);
+  const float* state = host_data(opt_.state(), state_copy);
   model_.sync_buffers(true);
-  const auto list = tensors(params.data(), state.data());
+  const auto list = tensors(params, state);
   const double s = write_checkpoint(MPI_COMM_WORLD, partial, info, list, groups, place, interval_sums);
   CHECK_MPI(MPI_Barrier(MPI_COMM_WORLD));  // every rank has closed the file
   // Test hook: HPCTRAIN_TEST_FAIL_CHECKPOINT=STEP fails this checkpoint after writing, before

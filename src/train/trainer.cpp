@@ -53,8 +53,9 @@ std::string resolve(const std::string& dir, const std::string& file) {
 }  // namespace
 
 void verify_identical(Communicator& comm, const Tensor& t, const std::string& what) {
-  const std::vector<float> host = to_host(t);
-  const auto h = static_cast<std::int64_t>(fnv1a(host.data(), host.size() * sizeof(float)) >> 1);
+  std::vector<float> copy;
+  const auto h =
+      static_cast<std::int64_t>(fnv1a(host_data(t, copy), static_cast<std::size_t>(t.numel()) * sizeof(float)) >> 1);
   std::int64_t lo = h, hi = h;
   comm.allreduce(&lo, &lo, 1, DType::i64, ReduceOp::min);
   comm.allreduce(&hi, &hi, 1, DType::i64, ReduceOp::max);
@@ -70,7 +71,7 @@ Device device_of(const Runtime& rt) { return rt.device().kind == DeviceKind::cud
 Trainer::Trainer(const Config& cfg, Runtime& rt, const DatasetIndex& index)
     : cfg_(cfg), rt_(rt), index_(index), alloc_(device_of(rt)), staged_(alloc_) {
   if (cfg.model.layers.empty()) throw bad_input("[model] layers is not set");
-  const bool gpu = gpu_ = alloc_.device() == Device::cuda;
+  const bool gpu = this->gpu();
   if (const std::string why = cuda_graphs_refusal(cfg, rt.device().kind, rt.grid().shape().dp_size); !why.empty())
     throw bad_input(why);
   if (gpu && cfg.run.conv == ConvImpl::onednn)
@@ -146,14 +147,15 @@ void Trainer::train_step(const Batch& batch, float lr) {
   fill(lr_slot, lr);  // written into device memory; the optimizer reads it there
   Shape sh{rows};
   sh.insert(sh.end(), index_.train.sample_shape.begin(), index_.train.sample_shape.end());
-  // Micro-batch m: its rows of the batch, and the context its layers draw on (dropout keys).
   staged_.stage(batch);  // on a GPU: one copy of the step's samples, labels and indices
+  const std::int64_t step_id = batch.epoch * 1000000007 + batch.step;  // unique per step of the run, same on every rank
   // The step's part of dropout's key, where the layers read it (a recorded step reads it anew).
-  const std::uint64_t step_key = splitmix64(static_cast<std::uint64_t>(batch.epoch * 1000000007 + batch.step));
-  if (gpu_)
+  const std::uint64_t step_key = splitmix64(static_cast<std::uint64_t>(step_id));
+  if (gpu())
     cuda::stage_to_device(step_key_.data(), &step_key, sizeof step_key);
   else
     upload(&step_key, sizeof step_key, step_key_);
+  // Micro-batch m: its rows of the batch, and the context its layers draw on (dropout keys).
   auto prepare = [&](int m) {
     MicroBatch mb;
     mb.input = Tensor::wrap(const_cast<float*>(staged_.samples()) + m * rows * width, sh, staged_.device());
@@ -163,7 +165,7 @@ void Trainer::train_step(const Batch& batch, float lr) {
     ctx.training = true;
     ctx.stats_comm = cfg_.train.sync_batchnorm ? &host_dp() : nullptr;
     ctx.seed = cfg_.run.seed;
-    ctx.step = batch.epoch * 1000000007 + batch.step;  // unique per step of the run, same on every rank
+    ctx.step = step_id;
     ctx.sample_ids = staged_.indices() + m * rows;
     ctx.step_key = reinterpret_cast<const std::uint64_t*>(step_key_.data());
     return mb;
@@ -424,7 +426,7 @@ int Trainer::run() {
   for (; step < total && !stop_signal; ++step) {
     // On a GPU the host runs ahead of the device: the timed steps start with the device idle and
     // end with it drained, so steady_samples_per_s counts the device's work, not the launches.
-    if (gpu_ && step == warmup) cuda::synchronize();
+    if (gpu() && step == warmup) cuda::synchronize();
     const auto t_step = Clock::now();
     Batch batch = reader.next();
     const double lr = learning_rate(cfg_.optim, step, total);
@@ -437,7 +439,7 @@ int Trainer::run() {
                     static_cast<long long>(step + 1), loss_scale_);
       log0(skip);
     }
-    if (gpu_ && step + 1 == total) cuda::synchronize();
+    if (gpu() && step + 1 == total) cuda::synchronize();
     if (step >= warmup) timed_s += since(t_step);
     const bool epoch_end = batch.step == per_epoch - 1;
     const std::int64_t epoch = batch.epoch, next_step = batch.step + 1;

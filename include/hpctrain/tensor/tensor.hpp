@@ -72,9 +72,10 @@ class Tensor {
 void upload(const void* host, std::size_t bytes, Tensor& dst);
 void download(const Tensor& src, void* host, std::size_t bytes);
 std::vector<float> to_host(const Tensor& t);
-// A tensor holding `count` 4-byte integers (f32 elements used as int32 storage: the backends
-// keep max pooling's argmax and staged labels in it), and that storage as int32.
-Tensor index_buffer(std::int64_t count, Allocator& alloc);
+// The elements readable on the host: the tensor's own memory on the CPU (no copy), else a copy
+// downloaded into `keep`.
+const float* host_data(const Tensor& t, std::vector<float>& keep);
+// A tensor's f32 elements used as int32 storage (the backends keep max pooling's argmax so).
 inline std::int32_t* index_data(Tensor& t) { return reinterpret_cast<std::int32_t*>(t.data()); }
 inline const std::int32_t* index_data(const Tensor& t) { return reinterpret_cast<const std::int32_t*>(t.data()); }
 // `buf` grown (never shrunk) to hold `shape` and viewed as that shape: layer scratch that lives across steps.

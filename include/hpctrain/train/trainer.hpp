@@ -61,7 +61,10 @@ class Trainer {
   // Runs `work` on the GPU's compute stream through `graph` ([run] cuda_graphs): eagerly when the
   // graph is new (warm-up: allocations, cuDNN's algorithm search), then recorded once and replayed.
   void run_recorded(std::unique_ptr<cuda::Graph>& graph, const std::function<void()>& work);
-  void drop_recordings();  // after anything that may move buffers (evaluation, a new batch shape)
+  void drop_recordings();
+  bool gpu() const {
+    return alloc_.device() == Device::cuda;
+  }  // after anything that may move buffers (evaluation, a new batch shape)
   void sum_over_replicas(double* v, std::size_t n);  // over the world: every replica's last stage
   void take_interval_sums(double sums[3]);           // reads and resets this rank's interval sums
   void peek_interval_sums(double sums[3]) const;
@@ -71,8 +74,7 @@ class Trainer {
   const Config& cfg_;
   Runtime& rt_;
   const DatasetIndex& index_;
-  Allocator alloc_;   // on the rank's device: parameters, gradients, state, activations
-  bool gpu_ = false;  // alloc_ is on a GPU
+  Allocator alloc_;  // on the rank's device: parameters, gradients, state, activations
   // [run] cuda_graphs: the recorded forward/backward of a step and the recorded update, with
   // what they were recorded for (rows, staged batch addresses, loss gradient scale).
   std::unique_ptr<cuda::Graph> step_graph_, update_graph_;

@@ -32,9 +32,15 @@
 # HPCTRAIN_GPU_ARCH (when nvidia-smi cannot tell, default 90), HPCTRAIN_GPU_WIDE (the --bench
 # wide MLP: "width depth features batch samples", default "8192 8 1024 4096 131072"), and
 # HPCTRAIN_GPU_CHECK_DEVICE=cpu,
-# which runs --train on the CPU: a check of this script itself without a GPU (tests/e2e/gpu_check.sh).
+# which runs --train on the CPU: a check of this script itself without a GPU (tests/e2e/gpu_check.sh),
+# HPCTRAIN_GPU_CMAKE / HPCTRAIN_GPU_NINJA (the cmake and ninja to use; default: PATH, then the
+# Python packages `cmake` / `ninja`; without ninja the build uses Unix Makefiles),
+# HPCTRAIN_GPU_CMD_TIMEOUT (seconds any one mpirun/python command may run, default 240) and
+# HPCTRAIN_GPU_STAGE_TIMEOUT (seconds per stage, default 300): a hang in NCCL start-up, graph
+# capture or a collective ends that command (exit 124, "timed out") instead of the allowance.
 # Output: aligned tables on stdout; logs and results under $OUT when set (the
-# device tool's result folder), else build-gpu/check/.
+# device tool's result folder), else build-gpu/check/. Only logs and small files go there:
+# checkpoints and datasets stay in the build folder.
 set -uo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 carry=${HPCTRAIN_GPU_CARRY:-$root/.gpu-carry}
@@ -47,6 +53,26 @@ dev=${HPCTRAIN_GPU_CHECK_DEVICE:-cuda}
 # One node, one rank per GPU: Open MPI's shared-memory and TCP transports only (no probing of
 # InfiniBand/UCX/libfabric plugins whose libraries a bare machine may lack).
 export OMPI_MCA_pml=${OMPI_MCA_pml:-ob1} OMPI_MCA_btl=${OMPI_MCA_btl:-self,vader,tcp}
+# /dev/shm is often small in containers (64 MB is a common default) while the node-shared dataset
+# window alone needs about 55 MB for full MNIST and 270 MB for the wide bench set: back Open MPI's
+# shared-memory segments with files under /tmp instead.
+shm_dir=${TMPDIR:-/tmp}
+export OMPI_MCA_osc_sm_backing_directory=${OMPI_MCA_osc_sm_backing_directory:-$shm_dir}
+export OMPI_MCA_btl_vader_backing_directory=${OMPI_MCA_btl_vader_backing_directory:-$shm_dir}
+cmd_timeout=${HPCTRAIN_GPU_CMD_TIMEOUT:-240}
+stage_timeout=${HPCTRAIN_GPU_STAGE_TIMEOUT:-300}
+# The trainer's own watchdog, lowered from 300 s so a stuck collective ends inside the command's timeout.
+watchdog=(--set parallel.watchdog_s=$(( cmd_timeout > 90 ? 60 : (cmd_timeout * 2 + 2) / 3 )))
+# run_timed CMD...: the command under the per-command timeout; says so when it ran out.
+# (--foreground keeps the command in the stage's process group, which the stage timeout ends whole;
+# the message goes to the script's own stderr, fd 3, past the callers' log redirections.)
+exec 3>&2
+run_timed() {
+  timeout --foreground --kill-after=10 "$cmd_timeout" "$@"
+  local rc=$?
+  [ $rc -eq 124 ] && echo "gpu-check: timed out after ${cmd_timeout} s: ${*:1:3} ..." >&3
+  return $rc
+}
 
 # The Debian packages carried to the GPU machine: run time and build time of the
 # non-CUDA stack (their libc/libstdc++ needs are met by any newer distribution), with the
@@ -117,6 +143,29 @@ find_root() {  # header libname
   return 1
 }
 
+# Libraries kept from the carry even when the machine has a library of the same soname: the
+# carried mpirun must run against its own Open MPI (and that MPI's PMIx, hwloc, libevent, UCX,
+# libfabric), never against a foreign installation that ldconfig happens to know.
+never_pruned() {
+  case $1 in
+    libmpi* | libompi* | libopen-pal* | libopen-rte* | liboshmem* | libmca_* | libpmix* | libhwloc* | libevent* | \
+      libucp* | libucs* | libuct* | libucm* | libfabric* | libpsm*) return 0 ;;
+  esac
+  return 1
+}
+
+# libz.so for find_package(ZLIB): zlib1g-dev's link is absolute (/lib/.../libz.so.1), so it is set
+# again: to the carried libz.so.1 when pruning kept it, else to the machine's own by absolute path.
+link_zlib() {  # lib_dir
+  local lib=$1 sys
+  if [ -e "$lib/libz.so.1" ]; then
+    ln -sf libz.so.1 "$lib/libz.so"
+  else
+    sys=$(ldconfig -p 2>/dev/null | awk '$1 == "libz.so.1" && /x86-64/ {print $NF; exit}')
+    [ -n "$sys" ] && ln -sf "$sys" "$lib/libz.so"
+  fi
+}
+
 use_prefix() {  # unpacks the carried .debs once; exports what makes the prefix the one used
   [ -d "$carry/debs" ] || return 0
   if [ ! -f "$prefix/.unpacked" ]; then
@@ -131,15 +180,15 @@ use_prefix() {  # unpacks the carried .debs once; exports what makes the prefix 
           return 1
       fi
     done
-    # The only absolute link among them: libz.so -> /lib/x86_64-linux-gnu/libz.so.1.
-    ln -sf libz.so.1 "$prefix/usr/lib/x86_64-linux-gnu/libz.so"
     if [ "${HPCTRAIN_GPU_PRUNE:-1}" = 1 ]; then
       local have f
       have=$(ldconfig -p 2>/dev/null | awk 'NR > 1 {print $1}' | sort -u)
       for f in "$prefix"/usr/lib/x86_64-linux-gnu/lib*.so.*; do
+        never_pruned "$(basename "$f")" && continue
         grep -qxF "$(basename "$f")" <<<"$have" && rm -f "$f"
       done
     fi
+    link_zlib "$prefix/usr/lib/x86_64-linux-gnu"
     touch "$prefix/.unpacked"
   fi
   local lib=$prefix/usr/lib/x86_64-linux-gnu
@@ -165,6 +214,25 @@ mpirun_cmd() {
     command -v mpirun
   fi
 }
+
+# cmake and ninja: the environment's choice, else PATH, else the Python packages of those names
+# (the GPU machine's image has them as pip packages).
+tool_path() {  # name override
+  local name=$1 p=$2
+  [ -n "$p" ] && { echo "$p"; return; }
+  p=$(command -v "$name") && { echo "$p"; return; }
+  [ -n "$python" ] && "$python" -c "import $name, os; print(os.path.join($name.${name^^}_BIN_DIR, '$name'))" 2>/dev/null
+}
+cmake_bin=$(tool_path cmake "${HPCTRAIN_GPU_CMAKE:-}")
+ninja_bin=$(tool_path ninja "${HPCTRAIN_GPU_NINJA:-}")
+cmake_min=$(sed -n 's/^cmake_minimum_required(VERSION \([0-9.]*\)).*/\1/p' "$root/CMakeLists.txt")
+cmake_version() { "$cmake_bin" --version 2>/dev/null | awk 'NR == 1 {print $3}'; }
+cmake_ok() {  # cmake runs and is at least the project's minimum
+  local v
+  v=$(cmake_version)
+  [ -n "$v" ] && [ "$(printf '%s\n%s\n' "$cmake_min" "$v" | sort -V | head -1)" = "$cmake_min" ]
+}
+generator() { if [ -n "$ninja_bin" ] && "$ninja_bin" --version >/dev/null 2>&1; then echo Ninja; else echo "Unix Makefiles"; fi; }
 
 gpu_arch() {  # "9.0" -> "90"
   nvidia-smi --query-gpu=compute_cap --format=csv,noheader 2>/dev/null | head -1 | tr -d ' .'
@@ -192,10 +260,22 @@ stage_probe() {
       "$prefix"/usr/lib/x86_64-linux-gnu/openblas-pthread/libopenblas.so.0; do
       [ -e "$f" ] && ldd "$f" 2>/dev/null | awk '/not found/ {print $1}'
     done | sort -u | tr '\n' ' ')
+    [ -e "$prefix/usr/lib/x86_64-linux-gnu/libz.so" ] || missing+='libz.so(dangling) '
+    [ -e "$prefix/usr/include/zlib.h" ] || [ -e /usr/include/zlib.h ] || missing+='zlib.h '
     printf '%-16s %s\n' "missing libs" "${missing:-none}"
   fi
-  printf '%-16s %s\n' "cmake, ninja" "$(cmake --version 2>/dev/null | head -1 | awk '{print $3}'), $(ninja --version 2>/dev/null)"
-  [ -n "$(gpu_arch)" ] && [ -x "$nvcc" ] && [ -n "$CUDNN_ROOT" ] && [ -n "$NCCL_ROOT" ] && [ -z "$missing" ]
+  local ok=0
+  if cmake_ok; then
+    printf '%-16s %s\n' "cmake" "$(cmake_version) ($cmake_bin)"
+  else
+    printf '%-16s %s\n' "cmake" "MISSING or too old: ${cmake_bin:-none} $(cmake_version) (need >= $cmake_min)"
+    ok=1
+  fi
+  printf '%-16s %s\n' "generator" "$(generator)${ninja_bin:+ ($ninja_bin)}"
+  printf '%-16s %s\n' "/dev/shm" "$(df -h /dev/shm 2>/dev/null | awk 'NR == 2 {print $2 " total, " $4 " free"}') (MPI \
+shared memory backed in $shm_dir instead)"
+  printf '%-16s %s\n' "timeouts" "${cmd_timeout} s a command, ${stage_timeout} s a stage"
+  [ $ok -eq 0 ] && [ -n "$(gpu_arch)" ] && [ -x "$nvcc" ] && [ -n "$CUDNN_ROOT" ] && [ -n "$NCCL_ROOT" ] && [ -z "$missing" ]
 }
 
 stage_build() {
@@ -208,28 +288,36 @@ stage_build() {
     hints=(-DCMAKE_PREFIX_PATH="$prefix/usr" -DMPI_C_COMPILER="$prefix/usr/bin/mpicc.openmpi"
       -DMPI_CXX_COMPILER="$prefix/usr/bin/mpicxx.openmpi" -DHDF5_ROOT="$lib/hdf5/openmpi"
       -DCMAKE_LIBRARY_PATH="$lib/openblas-pthread;$lib" -DCMAKE_INCLUDE_PATH="$prefix/usr/include"
-      -DMPIEXEC_EXECUTABLE="$prefix/usr/bin/mpirun.openmpi")
+      -DMPIEXEC_EXECUTABLE="$prefix/usr/bin/mpirun.openmpi" -DZLIB_LIBRARY="$lib/libz.so"
+      -DZLIB_INCLUDE_DIR="$prefix/usr/include")
   fi
-  cmake -S "$root" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_CUDA_COMPILER="$nvcc" \
+  cmake_ok || { echo "gpu-check --build: cmake missing or older than $cmake_min (${cmake_bin:-none})"; return 1; }
+  local gen
+  gen=$(generator)
+  [ "$gen" = Ninja ] && hints+=(-DCMAKE_MAKE_PROGRAM="$ninja_bin")
+  # A build folder configured with the other generator is started again.
+  [ -f "$build/CMakeCache.txt" ] && ! grep -q "^CMAKE_GENERATOR:INTERNAL=$gen\$" "$build/CMakeCache.txt" &&
+    rm -rf "$build/CMakeCache.txt" "$build/CMakeFiles"
+  "$cmake_bin" -S "$root" -B "$build" -G "$gen" -DCMAKE_BUILD_TYPE=Release -DCMAKE_CUDA_COMPILER="$nvcc" \
     -DHPCTRAIN_REQUIRE_CUDA=ON -DHPCTRAIN_CUDA_ARCHITECTURES="${arch}-real" -DHPCTRAIN_ENABLE_ONEDNN=OFF \
     -DCUDNN_ROOT="$CUDNN_ROOT" -DNCCL_ROOT="$NCCL_ROOT" "${hints[@]}" >"$results/configure.log" 2>&1 ||
     { tail -20 "$results/configure.log"; return 1; }
   grep "hpctrain 0" "$results/configure.log"
-  ninja -C "$build" -j "$(nproc)" trainer hpctrain-data gpu_tests unit_tests >"$results/build.log" 2>&1 ||
-    { grep -E "error|FAILED" "$results/build.log" | head -20; return 1; }
+  "$cmake_bin" --build "$build" -j "$(nproc)" --target trainer hpctrain-data gpu_tests unit_tests \
+    >"$results/build.log" 2>&1 || { grep -E "error|FAILED|Error " "$results/build.log" | head -20; return 1; }
   "$build/trainer" --version
 }
 
 stage_test() {
   local rc=0 log=$results/gpu_tests.log
-  "$(mpirun_cmd)" -np 1 --bind-to none "$build/tests/gpu_tests" --gtest_output=xml:"$results/gpu_tests.xml" \
+  run_timed "$(mpirun_cmd)" -np 1 --bind-to none "$build/tests/gpu_tests" --gtest_output=xml:"$results/gpu_tests.xml" \
     >"$log" 2>&1 || rc=1
   grep -E "^\[  (PASSED|FAILED|SKIPPED) |^\[       OK|^\[  FAILED" "$log" | sed 's/^/  /'
   if grep -q "SKIPPED \] [A-Z]" "$log"; then
     echo "gpu-check --test: GPU tests skipped: this stage needs a GPU (reasons in $log)"
     rc=1
   fi
-  "$build/tests/unit_tests" >"$results/unit_tests.log" 2>&1 || { echo "unit tests failed"; rc=1; }
+  run_timed "$build/tests/unit_tests" >"$results/unit_tests.log" 2>&1 || { echo "unit tests failed"; rc=1; }
   tail -1 "$results/unit_tests.log"
   return $rc
 }
@@ -249,14 +337,19 @@ mnist_data() {  # full MNIST when carried (imported once), else the shipped subs
   fi
 }
 
+# Checkpoints of a run whose logs go to $results/NAME: in the build folder, never among the results
+# (the wide bench alone writes about 3.6 GiB).
+ckpt_dir() { echo "$build/check-checkpoints/$(basename "$1")"; }
+
 # trainer <ini> <out_dir> [--set ...]: one rank on the GPU; prints the summary's samples/s and accuracy.
 train_one() {
   local ini=$1 out=$2
   shift 2
-  rm -rf "$out"
-  "$(mpirun_cmd)" -np 1 --bind-to none "$build/trainer" "$ini" --set run.out_dir="$out" --set checkpoint.resume=none \
+  rm -rf "$out" "$(ckpt_dir "$out")"
+  run_timed "$(mpirun_cmd)" -np 1 --bind-to none "$build/trainer" "$ini" --set run.out_dir="$out" \
+    --set checkpoint.resume=none --set checkpoint.dir="$(ckpt_dir "$out")" "${watchdog[@]}" \
     "$@" >"$out.log" 2>&1 || { tail -5 "$out.log"; return 1; }
-  "$python" - "$out/summary.json" <<'EOF'
+  run_timed "$python" - "$out/summary.json" <<'EOF'
 import json, sys
 s = json.load(open(sys.argv[1]))
 print(f"{s.get('steady_samples_per_s', 0):.0f} {100 * s.get('test_accuracy', s.get('eval_accuracy', 0)):.2f}")
@@ -269,7 +362,7 @@ json_field() {  # the rounded value of one key of a JSON line on stdin
 }
 
 stage_train() {
-  local data rc=0
+  local data rc=0 mlp_ok=0
   data=$(mnist_data) || return 1
   local epochs=${HPCTRAIN_GPU_EPOCHS:-2}
   printf '%-10s %-6s %12s %10s\n' model device samples/s accuracy
@@ -277,12 +370,15 @@ stage_train() {
     local r
     r=$(train_one "$root/inputs/mnist_$m.ini" "$results/train_$m" --set run.device="$dev" --set data.path="$data" \
       --set train.epochs="$epochs") || { echo "mnist_$m on $dev failed (log: $results/train_$m.log)"; rc=1; continue; }
+    [ $m = mlp ] && mlp_ok=1
     printf '%-10s %-6s %12s %9s%%\n' "$m" "$dev" $r
   done
   # The GPU run's checkpoint, evaluated on the CPU: checkpoints are float32 and device-independent.
   local eval_log=$results/eval_cpu.log
-  if "$(mpirun_cmd)" -np 1 --bind-to none "$build/trainer" "$root/inputs/mnist_mlp.ini" --eval-only \
-    --set run.out_dir="$results/train_mlp" --set run.device=cpu --set data.path="$data" >"$eval_log" 2>&1; then
+  [ $mlp_ok -eq 1 ] || return 1
+  if run_timed "$(mpirun_cmd)" -np 1 --bind-to none "$build/trainer" "$root/inputs/mnist_mlp.ini" --eval-only \
+    --set run.out_dir="$results/train_mlp" --set checkpoint.dir="$(ckpt_dir "$results/train_mlp")" \
+    --set run.device=cpu --set data.path="$data" "${watchdog[@]}" >"$eval_log" 2>&1; then
     echo "GPU checkpoint evaluated on the CPU: $(grep -o 'accuracy [0-9.]*%' "$eval_log" | tail -1)"
   else
     echo "evaluating the GPU checkpoint on the CPU failed (log: $eval_log)"
@@ -306,7 +402,7 @@ stage_bench() {
       graphs=$(rate "$root/inputs/mnist_$m.ini" "$results/bench_${m}_${p}_graphs" "${common[@]}" \
         --set run.cuda_graphs=true) || graphs="failed"
       if [ $have_torch -eq 1 ]; then
-        theirs=$("$python" "$ref" --model "$m" --precision "$p" | json_field samples_per_s) || theirs="-"
+        theirs=$(run_timed "$python" "$ref" --model "$m" --precision "$p" | json_field samples_per_s) || theirs="-"
         best=$(printf '%s\n%s\n' "$ours" "$graphs" | grep -E '^[0-9]+$' | sort -n | tail -1)
         [[ "$best" =~ ^[0-9]+$ && "$theirs" =~ ^[0-9]+$ ]] &&
           ratio=$(awk -v a="$best" -v b="$theirs" 'BEGIN{printf "%.2fx", a/b}')
@@ -347,8 +443,8 @@ EOF
   ours=$(rate "$ini" "$results/bench_wide") || ours="failed"
   params=$(( (feats * width + width) + (depth - 1) * (width * width + width) + width * classes + classes ))
   if [ $have_torch -eq 1 ]; then
-    peak=$("$python" "$ref" --gemm | json_field bf16_gemm_tflops) || peak="-"
-    theirs=$("$python" "$ref" --model wide --precision bf16 --batch $batch --width $width --depth $depth \
+    peak=$(run_timed "$python" "$ref" --gemm | json_field bf16_gemm_tflops) || peak="-"
+    theirs=$(run_timed "$python" "$ref" --model wide --precision bf16 --batch $batch --width $width --depth $depth \
       --features $feats --classes $classes --steps 30 --warmup 5 | json_field samples_per_s) || theirs="-"
   fi
   local tflops="-"
@@ -360,12 +456,35 @@ EOF
   echo "wide MLP: ${tflops} TFLOP/s (6 x parameters x samples/s) = ${frac} of the dense bf16 GEMM rate measured now (${peak} TFLOP/s)"
 }
 
+# Each stage in its own process group under the stage timeout (its commands have theirs too). A
+# failed probe or build stops the check: nothing after them can run; a failed test stage still lets
+# train and bench run, so one run yields every figure it can.
+stage_done=0
 for s in "${stages[@]}"; do
   echo "== $s"
   t0=$(date +%s)
-  if "stage_$s"; then r=PASS; else r=FAIL; status=1; fi
+  r=PASS
+  set -m  # the stage in a process group of its own, so the guard can end all of it
+  (set +m; "stage_$s") &
+  pid=$!
+  set +m
+  (for ((i = 0; i < stage_timeout; i++)); do sleep 1; kill -0 "$pid" 2>/dev/null || exit 0; done
+    kill -TERM -- "-$pid"
+    for ((i = 0; i < 10; i++)); do sleep 1; kill -0 -- "-$pid" 2>/dev/null || exit 0; done
+    kill -KILL -- "-$pid") >/dev/null 2>&1 &
+  guard=$!
+  wait "$pid" || r=FAIL
+  wait "$guard" 2>/dev/null
+  (( $(date +%s) - t0 >= stage_timeout )) && { r=TIMEOUT; echo "gpu-check: stage $s timed out after ${stage_timeout} s"; }
+  [ $r = PASS ] || status=1
   took[$s]="$r $(($(date +%s) - t0)) s"
+  stage_done=$((stage_done + 1))
+  if [ $r != PASS ] && { [ "$s" = probe ] || [ "$s" = build ]; }; then
+    echo "gpu-check: stopping after the failed $s stage"
+    break
+  fi
 done
+stages=("${stages[@]:0:$stage_done}")
 echo
 printf '%-8s %-6s %7s\n' stage result time
 for s in "${stages[@]}"; do

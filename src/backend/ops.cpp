@@ -1,6 +1,7 @@
 // Dispatch of the backend operations (backend/ops.hpp) on the tensors' device.
 #include "hpctrain/backend/ops.hpp"
 
+#include "hpctrain/backend/checks.hpp"
 #include "hpctrain/backend/cpu/cpu_ops.hpp"
 #include "hpctrain/backend/cuda/cuda_ops.hpp"
 #include "hpctrain/core/error.hpp"
@@ -282,8 +283,13 @@ double sum_of_squares(const Tensor& t) {
 }
 
 GemmDims gemm_dims(bool ta, bool tb, const Tensor& a, const Tensor& b, const Tensor& c) {
-  const auto m = static_cast<int>(ta ? a.cols() : a.rows()), k = static_cast<int>(ta ? a.rows() : a.cols());
-  const auto kb = static_cast<int>(tb ? b.cols() : b.rows()), n = static_cast<int>(tb ? b.rows() : b.cols());
+  using backend::checked_int;
+  const int m = checked_int(ta ? a.cols() : a.rows(), "gemm: rows of the product");
+  const int k = checked_int(ta ? a.rows() : a.cols(), "gemm: inner dimension");
+  const int kb = checked_int(tb ? b.cols() : b.rows(), "gemm: inner dimension");
+  const int n = checked_int(tb ? b.rows() : b.cols(), "gemm: columns of the product");
+  checked_int(a.cols(), "gemm: leading dimension of A");
+  checked_int(b.cols(), "gemm: leading dimension of B");
   HPCT_CHECK(k == kb && c.rows() == m && c.cols() == n, "gemm shapes " + shape_string(a.shape()) + (ta ? "^T" : "") +
                                                             " x " + shape_string(b.shape()) + (tb ? "^T" : "") +
                                                             " -> " + shape_string(c.shape()));

@@ -8,6 +8,7 @@
 #include <climits>
 #include <cstdint>
 #include <cstring>
+#include <utility>
 
 #include "hpctrain/comm/watchdog.hpp"
 #include "hpctrain/core/error.hpp"
@@ -93,6 +94,7 @@ struct MpiCommunicator::Op {
   void* host_out = nullptr;         // staged output region
   std::vector<unsigned char> temp;  // reduce-scatter in place: result lands here first
   std::vector<MPI_Request> reqs;
+  void* ready = nullptr;  // CUDA-aware: the compute stream's marker to wait for before MPI reads
 
   std::uint64_t log_id = 0;
   bool done = false;      // guarded by the communicator's mu_
@@ -259,6 +261,9 @@ Request MpiCommunicator::submit(std::shared_ptr<Op> op) {
           static_cast<unsigned char*>(op->recv);
   const bool staged = options_.memory == MemorySpace::device && (!options_.cuda_aware || in_place_rs);
   if (staged) stage_in(*op);
+  // Device buffers straight to MPI: the kernels that write them may still be queued. The progress
+  // thread waits for this marker before the MPI call (the caller's thread goes on computing).
+  if (options_.memory == MemorySpace::device && !staged) op->ready = options_.device->record_marker();
   if (in_place_rs) op->temp.resize(op->out_bytes);
   const bool collective = op->kind != Kind::send && op->kind != Kind::recv;
   op->log_id = log_.enter(kind_name(op->kind), collective);
@@ -361,6 +366,12 @@ void MpiCommunicator::start(Op& op) {
 
 void MpiCommunicator::progress_loop() {
   std::vector<std::shared_ptr<Op>> in_flight;
+  std::string bind_error;
+  try {  // this thread's CUDA calls (markers) on the process's GPU, not GPU 0
+    if (options_.memory == MemorySpace::device) options_.device->bind_thread();
+  } catch (const std::exception& e) {
+    bind_error = e.what();
+  }
   for (;;) {
     std::deque<std::shared_ptr<Op>> starting;
     {
@@ -372,6 +383,11 @@ void MpiCommunicator::progress_loop() {
     std::vector<std::shared_ptr<Op>> completed;
     for (auto& op : starting) {
       try {
+        if (!bind_error.empty()) throw Error(ExitCode::internal, Scope::this_rank, bind_error);
+        if (op->ready) {
+          void* ready = std::exchange(op->ready, nullptr);
+          options_.device->wait_marker(ready);
+        }
         start(*op);
         if (op->reqs.empty())
           completed.push_back(op);  // a collective: done when start returns

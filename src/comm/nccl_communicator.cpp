@@ -5,10 +5,12 @@
 #include "hpctrain/comm/nccl_communicator.hpp"
 
 #include <cstring>
+#include <functional>
 #include <mutex>
 #include <vector>
 
 #include "hpctrain/comm/nccl_bootstrap.hpp"
+#include "hpctrain/comm/p2p_group.hpp"
 #include "hpctrain/comm/watchdog.hpp"
 #include "hpctrain/core/cuda_check.hpp"
 #include "hpctrain/core/log.hpp"
@@ -57,24 +59,34 @@ class NcclCommunicator;
 
 class NcclRequest final : public CommRequest {
  public:
-  NcclRequest(cudaStream_t compute, std::shared_ptr<Completion> c) : compute_(compute), c_(std::move(c)) {}
+  // `group`: the point-to-point group the operation may still wait in (issued before any query).
+  NcclRequest(cudaStream_t compute, std::shared_ptr<Completion> c, P2pGroup* group = nullptr)
+      : compute_(compute), c_(std::move(c)), group_(group) {}
   bool test() override {
+    if (group_) group_->flush();
     const cudaError_t e = cudaEventQuery(c_->event);
     if (e == cudaErrorNotReady) return false;
     CHECK_CUDA(e);
     return true;
   }
-  void wait() override { CHECK_CUDA(cudaStreamWaitEvent(compute_, c_->event, 0)); }
+  void wait() override {
+    if (group_) group_->flush();
+    CHECK_CUDA(cudaStreamWaitEvent(compute_, c_->event, 0));
+  }
 
  private:
   cudaStream_t compute_;
   std::shared_ptr<Completion> c_;
+  P2pGroup* group_;
 };
 
 class NcclCommunicator final : public Communicator {
  public:
   NcclCommunicator(MPI_Comm comm, NcclCommOptions options)
-      : options_(std::move(options)), log_(options_.name, world_ranks_of(comm)) {
+      : options_(std::move(options)),
+        log_(options_.name, world_ranks_of(comm)),
+        p2p_({[] { CHECK_NCCL(ncclGroupStart()); }, [] { CHECK_NCCL(ncclGroupEnd()); }}) {
+    CHECK_CUDA(cudaGetDevice(&device_));  // the watchdog thread polls on this GPU, not on GPU 0
     compute_ = static_cast<cudaStream_t>(options_.compute_stream);
     CHECK_CUDA(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking));
     CHECK_CUDA(cudaEventCreateWithFlags(&ready_, cudaEventDisableTiming));
@@ -101,6 +113,11 @@ class NcclCommunicator final : public Communicator {
 
   ~NcclCommunicator() override {
     if (options_.watchdog) options_.watchdog->detach(&log_);
+    try {
+      p2p_.flush();  // a send nobody waited for still reaches its peer
+    } catch (const std::exception& e) {
+      log_error(std::string("NCCL point-to-point at shutdown: ") + e.what());
+    }
     cudaStreamSynchronize(stream_);
     if (comm_) ncclCommDestroy(comm_);
     cudaFree(barrier_buf_);
@@ -130,11 +147,14 @@ class NcclCommunicator final : public Communicator {
     return launch("reduce_scatter", true,
                   [&] { CHECK_NCCL(ncclReduceScatter(send, recv, count, nccl_type(t), nccl_op(op), comm_, stream_)); });
   }
+  // Sends and receives wait in one group until a request of theirs is queried or a collective
+  // comes (comm/p2p_group.hpp): a send issued alone would block the stream until the peer's
+  // receive, and two ranks that both send first would never get there.
   Request isend(const void* buf, std::size_t count, DType t, int peer) override {
-    return launch("send", false, [&] { CHECK_NCCL(ncclSend(buf, count, nccl_type(t), peer, comm_, stream_)); });
+    return defer("send", [=] { CHECK_NCCL(ncclSend(buf, count, nccl_type(t), peer, comm_, stream_)); });
   }
   Request irecv(void* buf, std::size_t count, DType t, int peer) override {
-    return launch("recv", false, [&] { CHECK_NCCL(ncclRecv(buf, count, nccl_type(t), peer, comm_, stream_)); });
+    return defer("recv", [=] { CHECK_NCCL(ncclRecv(buf, count, nccl_type(t), peer, comm_, stream_)); });
   }
   Request ibarrier() override {
     return launch("barrier", true, [&] {
@@ -143,9 +163,26 @@ class NcclCommunicator final : public Communicator {
   }
 
  private:
+  Request defer(const char* what, std::function<void()> issue) {
+    auto c = std::make_shared<Completion>();
+    CHECK_CUDA(cudaEventCreateWithFlags(&c->event, cudaEventDisableTiming));
+    c->log_id = log_.enter(what, false);
+    if (p2p_.pending() == 0) {  // the group's first operation: the NCCL stream waits for the compute stream now
+      CHECK_CUDA(cudaEventRecord(ready_, compute_));
+      CHECK_CUDA(cudaStreamWaitEvent(stream_, ready_, 0));
+    }
+    p2p_.add(std::move(issue), [this, c] {
+      CHECK_CUDA(cudaEventRecord(c->event, stream_));
+      std::lock_guard<std::mutex> lock(mu_);
+      pending_.push_back(c);
+    });
+    return std::make_unique<NcclRequest>(compute_, std::move(c), &p2p_);
+  }
+
   template <typename Issue>
   Request launch(const char* what, bool collective, Issue issue) {
-    poll();  // retire finished operations even when no watchdog polls
+    p2p_.flush();  // earlier sends and receives reach NCCL first, in call order
+    poll();        // retire finished operations even when no watchdog polls
     CHECK_CUDA(cudaEventRecord(ready_, compute_));
     CHECK_CUDA(cudaStreamWaitEvent(stream_, ready_, 0));
     auto c = std::make_shared<Completion>();
@@ -162,6 +199,7 @@ class NcclCommunicator final : public Communicator {
 
   // Watchdog thread: mark operations whose completion event fired.
   void poll() {
+    cudaSetDevice(device_);  // the watchdog's thread starts on GPU 0 (a context there per rank otherwise)
     std::lock_guard<std::mutex> lock(mu_);
     for (auto it = pending_.begin(); it != pending_.end();) {
       if (cudaEventQuery((*it)->event) == cudaSuccess) {
@@ -179,9 +217,10 @@ class NcclCommunicator final : public Communicator {
   cudaStream_t stream_ = nullptr, compute_ = nullptr;
   cudaEvent_t ready_ = nullptr;
   int* barrier_buf_ = nullptr;
-  int rank_ = 0, size_ = 1;
+  int rank_ = 0, size_ = 1, device_ = 0;
   std::mutex mu_;
   std::vector<std::shared_ptr<Completion>> pending_;
+  P2pGroup p2p_;
 };
 
 }  // namespace

@@ -4,6 +4,7 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <sstream>
 
 #if __has_include(<mpi-ext.h>)
@@ -37,7 +38,8 @@ RankInfo query_rank_info(MPI_Comm world) {
 }
 
 DeviceAssignment choose_device(DeviceKind requested, const RankInfo& me, const std::vector<cuda::GpuInfo>& gpus,
-                               const std::string& why_no_gpu, bool share_gpus) {
+                               const std::string& why_no_gpu, bool share_gpus,
+                               const std::vector<std::string>& node_picks) {
   DeviceAssignment d;
   if (requested == DeviceKind::cpu || (requested == DeviceKind::auto_ && gpus.empty())) {
     d.kind = DeviceKind::cpu;
@@ -47,13 +49,25 @@ DeviceAssignment choose_device(DeviceKind requested, const RankInfo& me, const s
   if (gpus.empty())
     throw bad_input("[run] device = cuda, but no GPU is visible on " + me.host + ": " + why_no_gpu +
                     " (use device = cpu or auto)");
-  const bool oversubscribed = me.local_size > static_cast<int>(gpus.size());
-  if (oversubscribed && !share_gpus)
-    throw bad_input("[run] device = " + std::string(to_string(requested)) + ": " + std::to_string(me.local_size) +
-                    " ranks on " + me.host + " but only " + std::to_string(gpus.size()) +
-                    " GPU(s) visible: start one rank per GPU (mpirun -np " + std::to_string(gpus.size()) +
-                    " per node), set device = cpu, or allow sharing with [run] share_gpus = true");
   const auto& g = gpus[static_cast<std::size_t>(me.local_rank) % gpus.size()];
+  const std::string hints = ": start one rank per GPU (mpirun -np " + std::to_string(gpus.size()) +
+                            " per node), set device = cpu, or allow sharing with [run] share_gpus = true";
+  bool oversubscribed = false;
+  std::string why;
+  if (node_picks.empty()) {  // no view of the other ranks: by count
+    oversubscribed = me.local_size > static_cast<int>(gpus.size());
+    why = std::to_string(me.local_size) + " ranks on " + me.host + " but only " + std::to_string(gpus.size()) +
+          " GPU(s) visible";
+  } else {  // by identity: ranks that each see one different GPU share nothing
+    std::string same;
+    int count = 0;
+    for (std::size_t r = 0; r < node_picks.size(); ++r)
+      if (node_picks[r] == g.uuid) same += (count++ ? ", " : "") + std::to_string(r);
+    oversubscribed = count > 1;
+    why = "local ranks " + same + " on " + me.host + " would share one GPU (" + g.uuid + ", " + g.name + ")";
+  }
+  if (oversubscribed && !share_gpus)
+    throw bad_input("[run] device = " + std::string(to_string(requested)) + ": " + why + hints);
   d.shared = oversubscribed;
   d.kind = DeviceKind::cuda;
   d.gpu = g.index;
@@ -64,6 +78,35 @@ DeviceAssignment choose_device(DeviceKind requested, const RankInfo& me, const s
   d.description = os.str() + (oversubscribed ? ", shared" : "");
   return d;
 }
+
+std::string pick_uuid(const RankInfo& me, const std::vector<cuda::GpuInfo>& gpus) {
+  return gpus.empty() ? "" : gpus[static_cast<std::size_t>(me.local_rank) % gpus.size()].uuid;
+}
+
+namespace {
+// Collective over `comm`: every rank's string (at most 127 bytes), on every rank.
+std::vector<std::string> allgather_short(MPI_Comm comm, const std::string& mine) {
+  constexpr int kWidth = 128;
+  int size = 0;
+  CHECK_MPI(MPI_Comm_size(comm, &size));
+  std::vector<char> all(static_cast<std::size_t>(size) * kWidth, '\0');
+  std::vector<char> buf(kWidth, '\0');
+  std::copy_n(mine.begin(), std::min<std::size_t>(mine.size(), kWidth - 1), buf.begin());
+  CHECK_MPI(MPI_Allgather(buf.data(), kWidth, MPI_CHAR, all.data(), kWidth, MPI_CHAR, comm));
+  std::vector<std::string> out;
+  for (int r = 0; r < size; ++r) out.emplace_back(all.data() + static_cast<std::ptrdiff_t>(r) * kWidth);
+  return out;
+}
+
+// The UUIDs the ranks of this node take (a GPU seen by several ranks under different indices is
+// still one GPU).
+std::vector<std::string> gather_node_picks(const std::string& mine) {
+  MPI_Comm c = MPI_COMM_NULL;
+  CHECK_MPI(MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &c));
+  MpiComm node(c);
+  return allgather_short(node.get(), mine);
+}
+}  // namespace
 
 CommBackend choose_comm(CommBackend requested, DeviceKind device, bool shared_gpu) {
   if (requested == CommBackend::nccl && shared_gpu)
@@ -129,12 +172,17 @@ Runtime::Runtime(const Config& config) {
   const GridShape shape = make_grid_shape(info_.world_size, config.parallel.model_parallel);
   per_rank_batch_ = hpctrain::per_rank_batch(config.train.global_batch, config.train.micro_batches, shape);
 
-  std::string error;
+  std::string error, why_none;
+  std::vector<cuda::GpuInfo> gpus;
   try {
-    std::string why_none;
-    const auto gpus =
-        config.run.device == DeviceKind::cpu ? std::vector<cuda::GpuInfo>{} : cuda::visible_gpus(&why_none);
-    device_ = choose_device(config.run.device, info_, gpus, why_none, config.run.share_gpus);
+    if (config.run.device != DeviceKind::cpu) gpus = cuda::visible_gpus(&why_none);
+  } catch (const Error& e) {
+    error = e.what();
+  }
+  const auto node_picks = gather_node_picks(pick_uuid(info_, gpus));  // collective: every rank, even after an error
+  try {
+    if (!error.empty()) throw Error(ExitCode::internal, Scope::this_rank, error);
+    device_ = choose_device(config.run.device, info_, gpus, why_none, config.run.share_gpus, node_picks);
     comm_ = choose_comm(config.parallel.comm, device_.kind, device_.shared);
     if (comm_ == CommBackend::nccl && device_.kind != DeviceKind::cuda)
       throw bad_input("[parallel] comm = nccl needs GPUs, but this rank computes on the cpu");

@@ -186,7 +186,8 @@ void Trainer::train_step(const Batch& batch, float lr) {
     pipeline_->train_step(k, rows, prepare, grad_scale, scalars_, layer_done);
   } else if (cfg_.run.cuda_graphs) {
     // A recording holds the addresses and arguments it saw: record again when they change.
-    const Recorded key{staged_.samples(), staged_.classes(), staged_.targets(), rows, grad_scale};
+    const Recorded key{staged_.samples(), staged_.classes(),         staged_.targets(), rows,
+                       grad_scale,        cuda::scratch_generation()};
     if (!(key == recorded_for_)) drop_recordings();
     recorded_for_ = key;
     run_recorded(step_graph_, [&] { micro_batches({}); });

@@ -5,9 +5,14 @@
 #include <gtest/gtest.h>
 
 #include <unistd.h>
+#include <algorithm>
+#include <atomic>
 #include <cstring>
 #include <fstream>
+#include <functional>
 #include <map>
+#include <thread>
+#include <utility>
 
 #include "hpctrain/app/app.hpp"
 #include "hpctrain/comm/mpi_communicator.hpp"
@@ -118,6 +123,23 @@ class FakeDevice final : public cuda::DeviceMemory {
     ASSERT_EQ(t, DType::f32);
     for (std::size_t i = 0; i < n; ++i) static_cast<float*>(buf)[i] *= static_cast<float>(f);
   }
+  // "Kernels" queued on the compute stream run only when a marker recorded after them is waited
+  // for: a communicator that hands a device buffer to MPI without waiting reads stale values.
+  std::vector<std::function<void()>> queued;
+  std::atomic<int> markers_waited{0}, binds{0};
+  std::thread::id bound_thread;
+  void* record_marker() override { return new std::size_t(queued.size()); }
+  void wait_marker(void* m) override {
+    auto* upto = static_cast<std::size_t*>(m);
+    for (std::size_t i = 0; i < *upto; ++i)
+      if (queued[i]) std::exchange(queued[i], nullptr)();
+    delete upto;
+    ++markers_waited;
+  }
+  void bind_thread() override {
+    ++binds;
+    bound_thread = std::this_thread::get_id();
+  }
 };
 }  // namespace
 
@@ -174,6 +196,25 @@ TEST(Staging, CudaAwarePassesDeviceBuffersDirectly) {
   EXPECT_EQ(comm.staged_bytes(), 0u);
   EXPECT_EQ(dev.to_host + dev.to_device, 0u);
   EXPECT_EQ(dev.scales, n > 1 ? 1u : 0u);  // the average is taken on the device
+}
+
+TEST(Staging, CudaAwareWaitsForTheKernelsThatWriteTheBuffer) {
+  const int n = world_size(), r = world_rank();
+  FakeDevice dev;
+  MpiCommOptions o;
+  o.name = "cuda-aware-ordered";
+  o.memory = MemorySpace::device;
+  o.cuda_aware = true;
+  o.device = &dev;
+  MpiCommunicator comm(MPI_COMM_WORLD, o);
+  std::vector<float> a(64, -100.f);                                                         // stale contents
+  dev.queued.push_back([&] { std::fill(a.begin(), a.end(), static_cast<float>(r + 1)); });  // "backward"
+  comm.allreduce(a.data(), a.data(), a.size(), DType::f32, ReduceOp::sum);
+  EXPECT_EQ(a[0], static_cast<float>(n * (n + 1) / 2));  // the written values were reduced, not the stale ones
+  EXPECT_EQ(a[63], static_cast<float>(n * (n + 1) / 2));
+  EXPECT_EQ(dev.markers_waited.load(), 1);
+  EXPECT_EQ(dev.binds.load(), 1);  // the progress thread selected the GPU before its first CUDA call
+  EXPECT_NE(dev.bound_thread, std::this_thread::get_id());
 }
 
 TEST(Agreement, AnErrorOnOneRankIsRaisedOnAll) {

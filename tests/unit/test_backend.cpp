@@ -3,15 +3,18 @@
 // operation dispatched to the CUDA side.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <cstring>
 #include <random>
 
+#include "hpctrain/backend/checks.hpp"
 #include "hpctrain/backend/cpu/onednn_conv.hpp"
 #include "hpctrain/backend/cpu/onednn_matmul.hpp"
 #include "hpctrain/backend/cuda/device_api.hpp"
 #include "hpctrain/backend/ops.hpp"
+#include "hpctrain/backend/pool_geometry.hpp"
 #include "hpctrain/core/error.hpp"
 #include "unit_test_util.hpp"
 
@@ -174,4 +177,44 @@ TEST(Backend, EveryOperationIsDispatchedToCuda) {
   expect("batchnorm_backward_data", [&] { batchnorm_backward_data(t, t, per, per, per, per, per, 1, t); });
   expect("add_bias_activation", [&] { add_bias_activation(t, t, Activation::relu, t2); });
   EXPECT_EQ(thrown, backend_operations()) << "every backend operation must have a CUDA entry point";
+}
+
+// The windows that cover an input position, as the CUDA average-pooling backward walks them
+// (backend/pool_geometry.hpp): the same set as the whole-window scan, for strides, overlaps and
+// a global pooling.
+TEST(PoolGeometry, CoveringWindowsMatchAFullScan) {
+  for (std::int64_t k : {1, 2, 3, 7})
+    for (std::int64_t s : {1, 2, 3, 7})
+      for (std::int64_t n : {7, 8, 12}) {
+        if (k > n) continue;
+        const std::int64_t out = (n - k) / s + 1;
+        for (std::int64_t r = 0; r < n; ++r) {
+          std::int64_t lo = out, hi = -1;  // the brute force: every output whose window holds r
+          for (std::int64_t i = 0; i < out; ++i)
+            if (i * s <= r && r <= i * s + k - 1) lo = std::min(lo, i), hi = std::max(hi, i);
+          const auto w = backend::covering_windows(r, k, s, out);
+          if (hi < 0) {
+            EXPECT_GT(w.lo, w.hi) << "k=" << k << " s=" << s << " n=" << n << " r=" << r;
+          } else {
+            EXPECT_EQ(w.lo, lo) << "k=" << k << " s=" << s << " n=" << n << " r=" << r;
+            EXPECT_EQ(w.hi, hi) << "k=" << k << " s=" << s << " n=" << n << " r=" << r;
+          }
+        }
+      }
+  const auto global = backend::covering_windows(5, 12, 12, 1);  // global pooling: one window
+  EXPECT_EQ(global.lo, 0);
+  EXPECT_EQ(global.hi, 0);
+}
+
+TEST(Limits, SizesBeyondThe32BitLibrariesAreOneClearError) {
+  EXPECT_EQ(backend::checked_int(2147483647, "x"), 2147483647);
+  try {
+    backend::checked_int(std::int64_t{3} << 30, "gemm: rows of the product");
+    FAIL() << "no error";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), ExitCode::bad_input);
+    EXPECT_NE(std::string(e.what()).find("gemm: rows of the product is 3221225472, beyond the 32-bit limit"),
+              std::string::npos)
+        << e.what();
+  }
 }

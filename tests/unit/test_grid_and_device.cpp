@@ -77,7 +77,7 @@ TEST(Device, OneGpuPerLocalRank) {
   me.local_rank = 1;
   me.local_size = 2;
   me.host = "n1";
-  std::vector<cuda::GpuInfo> gpus{{0, "A", 1ull << 30, 9, 0}, {1, "B", 2ull << 30, 9, 0}};
+  std::vector<cuda::GpuInfo> gpus{{0, "A", 1ull << 30, 9, 0, "GPU-a"}, {1, "B", 2ull << 30, 9, 0, "GPU-b"}};
   const auto d = choose_device(DeviceKind::auto_, me, gpus, "");
   EXPECT_EQ(d.kind, DeviceKind::cuda);
   EXPECT_EQ(d.gpu, 1);
@@ -90,7 +90,7 @@ TEST(Device, MoreRanksThanGpusIsAnError) {
   RankInfo me;
   me.local_size = 3;
   me.host = "n1";
-  std::vector<cuda::GpuInfo> gpus{{0, "A", 1, 9, 0}, {1, "B", 1, 9, 0}};
+  std::vector<cuda::GpuInfo> gpus{{0, "A", 1, 9, 0, "GPU-a"}, {1, "B", 1, 9, 0, "GPU-b"}};
   try {
     choose_device(DeviceKind::cuda, me, gpus, "");
     FAIL();
@@ -105,7 +105,7 @@ TEST(Device, SharingGpusWhenAllowed) {
   me.local_rank = 2;
   me.local_size = 3;
   me.host = "n1";
-  std::vector<cuda::GpuInfo> gpus{{0, "A", 1ull << 30, 9, 0}, {1, "B", 1ull << 30, 9, 0}};
+  std::vector<cuda::GpuInfo> gpus{{0, "A", 1ull << 30, 9, 0, "GPU-a"}, {1, "B", 1ull << 30, 9, 0, "GPU-b"}};
   const auto d = choose_device(DeviceKind::cuda, me, gpus, "", true);
   EXPECT_EQ(d.gpu, 0);  // local rank 2 of 3 on 2 GPUs
   EXPECT_TRUE(d.shared);
@@ -121,6 +121,70 @@ TEST(Device, SharingGpusWhenAllowed) {
   me.local_size = 2;  // not oversubscribed: sharing allowed but not used
   me.local_rank = 1;
   EXPECT_FALSE(choose_device(DeviceKind::cuda, me, gpus, "", true).shared);
+}
+
+// Under Slurm's --gpus-per-task=1 (or CUDA_VISIBLE_DEVICES set per rank) every rank sees one
+// GPU, a different one: by count that looks like 4 ranks on 1 GPU; by UUID nothing is shared.
+TEST(Device, RanksThatEachSeeOneDifferentGpuShareNothing) {
+  RankInfo me;
+  me.local_size = 4;
+  me.host = "n1";
+  const std::vector<std::string> picks{"GPU-a", "GPU-b", "GPU-c", "GPU-d"};
+  for (int r = 0; r < 4; ++r) {
+    me.local_rank = r;
+    std::vector<cuda::GpuInfo> mine{{0, "H200", 1ull << 30, 9, 0, picks[static_cast<std::size_t>(r)]}};
+    EXPECT_EQ(pick_uuid(me, mine), picks[static_cast<std::size_t>(r)]);
+    const auto d = choose_device(DeviceKind::cuda, me, mine, "", false, picks);
+    EXPECT_EQ(d.gpu, 0);
+    EXPECT_FALSE(d.shared);
+  }
+}
+
+TEST(Device, RanksOnOneGpuByUuidAreRefusedUnlessSharingIsAllowed) {
+  RankInfo me;
+  me.local_size = 3;
+  me.local_rank = 2;
+  me.host = "n1";
+  // Ranks 0 and 2 each see both GPUs; rank 2 takes index 0 (2 % 2): the same GPU as rank 0.
+  std::vector<cuda::GpuInfo> gpus{{0, "A", 1ull << 30, 9, 0, "GPU-a"}, {1, "B", 1ull << 30, 9, 0, "GPU-b"}};
+  const std::vector<std::string> picks{"GPU-a", "GPU-b", pick_uuid(me, gpus)};
+  EXPECT_EQ(picks[2], "GPU-a");
+  try {
+    choose_device(DeviceKind::cuda, me, gpus, "", false, picks);
+    FAIL() << "two ranks on GPU-a must be refused";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), ExitCode::bad_input);
+    EXPECT_NE(std::string(e.what()).find("local ranks 0, 2 on n1 would share one GPU (GPU-a, A)"), std::string::npos)
+        << e.what();
+    EXPECT_NE(std::string(e.what()).find("share_gpus = true"), std::string::npos) << e.what();
+  }
+  EXPECT_TRUE(choose_device(DeviceKind::cuda, me, gpus, "", true, picks).shared);
+  me.local_rank = 1;  // rank 1 is alone on GPU-b
+  EXPECT_FALSE(choose_device(DeviceKind::cuda, me, gpus, "", false, picks).shared);
+}
+
+// The cuDNN math per precision: a down-conversion to fp16 only in fp16 mode (bf16-rounded values
+// above 65504 would become inf), tensor cores without conversion for tf32 and bf16, FMA for fp32.
+TEST(Device, CudnnConvolutionMathPerPrecision) {
+  EXPECT_EQ(cuda::conv_math(cuda::GemmMath::fp32), cuda::ConvMath::fma);
+  EXPECT_EQ(cuda::conv_math(cuda::GemmMath::tf32), cuda::ConvMath::default_math);
+  EXPECT_EQ(cuda::conv_math(cuda::GemmMath::bf16), cuda::ConvMath::default_math);
+  EXPECT_EQ(cuda::conv_math(cuda::GemmMath::fp16), cuda::ConvMath::allow_fp16_conversion);
+  EXPECT_STREQ(cuda::to_string(cuda::conv_math(cuda::GemmMath::bf16)), "CUDNN_DEFAULT_MATH");
+}
+
+TEST(Device, MemoryOperationsAreRefusedWhileAGraphIsRecorded) {
+  EXPECT_NO_THROW(cuda::refuse_during_capture(false, "growing the CUDA scratch area"));
+  try {
+    cuda::refuse_during_capture(true, "growing the CUDA scratch area");
+    FAIL() << "no error while capturing";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), ExitCode::internal);
+    EXPECT_NE(std::string(e.what()).find("growing the CUDA scratch area while the compute stream is recorded"),
+              std::string::npos)
+        << e.what();
+    EXPECT_NE(std::string(e.what()).find("cuda_graphs = false"), std::string::npos) << e.what();
+  }
 }
 
 TEST(Device, CudaRequestedWithoutGpuSaysWhy) {

@@ -1,6 +1,8 @@
 // Argument checks shared by the backends' operations (backend/cpu, backend/cuda).
 #pragma once
 
+#include <climits>
+#include <cstdint>
 #include <string>
 
 #include "hpctrain/core/error.hpp"
@@ -12,6 +14,16 @@ namespace hpctrain::backend {
 inline void same_size(const Tensor& a, const Tensor& b, const char* op) {
   HPCT_CHECK(a.numel() == b.numel(),
              std::string(op) + ": sizes " + shape_string(a.shape()) + " and " + shape_string(b.shape()) + " differ");
+}
+
+// `v` as an int for a library that takes 32-bit sizes (BLAS, cuBLAS, cuDNN) or a 32-bit index
+// (max pooling's argmax): a too-large model gets one line naming what and the limit instead of a
+// silently wrapped size.
+inline int checked_int(std::int64_t v, const std::string& what) {
+  if (v < 0 || v > INT_MAX)
+    throw bad_input(what + " is " + std::to_string(v) + ", beyond the 32-bit limit (" + std::to_string(INT_MAX) +
+                    ") of the libraries hpctrain calls: use smaller layers or batches");
+  return static_cast<int>(v);
 }
 
 }  // namespace hpctrain::backend

@@ -32,11 +32,17 @@ struct DeviceAssignment {
   bool shared = false;                // [run] share_gpus: other ranks of this node use the same GPU
 };
 
-// Pure: resolves [run] device for one rank. auto = cuda when a GPU is visible.
-// One GPU per rank, by local rank; more ranks on a node than GPUs is an error, unless
-// `share_gpus` allows it: then local rank r takes GPU r % GPUs.
+// Pure: resolves [run] device for one rank. auto = cuda when a GPU is visible. Local rank r takes
+// visible GPU r % (GPUs it sees). Two ranks of a node on one GPU is an error unless `share_gpus`
+// allows it. Which GPUs are shared is decided from `node_picks`, the UUID each local rank of the
+// node takes (pick_uuid; Runtime gathers them): under Slurm's --gpus-per-task=1 every rank sees
+// one GPU, a different one, and nothing is shared. Without node_picks (tests, one process) the
+// count decides: more local ranks than visible GPUs.
 DeviceAssignment choose_device(DeviceKind requested, const RankInfo& me, const std::vector<cuda::GpuInfo>& gpus,
-                               const std::string& why_no_gpu, bool share_gpus = false);
+                               const std::string& why_no_gpu, bool share_gpus = false,
+                               const std::vector<std::string>& node_picks = {});
+// The UUID of the GPU local rank `me.local_rank` takes among `gpus` ("" without GPUs).
+std::string pick_uuid(const RankInfo& me, const std::vector<cuda::GpuInfo>& gpus);
 
 // Pure: resolves [parallel] comm for a device. auto = nccl on cuda, mpi on cpu or when ranks share
 // a GPU (NCCL cannot put two ranks of one communicator on one GPU; asking for it is bad_input).

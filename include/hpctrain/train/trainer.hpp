@@ -76,15 +76,17 @@ class Trainer {
   const DatasetIndex& index_;
   Allocator alloc_;  // on the rank's device: parameters, gradients, state, activations
   // [run] cuda_graphs: the recorded forward/backward of a step and the recorded update, with
-  // what they were recorded for (rows, staged batch addresses, loss gradient scale).
+  // what they were recorded for (rows, staged batch addresses, loss gradient scale, and the
+  // generation of the CUDA scratch area, whose regrowth frees the area a recording writes).
   std::unique_ptr<cuda::Graph> step_graph_, update_graph_;
   struct Recorded {
     const void *samples = nullptr, *classes = nullptr, *targets = nullptr;
     std::int64_t rows = 0;
     float grad_scale = 0;
+    std::uint64_t scratch = 0;
     bool operator==(const Recorded& o) const {
       return samples == o.samples && classes == o.classes && targets == o.targets && rows == o.rows &&
-             grad_scale == o.grad_scale;
+             grad_scale == o.grad_scale && scratch == o.scratch;
     }
   } recorded_for_;
   StagedBatch staged_;  // the current batch on that device

@@ -104,6 +104,7 @@ void maxpool_forward(const Tensor& x, std::int64_t channels, std::int64_t height
   const std::int64_t planes = x.numel() / (height * width);
   HPCT_CHECK(y.numel() == planes * ho * wo && planes % channels == 0 && argmax_buf.numel() >= y.numel(),
              "maxpool shapes");
+  backend::checked_int(x.numel(), "max pooling: input elements (argmax indices are 32-bit)");
   std::int32_t* argmax = index_data(argmax_buf);
   if (kernel == 2 && stride == 2) {  // the common case, without the generic window loops
     for (std::int64_t p = 0; p < planes; ++p) {

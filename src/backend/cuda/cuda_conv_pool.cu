@@ -3,9 +3,11 @@
 // pieces. col2im and average pooling's backward gather per input element
 // (no atomics, deterministic); max pooling's backward adds with atomics only
 // where windows overlap (stride < kernel).
+#include "hpctrain/backend/checks.hpp"
 #include "hpctrain/backend/cuda/context.hpp"
 #include "hpctrain/backend/cuda/cuda_ops.hpp"
 #include "hpctrain/backend/cuda/kernels.cuh"
+#include "hpctrain/backend/pool_geometry.hpp"
 
 namespace hpctrain::cuda {
 
@@ -103,16 +105,12 @@ __global__ void avgpool_backward_kernel(const float* dy, i64 h, i64 w, i64 kh, i
                                         float inv, float* dx, i64 total) {
   for (i64 idx = detail::global_index(); idx < total; idx += detail::grid_stride()) {
     const i64 c = idx % w, r = (idx / w) % h, p = idx / (w * h);
+    // Only the windows that cover (r, c): O(1) per input for a global pooling, not O(h * w).
+    const backend::WindowRange rows = backend::covering_windows(r, kh, sh, ho);
+    const backend::WindowRange cols = backend::covering_windows(c, kw, sw, wo);
     float s = 0.f;
-    for (i64 a = 0; a < kh; ++a) {
-      const i64 ti = r - a;
-      if (ti < 0 || ti % sh || ti / sh >= ho) continue;
-      for (i64 b = 0; b < kw; ++b) {
-        const i64 tj = c - b;
-        if (tj < 0 || tj % sw || tj / sw >= wo) continue;
-        s += dy[(p * ho + ti / sh) * wo + tj / sw] * inv;
-      }
-    }
+    for (i64 i = rows.lo; i <= rows.hi; ++i)
+      for (i64 j = cols.lo; j <= cols.hi; ++j) s += dy[(p * ho + i) * wo + j] * inv;
     dx[idx] = s;
   }
 }
@@ -223,6 +221,7 @@ void maxpool_forward(const Tensor& x, i64 channels, i64 height, i64 width, i64 k
   const i64 ho = (height - kernel) / stride + 1, wo = (width - kernel) / stride + 1;
   const i64 planes = x.numel() / (height * width);
   HPCT_CHECK(y.numel() == planes * ho * wo && planes % channels == 0 && argmax.numel() >= y.numel(), "maxpool shapes");
+  backend::checked_int(x.numel(), "max pooling: input elements (argmax indices are 32-bit)");
   launch(maxpool_kernel, y.numel(), x.data(), height, width, kernel, stride, ho, wo, y.data(), index_data(argmax),
          y.numel());
 }

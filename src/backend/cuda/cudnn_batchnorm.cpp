@@ -5,6 +5,7 @@
 
 #include "hpctrain/backend/cuda/cudnn_batchnorm.hpp"
 
+#include "hpctrain/backend/checks.hpp"
 #include "hpctrain/backend/cuda/context.hpp"
 
 namespace hpctrain::cuda {
@@ -25,8 +26,10 @@ struct CudnnBatchNorm::Impl {
   }
   void describe(std::int64_t n) {
     if (described == n) return;
-    CHECK_CUDNN(cudnnSetTensor4dDescriptor(x, CUDNN_TENSOR_NCHW, CUDNN_DATA_FLOAT, static_cast<int>(n),
-                                           static_cast<int>(channels), static_cast<int>(plane), 1));
+    CHECK_CUDNN(cudnnSetTensor4dDescriptor(x, CUDNN_TENSOR_NCHW, CUDNN_DATA_FLOAT,
+                                           backend::checked_int(n, "cuDNN batch norm: batch"),
+                                           backend::checked_int(channels, "cuDNN batch norm: channels"),
+                                           backend::checked_int(plane, "cuDNN batch norm: plane size"), 1));
     CHECK_CUDNN(cudnnDeriveBNTensorDescriptor(stats, x, CUDNN_BATCHNORM_SPATIAL));
     described = n;
   }

@@ -12,6 +12,7 @@
 #include <map>
 #include <vector>
 
+#include "hpctrain/backend/checks.hpp"
 #include "hpctrain/backend/cuda/context.hpp"
 #include "hpctrain/backend/cuda/device_api.hpp"
 
@@ -65,7 +66,7 @@ struct CudnnConv::Impl {
     CHECK_CUDNN(cudnnCreateTensorDescriptor(&bias));
     CHECK_CUDNN(cudnnCreateFilterDescriptor(&w));
     CHECK_CUDNN(cudnnCreateConvolutionDescriptor(&conv));
-    const auto i = [](std::int64_t v) { return static_cast<int>(v); };
+    const auto i = [](std::int64_t v) { return backend::checked_int(v, "cuDNN convolution: a tensor dimension"); };
     CHECK_CUDNN(cudnnSetFilter4dDescriptor(w, CUDNN_DATA_FLOAT, CUDNN_TENSOR_NCHW, i(g.out), i(g.channels), i(g.kernel),
                                            i(g.kernel)));
     CHECK_CUDNN(cudnnSetTensor4dDescriptor(bias, CUDNN_TENSOR_NCHW, CUDNN_DATA_FLOAT, 1, i(g.out), 1, 1));
@@ -81,10 +82,14 @@ struct CudnnConv::Impl {
   }
 
   Plan& plan(std::int64_t n) {
-    const auto i = [](std::int64_t v) { return static_cast<int>(v); };
-    // Tensor cores only when the GEMMs may use them ([run] tf32 or a reduced precision).
-    const bool tensor_ops = context().gemm_compute() != CUBLAS_COMPUTE_32F;
-    CHECK_CUDNN(cudnnSetConvolutionMathType(conv, tensor_ops ? CUDNN_TENSOR_OP_MATH_ALLOW_CONVERSION : CUDNN_FMA_MATH));
+    const auto i = [](std::int64_t v) { return backend::checked_int(v, "cuDNN convolution: a tensor dimension"); };
+    // Tensor cores only when the GEMMs may use them ([run] tf32 or a reduced precision), and a
+    // down-conversion to fp16 only in fp16 mode (device_api.hpp conv_math).
+    const ConvMath m = conv_math(context().gemm_math());
+    CHECK_CUDNN(cudnnSetConvolutionMathType(conv, m == ConvMath::fma ? CUDNN_FMA_MATH
+                                                  : m == ConvMath::default_math
+                                                      ? CUDNN_DEFAULT_MATH
+                                                      : CUDNN_TENSOR_OP_MATH_ALLOW_CONVERSION));
     if (described != n) {
       CHECK_CUDNN(cudnnSetTensor4dDescriptor(x, CUDNN_TENSOR_NCHW, CUDNN_DATA_FLOAT, i(n), i(g.channels), i(g.height),
                                              i(g.width)));

@@ -23,7 +23,14 @@ std::vector<GpuInfo> visible_gpus(std::string* why_none) {
   for (int i = 0; i < count; ++i) {
     cudaDeviceProp p{};
     CHECK_CUDA(cudaGetDeviceProperties(&p, i));
-    out.push_back({i, p.name, p.totalGlobalMem, p.major, p.minor});
+    static const char* hex = "0123456789abcdef";
+    std::string uuid = "GPU-";
+    for (int b = 0; b < 16; ++b) {
+      const auto v = static_cast<unsigned char>(p.uuid.bytes[b]);
+      uuid += hex[v >> 4];
+      uuid += hex[v & 15];
+    }
+    out.push_back({i, p.name, p.totalGlobalMem, p.major, p.minor, uuid});
   }
   if (out.empty() && why_none) *why_none = "no CUDA device visible";
   return out;
@@ -65,6 +72,21 @@ __global__ void scale_kernel_f64(double* buf, std::size_t n, double factor) {
 
 class CudaDeviceMemory final : public DeviceMemory {
  public:
+  CudaDeviceMemory() { CHECK_CUDA(cudaGetDevice(&device_)); }
+  void* record_marker() override {
+    cudaEvent_t e = nullptr;
+    CHECK_CUDA(cudaEventCreateWithFlags(&e, cudaEventDisableTiming));
+    CHECK_CUDA(cudaEventRecord(e, static_cast<cudaStream_t>(compute_stream())));
+    return e;
+  }
+  void wait_marker(void* marker) override {
+    auto e = static_cast<cudaEvent_t>(marker);
+    const cudaError_t rc = cudaEventSynchronize(e);
+    cudaEventDestroy(e);
+    CHECK_CUDA(rc);
+  }
+  void bind_thread() override { CHECK_CUDA(cudaSetDevice(device_)); }
+
   void* alloc_pinned(std::size_t bytes) override {
     void* p = nullptr;
     CHECK_CUDA(cudaMallocHost(&p, bytes ? bytes : 1));
@@ -92,6 +114,9 @@ class CudaDeviceMemory final : public DeviceMemory {
     CHECK_CUDA(cudaGetLastError());
     CHECK_CUDA(cudaDeviceSynchronize());
   }
+
+ private:
+  int device_ = 0;
 };
 
 }  // namespace

@@ -39,6 +39,7 @@ void memset_zero(void*, std::size_t) { no_cuda(); }
 void synchronize() {}
 void* compute_stream() { return nullptr; }
 void set_gemm_math(GemmMath) {}
+std::uint64_t scratch_generation() { return 0; }
 
 struct Graph::Impl {};
 Graph::Graph() = default;

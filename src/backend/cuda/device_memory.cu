@@ -41,8 +41,16 @@ cudnnHandle_t Context::dnn() {
   return dnn_;
 }
 
+bool Context::capturing() const {
+  cudaStreamCaptureStatus s = cudaStreamCaptureStatusNone;
+  CHECK_CUDA(cudaStreamIsCapturing(stream_, &s));
+  return s != cudaStreamCaptureStatusNone;
+}
+
 void* Context::scratch(std::size_t bytes) {
   if (bytes > scratch_bytes_) {
+    refuse_during_capture(capturing(), "growing the CUDA scratch area");
+    ++scratch_generation_;
     if (scratch_) {
       CHECK_CUDA(cudaStreamSynchronize(stream_));  // earlier users of the old area are done
       CHECK_CUDA(cudaFree(scratch_));
@@ -115,6 +123,7 @@ class Pool {
 
  private:
   void release_cached() {
+    refuse_during_capture(context().capturing(), "freeing cached device memory to retry an allocation");
     CHECK_CUDA(cudaDeviceSynchronize());
     for (auto& [size, list] : free_) {
       for (void* p : list) cudaFree(p);
@@ -227,10 +236,11 @@ void Graph::launch() { CHECK_CUDA(cudaGraphLaunch(impl_->exec, context().stream(
 bool Graph::ready() const { return impl_->exec != nullptr; }
 void* compute_stream() { return context().stream(); }
 void set_gemm_math(GemmMath m) {
-  context().set_gemm_compute(m == GemmMath::tf32   ? CUBLAS_COMPUTE_32F_FAST_TF32
+  context().set_gemm_math(m, m == GemmMath::tf32   ? CUBLAS_COMPUTE_32F_FAST_TF32
                              : m == GemmMath::bf16 ? CUBLAS_COMPUTE_32F_FAST_16BF
                              : m == GemmMath::fp16 ? CUBLAS_COMPUTE_32F_FAST_16F
                                                    : CUBLAS_COMPUTE_32F);
 }
+std::uint64_t scratch_generation() { return context().scratch_generation(); }
 
 }  // namespace hpctrain::cuda

@@ -11,7 +11,9 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 
+#include "hpctrain/backend/cuda/device_api.hpp"
 #include "hpctrain/core/cuda_check.hpp"
 
 namespace hpctrain::cuda {
@@ -28,9 +30,14 @@ class Context {
   cudnnHandle_t dnn();  // made on first use (cuDNN loads its kernels lazily)
   // The compute type of float32 GEMMs (device_api.hpp set_gemm_math).
   cublasComputeType_t gemm_compute() const { return gemm_compute_; }
-  void set_gemm_compute(cublasComputeType_t t) { gemm_compute_ = t; }
+  GemmMath gemm_math() const { return gemm_math_; }
+  void set_gemm_math(GemmMath m, cublasComputeType_t t) { gemm_math_ = m, gemm_compute_ = t; }
   // At least `bytes` of device scratch, valid until the next call (the stream orders its users).
+  // Growing it frees the old area: refused while the stream is being recorded, and counted in
+  // scratch_generation() so graphs holding the old address are recorded again.
   void* scratch(std::size_t bytes);
+  std::uint64_t scratch_generation() const { return scratch_generation_; }
+  bool capturing() const;  // the compute stream is being recorded as a graph
   int sm_count() const { return sms_; }
 
  private:
@@ -40,7 +47,9 @@ class Context {
   static constexpr std::size_t kBlasWorkspace = std::size_t{32} << 20;
   void* blas_workspace_ = nullptr;
   cublasComputeType_t gemm_compute_ = CUBLAS_COMPUTE_32F;
+  GemmMath gemm_math_ = GemmMath::fp32;
   void* scratch_ = nullptr;
+  std::uint64_t scratch_generation_ = 0;
   std::size_t scratch_bytes_ = 0;
   int sms_ = 1;
 };

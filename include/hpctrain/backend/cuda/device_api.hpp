@@ -6,6 +6,7 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 #include <memory>
 #include <string>
 #include <vector>
@@ -21,6 +22,7 @@ struct GpuInfo {
   std::string name;
   std::size_t memory_bytes = 0;
   int cc_major = 0, cc_minor = 0;
+  std::string uuid;  // "GPU-8c1f...": the same GPU has the same UUID in every process, whatever it sees
 };
 
 // GPUs visible to this process. Empty (with `why_none` set) when built without
@@ -44,9 +46,18 @@ class DeviceMemory {
   virtual void copy_to_device(void* device, const void* host, std::size_t bytes) = 0;
   // buf[i] *= factor for a float dtype (averaging after a sum).
   virtual void scale(void* device_buf, std::size_t count, DType dtype, double factor) = 0;
+  // A marker of the work queued on the compute stream so far. CUDA-aware MPI reads device
+  // buffers outside that stream, so the kernels writing them must be done first: the caller
+  // records a marker, the progress thread waits for it (which also releases it).
+  virtual void* record_marker() = 0;
+  virtual void wait_marker(void* marker) = 0;
+  // Makes this process's GPU current in the calling thread. A new thread starts on GPU 0: a CUDA
+  // call there would make a context on GPU 0 for every rank of the node (and fail in
+  // exclusive-process mode).
+  virtual void bind_thread() = 0;
 };
 
-// The CUDA implementation (throws when not built with CUDA).
+// The CUDA implementation for the GPU current now (throws when not built with CUDA).
 std::unique_ptr<DeviceMemory> make_device_memory();
 
 // Device memory for tensors (Allocator with Device::cuda): a caching pool over cudaMalloc, so a
@@ -83,6 +94,21 @@ void* compute_stream();
 // operands are already rounded to that format, so the tensor cores compute the same products).
 enum class GemmMath { fp32, tf32, bf16, fp16 };
 void set_gemm_math(GemmMath m);
+// The cuDNN convolution math for a GemmMath (pure; cudnn_conv.cpp maps it to cudnnMathType_t):
+// FMA for fp32 (exact float32, as on the CPU); cuDNN's default math, which allows TF32 tensor
+// cores but never a down-conversion, for tf32 and bf16 (TF32's 10-bit mantissa multiplies
+// bf16-rounded operands exactly); conversion to fp16 only for fp16, whose operands are already
+// fp16 values. Allowing conversion in bf16 mode would turn values above 65504 into inf and flush
+// small gradients.
+enum class ConvMath { fma, default_math, allow_fp16_conversion };
+ConvMath conv_math(GemmMath m);
+const char* to_string(ConvMath m);
+// Counts regrowths of the context's scratch area: a recorded graph holds the old area's address,
+// so the trainer records again when this changes (0 without CUDA).
+std::uint64_t scratch_generation();
+// Operations that must not run while the compute stream is being recorded (freeing memory,
+// synchronizing) call this: it throws a clear error naming `what` when `capturing`.
+void refuse_during_capture(bool capturing, const char* what);
 
 // Work on the compute stream recorded once and replayed with one launch (a CUDA graph). Between
 // begin() and end() the operations are recorded, not run (thread-local capture: other threads'

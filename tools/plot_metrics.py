@@ -4,7 +4,7 @@ against the step, to a PNG.
 
     tools/plot_metrics.py runs/mnist_mlp/metrics.csv [--out metrics.png] [--title TEXT]
 
-The columns are the trainer's (README "Training": step, epoch, wall_s, loss, accuracy,
+The columns are the trainer's (docs/training.md: step, epoch, wall_s, loss, accuracy,
 samples_per_s, data_wait_pct, comm_exposed_pct, lr, eval_loss, eval_accuracy); evaluation
 columns are empty on rows without an evaluation.
 """

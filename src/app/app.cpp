@@ -41,7 +41,8 @@ po::options_description cli_options() {
       "dry-run", "check the configuration, process grid, data, model and checkpoints, print them, and exit")(
       "eval-only", "load the checkpoint [checkpoint] resume selects and evaluate it on the test split")(
       "help,h", "show this help: options, every configuration key, exit codes")(
-      "version", "show the version and the compiled-in backends");
+      "version", "show the version and the compiled-in backends")(
+      "config-reference", "print the configuration keys as Markdown (docs/configuration.md) and exit");
   return o;
 }
 
@@ -62,11 +63,12 @@ CliOptions parse_cli(int argc, char** argv) {
   CliOptions cli;
   cli.help = vm.count("help") > 0;
   cli.version = vm.count("version") > 0;
+  cli.config_reference = vm.count("config-reference") > 0;
   cli.dry_run = vm.count("dry-run") > 0;
   cli.eval_only = vm.count("eval-only") > 0;
   if (vm.count("set")) cli.sets = vm["set"].as<std::vector<std::string>>();
   if (vm.count("config")) cli.config_path = vm["config"].as<std::string>();
-  if (!cli.help && !cli.version && cli.config_path.empty())
+  if (!cli.help && !cli.version && !cli.config_reference && cli.config_path.empty())
     throw bad_input(
         "command line: no configuration file given (usage: trainer input.ini [--set section.key=value ...] "
         "[--dry-run]; see trainer --help)");
@@ -260,6 +262,11 @@ int run_trainer(int argc, char** argv) {
     }
     if (cli.version) {
       log0(version_text());
+      return 0;
+    }
+    if (cli.config_reference) {
+      const std::string md = config_reference_markdown();
+      log0(md.substr(0, md.size() - 1));  // log0 ends the line
       return 0;
     }
     const Config cfg = load_config(MPI_COMM_WORLD, cli.config_path, cli.sets);

@@ -241,13 +241,5 @@ const char* to_string(Tristate v) {
   }
   return "?";
 }
-const char* to_string(Precision v) {
-  switch (v) {
-    case Precision::fp32: return "fp32";
-    case Precision::bf16: return "bf16";
-    case Precision::fp16: return "fp16";
-  }
-  return "?";
-}
 
 }  // namespace hpctrain

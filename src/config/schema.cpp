@@ -241,7 +241,8 @@ std::vector<KeySpec> config_schema() {
                            v, {{"fp32", Precision::fp32}, {"bf16", Precision::bf16}, {"fp16", Precision::fp16}});
                      }));
   k.push_back(make("run", "share_gpus", K::boolean, "false",
-                   "allow more ranks than GPUs on a node: local rank r uses GPU r % GPUs (communication over MPI)",
+                   "allow two ranks of a node on one GPU (by GPU UUID): local rank r uses visible GPU r % count "
+                   "(communication over MPI)",
                    [](Config& c, const std::string& v) { c.run.share_gpus = parse_bool(v); }));
   k.push_back(make("run", "tf32", K::boolean, "false",
                    "device = cuda: let cuBLAS use TF32 tensor cores for float32 GEMMs (10-bit mantissa products, "
@@ -446,6 +447,29 @@ std::string config_help() {
     }
     out += "    " + s.key + " = " + describe_type(s) +
            "  (default: " + (s.default_value.empty() ? "none" : s.default_value) + ")\n        " + s.help + "\n";
+  }
+  return out;
+}
+
+std::string config_reference_markdown() {
+  auto cell = [](std::string s) {  // a table cell: '|' escaped
+    std::string out;
+    for (char c : s) out += c == '|' ? std::string("\\|") : std::string(1, c);
+    return out;
+  };
+  std::string out =
+      "# Configuration keys\n\n"
+      "Generated from the configuration schema (`src/config/schema.cpp`) by `build/trainer --config-reference`\n"
+      "(`tools/make_docs.sh` rewrites this file; the `docs_current` test fails when it is stale).\n"
+      "How the file is read, `--set`, `${VAR}` and the error messages: [running.md](running.md).\n";
+  std::string section;
+  for (const auto& s : config_schema()) {
+    if (s.section != section) {
+      section = s.section;
+      out += "\n## [" + section + "]\n\n| key | type | default | meaning |\n|---|---|---|---|\n";
+    }
+    out += "| `" + s.key + "` | " + cell(describe_type(s)) + " | " +
+           (s.default_value.empty() ? "none" : "`" + cell(s.default_value) + "`") + " | " + cell(s.help) + " |\n";
   }
   return out;
 }

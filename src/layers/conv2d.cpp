@@ -8,7 +8,7 @@
 // - oneDNN (backend/cpu/onednn_conv.hpp), when built with it.
 // - cuDNN (backend/cuda/cudnn_conv.hpp) for tensors on a GPU.
 // On the CPU, auto takes oneDNN for more than one input channel, im2col + GEMM
-// for one (tools/bench/conv_bench.cpp measured both; README "Speed against
+// for one (tools/bench/conv_bench.cpp measured both; docs/performance.md "Speed against
 // PyTorch"); on a GPU, auto takes cuDNN and im2col is im2col + cuBLAS.
 #include "hpctrain/backend/cpu/onednn_conv.hpp"
 #include "hpctrain/backend/cuda/cudnn_conv.hpp"

@@ -5,7 +5,7 @@
 // they do not depend on which rank holds the sample or on the rank count.
 #include "hpctrain/backend/ops.hpp"
 #include "hpctrain/core/error.hpp"
-#include "hpctrain/data/permutation.hpp"
+#include "hpctrain/core/hash.hpp"
 #include "hpctrain/layers/registry.hpp"
 
 namespace hpctrain {

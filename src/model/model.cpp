@@ -7,8 +7,8 @@
 
 #include "hpctrain/backend/ops.hpp"
 #include "hpctrain/core/error.hpp"
+#include "hpctrain/core/hash.hpp"
 #include "hpctrain/core/table.hpp"
-#include "hpctrain/data/permutation.hpp"
 
 namespace hpctrain {
 

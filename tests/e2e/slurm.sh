@@ -108,7 +108,7 @@ out=$tmp/preempt.out
 # Launched with mpirun: a requeued job reuses its job and step ids on the same node at once here,
 # and Slurm's PMIx plugin (srun --mpi=pmix) leaves the first run's step socket behind, so the
 # second srun launch fails on this one-node test cluster (the requeue hold of a real cluster, or
-# another node, avoids that; README "Slurm").
+# another node, avoids that; docs/clusters.md "Slurm").
 jobid=$(HPCTRAIN_LAUNCHER=mpirun HPCTRAIN_TRAINER=$trainer HPCTRAIN_OUT_DIR=$tmp/run-preempt sbatch --parsable --ntasks-per-node=2 \
   --output="$out" --chdir="$src" "$job" inputs/mnist_mlp.ini --set train.steps=300 "${common[@]}")
 for _ in $(seq 600); do grep -q '^epoch ' "$out" 2>/dev/null && break; sleep 0.1; done

@@ -21,6 +21,7 @@
 
 #include "gpu_test_util.hpp"
 #include "hpctrain/backend/ops.hpp"
+#include "hpctrain/core/error.hpp"
 #include "hpctrain/layers/registry.hpp"
 #include "hpctrain/tensor/step_scalars.hpp"
 
@@ -362,6 +363,20 @@ TEST_F(CudaOps, StagingCopiesTheHostDataOfTheCall) {
     const auto got = to_host(dst[static_cast<std::size_t>(c)]);
     EXPECT_EQ(got[0], static_cast<float>(c * 10000)) << c;
     EXPECT_EQ(got[4999], static_cast<float>(c * 10000 + 4999)) << c;
+  }
+}
+
+// The dispatch checks every tensor argument, not only the first: a CPU tensor among GPU ones is an
+// internal error naming the operation and the argument.
+TEST_F(CudaOps, TensorsOnTwoDevicesAreRefused) {
+  Tensor a = on_gpu(random({4, 3}, 1)), b = random({4, 3}, 2), out = on_gpu(random({4, 3}, 3));
+  try {
+    add(a, b, out);
+    FAIL() << "no error for tensors on two devices";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("backend operation 'add': tensor argument 2 is on another device"),
+              std::string::npos)
+        << e.what();
   }
 }
 

@@ -3,8 +3,10 @@
 // per-channel normalization); the IDX importer keeps the bytes; and every
 // kind of bad input is refused with one line naming the file and the problem.
 #include <gtest/gtest.h>
+
 #include <unistd.h>
 #include <zlib.h>
+#include <cstdlib>
 
 #include <cmath>
 #include <cstring>
@@ -364,10 +366,14 @@ TEST_F(DatasetTest, ValidShardsScanClean) {
 }
 
 TEST_F(DatasetTest, ImporterShardsEqualTheIdxSource) {
-  // Real MNIST when the shared copy is there; otherwise a generated IDX pair.
-  std::string images = "../shared/data/mnist/train-images-idx3-ubyte.gz";
-  std::string labels = "../shared/data/mnist/train-labels-idx1-ubyte.gz";
+  // Real MNIST when a copy is there ($MNIST_DIR, else the team's ../shared/data/mnist); otherwise a
+  // generated IDX pair.
+  const char* dir = std::getenv("MNIST_DIR");
+  const std::string base = dir && *dir ? std::string(dir) + "/" : "../shared/data/mnist/";
+  std::string images = base + "train-images-idx3-ubyte.gz";
+  std::string labels = base + "train-labels-idx1-ubyte.gz";
   for (const char* up : {"", "../", "../../", "../../../"}) {
+    if (dir && *dir) break;
     if (fs::exists(std::string(up) + images)) {
       images = std::string(up) + images;
       labels = std::string(up) + labels;

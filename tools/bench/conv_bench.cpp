@@ -5,7 +5,7 @@
 // Best of --repeats timed runs after one warm-up; one thread ([run] threads = 1).
 //   build/conv-bench [--repeats N] [--smoke] [--bf16]
 // --bf16: both in bf16 math ([run] precision = bf16: bf16 GEMMs, oneDNN on bf16 operands).
-// It is what [run] conv = auto's rule comes from (README "Speed against PyTorch").
+// It is what [run] conv = auto's rule comes from (docs/performance.md).
 #include <cblas.h>
 
 #include <algorithm>

@@ -1,4 +1,4 @@
-// hpctrain-data: make and inspect datasets in hpctrain's layout (README "Datasets").
+// hpctrain-data: make and inspect datasets in hpctrain's layout (docs/datasets.md).
 //   hpctrain-data import-idx --images F --labels F --out ROOT [--split train] [--val-count N]
 //                            [--limit N] [--shards K] [--chunk-rows R] [--gzip L] [--mean M --std S] [--force]
 //   hpctrain-data generate   --out ROOT [--shape 1x28x28] [--classes 10] [--train N] [--val N] [--test N]

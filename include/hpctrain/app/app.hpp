@@ -20,6 +20,7 @@ struct CliOptions {
   bool eval_only = false;
   bool help = false;
   bool version = false;
+  bool config_reference = false;  // print docs/configuration.md (Markdown) and exit
 };
 
 // Throws bad_input on unknown options or a missing configuration file argument.

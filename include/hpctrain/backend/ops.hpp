@@ -8,14 +8,16 @@
 #include <string>
 #include <vector>
 
-#include "hpctrain/config/config.hpp"  // Precision
+#include "hpctrain/core/precision.hpp"
 #include "hpctrain/tensor/tensor.hpp"
 
 namespace hpctrain {
 
 enum class Activation { relu, tanh, gelu };
 
+#define HPCT_OP(ret, name, params, args) ret name params;
 #include "hpctrain/backend/op_list.inc"  // NOLINT(bugprone-suspicious-include)
+#undef HPCT_OP
 
 // The sizes of c = op(a) op(b) for gemm, checked for both backends: an internal error names the
 // shapes when they do not fit.

@@ -1,5 +1,5 @@
 // The run configuration: plain structs filled from an INI file (one section per
-// struct, keys as in ../shared/DESIGN.md) plus `--set section.key=value`
+// struct, keys in docs/configuration.md) plus `--set section.key=value`
 // overrides, validated once. Every key is declared in one schema
 // (config/schema.hpp), which also produces the `--help` listing.
 #pragma once
@@ -11,10 +11,11 @@
 #include <string>
 #include <vector>
 
+#include "hpctrain/core/precision.hpp"
+
 namespace hpctrain {
 
 enum class DeviceKind { auto_, cpu, cuda };
-enum class Precision { fp32, bf16, fp16 };
 enum class ConvImpl { auto_, im2col, onednn };
 enum class Shuffle { global, chunk, none };
 enum class LastBatch { drop, wrap };
@@ -142,6 +143,5 @@ std::string read_text_file(const std::string& path, const std::string& what);
 const char* to_string(DeviceKind v);
 const char* to_string(CommBackend v);
 const char* to_string(Tristate v);
-const char* to_string(Precision v);
 
 }  // namespace hpctrain

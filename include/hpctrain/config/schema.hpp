@@ -50,5 +50,8 @@ std::string trim(const std::string& s);
 
 // The `--help` section listing every key with type, default and meaning.
 std::string config_help();
+// The same as a Markdown page (docs/configuration.md is this output: `trainer --config-reference`;
+// a test fails when the file is stale).
+std::string config_reference_markdown();
 
 }  // namespace hpctrain

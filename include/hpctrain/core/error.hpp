@@ -9,7 +9,7 @@
 
 namespace hpctrain {
 
-// Process exit codes (README "Exit codes"; also printed by --help).
+// Process exit codes (docs/running.md "Errors, exit codes"; also printed by --help).
 enum class ExitCode : int {
   ok = 0,
   internal = 1,            // a bug or a failed library call

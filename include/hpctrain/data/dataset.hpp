@@ -1,4 +1,4 @@
-// The dataset layout (README "Datasets") and its index: which shard files a
+// The dataset layout (docs/datasets.md) and its index: which shard files a
 // split has, how many samples each holds, the sample shape and type, the
 // labels and the normalization. Scanned once (rank 0), validated, and
 // broadcast; the values (NaN/Inf, label range) are checked by all ranks in

@@ -13,9 +13,9 @@
 
 #include <cstdint>
 
-namespace hpctrain {
+#include "hpctrain/core/hash.hpp"  // splitmix64
 
-std::uint64_t splitmix64(std::uint64_t x);
+namespace hpctrain {
 
 class Permutation {
  public:

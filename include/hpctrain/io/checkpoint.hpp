@@ -1,4 +1,4 @@
-// Checkpoint files (README "Checkpoints"): one HDF5 file per checkpoint,
+// Checkpoint files (docs/checkpoints.md): one HDF5 file per checkpoint,
 // written collectively through the MPI-IO driver (every rank writes a disjoint
 // set of chunks, nothing funnels through rank 0), under a temporary name that
 // is renamed once every rank has closed it; read back on one rank with the

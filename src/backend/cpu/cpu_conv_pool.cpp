@@ -6,6 +6,7 @@
 
 #include "hpctrain/backend/checks.hpp"
 #include "hpctrain/backend/cpu/cpu_ops.hpp"
+#include "hpctrain/core/hash.hpp"
 
 namespace hpctrain::cpu {
 
@@ -190,12 +191,7 @@ void avgpool_backward(const Tensor& dy, std::int64_t height, std::int64_t width,
 }
 
 namespace {
-std::uint64_t mix(std::uint64_t x) {  // splitmix64's finalizer
-  x += 0x9E3779B97F4A7C15ull;
-  x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ull;
-  x = (x ^ (x >> 27)) * 0x94D049BB133111EBull;
-  return x ^ (x >> 31);
-}
+std::uint64_t mix(std::uint64_t x) { return splitmix64(x); }  // core/hash.hpp, as the CUDA kernel
 }  // namespace
 
 void dropout_forward(const Tensor& x, float p, std::uint64_t layer_key, const std::uint64_t* step_key,

@@ -8,6 +8,7 @@
 #include "hpctrain/backend/cuda/cuda_ops.hpp"
 #include "hpctrain/backend/cuda/kernels.cuh"
 #include "hpctrain/backend/pool_geometry.hpp"
+#include "hpctrain/core/hash.hpp"
 
 namespace hpctrain::cuda {
 
@@ -115,12 +116,7 @@ __global__ void avgpool_backward_kernel(const float* dy, i64 h, i64 w, i64 kh, i
   }
 }
 
-__device__ std::uint64_t mix(std::uint64_t x) {  // splitmix64's finalizer, as backend/cpu
-  x += 0x9E3779B97F4A7C15ull;
-  x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ull;
-  x = (x ^ (x >> 27)) * 0x94D049BB133111EBull;
-  return x ^ (x >> 31);
-}
+__device__ std::uint64_t mix(std::uint64_t x) { return splitmix64(x); }  // core/hash.hpp, as backend/cpu
 
 __global__ void dropout_kernel(const float* x, float p, float keep_scale, std::uint64_t layer_key,
                                const std::uint64_t* step_key, const std::int64_t* ids, float* mask, float* y, i64 total,

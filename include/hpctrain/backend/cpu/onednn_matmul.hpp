@@ -4,7 +4,7 @@
 // it on when the CPU runs it natively (bf16_gemm_native()); the operands are rounded to bf16 (nearest
 // even) on the way in, which for the layers' already-rounded operands changes
 // nothing. Measured 4x OpenBLAS sgemm on one core of the development machine
-// (README "Mixed precision").
+// (docs/training.md "Mixed precision").
 //
 // Built when oneDNN is found; otherwise bf16_gemm_native() is false and
 // bf16_gemm throws.

@@ -7,6 +7,8 @@
 
 namespace hpctrain::cuda {
 
+#define HPCT_OP(ret, name, params, args) ret name params;
 #include "hpctrain/backend/op_list.inc"  // NOLINT(bugprone-suspicious-include)
+#undef HPCT_OP
 
 }  // namespace hpctrain::cuda

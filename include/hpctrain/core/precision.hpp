@@ -1,0 +1,10 @@
+// The number formats a run may compute in ([run] precision): a core type, so the backend can take
+// it without the configuration.
+#pragma once
+
+namespace hpctrain {
+
+enum class Precision { fp32, bf16, fp16 };
+const char* to_string(Precision v);
+
+}  // namespace hpctrain

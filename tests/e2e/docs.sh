@@ -1,0 +1,41 @@
+#!/usr/bin/env bash
+# docs.sh MPIRUN TRAINER SOURCE_DIR: the manual stays true to the code. docs/configuration.md is
+# exactly `trainer --config-reference` (tools/make_docs.sh regenerates it); README.md stays a
+# front door (under 200 lines); every relative link in README.md and docs/ names an existing
+# file; the metrics.csv columns listed in docs/training.md are the ones a run writes.
+set -u
+mpirun=$1 trainer=$2 src=$3
+cd "$src" || exit 1
+source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+
+"$trainer" --config-reference >"$tmp/configuration.md"
+if diff -u docs/configuration.md "$tmp/configuration.md" >"$tmp/diff"; then
+  check "docs/configuration.md is current" true
+else
+  head -20 "$tmp/diff"
+  check "docs/configuration.md is current (run tools/make_docs.sh)" false
+fi
+keys=$(grep -c '^| `' "$tmp/configuration.md")
+check "the reference lists keys ($keys)" test "$keys" -gt 40
+check "README.md is under 200 lines ($(wc -l <README.md))" test "$(wc -l <README.md)" -lt 200
+
+broken=""
+for f in README.md docs/*.md jobscripts/README.md; do
+  dir=$(dirname "$f")
+  while read -r link; do
+    target=${link%%#*}
+    [ -z "$target" ] && continue
+    [ -e "$dir/$target" ] || broken+="$f -> $link; "
+  done < <(grep -o '](\([^)h#][^)]*\|#[^)]*\))' "$f" | sed 's/^](//; s/)$//' | grep -v '^#')
+done
+check "every relative link resolves${broken:+ (broken: $broken)}" test -z "$broken"
+
+"$mpirun" -q -np 1 "$trainer" inputs/mnist_mlp.ini --set run.out_dir="$tmp/run" --set train.steps=2 \
+  --set checkpoint.resume=none --set checkpoint.every_epochs=0 >/dev/null 2>&1
+header=$(head -1 "$tmp/run/metrics.csv" | sed 's/,/, /g')
+check "a run wrote metrics.csv" test -n "$header"
+check "docs/training.md lists the metrics.csv columns ($header)" \
+  grep -qF "$header" <(tr '\n' ' ' <docs/training.md | sed 's/  */ /g')
+finish

@@ -200,6 +200,7 @@ Runtime::Runtime(const Config& config) {
 
   grid_ = std::make_unique<ProcessGrid>(MPI_COMM_WORLD, config.parallel.model_parallel);
   watchdog_ = std::make_unique<Watchdog>(MPI_COMM_WORLD, config.parallel.watchdog_s);
+  world_ = make_communicator(MPI_COMM_WORLD, "world", MemorySpace::host);
 }
 
 Runtime::~Runtime() = default;

@@ -20,7 +20,7 @@ void Trainer::sum_over_replicas(double* v, std::size_t n) {
   }
   // Only the last stage holds loss sums; the other stages add zeros.
   if (!pipeline_->last()) std::fill(v, v + n, 0.0);
-  CHECK_MPI(MPI_Allreduce(MPI_IN_PLACE, v, static_cast<int>(n), MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD));
+  rt_.world().allreduce(v, v, n, DType::f64, ReduceOp::sum);
 }
 
 EvalResult Trainer::evaluate(const SplitIndex& split) {

@@ -4,6 +4,7 @@
 #include <cblas.h>
 
 #include <chrono>
+#include <thread>
 #include <cmath>
 #include <csignal>
 #include <cstdio>
@@ -208,7 +209,7 @@ void Trainer::finish_step() {
   if (fp16) {
     // An overflow on any stage or replica skips the update everywhere, so the ranks stay identical.
     int bad = std::isfinite(squares) ? 0 : 1;
-    CHECK_MPI(MPI_Allreduce(MPI_IN_PLACE, &bad, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD));
+    rt_.world().allreduce(&bad, &bad, 1, DType::i32, ReduceOp::max);
     if (bad) {
       ++skipped_steps_;
       loss_scale_ = std::max(1.0, loss_scale_ / 2);
@@ -413,6 +414,11 @@ int Trainer::run() {
   std::int64_t test_signal_step = -1;
   if (const char* t = std::getenv("HPCTRAIN_TEST_SIGNAL"); t && std::atoi(t) == g.world_rank() && std::strchr(t, ':'))
     test_signal_step = std::atoll(std::strchr(t, ':') + 1);
+  // Test hook: HPCTRAIN_TEST_STALL="RANK:STEP" makes that rank stop before the per-step flag
+  // exchange of that step, as a hung rank would: the watchdog must end the job (exit 3).
+  std::int64_t test_stall_step = -1;
+  if (const char* t = std::getenv("HPCTRAIN_TEST_STALL"); t && std::atoi(t) == g.world_rank() && std::strchr(t, ':'))
+    test_stall_step = std::atoll(std::strchr(t, ':') + 1);
 
   st.start = st.interval_start = Clock::now();
   st.first = first;
@@ -455,12 +461,13 @@ int Trainer::run() {
     }
 
     if (test_signal_step == step + 1) simulate_preemption_signal(SIGUSR1);
+    if (test_stall_step == step + 1) std::this_thread::sleep_for(std::chrono::hours(1));
     // Checkpoint when an interval says so, at the end, or when any rank got a preemption
     // signal: one small allreduce per step, so every rank stops after the same step.
     const auto& c = cfg_.checkpoint;
     int flags[2] = {pending_preemption_signal(),
                     c.every_minutes > 0 && since(last_checkpoint) >= 60 * c.every_minutes ? 1 : 0};
-    CHECK_MPI(MPI_Allreduce(MPI_IN_PLACE, flags, 2, MPI_INT, MPI_MAX, MPI_COMM_WORLD));
+    rt_.world().allreduce(flags, flags, 2, DType::i32, ReduceOp::max);
     stop_signal = flags[0];
     if (step + 1 == total || stop_signal || flags[1] || (c.every_steps > 0 && (step + 1) % c.every_steps == 0) ||
         (c.every_epochs > 0 && epoch_end && (epoch + 1) % c.every_epochs == 0)) {
@@ -494,17 +501,17 @@ int Trainer::run() {
   if (index_.test) test = evaluate(*index_.test);
   // Per-rank facts for the summary: step time (stragglers) and peak memory.
   double facts[2] = {step_seconds, static_cast<double>(alloc_.peak())}, lo[2], hi[2];
-  CHECK_MPI(MPI_Allreduce(facts, lo, 2, MPI_DOUBLE, MPI_MIN, MPI_COMM_WORLD));
-  CHECK_MPI(MPI_Allreduce(facts, hi, 2, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD));
+  rt_.world().allreduce(facts, lo, 2, DType::f64, ReduceOp::min);
+  rt_.world().allreduce(facts, hi, 2, DType::f64, ReduceOp::max);
   const double samples = static_cast<double>(ran * cfg_.train.global_batch);
   const double rank_hours = wall * g.shape().world / 3600.0;
   // Fraction of the gradient communication hidden behind backward: 1 - waited / (time it takes alone).
   // "Waited" is the least any rank waited: the last rank to finish backward is on the critical
   // path, and what it waits is the communication that was not hidden (others also wait for it).
-  CHECK_MPI(MPI_Allreduce(MPI_IN_PLACE, &timed_s, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD));
+  rt_.world().allreduce(&timed_s, &timed_s, 1, DType::f64, ReduceOp::max);
   const double steady = timed_s > 0 ? static_cast<double>((total - warmup) * cfg_.train.global_batch) / timed_s : 0;
   double waited = comm_wait_s_;
-  CHECK_MPI(MPI_Allreduce(MPI_IN_PLACE, &waited, 1, MPI_DOUBLE, MPI_MIN, MPI_COMM_WORLD));
+  rt_.world().allreduce(&waited, &waited, 1, DType::f64, ReduceOp::min);
   const double per_step_waited = waited / static_cast<double>(std::max<std::int64_t>(1, ran));
   const double hidden = alone > 0 ? 1.0 - per_step_waited / alone : 1.0;
   log0("gradient averaging: " + std::to_string(averager_->buckets().size()) + " bucket(s), " +
@@ -534,8 +541,8 @@ int Trainer::run() {
     pipe[0] = pipeline_->wait_seconds();
     pipe[1] = pipeline_->step_seconds();
     pipe[2] = pipeline_->peak_stored();
-    CHECK_MPI(MPI_Allreduce(MPI_IN_PLACE, pipe, 2, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD));
-    CHECK_MPI(MPI_Allreduce(MPI_IN_PLACE, pipe + 2, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD));
+    rt_.world().allreduce(pipe, pipe, 2, DType::f64, ReduceOp::sum);
+    rt_.world().allreduce(pipe + 2, pipe + 2, 1, DType::f64, ReduceOp::max);
     const double m = g.shape().mp_size, k = cfg_.train.micro_batches;
     char pl[256];
     std::snprintf(pl, sizeof(pl),

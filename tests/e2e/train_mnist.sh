@@ -45,7 +45,10 @@ example() {  # name ini min
   check "$name test accuracy ${acc:-?}% >= $min%" awk -v a="${acc:-0}" -v m="$min" 'BEGIN { exit !(a >= m) }'
 }
 example CNN inputs/mnist_cnn.ini 93        # conv, max pool: reaches about 95.35%
-example ResNet inputs/mnist_resnet.ini 79  # residual blocks, synchronized batch norm, gap: about 83.6%
+# Residual blocks, synchronized batch norm, gap. 5 epochs of 5,000 images are short for it, and the
+# result follows OpenBLAS's kernels: 83.6% with OPENBLAS_CORETYPE=Haswell, 76.8% with it unset
+# (AVX-512 kernels; measured 2026-11-30, same source). 70% still fails a model that does not learn.
+example ResNet inputs/mnist_resnet.ini 70
 
 err=$(run 2 "$tmp/c" --set optim.lr=1e6 --set train.log_every=1)
 rc=$?

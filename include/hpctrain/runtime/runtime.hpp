@@ -74,6 +74,10 @@ class Runtime {
   bool cuda_aware_mpi() const { return cuda_aware_; }
   long per_rank_batch() const { return per_rank_batch_; }
   Watchdog* watchdog() const { return watchdog_.get(); }
+  // Host buffers over MPI_COMM_WORLD, watched by the watchdog: the trainer's world-wide agreements
+  // (the per-step stop/checkpoint flags, fp16 overflow, end-of-run reductions) go through it, so a
+  // rank that never arrives ends the job with exit 3 instead of a silent hang.
+  Communicator& world() const { return *world_; }
 
   // A communicator over `comm` with the configured backend, for buffers in
   // `memory` (host buffers always use MPI). Collective over `comm`.
@@ -92,6 +96,7 @@ class Runtime {
   std::unique_ptr<ProcessGrid> grid_;
   std::unique_ptr<Watchdog> watchdog_;
   std::unique_ptr<cuda::DeviceMemory> device_memory_;
+  std::unique_ptr<Communicator> world_;  // after the watchdog: detached from it first
 };
 
 }  // namespace hpctrain

@@ -4,7 +4,6 @@
 #include <cblas.h>
 
 #include <chrono>
-#include <thread>
 #include <cmath>
 #include <csignal>
 #include <cstdio>
@@ -12,6 +11,7 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <thread>
 
 #include "hpctrain/backend/cpu/onednn_conv.hpp"
 #include "hpctrain/backend/cpu/onednn_matmul.hpp"
@@ -66,6 +66,12 @@ void verify_identical(Communicator& comm, const Tensor& t, const std::string& wh
 }
 
 namespace {
+// The step a "RANK:STEP" test hook in environment variable `var` names for `rank`, else -1.
+std::int64_t test_hook_step(const char* var, int rank) {
+  const char* t = std::getenv(var);
+  return t && std::atoi(t) == rank && std::strchr(t, ':') ? std::atoll(std::strchr(t, ':') + 1) : -1;
+}
+
 Device device_of(const Runtime& rt) { return rt.device().kind == DeviceKind::cuda ? Device::cuda : Device::cpu; }
 }  // namespace
 
@@ -409,16 +415,12 @@ int Trainer::run() {
   Reader reader(index_.train, node_, ro);
   reader.start(sampler, from);
   install_preemption_signals();
-  // Test hook: HPCTRAIN_TEST_SIGNAL="RANK:STEP" makes that rank act as if SIGUSR1 arrived
-  // during that step (1-based), so the tests can stop a run at a chosen point.
-  std::int64_t test_signal_step = -1;
-  if (const char* t = std::getenv("HPCTRAIN_TEST_SIGNAL"); t && std::atoi(t) == g.world_rank() && std::strchr(t, ':'))
-    test_signal_step = std::atoll(std::strchr(t, ':') + 1);
-  // Test hook: HPCTRAIN_TEST_STALL="RANK:STEP" makes that rank stop before the per-step flag
-  // exchange of that step, as a hung rank would: the watchdog must end the job (exit 3).
-  std::int64_t test_stall_step = -1;
-  if (const char* t = std::getenv("HPCTRAIN_TEST_STALL"); t && std::atoi(t) == g.world_rank() && std::strchr(t, ':'))
-    test_stall_step = std::atoll(std::strchr(t, ':') + 1);
+  // Test hooks ("RANK:STEP", step 1-based): HPCTRAIN_TEST_SIGNAL makes that rank act as if SIGUSR1
+  // arrived during that step, so the tests can stop a run at a chosen point; HPCTRAIN_TEST_STALL
+  // makes it stop before that step's flag exchange, as a hung rank would (the watchdog must end
+  // the job with exit 3).
+  const std::int64_t test_signal_step = test_hook_step("HPCTRAIN_TEST_SIGNAL", g.world_rank());
+  const std::int64_t test_stall_step = test_hook_step("HPCTRAIN_TEST_STALL", g.world_rank());
 
   st.start = st.interval_start = Clock::now();
   st.first = first;

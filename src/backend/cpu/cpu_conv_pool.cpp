@@ -190,22 +190,20 @@ void avgpool_backward(const Tensor& dy, std::int64_t height, std::int64_t width,
   }
 }
 
-namespace {
-std::uint64_t mix(std::uint64_t x) { return splitmix64(x); }  // core/hash.hpp, as the CUDA kernel
-}  // namespace
+namespace {}  // namespace
 
 void dropout_forward(const Tensor& x, float p, std::uint64_t layer_key, const std::uint64_t* step_key,
                      const std::int64_t* sample_ids, Tensor& mask, Tensor& y) {
-  const std::uint64_t key = mix(layer_key ^ *step_key);
+  const std::uint64_t key = splitmix64(layer_key ^ *step_key);
   same_size(x, y, "dropout");
   same_size(x, mask, "dropout mask");
   const std::int64_t n = x.cols();
   const float keep_scale = 1.f / (1.f - p);
   for (std::int64_t i = 0; i < x.rows(); ++i) {
-    const std::uint64_t row_key = mix(key ^ mix(static_cast<std::uint64_t>(sample_ids[i])));
+    const std::uint64_t row_key = splitmix64(key ^ splitmix64(static_cast<std::uint64_t>(sample_ids[i])));
     for (std::int64_t j = 0; j < n; ++j) {
       const double u =
-          static_cast<double>(mix(row_key + static_cast<std::uint64_t>(j)) >> 11) * (1.0 / 9007199254740992.0);
+          static_cast<double>(splitmix64(row_key + static_cast<std::uint64_t>(j)) >> 11) * (1.0 / 9007199254740992.0);
       const float m = u >= p ? keep_scale : 0.f;
       mask.data()[i * n + j] = m;
       y.data()[i * n + j] = x.data()[i * n + j] * m;

@@ -116,17 +116,15 @@ __global__ void avgpool_backward_kernel(const float* dy, i64 h, i64 w, i64 kh, i
   }
 }
 
-__device__ std::uint64_t mix(std::uint64_t x) { return splitmix64(x); }  // core/hash.hpp, as backend/cpu
-
 __global__ void dropout_kernel(const float* x, float p, float keep_scale, std::uint64_t layer_key,
                                const std::uint64_t* step_key, const std::int64_t* ids, float* mask, float* y, i64 total,
                                i64 n) {
-  const std::uint64_t key = mix(layer_key ^ *step_key);
+  const std::uint64_t key = splitmix64(layer_key ^ *step_key);
   for (i64 idx = detail::global_index(); idx < total; idx += detail::grid_stride()) {
     const i64 i = idx / n, j = idx % n;
-    const std::uint64_t row_key = mix(key ^ mix(static_cast<std::uint64_t>(ids[i])));
+    const std::uint64_t row_key = splitmix64(key ^ splitmix64(static_cast<std::uint64_t>(ids[i])));
     const double u =
-        static_cast<double>(mix(row_key + static_cast<std::uint64_t>(j)) >> 11) * (1.0 / 9007199254740992.0);
+        static_cast<double>(splitmix64(row_key + static_cast<std::uint64_t>(j)) >> 11) * (1.0 / 9007199254740992.0);
     const float m = u >= p ? keep_scale : 0.f;
     mask[idx] = m;
     y[idx] = x[idx] * m;

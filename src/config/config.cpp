@@ -211,6 +211,32 @@ Config parse_config(const std::string& ini_text, const std::string& origin, cons
   return cfg;
 }
 
+std::string effective_ini(const Config& cfg) {
+  std::ostringstream os;
+  std::string section;
+  for (const ResolvedKey& k : cfg.resolved) {
+    const auto dot = k.name.find('.');
+    if (k.name.substr(0, dot) != section) {
+      section = k.name.substr(0, dot);
+      os << (os.tellp() > 0 ? "\n" : "") << '[' << section << "]\n";
+    }
+    os << k.name.substr(dot + 1) << " = " << k.value << '\n';
+  }
+  return os.str();
+}
+
+std::map<std::string, std::string> ini_values(const std::string& ini_text, const std::string& origin) {
+  std::map<std::string, std::string> out;
+  try {
+    std::istringstream in(ini_text);
+    for (const auto& opt : po::parse_config_file(in, po::options_description(), /*allow_unregistered=*/true).options)
+      out[opt.string_key] = opt.value.empty() ? "" : opt.value.front();
+  } catch (const po::error& e) {
+    throw bad_input(origin + ": cannot parse its configuration: " + e.what());
+  }
+  return out;
+}
+
 const std::string& Config::resolved_value(const std::string& name) const {
   for (const auto& k : resolved)
     if (k.name == name) return k.value;

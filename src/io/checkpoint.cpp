@@ -12,6 +12,7 @@
 #include <fstream>
 #include <map>
 #include <sstream>
+#include <type_traits>
 
 #include "hpctrain/core/error.hpp"
 #include "hpctrain/core/version.hpp"
@@ -98,6 +99,36 @@ void write_dataset(hid_t file, hid_t lcpl, hid_t dxpl, const std::string& path, 
   CHECK_H5(H5Dwrite(dset.get(), mem_type, mem_space.get(), file_space.get(), dxpl, src));
 }
 
+// The table's field types, as HDF5 attributes and as text (for broadcasts).
+void write_attribute(hid_t obj, const char* name, const std::string& v) { h5::write_string_attribute(obj, name, v); }
+void write_attribute(hid_t obj, const char* name, double v) { h5::write_double_attribute(obj, name, {v}); }
+template <class Int>
+void write_attribute(hid_t obj, const char* name, Int v) {
+  h5::write_int_attribute(obj, name, static_cast<long long>(v));  // (the seed: its bits, as a signed 64-bit)
+}
+void read_attribute(hid_t obj, const char* name, std::string& v) { v = h5::read_string_attribute(obj, name); }
+void read_attribute(hid_t obj, const char* name, double& v) { v = h5::read_double_attribute(obj, name).at(0); }
+template <class Int>
+void read_attribute(hid_t obj, const char* name, Int& v) {
+  v = static_cast<Int>(h5::read_int_attribute(obj, name));
+}
+std::string to_text(const std::string& v) { return v; }
+std::string to_text(double v) {
+  char buf[64];
+  std::snprintf(buf, sizeof(buf), "%a", v);  // hex float: exact
+  return buf;
+}
+template <class Int>
+std::string to_text(Int v) {
+  return std::to_string(v);
+}
+void from_text(const std::string& t, std::string& v) { v = t; }
+void from_text(const std::string& t, double& v) { v = std::strtod(t.c_str(), nullptr); }
+template <class Int>
+void from_text(const std::string& t, Int& v) {
+  v = static_cast<Int>(std::is_signed<Int>::value ? std::stoll(t) : static_cast<long long>(std::stoull(t)));
+}
+
 }  // namespace
 
 double write_checkpoint(MPI_Comm comm, const std::string& path, const CheckpointInfo& given,
@@ -112,11 +143,11 @@ double write_checkpoint(MPI_Comm comm, const std::string& path, const Checkpoint
   std::string blob;
   if (rank == 0) {
     CheckpointInfo info = given;
-    info.written_at = now_utc();
-    info.software = std::string("hpctrain ") + HPCTRAIN_VERSION + " (" + HPCTRAIN_SOURCE_REVISION + ")";
-    info.hdf5 = versions_hdf5();
-    info.mpi = versions_mpi();
-    info.blas = openblas_get_config();
+    info.run.written_at = now_utc();
+    info.run.software = std::string("hpctrain ") + HPCTRAIN_VERSION + " (" + HPCTRAIN_SOURCE_REVISION + ")";
+    info.run.hdf5 = versions_hdf5();
+    info.run.mpi = versions_mpi();
+    info.run.blas = openblas_get_config();
     blob = encode_info(info);
   }
   broadcast_string(comm, blob, 0);
@@ -129,30 +160,7 @@ double write_checkpoint(MPI_Comm comm, const std::string& path, const Checkpoint
   const hid_t root = file.get();
   h5::write_string_attribute(root, "format", kCheckpointFormat);
   h5::write_int_attribute(root, "format_version", kCheckpointVersion);
-  h5::write_int_attribute(root, "step", info.step);
-  h5::write_int_attribute(root, "epoch", info.epoch);
-  h5::write_int_attribute(root, "epoch_step", info.epoch_step);
-  h5::write_int_attribute(root, "samples", info.samples);
-  h5::write_int_attribute(root, "global_batch", info.global_batch);
-  h5::write_int_attribute(root, "seed", static_cast<long long>(info.seed));
-  h5::write_int_attribute(root, "world_size", info.world);
-  h5::write_int_attribute(root, "data_parallel", info.dp);
-  h5::write_int_attribute(root, "model_parallel", info.mp);
-  h5::write_double_attribute(root, "last_loss", {info.last_loss});
-  h5::write_double_attribute(root, "train_seconds", {info.train_seconds});
-  h5::write_string_attribute(root, "optimizer", info.optimizer);
-  h5::write_int_attribute(root, "optimizer_steps", info.optimizer_steps);
-  h5::write_double_attribute(root, "loss_scale", {info.loss_scale});
-  h5::write_int_attribute(root, "loss_scale_good_steps", info.scale_good_steps);
-  h5::write_int_attribute(root, "skipped_steps", info.skipped_steps);
-  h5::write_string_attribute(root, "ini", info.ini);
-  h5::write_string_attribute(root, "ini_file", info.ini_file);
-  h5::write_string_attribute(root, "model_summary", info.model_summary);
-  h5::write_string_attribute(root, "written_at", info.written_at);
-  h5::write_string_attribute(root, "software", info.software);
-  h5::write_string_attribute(root, "hdf5_version", info.hdf5);
-  h5::write_string_attribute(root, "mpi_version", info.mpi);
-  h5::write_string_attribute(root, "blas", info.blas);
+  visit_fields(info, [&](const char* name, const auto& field, bool) { write_attribute(root, name, field); });
 
   h5::Id lcpl(CHECK_H5(H5Pcreate(H5P_LINK_CREATE)));
   CHECK_H5(H5Pset_create_intermediate_group(lcpl.get(), 1));
@@ -210,29 +218,9 @@ CheckpointFile::CheckpointFile(const std::string& path) : path_(path) {
     if (version > kCheckpointVersion)
       throw corrupt(path, "format_version " + std::to_string(version) + " is newer than this build reads (" +
                               std::to_string(kCheckpointVersion) + ")");
-    info_.step = h5::read_int_attribute(root, "step");
-    info_.epoch = h5::read_int_attribute(root, "epoch");
-    info_.epoch_step = h5::read_int_attribute(root, "epoch_step");
-    info_.samples = h5::read_int_attribute(root, "samples");
-    info_.global_batch = h5::read_int_attribute(root, "global_batch");
-    info_.seed = static_cast<std::uint64_t>(h5::read_int_attribute(root, "seed"));
-    info_.world = static_cast<int>(h5::read_int_attribute(root, "world_size"));
-    info_.dp = static_cast<int>(h5::read_int_attribute(root, "data_parallel"));
-    info_.mp = static_cast<int>(h5::read_int_attribute(root, "model_parallel"));
-    info_.last_loss = h5::read_double_attribute(root, "last_loss").at(0);
-    info_.train_seconds = h5::read_double_attribute(root, "train_seconds").at(0);
-    info_.optimizer = h5::read_string_attribute(root, "optimizer");
-    info_.optimizer_steps = h5::read_int_attribute(root, "optimizer_steps");
-    if (h5::has_attribute(root, "loss_scale")) {  // (absent from the first checkpoints of format 1)
-      info_.loss_scale = h5::read_double_attribute(root, "loss_scale").at(0);
-      info_.scale_good_steps = h5::read_int_attribute(root, "loss_scale_good_steps");
-      info_.skipped_steps = h5::read_int_attribute(root, "skipped_steps");
-    }
-    info_.ini = h5::read_string_attribute(root, "ini");
-    info_.ini_file = h5::read_string_attribute(root, "ini_file");
-    info_.model_summary = h5::read_string_attribute(root, "model_summary");
-    info_.written_at = h5::read_string_attribute(root, "written_at");
-    info_.software = h5::read_string_attribute(root, "software");
+    visit_fields(info_, [&](const char* name, auto& field, bool optional) {
+      if (!optional || h5::has_attribute(root, name)) read_attribute(root, name, field);
+    });
   } catch (const Error& e) {
     if (e.code() == ExitCode::bad_input && std::string(e.what()).rfind("checkpoint '", 0) == 0) throw;
     throw corrupt(path, std::string("root attributes unreadable: ") + e.what());
@@ -378,40 +366,17 @@ void publish_checkpoint(const std::string& dir, const std::string& name, int kee
   }
 }
 
-// ---- Encoding for broadcasts: "key\0value\0" pairs ----
+// ---- Encoding for broadcasts: "name\0value\0" pairs, named as in the file ----
 
-std::string encode_info(const CheckpointInfo& i) {
-  std::ostringstream os;
-  auto put = [&](const char* k, const std::string& v) { os << k << '\0' << v << '\0'; };
-  put("step", std::to_string(i.step));
-  put("epoch", std::to_string(i.epoch));
-  put("epoch_step", std::to_string(i.epoch_step));
-  put("samples", std::to_string(i.samples));
-  put("global_batch", std::to_string(i.global_batch));
-  put("seed", std::to_string(i.seed));
-  put("world", std::to_string(i.world));
-  put("dp", std::to_string(i.dp));
-  put("mp", std::to_string(i.mp));
-  char buf[64];
-  std::snprintf(buf, sizeof(buf), "%a", i.last_loss);  // hex float: exact
-  put("last_loss", buf);
-  std::snprintf(buf, sizeof(buf), "%a", i.train_seconds);
-  put("train_seconds", buf);
-  put("optimizer", i.optimizer);
-  put("optimizer_steps", std::to_string(i.optimizer_steps));
-  std::snprintf(buf, sizeof(buf), "%a", i.loss_scale);
-  put("loss_scale", buf);
-  put("scale_good_steps", std::to_string(i.scale_good_steps));
-  put("skipped_steps", std::to_string(i.skipped_steps));
-  put("ini", i.ini);
-  put("ini_file", i.ini_file);
-  put("model_summary", i.model_summary);
-  put("written_at", i.written_at);
-  put("software", i.software);
-  put("hdf5", i.hdf5);
-  put("mpi", i.mpi);
-  put("blas", i.blas);
-  return os.str();
+std::string encode_info(const CheckpointInfo& info) {
+  std::string out;
+  visit_fields(info, [&](const char* name, const auto& field, bool) {
+    out += name;
+    out += '\0';
+    out += to_text(field);
+    out += '\0';
+  });
+  return out;
 }
 
 CheckpointInfo decode_info(const std::string& text) {
@@ -423,32 +388,13 @@ CheckpointInfo decode_info(const std::string& text) {
     kv[text.substr(at, k_end - at)] = text.substr(k_end + 1, v_end - k_end - 1);
     at = v_end + 1;
   }
-  CheckpointInfo i;
-  i.step = std::stoll(kv["step"]);
-  i.epoch = std::stoll(kv["epoch"]);
-  i.epoch_step = std::stoll(kv["epoch_step"]);
-  i.samples = std::stoll(kv["samples"]);
-  i.global_batch = std::stoll(kv["global_batch"]);
-  i.seed = std::stoull(kv["seed"]);
-  i.world = std::stoi(kv["world"]);
-  i.dp = std::stoi(kv["dp"]);
-  i.mp = std::stoi(kv["mp"]);
-  i.last_loss = std::strtod(kv["last_loss"].c_str(), nullptr);
-  i.train_seconds = std::strtod(kv["train_seconds"].c_str(), nullptr);
-  i.optimizer = kv["optimizer"];
-  i.optimizer_steps = std::stoll(kv["optimizer_steps"]);
-  i.loss_scale = std::strtod(kv["loss_scale"].c_str(), nullptr);
-  i.scale_good_steps = std::stoll(kv["scale_good_steps"]);
-  i.skipped_steps = std::stoll(kv["skipped_steps"]);
-  i.ini = kv["ini"];
-  i.ini_file = kv["ini_file"];
-  i.model_summary = kv["model_summary"];
-  i.written_at = kv["written_at"];
-  i.software = kv["software"];
-  i.hdf5 = kv["hdf5"];
-  i.mpi = kv["mpi"];
-  i.blas = kv["blas"];
-  return i;
+  CheckpointInfo info;
+  visit_fields(info, [&](const char* name, auto& field, bool) {
+    const auto it = kv.find(name);
+    HPCT_CHECK(it != kv.end(), std::string("checkpoint info lacks ") + name);
+    from_text(it->second, field);
+  });
+  return info;
 }
 
 }  // namespace hpctrain

@@ -36,9 +36,9 @@ class Adam final : public Optimizer {
         state_(Tensor::zeros({2 * w_.numel()}, alloc)),
         m_(state_.view(0, w_.shape())),
         v_(state_.view(w_.numel(), w_.shape())) {}
-  void begin_step(Tensor& scalars) override {
+  void begin_step(Tensor& scalars, std::int64_t t) override {
     Tensor count = step_scalars::slot(scalars, step_scalars::adam_step);
-    fill(count, static_cast<float>(++steps_));  // a write into device memory, not a read back
+    fill(count, static_cast<float>(t));  // a write into device memory, not a read back
   }
   void update(Tensor& scalars) override {
     adam_update(w_, g_, m_, v_, scalars, static_cast<float>(cfg_.beta1), static_cast<float>(cfg_.beta2),
@@ -47,13 +47,10 @@ class Adam final : public Optimizer {
   Tensor& state() override { return state_; }
   std::vector<std::string> state_names() const override { return {"exp_avg", "exp_avg_sq"}; }
   const char* name() const override { return cfg_.name == OptimizerName::adamw ? "adamw" : "adam"; }
-  std::int64_t steps() const override { return steps_; }
-  void set_steps(std::int64_t s) override { steps_ = s; }
 
  private:
   OptimConfig cfg_;
   Tensor w_, g_, state_, m_, v_;  // state_ holds the first and second moments
-  std::int64_t steps_ = 0;
 };
 }  // namespace
 

@@ -27,20 +27,6 @@ std::string type_of(const std::string& group) {  // "05_res/01_dense" -> "dense"
 std::string mib(double bytes) { return std::to_string(static_cast<long long>(bytes / (1 << 20) + 0.5)) + " MiB"; }
 }  // namespace
 
-std::string effective_ini(const Config& cfg) {
-  std::ostringstream os;
-  std::string section;
-  for (const ResolvedKey& k : cfg.resolved) {
-    const auto dot = k.name.find('.');
-    if (k.name.substr(0, dot) != section) {
-      section = k.name.substr(0, dot);
-      os << (os.tellp() > 0 ? "\n" : "") << '[' << section << "]\n";
-    }
-    os << k.name.substr(dot + 1) << " = " << k.value << '\n';
-  }
-  return os.str();
-}
-
 Checkpointer::Checkpointer(const Config& cfg, const Runtime& rt, Model& model, Optimizer& opt,
                            std::vector<LayerGroup> groups)
     : cfg_(cfg), rt_(rt), model_(model), opt_(opt), groups_(std::move(groups)) {
@@ -90,28 +76,20 @@ std::vector<CheckpointTensor> Checkpointer::tensors(const float* params, const f
   return out;
 }
 
-std::string Checkpointer::save(const TrainPosition& pos, const double interval_sums[3]) {
+std::string Checkpointer::save(const TrainState& progress, const double interval_sums[3]) {
   const auto& g = rt_.grid();
   CheckpointInfo info;
-  info.step = pos.step;
-  info.epoch = pos.epoch;
-  info.epoch_step = pos.epoch_step;
-  info.samples = pos.samples;
-  info.global_batch = cfg_.train.global_batch;
-  info.seed = cfg_.run.seed;
-  info.world = g.shape().world;
-  info.dp = g.shape().dp_size;
-  info.mp = g.shape().mp_size;
-  info.last_loss = pos.last_loss;
-  info.train_seconds = pos.train_seconds;
-  info.loss_scale = pos.loss_scale;
-  info.scale_good_steps = pos.scale_good_steps;
-  info.skipped_steps = pos.skipped_steps;
-  info.optimizer = opt_.name();
-  info.optimizer_steps = opt_.steps();
-  info.ini = effective_ini(cfg_);
-  info.ini_file = cfg_.ini_text;
-  info.model_summary = model_.summary();
+  info.state = progress;
+  RunRecord& r = info.run;
+  r.global_batch = cfg_.train.global_batch;
+  r.seed = cfg_.run.seed;
+  r.world = g.shape().world;
+  r.dp = g.shape().dp_size;
+  r.mp = g.shape().mp_size;
+  r.optimizer = opt_.name();
+  r.ini = effective_ini(cfg_);
+  r.ini_file = cfg_.ini_text;
+  r.model_summary = model_.summary();
   // Every layer group that holds something, with its type; sorted, so parents come before
   // the groups nested in them (residual blocks).
   std::set<std::string> group_names;
@@ -122,7 +100,7 @@ std::string Checkpointer::save(const TrainPosition& pos, const double interval_s
     }
   std::vector<std::pair<std::string, std::string>> groups;
   for (const std::string& gname : group_names) groups.emplace_back("model/" + gname, type_of(gname));
-  const std::string name = checkpoint_file_name(pos.step);
+  const std::string name = checkpoint_file_name(progress.step);
   const fs::path dir(cfg_.checkpoint.dir);
   const std::string partial = (dir / ("." + name + ".partial")).string(), final_path = (dir / name).string();
   WriterPlace place{g.coords().dp, g.shape().dp_size, g.coords().mp, g.shape().mp_size};
@@ -136,7 +114,7 @@ std::string Checkpointer::save(const TrainPosition& pos, const double interval_s
   rt_.world().barrier();  // every rank has closed the file (watched: a rank stuck in the write ends the job)
   // Test hook: HPCTRAIN_TEST_FAIL_CHECKPOINT=STEP fails this checkpoint after writing, before
   // the rename, as a crash there would: the previous checkpoint must stay the newest.
-  if (const char* f = std::getenv("HPCTRAIN_TEST_FAIL_CHECKPOINT"); f && std::atoll(f) == pos.step)
+  if (const char* f = std::getenv("HPCTRAIN_TEST_FAIL_CHECKPOINT"); f && std::atoll(f) == progress.step)
     throw Error(ExitCode::internal, Scope::this_rank, "injected failure before completing " + name);
   std::string error;
   if (g.world_rank() == 0) {
@@ -154,7 +132,7 @@ std::string Checkpointer::save(const TrainPosition& pos, const double interval_s
   ++saved_;
   char line[256];
   std::snprintf(line, sizeof(line), "checkpoint %s written: step %lld, %s in %.2f s (%.0f MiB/s)", final_path.c_str(),
-                static_cast<long long>(pos.step), mib(bytes).c_str(), s, bytes / (1 << 20) / std::max(s, 1e-9));
+                static_cast<long long>(progress.step), mib(bytes).c_str(), s, bytes / (1 << 20) / std::max(s, 1e-9));
   log0(line);
   return final_path;
 }
@@ -205,19 +183,8 @@ std::vector<std::string> checkpoint_mismatches(const CheckpointFile& file, const
 namespace {
 // "key: here X, checkpoint Y" for every key that differs, except those that name
 // where this run resumes from.
-std::vector<std::string> config_differences(const Config& cfg, const std::string& stored_ini) {
-  std::map<std::string, std::string> stored;
-  std::string section;
-  std::istringstream in(stored_ini);
-  for (std::string line; std::getline(in, line);) {
-    if (line.empty()) continue;
-    if (line[0] == '[') {
-      section = line.substr(1, line.find(']') - 1);
-      continue;
-    }
-    const auto eq = line.find(" = ");
-    if (eq != std::string::npos) stored[section + "." + line.substr(0, eq)] = line.substr(eq + 3);
-  }
+std::vector<std::string> config_differences(const Config& cfg, const std::string& stored_ini, const std::string& path) {
+  const auto stored = ini_values(stored_ini, "checkpoint '" + path + "'");
   std::vector<std::string> out;
   for (const ResolvedKey& k : cfg.resolved) {
     if (k.name == "checkpoint.resume") continue;
@@ -231,80 +198,81 @@ std::vector<std::string> config_differences(const Config& cfg, const std::string
 }
 
 std::string bytes_of(const void* p, std::size_t n) { return std::string(static_cast<const char*>(p), n); }
+
+// What rank 0 of a stage's data-parallel group reads from a checkpoint, in the order of the
+// strings compute_on_root carries to the group.
+enum Part : std::size_t { info_part, params_part, state_part, buffers_part, sums_part, warnings_part, part_count };
 }  // namespace
+
+std::vector<std::string> Checkpointer::read_parts(const std::string& path) const {
+  const CheckpointFile file(path);
+  const auto problems = checkpoint_mismatches(file, model_);
+  if (!problems.empty()) {
+    std::string all = problems.front();
+    if (problems.size() > 1) all += " (and " + std::to_string(problems.size() - 1) + " more)";
+    throw bad_input("checkpoint '" + path + "' does not fit [model] layers: " + all);
+  }
+  std::vector<std::string> parts(part_count);
+  const std::int64_t n = model_.parameters().numel();
+  std::vector<float> p(static_cast<std::size_t>(n)), st;
+  for (const ParamInfo& pi : model_.param_info()) file.read("model/" + pi.name, p.data() + pi.offset);
+  CheckpointInfo info = file.info();
+  if (info.run.optimizer == opt_.name()) {
+    const auto names = opt_.state_names();
+    st.resize(static_cast<std::size_t>(n) * names.size());
+    for (std::size_t k = 0; k < names.size(); ++k)
+      for (const ParamInfo& pi : model_.param_info())
+        file.read("optimizer/" + names[k] + "/" + pi.name, st.data() + static_cast<std::int64_t>(k) * n + pi.offset);
+  } else {
+    parts[warnings_part] += "[optim] name = " + std::string(opt_.name()) + " but the checkpoint's optimizer is " +
+                            info.run.optimizer + ": its state starts from zero\n";
+    info.state.optimizer_steps = 0;
+  }
+  std::vector<float> b;
+  for (auto& [name, buf] : model_.buffers()) {
+    const std::string ds = "model/" + name;
+    if (!file.has(ds) || file.shape(ds) != Shape{static_cast<std::int64_t>(buf->size())})
+      throw bad_input("checkpoint '" + path + "' has no " + ds + " of " + std::to_string(buf->size()) + " values");
+    const std::size_t at = b.size();
+    b.resize(at + buf->size());
+    file.read(ds, b.data() + at);
+  }
+  for (const std::string& d : config_differences(cfg_, info.run.ini, path)) parts[warnings_part] += d + "\n";
+  const auto sums = file.read_f64("state/interval_sums");
+  parts[info_part] = encode_info(info);
+  parts[params_part] = bytes_of(p.data(), p.size() * sizeof(float));
+  parts[state_part] = bytes_of(st.data(), st.size() * sizeof(float));
+  parts[buffers_part] = bytes_of(b.data(), b.size() * sizeof(float));
+  parts[sums_part] = bytes_of(sums.data(), sums.size() * sizeof(double));
+  return parts;
+}
 
 CheckpointInfo Checkpointer::load(const std::string& path, double interval_sums[3]) {
   const auto& g = rt_.grid();
-  Tensor& params = model_.parameters();
-  const std::int64_t n = params.numel();
-  const auto names = opt_.state_names();
-  auto bufs = model_.buffers();
   // Rank 0 of each stage's data-parallel group reads that stage's layers and checks them; the
   // bits reach the group; an error on any stage stops every rank alike.
-  std::vector<std::string> blobs;
+  std::vector<std::string> parts;
   std::string error;
   try {
-    blobs = compute_on_root(g.dp_comm(), [&]() -> std::vector<std::string> {
-      const CheckpointFile file(path);
-      const auto problems = checkpoint_mismatches(file, model_);
-      if (!problems.empty()) {
-        std::string all = problems.front();
-        if (problems.size() > 1) all += " (and " + std::to_string(problems.size() - 1) + " more)";
-        throw bad_input("checkpoint '" + path + "' does not fit [model] layers: " + all);
-      }
-      std::vector<float> p(static_cast<std::size_t>(n)), st;
-      for (const ParamInfo& pi : model_.param_info()) file.read("model/" + pi.name, p.data() + pi.offset);
-      std::string warnings;
-      const bool same_opt = file.info().optimizer == opt_.name();
-      if (same_opt) {
-        st.resize(static_cast<std::size_t>(n) * names.size());
-        for (std::size_t k = 0; k < names.size(); ++k)
-          for (const ParamInfo& pi : model_.param_info())
-            file.read("optimizer/" + names[k] + "/" + pi.name,
-                      st.data() + static_cast<std::int64_t>(k) * n + pi.offset);
-      } else {
-        warnings += "[optim] name = " + std::string(opt_.name()) + " but the checkpoint's optimizer is " +
-                    file.info().optimizer + ": its state starts from zero\n";
-      }
-      std::vector<float> b;
-      for (auto& [name, buf] : bufs) {
-        const std::string ds = "model/" + name;
-        if (!file.has(ds) || file.shape(ds) != Shape{static_cast<std::int64_t>(buf->size())})
-          throw bad_input("checkpoint '" + path + "' has no " + ds + " of " + std::to_string(buf->size()) + " values");
-        const std::size_t at = b.size();
-        b.resize(at + buf->size());
-        file.read(ds, b.data() + at);
-      }
-      for (const std::string& d : config_differences(cfg_, file.info().ini)) warnings += d + "\n";
-      const auto sums = file.read_f64("state/interval_sums");
-      return {encode_info(file.info()),
-              bytes_of(p.data(), p.size() * sizeof(float)),
-              bytes_of(st.data(), st.size() * sizeof(float)),
-              bytes_of(b.data(), b.size() * sizeof(float)),
-              bytes_of(sums.data(), sums.size() * sizeof(double)),
-              warnings};
-    });
+    parts = compute_on_root(g.dp_comm(), [&] { return read_parts(path); });
   } catch (const Error& e) {
     if (e.code() != ExitCode::bad_input) throw;
     error = e.what();
   }
   raise_if_any(MPI_COMM_WORLD, error);
-  const CheckpointInfo info = decode_info(blobs[0]);
-  upload(blobs[1].data(), blobs[1].size(), params);
-  if (!blobs[2].empty()) {
-    upload(blobs[2].data(), blobs[2].size(), opt_.state());
-    opt_.set_steps(info.optimizer_steps);
-  }
+  const CheckpointInfo info = decode_info(parts[info_part]);
+  upload(parts[params_part].data(), parts[params_part].size(), model_.parameters());
+  if (!parts[state_part].empty()) upload(parts[state_part].data(), parts[state_part].size(), opt_.state());
   std::size_t at = 0;
-  for (auto& [name, buf] : bufs) {
-    std::memcpy(buf->data(), blobs[3].data() + at, buf->size() * sizeof(float));
+  for (auto& [name, buf] : model_.buffers()) {
+    std::memcpy(buf->data(), parts[buffers_part].data() + at, buf->size() * sizeof(float));
     at += buf->size() * sizeof(float);
   }
   model_.sync_buffers(false);  // device copies of the buffers follow the loaded values
   // The partial sums of the log interval the checkpoint cut: each rank its own
   // on the same world size; otherwise rank 0 carries them all.
-  const auto* sums = reinterpret_cast<const double*>(blobs[4].data());
-  const int rows = static_cast<int>(blobs[4].size() / (3 * sizeof(double)));
+  const auto* sums = reinterpret_cast<const double*>(parts[sums_part].data());
+  const int rows = static_cast<int>(parts[sums_part].size() / (3 * sizeof(double)));
   const int me = g.world_rank();
   for (int j = 0; j < 3; ++j) interval_sums[j] = 0;
   if (rows == g.shape().world)
@@ -313,7 +281,7 @@ CheckpointInfo Checkpointer::load(const std::string& path, double interval_sums[
     for (int r = 0; r < rows; ++r)
       for (int j = 0; j < 3; ++j) interval_sums[j] += sums[r * 3 + j];
   if (g.world_rank() == 0) {
-    std::istringstream w(blobs[5]);
+    std::istringstream w(parts[warnings_part]);
     for (std::string line; std::getline(w, line);)
       std::fprintf(stderr, "warning: resuming from %s: %s\n", path.c_str(), line.c_str());
   }
@@ -349,15 +317,16 @@ std::string describe_checkpointing(const Config& cfg, const Model* model) {
   }
   const CheckpointFile file(target);  // bad_input when missing or unreadable
   const auto& i = file.info();
-  os << "Resume: " << target << " (step " << i.step << ", next batch: epoch " << i.epoch + 1 << " batch "
-     << i.epoch_step << ", written " << i.written_at << " on " << i.world << " rank(s) by " << i.software << ")";
+  os << "Resume: " << target << " (step " << i.state.step << ", next batch: epoch " << i.state.epoch + 1 << " batch "
+     << i.state.epoch_step << ", written " << i.run.written_at << " on " << i.run.world << " rank(s) by "
+     << i.run.software << ")";
   if (model) {
     const auto problems = checkpoint_mismatches(file, *model);
     if (!problems.empty()) throw bad_input("checkpoint '" + target + "' does not fit [model] layers: " + problems[0]);
     os << "; fits the model";
   }
   os << "\n";
-  for (const std::string& d : config_differences(cfg, i.ini)) os << "  differs: " << d << "\n";
+  for (const std::string& d : config_differences(cfg, i.run.ini, target)) os << "  differs: " << d << "\n";
   return os.str();
 }
 

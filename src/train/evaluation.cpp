@@ -81,7 +81,7 @@ int Trainer::eval_only() {
   const EvalResult r = evaluate(*split);
   char line[256];
   std::snprintf(line, sizeof(line), "eval-only: %s (step %lld): %s loss %.4f accuracy %.2f%% (%lld samples)",
-                target.c_str(), static_cast<long long>(info.step), split->name.c_str(), r.loss, 100 * r.accuracy,
+                target.c_str(), static_cast<long long>(info.state.step), split->name.c_str(), r.loss, 100 * r.accuracy,
                 static_cast<long long>(r.samples));
   log0(line);
   return 0;

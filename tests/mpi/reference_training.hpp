@@ -103,7 +103,7 @@ inline std::vector<float> reference_parameters(const Config& cfg, const DatasetI
       loss->backward(out, t, 1.f / static_cast<float>(global), model.dout());
       model.backward(x, model.dout(), {}, m > 0);
     }
-    opt->step(scalars);
+    opt->step(scalars, s + 1);
   }
   return std::vector<float>(model.parameters().data(), model.parameters().data() + model.parameters().numel());
 }

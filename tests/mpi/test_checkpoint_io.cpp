@@ -9,6 +9,9 @@
 
 #include <filesystem>
 #include <fstream>
+#include <set>
+#include <sstream>
+#include <type_traits>
 
 #include "hpctrain/core/error.hpp"
 #include "hpctrain/io/checkpoint.hpp"
@@ -49,32 +52,32 @@ TEST(CheckpointIo, DisjointParallelWriteReadsBackExactly) {
   for (std::size_t i = 0; i < shapes.size(); ++i)
     tensors.push_back({"model/0" + std::to_string(i) + "_dense/weight", shapes[i], values[i].data(), 0});
   CheckpointInfo info;
-  info.step = 7;
-  info.epoch = 1;
-  info.epoch_step = 2;
-  info.samples = 7 * 64;
-  info.global_batch = 64;
-  info.seed = 99;
-  info.world = world_size();
-  info.dp = world_size();
-  info.last_loss = 0.125;
-  info.optimizer = "adam";
-  info.optimizer_steps = 7;
-  info.ini = "[run]\nseed = 99\n";
-  info.model_summary = "summary";
+  info.state.step = 7;
+  info.state.epoch = 1;
+  info.state.epoch_step = 2;
+  info.state.samples = 7 * 64;
+  info.run.global_batch = 64;
+  info.run.seed = 99;
+  info.run.world = world_size();
+  info.run.dp = world_size();
+  info.state.last_loss = 0.125;
+  info.run.optimizer = "adam";
+  info.state.optimizer_steps = 7;
+  info.run.ini = "[run]\nseed = 99\n";
+  info.run.model_summary = "summary";
   const double sums[3] = {1.0 + world_rank(), 2.0 * world_rank(), 64.0};
   const WriterPlace place{world_rank(), world_size(), 0, 1};
   write_checkpoint(MPI_COMM_WORLD, path, info, tensors, {{"model/00_dense", "dense"}}, place, sums);
   if (world_rank() == 0) {
     const CheckpointFile f(path);
-    EXPECT_EQ(f.info().step, 7);
-    EXPECT_EQ(f.info().epoch_step, 2);
-    EXPECT_EQ(f.info().seed, 99u);
-    EXPECT_EQ(f.info().world, world_size());
-    EXPECT_EQ(f.info().last_loss, 0.125);
-    EXPECT_EQ(f.info().optimizer_steps, 7);
-    EXPECT_EQ(f.info().ini, info.ini);
-    EXPECT_FALSE(f.info().software.empty());
+    EXPECT_EQ(f.info().state.step, 7);
+    EXPECT_EQ(f.info().state.epoch_step, 2);
+    EXPECT_EQ(f.info().run.seed, 99u);
+    EXPECT_EQ(f.info().run.world, world_size());
+    EXPECT_EQ(f.info().state.last_loss, 0.125);
+    EXPECT_EQ(f.info().state.optimizer_steps, 7);
+    EXPECT_EQ(f.info().run.ini, info.run.ini);
+    EXPECT_FALSE(f.info().run.software.empty());
     EXPECT_EQ(f.group_type("model/00_dense"), "dense");
     for (std::size_t i = 0; i < shapes.size(); ++i) {
       ASSERT_TRUE(f.has(tensors[i].path)) << tensors[i].path;
@@ -96,6 +99,108 @@ TEST(CheckpointIo, DisjointParallelWriteReadsBackExactly) {
   MPI_Barrier(MPI_COMM_WORLD);
 }
 
+// ---- The field table (io/checkpoint.hpp visit_fields) ----
+
+namespace {
+// The member count of an aggregate: how many initializers T{...} takes (one per member; a
+// member struct counts once). A field added to TrainState, LossScaler or RunRecord changes it.
+struct AnyField {
+  template <class T>
+  operator T() const;  // (never called: only used in unevaluated contexts)
+};
+template <class T, class... A>
+auto braces(int) -> decltype(T{std::declval<A>()...}, std::true_type{});
+template <class T, class...>
+std::false_type braces(...);
+template <class T, class... A>
+constexpr std::size_t member_count() {
+  if constexpr (decltype(braces<T, A..., AnyField>(0))::value)
+    return member_count<T, A..., AnyField>();
+  else
+    return sizeof...(A);
+}
+
+bool set_by_writer(const std::string& name) {
+  return name == "written_at" || name == "software" || name == "hdf5_version" || name == "mpi_version" ||
+         name == "blas";
+}
+
+// Every field of the table set to a value of its own (n-th field: n + 1000, n + 0.25, its name).
+CheckpointInfo distinct_info() {
+  CheckpointInfo info;
+  int n = 0;
+  auto set = [&n](const char* name, auto& field, bool) {
+    using T = std::decay_t<decltype(field)>;
+    if constexpr (std::is_same_v<T, std::string>)
+      field = std::string(name) + " value";
+    else if constexpr (std::is_floating_point_v<T>)
+      field = n + 0.25;
+    else
+      field = static_cast<T>(n + 1000);
+    ++n;
+  };
+  visit_fields(info, set);
+  return info;
+}
+
+// Field by field, "" when equal: the first difference named.
+std::string first_difference(const CheckpointInfo& a, const CheckpointInfo& b, bool skip_writer_fields) {
+  std::vector<std::string> values_a, values_b, names;
+  auto collect = [](std::vector<std::string>& out, std::vector<std::string>* names_out) {
+    return [&out, names_out](const char* name, const auto& field, bool) {
+      std::ostringstream os;
+      os.precision(17);
+      os << field;
+      out.push_back(os.str());
+      if (names_out) names_out->push_back(name);
+    };
+  };
+  visit_fields(a, collect(values_a, &names));
+  visit_fields(b, collect(values_b, nullptr));
+  for (std::size_t i = 0; i < names.size(); ++i)
+    if (!(skip_writer_fields && set_by_writer(names[i])) && values_a[i] != values_b[i])
+      return names[i] + ": " + values_a[i] + " vs " + values_b[i];
+  return "";
+}
+}  // namespace
+
+TEST(CheckpointFields, TheTableCoversEveryFieldOnce) {
+  CheckpointInfo info;
+  std::set<const void*> seen;
+  std::set<std::string> names;
+  std::size_t in_state = 0, in_run = 0;
+  const auto* state_begin = reinterpret_cast<const char*>(&info.state);
+  const auto* run_begin = reinterpret_cast<const char*>(&info.run);
+  visit_fields(info, [&](const char* name, const auto& field, bool) {
+    const auto* at = reinterpret_cast<const char*>(&field);
+    EXPECT_TRUE(seen.insert(at).second) << name << " is visited twice";
+    EXPECT_TRUE(names.insert(name).second) << "two fields are named " << name;
+    if (at >= state_begin && at < state_begin + sizeof info.state) ++in_state;
+    if (at >= run_begin && at < run_begin + sizeof info.run) ++in_run;
+  });
+  // TrainState's members with the scaler counted as one, then the scaler's own.
+  EXPECT_EQ(in_state, member_count<TrainState>() - 1 + member_count<LossScaler>())
+      << "a TrainState or LossScaler field is missing from visit_fields (io/checkpoint.hpp)";
+  EXPECT_EQ(in_run, member_count<RunRecord>()) << "a RunRecord field is missing from visit_fields (io/checkpoint.hpp)";
+  EXPECT_EQ(member_count<LossScaler>(), 3u);  // the counter itself counts
+}
+
+TEST(CheckpointFields, EveryFieldSurvivesTheFileAndTheBroadcast) {
+  const CheckpointInfo info = distinct_info();
+  EXPECT_EQ(first_difference(info, decode_info(encode_info(info)), false), "");
+  const std::string dir = shared_dir("hpct_ckpt_fields_");
+  const double sums[3] = {0, 0, 0};
+  write_checkpoint(MPI_COMM_WORLD, dir + "/c.h5", info, {}, {}, {world_rank(), world_size(), 0, 1}, sums);
+  if (world_rank() == 0) {
+    const CheckpointFile f(dir + "/c.h5");
+    EXPECT_EQ(first_difference(info, f.info(), true), "");
+    EXPECT_EQ(f.info().run.software.rfind("hpctrain ", 0), 0u);
+    EXPECT_FALSE(f.info().run.hdf5.empty());
+    fs::remove_all(dir);
+  }
+  MPI_Barrier(MPI_COMM_WORLD);
+}
+
 // Model parallelism (a later issue) gives layers to stages; the writer takes a
 // tensor from the ranks of its stage only, and the others pass no data.
 TEST(CheckpointIo, TensorsOwnedByOneStageAreWrittenByItsRanks) {
@@ -106,7 +211,7 @@ TEST(CheckpointIo, TensorsOwnedByOneStageAreWrittenByItsRanks) {
   const std::vector<CheckpointTensor> tensors{{"model/00_dense/weight", {4, 3}, mp == 0 ? a.data() : nullptr, 0},
                                               {"model/01_dense/weight", {9}, mp == 1 ? b.data() : nullptr, 1}};
   CheckpointInfo info;
-  info.mp = 2;
+  info.run.mp = 2;
   const double sums[3] = {0, 0, 0};
   write_checkpoint(MPI_COMM_WORLD, dir + "/c.h5", info, tensors, {}, {dp, dp_size, mp, 2}, sums);
   if (world_rank() == 0) {

@@ -60,7 +60,7 @@ TEST(Optimizer, SgdMomentumNesterovAndWeightDecayInClosedForm) {
     double ew = 1, em = 0;
     for (int step = 0; step < 3; ++step) {
       g.data()[0] = 0.2f * static_cast<float>(step + 1);
-      opt->step(scalars);
+      opt->step(scalars, step + 1);
       const double grad = 0.2 * (step + 1) + 0.1 * ew;
       em = 0.5 * em + grad;
       ew -= 0.1 * (nesterov ? grad + 0.5 * em : em);
@@ -105,7 +105,7 @@ TEST(Optimizer, AdamAndAdamWInClosedForm) {
     double ew = 1, m = 0, v = 0;
     for (int t = 1; t <= 4; ++t) {
       g.data()[0] = 0.3f * static_cast<float>(t % 3) - 0.2f;
-      opt->step(scalars);
+      opt->step(scalars, t);
       EXPECT_EQ(step_scalars::to_host(scalars)[step_scalars::adam_step], static_cast<float>(t));
       double grad = 0.3 * (t % 3) - 0.2;
       if (name == OptimizerName::adamw)

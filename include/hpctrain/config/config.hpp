@@ -136,6 +136,13 @@ EnvLookup process_environment();
 Config parse_config(const std::string& ini_text, const std::string& origin, const std::vector<std::string>& overrides,
                     const EnvLookup& env);
 
+// The configuration as an INI file with every key as used, in schema order (checkpoints store it).
+std::string effective_ini(const Config& cfg);
+
+// Every "section.key" -> value in INI text, read by the same parser as parse_config but without
+// the schema (a checkpoint's keys may come from another version). bad_input when unparsable.
+std::map<std::string, std::string> ini_values(const std::string& ini_text, const std::string& origin);
+
 // Reads a whole file; bad_input error naming it when it cannot be read.
 std::string read_text_file(const std::string& path, const std::string& what);
 

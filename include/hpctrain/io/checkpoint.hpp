@@ -16,6 +16,7 @@
 #include <utility>
 #include <vector>
 
+#include "hpctrain/core/train_state.hpp"
 #include "hpctrain/io/h5.hpp"
 #include "hpctrain/tensor/tensor.hpp"
 
@@ -24,28 +25,59 @@ namespace hpctrain {
 inline constexpr const char* kCheckpointFormat = "hpctrain-checkpoint";
 inline constexpr int kCheckpointVersion = 1;
 
-// The root attributes of a checkpoint: the same on every rank.
-struct CheckpointInfo {
-  std::int64_t step = 0;          // optimizer steps done
-  std::int64_t epoch = 0;         // where the sampler goes on: epoch (0-based) ...
-  std::int64_t epoch_step = 0;    // ... and global batch within it
-  std::int64_t samples = 0;       // global samples consumed
+// Which run wrote a checkpoint, and how: root attributes beside the TrainState.
+struct RunRecord {
   std::int64_t global_batch = 0;  // of the run that wrote it
   std::uint64_t seed = 0;
   int world = 1, dp = 1, mp = 1;
-  double last_loss = 0;
-  double train_seconds = 0;           // training wall time before this checkpoint, over all resumed runs
-  std::string optimizer;              // "sgd", "adam", "adamw"
-  std::int64_t optimizer_steps = 0;   // Adam's bias-correction count
-  double loss_scale = 1;              // precision = fp16: the dynamic loss scale ...
-  std::int64_t scale_good_steps = 0;  // ... steps since it last changed
-  std::int64_t skipped_steps = 0;     // ... updates skipped for overflow so far
-  std::string ini;                    // every key as used (after --set and ${VAR}), as an INI file
-  std::string ini_file;               // the INI file as given
+  std::string optimizer;  // "sgd", "adam", "adamw"
+  std::string ini;        // every key as used (after --set and ${VAR}), as an INI file
+  std::string ini_file;   // the INI file as given
   std::string model_summary;
-  // Written by the writer (ignored on input): wall-clock time, versions.
+  // Set by the writer (whatever the caller gave): wall-clock time, versions.
   std::string written_at, software, hdf5, mpi, blas;
 };
+
+// The root attributes of a checkpoint: the same on every rank.
+struct CheckpointInfo {
+  TrainState state;
+  RunRecord run;
+};
+
+// The one table of a checkpoint's root attributes: its name in the file and the field it holds,
+// in file order. Writing, reading, the rank-0-to-all broadcast and the tests all walk it, so a
+// new field is one line here (tests/unit/test_checkpoint_fields.cpp fails when a TrainState
+// field is missing). `visit(name, field, optional)`: `optional` fields may be absent from older
+// files of format 1 (they keep their defaults), the others are required.
+template <class Info, class Visit>
+void visit_fields(Info& i, Visit&& visit) {
+  auto& s = i.state;
+  auto& r = i.run;
+  visit("step", s.step, false);
+  visit("epoch", s.epoch, false);
+  visit("epoch_step", s.epoch_step, false);
+  visit("samples", s.samples, false);
+  visit("global_batch", r.global_batch, false);
+  visit("seed", r.seed, false);
+  visit("world_size", r.world, false);
+  visit("data_parallel", r.dp, false);
+  visit("model_parallel", r.mp, false);
+  visit("last_loss", s.last_loss, false);
+  visit("train_seconds", s.train_seconds, false);
+  visit("optimizer", r.optimizer, false);
+  visit("optimizer_steps", s.optimizer_steps, false);
+  visit("loss_scale", s.scaler.scale, true);  // (absent from the first checkpoints of format 1)
+  visit("loss_scale_good_steps", s.scaler.good_steps, true);
+  visit("skipped_steps", s.scaler.skipped_steps, true);
+  visit("ini", r.ini, false);
+  visit("ini_file", r.ini_file, false);
+  visit("model_summary", r.model_summary, false);
+  visit("written_at", r.written_at, false);
+  visit("software", r.software, false);
+  visit("hdf5_version", r.hdf5, true);
+  visit("mpi_version", r.mpi, true);
+  visit("blas", r.blas, true);
+}
 
 // One float32 dataset, e.g. "model/03_dense/weight".
 struct CheckpointTensor {

@@ -15,23 +15,22 @@ namespace hpctrain {
 class Optimizer {
  public:
   virtual ~Optimizer() = default;
-  // One update with the learning rate in the step scalars (tensor/step_scalars.hpp); uses and
-  // keeps the gradients. = begin_step (host-side bookkeeping: Adam writes its step count into the
-  // scalars) + update (device work only, so a CUDA graph can capture it and replay it).
-  void step(Tensor& scalars) {
-    begin_step(scalars);
+  // Update number `t` (1-based: TrainState::optimizer_steps after counting it) with the learning
+  // rate in the step scalars (tensor/step_scalars.hpp); uses and keeps the gradients. = begin_step
+  // (host-side bookkeeping: Adam writes `t` into the scalars for its bias correction) + update
+  // (device work only, so a CUDA graph can capture it and replay it). The count lives in the
+  // training state, not here: a checkpoint stores it with the rest of the run's progress.
+  void step(Tensor& scalars, std::int64_t t) {
+    begin_step(scalars, t);
     update(scalars);
   }
-  virtual void begin_step(Tensor& /*scalars*/) {}
+  virtual void begin_step(Tensor& /*scalars*/, std::int64_t /*t*/) {}
   virtual void update(Tensor& scalars) = 0;
   // Momentum or Adam's moments: state_names().size() flat blocks, each the size of the
   // parameters, one after the other (checkpoints store them as /optimizer/<name>/...).
   virtual Tensor& state() = 0;
   virtual std::vector<std::string> state_names() const = 0;
   virtual const char* name() const = 0;
-  // Steps taken (Adam's bias correction depends on it); restored on resume.
-  virtual std::int64_t steps() const { return 0; }
-  virtual void set_steps(std::int64_t) {}
 };
 
 // SGD (momentum, Nesterov, weight decay), Adam (L2 decay) or AdamW (decoupled decay).

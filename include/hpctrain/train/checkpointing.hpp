@@ -19,25 +19,15 @@
 
 namespace hpctrain {
 
-// Where training stands after an optimizer step.
-struct TrainPosition {
-  std::int64_t step = 0;                   // optimizer steps done
-  std::int64_t epoch = 0, epoch_step = 0;  // the sampler's next batch
-  std::int64_t samples = 0;                // global samples consumed
-  double last_loss = 0;
-  double train_seconds = 0;  // over all runs so far
-  double loss_scale = 1;     // precision = fp16
-  std::int64_t scale_good_steps = 0, skipped_steps = 0;
-};
-
 class Checkpointer {
  public:
   // Collective: creates [checkpoint] dir on rank 0 (bad_input when it cannot). `groups`: the
   // layers of each pipeline stage (empty: one stage holds everything).
   Checkpointer(const Config& cfg, const Runtime& rt, Model& model, Optimizer& opt, std::vector<LayerGroup> groups = {});
 
-  // Collective: writes <dir>/ckpt-<step>.h5 and makes it the newest; returns its path.
-  std::string save(const TrainPosition& pos, const double interval_sums[3]);
+  // Collective: writes <dir>/ckpt-<state.step>.h5 (the state, this run's record, the tensors)
+  // and makes it the newest; returns its path.
+  std::string save(const TrainState& state, const double interval_sums[3]);
   double seconds_writing() const { return seconds_; }
   int saved() const { return saved_; }
 
@@ -47,10 +37,13 @@ class Checkpointer {
   // checks it (bad_input naming the layer and both shapes when the model differs),
   // prints the configuration keys that differ from the checkpoint's as warnings;
   // every rank receives the same bits. `interval_sums`: this rank's partial
-  // log-interval sums (the same world size), or the total on rank 0.
+  // log-interval sums (the same world size), or the total on rank 0. When the checkpoint's
+  // optimizer differs, its state starts from zero and so does the returned optimizer_steps.
   CheckpointInfo load(const std::string& path, double interval_sums[3]);
 
  private:
+  // Rank 0 of a stage's group: the checkpoint's parts for load() (checked against this model).
+  std::vector<std::string> read_parts(const std::string& path) const;
   // Every tensor of the whole model; this rank's data at `params` / `state` (host copies).
   std::vector<CheckpointTensor> tensors(const float* params, const float* state) const;
   const Config& cfg_;
@@ -61,9 +54,6 @@ class Checkpointer {
   double seconds_ = 0;
   int saved_ = 0;
 };
-
-// The configuration as an INI file with every key as used (stored in checkpoints).
-std::string effective_ini(const Config& cfg);
 
 // Problems of `file` for `model` (missing or extra layers, shapes), one line
 // each, empty when it fits. Used by load() and --dry-run.

@@ -1,7 +1,8 @@
-// The training loop, readable top to bottom in Trainer::run(): next batch ->
-// forward -> loss -> backward -> average gradients over the data-parallel
-// group -> optimizer step -> log -> maybe evaluate; then the final
-// evaluation and the run summary (printed, and summary.json).
+// The training loop, readable top to bottom in Trainer::run() (train/run.cpp): resume ->
+// open the outputs -> for each step: next batch -> forward -> loss -> backward -> average
+// gradients over the data-parallel group -> optimizer step -> what the schedule says is due
+// (log, evaluate, checkpoint); then the final evaluation and the run report. The run's progress
+// is one TrainState (core/train_state.hpp), the only thing the loop changes.
 #pragma once
 
 #include <cstdint>
@@ -13,6 +14,7 @@
 
 #include "hpctrain/comm/communicator.hpp"
 #include "hpctrain/config/config.hpp"
+#include "hpctrain/core/train_state.hpp"
 #include "hpctrain/data/dataset.hpp"
 #include "hpctrain/data/reader.hpp"
 #include "hpctrain/layers/loss.hpp"
@@ -22,9 +24,14 @@
 #include "hpctrain/runtime/runtime.hpp"
 #include "hpctrain/train/grad_buckets.hpp"
 #include "hpctrain/train/pipeline.hpp"
+#include "hpctrain/train/run_report.hpp"
+#include "hpctrain/train/schedule.hpp"
 #include "hpctrain/train/staged_batch.hpp"
 
 namespace hpctrain {
+
+class Checkpointer;
+struct SamplerState;
 
 struct EvalResult {  // exact over all ranks
   double loss = 0, accuracy = 0;
@@ -49,14 +56,15 @@ class Trainer {
   PipelineStage* pipeline() { return pipeline_.get(); }  // null when model_parallel = 1
   GradientAverager& averager() { return *averager_; }
   double comm_wait_seconds() const { return comm_wait_s_; }
-  double loss_scale() const { return loss_scale_; }
-  std::int64_t skipped_steps() const { return skipped_steps_; }
+  const TrainState& state() const { return state_; }
+  double loss_scale() const { return state_.scaler.scale; }
+  std::int64_t skipped_steps() const { return state_.scaler.skipped_steps; }
   bool last_step_skipped() const { return last_step_skipped_; }
   Communicator& dp_comm() { return *comm_; }
   bool replaying() const { return step_graph_ && step_graph_->ready(); }  // [run] cuda_graphs: recorded
 
  private:
-  struct LogState;
+  struct Progress;     // the run's clocks, marks and report (train/run.cpp)
   void finish_step();  // wait for the gradient averages, clip, update
   // Runs `work` on the GPU's compute stream through `graph` ([run] cuda_graphs): eagerly when the
   // graph is new (warm-up: allocations, cuDNN's algorithm search), then recorded once and replayed.
@@ -69,8 +77,16 @@ class Trainer {
   void take_interval_sums(double sums[3]);           // reads and resets this rank's interval sums
   void peek_interval_sums(double sums[3]) const;
   void set_interval_sums(const double sums[3]);
-  void log_interval(std::int64_t step, std::int64_t epoch, double lr, bool eval_now, double sums[3], LogState& st,
-                    const SplitIndex* eval_split, Reader& reader);
+  const SplitIndex* eval_split() const;  // val, else test, else none
+  // Loads `path` ("" = start fresh) into the model, the optimizer and state_; returns where the
+  // sampler goes on.
+  SamplerState resume(Checkpointer& checkpointer, const std::string& path, std::int64_t per_epoch, double sums[3]);
+  // One step of run(): trains it, then logs, evaluates and checkpoints as `schedule` says.
+  // Returns the preemption signal the ranks agreed on (0: none).
+  int run_step(Reader& reader, const Schedule& schedule, std::int64_t per_epoch, Progress& p,
+               Checkpointer& checkpointer, double sums[3]);
+  void log_interval(const StepEnd& end, double lr, bool eval_now, double sums[3], Progress& p, Reader& reader);
+  RunSummary summarize(const Progress& p, const Checkpointer& checkpointer);
   const Config& cfg_;
   Runtime& rt_;
   const DatasetIndex& index_;
@@ -103,11 +119,7 @@ class Trainer {
   Tensor scalars_, eval_scalars_;            // step scalars (tensor/step_scalars.hpp) of training and evaluation
   Tensor step_key_;                          // splitmix64(step) on the device, for dropout (StepContext::step_key)
   double comm_wait_s_ = 0;                   // time waiting for gradient buckets after backward (all steps)
-  // precision = fp16: dynamic loss scaling (the loss gradient is multiplied by loss_scale_; an
-  // overflow anywhere skips the update on every rank and halves it; loss_scale_window good
-  // steps double it).
-  double loss_scale_ = 1;
-  std::int64_t good_steps_ = 0, skipped_steps_ = 0;
+  TrainState state_;  // where the run stands (checkpointed); its scaler: precision = fp16's loss scale
   bool last_step_skipped_ = false;
   MPI_Comm node_ = MPI_COMM_NULL;
   std::map<std::string, std::unique_ptr<Reader>> eval_readers_;  // per split, made on first use (collective)

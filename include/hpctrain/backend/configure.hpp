@@ -1,0 +1,26 @@
+// The process-wide settings of the math libraries behind the backend, made in one call before
+// any op runs: OpenBLAS's and oneDNN's thread counts, bf16 GEMMs on the CPU (oneDNN, where the
+// CPU runs them natively), and cuBLAS's compute type on a GPU (tensor cores for bf16/fp16,
+// TF32 when [run] tf32 allows it).
+#pragma once
+
+#include <string>
+
+#include "hpctrain/core/precision.hpp"
+#include "hpctrain/tensor/tensor.hpp"
+
+namespace hpctrain {
+
+struct BackendSettings {
+  Device device = Device::cpu;
+  int threads = 1;  // CPU math threads per rank ([run] threads)
+  Precision precision = Precision::fp32;
+  bool tf32 = false;  // float32 GEMMs on a GPU may use TF32 ([run] tf32)
+};
+
+void configure_backend(const BackendSettings& s);
+
+// How reduced-precision GEMMs run under the settings made, for the run summary.
+std::string gemm_description(Device device);
+
+}  // namespace hpctrain

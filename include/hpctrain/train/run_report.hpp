@@ -1,0 +1,133 @@
+// What a run tells its user: the progress line and the metrics CSV row of each log interval,
+// and at the end the summary lines and summary.json. Each is made from one struct of figures
+// (IntervalFigures, RunSummary) through one table of named columns, so the progress line, the
+// CSV and summary.json cannot drift apart, and a new metric sink (TensorBoard) reads the same
+// tables. Rank 0 writes; the other ranks build the figures too (they take part in the
+// reductions) but write nothing.
+#pragma once
+
+#include <cstdint>
+#include <fstream>
+#include <optional>
+#include <string>
+
+namespace hpctrain {
+
+// One log interval (steps and epochs 1-based, as printed).
+struct IntervalFigures {
+  std::int64_t step = 0, epoch = 0, total = 0;
+  double wall_s = 0;  // since this run started
+  double loss = 0, accuracy = 0, samples_per_s = 0, data_wait_pct = 0, comm_exposed_pct = 0, lr = 0;
+  double eta_s = 0;
+  std::string eval_split;  // when an evaluation ran with this interval: its split and results
+  std::optional<double> eval_loss, eval_accuracy;
+};
+
+// The metrics columns, in file order: the CSV header and every row come from this list.
+template <class Visit>
+void visit_columns(const IntervalFigures& f, Visit&& v) {
+  v("step", f.step);
+  v("epoch", f.epoch);
+  v("wall_s", f.wall_s);
+  v("loss", f.loss);
+  v("accuracy", f.accuracy);
+  v("samples_per_s", f.samples_per_s);
+  v("data_wait_pct", f.data_wait_pct);
+  v("comm_exposed_pct", f.comm_exposed_pct);
+  v("lr", f.lr);
+  v("eval_loss", f.eval_loss);
+  v("eval_accuracy", f.eval_accuracy);
+}
+
+// The end of a run (over all ranks).
+struct RunSummary {
+  std::int64_t steps = 0, first_step = 0, total_steps = 0, global_batch = 0;
+  int ranks = 1, model_parallel = 1, micro_batches = 1;
+  double wall_s = 0, samples_per_s = 0, final_train_loss = 0;
+  std::string final_split = "test";  // the split of the final evaluation: "test", else "eval"
+  bool has_test = false;
+  double final_accuracy = 0, final_loss = 0;
+  std::int64_t final_samples = 0;
+  double rank_hours = 0, price_per_device_hour = 0;
+  double step_time_s_min = 0, step_time_s_max = 0, peak_bytes_per_rank = 0;
+  std::size_t buckets = 0;
+  double comm_alone_s_per_step = 0, comm_wait_s_per_step = 0, comm_hidden_fraction = 0;
+  double steady_samples_per_s = 0;
+  std::int64_t steady_warmup_steps = 0;
+  int checkpoints_written = 0;
+  double checkpoint_write_s = 0;
+  std::string precision = "fp32", gemms;  // gemms: how reduced-precision GEMMs ran
+  std::int64_t skipped_steps = 0;
+  double loss_scale = 1;
+  bool pipeline = false, gpipe = false;
+  double pipeline_wait_s = 0, pipeline_step_s = 0, pipeline_peak_kept_inputs = 0;
+  double cost() const { return price_per_device_hour > 0 ? rank_hours * price_per_device_hour : 0; }
+  double pipeline_idle_fraction() const {
+    return pipeline ? pipeline_wait_s / (pipeline_step_s > 1e-9 ? pipeline_step_s : 1e-9) : 0;
+  }
+  double pipeline_idle_ideal() const {
+    return pipeline ? (model_parallel - 1.0) / (micro_batches + model_parallel - 1.0) : 0;
+  }
+};
+
+// summary.json's fields, in file order.
+template <class Visit>
+void visit_summary(const RunSummary& s, Visit&& v) {
+  v("steps", s.steps);
+  v("first_step", s.first_step);
+  v("total_steps", s.total_steps);
+  v("global_batch", s.global_batch);
+  v("ranks", s.ranks);
+  v("wall_s", s.wall_s);
+  v("samples_per_s", s.samples_per_s);
+  v("final_train_loss", s.final_train_loss);
+  v("test_accuracy", s.has_test ? s.final_accuracy : -1);
+  v("test_loss", s.has_test ? s.final_loss : -1);
+  v("rank_hours", s.rank_hours);
+  v("cost", s.cost());
+  v("step_time_s_min", s.step_time_s_min);
+  v("step_time_s_max", s.step_time_s_max);
+  v("peak_bytes_per_rank", s.peak_bytes_per_rank);
+  v("comm_alone_s_per_step", s.comm_alone_s_per_step);
+  v("comm_wait_s_per_step", s.comm_wait_s_per_step);
+  v("comm_hidden_fraction", s.comm_hidden_fraction);
+  v("steady_samples_per_s", s.steady_samples_per_s);
+  v("steady_warmup_steps", s.steady_warmup_steps);
+  v("checkpoints_written", s.checkpoints_written);
+  v("checkpoint_write_s", s.checkpoint_write_s);
+  v("precision", s.precision);
+  v("skipped_steps", s.skipped_steps);
+  v("loss_scale", s.loss_scale);
+  v("model_parallel", s.model_parallel);
+  v("pipeline_idle_fraction", s.pipeline_idle_fraction());
+  v("pipeline_idle_ideal", s.pipeline_idle_ideal());
+  v("pipeline_peak_kept_inputs", s.pipeline_peak_kept_inputs);
+}
+
+class RunReport {
+ public:
+  // `writer`: this rank writes the files (rank 0). Paths relative to `out_dir` are under it.
+  RunReport(const std::string& out_dir, const std::string& metrics_file, bool writer);
+
+  // Opens the metrics file: a resumed run keeps the rows up to the step it resumes from (a run
+  // killed after its last checkpoint logged steps that are trained again) and appends; a fresh
+  // run starts it anew. Returns what went wrong ("" when fine).
+  std::string open(std::int64_t resumed_at);
+  // The progress line (log0) and the metrics row.
+  void interval(const IntervalFigures& f);
+  // The summary lines (log0) and summary.json.
+  void finish(const RunSummary& s);
+
+  static std::string csv_header();
+  static std::string csv_row(const IntervalFigures& f);
+  static std::string progress_line(const IntervalFigures& f);
+  static std::string summary_json(const RunSummary& s);
+  static std::string done_line(const RunSummary& s);
+
+ private:
+  std::string out_dir_, metrics_path_;
+  bool writer_;
+  std::ofstream metrics_;
+};
+
+}  // namespace hpctrain

@@ -1,0 +1,31 @@
+// The math libraries' process-wide settings (backend/configure.hpp).
+#include "hpctrain/backend/configure.hpp"
+
+#include <cblas.h>
+
+#include "hpctrain/backend/cpu/onednn_conv.hpp"
+#include "hpctrain/backend/cpu/onednn_matmul.hpp"
+#include "hpctrain/backend/cuda/device_api.hpp"
+
+namespace hpctrain {
+
+void configure_backend(const BackendSettings& s) {
+  const bool gpu = s.device == Device::cuda;
+  openblas_set_num_threads(s.threads);
+  cpu::set_onednn_threads(s.threads);
+  // bf16 on the CPU: real bf16 GEMMs where the CPU has them natively, else the float32 emulation.
+  cpu::set_bf16_math(!gpu && s.precision == Precision::bf16 && cpu::bf16_gemm_native());
+  if (gpu)  // bf16/fp16: the layers' operands are rounded to the format, so its tensor cores multiply exactly
+    cuda::set_gemm_math(s.precision == Precision::bf16   ? cuda::GemmMath::bf16
+                        : s.precision == Precision::fp16 ? cuda::GemmMath::fp16
+                        : s.tf32                         ? cuda::GemmMath::tf32
+                                                         : cuda::GemmMath::fp32);
+}
+
+std::string gemm_description(Device device) {
+  if (device == Device::cuda) return "tensor-core GEMMs";
+  if (cpu::bf16_math_enabled()) return std::string("bf16 GEMMs: oneDNN ") + cpu::bf16_gemm_implementation();
+  return "emulated: float32 GEMMs on rounded values";
+}
+
+}  // namespace hpctrain

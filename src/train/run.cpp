@@ -1,0 +1,296 @@
+// Trainer::run(): the whole training run, top to bottom (train/trainer.hpp), with the steps it
+// is made of: resuming, one step of the loop, a log interval, and the end-of-run summary.
+#include <chrono>
+#include <cmath>
+#include <csignal>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <thread>
+
+#include "hpctrain/backend/configure.hpp"
+#include "hpctrain/core/error.hpp"
+#include "hpctrain/core/log.hpp"
+#include "hpctrain/core/signals.hpp"
+#include "hpctrain/data/sampler.hpp"
+#include "hpctrain/train/checkpointing.hpp"
+#include "hpctrain/train/trainer.hpp"
+
+namespace hpctrain {
+
+namespace {
+using Clock = std::chrono::steady_clock;
+double since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
+
+const char* signal_name(int sig) { return sig == SIGTERM ? "SIGTERM" : sig == SIGUSR1 ? "SIGUSR1" : "a signal"; }
+
+// The step a "RANK:STEP" test hook in environment variable `var` names for `rank`, else -1.
+std::int64_t test_hook_step(const char* var, int rank) {
+  const char* t = std::getenv(var);
+  return t && std::atoi(t) == rank && std::strchr(t, ':') ? std::atoll(std::strchr(t, ':') + 1) : -1;
+}
+}  // namespace
+
+// The run's clocks, marks and report: what the log intervals and the summary measure against.
+struct Trainer::Progress {
+  explicit Progress(RunReport r) : report(std::move(r)) {}
+  RunReport report;
+  Clock::time_point start, interval_start, last_checkpoint;
+  std::int64_t first = 0, total = 0;  // steps: where this run started, where it ends
+  std::int64_t warmup = 0;            // the first step timed for steady_samples_per_s
+  double before_s = 0;                // training seconds of the runs before this one (resumed)
+  double wait_mark = 0, comm_mark = 0;
+  double step_seconds = 0, timed_s = 0, comm_alone = 0;
+  EvalResult last_eval;
+  // Test hooks ("RANK:STEP", step 1-based): HPCTRAIN_TEST_SIGNAL makes that rank act as if
+  // SIGUSR1 arrived during that step, so the tests can stop a run at a chosen point;
+  // HPCTRAIN_TEST_STALL makes it stop before that step's flag exchange, as a hung rank would (the
+  // watchdog must end the job with exit 3).
+  std::int64_t test_signal_step = -1, test_stall_step = -1;
+};
+
+int Trainer::run() {
+  const auto& g = rt_.grid();
+  const Sampler sampler(sampler_options(cfg_, index_.train));
+  const std::int64_t per_epoch = sampler.steps_per_epoch();
+  const Schedule schedule(cfg_, cfg_.train.steps > 0 ? cfg_.train.steps : cfg_.train.epochs * per_epoch,
+                          eval_split() != nullptr);
+  const std::int64_t total = schedule.total();
+
+  // Resume: [checkpoint] resume selects a checkpoint (or none); its state, sampler position and
+  // partial log-interval sums (this rank's) continue here.
+  Checkpointer checkpointer(cfg_, rt_, *model_, *opt_, groups_);
+  const std::string resume_from = checkpointer.resume_target();
+  double sums[3] = {0, 0, 0};
+  const SamplerState from = resume(checkpointer, resume_from, per_epoch, sums);
+  const std::int64_t first = state_.step;
+  if (first >= total) {
+    log0("nothing to train: " + resume_from + " is at step " + std::to_string(first) + " of " + std::to_string(total) +
+         " (train more with a larger [train] steps or epochs; start anew with --set "
+         "checkpoint.resume=none or another [run] out_dir)");
+    return 0;
+  }
+
+  // Output files (rank 0): fail now, not at the end, when the directory is not writable.
+  Progress p(RunReport(cfg_.run.out_dir, cfg_.train.metrics_file, g.world_rank() == 0));
+  const std::string why = p.report.open(first);
+  raise_if_any(MPI_COMM_WORLD, why.empty() ? "" : "[run] out_dir '" + cfg_.run.out_dir + "': " + why);
+
+  log0(model_->summary() + describe_pipeline(cfg_, rt_, *model_));  // (rank 0 holds stage 0's layers)
+  p.comm_alone = averager_->time_alone();  // the gradient allreduces with nothing to hide behind
+  log0("training " + std::to_string(total - first) + " steps (" + std::to_string(per_epoch) + " per epoch) of " +
+       std::to_string(cfg_.train.global_batch) + " samples on " + std::to_string(g.shape().dp_size) +
+       " data-parallel rank(s)");
+
+  ReaderOptions ro;
+  ro.prefetch = cfg_.data.prefetch;
+  ro.cache_bytes = cfg_.data.cache_bytes;
+  ro.dp = g.coords().dp;
+  ro.dp_size = g.shape().dp_size;
+  Reader reader(index_.train, node_, ro);
+  reader.start(sampler, from);
+  install_preemption_signals();
+  p.test_signal_step = test_hook_step("HPCTRAIN_TEST_SIGNAL", g.world_rank());
+  p.test_stall_step = test_hook_step("HPCTRAIN_TEST_STALL", g.world_rank());
+  p.start = p.interval_start = p.last_checkpoint = Clock::now();
+  p.first = first;
+  p.total = total;
+  p.before_s = state_.train_seconds;
+  // Steady-state throughput as the PyTorch reference defines it: per-step time (batch + forward +
+  // backward + gradient averaging + update) summed after the warm-up steps, slowest rank.
+  p.warmup = first + std::min<std::int64_t>(20, (total - first) / 5);
+  int stop_signal = 0;
+  while (state_.step < total && !stop_signal)
+    stop_signal = run_step(reader, schedule, per_epoch, p, checkpointer, sums);
+  restore_preemption_signals();
+  if (stop_signal && state_.step < total) {  // (a signal during the last step: the run is complete, finish normally)
+    log0(std::string("stopped by ") + signal_name(stop_signal) + " after step " + std::to_string(state_.step) + " of " +
+         std::to_string(total) + " (checkpoint written, " +
+         std::to_string(checkpointer.seconds_writing()).substr(0, 5) +
+         " s writing checkpoints); resume with [checkpoint] resume = auto; exit code 10");
+    return static_cast<int>(ExitCode::preempted);
+  }
+  p.report.finish(summarize(p, checkpointer));
+  return 0;
+}
+
+const SplitIndex* Trainer::eval_split() const {
+  return index_.val ? &*index_.val : index_.test ? &*index_.test : nullptr;
+}
+
+SamplerState Trainer::resume(Checkpointer& checkpointer, const std::string& path, std::int64_t per_epoch,
+                             double sums[3]) {
+  SamplerState from{cfg_.run.seed, 0, 0};
+  if (path.empty()) return from;
+  const CheckpointInfo info = checkpointer.load(path, sums);
+  set_interval_sums(sums);
+  model_->refresh_compute_parameters();
+  const LossScaler configured = state_.scaler;
+  state_ = info.state;
+  // The loss scale goes on where it was (fp16 runs); otherwise it stays as configured.
+  if (!(cfg_.run.precision == Precision::fp16 && info.state.scaler.scale > 1)) state_.scaler = configured;
+  from.epoch = info.state.epoch;
+  from.step = info.state.epoch_step;
+  const std::int64_t batch = cfg_.train.global_batch;
+  if (info.run.global_batch != batch) {  // the same samples consumed in the epoch, new batch size
+    from.step = info.state.epoch_step * info.run.global_batch / batch;
+    log0("warning: [train] global_batch changed from " + std::to_string(info.run.global_batch) + " to " +
+         std::to_string(batch) + ": the sample sequence does not continue exactly");
+  }
+  if (from.step >= per_epoch) from = {cfg_.run.seed, from.epoch + 1, 0};
+  state_.epoch = from.epoch;
+  state_.epoch_step = from.step;
+  log0("resumed from " + path + ": step " + std::to_string(state_.step) + ", epoch " + std::to_string(from.epoch + 1) +
+       " batch " + std::to_string(from.step) + " (written on " + std::to_string(info.run.world) + " rank(s), now " +
+       std::to_string(rt_.grid().shape().world) + ")");
+  return from;
+}
+
+int Trainer::run_step(Reader& reader, const Schedule& schedule, std::int64_t per_epoch, Progress& p,
+                      Checkpointer& checkpointer, double sums[3]) {
+  const std::int64_t step = state_.step, total = schedule.total();
+  // On a GPU the host runs ahead of the device: the timed steps start with the device idle and
+  // end with it drained, so steady_samples_per_s counts the device's work, not the launches.
+  if (gpu() && step == p.warmup) cuda::synchronize();
+  const auto t_step = Clock::now();
+  Batch batch = reader.next();
+  const double lr = learning_rate(cfg_.optim, step, total);
+  const auto t0 = Clock::now();
+  train_step(batch, static_cast<float>(lr));
+  p.step_seconds += since(t0);
+  if (last_step_skipped_) {
+    char skip[160];
+    std::snprintf(skip, sizeof(skip), "step %lld: fp16 gradient overflow: update skipped, loss scale now %g",
+                  static_cast<long long>(step + 1), state_.scaler.scale);
+    log0(skip);
+  }
+  if (gpu() && step + 1 == total) cuda::synchronize();
+  if (step >= p.warmup) p.timed_s += since(t_step);
+  StepEnd end;
+  end.step = step;
+  end.epoch = batch.epoch;
+  end.epoch_end = batch.step == per_epoch - 1;
+  state_.step = step + 1;
+  state_.epoch = end.epoch_end ? batch.epoch + 1 : batch.epoch;
+  state_.epoch_step = end.epoch_end ? 0 : batch.step + 1;
+  state_.samples += cfg_.train.global_batch;
+  reader.recycle(std::move(batch));
+
+  if (p.test_signal_step == step + 1) simulate_preemption_signal(SIGUSR1);
+  if (p.test_stall_step == step + 1) std::this_thread::sleep_for(std::chrono::hours(1));
+  // A preemption signal on any rank, or the checkpoint minutes passed: one small allreduce per
+  // step, so every rank logs, checkpoints and stops after the same step.
+  const double minutes = cfg_.checkpoint.every_minutes;
+  int flags[2] = {pending_preemption_signal(), minutes > 0 && since(p.last_checkpoint) >= 60 * minutes ? 1 : 0};
+  rt_.world().allreduce(flags, flags, 2, DType::i32, ReduceOp::max);
+  end.stop_signal = flags[0] != 0;
+  end.minutes_due = flags[1] != 0;
+  const Due due = schedule.after(end);
+  if (due.log) {
+    take_interval_sums(sums);
+    log_interval(end, lr, due.eval, sums, p, reader);
+  }
+  if (due.checkpoint) {
+    state_.train_seconds = p.before_s + since(p.start);
+    peek_interval_sums(sums);  // this rank's partial sums of the interval the checkpoint cuts
+    checkpointer.save(state_, sums);
+    p.last_checkpoint = Clock::now();
+  }
+  return flags[0];
+}
+
+void Trainer::log_interval(const StepEnd& end, double lr, bool eval_now, double sums[3], Progress& p, Reader& reader) {
+  sum_over_replicas(sums, 3);
+  IntervalFigures f;
+  f.step = end.step + 1;
+  f.epoch = end.epoch + 1;
+  f.total = p.total;
+  f.loss = sums[0] / sums[2];
+  f.accuracy = sums[1] / sums[2];
+  if (!std::isfinite(f.loss))
+    throw Error(ExitCode::internal, Scope::every_rank,
+                "the training loss is not finite (" + std::to_string(f.loss) + ") at step " + std::to_string(f.step) +
+                    ": lower [optim] lr or set clip_norm");
+  const double dt = std::max(since(p.interval_start), 1e-9);
+  f.wall_s = since(p.start);
+  f.samples_per_s = sums[2] / dt;  // sums[2]: samples over all ranks
+  f.data_wait_pct = 100 * (reader.wait_seconds() - p.wait_mark) / dt;
+  f.comm_exposed_pct = 100 * (comm_wait_s_ - p.comm_mark) / dt;  // communication not hidden
+  f.lr = lr;
+  if (eval_now) {
+    p.last_eval = evaluate(*eval_split());
+    f.eval_split = eval_split()->name;
+    f.eval_loss = p.last_eval.loss;
+    f.eval_accuracy = p.last_eval.accuracy;
+  }
+  f.eta_s = f.wall_s / static_cast<double>(f.step - p.first) * static_cast<double>(p.total - f.step);
+  p.report.interval(f);
+  state_.last_loss = f.loss;
+  sums[0] = sums[1] = sums[2] = 0;
+  p.interval_start = Clock::now();
+  p.wait_mark = reader.wait_seconds();
+  p.comm_mark = comm_wait_s_;
+}
+
+RunSummary Trainer::summarize(const Progress& p, const Checkpointer& checkpointer) {
+  const auto& g = rt_.grid();
+  RunSummary s;
+  s.wall_s = since(p.start);
+  s.first_step = p.first;
+  s.total_steps = p.total;
+  s.steps = state_.step - p.first;
+  s.global_batch = cfg_.train.global_batch;
+  s.ranks = g.shape().world;
+  s.model_parallel = g.shape().mp_size;
+  s.micro_batches = cfg_.train.micro_batches;
+  s.samples_per_s = static_cast<double>(s.steps * s.global_batch) / s.wall_s;
+  s.final_train_loss = state_.last_loss;
+  s.has_test = index_.test.has_value();
+  const EvalResult final_eval = s.has_test ? evaluate(*index_.test) : p.last_eval;
+  s.final_split = s.has_test ? "test" : "eval";
+  s.final_accuracy = final_eval.accuracy;
+  s.final_loss = final_eval.loss;
+  s.final_samples = final_eval.samples;
+  s.rank_hours = s.wall_s * s.ranks / 3600.0;
+  s.price_per_device_hour = cfg_.run.price_per_device_hour;
+  // Per-rank facts: step time (stragglers) and peak memory.
+  double facts[2] = {p.step_seconds, static_cast<double>(alloc_.peak())}, lo[2], hi[2];
+  rt_.world().allreduce(facts, lo, 2, DType::f64, ReduceOp::min);
+  rt_.world().allreduce(facts, hi, 2, DType::f64, ReduceOp::max);
+  s.step_time_s_min = lo[0];
+  s.step_time_s_max = hi[0];
+  s.peak_bytes_per_rank = hi[1];
+  double timed_s = p.timed_s;
+  rt_.world().allreduce(&timed_s, &timed_s, 1, DType::f64, ReduceOp::max);
+  s.steady_warmup_steps = p.warmup - p.first;
+  s.steady_samples_per_s = timed_s > 0 ? static_cast<double>((p.total - p.warmup) * s.global_batch) / timed_s : 0;
+  // Fraction of the gradient communication hidden behind backward: 1 - waited / (time it takes alone).
+  // "Waited" is the least any rank waited: the last rank to finish backward is on the critical
+  // path, and what it waits is the communication that was not hidden (others also wait for it).
+  double waited = comm_wait_s_;
+  rt_.world().allreduce(&waited, &waited, 1, DType::f64, ReduceOp::min);
+  s.buckets = averager_->buckets().size();
+  s.comm_alone_s_per_step = p.comm_alone;
+  s.comm_wait_s_per_step = waited / static_cast<double>(std::max<std::int64_t>(1, s.steps));
+  s.comm_hidden_fraction = std::max(0.0, p.comm_alone > 0 ? 1.0 - s.comm_wait_s_per_step / p.comm_alone : 1.0);
+  s.checkpoints_written = checkpointer.saved();
+  s.checkpoint_write_s = checkpointer.seconds_writing();
+  s.precision = to_string(cfg_.run.precision);
+  s.gemms = gemm_description(alloc_.device());
+  s.skipped_steps = state_.scaler.skipped_steps;
+  s.loss_scale = state_.scaler.scale;
+  if (pipeline_) {
+    double pipe[3] = {pipeline_->wait_seconds(), pipeline_->step_seconds(),
+                      static_cast<double>(pipeline_->peak_stored())};
+    rt_.world().allreduce(pipe, pipe, 2, DType::f64, ReduceOp::sum);
+    rt_.world().allreduce(pipe + 2, pipe + 2, 1, DType::f64, ReduceOp::max);
+    s.pipeline = true;
+    s.gpipe = cfg_.parallel.schedule == PipelineSchedule::gpipe;
+    s.pipeline_wait_s = pipe[0];
+    s.pipeline_step_s = pipe[1];
+    s.pipeline_peak_kept_inputs = pipe[2];
+  }
+  return s;
+}
+
+}  // namespace hpctrain

@@ -1,0 +1,156 @@
+// The progress line, the metrics CSV and summary.json (train/run_report.hpp).
+#include "hpctrain/train/run_report.hpp"
+
+#include <cstdio>
+#include <filesystem>
+#include <sstream>
+#include <vector>
+
+#include "hpctrain/core/log.hpp"
+
+namespace fs = std::filesystem;
+
+namespace hpctrain {
+
+namespace {
+std::string duration_text(double s) {
+  const long t = static_cast<long>(s + 0.5);
+  char buf[32];
+  std::snprintf(buf, sizeof(buf), "%ld:%02ld:%02ld", t / 3600, (t / 60) % 60, t % 60);
+  return buf;
+}
+
+std::string resolve(const std::string& dir, const std::string& file) {
+  return fs::path(file).is_absolute() ? file : (fs::path(dir) / file).string();
+}
+
+// A value as the CSV and summary.json write it: numbers as an ostream prints them (6 significant
+// digits), a missing value as nothing, text quoted (JSON only).
+template <class T>
+void put(std::ostream& os, const T& v) {
+  os << v;
+}
+void put(std::ostream& os, const std::optional<double>& v) {
+  if (v) os << *v;
+}
+void put(std::ostream& os, const std::string& v) { os << '"' << v << '"'; }
+}  // namespace
+
+RunReport::RunReport(const std::string& out_dir, const std::string& metrics_file, bool writer)
+    : out_dir_(out_dir), metrics_path_(resolve(out_dir, metrics_file)), writer_(writer) {}
+
+std::string RunReport::csv_header() {
+  std::string h;
+  visit_columns(IntervalFigures{},
+                [&](const char* name, const auto&) { h += (h.empty() ? "" : ",") + std::string(name); });
+  return h;
+}
+
+std::string RunReport::csv_row(const IntervalFigures& f) {
+  std::ostringstream os;
+  bool first = true;
+  visit_columns(f, [&](const char*, const auto& v) {
+    if (!first) os << ',';
+    first = false;
+    put(os, v);
+  });
+  return os.str();
+}
+
+std::string RunReport::progress_line(const IntervalFigures& f) {
+  std::string eval;
+  if (f.eval_loss)
+    eval = " | " + f.eval_split + " loss " + std::to_string(*f.eval_loss).substr(0, 6) + " acc " +
+           std::to_string(100 * f.eval_accuracy.value_or(0)).substr(0, 5) + "%";
+  char line[320];
+  std::snprintf(line, sizeof(line),
+                "epoch %lld step %lld/%lld | loss %.4f | acc %5.1f%% | %.0f samples/s | ETA %s | data wait %.1f%% | "
+                "comm exposed %.1f%% | lr %.4g%s",
+                static_cast<long long>(f.epoch), static_cast<long long>(f.step), static_cast<long long>(f.total),
+                f.loss, 100 * f.accuracy, f.samples_per_s, duration_text(f.eta_s).c_str(), f.data_wait_pct,
+                f.comm_exposed_pct, f.lr, eval.c_str());
+  return line;
+}
+
+std::string RunReport::open(std::int64_t resumed_at) {
+  if (!writer_) return "";
+  std::error_code ec;
+  fs::create_directories(out_dir_, ec);
+  const std::string header = csv_header();
+  std::vector<std::string> keep;
+  if (resumed_at > 0) {
+    std::ifstream in(metrics_path_);
+    for (std::string line; std::getline(in, line);)
+      if (line != header && !line.empty() && std::stoll(line.substr(0, line.find(','))) <= resumed_at)
+        keep.push_back(line);
+  }
+  metrics_.open(metrics_path_, std::ios::trunc);
+  if (!metrics_) return "cannot write " + metrics_path_;
+  metrics_ << header << '\n';
+  for (const auto& l : keep) metrics_ << l << '\n';
+  metrics_ << std::flush;
+  return "";
+}
+
+void RunReport::interval(const IntervalFigures& f) {
+  log0(progress_line(f));
+  if (metrics_) metrics_ << csv_row(f) << '\n' << std::flush;
+}
+
+std::string RunReport::summary_json(const RunSummary& s) {
+  std::ostringstream os;
+  const char* sep = "{\n  ";
+  visit_summary(s, [&](const char* name, const auto& v) {
+    os << sep << '"' << name << "\": ";
+    put(os, v);
+    sep = ",\n  ";
+  });
+  os << "\n}\n";
+  return os.str();
+}
+
+std::string RunReport::done_line(const RunSummary& s) {
+  const std::string cost = s.price_per_device_hour > 0
+                               ? ", cost " + std::to_string(s.rank_hours * s.price_per_device_hour).substr(0, 8)
+                               : "";
+  char line[512];
+  std::snprintf(line, sizeof(line),
+                "done: %lld steps in %.1f s, %.0f samples/s (steady state %.0f) | final loss %.4f | %s accuracy %.2f%% "
+                "(%lld samples) | %.4f rank-hours%s | step time per rank %.1f-%.1f s | peak memory per rank %.1f MiB "
+                "| %d checkpoint(s), %.2f s writing",
+                static_cast<long long>(s.steps), s.wall_s, s.samples_per_s, s.steady_samples_per_s, s.final_train_loss,
+                s.final_split.c_str(), 100 * s.final_accuracy, static_cast<long long>(s.final_samples), s.rank_hours,
+                cost.c_str(), s.step_time_s_min, s.step_time_s_max, s.peak_bytes_per_rank / (1 << 20),
+                s.checkpoints_written, s.checkpoint_write_s);
+  return line;
+}
+
+void RunReport::finish(const RunSummary& s) {
+  log0("gradient averaging: " + std::to_string(s.buckets) + " bucket(s), " +
+       std::to_string(s.comm_alone_s_per_step * 1e3).substr(0, 6) + " ms per step alone, " +
+       std::to_string(s.comm_wait_s_per_step * 1e3).substr(0, 6) +
+       " ms per step waited after backward (least over ranks): " +
+       std::to_string(100 * s.comm_hidden_fraction).substr(0, 5) + "% hidden");
+  if (s.precision != "fp32") {
+    const std::string fp16 = s.precision == "fp16" ? ": " + std::to_string(s.skipped_steps) +
+                                                         " update(s) skipped for overflow, loss scale now " +
+                                                         std::to_string(static_cast<long long>(s.loss_scale))
+                                                   : "";
+    log0("precision " + s.precision + " (float32 master parameters; " + s.gemms + ")" + fp16);
+  }
+  if (s.pipeline) {
+    // Pipeline idle: the share of the stages' step time spent waiting for a neighbour, over all
+    // ranks, beside the ideal of a perfectly balanced pipeline, (M - 1) / (K + M - 1).
+    char pl[256];
+    std::snprintf(pl, sizeof(pl),
+                  "pipeline: %d stages, %d micro-batches, %s: idle %.1f%% of the stages' step time (ideal %.1f%%); "
+                  "at most %.0f micro-batch inputs kept per stage",
+                  s.model_parallel, s.micro_batches, s.gpipe ? "gpipe" : "1f1b", 100 * s.pipeline_idle_fraction(),
+                  100 * s.pipeline_idle_ideal(), s.pipeline_peak_kept_inputs);
+    log0(pl);
+  }
+  log0(done_line(s));
+  if (writer_) std::ofstream(resolve(out_dir_, "summary.json")) << summary_json(s);
+}
+
+}  // namespace hpctrain

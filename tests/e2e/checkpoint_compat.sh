@@ -1,0 +1,53 @@
+#!/usr/bin/env bash
+# checkpoint_compat.sh MPIRUN TRAINER SOURCE_DIR: a checkpoint written by an older trainer
+# (tests/data/checkpoint-format1, see its README) still loads, and training continues from it
+# as the uninterrupted run does: the logged losses after the resume step, the fp16 loss scale
+# and skipped steps, and --eval-only and --dry-run read it.
+set -u
+mpirun=$1
+trainer=$2
+src=$3
+cd "$src" || exit 1
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+old=tests/data/checkpoint-format1/ckpt-00000007.h5
+run() {  # out_dir extra-args...
+  local out=$1
+  shift
+  "$mpirun" -q -np 2 --oversubscribe --bind-to none "$trainer" inputs/mnist_cnn.ini --set "run.out_dir=$out" \
+    --set "model.layers=conv(4,3,pad=1) batchnorm relu maxpool(4) flatten dense(10)" \
+    --set optim.name=adam --set optim.lr=0.01 --set run.precision=fp16 --set train.steps=12 \
+    --set train.log_every=4 --set checkpoint.every_epochs=0 --set checkpoint.every_steps=0 "$@" 2>&1
+}
+run "$tmp/full" --set checkpoint.resume=none >"$tmp/full.log"
+check "the uninterrupted run exits 0" test $? -eq 0
+out=$(run "$tmp/resumed" --set "checkpoint.resume=$old")
+rc=$?
+echo "$out" | grep -E '^resumed|^done'
+check "resuming from the old checkpoint exits 0" test $rc -eq 0
+check "it resumes at step 7, epoch 1 batch 7" grep -q "resumed from $old: step 7, epoch 1 batch 7 (written on 2 rank(s), now 2)" <<<"$out"
+# Losses of steps 8 and 12 (step 8's interval began before the checkpoint: its partial sums
+# come from the file) as the uninterrupted run logged them. Within 1e-4 relative: the file was
+# written on one machine, and OpenBLAS picks its kernels per CPU.
+check "logged losses after the resume equal the uninterrupted run's" /usr/bin/python3 - "$tmp/full/metrics.csv" "$tmp/resumed/metrics.csv" <<'PY'
+import csv, sys
+full = {r["step"]: r for r in csv.DictReader(open(sys.argv[1]))}
+resumed = list(csv.DictReader(open(sys.argv[2])))
+assert [r["step"] for r in resumed] == ["8", "12"], [r["step"] for r in resumed]
+for r in resumed:
+    for col in ("loss", "accuracy"):
+        a, b = float(full[r["step"]][col]), float(r[col])
+        assert abs(a - b) <= 1e-4 * max(1.0, abs(a)), (r["step"], col, a, b)
+PY
+check "the fp16 loss scale and skipped steps continue" /usr/bin/python3 - "$tmp/full/summary.json" "$tmp/resumed/summary.json" <<'PY'
+import json, sys
+a, b = (json.load(open(p)) for p in sys.argv[1:])
+assert a["loss_scale"] == b["loss_scale"] and a["skipped_steps"] == b["skipped_steps"], (a, b)
+assert b["first_step"] == 7 and b["steps"] == 5, b
+PY
+out=$(run "$tmp/eval" --set "checkpoint.resume=$old" --eval-only)
+check "--eval-only evaluates the old checkpoint" grep -qE "^eval-only: $old \(step 7\): test loss [0-9.]+ accuracy" <<<"$out"
+out=$(run "$tmp/dry" --set "checkpoint.resume=$old" --dry-run)
+check "--dry-run describes it and finds that it fits" grep -q "Resume: $old (step 7, next batch: epoch 1 batch 7, .*fits the model" <<<"$out"
+finish

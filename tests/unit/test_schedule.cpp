@@ -1,0 +1,113 @@
+// The training loop's schedule (train/schedule.hpp), the loss scaler's rule
+// (core/train_state.hpp) and the run report's formats (train/run_report.hpp),
+// without training.
+#include <gtest/gtest.h>
+
+#include <string>
+#include <vector>
+
+#include "hpctrain/core/train_state.hpp"
+#include "hpctrain/train/run_report.hpp"
+#include "hpctrain/train/schedule.hpp"
+
+using namespace hpctrain;
+
+namespace {
+// The 1-based steps of a `total`-step run with `per_epoch` steps per epoch at which `what` is due.
+std::vector<std::int64_t> due_steps(const Schedule& s, std::int64_t per_epoch, bool Due::*what,
+                                    std::int64_t signal_at = -1) {
+  std::vector<std::int64_t> out;
+  for (std::int64_t step = 0; step < s.total(); ++step) {
+    StepEnd e;
+    e.step = step;
+    e.epoch = step / per_epoch;
+    e.epoch_end = step % per_epoch == per_epoch - 1;
+    e.stop_signal = step + 1 == signal_at;
+    if (s.after(e).*what) out.push_back(step + 1);
+  }
+  return out;
+}
+
+using V = std::vector<std::int64_t>;
+}  // namespace
+
+TEST(Schedule, LogsEveryIntervalAtTheEndAndWithEveryEvaluation) {
+  TrainConfig t;
+  t.log_every = 4;
+  t.eval_every = 0;  // at each epoch's end
+  CheckpointConfig c;
+  c.every_epochs = 0;
+  const Schedule s(t, c, 10, true);
+  EXPECT_EQ(due_steps(s, 3, &Due::eval), (V{3, 6, 9, 10}));
+  EXPECT_EQ(due_steps(s, 3, &Due::log), (V{3, 4, 6, 8, 9, 10}));
+  t.eval_every = 5;
+  EXPECT_EQ(due_steps(Schedule(t, c, 10, true), 3, &Due::eval), (V{5, 10}));
+  EXPECT_EQ(due_steps(Schedule(t, c, 10, false), 3, &Due::eval), V{});  // no val or test split
+  EXPECT_EQ(due_steps(Schedule(t, c, 10, false), 3, &Due::log), (V{4, 8, 10}));
+}
+
+TEST(Schedule, CheckpointsByStepsEpochsSignalAndAtTheEnd) {
+  TrainConfig t;
+  CheckpointConfig c;
+  c.every_steps = 4;
+  c.every_epochs = 0;
+  EXPECT_EQ(due_steps(Schedule(t, c, 10, false), 3, &Due::checkpoint), (V{4, 8, 10}));
+  c.every_steps = 0;
+  c.every_epochs = 2;  // the end of epochs 2 and 4 (steps 6 and 12)
+  EXPECT_EQ(due_steps(Schedule(t, c, 13, false), 3, &Due::checkpoint), (V{6, 12, 13}));
+  EXPECT_EQ(due_steps(Schedule(t, c, 13, false), 3, &Due::checkpoint, 5), (V{5, 6, 12, 13}));
+  StepEnd e;
+  e.step = 1;
+  e.minutes_due = true;
+  EXPECT_TRUE(Schedule(t, c, 13, false).after(e).checkpoint);
+}
+
+TEST(LossScaler, HalvesOnOverflowAndDoublesAfterTheWindow) {
+  LossScaler s;
+  s.scale = 8;
+  s.good_step(3);
+  s.good_step(3);
+  EXPECT_EQ(s.scale, 8);
+  s.overflow();  // resets the count of good steps
+  EXPECT_EQ(s.scale, 4);
+  EXPECT_EQ(s.skipped_steps, 1);
+  for (int i = 0; i < 3; ++i) s.good_step(3);
+  EXPECT_EQ(s.scale, 8);
+  EXPECT_EQ(s.good_steps, 0);
+  s.scale = 1;
+  s.overflow();
+  EXPECT_EQ(s.scale, 1);  // never below 1
+  EXPECT_EQ(s.skipped_steps, 2);
+}
+
+TEST(RunReport, CsvProgressLineAndSummaryComeFromTheSameFigures) {
+  EXPECT_EQ(RunReport::csv_header(),
+            "step,epoch,wall_s,loss,accuracy,samples_per_s,data_wait_pct,comm_exposed_pct,lr,eval_loss,eval_accuracy");
+  IntervalFigures f;
+  f.step = 40;
+  f.epoch = 2;
+  f.total = 100;
+  f.wall_s = 1.5;
+  f.loss = 0.25;
+  f.accuracy = 0.875;
+  f.samples_per_s = 1000;
+  f.lr = 0.05;
+  f.eta_s = 3725;
+  EXPECT_EQ(RunReport::csv_row(f), "40,2,1.5,0.25,0.875,1000,0,0,0.05,,");
+  EXPECT_EQ(RunReport::progress_line(f),
+            "epoch 2 step 40/100 | loss 0.2500 | acc  87.5% | 1000 samples/s | ETA 1:02:05 | data wait 0.0% | "
+            "comm exposed 0.0% | lr 0.05");
+  f.eval_split = "val";
+  f.eval_loss = 0.5;
+  f.eval_accuracy = 0.75;
+  EXPECT_EQ(RunReport::csv_row(f), "40,2,1.5,0.25,0.875,1000,0,0,0.05,0.5,0.75");
+  EXPECT_NE(RunReport::progress_line(f).find("| val loss 0.5000 acc 75.00%"), std::string::npos);
+  RunSummary s;
+  s.steps = 10;
+  s.precision = "bf16";
+  const std::string js = RunReport::summary_json(s);
+  EXPECT_EQ(js.rfind("{\n  \"steps\": 10,\n  \"first_step\": 0,", 0), 0u) << js;
+  EXPECT_NE(js.find("\"precision\": \"bf16\""), std::string::npos);
+  EXPECT_NE(js.find("\"test_accuracy\": -1"), std::string::npos);  // no test split
+  EXPECT_EQ(js.substr(js.size() - 3), "\n}\n");                    // closed
+}

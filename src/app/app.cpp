@@ -12,6 +12,7 @@
 #include <sstream>
 
 #include "hpctrain/backend/cuda/device_api.hpp"
+#include "hpctrain/comm/mpi_handles.hpp"
 #include "hpctrain/config/schema.hpp"
 #include "hpctrain/core/error.hpp"
 #include "hpctrain/core/log.hpp"
@@ -22,7 +23,6 @@
 #include "hpctrain/data/store.hpp"
 #include "hpctrain/model/model.hpp"
 #include "hpctrain/model/partition.hpp"
-#include "hpctrain/runtime/mpi_handles.hpp"
 #include "hpctrain/runtime/runtime.hpp"
 #include "hpctrain/train/checkpointing.hpp"
 #include "hpctrain/train/pipeline.hpp"
@@ -152,7 +152,7 @@ namespace {
 // Collective: the dataset index (validated on all ranks) and the sampler it implies.
 std::string describe_data(const Config& cfg, const Runtime& rt) {
   if (cfg.data.path.empty()) return "Dataset: none ([data] path not set)\n";
-  const DatasetIndex index = load_dataset_index(MPI_COMM_WORLD, cfg.data.path);
+  const DatasetIndex index = load_dataset_index(rt.world(), cfg.data.path);
   const Sampler sampler(sampler_options(cfg, index.train));  // refuses a split smaller than one global batch
   const std::uint64_t need = node_cache_bytes(index.train);
   std::ostringstream os;
@@ -169,11 +169,10 @@ std::string describe_data(const Config& cfg, const Runtime& rt) {
     os << "\nModel\n" << model.summary();
     os << describe_pipeline(cfg, rt, model);
     os << "\n"
-       << compute_on_root(MPI_COMM_WORLD,
-                          [&] { return std::vector<std::string>{describe_checkpointing(cfg, &model)}; })[0];
+       << compute_on_root(rt.world(), [&] { return std::vector<std::string>{describe_checkpointing(cfg, &model)}; })[0];
   } else {
     os << "\n"
-       << compute_on_root(MPI_COMM_WORLD,
+       << compute_on_root(rt.world(),
                           [&] { return std::vector<std::string>{describe_checkpointing(cfg, nullptr)}; })[0];
   }
   return os.str();
@@ -278,7 +277,7 @@ int run_trainer(int argc, char** argv) {
       print_dry_run(cfg, rt);
       return 0;
     }
-    const DatasetIndex index = load_dataset_index(MPI_COMM_WORLD, cfg.data.path);
+    const DatasetIndex index = load_dataset_index(rt.world(), cfg.data.path);
     Trainer trainer(cfg, rt, index);
     return cli.eval_only ? trainer.eval_only() : trainer.run();
   });

@@ -137,6 +137,7 @@ MpiCommunicator::MpiCommunicator(MPI_Comm comm, MpiCommOptions options)
       coll_comm_(MpiComm::dup(comm)),
       barrier_comm_(MpiComm::dup(comm)),
       p2p_comm_(MpiComm::dup(comm)),
+      facility_comm_(MpiComm::dup(comm)),
       rank_(coll_comm_.rank()),
       size_(coll_comm_.size()),
       log_(options_.name, world_ranks_of(comm)) {
@@ -474,6 +475,12 @@ void MpiCommunicator::release_pinned(void* ptr) {
   std::lock_guard<std::mutex> lock(pinned_mu_);
   for (auto& p : pinned_)
     if (p.ptr == ptr) p.busy = false;
+}
+
+MPI_Comm mpi_facility_handle(Communicator& comm) {
+  auto* mpi = dynamic_cast<MpiCommunicator*>(&comm);
+  HPCT_CHECK(mpi != nullptr, "communicator '" + comm.name() + "' (" + comm.backend() + ") has no MPI handle");
+  return mpi->facility_handle();
 }
 
 }  // namespace hpctrain

@@ -9,12 +9,12 @@
 #include <mutex>
 #include <vector>
 
+#include "hpctrain/comm/mpi_handles.hpp"
 #include "hpctrain/comm/nccl_bootstrap.hpp"
 #include "hpctrain/comm/p2p_group.hpp"
 #include "hpctrain/comm/watchdog.hpp"
 #include "hpctrain/core/cuda_check.hpp"
 #include "hpctrain/core/log.hpp"
-#include "hpctrain/runtime/mpi_handles.hpp"
 
 namespace hpctrain {
 

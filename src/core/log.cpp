@@ -1,4 +1,7 @@
 // Implementation of rank-aware logging (core/log.hpp).
+// The layering rule for core (tools/check_layering.py): core may only ask MPI for the rank and
+// gather log lines (here and in error.cpp's rank-tagged messages); every other collective goes
+// through a Communicator (comm/), where the watchdog sees it.
 #include "hpctrain/core/log.hpp"
 
 #include <cstdio>

@@ -11,11 +11,10 @@
 #include <iomanip>
 #include <sstream>
 
+#include "hpctrain/comm/agreement.hpp"
 #include "hpctrain/core/error.hpp"
 #include "hpctrain/core/table.hpp"
 #include "hpctrain/io/h5.hpp"
-#include "hpctrain/runtime/mpi_handles.hpp"
-#include "hpctrain/runtime/runtime.hpp"
 
 namespace fs = std::filesystem;
 
@@ -464,10 +463,8 @@ DatasetIndex deserialize_dataset_index(const std::string& text) {
   return index;
 }
 
-DatasetIndex load_dataset_index(MPI_Comm comm, const std::string& root) {
-  int rank = 0, size = 1;
-  CHECK_MPI(MPI_Comm_rank(comm, &rank));
-  CHECK_MPI(MPI_Comm_size(comm, &size));
+DatasetIndex load_dataset_index(Communicator& comm, const std::string& root) {
+  const int rank = comm.rank(), size = comm.size();
   DatasetIndex index = deserialize_dataset_index(
       compute_on_root(comm, [&] { return std::vector<std::string>{serialize(scan_dataset(root))}; })[0]);
 

@@ -85,7 +85,7 @@ void assemble_batch(const SplitIndex& split, SampleStore& store, const std::vect
   }
 }
 
-Reader::Reader(const SplitIndex& split, MPI_Comm node, ReaderOptions options)
+Reader::Reader(const SplitIndex& split, Communicator& node, ReaderOptions options)
     : split_(split),
       options_(options),
       store_(make_store(split, node, options.cache_bytes, options.samples, options.labels)) {}

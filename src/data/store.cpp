@@ -23,18 +23,13 @@ hid_t label_mem_type(const SplitIndex& s) { return s.classification ? H5T_NATIVE
 
 // ---- NodeCache ----------------------------------------------------------------------------
 
-NodeCache::NodeCache(const SplitIndex& split, MPI_Comm node, bool samples, bool labels)
-    : split_(split), sample_bytes_(static_cast<std::size_t>(split.sample_bytes())), label_bytes_(label_bytes(split)) {
-  int lrank = 0, lsize = 1;
-  CHECK_MPI(MPI_Comm_rank(node, &lrank));
-  CHECK_MPI(MPI_Comm_size(node, &lsize));
-  const std::uint64_t total = node_cache_bytes(split);
-  const MPI_Aint mine = lrank == 0 ? static_cast<MPI_Aint>(total) : 0;
-  void* ptr = nullptr;
-  CHECK_MPI(MPI_Win_allocate_shared(mine, 1, MPI_INFO_NULL, node, &ptr, &win_));
-  MPI_Aint size = 0;
-  int disp = 0;
-  CHECK_MPI(MPI_Win_shared_query(win_, 0, &size, &disp, &base_));
+NodeCache::NodeCache(const SplitIndex& split, Communicator& node, bool samples, bool labels)
+    : split_(split),
+      window_(node, node_cache_bytes(split)),
+      base_(reinterpret_cast<unsigned char*>(window_.data())),
+      sample_bytes_(static_cast<std::size_t>(split.sample_bytes())),
+      label_bytes_(label_bytes(split)) {
+  const int lrank = node.rank(), lsize = node.size();
   // Samples first ([total, sample_bytes]), then labels ([total, label_bytes]).
   unsigned char* sample_base = base_;
   unsigned char* label_base = base_ + static_cast<std::size_t>(split.total) * sample_bytes_;
@@ -65,19 +60,11 @@ NodeCache::NodeCache(const SplitIndex& split, MPI_Comm node, bool samples, bool 
   }
   // Everyone must reach the barrier even if its load failed, then fail together.
   int failed = error.empty() ? 0 : 1, any = 0;
-  CHECK_MPI(MPI_Allreduce(&failed, &any, 1, MPI_INT, MPI_MAX, node));
-  if (any) {
-    MPI_Win_free(&win_);
+  node.allreduce(&failed, &any, 1, DType::i32, ReduceOp::max);
+  if (any)
     throw Error(ExitCode::internal, Scope::this_rank,
                 error.empty() ? "another rank on this node failed to load the dataset cache" : error);
-  }
-  CHECK_MPI(MPI_Win_fence(0, win_));  // makes every rank's stores visible to all
-}
-
-NodeCache::~NodeCache() {
-  int finalized = 0;
-  MPI_Finalized(&finalized);
-  if (win_ != MPI_WIN_NULL && !finalized) MPI_Win_free(&win_);
+  window_.fence();  // makes every rank's stores visible to all
 }
 
 void NodeCache::get(std::int64_t index, void* sample, void* label) {
@@ -155,12 +142,10 @@ void ChunkCache::get(std::int64_t index, void* sample, void* label) {
   if (label) std::memcpy(label, b.labels.data() + static_cast<std::size_t>(in_chunk) * label_bytes_, label_bytes_);
 }
 
-std::unique_ptr<SampleStore> make_store(const SplitIndex& split, MPI_Comm node, std::uint64_t cache_bytes, bool samples,
-                                        bool labels) {
+std::unique_ptr<SampleStore> make_store(const SplitIndex& split, Communicator& node, std::uint64_t cache_bytes,
+                                        bool samples, bool labels) {
   if (node_cache_bytes(split) <= cache_bytes) return std::make_unique<NodeCache>(split, node, samples, labels);
-  int lsize = 1;
-  CHECK_MPI(MPI_Comm_size(node, &lsize));
-  return std::make_unique<ChunkCache>(split, cache_bytes / static_cast<std::uint64_t>(lsize), samples, labels);
+  return std::make_unique<ChunkCache>(split, cache_bytes / static_cast<std::uint64_t>(node.size()), samples, labels);
 }
 
 }  // namespace hpctrain

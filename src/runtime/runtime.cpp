@@ -19,16 +19,18 @@
 
 namespace hpctrain {
 
-RankInfo query_rank_info(MPI_Comm world) {
+MpiComm split_node(MPI_Comm world) {
+  int rank = 0;
+  CHECK_MPI(MPI_Comm_rank(world, &rank));
+  MPI_Comm c = MPI_COMM_NULL;
+  CHECK_MPI(MPI_Comm_split_type(world, MPI_COMM_TYPE_SHARED, rank, MPI_INFO_NULL, &c));
+  return MpiComm(c);
+}
+
+RankInfo query_rank_info(MPI_Comm world, const MpiComm& node) {
   RankInfo r;
   CHECK_MPI(MPI_Comm_rank(world, &r.world_rank));
   CHECK_MPI(MPI_Comm_size(world, &r.world_size));
-  MpiComm node;
-  {
-    MPI_Comm c = MPI_COMM_NULL;
-    CHECK_MPI(MPI_Comm_split_type(world, MPI_COMM_TYPE_SHARED, r.world_rank, MPI_INFO_NULL, &c));
-    node = MpiComm(c);
-  }
   r.local_rank = node.rank();
   r.local_size = node.size();
   char host[256] = {0};
@@ -100,10 +102,7 @@ std::vector<std::string> allgather_short(MPI_Comm comm, const std::string& mine)
 
 // The UUIDs the ranks of this node take (a GPU seen by several ranks under different indices is
 // still one GPU).
-std::vector<std::string> gather_node_picks(const std::string& mine) {
-  MPI_Comm c = MPI_COMM_NULL;
-  CHECK_MPI(MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &c));
-  MpiComm node(c);
+std::vector<std::string> gather_node_picks(const MpiComm& node, const std::string& mine) {
   return allgather_short(node.get(), mine);
 }
 }  // namespace
@@ -126,46 +125,18 @@ bool mpi_reports_cuda_aware() {
 }
 
 void raise_if_any(MPI_Comm comm, const std::string& local_error) {
-  int rank = 0, size = 0;
-  CHECK_MPI(MPI_Comm_rank(comm, &rank));
-  CHECK_MPI(MPI_Comm_size(comm, &size));
-  const int mine = local_error.empty() ? size : rank;
-  int first = size;
-  CHECK_MPI(MPI_Allreduce(&mine, &first, 1, MPI_INT, MPI_MIN, comm));
-  if (first == size) return;
-  int len = rank == first ? static_cast<int>(local_error.size()) : 0;
-  CHECK_MPI(MPI_Bcast(&len, 1, MPI_INT, first, comm));
-  std::string text = rank == first ? local_error : std::string(static_cast<std::size_t>(len), '\0');
-  CHECK_MPI(MPI_Bcast(text.data(), len, MPI_CHAR, first, comm));
-  throw bad_input(text);
+  MpiCommunicator c(comm, MpiCommOptions{});  // (unwatched: before the Runtime exists)
+  raise_if_any(c, local_error);
 }
 
 std::vector<std::string> compute_on_root(MPI_Comm comm, const std::function<std::vector<std::string>()>& work) {
-  int rank = 0;
-  CHECK_MPI(MPI_Comm_rank(comm, &rank));
-  std::vector<std::string> out;
-  std::string error;
-  int code = 0, count = 0;
-  if (rank == 0) {
-    try {
-      out = work();
-    } catch (const Error& e) {
-      error = e.what();
-      code = static_cast<int>(e.code());
-    }
-    count = static_cast<int>(out.size());
-  }
-  broadcast_string(comm, error, 0);
-  CHECK_MPI(MPI_Bcast(&code, 1, MPI_INT, 0, comm));
-  if (!error.empty()) throw Error(static_cast<ExitCode>(code), Scope::every_rank, error);
-  CHECK_MPI(MPI_Bcast(&count, 1, MPI_INT, 0, comm));
-  out.resize(static_cast<std::size_t>(count));
-  for (auto& s : out) broadcast_string(comm, s, 0);
-  return out;
+  MpiCommunicator c(comm, MpiCommOptions{});
+  return compute_on_root(c, work);
 }
 
 Runtime::Runtime(const Config& config) {
-  info_ = query_rank_info(MPI_COMM_WORLD);
+  node_handle_ = split_node(MPI_COMM_WORLD);
+  info_ = query_rank_info(MPI_COMM_WORLD, node_handle_);
 
   // Decisions every rank makes alike (grid, batch) throw bad_input directly;
   // those that may differ between nodes (devices) are agreed on first.
@@ -179,7 +150,8 @@ Runtime::Runtime(const Config& config) {
   } catch (const Error& e) {
     error = e.what();
   }
-  const auto node_picks = gather_node_picks(pick_uuid(info_, gpus));  // collective: every rank, even after an error
+  const auto node_picks =
+      gather_node_picks(node_handle_, pick_uuid(info_, gpus));  // collective: every rank, even after an error
   try {
     if (!error.empty()) throw Error(ExitCode::internal, Scope::this_rank, error);
     device_ = choose_device(config.run.device, info_, gpus, why_none, config.run.share_gpus, node_picks);
@@ -201,9 +173,21 @@ Runtime::Runtime(const Config& config) {
   grid_ = std::make_unique<ProcessGrid>(MPI_COMM_WORLD, config.parallel.model_parallel);
   watchdog_ = std::make_unique<Watchdog>(MPI_COMM_WORLD, config.parallel.watchdog_s);
   world_ = make_communicator(MPI_COMM_WORLD, "world", MemorySpace::host);
+  node_ = make_communicator(node_handle_.get(), "node", MemorySpace::host);
 }
 
 Runtime::~Runtime() = default;
+
+std::unique_ptr<Communicator> host_communicator(MPI_Comm comm, const std::string& name) {
+  MpiCommOptions o;
+  o.name = name;
+  return std::make_unique<MpiCommunicator>(comm, o);
+}
+
+std::unique_ptr<Communicator> node_host_communicator() {
+  const MpiComm node = split_node(MPI_COMM_WORLD);
+  return host_communicator(node.get(), "node");  // (duplicates it)
+}
 
 std::unique_ptr<Communicator> Runtime::make_communicator(MPI_Comm comm, const std::string& name, MemorySpace memory) {
   if (memory == MemorySpace::device && comm_ == CommBackend::nccl) {

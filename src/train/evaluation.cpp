@@ -1,7 +1,5 @@
 // Evaluation (train/trainer.hpp): the trainer's evaluate() over a split, exact over the ranks
 // (and through the pipeline stages when model_parallel > 1), and --eval-only.
-#include <mpi.h>
-
 #include <cstdio>
 
 #include "hpctrain/backend/ops.hpp"
@@ -31,7 +29,7 @@ EvalResult Trainer::evaluate(const SplitIndex& split) {
     ro.cache_bytes = cfg_.data.cache_bytes;
     ro.dp = rt_.grid().coords().dp;
     ro.dp_size = rt_.grid().shape().dp_size;
-    slot = std::make_unique<Reader>(split, node_, ro);
+    slot = std::make_unique<Reader>(split, rt_.node(), ro);
   }
   Reader& reader = *slot;
   const std::int64_t b = rt_.per_rank_batch();
@@ -68,7 +66,7 @@ EvalResult Trainer::evaluate(const SplitIndex& split) {
 }
 
 int Trainer::eval_only() {
-  Checkpointer checkpointer(cfg_, rt_, *model_, *opt_, groups_);
+  Checkpointer checkpointer(cfg_, rt_, host_dp(), *model_, *opt_, groups_);
   const std::string target = checkpointer.resume_target();
   if (target.empty())
     throw bad_input("--eval-only: no checkpoint to evaluate ([checkpoint] resume = " + cfg_.checkpoint.resume +

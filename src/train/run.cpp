@@ -59,7 +59,7 @@ int Trainer::run() {
 
   // Resume: [checkpoint] resume selects a checkpoint (or none); its state, sampler position and
   // partial log-interval sums (this rank's) continue here.
-  Checkpointer checkpointer(cfg_, rt_, *model_, *opt_, groups_);
+  Checkpointer checkpointer(cfg_, rt_, host_dp(), *model_, *opt_, groups_);
   const std::string resume_from = checkpointer.resume_target();
   double sums[3] = {0, 0, 0};
   const SamplerState from = resume(checkpointer, resume_from, per_epoch, sums);
@@ -74,7 +74,7 @@ int Trainer::run() {
   // Output files (rank 0): fail now, not at the end, when the directory is not writable.
   Progress p(RunReport(cfg_.run.out_dir, cfg_.train.metrics_file, g.world_rank() == 0));
   const std::string why = p.report.open(first);
-  raise_if_any(MPI_COMM_WORLD, why.empty() ? "" : "[run] out_dir '" + cfg_.run.out_dir + "': " + why);
+  raise_if_any(rt_.world(), why.empty() ? "" : "[run] out_dir '" + cfg_.run.out_dir + "': " + why);
 
   log0(model_->summary() + describe_pipeline(cfg_, rt_, *model_));  // (rank 0 holds stage 0's layers)
   p.comm_alone = averager_->time_alone();  // the gradient allreduces with nothing to hide behind
@@ -87,7 +87,7 @@ int Trainer::run() {
   ro.cache_bytes = cfg_.data.cache_bytes;
   ro.dp = g.coords().dp;
   ro.dp_size = g.shape().dp_size;
-  Reader reader(index_.train, node_, ro);
+  Reader reader(index_.train, rt_.node(), ro);
   reader.start(sampler, from);
   install_preemption_signals();
   p.test_signal_step = test_hook_step("HPCTRAIN_TEST_SIGNAL", g.world_rank());

@@ -87,7 +87,6 @@ Trainer::Trainer(const Config& cfg, Runtime& rt, const DatasetIndex& index)
   verify_identical(host_dp(), model_->parameters(), "initial parameters");
   model_->set_precision(cfg.run.precision);  // bf16/fp16: the layers compute with a rounded copy
   if (cfg.run.precision == Precision::fp16) state_.scaler.scale = cfg.optim.loss_scale;
-  CHECK_MPI(MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node_));
   const auto bucket_elems = static_cast<std::int64_t>(cfg.parallel.bucket_mb * (1 << 20) / sizeof(float));
   averager_ = std::make_unique<GradientAverager>(*comm_, model_->gradients(),
                                                  make_buckets(*model_, std::max<std::int64_t>(1, bucket_elems)));
@@ -98,9 +97,6 @@ Trainer::~Trainer() {
   averager_.reset();
   comm_.reset();
   host_comm_.reset();
-  int finalized = 0;
-  MPI_Finalized(&finalized);
-  if (node_ != MPI_COMM_NULL && !finalized) MPI_Comm_free(&node_);
 }
 
 void Trainer::train_step(const Batch& batch, float lr) {

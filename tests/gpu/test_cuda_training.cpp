@@ -49,7 +49,7 @@ class CudaTraining : public ::testing::Test {
   void SetUp() override {
     REQUIRE_GPU();
     root_ = testref::make_synthetic_dataset("hpct_gpu_");
-    index_ = load_dataset_index(MPI_COMM_WORLD, root_);
+    index_ = load_dataset_index(*host_communicator(MPI_COMM_WORLD, "world"), root_);
   }
   void TearDown() override {
     if (root_.empty()) return;

@@ -11,8 +11,8 @@
 #include <string>
 
 #include "hpctrain/app/app.hpp"
+#include "hpctrain/comm/mpi_handles.hpp"
 #include "hpctrain/core/error.hpp"
-#include "hpctrain/runtime/mpi_handles.hpp"
 
 int main(int argc, char** argv) {
   hpctrain::MpiSession mpi(&argc, &argv);

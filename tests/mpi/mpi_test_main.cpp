@@ -6,7 +6,7 @@
 
 #include <cstdio>
 
-#include "hpctrain/runtime/mpi_handles.hpp"
+#include "hpctrain/comm/mpi_handles.hpp"
 
 namespace {
 class RankFailurePrinter : public ::testing::EmptyTestEventListener {

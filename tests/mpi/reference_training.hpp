@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "hpctrain/backend/ops.hpp"
+#include "hpctrain/comm/mpi_handles.hpp"
 #include "hpctrain/data/make_dataset.hpp"
 #include "hpctrain/data/reader.hpp"
 #include "hpctrain/data/sampler.hpp"
@@ -19,7 +20,6 @@
 #include "hpctrain/layers/loss.hpp"
 #include "hpctrain/model/model.hpp"
 #include "hpctrain/optim/optimizer.hpp"
-#include "hpctrain/runtime/mpi_handles.hpp"
 #include "hpctrain/tensor/step_scalars.hpp"
 #include "hpctrain/train/trainer.hpp"
 #include "mpi_test_util.hpp"
@@ -51,17 +51,15 @@ inline std::string make_synthetic_dataset(const std::string& tag) {
 // its data-parallel slice as the training loop does.
 inline void train_steps(Trainer& trainer, const Config& cfg, const Runtime& rt, const DatasetIndex& index,
                         const Sampler& sampler, int steps) {
-  MPI_Comm node;
-  MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node);
+  const auto node = node_host_communicator();
   {
     ReaderOptions ro;
     ro.dp = rt.grid().coords().dp;
     ro.dp_size = rt.grid().shape().dp_size;
-    Reader reader(index.train, node, ro);
+    Reader reader(index.train, *node, ro);
     reader.start(sampler, {cfg.run.seed, 0, 0});
     for (int s = 0; s < steps; ++s) trainer.train_step(reader.next(), static_cast<float>(cfg.optim.lr));
   }
-  MPI_Comm_free(&node);
 }
 
 // Parameters of the whole model after `steps` optimizer steps.

@@ -13,9 +13,10 @@
 #include <sstream>
 #include <type_traits>
 
+#include "hpctrain/comm/mpi_handles.hpp"
 #include "hpctrain/core/error.hpp"
-#include "hpctrain/io/checkpoint.hpp"
-#include "hpctrain/runtime/mpi_handles.hpp"
+#include "hpctrain/io/checkpoint_file.hpp"
+#include "hpctrain/runtime/runtime.hpp"
 #include "mpi_test_util.hpp"
 
 namespace fs = std::filesystem;
@@ -67,7 +68,8 @@ TEST(CheckpointIo, DisjointParallelWriteReadsBackExactly) {
   info.run.model_summary = "summary";
   const double sums[3] = {1.0 + world_rank(), 2.0 * world_rank(), 64.0};
   const WriterPlace place{world_rank(), world_size(), 0, 1};
-  write_checkpoint(MPI_COMM_WORLD, path, info, tensors, {{"model/00_dense", "dense"}}, place, sums);
+  write_checkpoint(*host_communicator(MPI_COMM_WORLD, "world"), path, info, tensors, {{"model/00_dense", "dense"}},
+                   place, sums);
   if (world_rank() == 0) {
     const CheckpointFile f(path);
     EXPECT_EQ(f.info().state.step, 7);
@@ -99,7 +101,7 @@ TEST(CheckpointIo, DisjointParallelWriteReadsBackExactly) {
   MPI_Barrier(MPI_COMM_WORLD);
 }
 
-// ---- The field table (io/checkpoint.hpp visit_fields) ----
+// ---- The field table (io/checkpoint_file.hpp visit_fields) ----
 
 namespace {
 // The member count of an aggregate: how many initializers T{...} takes (one per member; a
@@ -180,8 +182,8 @@ TEST(CheckpointFields, TheTableCoversEveryFieldOnce) {
   });
   // TrainState's members with the scaler counted as one, then the scaler's own.
   EXPECT_EQ(in_state, member_count<TrainState>() - 1 + member_count<LossScaler>())
-      << "a TrainState or LossScaler field is missing from visit_fields (io/checkpoint.hpp)";
-  EXPECT_EQ(in_run, member_count<RunRecord>()) << "a RunRecord field is missing from visit_fields (io/checkpoint.hpp)";
+      << "a TrainState or LossScaler field is missing from visit_fields (io/checkpoint_file.hpp)";
+  EXPECT_EQ(in_run, member_count<RunRecord>()) << "a RunRecord field is missing from visit_fields (io/checkpoint_file.hpp)";
   EXPECT_EQ(member_count<LossScaler>(), 3u);  // the counter itself counts
 }
 
@@ -190,7 +192,8 @@ TEST(CheckpointFields, EveryFieldSurvivesTheFileAndTheBroadcast) {
   EXPECT_EQ(first_difference(info, decode_info(encode_info(info)), false), "");
   const std::string dir = shared_dir("hpct_ckpt_fields_");
   const double sums[3] = {0, 0, 0};
-  write_checkpoint(MPI_COMM_WORLD, dir + "/c.h5", info, {}, {}, {world_rank(), world_size(), 0, 1}, sums);
+  write_checkpoint(*host_communicator(MPI_COMM_WORLD, "world"), dir + "/c.h5", info, {}, {},
+                   {world_rank(), world_size(), 0, 1}, sums);
   if (world_rank() == 0) {
     const CheckpointFile f(dir + "/c.h5");
     EXPECT_EQ(first_difference(info, f.info(), true), "");
@@ -213,7 +216,8 @@ TEST(CheckpointIo, TensorsOwnedByOneStageAreWrittenByItsRanks) {
   CheckpointInfo info;
   info.run.mp = 2;
   const double sums[3] = {0, 0, 0};
-  write_checkpoint(MPI_COMM_WORLD, dir + "/c.h5", info, tensors, {}, {dp, dp_size, mp, 2}, sums);
+  write_checkpoint(*host_communicator(MPI_COMM_WORLD, "world"), dir + "/c.h5", info, tensors, {}, {dp, dp_size, mp, 2},
+                   sums);
   if (world_rank() == 0) {
     const CheckpointFile f(dir + "/c.h5");
     std::vector<float> x(12), y(9);

@@ -12,9 +12,9 @@
 
 #include "hpctrain/backend/ops.hpp"
 #include "hpctrain/comm/mpi_communicator.hpp"
+#include "hpctrain/comm/mpi_handles.hpp"
 #include "hpctrain/data/make_dataset.hpp"
 #include "hpctrain/data/reader.hpp"
-#include "hpctrain/runtime/mpi_handles.hpp"
 #include "hpctrain/tensor/step_scalars.hpp"
 #include "hpctrain/train/trainer.hpp"
 #include "mpi_test_util.hpp"
@@ -42,7 +42,7 @@ Config config_for(const std::string& root, int micro_batches, const char* layers
 
 TEST(DataParallel, RanksMatchOneProcessOnTheGlobalBatch) {
   const std::string root = testref::make_synthetic_dataset("hpct_dp_");
-  const DatasetIndex index = load_dataset_index(MPI_COMM_WORLD, root);
+  const DatasetIndex index = load_dataset_index(*host_communicator(MPI_COMM_WORLD, "world"), root);
   for (const auto& [micro, layers] : {std::pair{1, kMlp}, std::pair{2, kMlp}, std::pair{1, kCnn}, std::pair{2, kCnn}}) {
     const Config cfg = config_for(root, micro, layers);
     Runtime rt(cfg);
@@ -71,7 +71,7 @@ TEST(DataParallel, RanksMatchOneProcessOnTheGlobalBatch) {
 
 TEST(DataParallel, EvaluationIsExactOverRanks) {
   const std::string root = testref::make_synthetic_dataset("hpct_dp_");
-  const DatasetIndex index = load_dataset_index(MPI_COMM_WORLD, root);
+  const DatasetIndex index = load_dataset_index(*host_communicator(MPI_COMM_WORLD, "world"), root);
   const Config cfg = config_for(root, 1);
   Runtime rt(cfg);
   Trainer trainer(cfg, rt, index);

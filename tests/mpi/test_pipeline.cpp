@@ -38,7 +38,7 @@ const char* const kCnn = "conv(3,3,pad=1) batchnorm relu flatten dense(9) tanh d
 
 TEST(Pipeline, StagesMatchOneProcessForEveryScheduleAndMicroBatchCount) {
   const std::string root = testref::make_synthetic_dataset("hpct_pipe_");
-  const DatasetIndex index = load_dataset_index(MPI_COMM_WORLD, root);
+  const DatasetIndex index = load_dataset_index(*host_communicator(MPI_COMM_WORLD, "world"), root);
   int runs = 0;
   for (int stages = 2; stages <= std::min(world_size(), 4); ++stages) {
     if (world_size() % stages != 0) continue;
@@ -90,7 +90,7 @@ TEST(Pipeline, StagesMatchOneProcessForEveryScheduleAndMicroBatchCount) {
 TEST(Pipeline, EvaluationThroughTheStagesEqualsOneProcess) {
   if (world_size() < 2) GTEST_SKIP() << "model parallelism needs at least 2 ranks";
   const std::string root = testref::make_synthetic_dataset("hpct_pipe_eval_");
-  const DatasetIndex index = load_dataset_index(MPI_COMM_WORLD, root);
+  const DatasetIndex index = load_dataset_index(*host_communicator(MPI_COMM_WORLD, "world"), root);
   const Config one = pipeline_config(root, kMlp, 1, 1, "1f1b");
   const Config two = pipeline_config(root, kMlp, 2, 1, "1f1b");
   // Both evaluate freshly initialized parameters (identical by construction) on the test split.

@@ -30,7 +30,7 @@ Config precision_config(const std::string& root, const char* precision, double l
 
 TEST(MixedPrecision, Fp16OverflowSkipsTheUpdateAndHalvesTheScale) {
   const std::string root = testref::make_synthetic_dataset("hpct_prec_");
-  const DatasetIndex index = load_dataset_index(MPI_COMM_WORLD, root);
+  const DatasetIndex index = load_dataset_index(*host_communicator(MPI_COMM_WORLD, "world"), root);
   const Config cfg = precision_config(root, "fp16", 1e12);
   Runtime rt(cfg);
   Trainer trainer(cfg, rt, index);
@@ -56,7 +56,7 @@ TEST(MixedPrecision, Fp16OverflowSkipsTheUpdateAndHalvesTheScale) {
 
 TEST(MixedPrecision, Fp16ScaleDoublesAfterTheWindowOfGoodSteps) {
   const std::string root = testref::make_synthetic_dataset("hpct_prec3_");
-  const DatasetIndex index = load_dataset_index(MPI_COMM_WORLD, root);
+  const DatasetIndex index = load_dataset_index(*host_communicator(MPI_COMM_WORLD, "world"), root);
   const Config cfg = precision_config(root, "fp16", 1024, 2);
   Runtime rt(cfg);
   Trainer trainer(cfg, rt, index);
@@ -70,7 +70,7 @@ TEST(MixedPrecision, Fp16ScaleDoublesAfterTheWindowOfGoodSteps) {
 
 TEST(MixedPrecision, Bf16AndFp16TrainCloseToFloat32WithFloat32Masters) {
   const std::string root = testref::make_synthetic_dataset("hpct_prec2_");
-  const DatasetIndex index = load_dataset_index(MPI_COMM_WORLD, root);
+  const DatasetIndex index = load_dataset_index(*host_communicator(MPI_COMM_WORLD, "world"), root);
   std::vector<float> fp32;
   for (const char* precision : {"fp32", "bf16", "fp16"}) {
     const Config cfg = precision_config(root, precision, 1024);

@@ -11,12 +11,13 @@
 #include <filesystem>
 #include <limits>
 
+#include "hpctrain/comm/mpi_handles.hpp"
 #include "hpctrain/core/error.hpp"
 #include "hpctrain/data/dataset.hpp"
 #include "hpctrain/data/reader.hpp"
 #include "hpctrain/data/shard_writer.hpp"
 #include "hpctrain/data/synthetic.hpp"
-#include "hpctrain/runtime/mpi_handles.hpp"
+#include "hpctrain/runtime/runtime.hpp"
 #include "mpi_test_util.hpp"
 
 namespace fs = std::filesystem;
@@ -78,12 +79,6 @@ void remove_dataset(const std::string& root) {
   if (world_rank() == 0) fs::remove_all(root);
 }
 
-MPI_Comm node_comm() {
-  MPI_Comm c;
-  MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &c);
-  return c;
-}
-
 std::vector<std::int64_t> gather_all(const std::vector<std::int64_t>& mine) {
   const int n = world_size();
   int count = static_cast<int>(mine.size());
@@ -114,10 +109,10 @@ void expect_contents(const Batch& b, std::int64_t index_offset = 0) {
 
 TEST(Reader, EpochCoversTheDatasetAndMatchesTheGlobalBatches) {
   const std::string root = make_dataset({150, 101, 60});  // 311 samples
-  const DatasetIndex index = load_dataset_index(MPI_COMM_WORLD, root);
+  const DatasetIndex index = load_dataset_index(*host_communicator(MPI_COMM_WORLD, "world"), root);
   ASSERT_EQ(index.train.total, 311);
   ASSERT_TRUE(index.val.has_value());
-  MPI_Comm node = node_comm();
+  auto node = node_host_communicator();
   const int r = world_rank(), n = world_size();
   const std::int64_t B = 24;                                                         // divisible by 1, 2, 3, 4
   for (const std::uint64_t cache : {std::uint64_t{1} << 30, std::uint64_t{2000}}) {  // node cache, chunk cache
@@ -135,7 +130,7 @@ TEST(Reader, EpochCoversTheDatasetAndMatchesTheGlobalBatches) {
         ro.cache_bytes = cache;
         ro.dp = r;
         ro.dp_size = n;
-        Reader reader(index.train, node, ro);
+        Reader reader(index.train, *node, ro);
         EXPECT_STREQ(reader.store().kind(),
                      cache > 1000000 ? "node cache (shared memory)" : "HDF5 chunk cache (per rank)");
         reader.start(sampler, {5, 1, 0});
@@ -165,14 +160,13 @@ TEST(Reader, EpochCoversTheDatasetAndMatchesTheGlobalBatches) {
       }
     }
   }
-  MPI_Comm_free(&node);
   remove_dataset(root);
 }
 
 TEST(Reader, RestoredStateReproducesTheStream) {
   const std::string root = make_dataset({100, 45});
-  const DatasetIndex index = load_dataset_index(MPI_COMM_WORLD, root);
-  MPI_Comm node = node_comm();
+  const DatasetIndex index = load_dataset_index(*host_communicator(MPI_COMM_WORLD, "world"), root);
+  auto node = node_host_communicator();
   SamplerOptions so;
   so.seed = 9;
   so.global_batch = 12;
@@ -185,7 +179,7 @@ TEST(Reader, RestoredStateReproducesTheStream) {
   std::vector<Batch> run;
   SamplerState resume_at;
   {
-    Reader reader(index.train, node, ro);
+    Reader reader(index.train, *node, ro);
     reader.start(sampler, {9, 0, 9});
     for (int i = 0; i < 6; ++i) {  // crosses into epoch 1
       if (i == 2) resume_at = reader.state();
@@ -196,7 +190,7 @@ TEST(Reader, RestoredStateReproducesTheStream) {
   EXPECT_EQ(resume_at.step, 11);
   EXPECT_EQ(run[4].epoch, 1);
   ro.prefetch = 0;  // also without the prefetch thread
-  Reader again(index.train, node, ro);
+  Reader again(index.train, *node, ro);
   again.start(sampler, resume_at);
   for (int i = 2; i < 6; ++i) {
     const Batch b = again.next();
@@ -205,18 +199,17 @@ TEST(Reader, RestoredStateReproducesTheStream) {
     EXPECT_EQ(b.indices, run[static_cast<std::size_t>(i)].indices);
     EXPECT_EQ(b.samples, run[static_cast<std::size_t>(i)].samples);
   }
-  MPI_Comm_free(&node);
   remove_dataset(root);
 }
 
 TEST(Reader, EvaluationCoversTheSplitOnceInOrder) {
   const std::string root = make_dataset({40});
-  const DatasetIndex index = load_dataset_index(MPI_COMM_WORLD, root);
-  MPI_Comm node = node_comm();
+  const DatasetIndex index = load_dataset_index(*host_communicator(MPI_COMM_WORLD, "world"), root);
+  auto node = node_host_communicator();
   ReaderOptions ro;
   ro.dp = world_rank();
   ro.dp_size = world_size();
-  Reader reader(*index.val, node, ro);
+  Reader reader(*index.val, *node, ro);
   std::vector<std::int64_t> mine;
   for (std::int64_t k = 0; k < reader.eval_batches(5); ++k) {
     const Batch b = reader.eval_batch(5, k);
@@ -228,7 +221,6 @@ TEST(Reader, EvaluationCoversTheSplitOnceInOrder) {
   const auto all = gather_all(mine);
   ASSERT_EQ(all.size(), 57u);
   for (std::size_t i = 0; i < all.size(); ++i) EXPECT_EQ(all[i], static_cast<std::int64_t>(i));
-  MPI_Comm_free(&node);
   remove_dataset(root);
 }
 
@@ -250,7 +242,7 @@ TEST(Reader, BadValueFoundByAnyRankFailsAllRanks) {
   // 5 shards; the Inf is in the last one, which rank 4 % size checks.
   const std::string root = make_dataset({10, 10, 10, 10, 10}, true);
   try {
-    load_dataset_index(MPI_COMM_WORLD, root);
+    load_dataset_index(*host_communicator(MPI_COMM_WORLD, "world"), root);
     FAIL() << "no error";
   } catch (const Error& e) {
     EXPECT_EQ(e.code(), ExitCode::bad_input);

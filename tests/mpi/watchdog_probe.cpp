@@ -9,8 +9,8 @@
 #include <string>
 
 #include "hpctrain/comm/mpi_communicator.hpp"
+#include "hpctrain/comm/mpi_handles.hpp"
 #include "hpctrain/comm/watchdog.hpp"
-#include "hpctrain/runtime/mpi_handles.hpp"
 
 int main(int argc, char** argv) {
   hpctrain::MpiSession mpi(&argc, &argv);

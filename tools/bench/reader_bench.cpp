@@ -17,11 +17,12 @@
 #include <sstream>
 
 #include "hpctrain/app/app.hpp"
+#include "hpctrain/comm/mpi_handles.hpp"
 #include "hpctrain/config/schema.hpp"
 #include "hpctrain/core/error.hpp"
 #include "hpctrain/core/table.hpp"
 #include "hpctrain/data/reader.hpp"
-#include "hpctrain/runtime/mpi_handles.hpp"
+#include "hpctrain/runtime/runtime.hpp"
 
 namespace po = boost::program_options;
 using namespace hpctrain;
@@ -116,7 +117,8 @@ int main(int argc, char** argv) {
     const std::string shuffle = vm["shuffle"].as<std::string>();
     openblas_set_num_threads(1);
 
-    const DatasetIndex index = load_dataset_index(MPI_COMM_WORLD, vm["data"].as<std::string>());
+    const DatasetIndex index =
+        load_dataset_index(*host_communicator(MPI_COMM_WORLD, "world"), vm["data"].as<std::string>());
     const SplitIndex& split = index.train;
     const auto files = all_files(index);
     std::uint64_t file_bytes = 0;
@@ -132,8 +134,7 @@ int main(int argc, char** argv) {
     so.chunk_window = 16;
     so.chunk_bounds = split.chunk_bounds();
     const Sampler sampler(so);
-    MPI_Comm node;
-    MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node);
+    const auto node = node_host_communicator();
     const double sample_mb = static_cast<double>(split.sample_bytes()) / 1e6;
 
     std::printf(
@@ -151,7 +152,7 @@ int main(int argc, char** argv) {
       ro.cache_bytes = cache_bytes;
       ro.prefetch = prefetch;
       const auto t0 = Clock::now();
-      Reader reader(split, node, ro);  // includes loading the node cache
+      Reader reader(split, *node, ro);  // includes loading the node cache
       reader.start(sampler, {1, 0, 0});
       for (std::int64_t s = 0; s < steps; ++s) reader.recycle(reader.next());
       const double dt = seconds_since(t0);
@@ -167,7 +168,7 @@ int main(int argc, char** argv) {
     ReaderOptions ro;
     ro.cache_bytes = cache_bytes;
     ro.prefetch = vm["prefetch"].as<int>();
-    Reader reader(split, node, ro);
+    Reader reader(split, *node, ro);
     reader.start(sampler, {1, 0, 0});
     std::vector<Batch> in_memory;
     for (std::int64_t s = 0; s < std::min<std::int64_t>(steps, 16); ++s) in_memory.push_back(reader.next());
@@ -203,7 +204,6 @@ int main(int argc, char** argv) {
         "train-like step: one sgemm of %.1f MFLOP per sample (%d x %d x %d); train-like rows: median of %d "
         "alternating rounds\n",
         vm["mflop-per-sample"].as<double>(), compute.m, compute.k, compute.n, smoke ? 1 : 3);
-    MPI_Comm_free(&node);
     return 0;
   });
 }

@@ -20,7 +20,7 @@
 #include "hpctrain/backend/cuda/device_api.hpp"
 #include "hpctrain/comm/collective_log.hpp"
 #include "hpctrain/comm/communicator.hpp"
-#include "hpctrain/runtime/mpi_handles.hpp"
+#include "hpctrain/comm/mpi_handles.hpp"
 
 namespace hpctrain {
 
@@ -54,6 +54,10 @@ class MpiCommunicator final : public Communicator {
   Request irecv(void* buf, std::size_t count, DType dtype, int peer) override;
   Request ibarrier() override;
 
+  // A duplicate of the communicator for MPI facilities used from the caller's thread (the
+  // node-shared window, parallel HDF5's MPI-IO), never touched by the progress thread.
+  MPI_Comm facility_handle() const { return facility_comm_.get(); }
+
   // Bytes copied through host staging buffers so far (tests check the path).
   std::size_t staged_bytes() const;
   const CollectiveLog& log() const { return log_; }
@@ -79,6 +83,7 @@ class MpiCommunicator final : public Communicator {
 
   MpiCommOptions options_;
   MpiComm coll_comm_, barrier_comm_, p2p_comm_;  // separate so mismatched kinds never cross-match
+  MpiComm facility_comm_;
   int rank_ = 0, size_ = 1;
   CollectiveLog log_;
 
@@ -93,5 +98,9 @@ class MpiCommunicator final : public Communicator {
   std::vector<Pinned> pinned_;
   std::size_t staged_bytes_ = 0;
 };
+
+// The MPI communicator under `comm` for MPI facilities (facility_handle()); an internal error
+// when `comm` is not an MpiCommunicator (host communicators always are).
+MPI_Comm mpi_facility_handle(Communicator& comm);
 
 }  // namespace hpctrain

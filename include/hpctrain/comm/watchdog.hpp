@@ -19,7 +19,7 @@
 #include <vector>
 
 #include "hpctrain/comm/collective_log.hpp"
-#include "hpctrain/runtime/mpi_handles.hpp"
+#include "hpctrain/comm/mpi_handles.hpp"
 
 namespace hpctrain {
 

@@ -1,6 +1,6 @@
 // Where a training run stands: the only thing the training loop changes between steps and,
 // besides tensors, the only thing a checkpoint stores about the run's progress. The fields are
-// listed once more, with their names in the checkpoint file, in io/checkpoint.hpp's
+// listed once more, with their names in the checkpoint file, in io/checkpoint_file.hpp's
 // visit_fields(); a test fails when a field here is missing there (docs/contributing.md).
 #pragma once
 

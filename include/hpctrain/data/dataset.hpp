@@ -14,13 +14,13 @@
 #pragma once
 
 #include <hdf5.h>
-#include <mpi.h>
 
 #include <cstdint>
 #include <optional>
 #include <string>
 #include <vector>
 
+#include "hpctrain/comm/communicator.hpp"
 #include "hpctrain/io/h5.hpp"
 
 namespace hpctrain {
@@ -82,7 +82,7 @@ std::string check_values(const SplitIndex& split, std::size_t first, std::size_t
 // Collective over `comm`: rank 0 scans, the index is broadcast, every rank
 // checks the values of its share of the shards; any problem is a bad_input
 // error raised identically on every rank.
-DatasetIndex load_dataset_index(MPI_Comm comm, const std::string& root);
+DatasetIndex load_dataset_index(Communicator& comm, const std::string& root);
 
 // A table of the splits (shards, samples, shape, dtype, labels, normalization).
 std::string describe_splits(const DatasetIndex& index);

@@ -5,8 +5,6 @@
 // contiguous range, with no sample read twice or lost.
 #pragma once
 
-#include <mpi.h>
-
 #include <condition_variable>
 #include <cstdint>
 #include <deque>
@@ -54,7 +52,7 @@ class Reader {
  public:
   // Collective over `node` (the ranks sharing this node's memory). `split`
   // must outlive the reader.
-  Reader(const SplitIndex& split, MPI_Comm node, ReaderOptions options);
+  Reader(const SplitIndex& split, Communicator& node, ReaderOptions options);
   ~Reader();
   Reader(const Reader&) = delete;
   Reader& operator=(const Reader&) = delete;

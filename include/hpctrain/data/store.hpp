@@ -8,8 +8,6 @@
 //    (pair it with shuffle = chunk, which touches a window of chunks at a time).
 #pragma once
 
-#include <mpi.h>
-
 #include <cstdint>
 #include <list>
 #include <memory>
@@ -17,6 +15,8 @@
 #include <unordered_map>
 #include <vector>
 
+#include "hpctrain/comm/communicator.hpp"
+#include "hpctrain/comm/shared_window.hpp"
 #include "hpctrain/data/dataset.hpp"
 #include "hpctrain/io/h5.hpp"
 
@@ -38,17 +38,16 @@ std::size_t label_bytes(const SplitIndex& split);
 
 class NodeCache final : public SampleStore {
  public:
-  // Collective over `node` (ranks sharing memory).
-  NodeCache(const SplitIndex& split, MPI_Comm node, bool samples, bool labels);
-  ~NodeCache() override;
+  // Collective over `node` (a host communicator of the ranks sharing memory: Runtime::node()).
+  NodeCache(const SplitIndex& split, Communicator& node, bool samples, bool labels);
   void get(std::int64_t index, void* sample, void* label) override;
   const char* kind() const override { return "node cache (shared memory)"; }
   std::uint64_t bytes_read_from_files() const override { return loaded_; }
 
  private:
   const SplitIndex& split_;
-  MPI_Win win_ = MPI_WIN_NULL;
-  unsigned char* base_ = nullptr;
+  SharedWindow window_;
+  unsigned char* base_;
   std::size_t sample_bytes_, label_bytes_;
   std::uint64_t loaded_ = 0;
 };
@@ -83,7 +82,7 @@ class ChunkCache final : public SampleStore {
 };
 
 // NodeCache when the split fits in cache_bytes, else ChunkCache (collective over `node`).
-std::unique_ptr<SampleStore> make_store(const SplitIndex& split, MPI_Comm node, std::uint64_t cache_bytes, bool samples,
-                                        bool labels);
+std::unique_ptr<SampleStore> make_store(const SplitIndex& split, Communicator& node, std::uint64_t cache_bytes,
+                                        bool samples, bool labels);
 
 }  // namespace hpctrain

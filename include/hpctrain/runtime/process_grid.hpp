@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-#include "hpctrain/runtime/mpi_handles.hpp"
+#include "hpctrain/comm/mpi_handles.hpp"
 
 namespace hpctrain {
 

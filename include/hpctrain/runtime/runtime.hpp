@@ -9,7 +9,9 @@
 #include <vector>
 
 #include "hpctrain/backend/cuda/device_api.hpp"
+#include "hpctrain/comm/agreement.hpp"
 #include "hpctrain/comm/communicator.hpp"
+#include "hpctrain/comm/mpi_handles.hpp"
 #include "hpctrain/comm/watchdog.hpp"
 #include "hpctrain/config/config.hpp"
 #include "hpctrain/runtime/process_grid.hpp"
@@ -22,8 +24,10 @@ struct RankInfo {
   std::string host;
 };
 
-// Collective over `world`: local rank from MPI_Comm_split_type(SHARED).
-RankInfo query_rank_info(MPI_Comm world);
+// Collective over `world`: the ranks sharing this node's memory (MPI_Comm_split_type(SHARED)).
+MpiComm split_node(MPI_Comm world);
+// This rank's place in `world` and on its node (`node`: split_node(world)).
+RankInfo query_rank_info(MPI_Comm world, const MpiComm& node);
 
 struct DeviceAssignment {
   DeviceKind kind = DeviceKind::cpu;  // never auto_
@@ -51,15 +55,15 @@ CommBackend choose_comm(CommBackend requested, DeviceKind device, bool shared_gp
 // Whether the MPI library reports CUDA-aware support at run time.
 bool mpi_reports_cuda_aware();
 
-// Collective: if any rank of `comm` has a non-empty `local_error`, every rank
-// throws bad_input with the lowest such rank's message,
-// so all ranks exit alike instead of some waiting forever.
+// comm/agreement.hpp's raise_if_any and compute_on_root over an MPI communicator, for what runs
+// before the Runtime and its watched communicators exist (reading the configuration).
 void raise_if_any(MPI_Comm comm, const std::string& local_error);
-
-// Collective: rank 0 of `comm` runs `work` (reading a file, scanning a
-// dataset); the strings it returns reach every rank. If it throws an Error,
-// every rank throws the same message with the same exit code instead.
 std::vector<std::string> compute_on_root(MPI_Comm comm, const std::function<std::vector<std::string>()>& work);
+
+// Host communicators for tools and tests that run without a Runtime (unwatched), over `comm` and
+// over the ranks of this node. Collective.
+std::unique_ptr<Communicator> host_communicator(MPI_Comm comm, const std::string& name);
+std::unique_ptr<Communicator> node_host_communicator();
 
 class Runtime {
  public:
@@ -78,6 +82,9 @@ class Runtime {
   // (the per-step stop/checkpoint flags, fp16 overflow, end-of-run reductions) go through it, so a
   // rank that never arrives ends the job with exit 3 instead of a silent hang.
   Communicator& world() const { return *world_; }
+  // Host buffers over the ranks of this node (watched): their agreements and node-shared memory
+  // (comm/shared_window.hpp: the data reader's node cache).
+  Communicator& node() const { return *node_; }
 
   // A communicator over `comm` with the configured backend, for buffers in
   // `memory` (host buffers always use MPI). Collective over `comm`.
@@ -96,7 +103,9 @@ class Runtime {
   std::unique_ptr<ProcessGrid> grid_;
   std::unique_ptr<Watchdog> watchdog_;
   std::unique_ptr<cuda::DeviceMemory> device_memory_;
+  MpiComm node_handle_;                  // the ranks of this node (split once)
   std::unique_ptr<Communicator> world_;  // after the watchdog: detached from it first
+  std::unique_ptr<Communicator> node_;
 };
 
 }  // namespace hpctrain

@@ -11,7 +11,7 @@
 #include <vector>
 
 #include "hpctrain/config/config.hpp"
-#include "hpctrain/io/checkpoint.hpp"
+#include "hpctrain/io/checkpoint_file.hpp"
 #include "hpctrain/model/model.hpp"
 #include "hpctrain/model/partition.hpp"
 #include "hpctrain/optim/optimizer.hpp"
@@ -21,9 +21,11 @@ namespace hpctrain {
 
 class Checkpointer {
  public:
-  // Collective: creates [checkpoint] dir on rank 0 (bad_input when it cannot). `groups`: the
-  // layers of each pipeline stage (empty: one stage holds everything).
-  Checkpointer(const Config& cfg, const Runtime& rt, Model& model, Optimizer& opt, std::vector<LayerGroup> groups = {});
+  // Collective: creates [checkpoint] dir on rank 0 (bad_input when it cannot). `dp`: the
+  // data-parallel group for host buffers (a stage's rank 0 reads, the group gets the bits).
+  // `groups`: the layers of each pipeline stage (empty: one stage holds everything).
+  Checkpointer(const Config& cfg, const Runtime& rt, Communicator& dp, Model& model, Optimizer& opt,
+               std::vector<LayerGroup> groups = {});
 
   // Collective: writes <dir>/ckpt-<state.step>.h5 (the state, this run's record, the tensors)
   // and makes it the newest; returns its path.
@@ -48,6 +50,7 @@ class Checkpointer {
   std::vector<CheckpointTensor> tensors(const float* params, const float* state) const;
   const Config& cfg_;
   const Runtime& rt_;
+  Communicator& dp_;
   Model& model_;
   Optimizer& opt_;
   std::vector<LayerGroup> groups_;

@@ -121,7 +121,6 @@ class Trainer {
   double comm_wait_s_ = 0;                   // time waiting for gradient buckets after backward (all steps)
   TrainState state_;  // where the run stands (checkpointed); its scaler: precision = fp16's loss scale
   bool last_step_skipped_ = false;
-  MPI_Comm node_ = MPI_COMM_NULL;
   std::map<std::string, std::unique_ptr<Reader>> eval_readers_;  // per split, made on first use (collective)
 };
 

@@ -1,6 +1,6 @@
 // The CPU backend (backend/cpu/cpu_ops.hpp), first half: GEMM (OpenBLAS, or
 // oneDNN's bf16 matmul), element-wise work, losses, the optimizer updates,
-// precision rounding and sums; cpu_conv_pool.cpp holds the rest. The
+// precision rounding and sums; cpu_layer_ops.cpp holds the rest. The
 // reference every other backend is tested against.
 #include "hpctrain/backend/cpu/cpu_ops.hpp"
 

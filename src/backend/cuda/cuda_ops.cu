@@ -5,7 +5,7 @@
 // waits for the device except the operations that return a value to the host
 // (count_correct, sum_of_squares). Reductions are two-pass and deterministic:
 // the same inputs give the same bits on every run. Convolution helpers,
-// pooling and batch norm are in cuda_conv_pool.cu.
+// pooling and batch norm are in cuda_layer_ops.cu.
 #include <cuda_fp16.h>
 
 #include <cmath>

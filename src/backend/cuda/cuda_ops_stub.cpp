@@ -1,6 +1,6 @@
 // The CUDA backend's operations in builds without CUDA, made from the operation list
 // (backend/op_list.inc): each throws a clear error naming the operation. With CUDA, cuda_ops.cu
-// and cuda_conv_pool.cu implement them.
+// and cuda_layer_ops.cu implement them.
 #include "hpctrain/backend/cuda/cuda_ops.hpp"
 #include "hpctrain/core/error.hpp"
 

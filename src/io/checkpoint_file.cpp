@@ -1,5 +1,5 @@
-// Checkpoint files and the checkpoint directory (io/checkpoint.hpp).
-#include "hpctrain/io/checkpoint.hpp"
+// Checkpoint files and the checkpoint directory (io/checkpoint_file.hpp).
+#include "hpctrain/io/checkpoint_file.hpp"
 
 #include <cblas.h>
 #include <fcntl.h>
@@ -14,9 +14,10 @@
 #include <sstream>
 #include <type_traits>
 
+#include "hpctrain/comm/agreement.hpp"
+#include "hpctrain/comm/mpi_communicator.hpp"
 #include "hpctrain/core/error.hpp"
 #include "hpctrain/core/version.hpp"
-#include "hpctrain/runtime/mpi_handles.hpp"
 
 namespace fs = std::filesystem;
 
@@ -131,14 +132,12 @@ void from_text(const std::string& t, Int& v) {
 
 }  // namespace
 
-double write_checkpoint(MPI_Comm comm, const std::string& path, const CheckpointInfo& given,
+double write_checkpoint(Communicator& comm, const std::string& path, const CheckpointInfo& given,
                         const std::vector<CheckpointTensor>& tensors,
                         const std::vector<std::pair<std::string, std::string>>& groups, const WriterPlace& place,
                         const double rank_sums[3]) {
   const auto t0 = std::chrono::steady_clock::now();
-  int rank = 0, size = 1;
-  CHECK_MPI(MPI_Comm_rank(comm, &rank));
-  CHECK_MPI(MPI_Comm_size(comm, &size));
+  const int rank = comm.rank(), size = comm.size();
   // Attributes are collective in parallel HDF5: every rank writes rank 0's.
   std::string blob;
   if (rank == 0) {
@@ -150,12 +149,12 @@ double write_checkpoint(MPI_Comm comm, const std::string& path, const Checkpoint
     info.run.blas = openblas_get_config();
     blob = encode_info(info);
   }
-  broadcast_string(comm, blob, 0);
+  broadcast_text(comm, blob, 0);
   const CheckpointInfo info = decode_info(blob);
 
   std::lock_guard<std::mutex> hdf5_guard(h5::lock());
   h5::Id fapl(CHECK_H5(H5Pcreate(H5P_FILE_ACCESS)));
-  CHECK_H5(H5Pset_fapl_mpio(fapl.get(), comm, MPI_INFO_NULL));
+  CHECK_H5(H5Pset_fapl_mpio(fapl.get(), mpi_facility_handle(comm), MPI_INFO_NULL));  // (HDF5 duplicates it)
   h5::Id file(CHECK_H5(H5Fcreate(path.c_str(), H5F_ACC_TRUNC, H5P_DEFAULT, fapl.get())));
   const hid_t root = file.get();
   h5::write_string_attribute(root, "format", kCheckpointFormat);

@@ -1,5 +1,5 @@
-// Checkpoint files (docs/checkpoints.md): one HDF5 file per checkpoint,
-// written collectively through the MPI-IO driver (every rank writes a disjoint
+// Checkpoint files: the file format (docs/checkpoints.md; when and what to checkpoint is
+// train/checkpointing.hpp). One HDF5 file per checkpoint, written collectively through the MPI-IO driver (every rank writes a disjoint
 // set of chunks, nothing funnels through rank 0), under a temporary name that
 // is renamed once every rank has closed it; read back on one rank with the
 // serial driver. Every dataset carries HDF5's Fletcher32 checksum, so a
@@ -9,13 +9,12 @@
 // newest K, finding the newest complete checkpoint).
 #pragma once
 
-#include <mpi.h>
-
 #include <cstdint>
 #include <string>
 #include <utility>
 #include <vector>
 
+#include "hpctrain/comm/communicator.hpp"
 #include "hpctrain/core/train_state.hpp"
 #include "hpctrain/io/h5.hpp"
 #include "hpctrain/tensor/tensor.hpp"
@@ -97,7 +96,7 @@ struct WriterPlace {
 // `groups`: (group path, layer type) pairs, written as the group's `type`
 // attribute. `rank_sums`: three doubles per rank (the partial log-interval
 // sums), stored as /state/interval_sums [world, 3]. Returns the seconds spent.
-double write_checkpoint(MPI_Comm comm, const std::string& path, const CheckpointInfo& info,
+double write_checkpoint(Communicator& comm, const std::string& path, const CheckpointInfo& info,
                         const std::vector<CheckpointTensor>& tensors,
                         const std::vector<std::pair<std::string, std::string>>& groups, const WriterPlace& place,
                         const double rank_sums[3]);

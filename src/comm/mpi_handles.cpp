@@ -1,5 +1,5 @@
 // Implementation of the MPI RAII handles (runtime/mpi_handles.hpp).
-#include "hpctrain/runtime/mpi_handles.hpp"
+#include "hpctrain/comm/mpi_handles.hpp"
 
 #include <hdf5.h>
 

@@ -1,0 +1,26 @@
+// Agreements over a host communicator, so that every rank ends alike instead of some waiting
+// forever: an error on any rank becomes the same error on all; a result computed on rank 0
+// (reading a file, scanning a dataset) reaches every rank. They go through the Communicator, so
+// the watchdog sees them (a rank that never arrives ends the job with exit 3).
+#pragma once
+
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "hpctrain/comm/communicator.hpp"
+
+namespace hpctrain {
+
+// Collective: if any rank of `comm` has a non-empty `local_error`, every rank throws bad_input
+// with the lowest such rank's message.
+void raise_if_any(Communicator& comm, const std::string& local_error);
+
+// Collective: rank 0 of `comm` runs `work`; the strings it returns reach every rank. If it
+// throws an Error, every rank throws the same message with the same exit code instead.
+std::vector<std::string> compute_on_root(Communicator& comm, const std::function<std::vector<std::string>()>& work);
+
+// Collective: `text` of rank `root` on every rank.
+void broadcast_text(Communicator& comm, std::string& text, int root);
+
+}  // namespace hpctrain

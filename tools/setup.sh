@@ -15,6 +15,7 @@ packages=(build-essential cmake ninja-build pkg-config git
           libdnnl-dev  # oneDNN: the faster convolution where measured so (docs/performance.md)
           libhdf5-dev  # the serial flavour too: a test checks CMake still picks the parallel one
           python3-h5py python3-numpy python3-matplotlib  # matplotlib: tools/*.py plots
+          protobuf-compiler python3-protobuf  # tests and tools/tensorboard decode the event files
           iproute2)  # the multi-node test: network namespaces and veth links
 
 missing=()

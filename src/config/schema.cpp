@@ -328,6 +328,10 @@ std::vector<KeySpec> config_schema() {
                       1, kMaxLong));
   k.push_back(make("train", "metrics_file", K::path, "metrics.csv", "metrics CSV (relative paths: under out_dir)",
                    [](Config& c, const std::string& v) { c.train.metrics_file = v; }));
+  k.push_back(make("train", "tensorboard", K::boolean, "true",
+                   "rank 0 writes TensorBoard event files (every metrics column, the configuration) under "
+                   "<out_dir>/tensorboard (docs/monitoring.md)",
+                   [](Config& c, const std::string& v) { c.train.tensorboard = parse_bool(v); }));
   k.push_back(make("train", "sync_batchnorm", K::boolean, "true",
                    "batch-norm statistics reduced over the data-parallel group",
                    [](Config& c, const std::string& v) { c.train.sync_batchnorm = parse_bool(v); }));

@@ -6,11 +6,15 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <memory>
+#include <optional>
 #include <thread>
 
 #include "hpctrain/backend/configure.hpp"
+#include "hpctrain/backend/ops.hpp"
 #include "hpctrain/core/error.hpp"
 #include "hpctrain/core/log.hpp"
+#include "hpctrain/core/process_stats.hpp"
 #include "hpctrain/core/signals.hpp"
 #include "hpctrain/data/sampler.hpp"
 #include "hpctrain/train/checkpointing.hpp"
@@ -41,6 +45,9 @@ struct Trainer::Progress {
   double before_s = 0;                // training seconds of the runs before this one (resumed)
   double wait_mark = 0, comm_mark = 0;
   double step_seconds = 0, timed_s = 0, comm_alone = 0;
+  double cpu_mark = 0;                    // process CPU seconds at the interval's start
+  std::unique_ptr<PackageEnergy> energy;  // on each node's local rank 0: its CPU packages (RAPL)
+  std::optional<double> energy_j;         // over the logged intervals, all nodes; none without RAPL
   EvalResult last_eval;
   // Test hooks ("RANK:STEP", step 1-based): HPCTRAIN_TEST_SIGNAL makes that rank act as if
   // SIGUSR1 arrived during that step, so the tests can stop a run at a chosen point;
@@ -72,9 +79,10 @@ int Trainer::run() {
   }
 
   // Output files (rank 0): fail now, not at the end, when the directory is not writable.
-  Progress p(RunReport(cfg_.run.out_dir, cfg_.train.metrics_file, g.world_rank() == 0));
+  Progress p(RunReport(cfg_.run.out_dir, cfg_.train.metrics_file, g.world_rank() == 0, cfg_.train.tensorboard));
   const std::string why = p.report.open(first);
   raise_if_any(rt_.world(), why.empty() ? "" : "[run] out_dir '" + cfg_.run.out_dir + "': " + why);
+  p.report.describe(first, effective_ini(cfg_), model_->summary());
 
   log0(model_->summary() + describe_pipeline(cfg_, rt_, *model_));  // (rank 0 holds stage 0's layers)
   p.comm_alone = averager_->time_alone();  // the gradient allreduces with nothing to hide behind
@@ -93,6 +101,8 @@ int Trainer::run() {
   p.test_signal_step = test_hook_step("HPCTRAIN_TEST_SIGNAL", g.world_rank());
   p.test_stall_step = test_hook_step("HPCTRAIN_TEST_STALL", g.world_rank());
   p.start = p.interval_start = p.last_checkpoint = Clock::now();
+  p.cpu_mark = process_cpu_seconds();
+  if (rt_.rank_info().local_rank == 0) p.energy = std::make_unique<PackageEnergy>();
   p.first = first;
   p.total = total;
   p.before_s = state_.train_seconds;
@@ -108,6 +118,7 @@ int Trainer::run() {
          std::to_string(total) + " (checkpoint written, " +
          std::to_string(checkpointer.seconds_writing()).substr(0, 5) +
          " s writing checkpoints); resume with [checkpoint] resume = auto; exit code 10");
+    p.report.flush();
     return static_cast<int>(ExitCode::preempted);
   }
   p.report.finish(summarize(p, checkpointer));
@@ -224,12 +235,36 @@ void Trainer::log_interval(const StepEnd& end, double lr, bool eval_now, double 
     f.eval_accuracy = p.last_eval.accuracy;
   }
   f.eta_s = f.wall_s / static_cast<double>(f.step - p.first) * static_cast<double>(p.total - f.step);
+  system_figures(f, dt, p);
   p.report.interval(f);
   state_.last_loss = f.loss;
   sums[0] = sums[1] = sums[2] = 0;
   p.interval_start = Clock::now();
   p.wait_mark = reader.wait_seconds();
   p.comm_mark = comm_wait_s_;
+}
+
+void Trainer::system_figures(IntervalFigures& f, double dt, Progress& p) {
+  // The gradients of the last step as the update used them (averaged, unscaled, clipped), over
+  // every stage (identical over a data-parallel group).
+  double squares = sum_of_squares(model_->gradients());
+  if (mp_comm_) mp_comm_->allreduce(&squares, &squares, 1, DType::f64, ReduceOp::sum);
+  f.grad_norm = std::sqrt(squares);
+  f.loss_scale = state_.scaler.scale;
+  f.skipped_steps = state_.scaler.skipped_steps;
+  const double cpu = process_cpu_seconds();
+  const bool rapl = p.energy && p.energy->available();
+  double sums[2] = {100 * (cpu - p.cpu_mark) / dt, rapl ? p.energy->joules_since_last() : 0};
+  double maxima[2] = {resident_bytes() / (1 << 20), rapl ? 1.0 : 0.0};
+  p.cpu_mark = cpu;
+  rt_.world().allreduce(sums, sums, 2, DType::f64, ReduceOp::sum);
+  rt_.world().allreduce(maxima, maxima, 2, DType::f64, ReduceOp::max);
+  f.cpu_busy_pct = sums[0] / rt_.grid().shape().world;
+  f.rss_mib = maxima[0];
+  if (maxima[1] > 0) {
+    f.cpu_energy_j = sums[1];
+    p.energy_j = p.energy_j.value_or(0) + sums[1];
+  }
 }
 
 RunSummary Trainer::summarize(const Progress& p, const Checkpointer& checkpointer) {
@@ -278,6 +313,7 @@ RunSummary Trainer::summarize(const Progress& p, const Checkpointer& checkpointe
   s.precision = to_string(cfg_.run.precision);
   s.gemms = gemm_description(alloc_.device());
   s.skipped_steps = state_.scaler.skipped_steps;
+  if (p.energy_j) s.cpu_energy_kwh = *p.energy_j / 3.6e6;
   s.loss_scale = state_.scaler.scale;
   if (pipeline_) {
     double pipe[3] = {pipeline_->wait_seconds(), pipeline_->step_seconds(),

@@ -4,8 +4,10 @@
 #include <cstdio>
 #include <filesystem>
 #include <sstream>
+#include <type_traits>
 #include <vector>
 
+#include "hpctrain/core/error.hpp"
 #include "hpctrain/core/log.hpp"
 
 namespace fs = std::filesystem;
@@ -36,20 +38,20 @@ void put(std::ostream& os, const std::optional<double>& v) {
 void put(std::ostream& os, const std::string& v) { os << '"' << v << '"'; }
 }  // namespace
 
-RunReport::RunReport(const std::string& out_dir, const std::string& metrics_file, bool writer)
-    : out_dir_(out_dir), metrics_path_(resolve(out_dir, metrics_file)), writer_(writer) {}
+RunReport::RunReport(const std::string& out_dir, const std::string& metrics_file, bool writer, bool tensorboard)
+    : out_dir_(out_dir), metrics_path_(resolve(out_dir, metrics_file)), writer_(writer), tensorboard_(tensorboard) {}
 
 std::string RunReport::csv_header() {
   std::string h;
   visit_columns(IntervalFigures{},
-                [&](const char* name, const auto&) { h += (h.empty() ? "" : ",") + std::string(name); });
+                [&](const char* name, const char*, const auto&) { h += (h.empty() ? "" : ",") + std::string(name); });
   return h;
 }
 
 std::string RunReport::csv_row(const IntervalFigures& f) {
   std::ostringstream os;
   bool first = true;
-  visit_columns(f, [&](const char*, const auto& v) {
+  visit_columns(f, [&](const char*, const char*, const auto& v) {
     if (!first) os << ',';
     first = false;
     put(os, v);
@@ -89,12 +91,47 @@ std::string RunReport::open(std::int64_t resumed_at) {
   metrics_ << header << '\n';
   for (const auto& l : keep) metrics_ << l << '\n';
   metrics_ << std::flush;
+  if (tensorboard_) {
+    try {
+      events_ = std::make_unique<EventFileWriter>(resolve(out_dir_, "tensorboard"));
+    } catch (const Error& e) {
+      return e.what();
+    }
+    if (resumed_at > 0) events_->session_start(resumed_at + 1);  // readers drop the killed run's steps >= this
+  }
   return "";
+}
+
+void RunReport::describe(std::int64_t step, const std::string& ini, const std::string& model_summary) {
+  if (!events_) return;
+  auto code = [](const std::string& text) {  // Markdown: a code block (four spaces per line)
+    std::string out, line;
+    std::istringstream in(text);
+    while (std::getline(in, line)) out += "    " + line + "\n";
+    return out;
+  };
+  events_->text("config/ini", step, code(ini));
+  events_->text("config/model", step, code(model_summary));
+  events_->flush();
 }
 
 void RunReport::interval(const IntervalFigures& f) {
   log0(progress_line(f));
   if (metrics_) metrics_ << csv_row(f) << '\n' << std::flush;
+  if (!events_) return;
+  visit_columns(f, [&](const char*, const char* tag, const auto& v) {
+    if (!tag) return;
+    if constexpr (std::is_same_v<std::decay_t<decltype(v)>, std::optional<double>>) {
+      if (v) events_->scalar(tag, f.step, *v);
+    } else {
+      events_->scalar(tag, f.step, static_cast<double>(v));
+    }
+  });
+  events_->flush();
+}
+
+void RunReport::flush() {
+  if (events_) events_->flush();
 }
 
 std::string RunReport::summary_json(const RunSummary& s) {
@@ -102,6 +139,9 @@ std::string RunReport::summary_json(const RunSummary& s) {
   const char* sep = "{\n  ";
   visit_summary(s, [&](const char* name, const auto& v) {
     os << sep << '"' << name << "\": ";
+    if constexpr (std::is_same_v<std::decay_t<decltype(v)>, std::optional<double>>) {
+      if (!v) os << "null";  // (JSON has no empty value)
+    }
     put(os, v);
     sep = ",\n  ";
   });
@@ -151,6 +191,7 @@ void RunReport::finish(const RunSummary& s) {
   }
   log0(done_line(s));
   if (writer_) std::ofstream(resolve(out_dir_, "summary.json")) << summary_json(s);
+  flush();
 }
 
 }  // namespace hpctrain

@@ -1,6 +1,6 @@
 // The training loop's schedule (train/schedule.hpp), the loss scaler's rule
-// (core/train_state.hpp) and the run report's formats (train/run_report.hpp),
-// without training.
+// (core/train_state.hpp) and the run report's formats (train/run_report.hpp), without
+// training.
 #include <gtest/gtest.h>
 
 #include <string>
@@ -82,7 +82,8 @@ TEST(LossScaler, HalvesOnOverflowAndDoublesAfterTheWindow) {
 
 TEST(RunReport, CsvProgressLineAndSummaryComeFromTheSameFigures) {
   EXPECT_EQ(RunReport::csv_header(),
-            "step,epoch,wall_s,loss,accuracy,samples_per_s,data_wait_pct,comm_exposed_pct,lr,eval_loss,eval_accuracy");
+            "step,epoch,wall_s,loss,accuracy,samples_per_s,data_wait_pct,comm_exposed_pct,lr,eval_loss,eval_accuracy,"
+            "grad_norm,loss_scale,skipped_steps,cpu_busy_pct,rss_mib,cpu_energy_j");
   IntervalFigures f;
   f.step = 40;
   f.epoch = 2;
@@ -93,14 +94,18 @@ TEST(RunReport, CsvProgressLineAndSummaryComeFromTheSameFigures) {
   f.samples_per_s = 1000;
   f.lr = 0.05;
   f.eta_s = 3725;
-  EXPECT_EQ(RunReport::csv_row(f), "40,2,1.5,0.25,0.875,1000,0,0,0.05,,");
+  f.grad_norm = 3.5;
+  f.skipped_steps = 2;
+  f.cpu_busy_pct = 99.5;
+  f.rss_mib = 120;
+  EXPECT_EQ(RunReport::csv_row(f), "40,2,1.5,0.25,0.875,1000,0,0,0.05,,,3.5,1,2,99.5,120,");
   EXPECT_EQ(RunReport::progress_line(f),
             "epoch 2 step 40/100 | loss 0.2500 | acc  87.5% | 1000 samples/s | ETA 1:02:05 | data wait 0.0% | "
             "comm exposed 0.0% | lr 0.05");
   f.eval_split = "val";
   f.eval_loss = 0.5;
   f.eval_accuracy = 0.75;
-  EXPECT_EQ(RunReport::csv_row(f), "40,2,1.5,0.25,0.875,1000,0,0,0.05,0.5,0.75");
+  EXPECT_EQ(RunReport::csv_row(f), "40,2,1.5,0.25,0.875,1000,0,0,0.05,0.5,0.75,3.5,1,2,99.5,120,");
   EXPECT_NE(RunReport::progress_line(f).find("| val loss 0.5000 acc 75.00%"), std::string::npos);
   RunSummary s;
   s.steps = 10;
@@ -108,6 +113,9 @@ TEST(RunReport, CsvProgressLineAndSummaryComeFromTheSameFigures) {
   const std::string js = RunReport::summary_json(s);
   EXPECT_EQ(js.rfind("{\n  \"steps\": 10,\n  \"first_step\": 0,", 0), 0u) << js;
   EXPECT_NE(js.find("\"precision\": \"bf16\""), std::string::npos);
-  EXPECT_NE(js.find("\"test_accuracy\": -1"), std::string::npos);  // no test split
-  EXPECT_EQ(js.substr(js.size() - 3), "\n}\n");                    // closed
+  EXPECT_NE(js.find("\"test_accuracy\": -1"), std::string::npos);     // no test split
+  EXPECT_NE(js.find("\"cpu_energy_kwh\": null"), std::string::npos);  // no RAPL: null, not empty
+  s.cpu_energy_kwh = 0.5;
+  EXPECT_NE(RunReport::summary_json(s).find("\"cpu_energy_kwh\": 0.5\n}"), std::string::npos);
+  EXPECT_EQ(js.substr(js.size() - 3), "\n}\n");  // closed
 }

@@ -61,6 +61,7 @@ struct TrainConfig {
   long eval_every = 0;  // steps; 0 = at the end of every epoch
   long log_every = 50;
   std::string metrics_file = "metrics.csv";
+  bool tensorboard = true;  // event files under <out_dir>/tensorboard
   bool sync_batchnorm = true;
 };
 

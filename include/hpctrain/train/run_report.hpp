@@ -1,15 +1,17 @@
 // What a run tells its user: the progress line and the metrics CSV row of each log interval,
 // and at the end the summary lines and summary.json. Each is made from one struct of figures
 // (IntervalFigures, RunSummary) through one table of named columns, so the progress line, the
-// CSV and summary.json cannot drift apart, and a new metric sink (TensorBoard) reads the same
-// tables. Rank 0 writes; the other ranks build the figures too (they take part in the
-// reductions) but write nothing.
+// CSV, TensorBoard's event file and summary.json cannot drift apart. Rank 0 writes; the other ranks build the figures
+// too (they take part in the reductions) but write nothing.
 #pragma once
 
 #include <cstdint>
 #include <fstream>
+#include <memory>
 #include <optional>
 #include <string>
+
+#include "hpctrain/io/event_file.hpp"
 
 namespace hpctrain {
 
@@ -21,22 +23,36 @@ struct IntervalFigures {
   double eta_s = 0;
   std::string eval_split;  // when an evaluation ran with this interval: its split and results
   std::optional<double> eval_loss, eval_accuracy;
+  double grad_norm = 0;            // global L2 norm of the last step's gradients (after averaging and clipping)
+  double loss_scale = 1;           // precision = fp16: the dynamic loss scale (1 otherwise) ...
+  std::int64_t skipped_steps = 0;  // ... and the updates skipped for overflow so far
+  double cpu_busy_pct = 0;         // process CPU time / wall time over the interval, mean over ranks (100 = one core)
+  double rss_mib = 0;              // resident memory, the largest over ranks
+  std::optional<double> cpu_energy_j;  // CPU packages' energy over the interval, all nodes (RAPL; none without it)
 };
 
-// The metrics columns, in file order: the CSV header and every row come from this list.
+// The metrics columns, in file order, with their TensorBoard tags (none for the step, which
+// is the x axis there): the CSV header, every row and the event file's scalars come from this
+// list. New columns go at the end (readers of older files index by position).
 template <class Visit>
 void visit_columns(const IntervalFigures& f, Visit&& v) {
-  v("step", f.step);
-  v("epoch", f.epoch);
-  v("wall_s", f.wall_s);
-  v("loss", f.loss);
-  v("accuracy", f.accuracy);
-  v("samples_per_s", f.samples_per_s);
-  v("data_wait_pct", f.data_wait_pct);
-  v("comm_exposed_pct", f.comm_exposed_pct);
-  v("lr", f.lr);
-  v("eval_loss", f.eval_loss);
-  v("eval_accuracy", f.eval_accuracy);
+  v("step", nullptr, f.step);
+  v("epoch", "train/epoch", f.epoch);
+  v("wall_s", "system/wall_s", f.wall_s);
+  v("loss", "train/loss", f.loss);
+  v("accuracy", "train/accuracy", f.accuracy);
+  v("samples_per_s", "system/samples_per_s", f.samples_per_s);
+  v("data_wait_pct", "system/data_wait_pct", f.data_wait_pct);
+  v("comm_exposed_pct", "system/comm_exposed_pct", f.comm_exposed_pct);
+  v("lr", "train/lr", f.lr);
+  v("eval_loss", "eval/loss", f.eval_loss);
+  v("eval_accuracy", "eval/accuracy", f.eval_accuracy);
+  v("grad_norm", "train/grad_norm", f.grad_norm);
+  v("loss_scale", "train/loss_scale", f.loss_scale);
+  v("skipped_steps", "train/skipped_steps", f.skipped_steps);
+  v("cpu_busy_pct", "system/cpu_busy_pct", f.cpu_busy_pct);
+  v("rss_mib", "system/rss_mib", f.rss_mib);
+  v("cpu_energy_j", "system/cpu_energy_j", f.cpu_energy_j);
 }
 
 // The end of a run (over all ranks).
@@ -59,6 +75,7 @@ struct RunSummary {
   std::string precision = "fp32", gemms;  // gemms: how reduced-precision GEMMs ran
   std::int64_t skipped_steps = 0;
   double loss_scale = 1;
+  std::optional<double> cpu_energy_kwh;  // RAPL over the logged intervals, all nodes; null without it
   bool pipeline = false, gpipe = false;
   double pipeline_wait_s = 0, pipeline_step_s = 0, pipeline_peak_kept_inputs = 0;
   double cost() const { return price_per_device_hour > 0 ? rank_hours * price_per_device_hour : 0; }
@@ -102,21 +119,28 @@ void visit_summary(const RunSummary& s, Visit&& v) {
   v("pipeline_idle_fraction", s.pipeline_idle_fraction());
   v("pipeline_idle_ideal", s.pipeline_idle_ideal());
   v("pipeline_peak_kept_inputs", s.pipeline_peak_kept_inputs);
+  v("cpu_energy_kwh", s.cpu_energy_kwh);
 }
 
 class RunReport {
  public:
   // `writer`: this rank writes the files (rank 0). Paths relative to `out_dir` are under it.
-  RunReport(const std::string& out_dir, const std::string& metrics_file, bool writer);
+  // `tensorboard`: also an event file under <out_dir>/tensorboard.
+  RunReport(const std::string& out_dir, const std::string& metrics_file, bool writer, bool tensorboard = false);
 
   // Opens the metrics file: a resumed run keeps the rows up to the step it resumes from (a run
   // killed after its last checkpoint logged steps that are trained again) and appends; a fresh
-  // run starts it anew. Returns what went wrong ("" when fine).
+  // run starts it anew. The event file is always a new one; a resumed run's starts with a
+  // SessionLog START at the resume step. Returns what went wrong ("" when fine).
   std::string open(std::int64_t resumed_at);
-  // The progress line (log0) and the metrics row.
+  // Text summaries at `step` (the event file's Text tab): the configuration, the model.
+  void describe(std::int64_t step, const std::string& ini, const std::string& model_summary);
+  // The progress line (log0), the metrics row and the event file's scalars (flushed).
   void interval(const IntervalFigures& f);
   // The summary lines (log0) and summary.json.
   void finish(const RunSummary& s);
+  void flush();  // the event file (also done by interval, finish and the destructor)
+  std::string event_file() const { return events_ ? events_->path() : ""; }
 
   static std::string csv_header();
   static std::string csv_row(const IntervalFigures& f);
@@ -126,8 +150,9 @@ class RunReport {
 
  private:
   std::string out_dir_, metrics_path_;
-  bool writer_;
+  bool writer_, tensorboard_;
   std::ofstream metrics_;
+  std::unique_ptr<EventFileWriter> events_;
 };
 
 }  // namespace hpctrain

@@ -87,6 +87,8 @@ class Trainer {
                Checkpointer& checkpointer, double sums[3]);
   void log_interval(const StepEnd& end, double lr, bool eval_now, double sums[3], Progress& p, Reader& reader);
   RunSummary summarize(const Progress& p, const Checkpointer& checkpointer);
+  // Collective: the interval's gradient norm, loss scale, CPU and memory figures.
+  void system_figures(IntervalFigures& f, double dt, Progress& p);
   const Config& cfg_;
   Runtime& rt_;
   const DatasetIndex& index_;

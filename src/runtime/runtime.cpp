@@ -209,6 +209,12 @@ std::unique_ptr<Communicator> Runtime::make_communicator(MPI_Comm comm, const st
   return std::make_unique<MpiCommunicator>(comm, o);
 }
 
+std::unique_ptr<Communicator> Runtime::make_communicator(Group group, MemorySpace memory, const std::string& suffix) {
+  const bool dp = group == Group::data_parallel;
+  return make_communicator(dp ? grid_->dp_comm() : grid_->mp_comm(),
+                           (dp ? grid_->dp_name() : grid_->mp_name()) + suffix, memory);
+}
+
 std::string Runtime::grid_table() const {
   const auto& c = grid_->coords();
   const std::string mine = info_.host + "\t" + std::to_string(info_.local_rank) + "\t" + device_.description + "\t" +

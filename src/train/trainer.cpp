@@ -74,12 +74,12 @@ Trainer::Trainer(const Config& cfg, Runtime& rt, const DatasetIndex& index)
   step_key_ = Tensor::zeros({2}, alloc_);
   eval_scalars_ = step_scalars::make(alloc_);
   // Gradients live on the device: NCCL, or MPI (CUDA-aware or staged through host memory).
-  comm_ = rt.make_communicator(rt.grid().dp_comm(), rt.grid().dp_name(), gpu ? MemorySpace::device : MemorySpace::host);
+  comm_ = rt.make_communicator(Runtime::Group::data_parallel, gpu ? MemorySpace::device : MemorySpace::host);
   // Small host-side reductions (batch norm statistics, metrics, checks) over the same group.
-  if (gpu) host_comm_ = rt.make_communicator(rt.grid().dp_comm(), rt.grid().dp_name() + "/host", MemorySpace::host);
+  if (gpu) host_comm_ = rt.make_communicator(Runtime::Group::data_parallel, MemorySpace::host, "/host");
   if (stages > 1) {
     // Activations between stages go through host buffers (pipeline.cpp stages them): MPI on the host.
-    mp_comm_ = rt.make_communicator(rt.grid().mp_comm(), rt.grid().mp_name(), MemorySpace::host);
+    mp_comm_ = rt.make_communicator(Runtime::Group::model_parallel, MemorySpace::host);
     pipeline_ = std::make_unique<PipelineStage>(*model_, *loss_, *mp_comm_, cfg.parallel.schedule, alloc_);
   }
   model_->init_parameters(cfg.run.seed);

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# layering.sh SOURCE_DIR: tools/check_layering.py passes on the tree (no MPI in train, model,
+# layering.sh SOURCE_DIR: tools/check_layering.py passes on the tree (no MPI calls or grid handles in train, model,
 # layers, optim, data, tensor, backend or config; MPI-IO only in io; core only asks for the
 # rank and gathers log lines; includes follow src/CMakeLists.txt's area dependencies) and
 # fails, naming the file, on a copy with a direct MPI call added to the training loop, an

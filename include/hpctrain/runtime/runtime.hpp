@@ -89,6 +89,10 @@ class Runtime {
   // A communicator over `comm` with the configured backend, for buffers in
   // `memory` (host buffers always use MPI). Collective over `comm`.
   std::unique_ptr<Communicator> make_communicator(MPI_Comm comm, const std::string& name, MemorySpace memory);
+  // The same over this rank's data-parallel or model-parallel group of the grid, named as the
+  // grid names it plus `suffix` (code above the runtime never holds the MPI handles).
+  enum class Group { data_parallel, model_parallel };
+  std::unique_ptr<Communicator> make_communicator(Group group, MemorySpace memory, const std::string& suffix = "");
 
   // Collective: the per-rank table (rank, host, local rank, device, dp, mp),
   // gathered on rank 0 (empty string elsewhere).

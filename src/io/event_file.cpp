@@ -9,6 +9,7 @@
 #include <filesystem>
 
 #include "hpctrain/core/error.hpp"
+#include "hpctrain/core/log.hpp"
 
 namespace fs = std::filesystem;
 
@@ -131,11 +132,17 @@ void EventFileWriter::session_start(std::int64_t step) {
 }
 
 void EventFileWriter::flush() {
-  if (buffer_.empty()) return;
+  if (buffer_.empty() || failed_) {
+    buffer_.clear();
+    return;
+  }
   out_.write(buffer_.data(), static_cast<std::streamsize>(buffer_.size()));
   out_.flush();
   buffer_.clear();
-  if (!out_) throw Error(ExitCode::internal, Scope::this_rank, "cannot write the TensorBoard event file " + path_);
+  if (!out_) {  // (a full disk): monitoring must not stop training; say so once and stop writing
+    failed_ = true;
+    warn("cannot write the TensorBoard event file " + path_ + " (disk full?): no more events are written to it");
+  }
 }
 
 }  // namespace hpctrain

@@ -2,7 +2,11 @@
 // (io/event_file.hpp) and the CPU packages' energy through RAPL (core/process_stats.hpp),
 // against a fake powercap tree.
 #include <gtest/gtest.h>
+#include <sys/resource.h>
+#include <sys/wait.h>
 #include <unistd.h>
+
+#include <csignal>
 
 #include <cstring>
 #include <filesystem>
@@ -81,4 +85,36 @@ TEST(PackageEnergy, SumsPackagesAcrossWrapAroundAndIsAbsentWithoutRapl) {
   put("intel-rapl:0", "energy_uj", 1000000);  // wrapped: 3 -> 10 -> 1 J, +8 J
   EXPECT_DOUBLE_EQ(e.joules_since_last(), 8.0);
   fs::remove_all(root);
+}
+
+TEST(EventFile, AFailedWriteWarnsOnceAndTrainingGoesOn) {
+  // A child process whose files may not grow past 4 KiB (RLIMIT_FSIZE, SIGXFSZ ignored: writes
+  // fail with EFBIG as on a full disk) writes 1,000 scalars: no exception, a normal exit.
+  const std::string dir = ::testing::TempDir() + "hpct_events_full_" + std::to_string(::getpid());
+  const pid_t child = ::fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) {
+    std::signal(SIGXFSZ, SIG_IGN);
+    const rlimit limit{4096, 4096};
+    ::setrlimit(RLIMIT_FSIZE, &limit);
+    int code = 0;
+    try {
+      EventFileWriter w(dir);
+      for (int i = 0; i < 1000; ++i) {
+        w.scalar("train/loss", i, 1.0 / (i + 1));
+        if (i % 10 == 9) w.flush();
+      }
+    } catch (...) {
+      code = 3;
+    }
+    std::_Exit(code);
+  }
+  int status = 0;
+  ASSERT_EQ(::waitpid(child, &status, 0), child);
+  ASSERT_TRUE(WIFEXITED(status)) << "the writer died (signal " << WTERMSIG(status) << ")";
+  EXPECT_EQ(WEXITSTATUS(status), 0) << "the failed write threw";
+  std::uintmax_t bytes = 0;
+  for (const auto& e : fs::directory_iterator(dir)) bytes += fs::file_size(e.path());
+  EXPECT_LE(bytes, 4096u);
+  fs::remove_all(dir);
 }

@@ -10,7 +10,9 @@
 // that builds hpctrain (GPU machines included). CRC32C is Boost.CRC.
 //
 // Writing is buffered: records are encoded into memory and reach the file at flush() (the
-// trainer flushes at log intervals, at the end and on a preemption signal), never per step.
+// trainer flushes at log intervals, at the end and on a preemption signal), never per step. A
+// failed write (a full disk) is one warning, then the file is left as it is: monitoring never
+// stops a training run.
 #pragma once
 
 #include <cstdint>
@@ -45,6 +47,7 @@ class EventFileWriter {
   void record(const std::string& event);
   std::string path_, buffer_;
   std::ofstream out_;
+  bool failed_ = false;  // a write failed: warned once, nothing more is written
 };
 
 }  // namespace hpctrain

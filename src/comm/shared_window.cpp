@@ -6,7 +6,7 @@
 
 namespace hpctrain {
 
-SharedWindow::SharedWindow(Communicator& node, std::uint64_t bytes) : size_(bytes) {
+SharedWindow::SharedWindow(Communicator& node, std::uint64_t bytes) {
   const MPI_Comm comm = mpi_facility_handle(node);
   const MPI_Aint mine = node.rank() == 0 ? static_cast<MPI_Aint>(bytes) : 0;
   void* ptr = nullptr;

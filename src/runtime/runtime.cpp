@@ -125,13 +125,11 @@ bool mpi_reports_cuda_aware() {
 }
 
 void raise_if_any(MPI_Comm comm, const std::string& local_error) {
-  MpiCommunicator c(comm, MpiCommOptions{});  // (unwatched: before the Runtime exists)
-  raise_if_any(c, local_error);
+  raise_if_any(*host_communicator(comm, "agreement"), local_error);  // (unwatched: before the Runtime exists)
 }
 
 std::vector<std::string> compute_on_root(MPI_Comm comm, const std::function<std::vector<std::string>()>& work) {
-  MpiCommunicator c(comm, MpiCommOptions{});
-  return compute_on_root(c, work);
+  return compute_on_root(*host_communicator(comm, "agreement"), work);
 }
 
 Runtime::Runtime(const Config& config) {

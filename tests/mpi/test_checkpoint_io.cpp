@@ -183,7 +183,8 @@ TEST(CheckpointFields, TheTableCoversEveryFieldOnce) {
   // TrainState's members with the scaler counted as one, then the scaler's own.
   EXPECT_EQ(in_state, member_count<TrainState>() - 1 + member_count<LossScaler>())
       << "a TrainState or LossScaler field is missing from visit_fields (io/checkpoint_file.hpp)";
-  EXPECT_EQ(in_run, member_count<RunRecord>()) << "a RunRecord field is missing from visit_fields (io/checkpoint_file.hpp)";
+  EXPECT_EQ(in_run, member_count<RunRecord>())
+      << "a RunRecord field is missing from visit_fields (io/checkpoint_file.hpp)";
   EXPECT_EQ(member_count<LossScaler>(), 3u);  // the counter itself counts
 }
 

@@ -22,14 +22,12 @@ class SharedWindow {
   SharedWindow& operator=(const SharedWindow&) = delete;
 
   char* data() const { return base_; }
-  std::uint64_t size() const { return size_; }
   // Collective: every rank's stores before it are visible to every rank after it.
   void fence();
 
  private:
   MPI_Win win_ = MPI_WIN_NULL;
   char* base_ = nullptr;
-  std::uint64_t size_ = 0;
 };
 
 }  // namespace hpctrain

@@ -40,6 +40,11 @@ po::options_description cli_options() {
                   "override a configuration key: --set section.key=value (repeatable)")(
       "dry-run", "check the configuration, process grid, data, model and checkpoints, print them, and exit")(
       "eval-only", "load the checkpoint [checkpoint] resume selects and evaluate it on the test split")(
+      "generate", "language models: sample text from the checkpoint [checkpoint] resume selects (no dataset needed)")(
+      "prompt", po::value<std::string>()->default_value(""), "--generate: the text to continue")(
+      "tokens", po::value<std::int64_t>()->default_value(200), "--generate: how many tokens to sample")(
+      "temperature", po::value<double>()->default_value(1.0), "--generate: divide the logits by this (> 0)")(
+      "top-k", po::value<std::int64_t>()->default_value(0), "--generate: sample among the k likeliest (0: all)")(
       "help,h", "show this help: options, every configuration key, exit codes")(
       "version", "show the version and the compiled-in backends")(
       "config-reference", "print the configuration keys as Markdown (docs/configuration.md) and exit");
@@ -66,6 +71,11 @@ CliOptions parse_cli(int argc, char** argv) {
   cli.config_reference = vm.count("config-reference") > 0;
   cli.dry_run = vm.count("dry-run") > 0;
   cli.eval_only = vm.count("eval-only") > 0;
+  cli.generate = vm.count("generate") > 0;
+  cli.prompt = vm["prompt"].as<std::string>();
+  cli.tokens = vm["tokens"].as<std::int64_t>();
+  cli.temperature = vm["temperature"].as<double>();
+  cli.top_k = vm["top-k"].as<std::int64_t>();
   if (vm.count("set")) cli.sets = vm["set"].as<std::vector<std::string>>();
   if (vm.count("config")) cli.config_path = vm["config"].as<std::string>();
   if (!cli.help && !cli.version && !cli.config_reference && cli.config_path.empty())
@@ -107,6 +117,7 @@ Config load_config(MPI_Comm comm, const std::string& path, const std::vector<std
 std::string help_text() {
   std::ostringstream os;
   os << "usage: mpirun -np N trainer input.ini [--set section.key=value ...] [--dry-run | --eval-only]\n"
+     << "       trainer input.ini --generate [--prompt TEXT --tokens N --temperature T --top-k K]\n"
      << "       trainer --help | --version\n\n"
      << cli_options() << "\nConfiguration keys ([section] key = value in the INI file; --set section.key=value):\n"
      << config_help() << "\nPaths may use ${VAR} (expanded from rank 0's environment; $$ is a literal $).\n"
@@ -152,7 +163,7 @@ namespace {
 // Collective: the dataset index (validated on all ranks) and the sampler it implies.
 std::string describe_data(const Config& cfg, const Runtime& rt) {
   if (cfg.data.path.empty()) return "Dataset: none ([data] path not set)\n";
-  const DatasetIndex index = load_dataset_index(rt.world(), cfg.data.path);
+  const DatasetIndex index = load_dataset_index(rt.world(), cfg.data.path, cfg.data.block_size);
   const Sampler sampler(sampler_options(cfg, index.train));  // refuses a split smaller than one global batch
   const std::uint64_t need = node_cache_bytes(index.train);
   std::ostringstream os;
@@ -277,7 +288,12 @@ int run_trainer(int argc, char** argv) {
       print_dry_run(cfg, rt);
       return 0;
     }
-    const DatasetIndex index = load_dataset_index(rt.world(), cfg.data.path);
+    if (cli.generate) {  // the checkpoint's vocabulary stands in for the dataset
+      const DatasetIndex index = generation_index(cfg, rt);
+      Trainer trainer(cfg, rt, index);
+      return trainer.generate({cli.prompt, cli.tokens, cli.temperature, cli.top_k});
+    }
+    const DatasetIndex index = load_dataset_index(rt.world(), cfg.data.path, cfg.data.block_size);
     Trainer trainer(cfg, rt, index);
     return cli.eval_only ? trainer.eval_only() : trainer.run();
   });

@@ -290,6 +290,11 @@ std::vector<KeySpec> config_schema() {
   k.push_back(bounded(make("data", "prefetch", K::integer, "2", "batches read ahead by the prefetch thread",
                            [=](Config& c, const std::string& v) { c.data.prefetch = to_int(v); }),
                       0, 1024));
+  k.push_back(bounded(make("data", "block_size", K::integer, "0",
+                           "token datasets: tokens per training window (the model's context length T); "
+                           "0 for image datasets",
+                           [=](Config& c, const std::string& v) { c.data.block_size = to_long(v); }),
+                      0, 1 << 20));
   k.push_back(make("data", "cache_bytes", K::size, "2G",
                    "node memory for the dataset: the whole split when it fits (shared by the node's ranks), "
                    "else decoded HDF5 chunks",
@@ -378,6 +383,13 @@ std::vector<KeySpec> config_schema() {
   k.push_back(bounded(make("optim", "warmup_steps", K::integer, "0", "linear warm-up steps",
                            [=](Config& c, const std::string& v) { c.optim.warmup_steps = to_long(v); }),
                       0, kMaxLong));
+  k.push_back(bounded(make("optim", "min_lr", K::real, "0", "schedule = cosine: the rate at the last step (the floor)",
+                           [=](Config& c, const std::string& v) { c.optim.min_lr = to_real(v); }),
+                      0, inf));
+  k.push_back(make("optim", "weight_decay_1d", K::boolean, "true",
+                   "false: biases and norm weights (tensors of fewer than 2 dimensions) get no weight decay, as "
+                   "nanoGPT; embeddings and other matrices keep it",
+                   [](Config& c, const std::string& v) { c.optim.weight_decay_1d = parse_bool(v); }));
   k.push_back(bounded(make("optim", "clip_norm", K::real, "0", "clip gradients to this global norm; 0 = off",
                            [=](Config& c, const std::string& v) { c.optim.clip_norm = to_real(v); }),
                       0, inf));

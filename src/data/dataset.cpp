@@ -2,6 +2,8 @@
 // on one rank, values on all ranks, the index broadcast in between.
 #include "hpctrain/data/dataset.hpp"
 
+#include "hpctrain/data/token_dataset.hpp"
+
 #include <unistd.h>
 
 #include <algorithm>
@@ -53,7 +55,13 @@ std::int64_t SplitIndex::sample_elems() const {
   return n;
 }
 
+std::vector<std::int64_t> SplitIndex::output_shape() const {
+  if (tokens) return {block_size, num_classes};
+  return {classification ? num_classes : label_width};
+}
+
 std::vector<std::int64_t> SplitIndex::chunk_bounds() const {
+  if (tokens) return {0, total};  // windows: no HDF5 chunks to keep together
   std::vector<std::int64_t> b{0};
   for (const auto& s : shards)
     for (std::int64_t r = 0; r < s.rows; r += s.chunk_rows) b.push_back(s.first + std::min(s.rows, r + s.chunk_rows));
@@ -134,6 +142,7 @@ Shard scan_shard(const std::string& path, SplitIndex& split, bool first, const s
       attr_error("root attribute 'format' missing: not an hpctrain dataset shard (expected format = \"" +
                  std::string(kDatasetFormat) + "\")");
     const std::string format = h5::read_string_attribute(file.get(), "format");
+    if (format == kTokenFormat) return scan_token_shard(file.get(), path, split, first, first_path);
     if (format != kDatasetFormat)
       attr_error("root attribute format = \"" + format + "\", expected \"" + kDatasetFormat + "\"");
     if (!h5::has_attribute(file.get(), "version")) attr_error("root attribute 'version' missing");
@@ -320,7 +329,8 @@ DatasetIndex scan_dataset(const std::string& root) {
     const SplitIndex& other = **s;
     if (other.sample_shape != index.train.sample_shape || other.sample_type != index.train.sample_type ||
         other.classification != index.train.classification || other.label_width != index.train.label_width ||
-        other.num_classes != index.train.num_classes)
+        other.num_classes != index.train.num_classes || other.tokens != index.train.tokens ||
+        other.tokenizer != index.train.tokenizer || other.vocabulary != index.train.vocabulary)
       throw bad_input(other.shards.front().path + ": samples or labels differ from the train split's (" +
                       index.train.shards.front().path + ")");
   }
@@ -332,6 +342,7 @@ bool finite_half(std::uint16_t h) { return (h & 0x7C00u) != 0x7C00u; }
 }  // namespace
 
 std::string check_values(const SplitIndex& split, std::size_t first, std::size_t last) {
+  if (split.tokens) return check_token_values(split, first, last);
   std::lock_guard<std::mutex> lock(h5::lock());
   const std::int64_t elems = split.sample_elems();
   for (std::size_t i = first; i < last && i < split.shards.size(); ++i) {
@@ -397,6 +408,14 @@ std::string describe_splits(const DatasetIndex& index) {
     shape << "[";
     for (std::size_t i = 0; i < s->sample_shape.size(); ++i) shape << (i ? "x" : "") << s->sample_shape[i];
     shape << "]";
+    if (s->tokens) {  // samples: windows once [data] block_size is applied, else the stream's tokens
+      const std::string bits = "uint" + std::to_string(s->token_bits);
+      t.add_row({s->name, std::to_string(s->shards.size()),
+                 s->block_size ? std::to_string(s->total) + " windows" : std::to_string(s->total) + " tokens",
+                 s->block_size ? "[" + std::to_string(s->block_size) + "]" : "stream", bits,
+                 "next token (" + s->tokenizer + ")", std::to_string(s->num_classes), "token ids"});
+      continue;
+    }
     t.add_row({s->name, std::to_string(s->shards.size()), std::to_string(s->total), shape.str(),
                to_string(s->sample_type), s->classification ? "class" : "targets x" + std::to_string(s->label_width),
                std::to_string(s->num_classes), norm.str()});
@@ -413,6 +432,8 @@ void write_split(std::ostream& os, const SplitIndex& s) {
   for (auto d : s.sample_shape) os << ' ' << d;
   os << ' ' << s.scale.size();
   for (std::size_t i = 0; i < s.scale.size(); ++i) os << ' ' << s.scale[i] << ' ' << s.offset[i];
+  os << ' ' << s.tokens << ' ' << s.stream_tokens << ' ' << s.block_size << ' ' << s.token_bits << ' '
+     << std::quoted(s.tokenizer) << ' ' << std::quoted(s.vocabulary);
   os << ' ' << s.shards.size() << '\n';
   for (const auto& sh : s.shards)
     os << std::quoted(sh.path) << ' ' << sh.rows << ' ' << sh.first << ' ' << sh.chunk_rows << ' '
@@ -433,6 +454,8 @@ SplitIndex read_split(std::istream& is) {
   s.scale.resize(channels);
   s.offset.resize(channels);
   for (std::size_t i = 0; i < channels; ++i) is >> s.scale[i] >> s.offset[i];
+  is >> s.tokens >> s.stream_tokens >> s.block_size >> s.token_bits >> std::quoted(s.tokenizer) >>
+      std::quoted(s.vocabulary);
   is >> shards;
   s.shards.resize(shards);
   for (auto& sh : s.shards)
@@ -463,7 +486,7 @@ DatasetIndex deserialize_dataset_index(const std::string& text) {
   return index;
 }
 
-DatasetIndex load_dataset_index(Communicator& comm, const std::string& root) {
+DatasetIndex load_dataset_index(Communicator& comm, const std::string& root, std::int64_t block_size) {
   const int rank = comm.rank(), size = comm.size();
   DatasetIndex index = deserialize_dataset_index(
       compute_on_root(comm, [&] { return std::vector<std::string>{serialize(scan_dataset(root))}; })[0]);
@@ -481,6 +504,7 @@ DatasetIndex load_dataset_index(Communicator& comm, const std::string& root) {
     problem = e.what();
   }
   raise_if_any(comm, problem);
+  set_block_size(index, block_size);  // the same on every rank: any error is raised by all
   return index;
 }
 

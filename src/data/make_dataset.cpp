@@ -13,9 +13,8 @@ namespace fs = std::filesystem;
 
 namespace hpctrain {
 
-namespace {
-
-void prepare_split_dir(const fs::path& dir, bool force) {
+void prepare_split_dir(const std::string& path, bool force) {
+  const fs::path dir(path);
   fs::create_directories(dir);
   for (const auto& e : fs::directory_iterator(dir)) {
     if (e.path().extension() != ".h5") continue;
@@ -23,6 +22,8 @@ void prepare_split_dir(const fs::path& dir, bool force) {
     fs::remove(e.path());
   }
 }
+
+namespace {
 
 // Writes samples [0, n) made by `fill(first, count, samples, labels)` as `shards` shards in `dir`.
 template <typename Fill>
@@ -85,10 +86,10 @@ std::pair<std::int64_t, std::int64_t> import_idx(const ImportOptions& o) {
     };
   };
   const fs::path root = o.out;
-  prepare_split_dir(root / o.split, o.force);
+  prepare_split_dir((root / o.split).string(), o.force);
   write_split(root / o.split, spec, n - o.val_count, o.shards, from(0));
   if (o.val_count > 0) {
-    prepare_split_dir(root / "val", o.force);
+    prepare_split_dir((root / "val").string(), o.force);
     write_split(root / "val", spec, o.val_count, std::max<int>(1, static_cast<int>(o.shards * o.val_count / n)),
                 from(n - o.val_count));
   }
@@ -113,7 +114,7 @@ void generate_dataset(const GenerateOptions& o) {
        {std::pair<const char*, std::int64_t>{"train", o.train}, {"val", o.val}, {"test", o.test}}) {
     if (n <= 0) continue;
     const fs::path dir = fs::path(o.out) / split;
-    prepare_split_dir(dir, o.force);
+    prepare_split_dir(dir.string(), o.force);
     write_split(dir, spec, n, std::string(split) == "train" ? o.shards : std::max(1, o.shards / 4),
                 [&, offset](std::int64_t first, std::int64_t count, unsigned char* s, std::int32_t* l) {
                   for (std::int64_t i = 0; i < count; ++i) {

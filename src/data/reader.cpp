@@ -6,6 +6,7 @@
 #include <cstring>
 
 #include "hpctrain/core/error.hpp"
+#include "hpctrain/data/token_dataset.hpp"
 
 namespace hpctrain {
 
@@ -48,7 +49,7 @@ void assemble_batch(const SplitIndex& split, SampleStore& store, const std::vect
   batch.size = static_cast<std::int64_t>(n);
   batch.indices = indices;
   batch.samples.resize(samples ? n * elems : 0);
-  batch.classes.resize(labels && split.classification ? n : 0);
+  batch.classes.resize(labels && split.classification ? n * static_cast<std::size_t>(split.label_width) : 0);
   batch.targets.resize(labels && !split.classification ? n * static_cast<std::size_t>(split.label_width) : 0);
   std::vector<unsigned char> raw(samples ? static_cast<std::size_t>(split.sample_bytes()) : 0);
   std::vector<unsigned char> label(label_bytes(split));
@@ -78,7 +79,7 @@ void assemble_batch(const SplitIndex& split, SampleStore& store, const std::vect
     }
     if (labels) {
       if (split.classification)
-        std::memcpy(&batch.classes[i], label.data(), sizeof(std::int32_t));
+        std::memcpy(&batch.classes[i * static_cast<std::size_t>(split.label_width)], label.data(), label.size());
       else
         std::memcpy(batch.targets.data() + i * static_cast<std::size_t>(split.label_width), label.data(), label.size());
     }
@@ -141,7 +142,8 @@ void Reader::produce() {
     b.epoch = at.epoch;
     b.step = at.step;
     try {
-      assemble_batch(split_, *store_, sampler_->batch(at.epoch, at.step, options_.dp, options_.dp_size),
+      assemble_batch(split_, *store_,
+                     positions(at.epoch, sampler_->batch(at.epoch, at.step, options_.dp, options_.dp_size)),
                      options_.samples, options_.labels, b);
     } catch (const std::exception& e) {
       std::lock_guard<std::mutex> lock(mu_);
@@ -165,7 +167,8 @@ Batch Reader::next() {
   if (options_.prefetch == 0) {
     b.epoch = next_.epoch;
     b.step = next_.step;
-    assemble_batch(split_, *store_, sampler_->batch(next_.epoch, next_.step, options_.dp, options_.dp_size),
+    assemble_batch(split_, *store_,
+                   positions(next_.epoch, sampler_->batch(next_.epoch, next_.step, options_.dp, options_.dp_size)),
                    options_.samples, options_.labels, b);
   } else {
     std::unique_lock<std::mutex> lock(mu_);
@@ -187,6 +190,13 @@ void Reader::recycle(Batch&& batch) {
 
 SamplerState Reader::state() const { return next_; }
 
+std::vector<std::int64_t> Reader::positions(std::int64_t epoch, std::vector<std::int64_t> samples) const {
+  if (!split_.tokens) return samples;
+  const std::uint64_t seed = sampler_ ? sampler_->options().seed : 0;  // evaluation (epoch < 0) needs none
+  for (auto& w : samples) w = window_start(split_, seed, epoch, w);
+  return samples;
+}
+
 std::int64_t Reader::eval_batches(std::int64_t batch) const {
   const auto [lo, hi] = eval_range(split_.total, options_.dp, options_.dp_size);
   return (hi - lo + batch - 1) / batch;
@@ -200,7 +210,7 @@ Batch Reader::eval_batch(std::int64_t batch_size, std::int64_t number) {
   for (std::int64_t i = first; i < last; ++i) indices.push_back(i);
   Batch b;
   b.step = number;
-  assemble_batch(split_, *store_, indices, options_.samples, options_.labels, b);
+  assemble_batch(split_, *store_, positions(-1, std::move(indices)), options_.samples, options_.labels, b);
   return b;
 }
 

@@ -1,6 +1,8 @@
 // Implementation of the sample stores (data/store.hpp).
 #include "hpctrain/data/store.hpp"
 
+#include "hpctrain/data/token_dataset.hpp"
+
 #include <cstring>
 #include <mutex>
 
@@ -9,7 +11,7 @@
 namespace hpctrain {
 
 std::size_t label_bytes(const SplitIndex& split) {
-  return split.classification ? sizeof(std::int32_t) : sizeof(float) * static_cast<std::size_t>(split.label_width);
+  return (split.classification ? sizeof(std::int32_t) : sizeof(float)) * static_cast<std::size_t>(split.label_width);
 }
 
 std::uint64_t node_cache_bytes(const SplitIndex& split) {
@@ -144,6 +146,7 @@ void ChunkCache::get(std::int64_t index, void* sample, void* label) {
 
 std::unique_ptr<SampleStore> make_store(const SplitIndex& split, Communicator& node, std::uint64_t cache_bytes,
                                         bool samples, bool labels) {
+  if (split.tokens) return std::make_unique<TokenStore>(split);
   if (node_cache_bytes(split) <= cache_bytes) return std::make_unique<NodeCache>(split, node, samples, labels);
   return std::make_unique<ChunkCache>(split, cache_bytes / static_cast<std::uint64_t>(node.size()), samples, labels);
 }

@@ -6,16 +6,25 @@
 namespace hpctrain {
 
 namespace {
+Tensor rows(const Tensor& t) {
+  const std::int64_t classes = t.shape().back();
+  return t.reshaped({t.numel() / classes, classes});
+}
+
 class SoftmaxCrossEntropy final : public Loss {
  public:
   explicit SoftmaxCrossEntropy(Allocator& a) : alloc_(a) {}
   const char* name() const override { return "softmax cross-entropy"; }
+  // Logits [N, classes], or [N, T, classes] with N*T labels (a language model: every position
+  // predicts the next token): the rows are the N*T positions.
   void forward(const Tensor& out, const Targets& t, Tensor& scalars) override {
-    probs_ = grow(probs_buf_, out.shape(), alloc_);  // stable address across batch sizes (CUDA graphs)
-    softmax_cross_entropy(out, t.classes, probs_, scalars);
+    const Tensor logits = rows(out);
+    probs_ = grow(probs_buf_, logits.shape(), alloc_);  // stable address across batch sizes (CUDA graphs)
+    softmax_cross_entropy(logits, t.classes, probs_, scalars);
   }
   void backward(const Tensor&, const Targets& t, float grad_scale, Tensor& dout) override {
-    softmax_cross_entropy_backward(probs_, t.classes, grad_scale, dout);
+    Tensor d = rows(dout);
+    softmax_cross_entropy_backward(probs_, t.classes, grad_scale, d);
   }
 
  private:

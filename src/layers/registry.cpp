@@ -1,6 +1,7 @@
 // Implementation of the layer registry and the [model] layers parser.
 #include "hpctrain/layers/registry.hpp"
 
+#include <algorithm>
 #include <cctype>
 
 #include "hpctrain/core/error.hpp"
@@ -50,6 +51,22 @@ std::vector<LayerArgs> parse_layers(const std::string& text) {
       }
       if (close >= text.size()) fail("unclosed '('");
       const std::string inside = text.substr(i + 1, close - i - 1);
+      if (a.type == "repeat") {  // repeat(N, layers...): the layers N times over, as if written out
+        const auto comma = inside.find(',');
+        std::int64_t times = 0;
+        try {
+          std::size_t used = 0;
+          times = std::stoll(inside.substr(0, comma), &used);
+          if (inside.substr(0, comma).find_first_not_of(' ', used) != std::string::npos) times = 0;
+        } catch (const std::exception&) {
+        }
+        if (comma == std::string::npos || times < 1 || times > 10000)
+          fail("repeat needs a count >= 1 and layers, e.g. repeat(4, res(dense(8) relu))");
+        const auto body = parse_layers(inside.substr(comma + 1));
+        for (std::int64_t r = 0; r < times; ++r) out.insert(out.end(), body.begin(), body.end());
+        i = close + 1;
+        continue;
+      }
       if (a.type == "res") {  // a block of layers, parsed by the residual layer
         a.body = inside;
         i = close + 1;
@@ -108,6 +125,39 @@ std::int64_t layer_named_int(const LayerArgs& a, const std::string& key, std::in
                   "' must be an integer >= " + std::to_string(min));
 }
 
+float layer_named_std(const LayerArgs& a, const std::string& key) {
+  const auto it = a.named.find(key);
+  if (it == a.named.end()) return 0.02f;
+  try {
+    std::size_t used = 0;
+    const float v = std::stof(it->second, &used);
+    if (used == it->second.size() && v > 0 && v < 10) return v;
+  } catch (const std::exception&) {
+  }
+  throw bad_input("[model] layers: " + a.text + ": " + key + " = '" + it->second +
+                  "' must be a number > 0 (the initial weights' standard deviation)");
+}
+
+bool layer_named_bool(const LayerArgs& a, const std::string& key, bool fallback) {
+  const auto it = a.named.find(key);
+  if (it == a.named.end()) return fallback;
+  if (it->second == "1" || it->second == "true") return true;
+  if (it->second == "0" || it->second == "false") return false;
+  throw bad_input("[model] layers: " + a.text + ": " + key + " = '" + it->second + "' must be 0 or 1");
+}
+
+void expect_named_only(const LayerArgs& a, std::size_t positional, const std::vector<std::string>& keys) {
+  if (a.positional.size() > positional)
+    throw bad_input("[model] layers: " + a.text + " takes " + std::to_string(positional) + " number(s)");
+  for (const auto& [k, v] : a.named)
+    if (std::find(keys.begin(), keys.end(), k) == keys.end()) {
+      std::string known;
+      for (const auto& key : keys) known += (known.empty() ? "" : ", ") + key + "=";
+      throw bad_input("[model] layers: " + a.text + ": unknown argument '" + k + "'" +
+                      (known.empty() ? " (it takes none)" : " (known: " + known + ")"));
+    }
+}
+
 void expect_no_args(const LayerArgs& a) {
   if (!a.positional.empty() || !a.named.empty()) throw bad_input("[model] layers: " + a.text + " takes no arguments");
 }
@@ -125,6 +175,12 @@ void register_pooling(LayerRegistry& r);
 void register_dropout(LayerRegistry& r);
 void register_batchnorm(LayerRegistry& r);
 void register_residual(LayerRegistry& r);
+void register_embedding(LayerRegistry& r);
+void register_position_embedding(LayerRegistry& r);
+void register_layernorm(LayerRegistry& r);
+void register_linear(LayerRegistry& r);
+void register_attention(LayerRegistry& r);
+void register_lm_head(LayerRegistry& r);
 
 void register_builtin_layers(LayerRegistry& r, const LayerOptions& options) {
   register_dense(r);
@@ -136,6 +192,12 @@ void register_builtin_layers(LayerRegistry& r, const LayerOptions& options) {
   register_dropout(r);
   register_batchnorm(r);
   register_residual(r);
+  register_embedding(r);
+  register_position_embedding(r);
+  register_layernorm(r);
+  register_linear(r);
+  register_attention(r);
+  register_lm_head(r);
 }
 
 }  // namespace hpctrain

@@ -31,8 +31,14 @@ Model::Model(const std::string& layers, const Shape& sample_shape, const LayerRe
     layer->configure(in);
     const bool mine = i >= first && i < last;
     if (i == first) shapes_.push_back(in);
+    if (mine) bindings_.emplace_back();
     for (const ParamSpec& p : layer->param_specs(in)) {
-      ParamInfo info{std::string(name) + "/" + p.name, global, global, p.shape, p.init, p.fan_in, p.fan_out};
+      if (!p.tie.empty()) {
+        tie_parameter(p, i, mine);
+        continue;
+      }
+      ParamInfo info{std::string(name) + "/" + p.name, global, global, p.shape, p.init, p.fan_in, p.fan_out, p.std};
+      if (mine) bindings_.back().push_back({total, p.shape});
       all_info_.push_back(info);
       if (mine) {
         info.offset = total;
@@ -69,13 +75,39 @@ void Model::sync_buffers(bool to_host) {
   for (auto& layer : layers_) layer->sync_buffers(to_host);
 }
 
+void Model::tie_parameter(const ParamSpec& p, std::size_t layer, bool mine) {
+  char self[64];
+  std::snprintf(self, sizeof(self), "%02zu", layer);
+  for (std::size_t j = all_names_.size(); j-- > 0;) {
+    if (all_names_[j].size() < p.tie.size() + 3 || all_names_[j].compare(3, std::string::npos, p.tie) != 0) continue;
+    const std::string target = all_names_[j] + "/weight";
+    for (const ParamInfo& t : all_info_) {
+      if (t.name != target) continue;
+      if (t.shape != p.shape)
+        throw bad_input("[model] layers: layer " + std::string(self) + "'s " + p.name + " " + shape_string(p.shape) +
+                        " is tied to " + target + " " + shape_string(t.shape) + ": the shapes must agree");
+      all_ties_.emplace_back(layer, j);
+      if (!mine) return;
+      if (j < first_)
+        throw bad_input("[model] layers: layer " + std::string(self) + " is tied to " + target +
+                        ", which another pipeline stage holds; weight tying across stages is not supported yet "
+                        "(use [model] groups to keep both on one stage, or untie it: tie=0)");
+      for (const ParamInfo& local : info_)
+        if (local.name == target) bindings_.back().push_back({local.offset, p.shape});
+      tied_targets_.push_back(j - first_);
+      return;
+    }
+  }
+  throw bad_input("[model] layers: layer " + std::string(self) + "'s " + p.name + " is tied to a '" + p.tie +
+                  "' layer, but none comes before it (add " + p.tie + "(V, C) first, or untie it: tie=0)");
+}
+
 void Model::bind_layers(const Tensor& weights) {
-  std::size_t k = 0;
   for (std::size_t i = 0; i < layers_.size(); ++i) {
     std::vector<Tensor> w, g;
-    for (; k < info_.size() && info_[k].name.rfind(names_[i] + "/", 0) == 0; ++k) {
-      w.push_back(weights.view(info_[k].offset, info_[k].shape));
-      g.push_back(grads_.view(info_[k].offset, info_[k].shape));
+    for (const auto& [offset, shape] : bindings_[i]) {
+      w.push_back(weights.view(offset, shape));
+      g.push_back(grads_.view(offset, shape));
     }
     layers_[i]->bind(std::move(w), std::move(g));
   }
@@ -114,6 +146,9 @@ void Model::init_parameters(std::uint64_t seed) {
           break;
         case Init::zeros: w[i] = 0.f; break;
         case Init::ones: w[i] = 1.f; break;
+        case Init::normal:
+          w[i] = static_cast<float>(std::sqrt(-2.0 * std::log(u1)) * std::cos(2 * M_PI * u2) * p.std);
+          break;
       }
     }
   }
@@ -166,7 +201,9 @@ void Model::backward(const Tensor& x, const Tensor& dout, const std::function<vo
   if (dout.data() != grads_act_.back().data()) copy(dout, grads_act_.back());
   if (precision_ != Precision::fp32) round_to_precision(grads_act_.back(), precision_);
   for (std::size_t i = layers_.size(); i-- > 0;) {
-    layers_[i]->set_accumulate_grads(accumulate);
+    // A layer whose weight a later layer shares (tying) adds to what that layer's backward wrote.
+    const bool shared = std::find(tied_targets_.begin(), tied_targets_.end(), i) != tied_targets_.end();
+    layers_[i]->set_accumulate_grads(accumulate || shared);
     // grads_act_[0] is undefined on the first stage: its first layer skips the input gradient.
     layers_[i]->backward(i == 0 ? x : acts_[i], acts_[i + 1], grads_act_[i + 1], grads_act_[i]);
     if (precision_ != Precision::fp32 && grads_act_[i].defined()) round_to_precision(grads_act_[i], precision_);

@@ -10,14 +10,40 @@
 
 namespace hpctrain {
 
+std::vector<DecayRun> decay_runs(const std::vector<std::pair<std::int64_t, Shape>>& params, std::int64_t total,
+                                 bool decay_1d) {
+  std::vector<DecayRun> runs;
+  for (const auto& [offset, shape] : params) {
+    const bool decay = decay_1d || shape.size() >= 2;
+    if (!runs.empty() && runs.back().decay == decay && runs.back().offset + runs.back().count == offset)
+      runs.back().count += numel(shape);
+    else
+      runs.push_back({offset, numel(shape), decay});
+  }
+  std::int64_t covered = 0;
+  for (const auto& r : runs) covered += r.count;
+  HPCT_CHECK(covered == total, "decay runs cover " + std::to_string(covered) + " of " + std::to_string(total));
+  return runs;
+}
+
 namespace {
+// Views of run r of a flat buffer.
+Tensor part(const Tensor& t, const DecayRun& r) { return t.view(r.offset, {r.count}); }
+
 class Sgd final : public Optimizer {
  public:
-  Sgd(const OptimConfig& cfg, Tensor params, Tensor grads, Allocator& alloc)
-      : cfg_(cfg), w_(std::move(params)), g_(std::move(grads)), m_(Tensor::zeros(w_.shape(), alloc)) {}
+  Sgd(const OptimConfig& cfg, Tensor params, Tensor grads, Allocator& alloc, std::vector<DecayRun> runs)
+      : cfg_(cfg),
+        w_(std::move(params)),
+        g_(std::move(grads)),
+        m_(Tensor::zeros(w_.shape(), alloc)),
+        runs_(std::move(runs)) {}
   void update(Tensor& scalars) override {
-    sgd_update(w_, g_, m_, scalars, static_cast<float>(cfg_.momentum), static_cast<float>(cfg_.weight_decay),
-               cfg_.nesterov);
+    for (const DecayRun& r : runs_) {
+      Tensor w = part(w_, r), m = part(m_, r);
+      sgd_update(w, part(g_, r), m, scalars, static_cast<float>(cfg_.momentum),
+                 r.decay ? static_cast<float>(cfg_.weight_decay) : 0.f, cfg_.nesterov);
+    }
   }
   Tensor& state() override { return m_; }
   std::vector<std::string> state_names() const override { return {"momentum"}; }
@@ -26,23 +52,29 @@ class Sgd final : public Optimizer {
  private:
   OptimConfig cfg_;
   Tensor w_, g_, m_;
+  std::vector<DecayRun> runs_;
 };
 class Adam final : public Optimizer {
  public:
-  Adam(const OptimConfig& cfg, Tensor params, Tensor grads, Allocator& alloc)
+  Adam(const OptimConfig& cfg, Tensor params, Tensor grads, Allocator& alloc, std::vector<DecayRun> runs)
       : cfg_(cfg),
         w_(std::move(params)),
         g_(std::move(grads)),
         state_(Tensor::zeros({2 * w_.numel()}, alloc)),
         m_(state_.view(0, w_.shape())),
-        v_(state_.view(w_.numel(), w_.shape())) {}
+        v_(state_.view(w_.numel(), w_.shape())),
+        runs_(std::move(runs)) {}
   void begin_step(Tensor& scalars, std::int64_t t) override {
     Tensor count = step_scalars::slot(scalars, step_scalars::adam_step);
     fill(count, static_cast<float>(t));  // a write into device memory, not a read back
   }
   void update(Tensor& scalars) override {
-    adam_update(w_, g_, m_, v_, scalars, static_cast<float>(cfg_.beta1), static_cast<float>(cfg_.beta2),
-                static_cast<float>(cfg_.eps), static_cast<float>(cfg_.weight_decay), cfg_.name == OptimizerName::adamw);
+    for (const DecayRun& r : runs_) {
+      Tensor w = part(w_, r), m = part(m_, r), v = part(v_, r);
+      adam_update(w, part(g_, r), m, v, scalars, static_cast<float>(cfg_.beta1), static_cast<float>(cfg_.beta2),
+                  static_cast<float>(cfg_.eps), r.decay ? static_cast<float>(cfg_.weight_decay) : 0.f,
+                  cfg_.name == OptimizerName::adamw);
+    }
   }
   Tensor& state() override { return state_; }
   std::vector<std::string> state_names() const override { return {"exp_avg", "exp_avg_sq"}; }
@@ -51,12 +83,16 @@ class Adam final : public Optimizer {
  private:
   OptimConfig cfg_;
   Tensor w_, g_, state_, m_, v_;  // state_ holds the first and second moments
+  std::vector<DecayRun> runs_;
 };
 }  // namespace
 
-std::unique_ptr<Optimizer> make_optimizer(const OptimConfig& cfg, Tensor params, Tensor grads, Allocator& alloc) {
-  if (cfg.name == OptimizerName::sgd) return std::make_unique<Sgd>(cfg, std::move(params), std::move(grads), alloc);
-  return std::make_unique<Adam>(cfg, std::move(params), std::move(grads), alloc);
+std::unique_ptr<Optimizer> make_optimizer(const OptimConfig& cfg, Tensor params, Tensor grads, Allocator& alloc,
+                                          std::vector<DecayRun> runs) {
+  if (runs.empty()) runs.push_back({0, params.numel(), true});
+  if (cfg.name == OptimizerName::sgd)
+    return std::make_unique<Sgd>(cfg, std::move(params), std::move(grads), alloc, std::move(runs));
+  return std::make_unique<Adam>(cfg, std::move(params), std::move(grads), alloc, std::move(runs));
 }
 
 double learning_rate(const OptimConfig& cfg, std::int64_t step, std::int64_t total) {
@@ -67,7 +103,7 @@ double learning_rate(const OptimConfig& cfg, std::int64_t step, std::int64_t tot
   if (cfg.schedule == LrSchedule::cosine) {
     const double span = static_cast<double>(std::max<std::int64_t>(1, total - cfg.warmup_steps));
     const double t = std::min(1.0, static_cast<double>(step - cfg.warmup_steps) / span);
-    return cfg.lr * 0.5 * (1 + std::cos(M_PI * t));
+    return cfg.min_lr + (cfg.lr - cfg.min_lr) * 0.5 * (1 + std::cos(M_PI * t));
   }
   return cfg.lr;
 }

@@ -90,6 +90,8 @@ std::string Checkpointer::save(const TrainState& progress, const double interval
   r.ini = effective_ini(cfg_);
   r.ini_file = cfg_.ini_text;
   r.model_summary = model_.summary();
+  r.tokenizer = tokenizer_;
+  r.vocabulary = vocabulary_;
   // Every layer group that holds something, with its type; sorted, so parents come before
   // the groups nested in them (residual blocks).
   std::set<std::string> group_names;

@@ -1,5 +1,6 @@
 // Evaluation (train/trainer.hpp): the trainer's evaluate() over a split, exact over the ranks
 // (and through the pipeline stages when model_parallel > 1), and --eval-only.
+#include <cmath>
 #include <cstdio>
 
 #include "hpctrain/backend/ops.hpp"
@@ -77,10 +78,18 @@ int Trainer::eval_only() {
   const SplitIndex* split = index_.test ? &*index_.test : index_.val ? &*index_.val : nullptr;
   if (!split) throw bad_input("--eval-only: the dataset " + cfg_.data.path + " has no test or val split");
   const EvalResult r = evaluate(*split);
-  char line[256];
-  std::snprintf(line, sizeof(line), "eval-only: %s (step %lld): %s loss %.4f accuracy %.2f%% (%lld samples)",
-                target.c_str(), static_cast<long long>(info.state.step), split->name.c_str(), r.loss, 100 * r.accuracy,
-                static_cast<long long>(r.samples));
+  char line[512];
+  if (split->tokens)  // a language model: the mean over every position of every window, and its perplexity
+    std::snprintf(line, sizeof(line),
+                  "eval-only: %s (step %lld): %s loss %.4f perplexity %.3f next-token accuracy %.2f%% (%lld windows "
+                  "of %lld tokens)",
+                  target.c_str(), static_cast<long long>(info.state.step), split->name.c_str(), r.loss,
+                  std::exp(r.loss), 100 * r.accuracy, static_cast<long long>(r.samples / split->block_size),
+                  static_cast<long long>(split->block_size));
+  else
+    std::snprintf(line, sizeof(line), "eval-only: %s (step %lld): %s loss %.4f accuracy %.2f%% (%lld samples)",
+                  target.c_str(), static_cast<long long>(info.state.step), split->name.c_str(), r.loss,
+                  100 * r.accuracy, static_cast<long long>(r.samples));
   log0(line);
   return 0;
 }

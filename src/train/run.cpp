@@ -67,6 +67,7 @@ int Trainer::run() {
   // Resume: [checkpoint] resume selects a checkpoint (or none); its state, sampler position and
   // partial log-interval sums (this rank's) continue here.
   Checkpointer checkpointer(cfg_, rt_, host_dp(), *model_, *opt_, groups_);
+  checkpointer.set_tokenizer(index_.train.tokenizer, index_.train.vocabulary);
   const std::string resume_from = checkpointer.resume_target();
   double sums[3] = {0, 0, 0};
   const SamplerState from = resume(checkpointer, resume_from, per_epoch, sums);

@@ -61,15 +61,27 @@ Trainer::Trainer(const Config& cfg, Runtime& rt, const DatasetIndex& index)
     const Model layout(cfg.model.layers, index.train.sample_shape, registry, scratch, 0, 1);  // shapes, counts
     groups_ = partition_layers(layer_parameter_counts(layout), stages, cfg.model.groups);     // bad_input if wrong
     const Shape& out = layout.whole_output_shape();
-    const std::int64_t want = index.train.classification ? index.train.num_classes : index.train.label_width;
-    if (out.size() != 1 || out[0] != want)
-      throw bad_input("[model] layers: the last layer outputs " + shape_string(out) + " but the data needs [" +
-                      std::to_string(want) + "] (" + (index.train.classification ? "classes" : "targets") + ")");
+    const Shape want = index.train.output_shape();
+    if (out != want)
+      throw bad_input("[model] layers: the last layer outputs " + shape_string(out) + " but the data needs " +
+                      shape_string(want) + " (" +
+                      (index.train.tokens           ? "positions x vocabulary"
+                       : index.train.classification ? "classes"
+                                                    : "targets") +
+                      ")");
+    for (const auto& [layer, target] : layout.ties())
+      if (stage_of_layer(groups_, layer) != stage_of_layer(groups_, target))
+        throw bad_input("[model] layers: layer " + std::to_string(layer) + " shares layer " + std::to_string(target) +
+                        "'s weight (tying), but [model] groups puts them on different pipeline stages; weight "
+                        "tying across stages is not supported yet: untie it (tie=0) or keep both on one stage");
   }
   const LayerGroup& mine = groups_[static_cast<std::size_t>(rt.grid().coords().mp)];
   model_ = std::make_unique<Model>(cfg.model.layers, index.train.sample_shape, registry, alloc_, mine.first, mine.last);
   loss_ = make_loss(index.train.classification, alloc_);
-  opt_ = make_optimizer(cfg.optim, model_->parameters(), model_->gradients(), alloc_);
+  std::vector<std::pair<std::int64_t, Shape>> tensors;
+  for (const ParamInfo& p : model_->param_info()) tensors.emplace_back(p.offset, p.shape);
+  opt_ = make_optimizer(cfg.optim, model_->parameters(), model_->gradients(), alloc_,
+                        decay_runs(tensors, model_->parameters().numel(), cfg.optim.weight_decay_1d));
   scalars_ = step_scalars::make(alloc_);
   step_key_ = Tensor::zeros({2}, alloc_);
   eval_scalars_ = step_scalars::make(alloc_);
@@ -103,7 +115,9 @@ void Trainer::train_step(const Batch& batch, float lr) {
   const int k = cfg_.train.micro_batches;
   const std::int64_t rows = batch.size / k, width = numel(index_.train.sample_shape);
   // The mean over this rank's batch; with fp16, times the loss scale (undone before the update).
-  const float grad_scale = static_cast<float>(state_.scaler.scale) / static_cast<float>(batch.size);
+  // (Token windows: the mean over every position of the batch.)
+  const std::int64_t per_sample = index_.train.loss_rows();
+  const float grad_scale = static_cast<float>(state_.scaler.scale) / static_cast<float>(batch.size * per_sample);
   model_->set_batch(rows);
   Tensor lr_slot = step_scalars::slot(scalars_, step_scalars::learning_rate);
   fill(lr_slot, lr);  // written into device memory; the optimizer reads it there
@@ -121,7 +135,7 @@ void Trainer::train_step(const Batch& batch, float lr) {
   auto prepare = [&](int m) {
     MicroBatch mb;
     mb.input = Tensor::wrap(const_cast<float*>(staged_.samples()) + m * rows * width, sh, staged_.device());
-    if (staged_.classes()) mb.targets.classes = staged_.classes() + m * rows;
+    if (staged_.classes()) mb.targets.classes = staged_.classes() + m * rows * per_sample;
     if (staged_.targets()) mb.targets.values = staged_.targets() + m * rows * index_.train.label_width;
     StepContext& ctx = model_->context();
     ctx.training = true;

@@ -176,6 +176,19 @@ TEST(Backend, EveryOperationIsDispatchedToCuda) {
   expect("channel_affine", [&] { channel_affine(t, per, per, 1, t); });
   expect("batchnorm_backward_data", [&] { batchnorm_backward_data(t, t, per, per, per, per, per, 1, t); });
   expect("add_bias_activation", [&] { add_bias_activation(t, t, Activation::relu, t2); });
+  expect("embedding_forward", [&] { embedding_forward(t, t, t2); });
+  expect("embedding_backward", [&] { embedding_backward(t, t, t2); });
+  expect("layernorm_forward", [&] { layernorm_forward(t, t, Tensor(), 2, 1e-5f, t, t, t2); });
+  Tensor none;
+  expect("layernorm_backward", [&] { layernorm_backward(t, t, t, t, t, 2, t2, t2, none); });
+  Tensor qkv = Tensor::wrap(storage, {1, 1, 3}, Device::cuda),
+         att = Tensor::wrap(storage + 4, {1, 1, 1, 1}, Device::cuda);
+  Tensor y = Tensor::wrap(storage + 6, {1, 1, 1}, Device::cuda),
+         dqkv = Tensor::wrap(storage + 8, {1, 1, 3}, Device::cuda);
+  expect("attention_probs", [&] { attention_probs(qkv, 1, att); });
+  expect("attention_values", [&] { attention_values(att, qkv, 1, y); });
+  expect("attention_values_backward", [&] { attention_values_backward(att, qkv, y, 1, att, dqkv); });
+  expect("attention_probs_backward", [&] { attention_probs_backward(att, att, qkv, 1, dqkv); });
   EXPECT_EQ(thrown, backend_operations()) << "every backend operation must have a CUDA entry point";
 }
 

@@ -61,8 +61,9 @@ std::vector<Tensor> bind_random_params(Layer& layer, const Shape& in, Allocator&
 // Largest violation of the tolerance (<= 1 passes) over dL/dx and dL/dparams.
 // distinct = true: inputs are a shuffled ramp spaced 0.05 apart, so a probe of +-h cannot change which
 // element of a pooling window is the largest.
+// ids: token ids for the input (an embedding's), used as given and not probed (no gradient).
 double check_layer(Layer& layer, const Shape& sample_in, std::int64_t batch, bool away_from_zero = false,
-                   bool distinct = false) {
+                   bool distinct = false, const std::vector<float>* token_ids = nullptr) {
   Allocator alloc;
   const Shape sample_out = layer.output_shape(sample_in);
   layer.configure(sample_in);
@@ -86,6 +87,7 @@ double check_layer(Layer& layer, const Shape& sample_in, std::int64_t batch, boo
       xv[i] = 0.05f * static_cast<float>(i) - 0.025f * static_cast<float>(xv.size());
     std::shuffle(xv.begin(), xv.end(), std::mt19937(3));
   }
+  if (token_ids) xv = *token_ids;
   std::copy(xv.begin(), xv.end(), x.data());
   const auto r = random_values(numel(out), 2);
   Tensor dy = Tensor::zeros(out, alloc);
@@ -107,7 +109,7 @@ double check_layer(Layer& layer, const Shape& sample_in, std::int64_t batch, boo
     const double numeric = (up - down) / (2.0 * h);
     worst = std::max(worst, std::fabs(analytic - numeric) / (kTolerance * std::max(1.0, std::fabs(numeric))));
   };
-  for (std::int64_t i = 0; i < x.numel(); ++i) probe(x.data() + i, dx.data()[i]);
+  for (std::int64_t i = 0; i < (token_ids ? 0 : x.numel()); ++i) probe(x.data() + i, dx.data()[i]);
   for (std::size_t p = 0; p < params.size(); ++p)
     for (std::int64_t i = 0; i < params[p].numel(); ++i) probe(params[p].data() + i, grads[p].data()[i]);
   return worst;
@@ -156,6 +158,95 @@ TEST(GradientCheck, EveryLayer) {
   EXPECT_LE(check_layer(*make("res(dense(6) tanh dense(6))"), {6}, 3), 1.0);
   EXPECT_LE(check_layer(*make("res(conv(2,3,pad=1) tanh conv(2,3,pad=1))"), {2, 4, 4}, 2), 1.0);
   EXPECT_LE(check_layer(*make("res(batchnorm dense(5) res(tanh dense(5)))"), {5}, 4), 1.0);  // nested
+}
+
+// The sequence-model layers ([T, C] activations), attention with and without biases and dropout.
+TEST(GradientCheck, SequenceLayers) {
+  const std::vector<float> ids{3, 0, 6, 3, 1, 2, 6, 5};  // [2, 4]: repeated ids add into one row
+  EXPECT_LE(check_layer(*make("embedding(7,3)"), {4}, 2, false, false, &ids), 1.0);
+  EXPECT_LE(check_layer(*make("position_embedding"), {4, 3}, 2), 1.0);
+  EXPECT_LE(check_layer(*make("layernorm"), {3, 5}, 2), 1.0);
+  EXPECT_LE(check_layer(*make("layernorm(bias=0)"), {4, 6}, 2), 1.0);
+  EXPECT_LE(check_layer(*make("linear(5)"), {3, 4}, 2), 1.0);
+  EXPECT_LE(check_layer(*make("linear(2,bias=0)"), {3, 4}, 2), 1.0);
+  EXPECT_LE(check_layer(*make("lm_head(6,tie=0)"), {3, 4}, 2), 1.0);
+  EXPECT_LE(check_layer(*make("attention(2)"), {5, 4}, 2), 1.0);
+  EXPECT_LE(check_layer(*make("attention(1,bias=0)"), {3, 2}, 3), 1.0);
+  EXPECT_LE(check_layer(*make("attention(2,dropout=30)"), {4, 4}, 2), 1.0);
+  EXPECT_LE(check_layer(*make("res(layernorm(bias=0) attention(2,bias=0))"), {4, 4}, 2), 1.0);
+}
+
+// Attention's causality: changing a later position's input leaves the earlier outputs as they were.
+TEST(Attention, EarlierPositionsDoNotSeeLaterOnes) {
+  Allocator alloc;
+  auto layer = make("attention(2)");
+  layer->configure({5, 4});
+  StepContext ctx;
+  layer->set_context(&ctx, 0);
+  bind_random_params(*layer, {5, 4}, alloc, 3);
+  Tensor x = Tensor::zeros({1, 5, 4}, alloc), y = Tensor::zeros({1, 5, 4}, alloc), y2 = Tensor::zeros({1, 5, 4}, alloc);
+  const auto v = random_values(20, 4);
+  std::copy(v.begin(), v.end(), x.data());
+  layer->forward(x, y);
+  for (int j = 12; j < 20; ++j) x.data()[j] += 0.5f;  // positions 3 and 4
+  layer->forward(x, y2);
+  for (int j = 0; j < 12; ++j) EXPECT_EQ(y.data()[j], y2.data()[j]) << j;
+  double moved = 0;
+  for (int j = 12; j < 20; ++j) moved += std::fabs(y.data()[j] - y2.data()[j]);
+  EXPECT_GT(moved, 1e-3);
+}
+
+// A tied head and embedding share one weight: one parameter in the model, and its gradient is the
+// sum of both uses (checked by finite differences through the whole model).
+TEST(Model, TiedEmbeddingGradientIsTheSumOfBothUses) {
+  LayerRegistry r;
+  register_builtin_layers(r);
+  Allocator alloc;
+  Model m("embedding(6,4) position_embedding layernorm lm_head(6)", {3}, r, alloc);
+  EXPECT_EQ(m.param_info().size(), 4u);  // embedding (shared with the head), position embedding, norm weight, bias
+  const auto start = random_values(m.parameters().numel(), 5);  // O(1) values: central differences stay accurate
+  std::copy(start.begin(), start.end(), m.parameters().data());
+  m.set_batch(2);
+  Tensor x = Tensor::zeros({2, 3}, alloc);
+  const float ids[] = {1, 4, 4, 0, 5, 1};
+  std::copy(ids, ids + 6, x.data());
+  const auto r2 = random_values(2 * 3 * 6, 8);
+  Tensor dout = Tensor::zeros({2, 3, 6}, alloc);
+  std::copy(r2.begin(), r2.end(), dout.data());
+  m.forward(x);
+  m.backward(x, dout, {}, false);
+  const Tensor& w = m.parameters();
+  std::vector<float> analytic = to_host(m.gradients());
+  double worst = 0;
+  for (std::int64_t i = 0; i < 24; ++i) {  // the tied table
+    float* p = m.parameters().data() + i;
+    const float keep = *p;
+    *p = keep + 1e-2f;
+    const double up = weighted_sum(m.forward(x), r2);
+    *p = keep - 1e-2f;
+    const double down = weighted_sum(m.forward(x), r2);
+    *p = keep;
+    const double numeric = (up - down) / 2e-2;
+    worst =
+        std::max(worst, std::fabs(analytic[static_cast<std::size_t>(i)] - numeric) / std::max(1.0, std::fabs(numeric)));
+  }
+  (void)w;
+  EXPECT_LE(worst, kTolerance);
+  EXPECT_THROW(Model("linear(4) lm_head(6)", {3, 4}, r, alloc), Error);      // nothing to tie to
+  EXPECT_THROW(Model("embedding(5,4) lm_head(6)", {3}, r, alloc), Error);    // shapes differ
+  EXPECT_NO_THROW(Model("embedding(5,4) lm_head(6,tie=0)", {3}, r, alloc));  // untied: its own weight
+}
+
+TEST(LayerParser, RepeatWritesTheLayersOut) {
+  const auto a =
+      parse_layers("embedding(5,4) repeat(3, res(layernorm attention(2)) res(linear(8) gelu linear(4))) lm_head(5)");
+  ASSERT_EQ(a.size(), 8u);
+  EXPECT_EQ(a[1].type, "res");
+  EXPECT_EQ(a[2].body, a[4].body);
+  EXPECT_EQ(a[7].type, "lm_head");
+  EXPECT_THROW(parse_layers("repeat(0, relu)"), Error);
+  EXPECT_THROW(parse_layers("repeat(relu)"), Error);
+  EXPECT_THROW(parse_layers("repeat(2x, relu)"), Error);
 }
 
 // The forward values of conv and max pool against direct loops over the
@@ -338,8 +429,9 @@ TEST(Model, NamesShapesAndErrors) {
     return std::string("no error");
   };
   EXPECT_NE(message("flatten dnse(3)", {4})
-                .find("unknown layer type 'dnse' in 'dnse(3)' (known: avgpool, batchnorm, conv, dense, dropout, "
-                      "flatten, gap, gelu, maxpool, relu, res, tanh)"),
+                .find("unknown layer type 'dnse' in 'dnse(3)' (known: attention, avgpool, batchnorm, conv, dense, "
+                      "dropout, embedding, flatten, gap, gelu, layernorm, linear, lm_head, maxpool, "
+                      "position_embedding, relu, res, tanh)"),
             std::string::npos);
   EXPECT_NE(message("dense(3)", {4, 4}).find("needs a flat input, got [4, 4] (insert 'flatten' before it)"),
             std::string::npos);

@@ -3,6 +3,8 @@
 //                            [--limit N] [--shards K] [--chunk-rows R] [--gzip L] [--mean M --std S] [--force]
 //   hpctrain-data generate   --out ROOT [--shape 1x28x28] [--classes 10] [--train N] [--val N] [--test N]
 //                            [--shards K] [--dtype uint8|float16|float32] [--seed S] [--chunk-rows R] [--gzip L]
+//   hpctrain-data import-text --input FILE... --out ROOT [--tokenizer char|byte] [--val-fraction F] [--shards N]
+//                             [--force]
 //   hpctrain-data inspect ROOT
 // Errors are one line and exit code 2, like the trainer's.
 #include <boost/program_options.hpp>
@@ -16,6 +18,7 @@
 #include "hpctrain/core/table.hpp"
 #include "hpctrain/data/dataset.hpp"
 #include "hpctrain/data/make_dataset.hpp"
+#include "hpctrain/data/text_import.hpp"
 
 namespace po = boost::program_options;
 using namespace hpctrain;
@@ -29,6 +32,8 @@ const char* kUsage =
     "       hpctrain-data generate --out ROOT [--shape 1x28x28] [--classes 10] [--train N] [--val N] [--test N]\n"
     "                              [--shards K] [--dtype uint8|float16|float32] [--seed S] [--chunk-rows R] [--gzip "
     "L]\n"
+    "       hpctrain-data import-text --input FILE... --out ROOT [--tokenizer char|byte] [--val-fraction 0.1]\n"
+    "                                 [--shards N] [--force]\n"
     "       hpctrain-data inspect ROOT\n";
 
 int import_cmd(const po::variables_map& vm) {
@@ -52,6 +57,21 @@ int import_cmd(const po::variables_map& vm) {
   const auto [train, val] = import_idx(o);
   std::cout << "wrote " << train << " samples to " << o.out << "/" << o.split
             << (val ? " and " + std::to_string(val) + " to " + o.out + "/val" : "") << "\n";
+  return 0;
+}
+
+int import_text_cmd(const po::variables_map& vm) {
+  TextImportOptions o;
+  o.inputs = vm["input"].as<std::vector<std::string>>();
+  o.out = vm["out"].as<std::string>();
+  o.tokenizer = vm["tokenizer"].as<std::string>();
+  o.val_fraction = vm["val-fraction"].as<double>();
+  o.shards = vm["shards"].as<int>();
+  o.force = vm.count("force") > 0;
+  const TextImportResult r = import_text(o);
+  std::cout << "wrote " << r.train << " train tokens to " << o.out << "/train"
+            << " and " << r.val << " val tokens to " << o.out << "/val (" << o.tokenizer << " tokenizer, vocabulary "
+            << r.vocab << ")\n";
   return 0;
 }
 
@@ -111,7 +131,7 @@ int inspect(const std::string& root) {
     for (const auto& sh : s->shards) {
       files.add_row(
           {sh.path, std::to_string(sh.rows), std::to_string(sh.first), std::to_string(sh.chunk_rows), sh.compression});
-      if (!s->classification) continue;
+      if (!s->classification || s->tokens) continue;
       std::lock_guard<std::mutex> lock(h5::lock());
       h5::Id f = h5::open_file(sh.path);
       h5::Id d(CHECK_H5(H5Dopen2(f.get(), "labels", H5P_DEFAULT)));
@@ -138,7 +158,8 @@ int inspect(const std::string& root) {
     std::cerr << problems;
     return 2;
   }
-  std::cout << "\nvalues checked: no NaN/Inf samples, every label in range\n";
+  std::cout << (index.train.tokens ? "\nvalues checked: every token id inside the vocabulary\n"
+                                   : "\nvalues checked: no NaN/Inf samples, every label in range\n");
   return 0;
 }
 
@@ -163,7 +184,9 @@ int main(int argc, char** argv) {
         "train", po::value<std::int64_t>()->default_value(10000))("val", po::value<std::int64_t>()->default_value(0))(
         "test", po::value<std::int64_t>()->default_value(0))("dtype", po::value<std::string>()->default_value("uint8"))(
         "seed", po::value<std::uint64_t>()->default_value(1))("force", "replace existing shards")(
-        "root", po::value<std::string>());
+        "root", po::value<std::string>())("input", po::value<std::vector<std::string>>()->multitoken())(
+        "tokenizer", po::value<std::string>()->default_value("char"))("val-fraction",
+                                                                      po::value<double>()->default_value(0.1));
     po::positional_options_description pos;
     pos.add("root", 1);
     po::variables_map vm;
@@ -184,6 +207,11 @@ int main(int argc, char** argv) {
       need("labels");
       need("out");
       return import_cmd(vm);
+    }
+    if (cmd == "import-text") {
+      need("input");
+      need("out");
+      return import_text_cmd(vm);
     }
     if (cmd == "generate") {
       need("out");

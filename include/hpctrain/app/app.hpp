@@ -5,6 +5,7 @@
 
 #include <mpi.h>
 
+#include <cstdint>
 #include <functional>
 #include <string>
 #include <vector>
@@ -18,6 +19,10 @@ struct CliOptions {
   std::vector<std::string> sets;  // "section.key=value"
   bool dry_run = false;
   bool eval_only = false;
+  bool generate = false;  // --generate: sample text from a language model's checkpoint
+  std::string prompt;
+  std::int64_t tokens = 200, top_k = 0;
+  double temperature = 1.0;
   bool help = false;
   bool version = false;
   bool config_reference = false;  // print docs/configuration.md (Markdown) and exit

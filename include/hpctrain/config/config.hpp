@@ -45,6 +45,7 @@ struct DataConfig {
   LastBatch last_batch = LastBatch::drop;
   int prefetch = 2;
   std::uint64_t cache_bytes = 2ull << 30;
+  long block_size = 0;    // token datasets: window length T
   int chunk_window = 16;  // chunks shuffled together in shuffle = chunk
 };
 
@@ -78,6 +79,8 @@ struct OptimConfig {
   long step_every = 1000;  // schedule = step: multiply the rate by `gamma` every this many steps
   double gamma = 0.1;
   long warmup_steps = 0;
+  double min_lr = 0.0;          // schedule = cosine: the rate it decays to
+  bool weight_decay_1d = true;  // false: no weight decay on tensors of fewer than 2 dimensions
   double clip_norm = 0.0;
   double loss_scale = 65536.0;    // [run] precision = fp16: the initial dynamic loss scale
   long loss_scale_window = 2000;  // ... doubled after this many steps without overflow

@@ -54,8 +54,19 @@ struct SplitIndex {
   std::int64_t label_width = 1;
   std::int64_t num_classes = 0;
   std::vector<float> scale, offset;  // per channel (size 1 or sample_shape[0]): x = raw*scale + offset
+  // Token datasets (data/token_dataset.hpp): samples are windows of block_size + 1 tokens of one
+  // stream of stream_tokens tokens (shards' rows are their tokens, first their stream offset);
+  // sample_shape = [block_size] (ids as float32), label_width = block_size next-token classes.
+  bool tokens = false;
+  std::int64_t stream_tokens = 0, block_size = 0;
+  int token_bits = 0;  // as stored: 8, 16 or 32
+  std::string tokenizer, vocabulary;
 
   std::int64_t sample_elems() const;
+  // What the model must output per sample: [classes], [T, classes] for token windows, [targets].
+  std::vector<std::int64_t> output_shape() const;
+  // Loss terms per sample: the positions of a token window, else 1.
+  std::int64_t loss_rows() const { return tokens ? block_size : 1; }
   std::int64_t sample_bytes() const {
     return sample_elems() * static_cast<std::int64_t>(sample_type_size(sample_type));
   }
@@ -82,7 +93,8 @@ std::string check_values(const SplitIndex& split, std::size_t first, std::size_t
 // Collective over `comm`: rank 0 scans, the index is broadcast, every rank
 // checks the values of its share of the shards; any problem is a bad_input
 // error raised identically on every rank.
-DatasetIndex load_dataset_index(Communicator& comm, const std::string& root);
+// block_size: [data] block_size, the window length of a token dataset (0: none given).
+DatasetIndex load_dataset_index(Communicator& comm, const std::string& root, std::int64_t block_size = 0);
 
 // A table of the splits (shards, samples, shape, dtype, labels, normalization).
 std::string describe_splits(const DatasetIndex& index);

@@ -42,3 +42,8 @@ struct GenerateOptions {
 void generate_dataset(const GenerateOptions& o);
 
 }  // namespace hpctrain
+
+namespace hpctrain {
+// Creates `dir`; bad_input when it already holds shards (*.h5), unless `force` (then removes them).
+void prepare_split_dir(const std::string& dir, bool force);
+}  // namespace hpctrain

@@ -23,9 +23,9 @@ namespace hpctrain {
 struct Batch {
   std::int64_t epoch = 0, step = 0;   // training position (eval: step = batch number)
   std::int64_t size = 0;              // samples on this rank
-  std::vector<std::int64_t> indices;  // sample indices within the split
+  std::vector<std::int64_t> indices;  // sample indices within the split (token windows: their first token)
   std::vector<float> samples;         // size x sample_elems, normalized
-  std::vector<std::int32_t> classes;  // classification labels (size)
+  std::vector<std::int32_t> classes;  // classification labels (size x label_width: a token window's T targets)
   std::vector<float> targets;         // regression targets (size x label_width)
 };
 
@@ -76,6 +76,9 @@ class Reader {
  private:
   void produce();
   void stop();
+  // What the store is asked for: the samples themselves, or for a token split the first token of
+  // each window (data/token_dataset.hpp; epoch < 0: evaluation windows).
+  std::vector<std::int64_t> positions(std::int64_t epoch, std::vector<std::int64_t> samples) const;
 
   const SplitIndex& split_;
   ReaderOptions options_;

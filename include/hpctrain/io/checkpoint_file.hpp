@@ -1,9 +1,8 @@
 // Checkpoint files: the file format (docs/checkpoints.md; when and what to checkpoint is
-// train/checkpointing.hpp). One HDF5 file per checkpoint, written collectively through the MPI-IO driver (every rank writes a disjoint
-// set of chunks, nothing funnels through rank 0), under a temporary name that
-// is renamed once every rank has closed it; read back on one rank with the
-// serial driver. Every dataset carries HDF5's Fletcher32 checksum, so a
-// flipped byte is an error on load, not a silently different model.
+// train/checkpointing.hpp). One HDF5 file per checkpoint, written collectively through the MPI-IO driver (every rank
+// writes a disjoint set of chunks, nothing funnels through rank 0), under a temporary name that is renamed once every
+// rank has closed it; read back on one rank with the serial driver. Every dataset carries HDF5's Fletcher32 checksum,
+// so a flipped byte is an error on load, not a silently different model.
 //
 // Also here: the checkpoint directory (names, the `latest` pointer, keeping the
 // newest K, finding the newest complete checkpoint).
@@ -33,6 +32,9 @@ struct RunRecord {
   std::string ini;        // every key as used (after --set and ${VAR}), as an INI file
   std::string ini_file;   // the INI file as given
   std::string model_summary;
+  // Language models: the tokenizer and its vocabulary (data/text_import.hpp), so text can be
+  // generated from the checkpoint alone; "" for other models.
+  std::string tokenizer, vocabulary;
   // Set by the writer (whatever the caller gave): wall-clock time, versions.
   std::string written_at, software, hdf5, mpi, blas;
 };
@@ -76,6 +78,8 @@ void visit_fields(Info& i, Visit&& visit) {
   visit("hdf5_version", r.hdf5, true);
   visit("mpi_version", r.mpi, true);
   visit("blas", r.blas, true);
+  visit("tokenizer", r.tokenizer, true);  // (absent before language models)
+  visit("vocabulary", r.vocabulary, true);
 }
 
 // One float32 dataset, e.g. "model/03_dense/weight".

@@ -9,6 +9,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "hpctrain/backend/ops.hpp"  // Activation
@@ -16,13 +17,21 @@
 
 namespace hpctrain {
 
-enum class Init { he_normal, xavier_uniform, zeros, ones };
+enum class Init { he_normal, xavier_uniform, zeros, ones, normal };
 
 struct ParamSpec {
+  ParamSpec(std::string name_, Shape shape_, Init init_ = Init::zeros, std::int64_t fan_in_ = 1,
+            std::int64_t fan_out_ = 1)
+      : name(std::move(name_)), shape(std::move(shape_)), init(init_), fan_in(fan_in_), fan_out(fan_out_) {}
   std::string name;  // "weight", "bias"
   Shape shape;
   Init init = Init::zeros;
   std::int64_t fan_in = 1, fan_out = 1;
+  float std = 0.02f;  // Init::normal: N(0, std^2)
+  // Weight tying: the layer type whose "weight" this parameter is (the nearest such layer before
+  // this one in the model, e.g. an lm_head's "embedding"); the model then binds that parameter
+  // here instead of allocating one, after checking the shapes agree. Empty: a parameter of its own.
+  std::string tie;
 };
 
 // What a forward pass is part of, for layers that behave differently when

@@ -14,7 +14,7 @@
 namespace hpctrain {
 
 struct Targets {
-  const std::int32_t* classes = nullptr;  // classification
+  const std::int32_t* classes = nullptr;  // classification: one per row, or per position of a sequence
   const float* values = nullptr;          // regression, rows x width
 };
 

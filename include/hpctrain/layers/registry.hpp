@@ -41,5 +41,11 @@ std::int64_t int_arg(const LayerArgs& a, std::size_t index, const std::string& w
 void expect_no_args(const LayerArgs& a);
 // A named argument (pad=1) as an integer >= min, or `fallback` when absent.
 std::int64_t layer_named_int(const LayerArgs& a, const std::string& key, std::int64_t fallback, std::int64_t min);
+// A named standard deviation of initial weights (std=0.02), 0.02 when absent.
+float layer_named_std(const LayerArgs& a, const std::string& key);
+// A named 0/1 switch (bias=0), `fallback` when absent.
+bool layer_named_bool(const LayerArgs& a, const std::string& key, bool fallback);
+// bad_input unless `a` has at most `positional` numbers and only the named arguments `keys`.
+void expect_named_only(const LayerArgs& a, std::size_t positional, const std::vector<std::string>& keys);
 
 }  // namespace hpctrain

@@ -22,6 +22,7 @@ struct ParamInfo {
   Shape shape;
   Init init = Init::zeros;
   std::int64_t fan_in = 1, fan_out = 1;
+  float std = 0.02f;  // Init::normal
 };
 
 class Model {
@@ -83,12 +84,19 @@ class Model {
   const Shape& whole_output_shape() const { return whole_out_; }  // the last layer's, on every stage
   const Shape& output_shape() const { return shapes_.back(); }
   std::size_t layers() const { return layers_.size(); }
+  // Weight tying in the whole model: (layer, the earlier layer whose weight it shares), model-wide indices.
+  const std::vector<std::pair<std::size_t, std::size_t>>& ties() const { return all_ties_; }
   std::string summary() const;  // table: layer, output shape, parameters
 
  private:
   // Hands every layer its views of `weights` (the master parameters, or their rounded copy) and of
   // the gradient buffer.
   void bind_layers(const Tensor& weights);
+  // A parameter tied to an earlier layer's weight (ParamSpec::tie): bound to that weight.
+  void tie_parameter(const ParamSpec& p, std::size_t layer, bool mine);
+  std::vector<std::vector<std::pair<std::int64_t, Shape>>> bindings_;  // per held layer: its parameters' offsets
+  std::vector<std::size_t> tied_targets_;
+  std::vector<std::pair<std::size_t, std::size_t>> all_ties_;  // held layers whose weight a later held layer shares
   Allocator& alloc_;
   std::vector<std::unique_ptr<Layer>> layers_;
   std::vector<std::string> names_;  // "00_flatten"

@@ -33,8 +33,21 @@ class Optimizer {
   virtual const char* name() const = 0;
 };
 
-// SGD (momentum, Nesterov, weight decay), Adam (L2 decay) or AdamW (decoupled decay).
-std::unique_ptr<Optimizer> make_optimizer(const OptimConfig& cfg, Tensor params, Tensor grads, Allocator& alloc);
+// A stretch [offset, offset + count) of the flat buffers and whether weight decay applies to it.
+struct DecayRun {
+  std::int64_t offset = 0, count = 0;
+  bool decay = true;
+};
+// The runs of parameters given as (offset, shape) in buffer order, `total` elements in all: with
+// decay_1d = false ([optim] weight_decay_1d), tensors of fewer than 2 dimensions (biases, norm
+// weights) get none, as nanoGPT does; adjacent tensors of one kind are merged into one run.
+std::vector<DecayRun> decay_runs(const std::vector<std::pair<std::int64_t, Shape>>& params, std::int64_t total,
+                                 bool decay_1d);
+
+// SGD (momentum, Nesterov, weight decay), Adam (L2 decay) or AdamW (decoupled decay). `runs`:
+// where weight decay applies (empty: everywhere); each run is updated by one operation.
+std::unique_ptr<Optimizer> make_optimizer(const OptimConfig& cfg, Tensor params, Tensor grads, Allocator& alloc,
+                                          std::vector<DecayRun> runs = {});
 
 // Learning rate for optimizer step `step` (0-based) of `total`.
 double learning_rate(const OptimConfig& cfg, std::int64_t step, std::int64_t total);

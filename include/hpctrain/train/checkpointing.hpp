@@ -31,6 +31,11 @@ class Checkpointer {
   // and makes it the newest; returns its path.
   std::string save(const TrainState& state, const double interval_sums[3]);
   double seconds_writing() const { return seconds_; }
+  // A language model's tokenizer and vocabulary, stored with every checkpoint it writes.
+  void set_tokenizer(std::string tokenizer, std::string vocabulary) {
+    tokenizer_ = std::move(tokenizer);
+    vocabulary_ = std::move(vocabulary);
+  }
   int saved() const { return saved_; }
 
   // Collective: the checkpoint [checkpoint] resume selects ("" = start fresh).
@@ -56,6 +61,7 @@ class Checkpointer {
   std::vector<LayerGroup> groups_;
   double seconds_ = 0;
   int saved_ = 0;
+  std::string tokenizer_, vocabulary_;
 };
 
 // Problems of `file` for `model` (missing or extra layers, shapes), one line

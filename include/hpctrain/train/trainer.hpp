@@ -33,6 +33,14 @@ namespace hpctrain {
 class Checkpointer;
 struct SamplerState;
 
+// trainer --generate: sampling from a language model's checkpoint (train/generation.cpp).
+struct SamplingOptions {
+  std::string prompt;  // the text the sample continues ("" allowed)
+  std::int64_t tokens = 200;
+  double temperature = 1.0;  // logits / temperature before the softmax
+  std::int64_t top_k = 0;    // sample among the k most likely tokens (0: all)
+};
+
 struct EvalResult {  // exact over all ranks
   double loss = 0, accuracy = 0;
   std::int64_t samples = 0;
@@ -51,6 +59,9 @@ class Trainer {
   EvalResult evaluate(const SplitIndex& split);
   int run();        // the whole training run (resuming per [checkpoint] resume); returns the exit code
   int eval_only();  // loads the checkpoint [checkpoint] resume selects and evaluates it on the test split
+  // Loads the checkpoint [checkpoint] resume selects and prints the prompt and `o.tokens` sampled
+  // tokens (rank 0), seeded by [run] seed: the same text on any layout. Collective.
+  int generate(const SamplingOptions& o);
 
   Model& model() { return *model_; }
   PipelineStage* pipeline() { return pipeline_.get(); }  // null when model_parallel = 1
@@ -125,6 +136,11 @@ class Trainer {
   bool last_step_skipped_ = false;
   std::map<std::string, std::unique_ptr<Reader>> eval_readers_;  // per split, made on first use (collective)
 };
+
+// Collective, for --generate without the dataset: the token "dataset" the checkpoint
+// [checkpoint] resume selects implies (its tokenizer and vocabulary, [data] block_size windows).
+// bad_input when there is no checkpoint or it holds no tokenizer.
+DatasetIndex generation_index(const Config& cfg, Runtime& rt);
 
 // Why [run] cuda_graphs cannot be used with this configuration on `device` with `dp_size`
 // data-parallel ranks ("" when it can): a recorded step replays fixed kernel arguments and

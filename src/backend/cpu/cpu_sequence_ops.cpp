@@ -1,0 +1,178 @@
+// The CPU backend's operations for sequence models (backend/cpu/cpu_ops.hpp): token embedding,
+// layer norm over the last dimension and causal multi-head attention (its GEMMs through OpenBLAS
+// on strided views of the fused query/key/value rows, the masked softmax in plain loops).
+#include <cblas.h>
+
+#include <algorithm>
+#include <cmath>
+
+#include "hpctrain/backend/checks.hpp"
+#include "hpctrain/backend/cpu/cpu_ops.hpp"
+#include "hpctrain/core/error.hpp"
+
+namespace hpctrain::cpu {
+
+namespace {
+std::int64_t token_id(float v, std::int64_t vocabulary) {
+  const auto id = static_cast<std::int64_t>(v);
+  HPCT_CHECK(id >= 0 && id < vocabulary && static_cast<float>(id) == v,
+             "token id " + std::to_string(v) + " outside the embedding's vocabulary of " + std::to_string(vocabulary));
+  return id;
+}
+
+// Row-major C = alpha op(A) op(B) + beta C with leading dimensions (strided views).
+void sgemm(bool ta, bool tb, std::int64_t m, std::int64_t n, std::int64_t k, float alpha, const float* a,
+           std::int64_t lda, const float* b, std::int64_t ldb, float beta, float* c, std::int64_t ldc) {
+  cblas_sgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans, static_cast<int>(m),
+              static_cast<int>(n), static_cast<int>(k), alpha, a, static_cast<int>(lda), b, static_cast<int>(ldb), beta,
+              c, static_cast<int>(ldc));
+}
+
+// The sizes of one attention call: N sequences of T positions, C = heads * D.
+struct AttentionDims {
+  std::int64_t n, t, c, heads, d;
+  float scale;
+};
+AttentionDims attention_dims(const Tensor& qkv, std::int64_t heads, const Tensor& att, const char* op) {
+  const Shape& s = qkv.shape();
+  HPCT_CHECK(s.size() == 3 && s[2] % 3 == 0 && heads > 0 && (s[2] / 3) % heads == 0,
+             std::string(op) + ": qkv " + shape_string(s) + " for " + std::to_string(heads) + " heads");
+  AttentionDims a{s[0], s[1], s[2] / 3, heads, s[2] / 3 / heads, 0.f};
+  a.scale = 1.f / std::sqrt(static_cast<float>(a.d));
+  HPCT_CHECK(att.numel() == a.n * heads * a.t * a.t, std::string(op) + ": att " + shape_string(att.shape()));
+  return a;
+}
+}  // namespace
+
+void embedding_forward(const Tensor& ids, const Tensor& table, Tensor& y) {
+  const std::int64_t vocab = table.shape()[0], width = table.numel() / vocab, positions = ids.numel();
+  HPCT_CHECK(y.numel() == positions * width, "embedding_forward: y " + shape_string(y.shape()));
+  for (std::int64_t i = 0; i < positions; ++i) {
+    const float* row = table.data() + token_id(ids.data()[i], vocab) * width;
+    std::copy(row, row + width, y.data() + i * width);
+  }
+}
+
+void embedding_backward(const Tensor& ids, const Tensor& dy, Tensor& dtable) {
+  const std::int64_t vocab = dtable.shape()[0], width = dtable.numel() / vocab, positions = ids.numel();
+  HPCT_CHECK(dy.numel() == positions * width, "embedding_backward: dy " + shape_string(dy.shape()));
+  for (std::int64_t i = 0; i < positions; ++i) {
+    float* row = dtable.data() + token_id(ids.data()[i], vocab) * width;
+    const float* g = dy.data() + i * width;
+    for (std::int64_t j = 0; j < width; ++j) row[j] += g[j];
+  }
+}
+
+void layernorm_forward(const Tensor& x, const Tensor& w, const Tensor& b, std::int64_t width, float eps, Tensor& mean,
+                       Tensor& rstd, Tensor& y) {
+  const std::int64_t rows = x.numel() / width;
+  HPCT_CHECK(w.numel() == width && y.numel() == x.numel() && mean.numel() >= rows && rstd.numel() >= rows,
+             "layernorm_forward: x " + shape_string(x.shape()) + " width " + std::to_string(width));
+  for (std::int64_t i = 0; i < rows; ++i) {
+    const float* in = x.data() + i * width;
+    float* out = y.data() + i * width;
+    double s = 0, ss = 0;
+    for (std::int64_t j = 0; j < width; ++j) s += in[j];
+    const double mu = s / static_cast<double>(width);
+    for (std::int64_t j = 0; j < width; ++j) ss += (in[j] - mu) * (in[j] - mu);
+    const auto r = static_cast<float>(1.0 / std::sqrt(ss / static_cast<double>(width) + eps));
+    const auto m = static_cast<float>(mu);
+    for (std::int64_t j = 0; j < width; ++j) out[j] = (in[j] - m) * r * w.data()[j] + (b.defined() ? b.data()[j] : 0.f);
+    mean.data()[i] = m;
+    rstd.data()[i] = r;
+  }
+}
+
+void layernorm_backward(const Tensor& x, const Tensor& w, const Tensor& mean, const Tensor& rstd, const Tensor& dy,
+                        std::int64_t width, Tensor& dx, Tensor& dw, Tensor& db) {
+  const std::int64_t rows = x.numel() / width;
+  HPCT_CHECK(dy.numel() == x.numel() && dw.numel() == width, "layernorm_backward: " + shape_string(x.shape()));
+  for (std::int64_t i = 0; i < rows; ++i) {
+    const float* in = x.data() + i * width;
+    const float* g = dy.data() + i * width;
+    const float m = mean.data()[i], r = rstd.data()[i];
+    double sum_g = 0, sum_gx = 0;  // mean of dy*w and of dy*w*xhat
+    for (std::int64_t j = 0; j < width; ++j) {
+      const float xhat = (in[j] - m) * r, gw = g[j] * w.data()[j];
+      sum_g += gw;
+      sum_gx += gw * xhat;
+      dw.data()[j] += g[j] * xhat;
+      if (db.defined()) db.data()[j] += g[j];
+    }
+    if (!dx.defined()) continue;
+    const auto mg = static_cast<float>(sum_g / static_cast<double>(width));
+    const auto mgx = static_cast<float>(sum_gx / static_cast<double>(width));
+    float* out = dx.data() + i * width;
+    for (std::int64_t j = 0; j < width; ++j) out[j] = r * (g[j] * w.data()[j] - mg - (in[j] - m) * r * mgx);
+  }
+}
+
+void attention_probs(const Tensor& qkv, std::int64_t heads, Tensor& att) {
+  const AttentionDims a = attention_dims(qkv, heads, att, "attention_probs");
+  const std::int64_t ld = 3 * a.c;
+  for (std::int64_t n = 0; n < a.n; ++n)
+    for (std::int64_t h = 0; h < heads; ++h) {
+      const float* q = qkv.data() + n * a.t * ld + h * a.d;
+      float* s = att.data() + (n * heads + h) * a.t * a.t;
+      sgemm(false, true, a.t, a.t, a.d, a.scale, q, ld, q + a.c, ld, 0.f, s, a.t);
+      for (std::int64_t i = 0; i < a.t; ++i) {
+        float* row = s + i * a.t;
+        const float mx = *std::max_element(row, row + i + 1);
+        double sum = 0;
+        for (std::int64_t j = 0; j <= i; ++j) sum += std::exp(static_cast<double>(row[j] - mx));
+        for (std::int64_t j = 0; j <= i; ++j)
+          row[j] = static_cast<float>(std::exp(static_cast<double>(row[j] - mx)) / sum);
+        std::fill(row + i + 1, row + a.t, 0.f);
+      }
+    }
+}
+
+void attention_values(const Tensor& att, const Tensor& qkv, std::int64_t heads, Tensor& y) {
+  const AttentionDims a = attention_dims(qkv, heads, att, "attention_values");
+  HPCT_CHECK(y.numel() == a.n * a.t * a.c, "attention_values: y " + shape_string(y.shape()));
+  const std::int64_t ld = 3 * a.c;
+  for (std::int64_t n = 0; n < a.n; ++n)
+    for (std::int64_t h = 0; h < heads; ++h)
+      sgemm(false, false, a.t, a.d, a.t, 1.f, att.data() + (n * heads + h) * a.t * a.t, a.t,
+            qkv.data() + n * a.t * ld + 2 * a.c + h * a.d, ld, 0.f, y.data() + n * a.t * a.c + h * a.d, a.c);
+}
+
+void attention_values_backward(const Tensor& att, const Tensor& qkv, const Tensor& dy, std::int64_t heads, Tensor& datt,
+                               Tensor& dqkv) {
+  const AttentionDims a = attention_dims(qkv, heads, att, "attention_values_backward");
+  backend::same_size(att, datt, "attention_values_backward");
+  backend::same_size(qkv, dqkv, "attention_values_backward");
+  const std::int64_t ld = 3 * a.c;
+  for (std::int64_t n = 0; n < a.n; ++n)
+    for (std::int64_t h = 0; h < heads; ++h) {
+      const float* p = att.data() + (n * heads + h) * a.t * a.t;
+      const float* g = dy.data() + n * a.t * a.c + h * a.d;
+      sgemm(false, true, a.t, a.t, a.d, 1.f, g, a.c, qkv.data() + n * a.t * ld + 2 * a.c + h * a.d, ld, 0.f,
+            datt.data() + (n * heads + h) * a.t * a.t, a.t);
+      sgemm(true, false, a.t, a.d, a.t, 1.f, p, a.t, g, a.c, 0.f, dqkv.data() + n * a.t * ld + 2 * a.c + h * a.d, ld);
+    }
+}
+
+void attention_probs_backward(const Tensor& att, Tensor& datt, const Tensor& qkv, std::int64_t heads, Tensor& dqkv) {
+  const AttentionDims a = attention_dims(qkv, heads, att, "attention_probs_backward");
+  backend::same_size(att, datt, "attention_probs_backward");
+  backend::same_size(qkv, dqkv, "attention_probs_backward");
+  const std::int64_t ld = 3 * a.c;
+  for (std::int64_t n = 0; n < a.n; ++n)
+    for (std::int64_t h = 0; h < heads; ++h) {
+      const float* p = att.data() + (n * heads + h) * a.t * a.t;
+      float* ds = datt.data() + (n * heads + h) * a.t * a.t;
+      for (std::int64_t i = 0; i < a.t; ++i) {
+        double dot = 0;
+        for (std::int64_t j = 0; j <= i; ++j) dot += static_cast<double>(p[i * a.t + j]) * ds[i * a.t + j];
+        for (std::int64_t j = 0; j < a.t; ++j)
+          ds[i * a.t + j] = j <= i ? p[i * a.t + j] * (ds[i * a.t + j] - static_cast<float>(dot)) * a.scale : 0.f;
+      }
+      const float* q = qkv.data() + n * a.t * ld + h * a.d;
+      float* dq = dqkv.data() + n * a.t * ld + h * a.d;
+      sgemm(false, false, a.t, a.d, a.t, 1.f, ds, a.t, q + a.c, ld, 0.f, dq, ld);  // dq = dS k
+      sgemm(true, false, a.t, a.d, a.t, 1.f, ds, a.t, q, ld, 0.f, dq + a.c, ld);   // dk = dS^T q
+    }
+}
+
+}  // namespace hpctrain::cpu

@@ -1,0 +1,246 @@
+// The CUDA backend's operations for sequence models (backend/cuda/cuda_ops.hpp): token embedding,
+// layer norm over the last dimension and causal multi-head attention. Attention's four GEMMs per
+// head go through cuBLAS strided-batched GEMMs (one call per head, batched over the sequences:
+// the fused query/key/value rows make the heads' columns strided); the masked softmax and its
+// backward are one block per row. Layer norm's per-row sums and its weight gradients are
+// deterministic block and column reductions; the embedding's gradient adds with atomics (token
+// ids repeat), so its sums may differ in the last bits from run to run. Token ids were checked
+// against the vocabulary when the data were loaded (data/dataset.hpp); an id outside the table
+// reads and writes nothing here.
+#include "hpctrain/backend/checks.hpp"
+#include "hpctrain/backend/cuda/context.hpp"
+#include "hpctrain/backend/cuda/cuda_ops.hpp"
+#include "hpctrain/backend/cuda/kernels.cuh"
+
+namespace hpctrain::cuda {
+
+using detail::launch;
+using detail::launch_check;
+using i64 = std::int64_t;
+
+namespace {
+
+__global__ void embedding_kernel(const float* ids, const float* table, i64 vocab, i64 width, float* y, i64 total) {
+  for (i64 idx = detail::global_index(); idx < total; idx += detail::grid_stride()) {
+    const i64 id = static_cast<i64>(ids[idx / width]);
+    y[idx] = id >= 0 && id < vocab ? table[id * width + idx % width] : 0.f;
+  }
+}
+
+__global__ void embedding_grad_kernel(const float* ids, const float* dy, i64 vocab, i64 width, float* dtable,
+                                      i64 total) {
+  for (i64 idx = detail::global_index(); idx < total; idx += detail::grid_stride()) {
+    const i64 id = static_cast<i64>(ids[idx / width]);
+    if (id >= 0 && id < vocab) atomicAdd(dtable + id * width + idx % width, dy[idx]);
+  }
+}
+
+// One block (256 threads) per row.
+__global__ void layernorm_kernel(const float* x, const float* w, const float* b, i64 width, float eps, float* mean,
+                                 float* rstd, float* y) {
+  const float* in = x + blockIdx.x * width;
+  float s = 0.f;
+  for (i64 j = threadIdx.x; j < width; j += blockDim.x) s += in[j];
+  const float m = detail::block_sum(s) / static_cast<float>(width);
+  float ss = 0.f;
+  for (i64 j = threadIdx.x; j < width; j += blockDim.x) ss += (in[j] - m) * (in[j] - m);
+  const float r = rsqrtf(detail::block_sum(ss) / static_cast<float>(width) + eps);
+  float* out = y + blockIdx.x * width;
+  for (i64 j = threadIdx.x; j < width; j += blockDim.x) out[j] = (in[j] - m) * r * w[j] + (b ? b[j] : 0.f);
+  if (threadIdx.x == 0) {
+    mean[blockIdx.x] = m;
+    rstd[blockIdx.x] = r;
+  }
+}
+
+__global__ void layernorm_dx_kernel(const float* x, const float* w, const float* mean, const float* rstd,
+                                    const float* dy, i64 width, float* dx) {
+  const i64 row = blockIdx.x;
+  const float* in = x + row * width;
+  const float* g = dy + row * width;
+  const float m = mean[row], r = rstd[row];
+  float sg = 0.f, sgx = 0.f;
+  for (i64 j = threadIdx.x; j < width; j += blockDim.x) {
+    const float gw = g[j] * w[j];
+    sg += gw;
+    sgx += gw * (in[j] - m) * r;
+  }
+  const float mg = detail::block_sum(sg) / static_cast<float>(width);
+  const float mgx = detail::block_sum(sgx) / static_cast<float>(width);
+  for (i64 j = threadIdx.x; j < width; j += blockDim.x)
+    dx[row * width + j] = r * (g[j] * w[j] - mg - (in[j] - m) * r * mgx);
+}
+
+// dw[j] += sum_i dy[i,j] * xhat[i,j], db[j] += sum_i dy[i,j]: 32 columns per block, 8 row lanes.
+__global__ void layernorm_dw_kernel(const float* x, const float* mean, const float* rstd, const float* dy, i64 rows,
+                                    i64 width, float* dw, float* db) {
+  __shared__ float pw[8][33], pb[8][33];
+  const i64 j = blockIdx.x * 32 + threadIdx.x;
+  float sw = 0.f, sb = 0.f;
+  if (j < width)
+    for (i64 i = threadIdx.y; i < rows; i += 8) {
+      const float g = dy[i * width + j];
+      sw += g * (x[i * width + j] - mean[i]) * rstd[i];
+      sb += g;
+    }
+  pw[threadIdx.y][threadIdx.x] = sw;
+  pb[threadIdx.y][threadIdx.x] = sb;
+  __syncthreads();
+  if (threadIdx.y == 0 && j < width) {
+    float tw = 0.f, tb = 0.f;
+    for (int l = 0; l < 8; ++l) tw += pw[l][threadIdx.x], tb += pb[l][threadIdx.x];
+    dw[j] += tw;
+    if (db) db[j] += tb;
+  }
+}
+
+// One block per row i of one (sequence, head): softmax over j <= i of the scaled scores, 0 after.
+__global__ void causal_softmax_kernel(float* att, i64 t) {
+  const i64 i = blockIdx.x % t;
+  float* row = att + blockIdx.x * t;
+  float mx = -INFINITY;
+  for (i64 j = threadIdx.x; j <= i; j += blockDim.x) mx = fmaxf(mx, row[j]);
+  __shared__ float part[256];
+  part[threadIdx.x] = mx;
+  __syncthreads();
+  for (unsigned k = blockDim.x / 2; k > 0; k /= 2) {
+    if (threadIdx.x < k) part[threadIdx.x] = fmaxf(part[threadIdx.x], part[threadIdx.x + k]);
+    __syncthreads();
+  }
+  mx = part[0];
+  __syncthreads();
+  float s = 0.f;
+  for (i64 j = threadIdx.x; j <= i; j += blockDim.x) s += expf(row[j] - mx);
+  const float inv = 1.f / detail::block_sum(s);
+  for (i64 j = threadIdx.x; j < t; j += blockDim.x) row[j] = j <= i ? expf(row[j] - mx) * inv : 0.f;
+}
+
+__global__ void causal_softmax_backward_kernel(const float* att, float* datt, i64 t, float scale) {
+  const i64 i = blockIdx.x % t;
+  const float* p = att + blockIdx.x * t;
+  float* d = datt + blockIdx.x * t;
+  float dot = 0.f;
+  for (i64 j = threadIdx.x; j <= i; j += blockDim.x) dot += p[j] * d[j];
+  dot = detail::block_sum(dot);
+  for (i64 j = threadIdx.x; j < t; j += blockDim.x) d[j] = j <= i ? p[j] * (d[j] - dot) * scale : 0.f;
+}
+
+struct Dims {
+  i64 n, t, c, heads, d;
+  float scale;
+};
+Dims dims(const Tensor& qkv, i64 heads, const Tensor& att, const char* op) {
+  const Shape& s = qkv.shape();
+  HPCT_CHECK(s.size() == 3 && s[2] % 3 == 0 && heads > 0 && (s[2] / 3) % heads == 0,
+             std::string(op) + ": qkv " + shape_string(s) + " for " + std::to_string(heads) + " heads");
+  Dims a{s[0], s[1], s[2] / 3, heads, s[2] / 3 / heads, 0.f};
+  a.scale = 1.f / sqrtf(static_cast<float>(a.d));
+  HPCT_CHECK(att.numel() == a.n * heads * a.t * a.t, std::string(op) + ": att " + shape_string(att.shape()));
+  return a;
+}
+
+// Row-major C_b = alpha op(A_b) op(B_b) + beta C_b for b < batch, each operand `stride` elements
+// after the last (column-major cuBLAS computes C^T = op(B)^T op(A)^T).
+void batched_gemm(bool ta, bool tb, i64 m, i64 n, i64 k, float alpha, const float* a, i64 lda, i64 sa, const float* b,
+                  i64 ldb, i64 sb, float beta, float* c, i64 ldc, i64 sc, i64 batch) {
+  CHECK_CUBLAS(cublasGemmStridedBatchedEx(
+      context().blas(), tb ? CUBLAS_OP_T : CUBLAS_OP_N, ta ? CUBLAS_OP_T : CUBLAS_OP_N, static_cast<int>(n),
+      static_cast<int>(m), static_cast<int>(k), &alpha, b, CUDA_R_32F, static_cast<int>(ldb), sb, a, CUDA_R_32F,
+      static_cast<int>(lda), sa, &beta, c, CUDA_R_32F, static_cast<int>(ldc), sc, static_cast<int>(batch),
+      context().gemm_compute(), CUBLAS_GEMM_DEFAULT));
+}
+
+}  // namespace
+
+void embedding_forward(const Tensor& ids, const Tensor& table, Tensor& y) {
+  const i64 vocab = table.shape()[0], width = table.numel() / vocab;
+  HPCT_CHECK(y.numel() == ids.numel() * width, "embedding_forward: y " + shape_string(y.shape()));
+  launch(embedding_kernel, y.numel(), ids.data(), table.data(), vocab, width, y.data(), y.numel());
+}
+
+void embedding_backward(const Tensor& ids, const Tensor& dy, Tensor& dtable) {
+  const i64 vocab = dtable.shape()[0], width = dtable.numel() / vocab;
+  HPCT_CHECK(dy.numel() == ids.numel() * width, "embedding_backward: dy " + shape_string(dy.shape()));
+  launch(embedding_grad_kernel, dy.numel(), ids.data(), dy.data(), vocab, width, dtable.data(), dy.numel());
+}
+
+void layernorm_forward(const Tensor& x, const Tensor& w, const Tensor& b, i64 width, float eps, Tensor& mean,
+                       Tensor& rstd, Tensor& y) {
+  const i64 rows = x.numel() / width;
+  HPCT_CHECK(w.numel() == width && y.numel() == x.numel() && mean.numel() >= rows && rstd.numel() >= rows,
+             "layernorm_forward: x " + shape_string(x.shape()) + " width " + std::to_string(width));
+  if (rows == 0) return;
+  layernorm_kernel<<<static_cast<unsigned>(rows), 256, 0, context().stream()>>>(
+      x.data(), w.data(), b.defined() ? b.data() : nullptr, width, eps, mean.data(), rstd.data(), y.data());
+  launch_check();
+}
+
+void layernorm_backward(const Tensor& x, const Tensor& w, const Tensor& mean, const Tensor& rstd, const Tensor& dy,
+                        i64 width, Tensor& dx, Tensor& dw, Tensor& db) {
+  const i64 rows = x.numel() / width;
+  HPCT_CHECK(dy.numel() == x.numel() && dw.numel() == width, "layernorm_backward: " + shape_string(x.shape()));
+  if (rows == 0) return;
+  if (dx.defined()) {
+    layernorm_dx_kernel<<<static_cast<unsigned>(rows), 256, 0, context().stream()>>>(
+        x.data(), w.data(), mean.data(), rstd.data(), dy.data(), width, dx.data());
+    launch_check();
+  }
+  layernorm_dw_kernel<<<static_cast<unsigned>((width + 31) / 32), dim3(32, 8), 0, context().stream()>>>(
+      x.data(), mean.data(), rstd.data(), dy.data(), rows, width, dw.data(), db.defined() ? db.data() : nullptr);
+  launch_check();
+}
+
+void attention_probs(const Tensor& qkv, i64 heads, Tensor& att) {
+  const Dims a = dims(qkv, heads, att, "attention_probs");
+  const i64 ld = 3 * a.c, tt = a.t * a.t;
+  for (i64 h = 0; h < heads; ++h)  // S = scale q k^T, batched over the sequences
+    batched_gemm(false, true, a.t, a.t, a.d, a.scale, qkv.data() + h * a.d, ld, a.t * ld, qkv.data() + a.c + h * a.d,
+                 ld, a.t * ld, 0.f, att.data() + h * tt, a.t, heads * tt, a.n);
+  if (a.n * heads * a.t == 0) return;
+  causal_softmax_kernel<<<static_cast<unsigned>(a.n * heads * a.t), 256, 0, context().stream()>>>(att.data(), a.t);
+  launch_check();
+}
+
+void attention_values(const Tensor& att, const Tensor& qkv, i64 heads, Tensor& y) {
+  const Dims a = dims(qkv, heads, att, "attention_values");
+  HPCT_CHECK(y.numel() == a.n * a.t * a.c, "attention_values: y " + shape_string(y.shape()));
+  const i64 ld = 3 * a.c, tt = a.t * a.t;
+  for (i64 h = 0; h < heads; ++h)
+    batched_gemm(false, false, a.t, a.d, a.t, 1.f, att.data() + h * tt, a.t, heads * tt, qkv.data() + 2 * a.c + h * a.d,
+                 ld, a.t * ld, 0.f, y.data() + h * a.d, a.c, a.t * a.c, a.n);
+}
+
+void attention_values_backward(const Tensor& att, const Tensor& qkv, const Tensor& dy, i64 heads, Tensor& datt,
+                               Tensor& dqkv) {
+  const Dims a = dims(qkv, heads, att, "attention_values_backward");
+  detail::same_size(att, datt, "attention_values_backward");
+  detail::same_size(qkv, dqkv, "attention_values_backward");
+  const i64 ld = 3 * a.c, tt = a.t * a.t;
+  for (i64 h = 0; h < heads; ++h) {
+    batched_gemm(false, true, a.t, a.t, a.d, 1.f, dy.data() + h * a.d, a.c, a.t * a.c, qkv.data() + 2 * a.c + h * a.d,
+                 ld, a.t * ld, 0.f, datt.data() + h * tt, a.t, heads * tt, a.n);
+    batched_gemm(true, false, a.t, a.d, a.t, 1.f, att.data() + h * tt, a.t, heads * tt, dy.data() + h * a.d, a.c,
+                 a.t * a.c, 0.f, dqkv.data() + 2 * a.c + h * a.d, ld, a.t * ld, a.n);
+  }
+}
+
+void attention_probs_backward(const Tensor& att, Tensor& datt, const Tensor& qkv, i64 heads, Tensor& dqkv) {
+  const Dims a = dims(qkv, heads, att, "attention_probs_backward");
+  detail::same_size(att, datt, "attention_probs_backward");
+  detail::same_size(qkv, dqkv, "attention_probs_backward");
+  if (a.n * heads * a.t == 0) return;
+  causal_softmax_backward_kernel<<<static_cast<unsigned>(a.n * heads * a.t), 256, 0, context().stream()>>>(
+      att.data(), datt.data(), a.t, a.scale);
+  launch_check();
+  const i64 ld = 3 * a.c, tt = a.t * a.t;
+  for (i64 h = 0; h < heads; ++h) {
+    const float* q = qkv.data() + h * a.d;
+    float* dq = dqkv.data() + h * a.d;
+    batched_gemm(false, false, a.t, a.d, a.t, 1.f, datt.data() + h * tt, a.t, heads * tt, q + a.c, ld, a.t * ld, 0.f,
+                 dq, ld, a.t * ld, a.n);  // dq = dS k
+    batched_gemm(true, false, a.t, a.d, a.t, 1.f, datt.data() + h * tt, a.t, heads * tt, q, ld, a.t * ld, 0.f, dq + a.c,
+                 ld, a.t * ld, a.n);  // dk = dS^T q
+  }
+}
+
+}  // namespace hpctrain::cuda

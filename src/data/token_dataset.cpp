@@ -1,0 +1,167 @@
+// Token datasets: shard scan and checks, window positions, the in-memory token store and the
+// shard writer of import-text (data/token_dataset.hpp).
+#include "hpctrain/data/token_dataset.hpp"
+
+#include <algorithm>
+#include <cstdio>
+#include <mutex>
+
+#include "hpctrain/core/error.hpp"
+#include "hpctrain/core/hash.hpp"
+#include "hpctrain/data/sampler.hpp"
+#include "hpctrain/io/h5.hpp"
+
+namespace hpctrain {
+
+namespace {
+[[noreturn]] void bad(const std::string& path, const std::string& what) { throw bad_input(path + ": " + what); }
+
+std::string attr_string(hid_t file, const std::string& path, const char* name) {
+  if (!h5::has_attribute(file, name)) bad(path, std::string("root attribute '") + name + "' missing");
+  return h5::read_string_attribute(file, name);
+}
+}  // namespace
+
+Shard scan_token_shard(hid_t file, const std::string& path, SplitIndex& split, bool first,
+                       const std::string& first_path) {
+  if (!h5::has_attribute(file, "version")) bad(path, "root attribute 'version' missing");
+  const long long version = h5::read_int_attribute(file, "version");
+  if (version < 1 || version > kTokenVersion)
+    bad(path, "token format version " + std::to_string(version) + " is not supported (this build reads version " +
+                  std::to_string(kTokenVersion) + ")");
+  const std::string tokenizer = attr_string(file, path, "tokenizer");
+  if (tokenizer != "byte" && tokenizer != "char")
+    bad(path, "unknown tokenizer '" + tokenizer + "' (known: byte, char)");
+  if (!h5::has_attribute(file, "vocab_size")) bad(path, "root attribute 'vocab_size' missing");
+  const long long vocab = h5::read_int_attribute(file, "vocab_size");
+  if (vocab < 1 || vocab > (1ll << 31)) bad(path, "vocab_size = " + std::to_string(vocab) + " must be >= 1");
+  const std::string vocabulary = tokenizer == "char" ? attr_string(file, path, "vocabulary") : "";
+  if (!h5::has_link(file, "tokens")) bad(path, "dataset /tokens missing");
+  const hid_t did = H5Dopen2(file, "tokens", H5P_DEFAULT);
+  if (did < 0) bad(path, "/tokens is not a dataset");
+  h5::Id tokens(did);
+  h5::Id type(CHECK_H5(H5Dget_type(tokens.get())));
+  const std::size_t size = H5Tget_size(type.get());
+  if (H5Tget_class(type.get()) != H5T_INTEGER || H5Tget_sign(type.get()) != H5T_SGN_NONE ||
+      (size != 1 && size != 2 && size != 4))
+    bad(path, "/tokens must be uint8, uint16 or uint32");
+  const auto dims = h5::dataset_shape(tokens.get());
+  if (dims.size() != 1) bad(path, "/tokens must be one 1-D stream, has " + std::to_string(dims.size()) + " dimensions");
+  if (dims[0] == 0) bad(path, "empty token stream: /tokens has 0 tokens");
+  if (first) {
+    split.tokens = true;
+    split.tokenizer = tokenizer;
+    split.vocabulary = vocabulary;
+    split.num_classes = vocab;
+    split.token_bits = static_cast<int>(size * 8);
+    split.sample_type = SampleType::f32;  // the store hands out ids as floats
+    split.classification = true;
+    split.scale = {1.f};
+    split.offset = {0.f};
+  } else if (!split.tokens || tokenizer != split.tokenizer || vocabulary != split.vocabulary ||
+             vocab != split.num_classes) {
+    bad(path, "tokenizer or vocabulary differs from " + first_path);
+  }
+  Shard s;
+  s.path = path;
+  s.rows = static_cast<std::int64_t>(dims[0]);
+  s.chunk_rows = s.rows;
+  s.compression = "none";
+  return s;
+}
+
+namespace {
+std::vector<std::uint32_t> read_tokens(const Shard& s) {
+  std::lock_guard<std::mutex> lock(h5::lock());
+  h5::Id file = h5::open_file(s.path);
+  h5::Id d(CHECK_H5(H5Dopen2(file.get(), "tokens", H5P_DEFAULT)));
+  std::vector<std::uint32_t> out(static_cast<std::size_t>(s.rows));
+  h5::read_rows(d.get(), H5T_NATIVE_UINT32, 0, static_cast<hsize_t>(s.rows), out.data());
+  return out;
+}
+}  // namespace
+
+std::string check_token_values(const SplitIndex& split, std::size_t first, std::size_t last) {
+  for (std::size_t i = first; i < last && i < split.shards.size(); ++i) {
+    const auto t = read_tokens(split.shards[i]);
+    const auto bad_id = std::find_if(t.begin(), t.end(), [&](std::uint32_t v) { return v >= split.num_classes; });
+    if (bad_id != t.end())
+      return split.shards[i].path + ": /tokens position " + std::to_string(bad_id - t.begin()) + " holds token id " +
+             std::to_string(*bad_id) +
+             ", outside the vocabulary [0, vocab_size = " + std::to_string(split.num_classes) + ")";
+  }
+  return "";
+}
+
+void set_block_size(DatasetIndex& index, std::int64_t block) {
+  for (SplitIndex* s : {&index.train, index.val ? &*index.val : nullptr, index.test ? &*index.test : nullptr}) {
+    if (!s || !s->tokens) continue;
+    if (block < 1)
+      throw bad_input("[data] block_size is not set: " + index.root +
+                      " is a token dataset; give the window length (e.g. block_size = 64)");
+    const bool train = s == &index.train;
+    s->stream_tokens = s->total;
+    s->block_size = block;
+    s->sample_shape = {block};
+    s->label_width = block;
+    s->total = train ? (s->stream_tokens - block) / block : (s->stream_tokens - 1) / block;
+    if (s->total < 1)
+      throw bad_input(index.root + "/" + s->name + ": " + std::to_string(s->stream_tokens) +
+                      " tokens hold no window of [data] block_size + 1 = " + std::to_string(block + 1) + " tokens" +
+                      (train ? " at every shift (training needs 2 * block_size)" : ""));
+  }
+}
+
+std::int64_t window_start(const SplitIndex& split, std::uint64_t seed, std::int64_t epoch, std::int64_t w) {
+  const std::int64_t t = split.block_size;
+  if (epoch < 0) return w * t;
+  const std::uint64_t shift =
+      splitmix64(Sampler::epoch_key(seed, epoch) ^ 0x7368696674ull) % static_cast<std::uint64_t>(t);
+  return static_cast<std::int64_t>(shift) + w * t;
+}
+
+TokenStore::TokenStore(const SplitIndex& split) : split_(split) {
+  tokens_.reserve(static_cast<std::size_t>(split.stream_tokens));
+  for (const Shard& s : split.shards) {
+    const auto t = read_tokens(s);
+    tokens_.insert(tokens_.end(), t.begin(), t.end());
+  }
+  read_ = tokens_.size() * (static_cast<std::uint64_t>(split.token_bits) / 8);
+}
+
+void TokenStore::get(std::int64_t start, void* sample, void* label) {
+  const std::int64_t t = split_.block_size;
+  HPCT_CHECK(start >= 0 && start + t + 1 <= static_cast<std::int64_t>(tokens_.size()),
+             "token window at " + std::to_string(start) + " outside the stream of " + std::to_string(tokens_.size()));
+  const std::uint32_t* at = tokens_.data() + start;
+  if (sample) {
+    auto* out = static_cast<float*>(sample);
+    for (std::int64_t i = 0; i < t; ++i) out[i] = static_cast<float>(at[i]);
+  }
+  if (label) {
+    auto* out = static_cast<std::int32_t*>(label);
+    for (std::int64_t i = 0; i < t; ++i) out[i] = static_cast<std::int32_t>(at[i + 1]);
+  }
+}
+
+void write_token_shard(const std::string& path, const std::vector<std::uint32_t>& tokens, const std::string& tokenizer,
+                       const std::string& vocabulary, std::int64_t vocab_size) {
+  std::lock_guard<std::mutex> lock(h5::lock());
+  const std::string tmp = path + ".tmp";
+  {
+    h5::Id file = h5::create_file(tmp);
+    h5::write_string_attribute(file.get(), "format", kTokenFormat);
+    h5::write_int_attribute(file.get(), "version", kTokenVersion);
+    h5::write_string_attribute(file.get(), "tokenizer", tokenizer);
+    h5::write_int_attribute(file.get(), "vocab_size", vocab_size);
+    if (tokenizer == "char") h5::write_string_attribute(file.get(), "vocabulary", vocabulary);
+    const hid_t type = vocab_size <= 256 ? H5T_STD_U8LE : vocab_size <= 65536 ? H5T_STD_U16LE : H5T_STD_U32LE;
+    h5::Id d =
+        h5::create_dataset(file.get(), "tokens", type, {static_cast<hsize_t>(tokens.size())}, hsize_t{1} << 20, 0);
+    h5::write_rows(d.get(), H5T_NATIVE_UINT32, 0, static_cast<hsize_t>(tokens.size()), tokens.data());
+  }
+  if (std::rename(tmp.c_str(), path.c_str()) != 0)
+    throw Error(ExitCode::internal, Scope::this_rank, "cannot rename " + tmp + " to " + path);
+}
+
+}  // namespace hpctrain

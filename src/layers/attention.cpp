@@ -1,0 +1,124 @@
+// attention(H) / attention(H, bias=0, dropout=P, proj_std=S): causal multi-head self-attention
+// over [T, C] (GPT-2's and nanoGPT's CausalSelfAttention): one fused projection to queries, keys
+// and values, qkv = x Wqkv^T + bqkv with Wqkv [3C, C]; per head (D = C/H columns each), the
+// probabilities softmax(q k^T / sqrt(D)) over the positions up to each query's (the causal
+// mask); dropout of P percent on them while training; their weighted sum of the values; the
+// output projection y = a Wproj^T + bproj with Wproj [C, C]. Weights N(0, 0.02^2), the output
+// projection N(0, proj_std^2) (GPT-2 scales it by 1/sqrt(2 * layers)); biases zero.
+//
+// Kept for the backward: qkv [N, T, 3C], the probabilities [N, H, T, T] (the largest activation
+// of a GPT layer: N*H*T*T floats), with dropout their dropped copy and its mask, and the heads'
+// output [N, T, C].
+#include <cmath>
+
+#include "hpctrain/backend/ops.hpp"
+#include "hpctrain/core/error.hpp"
+#include "hpctrain/core/hash.hpp"
+#include "hpctrain/layers/registry.hpp"
+
+namespace hpctrain {
+
+namespace {
+class Attention final : public Layer {
+ public:
+  Attention(std::int64_t heads, bool bias, float dropout, float proj_std)
+      : heads_(heads), bias_(bias), p_(dropout), proj_std_(proj_std) {}
+  const char* type() const override { return "attention"; }
+  Shape output_shape(const Shape& in) const override {
+    if (in.size() != 2 || in[1] % heads_ != 0)
+      throw bad_input("[model] layers: attention(" + std::to_string(heads_) + ") needs [T, C] activations with C a " +
+                      "multiple of the heads, got " + shape_string(in));
+    return in;
+  }
+  std::vector<ParamSpec> param_specs(const Shape& in) const override {
+    const std::int64_t c = in[1];
+    ParamSpec proj{"proj_weight", {c, c}, Init::normal, c, c};
+    proj.std = proj_std_;
+    std::vector<ParamSpec> p{{"qkv_weight", {3 * c, c}, Init::normal, c, 3 * c}};
+    if (bias_) p.push_back({"qkv_bias", {3 * c}, Init::zeros, c, 3 * c});
+    p.push_back(proj);
+    if (bias_) p.push_back({"proj_bias", {c}, Init::zeros, c, c});
+    return p;
+  }
+  void forward(const Tensor& x, Tensor& y) override {
+    const std::int64_t n = x.shape()[0], t = x.shape()[1], c = x.shape()[2];
+    const Device dev = x.device();
+    qkv_ = scratch(qkv_buf_, {n, t, 3 * c}, dev);
+    att_ = scratch(att_buf_, {n, heads_, t, t}, dev);
+    heads_out_ = scratch(heads_buf_, {n, t, c}, dev);
+    Tensor qkv2 = qkv_.reshaped({n * t, 3 * c});
+    gemm(false, true, 1.f, x.reshaped({n * t, c}), weight(0), 0.f, qkv2);
+    if (bias_) add_bias(qkv2, params_[1]);
+    attention_probs(qkv_, heads_, att_);
+    dropped_ = context().training && p_ > 0;
+    if (dropped_) {
+      const Tensor rows = att_.reshaped({n, heads_ * t * t});  // one row per sample: keyed by its id
+      Tensor mask = scratch(mask_buf_, rows.shape(), dev), out = scratch(dropped_buf_, rows.shape(), dev);
+      dropout_forward(rows, p_, layer_key(), step_key(dev), context().sample_ids, mask, out);
+    }
+    attention_values(used(), qkv_, heads_, heads_out_);
+    Tensor y2 = y.reshaped({n * t, c});
+    gemm(false, true, 1.f, heads_out_.reshaped({n * t, c}), weight(1), 0.f, y2);
+    if (bias_) add_bias(y2, params_[3]);
+  }
+  void backward(const Tensor& x, const Tensor&, const Tensor& dy, Tensor& dx) override {
+    const std::int64_t n = x.shape()[0], t = x.shape()[1], c = x.shape()[2];
+    const Device dev = x.device();
+    const float beta = accumulate_grads() ? 1.f : 0.f;
+    if (beta == 0.f && bias_) fill(grads_[1], 0.f), fill(grads_[3], 0.f);
+    const Tensor g = dy.reshaped({n * t, c});
+    gemm(true, false, 1.f, g, heads_out_.reshaped({n * t, c}), beta, grad(1));  // dWproj
+    if (bias_) accumulate_bias_grad(g, grads_[3]);
+    Tensor dheads = scratch(dheads_buf_, {n * t, c}, dev);
+    gemm(false, false, 1.f, g, weight(1), 0.f, dheads);
+    Tensor datt = scratch(datt_buf_, att_.shape(), dev), dqkv = scratch(dqkv_buf_, qkv_.shape(), dev);
+    attention_values_backward(used(), qkv_, dheads.reshaped({n, t, c}), heads_, datt, dqkv);
+    if (dropped_) {
+      Tensor rows = datt.reshaped({n, heads_ * t * t});
+      multiply(rows, mask_buf_.view(0, rows.shape()), rows);
+    }
+    attention_probs_backward(att_, datt, qkv_, heads_, dqkv);
+    const Tensor dqkv2 = dqkv.reshaped({n * t, 3 * c});
+    gemm(true, false, 1.f, dqkv2, x.reshaped({n * t, c}), beta, grad(0));  // dWqkv
+    if (bias_) accumulate_bias_grad(dqkv2, grads_[1]);
+    if (!dx.defined()) return;
+    Tensor dx2 = dx.reshaped({n * t, c});
+    gemm(false, false, 1.f, dqkv2, weight(0), 0.f, dx2);
+  }
+
+ private:
+  // Weight k (0: qkv, 1: proj) and its gradient, whatever the biases.
+  Tensor& weight(int k) { return params_[static_cast<std::size_t>(bias_ ? 2 * k : k)]; }
+  Tensor& grad(int k) { return grads_[static_cast<std::size_t>(bias_ ? 2 * k : k)]; }
+  // The probabilities the values are weighted with: dropped (training with dropout) or not.
+  Tensor used() const { return dropped_ ? dropped_buf_.view(0, att_.shape()) : att_; }
+  // As the dropout layer keys its draws (layers/dropout.cpp), with another constant.
+  std::uint64_t layer_key() const { return splitmix64(context().seed) ^ (0x6174746Eull + index()); }
+  const std::uint64_t* step_key(Device dev) {
+    if (context().step_key) return context().step_key;
+    const std::uint64_t k = splitmix64(static_cast<std::uint64_t>(context().step));
+    Tensor buf = scratch(step_key_, {2}, dev);
+    upload(&k, sizeof k, buf);
+    return reinterpret_cast<const std::uint64_t*>(buf.data());
+  }
+
+  std::int64_t heads_;
+  bool bias_;
+  float p_, proj_std_;
+  bool dropped_ = false;
+  Tensor qkv_buf_, att_buf_, heads_buf_, mask_buf_, dropped_buf_, dheads_buf_, datt_buf_, dqkv_buf_, step_key_;
+  Tensor qkv_, att_, heads_out_;
+};
+}  // namespace
+
+void register_attention(LayerRegistry& r) {
+  r.add("attention", [](const LayerArgs& a) {
+    expect_named_only(a, 1, {"bias", "dropout", "proj_std"});
+    const std::int64_t percent = layer_named_int(a, "dropout", 0, 0);
+    if (percent >= 100) throw bad_input("[model] layers: " + a.text + ": dropout is a percentage, 0-99");
+    return std::make_unique<Attention>(int_arg(a, 0, "the number of heads"), layer_named_bool(a, "bias", true),
+                                       static_cast<float>(percent) / 100.f, layer_named_std(a, "proj_std"));
+  });
+}
+
+}  // namespace hpctrain

@@ -1,0 +1,48 @@
+// embedding(V, C): token ids [T] (stored as floats) -> their rows of a learned table W [V, C]
+// (PyTorch's nn.Embedding), initialized N(0, std^2) (std=0.02 by default, as GPT-2 and nanoGPT).
+// The ids have no gradient: a model starts with this layer. An lm_head may share W (weight tying,
+// layers/lm_head.cpp); the model then adds both layers' gradients into it.
+#include "hpctrain/backend/ops.hpp"
+#include "hpctrain/core/error.hpp"
+#include "hpctrain/layers/registry.hpp"
+
+namespace hpctrain {
+
+namespace {
+class Embedding final : public Layer {
+ public:
+  Embedding(std::int64_t vocab, std::int64_t width, float std) : vocab_(vocab), width_(width), std_(std) {}
+  const char* type() const override { return "embedding"; }
+  Shape output_shape(const Shape& in) const override {
+    if (in.size() != 1)
+      throw bad_input("[model] layers: embedding(" + std::to_string(vocab_) + ", " + std::to_string(width_) +
+                      ") needs token ids [T] as input, got " + shape_string(in) + " (a token dataset's samples)");
+    return {in[0], width_};
+  }
+  std::vector<ParamSpec> param_specs(const Shape&) const override {
+    ParamSpec w{"weight", {vocab_, width_}, Init::normal, vocab_, width_};
+    w.std = std_;
+    return {w};
+  }
+  void forward(const Tensor& x, Tensor& y) override { embedding_forward(x, params_[0], y); }
+  void backward(const Tensor& x, const Tensor&, const Tensor& dy, Tensor& dx) override {
+    if (!accumulate_grads()) fill(grads_[0], 0.f);
+    embedding_backward(x, dy, grads_[0]);
+    if (dx.defined()) fill(dx, 0.f);  // token ids are not differentiable
+  }
+
+ private:
+  std::int64_t vocab_, width_;
+  float std_;
+};
+}  // namespace
+
+void register_embedding(LayerRegistry& r) {
+  r.add("embedding", [](const LayerArgs& a) {
+    expect_named_only(a, 2, {"std"});
+    return std::make_unique<Embedding>(int_arg(a, 0, "the vocabulary size"), int_arg(a, 1, "the embedding width"),
+                                       layer_named_std(a, "std"));
+  });
+}
+
+}  // namespace hpctrain

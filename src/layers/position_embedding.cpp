@@ -1,0 +1,49 @@
+// position_embedding: x [T, C] -> x + P, a learned table P [T, C] (GPT's wpe), one row per
+// position; T is the input's length ([data] block_size for a token dataset). Initialized
+// N(0, std^2), std=0.02 by default.
+#include "hpctrain/backend/ops.hpp"
+#include "hpctrain/core/error.hpp"
+#include "hpctrain/layers/registry.hpp"
+
+namespace hpctrain {
+
+namespace {
+class PositionEmbedding final : public Layer {
+ public:
+  explicit PositionEmbedding(float std) : std_(std) {}
+  const char* type() const override { return "position_embedding"; }
+  Shape output_shape(const Shape& in) const override {
+    if (in.size() != 2)
+      throw bad_input("[model] layers: position_embedding needs [T, C] activations, got " + shape_string(in) +
+                      " (put it after embedding(V, C))");
+    return in;
+  }
+  std::vector<ParamSpec> param_specs(const Shape& in) const override {
+    ParamSpec p{"weight", in, Init::normal, in[0], in[1]};
+    p.std = std_;
+    return {p};
+  }
+  void forward(const Tensor& x, Tensor& y) override {
+    copy(x, y);
+    add_bias(y, params_[0]);  // every sample's [T*C] row += P
+  }
+  void backward(const Tensor&, const Tensor&, const Tensor& dy, Tensor& dx) override {
+    if (!accumulate_grads()) fill(grads_[0], 0.f);
+    accumulate_bias_grad(dy, grads_[0]);
+    if (dx.defined()) copy(dy, dx);
+  }
+
+ private:
+  float std_;
+};
+}  // namespace
+
+void register_position_embedding(LayerRegistry& r) {
+  r.add("position_embedding", [](const LayerArgs& a) {
+    if (!a.positional.empty() || a.named.size() > a.named.count("std"))
+      throw bad_input("[model] layers: " + a.text + " takes only std= (the length is the input's: [data] block_size)");
+    return std::make_unique<PositionEmbedding>(layer_named_std(a, "std"));
+  });
+}
+
+}  // namespace hpctrain

@@ -1,0 +1,133 @@
+// Text generation from a language model's checkpoint (trainer --generate, train/trainer.hpp):
+// the context is the prompt's tokens, cropped to the last [data] block_size (as nanoGPT does);
+// each step runs the model on it (no key/value cache: block_size forward positions per token),
+// takes the logits of the context's last position, divides them by the temperature, keeps the
+// top k, and draws the next token from their softmax with a uniform number keyed by
+// ([run] seed, token number): the same text on one rank or on a pipeline. With model
+// parallelism the last stage draws and sends the token to the other stages.
+#include <algorithm>
+#include <cmath>
+
+#include "hpctrain/backend/ops.hpp"
+#include "hpctrain/comm/agreement.hpp"
+#include "hpctrain/core/error.hpp"
+#include "hpctrain/core/hash.hpp"
+#include "hpctrain/core/log.hpp"
+#include "hpctrain/data/text_import.hpp"
+#include "hpctrain/tensor/step_scalars.hpp"
+#include "hpctrain/train/checkpointing.hpp"
+#include "hpctrain/train/trainer.hpp"
+
+namespace hpctrain {
+
+namespace {
+std::string resume_path(const Config& cfg) {
+  const std::string& r = cfg.checkpoint.resume;
+  if (r == "none") return "";
+  return r == "auto" ? find_latest_checkpoint(cfg.checkpoint.dir) : r;
+}
+
+// The next token from `logits` (one position): temperature, top-k, then a draw keyed by `key`.
+std::uint32_t draw(std::vector<float> logits, const SamplingOptions& o, std::uint64_t key) {
+  const auto v = static_cast<std::int64_t>(logits.size());
+  std::vector<std::int64_t> order(logits.size());
+  for (std::int64_t i = 0; i < v; ++i) order[static_cast<std::size_t>(i)] = i;
+  const std::int64_t k = o.top_k > 0 ? std::min(o.top_k, v) : v;
+  std::stable_sort(order.begin(), order.end(), [&](std::int64_t a, std::int64_t b) {
+    return logits[static_cast<std::size_t>(a)] > logits[static_cast<std::size_t>(b)];
+  });
+  const double top = logits[static_cast<std::size_t>(order[0])];
+  std::vector<double> p(static_cast<std::size_t>(k));
+  double sum = 0;
+  for (std::int64_t i = 0; i < k; ++i)
+    sum += p[static_cast<std::size_t>(i)] =
+        std::exp((logits[static_cast<std::size_t>(order[static_cast<std::size_t>(i)])] - top) / o.temperature);
+  const double u = static_cast<double>(splitmix64(key) >> 11) / 9007199254740992.0 * sum;  // [0, sum)
+  double acc = 0;
+  for (std::int64_t i = 0; i < k; ++i) {
+    acc += p[static_cast<std::size_t>(i)];
+    if (u < acc) return static_cast<std::uint32_t>(order[static_cast<std::size_t>(i)]);
+  }
+  return static_cast<std::uint32_t>(order[static_cast<std::size_t>(k - 1)]);
+}
+}  // namespace
+
+DatasetIndex generation_index(const Config& cfg, Runtime& rt) {
+  const auto v = compute_on_root(rt.world(), [&]() -> std::vector<std::string> {
+    const std::string path = resume_path(cfg);
+    if (path.empty())
+      throw bad_input("--generate: no checkpoint to sample from ([checkpoint] resume = " + cfg.checkpoint.resume +
+                      (cfg.checkpoint.resume == "auto" ? ", none complete in " + cfg.checkpoint.dir : "") + ")");
+    const CheckpointFile file(path);
+    if (file.info().run.tokenizer.empty())
+      throw bad_input("--generate: " + path + " holds no tokenizer: it is not a language model's checkpoint");
+    return {file.info().run.tokenizer, file.info().run.vocabulary};
+  });
+  if (cfg.data.block_size < 1) throw bad_input("--generate: [data] block_size is not set (the model's context)");
+  const Vocabulary vocab = Vocabulary::stored(v[0], v[1]);
+  DatasetIndex index;
+  index.root = "(the checkpoint's vocabulary)";
+  SplitIndex& s = index.train;
+  s.name = "train";
+  s.tokens = true;
+  s.tokenizer = v[0];
+  s.vocabulary = v[1];
+  s.num_classes = vocab.size();
+  s.block_size = cfg.data.block_size;
+  s.sample_shape = {s.block_size};
+  s.label_width = s.block_size;
+  s.sample_type = SampleType::f32;
+  s.scale = {1.f};
+  s.offset = {0.f};
+  s.total = 1;
+  return index;
+}
+
+int Trainer::generate(const SamplingOptions& o) {
+  if (!(o.temperature > 0)) throw bad_input("--temperature must be > 0");
+  if (o.tokens < 0 || o.top_k < 0) throw bad_input("--tokens and --top-k must be >= 0");
+  const SplitIndex& split = index_.train;
+  const Vocabulary vocab = Vocabulary::stored(split.tokenizer, split.vocabulary);
+  std::vector<std::uint32_t> ids = vocab.encode(o.prompt, "--prompt");
+  if (ids.empty()) ids.push_back(0);  // nanoGPT starts an empty prompt from token 0 too
+  Checkpointer checkpointer(cfg_, rt_, host_dp(), *model_, *opt_, groups_);
+  const std::string target = checkpointer.resume_target();
+  double sums[3];
+  const CheckpointInfo info = checkpointer.load(target, sums);
+  model_->refresh_compute_parameters();
+  model_->context().training = false;
+  const std::int64_t t = split.block_size, width = split.num_classes;
+  model_->set_batch(1);
+  Tensor input = Tensor::zeros({1, t}, alloc_), labels = Tensor::zeros({t}, alloc_),
+         scalars = step_scalars::make(alloc_);
+  std::vector<float> window(static_cast<std::size_t>(t));
+  const std::size_t first_new = ids.size();
+  for (std::int64_t n = 0; n < o.tokens; ++n) {
+    const std::size_t len = std::min<std::size_t>(ids.size(), static_cast<std::size_t>(t));
+    std::fill(window.begin(), window.end(), 0.f);  // positions past the context: causal attention ignores them
+    for (std::size_t i = 0; i < len; ++i) window[i] = static_cast<float>(ids[ids.size() - len + i]);
+    upload(window.data(), window.size() * sizeof(float), input);
+    std::uint32_t next = 0;
+    if (pipeline_) {
+      Targets none;
+      none.classes = index_data(labels);  // zeros: the loss the last stage adds is not read
+      pipeline_->eval_batch(1, MicroBatch{input, none}, scalars);
+    } else {
+      model_->forward(input);
+    }
+    if (!pipeline_ || pipeline_->last()) {
+      const std::vector<float> out = to_host(model_->output());
+      const auto row = out.begin() + static_cast<std::ptrdiff_t>((len - 1) * static_cast<std::size_t>(width));
+      next = draw({row, row + width}, o, cfg_.run.seed ^ splitmix64(0x67656E + static_cast<std::uint64_t>(n)));
+    }
+    if (pipeline_) mp_comm_->broadcast(&next, 1, DType::i32, pipeline_->stages() - 1);
+    ids.push_back(next);
+  }
+  const std::vector<std::uint32_t> fresh(ids.begin() + static_cast<std::ptrdiff_t>(first_new), ids.end());
+  log0("generate: " + target + " (step " + std::to_string(info.state.step) + "), " + std::to_string(o.tokens) +
+       " tokens, temperature " + std::to_string(o.temperature) + ", top-k " + std::to_string(o.top_k) + ", seed " +
+       std::to_string(cfg_.run.seed) + "\n" + o.prompt + vocab.decode(fresh));
+  return 0;
+}
+
+}  // namespace hpctrain

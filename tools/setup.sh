@@ -16,6 +16,7 @@ packages=(build-essential cmake ninja-build pkg-config git
           libhdf5-dev  # the serial flavour too: a test checks CMake still picks the parallel one
           python3-h5py python3-numpy python3-matplotlib  # matplotlib: tools/*.py plots
           protobuf-compiler python3-protobuf  # tests and tools/tensorboard decode the event files
+          python3-torch  # the reference checks against PyTorch (tests/reference) and the benchmarks
           iproute2)  # the multi-node test: network namespaces and veth links
 
 missing=()

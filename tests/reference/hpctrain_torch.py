@@ -1,0 +1,154 @@
+"""PyTorch modules equal to hpctrain's layers, built from a [model] layers string.
+
+The reference side of tests/reference/gpt_vs_torch.py (and a starting point for moving weights
+between hpctrain and PyTorch). `build(layers, vocab, t)` parses the same syntax the trainer
+parses (layer(args, key=value), res(...), repeat(N, ...)) and returns an nn.Module whose
+parameters carry hpctrain's names ("02_res.01_attention.qkv_weight"; '/' becomes '.').
+"""
+import math
+import re
+
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+
+def parse(text):
+    """[(type, positional ints, {named}, body)] as registry.cpp parses it; repeat() expanded."""
+    out, i = [], 0
+    while i < len(text):
+        if text[i].isspace():
+            i += 1
+            continue
+        m = re.match(r"[A-Za-z0-9_]+", text[i:])
+        name = m.group(0)
+        i += len(name)
+        inside = ""
+        if i < len(text) and text[i] == "(":
+            depth, j = 0, i
+            while True:
+                depth += text[j] == "("
+                depth -= text[j] == ")"
+                if depth == 0:
+                    break
+                j += 1
+            inside, i = text[i + 1:j], j + 1
+        if name == "repeat":
+            count, body = inside.split(",", 1)
+            out += parse(body) * int(count)
+        elif name == "res":
+            out.append((name, [], {}, inside))
+        else:
+            pos, named = [], {}
+            for arg in [a.strip() for a in inside.split(",") if a.strip()]:
+                if "=" in arg:
+                    k, v = arg.split("=", 1)
+                    named[k.strip()] = v.strip()
+                else:
+                    pos.append(int(arg))
+            out.append((name, pos, named, ""))
+    return out
+
+
+class Attention(nn.Module):
+    def __init__(s, c, heads, bias):
+        super().__init__()
+        s.h = heads
+        s.qkv_weight = nn.Parameter(torch.zeros(3 * c, c))
+        s.qkv_bias = nn.Parameter(torch.zeros(3 * c)) if bias else None
+        s.proj_weight = nn.Parameter(torch.zeros(c, c))
+        s.proj_bias = nn.Parameter(torch.zeros(c)) if bias else None
+
+    def forward(s, x):
+        b, t, c = x.shape
+        q, k, v = F.linear(x, s.qkv_weight, s.qkv_bias).split(c, dim=2)
+        q, k, v = (z.view(b, t, s.h, c // s.h).transpose(1, 2) for z in (q, k, v))
+        att = (q @ k.transpose(-2, -1)) / math.sqrt(c // s.h)
+        mask = torch.tril(torch.ones(t, t, dtype=torch.bool))
+        att = F.softmax(att.masked_fill(~mask, float("-inf")), dim=-1)
+        y = (att @ v).transpose(1, 2).contiguous().view(b, t, c)
+        return F.linear(y, s.proj_weight, s.proj_bias)
+
+
+class Seq(nn.Module):
+    """Layers in order, named like hpctrain's ("00_embedding"); res() blocks add their input."""
+
+    def __init__(s, specs, shape, root):
+        super().__init__()
+        s.names, s.kinds = [], []
+        for i, (kind, pos, named, body) in enumerate(specs):
+            name = "%02d_%s" % (i, kind)
+            bias = named.get("bias", "1") in ("1", "true")
+            mod = None
+            if kind == "embedding":
+                mod = nn.Module()
+                mod.weight = nn.Parameter(torch.zeros(pos[0], pos[1]))
+                shape = (shape[0], pos[1])
+                root.tied = [mod]  # a plain list: not registered twice
+            elif kind == "position_embedding":
+                mod = nn.Module()
+                mod.weight = nn.Parameter(torch.zeros(*shape))
+            elif kind == "layernorm":
+                mod = nn.Module()
+                mod.weight = nn.Parameter(torch.ones(shape[-1]))
+                mod.bias = nn.Parameter(torch.zeros(shape[-1])) if bias else None
+            elif kind == "linear":
+                mod = nn.Linear(shape[-1], pos[0], bias=bias)
+                shape = shape[:-1] + (pos[0],)
+            elif kind == "attention":
+                mod = Attention(shape[-1], pos[0], bias)
+            elif kind == "lm_head":
+                if named.get("tie", "1") in ("0", "false"):
+                    mod = nn.Linear(shape[-1], pos[0], bias=False)
+                shape = shape[:-1] + (pos[0],)
+            elif kind == "res":
+                mod = Seq(parse(body), shape, root)
+            elif kind not in ("gelu", "relu", "tanh", "dropout"):
+                raise ValueError("no PyTorch twin for layer type " + kind)
+            if mod is not None:
+                s.add_module(name, mod)
+            s.names.append(name)
+            s.kinds.append(kind)
+        s.shape, s.root = shape, [root]
+
+    def forward(s, x):
+        for name, kind in zip(s.names, s.kinds):
+            m = getattr(s, name, None)
+            if kind == "embedding":
+                x = F.embedding(x, m.weight)
+            elif kind == "position_embedding":
+                x = x + m.weight
+            elif kind == "layernorm":
+                x = F.layer_norm(x, (x.shape[-1],), m.weight, m.bias, eps=1e-5)
+            elif kind == "lm_head":
+                x = m(x) if m is not None else F.linear(x, s.root[0].tied[0].weight)
+            elif kind == "res":
+                x = x + m(x)
+            elif kind == "gelu":
+                x = F.gelu(x)
+            elif kind == "relu":
+                x = F.relu(x)
+            elif kind == "tanh":
+                x = torch.tanh(x)
+            elif kind == "dropout":
+                pass  # evaluated without dropout
+            else:
+                x = m(x)
+        return x
+
+
+class Model(nn.Module):
+    def __init__(s, layers, t):
+        super().__init__()
+        s.seq = Seq(parse(layers), (t,), s)
+
+    def forward(s, idx):
+        return s.seq(idx)
+
+    def hpctrain_parameters(s):
+        """{hpctrain name with '.': parameter} (the tied head has none of its own)."""
+        return {n[len("seq."):]: p for n, p in s.named_parameters()}
+
+
+def build(layers, t):
+    return Model(layers, t)

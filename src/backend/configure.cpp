@@ -5,6 +5,7 @@
 
 #include "hpctrain/backend/cpu/onednn_conv.hpp"
 #include "hpctrain/backend/cpu/onednn_matmul.hpp"
+#include "hpctrain/backend/cpu/sgemm.hpp"
 #include "hpctrain/backend/cuda/device_api.hpp"
 
 namespace hpctrain {
@@ -12,6 +13,7 @@ namespace hpctrain {
 void configure_backend(const BackendSettings& s) {
   const bool gpu = s.device == Device::cuda;
   openblas_set_num_threads(s.threads);
+  cpu::set_cpu_gemm(s.cpu_gemm);
   cpu::set_onednn_threads(s.threads);
   // bf16 on the CPU: real bf16 GEMMs where the CPU has them natively, else the float32 emulation.
   cpu::set_bf16_math(!gpu && s.precision == Precision::bf16 && cpu::bf16_gemm_native());
@@ -25,7 +27,7 @@ void configure_backend(const BackendSettings& s) {
 std::string gemm_description(Device device) {
   if (device == Device::cuda) return "tensor-core GEMMs";
   if (cpu::bf16_math_enabled()) return std::string("bf16 GEMMs: oneDNN ") + cpu::bf16_gemm_implementation();
-  return "emulated: float32 GEMMs on rounded values";
+  return "float32: " + cpu::cpu_gemm_description();
 }
 
 }  // namespace hpctrain

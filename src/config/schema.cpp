@@ -252,6 +252,14 @@ std::vector<KeySpec> config_schema() {
                    "device = cuda: record each step's forward and backward, and the optimizer update, as CUDA "
                    "graphs and replay them (model_parallel = 1; batchnorm only without statistics from other ranks)",
                    [](Config& c, const std::string& v) { c.run.cuda_graphs = parse_bool(v); }));
+  k.push_back(choice(
+      "run", "cpu_gemm", {"auto", "openblas", "onednn"}, "auto",
+      "float32 GEMMs on the CPU: OpenBLAS, oneDNN's JIT sgemm, or auto = OpenBLAS unless it runs "
+      "kernels older than the CPU (its Prescott fallback on a CPU it does not recognize)",
+      [](Config& c, const std::string& v) {
+        c.run.cpu_gemm = pick<CpuGemmLib>(
+            v, {{"auto", CpuGemmLib::auto_}, {"openblas", CpuGemmLib::openblas}, {"onednn", CpuGemmLib::onednn}});
+      }));
   k.push_back(choice("run", "conv", {"auto", "im2col", "onednn"}, "auto",
                      "convolution: im2col + GEMM, oneDNN (CPU), or auto = on the CPU oneDNN for layers with more than "
                      "one input channel when built with it (measured faster there), im2col + GEMM otherwise; on a GPU "

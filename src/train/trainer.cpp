@@ -50,7 +50,10 @@ Trainer::Trainer(const Config& cfg, Runtime& rt, const DatasetIndex& index)
     throw bad_input(why);
   if (gpu && cfg.run.conv == ConvImpl::onednn)
     throw bad_input("[run] conv = onednn is a CPU convolution; with device = cuda use conv = auto or im2col");
-  configure_backend({alloc_.device(), cfg.run.threads, cfg.run.precision, cfg.run.tf32});
+  const cpu::CpuGemm gemm_lib = cfg.run.cpu_gemm == CpuGemmLib::openblas ? cpu::CpuGemm::openblas
+                                : cfg.run.cpu_gemm == CpuGemmLib::onednn ? cpu::CpuGemm::onednn
+                                                                         : cpu::CpuGemm::automatic;
+  configure_backend({alloc_.device(), cfg.run.threads, cfg.run.precision, cfg.run.tf32, gemm_lib});
   alloc_.set_limit(cfg.run.memory_budget);
   LayerRegistry registry;
   register_builtin_layers(registry, LayerOptions{cfg.run.conv});  // on a GPU: auto = cuDNN (layers/conv2d.cpp)

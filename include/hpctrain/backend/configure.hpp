@@ -6,6 +6,7 @@
 
 #include <string>
 
+#include "hpctrain/backend/cpu/sgemm.hpp"
 #include "hpctrain/core/precision.hpp"
 #include "hpctrain/tensor/tensor.hpp"
 
@@ -15,7 +16,8 @@ struct BackendSettings {
   Device device = Device::cpu;
   int threads = 1;  // CPU math threads per rank ([run] threads)
   Precision precision = Precision::fp32;
-  bool tf32 = false;  // float32 GEMMs on a GPU may use TF32 ([run] tf32)
+  bool tf32 = false;                                // float32 GEMMs on a GPU may use TF32 ([run] tf32)
+  cpu::CpuGemm cpu_gemm = cpu::CpuGemm::automatic;  // [run] cpu_gemm
 };
 
 void configure_backend(const BackendSettings& s);

@@ -17,6 +17,7 @@ namespace hpctrain {
 
 enum class DeviceKind { auto_, cpu, cuda };
 enum class ConvImpl { auto_, im2col, onednn };
+enum class CpuGemmLib { auto_, openblas, onednn };
 enum class Shuffle { global, chunk, none };
 enum class LastBatch { drop, wrap };
 enum class OptimizerName { sgd, adam, adamw };
@@ -34,7 +35,8 @@ struct RunConfig {
   bool tf32 = false;         // cuda: cuBLAS may use TF32 tensor cores for float32 GEMMs
   bool cuda_graphs = false;  // cuda: replay the step as CUDA graphs
   ConvImpl conv = ConvImpl::auto_;
-  std::uint64_t memory_budget = 0;  // bytes per rank for parameters, gradients, state, activations; 0 = no cap
+  CpuGemmLib cpu_gemm = CpuGemmLib::auto_;  // backend/cpu/sgemm.hpp
+  std::uint64_t memory_budget = 0;          // bytes per rank for parameters, gradients, state, activations; 0 = no cap
   double price_per_device_hour = 0.0;
   std::string out_dir = "runs";
 };

@@ -1,13 +1,12 @@
 // The CPU backend's operations for sequence models (backend/cpu/cpu_ops.hpp): token embedding,
-// layer norm over the last dimension and causal multi-head attention (its GEMMs through OpenBLAS
-// on strided views of the fused query/key/value rows, the masked softmax in plain loops).
-#include <cblas.h>
-
+// layer norm over the last dimension and causal multi-head attention (its GEMMs through sgemm
+// (backend/cpu/sgemm.hpp) on strided views of the fused query/key/value rows, the masked softmax in plain loops).
 #include <algorithm>
 #include <cmath>
 
 #include "hpctrain/backend/checks.hpp"
 #include "hpctrain/backend/cpu/cpu_ops.hpp"
+#include "hpctrain/backend/cpu/sgemm.hpp"
 #include "hpctrain/core/error.hpp"
 
 namespace hpctrain::cpu {
@@ -18,14 +17,6 @@ std::int64_t token_id(float v, std::int64_t vocabulary) {
   HPCT_CHECK(id >= 0 && id < vocabulary && static_cast<float>(id) == v,
              "token id " + std::to_string(v) + " outside the embedding's vocabulary of " + std::to_string(vocabulary));
   return id;
-}
-
-// Row-major C = alpha op(A) op(B) + beta C with leading dimensions (strided views).
-void sgemm(bool ta, bool tb, std::int64_t m, std::int64_t n, std::int64_t k, float alpha, const float* a,
-           std::int64_t lda, const float* b, std::int64_t ldb, float beta, float* c, std::int64_t ldc) {
-  cblas_sgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans, static_cast<int>(m),
-              static_cast<int>(n), static_cast<int>(k), alpha, a, static_cast<int>(lda), b, static_cast<int>(ldb), beta,
-              c, static_cast<int>(ldc));
 }
 
 // The sizes of one attention call: N sequences of T positions, C = heads * D.
@@ -71,12 +62,11 @@ void layernorm_forward(const Tensor& x, const Tensor& w, const Tensor& b, std::i
   for (std::int64_t i = 0; i < rows; ++i) {
     const float* in = x.data() + i * width;
     float* out = y.data() + i * width;
-    double s = 0, ss = 0;
+    float s = 0.f, ss = 0.f;  // two passes in float, as PyTorch's CPU kernel
     for (std::int64_t j = 0; j < width; ++j) s += in[j];
-    const double mu = s / static_cast<double>(width);
-    for (std::int64_t j = 0; j < width; ++j) ss += (in[j] - mu) * (in[j] - mu);
-    const auto r = static_cast<float>(1.0 / std::sqrt(ss / static_cast<double>(width) + eps));
-    const auto m = static_cast<float>(mu);
+    const float m = s / static_cast<float>(width);
+    for (std::int64_t j = 0; j < width; ++j) ss += (in[j] - m) * (in[j] - m);
+    const float r = 1.f / std::sqrt(ss / static_cast<float>(width) + eps);
     for (std::int64_t j = 0; j < width; ++j) out[j] = (in[j] - m) * r * w.data()[j] + (b.defined() ? b.data()[j] : 0.f);
     mean.data()[i] = m;
     rstd.data()[i] = r;
@@ -118,10 +108,10 @@ void attention_probs(const Tensor& qkv, std::int64_t heads, Tensor& att) {
       for (std::int64_t i = 0; i < a.t; ++i) {
         float* row = s + i * a.t;
         const float mx = *std::max_element(row, row + i + 1);
-        double sum = 0;
-        for (std::int64_t j = 0; j <= i; ++j) sum += std::exp(static_cast<double>(row[j] - mx));
-        for (std::int64_t j = 0; j <= i; ++j)
-          row[j] = static_cast<float>(std::exp(static_cast<double>(row[j] - mx)) / sum);
+        float sum = 0.f;  // at most T terms of at most 1: float is enough
+        for (std::int64_t j = 0; j <= i; ++j) sum += row[j] = std::exp(row[j] - mx);
+        const float inv = 1.f / sum;
+        for (std::int64_t j = 0; j <= i; ++j) row[j] *= inv;
         std::fill(row + i + 1, row + a.t, 0.f);
       }
     }

@@ -7,11 +7,12 @@
 #   Here, with Debian's package registry:   tools/gpu-check.sh --fetch
 #     downloads the .deb files of the runtime and development libraries the build
 #     needs (Open MPI, parallel HDF5, Boost.Program_options, OpenBLAS, GoogleTest,
-#     zlib: about 36 MiB) and the gzipped MNIST IDX files (11 MiB, when
-#     ../shared/data/mnist exists) into .gpu-carry/ (ignored by git).
-#   There:   tools/gpu-check.sh [--probe] [--build] [--test] [--train] [--bench]
-#     (no stage named = all five, in that order). Each stage takes under 3 minutes
-#     on one H200, all five under 6. The .debs are unpacked with dpkg -x into a
+#     zlib: about 36 MiB), the gzipped MNIST IDX files (11 MiB, when
+#     ../shared/data/mnist exists) and tiny Shakespeare (1.1 MB, when
+#     ../shared/data/tinyshakespeare exists) into .gpu-carry/ (ignored by git).
+#   There:   tools/gpu-check.sh [--probe] [--build] [--test] [--train] [--gpt] [--bench]
+#     (no stage named = all six, in that order). Each stage takes under 3 minutes
+#     on one H200, all six under 8. The .debs are unpacked with dpkg -x into a
 #     prefix (HPCTRAIN_GPU_PREFIX, default /tmp/hpctrain-prefix) and Open MPI is
 #     relocated there with OPAL_PREFIX; nothing is installed system-wide.
 #
@@ -23,6 +24,9 @@
 #            tests; a GPU test that skips here fails the stage
 #   --train  the MNIST MLP and CNN examples with device = cuda (NCCL, one rank per
 #            GPU); then the GPU run's checkpoint evaluated on the CPU (same accuracy)
+#   --gpt    the GPU GPT deck (inputs/shakespeare_gpt_gpu.ini) for a short run on tiny Shakespeare
+#            (else on the project's docs as text): tokens/s against PyTorch eager on the same
+#            model (tools/bench/torch_gpt.py), then text sampled from its checkpoint on the CPU
 #   --bench  samples/s of hpctrain (eager and with [run] cuda_graphs) and PyTorch eager side
 #            by side (same model, batch, precision; ratio = the better hpctrain figure), and
 #            a wide MLP's achieved fraction of the dense bf16 rate (measured in the same run
@@ -93,9 +97,9 @@ fetch=0
 for a in "$@"; do
   case $a in
     --fetch) fetch=1 ;;
-    --probe | --build | --test | --train | --bench) stages+=("${a#--}") ;;
+    --probe | --build | --test | --train | --gpt | --bench) stages+=("${a#--}") ;;
     -h | --help) sed -n '2,/^set -uo/p' "$0" | sed '$d; s/^# \{0,1\}//'; exit 0 ;;
-    *) echo "gpu-check: unknown option $a (--fetch, --probe, --build, --test, --train, --bench)" >&2; exit 2 ;;
+    *) echo "gpu-check: unknown option $a (--fetch, --probe, --build, --test, --train, --gpt, --bench)" >&2; exit 2 ;;
   esac
 done
 
@@ -109,10 +113,14 @@ if [ $fetch -eq 1 ]; then
   if [ -d "$mnist" ]; then
     mkdir -p "$carry/mnist" && cp "$mnist"/*-ubyte.gz "$carry/mnist/"
   fi
+  shakespeare=${SHAKESPEARE_DIR:-$root/../shared/data/tinyshakespeare}
+  if [ -f "$shakespeare/input.txt" ]; then
+    mkdir -p "$carry/tinyshakespeare" && cp "$shakespeare/input.txt" "$carry/tinyshakespeare/"
+  fi
   du -sh "$carry" | awk '{print "gpu-check --fetch: " $1 " in .gpu-carry/ (carry it with the project)"}'
   [ ${#stages[@]} -eq 0 ] && exit 0
 fi
-[ ${#stages[@]} -eq 0 ] && stages=(probe build test train bench)
+[ ${#stages[@]} -eq 0 ] && stages=(probe build test train gpt bench)
 
 # ---- environment: CUDA, cuDNN/NCCL roots, the carried prefix -------------------------------------
 nvcc=${CUDACXX:-$(command -v nvcc || echo /usr/local/cuda/bin/nvcc)}
@@ -385,6 +393,49 @@ stage_train() {
     rc=1
   fi
   return $rc
+}
+
+# The GPT stage: on a GPU the GPU deck for HPCTRAIN_GPU_GPT_STEPS (300) steps; with
+# HPCTRAIN_GPU_CHECK_DEVICE=cpu the CPU deck for 20 (a check of this script).
+stage_gpt() {
+  local text=$carry/tinyshakespeare/input.txt data=$build/gpt-data deck=$root/inputs/shakespeare_gpt_gpu.ini
+  local steps=${HPCTRAIN_GPU_GPT_STEPS:-300}
+  [ "$dev" = cpu ] && deck=$root/inputs/shakespeare_gpt.ini steps=20
+  if [ ! -f "$text" ]; then  # no Shakespeare carried: the project's own docs as the text
+    text=$build/gpt-docs.txt
+    cat "$root"/README.md "$root"/docs/*.md >"$text"
+  fi
+  local made
+  made=$("$build/hpctrain-data" import-text --input "$text" --out "$data" --force) || { echo "$made"; return 1; }
+  local vocab
+  vocab=$(grep -o 'vocabulary [0-9]*' <<<"$made" | awk '{print $2}')
+  local layers
+  layers=$(sed -n 's/^layers = //p' "$deck" | sed "s/(65/($vocab/g")
+  local out=$results/gpt ckpt
+  ckpt=$(ckpt_dir "$out")
+  rm -rf "$out" "$ckpt"
+  run_timed "$(mpirun_cmd)" -np 1 --bind-to none "$build/trainer" "$deck" --set run.device="$dev" \
+    --set data.path="$data" --set model.layers="$layers" --set train.steps="$steps" --set train.log_every=50 \
+    --set train.eval_every=0 --set run.out_dir="$out" --set checkpoint.dir="$ckpt" --set checkpoint.every_steps=0 \
+    --set checkpoint.resume=none "${watchdog[@]}" >"$out.log" 2>&1 || { tail -5 "$out.log"; return 1; }
+  local ours theirs="-" ratio="-"
+  ours=$(json_field steady_tokens_per_s <"$out/summary.json")
+  if "$python" -c "import torch; assert torch.cuda.is_available()" 2>/dev/null && [ "$dev" = cuda ]; then
+    local deck2=$results/gpt-torch.ini
+    sed "s|^layers = .*|layers = $layers|" "$deck" >"$deck2"
+    theirs=$(run_timed "$python" "$root/tools/bench/torch_gpt.py" "$deck2" --device cuda --steps 30 |
+      json_field tokens_per_s) || theirs="-"
+    [[ "$ours" =~ ^[0-9]+$ && "$theirs" =~ ^[0-9]+$ ]] && ratio=$(awk -v a="$ours" -v b="$theirs" 'BEGIN{printf "%.2fx", a/b}')
+  fi
+  printf '%-22s %-6s %12s %12s %8s\n' model device "tokens/s" "PyTorch" ratio
+  printf '%-22s %-6s %12s %12s %8s\n' "$(basename "$deck" .ini)" "$dev" "$ours" "$theirs" "$ratio"
+  grep "^done" "$out.log" | cut -c1-160
+  # The run's checkpoint on the CPU: text from the checkpoint alone (device-independent weights).
+  run_timed "$(mpirun_cmd)" -np 1 --bind-to none "$build/trainer" "$deck" --generate --prompt "ROMEO:" --tokens 100 \
+    --set run.device=cpu --set model.layers="$layers" --set run.out_dir="$out" --set checkpoint.dir="$ckpt" \
+    >"$results/gpt_generate.log" 2>&1 || { echo "generation from the GPT checkpoint failed"; tail -3 "$results/gpt_generate.log"; return 1; }
+  echo "sampled on the CPU from the GPU run's checkpoint:"
+  sed -n '/^generate:/,$p' "$results/gpt_generate.log" | head -6
 }
 
 stage_bench() {

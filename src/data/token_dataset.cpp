@@ -9,6 +9,7 @@
 #include "hpctrain/core/error.hpp"
 #include "hpctrain/core/hash.hpp"
 #include "hpctrain/data/sampler.hpp"
+#include "hpctrain/data/text_import.hpp"
 #include "hpctrain/io/h5.hpp"
 
 namespace hpctrain {
@@ -36,6 +37,16 @@ Shard scan_token_shard(hid_t file, const std::string& path, SplitIndex& split, b
   const long long vocab = h5::read_int_attribute(file, "vocab_size");
   if (vocab < 1 || vocab > (1ll << 31)) bad(path, "vocab_size = " + std::to_string(vocab) + " must be >= 1");
   const std::string vocabulary = tokenizer == "char" ? attr_string(file, path, "vocabulary") : "";
+  try {
+    const std::int64_t implied = Vocabulary::stored(tokenizer, vocabulary).size();
+    if (implied != vocab)
+      bad(path, "vocab_size = " + std::to_string(vocab) + " but the " + tokenizer + " tokenizer" +
+                    (tokenizer == "char" ? "'s vocabulary attribute holds " : " has ") + std::to_string(implied) +
+                    " tokens");
+  } catch (const Error& e) {
+    if (std::string(e.what()).rfind(path, 0) == 0) throw;
+    bad(path, std::string("attribute 'vocabulary': ") + e.what());
+  }
   if (!h5::has_link(file, "tokens")) bad(path, "dataset /tokens missing");
   const hid_t did = H5Dopen2(file, "tokens", H5P_DEFAULT);
   if (did < 0) bad(path, "/tokens is not a dataset");

@@ -32,9 +32,10 @@ Model::Model(const std::string& layers, const Shape& sample_shape, const LayerRe
     const bool mine = i >= first && i < last;
     if (i == first) shapes_.push_back(in);
     if (mine) bindings_.emplace_back();
+    const std::int64_t layer_begin = total;
     for (const ParamSpec& p : layer->param_specs(in)) {
       if (!p.tie.empty()) {
-        tie_parameter(p, i, mine);
+        tie_parameter(p, i, mine, total);
         continue;
       }
       ParamInfo info{std::string(name) + "/" + p.name, global, global, p.shape, p.init, p.fan_in, p.fan_out, p.std};
@@ -51,6 +52,7 @@ Model::Model(const std::string& layers, const Shape& sample_shape, const LayerRe
       all_buffers_.emplace_back(std::string(name) + "/" + bname, static_cast<std::int64_t>(buf->size()));
     all_names_.push_back(name);
     if (mine) {
+      ranges_.emplace_back(layer_begin, total);
       shapes_.push_back(out);
       names_.push_back(name);
       layer->set_context(&ctx_, i);  // the model-wide index: dropout draws do not depend on the split
@@ -75,7 +77,7 @@ void Model::sync_buffers(bool to_host) {
   for (auto& layer : layers_) layer->sync_buffers(to_host);
 }
 
-void Model::tie_parameter(const ParamSpec& p, std::size_t layer, bool mine) {
+void Model::tie_parameter(const ParamSpec& p, std::size_t layer, bool mine, std::int64_t& total) {
   char self[64];
   std::snprintf(self, sizeof(self), "%02zu", layer);
   for (std::size_t j = all_names_.size(); j-- > 0;) {
@@ -87,14 +89,23 @@ void Model::tie_parameter(const ParamSpec& p, std::size_t layer, bool mine) {
         throw bad_input("[model] layers: layer " + std::string(self) + "'s " + p.name + " " + shape_string(p.shape) +
                         " is tied to " + target + " " + shape_string(t.shape) + ": the shapes must agree");
       all_ties_.emplace_back(layer, j);
+      const std::int64_t count = numel(p.shape);
       if (!mine) return;
-      if (j < first_)
-        throw bad_input("[model] layers: layer " + std::string(self) + " is tied to " + target +
-                        ", which another pipeline stage holds; weight tying across stages is not supported yet "
-                        "(use [model] groups to keep both on one stage, or untie it: tie=0)");
-      for (const ParamInfo& local : info_)
-        if (local.name == target) bindings_.back().push_back({local.offset, p.shape});
-      tied_targets_.push_back(j - first_);
+      if (j >= first_) {  // both here: one parameter, two uses
+        for (const ParamInfo& local : info_)
+          if (local.name == target) bindings_.back().push_back({local.offset, p.shape});
+        tied_targets_.push_back(j - first_);
+        return;
+      }
+      // The target is on an earlier pipeline stage: a copy here under the target's name (same
+      // initial values, loaded from the same checkpoint dataset), kept equal by summing the two
+      // stages' gradients (Megatron's way).
+      ParamInfo copy = t;
+      copy.offset = total;
+      info_.push_back(copy);
+      bindings_.back().push_back({total, p.shape});
+      copies_.push_back({total, count});
+      total += count;
       return;
     }
   }
@@ -212,13 +223,7 @@ void Model::backward(const Tensor& x, const Tensor& dout, const std::function<vo
 }
 
 std::pair<std::int64_t, std::int64_t> Model::layer_param_range(std::size_t i) const {
-  std::int64_t begin = -1, end = -1;
-  for (const auto& p : info_)
-    if (p.name.rfind(names_[i] + "/", 0) == 0) {
-      if (begin < 0) begin = p.offset;
-      end = p.offset + numel(p.shape);
-    }
-  return begin < 0 ? std::pair<std::int64_t, std::int64_t>{0, 0} : std::pair<std::int64_t, std::int64_t>{begin, end};
+  return ranges_[i].first == ranges_[i].second ? std::pair<std::int64_t, std::int64_t>{0, 0} : ranges_[i];
 }
 
 std::string Model::summary() const {

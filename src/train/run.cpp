@@ -225,7 +225,12 @@ void Trainer::log_interval(const StepEnd& end, double lr, bool eval_now, double 
                     ": lower [optim] lr or set clip_norm");
   const double dt = std::max(since(p.interval_start), 1e-9);
   f.wall_s = since(p.start);
-  f.samples_per_s = sums[2] / dt;  // sums[2]: samples over all ranks
+  const auto positions = static_cast<double>(index_.train.loss_rows());  // loss terms per sample
+  f.samples_per_s = sums[2] / positions / dt;                            // sums[2]: loss terms over all ranks
+  if (index_.train.tokens) {
+    f.tokens_per_s = sums[2] / dt;
+    f.perplexity = std::exp(f.loss);
+  }
   f.data_wait_pct = 100 * (reader.wait_seconds() - p.wait_mark) / dt;
   f.comm_exposed_pct = 100 * (comm_wait_s_ - p.comm_mark) / dt;  // communication not hidden
   f.lr = lr;
@@ -234,6 +239,7 @@ void Trainer::log_interval(const StepEnd& end, double lr, bool eval_now, double 
     f.eval_split = eval_split()->name;
     f.eval_loss = p.last_eval.loss;
     f.eval_accuracy = p.last_eval.accuracy;
+    if (index_.train.tokens) f.eval_perplexity = std::exp(p.last_eval.loss);
   }
   f.eta_s = f.wall_s / static_cast<double>(f.step - p.first) * static_cast<double>(p.total - f.step);
   system_figures(f, dt, p);
@@ -280,6 +286,7 @@ RunSummary Trainer::summarize(const Progress& p, const Checkpointer& checkpointe
   s.model_parallel = g.shape().mp_size;
   s.micro_batches = cfg_.train.micro_batches;
   s.samples_per_s = static_cast<double>(s.steps * s.global_batch) / s.wall_s;
+  s.tokens_per_sample = index_.train.tokens ? index_.train.block_size : 0;
   s.final_train_loss = state_.last_loss;
   s.has_test = index_.test.has_value();
   const EvalResult final_eval = s.has_test ? evaluate(*index_.test) : p.last_eval;

@@ -64,13 +64,19 @@ std::string RunReport::progress_line(const IntervalFigures& f) {
   if (f.eval_loss)
     eval = " | " + f.eval_split + " loss " + std::to_string(*f.eval_loss).substr(0, 6) + " acc " +
            std::to_string(100 * f.eval_accuracy.value_or(0)).substr(0, 5) + "%";
-  char line[320];
+  if (f.eval_perplexity) eval += " ppl " + std::to_string(*f.eval_perplexity).substr(0, 6);
+  char rate[64];  // language models: tokens/s
+  if (f.tokens_per_s)
+    std::snprintf(rate, sizeof(rate), "%.0f tokens/s", *f.tokens_per_s);
+  else
+    std::snprintf(rate, sizeof(rate), "%.0f samples/s", f.samples_per_s);
+  char line[384];
   std::snprintf(line, sizeof(line),
-                "epoch %lld step %lld/%lld | loss %.4f | acc %5.1f%% | %.0f samples/s | ETA %s | data wait %.1f%% | "
+                "epoch %lld step %lld/%lld | loss %.4f | acc %5.1f%% | %s | ETA %s | data wait %.1f%% | "
                 "comm exposed %.1f%% | lr %.4g%s",
                 static_cast<long long>(f.epoch), static_cast<long long>(f.step), static_cast<long long>(f.total),
-                f.loss, 100 * f.accuracy, f.samples_per_s, duration_text(f.eta_s).c_str(), f.data_wait_pct,
-                f.comm_exposed_pct, f.lr, eval.c_str());
+                f.loss, 100 * f.accuracy, rate, duration_text(f.eta_s).c_str(), f.data_wait_pct, f.comm_exposed_pct,
+                f.lr, eval.c_str());
   return line;
 }
 
@@ -153,15 +159,22 @@ std::string RunReport::done_line(const RunSummary& s) {
   const std::string cost = s.price_per_device_hour > 0
                                ? ", cost " + std::to_string(s.rank_hours * s.price_per_device_hour).substr(0, 8)
                                : "";
-  char line[512];
-  std::snprintf(line, sizeof(line),
-                "done: %lld steps in %.1f s, %.0f samples/s (steady state %.0f) | final loss %.4f | %s accuracy %.2f%% "
-                "(%lld samples) | %.4f rank-hours%s | step time per rank %.1f-%.1f s | peak memory per rank %.1f MiB "
-                "| %d checkpoint(s), %.2f s writing",
-                static_cast<long long>(s.steps), s.wall_s, s.samples_per_s, s.steady_samples_per_s, s.final_train_loss,
-                s.final_split.c_str(), 100 * s.final_accuracy, static_cast<long long>(s.final_samples), s.rank_hours,
-                cost.c_str(), s.step_time_s_min, s.step_time_s_max, s.peak_bytes_per_rank / (1 << 20),
-                s.checkpoints_written, s.checkpoint_write_s);
+  const std::string tokens = s.tokens_per_sample
+                                 ? ", " +
+                                       std::to_string(static_cast<long long>(
+                                           s.steady_samples_per_s * static_cast<double>(s.tokens_per_sample))) +
+                                       " tokens/s"
+                                 : "";
+  char line[560];
+  std::snprintf(
+      line, sizeof(line),
+      "done: %lld steps in %.1f s, %.0f samples/s (steady state %.0f%s) | final loss %.4f | %s accuracy %.2f%% "
+      "(%lld samples) | %.4f rank-hours%s | step time per rank %.1f-%.1f s | peak memory per rank %.1f MiB "
+      "| %d checkpoint(s), %.2f s writing",
+      static_cast<long long>(s.steps), s.wall_s, s.samples_per_s, s.steady_samples_per_s, tokens.c_str(),
+      s.final_train_loss, s.final_split.c_str(), 100 * s.final_accuracy, static_cast<long long>(s.final_samples),
+      s.rank_hours, cost.c_str(), s.step_time_s_min, s.step_time_s_max, s.peak_bytes_per_rank / (1 << 20),
+      s.checkpoints_written, s.checkpoint_write_s);
   return line;
 }
 

@@ -72,14 +72,20 @@ Trainer::Trainer(const Config& cfg, Runtime& rt, const DatasetIndex& index)
                        : index.train.classification ? "classes"
                                                     : "targets") +
                       ")");
-    for (const auto& [layer, target] : layout.ties())
-      if (stage_of_layer(groups_, layer) != stage_of_layer(groups_, target))
-        throw bad_input("[model] layers: layer " + std::to_string(layer) + " shares layer " + std::to_string(target) +
-                        "'s weight (tying), but [model] groups puts them on different pipeline stages; weight "
-                        "tying across stages is not supported yet: untie it (tie=0) or keep both on one stage");
   }
   const LayerGroup& mine = groups_[static_cast<std::size_t>(rt.grid().coords().mp)];
   model_ = std::make_unique<Model>(cfg.model.layers, index.train.sample_shape, registry, alloc_, mine.first, mine.last);
+  // Weights tied across stages: every stage of a replica joins each sum (zeros where it holds neither use).
+  for (const auto& [layer, target] : model_->ties()) {
+    if (stage_of_layer(groups_, layer) == stage_of_layer(groups_, target)) continue;
+    const std::string name = model_->all_layer_names()[target] + "/weight";
+    TieSync sync;
+    for (const ParamInfo& p : model_->all_param_info())
+      if (p.name == name) sync.count = numel(p.shape);
+    for (const ParamInfo& p : model_->param_info())
+      if (p.name == name) sync.offset = p.offset;  // the embedding itself, or the head's copy of it
+    tie_syncs_.push_back(sync);
+  }
   loss_ = make_loss(index.train.classification, alloc_);
   std::vector<std::pair<std::int64_t, Shape>> tensors;
   for (const ParamInfo& p : model_->param_info()) tensors.emplace_back(p.offset, p.shape);
@@ -198,6 +204,7 @@ void Trainer::finish_step() {
     squares /= s * s;
     state_.scaler.good_step(cfg_.optim.loss_scale_window);
   }
+  if (!tie_syncs_.empty()) sum_tied_gradients(clip ? &squares : nullptr);
   if (clip) {
     // The global norm covers every stage's gradients (identical over a data-parallel group after averaging).
     if (mp_comm_) mp_comm_->allreduce(&squares, &squares, 1, DType::f64, ReduceOp::sum);
@@ -214,6 +221,21 @@ void Trainer::finish_step() {
   }
   opt_->step(scalars_, t);
   model_->refresh_compute_parameters();
+}
+
+void Trainer::sum_tied_gradients(double* squares) {
+  Tensor& grads = model_->gradients();
+  for (const TieSync& t : tie_syncs_) {
+    std::vector<float> host(static_cast<std::size_t>(t.count), 0.f);  // through host memory: mp_comm_ is MPI
+    if (t.offset >= 0) download(grads.view(t.offset, {t.count}), host.data(), host.size() * sizeof(float));
+    mp_comm_->allreduce(host.data(), host.data(), host.size(), DType::f32, ReduceOp::sum);
+    if (t.offset < 0) continue;
+    Tensor part = grads.view(t.offset, {t.count});
+    upload(host.data(), host.size() * sizeof(float), part);
+  }
+  if (!squares) return;
+  *squares = sum_of_squares(grads);  // the summed tied gradients, counted once over the stages:
+  for (const TieSync& c : model_->copies()) *squares -= sum_of_squares(grads.view(c.offset, {c.count}));
 }
 
 void Trainer::take_interval_sums(double sums[3]) {

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # gpu_check.sh SOURCE_DIR BUILD_DIR: tools/gpu-check.sh on a machine without a GPU. --probe
 # prints its table and fails (no GPU); --test fails because the GPU tests skip; --train with
-# HPCTRAIN_GPU_CHECK_DEVICE=cpu (on the already built trainer) trains both MNIST examples, and
+# HPCTRAIN_GPU_CHECK_DEVICE=cpu (on the already built trainer) trains both MNIST examples (and
+# --gpt the CPU GPT deck for 20 steps, then samples from its checkpoint), and
 # the checkpoint of the MLP run, evaluated again with device = cpu, gives the run's own test
 # accuracy, and no checkpoint lands in the results folder; a carried prefix (a .deb made here
 # holding Debian's absolute libz.so link, libz.so.1 and libmpi.so.40, which this machine also has)
@@ -48,6 +49,12 @@ check "--train leaves no checkpoint among the results" test -z "$(find "$tmp/tra
 check "--train's results are only logs (< 5 MB)" test "$(du -sk "$tmp/train" | cut -f1)" -lt 5000
 check "the checkpoints went to the build folder" test -n "$(find "$build/check-checkpoints/train_mlp" -name 'ckpt-*.h5')"
 
+out=$(OUT=$tmp/gpt HPCTRAIN_GPU_CHECK_DEVICE=cpu tools/gpu-check.sh --gpt 2>&1)
+rc=$?
+echo "$out"
+check "--gpt (device cpu: the CPU deck on the docs' text) passes" test $rc -eq 0
+check "--gpt reports tokens/s" grep -qE "^shakespeare_gpt +cpu +[0-9]+" <<<"$out"
+check "--gpt samples text from the run's checkpoint" grep -q "^generate: " <<<"$out"
 # A bare prefix: the carried .debs hold zlib1g-dev's absolute libz.so link, libz.so.1 and the MPI library.
 lib=/usr/lib/x86_64-linux-gnu
 sysz=$(ldconfig -p | awk '$1 == "libz.so.1" && /x86-64/ {print $NF; exit}')

@@ -380,6 +380,63 @@ TEST_F(CudaOps, TensorsOnTwoDevicesAreRefused) {
   }
 }
 
+// The sequence-model operations: embedding (its gradient adds with atomics: 1e-5), layer norm
+// (float sums in another order: 1e-5), causal attention's four pieces (cuBLAS strided-batched
+// GEMMs and the masked softmax kernels: 1e-5).
+TEST_F(CudaOps, SequenceModelOps) {
+  const std::int64_t n = 3, t = 17, c = 12, heads = 3, vocab = 9;
+  std::vector<float> ids_v(static_cast<std::size_t>(n * t));
+  for (std::size_t i = 0; i < ids_v.size(); ++i) ids_v[i] = static_cast<float>((i * 7) % vocab);
+  Tensor ids = Tensor::zeros({n, t}, host_);
+  std::copy(ids_v.begin(), ids_v.end(), ids.data());
+  Tensor dids = on_gpu(ids), table = random({vocab, c}, 40), dtable = on_gpu(table);
+  Tensor y = Tensor::zeros({n, t, c}, host_), dy = Tensor::zeros({n, t, c}, dev_);
+  embedding_forward(ids, table, y);
+  embedding_forward(dids, dtable, dy);
+  expect_close("embedding_forward", y, dy, 0);
+  Tensor g = random({n, t, c}, 41), dg = on_gpu(g), acc = random({vocab, c}, 42), dacc = on_gpu(acc);
+  embedding_backward(ids, g, acc);
+  embedding_backward(dids, dg, dacc);
+  expect_close("embedding_backward", acc, dacc, 1e-5);
+
+  Tensor x = random({n, t, c}, 43, -2.f, 3.f), dx = on_gpu(x), w = random({c}, 44), dw = on_gpu(w);
+  Tensor b = random({c}, 45), db = on_gpu(b);
+  Tensor mean = Tensor::zeros({n * t}, host_), rstd = Tensor::zeros({n * t}, host_);
+  Tensor dmean = Tensor::zeros({n * t}, dev_), drstd = Tensor::zeros({n * t}, dev_);
+  for (const bool bias : {true, false}) {
+    layernorm_forward(x, w, bias ? b : Tensor(), c, 1e-5f, mean, rstd, y);
+    layernorm_forward(dx, dw, bias ? db : Tensor(), c, 1e-5f, dmean, drstd, dy);
+    expect_close("layernorm_forward", y, dy, 1e-5);
+    expect_close("layernorm_forward", rstd, drstd, 1e-5);
+    Tensor gx = Tensor::zeros(x.shape(), host_), dgx = Tensor::zeros(x.shape(), dev_);
+    Tensor gw = random({c}, 46), dgw = on_gpu(gw), gb = random({c}, 47), dgb = on_gpu(gb), none;
+    layernorm_backward(x, w, mean, rstd, g, c, gx, gw, bias ? gb : none);
+    layernorm_backward(dx, dw, dmean, drstd, dg, c, dgx, dgw, bias ? dgb : none);
+    expect_close("layernorm_backward", gx, dgx, 1e-5);
+    expect_close("layernorm_backward", gw, dgw, 1e-5);
+    expect_close("layernorm_backward", gb, dgb, 1e-5);
+  }
+
+  Tensor qkv = random({n, t, 3 * c}, 48), dqkv_in = on_gpu(qkv);
+  Tensor att = Tensor::zeros({n, heads, t, t}, host_), datt = Tensor::zeros(att.shape(), dev_);
+  attention_probs(qkv, heads, att);
+  attention_probs(dqkv_in, heads, datt);
+  expect_close("attention_probs", att, datt, 1e-5);
+  Tensor out = Tensor::zeros({n, t, c}, host_), dout = Tensor::zeros({n, t, c}, dev_);
+  attention_values(att, qkv, heads, out);
+  attention_values(datt, dqkv_in, heads, dout);
+  expect_close("attention_values", out, dout, 1e-5);
+  Tensor gatt = Tensor::zeros(att.shape(), host_), dgatt = Tensor::zeros(att.shape(), dev_);
+  Tensor gqkv = Tensor::zeros(qkv.shape(), host_), dgqkv = Tensor::zeros(qkv.shape(), dev_);
+  attention_values_backward(att, qkv, g, heads, gatt, gqkv);
+  attention_values_backward(datt, dqkv_in, dg, heads, dgatt, dgqkv);
+  expect_close("attention_values_backward", gatt, dgatt, 1e-5);
+  attention_probs_backward(att, gatt, qkv, heads, gqkv);
+  attention_probs_backward(datt, dgatt, dqkv_in, heads, dgqkv);
+  expect_close("attention_probs_backward", gatt, dgatt, 1e-5);
+  expect_close("attention_probs_backward", gqkv, dgqkv, 1e-5);
+}
+
 // Runs last (gtest keeps declaration order within a file): every operation was compared.
 TEST_F(CudaOps, ZzEveryOperationWasCompared) {
   std::vector<std::string> missing;

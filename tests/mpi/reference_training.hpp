@@ -8,6 +8,8 @@
 #include <unistd.h>
 
 #include <filesystem>
+#include <memory>
+#include <random>
 #include <string>
 #include <vector>
 
@@ -17,6 +19,7 @@
 #include "hpctrain/data/reader.hpp"
 #include "hpctrain/data/sampler.hpp"
 #include "hpctrain/data/store.hpp"
+#include "hpctrain/data/token_dataset.hpp"
 #include "hpctrain/layers/loss.hpp"
 #include "hpctrain/model/model.hpp"
 #include "hpctrain/optim/optimizer.hpp"
@@ -47,6 +50,27 @@ inline std::string make_synthetic_dataset(const std::string& tag) {
   return root;
 }
 
+// Collective: rank 0 writes a small token dataset (a random stream of 3000 tokens of a
+// vocabulary of 11 in 2 train shards, 400 val tokens); every rank gets its root.
+inline std::string make_token_dataset(const std::string& tag) {
+  std::string root = (std::filesystem::temp_directory_path() / (tag + std::to_string(getpid()))).string();
+  broadcast_string(MPI_COMM_WORLD, root, 0);
+  if (world_rank() == 0) {
+    std::mt19937 rng(3);
+    std::vector<std::uint32_t> tokens(3400);
+    for (auto& t : tokens) t = static_cast<std::uint32_t>(rng() % 11);  // every third token repeats below
+    for (std::size_t i = 3; i < tokens.size(); i += 3) tokens[i] = tokens[i - 3];
+    prepare_split_dir(root + "/train", true);
+    prepare_split_dir(root + "/val", true);
+    const std::string chars = "abcdefghijk";
+    write_token_shard(root + "/train/a.h5", {tokens.begin(), tokens.begin() + 1500}, "char", chars, 11);
+    write_token_shard(root + "/train/b.h5", {tokens.begin() + 1500, tokens.begin() + 3000}, "char", chars, 11);
+    write_token_shard(root + "/val/a.h5", {tokens.begin() + 3000, tokens.end()}, "char", chars, 11);
+  }
+  MPI_Barrier(MPI_COMM_WORLD);
+  return root;
+}
+
 // Collective: `steps` training steps of `trainer` from the start of epoch 0, each rank reading
 // its data-parallel slice as the training loop does.
 inline void train_steps(Trainer& trainer, const Config& cfg, const Runtime& rt, const DatasetIndex& index,
@@ -71,20 +95,30 @@ inline std::vector<float> reference_parameters(const Config& cfg, const DatasetI
   Model model(cfg.model.layers, index.train.sample_shape, reg, alloc);
   model.init_parameters(cfg.run.seed);
   auto loss = make_loss(true, alloc);
-  auto opt = make_optimizer(cfg.optim, model.parameters(), model.gradients(), alloc);
+  std::vector<std::pair<std::int64_t, Shape>> tensors;
+  for (const ParamInfo& p : model.param_info()) tensors.emplace_back(p.offset, p.shape);
+  auto opt = make_optimizer(cfg.optim, model.parameters(), model.gradients(), alloc,
+                            decay_runs(tensors, model.parameters().numel(), cfg.optim.weight_decay_1d));
   Tensor scalars = step_scalars::make(alloc);
   Tensor lr = step_scalars::slot(scalars, step_scalars::learning_rate);
   fill(lr, static_cast<float>(cfg.optim.lr));
-  ChunkCache store(index.train, 1 << 20, true, true);
+  std::unique_ptr<SampleStore> store;  // token windows, or samples by HDF5 chunk
+  if (index.train.tokens)
+    store = std::make_unique<TokenStore>(index.train);
+  else
+    store = std::make_unique<ChunkCache>(index.train, 1 << 20, true, true);
   const std::int64_t global = cfg.train.global_batch, per = global / dp_size, rows = per / micro;
+  const std::int64_t positions = index.train.loss_rows();  // loss terms per sample (token windows: T)
   for (int s = 0; s < steps; ++s) {
     const std::vector<std::int64_t> all = sampler.batch(0, s, 0, 1);
     for (int m = 0; m < micro; ++m) {
       std::vector<std::int64_t> ids;
       for (int d = 0; d < dp_size; ++d)
         for (std::int64_t j = 0; j < rows; ++j) ids.push_back(all[static_cast<std::size_t>(d * per + m * rows + j)]);
+      if (index.train.tokens)  // windows -> their first token, as the reader does (epoch 0)
+        for (auto& w : ids) w = window_start(index.train, cfg.run.seed, 0, w);
       Batch b;
-      assemble_batch(index.train, store, ids, true, true, b);
+      assemble_batch(index.train, *store, ids, true, true, b);
       model.set_batch(b.size);
       Shape sh{b.size};
       sh.insert(sh.end(), index.train.sample_shape.begin(), index.train.sample_shape.end());
@@ -98,9 +132,10 @@ inline std::vector<float> reference_parameters(const Config& cfg, const DatasetI
       ctx.sample_ids = b.indices.data();
       const Tensor& out = model.forward(x);
       loss->forward(out, t, scalars);
-      loss->backward(out, t, 1.f / static_cast<float>(global), model.dout());
+      loss->backward(out, t, 1.f / static_cast<float>(global * positions), model.dout());
       model.backward(x, model.dout(), {}, m > 0);
     }
+    if (cfg.optim.clip_norm > 0) clip_by_global_norm(model.gradients(), cfg.optim.clip_norm);
     opt->step(scalars, s + 1);
   }
   return std::vector<float>(model.parameters().data(), model.parameters().data() + model.parameters().numel());

@@ -69,6 +69,43 @@ TEST(DataParallel, RanksMatchOneProcessOnTheGlobalBatch) {
   if (world_rank() == 0) fs::remove_all(root);
 }
 
+// A GPT with dropout in its attention and its MLP, on token windows: the same equality (AdamW,
+// no weight decay on 1-D tensors, the head tied to the embedding).
+TEST(DataParallel, GptWithDropoutMatchesOneProcess) {
+  const std::string root = testref::make_token_dataset("hpct_dp_gpt_");
+  const DatasetIndex index = load_dataset_index(*host_communicator(MPI_COMM_WORLD, "world"), root, 8);
+  for (const int micro : {1, 2}) {
+    const std::string ini =
+        "[run]\nseed = 13\nout_dir = /tmp\n[data]\npath = " + root +
+        "\nblock_size = 8\n[model]\nlayers = embedding(11, 8) position_embedding res(layernorm attention(2, "
+        "dropout=20)) res(layernorm linear(16) gelu dropout(10) linear(8)) layernorm(bias=0) lm_head(11)\n"
+        "[train]\nglobal_batch = 24\nmicro_batches = " +
+        std::to_string(micro) + "\n[optim]\nname = adamw\nlr = 0.01\nweight_decay = 0.1\nweight_decay_1d = false\n";
+    const Config cfg = parse_config(ini, "gpt-test.ini", {}, process_environment());
+    Runtime rt(cfg);
+    Trainer trainer(cfg, rt, index);
+    const Sampler sampler(sampler_options(cfg, index.train));
+    const int steps = 5;
+    testref::train_steps(trainer, cfg, rt, index, sampler, steps);
+    const auto ref = testref::reference_parameters(cfg, index, sampler, steps, rt.grid().shape().dp_size, micro);
+    const Tensor& p = trainer.model().parameters();
+    ASSERT_EQ(static_cast<std::size_t>(p.numel()), ref.size());
+    double worst = 0, biggest = 0, moved = 0;
+    for (std::size_t i = 0; i < ref.size(); ++i) {
+      worst = std::max(worst, std::fabs(static_cast<double>(p.data()[i]) - ref[i]));
+      biggest = std::max(biggest, std::fabs(static_cast<double>(ref[i])));
+    }
+    const auto start = testref::reference_parameters(cfg, index, sampler, 0, 1, 1);  // the initial parameters
+    for (std::size_t i = 0; i < ref.size(); ++i)
+      moved = std::max(moved, std::fabs(static_cast<double>(ref[i]) - start[i]));
+    EXPECT_GT(moved, 1e-3) << "training must have changed the parameters";
+    EXPECT_LE(worst, 2e-6 * (1 + biggest)) << "GPT, micro-batches " << micro << " on " << world_size() << " rank(s)";
+    verify_identical(trainer.dp_comm(), p, "GPT parameters after training");
+  }
+  MPI_Barrier(MPI_COMM_WORLD);
+  if (world_rank() == 0) fs::remove_all(root);
+}
+
 TEST(DataParallel, EvaluationIsExactOverRanks) {
   const std::string root = testref::make_synthetic_dataset("hpct_dp_");
   const DatasetIndex index = load_dataset_index(*host_communicator(MPI_COMM_WORLD, "world"), root);

@@ -87,6 +87,48 @@ TEST(Pipeline, StagesMatchOneProcessForEveryScheduleAndMicroBatchCount) {
   if (world_rank() == 0) fs::remove_all(root);
 }
 
+// Transformer blocks split over the stages, the head tied to the embedding across the first and
+// last stage (their gradients summed between the stages): equal to one process.
+TEST(Pipeline, GptBlocksOverStagesWithATiedHeadMatchOneProcess) {
+  const std::string root = testref::make_token_dataset("hpct_pipe_gpt_");
+  const DatasetIndex index = load_dataset_index(*host_communicator(MPI_COMM_WORLD, "world"), root, 8);
+  const char* const gpt =
+      "embedding(11, 8) position_embedding repeat(2, res(layernorm attention(2, dropout=20)) res(layernorm "
+      "linear(16) gelu linear(8))) layernorm(bias=0) lm_head(11)";
+  int runs = 0;
+  for (int stages = 2; stages <= std::min(world_size(), 4); ++stages) {
+    if (world_size() % stages != 0) continue;
+    const int dp_size = world_size() / stages;
+    for (const int micro : {1, 2}) {
+      Config cfg = pipeline_config(root, gpt, stages, micro, "1f1b");
+      cfg.data.block_size = 8;
+      cfg.optim.clip_norm = 0.5;  // the global norm counts the tied gradient once
+      Runtime rt(cfg);
+      Trainer trainer(cfg, rt, index);
+      const Sampler sampler(sampler_options(cfg, index.train));
+      const int steps = 4;
+      testref::train_steps(trainer, cfg, rt, index, sampler, steps);
+      const auto ref = testref::reference_parameters(cfg, index, sampler, steps, dp_size, micro);
+      double worst = 0, biggest = 0;
+      Model& model = trainer.model();
+      for (const ParamInfo& p : model.param_info())  // the head's copy compares with the embedding
+        for (std::int64_t i = 0; i < numel(p.shape); ++i) {
+          const double mine = model.parameters().data()[p.offset + i];
+          const double want = ref[static_cast<std::size_t>(p.global_offset + i)];
+          worst = std::max(worst, std::fabs(mine - want));
+          biggest = std::max(biggest, std::fabs(want));
+        }
+      EXPECT_LE(worst, 2e-6 * (1 + biggest))
+          << "GPT, M = " << stages << ", K = " << micro << ", stage " << rt.grid().coords().mp;
+      ++runs;
+    }
+  }
+  if (world_size() == 1) GTEST_SKIP() << "model parallelism needs at least 2 ranks";
+  EXPECT_GT(runs, 0);
+  MPI_Barrier(MPI_COMM_WORLD);
+  if (world_rank() == 0) fs::remove_all(root);
+}
+
 TEST(Pipeline, EvaluationThroughTheStagesEqualsOneProcess) {
   if (world_size() < 2) GTEST_SKIP() << "model parallelism needs at least 2 ranks";
   const std::string root = testref::make_synthetic_dataset("hpct_pipe_eval_");

@@ -25,6 +25,11 @@ struct ParamInfo {
   float std = 0.02f;  // Init::normal
 };
 
+// A stretch of the flat buffers whose gradient is summed with another pipeline stage's.
+struct TieSync {
+  std::int64_t offset = -1, count = 0;  // offset -1: not held on this stage (it adds zeros)
+};
+
 class Model {
  public:
   // bad_input for unknown layer types, bad arguments or shapes that do not fit.
@@ -84,6 +89,11 @@ class Model {
   const Shape& whole_output_shape() const { return whole_out_; }  // the last layer's, on every stage
   const Shape& output_shape() const { return shapes_.back(); }
   std::size_t layers() const { return layers_.size(); }
+  // Weights tied across pipeline stages (a GPT's embedding on the first stage, its head on the
+  // last): the later stage holds a copy under the earlier layer's parameter name (so
+  // param_info() finds either by that name); copies() are their ranges here. The trainer sums
+  // the two stages' gradients so both take the same update.
+  const std::vector<TieSync>& copies() const { return copies_; }
   // Weight tying in the whole model: (layer, the earlier layer whose weight it shares), model-wide indices.
   const std::vector<std::pair<std::size_t, std::size_t>>& ties() const { return all_ties_; }
   std::string summary() const;  // table: layer, output shape, parameters
@@ -92,8 +102,11 @@ class Model {
   // Hands every layer its views of `weights` (the master parameters, or their rounded copy) and of
   // the gradient buffer.
   void bind_layers(const Tensor& weights);
-  // A parameter tied to an earlier layer's weight (ParamSpec::tie): bound to that weight.
-  void tie_parameter(const ParamSpec& p, std::size_t layer, bool mine);
+  // A parameter tied to an earlier layer's weight (ParamSpec::tie): bound to that weight, or to a
+  // copy of it (allocated at `total`) when an earlier pipeline stage holds it.
+  void tie_parameter(const ParamSpec& p, std::size_t layer, bool mine, std::int64_t& total);
+  std::vector<std::pair<std::int64_t, std::int64_t>> ranges_;  // per held layer: [begin, end) of what it allocated
+  std::vector<TieSync> copies_;
   std::vector<std::vector<std::pair<std::int64_t, Shape>>> bindings_;  // per held layer: its parameters' offsets
   std::vector<std::size_t> tied_targets_;
   std::vector<std::pair<std::size_t, std::size_t>> all_ties_;  // held layers whose weight a later held layer shares

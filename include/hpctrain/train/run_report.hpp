@@ -29,6 +29,8 @@ struct IntervalFigures {
   double cpu_busy_pct = 0;         // process CPU time / wall time over the interval, mean over ranks (100 = one core)
   double rss_mib = 0;              // resident memory, the largest over ranks
   std::optional<double> cpu_energy_j;  // CPU packages' energy over the interval, all nodes (RAPL; none without it)
+  // Language models (token windows): tokens trained per second, and perplexity = exp(loss).
+  std::optional<double> tokens_per_s, perplexity, eval_perplexity;
 };
 
 // The metrics columns, in file order, with their TensorBoard tags (none for the step, which
@@ -53,6 +55,9 @@ void visit_columns(const IntervalFigures& f, Visit&& v) {
   v("cpu_busy_pct", "system/cpu_busy_pct", f.cpu_busy_pct);
   v("rss_mib", "system/rss_mib", f.rss_mib);
   v("cpu_energy_j", "system/cpu_energy_j", f.cpu_energy_j);
+  v("tokens_per_s", "system/tokens_per_s", f.tokens_per_s);
+  v("perplexity", "train/perplexity", f.perplexity);
+  v("eval_perplexity", "eval/perplexity", f.eval_perplexity);
 }
 
 // The end of a run (over all ranks).
@@ -69,6 +74,7 @@ struct RunSummary {
   std::size_t buckets = 0;
   double comm_alone_s_per_step = 0, comm_wait_s_per_step = 0, comm_hidden_fraction = 0;
   double steady_samples_per_s = 0;
+  std::int64_t tokens_per_sample = 0;  // language models: the window length T (0 otherwise)
   std::int64_t steady_warmup_steps = 0;
   int checkpoints_written = 0;
   double checkpoint_write_s = 0;
@@ -120,6 +126,9 @@ void visit_summary(const RunSummary& s, Visit&& v) {
   v("pipeline_idle_ideal", s.pipeline_idle_ideal());
   v("pipeline_peak_kept_inputs", s.pipeline_peak_kept_inputs);
   v("cpu_energy_kwh", s.cpu_energy_kwh);
+  v("steady_tokens_per_s",
+    s.tokens_per_sample ? std::optional<double>(s.steady_samples_per_s * static_cast<double>(s.tokens_per_sample))
+                        : std::nullopt);
 }
 
 class RunReport {

@@ -77,6 +77,9 @@ class Trainer {
  private:
   struct Progress;     // the run's clocks, marks and report (train/run.cpp)
   void finish_step();  // wait for the gradient averages, clip, update
+  // Pipelines: sums the gradients of weights tied across stages (Model::tie_syncs); with `squares`,
+  // recomputes this stage's squared gradient norm with those gradients counted on one stage.
+  void sum_tied_gradients(double* squares);
   // Runs `work` on the GPU's compute stream through `graph` ([run] cuda_graphs): eagerly when the
   // graph is new (warm-up: allocations, cuDNN's algorithm search), then recorded once and replayed.
   void run_recorded(std::unique_ptr<cuda::Graph>& graph, const std::function<void()>& work);
@@ -129,6 +132,7 @@ class Trainer {
   std::vector<LayerGroup> groups_;           // the layers of each pipeline stage
   std::unique_ptr<Communicator> mp_comm_;    // model-parallel group (M > 1)
   std::unique_ptr<PipelineStage> pipeline_;  // this rank's stage (M > 1)
+  std::vector<TieSync> tie_syncs_;           // weights tied across stages (sum_tied_gradients)
   Tensor scalars_, eval_scalars_;            // step scalars (tensor/step_scalars.hpp) of training and evaluation
   Tensor step_key_;                          // splitmix64(step) on the device, for dropout (StepContext::step_key)
   double comm_wait_s_ = 0;                   // time waiting for gradient buckets after backward (all steps)

@@ -41,6 +41,7 @@ std::string read_string_attribute(hid_t obj, const std::string& name) {
   if (H5Tis_variable_str(type.get()) > 0) {
     Id mem(CHECK_H5(H5Tcopy(H5T_C_S1)));
     CHECK_H5(H5Tset_size(mem.get(), H5T_VARIABLE));
+    CHECK_H5(H5Tset_cset(mem.get(), H5Tget_cset(type.get())));  // h5py writes UTF-8: no ASCII conversion
     char* text = nullptr;
     CHECK_H5(H5Aread(attr.get(), mem.get(), &text));
     std::string out = text ? text : "";
@@ -51,6 +52,7 @@ std::string read_string_attribute(hid_t obj, const std::string& name) {
   std::string out(size, '\0');
   Id mem(CHECK_H5(H5Tcopy(H5T_C_S1)));
   CHECK_H5(H5Tset_size(mem.get(), size));
+  CHECK_H5(H5Tset_cset(mem.get(), H5Tget_cset(type.get())));
   CHECK_H5(H5Aread(attr.get(), mem.get(), out.data()));
   out.resize(out.find('\0') == std::string::npos ? out.size() : out.find('\0'));
   return out;

@@ -19,6 +19,7 @@
 #include "hpctrain/data/dataset.hpp"
 #include "hpctrain/data/make_dataset.hpp"
 #include "hpctrain/data/text_import.hpp"
+#include "hpctrain/data/token_dataset.hpp"
 
 namespace po = boost::program_options;
 using namespace hpctrain;
@@ -120,7 +121,11 @@ int generate(const po::variables_map& vm) {
 
 int inspect(const std::string& root) {
   const DatasetIndex index = scan_dataset(root);
-  std::cout << "dataset " << root << " (" << kDatasetFormat << " version " << kDatasetVersion << ")\n\n";
+  if (index.train.tokens)
+    std::cout << "dataset " << root << " (" << kTokenFormat << " version " << kTokenVersion << ", tokenizer "
+              << index.train.tokenizer << ")\n\n";
+  else
+    std::cout << "dataset " << root << " (" << kDatasetFormat << " version " << kDatasetVersion << ")\n\n";
   Table splits(
       {"split", "shards", "samples", "sample shape", "dtype", "labels", "num_classes", "x = raw*scale + offset"});
   Table files({"file", "samples", "first", "chunk rows", "compression"});

@@ -1,0 +1,104 @@
+#!/usr/bin/env bash
+# gpt.sh MPIRUN TRAINER DATA_TOOL: a small character-level GPT end to end, as a user runs it:
+# import-text (shards readable with h5py: the stream, the tokenizer, the vocabulary in id order,
+# the val split = the last tenth), inspect; one-line errors for bad token data, a missing
+# block_size and a prompt outside the vocabulary; exact resume (the losses after the restart
+# equal the uninterrupted run's) and elastic resume on 2 ranks; --eval-only's perplexity =
+# exp(loss); --generate reproducible and the same on a 2-stage pipeline; bf16 and fp16.
+set -u
+mpirun=$1 trainer=$2 data_tool=$3
+source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+src=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+cd "$tmp" || exit 1
+py=/usr/bin/python3
+cat "$src"/docs/*.md >text.txt # a text the project has
+out=$("$data_tool" import-text --input text.txt --out data --val-fraction 0.1 --shards 2)
+check "import-text writes the splits ($out)" test -f data/train/tokens-00001.h5 -a -f data/val/tokens-00000.h5
+vocab=$(grep -o 'vocabulary [0-9]*' <<<"$out" | awk '{print $2}')
+cat >check_shards.py <<'PYTHON'
+import sys
+import h5py, numpy as np
+vocab = int(sys.argv[1])
+text = open("text.txt", encoding="utf-8").read()
+chars = sorted(set(text))
+parts = [h5py.File(f"data/train/tokens-0000{i}.h5", "r") for i in (0, 1)] + [h5py.File("data/val/tokens-00000.h5", "r")]
+text_attr = lambda v: v.decode() if isinstance(v, bytes) else v
+f = parts[0]
+assert text_attr(f.attrs["format"]) == "hpctrain-tokens" and text_attr(f.attrs["tokenizer"]) == "char"
+assert list(text_attr(f.attrs["vocabulary"])) == chars and f.attrs["vocab_size"] == len(chars) == vocab
+ids = np.concatenate([np.array(p["tokens"]) for p in parts])
+assert parts[0]["tokens"].dtype == np.uint8
+assert "".join(chars[i] for i in ids) == text
+assert len(parts[2]["tokens"]) == len(text) - int(len(text) * 0.9)
+PYTHON
+check "h5py reads the stream, tokenizer and vocabulary in id order; val is the last tenth" $py check_shards.py "$vocab"
+check "inspect accepts it" "$data_tool" inspect data
+layers="embedding($vocab, 32) position_embedding repeat(2, res(layernorm(bias=0) attention(4, bias=0, dropout=10)) res(layernorm(bias=0) linear(64, bias=0) gelu linear(32, bias=0))) layernorm(bias=0) lm_head($vocab)"
+printf '%s\n' "[run]" "seed = 3" "out_dir = run" "[data]" "path = data" "block_size = 16" "[model]" "layers = $layers" \
+  "[train]" "global_batch = 8" "steps = 40" "log_every = 10" "eval_every = 0" "tensorboard = false" \
+  "[optim]" "name = adamw" "lr = 3e-3" "weight_decay = 0.1" "weight_decay_1d = false" "clip_norm = 1.0" \
+  "[checkpoint]" "every_steps = 20" "keep = 5" >gpt.ini
+run() { "$mpirun" -np "$1" --oversubscribe --bind-to none "$trainer" gpt.ini "${@:2}"; }
+expect_error() { # description pattern command...: exit 2 and the message
+  local what=$1 pattern=$2 msg rc
+  shift 2
+  msg=$("$@" 2>&1)
+  rc=$?
+  check "$what: exit 2 ($rc)" test $rc -eq 2
+  check "... says: $pattern" grep -q "$pattern" <<<"$msg"
+}
+mkbad() { # name tokenizer tokens
+  mkdir -p "bad-$1/train"
+  $py -c "import h5py, numpy as np
+f = h5py.File('bad-$1/train/t.h5', 'w')
+f.attrs['format'] = 'hpctrain-tokens'; f.attrs['version'] = 1; f.attrs['vocab_size'] = 3
+f.attrs['tokenizer'] = '$2'; f.attrs['vocabulary'] = 'abc'
+f['tokens'] = np.array($3, dtype=np.uint8)"
+}
+mkbad range char "[0, 1, 7] * 100"
+expect_error "a token id outside the vocabulary" "bad-range/train/t.h5: /tokens position 2 holds token id 7" \
+  "$data_tool" inspect bad-range
+expect_error "... and at start-up" "position 2 holds token id 7" run 1 --set data.path=bad-range --dry-run
+mkbad empty char "[]"
+expect_error "an empty stream" "empty token stream" run 1 --set data.path=bad-empty --dry-run
+mkbad tok sentencepiece "[0, 1] * 100"
+expect_error "an unknown tokenizer" "unknown tokenizer 'sentencepiece'" run 1 --set data.path=bad-tok --dry-run
+mkbad short char "[0, 1, 2] * 30"
+expect_error "a split shorter than one batch of windows" "global_batch" run 1 --set data.path=bad-short --dry-run
+expect_error "no block_size" "block_size is not set" run 1 --set data.block_size=0 --dry-run
+
+# Training, exact and elastic resume.
+run 1 >a.log 2>&1
+check "a 40-step run" test -f run/checkpoints/ckpt-00000040.h5
+row() { awk -F, -v s="$2" '$1 == s {print $4}' "$1/metrics.csv"; }
+for d in resumed elastic; do
+  cp -r run $d && rm $d/checkpoints/ckpt-00000040.h5 && echo ckpt-00000020.h5 >$d/checkpoints/latest
+done
+run 1 --set run.out_dir=resumed >b.log 2>&1
+check "exact resume: the losses after step 20 equal the uninterrupted run's ($(row run 40) vs $(row resumed 40))" \
+  test -n "$(row run 40)" -a "$(row run 30)" = "$(row resumed 30)" -a "$(row run 40)" = "$(row resumed 40)"
+run 2 --set run.out_dir=elastic >c.log 2>&1
+check "elastic resume on 2 ranks: the same losses within 1e-4 ($(row elastic 40))" \
+  awk -v a="$(row run 40)" -v b="$(row elastic 40)" 'BEGIN{d = a - b; exit !(b != "" && d < 1e-4 && d > -1e-4)}'
+# Evaluation and generation.
+ev=$(run 1 --eval-only 2>&1 | grep "^eval-only")
+field() { awk -v k="$1" '{for (i = 1; i < NF; i++) if ($i == k) print $(i + 1)}' <<<"$ev"; }
+check "--eval-only prints loss and perplexity = exp(loss) ($ev)" \
+  awk -v l="$(field loss)" -v p="$(field perplexity)" 'BEGIN{d = exp(l) - p; exit !(l > 0 && d < 1e-2 && d > -1e-2)}'
+sample() { run "$@" --generate --prompt "The " --tokens 60 --top-k 5 2>/dev/null | sed -n '/^generate:/,$p' | tail -n +2; }
+g1=$(sample 1)
+g2=$(sample 1)
+g3=$(sample 2 --set parallel.model_parallel=2)
+check "--generate continues the prompt ($(head -c 40 <<<"$g1" | tr '\n' ' '))" test "${g1:0:4}" = "The " -a ${#g1} -gt 30
+check "--generate is reproducible" test "$g1" = "$g2"
+check "--generate on a 2-stage pipeline gives the same text" test "$g1" = "$g3"
+expect_error "a prompt outside the vocabulary" "is not in the model's vocabulary" \
+  run 1 --generate --prompt "日本" --tokens 5
+# Reduced precision on the CPU.
+for p in bf16 fp16; do
+  run 1 --set run.precision=$p --set run.out_dir=$p --set train.steps=10 --set checkpoint.resume=none >$p.log 2>&1
+  check "precision = $p trains (loss at step 10: $(row $p 10))" test -n "$(row $p 10)"
+done
+finish

@@ -18,7 +18,8 @@ run() {  # out_dir extra-args...
   "$mpirun" -q -np 2 --oversubscribe --bind-to none "$trainer" inputs/mnist_cnn.ini --set "run.out_dir=$out" \
     --set "model.layers=conv(4,3,pad=1) batchnorm relu maxpool(4) flatten dense(10)" \
     --set optim.name=adam --set optim.lr=0.01 --set run.precision=fp16 --set train.steps=12 \
-    --set train.log_every=4 --set checkpoint.every_epochs=0 --set checkpoint.every_steps=0 "$@" 2>&1
+    --set train.log_every=4 --set checkpoint.every_epochs=0 --set checkpoint.every_steps=0 \
+    --set run.cpu_gemm=openblas "$@" 2>&1  # the GEMMs of the trainer that wrote the checkpoint
 }
 run "$tmp/full" --set checkpoint.resume=none >"$tmp/full.log"
 check "the uninterrupted run exits 0" test $? -eq 0

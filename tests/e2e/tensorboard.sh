@@ -56,7 +56,8 @@ tags = {"epoch": "train/epoch", "wall_s": "system/wall_s", "loss": "train/loss",
         "comm_exposed_pct": "system/comm_exposed_pct", "lr": "train/lr", "eval_loss": "eval/loss",
         "eval_accuracy": "eval/accuracy", "grad_norm": "train/grad_norm", "loss_scale": "train/loss_scale",
         "skipped_steps": "train/skipped_steps", "cpu_busy_pct": "system/cpu_busy_pct", "rss_mib": "system/rss_mib",
-        "cpu_energy_j": "system/cpu_energy_j"}
+        "cpu_energy_j": "system/cpu_energy_j", "tokens_per_s": "system/tokens_per_s",
+        "perplexity": "train/perplexity", "eval_perplexity": "eval/perplexity"}
 rows = list(csv.DictReader(open(out / "metrics.csv")))
 assert set(rows[0].keys()) == set(tags) | {"step"}, sorted(rows[0].keys())
 n = 0

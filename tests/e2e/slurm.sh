@@ -115,8 +115,8 @@ for _ in $(seq 600); do grep -q '^epoch ' "$out" 2>/dev/null && break; sleep 0.1
 scancel --signal=USR1 --batch "$jobid"
 # The requeued job is held about 2 minutes before it may start; once the first run is gone from
 # the node, let it start now (repeated: the update only takes while the job is pending). Done
-# when the second run has reported its exit code (at most 300 s: twice in 40 runs the node took
-# longer than 150 s to leave the completing state and the requeued job started too late).
+# when the second run has reported its exit code (at most 300 s: in two full-suite runs, one last
+# session and one this session, the requeued job had not started within the former 150 s).
 for _ in $(seq 600); do
   [ "$(grep -c 'trainer exit code' "$out" 2>/dev/null)" -ge 2 ] && break
   if [ "$(squeue -h -j "$jobid" -o %T 2>/dev/null)" = PENDING ] && [ "$(sinfo -h -n "$host" -o %t 2>/dev/null)" = idle ]; then

@@ -254,8 +254,8 @@ std::vector<KeySpec> config_schema() {
                    [](Config& c, const std::string& v) { c.run.cuda_graphs = parse_bool(v); }));
   k.push_back(choice(
       "run", "cpu_gemm", {"auto", "openblas", "onednn"}, "auto",
-      "float32 GEMMs on the CPU: OpenBLAS, oneDNN's JIT sgemm, or auto = OpenBLAS unless it runs "
-      "kernels older than the CPU (its Prescott fallback on a CPU it does not recognize)",
+      "float32 GEMMs on the CPU: OpenBLAS, or oneDNN's JIT sgemm (much faster where OpenBLAS runs "
+      "kernels older than the CPU; opt-in, see docs/performance.md); auto = OpenBLAS",
       [](Config& c, const std::string& v) {
         c.run.cpu_gemm = pick<CpuGemmLib>(
             v, {{"auto", CpuGemmLib::auto_}, {"openblas", CpuGemmLib::openblas}, {"onednn", CpuGemmLib::onednn}});

@@ -2,11 +2,11 @@
 //  - openblas: cblas_sgemm, with the kernels OpenBLAS picks for the CPU it recognizes;
 //  - onednn:   oneDNN's dnnl_sgemm, whose JIT kernels use what the CPU has (AVX-512 included)
 //              whatever its name.
-// auto takes OpenBLAS unless its kernels are older than the CPU: OpenBLAS falls back to its
-// Prescott (SSE3) kernels on a CPU whose model it does not recognize, as on the development
-// VM ("Intel Xeon Processor" with AVX-512), where its sgemm ran at 30 GFLOP/s against
-// oneDNN's 100-155 on the GPT's shapes (docs/performance.md). OPENBLAS_CORETYPE, where a
-// machine sets it, is respected: OpenBLAS then runs the kernels named.
+// auto takes OpenBLAS, and says so when its kernels are older than the CPU: OpenBLAS falls back to
+// its Prescott (SSE3) kernels on a CPU whose model it does not recognize, as on the development
+// VM ("Intel Xeon Processor" with AVX-512), where its sgemm ran at 30 GFLOP/s against oneDNN's
+// 100-155 on the GPT's shapes (docs/performance.md). oneDNN is opt-in until a heap corruption seen
+// inside dnnl_sgemm (2 of about 10 signal-stopped MNIST runs at 2 ranks) is understood.
 #pragma once
 
 #include <cstdint>

@@ -139,15 +139,16 @@ std::string Checkpointer::save(const TrainState& progress, const double interval
   return final_path;
 }
 
+std::string resume_selection(const Config& cfg) {
+  const std::string& r = cfg.checkpoint.resume;
+  if (r == "none") return "";
+  if (r == "auto") return find_latest_checkpoint(cfg.checkpoint.dir);
+  if (!fs::exists(r)) throw bad_input("[checkpoint] resume = " + r + ": no such file");
+  return r;
+}
+
 std::string Checkpointer::resume_target() const {
-  const auto v = compute_on_root(rt_.world(), [&]() -> std::vector<std::string> {
-    const std::string& r = cfg_.checkpoint.resume;
-    if (r == "none") return {""};
-    if (r == "auto") return {find_latest_checkpoint(cfg_.checkpoint.dir)};
-    if (!fs::exists(r)) throw bad_input("[checkpoint] resume = " + r + ": no such file");
-    return {r};
-  });
-  return v.at(0);
+  return compute_on_root(rt_.world(), [&] { return std::vector<std::string>{resume_selection(cfg_)}; }).at(0);
 }
 
 std::vector<std::string> checkpoint_mismatches(const CheckpointFile& file, const Model& model) {

@@ -21,12 +21,6 @@
 namespace hpctrain {
 
 namespace {
-std::string resume_path(const Config& cfg) {
-  const std::string& r = cfg.checkpoint.resume;
-  if (r == "none") return "";
-  return r == "auto" ? find_latest_checkpoint(cfg.checkpoint.dir) : r;
-}
-
 // The next token from `logits` (one position): temperature, top-k, then a draw keyed by `key`.
 std::uint32_t draw(std::vector<float> logits, const SamplingOptions& o, std::uint64_t key) {
   const auto v = static_cast<std::int64_t>(logits.size());
@@ -54,7 +48,7 @@ std::uint32_t draw(std::vector<float> logits, const SamplingOptions& o, std::uin
 
 DatasetIndex generation_index(const Config& cfg, Runtime& rt) {
   const auto v = compute_on_root(rt.world(), [&]() -> std::vector<std::string> {
-    const std::string path = resume_path(cfg);
+    const std::string path = resume_selection(cfg);
     if (path.empty())
       throw bad_input("--generate: no checkpoint to sample from ([checkpoint] resume = " + cfg.checkpoint.resume +
                       (cfg.checkpoint.resume == "auto" ? ", none complete in " + cfg.checkpoint.dir : "") + ")");

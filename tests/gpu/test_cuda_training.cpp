@@ -43,6 +43,18 @@ struct Session {
   Sampler sampler;
 };
 
+// The GPU run's parameters against the CPU run's: largest difference within 1e-4 of the largest parameter.
+void expect_parameters_close(const std::vector<float>& cpu, const std::vector<float>& gpu, const std::string& what) {
+  ASSERT_EQ(cpu.size(), gpu.size()) << what;
+  double worst = 0, largest = 0;
+  for (std::size_t i = 0; i < cpu.size(); ++i) {
+    worst = std::max(worst, static_cast<double>(std::fabs(cpu[i] - gpu[i])));
+    largest = std::max(largest, static_cast<double>(std::fabs(cpu[i])));
+  }
+  EXPECT_LT(worst / largest, 1e-4) << what;
+  EXPECT_GT(largest, 0) << what;
+}
+
 // A GPU, and a small synthetic dataset made for each test (removed after it).
 class CudaTraining : public ::testing::Test {
  protected:
@@ -68,15 +80,7 @@ TEST_F(CudaTraining, StepsMatchTheCpu) {
     Session on_cpu(config(root_, "cpu", layers), index_), on_gpu(config(root_, "cuda", layers), index_);
     on_cpu.steps(5);
     on_gpu.steps(5);
-    const auto cpu = on_cpu.parameters(), gpu = on_gpu.parameters();
-    ASSERT_EQ(cpu.size(), gpu.size());
-    double worst = 0, largest = 0;
-    for (std::size_t i = 0; i < cpu.size(); ++i) {
-      worst = std::max(worst, static_cast<double>(std::fabs(cpu[i] - gpu[i])));
-      largest = std::max(largest, static_cast<double>(std::fabs(cpu[i])));
-    }
-    EXPECT_LT(worst / largest, 1e-4) << layers;
-    EXPECT_GT(largest, 0) << layers;
+    expect_parameters_close(on_cpu.parameters(), on_gpu.parameters(), layers);
     // Batch norm's running statistics (on the GPU: cuDNN's device copies, brought to the host).
     on_cpu.trainer.model().sync_buffers(true);
     on_gpu.trainer.model().sync_buffers(true);
@@ -105,14 +109,7 @@ TEST_F(CudaTraining, GptStepsMatchTheCpu) {
   Session on_cpu(gpt("cpu"), index), on_gpu(gpt("cuda"), index);
   on_cpu.steps(5);
   on_gpu.steps(5);
-  const auto cpu = on_cpu.parameters(), gpu = on_gpu.parameters();
-  ASSERT_EQ(cpu.size(), gpu.size());
-  double worst = 0, largest = 0;
-  for (std::size_t i = 0; i < cpu.size(); ++i) {
-    worst = std::max(worst, static_cast<double>(std::fabs(cpu[i] - gpu[i])));
-    largest = std::max(largest, static_cast<double>(std::fabs(cpu[i])));
-  }
-  EXPECT_LT(worst / largest, 1e-4);
+  expect_parameters_close(on_cpu.parameters(), on_gpu.parameters(), layers);
   MPI_Barrier(MPI_COMM_WORLD);
   if (world_rank() == 0) fs::remove_all(root);
 }

@@ -64,6 +64,10 @@ class Checkpointer {
   std::string tokenizer_, vocabulary_;
 };
 
+// Rank 0: the checkpoint [checkpoint] resume selects ("" = none; the newest complete one for
+// auto); bad_input for a named file that does not exist.
+std::string resume_selection(const Config& cfg);
+
 // Problems of `file` for `model` (missing or extra layers, shapes), one line
 // each, empty when it fits. Used by load() and --dry-run.
 std::vector<std::string> checkpoint_mismatches(const CheckpointFile& file, const Model& model);

@@ -43,9 +43,9 @@ void set_cpu_gemm(CpuGemm g) {
     // oneDNN stays opt-in for now: a heap corruption inside dnnl_sgemm was seen in 2 of about 10
     // MNIST MLP runs at 2 ranks stopped by SIGUSR1 (docs/performance.md); auto says when it would help.
     g = CpuGemm::openblas;
-    g_why = "OpenBLAS sgemm (auto: " + core + " kernels" +
-            (onednn && openblas_kernels_outdated() ? ", older than this CPU: [run] cpu_gemm = onednn may be faster)"
-                                                   : ")");
+    g_why =
+        "OpenBLAS sgemm (auto: " + core + " kernels" +
+        (onednn && openblas_kernels_outdated() ? ", older than this CPU: [run] cpu_gemm = onednn may be faster)" : ")");
   } else {
     g_why = g == CpuGemm::onednn ? "oneDNN sgemm ([run] cpu_gemm)"
                                  : "OpenBLAS sgemm, " + core + " kernels ([run] cpu_gemm)";

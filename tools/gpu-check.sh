@@ -23,7 +23,8 @@
 #            steps against the CPU, NCCL against MPI, the caching pool) and the unit
 #            tests; a GPU test that skips here fails the stage
 #   --train  the MNIST MLP and CNN examples with device = cuda (NCCL, one rank per
-#            GPU); then the GPU run's checkpoint evaluated on the CPU (same accuracy)
+#            GPU), the MLP run's GPU telemetry (NVML: every GPU column filled, energy > 0);
+#            then the GPU run's checkpoint evaluated on the CPU (same accuracy)
 #   --gpt    the GPU GPT deck (inputs/shakespeare_gpt_gpu.ini) for a short run on tiny Shakespeare
 #            (else on the project's docs as text): tokens/s against PyTorch eager on the same
 #            model (tools/bench/torch_gpt.py), then text sampled from its checkpoint on the CPU
@@ -369,6 +370,33 @@ json_field() {  # the rounded value of one key of a JSON line on stdin
   "$python" -c "import json, sys; print(round(json.load(sys.stdin)['$1']))" 2>/dev/null
 }
 
+# The GPU telemetry (NVML, the real library) of a training run in <out_dir>: on a GPU every
+# metrics row has GPU utilization, memory, power, temperature and energy, and summary.json the
+# energy in kWh and the GPU-hours; on the CPU (the dry run) the GPU fields are empty and null.
+telemetry_check() {
+  run_timed "$python" - "$1" "$dev" <<'EOF'
+import csv, json, sys
+out, dev = sys.argv[1], sys.argv[2]
+rows = list(csv.DictReader(open(out + "/metrics.csv")))
+s = json.load(open(out + "/summary.json"))
+cols = [c for c in rows[0] if c.startswith("gpu_")]
+if dev == "cpu":
+    ok = all(r[c] == "" for r in rows for c in cols) and s["gpu_hours"] is None and s["gpu_energy_kwh"] is None
+    print("GPU telemetry on the cpu: %s" % ("n/a, as it must be" if ok else "FAIL: GPU fields on a CPU run"))
+    sys.exit(0 if ok else 1)
+missing = sorted({c for r in rows for c in cols if r[c] == ""})
+last = rows[-1]
+print("GPU telemetry (NVML): util %s-%s%%, memory %s of %s MiB, power %s W, %s C, energy %s J; "
+      "summary: %s kWh over %s GPU-hours" % (
+          last["gpu_util_pct_min"], last["gpu_util_pct_max"], last["gpu_mem_used_mib_max"], last["gpu_mem_total_mib"],
+          last["gpu_power_w_max"], last["gpu_temp_c_max"], last["gpu_energy_j_max"], s["gpu_energy_kwh"], s["gpu_hours"]))
+ok = not missing and s["gpu_hours"] and (s["gpu_energy_kwh"] or 0) > 0
+if missing:
+    print("FAIL: empty GPU columns: " + ", ".join(missing))
+sys.exit(0 if ok else 1)
+EOF
+}
+
 stage_train() {
   local data rc=0 mlp_ok=0
   data=$(mnist_data) || return 1
@@ -381,9 +409,10 @@ stage_train() {
     [ $m = mlp ] && mlp_ok=1
     printf '%-10s %-6s %12s %9s%%\n' "$m" "$dev" $r
   done
+  [ $mlp_ok -eq 1 ] || return 1
+  telemetry_check "$results/train_mlp" || rc=1
   # The GPU run's checkpoint, evaluated on the CPU: checkpoints are float32 and device-independent.
   local eval_log=$results/eval_cpu.log
-  [ $mlp_ok -eq 1 ] || return 1
   if run_timed "$(mpirun_cmd)" -np 1 --bind-to none "$build/trainer" "$root/inputs/mnist_mlp.ini" --eval-only \
     --set run.out_dir="$results/train_mlp" --set checkpoint.dir="$(ckpt_dir "$results/train_mlp")" \
     --set run.device=cpu --set data.path="$data" "${watchdog[@]}" >"$eval_log" 2>&1; then

@@ -1,12 +1,13 @@
 #!/usr/bin/python3
-"""Plots a run's metrics file: training loss (and evaluation loss), accuracy and throughput
-against the step, to a PNG.
+"""Plots a run's metrics file: training loss (and evaluation loss), accuracy, throughput and,
+for runs with GPU telemetry, the GPUs' utilization (least, mean, most over the ranks) against
+the step, to a PNG.
 
     tools/plot_metrics.py runs/mnist_mlp/metrics.csv [--out metrics.png] [--title TEXT]
 
 The columns are the trainer's (docs/training.md: step, epoch, wall_s, loss, accuracy,
-samples_per_s, data_wait_pct, comm_exposed_pct, lr, eval_loss, eval_accuracy); evaluation
-columns are empty on rows without an evaluation.
+samples_per_s, data_wait_pct, comm_exposed_pct, lr, eval_loss, eval_accuracy, ...); evaluation
+columns are empty on rows without an evaluation, GPU columns on runs without GPU telemetry.
 """
 import argparse
 import csv
@@ -33,7 +34,8 @@ def main():
     import matplotlib
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
-    fig, ax = plt.subplots(1, 3, figsize=(12, 3.4))
+    gpu = [r for r in rows if r.get("gpu_util_pct_mean")]
+    fig, ax = plt.subplots(1, 4 if gpu else 3, figsize=(16 if gpu else 12, 3.4))
     ax[0].plot(step, [float(r["loss"]) for r in rows], label="train")
     if ev:
         ax[0].plot([int(r["step"]) for r in ev], [float(r["eval_loss"]) for r in ev], "o-", label="eval")
@@ -47,6 +49,12 @@ def main():
     ax[1].legend()
     ax[2].plot(step, [float(r["samples_per_s"]) for r in rows])
     ax[2].set_title("samples/s")
+    if gpu:
+        gstep = [int(r["step"]) for r in gpu]
+        for stat in ("min", "mean", "max"):
+            ax[3].plot(gstep, [float(r["gpu_util_pct_" + stat]) for r in gpu], label=stat)
+        ax[3].set_title("GPU utilization (%)")
+        ax[3].legend()
     for x in ax:
         x.set_xlabel("step")
     fig.suptitle(a.title or a.metrics)

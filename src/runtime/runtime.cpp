@@ -58,13 +58,17 @@ DeviceAssignment choose_device(DeviceKind requested, const RankInfo& me, const s
   std::string why;
   if (node_picks.empty()) {  // no view of the other ranks: by count
     oversubscribed = me.local_size > static_cast<int>(gpus.size());
+    d.first_on_gpu = me.local_rank < static_cast<int>(gpus.size());
     why = std::to_string(me.local_size) + " ranks on " + me.host + " but only " + std::to_string(gpus.size()) +
           " GPU(s) visible";
   } else {  // by identity: ranks that each see one different GPU share nothing
     std::string same;
     int count = 0;
     for (std::size_t r = 0; r < node_picks.size(); ++r)
-      if (node_picks[r] == g.uuid) same += (count++ ? ", " : "") + std::to_string(r);
+      if (node_picks[r] == g.uuid) {
+        if (count == 0) d.first_on_gpu = static_cast<int>(r) == me.local_rank;
+        same += (count++ ? ", " : "") + std::to_string(r);
+      }
     oversubscribed = count > 1;
     why = "local ranks " + same + " on " + me.host + " would share one GPU (" + g.uuid + ", " + g.name + ")";
   }
@@ -73,6 +77,7 @@ DeviceAssignment choose_device(DeviceKind requested, const RankInfo& me, const s
   d.shared = oversubscribed;
   d.kind = DeviceKind::cuda;
   d.gpu = g.index;
+  d.pci_bus_id = g.pci_bus_id;
   std::ostringstream os;
   os.precision(1);
   os << std::fixed << "cuda:" << g.index << " " << g.name << " (" << static_cast<double>(g.memory_bytes) / (1 << 30)

@@ -14,7 +14,6 @@
 #include "hpctrain/backend/ops.hpp"
 #include "hpctrain/core/error.hpp"
 #include "hpctrain/core/log.hpp"
-#include "hpctrain/core/process_stats.hpp"
 #include "hpctrain/core/signals.hpp"
 #include "hpctrain/data/sampler.hpp"
 #include "hpctrain/train/checkpointing.hpp"
@@ -45,9 +44,7 @@ struct Trainer::Progress {
   double before_s = 0;                // training seconds of the runs before this one (resumed)
   double wait_mark = 0, comm_mark = 0;
   double step_seconds = 0, timed_s = 0, comm_alone = 0;
-  double cpu_mark = 0;                    // process CPU seconds at the interval's start
-  std::unique_ptr<PackageEnergy> energy;  // on each node's local rank 0: its CPU packages (RAPL)
-  std::optional<double> energy_j;         // over the logged intervals, all nodes; none without RAPL
+  std::unique_ptr<SystemMonitor> monitor;  // CPU, memory, energy and GPU figures
   EvalResult last_eval;
   // Test hooks ("RANK:STEP", step 1-based): HPCTRAIN_TEST_SIGNAL makes that rank act as if
   // SIGUSR1 arrived during that step, so the tests can stop a run at a chosen point;
@@ -102,8 +99,7 @@ int Trainer::run() {
   p.test_signal_step = test_hook_step("HPCTRAIN_TEST_SIGNAL", g.world_rank());
   p.test_stall_step = test_hook_step("HPCTRAIN_TEST_STALL", g.world_rank());
   p.start = p.interval_start = p.last_checkpoint = Clock::now();
-  p.cpu_mark = process_cpu_seconds();
-  if (rt_.rank_info().local_rank == 0) p.energy = std::make_unique<PackageEnergy>();
+  p.monitor = make_monitor();
   p.first = first;
   p.total = total;
   p.before_s = state_.train_seconds;
@@ -259,19 +255,18 @@ void Trainer::system_figures(IntervalFigures& f, double dt, Progress& p) {
   f.grad_norm = std::sqrt(squares);
   f.loss_scale = state_.scaler.scale;
   f.skipped_steps = state_.scaler.skipped_steps;
-  const double cpu = process_cpu_seconds();
-  const bool rapl = p.energy && p.energy->available();
-  double sums[2] = {100 * (cpu - p.cpu_mark) / dt, rapl ? p.energy->joules_since_last() : 0};
-  double maxima[2] = {resident_bytes() / (1 << 20), rapl ? 1.0 : 0.0};
-  p.cpu_mark = cpu;
-  rt_.world().allreduce(sums, sums, 2, DType::f64, ReduceOp::sum);
-  rt_.world().allreduce(maxima, maxima, 2, DType::f64, ReduceOp::max);
-  f.cpu_busy_pct = sums[0] / rt_.grid().shape().world;
-  f.rss_mib = maxima[0];
-  if (maxima[1] > 0) {
-    f.cpu_energy_j = sums[1];
-    p.energy_j = p.energy_j.value_or(0) + sums[1];
-  }
+  p.monitor->interval(f, dt);
+}
+
+std::unique_ptr<SystemMonitor> Trainer::make_monitor() {
+  SystemMonitorOptions o;
+  const DeviceAssignment& d = rt_.device();
+  if (d.kind == DeviceKind::cuda) o.gpu_pci_bus_id = d.pci_bus_id;
+  o.first_on_gpu = d.first_on_gpu;
+  o.reads_packages = rt_.rank_info().local_rank == 0;  // one rank per node reads its CPU packages
+  auto monitor = std::make_unique<SystemMonitor>(rt_.world(), o);
+  if (const std::string line = monitor->describe(); !line.empty()) log0(line);
+  return monitor;
 }
 
 RunSummary Trainer::summarize(const Progress& p, const Checkpointer& checkpointer) {
@@ -321,7 +316,7 @@ RunSummary Trainer::summarize(const Progress& p, const Checkpointer& checkpointe
   s.precision = to_string(cfg_.run.precision);
   s.gemms = gemm_description(alloc_.device());
   s.skipped_steps = state_.scaler.skipped_steps;
-  if (p.energy_j) s.cpu_energy_kwh = *p.energy_j / 3.6e6;
+  p.monitor->finish(s, s.wall_s);
   s.loss_scale = state_.scaler.scale;
   if (pipeline_) {
     double pipe[3] = {pipeline_->wait_seconds(), pipeline_->step_seconds(),

@@ -44,14 +44,14 @@ RunReport::RunReport(const std::string& out_dir, const std::string& metrics_file
 std::string RunReport::csv_header() {
   std::string h;
   visit_columns(IntervalFigures{},
-                [&](const char* name, const char*, const auto&) { h += (h.empty() ? "" : ",") + std::string(name); });
+                [&](const std::string& name, const std::string&, const auto&) { h += (h.empty() ? "" : ",") + name; });
   return h;
 }
 
 std::string RunReport::csv_row(const IntervalFigures& f) {
   std::ostringstream os;
   bool first = true;
-  visit_columns(f, [&](const char*, const char*, const auto& v) {
+  visit_columns(f, [&](const std::string&, const std::string&, const auto& v) {
     if (!first) os << ',';
     first = false;
     put(os, v);
@@ -70,13 +70,15 @@ std::string RunReport::progress_line(const IntervalFigures& f) {
     std::snprintf(rate, sizeof(rate), "%.0f tokens/s", *f.tokens_per_s);
   else
     std::snprintf(rate, sizeof(rate), "%.0f samples/s", f.samples_per_s);
-  char line[384];
+  char gpu[64] = "gpu n/a";  // the least and most busy GPU (a straggler shows here)
+  if (f.gpu_util_pct) std::snprintf(gpu, sizeof(gpu), "gpu %.0f-%.0f%%", f.gpu_util_pct->min, f.gpu_util_pct->max);
+  char line[448];
   std::snprintf(line, sizeof(line),
                 "epoch %lld step %lld/%lld | loss %.4f | acc %5.1f%% | %s | ETA %s | data wait %.1f%% | "
-                "comm exposed %.1f%% | lr %.4g%s",
+                "comm exposed %.1f%% | %s | lr %.4g%s",
                 static_cast<long long>(f.epoch), static_cast<long long>(f.step), static_cast<long long>(f.total),
                 f.loss, 100 * f.accuracy, rate, duration_text(f.eta_s).c_str(), f.data_wait_pct, f.comm_exposed_pct,
-                f.lr, eval.c_str());
+                gpu, f.lr, eval.c_str());
   return line;
 }
 
@@ -125,8 +127,8 @@ void RunReport::interval(const IntervalFigures& f) {
   log0(progress_line(f));
   if (metrics_) metrics_ << csv_row(f) << '\n' << std::flush;
   if (!events_) return;
-  visit_columns(f, [&](const char*, const char* tag, const auto& v) {
-    if (!tag) return;
+  visit_columns(f, [&](const std::string&, const std::string& tag, const auto& v) {
+    if (tag.empty()) return;
     if constexpr (std::is_same_v<std::decay_t<decltype(v)>, std::optional<double>>) {
       if (v) events_->scalar(tag, f.step, *v);
     } else {
@@ -156,9 +158,7 @@ std::string RunReport::summary_json(const RunSummary& s) {
 }
 
 std::string RunReport::done_line(const RunSummary& s) {
-  const std::string cost = s.price_per_device_hour > 0
-                               ? ", cost " + std::to_string(s.rank_hours * s.price_per_device_hour).substr(0, 8)
-                               : "";
+  const std::string cost = s.price_per_device_hour > 0 ? ", cost " + std::to_string(s.cost()).substr(0, 8) : "";
   const std::string tokens = s.tokens_per_sample
                                  ? ", " +
                                        std::to_string(static_cast<long long>(
@@ -176,6 +176,14 @@ std::string RunReport::done_line(const RunSummary& s) {
       s.rank_hours, cost.c_str(), s.step_time_s_min, s.step_time_s_max, s.peak_bytes_per_rank / (1 << 20),
       s.checkpoints_written, s.checkpoint_write_s);
   return line;
+}
+
+std::string RunReport::energy_line(const RunSummary& s) {
+  auto kwh = [](const std::optional<double>& e) { return e ? std::to_string(*e).substr(0, 8) + " kWh" : "n/a"; };
+  std::string line = "energy:";
+  if (s.gpu_hours)
+    line += " GPUs " + kwh(s.gpu_energy_kwh) + " over " + std::to_string(*s.gpu_hours).substr(0, 8) + " GPU-hours;";
+  return line + " CPU packages " + kwh(s.cpu_energy_kwh);
 }
 
 void RunReport::finish(const RunSummary& s) {
@@ -202,6 +210,7 @@ void RunReport::finish(const RunSummary& s) {
                   100 * s.pipeline_idle_ideal(), s.pipeline_peak_kept_inputs);
     log0(pl);
   }
+  if (s.gpu_hours || s.cpu_energy_kwh) log0(energy_line(s));
   log0(done_line(s));
   if (writer_) std::ofstream(resolve(out_dir_, "summary.json")) << summary_json(s);
   flush();

@@ -30,6 +30,21 @@ check "scaling.png is a PNG" png "$tmp/s/scaling.png"
 
 $py tools/plot_metrics.py "$tmp/s/np2/metrics.csv" --out "$tmp/m.png" >/dev/null
 check "metrics plot is a PNG" png "$tmp/m.png"
+# The same rows with GPU telemetry filled in (as a GPU run writes them): a fourth panel.
+$py - "$tmp/s/np2/metrics.csv" "$tmp/gpu-metrics.csv" <<'PY'
+import csv, sys
+rows = list(csv.DictReader(open(sys.argv[1])))
+for i, r in enumerate(rows):
+    r.update(gpu_util_pct_min=str(60 + i), gpu_util_pct_mean=str(70 + i), gpu_util_pct_max=str(80 + i))
+w = csv.DictWriter(open(sys.argv[2], "w"), fieldnames=list(rows[0]))
+w.writeheader()
+w.writerows(rows)
+PY
+$py tools/plot_metrics.py "$tmp/gpu-metrics.csv" --out "$tmp/g.png" >/dev/null
+check "metrics plot with GPU utilization is a PNG, wider than without" $py -c "
+import struct, sys
+w = lambda f: struct.unpack('>I', open(f, 'rb').read()[16:20])[0]
+sys.exit(0 if w('$tmp/g.png') > w('$tmp/m.png') else 1)"
 err=$($py tools/plot_metrics.py "$tmp/nothing.csv" 2>&1)
 check "metrics plot of a missing file: non-zero exit naming it" test $? -ne 0 -a -n "$(grep nothing.csv <<<"$err")"
 
@@ -42,6 +57,14 @@ dh, cost, per_epoch = float(line[3]), float(line[4]), float(line[5])
 assert abs(dh - s["ranks"] * s["wall_s"] / 3600) < 1e-5, (dh, s)
 assert abs(cost - dh * 2.5) < 1e-4 and abs(per_epoch - cost / (s["steps"] * s["global_batch"] / 5120)) < 1e-4
 PY
+check "cost report of a CPU run without RAPL: no energy (-)" test "$(grep summary.json <<<"$out" | awk '{print $7}')" = "-"
+# A GPU run: 4 ranks sharing 2 GPUs for an hour (2 GPU-hours), 1.5 kWh on the GPUs, no RAPL.
+printf '{"steps": 100, "global_batch": 512, "ranks": 4, "wall_s": 3600, "gpu_hours": 2.0, "gpu_energy_kwh": 1.5, "cpu_energy_kwh": null}' \
+  >"$tmp/gpu-summary.json"
+out=$($py tools/cost_report.py --price 3 --price-per-kwh 0.2 --summary "$tmp/gpu-summary.json")
+echo "$out"
+check "cost report of a GPU run: GPU-hours, energy and its cost" test \
+  "$(grep summary.json <<<"$out" | awk '{print $4, $5, $7, $8}')" = "2.00000 6.0000 1.500000 0.3000"
 printf 'ranks,samples_per_s\n1,100\n2,190\n4,300\n' >"$tmp/table.csv"
 out=$($py tools/cost_report.py --price 1 --scaling "$tmp/table.csv" --samples-per-epoch 36000 --epochs 1 --target-hours 0.06)
 echo "$out" | tail -5

@@ -1,10 +1,12 @@
 // CUDA-side tests. The CUDA error family runs everywhere (the libraries'
 // error strings need no GPU); everything that touches a device skips, with
 // the reason, where no GPU is visible: device discovery, staging through real
-// pinned memory and the device scale kernel, and NCCL collectives against the
-// MPI ones (one rank per GPU).
+// pinned memory and the device scale kernel, NCCL collectives against the
+// MPI ones (one rank per GPU), and the GPU's telemetry through the real NVML.
 #include <gtest/gtest.h>
 
+#include <chrono>
+#include <cstdio>
 #include <vector>
 
 #include "gpu_test_util.hpp"
@@ -12,6 +14,7 @@
 #include "hpctrain/comm/mpi_communicator.hpp"
 #include "hpctrain/comm/nccl_communicator.hpp"
 #include "hpctrain/core/cuda_check.hpp"
+#include "hpctrain/core/gpu_telemetry.hpp"
 
 using namespace hpctrain;
 
@@ -45,6 +48,42 @@ TEST(CudaDevice, DiscoveryAndVersions) {
   ASSERT_FALSE(gpus.empty());
   EXPECT_GT(gpus[0].memory_bytes, 0u);
   EXPECT_GE(gpus[0].cc_major, 7);
+}
+
+// The real NVML (the driver's libnvidia-ml.so.1) finds this GPU by the PCI bus id CUDA reports,
+// and its figures are plausible; energy grows while the GPU works.
+TEST(CudaTelemetry, RealNvmlReadsTheGpuCudaUses) {
+  REQUIRE_GPU();
+  std::string why;
+  const auto gpus = cuda::visible_gpus(&why);
+  ASSERT_FALSE(gpus.empty());
+  EXPECT_EQ(gpus[0].pci_bus_id.size(), 16u) << gpus[0].pci_bus_id;  // "00000000:3B:00.0"
+  GpuTelemetry t(gpus[0].pci_bus_id);
+  ASSERT_TRUE(t.available()) << t.why_not();
+  const std::size_t bytes = std::size_t{1} << 30;
+  void* buf = cuda::device_allocate(bytes);
+  const auto start = std::chrono::steady_clock::now();
+  while (std::chrono::steady_clock::now() - start < std::chrono::milliseconds(1500)) {
+    for (int i = 0; i < 20; ++i) cuda::memset_zero(buf, bytes);
+    cuda::synchronize();
+  }
+  const double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  const auto s = t.sample(elapsed);
+  cuda::device_release(buf, bytes);
+  ASSERT_TRUE(s);
+  ASSERT_TRUE(s->util_pct && s->mem_used_mib && s->mem_total_mib && s->temp_c);
+  EXPECT_GE(*s->util_pct, 0);
+  EXPECT_LE(*s->util_pct, 100);
+  const double cuda_mib = static_cast<double>(gpus[0].memory_bytes) / (1 << 20);
+  EXPECT_NEAR(*s->mem_total_mib, cuda_mib, 0.05 * cuda_mib);  // the same GPU (NVML counts reserved memory too)
+  EXPECT_GE(*s->mem_used_mib, 1024);                          // our 1 GiB at least
+  EXPECT_GT(*s->temp_c, 0);
+  EXPECT_LT(*s->temp_c, 120);
+  ASSERT_TRUE(s->energy_j) << "energy from " << t.energy_source();
+  EXPECT_GT(*s->energy_j, 0);
+  std::printf("NVML: %s, util %.0f%%, memory %.0f of %.0f MiB, power %.0f W, %.0f C, %.1f J in %.2f s (%s)\n",
+              gpus[0].pci_bus_id.c_str(), *s->util_pct, *s->mem_used_mib, *s->mem_total_mib, s->power_w.value_or(-1),
+              *s->temp_c, *s->energy_j, elapsed, t.energy_source());
 }
 
 TEST(CudaStaging, MpiCommunicatorOnRealDeviceBuffers) {

@@ -77,10 +77,13 @@ TEST(Device, OneGpuPerLocalRank) {
   me.local_rank = 1;
   me.local_size = 2;
   me.host = "n1";
-  std::vector<cuda::GpuInfo> gpus{{0, "A", 1ull << 30, 9, 0, "GPU-a"}, {1, "B", 2ull << 30, 9, 0, "GPU-b"}};
+  std::vector<cuda::GpuInfo> gpus{{0, "A", 1ull << 30, 9, 0, "GPU-a", "00000000:0A:00.0"},
+                                  {1, "B", 2ull << 30, 9, 0, "GPU-b", "00000000:0B:00.0"}};
   const auto d = choose_device(DeviceKind::auto_, me, gpus, "");
   EXPECT_EQ(d.kind, DeviceKind::cuda);
   EXPECT_EQ(d.gpu, 1);
+  EXPECT_EQ(d.pci_bus_id, "00000000:0B:00.0");  // what NVML finds it by
+  EXPECT_TRUE(d.first_on_gpu);
   EXPECT_EQ(d.description, "cuda:1 B (2.0 GiB)");
   EXPECT_EQ(choose_comm(CommBackend::auto_, DeviceKind::cuda), cuda::compiled() ? CommBackend::nccl : CommBackend::mpi);
   EXPECT_EQ(choose_comm(CommBackend::mpi, DeviceKind::cuda), CommBackend::mpi);
@@ -90,7 +93,7 @@ TEST(Device, MoreRanksThanGpusIsAnError) {
   RankInfo me;
   me.local_size = 3;
   me.host = "n1";
-  std::vector<cuda::GpuInfo> gpus{{0, "A", 1, 9, 0, "GPU-a"}, {1, "B", 1, 9, 0, "GPU-b"}};
+  std::vector<cuda::GpuInfo> gpus{{0, "A", 1, 9, 0, "GPU-a", ""}, {1, "B", 1, 9, 0, "GPU-b", ""}};
   try {
     choose_device(DeviceKind::cuda, me, gpus, "");
     FAIL();
@@ -105,10 +108,11 @@ TEST(Device, SharingGpusWhenAllowed) {
   me.local_rank = 2;
   me.local_size = 3;
   me.host = "n1";
-  std::vector<cuda::GpuInfo> gpus{{0, "A", 1ull << 30, 9, 0, "GPU-a"}, {1, "B", 1ull << 30, 9, 0, "GPU-b"}};
+  std::vector<cuda::GpuInfo> gpus{{0, "A", 1ull << 30, 9, 0, "GPU-a", ""}, {1, "B", 1ull << 30, 9, 0, "GPU-b", ""}};
   const auto d = choose_device(DeviceKind::cuda, me, gpus, "", true);
   EXPECT_EQ(d.gpu, 0);  // local rank 2 of 3 on 2 GPUs
   EXPECT_TRUE(d.shared);
+  EXPECT_FALSE(d.first_on_gpu);  // local rank 0 counts GPU 0's energy and hours
   EXPECT_EQ(d.description, "cuda:0 A (1.0 GiB), shared");
   EXPECT_EQ(choose_comm(CommBackend::auto_, DeviceKind::cuda, true), CommBackend::mpi);
   try {
@@ -132,11 +136,12 @@ TEST(Device, RanksThatEachSeeOneDifferentGpuShareNothing) {
   const std::vector<std::string> picks{"GPU-a", "GPU-b", "GPU-c", "GPU-d"};
   for (int r = 0; r < 4; ++r) {
     me.local_rank = r;
-    std::vector<cuda::GpuInfo> mine{{0, "H200", 1ull << 30, 9, 0, picks[static_cast<std::size_t>(r)]}};
+    std::vector<cuda::GpuInfo> mine{{0, "H200", 1ull << 30, 9, 0, picks[static_cast<std::size_t>(r)], ""}};
     EXPECT_EQ(pick_uuid(me, mine), picks[static_cast<std::size_t>(r)]);
     const auto d = choose_device(DeviceKind::cuda, me, mine, "", false, picks);
     EXPECT_EQ(d.gpu, 0);
     EXPECT_FALSE(d.shared);
+    EXPECT_TRUE(d.first_on_gpu);
   }
 }
 
@@ -146,7 +151,7 @@ TEST(Device, RanksOnOneGpuByUuidAreRefusedUnlessSharingIsAllowed) {
   me.local_rank = 2;
   me.host = "n1";
   // Ranks 0 and 2 each see both GPUs; rank 2 takes index 0 (2 % 2): the same GPU as rank 0.
-  std::vector<cuda::GpuInfo> gpus{{0, "A", 1ull << 30, 9, 0, "GPU-a"}, {1, "B", 1ull << 30, 9, 0, "GPU-b"}};
+  std::vector<cuda::GpuInfo> gpus{{0, "A", 1ull << 30, 9, 0, "GPU-a", ""}, {1, "B", 1ull << 30, 9, 0, "GPU-b", ""}};
   const std::vector<std::string> picks{"GPU-a", "GPU-b", pick_uuid(me, gpus)};
   EXPECT_EQ(picks[2], "GPU-a");
   try {
@@ -158,9 +163,15 @@ TEST(Device, RanksOnOneGpuByUuidAreRefusedUnlessSharingIsAllowed) {
         << e.what();
     EXPECT_NE(std::string(e.what()).find("share_gpus = true"), std::string::npos) << e.what();
   }
-  EXPECT_TRUE(choose_device(DeviceKind::cuda, me, gpus, "", true, picks).shared);
+  const auto shared = choose_device(DeviceKind::cuda, me, gpus, "", true, picks);
+  EXPECT_TRUE(shared.shared);
+  EXPECT_FALSE(shared.first_on_gpu);  // local rank 0 is first on GPU-a
+  me.local_rank = 0;
+  EXPECT_TRUE(choose_device(DeviceKind::cuda, me, gpus, "", true, picks).first_on_gpu);
   me.local_rank = 1;  // rank 1 is alone on GPU-b
-  EXPECT_FALSE(choose_device(DeviceKind::cuda, me, gpus, "", false, picks).shared);
+  const auto alone = choose_device(DeviceKind::cuda, me, gpus, "", false, picks);
+  EXPECT_FALSE(alone.shared);
+  EXPECT_TRUE(alone.first_on_gpu);
 }
 
 // The cuDNN math per precision: a down-conversion to fp16 only in fp16 mode (bf16-rounded values

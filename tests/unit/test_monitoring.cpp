@@ -1,6 +1,6 @@
 // What the run report measures and writes besides its formats: TensorBoard's event records
-// (io/event_file.hpp) and the CPU packages' energy through RAPL (core/process_stats.hpp),
-// against a fake powercap tree.
+// (io/event_file.hpp), the CPU packages' energy through RAPL (core/process_stats.hpp) against a
+// fake powercap tree, and the GPU telemetry (core/gpu_telemetry.hpp) against a fake NVML.
 #include <gtest/gtest.h>
 #include <sys/resource.h>
 #include <sys/wait.h>
@@ -14,8 +14,10 @@
 #include <iterator>
 #include <string>
 
+#include "hpctrain/core/gpu_telemetry.hpp"
 #include "hpctrain/core/process_stats.hpp"
 #include "hpctrain/io/event_file.hpp"
+#include "hpctrain/train/run_report.hpp"
 
 using namespace hpctrain;
 namespace fs = std::filesystem;
@@ -117,4 +119,83 @@ TEST(EventFile, AFailedWriteWarnsOnceAndTrainingGoesOn) {
   for (const auto& e : fs::directory_iterator(dir)) bytes += fs::file_size(e.path());
   EXPECT_LE(bytes, 4096u);
   fs::remove_all(dir);
+}
+
+// ---- GPU telemetry against the fake NVML (tests/unit/fake_nvml.cpp, path in HPCTRAIN_FAKE_NVML) ----
+
+TEST(GpuTelemetry, ReadsTheGpuAtItsPciBusIdThroughTheLoadedLibrary) {
+  GpuTelemetry t("00000000:0B:00.0", HPCTRAIN_FAKE_NVML);  // the fake's GPU 1
+  ASSERT_TRUE(t.available()) << t.why_not();
+  EXPECT_STREQ(t.energy_source(), "counter");
+  const auto s = t.sample(1.0);
+  ASSERT_TRUE(s);
+  EXPECT_EQ(s->util_pct, 60.0);
+  EXPECT_EQ(s->mem_used_mib, 2048.0);
+  EXPECT_EQ(s->mem_total_mib, 81920.0);
+  EXPECT_EQ(s->power_w, 150.0);
+  EXPECT_EQ(s->temp_c, 41.0);
+  EXPECT_EQ(s->energy_j, 2.0);              // the counter advanced 2,000 mJ since the reading at construction
+  EXPECT_EQ(t.sample(1.0)->energy_j, 4.0);  // since construction, not since the last sample
+}
+
+TEST(GpuTelemetry, SumsPowerOverTimeWhereTheEnergyCounterIsMissing) {
+  GpuTelemetry t("00000000:0C:00.0", HPCTRAIN_FAKE_NVML);  // GPU 2: 200 W, no counter
+  ASSERT_TRUE(t.available()) << t.why_not();
+  EXPECT_STREQ(t.energy_source(), "power");
+  EXPECT_EQ(t.sample(0.5)->energy_j, 100.0);
+  EXPECT_EQ(t.sample(1.0)->energy_j, 300.0);
+}
+
+TEST(GpuTelemetry, AFigureTheGpuDoesNotReportIsEmpty) {
+  GpuTelemetry t("00000000:0D:00.0", HPCTRAIN_FAKE_NVML);  // GPU 3: no power reading
+  const auto s = t.sample(1.0);
+  ASSERT_TRUE(s);
+  EXPECT_FALSE(s->power_w);
+  EXPECT_EQ(s->util_pct, 80.0);
+  EXPECT_EQ(s->energy_j, 4.0);
+}
+
+TEST(GpuTelemetry, IsUnavailableWithAReasonAndNothingFails) {
+  auto why = [](const std::string& bus, const std::string& lib) {
+    GpuTelemetry t(bus, lib);
+    EXPECT_FALSE(t.available());
+    EXPECT_FALSE(t.sample(1.0));
+    return t.why_not();
+  };
+  EXPECT_EQ(why("", HPCTRAIN_FAKE_NVML), "no GPU on this rank");
+  EXPECT_NE(why("00000000:0A:00.0", "libhpctrain-no-such-nvml.so.1").find("cannot load libhpctrain-no-such-nvml.so.1"),
+            std::string::npos);
+  EXPECT_EQ(why("00000000:0A:00.0", "libz.so.1"), "libz.so.1 has no nvmlInit_v2");  // not NVML
+  EXPECT_EQ(why("00000000:99:00.0", HPCTRAIN_FAKE_NVML),
+            "NVML finds no GPU with PCI bus id 00000000:99:00.0: Not Found");
+}
+
+// The GPU figures in the progress line, the CSV, summary.json and the energy line: n/a, empty
+// and null without them.
+TEST(RunReport, GpuFiguresAreShownWhenPresentAndNotApplicableOtherwise) {
+  IntervalFigures f;
+  f.step = 10;
+  EXPECT_NE(RunReport::progress_line(f).find("| gpu n/a |"), std::string::npos) << RunReport::progress_line(f);
+  const std::string header = RunReport::csv_header();
+  EXPECT_NE(header.find(",gpu_util_pct_min,gpu_util_pct_mean,gpu_util_pct_max,gpu_mem_used_mib_min,"),
+            std::string::npos);
+  EXPECT_EQ(header.substr(header.size() - 16), "gpu_energy_j_max");
+  const std::string empty = RunReport::csv_row(f);
+  EXPECT_EQ(empty.substr(empty.size() - 16), std::string(16, ','));  // the 16 GPU columns: empty
+  f.gpu_util_pct = Spread{50, 65, 80};
+  f.gpu_mem_total_mib = 81920;
+  f.gpu_energy_j = Spread{1, 2.5, 4};
+  EXPECT_NE(RunReport::progress_line(f).find("| gpu 50-80% |"), std::string::npos) << RunReport::progress_line(f);
+  const std::string row = RunReport::csv_row(f);
+  EXPECT_NE(row.find(",50,65,80,,,,81920,"), std::string::npos) << row;
+  EXPECT_EQ(row.substr(row.size() - 8), ",1,2.5,4");
+  RunSummary s;
+  EXPECT_NE(RunReport::summary_json(s).find("\"gpu_hours\": null,\n  \"gpu_energy_kwh\": null\n}"), std::string::npos);
+  s.gpu_hours = 2.0;
+  s.gpu_energy_kwh = 0.5;
+  s.rank_hours = 4.0;  // four ranks sharing two GPUs: the price is per GPU-hour
+  s.price_per_device_hour = 3.0;
+  EXPECT_NE(RunReport::summary_json(s).find("\"gpu_hours\": 2,\n  \"gpu_energy_kwh\": 0.5\n}"), std::string::npos);
+  EXPECT_EQ(s.cost(), 6.0);
+  EXPECT_EQ(RunReport::energy_line(s), "energy: GPUs 0.500000 kWh over 2.000000 GPU-hours; CPU packages n/a");
 }

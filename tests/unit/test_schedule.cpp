@@ -84,7 +84,11 @@ TEST(RunReport, CsvProgressLineAndSummaryComeFromTheSameFigures) {
   EXPECT_EQ(RunReport::csv_header(),
             "step,epoch,wall_s,loss,accuracy,samples_per_s,data_wait_pct,comm_exposed_pct,lr,eval_loss,eval_accuracy,"
             "grad_norm,loss_scale,skipped_steps,cpu_busy_pct,rss_mib,cpu_energy_j,tokens_per_s,perplexity,"
-            "eval_perplexity");
+            "eval_perplexity,gpu_util_pct_min,gpu_util_pct_mean,gpu_util_pct_max,gpu_mem_used_mib_min,"
+            "gpu_mem_used_mib_mean,gpu_mem_used_mib_max,gpu_mem_total_mib,gpu_power_w_min,gpu_power_w_mean,"
+            "gpu_power_w_max,gpu_temp_c_min,gpu_temp_c_mean,gpu_temp_c_max,gpu_energy_j_min,gpu_energy_j_mean,"
+            "gpu_energy_j_max");
+  const std::string no_gpu(16, ',');  // the GPU columns, empty without GPU telemetry
   IntervalFigures f;
   f.step = 40;
   f.epoch = 2;
@@ -99,20 +103,21 @@ TEST(RunReport, CsvProgressLineAndSummaryComeFromTheSameFigures) {
   f.skipped_steps = 2;
   f.cpu_busy_pct = 99.5;
   f.rss_mib = 120;
-  EXPECT_EQ(RunReport::csv_row(f), "40,2,1.5,0.25,0.875,1000,0,0,0.05,,,3.5,1,2,99.5,120,,,,");
+  EXPECT_EQ(RunReport::csv_row(f), "40,2,1.5,0.25,0.875,1000,0,0,0.05,,,3.5,1,2,99.5,120,,,," + no_gpu);
   EXPECT_EQ(RunReport::progress_line(f),
             "epoch 2 step 40/100 | loss 0.2500 | acc  87.5% | 1000 samples/s | ETA 1:02:05 | data wait 0.0% | "
-            "comm exposed 0.0% | lr 0.05");
+            "comm exposed 0.0% | gpu n/a | lr 0.05");
   f.eval_split = "val";
   f.eval_loss = 0.5;
   f.eval_accuracy = 0.75;
-  EXPECT_EQ(RunReport::csv_row(f), "40,2,1.5,0.25,0.875,1000,0,0,0.05,0.5,0.75,3.5,1,2,99.5,120,,,,");
+  EXPECT_EQ(RunReport::csv_row(f), "40,2,1.5,0.25,0.875,1000,0,0,0.05,0.5,0.75,3.5,1,2,99.5,120,,,," + no_gpu);
   EXPECT_NE(RunReport::progress_line(f).find("| val loss 0.5000 acc 75.00%"), std::string::npos);
   // A language model: tokens/s and perplexities, in the CSV and the progress line.
   f.tokens_per_s = 64000;
   f.perplexity = 1.25;
   f.eval_perplexity = 1.5;
-  EXPECT_EQ(RunReport::csv_row(f), "40,2,1.5,0.25,0.875,1000,0,0,0.05,0.5,0.75,3.5,1,2,99.5,120,,64000,1.25,1.5");
+  EXPECT_EQ(RunReport::csv_row(f),
+            "40,2,1.5,0.25,0.875,1000,0,0,0.05,0.5,0.75,3.5,1,2,99.5,120,,64000,1.25,1.5" + no_gpu);
   EXPECT_NE(RunReport::progress_line(f).find("| 64000 tokens/s |"), std::string::npos) << RunReport::progress_line(f);
   EXPECT_NE(RunReport::progress_line(f).find("ppl 1.5000"), std::string::npos) << RunReport::progress_line(f);
   RunSummary s;
@@ -125,9 +130,9 @@ TEST(RunReport, CsvProgressLineAndSummaryComeFromTheSameFigures) {
   EXPECT_NE(js.find("\"cpu_energy_kwh\": null"), std::string::npos);  // no RAPL: null, not empty
   s.cpu_energy_kwh = 0.5;
   EXPECT_NE(RunReport::summary_json(s).find("\"cpu_energy_kwh\": 0.5,"), std::string::npos);
-  EXPECT_NE(js.find("\"steady_tokens_per_s\": null\n}"), std::string::npos);  // not a language model
+  EXPECT_NE(js.find("\"steady_tokens_per_s\": null,\n"), std::string::npos);  // not a language model
   s.tokens_per_sample = 64;
   s.steady_samples_per_s = 10;
-  EXPECT_NE(RunReport::summary_json(s).find("\"steady_tokens_per_s\": 640\n}"), std::string::npos);
+  EXPECT_NE(RunReport::summary_json(s).find("\"steady_tokens_per_s\": 640,\n"), std::string::npos);
   EXPECT_EQ(js.substr(js.size() - 3), "\n}\n");  // closed
 }

@@ -34,6 +34,8 @@ struct DeviceAssignment {
   int gpu = -1;                       // CUDA device index when kind == cuda
   std::string description;            // "cpu" or "cuda:0 NVIDIA H200 (139.8 GiB)"
   bool shared = false;                // [run] share_gpus: other ranks of this node use the same GPU
+  bool first_on_gpu = false;          // the lowest local rank on its GPU: it counts the GPU's energy and hours
+  std::string pci_bus_id;             // the GPU's, for its telemetry (NVML)
 };
 
 // Pure: resolves [run] device for one rank. auto = cuda when a GPU is visible. Local rank r takes

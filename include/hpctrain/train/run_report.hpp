@@ -15,6 +15,11 @@
 
 namespace hpctrain {
 
+// A per-rank figure over the ranks that have it: the least, the mean and the most.
+struct Spread {
+  double min = 0, mean = 0, max = 0;
+};
+
 // One log interval (steps and epochs 1-based, as printed).
 struct IntervalFigures {
   std::int64_t step = 0, epoch = 0, total = 0;
@@ -31,14 +36,18 @@ struct IntervalFigures {
   std::optional<double> cpu_energy_j;  // CPU packages' energy over the interval, all nodes (RAPL; none without it)
   // Language models (token windows): tokens trained per second, and perplexity = exp(loss).
   std::optional<double> tokens_per_s, perplexity, eval_perplexity;
+  // GPU telemetry (NVML) over the ranks with a GPU; none where no rank has it. Energy: each GPU's
+  // since this run started.
+  std::optional<Spread> gpu_util_pct, gpu_mem_used_mib, gpu_power_w, gpu_temp_c, gpu_energy_j;
+  std::optional<double> gpu_mem_total_mib;  // the smallest GPU's memory
 };
 
-// The metrics columns, in file order, with their TensorBoard tags (none for the step, which
-// is the x axis there): the CSV header, every row and the event file's scalars come from this
+// The metrics columns, in file order, with their TensorBoard tags (empty for the step, which
+// is the x axis there), as v(name, tag, value): the CSV header, every row and the event file's scalars come from this
 // list. New columns go at the end (readers of older files index by position).
 template <class Visit>
 void visit_columns(const IntervalFigures& f, Visit&& v) {
-  v("step", nullptr, f.step);
+  v("step", "", f.step);
   v("epoch", "train/epoch", f.epoch);
   v("wall_s", "system/wall_s", f.wall_s);
   v("loss", "train/loss", f.loss);
@@ -58,6 +67,19 @@ void visit_columns(const IntervalFigures& f, Visit&& v) {
   v("tokens_per_s", "system/tokens_per_s", f.tokens_per_s);
   v("perplexity", "train/perplexity", f.perplexity);
   v("eval_perplexity", "eval/perplexity", f.eval_perplexity);
+  // A figure over the ranks: three columns, NAME_min, NAME_mean, NAME_max.
+  auto spread = [&](const std::string& name, const std::optional<Spread>& x) {
+    using Part = std::optional<double>;
+    v(name + "_min", "system/" + name + "_min", x ? Part(x->min) : std::nullopt);
+    v(name + "_mean", "system/" + name + "_mean", x ? Part(x->mean) : std::nullopt);
+    v(name + "_max", "system/" + name + "_max", x ? Part(x->max) : std::nullopt);
+  };
+  spread("gpu_util_pct", f.gpu_util_pct);
+  spread("gpu_mem_used_mib", f.gpu_mem_used_mib);
+  v("gpu_mem_total_mib", "system/gpu_mem_total_mib", f.gpu_mem_total_mib);
+  spread("gpu_power_w", f.gpu_power_w);
+  spread("gpu_temp_c", f.gpu_temp_c);
+  spread("gpu_energy_j", f.gpu_energy_j);
 }
 
 // The end of a run (over all ranks).
@@ -81,10 +103,15 @@ struct RunSummary {
   std::string precision = "fp32", gemms;  // gemms: how reduced-precision GEMMs ran
   std::int64_t skipped_steps = 0;
   double loss_scale = 1;
-  std::optional<double> cpu_energy_kwh;  // RAPL over the logged intervals, all nodes; null without it
+  std::optional<double> cpu_energy_kwh;  // RAPL over the run, all nodes; null without it
+  // GPUs (each counted once, however many ranks share it): device-hours (null on the CPU) and
+  // energy over the run (NVML; null unless every GPU reported it).
+  std::optional<double> gpu_hours, gpu_energy_kwh;
   bool pipeline = false, gpipe = false;
   double pipeline_wait_s = 0, pipeline_step_s = 0, pipeline_peak_kept_inputs = 0;
-  double cost() const { return price_per_device_hour > 0 ? rank_hours * price_per_device_hour : 0; }
+  // Device-hours: the GPUs' on GPUs (ranks sharing one count it once), else the ranks'.
+  double device_hours() const { return gpu_hours.value_or(rank_hours); }
+  double cost() const { return price_per_device_hour > 0 ? device_hours() * price_per_device_hour : 0; }
   double pipeline_idle_fraction() const {
     return pipeline ? pipeline_wait_s / (pipeline_step_s > 1e-9 ? pipeline_step_s : 1e-9) : 0;
   }
@@ -129,6 +156,8 @@ void visit_summary(const RunSummary& s, Visit&& v) {
   v("steady_tokens_per_s",
     s.tokens_per_sample ? std::optional<double>(s.steady_samples_per_s * static_cast<double>(s.tokens_per_sample))
                         : std::nullopt);
+  v("gpu_hours", s.gpu_hours);
+  v("gpu_energy_kwh", s.gpu_energy_kwh);
 }
 
 class RunReport {
@@ -156,6 +185,7 @@ class RunReport {
   static std::string progress_line(const IntervalFigures& f);
   static std::string summary_json(const RunSummary& s);
   static std::string done_line(const RunSummary& s);
+  static std::string energy_line(const RunSummary& s);  // GPU energy and hours, CPU package energy
 
  private:
   std::string out_dir_, metrics_path_;

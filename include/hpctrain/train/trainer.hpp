@@ -27,6 +27,7 @@
 #include "hpctrain/train/run_report.hpp"
 #include "hpctrain/train/schedule.hpp"
 #include "hpctrain/train/staged_batch.hpp"
+#include "hpctrain/train/system_monitor.hpp"
 
 namespace hpctrain {
 
@@ -103,6 +104,7 @@ class Trainer {
   RunSummary summarize(const Progress& p, const Checkpointer& checkpointer);
   // Collective: the interval's gradient norm, loss scale, CPU and memory figures.
   void system_figures(IntervalFigures& f, double dt, Progress& p);
+  std::unique_ptr<SystemMonitor> make_monitor();  // (logs where the GPU figures come from)
   const Config& cfg_;
   Runtime& rt_;
   const DatasetIndex& index_;

@@ -3,6 +3,7 @@
 // operations (pinned host memory, copies, an in-place scale kernel).
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
+#include <cstdio>
 
 #include "hpctrain/backend/cuda/device_api.hpp"
 #include "hpctrain/core/cuda_check.hpp"
@@ -30,7 +31,10 @@ std::vector<GpuInfo> visible_gpus(std::string* why_none) {
       uuid += hex[v >> 4];
       uuid += hex[v & 15];
     }
-    out.push_back({i, p.name, p.totalGlobalMem, p.major, p.minor, uuid});
+    char bus[32];
+    std::snprintf(bus, sizeof(bus), "%08X:%02X:%02X.0", static_cast<unsigned>(p.pciDomainID),
+                  static_cast<unsigned>(p.pciBusID), static_cast<unsigned>(p.pciDeviceID));
+    out.push_back({i, p.name, p.totalGlobalMem, p.major, p.minor, uuid, bus});
   }
   if (out.empty() && why_none) *why_none = "no CUDA device visible";
   return out;

@@ -22,7 +22,8 @@ struct GpuInfo {
   std::string name;
   std::size_t memory_bytes = 0;
   int cc_major = 0, cc_minor = 0;
-  std::string uuid;  // "GPU-8c1f...": the same GPU has the same UUID in every process, whatever it sees
+  std::string uuid;        // "GPU-8c1f...": the same GPU has the same UUID in every process, whatever it sees
+  std::string pci_bus_id;  // "00000000:3B:00.0": how NVML finds the same GPU (its indices may differ from CUDA's)
 };
 
 // GPUs visible to this process. Empty (with `why_none` set) when built without

@@ -29,6 +29,16 @@ check "test accuracy ${acc:-?}% >= 88%" awk -v a="${acc:-0}" 'BEGIN { exit !(a >
 check "progress lines with loss, samples/s, ETA and data wait" grep -qE "^epoch 5 step 95/95 \| loss [0-9.]+ \| acc .*samples/s \| ETA .* \| data wait" <<<"$out"
 check "metrics.csv has a header and rows" test "$(wc -l <"$tmp/a/metrics.csv")" -ge 6
 check "summary.json parses" /usr/bin/python3 -c "import json,sys; d=json.load(open('$tmp/a/summary.json')); assert d['steps']==95 and d['test_accuracy']>0.88, d"
+# No GPU here: the GPU telemetry is n/a on the progress line, empty in the CSV, null in the JSON.
+check "CPU run: every progress line says gpu n/a" test "$(grep -c '^epoch .*| gpu n/a |' <<<"$out")" -eq \
+  "$(grep -c '^epoch ' <<<"$out")"
+check "CPU run: GPU columns empty, gpu_hours and gpu_energy_kwh null" /usr/bin/python3 -c "
+import csv, json
+rows = list(csv.DictReader(open('$tmp/a/metrics.csv')))
+cols = [c for c in rows[0] if c.startswith('gpu_')]
+assert len(cols) == 16 and all(r[c] == '' for r in rows for c in cols), cols
+d = json.load(open('$tmp/a/summary.json'))
+assert d['gpu_hours'] is None and d['gpu_energy_kwh'] is None, d"
 
 run 2 "$tmp/b" >/dev/null
 check "same seed and ranks: bit-identical metrics (loss, accuracy)" \

@@ -176,7 +176,8 @@ std::string describe_data(const Config& cfg, const Runtime& rt) {
     Allocator alloc;
     LayerRegistry registry;
     register_builtin_layers(registry, LayerOptions{cfg.run.conv});
-    const Model model(cfg.model.layers, index.train.sample_shape, registry, alloc);
+    Model model(cfg.model.layers, index.train.sample_shape, registry, alloc);
+    model.set_frozen(frozen_layers(cfg.train.freeze, model));  // the summary marks frozen layers
     os << "\nModel\n" << model.summary();
     os << describe_pipeline(cfg, rt, model);
     os << "\n"

@@ -348,6 +348,10 @@ std::vector<KeySpec> config_schema() {
   k.push_back(make("train", "sync_batchnorm", K::boolean, "true",
                    "batch-norm statistics reduced over the data-parallel group",
                    [](Config& c, const std::string& v) { c.train.sync_batchnorm = parse_bool(v); }));
+  k.push_back(make("train", "freeze", K::text, "",
+                   "layers whose parameters are not updated: comma-separated name patterns as the model summary "
+                   "names layers (e.g. \"*_conv\"); empty = none",
+                   [](Config& c, const std::string& v) { c.train.freeze = v; }));
 
   // [optim]
   k.push_back(
@@ -458,6 +462,14 @@ std::vector<KeySpec> config_schema() {
   k.push_back(make("checkpoint", "resume", K::path, "auto",
                    "auto = newest complete checkpoint in dir, none, or a checkpoint file",
                    [](Config& c, const std::string& v) { c.checkpoint.resume = v; }));
+  k.push_back(make("checkpoint", "init_from", K::path, "",
+                   "fine-tuning: a checkpoint whose parameters initialize the model when the run starts fresh "
+                   "(a checkpoint of this run found by resume wins); not its optimizer state or step",
+                   [](Config& c, const std::string& v) { c.checkpoint.init_from = v; }));
+  k.push_back(make("checkpoint", "init_layers", K::text, "",
+                   "layers init_from loads: comma-separated name patterns (e.g. \"*_conv,05_res\"), each must "
+                   "match; empty = every layer whose name and shapes match (the others start fresh, with a warning)",
+                   [](Config& c, const std::string& v) { c.checkpoint.init_layers = v; }));
   return k;
 }
 

@@ -1,6 +1,8 @@
 // Implementation of the model (model/model.hpp).
 #include "hpctrain/model/model.hpp"
 
+#include <fnmatch.h>
+
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
@@ -211,14 +213,83 @@ void Model::backward(const Tensor& x, const Tensor& dout, const std::function<vo
                      bool accumulate) {
   if (dout.data() != grads_act_.back().data()) copy(dout, grads_act_.back());
   if (precision_ != Precision::fp32) round_to_precision(grads_act_.back(), precision_);
-  for (std::size_t i = layers_.size(); i-- > 0;) {
+  // On the first stage (grads_act_[0] undefined) nothing needs the gradients below the lowest
+  // layer that trains: backward stops there, and that layer skips its input gradient.
+  std::size_t lowest = 0;
+  if (!grads_act_[0].defined())
+    while (lowest < layers_.size() && (frozen(lowest) || ranges_[lowest].first == ranges_[lowest].second)) ++lowest;
+  Tensor none;
+  for (std::size_t i = layers_.size(); i-- > lowest;) {
     // A layer whose weight a later layer shares (tying) adds to what that layer's backward wrote.
     const bool shared = std::find(tied_targets_.begin(), tied_targets_.end(), i) != tied_targets_.end();
     layers_[i]->set_accumulate_grads(accumulate || shared);
     // grads_act_[0] is undefined on the first stage: its first layer skips the input gradient.
-    layers_[i]->backward(i == 0 ? x : acts_[i], acts_[i + 1], grads_act_[i + 1], grads_act_[i]);
-    if (precision_ != Precision::fp32 && grads_act_[i].defined()) round_to_precision(grads_act_[i], precision_);
+    Tensor& dx = i == lowest && !grads_act_[0].defined() ? none : grads_act_[i];
+    layers_[i]->backward(i == 0 ? x : acts_[i], acts_[i + 1], grads_act_[i + 1], dx);
+    if (precision_ != Precision::fp32 && dx.defined()) round_to_precision(dx, precision_);
     if (layer_done) layer_done(i);
+  }
+  for (const auto& [begin, end] : frozen_ranges()) {  // (cheap: frozen layers below `lowest` wrote nothing)
+    Tensor g = grads_.view(begin, {end - begin});
+    fill(g, 0.f);
+  }
+}
+
+void Model::set_frozen(std::vector<bool> frozen) {
+  HPCT_CHECK(frozen.size() == layers_.size(), "set_frozen: one flag per held layer");
+  frozen_ = std::move(frozen);
+  for (const auto& [begin, end] : frozen_ranges()) {
+    Tensor g = grads_.view(begin, {end - begin});
+    fill(g, 0.f);
+  }
+}
+
+std::vector<std::pair<std::int64_t, std::int64_t>> Model::frozen_ranges() const {
+  std::vector<std::pair<std::int64_t, std::int64_t>> out;
+  for (std::size_t i = 0; i < layers_.size(); ++i)
+    if (frozen(i) && ranges_[i].first != ranges_[i].second) out.push_back(ranges_[i]);
+  return out;
+}
+
+std::vector<bool> frozen_layers(const std::string& freeze, const Model& model) {
+  const auto patterns = split_patterns(freeze);
+  auto any = [&](const std::string& layer) {
+    return std::any_of(patterns.begin(), patterns.end(), [&](const std::string& p) { return layer_matches(p, layer); });
+  };
+  const auto& all = model.all_layer_names();
+  for (const std::string& p : patterns)
+    if (std::none_of(all.begin(), all.end(), [&](const std::string& l) { return layer_matches(p, l); })) {
+      std::string names;
+      for (const std::string& l : all) names += (names.empty() ? "" : ", ") + l;
+      throw bad_input("[train] freeze: '" + p + "' names no layer (the layers: " + names + ")");
+    }
+  bool trains = false;
+  for (const ParamInfo& p : model.all_param_info()) trains = trains || !any(p.name.substr(0, p.name.find('/')));
+  if (!patterns.empty() && !trains)
+    throw bad_input("[train] freeze = " + freeze + " freezes every layer with parameters: nothing would train");
+  std::vector<bool> out;
+  for (const std::string& l : model.layer_names()) out.push_back(any(l));
+  return out;
+}
+
+std::vector<std::string> split_patterns(const std::string& text) {
+  std::vector<std::string> out;
+  std::string cur;
+  for (const char c : text + ",") {
+    if (c == ',' || c == ' ') {
+      if (!cur.empty()) out.push_back(cur);
+      cur.clear();
+    } else {
+      cur += c;
+    }
+  }
+  return out;
+}
+
+bool layer_matches(const std::string& pattern, const std::string& layer_path) {
+  for (std::size_t end = layer_path.find('/');; end = layer_path.find('/', end + 1)) {
+    if (fnmatch(pattern.c_str(), layer_path.substr(0, end).c_str(), 0) == 0) return true;
+    if (end == std::string::npos) return false;
   }
 }
 
@@ -235,7 +306,7 @@ std::string Model::summary() const {
     for (const auto& p : info_)
       if (p.name.rfind(names_[i] + "/", 0) == 0) n += numel(p.shape);
     total += n;
-    t.add_row({names_[i], shape_string(shapes_[i + 1]), std::to_string(n)});
+    t.add_row({names_[i], shape_string(shapes_[i + 1]), std::to_string(n) + (frozen(i) && n ? " (frozen)" : "")});
   }
   t.add_row({"total", "", std::to_string(total)});
   return t.render();

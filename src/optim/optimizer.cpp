@@ -2,6 +2,8 @@
 // gradient clipping (optim/optimizer.hpp).
 #include "hpctrain/optim/optimizer.hpp"
 
+#include <algorithm>
+
 #include <cmath>
 
 #include "hpctrain/backend/ops.hpp"
@@ -26,6 +28,24 @@ std::vector<DecayRun> decay_runs(const std::vector<std::pair<std::int64_t, Shape
   return runs;
 }
 
+std::vector<DecayRun> freeze_runs(const std::vector<DecayRun>& runs,
+                                  const std::vector<std::pair<std::int64_t, std::int64_t>>& frozen) {
+  std::vector<DecayRun> out;
+  for (const DecayRun& r : runs) {
+    std::int64_t at = r.offset;
+    const std::int64_t end = r.offset + r.count;
+    for (const auto& [fb, fe] : frozen) {
+      const std::int64_t b = std::max(fb, at), e = std::min(fe, end);
+      if (b >= e) continue;
+      if (b > at) out.push_back({at, b - at, r.decay, r.frozen});
+      out.push_back({b, e - b, r.decay, true});
+      at = e;
+    }
+    if (at < end) out.push_back({at, end - at, r.decay, r.frozen});
+  }
+  return out;
+}
+
 namespace {
 // Views of run r of a flat buffer.
 Tensor part(const Tensor& t, const DecayRun& r) { return t.view(r.offset, {r.count}); }
@@ -40,6 +60,7 @@ class Sgd final : public Optimizer {
         runs_(std::move(runs)) {}
   void update(Tensor& scalars) override {
     for (const DecayRun& r : runs_) {
+      if (r.frozen) continue;
       Tensor w = part(w_, r), m = part(m_, r);
       sgd_update(w, part(g_, r), m, scalars, static_cast<float>(cfg_.momentum),
                  r.decay ? static_cast<float>(cfg_.weight_decay) : 0.f, cfg_.nesterov);
@@ -70,6 +91,7 @@ class Adam final : public Optimizer {
   }
   void update(Tensor& scalars) override {
     for (const DecayRun& r : runs_) {
+      if (r.frozen) continue;
       Tensor w = part(w_, r), m = part(m_, r), v = part(v_, r);
       adam_update(w, part(g_, r), m, v, scalars, static_cast<float>(cfg_.beta1), static_cast<float>(cfg_.beta2),
                   static_cast<float>(cfg_.eps), r.decay ? static_cast<float>(cfg_.weight_decay) : 0.f,

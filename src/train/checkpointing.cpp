@@ -291,6 +291,20 @@ CheckpointInfo Checkpointer::load(const std::string& path, double interval_sums[
   return info;
 }
 
+namespace {
+// --dry-run: what [checkpoint] init_from will load into the whole model, and what starts fresh.
+std::string describe_initialization(const Config& cfg, const Model* model) {
+  const CheckpointFile file(cfg.checkpoint.init_from);  // bad_input when missing or unreadable
+  std::string out = "Initialize: from " + file.path() + " (step " + std::to_string(file.info().state.step) + ")";
+  if (!model) return out + "\n";
+  std::vector<std::pair<std::string, Shape>> tensors;
+  for (const ParamInfo& p : model->all_param_info()) tensors.emplace_back(p.name, p.shape);
+  for (const auto& [name, size] : model->all_buffers()) tensors.emplace_back(name, Shape{size});
+  return out + ": loads " +
+         plan_initialization(file, model->all_layer_names(), tensors, cfg.checkpoint.init_layers).describe() + "\n";
+}
+}  // namespace
+
 std::string describe_checkpointing(const Config& cfg, const Model* model) {
   const auto& c = cfg.checkpoint;
   std::ostringstream os;
@@ -308,16 +322,15 @@ std::string describe_checkpointing(const Config& cfg, const Model* model) {
   if (c.every_epochs > 0) when += " " + std::to_string(c.every_epochs) + " epoch(s),";
   if (c.every_minutes > 0) when += " " + cfg.resolved_value("checkpoint.every_minutes") + " minutes,";
   os << (when.empty() ? " (no interval)," : when) << " at the end, and on SIGTERM/SIGUSR1; keep " << c.keep << "\n";
-  std::string target;
-  if (c.resume == "none") {
-    os << "Resume: none (starts fresh)\n";
-    return os.str();
-  }
-  target = c.resume == "auto" ? find_latest_checkpoint(c.dir) : c.resume;
+  const std::string target = c.resume == "none" ? "" : c.resume == "auto" ? find_latest_checkpoint(c.dir) : c.resume;
   if (target.empty()) {
-    os << "Resume: auto, no complete checkpoint in " << c.dir << " (starts fresh)\n";
+    os << (c.resume == "none" ? "Resume: none (starts fresh)\n"
+                              : "Resume: auto, no complete checkpoint in " + c.dir + " (starts fresh)\n");
+    if (!c.init_from.empty()) os << describe_initialization(cfg, model);
     return os.str();
   }
+  if (!c.init_from.empty())
+    os << "Initialize: [checkpoint] init_from = " << c.init_from << " is not used: the run resumes (resume wins)\n";
   const CheckpointFile file(target);  // bad_input when missing or unreadable
   const auto& i = file.info();
   os << "Resume: " << target << " (step " << i.state.step << ", next batch: epoch " << i.state.epoch + 1 << " batch "

@@ -17,6 +17,11 @@ std::vector<Bucket> make_buckets(const Model& model, std::int64_t bucket_elems) 
   for (std::size_t i = model.layers(); i-- > 0;) {
     const auto [begin, end] = model.layer_param_range(i);
     if (begin == end) continue;
+    if (model.frozen(i)) {  // no gradient to average: the bucket ends here, the next starts after it
+      if (have) out.push_back(open);
+      have = false;
+      continue;
+    }
     if (!have) {
       open.end = end;
       have = true;

@@ -129,7 +129,13 @@ const SplitIndex* Trainer::eval_split() const {
 SamplerState Trainer::resume(Checkpointer& checkpointer, const std::string& path, std::int64_t per_epoch,
                              double sums[3]) {
   SamplerState from{cfg_.run.seed, 0, 0};
-  if (path.empty()) return from;
+  if (path.empty()) {  // a fresh run; fine-tuning takes its parameters from [checkpoint] init_from
+    if (!cfg_.checkpoint.init_from.empty()) {
+      log0("initialized from " + cfg_.checkpoint.init_from + ": " + checkpointer.initialize(cfg_.checkpoint.init_from));
+      model_->refresh_compute_parameters();
+    }
+    return from;
+  }
   const CheckpointInfo info = checkpointer.load(path, sums);
   set_interval_sums(sums);
   model_->refresh_compute_parameters();

@@ -87,10 +87,12 @@ Trainer::Trainer(const Config& cfg, Runtime& rt, const DatasetIndex& index)
     tie_syncs_.push_back(sync);
   }
   loss_ = make_loss(index.train.classification, alloc_);
+  model_->set_frozen(frozen_layers(cfg.train.freeze, *model_));  // [train] freeze (bad_input when wrong)
   std::vector<std::pair<std::int64_t, Shape>> tensors;
   for (const ParamInfo& p : model_->param_info()) tensors.emplace_back(p.offset, p.shape);
   opt_ = make_optimizer(cfg.optim, model_->parameters(), model_->gradients(), alloc_,
-                        decay_runs(tensors, model_->parameters().numel(), cfg.optim.weight_decay_1d));
+                        freeze_runs(decay_runs(tensors, model_->parameters().numel(), cfg.optim.weight_decay_1d),
+                                    model_->frozen_ranges()));
   scalars_ = step_scalars::make(alloc_);
   step_key_ = Tensor::zeros({2}, alloc_);
   eval_scalars_ = step_scalars::make(alloc_);

@@ -15,13 +15,8 @@
 #   a failure while writing leaves the previous checkpoint the newest;
 # - --eval-only and --dry-run use the checkpoint.
 set -u
-mpirun=$1
-trainer=$2
-src=$3
-cd "$src" || exit 1
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+e2e_start "$@"  # $mpirun $trainer $src, the working directory $src, $tmp (removed at exit)
 py=/usr/bin/python3
 run() {  # np out_dir extra-args...
   local np=$1 out=$2

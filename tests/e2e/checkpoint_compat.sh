@@ -4,13 +4,8 @@
 # as the uninterrupted run does: the logged losses after the resume step, the fp16 loss scale
 # and skipped steps, and --eval-only and --dry-run read it.
 set -u
-mpirun=$1
-trainer=$2
-src=$3
-cd "$src" || exit 1
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+e2e_start "$@"  # $mpirun $trainer $src, the working directory $src, $tmp (removed at exit)
 old=tests/data/checkpoint-format1/ckpt-00000007.h5
 run() {  # out_dir extra-args...
   local out=$1

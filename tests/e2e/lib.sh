@@ -10,3 +10,12 @@ finish() {
   [ "$fail" -eq 0 ] && echo PASS || echo FAILED
   exit "$fail"
 }
+
+# The start of the scripts called as SCRIPT MPIRUN TRAINER SOURCE_DIR: sets $mpirun, $trainer and
+# $src, changes to $src, and makes the scratch directory $tmp, removed when the script exits.
+e2e_start() {
+  mpirun=$1 trainer=$2 src=$3
+  cd "$src" || exit 1
+  tmp=$(mktemp -d)
+  trap 'rm -rf "$tmp"' EXIT
+}

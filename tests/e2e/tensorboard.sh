@@ -12,13 +12,8 @@
 #   every series has one point per step and equals the resumed run's metrics.csv;
 # - [train] tensorboard = false writes no event file.
 set -u
-mpirun=$1
-trainer=$2
-src=$3
-cd "$src" || exit 1
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+e2e_start "$@"  # $mpirun $trainer $src, the working directory $src, $tmp (removed at exit)
 py=/usr/bin/python3
 command -v protoc >/dev/null || { echo "SKIP: protoc (protobuf-compiler) missing: run tools/setup.sh"; exit 77; }
 protoc --proto_path=tools/tensorboard --python_out="$tmp" tools/tensorboard/event.proto || exit 1

@@ -7,13 +7,8 @@
 # summary.json, is bit-for-bit deterministic across runs, and stops cleanly on
 # a diverging loss or a bad model.
 set -u
-mpirun=$1
-trainer=$2
-src=$3
-cd "$src" || exit 1
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+e2e_start "$@"  # $mpirun $trainer $src, the working directory $src, $tmp (removed at exit)
 run() {  # np out_dir extra-args...
   local np=$1 out=$2
   shift 2

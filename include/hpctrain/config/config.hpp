@@ -66,6 +66,7 @@ struct TrainConfig {
   std::string metrics_file = "metrics.csv";
   bool tensorboard = true;  // event files under <out_dir>/tensorboard
   bool sync_batchnorm = true;
+  std::string freeze;  // layers not updated: comma-separated name patterns ("" = none)
 };
 
 struct OptimConfig {
@@ -104,6 +105,11 @@ struct CheckpointConfig {
   double every_minutes = 0.0;
   int keep = 3;
   std::string resume = "auto";  // auto | none | <path>
+  // Fine-tuning: parameters (and buffers) from this checkpoint when the run starts fresh, for the
+  // layers matching `init_layers` (comma-separated name patterns; "" = every layer that matches
+  // by name and shape).
+  std::string init_from;
+  std::string init_layers;
 };
 
 // Where a key's value came from, for the --dry-run table and resume warnings.

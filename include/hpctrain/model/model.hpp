@@ -15,6 +15,12 @@
 
 namespace hpctrain {
 
+// Layer name patterns ([train] freeze, [checkpoint] init_layers): comma-separated shell patterns
+// ("0*_conv2d, 05_res"). A pattern names a layer when it matches the layer's path
+// ("05_res/01_dense") or one of the path's leading parts ("05_res": the whole block).
+std::vector<std::string> split_patterns(const std::string& text);
+bool layer_matches(const std::string& pattern, const std::string& layer_path);
+
 struct ParamInfo {
   std::string name;                // "03_dense/weight"
   std::int64_t offset = 0;         // in this rank's flat buffers
@@ -61,6 +67,13 @@ class Model {
                 bool accumulate = true);
   // Element range [begin, end) of layer i's parameters in the flat buffers (empty when none).
   std::pair<std::int64_t, std::int64_t> layer_param_range(std::size_t i) const;
+  // [train] freeze: which held layers' parameters are not updated (one flag per held layer).
+  // Backward skips the layers below the lowest trainable one on the first stage (nothing needs
+  // their gradients) and zeroes the gradients of frozen layers it runs, so they add nothing to
+  // the norm or the averages; the trainer leaves them out of the buckets and the update.
+  void set_frozen(std::vector<bool> frozen);
+  bool frozen(std::size_t i) const { return !frozen_.empty() && frozen_[i]; }
+  std::vector<std::pair<std::int64_t, std::int64_t>> frozen_ranges() const;
   Tensor& dout() { return grads_act_.back(); }  // where the loss writes d(loss)/d(output)
   // d(loss)/d(input) after backward, for a model that does not start at layer 0 (a later
   // pipeline stage sends it upstream); undefined for the first stage (nothing needs it).
@@ -109,6 +122,7 @@ class Model {
   std::vector<TieSync> copies_;
   std::vector<std::vector<std::pair<std::int64_t, Shape>>> bindings_;  // per held layer: its parameters' offsets
   std::vector<std::size_t> tied_targets_;
+  std::vector<bool> frozen_;                                   // per held layer ([train] freeze); empty: none
   std::vector<std::pair<std::size_t, std::size_t>> all_ties_;  // held layers whose weight a later held layer shares
   Allocator& alloc_;
   std::vector<std::unique_ptr<Layer>> layers_;
@@ -129,5 +143,9 @@ class Model {
   std::vector<Tensor> act_buf_, grad_buf_;  // capacity-sized buffers
   std::vector<Tensor> acts_, grads_act_;    // [i] = output of layer i-1 for rows_ (acts_[0] unused: the input)
 };
+
+// [train] freeze for `model`: a flag per held layer. bad_input when a pattern names no layer of
+// the whole model, or when every layer with parameters would be frozen (nothing would train).
+std::vector<bool> frozen_layers(const std::string& freeze, const Model& model);
 
 }  // namespace hpctrain

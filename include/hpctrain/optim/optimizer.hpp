@@ -33,10 +33,12 @@ class Optimizer {
   virtual const char* name() const = 0;
 };
 
-// A stretch [offset, offset + count) of the flat buffers and whether weight decay applies to it.
+// A stretch [offset, offset + count) of the flat buffers, whether weight decay applies to it, and
+// whether it is frozen ([train] freeze: not updated at all, no decay; its state stays zero).
 struct DecayRun {
   std::int64_t offset = 0, count = 0;
   bool decay = true;
+  bool frozen = false;
 };
 // The runs of parameters given as (offset, shape) in buffer order, `total` elements in all: with
 // decay_1d = false ([optim] weight_decay_1d), tensors of fewer than 2 dimensions (biases, norm
@@ -44,6 +46,9 @@ struct DecayRun {
 std::vector<DecayRun> decay_runs(const std::vector<std::pair<std::int64_t, Shape>>& params, std::int64_t total,
                                  bool decay_1d);
 
+// `runs` with the element ranges in `frozen` (sorted, disjoint) marked frozen, runs split at their edges.
+std::vector<DecayRun> freeze_runs(const std::vector<DecayRun>& runs,
+                                  const std::vector<std::pair<std::int64_t, std::int64_t>>& frozen);
 // SGD (momentum, Nesterov, weight decay), Adam (L2 decay) or AdamW (decoupled decay). `runs`:
 // where weight decay applies (empty: everywhere); each run is updated by one operation.
 std::unique_ptr<Optimizer> make_optimizer(const OptimConfig& cfg, Tensor params, Tensor grads, Allocator& alloc,

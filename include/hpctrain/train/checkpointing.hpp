@@ -47,6 +47,11 @@ class Checkpointer {
   // log-interval sums (the same world size), or the total on rank 0. When the checkpoint's
   // optimizer differs, its state starts from zero and so does the returned optimizer_steps.
   CheckpointInfo load(const std::string& path, double interval_sums[3]);
+  // Collective, for a run that starts fresh: [checkpoint] init_from into the model's parameters
+  // and buffers (each stage its own layers; not the optimizer state, not the step), as
+  // plan_initialization decides. Returns what was loaded and what starts fresh (this stage's);
+  // warns when layers start fresh because they do not match.
+  std::string initialize(const std::string& path);
 
  private:
   // Rank 0 of a stage's group: the checkpoint's parts for load() (checked against this model).
@@ -63,6 +68,19 @@ class Checkpointer {
   int saved_ = 0;
   std::string tokenizer_, vocabulary_;
 };
+
+// What [checkpoint] init_from takes for `tensors` (name, shape: parameters and buffers) of a model
+// whose layers are `layers`: with init_layers empty, every tensor the checkpoint has under the
+// same name and shape (the others start fresh and are listed with the reason); with patterns,
+// the tensors of the layers they name, where a missing or differently shaped tensor is
+// bad_input (one line). bad_input too when a pattern names no layer or nothing would load.
+struct InitPlan {
+  std::vector<std::string> load, fresh;  // tensor names; fresh ones with the reason
+  bool mismatched = false;               // some start fresh for want of a match (a warning)
+  std::string describe() const;          // "6 tensor(s) of 00_conv, 03_conv; fresh: ..."
+};
+InitPlan plan_initialization(const CheckpointFile& file, const std::vector<std::string>& layers,
+                             const std::vector<std::pair<std::string, Shape>>& tensors, const std::string& init_layers);
 
 // Rank 0: the checkpoint [checkpoint] resume selects ("" = none; the newest complete one for
 // auto); bad_input for a named file that does not exist.

@@ -19,7 +19,8 @@ struct Bucket {
   std::size_t ready_after = 0;      // launch once backward has finished this layer (the bucket's first)
 };
 
-// Pure: buckets of at least `bucket_elems` elements (the last may be smaller), last layers first.
+// Pure: buckets of at least `bucket_elems` elements (the last may be smaller), last layers first;
+// frozen layers ([train] freeze) are in none.
 std::vector<Bucket> make_buckets(const Model& model, std::int64_t bucket_elems);
 
 class GradientAverager {

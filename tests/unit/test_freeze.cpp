@@ -1,0 +1,122 @@
+// [train] freeze: layer name patterns, which layers a pattern freezes, the frozen runs the
+// optimizer skips, the buckets that leave frozen layers out, and backward: the gradients of the
+// layers that train are the same bits as without freezing, frozen layers' are zero, and nothing
+// below the lowest trainable layer runs. (Fine-tuning end to end: tests/e2e/fine_tune.sh.)
+#include <gtest/gtest.h>
+
+#include <vector>
+
+#include "hpctrain/core/error.hpp"
+#include "hpctrain/layers/registry.hpp"
+#include "hpctrain/model/model.hpp"
+#include "hpctrain/optim/optimizer.hpp"
+#include "hpctrain/train/grad_buckets.hpp"
+#include "unit_test_util.hpp"
+
+using namespace hpctrain;
+using unittest::random_values;
+
+namespace {
+// Parameters: 00_dense 8*4+8 = 40, 02_dense 6*8+6 = 54, 03_dense 2*6+2 = 14 elements.
+constexpr const char* kLayers = "dense(8) relu dense(6) dense(2)";
+
+// The gradients after one backward of fixed inputs, with `frozen` flags (empty: none).
+std::vector<float> gradients(const std::vector<bool>& frozen) {
+  LayerRegistry r;
+  register_builtin_layers(r);
+  Allocator alloc;
+  Model m(kLayers, {4}, r, alloc);
+  const auto w = random_values(m.parameters().numel(), 3);
+  std::copy(w.begin(), w.end(), m.parameters().data());
+  if (!frozen.empty()) m.set_frozen(frozen);
+  m.set_batch(3);
+  Tensor x = Tensor::zeros({3, 4}, alloc), dout = Tensor::zeros({3, 2}, alloc);
+  const auto xv = random_values(12, 5), dv = random_values(6, 7);
+  std::copy(xv.begin(), xv.end(), x.data());
+  std::copy(dv.begin(), dv.end(), dout.data());
+  std::fill(m.gradients().data(), m.gradients().data() + m.gradients().numel(), 7.f);  // stale values
+  m.forward(x);
+  m.backward(x, dout, {}, false);
+  return std::vector<float>(m.gradients().data(), m.gradients().data() + m.gradients().numel());
+}
+
+std::vector<float> slice(const std::vector<float>& v, std::size_t begin, std::size_t end) {
+  return std::vector<float>(v.begin() + static_cast<std::ptrdiff_t>(begin),
+                            v.begin() + static_cast<std::ptrdiff_t>(end));
+}
+}  // namespace
+
+TEST(Freeze, PatternsNameLayersAndTheirBlocks) {
+  EXPECT_EQ(split_patterns(" *_conv, 05_res,,07_dense "), (std::vector<std::string>{"*_conv", "05_res", "07_dense"}));
+  EXPECT_TRUE(split_patterns("").empty());
+  EXPECT_TRUE(layer_matches("*_conv", "03_conv"));
+  EXPECT_TRUE(layer_matches("05_res", "05_res/01_dense"));  // a block names everything in it
+  EXPECT_TRUE(layer_matches("05_res/01_dense", "05_res/01_dense"));
+  EXPECT_FALSE(layer_matches("01_dense", "05_res/01_dense"));  // paths start at the top
+  EXPECT_FALSE(layer_matches("05_res", "05_resx"));
+  EXPECT_FALSE(layer_matches("0[12]_dense", "03_dense"));
+}
+
+TEST(Freeze, WhichLayersAndErrors) {
+  LayerRegistry r;
+  register_builtin_layers(r);
+  Allocator alloc;
+  const Model m(kLayers, {4}, r, alloc);
+  EXPECT_EQ(frozen_layers("", m), (std::vector<bool>{false, false, false, false}));
+  EXPECT_EQ(frozen_layers("00_dense, 0[2]_*", m), (std::vector<bool>{true, false, true, false}));
+  try {
+    frozen_layers("00_dense,nosuch", m);
+    FAIL();
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), ExitCode::bad_input);
+    EXPECT_NE(std::string(e.what()).find("'nosuch' names no layer (the layers: 00_dense, 01_relu"), std::string::npos)
+        << e.what();
+  }
+  EXPECT_THROW(frozen_layers("*_dense", m), Error);  // nothing would train
+}
+
+TEST(Freeze, OptimizerRunsSplitAtFrozenRanges) {
+  const std::vector<DecayRun> runs{{0, 40, true}, {40, 68, false}};
+  const auto out = freeze_runs(runs, {{30, 50}, {100, 108}});
+  ASSERT_EQ(out.size(), 5u);
+  auto same = [](const DecayRun& a, std::int64_t o, std::int64_t c, bool d, bool f) {
+    return a.offset == o && a.count == c && a.decay == d && a.frozen == f;
+  };
+  EXPECT_TRUE(same(out[0], 0, 30, true, false));
+  EXPECT_TRUE(same(out[1], 30, 10, true, true));
+  EXPECT_TRUE(same(out[2], 40, 10, false, true));
+  EXPECT_TRUE(same(out[3], 50, 50, false, false));
+  EXPECT_TRUE(same(out[4], 100, 8, false, true));
+  EXPECT_EQ(freeze_runs(runs, {}).size(), 2u);
+}
+
+TEST(Freeze, BucketsLeaveFrozenLayersOut) {
+  LayerRegistry r;
+  register_builtin_layers(r);
+  Allocator alloc;
+  Model m(kLayers, {4}, r, alloc);
+  m.set_frozen({false, false, true, false});  // 02_dense: [40, 94)
+  const auto b = make_buckets(m, 1 << 30);    // one bucket without freezing; two around the frozen layer
+  ASSERT_EQ(b.size(), 2u);
+  EXPECT_EQ(b[0].begin, 94);
+  EXPECT_EQ(b[0].end, 108);
+  EXPECT_EQ(b[0].ready_after, 3u);
+  EXPECT_EQ(b[1].begin, 0);
+  EXPECT_EQ(b[1].end, 40);
+  EXPECT_EQ(b[1].ready_after, 0u);
+}
+
+TEST(Freeze, BackwardKeepsTheTrainingLayersGradientsAndZeroesTheFrozen) {
+  const auto all = gradients({});
+  const auto zeros = [](std::size_t n) { return std::vector<float>(n, 0.f); };
+  // The first layer frozen: backward stops at 02_dense (no input gradient), 00_dense's stay zero.
+  const auto first = gradients({true, false, false, false});
+  EXPECT_EQ(slice(first, 0, 40), zeros(40));
+  EXPECT_EQ(slice(first, 40, 108), slice(all, 40, 108));
+  // A middle layer frozen: the gradient still flows through it to 00_dense.
+  const auto middle = gradients({false, false, true, false});
+  EXPECT_EQ(slice(middle, 0, 40), slice(all, 0, 40));
+  EXPECT_EQ(slice(middle, 40, 94), zeros(54));
+  EXPECT_EQ(slice(middle, 94, 108), slice(all, 94, 108));
+  EXPECT_NE(slice(all, 40, 94), zeros(54));  // (the frozen layer had a gradient to drop)
+}

@@ -24,6 +24,9 @@ target_compile_definitions(hpctrain_hdf5 INTERFACE ${HDF5_C_DEFINITIONS} H5_USE_
 # ---- Boost.Program_options -------------------------------------------------------
 find_package(Boost 1.66 REQUIRED COMPONENTS program_options)
 
+# ---- nlohmann-json (header only): the safetensors header of trainer --export ----------
+find_package(nlohmann_json 3.2 REQUIRED)
+
 # ---- OpenBLAS (cblas) -------------------------------------------------------------
 set(BLA_VENDOR OpenBLAS)
 find_package(BLAS REQUIRED)

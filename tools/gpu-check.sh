@@ -7,7 +7,7 @@
 #   Here, with Debian's package registry:   tools/gpu-check.sh --fetch
 #     downloads the .deb files of the runtime and development libraries the build
 #     needs (Open MPI, parallel HDF5, Boost.Program_options, OpenBLAS, GoogleTest,
-#     zlib: about 36 MiB), the gzipped MNIST IDX files (11 MiB, when
+#     zlib, nlohmann-json: about 36 MiB), the gzipped MNIST IDX files (11 MiB, when
 #     ../shared/data/mnist exists) and tiny Shakespeare (1.1 MB, when
 #     ../shared/data/tinyshakespeare exists) into .gpu-carry/ (ignored by git).
 #   There:   tools/gpu-check.sh [--probe] [--build] [--test] [--train] [--gpt] [--bench]
@@ -91,7 +91,7 @@ debs=(openmpi-bin openmpi-common libopenmpi3 libopenmpi-dev libpmix2 libhwloc15 
   libcurl4 libldap-2.5-0 libsasl2-2 libsasl2-modules-db libssh2-1 librtmp1 libpsl5 libnghttp2-14 libbrotli1
   libboost-program-options1.74.0 libboost-program-options1.74-dev libboost1.74-dev libboost-program-options-dev
   libopenblas0 libopenblas0-pthread libopenblas-pthread-dev libopenblas-dev libgfortran5
-  libgtest-dev googletest zlib1g-dev)
+  libgtest-dev googletest zlib1g-dev nlohmann-json3-dev)
 
 stages=()
 fetch=0

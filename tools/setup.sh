@@ -12,6 +12,7 @@ cd "$root"
 packages=(build-essential cmake ninja-build pkg-config git
           openmpi-bin libopenmpi-dev libhdf5-openmpi-dev hdf5-tools
           libboost-program-options-dev libgtest-dev libopenblas-dev zlib1g-dev
+          nlohmann-json3-dev  # header only: the safetensors header of trainer --export
           libdnnl-dev  # oneDNN: the faster convolution where measured so (docs/performance.md)
           libhdf5-dev  # the serial flavour too: a test checks CMake still picks the parallel one
           python3-h5py python3-numpy python3-matplotlib  # matplotlib: tools/*.py plots

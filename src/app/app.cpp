@@ -25,6 +25,7 @@
 #include "hpctrain/model/partition.hpp"
 #include "hpctrain/runtime/runtime.hpp"
 #include "hpctrain/train/checkpointing.hpp"
+#include "hpctrain/train/export.hpp"
 #include "hpctrain/train/pipeline.hpp"
 #include "hpctrain/train/trainer.hpp"
 
@@ -40,6 +41,8 @@ po::options_description cli_options() {
                   "override a configuration key: --set section.key=value (repeatable)")(
       "dry-run", "check the configuration, process grid, data, model and checkpoints, print them, and exit")(
       "eval-only", "load the checkpoint [checkpoint] resume selects and evaluate it on the test split")(
+      "export", po::value<std::string>(),
+      "write the weights of the checkpoint [checkpoint] resume selects to FILE in the safetensors format")(
       "generate", "language models: sample text from the checkpoint [checkpoint] resume selects (no dataset needed)")(
       "prompt", po::value<std::string>()->default_value(""), "--generate: the text to continue")(
       "tokens", po::value<std::int64_t>()->default_value(200), "--generate: how many tokens to sample")(
@@ -47,7 +50,8 @@ po::options_description cli_options() {
       "top-k", po::value<std::int64_t>()->default_value(0), "--generate: sample among the k likeliest (0: all)")(
       "help,h", "show this help: options, every configuration key, exit codes")(
       "version", "show the version and the compiled-in backends")(
-      "config-reference", "print the configuration keys as Markdown (docs/configuration.md) and exit");
+      "config-reference", "print the configuration keys as Markdown (docs/configuration.md) and exit")(
+      "print-ini", "print every configuration key as this run would use it (the INI a checkpoint stores) and exit");
   return o;
 }
 
@@ -69,9 +73,11 @@ CliOptions parse_cli(int argc, char** argv) {
   cli.help = vm.count("help") > 0;
   cli.version = vm.count("version") > 0;
   cli.config_reference = vm.count("config-reference") > 0;
+  cli.print_ini = vm.count("print-ini") > 0;
   cli.dry_run = vm.count("dry-run") > 0;
   cli.eval_only = vm.count("eval-only") > 0;
   cli.generate = vm.count("generate") > 0;
+  if (vm.count("export")) cli.export_file = vm["export"].as<std::string>();
   cli.prompt = vm["prompt"].as<std::string>();
   cli.tokens = vm["tokens"].as<std::int64_t>();
   cli.temperature = vm["temperature"].as<double>();
@@ -116,7 +122,8 @@ Config load_config(MPI_Comm comm, const std::string& path, const std::vector<std
 
 std::string help_text() {
   std::ostringstream os;
-  os << "usage: mpirun -np N trainer input.ini [--set section.key=value ...] [--dry-run | --eval-only]\n"
+  os << "usage: mpirun -np N trainer input.ini [--set section.key=value ...] [--dry-run | --eval-only | --export FILE "
+        "| --generate]\n"
      << "       trainer input.ini --generate [--prompt TEXT --tokens N --temperature T --top-k K]\n"
      << "       trainer --help | --version\n\n"
      << cli_options() << "\nConfiguration keys ([section] key = value in the INI file; --set section.key=value):\n"
@@ -281,12 +288,21 @@ int run_trainer(int argc, char** argv) {
       return 0;
     }
     const Config cfg = load_config(MPI_COMM_WORLD, cli.config_path, cli.sets);
+    if (cli.print_ini) {
+      const std::string ini = effective_ini(cfg);
+      log0(ini.substr(0, ini.size() - (!ini.empty() && ini.back() == '\n')));
+      return 0;
+    }
     Runtime rt(cfg);
     // Checked here too so that --dry-run reports it (the trainer checks it again).
     if (const std::string why = cuda_graphs_refusal(cfg, rt.device().kind, rt.grid().shape().dp_size); !why.empty())
       throw bad_input(why);
     if (cli.dry_run) {
       print_dry_run(cfg, rt);
+      return 0;
+    }
+    if (!cli.export_file.empty()) {  // the checkpoint alone: no dataset, no model built
+      log0(export_weights(cfg, rt, cli.export_file));
       return 0;
     }
     if (cli.generate) {  // the checkpoint's vocabulary stands in for the dataset

@@ -18,7 +18,7 @@ import h5py
 import numpy as np
 import torch
 
-sys.path.insert(0, __import__("os").path.dirname(__file__))
+sys.path.insert(0, __import__("os").path.join(__import__("os").path.dirname(__file__), "..", "..", "tools"))
 import hpctrain_torch  # noqa: E402
 
 path, layers, t = sys.argv[1], sys.argv[2], int(sys.argv[3])

@@ -1,6 +1,6 @@
 #!/usr/bin/python3
 """PyTorch eager training speed of the GPT an hpctrain deck describes (the same modules, built
-from the deck's [model] layers by tests/reference/hpctrain_torch.py), on random token windows.
+from the deck's [model] layers by tools/hpctrain_torch.py), on random token windows.
 
 usage: torch_gpt.py DECK.ini [--device cuda|cpu] [--steps N] [--warmup N] [--batch B] [--threads T]
 Prints one JSON line: tokens_per_s (timed steps), step_ms, device, parameters. AdamW, clip 1.0;
@@ -10,7 +10,7 @@ import argparse, configparser, json, os, sys, time
 
 import torch
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "tests", "reference"))
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 import hpctrain_torch  # noqa: E402
 
 p = argparse.ArgumentParser()

@@ -19,7 +19,9 @@ struct CliOptions {
   std::vector<std::string> sets;  // "section.key=value"
   bool dry_run = false;
   bool eval_only = false;
-  bool generate = false;  // --generate: sample text from a language model's checkpoint
+  bool generate = false;    // --generate: sample text from a language model's checkpoint
+  bool print_ini = false;   // --print-ini: the resolved configuration as INI
+  std::string export_file;  // --export FILE: the checkpoint's weights as safetensors
   std::string prompt;
   std::int64_t tokens = 200, top_k = 0;
   double temperature = 1.0;

@@ -1,9 +1,15 @@
 """PyTorch modules equal to hpctrain's layers, built from a [model] layers string.
 
-The reference side of tests/reference/gpt_vs_torch.py (and a starting point for moving weights
-between hpctrain and PyTorch). `build(layers, vocab, t)` parses the same syntax the trainer
-parses (layer(args, key=value), res(...), repeat(N, ...)) and returns an nn.Module whose
-parameters carry hpctrain's names ("02_res.01_attention.qkv_weight"; '/' becomes '.').
+`build(layers, sample_shape)` parses the same syntax the trainer parses (layer(args, key=value),
+res(...), repeat(N, ...)) and returns an nn.Module for every layer type the engine has, whose
+parameters and buffers carry hpctrain's names under "seq." ("seq.02_res.01_attention.qkv_weight";
+'/' becomes '.') in the same layouts, so a checkpoint's tensors load as they are. sample_shape is
+one sample's shape as the data give it ((28, 28) for MNIST, (T,) token ids for a language model;
+an int is taken as (T,)). Inputs are what the trainer feeds the first layer (samples x scale +
+offset, as the dataset's attributes say; token ids for language models).
+
+Used by tools/torch_export.py, tools/torch_import.py, tests/reference/gpt_vs_torch.py and
+tools/bench/torch_gpt.py.
 """
 import math
 import re
@@ -103,6 +109,29 @@ class Seq(nn.Module):
                 shape = shape[:-1] + (pos[0],)
             elif kind == "res":
                 mod = Seq(parse(body), shape, root)
+            elif kind == "dense":
+                if len(shape) != 1:
+                    raise ValueError("%s: dense needs a flat input (flatten first), got %s" % (name, shape))
+                mod = nn.Linear(shape[0], pos[0])
+                shape = (pos[0],)
+            elif kind == "flatten":
+                shape = (math.prod(shape),)
+            elif kind == "conv":
+                c, h, w = (1,) + tuple(shape) if len(shape) == 2 else shape
+                k, pad, stride = pos[1], int(named.get("pad", 0)), int(named.get("stride", 1))
+                mod = nn.Conv2d(c, pos[0], k, stride=stride, padding=pad)
+                shape = (pos[0], (h + 2 * pad - k) // stride + 1, (w + 2 * pad - k) // stride + 1)
+            elif kind in ("maxpool", "avgpool"):
+                k, stride = pos[0], int(named.get("stride", pos[0]))
+                s.pools = getattr(s, "pools", {})
+                s.pools[name] = (k, stride)
+                shape = (shape[0], (shape[1] - k) // stride + 1, (shape[2] - k) // stride + 1)
+            elif kind == "gap":
+                shape = (shape[0],)
+            elif kind == "batchnorm":
+                eps = 10.0 ** -int(named.get("eps", 5))
+                momentum = int(named.get("momentum", 10)) / 100.0
+                mod = (nn.BatchNorm2d if len(shape) == 3 else nn.BatchNorm1d)(shape[0], eps=eps, momentum=momentum)
             elif kind not in ("gelu", "relu", "tanh", "dropout"):
                 raise ValueError("no PyTorch twin for layer type " + kind)
             if mod is not None:
@@ -124,6 +153,16 @@ class Seq(nn.Module):
                 x = m(x) if m is not None else F.linear(x, s.root[0].tied[0].weight)
             elif kind == "res":
                 x = x + m(x)
+            elif kind == "flatten":
+                x = x.flatten(1)
+            elif kind == "conv":
+                x = m(x.unsqueeze(1) if x.dim() == 3 else x)  # [N, H, W] images are one channel
+            elif kind == "maxpool":
+                x = F.max_pool2d(x, *s.pools[name])
+            elif kind == "avgpool":
+                x = F.avg_pool2d(x, *s.pools[name])
+            elif kind == "gap":
+                x = x.mean(dim=(2, 3))
             elif kind == "gelu":
                 x = F.gelu(x)
             elif kind == "relu":
@@ -138,9 +177,9 @@ class Seq(nn.Module):
 
 
 class Model(nn.Module):
-    def __init__(s, layers, t):
+    def __init__(s, layers, sample_shape):
         super().__init__()
-        s.seq = Seq(parse(layers), (t,), s)
+        s.seq = Seq(parse(layers), tuple(sample_shape), s)
 
     def forward(s, idx):
         return s.seq(idx)
@@ -150,5 +189,43 @@ class Model(nn.Module):
         return {n[len("seq."):]: p for n, p in s.named_parameters()}
 
 
-def build(layers, t):
-    return Model(layers, t)
+    def hpctrain_tensors(s):
+        """{hpctrain name ("05_res/01_conv/weight"): tensor}: parameters and batch-norm buffers."""
+        out = {n[len("seq."):].replace(".", "/"): p for n, p in s.named_parameters()}
+        for n, b in s.named_buffers():
+            if not n.endswith("num_batches_tracked"):
+                out[n[len("seq."):].replace(".", "/")] = b
+        return out
+
+
+def build(layers, sample_shape):
+    """The PyTorch twin of [model] layers for samples of sample_shape (an int t: token windows (t,))."""
+    return Model(layers, (sample_shape,) if isinstance(sample_shape, int) else sample_shape)
+
+
+def deck_settings(ini_text):
+    """{"section.key": value} of an INI text (a deck, or a checkpoint's stored configuration)."""
+    out, section = {}, ""
+    for line in ini_text.splitlines():
+        line = line.strip()
+        if line.startswith(("#", ";")):
+            continue
+        if line.startswith("[") and line.endswith("]"):
+            section = line[1:-1].strip()
+        elif "=" in line:
+            k, v = line.split("=", 1)
+            out[section + "." + k.strip()] = v.strip()
+    return out
+
+
+def sample_shape_of(data_root, block_size=0):
+    """One sample's shape from a dataset's train shards (token datasets: (block_size,))."""
+    import glob
+    import h5py
+    shards = sorted(glob.glob(data_root + "/train/*.h5"))
+    if not shards:
+        raise ValueError("no shards in %s/train" % data_root)
+    with h5py.File(shards[0], "r") as f:
+        if "tokens" in f:
+            return (int(block_size),)
+        return tuple(f["samples"].shape[1:])

@@ -1,0 +1,24 @@
+// trainer --export FILE.safetensors: a checkpoint's weights in the safetensors format.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "hpctrain/config/config.hpp"
+#include "hpctrain/io/checkpoint_file.hpp"
+#include "hpctrain/io/safetensors.hpp"
+#include "hpctrain/runtime/runtime.hpp"
+
+namespace hpctrain {
+
+// Every tensor under model/ (parameters and buffers), named with dots ("05_res.01_conv.weight"),
+// in the file's order.
+std::vector<NamedTensor> checkpoint_tensors(const CheckpointFile& file);
+
+// Collective; rank 0 works: writes the checkpoint [checkpoint] resume selects to `out` with the
+// metadata format = pt, hpctrain_deck (the configuration it was trained with), hpctrain_step,
+// hpctrain_software (and the tokenizer and vocabulary of a language model). Returns the line
+// rank 0 logs. bad_input when there is no checkpoint or `out` cannot be written.
+std::string export_weights(const Config& cfg, Runtime& rt, const std::string& out);
+
+}  // namespace hpctrain

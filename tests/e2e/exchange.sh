@@ -1,0 +1,88 @@
+#!/usr/bin/env bash
+# exchange.sh MPIRUN TRAINER SOURCE_DIR: weights in and out in standard formats.
+# Out: the MNIST CNN and the ResNet-style example (conv, batch norm, residual blocks, pooling,
+# dense) trained briefly; their checkpoints exported with tools/torch_export.py (a PyTorch
+# state_dict) and with `trainer --export` (safetensors) give in PyTorch exactly the test
+# accuracy `--eval-only` gives; the safetensors file, read by tools/safetensors_numpy.py
+# (written from the format's specification), holds the checkpoint's values bit for bit and the
+# deck in its metadata.
+# In: a CNN with batch norm trained in PyTorch (nested nn.Sequential names), imported from its
+# state_dict and from safetensors with tools/torch_import.py, evaluates with `--eval-only` to
+# PyTorch's accuracy, by position and with a --map file, and fine-tunes from the import.
+# Errors: a deck the weights do not fit, a checkpoint to export that does not exist.
+set -u
+source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+e2e_start "$@"  # $mpirun $trainer $src, the working directory $src, $tmp (removed at exit)
+py=/usr/bin/python3
+data=inputs/data/mnist-small
+$py -c "import torch" 2>/dev/null || { echo "SKIP: python3-torch missing: run tools/setup.sh"; exit 77; }
+run() {  # np deck out_dir extra-args...
+  local np=$1 deck=$2 out=$3
+  shift 3
+  "$mpirun" -q -np "$np" --oversubscribe --bind-to none "$trainer" "$deck" --set "run.out_dir=$out" "$@" 2>&1
+}
+acc() { sed -n 's/.* accuracy \([0-9.]*\)% .*/\1/p' <<<"$1" | tail -1; }
+layers() { sed -n 's/^layers *= *//p' "$1"; }
+
+for ex in cnn resnet; do
+  deck=inputs/mnist_$ex.ini
+  run 2 "$deck" "$tmp/$ex" --set train.steps=30 --set checkpoint.resume=none >/dev/null
+  ours=$(acc "$(run 1 "$deck" "$tmp/$ex" --eval-only)")
+  ckpt=$tmp/$ex/checkpoints/$(cat "$tmp/$ex/checkpoints/latest")
+  $py tools/torch_export.py "$ckpt" --out "$tmp/$ex.pt" >"$tmp/$ex.export.txt"
+  check "$ex: torch_export.py writes a state_dict and prints the module" grep -q "hpctrain_torch.build(" "$tmp/$ex.export.txt"
+  pt=$($py tests/reference/torch_eval.py "$tmp/$ex.pt" "$(layers "$deck")" 28,28 $data | awk '{print $3}')
+  check "$ex: the state_dict in PyTorch: $pt% = --eval-only's ${ours:-?}%" test "$pt" = "$ours"
+  out=$(run 2 "$deck" "$tmp/$ex" --export "$tmp/$ex.safetensors")
+  check "$ex: trainer --export: exit 0, says what it wrote" grep -q "^exported $ckpt (step 30): .* tensors" <<<"$out"
+  st=$($py tests/reference/torch_eval.py "$tmp/$ex.safetensors" "$(layers "$deck")" 28,28 $data | awk '{print $3}')
+  check "$ex: the safetensors file in PyTorch: $st% = --eval-only's ${ours:-?}%" test "$st" = "$ours"
+  check "$ex: the safetensors file holds the checkpoint's values bit for bit, and the deck" $py - "$tmp/$ex.safetensors" "$ckpt" <<'PY'
+import sys, h5py, numpy as np
+sys.path.insert(0, "tools")
+import safetensors_numpy
+tensors, meta = safetensors_numpy.load(sys.argv[1])
+f = h5py.File(sys.argv[2])
+names = []
+f["model"].visititems(lambda n, o: names.append(n) if isinstance(o, h5py.Dataset) else None)
+assert sorted(n.replace("/", ".") for n in names) == sorted(tensors), (names, list(tensors))
+for n in names:
+    assert tensors[n.replace("/", ".")].dtype == np.float32
+    assert np.array_equal(tensors[n.replace("/", ".")], f["model/" + n][...]), n
+assert meta["format"] == "pt" and meta["hpctrain_step"] == "30" and "layers = " in meta["hpctrain_deck"], meta
+PY
+done
+
+# In: PyTorch's weights, by position and by a mapping file.
+L="conv(16,3,pad=1) batchnorm relu maxpool(2) flatten dense(10)"
+ref=$($py tests/reference/torch_train.py $data "$tmp/torch" | awk '{print $3}')
+check "PyTorch trains its CNN (test accuracy ${ref:-?}%)" test -n "$ref"
+for w in pt safetensors; do
+  out=$($py tools/torch_import.py "$tmp/torch.$w" inputs/mnist_cnn.ini --set "model.layers=$L" --out "$tmp/imp-$w.h5" \
+    --trainer "$trainer")
+  check "import from .$w: $out" test $? -eq 0
+  got=$(acc "$(run 1 inputs/mnist_cnn.ini "$tmp/ev-$w" --set "model.layers=$L" --set checkpoint.resume="$tmp/imp-$w.h5" \
+    --eval-only)")
+  check "imported from .$w: --eval-only ${got:-?}% = PyTorch's $ref%" test "$got" = "$ref"
+done
+printf '{"features.0.weight": "00_conv/weight", "features.0.bias": "00_conv.bias",
+  "features.1.weight": "01_batchnorm/weight", "features.1.bias": "01_batchnorm/bias",
+  "features.1.running_mean": "01_batchnorm/running_mean", "features.1.running_var": "01_batchnorm/running_var",
+  "classifier.1.weight": "05_dense/weight", "classifier.1.bias": "05_dense/bias"}' >"$tmp/map.json"
+$py tools/torch_import.py "$tmp/torch.pt" inputs/mnist_cnn.ini --set "model.layers=$L" --out "$tmp/imp-map.h5" \
+  --map "$tmp/map.json" --trainer "$trainer" >/dev/null
+got=$(acc "$(run 1 inputs/mnist_cnn.ini "$tmp/ev-map" --set "model.layers=$L" --set checkpoint.resume="$tmp/imp-map.h5" --eval-only)")
+check "imported with --map: --eval-only ${got:-?}% = PyTorch's $ref%" test "$got" = "$ref"
+out=$(run 1 inputs/mnist_cnn.ini "$tmp/ft" --set "model.layers=$L" --set checkpoint.init_from="$tmp/imp-pt.h5" \
+  --set train.steps=5 --set "train.freeze=00_conv")
+check "fine-tuning from the import: exit 0, every tensor loaded" grep -q "^initialized from $tmp/imp-pt.h5: 8 tensor(s) of 00_conv, 01_batchnorm, 05_dense$" <<<"$out"
+
+# Errors: one line each, non-zero exit, nothing written.
+err=$($py tools/torch_import.py "$tmp/torch.pt" inputs/mnist_cnn.ini --out "$tmp/bad.h5" --trainer "$trainer" 2>&1)
+check "import into a deck the weights do not fit: one line naming both sides" test $? -ne 0 -a "$(wc -l <<<"$err")" -eq 1
+echo "$err"
+check "... and no file" test ! -e "$tmp/bad.h5" -a ! -e "$tmp/bad.h5.partial"
+err=$(run 1 inputs/mnist_cnn.ini "$tmp/none" --export "$tmp/none.safetensors")
+check "--export without a checkpoint: exit 2 naming the directory" grep -q "no checkpoint to export .*$tmp/none/checkpoints" <<<"$err"
+check "... and no file" test ! -e "$tmp/none.safetensors"
+finish

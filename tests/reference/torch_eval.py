@@ -1,0 +1,43 @@
+"""Test accuracy of exported weights in PyTorch (tests/e2e/exchange.sh).
+
+    torch_eval.py WEIGHTS LAYERS SAMPLE_SHAPE DATA_ROOT
+
+WEIGHTS: a state_dict from tools/torch_export.py (.pt), or a safetensors file from
+`trainer --export` (read with tools/safetensors_numpy.py, names "00_conv.weight"). The model is
+tools/hpctrain_torch.py's twin of LAYERS; the data are DATA_ROOT/test's shards, fed as the
+trainer feeds them (samples x scale + offset). Prints "correct total accuracy".
+"""
+import glob
+import os
+import sys
+
+import h5py
+import numpy as np
+import torch
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "tools"))
+import hpctrain_torch  # noqa: E402
+import safetensors_numpy  # noqa: E402
+
+weights, layers, shape, root = sys.argv[1], sys.argv[2], tuple(int(v) for v in sys.argv[3].split(",")), sys.argv[4]
+model = hpctrain_torch.build(layers, shape)
+if weights.endswith(".safetensors"):
+    tensors, _ = safetensors_numpy.load(weights)
+    state = {"seq." + k: torch.from_numpy(v.copy()) for k, v in tensors.items()}
+    for n, b in model.named_buffers():  # (hpctrain has no batch counter)
+        if n.endswith("num_batches_tracked"):
+            state[n] = b
+    model.load_state_dict(state)
+else:
+    model.load_state_dict(torch.load(weights))
+model.eval()
+correct = total = 0
+with torch.no_grad():
+    for shard in sorted(glob.glob(root + "/test/*.h5")):
+        with h5py.File(shard, "r") as f:
+            x = f["samples"][...].astype(np.float32) * float(f.attrs["scale"]) + float(f.attrs["offset"])
+            y = f["labels"][...]
+        pred = model(torch.from_numpy(x)).argmax(dim=1).numpy()
+        correct += int((pred == y).sum())
+        total += len(y)
+print(correct, total, "%.2f" % (100.0 * correct / total))

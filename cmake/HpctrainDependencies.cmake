@@ -2,15 +2,28 @@
 # modules for cuDNN and NCCL, which ship no CMake config) and defines imported
 # targets and the HPCTRAIN_HAVE_CUDA switch.
 
+# A required dependency that is missing is listed with how to point CMake at it, and the
+# configure step fails once, after every dependency was looked for (docs/building.md).
+set(HPCTRAIN_MISSING "")
+macro(hpctrain_missing what hint)
+  message(STATUS "missing dependency: ${what}: ${hint}")
+  list(APPEND HPCTRAIN_MISSING "${what}")
+endmacro()
+
 # ---- MPI (C and C++) -----------------------------------------------------------
-find_package(MPI REQUIRED COMPONENTS C CXX)
+find_package(MPI COMPONENTS C CXX)
+if(NOT MPI_FOUND)
+  hpctrain_missing("MPI" "load an MPI module or give -DMPI_CXX_COMPILER=/path/to/mpicxx -DMPI_C_COMPILER=/path/to/mpicc")
+endif()
 
 # ---- parallel HDF5 ---------------------------------------------------------------
 # Prefer the parallel flavour when serial and parallel are both installed, and
 # refuse a serial-only installation: checkpoints need the MPI-IO driver.
 set(HDF5_PREFER_PARALLEL ON)
-find_package(HDF5 REQUIRED COMPONENTS C)
-if(NOT HDF5_IS_PARALLEL)
+find_package(HDF5 COMPONENTS C)
+if(NOT HDF5_FOUND)
+  hpctrain_missing("HDF5 (parallel)" "point HDF5_ROOT at a parallel (MPI-IO) HDF5, e.g. -DHDF5_ROOT=/opt/hdf5-mpi")
+elseif(NOT HDF5_IS_PARALLEL)
   message(FATAL_ERROR
     "hpctrain needs PARALLEL HDF5 (MPI-IO driver), but the HDF5 found (${HDF5_C_LIBRARIES}) is serial. "
     "Install the MPI flavour (Debian/Ubuntu: apt-get install libhdf5-openmpi-dev) or point "
@@ -22,26 +35,39 @@ target_link_libraries(hpctrain_hdf5 INTERFACE ${HDF5_C_LIBRARIES})
 target_compile_definitions(hpctrain_hdf5 INTERFACE ${HDF5_C_DEFINITIONS} H5_USE_110_API)
 
 # ---- Boost.Program_options -------------------------------------------------------
-find_package(Boost 1.66 REQUIRED COMPONENTS program_options)
+find_package(Boost 1.66 COMPONENTS program_options)
+if(NOT Boost_FOUND)
+  hpctrain_missing("Boost.Program_options (>= 1.66)" "give -DBoost_ROOT=/path/to/boost or add it to CMAKE_PREFIX_PATH")
+endif()
 
 # ---- nlohmann-json (header only): the safetensors header of trainer --export ----------
-find_package(nlohmann_json 3.2 REQUIRED)
+find_package(nlohmann_json 3.2)
+if(NOT nlohmann_json_FOUND)
+  hpctrain_missing("nlohmann_json" "add its prefix to CMAKE_PREFIX_PATH, e.g. -DCMAKE_PREFIX_PATH=/opt/nlohmann_json (Debian: nlohmann-json3-dev)")
+endif()
 
 # ---- OpenBLAS (cblas) -------------------------------------------------------------
 set(BLA_VENDOR OpenBLAS)
-find_package(BLAS REQUIRED)
+find_package(BLAS)
 find_path(HPCTRAIN_CBLAS_INCLUDE_DIR cblas.h
   PATH_SUFFIXES openblas openblas-pthread x86_64-linux-gnu/openblas-pthread
   DOC "directory holding OpenBLAS's cblas.h")
-if(NOT HPCTRAIN_CBLAS_INCLUDE_DIR)
-  message(FATAL_ERROR "OpenBLAS library found (${BLAS_LIBRARIES}) but not cblas.h: install libopenblas-dev")
+if(NOT BLAS_FOUND OR NOT HPCTRAIN_CBLAS_INCLUDE_DIR)
+  hpctrain_missing("OpenBLAS (library and cblas.h)" "add its prefix to CMAKE_PREFIX_PATH, e.g. -DCMAKE_PREFIX_PATH=/opt/openblas")
 endif()
 add_library(hpctrain_blas INTERFACE)
 target_include_directories(hpctrain_blas SYSTEM INTERFACE ${HPCTRAIN_CBLAS_INCLUDE_DIR})
 target_link_libraries(hpctrain_blas INTERFACE ${BLAS_LIBRARIES})
 
 # ---- zlib (IDX import; HDF5's gzip filter needs it anyway) -----------------------------
-find_package(ZLIB REQUIRED)
+find_package(ZLIB)
+if(NOT ZLIB_FOUND)
+  hpctrain_missing("zlib" "give -DZLIB_ROOT=/path/to/zlib")
+endif()
+if(HPCTRAIN_MISSING)
+  list(LENGTH HPCTRAIN_MISSING _n)
+  message(FATAL_ERROR "${_n} required dependencies missing (listed above: ${HPCTRAIN_MISSING}); docs/building.md")
+endif()
 
 # ---- Threads ----------------------------------------------------------------------
 find_package(Threads REQUIRED)

@@ -2,9 +2,14 @@
 # tools/setup.sh: the set-up shared by quickstart.sh and test.sh. Installs the
 # system packages hpctrain needs (Debian/Ubuntu apt; skipped when all are
 # present), then configures and builds into build/. Source it or run it.
+# Without apt (no apt-get, not root and no password-less sudo, or HPCTRAIN_NO_APT=1) it
+# installs nothing and lets CMake check the dependencies: each missing one is listed with how
+# to point at it (docs/building.md). Builds with Ninja when present, else Makefiles.
 #   HPCTRAIN_WERROR=ON    treat warnings as errors (CI)
 #   HPCTRAIN_BUILD_DIR    build directory (default: build)
 #   HPCTRAIN_CMAKE_ARGS   extra arguments for cmake's configure step
+#   HPCTRAIN_NO_APT=1     never install packages
+#   HPCTRAIN_SETUP_MINIMAL=1  only the build's packages, no test tools, no test suite (containers)
 set -euo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 cd "$root"
@@ -20,18 +25,37 @@ packages=(build-essential cmake ninja-build pkg-config git
           python3-torch  # the reference checks against PyTorch (tests/reference) and the benchmarks
           iproute2)  # the multi-node test: network namespaces and veth links
 
-missing=()
-for p in "${packages[@]}"; do
-  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
-done
-if [ ${#missing[@]} -gt 0 ]; then
-  echo "setup: installing ${missing[*]}"
-  sudo=""
-  [ "$(id -u)" -eq 0 ] || sudo="sudo"
-  $sudo apt-get update -qq
-  DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+extra_cmake=()
+if [ "${HPCTRAIN_SETUP_MINIMAL:-0}" = 1 ]; then
+  packages=(build-essential cmake pkg-config openmpi-bin libopenmpi-dev libhdf5-openmpi-dev
+            libboost-program-options-dev libopenblas-dev zlib1g-dev nlohmann-json3-dev libdnnl-dev)
+  extra_cmake=(-DHPCTRAIN_BUILD_TESTS=OFF)
+fi
+
+no_apt=""
+if [ "${HPCTRAIN_NO_APT:-0}" = 1 ]; then
+  no_apt="HPCTRAIN_NO_APT=1"
+elif ! command -v apt-get >/dev/null || ! command -v dpkg-query >/dev/null; then
+  no_apt="no apt-get here"
+elif [ "$(id -u)" -ne 0 ] && ! sudo -n true 2>/dev/null; then
+  no_apt="not root, and sudo needs a password"
+fi
+if [ -n "$no_apt" ]; then
+  echo "setup: not installing packages ($no_apt); CMake checks the dependencies (docs/building.md)"
 else
-  echo "setup: all system packages present"
+  missing=()
+  for p in "${packages[@]}"; do
+    dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+  done
+  if [ ${#missing[@]} -gt 0 ]; then
+    echo "setup: installing ${missing[*]}"
+    sudo=""
+    [ "$(id -u)" -eq 0 ] || sudo="sudo"
+    $sudo apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+  else
+    echo "setup: all system packages present"
+  fi
 fi
 
 # Open MPI refuses to start as root unless told; containers and CI run as root.
@@ -42,6 +66,14 @@ fi
 build_dir=${HPCTRAIN_BUILD_DIR:-build}
 # CUDA is found in its standard prefix even when nvcc is not on PATH (see CMakeLists).
 # shellcheck disable=SC2086
-cmake -S . -B "$build_dir" -G Ninja -DHPCTRAIN_WERROR="${HPCTRAIN_WERROR:-OFF}" ${HPCTRAIN_CMAKE_ARGS:-} >/dev/null
+generator=()  # Ninja when present (an existing build directory keeps the one it was made with)
+if command -v ninja >/dev/null && [ ! -f "$build_dir/CMakeCache.txt" ]; then generator=(-G Ninja); fi
+mkdir -p "$build_dir"
+if ! cmake -S . -B "$build_dir" "${generator[@]}" -DHPCTRAIN_WERROR="${HPCTRAIN_WERROR:-OFF}" "${extra_cmake[@]}" \
+  ${HPCTRAIN_CMAKE_ARGS:-} >"$build_dir/configure.log" 2>&1; then
+  grep -E "missing dependency|CMake Error|Could not|needs PARALLEL" "$build_dir/configure.log" >&2 || tail -20 "$build_dir/configure.log" >&2
+  echo "setup: configuring failed (whole log: $build_dir/configure.log)" >&2
+  exit 1
+fi
 cmake --build "$build_dir" -j "$(nproc)"
 echo "setup: built $build_dir/trainer"

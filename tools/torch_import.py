@@ -19,13 +19,14 @@ name"} ("transformer.wte.weight": "00_embedding/weight"); every tensor of the de
 named. A count or shape that does not fit is one line naming both sides.
 
 The checkpoint records the deck's full configuration (`trainer --print-ini`, so --trainer must
-run here) and step 0; it has no optimizer state (a run that resumes from it starts its
+run here: default build/trainer of this tree, else `trainer` on PATH) and step 0; it has no optimizer state (a run that resumes from it starts its
 optimizer from zero, with a warning).
 """
 import argparse
 import datetime
 import json
 import os
+import shutil
 import subprocess
 import sys
 
@@ -107,7 +108,8 @@ def main():
     p.add_argument("--sample-shape", help="one sample's shape, e.g. 28,28 (default: from the deck's dataset)")
     p.add_argument("--set", action="append", default=[], help="override a deck key, as the trainer's --set")
     here = os.path.dirname(os.path.abspath(__file__))
-    p.add_argument("--trainer", default=os.path.join(here, "..", "build", "trainer"))
+    built = os.path.join(here, "..", "build", "trainer")  # a source tree's build, else an installed trainer
+    p.add_argument("--trainer", default=built if os.path.exists(built) else (shutil.which("trainer") or built))
     a = p.parse_args()
     try:
         sets = sum((["--set", s] for s in a.set), [])

@@ -9,7 +9,7 @@
 #   jobscripts/cloud/train.sh inputs/mnist_cnn.ini [trainer options ...]
 #   # after a reboot, e.g. from cron "@reboot" or a systemd unit: the same command
 #
-#   HPCTRAIN_TRAINER  the trainer (default: build/trainer beside this script's repository)
+#   HPCTRAIN_TRAINER  the trainer (default: build/trainer beside this script's repository, else `trainer` on PATH)
 #   HPCTRAIN_OUT_DIR  run directory (default: runs/cloud-<INI name>)
 #   HPCTRAIN_RANKS    ranks when no GPU is found (default: the number of cores)
 #   HPCTRAIN_MPIRUN   the launcher (default: mpirun)
@@ -18,7 +18,10 @@ set -u
 ini=$1
 shift
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
-trainer=${HPCTRAIN_TRAINER:-$root/build/trainer}
+trainer=${HPCTRAIN_TRAINER:-}
+if [ -z "$trainer" ]; then  # a source tree's build, else an installed trainer on PATH
+  if [ -x $root/build/trainer ]; then trainer=$root/build/trainer; else trainer=$(command -v trainer || echo $root/build/trainer); fi
+fi
 out_dir=${HPCTRAIN_OUT_DIR:-runs/cloud-$(basename "$ini" .ini)}
 gpus=0
 command -v nvidia-smi >/dev/null && gpus=$(nvidia-smi -L 2>/dev/null | grep -c '^GPU ')

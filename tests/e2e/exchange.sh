@@ -5,7 +5,8 @@
 # state_dict) and with `trainer --export` (safetensors) give in PyTorch exactly the test
 # accuracy `--eval-only` gives; the safetensors file, read by tools/safetensors_numpy.py
 # (written from the format's specification), holds the checkpoint's values bit for bit and the
-# deck in its metadata.
+# deck in its metadata. A small GPT exported the same way gives PyTorch's validation loss equal
+# to --eval-only's.
 # In: a CNN with batch norm trained in PyTorch (nested nn.Sequential names), imported from its
 # state_dict and from safetensors with tools/torch_import.py, evaluates with `--eval-only` to
 # PyTorch's accuracy, by position and with a --map file, and fine-tunes from the import.
@@ -52,6 +53,38 @@ for n in names:
 assert meta["format"] == "pt" and meta["hpctrain_step"] == "30" and "layers = " in meta["hpctrain_deck"], meta
 PY
 done
+
+# A language model out: a small GPT (embeddings, attention, layer norms, the tied head) trained 20
+# steps on the docs as bytes and exported: PyTorch's loss over the validation windows (every
+# non-overlapping window, as --eval-only takes them) equals --eval-only's.
+cat docs/*.md >"$tmp/text.txt"
+"$(dirname "$trainer")/hpctrain-data" import-text --input "$tmp/text.txt" --tokenizer byte --out "$tmp/tok" \
+  --val-fraction 0.1 >/dev/null
+run 2 inputs/text_gpt.ini "$tmp/gpt" --set data.path="$tmp/tok" --set train.steps=20 --set checkpoint.resume=none \
+  --set train.eval_every=0 >/dev/null
+ev=$(run 1 inputs/text_gpt.ini "$tmp/gpt" --set data.path="$tmp/tok" --eval-only | grep "^eval-only")
+loss=$(awk '{for (i = 1; i < NF; i++) if ($i == "loss") print $(i + 1)}' <<<"$ev")
+ckpt=$tmp/gpt/checkpoints/$(cat "$tmp/gpt/checkpoints/latest")
+$py tools/torch_export.py "$ckpt" --out "$tmp/gpt.pt" >/dev/null
+check "GPT: torch_export.py exit 0" test $? -eq 0
+pt=$($py - "$tmp/gpt.pt" "$(layers inputs/text_gpt.ini)" "$tmp/tok" <<'PY'
+import glob, sys, h5py, numpy as np, torch
+sys.path.insert(0, "tools")
+import hpctrain_torch
+weights, layers, root = sys.argv[1:4]
+t = 64
+model = hpctrain_torch.build(layers, t)
+model.load_state_dict(torch.load(weights))
+tok = np.concatenate([h5py.File(s)["tokens"][...] for s in sorted(glob.glob(root + "/val/*.h5"))]).astype(np.int64)
+n = (len(tok) - 1) // t
+x = torch.from_numpy(np.stack([tok[w * t:w * t + t] for w in range(n)]))
+y = torch.from_numpy(np.stack([tok[w * t + 1:w * t + t + 1] for w in range(n)]))
+with torch.no_grad():
+    print("%.6f" % torch.nn.functional.cross_entropy(model(x).reshape(-1, 256), y.reshape(-1)).item())
+PY
+)
+check "GPT: PyTorch's validation loss ${pt:-?} = --eval-only's ${loss:-?} (1e-4)" $py -c \
+  "import sys; sys.exit(abs(float('${pt:-0}') - float('${loss:-9}')) > 1e-4 * float('${loss:-9}'))"
 
 # In: PyTorch's weights, by position and by a mapping file.
 L="conv(16,3,pad=1) batchnorm relu maxpool(2) flatten dense(10)"

@@ -144,6 +144,8 @@ MpiCommunicator::MpiCommunicator(MPI_Comm comm, MpiCommOptions options)
   if (options_.memory == MemorySpace::device && options_.device == nullptr)
     throw Error(ExitCode::internal, Scope::this_rank,
                 "MPI communicator '" + options_.name + "' for device buffers needs the device memory operations");
+  if (options_.shm_allreduce && options_.memory == MemorySpace::host && ShmAllreduce::on_one_node(comm))
+    shm_ = std::make_unique<ShmAllreduce>(comm);  // (collective, before the progress thread runs)
   if (options_.watchdog) options_.watchdog->attach(&log_);
   progress_ = std::thread([this] { progress_loop(); });
 }
@@ -327,6 +329,10 @@ void MpiCommunicator::start(Op& op) {
   MPI_Request r = MPI_REQUEST_NULL;
   switch (op.kind) {
     case Kind::allreduce:
+      if (shm_ && op.dtype == DType::f32 && (op.op == ReduceOp::sum || op.op == ReduceOp::avg)) {
+        shm_->sum(reinterpret_cast<const float*>(in), reinterpret_cast<float*>(out), op.count);  // (avg: in finish)
+        break;
+      }
       for (std::size_t off = 0; off < op.count; off += kChunk) {
         const int n = static_cast<int>(std::min(kChunk, op.count - off));
         const void* s = in == out ? MPI_IN_PLACE : static_cast<const void*>(in + off * es);

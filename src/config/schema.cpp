@@ -430,6 +430,15 @@ std::vector<KeySpec> config_schema() {
                        c.parallel.comm = pick<CommBackend>(
                            v, {{"auto", CommBackend::auto_}, {"mpi", CommBackend::mpi}, {"nccl", CommBackend::nccl}});
                      }));
+  k.push_back(choice("parallel", "host_allreduce", {"auto", "mpi", "shm"}, "auto",
+                     "gradient averaging in host memory (comm = mpi): MPI_Allreduce, or shm = through memory shared "
+                     "by the node's ranks when the data-parallel group is on one node; auto = shm there "
+                     "(docs/parallelism.md); refused with comm = nccl",
+                     [](Config& c, const std::string& v) {
+                       c.parallel.host_allreduce = pick<HostAllreduce>(
+                           v,
+                           {{"auto", HostAllreduce::auto_}, {"mpi", HostAllreduce::mpi}, {"shm", HostAllreduce::shm}});
+                     }));
   k.push_back(choice("parallel", "cuda_aware_mpi", {"auto", "on", "off"}, "auto",
                      "pass device buffers to MPI directly (auto: when the MPI library reports support)",
                      [](Config& c, const std::string& v) {

@@ -159,6 +159,11 @@ Runtime::Runtime(const Config& config) {
     if (!error.empty()) throw Error(ExitCode::internal, Scope::this_rank, error);
     device_ = choose_device(config.run.device, info_, gpus, why_none, config.run.share_gpus, node_picks);
     comm_ = choose_comm(config.parallel.comm, device_.kind, device_.shared);
+    host_allreduce_ = config.parallel.host_allreduce;
+    if (comm_ == CommBackend::nccl && host_allreduce_ == HostAllreduce::shm)
+      throw bad_input(
+          "[parallel] host_allreduce = shm applies to MPI on host memory, but NCCL averages the gradients "
+          "here (comm = nccl): use host_allreduce = auto, or comm = mpi");
     if (comm_ == CommBackend::nccl && device_.kind != DeviceKind::cuda)
       throw bad_input("[parallel] comm = nccl needs GPUs, but this rank computes on the cpu");
     if (device_.kind == DeviceKind::cuda) cuda::set_device(device_.gpu);
@@ -192,7 +197,8 @@ std::unique_ptr<Communicator> node_host_communicator() {
   return host_communicator(node.get(), "node");  // (duplicates it)
 }
 
-std::unique_ptr<Communicator> Runtime::make_communicator(MPI_Comm comm, const std::string& name, MemorySpace memory) {
+std::unique_ptr<Communicator> Runtime::make_communicator(MPI_Comm comm, const std::string& name, MemorySpace memory,
+                                                         bool shm) {
   if (memory == MemorySpace::device && comm_ == CommBackend::nccl) {
     NcclCommOptions o;
     o.name = name;
@@ -204,6 +210,7 @@ std::unique_ptr<Communicator> Runtime::make_communicator(MPI_Comm comm, const st
   o.name = name;
   o.memory = memory;
   o.watchdog = watchdog_.get();
+  o.shm_allreduce = shm;
   if (memory == MemorySpace::device) {
     o.cuda_aware = cuda_aware_;
     if (!device_memory_) device_memory_ = cuda::make_device_memory();
@@ -214,8 +221,11 @@ std::unique_ptr<Communicator> Runtime::make_communicator(MPI_Comm comm, const st
 
 std::unique_ptr<Communicator> Runtime::make_communicator(Group group, MemorySpace memory, const std::string& suffix) {
   const bool dp = group == Group::data_parallel;
+  // The gradients' sums (the data-parallel group's own communicator) through node-shared memory
+  // unless [parallel] host_allreduce = mpi; MpiCommunicator uses it only when the group is on one node.
+  const bool shm = dp && suffix.empty() && memory == MemorySpace::host && host_allreduce_ != HostAllreduce::mpi;
   return make_communicator(dp ? grid_->dp_comm() : grid_->mp_comm(),
-                           (dp ? grid_->dp_name() : grid_->mp_name()) + suffix, memory);
+                           (dp ? grid_->dp_name() : grid_->mp_name()) + suffix, memory, shm);
 }
 
 std::string Runtime::grid_table() const {

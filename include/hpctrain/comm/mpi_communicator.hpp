@@ -21,6 +21,7 @@
 #include "hpctrain/comm/collective_log.hpp"
 #include "hpctrain/comm/communicator.hpp"
 #include "hpctrain/comm/mpi_handles.hpp"
+#include "hpctrain/comm/shm_allreduce.hpp"
 
 namespace hpctrain {
 
@@ -32,6 +33,9 @@ struct MpiCommOptions {
   bool cuda_aware = false;               // pass device buffers to MPI directly
   cuda::DeviceMemory* device = nullptr;  // needed when memory == device
   Watchdog* watchdog = nullptr;          // optional
+  // Host-memory float32 sums and averages through node-shared memory (comm/shm_allreduce.hpp)
+  // instead of MPI_Allreduce, when every rank of the communicator shares one node (else MPI's).
+  bool shm_allreduce = false;
 };
 
 class MpiCommunicator final : public Communicator {
@@ -58,6 +62,8 @@ class MpiCommunicator final : public Communicator {
   // node-shared window, parallel HDF5's MPI-IO), never touched by the progress thread.
   MPI_Comm facility_handle() const { return facility_comm_.get(); }
 
+  // Whether float32 sums go through node-shared memory (options.shm_allreduce, one node).
+  bool uses_shm_allreduce() const { return shm_ != nullptr; }
   // Bytes copied through host staging buffers so far (tests check the path).
   std::size_t staged_bytes() const;
   const CollectiveLog& log() const { return log_; }
@@ -71,6 +77,7 @@ class MpiCommunicator final : public Communicator {
     bool busy;
   };
 
+  std::unique_ptr<ShmAllreduce> shm_;  // (used by the progress thread only)
   Request submit(std::shared_ptr<Op> op);
   void stage_in(Op& op);
   void start(Op& op);   // progress thread: issue the MPI call(s)

@@ -24,6 +24,7 @@ enum class OptimizerName { sgd, adam, adamw };
 enum class LrSchedule { constant, step, cosine };
 enum class PipelineSchedule { gpipe, one_f_one_b };
 enum class CommBackend { auto_, mpi, nccl };
+enum class HostAllreduce { auto_, mpi, shm };
 enum class Tristate { auto_, on, off };
 
 struct RunConfig {
@@ -94,6 +95,7 @@ struct ParallelConfig {
   PipelineSchedule schedule = PipelineSchedule::one_f_one_b;
   CommBackend comm = CommBackend::auto_;
   Tristate cuda_aware_mpi = Tristate::auto_;
+  HostAllreduce host_allreduce = HostAllreduce::auto_;  // gradient sums in host memory: MPI's or node-shared memory
   double bucket_mb = 25.0;
   double watchdog_s = 300.0;  // 0 disables the collective watchdog
 };

@@ -90,7 +90,9 @@ class Runtime {
 
   // A communicator over `comm` with the configured backend, for buffers in
   // `memory` (host buffers always use MPI). Collective over `comm`.
-  std::unique_ptr<Communicator> make_communicator(MPI_Comm comm, const std::string& name, MemorySpace memory);
+  // `shm`: float32 sums in host memory through node-shared memory when the group is on one node.
+  std::unique_ptr<Communicator> make_communicator(MPI_Comm comm, const std::string& name, MemorySpace memory,
+                                                  bool shm = false);
   // The same over this rank's data-parallel or model-parallel group of the grid, named as the
   // grid names it plus `suffix` (code above the runtime never holds the MPI handles).
   enum class Group { data_parallel, model_parallel };
@@ -104,6 +106,7 @@ class Runtime {
   RankInfo info_;
   DeviceAssignment device_;
   CommBackend comm_ = CommBackend::mpi;
+  HostAllreduce host_allreduce_ = HostAllreduce::auto_;
   bool cuda_aware_ = false;
   long per_rank_batch_ = 0;
   std::unique_ptr<ProcessGrid> grid_;

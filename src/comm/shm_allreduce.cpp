@@ -1,0 +1,80 @@
+// Allreduce through node-shared memory (comm/shm_allreduce.hpp).
+#include "hpctrain/comm/shm_allreduce.hpp"
+
+#include <algorithm>
+#include <cstring>
+
+#include "hpctrain/core/error.hpp"
+
+namespace hpctrain {
+
+bool ShmAllreduce::on_one_node(MPI_Comm comm) {
+  MPI_Comm node = MPI_COMM_NULL;
+  CHECK_MPI(MPI_Comm_split_type(comm, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node));
+  int size = 0, node_size = 0;
+  CHECK_MPI(MPI_Comm_size(comm, &size));
+  CHECK_MPI(MPI_Comm_size(node, &node_size));
+  CHECK_MPI(MPI_Comm_free(&node));
+  int all = node_size == size ? 1 : 0;  // the same answer on every rank
+  CHECK_MPI(MPI_Allreduce(MPI_IN_PLACE, &all, 1, MPI_INT, MPI_MIN, comm));
+  return all == 1;
+}
+
+ShmAllreduce::ShmAllreduce(MPI_Comm comm, std::size_t slot_bytes) : capacity_(slot_bytes / sizeof(float)) {
+  HPCT_CHECK(capacity_ > 0, "ShmAllreduce: a slot holds at least one float");
+  CHECK_MPI(MPI_Comm_dup(comm, &comm_));
+  CHECK_MPI(MPI_Comm_rank(comm_, &rank_));
+  CHECK_MPI(MPI_Comm_size(comm_, &size_));
+  MPI_Info info = MPI_INFO_NULL;
+  CHECK_MPI(MPI_Info_create(&info));
+  CHECK_MPI(MPI_Info_set(info, "alloc_shared_noncontig", "true"));  // each slot in its owner's NUMA memory
+  void* mine = nullptr;
+  CHECK_MPI(MPI_Win_allocate_shared(static_cast<MPI_Aint>(capacity_ * sizeof(float)), sizeof(float), info, comm_, &mine,
+                                    &win_));
+  CHECK_MPI(MPI_Info_free(&info));
+  for (int r = 0; r < size_; ++r) {
+    MPI_Aint bytes = 0;
+    int unit = 0;
+    void* base = nullptr;
+    CHECK_MPI(MPI_Win_shared_query(win_, r, &bytes, &unit, &base));
+    slots_.push_back(static_cast<float*>(base));
+  }
+  CHECK_MPI(MPI_Win_lock_all(MPI_MODE_NOCHECK, win_));  // (for MPI_Win_sync)
+}
+
+ShmAllreduce::~ShmAllreduce() {
+  int finalized = 0;
+  MPI_Finalized(&finalized);
+  if (finalized) return;
+  if (win_ != MPI_WIN_NULL) {
+    MPI_Win_unlock_all(win_);
+    MPI_Win_free(&win_);
+  }
+  if (comm_ != MPI_COMM_NULL) MPI_Comm_free(&comm_);
+}
+
+void ShmAllreduce::sync() {
+  CHECK_MPI(MPI_Win_sync(win_));
+  CHECK_MPI(MPI_Barrier(comm_));
+  CHECK_MPI(MPI_Win_sync(win_));
+}
+
+void ShmAllreduce::sum(const float* in, float* out, std::size_t count) {
+  const auto p = static_cast<std::size_t>(size_), me = static_cast<std::size_t>(rank_);
+  for (std::size_t off = 0; off < count; off += capacity_) {
+    const std::size_t n = std::min(capacity_, count - off);
+    std::memcpy(slots_[me], in + off, n * sizeof(float));
+    sync();
+    const std::size_t lo = n * me / p, hi = n * (me + 1) / p;
+    float* acc = slots_[0];
+    for (std::size_t k = 1; k < p; ++k) {  // in rank order: the same bits on every rank
+      const float* s = slots_[k];
+      for (std::size_t i = lo; i < hi; ++i) acc[i] += s[i];
+    }
+    sync();
+    std::memcpy(out + off, slots_[0], n * sizeof(float));
+    sync();  // slot 0 is rewritten by the next piece
+  }
+}
+
+}  // namespace hpctrain

@@ -90,10 +90,10 @@ int main(int argc, char** argv) {
     const auto [tm, okm] = measure(mpi, count, smoke);
     const auto [ts, oks] = measure(node, count, smoke);
     all_ok = all_ok && okm && oks;
-    const double bus = size > 1 ? 2.0 * (size - 1) / size : 1.0;
+    const double bus = size > 1 ? 2.0 * (size - 1) / size : 1.0, b = static_cast<double>(bytes);
     if (rank == 0)
       std::printf("  %10zu %10zu   %10.1f %8.2f %8.2f   %10.1f %8.2f %8.2f   %6.2fx  %s\n", bytes, count, tm * 1e6,
-                  bytes / tm / 1e9, bytes / tm / 1e9 * bus, ts * 1e6, bytes / ts / 1e9, bytes / ts / 1e9 * bus, tm / ts,
+                  b / tm / 1e9, b / tm / 1e9 * bus, ts * 1e6, b / ts / 1e9, b / ts / 1e9 * bus, tm / ts,
                   okm && oks ? "OK" : "WRONG");
   }
   if (rank == 0) std::printf("# %s: every result exact and the same on every rank\n", all_ok ? "PASS" : "FAIL");

@@ -144,8 +144,10 @@ MpiCommunicator::MpiCommunicator(MPI_Comm comm, MpiCommOptions options)
   if (options_.memory == MemorySpace::device && options_.device == nullptr)
     throw Error(ExitCode::internal, Scope::this_rank,
                 "MPI communicator '" + options_.name + "' for device buffers needs the device memory operations");
-  if (options_.shm_allreduce && options_.memory == MemorySpace::host && ShmAllreduce::on_one_node(comm))
+  if (options_.shm_allreduce && options_.memory == MemorySpace::host) {
     shm_ = std::make_unique<ShmAllreduce>(comm);  // (collective, before the progress thread runs)
+    if (shm_->widest_node() == 1) shm_.reset();   // one rank per node: nothing to share, MPI's allreduce
+  }
   if (options_.watchdog) options_.watchdog->attach(&log_);
   progress_ = std::thread([this] { progress_loop(); });
 }

@@ -20,11 +20,18 @@ bool ShmAllreduce::on_one_node(MPI_Comm comm) {
   return all == 1;
 }
 
-ShmAllreduce::ShmAllreduce(MPI_Comm comm, std::size_t slot_bytes) : capacity_(slot_bytes / sizeof(float)) {
-  HPCT_CHECK(capacity_ > 0, "ShmAllreduce: a slot holds at least one float");
-  CHECK_MPI(MPI_Comm_dup(comm, &comm_));
+ShmAllreduce::ShmAllreduce(MPI_Comm comm, std::size_t slot_bytes) {
+  CHECK_MPI(MPI_Comm_split_type(comm, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &comm_));
   CHECK_MPI(MPI_Comm_rank(comm_, &rank_));
   CHECK_MPI(MPI_Comm_size(comm_, &size_));
+  CHECK_MPI(MPI_Comm_split(comm, rank_ == 0 ? 0 : MPI_UNDEFINED, 0, &leaders_));
+  int first = rank_ == 0 ? 1 : 0;
+  CHECK_MPI(MPI_Allreduce(MPI_IN_PLACE, &first, 1, MPI_INT, MPI_SUM, comm));
+  nodes_ = first;
+  CHECK_MPI(MPI_Allreduce(&size_, &widest_, 1, MPI_INT, MPI_MAX, comm));
+  // Across nodes every piece costs a network allreduce among the leaders: larger pieces.
+  capacity_ = (nodes_ > 1 ? std::max(slot_bytes, std::size_t{4} << 20) : slot_bytes) / sizeof(float);
+  HPCT_CHECK(capacity_ > 0, "ShmAllreduce: a slot holds at least one float");
   MPI_Info info = MPI_INFO_NULL;
   CHECK_MPI(MPI_Info_create(&info));
   CHECK_MPI(MPI_Info_set(info, "alloc_shared_noncontig", "true"));  // each slot in its owner's NUMA memory
@@ -50,6 +57,7 @@ ShmAllreduce::~ShmAllreduce() {
     MPI_Win_unlock_all(win_);
     MPI_Win_free(&win_);
   }
+  if (leaders_ != MPI_COMM_NULL) MPI_Comm_free(&leaders_);
   if (comm_ != MPI_COMM_NULL) MPI_Comm_free(&comm_);
 }
 
@@ -72,6 +80,11 @@ void ShmAllreduce::sum(const float* in, float* out, std::size_t count) {
       for (std::size_t i = lo; i < hi; ++i) acc[i] += s[i];
     }
     sync();
+    if (nodes_ > 1) {  // the nodes' sums, summed by their first ranks
+      if (leaders_ != MPI_COMM_NULL)
+        CHECK_MPI(MPI_Allreduce(MPI_IN_PLACE, acc, static_cast<int>(n), MPI_FLOAT, MPI_SUM, leaders_));
+      sync();
+    }
     std::memcpy(out + off, slots_[0], n * sizeof(float));
     sync();  // slot 0 is rewritten by the next piece
   }

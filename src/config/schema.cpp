@@ -432,7 +432,7 @@ std::vector<KeySpec> config_schema() {
                      }));
   k.push_back(choice("parallel", "host_allreduce", {"auto", "mpi", "shm"}, "auto",
                      "gradient averaging in host memory (comm = mpi): MPI_Allreduce, or shm = through memory shared "
-                     "by the node's ranks when the data-parallel group is on one node; auto = shm there "
+                     "by each node's ranks, then one MPI_Allreduce among the nodes' first ranks; auto = shm "
                      "(docs/parallelism.md); refused with comm = nccl",
                      [](Config& c, const std::string& v) {
                        c.parallel.host_allreduce = pick<HostAllreduce>(

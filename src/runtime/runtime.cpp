@@ -211,6 +211,17 @@ std::unique_ptr<Communicator> Runtime::make_communicator(MPI_Comm comm, const st
   o.memory = memory;
   o.watchdog = watchdog_.get();
   o.shm_allreduce = shm;
+  if (shm && memory == MemorySpace::host) {
+    auto c = std::make_unique<MpiCommunicator>(comm, o);
+    const int nodes = c->shm_allreduce_nodes();
+    log0("gradient sums of " + name + ": " +
+         (nodes == 0  ? std::string("MPI_Allreduce (one rank per node: no memory to share)")
+          : nodes > 1 ? "node-shared memory on each of " + std::to_string(nodes) +
+                            " nodes, then MPI_Allreduce among their first ranks"
+                      : std::string("node-shared memory (one node)")) +
+         " ([parallel] host_allreduce)");
+    return c;
+  }
   if (memory == MemorySpace::device) {
     o.cuda_aware = cuda_aware_;
     if (!device_memory_) device_memory_ = cuda::make_device_memory();
@@ -222,7 +233,7 @@ std::unique_ptr<Communicator> Runtime::make_communicator(MPI_Comm comm, const st
 std::unique_ptr<Communicator> Runtime::make_communicator(Group group, MemorySpace memory, const std::string& suffix) {
   const bool dp = group == Group::data_parallel;
   // The gradients' sums (the data-parallel group's own communicator) through node-shared memory
-  // unless [parallel] host_allreduce = mpi; MpiCommunicator uses it only when the group is on one node.
+  // unless [parallel] host_allreduce = mpi (hierarchically when the group spans nodes).
   const bool shm = dp && suffix.empty() && memory == MemorySpace::host && host_allreduce_ != HostAllreduce::mpi;
   return make_communicator(dp ? grid_->dp_comm() : grid_->mp_comm(),
                            (dp ? grid_->dp_name() : grid_->mp_name()) + suffix, memory, shm);

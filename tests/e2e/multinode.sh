@@ -5,7 +5,9 @@
 # namespace in place of ssh, and is forced onto TCP over those links (btl tcp,self; the TCP
 # interfaces limited to the test subnet). The run checkpoints to a shared directory; the ranks
 # report two different hosts; the links' byte counters grow by at least the gradient traffic;
-# the final parameters equal a single-host run with the same number of ranks. Everything it
+# the final parameters equal a single-host run with the same number of ranks; with two ranks per
+# host the gradient sums go hierarchically (shared memory per host, then between the hosts) and
+# still equal a single-host run. Everything it
 # created is removed at the end. Needs root (skips with exit 77 otherwise).
 set -u
 trainer=$1
@@ -81,6 +83,27 @@ import sys, h5py, numpy as np
 d = sys.argv[1]
 a = h5py.File(d + "/two-hosts/checkpoints/ckpt-00000020.h5", "r")
 b = h5py.File(d + "/one-host/checkpoints/ckpt-00000020.h5", "r")
+worst = max(float(np.max(np.abs(a["model/" + n][()] - b["model/" + n][()])))
+            for n in ("01_dense/weight", "03_dense/weight", "05_dense/weight"))
+print("max |difference| %.3g" % worst)
+sys.exit(0 if worst <= 1e-6 else 1)
+EOF
+
+# Two ranks per host: the gradient sums go hierarchically ([parallel] host_allreduce = auto:
+# node-shared memory on each host, one MPI_Allreduce between the hosts' first ranks over TCP).
+out=$(mpirun -np 4 --host "$net.1:2,$net.2:2" --mca plm_rsh_agent "$tmp/agent.sh" --mca pml ob1 \
+  --mca btl tcp,self,vader --mca btl_tcp_if_include "$net.0/24" --mca oob_tcp_if_include "$net.0/24" --bind-to none \
+  "$trainer" "${args[@]}" --set "run.out_dir=$tmp/two-hosts-4" 2>&1)
+check "4 ranks, 2 per host: exit 0" test $? -eq 0
+check "... the sums go through each host's shared memory, then between the hosts" \
+  grep -q "node-shared memory on each of 2 nodes, then MPI_Allreduce among their first ranks" <<<"$out"
+mpirun -np 4 --oversubscribe --bind-to none "$trainer" "${args[@]}" --set "run.out_dir=$tmp/one-host-4" >/dev/null 2>&1
+check "a single-host run with 4 ranks: exit 0" test $? -eq 0
+check "4 ranks on two hosts (hierarchical) and on one host end with the same parameters" /usr/bin/python3 - "$tmp" <<'EOF'
+import sys, h5py, numpy as np
+d = sys.argv[1]
+a = h5py.File(d + "/two-hosts-4/checkpoints/ckpt-00000020.h5", "r")
+b = h5py.File(d + "/one-host-4/checkpoints/ckpt-00000020.h5", "r")
 worst = max(float(np.max(np.abs(a["model/" + n][()] - b["model/" + n][()])))
             for n in ("01_dense/weight", "03_dense/weight", "05_dense/weight"))
 print("max |difference| %.3g" % worst)

@@ -76,8 +76,10 @@ int main(int argc, char** argv) {
   MpiCommunicator mpi(MPI_COMM_WORLD, plain), node(MPI_COMM_WORLD, shm);
   const int rank = mpi.rank(), size = mpi.size();
   if (rank == 0) {
-    std::printf("# allreduce-bench: %d rank(s), float32 sum in place; shm = [parallel] host_allreduce = shm%s\n", size,
-                node.uses_shm_allreduce() ? "" : " (NOT USED: the ranks are not on one node)");
+    std::printf(
+        "# allreduce-bench: %d rank(s) on %d node(s), float32 sum in place; shm = [parallel] host_allreduce = "
+        "shm\n",
+        size, node.shm_allreduce_nodes());
     std::printf("# %10s %10s   %10s %8s %8s   %10s %8s %8s   %7s  %s\n", "size (B)", "count", "mpi (us)", "algbw",
                 "busbw", "shm (us)", "algbw", "busbw", "shm/mpi", "check");
     std::printf("# %10s %10s   %10s %8s %8s   %10s %8s %8s   %7s\n", "", "", "", "(GB/s)", "(GB/s)", "", "(GB/s)",

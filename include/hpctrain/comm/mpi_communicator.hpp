@@ -34,7 +34,8 @@ struct MpiCommOptions {
   cuda::DeviceMemory* device = nullptr;  // needed when memory == device
   Watchdog* watchdog = nullptr;          // optional
   // Host-memory float32 sums and averages through node-shared memory (comm/shm_allreduce.hpp)
-  // instead of MPI_Allreduce, when every rank of the communicator shares one node (else MPI's).
+  // instead of MPI_Allreduce; across nodes, hierarchically (one MPI_Allreduce among the nodes'
+  // first ranks).
   bool shm_allreduce = false;
 };
 
@@ -62,8 +63,8 @@ class MpiCommunicator final : public Communicator {
   // node-shared window, parallel HDF5's MPI-IO), never touched by the progress thread.
   MPI_Comm facility_handle() const { return facility_comm_.get(); }
 
-  // Whether float32 sums go through node-shared memory (options.shm_allreduce, one node).
-  bool uses_shm_allreduce() const { return shm_ != nullptr; }
+  // How many nodes float32 sums span through node-shared memory (0: MPI_Allreduce).
+  int shm_allreduce_nodes() const { return shm_ ? shm_->nodes() : 0; }
   // Bytes copied through host staging buffers so far (tests check the path).
   std::size_t staged_bytes() const;
   const CollectiveLog& log() const { return log_; }

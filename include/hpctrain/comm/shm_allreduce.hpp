@@ -1,9 +1,12 @@
-// Allreduce (a float32 sum) through memory the ranks of one node share, instead of MPI's
+// Allreduce (a float32 sum) through memory the ranks of a node share, instead of MPI's
 // shared-memory transport: each rank copies its buffer into its own slot of an MPI-3
 // shared-memory window, sums one slice of every rank's slot into slot 0 (rank r the r-th of
-// size slices, slots added in rank order, so every rank gets the same bits), and every rank
-// copies the result out. Buffers larger than a slot go through in slot-sized pieces. Used by
-// MpiCommunicator for host-memory sums when [parallel] host_allreduce selects it.
+// size slices, slots added in rank order, so every rank of the node gets the same bits), and
+// every rank copies the result out. Across nodes (hierarchical, as Horovod and NCCL do): the
+// node's sum in slot 0 is summed over the nodes by one MPI_Allreduce among the nodes' first
+// ranks before the node's ranks copy it out. Buffers larger than a slot go through in
+// slot-sized pieces. Used by MpiCommunicator for host-memory sums when [parallel]
+// host_allreduce selects it.
 #pragma once
 
 #include <mpi.h>
@@ -17,9 +20,11 @@ class ShmAllreduce {
  public:
   // Whether every rank of `comm` shares this node's memory. Collective.
   static bool on_one_node(MPI_Comm comm);
-  // Collective over `comm` (duplicated; its ranks must share one node: on_one_node). Each rank
-  // maps a slot of `slot_bytes`.
+  // Collective over `comm` (split by node; each node's ranks map a slot of `slot_bytes` each;
+  // the nodes' first ranks get a communicator of their own when the group spans nodes).
   explicit ShmAllreduce(MPI_Comm comm, std::size_t slot_bytes = std::size_t{256} << 10);
+  int nodes() const { return nodes_; }         // how many nodes the group spans
+  int widest_node() const { return widest_; }  // the most ranks of the group on one node
   ~ShmAllreduce();
   ShmAllreduce(const ShmAllreduce&) = delete;
   ShmAllreduce& operator=(const ShmAllreduce&) = delete;
@@ -28,8 +33,10 @@ class ShmAllreduce {
   void sum(const float* in, float* out, std::size_t count);
 
  private:
-  void sync();  // every rank's stores before it are visible to every rank after it
-  MPI_Comm comm_ = MPI_COMM_NULL;
+  void sync();                        // every rank's stores before it are visible to every rank after it
+  MPI_Comm comm_ = MPI_COMM_NULL;     // this node's ranks of the group
+  MPI_Comm leaders_ = MPI_COMM_NULL;  // the nodes' first ranks (on those, when nodes_ > 1)
+  int nodes_ = 1, widest_ = 1;
   MPI_Win win_ = MPI_WIN_NULL;
   std::vector<float*> slots_;
   int rank_ = 0, size_ = 1;

@@ -78,16 +78,17 @@ check "the veth links carried the traffic: $traffic MiB (>= 100: 20 allreduces o
 check "the checkpoint went to the shared directory" test -f "$tmp/two-hosts/checkpoints/ckpt-00000020.h5"
 mpirun -np 2 --oversubscribe --bind-to none "$trainer" "${args[@]}" --set "run.out_dir=$tmp/one-host" >/dev/null 2>&1
 check "a single-host run with 2 ranks: exit 0" test $? -eq 0
-check "two hosts and one host end with the same parameters" /usr/bin/python3 - "$tmp" <<'EOF'
+same_params() {  # run_a run_b: the step-20 checkpoints' weights within 1e-6
+  /usr/bin/python3 - "$tmp/$1/checkpoints/ckpt-00000020.h5" "$tmp/$2/checkpoints/ckpt-00000020.h5" <<'EOF'
 import sys, h5py, numpy as np
-d = sys.argv[1]
-a = h5py.File(d + "/two-hosts/checkpoints/ckpt-00000020.h5", "r")
-b = h5py.File(d + "/one-host/checkpoints/ckpt-00000020.h5", "r")
+a, b = h5py.File(sys.argv[1], "r"), h5py.File(sys.argv[2], "r")
 worst = max(float(np.max(np.abs(a["model/" + n][()] - b["model/" + n][()])))
             for n in ("01_dense/weight", "03_dense/weight", "05_dense/weight"))
 print("max |difference| %.3g" % worst)
 sys.exit(0 if worst <= 1e-6 else 1)
 EOF
+}
+check "two hosts and one host end with the same parameters" same_params two-hosts one-host
 
 # Two ranks per host: the gradient sums go hierarchically ([parallel] host_allreduce = auto:
 # node-shared memory on each host, one MPI_Allreduce between the hosts' first ranks over TCP).
@@ -99,14 +100,5 @@ check "... the sums go through each host's shared memory, then between the hosts
   grep -q "node-shared memory on each of 2 nodes, then MPI_Allreduce among their first ranks" <<<"$out"
 mpirun -np 4 --oversubscribe --bind-to none "$trainer" "${args[@]}" --set "run.out_dir=$tmp/one-host-4" >/dev/null 2>&1
 check "a single-host run with 4 ranks: exit 0" test $? -eq 0
-check "4 ranks on two hosts (hierarchical) and on one host end with the same parameters" /usr/bin/python3 - "$tmp" <<'EOF'
-import sys, h5py, numpy as np
-d = sys.argv[1]
-a = h5py.File(d + "/two-hosts-4/checkpoints/ckpt-00000020.h5", "r")
-b = h5py.File(d + "/one-host-4/checkpoints/ckpt-00000020.h5", "r")
-worst = max(float(np.max(np.abs(a["model/" + n][()] - b["model/" + n][()])))
-            for n in ("01_dense/weight", "03_dense/weight", "05_dense/weight"))
-print("max |difference| %.3g" % worst)
-sys.exit(0 if worst <= 1e-6 else 1)
-EOF
+check "4 ranks on two hosts (hierarchical) and on one host end with the same parameters" same_params two-hosts-4 one-host-4
 finish

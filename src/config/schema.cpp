@@ -274,6 +274,11 @@ std::vector<KeySpec> config_schema() {
   k.push_back(make("run", "memory_budget", K::size, "0",
                    "cap per rank on parameters, gradients, optimizer state and activations (e.g. 512M); 0 = none",
                    [](Config& c, const std::string& v) { c.run.memory_budget = std::stoull(v); }));
+  k.push_back(bounded(make("run", "lock_stale_s", K::real, "1800",
+                           "where the file system has no flock: a lock on out_dir or the checkpoint dir whose "
+                           "heartbeat (every log interval) is older than this is taken over (docs/checkpoints.md)",
+                           [=](Config& c, const std::string& v) { c.run.lock_stale_s = to_real(v); }),
+                      1, inf));
   k.push_back(bounded(make("run", "price_per_device_hour", K::real, "0",
                            "price of one device (GPU, or CPU rank) per hour, for cost reports; 0 = unknown",
                            [=](Config& c, const std::string& v) { c.run.price_per_device_hour = to_real(v); }),

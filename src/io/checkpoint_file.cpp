@@ -359,10 +359,8 @@ void publish_checkpoint(const std::string& dir, const std::string& name, int kee
   if (keep > 0 && static_cast<int>(all.size()) > keep)
     for (std::size_t i = 0; i + static_cast<std::size_t>(keep) < all.size(); ++i)
       if (all[i] != name) fs::remove(d / all[i], ec);
-  for (const auto& e : fs::directory_iterator(d, ec)) {  // partial files of runs that died while writing
-    const std::string f = e.path().filename().string();
-    if (f.rfind(".ckpt-", 0) == 0 && f.size() > 8 && f.substr(f.size() - 8) == ".partial") fs::remove(e.path(), ec);
-  }
+  // (Partial files of runs that died while writing are removed at start-up by the run holding
+  // the directory's lock, io/run_lock.hpp: here they could be another run's write in progress.)
 }
 
 // ---- Encoding for broadcasts: "name\0value\0" pairs, named as in the file ----

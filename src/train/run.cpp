@@ -6,6 +6,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <filesystem>
 #include <memory>
 #include <optional>
 #include <thread>
@@ -16,6 +17,7 @@
 #include "hpctrain/core/log.hpp"
 #include "hpctrain/core/signals.hpp"
 #include "hpctrain/data/sampler.hpp"
+#include "hpctrain/io/run_lock.hpp"
 #include "hpctrain/train/checkpointing.hpp"
 #include "hpctrain/train/trainer.hpp"
 
@@ -44,7 +46,8 @@ struct Trainer::Progress {
   double before_s = 0;                // training seconds of the runs before this one (resumed)
   double wait_mark = 0, comm_mark = 0;
   double step_seconds = 0, timed_s = 0, comm_alone = 0;
-  std::unique_ptr<SystemMonitor> monitor;  // CPU, memory, energy and GPU figures
+  std::unique_ptr<SystemMonitor> monitor;             // CPU, memory, energy and GPU figures
+  std::vector<std::unique_ptr<DirectoryLock>> locks;  // rank 0: out_dir and the checkpoint dir, held to the end
   EvalResult last_eval;
   // Test hooks ("RANK:STEP", step 1-based): HPCTRAIN_TEST_SIGNAL makes that rank act as if
   // SIGUSR1 arrived during that step, so the tests can stop a run at a chosen point;
@@ -55,6 +58,7 @@ struct Trainer::Progress {
 
 int Trainer::run() {
   const auto& g = rt_.grid();
+  auto locks = lock_directories();  // one run per directory: refused (exit 2) when another holds them
   const Sampler sampler(sampler_options(cfg_, index_.train));
   const std::int64_t per_epoch = sampler.steps_per_epoch();
   const Schedule schedule(cfg_, cfg_.train.steps > 0 ? cfg_.train.steps : cfg_.train.epochs * per_epoch,
@@ -78,6 +82,7 @@ int Trainer::run() {
 
   // Output files (rank 0): fail now, not at the end, when the directory is not writable.
   Progress p(RunReport(cfg_.run.out_dir, cfg_.train.metrics_file, g.world_rank() == 0, cfg_.train.tensorboard));
+  p.locks = std::move(locks);
   const std::string why = p.report.open(first);
   raise_if_any(rt_.world(), why.empty() ? "" : "[run] out_dir '" + cfg_.run.out_dir + "': " + why);
   p.report.describe(first, effective_ini(cfg_), model_->summary());
@@ -246,6 +251,7 @@ void Trainer::log_interval(const StepEnd& end, double lr, bool eval_now, double 
   f.eta_s = f.wall_s / static_cast<double>(f.step - p.first) * static_cast<double>(p.total - f.step);
   system_figures(f, dt, p);
   p.report.interval(f);
+  for (auto& lock : p.locks) lock->heartbeat();  // (what a file system without flock goes by)
   state_.last_loss = f.loss;
   sums[0] = sums[1] = sums[2] = 0;
   p.interval_start = Clock::now();
@@ -262,6 +268,29 @@ void Trainer::system_figures(IntervalFigures& f, double dt, Progress& p) {
   f.loss_scale = state_.scaler.scale;
   f.skipped_steps = state_.scaler.skipped_steps;
   p.monitor->interval(f, dt);
+}
+
+std::vector<std::unique_ptr<DirectoryLock>> Trainer::lock_directories() {
+  std::vector<std::unique_ptr<DirectoryLock>> locks;
+  std::string why;
+  if (rt_.grid().world_rank() == 0) {
+    try {
+      locks.push_back(std::make_unique<DirectoryLock>(cfg_.run.out_dir, "[run] out_dir", cfg_.run.lock_stale_s));
+      std::error_code ec;
+      if (!std::filesystem::equivalent(cfg_.run.out_dir, cfg_.checkpoint.dir, ec))  // (false too when it is missing)
+        locks.push_back(
+            std::make_unique<DirectoryLock>(cfg_.checkpoint.dir, "[checkpoint] dir", cfg_.run.lock_stale_s));
+      for (const auto& l : locks)
+        if (!l->note().empty()) warn(l->note());
+      if (const int n = remove_partial_checkpoints(cfg_.checkpoint.dir))
+        log0("removed " + std::to_string(n) + " partial checkpoint file(s) of a run that died while writing");
+    } catch (const Error& e) {
+      if (e.code() != ExitCode::bad_input) throw;
+      why = e.what();
+    }
+  }
+  raise_if_any(rt_.world(), why);
+  return locks;
 }
 
 std::unique_ptr<SystemMonitor> Trainer::make_monitor() {

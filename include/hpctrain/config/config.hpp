@@ -39,6 +39,7 @@ struct RunConfig {
   CpuGemmLib cpu_gemm = CpuGemmLib::auto_;  // backend/cpu/sgemm.hpp
   std::uint64_t memory_budget = 0;          // bytes per rank for parameters, gradients, state, activations; 0 = no cap
   double price_per_device_hour = 0.0;
+  double lock_stale_s = 1800;  // without flock: a directory lock's heartbeat older than this is a dead run's
   std::string out_dir = "runs";
 };
 

@@ -130,7 +130,7 @@ class CheckpointFile {
 std::string checkpoint_file_name(std::int64_t step);  // "ckpt-00000100.h5"
 // Rank 0, after a checkpoint is complete: points `<dir>/latest` at it (written
 // to a temporary file and renamed), then deletes all but the newest `keep`
-// complete checkpoints and any leftover partial files.
+// complete checkpoints (partial files are left alone: remove_partial_checkpoints at start-up).
 void publish_checkpoint(const std::string& dir, const std::string& name, int keep);
 // The newest complete checkpoint in `dir` ("" when there is none): the one
 // `latest` names when that file exists, else the highest step found.

@@ -17,6 +17,7 @@
 #include "hpctrain/core/train_state.hpp"
 #include "hpctrain/data/dataset.hpp"
 #include "hpctrain/data/reader.hpp"
+#include "hpctrain/io/run_lock.hpp"
 #include "hpctrain/layers/loss.hpp"
 #include "hpctrain/model/model.hpp"
 #include "hpctrain/model/partition.hpp"
@@ -105,6 +106,9 @@ class Trainer {
   // Collective: the interval's gradient norm, loss scale, CPU and memory figures.
   void system_figures(IntervalFigures& f, double dt, Progress& p);
   std::unique_ptr<SystemMonitor> make_monitor();  // (logs where the GPU figures come from)
+  // Rank 0: the locks of [run] out_dir and [checkpoint] dir (io/run_lock.hpp), and the partial
+  // checkpoint files of dead runs removed; collective: bad_input on every rank when refused.
+  std::vector<std::unique_ptr<DirectoryLock>> lock_directories();
   const Config& cfg_;
   Runtime& rt_;
   const DatasetIndex& index_;

@@ -332,13 +332,28 @@ std::vector<std::string> list_checkpoints(const std::string& dir) {
   return out;
 }
 
-std::string find_latest_checkpoint(const std::string& dir) {
-  std::ifstream pointer(fs::path(dir) / "latest");
-  std::string name;
-  if (pointer && std::getline(pointer, name) && !name.empty() && fs::exists(fs::path(dir) / name))
-    return (fs::path(dir) / name).string();
+std::string find_latest_checkpoint(const std::string& dir, std::string* warning) {
   const auto all = list_checkpoints(dir);
-  return all.empty() ? "" : (fs::path(dir) / all.back()).string();
+  const std::string newest = all.empty() ? "" : (fs::path(dir) / all.back()).string();
+  const fs::path pointer_path = fs::path(dir) / "latest";
+  std::error_code ec;
+  if (!fs::exists(pointer_path, ec)) return newest;  // (before the first checkpoint, or removed by hand)
+  std::ifstream pointer(pointer_path, std::ios::binary);
+  std::string name;
+  std::getline(pointer, name);
+  // A checkpoint's name: printable, no directory part, ckpt-*.h5. Anything else is damage.
+  const bool printable =
+      !name.empty() && std::all_of(name.begin(), name.end(), [](char c) { return c > ' ' && c < 127 && c != '/'; });
+  const bool named =
+      printable && name.rfind("ckpt-", 0) == 0 && name.size() > 8 && name.compare(name.size() - 3, 3, ".h5") == 0;
+  if (named && fs::exists(fs::path(dir) / name, ec)) return (fs::path(dir) / name).string();
+  if (warning)
+    *warning =
+        pointer_path.string() +
+        (named ? " names " + name + ", which does not exist" : std::string(" does not hold a checkpoint name")) +
+        "; using " +
+        (newest.empty() ? std::string("none (starting fresh)") : "the newest complete checkpoint by step, " + newest);
+  return newest;
 }
 
 void publish_checkpoint(const std::string& dir, const std::string& name, int keep) {

@@ -142,7 +142,12 @@ std::string Checkpointer::save(const TrainState& progress, const double interval
 std::string resume_selection(const Config& cfg) {
   const std::string& r = cfg.checkpoint.resume;
   if (r == "none") return "";
-  if (r == "auto") return find_latest_checkpoint(cfg.checkpoint.dir);
+  if (r == "auto") {
+    std::string warning;
+    const std::string target = find_latest_checkpoint(cfg.checkpoint.dir, &warning);
+    if (!warning.empty()) warn("[checkpoint] resume = auto: " + warning);
+    return target;
+  }
   if (!fs::exists(r)) throw bad_input("[checkpoint] resume = " + r + ": no such file");
   return r;
 }
@@ -322,7 +327,11 @@ std::string describe_checkpointing(const Config& cfg, const Model* model) {
   if (c.every_epochs > 0) when += " " + std::to_string(c.every_epochs) + " epoch(s),";
   if (c.every_minutes > 0) when += " " + cfg.resolved_value("checkpoint.every_minutes") + " minutes,";
   os << (when.empty() ? " (no interval)," : when) << " at the end, and on SIGTERM/SIGUSR1; keep " << c.keep << "\n";
-  const std::string target = c.resume == "none" ? "" : c.resume == "auto" ? find_latest_checkpoint(c.dir) : c.resume;
+  std::string pointer_warning;
+  const std::string target = c.resume == "none"   ? ""
+                             : c.resume == "auto" ? find_latest_checkpoint(c.dir, &pointer_warning)
+                                                  : c.resume;
+  if (!pointer_warning.empty()) os << "  warning: " << pointer_warning << "\n";
   if (target.empty()) {
     os << (c.resume == "none" ? "Resume: none (starts fresh)\n"
                               : "Resume: auto, no complete checkpoint in " + c.dir + " (starts fresh)\n");

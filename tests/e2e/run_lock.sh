@@ -4,7 +4,8 @@
 # line naming the holder) while --dry-run and --eval-only still work, and the first run finishes
 # untouched and releases the lock; a run killed with kill -9 leaves a lock that the next run
 # takes over with a warning (and resumes); on a file system without flock a requeued Slurm job
-# takes over its own earlier run's lock at once, while another job is refused.
+# takes over its own earlier run's lock at once, while another job is refused. A damaged or
+# dangling `latest` is one warning and the newest complete checkpoint.
 set -u
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 e2e_start "$@"  # $mpirun $trainer $src, the working directory $src, $tmp (removed at exit)
@@ -47,6 +48,16 @@ rc=$?
 check "the next run: exit 0 ($rc)" test $rc -eq 0
 check "... warns that it took over a dead run's lock" grep -q "warning.*took over the lock of a run that ended without releasing it" <<<"$out"
 check "... and resumed" grep -q "^resumed from " <<<"$out"
+
+# A damaged `latest` (binary bytes) is handled as a dangling one: a warning naming it and the
+# fallback, the newest complete checkpoint by step (issue 19 item 3).
+printf '\001\377ck' >"$tmp/b/checkpoints/latest"
+out=$(run "$tmp/b" --set train.steps=50)
+check "a damaged latest: a warning naming it and the fallback" \
+  grep -q "warning.*checkpoints/latest does not hold a checkpoint name; using the newest complete checkpoint by step, .*ckpt-00000040.h5" <<<"$out"
+printf 'ckpt-00000099.h5\n' >"$tmp/b/checkpoints/latest"
+out=$(run "$tmp/b" --set train.steps=60)
+check "a dangling latest: the same" grep -q "warning.*latest names ckpt-00000099.h5, which does not exist; using the newest" <<<"$out"
 
 # No flock on the file system: the record decides; a requeued Slurm job takes its own lock over.
 mkdir -p "$tmp/c"

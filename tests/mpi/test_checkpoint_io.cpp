@@ -248,8 +248,22 @@ TEST(CheckpointIo, DirectoryLatestKeepAndPartialFiles) {
   EXPECT_TRUE(fs::exists(dir + "/.ckpt-00000040.h5.partial"));  // maybe another run's write: left alone
   fs::remove(dir + "/latest");                                  // without the pointer: the highest step
   EXPECT_EQ(find_latest_checkpoint(dir), dir + "/ckpt-00000030.h5");
-  std::ofstream(dir + "/latest") << "ckpt-00000099.h5\n";  // a pointer to a missing file is ignored
-  EXPECT_EQ(find_latest_checkpoint(dir), dir + "/ckpt-00000030.h5");
+  std::ofstream(dir + "/latest") << "ckpt-00000099.h5\n";  // a pointer to a missing file: not trusted, said so
+  std::string warning;
+  EXPECT_EQ(find_latest_checkpoint(dir, &warning), dir + "/ckpt-00000030.h5");
+  EXPECT_EQ(warning, dir +
+                         "/latest names ckpt-00000099.h5, which does not exist; using the newest complete "
+                         "checkpoint by step, " +
+                         dir + "/ckpt-00000030.h5");
+  std::ofstream(dir + "/latest", std::ios::binary) << std::string("\x01\xff\0ck", 5);  // damaged bytes: the same
+  warning.clear();
+  EXPECT_EQ(find_latest_checkpoint(dir, &warning), dir + "/ckpt-00000030.h5");
+  EXPECT_EQ(warning, dir + "/latest does not hold a checkpoint name; using the newest complete checkpoint by step, " +
+                         dir + "/ckpt-00000030.h5");
+  std::ofstream(dir + "/latest") << "../../etc/passwd\n";  // not a checkpoint's name
+  warning.clear();
+  EXPECT_EQ(find_latest_checkpoint(dir, &warning), dir + "/ckpt-00000030.h5");
+  EXPECT_NE(warning.find("does not hold a checkpoint name"), std::string::npos);
   fs::remove_all(dir);
 }
 

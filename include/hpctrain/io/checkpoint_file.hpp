@@ -134,7 +134,10 @@ std::string checkpoint_file_name(std::int64_t step);  // "ckpt-00000100.h5"
 void publish_checkpoint(const std::string& dir, const std::string& name, int keep);
 // The newest complete checkpoint in `dir` ("" when there is none): the one
 // `latest` names when that file exists, else the highest step found.
-std::string find_latest_checkpoint(const std::string& dir);
+// A `latest` that is damaged (not a checkpoint's name, whatever its bytes) or dangling (names a
+// missing file) is not trusted: the newest complete checkpoint by step is used, and `warning`
+// (when given) says so, naming the pointer and the fallback.
+std::string find_latest_checkpoint(const std::string& dir, std::string* warning = nullptr);
 // Complete checkpoints in `dir`, oldest first.
 std::vector<std::string> list_checkpoints(const std::string& dir);
 

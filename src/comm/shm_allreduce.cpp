@@ -8,18 +8,6 @@
 
 namespace hpctrain {
 
-bool ShmAllreduce::on_one_node(MPI_Comm comm) {
-  MPI_Comm node = MPI_COMM_NULL;
-  CHECK_MPI(MPI_Comm_split_type(comm, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node));
-  int size = 0, node_size = 0;
-  CHECK_MPI(MPI_Comm_size(comm, &size));
-  CHECK_MPI(MPI_Comm_size(node, &node_size));
-  CHECK_MPI(MPI_Comm_free(&node));
-  int all = node_size == size ? 1 : 0;  // the same answer on every rank
-  CHECK_MPI(MPI_Allreduce(MPI_IN_PLACE, &all, 1, MPI_INT, MPI_MIN, comm));
-  return all == 1;
-}
-
 ShmAllreduce::ShmAllreduce(MPI_Comm comm, std::size_t slot_bytes) {
   CHECK_MPI(MPI_Comm_split_type(comm, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &comm_));
   CHECK_MPI(MPI_Comm_rank(comm_, &rank_));

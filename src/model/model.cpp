@@ -238,17 +238,13 @@ void Model::backward(const Tensor& x, const Tensor& dout, const std::function<vo
 void Model::set_frozen(std::vector<bool> frozen) {
   HPCT_CHECK(frozen.size() == layers_.size(), "set_frozen: one flag per held layer");
   frozen_ = std::move(frozen);
+  frozen_ranges_.clear();
+  for (std::size_t i = 0; i < layers_.size(); ++i)
+    if (frozen_[i] && ranges_[i].first != ranges_[i].second) frozen_ranges_.push_back(ranges_[i]);
   for (const auto& [begin, end] : frozen_ranges()) {
     Tensor g = grads_.view(begin, {end - begin});
     fill(g, 0.f);
   }
-}
-
-std::vector<std::pair<std::int64_t, std::int64_t>> Model::frozen_ranges() const {
-  std::vector<std::pair<std::int64_t, std::int64_t>> out;
-  for (std::size_t i = 0; i < layers_.size(); ++i)
-    if (frozen(i) && ranges_[i].first != ranges_[i].second) out.push_back(ranges_[i]);
-  return out;
 }
 
 std::vector<bool> frozen_layers(const std::string& freeze, const Model& model) {

@@ -255,6 +255,15 @@ std::vector<std::string> Checkpointer::read_parts(const std::string& path) const
   return parts;
 }
 
+void Checkpointer::set_buffers(const std::string& bytes) {
+  std::size_t at = 0;
+  for (auto& [name, buf] : model_.buffers()) {
+    std::memcpy(buf->data(), bytes.data() + at, buf->size() * sizeof(float));
+    at += buf->size() * sizeof(float);
+  }
+  model_.sync_buffers(false);  // device copies of the buffers follow the loaded values
+}
+
 CheckpointInfo Checkpointer::load(const std::string& path, double interval_sums[3]) {
   const auto& g = rt_.grid();
   // Rank 0 of each stage's data-parallel group reads that stage's layers and checks them; the
@@ -271,12 +280,7 @@ CheckpointInfo Checkpointer::load(const std::string& path, double interval_sums[
   const CheckpointInfo info = decode_info(parts[info_part]);
   upload(parts[params_part].data(), parts[params_part].size(), model_.parameters());
   if (!parts[state_part].empty()) upload(parts[state_part].data(), parts[state_part].size(), opt_.state());
-  std::size_t at = 0;
-  for (auto& [name, buf] : model_.buffers()) {
-    std::memcpy(buf->data(), parts[buffers_part].data() + at, buf->size() * sizeof(float));
-    at += buf->size() * sizeof(float);
-  }
-  model_.sync_buffers(false);  // device copies of the buffers follow the loaded values
+  set_buffers(parts[buffers_part]);
   // The partial sums of the log interval the checkpoint cut: each rank its own
   // on the same world size; otherwise rank 0 carries them all.
   const auto* sums = reinterpret_cast<const double*>(parts[sums_part].data());

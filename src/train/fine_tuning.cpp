@@ -1,7 +1,6 @@
 // Fine-tuning: a fresh run's parameters taken from another checkpoint ([checkpoint] init_from,
 // init_layers; train/checkpointing.hpp). The optimizer state and the step are not taken.
 #include <algorithm>
-#include <cstring>
 #include <sstream>
 
 #include "hpctrain/core/error.hpp"
@@ -108,12 +107,7 @@ std::string Checkpointer::initialize(const std::string& path) {
   }
   raise_if_any(rt_.world(), error);
   upload(parts[0].data(), parts[0].size(), model_.parameters());
-  std::size_t at = 0;
-  for (auto& [name, buf] : model_.buffers()) {
-    std::memcpy(buf->data(), parts[1].data() + at, buf->size() * sizeof(float));
-    at += buf->size() * sizeof(float);
-  }
-  model_.sync_buffers(false);
+  set_buffers(parts[1]);
   if (!parts[3].empty() && rt_.grid().coords().dp == 0)  // layers that start fresh for want of a match: say so
     warn("[checkpoint] init_from = " + path + ": some layers start fresh: " + parts[2]);
   return parts[2];

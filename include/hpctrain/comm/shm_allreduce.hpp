@@ -18,8 +18,6 @@ namespace hpctrain {
 
 class ShmAllreduce {
  public:
-  // Whether every rank of `comm` shares this node's memory. Collective.
-  static bool on_one_node(MPI_Comm comm);
   // Collective over `comm` (split by node; each node's ranks map a slot of `slot_bytes` each;
   // the nodes' first ranks get a communicator of their own when the group spans nodes).
   explicit ShmAllreduce(MPI_Comm comm, std::size_t slot_bytes = std::size_t{256} << 10);

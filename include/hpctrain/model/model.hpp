@@ -73,7 +73,7 @@ class Model {
   // the norm or the averages; the trainer leaves them out of the buckets and the update.
   void set_frozen(std::vector<bool> frozen);
   bool frozen(std::size_t i) const { return !frozen_.empty() && frozen_[i]; }
-  std::vector<std::pair<std::int64_t, std::int64_t>> frozen_ranges() const;
+  const std::vector<std::pair<std::int64_t, std::int64_t>>& frozen_ranges() const { return frozen_ranges_; }
   Tensor& dout() { return grads_act_.back(); }  // where the loss writes d(loss)/d(output)
   // d(loss)/d(input) after backward, for a model that does not start at layer 0 (a later
   // pipeline stage sends it upstream); undefined for the first stage (nothing needs it).
@@ -122,7 +122,8 @@ class Model {
   std::vector<TieSync> copies_;
   std::vector<std::vector<std::pair<std::int64_t, Shape>>> bindings_;  // per held layer: its parameters' offsets
   std::vector<std::size_t> tied_targets_;
-  std::vector<bool> frozen_;                                   // per held layer ([train] freeze); empty: none
+  std::vector<bool> frozen_;                                          // per held layer ([train] freeze); empty: none
+  std::vector<std::pair<std::int64_t, std::int64_t>> frozen_ranges_;  // their parameters' ranges (set_frozen)
   std::vector<std::pair<std::size_t, std::size_t>> all_ties_;  // held layers whose weight a later held layer shares
   Allocator& alloc_;
   std::vector<std::unique_ptr<Layer>> layers_;

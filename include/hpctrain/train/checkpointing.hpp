@@ -54,6 +54,8 @@ class Checkpointer {
   std::string initialize(const std::string& path);
 
  private:
+  // The model's buffers (batch-norm statistics) from their bytes in buffers() order, then to the device.
+  void set_buffers(const std::string& bytes);
   // Rank 0 of a stage's group: the checkpoint's parts for load() (checked against this model).
   std::vector<std::string> read_parts(const std::string& path) const;
   // Every tensor of the whole model; this rank's data at `params` / `state` (host copies).

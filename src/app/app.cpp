@@ -167,6 +167,40 @@ std::string version_text() {
 
 namespace {
 
+// --dry-run: the memory per rank of the stage with the most parameters that the model's flat
+// buffers take (activations and workspaces come on top), with the optimizer state sharded over
+// the data-parallel ranks when [parallel] shard_optimizer is set.
+std::string describe_memory(const Config& cfg, const Runtime& rt, const Model& model) {
+  const GridShape& shape = rt.grid().shape();
+  const auto counts = layer_parameter_counts(model);
+  const auto groups = partition_layers(counts, shape.mp_size, cfg.model.groups);
+  std::int64_t params = 0, trainable = 0;
+  for (const LayerGroup& g : groups) {
+    std::int64_t n = 0, t = 0;
+    for (std::size_t i = g.first; i < g.last; ++i) {
+      n += counts[i];
+      t += model.frozen(i) ? 0 : counts[i];
+    }
+    if (n > params) params = n, trainable = t;
+  }
+  const int blocks = cfg.optim.name == OptimizerName::sgd ? 1 : 2;  // momentum, or Adam's two moments
+  const bool sharded = cfg.parallel.shard_optimizer && shape.dp_size > 1;
+  const double mib = 4.0 / (1 << 20), state = static_cast<double>(blocks * trainable) * mib;
+  char note[160] = "";
+  if (sharded)
+    std::snprintf(note, sizeof(note), " (sharded over %d ranks; %.1f MiB unsharded)", shape.dp_size, state);
+  else if (shape.dp_size > 1)
+    std::snprintf(note, sizeof(note), " (whole on every rank: [parallel] shard_optimizer = false)");
+  char line[400];
+  std::snprintf(line, sizeof(line),
+                "\nMemory per rank (model buffers of the largest stage, %lld parameters): parameters %.1f MiB, "
+                "gradients %.1f MiB%s, optimizer state %.1f MiB%s\n",
+                static_cast<long long>(params), static_cast<double>(params) * mib, static_cast<double>(params) * mib,
+                cfg.run.precision == Precision::fp32 ? "" : ", reduced-precision copy (half the parameters')",
+                sharded ? state / shape.dp_size : state, note);
+  return line;
+}
+
 // Collective: the dataset index (validated on all ranks) and the sampler it implies.
 std::string describe_data(const Config& cfg, const Runtime& rt) {
   if (cfg.data.path.empty()) return "Dataset: none ([data] path not set)\n";
@@ -186,7 +220,7 @@ std::string describe_data(const Config& cfg, const Runtime& rt) {
     Model model(cfg.model.layers, index.train.sample_shape, registry, alloc);
     model.set_frozen(frozen_layers(cfg.train.freeze, model));  // the summary marks frozen layers
     os << "\nModel\n" << model.summary();
-    os << describe_pipeline(cfg, rt, model);
+    os << describe_pipeline(cfg, rt, model) << describe_memory(cfg, rt, model);
     os << "\n"
        << compute_on_root(rt.world(), [&] { return std::vector<std::string>{describe_checkpointing(cfg, &model)}; })[0];
   } else {

@@ -348,6 +348,10 @@ void MpiCommunicator::start(Op& op) {
       }
       break;
     case Kind::allgather: {
+      if (shm_ && shm_->nodes() == 1 && op.dtype == DType::f32) {
+        shm_->allgather(reinterpret_cast<const float*>(in), reinterpret_cast<float*>(out), op.count);
+        break;
+      }
       const bool in_place = op.count > 0 && in == out + static_cast<std::size_t>(rank_) * op.in_bytes;
       check(MPI_Allgather(in_place ? MPI_IN_PLACE : in, static_cast<int>(op.count), t, out, static_cast<int>(op.count),
                           t, c),
@@ -355,6 +359,12 @@ void MpiCommunicator::start(Op& op) {
       break;
     }
     case Kind::reduce_scatter: {
+      if (shm_ && shm_->nodes() == 1 && op.dtype == DType::f32 &&
+          (op.op == ReduceOp::sum || op.op == ReduceOp::avg)) {  // (in place too: no temporary; avg: in finish)
+        shm_->reduce_scatter(reinterpret_cast<const float*>(in), reinterpret_cast<float*>(out), op.count);
+        op.temp.clear();
+        break;
+      }
       void* dst = op.temp.empty() ? static_cast<void*>(out) : op.temp.data();
       check(MPI_Reduce_scatter_block(in, dst, static_cast<int>(op.count), t, mpi_op(op.op), c),
             "MPI_Reduce_scatter_block");

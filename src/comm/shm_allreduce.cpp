@@ -78,4 +78,38 @@ void ShmAllreduce::sum(const float* in, float* out, std::size_t count) {
   }
 }
 
+void ShmAllreduce::reduce_scatter(const float* in, float* out, std::size_t count) {
+  HPCT_CHECK(nodes_ == 1, "ShmAllreduce::reduce_scatter spans one node");
+  const auto p = static_cast<std::size_t>(size_), me = static_cast<std::size_t>(rank_);
+  const std::size_t m = std::max<std::size_t>(1, capacity_ / p);  // floats of each block per piece
+  for (std::size_t off = 0; off < count; off += m) {
+    const std::size_t n = std::min(m, count - off);
+    for (std::size_t r = 0; r < p; ++r)  // slot: part r of the piece = block r's [off, off + n)
+      std::memcpy(slots_[me] + r * m, in + r * count + off, n * sizeof(float));
+    sync();
+    float* dst = out + off;  // (in place: this rank's part was copied into its slot above)
+    std::memcpy(dst, slots_[0] + me * m, n * sizeof(float));
+    for (std::size_t k = 1; k < p; ++k) {  // in rank order
+      const float* s = slots_[k] + me * m;
+      for (std::size_t i = 0; i < n; ++i) dst[i] += s[i];
+    }
+    sync();  // the slots are rewritten by the next piece
+  }
+}
+
+void ShmAllreduce::allgather(const float* in, float* out, std::size_t count) {
+  HPCT_CHECK(nodes_ == 1, "ShmAllreduce::allgather spans one node");
+  const auto p = static_cast<std::size_t>(size_), me = static_cast<std::size_t>(rank_);
+  for (std::size_t off = 0; off < count; off += capacity_) {
+    const std::size_t n = std::min(capacity_, count - off);
+    std::memcpy(slots_[me], in + off, n * sizeof(float));
+    sync();
+    for (std::size_t r = 0; r < p; ++r) {
+      float* dst = out + r * count + off;
+      if (dst != in + off) std::memcpy(dst, slots_[r], n * sizeof(float));  // (in place: already there)
+    }
+    sync();
+  }
+}
+
 }  // namespace hpctrain

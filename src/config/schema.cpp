@@ -453,6 +453,11 @@ std::vector<KeySpec> config_schema() {
   k.push_back(bounded(make("parallel", "bucket_mb", K::real, "25", "gradient bucket size in MiB",
                            [=](Config& c, const std::string& v) { c.parallel.bucket_mb = to_real(v); }),
                       0, 1e6, true));
+  k.push_back(make("parallel", "shard_optimizer", K::boolean, "false",
+                   "shard the optimizer state over the data-parallel ranks (ZeRO stage 1): gradients "
+                   "reduce-scattered, each rank updates 1/D of the parameters, then all-gathered "
+                   "(docs/parallelism.md)",
+                   [](Config& c, const std::string& v) { c.parallel.shard_optimizer = parse_bool(v); }));
   k.push_back(bounded(make("parallel", "watchdog_s", K::real, "300",
                            "seconds a collective may take before the job is aborted (exit 3); 0 = off",
                            [=](Config& c, const std::string& v) { c.parallel.watchdog_s = to_real(v); }),

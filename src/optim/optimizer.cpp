@@ -46,27 +46,62 @@ std::vector<DecayRun> freeze_runs(const std::vector<DecayRun>& runs,
   return out;
 }
 
+std::vector<DecayRun> own_runs(const std::vector<DecayRun>& runs,
+                               const std::vector<std::pair<std::int64_t, std::int64_t>>& owned,
+                               std::int64_t& state_elems) {
+  std::vector<DecayRun> out;
+  state_elems = 0;
+  for (const auto& [ob, oe] : owned)
+    for (const DecayRun& r : runs) {
+      const std::int64_t b = std::max(ob, r.offset), e = std::min(oe, r.offset + r.count);
+      if (b >= e) continue;
+      out.push_back({b, e - b, r.decay, r.frozen, state_elems});
+      state_elems += e - b;
+    }
+  return out;
+}
+
+void expand_state(const Optimizer& opt, const float* compact, float* full, std::int64_t n) {
+  const std::int64_t s = opt.state_elems();
+  for (std::size_t k = 0; k < opt.state_names().size(); ++k)
+    for (const DecayRun& r : opt.runs())
+      std::copy_n(compact + static_cast<std::int64_t>(k) * s + r.state_at(), r.count,
+                  full + static_cast<std::int64_t>(k) * n + r.offset);
+}
+
+void compact_state(const Optimizer& opt, const float* full, std::int64_t n, float* compact) {
+  const std::int64_t s = opt.state_elems();
+  for (std::size_t k = 0; k < opt.state_names().size(); ++k)
+    for (const DecayRun& r : opt.runs())
+      std::copy_n(full + static_cast<std::int64_t>(k) * n + r.offset, r.count,
+                  compact + static_cast<std::int64_t>(k) * s + r.state_at());
+}
+
 namespace {
-// Views of run r of a flat buffer.
+// Views of run r of a flat buffer, and of its part of a state block.
 Tensor part(const Tensor& t, const DecayRun& r) { return t.view(r.offset, {r.count}); }
+Tensor state_part(const Tensor& t, const DecayRun& r) { return t.view(r.state_at(), {r.count}); }
 
 class Sgd final : public Optimizer {
  public:
-  Sgd(const OptimConfig& cfg, Tensor params, Tensor grads, Allocator& alloc, std::vector<DecayRun> runs)
+  Sgd(const OptimConfig& cfg, Tensor params, Tensor grads, Allocator& alloc, std::vector<DecayRun> runs,
+      std::int64_t state_elems)
       : cfg_(cfg),
         w_(std::move(params)),
         g_(std::move(grads)),
-        m_(Tensor::zeros(w_.shape(), alloc)),
+        m_(Tensor::zeros({state_elems}, alloc)),
         runs_(std::move(runs)) {}
   void update(Tensor& scalars) override {
     for (const DecayRun& r : runs_) {
       if (r.frozen) continue;
-      Tensor w = part(w_, r), m = part(m_, r);
+      Tensor w = part(w_, r), m = state_part(m_, r);
       sgd_update(w, part(g_, r), m, scalars, static_cast<float>(cfg_.momentum),
                  r.decay ? static_cast<float>(cfg_.weight_decay) : 0.f, cfg_.nesterov);
     }
   }
   Tensor& state() override { return m_; }
+  std::int64_t state_elems() const override { return m_.numel(); }
+  const std::vector<DecayRun>& runs() const override { return runs_; }
   std::vector<std::string> state_names() const override { return {"momentum"}; }
   const char* name() const override { return "sgd"; }
 
@@ -77,13 +112,14 @@ class Sgd final : public Optimizer {
 };
 class Adam final : public Optimizer {
  public:
-  Adam(const OptimConfig& cfg, Tensor params, Tensor grads, Allocator& alloc, std::vector<DecayRun> runs)
+  Adam(const OptimConfig& cfg, Tensor params, Tensor grads, Allocator& alloc, std::vector<DecayRun> runs,
+       std::int64_t state_elems)
       : cfg_(cfg),
         w_(std::move(params)),
         g_(std::move(grads)),
-        state_(Tensor::zeros({2 * w_.numel()}, alloc)),
-        m_(state_.view(0, w_.shape())),
-        v_(state_.view(w_.numel(), w_.shape())),
+        state_(Tensor::zeros({2 * state_elems}, alloc)),
+        m_(state_.view(0, {state_elems})),
+        v_(state_.view(state_elems, {state_elems})),
         runs_(std::move(runs)) {}
   void begin_step(Tensor& scalars, std::int64_t t) override {
     Tensor count = step_scalars::slot(scalars, step_scalars::adam_step);
@@ -92,13 +128,15 @@ class Adam final : public Optimizer {
   void update(Tensor& scalars) override {
     for (const DecayRun& r : runs_) {
       if (r.frozen) continue;
-      Tensor w = part(w_, r), m = part(m_, r), v = part(v_, r);
+      Tensor w = part(w_, r), m = state_part(m_, r), v = state_part(v_, r);
       adam_update(w, part(g_, r), m, v, scalars, static_cast<float>(cfg_.beta1), static_cast<float>(cfg_.beta2),
                   static_cast<float>(cfg_.eps), r.decay ? static_cast<float>(cfg_.weight_decay) : 0.f,
                   cfg_.name == OptimizerName::adamw);
     }
   }
   Tensor& state() override { return state_; }
+  std::int64_t state_elems() const override { return m_.numel(); }
+  const std::vector<DecayRun>& runs() const override { return runs_; }
   std::vector<std::string> state_names() const override { return {"exp_avg", "exp_avg_sq"}; }
   const char* name() const override { return cfg_.name == OptimizerName::adamw ? "adamw" : "adam"; }
 
@@ -110,11 +148,15 @@ class Adam final : public Optimizer {
 }  // namespace
 
 std::unique_ptr<Optimizer> make_optimizer(const OptimConfig& cfg, Tensor params, Tensor grads, Allocator& alloc,
-                                          std::vector<DecayRun> runs) {
+                                          std::vector<DecayRun> runs, std::int64_t state_elems) {
   if (runs.empty()) runs.push_back({0, params.numel(), true});
+  if (state_elems < 0) state_elems = params.numel();
+  for (const DecayRun& r : runs)
+    HPCT_CHECK(r.state_at() >= 0 && r.state_at() + r.count <= state_elems && r.offset + r.count <= params.numel(),
+               "optimizer run outside its buffers");
   if (cfg.name == OptimizerName::sgd)
-    return std::make_unique<Sgd>(cfg, std::move(params), std::move(grads), alloc, std::move(runs));
-  return std::make_unique<Adam>(cfg, std::move(params), std::move(grads), alloc, std::move(runs));
+    return std::make_unique<Sgd>(cfg, std::move(params), std::move(grads), alloc, std::move(runs), state_elems);
+  return std::make_unique<Adam>(cfg, std::move(params), std::move(grads), alloc, std::move(runs), state_elems);
 }
 
 double learning_rate(const OptimConfig& cfg, std::int64_t step, std::int64_t total) {

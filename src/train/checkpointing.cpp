@@ -76,6 +76,16 @@ std::vector<CheckpointTensor> Checkpointer::tensors(const float* params, const f
   return out;
 }
 
+std::vector<float> Checkpointer::full_state() const {
+  const std::int64_t n = model_.parameters().numel();
+  std::vector<float> copy, full(static_cast<std::size_t>(n) * opt_.state_names().size(), 0.f);
+  expand_state(opt_, host_data(opt_.state(), copy), full.data(), n);
+  // Sharded ([parallel] shard_optimizer): each rank holds its own runs; the sum over the group is the whole.
+  if (cfg_.parallel.shard_optimizer && dp_.size() > 1)
+    dp_.allreduce(full.data(), full.data(), full.size(), DType::f32, ReduceOp::sum);
+  return full;
+}
+
 std::string Checkpointer::save(const TrainState& progress, const double interval_sums[3]) {
   const auto& g = rt_.grid();
   CheckpointInfo info;
@@ -109,9 +119,9 @@ std::string Checkpointer::save(const TrainState& progress, const double interval
   // The parameters, optimizer state and buffers on the host (copies only on a GPU run).
   std::vector<float> params_copy, state_copy;
   const float* params = host_data(model_.parameters(), params_copy);
-  const float* state = host_data(opt_.state(), state_copy);
+  const std::vector<float> state = full_state();
   model_.sync_buffers(true);
-  const auto list = tensors(params, state);
+  const auto list = tensors(params, state.data());
   const double s = write_checkpoint(rt_.world(), partial, info, list, groups, place, interval_sums);
   rt_.world().barrier();  // every rank has closed the file (watched: a rank stuck in the write ends the job)
   // Test hook: HPCTRAIN_TEST_FAIL_CHECKPOINT=STEP fails this checkpoint after writing, before
@@ -279,7 +289,12 @@ CheckpointInfo Checkpointer::load(const std::string& path, double interval_sums[
   raise_if_any(rt_.world(), error);
   const CheckpointInfo info = decode_info(parts[info_part]);
   upload(parts[params_part].data(), parts[params_part].size(), model_.parameters());
-  if (!parts[state_part].empty()) upload(parts[state_part].data(), parts[state_part].size(), opt_.state());
+  if (!parts[state_part].empty()) {  // the whole stage's state, laid out like the parameters: this rank's runs
+    std::vector<float> compact(static_cast<std::size_t>(opt_.state().numel()), 0.f);
+    compact_state(opt_, reinterpret_cast<const float*>(parts[state_part].data()), model_.parameters().numel(),
+                  compact.data());
+    upload(compact.data(), compact.size() * sizeof(float), opt_.state());
+  }
   set_buffers(parts[buffers_part]);
   // The partial sums of the log interval the checkpoint cut: each rank its own
   // on the same world size; otherwise rank 0 carries them all.

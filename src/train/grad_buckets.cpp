@@ -37,19 +37,89 @@ std::vector<Bucket> make_buckets(const Model& model, std::int64_t bucket_elems) 
   return out;
 }
 
-GradientAverager::GradientAverager(Communicator& comm, Tensor grads, std::vector<Bucket> buckets)
-    : comm_(comm), grads_(std::move(grads)), buckets_(std::move(buckets)) {}
+namespace {
+// A bucket's shard geometry: block size c per rank, and the tail [begin + D*c, end) of rank D-1.
+struct Blocks {
+  std::int64_t c = 0, tail_begin = 0, tail = 0;
+};
+Blocks blocks_of(const Bucket& b, int ranks) {
+  Blocks k;
+  k.c = (b.end - b.begin) / ranks;
+  k.tail_begin = b.begin + k.c * ranks;
+  k.tail = b.end - k.tail_begin;
+  return k;
+}
+}  // namespace
+
+std::vector<std::pair<std::int64_t, std::int64_t>> owned_ranges(const std::vector<Bucket>& buckets, int ranks,
+                                                                int rank) {
+  std::vector<std::pair<std::int64_t, std::int64_t>> out;
+  for (const Bucket& b : buckets) {
+    const Blocks k = blocks_of(b, ranks);
+    const std::int64_t lo = b.begin + rank * k.c;
+    const std::int64_t hi = rank == ranks - 1 ? b.end : lo + k.c;
+    if (hi > lo) out.emplace_back(lo, hi);
+  }
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+GradientAverager::GradientAverager(Communicator& comm, Tensor grads, std::vector<Bucket> buckets, bool sharded)
+    : comm_(comm), grads_(std::move(grads)), buckets_(std::move(buckets)), sharded_(sharded && comm.size() > 1) {
+  if (sharded_) {
+    owned_ = owned_ranges(buckets_, comm_.size(), comm_.rank());
+  } else {
+    for (const Bucket& b : buckets_) owned_.emplace_back(b.begin, b.end);
+    std::sort(owned_.begin(), owned_.end());
+  }
+}
+
+void GradientAverager::launch(const Bucket& b, float* buf, std::vector<Request>& into) {
+  if (!sharded_) {
+    into.push_back(comm_.iallreduce(buf + b.begin, buf + b.begin, static_cast<std::size_t>(b.end - b.begin), DType::f32,
+                                    ReduceOp::avg));
+    return;
+  }
+  const Blocks k = blocks_of(b, comm_.size());
+  if (k.c > 0)  // in place: this rank's block of the bucket receives its average
+    into.push_back(comm_.ireduce_scatter(buf + b.begin, buf + b.begin + comm_.rank() * k.c,
+                                         static_cast<std::size_t>(k.c), DType::f32, ReduceOp::avg));
+  if (k.tail > 0)
+    into.push_back(comm_.iallreduce(buf + k.tail_begin, buf + k.tail_begin, static_cast<std::size_t>(k.tail),
+                                    DType::f32, ReduceOp::avg));
+}
+
+void GradientAverager::launch_gather(const Bucket& b, float* buf, std::vector<Request>& into) {
+  const Blocks k = blocks_of(b, comm_.size());
+  if (k.c > 0)
+    into.push_back(
+        comm_.iallgather(buf + b.begin + comm_.rank() * k.c, buf + b.begin, static_cast<std::size_t>(k.c), DType::f32));
+  if (k.tail > 0)
+    into.push_back(
+        comm_.ibroadcast(buf + k.tail_begin, static_cast<std::size_t>(k.tail), DType::f32, comm_.size() - 1));
+}
 
 void GradientAverager::layer_done(std::size_t layer) {
   for (const Bucket& b : buckets_)
-    if (b.ready_after == layer)
-      pending_.push_back(comm_.iallreduce(grads_.data() + b.begin, grads_.data() + b.begin,
-                                          static_cast<std::size_t>(b.end - b.begin), DType::f32, ReduceOp::avg));
+    if (b.ready_after == layer) {
+      launch(b, grads_.data(), pending_);
+      ++launched_;
+    }
+}
+
+double GradientAverager::gather_parameters(Tensor& params) {
+  HPCT_CHECK(sharded_ && params.numel() == grads_.numel(), "gather_parameters without a sharded optimizer");
+  const auto t0 = std::chrono::steady_clock::now();
+  std::vector<Request> reqs;
+  for (const Bucket& b : buckets_) launch_gather(b, params.data(), reqs);
+  for (auto& r : reqs) r->wait();
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
 }
 
 double GradientAverager::finish() {
-  HPCT_CHECK(pending_.size() == buckets_.size(),
-             std::to_string(pending_.size()) + " of " + std::to_string(buckets_.size()) + " gradient buckets launched");
+  HPCT_CHECK(launched_ == buckets_.size(),
+             std::to_string(launched_) + " of " + std::to_string(buckets_.size()) + " gradient buckets launched");
+  launched_ = 0;
   const auto t0 = std::chrono::steady_clock::now();
   for (auto& r : pending_) r->wait();
   pending_.clear();
@@ -66,10 +136,13 @@ double GradientAverager::time_alone(int repeats) {
     comm_.barrier();
     const auto t0 = std::chrono::steady_clock::now();
     std::vector<Request> reqs;
-    for (const Bucket& b : buckets_)
-      reqs.push_back(comm_.iallreduce(scratch.data() + b.begin, scratch.data() + b.begin,
-                                      static_cast<std::size_t>(b.end - b.begin), DType::f32, ReduceOp::avg));
+    for (const Bucket& b : buckets_) launch(b, scratch.data(), reqs);
     for (auto& q : reqs) q->wait();
+    if (sharded_) {  // and the parameters' all-gather that follows the update
+      reqs.clear();
+      for (const Bucket& b : buckets_) launch_gather(b, scratch.data(), reqs);
+      for (auto& q : reqs) q->wait();
+    }
     if (grads_.device() == Device::cuda) cuda::synchronize();  // NCCL's wait only orders the compute stream
     if (r >= 0) times.push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
   }

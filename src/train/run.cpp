@@ -327,12 +327,16 @@ RunSummary Trainer::summarize(const Progress& p, const Checkpointer& checkpointe
   s.rank_hours = s.wall_s * s.ranks / 3600.0;
   s.price_per_device_hour = cfg_.run.price_per_device_hour;
   // Per-rank facts: step time (stragglers) and peak memory.
-  double facts[2] = {p.step_seconds, static_cast<double>(alloc_.peak())}, lo[2], hi[2];
-  rt_.world().allreduce(facts, lo, 2, DType::f64, ReduceOp::min);
-  rt_.world().allreduce(facts, hi, 2, DType::f64, ReduceOp::max);
+  double facts[3] = {p.step_seconds, static_cast<double>(alloc_.peak()),
+                     static_cast<double>(opt_->state().numel()) * sizeof(float)},
+         lo[3], hi[3];
+  rt_.world().allreduce(facts, lo, 3, DType::f64, ReduceOp::min);
+  rt_.world().allreduce(facts, hi, 3, DType::f64, ReduceOp::max);
   s.step_time_s_min = lo[0];
   s.step_time_s_max = hi[0];
   s.peak_bytes_per_rank = hi[1];
+  s.optimizer_state_bytes_per_rank = hi[2];
+  s.shard_optimizer = averager_->sharded();
   double timed_s = p.timed_s;
   rt_.world().allreduce(&timed_s, &timed_s, 1, DType::f64, ReduceOp::max);
   s.steady_warmup_steps = p.warmup - p.first;

@@ -36,6 +36,7 @@ void put(std::ostream& os, const std::optional<double>& v) {
   if (v) os << *v;
 }
 void put(std::ostream& os, const std::string& v) { os << '"' << v << '"'; }
+void put(std::ostream& os, bool v) { os << (v ? "true" : "false"); }
 }  // namespace
 
 RunReport::RunReport(const std::string& out_dir, const std::string& metrics_file, bool writer, bool tensorboard)

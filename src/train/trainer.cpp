@@ -88,11 +88,6 @@ Trainer::Trainer(const Config& cfg, Runtime& rt, const DatasetIndex& index)
   }
   loss_ = make_loss(index.train.classification, alloc_);
   model_->set_frozen(frozen_layers(cfg.train.freeze, *model_));  // [train] freeze (bad_input when wrong)
-  std::vector<std::pair<std::int64_t, Shape>> tensors;
-  for (const ParamInfo& p : model_->param_info()) tensors.emplace_back(p.offset, p.shape);
-  opt_ = make_optimizer(cfg.optim, model_->parameters(), model_->gradients(), alloc_,
-                        freeze_runs(decay_runs(tensors, model_->parameters().numel(), cfg.optim.weight_decay_1d),
-                                    model_->frozen_ranges()));
   scalars_ = step_scalars::make(alloc_);
   step_key_ = Tensor::zeros({2}, alloc_);
   eval_scalars_ = step_scalars::make(alloc_);
@@ -110,9 +105,27 @@ Trainer::Trainer(const Config& cfg, Runtime& rt, const DatasetIndex& index)
   verify_identical(host_dp(), model_->parameters(), "initial parameters");
   model_->set_precision(cfg.run.precision);  // bf16/fp16: the layers compute with a rounded copy
   if (cfg.run.precision == Precision::fp16) state_.scaler.scale = cfg.optim.loss_scale;
+  if (cfg.parallel.shard_optimizer && !tie_syncs_.empty())
+    throw bad_input("[parallel] shard_optimizer = true: weights tied across pipeline stages (" +
+                    model_->all_layer_names()[model_->ties().front().second] +
+                    ") are not supported with a sharded optimizer yet; set it to false or keep the tied layers "
+                    "on one stage ([model] groups)");
   const auto bucket_elems = static_cast<std::int64_t>(cfg.parallel.bucket_mb * (1 << 20) / sizeof(float));
   averager_ = std::make_unique<GradientAverager>(*comm_, model_->gradients(),
-                                                 make_buckets(*model_, std::max<std::int64_t>(1, bucket_elems)));
+                                                 make_buckets(*model_, std::max<std::int64_t>(1, bucket_elems)),
+                                                 cfg.parallel.shard_optimizer);
+  make_optimizer_for_this_rank();
+}
+
+void Trainer::make_optimizer_for_this_rank() {
+  std::vector<std::pair<std::int64_t, Shape>> tensors;
+  for (const ParamInfo& p : model_->param_info()) tensors.emplace_back(p.offset, p.shape);
+  std::vector<DecayRun> runs = freeze_runs(
+      decay_runs(tensors, model_->parameters().numel(), cfg_.optim.weight_decay_1d), model_->frozen_ranges());
+  // State for what this rank updates: its shard, or every bucket (frozen layers have none).
+  std::int64_t state_elems = 0;
+  runs = own_runs(runs, averager_->owned(), state_elems);
+  opt_ = make_optimizer(cfg_.optim, model_->parameters(), model_->gradients(), alloc_, std::move(runs), state_elems);
 }
 
 Trainer::~Trainer() {
@@ -191,7 +204,7 @@ void Trainer::finish_step() {
   Tensor& grads = model_->gradients();
   const bool fp16 = cfg_.run.precision == Precision::fp16, clip = cfg_.optim.clip_norm > 0;
   // One pass over the gradients serves both the overflow check and the clipping norm.
-  double squares = fp16 || clip ? sum_of_squares(grads) : 0;
+  double squares = fp16 || clip ? owned_sum_of_squares() : 0;
   if (fp16) {
     // An overflow on any stage or replica skips the update everywhere, so the ranks stay identical.
     int bad = std::isfinite(squares) ? 0 : 1;
@@ -214,15 +227,27 @@ void Trainer::finish_step() {
   }
   const std::int64_t t = ++state_.optimizer_steps;
   if (cfg_.run.cuda_graphs) {
-    opt_->begin_step(scalars_, t);  // host bookkeeping (Adam's step count) outside the recording
+    opt_->begin_step(scalars_, t);              // host bookkeeping (Adam's step count) outside the recording
+    const bool sharded = averager_->sharded();  // the all-gather runs outside the recording
     run_recorded(update_graph_, [&] {
       opt_->update(scalars_);
-      model_->refresh_compute_parameters();
+      if (!sharded) model_->refresh_compute_parameters();
     });
-    return;
+    if (!sharded) return;
+  } else {
+    opt_->step(scalars_, t);
   }
-  opt_->step(scalars_, t);
+  if (averager_->sharded()) comm_wait_s_ += averager_->gather_parameters(model_->parameters());
   model_->refresh_compute_parameters();
+}
+
+double Trainer::owned_sum_of_squares() {
+  Tensor& grads = model_->gradients();
+  if (!averager_->sharded()) return sum_of_squares(grads);
+  double s = 0;  // the averaged gradients this rank owns, summed over the group: the whole
+  for (const auto& [b, e] : averager_->owned()) s += sum_of_squares(grads.view(b, {e - b}));
+  host_dp().allreduce(&s, &s, 1, DType::f64, ReduceOp::sum);
+  return s;
 }
 
 void Trainer::sum_tied_gradients(double* squares) {

@@ -8,6 +8,8 @@
 #   bit-identical final parameters, optimizer state and logged losses;
 # - elastic resume: the same checkpoint resumed on 1 and 4 ranks ends within
 #   a stated tolerance of the uninterrupted run (summation order only);
+# - a sharded optimizer ([parallel] shard_optimizer) writes the same file, resumes exactly, and
+#   its checkpoints resume unsharded and the other way round;
 # - real signals: SIGUSR1 to mpirun and SIGTERM to the ranks stop a run with
 #   exit 10 and a checkpoint, within seconds;
 # - errors: a corrupted byte (checksum), a different model (names the layer
@@ -105,6 +107,38 @@ for np in 1 4; do
   check "resume on $np rank(s) exits 0" test $rc -eq 0
   check "resume on $np rank(s) matches the uninterrupted run" close "$ck/ckpt-00000030.h5" "$tmp/e$np/checkpoints/ckpt-00000030.h5"
 done
+
+# ---- Sharded optimizer state ([parallel] shard_optimizer): the same file, resumed on any D ----
+# A sharded 2-rank run writes the same checkpoint (parameters and momenta within 1e-5) as the
+# unsharded one; stopped and resumed sharded it is bit-identical to its uninterrupted run; the
+# unsharded step-17 checkpoint resumes sharded on 4 ranks, the sharded one unsharded on 1 rank.
+zero=(--set parallel.shard_optimizer=true --set parallel.bucket_mb=0.5)
+close_all() {  # every parameter and momentum dataset
+  $py - "$1" "$2" <<'EOF'
+import sys, h5py, numpy as np
+a, b = h5py.File(sys.argv[1], "r"), h5py.File(sys.argv[2], "r")
+names = []
+a.visititems(lambda n, o: names.append(n) if isinstance(o, h5py.Dataset) and not n.startswith("state") else None)
+worst = 0.0
+for n in names:
+    x, y = a[n][()].astype(np.float64), b[n][()].astype(np.float64)
+    worst = max(worst, float(np.max(np.abs(x - y) / np.maximum(1.0, np.abs(x)))))
+print("%d datasets, worst relative difference %.2e" % (len(names), worst))
+sys.exit(0 if worst <= 1e-5 and len(names) == 12 else 1)
+EOF
+}
+out=$(run 2 "$tmp/z" "${zero[@]}")
+check "sharded run exits 0" test $? -eq 0
+check "sharded: parameters and momenta match the unsharded run" close_all "$ck/ckpt-00000030.h5" "$tmp/z/checkpoints/ckpt-00000030.h5"
+HPCTRAIN_TEST_SIGNAL=1:17 run 2 "$tmp/zx" "${zero[@]}" >/dev/null
+cp "$tmp/zx/checkpoints/ckpt-00000017.h5" "$tmp/z17.h5"
+run 2 "$tmp/zx" "${zero[@]}" >/dev/null
+check "sharded stopped and resumed: bit-identical to the uninterrupted sharded run" \
+  same "$tmp/z/checkpoints/ckpt-00000030.h5" "$tmp/zx/checkpoints/ckpt-00000030.h5"
+run 4 "$tmp/z4" "${zero[@]}" --set "checkpoint.resume=$tmp/c17.h5" >/dev/null
+check "unsharded checkpoint resumed sharded on 4 ranks matches" close_all "$ck/ckpt-00000030.h5" "$tmp/z4/checkpoints/ckpt-00000030.h5"
+run 1 "$tmp/z1" --set "checkpoint.resume=$tmp/z17.h5" >/dev/null
+check "sharded checkpoint resumed unsharded on 1 rank matches" close_all "$ck/ckpt-00000030.h5" "$tmp/z1/checkpoints/ckpt-00000030.h5"
 
 # ---- Time-based interval: every_minutes ----
 out=$(run 2 "$tmp/m" --set train.steps=60 --set checkpoint.every_steps=0 --set checkpoint.every_minutes=0.005 \

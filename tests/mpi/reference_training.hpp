@@ -50,6 +50,12 @@ inline std::string make_synthetic_dataset(const std::string& tag) {
   return root;
 }
 
+// A GPT with dropout in its attention and its MLP, the head tied to the embedding, for the token
+// dataset below (vocabulary 11, [data] block_size = 8).
+inline const char* const kTinyGpt =
+    "embedding(11, 8) position_embedding res(layernorm attention(2, dropout=20)) res(layernorm linear(16) gelu "
+    "dropout(10) linear(8)) layernorm(bias=0) lm_head(11)";
+
 // Collective: rank 0 writes a small token dataset (a random stream of 3000 tokens of a
 // vocabulary of 11 in 2 train shards, 400 val tokens); every rank gets its root.
 inline std::string make_token_dataset(const std::string& tag) {

@@ -75,12 +75,12 @@ TEST(DataParallel, GptWithDropoutMatchesOneProcess) {
   const std::string root = testref::make_token_dataset("hpct_dp_gpt_");
   const DatasetIndex index = load_dataset_index(*host_communicator(MPI_COMM_WORLD, "world"), root, 8);
   for (const int micro : {1, 2}) {
-    const std::string ini =
-        "[run]\nseed = 13\nout_dir = /tmp\n[data]\npath = " + root +
-        "\nblock_size = 8\n[model]\nlayers = embedding(11, 8) position_embedding res(layernorm attention(2, "
-        "dropout=20)) res(layernorm linear(16) gelu dropout(10) linear(8)) layernorm(bias=0) lm_head(11)\n"
-        "[train]\nglobal_batch = 24\nmicro_batches = " +
-        std::to_string(micro) + "\n[optim]\nname = adamw\nlr = 0.01\nweight_decay = 0.1\nweight_decay_1d = false\n";
+    const std::string ini = "[run]\nseed = 13\nout_dir = /tmp\n[data]\npath = " + root +
+                            "\nblock_size = 8\n[model]\nlayers = " + std::string(testref::kTinyGpt) +
+                            "\n"
+                            "[train]\nglobal_batch = 24\nmicro_batches = " +
+                            std::to_string(micro) +
+                            "\n[optim]\nname = adamw\nlr = 0.01\nweight_decay = 0.1\nweight_decay_1d = false\n";
     const Config cfg = parse_config(ini, "gpt-test.ini", {}, process_environment());
     Runtime rt(cfg);
     Trainer trainer(cfg, rt, index);

@@ -10,6 +10,7 @@
 #include "hpctrain/layers/loss.hpp"
 #include "hpctrain/optim/optimizer.hpp"
 #include "hpctrain/tensor/step_scalars.hpp"
+#include "hpctrain/train/grad_buckets.hpp"
 
 using namespace hpctrain;
 
@@ -130,4 +131,57 @@ TEST(Optimizer, ClipByGlobalNorm) {
   EXPECT_DOUBLE_EQ(clip_by_global_norm(g, 1.0), 5.0);
   EXPECT_NEAR(g.data()[0], 0.6f, 1e-6);
   EXPECT_NEAR(g.data()[1], 0.8f, 1e-6);
+}
+
+// [parallel] shard_optimizer: what each rank owns of a bucket (blocks of floor(L/D), the tail to
+// rank D-1, a bucket smaller than D wholly to rank D-1), the runs cut to it with packed state, and
+// the state expanded into the parameters' layout and back.
+TEST(ShardedOptimizer, OwnedRangesCoverEachBucketOnce) {
+  const std::vector<Bucket> buckets{{300, 423, 2}, {2, 300, 0}, {0, 2, 0}};  // L = 123, 298, 2
+  std::vector<int> count(423, 0);
+  for (int r = 0; r < 4; ++r)
+    for (const auto& [b, e] : owned_ranges(buckets, 4, r)) {
+      ASSERT_LT(b, e);
+      for (std::int64_t i = b; i < e; ++i) ++count[static_cast<std::size_t>(i)];
+    }
+  for (int c : count) ASSERT_EQ(c, 1);
+  using R = std::vector<std::pair<std::int64_t, std::int64_t>>;
+  EXPECT_EQ(owned_ranges(buckets, 4, 0), (R{{2, 76}, {300, 330}}));             // 298 / 4 = 74, 123 / 4 = 30
+  EXPECT_EQ(owned_ranges(buckets, 4, 3), (R{{0, 2}, {224, 300}, {390, 423}}));  // tails of 2 and 3; all of {0, 2}
+  EXPECT_EQ(owned_ranges(buckets, 1, 0), (R{{0, 2}, {2, 300}, {300, 423}}));
+}
+
+TEST(ShardedOptimizer, RunsCutToTheOwnedRangesPackTheirState) {
+  const std::vector<DecayRun> runs{{0, 40, true}, {40, 20, false}, {60, 40, true}};
+  std::int64_t elems = 0;
+  const auto mine = own_runs(runs, {{30, 50}, {90, 100}}, elems);
+  ASSERT_EQ(mine.size(), 3u);
+  EXPECT_EQ(elems, 30);
+  EXPECT_TRUE(mine[0].offset == 30 && mine[0].count == 10 && mine[0].decay && mine[0].state_at() == 0);
+  EXPECT_TRUE(mine[1].offset == 40 && mine[1].count == 10 && !mine[1].decay && mine[1].state_at() == 10);
+  EXPECT_TRUE(mine[2].offset == 90 && mine[2].count == 10 && mine[2].decay && mine[2].state_at() == 20);
+  // Adam over those runs: state 2 x 30; expanded into blocks of 100 and compacted back.
+  Allocator alloc;
+  OptimConfig cfg;
+  cfg.name = OptimizerName::adam;
+  Tensor w = Tensor::zeros({100}, alloc), g = Tensor::zeros({100}, alloc);
+  fill(g, 1.f);
+  auto opt = make_optimizer(cfg, w, g, alloc, mine, elems);
+  ASSERT_EQ(opt->state().numel(), 60);
+  Tensor scalars = scalars_with_rate(alloc, 0.1f);
+  opt->step(scalars, 1);
+  for (std::int64_t i = 0; i < 100; ++i) {  // only the owned elements moved
+    const bool owned = (i >= 30 && i < 50) || (i >= 90);
+    EXPECT_EQ(w.data()[i] != 0.f, owned) << i;
+  }
+  std::vector<float> compact(60);
+  for (std::size_t i = 0; i < 60; ++i) compact[i] = static_cast<float>(i + 1);
+  std::vector<float> full(200, -1.f), back(60, 0.f);
+  expand_state(*opt, compact.data(), full.data(), 100);
+  EXPECT_EQ(full[30], 1.f);
+  EXPECT_EQ(full[90], 21.f);
+  EXPECT_EQ(full[100 + 30], 31.f);  // second block (exp_avg_sq)
+  EXPECT_EQ(full[0], -1.f);         // not owned: left alone
+  compact_state(*opt, full.data(), 100, back.data());
+  EXPECT_EQ(back, compact);
 }

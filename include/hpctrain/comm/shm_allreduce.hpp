@@ -7,6 +7,10 @@
 // ranks before the node's ranks copy it out. Buffers larger than a slot go through in
 // slot-sized pieces. Used by MpiCommunicator for host-memory sums when [parallel]
 // host_allreduce selects it.
+//
+// On one node also a reduce-scatter and an all-gather of float32 blocks (the sharded optimizer's
+// collectives): per piece, every rank's slot holds a part of every block, so each rank sums (or
+// copies out) the same amount and none waits on another's share.
 #pragma once
 
 #include <mpi.h>
@@ -29,6 +33,12 @@ class ShmAllreduce {
 
   // Collective: out = the sum over ranks of in (`count` floats; in == out allowed).
   void sum(const float* in, float* out, std::size_t count);
+  // One node only (nodes() == 1). Collective: out = the sum over ranks of block `rank` of in
+  // (`size` blocks of `count` floats; summed in rank order; out == in + rank * count allowed).
+  void reduce_scatter(const float* in, float* out, std::size_t count);
+  // One node only. Collective: block r of out (`count` floats each) = rank r's in (in == out +
+  // rank * count allowed).
+  void allgather(const float* in, float* out, std::size_t count);
 
  private:
   void sync();                        // every rank's stores before it are visible to every rank after it

@@ -98,7 +98,8 @@ struct ParallelConfig {
   Tristate cuda_aware_mpi = Tristate::auto_;
   HostAllreduce host_allreduce = HostAllreduce::auto_;  // gradient sums in host memory: MPI's or node-shared memory
   double bucket_mb = 25.0;
-  double watchdog_s = 300.0;  // 0 disables the collective watchdog
+  bool shard_optimizer = false;  // ZeRO stage 1: each data-parallel rank keeps and updates 1/D of the state
+  double watchdog_s = 300.0;     // 0 disables the collective watchdog
 };
 
 struct CheckpointConfig {

@@ -12,6 +12,18 @@
 
 namespace hpctrain {
 
+// A stretch [offset, offset + count) of the flat buffers, whether weight decay applies to it, and
+// whether it is frozen ([train] freeze: not updated at all, no decay; its state stays zero).
+// `state_offset`: where the run's optimizer state starts in each state block (-1: at `offset`, the
+// state laid out like the parameters; a sharded optimizer packs the runs it owns one after another).
+struct DecayRun {
+  std::int64_t offset = 0, count = 0;
+  bool decay = true;
+  bool frozen = false;
+  std::int64_t state_offset = -1;
+  std::int64_t state_at() const { return state_offset < 0 ? offset : state_offset; }
+};
+
 class Optimizer {
  public:
   virtual ~Optimizer() = default;
@@ -26,20 +38,16 @@ class Optimizer {
   }
   virtual void begin_step(Tensor& /*scalars*/, std::int64_t /*t*/) {}
   virtual void update(Tensor& scalars) = 0;
-  // Momentum or Adam's moments: state_names().size() flat blocks, each the size of the
-  // parameters, one after the other (checkpoints store them as /optimizer/<name>/...).
+  // Momentum or Adam's moments: state_names().size() flat blocks of state_elems() each, one after
+  // the other; run r's part of block k starts at k * state_elems() + r.state_offset (checkpoints
+  // store the whole model's as /optimizer/<name>/...: expand_state / compact_state).
   virtual Tensor& state() = 0;
+  virtual std::int64_t state_elems() const = 0;
+  virtual const std::vector<DecayRun>& runs() const = 0;
   virtual std::vector<std::string> state_names() const = 0;
   virtual const char* name() const = 0;
 };
 
-// A stretch [offset, offset + count) of the flat buffers, whether weight decay applies to it, and
-// whether it is frozen ([train] freeze: not updated at all, no decay; its state stays zero).
-struct DecayRun {
-  std::int64_t offset = 0, count = 0;
-  bool decay = true;
-  bool frozen = false;
-};
 // The runs of parameters given as (offset, shape) in buffer order, `total` elements in all: with
 // decay_1d = false ([optim] weight_decay_1d), tensors of fewer than 2 dimensions (biases, norm
 // weights) get none, as nanoGPT does; adjacent tensors of one kind are merged into one run.
@@ -49,10 +57,24 @@ std::vector<DecayRun> decay_runs(const std::vector<std::pair<std::int64_t, Shape
 // `runs` with the element ranges in `frozen` (sorted, disjoint) marked frozen, runs split at their edges.
 std::vector<DecayRun> freeze_runs(const std::vector<DecayRun>& runs,
                                   const std::vector<std::pair<std::int64_t, std::int64_t>>& frozen);
+// `runs` cut to the element ranges in `owned` (sorted, disjoint [begin, end)), their state packed
+// in that order (state_offset): the runs a rank of a sharded optimizer updates ([parallel]
+// shard_optimizer). Returns the runs; `state_elems` gets the packed size.
+std::vector<DecayRun> own_runs(const std::vector<DecayRun>& runs,
+                               const std::vector<std::pair<std::int64_t, std::int64_t>>& owned,
+                               std::int64_t& state_elems);
+
 // SGD (momentum, Nesterov, weight decay), Adam (L2 decay) or AdamW (decoupled decay). `runs`:
-// where weight decay applies (empty: everywhere); each run is updated by one operation.
+// where weight decay applies (empty: everywhere); each run is updated by one operation; only the
+// runs given are updated. `state_elems`: the size of each state block (-1: the parameters').
 std::unique_ptr<Optimizer> make_optimizer(const OptimConfig& cfg, Tensor params, Tensor grads, Allocator& alloc,
-                                          std::vector<DecayRun> runs = {});
+                                          std::vector<DecayRun> runs = {}, std::int64_t state_elems = -1);
+
+// The optimizer state of the runs `opt` updates, `compact` (its state() on the host), written into
+// `full`: state blocks of `n` elements laid out like the parameters (what checkpoints store);
+// elements of no run are left alone. compact_state is the reverse.
+void expand_state(const Optimizer& opt, const float* compact, float* full, std::int64_t n);
+void compact_state(const Optimizer& opt, const float* full, std::int64_t n, float* compact);
 
 // Learning rate for optimizer step `step` (0-based) of `total`.
 double learning_rate(const OptimConfig& cfg, std::int64_t step, std::int64_t total);

@@ -58,6 +58,9 @@ class Checkpointer {
   void set_buffers(const std::string& bytes);
   // Rank 0 of a stage's group: the checkpoint's parts for load() (checked against this model).
   std::vector<std::string> read_parts(const std::string& path) const;
+  // Collective over the group: this stage's whole optimizer state on the host, laid out like the
+  // parameters (what the file stores), from this rank's runs (all of them, or its shard).
+  std::vector<float> full_state() const;
   // Every tensor of the whole model; this rank's data at `params` / `state` (host copies).
   std::vector<CheckpointTensor> tensors(const float* params, const float* state) const;
   const Config& cfg_;

@@ -4,6 +4,12 @@
 // soon as backward has finished every layer of a bucket, the bucket's
 // allreduce (average over the data-parallel group) starts, non-blocking, and
 // the rest of backward runs while the communicator's progress thread moves it.
+//
+// Sharded ([parallel] shard_optimizer, ZeRO stage 1): each bucket is reduce-scattered instead,
+// rank r of D receiving the average of its block [begin + r*c, begin + (r+1)*c), c = floor(L/D);
+// the bucket's last L - c*D (< D) elements are averaged by a small allreduce and belong to rank
+// D-1. A rank updates only what it owns (owned()); gather_parameters() then all-gathers the
+// blocks (and broadcasts the tails) so every rank holds the whole updated parameters.
 #pragma once
 
 #include <cstdint>
@@ -23,9 +29,15 @@ struct Bucket {
 // frozen layers ([train] freeze) are in none.
 std::vector<Bucket> make_buckets(const Model& model, std::int64_t bucket_elems);
 
+// Pure: the element ranges [begin, end) rank `rank` of `ranks` owns when `buckets` are sharded
+// (see above), sorted.
+std::vector<std::pair<std::int64_t, std::int64_t>> owned_ranges(const std::vector<Bucket>& buckets, int ranks,
+                                                                int rank);
+
 class GradientAverager {
  public:
-  GradientAverager(Communicator& comm, Tensor grads, std::vector<Bucket> buckets);
+  // `sharded`: reduce-scatter (see above) instead of allreduce.
+  GradientAverager(Communicator& comm, Tensor grads, std::vector<Bucket> buckets, bool sharded = false);
   // Called by backward after each layer (on the step's last micro-batch).
   void layer_done(std::size_t layer);
   // Waits for every bucket; returns the seconds spent waiting.
@@ -34,12 +46,24 @@ class GradientAverager {
   // (a scratch buffer; median of `repeats` after two warm-up rounds). Collective.
   double time_alone(int repeats = 8);
   const std::vector<Bucket>& buckets() const { return buckets_; }
+  bool sharded() const { return sharded_; }
+  // What this rank owns (sharded), else every bucket's range; sorted.
+  const std::vector<std::pair<std::int64_t, std::int64_t>>& owned() const { return owned_; }
+  // Sharded: collective; every rank's updated blocks of `params` (laid out like the gradients)
+  // reach every rank. Returns the seconds it took.
+  double gather_parameters(Tensor& params);
 
  private:
+  // Starts bucket b's average (allreduce, or reduce-scatter and tail allreduce) on `buf`.
+  void launch(const Bucket& b, float* buf, std::vector<Request>& into);
+  void launch_gather(const Bucket& b, float* buf, std::vector<Request>& into);
   Communicator& comm_;
   Tensor grads_;
   std::vector<Bucket> buckets_;
-  std::vector<Request> pending_;
+  bool sharded_ = false;
+  std::vector<std::pair<std::int64_t, std::int64_t>> owned_;
+  std::vector<Request> pending_;  // (sharded: a bucket's reduce-scatter and its tail's allreduce)
+  std::size_t launched_ = 0;      // buckets started this step
 };
 
 }  // namespace hpctrain

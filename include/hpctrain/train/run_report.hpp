@@ -93,6 +93,8 @@ struct RunSummary {
   std::int64_t final_samples = 0;
   double rank_hours = 0, price_per_device_hour = 0;
   double step_time_s_min = 0, step_time_s_max = 0, peak_bytes_per_rank = 0;
+  double optimizer_state_bytes_per_rank = 0;  // the most any rank holds ([parallel] shard_optimizer: ~1/D)
+  bool shard_optimizer = false;
   std::size_t buckets = 0;
   double comm_alone_s_per_step = 0, comm_wait_s_per_step = 0, comm_hidden_fraction = 0;
   double steady_samples_per_s = 0;
@@ -138,6 +140,8 @@ void visit_summary(const RunSummary& s, Visit&& v) {
   v("step_time_s_min", s.step_time_s_min);
   v("step_time_s_max", s.step_time_s_max);
   v("peak_bytes_per_rank", s.peak_bytes_per_rank);
+  v("optimizer_state_bytes_per_rank", s.optimizer_state_bytes_per_rank);
+  v("shard_optimizer", s.shard_optimizer);
   v("comm_alone_s_per_step", s.comm_alone_s_per_step);
   v("comm_wait_s_per_step", s.comm_wait_s_per_step);
   v("comm_hidden_fraction", s.comm_hidden_fraction);

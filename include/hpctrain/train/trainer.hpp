@@ -66,6 +66,7 @@ class Trainer {
   int generate(const SamplingOptions& o);
 
   Model& model() { return *model_; }
+  Optimizer& optimizer() { return *opt_; }
   PipelineStage* pipeline() { return pipeline_.get(); }  // null when model_parallel = 1
   GradientAverager& averager() { return *averager_; }
   double comm_wait_seconds() const { return comm_wait_s_; }
@@ -79,6 +80,10 @@ class Trainer {
  private:
   struct Progress;     // the run's clocks, marks and report (train/run.cpp)
   void finish_step();  // wait for the gradient averages, clip, update
+  // The optimizer over what this rank updates: every parameter, or its shard ([parallel] shard_optimizer).
+  void make_optimizer_for_this_rank();
+  // Collective with a sharded optimizer: the squared norm of the averaged gradients.
+  double owned_sum_of_squares();
   // Pipelines: sums the gradients of weights tied across stages (Model::tie_syncs); with `squares`,
   // recomputes this stage's squared gradient norm with those gradients counted on one stage.
   void sum_tied_gradients(double* squares);

@@ -1,0 +1,175 @@
+// The sharded optimizer ([parallel] shard_optimizer, ZeRO stage 1) at 1-4 ranks: the parameters
+// after k steps equal one process training on the global batch (stated tolerance: max |difference|
+// <= 2e-6 * (1 + max |parameter|), summation order the only difference) for SGD with Nesterov
+// momentum and weight decay, gradient clipping and micro-batches, and for a GPT with AdamW and
+// weight-decay exemptions; buckets small enough that blocks and tails of every size occur. Each
+// rank holds only its share of the optimizer state, and the shares cover every parameter once.
+// fp16 (overflow agreement, loss scale) and bf16 runs equal the unsharded run.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <filesystem>
+
+#include "hpctrain/comm/mpi_handles.hpp"
+#include "hpctrain/train/trainer.hpp"
+#include "mpi_test_util.hpp"
+#include "reference_training.hpp"
+
+namespace fs = std::filesystem;
+using namespace hpctrain;
+
+namespace {
+
+// Max |a - ref| and max |ref| over the whole buffer.
+std::pair<double, double> difference(const Tensor& p, const std::vector<float>& ref) {
+  double worst = 0, biggest = 0;
+  for (std::size_t i = 0; i < ref.size(); ++i) {
+    worst = std::max(worst, std::fabs(static_cast<double>(p.data()[i]) - ref[i]));
+    biggest = std::max(biggest, std::fabs(static_cast<double>(ref[i])));
+  }
+  return {worst, biggest};
+}
+
+// Collective: every rank's optimizer state holds state_names() blocks of its owned elements; the
+// owned elements over the group cover the parameters exactly once.
+void expect_state_shared(Trainer& t, const std::string& what) {
+  const Optimizer& opt = t.optimizer();
+  const auto& owned = t.averager().owned();
+  std::int64_t mine = 0;
+  for (const auto& [b, e] : owned) mine += e - b;
+  EXPECT_EQ(opt.state_elems(), mine) << what;
+  const std::int64_t n = t.model().parameters().numel();
+  std::vector<int> count(static_cast<std::size_t>(n), 0);
+  for (const auto& [b, e] : owned)
+    for (std::int64_t i = b; i < e; ++i) ++count[static_cast<std::size_t>(i)];
+  t.dp_comm().allreduce(count.data(), count.data(), count.size(), DType::i32, ReduceOp::sum);
+  int wrong = 0;
+  for (int c : count) wrong += c != 1;
+  EXPECT_EQ(wrong, 0) << what << ": elements not owned by exactly one rank";
+  const int d = t.dp_comm().size();
+  EXPECT_LE(mine, n / d + 2 * d * static_cast<std::int64_t>(t.averager().buckets().size())) << what;
+}
+
+}  // namespace
+
+TEST(ShardedOptimizer, SgdWithClippingMatchesOneProcess) {
+  const std::string root = testref::make_synthetic_dataset("hpct_zero_");
+  const DatasetIndex index = load_dataset_index(*host_communicator(MPI_COMM_WORLD, "world"), root);
+  const char* const mlp = "flatten dense(16) tanh dropout(20) dense(7)";
+  const char* const cnn = "conv(4,3,pad=1) relu conv(4,3,pad=1) tanh flatten dense(7)";
+  for (const auto& [micro, layers] : {std::pair{1, mlp}, std::pair{2, mlp}, std::pair{1, cnn}}) {
+    // bucket_mb = 0.0002: buckets of about 52 elements, one or two layers each.
+    const std::string ini = "[run]\nseed = 11\nout_dir = /tmp\n[data]\npath = " + root +
+                            "\n[model]\nlayers = " + layers +
+                            "\n[train]\nglobal_batch = 24\nmicro_batches = " + std::to_string(micro) +
+                            "\n[optim]\nlr = 0.2\nmomentum = 0.9\nweight_decay = 0.01\nnesterov = true\n"
+                            "clip_norm = 0.3\n[parallel]\nshard_optimizer = true\nbucket_mb = 0.0002\n";
+    const Config cfg = parse_config(ini, "zero.ini", {}, process_environment());
+    Runtime rt(cfg);
+    Trainer trainer(cfg, rt, index);
+    const Sampler sampler(sampler_options(cfg, index.train));
+    const int steps = 6;
+    testref::train_steps(trainer, cfg, rt, index, sampler, steps);
+    const auto ref = testref::reference_parameters(cfg, index, sampler, steps, rt.grid().shape().dp_size, micro);
+    const auto [worst, biggest] = difference(trainer.model().parameters(), ref);
+    const std::string what = std::string(layers) + ", micro-batches " + std::to_string(micro) + " on " +
+                             std::to_string(world_size()) + " rank(s)";
+    EXPECT_LE(worst, 2e-6 * (1 + biggest)) << what;
+    EXPECT_GT(biggest, 0.0);
+    EXPECT_EQ(trainer.averager().sharded(), world_size() > 1);
+    expect_state_shared(trainer, what);
+    verify_identical(trainer.dp_comm(), trainer.model().parameters(), "sharded parameters after training");
+  }
+  MPI_Barrier(MPI_COMM_WORLD);
+  if (world_rank() == 0) fs::remove_all(root);
+}
+
+TEST(ShardedOptimizer, GptWithAdamwMatchesOneProcess) {
+  const std::string root = testref::make_token_dataset("hpct_zero_gpt_");
+  const DatasetIndex index = load_dataset_index(*host_communicator(MPI_COMM_WORLD, "world"), root, 8);
+  const std::string ini =
+      "[run]\nseed = 13\nout_dir = /tmp\n[data]\npath = " + root +
+      "\nblock_size = 8\n[model]\nlayers = " + std::string(testref::kTinyGpt) +
+      "\n"
+      "[train]\nglobal_batch = 24\n[optim]\nname = adamw\nlr = 0.01\nweight_decay = 0.1\nweight_decay_1d = false\n"
+      "clip_norm = 1.0\n[parallel]\nshard_optimizer = true\nbucket_mb = 0.001\n";
+  const Config cfg = parse_config(ini, "zero-gpt.ini", {}, process_environment());
+  Runtime rt(cfg);
+  Trainer trainer(cfg, rt, index);
+  const Sampler sampler(sampler_options(cfg, index.train));
+  const int steps = 5;
+  testref::train_steps(trainer, cfg, rt, index, sampler, steps);
+  const auto ref = testref::reference_parameters(cfg, index, sampler, steps, rt.grid().shape().dp_size, 1);
+  const auto [worst, biggest] = difference(trainer.model().parameters(), ref);
+  EXPECT_LE(worst, 2e-6 * (1 + biggest)) << "GPT on " << world_size() << " rank(s)";
+  expect_state_shared(trainer, "GPT");
+  verify_identical(trainer.dp_comm(), trainer.model().parameters(), "sharded GPT parameters");
+  MPI_Barrier(MPI_COMM_WORLD);
+  if (world_rank() == 0) fs::remove_all(root);
+}
+
+TEST(ShardedOptimizer, ReducedPrecisionEqualsTheUnshardedRun) {
+  const std::string root = testref::make_synthetic_dataset("hpct_zero_prec_");
+  const DatasetIndex index = load_dataset_index(*host_communicator(MPI_COMM_WORLD, "world"), root);
+  // fp16 with a huge initial scale: the first steps overflow and are skipped on every rank alike.
+  for (const char* precision : {"fp16", "bf16"}) {
+    std::vector<float> params[2];
+    std::int64_t skipped[2] = {0, 0};
+    for (const int shard : {0, 1}) {
+      const std::string ini = "[run]\nseed = 3\nout_dir = /tmp\nprecision = " + std::string(precision) +
+                              "\n[data]\npath = " + root +
+                              "\n[model]\nlayers = flatten dense(16) relu dense(7)\n[train]\nglobal_batch = 24\n"
+                              "[optim]\nname = adam\nlr = 0.01\nloss_scale = 1e30\nloss_scale_window = 2\n"
+                              "[parallel]\nbucket_mb = 0.0002\nshard_optimizer = " +
+                              std::string(shard ? "true" : "false") + "\n";
+      const Config cfg = parse_config(ini, "zero-prec.ini", {}, process_environment());
+      Runtime rt(cfg);
+      Trainer trainer(cfg, rt, index);
+      const Sampler sampler(sampler_options(cfg, index.train));
+      testref::train_steps(trainer, cfg, rt, index, sampler, 8);
+      const Tensor& p = trainer.model().parameters();
+      params[shard].assign(p.data(), p.data() + p.numel());
+      skipped[shard] = trainer.skipped_steps();
+    }
+    const Tensor got = Tensor::wrap(params[1].data(), {static_cast<std::int64_t>(params[1].size())});
+    const auto [worst, biggest] = difference(got, params[0]);
+    EXPECT_LE(worst, 2e-6 * (1 + biggest)) << precision << " on " << world_size() << " rank(s)";
+    EXPECT_EQ(skipped[0], skipped[1]) << precision;
+    if (std::string(precision) == "fp16") {
+      EXPECT_GT(skipped[1], 0) << "the test must exercise overflow agreement";
+    }
+  }
+  MPI_Barrier(MPI_COMM_WORLD);
+  if (world_rank() == 0) fs::remove_all(root);
+}
+
+// With model parallelism: each stage's data-parallel group shards that stage's state (M = 2 at 2
+// and 4 ranks, so D = 1 and 2), against one process on the whole model.
+TEST(ShardedOptimizer, PipelineStagesShardTheirOwnStateAndMatchOneProcess) {
+  if (world_size() % 2 != 0) GTEST_SKIP() << "two pipeline stages need an even world size";
+  const std::string root = testref::make_synthetic_dataset("hpct_zero_pipe_");
+  const DatasetIndex index = load_dataset_index(*host_communicator(MPI_COMM_WORLD, "world"), root);
+  const std::string ini =
+      "[run]\nseed = 5\nout_dir = /tmp\n[data]\npath = " + root +
+      "\n[model]\nlayers = flatten dense(12) tanh dropout(25) dense(10) relu dense(7)\n[train]\nglobal_batch = 24\n"
+      "micro_batches = 2\n[optim]\nname = adam\nlr = 0.01\nclip_norm = 0.5\n[parallel]\nmodel_parallel = 2\n"
+      "shard_optimizer = true\nbucket_mb = 0.0002\n";
+  const Config cfg = parse_config(ini, "zero-pipe.ini", {}, process_environment());
+  Runtime rt(cfg);
+  Trainer trainer(cfg, rt, index);
+  const Sampler sampler(sampler_options(cfg, index.train));
+  testref::train_steps(trainer, cfg, rt, index, sampler, 4);
+  const int dp_size = rt.grid().shape().dp_size;
+  const auto ref = testref::reference_parameters(cfg, index, sampler, 4, dp_size, 2);
+  double worst = 0, biggest = 0;
+  for (const ParamInfo& p : trainer.model().param_info())
+    for (std::int64_t i = 0; i < numel(p.shape); ++i) {
+      const double want = ref[static_cast<std::size_t>(p.global_offset + i)];
+      worst = std::max(worst, std::fabs(trainer.model().parameters().data()[p.offset + i] - want));
+      biggest = std::max(biggest, std::fabs(want));
+    }
+  EXPECT_LE(worst, 2e-6 * (1 + biggest)) << "M = 2, D = " << dp_size << ", stage " << rt.grid().coords().mp;
+  expect_state_shared(trainer, "pipeline stage");
+  MPI_Barrier(MPI_COMM_WORLD);
+  if (world_rank() == 0) fs::remove_all(root);
+}

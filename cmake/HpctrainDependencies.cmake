@@ -69,6 +69,24 @@ if(HPCTRAIN_MISSING)
   message(FATAL_ERROR "${_n} required dependencies missing (listed above: ${HPCTRAIN_MISSING}); docs/building.md")
 endif()
 
+# ---- libdeflate (optional): the reader inflates gzip-compressed chunks with it, else zlib ----
+option(HPCTRAIN_ENABLE_LIBDEFLATE "inflate compressed dataset chunks with libdeflate when found" ON)
+set(HPCTRAIN_HAVE_LIBDEFLATE OFF)
+add_library(hpctrain_inflate INTERFACE)
+target_link_libraries(hpctrain_inflate INTERFACE ZLIB::ZLIB)
+if(HPCTRAIN_ENABLE_LIBDEFLATE)
+  find_path(HPCTRAIN_LIBDEFLATE_INCLUDE_DIR libdeflate.h)
+  find_library(HPCTRAIN_LIBDEFLATE_LIBRARY deflate)
+  if(HPCTRAIN_LIBDEFLATE_INCLUDE_DIR AND HPCTRAIN_LIBDEFLATE_LIBRARY)
+    set(HPCTRAIN_HAVE_LIBDEFLATE ON)
+    target_include_directories(hpctrain_inflate SYSTEM INTERFACE ${HPCTRAIN_LIBDEFLATE_INCLUDE_DIR})
+    target_link_libraries(hpctrain_inflate INTERFACE ${HPCTRAIN_LIBDEFLATE_LIBRARY})
+    target_compile_definitions(hpctrain_inflate INTERFACE HPCTRAIN_HAVE_LIBDEFLATE=1)
+  else()
+    message(STATUS "libdeflate not found (libdeflate-dev): compressed chunks are inflated with zlib")
+  endif()
+endif()
+
 # ---- Threads ----------------------------------------------------------------------
 find_package(Threads REQUIRED)
 

@@ -19,6 +19,7 @@ packages=(build-essential cmake ninja-build pkg-config git
           libboost-program-options-dev libgtest-dev libopenblas-dev zlib1g-dev
           nlohmann-json3-dev  # header only: the safetensors header of trainer --export
           libdnnl-dev  # oneDNN: the faster convolution where measured so (docs/performance.md)
+          libdeflate-dev  # the reader inflates gzip-compressed chunks with it (else zlib)
           libhdf5-dev  # the serial flavour too: a test checks CMake still picks the parallel one
           python3-h5py python3-numpy python3-matplotlib  # matplotlib: tools/*.py plots
           protobuf-compiler python3-protobuf  # tests and tools/tensorboard decode the event files
@@ -28,7 +29,8 @@ packages=(build-essential cmake ninja-build pkg-config git
 extra_cmake=()
 if [ "${HPCTRAIN_SETUP_MINIMAL:-0}" = 1 ]; then
   packages=(build-essential cmake pkg-config openmpi-bin libopenmpi-dev libhdf5-openmpi-dev
-            libboost-program-options-dev libopenblas-dev zlib1g-dev nlohmann-json3-dev libdnnl-dev)
+            libboost-program-options-dev libopenblas-dev zlib1g-dev nlohmann-json3-dev libdnnl-dev
+            libdeflate-dev)
   extra_cmake=(-DHPCTRAIN_BUILD_TESTS=OFF)
 fi
 

@@ -45,5 +45,6 @@ while :; do
   rc=$?
   echo "hpctrain cloud: trainer exit code $rc"
   [ $rc -eq 10 ] && [ -n "${HPCTRAIN_RETRY:-}" ] && continue
+  [ $rc -eq 4 ] && echo "hpctrain cloud: exit code 4: a checkpoint could not be written (disk full or write error; see the line above): not requeued. Free space in the checkpoint directory or fix it, then resubmit: the run resumes from the newest complete checkpoint"
   exit $rc
 done

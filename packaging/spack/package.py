@@ -28,6 +28,7 @@ class Hpctrain(CMakePackage, CudaPackage):
     depends_on("boost+program_options")
     depends_on("openblas")
     depends_on("zlib-api")
+    depends_on("libdeflate")  # the reader's inflating of gzip chunks (else zlib)
     depends_on("onednn", when="+onednn")
     depends_on("googletest", type="build", when="+tests")
     depends_on("nccl", when="+cuda")

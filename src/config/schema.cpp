@@ -244,6 +244,10 @@ std::vector<KeySpec> config_schema() {
                    "allow two ranks of a node on one GPU (by GPU UUID): local rank r uses visible GPU r % count "
                    "(communication over MPI)",
                    [](Config& c, const std::string& v) { c.run.share_gpus = parse_bool(v); }));
+  k.push_back(make("run", "fusion", K::boolean, "true",
+                   "run a layer and the activation after it in one pass where it can (dense + any activation; "
+                   "conv + relu on oneDNN); false: one layer at a time (for comparison)",
+                   [](Config& c, const std::string& v) { c.run.fusion = parse_bool(v); }));
   k.push_back(make("run", "tf32", K::boolean, "false",
                    "device = cuda: let cuBLAS use TF32 tensor cores for float32 GEMMs (10-bit mantissa products, "
                    "float32 sums; PyTorch's allow_tf32)",
@@ -312,6 +316,11 @@ std::vector<KeySpec> config_schema() {
                    "node memory for the dataset: the whole split when it fits (shared by the node's ranks), "
                    "else decoded HDF5 chunks",
                    [](Config& c, const std::string& v) { c.data.cache_bytes = std::stoull(v); }));
+  k.push_back(bounded(make("data", "decode_threads", K::integer, "0",
+                           "threads inflating gzip-compressed chunks outside the HDF5 lock when the split is read "
+                           "through the chunk cache; 0 = the node's cores over its ranks (1-8)",
+                           [=](Config& c, const std::string& v) { c.data.decode_threads = to_int(v); }),
+                      0, 256));
   k.push_back(bounded(
       make("data", "chunk_window", K::integer, "16", "shuffle = chunk: HDF5 chunks whose samples are shuffled together",
            [=](Config& c, const std::string& v) { c.data.chunk_window = to_int(v); }),
@@ -478,6 +487,11 @@ std::vector<KeySpec> config_schema() {
   k.push_back(bounded(make("checkpoint", "keep", K::integer, "3", "complete checkpoints kept",
                            [=](Config& c, const std::string& v) { c.checkpoint.keep = to_int(v); }),
                       1, 1 << 20));
+  k.push_back(choice("checkpoint", "space_check", {"error", "warn", "off"}, "error",
+                     "before training, check the checkpoint directory has room for keep + 1 checkpoints (free space "
+                     "plus the older checkpoints rotation deletes): error = refuse to start (exit 2), warn; "
+                     "both also skip a checkpoint that no longer fits (exit 4); off = neither check",
+                     [](Config& c, const std::string& v) { c.checkpoint.space_check = v; }));
   k.push_back(make("checkpoint", "resume", K::path, "auto",
                    "auto = newest complete checkpoint in dir, none, or a checkpoint file",
                    [](Config& c, const std::string& v) { c.checkpoint.resume = v; }));

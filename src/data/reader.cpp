@@ -53,6 +53,7 @@ void assemble_batch(const SplitIndex& split, SampleStore& store, const std::vect
   batch.targets.resize(labels && !split.classification ? n * static_cast<std::size_t>(split.label_width) : 0);
   std::vector<unsigned char> raw(samples ? static_cast<std::size_t>(split.sample_bytes()) : 0);
   std::vector<unsigned char> label(label_bytes(split));
+  store.prefetch(indices);  // a chunk cache decodes what the batch needs at once, on its threads
   for (std::size_t i = 0; i < n; ++i) {
     store.get(indices[i], samples ? raw.data() : nullptr, labels ? label.data() : nullptr);
     if (samples) {
@@ -89,7 +90,7 @@ void assemble_batch(const SplitIndex& split, SampleStore& store, const std::vect
 Reader::Reader(const SplitIndex& split, Communicator& node, ReaderOptions options)
     : split_(split),
       options_(options),
-      store_(make_store(split, node, options.cache_bytes, options.samples, options.labels)) {}
+      store_(make_store(split, node, options.cache_bytes, options.samples, options.labels, options.decode_threads)) {}
 
 Reader::~Reader() { stop(); }
 

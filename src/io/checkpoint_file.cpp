@@ -3,6 +3,7 @@
 
 #include <cblas.h>
 #include <fcntl.h>
+#include <sys/statvfs.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -132,6 +133,13 @@ void from_text(const std::string& t, Int& v) {
 
 }  // namespace
 
+namespace {
+// The root attributes, groups and datasets of a checkpoint into the open file `root` (collective).
+void write_contents(hid_t root, const CheckpointInfo& info, const std::vector<CheckpointTensor>& tensors,
+                    const std::vector<std::pair<std::string, std::string>>& groups, const WriterPlace& place, int rank,
+                    int size, const double rank_sums[3]);
+}  // namespace
+
 double write_checkpoint(Communicator& comm, const std::string& path, const CheckpointInfo& given,
                         const std::vector<CheckpointTensor>& tensors,
                         const std::vector<std::pair<std::string, std::string>>& groups, const WriterPlace& place,
@@ -155,8 +163,35 @@ double write_checkpoint(Communicator& comm, const std::string& path, const Check
   std::lock_guard<std::mutex> hdf5_guard(h5::lock());
   h5::Id fapl(CHECK_H5(H5Pcreate(H5P_FILE_ACCESS)));
   CHECK_H5(H5Pset_fapl_mpio(fapl.get(), mpi_facility_handle(comm), MPI_INFO_NULL));  // (HDF5 duplicates it)
+  CHECK_H5(H5Pset_fclose_degree(fapl.get(), H5F_CLOSE_STRONG));  // closing the file closes whatever a failure left open
   h5::Id file(CHECK_H5(H5Fcreate(path.c_str(), H5F_ACC_TRUNC, H5P_DEFAULT, fapl.get())));
-  const hid_t root = file.get();
+  std::string error;
+  try {
+    write_contents(file.get(), info, tensors, groups, place, rank, size, rank_sums);
+  } catch (const std::exception& e) {
+    error = e.what();
+  }
+  int failed = error.empty() ? 0 : 1;
+  comm.allreduce(&failed, &failed, 1, DType::i32, ReduceOp::max);
+  if (failed) {
+    // A full disk fails HDF5's metadata flush at close too, and a file HDF5 could not close
+    // crashes its shutdown at MPI_Finalize: free the partial file's blocks (truncating works on
+    // an open file), so the close can write what it must; the caller removes the file.
+    if (rank == 0) (void)truncate(path.c_str(), 0);
+    comm.barrier();
+    H5E_BEGIN_TRY { file.reset(); }
+    H5E_END_TRY;
+    throw Error(ExitCode::internal, Scope::this_rank,
+                error.empty() ? "the checkpoint write failed on another rank" : error);
+  }
+  file.reset();  // collective close: the file is complete on disk when every rank returns
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+}
+
+namespace {
+void write_contents(hid_t root, const CheckpointInfo& info, const std::vector<CheckpointTensor>& tensors,
+                    const std::vector<std::pair<std::string, std::string>>& groups, const WriterPlace& place, int rank,
+                    int size, const double rank_sums[3]) {
   h5::write_string_attribute(root, "format", kCheckpointFormat);
   h5::write_int_attribute(root, "format_version", kCheckpointVersion);
   visit_fields(info, [&](const char* name, const auto& field, bool) { write_attribute(root, name, field); });
@@ -189,9 +224,8 @@ double write_checkpoint(Communicator& comm, const std::string& path, const Check
     h5::Id mem(CHECK_H5(H5Screate_simple(2, one, nullptr)));
     CHECK_H5(H5Dwrite(dset.get(), H5T_NATIVE_DOUBLE, mem.get(), space.get(), dxpl.get(), rank_sums));
   }
-  file.reset();  // collective close: the file is complete on disk when every rank returns
-  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
 }
+}  // namespace
 
 // ---- Reading ----
 
@@ -407,6 +441,13 @@ CheckpointInfo decode_info(const std::string& text) {
     from_text(it->second, field);
   });
   return info;
+}
+
+std::uint64_t free_bytes(const std::string& dir) {
+  if (const char* t = std::getenv("HPCTRAIN_TEST_FREE_BYTES")) return std::strtoull(t, nullptr, 10);
+  struct statvfs v {};
+  if (statvfs(dir.c_str(), &v) != 0) return 0;
+  return static_cast<std::uint64_t>(v.f_bavail) * static_cast<std::uint64_t>(v.f_frsize);
 }
 
 }  // namespace hpctrain

@@ -13,8 +13,10 @@ class ActivationLayer final : public Layer {
   Shape output_shape(const Shape& in) const override { return in; }
   std::optional<Activation> activation() const override { return f_; }
   void forward(const Tensor& x, Tensor& y) override { activation_forward(f_, x, y); }
-  void backward(const Tensor& x, const Tensor&, const Tensor& dy, Tensor& dx) override {
-    if (dx.defined()) activation_backward(f_, x, dy, dx);
+  // ReLU's gradient from its output (y > 0 exactly where x > 0): a convolution fused with it
+  // writes only y (Layer::forward_fused). tanh and GELU read their input.
+  void backward(const Tensor& x, const Tensor& y, const Tensor& dy, Tensor& dx) override {
+    if (dx.defined()) activation_backward(f_, f_ == Activation::relu ? y : x, dy, dx);
   }
 
  private:

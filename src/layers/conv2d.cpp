@@ -76,6 +76,17 @@ class Conv2d final : public Layer {
       add_channel_bias(yn, params_[1]);
     }
   }
+  // With oneDNN: ReLU as the convolution's post-op, z written in the same pass (y is not: ReLU's
+  // backward reads z). Elsewhere: the convolution, then the activation.
+  bool fuses_activation(Activation f) const override { return f == Activation::relu && onednn_ != nullptr; }
+  void forward_fused(const Tensor& x, Tensor& y, Activation f, Tensor& z) override {
+    if (onednn_ && x.device() == Device::cpu && f == Activation::relu) {
+      onednn_->forward(x.data(), params_[0].data(), params_[1].data(), z.data(), x.rows(), true);
+      return;
+    }
+    forward(x, y);
+    activation_forward(f, y, z);
+  }
   void backward(const Tensor& x, const Tensor&, const Tensor& dy, Tensor& dx) override {
     if (CudnnConvPtr gpu = cudnn(x)) {
       gpu->backward(x.data(), dy.data(), params_[0].data(), grads_[0].data(), grads_[1].data(),

@@ -24,7 +24,7 @@ class Dense final : public Layer {
     gemm(false, true, 1.f, x, params_[0], 0.f, y);
     add_bias(y, params_[1]);
   }
-  bool fuses_activation() const override { return true; }
+  bool fuses_activation(Activation) const override { return true; }
   void forward_fused(const Tensor& x, Tensor& y, Activation f, Tensor& z) override {
     gemm(false, true, 1.f, x, params_[0], 0.f, y);
     add_bias_activation(y, params_[1], f, z);

@@ -197,8 +197,8 @@ const Tensor& Model::forward(const Tensor& x) {
              "model input " + shape_string(x.shape()) + " for batch " + std::to_string(rows_));
   for (std::size_t i = 0; i < layers_.size(); ++i) {
     const Tensor& in = i == 0 ? x : acts_[i];
-    if (fusion_ && precision_ == Precision::fp32 && i + 1 < layers_.size() && layers_[i]->fuses_activation() &&
-        layers_[i + 1]->activation()) {
+    if (fusion_ && precision_ == Precision::fp32 && i + 1 < layers_.size() && layers_[i + 1]->activation() &&
+        layers_[i]->fuses_activation(*layers_[i + 1]->activation())) {
       layers_[i]->forward_fused(in, acts_[i + 1], *layers_[i + 1]->activation(), acts_[i + 2]);
       ++i;  // the activation layer's output is written
       continue;

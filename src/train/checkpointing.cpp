@@ -6,10 +6,12 @@
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
+#include <fstream>
 #include <map>
 #include <set>
 #include <sstream>
 
+#include "hpctrain/comm/agreement.hpp"
 #include "hpctrain/core/error.hpp"
 #include "hpctrain/core/log.hpp"
 #include "hpctrain/model/partition.hpp"
@@ -122,7 +124,27 @@ std::string Checkpointer::save(const TrainState& progress, const double interval
   const std::vector<float> state = full_state();
   model_.sync_buffers(true);
   const auto list = tensors(params, state.data());
-  const double s = write_checkpoint(rt_.world(), partial, info, list, groups, place, interval_sums);
+  if (cfg_.checkpoint.space_check != "off") {  // a checkpoint that cannot fit is not started
+    int short_of_space = g.world_rank() == 0 && free_bytes(cfg_.checkpoint.dir) < estimated_bytes() ? 1 : 0;
+    rt_.world().broadcast(&short_of_space, 1, DType::i32, 0);
+    if (short_of_space) fail(progress.step, partial, "");
+  }
+  double s = 0;
+  std::string local_error;  // a failed write (disk full, I/O error) on this rank
+  try {
+    // Test hook: HPCTRAIN_TEST_FAIL_WRITE=STEP fails this checkpoint's write on every rank as a
+    // full disk would, after the partial file exists (docs/testing.md).
+    if (const char* f = std::getenv("HPCTRAIN_TEST_FAIL_WRITE"); f && std::atoll(f) == progress.step) {
+      std::ofstream(partial) << "partial";
+      throw std::runtime_error("injected write failure (HPCTRAIN_TEST_FAIL_WRITE)");
+    }
+    s = write_checkpoint(rt_.world(), partial, info, list, groups, place, interval_sums);
+  } catch (const std::exception& e) {
+    local_error = e.what();
+  }
+  int failed = local_error.empty() ? 0 : 1;  // (a rank left inside a collective write: the watchdog ends the job)
+  rt_.world().allreduce(&failed, &failed, 1, DType::i32, ReduceOp::max);
+  if (failed) fail(progress.step, partial, local_error);
   rt_.world().barrier();  // every rank has closed the file (watched: a rank stuck in the write ends the job)
   // Test hook: HPCTRAIN_TEST_FAIL_CHECKPOINT=STEP fails this checkpoint after writing, before
   // the rename, as a crash there would: the previous checkpoint must stay the newest.
@@ -147,6 +169,69 @@ std::string Checkpointer::save(const TrainState& progress, const double interval
                 static_cast<long long>(progress.step), mib(bytes).c_str(), s, bytes / (1 << 20) / std::max(s, 1e-9));
   log0(line);
   return final_path;
+}
+
+std::uint64_t Checkpointer::estimated_bytes() const {
+  std::uint64_t floats = 0, datasets = 0;
+  for (const ParamInfo& p : model_.all_param_info()) {
+    floats += static_cast<std::uint64_t>(numel(p.shape)) * (1 + opt_.state_names().size());
+    datasets += 1 + opt_.state_names().size();
+  }
+  for (const auto& [name, size] : model_.all_buffers()) {
+    floats += static_cast<std::uint64_t>(size);
+    ++datasets;
+  }
+  // HDF5's object headers, chunk indexes and checksums, and the root attributes (the INI text).
+  return floats * sizeof(float) + datasets * 4096 + cfg_.ini_text.size() * 2 + (256u << 10);
+}
+
+void Checkpointer::check_space() const {
+  if (cfg_.checkpoint.space_check == "off") return;
+  compute_on_root(rt_.world(), [&] {
+    const std::uint64_t one = estimated_bytes(), need = one * static_cast<std::uint64_t>(cfg_.checkpoint.keep + 1);
+    std::uint64_t older = 0;
+    for (const std::string& c : list_checkpoints(cfg_.checkpoint.dir)) {
+      std::error_code ec;
+      const auto n = fs::file_size(fs::path(cfg_.checkpoint.dir) / c, ec);
+      if (!ec) older += n;
+    }
+    const std::uint64_t free = free_bytes(cfg_.checkpoint.dir);
+    if (free + older >= need) return std::vector<std::string>{};
+    const std::string line = "[checkpoint] dir '" + cfg_.checkpoint.dir + "' has room for " +
+                             std::to_string((free + older) / std::max<std::uint64_t>(one, 1)) +
+                             " of the keep + 1 = " + std::to_string(cfg_.checkpoint.keep + 1) + " checkpoints of " +
+                             mib(static_cast<double>(one)) + " this run needs (" + mib(static_cast<double>(free)) +
+                             " free + " + mib(static_cast<double>(older)) +
+                             " of older checkpoints); free space, lower [checkpoint] keep, use another "
+                             "[checkpoint] dir, or set [checkpoint] space_check = warn";
+    if (cfg_.checkpoint.space_check == "error") throw bad_input(line);
+    warn(line);
+    return std::vector<std::string>{};
+  });
+}
+
+void Checkpointer::fail(std::int64_t step, const std::string& partial, const std::string& local) const {
+  // The first failing rank's error, for the case where the disk is not full.
+  int me = local.empty() ? rt_.world().size() : rt_.world().rank(), first = me;
+  rt_.world().allreduce(&me, &first, 1, DType::i32, ReduceOp::min);
+  std::string detail = local;
+  if (first < rt_.world().size()) broadcast_text(rt_.world(), detail, first);  // (none: not started, no room)
+  compute_on_root(rt_.world(), [&]() -> std::vector<std::string> {
+    std::error_code ec;
+    fs::remove(partial, ec);
+    const std::string dir = cfg_.checkpoint.dir;
+    const std::uint64_t free = free_bytes(dir), need = estimated_bytes();
+    std::string newest = find_latest_checkpoint(dir);
+    newest = newest.empty() ? "there is no complete checkpoint"
+                            : "the newest complete checkpoint is " + fs::path(newest).filename().string();
+    std::string why = free < need ? "no space left on device in " + dir + " (needs " + mib(static_cast<double>(need)) +
+                                        ", " + mib(static_cast<double>(free)) + " free)"
+                                  : "write failed in " + dir + ": " + detail.substr(0, detail.find('\n'));
+    throw Error(ExitCode::checkpoint_failed, Scope::every_rank,
+                "checkpoint step " + std::to_string(step) + " not written: " + why + "; " + newest +
+                    " (the run stops: free space or fix the directory, then resubmit; it resumes from there)");
+  });
+  throw Error(ExitCode::internal, Scope::every_rank, "unreachable: checkpoint failure not raised");
 }
 
 std::string resume_selection(const Config& cfg) {

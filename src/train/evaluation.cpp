@@ -28,6 +28,7 @@ EvalResult Trainer::evaluate(const SplitIndex& split) {
   if (!slot) {  // loads the split once (node cache or chunk cache), then reused at every evaluation
     ReaderOptions ro;
     ro.cache_bytes = cfg_.data.cache_bytes;
+    ro.decode_threads = cfg_.data.decode_threads;
     ro.dp = rt_.grid().coords().dp;
     ro.dp_size = rt_.grid().shape().dp_size;
     slot = std::make_unique<Reader>(split, rt_.node(), ro);

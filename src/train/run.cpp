@@ -69,6 +69,7 @@ int Trainer::run() {
   // partial log-interval sums (this rank's) continue here.
   Checkpointer checkpointer(cfg_, rt_, host_dp(), *model_, *opt_, groups_);
   checkpointer.set_tokenizer(index_.train.tokenizer, index_.train.vocabulary);
+  checkpointer.check_space();  // room for keep + 1 checkpoints, or refused (exit 2) per [checkpoint] space_check
   const std::string resume_from = checkpointer.resume_target();
   double sums[3] = {0, 0, 0};
   const SamplerState from = resume(checkpointer, resume_from, per_epoch, sums);
@@ -96,6 +97,7 @@ int Trainer::run() {
   ReaderOptions ro;
   ro.prefetch = cfg_.data.prefetch;
   ro.cache_bytes = cfg_.data.cache_bytes;
+  ro.decode_threads = cfg_.data.decode_threads;
   ro.dp = g.coords().dp;
   ro.dp_size = g.shape().dp_size;
   Reader reader(index_.train, rt_.node(), ro);

@@ -104,6 +104,7 @@ Trainer::Trainer(const Config& cfg, Runtime& rt, const DatasetIndex& index)
   comm_->broadcast(model_->parameters().data(), static_cast<std::size_t>(model_->parameters().numel()), DType::f32, 0);
   verify_identical(host_dp(), model_->parameters(), "initial parameters");
   model_->set_precision(cfg.run.precision);  // bf16/fp16: the layers compute with a rounded copy
+  model_->set_fusion(cfg.run.fusion);
   if (cfg.run.precision == Precision::fp16) state_.scaler.scale = cfg.optim.loss_scale;
   if (cfg.parallel.shard_optimizer && !tie_syncs_.empty())
     throw bad_input("[parallel] shard_optimizer = true: weights tied across pipeline stages (" +

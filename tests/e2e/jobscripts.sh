@@ -22,7 +22,7 @@ n=$(grep -c '^mpirun' "$STUB_LOG")
 i=$((n - 1)); [ $i -ge ${#codes[@]} ] && i=$((${#codes[@]} - 1))
 exit "${codes[$i]}"
 EOF
-for c in qrerun brequeue; do printf '#!/bin/bash\necho "%s $*" >>"$STUB_LOG"\n' "$c" >"$tmp/bin/$c"; done
+for c in qrerun brequeue scontrol; do printf '#!/bin/bash\necho "%s $*" >>"$STUB_LOG"\n' "$c" >"$tmp/bin/$c"; done
 printf '#!/bin/bash\nfor i in $(seq 0 $((${STUB_GPUS:-0} - 1))); do echo "GPU $i: NVIDIA H200 (UUID: GPU-$i)"; done\n' >"$tmp/bin/nvidia-smi"
 chmod +x "$tmp/bin"/*
 export PATH=$tmp/bin:$PATH STUB_LOG=$tmp/log
@@ -43,8 +43,21 @@ check "PBS: exit code 10 -> qrerun of the job" grep -qx "qrerun 124.pbs" "$STUB_
 : >"$STUB_LOG"
 PBS_NODEFILE=$tmp/hosts PBS_JOBID=125.pbs HPCTRAIN_INI=inputs/mnist_mlp.ini STUB_RC=2 jobscripts/pbs/train.pbs >/dev/null 2>&1
 check "PBS: exit code 2 is passed on and not rerun" test $? -eq 2 -a -z "$(grep qrerun "$STUB_LOG")"
+: >"$STUB_LOG"
+out=$(PBS_NODEFILE=$tmp/hosts PBS_JOBID=126.pbs HPCTRAIN_INI=inputs/mnist_mlp.ini STUB_RC=4 jobscripts/pbs/train.pbs 2>&1)
+check "PBS: exit code 4 (checkpoint not written) is passed on, explained, not rerun" \
+  test $? -eq 4 -a -z "$(grep qrerun "$STUB_LOG")" -a -n "$(grep 'exit code 4: a checkpoint could not be written' <<<"$out")"
 out=$(PBS_NODEFILE=$tmp/hosts jobscripts/pbs/train.pbs 2>&1)
 check "PBS: no HPCTRAIN_INI -> exit 2 with a message" test $? -eq 2 -a -n "$(grep 'HPCTRAIN_INI is not set' <<<"$out")"
+
+# ---- Slurm (the script's exit-code handling; a real Slurm run: slurm.sh) ----
+: >"$STUB_LOG"
+out=$(SLURM_JOB_ID=55 HPCTRAIN_LAUNCHER=mpirun STUB_RC=4 jobscripts/slurm/train.sbatch inputs/mnist_mlp.ini 2>&1)
+check "Slurm: exit code 4 is passed on, explained, not requeued" \
+  test $? -eq 4 -a -z "$(grep 'scontrol' "$STUB_LOG")" -a -n "$(grep 'exit code 4: a checkpoint could not be written' <<<"$out")"
+: >"$STUB_LOG"
+SLURM_JOB_ID=56 HPCTRAIN_LAUNCHER=mpirun STUB_RC=10 jobscripts/slurm/train.sbatch inputs/mnist_mlp.ini >/dev/null 2>&1
+check "Slurm: exit code 10 -> scontrol requeue" grep -qx "scontrol requeue 56" "$STUB_LOG"
 
 # ---- LSF ----
 : >"$STUB_LOG"
@@ -56,6 +69,10 @@ check "LSF: mpirun with 4 ranks from the host file, arguments passed on" \
 : >"$STUB_LOG"
 LSB_DJOB_HOSTFILE=$tmp/hosts LSB_JOBID=78 HPCTRAIN_INI=inputs/mnist_mlp.ini STUB_RC=10 jobscripts/lsf/train.lsf >/dev/null 2>&1
 check "LSF: exit code 10 -> brequeue of the job (INI from HPCTRAIN_INI)" grep -qx "brequeue 78" "$STUB_LOG"
+: >"$STUB_LOG"
+out=$(LSB_DJOB_HOSTFILE=$tmp/hosts LSB_JOBID=79 HPCTRAIN_INI=inputs/mnist_mlp.ini STUB_RC=4 jobscripts/lsf/train.lsf 2>&1)
+check "LSF: exit code 4 is passed on, explained, not requeued" \
+  test $? -eq 4 -a -z "$(grep brequeue "$STUB_LOG")" -a -n "$(grep 'exit code 4: a checkpoint could not be written' <<<"$out")"
 out=$(jobscripts/lsf/train.lsf inputs/mnist_mlp.ini 2>&1)
 check "LSF: outside a job -> exit 2 with a message" test $? -eq 2 -a -n "$(grep 'LSB_DJOB_HOSTFILE' <<<"$out")"
 

@@ -114,8 +114,10 @@ TEST(Reader, EpochCoversTheDatasetAndMatchesTheGlobalBatches) {
   ASSERT_TRUE(index.val.has_value());
   auto node = node_host_communicator();
   const int r = world_rank(), n = world_size();
-  const std::int64_t B = 24;                                                         // divisible by 1, 2, 3, 4
-  for (const std::uint64_t cache : {std::uint64_t{1} << 30, std::uint64_t{2000}}) {  // node cache, chunk cache
+  const std::int64_t B = 24;  // divisible by 1, 2, 3, 4
+  // Node cache; chunk caches of 2000 and 6000 bytes (the split: 6842; several chunks of a batch decoded together on 3
+  // threads).
+  for (const std::uint64_t cache : {std::uint64_t{1} << 30, std::uint64_t{2000}, std::uint64_t{6000}}) {
     for (Shuffle mode : {Shuffle::global, Shuffle::chunk, Shuffle::none}) {
       for (LastBatch last : {LastBatch::drop, LastBatch::wrap}) {
         SamplerOptions so;
@@ -128,6 +130,7 @@ TEST(Reader, EpochCoversTheDatasetAndMatchesTheGlobalBatches) {
         const Sampler sampler(so);
         ReaderOptions ro;
         ro.cache_bytes = cache;
+        ro.decode_threads = 3;
         ro.dp = r;
         ro.dp_size = n;
         Reader reader(index.train, *node, ro);

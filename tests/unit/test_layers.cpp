@@ -525,6 +525,46 @@ TEST(ModelFusion, DenseActivationFusedEqualsSeparate) {
   EXPECT_GT(std::fabs(out[1][0]) + std::fabs(out[1][1]), 0.f);
 }
 
+// conv + relu with oneDNN: ReLU as the convolution's post-op (one pass) gives the outputs and
+// every gradient of the two layers run one after the other (same bits here; stated tolerance
+// 1e-6 relative, oneDNN being free to pick another kernel for the fused primitive); tanh after a
+// conv and relu after a one-channel (im2col) conv are not fused and stay exact.
+TEST(ModelFusion, ConvReluFusedEqualsSeparate) {
+  if (!cpu::onednn_compiled()) GTEST_SKIP() << "built without oneDNN: conv + relu is not fused";
+  Allocator alloc;
+  LayerRegistry r;
+  register_builtin_layers(r);
+  const std::string layers = "conv(4,3,pad=1) relu conv(6,3,pad=1) relu conv(3,3) tanh flatten dense(5)";
+  std::vector<float> out[2], grads[2];
+  for (int fused = 0; fused < 2; ++fused) {
+    Model m(layers, {2, 7, 7}, r, alloc);
+    const auto pv = random_values(m.parameters().numel(), 81);
+    std::copy(pv.begin(), pv.end(), m.parameters().data());
+    m.set_fusion(fused == 1);
+    m.set_batch(3);
+    Tensor x = Tensor::zeros({3, 2, 7, 7}, alloc);
+    const auto xv = random_values(x.numel(), 82);
+    std::copy(xv.begin(), xv.end(), x.data());
+    out[fused] = to_host(m.forward(x));
+    const auto dv = random_values(m.dout().numel(), 83);
+    std::copy(dv.begin(), dv.end(), m.dout().data());
+    m.backward(x, m.dout());
+    grads[fused] = to_host(m.gradients());
+  }
+  auto close = [](const std::vector<float>& a, const std::vector<float>& b) {
+    double worst = 0, biggest = 0;
+    for (std::size_t i = 0; i < a.size(); ++i) {
+      worst = std::max(worst, std::fabs(static_cast<double>(a[i]) - b[i]));
+      biggest = std::max(biggest, std::fabs(static_cast<double>(b[i])));
+    }
+    return worst <= 1e-6 * (1 + biggest);
+  };
+  ASSERT_EQ(out[0].size(), out[1].size());
+  EXPECT_TRUE(close(out[1], out[0]));
+  EXPECT_TRUE(close(grads[1], grads[0]));
+  EXPECT_GT(std::fabs(out[1][0]) + std::fabs(grads[1][0]), 0.f);
+}
+
 TEST(GradientBuckets, ReverseLayerOrderWholeLayersAndSize) {
   Allocator alloc;
   LayerRegistry r;

@@ -12,6 +12,7 @@
 #include <chrono>
 #include <cstdio>
 #include <cstring>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -29,22 +30,39 @@ struct Case {
   bool first;  // the model's first layer: no input gradient
 };
 
-double run_ms(ConvImpl impl, const Case& cs, std::int64_t n, int repeats, double* checksum) {
+// A conv layer of case `cs` with `impl`, configured, its parameters (deterministic values) and
+// gradients bound from `alloc`.
+struct BenchConv {
+  std::unique_ptr<Layer> conv;
+  Shape out;
+  std::vector<Tensor> p, g;
+};
+BenchConv make_conv(ConvImpl impl, const Case& cs, Allocator& alloc) {
   LayerRegistry r;
   register_builtin_layers(r, LayerOptions{impl});
-  auto conv = r.make(parse_layers("conv(" + std::to_string(cs.out) + "," + std::to_string(cs.k) +
-                                  ",pad=" + std::to_string(cs.pad) + ")")
-                         .front());
-  Allocator alloc;
-  const Shape in{cs.c, cs.hw, cs.hw}, out = conv->output_shape(in);
-  conv->configure(in);
-  std::vector<Tensor> p, g;
-  for (const auto& s : conv->param_specs(in)) {
-    p.push_back(Tensor::zeros(s.shape, alloc));
-    g.push_back(Tensor::zeros(s.shape, alloc));
-    for (std::int64_t i = 0; i < p.back().numel(); ++i) p.back().data()[i] = 0.01f * static_cast<float>(i % 13) - 0.06f;
+  BenchConv b;
+  b.conv = r.make(parse_layers("conv(" + std::to_string(cs.out) + "," + std::to_string(cs.k) +
+                               ",pad=" + std::to_string(cs.pad) + ")")
+                      .front());
+  const Shape in{cs.c, cs.hw, cs.hw};
+  b.out = b.conv->output_shape(in);
+  b.conv->configure(in);
+  for (const auto& s : b.conv->param_specs(in)) {
+    b.p.push_back(Tensor::zeros(s.shape, alloc));
+    b.g.push_back(Tensor::zeros(s.shape, alloc));
+    for (std::int64_t i = 0; i < b.p.back().numel(); ++i)
+      b.p.back().data()[i] = 0.01f * static_cast<float>(i % 13) - 0.06f;
   }
-  conv->bind(p, g);
+  b.conv->bind(b.p, b.g);
+  return b;
+}
+
+double run_ms(ConvImpl impl, const Case& cs, std::int64_t n, int repeats, double* checksum) {
+  Allocator alloc;
+  BenchConv b = make_conv(impl, cs, alloc);
+  Layer* conv = b.conv.get();
+  const Shape& out = b.out;
+  std::vector<Tensor>& g = b.g;
   Tensor x = Tensor::zeros({n, cs.c, cs.hw, cs.hw}, alloc), y = Tensor::zeros({n, out[0], out[1], out[2]}, alloc);
   Tensor dy = Tensor::zeros(y.shape(), alloc), dx = cs.first ? Tensor() : Tensor::zeros(x.shape(), alloc);
   for (std::int64_t i = 0; i < x.numel(); ++i) x.data()[i] = 0.001f * static_cast<float>(i % 97);
@@ -62,6 +80,31 @@ double run_ms(ConvImpl impl, const Case& cs, std::int64_t n, int repeats, double
   for (std::int64_t i = 0; i < y.numel(); ++i) s += y.data()[i];
   for (std::int64_t i = 0; i < g[0].numel(); ++i) s += g[0].data()[i];
   *checksum = s;
+  return best;
+}
+// Forward of conv + relu on oneDNN, best of `repeats`: the two layers one after the other, or
+// fused (ReLU as the convolution's post-op, Layer::forward_fused). `z`: the output, for the check.
+double relu_ms(const Case& cs, std::int64_t n, int repeats, bool fused, std::vector<float>& z_out) {
+  Allocator alloc;
+  BenchConv b = make_conv(ConvImpl::onednn, cs, alloc);
+  Layer* conv = b.conv.get();
+  const Shape& out = b.out;
+  Tensor x = Tensor::zeros({n, cs.c, cs.hw, cs.hw}, alloc), y = Tensor::zeros({n, out[0], out[1], out[2]}, alloc);
+  Tensor z = Tensor::zeros(y.shape(), alloc);
+  for (std::int64_t i = 0; i < x.numel(); ++i) x.data()[i] = 0.001f * static_cast<float>(i % 97) - 0.03f;
+  double best = 1e30;
+  for (int k = 0; k <= repeats; ++k) {
+    const auto t0 = std::chrono::steady_clock::now();
+    if (fused) {
+      conv->forward_fused(x, y, Activation::relu, z);
+    } else {
+      conv->forward(x, y);
+      activation_forward(Activation::relu, y, z);
+    }
+    const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+    if (k > 0) best = std::min(best, ms);
+  }
+  z_out.assign(z.data(), z.data() + z.numel());
   return best;
 }
 }  // namespace
@@ -113,11 +156,30 @@ int main(int argc, char** argv) {
                     onednn ? std::to_string(2 * macs / b / 1e6).substr(0, 6).c_str() : "-",
                     !onednn ? "-" : (b < a ? "oneDNN" : "im2col"));
       }
+    if (onednn) {  // conv + relu forward: two passes, or one (the model's fusion)
+      std::printf("\n%-24s %-16s %6s %12s %12s %8s\n", "conv + relu forward", "in -> out", "batch", "separate ms",
+                  "fused ms", "speed-up");
+      for (const Case& c : cases) {
+        if (c.c == 1) continue;  // (one input channel: im2col, not fused)
+        for (const std::int64_t n : batches) {
+          std::vector<float> z1, z2;
+          const double a = relu_ms(c, n, repeats, false, z1), b = relu_ms(c, n, repeats, true, z2);
+          for (std::size_t i = 0; i < z1.size(); ++i)
+            if (std::abs(z1[i] - z2[i]) > 1e-5f * std::max(1.f, std::abs(z1[i]))) ok = false;
+          char shape[40];
+          std::snprintf(shape, sizeof(shape), "%lldx%lld^2 -> %lld", static_cast<long long>(c.c),
+                        static_cast<long long>(c.hw), static_cast<long long>(c.out));
+          std::printf("%-24s %-16s %6lld %12.2f %12.2f %7.2fx\n", c.where, shape, static_cast<long long>(n), a, b,
+                      a / b);
+        }
+      }
+    }
   } catch (const Error& e) {
     std::fprintf(stderr, "conv-bench: %s\n", e.what());
     return 1;
   }
-  std::printf("%s\n", ok ? "PASS (both implementations agree on outputs and weight gradients)"
+  std::printf("%s\n", ok ? "PASS (both implementations agree on outputs and weight gradients; fused relu equals "
+                           "conv then relu)"
                          : "FAIL: the implementations disagree");
   return ok ? 0 : 1;
 }

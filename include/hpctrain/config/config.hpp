@@ -34,6 +34,7 @@ struct RunConfig {
   int threads = 1;
   bool share_gpus = false;   // allow more ranks than GPUs on a node (round robin; MPI, not NCCL)
   bool tf32 = false;         // cuda: cuBLAS may use TF32 tensor cores for float32 GEMMs
+  bool fusion = true;        // a layer and the activation after it in one pass where the layer can
   bool cuda_graphs = false;  // cuda: replay the step as CUDA graphs
   ConvImpl conv = ConvImpl::auto_;
   CpuGemmLib cpu_gemm = CpuGemmLib::auto_;  // backend/cpu/sgemm.hpp
@@ -49,6 +50,7 @@ struct DataConfig {
   LastBatch last_batch = LastBatch::drop;
   int prefetch = 2;
   std::uint64_t cache_bytes = 2ull << 30;
+  int decode_threads = 0;  // chunk cache: threads inflating compressed chunks (0 = automatic)
   long block_size = 0;    // token datasets: window length T
   int chunk_window = 16;  // chunks shuffled together in shuffle = chunk
 };
@@ -114,6 +116,9 @@ struct CheckpointConfig {
   // by name and shape).
   std::string init_from;
   std::string init_layers;
+  // Before training: room for keep + 1 checkpoints (free space plus the older checkpoints
+  // rotation deletes)? error (exit 2), warn, or off.
+  std::string space_check = "error";
 };
 
 // Where a key's value came from, for the --dry-run table and resume warnings.

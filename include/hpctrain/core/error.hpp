@@ -15,6 +15,7 @@ enum class ExitCode : int {
   internal = 1,            // a bug or a failed library call
   bad_input = 2,           // config, data, checkpoint or grid the user must fix
   collective_timeout = 3,  // the watchdog saw a collective that never completed
+  checkpoint_failed = 4,   // a checkpoint could not be written (disk full, write error); the previous one stands
   preempted = 10,          // stopped by a signal after writing a checkpoint
 };
 

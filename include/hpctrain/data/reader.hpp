@@ -45,6 +45,7 @@ struct ReaderOptions {
   bool labels = true;
   int prefetch = 2;  // batches prepared ahead; 0 = read when asked
   std::uint64_t cache_bytes = 2ull << 30;
+  int decode_threads = 0;  // a chunk cache's inflating threads; 0 = automatic
   int dp = 0, dp_size = 1;
 };
 

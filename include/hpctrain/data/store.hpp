@@ -4,19 +4,23 @@
 //    used when the split fits in [data] cache_bytes. Exact global shuffling
 //    then costs a memcpy per sample.
 //  - ChunkCache: decoded HDF5 chunks in a per-rank LRU of cache_bytes / ranks
-//    per node, read under the HDF5 lock: for splits larger than memory
-//    (pair it with shuffle = chunk, which touches a window of chunks at a time).
+//    per node: for splits larger than memory (pair it with shuffle = chunk, which
+//    touches a window of chunks at a time). Before a batch is assembled, the chunks it
+//    needs that are not cached are read raw under the HDF5 lock and inflated outside it
+//    on [data] decode_threads threads (data/chunk_decoder.hpp).
 #pragma once
 
 #include <cstdint>
 #include <list>
 #include <memory>
 #include <mutex>
+#include <string>
 #include <unordered_map>
 #include <vector>
 
 #include "hpctrain/comm/communicator.hpp"
 #include "hpctrain/comm/shared_window.hpp"
+#include "hpctrain/data/chunk_decoder.hpp"
 #include "hpctrain/data/dataset.hpp"
 #include "hpctrain/io/h5.hpp"
 
@@ -29,7 +33,10 @@ class SampleStore {
   // (classification: one int32; regression: label_width floats). Either pointer may be null.
   virtual void get(std::int64_t index, void* sample, void* label) = 0;
   virtual const char* kind() const = 0;
+  virtual std::string describe() const { return kind(); }  // kind() and how it decodes
   virtual std::uint64_t bytes_read_from_files() const = 0;
+  // A hint: the samples of the next batch (a store may load what they need at once, in parallel).
+  virtual void prefetch(const std::vector<std::int64_t>& /*indices*/) {}
 };
 
 // Bytes the whole split takes in a NodeCache (samples + labels).
@@ -54,10 +61,14 @@ class NodeCache final : public SampleStore {
 
 class ChunkCache final : public SampleStore {
  public:
-  ChunkCache(const SplitIndex& split, std::uint64_t capacity_bytes, bool samples, bool labels);
+  // `decode_threads`: threads inflating the chunks a batch needs (>= 1); -1: HDF5 decodes every
+  // chunk inside H5Dread, under the lock, one at a time (for comparison: reader-bench --hdf5-decode).
+  ChunkCache(const SplitIndex& split, std::uint64_t capacity_bytes, bool samples, bool labels, int decode_threads = 1);
   void get(std::int64_t index, void* sample, void* label) override;
   const char* kind() const override { return "HDF5 chunk cache (per rank)"; }
+  std::string describe() const override;
   std::uint64_t bytes_read_from_files() const override { return read_; }
+  void prefetch(const std::vector<std::int64_t>& indices) override;
 
  private:
   struct Block {
@@ -66,7 +77,15 @@ class ChunkCache final : public SampleStore {
   };
   struct OpenShard {
     h5::Id file, samples, labels;
+    std::unique_ptr<ChunkDecoder> sample_decoder, label_decoder;
   };
+  struct Scratch {  // one decoding thread's buffers
+    std::vector<unsigned char> raw, plain;
+  };
+  std::uint64_t key_of(std::int64_t index, std::size_t* shard, std::int64_t* chunk) const;
+  // Thread-safe, no lock of ours held: reads and decodes one chunk into `b`.
+  void load(std::size_t shard, std::int64_t chunk, Block& b, Scratch& tmp) const;
+  Block& insert(std::uint64_t key, Block&& b);  // with mu_ held: into the LRU, evicting
   Block& block(std::size_t shard, std::int64_t chunk);
 
   const SplitIndex& split_;
@@ -77,12 +96,15 @@ class ChunkCache final : public SampleStore {
   std::unordered_map<std::uint64_t, Block> blocks_;
   std::list<std::uint64_t> lru_;  // most recent first
   Block spare_;                   // the last evicted block's buffers, reused for the next read
+  Scratch scratch_;               // get()'s, with mu_ held
   std::uint64_t held_ = 0, read_ = 0;
+  int threads_ = 1;
   std::mutex mu_;
 };
 
 // NodeCache when the split fits in cache_bytes, else ChunkCache (collective over `node`).
+// `decode_threads`: ChunkCache's; 0 = automatic (the node's cores over its ranks, 1-8); -1 = HDF5's.
 std::unique_ptr<SampleStore> make_store(const SplitIndex& split, Communicator& node, std::uint64_t cache_bytes,
-                                        bool samples, bool labels);
+                                        bool samples, bool labels, int decode_threads = 0);
 
 }  // namespace hpctrain

@@ -140,6 +140,9 @@ void publish_checkpoint(const std::string& dir, const std::string& name, int kee
 std::string find_latest_checkpoint(const std::string& dir, std::string* warning = nullptr);
 // Complete checkpoints in `dir`, oldest first.
 std::vector<std::string> list_checkpoints(const std::string& dir);
+// Bytes an unprivileged writer may still use on `dir`'s file system (statvfs). Test hook:
+// HPCTRAIN_TEST_FREE_BYTES=N pretends N (docs/testing.md: where no small tmpfs can be mounted).
+std::uint64_t free_bytes(const std::string& dir);
 
 // Serialization of CheckpointInfo to a string and back (for broadcasting).
 std::string encode_info(const CheckpointInfo& info);

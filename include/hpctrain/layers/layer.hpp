@@ -78,10 +78,12 @@ class Layer {
   virtual void forward(const Tensor& x, Tensor& y) = 0;
   // The element-wise function of an activation layer (relu, tanh, gelu); none for other layers.
   virtual std::optional<Activation> activation() const { return std::nullopt; }
-  // Whether forward_fused works: the model then runs this layer and a following activation
-  // layer in one pass (dense: the bias add and the activation in one kernel).
-  virtual bool fuses_activation() const { return false; }
-  // forward(x, y), and z = f(y) for the activation layer that follows.
+  // Whether forward_fused works for a following activation layer of function f: the model then
+  // runs both in one pass (dense: the bias add and the activation in one kernel; conv on oneDNN:
+  // ReLU as a post-op of the convolution).
+  virtual bool fuses_activation(Activation /*f*/) const { return false; }
+  // z = f(forward(x)) for the activation layer that follows; y = forward(x) as well, except where
+  // the activation's backward does not read it (ReLU's reads its output: conv writes z only).
   virtual void forward_fused(const Tensor& /*x*/, Tensor& /*y*/, Activation /*f*/, Tensor& /*z*/) {}
   // dx is undefined (!dx.defined()) for the first layer: nothing needs it, skip computing it.
   // Parameter gradients are added to the gradient buffers, or overwrite them when

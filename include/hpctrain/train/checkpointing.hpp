@@ -31,6 +31,12 @@ class Checkpointer {
   // and makes it the newest; returns its path.
   std::string save(const TrainState& state, const double interval_sums[3]);
   double seconds_writing() const { return seconds_; }
+  // What one checkpoint of this run takes on disk (the data, and an allowance for HDF5's metadata).
+  std::uint64_t estimated_bytes() const;
+  // Collective, before training: whether [checkpoint] dir has room for keep + 1 checkpoints (the
+  // free space plus the complete checkpoints already there, which rotation deletes);
+  // [checkpoint] space_check says whether a shortfall is bad_input (one line), a warning, or not checked.
+  void check_space() const;
   // A language model's tokenizer and vocabulary, stored with every checkpoint it writes.
   void set_tokenizer(std::string tokenizer, std::string vocabulary) {
     tokenizer_ = std::move(tokenizer);
@@ -58,6 +64,10 @@ class Checkpointer {
   void set_buffers(const std::string& bytes);
   // Rank 0 of a stage's group: the checkpoint's parts for load() (checked against this model).
   std::vector<std::string> read_parts(const std::string& path) const;
+  // Collective, after a write failed on some rank (`local`: this rank's error, "" if none): rank 0
+  // removes the partial file; every rank throws checkpoint_failed with one line in words (no space
+  // left, or the write error) naming the newest complete checkpoint, which still stands.
+  [[noreturn]] void fail(std::int64_t step, const std::string& partial, const std::string& local) const;
   // Collective over the group: this stage's whole optimizer state on the host, laid out like the
   // parameters (what the file stores), from this rank's runs (all of them, or its shard).
   std::vector<float> full_state() const;

@@ -52,10 +52,11 @@ struct Port {
 };
 
 struct PerBatch {
-  dnnl::convolution_forward fwd;
+  dnnl::convolution_forward fwd, fwd_relu;  // fwd_relu: with a ReLU post-op (made on first use)
   dnnl::convolution_backward_data bwd_data;
   dnnl::convolution_backward_weights bwd_weights;
   Port src, wei, dst, bias;         // forward
+  Port src_r, wei_r, dst_r;         // forward with ReLU
   Port ddst, wei_d, dsrc;           // backward data
   Port src_w, ddst_w, dwei, dbias;  // backward weights
 };
@@ -112,19 +113,51 @@ struct OnednnConv::Impl {
     }
     return batches.emplace(std::make_pair(n, bf16), std::move(p)).first->second;
   }
+
+  // The forward primitive with a ReLU post-op, for batch n (made once, beside at(n)'s).
+  PerBatch& with_relu(std::int64_t n) {
+    PerBatch& p = at(n);
+    if (p.fwd_relu) return p;
+    const bool bf16 = bf16_math_enabled();
+    const dt in_type = bf16 ? dt::bf16 : dt::f32;
+    const memory::dims src{n, g.channels, g.height, g.width}, wei{g.out, g.channels, g.kernel, g.kernel}, bia{g.out},
+        dst{n, g.out, g.out_height, g.out_width}, strides{g.stride, g.stride}, pad{g.pad, g.pad};
+    dnnl::post_ops ops;
+    ops.append_eltwise(1.f, dnnl::algorithm::eltwise_relu, 0.f, 0.f);  // (oneDNN 2.x: scale first)
+    dnnl::primitive_attr attr;
+    attr.set_post_ops(ops);
+    try {
+      const dnnl::convolution_forward::primitive_desc fpd(
+          {dnnl::prop_kind::forward_training, dnnl::algorithm::convolution_direct, memory::desc(src, in_type, tag::any),
+           memory::desc(wei, in_type, tag::any), memory::desc(bia, dt::f32, tag::x),
+           memory::desc(dst, dt::f32, tag::any), strides, pad, pad},
+          attr, eng);
+      p.fwd_relu = dnnl::convolution_forward(fpd);
+      p.src_r.init(memory::desc(src, dt::f32, tag::nchw), fpd.src_desc(), eng, true);
+      p.wei_r.init(memory::desc(wei, dt::f32, tag::oihw), fpd.weights_desc(), eng, true);
+      p.dst_r.init(memory::desc(dst, dt::f32, tag::nchw), fpd.dst_desc(), eng, false);
+    } catch (const dnnl::error& e) {
+      throw Error(
+          ExitCode::internal, Scope::this_rank,
+          std::string("oneDNN cannot make a convolution + ReLU for batch ") + std::to_string(n) + ": " + e.what());
+    }
+    return p;
+  }
 };
 
 OnednnConv::OnednnConv(const ConvGeometry& g) : impl_(std::make_unique<Impl>()) { impl_->g = g; }
 OnednnConv::~OnednnConv() = default;
 
-void OnednnConv::forward(const float* x, const float* w, const float* b, float* y, std::int64_t n) {
-  PerBatch& p = impl_->at(n);
+void OnednnConv::forward(const float* x, const float* w, const float* b, float* y, std::int64_t n, bool relu) {
+  PerBatch& p = relu ? impl_->with_relu(n) : impl_->at(n);
   dnnl::stream& s = impl_->stream;
-  p.fwd.execute(s, {{DNNL_ARG_SRC, p.src.in(s, x)},
-                    {DNNL_ARG_WEIGHTS, p.wei.in(s, w)},
-                    {DNNL_ARG_BIAS, p.bias.in(s, b)},
-                    {DNNL_ARG_DST, p.dst.out(y)}});
-  p.dst.finish(s);
+  Port &src = relu ? p.src_r : p.src, &wei = relu ? p.wei_r : p.wei, &dst = relu ? p.dst_r : p.dst;
+  (relu ? p.fwd_relu : p.fwd)
+      .execute(s, {{DNNL_ARG_SRC, src.in(s, x)},
+                   {DNNL_ARG_WEIGHTS, wei.in(s, w)},
+                   {DNNL_ARG_BIAS, p.bias.in(s, b)},
+                   {DNNL_ARG_DST, dst.out(y)}});
+  dst.finish(s);
   s.wait();
 }
 
@@ -173,7 +206,7 @@ OnednnConv::OnednnConv(const ConvGeometry&) {
   throw bad_input("[run] conv = onednn: this build has no oneDNN (install libdnnl-dev and rebuild)");
 }
 OnednnConv::~OnednnConv() = default;
-void OnednnConv::forward(const float*, const float*, const float*, float*, std::int64_t) {}
+void OnednnConv::forward(const float*, const float*, const float*, float*, std::int64_t, bool) {}
 void OnednnConv::backward(const float*, const float*, const float*, float*, float*, float*, std::int64_t, bool) {}
 
 }  // namespace hpctrain::cpu

@@ -30,8 +30,9 @@ class OnednnConv {
   ~OnednnConv();
   OnednnConv(const OnednnConv&) = delete;
   OnednnConv& operator=(const OnednnConv&) = delete;
-  // y [n, out, Ho, Wo] = conv(x [n, C, H, W], w [out, C, k, k]) + b
-  void forward(const float* x, const float* w, const float* b, float* y, std::int64_t n);
+  // y [n, out, Ho, Wo] = conv(x [n, C, H, W], w [out, C, k, k]) + b; with `relu`, max(0, that),
+  // in the same pass (a oneDNN post-op: the model's conv + relu fusion).
+  void forward(const float* x, const float* w, const float* b, float* y, std::int64_t n, bool relu = false);
   // dw, db: overwritten, or added to when `accumulate`; dx (may be null: not needed) overwritten.
   void backward(const float* x, const float* dy, const float* w, float* dw, float* db, float* dx, std::int64_t n,
                 bool accumulate);

@@ -178,11 +178,11 @@ Config parse_config(const std::string& ini_text, const std::string& origin, cons
     std::string value;
     try {
       value = canonical_value(s, raw, env);
+      s.apply(cfg, value);  // (a key's own check, e.g. [checkpoint] mpiio_hints, throws the same way)
     } catch (const std::invalid_argument& e) {
       const std::string where = is_given ? it->second.where : origin + " (default)";
       throw bad_input(where + ": [" + s.section + "] " + s.key + " = '" + trim(raw) + "': " + e.what());
     }
-    s.apply(cfg, value);
     cfg.resolved.push_back({s.name(), value, is_given ? it->second.source : "default"});
   }
 

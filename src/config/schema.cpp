@@ -492,6 +492,20 @@ std::vector<KeySpec> config_schema() {
                      "plus the older checkpoints rotation deletes): error = refuse to start (exit 2), warn; "
                      "both also skip a checkpoint that no longer fits (exit 4); off = neither check",
                      [](Config& c, const std::string& v) { c.checkpoint.space_check = v; }));
+  k.push_back(make("checkpoint", "mpiio_hints", K::text, "",
+                   "hints for the MPI-IO layer writing checkpoints, key=value,... (e.g. romio_cb_write=enable, "
+                   "striping_factor=8, striping_unit=4194304, cb_nodes=4; docs/checkpoints.md)",
+                   [](Config& c, const std::string& v) {
+                     parse_key_values(v);  // (invalid_argument: the key's error)
+                     c.checkpoint.mpiio_hints = v;
+                   }));
+  k.push_back(make("checkpoint", "alignment", K::text, "auto",
+                   "checkpoint datasets start at multiples of this many bytes: auto = the file system's "
+                   "preferred I/O size (block size; stripe size on Lustre), none, or a size such as 1M",
+                   [](Config& c, const std::string& v) {
+                     if (v != "auto" && v != "none") (void)parse_byte_size(v);  // (the same)
+                     c.checkpoint.alignment = v;
+                   }));
   k.push_back(make("checkpoint", "resume", K::path, "auto",
                    "auto = newest complete checkpoint in dir, none, or a checkpoint file",
                    [](Config& c, const std::string& v) { c.checkpoint.resume = v; }));
@@ -539,6 +553,21 @@ std::string config_reference_markdown() {
     }
     out += "| `" + s.key + "` | " + cell(describe_type(s)) + " | " +
            (s.default_value.empty() ? "none" : "`" + cell(s.default_value) + "`") + " | " + cell(s.help) + " |\n";
+  }
+  return out;
+}
+
+std::vector<std::pair<std::string, std::string>> parse_key_values(const std::string& text) {
+  std::vector<std::pair<std::string, std::string>> out;
+  std::stringstream ss(text);
+  for (std::string item; std::getline(ss, item, ',');) {
+    const auto b = item.find_first_not_of(" \t"), e = item.find_last_not_of(" \t");
+    if (b == std::string::npos) continue;
+    item = item.substr(b, e - b + 1);
+    const auto eq = item.find('=');
+    if (eq == std::string::npos || eq == 0 || eq + 1 == item.size())
+      throw std::invalid_argument("'" + item + "' is not key=value (e.g. romio_cb_write=enable,striping_factor=8)");
+    out.emplace_back(item.substr(0, eq), item.substr(eq + 1));
   }
   return out;
 }

@@ -3,6 +3,7 @@
 
 #include <cblas.h>
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <sys/statvfs.h>
 #include <unistd.h>
 
@@ -140,10 +141,16 @@ void write_contents(hid_t root, const CheckpointInfo& info, const std::vector<Ch
                     int size, const double rank_sums[3]);
 }  // namespace
 
+std::uint64_t preferred_alignment(const std::string& dir) {
+  struct stat st {};
+  if (stat(dir.c_str(), &st) != 0 || st.st_blksize <= 0) return 4096;
+  return std::max<std::uint64_t>(4096, static_cast<std::uint64_t>(st.st_blksize));
+}
+
 double write_checkpoint(Communicator& comm, const std::string& path, const CheckpointInfo& given,
                         const std::vector<CheckpointTensor>& tensors,
                         const std::vector<std::pair<std::string, std::string>>& groups, const WriterPlace& place,
-                        const double rank_sums[3]) {
+                        const double rank_sums[3], const FileTuning& tuning) {
   const auto t0 = std::chrono::steady_clock::now();
   const int rank = comm.rank(), size = comm.size();
   // Attributes are collective in parallel HDF5: every rank writes rank 0's.
@@ -162,7 +169,16 @@ double write_checkpoint(Communicator& comm, const std::string& path, const Check
 
   std::lock_guard<std::mutex> hdf5_guard(h5::lock());
   h5::Id fapl(CHECK_H5(H5Pcreate(H5P_FILE_ACCESS)));
-  CHECK_H5(H5Pset_fapl_mpio(fapl.get(), mpi_facility_handle(comm), MPI_INFO_NULL));  // (HDF5 duplicates it)
+  MPI_Info hints = MPI_INFO_NULL;  // [checkpoint] mpiio_hints, for the MPI-IO layer (ROMIO, OMPIO)
+  if (!tuning.hints.empty()) {
+    CHECK_MPI(MPI_Info_create(&hints));
+    for (const auto& [k, v] : tuning.hints) CHECK_MPI(MPI_Info_set(hints, k.c_str(), v.c_str()));
+  }
+  const herr_t set = H5Pset_fapl_mpio(fapl.get(), mpi_facility_handle(comm), hints);  // (HDF5 duplicates both)
+  if (hints != MPI_INFO_NULL) MPI_Info_free(&hints);
+  CHECK_H5(set);
+  if (tuning.alignment > 1)  // objects at least one alignment unit large start on a boundary
+    CHECK_H5(H5Pset_alignment(fapl.get(), tuning.alignment, tuning.alignment));
   CHECK_H5(H5Pset_fclose_degree(fapl.get(), H5F_CLOSE_STRONG));  // closing the file closes whatever a failure left open
   h5::Id file(CHECK_H5(H5Fcreate(path.c_str(), H5F_ACC_TRUNC, H5P_DEFAULT, fapl.get())));
   std::string error;

@@ -12,6 +12,7 @@
 #include <sstream>
 
 #include "hpctrain/comm/agreement.hpp"
+#include "hpctrain/config/schema.hpp"
 #include "hpctrain/core/error.hpp"
 #include "hpctrain/core/log.hpp"
 #include "hpctrain/model/partition.hpp"
@@ -41,6 +42,13 @@ Checkpointer::Checkpointer(const Config& cfg, const Runtime& rt, Communicator& d
               (ec ? " (" + ec.message() + ")" : "");
   }
   raise_if_any(rt_.world(), error);
+  tuning_.hints = parse_key_values(cfg.checkpoint.mpiio_hints);  // (checked with the configuration)
+  const std::string& a = cfg.checkpoint.alignment;
+  std::uint64_t alignment = a == "none"   ? 0
+                            : a == "auto" ? preferred_alignment(cfg.checkpoint.dir)
+                                          : parse_byte_size(a);
+  rt_.world().broadcast(&alignment, 1, DType::i64, 0);  // HDF5 needs the same file layout on every rank
+  tuning_.alignment = alignment;
 }
 
 std::vector<CheckpointTensor> Checkpointer::tensors(const float* params, const float* state) const {
@@ -138,7 +146,7 @@ std::string Checkpointer::save(const TrainState& progress, const double interval
       std::ofstream(partial) << "partial";
       throw std::runtime_error("injected write failure (HPCTRAIN_TEST_FAIL_WRITE)");
     }
-    s = write_checkpoint(rt_.world(), partial, info, list, groups, place, interval_sums);
+    s = write_checkpoint(rt_.world(), partial, info, list, groups, place, interval_sums, tuning_);
   } catch (const std::exception& e) {
     local_error = e.what();
   }

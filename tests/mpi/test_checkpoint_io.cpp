@@ -14,6 +14,7 @@
 #include <type_traits>
 
 #include "hpctrain/comm/mpi_handles.hpp"
+#include "hpctrain/config/schema.hpp"
 #include "hpctrain/core/error.hpp"
 #include "hpctrain/io/checkpoint_file.hpp"
 #include "hpctrain/runtime/runtime.hpp"
@@ -165,6 +166,52 @@ std::string first_difference(const CheckpointInfo& a, const CheckpointInfo& b, b
   return "";
 }
 }  // namespace
+
+// [checkpoint] mpiio_hints reach MPI-IO (a write with ROMIO/OMPIO hints works and reads back) and
+// [checkpoint] alignment puts every chunk of at least the alignment at a multiple of it.
+TEST(CheckpointIo, HintsAndAlignment) {
+  const std::string dir = shared_dir("hpct_ckpt_align_");
+  const std::string path = dir + "/ckpt-00000003.h5";
+  const std::vector<float> big = ramp(300 * 1000, 1.f), small = ramp(10, 2.f);
+  const std::vector<CheckpointTensor> tensors{{"model/00_dense/weight", {300, 1000}, big.data(), 0},
+                                              {"model/00_dense/bias", {10}, small.data(), 0}};
+  CheckpointInfo info;
+  info.state.step = 3;
+  info.run.world = world_size();
+  const double sums[3] = {0, 0, 0};
+  FileTuning tuning;
+  tuning.hints = parse_key_values("romio_cb_write=enable, cb_nodes=1,striping_unit=65536");
+  tuning.alignment = 65536;
+  write_checkpoint(*host_communicator(MPI_COMM_WORLD, "world"), path, info, tensors, {},
+                   {world_rank(), world_size(), 0, 1}, sums, tuning);
+  if (world_rank() == 0) {
+    {
+      const CheckpointFile f(path);
+      std::vector<float> back(big.size());
+      f.read("model/00_dense/weight", back.data());
+      EXPECT_EQ(back, big);
+    }
+    h5::Id file(H5Fopen(path.c_str(), H5F_ACC_RDONLY, H5P_DEFAULT));
+    h5::Id d(H5Dopen2(file.get(), "model/00_dense/weight", H5P_DEFAULT));
+    h5::Id space(H5Dget_space(d.get()));
+    hsize_t chunks = 0;
+    ASSERT_GE(H5Dget_num_chunks(d.get(), space.get(), &chunks), 0);
+    ASSERT_GT(chunks, 0u);
+    for (hsize_t c = 0; c < chunks; ++c) {
+      hsize_t offset[2] = {0, 0}, size = 0;
+      haddr_t addr = 0;
+      unsigned mask = 0;
+      ASSERT_GE(H5Dget_chunk_info(d.get(), space.get(), c, offset, &mask, &addr, &size), 0);
+      if (size >= 65536) {
+        EXPECT_EQ(addr % 65536, 0u) << "chunk " << c << " of " << size << " bytes at " << addr;
+      }
+    }
+    fs::remove_all(dir);
+  }
+  EXPECT_THROW(parse_key_values("romio_cb_write"), std::invalid_argument);
+  EXPECT_THROW(parse_key_values("=enable"), std::invalid_argument);
+  EXPECT_EQ(parse_key_values(" a=1 ,b=x=y,").size(), 2u);
+}
 
 TEST(CheckpointFields, TheTableCoversEveryFieldOnce) {
   CheckpointInfo info;

@@ -140,6 +140,11 @@ TEST(ConfigErrors, OutOfRangeNamesTheRange) {
             std::string::npos);
   EXPECT_NE(error_of("[optim]\nbetas = 0.9\n").find("expected two numbers"), std::string::npos);
   EXPECT_NE(error_of("[data]\ncache_bytes = 3X\n").find("expected a byte count"), std::string::npos);
+  EXPECT_NE(error_of("[checkpoint]\nmpiio_hints = romio_cb_write=enable, foo\n")
+                .find("[checkpoint] mpiio_hints = 'romio_cb_write=enable, foo': 'foo' is not key=value"),
+            std::string::npos);
+  EXPECT_NE(error_of("[checkpoint]\nalignment = big\n").find("[checkpoint] alignment = 'big': expected a byte count"),
+            std::string::npos);
   EXPECT_NE(error_of("[train]\nepochs = 99999999999999999999999\n").find("[train] epochs"), std::string::npos);
 }
 

@@ -119,6 +119,10 @@ struct CheckpointConfig {
   // Before training: room for keep + 1 checkpoints (free space plus the older checkpoints
   // rotation deletes)? error (exit 2), warn, or off.
   std::string space_check = "error";
+  // Parallel file systems: hints for the MPI-IO layer ("key=value,..."), and where datasets start
+  // ("auto": the file system's preferred I/O size, "none", or bytes).
+  std::string mpiio_hints;
+  std::string alignment = "auto";
 };
 
 // Where a key's value came from, for the --dry-run table and resume warnings.

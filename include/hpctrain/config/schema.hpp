@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <functional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "hpctrain/config/config.hpp"
@@ -44,6 +45,9 @@ std::string describe_type(const KeySpec& spec);
 
 // "4096", "512M", "2G" (K/M/G/T = 2^10..2^40) -> bytes; std::invalid_argument otherwise.
 std::uint64_t parse_byte_size(const std::string& text);
+// "key=value,key=value" -> pairs (spaces around items ignored); std::invalid_argument when an
+// item is not key=value.
+std::vector<std::pair<std::string, std::string>> parse_key_values(const std::string& text);
 
 // `s` without leading and trailing white space.
 std::string trim(const std::string& s);

@@ -95,6 +95,15 @@ struct WriterPlace {
   int dp = 0, dp_size = 1, mp = 0, mp_size = 1;
 };
 
+// How the file is laid out and handed to MPI-IO ([checkpoint] mpiio_hints, alignment).
+struct FileTuning {
+  std::vector<std::pair<std::string, std::string>> hints;  // MPI_Info keys for HDF5's MPI-IO driver
+  std::uint64_t alignment = 0;  // objects of at least this size start at a multiple of it (0: HDF5's packing)
+};
+// The alignment [checkpoint] alignment = auto gives `dir`: the file system's preferred I/O size
+// (st_blksize: the block size, or the stripe size on Lustre), at least 4 KiB.
+std::uint64_t preferred_alignment(const std::string& dir);
+
 // Collective over `comm` (every rank of the job): writes `path` (through
 // "<dir>/.<name>.partial", renamed when complete and closed everywhere).
 // `groups`: (group path, layer type) pairs, written as the group's `type`
@@ -103,7 +112,7 @@ struct WriterPlace {
 double write_checkpoint(Communicator& comm, const std::string& path, const CheckpointInfo& info,
                         const std::vector<CheckpointTensor>& tensors,
                         const std::vector<std::pair<std::string, std::string>>& groups, const WriterPlace& place,
-                        const double rank_sums[3]);
+                        const double rank_sums[3], const FileTuning& tuning = {});
 
 // A checkpoint opened for reading on one rank (serial driver). Every error is
 // bad_input naming the file and the dataset: missing, not HDF5, not a

@@ -79,6 +79,7 @@ class Checkpointer {
   Model& model_;
   Optimizer& opt_;
   std::vector<LayerGroup> groups_;
+  FileTuning tuning_;  // [checkpoint] mpiio_hints and alignment (the same on every rank: rank 0's)
   double seconds_ = 0;
   int saved_ = 0;
   std::string tokenizer_, vocabulary_;

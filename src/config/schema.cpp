@@ -492,6 +492,11 @@ std::vector<KeySpec> config_schema() {
                      "plus the older checkpoints rotation deletes): error = refuse to start (exit 2), warn; "
                      "both also skip a checkpoint that no longer fits (exit 4); off = neither check",
                      [](Config& c, const std::string& v) { c.checkpoint.space_check = v; }));
+  k.push_back(make("checkpoint", "async", K::boolean, "false",
+                   "write checkpoints in the background: the step copies what the file holds to host memory "
+                   "(one more copy of the parameters and optimizer state) and training goes on; at most one "
+                   "write in flight; the end of the run and a preemption wait for it (docs/checkpoints.md)",
+                   [](Config& c, const std::string& v) { c.checkpoint.async = parse_bool(v); }));
   k.push_back(make("checkpoint", "mpiio_hints", K::text, "",
                    "hints for the MPI-IO layer writing checkpoints, key=value,... (e.g. romio_cb_write=enable, "
                    "striping_factor=8, striping_unit=4194304, cb_nodes=4; docs/checkpoints.md)",

@@ -13,7 +13,9 @@
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <mutex>
 #include <sstream>
+#include <thread>
 #include <type_traits>
 
 #include "hpctrain/comm/agreement.hpp"
@@ -135,10 +137,11 @@ void from_text(const std::string& t, Int& v) {
 }  // namespace
 
 namespace {
-// The root attributes, groups and datasets of a checkpoint into the open file `root` (collective).
+// The root attributes, groups and datasets of a checkpoint into the open file `root` (collective);
+// `guard` (the HDF5 lock, held) is released and taken again between datasets.
 void write_contents(hid_t root, const CheckpointInfo& info, const std::vector<CheckpointTensor>& tensors,
                     const std::vector<std::pair<std::string, std::string>>& groups, const WriterPlace& place, int rank,
-                    int size, const double rank_sums[3]);
+                    int size, const double rank_sums[3], std::unique_lock<std::mutex>& guard);
 }  // namespace
 
 std::uint64_t preferred_alignment(const std::string& dir) {
@@ -167,7 +170,9 @@ double write_checkpoint(Communicator& comm, const std::string& path, const Check
   broadcast_text(comm, blob, 0);
   const CheckpointInfo info = decode_info(blob);
 
-  std::lock_guard<std::mutex> hdf5_guard(h5::lock());
+  // HDF5 calls under the process-wide lock, released between datasets (write_contents) so another
+  // thread's HDF5 calls (the data reader's chunk reads, beside a write in the background) go on.
+  std::unique_lock<std::mutex> guard(h5::lock());
   h5::Id fapl(CHECK_H5(H5Pcreate(H5P_FILE_ACCESS)));
   MPI_Info hints = MPI_INFO_NULL;  // [checkpoint] mpiio_hints, for the MPI-IO layer (ROMIO, OMPIO)
   if (!tuning.hints.empty()) {
@@ -183,10 +188,11 @@ double write_checkpoint(Communicator& comm, const std::string& path, const Check
   h5::Id file(CHECK_H5(H5Fcreate(path.c_str(), H5F_ACC_TRUNC, H5P_DEFAULT, fapl.get())));
   std::string error;
   try {
-    write_contents(file.get(), info, tensors, groups, place, rank, size, rank_sums);
+    write_contents(file.get(), info, tensors, groups, place, rank, size, rank_sums, guard);
   } catch (const std::exception& e) {
     error = e.what();
   }
+  guard.unlock();  // (no collective under the lock)
   int failed = error.empty() ? 0 : 1;
   comm.allreduce(&failed, &failed, 1, DType::i32, ReduceOp::max);
   if (failed) {
@@ -195,19 +201,25 @@ double write_checkpoint(Communicator& comm, const std::string& path, const Check
     // an open file), so the close can write what it must; the caller removes the file.
     if (rank == 0) (void)truncate(path.c_str(), 0);
     comm.barrier();
+    guard.lock();
     H5E_BEGIN_TRY { file.reset(); }
     H5E_END_TRY;
+    fapl.reset();
+    guard.unlock();
     throw Error(ExitCode::internal, Scope::this_rank,
                 error.empty() ? "the checkpoint write failed on another rank" : error);
   }
+  guard.lock();
   file.reset();  // collective close: the file is complete on disk when every rank returns
+  fapl.reset();
+  guard.unlock();
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
 }
 
 namespace {
 void write_contents(hid_t root, const CheckpointInfo& info, const std::vector<CheckpointTensor>& tensors,
                     const std::vector<std::pair<std::string, std::string>>& groups, const WriterPlace& place, int rank,
-                    int size, const double rank_sums[3]) {
+                    int size, const double rank_sums[3], std::unique_lock<std::mutex>& guard) {
   h5::write_string_attribute(root, "format", kCheckpointFormat);
   h5::write_int_attribute(root, "format_version", kCheckpointVersion);
   visit_fields(info, [&](const char* name, const auto& field, bool) { write_attribute(root, name, field); });
@@ -225,6 +237,9 @@ void write_contents(hid_t root, const CheckpointInfo& info, const std::vector<Ch
     HPCT_CHECK(index < 0 || t.data != nullptr, "checkpoint tensor " + t.path + " has no data on its own stage");
     write_dataset(root, lcpl.get(), dxpl.get(), t.path, H5T_IEEE_F32LE, H5T_NATIVE_FLOAT, t.shape, t.data,
                   sizeof(float), index, place.dp_size);
+    guard.unlock();  // between datasets: other threads' HDF5 calls get their turn
+    std::this_thread::yield();
+    guard.lock();
   }
   // Per-rank rows: rank r writes row r (chunks of one row, so no two ranks share a chunk).
   {

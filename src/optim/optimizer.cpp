@@ -149,8 +149,10 @@ class Adam final : public Optimizer {
 
 std::unique_ptr<Optimizer> make_optimizer(const OptimConfig& cfg, Tensor params, Tensor grads, Allocator& alloc,
                                           std::vector<DecayRun> runs, std::int64_t state_elems) {
-  if (runs.empty()) runs.push_back({0, params.numel(), true});
-  if (state_elems < 0) state_elems = params.numel();
+  if (state_elems < 0) {  // the state laid out like the parameters; no runs given: every parameter, decayed
+    state_elems = params.numel();
+    if (runs.empty()) runs.push_back({0, params.numel(), true});
+  }  // (else exactly the runs given, possibly none: a pipeline stage whose layers are all frozen)
   for (const DecayRun& r : runs)
     HPCT_CHECK(r.state_at() >= 0 && r.state_at() + r.count <= state_elems && r.offset + r.count <= params.numel(),
                "optimizer run outside its buffers");

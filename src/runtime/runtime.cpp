@@ -231,6 +231,7 @@ std::unique_ptr<Communicator> Runtime::make_communicator(MPI_Comm comm, const st
 }
 
 std::unique_ptr<Communicator> Runtime::make_communicator(Group group, MemorySpace memory, const std::string& suffix) {
+  if (group == Group::world) return make_communicator(MPI_COMM_WORLD, "world" + suffix, memory);
   const bool dp = group == Group::data_parallel;
   // The gradients' sums (the data-parallel group's own communicator) through node-shared memory
   // unless [parallel] host_allreduce = mpi (hierarchically when the group spans nodes).

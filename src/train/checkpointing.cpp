@@ -23,14 +23,9 @@ namespace hpctrain {
 
 namespace {
 std::string group_of(const std::string& name) { return name.substr(0, name.rfind('/')); }
-std::string type_of(const std::string& group) {  // "05_res/01_dense" -> "dense"
-  const std::string last = group.substr(group.rfind('/') + 1);
-  return last.substr(last.find('_') + 1);
-}
-std::string mib(double bytes) { return std::to_string(static_cast<long long>(bytes / (1 << 20) + 0.5)) + " MiB"; }
 }  // namespace
 
-Checkpointer::Checkpointer(const Config& cfg, const Runtime& rt, Communicator& dp, Model& model, Optimizer& opt,
+Checkpointer::Checkpointer(const Config& cfg, Runtime& rt, Communicator& dp, Model& model, Optimizer& opt,
                            std::vector<LayerGroup> groups)
     : cfg_(cfg), rt_(rt), dp_(dp), model_(model), opt_(opt), groups_(std::move(groups)) {
   std::string error;
@@ -49,197 +44,12 @@ Checkpointer::Checkpointer(const Config& cfg, const Runtime& rt, Communicator& d
                                           : parse_byte_size(a);
   rt_.world().broadcast(&alignment, 1, DType::i64, 0);  // HDF5 needs the same file layout on every rank
   tuning_.alignment = alignment;
+  if (cfg.checkpoint.async)
+    async_comm_ = rt.make_communicator(Runtime::Group::world, MemorySpace::host, "/checkpoint-writer");
 }
 
-std::vector<CheckpointTensor> Checkpointer::tensors(const float* params, const float* state) const {
-  // Every rank lists every tensor of the whole model (dataset creation is collective), with the
-  // stage that holds it; the data only where this rank holds it.
-  const auto& names = model_.all_layer_names();
-  auto stage_of = [&](const std::string& tensor) {
-    for (std::size_t i = 0; i < names.size(); ++i)
-      if (tensor.rfind(names[i] + "/", 0) == 0) return groups_.empty() ? 0 : stage_of_layer(groups_, i);
-    HPCT_CHECK(false, "checkpoint tensor " + tensor + " belongs to no layer");
-    return 0;
-  };
-  std::map<std::string, std::int64_t> own;  // parameter name -> offset in this rank's buffers
-  for (const ParamInfo& p : model_.param_info()) own[p.name] = p.offset;
-  std::map<std::string, float*> own_buffers;
-  for (auto& [name, buf] : model_.buffers()) own_buffers[name] = buf->data();
-  std::vector<CheckpointTensor> out;
-  for (const ParamInfo& p : model_.all_param_info()) {
-    const auto it = own.find(p.name);
-    out.push_back({"model/" + p.name, p.shape, it == own.end() ? nullptr : params + it->second, stage_of(p.name)});
-  }
-  for (const auto& [name, size] : model_.all_buffers()) {
-    const auto it = own_buffers.find(name);
-    out.push_back({"model/" + name, {size}, it == own_buffers.end() ? nullptr : it->second, stage_of(name)});
-  }
-  const auto states = opt_.state_names();
-  const std::int64_t n = model_.parameters().numel();
-  for (std::size_t k = 0; k < states.size(); ++k)
-    for (const ParamInfo& p : model_.all_param_info()) {
-      const auto it = own.find(p.name);
-      out.push_back({"optimizer/" + states[k] + "/" + p.name, p.shape,
-                     it == own.end() ? nullptr : state + static_cast<std::int64_t>(k) * n + it->second,
-                     stage_of(p.name)});
-    }
-  return out;
-}
-
-std::vector<float> Checkpointer::full_state() const {
-  const std::int64_t n = model_.parameters().numel();
-  std::vector<float> copy, full(static_cast<std::size_t>(n) * opt_.state_names().size(), 0.f);
-  expand_state(opt_, host_data(opt_.state(), copy), full.data(), n);
-  // Sharded ([parallel] shard_optimizer): each rank holds its own runs; the sum over the group is the whole.
-  if (cfg_.parallel.shard_optimizer && dp_.size() > 1)
-    dp_.allreduce(full.data(), full.data(), full.size(), DType::f32, ReduceOp::sum);
-  return full;
-}
-
-std::string Checkpointer::save(const TrainState& progress, const double interval_sums[3]) {
-  const auto& g = rt_.grid();
-  CheckpointInfo info;
-  info.state = progress;
-  RunRecord& r = info.run;
-  r.global_batch = cfg_.train.global_batch;
-  r.seed = cfg_.run.seed;
-  r.world = g.shape().world;
-  r.dp = g.shape().dp_size;
-  r.mp = g.shape().mp_size;
-  r.optimizer = opt_.name();
-  r.ini = effective_ini(cfg_);
-  r.ini_file = cfg_.ini_text;
-  r.model_summary = model_.summary();
-  r.tokenizer = tokenizer_;
-  r.vocabulary = vocabulary_;
-  // Every layer group that holds something, with its type; sorted, so parents come before
-  // the groups nested in them (residual blocks).
-  std::set<std::string> group_names;
-  for (const ParamInfo& p : model_.all_param_info())
-    for (std::string at = group_of(p.name);; at = group_of(at)) {
-      group_names.insert(at);
-      if (at.find('/') == std::string::npos) break;
-    }
-  std::vector<std::pair<std::string, std::string>> groups;
-  for (const std::string& gname : group_names) groups.emplace_back("model/" + gname, type_of(gname));
-  const std::string name = checkpoint_file_name(progress.step);
-  const fs::path dir(cfg_.checkpoint.dir);
-  const std::string partial = (dir / ("." + name + ".partial")).string(), final_path = (dir / name).string();
-  WriterPlace place{g.coords().dp, g.shape().dp_size, g.coords().mp, g.shape().mp_size};
-  // The parameters, optimizer state and buffers on the host (copies only on a GPU run).
-  std::vector<float> params_copy, state_copy;
-  const float* params = host_data(model_.parameters(), params_copy);
-  const std::vector<float> state = full_state();
-  model_.sync_buffers(true);
-  const auto list = tensors(params, state.data());
-  if (cfg_.checkpoint.space_check != "off") {  // a checkpoint that cannot fit is not started
-    int short_of_space = g.world_rank() == 0 && free_bytes(cfg_.checkpoint.dir) < estimated_bytes() ? 1 : 0;
-    rt_.world().broadcast(&short_of_space, 1, DType::i32, 0);
-    if (short_of_space) fail(progress.step, partial, "");
-  }
-  double s = 0;
-  std::string local_error;  // a failed write (disk full, I/O error) on this rank
-  try {
-    // Test hook: HPCTRAIN_TEST_FAIL_WRITE=STEP fails this checkpoint's write on every rank as a
-    // full disk would, after the partial file exists (docs/testing.md).
-    if (const char* f = std::getenv("HPCTRAIN_TEST_FAIL_WRITE"); f && std::atoll(f) == progress.step) {
-      std::ofstream(partial) << "partial";
-      throw std::runtime_error("injected write failure (HPCTRAIN_TEST_FAIL_WRITE)");
-    }
-    s = write_checkpoint(rt_.world(), partial, info, list, groups, place, interval_sums, tuning_);
-  } catch (const std::exception& e) {
-    local_error = e.what();
-  }
-  int failed = local_error.empty() ? 0 : 1;  // (a rank left inside a collective write: the watchdog ends the job)
-  rt_.world().allreduce(&failed, &failed, 1, DType::i32, ReduceOp::max);
-  if (failed) fail(progress.step, partial, local_error);
-  rt_.world().barrier();  // every rank has closed the file (watched: a rank stuck in the write ends the job)
-  // Test hook: HPCTRAIN_TEST_FAIL_CHECKPOINT=STEP fails this checkpoint after writing, before
-  // the rename, as a crash there would: the previous checkpoint must stay the newest.
-  if (const char* f = std::getenv("HPCTRAIN_TEST_FAIL_CHECKPOINT"); f && std::atoll(f) == progress.step)
-    throw Error(ExitCode::internal, Scope::this_rank, "injected failure before completing " + name);
-  std::string error;
-  if (g.world_rank() == 0) {
-    try {
-      fs::rename(partial, final_path);
-      publish_checkpoint(cfg_.checkpoint.dir, name, cfg_.checkpoint.keep);
-    } catch (const std::exception& e) {
-      error = "[checkpoint] dir '" + cfg_.checkpoint.dir + "': cannot complete " + name + ": " + e.what();
-    }
-  }
-  raise_if_any(rt_.world(), error);
-  double bytes = 0;
-  for (const auto& t : list) bytes += static_cast<double>(numel(t.shape)) * sizeof(float);
-  seconds_ += s;
-  ++saved_;
-  char line[256];
-  std::snprintf(line, sizeof(line), "checkpoint %s written: step %lld, %s in %.2f s (%.0f MiB/s)", final_path.c_str(),
-                static_cast<long long>(progress.step), mib(bytes).c_str(), s, bytes / (1 << 20) / std::max(s, 1e-9));
-  log0(line);
-  return final_path;
-}
-
-std::uint64_t Checkpointer::estimated_bytes() const {
-  std::uint64_t floats = 0, datasets = 0;
-  for (const ParamInfo& p : model_.all_param_info()) {
-    floats += static_cast<std::uint64_t>(numel(p.shape)) * (1 + opt_.state_names().size());
-    datasets += 1 + opt_.state_names().size();
-  }
-  for (const auto& [name, size] : model_.all_buffers()) {
-    floats += static_cast<std::uint64_t>(size);
-    ++datasets;
-  }
-  // HDF5's object headers, chunk indexes and checksums, and the root attributes (the INI text).
-  return floats * sizeof(float) + datasets * 4096 + cfg_.ini_text.size() * 2 + (256u << 10);
-}
-
-void Checkpointer::check_space() const {
-  if (cfg_.checkpoint.space_check == "off") return;
-  compute_on_root(rt_.world(), [&] {
-    const std::uint64_t one = estimated_bytes(), need = one * static_cast<std::uint64_t>(cfg_.checkpoint.keep + 1);
-    std::uint64_t older = 0;
-    for (const std::string& c : list_checkpoints(cfg_.checkpoint.dir)) {
-      std::error_code ec;
-      const auto n = fs::file_size(fs::path(cfg_.checkpoint.dir) / c, ec);
-      if (!ec) older += n;
-    }
-    const std::uint64_t free = free_bytes(cfg_.checkpoint.dir);
-    if (free + older >= need) return std::vector<std::string>{};
-    const std::string line = "[checkpoint] dir '" + cfg_.checkpoint.dir + "' has room for " +
-                             std::to_string((free + older) / std::max<std::uint64_t>(one, 1)) +
-                             " of the keep + 1 = " + std::to_string(cfg_.checkpoint.keep + 1) + " checkpoints of " +
-                             mib(static_cast<double>(one)) + " this run needs (" + mib(static_cast<double>(free)) +
-                             " free + " + mib(static_cast<double>(older)) +
-                             " of older checkpoints); free space, lower [checkpoint] keep, use another "
-                             "[checkpoint] dir, or set [checkpoint] space_check = warn";
-    if (cfg_.checkpoint.space_check == "error") throw bad_input(line);
-    warn(line);
-    return std::vector<std::string>{};
-  });
-}
-
-void Checkpointer::fail(std::int64_t step, const std::string& partial, const std::string& local) const {
-  // The first failing rank's error, for the case where the disk is not full.
-  int me = local.empty() ? rt_.world().size() : rt_.world().rank(), first = me;
-  rt_.world().allreduce(&me, &first, 1, DType::i32, ReduceOp::min);
-  std::string detail = local;
-  if (first < rt_.world().size()) broadcast_text(rt_.world(), detail, first);  // (none: not started, no room)
-  compute_on_root(rt_.world(), [&]() -> std::vector<std::string> {
-    std::error_code ec;
-    fs::remove(partial, ec);
-    const std::string dir = cfg_.checkpoint.dir;
-    const std::uint64_t free = free_bytes(dir), need = estimated_bytes();
-    std::string newest = find_latest_checkpoint(dir);
-    newest = newest.empty() ? "there is no complete checkpoint"
-                            : "the newest complete checkpoint is " + fs::path(newest).filename().string();
-    std::string why = free < need ? "no space left on device in " + dir + " (needs " + mib(static_cast<double>(need)) +
-                                        ", " + mib(static_cast<double>(free)) + " free)"
-                                  : "write failed in " + dir + ": " + detail.substr(0, detail.find('\n'));
-    throw Error(ExitCode::checkpoint_failed, Scope::every_rank,
-                "checkpoint step " + std::to_string(step) + " not written: " + why + "; " + newest +
-                    " (the run stops: free space or fix the directory, then resubmit; it resumes from there)");
-  });
-  throw Error(ExitCode::internal, Scope::every_rank, "unreachable: checkpoint failure not raised");
+Checkpointer::~Checkpointer() {
+  if (writer_.joinable()) writer_.join();  // (an exception is leaving the run: no collective here)
 }
 
 std::string resume_selection(const Config& cfg) {

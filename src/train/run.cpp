@@ -116,6 +116,7 @@ int Trainer::run() {
   int stop_signal = 0;
   while (state_.step < total && !stop_signal)
     stop_signal = run_step(reader, schedule, per_epoch, p, checkpointer, sums);
+  checkpointer.finish_async();  // the last checkpoint is on disk before the run ends or stops
   restore_preemption_signals();
   if (stop_signal && state_.step < total) {  // (a signal during the last step: the run is complete, finish normally)
     log0(std::string("stopped by ") + signal_name(stop_signal) + " after step " + std::to_string(state_.step) + " of " +
@@ -202,8 +203,11 @@ int Trainer::run_step(Reader& reader, const Schedule& schedule, std::int64_t per
   // A preemption signal on any rank, or the checkpoint minutes passed: one small allreduce per
   // step, so every rank logs, checkpoints and stops after the same step.
   const double minutes = cfg_.checkpoint.every_minutes;
-  int flags[2] = {pending_preemption_signal(), minutes > 0 && since(p.last_checkpoint) >= 60 * minutes ? 1 : 0};
-  rt_.world().allreduce(flags, flags, 2, DType::i32, ReduceOp::max);
+  // (And whether a checkpoint written in the background failed anywhere: reported at this step.)
+  int flags[3] = {pending_preemption_signal(), minutes > 0 && since(p.last_checkpoint) >= 60 * minutes ? 1 : 0,
+                  checkpointer.async_failed()};
+  rt_.world().allreduce(flags, flags, 3, DType::i32, ReduceOp::max);
+  if (flags[2]) checkpointer.finish_async();  // stops every rank with the failure's one line (exit 4)
   end.stop_signal = flags[0] != 0;
   end.minutes_due = flags[1] != 0;
   const Due due = schedule.after(end);
@@ -339,6 +343,7 @@ RunSummary Trainer::summarize(const Progress& p, const Checkpointer& checkpointe
   s.peak_bytes_per_rank = hi[1];
   s.optimizer_state_bytes_per_rank = hi[2];
   s.shard_optimizer = averager_->sharded();
+  for (const ParamInfo& info : model_->all_param_info()) s.parameters += numel(info.shape);
   double timed_s = p.timed_s;
   rt_.world().allreduce(&timed_s, &timed_s, 1, DType::f64, ReduceOp::max);
   s.steady_warmup_steps = p.warmup - p.first;
@@ -354,6 +359,7 @@ RunSummary Trainer::summarize(const Progress& p, const Checkpointer& checkpointe
   s.comm_hidden_fraction = std::max(0.0, p.comm_alone > 0 ? 1.0 - s.comm_wait_s_per_step / p.comm_alone : 1.0);
   s.checkpoints_written = checkpointer.saved();
   s.checkpoint_write_s = checkpointer.seconds_writing();
+  s.checkpoint_stall_s = checkpointer.seconds_stalled();
   s.precision = to_string(cfg_.run.precision);
   s.gemms = gemm_description(alloc_.device());
   s.skipped_steps = state_.scaler.skipped_steps;

@@ -10,6 +10,8 @@
 #   a stated tolerance of the uninterrupted run (summation order only);
 # - a sharded optimizer ([parallel] shard_optimizer) writes the same file, resumes exactly, and
 #   its checkpoints resume unsharded and the other way round;
+# - asynchronous checkpoints ([checkpoint] async) write the same files, wait for the write on a
+#   signal, resume exactly, and a failed background write stops the run at the next step (exit 4);
 # - real signals: SIGUSR1 to mpirun and SIGTERM to the ranks stop a run with
 #   exit 10 and a checkpoint, within seconds;
 # - errors: a corrupted byte (checksum), a different model (names the layer
@@ -139,6 +141,24 @@ run 4 "$tmp/z4" "${zero[@]}" --set "checkpoint.resume=$tmp/c17.h5" >/dev/null
 check "unsharded checkpoint resumed sharded on 4 ranks matches" close_all "$ck/ckpt-00000030.h5" "$tmp/z4/checkpoints/ckpt-00000030.h5"
 run 1 "$tmp/z1" --set "checkpoint.resume=$tmp/z17.h5" >/dev/null
 check "sharded checkpoint resumed unsharded on 1 rank matches" close_all "$ck/ckpt-00000030.h5" "$tmp/z1/checkpoints/ckpt-00000030.h5"
+
+# ---- Asynchronous checkpoints ([checkpoint] async): the same files, exact resume ----
+out=$(run 2 "$tmp/as" --set checkpoint.async=true)
+check "async: exit 0, each checkpoint written in the background" test $? -eq 0 -a \
+  "$(grep -c 'written: step .* in the background; training stalled' <<<"$out")" -eq 3
+check "async: the final checkpoint equals the synchronous run's (every dataset bit-identical)" \
+  same "$ck/ckpt-00000030.h5" "$tmp/as/checkpoints/ckpt-00000030.h5"
+HPCTRAIN_TEST_SIGNAL=1:17 run 2 "$tmp/asx" --set checkpoint.async=true >/dev/null
+check "async: a signal waits for the step-17 checkpoint before exiting (exit 10, file complete)" \
+  test $? -eq 10 -a "$(cat "$tmp/asx/checkpoints/latest")" = ckpt-00000017.h5
+run 2 "$tmp/asx" --set checkpoint.async=true >/dev/null
+check "async: stopped and resumed, bit-identical to the uninterrupted run" \
+  same "$ck/ckpt-00000030.h5" "$tmp/asx/checkpoints/ckpt-00000030.h5"
+out=$(HPCTRAIN_TEST_FAIL_WRITE=20 run 2 "$tmp/asf" --set checkpoint.async=true)
+rc=$?
+check "async: a failed background write stops the run at the next step, exit 4 ($rc), one line" \
+  test $rc -eq 4 -a -n "$(grep -E '^hpctrain: error: checkpoint step 20 not written: write failed in .*; the newest complete checkpoint is ckpt-00000010.h5' <<<"$out")"
+check "... no step after 21 trained" test -z "$(grep -E '^epoch .* step (2[5-9]|30)/' <<<"$out")"
 
 # ---- Time-based interval: every_minutes ----
 out=$(run 2 "$tmp/m" --set train.steps=60 --set checkpoint.every_steps=0 --set checkpoint.every_minutes=0.005 \

@@ -71,4 +71,25 @@ echo "$out" | tail -5
 check "cheapest within 0.06 h: 2 ranks (1 rank is too slow, 4 cost more)" grep -q "cheapest within 0.06 h: 2 rank(s), 0.0526 h, cost 0.1053" <<<"$out"
 out=$($py tools/cost_report.py --price 1 --scaling "$tmp/table.csv" --samples-per-epoch 36000 --epochs 1 --target-hours 0.01)
 check "no configuration fast enough: said so" grep -q "no configuration finishes within 0.01 h" <<<"$out"
+# ---- The scaling planner ----
+# A hand-made 1-rank summary: 256 samples in 0.256 s, 1 M parameters, momentum; link 0 us + 1 GB/s,
+# 10 GB/s memory, half the allreduce hidden. At 2 ranks: compute (0.256 - 0.002) / 2 = 0.127 s,
+# update 4 MB x 5 / 10 GB/s = 0.002 s, allreduce 2 x 1/2 x 4 MB / 1 GB/s = 0.004 s, half exposed:
+# 131.00 ms; sharded: update 0.001 s, all-gather 0.002 s more: 132.00 ms.
+cat >"$tmp/one.json" <<'JSON'
+{"global_batch": 256, "ranks": 1, "steady_samples_per_s": 1000, "parameters": 1000000,
+ "optimizer_state_bytes_per_rank": 4000000, "comm_wait_s_per_step": 0, "buckets": 1}
+JSON
+out=$($py tools/scaling_plan.py --summary "$tmp/one.json" --ranks 1,2 --link 0,1 --hidden 0.5 2>&1)
+echo "$out" | tail -3
+check "planner: 2 ranks predicted from the model (131.00 ms per step)" grep -qE '^ +2 +1 +128 +131\.00 ' <<<"$out"
+out=$($py tools/scaling_plan.py --summary "$tmp/one.json" --ranks 2 --link 0,1 --hidden 0.5 --shard-optimizer 2>&1)
+check "planner: sharded optimizer (132.00 ms)" grep -qE '^ +2 +1 +128 +132\.00 ' <<<"$out"
+out=$($py tools/scaling_plan.py --summary "$tmp/s/np1/summary.json" --ranks 1,2 --check "$tmp/s/np2/summary.json" \
+  --tolerance 10 2>&1)
+check "planner on the study's runs: measures the link, compares with the 2-rank run" \
+  grep -qE '^check: 2 ranks predicted [0-9.]+ ms per step, measured [0-9.]+ ms' <<<"$out"
+out=$($py tools/scaling_plan.py --summary "$tmp/nothing.json" 2>&1)
+check "planner: a missing summary is one line, exit 2" test $? -eq 2 -a -n "$(grep 'nothing.json: cannot read' <<<"$out")"
+
 finish

@@ -185,3 +185,16 @@ TEST(ShardedOptimizer, RunsCutToTheOwnedRangesPackTheirState) {
   compact_state(*opt, full.data(), 100, back.data());
   EXPECT_EQ(back, compact);
 }
+
+// A pipeline stage whose layers are all frozen owns nothing: no runs, no state, nothing updated.
+TEST(ShardedOptimizer, NoRunsUpdateNothing) {
+  Allocator alloc;
+  OptimConfig cfg;
+  Tensor w = Tensor::zeros({10}, alloc), g = Tensor::zeros({10}, alloc);
+  fill(g, 1.f);
+  auto opt = make_optimizer(cfg, w, g, alloc, {}, 0);
+  EXPECT_EQ(opt->state().numel(), 0);
+  Tensor scalars = scalars_with_rate(alloc, 0.1f);
+  opt->step(scalars, 1);
+  for (std::int64_t i = 0; i < 10; ++i) EXPECT_EQ(w.data()[i], 0.f);
+}

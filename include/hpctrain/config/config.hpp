@@ -123,6 +123,7 @@ struct CheckpointConfig {
   // ("auto": the file system's preferred I/O size, "none", or bytes).
   std::string mpiio_hints;
   std::string alignment = "auto";
+  bool async = false;  // write checkpoints in the background while training goes on
 };
 
 // Where a key's value came from, for the --dry-run table and resume warnings.

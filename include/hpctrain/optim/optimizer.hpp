@@ -65,8 +65,9 @@ std::vector<DecayRun> own_runs(const std::vector<DecayRun>& runs,
                                std::int64_t& state_elems);
 
 // SGD (momentum, Nesterov, weight decay), Adam (L2 decay) or AdamW (decoupled decay). `runs`:
-// where weight decay applies (empty: everywhere); each run is updated by one operation; only the
-// runs given are updated. `state_elems`: the size of each state block (-1: the parameters').
+// where weight decay applies (empty with state_elems = -1: everywhere); each run is updated by one
+// operation; only the runs given are updated. `state_elems`: the size of each state block (-1:
+// the parameters'; >= 0: the runs' state is packed, and no runs means nothing to update).
 std::unique_ptr<Optimizer> make_optimizer(const OptimConfig& cfg, Tensor params, Tensor grads, Allocator& alloc,
                                           std::vector<DecayRun> runs = {}, std::int64_t state_elems = -1);
 

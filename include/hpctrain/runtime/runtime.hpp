@@ -95,7 +95,7 @@ class Runtime {
                                                   bool shm = false);
   // The same over this rank's data-parallel or model-parallel group of the grid, named as the
   // grid names it plus `suffix` (code above the runtime never holds the MPI handles).
-  enum class Group { data_parallel, model_parallel };
+  enum class Group { data_parallel, model_parallel, world };  // world: every rank (e.g. a background writer's own)
   std::unique_ptr<Communicator> make_communicator(Group group, MemorySpace memory, const std::string& suffix = "");
 
   // Collective: the per-rank table (rank, host, local rank, device, dp, mp),

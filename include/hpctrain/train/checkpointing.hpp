@@ -6,8 +6,12 @@
 // the bits. Also the checks --dry-run makes of the directory and the target.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
+#include <map>
+#include <memory>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "hpctrain/config/config.hpp"
@@ -24,13 +28,23 @@ class Checkpointer {
   // Collective: creates [checkpoint] dir on rank 0 (bad_input when it cannot). `dp`: the
   // data-parallel group for host buffers (a stage's rank 0 reads, the group gets the bits).
   // `groups`: the layers of each pipeline stage (empty: one stage holds everything).
-  Checkpointer(const Config& cfg, const Runtime& rt, Communicator& dp, Model& model, Optimizer& opt,
+  Checkpointer(const Config& cfg, Runtime& rt, Communicator& dp, Model& model, Optimizer& opt,
                std::vector<LayerGroup> groups = {});
 
+  ~Checkpointer();  // waits for a write in the background (an exception leaving the run)
   // Collective: writes <dir>/ckpt-<state.step>.h5 (the state, this run's record, the tensors)
-  // and makes it the newest; returns its path.
+  // and makes it the newest; returns its path. With [checkpoint] async, copies what the file
+  // holds to host memory and writes it on a thread of its own, over a communicator of its own,
+  // while training goes on; at most one write is in flight (the next save waits for it).
   std::string save(const TrainState& state, const double interval_sums[3]);
+  // Collective: waits for the write in the background, if any; a failed one stops every rank
+  // as a synchronous failure does (exit 4, one line). Called by save(), at the end of the run,
+  // before a preemption exit, and when async_failed() says so.
+  void finish_async();
+  // This rank's background write ended in failure (the ranks OR it into the step's flags).
+  int async_failed() const { return writer_failed_.load(); }
   double seconds_writing() const { return seconds_; }
+  double seconds_stalled() const { return stall_s_; }  // training's time inside save()
   // What one checkpoint of this run takes on disk (the data, and an allowance for HDF5's metadata).
   std::uint64_t estimated_bytes() const;
   // Collective, before training: whether [checkpoint] dir has room for keep + 1 checkpoints (the
@@ -71,15 +85,47 @@ class Checkpointer {
   // Collective over the group: this stage's whole optimizer state on the host, laid out like the
   // parameters (what the file stores), from this rank's runs (all of them, or its shard).
   std::vector<float> full_state() const;
-  // Every tensor of the whole model; this rank's data at `params` / `state` (host copies).
-  std::vector<CheckpointTensor> tensors(const float* params, const float* state) const;
+  // Every tensor of the whole model; this rank's data at `params` / `state` (host copies), its
+  // buffers' at `buffers` (by name) or the model's own.
+  std::vector<CheckpointTensor> tensors(const float* params, const float* state,
+                                        const std::map<std::string, const float*>* buffers = nullptr) const;
+  // One checkpoint on its way to disk: the names, the record, the tensor list and, for a write in
+  // the background, host copies of everything it points to (the training goes on changing the
+  // model's own buffers).
+  struct Job {
+    std::int64_t step = 0;
+    std::string name, partial, final_path;
+    CheckpointInfo info;
+    std::vector<std::pair<std::string, std::string>> groups;
+    WriterPlace place;
+    std::vector<float> params, state;               // host copies (params: empty when the model's own are used)
+    std::vector<std::vector<float>> buffer_copies;  // (async only)
+    std::vector<CheckpointTensor> list;
+    double sums[3] = {0, 0, 0};
+    double bytes = 0;
+  };
+  // Collective: the checkpoint of `state`, with host copies of everything when `copy` (async).
+  std::unique_ptr<Job> prepare(const TrainState& state, const double interval_sums[3], bool copy);
+  // Collective over `comm`: the file, agreed on, renamed and published; the write's seconds.
+  // A failed write: Error checkpoint_failed (this rank's text) on every rank.
+  double write(const Job& job, Communicator& comm);
+  void report(const Job& job, double seconds, double stall);  // counts it, logs the line
   const Config& cfg_;
-  const Runtime& rt_;
+  Runtime& rt_;
   Communicator& dp_;
   Model& model_;
   Optimizer& opt_;
   std::vector<LayerGroup> groups_;
   FileTuning tuning_;  // [checkpoint] mpiio_hints and alignment (the same on every rank: rank 0's)
+  // [checkpoint] async: the writer thread, its communicator (a duplicate of the world), the job in
+  // flight and how it ended.
+  std::unique_ptr<Communicator> async_comm_;
+  std::thread writer_;
+  std::unique_ptr<Job> in_flight_;
+  std::atomic<int> writer_failed_{0};
+  std::string writer_error_;
+  double in_flight_seconds_ = 0, in_flight_stall_ = 0;
+  double stall_s_ = 0;
   double seconds_ = 0;
   int saved_ = 0;
   std::string tokenizer_, vocabulary_;

@@ -94,6 +94,7 @@ struct RunSummary {
   double rank_hours = 0, price_per_device_hour = 0;
   double step_time_s_min = 0, step_time_s_max = 0, peak_bytes_per_rank = 0;
   double optimizer_state_bytes_per_rank = 0;  // the most any rank holds ([parallel] shard_optimizer: ~1/D)
+  std::int64_t parameters = 0;                // of the whole model (gradient bytes: 4 x this)
   bool shard_optimizer = false;
   std::size_t buckets = 0;
   double comm_alone_s_per_step = 0, comm_wait_s_per_step = 0, comm_hidden_fraction = 0;
@@ -102,6 +103,7 @@ struct RunSummary {
   std::int64_t steady_warmup_steps = 0;
   int checkpoints_written = 0;
   double checkpoint_write_s = 0;
+  double checkpoint_stall_s = 0;          // training's time in checkpointing (= the writes unless [checkpoint] async)
   std::string precision = "fp32", gemms;  // gemms: how reduced-precision GEMMs ran
   std::int64_t skipped_steps = 0;
   double loss_scale = 1;
@@ -141,6 +143,7 @@ void visit_summary(const RunSummary& s, Visit&& v) {
   v("step_time_s_max", s.step_time_s_max);
   v("peak_bytes_per_rank", s.peak_bytes_per_rank);
   v("optimizer_state_bytes_per_rank", s.optimizer_state_bytes_per_rank);
+  v("parameters", s.parameters);
   v("shard_optimizer", s.shard_optimizer);
   v("comm_alone_s_per_step", s.comm_alone_s_per_step);
   v("comm_wait_s_per_step", s.comm_wait_s_per_step);
@@ -149,6 +152,7 @@ void visit_summary(const RunSummary& s, Visit&& v) {
   v("steady_warmup_steps", s.steady_warmup_steps);
   v("checkpoints_written", s.checkpoints_written);
   v("checkpoint_write_s", s.checkpoint_write_s);
+  v("checkpoint_stall_s", s.checkpoint_stall_s);
   v("precision", s.precision);
   v("skipped_steps", s.skipped_steps);
   v("loss_scale", s.loss_scale);

@@ -1,0 +1,290 @@
+// Writing checkpoints (train/checkpointing.hpp): what a checkpoint holds, the write itself
+// (collective, through a temporary name, then `latest` and rotation), in the background with
+// [checkpoint] async, the space checks, and the one-line report of a failed write.
+#include <chrono>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <set>
+
+#include "hpctrain/comm/agreement.hpp"
+#include "hpctrain/core/error.hpp"
+#include "hpctrain/core/log.hpp"
+#include "hpctrain/model/partition.hpp"
+#include "hpctrain/train/checkpointing.hpp"
+
+namespace fs = std::filesystem;
+
+namespace hpctrain {
+
+namespace {
+std::string group_of(const std::string& name) { return name.substr(0, name.rfind('/')); }
+std::string type_of(const std::string& group) {  // "05_res/01_dense" -> "dense"
+  const std::string last = group.substr(group.rfind('/') + 1);
+  return last.substr(last.find('_') + 1);
+}
+std::string mib(double bytes) { return std::to_string(static_cast<long long>(bytes / (1 << 20) + 0.5)) + " MiB"; }
+}  // namespace
+
+std::vector<CheckpointTensor> Checkpointer::tensors(const float* params, const float* state,
+                                                    const std::map<std::string, const float*>* buffers) const {
+  // Every rank lists every tensor of the whole model (dataset creation is collective), with the
+  // stage that holds it; the data only where this rank holds it.
+  const auto& names = model_.all_layer_names();
+  auto stage_of = [&](const std::string& tensor) {
+    for (std::size_t i = 0; i < names.size(); ++i)
+      if (tensor.rfind(names[i] + "/", 0) == 0) return groups_.empty() ? 0 : stage_of_layer(groups_, i);
+    HPCT_CHECK(false, "checkpoint tensor " + tensor + " belongs to no layer");
+    return 0;
+  };
+  std::map<std::string, std::int64_t> own;  // parameter name -> offset in this rank's buffers
+  for (const ParamInfo& p : model_.param_info()) own[p.name] = p.offset;
+  std::map<std::string, const float*> own_buffers;
+  for (auto& [name, buf] : model_.buffers()) own_buffers[name] = buf->data();
+  if (buffers) own_buffers = *buffers;  // (copies, for a write in the background)
+  std::vector<CheckpointTensor> out;
+  for (const ParamInfo& p : model_.all_param_info()) {
+    const auto it = own.find(p.name);
+    out.push_back({"model/" + p.name, p.shape, it == own.end() ? nullptr : params + it->second, stage_of(p.name)});
+  }
+  for (const auto& [name, size] : model_.all_buffers()) {
+    const auto it = own_buffers.find(name);
+    out.push_back({"model/" + name, {size}, it == own_buffers.end() ? nullptr : it->second, stage_of(name)});
+  }
+  const auto states = opt_.state_names();
+  const std::int64_t n = model_.parameters().numel();
+  for (std::size_t k = 0; k < states.size(); ++k)
+    for (const ParamInfo& p : model_.all_param_info()) {
+      const auto it = own.find(p.name);
+      out.push_back({"optimizer/" + states[k] + "/" + p.name, p.shape,
+                     it == own.end() ? nullptr : state + static_cast<std::int64_t>(k) * n + it->second,
+                     stage_of(p.name)});
+    }
+  return out;
+}
+
+std::vector<float> Checkpointer::full_state() const {
+  const std::int64_t n = model_.parameters().numel();
+  std::vector<float> copy, full(static_cast<std::size_t>(n) * opt_.state_names().size(), 0.f);
+  expand_state(opt_, host_data(opt_.state(), copy), full.data(), n);
+  // Sharded ([parallel] shard_optimizer): each rank holds its own runs; the sum over the group is the whole.
+  if (cfg_.parallel.shard_optimizer && dp_.size() > 1)
+    dp_.allreduce(full.data(), full.data(), full.size(), DType::f32, ReduceOp::sum);
+  return full;
+}
+
+std::unique_ptr<Checkpointer::Job> Checkpointer::prepare(const TrainState& progress, const double interval_sums[3],
+                                                         bool copy) {
+  const auto& g = rt_.grid();
+  auto job = std::make_unique<Job>();
+  job->step = progress.step;
+  CheckpointInfo& info = job->info;
+  info.state = progress;
+  RunRecord& r = info.run;
+  r.global_batch = cfg_.train.global_batch;
+  r.seed = cfg_.run.seed;
+  r.world = g.shape().world;
+  r.dp = g.shape().dp_size;
+  r.mp = g.shape().mp_size;
+  r.optimizer = opt_.name();
+  r.ini = effective_ini(cfg_);
+  r.ini_file = cfg_.ini_text;
+  r.model_summary = model_.summary();
+  r.tokenizer = tokenizer_;
+  r.vocabulary = vocabulary_;
+  // Every layer group that holds something, with its type; sorted, so parents come before
+  // the groups nested in them (residual blocks).
+  std::set<std::string> group_names;
+  for (const ParamInfo& p : model_.all_param_info())
+    for (std::string at = group_of(p.name);; at = group_of(at)) {
+      group_names.insert(at);
+      if (at.find('/') == std::string::npos) break;
+    }
+  for (const std::string& gname : group_names) job->groups.emplace_back("model/" + gname, type_of(gname));
+  job->name = checkpoint_file_name(progress.step);
+  const fs::path dir(cfg_.checkpoint.dir);
+  job->partial = (dir / ("." + job->name + ".partial")).string();
+  job->final_path = (dir / job->name).string();
+  job->place = WriterPlace{g.coords().dp, g.shape().dp_size, g.coords().mp, g.shape().mp_size};
+  // The parameters, optimizer state and buffers on the host (copies on a GPU run, or to write
+  // them in the background).
+  const float* params = host_data(model_.parameters(), job->params);
+  if (copy && job->params.empty()) {
+    job->params.assign(params, params + model_.parameters().numel());
+    params = job->params.data();
+  }
+  job->state = full_state();  // (collective over the group; a copy either way)
+  model_.sync_buffers(true);
+  std::map<std::string, const float*> buffers;
+  if (copy)
+    for (auto& [bname, buf] : model_.buffers()) {
+      job->buffer_copies.emplace_back(*buf);
+      buffers[bname] = job->buffer_copies.back().data();
+    }
+  job->list = tensors(params, job->state.data(), copy ? &buffers : nullptr);
+  for (int k = 0; k < 3; ++k) job->sums[k] = interval_sums[k];
+  for (const auto& t : job->list) job->bytes += static_cast<double>(numel(t.shape)) * sizeof(float);
+  return job;
+}
+
+double Checkpointer::write(const Job& job, Communicator& comm) {
+  double s = 0;
+  std::string local_error;  // a failed write (disk full, I/O error) on this rank
+  try {
+    // Test hook: HPCTRAIN_TEST_FAIL_WRITE=STEP fails this checkpoint's write on every rank as a
+    // full disk would, after the partial file exists (docs/testing.md).
+    if (const char* f = std::getenv("HPCTRAIN_TEST_FAIL_WRITE"); f && std::atoll(f) == job.step) {
+      std::ofstream(job.partial) << "partial";
+      throw std::runtime_error("injected write failure (HPCTRAIN_TEST_FAIL_WRITE)");
+    }
+    s = write_checkpoint(comm, job.partial, job.info, job.list, job.groups, job.place, job.sums, tuning_);
+  } catch (const std::exception& e) {
+    local_error = e.what();
+  }
+  int failed = local_error.empty() ? 0 : 1;  // (a rank left inside a collective write: the watchdog ends the job)
+  comm.allreduce(&failed, &failed, 1, DType::i32, ReduceOp::max);
+  if (failed) throw Error(ExitCode::checkpoint_failed, Scope::this_rank, local_error);
+  comm.barrier();  // every rank has closed the file (watched: a rank stuck in the write ends the job)
+  // Test hook: HPCTRAIN_TEST_FAIL_CHECKPOINT=STEP fails this checkpoint after writing, before
+  // the rename, as a crash there would: the previous checkpoint must stay the newest.
+  if (const char* f = std::getenv("HPCTRAIN_TEST_FAIL_CHECKPOINT"); f && std::atoll(f) == job.step)
+    throw Error(ExitCode::internal, Scope::this_rank, "injected failure before completing " + job.name);
+  std::string error;
+  if (comm.rank() == 0) {
+    try {
+      fs::rename(job.partial, job.final_path);
+      publish_checkpoint(cfg_.checkpoint.dir, job.name, cfg_.checkpoint.keep);
+    } catch (const std::exception& e) {
+      error = "[checkpoint] dir '" + cfg_.checkpoint.dir + "': cannot complete " + job.name + ": " + e.what();
+    }
+  }
+  raise_if_any(comm, error);
+  return s;
+}
+
+void Checkpointer::report(const Job& job, double s, double stall) {
+  seconds_ += s;
+  ++saved_;
+  char line[320];
+  std::snprintf(
+      line, sizeof(line), "checkpoint %s written: step %lld, %s in %.2f s (%.0f MiB/s)%s", job.final_path.c_str(),
+      static_cast<long long>(job.step), mib(job.bytes).c_str(), s, job.bytes / (1 << 20) / std::max(s, 1e-9),
+      async_comm_ ? (", in the background; training stalled " + std::to_string(stall).substr(0, 5) + " s").c_str()
+                  : "");
+  log0(line);
+}
+
+std::string Checkpointer::save(const TrainState& progress, const double interval_sums[3]) {
+  const auto t0 = std::chrono::steady_clock::now();
+  finish_async();  // at most one write in flight: the previous one completes (or fails) first
+  std::unique_ptr<Job> job = prepare(progress, interval_sums, async_comm_ != nullptr);
+  if (cfg_.checkpoint.space_check != "off") {  // a checkpoint that cannot fit is not started
+    int short_of_space = rt_.grid().world_rank() == 0 && free_bytes(cfg_.checkpoint.dir) < estimated_bytes() ? 1 : 0;
+    rt_.world().broadcast(&short_of_space, 1, DType::i32, 0);
+    if (short_of_space) fail(progress.step, job->partial, "");
+  }
+  const std::string path = job->final_path;
+  if (async_comm_) {  // the write goes on in the background on its own communicator
+    in_flight_ = std::move(job);
+    writer_failed_ = 0;
+    const double stall = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    stall_s_ += stall;
+    writer_ = std::thread([this, stall] {
+      try {
+        in_flight_seconds_ = write(*in_flight_, *async_comm_);
+        in_flight_stall_ = stall;
+      } catch (const std::exception& e) {
+        writer_error_ = e.what();
+        writer_failed_ = 1;
+      }
+    });
+    return path;
+  }
+  double s = 0;
+  try {
+    s = write(*job, rt_.world());
+  } catch (const Error& e) {
+    if (e.code() != ExitCode::checkpoint_failed) throw;
+    fail(progress.step, job->partial, e.what());
+  }
+  const double stall = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  stall_s_ += stall;
+  report(*job, s, stall);
+  return path;
+}
+
+void Checkpointer::finish_async() {
+  if (!writer_.joinable()) return;
+  writer_.join();
+  int failed = writer_failed_;  // (the writers agreed on it; the same on every rank)
+  rt_.world().allreduce(&failed, &failed, 1, DType::i32, ReduceOp::max);
+  const std::unique_ptr<Job> job = std::move(in_flight_);
+  if (failed) fail(job->step, job->partial, writer_error_);
+  report(*job, in_flight_seconds_, in_flight_stall_);
+}
+
+std::uint64_t Checkpointer::estimated_bytes() const {
+  std::uint64_t floats = 0, datasets = 0;
+  for (const ParamInfo& p : model_.all_param_info()) {
+    floats += static_cast<std::uint64_t>(numel(p.shape)) * (1 + opt_.state_names().size());
+    datasets += 1 + opt_.state_names().size();
+  }
+  for (const auto& [name, size] : model_.all_buffers()) {
+    floats += static_cast<std::uint64_t>(size);
+    ++datasets;
+  }
+  // HDF5's object headers, chunk indexes and checksums, and the root attributes (the INI text).
+  return floats * sizeof(float) + datasets * 4096 + cfg_.ini_text.size() * 2 + (256u << 10);
+}
+
+void Checkpointer::check_space() const {
+  if (cfg_.checkpoint.space_check == "off") return;
+  compute_on_root(rt_.world(), [&] {
+    const std::uint64_t one = estimated_bytes(), need = one * static_cast<std::uint64_t>(cfg_.checkpoint.keep + 1);
+    std::uint64_t older = 0;
+    for (const std::string& c : list_checkpoints(cfg_.checkpoint.dir)) {
+      std::error_code ec;
+      const auto n = fs::file_size(fs::path(cfg_.checkpoint.dir) / c, ec);
+      if (!ec) older += n;
+    }
+    const std::uint64_t free = free_bytes(cfg_.checkpoint.dir);
+    if (free + older >= need) return std::vector<std::string>{};
+    const std::string line = "[checkpoint] dir '" + cfg_.checkpoint.dir + "' has room for " +
+                             std::to_string((free + older) / std::max<std::uint64_t>(one, 1)) +
+                             " of the keep + 1 = " + std::to_string(cfg_.checkpoint.keep + 1) + " checkpoints of " +
+                             mib(static_cast<double>(one)) + " this run needs (" + mib(static_cast<double>(free)) +
+                             " free + " + mib(static_cast<double>(older)) +
+                             " of older checkpoints); free space, lower [checkpoint] keep, use another "
+                             "[checkpoint] dir, or set [checkpoint] space_check = warn";
+    if (cfg_.checkpoint.space_check == "error") throw bad_input(line);
+    warn(line);
+    return std::vector<std::string>{};
+  });
+}
+
+void Checkpointer::fail(std::int64_t step, const std::string& partial, const std::string& local) const {
+  // The first failing rank's error, for the case where the disk is not full.
+  int me = local.empty() ? rt_.world().size() : rt_.world().rank(), first = me;
+  rt_.world().allreduce(&me, &first, 1, DType::i32, ReduceOp::min);
+  std::string detail = local;
+  if (first < rt_.world().size()) broadcast_text(rt_.world(), detail, first);  // (none: not started, no room)
+  compute_on_root(rt_.world(), [&]() -> std::vector<std::string> {
+    std::error_code ec;
+    fs::remove(partial, ec);
+    const std::string dir = cfg_.checkpoint.dir;
+    const std::uint64_t free = free_bytes(dir), need = estimated_bytes();
+    std::string newest = find_latest_checkpoint(dir);
+    newest = newest.empty() ? "there is no complete checkpoint"
+                            : "the newest complete checkpoint is " + fs::path(newest).filename().string();
+    std::string why = free < need ? "no space left on device in " + dir + " (needs " + mib(static_cast<double>(need)) +
+                                        ", " + mib(static_cast<double>(free)) + " free)"
+                                  : "write failed in " + dir + ": " + detail.substr(0, detail.find('\n'));
+    throw Error(ExitCode::checkpoint_failed, Scope::every_rank,
+                "checkpoint step " + std::to_string(step) + " not written: " + why + "; " + newest +
+                    " (the run stops: free space or fix the directory, then resubmit; it resumes from there)");
+  });
+  throw Error(ExitCode::internal, Scope::every_rank, "unreachable: checkpoint failure not raised");
+}
+
+}  // namespace hpctrain

@@ -64,20 +64,22 @@ std::vector<CheckpointTensor> Checkpointer::tensors(const float* params, const f
   return out;
 }
 
-std::vector<float> Checkpointer::full_state() const {
+void Checkpointer::full_state(std::vector<float>& full, std::vector<float>& scratch) const {
   const std::int64_t n = model_.parameters().numel();
-  std::vector<float> copy, full(static_cast<std::size_t>(n) * opt_.state_names().size(), 0.f);
-  expand_state(opt_, host_data(opt_.state(), copy), full.data(), n);
+  full.assign(static_cast<std::size_t>(n) * opt_.state_names().size(), 0.f);  // (capacity kept when reused)
+  expand_state(opt_, host_data(opt_.state(), scratch), full.data(), n);
   // Sharded ([parallel] shard_optimizer): each rank holds its own runs; the sum over the group is the whole.
   if (cfg_.parallel.shard_optimizer && dp_.size() > 1)
     dp_.allreduce(full.data(), full.data(), full.size(), DType::f32, ReduceOp::sum);
-  return full;
 }
 
 std::unique_ptr<Checkpointer::Job> Checkpointer::prepare(const TrainState& progress, const double interval_sums[3],
                                                          bool copy) {
   const auto& g = rt_.grid();
-  auto job = std::make_unique<Job>();
+  // The previous checkpoint's host buffers are reused (no allocation, no page faults per checkpoint).
+  std::unique_ptr<Job> job = spare_ ? std::move(spare_) : std::make_unique<Job>();
+  job->groups.clear();
+  job->bytes = 0;
   job->step = progress.step;
   CheckpointInfo& info = job->info;
   info.state = progress;
@@ -110,18 +112,21 @@ std::unique_ptr<Checkpointer::Job> Checkpointer::prepare(const TrainState& progr
   // The parameters, optimizer state and buffers on the host (copies on a GPU run, or to write
   // them in the background).
   const float* params = host_data(model_.parameters(), job->params);
-  if (copy && job->params.empty()) {
+  if (copy && params != job->params.data()) {
     job->params.assign(params, params + model_.parameters().numel());
     params = job->params.data();
   }
-  job->state = full_state();  // (collective over the group; a copy either way)
+  full_state(job->state, job->state_scratch);  // (collective over the group; a copy either way)
   model_.sync_buffers(true);
   std::map<std::string, const float*> buffers;
-  if (copy)
-    for (auto& [bname, buf] : model_.buffers()) {
-      job->buffer_copies.emplace_back(*buf);
-      buffers[bname] = job->buffer_copies.back().data();
+  if (copy) {
+    const auto model_buffers = model_.buffers();
+    job->buffer_copies.resize(model_buffers.size());
+    for (std::size_t i = 0; i < model_buffers.size(); ++i) {
+      job->buffer_copies[i].assign(model_buffers[i].second->begin(), model_buffers[i].second->end());
+      buffers[model_buffers[i].first] = job->buffer_copies[i].data();
     }
+  }
   job->list = tensors(params, job->state.data(), copy ? &buffers : nullptr);
   for (int k = 0; k < 3; ++k) job->sums[k] = interval_sums[k];
   for (const auto& t : job->list) job->bytes += static_cast<double>(numel(t.shape)) * sizeof(float);
@@ -211,6 +216,7 @@ std::string Checkpointer::save(const TrainState& progress, const double interval
   const double stall = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   stall_s_ += stall;
   report(*job, s, stall);
+  spare_ = std::move(job);
   return path;
 }
 
@@ -219,9 +225,10 @@ void Checkpointer::finish_async() {
   writer_.join();
   int failed = writer_failed_;  // (the writers agreed on it; the same on every rank)
   rt_.world().allreduce(&failed, &failed, 1, DType::i32, ReduceOp::max);
-  const std::unique_ptr<Job> job = std::move(in_flight_);
+  std::unique_ptr<Job> job = std::move(in_flight_);
   if (failed) fail(job->step, job->partial, writer_error_);
   report(*job, in_flight_seconds_, in_flight_stall_);
+  spare_ = std::move(job);  // its buffers serve the next checkpoint
 }
 
 std::uint64_t Checkpointer::estimated_bytes() const {

@@ -84,7 +84,7 @@ class Checkpointer {
   [[noreturn]] void fail(std::int64_t step, const std::string& partial, const std::string& local) const;
   // Collective over the group: this stage's whole optimizer state on the host, laid out like the
   // parameters (what the file stores), from this rank's runs (all of them, or its shard).
-  std::vector<float> full_state() const;
+  void full_state(std::vector<float>& full, std::vector<float>& scratch) const;
   // Every tensor of the whole model; this rank's data at `params` / `state` (host copies), its
   // buffers' at `buffers` (by name) or the model's own.
   std::vector<CheckpointTensor> tensors(const float* params, const float* state,
@@ -99,6 +99,7 @@ class Checkpointer {
     std::vector<std::pair<std::string, std::string>> groups;
     WriterPlace place;
     std::vector<float> params, state;               // host copies (params: empty when the model's own are used)
+    std::vector<float> state_scratch;               // (the optimizer's state downloaded from a GPU)
     std::vector<std::vector<float>> buffer_copies;  // (async only)
     std::vector<CheckpointTensor> list;
     double sums[3] = {0, 0, 0};
@@ -121,7 +122,7 @@ class Checkpointer {
   // flight and how it ended.
   std::unique_ptr<Communicator> async_comm_;
   std::thread writer_;
-  std::unique_ptr<Job> in_flight_;
+  std::unique_ptr<Job> in_flight_, spare_;  // spare_: the last job, its buffers reused
   std::atomic<int> writer_failed_{0};
   std::string writer_error_;
   double in_flight_seconds_ = 0, in_flight_stall_ = 0;

@@ -1,0 +1,47 @@
+#!/usr/bin/env bash
+# tools/bench/roof_bench.sh [--rounds N]
+# The machine's scaling roof against the 2-rank run, for the MNIST MLP and CNN examples: one
+# 1-rank job at batch 128; two 1-rank jobs at batch 128 at the same time (the roof: the same
+# per-rank work with no communication); the 2-rank job at global batch 256; the same with
+# [parallel] shard_optimizer. Steady-state samples/s from each run's summary.json; the 2-rank
+# runs as a share of the roof. 150 MLP or 60 CNN steps per run. Prints a line per model and round.
+set -euo pipefail
+root=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
+rounds=2
+[ "${1:-}" = --rounds ] && rounds=$2
+[ "$(id -u)" -eq 0 ] && export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+T=$root/build/trainer
+common=(--set checkpoint.resume=none --set checkpoint.every_epochs=0 --set train.eval_every=100000
+        --set "data.path=$root/inputs/data/mnist-small")
+st() { /usr/bin/python3 -c "import json; print(round(json.load(open('$1/summary.json'))['steady_samples_per_s']))"; }
+one() {  # out extra...
+  local out=$1
+  shift
+  mpirun -q -np 1 --bind-to none "$T" "$root/inputs/mnist_$model.ini" --set "run.out_dir=$out" \
+    --set train.global_batch=128 --set "train.steps=$steps" "${common[@]}" "$@" >/dev/null 2>&1
+}
+two() {  # out extra...
+  local out=$1
+  shift
+  mpirun -q -np 2 --bind-to none "$T" "$root/inputs/mnist_$model.ini" --set "run.out_dir=$out" \
+    --set "train.steps=$steps" "${common[@]}" "$@" >/dev/null 2>&1
+}
+echo "roof_bench: $(date -u +%Y-%m-%dT%H:%MZ), $(nproc) cores"
+for model in mlp cnn; do
+  steps=$([ $model = mlp ] && echo 150 || echo 60)
+  for round in $(seq "$rounds"); do
+    o=$tmp/$model$round
+    one "$o/one"
+    one "$o/r1" &
+    one "$o/r2"
+    wait
+    two "$o/two"
+    two "$o/twoz" --set parallel.shard_optimizer=true
+    r1=$(st "$o/r1") r2=$(st "$o/r2") t=$(st "$o/two") z=$(st "$o/twoz")
+    roof=$((r1 + r2))
+    echo "$model round $round: 1 rank (batch 128) $(st "$o/one"); roof $r1 + $r2 = $roof; 2 ranks $t" \
+      "($((100 * t / roof))% of roof); sharded $z ($((100 * z / roof))%)"
+  done
+done

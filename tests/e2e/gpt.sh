@@ -80,8 +80,10 @@ run 1 --set run.out_dir=resumed >b.log 2>&1
 check "exact resume: the losses after step 20 equal the uninterrupted run's ($(row run 40) vs $(row resumed 40))" \
   test -n "$(row run 40)" -a "$(row run 30)" = "$(row resumed 30)" -a "$(row run 40)" = "$(row resumed 40)"
 run 2 --set run.out_dir=elastic >c.log 2>&1
-check "elastic resume on 2 ranks: the same losses within 1e-4 ($(row elastic 40))" \
-  awk -v a="$(row run 40)" -v b="$(row elastic 40)" 'BEGIN{d = a - b; exit !(b != "" && d < 1e-4 && d > -1e-4)}'
+# (Summation order only, but AdamW divides by the gradients' running magnitude, which amplifies
+# it over 20 steps: 2e-5 and 4.2e-4 on two versions of the docs' text; a wrong resume is ~1e-1.)
+check "elastic resume on 2 ranks: the same losses within 1e-3 ($(row run 40) vs $(row elastic 40))" \
+  awk -v a="$(row run 40)" -v b="$(row elastic 40)" 'BEGIN{d = a - b; exit !(b != "" && d < 1e-3 && d > -1e-3)}'
 # Evaluation and generation.
 ev=$(run 1 --eval-only 2>&1 | grep "^eval-only")
 field() { awk -v k="$1" '{for (i = 1; i < NF; i++) if ($i == k) print $(i + 1)}' <<<"$ev"; }

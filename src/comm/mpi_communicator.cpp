@@ -257,6 +257,17 @@ Request MpiCommunicator::ibarrier() {
   return submit(std::move(o));
 }
 
+bool MpiCommunicator::through_shm(const Op& op) const {
+  if (!shm_ || op.dtype != DType::f32) return false;
+  const bool sum = op.op == ReduceOp::sum || op.op == ReduceOp::avg;  // (avg: scaled in finish)
+  switch (op.kind) {
+    case Kind::allreduce: return sum;
+    case Kind::reduce_scatter: return sum && shm_->nodes() == 1;
+    case Kind::allgather: return shm_->nodes() == 1;
+    default: return false;
+  }
+}
+
 Request MpiCommunicator::submit(std::shared_ptr<Op> op) {
   op->mpi_send = op->send;
   op->mpi_recv = op->recv;
@@ -269,7 +280,7 @@ Request MpiCommunicator::submit(std::shared_ptr<Op> op) {
   // Device buffers straight to MPI: the kernels that write them may still be queued. The progress
   // thread waits for this marker before the MPI call (the caller's thread goes on computing).
   if (options_.memory == MemorySpace::device && !staged) op->ready = options_.device->record_marker();
-  if (in_place_rs) op->temp.resize(op->out_bytes);
+  if (in_place_rs && !through_shm(*op)) op->temp.resize(op->out_bytes);  // (shared memory sums in place)
   const bool collective = op->kind != Kind::send && op->kind != Kind::recv;
   op->log_id = log_.enter(kind_name(op->kind), collective);
   {
@@ -331,8 +342,8 @@ void MpiCommunicator::start(Op& op) {
   MPI_Request r = MPI_REQUEST_NULL;
   switch (op.kind) {
     case Kind::allreduce:
-      if (shm_ && op.dtype == DType::f32 && (op.op == ReduceOp::sum || op.op == ReduceOp::avg)) {
-        shm_->sum(reinterpret_cast<const float*>(in), reinterpret_cast<float*>(out), op.count);  // (avg: in finish)
+      if (through_shm(op)) {
+        shm_->sum(reinterpret_cast<const float*>(in), reinterpret_cast<float*>(out), op.count);
         break;
       }
       for (std::size_t off = 0; off < op.count; off += kChunk) {
@@ -348,7 +359,7 @@ void MpiCommunicator::start(Op& op) {
       }
       break;
     case Kind::allgather: {
-      if (shm_ && shm_->nodes() == 1 && op.dtype == DType::f32) {
+      if (through_shm(op)) {
         shm_->allgather(reinterpret_cast<const float*>(in), reinterpret_cast<float*>(out), op.count);
         break;
       }
@@ -359,10 +370,8 @@ void MpiCommunicator::start(Op& op) {
       break;
     }
     case Kind::reduce_scatter: {
-      if (shm_ && shm_->nodes() == 1 && op.dtype == DType::f32 &&
-          (op.op == ReduceOp::sum || op.op == ReduceOp::avg)) {  // (in place too: no temporary; avg: in finish)
+      if (through_shm(op)) {  // (in place too: no temporary)
         shm_->reduce_scatter(reinterpret_cast<const float*>(in), reinterpret_cast<float*>(out), op.count);
-        op.temp.clear();
         break;
       }
       void* dst = op.temp.empty() ? static_cast<void*>(out) : op.temp.data();

@@ -28,24 +28,6 @@ std::vector<DecayRun> decay_runs(const std::vector<std::pair<std::int64_t, Shape
   return runs;
 }
 
-std::vector<DecayRun> freeze_runs(const std::vector<DecayRun>& runs,
-                                  const std::vector<std::pair<std::int64_t, std::int64_t>>& frozen) {
-  std::vector<DecayRun> out;
-  for (const DecayRun& r : runs) {
-    std::int64_t at = r.offset;
-    const std::int64_t end = r.offset + r.count;
-    for (const auto& [fb, fe] : frozen) {
-      const std::int64_t b = std::max(fb, at), e = std::min(fe, end);
-      if (b >= e) continue;
-      if (b > at) out.push_back({at, b - at, r.decay, r.frozen});
-      out.push_back({b, e - b, r.decay, true});
-      at = e;
-    }
-    if (at < end) out.push_back({at, end - at, r.decay, r.frozen});
-  }
-  return out;
-}
-
 std::vector<DecayRun> own_runs(const std::vector<DecayRun>& runs,
                                const std::vector<std::pair<std::int64_t, std::int64_t>>& owned,
                                std::int64_t& state_elems) {
@@ -55,7 +37,7 @@ std::vector<DecayRun> own_runs(const std::vector<DecayRun>& runs,
     for (const DecayRun& r : runs) {
       const std::int64_t b = std::max(ob, r.offset), e = std::min(oe, r.offset + r.count);
       if (b >= e) continue;
-      out.push_back({b, e - b, r.decay, r.frozen, state_elems});
+      out.push_back({b, e - b, r.decay, state_elems});
       state_elems += e - b;
     }
   return out;
@@ -93,7 +75,6 @@ class Sgd final : public Optimizer {
         runs_(std::move(runs)) {}
   void update(Tensor& scalars) override {
     for (const DecayRun& r : runs_) {
-      if (r.frozen) continue;
       Tensor w = part(w_, r), m = state_part(m_, r);
       sgd_update(w, part(g_, r), m, scalars, static_cast<float>(cfg_.momentum),
                  r.decay ? static_cast<float>(cfg_.weight_decay) : 0.f, cfg_.nesterov);
@@ -127,7 +108,6 @@ class Adam final : public Optimizer {
   }
   void update(Tensor& scalars) override {
     for (const DecayRun& r : runs_) {
-      if (r.frozen) continue;
       Tensor w = part(w_, r), m = state_part(m_, r), v = state_part(v_, r);
       adam_update(w, part(g_, r), m, v, scalars, static_cast<float>(cfg_.beta1), static_cast<float>(cfg_.beta2),
                   static_cast<float>(cfg_.eps), r.decay ? static_cast<float>(cfg_.weight_decay) : 0.f,

@@ -40,9 +40,11 @@ std::vector<CheckpointTensor> Checkpointer::tensors(const float* params, const f
   };
   std::map<std::string, std::int64_t> own;  // parameter name -> offset in this rank's buffers
   for (const ParamInfo& p : model_.param_info()) own[p.name] = p.offset;
-  std::map<std::string, const float*> own_buffers;
-  for (auto& [name, buf] : model_.buffers()) own_buffers[name] = buf->data();
-  if (buffers) own_buffers = *buffers;  // (copies, for a write in the background)
+  std::map<std::string, const float*> own_buffers;  // the model's, or copies for a write in the background
+  if (buffers)
+    own_buffers = *buffers;
+  else
+    for (auto& [name, buf] : model_.buffers()) own_buffers[name] = buf->data();
   std::vector<CheckpointTensor> out;
   for (const ParamInfo& p : model_.all_param_info()) {
     const auto it = own.find(p.name);

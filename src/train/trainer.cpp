@@ -121,11 +121,11 @@ Trainer::Trainer(const Config& cfg, Runtime& rt, const DatasetIndex& index)
 void Trainer::make_optimizer_for_this_rank() {
   std::vector<std::pair<std::int64_t, Shape>> tensors;
   for (const ParamInfo& p : model_->param_info()) tensors.emplace_back(p.offset, p.shape);
-  std::vector<DecayRun> runs = freeze_runs(
-      decay_runs(tensors, model_->parameters().numel(), cfg_.optim.weight_decay_1d), model_->frozen_ranges());
-  // State for what this rank updates: its shard, or every bucket (frozen layers have none).
+  // What this rank updates, with state for just that: its shard, or every bucket; frozen layers
+  // ([train] freeze) are in no bucket, so they are neither updated nor given state.
   std::int64_t state_elems = 0;
-  runs = own_runs(runs, averager_->owned(), state_elems);
+  std::vector<DecayRun> runs = own_runs(decay_runs(tensors, model_->parameters().numel(), cfg_.optim.weight_decay_1d),
+                                        averager_->owned(), state_elems);
   opt_ = make_optimizer(cfg_.optim, model_->parameters(), model_->gradients(), alloc_, std::move(runs), state_elems);
 }
 

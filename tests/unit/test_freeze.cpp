@@ -1,9 +1,10 @@
-// [train] freeze: layer name patterns, which layers a pattern freezes, the frozen runs the
-// optimizer skips, the buckets that leave frozen layers out, and backward: the gradients of the
+// [train] freeze: layer name patterns, which layers a pattern freezes, the buckets that leave
+// frozen layers out (and with them the optimizer's runs and state), and backward: the gradients of the
 // layers that train are the same bits as without freezing, frozen layers' are zero, and nothing
 // below the lowest trainable layer runs. (Fine-tuning end to end: tests/e2e/fine_tune.sh.)
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <vector>
 
 #include "hpctrain/core/error.hpp"
@@ -75,21 +76,6 @@ TEST(Freeze, WhichLayersAndErrors) {
   EXPECT_THROW(frozen_layers("*_dense", m), Error);  // nothing would train
 }
 
-TEST(Freeze, OptimizerRunsSplitAtFrozenRanges) {
-  const std::vector<DecayRun> runs{{0, 40, true}, {40, 68, false}};
-  const auto out = freeze_runs(runs, {{30, 50}, {100, 108}});
-  ASSERT_EQ(out.size(), 5u);
-  auto same = [](const DecayRun& a, std::int64_t o, std::int64_t c, bool d, bool f) {
-    return a.offset == o && a.count == c && a.decay == d && a.frozen == f;
-  };
-  EXPECT_TRUE(same(out[0], 0, 30, true, false));
-  EXPECT_TRUE(same(out[1], 30, 10, true, true));
-  EXPECT_TRUE(same(out[2], 40, 10, false, true));
-  EXPECT_TRUE(same(out[3], 50, 50, false, false));
-  EXPECT_TRUE(same(out[4], 100, 8, false, true));
-  EXPECT_EQ(freeze_runs(runs, {}).size(), 2u);
-}
-
 TEST(Freeze, BucketsLeaveFrozenLayersOut) {
   LayerRegistry r;
   register_builtin_layers(r);
@@ -104,6 +90,16 @@ TEST(Freeze, BucketsLeaveFrozenLayersOut) {
   EXPECT_EQ(b[1].begin, 0);
   EXPECT_EQ(b[1].end, 40);
   EXPECT_EQ(b[1].ready_after, 0u);
+  // So the optimizer's runs, cut to the buckets, skip the frozen layer: no update, no state.
+  std::vector<std::pair<std::int64_t, std::int64_t>> owned;
+  for (const Bucket& k : b) owned.emplace_back(k.begin, k.end);
+  std::sort(owned.begin(), owned.end());
+  std::int64_t state = 0;
+  const auto runs = own_runs({{0, 108, true}}, owned, state);
+  ASSERT_EQ(runs.size(), 2u);
+  EXPECT_TRUE(runs[0].offset == 0 && runs[0].count == 40 && runs[0].state_at() == 0);
+  EXPECT_TRUE(runs[1].offset == 94 && runs[1].count == 14 && runs[1].state_at() == 40);
+  EXPECT_EQ(state, 54);
 }
 
 TEST(Freeze, BackwardKeepsTheTrainingLayersGradientsAndZeroesTheFrozen) {

@@ -80,6 +80,9 @@ class MpiCommunicator final : public Communicator {
 
   std::unique_ptr<ShmAllreduce> shm_;  // (used by the progress thread only)
   Request submit(std::shared_ptr<Op> op);
+  // Whether node-shared memory does `op` (float32 sums and averages; the reduce-scatter and
+  // all-gather on one node) instead of MPI.
+  bool through_shm(const Op& op) const;
   void stage_in(Op& op);
   void start(Op& op);   // progress thread: issue the MPI call(s)
   void finish(Op& op);  // caller thread: copy back, average, release

@@ -51,8 +51,8 @@ struct DataConfig {
   int prefetch = 2;
   std::uint64_t cache_bytes = 2ull << 30;
   int decode_threads = 0;  // chunk cache: threads inflating compressed chunks (0 = automatic)
-  long block_size = 0;    // token datasets: window length T
-  int chunk_window = 16;  // chunks shuffled together in shuffle = chunk
+  long block_size = 0;     // token datasets: window length T
+  int chunk_window = 16;   // chunks shuffled together in shuffle = chunk
 };
 
 struct ModelConfig {

@@ -12,14 +12,14 @@
 
 namespace hpctrain {
 
-// A stretch [offset, offset + count) of the flat buffers, whether weight decay applies to it, and
-// whether it is frozen ([train] freeze: not updated at all, no decay; its state stays zero).
+// A stretch [offset, offset + count) of the flat buffers and whether weight decay applies to it.
+// (Frozen layers, [train] freeze, are in no run: the runs a rank updates are cut to the gradient
+// buckets it owns, and frozen layers are in no bucket: own_runs.)
 // `state_offset`: where the run's optimizer state starts in each state block (-1: at `offset`, the
 // state laid out like the parameters; a sharded optimizer packs the runs it owns one after another).
 struct DecayRun {
   std::int64_t offset = 0, count = 0;
   bool decay = true;
-  bool frozen = false;
   std::int64_t state_offset = -1;
   std::int64_t state_at() const { return state_offset < 0 ? offset : state_offset; }
 };
@@ -54,9 +54,6 @@ class Optimizer {
 std::vector<DecayRun> decay_runs(const std::vector<std::pair<std::int64_t, Shape>>& params, std::int64_t total,
                                  bool decay_1d);
 
-// `runs` with the element ranges in `frozen` (sorted, disjoint) marked frozen, runs split at their edges.
-std::vector<DecayRun> freeze_runs(const std::vector<DecayRun>& runs,
-                                  const std::vector<std::pair<std::int64_t, std::int64_t>>& frozen);
 // `runs` cut to the element ranges in `owned` (sorted, disjoint [begin, end)), their state packed
 // in that order (state_offset): the runs a rank of a sharded optimizer updates ([parallel]
 // shard_optimizer). Returns the runs; `state_elems` gets the packed size.

@@ -121,6 +121,10 @@ for _ in $(seq 600); do
   [ "$(grep -c 'trainer exit code' "$out" 2>/dev/null)" -ge 2 ] && break
   if [ "$(squeue -h -j "$jobid" -o %T 2>/dev/null)" = PENDING ] && [ "$(sinfo -h -n "$host" -o %t 2>/dev/null)" = idle ]; then
     scontrol update JobId="$jobid" StartTime=now >/dev/null 2>&1
+    # A relaunch that raced the first run's clean-up on the node ("Job N already killed, do not
+    # launch batch job" in slurmd's log) leaves the job held ("launch failed requeued held"),
+    # which StartTime does not lift: release it (a no-op for a job that is not held).
+    scontrol release "$jobid" >/dev/null 2>&1
   fi
   sleep 0.5
 done

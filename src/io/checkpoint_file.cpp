@@ -54,8 +54,14 @@ std::string versions_mpi() {
   return s.substr(0, s.find_first_of(",\n"));
 }
 
-// Rows [first, first + count) of a dataset with `rows` rows that writer
-// `index` of `writers` writes: whole chunks of `chunk_rows`, contiguous per writer.
+// A dataset's chunk rows for `writers` writers: one chunk per writer where it fits in 16 MiB.
+hsize_t chunk_rows_for(hsize_t rows, hsize_t row_bytes, int writers) {
+  const hsize_t per = (rows + static_cast<hsize_t>(writers) - 1) / static_cast<hsize_t>(writers);
+  return std::max<hsize_t>(1, std::min({per, kMaxChunkBytes / std::max<hsize_t>(1, row_bytes), rows}));
+}
+
+// Rows [first, first + count) of a dataset with `rows` rows that writer `index` of `writers`
+// writes: whole chunks of `chunk_rows`, contiguous per writer.
 void writer_rows(hsize_t rows, hsize_t chunk_rows, int index, int writers, hsize_t& first, hsize_t& count) {
   const hsize_t chunks = (rows + chunk_rows - 1) / chunk_rows;
   const hsize_t per = (chunks + static_cast<hsize_t>(writers) - 1) / static_cast<hsize_t>(writers);
@@ -65,16 +71,16 @@ void writer_rows(hsize_t rows, hsize_t chunk_rows, int index, int writers, hsize
 }
 
 // Collective: one dataset, chunked along its first dimension and checksummed;
-// rank `index` of `writers` writes its rows (index < 0: this rank writes none).
+// rank `index` of `writers` writes its rows (index < 0: this rank writes none). `data` holds the
+// dataset's elements from element `data_first` on (0: all of it).
 void write_dataset(hid_t file, hid_t lcpl, hid_t dxpl, const std::string& path, hid_t file_type, hid_t mem_type,
-                   const Shape& shape, const void* data, std::size_t elem_bytes, int index, int writers) {
+                   const Shape& shape, const void* data, std::int64_t data_first, std::size_t elem_bytes, int index,
+                   int writers) {
   std::vector<hsize_t> dims(shape.begin(), shape.end());
   if (dims.empty()) dims.push_back(1);
   hsize_t row_elems = 1;
   for (std::size_t d = 1; d < dims.size(); ++d) row_elems *= dims[d];
-  const hsize_t row_bytes = std::max<hsize_t>(1, row_elems * elem_bytes);
-  hsize_t chunk_rows = (dims[0] + static_cast<hsize_t>(writers) - 1) / static_cast<hsize_t>(writers);
-  chunk_rows = std::max<hsize_t>(1, std::min({chunk_rows, kMaxChunkBytes / row_bytes, dims[0]}));
+  const hsize_t chunk_rows = chunk_rows_for(dims[0], row_elems * elem_bytes, writers);
   h5::Id space(CHECK_H5(H5Screate_simple(static_cast<int>(dims.size()), dims.data(), nullptr)));
   h5::Id dcpl(CHECK_H5(H5Pcreate(H5P_DATASET_CREATE)));
   std::vector<hsize_t> chunk = dims;
@@ -99,8 +105,10 @@ void write_dataset(hid_t file, hid_t lcpl, hid_t dxpl, const std::string& path, 
     CHECK_H5(H5Sselect_hyperslab(file_space.get(), H5S_SELECT_SET, start.data(), nullptr, len.data(), nullptr));
   }
   static const double dummy = 0;  // a valid address for ranks that write nothing
-  const void* src =
-      count == 0 ? static_cast<const void*>(&dummy) : static_cast<const char*>(data) + first * row_elems * elem_bytes;
+  HPCT_CHECK(count == 0 || first * row_elems >= static_cast<hsize_t>(data_first),
+             "checkpoint dataset " + path + ": this rank's data starts after the rows it writes");
+  const void* src = count == 0 ? static_cast<const void*>(&dummy)
+                               : static_cast<const char*>(data) + (first * row_elems - data_first) * elem_bytes;
   CHECK_H5(H5Dwrite(dset.get(), mem_type, mem_space.get(), file_space.get(), dxpl, src));
 }
 
@@ -135,6 +143,16 @@ void from_text(const std::string& t, Int& v) {
 }
 
 }  // namespace
+
+std::pair<std::int64_t, std::int64_t> writer_elements(const Shape& shape, int index, int writers) {
+  if (index < 0) return {0, 0};
+  const hsize_t rows = shape.empty() ? 1 : static_cast<hsize_t>(shape[0]);
+  hsize_t row_elems = 1;
+  for (std::size_t d = 1; d < shape.size(); ++d) row_elems *= static_cast<hsize_t>(shape[d]);
+  hsize_t first = 0, count = 0;
+  writer_rows(rows, chunk_rows_for(rows, row_elems * sizeof(float), writers), index, writers, first, count);
+  return {static_cast<std::int64_t>(first * row_elems), static_cast<std::int64_t>(count * row_elems)};
+}
 
 namespace {
 // The root attributes, groups and datasets of a checkpoint into the open file `root` (collective);
@@ -235,7 +253,7 @@ void write_contents(hid_t root, const CheckpointInfo& info, const std::vector<Ch
   for (const CheckpointTensor& t : tensors) {
     const int index = place.mp == t.stage ? place.dp : -1;
     HPCT_CHECK(index < 0 || t.data != nullptr, "checkpoint tensor " + t.path + " has no data on its own stage");
-    write_dataset(root, lcpl.get(), dxpl.get(), t.path, H5T_IEEE_F32LE, H5T_NATIVE_FLOAT, t.shape, t.data,
+    write_dataset(root, lcpl.get(), dxpl.get(), t.path, H5T_IEEE_F32LE, H5T_NATIVE_FLOAT, t.shape, t.data, t.data_first,
                   sizeof(float), index, place.dp_size);
     guard.unlock();  // between datasets: other threads' HDF5 calls get their turn
     std::this_thread::yield();

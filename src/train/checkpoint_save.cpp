@@ -54,25 +54,38 @@ std::vector<CheckpointTensor> Checkpointer::tensors(const float* params, const f
     const auto it = own_buffers.find(name);
     out.push_back({"model/" + name, {size}, it == own_buffers.end() ? nullptr : it->second, stage_of(name)});
   }
+  // The optimizer state: this rank's slice (what it writes, gathered by prepare()), per parameter
+  // the writes range of plan_ at its running position.
+  std::map<std::string, std::pair<std::int64_t, std::int64_t>> slice_at;  // name -> (position, first element)
+  std::int64_t at = 0;
+  const auto& mine = model_.param_info();
+  for (std::size_t i = 0; i < mine.size(); ++i) {
+    const auto [b, e] = slice_plan_->writes[i];
+    slice_at[mine[i].name] = {at, b - mine[i].offset};
+    at += e - b;
+  }
   const auto states = opt_.state_names();
-  const std::int64_t n = model_.parameters().numel();
   for (std::size_t k = 0; k < states.size(); ++k)
     for (const ParamInfo& p : model_.all_param_info()) {
-      const auto it = own.find(p.name);
-      out.push_back({"optimizer/" + states[k] + "/" + p.name, p.shape,
-                     it == own.end() ? nullptr : state + static_cast<std::int64_t>(k) * n + it->second,
-                     stage_of(p.name)});
+      const auto it = slice_at.find(p.name);
+      CheckpointTensor t{"optimizer/" + states[k] + "/" + p.name, p.shape, nullptr, stage_of(p.name)};
+      if (it != slice_at.end()) {
+        t.data = state + static_cast<std::int64_t>(k) * at + it->second.first;
+        t.data_first = it->second.second;
+      }
+      out.push_back(std::move(t));
     }
   return out;
 }
 
-void Checkpointer::full_state(std::vector<float>& full, std::vector<float>& scratch) const {
-  const std::int64_t n = model_.parameters().numel();
-  full.assign(static_cast<std::size_t>(n) * opt_.state_names().size(), 0.f);  // (capacity kept when reused)
-  expand_state(opt_, host_data(opt_.state(), scratch), full.data(), n);
-  // Sharded ([parallel] shard_optimizer): each rank holds its own runs; the sum over the group is the whole.
-  if (cfg_.parallel.shard_optimizer && dp_.size() > 1)
-    dp_.allreduce(full.data(), full.data(), full.size(), DType::f32, ReduceOp::sum);
+void Checkpointer::state_slice(std::vector<float>& slice, std::vector<float>& scratch) {
+  if (!slice_plan_) {  // (the runs never change: planned once, at the first checkpoint)
+    std::vector<std::pair<std::int64_t, Shape>> params;
+    for (const ParamInfo& p : model_.param_info()) params.emplace_back(p.offset, p.shape);
+    HPCT_CHECK(dp_.rank() == rt_.grid().coords().dp, "checkpoint writers: the group's ranks out of order");
+    slice_plan_ = std::make_unique<SlicePlan>(plan_slices(params, gather_owned(dp_, opt_), dp_.rank()));
+  }
+  gather_slices(dp_, opt_, *slice_plan_, host_data(opt_.state(), scratch), slice);
 }
 
 std::unique_ptr<Checkpointer::Job> Checkpointer::prepare(const TrainState& progress, const double interval_sums[3],
@@ -118,7 +131,7 @@ std::unique_ptr<Checkpointer::Job> Checkpointer::prepare(const TrainState& progr
     job->params.assign(params, params + model_.parameters().numel());
     params = job->params.data();
   }
-  full_state(job->state, job->state_scratch);  // (collective over the group; a copy either way)
+  state_slice(job->state, job->state_scratch);  // (collective over the group; a copy either way)
   model_.sync_buffers(true);
   std::map<std::string, const float*> buffers;
   if (copy) {

@@ -30,16 +30,6 @@ std::vector<float> ramp(std::int64_t n, float base) {
   return v;
 }
 
-std::string shared_dir(const char* tag) {
-  std::string dir = (fs::temp_directory_path() / (std::string(tag) + std::to_string(getpid()))).string();
-  broadcast_string(MPI_COMM_WORLD, dir, 0);
-  if (world_rank() == 0) {
-    fs::remove_all(dir);
-    fs::create_directories(dir);
-  }
-  MPI_Barrier(MPI_COMM_WORLD);
-  return dir;
-}
 }  // namespace
 
 TEST(CheckpointIo, DisjointParallelWriteReadsBackExactly) {

@@ -8,9 +8,11 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstring>
 #include <filesystem>
 
 #include "hpctrain/comm/mpi_handles.hpp"
+#include "hpctrain/train/checkpointing.hpp"
 #include "hpctrain/train/trainer.hpp"
 #include "mpi_test_util.hpp"
 #include "reference_training.hpp"
@@ -172,4 +174,66 @@ TEST(ShardedOptimizer, PipelineStagesShardTheirOwnStateAndMatchOneProcess) {
   expect_state_shared(trainer, "pipeline stage");
   MPI_Barrier(MPI_COMM_WORLD);
   if (world_rank() == 0) fs::remove_all(root);
+}
+
+// A checkpoint: each rank gathers only the optimizer state it writes, from the ranks that own it
+// (train/state_slices.hpp). The file holds every owner's state bit for bit (the reference: each
+// rank's state expanded to the parameters' layout, summed over the group, where each element has
+// one owner), sharded and not, at D = 1-4 and with two pipeline stages; a frozen layer's state is zero.
+TEST(ShardedOptimizer, CheckpointHoldsEveryOwnersStateExactly) {
+  const std::string root = testref::make_synthetic_dataset("hpct_zero_ckpt_");
+  const DatasetIndex index = load_dataset_index(*host_communicator(MPI_COMM_WORLD, "world"), root);
+  const std::string dir = shared_dir("hpct_zero_ckpt_dir_");
+  for (const int mp : {1, 2})
+    for (const int shard : {1, 0}) {
+      if (world_size() % mp != 0) continue;
+      const std::string ini = "[run]\nseed = 9\nout_dir = /tmp\n[data]\npath = " + root +
+                              "\n[model]\nlayers = flatten dense(12) tanh dense(10) relu dense(7)\n"
+                              "[train]\nglobal_batch = 24\nfreeze = 03_dense\n[optim]\nname = adam\nlr = "
+                              "0.01\n[parallel]\nmodel_parallel = " +
+                              std::to_string(mp) + "\nshard_optimizer = " + (shard ? "true" : "false") +
+                              "\nbucket_mb = 0.0002\n[checkpoint]\ndir = " + dir + "\nkeep = 8\n";
+      const Config cfg = parse_config(ini, "zero-ckpt.ini", {}, process_environment());
+      Runtime rt(cfg);
+      Trainer trainer(cfg, rt, index);
+      const Sampler sampler(sampler_options(cfg, index.train));
+      testref::train_steps(trainer, cfg, rt, index, sampler, 3);
+      Checkpointer checkpointer(cfg, rt, trainer.dp_comm(), trainer.model(), trainer.optimizer(), trainer.groups());
+      const double sums[3] = {0, 0, 0};
+      TrainState progress = trainer.state();
+      progress.step = 10 * mp + shard;  // (a file per case)
+      const std::string path = checkpointer.save(progress, sums);
+      Optimizer& opt = trainer.optimizer();
+      Model& model = trainer.model();
+      const std::int64_t n = model.parameters().numel();
+      const auto states = opt.state_names();
+      std::vector<float> want(static_cast<std::size_t>(n) * states.size(), 0.f);
+      expand_state(opt, opt.state().data(), want.data(), n);
+      if (shard) trainer.dp_comm().allreduce(want.data(), want.data(), want.size(), DType::f32, ReduceOp::sum);
+      const std::string what = "M = " + std::to_string(mp) + ", D = " + std::to_string(rt.grid().shape().dp_size) +
+                               (shard ? ", sharded" : ", not sharded");
+      if (rt.grid().coords().dp == 0) {
+        const CheckpointFile file(path);
+        std::int64_t wrong = 0, checked = 0, frozen_nonzero = 0;
+        for (std::size_t k = 0; k < states.size(); ++k)
+          for (const ParamInfo& p : model.param_info()) {
+            std::vector<float> got(static_cast<std::size_t>(numel(p.shape)));
+            file.read("optimizer/" + states[k] + "/" + p.name, got.data());
+            const float* w = want.data() + static_cast<std::int64_t>(k) * n + p.offset;
+            for (std::size_t i = 0; i < got.size(); ++i) {
+              wrong += std::memcmp(&got[i], &w[i], sizeof(float)) != 0;
+              if (p.name.rfind("03_dense/", 0) == 0) frozen_nonzero += got[i] != 0.f;
+            }
+            checked += static_cast<std::int64_t>(got.size());
+          }
+        EXPECT_EQ(wrong, 0) << what << ": optimizer state elements differ from their owners'";
+        EXPECT_EQ(frozen_nonzero, 0) << what;
+        EXPECT_EQ(checked, n * static_cast<std::int64_t>(states.size())) << what;
+      }
+      MPI_Barrier(MPI_COMM_WORLD);
+    }
+  if (world_rank() == 0) {
+    fs::remove_all(dir);
+    fs::remove_all(root);
+  }
 }

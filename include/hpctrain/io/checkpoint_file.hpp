@@ -88,12 +88,20 @@ struct CheckpointTensor {
   Shape shape;
   const float* data = nullptr;  // this rank's copy; nullptr on ranks of other model-parallel stages
   int stage = 0;                // model-parallel stage holding it: its data-parallel ranks write it
+  // `data` holds the tensor's elements from this one on: 0 (all of it), or the first of what this
+  // rank writes (writer_elements) when it holds just that slice (the optimizer state).
+  std::int64_t data_first = 0;
 };
 
 // Where this rank sits, for dividing the writing.
 struct WriterPlace {
   int dp = 0, dp_size = 1, mp = 0, mp_size = 1;
 };
+
+// The elements [first, first + count) of a float32 tensor of `shape`, in row-major order, that
+// data-parallel writer `index` of `writers` writes (whole chunks of rows; count 0 for some writers
+// of small tensors; index < 0: none).
+std::pair<std::int64_t, std::int64_t> writer_elements(const Shape& shape, int index, int writers);
 
 // How the file is laid out and handed to MPI-IO ([checkpoint] mpiio_hints, alignment).
 struct FileTuning {

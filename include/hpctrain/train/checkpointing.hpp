@@ -20,6 +20,7 @@
 #include "hpctrain/model/partition.hpp"
 #include "hpctrain/optim/optimizer.hpp"
 #include "hpctrain/runtime/runtime.hpp"
+#include "hpctrain/train/state_slices.hpp"
 
 namespace hpctrain {
 
@@ -82,11 +83,11 @@ class Checkpointer {
   // removes the partial file; every rank throws checkpoint_failed with one line in words (no space
   // left, or the write error) naming the newest complete checkpoint, which still stands.
   [[noreturn]] void fail(std::int64_t step, const std::string& partial, const std::string& local) const;
-  // Collective over the group: this stage's whole optimizer state on the host, laid out like the
-  // parameters (what the file stores), from this rank's runs (all of them, or its shard).
-  void full_state(std::vector<float>& full, std::vector<float>& scratch) const;
-  // Every tensor of the whole model; this rank's data at `params` / `state` (host copies), its
-  // buffers' at `buffers` (by name) or the model's own.
+  // Collective over the group: the optimizer state this rank writes (train/state_slices.hpp), from
+  // the owners of it (this rank: all of it, or its shard with [parallel] shard_optimizer).
+  void state_slice(std::vector<float>& slice, std::vector<float>& scratch);
+  // Every tensor of the whole model; this rank's data at `params` (host copy) and `state` (its
+  // slice), its buffers' at `buffers` (by name) or the model's own.
   std::vector<CheckpointTensor> tensors(const float* params, const float* state,
                                         const std::map<std::string, const float*>* buffers = nullptr) const;
   // One checkpoint on its way to disk: the names, the record, the tensor list and, for a write in
@@ -98,7 +99,8 @@ class Checkpointer {
     CheckpointInfo info;
     std::vector<std::pair<std::string, std::string>> groups;
     WriterPlace place;
-    std::vector<float> params, state;               // host copies (params: empty when the model's own are used)
+    std::vector<float> params, state;               // host copies (params: empty when the model's own are used;
+                                                    // state: this rank's slice)
     std::vector<float> state_scratch;               // (the optimizer's state downloaded from a GPU)
     std::vector<std::vector<float>> buffer_copies;  // (async only)
     std::vector<CheckpointTensor> list;
@@ -117,7 +119,8 @@ class Checkpointer {
   Model& model_;
   Optimizer& opt_;
   std::vector<LayerGroup> groups_;
-  FileTuning tuning_;  // [checkpoint] mpiio_hints and alignment (the same on every rank: rank 0's)
+  std::unique_ptr<SlicePlan> slice_plan_;  // who sends which optimizer state to which writer
+  FileTuning tuning_;                      // [checkpoint] mpiio_hints and alignment (the same on every rank: rank 0's)
   // [checkpoint] async: the writer thread, its communicator (a duplicate of the world), the job in
   // flight and how it ended.
   std::unique_ptr<Communicator> async_comm_;

@@ -67,7 +67,8 @@ class Trainer {
 
   Model& model() { return *model_; }
   Optimizer& optimizer() { return *opt_; }
-  PipelineStage* pipeline() { return pipeline_.get(); }  // null when model_parallel = 1
+  PipelineStage* pipeline() { return pipeline_.get(); }              // null when model_parallel = 1
+  const std::vector<LayerGroup>& groups() const { return groups_; }  // the layers of each pipeline stage
   GradientAverager& averager() { return *averager_; }
   double comm_wait_seconds() const { return comm_wait_s_; }
   const TrainState& state() const { return state_; }

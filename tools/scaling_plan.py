@@ -20,7 +20,7 @@ the 1-rank rate, cost per million samples) and, with --check SUMMARY.json of a m
 run, the prediction against it (PASS within --tolerance, default 15%).
 
   tools/scaling_plan.py --summary runs/one/summary.json --ranks 1,2,4,8 [--global-batch B] [--ranks-per-node 2]
-      [--link shm|measure|ALPHA_US,GBPS] [--network ALPHA_US,GBPS] [--shard-optimizer]
+      [--link shm|measure|ALPHA_US,GBPS] [--network ALPHA_US,GBPS|BENCH_OUTPUT] [--shard-optimizer]
       [--memory-bandwidth GBPS] [--hidden 0.5] [--price-per-device-hour P] [--check S.json]
 """
 import argparse
@@ -74,15 +74,20 @@ def measure_link(root, scheme):
     out = subprocess.run(cmd, capture_output=True, text=True)
     if out.returncode != 0:
         fail("allreduce-bench failed: " + (out.stderr or out.stdout).strip().splitlines()[-1])
+    return link_from_table(out.stdout, scheme, "allreduce-bench")
+
+
+def link_from_table(text, scheme, where):
+    """alpha, beta fitted to a 2-rank allreduce-bench table (its mpi or shm column)."""
     rows = []
-    for line in out.stdout.splitlines():
+    for line in text.splitlines():
         f = line.split()
         if len(f) >= 9 and re.fullmatch(r"\d+", f[0]):
             us = float(f[5] if scheme == "shm" else f[2])
             # A 2-rank allreduce moves 2 (N-1)/N = 1 x the bytes: time = alpha + bytes * beta.
             rows.append((float(f[0]), us * 1e-6))
     if len(rows) < 3:
-        fail("allreduce-bench printed no table")
+        fail("%s: no allreduce-bench table (run it with 2 ranks, one per node)" % where)
     return fit_link(rows)
 
 
@@ -129,7 +134,9 @@ def main():
     ap.add_argument("--ranks", default="1,2,4,8,16")
     ap.add_argument("--ranks-per-node", type=int, default=2)
     ap.add_argument("--link", default="measure", help="shm | mpi (measured) | ALPHA_US,GBPS")
-    ap.add_argument("--network", default="20,10", help="between nodes: ALPHA_US,GBPS (default 20 us, 10 GB/s)")
+    ap.add_argument("--network", default="20,10",
+                    help="between nodes: ALPHA_US,GBPS (default 20 us, 10 GB/s), or a file holding the output of "
+                         "allreduce-bench run with 2 ranks on 2 nodes (its mpi column is fitted)")
     ap.add_argument("--shard-optimizer", action="store_true")
     ap.add_argument("--memory-bandwidth", type=float, default=10.0, help="GB/s one rank's update streams at")
     ap.add_argument("--hidden", type=float, default=0.5, help="share of the allreduce backward hides (0-1)")
@@ -153,7 +160,11 @@ def main():
     else:
         a.alpha, a.beta = parse_pair(a.link, "--link")
         how = "given"
-    a.net_alpha, a.net_beta = parse_pair(a.network, "--network")
+    if os.path.isfile(a.network):
+        with open(a.network) as f:
+            a.net_alpha, a.net_beta = link_from_table(f.read(), "mpi", "--network " + a.network)
+    else:
+        a.net_alpha, a.net_beta = parse_pair(a.network, "--network")
     print("scaling_plan: %s: %d parameters (%.1f MiB of gradients), measured %.0f samples/s on %d rank(s) at "
           "global batch %d; planned global batch %d" % (a.summary, s["parameters"], 4 * s["parameters"] / 2**20,
                                                        s["steady_samples_per_s"], s["ranks"], s["global_batch"],

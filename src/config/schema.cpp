@@ -467,6 +467,11 @@ std::vector<KeySpec> config_schema() {
                    "reduce-scattered, each rank updates 1/D of the parameters, then all-gathered "
                    "(docs/parallelism.md)",
                    [](Config& c, const std::string& v) { c.parallel.shard_optimizer = parse_bool(v); }));
+  k.push_back(make("parallel", "gather_overlap", K::boolean, "true",
+                   "with shard_optimizer: the parameters' all-gather after the update runs during the next "
+                   "forward, each layer waiting for its own (float32, one pipeline stage, no cuda_graphs; "
+                   "otherwise it completes before the step ends)",
+                   [](Config& c, const std::string& v) { c.parallel.gather_overlap = parse_bool(v); }));
   k.push_back(bounded(make("parallel", "watchdog_s", K::real, "300",
                            "seconds a collective may take before the job is aborted (exit 3); 0 = off",
                            [=](Config& c, const std::string& v) { c.parallel.watchdog_s = to_real(v); }),

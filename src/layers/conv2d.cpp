@@ -66,22 +66,19 @@ class Conv2d final : public Layer {
       onednn_->forward(x.data(), params_[0].data(), params_[1].data(), y.data(), x.rows());
       return;
     }
-    const std::int64_t c = in_[0], p = out_shape_[1] * out_shape_[2], ckk = c * k_ * k_;
-    Tensor cols = scratch(cols_, {ckk, p}, x.device());
-    const Tensor w = params_[0].reshaped({out_, ckk});
-    for (std::int64_t n = 0; n < x.rows(); ++n) {
-      im2col(x.view(n * x.cols(), {c, in_[1], in_[2]}), c, in_[1], in_[2], k_, stride_, pad_, p, cols);
-      Tensor yn = y.view(n * y.cols(), {out_, p});
-      gemm(false, false, 1.f, w, cols, 0.f, yn);
-      add_channel_bias(yn, params_[1]);
-    }
+    im2col_forward(x, y, false);
   }
-  // With oneDNN: ReLU as the convolution's post-op, z written in the same pass (y is not: ReLU's
-  // backward reads z). Elsewhere: the convolution, then the activation.
-  bool fuses_activation(Activation f) const override { return f == Activation::relu && onednn_ != nullptr; }
+  // ReLU in the convolution's pass, z written once (y is not: ReLU's backward reads z). With
+  // oneDNN: ReLU as the primitive's post-op. With im2col + GEMM (one input channel): each
+  // sample's output gets its bias and ReLU while it is still in cache. On GPUs: the
+  // convolution, then the activation.
+  bool fuses_activation(Activation f) const override { return f == Activation::relu; }
   void forward_fused(const Tensor& x, Tensor& y, Activation f, Tensor& z) override {
-    if (onednn_ && x.device() == Device::cpu && f == Activation::relu) {
-      onednn_->forward(x.data(), params_[0].data(), params_[1].data(), z.data(), x.rows(), true);
+    if (x.device() == Device::cpu && f == Activation::relu) {
+      if (onednn_)
+        onednn_->forward(x.data(), params_[0].data(), params_[1].data(), z.data(), x.rows(), true);
+      else
+        im2col_forward(x, z, true);
       return;
     }
     forward(x, y);
@@ -123,6 +120,20 @@ class Conv2d final : public Layer {
  private:
   using CudnnConvPtr = cuda::CudnnConv*;
   // cuDNN for a tensor on a GPU unless [run] conv = im2col (made on first use); null otherwise.
+  // im2col + GEMM, a sample at a time: its columns, the GEMM into `out`, the bias, and with `relu`
+  // the ReLU in place (the sample's output still in cache).
+  void im2col_forward(const Tensor& x, Tensor& out, bool relu) {
+    const std::int64_t c = in_[0], p = out_shape_[1] * out_shape_[2], ckk = c * k_ * k_;
+    Tensor cols = scratch(cols_, {ckk, p}, x.device());
+    const Tensor w = params_[0].reshaped({out_, ckk});
+    for (std::int64_t n = 0; n < x.rows(); ++n) {
+      im2col(x.view(n * x.cols(), {c, in_[1], in_[2]}), c, in_[1], in_[2], k_, stride_, pad_, p, cols);
+      Tensor yn = out.view(n * out.cols(), {out_, p});
+      gemm(false, false, 1.f, w, cols, 0.f, yn);
+      add_channel_bias(yn, params_[1]);
+      if (relu) activation_forward(Activation::relu, yn, yn);
+    }
+  }
   CudnnConvPtr cudnn(const Tensor& x) {
     if (x.device() != Device::cuda || impl_ == ConvImpl::im2col) return nullptr;
     if (!cudnn_) cudnn_ = std::make_unique<cuda::CudnnConv>(geometry_);

@@ -192,13 +192,15 @@ void Model::set_batch(std::int64_t rows) {
   }
 }
 
-const Tensor& Model::forward(const Tensor& x) {
+const Tensor& Model::forward(const Tensor& x, const std::function<void(std::size_t)>& before_layer) {
   HPCT_CHECK(x.rows() == rows_ && x.cols() == numel(shapes_[0]),
              "model input " + shape_string(x.shape()) + " for batch " + std::to_string(rows_));
   for (std::size_t i = 0; i < layers_.size(); ++i) {
     const Tensor& in = i == 0 ? x : acts_[i];
+    if (before_layer) before_layer(i);
     if (fusion_ && precision_ == Precision::fp32 && i + 1 < layers_.size() && layers_[i + 1]->activation() &&
         layers_[i]->fuses_activation(*layers_[i + 1]->activation())) {
+      if (before_layer) before_layer(i + 1);
       layers_[i]->forward_fused(in, acts_[i + 1], *layers_[i + 1]->activation(), acts_[i + 2]);
       ++i;  // the activation layer's output is written
       continue;

@@ -23,6 +23,7 @@ void Trainer::sum_over_replicas(double* v, std::size_t n) {
 }
 
 EvalResult Trainer::evaluate(const SplitIndex& split) {
+  settle_parameters();
   drop_recordings();  // evaluation may grow activation and scratch buffers: record the step again
   auto& slot = eval_readers_[split.name];
   if (!slot) {  // loads the split once (node cache or chunk cache), then reused at every evaluation

@@ -108,11 +108,29 @@ void GradientAverager::layer_done(std::size_t layer) {
 }
 
 double GradientAverager::gather_parameters(Tensor& params) {
+  start_gather(params);
+  return wait_gathered();
+}
+
+void GradientAverager::start_gather(Tensor& params) {
   HPCT_CHECK(sharded_ && params.numel() == grads_.numel(), "gather_parameters without a sharded optimizer");
+  HPCT_CHECK(gathers_.empty(), "parameter gathers started twice");
+  std::vector<const Bucket*> order;  // the forward's order: lowest elements (first layers) first
+  for (const Bucket& b : buckets_) order.push_back(&b);
+  std::sort(order.begin(), order.end(), [](const Bucket* a, const Bucket* b) { return a->begin < b->begin; });
+  for (const Bucket* b : order) {
+    gathers_.emplace_back(b->begin, std::vector<Request>{});
+    launch_gather(*b, params.data(), gathers_.back().second);
+  }
+}
+
+double GradientAverager::wait_gathered(std::int64_t end) {
+  if (gathers_.empty()) return 0;
   const auto t0 = std::chrono::steady_clock::now();
-  std::vector<Request> reqs;
-  for (const Bucket& b : buckets_) launch_gather(b, params.data(), reqs);
-  for (auto& r : reqs) r->wait();
+  std::size_t done = 0;
+  for (; done < gathers_.size() && (end < 0 || gathers_[done].first < end); ++done)
+    for (auto& r : gathers_[done].second) r->wait();
+  gathers_.erase(gathers_.begin(), gathers_.begin() + static_cast<std::ptrdiff_t>(done));
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
 }
 

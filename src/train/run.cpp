@@ -218,6 +218,7 @@ int Trainer::run_step(Reader& reader, const Schedule& schedule, std::int64_t per
   if (due.checkpoint) {
     state_.train_seconds = p.before_s + since(p.start);
     peek_interval_sums(sums);  // this rank's partial sums of the interval the checkpoint cuts
+    settle_parameters();
     checkpointer.save(state_, sums);
     p.last_checkpoint = Clock::now();
   }

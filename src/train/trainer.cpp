@@ -5,6 +5,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <exception>
 
 #include "hpctrain/backend/configure.hpp"
 #include "hpctrain/backend/ops.hpp"
@@ -115,6 +116,11 @@ Trainer::Trainer(const Config& cfg, Runtime& rt, const DatasetIndex& index)
   averager_ = std::make_unique<GradientAverager>(*comm_, model_->gradients(),
                                                  make_buckets(*model_, std::max<std::int64_t>(1, bucket_elems)),
                                                  cfg.parallel.shard_optimizer);
+  // The all-gather after a sharded update overlaps the next forward where that forward can wait
+  // per layer: one stage (a pipeline's stages run forwards of their own), float32 (no rounded copy
+  // to refresh), no CUDA graph (a recorded step cannot wait).
+  overlap_gather_ = averager_->sharded() && cfg.parallel.gather_overlap && !pipeline_ &&
+                    cfg.run.precision == Precision::fp32 && !cfg.run.cuda_graphs;
   make_optimizer_for_this_rank();
 }
 
@@ -130,6 +136,7 @@ void Trainer::make_optimizer_for_this_rank() {
 }
 
 Trainer::~Trainer() {
+  if (std::uncaught_exceptions() == 0) settle_parameters();  // (leaving on an error: the communicator drops it)
   eval_readers_.clear();  // their node caches are MPI windows: free them before the communicator
   averager_.reset();
   comm_.reset();
@@ -173,11 +180,16 @@ void Trainer::train_step(const Batch& batch, float lr) {
   };
   // Each bucket's average starts as soon as the last backward has finished its layers.
   const auto layer_done = [&](std::size_t layer) { averager_->layer_done(layer); };
+  // A sharded optimizer's all-gather of the last update, overlapped: each layer waits for its parameters.
+  const auto before_layer = [&](std::size_t layer) {
+    if (averager_->gathering()) comm_wait_s_ += averager_->wait_gathered(model_->layer_param_range(layer).second);
+  };
   // Gradient accumulation: the first micro-batch overwrites, later ones add.
   auto micro_batches = [&](const std::function<void(std::size_t)>& last_done) {
     for (int m = 0; m < k; ++m) {
       const MicroBatch mb = prepare(m);
-      const Tensor& out = model_->forward(mb.input);
+      const Tensor& out = model_->forward(mb.input, before_layer);
+      settle_parameters();                        // (every bucket is below some layer's parameters: nothing left)
       loss_->forward(out, mb.targets, scalars_);  // adds to the interval's sums on the device
       loss_->backward(out, mb.targets, grad_scale, model_->dout());
       model_->backward(mb.input, model_->dout(), m + 1 == k ? last_done : std::function<void(std::size_t)>(), m > 0);
@@ -238,8 +250,18 @@ void Trainer::finish_step() {
   } else {
     opt_->step(scalars_, t);
   }
-  if (averager_->sharded()) comm_wait_s_ += averager_->gather_parameters(model_->parameters());
+  if (averager_->sharded()) {
+    if (overlap_gather_) {  // the next forward waits for each layer's parameters (float32: no copy to refresh)
+      averager_->start_gather(model_->parameters());
+      return;
+    }
+    comm_wait_s_ += averager_->gather_parameters(model_->parameters());
+  }
   model_->refresh_compute_parameters();
+}
+
+void Trainer::settle_parameters() {
+  if (averager_ && averager_->gathering()) comm_wait_s_ += averager_->wait_gathered();
 }
 
 double Trainer::owned_sum_of_squares() {

@@ -18,59 +18,22 @@ source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 command -v ip >/dev/null && command -v unshare >/dev/null || { echo "SKIP: iproute2/util-linux missing"; exit 77; }
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 
-id=$(( $$ % 10000 ))
-net=10.$(( 64 + id % 64 )).$(( id % 250 ))
-br=hpbr$id
-tmp=$(mktemp -d)
-cleanup() {
-  for i in 1 2; do
-    ip netns del "hpn$i-$id" 2>/dev/null
-    ip link del "hpv$i-$id" 2>/dev/null
-  done
-  ip link del "$br" 2>/dev/null
-  rm -rf "$tmp"
-}
-trap cleanup EXIT
-
-ip link add "$br" type bridge && ip addr add "$net.254/24" dev "$br" && ip link set "$br" up || {
-  echo "FAIL cannot create a bridge"; exit 1; }
-for i in 1 2; do
-  ns=hpn$i-$id
-  ip netns add "$ns"
-  ip link add "hpv$i-$id" type veth peer name "hpp$i-$id"
-  ip link set "hpp$i-$id" netns "$ns"
-  ip link set "hpv$i-$id" master "$br" up
-  ip netns exec "$ns" ip addr add "$net.$i/24" dev "hpp$i-$id"
-  ip netns exec "$ns" ip link set "hpp$i-$id" up
-  ip netns exec "$ns" ip link set lo up
-done
-# The launch agent: Open MPI runs "<agent> <host> <command>" as it would ssh.
-cat >"$tmp/agent.sh" <<EOF
-#!/bin/bash
-host=\$1
-shift
-case \$host in
-  $net.1) ns=hpn1-$id name=node1 ;;
-  $net.2) ns=hpn2-$id name=node2 ;;
-  *) echo "agent: unknown host \$host" >&2; exit 1 ;;
-esac
-exec ip netns exec \$ns unshare --uts /bin/sh -c "hostname \$name; \$*"
-EOF
-chmod +x "$tmp/agent.sh"
-
-bytes() { local s=0 i; for i in 1 2; do s=$((s + $(cat "/sys/class/net/hpv$i-$id/statistics/tx_bytes"))); done; echo $s; }
+source "$src/tools/netns_hosts.sh"
+trap netns_hosts_down EXIT
+netns_hosts_up || { echo "FAIL cannot create the two hosts"; exit 1; }
+net=$NETNS_NET tmp=$NETNS_TMP
+bytes() { netns_hosts_tx_bytes; }
 args=(inputs/mnist_mlp.ini --set train.steps=20 --set train.log_every=10 --set checkpoint.every_epochs=0
       --set checkpoint.resume=none)
 before=$(bytes)
-out=$(mpirun -np 2 --host "$net.1:1,$net.2:1" --mca plm_rsh_agent "$tmp/agent.sh" --mca pml ob1 \
-  --mca btl tcp,self --mca btl_tcp_if_include "$net.0/24" --mca oob_tcp_if_include "$net.0/24" --bind-to none \
+out=$(mpirun -np 2 --host "$net.1:1,$net.2:1" "${NETNS_MPI[@]}" --mca btl tcp,self \
   "$trainer" "${args[@]}" --set "run.out_dir=$tmp/two-hosts" 2>&1)
 rc=$?
 after=$(bytes)
 echo "$out" | grep -E "^done|error" | head -3
 check "2 ranks on 2 namespaced hosts over TCP: exit 0" test $rc -eq 0
-hosts=$(mpirun -np 2 --host "$net.1:1,$net.2:1" --mca plm_rsh_agent "$tmp/agent.sh" --mca oob_tcp_if_include "$net.0/24" \
-  --mca btl tcp,self --mca btl_tcp_if_include "$net.0/24" "$trainer" inputs/mnist_mlp.ini --dry-run 2>&1 |
+hosts=$(mpirun -np 2 --host "$net.1:1,$net.2:1" "${NETNS_MPI[@]}" --mca btl tcp,self \
+  "$trainer" inputs/mnist_mlp.ini --dry-run 2>&1 |
   awk '/^rank +host/{on=1; getline; next} on && /^ +[0-9]/{print $2} on && !/^ +[0-9]/{on=0}' | sort -u | tr '\n' ' ')
 check "the ranks see two hosts: $hosts" test "$hosts" = "node1 node2 "
 traffic=$(( (after - before) / 1048576 ))
@@ -92,8 +55,7 @@ check "two hosts and one host end with the same parameters" same_params two-host
 
 # Two ranks per host: the gradient sums go hierarchically ([parallel] host_allreduce = auto:
 # node-shared memory on each host, one MPI_Allreduce between the hosts' first ranks over TCP).
-out=$(mpirun -np 4 --host "$net.1:2,$net.2:2" --mca plm_rsh_agent "$tmp/agent.sh" --mca pml ob1 \
-  --mca btl tcp,self,vader --mca btl_tcp_if_include "$net.0/24" --mca oob_tcp_if_include "$net.0/24" --bind-to none \
+out=$(mpirun -np 4 --host "$net.1:2,$net.2:2" "${NETNS_MPI[@]}" --mca btl tcp,self,vader \
   "$trainer" "${args[@]}" --set "run.out_dir=$tmp/two-hosts-4" 2>&1)
 check "4 ranks, 2 per host: exit 0" test $? -eq 0
 check "... the sums go through each host's shared memory, then between the hosts" \

@@ -85,6 +85,15 @@ echo "$out" | tail -3
 check "planner: 2 ranks predicted from the model (131.00 ms per step)" grep -qE '^ +2 +1 +128 +131\.00 ' <<<"$out"
 out=$($py tools/scaling_plan.py --summary "$tmp/one.json" --ranks 2 --link 0,1 --hidden 0.5 --shard-optimizer 2>&1)
 check "planner: sharded optimizer (132.00 ms)" grep -qE '^ +2 +1 +128 +132\.00 ' <<<"$out"
+# Two nodes, one rank each, the network fitted from an allreduce-bench table of 0 us + 1 GB/s
+# (what tools/bench/multinode_plan.sh measures between two hosts): the same 131.00 ms.
+for b in 4096 65536 1048576 4194304; do
+  printf '%12d %10d %12.1f 1.00 1.00 %12.1f 1.00 1.00 1.00x OK\n' $b $((b / 4)) "$(awk -v b=$b 'BEGIN {print b / 1000}')" 1.0
+done >"$tmp/net.txt"
+out=$($py tools/scaling_plan.py --summary "$tmp/one.json" --ranks 2 --ranks-per-node 1 --link 5,1 --network "$tmp/net.txt" \
+  --hidden 0.5 2>&1)
+check "planner: the network fitted from an allreduce-bench table (131.00 ms on 2 nodes)" \
+  grep -qE '^ +2 +2 +128 +131\.00 ' <<<"$out"
 out=$($py tools/scaling_plan.py --summary "$tmp/s/np1/summary.json" --ranks 1,2 --check "$tmp/s/np2/summary.json" \
   --tolerance 10 2>&1)
 check "planner on the study's runs: measures the link, compares with the 2-rank run" \

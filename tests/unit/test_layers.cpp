@@ -496,61 +496,53 @@ TEST(Model, LayerRangesOfOneModel) {
   EXPECT_EQ(std::memcmp(y.data(), y2.data(), sizeof(float) * static_cast<std::size_t>(y.numel())), 0);
 }
 
-// The model runs dense + activation through one fused pass: outputs, input-side gradients and
-// parameter gradients are the same bits as running the two layers one after the other.
-TEST(ModelFusion, DenseActivationFusedEqualsSeparate) {
+namespace {
+// A model of `layers` on input `in` (per sample) with random parameters, input and output
+// gradient (seeded from `seed`), batch `rows`, fusion on or off: its output and its gradients.
+std::pair<std::vector<float>, std::vector<float>> fused_or_not(const std::string& layers, const Shape& in,
+                                                               std::int64_t rows, bool fused, std::uint32_t seed) {
   Allocator alloc;
   LayerRegistry r;
   register_builtin_layers(r);
+  Model m(layers, in, r, alloc);
+  const auto pv = random_values(m.parameters().numel(), seed);  // biases too (they start at zero)
+  std::copy(pv.begin(), pv.end(), m.parameters().data());
+  m.set_fusion(fused);
+  m.set_batch(rows);
+  Shape xs{rows};
+  xs.insert(xs.end(), in.begin(), in.end());
+  Tensor x = Tensor::zeros(xs, alloc);
+  const auto xv = random_values(x.numel(), seed + 1);
+  std::copy(xv.begin(), xv.end(), x.data());
+  std::vector<float> out = to_host(m.forward(x));
+  const auto dv = random_values(m.dout().numel(), seed + 2);
+  std::copy(dv.begin(), dv.end(), m.dout().data());
+  m.backward(x, m.dout());
+  return {out, to_host(m.gradients())};
+}
+}  // namespace
+
+// The model runs dense + activation through one fused pass: outputs, input-side gradients and
+// parameter gradients are the same bits as running the two layers one after the other.
+TEST(ModelFusion, DenseActivationFusedEqualsSeparate) {
   const std::string layers = "flatten dense(16) relu dense(12) gelu dense(8) tanh dense(3) res(dense(3) relu) relu";
-  std::vector<float> out[2], grads[2];
-  for (int fused = 0; fused < 2; ++fused) {
-    Model m(layers, {2, 5}, r, alloc);
-    const auto pv = random_values(m.parameters().numel(), 69);  // biases too (they start at zero)
-    std::copy(pv.begin(), pv.end(), m.parameters().data());
-    m.set_fusion(fused == 1);
-    m.set_batch(4);
-    Tensor x = Tensor::zeros({4, 2, 5}, alloc);
-    const auto xv = random_values(x.numel(), 70);
-    std::copy(xv.begin(), xv.end(), x.data());
-    const Tensor& y = m.forward(x);
-    out[fused] = to_host(y);
-    const auto dv = random_values(m.dout().numel(), 71);
-    std::copy(dv.begin(), dv.end(), m.dout().data());
-    m.backward(x, m.dout());
-    grads[fused] = to_host(m.gradients());
-  }
-  EXPECT_EQ(out[0], out[1]);
-  EXPECT_EQ(grads[0], grads[1]);
-  EXPECT_GT(std::fabs(out[1][0]) + std::fabs(out[1][1]), 0.f);
+  const auto [out0, grads0] = fused_or_not(layers, {2, 5}, 4, false, 69);
+  const auto [out1, grads1] = fused_or_not(layers, {2, 5}, 4, true, 69);
+  EXPECT_EQ(out0, out1);
+  EXPECT_EQ(grads0, grads1);
+  EXPECT_GT(std::fabs(out1[0]) + std::fabs(out1[1]), 0.f);
 }
 
 // conv + relu with oneDNN: ReLU as the convolution's post-op (one pass) gives the outputs and
 // every gradient of the two layers run one after the other (same bits here; stated tolerance
 // 1e-6 relative, oneDNN being free to pick another kernel for the fused primitive); tanh after a
-// conv and relu after a one-channel (im2col) conv are not fused and stay exact.
+// conv is not fused and stays exact (the one-channel im2col path: the next test).
 TEST(ModelFusion, ConvReluFusedEqualsSeparate) {
   if (!cpu::onednn_compiled()) GTEST_SKIP() << "built without oneDNN: conv + relu is not fused";
-  Allocator alloc;
-  LayerRegistry r;
-  register_builtin_layers(r);
   const std::string layers = "conv(4,3,pad=1) relu conv(6,3,pad=1) relu conv(3,3) tanh flatten dense(5)";
   std::vector<float> out[2], grads[2];
-  for (int fused = 0; fused < 2; ++fused) {
-    Model m(layers, {2, 7, 7}, r, alloc);
-    const auto pv = random_values(m.parameters().numel(), 81);
-    std::copy(pv.begin(), pv.end(), m.parameters().data());
-    m.set_fusion(fused == 1);
-    m.set_batch(3);
-    Tensor x = Tensor::zeros({3, 2, 7, 7}, alloc);
-    const auto xv = random_values(x.numel(), 82);
-    std::copy(xv.begin(), xv.end(), x.data());
-    out[fused] = to_host(m.forward(x));
-    const auto dv = random_values(m.dout().numel(), 83);
-    std::copy(dv.begin(), dv.end(), m.dout().data());
-    m.backward(x, m.dout());
-    grads[fused] = to_host(m.gradients());
-  }
+  for (int fused = 0; fused < 2; ++fused)
+    std::tie(out[fused], grads[fused]) = fused_or_not(layers, {2, 7, 7}, 3, fused == 1, 81);
   auto close = [](const std::vector<float>& a, const std::vector<float>& b) {
     double worst = 0, biggest = 0;
     for (std::size_t i = 0; i < a.size(); ++i) {
@@ -563,6 +555,17 @@ TEST(ModelFusion, ConvReluFusedEqualsSeparate) {
   EXPECT_TRUE(close(out[1], out[0]));
   EXPECT_TRUE(close(grads[1], grads[0]));
   EXPECT_GT(std::fabs(out[1][0]) + std::fabs(grads[1][0]), 0.f);
+}
+
+// conv + relu on the im2col path (one input channel): the bias and ReLU applied per sample while
+// its output is in cache give the same bits as the two layers, outputs and every gradient.
+TEST(ModelFusion, Im2colConvReluFusedIsExact) {
+  const std::string layers = "conv(4,3,pad=1) relu maxpool(2) flatten dense(5)";
+  const auto [out0, grads0] = fused_or_not(layers, {1, 8, 8}, 3, false, 91);
+  const auto [out1, grads1] = fused_or_not(layers, {1, 8, 8}, 3, true, 91);
+  EXPECT_EQ(out1, out0);
+  EXPECT_EQ(grads1, grads0);
+  EXPECT_GT(std::fabs(out1[0]) + std::fabs(grads1[0]), 0.f);
 }
 
 TEST(GradientBuckets, ReverseLayerOrderWholeLayersAndSize) {

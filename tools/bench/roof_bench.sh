@@ -4,7 +4,9 @@
 # 1-rank job at batch 128; two 1-rank jobs at batch 128 at the same time (the roof: the same
 # per-rank work with no communication); the 2-rank job at global batch 256; the same with
 # [parallel] shard_optimizer. Steady-state samples/s from each run's summary.json; the 2-rank
-# runs as a share of the roof. 150 MLP or 60 CNN steps per run. Prints a line per model and round.
+# runs as a share of the roof. 600 MLP or 240 CNN steps per run (at 150 / 60, 2026-11-30 to
+# 12-01, a run's ~2 s steady state made single runs differ by 10%). Prints a line per model and
+# round, then the median share per model.
 set -euo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 rounds=2
@@ -30,7 +32,8 @@ two() {  # out extra...
 }
 echo "roof_bench: $(date -u +%Y-%m-%dT%H:%MZ), $(nproc) cores"
 for model in mlp cnn; do
-  steps=$([ $model = mlp ] && echo 150 || echo 60)
+  steps=$([ $model = mlp ] && echo 600 || echo 240)
+  shares=() sharded=()
   for round in $(seq "$rounds"); do
     o=$tmp/$model$round
     one "$o/one"
@@ -43,5 +46,9 @@ for model in mlp cnn; do
     roof=$((r1 + r2))
     echo "$model round $round: 1 rank (batch 128) $(st "$o/one"); roof $r1 + $r2 = $roof; 2 ranks $t" \
       "($((100 * t / roof))% of roof); sharded $z ($((100 * z / roof))%)"
+    shares+=($((1000 * t / roof))) sharded+=($((1000 * z / roof)))
   done
+  median() { printf '%s\n' "$@" | sort -n | awk '{v[NR]=$1} END {m = NR % 2 ? v[(NR+1)/2] : (v[NR/2]+v[NR/2+1])/2; printf "%.1f", m/10}'; }
+  echo "$model: median over $rounds rounds: 2 ranks $(median "${shares[@]}")% of roof, sharded $(median "${sharded[@]}")%" \
+    "(BLAS: OPENBLAS_CORETYPE=${OPENBLAS_CORETYPE:-unset} OPENBLAS_L2_SIZE=${OPENBLAS_L2_SIZE:-unset})"
 done

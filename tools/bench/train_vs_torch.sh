@@ -8,7 +8,8 @@
 # thread, 1 rank x 2 threads; each with OPENBLAS_CORETYPE/OPENBLAS_L2_SIZE as
 # set and unset; PyTorch also with its tuned malloc settings. Reports the
 # median of the repeats, the ratios, hpctrain's MLP rate as a fraction of the
-# single-core sgemm rate measured in the same run, and other processes' CPU use.
+# single-core sgemm rate measured in the same run (MLP and CNN: the FLOPs per sample in flops()),
+# and other processes' CPU use.
 # --smoke: a few steps of hpctrain only (and of PyTorch when it is installed), for CI.
 set -euo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
@@ -72,6 +73,10 @@ measure() {  # key command...
     'BEGIN { other = ((b1 - b0) / hz - cpu) / (t1 - t0); if (other < 0) other = 0; printf "%.1f %.2f\n", v, other }'
 }
 median() { sort -n | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
+# MFLOP per trained sample (forward, weight gradients, input gradients but the first layer's; the
+# GEMM/convolution work only): MLP 784-1024-1024-10 3.73 x 3 = 11.2; CNN conv 28x28x1->32 (0.45),
+# conv 14x14x32->64 (7.23), dense 3136->128 (0.80), 128->10: forward 8.48, total 2 x 8.48 + 8.03 = 25.0.
+flops() { case $1 in mlp) echo 11.2 ;; cnn) echo 25.0 ;; *) echo 0 ;; esac; }
 
 run_env() {  # name -> the env(1) arguments for that BLAS environment
   case $1 in
@@ -121,7 +126,7 @@ for e in "${envs[@]}"; do
       mu=$( [ ${#tuned[@]} -gt 0 ] && printf "%s\n" "${tuned[@]}" | median || echo 0)
       mx=$(printf "%s\n" "${other[@]}" | sort -n | tail -1)
       awk -v e="$e" -v m="$model" -v c="$np x $thr" -v o="$mo" -v t="$mt" -v u="$mu" -v s="$sgemm" -v x="$mx" \
-        -v fl="$([ "$model" = mlp ] && echo 11.2 || echo 0)" 'BEGIN {
+        -v fl="$(flops "$model")" 'BEGIN {
           rt = t > 0 ? sprintf("%.2fx", o / t) : "-"; ru = u > 0 ? sprintf("%.2fx", o / u) : "-";
           sg = fl > 0 ? sprintf("%.0f%%", 100 * o * fl * 1e6 / (s * 1e9) / (c ~ /^1 x 2/ ? 2 : (c ~ /^2/ ? 2 : 1))) : "-";
           printf "%-8s %-6s %-10s %12.0f %12s %12s %9s %9s %10s %8s\n", e, m, c, o, (t > 0 ? sprintf("%.0f", t) : "-"),
@@ -130,5 +135,5 @@ for e in "${envs[@]}"; do
   done
   echo "  ($e: single-core sgemm $sgemm GFLOP/s)"
 done
-echo "'of sgemm': hpctrain's MLP samples/s x 11.2 MFLOP per sample, divided by the single-core sgemm rate times"
+echo "'of sgemm': hpctrain's samples/s x MFLOP per sample (MLP 11.2, CNN 25.0), divided by the single-core sgemm rate times"
 echo "the cores used; 'other': the most CPU cores other processes used during any of the runs (noise check)."

@@ -59,7 +59,9 @@ class Model {
   // results are the same bits either way, tested). Only in float32: with bf16/fp16 the dense
   // output is rounded before the activation reads it.
   void set_fusion(bool on) { fusion_ = on; }
-  const Tensor& forward(const Tensor& x);
+  // `before_layer(i)`, when given, runs before layer i reads its parameters (a sharded optimizer's
+  // all-gather of them may still be in flight).
+  const Tensor& forward(const Tensor& x, const std::function<void(std::size_t)>& before_layer = {});
   // Writes every layer's input gradient and adds to the gradient buffer (or,
   // with accumulate = false, overwrites it: the step's first micro-batch);
   // calls layer_done(i) after layer i (last layer first) when given.

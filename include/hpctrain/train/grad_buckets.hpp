@@ -52,6 +52,12 @@ class GradientAverager {
   // Sharded: collective; every rank's updated blocks of `params` (laid out like the gradients)
   // reach every rank. Returns the seconds it took.
   double gather_parameters(Tensor& params);
+  // Sharded, overlapped with the next forward: starts those all-gathers, the first layers'
+  // buckets first, and returns at once; wait_gathered(end) before reading elements below `end`.
+  void start_gather(Tensor& params);
+  // Waits for the gathers of the buckets that begin below `end` (every one: -1); the seconds spent.
+  double wait_gathered(std::int64_t end = -1);
+  bool gathering() const { return !gathers_.empty(); }
 
  private:
   // Starts bucket b's average (allreduce, or reduce-scatter and tail allreduce) on `buf`.
@@ -64,6 +70,8 @@ class GradientAverager {
   std::vector<std::pair<std::int64_t, std::int64_t>> owned_;
   std::vector<Request> pending_;  // (sharded: a bucket's reduce-scatter and its tail's allreduce)
   std::size_t launched_ = 0;      // buckets started this step
+  // Gathers in flight (start_gather): each bucket's first element and its requests, by that element.
+  std::vector<std::pair<std::int64_t, std::vector<Request>>> gathers_;
 };
 
 }  // namespace hpctrain

@@ -65,7 +65,12 @@ class Trainer {
   // tokens (rank 0), seeded by [run] seed: the same text on any layout. Collective.
   int generate(const SamplingOptions& o);
 
-  Model& model() { return *model_; }
+  Model& model() {  // (its parameters complete: a gather in flight is waited for)
+    settle_parameters();
+    return *model_;
+  }
+  // Waits for a sharded optimizer's all-gather still in flight ([parallel] gather_overlap).
+  void settle_parameters();
   Optimizer& optimizer() { return *opt_; }
   PipelineStage* pipeline() { return pipeline_.get(); }              // null when model_parallel = 1
   const std::vector<LayerGroup>& groups() const { return groups_; }  // the layers of each pipeline stage
@@ -141,6 +146,7 @@ class Trainer {
   std::unique_ptr<Communicator> host_comm_;  // the same group for host buffers, when comm_ is on a GPU
   Communicator& host_dp() { return host_comm_ ? *host_comm_ : *comm_; }
   std::unique_ptr<GradientAverager> averager_;
+  bool overlap_gather_ = false;              // [parallel] gather_overlap in effect (see the constructor)
   std::vector<LayerGroup> groups_;           // the layers of each pipeline stage
   std::unique_ptr<Communicator> mp_comm_;    // model-parallel group (M > 1)
   std::unique_ptr<PipelineStage> pipeline_;  // this rank's stage (M > 1)

@@ -7,12 +7,44 @@
 #include "hpctrain/backend/checks.hpp"
 #include "hpctrain/backend/cpu/cpu_ops.hpp"
 #include "hpctrain/core/hash.hpp"
+#include "vector_clones.hpp"
 
 namespace hpctrain::cpu {
 
 using backend::same_size;
 
 namespace {
+// The hot element-wise loops of a CNN, compiled twice (vector_clones.hpp).
+HPCT_VECTOR_CLONES void add_constant(float* row, float v, std::int64_t n) {
+  for (std::int64_t j = 0; j < n; ++j) row[j] += v;
+}
+
+// 2x2 max pooling with stride 2 over `planes` planes of height x width: the maximum and the
+// flat index it came from (the first on ties, as the generic loop picks).
+HPCT_VECTOR_CLONES void maxpool_2x2(const float* x, std::int64_t planes, std::int64_t height, std::int64_t width,
+                                    std::int64_t ho, std::int64_t wo, float* y, std::int32_t* argmax) {
+  for (std::int64_t p = 0; p < planes; ++p) {
+    const float* in = x + p * height * width;
+    float* out = y + p * ho * wo;
+    std::int32_t* arg = argmax + p * ho * wo;
+    const auto base = static_cast<std::int32_t>(p * height * width);
+    for (std::int64_t i = 0; i < ho; ++i) {
+      const float* r0 = in + 2 * i * width;
+      const float* r1 = r0 + width;
+      const auto row0 = static_cast<std::int32_t>(base + 2 * i * width);
+      const auto w32 = static_cast<std::int32_t>(width);
+      for (std::int64_t j = 0; j < wo; ++j) {  // branch-free: the data decide nothing but selects
+        const float a = r0[2 * j], b = r0[2 * j + 1], c = r1[2 * j], d = r1[2 * j + 1];
+        const float m0 = std::max(a, b), m1 = std::max(c, d);  // std::max keeps the first on ties
+        const std::int32_t top = b > a, bottom = d > c, second = m1 > m0;
+        out[i * wo + j] = std::max(m0, m1);
+        const std::int32_t best = row0 + 2 * static_cast<std::int32_t>(j) + top + second * (w32 + bottom - top);
+        arg[i * wo + j] = best;
+      }
+    }
+  }
+}
+
 // The output columns j of one kernel tap (kj) whose input column j*stride-pad+kj
 // lies inside [0, width): [first, last).
 void valid_columns(std::int64_t kj, std::int64_t stride, std::int64_t pad, std::int64_t width, std::int64_t wo,
@@ -78,10 +110,7 @@ void col2im(const Tensor& cols, std::int64_t channels, std::int64_t height, std:
 
 void add_channel_bias(Tensor& y, const Tensor& bias) {
   const std::int64_t c = bias.numel(), p = y.numel() / c;
-  for (std::int64_t i = 0; i < c; ++i) {
-    float* row = y.data() + i * p;
-    for (std::int64_t j = 0; j < p; ++j) row[j] += bias.data()[i];
-  }
+  for (std::int64_t i = 0; i < c; ++i) add_constant(y.data() + i * p, bias.data()[i], p);
 }
 
 void accumulate_channel_bias_grad(const Tensor& dy, Tensor& db) {
@@ -108,26 +137,7 @@ void maxpool_forward(const Tensor& x, std::int64_t channels, std::int64_t height
   backend::checked_int(x.numel(), "max pooling: input elements (argmax indices are 32-bit)");
   std::int32_t* argmax = index_data(argmax_buf);
   if (kernel == 2 && stride == 2) {  // the common case, without the generic window loops
-    for (std::int64_t p = 0; p < planes; ++p) {
-      const float* in = x.data() + p * height * width;
-      float* out = y.data() + p * ho * wo;
-      std::int32_t* arg = argmax + p * ho * wo;
-      const auto base = static_cast<std::int32_t>(p * height * width);
-      for (std::int64_t i = 0; i < ho; ++i) {
-        const float* r0 = in + 2 * i * width;
-        const float* r1 = r0 + width;
-        const auto row0 = static_cast<std::int32_t>(base + 2 * i * width);
-        const auto w32 = static_cast<std::int32_t>(width);
-        for (std::int64_t j = 0; j < wo; ++j) {  // branch-free: the data decide nothing but selects
-          const float a = r0[2 * j], b = r0[2 * j + 1], c = r1[2 * j], d = r1[2 * j + 1];
-          const float m0 = std::max(a, b), m1 = std::max(c, d);  // std::max keeps the first on ties
-          const std::int32_t top = b > a, bottom = d > c, second = m1 > m0;
-          out[i * wo + j] = std::max(m0, m1);
-          const std::int32_t best = row0 + 2 * static_cast<std::int32_t>(j) + top + second * (w32 + bottom - top);
-          arg[i * wo + j] = best;
-        }
-      }
-    }
+    maxpool_2x2(x.data(), planes, height, width, ho, wo, y.data(), argmax);
     return;
   }
   for (std::int64_t p = 0; p < planes; ++p) {

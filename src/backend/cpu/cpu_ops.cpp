@@ -3,6 +3,7 @@
 // precision rounding and sums; cpu_layer_ops.cpp holds the rest. The
 // reference every other backend is tested against.
 #include "hpctrain/backend/cpu/cpu_ops.hpp"
+#include "vector_clones.hpp"
 
 #if defined(__x86_64__)
 #include <immintrin.h>
@@ -67,13 +68,20 @@ inline float exp_nonpositive(float y) {
   return e * scale;
 }
 
-// GELU's loops, compiled twice (AVX2 + FMA, and the baseline) and picked at load time: the build
-// targets any x86-64, and these loops are where a GPT spends most of its non-GEMM time.
-#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
-#define HPCT_VECTOR_CLONES __attribute__((target_clones("arch=x86-64-v3", "default")))
-#else
-#define HPCT_VECTOR_CLONES
-#endif
+// GELU's loops, compiled twice (vector_clones.hpp): the build targets any x86-64, and these
+// loops are where a GPT spends most of its non-GEMM time; ReLU's, where a CNN spends its.
+
+HPCT_VECTOR_CLONES void relu_forward(const float* in, float* out, std::int64_t n) {
+  for (std::int64_t i = 0; i < n; ++i) out[i] = in[i] > 0 ? in[i] : 0.f;
+}
+
+// Both operands loaded unconditionally, so the select vectorizes (no branch).
+HPCT_VECTOR_CLONES void relu_backward(const float* in, const float* g, float* out, std::int64_t n) {
+  for (std::int64_t i = 0; i < n; ++i) {
+    const float gi = g[i], xi = in[i];
+    out[i] = xi > 0 ? gi : 0.f;
+  }
+}
 
 HPCT_VECTOR_CLONES void gelu_forward(const float* in, float* out, std::int64_t n) {
   for (std::int64_t i = 0; i < n; ++i) out[i] = 0.5f * in[i] * (1.f + erf_rational(in[i] * kInvSqrt2));
@@ -136,9 +144,7 @@ void activation_forward(Activation f, const Tensor& x, Tensor& y) {
   float* out = y.data();
   const std::int64_t n = x.numel();
   switch (f) {
-    case Activation::relu:
-      for (std::int64_t i = 0; i < n; ++i) out[i] = in[i] > 0 ? in[i] : 0.f;
-      break;
+    case Activation::relu: relu_forward(in, out, n); break;
     case Activation::tanh:
       for (std::int64_t i = 0; i < n; ++i) out[i] = std::tanh(in[i]);
       break;
@@ -156,12 +162,7 @@ void activation_backward(Activation f, const Tensor& x, const Tensor& dy, Tensor
   float* out = dx.data();
   const std::int64_t n = x.numel();
   switch (f) {
-    case Activation::relu:  // both operands loaded unconditionally, so the select vectorizes (no branch)
-      for (std::int64_t i = 0; i < n; ++i) {
-        const float gi = g[i], xi = in[i];
-        out[i] = xi > 0 ? gi : 0.f;
-      }
-      break;
+    case Activation::relu: relu_backward(in, g, out, n); break;
     case Activation::tanh:
       for (std::int64_t i = 0; i < n; ++i) {
         const float t = std::tanh(in[i]);

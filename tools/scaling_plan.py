@@ -10,7 +10,8 @@ allreduce-bench, or given), it predicts for each rank count of a global batch B:
   compute(N) = (t1 - update(1)) * (B / N) / b1      (per-rank batch; b1 the measured run's)
   update(N)  = state bytes touched per step / memory bandwidth   (/ N with --shard-optimizer)
   allreduce  = 2 (N-1)/N * G * beta + 2 log2(N) * alpha * buckets     (ring volume, tree latency)
-  exposed    = allreduce * (1 - hidden)           (hidden: the share backward hides, --hidden)
+  exposed    = allreduce * (1 - hidden)           (hidden: the share backward hides, --hidden; by
+                                                   default 0 with one gradient bucket, else 0.5)
              + with --shard-optimizer the parameters' all-gather, (N-1)/N * G * beta, not hidden
   across nodes: the hierarchical scheme (node-shared memory, then the nodes' first ranks over
   the network): the network term uses the nodes' count and the network's alpha, beta.
@@ -21,7 +22,7 @@ run, the prediction against it (PASS within --tolerance, default 15%).
 
   tools/scaling_plan.py --summary runs/one/summary.json --ranks 1,2,4,8 [--global-batch B] [--ranks-per-node 2]
       [--link shm|measure|ALPHA_US,GBPS] [--network ALPHA_US,GBPS|BENCH_OUTPUT] [--shard-optimizer]
-      [--memory-bandwidth GBPS] [--hidden 0.5] [--price-per-device-hour P] [--check S.json]
+      [--memory-bandwidth GBPS] [--hidden H] [--price-per-device-hour P] [--check S.json]
 """
 import argparse
 import json
@@ -139,7 +140,9 @@ def main():
                          "allreduce-bench run with 2 ranks on 2 nodes (its mpi column is fitted)")
     ap.add_argument("--shard-optimizer", action="store_true")
     ap.add_argument("--memory-bandwidth", type=float, default=10.0, help="GB/s one rank's update streams at")
-    ap.add_argument("--hidden", type=float, default=0.5, help="share of the allreduce backward hides (0-1)")
+    ap.add_argument("--hidden", type=float,
+                    help="share of the allreduce backward hides (0-1; default: 0 when the measured run had one "
+                         "gradient bucket, which is ready only when backward ends, else 0.5)")
     ap.add_argument("--global-batch", type=int, help="of the planned runs (default: the measured run's)")
     ap.add_argument("--price-per-device-hour", type=float, default=0.0)
     ap.add_argument("--check", help="summary.json of a measured N-rank run: compare")
@@ -151,6 +154,8 @@ def main():
         ranks = [int(x) for x in a.ranks.split(",")]
     except ValueError:
         fail("--ranks '%s': give a comma-separated list of rank counts" % a.ranks)
+    if a.hidden is None:
+        a.hidden = 0.0 if s.get("buckets", 1) <= 1 else 0.5
     if not 0 <= a.hidden <= 1:
         fail("--hidden %s: give a share between 0 and 1" % a.hidden)
     root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))

@@ -467,11 +467,14 @@ std::vector<KeySpec> config_schema() {
                    "reduce-scattered, each rank updates 1/D of the parameters, then all-gathered "
                    "(docs/parallelism.md)",
                    [](Config& c, const std::string& v) { c.parallel.shard_optimizer = parse_bool(v); }));
-  k.push_back(make("parallel", "gather_overlap", K::boolean, "true",
-                   "with shard_optimizer: the parameters' all-gather after the update runs during the next "
-                   "forward, each layer waiting for its own (float32, one pipeline stage, no cuda_graphs; "
-                   "otherwise it completes before the step ends)",
-                   [](Config& c, const std::string& v) { c.parallel.gather_overlap = parse_bool(v); }));
+  k.push_back(choice("parallel", "gather_overlap", {"auto", "on", "off"}, "auto",
+                     "with shard_optimizer: run the parameters' all-gather after the update during the next "
+                     "forward, each layer waiting for its own (float32, one pipeline stage, no cuda_graphs); "
+                     "auto = on GPUs only (on a CPU it competes with the forward for the cores)",
+                     [](Config& c, const std::string& v) {
+                       c.parallel.gather_overlap =
+                           pick<Tristate>(v, {{"auto", Tristate::auto_}, {"on", Tristate::on}, {"off", Tristate::off}});
+                     }));
   k.push_back(bounded(make("parallel", "watchdog_s", K::real, "300",
                            "seconds a collective may take before the job is aborted (exit 3); 0 = off",
                            [=](Config& c, const std::string& v) { c.parallel.watchdog_s = to_real(v); }),

@@ -118,9 +118,11 @@ Trainer::Trainer(const Config& cfg, Runtime& rt, const DatasetIndex& index)
                                                  cfg.parallel.shard_optimizer);
   // The all-gather after a sharded update overlaps the next forward where that forward can wait
   // per layer: one stage (a pipeline's stages run forwards of their own), float32 (no rounded copy
-  // to refresh), no CUDA graph (a recorded step cannot wait).
-  overlap_gather_ = averager_->sharded() && cfg.parallel.gather_overlap && !pipeline_ &&
-                    cfg.run.precision == Precision::fp32 && !cfg.run.cuda_graphs;
+  // to refresh), no CUDA graph (a recorded step cannot wait). auto: on GPUs (the collective runs
+  // beside the kernels), not on a CPU (it took cores from the forward: 5% slower, docs/parallelism.md).
+  const Tristate overlap = cfg.parallel.gather_overlap;
+  overlap_gather_ = averager_->sharded() && (overlap == Tristate::on || (overlap == Tristate::auto_ && gpu)) &&
+                    !pipeline_ && cfg.run.precision == Precision::fp32 && !cfg.run.cuda_graphs;
   make_optimizer_for_this_rank();
 }
 

@@ -101,8 +101,8 @@ struct ParallelConfig {
   HostAllreduce host_allreduce = HostAllreduce::auto_;  // gradient sums in host memory: MPI's or node-shared memory
   double bucket_mb = 25.0;
   bool shard_optimizer = false;  // ZeRO stage 1: each data-parallel rank keeps and updates 1/D of the state
-  bool gather_overlap = true;    // sharded: the parameters' all-gather overlaps the next forward
-  double watchdog_s = 300.0;     // 0 disables the collective watchdog
+  Tristate gather_overlap = Tristate::auto_;  // sharded: the all-gather overlaps the next forward (auto: on GPUs)
+  double watchdog_s = 300.0;                  // 0 disables the collective watchdog
 };
 
 struct CheckpointConfig {

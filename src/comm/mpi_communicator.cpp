@@ -99,6 +99,7 @@ struct MpiCommunicator::Op {
   std::uint64_t log_id = 0;
   bool done = false;      // guarded by the communicator's mu_
   bool finished = false;  // caller-side finish ran
+  bool scaled = false;    // an average already scaled by node-shared memory (set before done)
   std::string error;
 };
 
@@ -257,6 +258,12 @@ Request MpiCommunicator::ibarrier() {
   return submit(std::move(o));
 }
 
+float MpiCommunicator::shm_scale(Op& op) const {
+  if (op.op != ReduceOp::avg || size_ <= 1) return 1.f;
+  op.scaled = true;  // (finish does not scale it again)
+  return static_cast<float>(1.0 / size_);
+}
+
 bool MpiCommunicator::through_shm(const Op& op) const {
   if (!shm_ || op.dtype != DType::f32) return false;
   const bool sum = op.op == ReduceOp::sum || op.op == ReduceOp::avg;  // (avg: scaled in finish)
@@ -343,7 +350,7 @@ void MpiCommunicator::start(Op& op) {
   switch (op.kind) {
     case Kind::allreduce:
       if (through_shm(op)) {
-        shm_->sum(reinterpret_cast<const float*>(in), reinterpret_cast<float*>(out), op.count);
+        shm_->sum(reinterpret_cast<const float*>(in), reinterpret_cast<float*>(out), op.count, shm_scale(op));
         break;
       }
       for (std::size_t off = 0; off < op.count; off += kChunk) {
@@ -371,7 +378,8 @@ void MpiCommunicator::start(Op& op) {
     }
     case Kind::reduce_scatter: {
       if (through_shm(op)) {  // (in place too: no temporary)
-        shm_->reduce_scatter(reinterpret_cast<const float*>(in), reinterpret_cast<float*>(out), op.count);
+        shm_->reduce_scatter(reinterpret_cast<const float*>(in), reinterpret_cast<float*>(out), op.count,
+                             shm_scale(op));
         break;
       }
       void* dst = op.temp.empty() ? static_cast<void*>(out) : op.temp.data();
@@ -470,7 +478,7 @@ void MpiCommunicator::finish(Op& op) {
   if (op.error.empty()) {
     if (!op.temp.empty()) std::memcpy(op.host_out ? op.host_out : op.mpi_recv, op.temp.data(), op.temp.size());
     const bool reduced = op.kind == Kind::allreduce || op.kind == Kind::reduce_scatter;
-    if (reduced && op.op == ReduceOp::avg && size_ > 1) {
+    if (reduced && op.op == ReduceOp::avg && size_ > 1 && !op.scaled) {
       const double f = 1.0 / size_;
       const bool on_host = options_.memory == MemorySpace::host || op.host_out != nullptr;
       if (!on_host)

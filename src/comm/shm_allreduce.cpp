@@ -55,7 +55,7 @@ void ShmAllreduce::sync() {
   CHECK_MPI(MPI_Win_sync(win_));
 }
 
-void ShmAllreduce::sum(const float* in, float* out, std::size_t count) {
+void ShmAllreduce::sum(const float* in, float* out, std::size_t count, float scale) {
   const auto p = static_cast<std::size_t>(size_), me = static_cast<std::size_t>(rank_);
   for (std::size_t off = 0; off < count; off += capacity_) {
     const std::size_t n = std::min(capacity_, count - off);
@@ -73,12 +73,18 @@ void ShmAllreduce::sum(const float* in, float* out, std::size_t count) {
         CHECK_MPI(MPI_Allreduce(MPI_IN_PLACE, acc, static_cast<int>(n), MPI_FLOAT, MPI_SUM, leaders_));
       sync();
     }
-    std::memcpy(out + off, slots_[0], n * sizeof(float));
+    if (scale == 1.f) {
+      std::memcpy(out + off, slots_[0], n * sizeof(float));
+    } else {  // an average: scaled on the way out (no pass of its own over the result)
+      const float* sum = slots_[0];
+      float* dst = out + off;
+      for (std::size_t i = 0; i < n; ++i) dst[i] = sum[i] * scale;
+    }
     sync();  // slot 0 is rewritten by the next piece
   }
 }
 
-void ShmAllreduce::reduce_scatter(const float* in, float* out, std::size_t count) {
+void ShmAllreduce::reduce_scatter(const float* in, float* out, std::size_t count, float scale) {
   HPCT_CHECK(nodes_ == 1, "ShmAllreduce::reduce_scatter spans one node");
   const auto p = static_cast<std::size_t>(size_), me = static_cast<std::size_t>(rank_);
   const std::size_t m = std::max<std::size_t>(1, capacity_ / p);  // floats of each block per piece
@@ -93,6 +99,8 @@ void ShmAllreduce::reduce_scatter(const float* in, float* out, std::size_t count
       const float* s = slots_[k] + me * m;
       for (std::size_t i = 0; i < n; ++i) dst[i] += s[i];
     }
+    if (scale != 1.f)  // an average: scaled while the piece is in cache
+      for (std::size_t i = 0; i < n; ++i) dst[i] *= scale;
     sync();  // the slots are rewritten by the next piece
   }
 }

@@ -83,6 +83,9 @@ class MpiCommunicator final : public Communicator {
   // Whether node-shared memory does `op` (float32 sums and averages; the reduce-scatter and
   // all-gather on one node) instead of MPI.
   bool through_shm(const Op& op) const;
+  // The factor node-shared memory applies to `op`'s sum (1 / size for an average, which it then
+  // marks scaled; else 1).
+  float shm_scale(Op& op) const;
   void stage_in(Op& op);
   void start(Op& op);   // progress thread: issue the MPI call(s)
   void finish(Op& op);  // caller thread: copy back, average, release

@@ -31,11 +31,13 @@ class ShmAllreduce {
   ShmAllreduce(const ShmAllreduce&) = delete;
   ShmAllreduce& operator=(const ShmAllreduce&) = delete;
 
-  // Collective: out = the sum over ranks of in (`count` floats; in == out allowed).
-  void sum(const float* in, float* out, std::size_t count);
+  // Collective: out = the sum over ranks of in (`count` floats; in == out allowed), times
+  // `scale` (an average: 1 / ranks; the product the same bits as scaling the sum afterwards).
+  void sum(const float* in, float* out, std::size_t count, float scale = 1.f);
   // One node only (nodes() == 1). Collective: out = the sum over ranks of block `rank` of in
-  // (`size` blocks of `count` floats; summed in rank order; out == in + rank * count allowed).
-  void reduce_scatter(const float* in, float* out, std::size_t count);
+  // (`size` blocks of `count` floats; summed in rank order; out == in + rank * count allowed),
+  // times `scale`.
+  void reduce_scatter(const float* in, float* out, std::size_t count, float scale = 1.f);
   // One node only. Collective: block r of out (`count` floats each) = rank r's in (in == out +
   // rank * count allowed).
   void allgather(const float* in, float* out, std::size_t count);

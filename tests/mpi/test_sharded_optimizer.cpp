@@ -63,11 +63,11 @@ TEST(ShardedOptimizer, SgdWithClippingMatchesOneProcess) {
   const char* const cnn = "conv(4,3,pad=1) relu conv(4,3,pad=1) tanh flatten dense(7)";
   for (const auto& [micro, layers] : {std::pair{1, mlp}, std::pair{2, mlp}, std::pair{1, cnn}}) {
     // bucket_mb = 0.0002: buckets of about 52 elements, one or two layers each.
-    const std::string ini = "[run]\nseed = 11\nout_dir = /tmp\n[data]\npath = " + root +
-                            "\n[model]\nlayers = " + layers +
-                            "\n[train]\nglobal_batch = 24\nmicro_batches = " + std::to_string(micro) +
-                            "\n[optim]\nlr = 0.2\nmomentum = 0.9\nweight_decay = 0.01\nnesterov = true\n"
-                            "clip_norm = 0.3\n[parallel]\nshard_optimizer = true\ngather_overlap = on\nbucket_mb = 0.0002\n";
+    const std::string ini =
+        "[run]\nseed = 11\nout_dir = /tmp\n[data]\npath = " + root + "\n[model]\nlayers = " + layers +
+        "\n[train]\nglobal_batch = 24\nmicro_batches = " + std::to_string(micro) +
+        "\n[optim]\nlr = 0.2\nmomentum = 0.9\nweight_decay = 0.01\nnesterov = true\n"
+        "clip_norm = 0.3\n[parallel]\nshard_optimizer = true\ngather_overlap = on\nbucket_mb = 0.0002\n";
     const Config cfg = parse_config(ini, "zero.ini", {}, process_environment());
     Runtime rt(cfg);
     Trainer trainer(cfg, rt, index);

@@ -266,7 +266,7 @@ float MpiCommunicator::shm_scale(Op& op) const {
 
 bool MpiCommunicator::through_shm(const Op& op) const {
   if (!shm_ || op.dtype != DType::f32) return false;
-  const bool sum = op.op == ReduceOp::sum || op.op == ReduceOp::avg;  // (avg: scaled in finish)
+  const bool sum = op.op == ReduceOp::sum || op.op == ReduceOp::avg;  // (avg: scaled in the sum, shm_scale)
   switch (op.kind) {
     case Kind::allreduce: return sum;
     case Kind::reduce_scatter: return sum && shm_->nodes() == 1;

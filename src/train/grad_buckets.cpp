@@ -115,10 +115,8 @@ double GradientAverager::gather_parameters(Tensor& params) {
 void GradientAverager::start_gather(Tensor& params) {
   HPCT_CHECK(sharded_ && params.numel() == grads_.numel(), "gather_parameters without a sharded optimizer");
   HPCT_CHECK(gathers_.empty(), "parameter gathers started twice");
-  std::vector<const Bucket*> order;  // the forward's order: lowest elements (first layers) first
-  for (const Bucket& b : buckets_) order.push_back(&b);
-  std::sort(order.begin(), order.end(), [](const Bucket* a, const Bucket* b) { return a->begin < b->begin; });
-  for (const Bucket* b : order) {
+  // The forward's order, first layers first: the buckets are made last layers first (make_buckets).
+  for (auto b = buckets_.rbegin(); b != buckets_.rend(); ++b) {
     gathers_.emplace_back(b->begin, std::vector<Request>{});
     launch_gather(*b, params.data(), gathers_.back().second);
   }

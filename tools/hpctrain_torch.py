@@ -70,7 +70,7 @@ class Attention(nn.Module):
         q, k, v = F.linear(x, s.qkv_weight, s.qkv_bias).split(c, dim=2)
         q, k, v = (z.view(b, t, s.h, c // s.h).transpose(1, 2) for z in (q, k, v))
         att = (q @ k.transpose(-2, -1)) / math.sqrt(c // s.h)
-        mask = torch.tril(torch.ones(t, t, dtype=torch.bool))
+        mask = torch.tril(torch.ones(t, t, dtype=torch.bool, device=x.device))  # on the input's device (CUDA)
         att = F.softmax(att.masked_fill(~mask, float("-inf")), dim=-1)
         y = (att @ v).transpose(1, 2).contiguous().view(b, t, c)
         return F.linear(y, s.proj_weight, s.proj_bias)

@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <thread>
 
 #include "hpctrain/backend/ops.hpp"
 #include "hpctrain/core/error.hpp"
@@ -139,32 +140,49 @@ void Model::refresh_compute_parameters() {
   round_to_precision(compute_params_, precision_);
 }
 
+namespace {
+// One parameter element's initial value: a pure function of (seed, the element's model-wide index).
+float initial_value(const ParamInfo& p, std::uint64_t seed, std::int64_t i) {
+  const std::uint64_t h1 = splitmix64(seed ^ splitmix64(static_cast<std::uint64_t>(p.global_offset + i)));
+  const std::uint64_t h2 = splitmix64(h1);
+  const double u1 = (static_cast<double>(h1 >> 11) + 1.0) / 9007199254740993.0;  // (0, 1]
+  const double u2 = static_cast<double>(h2 >> 11) / 9007199254740992.0;          // [0, 1)
+  switch (p.init) {
+    case Init::he_normal:
+      return static_cast<float>(std::sqrt(-2.0 * std::log(u1)) * std::cos(2 * M_PI * u2) *
+                                std::sqrt(2.0 / static_cast<double>(p.fan_in)));
+    case Init::xavier_uniform:
+      return static_cast<float>((2 * u2 - 1) * std::sqrt(6.0 / static_cast<double>(p.fan_in + p.fan_out)));
+    case Init::zeros: return 0.f;
+    case Init::ones: return 1.f;
+    case Init::normal: return static_cast<float>(std::sqrt(-2.0 * std::log(u1)) * std::cos(2 * M_PI * u2) * p.std);
+  }
+  return 0.f;
+}
+}  // namespace
+
+void fill_initial_values(const std::vector<ParamInfo>& info, std::uint64_t seed, float* host, std::int64_t total,
+                         int threads) {
+  // Thread t fills the flat range [total t / T, total (t + 1) / T) of every parameter it overlaps.
+  auto fill_range = [&](std::int64_t lo, std::int64_t hi) {
+    for (const ParamInfo& p : info) {
+      const std::int64_t a = std::max(lo, p.offset), b = std::min(hi, p.offset + numel(p.shape));
+      for (std::int64_t k = a; k < b; ++k) host[k] = initial_value(p, seed, k - p.offset);
+    }
+  };
+  threads = static_cast<int>(std::max<std::int64_t>(1, std::min<std::int64_t>(threads, total)));
+  std::vector<std::thread> pool;
+  for (int t = 1; t < threads; ++t) pool.emplace_back(fill_range, total * t / threads, total * (t + 1) / threads);
+  fill_range(0, total / threads);
+  for (auto& th : pool) th.join();
+}
+
 void Model::init_parameters(std::uint64_t seed) {
   std::vector<float> host(static_cast<std::size_t>(params_.numel()));  // made on the host, then uploaded
-  for (const ParamInfo& p : info_) {
-    float* w = host.data() + p.offset;
-    const std::int64_t n = numel(p.shape);
-    for (std::int64_t i = 0; i < n; ++i) {
-      const std::uint64_t h1 = splitmix64(seed ^ splitmix64(static_cast<std::uint64_t>(p.global_offset + i)));
-      const std::uint64_t h2 = splitmix64(h1);
-      const double u1 = (static_cast<double>(h1 >> 11) + 1.0) / 9007199254740993.0;  // (0, 1]
-      const double u2 = static_cast<double>(h2 >> 11) / 9007199254740992.0;          // [0, 1)
-      switch (p.init) {
-        case Init::he_normal:
-          w[i] = static_cast<float>(std::sqrt(-2.0 * std::log(u1)) * std::cos(2 * M_PI * u2) *
-                                    std::sqrt(2.0 / static_cast<double>(p.fan_in)));
-          break;
-        case Init::xavier_uniform:
-          w[i] = static_cast<float>((2 * u2 - 1) * std::sqrt(6.0 / static_cast<double>(p.fan_in + p.fan_out)));
-          break;
-        case Init::zeros: w[i] = 0.f; break;
-        case Init::ones: w[i] = 1.f; break;
-        case Init::normal:
-          w[i] = static_cast<float>(std::sqrt(-2.0 * std::log(u1)) * std::cos(2 * M_PI * u2) * p.std);
-          break;
-      }
-    }
-  }
+  // Threads only pay for large models (15-25 s serial for 478 M parameters); 1 M elements each at least.
+  const auto cores = static_cast<std::int64_t>(std::max(1u, std::thread::hardware_concurrency()));
+  const auto threads = static_cast<int>(std::min<std::int64_t>({cores, 16, 1 + params_.numel() / (1 << 20)}));
+  fill_initial_values(info_, seed, host.data(), params_.numel(), threads);
   upload(host.data(), host.size() * sizeof(float), params_);
   refresh_compute_parameters();
 }

@@ -144,6 +144,8 @@ double GradientAverager::finish() {
 }
 
 double GradientAverager::time_alone(int repeats) {
+  // One rank sends nothing; the probe would only allocate a second gradient buffer on the device.
+  if (comm_.size() == 1) return 0;
   Allocator alloc(grads_.device());  // the gradients' device: the same path as the real averages
   Tensor scratch = Tensor::zeros({grads_.numel()}, alloc);
   fill(scratch, 1.f);

@@ -188,11 +188,14 @@ std::string RunReport::energy_line(const RunSummary& s) {
 }
 
 void RunReport::finish(const RunSummary& s) {
-  log0("gradient averaging: " + std::to_string(s.buckets) + " bucket(s), " +
-       std::to_string(s.comm_alone_s_per_step * 1e3).substr(0, 6) + " ms per step alone, " +
-       std::to_string(s.comm_wait_s_per_step * 1e3).substr(0, 6) +
-       " ms per step waited after backward (least over ranks): " +
-       std::to_string(100 * s.comm_hidden_fraction).substr(0, 5) + "% hidden");
+  if (s.comm_alone_s_per_step == 0)  // one data-parallel rank: no probe ran, nothing was sent
+    log0("gradient averaging: one data-parallel rank, nothing to average");
+  else
+    log0("gradient averaging: " + std::to_string(s.buckets) + " bucket(s), " +
+         std::to_string(s.comm_alone_s_per_step * 1e3).substr(0, 6) + " ms per step alone, " +
+         std::to_string(s.comm_wait_s_per_step * 1e3).substr(0, 6) +
+         " ms per step waited after backward (least over ranks): " +
+         std::to_string(100 * s.comm_hidden_fraction).substr(0, 5) + "% hidden");
   if (s.precision != "fp32") {
     const std::string fp16 = s.precision == "fp16" ? ": " + std::to_string(s.skipped_steps) +
                                                          " update(s) skipped for overflow, loss scale now " +

@@ -456,6 +456,26 @@ TEST(Model, InitializationIsDeterministicAndScaled) {
   EXPECT_NEAR(var, 2.0 / 400, 0.05 * 2.0 / 400);
 }
 
+// Initialization on several threads gives the serial bits, whatever the thread count and however
+// the thread ranges cut the parameters (a cut inside a tensor and one at a boundary).
+TEST(Model, ThreadedInitializationEqualsSerial) {
+  Allocator alloc;
+  LayerRegistry r;
+  register_builtin_layers(r);
+  Model m("dense(37) relu dense(11) layernorm", {29}, r, alloc);
+  const std::int64_t total = m.parameters().numel();
+  std::vector<float> serial(static_cast<std::size_t>(total), -7.f);
+  fill_initial_values(m.param_info(), 9, serial.data(), total, 1);
+  for (float v : serial) ASSERT_NE(v, -7.f);  // every element written
+  for (int threads : {2, 3, 7, 64, 10000}) {
+    std::vector<float> par(static_cast<std::size_t>(total), -7.f);
+    fill_initial_values(m.param_info(), 9, par.data(), total, threads);
+    EXPECT_EQ(std::memcmp(serial.data(), par.data(), sizeof(float) * serial.size()), 0) << threads << " threads";
+  }
+  m.init_parameters(9);  // the model's own call gives the same values
+  EXPECT_EQ(std::memcmp(serial.data(), m.parameters().data(), sizeof(float) * serial.size()), 0);
+}
+
 // A pipeline stage's model holds a range of the layers with their model-wide names,
 // initial values and dropout keys, and the whole model's layout for checkpoints; the stages'
 // forward passes chained equal the whole model's.

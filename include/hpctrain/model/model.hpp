@@ -36,6 +36,12 @@ struct TieSync {
   std::int64_t offset = -1, count = 0;  // offset -1: not held on this stage (it adds zeros)
 };
 
+// Every parameter's initial values into host[0, total) (the flat buffer, ParamInfo::offset), on
+// `threads` threads: each value is a function of (seed, its model-wide index) alone, so the bits
+// do not depend on the thread count (tested).
+void fill_initial_values(const std::vector<ParamInfo>& info, std::uint64_t seed, float* host, std::int64_t total,
+                         int threads);
+
 class Model {
  public:
   // bad_input for unknown layer types, bad arguments or shapes that do not fit.

@@ -43,7 +43,7 @@ class GradientAverager {
   // Waits for every bucket; returns the seconds spent waiting.
   double finish();
   // Seconds the same allreduces take back to back with nothing else running
-  // (a scratch buffer; median of `repeats` after two warm-up rounds). Collective.
+  // (a scratch buffer; median of `repeats` after two warm-up rounds). Collective; 0 on one rank.
   double time_alone(int repeats = 8);
   const std::vector<Bucket>& buckets() const { return buckets_; }
   bool sharded() const { return sharded_; }

@@ -216,7 +216,7 @@ std::string describe_data(const Config& cfg, const Runtime& rt) {
   if (!cfg.model.layers.empty()) {  // shapes inferred from the data, checked like a real run
     Allocator alloc;
     LayerRegistry registry;
-    register_builtin_layers(registry, LayerOptions{cfg.run.conv});
+    register_builtin_layers(registry, LayerOptions{cfg.run.conv, cfg.model.vocab_multiple});
     Model model(cfg.model.layers, index.train.sample_shape, registry, alloc);
     model.set_frozen(frozen_layers(cfg.train.freeze, model));  // the summary marks frozen layers
     os << "\nModel\n" << model.summary();

@@ -331,6 +331,11 @@ std::vector<KeySpec> config_schema() {
                    [](Config& c, const std::string& v) { c.model.layers = v; }));
   k.push_back(make("model", "groups", K::text, "auto", "model-parallel layer groups: auto or explicit layer ranges",
                    [](Config& c, const std::string& v) { c.model.groups = v; }));
+  k.push_back(bounded(make("model", "vocab_multiple", K::integer, "1",
+                           "embedding and lm_head rows padded up to a multiple of this (64: GPT-2's 50257 -> 50304); "
+                           "the padding is zero, never a token, and left out of --export",
+                           [=](Config& c, const std::string& v) { c.model.vocab_multiple = to_long(v); }),
+                      1, 1 << 16));
 
   // [train]
   k.push_back(

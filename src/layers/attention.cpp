@@ -6,6 +6,10 @@
 // output projection y = a Wproj^T + bproj with Wproj [C, C]. Weights N(0, 0.02^2), the output
 // projection N(0, proj_std^2) (GPT-2 scales it by 1/sqrt(2 * layers)); biases zero.
 //
+// In bf16/fp16 runs the intermediates that are GEMM operands (qkv, the probabilities and their
+// dropped copy, the heads' output, and in the backward the heads' gradient, the score gradient
+// and dqkv) are rounded to that format on both backends: cuBLAS multiplies 16-bit operands.
+//
 // Kept for the backward: qkv [N, T, 3C], the probabilities [N, H, T, T] (the largest activation
 // of a GPT layer: N*H*T*T floats), with dropout their dropped copy and its mask, and the heads'
 // output [N, T, C].
@@ -49,14 +53,18 @@ class Attention final : public Layer {
     Tensor qkv2 = qkv_.reshaped({n * t, 3 * c});
     gemm(false, true, 1.f, x.reshaped({n * t, c}), weight(0), 0.f, qkv2);
     if (bias_) add_bias(qkv2, params_[1]);
+    round16(qkv2);  // (16-bit runs: every GEMM operand below is a 16-bit value, on both backends)
     attention_probs(qkv_, heads_, att_);
+    round16(att_);
     dropped_ = context().training && p_ > 0;
     if (dropped_) {
       const Tensor rows = att_.reshaped({n, heads_ * t * t});  // one row per sample: keyed by its id
       Tensor mask = scratch(mask_buf_, rows.shape(), dev), out = scratch(dropped_buf_, rows.shape(), dev);
       dropout_forward(rows, p_, layer_key(), step_key(dev), context().sample_ids, mask, out);
+      round16(out);
     }
     attention_values(used(), qkv_, heads_, heads_out_);
+    round16(heads_out_);
     Tensor y2 = y.reshaped({n * t, c});
     gemm(false, true, 1.f, heads_out_.reshaped({n * t, c}), weight(1), 0.f, y2);
     if (bias_) add_bias(y2, params_[3]);
@@ -71,13 +79,15 @@ class Attention final : public Layer {
     if (bias_) accumulate_bias_grad(g, grads_[3]);
     Tensor dheads = scratch(dheads_buf_, {n * t, c}, dev);
     gemm(false, false, 1.f, g, weight(1), 0.f, dheads);
+    round16(dheads);
     Tensor datt = scratch(datt_buf_, att_.shape(), dev), dqkv = scratch(dqkv_buf_, qkv_.shape(), dev);
     attention_values_backward(used(), qkv_, dheads.reshaped({n, t, c}), heads_, datt, dqkv);
     if (dropped_) {
       Tensor rows = datt.reshaped({n, heads_ * t * t});
       multiply(rows, mask_buf_.view(0, rows.shape()), rows);
     }
-    attention_probs_backward(att_, datt, qkv_, heads_, dqkv);
+    attention_probs_backward(att_, datt, qkv_, heads_, context().precision, dqkv);
+    round16(dqkv);
     const Tensor dqkv2 = dqkv.reshaped({n * t, 3 * c});
     gemm(true, false, 1.f, dqkv2, x.reshaped({n * t, c}), beta, grad(0));  // dWqkv
     if (bias_) accumulate_bias_grad(dqkv2, grads_[1]);
@@ -87,6 +97,10 @@ class Attention final : public Layer {
   }
 
  private:
+  // 16-bit runs: an intermediate that is a GEMM operand, rounded as cuBLAS takes it (layer.hpp).
+  void round16(Tensor& t) const {
+    if (context().precision != Precision::fp32) round_to_precision(t, context().precision);
+  }
   // Weight k (0: qkv, 1: proj) and its gradient, whatever the biases.
   Tensor& weight(int k) { return params_[static_cast<std::size_t>(bias_ ? 2 * k : k)]; }
   Tensor& grad(int k) { return grads_[static_cast<std::size_t>(bias_ ? 2 * k : k)]; }

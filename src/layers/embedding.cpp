@@ -1,7 +1,8 @@
 // embedding(V, C): token ids [T] (stored as floats) -> their rows of a learned table W [V, C]
 // (PyTorch's nn.Embedding), initialized N(0, std^2) (std=0.02 by default, as GPT-2 and nanoGPT).
 // The ids have no gradient: a model starts with this layer. An lm_head may share W (weight tying,
-// layers/lm_head.cpp); the model then adds both layers' gradients into it.
+// layers/lm_head.cpp); the model then adds both layers' gradients into it. With [model]
+// vocab_multiple M the table has round_up(V, M) rows, the rows past V zero (no id reaches them).
 #include "hpctrain/backend/ops.hpp"
 #include "hpctrain/core/error.hpp"
 #include "hpctrain/layers/registry.hpp"
@@ -11,7 +12,8 @@ namespace hpctrain {
 namespace {
 class Embedding final : public Layer {
  public:
-  Embedding(std::int64_t vocab, std::int64_t width, float std) : vocab_(vocab), width_(width), std_(std) {}
+  Embedding(std::int64_t vocab, std::int64_t width, float std, std::int64_t multiple)
+      : vocab_(vocab), rows_((vocab + multiple - 1) / multiple * multiple), width_(width), std_(std) {}
   const char* type() const override { return "embedding"; }
   Shape output_shape(const Shape& in) const override {
     if (in.size() != 1)
@@ -20,8 +22,9 @@ class Embedding final : public Layer {
     return {in[0], width_};
   }
   std::vector<ParamSpec> param_specs(const Shape&) const override {
-    ParamSpec w{"weight", {vocab_, width_}, Init::normal, vocab_, width_};
+    ParamSpec w{"weight", {rows_, width_}, Init::normal, vocab_, width_};
     w.std = std_;
+    if (rows_ > vocab_) w.live_rows = vocab_;
     return {w};
   }
   void forward(const Tensor& x, Tensor& y) override { embedding_forward(x, params_[0], y); }
@@ -32,16 +35,16 @@ class Embedding final : public Layer {
   }
 
  private:
-  std::int64_t vocab_, width_;
+  std::int64_t vocab_, rows_, width_;
   float std_;
 };
 }  // namespace
 
-void register_embedding(LayerRegistry& r) {
-  r.add("embedding", [](const LayerArgs& a) {
+void register_embedding(LayerRegistry& r, std::int64_t vocab_multiple) {
+  r.add("embedding", [vocab_multiple](const LayerArgs& a) {
     expect_named_only(a, 2, {"std"});
     return std::make_unique<Embedding>(int_arg(a, 0, "the vocabulary size"), int_arg(a, 1, "the embedding width"),
-                                       layer_named_std(a, "std"));
+                                       layer_named_std(a, "std"), vocab_multiple);
   });
 }
 

@@ -2,6 +2,14 @@
 // shared with the model's token embedding (weight tying, as GPT-2 and nanoGPT): the model binds
 // the embedding's table here and adds both layers' gradients into it. lm_head(V, tie=0): an
 // untied head with its own W (initialized N(0, std^2)), the same as linear(V, bias=0).
+// With [model] vocab_multiple M, W has Vp = round_up(V, M) rows (the rows past V zero) and the
+// logits are [T, Vp], the GEMM's width a multiple of M; the logits past V are set to -inf (a
+// constant "bias" of 0 and -inf added to every row), so softmax, loss, accuracy and sampling
+// never see them and their rows of W get a zero gradient.
+#include <algorithm>
+#include <cmath>
+#include <vector>
+
 #include "hpctrain/backend/ops.hpp"
 #include "hpctrain/core/error.hpp"
 #include "hpctrain/layers/registry.hpp"
@@ -11,26 +19,29 @@ namespace hpctrain {
 namespace {
 class LmHead final : public Layer {
  public:
-  LmHead(std::int64_t vocab, bool tie, float std) : vocab_(vocab), tie_(tie), std_(std) {}
+  LmHead(std::int64_t vocab, bool tie, float std, std::int64_t multiple)
+      : vocab_(vocab), rows_((vocab + multiple - 1) / multiple * multiple), tie_(tie), std_(std) {}
   const char* type() const override { return "lm_head"; }
   Shape output_shape(const Shape& in) const override {
     if (in.size() != 2)
       throw bad_input("[model] layers: lm_head(" + std::to_string(vocab_) + ") needs [T, C] activations, got " +
                       shape_string(in));
-    return {in[0], vocab_};
+    return {in[0], rows_};
   }
   std::vector<ParamSpec> param_specs(const Shape& in) const override {
-    ParamSpec w{"weight", {vocab_, in[1]}, Init::normal, in[1], vocab_};
+    ParamSpec w{"weight", {rows_, in[1]}, Init::normal, in[1], vocab_};
     w.std = std_;
     if (tie_) w.tie = "embedding";
+    if (rows_ > vocab_) w.live_rows = vocab_;
     return {w};
   }
   void forward(const Tensor& x, Tensor& y) override {
-    Tensor y2 = y.reshaped({y.numel() / vocab_, vocab_});
+    Tensor y2 = y.reshaped({y.numel() / rows_, rows_});
     gemm(false, true, 1.f, x.reshaped({y2.rows(), x.shape().back()}), params_[0], 0.f, y2);
+    if (rows_ > vocab_) add_bias(y2, padding_mask(x.device()));
   }
   void backward(const Tensor& x, const Tensor&, const Tensor& dy, Tensor& dx) override {
-    const Tensor g = dy.reshaped({dy.numel() / vocab_, vocab_});
+    const Tensor g = dy.reshaped({dy.numel() / rows_, rows_});
     const std::int64_t width = x.shape().back();
     gemm(true, false, 1.f, g, x.reshaped({g.rows(), width}), accumulate_grads() ? 1.f : 0.f, grads_[0]);
     if (!dx.defined()) return;
@@ -39,17 +50,29 @@ class LmHead final : public Layer {
   }
 
  private:
-  std::int64_t vocab_;
+  // [0 x V, -inf x (Vp - V)] on the device, made once.
+  const Tensor& padding_mask(Device dev) {
+    if (!mask_.defined() || mask_.device() != dev) {
+      std::vector<float> m(static_cast<std::size_t>(rows_), 0.f);
+      std::fill(m.begin() + vocab_, m.end(), -INFINITY);
+      mask_ = scratch(mask_buf_, {rows_}, dev);
+      upload(m.data(), m.size() * sizeof(float), mask_);
+    }
+    return mask_;
+  }
+
+  std::int64_t vocab_, rows_;
   bool tie_;
   float std_;
+  Tensor mask_buf_, mask_;
 };
 }  // namespace
 
-void register_lm_head(LayerRegistry& r) {
-  r.add("lm_head", [](const LayerArgs& a) {
+void register_lm_head(LayerRegistry& r, std::int64_t vocab_multiple) {
+  r.add("lm_head", [vocab_multiple](const LayerArgs& a) {
     expect_named_only(a, 1, {"tie", "std"});
     return std::make_unique<LmHead>(int_arg(a, 0, "the vocabulary size"), layer_named_bool(a, "tie", true),
-                                    layer_named_std(a, "std"));
+                                    layer_named_std(a, "std"), vocab_multiple);
   });
 }
 

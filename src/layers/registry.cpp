@@ -175,12 +175,12 @@ void register_pooling(LayerRegistry& r);
 void register_dropout(LayerRegistry& r);
 void register_batchnorm(LayerRegistry& r);
 void register_residual(LayerRegistry& r);
-void register_embedding(LayerRegistry& r);
+void register_embedding(LayerRegistry& r, std::int64_t vocab_multiple);
 void register_position_embedding(LayerRegistry& r);
 void register_layernorm(LayerRegistry& r);
 void register_linear(LayerRegistry& r);
 void register_attention(LayerRegistry& r);
-void register_lm_head(LayerRegistry& r);
+void register_lm_head(LayerRegistry& r, std::int64_t vocab_multiple);
 
 void register_builtin_layers(LayerRegistry& r, const LayerOptions& options) {
   register_dense(r);
@@ -192,12 +192,12 @@ void register_builtin_layers(LayerRegistry& r, const LayerOptions& options) {
   register_dropout(r);
   register_batchnorm(r);
   register_residual(r);
-  register_embedding(r);
+  register_embedding(r, options.vocab_multiple);
   register_position_embedding(r);
   register_layernorm(r);
   register_linear(r);
   register_attention(r);
-  register_lm_head(r);
+  register_lm_head(r, options.vocab_multiple);
 }
 
 }  // namespace hpctrain

@@ -41,7 +41,8 @@ Model::Model(const std::string& layers, const Shape& sample_shape, const LayerRe
         tie_parameter(p, i, mine, total);
         continue;
       }
-      ParamInfo info{std::string(name) + "/" + p.name, global, global, p.shape, p.init, p.fan_in, p.fan_out, p.std};
+      ParamInfo info{
+          std::string(name) + "/" + p.name, global, global, p.shape, p.init, p.fan_in, p.fan_out, p.std, p.live_rows};
       if (mine) bindings_.back().push_back({total, p.shape});
       all_info_.push_back(info);
       if (mine) {
@@ -129,6 +130,7 @@ void Model::bind_layers(const Tensor& weights) {
 
 void Model::set_precision(Precision p) {
   precision_ = p;
+  ctx_.precision = p;
   if (p != Precision::fp32) compute_params_ = Tensor::zeros(params_.shape(), alloc_);
   bind_layers(p == Precision::fp32 ? params_ : compute_params_);
   refresh_compute_parameters();
@@ -143,6 +145,7 @@ void Model::refresh_compute_parameters() {
 namespace {
 // One parameter element's initial value: a pure function of (seed, the element's model-wide index).
 float initial_value(const ParamInfo& p, std::uint64_t seed, std::int64_t i) {
+  if (p.live_rows >= 0 && i >= p.live_rows * (numel(p.shape) / p.shape[0])) return 0.f;  // padding rows
   const std::uint64_t h1 = splitmix64(seed ^ splitmix64(static_cast<std::uint64_t>(p.global_offset + i)));
   const std::uint64_t h2 = splitmix64(h1);
   const double u1 = (static_cast<double>(h1 >> 11) + 1.0) / 9007199254740993.0;  // (0, 1]

@@ -9,6 +9,7 @@
 
 #include "hpctrain/backend/cuda/device_api.hpp"
 #include "hpctrain/core/error.hpp"
+#include "hpctrain/core/log.hpp"
 
 namespace hpctrain {
 
@@ -119,6 +120,29 @@ const float* host_data(const Tensor& t, std::vector<float>& keep) {
   if (t.device() == Device::cpu) return t.data();
   keep = to_host(t);
   return keep.data();
+}
+
+HostBuffer::~HostBuffer() {
+  if (pinned_) cuda::unpin_host(data_.data());
+}
+
+const float* HostBuffer::read(const Tensor& t) {
+  if (t.device() == Device::cpu) return t.data();
+  const auto n = static_cast<std::size_t>(t.numel());
+  if (n > data_.size()) {  // grow: unpinned first, the new pages pinned once
+    if (pinned_) cuda::unpin_host(data_.data());
+    pinned_ = false;
+    data_.assign(n, 0.f);
+    std::string why;
+    pinned_ = cuda::pin_host(data_.data(), n * sizeof(float), &why);
+    if (!pinned_ && !warned_) {
+      warn("checkpoint downloads from pageable memory: pinning " + std::to_string(n * sizeof(float) >> 20) +
+           " MiB of host memory failed (" + why + ")");
+      warned_ = true;
+    }
+  }
+  cuda::download_after_compute(data_.data(), t.data(), n * sizeof(float));
+  return data_.data();
 }
 
 Tensor grow(Tensor& buf, const Shape& shape, Allocator& alloc) {

@@ -78,14 +78,14 @@ std::vector<CheckpointTensor> Checkpointer::tensors(const float* params, const f
   return out;
 }
 
-void Checkpointer::state_slice(std::vector<float>& slice, std::vector<float>& scratch) {
+void Checkpointer::state_slice(std::vector<float>& slice, HostBuffer& download) {
   if (!slice_plan_) {  // (the runs never change: planned once, at the first checkpoint)
     std::vector<std::pair<std::int64_t, Shape>> params;
     for (const ParamInfo& p : model_.param_info()) params.emplace_back(p.offset, p.shape);
     HPCT_CHECK(dp_.rank() == rt_.grid().coords().dp, "checkpoint writers: the group's ranks out of order");
     slice_plan_ = std::make_unique<SlicePlan>(plan_slices(params, gather_owned(dp_, opt_), dp_.rank()));
   }
-  gather_slices(dp_, opt_, *slice_plan_, host_data(opt_.state(), scratch), slice);
+  gather_slices(dp_, opt_, *slice_plan_, download.read(opt_.state()), slice);
 }
 
 std::unique_ptr<Checkpointer::Job> Checkpointer::prepare(const TrainState& progress, const double interval_sums[3],
@@ -126,12 +126,13 @@ std::unique_ptr<Checkpointer::Job> Checkpointer::prepare(const TrainState& progr
   job->place = WriterPlace{g.coords().dp, g.shape().dp_size, g.coords().mp, g.shape().mp_size};
   // The parameters, optimizer state and buffers on the host (copies on a GPU run, or to write
   // them in the background).
-  const float* params = host_data(model_.parameters(), job->params);
-  if (copy && params != job->params.data()) {
+  // (Downloaded from a GPU into the job's own pinned buffer, which nothing changes until the job is done.)
+  const float* params = job->params_download.read(model_.parameters());
+  if (copy && model_.parameters().device() == Device::cpu) {
     job->params.assign(params, params + model_.parameters().numel());
     params = job->params.data();
   }
-  state_slice(job->state, job->state_scratch);  // (collective over the group; a copy either way)
+  state_slice(job->state, job->state_download);  // (collective over the group; a copy either way)
   model_.sync_buffers(true);
   std::map<std::string, const float*> buffers;
   if (copy) {

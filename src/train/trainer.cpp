@@ -57,7 +57,7 @@ Trainer::Trainer(const Config& cfg, Runtime& rt, const DatasetIndex& index)
   configure_backend({alloc_.device(), cfg.run.threads, cfg.run.precision, cfg.run.tf32, gemm_lib});
   alloc_.set_limit(cfg.run.memory_budget);
   LayerRegistry registry;
-  register_builtin_layers(registry, LayerOptions{cfg.run.conv});  // on a GPU: auto = cuDNN (layers/conv2d.cpp)
+  register_builtin_layers(registry, LayerOptions{cfg.run.conv, cfg.model.vocab_multiple});  // on a GPU: auto = cuDNN (layers/conv2d.cpp)
   // Model parallelism: this rank holds its stage's group of layers (all of them when M = 1).
   const int stages = rt.grid().shape().mp_size;
   {

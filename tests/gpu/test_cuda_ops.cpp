@@ -15,6 +15,7 @@
 // checks the list.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <random>
 #include <set>
@@ -431,10 +432,66 @@ TEST_F(CudaOps, SequenceModelOps) {
   attention_values_backward(att, qkv, g, heads, gatt, gqkv);
   attention_values_backward(datt, dqkv_in, dg, heads, dgatt, dgqkv);
   expect_close("attention_values_backward", gatt, dgatt, 1e-5);
-  attention_probs_backward(att, gatt, qkv, heads, gqkv);
-  attention_probs_backward(datt, dgatt, dqkv_in, heads, dgqkv);
+  attention_probs_backward(att, gatt, qkv, heads, Precision::fp32, gqkv);
+  attention_probs_backward(datt, dgatt, dqkv_in, heads, Precision::fp32, dgqkv);
   expect_close("attention_probs_backward", gatt, dgatt, 1e-5);
   expect_close("attention_probs_backward", gqkv, dgqkv, 1e-5);
+}
+
+// Tall inputs (many row chunks, backend/column_sums.hpp): bias and layer-norm weight gradients equal
+// the CPU's, and two runs give the same bits (the chunks are added in a fixed order).
+TEST_F(CudaOps, TallColumnSumsMatchTheCpuAndRepeatBitForBit) {
+  const std::int64_t rows = 8192, c = 384;
+  Tensor g = random({rows, c}, 60), dg = on_gpu(g), x = random({rows, c}, 61, -2.f, 3.f), dx = on_gpu(x);
+  Tensor w = random({c}, 62), dw = on_gpu(w), db0 = random({c}, 63);
+  Tensor bias = Tensor::zeros({c}, host_);
+  copy(db0, bias);
+  Tensor dbias1 = on_gpu(db0), dbias2 = on_gpu(db0);
+  accumulate_bias_grad(g, bias);
+  accumulate_bias_grad(dg, dbias1);
+  accumulate_bias_grad(dg, dbias2);
+  expect_close("accumulate_bias_grad", bias, dbias1, 1e-5);
+  EXPECT_EQ(to_host(dbias1), to_host(dbias2));
+  Tensor mean = Tensor::zeros({rows}, host_), rstd = Tensor::zeros({rows}, host_), y = Tensor::zeros(x.shape(), host_);
+  Tensor dmean = Tensor::zeros({rows}, dev_), drstd = Tensor::zeros({rows}, dev_), dy = Tensor::zeros(x.shape(), dev_);
+  layernorm_forward(x, w, Tensor(), c, 1e-5f, mean, rstd, y);
+  layernorm_forward(dx, dw, Tensor(), c, 1e-5f, dmean, drstd, dy);
+  Tensor gw = Tensor::zeros({c}, host_), gb = Tensor::zeros({c}, host_), none;
+  layernorm_backward(x, w, mean, rstd, g, c, none, gw, gb);
+  std::vector<float> first_w, first_b;
+  for (int run = 0; run < 2; ++run) {
+    Tensor dgw = Tensor::zeros({c}, dev_), dgb = Tensor::zeros({c}, dev_);
+    layernorm_backward(dx, dw, dmean, drstd, dg, c, none, dgw, dgb);
+    expect_close("layernorm_backward", gw, dgw, 1e-5);
+    expect_close("layernorm_backward", gb, dgb, 1e-5);
+    if (run == 0) {
+      first_w = to_host(dgw);
+      first_b = to_host(dgb);
+    } else {
+      EXPECT_TRUE(first_w == to_host(dgw) && first_b == to_host(dgb)) << "not deterministic";
+    }
+  }
+}
+
+// Checkpoint downloads (tensor.hpp HostBuffer): into one pinned buffer reused across reads, after the
+// work queued on the compute stream (the copy stream waits for it), equal to a plain download.
+TEST_F(CudaOps, CheckpointDownloadsArePinnedReusedAndOrdered) {
+  Tensor d = on_gpu(random({1 << 20}, 70));
+  HostBuffer buf;
+  const float* first = buf.read(d);
+  EXPECT_TRUE(buf.pinned());
+  EXPECT_TRUE(cuda::is_pinned(first));
+  EXPECT_TRUE(std::equal(first, first + d.numel(), to_host(d).begin()));
+  scale(d, 2.f);  // queued on the compute stream; the next read must see it
+  Tensor head = d.view(0, {1000});
+  fill(head, 5.f);
+  const std::vector<float> want = to_host(d);
+  const float* second = buf.read(d);
+  EXPECT_EQ(first, second) << "the buffer was allocated again";
+  EXPECT_TRUE(std::equal(second, second + d.numel(), want.begin()));
+  Tensor small = on_gpu(random({100}, 71));
+  EXPECT_EQ(buf.read(small), first);  // smaller: the same pages
+  EXPECT_EQ(buf.capacity(), static_cast<std::size_t>(d.numel()));
 }
 
 // Runs last (gtest keeps declaration order within a file): every operation was compared.

@@ -114,6 +114,43 @@ TEST_F(CudaTraining, GptStepsMatchTheCpu) {
   if (world_rank() == 0) fs::remove_all(root);
 }
 
+// bf16 and fp16: the GPT (its attention rounds the GEMM operands cuBLAS rounds, on both backends)
+// agrees with the CPU to the same bound as the MLP: 1e-2 of the largest parameter after five steps
+// (16-bit activations turn float32 summation-order differences into whole 16-bit steps now and
+// then). Not yet run on a GPU: the bound is the one this test states, to be confirmed there.
+TEST_F(CudaTraining, SixteenBitStepsMatchTheCpu) {
+  const std::string root = testref::make_token_dataset("hpct_gpu_gpt16_");
+  const DatasetIndex tokens = load_dataset_index(*host_communicator(MPI_COMM_WORLD, "world"), root, 8);
+  const std::string gpt =
+      "embedding(11, 16) position_embedding repeat(2, res(layernorm attention(4)) res(layernorm "
+      "linear(64) gelu linear(16))) layernorm(bias=0) lm_head(11)";
+  for (const char* precision : {"bf16", "fp16"}) {
+    const std::string run = std::string("precision = ") + precision + "\n";
+    for (const bool is_gpt : {false, true}) {
+      auto make = [&](const char* device) {
+        Config c =
+            config(is_gpt ? root : root_, device, is_gpt ? gpt : "flatten dense(32) relu dense(16) gelu dense(7)", run,
+                   is_gpt ? "weight_decay = 0.1\n" : "", is_gpt ? "adamw" : "sgd");
+        if (is_gpt) c.data.block_size = 8;
+        return c;
+      };
+      const DatasetIndex& index = is_gpt ? tokens : index_;
+      Session on_cpu(make("cpu"), index), on_gpu(make("cuda"), index);
+      on_cpu.steps(5);
+      on_gpu.steps(5);
+      const auto c = on_cpu.parameters(), g = on_gpu.parameters();
+      double worst = 0, largest = 0;
+      for (std::size_t i = 0; i < c.size(); ++i) {
+        worst = std::max(worst, static_cast<double>(std::fabs(c[i] - g[i])));
+        largest = std::max(largest, static_cast<double>(std::fabs(c[i])));
+      }
+      EXPECT_LT(worst / largest, 1e-2) << precision << (is_gpt ? " GPT" : " MLP");
+    }
+  }
+  MPI_Barrier(MPI_COMM_WORLD);
+  if (world_rank() == 0) fs::remove_all(root);
+}
+
 // [run] cuda_graphs: step 1 runs eagerly, step 2 is recorded, later steps replay the recording;
 // the parameters equal an eager run's (bit for bit for the MLP: the same kernels in the same
 // order; within 1e-5 for the CNNs, whose cuDNN algorithms each trainer picks by timing; batch

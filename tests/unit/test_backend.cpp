@@ -10,6 +10,7 @@
 #include <random>
 
 #include "hpctrain/backend/checks.hpp"
+#include "hpctrain/backend/column_sums.hpp"
 #include "hpctrain/backend/cpu/onednn_conv.hpp"
 #include "hpctrain/backend/cpu/onednn_matmul.hpp"
 #include "hpctrain/backend/cuda/device_api.hpp"
@@ -188,7 +189,7 @@ TEST(Backend, EveryOperationIsDispatchedToCuda) {
   expect("attention_probs", [&] { attention_probs(qkv, 1, att); });
   expect("attention_values", [&] { attention_values(att, qkv, 1, y); });
   expect("attention_values_backward", [&] { attention_values_backward(att, qkv, y, 1, att, dqkv); });
-  expect("attention_probs_backward", [&] { attention_probs_backward(att, att, qkv, 1, dqkv); });
+  expect("attention_probs_backward", [&] { attention_probs_backward(att, att, qkv, 1, Precision::fp32, dqkv); });
   EXPECT_EQ(thrown, backend_operations()) << "every backend operation must have a CUDA entry point";
 }
 
@@ -217,6 +218,49 @@ TEST(PoolGeometry, CoveringWindowsMatchAFullScan) {
   const auto global = backend::covering_windows(5, 12, 12, 1);  // global pooling: one window
   EXPECT_EQ(global.lo, 0);
   EXPECT_EQ(global.hi, 0);
+}
+
+// A CPU tensor's checkpoint read is the tensor's own memory: no copy, nothing pinned.
+TEST(HostBuffer, CpuTensorsAreReadInPlace) {
+  Allocator alloc;
+  Tensor t = Tensor::zeros({64}, alloc);
+  HostBuffer buf;
+  EXPECT_EQ(buf.read(t), t.data());
+  EXPECT_EQ(buf.capacity(), 0u);
+  EXPECT_FALSE(buf.pinned());
+}
+
+// The CUDA column sums' geometry (bias and layer-norm weight gradients): every row in exactly one
+// non-empty chunk, in order; enough blocks for the GPU on tall inputs; few rows stay one chunk.
+TEST(ColumnSums, ChunksCoverEveryRowOnceAndFillTheGpu) {
+  for (const std::int64_t rows : {0, 1, 63, 64, 65, 1000, 8192, 16384, 65536, 1 << 20})
+    for (const std::int64_t cols : {1, 31, 32, 33, 384, 768, 50304})
+      for (const int sms : {1, 132}) {
+        const ColumnSumPlan p = plan_column_sums(rows, cols, sms);
+        const std::string at = std::to_string(rows) + "x" + std::to_string(cols) + " on " + std::to_string(sms);
+        EXPECT_GE(p.column_blocks * 32, cols) << at;
+        EXPECT_LT((p.column_blocks - 1) * 32, cols) << at;
+        ASSERT_GE(p.chunks, 1) << at;
+        EXPECT_LE(p.chunks, 1024) << at;
+        if (rows == 0) continue;  // (the kernels return before launching)
+        std::int64_t next = 0;
+        for (std::int64_t c = 0; c < p.chunks; ++c) {
+          ASSERT_EQ(p.chunk_begin(c), next) << at << " chunk " << c;
+          ASSERT_GT(p.chunk_end(c), p.chunk_begin(c)) << at << " chunk " << c << " is empty";
+          next = p.chunk_end(c);
+        }
+        EXPECT_EQ(next, rows) << at;
+        if (rows >= 64 * 4 * sms) {  // tall enough: at least 4 blocks per SM
+          EXPECT_GE(p.column_blocks * p.chunks, 4 * sms) << at;
+        }
+        if (rows < 128) {
+          EXPECT_EQ(p.chunks, 1) << at;
+        }
+      }
+  // The GPT deck's layer norms on an H200: 64 x 256 rows of 384 columns, 12 column blocks alone.
+  const ColumnSumPlan gpt = plan_column_sums(64 * 256, 384, 132);
+  EXPECT_GE(gpt.column_blocks * gpt.chunks, 4 * 132);
+  EXPECT_GE(gpt.rows_per_chunk, 64);
 }
 
 TEST(Limits, SizesBeyondThe32BitLibrariesAreOneClearError) {

@@ -9,7 +9,8 @@ this favours PyTorch). Precision: fp32 (TF32 off unless --tf32), or bf16 autocas
 Timing: --warmup steps, then --steps steps between two CUDA synchronizations.
 --gemm: instead, the dense bf16 rate of an 8192^3 matrix product (mean of 10 after 3
 warm-ups), the ceiling the wide MLP is compared with.
-Prints one JSON line.
+--cases mlp:fp32,cnn:bf16,gemm,...: several in one process (PyTorch and CUDA start once), one
+JSON line each, with "case" naming it. Otherwise prints one JSON line.
 """
 import argparse
 import json
@@ -62,15 +63,26 @@ def main():
     p.add_argument("--features", type=int, default=1024)
     p.add_argument("--classes", type=int, default=16)
     p.add_argument("--gemm", action="store_true")
+    p.add_argument("--cases", default="")
     args = p.parse_args()
     if not torch.cuda.is_available():
         print(json.dumps({"error": "torch sees no CUDA device"}))
         return 2
     torch.backends.cuda.matmul.allow_tf32 = args.tf32
     torch.backends.cudnn.allow_tf32 = args.tf32
-    if args.gemm:
-        print(json.dumps({"bf16_gemm_tflops": gemm_rate(), "device": torch.cuda.get_device_name()}))
-        return 0
+    cases = [c for c in args.cases.split(",") if c] or ["gemm" if args.gemm else args.model + ":" + args.precision]
+    for case in cases:
+        if case == "gemm":
+            out = {"bf16_gemm_tflops": gemm_rate()}
+        else:
+            args.model, args.precision = case.split(":")
+            out = train_rate(args)
+        out.update(case=case, torch=torch.__version__, device=torch.cuda.get_device_name())
+        print(json.dumps(out), flush=True)
+    return 0
+
+
+def train_rate(args):
     model, shape, classes = build(args)
     model = model.cuda()
     opt = torch.optim.SGD(model.parameters(), lr=0.05, momentum=0.9)
@@ -94,11 +106,9 @@ def main():
         step(i)
     torch.cuda.synchronize()
     s = time.perf_counter() - t0
-    print(json.dumps({"model": args.model, "batch": args.batch, "precision": args.precision,
-                      "samples_per_s": args.batch * args.steps / s, "step_ms": 1e3 * s / args.steps,
-                      "params": sum(q.numel() for q in model.parameters()), "torch": torch.__version__,
-                      "device": torch.cuda.get_device_name()}))
-    return 0
+    return {"model": args.model, "batch": args.batch, "precision": args.precision,
+            "samples_per_s": args.batch * args.steps / s, "step_ms": 1e3 * s / args.steps,
+            "params": sum(q.numel() for q in model.parameters())}
 
 
 if __name__ == "__main__":

@@ -58,6 +58,7 @@ struct DataConfig {
 struct ModelConfig {
   std::string layers;
   std::string groups = "auto";
+  long vocab_multiple = 1;  // embedding / lm_head rows padded to a multiple (layers/registry.hpp)
 };
 
 struct TrainConfig {

@@ -32,6 +32,9 @@ struct ParamSpec {
   // this one in the model, e.g. an lm_head's "embedding"); the model then binds that parameter
   // here instead of allocating one, after checking the shapes agree. Empty: a parameter of its own.
   std::string tie;
+  // Padding rows ([model] vocab_multiple): rows from live_rows on are zero-initialized and left
+  // out of --export. -1: every row is live.
+  std::int64_t live_rows = -1;
 };
 
 // What a forward pass is part of, for layers that behave differently when
@@ -53,6 +56,10 @@ struct StepContext {
   // splitmix64(step) on the model's device, kept by the trainer so that a recorded step (CUDA
   // graph) reads the current step's value; null: layers derive it from `step` themselves.
   const std::uint64_t* step_key = nullptr;
+  // The compute format ([run] precision): besides the model's rounding of every layer's output,
+  // layers with intermediates that are GEMM operands (attention) round them to it, as cuBLAS
+  // takes 16-bit operands, so the CPU and the GPU multiply the same values.
+  Precision precision = Precision::fp32;
 };
 
 class Layer {

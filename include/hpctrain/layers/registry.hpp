@@ -29,6 +29,10 @@ class LayerRegistry {
 // Choices that change how built-in layers compute, not what (from [run]).
 struct LayerOptions {
   ConvImpl conv = ConvImpl::auto_;
+  // [model] vocab_multiple: embedding(V, C) and lm_head(V) hold round_up(V, M) rows, the rows past
+  // V zero (ParamSpec::live_rows); lm_head's logits past V are -inf, so no softmax, loss or draw
+  // sees them and their rows get no gradient (they stay zero).
+  std::int64_t vocab_multiple = 1;
 };
 
 void register_builtin_layers(LayerRegistry& registry, const LayerOptions& options = {});

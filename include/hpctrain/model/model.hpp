@@ -28,7 +28,8 @@ struct ParamInfo {
   Shape shape;
   Init init = Init::zeros;
   std::int64_t fan_in = 1, fan_out = 1;
-  float std = 0.02f;  // Init::normal
+  float std = 0.02f;            // Init::normal
+  std::int64_t live_rows = -1;  // ParamSpec::live_rows: the rows past it are zero padding
 };
 
 // A stretch of the flat buffers whose gradient is summed with another pipeline stage's.

@@ -75,6 +75,24 @@ std::vector<float> to_host(const Tensor& t);
 // The elements readable on the host: the tensor's own memory on the CPU (no copy), else a copy
 // downloaded into `keep`.
 const float* host_data(const Tensor& t, std::vector<float>& keep);
+// A host copy reused across downloads (checkpoints). read(t): t's elements on the host: t's own
+// memory on the CPU (no copy); from a GPU, downloaded into this buffer (grown when needed, never
+// shrunk) on the copy stream, after the work queued so far. Its pages are pinned once per growth
+// (cudaHostRegister), so repeated checkpoints neither allocate nor copy from pageable memory.
+class HostBuffer {
+ public:
+  HostBuffer() = default;
+  ~HostBuffer();
+  HostBuffer(const HostBuffer&) = delete;
+  HostBuffer& operator=(const HostBuffer&) = delete;
+  const float* read(const Tensor& t);
+  bool pinned() const { return pinned_; }
+  std::size_t capacity() const { return data_.size(); }
+
+ private:
+  std::vector<float> data_;
+  bool pinned_ = false, warned_ = false;
+};
 // A tensor's f32 elements used as int32 storage (the backends keep max pooling's argmax so).
 inline std::int32_t* index_data(Tensor& t) { return reinterpret_cast<std::int32_t*>(t.data()); }
 inline const std::int32_t* index_data(const Tensor& t) { return reinterpret_cast<const std::int32_t*>(t.data()); }

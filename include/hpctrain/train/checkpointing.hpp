@@ -85,7 +85,7 @@ class Checkpointer {
   [[noreturn]] void fail(std::int64_t step, const std::string& partial, const std::string& local) const;
   // Collective over the group: the optimizer state this rank writes (train/state_slices.hpp), from
   // the owners of it (this rank: all of it, or its shard with [parallel] shard_optimizer).
-  void state_slice(std::vector<float>& slice, std::vector<float>& scratch);
+  void state_slice(std::vector<float>& slice, HostBuffer& download);
   // Every tensor of the whole model; this rank's data at `params` (host copy) and `state` (its
   // slice), its buffers' at `buffers` (by name) or the model's own.
   std::vector<CheckpointTensor> tensors(const float* params, const float* state,
@@ -99,9 +99,9 @@ class Checkpointer {
     CheckpointInfo info;
     std::vector<std::pair<std::string, std::string>> groups;
     WriterPlace place;
-    std::vector<float> params, state;               // host copies (params: empty when the model's own are used;
+    std::vector<float> params, state;               // host copies (params: of a CPU run's parameters, async only;
                                                     // state: this rank's slice)
-    std::vector<float> state_scratch;               // (the optimizer's state downloaded from a GPU)
+    HostBuffer params_download, state_download;     // a GPU run's parameters and optimizer state (pinned)
     std::vector<std::vector<float>> buffer_copies;  // (async only)
     std::vector<CheckpointTensor> list;
     double sums[3] = {0, 0, 0};

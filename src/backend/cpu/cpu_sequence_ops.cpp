@@ -143,7 +143,8 @@ void attention_values_backward(const Tensor& att, const Tensor& qkv, const Tenso
     }
 }
 
-void attention_probs_backward(const Tensor& att, Tensor& datt, const Tensor& qkv, std::int64_t heads, Tensor& dqkv) {
+void attention_probs_backward(const Tensor& att, Tensor& datt, const Tensor& qkv, std::int64_t heads,
+                              Precision rounding, Tensor& dqkv) {
   const AttentionDims a = attention_dims(qkv, heads, att, "attention_probs_backward");
   backend::same_size(att, datt, "attention_probs_backward");
   backend::same_size(qkv, dqkv, "attention_probs_backward");
@@ -157,6 +158,10 @@ void attention_probs_backward(const Tensor& att, Tensor& datt, const Tensor& qkv
         for (std::int64_t j = 0; j <= i; ++j) dot += static_cast<double>(p[i * a.t + j]) * ds[i * a.t + j];
         for (std::int64_t j = 0; j < a.t; ++j)
           ds[i * a.t + j] = j <= i ? p[i * a.t + j] * (ds[i * a.t + j] - static_cast<float>(dot)) * a.scale : 0.f;
+      }
+      if (rounding != Precision::fp32) {  // the GEMMs' operand as cuBLAS takes it in 16 bits
+        Tensor block = datt.view((n * heads + h) * a.t * a.t, {a.t * a.t});
+        cpu::round_to_precision(block, rounding);
       }
       const float* q = qkv.data() + n * a.t * ld + h * a.d;
       float* dq = dqkv.data() + n * a.t * ld + h * a.d;

@@ -38,19 +38,34 @@ __global__ void add_bias_kernel(float* y, const float* b, i64 total, i64 n) {
   for (i64 i = detail::global_index(); i < total; i += detail::grid_stride()) y[i] += b[i % n];
 }
 
-// db[j] += sum over rows of dy[:, j]: 32 columns per block, 8 row lanes summed in shared memory.
-__global__ void bias_grad_kernel(const float* dy, float* db, i64 rows, i64 n) {
+// Column sums of dy over one row chunk (backend/column_sums.hpp): 32 columns per block, 8 row lanes
+// summed in shared memory; blockIdx.y is the chunk. One chunk: db[j] += the sum; else the chunk's
+// sums into out[chunk][j] for add_column_chunks.
+__global__ void bias_grad_kernel(const float* dy, float* out, i64 rows, i64 n, i64 rows_per_chunk, bool direct) {
   __shared__ float part[8][33];
   const i64 j = blockIdx.x * 32 + threadIdx.x;
+  const i64 r0 = blockIdx.y * rows_per_chunk, r1 = r0 + rows_per_chunk < rows ? r0 + rows_per_chunk : rows;
   float s = 0.f;
   if (j < n)
-    for (i64 i = threadIdx.y; i < rows; i += 8) s += dy[i * n + j];
+    for (i64 i = r0 + threadIdx.y; i < r1; i += 8) s += dy[i * n + j];
   part[threadIdx.y][threadIdx.x] = s;
   __syncthreads();
   if (threadIdx.y == 0 && j < n) {
     float t = 0.f;
     for (int l = 0; l < 8; ++l) t += part[l][threadIdx.x];
-    db[j] += t;
+    if (direct)
+      out[j] += t;
+    else
+      out[blockIdx.y * n + j] = t;
+  }
+}
+
+// out[j] += the chunks' sums of column j, added in chunk order.
+__global__ void add_chunks_kernel(const float* partial, i64 chunks, i64 n, float* out) {
+  for (i64 j = detail::global_index(); j < n; j += detail::grid_stride()) {
+    float t = 0.f;
+    for (i64 c = 0; c < chunks; ++c) t += partial[c * n + j];
+    out[j] += t;
   }
 }
 
@@ -248,12 +263,29 @@ void add_bias_activation(Tensor& y, const Tensor& bias, Activation f, Tensor& z)
          y.cols());
 }
 
+namespace detail {
+ColumnSumPlan column_sum_plan(i64 rows, i64 cols) { return plan_column_sums(rows, cols, context().sm_count()); }
+
+void add_column_chunks(const float* partial, const ColumnSumPlan& plan, float* out) {
+  if (plan.chunks > 1) launch(add_chunks_kernel, plan.cols, partial, plan.chunks, plan.cols, out);
+}
+}  // namespace detail
+using detail::add_column_chunks;
+using detail::column_sum_plan;
+
 void accumulate_bias_grad(const Tensor& dy, Tensor& db) {
   HPCT_CHECK(dy.cols() == db.numel(), "bias grad: " + shape_string(dy.shape()) + " -> " + shape_string(db.shape()));
-  if (dy.cols() == 0) return;
-  bias_grad_kernel<<<static_cast<unsigned>((dy.cols() + 31) / 32), dim3(32, 8), 0, context().stream()>>>(
-      dy.data(), db.data(), dy.rows(), dy.cols());
+  if (dy.cols() == 0 || dy.rows() == 0) return;
+  const ColumnSumPlan plan = column_sum_plan(dy.rows(), dy.cols());
+  float* partial =
+      plan.chunks > 1
+          ? static_cast<float*>(context().scratch(static_cast<std::size_t>(plan.chunks * plan.cols) * sizeof(float)))
+          : db.data();
+  bias_grad_kernel<<<dim3(static_cast<unsigned>(plan.column_blocks), static_cast<unsigned>(plan.chunks)), dim3(32, 8),
+                     0, context().stream()>>>(dy.data(), partial, dy.rows(), dy.cols(), plan.rows_per_chunk,
+                                              plan.chunks == 1);
   launch_check();
+  add_column_chunks(partial, plan, db.data());
 }
 
 void activation_forward(Activation f, const Tensor& x, Tensor& y) {

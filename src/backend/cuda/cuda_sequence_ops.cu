@@ -14,6 +14,8 @@
 
 namespace hpctrain::cuda {
 
+using detail::add_column_chunks;
+using detail::column_sum_plan;
 using detail::launch;
 using detail::launch_check;
 using i64 = std::int64_t;
@@ -71,14 +73,17 @@ __global__ void layernorm_dx_kernel(const float* x, const float* w, const float*
     dx[row * width + j] = r * (g[j] * w[j] - mg - (in[j] - m) * r * mgx);
 }
 
-// dw[j] += sum_i dy[i,j] * xhat[i,j], db[j] += sum_i dy[i,j]: 32 columns per block, 8 row lanes.
+// dw[j] += sum_i dy[i,j] * xhat[i,j], db[j] += sum_i dy[i,j] over one row chunk (blockIdx.y;
+// backend/column_sums.hpp): 32 columns per block, 8 row lanes. One chunk: added straight into dw, db;
+// else the chunk's sums into pw[chunk][j], pb[chunk][j] for add_column_chunks.
 __global__ void layernorm_dw_kernel(const float* x, const float* mean, const float* rstd, const float* dy, i64 rows,
-                                    i64 width, float* dw, float* db) {
+                                    i64 width, i64 rows_per_chunk, float* dw, float* db, bool direct) {
   __shared__ float pw[8][33], pb[8][33];
   const i64 j = blockIdx.x * 32 + threadIdx.x;
+  const i64 r0 = blockIdx.y * rows_per_chunk, r1 = r0 + rows_per_chunk < rows ? r0 + rows_per_chunk : rows;
   float sw = 0.f, sb = 0.f;
   if (j < width)
-    for (i64 i = threadIdx.y; i < rows; i += 8) {
+    for (i64 i = r0 + threadIdx.y; i < r1; i += 8) {
       const float g = dy[i * width + j];
       sw += g * (x[i * width + j] - mean[i]) * rstd[i];
       sb += g;
@@ -89,8 +94,13 @@ __global__ void layernorm_dw_kernel(const float* x, const float* mean, const flo
   if (threadIdx.y == 0 && j < width) {
     float tw = 0.f, tb = 0.f;
     for (int l = 0; l < 8; ++l) tw += pw[l][threadIdx.x], tb += pb[l][threadIdx.x];
-    dw[j] += tw;
-    if (db) db[j] += tb;
+    if (direct) {
+      dw[j] += tw;
+      if (db) db[j] += tb;
+    } else {
+      dw[blockIdx.y * width + j] = tw;
+      if (db) db[blockIdx.y * width + j] = tb;
+    }
   }
 }
 
@@ -185,9 +195,20 @@ void layernorm_backward(const Tensor& x, const Tensor& w, const Tensor& mean, co
         x.data(), w.data(), mean.data(), rstd.data(), dy.data(), width, dx.data());
     launch_check();
   }
-  layernorm_dw_kernel<<<static_cast<unsigned>((width + 31) / 32), dim3(32, 8), 0, context().stream()>>>(
-      x.data(), mean.data(), rstd.data(), dy.data(), rows, width, dw.data(), db.defined() ? db.data() : nullptr);
+  // Many row chunks on tall inputs (column_sums.hpp): their sums in the scratch, then added in order.
+  const ColumnSumPlan plan = column_sum_plan(rows, width);
+  float* pw = dw.data();
+  float* pb = db.defined() ? db.data() : nullptr;
+  if (plan.chunks > 1) {
+    pw = static_cast<float*>(context().scratch(2 * static_cast<std::size_t>(plan.chunks * width) * sizeof(float)));
+    pb = db.defined() ? pw + plan.chunks * width : nullptr;
+  }
+  layernorm_dw_kernel<<<dim3(static_cast<unsigned>(plan.column_blocks), static_cast<unsigned>(plan.chunks)),
+                        dim3(32, 8), 0, context().stream()>>>(x.data(), mean.data(), rstd.data(), dy.data(), rows,
+                                                              width, plan.rows_per_chunk, pw, pb, plan.chunks == 1);
   launch_check();
+  add_column_chunks(pw, plan, dw.data());
+  if (db.defined()) add_column_chunks(pb, plan, db.data());
 }
 
 void attention_probs(const Tensor& qkv, i64 heads, Tensor& att) {
@@ -224,7 +245,8 @@ void attention_values_backward(const Tensor& att, const Tensor& qkv, const Tenso
   }
 }
 
-void attention_probs_backward(const Tensor& att, Tensor& datt, const Tensor& qkv, i64 heads, Tensor& dqkv) {
+void attention_probs_backward(const Tensor& att, Tensor& datt, const Tensor& qkv, i64 heads, Precision rounding,
+                              Tensor& dqkv) {
   const Dims a = dims(qkv, heads, att, "attention_probs_backward");
   detail::same_size(att, datt, "attention_probs_backward");
   detail::same_size(qkv, dqkv, "attention_probs_backward");
@@ -232,6 +254,7 @@ void attention_probs_backward(const Tensor& att, Tensor& datt, const Tensor& qkv
   causal_softmax_backward_kernel<<<static_cast<unsigned>(a.n * heads * a.t), 256, 0, context().stream()>>>(
       att.data(), datt.data(), a.t, a.scale);
   launch_check();
+  if (rounding != Precision::fp32) cuda::round_to_precision(datt, rounding);  // exact in cuBLAS's conversion then
   const i64 ld = 3 * a.c, tt = a.t * a.t;
   for (i64 h = 0; h < heads; ++h) {
     const float* q = qkv.data() + h * a.d;

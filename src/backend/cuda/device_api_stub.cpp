@@ -35,6 +35,13 @@ void memcpy_to_device(void*, const void*, std::size_t) { no_cuda(); }
 void memcpy_to_host(void*, const void*, std::size_t) { no_cuda(); }
 void stage_to_device(void*, const void*, std::size_t) { no_cuda(); }
 void memcpy_on_device(void*, const void*, std::size_t) { no_cuda(); }
+void download_after_compute(void*, const void*, std::size_t) { no_cuda(); }
+bool pin_host(void*, std::size_t, std::string* why) {
+  if (why) *why = "hpctrain was built without CUDA";
+  return false;
+}
+void unpin_host(void*) {}
+bool is_pinned(const void*) { return false; }
 void memset_zero(void*, std::size_t) { no_cuda(); }
 void synchronize() {}
 void* compute_stream() { return nullptr; }

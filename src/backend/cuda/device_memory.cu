@@ -30,7 +30,17 @@ Context::~Context() {
   if (dnn_) cudnnDestroy(dnn_);
   if (blas_) cublasDestroy(blas_);
   if (scratch_) cudaFree(scratch_);
+  if (copy_ready_) cudaEventDestroy(copy_ready_);
+  if (copy_stream_) cudaStreamDestroy(copy_stream_);
   if (stream_) cudaStreamDestroy(stream_);
+}
+
+cudaStream_t Context::copy_stream() {
+  if (!copy_stream_) {
+    CHECK_CUDA(cudaStreamCreateWithFlags(&copy_stream_, cudaStreamNonBlocking));
+    CHECK_CUDA(cudaEventCreateWithFlags(&copy_ready_, cudaEventDisableTiming));
+  }
+  return copy_stream_;
 }
 
 cudnnHandle_t Context::dnn() {
@@ -199,6 +209,35 @@ void memcpy_to_host(void* host, const void* device, std::size_t bytes) {
   if (!bytes) return;
   CHECK_CUDA(cudaMemcpyAsync(host, device, bytes, cudaMemcpyDeviceToHost, context().stream()));
   CHECK_CUDA(cudaStreamSynchronize(context().stream()));
+}
+
+void download_after_compute(void* host, const void* device, std::size_t bytes) {
+  if (!bytes) return;
+  Context& c = context();
+  cudaStream_t copy = c.copy_stream();
+  CHECK_CUDA(cudaEventRecord(c.copy_ready(), c.stream()));
+  CHECK_CUDA(cudaStreamWaitEvent(copy, c.copy_ready(), 0));
+  CHECK_CUDA(cudaMemcpyAsync(host, device, bytes, cudaMemcpyDeviceToHost, copy));
+  CHECK_CUDA(cudaStreamSynchronize(copy));
+}
+
+bool pin_host(void* host, std::size_t bytes, std::string* why) {
+  const cudaError_t e = cudaHostRegister(host, bytes, cudaHostRegisterDefault);
+  if (e == cudaSuccess) return true;
+  cudaGetLastError();  // cleared: the buffer stays usable, only slower
+  if (why) *why = cudaGetErrorString(e);
+  return false;
+}
+
+void unpin_host(void* host) { cudaHostUnregister(host); }
+
+bool is_pinned(const void* host) {
+  cudaPointerAttributes a{};
+  if (cudaPointerGetAttributes(&a, host) != cudaSuccess) {
+    cudaGetLastError();
+    return false;
+  }
+  return a.type == cudaMemoryTypeHost;
 }
 
 void memcpy_on_device(void* dst, const void* src, std::size_t bytes) {

@@ -39,8 +39,14 @@ class Context {
   std::uint64_t scratch_generation() const { return scratch_generation_; }
   bool capturing() const;  // the compute stream is being recorded as a graph
   int sm_count() const { return sms_; }
+  // A second stream for checkpoint downloads (made on first use), ordered after the compute
+  // stream by copy_ready(), an event recorded there.
+  cudaStream_t copy_stream();
+  cudaEvent_t copy_ready() const { return copy_ready_; }
 
  private:
+  cudaStream_t copy_stream_ = nullptr;
+  cudaEvent_t copy_ready_ = nullptr;
   cudaStream_t stream_ = nullptr;
   cublasHandle_t blas_ = nullptr;
   cudnnHandle_t dnn_ = nullptr;

@@ -85,6 +85,15 @@ void memcpy_to_device(void* device, const void* host, std::size_t bytes);
 void stage_to_device(void* device, const void* host, std::size_t bytes);
 void memcpy_to_host(void* host, const void* device, std::size_t bytes);
 void memcpy_on_device(void* dst, const void* src, std::size_t bytes);
+// Checkpoint downloads: device -> host on a copy stream of their own, after everything queued on
+// the compute stream so far (an event orders them); returns when the data are on the host. From
+// pinned memory (pin_host: cudaHostRegister in place; false with the driver's reason where it
+// refuses, the memory then stays pageable and usable) the copy runs at the link's speed. Pinned
+// memory must be unpinned (unpin_host) before it is freed; is_pinned tells (tests).
+void download_after_compute(void* host, const void* device, std::size_t bytes);
+bool pin_host(void* host, std::size_t bytes, std::string* why);
+void unpin_host(void* host);
+bool is_pinned(const void* host);
 void memset_zero(void* device, std::size_t bytes);
 // Waits until everything queued on the compute stream is done.
 void synchronize();

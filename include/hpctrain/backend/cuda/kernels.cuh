@@ -6,6 +6,7 @@
 #include <string>
 
 #include "hpctrain/backend/checks.hpp"
+#include "hpctrain/backend/column_sums.hpp"
 #include "hpctrain/backend/cuda/context.hpp"
 #include "hpctrain/backend/cuda/device_api.hpp"
 #include "hpctrain/core/cuda_check.hpp"
@@ -46,5 +47,11 @@ void launch(void (*kernel)(Params...), std::int64_t n, Args... args) {
   kernel<<<blocks_for(static_cast<std::size_t>(n)), 256, 0, context().stream()>>>(args...);
   launch_check();
 }
+
+// Column sums over tall inputs (backend/column_sums.hpp): the plan for this GPU's SM count, and the
+// second pass that adds a plan's chunk sums (partial[chunk][col]) into out in chunk order (nothing
+// for one chunk: its kernel added into out itself). Defined in cuda_ops.cu.
+ColumnSumPlan column_sum_plan(std::int64_t rows, std::int64_t cols);
+void add_column_chunks(const float* partial, const ColumnSumPlan& plan, float* out);
 
 }  // namespace hpctrain::cuda::detail

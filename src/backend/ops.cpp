@@ -64,6 +64,18 @@ GemmDims gemm_dims(bool ta, bool tb, const Tensor& a, const Tensor& b, const Ten
   return {m, n, k};
 }
 
+BatchedGemmDims batched_gemm_dims(std::int64_t m, std::int64_t n, std::int64_t k, std::int64_t lda, std::int64_t ldb,
+                                  std::int64_t ldc, std::int64_t batch) {
+  using backend::checked_int;
+  return {checked_int(m, "batched gemm: rows of the product"),
+          checked_int(n, "batched gemm: columns of the product"),
+          checked_int(k, "batched gemm: inner dimension"),
+          checked_int(lda, "batched gemm: leading dimension of A"),
+          checked_int(ldb, "batched gemm: leading dimension of B"),
+          checked_int(ldc, "batched gemm: leading dimension of C"),
+          checked_int(batch, "batched gemm: batch count")};
+}
+
 const std::vector<std::string>& backend_operations() {
   static const std::vector<std::string> names{
 #define HPCT_OP(ret, name, params, args) #name,

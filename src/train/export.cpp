@@ -3,16 +3,31 @@
 
 #include "hpctrain/comm/agreement.hpp"
 #include "hpctrain/core/error.hpp"
+#include "hpctrain/layers/registry.hpp"
 #include "hpctrain/train/checkpointing.hpp"
 
 namespace hpctrain {
 
 namespace {
-void collect(const CheckpointFile& file, const std::string& group, std::vector<NamedTensor>& out) {
+// [model] vocab_multiple: the vocabulary V of the deck's embedding or lm_head and the padded row
+// count; 0 when nothing is padded.
+std::pair<std::int64_t, std::int64_t> vocab_padding(const Config& cfg) {
+  if (cfg.model.vocab_multiple <= 1) return {0, 0};
+  for (const LayerArgs& a : parse_layers(cfg.model.layers))
+    if ((a.type == "embedding" || a.type == "lm_head") && !a.positional.empty()) {
+      const std::int64_t v = a.positional[0], m = cfg.model.vocab_multiple;
+      return {v, (v + m - 1) / m * m};
+    }
+  return {0, 0};
+}
+
+void collect(const CheckpointFile& file, const std::string& group, std::vector<NamedTensor>& out,
+             std::pair<std::int64_t, std::int64_t> padding) {
+  const std::string type = file.group_type(group);
   for (const std::string& c : file.children(group)) {
     const std::string path = group + "/" + c;
     if (!file.group_type(path).empty()) {  // a layer's group (nested ones: residual blocks)
-      collect(file, path, out);
+      collect(file, path, out, padding);
       continue;
     }
     NamedTensor t;
@@ -22,14 +37,19 @@ void collect(const CheckpointFile& file, const std::string& group, std::vector<N
     t.shape = file.shape(path);
     t.data.resize(static_cast<std::size_t>(numel(t.shape)));
     file.read(path, t.data.data());
+    const bool table = (type == "embedding" || type == "lm_head") && c == "weight";
+    if (table && padding.first > 0 && !t.shape.empty() && t.shape[0] == padding.second) {  // padding rows dropped
+      t.data.resize(t.data.size() / static_cast<std::size_t>(t.shape[0]) * static_cast<std::size_t>(padding.first));
+      t.shape[0] = padding.first;
+    }
     out.push_back(std::move(t));
   }
 }
 }  // namespace
 
-std::vector<NamedTensor> checkpoint_tensors(const CheckpointFile& file) {
+std::vector<NamedTensor> checkpoint_tensors(const CheckpointFile& file, const Config* cfg) {
   std::vector<NamedTensor> out;
-  collect(file, "model", out);
+  collect(file, "model", out, cfg ? vocab_padding(*cfg) : std::pair<std::int64_t, std::int64_t>{0, 0});
   return out;
 }
 
@@ -42,7 +62,7 @@ std::string export_weights(const Config& cfg, Runtime& rt, const std::string& ou
                  throw bad_input("--export " + out + ": no checkpoint to export ([checkpoint] resume = " +
                                  cfg.checkpoint.resume + ", dir " + cfg.checkpoint.dir + ")");
                const CheckpointFile file(path);
-               const auto tensors = checkpoint_tensors(file);
+               const auto tensors = checkpoint_tensors(file, &cfg);
                const RunRecord& run = file.info().run;
                std::map<std::string, std::string> meta{{"format", "pt"},
                                                        {"hpctrain_deck", run.ini},

@@ -57,7 +57,8 @@ Trainer::Trainer(const Config& cfg, Runtime& rt, const DatasetIndex& index)
   configure_backend({alloc_.device(), cfg.run.threads, cfg.run.precision, cfg.run.tf32, gemm_lib});
   alloc_.set_limit(cfg.run.memory_budget);
   LayerRegistry registry;
-  register_builtin_layers(registry, LayerOptions{cfg.run.conv, cfg.model.vocab_multiple});  // on a GPU: auto = cuDNN (layers/conv2d.cpp)
+  register_builtin_layers(
+      registry, LayerOptions{cfg.run.conv, cfg.model.vocab_multiple});  // on a GPU: auto = cuDNN (layers/conv2d.cpp)
   // Model parallelism: this rank holds its stage's group of layers (all of them when M = 1).
   const int stages = rt.grid().shape().mp_size;
   {
@@ -65,7 +66,9 @@ Trainer::Trainer(const Config& cfg, Runtime& rt, const DatasetIndex& index)
     const Model layout(cfg.model.layers, index.train.sample_shape, registry, scratch, 0, 1);  // shapes, counts
     groups_ = partition_layers(layer_parameter_counts(layout), stages, cfg.model.groups);     // bad_input if wrong
     const Shape& out = layout.whole_output_shape();
-    const Shape want = index.train.output_shape();
+    Shape want = index.train.output_shape();
+    const std::int64_t m = cfg.model.vocab_multiple;  // a language model's logits padded to a multiple
+    if (index.train.tokens && m > 1 && !want.empty()) want.back() = (want.back() + m - 1) / m * m;
     if (out != want)
       throw bad_input("[model] layers: the last layer outputs " + shape_string(out) + " but the data needs " +
                       shape_string(want) + " (" +

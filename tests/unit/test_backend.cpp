@@ -274,4 +274,16 @@ TEST(Limits, SizesBeyondThe32BitLibrariesAreOneClearError) {
               std::string::npos)
         << e.what();
   }
+  // Attention's batched GEMMs: a 50 k vocabulary's T x T scores are fine, a leading dimension past
+  // 2^31 is one clear error naming it.
+  const BatchedGemmDims d = batched_gemm_dims(1024, 64, 1024, 3 * 768, 3 * 768, 1024, 8 * 12);
+  EXPECT_EQ(d.lda, 2304);
+  EXPECT_EQ(d.batch, 96);
+  try {
+    batched_gemm_dims(1024, 64, 1024, std::int64_t{1} << 31, 64, 64, 1);
+    FAIL() << "no error";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("batched gemm: leading dimension of A is 2147483648"), std::string::npos)
+        << e.what();
+  }
 }

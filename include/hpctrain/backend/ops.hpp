@@ -25,6 +25,13 @@ struct GemmDims {
   int m, n, k;
 };
 GemmDims gemm_dims(bool trans_a, bool trans_b, const Tensor& a, const Tensor& b, const Tensor& c);
+// The same for a strided batched GEMM (attention's per-head products on cuBLAS): the sizes, leading
+// dimensions and batch count as the 32-bit ints cuBLAS takes, or one clear error.
+struct BatchedGemmDims {
+  int m, n, k, lda, ldb, ldc, batch;
+};
+BatchedGemmDims batched_gemm_dims(std::int64_t m, std::int64_t n, std::int64_t k, std::int64_t lda, std::int64_t ldb,
+                                  std::int64_t ldc, std::int64_t batch);
 
 // Every operation above, by name (tests check each is dispatched to both backends).
 const std::vector<std::string>& backend_operations();

@@ -12,8 +12,9 @@
 namespace hpctrain {
 
 // Every tensor under model/ (parameters and buffers), named with dots ("05_res.01_conv.weight"),
-// in the file's order.
-std::vector<NamedTensor> checkpoint_tensors(const CheckpointFile& file);
+// in the file's order; with the deck's `cfg`, the padding rows of [model] vocab_multiple are left
+// out of the embedding and lm_head tables ([V, C] as PyTorch and Hugging Face hold them).
+std::vector<NamedTensor> checkpoint_tensors(const CheckpointFile& file, const Config* cfg = nullptr);
 
 // Collective; rank 0 works: writes the checkpoint [checkpoint] resume selects to `out` with the
 // metadata format = pt, hpctrain_deck (the configuration it was trained with), hpctrain_step,

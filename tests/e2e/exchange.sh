@@ -89,7 +89,8 @@ check "GPT: PyTorch's validation loss ${pt:-?} = --eval-only's ${loss:-?} (1e-4)
 # In: PyTorch's weights, by position and by a mapping file.
 L="conv(16,3,pad=1) batchnorm relu maxpool(2) flatten dense(10)"
 ref=$($py tests/reference/torch_train.py $data "$tmp/torch" | awk '{print $3}')
-check "PyTorch trains its CNN (test accuracy ${ref:-?}%)" test -n "$ref"
+# (It reaches 89.0% (2026-12-01); chance is 10%: a reference that did not train fails here.)
+check "PyTorch trains its CNN (test accuracy ${ref:-?}% >= 80%)" awk -v a="${ref:-0}" 'BEGIN{exit !(a >= 80)}'
 for w in pt safetensors; do
   out=$($py tools/torch_import.py "$tmp/torch.$w" inputs/mnist_cnn.ini --set "model.layers=$L" --out "$tmp/imp-$w.h5" \
     --trainer "$trainer")

@@ -29,7 +29,8 @@ loss() { $py -c "import json; print(json.load(open('$1/summary.json'))['final_tr
 
 # Task A.
 out=$(run 2 "$tmp/a" --set train.steps=60 --set checkpoint.resume=none)
-check "task A trains: test accuracy $(acc "$out")%" test -n "$(acc "$out")"
+# (60 steps of the CNN example reach about 95% (94.75% on 2026-12-01); 10 classes: chance is 10%.)
+check "task A trains: test accuracy $(acc "$out")% >= 90%" awk -v a="$(acc "$out")" 'BEGIN{exit !(a != "" && a >= 90)}'
 ckpt=$tmp/a/checkpoints/$(cat "$tmp/a/checkpoints/latest")
 
 # Task B's data: the same shards with 5 classes (digit // 2).

@@ -2,7 +2,8 @@
 # docs.sh MPIRUN TRAINER SOURCE_DIR: the manual stays true to the code. docs/configuration.md is
 # exactly `trainer --config-reference` (tools/make_docs.sh regenerates it); README.md stays a
 # front door (under 200 lines); every relative link in README.md and docs/ names an existing
-# file; the metrics.csv columns listed in docs/training.md are the ones a run writes.
+# file; the metrics.csv columns listed in docs/training.md are the ones a run writes; the files
+# docs/contributing.md's add-a-layer recipe names exist.
 set -u
 mpirun=$1 trainer=$2 src=$3
 cd "$src" || exit 1
@@ -20,6 +21,15 @@ fi
 keys=$(grep -c '^| `' "$tmp/configuration.md")
 check "the reference lists keys ($keys)" test "$keys" -gt 40
 check "README.md is under 200 lines ($(wc -l <README.md))" test "$(wc -l <README.md)" -lt 200
+
+# The add-a-layer recipe of docs/contributing.md names files that exist (<name> as lm_head, its example).
+missing=""
+for f in $(sed -n '/^## Add a layer/,/^## /p' docs/contributing.md | grep -o '`[A-Za-z0-9_./<>-]*/[A-Za-z0-9_./<>-]*`' |
+  tr -d '`' | sed 's/<name>/lm_head/g' | sort -u); do
+  [ -e "$f" ] || [ -e "src/$f" ] || missing+="$f "  # (CMake sources are relative to src/)
+done
+check "the add-a-layer recipe names files that exist${missing:+ (missing: $missing)}" test -z "$missing"
+check "... and all six places" test "$(sed -n '/^## Add a layer/,/^## /p' docs/contributing.md | grep -c '^[1-6]\. ')" -eq 6
 
 broken=""
 for f in README.md docs/*.md jobscripts/README.md; do

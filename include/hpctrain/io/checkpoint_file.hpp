@@ -47,8 +47,8 @@ struct CheckpointInfo {
 
 // The one table of a checkpoint's root attributes: its name in the file and the field it holds,
 // in file order. Writing, reading, the rank-0-to-all broadcast and the tests all walk it, so a
-// new field is one line here (tests/unit/test_checkpoint_fields.cpp fails when a TrainState
-// field is missing). `visit(name, field, optional)`: `optional` fields may be absent from older
+// new field is one line here (the field-table tests in tests/mpi/test_checkpoint_io.cpp fail
+// when a TrainState field is missing). `visit(name, field, optional)`: `optional` fields may be absent from older
 // files of format 1 (they keep their defaults), the others are required.
 template <class Info, class Visit>
 void visit_fields(Info& i, Visit&& visit) {

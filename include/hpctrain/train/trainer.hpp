@@ -2,7 +2,9 @@
 // open the outputs -> for each step: next batch -> forward -> loss -> backward -> average
 // gradients over the data-parallel group -> optimizer step -> what the schedule says is due
 // (log, evaluate, checkpoint); then the final evaluation and the run report. The run's progress
-// is one TrainState (core/train_state.hpp), the only thing the loop changes.
+// is one TrainState (core/train_state.hpp), the part of what the loop changes that checkpoints
+// keep; the loop also changes the model's parameters and buffers, the optimizer state, the
+// reader's position, the timing and the report's figures (train/run.cpp's Trainer::Progress).
 #pragma once
 
 #include <cstdint>

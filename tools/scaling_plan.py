@@ -66,7 +66,7 @@ def fit_link(rows):
 
 def measure_link(root, scheme):
     """alpha (s), beta (s/byte) of a 2-rank in-place allreduce from allreduce-bench's table."""
-    bench = os.path.join(root, "build", "allreduce-bench")
+    bench = os.path.join(os.environ.get("HPCTRAIN_BUILD_DIR") or os.path.join(root, "build"), "allreduce-bench")
     if not os.access(bench, os.X_OK):
         fail("%s not built (cmake --build build)" % bench)
     cmd = ["mpirun", "-q", "-np", "2", "--oversubscribe", "--bind-to", "none", bench]

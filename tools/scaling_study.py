@@ -29,7 +29,8 @@ def main():
     p.add_argument("--out", default="runs/scaling")
     p.add_argument("--set", action="append", default=[], metavar="KEY=VALUE")
     p.add_argument("--mpirun-args", default="--bind-to none")
-    p.add_argument("--trainer", default=os.path.join(ROOT, "build", "trainer"))
+    p.add_argument("--trainer", default=os.path.join(os.environ.get("HPCTRAIN_BUILD_DIR") or os.path.join(ROOT, "build"),
+                                                     "trainer"))
     a = p.parse_args()
     os.makedirs(a.out, exist_ok=True)
     rows = []

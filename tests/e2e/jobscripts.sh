@@ -89,9 +89,11 @@ check "cloud: no GPU -> HPCTRAIN_RANKS ranks on cpu; exit 10 passed on" \
 HPCTRAIN_RETRY=1 HPCTRAIN_RANKS=2 STUB_RC="10 0" jobscripts/cloud/train.sh inputs/mnist_mlp.ini >/dev/null 2>&1
 check "cloud: HPCTRAIN_RETRY runs again after exit 10 (and resumes: same run directory)" \
   test $? -eq 0 -a "$(grep -c '^mpirun' "$STUB_LOG")" -eq 2
-# And for real on this machine (no GPU: 2 CPU ranks), twice: the second run resumes.
+# And for real on this machine (no GPU: 2 CPU ranks), twice: the second run resumes. (The trainer
+# of the build under test: HPCTRAIN_BUILD_DIR, which CTest sets.)
 for n in 1 2; do
   out=$(HPCTRAIN_MPIRUN=/usr/bin/mpirun HPCTRAIN_RANKS=2 HPCTRAIN_OUT_DIR=$tmp/cloud STUB_GPUS=0 \
+    HPCTRAIN_TRAINER="${HPCTRAIN_BUILD_DIR:-$PWD/build}/trainer" \
     jobscripts/cloud/train.sh inputs/mnist_mlp.ini --set train.steps=$((10 * n)) 2>&1)
   rc=$?
   check "cloud, real run $n: exit 0" test $rc -eq 0

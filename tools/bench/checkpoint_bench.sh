@@ -9,7 +9,7 @@
 # checkpoints. --smoke: a small MLP and few steps, for CI.
 set -euo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
-trainer=$root/build/trainer
+trainer=${HPCTRAIN_BUILD_DIR:-$root/build}/trainer  # the build to measure (CTest passes its own)
 smoke=0 dir=""
 while [ $# -gt 0 ]; do
   case $1 in

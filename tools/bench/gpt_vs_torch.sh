@@ -11,7 +11,7 @@
 # --smoke: 20 steps of hpctrain only on a text the project has (for CI).
 set -euo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
-build=$root/build
+build=${HPCTRAIN_BUILD_DIR:-$root/build}  # the build to measure (CTest passes its own)
 ref=${TORCH_GPT_BASELINE:-$root/../shared/bench/torch_gpt_baseline.py}
 text=$root/../shared/data/tinyshakespeare/input.txt
 steps=200 smoke=0

@@ -25,7 +25,8 @@ export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 source "$root/tools/netns_hosts.sh"
 trap netns_hosts_down EXIT
 netns_hosts_up
-T=$root/build/trainer
+build=${HPCTRAIN_BUILD_DIR:-$root/build}  # the build to measure
+T=$build/trainer
 tmp=$NETNS_TMP
 run=("$root/inputs/mnist_mlp.ini" --set "data.path=$root/inputs/data/mnist-small" --set checkpoint.resume=none
      --set checkpoint.every_epochs=0 --set train.eval_every=100000 --set "train.steps=$steps")
@@ -33,7 +34,7 @@ run=("$root/inputs/mnist_mlp.ini" --set "data.path=$root/inputs/data/mnist-small
 hosts() { echo "$NETNS_NET.1:$1,$NETNS_NET.2:$1"; }
 echo "multinode_plan: $(date -u +%Y-%m-%dT%H:%MZ), $(nproc) cores, MNIST MLP, $steps steps per run"
 mpirun -q -np 1 --bind-to none "$T" "${run[@]}" --set train.global_batch=128 --set "run.out_dir=$tmp/one" >/dev/null
-mpirun -q -np 2 --host "$(hosts 1)" "${NETNS_MPI[@]}" --mca btl tcp,self "$root/build/allreduce-bench" >"$tmp/net.txt"
+mpirun -q -np 2 --host "$(hosts 1)" "${NETNS_MPI[@]}" --mca btl tcp,self "$build/allreduce-bench" >"$tmp/net.txt"
 echo "the link between the hosts (allreduce-bench, 2 ranks, one per host, over TCP):"
 grep -E '^ +[0-9]' "$tmp/net.txt" | awk '{printf "  %10d B %10.1f us %8.2f GB/s\n", $1, $3, $4}'
 mpirun -q -np 2 --host "$(hosts 1)" "${NETNS_MPI[@]}" --mca btl tcp,self "$T" "${run[@]}" \

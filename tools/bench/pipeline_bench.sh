@@ -12,7 +12,7 @@
 # --smoke: a few steps of two configurations, for CI.
 set -euo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
-trainer=$root/build/trainer
+trainer=${HPCTRAIN_BUILD_DIR:-$root/build}/trainer  # the build to measure (CTest passes its own)
 steps=60
 smoke=0
 [ "${1:-}" = --smoke ] && smoke=1 steps=6

@@ -23,7 +23,8 @@ done
 [ "$(id -u)" -eq 0 ] && export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
-T=$root/build/trainer
+build=${HPCTRAIN_BUILD_DIR:-$root/build}  # the build to measure
+T=$build/trainer
 # Per model: the deck, the data, the 2-rank run's global batch, steps, the figure summary.json gives.
 setup() {
   common=(--set checkpoint.resume=none --set checkpoint.every_epochs=0 --set train.eval_every=100000)
@@ -34,7 +35,7 @@ setup() {
       common+=(--set "data.path=$root/inputs/data/mnist-small") ;;
     gpt)  # the CPU GPT deck on tiny Shakespeare (batch 12 of 64 tokens), one checkpoint at the end
       [ -f "$text" ] || { echo "gpt: no text at $text (set TEXT=FILE): skipped"; return 1; }
-      [ -d "$tmp/text" ] || "$root/build/hpctrain-data" import-text --input "$text" --out "$tmp/text" >/dev/null
+      [ -d "$tmp/text" ] || "$build/hpctrain-data" import-text --input "$text" --out "$tmp/text" >/dev/null
       deck=$root/inputs/shakespeare_gpt.ini batch=12 key=steady_tokens_per_s steps=400
       common+=(--set "data.path=$tmp/text") ;;
   esac

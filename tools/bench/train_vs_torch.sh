@@ -13,7 +13,7 @@
 # --smoke: a few steps of hpctrain only (and of PyTorch when it is installed), for CI.
 set -euo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
-build=$root/build
+build=${HPCTRAIN_BUILD_DIR:-$root/build}  # the build to measure (CTest passes its own)
 ref=${TORCH_BASELINE:-$root/../shared/bench/torch_ddp_baseline.py}
 mnist=${MNIST_DIR:-$root/../shared/data/mnist}
 smoke=0 repeats=3 models=mlp

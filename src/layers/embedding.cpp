@@ -13,7 +13,7 @@ namespace {
 class Embedding final : public Layer {
  public:
   Embedding(std::int64_t vocab, std::int64_t width, float std, std::int64_t multiple)
-      : vocab_(vocab), rows_((vocab + multiple - 1) / multiple * multiple), width_(width), std_(std) {}
+      : vocab_(vocab), rows_(padded_vocab(vocab, multiple)), width_(width), std_(std) {}
   const char* type() const override { return "embedding"; }
   Shape output_shape(const Shape& in) const override {
     if (in.size() != 1)

@@ -20,7 +20,7 @@ namespace {
 class LmHead final : public Layer {
  public:
   LmHead(std::int64_t vocab, bool tie, float std, std::int64_t multiple)
-      : vocab_(vocab), rows_((vocab + multiple - 1) / multiple * multiple), tie_(tie), std_(std) {}
+      : vocab_(vocab), rows_(padded_vocab(vocab, multiple)), tie_(tie), std_(std) {}
   const char* type() const override { return "lm_head"; }
   Shape output_shape(const Shape& in) const override {
     if (in.size() != 2)

@@ -15,8 +15,7 @@ std::pair<std::int64_t, std::int64_t> vocab_padding(const Config& cfg) {
   if (cfg.model.vocab_multiple <= 1) return {0, 0};
   for (const LayerArgs& a : parse_layers(cfg.model.layers))
     if ((a.type == "embedding" || a.type == "lm_head") && !a.positional.empty()) {
-      const std::int64_t v = a.positional[0], m = cfg.model.vocab_multiple;
-      return {v, (v + m - 1) / m * m};
+      return {a.positional[0], padded_vocab(a.positional[0], cfg.model.vocab_multiple)};
     }
   return {0, 0};
 }

@@ -67,8 +67,8 @@ Trainer::Trainer(const Config& cfg, Runtime& rt, const DatasetIndex& index)
     groups_ = partition_layers(layer_parameter_counts(layout), stages, cfg.model.groups);     // bad_input if wrong
     const Shape& out = layout.whole_output_shape();
     Shape want = index.train.output_shape();
-    const std::int64_t m = cfg.model.vocab_multiple;  // a language model's logits padded to a multiple
-    if (index.train.tokens && m > 1 && !want.empty()) want.back() = (want.back() + m - 1) / m * m;
+    if (index.train.tokens && !want.empty())  // a language model's logits: padded to [model] vocab_multiple
+      want.back() = padded_vocab(want.back(), cfg.model.vocab_multiple);
     if (out != want)
       throw bad_input("[model] layers: the last layer outputs " + shape_string(out) + " but the data needs " +
                       shape_string(want) + " (" +

@@ -34,6 +34,10 @@ struct LayerOptions {
   // sees them and their rows get no gradient (they stay zero).
   std::int64_t vocab_multiple = 1;
 };
+// The padded row count of a V-row table: round_up(V, vocab_multiple).
+inline std::int64_t padded_vocab(std::int64_t vocab, std::int64_t multiple) {
+  return (vocab + multiple - 1) / multiple * multiple;
+}
 
 void register_builtin_layers(LayerRegistry& registry, const LayerOptions& options = {});
 

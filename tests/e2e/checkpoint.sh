@@ -21,6 +21,10 @@
 set -u
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 e2e_start "$@"  # $mpirun $trainer $src, the working directory $src, $tmp (removed at exit)
+# PART ($4): core (layout, exact and elastic resume, signals, errors), layouts (sharded, async,
+# pipelined, fp16, ResNet + Adam) or all (the default); CTest runs the halves as two tests.
+part=${4:-all}
+in_part() { [ "$part" = all ] || [ "$part" = "$1" ]; }
 py=/usr/bin/python3
 run() {  # np out_dir extra-args...
   local np=$1 out=$2
@@ -66,14 +70,18 @@ rc=$?
 check "a signal on one rank: every rank stops, exit 10" test $rc -eq 10
 check "the stop wrote the step-17 checkpoint" test -f "$tmp/b/checkpoints/ckpt-00000017.h5"
 check "the stop is explained" grep -q "stopped by SIGUSR1 after step 17 of 30" <<<"$out"
+if in_part core; then
 out=$(HPCTRAIN_TEST_SIGNAL=0:30 run 2 "$tmp/last")
 check "a signal during the last step: the run completes normally (exit 0, final evaluation)" \
   test $? -eq 0 -a -n "$(grep '^done: 30 steps' <<<"$out")"
+fi
 cp "$tmp/b/checkpoints/ckpt-00000017.h5" "$tmp/c17.h5"
+if in_part core; then
 out=$(run 2 "$tmp/b")
 rc=$?
 check "resume exits 0" test $rc -eq 0
 check "resume says where it starts" grep -q "resumed from .*ckpt-00000017.h5: step 17, epoch 1 batch 17" <<<"$out"
+fi
 same() {  # two checkpoint files: every dataset bit-identical
   $py - "$1" "$2" <<'EOF'
 import sys, h5py, numpy as np
@@ -84,9 +92,11 @@ bad = [n for n in names if not np.array_equal(a[n][()], b[n][()])]
 sys.exit(1 if bad or not names else 0)
 EOF
 }
+if in_part core; then
 check "same world size: final parameters and momenta bit-identical" same "$ck/ckpt-00000030.h5" "$tmp/b/checkpoints/ckpt-00000030.h5"
 check "same world size: every logged loss and accuracy bit-identical" \
   diff <(cut -d, -f1,2,4,5 "$tmp/a/metrics.csv") <(cut -d, -f1,2,4,5 "$tmp/b/metrics.csv")
+fi
 
 # ---- Elastic: the step-17 checkpoint of 2 ranks resumed on 1 and 4 ranks ----
 # Tolerance: |a - b| <= 1e-5 * max(1, |a|) for every value (13 SGD steps whose
@@ -103,13 +113,16 @@ print("worst relative difference %.2e" % worst)
 sys.exit(0 if worst <= 1e-5 else 1)
 EOF
 }
+if in_part core; then
 for np in 1 4; do
   out=$(run $np "$tmp/e$np" --set "checkpoint.resume=$tmp/c17.h5")
   rc=$?
   check "resume on $np rank(s) exits 0" test $rc -eq 0
   check "resume on $np rank(s) matches the uninterrupted run" close "$ck/ckpt-00000030.h5" "$tmp/e$np/checkpoints/ckpt-00000030.h5"
 done
+fi
 
+if in_part layouts; then
 # ---- Sharded optimizer state ([parallel] shard_optimizer): the same file, resumed on any D ----
 # A sharded 2-rank run writes the same checkpoint (parameters and momenta within 1e-5) as the
 # unsharded one; stopped and resumed sharded it is bit-identical to its uninterrupted run; the
@@ -225,7 +238,9 @@ check "ResNet checkpoint holds batch-norm running statistics and nested groups" 
   grep -qE '^/model/03_res/01_batchnorm/running_var +Dataset' <(h5ls -r "$tmp/r1/checkpoints/ckpt-00000008.h5")
 check "ResNet checkpoint holds Adam's moments" \
   grep -qE '^/optimizer/exp_avg_sq/00_conv/weight +Dataset \{16, 1, 3, 3\}' <(h5ls -r "$tmp/r1/checkpoints/ckpt-00000008.h5")
+fi
 
+if in_part core; then
 # ---- Real signals ----
 long() {  # out_dir: a run long enough to be interrupted, in the background ($! is mpirun)
   "$mpirun" -q -np 2 --oversubscribe --bind-to none "$trainer" inputs/mnist_mlp.ini --set "run.out_dir=$1" \
@@ -303,6 +318,7 @@ check "--eval-only exits 0 and reproduces the final test accuracy ($final%)" \
 out=$("$mpirun" -q -np 2 --oversubscribe --bind-to none "$trainer" inputs/mnist_mlp.ini --set "run.out_dir=$tmp/a" --dry-run 2>&1)
 check "--dry-run shows the checkpoint directory" grep -q "^Checkpoints: $tmp/a/checkpoints (exists, writable)" <<<"$out"
 check "--dry-run checks the resume target" grep -q "^Resume: .*ckpt-00000030.h5 (step 30.*fits the model" <<<"$out"
+fi
 out=$("$mpirun" -q -np 2 --oversubscribe --bind-to none "$trainer" inputs/mnist_mlp.ini --set "run.out_dir=$tmp/a" \
   --set "model.layers=flatten dense(10)" --dry-run 2>&1)
 check "--dry-run refuses a checkpoint that does not fit the model (exit 2)" test $? -eq 2

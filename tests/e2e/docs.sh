@@ -38,7 +38,8 @@ for f in README.md docs/*.md jobscripts/README.md; do
     target=${link%%#*}
     [ -z "$target" ] && continue
     [ -e "$dir/$target" ] || broken+="$f -> $link; "
-  done < <(grep -o '](\([^)h#][^)]*\|#[^)]*\))' "$f" | sed 's/^](//; s/)$//' | grep -v '^#')
+  done < <(awk '/^```/ { code = !code; next } !code' "$f" | grep -o '](\([^)h#][^)]*\|#[^)]*\))' |
+    sed 's/^](//; s/)$//' | grep -v '^#')  # (not inside code blocks)
 done
 check "every relative link resolves${broken:+ (broken: $broken)}" test -z "$broken"
 

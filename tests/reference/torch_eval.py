@@ -37,7 +37,10 @@ with torch.no_grad():
         with h5py.File(shard, "r") as f:
             x = f["samples"][...].astype(np.float32) * float(f.attrs["scale"]) + float(f.attrs["offset"])
             y = f["labels"][...]
-        pred = model(torch.from_numpy(x)).argmax(dim=1).numpy()
+        # In blocks: one 2,000-sample batch through the ResNet twin is 4-5x slower on the CPU
+        # than the same samples 250 at a time (9.3 s against 2.0 s, 2026-12-02).
+        pred = np.concatenate([model(torch.from_numpy(x[i:i + 250])).argmax(dim=1).numpy()
+                               for i in range(0, len(x), 250)])
         correct += int((pred == y).sum())
         total += len(y)
 print(correct, total, "%.2f" % (100.0 * correct / total))

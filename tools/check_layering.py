@@ -20,8 +20,8 @@ import sys
 NO_MPI_AREAS = ["train", "model", "layers", "optim", "data", "tensor", "backend", "config"]
 CORE_MPI_ALLOWED = {"src/core/log.cpp", "src/core/error.cpp", "include/hpctrain/core/error.hpp",
                     "include/hpctrain/core/log.hpp"}
-# (also the process grid's MPI handles, dp_comm()/mp_comm(): code above the runtime must not take them)
-MPI = re.compile(r"\bMPI_[A-Za-z_]+\b|<mpi\.h>|\bCHECK_MPI\b|\bMPIX_[A-Za-z_]+\b|(\.|->)(dp|mp)_comm\(\)")
+# (also the process mesh's MPI handles, mesh().comm(dim): code above the runtime must not take them)
+MPI = re.compile(r"\bMPI_[A-Za-z_]+\b|<mpi\.h>|\bCHECK_MPI\b|\bMPIX_[A-Za-z_]+\b|\bmesh\(\)\s*\.\s*comm\(")
 MPIO = re.compile(r"\bH5Pset_(fapl|dxpl)_mpio\b")
 INCLUDE = re.compile(r'#include "hpctrain/([\w/]+\.(?:hpp|inc|cuh))"')
 # Header-only headers of the device runtime that live beside the backend's.

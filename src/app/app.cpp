@@ -39,7 +39,7 @@ po::options_description cli_options() {
   po::options_description o("Options");
   o.add_options()("set", po::value<std::vector<std::string>>()->composing(),
                   "override a configuration key: --set section.key=value (repeatable)")(
-      "dry-run", "check the configuration, process grid, data, model and checkpoints, print them, and exit")(
+      "dry-run", "check the configuration, process mesh, data, model and checkpoints, print them, and exit")(
       "eval-only", "load the checkpoint [checkpoint] resume selects and evaluate it on the test split")(
       "export", po::value<std::string>(),
       "write the weights of the checkpoint [checkpoint] resume selects to FILE in the safetensors format")(
@@ -131,7 +131,7 @@ std::string help_text() {
      << "\nExit codes:\n"
      << "   0  success\n"
      << "   1  internal error (a bug, or a failed library call)\n"
-     << "   2  bad input: configuration, data, checkpoint or process grid\n"
+     << "   2  bad input: configuration, data, checkpoint or process mesh\n"
      << "   3  collective timeout: the watchdog ([parallel] watchdog_s) aborted a hung collective\n"
      << "  10  stopped by a signal after writing a checkpoint\n";
   return os.str();
@@ -171,9 +171,9 @@ namespace {
 // buffers take (activations and workspaces come on top), with the optimizer state sharded over
 // the data-parallel ranks when [parallel] shard_optimizer is set.
 std::string describe_memory(const Config& cfg, const Runtime& rt, const Model& model) {
-  const GridShape& shape = rt.grid().shape();
+  const int dp = rt.mesh().size(MeshDim::dp);
   const auto counts = layer_parameter_counts(model);
-  const auto groups = partition_layers(counts, shape.mp_size, cfg.model.groups);
+  const auto groups = partition_layers(counts, rt.mesh().size(MeshDim::pp), cfg.model.groups);
   std::int64_t params = 0, trainable = 0;
   for (const LayerGroup& g : groups) {
     std::int64_t n = 0, t = 0;
@@ -184,12 +184,12 @@ std::string describe_memory(const Config& cfg, const Runtime& rt, const Model& m
     if (n > params) params = n, trainable = t;
   }
   const int blocks = cfg.optim.name == OptimizerName::sgd ? 1 : 2;  // momentum, or Adam's two moments
-  const bool sharded = cfg.parallel.shard_optimizer && shape.dp_size > 1;
+  const bool sharded = cfg.parallel.shard_optimizer && dp > 1;
   const double mib = 4.0 / (1 << 20), state = static_cast<double>(blocks * trainable) * mib;
   char note[160] = "";
   if (sharded)
-    std::snprintf(note, sizeof(note), " (sharded over %d ranks; %.1f MiB unsharded)", shape.dp_size, state);
-  else if (shape.dp_size > 1)
+    std::snprintf(note, sizeof(note), " (sharded over %d ranks; %.1f MiB unsharded)", dp, state);
+  else if (dp > 1)
     std::snprintf(note, sizeof(note), " (whole on every rank: [parallel] shard_optimizer = false)");
   char line[400];
   std::snprintf(line, sizeof(line),
@@ -197,7 +197,7 @@ std::string describe_memory(const Config& cfg, const Runtime& rt, const Model& m
                 "gradients %.1f MiB%s, optimizer state %.1f MiB%s\n",
                 static_cast<long long>(params), static_cast<double>(params) * mib, static_cast<double>(params) * mib,
                 cfg.run.precision == Precision::fp32 ? "" : ", reduced-precision copy (half the parameters')",
-                sharded ? state / shape.dp_size : state, note);
+                sharded ? state / dp : state, note);
   return line;
 }
 
@@ -231,33 +231,43 @@ std::string describe_data(const Config& cfg, const Runtime& rt) {
   return os.str();
 }
 
+// Every group along dp and pp (and the other dimensions larger than 1): its name, ranks and role.
+std::string mesh_groups_table(const MeshShape& shape) {
+  Table groups({"communicator", "world ranks", "role"});
+  for (auto it = kMeshOrder.rbegin(); it != kMeshOrder.rend(); ++it) {
+    const MeshDim d = *it;
+    if (d != MeshDim::dp && d != MeshDim::pp && shape.size(d) == 1) continue;
+    const char* role = d == MeshDim::dp   ? "data-parallel replicas of one stage: average its gradients"
+                       : d == MeshDim::pp ? "the stages of one replica: pass activations"
+                       : d == MeshDim::tp ? "tensor-parallel ranks: split each layer's tensors"
+                                          : "spatial ranks: split each sample";
+    for (int r = 0; r < shape.world(); ++r) {
+      const auto members = mesh_group_members(r, shape, d);
+      if (members.front() != r) continue;  // each group once, at its first rank
+      std::string ranks;
+      for (int m : members) ranks += (ranks.empty() ? "" : " ") + std::to_string(m);
+      groups.add_row({mesh_group_name(mesh_coords(r, shape), shape, d), ranks, role});
+    }
+  }
+  return groups.render();
+}
+
 void print_dry_run(const Config& cfg, Runtime& rt) {
-  const auto& shape = rt.grid().shape();
+  const MeshShape& shape = rt.mesh().shape();
+  const int dp = shape.size(MeshDim::dp), pp = shape.size(MeshDim::pp);
   std::ostringstream os;
-  os << "hpctrain " << HPCTRAIN_VERSION << " dry run of " << cfg.origin << " on " << shape.world << " rank(s)\n\n";
+  os << "hpctrain " << HPCTRAIN_VERSION << " dry run of " << cfg.origin << " on " << shape.world() << " rank(s)\n\n";
   Table keys({"key", "value", "source"});
   for (const auto& k : cfg.resolved) keys.add_row({k.name, k.value.empty() ? "(none)" : k.value, k.source});
   os << "Configuration\n" << keys.render() << "\n";
-  const std::string grid = rt.grid_table();         // collective
+  const std::string mesh = rt.mesh_table();         // collective
   const std::string data = describe_data(cfg, rt);  // collective
-  os << "Process grid: " << shape.world << " rank(s) = " << shape.dp_size << " data-parallel x " << shape.mp_size
-     << " model-parallel (rank r: mp = r % " << shape.mp_size << ", dp = r / " << shape.mp_size << ")\n"
-     << grid;
-  Table groups({"communicator", "world ranks", "role"});
-  auto ranks_text = [](const std::vector<int>& ranks) {
-    std::string t;
-    for (int r : ranks) t += (t.empty() ? "" : " ") + std::to_string(r);
-    return t;
-  };
-  for (int mp = 0; mp < shape.mp_size; ++mp)
-    groups.add_row({"dp[" + std::to_string(mp) + "]", ranks_text(dp_group_members(mp, shape)),
-                    "data-parallel group of stage mp=" + std::to_string(mp) + ": averages its gradients"});
-  for (int dp = 0; dp < shape.dp_size; ++dp)
-    groups.add_row({"mp[" + std::to_string(dp) + "]", ranks_text(mp_group_members(dp * shape.mp_size, shape)),
-                    "model-parallel group of replica dp=" + std::to_string(dp) + ": passes activations"});
-  os << "\n" << groups.render();
-  os << "\nBatch: global " << cfg.train.global_batch << " = " << shape.dp_size << " data-parallel x "
-     << rt.per_rank_batch() << " per rank, in " << cfg.train.micro_batches << " micro-batch(es) of "
+  os << "Process mesh: " << shape.world() << " rank(s) = " << dp << " dp (data-parallel) x " << pp
+     << " pp (pipeline stages) (rank r: pp = r % " << pp << ", dp = r / " << pp << ")\n"
+     << mesh << "\n"
+     << mesh_groups_table(shape);
+  os << "\nBatch: global " << cfg.train.global_batch << " = " << dp << " data-parallel x " << rt.per_rank_batch()
+     << " per rank, in " << cfg.train.micro_batches << " micro-batch(es) of "
      << rt.per_rank_batch() / cfg.train.micro_batches << "\n";
   os << "Communication: " << to_string(rt.comm_backend()) << " (requested " << to_string(cfg.parallel.comm)
      << "); CUDA-aware MPI: " << (rt.cuda_aware_mpi() ? "yes" : "no") << " (setting "
@@ -322,6 +332,7 @@ int run_trainer(int argc, char** argv) {
       return 0;
     }
     const Config cfg = load_config(MPI_COMM_WORLD, cli.config_path, cli.sets);
+    for (const std::string& w : cfg.warnings) log0("warning: " + w);
     if (cli.print_ini) {
       const std::string ini = effective_ini(cfg);
       log0(ini.substr(0, ini.size() - (!ini.empty() && ini.back() == '\n')));
@@ -329,7 +340,7 @@ int run_trainer(int argc, char** argv) {
     }
     Runtime rt(cfg);
     // Checked here too so that --dry-run reports it (the trainer checks it again).
-    if (const std::string why = cuda_graphs_refusal(cfg, rt.device().kind, rt.grid().shape().dp_size); !why.empty())
+    if (const std::string why = cuda_graphs_refusal(cfg, rt.device().kind, rt.mesh().size(MeshDim::dp)); !why.empty())
       throw bad_input(why);
     if (cli.dry_run) {
       print_dry_run(cfg, rt);

@@ -103,6 +103,12 @@ std::string unknown_key_message(const std::string& name, const std::vector<KeySp
          "; keys in [" + section + "]: " + join(keys);
 }
 
+// "parallel.pipeline_parallel" -> "[parallel] pipeline_parallel", as messages name keys.
+std::string section_key(const std::string& name) {
+  const auto dot = name.find('.');
+  return "[" + name.substr(0, dot) + "] " + name.substr(dot + 1);
+}
+
 struct RawValue {
   std::string text;
   std::string source;  // "file" or "--set"
@@ -137,6 +143,15 @@ Config parse_config(const std::string& ini_text, const std::string& origin, cons
   po::options_description desc;
   for (const auto& s : schema) desc.add_options()(s.name().c_str(), po::value<std::string>());
 
+  // Old key names: their values go to the new names, each with a warning for rank 0 to print.
+  std::vector<std::string> warnings;
+  auto current = [&](const std::string& name, const std::string& where) {
+    const std::string now = current_key_name(name);
+    if (now != name)
+      warnings.push_back(where + ": " + section_key(name) + " is now called " + section_key(now) +
+                         " (same meaning); the old name still works");
+    return now;
+  };
   std::map<std::string, RawValue> given;
   try {
     std::istringstream in(ini_text);
@@ -148,8 +163,11 @@ Config parse_config(const std::string& ini_text, const std::string& origin, cons
       const int line = it != index.key_lines.end() && nth < it->second.size() ? it->second[nth] : 0;
       const std::string where = at_line(line);
       if (opt.unregistered) throw bad_input(where + ": " + unknown_key_message(opt.string_key, schema));
-      if (given.count(opt.string_key)) throw bad_input(where + ": key '" + opt.string_key + "' is given twice");
-      given[opt.string_key] = {opt.value.empty() ? "" : opt.value.front(), "file", where};
+      const std::string key = current(opt.string_key, where);
+      if (given.count(key))
+        throw bad_input(where + ": key '" + opt.string_key + "' is given twice" +
+                        (key != opt.string_key ? " (" + section_key(key) + " is its new name)" : ""));
+      given[key] = {opt.value.empty() ? "" : opt.value.front(), "file", where};
     }
   } catch (const po::invalid_config_file_syntax& e) {
     const int line = index.line_of_text(e.tokens());
@@ -165,13 +183,15 @@ Config parse_config(const std::string& ini_text, const std::string& origin, cons
     const std::string name = trim(o.substr(0, eq));
     const bool known = std::any_of(schema.begin(), schema.end(), [&](const KeySpec& s) { return s.name() == name; });
     if (!known) throw bad_input("--set " + name + ": " + unknown_key_message(name, schema));
-    given[name] = {o.substr(eq + 1), "--set", "--set"};
+    given[current(name, "--set")] = {o.substr(eq + 1), "--set", "--set"};
   }
 
   Config cfg;
   cfg.origin = origin;
   cfg.ini_text = ini_text;
+  cfg.warnings = warnings;
   for (const auto& s : schema) {
+    if (!s.renamed_to.empty()) continue;
     const auto it = given.find(s.name());
     const bool is_given = it != given.end();
     const std::string raw = is_given ? it->second.text : s.default_value;

@@ -254,7 +254,8 @@ std::vector<KeySpec> config_schema() {
                    [](Config& c, const std::string& v) { c.run.tf32 = parse_bool(v); }));
   k.push_back(make("run", "cuda_graphs", K::boolean, "false",
                    "device = cuda: record each step's forward and backward, and the optimizer update, as CUDA "
-                   "graphs and replay them (model_parallel = 1; batchnorm only without statistics from other ranks)",
+                   "graphs and replay them (pipeline_parallel = 1; batchnorm only without statistics from other "
+                   "ranks)",
                    [](Config& c, const std::string& v) { c.run.cuda_graphs = parse_bool(v); }));
   k.push_back(choice(
       "run", "cpu_gemm", {"auto", "openblas", "onednn"}, "auto",
@@ -342,10 +343,11 @@ std::vector<KeySpec> config_schema() {
       bounded(make("train", "global_batch", K::integer, "64", "samples per optimizer step over all data-parallel ranks",
                    [=](Config& c, const std::string& v) { c.train.global_batch = to_long(v); }),
               1, kMaxLong));
-  k.push_back(bounded(make("train", "micro_batches", K::integer, "1",
-                           "split of the per-rank batch: accumulation (M=1) or pipeline micro-batches (M>1)",
-                           [=](Config& c, const std::string& v) { c.train.micro_batches = to_int(v); }),
-                      1, 65536));
+  k.push_back(
+      bounded(make("train", "micro_batches", K::integer, "1",
+                   "split of the per-rank batch: accumulation (pipeline_parallel = 1) or pipeline micro-batches",
+                   [=](Config& c, const std::string& v) { c.train.micro_batches = to_int(v); }),
+              1, 65536));
   k.push_back(bounded(make("train", "epochs", K::integer, "1", "epochs to train (ignored when steps > 0)",
                            [=](Config& c, const std::string& v) { c.train.epochs = to_long(v); }),
                       0, kMaxLong));
@@ -435,13 +437,13 @@ std::vector<KeySpec> config_schema() {
                       1, kMaxLong));
 
   // [parallel]
-  k.push_back(bounded(make("parallel", "model_parallel", K::integer, "1",
-                           "model-parallel size M (layer groups per replica); must divide the world size",
-                           [=](Config& c, const std::string& v) { c.parallel.model_parallel = to_int(v); }),
+  k.push_back(bounded(make("parallel", "pipeline_parallel", K::integer, "1",
+                           "pipeline stages P (the mesh's pp: layer groups per replica); must divide the world size",
+                           [=](Config& c, const std::string& v) { c.parallel.pipeline_parallel = to_int(v); }),
                       1, 1 << 20));
-  k.push_back(choice("parallel", "schedule", {"gpipe", "1f1b"}, "1f1b", "pipeline schedule when model_parallel > 1",
-                     [](Config& c, const std::string& v) {
-                       c.parallel.schedule = pick<PipelineSchedule>(
+  k.push_back(choice("parallel", "pipeline_schedule", {"gpipe", "1f1b"}, "1f1b",
+                     "pipeline schedule when pipeline_parallel > 1", [](Config& c, const std::string& v) {
+                       c.parallel.pipeline_schedule = pick<PipelineSchedule>(
                            v, {{"gpipe", PipelineSchedule::gpipe}, {"1f1b", PipelineSchedule::one_f_one_b}});
                      }));
   k.push_back(choice("parallel", "comm", {"auto", "mpi", "nccl"}, "auto",
@@ -535,7 +537,29 @@ std::vector<KeySpec> config_schema() {
                    "layers init_from loads: comma-separated name patterns (e.g. \"*_conv,05_res\"), each must "
                    "match; empty = every layer whose name and shapes match (the others start fresh, with a warning)",
                    [](Config& c, const std::string& v) { c.checkpoint.init_layers = v; }));
+  // Old names, each listed after the key that took its place (same checks; a warning names the new key).
+  auto renamed = [&](const char* key, const std::string& to) {
+    for (auto it = k.begin(); it != k.end(); ++it)
+      if (it->name() == to) {
+        KeySpec old = *it;
+        old.key = key;
+        old.help = "old name of [" + it->section + "] " + it->key + " (same meaning; a warning says so)";
+        old.apply = nullptr;
+        old.renamed_to = to;
+        k.insert(it + 1, old);
+        return;
+      }
+    throw std::logic_error("renamed to an unknown key " + to);
+  };
+  renamed("model_parallel", "parallel.pipeline_parallel");
+  renamed("schedule", "parallel.pipeline_schedule");
   return k;
+}
+
+std::string current_key_name(const std::string& name) {
+  for (const KeySpec& s : config_schema())
+    if (s.name() == name && !s.renamed_to.empty()) return s.renamed_to;
+  return name;
 }
 
 std::string config_help() {

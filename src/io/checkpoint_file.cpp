@@ -251,7 +251,7 @@ void write_contents(hid_t root, const CheckpointInfo& info, const std::vector<Ch
   h5::Id dxpl(CHECK_H5(H5Pcreate(H5P_DATASET_XFER)));
   CHECK_H5(H5Pset_dxpl_mpio(dxpl.get(), H5FD_MPIO_COLLECTIVE));
   for (const CheckpointTensor& t : tensors) {
-    const int index = place.mp == t.stage ? place.dp : -1;
+    const int index = place.pp == t.stage ? place.dp : -1;
     HPCT_CHECK(index < 0 || t.data != nullptr, "checkpoint tensor " + t.path + " has no data on its own stage");
     write_dataset(root, lcpl.get(), dxpl.get(), t.path, H5T_IEEE_F32LE, H5T_NATIVE_FLOAT, t.shape, t.data, t.data_first,
                   sizeof(float), index, place.dp_size);

@@ -12,7 +12,7 @@ namespace hpctrain {
 
 namespace {
 
-std::string where(int stages) { return "[model] groups with [parallel] model_parallel = " + std::to_string(stages); }
+std::string where(int stages) { return "[model] groups with [parallel] pipeline_parallel = " + std::to_string(stages); }
 
 // Linear partition: best[k][i] = the smallest possible largest group over the first i layers in k groups.
 std::vector<LayerGroup> balance(const std::vector<std::int64_t>& params, int stages) {
@@ -85,7 +85,7 @@ std::vector<LayerGroup> partition_layers(const std::vector<std::int64_t>& layer_
   const std::size_t n = layer_params.size();
   if (stages < 1) throw bad_input(where(stages) + ": needs at least one stage");
   if (static_cast<std::size_t>(stages) > n)
-    throw bad_input("[parallel] model_parallel = " + std::to_string(stages) + " stages but [model] layers has only " +
+    throw bad_input("[parallel] pipeline_parallel = " + std::to_string(stages) + " stages but [model] layers has only " +
                     std::to_string(n) + " layer(s): every stage needs at least one");
   if (groups.empty() || groups == "auto") return balance(layer_params, stages);
   return parse(groups, n, stages);

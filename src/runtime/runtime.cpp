@@ -143,7 +143,7 @@ Runtime::Runtime(const Config& config) {
 
   // Decisions every rank makes alike (grid, batch) throw bad_input directly;
   // those that may differ between nodes (devices) are agreed on first.
-  const GridShape shape = make_grid_shape(info_.world_size, config.parallel.model_parallel);
+  const MeshShape shape = make_mesh_shape(info_.world_size, config.parallel.pipeline_parallel);
   per_rank_batch_ = hpctrain::per_rank_batch(config.train.global_batch, config.train.micro_batches, shape);
 
   std::string error, why_none;
@@ -178,7 +178,7 @@ Runtime::Runtime(const Config& config) {
   if (config.parallel.cuda_aware_mpi == Tristate::on && !reported && info_.world_rank == 0)
     warn("[parallel] cuda_aware_mpi = on, but the MPI library does not report CUDA support");
 
-  grid_ = std::make_unique<ProcessGrid>(MPI_COMM_WORLD, config.parallel.model_parallel);
+  mesh_ = std::make_unique<Mesh>(MPI_COMM_WORLD, shape);
   watchdog_ = std::make_unique<Watchdog>(MPI_COMM_WORLD, config.parallel.watchdog_s);
   world_ = make_communicator(MPI_COMM_WORLD, "world", MemorySpace::host);
   node_ = make_communicator(node_handle_.get(), "node", MemorySpace::host);
@@ -230,23 +230,29 @@ std::unique_ptr<Communicator> Runtime::make_communicator(MPI_Comm comm, const st
   return std::make_unique<MpiCommunicator>(comm, o);
 }
 
-std::unique_ptr<Communicator> Runtime::make_communicator(Group group, MemorySpace memory, const std::string& suffix) {
-  if (group == Group::world) return make_communicator(MPI_COMM_WORLD, "world" + suffix, memory);
-  const bool dp = group == Group::data_parallel;
+std::unique_ptr<Communicator> Runtime::make_communicator(MeshDim dim, MemorySpace memory, const std::string& suffix) {
   // The gradients' sums (the data-parallel group's own communicator) through node-shared memory
   // unless [parallel] host_allreduce = mpi (hierarchically when the group spans nodes).
-  const bool shm = dp && suffix.empty() && memory == MemorySpace::host && host_allreduce_ != HostAllreduce::mpi;
-  return make_communicator(dp ? grid_->dp_comm() : grid_->mp_comm(),
-                           (dp ? grid_->dp_name() : grid_->mp_name()) + suffix, memory, shm);
+  const bool shm =
+      dim == MeshDim::dp && suffix.empty() && memory == MemorySpace::host && host_allreduce_ != HostAllreduce::mpi;
+  return make_communicator(mesh_->comm(dim), mesh_->group_name(dim) + suffix, memory, shm);
 }
 
-std::string Runtime::grid_table() const {
-  const auto& c = grid_->coords();
-  const std::string mine = info_.host + "\t" + std::to_string(info_.local_rank) + "\t" + device_.description + "\t" +
-                           std::to_string(c.dp) + "\t" + std::to_string(c.mp);
+std::unique_ptr<Communicator> Runtime::make_world_communicator(MemorySpace memory, const std::string& suffix) {
+  return make_communicator(MPI_COMM_WORLD, "world" + suffix, memory);
+}
+
+std::string Runtime::mesh_table() const {
+  std::vector<std::string> header{"rank", "host", "local rank", "device"};
+  std::string mine = info_.host + "\t" + std::to_string(info_.local_rank) + "\t" + device_.description;
+  for (auto it = kMeshOrder.rbegin(); it != kMeshOrder.rend(); ++it)  // dp first, as people read a layout
+    if (*it == MeshDim::dp || *it == MeshDim::pp || mesh_->size(*it) > 1) {
+      header.push_back(dim_name(*it));
+      mine += "\t" + std::to_string(mesh_->coord(*it));
+    }
   const auto rows = gather_strings(MPI_COMM_WORLD, mine);
   if (rows.empty()) return "";
-  Table t({"rank", "host", "local rank", "device", "dp", "mp"});
+  Table t(header);
   for (std::size_t r = 0; r < rows.size(); ++r) {
     std::vector<std::string> cells{std::to_string(r)};
     std::istringstream is(rows[r]);

@@ -31,7 +31,7 @@ void* Allocator::allocate(std::size_t bytes) {
     throw Error(ExitCode::bad_input, Scope::this_rank,
                 "[run] memory_budget = " + mib(limit_) + " exceeded: " + mib(bytes) + " more with " + mib(in_use_) +
                     " held (parameters, gradients, optimizer state, activations); split the model over more ranks "
-                    "with [parallel] model_parallel, or use fewer micro-batch rows");
+                    "with [parallel] pipeline_parallel, or use fewer micro-batch rows");
   }
   void* p = nullptr;
   if (device_ == Device::cuda) {

@@ -82,7 +82,7 @@ void Checkpointer::state_slice(std::vector<float>& slice, HostBuffer& download) 
   if (!slice_plan_) {  // (the runs never change: planned once, at the first checkpoint)
     std::vector<std::pair<std::int64_t, Shape>> params;
     for (const ParamInfo& p : model_.param_info()) params.emplace_back(p.offset, p.shape);
-    HPCT_CHECK(dp_.rank() == rt_.grid().coords().dp, "checkpoint writers: the group's ranks out of order");
+    HPCT_CHECK(dp_.rank() == rt_.mesh().coord(MeshDim::dp), "checkpoint writers: the group's ranks out of order");
     slice_plan_ = std::make_unique<SlicePlan>(plan_slices(params, gather_owned(dp_, opt_), dp_.rank()));
   }
   gather_slices(dp_, opt_, *slice_plan_, download.read(opt_.state()), slice);
@@ -90,7 +90,7 @@ void Checkpointer::state_slice(std::vector<float>& slice, HostBuffer& download) 
 
 std::unique_ptr<Checkpointer::Job> Checkpointer::prepare(const TrainState& progress, const double interval_sums[3],
                                                          bool copy) {
-  const auto& g = rt_.grid();
+  const Mesh& g = rt_.mesh();
   // The previous checkpoint's host buffers are reused (no allocation, no page faults per checkpoint).
   std::unique_ptr<Job> job = spare_ ? std::move(spare_) : std::make_unique<Job>();
   job->groups.clear();
@@ -101,9 +101,9 @@ std::unique_ptr<Checkpointer::Job> Checkpointer::prepare(const TrainState& progr
   RunRecord& r = info.run;
   r.global_batch = cfg_.train.global_batch;
   r.seed = cfg_.run.seed;
-  r.world = g.shape().world;
-  r.dp = g.shape().dp_size;
-  r.mp = g.shape().mp_size;
+  r.world = g.shape().world();
+  r.dp = g.size(MeshDim::dp);
+  r.pp = g.size(MeshDim::pp);
   r.optimizer = opt_.name();
   r.ini = effective_ini(cfg_);
   r.ini_file = cfg_.ini_text;
@@ -123,7 +123,7 @@ std::unique_ptr<Checkpointer::Job> Checkpointer::prepare(const TrainState& progr
   const fs::path dir(cfg_.checkpoint.dir);
   job->partial = (dir / ("." + job->name + ".partial")).string();
   job->final_path = (dir / job->name).string();
-  job->place = WriterPlace{g.coords().dp, g.shape().dp_size, g.coords().mp, g.shape().mp_size};
+  job->place = WriterPlace{g.coord(MeshDim::dp), g.size(MeshDim::dp), g.coord(MeshDim::pp), g.size(MeshDim::pp)};
   // The parameters, optimizer state and buffers on the host (copies on a GPU run, or to write
   // them in the background).
   // (Downloaded from a GPU into the job's own pinned buffer, which nothing changes until the job is done.)
@@ -201,7 +201,7 @@ std::string Checkpointer::save(const TrainState& progress, const double interval
   finish_async();  // at most one write in flight: the previous one completes (or fails) first
   std::unique_ptr<Job> job = prepare(progress, interval_sums, async_comm_ != nullptr);
   if (cfg_.checkpoint.space_check != "off") {  // a checkpoint that cannot fit is not started
-    int short_of_space = rt_.grid().world_rank() == 0 && free_bytes(cfg_.checkpoint.dir) < estimated_bytes() ? 1 : 0;
+    int short_of_space = rt_.mesh().world_rank() == 0 && free_bytes(cfg_.checkpoint.dir) < estimated_bytes() ? 1 : 0;
     rt_.world().broadcast(&short_of_space, 1, DType::i32, 0);
     if (short_of_space) fail(progress.step, job->partial, "");
   }

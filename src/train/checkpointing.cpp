@@ -29,7 +29,7 @@ Checkpointer::Checkpointer(const Config& cfg, Runtime& rt, Communicator& dp, Mod
                            std::vector<LayerGroup> groups)
     : cfg_(cfg), rt_(rt), dp_(dp), model_(model), opt_(opt), groups_(std::move(groups)) {
   std::string error;
-  if (rt.grid().world_rank() == 0) {
+  if (rt.mesh().world_rank() == 0) {
     std::error_code ec;
     fs::create_directories(cfg.checkpoint.dir, ec);
     if (ec || access(cfg.checkpoint.dir.c_str(), W_OK) != 0)
@@ -44,8 +44,7 @@ Checkpointer::Checkpointer(const Config& cfg, Runtime& rt, Communicator& dp, Mod
                                           : parse_byte_size(a);
   rt_.world().broadcast(&alignment, 1, DType::i64, 0);  // HDF5 needs the same file layout on every rank
   tuning_.alignment = alignment;
-  if (cfg.checkpoint.async)
-    async_comm_ = rt.make_communicator(Runtime::Group::world, MemorySpace::host, "/checkpoint-writer");
+  if (cfg.checkpoint.async) async_comm_ = rt.make_world_communicator(MemorySpace::host, "/checkpoint-writer");
 }
 
 Checkpointer::~Checkpointer() {
@@ -105,7 +104,9 @@ namespace {
 // "key: here X, checkpoint Y" for every key that differs, except those that name
 // where this run resumes from.
 std::vector<std::string> config_differences(const Config& cfg, const std::string& stored_ini, const std::string& path) {
-  const auto stored = ini_values(stored_ini, "checkpoint '" + path + "'");
+  std::map<std::string, std::string> stored;  // under today's names (a checkpoint may use old ones)
+  for (const auto& [name, value] : ini_values(stored_ini, "checkpoint '" + path + "'"))
+    stored[current_key_name(name)] = value;
   std::vector<std::string> out;
   for (const ResolvedKey& k : cfg.resolved) {
     if (k.name == "checkpoint.resume") continue;
@@ -178,7 +179,7 @@ void Checkpointer::set_buffers(const std::string& bytes) {
 }
 
 CheckpointInfo Checkpointer::load(const std::string& path, double interval_sums[3]) {
-  const auto& g = rt_.grid();
+  const Mesh& g = rt_.mesh();
   // Rank 0 of each stage's data-parallel group reads that stage's layers and checks them; the
   // bits reach the group; an error on any stage stops every rank alike.
   std::vector<std::string> parts;
@@ -205,7 +206,7 @@ CheckpointInfo Checkpointer::load(const std::string& path, double interval_sums[
   const int rows = static_cast<int>(parts[sums_part].size() / (3 * sizeof(double)));
   const int me = g.world_rank();
   for (int j = 0; j < 3; ++j) interval_sums[j] = 0;
-  if (rows == g.shape().world)
+  if (rows == g.shape().world())
     for (int j = 0; j < 3; ++j) interval_sums[j] = sums[me * 3 + j];
   else if (me == 0)
     for (int r = 0; r < rows; ++r)

@@ -9,8 +9,8 @@ namespace hpctrain {
 std::string cuda_graphs_refusal(const Config& cfg, DeviceKind device, int dp_size) {
   if (!cfg.run.cuda_graphs) return "";
   if (device != DeviceKind::cuda) return "[run] cuda_graphs = true needs device = cuda";
-  if (cfg.parallel.model_parallel > 1)
-    return "[run] cuda_graphs = true needs [parallel] model_parallel = 1 (pipeline stages exchange activations "
+  if (cfg.parallel.pipeline_parallel > 1)
+    return "[run] cuda_graphs = true needs [parallel] pipeline_parallel = 1 (pipeline stages exchange activations "
            "through the host)";
   static const std::regex batchnorm(R"((^|[\s(])batchnorm\b)");
   if (dp_size > 1 && cfg.train.sync_batchnorm && std::regex_search(cfg.model.layers, batchnorm))

@@ -1,5 +1,5 @@
 // Evaluation (train/trainer.hpp): the trainer's evaluate() over a split, exact over the ranks
-// (and through the pipeline stages when model_parallel > 1), and --eval-only.
+// (and through the pipeline stages when pipeline_parallel > 1), and --eval-only.
 #include <cmath>
 #include <cstdio>
 
@@ -30,8 +30,8 @@ EvalResult Trainer::evaluate(const SplitIndex& split) {
     ReaderOptions ro;
     ro.cache_bytes = cfg_.data.cache_bytes;
     ro.decode_threads = cfg_.data.decode_threads;
-    ro.dp = rt_.grid().coords().dp;
-    ro.dp_size = rt_.grid().shape().dp_size;
+    ro.dp = rt_.mesh().coord(MeshDim::dp);
+    ro.dp_size = rt_.mesh().size(MeshDim::dp);
     slot = std::make_unique<Reader>(split, rt_.node(), ro);
   }
   Reader& reader = *slot;

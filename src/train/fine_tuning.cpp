@@ -108,7 +108,7 @@ std::string Checkpointer::initialize(const std::string& path) {
   raise_if_any(rt_.world(), error);
   upload(parts[0].data(), parts[0].size(), model_.parameters());
   set_buffers(parts[1]);
-  if (!parts[3].empty() && rt_.grid().coords().dp == 0)  // layers that start fresh for want of a match: say so
+  if (!parts[3].empty() && rt_.mesh().coord(MeshDim::dp) == 0)  // layers that start fresh for want of a match: say so
     warn("[checkpoint] init_from = " + path + ": some layers start fresh: " + parts[2]);
   return parts[2];
 }

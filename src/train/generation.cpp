@@ -114,7 +114,7 @@ int Trainer::generate(const SamplingOptions& o) {
       const auto row = out.begin() + static_cast<std::ptrdiff_t>((len - 1) * static_cast<std::size_t>(width));
       next = draw({row, row + width}, o, cfg_.run.seed ^ splitmix64(0x67656E + static_cast<std::uint64_t>(n)));
     }
-    if (pipeline_) mp_comm_->broadcast(&next, 1, DType::i32, pipeline_->stages() - 1);
+    if (pipeline_) pp_comm_->broadcast(&next, 1, DType::i32, pipeline_->stages() - 1);
     ids.push_back(next);
   }
   const std::vector<std::uint32_t> fresh(ids.begin() + static_cast<std::ptrdiff_t>(first_new), ids.end());

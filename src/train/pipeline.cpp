@@ -14,29 +14,34 @@
 
 namespace hpctrain {
 
-// The layer groups of a model-parallel run: which stage holds which layers, on which ranks,
-// and where activations go (empty for model_parallel = 1).
+// The layer groups of a pipelined run: which stage holds which layers, on which ranks, and
+// where activations go (empty for pipeline_parallel = 1).
 std::string describe_pipeline(const Config& cfg, const Runtime& rt, const Model& model) {
-  const GridShape& shape = rt.grid().shape();
+  const MeshShape& shape = rt.mesh().shape();
+  const int stages = shape.size(MeshDim::pp);
   const auto params = layer_parameter_counts(model);
-  const auto groups = partition_layers(params, shape.mp_size, cfg.model.groups);
-  if (shape.mp_size == 1) return "";
+  const auto groups = partition_layers(params, stages, cfg.model.groups);
+  if (stages == 1) return "";
   const auto& names = model.all_layer_names();
   std::ostringstream os;
-  os << "\nPipeline: " << shape.mp_size << " stages, groups "
+  os << "\nPipeline: " << stages << " stages, groups "
      << (cfg.model.groups == "auto" ? "auto (balanced by parameters)" : cfg.model.groups) << ", "
      << cfg.train.micro_batches << " micro-batch(es) of " << rt.per_rank_batch() / cfg.train.micro_batches
-     << " per step, schedule " << (cfg.parallel.schedule == PipelineSchedule::gpipe ? "gpipe" : "1f1b") << "\n";
+     << " per step, schedule " << (cfg.parallel.pipeline_schedule == PipelineSchedule::gpipe ? "gpipe" : "1f1b")
+     << "\n";
   Table t({"stage", "layers", "parameters", "world ranks (one per replica)", "activations from", "activations to"});
-  for (int s = 0; s < shape.mp_size; ++s) {
+  for (int s = 0; s < stages; ++s) {
     const LayerGroup& g = groups[static_cast<std::size_t>(s)];
     std::int64_t n = 0;
     for (std::size_t i = g.first; i < g.last; ++i) n += params[i];
     std::string ranks;
-    for (int r : dp_group_members(s, shape)) ranks += (ranks.empty() ? "" : " ") + std::to_string(r);
+    MeshCoords first;  // the stage's rank in replica 0
+    first[MeshDim::pp] = s;
+    for (int r : mesh_group_members(mesh_world_rank(first, shape), shape, MeshDim::dp))
+      ranks += (ranks.empty() ? "" : " ") + std::to_string(r);
     t.add_row({std::to_string(s), names[g.first] + (g.last - g.first > 1 ? " .. " + names[g.last - 1] : ""),
                std::to_string(n), ranks, s == 0 ? "(data)" : "stage " + std::to_string(s - 1),
-               s + 1 == shape.mp_size ? "(loss)" : "stage " + std::to_string(s + 1)});
+               s + 1 == stages ? "(loss)" : "stage " + std::to_string(s + 1)});
   }
   os << t.render();
   return os.str();

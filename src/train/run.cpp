@@ -57,7 +57,7 @@ struct Trainer::Progress {
 };
 
 int Trainer::run() {
-  const auto& g = rt_.grid();
+  const Mesh& g = rt_.mesh();
   auto locks = lock_directories();  // one run per directory: refused (exit 2) when another holds them
   const Sampler sampler(sampler_options(cfg_, index_.train));
   const std::int64_t per_epoch = sampler.steps_per_epoch();
@@ -91,15 +91,15 @@ int Trainer::run() {
   log0(model_->summary() + describe_pipeline(cfg_, rt_, *model_));  // (rank 0 holds stage 0's layers)
   p.comm_alone = averager_->time_alone();  // the gradient allreduces with nothing to hide behind
   log0("training " + std::to_string(total - first) + " steps (" + std::to_string(per_epoch) + " per epoch) of " +
-       std::to_string(cfg_.train.global_batch) + " samples on " + std::to_string(g.shape().dp_size) +
+       std::to_string(cfg_.train.global_batch) + " samples on " + std::to_string(g.size(MeshDim::dp)) +
        " data-parallel rank(s)");
 
   ReaderOptions ro;
   ro.prefetch = cfg_.data.prefetch;
   ro.cache_bytes = cfg_.data.cache_bytes;
   ro.decode_threads = cfg_.data.decode_threads;
-  ro.dp = g.coords().dp;
-  ro.dp_size = g.shape().dp_size;
+  ro.dp = g.coord(MeshDim::dp);
+  ro.dp_size = g.size(MeshDim::dp);
   Reader reader(index_.train, rt_.node(), ro);
   reader.start(sampler, from);
   install_preemption_signals();
@@ -164,7 +164,7 @@ SamplerState Trainer::resume(Checkpointer& checkpointer, const std::string& path
   state_.epoch_step = from.step;
   log0("resumed from " + path + ": step " + std::to_string(state_.step) + ", epoch " + std::to_string(from.epoch + 1) +
        " batch " + std::to_string(from.step) + " (written on " + std::to_string(info.run.world) + " rank(s), now " +
-       std::to_string(rt_.grid().shape().world) + ")");
+       std::to_string(rt_.mesh().shape().world()) + ")");
   return from;
 }
 
@@ -270,7 +270,7 @@ void Trainer::system_figures(IntervalFigures& f, double dt, Progress& p) {
   // The gradients of the last step as the update used them (averaged, unscaled, clipped), over
   // every stage (identical over a data-parallel group).
   double squares = sum_of_squares(model_->gradients());
-  if (mp_comm_) mp_comm_->allreduce(&squares, &squares, 1, DType::f64, ReduceOp::sum);
+  if (pp_comm_) pp_comm_->allreduce(&squares, &squares, 1, DType::f64, ReduceOp::sum);
   f.grad_norm = std::sqrt(squares);
   f.loss_scale = state_.scaler.scale;
   f.skipped_steps = state_.scaler.skipped_steps;
@@ -280,7 +280,7 @@ void Trainer::system_figures(IntervalFigures& f, double dt, Progress& p) {
 std::vector<std::unique_ptr<DirectoryLock>> Trainer::lock_directories() {
   std::vector<std::unique_ptr<DirectoryLock>> locks;
   std::string why;
-  if (rt_.grid().world_rank() == 0) {
+  if (rt_.mesh().world_rank() == 0) {
     try {
       locks.push_back(std::make_unique<DirectoryLock>(cfg_.run.out_dir, "[run] out_dir", cfg_.run.lock_stale_s));
       std::error_code ec;
@@ -312,15 +312,15 @@ std::unique_ptr<SystemMonitor> Trainer::make_monitor() {
 }
 
 RunSummary Trainer::summarize(const Progress& p, const Checkpointer& checkpointer) {
-  const auto& g = rt_.grid();
+  const Mesh& g = rt_.mesh();
   RunSummary s;
   s.wall_s = since(p.start);
   s.first_step = p.first;
   s.total_steps = p.total;
   s.steps = state_.step - p.first;
   s.global_batch = cfg_.train.global_batch;
-  s.ranks = g.shape().world;
-  s.model_parallel = g.shape().mp_size;
+  s.ranks = g.shape().world();
+  s.pipeline_parallel = g.size(MeshDim::pp);
   s.micro_batches = cfg_.train.micro_batches;
   s.samples_per_s = static_cast<double>(s.steps * s.global_batch) / s.wall_s;
   s.tokens_per_sample = index_.train.tokens ? index_.train.block_size : 0;
@@ -372,7 +372,7 @@ RunSummary Trainer::summarize(const Progress& p, const Checkpointer& checkpointe
     rt_.world().allreduce(pipe, pipe, 2, DType::f64, ReduceOp::sum);
     rt_.world().allreduce(pipe + 2, pipe + 2, 1, DType::f64, ReduceOp::max);
     s.pipeline = true;
-    s.gpipe = cfg_.parallel.schedule == PipelineSchedule::gpipe;
+    s.gpipe = cfg_.parallel.pipeline_schedule == PipelineSchedule::gpipe;
     s.pipeline_wait_s = pipe[0];
     s.pipeline_step_s = pipe[1];
     s.pipeline_peak_kept_inputs = pipe[2];

@@ -210,7 +210,7 @@ void RunReport::finish(const RunSummary& s) {
     std::snprintf(pl, sizeof(pl),
                   "pipeline: %d stages, %d micro-batches, %s: idle %.1f%% of the stages' step time (ideal %.1f%%); "
                   "at most %.0f micro-batch inputs kept per stage",
-                  s.model_parallel, s.micro_batches, s.gpipe ? "gpipe" : "1f1b", 100 * s.pipeline_idle_fraction(),
+                  s.pipeline_parallel, s.micro_batches, s.gpipe ? "gpipe" : "1f1b", 100 * s.pipeline_idle_fraction(),
                   100 * s.pipeline_idle_ideal(), s.pipeline_peak_kept_inputs);
     log0(pl);
   }

@@ -47,7 +47,7 @@ Trainer::Trainer(const Config& cfg, Runtime& rt, const DatasetIndex& index)
     : cfg_(cfg), rt_(rt), index_(index), alloc_(device_of(rt)), staged_(alloc_) {
   if (cfg.model.layers.empty()) throw bad_input("[model] layers is not set");
   const bool gpu = this->gpu();
-  if (const std::string why = cuda_graphs_refusal(cfg, rt.device().kind, rt.grid().shape().dp_size); !why.empty())
+  if (const std::string why = cuda_graphs_refusal(cfg, rt.device().kind, rt.mesh().size(MeshDim::dp)); !why.empty())
     throw bad_input(why);
   if (gpu && cfg.run.conv == ConvImpl::onednn)
     throw bad_input("[run] conv = onednn is a CPU convolution; with device = cuda use conv = auto or im2col");
@@ -60,7 +60,7 @@ Trainer::Trainer(const Config& cfg, Runtime& rt, const DatasetIndex& index)
   register_builtin_layers(
       registry, LayerOptions{cfg.run.conv, cfg.model.vocab_multiple});  // on a GPU: auto = cuDNN (layers/conv2d.cpp)
   // Model parallelism: this rank holds its stage's group of layers (all of them when M = 1).
-  const int stages = rt.grid().shape().mp_size;
+  const int stages = rt.mesh().size(MeshDim::pp);
   {
     Allocator scratch;  // not counted against [run] memory_budget
     const Model layout(cfg.model.layers, index.train.sample_shape, registry, scratch, 0, 1);  // shapes, counts
@@ -77,7 +77,7 @@ Trainer::Trainer(const Config& cfg, Runtime& rt, const DatasetIndex& index)
                                                     : "targets") +
                       ")");
   }
-  const LayerGroup& mine = groups_[static_cast<std::size_t>(rt.grid().coords().mp)];
+  const LayerGroup& mine = groups_[static_cast<std::size_t>(rt.mesh().coord(MeshDim::pp))];
   model_ = std::make_unique<Model>(cfg.model.layers, index.train.sample_shape, registry, alloc_, mine.first, mine.last);
   // Weights tied across stages: every stage of a replica joins each sum (zeros where it holds neither use).
   for (const auto& [layer, target] : model_->ties()) {
@@ -96,13 +96,13 @@ Trainer::Trainer(const Config& cfg, Runtime& rt, const DatasetIndex& index)
   step_key_ = Tensor::zeros({2}, alloc_);
   eval_scalars_ = step_scalars::make(alloc_);
   // Gradients live on the device: NCCL, or MPI (CUDA-aware or staged through host memory).
-  comm_ = rt.make_communicator(Runtime::Group::data_parallel, gpu ? MemorySpace::device : MemorySpace::host);
+  comm_ = rt.make_communicator(MeshDim::dp, gpu ? MemorySpace::device : MemorySpace::host);
   // Small host-side reductions (batch norm statistics, metrics, checks) over the same group.
-  if (gpu) host_comm_ = rt.make_communicator(Runtime::Group::data_parallel, MemorySpace::host, "/host");
+  if (gpu) host_comm_ = rt.make_communicator(MeshDim::dp, MemorySpace::host, "/host");
   if (stages > 1) {
     // Activations between stages go through host buffers (pipeline.cpp stages them): MPI on the host.
-    mp_comm_ = rt.make_communicator(Runtime::Group::model_parallel, MemorySpace::host);
-    pipeline_ = std::make_unique<PipelineStage>(*model_, *loss_, *mp_comm_, cfg.parallel.schedule, alloc_);
+    pp_comm_ = rt.make_communicator(MeshDim::pp, MemorySpace::host);
+    pipeline_ = std::make_unique<PipelineStage>(*model_, *loss_, *pp_comm_, cfg.parallel.pipeline_schedule, alloc_);
   }
   model_->init_parameters(cfg.run.seed);
   comm_->broadcast(model_->parameters().data(), static_cast<std::size_t>(model_->parameters().numel()), DType::f32, 0);
@@ -241,7 +241,7 @@ void Trainer::finish_step() {
   if (!tie_syncs_.empty()) sum_tied_gradients(clip ? &squares : nullptr);
   if (clip) {
     // The global norm covers every stage's gradients (identical over a data-parallel group after averaging).
-    if (mp_comm_) mp_comm_->allreduce(&squares, &squares, 1, DType::f64, ReduceOp::sum);
+    if (pp_comm_) pp_comm_->allreduce(&squares, &squares, 1, DType::f64, ReduceOp::sum);
     clip_by_global_norm(grads, cfg_.optim.clip_norm, squares);
   }
   const std::int64_t t = ++state_.optimizer_steps;
@@ -282,9 +282,9 @@ double Trainer::owned_sum_of_squares() {
 void Trainer::sum_tied_gradients(double* squares) {
   Tensor& grads = model_->gradients();
   for (const TieSync& t : tie_syncs_) {
-    std::vector<float> host(static_cast<std::size_t>(t.count), 0.f);  // through host memory: mp_comm_ is MPI
+    std::vector<float> host(static_cast<std::size_t>(t.count), 0.f);  // through host memory: pp_comm_ is MPI
     if (t.offset >= 0) download(grads.view(t.offset, {t.count}), host.data(), host.size() * sizeof(float));
-    mp_comm_->allreduce(host.data(), host.data(), host.size(), DType::f32, ReduceOp::sum);
+    pp_comm_->allreduce(host.data(), host.data(), host.size(), DType::f32, ReduceOp::sum);
     if (t.offset < 0) continue;
     Tensor part = grads.view(t.offset, {t.count});
     upload(host.data(), host.size() * sizeof(float), part);

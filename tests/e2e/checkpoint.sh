@@ -182,28 +182,28 @@ check "every_minutes = 0.005 (0.3 s): $n checkpoints in a 60-step run (>= 2: tim
 # ---- Model parallelism: the same logical layout whatever M is ----
 # A 2-stage run stopped at step 17 (signal on stage 1), resumed with M = 1; the M = 1 step-17
 # checkpoint resumed with M = 2 on 4 ranks; both end where the uninterrupted run ends (1e-5).
-out=$(HPCTRAIN_TEST_SIGNAL=1:17 run 2 "$tmp/mp2" --set parallel.model_parallel=2)
+out=$(HPCTRAIN_TEST_SIGNAL=1:17 run 2 "$tmp/mp2" --set parallel.pipeline_parallel=2)
 check "M = 2: a signal on stage 1 stops both stages with a checkpoint (exit 10)" \
   test $? -eq 10 -a -f "$tmp/mp2/checkpoints/ckpt-00000017.h5"
-out=$(run 2 "$tmp/mp2" --set parallel.model_parallel=1)
+out=$(run 2 "$tmp/mp2" --set parallel.pipeline_parallel=1)
 check "M = 2 checkpoint resumed with M = 1 exits 0" grep -q "resumed from .*ckpt-00000017.h5: step 17" <<<"$out"
 check "... and matches the uninterrupted run" close "$ck/ckpt-00000030.h5" "$tmp/mp2/checkpoints/ckpt-00000030.h5"
-out=$(run 4 "$tmp/mp4" --set parallel.model_parallel=2 --set "checkpoint.resume=$tmp/c17.h5")
+out=$(run 4 "$tmp/mp4" --set parallel.pipeline_parallel=2 --set "checkpoint.resume=$tmp/c17.h5")
 check "M = 1 checkpoint resumed with M = 2 on 4 ranks exits 0" test $? -eq 0
 check "... and matches the uninterrupted run" close "$ck/ckpt-00000030.h5" "$tmp/mp4/checkpoints/ckpt-00000030.h5"
 
 # M = 2 stopped and resumed with M = 2 is bit-identical to an uninterrupted M = 2 run; an M = 4
 # checkpoint resumes with M = 2, and the M = 1 one with M = 4.
-run 2 "$tmp/mp2ref" --set parallel.model_parallel=2 >/dev/null
-HPCTRAIN_TEST_SIGNAL=0:17 run 2 "$tmp/mp2x" --set parallel.model_parallel=2 >/dev/null
-run 2 "$tmp/mp2x" --set parallel.model_parallel=2 >/dev/null
+run 2 "$tmp/mp2ref" --set parallel.pipeline_parallel=2 >/dev/null
+HPCTRAIN_TEST_SIGNAL=0:17 run 2 "$tmp/mp2x" --set parallel.pipeline_parallel=2 >/dev/null
+run 2 "$tmp/mp2x" --set parallel.pipeline_parallel=2 >/dev/null
 check "M = 2 stopped and resumed: bit-identical to the uninterrupted M = 2 run" \
   same "$tmp/mp2ref/checkpoints/ckpt-00000030.h5" "$tmp/mp2x/checkpoints/ckpt-00000030.h5"
-HPCTRAIN_TEST_SIGNAL=3:17 run 4 "$tmp/mp4x" --set parallel.model_parallel=4 >/dev/null
-run 2 "$tmp/mp4x" --set parallel.model_parallel=2 >/dev/null
+HPCTRAIN_TEST_SIGNAL=3:17 run 4 "$tmp/mp4x" --set parallel.pipeline_parallel=4 >/dev/null
+run 2 "$tmp/mp4x" --set parallel.pipeline_parallel=2 >/dev/null
 check "M = 4 checkpoint resumed with M = 2 matches the M = 2 run" \
   close "$tmp/mp2ref/checkpoints/ckpt-00000030.h5" "$tmp/mp4x/checkpoints/ckpt-00000030.h5"
-run 4 "$tmp/mp14" --set parallel.model_parallel=4 --set "checkpoint.resume=$tmp/c17.h5" >/dev/null
+run 4 "$tmp/mp14" --set parallel.pipeline_parallel=4 --set "checkpoint.resume=$tmp/c17.h5" >/dev/null
 check "M = 1 checkpoint resumed with M = 4 matches the uninterrupted run" \
   close "$ck/ckpt-00000030.h5" "$tmp/mp14/checkpoints/ckpt-00000030.h5"
 

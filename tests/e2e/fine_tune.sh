@@ -79,7 +79,7 @@ l1=$(loss "$tmp/ft1")
 run 2 "$tmp/ft2" "${B[@]}" "${FT[@]}" >/dev/null
 check "2 data-parallel ranks: final loss $(loss "$tmp/ft2") = 1 rank's $l1" $py -c \
   "import sys; sys.exit(abs($(loss "$tmp/ft2") - $l1) > 1e-4 * abs($l1))"
-run 2 "$tmp/ftp" "${B[@]}" "${FT[@]}" --set parallel.model_parallel=2 >/dev/null
+run 2 "$tmp/ftp" "${B[@]}" "${FT[@]}" --set parallel.pipeline_parallel=2 >/dev/null
 check "a 2-stage pipeline: final loss $(loss "$tmp/ftp") = 1 rank's $l1" $py -c \
   "import sys; sys.exit(abs($(loss "$tmp/ftp") - $l1) > 1e-4 * abs($l1))"
 

@@ -93,7 +93,7 @@ check "--eval-only prints loss and perplexity = exp(loss) ($ev)" \
 sample() { run "$@" --generate --prompt "The " --tokens 60 --top-k 5 2>/dev/null | sed -n '/^generate:/,$p' | tail -n +2; }
 g1=$(sample 1)
 g2=$(sample 1)
-g3=$(sample 2 --set parallel.model_parallel=2)
+g3=$(sample 2 --set parallel.pipeline_parallel=2)
 check "--generate continues the prompt ($(head -c 40 <<<"$g1" | tr '\n' ' '))" test "${g1:0:4}" = "The " -a ${#g1} -gt 30
 check "--generate is reproducible" test "$g1" = "$g2"
 check "--generate on a 2-stage pipeline gives the same text" test "$g1" = "$g3"

@@ -25,11 +25,11 @@ check "--version names the version" grep -qE "^hpctrain [0-9]+\.[0-9]+\.[0-9]+" 
 check "--version lists backends" grep -qF "backends: cpu" <<<"$version"
 check "--version reports CUDA-aware MPI" grep -qF "CUDA-aware MPI at run time:" <<<"$version"
 
-# The grid table: rank r must sit at dp = r / M, mp = r % M.
+# The mesh table: rank r must sit at dp = r / P, pp = r % P (P pipeline stages).
 grid_ok() {  # np M output
   local np=$1 m=$2 out=$3
   local rows
-  rows=$(awk '/^rank +host +local rank +device +dp +mp/{on=1; getline; next} on && !/^ *[0-9]+ /{on=0} on' <<<"$out")
+  rows=$(awk '/^rank +host +local rank +device +dp +pp/{on=1; getline; next} on && !/^ *[0-9]+ /{on=0} on' <<<"$out")
   [ "$(wc -l <<<"$rows")" -eq "$np" ] || return 1
   awk -v m="$m" '{ r=$1; if ($(NF-1) != int(r/m) || $NF != r%m) bad=1 } END { exit bad }' <<<"$rows"
 }
@@ -37,16 +37,26 @@ for np in 1 2 3 4; do
   for m in 1 2 3 4; do
     [ $((np % m)) -eq 0 ] || continue
     out=$("$mpirun" -q -np $np --oversubscribe --bind-to none "$trainer" "$ini" --dry-run \
-          --set parallel.model_parallel=$m --set train.global_batch=$((12 * np)) 2>&1)
+          --set parallel.pipeline_parallel=$m --set train.global_batch=$((12 * np)) 2>&1)
     rc=$?
-    check "dry run np=$np M=$m exits 0" test $rc -eq 0
-    check "dry run np=$np M=$m prints the grid" grid_ok $np $m "$out"
-    [ "$np" -eq 4 ] && [ "$m" -eq 2 ] && echo "$out" | sed -n '/^Process grid/,$p'
+    check "dry run np=$np P=$m exits 0" test $rc -eq 0
+    check "dry run np=$np P=$m prints the mesh" grid_ok $np $m "$out"
+    [ "$np" -eq 4 ] && [ "$m" -eq 2 ] && echo "$out" | sed -n '/^Process mesh/,$p'
     if [ "$m" -eq 2 ]; then
-      check "dry run np=$np M=2 prints the layer groups" grep -qE "^ +0  00_flatten \.\. 02_relu +803840 " <<<"$out"
+      check "dry run np=$np P=2 prints the layer groups" grep -qE "^ +0  00_flatten \.\. 02_relu +803840 " <<<"$out"
+    fi
+    if [ "$np" -eq 4 ] && [ "$m" -eq 2 ]; then
+      check "... and names the groups by dimension (dp[pp=1]: ranks 1 3; pp[dp=0]: ranks 0 1)" \
+        test -n "$(grep -E '^dp\[pp=1\] +1 3 ' <<<"$out")" -a -n "$(grep -E '^pp\[dp=0\] +0 1 ' <<<"$out")"
     fi
   done
 done
+
+# The old key names ([parallel] model_parallel, schedule) still work, with one warning each.
+out=$("$mpirun" -q -np 2 --oversubscribe --bind-to none "$trainer" "$ini" --dry-run --set parallel.model_parallel=2 \
+  --set parallel.schedule=gpipe 2>&1)
+check "old names: exit 0, two stages" test $? -eq 0 -a -n "$(grep -E '^Pipeline: 2 stages.*schedule gpipe' <<<"$out")"
+check "... one warning naming the new key each" test "$(grep -c '^warning: --set: \[parallel\] \(model_parallel\|schedule\) is now called \[parallel\] pipeline_\(parallel\|schedule\)' <<<"$out")" -eq 2
 
 out=$(HPCT_E2E_ROOT=/scratch/e2e "$trainer" "$ini" --dry-run --set 'data.path=${HPCT_E2E_ROOT}/mnist' 2>&1)
 check "\${VAR} expands in paths" grep -qF "/scratch/e2e/mnist" <<<"$out"
@@ -67,16 +77,16 @@ bad_input "unknown key" "unknown key 'glob_batch' in [train]" 2 "$ini" --set tra
 bad_input "cuda graphs on the CPU" "cuda_graphs = true needs device = cuda" 2 "$ini" --set run.cuda_graphs=true \
   --set run.device=cpu
 bad_input "bad value" "[optim] lr = 'fast': expected number > 0" 3 "$ini" --set optim.lr=fast
-bad_input "impossible grid" "model_parallel = 2 does not divide the world size 3" 3 "$ini" --set parallel.model_parallel=2
+bad_input "impossible mesh" "pipeline_parallel = 2 does not divide the world size 3" 3 "$ini" --set parallel.pipeline_parallel=2
 bad_input "batch vs grid" "global_batch = 255 is not divisible by the data-parallel size 4" 4 "$ini" --set train.global_batch=255
 bad_input "missing file" "configuration file '/no/such.ini' cannot be read" 2 /no/such.ini
 bad_input "unknown option" "unrecognised option '--frobnicate'" 2 "$ini" --frobnicate
-bad_input "more stages than layers" "model_parallel = 4 stages but [model] layers has only 2 layer(s)" 4 "$ini" \
-  --set parallel.model_parallel=4 --set 'model.layers=flatten dense(10)'
-bad_input "empty layer group" "group 1 ('4-3') is empty" 2 "$ini" --set parallel.model_parallel=2 --set 'model.groups=0-3 4-3'
-bad_input "layers in no group" "leaves out layers 4-5" 2 "$ini" --set parallel.model_parallel=2 --set 'model.groups=0-1 2-3'
+bad_input "more stages than layers" "pipeline_parallel = 4 stages but [model] layers has only 2 layer(s)" 4 "$ini" \
+  --set parallel.pipeline_parallel=4 --set 'model.layers=flatten dense(10)'
+bad_input "empty layer group" "group 1 ('4-3') is empty" 2 "$ini" --set parallel.pipeline_parallel=2 --set 'model.groups=0-3 4-3'
+bad_input "layers in no group" "leaves out layers 4-5" 2 "$ini" --set parallel.pipeline_parallel=2 --set 'model.groups=0-1 2-3'
 bad_input "micro-batches vs per-rank batch" "micro_batches = 4 does not divide the per-rank batch 6" 4 "$ini" \
-  --set parallel.model_parallel=2 --set train.micro_batches=4 --set train.global_batch=12
+  --set parallel.pipeline_parallel=2 --set train.micro_batches=4 --set train.global_batch=12
 tmp=$(mktemp)
 printf '[train]\nepochs = 2\n[optim]\nlr 0.1\n' >"$tmp"
 bad_input "syntax error" "$tmp:4: cannot parse line 'lr 0.1'" 2 "$tmp"

@@ -84,8 +84,8 @@ inline void train_steps(Trainer& trainer, const Config& cfg, const Runtime& rt, 
   const auto node = node_host_communicator();
   {
     ReaderOptions ro;
-    ro.dp = rt.grid().coords().dp;
-    ro.dp_size = rt.grid().shape().dp_size;
+    ro.dp = rt.mesh().coord(MeshDim::dp);
+    ro.dp_size = rt.mesh().size(MeshDim::dp);
     Reader reader(index.train, *node, ro);
     reader.start(sampler, {cfg.run.seed, 0, 0});
     for (int s = 0; s < steps; ++s) trainer.train_step(reader.next(), static_cast<float>(cfg.optim.lr));

@@ -252,7 +252,7 @@ TEST(CheckpointIo, TensorsOwnedByOneStageAreWrittenByItsRanks) {
   const std::vector<CheckpointTensor> tensors{{"model/00_dense/weight", {4, 3}, mp == 0 ? a.data() : nullptr, 0},
                                               {"model/01_dense/weight", {9}, mp == 1 ? b.data() : nullptr, 1}};
   CheckpointInfo info;
-  info.run.mp = 2;
+  info.run.pp = 2;
   const double sums[3] = {0, 0, 0};
   write_checkpoint(*host_communicator(MPI_COMM_WORLD, "world"), dir + "/c.h5", info, tensors, {}, {dp, dp_size, mp, 2},
                    sums);

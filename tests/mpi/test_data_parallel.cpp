@@ -51,7 +51,7 @@ TEST(DataParallel, RanksMatchOneProcessOnTheGlobalBatch) {
     const int steps = 6;
     testref::train_steps(trainer, cfg, rt, index, sampler, steps);
     {
-      const auto ref = testref::reference_parameters(cfg, index, sampler, steps, rt.grid().shape().dp_size, micro);
+      const auto ref = testref::reference_parameters(cfg, index, sampler, steps, rt.mesh().size(MeshDim::dp), micro);
       const Tensor& p = trainer.model().parameters();
       ASSERT_EQ(static_cast<std::size_t>(p.numel()), ref.size());
       double worst = 0, biggest = 0;
@@ -87,7 +87,7 @@ TEST(DataParallel, GptWithDropoutMatchesOneProcess) {
     const Sampler sampler(sampler_options(cfg, index.train));
     const int steps = 5;
     testref::train_steps(trainer, cfg, rt, index, sampler, steps);
-    const auto ref = testref::reference_parameters(cfg, index, sampler, steps, rt.grid().shape().dp_size, micro);
+    const auto ref = testref::reference_parameters(cfg, index, sampler, steps, rt.mesh().size(MeshDim::dp), micro);
     const Tensor& p = trainer.model().parameters();
     ASSERT_EQ(static_cast<std::size_t>(p.numel()), ref.size());
     double worst = 0, biggest = 0, moved = 0;

@@ -26,7 +26,7 @@ Config pipeline_config(const std::string& root, const char* layers, int stages, 
   const std::string ini =
       "[run]\nseed = 5\nout_dir = /tmp\n[data]\npath = " + root + "\n[model]\nlayers = " + layers +
       "\n[train]\nglobal_batch = 24\nmicro_batches = " + std::to_string(micro) +
-      "\n[optim]\nlr = 0.1\nmomentum = 0.9\n[parallel]\nmodel_parallel = " + std::to_string(stages) +
+      "\n[optim]\nlr = 0.1\nmomentum = 0.9\n[parallel]\npipeline_parallel = " + std::to_string(stages) +
       "\nschedule = " + schedule + "\n";
   return parse_config(ini, "pipeline-test.ini", {}, process_environment());
 }
@@ -67,7 +67,7 @@ TEST(Pipeline, StagesMatchOneProcessForEveryScheduleAndMicroBatchCount) {
               }
             const std::string what = std::string(layers) + ", " + schedule + ", M = " + std::to_string(stages) +
                                      ", D = " + std::to_string(dp_size) + ", K = " + std::to_string(micro) +
-                                     ", stage " + std::to_string(rt.grid().coords().mp);
+                                     ", stage " + std::to_string(rt.mesh().coord(MeshDim::pp));
             EXPECT_LE(worst, 2e-6 * (1 + biggest)) << what;
             // Stored activations: GPipe keeps all K inputs; 1F1B at most M - stage (never more than K).
             const PipelineStage* stage = trainer.pipeline();
@@ -119,7 +119,7 @@ TEST(Pipeline, GptBlocksOverStagesWithATiedHeadMatchOneProcess) {
           biggest = std::max(biggest, std::fabs(want));
         }
       EXPECT_LE(worst, 2e-6 * (1 + biggest))
-          << "GPT, M = " << stages << ", K = " << micro << ", stage " << rt.grid().coords().mp;
+          << "GPT, M = " << stages << ", K = " << micro << ", stage " << rt.mesh().coord(MeshDim::pp);
       ++runs;
     }
   }

@@ -1,4 +1,4 @@
-// Multi-rank runtime pieces: the process grid's communicators for every legal
+// Multi-rank runtime pieces: the process mesh's communicators for every legal
 // layout of the world, the injected NCCL bootstrap, device-buffer staging
 // through a fake device, error agreement, CHECK_MPI messages, gathering, and
 // the configuration broadcast from rank 0.
@@ -19,7 +19,7 @@
 #include "hpctrain/comm/nccl_bootstrap.hpp"
 #include "hpctrain/core/error.hpp"
 #include "hpctrain/core/log.hpp"
-#include "hpctrain/runtime/process_grid.hpp"
+#include "hpctrain/runtime/mesh.hpp"
 #include "hpctrain/runtime/runtime.hpp"
 
 #include "mpi_test_util.hpp"
@@ -39,24 +39,27 @@ std::vector<int> allgather_world_ranks(MPI_Comm c) {
 
 }  // namespace
 
-TEST(ProcessGrid, EveryLegalLayoutOfThisWorld) {
+TEST(Mesh, EveryLegalLayoutOfThisWorld) {
   const int n = world_size(), r = world_rank();
-  for (int m = 1; m <= n; ++m) {
-    if (n % m != 0) continue;
-    ProcessGrid g(MPI_COMM_WORLD, m);
-    EXPECT_EQ(g.shape().dp_size, n / m);
-    EXPECT_EQ(g.coords().mp, r % m);
-    EXPECT_EQ(g.coords().dp, r / m);
-    EXPECT_EQ(allgather_world_ranks(g.dp_comm()), dp_group_members(r, g.shape())) << "M=" << m;
-    EXPECT_EQ(allgather_world_ranks(g.mp_comm()), mp_group_members(r, g.shape())) << "M=" << m;
-    int dp_rank = -1, mp_rank = -1;
-    MPI_Comm_rank(g.dp_comm(), &dp_rank);
-    MPI_Comm_rank(g.mp_comm(), &mp_rank);
-    EXPECT_EQ(dp_rank, g.coords().dp);
-    EXPECT_EQ(mp_rank, g.coords().mp);
+  for (int tp : {1, 2}) {  // (tp is not configurable yet; the mesh handles it already)
+    for (int p = 1; p * tp <= n; ++p) {
+      if (n % (p * tp) != 0) continue;
+      const Mesh g(MPI_COMM_WORLD, make_mesh_shape(n, p, tp));
+      const std::string what = "pp=" + std::to_string(p) + " tp=" + std::to_string(tp);
+      EXPECT_EQ(g.size(MeshDim::dp), n / (p * tp)) << what;
+      EXPECT_EQ(g.coord(MeshDim::tp), r % tp) << what;
+      EXPECT_EQ(g.coord(MeshDim::pp), r / tp % p) << what;
+      EXPECT_EQ(g.coord(MeshDim::dp), r / (tp * p)) << what;
+      for (MeshDim d : kMeshOrder) {
+        EXPECT_EQ(allgather_world_ranks(g.comm(d)), mesh_group_members(r, g.shape(), d)) << what << " " << dim_name(d);
+        int rank = -1;
+        MPI_Comm_rank(g.comm(d), &rank);
+        EXPECT_EQ(rank, g.coord(d)) << what << " " << dim_name(d);
+      }
+    }
   }
   if (n > 1) {
-    EXPECT_THROW(ProcessGrid(MPI_COMM_WORLD, n + 1), Error);
+    EXPECT_THROW(Mesh(MPI_COMM_WORLD, make_mesh_shape(n, n + 1)), Error);
   }
 }
 
@@ -64,10 +67,11 @@ TEST(NcclBootstrap, EveryGroupGetsOneIdFromItsRoot) {
   const int n = world_size(), r = world_rank();
   for (int m = 1; m <= n; ++m) {
     if (n % m != 0) continue;
-    ProcessGrid g(MPI_COMM_WORLD, m);
+    const Mesh g(MPI_COMM_WORLD, make_mesh_shape(n, m));
     for (const bool dp_group : {true, false}) {
-      MPI_Comm c = dp_group ? g.dp_comm() : g.mp_comm();
-      const auto members = dp_group ? dp_group_members(r, g.shape()) : mp_group_members(r, g.shape());
+      const MeshDim d = dp_group ? MeshDim::dp : MeshDim::pp;
+      MPI_Comm c = g.comm(d);
+      const auto members = mesh_group_members(r, g.shape(), d);
       int made = 0, init_calls = 0, seen_nranks = -1, seen_rank = -1;
       NcclId seen;
       const NcclId id = bootstrap_nccl(

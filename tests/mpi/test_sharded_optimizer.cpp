@@ -74,7 +74,7 @@ TEST(ShardedOptimizer, SgdWithClippingMatchesOneProcess) {
     const Sampler sampler(sampler_options(cfg, index.train));
     const int steps = 6;
     testref::train_steps(trainer, cfg, rt, index, sampler, steps);
-    const auto ref = testref::reference_parameters(cfg, index, sampler, steps, rt.grid().shape().dp_size, micro);
+    const auto ref = testref::reference_parameters(cfg, index, sampler, steps, rt.mesh().size(MeshDim::dp), micro);
     const auto [worst, biggest] = difference(trainer.model().parameters(), ref);
     const std::string what = std::string(layers) + ", micro-batches " + std::to_string(micro) + " on " +
                              std::to_string(world_size()) + " rank(s)";
@@ -103,7 +103,7 @@ TEST(ShardedOptimizer, GptWithAdamwMatchesOneProcess) {
   const Sampler sampler(sampler_options(cfg, index.train));
   const int steps = 5;
   testref::train_steps(trainer, cfg, rt, index, sampler, steps);
-  const auto ref = testref::reference_parameters(cfg, index, sampler, steps, rt.grid().shape().dp_size, 1);
+  const auto ref = testref::reference_parameters(cfg, index, sampler, steps, rt.mesh().size(MeshDim::dp), 1);
   const auto [worst, biggest] = difference(trainer.model().parameters(), ref);
   EXPECT_LE(worst, 2e-6 * (1 + biggest)) << "GPT on " << world_size() << " rank(s)";
   expect_state_shared(trainer, "GPT");
@@ -156,14 +156,14 @@ TEST(ShardedOptimizer, PipelineStagesShardTheirOwnStateAndMatchOneProcess) {
   const std::string ini =
       "[run]\nseed = 5\nout_dir = /tmp\n[data]\npath = " + root +
       "\n[model]\nlayers = flatten dense(12) tanh dropout(25) dense(10) relu dense(7)\n[train]\nglobal_batch = 24\n"
-      "micro_batches = 2\n[optim]\nname = adam\nlr = 0.01\nclip_norm = 0.5\n[parallel]\nmodel_parallel = 2\n"
+      "micro_batches = 2\n[optim]\nname = adam\nlr = 0.01\nclip_norm = 0.5\n[parallel]\npipeline_parallel = 2\n"
       "shard_optimizer = true\nbucket_mb = 0.0002\n";
   const Config cfg = parse_config(ini, "zero-pipe.ini", {}, process_environment());
   Runtime rt(cfg);
   Trainer trainer(cfg, rt, index);
   const Sampler sampler(sampler_options(cfg, index.train));
   testref::train_steps(trainer, cfg, rt, index, sampler, 4);
-  const int dp_size = rt.grid().shape().dp_size;
+  const int dp_size = rt.mesh().size(MeshDim::dp);
   const auto ref = testref::reference_parameters(cfg, index, sampler, 4, dp_size, 2);
   double worst = 0, biggest = 0;
   for (const ParamInfo& p : trainer.model().param_info())
@@ -172,7 +172,7 @@ TEST(ShardedOptimizer, PipelineStagesShardTheirOwnStateAndMatchOneProcess) {
       worst = std::max(worst, std::fabs(trainer.model().parameters().data()[p.offset + i] - want));
       biggest = std::max(biggest, std::fabs(want));
     }
-  EXPECT_LE(worst, 2e-6 * (1 + biggest)) << "M = 2, D = " << dp_size << ", stage " << rt.grid().coords().mp;
+  EXPECT_LE(worst, 2e-6 * (1 + biggest)) << "M = 2, D = " << dp_size << ", stage " << rt.mesh().coord(MeshDim::pp);
   expect_state_shared(trainer, "pipeline stage");
   MPI_Barrier(MPI_COMM_WORLD);
   if (world_rank() == 0) fs::remove_all(root);
@@ -192,7 +192,7 @@ TEST(ShardedOptimizer, CheckpointHoldsEveryOwnersStateExactly) {
       const std::string ini = "[run]\nseed = 9\nout_dir = /tmp\n[data]\npath = " + root +
                               "\n[model]\nlayers = flatten dense(12) tanh dense(10) relu dense(7)\n"
                               "[train]\nglobal_batch = 24\nfreeze = 03_dense\n[optim]\nname = adam\nlr = "
-                              "0.01\n[parallel]\nmodel_parallel = " +
+                              "0.01\n[parallel]\npipeline_parallel = " +
                               std::to_string(mp) + "\nshard_optimizer = " + (shard ? "true" : "false") +
                               "\nbucket_mb = 0.0002\n[checkpoint]\ndir = " + dir + "\nkeep = 8\n";
       const Config cfg = parse_config(ini, "zero-ckpt.ini", {}, process_environment());
@@ -212,9 +212,9 @@ TEST(ShardedOptimizer, CheckpointHoldsEveryOwnersStateExactly) {
       std::vector<float> want(static_cast<std::size_t>(n) * states.size(), 0.f);
       expand_state(opt, opt.state().data(), want.data(), n);
       if (shard) trainer.dp_comm().allreduce(want.data(), want.data(), want.size(), DType::f32, ReduceOp::sum);
-      const std::string what = "M = " + std::to_string(mp) + ", D = " + std::to_string(rt.grid().shape().dp_size) +
+      const std::string what = "M = " + std::to_string(mp) + ", D = " + std::to_string(rt.mesh().size(MeshDim::dp)) +
                                (shard ? ", sharded" : ", not sharded");
-      if (rt.grid().coords().dp == 0) {
+      if (rt.mesh().coord(MeshDim::dp) == 0) {
         const CheckpointFile file(path);
         std::int64_t wrong = 0, checked = 0, frozen_nonzero = 0;
         for (std::size_t k = 0; k < states.size(); ++k)

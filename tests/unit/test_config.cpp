@@ -45,13 +45,16 @@ TEST(Config, EmptyFileGivesDocumentedDefaults) {
   EXPECT_EQ(c.run.device, DeviceKind::auto_);
   EXPECT_EQ(c.train.global_batch, 64);
   EXPECT_EQ(c.train.epochs, 1);
-  EXPECT_EQ(c.parallel.model_parallel, 1);
+  EXPECT_EQ(c.parallel.pipeline_parallel, 1);
   EXPECT_EQ(c.parallel.comm, CommBackend::auto_);
   EXPECT_DOUBLE_EQ(c.parallel.watchdog_s, 300.0);
   EXPECT_EQ(c.data.cache_bytes, 2ull << 30);
   EXPECT_EQ(c.checkpoint.resume, "auto");
-  // Every schema key is resolved, from its default.
-  EXPECT_EQ(c.resolved.size(), config_schema().size());
+  // Every schema key but the old names is resolved, from its default.
+  std::size_t current = 0;
+  for (const auto& k : config_schema()) current += k.renamed_to.empty() ? 1 : 0;
+  EXPECT_EQ(current + 2, config_schema().size());  // model_parallel, schedule
+  EXPECT_EQ(c.resolved.size(), current);
   for (const auto& k : c.resolved) EXPECT_EQ(k.source, "default") << k.name;
 }
 
@@ -62,7 +65,8 @@ TEST(Config, SectionsMapToStructs) {
       "[model]\nlayers = dense(10) relu\n"
       "[train]\nglobal_batch = 256\nmicro_batches = 4\nsteps = 100\nepochs = 0\nsync_batchnorm = off\n"
       "[optim]\nname = adamw\nlr = 3e-4\nbetas = 0.8, 0.95\nschedule = cosine\nwarmup_steps = 10\n"
-      "[parallel]\nmodel_parallel = 2\nschedule = gpipe\ncomm = mpi\ncuda_aware_mpi = off\nwatchdog_s = 12.5\n"
+      "[parallel]\npipeline_parallel = 2\npipeline_schedule = gpipe\ncomm = mpi\ncuda_aware_mpi = off\nwatchdog_s = "
+      "12.5\n"
       "[checkpoint]\nevery_steps = 50\nkeep = 2\nresume = none\n");
   EXPECT_EQ(c.run.seed, 7u);
   EXPECT_EQ(c.run.device, DeviceKind::cpu);
@@ -82,8 +86,8 @@ TEST(Config, SectionsMapToStructs) {
   EXPECT_DOUBLE_EQ(c.optim.beta1, 0.8);
   EXPECT_DOUBLE_EQ(c.optim.beta2, 0.95);
   EXPECT_EQ(c.optim.schedule, LrSchedule::cosine);
-  EXPECT_EQ(c.parallel.model_parallel, 2);
-  EXPECT_EQ(c.parallel.schedule, PipelineSchedule::gpipe);
+  EXPECT_EQ(c.parallel.pipeline_parallel, 2);
+  EXPECT_EQ(c.parallel.pipeline_schedule, PipelineSchedule::gpipe);
   EXPECT_EQ(c.parallel.comm, CommBackend::mpi);
   EXPECT_EQ(c.parallel.cuda_aware_mpi, Tristate::off);
   EXPECT_DOUBLE_EQ(c.parallel.watchdog_s, 12.5);
@@ -101,6 +105,28 @@ TEST(Config, OverridesWinAndAreRecorded) {
       EXPECT_EQ(k.source, "--set") << k.name;
     }
   }
+}
+
+// The keys renamed with the process mesh: the old names keep working, with one warning each;
+// --set wins whichever name it uses; both names in one file is an error naming both.
+TEST(Config, OldKeyNamesWorkWithAWarning) {
+  const Config c = parse("[parallel]\nmodel_parallel = 2\nschedule = gpipe\n");
+  EXPECT_EQ(c.parallel.pipeline_parallel, 2);
+  EXPECT_EQ(c.parallel.pipeline_schedule, PipelineSchedule::gpipe);
+  ASSERT_EQ(c.warnings.size(), 2u);
+  EXPECT_EQ(c.warnings[0],
+            "test.ini:2: [parallel] model_parallel is now called [parallel] pipeline_parallel (same meaning); the old "
+            "name still works");
+  EXPECT_EQ(c.resolved_value("parallel.pipeline_parallel"), "2");
+  for (const auto& k : c.resolved) EXPECT_NE(k.name, "parallel.model_parallel");
+  EXPECT_TRUE(parse("[parallel]\npipeline_parallel = 2\n").warnings.empty());
+  const Config o = parse("[parallel]\nmodel_parallel = 2\n", {"parallel.pipeline_parallel=4"});
+  EXPECT_EQ(o.parallel.pipeline_parallel, 4);
+  EXPECT_EQ(parse("[parallel]\npipeline_parallel = 2\n", {"parallel.model_parallel=1"}).parallel.pipeline_parallel, 1);
+  EXPECT_EQ(error_of("[parallel]\npipeline_parallel = 2\nmodel_parallel = 2\n"),
+            "test.ini:3: key 'parallel.model_parallel' is given twice ([parallel] pipeline_parallel is its new name)");
+  EXPECT_EQ(current_key_name("parallel.schedule"), "parallel.pipeline_schedule");
+  EXPECT_EQ(current_key_name("optim.schedule"), "optim.schedule");
 }
 
 TEST(Config, PathsExpandEnvironment) {
@@ -221,8 +247,9 @@ TEST(ConfigErrors, CudaGraphsRefusalsNameTheReason) {
   EXPECT_EQ(why("flatten dense(8) relu dense(2)", DeviceKind::cuda), "");
   EXPECT_EQ(why("conv(4,3,pad=1) relu maxpool(2) res(conv(4,3,pad=1) relu) flatten dense(2)", DeviceKind::cuda, 4), "");
   EXPECT_NE(why("flatten dense(2)", DeviceKind::cpu).find("needs device = cuda"), std::string::npos);
-  EXPECT_NE(why("flatten dense(2)", DeviceKind::cuda, 1, "[parallel]\nmodel_parallel = 2\n").find("model_parallel = 1"),
-            std::string::npos);
+  EXPECT_NE(
+      why("flatten dense(2)", DeviceKind::cuda, 1, "[parallel]\npipeline_parallel = 2\n").find("pipeline_parallel = 1"),
+      std::string::npos);
   EXPECT_EQ(why("flatten res(dense(8) dropout(10)) dense(2)", DeviceKind::cuda), "") << "dropout replays";
   EXPECT_EQ(why("conv(4,3) batchnorm relu flatten dense(2)", DeviceKind::cuda, 1), "") << "one rank: on the device";
   EXPECT_NE(why("conv(4,3) batchnorm relu flatten dense(2)", DeviceKind::cuda, 2).find("synchronized batch norm"),

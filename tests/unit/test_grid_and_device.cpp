@@ -1,54 +1,83 @@
-// The process-grid arithmetic, the batch contract and the device / backend
+// The process mesh's arithmetic, the batch contract and the device / backend
 // choices, as pure functions (the MPI tests check the communicators).
 #include <gtest/gtest.h>
 
 #include <set>
 
 #include "hpctrain/core/error.hpp"
-#include "hpctrain/runtime/process_grid.hpp"
+#include "hpctrain/runtime/mesh.hpp"
 #include "hpctrain/runtime/runtime.hpp"
 
 using namespace hpctrain;
 
-TEST(Grid, EveryLegalLayoutOfFourRanks) {
-  for (int m : {1, 2, 4}) {
-    const auto s = make_grid_shape(4, m);
-    EXPECT_EQ(s.dp_size * s.mp_size, 4);
+TEST(Mesh, EveryLegalLayoutOfFourRanks) {
+  for (int p : {1, 2, 4}) {
+    const auto s = make_mesh_shape(4, p);
+    EXPECT_EQ(s.size(MeshDim::dp) * s.size(MeshDim::pp), 4);
+    EXPECT_EQ(s.size(MeshDim::tp) * s.size(MeshDim::sp), 1);
     std::set<std::pair<int, int>> seen;
     for (int r = 0; r < 4; ++r) {
-      const auto c = grid_coords(r, s);
-      EXPECT_EQ(c.mp, r % m);
-      EXPECT_EQ(c.dp, r / m);
-      EXPECT_EQ(grid_world_rank(c, s), r);
-      seen.insert({c.dp, c.mp});
-      const auto dp = dp_group_members(r, s);
-      const auto mp = mp_group_members(r, s);
-      EXPECT_EQ(static_cast<int>(dp.size()), s.dp_size);
-      EXPECT_EQ(static_cast<int>(mp.size()), s.mp_size);
-      EXPECT_EQ(dp[static_cast<std::size_t>(c.dp)], r);
-      EXPECT_EQ(mp[static_cast<std::size_t>(c.mp)], r);
-      for (int x : dp) EXPECT_EQ(x % m, c.mp);
-      for (int x : mp) EXPECT_EQ(x / m, c.dp);
+      const auto c = mesh_coords(r, s);
+      EXPECT_EQ(c[MeshDim::pp], r % p);  // one replica's stages on adjacent ranks
+      EXPECT_EQ(c[MeshDim::dp], r / p);
+      EXPECT_EQ(mesh_world_rank(c, s), r);
+      seen.insert({c[MeshDim::dp], c[MeshDim::pp]});
+      const auto dp = mesh_group_members(r, s, MeshDim::dp);
+      const auto pp = mesh_group_members(r, s, MeshDim::pp);
+      EXPECT_EQ(static_cast<int>(dp.size()), s.size(MeshDim::dp));
+      EXPECT_EQ(static_cast<int>(pp.size()), p);
+      EXPECT_EQ(dp[static_cast<std::size_t>(c[MeshDim::dp])], r);
+      EXPECT_EQ(pp[static_cast<std::size_t>(c[MeshDim::pp])], r);
+      for (int x : dp) EXPECT_EQ(x % p, c[MeshDim::pp]);
+      for (int x : pp) EXPECT_EQ(x / p, c[MeshDim::dp]);
+      EXPECT_EQ(mesh_group_members(r, s, MeshDim::tp), std::vector<int>{r});
     }
     EXPECT_EQ(seen.size(), 4u);
   }
 }
 
-TEST(Grid, ImpossibleLayoutNamesTheNumbers) {
+// With a tensor-parallel size (not configurable yet): tp varies fastest, then pp, then dp.
+TEST(Mesh, PlacementOrderTpThenPpThenDp) {
+  const auto s = make_mesh_shape(12, 3, 2);  // tp 2, pp 3, dp 2
+  EXPECT_EQ(s.size(MeshDim::dp), 2);
+  EXPECT_EQ(s.stride(MeshDim::tp), 1);
+  EXPECT_EQ(s.stride(MeshDim::pp), 2);
+  EXPECT_EQ(s.stride(MeshDim::dp), 6);
+  const auto c = mesh_coords(11, s);
+  EXPECT_EQ(c[MeshDim::tp], 1);
+  EXPECT_EQ(c[MeshDim::pp], 2);
+  EXPECT_EQ(c[MeshDim::dp], 1);
+  EXPECT_EQ(mesh_group_members(7, s, MeshDim::tp), (std::vector<int>{6, 7}));
+  EXPECT_EQ(mesh_group_members(7, s, MeshDim::pp), (std::vector<int>{7, 9, 11}));
+  EXPECT_EQ(mesh_group_members(7, s, MeshDim::dp), (std::vector<int>{1, 7}));
+  std::set<int> ranks;  // every (dp, pp, tp) a different rank
+  for (int r = 0; r < 12; ++r) ranks.insert(mesh_world_rank(mesh_coords(r, s), s));
+  EXPECT_EQ(ranks.size(), 12u);
+  // Names: the other dimensions larger than 1, slowest first.
+  EXPECT_EQ(mesh_group_name(c, s, MeshDim::dp), "dp[pp=2,tp=1]");
+  EXPECT_EQ(mesh_group_name(c, s, MeshDim::tp), "tp[dp=1,pp=2]");
+  const auto flat = make_mesh_shape(4, 1);
+  EXPECT_EQ(mesh_group_name(mesh_coords(3, flat), flat, MeshDim::dp), "dp");
+  EXPECT_EQ(mesh_group_name(mesh_coords(3, flat), flat, MeshDim::pp), "pp[dp=3]");
+  EXPECT_STREQ(dim_name(MeshDim::sp), "sp");
+}
+
+TEST(Mesh, ImpossibleLayoutNamesTheNumbers) {
   try {
-    make_grid_shape(6, 4);
+    make_mesh_shape(6, 4);
     FAIL();
   } catch (const Error& e) {
     EXPECT_EQ(e.code(), ExitCode::bad_input);
     EXPECT_STREQ(e.what(),
-                 "[parallel] model_parallel = 4 does not divide the world size 6 (with 6 ranks it must be one of 1, 2, "
-                 "3, 6)");
+                 "[parallel] pipeline_parallel = 4 does not divide the world size 6 (with 6 ranks it must be one of 1, "
+                 "2, 3, 6)");
   }
-  EXPECT_THROW(make_grid_shape(2, 4), Error);
+  EXPECT_THROW(make_mesh_shape(2, 4), Error);
+  EXPECT_THROW(make_mesh_shape(8, 2, 3), Error);
 }
 
-TEST(Grid, BatchContract) {
-  const auto s = make_grid_shape(6, 2);  // D = 3
+TEST(Mesh, BatchContract) {
+  const auto s = make_mesh_shape(6, 2);  // dp = 3
   EXPECT_EQ(per_rank_batch(96, 4, s), 32);
   try {
     per_rank_batch(100, 1, s);

@@ -58,7 +58,7 @@ TEST(Partition, ExplicitRanges) {
 
 TEST(Partition, StartUpErrorsNameTheProblem) {
   const std::vector<std::int64_t> p(4, 1);
-  EXPECT_NE(error_of(p, 5, "auto").find("model_parallel = 5 stages but [model] layers has only 4 layer(s)"),
+  EXPECT_NE(error_of(p, 5, "auto").find("pipeline_parallel = 5 stages but [model] layers has only 4 layer(s)"),
             std::string::npos);
   EXPECT_NE(error_of(p, 2, "0-1 3-2").find("group 1 ('3-2') is empty"), std::string::npos);
   EXPECT_NE(error_of(p, 2, "0-1 3-3").find("starts at layer 3 but must start at layer 2"), std::string::npos);

@@ -43,7 +43,7 @@ row() {  # np M schedule K
   local np=$1 m=$2 sched=$3 k=$4 out="m$2-$3-$4"
   local budget=()
   [ "$m" -gt 1 ] && budget=(--set run.memory_budget=100M)
-  run "$np" "$out" --set "parallel.model_parallel=$m" --set "parallel.schedule=$sched" \
+  run "$np" "$out" --set "parallel.pipeline_parallel=$m" --set "parallel.pipeline_schedule=$sched" \
     --set "train.micro_batches=$k" "${budget[@]}" >/dev/null 2>&1 || { echo "FAIL: M=$m $sched K=$k"; exit 1; }
   printf "%-3s %-6s %3s %12.0f %14.1f %9.1f%% %9.1f%% %6.0f\n" "$m" "$sched" "$k" "$(field "$out" steady_samples_per_s)" \
     "$(/usr/bin/python3 -c "print($(field "$out" peak_bytes_per_rank) / 2**20)")" \

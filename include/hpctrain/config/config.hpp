@@ -95,8 +95,8 @@ struct OptimConfig {
 };
 
 struct ParallelConfig {
-  int model_parallel = 1;
-  PipelineSchedule schedule = PipelineSchedule::one_f_one_b;
+  int pipeline_parallel = 1;  // the mesh's pp
+  PipelineSchedule pipeline_schedule = PipelineSchedule::one_f_one_b;
   CommBackend comm = CommBackend::auto_;
   Tristate cuda_aware_mpi = Tristate::auto_;
   HostAllreduce host_allreduce = HostAllreduce::auto_;  // gradient sums in host memory: MPI's or node-shared memory
@@ -146,7 +146,8 @@ struct Config {
 
   std::string origin;                 // the INI file name, for messages
   std::string ini_text;               // the file as given (checkpoints store it)
-  std::vector<ResolvedKey> resolved;  // every key, in schema order
+  std::vector<ResolvedKey> resolved;  // every key, in schema order (current names only)
+  std::vector<std::string> warnings;  // for rank 0 to print: old key names used
 
   // Canonical text of "section.key" (throws an internal error for an unknown name).
   const std::string& resolved_value(const std::string& name) const;

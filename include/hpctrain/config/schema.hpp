@@ -27,12 +27,17 @@ struct KeySpec {
   std::string help;
   // Stores an already validated, canonical value into the config.
   std::function<void(Config&, const std::string&)> apply;
+  // An old name kept working: its value is taken as this key's ("section.key"), with a one-line
+  // warning naming the new key; giving both is an error. Such entries have no apply of their own.
+  std::string renamed_to;
 
   std::string name() const { return section + "." + key; }
 };
 
 // All keys in display order.
 std::vector<KeySpec> config_schema();
+// The current name of "section.key": the key an old name was renamed to, else `name` itself.
+std::string current_key_name(const std::string& name);
 
 // Validates `raw` against `spec`; returns the canonical text (paths with
 // `${VAR}` expanded through `env`). On failure throws a plain

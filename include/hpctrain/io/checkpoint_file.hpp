@@ -27,7 +27,7 @@ inline constexpr int kCheckpointVersion = 1;
 struct RunRecord {
   std::int64_t global_batch = 0;  // of the run that wrote it
   std::uint64_t seed = 0;
-  int world = 1, dp = 1, mp = 1;
+  int world = 1, dp = 1, pp = 1;  // mesh sizes (pp: the root attribute "model_parallel", its name since format 1)
   std::string optimizer;  // "sgd", "adam", "adamw"
   std::string ini;        // every key as used (after --set and ${VAR}), as an INI file
   std::string ini_file;   // the INI file as given
@@ -62,7 +62,7 @@ void visit_fields(Info& i, Visit&& visit) {
   visit("seed", r.seed, false);
   visit("world_size", r.world, false);
   visit("data_parallel", r.dp, false);
-  visit("model_parallel", r.mp, false);
+  visit("model_parallel", r.pp, false);
   visit("last_loss", s.last_loss, false);
   visit("train_seconds", s.train_seconds, false);
   visit("optimizer", r.optimizer, false);
@@ -95,7 +95,7 @@ struct CheckpointTensor {
 
 // Where this rank sits, for dividing the writing.
 struct WriterPlace {
-  int dp = 0, dp_size = 1, mp = 0, mp_size = 1;
+  int dp = 0, dp_size = 1, pp = 0, pp_size = 1;  // the mesh coordinates and sizes
 };
 
 // The elements [first, first + count) of a float32 tensor of `shape`, in row-major order, that

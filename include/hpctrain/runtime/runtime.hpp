@@ -1,6 +1,6 @@
 // The runtime every rank builds after MPI is up: who it is (host, local rank),
-// which device it computes on, the process grid, the collective watchdog, and
-// the communicators for its data-parallel and model-parallel groups.
+// which device it computes on, the process mesh, the collective watchdog, and
+// the communicators of its groups along the mesh's dimensions.
 #pragma once
 
 #include <functional>
@@ -14,7 +14,7 @@
 #include "hpctrain/comm/mpi_handles.hpp"
 #include "hpctrain/comm/watchdog.hpp"
 #include "hpctrain/config/config.hpp"
-#include "hpctrain/runtime/process_grid.hpp"
+#include "hpctrain/runtime/mesh.hpp"
 
 namespace hpctrain {
 
@@ -69,12 +69,12 @@ std::unique_ptr<Communicator> node_host_communicator();
 
 class Runtime {
  public:
-  // Collective over MPI_COMM_WORLD. Validates the grid and batch sizes.
+  // Collective over MPI_COMM_WORLD. Validates the mesh and batch sizes.
   explicit Runtime(const Config& config);
   ~Runtime();
 
   const RankInfo& rank_info() const { return info_; }
-  const ProcessGrid& grid() const { return *grid_; }
+  const Mesh& mesh() const { return *mesh_; }
   const DeviceAssignment& device() const { return device_; }
   CommBackend comm_backend() const { return comm_; }
   bool cuda_aware_mpi() const { return cuda_aware_; }
@@ -93,14 +93,16 @@ class Runtime {
   // `shm`: float32 sums in host memory through node-shared memory when the group is on one node.
   std::unique_ptr<Communicator> make_communicator(MPI_Comm comm, const std::string& name, MemorySpace memory,
                                                   bool shm = false);
-  // The same over this rank's data-parallel or model-parallel group of the grid, named as the
-  // grid names it plus `suffix` (code above the runtime never holds the MPI handles).
-  enum class Group { data_parallel, model_parallel, world };  // world: every rank (e.g. a background writer's own)
-  std::unique_ptr<Communicator> make_communicator(Group group, MemorySpace memory, const std::string& suffix = "");
+  // The same over this rank's group along mesh dimension `dim`, named as the mesh names it
+  // ("dp[pp=1]") plus `suffix` (code above the runtime never holds the MPI handles). Collective
+  // over that group.
+  std::unique_ptr<Communicator> make_communicator(MeshDim dim, MemorySpace memory, const std::string& suffix = "");
+  // A new communicator over every rank, "world" + suffix (e.g. a background writer's own).
+  std::unique_ptr<Communicator> make_world_communicator(MemorySpace memory, const std::string& suffix);
 
-  // Collective: the per-rank table (rank, host, local rank, device, dp, mp),
-  // gathered on rank 0 (empty string elsewhere).
-  std::string grid_table() const;
+  // Collective: the per-rank table (rank, host, local rank, device, and each mesh coordinate of
+  // dp, pp and any other dimension larger than 1), gathered on rank 0 (empty string elsewhere).
+  std::string mesh_table() const;
 
  private:
   RankInfo info_;
@@ -109,7 +111,7 @@ class Runtime {
   HostAllreduce host_allreduce_ = HostAllreduce::auto_;
   bool cuda_aware_ = false;
   long per_rank_batch_ = 0;
-  std::unique_ptr<ProcessGrid> grid_;
+  std::unique_ptr<Mesh> mesh_;
   std::unique_ptr<Watchdog> watchdog_;
   std::unique_ptr<cuda::DeviceMemory> device_memory_;
   MpiComm node_handle_;                  // the ranks of this node (split once)

@@ -27,7 +27,7 @@
 namespace hpctrain {
 
 // The layer groups of a model-parallel run as a table: which stage holds which layers, on which
-// ranks, and where activations go ("" for model_parallel = 1). `model`: any stage's.
+// ranks, and where activations go ("" for pipeline_parallel = 1). `model`: any stage's.
 std::string describe_pipeline(const Config& cfg, const Runtime& rt, const Model& model);
 
 // The operations of stage `stage` of `stages` for `k` micro-batches: (forward?, micro-batch).

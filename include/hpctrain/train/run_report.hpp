@@ -85,7 +85,7 @@ void visit_columns(const IntervalFigures& f, Visit&& v) {
 // The end of a run (over all ranks).
 struct RunSummary {
   std::int64_t steps = 0, first_step = 0, total_steps = 0, global_batch = 0;
-  int ranks = 1, model_parallel = 1, micro_batches = 1;
+  int ranks = 1, pipeline_parallel = 1, micro_batches = 1;
   double wall_s = 0, samples_per_s = 0, final_train_loss = 0;
   std::string final_split = "test";  // the split of the final evaluation: "test", else "eval"
   bool has_test = false;
@@ -120,7 +120,7 @@ struct RunSummary {
     return pipeline ? pipeline_wait_s / (pipeline_step_s > 1e-9 ? pipeline_step_s : 1e-9) : 0;
   }
   double pipeline_idle_ideal() const {
-    return pipeline ? (model_parallel - 1.0) / (micro_batches + model_parallel - 1.0) : 0;
+    return pipeline ? (pipeline_parallel - 1.0) / (micro_batches + pipeline_parallel - 1.0) : 0;
   }
 };
 
@@ -156,7 +156,8 @@ void visit_summary(const RunSummary& s, Visit&& v) {
   v("precision", s.precision);
   v("skipped_steps", s.skipped_steps);
   v("loss_scale", s.loss_scale);
-  v("model_parallel", s.model_parallel);
+  v("pipeline_parallel", s.pipeline_parallel);
+  v("model_parallel", s.pipeline_parallel);  // (its old name, for readers of older summaries)
   v("pipeline_idle_fraction", s.pipeline_idle_fraction());
   v("pipeline_idle_ideal", s.pipeline_idle_ideal());
   v("pipeline_peak_kept_inputs", s.pipeline_peak_kept_inputs);

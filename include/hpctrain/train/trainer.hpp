@@ -74,7 +74,7 @@ class Trainer {
   // Waits for a sharded optimizer's all-gather still in flight ([parallel] gather_overlap).
   void settle_parameters();
   Optimizer& optimizer() { return *opt_; }
-  PipelineStage* pipeline() { return pipeline_.get(); }              // null when model_parallel = 1
+  PipelineStage* pipeline() { return pipeline_.get(); }              // null when pipeline_parallel = 1
   const std::vector<LayerGroup>& groups() const { return groups_; }  // the layers of each pipeline stage
   GradientAverager& averager() { return *averager_; }
   double comm_wait_seconds() const { return comm_wait_s_; }
@@ -150,7 +150,7 @@ class Trainer {
   std::unique_ptr<GradientAverager> averager_;
   bool overlap_gather_ = false;              // [parallel] gather_overlap in effect (see the constructor)
   std::vector<LayerGroup> groups_;           // the layers of each pipeline stage
-  std::unique_ptr<Communicator> mp_comm_;    // model-parallel group (M > 1)
+  std::unique_ptr<Communicator> pp_comm_;    // the pipeline stages of this replica (pp > 1)
   std::unique_ptr<PipelineStage> pipeline_;  // this rank's stage (M > 1)
   std::vector<TieSync> tie_syncs_;           // weights tied across stages (sum_tied_gradients)
   Tensor scalars_, eval_scalars_;            // step scalars (tensor/step_scalars.hpp) of training and evaluation

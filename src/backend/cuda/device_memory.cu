@@ -114,7 +114,7 @@ class Pool {
                   "GPU out of memory: cudaMalloc of " + mib(size) + " failed (" + cudaGetErrorString(e) + ") with " +
                       mib(stats_.held) +
                       " held by hpctrain's pool; use fewer micro-batch rows or more ranks "
-                      "([parallel] model_parallel)");
+                      "([parallel] pipeline_parallel)");
     }
     stats_.held += size;
     ++stats_.driver_allocations;

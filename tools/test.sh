@@ -28,7 +28,7 @@ cmake --build "$asan" -j "$(nproc)" --target unit_tests mpi_tests watchdog_probe
 echo
 echo "== full suite (build/)"
 # Side by side on every core: the MPI test binaries' PROCESSORS (their rank count) keep them alone,
-# RUN_SERIAL keeps the install build and the Slurm cluster alone; the end-to-end scripts, which
+# RUN_SERIAL keeps the Slurm cluster alone; the end-to-end scripts, which
 # spend much of their time starting processes and Python, run two at a time (2026-12-02: the
 # suite 694 s against 844 s one at a time, on 2 cores).
 (cd build && ctest --output-on-failure -j "$(nproc)")

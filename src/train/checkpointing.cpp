@@ -200,15 +200,20 @@ CheckpointInfo Checkpointer::load(const std::string& path, double interval_sums[
     upload(compact.data(), compact.size() * sizeof(float), opt_.state());
   }
   set_buffers(parts[buffers_part]);
-  // The partial sums of the log interval the checkpoint cut: each rank its own
-  // on the same world size; otherwise rank 0 carries them all.
+  // The partial sums of the log interval the checkpoint cut: each rank its own on the same mesh
+  // (same dp and pp sizes); otherwise one rank of the last stage carries them all (only the last
+  // stage's sums count: Trainer::sum_over_replicas), the first replica's.
   const auto* sums = reinterpret_cast<const double*>(parts[sums_part].data());
   const int rows = static_cast<int>(parts[sums_part].size() / (3 * sizeof(double)));
   const int me = g.world_rank();
   for (int j = 0; j < 3; ++j) interval_sums[j] = 0;
-  if (rows == g.shape().world())
+  const bool same_mesh =
+      rows == g.shape().world() && info.run.dp == g.size(MeshDim::dp) && info.run.pp == g.size(MeshDim::pp);
+  MeshCoords carrier;  // the last stage of the first replica
+  carrier[MeshDim::pp] = g.size(MeshDim::pp) - 1;
+  if (same_mesh)
     for (int j = 0; j < 3; ++j) interval_sums[j] = sums[me * 3 + j];
-  else if (me == 0)
+  else if (me == mesh_world_rank(carrier, g.shape()))
     for (int r = 0; r < rows; ++r)
       for (int j = 0; j < 3; ++j) interval_sums[j] += sums[r * 3 + j];
   if (g.world_rank() == 0) {

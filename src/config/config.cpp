@@ -146,7 +146,7 @@ Config parse_config(const std::string& ini_text, const std::string& origin, cons
   // Old key names: their values go to the new names, each with a warning for rank 0 to print.
   std::vector<std::string> warnings;
   auto current = [&](const std::string& name, const std::string& where) {
-    const std::string now = current_key_name(name);
+    const std::string now = current_key_name(name, schema);
     if (now != name)
       warnings.push_back(where + ": " + section_key(name) + " is now called " + section_key(now) +
                          " (same meaning); the old name still works");

@@ -556,8 +556,8 @@ std::vector<KeySpec> config_schema() {
   return k;
 }
 
-std::string current_key_name(const std::string& name) {
-  for (const KeySpec& s : config_schema())
+std::string current_key_name(const std::string& name, const std::vector<KeySpec>& schema) {
+  for (const KeySpec& s : schema)
     if (s.name() == name && !s.renamed_to.empty()) return s.renamed_to;
   return name;
 }

@@ -85,8 +85,9 @@ std::vector<LayerGroup> partition_layers(const std::vector<std::int64_t>& layer_
   const std::size_t n = layer_params.size();
   if (stages < 1) throw bad_input(where(stages) + ": needs at least one stage");
   if (static_cast<std::size_t>(stages) > n)
-    throw bad_input("[parallel] pipeline_parallel = " + std::to_string(stages) + " stages but [model] layers has only " +
-                    std::to_string(n) + " layer(s): every stage needs at least one");
+    throw bad_input("[parallel] pipeline_parallel = " + std::to_string(stages) +
+                    " stages but [model] layers has only " + std::to_string(n) +
+                    " layer(s): every stage needs at least one");
   if (groups.empty() || groups == "auto") return balance(layer_params, stages);
   return parse(groups, n, stages);
 }

@@ -125,8 +125,8 @@ TEST(Config, OldKeyNamesWorkWithAWarning) {
   EXPECT_EQ(parse("[parallel]\npipeline_parallel = 2\n", {"parallel.model_parallel=1"}).parallel.pipeline_parallel, 1);
   EXPECT_EQ(error_of("[parallel]\npipeline_parallel = 2\nmodel_parallel = 2\n"),
             "test.ini:3: key 'parallel.model_parallel' is given twice ([parallel] pipeline_parallel is its new name)");
-  EXPECT_EQ(current_key_name("parallel.schedule"), "parallel.pipeline_schedule");
-  EXPECT_EQ(current_key_name("optim.schedule"), "optim.schedule");
+  EXPECT_EQ(current_key_name("parallel.schedule", config_schema()), "parallel.pipeline_schedule");
+  EXPECT_EQ(current_key_name("optim.schedule", config_schema()), "optim.schedule");
 }
 
 TEST(Config, PathsExpandEnvironment) {

@@ -36,8 +36,9 @@ struct KeySpec {
 
 // All keys in display order.
 std::vector<KeySpec> config_schema();
-// The current name of "section.key": the key an old name was renamed to, else `name` itself.
-std::string current_key_name(const std::string& name);
+// The current name of "section.key": the key an old name was renamed to, else `name` itself
+// (looked up in `schema`, a config_schema() the caller already holds).
+std::string current_key_name(const std::string& name, const std::vector<KeySpec>& schema);
 
 // Validates `raw` against `spec`; returns the canonical text (paths with
 // `${VAR}` expanded through `env`). On failure throws a plain

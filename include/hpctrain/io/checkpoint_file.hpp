@@ -28,9 +28,9 @@ struct RunRecord {
   std::int64_t global_batch = 0;  // of the run that wrote it
   std::uint64_t seed = 0;
   int world = 1, dp = 1, pp = 1;  // mesh sizes (pp: the root attribute "model_parallel", its name since format 1)
-  std::string optimizer;  // "sgd", "adam", "adamw"
-  std::string ini;        // every key as used (after --set and ${VAR}), as an INI file
-  std::string ini_file;   // the INI file as given
+  std::string optimizer;          // "sgd", "adam", "adamw"
+  std::string ini;                // every key as used (after --set and ${VAR}), as an INI file
+  std::string ini_file;           // the INI file as given
   std::string model_summary;
   // Language models: the tokenizer and its vocabulary (data/text_import.hpp), so text can be
   // generated from the checkpoint alone; "" for other models.

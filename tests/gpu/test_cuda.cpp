@@ -4,12 +4,15 @@
 // pinned memory and the device scale kernel, NCCL collectives against the
 // MPI ones (one rank per GPU), and the GPU's telemetry through the real NVML.
 #include <gtest/gtest.h>
+#include <link.h>
 
 #include <chrono>
 #include <cstdio>
+#include <cstring>
 #include <vector>
 
 #include "gpu_test_util.hpp"
+#include "hpctrain/backend/cuda/cublas_api.hpp"
 #include "hpctrain/backend/cuda/device_api.hpp"
 #include "hpctrain/comm/mpi_communicator.hpp"
 #include "hpctrain/comm/nccl_communicator.hpp"
@@ -17,6 +20,28 @@
 #include "hpctrain/core/gpu_telemetry.hpp"
 
 using namespace hpctrain;
+
+namespace {
+bool mapped(const char* prefix) {
+  return dl_iterate_phdr(
+             [](dl_phdr_info* info, std::size_t, void* p) {
+               const char* base = info->dlpi_name ? std::strrchr(info->dlpi_name, '/') : nullptr;
+               const char* want = static_cast<const char*>(p);
+               return base && std::strncmp(base + 1, want, std::strlen(want)) == 0 ? 1 : 0;
+             },
+             const_cast<char*>(prefix)) != 0;
+}
+}  // namespace
+
+// First in this binary (nothing before it asks for cuBLAS): a program linked with hpctrain does
+// not load cuBLAS (nor its 540 MB libcublasLt, ~0.3 s of CPU at every start) until the first
+// call needs it; then the table loads and names statuses (no GPU needed).
+TEST(CublasTable, LoadedOnFirstUseOnly) {
+  EXPECT_FALSE(mapped("libcublasLt.so")) << "linked with cuBLAS: it loads at every start";
+  EXPECT_FALSE(mapped("libcublas.so"));
+  EXPECT_EQ(cuda::cublas_status_text(CUBLAS_STATUS_INVALID_VALUE).rfind("CUBLAS_STATUS_INVALID_VALUE: ", 0), 0u);
+  EXPECT_TRUE(mapped("libcublas.so"));
+}
 
 TEST(CudaChecks, ReportLibraryNamesAndStrings) {
   auto message = [](auto&& fn) {

@@ -1,8 +1,8 @@
-// The CUDA members of the CHECK family (CUDA runtime, cuBLAS, cuDNN, NCCL).
+// The CUDA members of the CHECK family (CUDA runtime, cuDNN, NCCL; CHECK_CUBLAS is in
+// backend/cuda/cublas_api.hpp, beside the table cuBLAS is called through).
 // Include only from CUDA-enabled sources: it includes the libraries' headers.
 #pragma once
 
-#include <cublas_v2.h>
 #include <cuda_runtime.h>
 #include <cudnn.h>
 #include <nccl.h>
@@ -18,15 +18,6 @@
       ::hpctrain::detail::raise_library("CUDA",                                                                      \
                                         std::string(cudaGetErrorName(hpct_e_)) + ": " + cudaGetErrorString(hpct_e_), \
                                         #call, __FILE__, __LINE__);                                                  \
-  } while (0)
-
-#define CHECK_CUBLAS(call)                                                                                    \
-  do {                                                                                                        \
-    const cublasStatus_t hpct_s_ = (call);                                                                    \
-    if (hpct_s_ != CUBLAS_STATUS_SUCCESS)                                                                     \
-      ::hpctrain::detail::raise_library(                                                                      \
-          "cuBLAS", std::string(cublasGetStatusName(hpct_s_)) + ": " + cublasGetStatusString(hpct_s_), #call, \
-          __FILE__, __LINE__);                                                                                \
   } while (0)
 
 #define CHECK_CUDNN(call)                                                                                  \

@@ -154,7 +154,7 @@ Dims dims(const Tensor& qkv, i64 heads, const Tensor& att, const char* op) {
 void batched_gemm(bool ta, bool tb, i64 m, i64 n, i64 k, float alpha, const float* a, i64 lda, i64 sa, const float* b,
                   i64 ldb, i64 sb, float beta, float* c, i64 ldc, i64 sc, i64 batch) {
   const BatchedGemmDims d = batched_gemm_dims(m, n, k, lda, ldb, ldc, batch);
-  CHECK_CUBLAS(cublasGemmStridedBatchedEx(context().blas(), tb ? CUBLAS_OP_T : CUBLAS_OP_N,
+  CHECK_CUBLAS(cublas().gemm_strided_batched_ex(context().blas(), tb ? CUBLAS_OP_T : CUBLAS_OP_N,
                                           ta ? CUBLAS_OP_T : CUBLAS_OP_N, d.n, d.m, d.k, &alpha, b, CUDA_R_32F, d.ldb,
                                           sb, a, CUDA_R_32F, d.lda, sa, &beta, c, CUDA_R_32F, d.ldc, sc, d.batch,
                                           context().gemm_compute(), CUBLAS_GEMM_DEFAULT));

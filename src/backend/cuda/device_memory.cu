@@ -17,18 +17,18 @@ Context::Context() {
   CHECK_CUDA(cudaGetDevice(&dev));
   CHECK_CUDA(cudaDeviceGetAttribute(&sms_, cudaDevAttrMultiProcessorCount, dev));
   CHECK_CUDA(cudaStreamCreate(&stream_));  // blocking: ordered with the legacy default stream
-  CHECK_CUBLAS(cublasCreate(&blas_));
-  CHECK_CUBLAS(cublasSetStream(blas_, stream_));
-  CHECK_CUBLAS(cublasSetMathMode(blas_, CUBLAS_DEFAULT_MATH));
+  CHECK_CUBLAS(cublas().create(&blas_));
+  CHECK_CUBLAS(cublas().set_stream(blas_, stream_));
+  CHECK_CUBLAS(cublas().set_math_mode(blas_, CUBLAS_DEFAULT_MATH));
   // A fixed cuBLAS workspace: cuBLAS then allocates nothing while a graph records its calls.
   CHECK_CUDA(cudaMalloc(&blas_workspace_, kBlasWorkspace));
-  CHECK_CUBLAS(cublasSetWorkspace(blas_, blas_workspace_, kBlasWorkspace));
+  CHECK_CUBLAS(cublas().set_workspace(blas_, blas_workspace_, kBlasWorkspace));
 }
 
 Context::~Context() {
   // Process exit: errors here have nobody to report to.
   if (dnn_) cudnnDestroy(dnn_);
-  if (blas_) cublasDestroy(blas_);
+  if (blas_) cublas().destroy(blas_);
   if (scratch_) cudaFree(scratch_);
   if (copy_ready_) cudaEventDestroy(copy_ready_);
   if (copy_stream_) cudaStreamDestroy(copy_stream_);

@@ -13,6 +13,7 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "hpctrain/backend/cuda/cublas_api.hpp"
 #include "hpctrain/backend/cuda/device_api.hpp"
 #include "hpctrain/core/cuda_check.hpp"
 

@@ -348,23 +348,60 @@ std::vector<std::string> CheckpointFile::children(const std::string& group) cons
 }
 
 namespace {
+[[noreturn]] void throw_read_error(const std::string& file, const std::string& dataset) {
+  const std::string why = hdf5_error_text();
+  throw corrupt(file, "dataset /" + dataset + " cannot be read: " +
+                          (why.find("checksum") != std::string::npos || why.find("Fletcher") != std::string::npos
+                               ? "its Fletcher32 checksum does not match (the file is corrupt)"
+                               : why));
+}
+
+// Rows [first, first + count) along the first dimension of a dataset of `dims` (at least 1-D).
+void read_rows(const std::string& file, hid_t ds, const std::string& dataset, const std::vector<hsize_t>& dims,
+               std::int64_t first, std::int64_t count, float* out) {
+  std::vector<hsize_t> start(dims.size(), 0), block(dims);
+  start[0] = static_cast<hsize_t>(first);
+  block[0] = static_cast<hsize_t>(count);
+  h5::Id file_space(CHECK_H5(H5Dget_space(ds)));
+  CHECK_H5(H5Sselect_hyperslab(file_space.get(), H5S_SELECT_SET, start.data(), nullptr, block.data(), nullptr));
+  h5::Id mem_space(CHECK_H5(H5Screate_simple(static_cast<int>(block.size()), block.data(), nullptr)));
+  if (H5Dread(ds, H5T_NATIVE_FLOAT, mem_space.get(), file_space.get(), H5P_DEFAULT, out) < 0)
+    throw_read_error(file, dataset);
+}
+
 void read_all(const std::string& file, hid_t fid, const std::string& dataset, hid_t mem_type, void* out) {
   const hid_t d = H5Dopen2(fid, dataset.c_str(), H5P_DEFAULT);
   if (d < 0) throw corrupt(file, "dataset /" + dataset + " is missing");
   h5::Id ds(d);
-  if (H5Dread(ds.get(), mem_type, H5S_ALL, H5S_ALL, H5P_DEFAULT, out) < 0) {
-    const std::string why = hdf5_error_text();
-    throw corrupt(file, "dataset /" + dataset + " cannot be read: " +
-                            (why.find("checksum") != std::string::npos || why.find("Fletcher") != std::string::npos
-                                 ? "its Fletcher32 checksum does not match (the file is corrupt)"
-                                 : why));
-  }
+  if (H5Dread(ds.get(), mem_type, H5S_ALL, H5S_ALL, H5P_DEFAULT, out) < 0) throw_read_error(file, dataset);
 }
 }  // namespace
 
 void CheckpointFile::read(const std::string& dataset, float* out) const {
   std::lock_guard<std::mutex> guard(h5::lock());
   read_all(path_, file_.get(), dataset, H5T_NATIVE_FLOAT, out);
+}
+
+void CheckpointFile::read_elements(const std::string& dataset, std::int64_t first, std::int64_t count,
+                                   float* out) const {
+  if (count <= 0) return;
+  std::lock_guard<std::mutex> guard(h5::lock());
+  const hid_t d = H5Dopen2(file_.get(), dataset.c_str(), H5P_DEFAULT);
+  if (d < 0) throw corrupt(path_, "dataset /" + dataset + " is missing");
+  h5::Id ds(d);
+  const auto dims = h5::dataset_shape(ds.get());
+  std::int64_t total = 1;
+  for (auto n : dims) total *= static_cast<std::int64_t>(n);
+  HPCT_CHECK(first >= 0 && first + count <= total, "read_elements: a range outside /" + dataset);
+  if (dims.empty() || (first == 0 && count == total))
+    return read_all(path_, file_.get(), dataset, H5T_NATIVE_FLOAT, out);
+  const std::int64_t row = total / static_cast<std::int64_t>(dims[0]);
+  const std::int64_t r0 = first / row, r1 = (first + count + row - 1) / row;
+  if (r0 * row == first && r1 * row == first + count)
+    return read_rows(path_, ds.get(), dataset, dims, r0, r1 - r0, out);
+  std::vector<float> rows(static_cast<std::size_t>((r1 - r0) * row));  // the whole rows around the range
+  read_rows(path_, ds.get(), dataset, dims, r0, r1 - r0, rows.data());
+  std::copy_n(rows.data() + (first - r0 * row), count, out);
 }
 
 std::vector<double> CheckpointFile::read_f64(const std::string& dataset) const {

@@ -120,92 +120,84 @@ std::vector<std::string> config_differences(const Config& cfg, const std::string
   return out;
 }
 
-std::string bytes_of(const void* p, std::size_t n) { return std::string(static_cast<const char*>(p), n); }
-
-// What rank 0 of a stage's data-parallel group reads from a checkpoint, in the order of the
-// strings compute_on_root carries to the group.
-enum Part : std::size_t { info_part, params_part, state_part, buffers_part, sums_part, warnings_part, part_count };
+// The elements [b, e) of a stage's flat layout (the parameters', or one optimizer state block's)
+// from the datasets `prefix` + parameter name, each by the hyperslab of rows that holds them;
+// elements of no parameter are left alone.
+void read_flat(const CheckpointFile& file, const std::string& prefix, const std::vector<ParamInfo>& params,
+               std::int64_t b, std::int64_t e, float* out) {
+  for (const ParamInfo& pi : params) {
+    const std::int64_t lo = std::max(b, pi.offset), hi = std::min(e, pi.offset + numel(pi.shape));
+    if (lo < hi) file.read_elements(prefix + pi.name, lo - pi.offset, hi - lo, out + (lo - b));
+  }
+}
 }  // namespace
 
-std::vector<std::string> Checkpointer::read_parts(const std::string& path) const {
-  const CheckpointFile file(path);
+void Checkpointer::check_fits(const CheckpointFile& file) const {
   const auto problems = checkpoint_mismatches(file, model_);
-  if (!problems.empty()) {
-    std::string all = problems.front();
-    if (problems.size() > 1) all += " (and " + std::to_string(problems.size() - 1) + " more)";
-    throw bad_input("checkpoint '" + path + "' does not fit [model] layers: " + all);
-  }
-  std::vector<std::string> parts(part_count);
-  const std::int64_t n = model_.parameters().numel();
-  std::vector<float> p(static_cast<std::size_t>(n)), st;
-  for (const ParamInfo& pi : model_.param_info()) file.read("model/" + pi.name, p.data() + pi.offset);
-  CheckpointInfo info = file.info();
-  if (info.run.optimizer == opt_.name()) {
-    const auto names = opt_.state_names();
-    st.resize(static_cast<std::size_t>(n) * names.size());
-    for (std::size_t k = 0; k < names.size(); ++k)
-      for (const ParamInfo& pi : model_.param_info())
-        file.read("optimizer/" + names[k] + "/" + pi.name, st.data() + static_cast<std::int64_t>(k) * n + pi.offset);
-  } else {
-    parts[warnings_part] += "[optim] name = " + std::string(opt_.name()) + " but the checkpoint's optimizer is " +
-                            info.run.optimizer + ": its state starts from zero\n";
-    info.state.optimizer_steps = 0;
-  }
-  std::vector<float> b;
+  if (problems.empty()) return;
+  std::string all = problems.front();
+  if (problems.size() > 1) all += " (and " + std::to_string(problems.size() - 1) + " more)";
+  throw bad_input("checkpoint '" + file.path() + "' does not fit [model] layers: " + all);
+}
+
+void Checkpointer::read_state(const CheckpointFile& file) {
+  const auto names = opt_.state_names();
+  const std::int64_t s = opt_.state_elems();
+  std::vector<float> compact(static_cast<std::size_t>(opt_.state().numel()), 0.f);
+  for (std::size_t k = 0; k < names.size(); ++k)
+    for (const DecayRun& r : opt_.runs())  // the elements this rank updates: its shard when sharded
+      read_flat(file, "optimizer/" + names[k] + "/", model_.param_info(), r.offset, r.offset + r.count,
+                compact.data() + static_cast<std::int64_t>(k) * s + r.state_at());
+  upload(compact.data(), compact.size() * sizeof(float), opt_.state());
+}
+
+void Checkpointer::read_model(const CheckpointFile& file) {
+  std::vector<float> p(static_cast<std::size_t>(model_.parameters().numel()), 0.f);
+  read_flat(file, "model/", model_.param_info(), 0, model_.parameters().numel(), p.data());
+  upload(p.data(), p.size() * sizeof(float), model_.parameters());
   for (auto& [name, buf] : model_.buffers()) {
     const std::string ds = "model/" + name;
     if (!file.has(ds) || file.shape(ds) != Shape{static_cast<std::int64_t>(buf->size())})
-      throw bad_input("checkpoint '" + path + "' has no " + ds + " of " + std::to_string(buf->size()) + " values");
-    const std::size_t at = b.size();
-    b.resize(at + buf->size());
-    file.read(ds, b.data() + at);
-  }
-  for (const std::string& d : config_differences(cfg_, info.run.ini, path)) parts[warnings_part] += d + "\n";
-  const auto sums = file.read_f64("state/interval_sums");
-  parts[info_part] = encode_info(info);
-  parts[params_part] = bytes_of(p.data(), p.size() * sizeof(float));
-  parts[state_part] = bytes_of(st.data(), st.size() * sizeof(float));
-  parts[buffers_part] = bytes_of(b.data(), b.size() * sizeof(float));
-  parts[sums_part] = bytes_of(sums.data(), sums.size() * sizeof(double));
-  return parts;
-}
-
-void Checkpointer::set_buffers(const std::string& bytes) {
-  std::size_t at = 0;
-  for (auto& [name, buf] : model_.buffers()) {
-    std::memcpy(buf->data(), bytes.data() + at, buf->size() * sizeof(float));
-    at += buf->size() * sizeof(float);
+      throw bad_input("checkpoint '" + file.path() + "' has no " + ds + " of " + std::to_string(buf->size()) +
+                      " values");
+    file.read(ds, buf->data());
   }
   model_.sync_buffers(false);  // device copies of the buffers follow the loaded values
 }
 
 CheckpointInfo Checkpointer::load(const std::string& path, double interval_sums[3]) {
   const Mesh& g = rt_.mesh();
-  // Rank 0 of each stage's data-parallel group reads that stage's layers and checks them; the
-  // bits reach the group; an error on any stage stops every rank alike.
-  std::vector<std::string> parts;
-  std::string error;
+  // Every rank opens the file and reads what it holds, each by its own hyperslabs: its stage's
+  // parameters and buffers, the optimizer state of the elements it updates (its shard with
+  // [parallel] shard_optimizer). Nothing passes between ranks but the verdict: an error on any
+  // rank stops every rank alike.
+  CheckpointInfo info;
+  std::vector<double> sums;
+  std::string error, warnings;
   try {
-    parts = compute_on_root(dp_, [&] { return read_parts(path); });
+    const CheckpointFile file(path);
+    check_fits(file);
+    info = file.info();
+    read_model(file);
+    if (info.run.optimizer == opt_.name()) {
+      read_state(file);
+    } else {  // (the state stays zero)
+      warnings += "[optim] name = " + std::string(opt_.name()) + " but the checkpoint's optimizer is " +
+                  info.run.optimizer + ": its state starts from zero\n";
+      info.state.optimizer_steps = 0;
+    }
+    sums = file.read_f64("state/interval_sums");
+    if (g.world_rank() == 0)
+      for (const std::string& d : config_differences(cfg_, info.run.ini, path)) warnings += d + "\n";
   } catch (const Error& e) {
     if (e.code() != ExitCode::bad_input) throw;
     error = e.what();
   }
   raise_if_any(rt_.world(), error);
-  const CheckpointInfo info = decode_info(parts[info_part]);
-  upload(parts[params_part].data(), parts[params_part].size(), model_.parameters());
-  if (!parts[state_part].empty()) {  // the whole stage's state, laid out like the parameters: this rank's runs
-    std::vector<float> compact(static_cast<std::size_t>(opt_.state().numel()), 0.f);
-    compact_state(opt_, reinterpret_cast<const float*>(parts[state_part].data()), model_.parameters().numel(),
-                  compact.data());
-    upload(compact.data(), compact.size() * sizeof(float), opt_.state());
-  }
-  set_buffers(parts[buffers_part]);
   // The partial sums of the log interval the checkpoint cut: each rank its own on the same mesh
   // (same dp and pp sizes); otherwise one rank of the last stage carries them all (only the last
   // stage's sums count: Trainer::sum_over_replicas), the first replica's.
-  const auto* sums = reinterpret_cast<const double*>(parts[sums_part].data());
-  const int rows = static_cast<int>(parts[sums_part].size() / (3 * sizeof(double)));
+  const int rows = static_cast<int>(sums.size() / 3);
   const int me = g.world_rank();
   for (int j = 0; j < 3; ++j) interval_sums[j] = 0;
   const bool same_mesh =
@@ -213,12 +205,12 @@ CheckpointInfo Checkpointer::load(const std::string& path, double interval_sums[
   MeshCoords carrier;  // the last stage of the first replica
   carrier[MeshDim::pp] = g.size(MeshDim::pp) - 1;
   if (same_mesh)
-    for (int j = 0; j < 3; ++j) interval_sums[j] = sums[me * 3 + j];
+    for (int j = 0; j < 3; ++j) interval_sums[j] = sums[static_cast<std::size_t>(me * 3 + j)];
   else if (me == mesh_world_rank(carrier, g.shape()))
     for (int r = 0; r < rows; ++r)
-      for (int j = 0; j < 3; ++j) interval_sums[j] += sums[r * 3 + j];
+      for (int j = 0; j < 3; ++j) interval_sums[j] += sums[static_cast<std::size_t>(r * 3 + j)];
   if (g.world_rank() == 0) {
-    std::istringstream w(parts[warnings_part]);
+    std::istringstream w(warnings);
     for (std::string line; std::getline(w, line);)
       std::fprintf(stderr, "warning: resuming from %s: %s\n", path.c_str(), line.c_str());
   }

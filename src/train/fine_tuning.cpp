@@ -73,44 +73,37 @@ std::string InitPlan::describe() const {
 }
 
 std::string Checkpointer::initialize(const std::string& path) {
-  // Rank 0 of each stage's data-parallel group reads that stage's tensors into a host copy of
-  // the freshly initialized ones (the same on every rank of the group), the group gets the bits.
-  auto read = [&] {
+  // Every rank reads its stage's tensors the plan loads over its freshly initialized ones (the
+  // same on every rank of the stage: initialization is by global index).
+  InitPlan plan;
+  std::string error;
+  try {
     const CheckpointFile file(path);
     std::vector<std::pair<std::string, Shape>> tensors;
     for (const ParamInfo& p : model_.param_info()) tensors.emplace_back(p.name, p.shape);
     model_.sync_buffers(true);
     auto buffers = model_.buffers();
     for (const auto& [name, buf] : buffers) tensors.emplace_back(name, Shape{static_cast<std::int64_t>(buf->size())});
-    const InitPlan plan = plan_initialization(file, model_.layer_names(), tensors, cfg_.checkpoint.init_layers);
+    plan = plan_initialization(file, model_.layer_names(), tensors, cfg_.checkpoint.init_layers);
+    auto loads = [&](const std::string& name) {
+      return std::find(plan.load.begin(), plan.load.end(), name) != plan.load.end();
+    };
     std::vector<float> p(static_cast<std::size_t>(model_.parameters().numel()));
     download(model_.parameters(), p.data(), p.size() * sizeof(float));
-    std::string b;
     for (const ParamInfo& pi : model_.param_info())
-      if (std::find(plan.load.begin(), plan.load.end(), pi.name) != plan.load.end())
-        file.read("model/" + pi.name, p.data() + pi.offset);
-    for (auto& [name, buf] : buffers) {
-      std::vector<float> v = *buf;
-      if (std::find(plan.load.begin(), plan.load.end(), name) != plan.load.end()) file.read("model/" + name, v.data());
-      b.append(reinterpret_cast<const char*>(v.data()), v.size() * sizeof(float));
-    }
-    return std::vector<std::string>{std::string(reinterpret_cast<const char*>(p.data()), p.size() * sizeof(float)), b,
-                                    plan.describe(), plan.mismatched ? "1" : ""};
-  };
-  std::vector<std::string> parts;
-  std::string error;
-  try {
-    parts = compute_on_root(dp_, read);
+      if (loads(pi.name)) file.read("model/" + pi.name, p.data() + pi.offset);
+    upload(p.data(), p.size() * sizeof(float), model_.parameters());
+    for (auto& [name, buf] : buffers)
+      if (loads(name)) file.read("model/" + name, buf->data());
+    model_.sync_buffers(false);  // device copies of the buffers follow the loaded values
   } catch (const Error& e) {
     if (e.code() != ExitCode::bad_input) throw;
     error = e.what();
   }
   raise_if_any(rt_.world(), error);
-  upload(parts[0].data(), parts[0].size(), model_.parameters());
-  set_buffers(parts[1]);
-  if (!parts[3].empty() && rt_.mesh().coord(MeshDim::dp) == 0)  // layers that start fresh for want of a match: say so
-    warn("[checkpoint] init_from = " + path + ": some layers start fresh: " + parts[2]);
-  return parts[2];
+  if (plan.mismatched && rt_.mesh().coord(MeshDim::dp) == 0)  // layers that start fresh for want of a match: say so
+    warn("[checkpoint] init_from = " + path + ": some layers start fresh: " + plan.describe());
+  return plan.describe();
 }
 
 }  // namespace hpctrain

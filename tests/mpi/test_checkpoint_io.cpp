@@ -1,8 +1,8 @@
 // The parallel checkpoint writer at 1-4 ranks: every rank writes a disjoint
 // part of each dataset (rows split over the data-parallel ranks of the stage
 // that owns it, including shapes with fewer rows than ranks), and reading the
-// file back on one rank gives exactly the tensors, attributes and per-rank
-// rows that were written. Also the directory rules: `latest`, keep K, and
+// file back gives exactly the tensors, attributes and per-rank rows that were written, on one
+// rank or by every rank's own slabs. Also the directory rules: `latest`, keep K, and
 // partial files of a failed write ignored (removed at start-up by the lock holder: test_run_lock).
 #include <gtest/gtest.h>
 #include <unistd.h>
@@ -90,6 +90,48 @@ TEST(CheckpointIo, DisjointParallelWriteReadsBackExactly) {
     fs::remove_all(dir);
   }
   MPI_Barrier(MPI_COMM_WORLD);
+}
+
+// Resuming reads by slab: every rank opens the file at once and reads element ranges of its own
+// (whole rows, part of one row, ranges that start and end inside rows, a 1-D range, all of it)
+// by hyperslab; each gives exactly those elements, and a range past the end is refused.
+TEST(CheckpointIo, EveryRankReadsItsOwnSlabs) {
+  const std::string dir = shared_dir("hpct_ckpt_slabs_");
+  const std::string path = dir + "/c.h5";
+  const std::vector<Shape> shapes{{7, 3}, {11}, {5, 2, 3, 3}, {130, 4}};
+  std::vector<std::vector<float>> values;
+  std::vector<CheckpointTensor> tensors;
+  for (std::size_t i = 0; i < shapes.size(); ++i)
+    values.push_back(ramp(numel(shapes[i]), 100.f * static_cast<float>(i)));
+  for (std::size_t i = 0; i < shapes.size(); ++i)
+    tensors.push_back({"model/0" + std::to_string(i) + "_dense/weight", shapes[i], values[i].data(), 0});
+  CheckpointInfo info;
+  info.run.world = info.run.dp = world_size();
+  info.run.optimizer = "sgd";
+  const double sums[3] = {0, 0, 0};
+  write_checkpoint(*host_communicator(MPI_COMM_WORLD, "world"), path, info, tensors, {},
+                   {world_rank(), world_size(), 0, 1}, sums);
+  const CheckpointFile f(path);  // (every rank)
+  for (std::size_t i = 0; i < shapes.size(); ++i) {
+    const std::int64_t n = numel(shapes[i]);
+    const std::int64_t r = world_rank();
+    const std::vector<std::pair<std::int64_t, std::int64_t>> ranges{
+        {0, n},
+        {r, 1},
+        {1 + r, n / 2},
+        {n - 3 - r, 3},
+        {(n / 3) * r % n, std::min<std::int64_t>(n / 3, n - (n / 3) * r % n)}};
+    for (const auto& [first, count] : ranges) {
+      std::vector<float> back(static_cast<std::size_t>(count), -1.f);
+      f.read_elements(tensors[i].path, first, count, back.data());
+      const std::vector<float> want(values[i].begin() + first, values[i].begin() + first + count);
+      EXPECT_EQ(back, want) << tensors[i].path << " [" << first << ", " << first + count << ") on rank " << r;
+    }
+  }
+  float x = 0;
+  EXPECT_THROW(f.read_elements(tensors[0].path, 20, 2, &x), Error);
+  MPI_Barrier(MPI_COMM_WORLD);
+  if (world_rank() == 0) fs::remove_all(dir);
 }
 
 // ---- The field table (io/checkpoint_file.hpp visit_fields) ----

@@ -1,8 +1,8 @@
 // Checkpoint files: the file format (docs/checkpoints.md; when and what to checkpoint is
 // train/checkpointing.hpp). One HDF5 file per checkpoint, written collectively through the MPI-IO driver (every rank
 // writes a disjoint set of chunks, nothing funnels through rank 0), under a temporary name that is renamed once every
-// rank has closed it; read back on one rank with the serial driver. Every dataset carries HDF5's Fletcher32 checksum,
-// so a flipped byte is an error on load, not a silently different model.
+// rank has closed it; read back by every rank with the serial driver, each rank its own slabs. Every dataset carries
+// HDF5's Fletcher32 checksum, so a flipped byte is an error on load, not a silently different model.
 //
 // Also here: the checkpoint directory (names, the `latest` pointer, keeping the
 // newest K, finding the newest complete checkpoint).
@@ -135,6 +135,9 @@ class CheckpointFile {
   std::string group_type(const std::string& group) const;             // "" when the group or attribute is missing
   std::vector<std::string> children(const std::string& group) const;  // link names, sorted; {} when missing
   void read(const std::string& dataset, float* out) const;            // the whole dataset, float32
+  // Elements [first, first + count) of a float32 dataset in row-major order: the whole rows
+  // (first dimension) that hold them are read as one hyperslab, nothing else.
+  void read_elements(const std::string& dataset, std::int64_t first, std::int64_t count, float* out) const;
   std::vector<double> read_f64(const std::string& dataset) const;
 
  private:

@@ -2,8 +2,8 @@
 // model's parameters and buffers, the optimizer's state; each tagged with the
 // model-parallel stage that owns its layer), when one is due, writing one
 // (temporary name, collective write, rename, `latest`, keep K), and resuming
-// from one: rank 0 reads and checks it against this model, every rank gets
-// the bits. Also the checks --dry-run makes of the directory and the target.
+// from one: every rank checks it against its part of the model and reads its own slabs.
+// Also the checks --dry-run makes of the directory and the target.
 #pragma once
 
 #include <atomic>
@@ -27,7 +27,7 @@ namespace hpctrain {
 class Checkpointer {
  public:
   // Collective: creates [checkpoint] dir on rank 0 (bad_input when it cannot). `dp`: the
-  // data-parallel group for host buffers (a stage's rank 0 reads, the group gets the bits).
+  // data-parallel group for host buffers (writers gather their optimizer state slices over it).
   // `groups`: the layers of each pipeline stage (empty: one stage holds everything).
   Checkpointer(const Config& cfg, Runtime& rt, Communicator& dp, Model& model, Optimizer& opt,
                std::vector<LayerGroup> groups = {});
@@ -61,12 +61,12 @@ class Checkpointer {
 
   // Collective: the checkpoint [checkpoint] resume selects ("" = start fresh).
   std::string resume_target() const;
-  // Collective: loads `path` into the model and the optimizer. Rank 0 reads and
-  // checks it (bad_input naming the layer and both shapes when the model differs),
-  // prints the configuration keys that differ from the checkpoint's as warnings;
-  // every rank receives the same bits. `interval_sums`: this rank's partial
-  // log-interval sums (the same world size), or the total on rank 0. When the checkpoint's
-  // optimizer differs, its state starts from zero and so does the returned optimizer_steps.
+  // Collective: loads `path` into the model and the optimizer. Every rank checks it against its
+  // stage (bad_input naming the layer and both shapes when the model differs) and reads what it
+  // holds by hyperslab (its stage's parameters and buffers, the state of the elements it updates);
+  // rank 0 prints the configuration keys that differ from the checkpoint's as warnings. `interval_sums`: this rank's
+  // partial log-interval sums (the same world size), or the total on rank 0. When the checkpoint's optimizer differs,
+  // its state starts from zero and so does the returned optimizer_steps.
   CheckpointInfo load(const std::string& path, double interval_sums[3]);
   // Collective, for a run that starts fresh: [checkpoint] init_from into the model's parameters
   // and buffers (each stage its own layers; not the optimizer state, not the step), as
@@ -75,10 +75,12 @@ class Checkpointer {
   std::string initialize(const std::string& path);
 
  private:
-  // The model's buffers (batch-norm statistics) from their bytes in buffers() order, then to the device.
-  void set_buffers(const std::string& bytes);
-  // Rank 0 of a stage's group: the checkpoint's parts for load() (checked against this model).
-  std::vector<std::string> read_parts(const std::string& path) const;
+  // bad_input naming the file and the first mismatch (and how many more) when `file` does not fit the model.
+  void check_fits(const CheckpointFile& file) const;
+  // This rank's parameters and buffers from `file` (the stage's), then to the device.
+  void read_model(const CheckpointFile& file);
+  // The optimizer state of the elements this rank updates (opt_.runs()), each by its hyperslabs.
+  void read_state(const CheckpointFile& file);
   // Collective, after a write failed on some rank (`local`: this rank's error, "" if none): rank 0
   // removes the partial file; every rank throws checkpoint_failed with one line in words (no space
   // left, or the write error) naming the newest complete checkpoint, which still stands.

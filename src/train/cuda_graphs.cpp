@@ -21,24 +21,9 @@ std::string cuda_graphs_refusal(const Config& cfg, DeviceKind device, int dp_siz
   return "";
 }
 
-void Trainer::run_recorded(std::unique_ptr<cuda::Graph>& graph, const std::function<void()>& work) {
-  if (!graph) {  // warm-up: buffers, scratch and cuDNN's plans are made outside any recording
-    graph = std::make_unique<cuda::Graph>();
-    work();
-    return;
-  }
-  if (!graph->ready()) {
-    graph->begin();
-    work();
-    graph->end();
-  }
-  graph->launch();
-}
-
 void Trainer::drop_recordings() {
-  step_graph_.reset();
+  executor_->invalidate();
   update_graph_.reset();
-  recorded_for_ = Recorded{};
 }
 
 }  // namespace hpctrain

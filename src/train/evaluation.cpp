@@ -13,12 +13,12 @@
 namespace hpctrain {
 
 void Trainer::sum_over_replicas(double* v, std::size_t n) {
-  if (!pipeline_) {
+  if (rt_.mesh().size(MeshDim::pp) == 1) {
     host_dp().allreduce(v, v, n, DType::f64, ReduceOp::sum);  // the data-parallel group is the world
     return;
   }
   // Only the last stage holds loss sums; the other stages add zeros.
-  if (!pipeline_->last()) std::fill(v, v + n, 0.0);
+  if (!executor_->holds_output()) std::fill(v, v + n, 0.0);
   rt_.world().allreduce(v, v, n, DType::f64, ReduceOp::sum);
 }
 
@@ -49,12 +49,7 @@ EvalResult Trainer::evaluate(const SplitIndex& split) {
     t.values = staged_.targets();
     model_->context().training = false;
     fill(eval_scalars_, 0.f);
-    if (pipeline_) {
-      pipeline_->eval_batch(batch.size, MicroBatch{x, t}, eval_scalars_);
-    } else {
-      const Tensor& out = model_->forward(x);
-      loss_->forward(out, t, eval_scalars_);
-    }
+    executor_->forward(batch.size, MicroBatch{x, t}, &eval_scalars_);
     const auto h = step_scalars::to_host(eval_scalars_);  // per batch: the sums stay in double
     sums[0] += h[step_scalars::loss_sum];
     sums[1] += h[step_scalars::correct];

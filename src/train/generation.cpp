@@ -14,7 +14,6 @@
 #include "hpctrain/core/hash.hpp"
 #include "hpctrain/core/log.hpp"
 #include "hpctrain/data/text_import.hpp"
-#include "hpctrain/tensor/step_scalars.hpp"
 #include "hpctrain/train/checkpointing.hpp"
 #include "hpctrain/train/trainer.hpp"
 
@@ -92,8 +91,7 @@ int Trainer::generate(const SamplingOptions& o) {
   model_->context().training = false;
   const std::int64_t t = split.block_size, width = split.num_classes;
   model_->set_batch(1);
-  Tensor input = Tensor::zeros({1, t}, alloc_), labels = Tensor::zeros({t}, alloc_),
-         scalars = step_scalars::make(alloc_);
+  Tensor input = Tensor::zeros({1, t}, alloc_);
   std::vector<float> window(static_cast<std::size_t>(t));
   const std::size_t first_new = ids.size();
   for (std::int64_t n = 0; n < o.tokens; ++n) {
@@ -102,19 +100,13 @@ int Trainer::generate(const SamplingOptions& o) {
     for (std::size_t i = 0; i < len; ++i) window[i] = static_cast<float>(ids[ids.size() - len + i]);
     upload(window.data(), window.size() * sizeof(float), input);
     std::uint32_t next = 0;
-    if (pipeline_) {
-      Targets none;
-      none.classes = index_data(labels);  // zeros: the loss the last stage adds is not read
-      pipeline_->eval_batch(1, MicroBatch{input, none}, scalars);
-    } else {
-      model_->forward(input);
-    }
-    if (!pipeline_ || pipeline_->last()) {
+    executor_->forward(1, MicroBatch{input, Targets{}}, nullptr);
+    if (executor_->holds_output()) {
       const std::vector<float> out = to_host(model_->output());
       const auto row = out.begin() + static_cast<std::ptrdiff_t>((len - 1) * static_cast<std::size_t>(width));
       next = draw({row, row + width}, o, cfg_.run.seed ^ splitmix64(0x67656E + static_cast<std::uint64_t>(n)));
     }
-    if (pipeline_) pp_comm_->broadcast(&next, 1, DType::i32, pipeline_->stages() - 1);
+    executor_->share_from_output(next);
     ids.push_back(next);
   }
   const std::vector<std::uint32_t> fresh(ids.begin() + static_cast<std::ptrdiff_t>(first_new), ids.end());

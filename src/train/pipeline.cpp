@@ -166,14 +166,14 @@ void PipelineStage::train_step(int k, std::int64_t rows, const std::function<Mic
   HPCT_CHECK(stored == 0, "pipeline step ended with micro-batches in flight");
 }
 
-void PipelineStage::eval_batch(std::int64_t rows, const MicroBatch& mb, Tensor& scalars) {
+void PipelineStage::eval_batch(std::int64_t rows, const MicroBatch& mb, Tensor* scalars) {
   model_.set_batch(rows);
   const Tensor in = stage_ == 0 ? mb.input : receive(rows, model_.input_shape(), stage_ - 1, free_eval_);
   const Tensor& out = model_.forward(in);
-  if (last())
-    loss_.forward(out, mb.targets, scalars);
-  else
+  if (!last())
     send(out, stage_ + 1, 0);
+  else if (scalars)
+    loss_.forward(out, mb.targets, *scalars);
   wait_sends();
   if (stage_ > 0) free_eval_.push_back(in);
 }

@@ -366,9 +366,8 @@ RunSummary Trainer::summarize(const Progress& p, const Checkpointer& checkpointe
   s.skipped_steps = state_.scaler.skipped_steps;
   p.monitor->finish(s, s.wall_s);
   s.loss_scale = state_.scaler.scale;
-  if (pipeline_) {
-    double pipe[3] = {pipeline_->wait_seconds(), pipeline_->step_seconds(),
-                      static_cast<double>(pipeline_->peak_stored())};
+  if (const PipelineStage* stage = executor_->pipeline()) {
+    double pipe[3] = {stage->wait_seconds(), stage->step_seconds(), static_cast<double>(stage->peak_stored())};
     rt_.world().allreduce(pipe, pipe, 2, DType::f64, ReduceOp::sum);
     rt_.world().allreduce(pipe + 2, pipe + 2, 1, DType::f64, ReduceOp::max);
     s.pipeline = true;

@@ -99,11 +99,9 @@ Trainer::Trainer(const Config& cfg, Runtime& rt, const DatasetIndex& index)
   comm_ = rt.make_communicator(MeshDim::dp, gpu ? MemorySpace::device : MemorySpace::host);
   // Small host-side reductions (batch norm statistics, metrics, checks) over the same group.
   if (gpu) host_comm_ = rt.make_communicator(MeshDim::dp, MemorySpace::host, "/host");
-  if (stages > 1) {
-    // Activations between stages go through host buffers (pipeline.cpp stages them): MPI on the host.
-    pp_comm_ = rt.make_communicator(MeshDim::pp, MemorySpace::host);
-    pipeline_ = std::make_unique<PipelineStage>(*model_, *loss_, *pp_comm_, cfg.parallel.pipeline_schedule, alloc_);
-  }
+  // Activations between stages go through host buffers (pipeline.cpp stages them): MPI on the host.
+  if (stages > 1) pp_comm_ = rt.make_communicator(MeshDim::pp, MemorySpace::host);
+  executor_ = make_step_executor(cfg, *model_, *loss_, pp_comm_.get(), staged_, alloc_);
   model_->init_parameters(cfg.run.seed);
   comm_->broadcast(model_->parameters().data(), static_cast<std::size_t>(model_->parameters().numel()), DType::f32, 0);
   // The hash of every parameter, then two allreduces: nothing to compare on one rank.
@@ -126,8 +124,34 @@ Trainer::Trainer(const Config& cfg, Runtime& rt, const DatasetIndex& index)
   // beside the kernels), not on a CPU (it took cores from the forward: 5% slower, docs/parallelism.md).
   const Tristate overlap = cfg.parallel.gather_overlap;
   overlap_gather_ = averager_->sharded() && (overlap == Tristate::on || (overlap == Tristate::auto_ && gpu)) &&
-                    !pipeline_ && cfg.run.precision == Precision::fp32 && !cfg.run.cuda_graphs;
+                    stages == 1 && cfg.run.precision == Precision::fp32 && !cfg.run.cuda_graphs;
   make_optimizer_for_this_rank();
+  compose_update();
+}
+
+void Trainer::compose_update() {
+  const bool sharded = averager_->sharded();
+  if (cfg_.run.cuda_graphs)
+    update_ = [this, sharded](std::int64_t t) {
+      opt_->begin_step(scalars_, t);  // host bookkeeping (Adam's step count) outside the recording
+      run_recorded(update_graph_, [&] {
+        opt_->update(scalars_);
+        if (!sharded) model_->refresh_compute_parameters();  // (a sharded update's all-gather runs outside it)
+      });
+    };
+  else
+    update_ = [this](std::int64_t t) { opt_->step(scalars_, t); };
+  if (!sharded && cfg_.run.cuda_graphs)
+    after_update_ = [] {};  // (refreshed inside the recording)
+  else if (!sharded)
+    after_update_ = [this] { model_->refresh_compute_parameters(); };
+  else if (overlap_gather_)  // the next forward waits for each layer's parameters (float32: no copy to refresh)
+    after_update_ = [this] { averager_->start_gather(model_->parameters()); };
+  else
+    after_update_ = [this] {
+      comm_wait_s_ += averager_->gather_parameters(model_->parameters());
+      model_->refresh_compute_parameters();
+    };
 }
 
 void Trainer::make_optimizer_for_this_rank() {
@@ -184,46 +208,35 @@ void Trainer::train_step(const Batch& batch, float lr) {
     ctx.step_key = reinterpret_cast<const std::uint64_t*>(step_key_.data());
     return mb;
   };
-  // Each bucket's average starts as soon as the last backward has finished its layers.
-  const auto layer_done = [&](std::size_t layer) { averager_->layer_done(layer); };
+  StepHooks hooks;
+  hooks.prepare = prepare;
   // A sharded optimizer's all-gather of the last update, overlapped: each layer waits for its parameters.
-  const auto before_layer = [&](std::size_t layer) {
+  hooks.acquire = [&](std::size_t layer) {
     if (averager_->gathering()) comm_wait_s_ += averager_->wait_gathered(model_->layer_param_range(layer).second);
   };
-  // Gradient accumulation: the first micro-batch overwrites, later ones add.
-  auto micro_batches = [&](const std::function<void(std::size_t)>& last_done) {
-    for (int m = 0; m < k; ++m) {
-      const MicroBatch mb = prepare(m);
-      const Tensor& out = model_->forward(mb.input, before_layer);
-      settle_parameters();                        // (every bucket is below some layer's parameters: nothing left)
-      loss_->forward(out, mb.targets, scalars_);  // adds to the interval's sums on the device
-      loss_->backward(out, mb.targets, grad_scale, model_->dout());
-      model_->backward(mb.input, model_->dout(), m + 1 == k ? last_done : std::function<void(std::size_t)>(), m > 0);
-    }
-  };
-  if (pipeline_) {
-    pipeline_->train_step(k, rows, prepare, grad_scale, scalars_, layer_done);
-  } else if (cfg_.run.cuda_graphs) {
-    // A recording holds the addresses and arguments it saw: record again when they change.
-    const Recorded key{staged_.samples(), staged_.classes(),         staged_.targets(), rows,
-                       grad_scale,        cuda::scratch_generation()};
-    if (!(key == recorded_for_)) drop_recordings();
-    recorded_for_ = key;
-    run_recorded(step_graph_, [&] { micro_batches({}); });
-    for (std::size_t i = model_->layers(); i-- > 0;) averager_->layer_done(i);  // no overlap: one launch
-  } else {
-    micro_batches(layer_done);
-  }
+  hooks.forward_done = [&] { settle_parameters(); };  // (every bucket is below some layer's parameters)
+  // Each bucket's average starts as soon as the last backward has finished its layers.
+  hooks.layer_done = [&](std::size_t layer) { averager_->layer_done(layer); };
+  hooks.dropped_recordings = [&] { update_graph_.reset(); };  // (it may use the scratch area that moved)
+  executor_->train(k, rows, grad_scale, scalars_, hooks);
   finish_step();
 }
 
 void Trainer::finish_step() {
+  double squares = 0;
+  if (!finish_gradients(squares)) return;  // an fp16 overflow: the update is skipped on every rank
+  if (cfg_.optim.clip_norm > 0) clip_by_global_norm(model_->gradients(), cfg_.optim.clip_norm, squares);
+  update_(++state_.optimizer_steps);
+  after_update_();
+}
+
+bool Trainer::finish_gradients(double& squares) {
   comm_wait_s_ += averager_->finish();
   last_step_skipped_ = false;
   Tensor& grads = model_->gradients();
   const bool fp16 = cfg_.run.precision == Precision::fp16, clip = cfg_.optim.clip_norm > 0;
   // One pass over the gradients serves both the overflow check and the clipping norm.
-  double squares = fp16 || clip ? owned_sum_of_squares() : 0;
+  squares = fp16 || clip ? owned_sum_of_squares() : 0;
   if (fp16) {
     // An overflow on any stage or replica skips the update everywhere, so the ranks stay identical.
     int bad = std::isfinite(squares) ? 0 : 1;
@@ -231,7 +244,7 @@ void Trainer::finish_step() {
     if (bad) {
       state_.scaler.overflow();
       last_step_skipped_ = true;
-      return;
+      return false;
     }
     const double s = state_.scaler.scale;
     scale(grads, static_cast<float>(1.0 / s));  // a power of two: exact
@@ -239,31 +252,9 @@ void Trainer::finish_step() {
     state_.scaler.good_step(cfg_.optim.loss_scale_window);
   }
   if (!tie_syncs_.empty()) sum_tied_gradients(clip ? &squares : nullptr);
-  if (clip) {
-    // The global norm covers every stage's gradients (identical over a data-parallel group after averaging).
-    if (pp_comm_) pp_comm_->allreduce(&squares, &squares, 1, DType::f64, ReduceOp::sum);
-    clip_by_global_norm(grads, cfg_.optim.clip_norm, squares);
-  }
-  const std::int64_t t = ++state_.optimizer_steps;
-  if (cfg_.run.cuda_graphs) {
-    opt_->begin_step(scalars_, t);              // host bookkeeping (Adam's step count) outside the recording
-    const bool sharded = averager_->sharded();  // the all-gather runs outside the recording
-    run_recorded(update_graph_, [&] {
-      opt_->update(scalars_);
-      if (!sharded) model_->refresh_compute_parameters();
-    });
-    if (!sharded) return;
-  } else {
-    opt_->step(scalars_, t);
-  }
-  if (averager_->sharded()) {
-    if (overlap_gather_) {  // the next forward waits for each layer's parameters (float32: no copy to refresh)
-      averager_->start_gather(model_->parameters());
-      return;
-    }
-    comm_wait_s_ += averager_->gather_parameters(model_->parameters());
-  }
-  model_->refresh_compute_parameters();
+  // The global norm covers every stage's gradients (identical over a data-parallel group after averaging).
+  if (clip) executor_->sum_over_stages(squares);
+  return true;
 }
 
 void Trainer::settle_parameters() {

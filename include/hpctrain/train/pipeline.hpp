@@ -49,8 +49,9 @@ class PipelineStage {
   // is called as the last backward finishes each layer (gradient buckets).
   void train_step(int k, std::int64_t rows, const std::function<MicroBatch(int)>& prepare, float grad_scale,
                   Tensor& scalars, const std::function<void(std::size_t)>& layer_done);
-  // Forward only: one batch through this stage (the last stage adds the loss sums to `scalars`).
-  void eval_batch(std::int64_t rows, const MicroBatch& mb, Tensor& scalars);
+  // Forward only: one batch through this stage (the last stage adds the loss sums to `scalars`
+  // unless it is null).
+  void eval_batch(std::int64_t rows, const MicroBatch& mb, Tensor* scalars);
 
   int stage() const { return stage_; }
   int stages() const { return stages_; }

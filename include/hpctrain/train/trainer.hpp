@@ -30,6 +30,7 @@
 #include "hpctrain/train/run_report.hpp"
 #include "hpctrain/train/schedule.hpp"
 #include "hpctrain/train/staged_batch.hpp"
+#include "hpctrain/train/step_executor.hpp"
 #include "hpctrain/train/system_monitor.hpp"
 
 namespace hpctrain {
@@ -74,7 +75,7 @@ class Trainer {
   // Waits for a sharded optimizer's all-gather still in flight ([parallel] gather_overlap).
   void settle_parameters();
   Optimizer& optimizer() { return *opt_; }
-  PipelineStage* pipeline() { return pipeline_.get(); }              // null when pipeline_parallel = 1
+  PipelineStage* pipeline() { return executor_->pipeline(); }        // null when pipeline_parallel = 1
   const std::vector<LayerGroup>& groups() const { return groups_; }  // the layers of each pipeline stage
   GradientAverager& averager() { return *averager_; }
   double comm_wait_seconds() const { return comm_wait_s_; }
@@ -83,11 +84,19 @@ class Trainer {
   std::int64_t skipped_steps() const { return state_.scaler.skipped_steps; }
   bool last_step_skipped() const { return last_step_skipped_; }
   Communicator& dp_comm() { return *comm_; }
-  bool replaying() const { return step_graph_ && step_graph_->ready(); }  // [run] cuda_graphs: recorded
+  bool replaying() const { return executor_->replaying(); }  // [run] cuda_graphs: recorded
 
  private:
-  struct Progress;     // the run's clocks, marks and report (train/run.cpp)
-  void finish_step();  // wait for the gradient averages, clip, update
+  struct Progress;  // the run's clocks, marks and report (train/run.cpp)
+  // After the backward: finish the gradients, clip, the optimizer step, the parameters whole again.
+  void finish_step();
+  // The averaged gradients of the step, unscaled (fp16; false: an overflow skips the update on
+  // every rank), tied weights' summed; `squares`: their squared norm over the stages when clipping.
+  bool finish_gradients(double& squares);
+  // The update and what follows it, chosen once: eager or recorded ([run] cuda_graphs); then
+  // the compute copies refreshed, or a sharded optimizer's all-gather (waited for, or overlapped
+  // with the next forward).
+  void compose_update();
   // The optimizer over what this rank updates: every parameter, or its shard ([parallel] shard_optimizer).
   void make_optimizer_for_this_rank();
   // Collective with a sharded optimizer: the squared norm of the averaged gradients.
@@ -95,10 +104,7 @@ class Trainer {
   // Pipelines: sums the gradients of weights tied across stages (Model::tie_syncs); with `squares`,
   // recomputes this stage's squared gradient norm with those gradients counted on one stage.
   void sum_tied_gradients(double* squares);
-  // Runs `work` on the GPU's compute stream through `graph` ([run] cuda_graphs): eagerly when the
-  // graph is new (warm-up: allocations, cuDNN's algorithm search), then recorded once and replayed.
-  void run_recorded(std::unique_ptr<cuda::Graph>& graph, const std::function<void()>& work);
-  void drop_recordings();
+  void drop_recordings();  // what [run] cuda_graphs recorded is recorded again at the next step
   bool gpu() const {
     return alloc_.device() == Device::cuda;
   }  // after anything that may move buffers (evaluation, a new batch shape)
@@ -125,22 +131,9 @@ class Trainer {
   const Config& cfg_;
   Runtime& rt_;
   const DatasetIndex& index_;
-  Allocator alloc_;  // on the rank's device: parameters, gradients, state, activations
-  // [run] cuda_graphs: the recorded forward/backward of a step and the recorded update, with
-  // what they were recorded for (rows, staged batch addresses, loss gradient scale, and the
-  // generation of the CUDA scratch area, whose regrowth frees the area a recording writes).
-  std::unique_ptr<cuda::Graph> step_graph_, update_graph_;
-  struct Recorded {
-    const void *samples = nullptr, *classes = nullptr, *targets = nullptr;
-    std::int64_t rows = 0;
-    float grad_scale = 0;
-    std::uint64_t scratch = 0;
-    bool operator==(const Recorded& o) const {
-      return samples == o.samples && classes == o.classes && targets == o.targets && rows == o.rows &&
-             grad_scale == o.grad_scale && scratch == o.scratch;
-    }
-  } recorded_for_;
-  StagedBatch staged_;  // the current batch on that device
+  Allocator alloc_;                            // on the rank's device: parameters, gradients, state, activations
+  std::unique_ptr<cuda::Graph> update_graph_;  // [run] cuda_graphs: the recorded update
+  StagedBatch staged_;                         // the current batch on that device
   std::unique_ptr<Model> model_;
   std::unique_ptr<Loss> loss_;
   std::unique_ptr<Optimizer> opt_;
@@ -148,15 +141,18 @@ class Trainer {
   std::unique_ptr<Communicator> host_comm_;  // the same group for host buffers, when comm_ is on a GPU
   Communicator& host_dp() { return host_comm_ ? *host_comm_ : *comm_; }
   std::unique_ptr<GradientAverager> averager_;
-  bool overlap_gather_ = false;              // [parallel] gather_overlap in effect (see the constructor)
-  std::vector<LayerGroup> groups_;           // the layers of each pipeline stage
-  std::unique_ptr<Communicator> pp_comm_;    // the pipeline stages of this replica (pp > 1)
-  std::unique_ptr<PipelineStage> pipeline_;  // this rank's stage (M > 1)
-  std::vector<TieSync> tie_syncs_;           // weights tied across stages (sum_tied_gradients)
-  Tensor scalars_, eval_scalars_;            // step scalars (tensor/step_scalars.hpp) of training and evaluation
-  Tensor step_key_;                          // splitmix64(step) on the device, for dropout (StepContext::step_key)
-  double comm_wait_s_ = 0;                   // time waiting for gradient buckets after backward (all steps)
-  TrainState state_;  // where the run stands (checkpointed); its scaler: precision = fp16's loss scale
+  bool overlap_gather_ = false;            // [parallel] gather_overlap in effect (see the constructor)
+  std::vector<LayerGroup> groups_;         // the layers of each pipeline stage
+  std::unique_ptr<Communicator> pp_comm_;  // the pipeline stages of this replica (pp > 1)
+  std::unique_ptr<StepExecutor>
+      executor_;  // how this rank runs a step's passes (one stage, recorded, a pipeline stage)
+  std::function<void(std::int64_t)> update_;  // the optimizer step (compose_update)
+  std::function<void()> after_update_;
+  std::vector<TieSync> tie_syncs_;  // weights tied across stages (sum_tied_gradients)
+  Tensor scalars_, eval_scalars_;   // step scalars (tensor/step_scalars.hpp) of training and evaluation
+  Tensor step_key_;                 // splitmix64(step) on the device, for dropout (StepContext::step_key)
+  double comm_wait_s_ = 0;          // time waiting for gradient buckets after backward (all steps)
+  TrainState state_;                // where the run stands (checkpointed); its scaler: precision = fp16's loss scale
   bool last_step_skipped_ = false;
   std::map<std::string, std::unique_ptr<Reader>> eval_readers_;  // per split, made on first use (collective)
 };

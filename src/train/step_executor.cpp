@@ -1,0 +1,122 @@
+// The ways a step's passes run on this rank (train/step_executor.hpp).
+#include "hpctrain/train/step_executor.hpp"
+
+#include "hpctrain/backend/cuda/device_api.hpp"
+
+namespace hpctrain {
+
+namespace {
+
+// Every layer on this rank.
+class OneStage : public StepExecutor {
+ public:
+  OneStage(Model& model, Loss& loss) : model_(model), loss_(loss) {}
+  void train(int k, std::int64_t /*rows*/, float grad_scale, Tensor& scalars, const StepHooks& hooks) override {
+    for (int m = 0; m < k; ++m) {  // gradient accumulation: the first micro-batch overwrites, later ones add
+      const MicroBatch mb = hooks.prepare(m);
+      const Tensor& out = model_.forward(mb.input, hooks.acquire);
+      if (hooks.forward_done) hooks.forward_done();
+      loss_.forward(out, mb.targets, scalars);  // adds to the interval's sums on the device
+      loss_.backward(out, mb.targets, grad_scale, model_.dout());
+      model_.backward(mb.input, model_.dout(), m + 1 == k ? hooks.layer_done : std::function<void(std::size_t)>(),
+                      m > 0);
+    }
+  }
+  void forward(std::int64_t rows, const MicroBatch& mb, Tensor* scalars) override {
+    model_.set_batch(rows);
+    const Tensor& out = model_.forward(mb.input);
+    if (scalars) loss_.forward(out, mb.targets, *scalars);
+  }
+
+ protected:
+  Model& model_;
+  Loss& loss_;
+};
+
+// One stage whose forward and backward are recorded as a CUDA graph and replayed: recorded again
+// when what the recording holds changes (the staged batch's addresses, the rows, the loss
+// gradient's scale, the CUDA scratch area).
+class RecordedStage final : public OneStage {
+ public:
+  RecordedStage(Model& model, Loss& loss, const StagedBatch& staged) : OneStage(model, loss), staged_(staged) {}
+  void train(int k, std::int64_t rows, float grad_scale, Tensor& scalars, const StepHooks& hooks) override {
+    const Key key{staged_.samples(), staged_.classes(),         staged_.targets(), rows,
+                  grad_scale,        cuda::scratch_generation()};
+    if (!(key == recorded_for_)) {
+      invalidate();
+      if (hooks.dropped_recordings) hooks.dropped_recordings();
+    }
+    recorded_for_ = key;
+    StepHooks inside = hooks;
+    inside.layer_done = {};  // one launch: no bucket can start early
+    run_recorded(graph_, [&] { OneStage::train(k, rows, grad_scale, scalars, inside); });
+    for (std::size_t i = model_.layers(); i-- > 0;) hooks.layer_done(i);
+  }
+  void invalidate() override {
+    graph_.reset();
+    recorded_for_ = Key{};
+  }
+  bool replaying() const override { return graph_ && graph_->ready(); }
+
+ private:
+  struct Key {
+    const void *samples = nullptr, *classes = nullptr, *targets = nullptr;
+    std::int64_t rows = 0;
+    float grad_scale = 0;
+    std::uint64_t scratch = 0;
+    bool operator==(const Key& o) const {
+      return samples == o.samples && classes == o.classes && targets == o.targets && rows == o.rows &&
+             grad_scale == o.grad_scale && scratch == o.scratch;
+    }
+  };
+  const StagedBatch& staged_;
+  std::unique_ptr<cuda::Graph> graph_;
+  Key recorded_for_;
+};
+
+// This rank's stage of a pipeline (train/pipeline.hpp): activations to the next stage, input
+// gradients to the previous one.
+class PipelinedStage final : public StepExecutor {
+ public:
+  PipelinedStage(const Config& cfg, Model& model, Loss& loss, Communicator& pp, Allocator& alloc)
+      : pp_(pp), stage_(model, loss, pp, cfg.parallel.pipeline_schedule, alloc) {}
+  void train(int k, std::int64_t rows, float grad_scale, Tensor& scalars, const StepHooks& hooks) override {
+    stage_.train_step(k, rows, hooks.prepare, grad_scale, scalars, hooks.layer_done);
+  }
+  void forward(std::int64_t rows, const MicroBatch& mb, Tensor* scalars) override {
+    stage_.eval_batch(rows, mb, scalars);
+  }
+  bool holds_output() const override { return stage_.last(); }
+  void share_from_output(std::uint32_t& value) override { pp_.broadcast(&value, 1, DType::i32, stage_.stages() - 1); }
+  void sum_over_stages(double& v) override { pp_.allreduce(&v, &v, 1, DType::f64, ReduceOp::sum); }
+  PipelineStage* pipeline() override { return &stage_; }
+
+ private:
+  Communicator& pp_;
+  PipelineStage stage_;
+};
+
+}  // namespace
+
+std::unique_ptr<StepExecutor> make_step_executor(const Config& cfg, Model& model, Loss& loss, Communicator* pp,
+                                                 const StagedBatch& staged, Allocator& alloc) {
+  if (pp) return std::make_unique<PipelinedStage>(cfg, model, loss, *pp, alloc);
+  if (cfg.run.cuda_graphs) return std::make_unique<RecordedStage>(model, loss, staged);
+  return std::make_unique<OneStage>(model, loss);
+}
+
+void run_recorded(std::unique_ptr<cuda::Graph>& graph, const std::function<void()>& work) {
+  if (!graph) {  // warm-up: buffers, scratch and cuDNN's plans are made outside any recording
+    graph = std::make_unique<cuda::Graph>();
+    work();
+    return;
+  }
+  if (!graph->ready()) {
+    graph->begin();
+    work();
+    graph->end();
+  }
+  graph->launch();
+}
+
+}  // namespace hpctrain

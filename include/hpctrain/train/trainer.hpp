@@ -88,6 +88,9 @@ class Trainer {
 
  private:
   struct Progress;  // the run's clocks, marks and report (train/run.cpp)
+  // The strategy composed once, at the end of the constructor (train/parallelize.cpp): the
+  // communicators, the step executor, the averager, the optimizer and the update.
+  void parallelize(bool gpu, int stages);
   // After the backward: finish the gradients, clip, the optimizer step, the parameters whole again.
   void finish_step();
   // The averaged gradients of the step, unscaled (fp16; false: an overflow skips the update on

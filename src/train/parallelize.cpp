@@ -1,0 +1,84 @@
+// The strategy, composed once (train/trainer.hpp): what the step, the evaluation and the
+// checkpoints then use without asking how the run is laid out.
+#include "hpctrain/core/error.hpp"
+#include "hpctrain/train/grad_buckets.hpp"
+#include "hpctrain/train/step_executor.hpp"
+#include "hpctrain/train/trainer.hpp"
+
+namespace hpctrain {
+
+// The communicators over the mesh, the step executor, the parameters initialized and made
+// identical over the replicas, the gradient averager, the optimizer over what this rank updates
+// and the update (compose_update). `stages`: the pipeline's.
+void Trainer::parallelize(bool gpu, int stages) {
+  // Gradients live on the device: NCCL, or MPI (CUDA-aware or staged through host memory).
+  comm_ = rt_.make_communicator(MeshDim::dp, gpu ? MemorySpace::device : MemorySpace::host);
+  // Small host-side reductions (batch norm statistics, metrics, checks) over the same group.
+  if (gpu) host_comm_ = rt_.make_communicator(MeshDim::dp, MemorySpace::host, "/host");
+  // Activations between stages go through host buffers (pipeline.cpp stages them): MPI on the host.
+  if (stages > 1) pp_comm_ = rt_.make_communicator(MeshDim::pp, MemorySpace::host);
+  executor_ = make_step_executor(cfg_, *model_, *loss_, pp_comm_.get(), staged_, alloc_);
+  model_->init_parameters(cfg_.run.seed);
+  comm_->broadcast(model_->parameters().data(), static_cast<std::size_t>(model_->parameters().numel()), DType::f32, 0);
+  // The hash of every parameter, then two allreduces: nothing to compare on one rank.
+  if (host_dp().size() > 1) verify_identical(host_dp(), model_->parameters(), "initial parameters");
+  model_->set_precision(cfg_.run.precision);  // bf16/fp16: the layers compute with a rounded copy
+  model_->set_fusion(cfg_.run.fusion);
+  if (cfg_.run.precision == Precision::fp16) state_.scaler.scale = cfg_.optim.loss_scale;
+  if (cfg_.parallel.shard_optimizer && !tie_syncs_.empty())
+    throw bad_input("[parallel] shard_optimizer = true: weights tied across pipeline stages (" +
+                    model_->all_layer_names()[model_->ties().front().second] +
+                    ") are not supported with a sharded optimizer yet; set it to false or keep the tied layers "
+                    "on one stage ([model] groups)");
+  const auto bucket_elems = static_cast<std::int64_t>(cfg_.parallel.bucket_mb * (1 << 20) / sizeof(float));
+  averager_ = std::make_unique<GradientAverager>(*comm_, model_->gradients(),
+                                                 make_buckets(*model_, std::max<std::int64_t>(1, bucket_elems)),
+                                                 cfg_.parallel.shard_optimizer);
+  // The all-gather after a sharded update overlaps the next forward where that forward can wait
+  // per layer: one stage (a pipeline's stages run forwards of their own), float32 (no rounded copy
+  // to refresh), no CUDA graph (a recorded step cannot wait). auto: on GPUs (the collective runs
+  // beside the kernels), not on a CPU (it took cores from the forward: 5% slower, docs/parallelism.md).
+  const Tristate overlap = cfg_.parallel.gather_overlap;
+  overlap_gather_ = averager_->sharded() && (overlap == Tristate::on || (overlap == Tristate::auto_ && gpu)) &&
+                    stages == 1 && cfg_.run.precision == Precision::fp32 && !cfg_.run.cuda_graphs;
+  make_optimizer_for_this_rank();
+  compose_update();
+}
+
+void Trainer::make_optimizer_for_this_rank() {
+  std::vector<std::pair<std::int64_t, Shape>> tensors;
+  for (const ParamInfo& p : model_->param_info()) tensors.emplace_back(p.offset, p.shape);
+  // What this rank updates, with state for just that: its shard, or every bucket; frozen layers
+  // ([train] freeze) are in no bucket, so they are neither updated nor given state.
+  std::int64_t state_elems = 0;
+  std::vector<DecayRun> runs = own_runs(decay_runs(tensors, model_->parameters().numel(), cfg_.optim.weight_decay_1d),
+                                        averager_->owned(), state_elems);
+  opt_ = make_optimizer(cfg_.optim, model_->parameters(), model_->gradients(), alloc_, std::move(runs), state_elems);
+}
+
+void Trainer::compose_update() {
+  const bool sharded = averager_->sharded();
+  if (cfg_.run.cuda_graphs)
+    update_ = [this, sharded](std::int64_t t) {
+      opt_->begin_step(scalars_, t);  // host bookkeeping (Adam's step count) outside the recording
+      run_recorded(update_graph_, [&] {
+        opt_->update(scalars_);
+        if (!sharded) model_->refresh_compute_parameters();  // (a sharded update's all-gather runs outside it)
+      });
+    };
+  else
+    update_ = [this](std::int64_t t) { opt_->step(scalars_, t); };
+  if (!sharded && cfg_.run.cuda_graphs)
+    after_update_ = [] {};  // (refreshed inside the recording)
+  else if (!sharded)
+    after_update_ = [this] { model_->refresh_compute_parameters(); };
+  else if (overlap_gather_)  // the next forward waits for each layer's parameters (float32: no copy to refresh)
+    after_update_ = [this] { averager_->start_gather(model_->parameters()); };
+  else
+    after_update_ = [this] {
+      comm_wait_s_ += averager_->gather_parameters(model_->parameters());
+      model_->refresh_compute_parameters();
+    };
+}
+
+}  // namespace hpctrain

@@ -1,5 +1,5 @@
-// [run] cuda_graphs: which configurations a recorded step can replay, and the
-// record-once / replay-after helpers of the training step (train/trainer.hpp).
+// [run] cuda_graphs: which configurations a recorded step can replay, and dropping what was
+// recorded (train/trainer.hpp). Recording and replaying: train/step_executor.cpp.
 #include <regex>
 
 #include "hpctrain/train/trainer.hpp"

@@ -122,7 +122,7 @@ double write_checkpoint(Communicator& comm, const std::string& path, const Check
                         const std::vector<std::pair<std::string, std::string>>& groups, const WriterPlace& place,
                         const double rank_sums[3], const FileTuning& tuning = {});
 
-// A checkpoint opened for reading on one rank (serial driver). Every error is
+// A checkpoint opened for reading by one rank (serial driver; every rank may open it). Every error is
 // bad_input naming the file and the dataset: missing, not HDF5, not a
 // checkpoint, a newer format version, a failed checksum.
 class CheckpointFile {

@@ -26,10 +26,10 @@ void gemm(bool ta, bool tb, float alpha, const Tensor& a, const Tensor& b, float
   const auto [m, n, k] = gemm_dims(ta, tb, a, b, c);
   if (m == 0 || n == 0) return;
   // Row-major C = op(A) op(B) is column-major C^T = op(B)^T op(A)^T: swap the operands.
-  CHECK_CUBLAS(cublas().gemm_ex(context().blas(), tb ? CUBLAS_OP_T : CUBLAS_OP_N, ta ? CUBLAS_OP_T : CUBLAS_OP_N, n, m, k,
-                            &alpha, b.data(), CUDA_R_32F, static_cast<int>(b.cols()), a.data(), CUDA_R_32F,
-                            static_cast<int>(a.cols()), &beta, c.data(), CUDA_R_32F, n, context().gemm_compute(),
-                            CUBLAS_GEMM_DEFAULT));
+  CHECK_CUBLAS(cublas().gemm_ex(context().blas(), tb ? CUBLAS_OP_T : CUBLAS_OP_N, ta ? CUBLAS_OP_T : CUBLAS_OP_N, n, m,
+                                k, &alpha, b.data(), CUDA_R_32F, static_cast<int>(b.cols()), a.data(), CUDA_R_32F,
+                                static_cast<int>(a.cols()), &beta, c.data(), CUDA_R_32F, n, context().gemm_compute(),
+                                CUBLAS_GEMM_DEFAULT));
 }
 
 namespace {

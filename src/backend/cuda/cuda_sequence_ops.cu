@@ -155,9 +155,9 @@ void batched_gemm(bool ta, bool tb, i64 m, i64 n, i64 k, float alpha, const floa
                   i64 ldb, i64 sb, float beta, float* c, i64 ldc, i64 sc, i64 batch) {
   const BatchedGemmDims d = batched_gemm_dims(m, n, k, lda, ldb, ldc, batch);
   CHECK_CUBLAS(cublas().gemm_strided_batched_ex(context().blas(), tb ? CUBLAS_OP_T : CUBLAS_OP_N,
-                                          ta ? CUBLAS_OP_T : CUBLAS_OP_N, d.n, d.m, d.k, &alpha, b, CUDA_R_32F, d.ldb,
-                                          sb, a, CUDA_R_32F, d.lda, sa, &beta, c, CUDA_R_32F, d.ldc, sc, d.batch,
-                                          context().gemm_compute(), CUBLAS_GEMM_DEFAULT));
+                                                ta ? CUBLAS_OP_T : CUBLAS_OP_N, d.n, d.m, d.k, &alpha, b, CUDA_R_32F,
+                                                d.ldb, sb, a, CUDA_R_32F, d.lda, sa, &beta, c, CUDA_R_32F, d.ldc, sc,
+                                                d.batch, context().gemm_compute(), CUBLAS_GEMM_DEFAULT));
 }
 
 }  // namespace

@@ -369,10 +369,14 @@ void read_rows(const std::string& file, hid_t ds, const std::string& dataset, co
     throw_read_error(file, dataset);
 }
 
-void read_all(const std::string& file, hid_t fid, const std::string& dataset, hid_t mem_type, void* out) {
+h5::Id open_dataset(const std::string& file, hid_t fid, const std::string& dataset) {
   const hid_t d = H5Dopen2(fid, dataset.c_str(), H5P_DEFAULT);
   if (d < 0) throw corrupt(file, "dataset /" + dataset + " is missing");
-  h5::Id ds(d);
+  return h5::Id(d);
+}
+
+void read_all(const std::string& file, hid_t fid, const std::string& dataset, hid_t mem_type, void* out) {
+  const h5::Id ds = open_dataset(file, fid, dataset);
   if (H5Dread(ds.get(), mem_type, H5S_ALL, H5S_ALL, H5P_DEFAULT, out) < 0) throw_read_error(file, dataset);
 }
 }  // namespace
@@ -386,15 +390,15 @@ void CheckpointFile::read_elements(const std::string& dataset, std::int64_t firs
                                    float* out) const {
   if (count <= 0) return;
   std::lock_guard<std::mutex> guard(h5::lock());
-  const hid_t d = H5Dopen2(file_.get(), dataset.c_str(), H5P_DEFAULT);
-  if (d < 0) throw corrupt(path_, "dataset /" + dataset + " is missing");
-  h5::Id ds(d);
+  const h5::Id ds = open_dataset(path_, file_.get(), dataset);
   const auto dims = h5::dataset_shape(ds.get());
   std::int64_t total = 1;
   for (auto n : dims) total *= static_cast<std::int64_t>(n);
   HPCT_CHECK(first >= 0 && first + count <= total, "read_elements: a range outside /" + dataset);
-  if (dims.empty() || (first == 0 && count == total))
-    return read_all(path_, file_.get(), dataset, H5T_NATIVE_FLOAT, out);
+  if (dims.empty()) {  // a scalar: its one value
+    if (H5Dread(ds.get(), H5T_NATIVE_FLOAT, H5S_ALL, H5S_ALL, H5P_DEFAULT, out) < 0) throw_read_error(path_, dataset);
+    return;
+  }
   const std::int64_t row = total / static_cast<std::int64_t>(dims[0]);
   const std::int64_t r0 = first / row, r1 = (first + count + row - 1) / row;
   if (r0 * row == first && r1 * row == first + count)

@@ -30,6 +30,21 @@ std::vector<float> ramp(std::int64_t n, float base) {
   return v;
 }
 
+// One float32 tensor "model/0<i>_dense/weight" per shape, of ramp values from base * i; the
+// tensors point into `values`.
+struct RampTensors {
+  std::vector<std::vector<float>> values;
+  std::vector<CheckpointTensor> tensors;
+};
+RampTensors ramp_tensors(const std::vector<Shape>& shapes, float base) {
+  RampTensors r;
+  for (std::size_t i = 0; i < shapes.size(); ++i)
+    r.values.push_back(ramp(numel(shapes[i]), base * static_cast<float>(i)));
+  for (std::size_t i = 0; i < shapes.size(); ++i)
+    r.tensors.push_back({"model/0" + std::to_string(i) + "_dense/weight", shapes[i], r.values[i].data(), 0});
+  return r;
+}
+
 }  // namespace
 
 TEST(CheckpointIo, DisjointParallelWriteReadsBackExactly) {
@@ -37,12 +52,7 @@ TEST(CheckpointIo, DisjointParallelWriteReadsBackExactly) {
   const std::string path = dir + "/ckpt-00000007.h5";
   // Every data-parallel rank holds the same values, as in training.
   const std::vector<Shape> shapes{{7, 3}, {3}, {1, 5}, {5, 2, 3, 3}, {130, 4}};
-  std::vector<std::vector<float>> values;
-  std::vector<CheckpointTensor> tensors;
-  for (std::size_t i = 0; i < shapes.size(); ++i)
-    values.push_back(ramp(numel(shapes[i]), 10.f * static_cast<float>(i)));
-  for (std::size_t i = 0; i < shapes.size(); ++i)
-    tensors.push_back({"model/0" + std::to_string(i) + "_dense/weight", shapes[i], values[i].data(), 0});
+  const auto [values, tensors] = ramp_tensors(shapes, 10.f);
   CheckpointInfo info;
   info.state.step = 7;
   info.state.epoch = 1;
@@ -99,12 +109,7 @@ TEST(CheckpointIo, EveryRankReadsItsOwnSlabs) {
   const std::string dir = shared_dir("hpct_ckpt_slabs_");
   const std::string path = dir + "/c.h5";
   const std::vector<Shape> shapes{{7, 3}, {11}, {5, 2, 3, 3}, {130, 4}};
-  std::vector<std::vector<float>> values;
-  std::vector<CheckpointTensor> tensors;
-  for (std::size_t i = 0; i < shapes.size(); ++i)
-    values.push_back(ramp(numel(shapes[i]), 100.f * static_cast<float>(i)));
-  for (std::size_t i = 0; i < shapes.size(); ++i)
-    tensors.push_back({"model/0" + std::to_string(i) + "_dense/weight", shapes[i], values[i].data(), 0});
+  const auto [values, tensors] = ramp_tensors(shapes, 100.f);
   CheckpointInfo info;
   info.run.world = info.run.dp = world_size();
   info.run.optimizer = "sgd";

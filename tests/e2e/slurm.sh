@@ -115,16 +115,27 @@ for _ in $(seq 600); do grep -q '^epoch ' "$out" 2>/dev/null && break; sleep 0.1
 scancel --signal=USR1 --batch "$jobid"
 # The requeued job is held about 2 minutes before it may start; once the first run is gone from
 # the node, let it start now (repeated: the update only takes while the job is pending). Done
-# when the second run has reported its exit code (at most 300 s: in two full-suite runs, one last
-# session and one this session, the requeued job had not started within the former 150 s).
+# when the second run has reported its exit code (at most 300 s: in two full-suite runs the
+# requeued job had not started within the former 150 s).
+# Not in the second the node went idle: slurmd revokes a killed job's credential with a time in
+# whole seconds and refuses a relaunch whose credential is from that same second ("Job N already
+# killed, do not launch batch job" in slurmd's log; seen once in CI, 2026-12-02, after which the
+# job never ran again). Two seconds after the node is first seen idle, the new credential is
+# always newer. A job left held by such a refusal ("launch failed requeued held") is released.
+idle_since=0
 for _ in $(seq 600); do
   [ "$(grep -c 'trainer exit code' "$out" 2>/dev/null)" -ge 2 ] && break
-  if [ "$(squeue -h -j "$jobid" -o %T 2>/dev/null)" = PENDING ] && [ "$(sinfo -h -n "$host" -o %t 2>/dev/null)" = idle ]; then
-    scontrol update JobId="$jobid" StartTime=now >/dev/null 2>&1
-    # A relaunch that raced the first run's clean-up on the node ("Job N already killed, do not
-    # launch batch job" in slurmd's log) leaves the job held ("launch failed requeued held"),
-    # which StartTime does not lift: release it (a no-op for a job that is not held).
-    scontrol release "$jobid" >/dev/null 2>&1
+  state=$(squeue -h -j "$jobid" -o '%T %r' 2>/dev/null)
+  node=$(sinfo -h -n "$host" -o %t 2>/dev/null)
+  echo "$(date +%T.%N | cut -c1-12) job: ${state:-gone} node: $node" >>"$tmp/states"
+  if [ "${state%% *}" = PENDING ] && [ "$node" = idle ]; then
+    [ "$idle_since" -gt 0 ] || idle_since=$(date +%s)
+    if [ $(( $(date +%s) - idle_since )) -ge 2 ]; then
+      scontrol update JobId="$jobid" StartTime=now >/dev/null 2>&1
+      scontrol release "$jobid" >/dev/null 2>&1
+    fi
+  else
+    idle_since=0
   fi
   sleep 0.5
 done
@@ -135,5 +146,6 @@ check "the job script requeued the job" grep -q "requeueing $jobid" "$out"
 check "the requeued run (restart 1) resumed from the checkpoint" grep -q "^resumed from .*ckpt-" "$out"
 check "the requeued run completed the 300 steps" test -f "$tmp/run-preempt/checkpoints/ckpt-00000300.h5"
 check "restart count 1 seen by the job" grep -q "restart 1, out_dir" "$out"
-[ "$fail" -eq 0 ] || { grep -iE "error|fail" "$tmp/slurmd.log" | tail -8; tail -8 "$out"; }
+[ "$fail" -eq 0 ] || { grep -iE "error|fail" "$tmp/slurmd.log" | tail -8; tail -8 "$out";
+  echo "the requeued job's states, as polled (repeats dropped):"; uniq -f1 "$tmp/states" | tail -12; }
 finish

@@ -25,7 +25,7 @@ Model::Model(const std::string& layers, const Shape& sample_shape, const LayerRe
   // Every layer is made (cheap: parameters live in the model's buffers) so shapes, names and the
   // whole model's layout are known; only [first, last) are kept.
   Shape in = sample_shape;
-  std::int64_t total = 0, global = 0;
+  std::int64_t global = 0;
   for (std::size_t i = 0; i < specs.size(); ++i) {
     auto layer = registry.make(specs[i]);
     char name[64];
@@ -34,29 +34,33 @@ Model::Model(const std::string& layers, const Shape& sample_shape, const LayerRe
     layer->configure(in);
     const bool mine = i >= first && i < last;
     if (i == first) shapes_.push_back(in);
-    if (mine) bindings_.emplace_back();
-    const std::int64_t layer_begin = total;
+    if (mine) {
+      bindings_.emplace_back();
+      store_.add_layer();
+    }
     for (const ParamSpec& p : layer->param_specs(in)) {
       if (!p.tie.empty()) {
-        tie_parameter(p, i, mine, total);
+        tie_parameter(p, i, mine);
         continue;
       }
-      ParamInfo info{
-          std::string(name) + "/" + p.name, global, global, p.shape, p.init, p.fan_in, p.fan_out, p.std, p.live_rows};
-      if (mine) bindings_.back().push_back({total, p.shape});
+      ParamInfo info{std::string(name) + "/" + p.name,
+                     global,
+                     global,
+                     p.shape,
+                     p.init,
+                     p.fan_in,
+                     p.fan_out,
+                     p.std,
+                     p.live_rows,
+                     {}};
       all_info_.push_back(info);
-      if (mine) {
-        info.offset = total;
-        info_.push_back(info);
-        total += numel(p.shape);
-      }
+      if (mine) bindings_.back().push_back({store_.add(info), p.shape});
       global += numel(p.shape);
     }
     for (auto& [bname, buf] : layer->buffers())
       all_buffers_.emplace_back(std::string(name) + "/" + bname, static_cast<std::int64_t>(buf->size()));
     all_names_.push_back(name);
     if (mine) {
-      ranges_.emplace_back(layer_begin, total);
       shapes_.push_back(out);
       names_.push_back(name);
       layer->set_context(&ctx_, i);  // the model-wide index: dropout draws do not depend on the split
@@ -65,9 +69,8 @@ Model::Model(const std::string& layers, const Shape& sample_shape, const LayerRe
     in = out;
   }
   whole_out_ = in;
-  params_ = Tensor::zeros({total}, alloc_);
-  grads_ = Tensor::zeros({total}, alloc_);
-  bind_layers(params_);
+  store_.allocate(alloc_);
+  bind_layers(store_.params());
 }
 
 std::vector<std::pair<std::string, std::vector<float>*>> Model::buffers() {
@@ -81,7 +84,7 @@ void Model::sync_buffers(bool to_host) {
   for (auto& layer : layers_) layer->sync_buffers(to_host);
 }
 
-void Model::tie_parameter(const ParamSpec& p, std::size_t layer, bool mine, std::int64_t& total) {
+void Model::tie_parameter(const ParamSpec& p, std::size_t layer, bool mine) {
   char self[64];
   std::snprintf(self, sizeof(self), "%02zu", layer);
   for (std::size_t j = all_names_.size(); j-- > 0;) {
@@ -93,10 +96,9 @@ void Model::tie_parameter(const ParamSpec& p, std::size_t layer, bool mine, std:
         throw bad_input("[model] layers: layer " + std::string(self) + "'s " + p.name + " " + shape_string(p.shape) +
                         " is tied to " + target + " " + shape_string(t.shape) + ": the shapes must agree");
       all_ties_.emplace_back(layer, j);
-      const std::int64_t count = numel(p.shape);
       if (!mine) return;
       if (j >= first_) {  // both here: one parameter, two uses
-        for (const ParamInfo& local : info_)
+        for (const ParamInfo& local : store_.tensors())
           if (local.name == target) bindings_.back().push_back({local.offset, p.shape});
         tied_targets_.push_back(j - first_);
         return;
@@ -104,12 +106,7 @@ void Model::tie_parameter(const ParamSpec& p, std::size_t layer, bool mine, std:
       // The target is on an earlier pipeline stage: a copy here under the target's name (same
       // initial values, loaded from the same checkpoint dataset), kept equal by summing the two
       // stages' gradients (Megatron's way).
-      ParamInfo copy = t;
-      copy.offset = total;
-      info_.push_back(copy);
-      bindings_.back().push_back({total, p.shape});
-      copies_.push_back({total, count});
-      total += count;
+      bindings_.back().push_back({store_.add_copy(t), p.shape});
       return;
     }
   }
@@ -122,7 +119,7 @@ void Model::bind_layers(const Tensor& weights) {
     std::vector<Tensor> w, g;
     for (const auto& [offset, shape] : bindings_[i]) {
       w.push_back(weights.view(offset, shape));
-      g.push_back(grads_.view(offset, shape));
+      g.push_back(store_.grads().view(offset, shape));
     }
     layers_[i]->bind(std::move(w), std::move(g));
   }
@@ -131,14 +128,14 @@ void Model::bind_layers(const Tensor& weights) {
 void Model::set_precision(Precision p) {
   precision_ = p;
   ctx_.precision = p;
-  if (p != Precision::fp32) compute_params_ = Tensor::zeros(params_.shape(), alloc_);
-  bind_layers(p == Precision::fp32 ? params_ : compute_params_);
+  if (p != Precision::fp32) compute_params_ = Tensor::zeros(store_.params().shape(), alloc_);
+  bind_layers(p == Precision::fp32 ? store_.params() : compute_params_);
   refresh_compute_parameters();
 }
 
 void Model::refresh_compute_parameters() {
   if (precision_ == Precision::fp32) return;
-  copy(params_, compute_params_);
+  copy(store_.params(), compute_params_);
   round_to_precision(compute_params_, precision_);
 }
 
@@ -181,12 +178,13 @@ void fill_initial_values(const std::vector<ParamInfo>& info, std::uint64_t seed,
 }
 
 void Model::init_parameters(std::uint64_t seed) {
-  std::vector<float> host(static_cast<std::size_t>(params_.numel()));  // made on the host, then uploaded
+  const std::int64_t n = store_.size();
+  std::vector<float> host(static_cast<std::size_t>(n));  // made on the host, then uploaded
   // Threads only pay for large models (15-25 s serial for 478 M parameters); 1 M elements each at least.
   const auto cores = static_cast<std::int64_t>(std::max(1u, std::thread::hardware_concurrency()));
-  const auto threads = static_cast<int>(std::min<std::int64_t>({cores, 16, 1 + params_.numel() / (1 << 20)}));
-  fill_initial_values(info_, seed, host.data(), params_.numel(), threads);
-  upload(host.data(), host.size() * sizeof(float), params_);
+  const auto threads = static_cast<int>(std::min<std::int64_t>({cores, 16, 1 + n / (1 << 20)}));
+  fill_initial_values(store_.tensors(), seed, host.data(), n, threads);
+  upload(host.data(), host.size() * sizeof(float), store_.params());
   refresh_compute_parameters();
 }
 
@@ -213,20 +211,26 @@ void Model::set_batch(std::int64_t rows) {
   }
 }
 
-const Tensor& Model::forward(const Tensor& x, const std::function<void(std::size_t)>& before_layer) {
+const Tensor& Model::forward(const Tensor& x, const std::function<void(std::size_t)>& acquire,
+                             const std::function<void(std::size_t)>& release) {
   HPCT_CHECK(x.rows() == rows_ && x.cols() == numel(shapes_[0]),
              "model input " + shape_string(x.shape()) + " for batch " + std::to_string(rows_));
   for (std::size_t i = 0; i < layers_.size(); ++i) {
     const Tensor& in = i == 0 ? x : acts_[i];
-    if (before_layer) before_layer(i);
+    if (acquire) acquire(i);
     if (fusion_ && precision_ == Precision::fp32 && i + 1 < layers_.size() && layers_[i + 1]->activation() &&
         layers_[i]->fuses_activation(*layers_[i + 1]->activation())) {
-      if (before_layer) before_layer(i + 1);
+      if (acquire) acquire(i + 1);
       layers_[i]->forward_fused(in, acts_[i + 1], *layers_[i + 1]->activation(), acts_[i + 2]);
+      if (release) {
+        release(i);
+        release(i + 1);
+      }
       ++i;  // the activation layer's output is written
       continue;
     }
     layers_[i]->forward(in, acts_[i + 1]);
+    if (release) release(i);
     if (precision_ != Precision::fp32) round_to_precision(acts_[i + 1], precision_);
   }
   return acts_.back();
@@ -240,7 +244,7 @@ void Model::backward(const Tensor& x, const Tensor& dout, const std::function<vo
   // layer that trains: backward stops there, and that layer skips its input gradient.
   std::size_t lowest = 0;
   if (!grads_act_[0].defined())
-    while (lowest < layers_.size() && (frozen(lowest) || ranges_[lowest].first == ranges_[lowest].second)) ++lowest;
+    while (lowest < layers_.size() && (frozen(lowest) || store_.layer(lowest).empty())) ++lowest;
   Tensor none;
   for (std::size_t i = layers_.size(); i-- > lowest;) {
     // A layer whose weight a later layer shares (tying) adds to what that layer's backward wrote.
@@ -252,20 +256,17 @@ void Model::backward(const Tensor& x, const Tensor& dout, const std::function<vo
     if (precision_ != Precision::fp32 && dx.defined()) round_to_precision(dx, precision_);
     if (layer_done) layer_done(i);
   }
-  for (const auto& [begin, end] : frozen_ranges()) {  // (cheap: frozen layers below `lowest` wrote nothing)
-    Tensor g = grads_.view(begin, {end - begin});
-    fill(g, 0.f);
-  }
+  zero_frozen_gradients();  // (cheap: frozen layers below `lowest` wrote nothing)
 }
 
 void Model::set_frozen(std::vector<bool> frozen) {
-  HPCT_CHECK(frozen.size() == layers_.size(), "set_frozen: one flag per held layer");
-  frozen_ = std::move(frozen);
-  frozen_ranges_.clear();
-  for (std::size_t i = 0; i < layers_.size(); ++i)
-    if (frozen_[i] && ranges_[i].first != ranges_[i].second) frozen_ranges_.push_back(ranges_[i]);
-  for (const auto& [begin, end] : frozen_ranges()) {
-    Tensor g = grads_.view(begin, {end - begin});
+  store_.set_frozen(std::move(frozen));
+  zero_frozen_gradients();
+}
+
+void Model::zero_frozen_gradients() {
+  for (const Range& r : store_.frozen_ranges()) {
+    Tensor g = store_.grads().view(r.begin, {r.size()});
     fill(g, 0.f);
   }
 }
@@ -312,17 +313,13 @@ bool layer_matches(const std::string& pattern, const std::string& layer_path) {
   }
 }
 
-std::pair<std::int64_t, std::int64_t> Model::layer_param_range(std::size_t i) const {
-  return ranges_[i].first == ranges_[i].second ? std::pair<std::int64_t, std::int64_t>{0, 0} : ranges_[i];
-}
-
 std::string Model::summary() const {
   Table t({"layer", "output shape", "parameters"});
   t.add_row({"input", shape_string(shapes_[0]), "0"});
   std::int64_t total = 0;
   for (std::size_t i = 0; i < layers_.size(); ++i) {
     std::int64_t n = 0;
-    for (const auto& p : info_)
+    for (const auto& p : store_.tensors())
       if (p.name.rfind(names_[i] + "/", 0) == 0) n += numel(p.shape);
     total += n;
     t.add_row({names_[i], shape_string(shapes_[i + 1]), std::to_string(n) + (frozen(i) && n ? " (frozen)" : "")});

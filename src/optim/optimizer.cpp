@@ -28,14 +28,12 @@ std::vector<DecayRun> decay_runs(const std::vector<std::pair<std::int64_t, Shape
   return runs;
 }
 
-std::vector<DecayRun> own_runs(const std::vector<DecayRun>& runs,
-                               const std::vector<std::pair<std::int64_t, std::int64_t>>& owned,
-                               std::int64_t& state_elems) {
+std::vector<DecayRun> own_runs(const std::vector<DecayRun>& runs, const Ranges& owned, std::int64_t& state_elems) {
   std::vector<DecayRun> out;
   state_elems = 0;
-  for (const auto& [ob, oe] : owned)
+  for (const Range& o : owned)
     for (const DecayRun& r : runs) {
-      const std::int64_t b = std::max(ob, r.offset), e = std::min(oe, r.offset + r.count);
+      const std::int64_t b = std::max(o.begin, r.offset), e = std::min(o.end, r.offset + r.count);
       if (b >= e) continue;
       out.push_back({b, e - b, r.decay, state_elems});
       state_elems += e - b;

@@ -10,33 +10,6 @@
 
 namespace hpctrain {
 
-std::vector<Bucket> make_buckets(const Model& model, std::int64_t bucket_elems) {
-  std::vector<Bucket> out;
-  Bucket open;
-  bool have = false;
-  for (std::size_t i = model.layers(); i-- > 0;) {
-    const auto [begin, end] = model.layer_param_range(i);
-    if (begin == end) continue;
-    if (model.frozen(i)) {  // no gradient to average: the bucket ends here, the next starts after it
-      if (have) out.push_back(open);
-      have = false;
-      continue;
-    }
-    if (!have) {
-      open.end = end;
-      have = true;
-    }
-    open.begin = begin;
-    open.ready_after = i;
-    if (open.end - open.begin >= bucket_elems) {
-      out.push_back(open);
-      have = false;
-    }
-  }
-  if (have) out.push_back(open);
-  return out;
-}
-
 namespace {
 // A bucket's shard geometry: block size c per rank, and the tail [begin + D*c, end) of rank D-1.
 struct Blocks {
@@ -44,32 +17,19 @@ struct Blocks {
 };
 Blocks blocks_of(const Bucket& b, int ranks) {
   Blocks k;
-  k.c = (b.end - b.begin) / ranks;
+  k.c = b.size() / ranks;
   k.tail_begin = b.begin + k.c * ranks;
   k.tail = b.end - k.tail_begin;
   return k;
 }
 }  // namespace
 
-std::vector<std::pair<std::int64_t, std::int64_t>> owned_ranges(const std::vector<Bucket>& buckets, int ranks,
-                                                                int rank) {
-  std::vector<std::pair<std::int64_t, std::int64_t>> out;
-  for (const Bucket& b : buckets) {
-    const Blocks k = blocks_of(b, ranks);
-    const std::int64_t lo = b.begin + rank * k.c;
-    const std::int64_t hi = rank == ranks - 1 ? b.end : lo + k.c;
-    if (hi > lo) out.emplace_back(lo, hi);
-  }
-  std::sort(out.begin(), out.end());
-  return out;
-}
-
 GradientAverager::GradientAverager(Communicator& comm, Tensor grads, std::vector<Bucket> buckets, bool sharded)
     : comm_(comm), grads_(std::move(grads)), buckets_(std::move(buckets)), sharded_(sharded && comm.size() > 1) {
   if (sharded_) {
-    owned_ = owned_ranges(buckets_, comm_.size(), comm_.rank());
+    owned_ = ParamStore::owned(buckets_, comm_.size(), comm_.rank());
   } else {
-    for (const Bucket& b : buckets_) owned_.emplace_back(b.begin, b.end);
+    for (const Bucket& b : buckets_) owned_.push_back(b);
     std::sort(owned_.begin(), owned_.end());
   }
 }
@@ -115,7 +75,7 @@ double GradientAverager::gather_parameters(Tensor& params) {
 void GradientAverager::start_gather(Tensor& params) {
   HPCT_CHECK(sharded_ && params.numel() == grads_.numel(), "gather_parameters without a sharded optimizer");
   HPCT_CHECK(gathers_.empty(), "parameter gathers started twice");
-  // The forward's order, first layers first: the buckets are made last layers first (make_buckets).
+  // The forward's order, first layers first: the buckets are made last layers first (ParamStore::buckets).
   for (auto b = buckets_.rbegin(); b != buckets_.rend(); ++b) {
     gathers_.emplace_back(b->begin, std::vector<Request>{});
     launch_gather(*b, params.data(), gathers_.back().second);

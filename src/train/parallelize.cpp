@@ -32,7 +32,7 @@ void Trainer::parallelize(bool gpu, int stages) {
                     "on one stage ([model] groups)");
   const auto bucket_elems = static_cast<std::int64_t>(cfg_.parallel.bucket_mb * (1 << 20) / sizeof(float));
   averager_ = std::make_unique<GradientAverager>(*comm_, model_->gradients(),
-                                                 make_buckets(*model_, std::max<std::int64_t>(1, bucket_elems)),
+                                                 model_->store().buckets(std::max<std::int64_t>(1, bucket_elems)),
                                                  cfg_.parallel.shard_optimizer);
   // The all-gather after a sharded update overlaps the next forward where that forward can wait
   // per layer: one stage (a pipeline's stages run forwards of their own), float32 (no rounded copy

@@ -8,51 +8,15 @@
 
 namespace hpctrain {
 
-Ranges intersect(const Ranges& a, const Ranges& b) {
-  Ranges out;
-  for (std::size_t i = 0, j = 0; i < a.size() && j < b.size();) {
-    const std::int64_t lo = std::max(a[i].first, b[j].first), hi = std::min(a[i].second, b[j].second);
-    if (lo < hi) out.emplace_back(lo, hi);
-    (a[i].second < b[j].second) ? ++i : ++j;
-  }
-  return out;
-}
-
-Ranges subtract(const Ranges& a, const Ranges& b) {
-  Ranges out;
-  std::size_t j = 0;
-  for (auto [lo, hi] : a) {
-    while (j < b.size() && b[j].second <= lo) ++j;
-    for (std::size_t k = j; k < b.size() && b[k].first < hi; ++k) {
-      if (b[k].first > lo) out.emplace_back(lo, b[k].first);
-      lo = std::max(lo, b[k].second);
-    }
-    if (lo < hi) out.emplace_back(lo, hi);
-  }
-  return out;
-}
-
-std::int64_t total(const Ranges& r) {
-  std::int64_t n = 0;
-  for (const auto& [b, e] : r) n += e - b;
-  return n;
-}
-
 namespace {
 // Writer w's ranges: one per parameter in `params` order (some empty).
 Ranges writes_of(const std::vector<std::pair<std::int64_t, Shape>>& params, int w, int writers) {
   Ranges out;
   for (const auto& [offset, shape] : params) {
     const auto [first, count] = writer_elements(shape, w, writers);
-    out.emplace_back(offset + first, offset + first + count);
+    out.push_back({offset + first, offset + first + count});
   }
   return out;
-}
-
-Ranges sorted_nonempty(Ranges r) {
-  r.erase(std::remove_if(r.begin(), r.end(), [](const auto& x) { return x.first >= x.second; }), r.end());
-  std::sort(r.begin(), r.end());
-  return r;
 }
 
 // Where writer w takes each of its elements from: itself when it owns it, else the lowest owner.
@@ -74,9 +38,9 @@ class SlicePositions {
  public:
   explicit SlicePositions(const Ranges& writes) {
     std::int64_t at = 0;
-    for (const auto& [b, e] : writes) {
-      if (e > b) starts_.push_back({b, e, at});
-      at += e - b;
+    for (const Range& r : writes) {
+      if (!r.empty()) starts_.push_back({r.begin, r.end, at});
+      at += r.size();
     }
     std::sort(starts_.begin(), starts_.end(), [](const Entry& x, const Entry& y) { return x.begin < y.begin; });
   }
@@ -119,22 +83,22 @@ SlicePlan plan_slices(const std::vector<std::pair<std::int64_t, Shape>>& params,
 std::vector<Ranges> gather_owned(Communicator& dp, const Optimizer& opt) {
   Ranges mine;
   for (const DecayRun& r : opt.runs())
-    if (r.count > 0) mine.emplace_back(r.offset, r.offset + r.count);
+    if (r.count > 0) mine.push_back({r.offset, r.offset + r.count});
   std::sort(mine.begin(), mine.end());
   const int d = dp.size();
   std::int64_t n = static_cast<std::int64_t>(mine.size()), most = 0;
   dp.allreduce(&n, &most, 1, DType::i64, ReduceOp::max);
   std::vector<std::int64_t> flat(static_cast<std::size_t>(2 * most), -1), all(flat.size() * d);
   for (std::size_t i = 0; i < mine.size(); ++i) {
-    flat[2 * i] = mine[i].first;
-    flat[2 * i + 1] = mine[i].second;
+    flat[2 * i] = mine[i].begin;
+    flat[2 * i + 1] = mine[i].end;
   }
   if (most > 0) dp.allgather(flat.data(), all.data(), flat.size(), DType::i64);
   std::vector<Ranges> owned(static_cast<std::size_t>(d));
   for (int q = 0; q < d; ++q)
     for (std::int64_t i = 0; i < most; ++i) {
       const std::int64_t* p = all.data() + (static_cast<std::int64_t>(q) * most + i) * 2;
-      if (p[0] >= 0) owned[static_cast<std::size_t>(q)].emplace_back(p[0], p[1]);
+      if (p[0] >= 0) owned[static_cast<std::size_t>(q)].push_back({p[0], p[1]});
     }
   return owned;
 }
@@ -161,23 +125,23 @@ void gather_slices(Communicator& dp, const Optimizer& opt, const SlicePlan& plan
     out[q].resize(static_cast<std::size_t>(n));
     float* at = out[q].data();
     for (std::int64_t k = 0; k < k_count; ++k)
-      for (const auto& [b, e] : plan.give[q]) {
-        copy_owned(runs, compact + k * s, b, e, at);
-        at += e - b;
+      for (const Range& r : plan.give[q]) {
+        copy_owned(runs, compact + k * s, r.begin, r.end, at);
+        at += r.size();
       }
     pending.push_back(dp.isend(out[q].data(), out[q].size(), DType::f32, static_cast<int>(q)));
   }
   for (std::int64_t k = 0; k < k_count; ++k)  // this rank's own elements meanwhile
-    for (const auto& [b, e] : plan.take[static_cast<std::size_t>(me)])
-      copy_owned(runs, compact + k * s, b, e, slice.data() + k * wn + pos.at(b, e));
+    for (const Range& r : plan.take[static_cast<std::size_t>(me)])
+      copy_owned(runs, compact + k * s, r.begin, r.end, slice.data() + k * wn + pos.at(r.begin, r.end));
   for (Request& r : pending) r->wait();
   for (std::size_t q = 0; q < in.size(); ++q) {
     const float* at = in[q].data();
     if (in[q].empty()) continue;
     for (std::int64_t k = 0; k < k_count; ++k)
-      for (const auto& [b, e] : plan.take[q]) {
-        std::copy_n(at, e - b, slice.data() + k * wn + pos.at(b, e));
-        at += e - b;
+      for (const Range& r : plan.take[q]) {
+        std::copy_n(at, r.size(), slice.data() + k * wn + pos.at(r.begin, r.end));
+        at += r.size();
       }
   }
 }

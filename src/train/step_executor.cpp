@@ -14,7 +14,7 @@ class OneStage : public StepExecutor {
   void train(int k, std::int64_t /*rows*/, float grad_scale, Tensor& scalars, const StepHooks& hooks) override {
     for (int m = 0; m < k; ++m) {  // gradient accumulation: the first micro-batch overwrites, later ones add
       const MicroBatch mb = hooks.prepare(m);
-      const Tensor& out = model_.forward(mb.input, hooks.acquire);
+      const Tensor& out = model_.forward(mb.input, hooks.acquire, hooks.release);
       if (hooks.forward_done) hooks.forward_done();
       loss_.forward(out, mb.targets, scalars);  // adds to the interval's sums on the device
       loss_.backward(out, mb.targets, grad_scale, model_.dout());

@@ -145,7 +145,7 @@ void Trainer::train_step(const Batch& batch, float lr) {
   hooks.prepare = prepare;
   // A sharded optimizer's all-gather of the last update, overlapped: each layer waits for its parameters.
   hooks.acquire = [&](std::size_t layer) {
-    if (averager_->gathering()) comm_wait_s_ += averager_->wait_gathered(model_->layer_param_range(layer).second);
+    if (averager_->gathering()) comm_wait_s_ += averager_->wait_gathered(model_->store().layer(layer).end);
   };
   hooks.forward_done = [&] { settle_parameters(); };  // (every bucket is below some layer's parameters)
   // Each bucket's average starts as soon as the last backward has finished its layers.
@@ -198,7 +198,7 @@ double Trainer::owned_sum_of_squares() {
   Tensor& grads = model_->gradients();
   if (!averager_->sharded()) return sum_of_squares(grads);
   double s = 0;  // the averaged gradients this rank owns, summed over the group: the whole
-  for (const auto& [b, e] : averager_->owned()) s += sum_of_squares(grads.view(b, {e - b}));
+  for (const Range& r : averager_->owned()) s += sum_of_squares(grads.view(r.begin, {r.size()}));
   host_dp().allreduce(&s, &s, 1, DType::f64, ReduceOp::sum);
   return s;
 }
@@ -215,7 +215,7 @@ void Trainer::sum_tied_gradients(double* squares) {
   }
   if (!squares) return;
   *squares = sum_of_squares(grads);  // the summed tied gradients, counted once over the stages:
-  for (const TieSync& c : model_->copies()) *squares -= sum_of_squares(grads.view(c.offset, {c.count}));
+  for (const TieSync& c : model_->store().copies()) *squares -= sum_of_squares(grads.view(c.offset, {c.count}));
 }
 
 void Trainer::take_interval_sums(double sums[3]) {

@@ -82,7 +82,7 @@ TEST(Freeze, BucketsLeaveFrozenLayersOut) {
   Allocator alloc;
   Model m(kLayers, {4}, r, alloc);
   m.set_frozen({false, false, true, false});  // 02_dense: [40, 94)
-  const auto b = make_buckets(m, 1 << 30);    // one bucket without freezing; two around the frozen layer
+  const auto b = m.store().buckets(1 << 30);  // one bucket without freezing; two around the frozen layer
   ASSERT_EQ(b.size(), 2u);
   EXPECT_EQ(b[0].begin, 94);
   EXPECT_EQ(b[0].end, 108);
@@ -91,8 +91,7 @@ TEST(Freeze, BucketsLeaveFrozenLayersOut) {
   EXPECT_EQ(b[1].end, 40);
   EXPECT_EQ(b[1].ready_after, 0u);
   // So the optimizer's runs, cut to the buckets, skip the frozen layer: no update, no state.
-  std::vector<std::pair<std::int64_t, std::int64_t>> owned;
-  for (const Bucket& k : b) owned.emplace_back(k.begin, k.end);
+  Ranges owned(b.begin(), b.end());
   std::sort(owned.begin(), owned.end());
   std::int64_t state = 0;
   const auto runs = own_runs({{0, 108, true}}, owned, state);

@@ -596,11 +596,11 @@ TEST(GradientBuckets, ReverseLayerOrderWholeLayersAndSize) {
   register_builtin_layers(r);
   // Parameters: 01_dense 8*4+8 = 40, 03_dense 6*8+6 = 54, 04_dense 2*6+2 = 14 elements.
   Model m("flatten dense(8) relu dense(6) dense(2)", {2, 2}, r, alloc);
-  EXPECT_EQ(m.layer_param_range(1), (std::pair<std::int64_t, std::int64_t>{0, 40}));
-  EXPECT_EQ(m.layer_param_range(2), (std::pair<std::int64_t, std::int64_t>{0, 0}));
-  EXPECT_EQ(m.layer_param_range(4), (std::pair<std::int64_t, std::int64_t>{94, 108}));
+  EXPECT_EQ(m.store().layer(1), (Range{0, 40}));
+  EXPECT_EQ(m.store().layer(2), (Range{0, 0}));
+  EXPECT_EQ(m.store().layer(4), (Range{94, 108}));
   // Tiny buckets: one per layer with parameters, last layer first, each ready after its layer.
-  auto b = make_buckets(m, 1);
+  auto b = m.store().buckets(1);
   ASSERT_EQ(b.size(), 3u);
   EXPECT_EQ(b[0].begin, 94);
   EXPECT_EQ(b[0].end, 108);
@@ -608,14 +608,14 @@ TEST(GradientBuckets, ReverseLayerOrderWholeLayersAndSize) {
   EXPECT_EQ(b[2].begin, 0);
   EXPECT_EQ(b[2].ready_after, 1u);
   // 60 elements: the last two layers together (68), then the first.
-  b = make_buckets(m, 60);
+  b = m.store().buckets(60);
   ASSERT_EQ(b.size(), 2u);
   EXPECT_EQ(b[0].begin, 40);
   EXPECT_EQ(b[0].end, 108);
   EXPECT_EQ(b[0].ready_after, 3u);
   EXPECT_EQ(b[1].end, 40);
   // Huge: one bucket over everything, ready after the first layer with parameters.
-  b = make_buckets(m, 1 << 30);
+  b = m.store().buckets(1 << 30);
   ASSERT_EQ(b.size(), 1u);
   EXPECT_EQ(b[0].begin, 0);
   EXPECT_EQ(b[0].end, 108);
@@ -696,7 +696,7 @@ TEST(Residual, NamesShapesAndErrors) {
   EXPECT_EQ(m.param_info()[0].name, "01_res/00_dense/weight");
   EXPECT_EQ(m.param_info()[3].name, "01_res/02_dense/bias");
   EXPECT_EQ(m.param_info()[4].name, "02_dense/weight");
-  EXPECT_EQ(m.layer_param_range(1), (std::pair<std::int64_t, std::int64_t>{0, 2 * (16 * 16 + 16)}));
+  EXPECT_EQ(m.store().layer(1), (Range{0, 2 * (16 * 16 + 16)}));
   try {
     Model bad("flatten res(dense(5))", {4, 4}, r, alloc);
     FAIL();

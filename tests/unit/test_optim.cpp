@@ -137,18 +137,18 @@ TEST(Optimizer, ClipByGlobalNorm) {
 // rank D-1, a bucket smaller than D wholly to rank D-1), the runs cut to it with packed state, and
 // the state expanded into the parameters' layout and back.
 TEST(ShardedOptimizer, OwnedRangesCoverEachBucketOnce) {
-  const std::vector<Bucket> buckets{{300, 423, 2}, {2, 300, 0}, {0, 2, 0}};  // L = 123, 298, 2
+  const std::vector<Bucket> buckets{{{300, 423}, 2}, {{2, 300}, 0}, {{0, 2}, 0}};  // L = 123, 298, 2
   std::vector<int> count(423, 0);
   for (int r = 0; r < 4; ++r)
-    for (const auto& [b, e] : owned_ranges(buckets, 4, r)) {
-      ASSERT_LT(b, e);
-      for (std::int64_t i = b; i < e; ++i) ++count[static_cast<std::size_t>(i)];
+    for (const Range& o : ParamStore::owned(buckets, 4, r)) {
+      ASSERT_LT(o.begin, o.end);
+      for (std::int64_t i = o.begin; i < o.end; ++i) ++count[static_cast<std::size_t>(i)];
     }
   for (int c : count) ASSERT_EQ(c, 1);
-  using R = std::vector<std::pair<std::int64_t, std::int64_t>>;
-  EXPECT_EQ(owned_ranges(buckets, 4, 0), (R{{2, 76}, {300, 330}}));             // 298 / 4 = 74, 123 / 4 = 30
-  EXPECT_EQ(owned_ranges(buckets, 4, 3), (R{{0, 2}, {224, 300}, {390, 423}}));  // tails of 2 and 3; all of {0, 2}
-  EXPECT_EQ(owned_ranges(buckets, 1, 0), (R{{0, 2}, {2, 300}, {300, 423}}));
+  EXPECT_EQ(ParamStore::owned(buckets, 4, 0), (Ranges{{2, 76}, {300, 330}}));  // 298 / 4 = 74, 123 / 4 = 30
+  EXPECT_EQ(ParamStore::owned(buckets, 4, 3),
+            (Ranges{{0, 2}, {224, 300}, {390, 423}}));  // tails of 2 and 3; all of {0, 2}
+  EXPECT_EQ(ParamStore::owned(buckets, 1, 0), (Ranges{{0, 2}, {2, 300}, {300, 423}}));
 }
 
 TEST(ShardedOptimizer, RunsCutToTheOwnedRangesPackTheirState) {

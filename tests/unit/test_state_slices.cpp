@@ -16,8 +16,8 @@ Ranges random_ranges(std::mt19937& rng, std::int64_t n) {
   for (std::int64_t at = 0; at < n;) {
     const std::int64_t gap = rng() % 5, len = 1 + rng() % 7;
     if (at + gap >= n) break;
-    r.emplace_back(at + gap, std::min(n, at + gap + len));
-    at = r.back().second;
+    r.push_back({at + gap, std::min(n, at + gap + len)});
+    at = r.back().end;
   }
   return r;
 }
@@ -57,10 +57,10 @@ TEST(StateSlices, EveryWrittenElementComesFromOneOwner) {
         for (std::int64_t i = 0; i < n; ++i)
           if (i < 60 || i >= 72) {  // the bias (60-71) is frozen: no owner
             const std::size_t q = (i / 9 + rng() % 2) % static_cast<std::size_t>(d);
-            if (!owned[q].empty() && owned[q].back().second == i)
-              owned[q].back().second = i + 1;
+            if (!owned[q].empty() && owned[q].back().end == i)
+              owned[q].back().end = i + 1;
             else
-              owned[q].emplace_back(i, i + 1);
+              owned[q].push_back({i, i + 1});
           }
       } else {
         for (auto& o : owned) o = {{0, n}};
@@ -73,7 +73,7 @@ TEST(StateSlices, EveryWrittenElementComesFromOneOwner) {
         ASSERT_EQ(p.writes.size(), params.size());
         for (std::size_t i = 0; i < params.size(); ++i) {  // the writer's rows of each parameter
           const auto [first, count] = writer_elements(params[i].second, me, d);
-          EXPECT_EQ(p.writes[i], std::make_pair(params[i].first + first, params[i].first + first + count));
+          EXPECT_EQ(p.writes[i], (Range{params[i].first + first, params[i].first + first + count}));
         }
         for (const auto& [b, e] : p.writes)
           for (std::int64_t i = b; i < e; ++i) ++written[static_cast<std::size_t>(i)];

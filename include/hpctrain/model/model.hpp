@@ -1,6 +1,6 @@
 // A model: the layers of [model] layers in order, shapes inferred from the
-// data's sample shape, parameters and gradients in one flat buffer each
-// (layer i's parameters are views named "<ii>_<type>/<param>"), activations
+// data's sample shape, parameters and gradients in its parameter store (model/param_store.hpp:
+// one flat buffer each; layer i's parameters are views named "<ii>_<type>/<param>"), activations
 // allocated for a batch size, forward and backward through all layers.
 #pragma once
 
@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "hpctrain/layers/registry.hpp"
+#include "hpctrain/model/param_store.hpp"
 #include "hpctrain/tensor/tensor.hpp"
 
 namespace hpctrain {
@@ -20,22 +21,6 @@ namespace hpctrain {
 // ("05_res/01_dense") or one of the path's leading parts ("05_res": the whole block).
 std::vector<std::string> split_patterns(const std::string& text);
 bool layer_matches(const std::string& pattern, const std::string& layer_path);
-
-struct ParamInfo {
-  std::string name;                // "03_dense/weight"
-  std::int64_t offset = 0;         // in this rank's flat buffers
-  std::int64_t global_offset = 0;  // in the whole model's (initialization keys on it)
-  Shape shape;
-  Init init = Init::zeros;
-  std::int64_t fan_in = 1, fan_out = 1;
-  float std = 0.02f;            // Init::normal
-  std::int64_t live_rows = -1;  // ParamSpec::live_rows: the rows past it are zero padding
-};
-
-// A stretch of the flat buffers whose gradient is summed with another pipeline stage's.
-struct TieSync {
-  std::int64_t offset = -1, count = 0;  // offset -1: not held on this stage (it adds zeros)
-};
 
 // Every parameter's initial values into host[0, total) (the flat buffer, ParamInfo::offset), on
 // `threads` threads: each value is a function of (seed, its model-wide index) alone, so the bits
@@ -66,23 +51,21 @@ class Model {
   // results are the same bits either way, tested). Only in float32: with bf16/fp16 the dense
   // output is rounded before the activation reads it.
   void set_fusion(bool on) { fusion_ = on; }
-  // `before_layer(i)`, when given, runs before layer i reads its parameters (a sharded optimizer's
-  // all-gather of them may still be in flight).
-  const Tensor& forward(const Tensor& x, const std::function<void(std::size_t)>& before_layer = {});
+  // `acquire(i)`, when given, runs before layer i reads its parameters (a sharded optimizer's
+  // all-gather of them may still be in flight), `release(i)` after its forward is done with them.
+  const Tensor& forward(const Tensor& x, const std::function<void(std::size_t)>& acquire = {},
+                        const std::function<void(std::size_t)>& release = {});
   // Writes every layer's input gradient and adds to the gradient buffer (or,
   // with accumulate = false, overwrites it: the step's first micro-batch);
   // calls layer_done(i) after layer i (last layer first) when given.
   void backward(const Tensor& x, const Tensor& dout, const std::function<void(std::size_t)>& layer_done = {},
                 bool accumulate = true);
-  // Element range [begin, end) of layer i's parameters in the flat buffers (empty when none).
-  std::pair<std::int64_t, std::int64_t> layer_param_range(std::size_t i) const;
   // [train] freeze: which held layers' parameters are not updated (one flag per held layer).
   // Backward skips the layers below the lowest trainable one on the first stage (nothing needs
   // their gradients) and zeroes the gradients of frozen layers it runs, so they add nothing to
   // the norm or the averages; the trainer leaves them out of the buckets and the update.
   void set_frozen(std::vector<bool> frozen);
-  bool frozen(std::size_t i) const { return !frozen_.empty() && frozen_[i]; }
-  const std::vector<std::pair<std::int64_t, std::int64_t>>& frozen_ranges() const { return frozen_ranges_; }
+  bool frozen(std::size_t i) const { return store_.frozen(i); }
   Tensor& dout() { return grads_act_.back(); }  // where the loss writes d(loss)/d(output)
   // d(loss)/d(input) after backward, for a model that does not start at layer 0 (a later
   // pipeline stage sends it upstream); undefined for the first stage (nothing needs it).
@@ -93,9 +76,11 @@ class Model {
   // Set before forward: training or evaluating, and what dropout keys its draws on.
   StepContext& context() { return ctx_; }
 
-  Tensor& parameters() { return params_; }
-  Tensor& gradients() { return grads_; }
-  const std::vector<ParamInfo>& param_info() const { return info_; }
+  // Where every parameter held here lives, and the questions about its elements.
+  const ParamStore& store() const { return store_; }
+  Tensor& parameters() { return store_.params(); }
+  Tensor& gradients() { return store_.grads(); }
+  const std::vector<ParamInfo>& param_info() const { return store_.tensors(); }
   // Non-trainable state (batch norm's running statistics) by name, "02_batchnorm/running_mean".
   // Layer::sync_buffers for every layer held: before reading buffers() (to_host) and after
   // writing them (checkpoints).
@@ -113,9 +98,8 @@ class Model {
   std::size_t layers() const { return layers_.size(); }
   // Weights tied across pipeline stages (a GPT's embedding on the first stage, its head on the
   // last): the later stage holds a copy under the earlier layer's parameter name (so
-  // param_info() finds either by that name); copies() are their ranges here. The trainer sums
-  // the two stages' gradients so both take the same update.
-  const std::vector<TieSync>& copies() const { return copies_; }
+  // param_info() finds either by that name); store().copies() are their ranges here. The trainer
+  // sums the two stages' gradients so both take the same update.
   // Weight tying in the whole model: (layer, the earlier layer whose weight it shares), model-wide indices.
   const std::vector<std::pair<std::size_t, std::size_t>>& ties() const { return all_ties_; }
   std::string summary() const;  // table: layer, output shape, parameters
@@ -124,27 +108,23 @@ class Model {
   // Hands every layer its views of `weights` (the master parameters, or their rounded copy) and of
   // the gradient buffer.
   void bind_layers(const Tensor& weights);
+  void zero_frozen_gradients();  // [train] freeze: their gradients stay zero
   // A parameter tied to an earlier layer's weight (ParamSpec::tie): bound to that weight, or to a
-  // copy of it (allocated at `total`) when an earlier pipeline stage holds it.
-  void tie_parameter(const ParamSpec& p, std::size_t layer, bool mine, std::int64_t& total);
-  std::vector<std::pair<std::int64_t, std::int64_t>> ranges_;  // per held layer: [begin, end) of what it allocated
-  std::vector<TieSync> copies_;
+  // copy of it (ParamStore::add_copy) when an earlier pipeline stage holds it.
+  void tie_parameter(const ParamSpec& p, std::size_t layer, bool mine);
   std::vector<std::vector<std::pair<std::int64_t, Shape>>> bindings_;  // per held layer: its parameters' offsets
   std::vector<std::size_t> tied_targets_;
-  std::vector<bool> frozen_;                                          // per held layer ([train] freeze); empty: none
-  std::vector<std::pair<std::int64_t, std::int64_t>> frozen_ranges_;  // their parameters' ranges (set_frozen)
   std::vector<std::pair<std::size_t, std::size_t>> all_ties_;  // held layers whose weight a later held layer shares
   Allocator& alloc_;
   std::vector<std::unique_ptr<Layer>> layers_;
   std::vector<std::string> names_;  // "00_flatten"
   std::vector<Shape> shapes_;       // per-sample: input, then each layer's output
-  std::vector<ParamInfo> info_;
   std::vector<std::string> all_names_;
   std::vector<ParamInfo> all_info_;
   std::vector<std::pair<std::string, std::int64_t>> all_buffers_;
   std::size_t first_ = 0;
   Shape whole_out_;
-  Tensor params_, grads_;
+  ParamStore store_;
   Precision precision_ = Precision::fp32;
   bool fusion_ = true;
   Tensor compute_params_;  // rounded copy the layers use when precision_ != fp32

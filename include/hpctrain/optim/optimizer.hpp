@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "hpctrain/config/config.hpp"
+#include "hpctrain/core/range.hpp"
 #include "hpctrain/tensor/tensor.hpp"
 
 namespace hpctrain {
@@ -57,9 +58,7 @@ std::vector<DecayRun> decay_runs(const std::vector<std::pair<std::int64_t, Shape
 // `runs` cut to the element ranges in `owned` (sorted, disjoint [begin, end)), their state packed
 // in that order (state_offset): the runs a rank of a sharded optimizer updates ([parallel]
 // shard_optimizer). Returns the runs; `state_elems` gets the packed size.
-std::vector<DecayRun> own_runs(const std::vector<DecayRun>& runs,
-                               const std::vector<std::pair<std::int64_t, std::int64_t>>& owned,
-                               std::int64_t& state_elems);
+std::vector<DecayRun> own_runs(const std::vector<DecayRun>& runs, const Ranges& owned, std::int64_t& state_elems);
 
 // SGD (momentum, Nesterov, weight decay), Adam (L2 decay) or AdamW (decoupled decay). `runs`:
 // where weight decay applies (empty with state_elems = -1: everywhere); each run is updated by one

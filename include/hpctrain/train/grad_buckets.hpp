@@ -1,5 +1,5 @@
 // Gradient averaging overlapped with backward: the flat gradient buffer is cut
-// into buckets of about [parallel] bucket_mb, in reverse layer order (the
+// into buckets of about [parallel] bucket_mb (ParamStore::buckets), in reverse layer order (the
 // order backward finishes them), never splitting one layer's parameters. As
 // soon as backward has finished every layer of a bucket, the bucket's
 // allreduce (average over the data-parallel group) starts, non-blocking, and
@@ -8,7 +8,7 @@
 // Sharded ([parallel] shard_optimizer, ZeRO stage 1): each bucket is reduce-scattered instead,
 // rank r of D receiving the average of its block [begin + r*c, begin + (r+1)*c), c = floor(L/D);
 // the bucket's last L - c*D (< D) elements are averaged by a small allreduce and belong to rank
-// D-1. A rank updates only what it owns (owned()); gather_parameters() then all-gathers the
+// D-1 (ParamStore::owned). A rank updates only what it owns (owned()); gather_parameters() then all-gathers the
 // blocks (and broadcasts the tails) so every rank holds the whole updated parameters.
 #pragma once
 
@@ -19,20 +19,6 @@
 #include "hpctrain/model/model.hpp"
 
 namespace hpctrain {
-
-struct Bucket {
-  std::int64_t begin = 0, end = 0;  // element range of the flat gradient buffer
-  std::size_t ready_after = 0;      // launch once backward has finished this layer (the bucket's first)
-};
-
-// Pure: buckets of at least `bucket_elems` elements (the last may be smaller), last layers first;
-// frozen layers ([train] freeze) are in none.
-std::vector<Bucket> make_buckets(const Model& model, std::int64_t bucket_elems);
-
-// Pure: the element ranges [begin, end) rank `rank` of `ranks` owns when `buckets` are sharded
-// (see above), sorted.
-std::vector<std::pair<std::int64_t, std::int64_t>> owned_ranges(const std::vector<Bucket>& buckets, int ranks,
-                                                                int rank);
 
 class GradientAverager {
  public:
@@ -48,7 +34,7 @@ class GradientAverager {
   const std::vector<Bucket>& buckets() const { return buckets_; }
   bool sharded() const { return sharded_; }
   // What this rank owns (sharded), else every bucket's range; sorted.
-  const std::vector<std::pair<std::int64_t, std::int64_t>>& owned() const { return owned_; }
+  const Ranges& owned() const { return owned_; }
   // Sharded: collective; every rank's updated blocks of `params` (laid out like the gradients)
   // reach every rank. Returns the seconds it took.
   double gather_parameters(Tensor& params);
@@ -67,7 +53,7 @@ class GradientAverager {
   Tensor grads_;
   std::vector<Bucket> buckets_;
   bool sharded_ = false;
-  std::vector<std::pair<std::int64_t, std::int64_t>> owned_;
+  Ranges owned_;
   std::vector<Request> pending_;  // (sharded: a bucket's reduce-scatter and its tail's allreduce)
   std::size_t launched_ = 0;      // buckets started this step
   // Gathers in flight (start_gather): each bucket's first element and its requests, by that element.

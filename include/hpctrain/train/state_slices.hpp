@@ -13,19 +13,13 @@
 #include <vector>
 
 #include "hpctrain/comm/communicator.hpp"
+#include "hpctrain/model/param_store.hpp"
 #include "hpctrain/optim/optimizer.hpp"
 #include "hpctrain/tensor/tensor.hpp"
 
 namespace hpctrain {
 
-// Sorted, disjoint element ranges [begin, end) in the parameters' flat layout.
-using Ranges = std::vector<std::pair<std::int64_t, std::int64_t>>;
-
-Ranges intersect(const Ranges& a, const Ranges& b);
-Ranges subtract(const Ranges& a, const Ranges& b);
-std::int64_t total(const Ranges& r);
-
-// Who sends what, for one rank (`me` of D).
+// Who sends what, for one rank (`me` of D). Element ranges of the parameters' flat layout.
 struct SlicePlan {
   Ranges writes;             // what this rank writes: one range per parameter, in the order of `params`
   std::vector<Ranges> take;  // [peer]: the part of `writes` taken from peer (take[me]: a local copy)

@@ -21,8 +21,11 @@ namespace hpctrain {
 
 // What the trainer gives the passes of one training step.
 struct StepHooks {
-  std::function<MicroBatch(int)> prepare;       // micro-batch m of the step (and the model's context for it)
-  std::function<void(std::size_t)> acquire;     // before layer i's forward: its parameters are complete
+  std::function<MicroBatch(int)> prepare;  // micro-batch m of the step (and the model's context for it)
+  // Around layer i's forward: acquire makes its parameters complete (a sharded optimizer's
+  // all-gather still in flight), release says the forward is done with them (empty: nothing to
+  // do, as with replicated parameters; ZeRO-3 frees the gathered copy there).
+  std::function<void(std::size_t)> acquire, release;
   std::function<void()> forward_done;           // after each micro-batch's forward (nothing may stay in flight)
   std::function<void(std::size_t)> layer_done;  // as the step's last backward finishes layer i (gradient buckets)
   std::function<void()> dropped_recordings;     // a recorded step is recorded again: so must the update be

@@ -1,0 +1,119 @@
+// The parameter store: every parameter this rank holds, with its gradient, in one flat buffer
+// each (llm.c's layout), and the answers to "which elements" that the rest of the trainer asks:
+// a layer's elements, the frozen ones, the copies of tied weights, the gradient buckets and what
+// a data-parallel rank owns when the optimizer is sharded.
+// Every such answer is one Range type (sorted, disjoint Ranges where there are several).
+//
+// Each tensor has a spec (ParamInfo): its model-wide name and global shape, its initializer, and
+// its placement along the mesh dimensions that may split one tensor (tp, sp): replicated, or
+// sharded along an axis into equal blocks, or sharded part by part (a fused q|k|v weight cut by
+// heads, with grouped-query sizes; a fused gate|up weight cut in both halves). Fused tensors
+// stay fused: one name, one dataset in a checkpoint, one GEMM; an importer that reads separate
+// q, k and v tensors concatenates them along the fused axis. The pipeline dimension places
+// whole layers (model/partition.hpp) and the data-parallel one is an ownership policy of the
+// store (owned()), not a placement. Adding a dimension or a placement: docs/contributing.md.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "hpctrain/core/range.hpp"
+#include "hpctrain/layers/layer.hpp"
+#include "hpctrain/tensor/tensor.hpp"
+
+namespace hpctrain {
+
+// How one tensor lies along one mesh dimension of size n.
+struct Placement {
+  enum class Kind { replicated, sharded };
+  Kind kind = Kind::replicated;
+  int axis = 0;                     // sharded: the tensor axis that is cut
+  std::vector<std::int64_t> parts;  // sharded: sizes along `axis` of fused parts, each cut into
+                                    // n equal blocks on its own; empty: the whole axis is one part
+  static Placement replicated() { return {}; }
+  static Placement sharded(int axis, std::vector<std::int64_t> parts = {}) {
+    return {Kind::sharded, axis, std::move(parts)};
+  }
+};
+
+// The placements of a tensor along the dimensions that may split it (runtime/mesh.hpp).
+struct Placements {
+  Placement tp, sp;
+};
+
+// The indices along the placement's axis that coordinate `c` of `n` holds: the whole axis when
+// replicated, one block per part when sharded (in the order they are stored). bad_input, naming
+// `what`, when the axis is out of range, the parts do not add up to the axis or a part does not
+// divide by n.
+Ranges local_blocks(const Placement& p, const Shape& global, int c, int n, const std::string& what);
+// The shape coordinate `c` of `n` holds under `p`.
+Shape local_shape(const Placement& p, const Shape& global, int c, int n, const std::string& what);
+
+struct ParamInfo {                 // a tensor's spec and where it lives here
+  std::string name;                // model-wide: "03_dense/weight"
+  std::int64_t offset = 0;         // in this rank's flat buffers
+  std::int64_t global_offset = 0;  // in the whole model's (initialization keys on it)
+  Shape shape;                     // global
+  Init init = Init::zeros;
+  std::int64_t fan_in = 1, fan_out = 1;
+  float std = 0.02f;            // Init::normal
+  std::int64_t live_rows = -1;  // ParamSpec::live_rows: the rows past it are zero padding
+  Placements placement;         // (every tensor is replicated until tensor parallelism exists)
+};
+
+// A stretch of the flat buffers whose gradient is summed with another pipeline stage's.
+struct TieSync {
+  std::int64_t offset = -1, count = 0;  // offset -1: not held on this stage (it adds zeros)
+};
+
+// A gradient bucket: elements averaged together (train/grad_buckets.hpp), launched once backward
+// has finished layer `ready_after` (the bucket's first: buckets are made last layers first).
+struct Bucket : Range {
+  std::size_t ready_after = 0;
+};
+
+class ParamStore {
+ public:
+  // The layout, while the model is built: each held layer in turn, then its tensors.
+  void add_layer();
+  // A tensor of the last added layer; returns its offset here (also written into spec.offset).
+  std::int64_t add(ParamInfo spec);
+  // A weight tied to one that an earlier pipeline stage holds: a copy here, under its name,
+  // whose gradient is summed with the original's (copies()).
+  std::int64_t add_copy(ParamInfo target);
+  void allocate(Allocator& alloc);  // the parameters and gradients, zeros
+
+  Tensor& params() { return params_; }
+  Tensor& grads() { return grads_; }
+  const Tensor& params() const { return params_; }
+  std::int64_t size() const { return size_; }                         // elements held
+  const std::vector<ParamInfo>& tensors() const { return tensors_; }  // in buffer order
+  std::size_t layers() const { return layers_.size(); }
+  Range layer(std::size_t held) const { return layers_[held]; }  // {0, 0} when it holds none
+  const std::vector<TieSync>& copies() const { return copies_; }
+
+  // [train] freeze: one flag per held layer. Frozen layers are in no bucket and owned by nobody.
+  void set_frozen(std::vector<bool> frozen);
+  bool frozen(std::size_t held) const { return !frozen_.empty() && frozen_[held]; }
+  const Ranges& frozen_ranges() const { return frozen_ranges_; }
+
+  // Buckets of at least `bucket_elems` elements (the last may be smaller), last layers first, never
+  // splitting a layer, none across or over a frozen layer.
+  std::vector<Bucket> buckets(std::int64_t bucket_elems) const;
+  // The elements rank `rank` of `ranks` owns when `buckets` are sharded element-balanced (ZeRO-1):
+  // of a bucket of L elements, c = floor(L / ranks) from begin + rank * c; the last L - c * ranks
+  // go to the last rank. Sorted.
+  static Ranges owned(const std::vector<Bucket>& buckets, int ranks, int rank);
+
+ private:
+  std::vector<ParamInfo> tensors_;
+  Ranges layers_;
+  std::vector<TieSync> copies_;
+  std::vector<bool> frozen_;
+  Ranges frozen_ranges_;
+  std::int64_t size_ = 0;
+  Tensor params_, grads_;
+};
+
+}  // namespace hpctrain

@@ -1,0 +1,114 @@
+// Implementation of the parameter store (model/param_store.hpp).
+#include "hpctrain/model/param_store.hpp"
+
+#include <algorithm>
+
+#include "hpctrain/core/error.hpp"
+
+namespace hpctrain {
+
+Ranges local_blocks(const Placement& p, const Shape& global, int c, int n, const std::string& what) {
+  if (p.kind == Placement::Kind::replicated) return {{0, global.empty() ? 1 : global[0]}};
+  if (p.axis < 0 || static_cast<std::size_t>(p.axis) >= global.size())
+    throw bad_input(what + ": sharded along axis " + std::to_string(p.axis) + " of a tensor of shape " +
+                    shape_string(global));
+  const std::int64_t len = global[static_cast<std::size_t>(p.axis)];
+  const std::vector<std::int64_t> parts = p.parts.empty() ? std::vector<std::int64_t>{len} : p.parts;
+  std::int64_t sum = 0;
+  for (const std::int64_t s : parts) sum += s;
+  if (sum != len)
+    throw bad_input(what + ": fused parts of " + std::to_string(sum) + " along axis " + std::to_string(p.axis) +
+                    " of a tensor of shape " + shape_string(global) + " (they must add up to " + std::to_string(len) +
+                    ")");
+  Ranges out;
+  std::int64_t at = 0;
+  for (const std::int64_t s : parts) {
+    if (s % n != 0)
+      throw bad_input(what + ": a part of " + std::to_string(s) + " along axis " + std::to_string(p.axis) +
+                      " of shape " + shape_string(global) + " does not divide into " + std::to_string(n) +
+                      " equal blocks");
+    out.push_back({at + c * (s / n), at + (c + 1) * (s / n)});
+    at += s;
+  }
+  return out;
+}
+
+Shape local_shape(const Placement& p, const Shape& global, int c, int n, const std::string& what) {
+  if (p.kind == Placement::Kind::replicated) return global;
+  Shape s = global;
+  s[static_cast<std::size_t>(p.axis)] = total(local_blocks(p, global, c, n, what));
+  return s;
+}
+
+void ParamStore::add_layer() { layers_.push_back({size_, size_}); }
+
+std::int64_t ParamStore::add(ParamInfo spec) {
+  HPCT_CHECK(!layers_.empty() && !params_.defined(), "ParamStore::add before add_layer or after allocate");
+  spec.offset = size_;
+  size_ += numel(spec.shape);
+  layers_.back().end = size_;
+  tensors_.push_back(std::move(spec));
+  return tensors_.back().offset;
+}
+
+std::int64_t ParamStore::add_copy(ParamInfo target) {
+  const std::int64_t at = add(std::move(target));
+  copies_.push_back({at, numel(tensors_.back().shape)});
+  return at;
+}
+
+void ParamStore::allocate(Allocator& alloc) {
+  for (Range& r : layers_)
+    if (r.empty()) r = {0, 0};
+  params_ = Tensor::zeros({size_}, alloc);
+  grads_ = Tensor::zeros({size_}, alloc);
+}
+
+void ParamStore::set_frozen(std::vector<bool> frozen) {
+  HPCT_CHECK(frozen.size() == layers_.size(), "set_frozen: one flag per held layer");
+  frozen_ = std::move(frozen);
+  frozen_ranges_.clear();
+  for (std::size_t i = 0; i < layers_.size(); ++i)
+    if (frozen_[i] && !layers_[i].empty()) frozen_ranges_.push_back(layers_[i]);
+}
+
+std::vector<Bucket> ParamStore::buckets(std::int64_t bucket_elems) const {
+  std::vector<Bucket> out;
+  Bucket open;
+  bool have = false;
+  for (std::size_t i = layers_.size(); i-- > 0;) {
+    const Range r = layers_[i];
+    if (r.empty()) continue;
+    if (frozen(i)) {  // no gradient to average: the bucket ends here, the next starts after it
+      if (have) out.push_back(open);
+      have = false;
+      continue;
+    }
+    if (!have) {
+      open.end = r.end;
+      have = true;
+    }
+    open.begin = r.begin;
+    open.ready_after = i;
+    if (open.size() >= bucket_elems) {
+      out.push_back(open);
+      have = false;
+    }
+  }
+  if (have) out.push_back(open);
+  return out;
+}
+
+Ranges ParamStore::owned(const std::vector<Bucket>& buckets, int ranks, int rank) {
+  Ranges out;
+  for (const Bucket& b : buckets) {
+    const std::int64_t c = b.size() / ranks;
+    const std::int64_t lo = b.begin + rank * c;
+    const std::int64_t hi = rank == ranks - 1 ? b.end : lo + c;
+    if (hi > lo) out.push_back({lo, hi});
+  }
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+}  // namespace hpctrain

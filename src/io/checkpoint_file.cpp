@@ -144,14 +144,14 @@ void from_text(const std::string& t, Int& v) {
 
 }  // namespace
 
-std::pair<std::int64_t, std::int64_t> writer_elements(const Shape& shape, int index, int writers) {
+Range writer_elements(const Shape& shape, int index, int writers) {
   if (index < 0) return {0, 0};
   const hsize_t rows = shape.empty() ? 1 : static_cast<hsize_t>(shape[0]);
   hsize_t row_elems = 1;
   for (std::size_t d = 1; d < shape.size(); ++d) row_elems *= static_cast<hsize_t>(shape[d]);
   hsize_t first = 0, count = 0;
   writer_rows(rows, chunk_rows_for(rows, row_elems * sizeof(float), writers), index, writers, first, count);
-  return {static_cast<std::int64_t>(first * row_elems), static_cast<std::int64_t>(count * row_elems)};
+  return {static_cast<std::int64_t>(first * row_elems), static_cast<std::int64_t>((first + count) * row_elems)};
 }
 
 namespace {

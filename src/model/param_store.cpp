@@ -53,7 +53,7 @@ std::int64_t ParamStore::add(ParamInfo spec) {
 
 std::int64_t ParamStore::add_copy(ParamInfo target) {
   const std::int64_t at = add(std::move(target));
-  copies_.push_back({at, numel(tensors_.back().shape)});
+  copies_.push_back({at, at + numel(tensors_.back().shape)});
   return at;
 }
 

@@ -17,13 +17,13 @@ std::vector<DecayRun> decay_runs(const std::vector<std::pair<std::int64_t, Shape
   std::vector<DecayRun> runs;
   for (const auto& [offset, shape] : params) {
     const bool decay = decay_1d || shape.size() >= 2;
-    if (!runs.empty() && runs.back().decay == decay && runs.back().offset + runs.back().count == offset)
-      runs.back().count += numel(shape);
+    if (!runs.empty() && runs.back().decay == decay && runs.back().end == offset)
+      runs.back().end += numel(shape);
     else
-      runs.push_back({offset, numel(shape), decay});
+      runs.push_back({{offset, offset + numel(shape)}, decay});
   }
   std::int64_t covered = 0;
-  for (const auto& r : runs) covered += r.count;
+  for (const auto& r : runs) covered += r.size();
   HPCT_CHECK(covered == total, "decay runs cover " + std::to_string(covered) + " of " + std::to_string(total));
   return runs;
 }
@@ -33,9 +33,9 @@ std::vector<DecayRun> own_runs(const std::vector<DecayRun>& runs, const Ranges& 
   state_elems = 0;
   for (const Range& o : owned)
     for (const DecayRun& r : runs) {
-      const std::int64_t b = std::max(o.begin, r.offset), e = std::min(o.end, r.offset + r.count);
+      const std::int64_t b = std::max(o.begin, r.begin), e = std::min(o.end, r.end);
       if (b >= e) continue;
-      out.push_back({b, e - b, r.decay, state_elems});
+      out.push_back({{b, e}, r.decay, state_elems});
       state_elems += e - b;
     }
   return out;
@@ -45,22 +45,22 @@ void expand_state(const Optimizer& opt, const float* compact, float* full, std::
   const std::int64_t s = opt.state_elems();
   for (std::size_t k = 0; k < opt.state_names().size(); ++k)
     for (const DecayRun& r : opt.runs())
-      std::copy_n(compact + static_cast<std::int64_t>(k) * s + r.state_at(), r.count,
-                  full + static_cast<std::int64_t>(k) * n + r.offset);
+      std::copy_n(compact + static_cast<std::int64_t>(k) * s + r.state_at(), r.size(),
+                  full + static_cast<std::int64_t>(k) * n + r.begin);
 }
 
 void compact_state(const Optimizer& opt, const float* full, std::int64_t n, float* compact) {
   const std::int64_t s = opt.state_elems();
   for (std::size_t k = 0; k < opt.state_names().size(); ++k)
     for (const DecayRun& r : opt.runs())
-      std::copy_n(full + static_cast<std::int64_t>(k) * n + r.offset, r.count,
+      std::copy_n(full + static_cast<std::int64_t>(k) * n + r.begin, r.size(),
                   compact + static_cast<std::int64_t>(k) * s + r.state_at());
 }
 
 namespace {
 // Views of run r of a flat buffer, and of its part of a state block.
-Tensor part(const Tensor& t, const DecayRun& r) { return t.view(r.offset, {r.count}); }
-Tensor state_part(const Tensor& t, const DecayRun& r) { return t.view(r.state_at(), {r.count}); }
+Tensor part(const Tensor& t, const DecayRun& r) { return t.view(r.begin, {r.size()}); }
+Tensor state_part(const Tensor& t, const DecayRun& r) { return t.view(r.state_at(), {r.size()}); }
 
 class Sgd final : public Optimizer {
  public:
@@ -132,7 +132,7 @@ std::unique_ptr<Optimizer> make_optimizer(const OptimConfig& cfg, Tensor params,
     if (runs.empty()) runs.push_back({0, params.numel(), true});
   }  // (else exactly the runs given, possibly none: a pipeline stage whose layers are all frozen)
   for (const DecayRun& r : runs)
-    HPCT_CHECK(r.state_at() >= 0 && r.state_at() + r.count <= state_elems && r.offset + r.count <= params.numel(),
+    HPCT_CHECK(r.state_at() >= 0 && r.state_at() + r.size() <= state_elems && r.end <= params.numel(),
                "optimizer run outside its buffers");
   if (cfg.name == OptimizerName::sgd)
     return std::make_unique<Sgd>(cfg, std::move(params), std::move(grads), alloc, std::move(runs), state_elems);

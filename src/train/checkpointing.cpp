@@ -145,7 +145,7 @@ void Checkpointer::read_state(const CheckpointFile& file) {
   std::vector<float> compact(static_cast<std::size_t>(opt_.state().numel()), 0.f);
   for (std::size_t k = 0; k < names.size(); ++k)
     for (const DecayRun& r : opt_.runs())  // the elements this rank updates: its shard when sharded
-      read_flat(file, "optimizer/" + names[k] + "/", model_.param_info(), r.offset, r.offset + r.count,
+      read_flat(file, "optimizer/" + names[k] + "/", model_.param_info(), r.begin, r.end,
                 compact.data() + static_cast<std::int64_t>(k) * s + r.state_at());
   upload(compact.data(), compact.size() * sizeof(float), opt_.state());
 }

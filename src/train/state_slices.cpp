@@ -13,8 +13,8 @@ namespace {
 Ranges writes_of(const std::vector<std::pair<std::int64_t, Shape>>& params, int w, int writers) {
   Ranges out;
   for (const auto& [offset, shape] : params) {
-    const auto [first, count] = writer_elements(shape, w, writers);
-    out.push_back({offset + first, offset + first + count});
+    const Range r = writer_elements(shape, w, writers);
+    out.push_back({offset + r.begin, offset + r.end});
   }
   return out;
 }
@@ -62,8 +62,8 @@ class SlicePositions {
 // Copies the state of [b, e) (owned by this rank) from its compact block `compact` to `out`.
 void copy_owned(const std::vector<DecayRun>& runs, const float* compact, std::int64_t b, std::int64_t e, float* out) {
   for (const DecayRun& r : runs) {
-    const std::int64_t lo = std::max(b, r.offset), hi = std::min(e, r.offset + r.count);
-    if (lo < hi) std::copy_n(compact + r.state_at() + (lo - r.offset), hi - lo, out + (lo - b));
+    const std::int64_t lo = std::max(b, r.begin), hi = std::min(e, r.end);
+    if (lo < hi) std::copy_n(compact + r.state_at() + (lo - r.begin), hi - lo, out + (lo - b));
   }
 }
 }  // namespace
@@ -83,7 +83,7 @@ SlicePlan plan_slices(const std::vector<std::pair<std::int64_t, Shape>>& params,
 std::vector<Ranges> gather_owned(Communicator& dp, const Optimizer& opt) {
   Ranges mine;
   for (const DecayRun& r : opt.runs())
-    if (r.count > 0) mine.push_back({r.offset, r.offset + r.count});
+    if (!r.empty()) mine.push_back(r);
   std::sort(mine.begin(), mine.end());
   const int d = dp.size();
   std::int64_t n = static_cast<std::int64_t>(mine.size()), most = 0;

@@ -87,7 +87,7 @@ Trainer::Trainer(const Config& cfg, Runtime& rt, const DatasetIndex& index)
     for (const ParamInfo& p : model_->all_param_info())
       if (p.name == name) sync.count = numel(p.shape);
     for (const ParamInfo& p : model_->param_info())
-      if (p.name == name) sync.offset = p.offset;  // the embedding itself, or the head's copy of it
+      if (p.name == name) sync.here = {p.offset, p.offset + sync.count};  // the embedding, or the head's copy of it
     tie_syncs_.push_back(sync);
   }
   loss_ = make_loss(index.train.classification, alloc_);
@@ -207,15 +207,15 @@ void Trainer::sum_tied_gradients(double* squares) {
   Tensor& grads = model_->gradients();
   for (const TieSync& t : tie_syncs_) {
     std::vector<float> host(static_cast<std::size_t>(t.count), 0.f);  // through host memory: pp_comm_ is MPI
-    if (t.offset >= 0) download(grads.view(t.offset, {t.count}), host.data(), host.size() * sizeof(float));
+    if (!t.here.empty()) download(grads.view(t.here.begin, {t.count}), host.data(), host.size() * sizeof(float));
     pp_comm_->allreduce(host.data(), host.data(), host.size(), DType::f32, ReduceOp::sum);
-    if (t.offset < 0) continue;
-    Tensor part = grads.view(t.offset, {t.count});
+    if (t.here.empty()) continue;
+    Tensor part = grads.view(t.here.begin, {t.count});
     upload(host.data(), host.size() * sizeof(float), part);
   }
   if (!squares) return;
   *squares = sum_of_squares(grads);  // the summed tied gradients, counted once over the stages:
-  for (const TieSync& c : model_->store().copies()) *squares -= sum_of_squares(grads.view(c.offset, {c.count}));
+  for (const Range& c : model_->store().copies()) *squares -= sum_of_squares(grads.view(c.begin, {c.size()}));
 }
 
 void Trainer::take_interval_sums(double sums[3]) {

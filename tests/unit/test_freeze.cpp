@@ -94,10 +94,10 @@ TEST(Freeze, BucketsLeaveFrozenLayersOut) {
   Ranges owned(b.begin(), b.end());
   std::sort(owned.begin(), owned.end());
   std::int64_t state = 0;
-  const auto runs = own_runs({{0, 108, true}}, owned, state);
+  const auto runs = own_runs({{{0, 108}, true}}, owned, state);
   ASSERT_EQ(runs.size(), 2u);
-  EXPECT_TRUE(runs[0].offset == 0 && runs[0].count == 40 && runs[0].state_at() == 0);
-  EXPECT_TRUE(runs[1].offset == 94 && runs[1].count == 14 && runs[1].state_at() == 40);
+  EXPECT_TRUE(runs[0] == (Range{0, 40}) && runs[0].state_at() == 0);
+  EXPECT_TRUE(runs[1] == (Range{94, 108}) && runs[1].state_at() == 40);
   EXPECT_EQ(state, 54);
 }
 

@@ -152,14 +152,14 @@ TEST(ShardedOptimizer, OwnedRangesCoverEachBucketOnce) {
 }
 
 TEST(ShardedOptimizer, RunsCutToTheOwnedRangesPackTheirState) {
-  const std::vector<DecayRun> runs{{0, 40, true}, {40, 20, false}, {60, 40, true}};
+  const std::vector<DecayRun> runs{{{0, 40}, true}, {{40, 60}, false}, {{60, 100}, true}};
   std::int64_t elems = 0;
   const auto mine = own_runs(runs, {{30, 50}, {90, 100}}, elems);
   ASSERT_EQ(mine.size(), 3u);
   EXPECT_EQ(elems, 30);
-  EXPECT_TRUE(mine[0].offset == 30 && mine[0].count == 10 && mine[0].decay && mine[0].state_at() == 0);
-  EXPECT_TRUE(mine[1].offset == 40 && mine[1].count == 10 && !mine[1].decay && mine[1].state_at() == 10);
-  EXPECT_TRUE(mine[2].offset == 90 && mine[2].count == 10 && mine[2].decay && mine[2].state_at() == 20);
+  EXPECT_TRUE(mine[0] == (Range{30, 40}) && mine[0].decay && mine[0].state_at() == 0);
+  EXPECT_TRUE(mine[1] == (Range{40, 50}) && !mine[1].decay && mine[1].state_at() == 10);
+  EXPECT_TRUE(mine[2] == (Range{90, 100}) && mine[2].decay && mine[2].state_at() == 20);
   // Adam over those runs: state 2 x 30; expanded into blocks of 100 and compacted back.
   Allocator alloc;
   OptimConfig cfg;

@@ -72,8 +72,8 @@ TEST(StateSlices, EveryWrittenElementComesFromOneOwner) {
         const SlicePlan& p = plans[static_cast<std::size_t>(me)];
         ASSERT_EQ(p.writes.size(), params.size());
         for (std::size_t i = 0; i < params.size(); ++i) {  // the writer's rows of each parameter
-          const auto [first, count] = writer_elements(params[i].second, me, d);
-          EXPECT_EQ(p.writes[i], (Range{params[i].first + first, params[i].first + first + count}));
+          const Range w = writer_elements(params[i].second, me, d);
+          EXPECT_EQ(p.writes[i], (Range{params[i].first + w.begin, params[i].first + w.end}));
         }
         for (const auto& [b, e] : p.writes)
           for (std::int64_t i = b; i < e; ++i) ++written[static_cast<std::size_t>(i)];

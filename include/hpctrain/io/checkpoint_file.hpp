@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "hpctrain/comm/communicator.hpp"
+#include "hpctrain/core/range.hpp"
 #include "hpctrain/core/train_state.hpp"
 #include "hpctrain/io/h5.hpp"
 #include "hpctrain/tensor/tensor.hpp"
@@ -98,10 +99,10 @@ struct WriterPlace {
   int dp = 0, dp_size = 1, pp = 0, pp_size = 1;  // the mesh coordinates and sizes
 };
 
-// The elements [first, first + count) of a float32 tensor of `shape`, in row-major order, that
-// data-parallel writer `index` of `writers` writes (whole chunks of rows; count 0 for some writers
-// of small tensors; index < 0: none).
-std::pair<std::int64_t, std::int64_t> writer_elements(const Shape& shape, int index, int writers);
+// The elements of a float32 tensor of `shape`, in row-major order, that data-parallel writer
+// `index` of `writers` writes (whole chunks of rows; empty for some writers of small tensors;
+// index < 0: none).
+Range writer_elements(const Shape& shape, int index, int writers);
 
 // How the file is laid out and handed to MPI-IO ([checkpoint] mpiio_hints, alignment).
 struct FileTuning {

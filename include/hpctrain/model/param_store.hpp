@@ -62,11 +62,6 @@ struct ParamInfo {                 // a tensor's spec and where it lives here
   Placements placement;         // (every tensor is replicated until tensor parallelism exists)
 };
 
-// A stretch of the flat buffers whose gradient is summed with another pipeline stage's.
-struct TieSync {
-  std::int64_t offset = -1, count = 0;  // offset -1: not held on this stage (it adds zeros)
-};
-
 // A gradient bucket: elements averaged together (train/grad_buckets.hpp), launched once backward
 // has finished layer `ready_after` (the bucket's first: buckets are made last layers first).
 struct Bucket : Range {
@@ -80,7 +75,7 @@ class ParamStore {
   // A tensor of the last added layer; returns its offset here (also written into spec.offset).
   std::int64_t add(ParamInfo spec);
   // A weight tied to one that an earlier pipeline stage holds: a copy here, under its name,
-  // whose gradient is summed with the original's (copies()).
+  // whose gradient is summed with the original's (copies(): their elements here).
   std::int64_t add_copy(ParamInfo target);
   void allocate(Allocator& alloc);  // the parameters and gradients, zeros
 
@@ -91,7 +86,7 @@ class ParamStore {
   const std::vector<ParamInfo>& tensors() const { return tensors_; }  // in buffer order
   std::size_t layers() const { return layers_.size(); }
   Range layer(std::size_t held) const { return layers_[held]; }  // {0, 0} when it holds none
-  const std::vector<TieSync>& copies() const { return copies_; }
+  const Ranges& copies() const { return copies_; }
 
   // [train] freeze: one flag per held layer. Frozen layers are in no bucket and owned by nobody.
   void set_frozen(std::vector<bool> frozen);
@@ -109,7 +104,7 @@ class ParamStore {
  private:
   std::vector<ParamInfo> tensors_;
   Ranges layers_;
-  std::vector<TieSync> copies_;
+  Ranges copies_;
   std::vector<bool> frozen_;
   Ranges frozen_ranges_;
   std::int64_t size_ = 0;

@@ -13,16 +13,15 @@
 
 namespace hpctrain {
 
-// A stretch [offset, offset + count) of the flat buffers and whether weight decay applies to it.
+// A stretch [begin, end) of the flat buffers and whether weight decay applies to it.
 // (Frozen layers, [train] freeze, are in no run: the runs a rank updates are cut to the gradient
 // buckets it owns, and frozen layers are in no bucket: own_runs.)
-// `state_offset`: where the run's optimizer state starts in each state block (-1: at `offset`, the
+// `state_offset`: where the run's optimizer state starts in each state block (-1: at `begin`, the
 // state laid out like the parameters; a sharded optimizer packs the runs it owns one after another).
-struct DecayRun {
-  std::int64_t offset = 0, count = 0;
+struct DecayRun : Range {
   bool decay = true;
   std::int64_t state_offset = -1;
-  std::int64_t state_at() const { return state_offset < 0 ? offset : state_offset; }
+  std::int64_t state_at() const { return state_offset < 0 ? begin : state_offset; }
 };
 
 class Optimizer {

@@ -46,6 +46,12 @@ struct SamplingOptions {
   std::int64_t top_k = 0;    // sample among the k most likely tokens (0: all)
 };
 
+// A weight tied across pipeline stages: its gradient is summed over the stages of a replica.
+struct TieSync {
+  std::int64_t count = 0;  // its elements
+  Range here;              // where this stage holds it (the weight or its copy); empty: not held (it adds zeros)
+};
+
 struct EvalResult {  // exact over all ranks
   double loss = 0, accuracy = 0;
   std::int64_t samples = 0;

@@ -129,7 +129,7 @@ std::unique_ptr<Optimizer> make_optimizer(const OptimConfig& cfg, Tensor params,
                                           std::vector<DecayRun> runs, std::int64_t state_elems) {
   if (state_elems < 0) {  // the state laid out like the parameters; no runs given: every parameter, decayed
     state_elems = params.numel();
-    if (runs.empty()) runs.push_back({0, params.numel(), true});
+    if (runs.empty()) runs.push_back({{0, params.numel()}, true});
   }  // (else exactly the runs given, possibly none: a pipeline stage whose layers are all frozen)
   for (const DecayRun& r : runs)
     HPCT_CHECK(r.state_at() >= 0 && r.state_at() + r.size() <= state_elems && r.end <= params.numel(),

@@ -42,6 +42,17 @@ Ranges sorted_nonempty(Ranges r) {
   return r;
 }
 
+Ranges merged(Ranges r) {
+  Ranges out;
+  for (const Range& x : sorted_nonempty(std::move(r))) {
+    if (!out.empty() && x.begin <= out.back().end)
+      out.back().end = std::max(out.back().end, x.end);
+    else
+      out.push_back(x);
+  }
+  return out;
+}
+
 std::ostream& operator<<(std::ostream& os, const Range& r) { return os << "[" << r.begin << ", " << r.end << ")"; }
 
 }  // namespace hpctrain

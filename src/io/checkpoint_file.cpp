@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <array>
 #include <chrono>
 #include <ctime>
 #include <filesystem>
@@ -70,46 +71,99 @@ void writer_rows(hsize_t rows, hsize_t chunk_rows, int index, int writers, hsize
   count = std::min(rows, c1 * chunk_rows) - first;
 }
 
-// Collective: one dataset, chunked along its first dimension and checksummed;
-// rank `index` of `writers` writes its rows (index < 0: this rank writes none). `data` holds the
-// dataset's elements from element `data_first` on (0: all of it).
-void write_dataset(hid_t file, hid_t lcpl, hid_t dxpl, const std::string& path, hid_t file_type, hid_t mem_type,
-                   const Shape& shape, const void* data, std::int64_t data_first, std::size_t elem_bytes, int index,
-                   int writers) {
-  std::vector<hsize_t> dims(shape.begin(), shape.end());
+// A dataspace's selection built box by box: the first replaces the selection (a single box
+// stays a regular hyperslab, HDF5's fast path), later ones are added to it.
+struct Selection {
+  hid_t space;
+  bool any = false;
+  void add(const std::vector<hsize_t>& start, const std::vector<hsize_t>& count) {
+    CHECK_H5(
+        H5Sselect_hyperslab(space, any ? H5S_SELECT_OR : H5S_SELECT_SET, start.data(), nullptr, count.data(), nullptr));
+    any = true;
+  }
+};
+
+// Adds to `sel` the elements [a, b) (a < b) of the row-major order of `dims` from dimension
+// `dim` on, as at most 2 (rank - 1) + 1 boxes: the partial leading block, the whole rows, the
+// partial trailing block. `start`/`count` hold the indices fixed along the dimensions before `dim`.
+void select_flat(Selection& sel, const std::vector<hsize_t>& dims, std::size_t dim, std::vector<hsize_t>& start,
+                 std::vector<hsize_t>& count, hsize_t a, hsize_t b) {
+  hsize_t inner = 1;
+  for (std::size_t d = dim + 1; d < dims.size(); ++d) inner *= dims[d];
+  auto box = [&](hsize_t first, hsize_t rows) {  // whole rows [first, first + rows) of this dimension
+    start[dim] = first;
+    count[dim] = rows;
+    for (std::size_t d = dim + 1; d < dims.size(); ++d) {
+      start[d] = 0;
+      count[d] = dims[d];
+    }
+    sel.add(start, count);
+  };
+  const hsize_t first = a / inner, last = (b - 1) / inner;  // the rows of this dimension it touches
+  if (a % inner == 0 && b % inner == 0) return box(first, last + 1 - first);
+  auto within = [&](hsize_t row, hsize_t lo, hsize_t hi) {  // part [lo, hi) of one row: the next dimension
+    start[dim] = row;
+    count[dim] = 1;
+    select_flat(sel, dims, dim + 1, start, count, lo, hi);
+  };
+  if (first == last) return within(first, a % inner, (b - 1) % inner + 1);
+  hsize_t whole_from = first;
+  if (a % inner != 0) {
+    within(first, a % inner, inner);
+    whole_from = first + 1;
+  }
+  const hsize_t whole_to = b % inner == 0 ? last + 1 : last;
+  if (whole_to > whole_from) box(whole_from, whole_to - whole_from);
+  if (b % inner != 0) within(last, 0, b % inner);
+}
+
+// Collective: one float32 dataset, chunked along its first dimension and checksummed. This rank
+// writes its writer rows (writer `index` of `writers`; index < 0: none) from `t.data`, or with
+// t.by_elements the elements t.elements from one after another at t.data (CheckpointTensor).
+void write_dataset(hid_t file, hid_t lcpl, hid_t dxpl, const CheckpointTensor& t, int index, int writers) {
+  std::vector<hsize_t> dims(t.shape.begin(), t.shape.end());
   if (dims.empty()) dims.push_back(1);
   hsize_t row_elems = 1;
   for (std::size_t d = 1; d < dims.size(); ++d) row_elems *= dims[d];
-  const hsize_t chunk_rows = chunk_rows_for(dims[0], row_elems * elem_bytes, writers);
+  const hsize_t chunk_rows = chunk_rows_for(dims[0], row_elems * sizeof(float), writers);
   h5::Id space(CHECK_H5(H5Screate_simple(static_cast<int>(dims.size()), dims.data(), nullptr)));
   h5::Id dcpl(CHECK_H5(H5Pcreate(H5P_DATASET_CREATE)));
   std::vector<hsize_t> chunk = dims;
   chunk[0] = chunk_rows;
   CHECK_H5(H5Pset_chunk(dcpl.get(), static_cast<int>(chunk.size()), chunk.data()));
   CHECK_H5(H5Pset_fletcher32(dcpl.get()));
-  CHECK_H5(H5Pset_fill_time(dcpl.get(), H5D_FILL_TIME_NEVER));
-  h5::Id dset(CHECK_H5(H5Dcreate2(file, path.c_str(), file_type, space.get(), lcpl, dcpl.get(), H5P_DEFAULT)));
-  hsize_t first = 0, count = 0;
-  if (index >= 0) writer_rows(dims[0], chunk_rows, index, writers, first, count);
-  h5::Id file_space(CHECK_H5(H5Dget_space(dset.get())));
-  std::vector<hsize_t> mem_dims = dims;
-  mem_dims[0] = std::max<hsize_t>(1, count);
-  h5::Id mem_space(CHECK_H5(H5Screate_simple(static_cast<int>(mem_dims.size()), mem_dims.data(), nullptr)));
-  if (count == 0) {
-    CHECK_H5(H5Sselect_none(file_space.get()));
-    CHECK_H5(H5Sselect_none(mem_space.get()));
-  } else {
-    std::vector<hsize_t> start(dims.size(), 0), len = dims;
-    start[0] = first;
-    len[0] = count;
-    CHECK_H5(H5Sselect_hyperslab(file_space.get(), H5S_SELECT_SET, start.data(), nullptr, len.data(), nullptr));
+  CHECK_H5(H5Pset_fill_time(dcpl.get(), H5D_FILL_TIME_NEVER));  // (chunks nobody writes read as zeros)
+  h5::Id dset(CHECK_H5(H5Dcreate2(file, t.path.c_str(), H5T_IEEE_F32LE, space.get(), lcpl, dcpl.get(), H5P_DEFAULT)));
+  Ranges mine;  // row-major elements of the tensor this rank writes; their values one after another from `src`
+  const float* src = t.data;
+  if (index >= 0 && t.by_elements) {
+    mine = t.elements;
+  } else if (index >= 0) {
+    hsize_t first = 0, count = 0;
+    writer_rows(dims[0], chunk_rows, index, writers, first, count);
+    if (count > 0)
+      mine = {{static_cast<std::int64_t>(first * row_elems), static_cast<std::int64_t>((first + count) * row_elems)}};
+    if (count > 0) src = t.data + first * row_elems;
   }
-  static const double dummy = 0;  // a valid address for ranks that write nothing
-  HPCT_CHECK(count == 0 || first * row_elems >= static_cast<hsize_t>(data_first),
-             "checkpoint dataset " + path + ": this rank's data starts after the rows it writes");
-  const void* src = count == 0 ? static_cast<const void*>(&dummy)
-                               : static_cast<const char*>(data) + (first * row_elems - data_first) * elem_bytes;
-  CHECK_H5(H5Dwrite(dset.get(), mem_type, mem_space.get(), file_space.get(), dxpl, src));
+  h5::Id file_space(CHECK_H5(H5Dget_space(dset.get())));
+  Selection sel{file_space.get()};
+  std::vector<hsize_t> start(dims.size(), 0), len(dims.size(), 1);
+  for (const Range& r : mine)
+    if (!r.empty()) select_flat(sel, dims, 0, start, len, static_cast<hsize_t>(r.begin), static_cast<hsize_t>(r.end));
+  if (!sel.any) CHECK_H5(H5Sselect_none(file_space.get()));
+  const hsize_t n = static_cast<hsize_t>(total(mine));
+  // The memory: the values one after another; shaped like the file's selection when that is whole
+  // rows (the selections then have the same shape, and HDF5 copies without gathering).
+  std::vector<hsize_t> mem_dims{std::max<hsize_t>(1, n)};
+  if (mine.size() == 1 && mine[0].begin % row_elems == 0 && mine[0].end % row_elems == 0) {
+    mem_dims = dims;
+    mem_dims[0] = static_cast<hsize_t>(mine[0].size()) / row_elems;
+  }
+  h5::Id mem_space(CHECK_H5(H5Screate_simple(static_cast<int>(mem_dims.size()), mem_dims.data(), nullptr)));
+  if (n == 0) CHECK_H5(H5Sselect_none(mem_space.get()));
+  HPCT_CHECK(n == 0 || src != nullptr, "checkpoint dataset " + t.path + ": no data for the elements this rank writes");
+  static const float dummy = 0;  // a valid address for ranks that write nothing
+  CHECK_H5(H5Dwrite(dset.get(), H5T_NATIVE_FLOAT, mem_space.get(), file_space.get(), dxpl, n == 0 ? &dummy : src));
 }
 
 // The table's field types, as HDF5 attributes and as text (for broadcasts).
@@ -252,9 +306,9 @@ void write_contents(hid_t root, const CheckpointInfo& info, const std::vector<Ch
   CHECK_H5(H5Pset_dxpl_mpio(dxpl.get(), H5FD_MPIO_COLLECTIVE));
   for (const CheckpointTensor& t : tensors) {
     const int index = place.pp == t.stage ? place.dp : -1;
-    HPCT_CHECK(index < 0 || t.data != nullptr, "checkpoint tensor " + t.path + " has no data on its own stage");
-    write_dataset(root, lcpl.get(), dxpl.get(), t.path, H5T_IEEE_F32LE, H5T_NATIVE_FLOAT, t.shape, t.data, t.data_first,
-                  sizeof(float), index, place.dp_size);
+    HPCT_CHECK(index < 0 || t.data != nullptr || (t.by_elements && t.elements.empty()),
+               "checkpoint tensor " + t.path + " has no data on its own stage");
+    write_dataset(root, lcpl.get(), dxpl.get(), t, index, place.dp_size);
     guard.unlock();  // between datasets: other threads' HDF5 calls get their turn
     std::this_thread::yield();
     guard.lock();

@@ -54,38 +54,47 @@ std::vector<CheckpointTensor> Checkpointer::tensors(const float* params, const f
     const auto it = own_buffers.find(name);
     out.push_back({"model/" + name, {size}, it == own_buffers.end() ? nullptr : it->second, stage_of(name)});
   }
-  // The optimizer state: this rank's slice (what it writes, gathered by prepare()), per parameter
-  // the writes range of plan_ at its running position.
-  std::map<std::string, std::pair<std::int64_t, std::int64_t>> slice_at;  // name -> (position, first element)
-  std::int64_t at = 0;
-  const auto& mine = model_.param_info();
-  for (std::size_t i = 0; i < mine.size(); ++i) {
-    const auto [b, e] = slice_plan_->writes[i];
-    slice_at[mine[i].name] = {at, b - mine[i].offset};
-    at += e - b;
-  }
+  // The optimizer state: of each parameter held here, the elements this rank writes
+  // (state_writes_), from where its compact state holds them (contiguous: the state is packed in
+  // buffer order).
+  std::map<std::string, std::size_t> mine;  // parameter name -> index in param_info()
+  for (std::size_t i = 0; i < model_.param_info().size(); ++i) mine[model_.param_info()[i].name] = i;
   const auto states = opt_.state_names();
-  for (std::size_t k = 0; k < states.size(); ++k)
-    for (const ParamInfo& p : model_.all_param_info()) {
-      const auto it = slice_at.find(p.name);
+  const std::int64_t s = opt_.state_elems();
+  for (const ParamInfo& p : model_.all_param_info()) {
+    const auto it = mine.find(p.name);
+    Ranges elements;
+    std::int64_t at = 0;
+    if (it != mine.end()) {
+      const ParamInfo& local = model_.param_info()[it->second];
+      for (const Range& r : intersect(state_writes_, {{local.offset, local.offset + numel(p.shape)}}))
+        elements.push_back({r.begin - local.offset, r.end - local.offset});
+      if (!elements.empty()) at = state_position(opt_.runs(), local.offset + elements.front().begin);
+      for (std::size_t j = 1; j < elements.size(); ++j)
+        HPCT_CHECK(state_position(opt_.runs(), local.offset + elements[j].begin) ==
+                       state_position(opt_.runs(), local.offset + elements[j - 1].end - 1) + 1,
+                   "optimizer state of " + p.name + ": the elements this rank writes are not packed in order");
+    }
+    for (std::size_t k = 0; k < states.size(); ++k) {
       CheckpointTensor t{"optimizer/" + states[k] + "/" + p.name, p.shape, nullptr, stage_of(p.name)};
-      if (it != slice_at.end()) {
-        t.data = state + static_cast<std::int64_t>(k) * at + it->second.first;
-        t.data_first = it->second.second;
+      t.by_elements = true;
+      if (it != mine.end()) {
+        t.data = state + static_cast<std::int64_t>(k) * s + at;
+        t.elements = elements;
       }
       out.push_back(std::move(t));
     }
+  }
   return out;
 }
 
-void Checkpointer::state_slice(std::vector<float>& slice, HostBuffer& download) {
-  if (!slice_plan_) {  // (the runs never change: planned once, at the first checkpoint)
-    std::vector<std::pair<std::int64_t, Shape>> params;
-    for (const ParamInfo& p : model_.param_info()) params.emplace_back(p.offset, p.shape);
-    HPCT_CHECK(dp_.rank() == rt_.mesh().coord(MeshDim::dp), "checkpoint writers: the group's ranks out of order");
-    slice_plan_ = std::make_unique<SlicePlan>(plan_slices(params, gather_owned(dp_, opt_), dp_.rank()));
-  }
-  gather_slices(dp_, opt_, *slice_plan_, download.read(opt_.state()), slice);
+void Checkpointer::plan_state_writes_once() {
+  if (planned_) return;  // (the runs never change: planned once, at the first checkpoint)
+  std::vector<std::pair<std::int64_t, Shape>> params;
+  for (const ParamInfo& p : model_.param_info()) params.emplace_back(p.offset, p.shape);
+  HPCT_CHECK(dp_.rank() == rt_.mesh().coord(MeshDim::dp), "checkpoint writers: the group's ranks out of order");
+  state_writes_ = plan_state_writes(params, gather_owned(dp_, opt_), dp_.rank());
+  planned_ = true;
 }
 
 std::unique_ptr<Checkpointer::Job> Checkpointer::prepare(const TrainState& progress, const double interval_sums[3],
@@ -132,7 +141,12 @@ std::unique_ptr<Checkpointer::Job> Checkpointer::prepare(const TrainState& progr
     job->params.assign(params, params + model_.parameters().numel());
     params = job->params.data();
   }
-  state_slice(job->state, job->state_download);  // (collective over the group; a copy either way)
+  plan_state_writes_once();  // (collective over the group, the first time)
+  const float* state = job->state_download.read(opt_.state());
+  if (copy && opt_.state().device() == Device::cpu) {
+    job->state.assign(state, state + opt_.state().numel());
+    state = job->state.data();
+  }
   model_.sync_buffers(true);
   std::map<std::string, const float*> buffers;
   if (copy) {
@@ -143,7 +157,7 @@ std::unique_ptr<Checkpointer::Job> Checkpointer::prepare(const TrainState& progr
       buffers[model_buffers[i].first] = job->buffer_copies[i].data();
     }
   }
-  job->list = tensors(params, job->state.data(), copy ? &buffers : nullptr);
+  job->list = tensors(params, state, copy ? &buffers : nullptr);
   for (int k = 0; k < 3; ++k) job->sums[k] = interval_sums[k];
   for (const auto& t : job->list) job->bytes += static_cast<double>(numel(t.shape)) * sizeof(float);
   return job;

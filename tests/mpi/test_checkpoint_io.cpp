@@ -45,6 +45,16 @@ RampTensors ramp_tensors(const std::vector<Shape>& shapes, float base) {
   return r;
 }
 
+// Collective: `tensors` into a checkpoint at `path` with a minimal record, every rank a writer.
+void write_plain(const std::string& path, const std::vector<CheckpointTensor>& tensors) {
+  CheckpointInfo info;
+  info.run.world = info.run.dp = world_size();
+  info.run.optimizer = "sgd";
+  const double sums[3] = {0, 0, 0};
+  write_checkpoint(*host_communicator(MPI_COMM_WORLD, "world"), path, info, tensors, {},
+                   {world_rank(), world_size(), 0, 1}, sums);
+}
+
 }  // namespace
 
 TEST(CheckpointIo, DisjointParallelWriteReadsBackExactly) {
@@ -110,12 +120,7 @@ TEST(CheckpointIo, EveryRankReadsItsOwnSlabs) {
   const std::string path = dir + "/c.h5";
   const std::vector<Shape> shapes{{7, 3}, {11}, {5, 2, 3, 3}, {130, 4}};
   const auto [values, tensors] = ramp_tensors(shapes, 100.f);
-  CheckpointInfo info;
-  info.run.world = info.run.dp = world_size();
-  info.run.optimizer = "sgd";
-  const double sums[3] = {0, 0, 0};
-  write_checkpoint(*host_communicator(MPI_COMM_WORLD, "world"), path, info, tensors, {},
-                   {world_rank(), world_size(), 0, 1}, sums);
+  write_plain(path, tensors);
   const CheckpointFile f(path);  // (every rank)
   for (std::size_t i = 0; i < shapes.size(); ++i) {
     const std::int64_t n = numel(shapes[i]);
@@ -135,6 +140,42 @@ TEST(CheckpointIo, EveryRankReadsItsOwnSlabs) {
   }
   float x = 0;
   EXPECT_THROW(f.read_elements(tensors[0].path, 20, 2, &x), Error);
+  MPI_Barrier(MPI_COMM_WORLD);
+  if (world_rank() == 0) fs::remove_all(dir);
+}
+
+// Tensors written by elements (the optimizer state, CheckpointTensor::by_elements): every rank
+// writes stripes of 7 elements (rank r: the stripes k with k % D == r), cut anywhere along every
+// dimension of 1-D to 4-D tensors, so several ranks write each chunk; one tensor nobody writes
+// (a frozen layer's state) reads as zeros. The file, read whole, holds every value exactly.
+TEST(CheckpointIo, ElementWritesOfEveryRankMakeTheWholeTensor) {
+  const std::string dir = shared_dir("hpct_ckpt_elems_");
+  const std::string path = dir + "/c.h5";
+  const std::vector<Shape> shapes{{7, 3}, {11}, {5, 2, 3, 3}, {130, 4}, {4, 5}};
+  auto [values, tensors] = ramp_tensors(shapes, 100.f);
+  std::vector<std::vector<float>> packed(shapes.size());
+  const std::int64_t d = world_size(), r = world_rank();
+  for (std::size_t i = 0; i < shapes.size(); ++i) {
+    tensors[i].by_elements = true;
+    if (i + 1 == shapes.size()) continue;  // nobody writes the last one
+    const std::int64_t n = numel(shapes[i]);
+    for (std::int64_t k = r; k * 7 < n; k += d) {
+      const std::int64_t b = k * 7, e = std::min(n, b + 7);
+      tensors[i].elements.push_back({b, e});
+      packed[i].insert(packed[i].end(), values[i].begin() + b, values[i].begin() + e);
+    }
+    tensors[i].data = packed[i].data();
+  }
+  write_plain(path, tensors);
+  if (world_rank() == 0) {
+    const CheckpointFile f(path);
+    for (std::size_t i = 0; i < shapes.size(); ++i) {
+      std::vector<float> back(values[i].size(), -1.f);
+      f.read(tensors[i].path, back.data());
+      const std::vector<float> want = i + 1 == shapes.size() ? std::vector<float>(back.size(), 0.f) : values[i];
+      EXPECT_EQ(back, want) << tensors[i].path << " at " << world_size() << " ranks";
+    }
+  }
   MPI_Barrier(MPI_COMM_WORLD);
   if (world_rank() == 0) fs::remove_all(dir);
 }

@@ -178,8 +178,7 @@ TEST(ShardedOptimizer, PipelineStagesShardTheirOwnStateAndMatchOneProcess) {
   if (world_rank() == 0) fs::remove_all(root);
 }
 
-// A checkpoint: each rank gathers only the optimizer state it writes, from the ranks that own it
-// (train/state_slices.hpp). The file holds every owner's state bit for bit (the reference: each
+// A checkpoint: each rank writes only optimizer state it holds (train/state_writes.hpp). The file holds every owner's state bit for bit (the reference: each
 // rank's state expanded to the parameters' layout, summed over the group, where each element has
 // one owner), sharded and not, at D = 1-4 and with two pipeline stages; a frozen layer's state is zero.
 TEST(ShardedOptimizer, CheckpointHoldsEveryOwnersStateExactly) {

@@ -23,6 +23,7 @@ Ranges intersect(const Ranges& a, const Ranges& b);  // both sorted and disjoint
 Ranges subtract(const Ranges& a, const Ranges& b);   // a's elements not in b (both sorted and disjoint)
 std::int64_t total(const Ranges& r);
 Ranges sorted_nonempty(Ranges r);
+Ranges merged(Ranges r);  // sorted, disjoint, with touching ranges joined: one form for each set
 std::ostream& operator<<(std::ostream& os, const Range& r);  // "[begin, end)" (test failures)
 
 }  // namespace hpctrain

@@ -89,9 +89,11 @@ struct CheckpointTensor {
   Shape shape;
   const float* data = nullptr;  // this rank's copy; nullptr on ranks of other model-parallel stages
   int stage = 0;                // model-parallel stage holding it: its data-parallel ranks write it
-  // `data` holds the tensor's elements from this one on: 0 (all of it), or the first of what this
-  // rank writes (writer_elements) when it holds just that slice (the optimizer state).
-  std::int64_t data_first = 0;
+  // By default this rank writes its writer rows (writer_elements) from `data`, all of the tensor.
+  // With `by_elements` (the optimizer state), it writes `elements` instead (sorted, disjoint,
+  // row-major indices of the tensor; possibly none), their values one after another at `data`.
+  bool by_elements = false;
+  Ranges elements{};
 };
 
 // Where this rank sits, for dividing the writing.

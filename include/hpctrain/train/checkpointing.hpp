@@ -20,14 +20,14 @@
 #include "hpctrain/model/partition.hpp"
 #include "hpctrain/optim/optimizer.hpp"
 #include "hpctrain/runtime/runtime.hpp"
-#include "hpctrain/train/state_slices.hpp"
+#include "hpctrain/train/state_writes.hpp"
 
 namespace hpctrain {
 
 class Checkpointer {
  public:
   // Collective: creates [checkpoint] dir on rank 0 (bad_input when it cannot). `dp`: the
-  // data-parallel group for host buffers (writers gather their optimizer state slices over it).
+  // data-parallel group for host buffers (its ranks share the writing of the optimizer state).
   // `groups`: the layers of each pipeline stage (empty: one stage holds everything).
   Checkpointer(const Config& cfg, Runtime& rt, Communicator& dp, Model& model, Optimizer& opt,
                std::vector<LayerGroup> groups = {});
@@ -85,11 +85,11 @@ class Checkpointer {
   // removes the partial file; every rank throws checkpoint_failed with one line in words (no space
   // left, or the write error) naming the newest complete checkpoint, which still stands.
   [[noreturn]] void fail(std::int64_t step, const std::string& partial, const std::string& local) const;
-  // Collective over the group: the optimizer state this rank writes (train/state_slices.hpp), from
-  // the owners of it (this rank: all of it, or its shard with [parallel] shard_optimizer).
-  void state_slice(std::vector<float>& slice, HostBuffer& download);
+  // Collective over the group, at the first checkpoint: the optimizer state this rank writes
+  // (train/state_writes.hpp: its own elements, of all it holds or its shard).
+  void plan_state_writes_once();
   // Every tensor of the whole model; this rank's data at `params` (host copy) and `state` (its
-  // slice), its buffers' at `buffers` (by name) or the model's own.
+  // optimizer state, compact), its buffers' at `buffers` (by name) or the model's own.
   std::vector<CheckpointTensor> tensors(const float* params, const float* state,
                                         const std::map<std::string, const float*>* buffers = nullptr) const;
   // One checkpoint on its way to disk: the names, the record, the tensor list and, for a write in
@@ -101,8 +101,8 @@ class Checkpointer {
     CheckpointInfo info;
     std::vector<std::pair<std::string, std::string>> groups;
     WriterPlace place;
-    std::vector<float> params, state;               // host copies (params: of a CPU run's parameters, async only;
-                                                    // state: this rank's slice)
+    std::vector<float> params, state;               // host copies of a CPU run's parameters and optimizer
+                                                    // state (async only)
     HostBuffer params_download, state_download;     // a GPU run's parameters and optimizer state (pinned)
     std::vector<std::vector<float>> buffer_copies;  // (async only)
     std::vector<CheckpointTensor> list;
@@ -121,8 +121,9 @@ class Checkpointer {
   Model& model_;
   Optimizer& opt_;
   std::vector<LayerGroup> groups_;
-  std::unique_ptr<SlicePlan> slice_plan_;  // who sends which optimizer state to which writer
-  FileTuning tuning_;                      // [checkpoint] mpiio_hints and alignment (the same on every rank: rank 0's)
+  Ranges state_writes_;  // the optimizer state this rank writes (plan_state_writes_once)
+  bool planned_ = false;
+  FileTuning tuning_;  // [checkpoint] mpiio_hints and alignment (the same on every rank: rank 0's)
   // [checkpoint] async: the writer thread, its communicator (a duplicate of the world), the job in
   // flight and how it ended.
   std::unique_ptr<Communicator> async_comm_;

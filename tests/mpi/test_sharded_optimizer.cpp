@@ -178,9 +178,10 @@ TEST(ShardedOptimizer, PipelineStagesShardTheirOwnStateAndMatchOneProcess) {
   if (world_rank() == 0) fs::remove_all(root);
 }
 
-// A checkpoint: each rank writes only optimizer state it holds (train/state_writes.hpp). The file holds every owner's state bit for bit (the reference: each
-// rank's state expanded to the parameters' layout, summed over the group, where each element has
-// one owner), sharded and not, at D = 1-4 and with two pipeline stages; a frozen layer's state is zero.
+// A checkpoint: each rank writes only optimizer state it holds (train/state_writes.hpp). The file holds every owner's
+// state bit for bit (the reference: each rank's state expanded to the parameters' layout, summed over the group, where
+// each element has one owner), sharded and not, at D = 1-4 and with two pipeline stages; a frozen layer's state is
+// zero.
 TEST(ShardedOptimizer, CheckpointHoldsEveryOwnersStateExactly) {
   const std::string root = testref::make_synthetic_dataset("hpct_zero_ckpt_");
   const DatasetIndex index = load_dataset_index(*host_communicator(MPI_COMM_WORLD, "world"), root);

@@ -474,6 +474,14 @@ std::vector<KeySpec> config_schema() {
                    "reduce-scattered, each rank updates 1/D of the parameters, then all-gathered "
                    "(docs/parallelism.md)",
                    [](Config& c, const std::string& v) { c.parallel.shard_optimizer = parse_bool(v); }));
+  k.push_back(
+      choice("parallel", "shard_by", {"elements", "tensors"}, "elements",
+             "with shard_optimizer: what each rank owns: equal blocks of every gradient bucket "
+             "(reduce-scatter, then all-gather), or whole tensors, balanced by size (allreduce, then "
+             "each tensor broadcast from its owner; what whole-matrix optimizers such as Muon need)",
+             [](Config& c, const std::string& v) {
+               c.parallel.shard_by = pick<ShardBy>(v, {{"elements", ShardBy::elements}, {"tensors", ShardBy::tensors}});
+             }));
   k.push_back(choice("parallel", "gather_overlap", {"auto", "on", "off"}, "auto",
                      "with shard_optimizer: run the parameters' all-gather after the update during the next "
                      "forward, each layer waiting for its own (float32, one pipeline stage, no cuda_graphs); "

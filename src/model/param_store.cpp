@@ -111,4 +111,24 @@ Ranges ParamStore::owned(const std::vector<Bucket>& buckets, int ranks, int rank
   return out;
 }
 
+std::vector<std::pair<Range, int>> ParamStore::tensor_owners(const std::vector<Bucket>& buckets, int ranks) const {
+  std::vector<std::pair<Range, int>> out;
+  const Ranges trainable = merged(Ranges(buckets.begin(), buckets.end()));
+  for (const ParamInfo& t : tensors_) {
+    const Range r{t.offset, t.offset + numel(t.shape)};
+    if (total(intersect(trainable, {r})) == r.size()) out.push_back({r, -1});
+  }
+  std::vector<std::size_t> order(out.size());
+  for (std::size_t i = 0; i < order.size(); ++i) order[i] = i;
+  std::stable_sort(order.begin(), order.end(),
+                   [&](std::size_t a, std::size_t b) { return out[a].first.size() > out[b].first.size(); });
+  std::vector<std::int64_t> load(static_cast<std::size_t>(ranks), 0);
+  for (const std::size_t i : order) {
+    const auto least = std::min_element(load.begin(), load.end()) - load.begin();  // (the first: the lowest rank)
+    out[i].second = static_cast<int>(least);
+    load[static_cast<std::size_t>(least)] += out[i].first.size();
+  }
+  return out;
+}
+
 }  // namespace hpctrain

@@ -24,9 +24,14 @@ Blocks blocks_of(const Bucket& b, int ranks) {
 }
 }  // namespace
 
-GradientAverager::GradientAverager(Communicator& comm, Tensor grads, std::vector<Bucket> buckets, bool sharded)
+GradientAverager::GradientAverager(Communicator& comm, Tensor grads, std::vector<Bucket> buckets, bool sharded,
+                                   std::vector<std::pair<Range, int>> tensor_owners)
     : comm_(comm), grads_(std::move(grads)), buckets_(std::move(buckets)), sharded_(sharded && comm.size() > 1) {
-  if (sharded_) {
+  if (sharded_ && !tensor_owners.empty()) {
+    tensor_owners_ = std::move(tensor_owners);
+    for (const auto& [r, owner] : tensor_owners_)
+      if (owner == comm_.rank()) owned_.push_back(r);
+  } else if (sharded_) {
     owned_ = ParamStore::owned(buckets_, comm_.size(), comm_.rank());
   } else {
     for (const Bucket& b : buckets_) owned_.push_back(b);
@@ -35,7 +40,7 @@ GradientAverager::GradientAverager(Communicator& comm, Tensor grads, std::vector
 }
 
 void GradientAverager::launch(const Bucket& b, float* buf, std::vector<Request>& into) {
-  if (!sharded_) {
+  if (!sharded_ || !tensor_owners_.empty()) {  // (by tensors: every rank has every average, updates its own)
     into.push_back(comm_.iallreduce(buf + b.begin, buf + b.begin, static_cast<std::size_t>(b.end - b.begin), DType::f32,
                                     ReduceOp::avg));
     return;
@@ -75,6 +80,12 @@ double GradientAverager::gather_parameters(Tensor& params) {
 void GradientAverager::start_gather(Tensor& params) {
   HPCT_CHECK(sharded_ && params.numel() == grads_.numel(), "gather_parameters without a sharded optimizer");
   HPCT_CHECK(gathers_.empty(), "parameter gathers started twice");
+  for (const auto& [r, owner] : tensor_owners_) {  // by tensors: each from its owner, in buffer order
+    gathers_.emplace_back(r.begin, std::vector<Request>{});
+    gathers_.back().second.push_back(
+        comm_.ibroadcast(params.data() + r.begin, static_cast<std::size_t>(r.size()), DType::f32, owner));
+  }
+  if (!tensor_owners_.empty()) return;
   // The forward's order, first layers first: the buckets are made last layers first (ParamStore::buckets).
   for (auto b = buckets_.rbegin(); b != buckets_.rend(); ++b) {
     gathers_.emplace_back(b->begin, std::vector<Request>{});
@@ -116,9 +127,13 @@ double GradientAverager::time_alone(int repeats) {
     std::vector<Request> reqs;
     for (const Bucket& b : buckets_) launch(b, scratch.data(), reqs);
     for (auto& q : reqs) q->wait();
-    if (sharded_) {  // and the parameters' all-gather that follows the update
+    if (sharded_) {  // and the parameters' all-gather (or broadcasts) that follows the update
       reqs.clear();
-      for (const Bucket& b : buckets_) launch_gather(b, scratch.data(), reqs);
+      for (const auto& [t, owner] : tensor_owners_)
+        reqs.push_back(
+            comm_.ibroadcast(scratch.data() + t.begin, static_cast<std::size_t>(t.size()), DType::f32, owner));
+      if (tensor_owners_.empty())
+        for (const Bucket& b : buckets_) launch_gather(b, scratch.data(), reqs);
       for (auto& q : reqs) q->wait();
     }
     if (grads_.device() == Device::cuda) cuda::synchronize();  // NCCL's wait only orders the compute stream

@@ -31,9 +31,13 @@ void Trainer::parallelize(bool gpu, int stages) {
                     ") are not supported with a sharded optimizer yet; set it to false or keep the tied layers "
                     "on one stage ([model] groups)");
   const auto bucket_elems = static_cast<std::int64_t>(cfg_.parallel.bucket_mb * (1 << 20) / sizeof(float));
-  averager_ = std::make_unique<GradientAverager>(*comm_, model_->gradients(),
-                                                 model_->store().buckets(std::max<std::int64_t>(1, bucket_elems)),
-                                                 cfg_.parallel.shard_optimizer);
+  auto buckets = model_->store().buckets(std::max<std::int64_t>(1, bucket_elems));
+  // Whole-tensor ownership: the store's policy, the same on every rank of the group.
+  std::vector<std::pair<Range, int>> owners;
+  if (cfg_.parallel.shard_optimizer && cfg_.parallel.shard_by == ShardBy::tensors)
+    owners = model_->store().tensor_owners(buckets, comm_->size());
+  averager_ = std::make_unique<GradientAverager>(*comm_, model_->gradients(), std::move(buckets),
+                                                 cfg_.parallel.shard_optimizer, std::move(owners));
   // The all-gather after a sharded update overlaps the next forward where that forward can wait
   // per layer: one stage (a pipeline's stages run forwards of their own), float32 (no rounded copy
   // to refresh), no CUDA graph (a recorded step cannot wait). auto: on GPUs (the collective runs

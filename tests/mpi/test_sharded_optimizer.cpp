@@ -147,6 +147,53 @@ TEST(ShardedOptimizer, ReducedPrecisionEqualsTheUnshardedRun) {
   if (world_rank() == 0) fs::remove_all(root);
 }
 
+// [parallel] shard_by = tensors: each rank owns whole tensors (balanced by size) and every
+// element is owned once; the gradients are allreduced as without sharding and the updated
+// tensors broadcast from their owners, so the parameters are bit-identical to the unsharded
+// run's (no clipping: a norm summed shard by shard may differ in its last bit), with the
+// broadcasts waited for at once or overlapped with the next forward.
+TEST(ShardedOptimizer, WholeTensorShardsEqualTheUnshardedRunBitwise) {
+  const std::string root = testref::make_synthetic_dataset("hpct_zero_tensors_");
+  const DatasetIndex index = load_dataset_index(*host_communicator(MPI_COMM_WORLD, "world"), root);
+  auto train = [&](const std::string& parallel) {
+    const std::string ini = "[run]\nseed = 5\nout_dir = /tmp\n[data]\npath = " + root +
+                            "\n[model]\nlayers = flatten dense(16) relu dense(12) relu dense(7)\n[train]\n"
+                            "global_batch = 24\n[optim]\nname = adamw\nlr = 0.01\nweight_decay = 0.1\n"
+                            "[parallel]\nbucket_mb = 0.0002\n" +
+                            parallel;
+    const Config cfg = parse_config(ini, "zero-tensors.ini", {}, process_environment());
+    Runtime rt(cfg);
+    Trainer trainer(cfg, rt, index);
+    const Sampler sampler(sampler_options(cfg, index.train));
+    testref::train_steps(trainer, cfg, rt, index, sampler, 6);
+    const Tensor& p = trainer.model().parameters();
+    if (!parallel.empty() && world_size() > 1) {  // whole tensors, each owned once
+      const auto& owned = trainer.averager().owned();
+      std::int64_t mine = 0;
+      for (const Range& r : owned) {
+        mine += r.size();
+        bool whole = false;
+        for (const ParamInfo& t : trainer.model().param_info())
+          whole = whole || (r == Range{t.offset, t.offset + numel(t.shape)});
+        EXPECT_TRUE(whole) << r << " is not one tensor";
+      }
+      EXPECT_EQ(trainer.optimizer().state_elems(), mine);
+      std::int64_t all = mine;
+      trainer.dp_comm().allreduce(&all, &all, 1, DType::i64, ReduceOp::sum);
+      EXPECT_EQ(all, p.numel());
+    }
+    return std::vector<float>(p.data(), p.data() + p.numel());
+  };
+  const auto plain = train("");
+  for (const char* overlap : {"off", "on"}) {
+    const auto got =
+        train(std::string("shard_optimizer = true\nshard_by = tensors\ngather_overlap = ") + overlap + "\n");
+    EXPECT_EQ(got, plain) << "gather_overlap = " << overlap << " on " << world_size() << " rank(s)";
+  }
+  MPI_Barrier(MPI_COMM_WORLD);
+  if (world_rank() == 0) fs::remove_all(root);
+}
+
 // With model parallelism: each stage's data-parallel group shards that stage's state (M = 2 at 2
 // and 4 ranks, so D = 1 and 2), against one process on the whole model.
 TEST(ShardedOptimizer, PipelineStagesShardTheirOwnStateAndMatchOneProcess) {

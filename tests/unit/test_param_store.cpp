@@ -98,3 +98,27 @@ TEST(ParamStore, LayoutLayersCopiesAndFrozenRanges) {
   EXPECT_EQ(static_cast<const Range&>(buckets[0]), (Range{9, 17}));
   EXPECT_THROW(s.add(w), Error);  // the layout is fixed once allocated
 }
+
+TEST(ParamStore, WholeTensorOwnersBalanceBySizeAndSkipFrozenTensors) {
+  ParamStore s;
+  const std::vector<Shape> shapes{{10, 10}, {10}, {30, 2}, {5}, {40}};  // 100, 10, 60, 5, 40 elements
+  std::int64_t global = 0;
+  for (std::size_t i = 0; i < shapes.size(); ++i) {
+    s.add_layer();
+    s.add({"0" + std::to_string(i) + "_dense/weight", 0, global, shapes[i], Init::zeros, 1, 1, 0.02f, -1, {}});
+    global += numel(shapes[i]);
+  }
+  Allocator alloc;
+  s.allocate(alloc);
+  s.set_frozen({false, false, false, true, false});  // the 5-element tensor trains not: nobody owns it
+  const auto owners = s.tensor_owners(s.buckets(1), 2);
+  // Largest first, each to the least loaded rank (ties: the lowest): 100 -> 0, 60 -> 1, 40 -> 1
+  // (60 < 100), then 10 -> 0 (100 = 100: the lowest). Listed in buffer order.
+  ASSERT_EQ(owners.size(), 4u);
+  EXPECT_EQ(owners[0], (std::pair<Range, int>{{0, 100}, 0}));
+  EXPECT_EQ(owners[1], (std::pair<Range, int>{{100, 110}, 0}));
+  EXPECT_EQ(owners[2], (std::pair<Range, int>{{110, 170}, 1}));
+  EXPECT_EQ(owners[3], (std::pair<Range, int>{{175, 215}, 1}));
+  const auto one = s.tensor_owners(s.buckets(1), 1);
+  for (const auto& [r, owner] : one) EXPECT_EQ(owner, 0);
+}

@@ -26,6 +26,8 @@ enum class PipelineSchedule { gpipe, one_f_one_b };
 enum class CommBackend { auto_, mpi, nccl };
 enum class HostAllreduce { auto_, mpi, shm };
 enum class Tristate { auto_, on, off };
+// [parallel] shard_by: how a sharded optimizer divides the state (the parameter store's ownership policy).
+enum class ShardBy { elements, tensors };
 
 struct RunConfig {
   std::uint64_t seed = 42;
@@ -101,7 +103,8 @@ struct ParallelConfig {
   Tristate cuda_aware_mpi = Tristate::auto_;
   HostAllreduce host_allreduce = HostAllreduce::auto_;  // gradient sums in host memory: MPI's or node-shared memory
   double bucket_mb = 25.0;
-  bool shard_optimizer = false;  // ZeRO stage 1: each data-parallel rank keeps and updates 1/D of the state
+  bool shard_optimizer = false;          // ZeRO stage 1: each data-parallel rank keeps and updates 1/D of the state
+  ShardBy shard_by = ShardBy::elements;  // sharded: equal blocks of each bucket, or whole tensors
   Tristate gather_overlap = Tristate::auto_;  // sharded: the all-gather overlaps the next forward (auto: on GPUs)
   double watchdog_s = 300.0;                  // 0 disables the collective watchdog
 };

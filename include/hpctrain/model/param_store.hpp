@@ -100,6 +100,10 @@ class ParamStore {
   // of a bucket of L elements, c = floor(L / ranks) from begin + rank * c; the last L - c * ranks
   // go to the last rank. Sorted.
   static Ranges owned(const std::vector<Bucket>& buckets, int ranks, int rank);
+  // Whole-tensor ownership ([parallel] shard_by = tensors): every tensor inside `buckets` (the
+  // trainable ones) with the rank that owns it, in buffer order. Largest first, each to the rank
+  // owning the fewest elements so far (ties: the lowest), so the same on every rank.
+  std::vector<std::pair<Range, int>> tensor_owners(const std::vector<Bucket>& buckets, int ranks) const;
 
  private:
   std::vector<ParamInfo> tensors_;

@@ -22,8 +22,12 @@ namespace hpctrain {
 
 class GradientAverager {
  public:
-  // `sharded`: reduce-scatter (see above) instead of allreduce.
-  GradientAverager(Communicator& comm, Tensor grads, std::vector<Bucket> buckets, bool sharded = false);
+  // `sharded`: reduce-scatter (see above) instead of allreduce. Sharded by whole tensors
+  // ([parallel] shard_by = tensors): `tensor_owners` (ParamStore::tensor_owners) given; the buckets
+  // are allreduced, each rank updates the tensors it owns, and each tensor is then broadcast from
+  // its owner.
+  GradientAverager(Communicator& comm, Tensor grads, std::vector<Bucket> buckets, bool sharded = false,
+                   std::vector<std::pair<Range, int>> tensor_owners = {});
   // Called by backward after each layer (on the step's last micro-batch).
   void layer_done(std::size_t layer);
   // Waits for every bucket; returns the seconds spent waiting.
@@ -38,8 +42,8 @@ class GradientAverager {
   // Sharded: collective; every rank's updated blocks of `params` (laid out like the gradients)
   // reach every rank. Returns the seconds it took.
   double gather_parameters(Tensor& params);
-  // Sharded, overlapped with the next forward: starts those all-gathers, the first layers'
-  // buckets first, and returns at once; wait_gathered(end) before reading elements below `end`.
+  // Sharded, overlapped with the next forward: starts those all-gathers (by tensors: broadcasts),
+  // the first layers' first, and returns at once; wait_gathered(end) before reading elements below `end`.
   void start_gather(Tensor& params);
   // Waits for the gathers of the buckets that begin below `end` (every one: -1); the seconds spent.
   double wait_gathered(std::int64_t end = -1);
@@ -53,6 +57,7 @@ class GradientAverager {
   Tensor grads_;
   std::vector<Bucket> buckets_;
   bool sharded_ = false;
+  std::vector<std::pair<Range, int>> tensor_owners_;  // sharded by whole tensors: each tensor's owner
   Ranges owned_;
   std::vector<Request> pending_;  // (sharded: a bucket's reduce-scatter and its tail's allreduce)
   std::size_t launched_ = 0;      // buckets started this step

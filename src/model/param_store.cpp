@@ -64,6 +64,11 @@ void ParamStore::allocate(Allocator& alloc) {
   grads_ = Tensor::zeros({size_}, alloc);
 }
 
+Tensor& ParamStore::allocate_state(std::int64_t elems, Allocator& alloc) {
+  state_ = Tensor::zeros({elems}, alloc);
+  return state_;
+}
+
 void ParamStore::set_frozen(std::vector<bool> frozen) {
   HPCT_CHECK(frozen.size() == layers_.size(), "set_frozen: one flag per held layer");
   frozen_ = std::move(frozen);

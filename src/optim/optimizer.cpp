@@ -64,13 +64,8 @@ Tensor state_part(const Tensor& t, const DecayRun& r) { return t.view(r.state_at
 
 class Sgd final : public Optimizer {
  public:
-  Sgd(const OptimConfig& cfg, Tensor params, Tensor grads, Allocator& alloc, std::vector<DecayRun> runs,
-      std::int64_t state_elems)
-      : cfg_(cfg),
-        w_(std::move(params)),
-        g_(std::move(grads)),
-        m_(Tensor::zeros({state_elems}, alloc)),
-        runs_(std::move(runs)) {}
+  Sgd(const OptimConfig& cfg, Tensor params, Tensor grads, Tensor state, std::vector<DecayRun> runs)
+      : cfg_(cfg), w_(std::move(params)), g_(std::move(grads)), m_(std::move(state)), runs_(std::move(runs)) {}
   void update(Tensor& scalars) override {
     for (const DecayRun& r : runs_) {
       Tensor w = part(w_, r), m = state_part(m_, r);
@@ -91,12 +86,12 @@ class Sgd final : public Optimizer {
 };
 class Adam final : public Optimizer {
  public:
-  Adam(const OptimConfig& cfg, Tensor params, Tensor grads, Allocator& alloc, std::vector<DecayRun> runs,
+  Adam(const OptimConfig& cfg, Tensor params, Tensor grads, Tensor state, std::vector<DecayRun> runs,
        std::int64_t state_elems)
       : cfg_(cfg),
         w_(std::move(params)),
         g_(std::move(grads)),
-        state_(Tensor::zeros({2 * state_elems}, alloc)),
+        state_(std::move(state)),
         m_(state_.view(0, {state_elems})),
         v_(state_.view(state_elems, {state_elems})),
         runs_(std::move(runs)) {}
@@ -125,7 +120,9 @@ class Adam final : public Optimizer {
 };
 }  // namespace
 
-std::unique_ptr<Optimizer> make_optimizer(const OptimConfig& cfg, Tensor params, Tensor grads, Allocator& alloc,
+int state_blocks(const OptimConfig& cfg) { return cfg.name == OptimizerName::sgd ? 1 : 2; }
+
+std::unique_ptr<Optimizer> make_optimizer(const OptimConfig& cfg, Tensor params, Tensor grads, Tensor state,
                                           std::vector<DecayRun> runs, std::int64_t state_elems) {
   if (state_elems < 0) {  // the state laid out like the parameters; no runs given: every parameter, decayed
     state_elems = params.numel();
@@ -134,9 +131,13 @@ std::unique_ptr<Optimizer> make_optimizer(const OptimConfig& cfg, Tensor params,
   for (const DecayRun& r : runs)
     HPCT_CHECK(r.state_at() >= 0 && r.state_at() + r.size() <= state_elems && r.end <= params.numel(),
                "optimizer run outside its buffers");
+  HPCT_CHECK(state.numel() == state_blocks(cfg) * state_elems,
+             "optimizer state of " + std::to_string(state.numel()) + " elements for " +
+                 std::to_string(state_blocks(cfg)) + " blocks of " + std::to_string(state_elems));
   if (cfg.name == OptimizerName::sgd)
-    return std::make_unique<Sgd>(cfg, std::move(params), std::move(grads), alloc, std::move(runs), state_elems);
-  return std::make_unique<Adam>(cfg, std::move(params), std::move(grads), alloc, std::move(runs), state_elems);
+    return std::make_unique<Sgd>(cfg, std::move(params), std::move(grads), std::move(state), std::move(runs));
+  return std::make_unique<Adam>(cfg, std::move(params), std::move(grads), std::move(state), std::move(runs),
+                                state_elems);
 }
 
 double learning_rate(const OptimConfig& cfg, std::int64_t step, std::int64_t total) {

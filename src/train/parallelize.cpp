@@ -57,7 +57,8 @@ void Trainer::make_optimizer_for_this_rank() {
   std::int64_t state_elems = 0;
   std::vector<DecayRun> runs = own_runs(decay_runs(tensors, model_->parameters().numel(), cfg_.optim.weight_decay_1d),
                                         averager_->owned(), state_elems);
-  opt_ = make_optimizer(cfg_.optim, model_->parameters(), model_->gradients(), alloc_, std::move(runs), state_elems);
+  Tensor& state = model_->store().allocate_state(state_blocks(cfg_.optim) * state_elems, alloc_);
+  opt_ = make_optimizer(cfg_.optim, model_->parameters(), model_->gradients(), state, std::move(runs), state_elems);
 }
 
 void Trainer::compose_update() {

@@ -103,7 +103,8 @@ inline std::vector<float> reference_parameters(const Config& cfg, const DatasetI
   auto loss = make_loss(true, alloc);
   std::vector<std::pair<std::int64_t, Shape>> tensors;
   for (const ParamInfo& p : model.param_info()) tensors.emplace_back(p.offset, p.shape);
-  auto opt = make_optimizer(cfg.optim, model.parameters(), model.gradients(), alloc,
+  Tensor& state = model.store().allocate_state(state_blocks(cfg.optim) * model.parameters().numel(), alloc);
+  auto opt = make_optimizer(cfg.optim, model.parameters(), model.gradients(), state,
                             decay_runs(tensors, model.parameters().numel(), cfg.optim.weight_decay_1d));
   Tensor scalars = step_scalars::make(alloc);
   Tensor lr = step_scalars::slot(scalars, step_scalars::learning_rate);

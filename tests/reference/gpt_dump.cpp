@@ -68,7 +68,8 @@ int main(int argc, char** argv) {
     oc.weight_decay = 0.1;
     std::vector<std::pair<std::int64_t, Shape>> tensors;
     for (const ParamInfo& p : model.param_info()) tensors.emplace_back(p.offset, p.shape);
-    auto opt = make_optimizer(oc, model.parameters(), model.gradients(), alloc,
+    Tensor& state = model.store().allocate_state(state_blocks(oc) * model.parameters().numel(), alloc);
+    auto opt = make_optimizer(oc, model.parameters(), model.gradients(), state,
                               decay_runs(tensors, model.parameters().numel(), false));
     Tensor scalars = step_scalars::make(alloc);
     Tensor lr = step_scalars::slot(scalars, step_scalars::learning_rate);

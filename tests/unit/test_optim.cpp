@@ -56,7 +56,7 @@ TEST(Optimizer, SgdMomentumNesterovAndWeightDecayInClosedForm) {
     cfg.nesterov = nesterov;
     Tensor w = Tensor::zeros({1}, alloc), g = Tensor::zeros({1}, alloc);
     w.data()[0] = 1.f;
-    auto opt = make_optimizer(cfg, w, g, alloc);
+    auto opt = make_optimizer(cfg, w, g, Tensor::zeros({state_blocks(cfg) * w.numel()}, alloc));
     Tensor scalars = scalars_with_rate(alloc, 0.1f);
     double ew = 1, em = 0;
     for (int step = 0; step < 3; ++step) {
@@ -101,7 +101,7 @@ TEST(Optimizer, AdamAndAdamWInClosedForm) {
     cfg.name = name;
     Tensor w = Tensor::zeros({1}, alloc), g = Tensor::zeros({1}, alloc);
     w.data()[0] = 1.f;
-    auto opt = make_optimizer(cfg, w, g, alloc);
+    auto opt = make_optimizer(cfg, w, g, Tensor::zeros({state_blocks(cfg) * w.numel()}, alloc));
     Tensor scalars = scalars_with_rate(alloc, 0.01f);
     double ew = 1, m = 0, v = 0;
     for (int t = 1; t <= 4; ++t) {
@@ -166,7 +166,7 @@ TEST(ShardedOptimizer, RunsCutToTheOwnedRangesPackTheirState) {
   cfg.name = OptimizerName::adam;
   Tensor w = Tensor::zeros({100}, alloc), g = Tensor::zeros({100}, alloc);
   fill(g, 1.f);
-  auto opt = make_optimizer(cfg, w, g, alloc, mine, elems);
+  auto opt = make_optimizer(cfg, w, g, Tensor::zeros({2 * elems}, alloc), mine, elems);
   ASSERT_EQ(opt->state().numel(), 60);
   Tensor scalars = scalars_with_rate(alloc, 0.1f);
   opt->step(scalars, 1);
@@ -192,7 +192,7 @@ TEST(ShardedOptimizer, NoRunsUpdateNothing) {
   OptimConfig cfg;
   Tensor w = Tensor::zeros({10}, alloc), g = Tensor::zeros({10}, alloc);
   fill(g, 1.f);
-  auto opt = make_optimizer(cfg, w, g, alloc, {}, 0);
+  auto opt = make_optimizer(cfg, w, g, Tensor::zeros({0}, alloc), {}, 0);
   EXPECT_EQ(opt->state().numel(), 0);
   Tensor scalars = scalars_with_rate(alloc, 0.1f);
   opt->step(scalars, 1);

@@ -78,6 +78,7 @@ class Model {
 
   // Where every parameter held here lives, and the questions about its elements.
   const ParamStore& store() const { return store_; }
+  ParamStore& store() { return store_; }
   Tensor& parameters() { return store_.params(); }
   Tensor& gradients() { return store_.grads(); }
   const std::vector<ParamInfo>& param_info() const { return store_.tensors(); }

@@ -1,5 +1,6 @@
-// The parameter store: every parameter this rank holds, with its gradient, in one flat buffer
-// each (llm.c's layout), and the answers to "which elements" that the rest of the trainer asks:
+// The parameter store: every parameter this rank holds, with its gradient and the optimizer's
+// state, in one flat buffer each (llm.c's layout), and the answers to "which elements" that the
+// rest of the trainer asks:
 // a layer's elements, the frozen ones, the copies of tied weights, the gradient buckets and what
 // a data-parallel rank owns when the optimizer is sharded.
 // Every such answer is one Range type (sorted, disjoint Ranges where there are several).
@@ -78,6 +79,10 @@ class ParamStore {
   // whose gradient is summed with the original's (copies(): their elements here).
   std::int64_t add_copy(ParamInfo target);
   void allocate(Allocator& alloc);  // the parameters and gradients, zeros
+  // The optimizer's state (optim/optimizer.hpp make_optimizer): `elems` zeros, once the
+  // optimizer knows what this rank updates (its runs). A second call replaces it.
+  Tensor& allocate_state(std::int64_t elems, Allocator& alloc);
+  Tensor& state() { return state_; }
 
   Tensor& params() { return params_; }
   Tensor& grads() { return grads_; }
@@ -112,7 +117,7 @@ class ParamStore {
   std::vector<bool> frozen_;
   Ranges frozen_ranges_;
   std::int64_t size_ = 0;
-  Tensor params_, grads_;
+  Tensor params_, grads_, state_;
 };
 
 }  // namespace hpctrain

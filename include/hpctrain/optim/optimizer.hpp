@@ -59,11 +59,16 @@ std::vector<DecayRun> decay_runs(const std::vector<std::pair<std::int64_t, Shape
 // shard_optimizer). Returns the runs; `state_elems` gets the packed size.
 std::vector<DecayRun> own_runs(const std::vector<DecayRun>& runs, const Ranges& owned, std::int64_t& state_elems);
 
-// SGD (momentum, Nesterov, weight decay), Adam (L2 decay) or AdamW (decoupled decay). `runs`:
-// where weight decay applies (empty with state_elems = -1: everywhere); each run is updated by one
+// How many state blocks the optimizer `cfg` names keeps: 1 (SGD's momentum) or 2 (Adam's moments).
+int state_blocks(const OptimConfig& cfg);
+
+// SGD (momentum, Nesterov, weight decay), Adam (L2 decay) or AdamW (decoupled decay) over
+// `params` and `grads`, keeping its state in `state` (zeros, from the parameter store: its
+// allocate_state), which holds state_blocks(cfg) blocks of `state_elems` each. `runs`: where
+// weight decay applies (empty with state_elems = -1: everywhere); each run is updated by one
 // operation; only the runs given are updated. `state_elems`: the size of each state block (-1:
 // the parameters'; >= 0: the runs' state is packed, and no runs means nothing to update).
-std::unique_ptr<Optimizer> make_optimizer(const OptimConfig& cfg, Tensor params, Tensor grads, Allocator& alloc,
+std::unique_ptr<Optimizer> make_optimizer(const OptimConfig& cfg, Tensor params, Tensor grads, Tensor state,
                                           std::vector<DecayRun> runs = {}, std::int64_t state_elems = -1);
 
 // The optimizer state of the runs `opt` updates, `compact` (its state() on the host), written into

@@ -47,26 +47,24 @@ class Attention final : public Layer {
   void forward(const Tensor& x, Tensor& y) override {
     const std::int64_t n = x.shape()[0], t = x.shape()[1], c = x.shape()[2];
     const Device dev = x.device();
-    qkv_ = scratch(qkv_buf_, {n, t, 3 * c}, dev);
-    att_ = scratch(att_buf_, {n, heads_, t, t}, dev);
-    heads_out_ = scratch(heads_buf_, {n, t, c}, dev);
-    Tensor qkv2 = qkv_.reshaped({n * t, 3 * c});
+    dropped_ = context().training && p_ > 0;
+    Saved s = saved_tensors(n, t, c, dev);
+    Tensor qkv2 = s.qkv.reshaped({n * t, 3 * c});
     gemm(false, true, 1.f, x.reshaped({n * t, c}), weight(0), 0.f, qkv2);
     if (bias_) add_bias(qkv2, params_[1]);
     round16(qkv2);  // (16-bit runs: every GEMM operand below is a 16-bit value, on both backends)
-    attention_probs(qkv_, heads_, att_);
-    round16(att_);
-    dropped_ = context().training && p_ > 0;
+    attention_probs(s.qkv, heads_, s.att);
+    round16(s.att);
     if (dropped_) {
-      const Tensor rows = att_.reshaped({n, heads_ * t * t});  // one row per sample: keyed by its id
-      Tensor mask = scratch(mask_buf_, rows.shape(), dev), out = scratch(dropped_buf_, rows.shape(), dev);
+      const Tensor rows = s.att.reshaped({n, heads_ * t * t});  // one row per sample: keyed by its id
+      Tensor out = s.dropped.reshaped(rows.shape()), mask = s.mask.reshaped(rows.shape());
       dropout_forward(rows, p_, layer_key(), step_key(dev), context().sample_ids, mask, out);
       round16(out);
     }
-    attention_values(used(), qkv_, heads_, heads_out_);
-    round16(heads_out_);
+    attention_values(used(s), s.qkv, heads_, s.heads_out);
+    round16(s.heads_out);
     Tensor y2 = y.reshaped({n * t, c});
-    gemm(false, true, 1.f, heads_out_.reshaped({n * t, c}), weight(1), 0.f, y2);
+    gemm(false, true, 1.f, s.heads_out.reshaped({n * t, c}), weight(1), 0.f, y2);
     if (bias_) add_bias(y2, params_[3]);
   }
   void backward(const Tensor& x, const Tensor&, const Tensor& dy, Tensor& dx) override {
@@ -74,19 +72,20 @@ class Attention final : public Layer {
     const Device dev = x.device();
     const float beta = accumulate_grads() ? 1.f : 0.f;
     if (beta == 0.f && bias_) fill(grads_[1], 0.f), fill(grads_[3], 0.f);
+    const Saved s = saved_tensors(n, t, c, dev);
     const Tensor g = dy.reshaped({n * t, c});
-    gemm(true, false, 1.f, g, heads_out_.reshaped({n * t, c}), beta, grad(1));  // dWproj
+    gemm(true, false, 1.f, g, s.heads_out.reshaped({n * t, c}), beta, grad(1));  // dWproj
     if (bias_) accumulate_bias_grad(g, grads_[3]);
     Tensor dheads = scratch(dheads_buf_, {n * t, c}, dev);
     gemm(false, false, 1.f, g, weight(1), 0.f, dheads);
     round16(dheads);
-    Tensor datt = scratch(datt_buf_, att_.shape(), dev), dqkv = scratch(dqkv_buf_, qkv_.shape(), dev);
-    attention_values_backward(used(), qkv_, dheads.reshaped({n, t, c}), heads_, datt, dqkv);
+    Tensor datt = scratch(datt_buf_, s.att.shape(), dev), dqkv = scratch(dqkv_buf_, s.qkv.shape(), dev);
+    attention_values_backward(used(s), s.qkv, dheads.reshaped({n, t, c}), heads_, datt, dqkv);
     if (dropped_) {
       Tensor rows = datt.reshaped({n, heads_ * t * t});
-      multiply(rows, mask_buf_.view(0, rows.shape()), rows);
+      multiply(rows, s.mask.reshaped(rows.shape()), rows);
     }
-    attention_probs_backward(att_, datt, qkv_, heads_, context().precision, dqkv);
+    attention_probs_backward(s.att, datt, s.qkv, heads_, context().precision, dqkv);
     round16(dqkv);
     const Tensor dqkv2 = dqkv.reshaped({n * t, 3 * c});
     gemm(true, false, 1.f, dqkv2, x.reshaped({n * t, c}), beta, grad(0));  // dWqkv
@@ -104,8 +103,17 @@ class Attention final : public Layer {
   // Weight k (0: qkv, 1: proj) and its gradient, whatever the biases.
   Tensor& weight(int k) { return params_[static_cast<std::size_t>(bias_ ? 2 * k : k)]; }
   Tensor& grad(int k) { return grads_[static_cast<std::size_t>(bias_ ? 2 * k : k)]; }
+  // What forward keeps for backward, in the micro-batch's saved set (layer.hpp).
+  struct Saved {
+    Tensor qkv, att, heads_out, mask, dropped;  // [n,t,3c], [n,H,t,t], [n,t,c], and the dropout's two [n,H,t,t]
+  };
+  Saved saved_tensors(std::int64_t n, std::int64_t t, std::int64_t c, Device dev) {
+    Saved s{saved(0, {n, t, 3 * c}, dev), saved(1, {n, heads_, t, t}, dev), saved(2, {n, t, c}, dev), {}, {}};
+    if (dropped_) s.mask = saved(3, {n, heads_, t, t}, dev), s.dropped = saved(4, {n, heads_, t, t}, dev);
+    return s;
+  }
   // The probabilities the values are weighted with: dropped (training with dropout) or not.
-  Tensor used() const { return dropped_ ? dropped_buf_.view(0, att_.shape()) : att_; }
+  static Tensor used(const Saved& s) { return s.dropped.defined() ? s.dropped : s.att; }
   // As the dropout layer keys its draws (layers/dropout.cpp), with another constant.
   std::uint64_t layer_key() const { return splitmix64(context().seed) ^ (0x6174746Eull + index()); }
   const std::uint64_t* step_key(Device dev) {
@@ -120,8 +128,7 @@ class Attention final : public Layer {
   bool bias_;
   float p_, proj_std_;
   bool dropped_ = false;
-  Tensor qkv_buf_, att_buf_, heads_buf_, mask_buf_, dropped_buf_, dheads_buf_, datt_buf_, dqkv_buf_, step_key_;
-  Tensor qkv_, att_, heads_out_;
+  Tensor dheads_buf_, datt_buf_, dqkv_buf_, step_key_;
 };
 }  // namespace
 

@@ -11,6 +11,7 @@
 // the running statistics, synchronized with the host vectors for checkpoints
 // (sync_buffers); otherwise the backend operations below, with per-channel
 // sums through the host.
+#include <algorithm>
 #include <cmath>
 
 #include "hpctrain/backend/cuda/cudnn_batchnorm.hpp"
@@ -99,16 +100,21 @@ class BatchNorm final : public Layer {
       b[ch] = beta[ch] - a[ch] * mean_[ch];
     }
     channel_affine(x, a, b, p, y);
+    Tensor kept = saved(1, {2 * c}, Device::cpu);  // the statistics, for this micro-batch's backward
+    std::copy(mean_.begin(), mean_.end(), kept.data());
+    std::copy(inv_std_.begin(), inv_std_.end(), kept.data() + c);
   }
 
   void backward(const Tensor& x, const Tensor&, const Tensor& dy, Tensor& dx) override {
     if (on_device_ && context().training) {
       Tensor dxx = dx.defined() ? dx : scratch(dx_scratch_, x.shape(), x.device());  // cuDNN always writes dx
+      const Tensor stats = saved(0, {2 * channels_}, x.device());
       cudnn_->backward(x.data(), dy.data(), dxx.data(), x.rows(), params_[0].data(), grads_[0].data(), grads_[1].data(),
-                       accumulate_grads(), saved_d_.data(), saved_d_.data() + channels_);
+                       accumulate_grads(), stats.data(), stats.data() + channels_);
       return;
     }
     HPCT_CHECK(!on_device_, "batch norm backward in evaluation mode on a GPU");
+    restore_statistics();
     const std::int64_t p = plane_;
     const auto uc = static_cast<std::size_t>(channels_);
     std::vector<double> sums(2 * uc + 1, 0.0);  // sum dy, sum dy * xhat per channel, then the count
@@ -141,6 +147,12 @@ class BatchNorm final : public Layer {
   }
 
  private:
+  // The statistics this micro-batch's forward used (another micro-batch's may have run since).
+  void restore_statistics() {
+    const Tensor kept = saved(1, {2 * channels_}, Device::cpu);
+    mean_.assign(kept.data(), kept.data() + channels_);
+    inv_std_.assign(kept.data() + channels_, kept.data() + 2 * channels_);
+  }
   void forward_cudnn(const Tensor& x, Tensor& y) {
     const std::int64_t c = channels_;
     if (!cudnn_) cudnn_ = std::make_unique<cuda::CudnnBatchNorm>(c, plane_, static_cast<double>(eps_));
@@ -154,10 +166,10 @@ class BatchNorm final : public Layer {
     float* mean = running_d_.data();
     float* var = running_d_.data() + c;
     if (context().training) {
-      saved_d_ = scratch(saved_d_, {2 * c}, x.device());  // batch mean and inverse std for backward
+      Tensor stats = saved(0, {2 * c}, x.device());  // batch mean and inverse std for backward
       const double factor = context().recompute ? 0.0 : static_cast<double>(momentum_);
       cudnn_->forward_training(x.data(), y.data(), x.rows(), params_[0].data(), params_[1].data(), factor, mean, var,
-                               saved_d_.data(), saved_d_.data() + c);
+                               stats.data(), stats.data() + c);
     } else {
       cudnn_->forward_inference(x.data(), y.data(), x.rows(), params_[0].data(), params_[1].data(), mean, var);
     }
@@ -169,7 +181,7 @@ class BatchNorm final : public Layer {
   // The cuDNN path: device running statistics (current unless a checkpoint wrote the host ones),
   // the batch's saved statistics, and dx when the caller needs none.
   std::unique_ptr<cuda::CudnnBatchNorm> cudnn_;
-  Tensor running_d_, saved_d_, dx_scratch_;
+  Tensor running_d_, dx_scratch_;
   bool on_device_ = false, device_current_ = false;
 };
 }  // namespace

@@ -22,7 +22,7 @@ class Dropout final : public Layer {
       copy(x, y);
       return;
     }
-    Tensor mask = scratch(mask_, x.shape(), x.device());
+    Tensor mask = saved(0, x.shape(), x.device());
     // key = splitmix64(splitmix64(seed) ^ splitmix64(step) ^ (0x64726F70 + index)); the step's part is
     // read on the device (the trainer's copy, or this layer's own when there is none).
     const std::uint64_t layer_key = splitmix64(context().seed) ^ (0x64726F70ull + index());
@@ -41,13 +41,13 @@ class Dropout final : public Layer {
       copy(dy, dx);
       return;
     }
-    multiply(dy, mask_.view(0, dy.shape()), dx);
+    multiply(dy, saved(0, dy.shape(), dy.device()), dx);
   }
 
  private:
   float p_;
   bool active_ = false;
-  Tensor mask_, step_key_;
+  Tensor step_key_;
 };
 }  // namespace
 

@@ -26,20 +26,21 @@ class LayerNorm final : public Layer {
   }
   void forward(const Tensor& x, Tensor& y) override {
     const std::int64_t width = x.shape().back(), rows = x.numel() / width;
-    Tensor mean = scratch(mean_, {rows}, x.device()), rstd = scratch(rstd_, {rows}, x.device());
+    Tensor mean = saved(0, {rows}, x.device()), rstd = saved(1, {rows}, x.device());
     layernorm_forward(x, params_[0], bias_ ? params_[1] : Tensor(), width, eps_, mean, rstd, y);
   }
   void backward(const Tensor& x, const Tensor&, const Tensor& dy, Tensor& dx) override {
     if (!accumulate_grads())
       for (auto& g : grads_) fill(g, 0.f);
     Tensor none;
-    layernorm_backward(x, params_[0], mean_, rstd_, dy, x.shape().back(), dx, grads_[0], bias_ ? grads_[1] : none);
+    const std::int64_t rows = x.numel() / x.shape().back();
+    layernorm_backward(x, params_[0], saved(0, {rows}, x.device()), saved(1, {rows}, x.device()), dy, x.shape().back(),
+                       dx, grads_[0], bias_ ? grads_[1] : none);
   }
 
  private:
   bool bias_;
   float eps_;
-  Tensor mean_, rstd_;
 };
 }  // namespace
 

@@ -63,6 +63,7 @@ class Residual final : public Layer {
     }
   }
   void set_context(const StepContext* ctx, std::size_t index) override {
+    Layer::set_context(ctx, index);  // (the inner outputs go to the context's saved set)
     for (std::size_t j = 0; j < inner_.size(); ++j) inner_[j]->set_context(ctx, index * 1000 + j + 1);
   }
   void sync_buffers(bool to_host) override {
@@ -77,12 +78,12 @@ class Residual final : public Layer {
 
   void forward(const Tensor& x, Tensor& y) override {
     const std::int64_t rows = x.rows();
-    outs_.resize(inner_.size());
+    // The inner outputs: in the micro-batch's saved set (backward reads them as its layers' x and y).
     for (std::size_t j = 0; j < inner_.size(); ++j) {
-      Tensor out = scratch(outs_[j], batch_shape(rows, shapes_[j + 1]), x.device());
-      inner_[j]->forward(j == 0 ? x : view(outs_[j - 1], rows, shapes_[j]), out);
+      Tensor out = inner_out(j, rows, x.device());
+      inner_[j]->forward(j == 0 ? x : inner_out(j - 1, rows, x.device()), out);
     }
-    add(x, view(outs_.back(), rows, shapes_.back()), y);
+    add(x, inner_out(inner_.size() - 1, rows, x.device()), y);
   }
 
   void backward(const Tensor& x, const Tensor&, const Tensor& dy, Tensor& dx) override {
@@ -92,8 +93,7 @@ class Residual final : public Layer {
     for (std::size_t j = inner_.size(); j-- > 0;) {
       inner_[j]->set_accumulate_grads(accumulate_grads());
       Tensor din = scratch(grads_in_[j], batch_shape(rows, shapes_[j]), x.device());  // the skip path needs it
-      inner_[j]->backward(j == 0 ? x : view(outs_[j - 1], rows, shapes_[j]), view(outs_[j], rows, shapes_[j + 1]), d,
-                          din);
+      inner_[j]->backward(j == 0 ? x : inner_out(j - 1, rows, x.device()), inner_out(j, rows, x.device()), d, din);
       d = din;
     }
     if (!dx.defined()) return;
@@ -106,14 +106,16 @@ class Residual final : public Layer {
     b.insert(b.end(), s.begin(), s.end());
     return b;
   }
-  static Tensor view(const Tensor& buf, std::int64_t rows, const Shape& s) { return buf.view(0, batch_shape(rows, s)); }
+  Tensor inner_out(std::size_t j, std::int64_t rows, Device dev) {
+    return saved(j, batch_shape(rows, shapes_[j + 1]), dev);
+  }
 
   std::string text_;
   std::vector<std::unique_ptr<Layer>> inner_;
   std::vector<std::string> names_;
   std::vector<Shape> shapes_;                // per sample: input, then each inner output
   mutable std::vector<std::size_t> counts_;  // parameters per inner layer (from param_specs)
-  std::vector<Tensor> outs_, grads_in_;
+  std::vector<Tensor> grads_in_;
 };
 }  // namespace
 

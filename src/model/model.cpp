@@ -71,6 +71,7 @@ Model::Model(const std::string& layers, const Shape& sample_shape, const LayerRe
   whole_out_ = in;
   store_.allocate(alloc_);
   bind_layers(store_.params());
+  use_set(0);
 }
 
 std::vector<std::pair<std::string, std::vector<float>*>> Model::buffers() {
@@ -192,29 +193,52 @@ void Model::set_batch(std::int64_t rows) {
   if (rows == rows_) return;
   if (rows > capacity_) {  // grow the buffers; smaller batches (the last evaluation batch) use views
     capacity_ = rows;
-    act_buf_.assign(shapes_.size(), Tensor());
     grad_buf_.assign(shapes_.size(), Tensor());
-    for (std::size_t i = 1; i < shapes_.size(); ++i) {
-      act_buf_[i] = Tensor::zeros({rows * numel(shapes_[i])}, alloc_);
-      grad_buf_[i] = Tensor::zeros({rows * numel(shapes_[i])}, alloc_);
-    }
+    for (std::size_t i = 1; i < shapes_.size(); ++i) grad_buf_[i] = Tensor::zeros({rows * numel(shapes_[i])}, alloc_);
     if (first_ > 0) grad_buf_[0] = Tensor::zeros({rows * numel(shapes_[0])}, alloc_);  // sent upstream
   }
   rows_ = rows;
-  acts_.assign(shapes_.size(), Tensor());
   grads_act_.assign(shapes_.size(), Tensor());
-  for (std::size_t i = 0; i < shapes_.size(); ++i) {
-    Shape s{rows};
-    s.insert(s.end(), shapes_[i].begin(), shapes_[i].end());
-    if (i > 0) acts_[i] = act_buf_[i].view(0, s);
-    if (i > 0 || first_ > 0) grads_act_[i] = grad_buf_[i].view(0, s);
+  for (std::size_t i = 0; i < shapes_.size(); ++i)
+    if (i > 0 || first_ > 0) grads_act_[i] = grad_buf_[i].view(0, batch_shape(i));
+  use_set(set_);
+}
+
+Shape Model::batch_shape(std::size_t i) const {
+  Shape s{rows_};
+  s.insert(s.end(), shapes_[i].begin(), shapes_[i].end());
+  return s;
+}
+
+void Model::use_set(std::size_t k) {
+  while (sets_.size() <= k) sets_.push_back(std::make_unique<ActivationSet>());
+  ActivationSet& set = *sets_[k];
+  if (set.capacity < rows_) {  // grown to the batch it is used with (an evaluation batch grows set 0 only)
+    set.capacity = rows_;
+    set.acts.assign(shapes_.size(), Tensor());
+    for (std::size_t i = 1; i < shapes_.size(); ++i) set.acts[i] = Tensor::zeros({rows_ * numel(shapes_[i])}, alloc_);
   }
+  set_ = k;
+  ctx_.saved = &set.saved;
+  acts_.assign(shapes_.size(), Tensor());
+  if (rows_ < 0) return;
+  for (std::size_t i = 1; i < shapes_.size(); ++i) acts_[i] = set.acts[i].view(0, batch_shape(i));
+}
+
+std::size_t Model::kept_bytes() const {
+  std::size_t n = 0;
+  for (const auto& set : sets_) {
+    n += set->saved.bytes();
+    for (const Tensor& t : set->acts) n += t.defined() ? static_cast<std::size_t>(t.numel()) * sizeof(float) : 0;
+  }
+  return n;
 }
 
 const Tensor& Model::forward(const Tensor& x, const std::function<void(std::size_t)>& acquire,
                              const std::function<void(std::size_t)>& release) {
   HPCT_CHECK(x.rows() == rows_ && x.cols() == numel(shapes_[0]),
              "model input " + shape_string(x.shape()) + " for batch " + std::to_string(rows_));
+  ++forward_passes_;
   for (std::size_t i = 0; i < layers_.size(); ++i) {
     const Tensor& in = i == 0 ? x : acts_[i];
     if (acquire) acquire(i);

@@ -117,34 +117,35 @@ void PipelineStage::train_step(int k, std::int64_t rows, const std::function<Mic
   timing_ = true;
   model_.set_batch(rows);
   kept_.assign(static_cast<std::size_t>(k), Tensor());
-  int held = -1, stored = 0, backwards = 0;  // held: the micro-batch whose activations the model holds
+  set_of_.assign(static_cast<std::size_t>(k), 0);
+  std::vector<std::size_t> free_sets;  // activation sets no micro-batch in flight uses
+  std::size_t sets = 0;
+  int stored = 0, backwards = 0;
   peak_ = 0;
   const Shape& out_shape = model_.output_shape();
   for (const auto& [forward, m] : pipeline_schedule(schedule_, stage_, stages_, k)) {
     const MicroBatch mb = prepare(m);  // sets the model's context for micro-batch m
     Tensor& in = kept_[static_cast<std::size_t>(m)];
+    std::size_t& set = set_of_[static_cast<std::size_t>(m)];
     if (forward) {
       in = stage_ == 0 ? mb.input : receive(rows, model_.input_shape(), stage_ - 1, free_inputs_);
       peak_ = std::max(peak_, ++stored);
-      model_.context().recompute = false;
+      if (free_sets.empty()) free_sets.push_back(sets++);
+      set = free_sets.back();  // this micro-batch's activations and saved tensors, until its backward
+      free_sets.pop_back();
+      model_.use_set(set);
       const Tensor& out = model_.forward(in);
-      held = m;
       if (last())
         loss_.forward(out, mb.targets, scalars);
       else
         send(out, stage_ + 1, 2 * static_cast<std::size_t>(m));
       continue;
     }
-    if (held != m) {  // the model holds another micro-batch's activations: this one's again
-      model_.context().recompute = true;
-      model_.forward(in);
-      model_.context().recompute = false;
-      held = m;
-    }
+    model_.use_set(set);  // what m's forward kept: no forward runs again
     Tensor dy;
     if (last()) {
-      // The model's output for m is in its last activation buffer; the loss pass is repeated into a
-      // scratch so the step's sums count m once.
+      // The model's output for m is in its set; the loss pass (the loss keeps one micro-batch's
+      // probabilities) is repeated into a scratch so the step's sums count m once.
       const Tensor& out = model_.output();
       loss_.forward(out, mb.targets, scratch_scalars_);
       loss_.backward(out, mb.targets, grad_scale, model_.dout());
@@ -158,8 +159,10 @@ void PipelineStage::train_step(int k, std::int64_t rows, const std::function<Mic
     if (!last()) free_grads_.push_back(dy);
     if (stage_ > 0) free_inputs_.push_back(in);  // (stage 0's input is a view of the batch)
     in = Tensor();
+    free_sets.push_back(set);
     --stored;
   }
+  model_.use_set(0);
   wait_sends();
   timing_ = false;
   step_s_ += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();

@@ -6,7 +6,9 @@
 // <= 2e-6 * (1 + max |parameter|); bit-identical in practice when the
 // data-parallel size is 1), for an MLP with dropout and a CNN with
 // synchronized batch norm. The schedules differ where they must: the inputs a
-// stage keeps at once peak at K for GPipe and at most M for 1F1B.
+// stage keeps at once peak at K for GPipe and at most M for 1F1B, and no
+// forward runs twice (one pass per micro-batch, one activation set per
+// micro-batch in flight).
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -77,6 +79,10 @@ TEST(Pipeline, StagesMatchOneProcessForEveryScheduleAndMicroBatchCount) {
               EXPECT_EQ(stage->peak_stored(), micro) << what;
             else
               EXPECT_EQ(stage->peak_stored(), std::min(micro, stages - s)) << what;
+            // No forward runs twice: one pass per micro-batch, from one activation set per
+            // micro-batch in flight (before: GPipe ran 2K - 1 passes per step on every stage).
+            EXPECT_EQ(model.forward_passes(), static_cast<std::int64_t>(steps) * micro) << what;
+            EXPECT_EQ(model.sets(), static_cast<std::size_t>(stage->peak_stored())) << what;
             ++runs;
           }
         }

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "hpctrain/backend/ops.hpp"  // Activation
+#include "hpctrain/layers/saved_set.hpp"
 #include "hpctrain/tensor/tensor.hpp"
 
 namespace hpctrain {
@@ -47,8 +48,9 @@ struct StepContext {
   // Batch statistics (batch norm) are reduced over this communicator when set:
   // the data-parallel group, when [train] sync_batchnorm is on.
   Communicator* stats_comm = nullptr;
-  // A forward pass repeated for the backward of a pipeline micro-batch: the same batch again,
-  // so batch norm leaves its running statistics alone.
+  // A forward pass repeated for a backward (activation checkpointing: nothing sets it yet since
+  // pipeline stages keep every micro-batch's activation set): the same batch again, so batch norm
+  // leaves its running statistics alone.
   bool recompute = false;
   std::uint64_t seed = 0;
   std::int64_t step = 0;                     // optimizer step
@@ -60,6 +62,9 @@ struct StepContext {
   // layers with intermediates that are GEMM operands (attention) round them to it, as cuBLAS
   // takes 16-bit operands, so the CPU and the GPU multiply the same values.
   Precision precision = Precision::fp32;
+  // Where this micro-batch's forward keeps what its backward reads (Layer::saved): the model
+  // points it at the set of the micro-batch being run.
+  SavedSet* saved = nullptr;
 };
 
 class Layer {
@@ -103,11 +108,18 @@ class Layer {
   }
 
  protected:
-  // Layer scratch that lives across steps (im2col columns, dropout masks, pooling indices) on
-  // `device`: `buf` grown, never shrunk, from the layer's own allocator for that device.
+  // Layer scratch that backward does not read from forward (im2col columns, gradients of
+  // intermediates) on `device`: `buf` grown, never shrunk, from the layer's own allocator.
   Tensor scratch(Tensor& buf, const Shape& shape, Device device) {
     if (buf.defined() && buf.device() != device) buf = Tensor();
     return grow(buf, shape, device == Device::cuda ? device_scratch_ : host_scratch_);
+  }
+  // What forward keeps for backward (masks, statistics, indices, inner outputs): tensor k of this
+  // layer in the current micro-batch's saved set, or in the layer's own set when it runs outside a
+  // model (unit tests). Ask with the same k and shape in backward to read what forward wrote.
+  Tensor saved(std::size_t k, const Shape& shape, Device device) {
+    SavedSet* set = ctx_ && ctx_->saved ? ctx_->saved : &own_saved_;
+    return set->get(this, k, shape, device);
   }
   bool accumulate_grads() const { return accumulate_; }
   const StepContext& context() const { return *ctx_; }
@@ -116,6 +128,7 @@ class Layer {
 
  private:
   Allocator host_scratch_{Device::cpu}, device_scratch_{Device::cuda};  // outlive the derived layers' scratch
+  SavedSet own_saved_;
   bool accumulate_ = true;
   const StepContext* ctx_ = nullptr;
   std::size_t index_ = 0;

@@ -40,6 +40,14 @@ class Model {
   // a pure function of (seed, parameter index): the same on every rank.
   void init_parameters(std::uint64_t seed);
   void set_batch(std::int64_t rows);  // allocates activations when the batch grows
+  // Activation sets: a forward writes its activations and what its layers keep for backward
+  // (layers/saved_set.hpp) into the current set, and backward reads that set. One set unless a
+  // pipeline stage holds several micro-batches between their forward and backward: it switches
+  // with use_set(k) (sets made on first use, each grown to the batch it is used with, kept for the run).
+  void use_set(std::size_t k);
+  std::size_t sets() const { return sets_.size(); }
+  std::size_t kept_bytes() const;                                  // every set's activations and saved tensors
+  std::int64_t forward_passes() const { return forward_passes_; }  // forward() calls so far
   // Mixed precision ([run] precision = bf16 | fp16): the layers compute with a copy of the
   // parameters rounded to that format, and activations and their gradients are rounded to it
   // after every layer; accumulation stays float32, the optimizer updates the float32 master
@@ -131,8 +139,17 @@ class Model {
   Tensor compute_params_;  // rounded copy the layers use when precision_ != fp32
   StepContext ctx_;
   std::int64_t rows_ = -1, capacity_ = 0;
-  std::vector<Tensor> act_buf_, grad_buf_;  // capacity-sized buffers
-  std::vector<Tensor> acts_, grads_act_;    // [i] = output of layer i-1 for rows_ (acts_[0] unused: the input)
+  struct ActivationSet {
+    std::vector<Tensor> acts;  // capacity-sized: [i] = output of layer i-1 ([0] unused: the input)
+    std::int64_t capacity = 0;
+    SavedSet saved;
+  };
+  Shape batch_shape(std::size_t i) const;  // [rows_, shapes_[i]...]
+  std::vector<std::unique_ptr<ActivationSet>> sets_;
+  std::size_t set_ = 0;
+  std::int64_t forward_passes_ = 0;
+  std::vector<Tensor> grad_buf_;          // capacity-sized buffers
+  std::vector<Tensor> acts_, grads_act_;  // views for rows_ of the current set's, and of grad_buf_
 };
 
 // [train] freeze for `model`: a flag per held layer. bad_input when a pattern names no layer of

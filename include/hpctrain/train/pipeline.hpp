@@ -5,12 +5,11 @@
 // part of an evaluation batch. Activations go to the next stage and input
 // gradients to the previous one over the model-parallel communicator.
 //
-// A stage keeps only the input of each micro-batch in flight (counted: the
-// stored activations the schedules are compared by); before the backward of a
-// micro-batch whose activations the model no longer holds it runs that
-// forward again from the kept input (batch norm leaves its running statistics
-// alone then, dropout draws the same numbers). Results do not depend on the
-// schedule or on M: tests/mpi/test_pipeline.cpp.
+// A stage keeps, for each micro-batch in flight, its input and an activation
+// set of the model (Model::use_set: the layers' outputs and what they saved for
+// backward), so no forward runs twice: GPipe holds all K sets, 1F1B at most
+// M - s (the micro-batches in flight, counted: the schedules are compared by
+// it). Results do not depend on the schedule or on M: tests/mpi/test_pipeline.cpp.
 #pragma once
 
 #include <cstdint>
@@ -56,7 +55,7 @@ class PipelineStage {
   int stage() const { return stage_; }
   int stages() const { return stages_; }
   bool last() const { return stage_ + 1 == stages_; }
-  int peak_stored() const { return peak_; }  // most micro-batch inputs kept at once in the last step
+  int peak_stored() const { return peak_; }  // most micro-batches in flight at once in the last step
   // Over all training steps so far: time blocked waiting for a neighbour, and time in train_step.
   double wait_seconds() const { return wait_s_; }
   double step_seconds() const { return step_s_; }
@@ -78,6 +77,7 @@ class PipelineStage {
   double wait_s_ = 0, step_s_ = 0;
   Tensor scratch_scalars_;                                    // the last stage's repeated loss pass adds here
   std::vector<Tensor> kept_;                                  // per micro-batch: its input, while in flight
+  std::vector<std::size_t> set_of_;                           // per micro-batch: its activation set
   std::vector<Tensor> free_inputs_, free_grads_, free_eval_;  // received buffers to reuse
   std::vector<std::vector<float>> send_buf_;                  // per micro-batch: what was sent, until it is delivered
   std::vector<float> recv_host_;                              // a GPU stage receives here, then uploads

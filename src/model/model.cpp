@@ -225,15 +225,6 @@ void Model::use_set(std::size_t k) {
   for (std::size_t i = 1; i < shapes_.size(); ++i) acts_[i] = set.acts[i].view(0, batch_shape(i));
 }
 
-std::size_t Model::kept_bytes() const {
-  std::size_t n = 0;
-  for (const auto& set : sets_) {
-    n += set->saved.bytes();
-    for (const Tensor& t : set->acts) n += t.defined() ? static_cast<std::size_t>(t.numel()) * sizeof(float) : 0;
-  }
-  return n;
-}
-
 const Tensor& Model::forward(const Tensor& x, const std::function<void(std::size_t)>& acquire,
                              const std::function<void(std::size_t)>& release) {
   HPCT_CHECK(x.rows() == rows_ && x.cols() == numel(shapes_[0]),

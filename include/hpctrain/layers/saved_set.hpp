@@ -23,7 +23,6 @@ class SavedSet {
   // Saved tensor k of `owner` (a layer), viewed as `shape` on `device`: the same storage, and so
   // the same values, each time it is asked for with that shape until the set is reused.
   Tensor get(const void* owner, std::size_t k, const Shape& shape, Device device);
-  std::size_t bytes() const;  // held by this set's tensors, every device
 
  private:
   Allocator host_{Device::cpu}, device_{Device::cuda};  // declared first: they outlive the tensors

@@ -46,7 +46,6 @@ class Model {
   // with use_set(k) (sets made on first use, each grown to the batch it is used with, kept for the run).
   void use_set(std::size_t k);
   std::size_t sets() const { return sets_.size(); }
-  std::size_t kept_bytes() const;                                  // every set's activations and saved tensors
   std::int64_t forward_passes() const { return forward_passes_; }  // forward() calls so far
   // Mixed precision ([run] precision = bf16 | fp16): the layers compute with a copy of the
   // parameters rounded to that format, and activations and their gradients are rounded to it

@@ -369,6 +369,14 @@ std::vector<KeySpec> config_schema() {
   k.push_back(make("train", "sync_batchnorm", K::boolean, "true",
                    "batch-norm statistics reduced over the data-parallel group",
                    [](Config& c, const std::string& v) { c.train.sync_batchnorm = parse_bool(v); }));
+  k.push_back(
+      choice("train", "recompute", {"none", "blocks"}, "none",
+             "activation checkpointing: blocks = each residual block keeps only its input for "
+             "backward and re-runs its forward there (less memory, about one more forward per step; "
+             "the same gradients, bit for bit)",
+             [](Config& c, const std::string& v) {
+               c.train.recompute = pick<Recompute>(v, {{"none", Recompute::none}, {"blocks", Recompute::blocks}});
+             }));
   k.push_back(make("train", "freeze", K::text, "",
                    "layers whose parameters are not updated: comma-separated name patterns as the model summary "
                    "names layers (e.g. \"*_conv\"); empty = none",

@@ -76,10 +76,10 @@ class Attention final : public Layer {
     const Tensor g = dy.reshaped({n * t, c});
     gemm(true, false, 1.f, g, s.heads_out.reshaped({n * t, c}), beta, grad(1));  // dWproj
     if (bias_) accumulate_bias_grad(g, grads_[3]);
-    Tensor dheads = scratch(dheads_buf_, {n * t, c}, dev);
+    Tensor dheads = temp(0, {n * t, c}, dev);
     gemm(false, false, 1.f, g, weight(1), 0.f, dheads);
     round16(dheads);
-    Tensor datt = scratch(datt_buf_, s.att.shape(), dev), dqkv = scratch(dqkv_buf_, s.qkv.shape(), dev);
+    Tensor datt = temp(1, s.att.shape(), dev), dqkv = temp(2, s.qkv.shape(), dev);
     attention_values_backward(used(s), s.qkv, dheads.reshaped({n, t, c}), heads_, datt, dqkv);
     if (dropped_) {
       Tensor rows = datt.reshaped({n, heads_ * t * t});
@@ -128,7 +128,7 @@ class Attention final : public Layer {
   bool bias_;
   float p_, proj_std_;
   bool dropped_ = false;
-  Tensor dheads_buf_, datt_buf_, dqkv_buf_, step_key_;
+  Tensor step_key_;
 };
 }  // namespace
 

@@ -107,7 +107,7 @@ class BatchNorm final : public Layer {
 
   void backward(const Tensor& x, const Tensor&, const Tensor& dy, Tensor& dx) override {
     if (on_device_ && context().training) {
-      Tensor dxx = dx.defined() ? dx : scratch(dx_scratch_, x.shape(), x.device());  // cuDNN always writes dx
+      Tensor dxx = dx.defined() ? dx : temp(0, x.shape(), x.device());  // cuDNN always writes dx
       const Tensor stats = saved(0, {2 * channels_}, x.device());
       cudnn_->backward(x.data(), dy.data(), dxx.data(), x.rows(), params_[0].data(), grads_[0].data(), grads_[1].data(),
                        accumulate_grads(), stats.data(), stats.data() + channels_);
@@ -181,7 +181,7 @@ class BatchNorm final : public Layer {
   // The cuDNN path: device running statistics (current unless a checkpoint wrote the host ones),
   // the batch's saved statistics, and dx when the caller needs none.
   std::unique_ptr<cuda::CudnnBatchNorm> cudnn_;
-  Tensor running_d_, dx_scratch_;
+  Tensor running_d_;
   bool on_device_ = false, device_current_ = false;
 };
 }  // namespace

@@ -96,7 +96,7 @@ class Conv2d final : public Layer {
       return;
     }
     const std::int64_t c = in_[0], p = out_shape_[1] * out_shape_[2], ckk = c * k_ * k_;
-    Tensor cols = scratch(cols_, {ckk, p}, x.device()), dcols = scratch(dcols_, {ckk, p}, x.device());
+    Tensor cols = temp(0, {ckk, p}, x.device()), dcols = temp(1, {ckk, p}, x.device());
     const Tensor w = params_[0].reshaped({out_, ckk});
     Tensor dw = grads_[0].reshaped({out_, ckk});
     if (!accumulate_grads()) {
@@ -124,7 +124,7 @@ class Conv2d final : public Layer {
   // the ReLU in place (the sample's output still in cache).
   void im2col_forward(const Tensor& x, Tensor& out, bool relu) {
     const std::int64_t c = in_[0], p = out_shape_[1] * out_shape_[2], ckk = c * k_ * k_;
-    Tensor cols = scratch(cols_, {ckk, p}, x.device());
+    Tensor cols = temp(0, {ckk, p}, x.device());
     const Tensor w = params_[0].reshaped({out_, ckk});
     for (std::int64_t n = 0; n < x.rows(); ++n) {
       im2col(x.view(n * x.cols(), {c, in_[1], in_[2]}), c, in_[1], in_[2], k_, stride_, pad_, p, cols);
@@ -145,7 +145,6 @@ class Conv2d final : public Layer {
   cpu::ConvGeometry geometry_;
   std::unique_ptr<cpu::OnednnConv> onednn_;  // set when this layer uses oneDNN
   std::unique_ptr<cuda::CudnnConv> cudnn_;   // set on the first GPU forward
-  Tensor cols_, dcols_;
 };
 
 }  // namespace

@@ -1,6 +1,7 @@
 // res( layers... ): a residual block, y = x + f(x), where f is the layers
 // inside (written like [model] layers, nesting allowed); f must keep the
 // shape. Its parameters are the inner layers', named "<ii>_res/<jj>_<type>/<param>".
+#include <algorithm>
 #include <cstdio>
 
 #include "hpctrain/backend/ops.hpp"
@@ -63,8 +64,10 @@ class Residual final : public Layer {
     }
   }
   void set_context(const StepContext* ctx, std::size_t index) override {
-    Layer::set_context(ctx, index);  // (the inner outputs go to the context's saved set)
-    for (std::size_t j = 0; j < inner_.size(); ++j) inner_[j]->set_context(ctx, index * 1000 + j + 1);
+    Layer::set_context(ctx, index);
+    // The inner layers see the block's own copy of the context (refreshed at every call), whose
+    // saved set is the recompute set while the block is checkpointed.
+    for (std::size_t j = 0; j < inner_.size(); ++j) inner_[j]->set_context(&inner_ctx_, index * 1000 + j + 1);
   }
   void sync_buffers(bool to_host) override {
     for (auto& layer : inner_) layer->sync_buffers(to_host);
@@ -77,25 +80,30 @@ class Residual final : public Layer {
   }
 
   void forward(const Tensor& x, Tensor& y) override {
-    const std::int64_t rows = x.rows();
-    // The inner outputs: in the micro-batch's saved set (backward reads them as its layers' x and y).
-    for (std::size_t j = 0; j < inner_.size(); ++j) {
-      Tensor out = inner_out(j, rows, x.device());
-      inner_[j]->forward(j == 0 ? x : inner_out(j - 1, rows, x.device()), out);
-    }
-    add(x, inner_out(inner_.size() - 1, rows, x.device()), y);
+    const bool checkpointed = enter(false);
+    run_inner(x);
+    add(x, inner_out(inner_.size() - 1, x.rows(), x.device()), y);
+    if (checkpointed) inner_ctx_.saved->clear();  // backward re-runs the inner forwards
   }
 
   void backward(const Tensor& x, const Tensor&, const Tensor& dy, Tensor& dx) override {
     const std::int64_t rows = x.rows();
-    grads_in_.resize(inner_.size());
+    const bool checkpointed = enter(true);
+    if (checkpointed) run_inner(x);  // the same values again (dropout replays its draws)
+    // The gradients between inner layers, alternating between two buffers of the largest size
+    // (the skip path needs the last one).
+    std::int64_t widest = 0;
+    for (const Shape& s : shapes_) widest = std::max(widest, numel(s));
+    Tensor bufs[2] = {temp(0, {rows * widest}, x.device()), temp(1, {rows * widest}, x.device())};
     Tensor d = dy;  // gradient flowing into the last inner layer's output
     for (std::size_t j = inner_.size(); j-- > 0;) {
       inner_[j]->set_accumulate_grads(accumulate_grads());
-      Tensor din = scratch(grads_in_[j], batch_shape(rows, shapes_[j]), x.device());  // the skip path needs it
+      Tensor din = bufs[j % 2].view(0, batch_shape(rows, shapes_[j]));
+      StepArena::Scope scope(inner_ctx_.arena);
       inner_[j]->backward(j == 0 ? x : inner_out(j - 1, rows, x.device()), inner_out(j, rows, x.device()), d, din);
       d = din;
     }
+    if (checkpointed) inner_ctx_.saved->clear();
     if (!dx.defined()) return;
     add(dy, d, dx);
   }
@@ -106,8 +114,30 @@ class Residual final : public Layer {
     b.insert(b.end(), s.begin(), s.end());
     return b;
   }
+  // The inner outputs: in the micro-batch's saved set, or the recompute set while checkpointed.
   Tensor inner_out(std::size_t j, std::int64_t rows, Device dev) {
-    return saved(j, batch_shape(rows, shapes_[j + 1]), dev);
+    const Shape shape = batch_shape(rows, shapes_[j + 1]);
+    return inner_ctx_.saved ? inner_ctx_.saved->get(this, j, shape, dev) : saved(j, shape, dev);
+  }
+  void run_inner(const Tensor& x) {
+    for (std::size_t j = 0; j < inner_.size(); ++j) {
+      Tensor out = inner_out(j, x.rows(), x.device());
+      StepArena::Scope scope(inner_ctx_.arena);
+      inner_[j]->forward(j == 0 ? x : inner_out(j - 1, x.rows(), x.device()), out);
+    }
+  }
+  // Refreshes the inner layers' context from the block's; whether this call is checkpointed
+  // ([train] recompute = blocks, outside another checkpointed block; evaluating too, so an
+  // evaluation batch holds one block's inner tensors at a time): then the inner tensors go to the
+  // recompute set, and a backward's forwards are repeats.
+  bool enter(bool backward) {
+    inner_ctx_ = has_context() ? context() : StepContext{};
+    const bool on = inner_ctx_.recompute_set && inner_ctx_.saved != inner_ctx_.recompute_set;
+    if (on) {
+      inner_ctx_.saved = inner_ctx_.recompute_set;
+      inner_ctx_.recompute = backward;
+    }
+    return on;
   }
 
   std::string text_;
@@ -115,7 +145,7 @@ class Residual final : public Layer {
   std::vector<std::string> names_;
   std::vector<Shape> shapes_;                // per sample: input, then each inner output
   mutable std::vector<std::size_t> counts_;  // parameters per inner layer (from param_specs)
-  std::vector<Tensor> grads_in_;
+  StepContext inner_ctx_;
 };
 }  // namespace
 

@@ -4,9 +4,30 @@
 namespace hpctrain {
 
 Tensor SavedSet::get(const void* owner, std::size_t k, const Shape& shape, Device device) {
-  Tensor& buf = tensors_[{owner, k}];
+  const auto key = std::make_pair(owner, k);
+  auto it = tensors_.find(key);
+  if (it == tensors_.end()) {  // a new tensor: the smallest spare buffer that holds it, if any
+    const std::int64_t n = numel(shape);
+    auto best = spare_.end();
+    for (auto s = spare_.begin(); s != spare_.end(); ++s)
+      if (s->device() == device && s->numel() >= n && (best == spare_.end() || s->numel() < best->numel())) best = s;
+    Tensor buf;
+    if (best != spare_.end()) {
+      buf = *best;
+      spare_.erase(best);
+    }
+    it = tensors_.emplace(key, buf).first;
+  }
+  Tensor& buf = it->second;
   if (buf.defined() && buf.device() != device) buf = Tensor();
+  if (alloc_ && alloc_->device() == device) return grow(buf, shape, *alloc_);
   return grow(buf, shape, device == Device::cuda ? device_ : host_);
+}
+
+void SavedSet::clear() {
+  for (auto& entry : tensors_)
+    if (entry.second.defined()) spare_.push_back(entry.second.view(0, {entry.second.numel()}));
+  tensors_.clear();
 }
 
 }  // namespace hpctrain

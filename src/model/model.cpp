@@ -69,6 +69,7 @@ Model::Model(const std::string& layers, const Shape& sample_shape, const LayerRe
     in = out;
   }
   whole_out_ = in;
+  ctx_.arena = &arena_;
   store_.allocate(alloc_);
   bind_layers(store_.params());
   use_set(0);
@@ -211,7 +212,7 @@ Shape Model::batch_shape(std::size_t i) const {
 }
 
 void Model::use_set(std::size_t k) {
-  while (sets_.size() <= k) sets_.push_back(std::make_unique<ActivationSet>());
+  while (sets_.size() <= k) sets_.push_back(std::make_unique<ActivationSet>(alloc_));
   ActivationSet& set = *sets_[k];
   if (set.capacity < rows_) {  // grown to the batch it is used with (an evaluation batch grows set 0 only)
     set.capacity = rows_;
@@ -236,6 +237,7 @@ const Tensor& Model::forward(const Tensor& x, const std::function<void(std::size
     if (fusion_ && precision_ == Precision::fp32 && i + 1 < layers_.size() && layers_[i + 1]->activation() &&
         layers_[i]->fuses_activation(*layers_[i + 1]->activation())) {
       if (acquire) acquire(i + 1);
+      StepArena::Scope scope(&arena_);
       layers_[i]->forward_fused(in, acts_[i + 1], *layers_[i + 1]->activation(), acts_[i + 2]);
       if (release) {
         release(i);
@@ -244,7 +246,10 @@ const Tensor& Model::forward(const Tensor& x, const std::function<void(std::size
       ++i;  // the activation layer's output is written
       continue;
     }
-    layers_[i]->forward(in, acts_[i + 1]);
+    {
+      StepArena::Scope scope(&arena_);
+      layers_[i]->forward(in, acts_[i + 1]);
+    }
     if (release) release(i);
     if (precision_ != Precision::fp32) round_to_precision(acts_[i + 1], precision_);
   }
@@ -267,7 +272,10 @@ void Model::backward(const Tensor& x, const Tensor& dout, const std::function<vo
     layers_[i]->set_accumulate_grads(accumulate || shared);
     // grads_act_[0] is undefined on the first stage: its first layer skips the input gradient.
     Tensor& dx = i == lowest && !grads_act_[0].defined() ? none : grads_act_[i];
-    layers_[i]->backward(i == 0 ? x : acts_[i], acts_[i + 1], grads_act_[i + 1], dx);
+    {
+      StepArena::Scope scope(&arena_);
+      layers_[i]->backward(i == 0 ? x : acts_[i], acts_[i + 1], grads_act_[i + 1], dx);
+    }
     if (precision_ != Precision::fp32 && dx.defined()) round_to_precision(dx, precision_);
     if (layer_done) layer_done(i);
   }

@@ -1,5 +1,7 @@
 // The strategy, composed once (train/trainer.hpp): what the step, the evaluation and the
 // checkpoints then use without asking how the run is laid out.
+#include <algorithm>
+
 #include "hpctrain/core/error.hpp"
 #include "hpctrain/train/grad_buckets.hpp"
 #include "hpctrain/train/step_executor.hpp"
@@ -24,6 +26,14 @@ void Trainer::parallelize(bool gpu, int stages) {
   if (host_dp().size() > 1) verify_identical(host_dp(), model_->parameters(), "initial parameters");
   model_->set_precision(cfg_.run.precision);  // bf16/fp16: the layers compute with a rounded copy
   model_->set_fusion(cfg_.run.fusion);
+  model_->set_recompute_blocks(cfg_.train.recompute == Recompute::blocks);
+  const auto& names = model_->all_layer_names();
+  if (cfg_.train.recompute == Recompute::blocks && std::none_of(names.begin(), names.end(), [](const std::string& n) {
+        return n.size() > 4 && n.substr(n.size() - 4) == "_res";
+      }))
+    throw bad_input(
+        "[train] recompute = blocks: [model] layers has no residual block (res(...)) to re-run in "
+        "backward; set recompute = none");
   if (cfg_.run.precision == Precision::fp16) state_.scaler.scale = cfg_.optim.loss_scale;
   if (cfg_.parallel.shard_optimizer && !tie_syncs_.empty())
     throw bad_input("[parallel] shard_optimizer = true: weights tied across pipeline stages (" +

@@ -4,7 +4,7 @@
 // the parameters agree within 1e-4 (relative to the largest parameter: float
 // sums in other orders, cuBLAS blocking; SGD with momentum keeps such
 // differences proportional, where Adam would turn a near-zero gradient of
-// either sign into a full step). Also: once warm, a training step
+// either sign into a full step). Also: recompute = blocks gives the same bits; once warm, a training step
 // takes nothing new from the driver (the caching pool serves it), fp16 loss
 // scaling skips an overflowing step on the GPU as on the CPU, and steps replayed
 // from CUDA graphs equal eager ones.
@@ -110,6 +110,32 @@ TEST_F(CudaTraining, GptStepsMatchTheCpu) {
   on_cpu.steps(5);
   on_gpu.steps(5);
   expect_parameters_close(on_cpu.parameters(), on_gpu.parameters(), layers);
+  MPI_Barrier(MPI_COMM_WORLD);
+  if (world_rank() == 0) fs::remove_all(root);
+}
+
+// [train] recompute = blocks on the GPU: the GPT with dropout inside its blocks, four steps eager
+// and four with CUDA graphs (a block's re-run forward is recorded with the step): the parameters
+// are the same bits as recompute = none's (the same kernels on the same values; dropout's mask is
+// drawn again from the same key).
+TEST_F(CudaTraining, RecomputeBlocksGivesTheSameBits) {
+  const std::string root = testref::make_token_dataset("hpct_gpu_recompute_");
+  const DatasetIndex index = load_dataset_index(*host_communicator(MPI_COMM_WORLD, "world"), root, 8);
+  const std::string layers =
+      "embedding(11, 16) position_embedding repeat(2, res(layernorm attention(4, dropout=10) dropout(10)) "
+      "res(layernorm linear(64) gelu dropout(10) linear(16))) layernorm(bias=0) lm_head(11)";
+  for (const bool graphs : {false, true}) {
+    auto make = [&](Recompute r) {
+      Config c = config(root, "cuda", layers, graphs ? "cuda_graphs = true\n" : "", "", "adamw");
+      c.data.block_size = 8;
+      c.train.recompute = r;
+      return c;
+    };
+    Session none(make(Recompute::none), index), blocks(make(Recompute::blocks), index);
+    none.steps(4);
+    blocks.steps(4);
+    EXPECT_EQ(none.parameters(), blocks.parameters()) << (graphs ? "recorded" : "eager");
+  }
   MPI_Barrier(MPI_COMM_WORLD);
   if (world_rank() == 0) fs::remove_all(root);
 }

@@ -94,7 +94,8 @@ TEST(Pipeline, StagesMatchOneProcessForEveryScheduleAndMicroBatchCount) {
 }
 
 // Transformer blocks split over the stages, the head tied to the embedding across the first and
-// last stage (their gradients summed between the stages): equal to one process.
+// last stage (their gradients summed between the stages): equal to one process, also with
+// [train] recompute = blocks (each block re-runs its forward inside the stage's backward).
 TEST(Pipeline, GptBlocksOverStagesWithATiedHeadMatchOneProcess) {
   const std::string root = testref::make_token_dataset("hpct_pipe_gpt_");
   const DatasetIndex index = load_dataset_index(*host_communicator(MPI_COMM_WORLD, "world"), root, 8);
@@ -105,9 +106,11 @@ TEST(Pipeline, GptBlocksOverStagesWithATiedHeadMatchOneProcess) {
   for (int stages = 2; stages <= std::min(world_size(), 4); ++stages) {
     if (world_size() % stages != 0) continue;
     const int dp_size = world_size() / stages;
-    for (const int micro : {1, 2}) {
+    for (const int run : {0, 1, 2}) {  // K = 1, K = 2, K = 2 with [train] recompute = blocks
+      const int micro = run == 0 ? 1 : 2;
       Config cfg = pipeline_config(root, gpt, stages, micro, "1f1b");
       cfg.data.block_size = 8;
+      if (run == 2) cfg.train.recompute = Recompute::blocks;
       cfg.optim.clip_norm = 0.5;  // the global norm counts the tied gradient once
       Runtime rt(cfg);
       Trainer trainer(cfg, rt, index);
@@ -125,7 +128,8 @@ TEST(Pipeline, GptBlocksOverStagesWithATiedHeadMatchOneProcess) {
           biggest = std::max(biggest, std::fabs(want));
         }
       EXPECT_LE(worst, 2e-6 * (1 + biggest))
-          << "GPT, M = " << stages << ", K = " << micro << ", stage " << rt.mesh().coord(MeshDim::pp);
+          << "GPT, M = " << stages << ", K = " << micro << (run == 2 ? ", recompute = blocks" : "") << ", stage "
+          << rt.mesh().coord(MeshDim::pp);
       ++runs;
     }
   }

@@ -28,6 +28,8 @@ enum class HostAllreduce { auto_, mpi, shm };
 enum class Tristate { auto_, on, off };
 // [parallel] shard_by: how a sharded optimizer divides the state (the parameter store's ownership policy).
 enum class ShardBy { elements, tensors };
+// [train] recompute: activation checkpointing.
+enum class Recompute { none, blocks };
 
 struct RunConfig {
   std::uint64_t seed = 42;
@@ -73,7 +75,8 @@ struct TrainConfig {
   std::string metrics_file = "metrics.csv";
   bool tensorboard = true;  // event files under <out_dir>/tensorboard
   bool sync_batchnorm = true;
-  std::string freeze;  // layers not updated: comma-separated name patterns ("" = none)
+  std::string freeze;                     // layers not updated: comma-separated name patterns ("" = none)
+  Recompute recompute = Recompute::none;  // blocks: residual blocks re-run their forward in backward
 };
 
 struct OptimConfig {

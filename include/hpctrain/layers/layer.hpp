@@ -14,6 +14,7 @@
 
 #include "hpctrain/backend/ops.hpp"  // Activation
 #include "hpctrain/layers/saved_set.hpp"
+#include "hpctrain/layers/step_arena.hpp"
 #include "hpctrain/tensor/tensor.hpp"
 
 namespace hpctrain {
@@ -48,10 +49,14 @@ struct StepContext {
   // Batch statistics (batch norm) are reduced over this communicator when set:
   // the data-parallel group, when [train] sync_batchnorm is on.
   Communicator* stats_comm = nullptr;
-  // A forward pass repeated for a backward (activation checkpointing: nothing sets it yet since
-  // pipeline stages keep every micro-batch's activation set): the same batch again, so batch norm
-  // leaves its running statistics alone.
+  // A forward pass repeated for a backward ([train] recompute = blocks: a residual block re-runs
+  // its inner layers): the same batch again, so batch norm leaves its running statistics alone
+  // (dropout draws the same mask: its generator is keyed by step, sample and position).
   bool recompute = false;
+  // [train] recompute = blocks: a residual block keeps its inner layers' outputs and saved tensors
+  // here instead of in `saved`, empties it after its forward, and re-runs its inner forwards into
+  // it in its backward. Null: recompute = none.
+  SavedSet* recompute_set = nullptr;
   std::uint64_t seed = 0;
   std::int64_t step = 0;                     // optimizer step
   const std::int64_t* sample_ids = nullptr;  // dataset index of each row of the batch
@@ -65,6 +70,8 @@ struct StepContext {
   // Where this micro-batch's forward keeps what its backward reads (Layer::saved): the model
   // points it at the set of the micro-batch being run.
   SavedSet* saved = nullptr;
+  // Scratch for the duration of a layer call (Layer::temp): the model's arena.
+  StepArena* arena = nullptr;
 };
 
 class Layer {
@@ -108,8 +115,16 @@ class Layer {
   }
 
  protected:
-  // Layer scratch that backward does not read from forward (im2col columns, gradients of
-  // intermediates) on `device`: `buf` grown, never shrunk, from the layer's own allocator.
+  // Scratch for this call only (im2col columns, gradients of intermediates): tensor k, from the
+  // model's arena (layers/step_arena.hpp), given back when the call returns; its values are
+  // whatever was there. Never keep it in a member or read it in another call. Outside a model (unit
+  // tests) a buffer of the layer's own, grown and kept.
+  Tensor temp(std::size_t k, const Shape& shape, Device device) {
+    if (ctx_ && ctx_->arena && ctx_->arena->device() == device) return ctx_->arena->take(shape);
+    return scratch(own_temps_[k], shape, device);
+  }
+  // A buffer the layer keeps across calls (a device copy of its running statistics, a constant
+  // mask): `buf` grown, never shrunk, from the layer's own allocator.
   Tensor scratch(Tensor& buf, const Shape& shape, Device device) {
     if (buf.defined() && buf.device() != device) buf = Tensor();
     return grow(buf, shape, device == Device::cuda ? device_scratch_ : host_scratch_);
@@ -123,12 +138,14 @@ class Layer {
   }
   bool accumulate_grads() const { return accumulate_; }
   const StepContext& context() const { return *ctx_; }
+  bool has_context() const { return ctx_ != nullptr; }
   std::size_t index() const { return index_; }  // position in the model (part of dropout's key)
   std::vector<Tensor> params_, grads_;
 
  private:
   Allocator host_scratch_{Device::cpu}, device_scratch_{Device::cuda};  // outlive the derived layers' scratch
   SavedSet own_saved_;
+  std::map<std::size_t, Tensor> own_temps_;
   bool accumulate_ = true;
   const StepContext* ctx_ = nullptr;
   std::size_t index_ = 0;

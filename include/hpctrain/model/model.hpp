@@ -58,6 +58,13 @@ class Model {
   // results are the same bits either way, tested). Only in float32: with bf16/fp16 the dense
   // output is rounded before the activation reads it.
   void set_fusion(bool on) { fusion_ = on; }
+  // [train] recompute = blocks: every residual block that is not inside another keeps only its
+  // input for backward and re-runs its inner forwards there (layers/residual.cpp); the gradients
+  // are the same bits (tested). An evaluation forward then holds one block's inner tensors at a
+  // time as well. Off (recompute = none) by default.
+  void set_recompute_blocks(bool on) { ctx_.recompute_set = on ? &recompute_set_ : nullptr; }
+  // Elements of scratch the deepest layer call took (layers/step_arena.hpp), for reports and tests.
+  std::int64_t arena_high_water() const { return arena_.high_water(); }
   // `acquire(i)`, when given, runs before layer i reads its parameters (a sharded optimizer's
   // all-gather of them may still be in flight), `release(i)` after its forward is done with them.
   const Tensor& forward(const Tensor& x, const std::function<void(std::size_t)>& acquire = {},
@@ -135,10 +142,13 @@ class Model {
   ParamStore store_;
   Precision precision_ = Precision::fp32;
   bool fusion_ = true;
-  Tensor compute_params_;  // rounded copy the layers use when precision_ != fp32
+  Tensor compute_params_;            // rounded copy the layers use when precision_ != fp32
+  StepArena arena_{alloc_};          // every layer call's scratch
+  SavedSet recompute_set_{&alloc_};  // [train] recompute = blocks: one block's inner tensors at a time
   StepContext ctx_;
   std::int64_t rows_ = -1, capacity_ = 0;
   struct ActivationSet {
+    explicit ActivationSet(Allocator& alloc) : saved(&alloc) {}
     std::vector<Tensor> acts;  // capacity-sized: [i] = output of layer i-1 ([0] unused: the input)
     std::int64_t capacity = 0;
     SavedSet saved;

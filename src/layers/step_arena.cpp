@@ -1,0 +1,29 @@
+// Implementation of the per-call scratch arena (layers/step_arena.hpp).
+#include "hpctrain/layers/step_arena.hpp"
+
+#include <algorithm>
+
+namespace hpctrain {
+
+namespace {
+constexpr std::int64_t kAlign = 64;  // elements (256 bytes): what cuBLAS and vector loads like
+}
+
+Tensor StepArena::take(const Shape& shape) {
+  const std::int64_t n = numel(shape), start = used_;
+  used_ += (n + kAlign - 1) / kAlign * kAlign;
+  high_ = std::max(high_, used_);
+  if (used_ <= capacity_) return buf_.view(start, shape);
+  return Tensor::zeros(shape, alloc_);  // past the end: freed by its user, the buffer regrown later
+}
+
+void StepArena::release(std::int64_t mark) {
+  used_ = mark;
+  if (used_ == 0 && high_ > capacity_) {  // nothing is taken: regrow to the high-water mark
+    buf_ = Tensor();
+    buf_ = Tensor::zeros({high_}, alloc_);
+    capacity_ = high_;
+  }
+}
+
+}  // namespace hpctrain

@@ -21,11 +21,11 @@ class MaxPool final : public Layer {
   }
   void configure(const Shape& in) override { in_ = in.size() == 2 ? Shape{1, in[0], in[1]} : in; }
   void forward(const Tensor& x, Tensor& y) override {
-    Tensor argmax = saved(0, {y.numel()}, x.device());  // int32 storage: each output's input index
+    Tensor argmax = saved(0, {y.numel()}, x.device(), DType::i32);  // each output's input index
     maxpool_forward(x, in_[0], in_[1], in_[2], k_, stride_, y, argmax);
   }
   void backward(const Tensor&, const Tensor&, const Tensor& dy, Tensor& dx) override {
-    if (dx.defined()) maxpool_backward(dy, saved(0, {dy.numel()}, dy.device()), dx);
+    if (dx.defined()) maxpool_backward(dy, saved(0, {dy.numel()}, dy.device(), DType::i32), dx);
   }
 
  private:

@@ -3,14 +3,14 @@
 
 namespace hpctrain {
 
-Tensor SavedSet::get(const void* owner, std::size_t k, const Shape& shape, Device device) {
+Tensor SavedSet::get(const void* owner, std::size_t k, const Shape& shape, Device device, DType dtype) {
   const auto key = std::make_pair(owner, k);
   auto it = tensors_.find(key);
   if (it == tensors_.end()) {  // a new tensor: the smallest spare buffer that holds it, if any
     const std::int64_t n = numel(shape);
     auto best = spare_.end();
     for (auto s = spare_.begin(); s != spare_.end(); ++s)
-      if (s->device() == device && s->numel() >= n && (best == spare_.end() || s->numel() < best->numel())) best = s;
+      if (s->device() == device && s->dtype() == dtype && s->numel() >= n && (best == spare_.end() || s->numel() < best->numel())) best = s;
     Tensor buf;
     if (best != spare_.end()) {
       buf = *best;
@@ -20,8 +20,8 @@ Tensor SavedSet::get(const void* owner, std::size_t k, const Shape& shape, Devic
   }
   Tensor& buf = it->second;
   if (buf.defined() && buf.device() != device) buf = Tensor();
-  if (alloc_ && alloc_->device() == device) return grow(buf, shape, *alloc_);
-  return grow(buf, shape, device == Device::cuda ? device_ : host_);
+  if (alloc_ && alloc_->device() == device) return grow(buf, shape, *alloc_, dtype);
+  return grow(buf, shape, device == Device::cuda ? device_ : host_, dtype);
 }
 
 void SavedSet::clear() {

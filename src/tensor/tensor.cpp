@@ -55,26 +55,33 @@ void Allocator::deallocate(void* p, std::size_t bytes) {
   in_use_ -= bytes;
 }
 
-Tensor Tensor::zeros(const Shape& shape, Allocator& alloc) {
+Tensor Tensor::zeros(const Shape& shape, Allocator& alloc, DType dtype) {
   Tensor t;
   t.shape_ = shape;
+  t.dtype_ = dtype;
   t.device_ = alloc.device();
-  const std::size_t bytes = static_cast<std::size_t>(hpctrain::numel(shape)) * sizeof(float);
+  const std::size_t bytes = t.bytes();
   void* p = alloc.allocate(bytes);
   if (alloc.device() == Device::cuda)
     cuda::memset_zero(p, bytes);
   else
     std::memset(p, 0, bytes);
   t.owner_ = std::shared_ptr<void>(p, [&alloc, bytes](void* q) { alloc.deallocate(q, bytes); });
-  t.data_ = static_cast<float*>(p);
+  t.data_ = static_cast<unsigned char*>(p);
   return t;
+}
+
+void Tensor::wrong_dtype(DType asked) const {
+  throw Error(ExitCode::internal, Scope::this_rank,
+              std::string("a ") + dtype_name(dtype_) + " tensor " + shape_string(shape_) + " read as " +
+                  dtype_name(asked));
 }
 
 Tensor Tensor::wrap(float* data, const Shape& shape, Device device) {
   Tensor t;
   t.shape_ = shape;
   t.device_ = device;
-  t.data_ = data;
+  t.data_ = reinterpret_cast<unsigned char*>(data);
   return t;
 }
 
@@ -83,7 +90,7 @@ Tensor Tensor::view(std::int64_t offset, const Shape& shape) const {
              "view " + shape_string(shape) + " at " + std::to_string(offset) + " outside " + shape_string(shape_));
   Tensor t = *this;
   t.shape_ = shape;
-  t.data_ = data_ + offset;
+  t.data_ = data_ + static_cast<std::size_t>(offset) * dtype_size(dtype_);
   return t;
 }
 
@@ -93,21 +100,19 @@ Tensor Tensor::reshaped(const Shape& shape) const {
 }
 
 void upload(const void* host, std::size_t bytes, Tensor& dst) {
-  HPCT_CHECK(bytes <= static_cast<std::size_t>(dst.numel()) * sizeof(float),
-             "upload of " + std::to_string(bytes) + " bytes into " + shape_string(dst.shape()));
+  HPCT_CHECK(bytes <= dst.bytes(), "upload of " + std::to_string(bytes) + " bytes into " + shape_string(dst.shape()));
   if (dst.device() == Device::cuda)
-    cuda::memcpy_to_device(dst.data(), host, bytes);
+    cuda::memcpy_to_device(dst.raw(), host, bytes);
   else if (bytes)
-    std::memcpy(dst.data(), host, bytes);
+    std::memcpy(dst.raw(), host, bytes);
 }
 
 void download(const Tensor& src, void* host, std::size_t bytes) {
-  HPCT_CHECK(bytes <= static_cast<std::size_t>(src.numel()) * sizeof(float),
-             "download of " + std::to_string(bytes) + " bytes from " + shape_string(src.shape()));
+  HPCT_CHECK(bytes <= src.bytes(), "download of " + std::to_string(bytes) + " bytes from " + shape_string(src.shape()));
   if (src.device() == Device::cuda)
-    cuda::memcpy_to_host(host, src.data(), bytes);
+    cuda::memcpy_to_host(host, src.raw(), bytes);
   else if (bytes)
-    std::memcpy(host, src.data(), bytes);
+    std::memcpy(host, src.raw(), bytes);
 }
 
 std::vector<float> to_host(const Tensor& t) {
@@ -145,9 +150,9 @@ const float* HostBuffer::read(const Tensor& t) {
   return data_.data();
 }
 
-Tensor grow(Tensor& buf, const Shape& shape, Allocator& alloc) {
+Tensor grow(Tensor& buf, const Shape& shape, Allocator& alloc, DType dtype) {
   const std::int64_t n = hpctrain::numel(shape);
-  if (!buf.defined() || buf.numel() < n) buf = Tensor::zeros({n}, alloc);
+  if (!buf.defined() || buf.numel() < n || buf.dtype() != dtype) buf = Tensor::zeros({n}, alloc, dtype);
   return buf.view(0, shape);
 }
 

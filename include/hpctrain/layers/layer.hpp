@@ -132,9 +132,9 @@ class Layer {
   // What forward keeps for backward (masks, statistics, indices, inner outputs): tensor k of this
   // layer in the current micro-batch's saved set, or in the layer's own set when it runs outside a
   // model (unit tests). Ask with the same k and shape in backward to read what forward wrote.
-  Tensor saved(std::size_t k, const Shape& shape, Device device) {
+  Tensor saved(std::size_t k, const Shape& shape, Device device, DType dtype = DType::f32) {
     SavedSet* set = ctx_ && ctx_->saved ? ctx_->saved : &own_saved_;
-    return set->get(this, k, shape, device);
+    return set->get(this, k, shape, device, dtype);
   }
   bool accumulate_grads() const { return accumulate_; }
   const StepContext& context() const { return *ctx_; }

@@ -26,7 +26,7 @@ class SavedSet {
   SavedSet& operator=(const SavedSet&) = delete;
   // Saved tensor k of `owner` (a layer), viewed as `shape` on `device`: the same storage, and so
   // the same values, each time it is asked for with that shape until the set is reused.
-  Tensor get(const void* owner, std::size_t k, const Shape& shape, Device device);
+  Tensor get(const void* owner, std::size_t k, const Shape& shape, Device device, DType dtype = DType::f32);
   // Forgets every tensor (nothing may read them after this) and keeps their buffers for later gets.
   void clear();
 

@@ -1,4 +1,5 @@
-// Tensors: a shape, an element type, a device and a buffer shared by views.
+// Tensors: a shape, an element type (f32 unless made otherwise: i32 for indices), a device and a
+// buffer shared by views.
 // Memory comes from an Allocator that counts what it holds (current and
 // peak), so a rank's memory can be reported and capped; on Device::cuda it
 // comes from the CUDA backend's caching pool (backend/cuda/device_api.hpp).
@@ -41,30 +42,48 @@ class Allocator {
 class Tensor {
  public:
   Tensor() = default;
-  // A new zero-filled f32 tensor from `alloc`.
-  static Tensor zeros(const Shape& shape, Allocator& alloc);
-  // A non-owning tensor over memory someone else keeps alive.
+  // A new zero-filled tensor of `dtype` elements from `alloc`.
+  static Tensor zeros(const Shape& shape, Allocator& alloc, DType dtype = DType::f32);
+  // A non-owning f32 tensor over memory someone else keeps alive.
   static Tensor wrap(float* data, const Shape& shape, Device device = Device::cpu);
 
   const Shape& shape() const { return shape_; }
   std::int64_t numel() const { return hpctrain::numel(shape_); }
   std::int64_t rows() const { return shape_.empty() ? 1 : shape_[0]; }  // batch dimension
   std::int64_t cols() const { return rows() ? numel() / rows() : 0; }   // everything else
-  DType dtype() const { return DType::f32; }
+  DType dtype() const { return dtype_; }
+  std::size_t bytes() const { return static_cast<std::size_t>(numel()) * dtype_size(dtype_); }
   Device device() const { return device_; }
   bool defined() const { return data_ != nullptr; }
 
-  float* data() { return data_; }
-  const float* data() const { return data_; }
+  // The elements of an f32 tensor (an internal error for another dtype).
+  float* data() { return data_as<float>(); }
+  const float* data() const { return data_as<float>(); }
+  // The elements as T, which must be the tensor's dtype (an internal error otherwise).
+  template <typename T>
+  T* data_as() {
+    if (dtype_ != dtype_of<T>()) wrong_dtype(dtype_of<T>());
+    return reinterpret_cast<T*>(data_);
+  }
+  template <typename T>
+  const T* data_as() const {
+    if (dtype_ != dtype_of<T>()) wrong_dtype(dtype_of<T>());
+    return reinterpret_cast<const T*>(data_);
+  }
+  // The first byte, whatever the dtype (copies, communication).
+  void* raw() { return data_; }
+  const void* raw() const { return data_; }
   // A view of `shape` starting `offset` elements in (shares the buffer).
   Tensor view(std::int64_t offset, const Shape& shape) const;
   Tensor reshaped(const Shape& shape) const;  // same elements, another shape
 
  private:
-  Shape shape_;
   Device device_ = Device::cpu;
+  [[noreturn]] void wrong_dtype(DType asked) const;
+  Shape shape_;
+  DType dtype_ = DType::f32;
   std::shared_ptr<void> owner_;  // keeps the buffer alive; null for wrapped memory
-  float* data_ = nullptr;
+  unsigned char* data_ = nullptr;
 };
 
 // Host memory <-> tensor (any device): `bytes` from/to the tensor's first element. download returns
@@ -93,10 +112,8 @@ class HostBuffer {
   std::vector<float> data_;
   bool pinned_ = false, warned_ = false;
 };
-// A tensor's f32 elements used as int32 storage (the backends keep max pooling's argmax so).
-inline std::int32_t* index_data(Tensor& t) { return reinterpret_cast<std::int32_t*>(t.data()); }
-inline const std::int32_t* index_data(const Tensor& t) { return reinterpret_cast<const std::int32_t*>(t.data()); }
-// `buf` grown (never shrunk) to hold `shape` and viewed as that shape: layer scratch that lives across steps.
-Tensor grow(Tensor& buf, const Shape& shape, Allocator& alloc);
+// `buf` grown (never shrunk) to hold `shape` of `dtype` and viewed as that shape: layer scratch
+// that lives across steps (made anew when the dtype changes).
+Tensor grow(Tensor& buf, const Shape& shape, Allocator& alloc, DType dtype = DType::f32);
 
 }  // namespace hpctrain

@@ -135,7 +135,7 @@ void maxpool_forward(const Tensor& x, std::int64_t channels, std::int64_t height
   HPCT_CHECK(y.numel() == planes * ho * wo && planes % channels == 0 && argmax_buf.numel() >= y.numel(),
              "maxpool shapes");
   backend::checked_int(x.numel(), "max pooling: input elements (argmax indices are 32-bit)");
-  std::int32_t* argmax = index_data(argmax_buf);
+  std::int32_t* argmax = argmax_buf.data_as<std::int32_t>();
   if (kernel == 2 && stride == 2) {  // the common case, without the generic window loops
     maxpool_2x2(x.data(), planes, height, width, ho, wo, y.data(), argmax);
     return;
@@ -161,7 +161,7 @@ void maxpool_backward(const Tensor& dy, const Tensor& argmax_buf, Tensor& dx) {
   cpu::fill(dx, 0.f);
   const std::int64_t n = dy.numel();
   const float* g = dy.data();
-  const std::int32_t* argmax = index_data(argmax_buf);
+  const std::int32_t* argmax = argmax_buf.data_as<std::int32_t>();
   float* out = dx.data();
   for (std::int64_t o = 0; o < n; ++o) out[argmax[o]] += g[o];
 }

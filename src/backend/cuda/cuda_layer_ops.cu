@@ -216,7 +216,7 @@ void maxpool_forward(const Tensor& x, i64 channels, i64 height, i64 width, i64 k
   const i64 planes = x.numel() / (height * width);
   HPCT_CHECK(y.numel() == planes * ho * wo && planes % channels == 0 && argmax.numel() >= y.numel(), "maxpool shapes");
   backend::checked_int(x.numel(), "max pooling: input elements (argmax indices are 32-bit)");
-  launch(maxpool_kernel, y.numel(), x.data(), height, width, kernel, stride, ho, wo, y.data(), index_data(argmax),
+  launch(maxpool_kernel, y.numel(), x.data(), height, width, kernel, stride, ho, wo, y.data(), argmax.data_as<std::int32_t>(),
          y.numel());
 }
 
@@ -224,7 +224,7 @@ void maxpool_backward(const Tensor& dy, const Tensor& argmax, Tensor& dx) {
   cuda::fill(dx, 0.f);
   // The layer does not pass the geometry: atomics always (exact for disjoint windows too, since
   // each input then receives a single addition).
-  launch(maxpool_backward_kernel, dy.numel(), dy.data(), index_data(argmax), dx.data(), dy.numel(), true);
+  launch(maxpool_backward_kernel, dy.numel(), dy.data(), argmax.data_as<std::int32_t>(), dx.data(), dy.numel(), true);
 }
 
 void avgpool_forward(const Tensor& x, i64 height, i64 width, i64 kh, i64 kw, i64 sh, i64 sw, Tensor& y) {

@@ -35,13 +35,13 @@ class OneStage : public StepExecutor {
 
 // One stage whose forward and backward are recorded as a CUDA graph and replayed: recorded again
 // when what the recording holds changes (the staged batch's addresses, the rows, the loss
-// gradient's scale, the CUDA scratch area).
+// gradient's scale, the CUDA scratch area, the model's scratch arena).
 class RecordedStage final : public OneStage {
  public:
   RecordedStage(Model& model, Loss& loss, const StagedBatch& staged) : OneStage(model, loss), staged_(staged) {}
   void train(int k, std::int64_t rows, float grad_scale, Tensor& scalars, const StepHooks& hooks) override {
-    const Key key{staged_.samples(), staged_.classes(),         staged_.targets(), rows,
-                  grad_scale,        cuda::scratch_generation()};
+    const Key key{staged_.samples(), staged_.classes(),          staged_.targets(),        rows,
+                  grad_scale,        cuda::scratch_generation(), model_.arena_high_water()};
     if (!(key == recorded_for_)) {
       invalidate();
       if (hooks.dropped_recordings) hooks.dropped_recordings();
@@ -50,6 +50,7 @@ class RecordedStage final : public OneStage {
     StepHooks inside = hooks;
     inside.layer_done = {};  // one launch: no bucket can start early
     run_recorded(graph_, [&] { OneStage::train(k, rows, grad_scale, scalars, inside); });
+    recorded_for_.arena = model_.arena_high_water();  // a warm-up before the recording may have grown it
     for (std::size_t i = model_.layers(); i-- > 0;) hooks.layer_done(i);
   }
   void invalidate() override {
@@ -64,9 +65,10 @@ class RecordedStage final : public OneStage {
     std::int64_t rows = 0;
     float grad_scale = 0;
     std::uint64_t scratch = 0;
+    std::int64_t arena = 0;  // grows (and so moves) only with its high-water mark
     bool operator==(const Key& o) const {
       return samples == o.samples && classes == o.classes && targets == o.targets && rows == o.rows &&
-             grad_scale == o.grad_scale && scratch == o.scratch;
+             grad_scale == o.grad_scale && scratch == o.scratch && arena == o.arena;
     }
   };
   const StagedBatch& staged_;

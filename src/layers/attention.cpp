@@ -48,7 +48,7 @@ class Attention final : public Layer {
     const std::int64_t n = x.shape()[0], t = x.shape()[1], c = x.shape()[2];
     const Device dev = x.device();
     dropped_ = context().training && p_ > 0;
-    Saved s = saved_tensors(n, t, c, dev);
+    Saved s = saved_tensors(n, t, c, dev, true);
     Tensor qkv2 = s.qkv.reshaped({n * t, 3 * c});
     gemm(false, true, 1.f, x.reshaped({n * t, c}), weight(0), 0.f, qkv2);
     if (bias_) add_bias(qkv2, params_[1]);
@@ -66,13 +66,14 @@ class Attention final : public Layer {
     Tensor y2 = y.reshaped({n * t, c});
     gemm(false, true, 1.f, s.heads_out.reshaped({n * t, c}), weight(1), 0.f, y2);
     if (bias_) add_bias(y2, params_[3]);
+    keep(s);
   }
   void backward(const Tensor& x, const Tensor&, const Tensor& dy, Tensor& dx) override {
     const std::int64_t n = x.shape()[0], t = x.shape()[1], c = x.shape()[2];
     const Device dev = x.device();
     const float beta = accumulate_grads() ? 1.f : 0.f;
     if (beta == 0.f && bias_) fill(grads_[1], 0.f), fill(grads_[3], 0.f);
-    const Saved s = saved_tensors(n, t, c, dev);
+    const Saved s = saved_tensors(n, t, c, dev, false);
     const Tensor g = dy.reshaped({n * t, c});
     gemm(true, false, 1.f, g, s.heads_out.reshaped({n * t, c}), beta, grad(1));  // dWproj
     if (bias_) accumulate_bias_grad(g, grads_[3]);
@@ -103,15 +104,29 @@ class Attention final : public Layer {
   // Weight k (0: qkv, 1: proj) and its gradient, whatever the biases.
   Tensor& weight(int k) { return params_[static_cast<std::size_t>(bias_ ? 2 * k : k)]; }
   Tensor& grad(int k) { return grads_[static_cast<std::size_t>(bias_ ? 2 * k : k)]; }
-  // What forward keeps for backward, in the micro-batch's saved set (layer.hpp).
+  // What forward keeps for backward, in the micro-batch's saved set (layer.hpp): in 16-bit runs
+  // in 16 bits (compact_out / compact_keep / compact_in), the mask too when the format holds its
+  // scale 1 / (1 - p).
   struct Saved {
     Tensor qkv, att, heads_out, mask, dropped;  // [n,t,3c], [n,H,t,t], [n,t,c], and the dropout's two [n,H,t,t]
   };
-  Saved saved_tensors(std::int64_t n, std::int64_t t, std::int64_t c, Device dev) {
-    Saved s{saved(0, {n, t, 3 * c}, dev), saved(1, {n, heads_, t, t}, dev), saved(2, {n, t, c}, dev), {}, {}};
-    if (dropped_) s.mask = saved(3, {n, heads_, t, t}, dev), s.dropped = saved(4, {n, heads_, t, t}, dev);
+  Saved saved_tensors(std::int64_t n, std::int64_t t, std::int64_t c, Device dev, bool writing) {
+    auto get = [&](std::size_t k, const Shape& shape, bool packable = true) {
+      return writing ? compact_out(k, shape, dev, packable) : compact_in(k, shape, dev, packable);
+    };
+    Saved s{get(0, {n, t, 3 * c}), get(1, {n, heads_, t, t}), get(2, {n, t, c}), {}, {}};
+    if (dropped_) s.mask = get(3, {n, heads_, t, t}, mask_packable()), s.dropped = get(4, {n, heads_, t, t});
     return s;
   }
+  void keep(Saved& s) {
+    compact_keep(0, s.qkv);
+    compact_keep(1, s.att);
+    compact_keep(2, s.heads_out);
+    if (!dropped_) return;
+    compact_keep(3, s.mask, mask_packable());
+    compact_keep(4, s.dropped);
+  }
+  bool mask_packable() const { return exact_in(1.f / (1.f - p_), context().precision); }
   // The probabilities the values are weighted with: dropped (training with dropout) or not.
   static Tensor used(const Saved& s) { return s.dropped.defined() ? s.dropped : s.att; }
   // As the dropout layer keys its draws (layers/dropout.cpp), with another constant.

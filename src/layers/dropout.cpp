@@ -22,7 +22,8 @@ class Dropout final : public Layer {
       copy(x, y);
       return;
     }
-    Tensor mask = saved(0, x.shape(), x.device());
+    // 0 or 1 / (1 - p): kept in 16 bits in 16-bit runs when the format holds the scale exactly.
+    Tensor mask = compact_out(0, x.shape(), x.device(), packable());
     // key = splitmix64(splitmix64(seed) ^ splitmix64(step) ^ (0x64726F70 + index)); the step's part is
     // read on the device (the trainer's copy, or this layer's own when there is none).
     const std::uint64_t layer_key = splitmix64(context().seed) ^ (0x64726F70ull + index());
@@ -34,6 +35,7 @@ class Dropout final : public Layer {
       step_key = reinterpret_cast<const std::uint64_t*>(buf.data());
     }
     dropout_forward(x, p_, layer_key, step_key, context().sample_ids, mask, y);
+    compact_keep(0, mask, packable());
   }
   void backward(const Tensor&, const Tensor&, const Tensor& dy, Tensor& dx) override {
     if (!dx.defined()) return;
@@ -41,10 +43,11 @@ class Dropout final : public Layer {
       copy(dy, dx);
       return;
     }
-    multiply(dy, saved(0, dy.shape(), dy.device()), dx);
+    multiply(dy, compact_in(0, dy.shape(), dy.device(), packable()), dx);
   }
 
  private:
+  bool packable() const { return exact_in(1.f / (1.f - p_), context().precision); }
   float p_;
   bool active_ = false;
   Tensor step_key_;

@@ -81,15 +81,21 @@ class Residual final : public Layer {
 
   void forward(const Tensor& x, Tensor& y) override {
     const bool checkpointed = enter(false);
-    run_inner(x);
-    add(x, inner_out(inner_.size() - 1, x.rows(), x.device()), y);
+    std::vector<Tensor> outs = outputs(x.rows(), x.device());
+    run_inner(x, outs, !checkpointed);
+    add(x, outs.back(), y);
     if (checkpointed) inner_ctx_.saved->clear();  // backward re-runs the inner forwards
   }
 
   void backward(const Tensor& x, const Tensor&, const Tensor& dy, Tensor& dx) override {
     const std::int64_t rows = x.rows();
     const bool checkpointed = enter(true);
-    if (checkpointed) run_inner(x);  // the same values again (dropout replays its draws)
+    std::vector<Tensor> outs = outputs(rows, x.device());
+    if (checkpointed) {
+      run_inner(x, outs, false);  // the same values again (dropout replays its draws)
+    } else if (sixteen_bit_run()) {
+      for (std::size_t j = 0; j < outs.size(); ++j) unpack_16bit(kept(j, outs[j].shape(), x.device(), true), outs[j]);
+    }
     // The gradients between inner layers, alternating between two buffers of the largest size
     // (the skip path needs the last one).
     std::int64_t widest = 0;
@@ -100,7 +106,7 @@ class Residual final : public Layer {
       inner_[j]->set_accumulate_grads(accumulate_grads());
       Tensor din = bufs[j % 2].view(0, batch_shape(rows, shapes_[j]));
       StepArena::Scope scope(inner_ctx_.arena);
-      inner_[j]->backward(j == 0 ? x : inner_out(j - 1, rows, x.device()), inner_out(j, rows, x.device()), d, din);
+      inner_[j]->backward(j == 0 ? x : outs[j - 1], outs[j], d, din);
       d = din;
     }
     if (checkpointed) inner_ctx_.saved->clear();
@@ -114,16 +120,35 @@ class Residual final : public Layer {
     b.insert(b.end(), s.begin(), s.end());
     return b;
   }
-  // The inner outputs: in the micro-batch's saved set, or the recompute set while checkpointed.
-  Tensor inner_out(std::size_t j, std::int64_t rows, Device dev) {
-    const Shape shape = batch_shape(rows, shapes_[j + 1]);
-    return inner_ctx_.saved ? inner_ctx_.saved->get(this, j, shape, dev) : saved(j, shape, dev);
-  }
-  void run_inner(const Tensor& x) {
+  // The inner outputs for this call. fp32 runs: the tensors kept in the set (the micro-batch's
+  // saved set, or the recompute set while checkpointed). bf16/fp16 runs: f32 copies from the
+  // arena, rounded to the format after each inner layer (as the model rounds its layers' outputs)
+  // and kept in the set in 16 bits.
+  std::vector<Tensor> outputs(std::int64_t rows, Device dev) {
+    std::vector<Tensor> outs;
     for (std::size_t j = 0; j < inner_.size(); ++j) {
-      Tensor out = inner_out(j, x.rows(), x.device());
-      StepArena::Scope scope(inner_ctx_.arena);
-      inner_[j]->forward(j == 0 ? x : inner_out(j - 1, x.rows(), x.device()), out);
+      const Shape shape = batch_shape(rows, shapes_[j + 1]);
+      outs.push_back(sixteen_bit_run() ? temp(2 + j, shape, dev) : kept(j, shape, dev, false));
+    }
+    return outs;
+  }
+  Tensor kept(std::size_t j, const Shape& shape, Device dev, bool packed) {
+    const DType dtype = packed ? sixteen_bit(inner_ctx_.precision) : DType::f32;
+    return inner_ctx_.saved ? inner_ctx_.saved->get(this, j, shape, dev, dtype) : saved(j, shape, dev, dtype);
+  }
+  bool sixteen_bit_run() const { return inner_ctx_.precision != Precision::fp32; }
+  // pack: keep 16-bit copies for backward (not when this block re-runs its forward there).
+  void run_inner(const Tensor& x, std::vector<Tensor>& outs, bool pack) {
+    for (std::size_t j = 0; j < inner_.size(); ++j) {
+      {
+        StepArena::Scope scope(inner_ctx_.arena);
+        inner_[j]->forward(j == 0 ? x : outs[j - 1], outs[j]);
+      }
+      if (!sixteen_bit_run()) continue;
+      round_to_precision(outs[j], inner_ctx_.precision);
+      if (!pack) continue;
+      Tensor packed = kept(j, outs[j].shape(), x.device(), true);
+      pack_16bit(outs[j], packed);
     }
   }
   // Refreshes the inner layers' context from the block's; whether this call is checkpointed

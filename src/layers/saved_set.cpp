@@ -10,7 +10,9 @@ Tensor SavedSet::get(const void* owner, std::size_t k, const Shape& shape, Devic
     const std::int64_t n = numel(shape);
     auto best = spare_.end();
     for (auto s = spare_.begin(); s != spare_.end(); ++s)
-      if (s->device() == device && s->dtype() == dtype && s->numel() >= n && (best == spare_.end() || s->numel() < best->numel())) best = s;
+      if (s->device() == device && s->dtype() == dtype && s->numel() >= n &&
+          (best == spare_.end() || s->numel() < best->numel()))
+        best = s;
     Tensor buf;
     if (best != spare_.end()) {
       buf = *best;
@@ -22,6 +24,13 @@ Tensor SavedSet::get(const void* owner, std::size_t k, const Shape& shape, Devic
   if (buf.defined() && buf.device() != device) buf = Tensor();
   if (alloc_ && alloc_->device() == device) return grow(buf, shape, *alloc_, dtype);
   return grow(buf, shape, device == Device::cuda ? device_ : host_, dtype);
+}
+
+std::size_t SavedSet::bytes() const {
+  std::size_t n = 0;
+  for (const auto& entry : tensors_) n += entry.second.defined() ? entry.second.bytes() : 0;
+  for (const Tensor& t : spare_) n += t.bytes();
+  return n;
 }
 
 void SavedSet::clear() {

@@ -211,6 +211,12 @@ Shape Model::batch_shape(std::size_t i) const {
   return s;
 }
 
+std::size_t Model::saved_bytes() const {
+  std::size_t n = recompute_set_.bytes();
+  for (const auto& set : sets_) n += set->saved.bytes();
+  return n;
+}
+
 void Model::use_set(std::size_t k) {
   while (sets_.size() <= k) sets_.push_back(std::make_unique<ActivationSet>(alloc_));
   ActivationSet& set = *sets_[k];

@@ -72,9 +72,9 @@ Tensor Tensor::zeros(const Shape& shape, Allocator& alloc, DType dtype) {
 }
 
 void Tensor::wrong_dtype(DType asked) const {
-  throw Error(ExitCode::internal, Scope::this_rank,
-              std::string("a ") + dtype_name(dtype_) + " tensor " + shape_string(shape_) + " read as " +
-                  dtype_name(asked));
+  throw Error(
+      ExitCode::internal, Scope::this_rank,
+      std::string("a ") + dtype_name(dtype_) + " tensor " + shape_string(shape_) + " read as " + dtype_name(asked));
 }
 
 Tensor Tensor::wrap(float* data, const Shape& shape, Device device) {
@@ -82,6 +82,15 @@ Tensor Tensor::wrap(float* data, const Shape& shape, Device device) {
   t.shape_ = shape;
   t.device_ = device;
   t.data_ = reinterpret_cast<unsigned char*>(data);
+  return t;
+}
+
+Tensor Tensor::wrap(void* data, const Shape& shape, DType dtype, Device device) {
+  Tensor t;
+  t.shape_ = shape;
+  t.dtype_ = dtype;
+  t.device_ = device;
+  t.data_ = static_cast<unsigned char*>(data);
   return t;
 }
 

@@ -104,6 +104,28 @@ TEST_F(CudaOps, Gemm) {
   }
 }
 
+// pack_16bit / unpack_16bit: the GPU's 16-bit copies are the CPU's bytes (round to nearest even
+// in both formats, values over fp16's range included), and unpack back to the same floats.
+TEST_F(CudaOps, SixteenBitStorageMatchesTheCpu) {
+  const Shape s{257, 33};
+  Tensor x = random(s, 12);
+  for (std::int64_t i = 0; i < x.numel(); ++i) x.data()[i] *= static_cast<float>(1 << (i % 40)) / 1024.f;
+  Tensor dx = on_gpu(x);
+  for (const DType t : {DType::bf16, DType::f16}) {
+    Tensor hp = Tensor::zeros(s, host_, t), dp = Tensor::zeros(s, dev_, t);
+    pack_16bit(x, hp);
+    pack_16bit(dx, dp);
+    std::vector<std::uint16_t> hb(static_cast<std::size_t>(x.numel())), db(hb.size());
+    download(hp, hb.data(), hp.bytes());
+    download(dp, db.data(), dp.bytes());
+    EXPECT_EQ(hb, db) << dtype_name(t);
+    Tensor hu = Tensor::zeros(s, host_), du = Tensor::zeros(s, dev_);
+    unpack_16bit(hp, hu);
+    unpack_16bit(dp, du);
+    expect_close("unpack_16bit", hu, du, 0);
+  }
+}
+
 TEST_F(CudaOps, ElementWise) {
   const Shape s{33, 70};
   Tensor x = random(s, 4), y = random(s, 5), dx = on_gpu(x), dy = on_gpu(y);

@@ -116,6 +116,46 @@ TEST(Backend, Fp16RoundingMatchesAReferenceEverywhere) {
   EXPECT_EQ(wrong, 0);
 }
 
+// 16-bit storage (pack_16bit / unpack_16bit): packing then unpacking any float, ties, subnormal
+// halves, overflow and infinities included, gives round_to_precision's result bit for bit, in
+// half the bytes; exact_in says which dropout scales the formats hold.
+TEST(Backend, SixteenBitStorageEqualsRounding) {
+  Allocator alloc;
+  std::mt19937 rng(11);
+  std::uniform_real_distribution<float> mant(1.f, 2.f);
+  std::uniform_int_distribution<int> expo(-30, 17);
+  const std::int64_t n = 50021;
+  std::vector<float> in(static_cast<std::size_t>(n));
+  for (std::size_t i = 0; i < in.size(); ++i) {
+    float v = std::ldexp(mant(rng), expo(rng)) * (i % 2 ? -1.f : 1.f);
+    if (i % 7 == 0) v = std::ldexp(1.f + 1.f / 2048 + (i % 14 == 0 ? 1.f / 1024 : 0.f), expo(rng));  // fp16 ties
+    if (i % 11 == 0) v = std::ldexp(1.f + 1.f / 256 + (i % 22 == 0 ? 1.f / 128 : 0.f), expo(rng));   // bf16 ties
+    in[i] = v;
+  }
+  in[0] = 0.f, in[1] = -0.f, in[2] = INFINITY, in[3] = -INFINITY, in[4] = 65519.f, in[5] = 65520.f, in[6] = 1e-8f;
+  for (const Precision p : {Precision::bf16, Precision::fp16}) {
+    Tensor x = Tensor::zeros({n}, alloc), back = Tensor::zeros({n}, alloc);
+    Tensor packed = Tensor::zeros({n}, alloc, p == Precision::bf16 ? DType::bf16 : DType::f16);
+    EXPECT_EQ(packed.bytes(), static_cast<std::size_t>(n) * 2);
+    std::copy(in.begin(), in.end(), x.data());
+    pack_16bit(x, packed);
+    unpack_16bit(packed, back);
+    round_to_precision(x, p);
+    std::int64_t wrong = 0;
+    for (std::int64_t i = 0; i < n; ++i) wrong += std::memcmp(&x.data()[i], &back.data()[i], 4) != 0;
+    EXPECT_EQ(wrong, 0) << to_string(p);
+  }
+  EXPECT_TRUE(exact_in(1.25f, Precision::bf16));  // dropout(20)'s scale
+  EXPECT_TRUE(exact_in(1.25f, Precision::fp16));
+  EXPECT_FALSE(exact_in(1.f / 0.9f, Precision::bf16));  // dropout(10)'s
+  EXPECT_FALSE(exact_in(1.f / 0.9f, Precision::fp16));
+  EXPECT_TRUE(exact_in(1.f / 0.9f, Precision::fp32));
+  EXPECT_FALSE(exact_in(65536.f, Precision::fp16));
+  EXPECT_TRUE(exact_in(65504.f, Precision::fp16));
+  EXPECT_TRUE(exact_in(std::ldexp(1.f, -24), Precision::fp16));
+  EXPECT_FALSE(exact_in(std::ldexp(1.f, -25), Precision::fp16));
+}
+
 TEST(Backend, EveryOperationIsDispatchedToCuda) {
   // Each operation on a cuda tensor reaches the CUDA backend: without CUDA it throws naming itself;
   // with CUDA but no GPU it fails with a CUDA error or a check in backend/cuda, not a crash
@@ -169,6 +209,9 @@ TEST(Backend, EveryOperationIsDispatchedToCuda) {
   expect("multiply", [&] { multiply(t, t, t); });
   expect("sum_of_squares", [&] { sum_of_squares(t); });
   expect("round_to_precision", [&] { round_to_precision(t, Precision::bf16); });
+  Tensor half = Tensor::wrap(storage + 8, {2, 2}, DType::bf16, Device::cuda);
+  expect("pack_16bit", [&] { pack_16bit(t, half); });
+  expect("unpack_16bit", [&] { unpack_16bit(half, t); });
   std::vector<double> sums(4);
   std::vector<float> per(2, 1.f);
   expect("add", [&] { add(t, t, t); });

@@ -23,13 +23,16 @@ namespace {
 
 struct Result {
   std::vector<float> out, grads, buffers;
-  std::size_t peak = 0;
+  std::size_t peak = 0;         // the allocator's
+  std::size_t activations = 0;  // the peak less what the model held before its first forward
   std::int64_t arena = 0;
+  std::size_t saved = 0;  // bytes of saved tensors after the steps
 };
 
 // Two training steps (the second accumulating into the first's gradients) of `layers` on `rows`
 // samples; `tokens` > 0: the inputs are token ids below it, else uniform values.
-Result train(const std::string& layers, const Shape& sample, std::int64_t rows, bool blocks, std::int64_t tokens) {
+Result train(const std::string& layers, const Shape& sample, std::int64_t rows, bool blocks, std::int64_t tokens,
+             Precision precision = Precision::fp32) {
   Allocator alloc;
   LayerRegistry r;
   register_builtin_layers(r);
@@ -37,6 +40,7 @@ Result train(const std::string& layers, const Shape& sample, std::int64_t rows, 
   m.init_parameters(5);
   m.set_batch(rows);
   m.set_recompute_blocks(blocks);
+  m.set_precision(precision);
   Shape batch{rows};
   batch.insert(batch.end(), sample.begin(), sample.end());
   Tensor x = Tensor::zeros(batch, alloc);
@@ -52,6 +56,7 @@ Result train(const std::string& layers, const Shape& sample, std::int64_t rows, 
   ctx.seed = 3;
   ctx.sample_ids = ids.data();
   Result res;
+  const std::size_t before = alloc.in_use();
   for (std::int64_t step = 0; step < 2; ++step) {
     ctx.step = step;
     const Tensor& out = m.forward(x);
@@ -63,7 +68,9 @@ Result train(const std::string& layers, const Shape& sample, std::int64_t rows, 
   res.grads = to_host(m.gradients());
   for (auto& [name, buf] : m.buffers()) res.buffers.insert(res.buffers.end(), buf->begin(), buf->end());
   res.peak = alloc.peak();
+  res.activations = res.peak - before;
   res.arena = m.arena_high_water();
+  res.saved = m.saved_bytes();
   return res;
 }
 
@@ -83,12 +90,33 @@ void expect_same_bits_and_less_memory(const std::string& layers, const Shape& sa
 
 }  // namespace
 
+const char* const kGpt =
+    "embedding(11, 16) position_embedding dropout(10) "
+    "repeat(3, res(layernorm attention(4, dropout=20) dropout(20)) res(layernorm linear(64) gelu linear(16) "
+    "dropout(20))) layernorm lm_head(11)";
+
 TEST(Recompute, GptBlocksWithDropoutGiveTheSameBitsWithLessMemory) {
-  expect_same_bits_and_less_memory(
-      "embedding(11, 16) position_embedding dropout(10) "
-      "repeat(3, res(layernorm attention(4, dropout=20) dropout(20)) res(layernorm linear(64) gelu linear(16) "
-      "dropout(20))) layernorm lm_head(11)",
-      {12}, 6, 11);
+  expect_same_bits_and_less_memory(kGpt, {12}, 6, 11);
+}
+
+// bf16 / fp16 runs keep what backward reads in 16 bits (layer.hpp: compact_out / compact_keep /
+// compact_in; the blocks' inner outputs, attention's tensors, the dropout masks whose scale the
+// format holds). Stated criteria: (1) recompute = blocks, whose backward uses the re-run's f32
+// copies, gives the same bits as none, whose backward unpacks the 16-bit copies (so the packing
+// loses nothing the backward reads); (2) the saved tensors take at most 0.55x the fp32 run's
+// bytes (half, plus what stays f32: layer norm's statistics and the top-level dropout(10) mask,
+// about 2% of the fp32 bytes here), and the step's peak is lower too.
+TEST(SixteenBitStorage, GptActivationsInAboutHalfTheBytesAndRecomputeAgrees) {
+  const Result fp32 = train(kGpt, {12}, 6, false, 11);
+  for (const Precision p : {Precision::bf16, Precision::fp16}) {
+    const Result none = train(kGpt, {12}, 6, false, 11, p), blocks = train(kGpt, {12}, 6, true, 11, p);
+    EXPECT_EQ(blocks.grads, none.grads) << to_string(p);
+    EXPECT_EQ(blocks.out, none.out) << to_string(p);
+    EXPECT_NE(none.grads, fp32.grads) << to_string(p);  // (it did compute in the format)
+    EXPECT_LE(static_cast<double>(none.saved), 0.55 * static_cast<double>(fp32.saved))
+        << to_string(p) << ": " << none.saved << " against " << fp32.saved << " bytes";
+    EXPECT_LT(none.activations, fp32.activations) << to_string(p);
+  }
 }
 
 TEST(Recompute, ConvBlocksWithBatchNormGiveTheSameBitsAndStatistics) {

@@ -16,6 +16,13 @@ inline void same_size(const Tensor& a, const Tensor& b, const char* op) {
              std::string(op) + ": sizes " + shape_string(a.shape()) + " and " + shape_string(b.shape()) + " differ");
 }
 
+// pack_16bit / unpack_16bit: an f32 tensor and a bf16 or f16 one of as many elements.
+inline void check_packed(const Tensor& f32, const Tensor& packed, const char* op) {
+  HPCT_CHECK(f32.numel() == packed.numel() && (packed.dtype() == DType::bf16 || packed.dtype() == DType::f16),
+             std::string(op) + ": " + dtype_name(packed.dtype()) + " " + shape_string(packed.shape()) + " and f32 " +
+                 shape_string(f32.shape()));
+}
+
 // `v` as an int for a library that takes 32-bit sizes (BLAS, cuBLAS, cuDNN) or a 32-bit index
 // (max pooling's argmax): a too-large model gets one line naming what and the limit instead of a
 // silently wrapped size.

@@ -6,5 +6,7 @@ namespace hpctrain {
 
 enum class Precision { fp32, bf16, fp16 };
 const char* to_string(Precision v);
+// Whether the format holds v exactly (every float does in fp32).
+bool exact_in(float v, Precision p);
 
 }  // namespace hpctrain

@@ -136,6 +136,28 @@ class Layer {
     SavedSet* set = ctx_ && ctx_->saved ? ctx_->saved : &own_saved_;
     return set->get(this, k, shape, device, dtype);
   }
+  // A saved tensor whose values are in the run's compute format ([run] precision). fp32 runs:
+  // saved(k) itself. bf16/fp16 runs: kept in 16 bits (half the bytes) while the layer works on
+  // an f32 copy from the arena during the call. Forward: write compact_out(k, ...), then
+  // compact_keep(k, t), which rounds t to the format in place and packs it; backward:
+  // compact_in(k, ...), the kept values unpacked (exact). `packable`: false keeps it in f32 (a
+  // dropout mask whose scale the format cannot hold).
+  Tensor compact_out(std::size_t k, const Shape& shape, Device device, bool packable = true) {
+    return packs(packable) ? temp(kCompactTemps + k, shape, device) : saved(k, shape, device);
+  }
+  void compact_keep(std::size_t k, Tensor& t, bool packable = true) {
+    if (!packs(packable)) return;
+    round_to_precision(t, ctx_->precision);
+    Tensor kept = saved(k, t.shape(), t.device(), sixteen_bit(ctx_->precision));
+    pack_16bit(t, kept);
+  }
+  Tensor compact_in(std::size_t k, const Shape& shape, Device device, bool packable = true) {
+    if (!packs(packable)) return saved(k, shape, device);
+    Tensor t = temp(kCompactTemps + k, shape, device);
+    unpack_16bit(saved(k, shape, device, sixteen_bit(ctx_->precision)), t);
+    return t;
+  }
+  static DType sixteen_bit(Precision p) { return p == Precision::bf16 ? DType::bf16 : DType::f16; }
   bool accumulate_grads() const { return accumulate_; }
   const StepContext& context() const { return *ctx_; }
   bool has_context() const { return ctx_ != nullptr; }
@@ -143,6 +165,8 @@ class Layer {
   std::vector<Tensor> params_, grads_;
 
  private:
+  static constexpr std::size_t kCompactTemps = 1000;  // compact_out's temp keys (outside a model)
+  bool packs(bool packable) const { return packable && ctx_ && ctx_->precision != Precision::fp32; }
   Allocator host_scratch_{Device::cpu}, device_scratch_{Device::cuda};  // outlive the derived layers' scratch
   SavedSet own_saved_;
   std::map<std::size_t, Tensor> own_temps_;

@@ -29,6 +29,7 @@ class SavedSet {
   Tensor get(const void* owner, std::size_t k, const Shape& shape, Device device, DType dtype = DType::f32);
   // Forgets every tensor (nothing may read them after this) and keeps their buffers for later gets.
   void clear();
+  std::size_t bytes() const;  // what its tensors and spare buffers hold
 
  private:
   Allocator host_{Device::cpu}, device_{Device::cuda};  // declared first: they outlive the tensors

@@ -47,6 +47,8 @@ class Model {
   void use_set(std::size_t k);
   std::size_t sets() const { return sets_.size(); }
   std::int64_t forward_passes() const { return forward_passes_; }  // forward() calls so far
+  // Bytes the sets' saved tensors hold (not their activations), the recompute set's included.
+  std::size_t saved_bytes() const;
   // Mixed precision ([run] precision = bf16 | fp16): the layers compute with a copy of the
   // parameters rounded to that format, and activations and their gradients are rounded to it
   // after every layer; accumulation stays float32, the optimizer updates the float32 master

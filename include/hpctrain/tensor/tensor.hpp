@@ -46,6 +46,7 @@ class Tensor {
   static Tensor zeros(const Shape& shape, Allocator& alloc, DType dtype = DType::f32);
   // A non-owning f32 tensor over memory someone else keeps alive.
   static Tensor wrap(float* data, const Shape& shape, Device device = Device::cpu);
+  static Tensor wrap(void* data, const Shape& shape, DType dtype, Device device);  // of another dtype
 
   const Shape& shape() const { return shape_; }
   std::int64_t numel() const { return hpctrain::numel(shape_); }

@@ -94,7 +94,10 @@ struct RunSummary {
   double rank_hours = 0, price_per_device_hour = 0;
   double step_time_s_min = 0, step_time_s_max = 0, peak_bytes_per_rank = 0;
   double optimizer_state_bytes_per_rank = 0;  // the most any rank holds ([parallel] shard_optimizer: ~1/D)
-  std::int64_t parameters = 0;                // of the whole model (gradient bytes: 4 x this)
+  // What the model's saved sets hold at the end (what backward reads besides the activations:
+  // 16 bits per value in bf16/fp16 runs, one block's with [train] recompute = blocks).
+  double saved_bytes_per_rank = 0;
+  std::int64_t parameters = 0;  // of the whole model (gradient bytes: 4 x this)
   bool shard_optimizer = false;
   std::size_t buckets = 0;
   double comm_alone_s_per_step = 0, comm_wait_s_per_step = 0, comm_hidden_fraction = 0;
@@ -143,6 +146,7 @@ void visit_summary(const RunSummary& s, Visit&& v) {
   v("step_time_s_max", s.step_time_s_max);
   v("peak_bytes_per_rank", s.peak_bytes_per_rank);
   v("optimizer_state_bytes_per_rank", s.optimizer_state_bytes_per_rank);
+  v("saved_bytes_per_rank", s.saved_bytes_per_rank);
   v("parameters", s.parameters);
   v("shard_optimizer", s.shard_optimizer);
   v("comm_alone_s_per_step", s.comm_alone_s_per_step);

@@ -202,7 +202,7 @@ void Model::set_batch(std::int64_t rows) {
   grads_act_.assign(shapes_.size(), Tensor());
   for (std::size_t i = 0; i < shapes_.size(); ++i)
     if (i > 0 || first_ > 0) grads_act_[i] = grad_buf_[i].view(0, batch_shape(i));
-  use_set(set_);
+  use_set(0);  // (not the set in use: a larger evaluation batch must not grow a pipeline's other sets)
 }
 
 Shape Model::batch_shape(std::size_t i) const {

@@ -155,3 +155,28 @@ TEST(StepArena, StackOrderRegrowAndReuse) {
   EXPECT_EQ(arena.capacity(), 64 + 320);
   EXPECT_EQ(alloc.in_use(), static_cast<std::size_t>(64 + 320) * sizeof(float));
 }
+
+// A pipeline stage's activation sets grow to the batch each is used with: a larger evaluation
+// batch afterwards grows set 0 (and the activation gradients) only, not the sets the training
+// micro-batches used. Expected growth, exactly: (16 - 4) rows x 23 floats per row (the layers'
+// outputs 4 + 8 + 8 + 3) for set 0 and again for the gradient buffers; growing all four sets
+// would add three more sets' worth.
+TEST(ActivationSets, AnEvaluationBatchGrowsOnlyTheSetItUses) {
+  Allocator alloc;
+  LayerRegistry r;
+  register_builtin_layers(r);
+  Model m("flatten dense(8) relu dense(3)", {2, 2}, r, alloc);
+  m.init_parameters(1);
+  m.set_batch(4);
+  Tensor x = Tensor::zeros({16, 2, 2}, alloc);
+  for (std::size_t k = 0; k < 4; ++k) {
+    m.use_set(k);
+    m.forward(x.view(0, {4, 2, 2}));
+  }
+  const std::size_t before = alloc.in_use();
+  m.set_batch(16);
+  m.use_set(0);
+  m.forward(x);
+  EXPECT_EQ(m.sets(), 4u);
+  EXPECT_EQ(alloc.in_use() - before, 2u * (16 - 4) * 23 * sizeof(float));
+}

@@ -39,7 +39,7 @@ class Model {
   // Deterministic initialization from the seed (He normal / Xavier uniform / zeros),
   // a pure function of (seed, parameter index): the same on every rank.
   void init_parameters(std::uint64_t seed);
-  void set_batch(std::int64_t rows);  // allocates activations when the batch grows
+  void set_batch(std::int64_t rows);  // allocates activations when the batch grows; set 0 is then in use
   // Activation sets: a forward writes its activations and what its layers keep for backward
   // (layers/saved_set.hpp) into the current set, and backward reads that set. One set unless a
   // pipeline stage holds several micro-batches between their forward and backward: it switches

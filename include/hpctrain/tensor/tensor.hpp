@@ -79,10 +79,10 @@ class Tensor {
   Tensor reshaped(const Shape& shape) const;  // same elements, another shape
 
  private:
-  Device device_ = Device::cpu;
   [[noreturn]] void wrong_dtype(DType asked) const;
   Shape shape_;
   DType dtype_ = DType::f32;
+  Device device_ = Device::cpu;
   std::shared_ptr<void> owner_;  // keeps the buffer alive; null for wrapped memory
   unsigned char* data_ = nullptr;
 };

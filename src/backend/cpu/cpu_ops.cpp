@@ -328,10 +328,6 @@ __attribute__((target("avx,f16c"))) void round_fp16_f16c(float* d, std::int64_t 
   }
   for (; i < n; ++i) d[i] = round_fp16(d[i]);
 }
-bool have_f16c() {
-  static const bool yes = __builtin_cpu_supports("f16c") && __builtin_cpu_supports("avx");
-  return yes;
-}
 #endif
 }  // namespace
 

@@ -11,7 +11,7 @@
 
 #include "hpctrain/backend/checks.hpp"
 #include "hpctrain/backend/cpu/cpu_ops.hpp"
-#include "hpctrain/core/error.hpp"
+#include "vector_clones.hpp"
 
 namespace hpctrain::cpu {
 
@@ -52,10 +52,6 @@ float half_value(std::uint16_t h) {
 }
 
 #if defined(__x86_64__)
-bool have_f16c() {
-  static const bool yes = __builtin_cpu_supports("f16c") && __builtin_cpu_supports("avx");
-  return yes;
-}
 __attribute__((target("avx,f16c"))) void pack_f16c(const float* s, std::uint16_t* d, std::int64_t n) {
   std::int64_t i = 0;
   for (; i + 8 <= n; i += 8)

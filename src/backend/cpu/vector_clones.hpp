@@ -1,11 +1,21 @@
 // Loops compiled twice (AVX2 + FMA, and the baseline x86-64 the build targets) and picked at load
 // time by the CPU they run on (GCC's target_clones). Only for loops whose result does not depend
 // on the vector width: element-wise selects, maxima and sums of one term per element, so a run
-// gives the same bits on any x86-64 (no reductions here).
+// gives the same bits on any x86-64 (no reductions here). Also have_f16c(): whether the CPU has the
+// half-precision conversion instructions (fp16 rounding and 16-bit storage use them, same bits).
 #pragma once
 
 #if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
 #define HPCT_VECTOR_CLONES __attribute__((target_clones("arch=x86-64-v3", "default")))
 #else
 #define HPCT_VECTOR_CLONES
+#endif
+
+#if defined(__x86_64__)
+namespace hpctrain::cpu {
+inline bool have_f16c() {
+  static const bool yes = __builtin_cpu_supports("f16c") && __builtin_cpu_supports("avx");
+  return yes;
+}
+}  // namespace hpctrain::cpu
 #endif

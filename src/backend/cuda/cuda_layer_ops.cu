@@ -216,8 +216,8 @@ void maxpool_forward(const Tensor& x, i64 channels, i64 height, i64 width, i64 k
   const i64 planes = x.numel() / (height * width);
   HPCT_CHECK(y.numel() == planes * ho * wo && planes % channels == 0 && argmax.numel() >= y.numel(), "maxpool shapes");
   backend::checked_int(x.numel(), "max pooling: input elements (argmax indices are 32-bit)");
-  launch(maxpool_kernel, y.numel(), x.data(), height, width, kernel, stride, ho, wo, y.data(), argmax.data_as<std::int32_t>(),
-         y.numel());
+  launch(maxpool_kernel, y.numel(), x.data(), height, width, kernel, stride, ho, wo, y.data(),
+         argmax.data_as<std::int32_t>(), y.numel());
 }
 
 void maxpool_backward(const Tensor& dy, const Tensor& argmax, Tensor& dx) {

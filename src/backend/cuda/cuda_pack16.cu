@@ -8,7 +8,6 @@
 #include "hpctrain/backend/checks.hpp"
 #include "hpctrain/backend/cuda/cuda_ops.hpp"
 #include "hpctrain/backend/cuda/kernels.cuh"
-#include "hpctrain/core/error.hpp"
 
 namespace hpctrain::cuda {
 

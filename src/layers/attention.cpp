@@ -51,7 +51,7 @@ class Attention final : public Layer {
     Saved s = saved_tensors(n, t, c, dev, true);
     Tensor qkv2 = s.qkv.reshaped({n * t, 3 * c});
     gemm(false, true, 1.f, x.reshaped({n * t, c}), weight(0), 0.f, qkv2);
-    if (bias_) add_bias(qkv2, params_[1]);
+    if (bias_) add_bias(qkv2, param(1));
     round16(qkv2);  // (16-bit runs: every GEMM operand below is a 16-bit value, on both backends)
     attention_probs(s.qkv, heads_, s.att);
     round16(s.att);
@@ -65,18 +65,18 @@ class Attention final : public Layer {
     round16(s.heads_out);
     Tensor y2 = y.reshaped({n * t, c});
     gemm(false, true, 1.f, s.heads_out.reshaped({n * t, c}), weight(1), 0.f, y2);
-    if (bias_) add_bias(y2, params_[3]);
+    if (bias_) add_bias(y2, param(3));
     keep(s);
   }
   void backward(const Tensor& x, const Tensor&, const Tensor& dy, Tensor& dx) override {
     const std::int64_t n = x.shape()[0], t = x.shape()[1], c = x.shape()[2];
     const Device dev = x.device();
     const float beta = accumulate_grads() ? 1.f : 0.f;
-    if (beta == 0.f && bias_) fill(grads_[1], 0.f), fill(grads_[3], 0.f);
+    if (beta == 0.f && bias_) fill(grad(1), 0.f), fill(grad(3), 0.f);
     const Saved s = saved_tensors(n, t, c, dev, false);
     const Tensor g = dy.reshaped({n * t, c});
-    gemm(true, false, 1.f, g, s.heads_out.reshaped({n * t, c}), beta, grad(1));  // dWproj
-    if (bias_) accumulate_bias_grad(g, grads_[3]);
+    gemm(true, false, 1.f, g, s.heads_out.reshaped({n * t, c}), beta, weight_grad(1));  // dWproj
+    if (bias_) accumulate_bias_grad(g, grad(3));
     Tensor dheads = temp(0, {n * t, c}, dev);
     gemm(false, false, 1.f, g, weight(1), 0.f, dheads);
     round16(dheads);
@@ -89,8 +89,8 @@ class Attention final : public Layer {
     attention_probs_backward(s.att, datt, s.qkv, heads_, context().precision, dqkv);
     round16(dqkv);
     const Tensor dqkv2 = dqkv.reshaped({n * t, 3 * c});
-    gemm(true, false, 1.f, dqkv2, x.reshaped({n * t, c}), beta, grad(0));  // dWqkv
-    if (bias_) accumulate_bias_grad(dqkv2, grads_[1]);
+    gemm(true, false, 1.f, dqkv2, x.reshaped({n * t, c}), beta, weight_grad(0));  // dWqkv
+    if (bias_) accumulate_bias_grad(dqkv2, grad(1));
     if (!dx.defined()) return;
     Tensor dx2 = dx.reshaped({n * t, c});
     gemm(false, false, 1.f, dqkv2, weight(0), 0.f, dx2);
@@ -102,8 +102,8 @@ class Attention final : public Layer {
     if (context().precision != Precision::fp32) round_to_precision(t, context().precision);
   }
   // Weight k (0: qkv, 1: proj) and its gradient, whatever the biases.
-  Tensor& weight(int k) { return params_[static_cast<std::size_t>(bias_ ? 2 * k : k)]; }
-  Tensor& grad(int k) { return grads_[static_cast<std::size_t>(bias_ ? 2 * k : k)]; }
+  const Tensor& weight(int k) { return param(static_cast<std::size_t>(bias_ ? 2 * k : k)); }
+  Tensor& weight_grad(int k) { return grad(static_cast<std::size_t>(bias_ ? 2 * k : k)); }
   // What forward keeps for backward, in the micro-batch's saved set (layer.hpp): in 16-bit runs
   // in 16 bits (compact_out / compact_keep / compact_in), the mask too when the format holds its
   // scale 1 / (1 - p).

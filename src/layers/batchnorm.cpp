@@ -92,8 +92,8 @@ class BatchNorm final : public Layer {
         inv_std_[ch] = 1.f / std::sqrt(running_var_[ch] + eps_);
       }
     }
-    gamma_ = to_host(params_[0]);  // kept for backward (the parameters change only after it)
-    const std::vector<float> beta = to_host(params_[1]);
+    gamma_ = to_host(param(0));  // kept for backward (the parameters change only after it)
+    const std::vector<float> beta = to_host(param(1));
     std::vector<float> a(uc), b(uc);
     for (std::size_t ch = 0; ch < uc; ++ch) {
       a[ch] = gamma_[ch] * inv_std_[ch];
@@ -109,7 +109,7 @@ class BatchNorm final : public Layer {
     if (on_device_ && context().training) {
       Tensor dxx = dx.defined() ? dx : temp(0, x.shape(), x.device());  // cuDNN always writes dx
       const Tensor stats = saved(0, {2 * channels_}, x.device());
-      cudnn_->backward(x.data(), dy.data(), dxx.data(), x.rows(), params_[0].data(), grads_[0].data(), grads_[1].data(),
+      cudnn_->backward(x.data(), dy.data(), dxx.data(), x.rows(), param(0).data(), grad(0).data(), grad(1).data(),
                        accumulate_grads(), stats.data(), stats.data() + channels_);
       return;
     }
@@ -123,15 +123,15 @@ class BatchNorm final : public Layer {
     // This rank's part of the parameter gradients (averaged over ranks later, like every gradient).
     std::vector<float> dgamma(uc, 0.f), dbeta(uc, 0.f);
     if (accumulate_grads()) {
-      dgamma = to_host(grads_[0]);
-      dbeta = to_host(grads_[1]);
+      dgamma = to_host(grad(0));
+      dbeta = to_host(grad(1));
     }
     for (std::size_t u = 0; u < uc; ++u) {
       dgamma[u] += static_cast<float>(sums[uc + u]);
       dbeta[u] += static_cast<float>(sums[u]);
     }
-    upload(dgamma.data(), uc * sizeof(float), grads_[0]);
-    upload(dbeta.data(), uc * sizeof(float), grads_[1]);
+    upload(dgamma.data(), uc * sizeof(float), grad(0));
+    upload(dbeta.data(), uc * sizeof(float), grad(1));
     if (!dx.defined()) return;
     if (context().training && context().stats_comm)
       context().stats_comm->allreduce(sums.data(), sums.data(), sums.size(), DType::f64, ReduceOp::sum);
@@ -168,10 +168,10 @@ class BatchNorm final : public Layer {
     if (context().training) {
       Tensor stats = saved(0, {2 * c}, x.device());  // batch mean and inverse std for backward
       const double factor = context().recompute ? 0.0 : static_cast<double>(momentum_);
-      cudnn_->forward_training(x.data(), y.data(), x.rows(), params_[0].data(), params_[1].data(), factor, mean, var,
+      cudnn_->forward_training(x.data(), y.data(), x.rows(), param(0).data(), param(1).data(), factor, mean, var,
                                stats.data(), stats.data() + c);
     } else {
-      cudnn_->forward_inference(x.data(), y.data(), x.rows(), params_[0].data(), params_[1].data(), mean, var);
+      cudnn_->forward_inference(x.data(), y.data(), x.rows(), param(0).data(), param(1).data(), mean, var);
     }
   }
 

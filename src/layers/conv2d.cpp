@@ -59,11 +59,11 @@ class Conv2d final : public Layer {
   }
   void forward(const Tensor& x, Tensor& y) override {
     if (CudnnConvPtr gpu = cudnn(x)) {
-      gpu->forward(x.data(), params_[0].data(), params_[1].data(), y.data(), x.rows());
+      gpu->forward(x.data(), param(0).data(), param(1).data(), y.data(), x.rows());
       return;
     }
     if (onednn_ && x.device() == Device::cpu) {
-      onednn_->forward(x.data(), params_[0].data(), params_[1].data(), y.data(), x.rows());
+      onednn_->forward(x.data(), param(0).data(), param(1).data(), y.data(), x.rows());
       return;
     }
     im2col_forward(x, y, false);
@@ -76,7 +76,7 @@ class Conv2d final : public Layer {
   void forward_fused(const Tensor& x, Tensor& y, Activation f, Tensor& z) override {
     if (x.device() == Device::cpu && f == Activation::relu) {
       if (onednn_)
-        onednn_->forward(x.data(), params_[0].data(), params_[1].data(), z.data(), x.rows(), true);
+        onednn_->forward(x.data(), param(0).data(), param(1).data(), z.data(), x.rows(), true);
       else
         im2col_forward(x, z, true);
       return;
@@ -86,29 +86,29 @@ class Conv2d final : public Layer {
   }
   void backward(const Tensor& x, const Tensor&, const Tensor& dy, Tensor& dx) override {
     if (CudnnConvPtr gpu = cudnn(x)) {
-      gpu->backward(x.data(), dy.data(), params_[0].data(), grads_[0].data(), grads_[1].data(),
+      gpu->backward(x.data(), dy.data(), param(0).data(), grad(0).data(), grad(1).data(),
                     dx.defined() ? dx.data() : nullptr, x.rows(), accumulate_grads());
       return;
     }
     if (onednn_ && x.device() == Device::cpu) {
-      onednn_->backward(x.data(), dy.data(), params_[0].data(), grads_[0].data(), grads_[1].data(),
+      onednn_->backward(x.data(), dy.data(), param(0).data(), grad(0).data(), grad(1).data(),
                         dx.defined() ? dx.data() : nullptr, x.rows(), accumulate_grads());
       return;
     }
     const std::int64_t c = in_[0], p = out_shape_[1] * out_shape_[2], ckk = c * k_ * k_;
     Tensor cols = temp(0, {ckk, p}, x.device()), dcols = temp(1, {ckk, p}, x.device());
-    const Tensor w = params_[0].reshaped({out_, ckk});
-    Tensor dw = grads_[0].reshaped({out_, ckk});
+    const Tensor w = param(0).reshaped({out_, ckk});
+    Tensor dw = grad(0).reshaped({out_, ckk});
     if (!accumulate_grads()) {
-      fill(grads_[0], 0.f);
-      fill(grads_[1], 0.f);
+      fill(grad(0), 0.f);
+      fill(grad(1), 0.f);
     }
     if (dx.defined()) fill(dx, 0.f);
     for (std::int64_t n = 0; n < x.rows(); ++n) {
       const Tensor dyn = dy.view(n * dy.cols(), {out_, p});
       im2col(x.view(n * x.cols(), {c, in_[1], in_[2]}), c, in_[1], in_[2], k_, stride_, pad_, p, cols);
       gemm(false, true, 1.f, dyn, cols, 1.f, dw);  // dW += dy_n cols^T
-      accumulate_channel_bias_grad(dyn, grads_[1]);
+      accumulate_channel_bias_grad(dyn, grad(1));
       if (dx.defined()) {
         gemm(true, false, 1.f, w, dyn, 0.f, dcols);  // dcols = W^T dy_n
         Tensor dxn = dx.view(n * dx.cols(), {c, in_[1], in_[2]});
@@ -125,12 +125,12 @@ class Conv2d final : public Layer {
   void im2col_forward(const Tensor& x, Tensor& out, bool relu) {
     const std::int64_t c = in_[0], p = out_shape_[1] * out_shape_[2], ckk = c * k_ * k_;
     Tensor cols = temp(0, {ckk, p}, x.device());
-    const Tensor w = params_[0].reshaped({out_, ckk});
+    const Tensor w = param(0).reshaped({out_, ckk});
     for (std::int64_t n = 0; n < x.rows(); ++n) {
       im2col(x.view(n * x.cols(), {c, in_[1], in_[2]}), c, in_[1], in_[2], k_, stride_, pad_, p, cols);
       Tensor yn = out.view(n * out.cols(), {out_, p});
       gemm(false, false, 1.f, w, cols, 0.f, yn);
-      add_channel_bias(yn, params_[1]);
+      add_channel_bias(yn, param(1));
       if (relu) activation_forward(Activation::relu, yn, yn);
     }
   }

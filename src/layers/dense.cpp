@@ -21,20 +21,20 @@ class Dense final : public Layer {
     return {{"weight", {out_, in[0]}, Init::he_normal, in[0], out_}, {"bias", {out_}, Init::zeros, in[0], out_}};
   }
   void forward(const Tensor& x, Tensor& y) override {
-    gemm(false, true, 1.f, x, params_[0], 0.f, y);
-    add_bias(y, params_[1]);
+    gemm(false, true, 1.f, x, param(0), 0.f, y);
+    add_bias(y, param(1));
   }
   bool fuses_activation(Activation) const override { return true; }
   void forward_fused(const Tensor& x, Tensor& y, Activation f, Tensor& z) override {
-    gemm(false, true, 1.f, x, params_[0], 0.f, y);
-    add_bias_activation(y, params_[1], f, z);
+    gemm(false, true, 1.f, x, param(0), 0.f, y);
+    add_bias_activation(y, param(1), f, z);
   }
   void backward(const Tensor& x, const Tensor&, const Tensor& dy, Tensor& dx) override {
     const float beta = accumulate_grads() ? 1.f : 0.f;
-    gemm(true, false, 1.f, dy, x, beta, grads_[0]);  // dW (+)= dy^T x
-    if (beta == 0.f) fill(grads_[1], 0.f);
-    accumulate_bias_grad(dy, grads_[1]);
-    if (dx.defined()) gemm(false, false, 1.f, dy, params_[0], 0.f, dx);  // dx = dy W
+    gemm(true, false, 1.f, dy, x, beta, grad(0));  // dW (+)= dy^T x
+    if (beta == 0.f) fill(grad(1), 0.f);
+    accumulate_bias_grad(dy, grad(1));
+    if (dx.defined()) gemm(false, false, 1.f, dy, param(0), 0.f, dx);  // dx = dy W
   }
 
  private:

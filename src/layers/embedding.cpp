@@ -27,10 +27,10 @@ class Embedding final : public Layer {
     if (rows_ > vocab_) w.live_rows = vocab_;
     return {w};
   }
-  void forward(const Tensor& x, Tensor& y) override { embedding_forward(x, params_[0], y); }
+  void forward(const Tensor& x, Tensor& y) override { embedding_forward(x, param(0), y); }
   void backward(const Tensor& x, const Tensor&, const Tensor& dy, Tensor& dx) override {
-    if (!accumulate_grads()) fill(grads_[0], 0.f);
-    embedding_backward(x, dy, grads_[0]);
+    if (!accumulate_grads()) fill(grad(0), 0.f);
+    embedding_backward(x, dy, grad(0));
     if (dx.defined()) fill(dx, 0.f);  // token ids are not differentiable
   }
 

@@ -27,15 +27,15 @@ class LayerNorm final : public Layer {
   void forward(const Tensor& x, Tensor& y) override {
     const std::int64_t width = x.shape().back(), rows = x.numel() / width;
     Tensor mean = saved(0, {rows}, x.device()), rstd = saved(1, {rows}, x.device());
-    layernorm_forward(x, params_[0], bias_ ? params_[1] : Tensor(), width, eps_, mean, rstd, y);
+    layernorm_forward(x, param(0), bias_ ? param(1) : Tensor(), width, eps_, mean, rstd, y);
   }
   void backward(const Tensor& x, const Tensor&, const Tensor& dy, Tensor& dx) override {
     if (!accumulate_grads())
-      for (auto& g : grads_) fill(g, 0.f);
+      for (Tensor& g : views().grads) fill(g, 0.f);
     Tensor none;
     const std::int64_t rows = x.numel() / x.shape().back();
-    layernorm_backward(x, params_[0], saved(0, {rows}, x.device()), saved(1, {rows}, x.device()), dy, x.shape().back(),
-                       dx, grads_[0], bias_ ? grads_[1] : none);
+    layernorm_backward(x, param(0), saved(0, {rows}, x.device()), saved(1, {rows}, x.device()), dy, x.shape().back(),
+                       dx, grad(0), bias_ ? grad(1) : none);
   }
 
  private:

@@ -34,20 +34,20 @@ class Linear final : public Layer {
   }
   void forward(const Tensor& x, Tensor& y) override {
     Tensor y2 = as_matrix(y);
-    gemm(false, true, 1.f, as_matrix(x), params_[0], 0.f, y2);
-    if (bias_) add_bias(y2, params_[1]);
+    gemm(false, true, 1.f, as_matrix(x), param(0), 0.f, y2);
+    if (bias_) add_bias(y2, param(1));
   }
   void backward(const Tensor& x, const Tensor&, const Tensor& dy, Tensor& dx) override {
     const float beta = accumulate_grads() ? 1.f : 0.f;
     const Tensor g = as_matrix(dy);
-    gemm(true, false, 1.f, g, as_matrix(x), beta, grads_[0]);  // dW (+)= dy^T x
+    gemm(true, false, 1.f, g, as_matrix(x), beta, grad(0));  // dW (+)= dy^T x
     if (bias_) {
-      if (beta == 0.f) fill(grads_[1], 0.f);
-      accumulate_bias_grad(g, grads_[1]);
+      if (beta == 0.f) fill(grad(1), 0.f);
+      accumulate_bias_grad(g, grad(1));
     }
     if (!dx.defined()) return;
     Tensor dx2 = as_matrix(dx);
-    gemm(false, false, 1.f, g, params_[0], 0.f, dx2);  // dx = dy W
+    gemm(false, false, 1.f, g, param(0), 0.f, dx2);  // dx = dy W
   }
 
  private:

@@ -37,16 +37,16 @@ class LmHead final : public Layer {
   }
   void forward(const Tensor& x, Tensor& y) override {
     Tensor y2 = y.reshaped({y.numel() / rows_, rows_});
-    gemm(false, true, 1.f, x.reshaped({y2.rows(), x.shape().back()}), params_[0], 0.f, y2);
+    gemm(false, true, 1.f, x.reshaped({y2.rows(), x.shape().back()}), param(0), 0.f, y2);
     if (rows_ > vocab_) add_bias(y2, padding_mask(x.device()));
   }
   void backward(const Tensor& x, const Tensor&, const Tensor& dy, Tensor& dx) override {
     const Tensor g = dy.reshaped({dy.numel() / rows_, rows_});
     const std::int64_t width = x.shape().back();
-    gemm(true, false, 1.f, g, x.reshaped({g.rows(), width}), accumulate_grads() ? 1.f : 0.f, grads_[0]);
+    gemm(true, false, 1.f, g, x.reshaped({g.rows(), width}), accumulate_grads() ? 1.f : 0.f, grad(0));
     if (!dx.defined()) return;
     Tensor dx2 = dx.reshaped({g.rows(), width});
-    gemm(false, false, 1.f, g, params_[0], 0.f, dx2);
+    gemm(false, false, 1.f, g, param(0), 0.f, dx2);
   }
 
  private:

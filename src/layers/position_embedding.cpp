@@ -25,11 +25,11 @@ class PositionEmbedding final : public Layer {
   }
   void forward(const Tensor& x, Tensor& y) override {
     copy(x, y);
-    add_bias(y, params_[0]);  // every sample's [T*C] row += P
+    add_bias(y, param(0));  // every sample's [T*C] row += P
   }
   void backward(const Tensor&, const Tensor&, const Tensor& dy, Tensor& dx) override {
-    if (!accumulate_grads()) fill(grads_[0], 0.f);
-    accumulate_bias_grad(dy, grads_[0]);
+    if (!accumulate_grads()) fill(grad(0), 0.f);
+    accumulate_bias_grad(dy, grad(0));
     if (dx.defined()) copy(dy, dx);
   }
 

@@ -20,6 +20,7 @@ class Residual final : public Layer {
       std::snprintf(name, sizeof(name), "%02zu_%s", inner_.size() - 1, inner_.back()->type());
       names_.push_back(name);
     }
+    inner_views_.resize(inner_.size());
   }
   const char* type() const override { return "res"; }
   Shape output_shape(const Shape& in) const override {
@@ -51,17 +52,6 @@ class Residual final : public Layer {
       s = inner_[j]->output_shape(s);
     }
     return out;
-  }
-  void bind(std::vector<Tensor> params, std::vector<Tensor> grads) override {
-    std::size_t k = 0;
-    for (std::size_t j = 0; j < inner_.size(); ++j) {
-      std::vector<Tensor> p(params.begin() + static_cast<std::ptrdiff_t>(k),
-                            params.begin() + static_cast<std::ptrdiff_t>(k + counts_[j]));
-      std::vector<Tensor> g(grads.begin() + static_cast<std::ptrdiff_t>(k),
-                            grads.begin() + static_cast<std::ptrdiff_t>(k + counts_[j]));
-      inner_[j]->bind(std::move(p), std::move(g));
-      k += counts_[j];
-    }
   }
   void set_context(const StepContext* ctx, std::size_t index) override {
     Layer::set_context(ctx, index);
@@ -106,6 +96,7 @@ class Residual final : public Layer {
       inner_[j]->set_accumulate_grads(accumulate_grads());
       Tensor din = bufs[j % 2].view(0, batch_shape(rows, shapes_[j]));
       StepArena::Scope scope(inner_ctx_.arena);
+      hand_views(j);
       inner_[j]->backward(j == 0 ? x : outs[j - 1], outs[j], d, din);
       d = din;
     }
@@ -142,6 +133,7 @@ class Residual final : public Layer {
     for (std::size_t j = 0; j < inner_.size(); ++j) {
       {
         StepArena::Scope scope(inner_ctx_.arena);
+        hand_views(j);
         inner_[j]->forward(j == 0 ? x : outs[j - 1], outs[j]);
       }
       if (!sixteen_bit_run()) continue;
@@ -150,6 +142,19 @@ class Residual final : public Layer {
       Tensor packed = kept(j, outs[j].shape(), x.device(), true);
       pack_16bit(outs[j], packed);
     }
+  }
+  // Inner layer j's share of the block's parameters (param_specs() puts them one layer after
+  // another), for its next call.
+  void hand_views(std::size_t j) {
+    ParamViews& all = views();
+    ParamViews& v = inner_views_[j];
+    std::size_t k = 0;
+    for (std::size_t i = 0; i < j; ++i) k += counts_[i];
+    const auto begin = static_cast<std::ptrdiff_t>(k), end = static_cast<std::ptrdiff_t>(k + counts_[j]);
+    v.params.assign(all.params.begin() + begin, all.params.begin() + end);
+    v.grads.assign(all.grads.begin() + begin, all.grads.begin() + end);
+    v.layer = inner_[j].get();
+    inner_ctx_.params = &v;
   }
   // Refreshes the inner layers' context from the block's; whether this call is checkpointed
   // ([train] recompute = blocks, outside another checkpointed block; evaluating too, so an
@@ -171,6 +176,7 @@ class Residual final : public Layer {
   std::vector<Shape> shapes_;                // per sample: input, then each inner output
   mutable std::vector<std::size_t> counts_;  // parameters per inner layer (from param_specs)
   StepContext inner_ctx_;
+  std::vector<ParamViews> inner_views_;  // per inner layer: its views in this call
 };
 }  // namespace
 

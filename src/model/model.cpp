@@ -71,7 +71,7 @@ Model::Model(const std::string& layers, const Shape& sample_shape, const LayerRe
   whole_out_ = in;
   ctx_.arena = &arena_;
   store_.allocate(alloc_);
-  bind_layers(store_.params());
+  make_views(store_.params());
   use_set(0);
 }
 
@@ -116,14 +116,14 @@ void Model::tie_parameter(const ParamSpec& p, std::size_t layer, bool mine) {
                   "' layer, but none comes before it (add " + p.tie + "(V, C) first, or untie it: tie=0)");
 }
 
-void Model::bind_layers(const Tensor& weights) {
+void Model::make_views(const Tensor& weights) {
+  views_.assign(layers_.size(), ParamViews{});
   for (std::size_t i = 0; i < layers_.size(); ++i) {
-    std::vector<Tensor> w, g;
+    views_[i].layer = layers_[i].get();
     for (const auto& [offset, shape] : bindings_[i]) {
-      w.push_back(weights.view(offset, shape));
-      g.push_back(store_.grads().view(offset, shape));
+      views_[i].params.push_back(weights.view(offset, shape));
+      views_[i].grads.push_back(store_.grads().view(offset, shape));
     }
-    layers_[i]->bind(std::move(w), std::move(g));
   }
 }
 
@@ -131,7 +131,7 @@ void Model::set_precision(Precision p) {
   precision_ = p;
   ctx_.precision = p;
   if (p != Precision::fp32) compute_params_ = Tensor::zeros(store_.params().shape(), alloc_);
-  bind_layers(p == Precision::fp32 ? store_.params() : compute_params_);
+  make_views(p == Precision::fp32 ? store_.params() : compute_params_);
   refresh_compute_parameters();
 }
 
@@ -244,6 +244,7 @@ const Tensor& Model::forward(const Tensor& x, const std::function<void(std::size
         layers_[i]->fuses_activation(*layers_[i + 1]->activation())) {
       if (acquire) acquire(i + 1);
       StepArena::Scope scope(&arena_);
+      ctx_.params = &views_[i];
       layers_[i]->forward_fused(in, acts_[i + 1], *layers_[i + 1]->activation(), acts_[i + 2]);
       if (release) {
         release(i);
@@ -254,6 +255,7 @@ const Tensor& Model::forward(const Tensor& x, const std::function<void(std::size
     }
     {
       StepArena::Scope scope(&arena_);
+      ctx_.params = &views_[i];
       layers_[i]->forward(in, acts_[i + 1]);
     }
     if (release) release(i);
@@ -280,6 +282,7 @@ void Model::backward(const Tensor& x, const Tensor& dout, const std::function<vo
     Tensor& dx = i == lowest && !grads_act_[0].defined() ? none : grads_act_[i];
     {
       StepArena::Scope scope(&arena_);
+      ctx_.params = &views_[i];
       layers_[i]->backward(i == 0 ? x : acts_[i], acts_[i + 1], grads_act_[i + 1], dx);
     }
     if (precision_ != Precision::fp32 && dx.defined()) round_to_precision(dx, precision_);

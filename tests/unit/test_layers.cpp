@@ -129,10 +129,10 @@ class WrongDense final : public Layer {
   std::vector<ParamSpec> param_specs(const Shape& in) const override {
     return {{"weight", {3, in[0]}, Init::zeros, in[0], 3}};
   }
-  void forward(const Tensor& x, Tensor& y) override { gemm(false, true, 1.f, x, params_[0], 0.f, y); }
+  void forward(const Tensor& x, Tensor& y) override { gemm(false, true, 1.f, x, param(0), 0.f, y); }
   void backward(const Tensor& x, const Tensor&, const Tensor& dy, Tensor& dx) override {
-    gemm(true, false, 1.01f, dy, x, 1.f, grads_[0]);
-    gemm(false, false, 1.f, dy, params_[0], 0.f, dx);
+    gemm(true, false, 1.01f, dy, x, 1.f, grad(0));
+    gemm(false, false, 1.f, dy, param(0), 0.f, dx);
   }
 };
 

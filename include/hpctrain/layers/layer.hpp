@@ -1,7 +1,9 @@
-// The layer interface: per-sample shape inference, parameters (views into the
-// model's flat buffers), forward, and a backward that writes the input
-// gradient and ADDS the parameter gradients (so micro-batches accumulate).
-// One layer per file in src/layers/, registered by register_builtin_layers().
+// The layer interface: per-sample shape inference, parameter specs, forward, and a backward that
+// writes the input gradient and ADDS the parameter gradients (so micro-batches accumulate).
+// A layer owns nothing of a step: at every call the model hands it its parameters and gradient
+// buffers (StepContext::params, views of the parameter store), a saved set for what its backward
+// reads (saved, compact_*) and an arena for scratch (temp). docs/contributing.md shows the contract
+// with a small layer. One layer per file in src/layers/, registered by register_builtin_layers().
 #pragma once
 
 #include <cstdint>
@@ -13,6 +15,7 @@
 #include <vector>
 
 #include "hpctrain/backend/ops.hpp"  // Activation
+#include "hpctrain/core/error.hpp"
 #include "hpctrain/layers/saved_set.hpp"
 #include "hpctrain/layers/step_arena.hpp"
 #include "hpctrain/tensor/tensor.hpp"
@@ -43,6 +46,15 @@ struct ParamSpec {
 // training or draw random numbers (dropout): the model owns one and points
 // every layer at it.
 class Communicator;
+class Layer;
+
+// One layer call's parameters and the gradient buffers its backward writes, in param_specs()
+// order: views of the model's parameter store (in a bf16/fp16 run the forward's parameters are
+// the rounded copy), handed over after the store made them complete (Model::forward's acquire).
+struct ParamViews {
+  std::vector<Tensor> params, grads;
+  const Layer* layer = nullptr;  // whose they are (Layer::views checks it)
+};
 
 struct StepContext {
   bool training = false;
@@ -72,6 +84,9 @@ struct StepContext {
   SavedSet* saved = nullptr;
   // Scratch for the duration of a layer call (Layer::temp): the model's arena.
   StepArena* arena = nullptr;
+  // The parameters of the layer being called: the model (and res, for the layers inside it)
+  // points it at that layer's views before every forward and backward.
+  ParamViews* params = nullptr;
 };
 
 class Layer {
@@ -88,10 +103,10 @@ class Layer {
   // Layers that keep a device copy of their buffers (batch norm on a GPU): copy it into the
   // host vectors above (to_host), or note that the host vectors changed (a checkpoint loaded).
   virtual void sync_buffers(bool /*to_host*/) {}
-  // The model hands the layer views into its flat parameter and gradient buffers.
-  virtual void bind(std::vector<Tensor> params, std::vector<Tensor> grads) {
-    params_ = std::move(params);
-    grads_ = std::move(grads);
+  // Outside a model (unit tests): the parameters and gradient buffers every call uses when no
+  // context hands any. Inside a model the layer keeps no views: StepContext::params.
+  void bind(std::vector<Tensor> params, std::vector<Tensor> grads) {
+    own_views_ = {std::move(params), std::move(grads), this};
   }
   // x: [batch, in...], y: [batch, out...] (both allocated by the model).
   virtual void forward(const Tensor& x, Tensor& y) = 0;
@@ -162,13 +177,22 @@ class Layer {
   const StepContext& context() const { return *ctx_; }
   bool has_context() const { return ctx_ != nullptr; }
   std::size_t index() const { return index_; }  // position in the model (part of dropout's key)
-  std::vector<Tensor> params_, grads_;
+  // This call's parameter k and its gradient buffer (param_specs() order), from the views the
+  // caller handed over (StepContext::params), or those given to bind() outside a model.
+  const Tensor& param(std::size_t k) { return views().params[k]; }
+  Tensor& grad(std::size_t k) { return views().grads[k]; }
+  ParamViews& views() {
+    if (!ctx_ || !ctx_->params) return own_views_;
+    HPCT_CHECK(ctx_->params->layer == this, std::string(type()) + " called with another layer's parameters");
+    return *ctx_->params;
+  }
 
  private:
   static constexpr std::size_t kCompactTemps = 1000;  // compact_out's temp keys (outside a model)
   bool packs(bool packable) const { return packable && ctx_ && ctx_->precision != Precision::fp32; }
   Allocator host_scratch_{Device::cpu}, device_scratch_{Device::cuda};  // outlive the derived layers' scratch
   SavedSet own_saved_;
+  ParamViews own_views_;
   std::map<std::size_t, Tensor> own_temps_;
   bool accumulate_ = true;
   const StepContext* ctx_ = nullptr;

@@ -122,14 +122,15 @@ class Model {
   std::string summary() const;  // table: layer, output shape, parameters
 
  private:
-  // Hands every layer its views of `weights` (the master parameters, or their rounded copy) and of
-  // the gradient buffer.
-  void bind_layers(const Tensor& weights);
+  // Every layer's views of `weights` (the master parameters, or their rounded copy) and of the
+  // gradient buffer, handed to it at each call (StepContext::params).
+  void make_views(const Tensor& weights);
   void zero_frozen_gradients();  // [train] freeze: their gradients stay zero
   // A parameter tied to an earlier layer's weight (ParamSpec::tie): bound to that weight, or to a
   // copy of it (ParamStore::add_copy) when an earlier pipeline stage holds it.
   void tie_parameter(const ParamSpec& p, std::size_t layer, bool mine);
   std::vector<std::vector<std::pair<std::int64_t, Shape>>> bindings_;  // per held layer: its parameters' offsets
+  std::vector<ParamViews> views_;                                      // per held layer: from bindings_
   std::vector<std::size_t> tied_targets_;
   std::vector<std::pair<std::size_t, std::size_t>> all_ties_;  // held layers whose weight a later held layer shares
   Allocator& alloc_;

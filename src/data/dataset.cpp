@@ -27,6 +27,7 @@ const char* to_string(SampleType t) {
     case SampleType::u8: return "uint8";
     case SampleType::f16: return "float16";
     case SampleType::f32: return "float32";
+    case SampleType::i32: return "int32";
   }
   return "?";
 }
@@ -36,6 +37,7 @@ std::size_t sample_type_size(SampleType t) {
     case SampleType::u8: return 1;
     case SampleType::f16: return 2;
     case SampleType::f32: return 4;
+    case SampleType::i32: return 4;
   }
   return 0;
 }
@@ -44,6 +46,7 @@ hid_t raw_sample_type(hid_t dataset, SampleType t, h5::Id* holder) {
   switch (t) {
     case SampleType::u8: return H5T_NATIVE_UINT8;
     case SampleType::f32: return H5T_NATIVE_FLOAT;
+    case SampleType::i32: return H5T_NATIVE_INT32;
     case SampleType::f16: *holder = h5::Id(CHECK_H5(H5Dget_type(dataset))); return holder->get();
   }
   return H5T_NATIVE_UINT8;

@@ -48,7 +48,9 @@ void assemble_batch(const SplitIndex& split, SampleStore& store, const std::vect
   const std::size_t per_channel = channels > 1 ? elems / channels : elems;
   batch.size = static_cast<std::int64_t>(n);
   batch.indices = indices;
-  batch.samples.resize(samples ? n * elems : 0);
+  const bool ids = split.sample_type == SampleType::i32;  // token ids: copied as they are
+  batch.samples.resize(samples && !ids ? n * elems : 0);
+  batch.ids.resize(samples && ids ? n * elems : 0);
   batch.classes.resize(labels && split.classification ? n * static_cast<std::size_t>(split.label_width) : 0);
   batch.targets.resize(labels && !split.classification ? n * static_cast<std::size_t>(split.label_width) : 0);
   std::vector<unsigned char> raw(samples ? static_cast<std::size_t>(split.sample_bytes()) : 0);
@@ -56,7 +58,9 @@ void assemble_batch(const SplitIndex& split, SampleStore& store, const std::vect
   store.prefetch(indices);  // a chunk cache decodes what the batch needs at once, on its threads
   for (std::size_t i = 0; i < n; ++i) {
     store.get(indices[i], samples ? raw.data() : nullptr, labels ? label.data() : nullptr);
-    if (samples) {
+    if (samples && ids) {
+      std::memcpy(batch.ids.data() + i * elems, raw.data(), elems * sizeof(std::int32_t));
+    } else if (samples) {
       float* out = batch.samples.data() + i * elems;
       for (std::size_t c = 0; c < (channels > 1 ? channels : 1); ++c) {
         const float a = split.scale[c], b = split.offset[c];
@@ -75,6 +79,7 @@ void assemble_batch(const SplitIndex& split, SampleStore& store, const std::vect
             for (std::size_t k = lo; k < hi; ++k) out[k] = f[k] * a + b;
             break;
           }
+          case SampleType::i32: break;  // (copied above)
         }
       }
     }

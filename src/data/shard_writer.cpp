@@ -14,6 +14,7 @@ hid_t file_type(SampleType t) {
     case SampleType::u8: return H5T_STD_U8LE;
     case SampleType::f16: return H5T_IEEE_F32LE;  // replaced below by a 16-bit float type
     case SampleType::f32: return H5T_IEEE_F32LE;
+    case SampleType::i32: return H5T_STD_I32LE;
   }
   return H5T_STD_U8LE;
 }
@@ -22,6 +23,7 @@ hid_t memory_type(SampleType t) {
     case SampleType::u8: return H5T_NATIVE_UINT8;
     case SampleType::f16: return H5T_NATIVE_UINT16;
     case SampleType::f32: return H5T_NATIVE_FLOAT;
+    case SampleType::i32: return H5T_NATIVE_INT32;
   }
   return H5T_NATIVE_UINT8;
 }

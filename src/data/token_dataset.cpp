@@ -65,7 +65,7 @@ Shard scan_token_shard(hid_t file, const std::string& path, SplitIndex& split, b
     split.vocabulary = vocabulary;
     split.num_classes = vocab;
     split.token_bits = static_cast<int>(size * 8);
-    split.sample_type = SampleType::f32;  // the store hands out ids as floats
+    split.sample_type = SampleType::i32;  // the store hands out ids as int32
     split.classification = true;
     split.scale = {1.f};
     split.offset = {0.f};
@@ -146,8 +146,8 @@ void TokenStore::get(std::int64_t start, void* sample, void* label) {
              "token window at " + std::to_string(start) + " outside the stream of " + std::to_string(tokens_.size()));
   const std::uint32_t* at = tokens_.data() + start;
   if (sample) {
-    auto* out = static_cast<float*>(sample);
-    for (std::int64_t i = 0; i < t; ++i) out[i] = static_cast<float>(at[i]);
+    auto* out = static_cast<std::int32_t*>(sample);
+    for (std::int64_t i = 0; i < t; ++i) out[i] = static_cast<std::int32_t>(at[i]);
   }
   if (label) {
     auto* out = static_cast<std::int32_t*>(label);

@@ -1,4 +1,4 @@
-// embedding(V, C): token ids [T] (stored as floats) -> their rows of a learned table W [V, C]
+// embedding(V, C): token ids [T] (int32) -> their rows of a learned table W [V, C]
 // (PyTorch's nn.Embedding), initialized N(0, std^2) (std=0.02 by default, as GPT-2 and nanoGPT).
 // The ids have no gradient: a model starts with this layer. An lm_head may share W (weight tying,
 // layers/lm_head.cpp); the model then adds both layers' gradients into it. With [model]
@@ -27,7 +27,13 @@ class Embedding final : public Layer {
     if (rows_ > vocab_) w.live_rows = vocab_;
     return {w};
   }
-  void forward(const Tensor& x, Tensor& y) override { embedding_forward(x, param(0), y); }
+  void forward(const Tensor& x, Tensor& y) override {
+    if (x.dtype() != DType::i32)
+      throw bad_input("[model] layers: embedding(" + std::to_string(vocab_) + ", " + std::to_string(width_) +
+                      ") reads token ids (int32), but its input is " + dtype_name(x.dtype()) +
+                      ": it starts a model on a token dataset");
+    embedding_forward(x, param(0), y);
+  }
   void backward(const Tensor& x, const Tensor&, const Tensor& dy, Tensor& dx) override {
     if (!accumulate_grads()) fill(grad(0), 0.f);
     embedding_backward(x, dy, grad(0));

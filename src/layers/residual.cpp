@@ -71,33 +71,28 @@ class Residual final : public Layer {
 
   void forward(const Tensor& x, Tensor& y) override {
     const bool checkpointed = enter(false);
-    std::vector<Tensor> outs = outputs(x.rows(), x.device());
-    run_inner(x, outs, !checkpointed);
-    add(x, outs.back(), y);
+    add(x, run_inner(x, !checkpointed), y);
     if (checkpointed) inner_ctx_.saved->clear();  // backward re-runs the inner forwards
   }
 
   void backward(const Tensor& x, const Tensor&, const Tensor& dy, Tensor& dx) override {
     const std::int64_t rows = x.rows();
     const bool checkpointed = enter(true);
-    std::vector<Tensor> outs = outputs(rows, x.device());
     if (checkpointed) {
-      run_inner(x, outs, false);  // the same values again (dropout replays its draws)
-    } else if (sixteen_bit_run()) {
-      for (std::size_t j = 0; j < outs.size(); ++j) unpack_16bit(kept(j, outs[j].shape(), x.device(), true), outs[j]);
+      StepArena::Scope scope(inner_ctx_.arena);
+      run_inner(x, true);  // the same values again (dropout replays its draws), kept in the recompute set
     }
     // The gradients between inner layers, alternating between two buffers of the largest size
     // (the skip path needs the last one).
-    std::int64_t widest = 0;
-    for (const Shape& s : shapes_) widest = std::max(widest, numel(s));
-    Tensor bufs[2] = {temp(0, {rows * widest}, x.device()), temp(1, {rows * widest}, x.device())};
+    Tensor bufs[2] = {temp(0, {rows * widest()}, x.device()), temp(1, {rows * widest()}, x.device())};
     Tensor d = dy;  // gradient flowing into the last inner layer's output
     for (std::size_t j = inner_.size(); j-- > 0;) {
       inner_[j]->set_accumulate_grads(accumulate_grads());
       Tensor din = bufs[j % 2].view(0, batch_shape(rows, shapes_[j]));
       StepArena::Scope scope(inner_ctx_.arena);
+      const Tensor in = j == 0 ? x : output(j - 1, rows, x.device(), 4), out = output(j, rows, x.device(), 5);
       hand_views(j);
-      inner_[j]->backward(j == 0 ? x : outs[j - 1], outs[j], d, din);
+      inner_[j]->backward(in, out, d, din);
       d = din;
     }
     if (checkpointed) inner_ctx_.saved->clear();
@@ -111,38 +106,55 @@ class Residual final : public Layer {
     b.insert(b.end(), s.begin(), s.end());
     return b;
   }
-  // The inner outputs for this call. fp32 runs: the tensors kept in the set (the micro-batch's
-  // saved set, or the recompute set while checkpointed). bf16/fp16 runs: f32 copies from the
-  // arena, rounded to the format after each inner layer (as the model rounds its layers' outputs)
-  // and kept in the set in 16 bits.
-  std::vector<Tensor> outputs(std::int64_t rows, Device dev) {
-    std::vector<Tensor> outs;
+  std::int64_t widest() const {
+    std::int64_t w = 0;
+    for (const Shape& s : shapes_) w = std::max(w, numel(s));
+    return w;
+  }
+  // Runs the inner forwards on x; returns the last inner output. fp32 runs: each output is a
+  // tensor kept in the set (the micro-batch's saved set, or the recompute set while
+  // checkpointed). bf16/fp16 runs: the outputs are f32 in two alternating buffers from the arena,
+  // rounded to the format after each inner layer (as the model rounds its layers' outputs) and,
+  // with `keep`, kept in the set in 16 bits. keep = false: nothing is kept (a checkpointed
+  // block's forward: backward runs it again).
+  Tensor run_inner(const Tensor& x, bool keep) {
+    const std::int64_t rows = x.rows();
+    const Device dev = x.device();
+    Tensor work[2];
+    if (sixteen_bit_run()) work[0] = temp(2, {rows * widest()}, dev), work[1] = temp(3, {rows * widest()}, dev);
+    Tensor prev = x;
     for (std::size_t j = 0; j < inner_.size(); ++j) {
       const Shape shape = batch_shape(rows, shapes_[j + 1]);
-      outs.push_back(sixteen_bit_run() ? temp(2 + j, shape, dev) : kept(j, shape, dev, false));
+      Tensor out = sixteen_bit_run() ? work[j % 2].view(0, shape) : kept(j, shape, dev, false);
+      {
+        StepArena::Scope scope(inner_ctx_.arena);
+        hand_views(j);
+        inner_[j]->forward(prev, out);
+      }
+      if (sixteen_bit_run()) {
+        round_to_precision(out, inner_ctx_.precision);
+        if (keep) {
+          Tensor packed = kept(j, shape, dev, true);
+          pack_16bit(out, packed);
+        }
+      }
+      prev = out;
     }
-    return outs;
+    return prev;
+  }
+  // Inner output j for backward: the kept tensor (fp32), or its 16 bits unpacked into temp k.
+  Tensor output(std::size_t j, std::int64_t rows, Device dev, std::size_t k) {
+    const Shape shape = batch_shape(rows, shapes_[j + 1]);
+    if (!sixteen_bit_run()) return kept(j, shape, dev, false);
+    Tensor t = temp(k, shape, dev);
+    unpack_16bit(kept(j, shape, dev, true), t);
+    return t;
   }
   Tensor kept(std::size_t j, const Shape& shape, Device dev, bool packed) {
     const DType dtype = packed ? sixteen_bit(inner_ctx_.precision) : DType::f32;
     return inner_ctx_.saved ? inner_ctx_.saved->get(this, j, shape, dev, dtype) : saved(j, shape, dev, dtype);
   }
   bool sixteen_bit_run() const { return inner_ctx_.precision != Precision::fp32; }
-  // pack: keep 16-bit copies for backward (not when this block re-runs its forward there).
-  void run_inner(const Tensor& x, std::vector<Tensor>& outs, bool pack) {
-    for (std::size_t j = 0; j < inner_.size(); ++j) {
-      {
-        StepArena::Scope scope(inner_ctx_.arena);
-        hand_views(j);
-        inner_[j]->forward(j == 0 ? x : outs[j - 1], outs[j]);
-      }
-      if (!sixteen_bit_run()) continue;
-      round_to_precision(outs[j], inner_ctx_.precision);
-      if (!pack) continue;
-      Tensor packed = kept(j, outs[j].shape(), x.device(), true);
-      pack_16bit(outs[j], packed);
-    }
-  }
   // Inner layer j's share of the block's parameters (param_specs() puts them one layer after
   // another), for its next call.
   void hand_views(std::size_t j) {

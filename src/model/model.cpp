@@ -130,15 +130,34 @@ void Model::make_views(const Tensor& weights) {
 void Model::set_precision(Precision p) {
   precision_ = p;
   ctx_.precision = p;
-  if (p != Precision::fp32) compute_params_ = Tensor::zeros(store_.params().shape(), alloc_);
+  compute_params_ = p == Precision::fp32 ? Tensor() : Tensor::zeros(store_.params().shape(), alloc_, sixteen_bit());
   make_views(p == Precision::fp32 ? store_.params() : compute_params_);
   refresh_compute_parameters();
+  if (capacity_ == 0) return;
+  const std::int64_t rows = rows_;  // the activations again, in the format's storage
+  capacity_ = 0;
+  rows_ = -1;
+  for (auto& set : sets_) set->capacity = 0;
+  set_batch(rows);
 }
 
 void Model::refresh_compute_parameters() {
   if (precision_ == Precision::fp32) return;
-  copy(store_.params(), compute_params_);
-  round_to_precision(compute_params_, precision_);
+  pack_16bit(store_.params(), compute_params_);  // rounded to the format as round_to_precision rounds
+}
+
+DType Model::sixteen_bit() const { return precision_ == Precision::bf16 ? DType::bf16 : DType::f16; }
+
+ParamViews& Model::call_params(std::size_t i) {
+  if (precision_ == Precision::fp32) return views_[i];
+  call_.layer = views_[i].layer;
+  call_.grads = views_[i].grads;
+  call_.params.resize(views_[i].params.size());
+  for (std::size_t k = 0; k < call_.params.size(); ++k) {  // float32 for this call, from the arena
+    call_.params[k] = arena_.take(views_[i].params[k].shape());
+    unpack_16bit(views_[i].params[k], call_.params[k]);
+  }
+  return call_;
 }
 
 namespace {
@@ -197,6 +216,11 @@ void Model::set_batch(std::int64_t rows) {
     grad_buf_.assign(shapes_.size(), Tensor());
     for (std::size_t i = 1; i < shapes_.size(); ++i) grad_buf_[i] = Tensor::zeros({rows * numel(shapes_[i])}, alloc_);
     if (first_ > 0) grad_buf_[0] = Tensor::zeros({rows * numel(shapes_[0])}, alloc_);  // sent upstream
+    if (precision_ != Precision::fp32) {  // the forward's float32 outputs between layers
+      std::int64_t widest = 0;
+      for (std::size_t i = 1; i + 1 < shapes_.size(); ++i) widest = std::max(widest, numel(shapes_[i]));
+      for (Tensor& w : work_) w = Tensor::zeros({rows * widest}, alloc_);
+    }
   }
   rows_ = rows;
   grads_act_.assign(shapes_.size(), Tensor());
@@ -217,13 +241,23 @@ std::size_t Model::saved_bytes() const {
   return n;
 }
 
+std::size_t Model::activation_bytes() const {
+  std::size_t n = saved_bytes();
+  for (const auto& set : sets_)
+    for (const Tensor& a : set->acts) n += a.defined() ? a.bytes() : 0;
+  return n;
+}
+
 void Model::use_set(std::size_t k) {
   while (sets_.size() <= k) sets_.push_back(std::make_unique<ActivationSet>(alloc_));
   ActivationSet& set = *sets_[k];
   if (set.capacity < rows_) {  // grown to the batch it is used with (an evaluation batch grows set 0 only)
     set.capacity = rows_;
     set.acts.assign(shapes_.size(), Tensor());
-    for (std::size_t i = 1; i < shapes_.size(); ++i) set.acts[i] = Tensor::zeros({rows_ * numel(shapes_[i])}, alloc_);
+    for (std::size_t i = 1; i < shapes_.size(); ++i) {  // bf16/fp16: in 16 bits, but the last (the loss reads it)
+      const DType dtype = precision_ != Precision::fp32 && i + 1 < shapes_.size() ? sixteen_bit() : DType::f32;
+      set.acts[i] = Tensor::zeros({rows_ * numel(shapes_[i])}, alloc_, dtype);
+    }
   }
   set_ = k;
   ctx_.saved = &set.saved;
@@ -237,10 +271,13 @@ const Tensor& Model::forward(const Tensor& x, const std::function<void(std::size
   HPCT_CHECK(x.rows() == rows_ && x.cols() == numel(shapes_[0]),
              "model input " + shape_string(x.shape()) + " for batch " + std::to_string(rows_));
   ++forward_passes_;
+  // bf16/fp16: the outputs between layers are kept in 16 bits (acts_); the layers read and write
+  // float32 copies (work_), rounded to the format, then packed (exact).
+  const bool compact = precision_ != Precision::fp32;
   for (std::size_t i = 0; i < layers_.size(); ++i) {
-    const Tensor& in = i == 0 ? x : acts_[i];
+    const Tensor in = i == 0 ? x : compact ? work(i) : acts_[i];
     if (acquire) acquire(i);
-    if (fusion_ && precision_ == Precision::fp32 && i + 1 < layers_.size() && layers_[i + 1]->activation() &&
+    if (fusion_ && !compact && i + 1 < layers_.size() && layers_[i + 1]->activation() &&
         layers_[i]->fuses_activation(*layers_[i + 1]->activation())) {
       if (acquire) acquire(i + 1);
       StepArena::Scope scope(&arena_);
@@ -253,13 +290,16 @@ const Tensor& Model::forward(const Tensor& x, const std::function<void(std::size
       ++i;  // the activation layer's output is written
       continue;
     }
+    Tensor out = compact && i + 1 < layers_.size() ? work(i + 1) : acts_[i + 1];
     {
       StepArena::Scope scope(&arena_);
-      ctx_.params = &views_[i];
-      layers_[i]->forward(in, acts_[i + 1]);
+      ctx_.params = &call_params(i);
+      layers_[i]->forward(in, out);
     }
     if (release) release(i);
-    if (precision_ != Precision::fp32) round_to_precision(acts_[i + 1], precision_);
+    if (!compact) continue;
+    round_to_precision(out, precision_);
+    if (i + 1 < layers_.size()) pack_16bit(out, acts_[i + 1]);
   }
   return acts_.back();
 }
@@ -282,13 +322,23 @@ void Model::backward(const Tensor& x, const Tensor& dout, const std::function<vo
     Tensor& dx = i == lowest && !grads_act_[0].defined() ? none : grads_act_[i];
     {
       StepArena::Scope scope(&arena_);
-      ctx_.params = &views_[i];
-      layers_[i]->backward(i == 0 ? x : acts_[i], acts_[i + 1], grads_act_[i + 1], dx);
+      const Tensor in = i == 0 ? x : held(i), out = held(i + 1);
+      ctx_.params = &call_params(i);
+      layers_[i]->backward(in, out, grads_act_[i + 1], dx);
     }
     if (precision_ != Precision::fp32 && dx.defined()) round_to_precision(dx, precision_);
     if (layer_done) layer_done(i);
   }
   zero_frozen_gradients();  // (cheap: frozen layers below `lowest` wrote nothing)
+}
+
+Tensor Model::work(std::size_t j) const { return work_[j % 2].view(0, batch_shape(j)); }
+
+Tensor Model::held(std::size_t j) {
+  if (acts_[j].dtype() == DType::f32) return acts_[j];
+  Tensor t = arena_.take(batch_shape(j));
+  unpack_16bit(acts_[j], t);
+  return t;
 }
 
 void Model::set_frozen(std::vector<bool> frozen) {

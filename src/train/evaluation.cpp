@@ -43,7 +43,7 @@ EvalResult Trainer::evaluate(const SplitIndex& split) {
     Shape sh{batch.size};
     sh.insert(sh.end(), split.sample_shape.begin(), split.sample_shape.end());
     staged_.stage(batch);
-    const Tensor x = Tensor::wrap(const_cast<float*>(staged_.samples()), sh, staged_.device());
+    const Tensor x = staged_.input(0, sh);
     Targets t;
     t.classes = staged_.classes();
     t.values = staged_.targets();

@@ -69,7 +69,7 @@ DatasetIndex generation_index(const Config& cfg, Runtime& rt) {
   s.block_size = cfg.data.block_size;
   s.sample_shape = {s.block_size};
   s.label_width = s.block_size;
-  s.sample_type = SampleType::f32;
+  s.sample_type = SampleType::i32;
   s.scale = {1.f};
   s.offset = {0.f};
   s.total = 1;
@@ -91,14 +91,14 @@ int Trainer::generate(const SamplingOptions& o) {
   model_->context().training = false;
   const std::int64_t t = split.block_size, width = split.num_classes;
   model_->set_batch(1);
-  Tensor input = Tensor::zeros({1, t}, alloc_);
-  std::vector<float> window(static_cast<std::size_t>(t));
+  Tensor input = Tensor::zeros({1, t}, alloc_, DType::i32);
+  std::vector<std::int32_t> window(static_cast<std::size_t>(t));
   const std::size_t first_new = ids.size();
   for (std::int64_t n = 0; n < o.tokens; ++n) {
     const std::size_t len = std::min<std::size_t>(ids.size(), static_cast<std::size_t>(t));
-    std::fill(window.begin(), window.end(), 0.f);  // positions past the context: causal attention ignores them
-    for (std::size_t i = 0; i < len; ++i) window[i] = static_cast<float>(ids[ids.size() - len + i]);
-    upload(window.data(), window.size() * sizeof(float), input);
+    std::fill(window.begin(), window.end(), 0);  // positions past the context: causal attention ignores them
+    for (std::size_t i = 0; i < len; ++i) window[i] = static_cast<std::int32_t>(ids[ids.size() - len + i]);
+    upload(window.data(), window.size() * sizeof(std::int32_t), input);
     std::uint32_t next = 0;
     executor_->forward(1, MicroBatch{input, Targets{}}, nullptr);
     if (executor_->holds_output()) {

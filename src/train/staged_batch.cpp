@@ -2,6 +2,7 @@
 #include "hpctrain/train/staged_batch.hpp"
 
 #include "hpctrain/backend/cuda/device_api.hpp"
+#include "hpctrain/core/error.hpp"
 
 namespace hpctrain {
 
@@ -19,16 +20,25 @@ const T* to_device(const std::vector<T>& host, Tensor& buf, Allocator& alloc) {
 
 void StagedBatch::stage(const Batch& b) {
   if (alloc_.device() == Device::cpu) {
-    samples_ = b.samples.data();
+    samples_ = b.samples.empty() ? nullptr : b.samples.data();
+    ids_ = b.ids.empty() ? nullptr : b.ids.data();
     classes_ = b.classes.empty() ? nullptr : b.classes.data();
     targets_ = b.targets.empty() ? nullptr : b.targets.data();
     indices_ = b.indices.data();
     return;
   }
   samples_ = to_device(b.samples, samples_buf_, alloc_);
+  ids_ = to_device(b.ids, ids_buf_, alloc_);
   classes_ = to_device(b.classes, classes_buf_, alloc_);
   targets_ = to_device(b.targets, targets_buf_, alloc_);
   indices_ = to_device(b.indices, indices_buf_, alloc_);
+}
+
+Tensor StagedBatch::input(std::int64_t first, const Shape& shape) const {
+  const std::int64_t width = numel(shape) / shape[0];
+  if (ids_) return Tensor::wrap(const_cast<std::int32_t*>(ids_) + first * width, shape, DType::i32, device());
+  HPCT_CHECK(samples_, "StagedBatch::input: the batch has no samples");
+  return Tensor::wrap(const_cast<float*>(samples_) + first * width, shape, device());
 }
 
 }  // namespace hpctrain

@@ -40,8 +40,8 @@ class RecordedStage final : public OneStage {
  public:
   RecordedStage(Model& model, Loss& loss, const StagedBatch& staged) : OneStage(model, loss), staged_(staged) {}
   void train(int k, std::int64_t rows, float grad_scale, Tensor& scalars, const StepHooks& hooks) override {
-    const Key key{staged_.samples(), staged_.classes(),          staged_.targets(),        rows,
-                  grad_scale,        cuda::scratch_generation(), model_.arena_high_water()};
+    const Key key{staged_.input_data(), staged_.classes(),          staged_.targets(),        rows,
+                  grad_scale,           cuda::scratch_generation(), model_.arena_high_water()};
     if (!(key == recorded_for_)) {
       invalidate();
       if (hooks.dropped_recordings) hooks.dropped_recordings();

@@ -108,7 +108,7 @@ Trainer::~Trainer() {
 
 void Trainer::train_step(const Batch& batch, float lr) {
   const int k = cfg_.train.micro_batches;
-  const std::int64_t rows = batch.size / k, width = numel(index_.train.sample_shape);
+  const std::int64_t rows = batch.size / k;
   // The mean over this rank's batch; with fp16, times the loss scale (undone before the update).
   // (Token windows: the mean over every position of the batch.)
   const std::int64_t per_sample = index_.train.loss_rows();
@@ -129,7 +129,7 @@ void Trainer::train_step(const Batch& batch, float lr) {
   // Micro-batch m: its rows of the batch, and the context its layers draw on (dropout keys).
   auto prepare = [&](int m) {
     MicroBatch mb;
-    mb.input = Tensor::wrap(const_cast<float*>(staged_.samples()) + m * rows * width, sh, staged_.device());
+    mb.input = staged_.input(m * rows, sh);
     if (staged_.classes()) mb.targets.classes = staged_.classes() + m * rows * per_sample;
     if (staged_.targets()) mb.targets.values = staged_.targets() + m * rows * index_.train.label_width;
     StepContext& ctx = model_->context();

@@ -3,7 +3,7 @@
 # exactly `trainer --config-reference` (tools/make_docs.sh regenerates it); README.md stays a
 # front door (under 200 lines); every relative link in README.md and docs/ names an existing
 # file; the metrics.csv columns listed in docs/training.md are the ones a run writes; the files
-# docs/contributing.md's add-a-layer recipe names exist.
+# docs/contributing.md's add-a-layer recipe names exist; excerpts of source files are in them.
 set -u
 mpirun=$1 trainer=$2 src=$3
 cd "$src" || exit 1
@@ -30,6 +30,18 @@ for f in $(sed -n '/^## Add a layer/,/^## /p' docs/contributing.md | grep -o '`[
 done
 check "the add-a-layer recipe names files that exist${missing:+ (missing: $missing)}" test -z "$missing"
 check "... and all six places" test "$(sed -n '/^## Add a layer/,/^## /p' docs/contributing.md | grep -c '^[1-6]\. ')" -eq 6
+
+# Every code block marked <!-- excerpt: FILE --> in docs/ is in FILE line by line (the layer contract's example).
+stale=""
+for f in docs/*.md; do
+  while read -r file; do
+    awk -v f="$file" '$0 == "<!-- excerpt: " f " -->" { on = 1; next } on && /^```/ { if (in_block) exit; in_block = 1; next }
+      on && in_block' "$f" >"$tmp/excerpt"
+    while IFS= read -r line; do grep -qxF -- "$line" "$file" || { stale+="$f: $file: '$line'; "; break; }; done <"$tmp/excerpt"
+    [ -s "$tmp/excerpt" ] || stale+="$f: $file: empty excerpt; "
+  done < <(sed -n 's/^<!-- excerpt: \(.*\) -->$/\1/p' "$f")
+done
+check "every excerpt in docs/ is in its file${stale:+ (stale: $stale)}" test -z "$stale"
 
 broken=""
 for f in README.md docs/*.md jobscripts/README.md; do

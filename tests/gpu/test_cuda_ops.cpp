@@ -48,8 +48,8 @@ class CudaOps : public ::testing::Test {
     return t;
   }
   Tensor on_gpu(const Tensor& h) {
-    Tensor d = Tensor::zeros(h.shape(), dev_);
-    upload(h.data(), static_cast<std::size_t>(h.numel()) * sizeof(float), d);
+    Tensor d = Tensor::zeros(h.shape(), dev_, h.dtype());
+    upload(h.raw(), h.bytes(), d);
     return d;
   }
   template <typename T>
@@ -408,10 +408,8 @@ TEST_F(CudaOps, TensorsOnTwoDevicesAreRefused) {
 // GEMMs and the masked softmax kernels: 1e-5).
 TEST_F(CudaOps, SequenceModelOps) {
   const std::int64_t n = 3, t = 17, c = 12, heads = 3, vocab = 9;
-  std::vector<float> ids_v(static_cast<std::size_t>(n * t));
-  for (std::size_t i = 0; i < ids_v.size(); ++i) ids_v[i] = static_cast<float>((i * 7) % vocab);
-  Tensor ids = Tensor::zeros({n, t}, host_);
-  std::copy(ids_v.begin(), ids_v.end(), ids.data());
+  Tensor ids = Tensor::zeros({n, t}, host_, DType::i32);  // token ids: int32
+  for (std::int64_t i = 0; i < n * t; ++i) ids.data_as<std::int32_t>()[i] = static_cast<std::int32_t>((i * 7) % vocab);
   Tensor dids = on_gpu(ids), table = random({vocab, c}, 40), dtable = on_gpu(table);
   Tensor y = Tensor::zeros({n, t, c}, host_), dy = Tensor::zeros({n, t, c}, dev_);
   embedding_forward(ids, table, y);

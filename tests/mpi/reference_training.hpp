@@ -129,7 +129,8 @@ inline std::vector<float> reference_parameters(const Config& cfg, const DatasetI
       model.set_batch(b.size);
       Shape sh{b.size};
       sh.insert(sh.end(), index.train.sample_shape.begin(), index.train.sample_shape.end());
-      const Tensor x = Tensor::wrap(b.samples.data(), sh);
+      const Tensor x =
+          b.ids.empty() ? Tensor::wrap(b.samples.data(), sh) : Tensor::wrap(b.ids.data(), sh, DType::i32, Device::cpu);
       Targets t;
       t.classes = b.classes.data();
       StepContext& ctx = model.context();  // dropout: the same draws per sample as on the ranks

@@ -220,8 +220,9 @@ TEST(Backend, EveryOperationIsDispatchedToCuda) {
   expect("channel_affine", [&] { channel_affine(t, per, per, 1, t); });
   expect("batchnorm_backward_data", [&] { batchnorm_backward_data(t, t, per, per, per, per, per, 1, t); });
   expect("add_bias_activation", [&] { add_bias_activation(t, t, Activation::relu, t2); });
-  expect("embedding_forward", [&] { embedding_forward(t, t, t2); });
-  expect("embedding_backward", [&] { embedding_backward(t, t, t2); });
+  Tensor token_ids = Tensor::wrap(storage, {2, 2}, DType::i32, Device::cuda);
+  expect("embedding_forward", [&] { embedding_forward(token_ids, t, t2); });
+  expect("embedding_backward", [&] { embedding_backward(token_ids, t, t2); });
   expect("layernorm_forward", [&] { layernorm_forward(t, t, Tensor(), 2, 1e-5f, t, t, t2); });
   Tensor none;
   expect("layernorm_backward", [&] { layernorm_backward(t, t, t, t, t, 2, t2, t2, none); });

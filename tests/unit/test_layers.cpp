@@ -63,7 +63,7 @@ std::vector<Tensor> bind_random_params(Layer& layer, const Shape& in, Allocator&
 // element of a pooling window is the largest.
 // ids: token ids for the input (an embedding's), used as given and not probed (no gradient).
 double check_layer(Layer& layer, const Shape& sample_in, std::int64_t batch, bool away_from_zero = false,
-                   bool distinct = false, const std::vector<float>* token_ids = nullptr) {
+                   bool distinct = false, const std::vector<std::int32_t>* token_ids = nullptr) {
   Allocator alloc;
   const Shape sample_out = layer.output_shape(sample_in);
   layer.configure(sample_in);
@@ -80,15 +80,18 @@ double check_layer(Layer& layer, const Shape& sample_in, std::int64_t batch, boo
   out.insert(out.end(), sample_out.begin(), sample_out.end());
   std::vector<Tensor> grads;
   std::vector<Tensor> params = bind_random_params(layer, sample_in, alloc, 7, &grads);  // views: probes write through
-  Tensor x = Tensor::zeros(in, alloc), y = Tensor::zeros(out, alloc), dx = Tensor::zeros(in, alloc);
+  Tensor x = Tensor::zeros(in, alloc, token_ids ? DType::i32 : DType::f32), y = Tensor::zeros(out, alloc),
+         dx = Tensor::zeros(in, alloc);
   auto xv = random_values(numel(in), 1, away_from_zero);
   if (distinct) {
     for (std::size_t i = 0; i < xv.size(); ++i)
       xv[i] = 0.05f * static_cast<float>(i) - 0.025f * static_cast<float>(xv.size());
     std::shuffle(xv.begin(), xv.end(), std::mt19937(3));
   }
-  if (token_ids) xv = *token_ids;
-  std::copy(xv.begin(), xv.end(), x.data());
+  if (token_ids)
+    std::copy(token_ids->begin(), token_ids->end(), x.data_as<std::int32_t>());
+  else
+    std::copy(xv.begin(), xv.end(), x.data());
   const auto r = random_values(numel(out), 2);
   Tensor dy = Tensor::zeros(out, alloc);
   std::copy(r.begin(), r.end(), dy.data());
@@ -162,7 +165,7 @@ TEST(GradientCheck, EveryLayer) {
 
 // The sequence-model layers ([T, C] activations), attention with and without biases and dropout.
 TEST(GradientCheck, SequenceLayers) {
-  const std::vector<float> ids{3, 0, 6, 3, 1, 2, 6, 5};  // [2, 4]: repeated ids add into one row
+  const std::vector<std::int32_t> ids{3, 0, 6, 3, 1, 2, 6, 5};  // [2, 4]: repeated ids add into one row
   EXPECT_LE(check_layer(*make("embedding(7,3)"), {4}, 2, false, false, &ids), 1.0);
   EXPECT_LE(check_layer(*make("position_embedding"), {4, 3}, 2), 1.0);
   EXPECT_LE(check_layer(*make("layernorm"), {3, 5}, 2), 1.0);
@@ -207,9 +210,9 @@ TEST(Model, TiedEmbeddingGradientIsTheSumOfBothUses) {
   const auto start = random_values(m.parameters().numel(), 5);  // O(1) values: central differences stay accurate
   std::copy(start.begin(), start.end(), m.parameters().data());
   m.set_batch(2);
-  Tensor x = Tensor::zeros({2, 3}, alloc);
-  const float ids[] = {1, 4, 4, 0, 5, 1};
-  std::copy(ids, ids + 6, x.data());
+  Tensor x = Tensor::zeros({2, 3}, alloc, DType::i32);
+  const std::int32_t ids[] = {1, 4, 4, 0, 5, 1};
+  std::copy(ids, ids + 6, x.data_as<std::int32_t>());
   const auto r2 = random_values(2 * 3 * 6, 8);
   Tensor dout = Tensor::zeros({2, 3, 6}, alloc);
   std::copy(r2.begin(), r2.end(), dout.data());

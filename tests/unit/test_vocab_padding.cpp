@@ -24,9 +24,9 @@ struct StepResult {
 };
 
 StepResult train_step(Model& m, Allocator& alloc) {
-  Tensor x = Tensor::zeros({N, T}, alloc);
-  const float ids[] = {1, 9, 4, 0, 5, 9};
-  std::copy(ids, ids + N * T, x.data());
+  Tensor x = Tensor::zeros({N, T}, alloc, DType::i32);
+  const std::int32_t ids[] = {1, 9, 4, 0, 5, 9};
+  std::copy(ids, ids + N * T, x.data_as<std::int32_t>());
   const std::int32_t labels[] = {9, 4, 0, 5, 9, 2};
   m.set_batch(N);
   const Tensor& out = m.forward(x);

@@ -45,13 +45,16 @@ import json, sys
 s = json.load(open(sys.argv[1]))
 rss = int(open(sys.argv[2]).read().split()[-1]) / 1024
 saved = s.get('saved_bytes_per_rank')  # (an old build has none)
+held = s.get('activation_bytes_per_rank')
 print(f"{sys.argv[3]:<7} {sys.argv[5]:<5} {sys.argv[4]:<7} {s['steady_tokens_per_s']:>10.0f} "
       f"{s['peak_bytes_per_rank'] / 2**20:>10.1f} {rss:>9.1f} {s['final_train_loss']:>9.5f} "
-      f"{saved / 2**20 if saved is not None else float('nan'):>9.1f}")
+      f"{saved / 2**20 if saved is not None else float('nan'):>9.1f} "
+      f"{held / 2**20 if held is not None else float('nan'):>9.1f}")
 PY
 }
 echo "recompute_bench: $steps steps, $rounds rounds, $(date -u +%Y-%m-%dT%H:%MZ)"
-printf "%-7s %-5s %-7s %10s %10s %9s %9s %9s\n" deck prec policy "tokens/s" "peak MiB" "RSS MiB" "loss" "saved MiB"
+printf "%-7s %-5s %-7s %10s %10s %9s %9s %9s %9s\n" deck prec policy "tokens/s" "peak MiB" "RSS MiB" "loss" "saved MiB" \
+  "act. MiB"
 for r in $(seq "$rounds"); do
   for prec in $precisions; do
     for policy in none blocks ${old:+old}; do

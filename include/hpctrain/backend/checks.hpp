@@ -23,6 +23,12 @@ inline void check_packed(const Tensor& f32, const Tensor& packed, const char* op
                  shape_string(f32.shape()));
 }
 
+// embedding_forward / embedding_backward: token ids are int32 tensors.
+inline void check_ids(const Tensor& ids, const char* op) {
+  HPCT_CHECK(ids.dtype() == DType::i32, std::string(op) + ": token ids of dtype " + dtype_name(ids.dtype()) +
+                                            " (they are int32) " + shape_string(ids.shape()));
+}
+
 // `v` as an int for a library that takes 32-bit sizes (BLAS, cuBLAS, cuDNN) or a 32-bit index
 // (max pooling's argmax): a too-large model gets one line naming what and the limit instead of a
 // silently wrapped size.

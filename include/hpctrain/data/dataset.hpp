@@ -28,7 +28,9 @@ namespace hpctrain {
 constexpr const char* kDatasetFormat = "hpctrain-dataset";
 constexpr long long kDatasetVersion = 1;
 
-enum class SampleType { u8, f16, f32 };
+// i32: token ids as the token store hands them out (layers/embedding reads them as integers);
+// not a /samples type of a dataset file.
+enum class SampleType { u8, f16, f32, i32 };
 const char* to_string(SampleType t);
 std::size_t sample_type_size(SampleType t);
 
@@ -56,7 +58,7 @@ struct SplitIndex {
   std::vector<float> scale, offset;  // per channel (size 1 or sample_shape[0]): x = raw*scale + offset
   // Token datasets (data/token_dataset.hpp): samples are windows of block_size + 1 tokens of one
   // stream of stream_tokens tokens (shards' rows are their tokens, first their stream offset);
-  // sample_shape = [block_size] (ids as float32), label_width = block_size next-token classes.
+  // sample_shape = [block_size] (ids: SampleType::i32), label_width = block_size next-token classes.
   bool tokens = false;
   std::int64_t stream_tokens = 0, block_size = 0;
   int token_bits = 0;  // as stored: 8, 16 or 32

@@ -24,7 +24,8 @@ struct Batch {
   std::int64_t epoch = 0, step = 0;   // training position (eval: step = batch number)
   std::int64_t size = 0;              // samples on this rank
   std::vector<std::int64_t> indices;  // sample indices within the split (token windows: their first token)
-  std::vector<float> samples;         // size x sample_elems, normalized
+  std::vector<float> samples;         // size x sample_elems, normalized (empty for token ids)
+  std::vector<std::int32_t> ids;      // token datasets: size x block_size token ids, instead of samples
   std::vector<std::int32_t> classes;  // classification labels (size x label_width: a token window's T targets)
   std::vector<float> targets;         // regression targets (size x label_width)
 };

@@ -44,7 +44,7 @@ void set_block_size(DatasetIndex& index, std::int64_t block);
 std::int64_t window_start(const SplitIndex& split, std::uint64_t seed, std::int64_t epoch, std::int64_t w);
 
 // A token split's stream, loaded whole into this rank's memory (4 bytes a token); get(start, ...)
-// copies the window at `start`: T token ids as float32 samples and the T next ids as int32 labels.
+// copies the window at `start`: T token ids as int32 samples and the T next ids as int32 labels.
 class TokenStore final : public SampleStore {
  public:
   explicit TokenStore(const SplitIndex& split);

@@ -49,10 +49,14 @@ class Model {
   std::int64_t forward_passes() const { return forward_passes_; }  // forward() calls so far
   // Bytes the sets' saved tensors hold (not their activations), the recompute set's included.
   std::size_t saved_bytes() const;
+  // Bytes of what the sets hold for backward: the layers' outputs and the saved tensors.
+  std::size_t activation_bytes() const;
   // Mixed precision ([run] precision = bf16 | fp16): the layers compute with a copy of the
   // parameters rounded to that format, and activations and their gradients are rounded to it
   // after every layer; accumulation stays float32, the optimizer updates the float32 master
   // parameters (parameters()), and refresh_compute_parameters() rounds them into the copy.
+  // The copy and the outputs kept between layers (but the last) are stored in 16 bits; each
+  // layer call gets float32 copies of its parameters and inputs from the arena.
   void set_precision(Precision p);
   void refresh_compute_parameters();
   Precision precision() const { return precision_; }
@@ -126,6 +130,12 @@ class Model {
   // gradient buffer, handed to it at each call (StepContext::params).
   void make_views(const Tensor& weights);
   void zero_frozen_gradients();  // [train] freeze: their gradients stay zero
+  DType sixteen_bit() const;     // bf16 or f16: the run's 16-bit storage
+  // Layer i's parameters for a call: its views (fp32), or float32 copies of the 16-bit ones
+  // taken from the arena (bf16/fp16; inside the call's StepArena::Scope).
+  ParamViews& call_params(std::size_t i);
+  Tensor work(std::size_t j) const;  // bf16/fp16 forward: layer j-1's float32 output
+  Tensor held(std::size_t j);        // layer j-1's kept output as float32 (16 bits: unpacked into the arena)
   // A parameter tied to an earlier layer's weight (ParamSpec::tie): bound to that weight, or to a
   // copy of it (ParamStore::add_copy) when an earlier pipeline stage holds it.
   void tie_parameter(const ParamSpec& p, std::size_t layer, bool mine);
@@ -145,7 +155,9 @@ class Model {
   ParamStore store_;
   Precision precision_ = Precision::fp32;
   bool fusion_ = true;
-  Tensor compute_params_;            // rounded copy the layers use when precision_ != fp32
+  Tensor compute_params_;            // 16-bit copy the layers use when precision_ != fp32
+  ParamViews call_;                  // call_params' float32 copies
+  Tensor work_[2];                   // bf16/fp16 forward: float32 outputs, alternating
   StepArena arena_{alloc_};          // every layer call's scratch
   SavedSet recompute_set_{&alloc_};  // [train] recompute = blocks: one block's inner tensors at a time
   StepContext ctx_;

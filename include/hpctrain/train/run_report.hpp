@@ -97,6 +97,9 @@ struct RunSummary {
   // What the model's saved sets hold at the end (what backward reads besides the activations:
   // 16 bits per value in bf16/fp16 runs, one block's with [train] recompute = blocks).
   double saved_bytes_per_rank = 0;
+  // The layers' outputs the sets hold plus the saved tensors: the activation memory (16 bits per
+  // value in bf16/fp16 runs, but the last layer's output, which the loss reads).
+  double activation_bytes_per_rank = 0;
   std::int64_t parameters = 0;  // of the whole model (gradient bytes: 4 x this)
   bool shard_optimizer = false;
   std::size_t buckets = 0;
@@ -147,6 +150,7 @@ void visit_summary(const RunSummary& s, Visit&& v) {
   v("peak_bytes_per_rank", s.peak_bytes_per_rank);
   v("optimizer_state_bytes_per_rank", s.optimizer_state_bytes_per_rank);
   v("saved_bytes_per_rank", s.saved_bytes_per_rank);
+  v("activation_bytes_per_rank", s.activation_bytes_per_rank);
   v("parameters", s.parameters);
   v("shard_optimizer", s.shard_optimizer);
   v("comm_alone_s_per_step", s.comm_alone_s_per_step);

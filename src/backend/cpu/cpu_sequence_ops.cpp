@@ -12,10 +12,9 @@
 namespace hpctrain::cpu {
 
 namespace {
-std::int64_t token_id(float v, std::int64_t vocabulary) {
-  const auto id = static_cast<std::int64_t>(v);
-  HPCT_CHECK(id >= 0 && id < vocabulary && static_cast<float>(id) == v,
-             "token id " + std::to_string(v) + " outside the embedding's vocabulary of " + std::to_string(vocabulary));
+std::int64_t token_id(std::int32_t id, std::int64_t vocabulary) {
+  HPCT_CHECK(id >= 0 && id < vocabulary,
+             "token id " + std::to_string(id) + " outside the embedding's vocabulary of " + std::to_string(vocabulary));
   return id;
 }
 
@@ -37,18 +36,22 @@ AttentionDims attention_dims(const Tensor& qkv, std::int64_t heads, const Tensor
 
 void embedding_forward(const Tensor& ids, const Tensor& table, Tensor& y) {
   const std::int64_t vocab = table.shape()[0], width = table.numel() / vocab, positions = ids.numel();
+  backend::check_ids(ids, "embedding_forward");
   HPCT_CHECK(y.numel() == positions * width, "embedding_forward: y " + shape_string(y.shape()));
+  const std::int32_t* id = ids.data_as<std::int32_t>();
   for (std::int64_t i = 0; i < positions; ++i) {
-    const float* row = table.data() + token_id(ids.data()[i], vocab) * width;
+    const float* row = table.data() + token_id(id[i], vocab) * width;
     std::copy(row, row + width, y.data() + i * width);
   }
 }
 
 void embedding_backward(const Tensor& ids, const Tensor& dy, Tensor& dtable) {
   const std::int64_t vocab = dtable.shape()[0], width = dtable.numel() / vocab, positions = ids.numel();
+  backend::check_ids(ids, "embedding_backward");
   HPCT_CHECK(dy.numel() == positions * width, "embedding_backward: dy " + shape_string(dy.shape()));
+  const std::int32_t* id = ids.data_as<std::int32_t>();
   for (std::int64_t i = 0; i < positions; ++i) {
-    float* row = dtable.data() + token_id(ids.data()[i], vocab) * width;
+    float* row = dtable.data() + token_id(id[i], vocab) * width;
     const float* g = dy.data() + i * width;
     for (std::int64_t j = 0; j < width; ++j) row[j] += g[j];
   }

@@ -22,17 +22,18 @@ using i64 = std::int64_t;
 
 namespace {
 
-__global__ void embedding_kernel(const float* ids, const float* table, i64 vocab, i64 width, float* y, i64 total) {
+__global__ void embedding_kernel(const std::int32_t* ids, const float* table, i64 vocab, i64 width, float* y,
+                                 i64 total) {
   for (i64 idx = detail::global_index(); idx < total; idx += detail::grid_stride()) {
-    const i64 id = static_cast<i64>(ids[idx / width]);
+    const i64 id = ids[idx / width];
     y[idx] = id >= 0 && id < vocab ? table[id * width + idx % width] : 0.f;
   }
 }
 
-__global__ void embedding_grad_kernel(const float* ids, const float* dy, i64 vocab, i64 width, float* dtable,
+__global__ void embedding_grad_kernel(const std::int32_t* ids, const float* dy, i64 vocab, i64 width, float* dtable,
                                       i64 total) {
   for (i64 idx = detail::global_index(); idx < total; idx += detail::grid_stride()) {
-    const i64 id = static_cast<i64>(ids[idx / width]);
+    const i64 id = ids[idx / width];
     if (id >= 0 && id < vocab) atomicAdd(dtable + id * width + idx % width, dy[idx]);
   }
 }
@@ -164,14 +165,17 @@ void batched_gemm(bool ta, bool tb, i64 m, i64 n, i64 k, float alpha, const floa
 
 void embedding_forward(const Tensor& ids, const Tensor& table, Tensor& y) {
   const i64 vocab = table.shape()[0], width = table.numel() / vocab;
+  backend::check_ids(ids, "embedding_forward");
   HPCT_CHECK(y.numel() == ids.numel() * width, "embedding_forward: y " + shape_string(y.shape()));
-  launch(embedding_kernel, y.numel(), ids.data(), table.data(), vocab, width, y.data(), y.numel());
+  launch(embedding_kernel, y.numel(), ids.data_as<std::int32_t>(), table.data(), vocab, width, y.data(), y.numel());
 }
 
 void embedding_backward(const Tensor& ids, const Tensor& dy, Tensor& dtable) {
   const i64 vocab = dtable.shape()[0], width = dtable.numel() / vocab;
+  backend::check_ids(ids, "embedding_backward");
   HPCT_CHECK(dy.numel() == ids.numel() * width, "embedding_backward: dy " + shape_string(dy.shape()));
-  launch(embedding_grad_kernel, dy.numel(), ids.data(), dy.data(), vocab, width, dtable.data(), dy.numel());
+  launch(embedding_grad_kernel, dy.numel(), ids.data_as<std::int32_t>(), dy.data(), vocab, width, dtable.data(),
+         dy.numel());
 }
 
 void layernorm_forward(const Tensor& x, const Tensor& w, const Tensor& b, i64 width, float eps, Tensor& mean,

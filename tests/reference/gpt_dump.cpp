@@ -49,16 +49,16 @@ int main(int argc, char** argv) {
     model.init_parameters(seed);
     model.set_batch(b);
     model.context().training = true;
-    std::vector<float> ids(static_cast<std::size_t>(b * t));
+    std::vector<std::int32_t> ids(static_cast<std::size_t>(b * t));
     std::vector<std::int32_t> next(ids.size());
     std::mt19937 rng(static_cast<std::uint32_t>(seed));
     std::vector<std::int32_t> stream(ids.size() + 1);
     for (auto& v : stream) v = static_cast<std::int32_t>(rng() % static_cast<std::uint32_t>(vocab));
     for (std::size_t i = 0; i < ids.size(); ++i) {
-      ids[i] = static_cast<float>(stream[i]);
+      ids[i] = stream[i];
       next[i] = stream[i + 1];
     }
-    Tensor x = Tensor::wrap(ids.data(), {b, t});
+    Tensor x = Tensor::wrap(ids.data(), {b, t}, DType::i32, Device::cpu);
     auto loss = make_loss(true, alloc);
     OptimConfig oc;
     oc.name = OptimizerName::adamw;

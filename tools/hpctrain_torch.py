@@ -218,6 +218,11 @@ def deck_settings(ini_text):
     return out
 
 
+def block_size_of(deck):
+    """[model] block_size of deck_settings() (or the old [data] block_size); 0 when unset."""
+    return int(deck.get("model.block_size", deck.get("data.block_size", "0")) or 0)
+
+
 def sample_shape_of(data_root, block_size=0):
     """One sample's shape from a dataset's train shards (token datasets: (block_size,))."""
     import glob

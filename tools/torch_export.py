@@ -9,7 +9,7 @@ The module is tools/hpctrain_torch.py's twin of the checkpoint's [model] layers 
 checkpoint), for every layer type the engine has, with the same names and layouts, so every
 tensor is copied as it is (batch-norm running statistics included). One sample's shape comes
 from --sample-shape, else from the dataset the checkpoint's configuration names ([data] path;
-[data] block_size for language models). In PyTorch:
+[model] block_size for language models). In PyTorch:
 
     import sys, torch; sys.path.insert(0, "tools"); import hpctrain_torch
     model = hpctrain_torch.build(LAYERS, SAMPLE_SHAPE)
@@ -40,7 +40,7 @@ def twin_of_checkpoint(path, layers=None, sample_shape=None):
         root = deck.get("data.path", "")
         if not root or not os.path.isdir(root):
             raise ValueError("the checkpoint's [data] path (%r) is not here: give --sample-shape" % root)
-        sample_shape = hpctrain_torch.sample_shape_of(root, int(deck.get("data.block_size", "0") or 0))
+        sample_shape = hpctrain_torch.sample_shape_of(root, hpctrain_torch.block_size_of(deck))
     model = hpctrain_torch.build(layers, sample_shape)
     ours = model.hpctrain_tensors()
     theirs = []

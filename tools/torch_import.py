@@ -119,7 +119,7 @@ def main():
         ini = r.stdout
         deck = hpctrain_torch.deck_settings(ini)
         shape = (tuple(int(v) for v in a.sample_shape.split(",")) if a.sample_shape else
-                 hpctrain_torch.sample_shape_of(deck["data.path"], int(deck.get("data.block_size", "0") or 0)))
+                 hpctrain_torch.sample_shape_of(deck["data.path"], hpctrain_torch.block_size_of(deck)))
         ours = {n: tuple(t.shape) for n, t in hpctrain_torch.build(deck["model.layers"], shape).hpctrain_tensors().items()}
         theirs = their_tensors(a.weights)
         if a.map:

@@ -204,7 +204,8 @@ std::string describe_memory(const Config& cfg, const Runtime& rt, const Model& m
 // Collective: the dataset index (validated on all ranks) and the sampler it implies.
 std::string describe_data(const Config& cfg, const Runtime& rt) {
   if (cfg.data.path.empty()) return "Dataset: none ([data] path not set)\n";
-  const DatasetIndex index = load_dataset_index(rt.world(), cfg.data.path, cfg.data.block_size);
+  const DatasetIndex index = load_dataset_index(rt.world(), cfg.data.path, cfg.model.block_size);
+  const Config with_model = with_architecture(cfg, index.train);
   const Sampler sampler(sampler_options(cfg, index.train));  // refuses a split smaller than one global batch
   const std::uint64_t need = node_cache_bytes(index.train);
   std::ostringstream os;
@@ -213,16 +214,20 @@ std::string describe_data(const Config& cfg, const Runtime& rt) {
      << cfg.train.global_batch << " samples (" << rt.per_rank_batch() << " per rank); store: "
      << (need <= cfg.data.cache_bytes ? "node cache, " : "chunk cache (split larger than [data] cache_bytes), ")
      << need / (1 << 20) << " MiB for the split, cache_bytes " << cfg.data.cache_bytes / (1 << 20) << " MiB\n";
-  if (!cfg.model.layers.empty()) {  // shapes inferred from the data, checked like a real run
+  if (!with_model.model.layers.empty()) {  // shapes inferred from the data, checked like a real run
     Allocator alloc;
     LayerRegistry registry;
     register_builtin_layers(registry, LayerOptions{cfg.run.conv, cfg.model.vocab_multiple});
-    Model model(cfg.model.layers, index.train.sample_shape, registry, alloc);
+    Model model(with_model.model.layers, index.train.sample_shape, registry, alloc);
     model.set_frozen(frozen_layers(cfg.train.freeze, model));  // the summary marks frozen layers
-    os << "\nModel\n" << model.summary();
-    os << describe_pipeline(cfg, rt, model) << describe_memory(cfg, rt, model);
+    os << "\nModel"
+       << (cfg.model.arch == Arch::layers ? "" : " (arch = gpt: [model] layers = " + with_model.model.layers + ")")
+       << "\n"
+       << model.summary();
+    os << describe_pipeline(with_model, rt, model) << describe_memory(with_model, rt, model);
     os << "\n"
-       << compute_on_root(rt.world(), [&] { return std::vector<std::string>{describe_checkpointing(cfg, &model)}; })[0];
+       << compute_on_root(rt.world(),
+                          [&] { return std::vector<std::string>{describe_checkpointing(with_model, &model)}; })[0];
   } else {
     os << "\n"
        << compute_on_root(rt.world(),
@@ -352,11 +357,13 @@ int run_trainer(int argc, char** argv) {
     }
     if (cli.generate) {  // the checkpoint's vocabulary stands in for the dataset
       const DatasetIndex index = generation_index(cfg, rt);
-      Trainer trainer(cfg, rt, index);
+      const Config with_model = with_architecture(cfg, index.train);
+      Trainer trainer(with_model, rt, index);
       return trainer.generate({cli.prompt, cli.tokens, cli.temperature, cli.top_k});
     }
-    const DatasetIndex index = load_dataset_index(rt.world(), cfg.data.path, cfg.data.block_size);
-    Trainer trainer(cfg, rt, index);
+    const DatasetIndex index = load_dataset_index(rt.world(), cfg.data.path, cfg.model.block_size);
+    const Config with_model = with_architecture(cfg, index.train);
+    Trainer trainer(with_model, rt, index);
     return cli.eval_only ? trainer.eval_only() : trainer.run();
   });
 }

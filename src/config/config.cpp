@@ -10,6 +10,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
+#include <functional>
 #include <map>
 #include <set>
 #include <sstream>
@@ -134,6 +135,32 @@ std::string read_text_file(const std::string& path, const std::string& what) {
   return ss.str();
 }
 
+namespace {
+// [model] arch against the keys that go with it: gpt takes its dimensions (and no layers string),
+// layers takes none of them.
+void check_architecture(const Config& cfg, const std::map<std::string, RawValue>& given,
+                        const std::function<std::string(const std::string&)>& where_of) {
+  const ModelConfig& m = cfg.model;
+  const char* const dims[] = {"n_layer", "n_head", "n_embd", "vocab_size", "bias", "tie_embeddings", "dropout"};
+  if (m.arch == Arch::layers) {
+    for (const char* d : dims)
+      if (given.count(std::string("model.") + d))
+        throw bad_input(where_of(std::string("model.") + d) + ": [model] " + d +
+                        " is a dimension of an architecture: set [model] arch = gpt (or leave it out)");
+    return;
+  }
+  if (!m.layers.empty())
+    throw bad_input(where_of("model.layers") + ": [model] arch = gpt builds the layers: leave [model] layers out");
+  for (const auto& [key, v] :
+       {std::pair<const char*, long>{"n_layer", m.n_layer}, {"n_head", m.n_head}, {"n_embd", m.n_embd}})
+    if (v < 1)
+      throw bad_input(where_of(std::string("model.") + key) + ": [model] arch = gpt needs [model] " + key + " >= 1");
+  if (m.n_embd % m.n_head != 0)
+    throw bad_input(where_of("model.n_embd") + ": [model] n_embd = " + std::to_string(m.n_embd) +
+                    " does not divide into n_head = " + std::to_string(m.n_head) + " heads");
+}
+}  // namespace
+
 Config parse_config(const std::string& ini_text, const std::string& origin, const std::vector<std::string>& overrides,
                     const EnvLookup& env) {
   const auto schema = config_schema();
@@ -224,6 +251,7 @@ Config parse_config(const std::string& ini_text, const std::string& origin, cons
     throw bad_input(where_of("train.micro_batches") +
                     ": [train] micro_batches = " + std::to_string(cfg.train.micro_batches) +
                     " does not divide global_batch = " + std::to_string(cfg.train.global_batch));
+  check_architecture(cfg, given, where_of);
   if (cfg.run.device == DeviceKind::cpu && cfg.parallel.comm == CommBackend::nccl)
     throw bad_input(where_of("parallel.comm") +
                     ": [parallel] comm = nccl needs device = cuda (or auto on a GPU "

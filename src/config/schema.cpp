@@ -308,11 +308,6 @@ std::vector<KeySpec> config_schema() {
   k.push_back(bounded(make("data", "prefetch", K::integer, "2", "batches read ahead by the prefetch thread",
                            [=](Config& c, const std::string& v) { c.data.prefetch = to_int(v); }),
                       0, 1024));
-  k.push_back(bounded(make("data", "block_size", K::integer, "0",
-                           "token datasets: tokens per training window (the model's context length T); "
-                           "0 for image datasets",
-                           [=](Config& c, const std::string& v) { c.data.block_size = to_long(v); }),
-                      0, 1 << 20));
   k.push_back(make("data", "cache_bytes", K::size, "2G",
                    "node memory for the dataset: the whole split when it fits (shared by the node's ranks), "
                    "else decoded HDF5 chunks",
@@ -330,6 +325,55 @@ std::vector<KeySpec> config_schema() {
   // [model]
   k.push_back(make("model", "layers", K::text, "", "the layers in order, e.g. \"dense(128) relu dense(10)\"",
                    [](Config& c, const std::string& v) { c.model.layers = v; }));
+  k.push_back(choice("model", "arch", {"layers", "gpt"}, "layers",
+                     "the network: layers = the [model] layers string; gpt = GPT-2's decoder from n_layer, "
+                     "n_head, n_embd, vocab_size, bias, tie_embeddings, dropout (docs/language-models.md)",
+                     [](Config& c, const std::string& v) {
+                       c.model.arch = pick<Arch>(v, {{"layers", Arch::layers}, {"gpt", Arch::gpt}});
+                     }));
+  for (const auto& [dim, help] : {std::pair<const char*, const char*>{"n_layer", "arch = gpt: transformer blocks"},
+                                  {"n_head", "arch = gpt: attention heads"},
+                                  {"n_embd", "arch = gpt: the width (a multiple of n_head)"}})
+    k.push_back(bounded(make("model", dim, K::integer, "0", help,
+                             [=](Config& c, const std::string& v) {
+                               long& d = std::string(dim) == "n_layer"  ? c.model.n_layer
+                                         : std::string(dim) == "n_head" ? c.model.n_head
+                                                                        : c.model.n_embd;
+                               d = to_long(v);
+                             }),
+                        0, 1 << 20));
+  k.push_back(make("model", "vocab_size", K::text, "auto",
+                   "arch = gpt: tokens in the vocabulary; auto = the token dataset's (a number must equal it)",
+                   [](Config& c, const std::string& v) {
+                     if (v == "auto") {
+                       c.model.vocab_size = 0;
+                       return;
+                     }
+                     const double n = parse_real(v);
+                     if (!(n >= 1 && n <= kMaxLong && n == std::floor(n)))
+                       throw std::invalid_argument("expected auto or a whole number >= 1");
+                     c.model.vocab_size = static_cast<long>(n);
+                   }));
+  k.push_back(make("model", "bias", K::boolean, "true", "arch = gpt: biases in the linear layers and layer norms",
+                   [](Config& c, const std::string& v) { c.model.bias = parse_bool(v); }));
+  k.push_back(make("model", "tie_embeddings", K::boolean, "true",
+                   "arch = gpt: the output head shares the token embedding's weight",
+                   [](Config& c, const std::string& v) { c.model.tie_embeddings = parse_bool(v); }));
+  k.push_back(bounded(make("model", "dropout", K::real, "0",
+                           "arch = gpt: dropout probability after the embeddings, on attention's probabilities and "
+                           "at the end of every residual branch (a whole percent, e.g. 0.2)",
+                           [](Config& c, const std::string& v) {
+                             c.model.dropout = parse_real(v);
+                             const double percent = c.model.dropout * 100;
+                             if (std::fabs(percent - std::round(percent)) > 1e-9)
+                               throw std::invalid_argument("expected a whole percent (0.2 or 0.25, not 0.125)");
+                           }),
+                      0, 0.99));
+  k.push_back(bounded(make("model", "block_size", K::integer, "0",
+                           "token datasets: tokens per training window (the model's context length T); "
+                           "0 for image datasets",
+                           [=](Config& c, const std::string& v) { c.model.block_size = to_long(v); }),
+                      0, 1 << 20));
   k.push_back(make("model", "groups", K::text, "auto", "model-parallel layer groups: auto or explicit layer ranges",
                    [](Config& c, const std::string& v) { c.model.groups = v; }));
   k.push_back(bounded(make("model", "vocab_multiple", K::integer, "1",
@@ -554,21 +598,32 @@ std::vector<KeySpec> config_schema() {
                    "match; empty = every layer whose name and shapes match (the others start fresh, with a warning)",
                    [](Config& c, const std::string& v) { c.checkpoint.init_layers = v; }));
   // Old names, each listed after the key that took its place (same checks; a warning names the new key).
-  auto renamed = [&](const char* key, const std::string& to) {
+  // `key`: in the new key's section (listed after it), or "section.key" in another (listed last
+  // in that section).
+  auto renamed = [&](const std::string& key, const std::string& to) {
     for (auto it = k.begin(); it != k.end(); ++it)
       if (it->name() == to) {
         KeySpec old = *it;
-        old.key = key;
+        const auto dot = key.find('.');
+        if (dot != std::string::npos) old.section = key.substr(0, dot);
+        old.key = key.substr(dot == std::string::npos ? 0 : dot + 1);
         old.help = "old name of [" + it->section + "] " + it->key + " (same meaning; a warning says so)";
         old.apply = nullptr;
         old.renamed_to = to;
-        k.insert(it + 1, old);
+        auto at = it + 1;
+        if (old.section != it->section) {
+          at = k.end();
+          for (auto j = k.begin(); j != k.end(); ++j)
+            if (j->section == old.section) at = j + 1;
+        }
+        k.insert(at, old);
         return;
       }
     throw std::logic_error("renamed to an unknown key " + to);
   };
   renamed("model_parallel", "parallel.pipeline_parallel");
   renamed("schedule", "parallel.pipeline_schedule");
+  renamed("data.block_size", "model.block_size");
   return k;
 }
 

@@ -411,7 +411,7 @@ std::string describe_splits(const DatasetIndex& index) {
     shape << "[";
     for (std::size_t i = 0; i < s->sample_shape.size(); ++i) shape << (i ? "x" : "") << s->sample_shape[i];
     shape << "]";
-    if (s->tokens) {  // samples: windows once [data] block_size is applied, else the stream's tokens
+    if (s->tokens) {  // samples: windows once [model] block_size is applied, else the stream's tokens
       const std::string bits = "uint" + std::to_string(s->token_bits);
       t.add_row({s->name, std::to_string(s->shards.size()),
                  s->block_size ? std::to_string(s->total) + " windows" : std::to_string(s->total) + " tokens",

@@ -108,7 +108,7 @@ void set_block_size(DatasetIndex& index, std::int64_t block) {
   for (SplitIndex* s : {&index.train, index.val ? &*index.val : nullptr, index.test ? &*index.test : nullptr}) {
     if (!s || !s->tokens) continue;
     if (block < 1)
-      throw bad_input("[data] block_size is not set: " + index.root +
+      throw bad_input("[model] block_size is not set: " + index.root +
                       " is a token dataset; give the window length (e.g. block_size = 64)");
     const bool train = s == &index.train;
     s->stream_tokens = s->total;
@@ -118,7 +118,7 @@ void set_block_size(DatasetIndex& index, std::int64_t block) {
     s->total = train ? (s->stream_tokens - block) / block : (s->stream_tokens - 1) / block;
     if (s->total < 1)
       throw bad_input(index.root + "/" + s->name + ": " + std::to_string(s->stream_tokens) +
-                      " tokens hold no window of [data] block_size + 1 = " + std::to_string(block + 1) + " tokens" +
+                      " tokens hold no window of [model] block_size + 1 = " + std::to_string(block + 1) + " tokens" +
                       (train ? " at every shift (training needs 2 * block_size)" : ""));
   }
 }

@@ -1,5 +1,5 @@
 // position_embedding: x [T, C] -> x + P, a learned table P [T, C] (GPT's wpe), one row per
-// position; T is the input's length ([data] block_size for a token dataset). Initialized
+// position; T is the input's length ([model] block_size for a token dataset). Initialized
 // N(0, std^2), std=0.02 by default.
 #include "hpctrain/backend/ops.hpp"
 #include "hpctrain/core/error.hpp"
@@ -41,7 +41,7 @@ class PositionEmbedding final : public Layer {
 void register_position_embedding(LayerRegistry& r) {
   r.add("position_embedding", [](const LayerArgs& a) {
     if (!a.positional.empty() || a.named.size() > a.named.count("std"))
-      throw bad_input("[model] layers: " + a.text + " takes only std= (the length is the input's: [data] block_size)");
+      throw bad_input("[model] layers: " + a.text + " takes only std= (the length is the input's: [model] block_size)");
     return std::make_unique<PositionEmbedding>(layer_named_std(a, "std"));
   });
 }

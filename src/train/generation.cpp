@@ -1,5 +1,5 @@
 // Text generation from a language model's checkpoint (trainer --generate, train/trainer.hpp):
-// the context is the prompt's tokens, cropped to the last [data] block_size (as nanoGPT does);
+// the context is the prompt's tokens, cropped to the last [model] block_size (as nanoGPT does);
 // each step runs the model on it (no key/value cache: block_size forward positions per token),
 // takes the logits of the context's last position, divides them by the temperature, keeps the
 // top k, and draws the next token from their softmax with a uniform number keyed by
@@ -56,7 +56,7 @@ DatasetIndex generation_index(const Config& cfg, Runtime& rt) {
       throw bad_input("--generate: " + path + " holds no tokenizer: it is not a language model's checkpoint");
     return {file.info().run.tokenizer, file.info().run.vocabulary};
   });
-  if (cfg.data.block_size < 1) throw bad_input("--generate: [data] block_size is not set (the model's context)");
+  if (cfg.model.block_size < 1) throw bad_input("--generate: [model] block_size is not set (the model's context)");
   const Vocabulary vocab = Vocabulary::stored(v[0], v[1]);
   DatasetIndex index;
   index.root = "(the checkpoint's vocabulary)";
@@ -66,7 +66,7 @@ DatasetIndex generation_index(const Config& cfg, Runtime& rt) {
   s.tokenizer = v[0];
   s.vocabulary = v[1];
   s.num_classes = vocab.size();
-  s.block_size = cfg.data.block_size;
+  s.block_size = cfg.model.block_size;
   s.sample_shape = {s.block_size};
   s.label_width = s.block_size;
   s.sample_type = SampleType::i32;

@@ -5,7 +5,8 @@
 # block_size and a prompt outside the vocabulary; exact resume (the losses after the restart
 # equal the uninterrupted run's) and elastic resume on 2 ranks; --eval-only's perplexity =
 # exp(loss); --generate reproducible and the same on a 2-stage pipeline; bf16 and fp16 against
-# fp32; [model] vocab_multiple (padded checkpoint, unpadded export).
+# fp32; [model] vocab_multiple (padded checkpoint, unpadded export); [model] arch = gpt against its
+# layers string; the old [data] block_size.
 set -u
 mpirun=$1 trainer=$2 data_tool=$3
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
@@ -37,7 +38,7 @@ PYTHON
 check "h5py reads the stream, tokenizer and vocabulary in id order; val is the last tenth" $py check_shards.py "$vocab"
 check "inspect accepts it" "$data_tool" inspect data
 layers="embedding($vocab, 32) position_embedding repeat(2, res(layernorm(bias=0) attention(4, bias=0, dropout=10)) res(layernorm(bias=0) linear(64, bias=0) gelu linear(32, bias=0))) layernorm(bias=0) lm_head($vocab)"
-printf '%s\n' "[run]" "seed = 3" "out_dir = run" "[data]" "path = data" "block_size = 16" "[model]" "layers = $layers" \
+printf '%s\n' "[run]" "seed = 3" "out_dir = run" "[data]" "path = data" "[model]" "block_size = 16" "layers = $layers" \
   "[train]" "global_batch = 8" "steps = 40" "log_every = 10" "eval_every = 0" "tensorboard = false" \
   "[optim]" "name = adamw" "lr = 3e-3" "weight_decay = 0.1" "weight_decay_1d = false" "clip_norm = 1.0" \
   "[checkpoint]" "every_steps = 20" "keep = 5" >gpt.ini
@@ -68,12 +69,34 @@ mkbad tok sentencepiece "[0, 1] * 100"
 expect_error "an unknown tokenizer" "unknown tokenizer 'sentencepiece'" run 1 --set data.path=bad-tok --dry-run
 mkbad short char "[0, 1, 2] * 30"
 expect_error "a split shorter than one batch of windows" "global_batch" run 1 --set data.path=bad-short --dry-run
-expect_error "no block_size" "block_size is not set" run 1 --set data.block_size=0 --dry-run
+expect_error "no block_size" "block_size is not set" run 1 --set model.block_size=0 --dry-run
+out=$(run 1 --set data.block_size=16 --dry-run 2>&1)
+check "the old [data] block_size still works, with a warning naming [model] block_size" \
+  grep -q "\[data\] block_size is now called \[model\] block_size" <<<"$out"
+
+row() { awk -F, -v s="$2" '$1 == s {print $4}' "$1/metrics.csv"; }
+# [model] arch = gpt builds the network its layers string writes: the same losses and parameters
+# (a layers string with other std would give other values: the check can fail).
+gpt=(--set model.layers= --set model.arch=gpt --set model.n_layer=2 --set model.n_head=4 --set model.n_embd=32
+  --set model.bias=false --set model.dropout=0.1)
+spelled="embedding($vocab, 32) position_embedding dropout(10) repeat(2, res(layernorm(bias=0) attention(4, bias=0, dropout=10, proj_std=0.01) dropout(10)) res(layernorm(bias=0) linear(128, bias=0) gelu linear(32, bias=0, std=0.01) dropout(10))) layernorm(bias=0) lm_head($vocab)"
+short=(--set train.steps=4 --set train.log_every=1 --set checkpoint.every_steps=4 --set checkpoint.resume=none)
+run 1 "${gpt[@]}" "${short[@]}" --set run.out_dir=arch >arch.log 2>&1
+run 1 --set "model.layers=$spelled" "${short[@]}" --set run.out_dir=spelled >spelled.log 2>&1
+check "arch = gpt trains (loss at step 4: $(row arch 4))" test -n "$(row arch 4)"
+check "... with the losses of its layers string ($(row spelled 4))" \
+  test "$(cut -d, -f4 arch/metrics.csv)" = "$(cut -d, -f4 spelled/metrics.csv)"
+check "... and the same parameters" h5diff -q arch/checkpoints/ckpt-00000004.h5 spelled/checkpoints/ckpt-00000004.h5 /model /model
+expect_error "arch = gpt with a layers string too" "leave \[model\] layers out" run 1 --set model.arch=gpt --dry-run
+expect_error "n_embd not a multiple of n_head" "does not divide into n_head = 5 heads" \
+  run 1 "${gpt[@]}" --set model.n_head=5 --dry-run
+expect_error "vocab_size against the dataset's" "vocab_size = 7, but the dataset's vocabulary has $vocab tokens" \
+  run 1 "${gpt[@]}" --set model.vocab_size=7 --dry-run
+expect_error "a dimension without arch" "set \[model\] arch = gpt" run 1 --set model.n_layer=2 --dry-run
 
 # Training, exact and elastic resume.
 run 1 >a.log 2>&1
 check "a 40-step run" test -f run/checkpoints/ckpt-00000040.h5
-row() { awk -F, -v s="$2" '$1 == s {print $4}' "$1/metrics.csv"; }
 for d in resumed elastic; do
   cp -r run $d && rm $d/checkpoints/ckpt-00000040.h5 && echo ckpt-00000020.h5 >$d/checkpoints/latest
 done

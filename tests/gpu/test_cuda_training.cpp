@@ -103,7 +103,7 @@ TEST_F(CudaTraining, GptStepsMatchTheCpu) {
       "linear(64) gelu dropout(10) linear(16))) layernorm(bias=0) lm_head(11)";
   auto gpt = [&](const char* device) {
     Config c = config(root, device, layers, "", "weight_decay = 0.1\nweight_decay_1d = false\n", "adamw");
-    c.data.block_size = 8;
+    c.model.block_size = 8;
     return c;
   };
   Session on_cpu(gpt("cpu"), index), on_gpu(gpt("cuda"), index);
@@ -127,7 +127,7 @@ TEST_F(CudaTraining, RecomputeBlocksGivesTheSameBits) {
   for (const bool graphs : {false, true}) {
     auto make = [&](Recompute r) {
       Config c = config(root, "cuda", layers, graphs ? "cuda_graphs = true\n" : "", "", "adamw");
-      c.data.block_size = 8;
+      c.model.block_size = 8;
       c.train.recompute = r;
       return c;
     };
@@ -157,7 +157,7 @@ TEST_F(CudaTraining, SixteenBitStepsMatchTheCpu) {
         Config c =
             config(is_gpt ? root : root_, device, is_gpt ? gpt : "flatten dense(32) relu dense(16) gelu dense(7)", run,
                    is_gpt ? "weight_decay = 0.1\n" : "", is_gpt ? "adamw" : "sgd");
-        if (is_gpt) c.data.block_size = 8;
+        if (is_gpt) c.model.block_size = 8;
         return c;
       };
       const DatasetIndex& index = is_gpt ? tokens : index_;

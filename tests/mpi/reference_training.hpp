@@ -51,7 +51,7 @@ inline std::string make_synthetic_dataset(const std::string& tag) {
 }
 
 // A GPT with dropout in its attention and its MLP, the head tied to the embedding, for the token
-// dataset below (vocabulary 11, [data] block_size = 8).
+// dataset below (vocabulary 11, [model] block_size = 8).
 inline const char* const kTinyGpt =
     "embedding(11, 8) position_embedding res(layernorm attention(2, dropout=20)) res(layernorm linear(16) gelu "
     "dropout(10) linear(8)) layernorm(bias=0) lm_head(11)";

@@ -109,7 +109,7 @@ TEST(Pipeline, GptBlocksOverStagesWithATiedHeadMatchOneProcess) {
     for (const int run : {0, 1, 2}) {  // K = 1, K = 2, K = 2 with [train] recompute = blocks
       const int micro = run == 0 ? 1 : 2;
       Config cfg = pipeline_config(root, gpt, stages, micro, "1f1b");
-      cfg.data.block_size = 8;
+      cfg.model.block_size = 8;
       if (run == 2) cfg.train.recompute = Recompute::blocks;
       cfg.optim.clip_norm = 0.5;  // the global norm counts the tied gradient once
       Runtime rt(cfg);

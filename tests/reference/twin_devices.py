@@ -46,7 +46,7 @@ class OneDevice(TorchFunctionMode):
 
 def deck_layers(name, vocab):
     s = hpctrain_torch.deck_settings(open(os.path.join(src, "inputs", name)).read())
-    return s["model.layers"].replace("(65", "(%d" % vocab), int(s.get("data.block_size", 0))
+    return s["model.layers"].replace("(65", "(%d" % vocab), hpctrain_torch.block_size_of(s)
 
 
 def check(layers, shape, make_input, backward=True):

@@ -53,7 +53,7 @@ TEST(Config, EmptyFileGivesDocumentedDefaults) {
   // Every schema key but the old names is resolved, from its default.
   std::size_t current = 0;
   for (const auto& k : config_schema()) current += k.renamed_to.empty() ? 1 : 0;
-  EXPECT_EQ(current + 2, config_schema().size());  // model_parallel, schedule
+  EXPECT_EQ(current + 3, config_schema().size());  // model_parallel, schedule, data.block_size
   EXPECT_EQ(c.resolved.size(), current);
   for (const auto& k : c.resolved) EXPECT_EQ(k.source, "default") << k.name;
 }

@@ -24,7 +24,7 @@ a = p.parse_args()
 torch.set_num_threads(a.threads)
 ini = configparser.ConfigParser(inline_comment_prefixes=("#",))
 ini.read(a.deck)
-layers, t = ini["model"]["layers"], int(ini["data"]["block_size"])
+layers, t = ini["model"]["layers"], int(ini["model"].get("block_size") or ini["data"]["block_size"])
 batch = a.batch or int(ini["train"]["global_batch"])
 model = hpctrain_torch.build(layers, t).to(a.device)
 vocab = [pos[0] for kind, pos, _, _ in hpctrain_torch.parse(layers) if kind == "embedding"][0]

@@ -55,12 +55,20 @@ struct DataConfig {
   int prefetch = 2;
   std::uint64_t cache_bytes = 2ull << 30;
   int decode_threads = 0;  // chunk cache: threads inflating compressed chunks (0 = automatic)
-  long block_size = 0;     // token datasets: window length T
   int chunk_window = 16;   // chunks shuffled together in shuffle = chunk
 };
 
+// [model] arch: the network as a layers string, or a typed architecture (model/arch.hpp).
+enum class Arch { layers, gpt };
+
 struct ModelConfig {
-  std::string layers;
+  std::string layers;  // arch = gpt: filled from the dimensions once the dataset is known (app)
+  Arch arch = Arch::layers;
+  long n_layer = 0, n_head = 0, n_embd = 0;
+  long vocab_size = 0;  // 0 = auto: the token dataset's vocabulary
+  bool bias = true, tie_embeddings = true;
+  double dropout = 0;   // a whole percent: 0.2 = dropout(20)
+  long block_size = 0;  // token datasets: the context, window length T
   std::string groups = "auto";
   long vocab_multiple = 1;  // embedding / lm_head rows padded to a multiple (layers/registry.hpp)
 };
@@ -138,7 +146,7 @@ struct CheckpointConfig {
 struct ResolvedKey {
   std::string name;    // "section.key"
   std::string value;   // canonical text
-  std::string source;  // "default", "file" or "--set"
+  std::string source;  // "default", "file", "--set" (or "arch = gpt": model.layers)
 };
 
 struct Config {

@@ -95,7 +95,7 @@ std::string check_values(const SplitIndex& split, std::size_t first, std::size_t
 // Collective over `comm`: rank 0 scans, the index is broadcast, every rank
 // checks the values of its share of the shards; any problem is a bad_input
 // error raised identically on every rank.
-// block_size: [data] block_size, the window length of a token dataset (0: none given).
+// block_size: [model] block_size, the window length of a token dataset (0: none given).
 DatasetIndex load_dataset_index(Communicator& comm, const std::string& root, std::int64_t block_size = 0);
 
 // A table of the splits (shards, samples, shape, dtype, labels, normalization).

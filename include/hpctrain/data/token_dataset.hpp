@@ -2,7 +2,7 @@
 // 1-D stream /tokens (uint8, uint16 or uint32: the smallest that fits the vocabulary) and root
 // attributes format = "hpctrain-tokens", version = 1, tokenizer ("byte" | "char"), vocab_size
 // and, for "char", vocabulary (the characters in id order, UTF-8). A split is its shards' streams
-// one after the other. With [data] block_size = T its samples are windows of T + 1 tokens: the
+// one after the other. With [model] block_size = T its samples are windows of T + 1 tokens: the
 // first T are the input, the last T the targets (every position predicts the next token).
 //
 // Window positions. Training, epoch e: the windows of a grid with stride T shifted by

@@ -166,8 +166,13 @@ class Trainer {
   std::map<std::string, std::unique_ptr<Reader>> eval_readers_;  // per split, made on first use (collective)
 };
 
+// `cfg` with [model] layers built from [model] arch (model/arch.hpp) against the training split:
+// vocab_size = auto is its vocabulary, a number must equal it. cfg itself for arch = layers.
+// bad_input when the split is not a token dataset or the sizes differ.
+Config with_architecture(const Config& cfg, const SplitIndex& train);
+
 // Collective, for --generate without the dataset: the token "dataset" the checkpoint
-// [checkpoint] resume selects implies (its tokenizer and vocabulary, [data] block_size windows).
+// [checkpoint] resume selects implies (its tokenizer and vocabulary, [model] block_size windows).
 // bad_input when there is no checkpoint or it holds no tokenizer.
 DatasetIndex generation_index(const Config& cfg, Runtime& rt);
 

@@ -1,0 +1,49 @@
+// Typed architectures (model/arch.hpp): arch = gpt builds the layers string the example decks
+// write by hand, character for character, so it is the same network (tests/e2e/gpt.sh trains both
+// and compares losses and parameters). Stated criterion: the baby GPT of inputs/shakespeare_gpt.ini
+// and the GPU deck of inputs/shakespeare_gpt_gpu.ini; biases and an untied head spelled as the
+// layers take them.
+#include <gtest/gtest.h>
+
+#include "hpctrain/model/arch.hpp"
+
+using namespace hpctrain;
+
+TEST(Arch, GptIsTheBabyDecksLayersString) {
+  GptDims d;
+  d.n_layer = 4;
+  d.n_head = 4;
+  d.n_embd = 128;
+  d.vocab_size = 65;
+  d.bias = false;
+  EXPECT_EQ(gpt_layers(d),
+            "embedding(65, 128) position_embedding repeat(4, res(layernorm(bias=0) attention(4, bias=0, "
+            "proj_std=0.0070711)) res(layernorm(bias=0) linear(512, bias=0) gelu linear(128, bias=0, std=0.0070711))) "
+            "layernorm(bias=0) lm_head(65)");
+}
+
+TEST(Arch, GptIsTheGpuDecksLayersString) {
+  GptDims d;
+  d.n_layer = 6;
+  d.n_head = 6;
+  d.n_embd = 384;
+  d.vocab_size = 65;
+  d.bias = false;
+  d.dropout_percent = 20;
+  EXPECT_EQ(gpt_layers(d),
+            "embedding(65, 384) position_embedding dropout(20) repeat(6, res(layernorm(bias=0) attention(6, bias=0, "
+            "dropout=20, proj_std=0.0057735) dropout(20)) res(layernorm(bias=0) linear(1536, bias=0) gelu linear(384, "
+            "bias=0, std=0.0057735) dropout(20))) layernorm(bias=0) lm_head(65)");
+}
+
+TEST(Arch, GptWithBiasesAndAnUntiedHead) {
+  GptDims d;
+  d.n_layer = 2;
+  d.n_head = 2;
+  d.n_embd = 8;
+  d.vocab_size = 11;
+  d.tie_embeddings = false;
+  EXPECT_EQ(gpt_layers(d),
+            "embedding(11, 8) position_embedding repeat(2, res(layernorm attention(2, proj_std=0.01)) res(layernorm "
+            "linear(32) gelu linear(8, std=0.01))) layernorm lm_head(11, tie=0)");
+}

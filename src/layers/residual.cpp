@@ -93,6 +93,7 @@ class Residual final : public Layer {
       const Tensor in = j == 0 ? x : output(j - 1, rows, x.device(), 4), out = output(j, rows, x.device(), 5);
       hand_views(j);
       inner_[j]->backward(in, out, d, din);
+      drop_views(j);
       d = din;
     }
     if (checkpointed) inner_ctx_.saved->clear();
@@ -130,6 +131,7 @@ class Residual final : public Layer {
         StepArena::Scope scope(inner_ctx_.arena);
         hand_views(j);
         inner_[j]->forward(prev, out);
+        drop_views(j);
       }
       if (sixteen_bit_run()) {
         round_to_precision(out, inner_ctx_.precision);
@@ -167,6 +169,12 @@ class Residual final : public Layer {
     v.grads.assign(all.grads.begin() + begin, all.grads.begin() + end);
     v.layer = inner_[j].get();
     inner_ctx_.params = &v;
+  }
+  // After the call: the views may be copies in the arena (bf16/fp16), whose handles must not
+  // outlive the call (a handle keeps a regrown arena's old buffer alive).
+  void drop_views(std::size_t j) {
+    inner_views_[j].params.clear();
+    inner_views_[j].grads.clear();
   }
   // Refreshes the inner layers' context from the block's; whether this call is checkpointed
   // ([train] recompute = blocks, outside another checkpointed block; evaluating too, so an

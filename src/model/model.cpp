@@ -295,6 +295,8 @@ const Tensor& Model::forward(const Tensor& x, const std::function<void(std::size
       StepArena::Scope scope(&arena_);
       ctx_.params = &call_params(i);
       layers_[i]->forward(in, out);
+      call_.params
+          .clear();  // (no handle of the arena's may outlive the call: it would keep a regrown buffer's old one)
     }
     if (release) release(i);
     if (!compact) continue;
@@ -325,6 +327,7 @@ void Model::backward(const Tensor& x, const Tensor& dout, const std::function<vo
       const Tensor in = i == 0 ? x : held(i), out = held(i + 1);
       ctx_.params = &call_params(i);
       layers_[i]->backward(in, out, grads_act_[i + 1], dx);
+      call_.params.clear();
     }
     if (precision_ != Precision::fp32 && dx.defined()) round_to_precision(dx, precision_);
     if (layer_done) layer_done(i);

@@ -334,18 +334,22 @@ RunSummary Trainer::summarize(const Progress& p, const Checkpointer& checkpointe
   s.rank_hours = s.wall_s * s.ranks / 3600.0;
   s.price_per_device_hour = cfg_.run.price_per_device_hour;
   // Per-rank facts: step time (stragglers) and peak memory.
-  double facts[5] = {p.step_seconds, static_cast<double>(alloc_.peak()),
+  double facts[6] = {p.step_seconds,
+                     static_cast<double>(alloc_.peak()),
                      static_cast<double>(opt_->state().numel()) * sizeof(float),
-                     static_cast<double>(model_->saved_bytes()), static_cast<double>(model_->activation_bytes())},
-         lo[5], hi[5];
-  rt_.world().allreduce(facts, lo, 5, DType::f64, ReduceOp::min);
-  rt_.world().allreduce(facts, hi, 5, DType::f64, ReduceOp::max);
+                     static_cast<double>(model_->saved_bytes()),
+                     static_cast<double>(model_->activation_bytes()),
+                     static_cast<double>(model_->arena_high_water()) * sizeof(float)},
+         lo[6], hi[6];
+  rt_.world().allreduce(facts, lo, 6, DType::f64, ReduceOp::min);
+  rt_.world().allreduce(facts, hi, 6, DType::f64, ReduceOp::max);
   s.step_time_s_min = lo[0];
   s.step_time_s_max = hi[0];
   s.peak_bytes_per_rank = hi[1];
   s.optimizer_state_bytes_per_rank = hi[2];
   s.saved_bytes_per_rank = hi[3];
   s.activation_bytes_per_rank = hi[4];
+  s.scratch_bytes_per_rank = hi[5];
   s.shard_optimizer = averager_->sharded();
   for (const ParamInfo& info : model_->all_param_info()) s.parameters += numel(info.shape);
   double timed_s = p.timed_s;

@@ -34,7 +34,13 @@ trap 'rm -rf "$tmp"' EXIT
 run() {  # trainer deck recompute label precision extra...
   local trainer=$1 deck=$2 rc=$3 label=$4 prec=$5 out=$tmp/run
   shift 5
-  local args=("$root/inputs/$deck" --set "data.path=$tmp/data" --set "train.steps=$steps" --set "run.out_dir=$out"
+  local ini=$root/inputs/$deck
+  if [ "$rc" = old ]; then  # a build from before [model] block_size (2026-12-02) reads it in [data]
+    ini=$tmp/old-$deck
+    sed 's/^\[data\]$/[data]\n'"$(grep '^block_size' "$root/inputs/$deck")"'/; /^\[model\]$/,/^\[/{/^block_size/d}' \
+      "$root/inputs/$deck" >"$ini"
+  fi
+  local args=("$ini" --set "data.path=$tmp/data" --set "train.steps=$steps" --set "run.out_dir=$out"
     --set checkpoint.resume=none --set checkpoint.every_steps=0 --set train.eval_every=0 --set train.log_every=1000
     --set checkpoint.every_epochs=0 --set "run.precision=$prec" "$@")
   [ "$rc" = old ] || args+=(--set "train.recompute=$rc")

@@ -336,7 +336,8 @@ int run_trainer(int argc, char** argv) {
       log0(md.substr(0, md.size() - 1));  // log0 ends the line
       return 0;
     }
-    const Config cfg = load_config(MPI_COMM_WORLD, cli.config_path, cli.sets);
+    Config cfg = load_config(MPI_COMM_WORLD, cli.config_path, cli.sets);
+    cfg.faults = faults_from_environment(process_environment());  // (tests: docs/testing.md)
     for (const std::string& w : cfg.warnings) log0("warning: " + w);
     if (cli.print_ini) {
       const std::string ini = effective_ini(cfg);

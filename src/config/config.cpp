@@ -126,6 +126,42 @@ EnvLookup process_environment() {
   };
 }
 
+Faults faults_from_environment(const EnvLookup& env) {
+  // `text` as a whole number >= 0 (all of it), or bad_input quoting the variable's whole value.
+  auto integer = [](const char* var, const std::string& text, const std::string& value, const char* expected) {
+    try {
+      std::size_t used = 0;
+      const long long v = std::stoll(text, &used);
+      if (v >= 0 && used == text.size()) return static_cast<std::int64_t>(v);
+    } catch (const std::exception&) {
+    }
+    throw bad_input(std::string(var) + "='" + value + "': expected " + expected);
+  };
+  auto number = [&](const char* var) -> std::optional<std::int64_t> {
+    const auto v = env(var);
+    if (!v) return std::nullopt;
+    return integer(var, *v, *v, "a whole number >= 0");
+  };
+  auto at = [&](const char* var) {
+    Faults::At a;
+    const auto v = env(var);
+    if (!v) return a;
+    const auto colon = v->find(':');
+    if (colon == std::string::npos) throw bad_input(std::string(var) + "='" + *v + "': expected RANK:STEP");
+    a.rank = static_cast<int>(integer(var, v->substr(0, colon), *v, "RANK:STEP"));
+    a.step = integer(var, v->substr(colon + 1), *v, "RANK:STEP");
+    return a;
+  };
+  Faults f;
+  f.signal = at("HPCTRAIN_TEST_SIGNAL");
+  f.stall = at("HPCTRAIN_TEST_STALL");
+  f.fail_write = number("HPCTRAIN_TEST_FAIL_WRITE").value_or(-1);
+  f.fail_checkpoint = number("HPCTRAIN_TEST_FAIL_CHECKPOINT").value_or(-1);
+  f.no_flock = env("HPCTRAIN_TEST_NO_FLOCK").has_value();
+  if (const auto n = number("HPCTRAIN_TEST_FREE_BYTES")) f.free_bytes = static_cast<std::uint64_t>(*n);
+  return f;
+}
+
 std::string read_text_file(const std::string& path, const std::string& what) {
   std::ifstream in(path, std::ios::binary);
   if (!in) throw bad_input(what + " '" + path + "' cannot be read: " + std::strerror(errno));

@@ -213,7 +213,7 @@ namespace {
 // `guard` (the HDF5 lock, held) is released and taken again between datasets.
 void write_contents(hid_t root, const CheckpointInfo& info, const std::vector<CheckpointTensor>& tensors,
                     const std::vector<std::pair<std::string, std::string>>& groups, const WriterPlace& place, int rank,
-                    int size, const double rank_sums[3], std::unique_lock<std::mutex>& guard);
+                    int size, const IntervalSums& rank_sums, std::unique_lock<std::mutex>& guard);
 }  // namespace
 
 std::uint64_t preferred_alignment(const std::string& dir) {
@@ -225,7 +225,7 @@ std::uint64_t preferred_alignment(const std::string& dir) {
 double write_checkpoint(Communicator& comm, const std::string& path, const CheckpointInfo& given,
                         const std::vector<CheckpointTensor>& tensors,
                         const std::vector<std::pair<std::string, std::string>>& groups, const WriterPlace& place,
-                        const double rank_sums[3], const FileTuning& tuning) {
+                        const IntervalSums& rank_sums, const FileTuning& tuning) {
   const auto t0 = std::chrono::steady_clock::now();
   const int rank = comm.rank(), size = comm.size();
   // Attributes are collective in parallel HDF5: every rank writes rank 0's.
@@ -291,7 +291,7 @@ double write_checkpoint(Communicator& comm, const std::string& path, const Check
 namespace {
 void write_contents(hid_t root, const CheckpointInfo& info, const std::vector<CheckpointTensor>& tensors,
                     const std::vector<std::pair<std::string, std::string>>& groups, const WriterPlace& place, int rank,
-                    int size, const double rank_sums[3], std::unique_lock<std::mutex>& guard) {
+                    int size, const IntervalSums& rank_sums, std::unique_lock<std::mutex>& guard) {
   h5::write_string_attribute(root, "format", kCheckpointFormat);
   h5::write_int_attribute(root, "format_version", kCheckpointVersion);
   visit_fields(info, [&](const char* name, const auto& field, bool) { write_attribute(root, name, field); });
@@ -325,7 +325,7 @@ void write_contents(hid_t root, const CheckpointInfo& info, const std::vector<Ch
     const hsize_t start[2] = {static_cast<hsize_t>(rank), 0};
     CHECK_H5(H5Sselect_hyperslab(space.get(), H5S_SELECT_SET, start, nullptr, one, nullptr));
     h5::Id mem(CHECK_H5(H5Screate_simple(2, one, nullptr)));
-    CHECK_H5(H5Dwrite(dset.get(), H5T_NATIVE_DOUBLE, mem.get(), space.get(), dxpl.get(), rank_sums));
+    CHECK_H5(H5Dwrite(dset.get(), H5T_NATIVE_DOUBLE, mem.get(), space.get(), dxpl.get(), &rank_sums.loss));
   }
 }
 }  // namespace
@@ -588,7 +588,6 @@ CheckpointInfo decode_info(const std::string& text) {
 }
 
 std::uint64_t free_bytes(const std::string& dir) {
-  if (const char* t = std::getenv("HPCTRAIN_TEST_FREE_BYTES")) return std::strtoull(t, nullptr, 10);
   struct statvfs v {};
   if (statvfs(dir.c_str(), &v) != 0) return 0;
   return static_cast<std::uint64_t>(v.f_bavail) * static_cast<std::uint64_t>(v.f_frsize);

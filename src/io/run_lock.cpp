@@ -62,7 +62,7 @@ std::string batch_job() {
   return "";
 }
 
-DirectoryLock::DirectoryLock(const std::string& dir, const std::string& what, double stale_s) {
+DirectoryLock::DirectoryLock(const std::string& dir, const std::string& what, double stale_s, bool use_flock) {
   std::error_code ec;
   fs::create_directories(dir, ec);
   if (ec) throw bad_input(what + " '" + dir + "' cannot be created: " + ec.message());
@@ -71,7 +71,7 @@ DirectoryLock::DirectoryLock(const std::string& dir, const std::string& what, do
   for (int attempt = 0; attempt < 10; ++attempt) {
     fd_ = ::open(path_.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
     if (fd_ < 0) throw bad_input(what + " '" + dir + "': cannot create its lock file (" + std::strerror(errno) + ")");
-    kernel_ = std::getenv("HPCTRAIN_TEST_NO_FLOCK") == nullptr;  // (tests: a file system without flock)
+    kernel_ = use_flock;
     bool held = false;
     if (kernel_ && ::flock(fd_, LOCK_EX | LOCK_NB) != 0) {
       if (errno == EWOULDBLOCK)

@@ -97,7 +97,7 @@ void Checkpointer::plan_state_writes_once() {
   planned_ = true;
 }
 
-std::unique_ptr<Checkpointer::Job> Checkpointer::prepare(const TrainState& progress, const double interval_sums[3],
+std::unique_ptr<Checkpointer::Job> Checkpointer::prepare(const TrainState& progress, const IntervalSums& interval_sums,
                                                          bool copy) {
   const Mesh& g = rt_.mesh();
   // The previous checkpoint's host buffers are reused (no allocation, no page faults per checkpoint).
@@ -158,7 +158,7 @@ std::unique_ptr<Checkpointer::Job> Checkpointer::prepare(const TrainState& progr
     }
   }
   job->list = tensors(params, state, copy ? &buffers : nullptr);
-  for (int k = 0; k < 3; ++k) job->sums[k] = interval_sums[k];
+  job->sums = interval_sums;
   for (const auto& t : job->list) job->bytes += static_cast<double>(numel(t.shape)) * sizeof(float);
   return job;
 }
@@ -167,9 +167,9 @@ double Checkpointer::write(const Job& job, Communicator& comm) {
   double s = 0;
   std::string local_error;  // a failed write (disk full, I/O error) on this rank
   try {
-    // Test hook: HPCTRAIN_TEST_FAIL_WRITE=STEP fails this checkpoint's write on every rank as a
-    // full disk would, after the partial file exists (docs/testing.md).
-    if (const char* f = std::getenv("HPCTRAIN_TEST_FAIL_WRITE"); f && std::atoll(f) == job.step) {
+    // Injected fault (Config::faults): this checkpoint's write fails on every rank as a full disk
+    // would, after the partial file exists (docs/testing.md).
+    if (cfg_.faults.fail_write == job.step) {
       std::ofstream(job.partial) << "partial";
       throw std::runtime_error("injected write failure (HPCTRAIN_TEST_FAIL_WRITE)");
     }
@@ -181,9 +181,9 @@ double Checkpointer::write(const Job& job, Communicator& comm) {
   comm.allreduce(&failed, &failed, 1, DType::i32, ReduceOp::max);
   if (failed) throw Error(ExitCode::checkpoint_failed, Scope::this_rank, local_error);
   comm.barrier();  // every rank has closed the file (watched: a rank stuck in the write ends the job)
-  // Test hook: HPCTRAIN_TEST_FAIL_CHECKPOINT=STEP fails this checkpoint after writing, before
-  // the rename, as a crash there would: the previous checkpoint must stay the newest.
-  if (const char* f = std::getenv("HPCTRAIN_TEST_FAIL_CHECKPOINT"); f && std::atoll(f) == job.step)
+  // Injected fault: this checkpoint fails after writing, before the rename, as a crash there
+  // would: the previous checkpoint must stay the newest.
+  if (cfg_.faults.fail_checkpoint == job.step)
     throw Error(ExitCode::internal, Scope::this_rank, "injected failure before completing " + job.name);
   std::string error;
   if (comm.rank() == 0) {
@@ -210,12 +210,12 @@ void Checkpointer::report(const Job& job, double s, double stall) {
   log0(line);
 }
 
-std::string Checkpointer::save(const TrainState& progress, const double interval_sums[3]) {
+std::string Checkpointer::save(const TrainState& progress, const IntervalSums& interval_sums) {
   const auto t0 = std::chrono::steady_clock::now();
   finish_async();  // at most one write in flight: the previous one completes (or fails) first
   std::unique_ptr<Job> job = prepare(progress, interval_sums, async_comm_ != nullptr);
   if (cfg_.checkpoint.space_check != "off") {  // a checkpoint that cannot fit is not started
-    int short_of_space = rt_.mesh().world_rank() == 0 && free_bytes(cfg_.checkpoint.dir) < estimated_bytes() ? 1 : 0;
+    int short_of_space = rt_.mesh().world_rank() == 0 && free_space(cfg_.checkpoint.dir) < estimated_bytes() ? 1 : 0;
     rt_.world().broadcast(&short_of_space, 1, DType::i32, 0);
     if (short_of_space) fail(progress.step, job->partial, "");
   }
@@ -261,6 +261,10 @@ void Checkpointer::finish_async() {
   spare_ = std::move(job);  // its buffers serve the next checkpoint
 }
 
+std::uint64_t Checkpointer::free_space(const std::string& dir) const {
+  return cfg_.faults.free_bytes ? *cfg_.faults.free_bytes : free_bytes(dir);
+}
+
 std::uint64_t Checkpointer::estimated_bytes() const {
   std::uint64_t floats = 0, datasets = 0;
   for (const ParamInfo& p : model_.all_param_info()) {
@@ -285,7 +289,7 @@ void Checkpointer::check_space() const {
       const auto n = fs::file_size(fs::path(cfg_.checkpoint.dir) / c, ec);
       if (!ec) older += n;
     }
-    const std::uint64_t free = free_bytes(cfg_.checkpoint.dir);
+    const std::uint64_t free = free_space(cfg_.checkpoint.dir);
     if (free + older >= need) return std::vector<std::string>{};
     const std::string line = "[checkpoint] dir '" + cfg_.checkpoint.dir + "' has room for " +
                              std::to_string((free + older) / std::max<std::uint64_t>(one, 1)) +
@@ -310,7 +314,7 @@ void Checkpointer::fail(std::int64_t step, const std::string& partial, const std
     std::error_code ec;
     fs::remove(partial, ec);
     const std::string dir = cfg_.checkpoint.dir;
-    const std::uint64_t free = free_bytes(dir), need = estimated_bytes();
+    const std::uint64_t free = free_space(dir), need = estimated_bytes();
     std::string newest = find_latest_checkpoint(dir);
     newest = newest.empty() ? "there is no complete checkpoint"
                             : "the newest complete checkpoint is " + fs::path(newest).filename().string();

@@ -164,7 +164,7 @@ void Checkpointer::read_model(const CheckpointFile& file) {
   model_.sync_buffers(false);  // device copies of the buffers follow the loaded values
 }
 
-CheckpointInfo Checkpointer::load(const std::string& path, double interval_sums[3]) {
+CheckpointInfo Checkpointer::load(const std::string& path, IntervalSums& interval_sums) {
   const Mesh& g = rt_.mesh();
   // Every rank opens the file and reads what it holds, each by its own hyperslabs: its stage's
   // parameters and buffers, the optimizer state of the elements it updates (its shard with
@@ -198,16 +198,21 @@ CheckpointInfo Checkpointer::load(const std::string& path, double interval_sums[
   // stage's sums count: Trainer::sum_over_replicas), the first replica's.
   const int rows = static_cast<int>(sums.size() / 3);
   const int me = g.world_rank();
-  for (int j = 0; j < 3; ++j) interval_sums[j] = 0;
+  interval_sums = IntervalSums{};
   const bool same_mesh =
       rows == g.shape().world() && info.run.dp == g.size(MeshDim::dp) && info.run.pp == g.size(MeshDim::pp);
   MeshCoords carrier;  // the last stage of the first replica
   carrier[MeshDim::pp] = g.size(MeshDim::pp) - 1;
+  auto add_row = [&](int r) {
+    const auto at = static_cast<std::size_t>(r) * 3;
+    interval_sums.loss += sums[at];
+    interval_sums.correct += sums[at + 1];
+    interval_sums.samples += sums[at + 2];
+  };
   if (same_mesh)
-    for (int j = 0; j < 3; ++j) interval_sums[j] = sums[static_cast<std::size_t>(me * 3 + j)];
+    add_row(me);
   else if (me == mesh_world_rank(carrier, g.shape()))
-    for (int r = 0; r < rows; ++r)
-      for (int j = 0; j < 3; ++j) interval_sums[j] += sums[static_cast<std::size_t>(r * 3 + j)];
+    for (int r = 0; r < rows; ++r) add_row(r);
   if (g.world_rank() == 0) {
     std::istringstream w(warnings);
     for (std::string line; std::getline(w, line);)

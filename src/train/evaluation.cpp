@@ -36,7 +36,7 @@ EvalResult Trainer::evaluate(const SplitIndex& split) {
   }
   Reader& reader = *slot;
   const std::int64_t b = rt_.per_rank_batch();
-  double sums[3] = {0, 0, 0};  // loss sum, correct, samples
+  IntervalSums sums;
   for (std::int64_t n = 0; n < reader.eval_batches(b); ++n) {
     const Batch batch = reader.eval_batch(b, n);
     model_->set_batch(batch.size);
@@ -51,15 +51,15 @@ EvalResult Trainer::evaluate(const SplitIndex& split) {
     fill(eval_scalars_, 0.f);
     executor_->forward(batch.size, MicroBatch{x, t}, &eval_scalars_);
     const auto h = step_scalars::to_host(eval_scalars_);  // per batch: the sums stay in double
-    sums[0] += h[step_scalars::loss_sum];
-    sums[1] += h[step_scalars::correct];
-    sums[2] += h[step_scalars::samples];
+    sums.loss += h[step_scalars::loss_sum];
+    sums.correct += h[step_scalars::correct];
+    sums.samples += h[step_scalars::samples];
   }
-  sum_over_replicas(sums, 3);  // exact: sums of per-sample terms, counts in doubles
+  sum_over_replicas(sums);  // exact: sums of per-sample terms, counts in doubles
   EvalResult r;
-  r.samples = static_cast<std::int64_t>(sums[2]);
-  r.loss = sums[2] > 0 ? sums[0] / sums[2] : 0;
-  r.accuracy = sums[2] > 0 ? sums[1] / sums[2] : 0;
+  r.samples = static_cast<std::int64_t>(sums.samples);
+  r.loss = sums.samples > 0 ? sums.loss / sums.samples : 0;
+  r.accuracy = sums.samples > 0 ? sums.correct / sums.samples : 0;
   return r;
 }
 
@@ -69,7 +69,7 @@ int Trainer::eval_only() {
   if (target.empty())
     throw bad_input("--eval-only: no checkpoint to evaluate ([checkpoint] resume = " + cfg_.checkpoint.resume +
                     (cfg_.checkpoint.resume == "auto" ? ", none complete in " + cfg_.checkpoint.dir : "") + ")");
-  double sums[3];
+  IntervalSums sums;
   const CheckpointInfo info = checkpointer.load(target, sums);
   model_->refresh_compute_parameters();
   const SplitIndex* split = index_.test ? &*index_.test : index_.val ? &*index_.val : nullptr;

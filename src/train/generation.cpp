@@ -85,7 +85,7 @@ int Trainer::generate(const SamplingOptions& o) {
   if (ids.empty()) ids.push_back(0);  // nanoGPT starts an empty prompt from token 0 too
   Checkpointer checkpointer(cfg_, rt_, host_dp(), *model_, *opt_, groups_);
   const std::string target = checkpointer.resume_target();
-  double sums[3];
+  IntervalSums sums;
   const CheckpointInfo info = checkpointer.load(target, sums);
   model_->refresh_compute_parameters();
   model_->context().training = false;

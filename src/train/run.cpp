@@ -29,11 +29,8 @@ double since(Clock::time_point t) { return std::chrono::duration<double>(Clock::
 
 const char* signal_name(int sig) { return sig == SIGTERM ? "SIGTERM" : sig == SIGUSR1 ? "SIGUSR1" : "a signal"; }
 
-// The step a "RANK:STEP" test hook in environment variable `var` names for `rank`, else -1.
-std::int64_t test_hook_step(const char* var, int rank) {
-  const char* t = std::getenv(var);
-  return t && std::atoi(t) == rank && std::strchr(t, ':') ? std::atoll(std::strchr(t, ':') + 1) : -1;
-}
+// The step an injected fault names for `rank` (Faults::At), else -1.
+std::int64_t fault_step(const Faults::At& at, int rank) { return at.rank == rank ? at.step : -1; }
 }  // namespace
 
 // The run's clocks, marks and report: what the log intervals and the summary measure against.
@@ -49,10 +46,10 @@ struct Trainer::Progress {
   std::unique_ptr<SystemMonitor> monitor;             // CPU, memory, energy and GPU figures
   std::vector<std::unique_ptr<DirectoryLock>> locks;  // rank 0: out_dir and the checkpoint dir, held to the end
   EvalResult last_eval;
-  // Test hooks ("RANK:STEP", step 1-based): HPCTRAIN_TEST_SIGNAL makes that rank act as if
-  // SIGUSR1 arrived during that step, so the tests can stop a run at a chosen point;
-  // HPCTRAIN_TEST_STALL makes it stop before that step's flag exchange, as a hung rank would (the
-  // watchdog must end the job with exit 3).
+  // Injected faults (Config::faults, 1-based steps): this rank acts as if SIGUSR1 arrived during
+  // step test_signal_step, so the tests can stop a run at a chosen point, and stops before the
+  // flag exchange of step test_stall_step, as a hung rank would (the watchdog must end the job
+  // with exit 3).
   std::int64_t test_signal_step = -1, test_stall_step = -1;
 };
 
@@ -71,7 +68,7 @@ int Trainer::run() {
   checkpointer.set_tokenizer(index_.train.tokenizer, index_.train.vocabulary);
   checkpointer.check_space();  // room for keep + 1 checkpoints, or refused (exit 2) per [checkpoint] space_check
   const std::string resume_from = checkpointer.resume_target();
-  double sums[3] = {0, 0, 0};
+  IntervalSums sums;
   const SamplerState from = resume(checkpointer, resume_from, per_epoch, sums);
   const std::int64_t first = state_.step;
   if (first >= total) {
@@ -103,8 +100,8 @@ int Trainer::run() {
   Reader reader(index_.train, rt_.node(), ro);
   reader.start(sampler, from);
   install_preemption_signals();
-  p.test_signal_step = test_hook_step("HPCTRAIN_TEST_SIGNAL", g.world_rank());
-  p.test_stall_step = test_hook_step("HPCTRAIN_TEST_STALL", g.world_rank());
+  p.test_signal_step = fault_step(cfg_.faults.signal, g.world_rank());
+  p.test_stall_step = fault_step(cfg_.faults.stall, g.world_rank());
   p.start = p.interval_start = p.last_checkpoint = Clock::now();
   p.monitor = make_monitor();
   p.first = first;
@@ -135,7 +132,7 @@ const SplitIndex* Trainer::eval_split() const {
 }
 
 SamplerState Trainer::resume(Checkpointer& checkpointer, const std::string& path, std::int64_t per_epoch,
-                             double sums[3]) {
+                             IntervalSums& sums) {
   SamplerState from{cfg_.run.seed, 0, 0};
   if (path.empty()) {  // a fresh run; fine-tuning takes its parameters from [checkpoint] init_from
     if (!cfg_.checkpoint.init_from.empty()) {
@@ -169,7 +166,7 @@ SamplerState Trainer::resume(Checkpointer& checkpointer, const std::string& path
 }
 
 int Trainer::run_step(Reader& reader, const Schedule& schedule, std::int64_t per_epoch, Progress& p,
-                      Checkpointer& checkpointer, double sums[3]) {
+                      Checkpointer& checkpointer, IntervalSums& sums) {
   const std::int64_t step = state_.step, total = schedule.total();
   // On a GPU the host runs ahead of the device: the timed steps start with the device idle and
   // end with it drained, so steady_samples_per_s counts the device's work, not the launches.
@@ -212,12 +209,12 @@ int Trainer::run_step(Reader& reader, const Schedule& schedule, std::int64_t per
   end.minutes_due = flags[1] != 0;
   const Due due = schedule.after(end);
   if (due.log) {
-    take_interval_sums(sums);
+    sums = take_interval_sums();
     log_interval(end, lr, due.eval, sums, p, reader);
   }
   if (due.checkpoint) {
     state_.train_seconds = p.before_s + since(p.start);
-    peek_interval_sums(sums);  // this rank's partial sums of the interval the checkpoint cuts
+    sums = peek_interval_sums();  // this rank's partial sums of the interval the checkpoint cuts
     settle_parameters();
     checkpointer.save(state_, sums);
     p.last_checkpoint = Clock::now();
@@ -225,14 +222,15 @@ int Trainer::run_step(Reader& reader, const Schedule& schedule, std::int64_t per
   return flags[0];
 }
 
-void Trainer::log_interval(const StepEnd& end, double lr, bool eval_now, double sums[3], Progress& p, Reader& reader) {
-  sum_over_replicas(sums, 3);
+void Trainer::log_interval(const StepEnd& end, double lr, bool eval_now, IntervalSums& sums, Progress& p,
+                           Reader& reader) {
+  sum_over_replicas(sums);
   IntervalFigures f;
   f.step = end.step + 1;
   f.epoch = end.epoch + 1;
   f.total = p.total;
-  f.loss = sums[0] / sums[2];
-  f.accuracy = sums[1] / sums[2];
+  f.loss = sums.loss / sums.samples;
+  f.accuracy = sums.correct / sums.samples;
   if (!std::isfinite(f.loss))
     throw Error(ExitCode::internal, Scope::every_rank,
                 "the training loss is not finite (" + std::to_string(f.loss) + ") at step " + std::to_string(f.step) +
@@ -240,9 +238,9 @@ void Trainer::log_interval(const StepEnd& end, double lr, bool eval_now, double 
   const double dt = std::max(since(p.interval_start), 1e-9);
   f.wall_s = since(p.start);
   const auto positions = static_cast<double>(index_.train.loss_rows());  // loss terms per sample
-  f.samples_per_s = sums[2] / positions / dt;                            // sums[2]: loss terms over all ranks
+  f.samples_per_s = sums.samples / positions / dt;                       // sums.samples: loss terms over all ranks
   if (index_.train.tokens) {
-    f.tokens_per_s = sums[2] / dt;
+    f.tokens_per_s = sums.samples / dt;
     f.perplexity = std::exp(f.loss);
   }
   f.data_wait_pct = 100 * (reader.wait_seconds() - p.wait_mark) / dt;
@@ -260,7 +258,7 @@ void Trainer::log_interval(const StepEnd& end, double lr, bool eval_now, double 
   p.report.interval(f);
   for (auto& lock : p.locks) lock->heartbeat();  // (what a file system without flock goes by)
   state_.last_loss = f.loss;
-  sums[0] = sums[1] = sums[2] = 0;
+  sums = IntervalSums{};
   p.interval_start = Clock::now();
   p.wait_mark = reader.wait_seconds();
   p.comm_mark = comm_wait_s_;
@@ -282,11 +280,12 @@ std::vector<std::unique_ptr<DirectoryLock>> Trainer::lock_directories() {
   std::string why;
   if (rt_.mesh().world_rank() == 0) {
     try {
-      locks.push_back(std::make_unique<DirectoryLock>(cfg_.run.out_dir, "[run] out_dir", cfg_.run.lock_stale_s));
+      const bool flock = !cfg_.faults.no_flock;
+      locks.push_back(std::make_unique<DirectoryLock>(cfg_.run.out_dir, "[run] out_dir", cfg_.run.lock_stale_s, flock));
       std::error_code ec;
       if (!std::filesystem::equivalent(cfg_.run.out_dir, cfg_.checkpoint.dir, ec))  // (false too when it is missing)
         locks.push_back(
-            std::make_unique<DirectoryLock>(cfg_.checkpoint.dir, "[checkpoint] dir", cfg_.run.lock_stale_s));
+            std::make_unique<DirectoryLock>(cfg_.checkpoint.dir, "[checkpoint] dir", cfg_.run.lock_stale_s, flock));
       for (const auto& l : locks)
         if (!l->note().empty()) warn(l->note());
       if (const int n = remove_partial_checkpoints(cfg_.checkpoint.dir))

@@ -218,24 +218,24 @@ void Trainer::sum_tied_gradients(double* squares) {
   for (const Range& c : model_->store().copies()) *squares -= sum_of_squares(grads.view(c.begin, {c.size()}));
 }
 
-void Trainer::take_interval_sums(double sums[3]) {
-  const auto h = step_scalars::to_host(scalars_);  // the only read of the step scalars: at log intervals
-  sums[0] = h[step_scalars::loss_sum];
-  sums[1] = h[step_scalars::correct];
-  sums[2] = h[step_scalars::samples];
+IntervalSums Trainer::take_interval_sums() {
+  const IntervalSums sums = peek_interval_sums();  // the only read of the step scalars: at log intervals
   Tensor interval = scalars_.view(0, {3});
   fill(interval, 0.f);
+  return sums;
 }
 
-void Trainer::peek_interval_sums(double sums[3]) const {
+IntervalSums Trainer::peek_interval_sums() const {
   const auto h = step_scalars::to_host(scalars_);
-  for (int i = 0; i < 3; ++i) sums[i] = h[static_cast<std::size_t>(i)];
+  return {h[step_scalars::loss_sum], h[step_scalars::correct], h[step_scalars::samples]};
 }
 
-void Trainer::set_interval_sums(const double sums[3]) {
-  for (int i = 0; i < 3; ++i) {
-    Tensor v = step_scalars::slot(scalars_, static_cast<step_scalars::Slot>(i));
-    fill(v, static_cast<float>(sums[i]));
+void Trainer::set_interval_sums(const IntervalSums& sums) {
+  for (const auto& [slot, v] :
+       {std::pair{step_scalars::loss_sum, sums.loss}, std::pair{step_scalars::correct, sums.correct},
+        std::pair{step_scalars::samples, sums.samples}}) {
+    Tensor t = step_scalars::slot(scalars_, slot);
+    fill(t, static_cast<float>(v));
   }
 }
 

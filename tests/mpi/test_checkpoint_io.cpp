@@ -50,7 +50,7 @@ void write_plain(const std::string& path, const std::vector<CheckpointTensor>& t
   CheckpointInfo info;
   info.run.world = info.run.dp = world_size();
   info.run.optimizer = "sgd";
-  const double sums[3] = {0, 0, 0};
+  const IntervalSums sums;
   write_checkpoint(*host_communicator(MPI_COMM_WORLD, "world"), path, info, tensors, {},
                    {world_rank(), world_size(), 0, 1}, sums);
 }
@@ -77,7 +77,7 @@ TEST(CheckpointIo, DisjointParallelWriteReadsBackExactly) {
   info.state.optimizer_steps = 7;
   info.run.ini = "[run]\nseed = 99\n";
   info.run.model_summary = "summary";
-  const double sums[3] = {1.0 + world_rank(), 2.0 * world_rank(), 64.0};
+  const IntervalSums sums{1.0 + world_rank(), 2.0 * world_rank(), 64.0};
   const WriterPlace place{world_rank(), world_size(), 0, 1};
   write_checkpoint(*host_communicator(MPI_COMM_WORLD, "world"), path, info, tensors, {{"model/00_dense", "dense"}},
                    place, sums);
@@ -256,7 +256,7 @@ TEST(CheckpointIo, HintsAndAlignment) {
   CheckpointInfo info;
   info.state.step = 3;
   info.run.world = world_size();
-  const double sums[3] = {0, 0, 0};
+  const IntervalSums sums;
   FileTuning tuning;
   tuning.hints = parse_key_values("romio_cb_write=enable, cb_nodes=1,striping_unit=65536");
   tuning.alignment = 65536;
@@ -317,7 +317,7 @@ TEST(CheckpointFields, EveryFieldSurvivesTheFileAndTheBroadcast) {
   const CheckpointInfo info = distinct_info();
   EXPECT_EQ(first_difference(info, decode_info(encode_info(info)), false), "");
   const std::string dir = shared_dir("hpct_ckpt_fields_");
-  const double sums[3] = {0, 0, 0};
+  const IntervalSums sums;
   write_checkpoint(*host_communicator(MPI_COMM_WORLD, "world"), dir + "/c.h5", info, {}, {},
                    {world_rank(), world_size(), 0, 1}, sums);
   if (world_rank() == 0) {
@@ -341,7 +341,7 @@ TEST(CheckpointIo, TensorsOwnedByOneStageAreWrittenByItsRanks) {
                                               {"model/01_dense/weight", {9}, mp == 1 ? b.data() : nullptr, 1}};
   CheckpointInfo info;
   info.run.pp = 2;
-  const double sums[3] = {0, 0, 0};
+  const IntervalSums sums;
   write_checkpoint(*host_communicator(MPI_COMM_WORLD, "world"), dir + "/c.h5", info, tensors, {}, {dp, dp_size, mp, 2},
                    sums);
   if (world_rank() == 0) {

@@ -248,7 +248,7 @@ TEST(ShardedOptimizer, CheckpointHoldsEveryOwnersStateExactly) {
       const Sampler sampler(sampler_options(cfg, index.train));
       testref::train_steps(trainer, cfg, rt, index, sampler, 3);
       Checkpointer checkpointer(cfg, rt, trainer.dp_comm(), trainer.model(), trainer.optimizer(), trainer.groups());
-      const double sums[3] = {0, 0, 0};
+      const IntervalSums sums;
       TrainState progress = trainer.state();
       progress.step = 10 * mp + shard;  // (a file per case)
       const std::string path = checkpointer.save(progress, sums);

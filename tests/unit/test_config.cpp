@@ -2,6 +2,9 @@
 // test per kind of error message (file, line, key, value, what is allowed).
 #include <gtest/gtest.h>
 
+#include <map>
+#include <optional>
+
 #include "hpctrain/config/config.hpp"
 #include "hpctrain/config/schema.hpp"
 #include "hpctrain/core/error.hpp"
@@ -257,4 +260,45 @@ TEST(ConfigErrors, CudaGraphsRefusalsNameTheReason) {
   EXPECT_EQ(why("conv(4,3) batchnorm relu flatten dense(2)", DeviceKind::cuda, 2, "[train]\nsync_batchnorm = false\n"),
             "");
   EXPECT_EQ(cuda_graphs_refusal(parse("[model]\nlayers = batchnorm\n"), DeviceKind::cpu, 2), "") << "off: no refusal";
+}
+
+// Injected faults (Config::faults): read from HPCTRAIN_TEST_* once, strictly; none by default.
+TEST(Faults, ReadOnceFromTheEnvironmentStrictly) {
+  std::map<std::string, std::string> vars;
+  const EnvLookup env = [&](const std::string& name) -> std::optional<std::string> {
+    const auto it = vars.find(name);
+    if (it == vars.end()) return std::nullopt;
+    return it->second;
+  };
+  const Faults none = faults_from_environment(env);
+  EXPECT_EQ(none.signal.rank, -1);
+  EXPECT_EQ(none.fail_write, -1);
+  EXPECT_FALSE(none.no_flock);
+  EXPECT_FALSE(none.free_bytes.has_value());
+  vars = {{"HPCTRAIN_TEST_SIGNAL", "1:7"},    {"HPCTRAIN_TEST_STALL", "0:3"},
+          {"HPCTRAIN_TEST_FAIL_WRITE", "20"}, {"HPCTRAIN_TEST_FAIL_CHECKPOINT", "40"},
+          {"HPCTRAIN_TEST_NO_FLOCK", ""},     {"HPCTRAIN_TEST_FREE_BYTES", "4096"}};
+  const Faults f = faults_from_environment(env);
+  EXPECT_EQ(f.signal.rank, 1);
+  EXPECT_EQ(f.signal.step, 7);
+  EXPECT_EQ(f.stall.rank, 0);
+  EXPECT_EQ(f.stall.step, 3);
+  EXPECT_EQ(f.fail_write, 20);
+  EXPECT_EQ(f.fail_checkpoint, 40);
+  EXPECT_TRUE(f.no_flock);
+  EXPECT_EQ(f.free_bytes.value_or(0), 4096u);
+  for (const auto& [var, bad] : std::vector<std::pair<std::string, std::string>>{{"HPCTRAIN_TEST_SIGNAL", "1"},
+                                                                                 {"HPCTRAIN_TEST_SIGNAL", "1:x"},
+                                                                                 {"HPCTRAIN_TEST_STALL", "a:2"},
+                                                                                 {"HPCTRAIN_TEST_FAIL_WRITE", "20s"},
+                                                                                 {"HPCTRAIN_TEST_FREE_BYTES", "-1"}}) {
+    vars = {{var, bad}};
+    try {
+      faults_from_environment(env);
+      ADD_FAILURE() << var << "=" << bad << " was accepted";
+    } catch (const Error& e) {
+      EXPECT_EQ(e.code(), ExitCode::bad_input);
+      EXPECT_NE(std::string(e.what()).find(var + "='" + bad + "'"), std::string::npos) << e.what();
+    }
+  }
 }

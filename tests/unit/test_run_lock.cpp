@@ -1,6 +1,6 @@
 // One run per directory (io/run_lock.hpp), in one process: flock locks belong to an open file,
 // so a second DirectoryLock on the same directory behaves as a second run's. Also a file system
-// without flock (HPCTRAIN_TEST_NO_FLOCK): the record and its heartbeat decide.
+// without flock (use_flock = false, as Faults::no_flock asks): the record and its heartbeat decide.
 #include <fcntl.h>
 #include <gtest/gtest.h>
 #include <sys/stat.h>
@@ -25,9 +25,9 @@ std::string fresh_dir(const char* name) {
   fs::remove_all(d);
   return d;
 }
-std::string refusal(const std::string& dir) {
+std::string refusal(const std::string& dir, bool use_flock = true) {
   try {
-    DirectoryLock again(dir, "[run] out_dir", 1800);
+    DirectoryLock again(dir, "[run] out_dir", 1800, use_flock);
   } catch (const Error& e) {
     EXPECT_EQ(e.code(), ExitCode::bad_input);
     return e.what();
@@ -74,14 +74,13 @@ TEST(DirectoryLock, ADeadRunsLockIsTakenOverWithANote) {
 TEST(DirectoryLock, WithoutFlockTheRecordAndItsHeartbeatDecide) {
   const std::string dir = fresh_dir("hpct_lock_noflock_");
   fs::create_directories(dir);
-  setenv("HPCTRAIN_TEST_NO_FLOCK", "1", 1);
   // Another host's run with a fresh heartbeat: refused.
   write_record(dir, "node7", "4242", "Slurm job 1234");
-  EXPECT_NE(refusal(dir).find("no flock on this file system"), std::string::npos);
+  EXPECT_NE(refusal(dir, false).find("no flock on this file system"), std::string::npos);
   // The same batch job (requeued, on another node): taken over at once.
   setenv("SLURM_JOB_ID", "1234", 1);
   {
-    DirectoryLock requeued(dir, "[run] out_dir", 1800);
+    DirectoryLock requeued(dir, "[run] out_dir", 1800, false);
     EXPECT_FALSE(requeued.kernel_lock());
     EXPECT_NE(requeued.note().find("this job's earlier run"), std::string::npos) << requeued.note();
   }
@@ -89,7 +88,7 @@ TEST(DirectoryLock, WithoutFlockTheRecordAndItsHeartbeatDecide) {
   // No heartbeat for an hour: taken over.
   write_record(dir, "node7", "4242", "", std::time(nullptr) - 3600);
   {
-    DirectoryLock stale(dir, "[run] out_dir", 1800);
+    DirectoryLock stale(dir, "[run] out_dir", 1800, false);
     EXPECT_NE(stale.note().find("no heartbeat for"), std::string::npos) << stale.note();
   }
   // This host, a pid that is gone: taken over.
@@ -97,10 +96,9 @@ TEST(DirectoryLock, WithoutFlockTheRecordAndItsHeartbeatDecide) {
   gethostname(host, sizeof(host) - 1);
   write_record(dir, host, "999999999", "");
   {
-    DirectoryLock gone(dir, "[run] out_dir", 1800);
+    DirectoryLock gone(dir, "[run] out_dir", 1800, false);
     EXPECT_NE(gone.note().find("that process is gone"), std::string::npos) << gone.note();
   }
-  unsetenv("HPCTRAIN_TEST_NO_FLOCK");
   fs::remove_all(dir);
 }
 

@@ -149,6 +149,22 @@ struct ResolvedKey {
   std::string source;  // "default", "file", "--set" (or "arch = gpt": model.layers)
 };
 
+// Faults a test injects into a run (docs/testing.md), read once from HPCTRAIN_TEST_* variables by
+// the app (faults_from_environment) and handed down in the configuration: nothing below the app
+// reads the environment for them. All off by default.
+struct Faults {
+  struct At {  // "RANK:STEP", the step 1-based
+    int rank = -1;
+    std::int64_t step = -1;
+  };
+  At signal;                     // HPCTRAIN_TEST_SIGNAL: that rank acts as if SIGUSR1 arrived during that step
+  At stall;                      // HPCTRAIN_TEST_STALL: that rank stops before that step's flag exchange (a hung rank)
+  std::int64_t fail_write = -1;  // HPCTRAIN_TEST_FAIL_WRITE=STEP: that checkpoint's write fails (a full disk)
+  std::int64_t fail_checkpoint = -1;  // HPCTRAIN_TEST_FAIL_CHECKPOINT=STEP: it fails after writing, before the rename
+  bool no_flock = false;              // HPCTRAIN_TEST_NO_FLOCK (set): directory locks without flock
+  std::optional<std::uint64_t> free_bytes;  // HPCTRAIN_TEST_FREE_BYTES=N: the space checks see N free bytes
+};
+
 struct Config {
   RunConfig run;
   DataConfig data;
@@ -162,6 +178,7 @@ struct Config {
   std::string ini_text;               // the file as given (checkpoints store it)
   std::vector<ResolvedKey> resolved;  // every key, in schema order (current names only)
   std::vector<std::string> warnings;  // for rank 0 to print: old key names used
+  Faults faults;                      // set by the app from the environment (tests only)
 
   // Canonical text of "section.key" (throws an internal error for an unknown name).
   const std::string& resolved_value(const std::string& name) const;
@@ -171,6 +188,9 @@ struct Config {
 // so that every rank expands `${VAR}` with rank 0's values.
 using EnvLookup = std::function<std::optional<std::string>(const std::string&)>;
 EnvLookup process_environment();
+
+// The HPCTRAIN_TEST_* variables `env` holds; bad_input naming the variable for a malformed value.
+Faults faults_from_environment(const EnvLookup& env);
 
 // Parses INI text (named `origin` in messages), applies `overrides`
 // ("section.key=value", in order, later wins) and validates. Throws

@@ -115,15 +115,23 @@ struct FileTuning {
 // (st_blksize: the block size, or the stripe size on Lustre), at least 4 KiB.
 std::uint64_t preferred_alignment(const std::string& dir);
 
+// A log interval's partial sums on one rank, what its metrics line averages: the loss summed over
+// its terms, the correct predictions, the loss terms. A checkpoint keeps every rank's as
+// /state/interval_sums [world, 3], so the first line after a resume is the uninterrupted run's.
+struct IntervalSums {
+  double loss = 0, correct = 0, samples = 0;
+};
+static_assert(sizeof(IntervalSums) == 3 * sizeof(double), "written as three doubles");
+
 // Collective over `comm` (every rank of the job): writes `path` (through
 // "<dir>/.<name>.partial", renamed when complete and closed everywhere).
 // `groups`: (group path, layer type) pairs, written as the group's `type`
-// attribute. `rank_sums`: three doubles per rank (the partial log-interval
-// sums), stored as /state/interval_sums [world, 3]. Returns the seconds spent.
+// attribute. `rank_sums`: this rank's partial log-interval sums, stored as a row of
+// /state/interval_sums [world, 3]. Returns the seconds spent.
 double write_checkpoint(Communicator& comm, const std::string& path, const CheckpointInfo& info,
                         const std::vector<CheckpointTensor>& tensors,
                         const std::vector<std::pair<std::string, std::string>>& groups, const WriterPlace& place,
-                        const double rank_sums[3], const FileTuning& tuning = {});
+                        const IntervalSums& rank_sums, const FileTuning& tuning = {});
 
 // A checkpoint opened for reading by one rank (serial driver; every rank may open it). Every error is
 // bad_input naming the file and the dataset: missing, not HDF5, not a
@@ -163,8 +171,8 @@ void publish_checkpoint(const std::string& dir, const std::string& name, int kee
 std::string find_latest_checkpoint(const std::string& dir, std::string* warning = nullptr);
 // Complete checkpoints in `dir`, oldest first.
 std::vector<std::string> list_checkpoints(const std::string& dir);
-// Bytes an unprivileged writer may still use on `dir`'s file system (statvfs). Test hook:
-// HPCTRAIN_TEST_FREE_BYTES=N pretends N (docs/testing.md: where no small tmpfs can be mounted).
+// Bytes an unprivileged writer may still use on `dir`'s file system (statvfs). (Tests pretend
+// another figure through Faults::free_bytes, where no small tmpfs can be mounted: docs/testing.md.)
 std::uint64_t free_bytes(const std::string& dir);
 
 // Serialization of CheckpointInfo to a string and back (for broadcasting).

@@ -19,7 +19,9 @@ class DirectoryLock {
   // Creates `dir` when missing and takes its lock, or throws bad_input (exit 2) naming the
   // holder: "<what> <dir> is in use by a run on node7, pid 4242, Slurm job 1234, since
   // 2026-12-01T10:04Z; wait for it or use another [run] out_dir or [checkpoint] dir".
-  DirectoryLock(const std::string& dir, const std::string& what, double stale_s);
+  // use_flock = false: as on a file system without flock (tests: Faults::no_flock), the record and
+  // its heartbeat alone decide.
+  DirectoryLock(const std::string& dir, const std::string& what, double stale_s, bool use_flock = true);
   ~DirectoryLock();
   DirectoryLock(const DirectoryLock&) = delete;
   DirectoryLock& operator=(const DirectoryLock&) = delete;

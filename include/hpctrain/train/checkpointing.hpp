@@ -37,7 +37,7 @@ class Checkpointer {
   // and makes it the newest; returns its path. With [checkpoint] async, copies what the file
   // holds to host memory and writes it on a thread of its own, over a communicator of its own,
   // while training goes on; at most one write is in flight (the next save waits for it).
-  std::string save(const TrainState& state, const double interval_sums[3]);
+  std::string save(const TrainState& state, const IntervalSums& interval_sums);
   // Collective: waits for the write in the background, if any; a failed one stops every rank
   // as a synchronous failure does (exit 4, one line). Called by save(), at the end of the run,
   // before a preemption exit, and when async_failed() says so.
@@ -48,6 +48,8 @@ class Checkpointer {
   double seconds_stalled() const { return stall_s_; }  // training's time inside save()
   // What one checkpoint of this run takes on disk (the data, and an allowance for HDF5's metadata).
   std::uint64_t estimated_bytes() const;
+  // Bytes free for checkpoints in `dir` (io free_bytes, or the injected Faults::free_bytes).
+  std::uint64_t free_space(const std::string& dir) const;
   // Collective, before training: whether [checkpoint] dir has room for keep + 1 checkpoints (the
   // free space plus the complete checkpoints already there, which rotation deletes);
   // [checkpoint] space_check says whether a shortfall is bad_input (one line), a warning, or not checked.
@@ -67,7 +69,7 @@ class Checkpointer {
   // rank 0 prints the configuration keys that differ from the checkpoint's as warnings. `interval_sums`: this rank's
   // partial log-interval sums (the same world size), or the total on rank 0. When the checkpoint's optimizer differs,
   // its state starts from zero and so does the returned optimizer_steps.
-  CheckpointInfo load(const std::string& path, double interval_sums[3]);
+  CheckpointInfo load(const std::string& path, IntervalSums& interval_sums);
   // Collective, for a run that starts fresh: [checkpoint] init_from into the model's parameters
   // and buffers (each stage its own layers; not the optimizer state, not the step), as
   // plan_initialization decides. Returns what was loaded and what starts fresh (this stage's);
@@ -106,11 +108,11 @@ class Checkpointer {
     HostBuffer params_download, state_download;     // a GPU run's parameters and optimizer state (pinned)
     std::vector<std::vector<float>> buffer_copies;  // (async only)
     std::vector<CheckpointTensor> list;
-    double sums[3] = {0, 0, 0};
+    IntervalSums sums;
     double bytes = 0;
   };
   // Collective: the checkpoint of `state`, with host copies of everything when `copy` (async).
-  std::unique_ptr<Job> prepare(const TrainState& state, const double interval_sums[3], bool copy);
+  std::unique_ptr<Job> prepare(const TrainState& state, const IntervalSums& interval_sums, bool copy);
   // Collective over `comm`: the file, agreed on, renamed and published; the write's seconds.
   // A failed write: Error checkpoint_failed (this rank's text) on every rank.
   double write(const Job& job, Communicator& comm);

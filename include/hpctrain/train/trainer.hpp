@@ -19,6 +19,7 @@
 #include "hpctrain/core/train_state.hpp"
 #include "hpctrain/data/dataset.hpp"
 #include "hpctrain/data/reader.hpp"
+#include "hpctrain/io/checkpoint_file.hpp"  // IntervalSums
 #include "hpctrain/io/run_lock.hpp"
 #include "hpctrain/layers/loss.hpp"
 #include "hpctrain/model/model.hpp"
@@ -118,18 +119,19 @@ class Trainer {
     return alloc_.device() == Device::cuda;
   }  // after anything that may move buffers (evaluation, a new batch shape)
   void sum_over_replicas(double* v, std::size_t n);  // over the world: every replica's last stage
-  void take_interval_sums(double sums[3]);           // reads and resets this rank's interval sums
-  void peek_interval_sums(double sums[3]) const;
-  void set_interval_sums(const double sums[3]);
+  void sum_over_replicas(IntervalSums& s) { sum_over_replicas(&s.loss, 3); }
+  IntervalSums take_interval_sums();  // reads and resets this rank's interval sums
+  IntervalSums peek_interval_sums() const;
+  void set_interval_sums(const IntervalSums& sums);
   const SplitIndex* eval_split() const;  // val, else test, else none
   // Loads `path` ("" = start fresh) into the model, the optimizer and state_; returns where the
   // sampler goes on.
-  SamplerState resume(Checkpointer& checkpointer, const std::string& path, std::int64_t per_epoch, double sums[3]);
+  SamplerState resume(Checkpointer& checkpointer, const std::string& path, std::int64_t per_epoch, IntervalSums& sums);
   // One step of run(): trains it, then logs, evaluates and checkpoints as `schedule` says.
   // Returns the preemption signal the ranks agreed on (0: none).
   int run_step(Reader& reader, const Schedule& schedule, std::int64_t per_epoch, Progress& p,
-               Checkpointer& checkpointer, double sums[3]);
-  void log_interval(const StepEnd& end, double lr, bool eval_now, double sums[3], Progress& p, Reader& reader);
+               Checkpointer& checkpointer, IntervalSums& sums);
+  void log_interval(const StepEnd& end, double lr, bool eval_now, IntervalSums& sums, Progress& p, Reader& reader);
   RunSummary summarize(const Progress& p, const Checkpointer& checkpointer);
   // Collective: the interval's gradient norm, loss scale, CPU and memory figures.
   void system_figures(IntervalFigures& f, double dt, Progress& p);

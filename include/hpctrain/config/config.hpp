@@ -121,7 +121,7 @@ struct ParallelConfig {
 };
 
 struct CheckpointConfig {
-  std::string dir = "checkpoints";
+  std::string dir;  // "" (the default): <[run] out_dir>/checkpoints, filled in by parse_config
   long every_steps = 0;
   long every_epochs = 1;
   double every_minutes = 0.0;

@@ -51,7 +51,9 @@ po::options_description cli_options() {
       "help,h", "show this help: options, every configuration key, exit codes")(
       "version", "show the version and the compiled-in backends")(
       "config-reference", "print the configuration keys as Markdown (docs/configuration.md) and exit")(
-      "print-ini", "print every configuration key as this run would use it (the INI a checkpoint stores) and exit");
+      "print-ini", "print every configuration key as this run would use it (the INI a checkpoint stores) and exit")(
+      "describe-model",
+      "print the model as JSON (layers, arguments, tensor names and shapes; reads the dataset) and exit");
   return o;
 }
 
@@ -74,6 +76,7 @@ CliOptions parse_cli(int argc, char** argv) {
   cli.version = vm.count("version") > 0;
   cli.config_reference = vm.count("config-reference") > 0;
   cli.print_ini = vm.count("print-ini") > 0;
+  cli.describe_model = vm.count("describe-model") > 0;
   cli.dry_run = vm.count("dry-run") > 0;
   cli.eval_only = vm.count("eval-only") > 0;
   cli.generate = vm.count("generate") > 0;
@@ -350,6 +353,11 @@ int run_trainer(int argc, char** argv) {
       throw bad_input(why);
     if (cli.dry_run) {
       print_dry_run(cfg, rt);
+      return 0;
+    }
+    if (cli.describe_model) {
+      const DatasetIndex index = load_dataset_index(rt.world(), cfg.data.path, cfg.model.block_size);
+      log0(describe_model(cfg, index));
       return 0;
     }
     if (!cli.export_file.empty()) {  // the checkpoint alone: no dataset, no model built

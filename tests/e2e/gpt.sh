@@ -87,6 +87,18 @@ check "arch = gpt trains (loss at step 4: $(row arch 4))" test -n "$(row arch 4)
 check "... with the losses of its layers string ($(row spelled 4))" \
   test "$(cut -d, -f4 arch/metrics.csv)" = "$(cut -d, -f4 spelled/metrics.csv)"
 check "... and the same parameters" h5diff -q arch/checkpoints/ckpt-00000004.h5 spelled/checkpoints/ckpt-00000004.h5 /model /model
+run 1 "${gpt[@]}" --describe-model >desc.json 2>desc.err
+check "--describe-model prints the model as JSON: arch, its layers string, every tensor with the shape the PyTorch twin of that string has" \
+  env PYTHONPATH="$src/tools" $py -c "
+import json, hpctrain_torch
+d = json.load(open('desc.json'))
+assert d['arch'] == 'gpt' and d['layers_text'] == '$spelled', d['layers_text']
+assert d['sample_shape'] == [16] and d['input'] == 'int32 token ids'
+twin = {n: list(t.shape) for n, t in hpctrain_torch.build(d['layers_text'], 16).hpctrain_tensors().items()}
+assert {t['name']: t['shape'] for t in d['tensors']} == twin, (d['tensors'], twin)
+assert d['layers'][3]['name'] == '03_res' and [l['type'] for l in d['layers'][3]['body']] == ['layernorm', 'attention', 'dropout']
+assert d['layers'][3]['body'][1]['named'] == {'bias': '0', 'dropout': '10', 'proj_std': '0.01'}
+"
 expect_error "arch = gpt with a layers string too" "leave \[model\] layers out" run 1 --set model.arch=gpt --dry-run
 expect_error "n_embd not a multiple of n_head" "does not divide into n_head = 5 heads" \
   run 1 "${gpt[@]}" --set model.n_head=5 --dry-run

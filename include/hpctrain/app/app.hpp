@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "hpctrain/config/config.hpp"
+#include "hpctrain/data/dataset.hpp"
 
 namespace hpctrain {
 
@@ -19,9 +20,10 @@ struct CliOptions {
   std::vector<std::string> sets;  // "section.key=value"
   bool dry_run = false;
   bool eval_only = false;
-  bool generate = false;    // --generate: sample text from a language model's checkpoint
-  bool print_ini = false;   // --print-ini: the resolved configuration as INI
-  std::string export_file;  // --export FILE: the checkpoint's weights as safetensors
+  bool generate = false;        // --generate: sample text from a language model's checkpoint
+  bool print_ini = false;       // --print-ini: the resolved configuration as INI
+  bool describe_model = false;  // --describe-model: the model as JSON
+  std::string export_file;      // --export FILE: the checkpoint's weights as safetensors
   std::string prompt;
   std::int64_t tokens = 200, top_k = 0;
   double temperature = 1.0;
@@ -37,6 +39,11 @@ CliOptions parse_cli(int argc, char** argv);
 // the same Config (rank 0's environment expands ${VAR}); a bad file is a
 // bad_input error on every rank.
 Config load_config(MPI_Comm comm, const std::string& path, const std::vector<std::string>& sets);
+
+// --describe-model: the model the configuration builds on `index`'s data as JSON (the
+// architecture, the layers string, each layer's type and arguments with a res block's inside,
+// the model-wide tensor names and shapes, the buffers), for tools/hpctrain_torch.py and people.
+std::string describe_model(const Config& cfg, const DatasetIndex& index);
 
 std::string help_text();
 std::string version_text();  // needs MPI initialized

@@ -1,6 +1,8 @@
 """PyTorch modules equal to hpctrain's layers, built from a [model] layers string.
 
-`build(layers, sample_shape)` parses the same syntax the trainer parses (layer(args, key=value),
+`build_from_description(describe(trainer, deck))` builds it from the trainer's own reading of a
+deck (`trainer DECK --describe-model`: the only way for `[model] arch` decks); `build(layers,
+sample_shape)` parses the same syntax the trainer parses (layer(args, key=value),
 res(...), repeat(N, ...)) and returns an nn.Module for every layer type the engine has, whose
 parameters and buffers carry hpctrain's names under "seq." ("seq.02_res.01_attention.qkv_weight";
 '/' becomes '.') in the same layouts, so a checkpoint's tensors load as they are. sample_shape is
@@ -108,7 +110,7 @@ class Seq(nn.Module):
                     mod = nn.Linear(shape[-1], pos[0], bias=False)
                 shape = shape[:-1] + (pos[0],)
             elif kind == "res":
-                mod = Seq(parse(body), shape, root)
+                mod = Seq(body if isinstance(body, list) else parse(body), shape, root)
             elif kind == "dense":
                 if len(shape) != 1:
                     raise ValueError("%s: dense needs a flat input (flatten first), got %s" % (name, shape))
@@ -178,8 +180,9 @@ class Seq(nn.Module):
 
 class Model(nn.Module):
     def __init__(s, layers, sample_shape):
+        """layers: a [model] layers string, or specs (specs_from_description)."""
         super().__init__()
-        s.seq = Seq(parse(layers), tuple(sample_shape), s)
+        s.seq = Seq(parse(layers) if isinstance(layers, str) else layers, tuple(sample_shape), s)
 
     def forward(s, idx):
         return s.seq(idx)
@@ -201,6 +204,29 @@ class Model(nn.Module):
 def build(layers, sample_shape):
     """The PyTorch twin of [model] layers for samples of sample_shape (an int t: token windows (t,))."""
     return Model(layers, (sample_shape,) if isinstance(sample_shape, int) else sample_shape)
+
+
+def specs_from_description(layers):
+    """parse()'s specs from the "layers" of `trainer DECK --describe-model` (the trainer's own
+    reading of the grammar; a res block's body a list of specs)."""
+    return [(l["type"], [int(v) for v in l["positional"]], dict(l["named"]),
+             specs_from_description(l["body"]) if "body" in l else "") for l in layers]
+
+
+def build_from_description(d):
+    """The PyTorch twin of the model `trainer DECK --describe-model` printed (its JSON, parsed)."""
+    return Model(specs_from_description(d["layers"]), tuple(d["sample_shape"]))
+
+
+def describe(trainer, deck, sets=()):
+    """`trainer DECK --describe-model` (sets: "section.key=value" overrides), parsed; reads the dataset."""
+    import json
+    import subprocess
+    r = subprocess.run([trainer, deck, "--describe-model"] + sum((["--set", s] for s in sets), []),
+                       capture_output=True, text=True)
+    if r.returncode != 0:
+        raise ValueError("%s --describe-model: %s" % (trainer, (r.stderr or r.stdout).strip().splitlines()[-1]))
+    return json.loads(r.stdout[r.stdout.index("{"):])
 
 
 def deck_settings(ini_text):

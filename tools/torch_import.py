@@ -120,7 +120,11 @@ def main():
         deck = hpctrain_torch.deck_settings(ini)
         shape = (tuple(int(v) for v in a.sample_shape.split(",")) if a.sample_shape else
                  hpctrain_torch.sample_shape_of(deck["data.path"], hpctrain_torch.block_size_of(deck)))
-        ours = {n: tuple(t.shape) for n, t in hpctrain_torch.build(deck["model.layers"], shape).hpctrain_tensors().items()}
+        if deck.get("model.layers"):
+            twin = hpctrain_torch.build(deck["model.layers"], shape)
+        else:  # [model] arch: the trainer builds the layers
+            twin = hpctrain_torch.build_from_description(hpctrain_torch.describe(a.trainer, a.deck, a.set))
+        ours = {n: tuple(t.shape) for n, t in twin.hpctrain_tensors().items()}
         theirs = their_tensors(a.weights)
         if a.map:
             mapping = {v.replace(".", "/"): k for k, v in json.load(open(a.map)).items()}

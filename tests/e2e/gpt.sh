@@ -88,14 +88,19 @@ check "... with the losses of its layers string ($(row spelled 4))" \
   test "$(cut -d, -f4 arch/metrics.csv)" = "$(cut -d, -f4 spelled/metrics.csv)"
 check "... and the same parameters" h5diff -q arch/checkpoints/ckpt-00000004.h5 spelled/checkpoints/ckpt-00000004.h5 /model /model
 run 1 "${gpt[@]}" --describe-model >desc.json 2>desc.err
-check "--describe-model prints the model as JSON: arch, its layers string, every tensor with the shape the PyTorch twin of that string has" \
+check "--describe-model prints the model as JSON: arch, its layers string, every tensor with the shape of the PyTorch twin built from the JSON (and from the string)" \
   env PYTHONPATH="$src/tools" $py -c "
 import json, hpctrain_torch
 d = json.load(open('desc.json'))
+sets = ['model.layers=', 'model.arch=gpt', 'model.n_layer=2', 'model.n_head=4', 'model.n_embd=32', 'model.bias=false',
+        'model.dropout=0.1']
+assert hpctrain_torch.describe('$trainer', 'gpt.ini', sets) == d  # (the helper torch_import uses for arch decks)
 assert d['arch'] == 'gpt' and d['layers_text'] == '$spelled', d['layers_text']
 assert d['sample_shape'] == [16] and d['input'] == 'int32 token ids'
-twin = {n: list(t.shape) for n, t in hpctrain_torch.build(d['layers_text'], 16).hpctrain_tensors().items()}
+twin = {n: list(t.shape) for n, t in hpctrain_torch.build_from_description(d).hpctrain_tensors().items()}
 assert {t['name']: t['shape'] for t in d['tensors']} == twin, (d['tensors'], twin)
+spelled = {n: list(t.shape) for n, t in hpctrain_torch.build(d['layers_text'], 16).hpctrain_tensors().items()}
+assert spelled == twin
 assert d['layers'][3]['name'] == '03_res' and [l['type'] for l in d['layers'][3]['body']] == ['layernorm', 'attention', 'dropout']
 assert d['layers'][3]['body'][1]['named'] == {'bias': '0', 'dropout': '10', 'proj_std': '0.01'}
 "

@@ -331,16 +331,15 @@ std::vector<KeySpec> config_schema() {
                      [](Config& c, const std::string& v) {
                        c.model.arch = pick<Arch>(v, {{"layers", Arch::layers}, {"gpt", Arch::gpt}});
                      }));
-  for (const auto& [dim, help] : {std::pair<const char*, const char*>{"n_layer", "arch = gpt: transformer blocks"},
-                                  {"n_head", "arch = gpt: attention heads"},
-                                  {"n_embd", "arch = gpt: the width (a multiple of n_head)"}})
-    k.push_back(bounded(make("model", dim, K::integer, "0", help,
-                             [=](Config& c, const std::string& v) {
-                               long& d = std::string(dim) == "n_layer"  ? c.model.n_layer
-                                         : std::string(dim) == "n_head" ? c.model.n_head
-                                                                        : c.model.n_embd;
-                               d = to_long(v);
-                             }),
+  struct Dim {
+    const char *key, *help;
+    long ModelConfig::*field;
+  };
+  for (const Dim& d : {Dim{"n_layer", "arch = gpt: transformer blocks", &ModelConfig::n_layer},
+                       Dim{"n_head", "arch = gpt: attention heads", &ModelConfig::n_head},
+                       Dim{"n_embd", "arch = gpt: the width (a multiple of n_head)", &ModelConfig::n_embd}})
+    k.push_back(bounded(make("model", d.key, K::integer, "0", d.help,
+                             [=](Config& c, const std::string& v) { c.model.*d.field = to_long(v); }),
                         0, 1 << 20));
   k.push_back(make("model", "vocab_size", K::text, "auto",
                    "arch = gpt: tokens in the vocabulary; auto = the token dataset's (a number must equal it)",

@@ -153,7 +153,7 @@ class Residual final : public Layer {
     return t;
   }
   Tensor kept(std::size_t j, const Shape& shape, Device dev, bool packed) {
-    const DType dtype = packed ? sixteen_bit(inner_ctx_.precision) : DType::f32;
+    const DType dtype = packed ? storage_dtype(inner_ctx_.precision) : DType::f32;
     return inner_ctx_.saved ? inner_ctx_.saved->get(this, j, shape, dev, dtype) : saved(j, shape, dev, dtype);
   }
   bool sixteen_bit_run() const { return inner_ctx_.precision != Precision::fp32; }

@@ -128,25 +128,19 @@ void Model::make_views(const Tensor& weights) {
 }
 
 void Model::set_precision(Precision p) {
+  HPCT_CHECK(capacity_ == 0, "Model::set_precision after set_batch (the activations would be in the old format)");
   precision_ = p;
   ctx_.precision = p;
-  compute_params_ = p == Precision::fp32 ? Tensor() : Tensor::zeros(store_.params().shape(), alloc_, sixteen_bit());
+  compute_params_ =
+      p == Precision::fp32 ? Tensor() : Tensor::zeros(store_.params().shape(), alloc_, storage_dtype(precision_));
   make_views(p == Precision::fp32 ? store_.params() : compute_params_);
   refresh_compute_parameters();
-  if (capacity_ == 0) return;
-  const std::int64_t rows = rows_;  // the activations again, in the format's storage
-  capacity_ = 0;
-  rows_ = -1;
-  for (auto& set : sets_) set->capacity = 0;
-  set_batch(rows);
 }
 
 void Model::refresh_compute_parameters() {
   if (precision_ == Precision::fp32) return;
   pack_16bit(store_.params(), compute_params_);  // rounded to the format as round_to_precision rounds
 }
-
-DType Model::sixteen_bit() const { return precision_ == Precision::bf16 ? DType::bf16 : DType::f16; }
 
 ParamViews& Model::call_params(std::size_t i) {
   if (precision_ == Precision::fp32) return views_[i];
@@ -255,7 +249,8 @@ void Model::use_set(std::size_t k) {
     set.capacity = rows_;
     set.acts.assign(shapes_.size(), Tensor());
     for (std::size_t i = 1; i < shapes_.size(); ++i) {  // bf16/fp16: in 16 bits, but the last (the loss reads it)
-      const DType dtype = precision_ != Precision::fp32 && i + 1 < shapes_.size() ? sixteen_bit() : DType::f32;
+      const DType dtype =
+          precision_ != Precision::fp32 && i + 1 < shapes_.size() ? storage_dtype(precision_) : DType::f32;
       set.acts[i] = Tensor::zeros({rows_ * numel(shapes_[i])}, alloc_, dtype);
     }
   }
@@ -295,8 +290,8 @@ const Tensor& Model::forward(const Tensor& x, const std::function<void(std::size
       StepArena::Scope scope(&arena_);
       ctx_.params = &call_params(i);
       layers_[i]->forward(in, out);
-      call_.params
-          .clear();  // (no handle of the arena's may outlive the call: it would keep a regrown buffer's old one)
+      // No handle of the arena's may outlive the call: it would keep a regrown arena's old buffer.
+      call_.params.clear();
     }
     if (release) release(i);
     if (!compact) continue;

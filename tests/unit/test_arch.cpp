@@ -9,26 +9,27 @@
 
 using namespace hpctrain;
 
-TEST(Arch, GptIsTheBabyDecksLayersString) {
+namespace {
+GptDims dims(std::int64_t n_layer, std::int64_t n_head, std::int64_t n_embd, std::int64_t vocab, bool bias) {
   GptDims d;
-  d.n_layer = 4;
-  d.n_head = 4;
-  d.n_embd = 128;
-  d.vocab_size = 65;
-  d.bias = false;
-  EXPECT_EQ(gpt_layers(d),
+  d.n_layer = n_layer;
+  d.n_head = n_head;
+  d.n_embd = n_embd;
+  d.vocab_size = vocab;
+  d.bias = bias;
+  return d;
+}
+}  // namespace
+
+TEST(Arch, GptIsTheBabyDecksLayersString) {
+  EXPECT_EQ(gpt_layers(dims(4, 4, 128, 65, false)),
             "embedding(65, 128) position_embedding repeat(4, res(layernorm(bias=0) attention(4, bias=0, "
             "proj_std=0.0070711)) res(layernorm(bias=0) linear(512, bias=0) gelu linear(128, bias=0, std=0.0070711))) "
             "layernorm(bias=0) lm_head(65)");
 }
 
 TEST(Arch, GptIsTheGpuDecksLayersString) {
-  GptDims d;
-  d.n_layer = 6;
-  d.n_head = 6;
-  d.n_embd = 384;
-  d.vocab_size = 65;
-  d.bias = false;
+  GptDims d = dims(6, 6, 384, 65, false);
   d.dropout_percent = 20;
   EXPECT_EQ(gpt_layers(d),
             "embedding(65, 384) position_embedding dropout(20) repeat(6, res(layernorm(bias=0) attention(6, bias=0, "
@@ -37,11 +38,7 @@ TEST(Arch, GptIsTheGpuDecksLayersString) {
 }
 
 TEST(Arch, GptWithBiasesAndAnUntiedHead) {
-  GptDims d;
-  d.n_layer = 2;
-  d.n_head = 2;
-  d.n_embd = 8;
-  d.vocab_size = 11;
+  GptDims d = dims(2, 2, 8, 11, true);
   d.tie_embeddings = false;
   EXPECT_EQ(gpt_layers(d),
             "embedding(11, 8) position_embedding repeat(2, res(layernorm attention(2, proj_std=0.01)) res(layernorm "

@@ -27,22 +27,26 @@ Tensor filled(const Shape& s, float v, Allocator& alloc) {
   return t;
 }
 
+// Views for a dense(2) on 3 inputs: W all `w`, b all `b`, zero gradients, handed as `owner`'s.
+ParamViews dense_views(float w, float b, const Layer* owner, Allocator& alloc) {
+  return {
+      {filled({2, 3}, w, alloc), filled({2}, b, alloc)}, {filled({2, 3}, 0.f, alloc), filled({2}, 0.f, alloc)}, owner};
+}
+
 }  // namespace
 
 TEST(LayerContract, ACallReadsTheParametersItsCallerHandsOver) {
   Allocator alloc;
   auto dense = make_layer("dense(2)");
   dense->configure({3});
-  dense->bind({filled({2, 3}, 1.f, alloc), filled({2}, 0.f, alloc)},
-              {filled({2, 3}, 0.f, alloc), filled({2}, 0.f, alloc)});
+  ParamViews own = dense_views(1.f, 0.f, nullptr, alloc);
+  dense->bind(own.params, own.grads);
   const Tensor x = filled({1, 3}, 1.f, alloc);
   Tensor y = Tensor::zeros({1, 2}, alloc);
   dense->forward(x, y);
   EXPECT_EQ(y.data()[0], 3.f);  // bind()'s views: outside a model
 
-  ParamViews handed{{filled({2, 3}, 2.f, alloc), filled({2}, 1.f, alloc)},
-                    {filled({2, 3}, 0.f, alloc), filled({2}, 0.f, alloc)},
-                    dense.get()};
+  ParamViews handed = dense_views(2.f, 1.f, dense.get(), alloc);
   StepContext ctx;
   ctx.params = &handed;
   dense->set_context(&ctx, 0);
@@ -79,9 +83,7 @@ TEST(LayerContract, AnotherLayersParametersAreRefused) {
   Allocator alloc;
   auto dense = make_layer("dense(2)"), other = make_layer("dense(2)");
   dense->configure({3});
-  ParamViews wrong{{filled({2, 3}, 1.f, alloc), filled({2}, 0.f, alloc)},
-                   {filled({2, 3}, 0.f, alloc), filled({2}, 0.f, alloc)},
-                   other.get()};
+  ParamViews wrong = dense_views(1.f, 0.f, other.get(), alloc);
   StepContext ctx;
   ctx.params = &wrong;
   dense->set_context(&ctx, 0);

@@ -163,16 +163,15 @@ class Layer {
   void compact_keep(std::size_t k, Tensor& t, bool packable = true) {
     if (!packs(packable)) return;
     round_to_precision(t, ctx_->precision);
-    Tensor kept = saved(k, t.shape(), t.device(), sixteen_bit(ctx_->precision));
+    Tensor kept = saved(k, t.shape(), t.device(), storage_dtype(ctx_->precision));
     pack_16bit(t, kept);
   }
   Tensor compact_in(std::size_t k, const Shape& shape, Device device, bool packable = true) {
     if (!packs(packable)) return saved(k, shape, device);
     Tensor t = temp(kCompactTemps + k, shape, device);
-    unpack_16bit(saved(k, shape, device, sixteen_bit(ctx_->precision)), t);
+    unpack_16bit(saved(k, shape, device, storage_dtype(ctx_->precision)), t);
     return t;
   }
-  static DType sixteen_bit(Precision p) { return p == Precision::bf16 ? DType::bf16 : DType::f16; }
   bool accumulate_grads() const { return accumulate_; }
   const StepContext& context() const { return *ctx_; }
   bool has_context() const { return ctx_ != nullptr; }

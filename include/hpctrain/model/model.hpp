@@ -56,7 +56,7 @@ class Model {
   // after every layer; accumulation stays float32, the optimizer updates the float32 master
   // parameters (parameters()), and refresh_compute_parameters() rounds them into the copy.
   // The copy and the outputs kept between layers (but the last) are stored in 16 bits; each
-  // layer call gets float32 copies of its parameters and inputs from the arena.
+  // layer call gets float32 copies of its parameters and inputs from the arena. Before set_batch.
   void set_precision(Precision p);
   void refresh_compute_parameters();
   Precision precision() const { return precision_; }
@@ -130,7 +130,6 @@ class Model {
   // gradient buffer, handed to it at each call (StepContext::params).
   void make_views(const Tensor& weights);
   void zero_frozen_gradients();  // [train] freeze: their gradients stay zero
-  DType sixteen_bit() const;     // bf16 or f16: the run's 16-bit storage
   // Layer i's parameters for a call: its views (fp32), or float32 copies of the 16-bit ones
   // taken from the arena (bf16/fp16; inside the call's StepArena::Scope).
   ParamViews& call_params(std::size_t i);

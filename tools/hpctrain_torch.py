@@ -4,11 +4,15 @@
 deck (`trainer DECK --describe-model`: the only way for `[model] arch` decks); `build(layers,
 sample_shape)` parses the same syntax the trainer parses (layer(args, key=value),
 res(...), repeat(N, ...)) and returns an nn.Module for every layer type the engine has, whose
-parameters and buffers carry hpctrain's names under "seq." ("seq.02_res.01_attention.qkv_weight";
-'/' becomes '.') in the same layouts, so a checkpoint's tensors load as they are. sample_shape is
+modules are named by position ("seq.02_res.01_attention.qkv_weight") and hold the tensors in
+hpctrain's layouts, so a checkpoint's tensors load as they are. sample_shape is
 one sample's shape as the data give it ((28, 28) for MNIST, (T,) token ids for a language model;
 an int is taken as (T,)). Inputs are what the trainer feeds the first layer (samples x scale +
 offset, as the dataset's attributes say; token ids for language models).
+
+hpctrain_tensors() and hpctrain_parameters() give the tensors under hpctrain's names
+("h.0.attn.qkv.weight", "dense.1.bias": layers/registry.hpp layer_names), which are those of
+`--describe-model` and of checkpoints (format 2).
 
 Used by tools/torch_export.py, tools/torch_import.py, tests/reference/gpt_vs_torch.py and
 tools/bench/torch_gpt.py.
@@ -22,15 +26,16 @@ import torch.nn.functional as F
 
 
 def parse(text):
-    """[(type, positional ints, {named}, body)] as registry.cpp parses it; repeat() expanded."""
+    """[(type, positional ints, {named}, body, name)] as registry.cpp parses it; repeat() expanded
+    ({} in a name or body: the repetition's index); name "" for unnamed layers."""
     out, i = [], 0
     while i < len(text):
         if text[i].isspace():
             i += 1
             continue
-        m = re.match(r"[A-Za-z0-9_]+", text[i:])
-        name = m.group(0)
-        i += len(name)
+        m = re.match(r"(?:([A-Za-z0-9_.{}]+):)?([A-Za-z0-9_]+)", text[i:])
+        label, name = m.group(1) or "", m.group(2)
+        i += len(m.group(0))
         inside = ""
         if i < len(text) and text[i] == "(":
             depth, j = 0, i
@@ -43,9 +48,10 @@ def parse(text):
             inside, i = text[i + 1:j], j + 1
         if name == "repeat":
             count, body = inside.split(",", 1)
-            out += parse(body) * int(count)
+            for r in range(int(count)):
+                out += [(k, p, n, b.replace("{}", str(r)), l.replace("{}", str(r))) for k, p, n, b, l in parse(body)]
         elif name == "res":
-            out.append((name, [], {}, inside))
+            out.append((name, [], {}, inside, label))
         else:
             pos, named = [], {}
             for arg in [a.strip() for a in inside.split(",") if a.strip()]:
@@ -54,7 +60,18 @@ def parse(text):
                     named[k.strip()] = v.strip()
                 else:
                     pos.append(int(arg))
-            out.append((name, pos, named, ""))
+            out.append((name, pos, named, "", label))
+    return out
+
+
+def layer_names(specs):
+    """The names of one level's layers, as registry.cpp's layer_names(): a layer's own, else
+    "<type>.<k>" (k counting that type's unnamed layers)."""
+    out, seen = [], {}
+    for kind, _, _, _, label in specs:
+        out.append(label or "%s.%d" % (kind, seen.get(kind, 0)))
+        if not label:
+            seen[kind] = seen.get(kind, 0) + 1
     return out
 
 
@@ -83,8 +100,8 @@ class Seq(nn.Module):
 
     def __init__(s, specs, shape, root):
         super().__init__()
-        s.names, s.kinds = [], []
-        for i, (kind, pos, named, body) in enumerate(specs):
+        s.names, s.kinds, s.hnames = [], [], layer_names(specs)
+        for i, (kind, pos, named, body, _) in enumerate(specs):
             name = "%02d_%s" % (i, kind)
             bias = named.get("bias", "1") in ("1", "true")
             mod = None
@@ -142,6 +159,21 @@ class Seq(nn.Module):
             s.kinds.append(kind)
         s.shape, s.root = shape, [root]
 
+    def hpctrain_names(s, prefix):
+        """{module path of a tensor ("seq.02_res.01_attention.qkv_weight"): its hpctrain name
+        ("h.0.attn.qkv.weight")} for this block's layers."""
+        out = {}
+        for name, kind, h in zip(s.names, s.kinds, s.hnames):
+            m = getattr(s, name, None)
+            if m is None:
+                continue
+            if kind == "res":
+                out.update({k: h + "." + v for k, v in m.hpctrain_names(prefix + name + ".").items()})
+                continue
+            for leaf, _ in list(m.named_parameters(recurse=False)) + list(m.named_buffers(recurse=False)):
+                out[prefix + name + "." + leaf] = h + "." + re.sub(r"_(weight|bias)$", r".\1", leaf)
+        return out
+
     def forward(s, x):
         for name, kind in zip(s.names, s.kinds):
             m = getattr(s, name, None)
@@ -188,16 +220,22 @@ class Model(nn.Module):
         return s.seq(idx)
 
     def hpctrain_parameters(s):
-        """{hpctrain name with '.': parameter} (the tied head has none of its own)."""
-        return {n[len("seq."):]: p for n, p in s.named_parameters()}
+        """{hpctrain name: parameter} (the tied head has none of its own), in hpctrain's order."""
+        names = s.seq.hpctrain_names("seq.")
+        return {names[n]: p for n, p in s.named_parameters()}
 
 
-    def hpctrain_tensors(s):
-        """{hpctrain name ("05_res/01_conv/weight"): tensor}: parameters and batch-norm buffers."""
-        out = {n[len("seq."):].replace(".", "/"): p for n, p in s.named_parameters()}
+    def hpctrain_tensors(s, legacy=False):
+        """{hpctrain name ("h.0.attn.qkv.weight"): tensor}: parameters and batch-norm buffers.
+        legacy: under format-1 checkpoints' positional names ("02_res/01_attention/qkv_weight"),
+        which are the modules' paths."""
+        names = s.seq.hpctrain_names("seq.")
+        if legacy:
+            names = {k: k[len("seq."):].replace(".", "/") for k in names}
+        out = {names[n]: p for n, p in s.named_parameters()}
         for n, b in s.named_buffers():
             if not n.endswith("num_batches_tracked"):
-                out[n[len("seq."):].replace(".", "/")] = b
+                out[names[n]] = b
         return out
 
 
@@ -210,7 +248,7 @@ def specs_from_description(layers):
     """parse()'s specs from the "layers" of `trainer DECK --describe-model` (the trainer's own
     reading of the grammar; a res block's body a list of specs)."""
     return [(l["type"], [int(v) for v in l["positional"]], dict(l["named"]),
-             specs_from_description(l["body"]) if "body" in l else "") for l in layers]
+             specs_from_description(l["body"]) if "body" in l else "", l["name"]) for l in layers]
 
 
 def build_from_description(d):

@@ -5,7 +5,7 @@ N bytes of JSON ({name: {"dtype", "shape", "data_offsets": [begin, end]}, "__met
 the header, packed without holes.
 
     tensors, metadata = load("model.safetensors")   # {name: ndarray}, {str: str}
-    save("model.safetensors", {"00_dense.weight": array}, {"format": "pt"})
+    save("model.safetensors", {"dense.0.weight": array}, {"format": "pt"})
 
 Not tested against the `safetensors` Python package (not available from Debian on the machines
 hpctrain is developed on); the tests check this reader against files written by

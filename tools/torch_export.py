@@ -42,7 +42,7 @@ def twin_of_checkpoint(path, layers=None, sample_shape=None):
             raise ValueError("the checkpoint's [data] path (%r) is not here: give --sample-shape" % root)
         sample_shape = hpctrain_torch.sample_shape_of(root, hpctrain_torch.block_size_of(deck))
     model = hpctrain_torch.build(layers, sample_shape)
-    ours = model.hpctrain_tensors()
+    ours = model.hpctrain_tensors(legacy=int(f.attrs.get("format_version", 1)) < 2)  # format 1: positional names
     theirs = []
     f["model"].visititems(lambda n, o: theirs.append(n) if isinstance(o, h5py.Dataset) else None)
     extra = sorted(set(theirs) - set(ours))

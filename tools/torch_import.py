@@ -15,7 +15,7 @@ in file order: "0", "3", "7" of an nn.Sequential, "features.0", ...) are paired 
 the deck's layers that have parameters, and inside a module by the last part of the name
 (weight, bias, running_mean, running_var; num_batches_tracked is dropped). For other models (the
 GPT of the transformer decks, nanoGPT's names) --map gives a JSON object {"their name": "our
-name"} ("transformer.wte.weight": "00_embedding/weight"); every tensor of the deck must then be
+name"} ("transformer.wte.weight": "tok_emb.weight"; our names: `trainer DECK --describe-model`); every tensor of the deck must then be
 named. A count or shape that does not fit is one line naming both sides.
 
 The checkpoint records the deck's full configuration (`trainer --print-ini`, so --trainer must
@@ -59,7 +59,7 @@ def by_position(theirs, ours):
         for n in names:
             out.setdefault(n.rsplit(sep, 1)[0], []).append(n)
         return list(out.items())
-    t, o = modules(theirs, "."), modules(ours, "/")
+    t, o = modules(theirs, "."), modules(ours, ".")
     if len(t) != len(o):
         raise ValueError("the weights have %d modules with tensors (%s), the deck %d layers with parameters (%s): "
                          "give --map" % (len(t), ", ".join(m for m, _ in t), len(o), ", ".join(m for m, _ in o)))
@@ -67,7 +67,7 @@ def by_position(theirs, ours):
     for (tm, tn), (om, on) in zip(t, o):
         leaves = {n.rsplit(".", 1)[-1]: n for n in tn}
         for n in on:
-            leaf = n.rsplit("/", 1)[-1]
+            leaf = n.rsplit(".", 1)[-1]
             if leaf not in leaves:
                 raise ValueError("layer %s needs %s, module %s has %s" % (om, leaf, tm, ", ".join(sorted(leaves))))
             out[n] = leaves.pop(leaf)
@@ -77,11 +77,11 @@ def by_position(theirs, ours):
 
 
 def write_checkpoint(path, tensors, ini, source):
-    """An hpctrain checkpoint (docs/checkpoints.md): root attributes, model/<layer>/<tensor>, state."""
+    """An hpctrain checkpoint of format 2 (docs/checkpoints.md): root attributes, model/<tensor name>, state."""
     import h5py
     tmp = path + ".partial"
     with h5py.File(tmp, "w") as f:
-        attrs = {"format": "hpctrain-checkpoint", "format_version": 1, "step": 0, "epoch": 0, "epoch_step": 0,
+        attrs = {"format": "hpctrain-checkpoint", "format_version": 2, "step": 0, "epoch": 0, "epoch_step": 0,
                  "samples": 0, "global_batch": 0, "seed": 0, "world_size": 1, "data_parallel": 1,
                  "model_parallel": 1, "last_loss": 0.0, "train_seconds": 0.0, "optimizer": "none",
                  "optimizer_steps": 0, "ini": ini, "ini_file": source, "model_summary": "imported from " + source,
@@ -90,10 +90,6 @@ def write_checkpoint(path, tensors, ini, source):
         for k, v in attrs.items():
             f.attrs[k] = np.int64(v) if isinstance(v, int) else v
         for name, a in tensors.items():
-            parts = name.split("/")
-            for i in range(1, len(parts)):  # the layer groups, with their type ("05_res/01_conv" -> conv)
-                g = f.require_group("model/" + "/".join(parts[:i]))
-                g.attrs["type"] = parts[i - 1].split("_", 1)[1]
             f.create_dataset("model/" + name, data=a, fletcher32=True)
         f.create_dataset("state/interval_sums", data=np.zeros((1, 3)))
     os.replace(tmp, path)
@@ -127,7 +123,7 @@ def main():
         ours = {n: tuple(t.shape) for n, t in twin.hpctrain_tensors().items()}
         theirs = their_tensors(a.weights)
         if a.map:
-            mapping = {v.replace(".", "/"): k for k, v in json.load(open(a.map)).items()}
+            mapping = {v: k for k, v in json.load(open(a.map)).items()}
             missing = [n for n in ours if n not in mapping]
             if missing:
                 raise ValueError("%s names no tensor for %s" % (a.map, ", ".join(missing[:3])))

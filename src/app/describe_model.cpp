@@ -10,15 +10,18 @@ namespace hpctrain {
 
 namespace {
 // One layer as the grammar reads it: type, arguments, and the layers inside a res block.
-nlohmann::ordered_json layer_json(const LayerArgs& a) {
+nlohmann::ordered_json layer_json(const LayerArgs& a, const std::string& name) {
   nlohmann::ordered_json j;
+  j["name"] = name;  // layer_names(): its tensors' names start with it
   j["type"] = a.type;
   j["positional"] = a.positional;
   j["named"] = a.named;
   j["text"] = a.text;
   if (!a.body.empty()) {
     j["body"] = nlohmann::ordered_json::array();
-    for (const LayerArgs& inner : parse_layers(a.body)) j["body"].push_back(layer_json(inner));
+    const auto inner = parse_layers(a.body);
+    const auto names = layer_names(inner);
+    for (std::size_t k = 0; k < inner.size(); ++k) j["body"].push_back(layer_json(inner[k], names[k]));
   }
   return j;
 }
@@ -40,14 +43,14 @@ std::string describe_model(const Config& cfg, const DatasetIndex& index) {
   const auto specs = parse_layers(with_model.model.layers);  // repeat() written out, as the model names them
   j["layers"] = nlohmann::ordered_json::array();
   for (std::size_t i = 0; i < specs.size(); ++i) {
-    nlohmann::ordered_json l = layer_json(specs[i]);
-    l["name"] = model.all_layer_names()[i];
-    j["layers"].push_back(l);
+    j["layers"].push_back(layer_json(specs[i], model.all_layer_names()[i]));
   }
   j["tensors"] = nlohmann::ordered_json::array();
-  for (const ParamInfo& p : model.all_param_info()) j["tensors"].push_back({{"name", p.name}, {"shape", p.shape}});
+  for (const ParamInfo& p : model.all_param_info())
+    j["tensors"].push_back({{"name", p.name}, {"shape", p.shape}, {"layer", p.layer}});
   j["buffers"] = nlohmann::ordered_json::array();
-  for (const auto& [name, size] : model.all_buffers()) j["buffers"].push_back({{"name", name}, {"size", size}});
+  for (const auto& b : model.all_buffers())
+    j["buffers"].push_back({{"name", b.name}, {"size", b.size}, {"layer", b.layer}});
   j["output_shape"] = model.whole_output_shape();
   return j.dump(1);
 }

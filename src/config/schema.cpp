@@ -422,7 +422,7 @@ std::vector<KeySpec> config_schema() {
              }));
   k.push_back(make("train", "freeze", K::text, "",
                    "layers whose parameters are not updated: comma-separated name patterns as the model summary "
-                   "names layers (e.g. \"*_conv\"); empty = none",
+                   "names layers (e.g. \"conv, h.0\"; docs/training.md, tensor names); empty = none",
                    [](Config& c, const std::string& v) { c.train.freeze = v; }));
 
   // [optim]
@@ -593,7 +593,7 @@ std::vector<KeySpec> config_schema() {
                    "(a checkpoint of this run found by resume wins); not its optimizer state or step",
                    [](Config& c, const std::string& v) { c.checkpoint.init_from = v; }));
   k.push_back(make("checkpoint", "init_layers", K::text, "",
-                   "layers init_from loads: comma-separated name patterns (e.g. \"*_conv,05_res\"), each must "
+                   "layers init_from loads: comma-separated name patterns (e.g. \"conv,h.0\"), each must "
                    "match; empty = every layer whose name and shapes match (the others start fresh, with a warning)",
                    [](Config& c, const std::string& v) { c.checkpoint.init_layers = v; }));
   // Old names, each listed after the key that took its place (same checks; a warning names the new key).

@@ -134,6 +134,7 @@ void write_dataset(hid_t file, hid_t lcpl, hid_t dxpl, const CheckpointTensor& t
   CHECK_H5(H5Pset_fletcher32(dcpl.get()));
   CHECK_H5(H5Pset_fill_time(dcpl.get(), H5D_FILL_TIME_NEVER));  // (chunks nobody writes read as zeros)
   h5::Id dset(CHECK_H5(H5Dcreate2(file, t.path.c_str(), H5T_IEEE_F32LE, space.get(), lcpl, dcpl.get(), H5P_DEFAULT)));
+  if (!t.layer_type.empty()) h5::write_string_attribute(dset.get(), "layer_type", t.layer_type);
   Ranges mine;  // row-major elements of the tensor this rank writes; their values one after another from `src`
   const float* src = t.data;
   if (index >= 0 && t.by_elements) {
@@ -351,6 +352,7 @@ CheckpointFile::CheckpointFile(const std::string& path) : path_(path) {
       throw corrupt(
           path, std::string("not an hpctrain checkpoint (root attribute 'format' is not '") + kCheckpointFormat + "')");
     const long long version = h5::read_int_attribute(root, "format_version");
+    version_ = static_cast<int>(version);
     if (version > kCheckpointVersion)
       throw corrupt(path, "format_version " + std::to_string(version) + " is newer than this build reads (" +
                               std::to_string(kCheckpointVersion) + ")");
@@ -380,11 +382,13 @@ Shape CheckpointFile::shape(const std::string& dataset) const {
   return Shape(dims.begin(), dims.end());
 }
 
-std::string CheckpointFile::group_type(const std::string& group) const {
-  if (!has(group)) return "";
+std::string CheckpointFile::group_type(const std::string& group) const { return string_attribute(group, "type"); }
+
+std::string CheckpointFile::string_attribute(const std::string& object, const std::string& name) const {
+  if (!has(object)) return "";
   std::lock_guard<std::mutex> guard(h5::lock());
-  h5::Id g(CHECK_H5(H5Oopen(file_.get(), group.c_str(), H5P_DEFAULT)));
-  return h5::has_attribute(g.get(), "type") ? h5::read_string_attribute(g.get(), "type") : "";
+  h5::Id g(CHECK_H5(H5Oopen(file_.get(), object.c_str(), H5P_DEFAULT)));
+  return h5::has_attribute(g.get(), name.c_str()) ? h5::read_string_attribute(g.get(), name.c_str()) : "";
 }
 
 std::vector<std::string> CheckpointFile::children(const std::string& group) const {

@@ -36,12 +36,12 @@ class Attention final : public Layer {
   }
   std::vector<ParamSpec> param_specs(const Shape& in) const override {
     const std::int64_t c = in[1];
-    ParamSpec proj{"proj_weight", {c, c}, Init::normal, c, c};
+    ParamSpec proj{"proj.weight", {c, c}, Init::normal, c, c};
     proj.std = proj_std_;
-    std::vector<ParamSpec> p{{"qkv_weight", {3 * c, c}, Init::normal, c, 3 * c}};
-    if (bias_) p.push_back({"qkv_bias", {3 * c}, Init::zeros, c, 3 * c});
+    std::vector<ParamSpec> p{{"qkv.weight", {3 * c, c}, Init::normal, c, 3 * c}};
+    if (bias_) p.push_back({"qkv.bias", {3 * c}, Init::zeros, c, 3 * c});
     p.push_back(proj);
-    if (bias_) p.push_back({"proj_bias", {c}, Init::zeros, c, c});
+    if (bias_) p.push_back({"proj.bias", {c}, Init::zeros, c, c});
     return p;
   }
   void forward(const Tensor& x, Tensor& y) override {

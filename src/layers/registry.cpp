@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <cstdio>
 
 #include "hpctrain/core/error.hpp"
 
@@ -27,6 +28,28 @@ std::unique_ptr<Layer> LayerRegistry::make(const LayerArgs& args) const {
   return it->second(args);
 }
 
+namespace {
+// Parts of letters, digits, '_' and {} (repeat()'s index) joined by '.'.
+bool valid_name(const std::string& name) {
+  std::size_t part = 0;  // characters in the current part
+  for (std::size_t i = 0; i < name.size(); ++i) {
+    const char c = name[i];
+    if (c == '.') {
+      if (part == 0) return false;
+      part = 0;
+    } else if (c == '{' && i + 1 < name.size() && name[i + 1] == '}') {
+      ++i;
+      part += 2;
+    } else if (std::isalnum(static_cast<unsigned char>(c)) || c == '_') {
+      ++part;
+    } else {
+      return false;
+    }
+  }
+  return part > 0;
+}
+}  // namespace
+
 std::vector<LayerArgs> parse_layers(const std::string& text) {
   std::vector<LayerArgs> out;
   std::size_t i = 0;
@@ -40,9 +63,24 @@ std::vector<LayerArgs> parse_layers(const std::string& text) {
     }
     const std::size_t start = i;
     LayerArgs a;
-    while (i < text.size() && (std::isalnum(static_cast<unsigned char>(text[i])) || text[i] == '_'))
-      a.type += text[i++];
+    auto word = [&](bool dots) {
+      std::string w;
+      while (i < text.size() && (std::isalnum(static_cast<unsigned char>(text[i])) || text[i] == '_' ||
+                                 (dots && (text[i] == '.' || text[i] == '{' || text[i] == '}'))))
+        w += text[i++];
+      return w;
+    };
+    a.type = word(true);
+    if (i < text.size() && text[i] == ':') {  // name:type
+      a.name = a.type;
+      ++i;
+      if (!valid_name(a.name))
+        fail("layer name '" + a.name + "' must be parts of letters, digits, '_' and {} joined by '.'");
+      a.type = word(false);
+    }
     if (a.type.empty()) fail("expected a layer name");
+    if (a.type.find_first_of(".{}") != std::string::npos)
+      fail("unknown layer type '" + a.type + "' (a name needs ':')");
     if (i < text.size() && text[i] == '(') {
       std::size_t close = i, depth = 0;  // the matching ')', allowing nested blocks
       for (; close < text.size(); ++close) {
@@ -62,8 +100,15 @@ std::vector<LayerArgs> parse_layers(const std::string& text) {
         }
         if (comma == std::string::npos || times < 1 || times > 10000)
           fail("repeat needs a count >= 1 and layers, e.g. repeat(4, res(dense(8) relu))");
+        if (!a.name.empty()) fail("repeat takes no name (name the layers inside it, with {} for the index)");
         const auto body = parse_layers(inside.substr(comma + 1));
-        for (std::int64_t r = 0; r < times; ++r) out.insert(out.end(), body.begin(), body.end());
+        for (std::int64_t r = 0; r < times; ++r)
+          for (LayerArgs b : body) {
+            for (std::string* s : {&b.name, &b.body})
+              for (auto at = s->find("{}"); at != std::string::npos; at = s->find("{}"))
+                s->replace(at, 2, std::to_string(r));
+            out.push_back(std::move(b));
+          }
         i = close + 1;
         continue;
       }
@@ -102,6 +147,30 @@ std::vector<LayerArgs> parse_layers(const std::string& text) {
   }
   if (out.empty())
     throw bad_input("[model] layers is empty: list the layers, e.g. 'flatten dense(128) relu dense(10)'");
+  return out;
+}
+
+std::vector<std::string> layer_names(const std::vector<LayerArgs>& layers) {
+  std::vector<std::string> out;
+  std::map<std::string, int> seen;
+  for (const LayerArgs& a : layers) {
+    if (a.name.find("{}") != std::string::npos)
+      throw bad_input("[model] layers: " + a.text +
+                      ": {} in a name stands for repeat()'s index, outside one it means nothing");
+    out.push_back(a.name.empty() ? a.type + "." + std::to_string(seen[a.type]++) : a.name);
+  }
+  return out;
+}
+
+std::string legacy_layer_name(std::size_t index, const std::string& type) {
+  char name[64];
+  std::snprintf(name, sizeof(name), "%02zu_%s", index, type.c_str());
+  return name;
+}
+
+std::string Layer::legacy_name(const std::string& tensor) const {
+  std::string out = tensor;
+  std::replace(out.begin(), out.end(), '.', '_');
   return out;
 }
 

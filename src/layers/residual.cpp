@@ -1,6 +1,7 @@
 // res( layers... ): a residual block, y = x + f(x), where f is the layers
 // inside (written like [model] layers, nesting allowed); f must keep the
-// shape. Its parameters are the inner layers', named "<ii>_res/<jj>_<type>/<param>".
+// shape. Its parameters are the inner layers', named "<block>.<inner>.<param>" (layer_names():
+// "h.0.attn.qkv.weight" for h.0:res(ln_1:layernorm attn:attention(4)), "res.0.linear.0.weight").
 #include <algorithm>
 #include <cstdio>
 
@@ -14,11 +15,11 @@ namespace {
 class Residual final : public Layer {
  public:
   Residual(const LayerArgs& a, const LayerRegistry& registry) : text_(a.text) {
-    for (const auto& inner : parse_layers(a.body)) {
+    const auto specs = parse_layers(a.body);
+    names_ = layer_names(specs);
+    for (const auto& inner : specs) {
       inner_.push_back(registry.make(inner));
-      char name[64];
-      std::snprintf(name, sizeof(name), "%02zu_%s", inner_.size() - 1, inner_.back()->type());
-      names_.push_back(name);
+      legacy_.push_back(legacy_layer_name(inner_.size() - 1, inner_.back()->type()));
     }
     inner_views_.resize(inner_.size());
   }
@@ -46,7 +47,7 @@ class Residual final : public Layer {
       auto specs = inner_[j]->param_specs(s);
       counts_.push_back(specs.size());
       for (auto& p : specs) {
-        p.name = names_[j] + "/" + p.name;
+        p.name = names_[j] + "." + p.name;
         out.push_back(p);
       }
       s = inner_[j]->output_shape(s);
@@ -65,8 +66,16 @@ class Residual final : public Layer {
   std::vector<std::pair<std::string, std::vector<float>*>> buffers() override {
     std::vector<std::pair<std::string, std::vector<float>*>> out;
     for (std::size_t j = 0; j < inner_.size(); ++j)
-      for (auto& [name, buf] : inner_[j]->buffers()) out.push_back({names_[j] + "/" + name, buf});
+      for (auto& [name, buf] : inner_[j]->buffers()) out.push_back({names_[j] + "." + name, buf});
     return out;
+  }
+  std::string legacy_name(const std::string& tensor) const override {
+    std::size_t best = inner_.size();  // the longest inner name the tensor's name starts with
+    for (std::size_t j = 0; j < inner_.size(); ++j)
+      if (tensor.rfind(names_[j] + ".", 0) == 0 && (best == inner_.size() || names_[j].size() > names_[best].size()))
+        best = j;
+    HPCT_CHECK(best < inner_.size(), "res: " + tensor + " is no inner layer's");
+    return legacy_[best] + "/" + inner_[best]->legacy_name(tensor.substr(names_[best].size() + 1));
   }
 
   void forward(const Tensor& x, Tensor& y) override {
@@ -192,7 +201,8 @@ class Residual final : public Layer {
 
   std::string text_;
   std::vector<std::unique_ptr<Layer>> inner_;
-  std::vector<std::string> names_;
+  std::vector<std::string> names_;           // layer_names() of the inner layers
+  std::vector<std::string> legacy_;          // their format-1 names, "01_attention"
   std::vector<Shape> shapes_;                // per sample: input, then each inner output
   mutable std::vector<std::size_t> counts_;  // parameters per inner layer (from param_specs)
   StepContext inner_ctx_;

@@ -11,15 +11,16 @@ std::string gpt_layers(const GptDims& d) {
   std::snprintf(s, sizeof(s), "%.5g", 0.02 / std::sqrt(2.0 * static_cast<double>(d.n_layer)));
   const std::string c = std::to_string(d.n_embd), v = std::to_string(d.vocab_size), proj_std(s);
   const std::string nobias = d.bias ? "" : ", bias=0", norm = d.bias ? "layernorm" : "layernorm(bias=0)";
+  // Named as GPT-2's tensors are (Hugging Face's names map onto them by a table: docs/models.md).
   const std::string p = std::to_string(d.dropout_percent);
   const std::string drop = d.dropout_percent ? " dropout(" + p + ")" : "";
-  const std::string attention = "attention(" + std::to_string(d.n_head) + nobias +
+  const std::string attention = "attn:attention(" + std::to_string(d.n_head) + nobias +
                                 (d.dropout_percent ? ", dropout=" + p : "") + ", proj_std=" + proj_std + ")";
-  const std::string mlp =
-      "linear(" + std::to_string(4 * d.n_embd) + nobias + ") gelu linear(" + c + nobias + ", std=" + proj_std + ")";
-  return "embedding(" + v + ", " + c + ") position_embedding" + drop + " repeat(" + std::to_string(d.n_layer) +
-         ", res(" + norm + " " + attention + drop + ") res(" + norm + " " + mlp + drop + ")) " + norm + " lm_head(" +
-         v + (d.tie_embeddings ? "" : ", tie=0") + ")";
+  const std::string mlp = "mlp.fc:linear(" + std::to_string(4 * d.n_embd) + nobias + ") gelu mlp.proj:linear(" + c +
+                          nobias + ", std=" + proj_std + ")";
+  return "tok_emb:embedding(" + v + ", " + c + ") pos_emb:position_embedding" + drop + " repeat(" +
+         std::to_string(d.n_layer) + ", h.{}:res(ln_1:" + norm + " " + attention + drop + ") h.{}:res(ln_2:" + norm +
+         " " + mlp + drop + ")) ln_f:" + norm + " lm_head:lm_head(" + v + (d.tie_embeddings ? "" : ", tie=0") + ")";
 }
 
 }  // namespace hpctrain

@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <map>
 #include <thread>
 
 #include "hpctrain/backend/ops.hpp"
@@ -26,10 +27,10 @@ Model::Model(const std::string& layers, const Shape& sample_shape, const LayerRe
   // whole model's layout are known; only [first, last) are kept.
   Shape in = sample_shape;
   std::int64_t global = 0;
+  all_names_ = hpctrain::layer_names(specs);
   for (std::size_t i = 0; i < specs.size(); ++i) {
     auto layer = registry.make(specs[i]);
-    char name[64];
-    std::snprintf(name, sizeof(name), "%02zu_%s", i, layer->type());
+    all_types_.push_back(layer->type());
     const Shape out = layer->output_shape(in);
     layer->configure(in);
     const bool mine = i >= first && i < last;
@@ -38,36 +39,24 @@ Model::Model(const std::string& layers, const Shape& sample_shape, const LayerRe
       bindings_.emplace_back();
       store_.add_layer();
     }
-    for (const ParamSpec& p : layer->param_specs(in)) {
-      if (!p.tie.empty()) {
-        tie_parameter(p, i, mine);
-        continue;
-      }
-      ParamInfo info{std::string(name) + "/" + p.name,
-                     global,
-                     global,
-                     p.shape,
-                     p.init,
-                     p.fan_in,
-                     p.fan_out,
-                     p.std,
-                     p.live_rows,
-                     {}};
-      all_info_.push_back(info);
-      if (mine) bindings_.back().push_back({store_.add(info), p.shape});
-      global += numel(p.shape);
-    }
-    for (auto& [bname, buf] : layer->buffers())
-      all_buffers_.emplace_back(std::string(name) + "/" + bname, static_cast<std::int64_t>(buf->size()));
-    all_names_.push_back(name);
+    add_tensors(*layer, in, i, mine, global);
     if (mine) {
       shapes_.push_back(out);
-      names_.push_back(name);
+      names_.push_back(all_names_[i]);
       layer->set_context(&ctx_, i);  // the model-wide index: dropout draws do not depend on the split
       layers_.push_back(std::move(layer));
     }
     in = out;
   }
+  std::map<std::string, std::string> seen;  // tensor name -> the layer written with it
+  auto unique = [&](const std::string& name, std::size_t i) {
+    const auto [it, fresh] = seen.emplace(name, specs[i].text);
+    if (!fresh)
+      throw bad_input("[model] layers: two tensors are named " + name + " (" + it->second + " and " + specs[i].text +
+                      "): name the layers apart");
+  };
+  for (const ParamInfo& p : all_info_) unique(p.name, p.layer);
+  for (const BufferInfo& b : all_buffers_) unique(b.name, b.layer);
   whole_out_ = in;
   ctx_.arena = &arena_;
   store_.allocate(alloc_);
@@ -75,10 +64,39 @@ Model::Model(const std::string& layers, const Shape& sample_shape, const LayerRe
   use_set(0);
 }
 
+void Model::add_tensors(const Layer& layer, const Shape& in, std::size_t i, bool mine, std::int64_t& global) {
+  const std::string& name = all_names_[i];
+  const std::string legacy = legacy_layer_name(i, all_types_[i]) + "/";
+  for (const ParamSpec& p : layer.param_specs(in)) {
+    if (!p.tie.empty()) {
+      tie_parameter(p, i, mine);
+      continue;
+    }
+    ParamInfo info;
+    info.name = name + "." + p.name;
+    info.offset = info.global_offset = global;
+    info.shape = p.shape;
+    info.init = p.init;
+    info.fan_in = p.fan_in;
+    info.fan_out = p.fan_out;
+    info.std = p.std;
+    info.live_rows = p.live_rows;
+    info.layer = i;
+    info.legacy = legacy + layer.legacy_name(p.name);
+    all_info_.push_back(info);
+    if (mine) bindings_.back().push_back({store_.add(info), p.shape});
+    global += numel(p.shape);
+  }
+  // (buffers() is not const: batch norm hands out its vectors)
+  for (auto& [bname, buf] : const_cast<Layer&>(layer).buffers())
+    all_buffers_.push_back(
+        {name + "." + bname, legacy + layer.legacy_name(bname), static_cast<std::int64_t>(buf->size()), i});
+}
+
 std::vector<std::pair<std::string, std::vector<float>*>> Model::buffers() {
   std::vector<std::pair<std::string, std::vector<float>*>> out;
   for (std::size_t i = 0; i < layers_.size(); ++i)
-    for (auto& [name, buf] : layers_[i]->buffers()) out.emplace_back(names_[i] + "/" + name, buf);
+    for (auto& [name, buf] : layers_[i]->buffers()) out.emplace_back(names_[i] + "." + name, buf);
   return out;
 }
 
@@ -87,16 +105,15 @@ void Model::sync_buffers(bool to_host) {
 }
 
 void Model::tie_parameter(const ParamSpec& p, std::size_t layer, bool mine) {
-  char self[64];
-  std::snprintf(self, sizeof(self), "%02zu", layer);
-  for (std::size_t j = all_names_.size(); j-- > 0;) {
-    if (all_names_[j].size() < p.tie.size() + 3 || all_names_[j].compare(3, std::string::npos, p.tie) != 0) continue;
-    const std::string target = all_names_[j] + "/weight";
+  const std::string self = "layer " + all_names_[layer] + "'s " + p.name;
+  for (std::size_t j = layer; j-- > 0;) {
+    if (all_types_[j] != p.tie) continue;
+    const std::string target = all_names_[j] + ".weight";
     for (const ParamInfo& t : all_info_) {
       if (t.name != target) continue;
       if (t.shape != p.shape)
-        throw bad_input("[model] layers: layer " + std::string(self) + "'s " + p.name + " " + shape_string(p.shape) +
-                        " is tied to " + target + " " + shape_string(t.shape) + ": the shapes must agree");
+        throw bad_input("[model] layers: " + self + " " + shape_string(p.shape) + " is tied to " + target + " " +
+                        shape_string(t.shape) + ": the shapes must agree");
       all_ties_.emplace_back(layer, j);
       if (!mine) return;
       if (j >= first_) {  // both here: one parameter, two uses
@@ -112,8 +129,8 @@ void Model::tie_parameter(const ParamSpec& p, std::size_t layer, bool mine) {
       return;
     }
   }
-  throw bad_input("[model] layers: layer " + std::string(self) + "'s " + p.name + " is tied to a '" + p.tie +
-                  "' layer, but none comes before it (add " + p.tie + "(V, C) first, or untie it: tie=0)");
+  throw bad_input("[model] layers: " + self + " is tied to a '" + p.tie + "' layer, but none comes before it (add " +
+                  p.tie + "(V, C) first, or untie it: tie=0)");
 }
 
 void Model::make_views(const Tensor& weights) {
@@ -364,7 +381,7 @@ std::vector<bool> frozen_layers(const std::string& freeze, const Model& model) {
       throw bad_input("[train] freeze: '" + p + "' names no layer (the layers: " + names + ")");
     }
   bool trains = false;
-  for (const ParamInfo& p : model.all_param_info()) trains = trains || !any(p.name.substr(0, p.name.find('/')));
+  for (const ParamInfo& p : model.all_param_info()) trains = trains || !any(all[p.layer]);
   if (!patterns.empty() && !trains)
     throw bad_input("[train] freeze = " + freeze + " freezes every layer with parameters: nothing would train");
   std::vector<bool> out;
@@ -387,7 +404,7 @@ std::vector<std::string> split_patterns(const std::string& text) {
 }
 
 bool layer_matches(const std::string& pattern, const std::string& layer_path) {
-  for (std::size_t end = layer_path.find('/');; end = layer_path.find('/', end + 1)) {
+  for (std::size_t end = layer_path.find('.');; end = layer_path.find('.', end + 1)) {
     if (fnmatch(pattern.c_str(), layer_path.substr(0, end).c_str(), 0) == 0) return true;
     if (end == std::string::npos) return false;
   }
@@ -400,7 +417,7 @@ std::string Model::summary() const {
   for (std::size_t i = 0; i < layers_.size(); ++i) {
     std::int64_t n = 0;
     for (const auto& p : store_.tensors())
-      if (p.name.rfind(names_[i] + "/", 0) == 0) n += numel(p.shape);
+      if (p.layer == first_ + i) n += numel(p.shape);
     total += n;
     t.add_row({names_[i], shape_string(shapes_[i + 1]), std::to_string(n) + (frozen(i) && n ? " (frozen)" : "")});
   }

@@ -93,11 +93,8 @@ std::vector<LayerGroup> partition_layers(const std::vector<std::int64_t>& layer_
 }
 
 std::vector<std::int64_t> layer_parameter_counts(const Model& model) {
-  const auto& names = model.all_layer_names();
-  std::vector<std::int64_t> out(names.size(), 0);
-  for (const ParamInfo& p : model.all_param_info())
-    for (std::size_t i = 0; i < names.size(); ++i)
-      if (p.name.rfind(names[i] + "/", 0) == 0) out[i] += numel(p.shape);
+  std::vector<std::int64_t> out(model.all_layer_names().size(), 0);
+  for (const ParamInfo& p : model.all_param_info()) out[p.layer] += numel(p.shape);
   return out;
 }
 

@@ -19,11 +19,6 @@ namespace fs = std::filesystem;
 namespace hpctrain {
 
 namespace {
-std::string group_of(const std::string& name) { return name.substr(0, name.rfind('/')); }
-std::string type_of(const std::string& group) {  // "05_res/01_dense" -> "dense"
-  const std::string last = group.substr(group.rfind('/') + 1);
-  return last.substr(last.find('_') + 1);
-}
 std::string mib(double bytes) { return std::to_string(static_cast<long long>(bytes / (1 << 20) + 0.5)) + " MiB"; }
 }  // namespace
 
@@ -31,13 +26,8 @@ std::vector<CheckpointTensor> Checkpointer::tensors(const float* params, const f
                                                     const std::map<std::string, const float*>* buffers) const {
   // Every rank lists every tensor of the whole model (dataset creation is collective), with the
   // stage that holds it; the data only where this rank holds it.
-  const auto& names = model_.all_layer_names();
-  auto stage_of = [&](const std::string& tensor) {
-    for (std::size_t i = 0; i < names.size(); ++i)
-      if (tensor.rfind(names[i] + "/", 0) == 0) return groups_.empty() ? 0 : stage_of_layer(groups_, i);
-    HPCT_CHECK(false, "checkpoint tensor " + tensor + " belongs to no layer");
-    return 0;
-  };
+  const auto& types = model_.all_layer_types();
+  auto stage_of = [&](std::size_t layer) { return groups_.empty() ? 0 : stage_of_layer(groups_, layer); };
   std::map<std::string, std::int64_t> own;  // parameter name -> offset in this rank's buffers
   for (const ParamInfo& p : model_.param_info()) own[p.name] = p.offset;
   std::map<std::string, const float*> own_buffers;  // the model's, or copies for a write in the background
@@ -48,11 +38,13 @@ std::vector<CheckpointTensor> Checkpointer::tensors(const float* params, const f
   std::vector<CheckpointTensor> out;
   for (const ParamInfo& p : model_.all_param_info()) {
     const auto it = own.find(p.name);
-    out.push_back({"model/" + p.name, p.shape, it == own.end() ? nullptr : params + it->second, stage_of(p.name)});
+    out.push_back({"model/" + p.name, p.shape, it == own.end() ? nullptr : params + it->second, stage_of(p.layer)});
+    out.back().layer_type = types[p.layer];
   }
-  for (const auto& [name, size] : model_.all_buffers()) {
-    const auto it = own_buffers.find(name);
-    out.push_back({"model/" + name, {size}, it == own_buffers.end() ? nullptr : it->second, stage_of(name)});
+  for (const auto& b : model_.all_buffers()) {
+    const auto it = own_buffers.find(b.name);
+    out.push_back({"model/" + b.name, {b.size}, it == own_buffers.end() ? nullptr : it->second, stage_of(b.layer)});
+    out.back().layer_type = types[b.layer];
   }
   // The optimizer state: of each parameter held here, the elements this rank writes
   // (state_writes_), from where its compact state holds them (contiguous: the state is packed in
@@ -76,7 +68,8 @@ std::vector<CheckpointTensor> Checkpointer::tensors(const float* params, const f
                    "optimizer state of " + p.name + ": the elements this rank writes are not packed in order");
     }
     for (std::size_t k = 0; k < states.size(); ++k) {
-      CheckpointTensor t{"optimizer/" + states[k] + "/" + p.name, p.shape, nullptr, stage_of(p.name)};
+      CheckpointTensor t{"optimizer/" + states[k] + "/" + p.name, p.shape, nullptr, stage_of(p.layer)};
+      t.layer_type = types[p.layer];
       t.by_elements = true;
       if (it != mine.end()) {
         t.data = state + static_cast<std::int64_t>(k) * s + at;
@@ -102,7 +95,6 @@ std::unique_ptr<Checkpointer::Job> Checkpointer::prepare(const TrainState& progr
   const Mesh& g = rt_.mesh();
   // The previous checkpoint's host buffers are reused (no allocation, no page faults per checkpoint).
   std::unique_ptr<Job> job = spare_ ? std::move(spare_) : std::make_unique<Job>();
-  job->groups.clear();
   job->bytes = 0;
   job->step = progress.step;
   CheckpointInfo& info = job->info;
@@ -119,15 +111,6 @@ std::unique_ptr<Checkpointer::Job> Checkpointer::prepare(const TrainState& progr
   r.model_summary = model_.summary();
   r.tokenizer = tokenizer_;
   r.vocabulary = vocabulary_;
-  // Every layer group that holds something, with its type; sorted, so parents come before
-  // the groups nested in them (residual blocks).
-  std::set<std::string> group_names;
-  for (const ParamInfo& p : model_.all_param_info())
-    for (std::string at = group_of(p.name);; at = group_of(at)) {
-      group_names.insert(at);
-      if (at.find('/') == std::string::npos) break;
-    }
-  for (const std::string& gname : group_names) job->groups.emplace_back("model/" + gname, type_of(gname));
   job->name = checkpoint_file_name(progress.step);
   const fs::path dir(cfg_.checkpoint.dir);
   job->partial = (dir / ("." + job->name + ".partial")).string();
@@ -173,7 +156,7 @@ double Checkpointer::write(const Job& job, Communicator& comm) {
       std::ofstream(job.partial) << "partial";
       throw std::runtime_error("injected write failure (HPCTRAIN_TEST_FAIL_WRITE)");
     }
-    s = write_checkpoint(comm, job.partial, job.info, job.list, job.groups, job.place, job.sums, tuning_);
+    s = write_checkpoint(comm, job.partial, job.info, job.list, {}, job.place, job.sums, tuning_);
   } catch (const std::exception& e) {
     local_error = e.what();
   }
@@ -271,8 +254,8 @@ std::uint64_t Checkpointer::estimated_bytes() const {
     floats += static_cast<std::uint64_t>(numel(p.shape)) * (1 + opt_.state_names().size());
     datasets += 1 + opt_.state_names().size();
   }
-  for (const auto& [name, size] : model_.all_buffers()) {
-    floats += static_cast<std::uint64_t>(size);
+  for (const auto& b : model_.all_buffers()) {
+    floats += static_cast<std::uint64_t>(b.size);
     ++datasets;
   }
   // HDF5's object headers, chunk indexes and checksums, and the root attributes (the INI text).

@@ -20,10 +20,6 @@ namespace fs = std::filesystem;
 
 namespace hpctrain {
 
-namespace {
-std::string group_of(const std::string& name) { return name.substr(0, name.rfind('/')); }
-}  // namespace
-
 Checkpointer::Checkpointer(const Config& cfg, Runtime& rt, Communicator& dp, Model& model, Optimizer& opt,
                            std::vector<LayerGroup> groups)
     : cfg_(cfg), rt_(rt), dp_(dp), model_(model), opt_(opt), groups_(std::move(groups)) {
@@ -69,32 +65,30 @@ std::string Checkpointer::resume_target() const {
 
 std::vector<std::string> checkpoint_mismatches(const CheckpointFile& file, const Model& model) {
   std::vector<std::string> out;
+  // Compare what is under model/ first (tensors; a format-1 file's layer groups): it explains
+  // most mismatches in one line.
+  const bool v1 = file.version() < 2;
+  const auto whole = model_tensors(model, true);
+  std::set<std::string> ours;
+  for (const ModelTensor& t : whole) ours.insert(v1 ? t.legacy.substr(0, t.legacy.find('/')) : t.name);
   const auto stored = file.children("model");
-  const auto& ours = model.all_layer_names();
-  // Compare layer lists first: they explain most mismatches in one line.
-  std::vector<std::string> with_state;  // our layers that have parameters or buffers
-  for (const ParamInfo& p : model.param_info()) {
-    const std::string top = p.name.substr(0, p.name.find('/'));
-    if (std::find(with_state.begin(), with_state.end(), top) == with_state.end()) with_state.push_back(top);
-  }
+  const std::string what = v1 ? "layer " : "tensor ";
   for (const std::string& s : stored)
-    if (std::find(ours.begin(), ours.end(), s) == ours.end())
-      out.push_back("layer " + s + " is in the checkpoint but not in this model");
-  for (const std::string& l : with_state)
-    if (std::find(stored.begin(), stored.end(), l) == stored.end())
-      out.push_back("layer " + l + " of this model is not in the checkpoint");
+    if (!ours.count(s)) out.push_back(what + s + " is in the checkpoint but not in this model");
+  for (const std::string& o : ours)
+    if (std::find(stored.begin(), stored.end(), o) == stored.end())
+      out.push_back(what + o + " of this model is not in the checkpoint");
   if (!out.empty()) return out;
-  for (const ParamInfo& p : model.param_info()) {
-    const std::string path = "model/" + p.name;
+  for (const ModelTensor& t : model_tensors(model, false)) {
+    const std::string path = "model/" + stored_name(file, t.name, t.legacy);
     if (!file.has(path)) {
-      out.push_back("layer " + group_of(p.name) + ": " + p.name.substr(p.name.rfind('/') + 1) +
-                    " is missing from the checkpoint");
+      out.push_back(t.name + " is missing from the checkpoint" + (v1 ? " (as " + t.legacy + ")" : ""));
       continue;
     }
     const Shape s = file.shape(path);
-    if (s != p.shape)
-      out.push_back("layer " + group_of(p.name) + ": " + p.name.substr(p.name.rfind('/') + 1) + " is " +
-                    shape_string(p.shape) + " in this model but " + shape_string(s) + " in the checkpoint");
+    if (s != t.shape)
+      out.push_back(t.name + " is " + shape_string(t.shape) + " in this model but " + shape_string(s) +
+                    " in the checkpoint");
   }
   return out;
 }
@@ -126,7 +120,8 @@ void read_flat(const CheckpointFile& file, const std::string& prefix, const std:
                std::int64_t b, std::int64_t e, float* out) {
   for (const ParamInfo& pi : params) {
     const std::int64_t lo = std::max(b, pi.offset), hi = std::min(e, pi.offset + numel(pi.shape));
-    if (lo < hi) file.read_elements(prefix + pi.name, lo - pi.offset, hi - lo, out + (lo - b));
+    if (lo < hi)
+      file.read_elements(prefix + stored_name(file, pi.name, pi.legacy), lo - pi.offset, hi - lo, out + (lo - b));
   }
 }
 }  // namespace
@@ -154,8 +149,10 @@ void Checkpointer::read_model(const CheckpointFile& file) {
   std::vector<float> p(static_cast<std::size_t>(model_.parameters().numel()), 0.f);
   read_flat(file, "model/", model_.param_info(), 0, model_.parameters().numel(), p.data());
   upload(p.data(), p.size() * sizeof(float), model_.parameters());
+  std::map<std::string, std::string> legacy;
+  for (const auto& b : model_.all_buffers()) legacy[b.name] = b.legacy;
   for (auto& [name, buf] : model_.buffers()) {
-    const std::string ds = "model/" + name;
+    const std::string ds = "model/" + stored_name(file, name, legacy[name]);
     if (!file.has(ds) || file.shape(ds) != Shape{static_cast<std::int64_t>(buf->size())})
       throw bad_input("checkpoint '" + file.path() + "' has no " + ds + " of " + std::to_string(buf->size()) +
                       " values");
@@ -227,11 +224,10 @@ std::string describe_initialization(const Config& cfg, const Model* model) {
   const CheckpointFile file(cfg.checkpoint.init_from);  // bad_input when missing or unreadable
   std::string out = "Initialize: from " + file.path() + " (step " + std::to_string(file.info().state.step) + ")";
   if (!model) return out + "\n";
-  std::vector<std::pair<std::string, Shape>> tensors;
-  for (const ParamInfo& p : model->all_param_info()) tensors.emplace_back(p.name, p.shape);
-  for (const auto& [name, size] : model->all_buffers()) tensors.emplace_back(name, Shape{size});
   return out + ": loads " +
-         plan_initialization(file, model->all_layer_names(), tensors, cfg.checkpoint.init_layers).describe() + "\n";
+         plan_initialization(file, model->all_layer_names(), model_tensors(*model, true), cfg.checkpoint.init_layers)
+             .describe() +
+         "\n";
 }
 }  // namespace
 

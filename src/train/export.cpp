@@ -30,13 +30,15 @@ void collect(const CheckpointFile& file, const std::string& group, std::vector<N
       continue;
     }
     NamedTensor t;
-    t.name = path.substr(path.find('/') + 1);  // without "model/"
+    t.name = path.substr(path.find('/') + 1);  // without "model/" (format 1: "07_res.01_attention.qkv_weight")
     for (char& ch : t.name)
       if (ch == '/') ch = '.';
+    const std::string layer_type = file.version() >= 2 ? file.string_attribute(path, "layer_type") : type;
+    const std::string leaf = t.name.substr(t.name.rfind('.') + 1);
     t.shape = file.shape(path);
     t.data.resize(static_cast<std::size_t>(numel(t.shape)));
     file.read(path, t.data.data());
-    const bool table = (type == "embedding" || type == "lm_head") && c == "weight";
+    const bool table = (layer_type == "embedding" || layer_type == "lm_head") && leaf == "weight";
     if (table && padding.first > 0 && !t.shape.empty() && t.shape[0] == padding.second) {  // padding rows dropped
       t.data.resize(t.data.size() / static_cast<std::size_t>(t.shape[0]) * static_cast<std::size_t>(padding.first));
       t.shape[0] = padding.first;

@@ -1,6 +1,7 @@
 // Fine-tuning: a fresh run's parameters taken from another checkpoint ([checkpoint] init_from,
 // init_layers; train/checkpointing.hpp). The optimizer state and the step are not taken.
 #include <algorithm>
+#include <map>
 #include <sstream>
 
 #include "hpctrain/core/error.hpp"
@@ -10,16 +11,13 @@
 namespace hpctrain {
 
 namespace {
-std::string layer_of(const std::string& name) { return name.substr(0, name.rfind('/')); }
-std::string leaf_of(const std::string& name) { return name.substr(name.rfind('/') + 1); }
-
-// Why the checkpoint's tensor `name` cannot initialize ours of `shape` ("" when it can).
-std::string misfit(const CheckpointFile& file, const std::string& name, const Shape& shape) {
-  const std::string ds = "model/" + name;
+// Why the checkpoint's copy of `t` cannot initialize it ("" when it can).
+std::string misfit(const CheckpointFile& file, const ModelTensor& t) {
+  const std::string ds = "model/" + stored_name(file, t.name, t.legacy);
   if (!file.has(ds)) return "not in the checkpoint";
   const Shape theirs = file.shape(ds);
-  return theirs == shape ? ""
-                         : "is " + shape_string(shape) + " here but " + shape_string(theirs) + " in the checkpoint";
+  return theirs == t.shape ? ""
+                           : "is " + shape_string(t.shape) + " here but " + shape_string(theirs) + " in the checkpoint";
 }
 
 std::string join(const std::vector<std::string>& v) {
@@ -27,33 +25,50 @@ std::string join(const std::vector<std::string>& v) {
   for (const std::string& s : v) out += (out.empty() ? "" : ", ") + s;
   return out;
 }
+
+// A tensor's layer: its name's part before the leaf ("h.0.attn.qkv.weight" -> "h.0.attn.qkv").
+std::string layer_of(const std::string& name) { return name.substr(0, name.rfind('.')); }
 }  // namespace
 
+std::vector<ModelTensor> model_tensors(const Model& model, bool whole) {
+  const auto& names = model.all_layer_names();
+  const std::size_t first = model.first_layer(), last = first + model.layers();
+  std::vector<ModelTensor> out;
+  for (const ParamInfo& p : whole ? model.all_param_info() : model.param_info())
+    out.push_back({p.name, p.legacy, names[p.layer], p.shape});
+  for (const auto& b : model.all_buffers())
+    if (whole || (b.layer >= first && b.layer < last)) out.push_back({b.name, b.legacy, names[b.layer], {b.size}});
+  return out;
+}
+
 InitPlan plan_initialization(const CheckpointFile& file, const std::vector<std::string>& layers,
-                             const std::vector<std::pair<std::string, Shape>>& tensors,
-                             const std::string& init_layers) {
+                             const std::vector<ModelTensor>& tensors, const std::string& init_layers) {
   const auto patterns = split_patterns(init_layers);
   const std::string where = "[checkpoint] init_from = " + file.path();
+  auto names = [&](const std::string& p, const ModelTensor& t) {
+    return layer_matches(p, t.layer) || layer_matches(p, layer_of(t.name));
+  };
   for (const std::string& p : patterns)
-    if (std::none_of(layers.begin(), layers.end(), [&](const std::string& l) { return layer_matches(p, l); }))
+    if (std::none_of(layers.begin(), layers.end(), [&](const std::string& l) { return layer_matches(p, l); }) &&
+        std::none_of(tensors.begin(), tensors.end(), [&](const ModelTensor& t) { return names(p, t); }))
       throw bad_input("[checkpoint] init_layers: '" + p +
                       "' names no layer of this model (the layers: " + join(layers) + ")");
   InitPlan plan;
-  for (const auto& [name, shape] : tensors) {
-    const std::string layer = layer_of(name);
-    const bool asked =
-        std::any_of(patterns.begin(), patterns.end(), [&](const std::string& p) { return layer_matches(p, layer); });
+  for (const ModelTensor& t : tensors) {
+    const bool asked = std::any_of(patterns.begin(), patterns.end(), [&](const std::string& p) { return names(p, t); });
     if (!patterns.empty() && !asked) {
-      plan.fresh.push_back(name + " (not in init_layers)");
+      plan.fresh.push_back(t.name + " (not in init_layers)");
       continue;
     }
-    const std::string why = misfit(file, name, shape);
+    const std::string why = misfit(file, t);
     if (why.empty()) {
-      plan.load.push_back(name);
+      plan.load.push_back(t.name);
+      if (std::find(plan.loaded_layers.begin(), plan.loaded_layers.end(), t.layer) == plan.loaded_layers.end())
+        plan.loaded_layers.push_back(t.layer);
     } else if (asked) {  // the user named this layer: a mismatch is an error, not a silent fresh start
-      throw bad_input(where + ": layer " + layer + ": " + leaf_of(name) + " " + why);
+      throw bad_input(where + ": " + t.name + " " + why);
     } else {
-      plan.fresh.push_back(name + " (" + why + ")");
+      plan.fresh.push_back(t.name + " (" + why + ")");
       plan.mismatched = true;
     }
   }
@@ -64,10 +79,6 @@ InitPlan plan_initialization(const CheckpointFile& file, const std::vector<std::
 }
 
 std::string InitPlan::describe() const {
-  std::vector<std::string> loaded_layers;
-  for (const std::string& n : load)
-    if (std::find(loaded_layers.begin(), loaded_layers.end(), layer_of(n)) == loaded_layers.end())
-      loaded_layers.push_back(layer_of(n));
   return std::to_string(load.size()) + " tensor(s) of " + join(loaded_layers) +
          (fresh.empty() ? "" : "; fresh: " + join(fresh));
 }
@@ -79,22 +90,20 @@ std::string Checkpointer::initialize(const std::string& path) {
   std::string error;
   try {
     const CheckpointFile file(path);
-    std::vector<std::pair<std::string, Shape>> tensors;
-    for (const ParamInfo& p : model_.param_info()) tensors.emplace_back(p.name, p.shape);
+    const auto tensors = model_tensors(model_, false);
     model_.sync_buffers(true);
-    auto buffers = model_.buffers();
-    for (const auto& [name, buf] : buffers) tensors.emplace_back(name, Shape{static_cast<std::int64_t>(buf->size())});
     plan = plan_initialization(file, model_.layer_names(), tensors, cfg_.checkpoint.init_layers);
-    auto loads = [&](const std::string& name) {
-      return std::find(plan.load.begin(), plan.load.end(), name) != plan.load.end();
-    };
+    std::map<std::string, std::string> loads;  // name -> the dataset
+    for (const ModelTensor& t : tensors) loads[t.name] = "model/" + stored_name(file, t.name, t.legacy);
+    for (auto it = loads.begin(); it != loads.end();)
+      it = std::find(plan.load.begin(), plan.load.end(), it->first) == plan.load.end() ? loads.erase(it) : ++it;
     std::vector<float> p(static_cast<std::size_t>(model_.parameters().numel()));
     download(model_.parameters(), p.data(), p.size() * sizeof(float));
     for (const ParamInfo& pi : model_.param_info())
-      if (loads(pi.name)) file.read("model/" + pi.name, p.data() + pi.offset);
+      if (loads.count(pi.name)) file.read(loads[pi.name], p.data() + pi.offset);
     upload(p.data(), p.size() * sizeof(float), model_.parameters());
-    for (auto& [name, buf] : buffers)
-      if (loads(name)) file.read("model/" + name, buf->data());
+    for (auto& [name, buf] : model_.buffers())
+      if (loads.count(name)) file.read(loads[name], buf->data());
     model_.sync_buffers(false);  // device copies of the buffers follow the loaded values
   } catch (const Error& e) {
     if (e.code() != ExitCode::bad_input) throw;

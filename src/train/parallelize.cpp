@@ -27,10 +27,8 @@ void Trainer::parallelize(bool gpu, int stages) {
   model_->set_precision(cfg_.run.precision);  // bf16/fp16: the layers compute with a rounded copy
   model_->set_fusion(cfg_.run.fusion);
   model_->set_recompute_blocks(cfg_.train.recompute == Recompute::blocks);
-  const auto& names = model_->all_layer_names();
-  if (cfg_.train.recompute == Recompute::blocks && std::none_of(names.begin(), names.end(), [](const std::string& n) {
-        return n.size() > 4 && n.substr(n.size() - 4) == "_res";
-      }))
+  const auto& types = model_->all_layer_types();
+  if (cfg_.train.recompute == Recompute::blocks && std::find(types.begin(), types.end(), "res") == types.end())
     throw bad_input(
         "[train] recompute = blocks: [model] layers has no residual block (res(...)) to re-run in "
         "backward; set recompute = none");

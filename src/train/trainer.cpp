@@ -82,7 +82,7 @@ Trainer::Trainer(const Config& cfg, Runtime& rt, const DatasetIndex& index)
   // Weights tied across stages: every stage of a replica joins each sum (zeros where it holds neither use).
   for (const auto& [layer, target] : model_->ties()) {
     if (stage_of_layer(groups_, layer) == stage_of_layer(groups_, target)) continue;
-    const std::string name = model_->all_layer_names()[target] + "/weight";
+    const std::string name = model_->all_layer_names()[target] + ".weight";
     TieSync sync;
     for (const ParamInfo& p : model_->all_param_info())
       if (p.name == name) sync.count = numel(p.shape);

@@ -47,8 +47,8 @@ check "latest names the newest" test "$(cat "$ck/latest")" = ckpt-00000030.h5
 check "no partial files left" test -z "$(ls -A "$ck" | grep partial)"
 check "each checkpoint's write time is reported" grep -qE "^checkpoint .*ckpt-00000030.h5 written: step 30, .* in [0-9.]+ s" <<<"$out"
 h5ls -r "$ck/ckpt-00000030.h5" >"$tmp/h5ls.txt"
-check "h5ls lists /model/01_dense/weight {128, 784}" grep -qE '^/model/01_dense/weight +Dataset \{128, 784\}' "$tmp/h5ls.txt"
-check "h5ls lists the optimizer state" grep -qE '^/optimizer/momentum/05_dense/bias +Dataset \{10\}' "$tmp/h5ls.txt"
+check "h5ls lists /model/dense.0.weight {128, 784}" grep -qE '^/model/dense\.0\.weight +Dataset \{128, 784\}' "$tmp/h5ls.txt"
+check "h5ls lists the optimizer state" grep -qE '^/optimizer/momentum/dense\.2\.bias +Dataset \{10\}' "$tmp/h5ls.txt"
 check "h5dump reads the step attribute" grep -q '(0): 30' <(h5dump -a /step "$ck/ckpt-00000030.h5")
 check "h5py: attributes, shapes, Fletcher32 on every dataset" $py - "$ck/ckpt-00000030.h5" <<'EOF'
 import sys, h5py
@@ -59,8 +59,9 @@ assert a["step"] == 30 and a["world_size"] == 2 and a["data_parallel"] == 2 and 
 assert a["samples"] == 30 * 256 and a["seed"] == 42
 for k in ("ini", "ini_file", "model_summary", "written_at", "software", "hdf5_version", "mpi_version", "blas"):
     assert len(a[k]) > 0, k
-assert f["model/01_dense"].attrs["type"] in (b"dense", "dense")
-assert f["model/05_dense/weight"].shape == (10, 128)
+assert a["format_version"] == 2
+assert f["model/dense.0.weight"].attrs["layer_type"] in (b"dense", "dense")
+assert f["model/dense.2.weight"].shape == (10, 128)
 seen = []
 f.visititems(lambda n, o: seen.append(o) if isinstance(o, h5py.Dataset) else None)
 assert len(seen) == 13, len(seen)  # 6 parameters, 6 momenta, interval sums
@@ -109,7 +110,7 @@ close() {
 import sys, h5py, numpy as np
 a, b = h5py.File(sys.argv[1], "r"), h5py.File(sys.argv[2], "r")
 worst = 0.0
-for n in ("model/01_dense/weight", "model/03_dense/weight", "model/05_dense/weight", "model/05_dense/bias"):
+for n in ("model/dense.0.weight", "model/dense.1.weight", "model/dense.2.weight", "model/dense.2.bias"):
     x, y = a[n][()].astype(np.float64), b[n][()].astype(np.float64)
     worst = max(worst, float(np.max(np.abs(x - y) / np.maximum(1.0, np.abs(x)))))
 print("worst relative difference %.2e" % worst)
@@ -224,7 +225,7 @@ check "fp16 stopped and resumed: bit-identical (loss scale restored)" \
   same "$tmp/f16ref/checkpoints/ckpt-00000030.h5" "$tmp/f16x/checkpoints/ckpt-00000030.h5"
 check "fp16 checkpoints hold float32 parameters and the loss scale" /usr/bin/python3 -c "
 import h5py; f = h5py.File('$tmp/f16ref/checkpoints/ckpt-00000030.h5', 'r')
-assert f['model/01_dense/weight'].dtype == 'float32' and f.attrs['loss_scale'] > 0 and f.attrs['skipped_steps'] > 0"
+assert f['model/dense.0.weight'].dtype == 'float32' and f.attrs['loss_scale'] > 0 and f.attrs['skipped_steps'] > 0"
 out=$(run 2 "$tmp/f16ref" --set run.precision=fp32 --eval-only)
 check "an fp16 checkpoint evaluates in float32 (--eval-only)" grep -q "^eval-only: .*ckpt-00000030.h5" <<<"$out"
 
@@ -241,10 +242,10 @@ rc=$?
 res "$tmp/r2" >/dev/null
 check "ResNet + Adam: stopped at step 3 (exit $rc), resumed, bit-identical to the uninterrupted run" \
   same "$tmp/r1/checkpoints/ckpt-00000008.h5" "$tmp/r2/checkpoints/ckpt-00000008.h5"
-check "ResNet checkpoint holds batch-norm running statistics and nested groups" \
-  grep -qE '^/model/03_res/01_batchnorm/running_var +Dataset' <(h5ls -r "$tmp/r1/checkpoints/ckpt-00000008.h5")
+check "ResNet checkpoint holds batch-norm running statistics, named in their block" \
+  grep -qE '^/model/res\.0\.batchnorm\.0\.running_var +Dataset' <(h5ls -r "$tmp/r1/checkpoints/ckpt-00000008.h5")
 check "ResNet checkpoint holds Adam's moments" \
-  grep -qE '^/optimizer/exp_avg_sq/00_conv/weight +Dataset \{16, 1, 3, 3\}' <(h5ls -r "$tmp/r1/checkpoints/ckpt-00000008.h5")
+  grep -qE '^/optimizer/exp_avg_sq/conv\.0\.weight +Dataset \{16, 1, 3, 3\}' <(h5ls -r "$tmp/r1/checkpoints/ckpt-00000008.h5")
 fi
 
 if in_part core; then
@@ -283,7 +284,7 @@ cp "$tmp/c17.h5" "$tmp/bad.h5"
 $py - "$tmp/bad.h5" <<'EOF'
 import sys, h5py
 with h5py.File(sys.argv[1], "r") as f:
-    off = f["model/03_dense/weight"].id.get_chunk_info(0).byte_offset
+    off = f["model/dense.1.weight"].id.get_chunk_info(0).byte_offset
 with open(sys.argv[1], "r+b") as g:  # flip one byte in the middle of the chunk
     g.seek(off + 1000)
     b = g.read(1)
@@ -295,12 +296,12 @@ out=$(run 2 "$tmp/x" --set "checkpoint.resume=$tmp/bad.h5")
 rc=$?
 echo "$out" | grep error | head -2
 check "corrupted byte: exit 2" test $rc -eq 2
-check "corrupted byte: the checksum failure names the dataset" grep -q "dataset /model/03_dense/weight .*checksum" <<<"$out"
+check "corrupted byte: the checksum failure names the dataset" grep -q "dataset /model/dense.1.weight .*checksum" <<<"$out"
 out=$(run 2 "$tmp/a" --set "model.layers=flatten dense(64) relu dense(128) relu dense(10)")
 rc=$?
 check "different model: exit 2" test $rc -eq 2
 check "different model: names the layer and both shapes" \
-  grep -q "layer 01_dense: weight is \[64, 784\] in this model but \[128, 784\] in the checkpoint" <<<"$out"
+  grep -q "dense.0.weight is \[64, 784\] in this model but \[128, 784\] in the checkpoint" <<<"$out"
 out=$(run 2 "$tmp/x" --set "checkpoint.resume=$tmp/nope.h5")
 check "missing resume file: exit 2 with its name" test $? -eq 2 -a -n "$(grep 'resume = .*nope.h5: no such file' <<<"$out")"
 check "failed resumes changed nothing in the checkpoint directory" test "$before" = "$(ls -l --time-style=+%s.%N "$ck")"

@@ -99,17 +99,17 @@ for w in pt safetensors; do
     --eval-only)")
   check "imported from .$w: --eval-only ${got:-?}% = PyTorch's $ref%" test "$got" = "$ref"
 done
-printf '{"features.0.weight": "00_conv/weight", "features.0.bias": "00_conv.bias",
-  "features.1.weight": "01_batchnorm/weight", "features.1.bias": "01_batchnorm/bias",
-  "features.1.running_mean": "01_batchnorm/running_mean", "features.1.running_var": "01_batchnorm/running_var",
-  "classifier.1.weight": "05_dense/weight", "classifier.1.bias": "05_dense/bias"}' >"$tmp/map.json"
+printf '{"features.0.weight": "conv.0.weight", "features.0.bias": "conv.0.bias",
+  "features.1.weight": "batchnorm.0.weight", "features.1.bias": "batchnorm.0.bias",
+  "features.1.running_mean": "batchnorm.0.running_mean", "features.1.running_var": "batchnorm.0.running_var",
+  "classifier.1.weight": "dense.0.weight", "classifier.1.bias": "dense.0.bias"}' >"$tmp/map.json"
 $py tools/torch_import.py "$tmp/torch.pt" inputs/mnist_cnn.ini --set "model.layers=$L" --out "$tmp/imp-map.h5" \
   --map "$tmp/map.json" --trainer "$trainer" >/dev/null
 got=$(acc "$(run 1 inputs/mnist_cnn.ini "$tmp/ev-map" --set "model.layers=$L" --set checkpoint.resume="$tmp/imp-map.h5" --eval-only)")
 check "imported with --map: --eval-only ${got:-?}% = PyTorch's $ref%" test "$got" = "$ref"
 out=$(run 1 inputs/mnist_cnn.ini "$tmp/ft" --set "model.layers=$L" --set checkpoint.init_from="$tmp/imp-pt.h5" \
-  --set train.steps=5 --set "train.freeze=00_conv")
-check "fine-tuning from the import: exit 0, every tensor loaded" grep -q "^initialized from $tmp/imp-pt.h5: 8 tensor(s) of 00_conv, 01_batchnorm, 05_dense$" <<<"$out"
+  --set train.steps=5 --set "train.freeze=conv.0")
+check "fine-tuning from the import: exit 0, every tensor loaded" grep -q "^initialized from $tmp/imp-pt.h5: 8 tensor(s) of conv.0, batchnorm.0, dense.0$" <<<"$out"
 
 # Errors: one line each, non-zero exit, nothing written.
 err=$($py tools/torch_import.py "$tmp/torch.pt" inputs/mnist_cnn.ini --out "$tmp/bad.h5" --trainer "$trainer" 2>&1)

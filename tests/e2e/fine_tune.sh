@@ -45,18 +45,18 @@ for split in os.listdir(dst):
             f.attrs["num_classes"] = 5
 PY
 B=(--set data.path="$tmp/data5" --set "model.layers=$b_layers" --set train.steps=12 --set train.log_every=4)
-FT=(--set checkpoint.init_from="$ckpt" --set "train.freeze=*_conv")
+FT=(--set checkpoint.init_from="$ckpt" --set "train.freeze=conv")
 
 dry=$(run 1 "$tmp/ft1" "${B[@]}" "${FT[@]}" --dry-run)
 check "--dry-run: loads the convolutions and 07_dense, 09_dense fresh with both shapes" grep -qE \
-  "Initialize: from .*: loads 6 tensor\(s\) of 00_conv, 03_conv, 07_dense; fresh: 09_dense/weight \(is \[5, 128\] here but \[10, 128\] in the checkpoint\)" \
+  "Initialize: from .*: loads 6 tensor\(s\) of conv.0, conv.1, dense.0; fresh: dense.1.weight \(is \[5, 128\] here but \[10, 128\] in the checkpoint\)" \
   <<<"$dry"
 check "--dry-run: the summary marks the frozen layers" test "$(grep -c '(frozen)' <<<"$dry")" -eq 2
 
 ft=$(run 1 "$tmp/ft1" "${B[@]}" "${FT[@]}")
 check "fine-tuning exits 0" test $? -eq 0
-check "fine-tuning says what it loaded" grep -q "^initialized from $ckpt: 6 tensor(s) of 00_conv, 03_conv, 07_dense; fresh: 09_dense/weight" <<<"$ft"
-check "the head that does not fit: a warning naming it" grep -q "warning.*init_from.*some layers start fresh.*09_dense/weight" <<<"$ft"
+check "fine-tuning says what it loaded" grep -q "^initialized from $ckpt: 6 tensor(s) of conv.0, conv.1, dense.0; fresh: dense.1.weight" <<<"$ft"
+check "the head that does not fit: a warning naming it" grep -q "warning.*init_from.*some layers start fresh.*dense.1.weight" <<<"$ft"
 scratch=$(run 1 "$tmp/scratch" "${B[@]}")
 check "from scratch exits 0" test $? -eq 0
 echo "task B, 12 steps: fine-tuned $(acc "$ft")%, from scratch $(acc "$scratch")%"
@@ -67,11 +67,11 @@ import h5py, numpy as np, os, sys
 a = h5py.File(sys.argv[1])
 d = sys.argv[2]
 b = h5py.File(os.path.join(d, open(os.path.join(d, "latest")).read().strip()))
-for layer in ("00_conv", "03_conv"):
+for layer in ("conv.0", "conv.1"):
     for p in ("weight", "bias"):
-        assert np.array_equal(a["model"][layer][p][...], b["model"][layer][p][...]), (layer, p)
-assert not np.array_equal(a["model/07_dense/weight"][...], b["model/07_dense/weight"][...])
-assert b["optimizer/momentum/00_conv/weight"][...].any() == False  # frozen: no optimizer state built up
+        assert np.array_equal(a["model"][layer + "." + p][...], b["model"][layer + "." + p][...]), (layer, p)
+assert not np.array_equal(a["model/dense.0.weight"][...], b["model/dense.0.weight"][...])
+assert b["optimizer/momentum/conv.0.weight"][...].any() == False  # frozen: no optimizer state built up
 PY
 
 # Every layout: 2 data-parallel ranks, and a 2-stage pipeline, match 1 rank.
@@ -100,8 +100,8 @@ expect2() {  # description pattern extra-args...
   grep "$pattern" <<<"$out" | head -1
 }
 expect2 "init_layers asks for the head whose shape differs" \
-  "layer 09_dense: weight is \[5, 128\] here but \[10, 128\] in the checkpoint" \
-  --set checkpoint.init_from="$ckpt" --set "checkpoint.init_layers=*_conv,09_dense"
+  "dense.1.weight is \[5, 128\] here but \[10, 128\] in the checkpoint" \
+  --set checkpoint.init_from="$ckpt" --set "checkpoint.init_layers=conv,dense.1"
 expect2 "init_layers names no layer" "init_layers: 'nosuch' names no layer" \
   --set checkpoint.init_from="$ckpt" --set checkpoint.init_layers=nosuch
 expect2 "freeze names no layer" "freeze: 'nosuch' names no layer" --set train.freeze=nosuch

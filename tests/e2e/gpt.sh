@@ -79,7 +79,7 @@ row() { awk -F, -v s="$2" '$1 == s {print $4}' "$1/metrics.csv"; }
 # (a layers string with other std would give other values: the check can fail).
 gpt=(--set model.layers= --set model.arch=gpt --set model.n_layer=2 --set model.n_head=4 --set model.n_embd=32
   --set model.bias=false --set model.dropout=0.1)
-spelled="embedding($vocab, 32) position_embedding dropout(10) repeat(2, res(layernorm(bias=0) attention(4, bias=0, dropout=10, proj_std=0.01) dropout(10)) res(layernorm(bias=0) linear(128, bias=0) gelu linear(32, bias=0, std=0.01) dropout(10))) layernorm(bias=0) lm_head($vocab)"
+spelled="tok_emb:embedding($vocab, 32) pos_emb:position_embedding dropout(10) repeat(2, h.{}:res(ln_1:layernorm(bias=0) attn:attention(4, bias=0, dropout=10, proj_std=0.01) dropout(10)) h.{}:res(ln_2:layernorm(bias=0) mlp.fc:linear(128, bias=0) gelu mlp.proj:linear(32, bias=0, std=0.01) dropout(10))) ln_f:layernorm(bias=0) lm_head:lm_head($vocab)"
 short=(--set train.steps=4 --set train.log_every=1 --set checkpoint.every_steps=4 --set checkpoint.resume=none)
 run 1 "${gpt[@]}" "${short[@]}" --set run.out_dir=arch >arch.log 2>&1
 run 1 --set "model.layers=$spelled" "${short[@]}" --set run.out_dir=spelled >spelled.log 2>&1
@@ -101,7 +101,7 @@ twin = {n: list(t.shape) for n, t in hpctrain_torch.build_from_description(d).hp
 assert {t['name']: t['shape'] for t in d['tensors']} == twin, (d['tensors'], twin)
 spelled = {n: list(t.shape) for n, t in hpctrain_torch.build(d['layers_text'], 16).hpctrain_tensors().items()}
 assert spelled == twin
-assert d['layers'][3]['name'] == '03_res' and [l['type'] for l in d['layers'][3]['body']] == ['layernorm', 'attention', 'dropout']
+assert d['layers'][3]['name'] == 'h.0' and [l['name'] for l in d['layers'][3]['body']] == ['ln_1', 'attn', 'dropout.0'] and [l['type'] for l in d['layers'][3]['body']] == ['layernorm', 'attention', 'dropout']
 assert d['layers'][3]['body'][1]['named'] == {'bias': '0', 'dropout': '10', 'proj_std': '0.01'}
 "
 expect_error "arch = gpt with a layers string too" "leave \[model\] layers out" run 1 --set model.arch=gpt --dry-run
@@ -161,7 +161,7 @@ check "vocab_multiple = 64 trains (loss at step 10: $(row pad 10))" test -n "$(r
 padded=$(( (vocab + 63) / 64 * 64 ))
 check "... the checkpoint's table has $padded rows, the padding zero" $py -c "
 import h5py, numpy as np
-w = np.array(h5py.File('pad/checkpoints/ckpt-00000010.h5', 'r')['model/00_embedding/weight'])
+w = np.array(h5py.File('pad/checkpoints/ckpt-00000010.h5', 'r')['model/embedding.0.weight'])
 assert w.shape == ($padded, 32), w.shape
 assert not w[$vocab:].any() and w[:$vocab].any()"
 run 1 "${pad[@]}" --export pad.safetensors >/dev/null 2>&1
@@ -169,7 +169,7 @@ check "... --export writes the $vocab live rows" $py -c "
 import json, struct
 b = open('pad.safetensors', 'rb').read()
 h = json.loads(b[8:8 + struct.unpack('<Q', b[:8])[0]])
-assert h['00_embedding.weight']['shape'] == [$vocab, 32], h['00_embedding.weight']"
+assert h['embedding.0.weight']['shape'] == [$vocab, 32], h['embedding.0.weight']"
 g=$(run 1 "${pad[@]}" --generate --prompt "The " --tokens 200 2>&1)
 check "... and --generate draws only real tokens" grep -q "^generate: " <<<"$g"
 finish

@@ -46,7 +46,7 @@ same_params() {  # run_a run_b: the step-20 checkpoints' weights within 1e-6
 import sys, h5py, numpy as np
 a, b = h5py.File(sys.argv[1], "r"), h5py.File(sys.argv[2], "r")
 worst = max(float(np.max(np.abs(a["model/" + n][()] - b["model/" + n][()])))
-            for n in ("01_dense/weight", "03_dense/weight", "05_dense/weight"))
+            for n in ("dense.0.weight", "dense.1.weight", "dense.2.weight"))
 print("max |difference| %.3g" % worst)
 sys.exit(0 if worst <= 1e-6 else 1)
 EOF

@@ -43,7 +43,7 @@ for np in 1 2 3 4; do
     check "dry run np=$np P=$m prints the mesh" grid_ok $np $m "$out"
     [ "$np" -eq 4 ] && [ "$m" -eq 2 ] && echo "$out" | sed -n '/^Process mesh/,$p'
     if [ "$m" -eq 2 ]; then
-      check "dry run np=$np P=2 prints the layer groups" grep -qE "^ +0  00_flatten \.\. 02_relu +803840 " <<<"$out"
+      check "dry run np=$np P=2 prints the layer groups" grep -qE "^ +0  flatten\.0 \.\. relu\.0 +803840 " <<<"$out"
     fi
     if [ "$np" -eq 4 ] && [ "$m" -eq 2 ]; then
       check "... and names the groups by dimension (dp[pp=1]: ranks 1 3; pp[dp=0]: ranks 0 1)" \

@@ -81,7 +81,7 @@ int main(int argc, char** argv) {
     h5::Id file = h5::create_file(out);
     h5::Id params(CHECK_H5(H5Gcreate2(file.get(), "params", H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT)));
     h5::Id grads(CHECK_H5(H5Gcreate2(file.get(), "grads", H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT)));
-    auto flat = [](const std::string& name) {  // "02_res/00_layernorm/weight" -> "02_res.00_layernorm.weight"
+    auto flat = [](const std::string& name) {  // (tensor names have no "/" since format 2: kept for safety)
       std::string s = name;
       for (auto& c : s) c = c == '/' ? '.' : c;
       return s;

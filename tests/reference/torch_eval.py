@@ -3,7 +3,7 @@
     torch_eval.py WEIGHTS LAYERS SAMPLE_SHAPE DATA_ROOT
 
 WEIGHTS: a state_dict from tools/torch_export.py (.pt), or a safetensors file from
-`trainer --export` (read with tools/safetensors_numpy.py, names "00_conv.weight"). The model is
+`trainer --export` (read with tools/safetensors_numpy.py, names "conv.0.weight"). The model is
 tools/hpctrain_torch.py's twin of LAYERS; the data are DATA_ROOT/test's shards, fed as the
 trainer feeds them (samples x scale + offset). Prints "correct total accuracy".
 """
@@ -23,11 +23,13 @@ weights, layers, shape, root = sys.argv[1], sys.argv[2], tuple(int(v) for v in s
 model = hpctrain_torch.build(layers, shape)
 if weights.endswith(".safetensors"):
     tensors, _ = safetensors_numpy.load(weights)
-    state = {"seq." + k: torch.from_numpy(v.copy()) for k, v in tensors.items()}
-    for n, b in model.named_buffers():  # (hpctrain has no batch counter)
-        if n.endswith("num_batches_tracked"):
-            state[n] = b
-    model.load_state_dict(state)
+    with torch.no_grad():  # by hpctrain's names (format 1's exports: the modules' own paths)
+        ours = model.hpctrain_tensors()
+        if not set(ours) <= set(tensors):
+            ours = {k[len("seq."):]: t for k, t in model.state_dict(keep_vars=True).items()
+                    if not k.endswith("num_batches_tracked")}
+        for name, t in ours.items():
+            t.copy_(torch.from_numpy(tensors[name].copy()).view(t.shape))
 else:
     model.load_state_dict(torch.load(weights))
 model.eval()

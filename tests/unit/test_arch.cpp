@@ -23,24 +23,27 @@ GptDims dims(std::int64_t n_layer, std::int64_t n_head, std::int64_t n_embd, std
 
 TEST(Arch, GptIsTheBabyDecksLayersString) {
   EXPECT_EQ(gpt_layers(dims(4, 4, 128, 65, false)),
-            "embedding(65, 128) position_embedding repeat(4, res(layernorm(bias=0) attention(4, bias=0, "
-            "proj_std=0.0070711)) res(layernorm(bias=0) linear(512, bias=0) gelu linear(128, bias=0, std=0.0070711))) "
-            "layernorm(bias=0) lm_head(65)");
+            "tok_emb:embedding(65, 128) pos_emb:position_embedding repeat(4, h.{}:res(ln_1:layernorm(bias=0) "
+            "attn:attention(4, bias=0, proj_std=0.0070711)) h.{}:res(ln_2:layernorm(bias=0) mlp.fc:linear(512, bias=0) "
+            "gelu mlp.proj:linear(128, bias=0, std=0.0070711))) ln_f:layernorm(bias=0) lm_head:lm_head(65)");
 }
 
 TEST(Arch, GptIsTheGpuDecksLayersString) {
   GptDims d = dims(6, 6, 384, 65, false);
   d.dropout_percent = 20;
-  EXPECT_EQ(gpt_layers(d),
-            "embedding(65, 384) position_embedding dropout(20) repeat(6, res(layernorm(bias=0) attention(6, bias=0, "
-            "dropout=20, proj_std=0.0057735) dropout(20)) res(layernorm(bias=0) linear(1536, bias=0) gelu linear(384, "
-            "bias=0, std=0.0057735) dropout(20))) layernorm(bias=0) lm_head(65)");
+  EXPECT_EQ(
+      gpt_layers(d),
+      "tok_emb:embedding(65, 384) pos_emb:position_embedding dropout(20) repeat(6, h.{}:res(ln_1:layernorm(bias=0) "
+      "attn:attention(6, bias=0, dropout=20, proj_std=0.0057735) dropout(20)) h.{}:res(ln_2:layernorm(bias=0) "
+      "mlp.fc:linear(1536, bias=0) gelu mlp.proj:linear(384, bias=0, std=0.0057735) dropout(20))) "
+      "ln_f:layernorm(bias=0) lm_head:lm_head(65)");
 }
 
 TEST(Arch, GptWithBiasesAndAnUntiedHead) {
   GptDims d = dims(2, 2, 8, 11, true);
   d.tie_embeddings = false;
   EXPECT_EQ(gpt_layers(d),
-            "embedding(11, 8) position_embedding repeat(2, res(layernorm attention(2, proj_std=0.01)) res(layernorm "
-            "linear(32) gelu linear(8, std=0.01))) layernorm lm_head(11, tie=0)");
+            "tok_emb:embedding(11, 8) pos_emb:position_embedding repeat(2, h.{}:res(ln_1:layernorm attn:attention(2, "
+            "proj_std=0.01)) h.{}:res(ln_2:layernorm mlp.fc:linear(32) gelu mlp.proj:linear(8, std=0.01))) "
+            "ln_f:layernorm lm_head:lm_head(11, tie=0)");
 }

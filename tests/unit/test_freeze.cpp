@@ -18,7 +18,7 @@ using namespace hpctrain;
 using unittest::random_values;
 
 namespace {
-// Parameters: 00_dense 8*4+8 = 40, 02_dense 6*8+6 = 54, 03_dense 2*6+2 = 14 elements.
+// Parameters: dense.0 8*4+8 = 40, dense.1 6*8+6 = 54, dense.2 2*6+2 = 14 elements.
 constexpr const char* kLayers = "dense(8) relu dense(6) dense(2)";
 
 // The gradients after one backward of fixed inputs, with `frozen` flags (empty: none).
@@ -48,14 +48,16 @@ std::vector<float> slice(const std::vector<float>& v, std::size_t begin, std::si
 }  // namespace
 
 TEST(Freeze, PatternsNameLayersAndTheirBlocks) {
-  EXPECT_EQ(split_patterns(" *_conv, 05_res,,07_dense "), (std::vector<std::string>{"*_conv", "05_res", "07_dense"}));
+  EXPECT_EQ(split_patterns(" conv2d.*, h.0,,dense.1 "), (std::vector<std::string>{"conv2d.*", "h.0", "dense.1"}));
   EXPECT_TRUE(split_patterns("").empty());
-  EXPECT_TRUE(layer_matches("*_conv", "03_conv"));
-  EXPECT_TRUE(layer_matches("05_res", "05_res/01_dense"));  // a block names everything in it
-  EXPECT_TRUE(layer_matches("05_res/01_dense", "05_res/01_dense"));
-  EXPECT_FALSE(layer_matches("01_dense", "05_res/01_dense"));  // paths start at the top
-  EXPECT_FALSE(layer_matches("05_res", "05_resx"));
-  EXPECT_FALSE(layer_matches("0[12]_dense", "03_dense"));
+  EXPECT_TRUE(layer_matches("conv2d.*", "conv2d.3"));
+  EXPECT_TRUE(layer_matches("h.0", "h.0.attn.qkv"));  // a block names everything in it
+  EXPECT_TRUE(layer_matches("h", "h.11"));            // and a leading part every block
+  EXPECT_TRUE(layer_matches("h.*.attn", "h.3.attn.qkv"));
+  EXPECT_TRUE(layer_matches("h.0.attn.qkv", "h.0.attn.qkv"));
+  EXPECT_FALSE(layer_matches("attn", "h.0.attn"));  // names start at the top
+  EXPECT_FALSE(layer_matches("h.1", "h.10"));       // parts end at a '.'
+  EXPECT_FALSE(layer_matches("dense.[12]", "dense.3"));
 }
 
 TEST(Freeze, WhichLayersAndErrors) {
@@ -64,16 +66,17 @@ TEST(Freeze, WhichLayersAndErrors) {
   Allocator alloc;
   const Model m(kLayers, {4}, r, alloc);
   EXPECT_EQ(frozen_layers("", m), (std::vector<bool>{false, false, false, false}));
-  EXPECT_EQ(frozen_layers("00_dense, 0[2]_*", m), (std::vector<bool>{true, false, true, false}));
+  EXPECT_EQ(frozen_layers("dense.0, dense.[1]", m), (std::vector<bool>{true, false, true, false}));
+  EXPECT_EQ(frozen_layers("dense.0, relu", m), (std::vector<bool>{true, true, false, false}));
   try {
-    frozen_layers("00_dense,nosuch", m);
+    frozen_layers("dense.0,nosuch", m);
     FAIL();
   } catch (const Error& e) {
     EXPECT_EQ(e.code(), ExitCode::bad_input);
-    EXPECT_NE(std::string(e.what()).find("'nosuch' names no layer (the layers: 00_dense, 01_relu"), std::string::npos)
+    EXPECT_NE(std::string(e.what()).find("'nosuch' names no layer (the layers: dense.0, relu.0"), std::string::npos)
         << e.what();
   }
-  EXPECT_THROW(frozen_layers("*_dense", m), Error);  // nothing would train
+  EXPECT_THROW(frozen_layers("dense", m), Error);  // nothing would train
 }
 
 TEST(Freeze, BucketsLeaveFrozenLayersOut) {
@@ -81,7 +84,7 @@ TEST(Freeze, BucketsLeaveFrozenLayersOut) {
   register_builtin_layers(r);
   Allocator alloc;
   Model m(kLayers, {4}, r, alloc);
-  m.set_frozen({false, false, true, false});  // 02_dense: [40, 94)
+  m.set_frozen({false, false, true, false});  // dense.1: [40, 94)
   const auto b = m.store().buckets(1 << 30);  // one bucket without freezing; two around the frozen layer
   ASSERT_EQ(b.size(), 2u);
   EXPECT_EQ(b[0].begin, 94);
@@ -104,11 +107,11 @@ TEST(Freeze, BucketsLeaveFrozenLayersOut) {
 TEST(Freeze, BackwardKeepsTheTrainingLayersGradientsAndZeroesTheFrozen) {
   const auto all = gradients({});
   const auto zeros = [](std::size_t n) { return std::vector<float>(n, 0.f); };
-  // The first layer frozen: backward stops at 02_dense (no input gradient), 00_dense's stay zero.
+  // The first layer frozen: backward stops at dense.1 (no input gradient), dense.0's stay zero.
   const auto first = gradients({true, false, false, false});
   EXPECT_EQ(slice(first, 0, 40), zeros(40));
   EXPECT_EQ(slice(first, 40, 108), slice(all, 40, 108));
-  // A middle layer frozen: the gradient still flows through it to 00_dense.
+  // A middle layer frozen: the gradient still flows through it to dense.0.
   const auto middle = gradients({false, false, true, false});
   EXPECT_EQ(slice(middle, 0, 40), slice(all, 0, 40));
   EXPECT_EQ(slice(middle, 40, 94), zeros(54));

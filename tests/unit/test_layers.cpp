@@ -416,12 +416,14 @@ TEST(Model, NamesShapesAndErrors) {
   register_builtin_layers(r);
   Model m("flatten dense(16) relu dense(10)", {4, 4}, r, alloc);
   ASSERT_EQ(m.param_info().size(), 4u);
-  EXPECT_EQ(m.param_info()[0].name, "01_dense/weight");
+  EXPECT_EQ(m.param_info()[0].name, "dense.0.weight");     // named by type and count (layer_names)
+  EXPECT_EQ(m.param_info()[0].legacy, "01_dense/weight");  // format 1's positional name
+  EXPECT_EQ(m.param_info()[0].layer, 1u);
   EXPECT_EQ(m.param_info()[0].shape, (Shape{16, 16}));
-  EXPECT_EQ(m.param_info()[3].name, "03_dense/bias");
+  EXPECT_EQ(m.param_info()[3].name, "dense.1.bias");
   EXPECT_EQ(m.parameters().numel(), 16 * 16 + 16 + 10 * 16 + 10);
   EXPECT_EQ(m.output_shape(), (Shape{10}));
-  EXPECT_NE(m.summary().find("03_dense"), std::string::npos);
+  EXPECT_NE(m.summary().find("dense.1"), std::string::npos);
   auto message = [&](const std::string& layers, const Shape& in) {
     try {
       Model bad(layers, in, r, alloc);
@@ -491,8 +493,8 @@ TEST(Model, LayerRangesOfOneModel) {
   const std::string layers = "flatten dense(6) tanh dropout(30) dense(5) batchnorm dense(3)";
   Model whole(layers, {2, 4}, r, alloc), head(layers, {2, 4}, r, alloc, 0, 3), tail(layers, {2, 4}, r, alloc, 3, 7);
   for (Model* m : {&whole, &head, &tail}) m->init_parameters(9);
-  EXPECT_EQ(head.layer_names(), (std::vector<std::string>{"00_flatten", "01_dense", "02_tanh"}));
-  EXPECT_EQ(tail.layer_names().front(), "03_dropout");
+  EXPECT_EQ(head.layer_names(), (std::vector<std::string>{"flatten.0", "dense.0", "tanh.0"}));
+  EXPECT_EQ(tail.layer_names().front(), "dropout.0");
   EXPECT_EQ(tail.first_layer(), 3u);
   EXPECT_EQ(tail.all_layer_names(), whole.layer_names());
   EXPECT_EQ(tail.all_param_info().size(), whole.param_info().size());
@@ -696,9 +698,10 @@ TEST(Residual, NamesShapesAndErrors) {
   register_builtin_layers(r);
   Model m("flatten res(dense(16) relu dense(16)) dense(3)", {4, 4}, r, alloc);
   ASSERT_EQ(m.param_info().size(), 6u);
-  EXPECT_EQ(m.param_info()[0].name, "01_res/00_dense/weight");
-  EXPECT_EQ(m.param_info()[3].name, "01_res/02_dense/bias");
-  EXPECT_EQ(m.param_info()[4].name, "02_dense/weight");
+  EXPECT_EQ(m.param_info()[0].name, "res.0.dense.0.weight");
+  EXPECT_EQ(m.param_info()[3].name, "res.0.dense.1.bias");
+  EXPECT_EQ(m.param_info()[3].legacy, "01_res/02_dense/bias");
+  EXPECT_EQ(m.param_info()[4].name, "dense.0.weight");
   EXPECT_EQ(m.store().layer(1), (Range{0, 2 * (16 * 16 + 16)}));
   try {
     Model bad("flatten res(dense(5))", {4, 4}, r, alloc);

@@ -22,7 +22,11 @@
 namespace hpctrain {
 
 inline constexpr const char* kCheckpointFormat = "hpctrain-checkpoint";
-inline constexpr int kCheckpointVersion = 1;
+// Format 2: tensors named for what they are, flat under model/ ("model/h.3.attn.qkv.weight",
+// "optimizer/m/h.3.attn.qkv.weight"), each with its layer's type as the attribute layer_type.
+// Format 1 named them by position in groups ("model/07_res/01_attention/qkv_weight"); it still
+// loads, by those names (ParamInfo::legacy, train/checkpointing.hpp stored_name).
+inline constexpr int kCheckpointVersion = 2;
 
 // Which run wrote a checkpoint, and how: root attributes beside the TrainState.
 struct RunRecord {
@@ -83,7 +87,7 @@ void visit_fields(Info& i, Visit&& visit) {
   visit("vocabulary", r.vocabulary, true);
 }
 
-// One float32 dataset, e.g. "model/03_dense/weight".
+// One float32 dataset, e.g. "model/dense.1.weight".
 struct CheckpointTensor {
   std::string path;
   Shape shape;
@@ -94,6 +98,7 @@ struct CheckpointTensor {
   // row-major indices of the tensor; possibly none), their values one after another at `data`.
   bool by_elements = false;
   Ranges elements{};
+  std::string layer_type{};  // written as the dataset's attribute layer_type when not empty
 };
 
 // Where this rank sits, for dividing the writing.
@@ -143,7 +148,10 @@ class CheckpointFile {
   const CheckpointInfo& info() const { return info_; }
   bool has(const std::string& dataset) const;
   Shape shape(const std::string& dataset) const;
-  std::string group_type(const std::string& group) const;             // "" when the group or attribute is missing
+  int version() const { return version_; }                 // format_version
+  std::string group_type(const std::string& group) const;  // "" when the group or attribute is missing
+  // A string attribute of a group or dataset; "" when either is missing.
+  std::string string_attribute(const std::string& object, const std::string& name) const;
   std::vector<std::string> children(const std::string& group) const;  // link names, sorted; {} when missing
   void read(const std::string& dataset, float* out) const;            // the whole dataset, float32
   // Elements [first, first + count) of a float32 dataset in row-major order: the whole rows
@@ -155,6 +163,7 @@ class CheckpointFile {
   std::string path_;
   h5::Id file_;
   CheckpointInfo info_;
+  int version_ = 0;
 };
 
 // ---- The checkpoint directory ----

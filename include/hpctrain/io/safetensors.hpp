@@ -13,7 +13,7 @@
 namespace hpctrain {
 
 struct NamedTensor {
-  std::string name;  // "00_conv.weight"
+  std::string name;  // "conv.0.weight"
   Shape shape;
   std::vector<float> data;
 };

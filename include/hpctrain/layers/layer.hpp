@@ -100,6 +100,9 @@ class Layer {
   virtual void configure(const Shape& /*in*/) {}
   // Non-trainable state kept with the model (batch norm's running statistics), by name.
   virtual std::vector<std::pair<std::string, std::vector<float>*>> buffers() { return {}; }
+  // The name a parameter or buffer of this layer had in format-1 checkpoints (positional names,
+  // "qkv_weight" for "qkv.weight"), so that they still load (io/checkpoint_file.hpp).
+  virtual std::string legacy_name(const std::string& tensor) const;
   // Layers that keep a device copy of their buffers (batch norm on a GPU): copy it into the
   // host vectors above (to_host), or note that the host vectors changed (a checkpoint loaded).
   virtual void sync_buffers(bool /*to_host*/) {}
@@ -200,6 +203,7 @@ class Layer {
 
 // A layer's arguments as written in [model] layers: dense(128), conv(32,3,pad=1).
 struct LayerArgs {
+  std::string name;  // "attn" of "attn:attention(4)"; empty: layer_names() gives "<type>.<k>"
   std::string type;
   std::vector<std::int64_t> positional;
   std::map<std::string, std::string> named;

@@ -42,7 +42,16 @@ inline std::int64_t padded_vocab(std::int64_t vocab, std::int64_t multiple) {
 void register_builtin_layers(LayerRegistry& registry, const LayerOptions& options = {});
 
 // "flatten dense(128) relu dense(10)" -> one LayerArgs per layer; bad_input on syntax errors.
+// A layer may be named, "attn:attention(4)" (letters, digits, '_' and '.'; inside repeat(N, ...)
+// {} in a name is the repetition's index: "h.{}:res(...)" gives h.0, h.1, ...; '#' would start an
+// INI comment).
 std::vector<LayerArgs> parse_layers(const std::string& text);
+// The layers' names at one level (the model's, or a res block's): a layer's own, else
+// "<type>.<k>", k counting that type's unnamed layers before it ("conv2d.0 relu.0 conv2d.1").
+// Tensor names join them with '.': "h.3.attn.qkv.weight", "conv2d.1.bias".
+std::vector<std::string> layer_names(const std::vector<LayerArgs>& layers);
+// Format-1 checkpoints' positional layer name: "07_res".
+std::string legacy_layer_name(std::size_t index, const std::string& type);
 
 // Helpers for factories: the i-th positional argument, or a named one, as an integer.
 std::int64_t int_arg(const LayerArgs& a, std::size_t index, const std::string& what);

@@ -1,6 +1,7 @@
 // A model: the layers of [model] layers in order, shapes inferred from the
 // data's sample shape, parameters and gradients in its parameter store (model/param_store.hpp:
-// one flat buffer each; layer i's parameters are views named "<ii>_<type>/<param>"), activations
+// one flat buffer each; a layer's parameters are views named "<layer>.<param>", layers/registry.hpp's
+// layer_names(): "h.3.attn.qkv.weight", "conv2d.0.bias"), activations
 // allocated for a batch size, forward and backward through all layers.
 #pragma once
 
@@ -17,8 +18,9 @@
 namespace hpctrain {
 
 // Layer name patterns ([train] freeze, [checkpoint] init_layers): comma-separated shell patterns
-// ("0*_conv2d, 05_res"). A pattern names a layer when it matches the layer's path
-// ("05_res/01_dense") or one of the path's leading parts ("05_res": the whole block).
+// ("conv2d.*, h.0"). A pattern names a layer when it matches the name ("h.0.mlp.fc", of a
+// tensor h.0.mlp.fc.weight) or one of its leading '.'-separated parts ("h.0": the whole block,
+// "h": every block; "h.1" is not a part of "h.10").
 std::vector<std::string> split_patterns(const std::string& text);
 bool layer_matches(const std::string& pattern, const std::string& layer_path);
 
@@ -102,17 +104,23 @@ class Model {
   Tensor& parameters() { return store_.params(); }
   Tensor& gradients() { return store_.grads(); }
   const std::vector<ParamInfo>& param_info() const { return store_.tensors(); }
-  // Non-trainable state (batch norm's running statistics) by name, "02_batchnorm/running_mean".
+  // Non-trainable state (batch norm's running statistics) by name, "batchnorm.0.running_mean".
   // Layer::sync_buffers for every layer held: before reading buffers() (to_host) and after
   // writing them (checkpoints).
   void sync_buffers(bool to_host);
   std::vector<std::pair<std::string, std::vector<float>*>> buffers();
-  const std::vector<std::string>& layer_names() const { return names_; }  // "00_conv", ... (held here)
+  const std::vector<std::string>& layer_names() const { return names_; }  // "conv2d.0", ... (held here)
   // The whole model, whichever layers this rank holds (checkpoint layout): every layer's name,
   // every parameter (offset = global_offset), every buffer's name and size.
   const std::vector<std::string>& all_layer_names() const { return all_names_; }
+  const std::vector<std::string>& all_layer_types() const { return all_types_; }  // "res", "dense", ...
   const std::vector<ParamInfo>& all_param_info() const { return all_info_; }
-  const std::vector<std::pair<std::string, std::int64_t>>& all_buffers() const { return all_buffers_; }
+  struct BufferInfo {
+    std::string name, legacy;  // as ParamInfo's
+    std::int64_t size = 0;
+    std::size_t layer = 0;
+  };
+  const std::vector<BufferInfo>& all_buffers() const { return all_buffers_; }
   std::size_t first_layer() const { return first_; }              // model-wide index of this rank's first layer
   const Shape& whole_output_shape() const { return whole_out_; }  // the last layer's, on every stage
   const Shape& output_shape() const { return shapes_.back(); }
@@ -138,17 +146,19 @@ class Model {
   // A parameter tied to an earlier layer's weight (ParamSpec::tie): bound to that weight, or to a
   // copy of it (ParamStore::add_copy) when an earlier pipeline stage holds it.
   void tie_parameter(const ParamSpec& p, std::size_t layer, bool mine);
+  // Layer i's tensors into all_info_ and all_buffers_ (and the store, when held here).
+  void add_tensors(const Layer& layer, const Shape& in, std::size_t i, bool mine, std::int64_t& global);
   std::vector<std::vector<std::pair<std::int64_t, Shape>>> bindings_;  // per held layer: its parameters' offsets
   std::vector<ParamViews> views_;                                      // per held layer: from bindings_
   std::vector<std::size_t> tied_targets_;
   std::vector<std::pair<std::size_t, std::size_t>> all_ties_;  // held layers whose weight a later held layer shares
   Allocator& alloc_;
   std::vector<std::unique_ptr<Layer>> layers_;
-  std::vector<std::string> names_;  // "00_flatten"
+  std::vector<std::string> names_;  // "flatten.0"
   std::vector<Shape> shapes_;       // per-sample: input, then each layer's output
-  std::vector<std::string> all_names_;
+  std::vector<std::string> all_names_, all_types_;
   std::vector<ParamInfo> all_info_;
-  std::vector<std::pair<std::string, std::int64_t>> all_buffers_;
+  std::vector<BufferInfo> all_buffers_;
   std::size_t first_ = 0;
   Shape whole_out_;
   ParamStore store_;

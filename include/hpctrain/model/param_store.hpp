@@ -52,7 +52,7 @@ Ranges local_blocks(const Placement& p, const Shape& global, int c, int n, const
 Shape local_shape(const Placement& p, const Shape& global, int c, int n, const std::string& what);
 
 struct ParamInfo {                 // a tensor's spec and where it lives here
-  std::string name;                // model-wide: "03_dense/weight"
+  std::string name;                // model-wide: "h.3.attn.qkv.weight", "dense.1.bias"
   std::int64_t offset = 0;         // in this rank's flat buffers
   std::int64_t global_offset = 0;  // in the whole model's (initialization keys on it)
   Shape shape;                     // global
@@ -61,6 +61,8 @@ struct ParamInfo {                 // a tensor's spec and where it lives here
   float std = 0.02f;            // Init::normal
   std::int64_t live_rows = -1;  // ParamSpec::live_rows: the rows past it are zero padding
   Placements placement;         // (every tensor is replicated until tensor parallelism exists)
+  std::size_t layer = 0;        // model-wide index of the (top-level) layer it belongs to
+  std::string legacy;           // its name in format-1 checkpoints: "07_res/01_attention/qkv_weight"
 };
 
 // A gradient bucket: elements averaged together (train/grad_buckets.hpp), launched once backward

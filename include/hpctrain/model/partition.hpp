@@ -1,7 +1,7 @@
 // Model-parallel layer groups: which consecutive top-level layers of
 // [model] layers each pipeline stage holds ([model] groups, one group per
 // stage of [parallel] pipeline_parallel). Layers keep their model-wide names
-// ("03_dense") on whichever stage holds them, so checkpoints have the same
+// ("dense.1") on whichever stage holds them, so checkpoints have the same
 // layout for every number of stages.
 #pragma once
 

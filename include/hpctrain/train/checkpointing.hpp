@@ -101,7 +101,6 @@ class Checkpointer {
     std::int64_t step = 0;
     std::string name, partial, final_path;
     CheckpointInfo info;
-    std::vector<std::pair<std::string, std::string>> groups;
     WriterPlace place;
     std::vector<float> params, state;               // host copies of a CPU run's parameters and optimizer
                                                     // state (async only)
@@ -140,18 +139,33 @@ class Checkpointer {
   std::string tokenizer_, vocabulary_;
 };
 
-// What [checkpoint] init_from takes for `tensors` (name, shape: parameters and buffers) of a model
-// whose layers are `layers`: with init_layers empty, every tensor the checkpoint has under the
-// same name and shape (the others start fresh and are listed with the reason); with patterns,
-// the tensors of the layers they name, where a missing or differently shaped tensor is
-// bad_input (one line). bad_input too when a pattern names no layer or nothing would load.
+// A parameter or buffer of the model, as the checkpoint readers see it.
+struct ModelTensor {
+  std::string name, legacy, layer;  // ParamInfo's name and legacy name; its layer's name
+  Shape shape;
+};
+// The parameters, then the buffers: of the whole model (`whole`), or those this rank holds.
+std::vector<ModelTensor> model_tensors(const Model& model, bool whole);
+// Where `file` holds the tensor (under "model/" or "optimizer/<state>/"): by its name in format
+// 2, by its positional format-1 name in older files (io/checkpoint_file.hpp).
+inline const std::string& stored_name(const CheckpointFile& file, const std::string& name, const std::string& legacy) {
+  return file.version() >= 2 ? name : legacy;
+}
+
+// What [checkpoint] init_from takes for `tensors` of a model whose layers are `layers`: with
+// init_layers empty, every tensor the checkpoint has under the same name and shape (the others
+// start fresh and are listed with the reason); with patterns (model/model.hpp layer_matches, on
+// a layer's or a tensor's name: "h.0", "h.*.attn"), the tensors they name, where a missing or
+// differently shaped tensor is bad_input (one line). bad_input too when a pattern names nothing
+// or nothing would load.
 struct InitPlan {
-  std::vector<std::string> load, fresh;  // tensor names; fresh ones with the reason
-  bool mismatched = false;               // some start fresh for want of a match (a warning)
-  std::string describe() const;          // "6 tensor(s) of 00_conv, 03_conv; fresh: ..."
+  std::vector<std::string> load, fresh;    // tensor names; fresh ones with the reason
+  std::vector<std::string> loaded_layers;  // the layers of `load`, once each, in order
+  bool mismatched = false;                 // some start fresh for want of a match (a warning)
+  std::string describe() const;            // "6 tensor(s) of conv2d.0, conv2d.1; fresh: ..."
 };
 InitPlan plan_initialization(const CheckpointFile& file, const std::vector<std::string>& layers,
-                             const std::vector<std::pair<std::string, Shape>>& tensors, const std::string& init_layers);
+                             const std::vector<ModelTensor>& tensors, const std::string& init_layers);
 
 // Rank 0: the checkpoint [checkpoint] resume selects ("" = none; the newest complete one for
 // auto); bad_input for a named file that does not exist.

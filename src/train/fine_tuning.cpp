@@ -2,6 +2,7 @@
 // init_layers; train/checkpointing.hpp). The optimizer state and the step are not taken.
 #include <algorithm>
 #include <map>
+#include <set>
 #include <sstream>
 
 #include "hpctrain/core/error.hpp"
@@ -93,10 +94,10 @@ std::string Checkpointer::initialize(const std::string& path) {
     const auto tensors = model_tensors(model_, false);
     model_.sync_buffers(true);
     plan = plan_initialization(file, model_.layer_names(), tensors, cfg_.checkpoint.init_layers);
-    std::map<std::string, std::string> loads;  // name -> the dataset
-    for (const ModelTensor& t : tensors) loads[t.name] = "model/" + stored_name(file, t.name, t.legacy);
-    for (auto it = loads.begin(); it != loads.end();)
-      it = std::find(plan.load.begin(), plan.load.end(), it->first) == plan.load.end() ? loads.erase(it) : ++it;
+    const std::set<std::string> planned(plan.load.begin(), plan.load.end());
+    std::map<std::string, std::string> loads;  // name -> the dataset, for the tensors the plan loads
+    for (const ModelTensor& t : tensors)
+      if (planned.count(t.name)) loads[t.name] = "model/" + stored_name(file, t.name, t.legacy);
     std::vector<float> p(static_cast<std::size_t>(model_.parameters().numel()));
     download(model_.parameters(), p.data(), p.size() * sizeof(float));
     for (const ParamInfo& pi : model_.param_info())

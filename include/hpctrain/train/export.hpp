@@ -11,9 +11,9 @@
 
 namespace hpctrain {
 
-// Every tensor under model/ (parameters and buffers), by its name ("h.0.attn.qkv.weight"; a format-1 file's positional path with dots, "05_res.01_conv.weight"),
-// in the file's order; with the deck's `cfg`, the padding rows of [model] vocab_multiple are left
-// out of the embedding and lm_head tables ([V, C] as PyTorch and Hugging Face hold them).
+// Every tensor under model/ (parameters and buffers), by its name ("h.0.attn.qkv.weight"; a format-1 file's positional
+// path with dots, "05_res.01_conv.weight"), in the file's order; with the deck's `cfg`, the padding rows of [model]
+// vocab_multiple are left out of the embedding and lm_head tables ([V, C] as PyTorch and Hugging Face hold them).
 std::vector<NamedTensor> checkpoint_tensors(const CheckpointFile& file, const Config* cfg = nullptr);
 
 // Collective; rank 0 works: writes the checkpoint [checkpoint] resume selects to `out` with the

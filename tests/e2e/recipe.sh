@@ -38,8 +38,8 @@ if [ "${3:-}" = inside ]; then  # in the namespace: $4 is the scratch folder
   [ $rc -eq 0 ] || grep -B2 -A6 "Failure\|unknown" <<<"$out" | head -30
   out=$(cd "$src" && "$build/trainer" inputs/mnist_mlp.ini --set "model.layers=flatten scale(50) dense(10)" \
     --set run.out_dir="$tmp/run" --dry-run 2>&1)
-  check "trainer --dry-run lists the layer" grep -qE '^01_scale +\[784\] ' <<<"$out"
-  [ -n "$(grep -E '^01_scale +\[784\] ' <<<"$out")" ] || tail -5 <<<"$out"
+  check "trainer --dry-run lists the layer" grep -qE '^scale\.0 +\[784\] ' <<<"$out"
+  [ -n "$(grep -E '^scale\.0 +\[784\] ' <<<"$out")" ] || tail -5 <<<"$out"
   check "the PyTorch twin scales by p / 100" $py - "$src/tools" <<'EOF'
 import sys
 sys.path.insert(0, sys.argv[1])

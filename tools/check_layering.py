@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """check_layering.py [SOURCE_DIR]: the layering rules the build relies on (docs/contributing.md).
 
-- No MPI outside comm, runtime, io, app and core: src/{train,model,layers,optim,data,tensor,
+- No MPI outside comm, runtime, io, app and core: src/{train,parallel,checkpoint,model,layers,optim,data,tensor,
   backend,config} and their headers use communicators (comm/communicator.hpp), never MPI calls,
   MPI types or <mpi.h>, so the watchdog sees every collective they make.
 - The HDF5 MPI-IO calls (H5Pset_fapl_mpio, H5Pset_dxpl_mpio) stay in src/io.
@@ -17,7 +17,7 @@ import pathlib
 import re
 import sys
 
-NO_MPI_AREAS = ["train", "model", "layers", "optim", "data", "tensor", "backend", "config"]
+NO_MPI_AREAS = ["train", "parallel", "checkpoint", "model", "layers", "optim", "data", "tensor", "backend", "config"]
 CORE_MPI_ALLOWED = {"src/core/log.cpp", "src/core/error.cpp", "include/hpctrain/core/error.hpp",
                     "include/hpctrain/core/log.hpp"}
 # (also the process mesh's MPI handles, mesh().comm(dim): code above the runtime must not take them)

@@ -1,9 +1,9 @@
-"""PyTorch modules equal to hpctrain's layers, built from a [model] layers string.
+"""PyTorch modules equal to hpctrain's layers, built from the trainer's own reading of the model.
 
-`build_from_description(describe(trainer, deck))` builds it from the trainer's own reading of a
-deck (`trainer DECK --describe-model`: the only way for `[model] arch` decks); `build(layers,
-sample_shape)` parses the same syntax the trainer parses (layer(args, key=value),
-res(...), repeat(N, ...)) and returns an nn.Module for every layer type the engine has, whose
+The grammar is read once, by the trainer: `build_from_description(describe(trainer, deck))`
+builds the twin of a deck (`trainer DECK --describe-model`), `build(layers, sample_shape)` that of
+a layers string (`trainer --describe-layers LAYERS --input-shape ...`; the trainer is found by
+find_trainer()). Either returns an nn.Module for every layer type the engine has, whose
 modules are named by position ("seq.02_res.01_attention.qkv_weight") and hold the tensors in
 hpctrain's layouts, so a checkpoint's tensors load as they are. sample_shape is
 one sample's shape as the data give it ((28, 28) for MNIST, (T,) token ids for a language model;
@@ -25,54 +25,10 @@ import torch.nn as nn
 import torch.nn.functional as F
 
 
-def parse(text):
-    """[(type, positional ints, {named}, body, name)] as registry.cpp parses it; repeat() expanded
-    ({} in a name or body: the repetition's index); name "" for unnamed layers."""
-    out, i = [], 0
-    while i < len(text):
-        if text[i].isspace():
-            i += 1
-            continue
-        m = re.match(r"(?:([A-Za-z0-9_.{}]+):)?([A-Za-z0-9_]+)", text[i:])
-        label, name = m.group(1) or "", m.group(2)
-        i += len(m.group(0))
-        inside = ""
-        if i < len(text) and text[i] == "(":
-            depth, j = 0, i
-            while True:
-                depth += text[j] == "("
-                depth -= text[j] == ")"
-                if depth == 0:
-                    break
-                j += 1
-            inside, i = text[i + 1:j], j + 1
-        if name == "repeat":
-            count, body = inside.split(",", 1)
-            for r in range(int(count)):
-                out += [(k, p, n, b.replace("{}", str(r)), l.replace("{}", str(r))) for k, p, n, b, l in parse(body)]
-        elif name == "res":
-            out.append((name, [], {}, inside, label))
-        else:
-            pos, named = [], {}
-            for arg in [a.strip() for a in inside.split(",") if a.strip()]:
-                if "=" in arg:
-                    k, v = arg.split("=", 1)
-                    named[k.strip()] = v.strip()
-                else:
-                    pos.append(int(arg))
-            out.append((name, pos, named, "", label))
-    return out
-
-
 def layer_names(specs):
-    """The names of one level's layers, as registry.cpp's layer_names(): a layer's own, else
-    "<type>.<k>" (k counting that type's unnamed layers)."""
-    out, seen = [], {}
-    for kind, _, _, _, label in specs:
-        out.append(label or "%s.%d" % (kind, seen.get(kind, 0)))
-        if not label:
-            seen[kind] = seen.get(kind, 0) + 1
-    return out
+    """The names of one level's layers, as the trainer's description gives them (registry.cpp's
+    layer_names())."""
+    return [label for _, _, _, _, label in specs]
 
 
 class Attention(nn.Module):
@@ -127,7 +83,7 @@ class Seq(nn.Module):
                     mod = nn.Linear(shape[-1], pos[0], bias=False)
                 shape = shape[:-1] + (pos[0],)
             elif kind == "res":
-                mod = Seq(body if isinstance(body, list) else parse(body), shape, root)
+                mod = Seq(body, shape, root)
             elif kind == "dense":
                 if len(shape) != 1:
                     raise ValueError("%s: dense needs a flat input (flatten first), got %s" % (name, shape))
@@ -211,10 +167,10 @@ class Seq(nn.Module):
 
 
 class Model(nn.Module):
-    def __init__(s, layers, sample_shape):
-        """layers: a [model] layers string, or specs (specs_from_description)."""
+    def __init__(s, specs, sample_shape):
+        """specs: the trainer's description of the layers (specs_from_description)."""
         super().__init__()
-        s.seq = Seq(parse(layers) if isinstance(layers, str) else layers, tuple(sample_shape), s)
+        s.seq = Seq(specs, tuple(sample_shape), s)
 
     def forward(s, idx):
         return s.seq(idx)
@@ -239,14 +195,46 @@ class Model(nn.Module):
         return out
 
 
-def build(layers, sample_shape):
-    """The PyTorch twin of [model] layers for samples of sample_shape (an int t: token windows (t,))."""
-    return Model(layers, (sample_shape,) if isinstance(sample_shape, int) else sample_shape)
+def find_trainer(trainer=None):
+    """The trainer that reads the grammar: `trainer`, else $HPCTRAIN_TRAINER, else build/trainer
+    beside these tools (or bin/trainer of an installed prefix)."""
+    import os
+    here = os.path.dirname(os.path.abspath(__file__))
+    for t in (trainer, os.environ.get("HPCTRAIN_TRAINER"), os.path.join(here, "..", "build", "trainer"),
+              os.path.join(here, "..", "..", "..", "bin", "trainer")):
+        if t and os.path.isfile(t) and os.access(t, os.X_OK):
+            return t
+    raise FileNotFoundError("no trainer to read the layers string: build hpctrain (tools/quickstart.sh), "
+                            "set HPCTRAIN_TRAINER, or pass trainer=")
+
+
+def run_trainer(args):
+    """The trainer's JSON output for `args` (a list), parsed; ValueError with its error line."""
+    import json
+    import subprocess
+    r = subprocess.run(args, capture_output=True, text=True)
+    if r.returncode != 0:
+        raise ValueError("%s: %s" % (" ".join(args[:2]), (r.stderr or r.stdout).strip().splitlines()[-1]))
+    return json.loads(r.stdout[r.stdout.index("{"):])
+
+
+def describe_layers(layers, sample_shape, trainer=None, vocab_multiple=1):
+    """`trainer --describe-layers LAYERS --input-shape ...`, parsed: the trainer's own reading of a
+    layers string (repeat() written out, every layer named)."""
+    shape = (sample_shape,) if isinstance(sample_shape, int) else tuple(sample_shape)
+    return run_trainer([find_trainer(trainer), "--describe-layers", layers, "--input-shape",
+                        ",".join(str(d) for d in shape), "--vocab-multiple", str(vocab_multiple)])
+
+
+def build(layers, sample_shape, trainer=None):
+    """The PyTorch twin of [model] layers for samples of sample_shape (an int t: token windows
+    (t,)), from the trainer's reading of the string (describe_layers)."""
+    return build_from_description(describe_layers(layers, sample_shape, trainer))
 
 
 def specs_from_description(layers):
-    """parse()'s specs from the "layers" of `trainer DECK --describe-model` (the trainer's own
-    reading of the grammar; a res block's body a list of specs)."""
+    """Specs [(type, positional ints, {named}, body specs, name)] from the "layers" of the trainer's
+    description (--describe-model, --describe-layers: its own reading of the grammar)."""
     return [(l["type"], [int(v) for v in l["positional"]], dict(l["named"]),
              specs_from_description(l["body"]) if "body" in l else "", l["name"]) for l in layers]
 
@@ -258,13 +246,7 @@ def build_from_description(d):
 
 def describe(trainer, deck, sets=()):
     """`trainer DECK --describe-model` (sets: "section.key=value" overrides), parsed; reads the dataset."""
-    import json
-    import subprocess
-    r = subprocess.run([trainer, deck, "--describe-model"] + sum((["--set", s] for s in sets), []),
-                       capture_output=True, text=True)
-    if r.returncode != 0:
-        raise ValueError("%s --describe-model: %s" % (trainer, (r.stderr or r.stdout).strip().splitlines()[-1]))
-    return json.loads(r.stdout[r.stdout.index("{"):])
+    return run_trainer([find_trainer(trainer), deck, "--describe-model"] + sum((["--set", s] for s in sets), []))
 
 
 def deck_settings(ini_text):

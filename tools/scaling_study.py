@@ -38,7 +38,7 @@ def main():
         out_dir = os.path.join(a.out, "np%d" % n)
         cmd = ["mpirun", "-q", "-np", str(n)] + shlex.split(a.mpirun_args) + [a.trainer, a.ini]
         for kv in a.set + ["train.steps=%d" % a.steps, "run.out_dir=" + out_dir, "checkpoint.resume=none",
-                           "checkpoint.every_epochs=0", "train.log_every=100000"]:
+                           "checkpoint.every_epochs=0", "log.log_every=100000"]:
             cmd += ["--set", kv]
         print("+", " ".join(shlex.quote(c) for c in cmd), flush=True)
         r = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)

@@ -117,7 +117,7 @@ def main():
         shape = (tuple(int(v) for v in a.sample_shape.split(",")) if a.sample_shape else
                  hpctrain_torch.sample_shape_of(deck["data.path"], hpctrain_torch.block_size_of(deck)))
         if deck.get("model.layers"):
-            twin = hpctrain_torch.build(deck["model.layers"], shape)
+            twin = hpctrain_torch.build(deck["model.layers"], shape, a.trainer)
         else:  # [model] arch: the trainer builds the layers
             twin = hpctrain_torch.build_from_description(hpctrain_torch.describe(a.trainer, a.deck, a.set))
         ours = {n: tuple(t.shape) for n, t in twin.hpctrain_tensors().items()}

@@ -12,6 +12,8 @@
 #include <sstream>
 
 #include "hpctrain/backend/cuda/device_api.hpp"
+#include "hpctrain/checkpoint/checkpointing.hpp"
+#include "hpctrain/checkpoint/export.hpp"
 #include "hpctrain/comm/mpi_handles.hpp"
 #include "hpctrain/config/schema.hpp"
 #include "hpctrain/core/error.hpp"
@@ -23,10 +25,8 @@
 #include "hpctrain/data/store.hpp"
 #include "hpctrain/model/model.hpp"
 #include "hpctrain/model/partition.hpp"
+#include "hpctrain/parallel/pipeline.hpp"
 #include "hpctrain/runtime/runtime.hpp"
-#include "hpctrain/train/checkpointing.hpp"
-#include "hpctrain/train/export.hpp"
-#include "hpctrain/train/pipeline.hpp"
 #include "hpctrain/train/trainer.hpp"
 
 namespace po = boost::program_options;
@@ -53,7 +53,13 @@ po::options_description cli_options() {
       "config-reference", "print the configuration keys as Markdown (docs/configuration.md) and exit")(
       "print-ini", "print every configuration key as this run would use it (the INI a checkpoint stores) and exit")(
       "describe-model",
-      "print the model as JSON (layers, arguments, tensor names and shapes; reads the dataset) and exit");
+      "print the model as JSON (layers, arguments, tensor names and shapes; reads the dataset) and exit")(
+      "describe-layers", po::value<std::string>(),
+      "print the layers string LAYERS as --describe-model does, on samples of --input-shape, and exit (no "
+      "configuration file)")("input-shape", po::value<std::string>()->default_value(""),
+                             "--describe-layers: the sample shape, e.g. 28,28 (token windows: T)")(
+      "vocab-multiple", po::value<long>()->default_value(1),
+      "--describe-layers: embedding and lm_head rows padded to a multiple ([model] vocab_multiple)");
   return o;
 }
 
@@ -77,6 +83,9 @@ CliOptions parse_cli(int argc, char** argv) {
   cli.config_reference = vm.count("config-reference") > 0;
   cli.print_ini = vm.count("print-ini") > 0;
   cli.describe_model = vm.count("describe-model") > 0;
+  if (vm.count("describe-layers")) cli.describe_layers = vm["describe-layers"].as<std::string>();
+  cli.input_shape = vm["input-shape"].as<std::string>();
+  cli.vocab_multiple = vm["vocab-multiple"].as<long>();
   cli.dry_run = vm.count("dry-run") > 0;
   cli.eval_only = vm.count("eval-only") > 0;
   cli.generate = vm.count("generate") > 0;
@@ -87,7 +96,9 @@ CliOptions parse_cli(int argc, char** argv) {
   cli.top_k = vm["top-k"].as<std::int64_t>();
   if (vm.count("set")) cli.sets = vm["set"].as<std::vector<std::string>>();
   if (vm.count("config")) cli.config_path = vm["config"].as<std::string>();
-  if (!cli.help && !cli.version && !cli.config_reference && cli.config_path.empty())
+  if (!cli.describe_layers.empty() && cli.input_shape.empty())
+    throw bad_input("command line: --describe-layers needs --input-shape (e.g. --input-shape 28,28)");
+  if (!cli.help && !cli.version && !cli.config_reference && cli.describe_layers.empty() && cli.config_path.empty())
     throw bad_input(
         "command line: no configuration file given (usage: trainer input.ini [--set section.key=value ...] "
         "[--dry-run]; see trainer --help)");
@@ -199,7 +210,7 @@ std::string describe_memory(const Config& cfg, const Runtime& rt, const Model& m
                 "\nMemory per rank (model buffers of the largest stage, %lld parameters): parameters %.1f MiB, "
                 "gradients %.1f MiB%s, optimizer state %.1f MiB%s\n",
                 static_cast<long long>(params), static_cast<double>(params) * mib, static_cast<double>(params) * mib,
-                cfg.run.precision == Precision::fp32 ? "" : ", reduced-precision copy (half the parameters')",
+                cfg.precision.dtype == Precision::fp32 ? "" : ", reduced-precision copy (half the parameters')",
                 sharded ? state / dp : state, note);
   return line;
 }
@@ -220,7 +231,7 @@ std::string describe_data(const Config& cfg, const Runtime& rt) {
   if (!with_model.model.layers.empty()) {  // shapes inferred from the data, checked like a real run
     Allocator alloc;
     LayerRegistry registry;
-    register_builtin_layers(registry, LayerOptions{cfg.run.conv, cfg.model.vocab_multiple});
+    register_builtin_layers(registry, LayerOptions{cfg.kernels.conv, cfg.model.vocab_multiple});
     Model model(with_model.model.layers, index.train.sample_shape, registry, alloc);
     model.set_frozen(frozen_layers(cfg.train.freeze, model));  // the summary marks frozen layers
     os << "\nModel"
@@ -277,9 +288,9 @@ void print_dry_run(const Config& cfg, Runtime& rt) {
   os << "\nBatch: global " << cfg.train.global_batch << " = " << dp << " data-parallel x " << rt.per_rank_batch()
      << " per rank, in " << cfg.train.micro_batches << " micro-batch(es) of "
      << rt.per_rank_batch() / cfg.train.micro_batches << "\n";
-  os << "Communication: " << to_string(rt.comm_backend()) << " (requested " << to_string(cfg.parallel.comm)
+  os << "Communication: " << name_of(rt.comm_backend()) << " (requested " << name_of(cfg.parallel.comm)
      << "); CUDA-aware MPI: " << (rt.cuda_aware_mpi() ? "yes" : "no") << " (setting "
-     << to_string(cfg.parallel.cuda_aware_mpi) << ", library reports " << (mpi_reports_cuda_aware() ? "yes" : "no")
+     << name_of(cfg.parallel.cuda_aware_mpi) << ", library reports " << (mpi_reports_cuda_aware() ? "yes" : "no")
      << "); watchdog: " << (cfg.parallel.watchdog_s > 0 ? cfg.resolved_value("parallel.watchdog_s") + " s" : "off")
      << "\n\n"
      << data;
@@ -339,9 +350,14 @@ int run_trainer(int argc, char** argv) {
       log0(md.substr(0, md.size() - 1));  // log0 ends the line
       return 0;
     }
+    if (!cli.describe_layers.empty()) {
+      log0(describe_layers(cli.describe_layers, cli.input_shape, cli.vocab_multiple));
+      return 0;
+    }
     Config cfg = load_config(MPI_COMM_WORLD, cli.config_path, cli.sets);
     cfg.faults = faults_from_environment(process_environment());  // (tests: docs/testing.md)
-    for (const std::string& w : cfg.warnings) log0("warning: " + w);
+    for (const std::string& w : cfg.warnings)  // (stderr where stdout is a document: JSON, INI)
+      (cli.describe_model || cli.print_ini) ? warn(w) : log0("warning: " + w);
     if (cli.print_ini) {
       const std::string ini = effective_ini(cfg);
       log0(ini.substr(0, ini.size() - (!ini.empty() && ini.back() == '\n')));

@@ -96,9 +96,9 @@ std::string unknown_key_message(const std::string& name, const std::vector<KeySp
     return "unknown section [" + section + "]" + (near.empty() ? "" : " (did you mean [" + near + "]?)") +
            "; sections: " + join(sections);
   }
-  std::vector<std::string> keys;
+  std::vector<std::string> keys;  // today's names only
   for (const auto& s : schema)
-    if (s.section == section) keys.push_back(s.key);
+    if (s.section == section && s.renamed_to.empty()) keys.push_back(s.key);
   const auto near = closest(key, keys);
   return "unknown key '" + key + "' in [" + section + "]" + (near.empty() ? "" : " (did you mean '" + near + "'?)") +
          "; keys in [" + section + "]: " + join(keys);
@@ -197,24 +197,23 @@ void check_architecture(const Config& cfg, const std::map<std::string, RawValue>
 }
 }  // namespace
 
-Config parse_config(const std::string& ini_text, const std::string& origin, const std::vector<std::string>& overrides,
-                    const EnvLookup& env) {
-  const auto schema = config_schema();
+namespace {
+// Every key the file and the overrides give, by its current name; old names add a warning each.
+std::map<std::string, RawValue> given_keys(const std::string& ini_text, const std::string& origin,
+                                           const std::vector<std::string>& overrides,
+                                           std::vector<std::string>& warnings) {
+  const auto& schema = config_schema();
   const LineIndex index(ini_text);
   auto at_line = [&](int line) { return origin + (line > 0 ? ":" + std::to_string(line) : ""); };
-
-  po::options_description desc;
-  for (const auto& s : schema) desc.add_options()(s.name().c_str(), po::value<std::string>());
-
-  // Old key names: their values go to the new names, each with a warning for rank 0 to print.
-  std::vector<std::string> warnings;
   auto current = [&](const std::string& name, const std::string& where) {
-    const std::string now = current_key_name(name, schema);
+    const std::string now = current_key_name(name);
     if (now != name)
       warnings.push_back(where + ": " + section_key(name) + " is now called " + section_key(now) +
                          " (same meaning); the old name still works");
     return now;
   };
+  po::options_description desc;
+  for (const auto& s : schema) desc.add_options()(s.name().c_str(), po::value<std::string>());
   std::map<std::string, RawValue> given;
   try {
     std::istringstream in(ini_text);
@@ -239,7 +238,6 @@ Config parse_config(const std::string& ini_text, const std::string& origin, cons
   } catch (const po::error& e) {
     throw bad_input(origin + ": cannot parse: " + e.what());
   }
-
   for (const auto& o : overrides) {
     const auto eq = o.find('=');
     if (eq == std::string::npos || eq == 0) throw bad_input("--set '" + o + "': expected section.key=value");
@@ -248,38 +246,14 @@ Config parse_config(const std::string& ini_text, const std::string& origin, cons
     if (!known) throw bad_input("--set " + name + ": " + unknown_key_message(name, schema));
     given[current(name, "--set")] = {o.substr(eq + 1), "--set", "--set"};
   }
+  return given;
+}
 
-  Config cfg;
-  cfg.origin = origin;
-  cfg.ini_text = ini_text;
-  cfg.warnings = warnings;
-  for (const auto& s : schema) {
-    if (!s.renamed_to.empty()) continue;
-    const auto it = given.find(s.name());
-    const bool is_given = it != given.end();
-    const std::string raw = is_given ? it->second.text : s.default_value;
-    std::string value;
-    try {
-      value = canonical_value(s, raw, env);
-      s.apply(cfg, value);  // (a key's own check, e.g. [checkpoint] mpiio_hints, throws the same way)
-    } catch (const std::invalid_argument& e) {
-      const std::string where = is_given ? it->second.where : origin + " (default)";
-      throw bad_input(where + ": [" + s.section + "] " + s.key + " = '" + trim(raw) + "': " + e.what());
-    }
-    cfg.resolved.push_back({s.name(), value, is_given ? it->second.source : "default"});
-  }
-
-  // Keys whose default depends on another key.
-  if (cfg.checkpoint.dir.empty()) {
-    cfg.checkpoint.dir = cfg.run.out_dir + "/checkpoints";
-    for (auto& k : cfg.resolved)
-      if (k.name == "checkpoint.dir") k.value = cfg.checkpoint.dir;
-  }
-
-  // Checks involving several keys.
+// Checks involving several keys.
+void check_together(const Config& cfg, const std::map<std::string, RawValue>& given) {
   auto where_of = [&](const std::string& name) {
     const auto it = given.find(name);
-    return it == given.end() ? origin : it->second.where;
+    return it == given.end() ? cfg.origin : it->second.where;
   };
   if (cfg.train.steps == 0 && cfg.train.epochs == 0)
     throw bad_input(where_of("train.epochs") + ": [train] epochs = 0 and steps = 0: nothing to train; set one > 0");
@@ -292,6 +266,38 @@ Config parse_config(const std::string& ini_text, const std::string& origin, cons
     throw bad_input(where_of("parallel.comm") +
                     ": [parallel] comm = nccl needs device = cuda (or auto on a GPU "
                     "machine), but [run] device = cpu");
+}
+}  // namespace
+
+Config parse_config(const std::string& ini_text, const std::string& origin, const std::vector<std::string>& overrides,
+                    const EnvLookup& env) {
+  Config cfg;
+  cfg.origin = origin;
+  cfg.ini_text = ini_text;
+  const auto given = given_keys(ini_text, origin, overrides, cfg.warnings);
+  for (const auto& s : config_schema()) {
+    if (!s.renamed_to.empty()) continue;
+    const auto it = given.find(s.name());
+    const bool is_given = it != given.end();
+    const std::string raw = is_given ? it->second.text : s.default_value;
+    std::string value;
+    try {
+      value = canonical_value(s, raw, env);
+      if (s.check) s.check(value);
+      s.apply(cfg, value);
+    } catch (const std::invalid_argument& e) {
+      const std::string where = is_given ? it->second.where : origin + " (default)";
+      throw bad_input(where + ": [" + s.section + "] " + s.key + " = '" + trim(raw) + "': " + e.what());
+    }
+    cfg.resolved.push_back({s.name(), value, is_given ? it->second.source : "default"});
+  }
+  // Keys whose default depends on another key.
+  if (cfg.checkpoint.dir.empty()) {
+    cfg.checkpoint.dir = cfg.run.out_dir + "/checkpoints";
+    for (auto& k : cfg.resolved)
+      if (k.name == "checkpoint.dir") k.value = cfg.checkpoint.dir;
+  }
+  check_together(cfg, given);
   return cfg;
 }
 
@@ -325,31 +331,6 @@ const std::string& Config::resolved_value(const std::string& name) const {
   for (const auto& k : resolved)
     if (k.name == name) return k.value;
   throw Error(ExitCode::internal, Scope::this_rank, "no configuration key " + name);
-}
-
-const char* to_string(DeviceKind v) {
-  switch (v) {
-    case DeviceKind::auto_: return "auto";
-    case DeviceKind::cpu: return "cpu";
-    case DeviceKind::cuda: return "cuda";
-  }
-  return "?";
-}
-const char* to_string(CommBackend v) {
-  switch (v) {
-    case CommBackend::auto_: return "auto";
-    case CommBackend::mpi: return "mpi";
-    case CommBackend::nccl: return "nccl";
-  }
-  return "?";
-}
-const char* to_string(Tristate v) {
-  switch (v) {
-    case Tristate::auto_: return "auto";
-    case Tristate::on: return "on";
-    case Tristate::off: return "off";
-  }
-  return "?";
 }
 
 }  // namespace hpctrain

@@ -130,57 +130,49 @@ std::int64_t physical_memory_bytes() {
   return pages > 0 && page > 0 ? static_cast<std::int64_t>(pages) * page : (std::int64_t{1} << 34);
 }
 
-// Reads one shard's structure into `split` (first shard) or checks it matches.
-Shard scan_shard(const std::string& path, SplitIndex& split, bool first, const std::string& first_path) {
-  if (H5Fis_hdf5(path.c_str()) <= 0) {
-    H5Eclear2(H5E_DEFAULT);
-    bad(path, "not an HDF5 file (or truncated: the file signature is missing)");
-  }
-  const hid_t fid = H5Fopen(path.c_str(), H5F_ACC_RDONLY, H5P_DEFAULT);
-  if (fid < 0) bad(path, "cannot be opened as HDF5 (truncated or damaged?): " + hdf5_error_text());
-  h5::Id file(fid);
-  auto attr_error = [&](const std::string& what) { bad(path, what); };
+// The root attributes: format and version. False when the shard is a token shard (it is read by
+// scan_token_shard instead).
+bool check_root_attributes(hid_t file, const std::string& path) {
   try {
-    if (!h5::has_attribute(file.get(), "format"))
-      attr_error("root attribute 'format' missing: not an hpctrain dataset shard (expected format = \"" +
-                 std::string(kDatasetFormat) + "\")");
-    const std::string format = h5::read_string_attribute(file.get(), "format");
-    if (format == kTokenFormat) return scan_token_shard(file.get(), path, split, first, first_path);
+    if (!h5::has_attribute(file, "format"))
+      bad(path, "root attribute 'format' missing: not an hpctrain dataset shard (expected format = \"" +
+                    std::string(kDatasetFormat) + "\")");
+    const std::string format = h5::read_string_attribute(file, "format");
+    if (format == kTokenFormat) return false;
     if (format != kDatasetFormat)
-      attr_error("root attribute format = \"" + format + "\", expected \"" + kDatasetFormat + "\"");
-    if (!h5::has_attribute(file.get(), "version")) attr_error("root attribute 'version' missing");
-    const long long version = h5::read_int_attribute(file.get(), "version");
+      bad(path, "root attribute format = \"" + format + "\", expected \"" + kDatasetFormat + "\"");
+    if (!h5::has_attribute(file, "version")) bad(path, "root attribute 'version' missing");
+    const long long version = h5::read_int_attribute(file, "version");
     if (version < 1 || version > kDatasetVersion)
-      attr_error("format version " + std::to_string(version) + " is not supported (this build reads version " +
-                 std::to_string(kDatasetVersion) + ")");
+      bad(path, "format version " + std::to_string(version) + " is not supported (this build reads version " +
+                    std::to_string(kDatasetVersion) + ")");
   } catch (const Error& e) {
     if (e.code() == ExitCode::bad_input && std::string(e.what()).rfind(path, 0) == 0) throw;
     bad(path, std::string("bad root attribute: ") + e.what());
   }
+  return true;
+}
 
-  for (const char* name : {"samples", "labels"})
-    if (!h5::has_link(file.get(), name)) bad(path, std::string("dataset /") + name + " missing");
-  const hid_t sid = H5Dopen2(file.get(), "samples", H5P_DEFAULT);
-  if (sid < 0) bad(path, "/samples is not a dataset: " + hdf5_error_text());
-  h5::Id samples(sid);
-  const hid_t lid = H5Dopen2(file.get(), "labels", H5P_DEFAULT);
-  if (lid < 0) bad(path, "/labels is not a dataset: " + hdf5_error_text());
-  h5::Id labels(lid);
+// /samples: its element type and shape [N, d1, ...], within the size limits.
+struct SampleLayout {
+  SampleType type = SampleType::f32;
+  std::vector<hsize_t> dims;
+};
 
-  // Samples: type, shape, size limits.
-  h5::Id stype(CHECK_H5(H5Dget_type(samples.get())));
-  SampleType st;
+SampleLayout sample_layout(hid_t samples, const std::string& path) {
+  h5::Id stype(CHECK_H5(H5Dget_type(samples)));
+  SampleLayout out;
   const H5T_class_t scls = H5Tget_class(stype.get());
   const std::size_t ssize = H5Tget_size(stype.get());
   if (scls == H5T_INTEGER && ssize == 1 && H5Tget_sign(stype.get()) == H5T_SGN_NONE)
-    st = SampleType::u8;
+    out.type = SampleType::u8;
   else if (scls == H5T_FLOAT && ssize == 2)
-    st = SampleType::f16;
+    out.type = SampleType::f16;
   else if (scls == H5T_FLOAT && ssize == 4)
-    st = SampleType::f32;
+    out.type = SampleType::f32;
   else
     bad(path, "/samples has type " + type_text(stype.get()) + "; supported: uint8, float16, float32");
-  const auto sdims = h5::dataset_shape(samples.get());
+  const auto& sdims = out.dims = h5::dataset_shape(samples);
   if (sdims.size() < 2)
     bad(path, "/samples has shape " + shape_text(sdims, false) + "; expected [N, d1, ...] (N samples of rank >= 1)");
   if (sdims[0] == 0) bad(path, "empty shard: /samples has 0 rows");
@@ -197,30 +189,36 @@ Shard scan_shard(const std::string& path, SplitIndex& split, bool first, const s
   if (sample_bytes > physical_memory_bytes() / 8)
     bad(path, "/samples shape " + shape_text(sdims, false) + ": one sample is " + std::to_string(sample_bytes) +
                   " bytes, more than an eighth of this machine's memory");
+  return out;
+}
 
-  // Labels: [N] integer classes or [N, k] float targets.
-  h5::Id ltype(CHECK_H5(H5Dget_type(labels.get())));
-  const auto ldims = h5::dataset_shape(labels.get());
+// /labels ([N] integer classes or [N, k] float targets) and num_classes: `classes`, `width` (k or
+// 1) and the number of classes (0 for targets).
+void label_layout(hid_t file, hid_t labels, const std::string& path, hsize_t rows, bool& classes, std::int64_t& width,
+                  std::int64_t& num_classes) {
+  h5::Id ltype(CHECK_H5(H5Dget_type(labels)));
+  const auto ldims = h5::dataset_shape(labels);
   const H5T_class_t lcls = H5Tget_class(ltype.get());
-  const bool classes = lcls == H5T_INTEGER && ldims.size() == 1;
+  classes = lcls == H5T_INTEGER && ldims.size() == 1;
   const bool targets = lcls == H5T_FLOAT && ldims.size() == 2 && ldims[1] > 0 && ldims[1] < (1u << 20);
   if (!classes && !targets)
     bad(path, "/labels is " + type_text(ltype.get()) + " " + shape_text(ldims, false) +
                   "; expected [N] integer classes or [N, k] float targets");
-  if (ldims[0] != sdims[0])
-    bad(path, "/samples has " + std::to_string(sdims[0]) + " rows but /labels has " + std::to_string(ldims[0]));
-
-  std::int64_t num_classes = 0;
-  if (!h5::has_attribute(file.get(), "num_classes")) bad(path, "root attribute 'num_classes' missing");
-  num_classes = h5::read_int_attribute(file.get(), "num_classes");
+  if (ldims[0] != rows)
+    bad(path, "/samples has " + std::to_string(rows) + " rows but /labels has " + std::to_string(ldims[0]));
+  width = targets ? static_cast<std::int64_t>(ldims[1]) : 1;
+  if (!h5::has_attribute(file, "num_classes")) bad(path, "root attribute 'num_classes' missing");
+  num_classes = h5::read_int_attribute(file, "num_classes");
   if (classes && num_classes < 1)
     bad(path, "num_classes = " + std::to_string(num_classes) + " but /labels holds classes (needs num_classes >= 1)");
   if (targets && num_classes != 0)
     bad(path, "/labels holds float targets (regression) but num_classes = " + std::to_string(num_classes) + " (use 0)");
+}
 
-  // Normalization.
-  std::vector<double> scale, offset;
-  const std::int64_t channels = sdims.size() >= 3 ? static_cast<std::int64_t>(sdims[1]) : 1;
+// The normalization attributes ('scale' and 'offset', or 'mean' and 'std'), as scale and offset
+// with one value or one per channel.
+void read_normalization(hid_t file, const std::string& path, std::int64_t channels, std::vector<double>& scale,
+                        std::vector<double>& offset) {
   auto per_channel = [&](const char* name, const std::vector<double>& v) {
     if (v.size() != 1 && static_cast<std::int64_t>(v.size()) != channels)
       bad(path, std::string("attribute '") + name + "' has " + std::to_string(v.size()) +
@@ -228,11 +226,11 @@ Shard scan_shard(const std::string& path, SplitIndex& split, bool first, const s
     for (double x : v)
       if (!std::isfinite(x)) bad(path, std::string("attribute '") + name + "' holds NaN or Inf");
   };
-  if (h5::has_attribute(file.get(), "mean") || h5::has_attribute(file.get(), "std")) {
-    if (!h5::has_attribute(file.get(), "mean") || !h5::has_attribute(file.get(), "std"))
+  if (h5::has_attribute(file, "mean") || h5::has_attribute(file, "std")) {
+    if (!h5::has_attribute(file, "mean") || !h5::has_attribute(file, "std"))
       bad(path, "attributes 'mean' and 'std' must come together");
-    const auto mean = h5::read_double_attribute(file.get(), "mean");
-    const auto sd = h5::read_double_attribute(file.get(), "std");
+    const auto mean = h5::read_double_attribute(file, "mean");
+    const auto sd = h5::read_double_attribute(file, "std");
     per_channel("mean", mean);
     per_channel("std", sd);
     if (mean.size() != sd.size()) bad(path, "attributes 'mean' and 'std' have different lengths");
@@ -241,53 +239,87 @@ Shard scan_shard(const std::string& path, SplitIndex& split, bool first, const s
       scale.push_back(1.0 / sd[c]);
       offset.push_back(-mean[c] / sd[c]);
     }
-  } else if (h5::has_attribute(file.get(), "scale") && h5::has_attribute(file.get(), "offset")) {
-    scale = h5::read_double_attribute(file.get(), "scale");
-    offset = h5::read_double_attribute(file.get(), "offset");
+  } else if (h5::has_attribute(file, "scale") && h5::has_attribute(file, "offset")) {
+    scale = h5::read_double_attribute(file, "scale");
+    offset = h5::read_double_attribute(file, "offset");
     per_channel("scale", scale);
     per_channel("offset", offset);
     if (scale.size() != offset.size()) bad(path, "attributes 'scale' and 'offset' have different lengths");
   } else {
     bad(path, "no normalization attributes: give 'scale' and 'offset', or 'mean' and 'std'");
   }
+}
+
+// The first shard sets the split's layout; every other shard must match it.
+void merge_layout(SplitIndex& split, const SplitIndex& shard, bool first, const std::string& path,
+                  const std::string& first_path) {
+  if (first) {
+    split.sample_shape = shard.sample_shape;
+    split.sample_type = shard.sample_type;
+    split.classification = shard.classification;
+    split.label_width = shard.label_width;
+    split.num_classes = shard.num_classes;
+    split.scale = shard.scale;
+    split.offset = shard.offset;
+    return;
+  }
+  std::vector<hsize_t> mine{0}, theirs{0};
+  for (auto d : shard.sample_shape) mine.push_back(static_cast<hsize_t>(d));
+  for (auto d : split.sample_shape) theirs.push_back(static_cast<hsize_t>(d));
+  if (shard.sample_shape != split.sample_shape)
+    bad(path,
+        "/samples shape " + shape_text(mine, true) + " differs from " + first_path + ": " + shape_text(theirs, true));
+  if (shard.sample_type != split.sample_type)
+    bad(path, std::string("/samples type ") + to_string(shard.sample_type) + " differs from " + first_path + ": " +
+                  to_string(split.sample_type));
+  if (shard.classification != split.classification || shard.label_width != split.label_width)
+    bad(path, "/labels kind or width differs from " + first_path);
+  if (shard.num_classes != split.num_classes)
+    bad(path, "num_classes = " + std::to_string(shard.num_classes) + " differs from " + first_path + ": " +
+                  std::to_string(split.num_classes));
+  if (shard.scale != split.scale || shard.offset != split.offset)
+    bad(path, "normalization attributes differ from " + first_path);
+}
+
+// Reads one shard's structure into `split` (first shard) or checks it matches.
+Shard scan_shard(const std::string& path, SplitIndex& split, bool first, const std::string& first_path) {
+  if (H5Fis_hdf5(path.c_str()) <= 0) {
+    H5Eclear2(H5E_DEFAULT);
+    bad(path, "not an HDF5 file (or truncated: the file signature is missing)");
+  }
+  const hid_t fid = H5Fopen(path.c_str(), H5F_ACC_RDONLY, H5P_DEFAULT);
+  if (fid < 0) bad(path, "cannot be opened as HDF5 (truncated or damaged?): " + hdf5_error_text());
+  h5::Id file(fid);
+  if (!check_root_attributes(file.get(), path)) return scan_token_shard(file.get(), path, split, first, first_path);
+
+  for (const char* name : {"samples", "labels"})
+    if (!h5::has_link(file.get(), name)) bad(path, std::string("dataset /") + name + " missing");
+  const hid_t sid = H5Dopen2(file.get(), "samples", H5P_DEFAULT);
+  if (sid < 0) bad(path, "/samples is not a dataset: " + hdf5_error_text());
+  h5::Id samples(sid);
+  const hid_t lid = H5Dopen2(file.get(), "labels", H5P_DEFAULT);
+  if (lid < 0) bad(path, "/labels is not a dataset: " + hdf5_error_text());
+  h5::Id labels(lid);
+
+  const SampleLayout sl = sample_layout(samples.get(), path);
+  SplitIndex mine;  // this shard's layout
+  mine.sample_type = sl.type;
+  mine.sample_shape.assign(sl.dims.begin() + 1, sl.dims.end());
+  label_layout(file.get(), labels.get(), path, sl.dims[0], mine.classification, mine.label_width, mine.num_classes);
+  std::vector<double> scale, offset;
+  const std::int64_t channels = sl.dims.size() >= 3 ? static_cast<std::int64_t>(sl.dims[1]) : 1;
+  read_normalization(file.get(), path, channels, scale, offset);
+  mine.scale.assign(scale.begin(), scale.end());
+  mine.offset.assign(offset.begin(), offset.end());
 
   Shard shard;
   shard.path = path;
-  shard.rows = static_cast<std::int64_t>(sdims[0]);
+  shard.rows = static_cast<std::int64_t>(sl.dims[0]);
   shard.chunk_rows = shard.rows;
   shard.compression = check_filters(path, "/samples", samples.get(), &shard.chunk_rows);
   check_filters(path, "/labels", labels.get(), nullptr);
   if (shard.chunk_rows < 1) shard.chunk_rows = shard.rows;
-
-  std::vector<std::int64_t> shape(sdims.begin() + 1, sdims.end());
-  std::vector<float> fscale(scale.begin(), scale.end()), foffset(offset.begin(), offset.end());
-  const std::int64_t width = targets ? static_cast<std::int64_t>(ldims[1]) : 1;
-  if (first) {
-    split.sample_shape = shape;
-    split.sample_type = st;
-    split.classification = classes;
-    split.label_width = width;
-    split.num_classes = num_classes;
-    split.scale = fscale;
-    split.offset = foffset;
-  } else {
-    std::vector<hsize_t> mine{0}, theirs{0};
-    for (auto d : shape) mine.push_back(static_cast<hsize_t>(d));
-    for (auto d : split.sample_shape) theirs.push_back(static_cast<hsize_t>(d));
-    if (shape != split.sample_shape)
-      bad(path,
-          "/samples shape " + shape_text(mine, true) + " differs from " + first_path + ": " + shape_text(theirs, true));
-    if (st != split.sample_type)
-      bad(path, std::string("/samples type ") + to_string(st) + " differs from " + first_path + ": " +
-                    to_string(split.sample_type));
-    if (classes != split.classification || width != split.label_width)
-      bad(path, "/labels kind or width differs from " + first_path);
-    if (num_classes != split.num_classes)
-      bad(path, "num_classes = " + std::to_string(num_classes) + " differs from " + first_path + ": " +
-                    std::to_string(split.num_classes));
-    if (fscale != split.scale || foffset != split.offset)
-      bad(path, "normalization attributes differ from " + first_path);
-  }
+  merge_layout(split, mine, first, path, first_path);
   return shard;
 }
 

@@ -1,6 +1,6 @@
 // conv(out, k, pad=p, stride=s): 2-D convolution, channels-first [C, H, W] ->
 // [out, Ho, Wo], weight [out, C, k, k] (PyTorch's layout), bias [out].
-// Two implementations, chosen by [run] conv when the layer is configured:
+// Two implementations, chosen by [kernels] conv when the layer is configured:
 // - im2col + GEMM, per sample: im2col, then one GEMM (out x C*k*k by C*k*k x
 //   Ho*Wo). Lowering the whole batch into one big GEMM was measured slower
 //   here (1,925 vs 2,199 samples/s for the MNIST CNN): per-sample patches stay
@@ -119,7 +119,7 @@ class Conv2d final : public Layer {
 
  private:
   using CudnnConvPtr = cuda::CudnnConv*;
-  // cuDNN for a tensor on a GPU unless [run] conv = im2col (made on first use); null otherwise.
+  // cuDNN for a tensor on a GPU unless [kernels] conv = im2col (made on first use); null otherwise.
   // im2col + GEMM, a sample at a time: its columns, the GEMM into `out`, the bias, and with `relu`
   // the ReLU in place (the sample's output still in cache).
   void im2col_forward(const Tensor& x, Tensor& out, bool relu) {

@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cctype>
 #include <cstdio>
+#include <functional>
 
 #include "hpctrain/core/error.hpp"
 
@@ -50,11 +51,80 @@ bool valid_name(const std::string& name) {
 }
 }  // namespace
 
+namespace {
+using Fail = std::function<void(const std::string&)>;  // throws the parser's one-line error
+
+// repeat(N, layers...): the layers N times over, as if written out, {} in names and blocks
+// replaced by the index.
+void expand_repeat(const std::string& inside, const std::string& name, const Fail& fail, std::vector<LayerArgs>& out) {
+  const auto comma = inside.find(',');
+  std::int64_t times = 0;
+  try {
+    std::size_t used = 0;
+    times = std::stoll(inside.substr(0, comma), &used);
+    if (inside.substr(0, comma).find_first_not_of(' ', used) != std::string::npos) times = 0;
+  } catch (const std::exception&) {
+  }
+  if (comma == std::string::npos || times < 1 || times > 10000)
+    fail("repeat needs a count >= 1 and layers, e.g. repeat(4, res(dense(8) relu))");
+  if (!name.empty()) fail("repeat takes no name (name the layers inside it, with {} for the index)");
+  const auto body = parse_layers(inside.substr(comma + 1));
+  for (std::int64_t r = 0; r < times; ++r)
+    for (LayerArgs b : body) {
+      for (std::string* s : {&b.name, &b.body})
+        for (auto at = s->find("{}"); at != std::string::npos; at = s->find("{}")) s->replace(at, 2, std::to_string(r));
+      out.push_back(std::move(b));
+    }
+}
+
+// "8, 3, pad=1": integers in order and key=value pairs.
+void parse_arguments(const std::string& inside, LayerArgs& a, const Fail& fail) {
+  std::size_t p = 0;
+  while (p <= inside.size() && !inside.empty()) {
+    const auto comma = inside.find(',', p);
+    std::string arg = inside.substr(p, comma == std::string::npos ? std::string::npos : comma - p);
+    arg.erase(0, arg.find_first_not_of(' '));
+    arg.erase(arg.find_last_not_of(' ') + 1);
+    const auto eq = arg.find('=');
+    if (eq != std::string::npos) {
+      a.named[arg.substr(0, eq)] = arg.substr(eq + 1);
+    } else {
+      try {
+        std::size_t used = 0;
+        a.positional.push_back(std::stoll(arg, &used));
+        if (used != arg.size()) throw std::invalid_argument(arg);
+      } catch (const std::exception&) {
+        fail("argument '" + arg + "' of " + a.type + " is not an integer");
+      }
+    }
+    if (comma == std::string::npos) break;
+    p = comma + 1;
+  }
+}
+
+// The position of the ')' matching the '(' at `open`, allowing nested blocks; npos if none.
+std::size_t matching_paren(const std::string& text, std::size_t open) {
+  std::size_t depth = 0;
+  for (std::size_t close = open; close < text.size(); ++close) {
+    if (text[close] == '(') ++depth;
+    if (text[close] == ')' && --depth == 0) return close;
+  }
+  return std::string::npos;
+}
+}  // namespace
+
 std::vector<LayerArgs> parse_layers(const std::string& text) {
   std::vector<LayerArgs> out;
   std::size_t i = 0;
-  auto fail = [&](const std::string& what) {
+  const Fail fail = [&](const std::string& what) {
     throw bad_input("[model] layers = '" + text + "': " + what + " at character " + std::to_string(i + 1));
+  };
+  auto word = [&](bool dots) {
+    std::string w;
+    while (i < text.size() && (std::isalnum(static_cast<unsigned char>(text[i])) || text[i] == '_' ||
+                               (dots && (text[i] == '.' || text[i] == '{' || text[i] == '}'))))
+      w += text[i++];
+    return w;
   };
   while (i < text.size()) {
     if (std::isspace(static_cast<unsigned char>(text[i]))) {
@@ -63,13 +133,6 @@ std::vector<LayerArgs> parse_layers(const std::string& text) {
     }
     const std::size_t start = i;
     LayerArgs a;
-    auto word = [&](bool dots) {
-      std::string w;
-      while (i < text.size() && (std::isalnum(static_cast<unsigned char>(text[i])) || text[i] == '_' ||
-                                 (dots && (text[i] == '.' || text[i] == '{' || text[i] == '}'))))
-        w += text[i++];
-      return w;
-    };
     a.type = word(true);
     if (i < text.size() && text[i] == ':') {  // name:type
       a.name = a.type;
@@ -82,64 +145,18 @@ std::vector<LayerArgs> parse_layers(const std::string& text) {
     if (a.type.find_first_of(".{}") != std::string::npos)
       fail("unknown layer type '" + a.type + "' (a name needs ':')");
     if (i < text.size() && text[i] == '(') {
-      std::size_t close = i, depth = 0;  // the matching ')', allowing nested blocks
-      for (; close < text.size(); ++close) {
-        if (text[close] == '(') ++depth;
-        if (text[close] == ')' && --depth == 0) break;
-      }
-      if (close >= text.size()) fail("unclosed '('");
+      const std::size_t close = matching_paren(text, i);
+      if (close == std::string::npos) fail("unclosed '('");
       const std::string inside = text.substr(i + 1, close - i - 1);
-      if (a.type == "repeat") {  // repeat(N, layers...): the layers N times over, as if written out
-        const auto comma = inside.find(',');
-        std::int64_t times = 0;
-        try {
-          std::size_t used = 0;
-          times = std::stoll(inside.substr(0, comma), &used);
-          if (inside.substr(0, comma).find_first_not_of(' ', used) != std::string::npos) times = 0;
-        } catch (const std::exception&) {
-        }
-        if (comma == std::string::npos || times < 1 || times > 10000)
-          fail("repeat needs a count >= 1 and layers, e.g. repeat(4, res(dense(8) relu))");
-        if (!a.name.empty()) fail("repeat takes no name (name the layers inside it, with {} for the index)");
-        const auto body = parse_layers(inside.substr(comma + 1));
-        for (std::int64_t r = 0; r < times; ++r)
-          for (LayerArgs b : body) {
-            for (std::string* s : {&b.name, &b.body})
-              for (auto at = s->find("{}"); at != std::string::npos; at = s->find("{}"))
-                s->replace(at, 2, std::to_string(r));
-            out.push_back(std::move(b));
-          }
+      if (a.type == "repeat") {
+        expand_repeat(inside, a.name, fail, out);
         i = close + 1;
         continue;
       }
-      if (a.type == "res") {  // a block of layers, parsed by the residual layer
+      if (a.type == "res")  // a block of layers, parsed by the residual layer
         a.body = inside;
-        i = close + 1;
-        a.text = text.substr(start, i - start);
-        out.push_back(a);
-        continue;
-      }
-      std::size_t p = 0;
-      while (p <= inside.size() && !inside.empty()) {
-        const auto comma = inside.find(',', p);
-        std::string arg = inside.substr(p, comma == std::string::npos ? std::string::npos : comma - p);
-        arg.erase(0, arg.find_first_not_of(' '));
-        arg.erase(arg.find_last_not_of(' ') + 1);
-        const auto eq = arg.find('=');
-        if (eq != std::string::npos) {
-          a.named[arg.substr(0, eq)] = arg.substr(eq + 1);
-        } else {
-          try {
-            std::size_t used = 0;
-            a.positional.push_back(std::stoll(arg, &used));
-            if (used != arg.size()) throw std::invalid_argument(arg);
-          } catch (const std::exception&) {
-            fail("argument '" + arg + "' of " + a.type + " is not an integer");
-          }
-        }
-        if (comma == std::string::npos) break;
-        p = comma + 1;
-      }
+      else
+        parse_arguments(inside, a, fail);
       i = close + 1;
     }
     a.text = text.substr(start, i - start);

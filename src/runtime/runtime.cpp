@@ -73,7 +73,7 @@ DeviceAssignment choose_device(DeviceKind requested, const RankInfo& me, const s
     why = "local ranks " + same + " on " + me.host + " would share one GPU (" + g.uuid + ", " + g.name + ")";
   }
   if (oversubscribed && !share_gpus)
-    throw bad_input("[run] device = " + std::string(to_string(requested)) + ": " + why + hints);
+    throw bad_input("[run] device = " + std::string(name_of(requested)) + ": " + why + hints);
   d.shared = oversubscribed;
   d.kind = DeviceKind::cuda;
   d.gpu = g.index;
@@ -160,6 +160,7 @@ Runtime::Runtime(const Config& config) {
     device_ = choose_device(config.run.device, info_, gpus, why_none, config.run.share_gpus, node_picks);
     comm_ = choose_comm(config.parallel.comm, device_.kind, device_.shared);
     host_allreduce_ = config.parallel.host_allreduce;
+    verbose_ = config.log.verbose;
     if (comm_ == CommBackend::nccl && host_allreduce_ == HostAllreduce::shm)
       throw bad_input(
           "[parallel] host_allreduce = shm applies to MPI on host memory, but NCCL averages the gradients "
@@ -214,12 +215,13 @@ std::unique_ptr<Communicator> Runtime::make_communicator(MPI_Comm comm, const st
   if (shm && memory == MemorySpace::host) {
     auto c = std::make_unique<MpiCommunicator>(comm, o);
     const int nodes = c->shm_allreduce_nodes();
-    log0("gradient sums of " + name + ": " +
-         (nodes == 0  ? std::string("MPI_Allreduce (one rank per node: no memory to share)")
-          : nodes > 1 ? "node-shared memory on each of " + std::to_string(nodes) +
-                            " nodes, then MPI_Allreduce among their first ranks"
-                      : std::string("node-shared memory (one node)")) +
-         " ([parallel] host_allreduce)");
+    if (verbose_)
+      log0("gradient sums of " + name + ": " +
+           (nodes == 0  ? std::string("MPI_Allreduce (one rank per node: no memory to share)")
+            : nodes > 1 ? "node-shared memory on each of " + std::to_string(nodes) +
+                              " nodes, then MPI_Allreduce among their first ranks"
+                        : std::string("node-shared memory (one node)")) +
+           " ([parallel] host_allreduce)");
     return c;
   }
   if (memory == MemorySpace::device) {

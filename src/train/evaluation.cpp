@@ -7,7 +7,7 @@
 #include "hpctrain/core/error.hpp"
 #include "hpctrain/core/log.hpp"
 #include "hpctrain/tensor/step_scalars.hpp"
-#include "hpctrain/train/checkpointing.hpp"
+#include "hpctrain/checkpoint/checkpointing.hpp"
 #include "hpctrain/train/trainer.hpp"
 
 namespace hpctrain {

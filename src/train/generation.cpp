@@ -14,7 +14,7 @@
 #include "hpctrain/core/hash.hpp"
 #include "hpctrain/core/log.hpp"
 #include "hpctrain/data/text_import.hpp"
-#include "hpctrain/train/checkpointing.hpp"
+#include "hpctrain/checkpoint/checkpointing.hpp"
 #include "hpctrain/train/trainer.hpp"
 
 namespace hpctrain {

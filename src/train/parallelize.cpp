@@ -3,8 +3,8 @@
 #include <algorithm>
 
 #include "hpctrain/core/error.hpp"
-#include "hpctrain/train/grad_buckets.hpp"
-#include "hpctrain/train/step_executor.hpp"
+#include "hpctrain/parallel/grad_buckets.hpp"
+#include "hpctrain/parallel/step_executor.hpp"
 #include "hpctrain/train/trainer.hpp"
 
 namespace hpctrain {
@@ -24,15 +24,15 @@ void Trainer::parallelize(bool gpu, int stages) {
   comm_->broadcast(model_->parameters().data(), static_cast<std::size_t>(model_->parameters().numel()), DType::f32, 0);
   // The hash of every parameter, then two allreduces: nothing to compare on one rank.
   if (host_dp().size() > 1) verify_identical(host_dp(), model_->parameters(), "initial parameters");
-  model_->set_precision(cfg_.run.precision);  // bf16/fp16: the layers compute with a rounded copy
-  model_->set_fusion(cfg_.run.fusion);
+  model_->set_precision(cfg_.precision.dtype);  // bf16/fp16: the layers compute with a rounded copy
+  model_->set_fusion(cfg_.kernels.fusion);
   model_->set_recompute_blocks(cfg_.train.recompute == Recompute::blocks);
   const auto& types = model_->all_layer_types();
   if (cfg_.train.recompute == Recompute::blocks && std::find(types.begin(), types.end(), "res") == types.end())
     throw bad_input(
         "[train] recompute = blocks: [model] layers has no residual block (res(...)) to re-run in "
         "backward; set recompute = none");
-  if (cfg_.run.precision == Precision::fp16) state_.scaler.scale = cfg_.optim.loss_scale;
+  if (cfg_.precision.dtype == Precision::fp16) state_.scaler.scale = cfg_.precision.loss_scale;
   if (cfg_.parallel.shard_optimizer && !tie_syncs_.empty())
     throw bad_input("[parallel] shard_optimizer = true: weights tied across pipeline stages (" +
                     model_->all_layer_names()[model_->ties().front().second] +
@@ -52,7 +52,7 @@ void Trainer::parallelize(bool gpu, int stages) {
   // beside the kernels), not on a CPU (it took cores from the forward: 5% slower, docs/parallelism.md).
   const Tristate overlap = cfg_.parallel.gather_overlap;
   overlap_gather_ = averager_->sharded() && (overlap == Tristate::on || (overlap == Tristate::auto_ && gpu)) &&
-                    stages == 1 && cfg_.run.precision == Precision::fp32 && !cfg_.run.cuda_graphs;
+                    stages == 1 && cfg_.precision.dtype == Precision::fp32 && !cfg_.kernels.cuda_graphs;
   make_optimizer_for_this_rank();
   compose_update();
 }
@@ -71,7 +71,7 @@ void Trainer::make_optimizer_for_this_rank() {
 
 void Trainer::compose_update() {
   const bool sharded = averager_->sharded();
-  if (cfg_.run.cuda_graphs)
+  if (cfg_.kernels.cuda_graphs)
     update_ = [this, sharded](std::int64_t t) {
       opt_->begin_step(scalars_, t);  // host bookkeeping (Adam's step count) outside the recording
       run_recorded(update_graph_, [&] {
@@ -81,7 +81,7 @@ void Trainer::compose_update() {
     };
   else
     update_ = [this](std::int64_t t) { opt_->step(scalars_, t); };
-  if (!sharded && cfg_.run.cuda_graphs)
+  if (!sharded && cfg_.kernels.cuda_graphs)
     after_update_ = [] {};  // (refreshed inside the recording)
   else if (!sharded)
     after_update_ = [this] { model_->refresh_compute_parameters(); };

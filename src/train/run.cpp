@@ -18,7 +18,7 @@
 #include "hpctrain/core/signals.hpp"
 #include "hpctrain/data/sampler.hpp"
 #include "hpctrain/io/run_lock.hpp"
-#include "hpctrain/train/checkpointing.hpp"
+#include "hpctrain/checkpoint/checkpointing.hpp"
 #include "hpctrain/train/trainer.hpp"
 
 namespace hpctrain {
@@ -79,7 +79,7 @@ int Trainer::run() {
   }
 
   // Output files (rank 0): fail now, not at the end, when the directory is not writable.
-  Progress p(RunReport(cfg_.run.out_dir, cfg_.train.metrics_file, g.world_rank() == 0, cfg_.train.tensorboard));
+  Progress p(RunReport(cfg_.run.out_dir, cfg_.log.metrics_file, g.world_rank() == 0, cfg_.log.tensorboard));
   p.locks = std::move(locks);
   const std::string why = p.report.open(first);
   raise_if_any(rt_.world(), why.empty() ? "" : "[run] out_dir '" + cfg_.run.out_dir + "': " + why);
@@ -147,7 +147,7 @@ SamplerState Trainer::resume(Checkpointer& checkpointer, const std::string& path
   const LossScaler configured = state_.scaler;
   state_ = info.state;
   // The loss scale goes on where it was (fp16 runs); otherwise it stays as configured.
-  if (!(cfg_.run.precision == Precision::fp16 && info.state.scaler.scale > 1)) state_.scaler = configured;
+  if (!(cfg_.precision.dtype == Precision::fp16 && info.state.scaler.scale > 1)) state_.scaler = configured;
   from.epoch = info.state.epoch;
   from.step = info.state.epoch_step;
   const std::int64_t batch = cfg_.train.global_batch;
@@ -367,7 +367,7 @@ RunSummary Trainer::summarize(const Progress& p, const Checkpointer& checkpointe
   s.checkpoints_written = checkpointer.saved();
   s.checkpoint_write_s = checkpointer.seconds_writing();
   s.checkpoint_stall_s = checkpointer.seconds_stalled();
-  s.precision = to_string(cfg_.run.precision);
+  s.precision = to_string(cfg_.precision.dtype);
   s.gemms = gemm_description(alloc_.device());
   s.skipped_steps = state_.scaler.skipped_steps;
   p.monitor->finish(s, s.wall_s);

@@ -14,7 +14,7 @@
 #include "hpctrain/core/log.hpp"
 #include "hpctrain/model/partition.hpp"
 #include "hpctrain/tensor/step_scalars.hpp"
-#include "hpctrain/train/pipeline.hpp"
+#include "hpctrain/parallel/pipeline.hpp"
 
 namespace hpctrain {
 
@@ -49,16 +49,16 @@ Trainer::Trainer(const Config& cfg, Runtime& rt, const DatasetIndex& index)
   const bool gpu = this->gpu();
   if (const std::string why = cuda_graphs_refusal(cfg, rt.device().kind, rt.mesh().size(MeshDim::dp)); !why.empty())
     throw bad_input(why);
-  if (gpu && cfg.run.conv == ConvImpl::onednn)
-    throw bad_input("[run] conv = onednn is a CPU convolution; with device = cuda use conv = auto or im2col");
-  const cpu::CpuGemm gemm_lib = cfg.run.cpu_gemm == CpuGemmLib::openblas ? cpu::CpuGemm::openblas
-                                : cfg.run.cpu_gemm == CpuGemmLib::onednn ? cpu::CpuGemm::onednn
+  if (gpu && cfg.kernels.conv == ConvImpl::onednn)
+    throw bad_input("[kernels] conv = onednn is a CPU convolution; with device = cuda use conv = auto or im2col");
+  const cpu::CpuGemm gemm_lib = cfg.kernels.cpu_gemm == CpuGemmLib::openblas ? cpu::CpuGemm::openblas
+                                : cfg.kernels.cpu_gemm == CpuGemmLib::onednn ? cpu::CpuGemm::onednn
                                                                          : cpu::CpuGemm::automatic;
-  configure_backend({alloc_.device(), cfg.run.threads, cfg.run.precision, cfg.run.tf32, gemm_lib});
+  configure_backend({alloc_.device(), cfg.kernels.threads, cfg.precision.dtype, cfg.precision.tf32, gemm_lib});
   alloc_.set_limit(cfg.run.memory_budget);
   LayerRegistry registry;
   register_builtin_layers(
-      registry, LayerOptions{cfg.run.conv, cfg.model.vocab_multiple});  // on a GPU: auto = cuDNN (layers/conv2d.cpp)
+      registry, LayerOptions{cfg.kernels.conv, cfg.model.vocab_multiple});  // on a GPU: auto = cuDNN (layers/conv2d.cpp)
   // Model parallelism: this rank holds its stage's group of layers (all of them when M = 1).
   const int stages = rt.mesh().size(MeshDim::pp);
   {
@@ -167,7 +167,7 @@ bool Trainer::finish_gradients(double& squares) {
   comm_wait_s_ += averager_->finish();
   last_step_skipped_ = false;
   Tensor& grads = model_->gradients();
-  const bool fp16 = cfg_.run.precision == Precision::fp16, clip = cfg_.optim.clip_norm > 0;
+  const bool fp16 = cfg_.precision.dtype == Precision::fp16, clip = cfg_.optim.clip_norm > 0;
   // One pass over the gradients serves both the overflow check and the clipping norm.
   squares = fp16 || clip ? owned_sum_of_squares() : 0;
   if (fp16) {
@@ -182,7 +182,7 @@ bool Trainer::finish_gradients(double& squares) {
     const double s = state_.scaler.scale;
     scale(grads, static_cast<float>(1.0 / s));  // a power of two: exact
     squares /= s * s;
-    state_.scaler.good_step(cfg_.optim.loss_scale_window);
+    state_.scaler.good_step(cfg_.precision.loss_scale_window);
   }
   if (!tie_syncs_.empty()) sum_tied_gradients(clip ? &squares : nullptr);
   // The global norm covers every stage's gradients (identical over a data-parallel group after averaging).

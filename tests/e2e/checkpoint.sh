@@ -33,7 +33,7 @@ run() {  # np out_dir extra-args...
   local np=$1 out=$2
   shift 2
   "$mpirun" -q -np "$np" --oversubscribe --bind-to none "$trainer" inputs/mnist_mlp.ini --set "run.out_dir=$out" \
-    --set "model.layers=$mlp" --set train.steps=30 --set train.log_every=5 --set checkpoint.every_steps=10 --set checkpoint.every_epochs=0 --set checkpoint.keep=2 "$@" 2>&1
+    --set "model.layers=$mlp" --set train.steps=30 --set log.log_every=5 --set checkpoint.every_steps=10 --set checkpoint.every_epochs=0 --set checkpoint.keep=2 "$@" 2>&1
 }
 
 # ---- An uninterrupted run: the reference ----
@@ -216,7 +216,7 @@ check "M = 1 checkpoint resumed with M = 4 matches the uninterrupted run" \
   close "$ck/ckpt-00000030.h5" "$tmp/mp14/checkpoints/ckpt-00000030.h5"
 
 # ---- fp16 with dynamic loss scaling: the scale and the skip count are part of the checkpoint ----
-f16=(--set run.precision=fp16 --set optim.loss_scale=1e9 --set optim.loss_scale_window=5)
+f16=(--set precision.dtype=fp16 --set precision.loss_scale=1e9 --set precision.loss_scale_window=5)
 out=$(run 2 "$tmp/f16ref" "${f16[@]}")
 check "fp16 run: updates skipped for overflow are logged" grep -q "fp16 gradient overflow: update skipped, loss scale now" <<<"$out"
 HPCTRAIN_TEST_SIGNAL=0:17 run 2 "$tmp/f16x" "${f16[@]}" >/dev/null
@@ -226,7 +226,7 @@ check "fp16 stopped and resumed: bit-identical (loss scale restored)" \
 check "fp16 checkpoints hold float32 parameters and the loss scale" /usr/bin/python3 -c "
 import h5py; f = h5py.File('$tmp/f16ref/checkpoints/ckpt-00000030.h5', 'r')
 assert f['model/dense.0.weight'].dtype == 'float32' and f.attrs['loss_scale'] > 0 and f.attrs['skipped_steps'] > 0"
-out=$(run 2 "$tmp/f16ref" --set run.precision=fp32 --eval-only)
+out=$(run 2 "$tmp/f16ref" --set precision.dtype=fp32 --eval-only)
 check "an fp16 checkpoint evaluates in float32 (--eval-only)" grep -q "^eval-only: .*ckpt-00000030.h5" <<<"$out"
 
 # ---- Exact resume with nested groups, batch-norm buffers and Adam's step count ----
@@ -252,7 +252,7 @@ if in_part core; then
 # ---- Real signals ----
 long() {  # out_dir: a run long enough to be interrupted, in the background ($! is mpirun)
   "$mpirun" -q -np 2 --oversubscribe --bind-to none "$trainer" inputs/mnist_mlp.ini --set "run.out_dir=$1" \
-    --set train.steps=100000 --set train.log_every=10 >"$1.log" 2>&1 &
+    --set train.steps=100000 --set log.log_every=10 >"$1.log" 2>&1 &
 }
 wait_training() {  # log: until the first progress line (at most 60 s)
   for _ in $(seq 600); do grep -q '^epoch ' "$1" 2>/dev/null && return 0; sleep 0.1; done

@@ -24,7 +24,7 @@ else
 fi
 run() {  # extra-args...
   "$mpirun" -q -np 2 --oversubscribe --bind-to none "$trainer" inputs/mnist_mlp.ini --set "run.out_dir=$tmp/out" \
-    --set "checkpoint.dir=$small/ck" --set train.steps=40 --set train.log_every=10 --set checkpoint.every_steps=10 \
+    --set "checkpoint.dir=$small/ck" --set train.steps=40 --set log.log_every=10 --set checkpoint.every_steps=10 \
     --set checkpoint.every_epochs=0 "$@" 2>&1
 }
 mib=$((1 << 20))

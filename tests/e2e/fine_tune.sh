@@ -44,7 +44,7 @@ for split in os.listdir(dst):
             f["labels"][...] = f["labels"][...] // 2
             f.attrs["num_classes"] = 5
 PY
-B=(--set data.path="$tmp/data5" --set "model.layers=$b_layers" --set train.steps=12 --set train.log_every=4)
+B=(--set data.path="$tmp/data5" --set "model.layers=$b_layers" --set train.steps=12 --set log.log_every=4)
 FT=(--set checkpoint.init_from="$ckpt" --set "train.freeze=conv")
 
 dry=$(run 1 "$tmp/ft1" "${B[@]}" "${FT[@]}" --dry-run)

@@ -39,7 +39,7 @@ check "h5py reads the stream, tokenizer and vocabulary in id order; val is the l
 check "inspect accepts it" "$data_tool" inspect data
 layers="embedding($vocab, 32) position_embedding repeat(2, res(layernorm(bias=0) attention(4, bias=0, dropout=10)) res(layernorm(bias=0) linear(64, bias=0) gelu linear(32, bias=0))) layernorm(bias=0) lm_head($vocab)"
 printf '%s\n' "[run]" "seed = 3" "out_dir = run" "[data]" "path = data" "[model]" "block_size = 16" "layers = $layers" \
-  "[train]" "global_batch = 8" "steps = 40" "log_every = 10" "eval_every = 0" "tensorboard = false" \
+  "[train]" "global_batch = 8" "steps = 40" "eval_every = 0" "[log]" "log_every = 10" "tensorboard = false" \
   "[optim]" "name = adamw" "lr = 3e-3" "weight_decay = 0.1" "weight_decay_1d = false" "clip_norm = 1.0" \
   "[checkpoint]" "every_steps = 20" "keep = 5" >gpt.ini
 run() { "$mpirun" -np "$1" --oversubscribe --bind-to none "$trainer" gpt.ini "${@:2}"; }
@@ -80,7 +80,7 @@ row() { awk -F, -v s="$2" '$1 == s {print $4}' "$1/metrics.csv"; }
 gpt=(--set model.layers= --set model.arch=gpt --set model.n_layer=2 --set model.n_head=4 --set model.n_embd=32
   --set model.bias=false --set model.dropout=0.1)
 spelled="tok_emb:embedding($vocab, 32) pos_emb:position_embedding dropout(10) repeat(2, h.{}:res(ln_1:layernorm(bias=0) attn:attention(4, bias=0, dropout=10, proj_std=0.01) dropout(10)) h.{}:res(ln_2:layernorm(bias=0) mlp.fc:linear(128, bias=0) gelu mlp.proj:linear(32, bias=0, std=0.01) dropout(10))) ln_f:layernorm(bias=0) lm_head:lm_head($vocab)"
-short=(--set train.steps=4 --set train.log_every=1 --set checkpoint.every_steps=4 --set checkpoint.resume=none)
+short=(--set train.steps=4 --set log.log_every=1 --set checkpoint.every_steps=4 --set checkpoint.resume=none)
 run 1 "${gpt[@]}" "${short[@]}" --set run.out_dir=arch >arch.log 2>&1
 run 1 --set "model.layers=$spelled" "${short[@]}" --set run.out_dir=spelled >spelled.log 2>&1
 check "arch = gpt trains (loss at step 4: $(row arch 4))" test -n "$(row arch 4)"
@@ -146,7 +146,7 @@ expect_error "a prompt outside the vocabulary" "is not in the model's vocabulary
 # the loss by about 0.36). Mutation check: bf16 keeping no mantissa bits fails the second check.
 l32=$(row run 10)
 for p in bf16 fp16; do
-  run 1 --set run.precision=$p --set run.out_dir=$p --set train.steps=10 --set checkpoint.resume=none >$p.log 2>&1
+  run 1 --set precision.dtype=$p --set run.out_dir=$p --set train.steps=10 --set checkpoint.resume=none >$p.log 2>&1
   l=$(row $p 10)
   check "precision = $p: the loss falls from ln(V) = $(awk -v v="$vocab" 'BEGIN{printf "%.3f", log(v)}') to ${l:-?}" \
     awk -v l="${l:-99}" -v v="$vocab" 'BEGIN{exit !(l < log(v) - 0.1)}'

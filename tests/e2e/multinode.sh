@@ -23,7 +23,7 @@ trap netns_hosts_down EXIT
 netns_hosts_up || { echo "FAIL cannot create the two hosts"; exit 1; }
 net=$NETNS_NET tmp=$NETNS_TMP
 bytes() { netns_hosts_tx_bytes; }
-args=(inputs/mnist_mlp.ini --set train.steps=20 --set train.log_every=10 --set checkpoint.every_epochs=0
+args=(inputs/mnist_mlp.ini --set train.steps=20 --set log.log_every=10 --set checkpoint.every_epochs=0
       --set checkpoint.resume=none)
 before=$(bytes)
 out=$(mpirun -np 2 --host "$net.1:1,$net.2:1" "${NETNS_MPI[@]}" --mca btl tcp,self \
@@ -32,6 +32,7 @@ rc=$?
 after=$(bytes)
 echo "$out" | grep -E "^done|error" | head -3
 check "2 ranks on 2 namespaced hosts over TCP: exit 0" test $rc -eq 0
+check "without [log] verbose the path of the gradient sums is not printed" test -z "$(grep "gradient sums of" <<<"$out")"
 hosts=$(mpirun -np 2 --host "$net.1:1,$net.2:1" "${NETNS_MPI[@]}" --mca btl tcp,self \
   "$trainer" inputs/mnist_mlp.ini --dry-run 2>&1 |
   awk '/^rank +host/{on=1; getline; next} on && /^ +[0-9]/{print $2} on && !/^ +[0-9]/{on=0}' | sort -u | tr '\n' ' ')
@@ -56,9 +57,9 @@ check "two hosts and one host end with the same parameters" same_params two-host
 # Two ranks per host: the gradient sums go hierarchically ([parallel] host_allreduce = auto:
 # node-shared memory on each host, one MPI_Allreduce between the hosts' first ranks over TCP).
 out=$(mpirun -np 4 --host "$net.1:2,$net.2:2" "${NETNS_MPI[@]}" --mca btl tcp,self,vader \
-  "$trainer" "${args[@]}" --set "run.out_dir=$tmp/two-hosts-4" 2>&1)
+  "$trainer" "${args[@]}" --set "run.out_dir=$tmp/two-hosts-4" --set log.verbose=true 2>&1)
 check "4 ranks, 2 per host: exit 0" test $? -eq 0
-check "... the sums go through each host's shared memory, then between the hosts" \
+check "... the sums go through each host's shared memory, then between the hosts ([log] verbose says so)" \
   grep -q "node-shared memory on each of 2 nodes, then MPI_Allreduce among their first ranks" <<<"$out"
 mpirun -np 4 --oversubscribe --bind-to none "$trainer" "${args[@]}" --set "run.out_dir=$tmp/one-host-4" >/dev/null 2>&1
 check "a single-host run with 4 ranks: exit 0" test $? -eq 0

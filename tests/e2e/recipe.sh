@@ -40,7 +40,7 @@ if [ "${3:-}" = inside ]; then  # in the namespace: $4 is the scratch folder
     --set run.out_dir="$tmp/run" --dry-run 2>&1)
   check "trainer --dry-run lists the layer" grep -qE '^scale\.0 +\[784\] ' <<<"$out"
   [ -n "$(grep -E '^scale\.0 +\[784\] ' <<<"$out")" ] || tail -5 <<<"$out"
-  check "the PyTorch twin scales by p / 100" $py - "$src/tools" <<'EOF'
+  check "the PyTorch twin scales by p / 100" env HPCTRAIN_TRAINER="$build/trainer" $py - "$src/tools" <<'EOF'
 import sys
 sys.path.insert(0, sys.argv[1])
 import torch, hpctrain_torch

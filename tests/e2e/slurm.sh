@@ -88,7 +88,7 @@ check "slurmctld and slurmd up: the node is idle" test $ready -eq 1
 [ $ready -eq 1 ] || { tail -5 "$tmp/slurmctld.log" "$tmp/slurmd.log"; finish; }
 
 job=jobscripts/slurm/train.sbatch
-common=(--set "data.path=$src/inputs/data/mnist-small" --set train.log_every=10)
+common=(--set "data.path=$src/inputs/data/mnist-small" --set log.log_every=10)
 
 # ---- A job that runs to the end ----
 for launcher in srun mpirun; do

@@ -10,7 +10,7 @@
 #   resumed writes a second file that starts with a SessionLog START at the first new step;
 #   without the purge the re-trained steps appear twice; with TensorBoard's purge rule applied,
 #   every series has one point per step and equals the resumed run's metrics.csv;
-# - [train] tensorboard = false writes no event file.
+# - [log] tensorboard = false writes no event file.
 set -u
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 e2e_start "$@"  # $mpirun $trainer $src, the working directory $src, $tmp (removed at exit)
@@ -22,7 +22,7 @@ run() {  # out_dir extra-args...
   local out=$1
   shift
   "$mpirun" -q -np 2 --oversubscribe --bind-to none "$trainer" inputs/mnist_mlp.ini --set "run.out_dir=$out" \
-    --set train.steps=40 --set train.log_every=10 --set train.eval_every=20 --set checkpoint.every_steps=10 \
+    --set train.steps=40 --set log.log_every=10 --set train.eval_every=20 --set checkpoint.every_steps=10 \
     --set checkpoint.every_epochs=0 "$@" 2>&1
 }
 run "$tmp/a" --set checkpoint.resume=none >/dev/null
@@ -93,6 +93,6 @@ check "without the purge, steps 30 and 40 appear twice (what a reader ignoring i
   bash -c "! $py '$tmp/compare.py' '$tmp/b' nopurge >/dev/null 2>&1"
 check "purged, the series equal the resumed run's metrics.csv, one point per step" $py "$tmp/compare.py" "$tmp/b" purge
 
-run "$tmp/c" --set checkpoint.resume=none --set train.tensorboard=false >/dev/null
+run "$tmp/c" --set checkpoint.resume=none --set log.tensorboard=false >/dev/null
 check "tensorboard = false: no event file" test ! -e "$tmp/c/tensorboard"
 finish

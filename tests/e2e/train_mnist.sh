@@ -66,7 +66,7 @@ example CNN inputs/mnist_cnn.ini 93        # conv, max pool: reaches about 95.35
 # by 15 points or more, and a network that does not learn fails by 40.
 example ResNet inputs/mnist_resnet.ini 0 50
 
-err=$(run 2 "$tmp/c" --set optim.lr=1e6 --set train.log_every=1)
+err=$(run 2 "$tmp/c" --set optim.lr=1e6 --set log.log_every=1)
 rc=$?
 echo "     $(grep error <<<"$err")"
 check "diverging loss: exit 1" test $rc -eq 1

@@ -74,9 +74,19 @@ bad_input() {  # description, expected text, np, trainer arguments...
   echo "     $err"
 }
 bad_input "unknown key" "unknown key 'glob_batch' in [train]" 2 "$ini" --set train.glob_batch=3
-bad_input "cuda graphs on the CPU" "cuda_graphs = true needs device = cuda" 2 "$ini" --set run.cuda_graphs=true \
+bad_input "cuda graphs on the CPU" "cuda_graphs = true needs device = cuda" 2 "$ini" --set kernels.cuda_graphs=true \
   --set run.device=cpu
 bad_input "bad value" "[optim] lr = 'fast': expected number > 0" 3 "$ini" --set optim.lr=fast
+bad_input "--describe-layers without a shape" "--describe-layers needs --input-shape" 1 --describe-layers "dense(3)"
+bad_input "--describe-layers, a bad shape" "--input-shape '4,0': expected sizes >= 1" 1 --describe-layers "dense(3)" \
+  --input-shape 4,0
+bad_input "--describe-layers, a bad string" "[model] layers = 'dense(3': unclosed '('" 1 --describe-layers "dense(3" \
+  --input-shape 4
+out=$("$trainer" --describe-layers "flatten fc:dense(3) relu dense(2)" --input-shape 2,2 2>&1)
+check "--describe-layers names the layers' tensors as the model does (fc.weight [3, 4], dense.0.bias [2])" \
+  python3 -c 'import json, sys; d = json.loads(sys.argv[1][sys.argv[1].index("{"):])
+t = {x["name"]: x["shape"] for x in d["tensors"]}
+sys.exit(0 if t == {"fc.weight": [3, 4], "fc.bias": [3], "dense.0.weight": [2, 3], "dense.0.bias": [2]} else 1)' "$out"
 bad_input "impossible mesh" "pipeline_parallel = 2 does not divide the world size 3" 3 "$ini" --set parallel.pipeline_parallel=2
 bad_input "batch vs grid" "global_batch = 255 is not divisible by the data-parallel size 4" 4 "$ini" --set train.global_batch=255
 bad_input "missing file" "configuration file '/no/such.ini' cannot be read" 2 /no/such.ini

@@ -12,7 +12,7 @@ trap 'rm -rf "$tmp"' EXIT
 
 start=$(date +%s)
 out=$(HPCTRAIN_TEST_STALL=1:3 timeout 90 "$mpirun" -q -np 2 --oversubscribe --bind-to none "$trainer" \
-  inputs/mnist_mlp.ini --set run.out_dir="$tmp/run" --set parallel.watchdog_s=3 --set train.log_every=1 2>&1)
+  inputs/mnist_mlp.ini --set run.out_dir="$tmp/run" --set parallel.watchdog_s=3 --set log.log_every=1 2>&1)
 rc=$?
 took=$(($(date +%s) - start))
 echo "$out" | grep -v "^epoch" | tail -n 6

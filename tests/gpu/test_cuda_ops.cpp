@@ -88,7 +88,7 @@ TEST_F(CudaOps, Gemm) {
       gemm(ta, tb, 0.7f, da, db, 0.3f, dc);
       expect_close("gemm", c, dc, 1e-5);
     }
-  // bf16 / fp16 tensor-core math on operands already rounded to the format (what [run] precision
+  // bf16 / fp16 tensor-core math on operands already rounded to the format (what [precision] dtype
   // hands cuBLAS): the products are exact in float32, so only the summation order differs.
   for (const auto& [math, p] :
        {std::pair{cuda::GemmMath::bf16, Precision::bf16}, {cuda::GemmMath::fp16, Precision::fp16}}) {

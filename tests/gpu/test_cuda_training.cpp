@@ -21,9 +21,11 @@ namespace fs = std::filesystem;
 using namespace hpctrain;
 
 namespace {
-Config config(const std::string& root, const char* device, const std::string& layers, const std::string& extra_run = "",
-              const std::string& extra_optim = "", const std::string& optimizer = "sgd") {
-  const std::string ini = "[run]\nseed = 5\nout_dir = /tmp\ndevice = " + std::string(device) + "\n" + extra_run +
+// `extra_sections`: whole sections ("[kernels]\ncuda_graphs = true\n") after [run]; `extra_optim`: [optim] keys.
+Config config(const std::string& root, const char* device, const std::string& layers,
+              const std::string& extra_sections = "", const std::string& extra_optim = "",
+              const std::string& optimizer = "sgd") {
+  const std::string ini = "[run]\nseed = 5\nout_dir = /tmp\ndevice = " + std::string(device) + "\n" + extra_sections +
                           "[data]\npath = " + root + "\n[model]\nlayers = " + layers +
                           "\n[train]\nglobal_batch = 24\nmicro_batches = 2\n[optim]\nname = " + optimizer +
                           "\nlr = 0.05\nmomentum = 0.9\n" + extra_optim;
@@ -126,7 +128,7 @@ TEST_F(CudaTraining, RecomputeBlocksGivesTheSameBits) {
       "res(layernorm linear(64) gelu dropout(10) linear(16))) layernorm(bias=0) lm_head(11)";
   for (const bool graphs : {false, true}) {
     auto make = [&](Recompute r) {
-      Config c = config(root, "cuda", layers, graphs ? "cuda_graphs = true\n" : "", "", "adamw");
+      Config c = config(root, "cuda", layers, graphs ? "[kernels]\ncuda_graphs = true\n" : "", "", "adamw");
       c.model.block_size = 8;
       c.train.recompute = r;
       return c;
@@ -151,7 +153,7 @@ TEST_F(CudaTraining, SixteenBitStepsMatchTheCpu) {
       "embedding(11, 16) position_embedding repeat(2, res(layernorm attention(4)) res(layernorm "
       "linear(64) gelu linear(16))) layernorm(bias=0) lm_head(11)";
   for (const char* precision : {"bf16", "fp16"}) {
-    const std::string run = std::string("precision = ") + precision + "\n";
+    const std::string run = std::string("[precision]\ndtype = ") + precision + "\n";
     for (const bool is_gpt : {false, true}) {
       auto make = [&](const char* device) {
         Config c =
@@ -177,7 +179,7 @@ TEST_F(CudaTraining, SixteenBitStepsMatchTheCpu) {
   if (world_rank() == 0) fs::remove_all(root);
 }
 
-// [run] cuda_graphs: step 1 runs eagerly, step 2 is recorded, later steps replay the recording;
+// [kernels] cuda_graphs: step 1 runs eagerly, step 2 is recorded, later steps replay the recording;
 // the parameters equal an eager run's (bit for bit for the MLP: the same kernels in the same
 // order; within 1e-5 for the CNNs, whose cuDNN algorithms each trainer picks by timing; batch
 // norm on one rank runs on the device through cuDNN and replays too).
@@ -193,7 +195,8 @@ TEST_F(CudaTraining, RecordedStepsEqualEagerSteps) {
         Case{"conv(8,3,pad=1) batchnorm relu flatten dense(16) batchnorm relu dense(7)", "sgd", 1e-5}}) {
     std::vector<float> params[2];
     for (int graphs = 0; graphs < 2; ++graphs) {
-      Session run(config(root_, "cuda", c.layers, graphs ? "cuda_graphs = true\n" : "", "", c.optimizer), index_);
+      Session run(config(root_, "cuda", c.layers, graphs ? "[kernels]\ncuda_graphs = true\n" : "", "", c.optimizer),
+                  index_);
       run.steps(6);
       EXPECT_EQ(run.trainer.replaying(), graphs == 1) << c.layers;
       params[graphs] = run.parameters();
@@ -215,8 +218,9 @@ TEST_F(CudaTraining, WarmStepsAllocateNothingFromTheDriver) {
 }
 
 TEST_F(CudaTraining, Fp16OverflowSkipsTheStep) {
-  Session run(config(root_, "cuda", "flatten dense(32) relu dense(7)", "precision = fp16\n", "loss_scale = 1e12\n"),
-              index_);
+  Session run(
+      config(root_, "cuda", "flatten dense(32) relu dense(7)", "[precision]\ndtype = fp16\nloss_scale = 1e12\n", ""),
+      index_);
   const auto before = run.parameters();
   run.steps(1);
   EXPECT_TRUE(run.trainer.last_step_skipped());

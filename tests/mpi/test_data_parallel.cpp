@@ -26,7 +26,7 @@ using namespace hpctrain;
 namespace {
 
 const char* const kMlp = "flatten dense(16) tanh dropout(20) dense(7)";
-// Convolutions with more than one input channel: oneDNN's when built with it ([run] conv = auto).
+// Convolutions with more than one input channel: oneDNN's when built with it ([kernels] conv = auto).
 const char* const kCnn = "conv(4,3,pad=1) relu conv(4,3,pad=1) tanh flatten dense(7)";
 
 Config config_for(const std::string& root, int micro_batches, const char* layers = kMlp) {

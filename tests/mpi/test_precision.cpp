@@ -19,10 +19,10 @@ using namespace hpctrain;
 
 namespace {
 Config precision_config(const std::string& root, const char* precision, double loss_scale, int window = 1000) {
-  const std::string ini = "[run]\nseed = 3\nout_dir = /tmp\nprecision = " + std::string(precision) +
+  const std::string ini = "[run]\nseed = 3\nout_dir = /tmp\n[precision]\ndtype = " + std::string(precision) +
                           "\n[data]\npath = " + root +
                           "\n[model]\nlayers = flatten dense(32) relu dense(7)\n[train]\nglobal_batch = 24\n"
-                          "[optim]\nlr = 0.1\nmomentum = 0.9\nloss_scale = " +
+                          "[optim]\nlr = 0.1\nmomentum = 0.9\n[precision]\nloss_scale = " +
                           std::to_string(loss_scale) + "\nloss_scale_window = " + std::to_string(window) + "\n";
   return parse_config(ini, "precision-test.ini", {}, process_environment());
 }

@@ -14,7 +14,7 @@
 #include <filesystem>
 
 #include "hpctrain/comm/mpi_handles.hpp"
-#include "hpctrain/train/checkpointing.hpp"
+#include "hpctrain/checkpoint/checkpointing.hpp"
 #include "hpctrain/train/trainer.hpp"
 #include "mpi_test_util.hpp"
 #include "reference_training.hpp"
@@ -120,10 +120,10 @@ TEST(ShardedOptimizer, ReducedPrecisionEqualsTheUnshardedRun) {
     std::vector<float> params[2];
     std::int64_t skipped[2] = {0, 0};
     for (const int shard : {0, 1}) {
-      const std::string ini = "[run]\nseed = 3\nout_dir = /tmp\nprecision = " + std::string(precision) +
+      const std::string ini = "[run]\nseed = 3\nout_dir = /tmp\n[precision]\ndtype = " + std::string(precision) +
                               "\n[data]\npath = " + root +
                               "\n[model]\nlayers = flatten dense(16) relu dense(7)\n[train]\nglobal_batch = 24\n"
-                              "[optim]\nname = adam\nlr = 0.01\nloss_scale = 1e30\nloss_scale_window = 2\n"
+                              "[optim]\nname = adam\nlr = 0.01\n[precision]\nloss_scale = 1e30\nloss_scale_window = 2\n"
                               "[parallel]\nbucket_mb = 0.0002\nshard_optimizer = " +
                               std::string(shard ? "true" : "false") + "\n";
       const Config cfg = parse_config(ini, "zero-prec.ini", {}, process_environment());
@@ -225,7 +225,7 @@ TEST(ShardedOptimizer, PipelineStagesShardTheirOwnStateAndMatchOneProcess) {
   if (world_rank() == 0) fs::remove_all(root);
 }
 
-// A checkpoint: each rank writes only optimizer state it holds (train/state_writes.hpp). The file holds every owner's
+// A checkpoint: each rank writes only optimizer state it holds (checkpoint/state_writes.hpp). The file holds every owner's
 // state bit for bit (the reference: each rank's state expanded to the parameters' layout, summed over the group, where
 // each element has one owner), sharded and not, at D = 1-4 and with two pipeline stages; a frozen layer's state is
 // zero.

@@ -11,7 +11,7 @@
 #include "hpctrain/layers/registry.hpp"
 #include "hpctrain/model/model.hpp"
 #include "hpctrain/optim/optimizer.hpp"
-#include "hpctrain/train/grad_buckets.hpp"
+#include "hpctrain/parallel/grad_buckets.hpp"
 #include "unit_test_util.hpp"
 
 using namespace hpctrain;

@@ -10,7 +10,7 @@
 #include "hpctrain/layers/loss.hpp"
 #include "hpctrain/optim/optimizer.hpp"
 #include "hpctrain/tensor/step_scalars.hpp"
-#include "hpctrain/train/grad_buckets.hpp"
+#include "hpctrain/parallel/grad_buckets.hpp"
 
 using namespace hpctrain;
 

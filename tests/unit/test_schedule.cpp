@@ -32,34 +32,34 @@ using V = std::vector<std::int64_t>;
 }  // namespace
 
 TEST(Schedule, LogsEveryIntervalAtTheEndAndWithEveryEvaluation) {
-  TrainConfig t;
-  t.log_every = 4;
+  Config cfg;
+  TrainConfig& t = cfg.train;
+  cfg.log.log_every = 4;
   t.eval_every = 0;  // at each epoch's end
-  CheckpointConfig c;
-  c.every_epochs = 0;
-  const Schedule s(t, c, 10, true);
+  cfg.checkpoint.every_epochs = 0;
+  const Schedule s(cfg, 10, true);
   EXPECT_EQ(due_steps(s, 3, &Due::eval), (V{3, 6, 9, 10}));
   EXPECT_EQ(due_steps(s, 3, &Due::log), (V{3, 4, 6, 8, 9, 10}));
   t.eval_every = 5;
-  EXPECT_EQ(due_steps(Schedule(t, c, 10, true), 3, &Due::eval), (V{5, 10}));
-  EXPECT_EQ(due_steps(Schedule(t, c, 10, false), 3, &Due::eval), V{});  // no val or test split
-  EXPECT_EQ(due_steps(Schedule(t, c, 10, false), 3, &Due::log), (V{4, 8, 10}));
+  EXPECT_EQ(due_steps(Schedule(cfg, 10, true), 3, &Due::eval), (V{5, 10}));
+  EXPECT_EQ(due_steps(Schedule(cfg, 10, false), 3, &Due::eval), V{});  // no val or test split
+  EXPECT_EQ(due_steps(Schedule(cfg, 10, false), 3, &Due::log), (V{4, 8, 10}));
 }
 
 TEST(Schedule, CheckpointsByStepsEpochsSignalAndAtTheEnd) {
-  TrainConfig t;
-  CheckpointConfig c;
+  Config cfg;
+  CheckpointConfig& c = cfg.checkpoint;
   c.every_steps = 4;
   c.every_epochs = 0;
-  EXPECT_EQ(due_steps(Schedule(t, c, 10, false), 3, &Due::checkpoint), (V{4, 8, 10}));
+  EXPECT_EQ(due_steps(Schedule(cfg, 10, false), 3, &Due::checkpoint), (V{4, 8, 10}));
   c.every_steps = 0;
   c.every_epochs = 2;  // the end of epochs 2 and 4 (steps 6 and 12)
-  EXPECT_EQ(due_steps(Schedule(t, c, 13, false), 3, &Due::checkpoint), (V{6, 12, 13}));
-  EXPECT_EQ(due_steps(Schedule(t, c, 13, false), 3, &Due::checkpoint, 5), (V{5, 6, 12, 13}));
+  EXPECT_EQ(due_steps(Schedule(cfg, 13, false), 3, &Due::checkpoint), (V{6, 12, 13}));
+  EXPECT_EQ(due_steps(Schedule(cfg, 13, false), 3, &Due::checkpoint, 5), (V{5, 6, 12, 13}));
   StepEnd e;
   e.step = 1;
   e.minutes_due = true;
-  EXPECT_TRUE(Schedule(t, c, 13, false).after(e).checkpoint);
+  EXPECT_TRUE(Schedule(cfg, 13, false).after(e).checkpoint);
 }
 
 TEST(LossScaler, HalvesOnOverflowAndDoublesAfterTheWindow) {

@@ -1,4 +1,4 @@
-// core/range's arithmetic against a per-element reference, and train/state_writes: which
+// core/range's arithmetic against a per-element reference, and checkpoint/state_writes: which
 // optimizer state each rank writes into a checkpoint (every owned element by exactly one of its
 // owners, from its own state; nothing by a rank that does not hold it).
 #include <gtest/gtest.h>
@@ -7,7 +7,7 @@
 
 #include "hpctrain/core/error.hpp"
 #include "hpctrain/io/checkpoint_file.hpp"
-#include "hpctrain/train/state_writes.hpp"
+#include "hpctrain/checkpoint/state_writes.hpp"
 
 using namespace hpctrain;
 

@@ -7,6 +7,9 @@
 # before"). Runs on the CPU; both builds on the same machine (OpenBLAS and oneDNN pick their
 # kernels per CPU, so checkpoints of another machine need not match).
 #   tools/bench/bitwise_compare.sh /tmp/old-build build
+# Each build runs in its own source tree (CMakeCache.txt's CMAKE_HOME_DIRECTORY), with that tree's
+# decks, so a deck whose keys moved between the two is read by each build as it was written for
+# it; the --set overrides below use names both builds accept (old names warn in the new build).
 # Decks: MLP with micro-batches and clipping; Adam sharded over 2 ranks with the all-gather
 # overlapped; a 2-stage 1F1B pipeline with clipping; 2 stages x 2 replicas (GPipe, sharded);
 # a CNN with batch norm in fp16 (loss scaling); a GPT with a tied head over 2 stages, AdamW,
@@ -41,10 +44,11 @@ for d in "${decks[@]}"; do
   for side in old new; do
     bin=$old/trainer
     [ $side = new ] && bin=$new/trainer
+    here=$(sed -n 's/^CMAKE_HOME_DIRECTORY:INTERNAL=//p' "$(dirname "$bin")/CMakeCache.txt")
     out=$tmp/$name-$side
     t0=$(date +%s.%N)
-    eval "mpirun -np $np --oversubscribe --bind-to none $bin $args --set run.out_dir=$out --set checkpoint.resume=none \
-          --set checkpoint.every_epochs=0 --set checkpoint.every_steps=0" >"$out.log" 2>&1 || echo "$name: $side exited $?"
+    eval "(cd ${here:-$root} && mpirun -np $np --oversubscribe --bind-to none $bin $args --set run.out_dir=$out \
+          --set checkpoint.resume=none --set checkpoint.every_epochs=0 --set checkpoint.every_steps=0)" >"$out.log" 2>&1 || echo "$name: $side exited $?"
     printf -v "t_$side" '%.1f' "$(echo "$(date +%s.%N) - $t0" | bc)"
   done
   a=$(ls "$tmp/$name-old"/checkpoints/ckpt-*.h5 2>/dev/null | tail -1)

@@ -29,7 +29,7 @@ run() {  # out async
     --set "data.path=$root/inputs/data/mnist-small" --set "model.layers=$layers" --set "train.steps=$steps" \
     --set train.global_batch=64 --set "run.out_dir=$tmp/$1" --set checkpoint.resume=none \
     --set checkpoint.every_epochs=0 --set checkpoint.every_steps=4 --set checkpoint.keep=1 \
-    --set train.eval_every=100000 --set train.log_every=4 --set "checkpoint.async=$2" 2>&1
+    --set train.eval_every=100000 --set log.log_every=4 --set "checkpoint.async=$2" 2>&1
 }
 field() { /usr/bin/python3 -c "import json; print(json.load(open('$tmp/$1/summary.json'))['$2'])"; }
 

@@ -2,10 +2,10 @@
 // through the conv layer exactly as training calls it (forward, then backward
 // with the input gradient unless the layer is the first), for the convolutions
 // of the example CNNs at the per-rank batch sizes of 1 and 2 ranks (256, 128).
-// Best of --repeats timed runs after one warm-up; one thread ([run] threads = 1).
+// Best of --repeats timed runs after one warm-up; one thread ([kernels] threads = 1).
 //   build/conv-bench [--repeats N] [--smoke] [--bf16]
-// --bf16: both in bf16 math ([run] precision = bf16: bf16 GEMMs, oneDNN on bf16 operands).
-// It is what [run] conv = auto's rule comes from (docs/performance.md).
+// --bf16: both in bf16 math ([precision] dtype = bf16: bf16 GEMMs, oneDNN on bf16 operands).
+// It is what [kernels] conv = auto's rule comes from (docs/performance.md).
 #include <cblas.h>
 
 #include <algorithm>

@@ -39,8 +39,8 @@ layers=$(sed -n 's/^layers = //p' "$deck" | sed "s/(65/($vocab/g")
 ours() {  # name ranks [extra mpirun args]: tokens/s of one hpctrain run
   local name=$1 np=$2
   mpirun -np "$np" --bind-to none "$build/trainer" "$deck" --set data.path="$tmp/data" --set model.layers="$layers" \
-    --set train.steps="$steps" --set train.eval_every=0 --set train.log_every=100 --set run.out_dir="$tmp/$name" \
-    --set checkpoint.every_steps=0 --set checkpoint.resume=none --set train.tensorboard=false >"$tmp/$name.log" 2>&1 ||
+    --set train.steps="$steps" --set train.eval_every=0 --set log.log_every=100 --set run.out_dir="$tmp/$name" \
+    --set checkpoint.every_steps=0 --set checkpoint.resume=none --set log.tensorboard=false >"$tmp/$name.log" 2>&1 ||
     { grep -m1 "error" "$tmp/$name.log" >&2; return 1; }
   /usr/bin/python3 -c "import json; print(round(json.load(open('$tmp/$name/summary.json'))['steady_tokens_per_s']))"
 }

@@ -26,7 +26,7 @@ run() {  # np out extra-args...
   mpirun -q -np "$np" --oversubscribe --bind-to none "$trainer" "$root/inputs/mnist_mlp.ini" \
     --set "data.path=$root/inputs/data/mnist-small" --set "model.layers=$layers" --set "train.steps=$steps" \
     --set "run.out_dir=$tmp/$out" --set checkpoint.resume=none --set checkpoint.every_epochs=0 \
-    --set train.log_every=100000 "$@"
+    --set log.log_every=100000 "$@"
 }
 field() { /usr/bin/python3 -c "import json; print(json.load(open('$tmp/$1/summary.json'))['$2'])"; }
 

@@ -10,7 +10,7 @@
 # process's maximum resident set (/usr/bin/time), the final loss, and what the saved sets held at
 # the end (saved_bytes_per_rank). With --old BUILD, that
 # build's trainer (recompute = none only) runs beside them. --precisions: each policy in each
-# [run] precision (default fp32; bf16 and fp16 keep saved tensors in 16 bits). PASS when blocks
+# [precision] dtype (default fp32; bf16 and fp16 keep saved tensors in 16 bits). PASS when blocks
 # ends at the same loss digits as none and holds less, in every precision; FAIL otherwise.
 set -euo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)

@@ -2,7 +2,7 @@
 // yardstick the training benchmark compares the MLP's speed against (11.2
 // MFLOP per sample), or with --bf16 the CPU's bf16 GEMM (oneDNN, operands
 // rounded to bf16 per call, float32 accumulation: backend/cpu/onednn_matmul.hpp), or with
-// --onednn oneDNN's float32 sgemm ([run] cpu_gemm = onednn: backend/cpu/sgemm.hpp).
+// --onednn oneDNN's float32 sgemm ([kernels] cpu_gemm = onednn: backend/cpu/sgemm.hpp).
 //   sgemm-rate [n=1024] [repeats=20] [--bf16 | --onednn]
 #include <cblas.h>
 

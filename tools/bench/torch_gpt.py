@@ -26,8 +26,9 @@ ini = configparser.ConfigParser(inline_comment_prefixes=("#",))
 ini.read(a.deck)
 layers, t = ini["model"]["layers"], int(ini["model"].get("block_size") or ini["data"]["block_size"])
 batch = a.batch or int(ini["train"]["global_batch"])
-model = hpctrain_torch.build(layers, t).to(a.device)
-vocab = [pos[0] for kind, pos, _, _, _ in hpctrain_torch.parse(layers) if kind == "embedding"][0]
+described = hpctrain_torch.describe_layers(layers, t)
+model = hpctrain_torch.build_from_description(described).to(a.device)
+vocab = [l["positional"][0] for l in described["layers"] if l["type"] == "embedding"][0]
 for q in model.parameters():
     torch.nn.init.normal_(q, 0.0, 0.02)
 opt = torch.optim.AdamW(model.parameters(), lr=1e-3, betas=(0.9, 0.99), weight_decay=0.1)

@@ -101,7 +101,7 @@ for e in "${envs[@]}"; do
         # shellcheck disable=SC2046
         read -r v o < <(measure summary env $(run_env "$e") mpirun -q -np "$np" --oversubscribe --bind-to none \
           "$build/trainer" "$ini" --set "data.path=$data" --set "train.steps=$((steps + warmup))" \
-          --set "run.threads=$thr" --set train.log_every=100000 --set "run.out_dir=$tmp/ours" \
+          --set "kernels.threads=$thr" --set log.log_every=100000 --set "run.out_dir=$tmp/ours" \
           --set checkpoint.resume=none --set checkpoint.every_epochs=0)
         ours+=("$v") other+=("$o")
         if [ $have_torch -eq 1 ]; then

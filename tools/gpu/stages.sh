@@ -165,7 +165,7 @@ train_one() {
   shift 2
   rm -rf "$out" "$(ckpt_dir "$out")"
   run_timed "$(mpirun_cmd)" -np 1 --bind-to none "$bin/trainer" "$ini" --set run.out_dir="$out" \
-    --set checkpoint.resume=none --set checkpoint.dir="$(ckpt_dir "$out")" --set train.tensorboard=false \
+    --set checkpoint.resume=none --set checkpoint.dir="$(ckpt_dir "$out")" --set log.tensorboard=false \
     "${watchdog[@]}" "$@" >"$out.log" 2>&1 || { tail -5 "$out.log" >&2; return 1; }
   "$python" - "$out/summary.json" <<'EOF'
 import json, sys
@@ -255,7 +255,7 @@ stage_gpt() {
   ckpt=$(ckpt_dir "$out")
   rm -rf "$out" "$ckpt"
   run_timed "$(mpirun_cmd)" -np 1 --bind-to none "$bin/trainer" "$deck" --set run.device="$dev" \
-    --set data.path="$data" --set model.layers="$layers" --set train.steps="$steps" --set train.log_every=50 \
+    --set data.path="$data" --set model.layers="$layers" --set train.steps="$steps" --set log.log_every=50 \
     --set train.eval_every="$steps" --set run.out_dir="$out" --set checkpoint.dir="$ckpt" \
     --set checkpoint.every_steps=0 --set checkpoint.resume=none "${watchdog[@]}" >"$out.log" 2>&1 ||
     { tail -5 "$out.log"; return 1; }
@@ -300,13 +300,13 @@ stage_bench() {
     local m=$1 p=$2 name=$3
     shift 3
     rate "$root/inputs/mnist_$m.ini" "$L/${name}_${m}_$p" --set run.device="$dev" --set data.path="$data" \
-      --set run.precision="$p" --set train.epochs=1 --set train.log_every=50 --set checkpoint.every_epochs=0 "$@" ||
+      --set precision.dtype="$p" --set train.epochs=1 --set log.log_every=50 --set checkpoint.every_epochs=0 "$@" ||
       echo failed
   }
   local c
   for c in "${cases[@]}"; do
     m=${c%:*} p=${c#*:}
-    graphs[$c]=$(mnist_run "$m" "$p" graphs --set run.cuda_graphs="$([ "$dev" = cuda ] && echo true || echo false)")
+    graphs[$c]=$(mnist_run "$m" "$p" graphs --set kernels.cuda_graphs="$([ "$dev" = cuda ] && echo true || echo false)")
     echo "hpctrain mnist_$m $p with CUDA graphs: ${graphs[$c]} samples/s"
   done
   if torch_cuda; then
@@ -344,7 +344,8 @@ bench_wide() {
   cat >"$L/wide.ini" <<EOF2
 [run]
 device = $dev
-precision = bf16
+[precision]
+dtype = bf16
 [data]
 path = $wide
 [model]
@@ -352,6 +353,7 @@ layers = $layers
 [train]
 global_batch = $batch
 epochs = 1
+[log]
 log_every = 4
 [optim]
 name = sgd

@@ -23,6 +23,9 @@ struct CliOptions {
   bool generate = false;        // --generate: sample text from a language model's checkpoint
   bool print_ini = false;       // --print-ini: the resolved configuration as INI
   bool describe_model = false;  // --describe-model: the model as JSON
+  std::string describe_layers;  // --describe-layers LAYERS: that string as JSON (no deck)
+  std::string input_shape;      // ... on samples of this shape ("28,28")
+  long vocab_multiple = 1;      // ... with embedding / lm_head rows padded to a multiple
   std::string export_file;      // --export FILE: the checkpoint's weights as safetensors
   std::string prompt;
   std::int64_t tokens = 200, top_k = 0;
@@ -44,6 +47,10 @@ Config load_config(MPI_Comm comm, const std::string& path, const std::vector<std
 // architecture, the layers string, each layer's type and arguments with a res block's inside,
 // the model-wide tensor names and shapes, the buffers), for tools/hpctrain_torch.py and people.
 std::string describe_model(const Config& cfg, const DatasetIndex& index);
+// --describe-layers LAYERS --input-shape D1,D2,...: the same for a layers string on samples of
+// that shape, without a deck or a dataset (tools/hpctrain_torch.py's build()); bad_input names a
+// malformed shape.
+std::string describe_layers(const std::string& layers, const std::string& input_shape, long vocab_multiple);
 
 std::string help_text();
 std::string version_text();  // needs MPI initialized

@@ -1,7 +1,7 @@
 // The process-wide settings of the math libraries behind the backend, made in one call before
 // any op runs: OpenBLAS's and oneDNN's thread counts, bf16 GEMMs on the CPU (oneDNN, where the
 // CPU runs them natively), and cuBLAS's compute type on a GPU (tensor cores for bf16/fp16,
-// TF32 when [run] tf32 allows it).
+// TF32 when [precision] tf32 allows it).
 #pragma once
 
 #include <string>
@@ -14,10 +14,10 @@ namespace hpctrain {
 
 struct BackendSettings {
   Device device = Device::cpu;
-  int threads = 1;  // CPU math threads per rank ([run] threads)
+  int threads = 1;  // CPU math threads per rank ([kernels] threads)
   Precision precision = Precision::fp32;
-  bool tf32 = false;                                // float32 GEMMs on a GPU may use TF32 ([run] tf32)
-  cpu::CpuGemm cpu_gemm = cpu::CpuGemm::automatic;  // [run] cpu_gemm
+  bool tf32 = false;                                // float32 GEMMs on a GPU may use TF32 ([precision] tf32)
+  cpu::CpuGemm cpu_gemm = cpu::CpuGemm::automatic;  // [kernels] cpu_gemm
 };
 
 void configure_backend(const BackendSettings& s);

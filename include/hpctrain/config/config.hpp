@@ -4,6 +4,8 @@
 // (config/schema.hpp), which also produces the `--help` listing.
 #pragma once
 
+#include <array>
+#include <cstddef>
 #include <cstdint>
 #include <functional>
 #include <map>
@@ -15,6 +17,8 @@
 
 namespace hpctrain {
 
+// Every choice-valued key is an enum; its spellings are stated once, in the table its
+// `choices_of` overload returns (the schema's choices, parsing and name_of read it).
 enum class DeviceKind { auto_, cpu, cuda };
 enum class ConvImpl { auto_, im2col, onednn };
 enum class CpuGemmLib { auto_, openblas, onednn };
@@ -30,22 +34,80 @@ enum class Tristate { auto_, on, off };
 enum class ShardBy { elements, tensors };
 // [train] recompute: activation checkpointing.
 enum class Recompute { none, blocks };
+// [model] arch: the network as a layers string, or a typed architecture (model/arch.hpp).
+enum class Arch { layers, gpt };
+// [checkpoint] space_check: a checkpoint directory without room for keep + 1 checkpoints.
+enum class SpaceCheck { error, warn, off };
 
+template <typename E>
+struct Choice {
+  const char* name;
+  E value;
+};
+template <typename E, std::size_t N>
+using Choices = std::array<Choice<E>, N>;
+// clang-format off
+constexpr Choices<DeviceKind, 3> choices_of(DeviceKind) { return {{{"auto", DeviceKind::auto_}, {"cpu", DeviceKind::cpu}, {"cuda", DeviceKind::cuda}}}; }
+constexpr Choices<ConvImpl, 3> choices_of(ConvImpl) { return {{{"auto", ConvImpl::auto_}, {"im2col", ConvImpl::im2col}, {"onednn", ConvImpl::onednn}}}; }
+constexpr Choices<CpuGemmLib, 3> choices_of(CpuGemmLib) { return {{{"auto", CpuGemmLib::auto_}, {"openblas", CpuGemmLib::openblas}, {"onednn", CpuGemmLib::onednn}}}; }
+constexpr Choices<Shuffle, 3> choices_of(Shuffle) { return {{{"global", Shuffle::global}, {"chunk", Shuffle::chunk}, {"none", Shuffle::none}}}; }
+constexpr Choices<LastBatch, 2> choices_of(LastBatch) { return {{{"drop", LastBatch::drop}, {"wrap", LastBatch::wrap}}}; }
+constexpr Choices<OptimizerName, 3> choices_of(OptimizerName) { return {{{"sgd", OptimizerName::sgd}, {"adam", OptimizerName::adam}, {"adamw", OptimizerName::adamw}}}; }
+constexpr Choices<LrSchedule, 3> choices_of(LrSchedule) { return {{{"constant", LrSchedule::constant}, {"step", LrSchedule::step}, {"cosine", LrSchedule::cosine}}}; }
+constexpr Choices<PipelineSchedule, 2> choices_of(PipelineSchedule) { return {{{"gpipe", PipelineSchedule::gpipe}, {"1f1b", PipelineSchedule::one_f_one_b}}}; }
+constexpr Choices<CommBackend, 3> choices_of(CommBackend) { return {{{"auto", CommBackend::auto_}, {"mpi", CommBackend::mpi}, {"nccl", CommBackend::nccl}}}; }
+constexpr Choices<HostAllreduce, 3> choices_of(HostAllreduce) { return {{{"auto", HostAllreduce::auto_}, {"mpi", HostAllreduce::mpi}, {"shm", HostAllreduce::shm}}}; }
+constexpr Choices<Tristate, 3> choices_of(Tristate) { return {{{"auto", Tristate::auto_}, {"on", Tristate::on}, {"off", Tristate::off}}}; }
+constexpr Choices<ShardBy, 2> choices_of(ShardBy) { return {{{"elements", ShardBy::elements}, {"tensors", ShardBy::tensors}}}; }
+constexpr Choices<Recompute, 2> choices_of(Recompute) { return {{{"none", Recompute::none}, {"blocks", Recompute::blocks}}}; }
+constexpr Choices<Arch, 2> choices_of(Arch) { return {{{"layers", Arch::layers}, {"gpt", Arch::gpt}}}; }
+constexpr Choices<SpaceCheck, 3> choices_of(SpaceCheck) { return {{{"error", SpaceCheck::error}, {"warn", SpaceCheck::warn}, {"off", SpaceCheck::off}}}; }
+constexpr Choices<Precision, 3> choices_of(Precision) { return {{{"fp32", Precision::fp32}, {"bf16", Precision::bf16}, {"fp16", Precision::fp16}}}; }
+// clang-format on
+
+// The spelling of a choice, as the configuration writes it ("1f1b", "auto").
+template <typename E>
+const char* name_of(E v) {
+  for (const auto& c : choices_of(E{}))
+    if (c.value == v) return c.name;
+  return "?";
+}
+
+// The structs hold each key's default, stated once: the schema (config/schema.cpp) reads its
+// default text off a default-constructed Config.
 struct RunConfig {
   std::uint64_t seed = 42;
   DeviceKind device = DeviceKind::auto_;
-  Precision precision = Precision::fp32;
-  int threads = 1;
-  bool share_gpus = false;   // allow more ranks than GPUs on a node (round robin; MPI, not NCCL)
-  bool tf32 = false;         // cuda: cuBLAS may use TF32 tensor cores for float32 GEMMs
-  bool fusion = true;        // a layer and the activation after it in one pass where the layer can
-  bool cuda_graphs = false;  // cuda: replay the step as CUDA graphs
-  ConvImpl conv = ConvImpl::auto_;
-  CpuGemmLib cpu_gemm = CpuGemmLib::auto_;  // backend/cpu/sgemm.hpp
-  std::uint64_t memory_budget = 0;          // bytes per rank for parameters, gradients, state, activations; 0 = no cap
+  bool share_gpus = false;          // allow more ranks than GPUs on a node (round robin; MPI, not NCCL)
+  std::uint64_t memory_budget = 0;  // bytes per rank for parameters, gradients, state, activations; 0 = no cap
   double price_per_device_hour = 0.0;
   double lock_stale_s = 1800;  // without flock: a directory lock's heartbeat older than this is a dead run's
   std::string out_dir = "runs";
+};
+
+// [precision]: the compute format and what goes with it.
+struct PrecisionConfig {
+  Precision dtype = Precision::fp32;
+  bool tf32 = false;              // cuda: cuBLAS may use TF32 tensor cores for float32 GEMMs
+  double loss_scale = 65536.0;    // dtype = fp16: the initial dynamic loss scale
+  long loss_scale_window = 2000;  // ... doubled after this many steps without overflow
+};
+
+// [kernels]: how the operations run (never what they compute, but for rounding).
+struct KernelsConfig {
+  CpuGemmLib cpu_gemm = CpuGemmLib::auto_;  // backend/cpu/sgemm.hpp
+  ConvImpl conv = ConvImpl::auto_;
+  bool fusion = true;        // a layer and the activation after it in one pass where the layer can
+  bool cuda_graphs = false;  // cuda: replay the step as CUDA graphs
+  int threads = 1;
+};
+
+// [log]: what a run reports, and where.
+struct LogConfig {
+  long log_every = 50;
+  std::string metrics_file = "metrics.csv";
+  bool tensorboard = true;  // event files under <out_dir>/tensorboard
+  bool verbose = false;     // internal lines too (the gradient-sum path)
 };
 
 struct DataConfig {
@@ -57,9 +119,6 @@ struct DataConfig {
   int decode_threads = 0;  // chunk cache: threads inflating compressed chunks (0 = automatic)
   int chunk_window = 16;   // chunks shuffled together in shuffle = chunk
 };
-
-// [model] arch: the network as a layers string, or a typed architecture (model/arch.hpp).
-enum class Arch { layers, gpt };
 
 struct ModelConfig {
   std::string layers;  // arch = gpt: filled from the dimensions once the dataset is known (app)
@@ -79,9 +138,6 @@ struct TrainConfig {
   long epochs = 1;      // used when steps == 0
   long steps = 0;       // > 0: train this many optimizer steps instead of epochs
   long eval_every = 0;  // steps; 0 = at the end of every epoch
-  long log_every = 50;
-  std::string metrics_file = "metrics.csv";
-  bool tensorboard = true;  // event files under <out_dir>/tensorboard
   bool sync_batchnorm = true;
   std::string freeze;                     // layers not updated: comma-separated name patterns ("" = none)
   Recompute recompute = Recompute::none;  // blocks: residual blocks re-run their forward in backward
@@ -103,8 +159,6 @@ struct OptimConfig {
   double min_lr = 0.0;          // schedule = cosine: the rate it decays to
   bool weight_decay_1d = true;  // false: no weight decay on tensors of fewer than 2 dimensions
   double clip_norm = 0.0;
-  double loss_scale = 65536.0;    // [run] precision = fp16: the initial dynamic loss scale
-  long loss_scale_window = 2000;  // ... doubled after this many steps without overflow
 };
 
 struct ParallelConfig {
@@ -134,7 +188,7 @@ struct CheckpointConfig {
   std::string init_layers;
   // Before training: room for keep + 1 checkpoints (free space plus the older checkpoints
   // rotation deletes)? error (exit 2), warn, or off.
-  std::string space_check = "error";
+  SpaceCheck space_check = SpaceCheck::error;
   // Parallel file systems: hints for the MPI-IO layer ("key=value,..."), and where datasets start
   // ("auto": the file system's preferred I/O size, "none", or bytes).
   std::string mpiio_hints;
@@ -167,6 +221,9 @@ struct Faults {
 
 struct Config {
   RunConfig run;
+  PrecisionConfig precision;
+  KernelsConfig kernels;
+  LogConfig log;
   DataConfig data;
   ModelConfig model;
   TrainConfig train;
@@ -208,10 +265,5 @@ std::map<std::string, std::string> ini_values(const std::string& ini_text, const
 
 // Reads a whole file; bad_input error naming it when it cannot be read.
 std::string read_text_file(const std::string& path, const std::string& what);
-
-// Names used in tables and messages.
-const char* to_string(DeviceKind v);
-const char* to_string(CommBackend v);
-const char* to_string(Tristate v);
 
 }  // namespace hpctrain

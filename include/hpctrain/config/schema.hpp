@@ -1,10 +1,13 @@
-// The schema of every configuration key: its section, type, allowed range or
-// values, default, meaning and how it is stored into Config. One table drives
-// parsing, validation, the --dry-run listing and the --help text.
+// The schema of every configuration key: its section, type, allowed range or values, meaning
+// and the Config field it is stored in. One static table (config_schema()) drives parsing,
+// validation, the --dry-run listing, --help and docs/configuration.md. A key's default is
+// stated once, as the initializer of its Config field; the table reads its default text off a
+// default-constructed Config.
 #pragma once
 
 #include <cstdint>
 #include <functional>
+#include <limits>
 #include <string>
 #include <utility>
 #include <vector>
@@ -15,6 +18,9 @@ namespace hpctrain {
 
 enum class ValueKind { integer, real, boolean, choice, text, path, size, real_pair };
 
+constexpr double kInfinity = std::numeric_limits<double>::infinity();
+constexpr double kMaxCount = 9.0e15;  // upper bound of counts: exactly representable, far above any sane one
+
 struct KeySpec {
   std::string section;
   std::string key;
@@ -22,23 +28,30 @@ struct KeySpec {
   double min = 0, max = 0;  // integer/real bounds (inclusive unless min_exclusive)
   bool bounded = false;
   bool min_exclusive = false;
-  std::vector<std::string> choices;  // for ValueKind::choice
-  std::string default_value;
+  std::vector<std::string> choices;  // for ValueKind::choice: the enum's spellings (choices_of)
+  std::string default_value;         // show(Config{}), as a person writes it
   std::string help;
+  // Checks a canonical value beyond its kind and bounds (throws std::invalid_argument), if set.
+  std::function<void(const std::string&)> check;
   // Stores an already validated, canonical value into the config.
   std::function<void(Config&, const std::string&)> apply;
+  // The field's value as text that apply reads back.
+  std::function<std::string(const Config&)> show;
   // An old name kept working: its value is taken as this key's ("section.key"), with a one-line
   // warning naming the new key; giving both is an error. Such entries have no apply of their own.
   std::string renamed_to;
 
   std::string name() const { return section + "." + key; }
+  // Modifiers for the table.
+  KeySpec& range(double lo, double hi);              // inclusive
+  KeySpec& above(double lo, double hi = kInfinity);  // > lo and <= hi
+  KeySpec& as(ValueKind k);                          // path, size: a string or integer field read as such
 };
 
-// All keys in display order.
-std::vector<KeySpec> config_schema();
-// The current name of "section.key": the key an old name was renamed to, else `name` itself
-// (looked up in `schema`, a config_schema() the caller already holds).
-std::string current_key_name(const std::string& name, const std::vector<KeySpec>& schema);
+// All keys in display order, each section's old names last in it. Built once.
+const std::vector<KeySpec>& config_schema();
+// The current name of "section.key": the key an old name was renamed to, else `name` itself.
+std::string current_key_name(const std::string& name);
 
 // Validates `raw` against `spec`; returns the canonical text (paths with
 // `${VAR}` expanded through `env`). On failure throws a plain
@@ -51,6 +64,10 @@ std::string describe_type(const KeySpec& spec);
 
 // "4096", "512M", "2G" (K/M/G/T = 2^10..2^40) -> bytes; std::invalid_argument otherwise.
 std::uint64_t parse_byte_size(const std::string& text);
+// A finite number (all of `text` but white space); std::invalid_argument otherwise.
+double parse_real(const std::string& text);
+// The shortest text that reads back as `d` exactly.
+std::string format_real(double d);
 // "key=value,key=value" -> pairs (spaces around items ignored); std::invalid_argument when an
 // item is not key=value.
 std::vector<std::pair<std::string, std::string>> parse_key_values(const std::string& text);

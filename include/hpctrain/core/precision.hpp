@@ -1,4 +1,4 @@
-// The number formats a run may compute in ([run] precision): a core type, so the backend can take
+// The number formats a run may compute in ([precision] dtype): a core type, so the backend can take
 // it without the configuration.
 #pragma once
 

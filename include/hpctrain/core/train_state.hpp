@@ -9,7 +9,7 @@
 
 namespace hpctrain {
 
-// Dynamic loss scaling for [run] precision = fp16: the loss gradient is multiplied by `scale`;
+// Dynamic loss scaling for [precision] dtype = fp16: the loss gradient is multiplied by `scale`;
 // an overflow anywhere skips the update on every rank and halves the scale (not below 1);
 // `window` good steps in a row double it. Fixed at 1 in the other precisions.
 struct LossScaler {

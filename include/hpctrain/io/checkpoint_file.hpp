@@ -1,5 +1,5 @@
 // Checkpoint files: the file format (docs/checkpoints.md; when and what to checkpoint is
-// train/checkpointing.hpp). One HDF5 file per checkpoint, written collectively through the MPI-IO driver (every rank
+// checkpoint/checkpointing.hpp). One HDF5 file per checkpoint, written collectively through the MPI-IO driver (every rank
 // writes a disjoint set of chunks, nothing funnels through rank 0), under a temporary name that is renamed once every
 // rank has closed it; read back by every rank with the serial driver, each rank its own slabs. Every dataset carries
 // HDF5's Fletcher32 checksum, so a flipped byte is an error on load, not a silently different model.
@@ -25,7 +25,7 @@ inline constexpr const char* kCheckpointFormat = "hpctrain-checkpoint";
 // Format 2: tensors named for what they are, flat under model/ ("model/h.3.attn.qkv.weight",
 // "optimizer/m/h.3.attn.qkv.weight"), each with its layer's type as the attribute layer_type.
 // Format 1 named them by position in groups ("model/07_res/01_attention/qkv_weight"); it still
-// loads, by those names (ParamInfo::legacy, train/checkpointing.hpp stored_name).
+// loads, by those names (ParamInfo::legacy, checkpoint/checkpointing.hpp stored_name).
 inline constexpr int kCheckpointVersion = 2;
 
 // Which run wrote a checkpoint, and how: root attributes beside the TrainState.

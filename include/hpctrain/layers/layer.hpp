@@ -75,7 +75,7 @@ struct StepContext {
   // splitmix64(step) on the model's device, kept by the trainer so that a recorded step (CUDA
   // graph) reads the current step's value; null: layers derive it from `step` themselves.
   const std::uint64_t* step_key = nullptr;
-  // The compute format ([run] precision): besides the model's rounding of every layer's output,
+  // The compute format ([precision] dtype): besides the model's rounding of every layer's output,
   // layers with intermediates that are GEMM operands (attention) round them to it, as cuBLAS
   // takes 16-bit operands, so the CPU and the GPU multiply the same values.
   Precision precision = Precision::fp32;
@@ -154,7 +154,7 @@ class Layer {
     SavedSet* set = ctx_ && ctx_->saved ? ctx_->saved : &own_saved_;
     return set->get(this, k, shape, device, dtype);
   }
-  // A saved tensor whose values are in the run's compute format ([run] precision). fp32 runs:
+  // A saved tensor whose values are in the run's compute format ([precision] dtype). fp32 runs:
   // saved(k) itself. bf16/fp16 runs: kept in 16 bits (half the bytes) while the layer works on
   // an f32 copy from the arena during the call. Forward: write compact_out(k, ...), then
   // compact_keep(k, t), which rounds t to the format in place and packs it; backward:

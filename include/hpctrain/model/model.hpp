@@ -53,7 +53,7 @@ class Model {
   std::size_t saved_bytes() const;
   // Bytes of what the sets hold for backward: the layers' outputs and the saved tensors.
   std::size_t activation_bytes() const;
-  // Mixed precision ([run] precision = bf16 | fp16): the layers compute with a copy of the
+  // Mixed precision ([precision] dtype = bf16 | fp16): the layers compute with a copy of the
   // parameters rounded to that format, and activations and their gradients are rounded to it
   // after every layer; accumulation stays float32, the optimizer updates the float32 master
   // parameters (parameters()), and refresh_compute_parameters() rounds them into the copy.

@@ -65,7 +65,7 @@ struct ParamInfo {                 // a tensor's spec and where it lives here
   std::string legacy;           // its name in format-1 checkpoints: "07_res/01_attention/qkv_weight"
 };
 
-// A gradient bucket: elements averaged together (train/grad_buckets.hpp), launched once backward
+// A gradient bucket: elements averaged together (parallel/grad_buckets.hpp), launched once backward
 // has finished layer `ready_after` (the bucket's first: buckets are made last layers first).
 struct Bucket : Range {
   std::size_t ready_after = 0;

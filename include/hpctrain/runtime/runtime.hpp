@@ -110,6 +110,7 @@ class Runtime {
   CommBackend comm_ = CommBackend::mpi;
   HostAllreduce host_allreduce_ = HostAllreduce::auto_;
   bool cuda_aware_ = false;
+  bool verbose_ = false;  // [log] verbose: internal lines (the path of gradient sums)
   long per_rank_batch_ = 0;
   std::unique_ptr<Mesh> mesh_;
   std::unique_ptr<Watchdog> watchdog_;

@@ -29,7 +29,6 @@ class Schedule {
  public:
   // `total`: the run's last step count; `can_eval`: the dataset has a val or test split.
   Schedule(const Config& cfg, std::int64_t total, bool can_eval);
-  Schedule(const TrainConfig& train, const CheckpointConfig& checkpoint, std::int64_t total, bool can_eval);
 
   // Logging: every log_every steps, at the last step and with every evaluation. Evaluation:
   // every eval_every steps (0: at each epoch's end) and at the last step. Checkpoints: every
@@ -40,6 +39,7 @@ class Schedule {
 
  private:
   TrainConfig train_;
+  LogConfig log_;
   CheckpointConfig checkpoint_;
   std::int64_t total_;
   bool can_eval_;

@@ -26,12 +26,12 @@
 #include "hpctrain/model/partition.hpp"
 #include "hpctrain/optim/optimizer.hpp"
 #include "hpctrain/runtime/runtime.hpp"
-#include "hpctrain/train/grad_buckets.hpp"
-#include "hpctrain/train/pipeline.hpp"
+#include "hpctrain/parallel/grad_buckets.hpp"
+#include "hpctrain/parallel/pipeline.hpp"
 #include "hpctrain/train/run_report.hpp"
 #include "hpctrain/train/schedule.hpp"
-#include "hpctrain/train/staged_batch.hpp"
-#include "hpctrain/train/step_executor.hpp"
+#include "hpctrain/data/staged_batch.hpp"
+#include "hpctrain/parallel/step_executor.hpp"
 #include "hpctrain/train/system_monitor.hpp"
 
 namespace hpctrain {
@@ -91,7 +91,7 @@ class Trainer {
   std::int64_t skipped_steps() const { return state_.scaler.skipped_steps; }
   bool last_step_skipped() const { return last_step_skipped_; }
   Communicator& dp_comm() { return *comm_; }
-  bool replaying() const { return executor_->replaying(); }  // [run] cuda_graphs: recorded
+  bool replaying() const { return executor_->replaying(); }  // [kernels] cuda_graphs: recorded
 
  private:
   struct Progress;  // the run's clocks, marks and report (train/run.cpp)
@@ -103,7 +103,7 @@ class Trainer {
   // The averaged gradients of the step, unscaled (fp16; false: an overflow skips the update on
   // every rank), tied weights' summed; `squares`: their squared norm over the stages when clipping.
   bool finish_gradients(double& squares);
-  // The update and what follows it, chosen once: eager or recorded ([run] cuda_graphs); then
+  // The update and what follows it, chosen once: eager or recorded ([kernels] cuda_graphs); then
   // the compute copies refreshed, or a sharded optimizer's all-gather (waited for, or overlapped
   // with the next forward).
   void compose_update();
@@ -114,7 +114,7 @@ class Trainer {
   // Pipelines: sums the gradients of weights tied across stages (Model::tie_syncs); with `squares`,
   // recomputes this stage's squared gradient norm with those gradients counted on one stage.
   void sum_tied_gradients(double* squares);
-  void drop_recordings();  // what [run] cuda_graphs recorded is recorded again at the next step
+  void drop_recordings();  // what [kernels] cuda_graphs recorded is recorded again at the next step
   bool gpu() const {
     return alloc_.device() == Device::cuda;
   }  // after anything that may move buffers (evaluation, a new batch shape)
@@ -143,7 +143,7 @@ class Trainer {
   Runtime& rt_;
   const DatasetIndex& index_;
   Allocator alloc_;                            // on the rank's device: parameters, gradients, state, activations
-  std::unique_ptr<cuda::Graph> update_graph_;  // [run] cuda_graphs: the recorded update
+  std::unique_ptr<cuda::Graph> update_graph_;  // [kernels] cuda_graphs: the recorded update
   StagedBatch staged_;                         // the current batch on that device
   std::unique_ptr<Model> model_;
   std::unique_ptr<Loss> loss_;
@@ -178,7 +178,7 @@ Config with_architecture(const Config& cfg, const SplitIndex& train);
 // bad_input when there is no checkpoint or it holds no tokenizer.
 DatasetIndex generation_index(const Config& cfg, Runtime& rt);
 
-// Why [run] cuda_graphs cannot be used with this configuration on `device` with `dp_size`
+// Why [kernels] cuda_graphs cannot be used with this configuration on `device` with `dp_size`
 // data-parallel ranks ("" when it can): a recorded step replays fixed kernel arguments and
 // addresses without host round trips, so synchronized batch norm over several ranks (its
 // statistics go through the host) and pipelines (activations go through the host) are

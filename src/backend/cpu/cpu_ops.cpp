@@ -99,7 +99,7 @@ HPCT_VECTOR_CLONES void gelu_backward(const float* in, const float* g, float* ou
 void gemm(bool ta, bool tb, float alpha, const Tensor& a, const Tensor& b, float beta, Tensor& c) {
   const auto [m, n, k] = gemm_dims(ta, tb, a, b, c);
   if (m == 0 || n == 0) return;
-  if (bf16_math_enabled()) {  // [run] precision = bf16 on a CPU with native bf16 (backend/cpu/onednn_matmul.hpp)
+  if (bf16_math_enabled()) {  // [precision] dtype = bf16 on a CPU with native bf16 (backend/cpu/onednn_matmul.hpp)
     bf16_gemm(ta, tb, m, n, k, alpha, a.data(), static_cast<int>(a.cols()), b.data(), static_cast<int>(b.cols()), beta,
               c.data(), n);
     return;

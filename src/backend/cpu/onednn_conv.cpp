@@ -203,7 +203,7 @@ void set_onednn_threads(int) {}
 struct OnednnConv::Impl {};
 
 OnednnConv::OnednnConv(const ConvGeometry&) {
-  throw bad_input("[run] conv = onednn: this build has no oneDNN (install libdnnl-dev and rebuild)");
+  throw bad_input("[kernels] conv = onednn: this build has no oneDNN (install libdnnl-dev and rebuild)");
 }
 OnednnConv::~OnednnConv() = default;
 void OnednnConv::forward(const float*, const float*, const float*, float*, std::int64_t, bool) {}

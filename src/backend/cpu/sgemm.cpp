@@ -37,7 +37,7 @@ void set_cpu_gemm(CpuGemm g) {
   constexpr bool onednn = false;
 #endif
   if (g == CpuGemm::onednn && !onednn)
-    throw bad_input("[run] cpu_gemm = onednn, but hpctrain was built without oneDNN (libdnnl-dev)");
+    throw bad_input("[kernels] cpu_gemm = onednn, but hpctrain was built without oneDNN (libdnnl-dev)");
   const std::string core = openblas_get_corename() ? openblas_get_corename() : "?";
   if (g == CpuGemm::automatic) {
     // oneDNN stays opt-in for now: a heap corruption inside dnnl_sgemm was seen in 2 of about 10
@@ -45,10 +45,10 @@ void set_cpu_gemm(CpuGemm g) {
     g = CpuGemm::openblas;
     g_why =
         "OpenBLAS sgemm (auto: " + core + " kernels" +
-        (onednn && openblas_kernels_outdated() ? ", older than this CPU: [run] cpu_gemm = onednn may be faster)" : ")");
+        (onednn && openblas_kernels_outdated() ? ", older than this CPU: [kernels] cpu_gemm = onednn may be faster)" : ")");
   } else {
-    g_why = g == CpuGemm::onednn ? "oneDNN sgemm ([run] cpu_gemm)"
-                                 : "OpenBLAS sgemm, " + core + " kernels ([run] cpu_gemm)";
+    g_why = g == CpuGemm::onednn ? "oneDNN sgemm ([kernels] cpu_gemm)"
+                                 : "OpenBLAS sgemm, " + core + " kernels ([kernels] cpu_gemm)";
   }
   g_gemm = g;
 }

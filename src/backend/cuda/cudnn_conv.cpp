@@ -83,7 +83,7 @@ struct CudnnConv::Impl {
 
   Plan& plan(std::int64_t n) {
     const auto i = [](std::int64_t v) { return backend::checked_int(v, "cuDNN convolution: a tensor dimension"); };
-    // Tensor cores only when the GEMMs may use them ([run] tf32 or a reduced precision), and a
+    // Tensor cores only when the GEMMs may use them ([precision] tf32 or a reduced precision), and a
     // down-conversion to fp16 only in fp16 mode (device_api.hpp conv_math).
     const ConvMath m = conv_math(context().gemm_math());
     CHECK_CUDNN(cudnnSetConvolutionMathType(conv, m == ConvMath::fma ? CUDNN_FMA_MATH

@@ -28,8 +28,8 @@ void refuse_during_capture(bool capturing, const char* what) {
   if (capturing)
     throw Error(ExitCode::internal, Scope::this_rank,
                 std::string(what) +
-                    " while the compute stream is recorded as a CUDA graph ([run] cuda_graphs): the warm-up step "
-                    "should have made this memory; set [run] cuda_graphs = false to run without recording");
+                    " while the compute stream is recorded as a CUDA graph ([kernels] cuda_graphs): the warm-up step "
+                    "should have made this memory; set [kernels] cuda_graphs = false to run without recording");
 }
 
 }  // namespace hpctrain::cuda

@@ -3,7 +3,7 @@
 // the boundary; inside, the data are reordered to the blocked layouts oneDNN
 // picks, primitives are made once per batch size and kept. Measured against
 // im2col + GEMM by tools/bench/conv_bench.cpp; which one a conv layer uses is
-// [run] conv (docs/performance.md).
+// [kernels] conv (docs/performance.md).
 //
 // Built when oneDNN (libdnnl-dev) is found; otherwise onednn_compiled() is
 // false and constructing one throws.
@@ -15,7 +15,7 @@
 namespace hpctrain::cpu {
 
 bool onednn_compiled();
-// Threads oneDNN may use (its OpenMP runtime): [run] threads.
+// Threads oneDNN may use (its OpenMP runtime): [kernels] threads.
 void set_onednn_threads(int threads);
 
 struct ConvGeometry {

@@ -1,6 +1,6 @@
 // The CPU backend's bf16 GEMM: oneDNN's matmul on bfloat16 operands with
 // float32 accumulation and output (AVX-512 BF16 instructions where the CPU has
-// them), and the switch to bf16 math on the CPU. [run] precision = bf16 turns
+// them), and the switch to bf16 math on the CPU. [precision] dtype = bf16 turns
 // it on when the CPU runs it natively (bf16_gemm_native()); the operands are rounded to bf16 (nearest
 // even) on the way in, which for the layers' already-rounded operands changes
 // nothing. Measured 4x OpenBLAS sgemm on one core of the development machine
@@ -23,7 +23,7 @@ void bf16_gemm(bool trans_a, bool trans_b, int m, int n, int k, float alpha, con
 
 // Whether the CPU backend computes in bf16: cpu::gemm through bf16_gemm, and oneDNN convolutions on
 // bf16 operands with float32 outputs (backend/cpu/onednn_conv.hpp). The trainer sets it from
-// [run] precision when bf16_gemm_native(); off by default.
+// [precision] dtype when bf16_gemm_native(); off by default.
 void set_bf16_math(bool on);
 bool bf16_math_enabled();
 

@@ -1,4 +1,4 @@
-// The CPU backend's float32 GEMM, through one of two libraries ([run] cpu_gemm):
+// The CPU backend's float32 GEMM, through one of two libraries ([kernels] cpu_gemm):
 //  - openblas: cblas_sgemm, with the kernels OpenBLAS picks for the CPU it recognizes;
 //  - onednn:   oneDNN's dnnl_sgemm, whose JIT kernels use what the CPU has (AVX-512 included)
 //              whatever its name.

@@ -7,7 +7,7 @@
 // otherwise plain float32 FMA math, as on the CPU.
 //
 // Built with the CUDA backend; otherwise cudnn_compiled() is false and
-// constructing one throws. conv layers on a GPU use it unless [run] conv = im2col.
+// constructing one throws. conv layers on a GPU use it unless [kernels] conv = im2col.
 #pragma once
 
 #include <cstddef>

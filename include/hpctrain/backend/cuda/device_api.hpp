@@ -100,7 +100,7 @@ void synchronize();
 // The compute stream (a cudaStream_t), for the NCCL communicator's events; null without CUDA.
 void* compute_stream();
 // What cuBLAS may multiply float32 GEMM operands in (sums stay float32): fp32 exactly; tf32
-// ([run] tf32: 10-bit mantissa products on tensor cores); bf16 or fp16 ([run] precision: the
+// ([precision] tf32: 10-bit mantissa products on tensor cores); bf16 or fp16 ([precision] dtype: the
 // operands are already rounded to that format, so the tensor cores compute the same products).
 enum class GemmMath { fp32, tf32, bf16, fp16 };
 void set_gemm_math(GemmMath m);

@@ -1,5 +1,5 @@
-// Implementation of bucketed, overlapped gradient averaging (train/grad_buckets.hpp).
-#include "hpctrain/train/grad_buckets.hpp"
+// Implementation of bucketed, overlapped gradient averaging (parallel/grad_buckets.hpp).
+#include "hpctrain/parallel/grad_buckets.hpp"
 
 #include <algorithm>
 #include <chrono>

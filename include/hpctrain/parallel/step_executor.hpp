@@ -1,6 +1,6 @@
 // How this rank runs the passes of a step, chosen once from the mesh and the configuration
 // (make_step_executor): every layer on this rank (one stage), the same recorded and replayed as
-// a CUDA graph ([run] cuda_graphs), or this rank's stage of a pipeline ([parallel]
+// a CUDA graph ([kernels] cuda_graphs), or this rank's stage of a pipeline ([parallel]
 // pipeline_parallel > 1). The trainer's step, evaluation and generation call it without knowing
 // which; adding a way to run a step (another schedule, tensor-parallel layers) is one class here.
 #pragma once
@@ -14,8 +14,8 @@
 #include "hpctrain/config/config.hpp"
 #include "hpctrain/layers/loss.hpp"
 #include "hpctrain/model/model.hpp"
-#include "hpctrain/train/pipeline.hpp"
-#include "hpctrain/train/staged_batch.hpp"
+#include "hpctrain/parallel/pipeline.hpp"
+#include "hpctrain/data/staged_batch.hpp"
 
 namespace hpctrain {
 
@@ -53,7 +53,7 @@ class StepExecutor {
   virtual PipelineStage* pipeline() { return nullptr; }
 };
 
-// Runs `work` on the GPU's compute stream through `graph` ([run] cuda_graphs): eagerly when the
+// Runs `work` on the GPU's compute stream through `graph` ([kernels] cuda_graphs): eagerly when the
 // graph is new (warm-up: allocations, cuDNN's algorithm search), then recorded once and replayed.
 void run_recorded(std::unique_ptr<cuda::Graph>& graph, const std::function<void()>& work);
 

@@ -1,5 +1,5 @@
-// The ways a step's passes run on this rank (train/step_executor.hpp).
-#include "hpctrain/train/step_executor.hpp"
+// The ways a step's passes run on this rank (parallel/step_executor.hpp).
+#include "hpctrain/parallel/step_executor.hpp"
 
 #include "hpctrain/backend/cuda/device_api.hpp"
 
@@ -76,7 +76,7 @@ class RecordedStage final : public OneStage {
   Key recorded_for_;
 };
 
-// This rank's stage of a pipeline (train/pipeline.hpp): activations to the next stage, input
+// This rank's stage of a pipeline (parallel/pipeline.hpp): activations to the next stage, input
 // gradients to the previous one.
 class PipelinedStage final : public StepExecutor {
  public:
@@ -103,7 +103,7 @@ class PipelinedStage final : public StepExecutor {
 std::unique_ptr<StepExecutor> make_step_executor(const Config& cfg, Model& model, Loss& loss, Communicator* pp,
                                                  const StagedBatch& staged, Allocator& alloc) {
   if (pp) return std::make_unique<PipelinedStage>(cfg, model, loss, *pp, alloc);
-  if (cfg.run.cuda_graphs) return std::make_unique<RecordedStage>(model, loss, staged);
+  if (cfg.kernels.cuda_graphs) return std::make_unique<RecordedStage>(model, loss, staged);
   return std::make_unique<OneStage>(model, loss);
 }
 

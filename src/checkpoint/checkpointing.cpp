@@ -1,5 +1,5 @@
-// The trainer's side of checkpoints (train/checkpointing.hpp).
-#include "hpctrain/train/checkpointing.hpp"
+// The trainer's side of checkpoints (checkpoint/checkpointing.hpp).
+#include "hpctrain/checkpoint/checkpointing.hpp"
 
 #include <unistd.h>
 
@@ -98,9 +98,8 @@ namespace {
 // where this run resumes from.
 std::vector<std::string> config_differences(const Config& cfg, const std::string& stored_ini, const std::string& path) {
   std::map<std::string, std::string> stored;  // under today's names (a checkpoint may use old ones)
-  const auto schema = config_schema();
   for (const auto& [name, value] : ini_values(stored_ini, "checkpoint '" + path + "'"))
-    stored[current_key_name(name, schema)] = value;
+    stored[current_key_name(name)] = value;
   std::vector<std::string> out;
   for (const ResolvedKey& k : cfg.resolved) {
     if (k.name == "checkpoint.resume") continue;

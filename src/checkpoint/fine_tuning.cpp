@@ -1,5 +1,5 @@
 // Fine-tuning: a fresh run's parameters taken from another checkpoint ([checkpoint] init_from,
-// init_layers; train/checkpointing.hpp). The optimizer state and the step are not taken.
+// init_layers; checkpoint/checkpointing.hpp). The optimizer state and the step are not taken.
 #include <algorithm>
 #include <map>
 #include <set>
@@ -7,7 +7,7 @@
 
 #include "hpctrain/core/error.hpp"
 #include "hpctrain/core/log.hpp"
-#include "hpctrain/train/checkpointing.hpp"
+#include "hpctrain/checkpoint/checkpointing.hpp"
 
 namespace hpctrain {
 

@@ -1,5 +1,5 @@
-// Implementation of train/staged_batch.hpp.
-#include "hpctrain/train/staged_batch.hpp"
+// Implementation of data/staged_batch.hpp.
+#include "hpctrain/data/staged_batch.hpp"
 
 #include "hpctrain/backend/cuda/device_api.hpp"
 #include "hpctrain/core/error.hpp"

@@ -1,10 +1,10 @@
-// trainer --export (train/export.hpp).
-#include "hpctrain/train/export.hpp"
+// trainer --export (checkpoint/export.hpp).
+#include "hpctrain/checkpoint/export.hpp"
 
 #include "hpctrain/comm/agreement.hpp"
 #include "hpctrain/core/error.hpp"
 #include "hpctrain/layers/registry.hpp"
-#include "hpctrain/train/checkpointing.hpp"
+#include "hpctrain/checkpoint/checkpointing.hpp"
 
 namespace hpctrain {
 

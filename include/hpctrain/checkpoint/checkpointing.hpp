@@ -20,7 +20,7 @@
 #include "hpctrain/model/partition.hpp"
 #include "hpctrain/optim/optimizer.hpp"
 #include "hpctrain/runtime/runtime.hpp"
-#include "hpctrain/train/state_writes.hpp"
+#include "hpctrain/checkpoint/state_writes.hpp"
 
 namespace hpctrain {
 
@@ -88,7 +88,7 @@ class Checkpointer {
   // left, or the write error) naming the newest complete checkpoint, which still stands.
   [[noreturn]] void fail(std::int64_t step, const std::string& partial, const std::string& local) const;
   // Collective over the group, at the first checkpoint: the optimizer state this rank writes
-  // (train/state_writes.hpp: its own elements, of all it holds or its shard).
+  // (checkpoint/state_writes.hpp: its own elements, of all it holds or its shard).
   void plan_state_writes_once();
   // Every tensor of the whole model; this rank's data at `params` (host copy) and `state` (its
   // optimizer state, compact), its buffers' at `buffers` (by name) or the model's own.

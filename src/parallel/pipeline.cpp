@@ -1,5 +1,5 @@
-// A pipeline stage's part of training and evaluation (train/pipeline.hpp).
-#include "hpctrain/train/pipeline.hpp"
+// A pipeline stage's part of training and evaluation (parallel/pipeline.hpp).
+#include "hpctrain/parallel/pipeline.hpp"
 
 #include <algorithm>
 #include <chrono>

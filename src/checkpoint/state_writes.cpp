@@ -1,5 +1,5 @@
-// Which optimizer state each rank writes into a checkpoint (train/state_writes.hpp).
-#include "hpctrain/train/state_writes.hpp"
+// Which optimizer state each rank writes into a checkpoint (checkpoint/state_writes.hpp).
+#include "hpctrain/checkpoint/state_writes.hpp"
 
 #include <algorithm>
 

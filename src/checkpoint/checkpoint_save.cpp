@@ -1,4 +1,4 @@
-// Writing checkpoints (train/checkpointing.hpp): what a checkpoint holds, the write itself
+// Writing checkpoints (checkpoint/checkpointing.hpp): what a checkpoint holds, the write itself
 // (collective, through a temporary name, then `latest` and rotation), in the background with
 // [checkpoint] async, the space checks, and the one-line report of a failed write.
 #include <chrono>
@@ -12,7 +12,7 @@
 #include "hpctrain/core/error.hpp"
 #include "hpctrain/core/log.hpp"
 #include "hpctrain/model/partition.hpp"
-#include "hpctrain/train/checkpointing.hpp"
+#include "hpctrain/checkpoint/checkpointing.hpp"
 
 namespace fs = std::filesystem;
 
@@ -197,7 +197,7 @@ std::string Checkpointer::save(const TrainState& progress, const IntervalSums& i
   const auto t0 = std::chrono::steady_clock::now();
   finish_async();  // at most one write in flight: the previous one completes (or fails) first
   std::unique_ptr<Job> job = prepare(progress, interval_sums, async_comm_ != nullptr);
-  if (cfg_.checkpoint.space_check != "off") {  // a checkpoint that cannot fit is not started
+  if (cfg_.checkpoint.space_check != SpaceCheck::off) {  // a checkpoint that cannot fit is not started
     int short_of_space = rt_.mesh().world_rank() == 0 && free_space(cfg_.checkpoint.dir) < estimated_bytes() ? 1 : 0;
     rt_.world().broadcast(&short_of_space, 1, DType::i32, 0);
     if (short_of_space) fail(progress.step, job->partial, "");
@@ -263,7 +263,7 @@ std::uint64_t Checkpointer::estimated_bytes() const {
 }
 
 void Checkpointer::check_space() const {
-  if (cfg_.checkpoint.space_check == "off") return;
+  if (cfg_.checkpoint.space_check == SpaceCheck::off) return;
   compute_on_root(rt_.world(), [&] {
     const std::uint64_t one = estimated_bytes(), need = one * static_cast<std::uint64_t>(cfg_.checkpoint.keep + 1);
     std::uint64_t older = 0;
@@ -281,7 +281,7 @@ void Checkpointer::check_space() const {
                              " free + " + mib(static_cast<double>(older)) +
                              " of older checkpoints); free space, lower [checkpoint] keep, use another "
                              "[checkpoint] dir, or set [checkpoint] space_check = warn";
-    if (cfg_.checkpoint.space_check == "error") throw bad_input(line);
+    if (cfg_.checkpoint.space_check == SpaceCheck::error) throw bad_input(line);
     warn(line);
     return std::vector<std::string>{};
   });

@@ -33,10 +33,8 @@ Checkpointer::Checkpointer(const Config& cfg, Runtime& rt, Communicator& dp, Mod
   }
   raise_if_any(rt_.world(), error);
   tuning_.hints = parse_key_values(cfg.checkpoint.mpiio_hints);  // (checked with the configuration)
-  const std::string& a = cfg.checkpoint.alignment;
-  std::uint64_t alignment = a == "none"   ? 0
-                            : a == "auto" ? preferred_alignment(cfg.checkpoint.dir)
-                                          : parse_byte_size(a);
+  const Alignment& a = cfg.checkpoint.alignment;
+  std::uint64_t alignment = a.kind == Alignment::Kind::auto_ ? preferred_alignment(cfg.checkpoint.dir) : a.bytes;
   rt_.world().broadcast(&alignment, 1, DType::i64, 0);  // HDF5 needs the same file layout on every rank
   tuning_.alignment = alignment;
   if (cfg.checkpoint.async) async_comm_ = rt.make_world_communicator(MemorySpace::host, "/checkpoint-writer");
@@ -47,16 +45,19 @@ Checkpointer::~Checkpointer() {
 }
 
 std::string resume_selection(const Config& cfg) {
-  const std::string& r = cfg.checkpoint.resume;
-  if (r == "none") return "";
-  if (r == "auto") {
-    std::string warning;
-    const std::string target = find_latest_checkpoint(cfg.checkpoint.dir, &warning);
-    if (!warning.empty()) warn("[checkpoint] resume = auto: " + warning);
-    return target;
+  const ResumeFrom& r = cfg.checkpoint.resume;
+  switch (r.kind) {
+    case ResumeFrom::Kind::none: return "";
+    case ResumeFrom::Kind::auto_: {
+      std::string warning;
+      const std::string target = find_latest_checkpoint(cfg.checkpoint.dir, &warning);
+      if (!warning.empty()) warn("[checkpoint] resume = auto: " + warning);
+      return target;
+    }
+    case ResumeFrom::Kind::file: break;
   }
-  if (!fs::exists(r)) throw bad_input("[checkpoint] resume = " + r + ": no such file");
-  return r;
+  if (!fs::exists(r.file)) throw bad_input("[checkpoint] resume = " + r.file + ": no such file");
+  return r.file;
 }
 
 std::string Checkpointer::resume_target() const {
@@ -248,13 +249,14 @@ std::string describe_checkpointing(const Config& cfg, const Model* model) {
   if (c.every_minutes > 0) when += " " + cfg.resolved_value("checkpoint.every_minutes") + " minutes,";
   os << (when.empty() ? " (no interval)," : when) << " at the end, and on SIGTERM/SIGUSR1; keep " << c.keep << "\n";
   std::string pointer_warning;
-  const std::string target = c.resume == "none"   ? ""
-                             : c.resume == "auto" ? find_latest_checkpoint(c.dir, &pointer_warning)
-                                                  : c.resume;
+  using R = ResumeFrom::Kind;
+  const std::string target = c.resume.kind == R::none    ? ""
+                             : c.resume.kind == R::auto_ ? find_latest_checkpoint(c.dir, &pointer_warning)
+                                                         : c.resume.file;
   if (!pointer_warning.empty()) os << "  warning: " << pointer_warning << "\n";
   if (target.empty()) {
-    os << (c.resume == "none" ? "Resume: none (starts fresh)\n"
-                              : "Resume: auto, no complete checkpoint in " + c.dir + " (starts fresh)\n");
+    os << (c.resume.kind == R::none ? "Resume: none (starts fresh)\n"
+                                    : "Resume: auto, no complete checkpoint in " + c.dir + " (starts fresh)\n");
     if (!c.init_from.empty()) os << describe_initialization(cfg, model);
     return os.str();
   }

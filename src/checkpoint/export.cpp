@@ -1,10 +1,10 @@
 // trainer --export (checkpoint/export.hpp).
 #include "hpctrain/checkpoint/export.hpp"
 
+#include "hpctrain/checkpoint/checkpointing.hpp"
 #include "hpctrain/comm/agreement.hpp"
 #include "hpctrain/core/error.hpp"
 #include "hpctrain/layers/registry.hpp"
-#include "hpctrain/checkpoint/checkpointing.hpp"
 
 namespace hpctrain {
 
@@ -61,7 +61,7 @@ std::string export_weights(const Config& cfg, Runtime& rt, const std::string& ou
                const std::string path = resume_selection(cfg);
                if (path.empty())
                  throw bad_input("--export " + out + ": no checkpoint to export ([checkpoint] resume = " +
-                                 cfg.checkpoint.resume + ", dir " + cfg.checkpoint.dir + ")");
+                                 cfg.checkpoint.resume.text() + ", dir " + cfg.checkpoint.dir + ")");
                const CheckpointFile file(path);
                const auto tensors = checkpoint_tensors(file, &cfg);
                const RunRecord& run = file.info().run;

@@ -319,14 +319,34 @@ void checkpoint_keys(std::vector<KeySpec>& k) {
         "hints for the MPI-IO layer writing checkpoints, key=value,... (e.g. romio_cb_write=enable, "
         "striping_factor=8, striping_unit=4194304, cb_nodes=4; docs/checkpoints.md)")
       .check = [](const std::string& v) { parse_key_values(v); };
-  s.key("alignment", &CheckpointConfig::alignment,
-        "checkpoint datasets start at multiples of this many bytes: auto = the file system's preferred I/O size "
-        "(block size; stripe size on Lustre), none, or a size such as 1M")
+  s.custom(
+       "alignment", ValueKind::text,
+       "checkpoint datasets start at multiples of this many bytes: auto = the file system's preferred I/O size "
+       "(block size; stripe size on Lustre), none, or a size such as 1M",
+       [](Config& c, const std::string& v) {
+         using K = Alignment::Kind;
+         auto& a = c.checkpoint.alignment;
+         a.kind = v == "auto" ? K::auto_ : v == "none" ? K::none : K::bytes;
+         a.bytes = a.kind == K::bytes ? parse_byte_size(v) : 0;
+       },
+       [](const Config& c) {
+         const auto& a = c.checkpoint.alignment;
+         return a.kind == Alignment::Kind::auto_  ? std::string("auto")
+                : a.kind == Alignment::Kind::none ? std::string("none")
+                                                  : std::to_string(a.bytes);
+       })
       .check = [](const std::string& v) {
     if (v != "auto" && v != "none") (void)parse_byte_size(v);
   };
-  s.key("resume", &CheckpointConfig::resume, "auto = newest complete checkpoint in dir, none, or a checkpoint file")
-      .as(ValueKind::path);
+  s.custom(
+      "resume", ValueKind::path, "auto = newest complete checkpoint in dir, none, or a checkpoint file",
+      [](Config& c, const std::string& v) {
+        using K = ResumeFrom::Kind;
+        auto& r = c.checkpoint.resume;
+        r.kind = v == "auto" ? K::auto_ : v == "none" ? K::none : K::file;
+        r.file = r.kind == K::file ? v : "";
+      },
+      [](const Config& c) { return c.checkpoint.resume.text(); });
   s.key("init_from", &CheckpointConfig::init_from,
         "fine-tuning: a checkpoint whose parameters initialize the model when the run starts fresh (a checkpoint of "
         "this run found by resume wins); not its optimizer state or step")

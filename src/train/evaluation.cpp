@@ -4,10 +4,10 @@
 #include <cstdio>
 
 #include "hpctrain/backend/ops.hpp"
+#include "hpctrain/checkpoint/checkpointing.hpp"
 #include "hpctrain/core/error.hpp"
 #include "hpctrain/core/log.hpp"
 #include "hpctrain/tensor/step_scalars.hpp"
-#include "hpctrain/checkpoint/checkpointing.hpp"
 #include "hpctrain/train/trainer.hpp"
 
 namespace hpctrain {
@@ -67,8 +67,10 @@ int Trainer::eval_only() {
   Checkpointer checkpointer(cfg_, rt_, host_dp(), *model_, *opt_, groups_);
   const std::string target = checkpointer.resume_target();
   if (target.empty())
-    throw bad_input("--eval-only: no checkpoint to evaluate ([checkpoint] resume = " + cfg_.checkpoint.resume +
-                    (cfg_.checkpoint.resume == "auto" ? ", none complete in " + cfg_.checkpoint.dir : "") + ")");
+    throw bad_input(
+        "--eval-only: no checkpoint to evaluate ([checkpoint] resume = " + cfg_.checkpoint.resume.text() +
+        (cfg_.checkpoint.resume.kind == ResumeFrom::Kind::auto_ ? ", none complete in " + cfg_.checkpoint.dir : "") +
+        ")");
   IntervalSums sums;
   const CheckpointInfo info = checkpointer.load(target, sums);
   model_->refresh_compute_parameters();

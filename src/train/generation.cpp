@@ -9,12 +9,12 @@
 #include <cmath>
 
 #include "hpctrain/backend/ops.hpp"
+#include "hpctrain/checkpoint/checkpointing.hpp"
 #include "hpctrain/comm/agreement.hpp"
 #include "hpctrain/core/error.hpp"
 #include "hpctrain/core/hash.hpp"
 #include "hpctrain/core/log.hpp"
 #include "hpctrain/data/text_import.hpp"
-#include "hpctrain/checkpoint/checkpointing.hpp"
 #include "hpctrain/train/trainer.hpp"
 
 namespace hpctrain {
@@ -49,8 +49,10 @@ DatasetIndex generation_index(const Config& cfg, Runtime& rt) {
   const auto v = compute_on_root(rt.world(), [&]() -> std::vector<std::string> {
     const std::string path = resume_selection(cfg);
     if (path.empty())
-      throw bad_input("--generate: no checkpoint to sample from ([checkpoint] resume = " + cfg.checkpoint.resume +
-                      (cfg.checkpoint.resume == "auto" ? ", none complete in " + cfg.checkpoint.dir : "") + ")");
+      throw bad_input(
+          "--generate: no checkpoint to sample from ([checkpoint] resume = " + cfg.checkpoint.resume.text() +
+          (cfg.checkpoint.resume.kind == ResumeFrom::Kind::auto_ ? ", none complete in " + cfg.checkpoint.dir : "") +
+          ")");
     const CheckpointFile file(path);
     if (file.info().run.tokenizer.empty())
       throw bad_input("--generate: " + path + " holds no tokenizer: it is not a language model's checkpoint");

@@ -52,7 +52,7 @@ TEST(Config, EmptyFileGivesDocumentedDefaults) {
   EXPECT_EQ(c.parallel.comm, CommBackend::auto_);
   EXPECT_DOUBLE_EQ(c.parallel.watchdog_s, 300.0);
   EXPECT_EQ(c.data.cache_bytes, 2ull << 30);
-  EXPECT_EQ(c.checkpoint.resume, "auto");
+  EXPECT_EQ(c.checkpoint.resume.kind, ResumeFrom::Kind::auto_);
   // Every schema key but the old names is resolved, from its default.
   std::size_t current = 0;
   for (const auto& k : config_schema()) current += k.renamed_to.empty() ? 1 : 0;
@@ -95,7 +95,7 @@ TEST(Config, SectionsMapToStructs) {
   EXPECT_EQ(c.parallel.cuda_aware_mpi, Tristate::off);
   EXPECT_DOUBLE_EQ(c.parallel.watchdog_s, 12.5);
   EXPECT_EQ(c.checkpoint.every_steps, 50);
-  EXPECT_EQ(c.checkpoint.resume, "none");
+  EXPECT_EQ(c.checkpoint.resume.kind, ResumeFrom::Kind::none);
   EXPECT_EQ(c.resolved_value("optim.lr"), "3e-04");  // shortest text that reads back exactly
 }
 
@@ -213,6 +213,14 @@ TEST(ConfigSchema, ChoicesAreEnumsAndReadBack) {
   EXPECT_GE(checked, 40u);
   EXPECT_STREQ(name_of(PipelineSchedule::one_f_one_b), "1f1b");
   EXPECT_EQ(parse("[checkpoint]\nspace_check = warn\n").checkpoint.space_check, SpaceCheck::warn);
+  // Keys that take a keyword or a value hold a kind and the value.
+  const Config r = parse("[checkpoint]\nresume = ${SCRATCH}/c.h5\nalignment = 1M\n");
+  EXPECT_EQ(r.checkpoint.resume.kind, ResumeFrom::Kind::file);
+  EXPECT_EQ(r.checkpoint.resume.file, "/scratch/u1/c.h5");
+  EXPECT_EQ(r.checkpoint.alignment.kind, Alignment::Kind::bytes);
+  EXPECT_EQ(r.checkpoint.alignment.bytes, 1u << 20);
+  EXPECT_EQ(parse("[checkpoint]\nalignment = none\n").checkpoint.alignment.kind, Alignment::Kind::none);
+  EXPECT_EQ(parse("").checkpoint.alignment.kind, Alignment::Kind::auto_);
   EXPECT_EQ(error_of("[checkpoint]\nspace_check = maybe\n"),
             "test.ini:2: [checkpoint] space_check = 'maybe': expected one of error|warn|off");
 }

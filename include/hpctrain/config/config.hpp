@@ -174,13 +174,26 @@ struct ParallelConfig {
   double watchdog_s = 300.0;                  // 0 disables the collective watchdog
 };
 
+// [checkpoint] resume: the newest complete checkpoint in dir, none, or one file.
+struct ResumeFrom {
+  enum class Kind { auto_, none, file } kind = Kind::auto_;
+  std::string file;  // kind == file
+  std::string text() const { return kind == Kind::auto_ ? "auto" : kind == Kind::none ? "none" : file; }
+};
+
+// [checkpoint] alignment: where checkpoint datasets start.
+struct Alignment {
+  enum class Kind { auto_, none, bytes } kind = Kind::auto_;  // auto: the file system's preferred I/O size
+  std::uint64_t bytes = 0;                                    // kind == bytes
+};
+
 struct CheckpointConfig {
   std::string dir;  // "" (the default): <[run] out_dir>/checkpoints, filled in by parse_config
   long every_steps = 0;
   long every_epochs = 1;
   double every_minutes = 0.0;
   int keep = 3;
-  std::string resume = "auto";  // auto | none | <path>
+  ResumeFrom resume;
   // Fine-tuning: parameters (and buffers) from this checkpoint when the run starts fresh, for the
   // layers matching `init_layers` (comma-separated name patterns; "" = every layer that matches
   // by name and shape).
@@ -192,7 +205,7 @@ struct CheckpointConfig {
   // Parallel file systems: hints for the MPI-IO layer ("key=value,..."), and where datasets start
   // ("auto": the file system's preferred I/O size, "none", or bytes).
   std::string mpiio_hints;
-  std::string alignment = "auto";
+  Alignment alignment;
   bool async = false;  // write checkpoints in the background while training goes on
 };
 

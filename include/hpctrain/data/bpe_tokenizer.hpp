@@ -1,0 +1,52 @@
+// GPT-2's byte-level BPE tokenizer (the `gpt2` tokenizer of token datasets), read from GPT-2's
+// own vocabulary files: encoder.json (token -> id) and vocab.bpe (merges, ranked by line).
+//
+// encode() follows GPT-2 / tiktoken: the text is cut into pieces by GPT-2's pre-tokenization
+// pattern (letters, numbers, other symbols, each with an optional leading space; contractions;
+// white space) with full Unicode letter and number classes (PCRE2 with Unicode properties);
+// each piece's bytes are mapped to GPT-2's byte characters and merged by rank. Special tokens
+// in the text are ordinary text (`<|endoftext|>` is split like any other characters): callers
+// put eot() between documents. Bytes that are not valid UTF-8 are never inside a match; each
+// run of them is a piece of its own bytes, so decode(encode(x)) == x holds for any bytes.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <vector>
+
+namespace hpctrain {
+
+class BpeTokenizer {
+ public:
+  // From the two files' contents; `origin` names them in messages. bad_input (one line naming the
+  // file, and the line or token) when they are not GPT-2-style vocabulary files.
+  static BpeTokenizer from_gpt2_text(const std::string& encoder_json, const std::string& vocab_bpe,
+                                     const std::string& origin);
+  // From DIR/encoder.json and DIR/vocab.bpe.
+  static BpeTokenizer from_gpt2_dir(const std::string& dir);
+
+  std::vector<std::int32_t> encode(std::string_view text);  // (caches merged pieces: not const)
+  std::string decode(const std::vector<std::int32_t>& ids) const;
+  // The bytes of one token; bad_input for an id outside the vocabulary.
+  const std::string& token_bytes(std::int32_t id) const;
+
+  std::int64_t vocab_size() const;
+  std::int32_t eot() const;  // <|endoftext|>, or -1 when the vocabulary has none
+
+  // The pieces the pre-tokenization pattern cuts `text` into (for tests and tools).
+  std::vector<std::string_view> pieces(std::string_view text) const;
+
+  struct Vocabulary;  // the immutable tables, shared by copies (one per thread)
+
+ private:
+  explicit BpeTokenizer(std::shared_ptr<const Vocabulary> v);
+  void merge_piece(std::string_view piece, std::vector<std::int32_t>& out);
+
+  std::shared_ptr<const Vocabulary> vocab_;
+  std::unordered_map<std::string, std::vector<std::int32_t>> cache_;  // piece -> ids
+};
+
+}  // namespace hpctrain

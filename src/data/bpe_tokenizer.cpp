@@ -1,0 +1,269 @@
+// GPT-2's byte-level BPE (data/bpe_tokenizer.hpp). The pre-tokenization pattern runs on PCRE2:
+// the field's standard regular-expression library with Unicode properties (\p{L}, \p{N}) and
+// matching over invalid UTF-8 (PCRE2_MATCH_INVALID_UTF); std::regex has neither.
+#include "hpctrain/data/bpe_tokenizer.hpp"
+
+#include <pcre2.h>
+
+#include <algorithm>
+#include <array>
+#include <limits>
+#include <nlohmann/json.hpp>
+
+#include "hpctrain/config/config.hpp"
+#include "hpctrain/core/error.hpp"
+
+namespace hpctrain {
+
+namespace {
+
+// tiktoken's \s: the characters of Unicode's White_Space property (Python's `regex` \s and
+// JavaScript's \s differ from it; docs/language-models.md lists where).
+constexpr const char* kSpace =
+    R"(\t-\r\x{20}\x{85}\x{A0}\x{1680}\x{2000}-\x{200A}\x{2028}\x{2029}\x{202F}\x{205F}\x{3000})";
+
+std::string gpt2_pattern() {
+  const std::string s = kSpace;
+  return "'s|'t|'re|'ve|'m|'ll|'d| ?\\p{L}+| ?\\p{N}+| ?[^" + s + "\\p{L}\\p{N}]+|[" + s + "]+(?![^" + s + "])|[" + s +
+         "]+";
+}
+
+// GPT-2's bytes_to_unicode(): the printable bytes stand for themselves, the others for code points
+// 256 and up, in byte order.
+std::array<char32_t, 256> byte_chars() {
+  std::array<char32_t, 256> out{};
+  char32_t next = 256;
+  for (int b = 0; b < 256; ++b) {
+    const bool printable = (b >= '!' && b <= '~') || (b >= 0xA1 && b <= 0xAC) || (b >= 0xAE && b <= 0xFF);
+    out[static_cast<std::size_t>(b)] = printable ? static_cast<char32_t>(b) : next++;
+  }
+  return out;
+}
+
+// A token string of encoder.json or vocab.bpe (UTF-8 of byte characters) as the bytes it stands
+// for; false when it holds a character that stands for no byte.
+bool token_to_bytes(const std::string& token, std::string& out) {
+  static const auto byte_of = [] {
+    std::array<int, 324> t{};
+    t.fill(-1);
+    const auto chars = byte_chars();
+    for (int b = 0; b < 256; ++b) t[chars[static_cast<std::size_t>(b)]] = b;
+    return t;
+  }();
+  out.clear();
+  for (std::size_t i = 0; i < token.size();) {
+    const auto c = static_cast<unsigned char>(token[i]);
+    char32_t cp = 0;
+    std::size_t n = 0;
+    if (c < 0x80)
+      cp = c, n = 1;
+    else if ((c & 0xE0) == 0xC0 && i + 1 < token.size())
+      cp = ((c & 0x1Fu) << 6) | (static_cast<unsigned char>(token[i + 1]) & 0x3Fu), n = 2;
+    else
+      return false;  // byte characters are below U+0800
+    if (cp >= byte_of.size() || byte_of[cp] < 0) return false;
+    out += static_cast<char>(byte_of[cp]);
+    i += n;
+  }
+  return !out.empty();
+}
+
+struct Merge {
+  std::int32_t rank, id;
+};
+
+std::uint64_t pair_key(std::int32_t a, std::int32_t b) {
+  return (static_cast<std::uint64_t>(static_cast<std::uint32_t>(a)) << 32) | static_cast<std::uint32_t>(b);
+}
+
+}  // namespace
+
+struct BpeTokenizer::Vocabulary {
+  std::vector<std::string> bytes_of;                // id -> bytes
+  std::array<std::int32_t, 256> byte_id{};          // one byte -> its id
+  std::unordered_map<std::uint64_t, Merge> merges;  // (left id, right id) -> rank, merged id
+  std::int32_t eot = -1;
+  std::shared_ptr<pcre2_code> pattern;
+
+  // Returns token (as the files spell it) -> id.
+  std::unordered_map<std::string, std::int32_t> read_encoder(const std::string& json_text, const std::string& origin);
+  void read_merges(const std::string& bpe_text, const std::string& origin,
+                   const std::unordered_map<std::string, std::int32_t>& id_of);
+  void compile_pattern();
+};
+
+std::unordered_map<std::string, std::int32_t> BpeTokenizer::Vocabulary::read_encoder(const std::string& json_text,
+                                                                                     const std::string& origin) {
+  nlohmann::json j;
+  try {
+    j = nlohmann::json::parse(json_text);
+  } catch (const nlohmann::json::exception& e) {
+    throw bad_input(origin + ": not JSON: " + e.what());
+  }
+  if (!j.is_object() || j.empty()) throw bad_input(origin + ": expected an object of token -> id");
+  bytes_of.assign(j.size(), std::string());
+  std::vector<bool> seen(j.size(), false);
+  std::unordered_map<std::string, std::int32_t> id_of;
+  for (const auto& [token, id] : j.items()) {
+    if (!id.is_number_integer() || id.get<std::int64_t>() < 0 || id.get<std::int64_t>() >= std::int64_t(j.size()))
+      throw bad_input(origin + ": token '" + token + "' has id " + id.dump() + "; expected 0 to " +
+                      std::to_string(j.size() - 1) + " (one id per token)");
+    const auto k = id.get<std::size_t>();
+    if (seen[k]) throw bad_input(origin + ": id " + std::to_string(k) + " is given to two tokens");
+    seen[k] = true;
+    if (!token_to_bytes(token, bytes_of[k]))
+      throw bad_input(origin + ": token '" + token + "' (id " + std::to_string(k) +
+                      ") is not made of GPT-2's byte characters");
+    if (token == "<|endoftext|>") eot = static_cast<std::int32_t>(k);
+    id_of.emplace(token, static_cast<std::int32_t>(k));
+  }
+  byte_id.fill(-1);
+  for (std::size_t k = 0; k < bytes_of.size(); ++k)
+    if (bytes_of[k].size() == 1) byte_id[static_cast<unsigned char>(bytes_of[k][0])] = static_cast<std::int32_t>(k);
+  for (int b = 0; b < 256; ++b)
+    if (byte_id[static_cast<std::size_t>(b)] < 0)
+      throw bad_input(origin + ": no token for the single byte " + std::to_string(b) +
+                      " (a byte-level vocabulary has all 256)");
+  return id_of;
+}
+
+void BpeTokenizer::Vocabulary::read_merges(const std::string& bpe_text, const std::string& origin,
+                                           const std::unordered_map<std::string, std::int32_t>& id_of) {
+  std::size_t at = 0;
+  int line_no = 0;
+  std::int32_t rank = 0;
+  while (at < bpe_text.size()) {
+    const auto end = std::min(bpe_text.find('\n', at), bpe_text.size());
+    std::string line = bpe_text.substr(at, end - at);
+    at = end + 1;
+    ++line_no;
+    if (!line.empty() && line.back() == '\r') line.pop_back();
+    if (line.empty() || (line_no == 1 && line.rfind("#version", 0) == 0)) continue;
+    const auto space = line.find(' ');
+    if (space == std::string::npos || space == 0 || space + 1 == line.size() ||
+        line.find(' ', space + 1) != std::string::npos)
+      throw bad_input(origin + ":" + std::to_string(line_no) + ": expected two tokens separated by one space, got '" +
+                      line + "'");
+    const std::string left = line.substr(0, space), right = line.substr(space + 1);
+    const auto a = id_of.find(left), b = id_of.find(right), ab = id_of.find(left + right);
+    if (a == id_of.end() || b == id_of.end() || ab == id_of.end())
+      throw bad_input(origin + ":" + std::to_string(line_no) + ": merge '" + line + "': " +
+                      (a == id_of.end()   ? left
+                       : b == id_of.end() ? right
+                                          : left + right) +
+                      " is not in the vocabulary (encoder.json)");
+    // (a pair listed twice takes its later rank, as GPT-2's dict(zip(merges, ranks)) does)
+    merges.insert_or_assign(pair_key(a->second, b->second), Merge{rank++, ab->second});
+  }
+  if (merges.empty()) throw bad_input(origin + ": no merges");
+}
+
+void BpeTokenizer::Vocabulary::compile_pattern() {
+  const std::string p = gpt2_pattern();
+  int error = 0;
+  PCRE2_SIZE offset = 0;
+  pcre2_code* code = pcre2_compile(reinterpret_cast<PCRE2_SPTR>(p.c_str()), p.size(),
+                                   PCRE2_UTF | PCRE2_UCP | PCRE2_MATCH_INVALID_UTF, &error, &offset, nullptr);
+  if (code == nullptr) {
+    PCRE2_UCHAR msg[256];
+    pcre2_get_error_message(error, msg, sizeof(msg));
+    throw Error(ExitCode::internal, Scope::this_rank,
+                "GPT-2's pattern does not compile in PCRE2 at " + std::to_string(offset) + ": " +
+                    reinterpret_cast<const char*>(msg));
+  }
+  pattern.reset(code, pcre2_code_free);
+  pcre2_jit_compile(code, PCRE2_JIT_COMPLETE);  // (where PCRE2 has no JIT, matching is interpreted)
+}
+
+BpeTokenizer::BpeTokenizer(std::shared_ptr<const Vocabulary> v) : vocab_(std::move(v)) {}
+
+BpeTokenizer BpeTokenizer::from_gpt2_text(const std::string& encoder_json, const std::string& vocab_bpe,
+                                          const std::string& origin) {
+  auto v = std::make_shared<Vocabulary>();
+  const auto id_of = v->read_encoder(encoder_json, origin + "encoder.json");
+  v->read_merges(vocab_bpe, origin + "vocab.bpe", id_of);
+  v->compile_pattern();
+  return BpeTokenizer(std::move(v));
+}
+
+BpeTokenizer BpeTokenizer::from_gpt2_dir(const std::string& dir) {
+  const std::string d = dir.empty() || dir.back() == '/' ? dir : dir + "/";
+  return from_gpt2_text(read_text_file(d + "encoder.json", "GPT-2 vocabulary file"),
+                        read_text_file(d + "vocab.bpe", "GPT-2 merges file"), d);
+}
+
+std::vector<std::string_view> BpeTokenizer::pieces(std::string_view text) const {
+  std::vector<std::string_view> out;
+  std::unique_ptr<pcre2_match_data, decltype(&pcre2_match_data_free)> md(
+      pcre2_match_data_create_from_pattern(vocab_->pattern.get(), nullptr), pcre2_match_data_free);
+  const auto subject = reinterpret_cast<PCRE2_SPTR>(text.data());
+  std::size_t at = 0;
+  while (at < text.size()) {
+    const int rc = pcre2_match(vocab_->pattern.get(), subject, text.size(), at, 0, md.get(), nullptr);
+    const PCRE2_SIZE* ov = pcre2_get_ovector_pointer(md.get());
+    const std::size_t begin = rc >= 0 ? ov[0] : text.size(), end = rc >= 0 ? ov[1] : text.size();
+    if (rc < 0 && rc != PCRE2_ERROR_NOMATCH)
+      throw Error(ExitCode::internal, Scope::this_rank, "PCRE2 match failed: code " + std::to_string(rc));
+    if (begin > at) out.push_back(text.substr(at, begin - at));  // bytes that are not UTF-8
+    if (end > begin) out.push_back(text.substr(begin, end - begin));
+    at = std::max(end, begin + (end == begin));
+  }
+  return out;
+}
+
+void BpeTokenizer::merge_piece(std::string_view piece, std::vector<std::int32_t>& out) {
+  const auto hit = cache_.find(std::string(piece));
+  if (hit != cache_.end()) {
+    out.insert(out.end(), hit->second.begin(), hit->second.end());
+    return;
+  }
+  std::vector<std::int32_t> word;
+  for (unsigned char b : piece) word.push_back(vocab_->byte_id[b]);
+  while (word.size() > 1) {  // GPT-2's bpe(): the lowest-ranked pair, merged wherever it occurs
+    Merge best{std::numeric_limits<std::int32_t>::max(), -1};
+    std::uint64_t best_key = 0;
+    for (std::size_t i = 0; i + 1 < word.size(); ++i) {
+      const auto m = vocab_->merges.find(pair_key(word[i], word[i + 1]));
+      if (m != vocab_->merges.end() && m->second.rank < best.rank) best = m->second, best_key = m->first;
+    }
+    if (best.id < 0) break;
+    std::size_t w = 0;
+    for (std::size_t i = 0; i < word.size(); ++w) {
+      if (i + 1 < word.size() && pair_key(word[i], word[i + 1]) == best_key) {
+        word[w] = best.id;
+        i += 2;
+      } else {
+        word[w] = word[i++];
+      }
+    }
+    word.resize(w);
+  }
+  if (cache_.size() > (1u << 20)) cache_.clear();  // bounded: a long import meets many rare pieces
+  out.insert(out.end(), word.begin(), word.end());
+  cache_.emplace(std::string(piece), std::move(word));
+}
+
+std::vector<std::int32_t> BpeTokenizer::encode(std::string_view text) {
+  std::vector<std::int32_t> out;
+  out.reserve(text.size() / 3);
+  for (std::string_view p : pieces(text)) merge_piece(p, out);
+  return out;
+}
+
+const std::string& BpeTokenizer::token_bytes(std::int32_t id) const {
+  if (id < 0 || static_cast<std::size_t>(id) >= vocab_->bytes_of.size())
+    throw bad_input("token id " + std::to_string(id) + " is outside the vocabulary of " +
+                    std::to_string(vocab_->bytes_of.size()) + " tokens");
+  return vocab_->bytes_of[static_cast<std::size_t>(id)];
+}
+
+std::string BpeTokenizer::decode(const std::vector<std::int32_t>& ids) const {
+  std::string out;
+  for (std::int32_t id : ids) out += token_bytes(id);
+  return out;
+}
+
+std::int64_t BpeTokenizer::vocab_size() const { return static_cast<std::int64_t>(vocab_->bytes_of.size()); }
+std::int32_t BpeTokenizer::eot() const { return vocab_->eot; }
+
+}  // namespace hpctrain

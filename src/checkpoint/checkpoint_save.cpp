@@ -8,11 +8,11 @@
 #include <map>
 #include <set>
 
+#include "hpctrain/checkpoint/checkpointing.hpp"
 #include "hpctrain/comm/agreement.hpp"
 #include "hpctrain/core/error.hpp"
 #include "hpctrain/core/log.hpp"
 #include "hpctrain/model/partition.hpp"
-#include "hpctrain/checkpoint/checkpointing.hpp"
 
 namespace fs = std::filesystem;
 
@@ -111,6 +111,7 @@ std::unique_ptr<Checkpointer::Job> Checkpointer::prepare(const TrainState& progr
   r.model_summary = model_.summary();
   r.tokenizer = tokenizer_;
   r.vocabulary = vocabulary_;
+  r.tokenizer_files = tokenizer_files_;
   job->name = checkpoint_file_name(progress.step);
   const fs::path dir(cfg_.checkpoint.dir);
   job->partial = (dir / ("." + job->name + ".partial")).string();

@@ -211,6 +211,23 @@ std::vector<std::string_view> BpeTokenizer::pieces(std::string_view text) const 
   return out;
 }
 
+std::vector<std::string_view> BpeTokenizer::cut(std::string_view text, std::size_t target) {
+  // Before such a place the '\n' is a piece of its own (\s+ either way: (?!\S) fails before the
+  // letter, holds at the end of a part), no piece crosses it, and the letter run starts at the
+  // letter (its optional leading character is a space, not '\n').
+  const auto letter = [](char c) { return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z'); };
+  std::vector<std::string_view> out;
+  std::size_t begin = 0;
+  for (std::size_t at = begin + std::max<std::size_t>(target, 2); at < text.size(); ++at) {
+    if (!(text[at - 1] == '\n' && text[at - 2] > ' ' && text[at - 2] < 0x7f && letter(text[at]))) continue;
+    out.push_back(text.substr(begin, at - begin));
+    begin = at;
+    at = begin + std::max<std::size_t>(target, 2) - 1;
+  }
+  out.push_back(text.substr(begin));
+  return out;
+}
+
 void BpeTokenizer::merge_piece(std::string_view piece, std::vector<std::int32_t>& out) {
   const auto hit = cache_.find(std::string(piece));
   if (hit != cache_.end()) {

@@ -468,7 +468,8 @@ void write_split(std::ostream& os, const SplitIndex& s) {
   os << ' ' << s.scale.size();
   for (std::size_t i = 0; i < s.scale.size(); ++i) os << ' ' << s.scale[i] << ' ' << s.offset[i];
   os << ' ' << s.tokens << ' ' << s.stream_tokens << ' ' << s.block_size << ' ' << s.token_bits << ' '
-     << std::quoted(s.tokenizer) << ' ' << std::quoted(s.vocabulary);
+     << std::quoted(s.tokenizer) << ' ' << std::quoted(s.vocabulary) << ' ' << s.tokenizer_files.size();
+  for (const auto& [name, bytes] : s.tokenizer_files) os << ' ' << std::quoted(name) << ' ' << std::quoted(bytes);
   os << ' ' << s.shards.size() << '\n';
   for (const auto& sh : s.shards)
     os << std::quoted(sh.path) << ' ' << sh.rows << ' ' << sh.first << ' ' << sh.chunk_rows << ' '
@@ -489,8 +490,11 @@ SplitIndex read_split(std::istream& is) {
   s.scale.resize(channels);
   s.offset.resize(channels);
   for (std::size_t i = 0; i < channels; ++i) is >> s.scale[i] >> s.offset[i];
+  std::size_t files = 0;
   is >> s.tokens >> s.stream_tokens >> s.block_size >> s.token_bits >> std::quoted(s.tokenizer) >>
-      std::quoted(s.vocabulary);
+      std::quoted(s.vocabulary) >> files;
+  s.tokenizer_files.resize(files);
+  for (auto& [name, bytes] : s.tokenizer_files) is >> std::quoted(name) >> std::quoted(bytes);
   is >> shards;
   s.shards.resize(shards);
   for (auto& sh : s.shards)

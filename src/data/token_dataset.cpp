@@ -31,21 +31,30 @@ Shard scan_token_shard(hid_t file, const std::string& path, SplitIndex& split, b
     bad(path, "token format version " + std::to_string(version) + " is not supported (this build reads version " +
                   std::to_string(kTokenVersion) + ")");
   const std::string tokenizer = attr_string(file, path, "tokenizer");
-  if (tokenizer != "byte" && tokenizer != "char")
-    bad(path, "unknown tokenizer '" + tokenizer + "' (known: byte, char)");
+  if (tokenizer != "byte" && tokenizer != "char" && tokenizer != "gpt2")
+    bad(path, "unknown tokenizer '" + tokenizer + "' (known: byte, char, gpt2)");
   if (!h5::has_attribute(file, "vocab_size")) bad(path, "root attribute 'vocab_size' missing");
   const long long vocab = h5::read_int_attribute(file, "vocab_size");
   if (vocab < 1 || vocab > (1ll << 31)) bad(path, "vocab_size = " + std::to_string(vocab) + " must be >= 1");
-  const std::string vocabulary = tokenizer == "char" ? attr_string(file, path, "vocabulary") : "";
+  const std::string vocabulary = tokenizer == "byte" ? "" : attr_string(file, path, "vocabulary");
+  const bool same_tokenizer = !first && split.tokens && tokenizer == split.tokenizer &&
+                              vocabulary == split.vocabulary && vocab == split.num_classes;
+  if (!first && !same_tokenizer) bad(path, "tokenizer or vocabulary differs from " + first_path);
+  TokenizerFiles files;
   try {
-    const std::int64_t implied = Vocabulary::stored(tokenizer, vocabulary).size();
-    if (implied != vocab)
-      bad(path, "vocab_size = " + std::to_string(vocab) + " but the " + tokenizer + " tokenizer" +
-                    (tokenizer == "char" ? "'s vocabulary attribute holds " : " has ") + std::to_string(implied) +
-                    " tokens");
+    if (tokenizer == "gpt2")  // the files of the first shard; the others' vocabulary attribute names the same
+      for (const char* name : {"encoder.json", "vocab.bpe"})
+        files.emplace_back(name, first ? h5::read_bytes(file, std::string("tokenizer/") + name) : std::string());
+    if (first) {
+      const std::int64_t implied = Vocabulary::stored(tokenizer, vocabulary, files).size();
+      if (implied != vocab)
+        bad(path, "vocab_size = " + std::to_string(vocab) + " but the " + tokenizer + " tokenizer" +
+                      (tokenizer == "char" ? "'s vocabulary attribute holds " : " has ") + std::to_string(implied) +
+                      " tokens");
+    }
   } catch (const Error& e) {
     if (std::string(e.what()).rfind(path, 0) == 0) throw;
-    bad(path, std::string("attribute 'vocabulary': ") + e.what());
+    bad(path, std::string(tokenizer == "gpt2" ? "tokenizer/: " : "attribute 'vocabulary': ") + e.what());
   }
   if (!h5::has_link(file, "tokens")) bad(path, "dataset /tokens missing");
   const hid_t did = H5Dopen2(file, "tokens", H5P_DEFAULT);
@@ -63,15 +72,13 @@ Shard scan_token_shard(hid_t file, const std::string& path, SplitIndex& split, b
     split.tokens = true;
     split.tokenizer = tokenizer;
     split.vocabulary = vocabulary;
+    split.tokenizer_files = std::move(files);
     split.num_classes = vocab;
     split.token_bits = static_cast<int>(size * 8);
     split.sample_type = SampleType::i32;  // the store hands out ids as int32
     split.classification = true;
     split.scale = {1.f};
     split.offset = {0.f};
-  } else if (!split.tokens || tokenizer != split.tokenizer || vocabulary != split.vocabulary ||
-             vocab != split.num_classes) {
-    bad(path, "tokenizer or vocabulary differs from " + first_path);
   }
   Shard s;
   s.path = path;
@@ -155,8 +162,9 @@ void TokenStore::get(std::int64_t start, void* sample, void* label) {
   }
 }
 
-void write_token_shard(const std::string& path, const std::vector<std::uint32_t>& tokens, const std::string& tokenizer,
-                       const std::string& vocabulary, std::int64_t vocab_size) {
+void write_token_shard(const std::string& path, const std::vector<std::uint32_t>& tokens, const Vocabulary& vocab) {
+  const std::string& tokenizer = vocab.tokenizer();
+  const std::int64_t vocab_size = vocab.size();
   std::lock_guard<std::mutex> lock(h5::lock());
   const std::string tmp = path + ".tmp";
   {
@@ -165,7 +173,8 @@ void write_token_shard(const std::string& path, const std::vector<std::uint32_t>
     h5::write_int_attribute(file.get(), "version", kTokenVersion);
     h5::write_string_attribute(file.get(), "tokenizer", tokenizer);
     h5::write_int_attribute(file.get(), "vocab_size", vocab_size);
-    if (tokenizer == "char") h5::write_string_attribute(file.get(), "vocabulary", vocabulary);
+    if (tokenizer != "byte") h5::write_string_attribute(file.get(), "vocabulary", vocab.characters());
+    for (const auto& [name, bytes] : vocab.files()) h5::write_bytes(file.get(), "tokenizer/" + name, bytes);
     const hid_t type = vocab_size <= 256 ? H5T_STD_U8LE : vocab_size <= 65536 ? H5T_STD_U16LE : H5T_STD_U32LE;
     h5::Id d =
         h5::create_dataset(file.get(), "tokens", type, {static_cast<hsize_t>(tokens.size())}, hsize_t{1} << 20, 0);

@@ -167,12 +167,34 @@ void write_dataset(hid_t file, hid_t lcpl, hid_t dxpl, const CheckpointTensor& t
   CHECK_H5(H5Dwrite(dset.get(), H5T_NATIVE_FLOAT, mem_space.get(), file_space.get(), dxpl, n == 0 ? &dummy : src));
 }
 
-// The table's field types, as HDF5 attributes and as text (for broadcasts).
-void write_attribute(hid_t obj, const char* name, const std::string& v) { h5::write_string_attribute(obj, name, v); }
-void write_attribute(hid_t obj, const char* name, double v) { h5::write_double_attribute(obj, name, {v}); }
+// The table's field types, as HDF5 attributes (TokenizerFiles: byte datasets, which only the
+// `writer` rank fills) and as text (for broadcasts).
+void write_attribute(hid_t obj, const char* name, const std::string& v, bool) {
+  h5::write_string_attribute(obj, name, v);
+}
+void write_attribute(hid_t obj, const char* name, double v, bool) { h5::write_double_attribute(obj, name, {v}); }
 template <class Int>
-void write_attribute(hid_t obj, const char* name, Int v) {
+void write_attribute(hid_t obj, const char* name, Int v, bool) {
   h5::write_int_attribute(obj, name, static_cast<long long>(v));  // (the seed: its bits, as a signed 64-bit)
+}
+void write_attribute(hid_t obj, const char* name, const TokenizerFiles& v, bool writer) {
+  for (const auto& [file, bytes] : v) h5::write_bytes(obj, std::string(name) + "/" + file, bytes, writer);
+}
+template <class T>
+bool present(hid_t obj, const char* name, const T&) {
+  return h5::has_attribute(obj, name);
+}
+bool present(hid_t obj, const char* name, const TokenizerFiles&) { return h5::has_link(obj, name); }
+void read_attribute(hid_t obj, const char* name, TokenizerFiles& v) {
+  std::vector<std::string> files;
+  auto collect = [](hid_t, const char* child, const H5L_info_t*, void* out) -> herr_t {
+    static_cast<std::vector<std::string>*>(out)->push_back(child);
+    return 0;
+  };
+  hsize_t at = 0;
+  CHECK_H5(H5Literate_by_name(obj, name, H5_INDEX_NAME, H5_ITER_INC, &at, collect, &files, H5P_DEFAULT));
+  v.clear();
+  for (const auto& f : files) v.emplace_back(f, h5::read_bytes(obj, std::string(name) + "/" + f));
 }
 void read_attribute(hid_t obj, const char* name, std::string& v) { v = h5::read_string_attribute(obj, name); }
 void read_attribute(hid_t obj, const char* name, double& v) { v = h5::read_double_attribute(obj, name).at(0); }
@@ -180,23 +202,6 @@ template <class Int>
 void read_attribute(hid_t obj, const char* name, Int& v) {
   v = static_cast<Int>(h5::read_int_attribute(obj, name));
 }
-std::string to_text(const std::string& v) { return v; }
-std::string to_text(double v) {
-  char buf[64];
-  std::snprintf(buf, sizeof(buf), "%a", v);  // hex float: exact
-  return buf;
-}
-template <class Int>
-std::string to_text(Int v) {
-  return std::to_string(v);
-}
-void from_text(const std::string& t, std::string& v) { v = t; }
-void from_text(const std::string& t, double& v) { v = std::strtod(t.c_str(), nullptr); }
-template <class Int>
-void from_text(const std::string& t, Int& v) {
-  v = static_cast<Int>(std::is_signed<Int>::value ? std::stoll(t) : static_cast<long long>(std::stoull(t)));
-}
-
 }  // namespace
 
 Range writer_elements(const Shape& shape, int index, int writers) {
@@ -295,7 +300,7 @@ void write_contents(hid_t root, const CheckpointInfo& info, const std::vector<Ch
                     int size, const IntervalSums& rank_sums, std::unique_lock<std::mutex>& guard) {
   h5::write_string_attribute(root, "format", kCheckpointFormat);
   h5::write_int_attribute(root, "format_version", kCheckpointVersion);
-  visit_fields(info, [&](const char* name, const auto& field, bool) { write_attribute(root, name, field); });
+  visit_fields(info, [&](const char* name, const auto& field, bool) { write_attribute(root, name, field, rank == 0); });
 
   h5::Id lcpl(CHECK_H5(H5Pcreate(H5P_LINK_CREATE)));
   CHECK_H5(H5Pset_create_intermediate_group(lcpl.get(), 1));
@@ -357,7 +362,7 @@ CheckpointFile::CheckpointFile(const std::string& path) : path_(path) {
       throw corrupt(path, "format_version " + std::to_string(version) + " is newer than this build reads (" +
                               std::to_string(kCheckpointVersion) + ")");
     visit_fields(info_, [&](const char* name, auto& field, bool optional) {
-      if (!optional || h5::has_attribute(root, name)) read_attribute(root, name, field);
+      if (!optional || present(root, name, field)) read_attribute(root, name, field);
     });
   } catch (const Error& e) {
     if (e.code() == ExitCode::bad_input && std::string(e.what()).rfind("checkpoint '", 0) == 0) throw;
@@ -561,35 +566,6 @@ void publish_checkpoint(const std::string& dir, const std::string& name, int kee
 }
 
 // ---- Encoding for broadcasts: "name\0value\0" pairs, named as in the file ----
-
-std::string encode_info(const CheckpointInfo& info) {
-  std::string out;
-  visit_fields(info, [&](const char* name, const auto& field, bool) {
-    out += name;
-    out += '\0';
-    out += to_text(field);
-    out += '\0';
-  });
-  return out;
-}
-
-CheckpointInfo decode_info(const std::string& text) {
-  std::map<std::string, std::string> kv;
-  for (std::size_t at = 0; at < text.size();) {
-    const auto k_end = text.find('\0', at);
-    const auto v_end = text.find('\0', k_end + 1);
-    HPCT_CHECK(k_end != std::string::npos && v_end != std::string::npos, "malformed checkpoint info");
-    kv[text.substr(at, k_end - at)] = text.substr(k_end + 1, v_end - k_end - 1);
-    at = v_end + 1;
-  }
-  CheckpointInfo info;
-  visit_fields(info, [&](const char* name, auto& field, bool) {
-    const auto it = kv.find(name);
-    HPCT_CHECK(it != kv.end(), std::string("checkpoint info lacks ") + name);
-    from_text(it->second, field);
-  });
-  return info;
-}
 
 std::uint64_t free_bytes(const std::string& dir) {
   struct statvfs v {};

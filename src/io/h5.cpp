@@ -92,6 +92,8 @@ void write_string_attribute(hid_t obj, const std::string& name, const std::strin
   CHECK_H5(H5Tset_size(type.get(), value.empty() ? 1 : value.size()));
   CHECK_H5(H5Tset_strpad(type.get(), H5T_STR_NULLTERM));
   Id space(CHECK_H5(H5Screate(H5S_SCALAR)));
+  HPCT_CHECK(value.size() < 60000, "attribute '" + name + "' of " + std::to_string(value.size()) +
+                                       " bytes is over HDF5's 64 KiB for an attribute (store it as a dataset)");
   Id attr(CHECK_H5(H5Acreate2(obj, name.c_str(), type.get(), space.get(), H5P_DEFAULT, H5P_DEFAULT)));
   CHECK_H5(H5Awrite(attr.get(), type.get(), value.c_str()));
 }
@@ -121,6 +123,30 @@ Id create_dataset(hid_t loc, const std::string& name, hid_t type, const std::vec
     CHECK_H5(H5Pset_deflate(dcpl.get(), static_cast<unsigned>(gzip)));
   }
   return Id(CHECK_H5(H5Dcreate2(loc, name.c_str(), type, space.get(), H5P_DEFAULT, dcpl.get(), H5P_DEFAULT)));
+}
+
+void write_bytes(hid_t loc, const std::string& name, const std::string& bytes, bool writer) {
+  const hsize_t n = bytes.size();
+  Id space(CHECK_H5(H5Screate_simple(1, &n, nullptr)));
+  Id lcpl(CHECK_H5(H5Pcreate(H5P_LINK_CREATE)));
+  CHECK_H5(H5Pset_create_intermediate_group(lcpl.get(), 1));
+  Id d(CHECK_H5(H5Dcreate2(loc, name.c_str(), H5T_STD_U8LE, space.get(), lcpl.get(), H5P_DEFAULT, H5P_DEFAULT)));
+  if (writer && n > 0) CHECK_H5(H5Dwrite(d.get(), H5T_NATIVE_UCHAR, H5S_ALL, H5S_ALL, H5P_DEFAULT, bytes.data()));
+}
+
+std::string read_bytes(hid_t loc, const std::string& name) {
+  for (std::size_t slash = name.find('/'); slash != std::string::npos; slash = name.find('/', slash + 1))
+    if (!has_link(loc, name.substr(0, slash)))  // (H5Lexists fails, not false, below a missing group)
+      throw Error(ExitCode::bad_input, Scope::every_rank, "dataset " + name + " missing");
+  if (!has_link(loc, name)) throw Error(ExitCode::bad_input, Scope::every_rank, "dataset " + name + " missing");
+  Id d(CHECK_H5(H5Dopen2(loc, name.c_str(), H5P_DEFAULT)));
+  Id type(CHECK_H5(H5Dget_type(d.get())));
+  const auto shape = dataset_shape(d.get());
+  if (H5Tget_class(type.get()) != H5T_INTEGER || H5Tget_size(type.get()) != 1 || shape.size() != 1)
+    throw Error(ExitCode::bad_input, Scope::every_rank, "dataset " + name + " is not a 1-D array of bytes");
+  std::string out(static_cast<std::size_t>(shape[0]), '\0');
+  if (!out.empty()) CHECK_H5(H5Dread(d.get(), H5T_NATIVE_UCHAR, H5S_ALL, H5S_ALL, H5P_DEFAULT, out.data()));
+  return out;
 }
 
 namespace {

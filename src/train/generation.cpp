@@ -7,6 +7,7 @@
 // parallelism the last stage draws and sends the token to the other stages.
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 
 #include "hpctrain/backend/ops.hpp"
 #include "hpctrain/checkpoint/checkpointing.hpp"
@@ -56,10 +57,14 @@ DatasetIndex generation_index(const Config& cfg, Runtime& rt) {
     const CheckpointFile file(path);
     if (file.info().run.tokenizer.empty())
       throw bad_input("--generate: " + path + " holds no tokenizer: it is not a language model's checkpoint");
-    return {file.info().run.tokenizer, file.info().run.vocabulary};
+    std::vector<std::string> out{file.info().run.tokenizer, file.info().run.vocabulary};
+    for (const auto& [name, bytes] : file.info().run.tokenizer_files) out.insert(out.end(), {name, bytes});
+    return out;
   });
   if (cfg.model.block_size < 1) throw bad_input("--generate: [model] block_size is not set (the model's context)");
-  const Vocabulary vocab = Vocabulary::stored(v[0], v[1]);
+  TokenizerFiles files;
+  for (std::size_t i = 2; i + 1 < v.size(); i += 2) files.emplace_back(v[i], v[i + 1]);
+  const Vocabulary vocab = Vocabulary::stored(v[0], v[1], files);
   DatasetIndex index;
   index.root = "(the checkpoint's vocabulary)";
   SplitIndex& s = index.train;
@@ -67,6 +72,7 @@ DatasetIndex generation_index(const Config& cfg, Runtime& rt) {
   s.tokens = true;
   s.tokenizer = v[0];
   s.vocabulary = v[1];
+  s.tokenizer_files = files;
   s.num_classes = vocab.size();
   s.block_size = cfg.model.block_size;
   s.sample_shape = {s.block_size};
@@ -82,9 +88,10 @@ int Trainer::generate(const SamplingOptions& o) {
   if (!(o.temperature > 0)) throw bad_input("--temperature must be > 0");
   if (o.tokens < 0 || o.top_k < 0) throw bad_input("--tokens and --top-k must be >= 0");
   const SplitIndex& split = index_.train;
-  const Vocabulary vocab = Vocabulary::stored(split.tokenizer, split.vocabulary);
+  const Vocabulary vocab = Vocabulary::stored(split.tokenizer, split.vocabulary, split.tokenizer_files);
   std::vector<std::uint32_t> ids = vocab.encode(o.prompt, "--prompt");
-  if (ids.empty()) ids.push_back(0);  // nanoGPT starts an empty prompt from token 0 too
+  // An empty prompt starts from <|endoftext|> (GPT-2, llm.c) or token 0 (nanoGPT's characters).
+  if (ids.empty()) ids.push_back(vocab.end_of_text() >= 0 ? static_cast<std::uint32_t>(vocab.end_of_text()) : 0u);
   Checkpointer checkpointer(cfg_, rt_, host_dp(), *model_, *opt_, groups_);
   const std::string target = checkpointer.resume_target();
   IntervalSums sums;
@@ -95,7 +102,12 @@ int Trainer::generate(const SamplingOptions& o) {
   model_->set_batch(1);
   Tensor input = Tensor::zeros({1, t}, alloc_, DType::i32);
   std::vector<std::int32_t> window(static_cast<std::size_t>(t));
-  const std::size_t first_new = ids.size();
+  // The text streams out as it is drawn (rank 0; a token may end inside a UTF-8 character).
+  log0("generate: " + target + " (step " + std::to_string(info.state.step) + "), " + std::to_string(o.tokens) +
+       " tokens, temperature " + std::to_string(o.temperature) + ", top-k " + std::to_string(o.top_k) + ", seed " +
+       std::to_string(cfg_.run.seed));
+  const bool prints = rt_.world().rank() == 0;
+  if (prints) std::fputs(o.prompt.c_str(), stdout);
   for (std::int64_t n = 0; n < o.tokens; ++n) {
     const std::size_t len = std::min<std::size_t>(ids.size(), static_cast<std::size_t>(t));
     std::fill(window.begin(), window.end(), 0);  // positions past the context: causal attention ignores them
@@ -110,11 +122,13 @@ int Trainer::generate(const SamplingOptions& o) {
     }
     executor_->share_from_output(next);
     ids.push_back(next);
+    if (prints) {
+      const std::string text = vocab.decode({next});
+      std::fwrite(text.data(), 1, text.size(), stdout);
+      std::fflush(stdout);
+    }
   }
-  const std::vector<std::uint32_t> fresh(ids.begin() + static_cast<std::ptrdiff_t>(first_new), ids.end());
-  log0("generate: " + target + " (step " + std::to_string(info.state.step) + "), " + std::to_string(o.tokens) +
-       " tokens, temperature " + std::to_string(o.temperature) + ", top-k " + std::to_string(o.top_k) + ", seed " +
-       std::to_string(cfg_.run.seed) + "\n" + o.prompt + vocab.decode(fresh));
+  if (prints) std::fputs("\n", stdout);
   return 0;
 }
 

@@ -13,12 +13,12 @@
 
 #include "hpctrain/backend/configure.hpp"
 #include "hpctrain/backend/ops.hpp"
+#include "hpctrain/checkpoint/checkpointing.hpp"
 #include "hpctrain/core/error.hpp"
 #include "hpctrain/core/log.hpp"
 #include "hpctrain/core/signals.hpp"
 #include "hpctrain/data/sampler.hpp"
 #include "hpctrain/io/run_lock.hpp"
-#include "hpctrain/checkpoint/checkpointing.hpp"
 #include "hpctrain/train/trainer.hpp"
 
 namespace hpctrain {
@@ -65,7 +65,7 @@ int Trainer::run() {
   // Resume: [checkpoint] resume selects a checkpoint (or none); its state, sampler position and
   // partial log-interval sums (this rank's) continue here.
   Checkpointer checkpointer(cfg_, rt_, host_dp(), *model_, *opt_, groups_);
-  checkpointer.set_tokenizer(index_.train.tokenizer, index_.train.vocabulary);
+  checkpointer.set_tokenizer(index_.train.tokenizer, index_.train.vocabulary, index_.train.tokenizer_files);
   checkpointer.check_space();  // room for keep + 1 checkpoints, or refused (exit 2) per [checkpoint] space_check
   const std::string resume_from = checkpointer.resume_target();
   IntervalSums sums;

@@ -19,6 +19,7 @@
 #include "hpctrain/data/reader.hpp"
 #include "hpctrain/data/sampler.hpp"
 #include "hpctrain/data/store.hpp"
+#include "hpctrain/data/text_import.hpp"
 #include "hpctrain/data/token_dataset.hpp"
 #include "hpctrain/layers/loss.hpp"
 #include "hpctrain/model/model.hpp"
@@ -69,9 +70,10 @@ inline std::string make_token_dataset(const std::string& tag) {
     prepare_split_dir(root + "/train", true);
     prepare_split_dir(root + "/val", true);
     const std::string chars = "abcdefghijk";
-    write_token_shard(root + "/train/a.h5", {tokens.begin(), tokens.begin() + 1500}, "char", chars, 11);
-    write_token_shard(root + "/train/b.h5", {tokens.begin() + 1500, tokens.begin() + 3000}, "char", chars, 11);
-    write_token_shard(root + "/val/a.h5", {tokens.begin() + 3000, tokens.end()}, "char", chars, 11);
+    const Vocabulary vocab = Vocabulary::stored("char", chars);
+    write_token_shard(root + "/train/a.h5", {tokens.begin(), tokens.begin() + 1500}, vocab);
+    write_token_shard(root + "/train/b.h5", {tokens.begin() + 1500, tokens.begin() + 3000}, vocab);
+    write_token_shard(root + "/val/a.h5", {tokens.begin() + 3000, tokens.end()}, vocab);
   }
   MPI_Barrier(MPI_COMM_WORLD);
   return root;

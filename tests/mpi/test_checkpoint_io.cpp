@@ -214,6 +214,8 @@ CheckpointInfo distinct_info() {
     using T = std::decay_t<decltype(field)>;
     if constexpr (std::is_same_v<T, std::string>)
       field = std::string(name) + " value";
+    else if constexpr (std::is_same_v<T, TokenizerFiles>)
+      field = {{"a.json", std::string(name) + std::string("\0\xff bytes", 7)}, {"b.bpe", "#version"}};
     else if constexpr (std::is_floating_point_v<T>)
       field = n + 0.25;
     else
@@ -231,7 +233,10 @@ std::string first_difference(const CheckpointInfo& a, const CheckpointInfo& b, b
     return [&out, names_out](const char* name, const auto& field, bool) {
       std::ostringstream os;
       os.precision(17);
-      os << field;
+      if constexpr (std::is_same_v<std::decay_t<decltype(field)>, TokenizerFiles>)
+        for (const auto& [file, bytes] : field) os << file << '=' << bytes << ';';
+      else
+        os << field;
       out.push_back(os.str());
       if (names_out) names_out->push_back(name);
     };

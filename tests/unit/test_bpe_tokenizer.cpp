@@ -96,6 +96,33 @@ TEST(BpeTokenizer, PiecesFollowGpt2sPatternAndKeepInvalidBytesApart) {
   EXPECT_EQ(t.pieces("a\ufeffb"), (V{"a", "\ufeff", "b"}));
 }
 
+TEST(BpeTokenizer, CutsOnlyWhereThePiecesStayTheSame) {
+  const BpeTokenizer t = small();
+  // Lines of words, spaces, blank lines, symbols and non-ASCII: the parts' pieces, one after
+  // another, are the whole text's.
+  std::mt19937 rng(3);
+  const char* words[] = {"a", "ab", " b", "\n", "\n\n", "  ", ".", "'s", "\u00e9t\u00e9", "\n ", "x\n", "7"};
+  std::string text;
+  for (int i = 0; i < 4000; ++i) text += words[rng() % std::size(words)];
+  const auto parts = BpeTokenizer::cut(text, 64);
+  ASSERT_GT(parts.size(), 20u);
+  std::vector<std::string_view> joined;
+  std::size_t bytes = 0;
+  for (auto p : parts) {
+    EXPECT_GE(p.size(), p.data() == parts.back().data() ? 0u : 64u);
+    bytes += p.size();
+    for (auto piece : t.pieces(p)) joined.push_back(piece);
+  }
+  EXPECT_EQ(bytes, text.size());
+  EXPECT_EQ(joined, t.pieces(text));
+  // Negative control: cutting after a blank line (or anywhere) would change the pieces.
+  const std::string blank = "ab\n\nab";
+  std::vector<std::string_view> wrong = t.pieces(std::string_view(blank).substr(0, 4));
+  for (auto piece : t.pieces(std::string_view(blank).substr(4))) wrong.push_back(piece);
+  EXPECT_NE(wrong, t.pieces(blank));
+  EXPECT_EQ(BpeTokenizer::cut(blank, 1).size(), 1u);
+}
+
 TEST(BpeTokenizer, AnyBytesRoundTrip) {
   BpeTokenizer t = small();
   std::mt19937 rng(7);

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # tools/bench/tokenizer_bench.sh [--mb N] [--text FILE]
 # GPT-2's BPE: hpctrain-data tokenize (C++, one thread) against the JavaScript reference (npm
-# gpt-3-encoder@1.1.4 on node, one thread), side by side on the same text, one document:
+# gpt-3-encoder@1.1.4 on node, one thread), side by side on the same text, each line a document
+# (the reference concatenates its output, quadratic in a document's tokens):
 #   zipf      N MiB (default 16) of tools/bench/zipf_text.py's text (a Zipf-distributed made-up
 #             vocabulary, so the piece caches of both meet rare words as in real text)
 #   shakespeare  tiny Shakespeare (../shared/data), when present
@@ -39,8 +40,8 @@ seconds() {  # command...: wall seconds
   t1=$(date +%s.%N)
   echo "$t1 - $t0" | bc -l
 }
-ours() { "$build/hpctrain-data" tokenize --vocab "$pkg" --input "$1"; }
-theirs() { node "$root/tests/reference/gpt2_encode.js" "$pkg" "$1"; }
+ours() { "$build/hpctrain-data" tokenize --vocab "$pkg" --documents lines --input "$1"; }
+theirs() { node "$root/tests/reference/gpt2_encode.js" "$pkg" --lines "$1"; }
 
 ours_start=$(seconds ours "$tmp/one.txt")
 theirs_start=$(seconds theirs "$tmp/one.txt")

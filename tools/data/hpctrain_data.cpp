@@ -3,8 +3,9 @@
 //                            [--limit N] [--shards K] [--chunk-rows R] [--gzip L] [--mean M --std S] [--force]
 //   hpctrain-data generate   --out ROOT [--shape 1x28x28] [--classes 10] [--train N] [--val N] [--test N]
 //                            [--shards K] [--dtype uint8|float16|float32] [--seed S] [--chunk-rows R] [--gzip L]
-//   hpctrain-data import-text --input FILE... --out ROOT [--tokenizer char|byte] [--val-fraction F] [--shards N]
-//                             [--force]
+//   hpctrain-data import-text --input FILE... --out ROOT [--tokenizer char|byte|gpt2] [--val-fraction F]
+//                             [--shards N] [--force]
+//                             gpt2: --vocab DIR [--documents file|lines|jsonl] [--text-field text] [--threads N]
 //   hpctrain-data inspect ROOT
 //   hpctrain-data tokenize --vocab DIR --input FILE... [--documents file|lines] [--decode]
 // Errors are one line and exit code 2, like the trainer's.
@@ -36,8 +37,10 @@ const char* kUsage =
     "       hpctrain-data generate --out ROOT [--shape 1x28x28] [--classes 10] [--train N] [--val N] [--test N]\n"
     "                              [--shards K] [--dtype uint8|float16|float32] [--seed S] [--chunk-rows R] [--gzip "
     "L]\n"
-    "       hpctrain-data import-text --input FILE... --out ROOT [--tokenizer char|byte] [--val-fraction 0.1]\n"
+    "       hpctrain-data import-text --input FILE... --out ROOT [--tokenizer char|byte|gpt2] [--val-fraction 0.1]\n"
     "                                 [--shards N] [--force]\n"
+    "                                 gpt2: --vocab DIR [--documents file|lines|jsonl] [--text-field text] [--threads "
+    "N]\n"
     "       hpctrain-data inspect ROOT\n"
     "       hpctrain-data tokenize --vocab DIR --input FILE... [--documents file|lines] [--decode]\n";
 
@@ -109,10 +112,24 @@ int import_text_cmd(const po::variables_map& vm) {
   o.val_fraction = vm["val-fraction"].as<double>();
   o.shards = vm["shards"].as<int>();
   o.force = vm.count("force") > 0;
+  if (vm.count("vocab")) o.vocab = vm["vocab"].as<std::string>();
+  o.documents = vm["documents"].as<std::string>();
+  o.text_field = vm["text-field"].as<std::string>();
+  o.threads = vm["threads"].as<int>();
+  o.progress = [](std::int64_t done, std::int64_t total, double s) {
+    const double mb = static_cast<double>(done) / 1e6;
+    std::fprintf(stderr, "import-text: %.1f of %.1f MB tokenized, %.2f MB/s\n", mb, static_cast<double>(total) / 1e6,
+                 mb / s);
+  };
   const TextImportResult r = import_text(o);
   std::cout << "wrote " << r.train << " train tokens to " << o.out << "/train"
             << " and " << r.val << " val tokens to " << o.out << "/val (" << o.tokenizer << " tokenizer, vocabulary "
             << r.vocab << ")\n";
+  char rate[160];
+  std::snprintf(rate, sizeof(rate), "%lld document(s), %.2f MB of text encoded in %.2f s (%.2f MB/s)\n",
+                static_cast<long long>(r.documents), static_cast<double>(r.bytes) / 1e6, r.encode_seconds,
+                static_cast<double>(r.bytes) / 1e6 / std::max(r.encode_seconds, 1e-9));
+  std::cout << rate;
   return 0;
 }
 
@@ -232,7 +249,9 @@ int main(int argc, char** argv) {
         "root", po::value<std::string>())("input", po::value<std::vector<std::string>>()->multitoken())(
         "tokenizer", po::value<std::string>()->default_value("char"))(
         "val-fraction", po::value<double>()->default_value(0.1))("vocab", po::value<std::string>())(
-        "documents", po::value<std::string>()->default_value("file"))("decode", "tokenize: ids in, bytes out");
+        "documents", po::value<std::string>()->default_value("file"))(
+        "text-field", po::value<std::string>()->default_value("text"))("threads", po::value<int>()->default_value(0))(
+        "decode", "tokenize: ids in, bytes out");
     po::positional_options_description pos;
     pos.add("root", 1);
     po::variables_map vm;

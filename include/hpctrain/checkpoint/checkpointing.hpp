@@ -14,13 +14,13 @@
 #include <thread>
 #include <vector>
 
+#include "hpctrain/checkpoint/state_writes.hpp"
 #include "hpctrain/config/config.hpp"
 #include "hpctrain/io/checkpoint_file.hpp"
 #include "hpctrain/model/model.hpp"
 #include "hpctrain/model/partition.hpp"
 #include "hpctrain/optim/optimizer.hpp"
 #include "hpctrain/runtime/runtime.hpp"
-#include "hpctrain/checkpoint/state_writes.hpp"
 
 namespace hpctrain {
 
@@ -55,9 +55,10 @@ class Checkpointer {
   // [checkpoint] space_check says whether a shortfall is bad_input (one line), a warning, or not checked.
   void check_space() const;
   // A language model's tokenizer and vocabulary, stored with every checkpoint it writes.
-  void set_tokenizer(std::string tokenizer, std::string vocabulary) {
+  void set_tokenizer(std::string tokenizer, std::string vocabulary, TokenizerFiles files) {
     tokenizer_ = std::move(tokenizer);
     vocabulary_ = std::move(vocabulary);
+    tokenizer_files_ = std::move(files);
   }
   int saved() const { return saved_; }
 
@@ -137,6 +138,7 @@ class Checkpointer {
   double seconds_ = 0;
   int saved_ = 0;
   std::string tokenizer_, vocabulary_;
+  TokenizerFiles tokenizer_files_;
 };
 
 // A parameter or buffer of the model, as the checkpoint readers see it.

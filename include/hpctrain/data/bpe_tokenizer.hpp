@@ -38,6 +38,11 @@ class BpeTokenizer {
 
   // The pieces the pre-tokenization pattern cuts `text` into (for tests and tools).
   std::vector<std::string_view> pieces(std::string_view text) const;
+  // `text` in consecutive parts of about `target` bytes or more, cut only where the pattern's
+  // pieces are the same whether the text is cut there or not (before an ASCII letter that
+  // follows a single '\n' after a visible ASCII character), so encoding the parts one by one
+  // (in parallel) gives encode(text). One part when there is no such place.
+  static std::vector<std::string_view> cut(std::string_view text, std::size_t target);
 
   struct Vocabulary;  // the immutable tables, shared by copies (one per thread)
 

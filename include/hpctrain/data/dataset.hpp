@@ -18,6 +18,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "hpctrain/comm/communicator.hpp"
@@ -63,6 +64,7 @@ struct SplitIndex {
   std::int64_t stream_tokens = 0, block_size = 0;
   int token_bits = 0;  // as stored: 8, 16 or 32
   std::string tokenizer, vocabulary;
+  TokenizerFiles tokenizer_files;  // gpt2: read from the first shard (the others' hashes must match)
 
   std::int64_t sample_elems() const;
   // What the model must output per sample: [classes], [T, classes] for token windows, [targets].

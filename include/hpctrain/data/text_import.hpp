@@ -1,38 +1,74 @@
 // Text to token datasets (hpctrain-data import-text, docs/datasets.md) and the tokenizers that
 // turn text into token ids and back (also used by --generate, from the vocabulary a checkpoint
-// stores). Two tokenizers:
+// stores). Three tokenizers:
 //   byte: ids are the bytes of the UTF-8 text, vocabulary 256 (any text, nothing stored);
 //   char: ids are the distinct code points of the whole input (train and val) sorted by code
-//         point, as nanoGPT's shakespeare_char does; the characters are stored in id order.
+//         point, as nanoGPT's shakespeare_char does; the characters are stored in id order;
+//   gpt2: GPT-2's byte-level BPE (data/bpe_tokenizer.hpp), vocabulary 50,257; its files
+//         (encoder.json, vocab.bpe) are stored as 1-D byte datasets under tokenizer/ in every
+//         shard and checkpoint, and the vocabulary attribute names them by their FNV-1a hashes.
 #pragma once
 
 #include <cstdint>
+#include <functional>
+#include <memory>
 #include <string>
 #include <vector>
 
+#include "hpctrain/data/dataset.hpp"
+
 namespace hpctrain {
+
+class BpeTokenizer;
 
 class Vocabulary {
  public:
   static Vocabulary byte();
   static Vocabulary of_text(const std::string& text, const std::string& source);  // char; bad_input on bad UTF-8
-  // As stored with a dataset or checkpoint; bad_input for an unknown tokenizer or bad text.
-  static Vocabulary stored(const std::string& tokenizer, const std::string& characters);
+  // GPT-2's BPE from its files (encoder.json and vocab.bpe, in any order); bad_input naming
+  // `origin` and the file when one is missing or malformed.
+  static Vocabulary gpt2(TokenizerFiles files, const std::string& origin);
+  static Vocabulary gpt2_dir(const std::string& dir);  // DIR/encoder.json and DIR/vocab.bpe
+  // As stored with a dataset or checkpoint (the tokenizer, vocabulary attributes and, for gpt2,
+  // the files); bad_input for an unknown tokenizer, bad text or files that are not those named.
+  static Vocabulary stored(const std::string& tokenizer, const std::string& vocabulary,
+                           const TokenizerFiles& files = {});
   const std::string& tokenizer() const { return tokenizer_; }
-  std::string characters() const;  // char: the code points in id order, UTF-8; byte: ""
+  // The vocabulary attribute: char: the code points in id order, UTF-8; gpt2: its files' names
+  // and hashes; byte: "".
+  std::string characters() const;
+  const TokenizerFiles& files() const { return files_; }  // gpt2's files; empty otherwise
   std::int64_t size() const;
+  std::int32_t end_of_text() const;  // gpt2: <|endoftext|> (50256); -1 for byte and char
+  // The bytes one token stands for (bits per byte counts them); bad_input outside the vocabulary.
+  std::string token_text(std::uint32_t id) const;
   // bad_input naming `what` and the first character outside the vocabulary.
   std::vector<std::uint32_t> encode(const std::string& text, const std::string& what) const;
   std::string decode(const std::vector<std::uint32_t>& ids) const;
+  // A copy for another thread (gpt2: its own piece cache, the tables shared).
+  Vocabulary fork() const;
 
  private:
   std::string tokenizer_;
-  std::vector<char32_t> points_;  // char: sorted
+  std::vector<char32_t> points_;       // char: sorted
+  TokenizerFiles files_;               // gpt2
+  std::shared_ptr<BpeTokenizer> bpe_;  // gpt2 (its piece cache makes encode() not thread-safe)
 };
+
+// The vocabulary attribute of gpt2 files: "encoder.json fnv1a64:<hex> vocab.bpe fnv1a64:<hex>".
+std::string files_fingerprint(const TokenizerFiles& files);
 
 struct TextImportOptions {
   std::vector<std::string> inputs;  // read and concatenated in this order
   std::string tokenizer = "char";
+  // gpt2: the folder of GPT-2's encoder.json and vocab.bpe; what a document is (each input
+  // file, each line, or the `text_field` string of each JSON-lines record); each document is
+  // preceded by <|endoftext|> (as llm.c's data scripts write them). Encoded on `threads`
+  // threads (0: one per core).
+  std::string vocab, documents = "file", text_field = "text";
+  int threads = 0;
+  // Called now and then while encoding (bytes done, bytes in all, seconds so far); may be empty.
+  std::function<void(std::int64_t, std::int64_t, double)> progress;
   std::string out;
   double val_fraction = 0.1;  // the last fraction of the text is the val split (as nanoGPT)
   int shards = 1;             // train shards (val: one)
@@ -40,6 +76,8 @@ struct TextImportOptions {
 };
 struct TextImportResult {
   std::int64_t train = 0, val = 0, vocab = 0;  // tokens, tokens, vocabulary size
+  std::int64_t documents = 0, bytes = 0;       // of text read
+  double encode_seconds = 0;                   // wall time of the encoding
 };
 
 // Writes <out>/train/tokens-NNNNN.h5 (and <out>/val/tokens-00000.h5 when val_fraction > 0).

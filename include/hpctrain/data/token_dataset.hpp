@@ -1,9 +1,11 @@
 // Token datasets for language models (docs/datasets.md, "Token datasets"): each shard holds one
 // 1-D stream /tokens (uint8, uint16 or uint32: the smallest that fits the vocabulary) and root
-// attributes format = "hpctrain-tokens", version = 1, tokenizer ("byte" | "char"), vocab_size
-// and, for "char", vocabulary (the characters in id order, UTF-8). A split is its shards' streams
-// one after the other. With [model] block_size = T its samples are windows of T + 1 tokens: the
-// first T are the input, the last T the targets (every position predicts the next token).
+// attributes format = "hpctrain-tokens", version = 1, tokenizer ("byte" | "char" | "gpt2"),
+// vocab_size and, for "char", vocabulary (the characters in id order, UTF-8); for "gpt2",
+// vocabulary names the tokenizer's files by hash and the 1-D uint8 datasets
+// tokenizer/encoder.json and tokenizer/vocab.bpe hold them (read from the first shard of a split). A split is its
+// shards' streams one after the other. With [model] block_size = T its samples are windows of T + 1 tokens: the first T
+// are the input, the last T the targets (every position predicts the next token).
 //
 // Window positions. Training, epoch e: the windows of a grid with stride T shifted by
 //   shift_e = splitmix64(Sampler::epoch_key(seed, e) ^ 0x7368696674) mod T,
@@ -58,8 +60,9 @@ class TokenStore final : public SampleStore {
   std::uint64_t read_ = 0;
 };
 
-// Shard writer of import-text: one stream per file, written to <path>.tmp and renamed.
-void write_token_shard(const std::string& path, const std::vector<std::uint32_t>& tokens, const std::string& tokenizer,
-                       const std::string& vocabulary, std::int64_t vocab_size);
+class Vocabulary;
+// Shard writer of import-text: one stream per file (with `vocab`'s attributes and files), written
+// to <path>.tmp and renamed.
+void write_token_shard(const std::string& path, const std::vector<std::uint32_t>& tokens, const Vocabulary& vocab);
 
 }  // namespace hpctrain

@@ -1,8 +1,8 @@
 // Checkpoint files: the file format (docs/checkpoints.md; when and what to checkpoint is
-// checkpoint/checkpointing.hpp). One HDF5 file per checkpoint, written collectively through the MPI-IO driver (every rank
-// writes a disjoint set of chunks, nothing funnels through rank 0), under a temporary name that is renamed once every
-// rank has closed it; read back by every rank with the serial driver, each rank its own slabs. Every dataset carries
-// HDF5's Fletcher32 checksum, so a flipped byte is an error on load, not a silently different model.
+// checkpoint/checkpointing.hpp). One HDF5 file per checkpoint, written collectively through the MPI-IO driver (every
+// rank writes a disjoint set of chunks, nothing funnels through rank 0), under a temporary name that is renamed once
+// every rank has closed it; read back by every rank with the serial driver, each rank its own slabs. Every dataset
+// carries HDF5's Fletcher32 checksum, so a flipped byte is an error on load, not a silently different model.
 //
 // Also here: the checkpoint directory (names, the `latest` pointer, keeping the
 // newest K, finding the newest complete checkpoint).
@@ -40,6 +40,7 @@ struct RunRecord {
   // Language models: the tokenizer and its vocabulary (data/text_import.hpp), so text can be
   // generated from the checkpoint alone; "" for other models.
   std::string tokenizer, vocabulary;
+  TokenizerFiles tokenizer_files;  // gpt2: its files, the group tokenizer_files/ of 1-D uint8 datasets
   // Set by the writer (whatever the caller gave): wall-clock time, versions.
   std::string written_at, software, hdf5, mpi, blas;
 };
@@ -54,7 +55,8 @@ struct CheckpointInfo {
 // in file order. Writing, reading, the rank-0-to-all broadcast and the tests all walk it, so a
 // new field is one line here (the field-table tests in tests/mpi/test_checkpoint_io.cpp fail
 // when a TrainState field is missing). `visit(name, field, optional)`: `optional` fields may be absent from older
-// files of format 1 (they keep their defaults), the others are required.
+// files of format 1 (they keep their defaults), the others are required. Fields are root
+// attributes, except TokenizerFiles: a group of that name holding one byte dataset per file.
 template <class Info, class Visit>
 void visit_fields(Info& i, Visit&& visit) {
   auto& s = i.state;
@@ -85,6 +87,7 @@ void visit_fields(Info& i, Visit&& visit) {
   visit("blas", r.blas, true);
   visit("tokenizer", r.tokenizer, true);  // (absent before language models)
   visit("vocabulary", r.vocabulary, true);
+  visit("tokenizer_files", r.tokenizer_files, true);  // (a group of byte datasets; since gpt2)
 }
 
 // One float32 dataset, e.g. "model/dense.1.weight".

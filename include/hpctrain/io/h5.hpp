@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <mutex>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace hpctrain::h5 {
@@ -63,6 +64,24 @@ void write_double_attribute(hid_t obj, const std::string& name, const std::vecto
 // `chunk_rows`, gzip level `gzip` (0 = none).
 Id create_dataset(hid_t loc, const std::string& name, hid_t type, const std::vector<hsize_t>& shape, hsize_t chunk_rows,
                   int gzip);
+
+}  // namespace hpctrain::h5
+
+namespace hpctrain {
+// A tokenizer's own files (name, bytes), stored as 1-D uint8 datasets with token datasets and
+// checkpoints so text can be encoded and decoded without the originals (data/text_import.hpp:
+// gpt2's encoder.json and vocab.bpe).
+using TokenizerFiles = std::vector<std::pair<std::string, std::string>>;
+}  // namespace hpctrain
+
+namespace hpctrain::h5 {
+
+// A 1-D uint8 dataset holding `bytes` (contiguous; intermediate groups created). In a file open
+// with the MPI-IO driver every rank calls it (creation is collective) and only the rank with
+// `writer` writes the bytes.
+void write_bytes(hid_t loc, const std::string& name, const std::string& bytes, bool writer = true);
+// The bytes of a 1-D 8-bit integer dataset; throws when it is missing or not one.
+std::string read_bytes(hid_t loc, const std::string& name);
 
 // Reads/writes rows [first, first+count) of a dataset (all other dimensions whole).
 void read_rows(hid_t dataset, hid_t mem_type, hsize_t first, hsize_t count, void* out);

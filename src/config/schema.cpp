@@ -122,7 +122,15 @@ void run_keys(std::vector<KeySpec>& k) {
 
 void data_keys(std::vector<KeySpec>& k) {
   Section<DataConfig> s(k, "data", &Config::data);
-  s.key("path", &DataConfig::path, "dataset root holding train/, val/ and test/ shards").as(ValueKind::path);
+  s.key("path", &DataConfig::path,
+        "dataset root holding train/, val/ and test/ shards (format = llmc: the folder of .bin shards)")
+      .as(ValueKind::path);
+  s.key("format", &DataConfig::format,
+        "hpctrain = HDF5 shards in train/, val/, test/; llmc = llm.c's .bin token shards (header magic 20240520 "
+        "uint16 GPT-2 ids, or 20240801 uint32 Llama 3 ids); auto = llmc when path has no train/ and its files "
+        "matching train_glob begin with an llm.c magic");
+  s.key("train_glob", &DataConfig::train_glob, "format = llmc: the train split's files in path (a shell pattern)");
+  s.key("val_glob", &DataConfig::val_glob, "format = llmc: the val split's files in path (a shell pattern)");
   s.key("shuffle", &DataConfig::shuffle,
         "sample order: exact global permutation, chunk-window permutation, or file order");
   s.key("last_batch", &DataConfig::last_batch,

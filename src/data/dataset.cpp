@@ -2,6 +2,7 @@
 // on one rank, values on all ranks, the index broadcast in between.
 #include "hpctrain/data/dataset.hpp"
 
+#include "hpctrain/data/llmc_shards.hpp"
 #include "hpctrain/data/token_dataset.hpp"
 
 #include <unistd.h>
@@ -468,7 +469,8 @@ void write_split(std::ostream& os, const SplitIndex& s) {
   os << ' ' << s.scale.size();
   for (std::size_t i = 0; i < s.scale.size(); ++i) os << ' ' << s.scale[i] << ' ' << s.offset[i];
   os << ' ' << s.tokens << ' ' << s.stream_tokens << ' ' << s.block_size << ' ' << s.token_bits << ' '
-     << std::quoted(s.tokenizer) << ' ' << std::quoted(s.vocabulary) << ' ' << s.tokenizer_files.size();
+     << static_cast<int>(s.token_format) << ' ' << std::quoted(s.tokenizer) << ' ' << std::quoted(s.vocabulary) << ' '
+     << s.tokenizer_files.size();
   for (const auto& [name, bytes] : s.tokenizer_files) os << ' ' << std::quoted(name) << ' ' << std::quoted(bytes);
   os << ' ' << s.shards.size() << '\n';
   for (const auto& sh : s.shards)
@@ -491,8 +493,10 @@ SplitIndex read_split(std::istream& is) {
   s.offset.resize(channels);
   for (std::size_t i = 0; i < channels; ++i) is >> s.scale[i] >> s.offset[i];
   std::size_t files = 0;
-  is >> s.tokens >> s.stream_tokens >> s.block_size >> s.token_bits >> std::quoted(s.tokenizer) >>
+  int format = 0;
+  is >> s.tokens >> s.stream_tokens >> s.block_size >> s.token_bits >> format >> std::quoted(s.tokenizer) >>
       std::quoted(s.vocabulary) >> files;
+  s.token_format = static_cast<DataFormat>(format);
   s.tokenizer_files.resize(files);
   for (auto& [name, bytes] : s.tokenizer_files) is >> std::quoted(name) >> std::quoted(bytes);
   is >> shards;
@@ -525,10 +529,21 @@ DatasetIndex deserialize_dataset_index(const std::string& text) {
   return index;
 }
 
+DatasetIndex scan_dataset(const DataConfig& data) {
+  const bool llmc = data.format == DataFormat::llmc || (data.format == DataFormat::auto_ && looks_like_llmc(data));
+  return llmc ? scan_llmc_dataset(data) : scan_dataset(data.path);
+}
+
 DatasetIndex load_dataset_index(Communicator& comm, const std::string& root, std::int64_t block_size) {
+  DataConfig data;
+  data.path = root;
+  return load_dataset_index(comm, data, block_size);
+}
+
+DatasetIndex load_dataset_index(Communicator& comm, const DataConfig& data, std::int64_t block_size) {
   const int rank = comm.rank(), size = comm.size();
   DatasetIndex index = deserialize_dataset_index(
-      compute_on_root(comm, [&] { return std::vector<std::string>{serialize(scan_dataset(root))}; })[0]);
+      compute_on_root(comm, [&] { return std::vector<std::string>{serialize(scan_dataset(data))}; })[0]);
 
   // Values: every rank checks every size-th shard of each split.
   std::string problem;

@@ -8,6 +8,7 @@
 
 #include "hpctrain/core/error.hpp"
 #include "hpctrain/core/hash.hpp"
+#include "hpctrain/data/llmc_shards.hpp"
 #include "hpctrain/data/sampler.hpp"
 #include "hpctrain/data/text_import.hpp"
 #include "hpctrain/io/h5.hpp"
@@ -89,7 +90,8 @@ Shard scan_token_shard(hid_t file, const std::string& path, SplitIndex& split, b
 }
 
 namespace {
-std::vector<std::uint32_t> read_tokens(const Shard& s) {
+std::vector<std::uint32_t> read_tokens(const SplitIndex& split, const Shard& s) {
+  if (split.token_format == DataFormat::llmc) return read_llmc_tokens(s, split.token_bits);
   std::lock_guard<std::mutex> lock(h5::lock());
   h5::Id file = h5::open_file(s.path);
   h5::Id d(CHECK_H5(H5Dopen2(file.get(), "tokens", H5P_DEFAULT)));
@@ -101,11 +103,11 @@ std::vector<std::uint32_t> read_tokens(const Shard& s) {
 
 std::string check_token_values(const SplitIndex& split, std::size_t first, std::size_t last) {
   for (std::size_t i = first; i < last && i < split.shards.size(); ++i) {
-    const auto t = read_tokens(split.shards[i]);
+    const auto t = read_tokens(split, split.shards[i]);
     const auto bad_id = std::find_if(t.begin(), t.end(), [&](std::uint32_t v) { return v >= split.num_classes; });
     if (bad_id != t.end())
-      return split.shards[i].path + ": /tokens position " + std::to_string(bad_id - t.begin()) + " holds token id " +
-             std::to_string(*bad_id) +
+      return split.shards[i].path + (split.token_format == DataFormat::llmc ? ": token " : ": /tokens position ") +
+             std::to_string(bad_id - t.begin()) + " holds token id " + std::to_string(*bad_id) +
              ", outside the vocabulary [0, vocab_size = " + std::to_string(split.num_classes) + ")";
   }
   return "";
@@ -141,7 +143,7 @@ std::int64_t window_start(const SplitIndex& split, std::uint64_t seed, std::int6
 TokenStore::TokenStore(const SplitIndex& split) : split_(split) {
   tokens_.reserve(static_cast<std::size_t>(split.stream_tokens));
   for (const Shard& s : split.shards) {
-    const auto t = read_tokens(s);
+    const auto t = read_tokens(split, s);
     tokens_.insert(tokens_.end(), t.begin(), t.end());
   }
   read_ = tokens_.size() * (static_cast<std::uint64_t>(split.token_bits) / 8);

@@ -6,6 +6,7 @@
 //   hpctrain-data import-text --input FILE... --out ROOT [--tokenizer char|byte|gpt2] [--val-fraction F]
 //                             [--shards N] [--force]
 //                             gpt2: --vocab DIR [--documents file|lines|jsonl] [--text-field text] [--threads N]
+//   hpctrain-data import-llmc --input DIR --vocab DIR --out ROOT [--force]   (llm.c's .bin shards)
 //   hpctrain-data inspect ROOT
 //   hpctrain-data tokenize --vocab DIR --input FILE... [--documents file|lines] [--decode]
 // Errors are one line and exit code 2, like the trainer's.
@@ -21,6 +22,7 @@
 #include "hpctrain/core/table.hpp"
 #include "hpctrain/data/bpe_tokenizer.hpp"
 #include "hpctrain/data/dataset.hpp"
+#include "hpctrain/data/llmc_shards.hpp"
 #include "hpctrain/data/make_dataset.hpp"
 #include "hpctrain/data/text_import.hpp"
 #include "hpctrain/data/token_dataset.hpp"
@@ -41,6 +43,7 @@ const char* kUsage =
     "                                 [--shards N] [--force]\n"
     "                                 gpt2: --vocab DIR [--documents file|lines|jsonl] [--text-field text] [--threads "
     "N]\n"
+    "       hpctrain-data import-llmc --input DIR --vocab DIR --out ROOT [--force]\n"
     "       hpctrain-data inspect ROOT\n"
     "       hpctrain-data tokenize --vocab DIR --input FILE... [--documents file|lines] [--decode]\n";
 
@@ -101,6 +104,17 @@ int import_cmd(const po::variables_map& vm) {
   const auto [train, val] = import_idx(o);
   std::cout << "wrote " << train << " samples to " << o.out << "/" << o.split
             << (val ? " and " + std::to_string(val) + " to " + o.out + "/val" : "") << "\n";
+  return 0;
+}
+
+// llm.c's .bin shards (DIR/*train*.bin, DIR/*val*.bin) as hpctrain token shards with GPT-2's files.
+int import_llmc_cmd(const po::variables_map& vm) {
+  DataConfig data;
+  data.path = vm["input"].as<std::vector<std::string>>().at(0);
+  const auto [train, val] =
+      convert_llmc(data, vm["vocab"].as<std::string>(), vm["out"].as<std::string>(), vm.count("force") > 0);
+  std::cout << "wrote " << train << " train and " << val << " val tokens to " << vm["out"].as<std::string>()
+            << " (gpt2 tokenizer, from llm.c shards in " << data.path << ")\n";
   return 0;
 }
 
@@ -177,8 +191,13 @@ int generate(const po::variables_map& vm) {
 }
 
 int inspect(const std::string& root) {
-  const DatasetIndex index = scan_dataset(root);
-  if (index.train.tokens)
+  DataConfig data;  // format = auto: hpctrain's shards or llm.c's
+  data.path = root;
+  const DatasetIndex index = scan_dataset(data);
+  if (index.train.token_format == DataFormat::llmc)
+    std::cout << "dataset " << root << " (llm.c token shards, " << index.train.tokenizer << " ids, uint"
+              << index.train.token_bits << ")\n\n";
+  else if (index.train.tokens)
     std::cout << "dataset " << root << " (" << kTokenFormat << " version " << kTokenVersion << ", tokenizer "
               << index.train.tokenizer << ")\n\n";
   else
@@ -281,6 +300,12 @@ int main(int argc, char** argv) {
     if (cmd == "generate") {
       need("out");
       return generate(vm);
+    }
+    if (cmd == "import-llmc") {
+      need("input");
+      need("vocab");
+      need("out");
+      return import_llmc_cmd(vm);
     }
     if (cmd == "tokenize") {
       need("vocab");

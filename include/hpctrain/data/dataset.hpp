@@ -22,6 +22,7 @@
 #include <vector>
 
 #include "hpctrain/comm/communicator.hpp"
+#include "hpctrain/config/config.hpp"
 #include "hpctrain/io/h5.hpp"
 
 namespace hpctrain {
@@ -62,7 +63,8 @@ struct SplitIndex {
   // sample_shape = [block_size] (ids: SampleType::i32), label_width = block_size next-token classes.
   bool tokens = false;
   std::int64_t stream_tokens = 0, block_size = 0;
-  int token_bits = 0;  // as stored: 8, 16 or 32
+  int token_bits = 0;                              // as stored: 8, 16 or 32
+  DataFormat token_format = DataFormat::hpctrain;  // hpctrain's HDF5 shards, or llm.c's .bin (llmc_shards.hpp)
   std::string tokenizer, vocabulary;
   TokenizerFiles tokenizer_files;  // gpt2: read from the first shard (the others' hashes must match)
 
@@ -99,6 +101,9 @@ std::string check_values(const SplitIndex& split, std::size_t first, std::size_t
 // error raised identically on every rank.
 // block_size: [model] block_size, the window length of a token dataset (0: none given).
 DatasetIndex load_dataset_index(Communicator& comm, const std::string& root, std::int64_t block_size = 0);
+// The same for the [data] section: its format (hpctrain, llm.c's shards, or found out) and globs.
+DatasetIndex load_dataset_index(Communicator& comm, const DataConfig& data, std::int64_t block_size);
+DatasetIndex scan_dataset(const DataConfig& data);  // serial, as scan_dataset(root)
 
 // A table of the splits (shards, samples, shape, dtype, labels, normalization).
 std::string describe_splits(const DatasetIndex& index);

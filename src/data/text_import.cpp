@@ -116,31 +116,45 @@ std::string files_fingerprint(const TokenizerFiles& files) {
 Vocabulary Vocabulary::gpt2(TokenizerFiles files, const std::string& origin) {
   std::sort(files.begin(), files.end());  // encoder.json, vocab.bpe: one order for the fingerprint
   Vocabulary v;
-  v.tokenizer_ = "gpt2";
-  v.bpe_ = std::make_shared<BpeTokenizer>(BpeTokenizer::from_gpt2_text(file_named(files, "encoder.json", origin),
+  const bool hf = files.size() == 1 && files[0].first == "tokenizer.json";
+  v.tokenizer_ = hf ? "bpe" : "gpt2";
+  v.bpe_ =
+      std::make_shared<BpeTokenizer>(hf ? BpeTokenizer::from_hf_json(files[0].second, origin + "tokenizer.json")
+                                        : BpeTokenizer::from_gpt2_text(file_named(files, "encoder.json", origin),
                                                                        file_named(files, "vocab.bpe", origin), origin));
   v.files_ = std::move(files);
   return v;
 }
 
 Vocabulary Vocabulary::gpt2_dir(const std::string& dir) {
+  std::error_code ec;
+  if (std::filesystem::is_regular_file(dir, ec))  // a Hugging Face tokenizer.json
+    return gpt2({{"tokenizer.json", read_text_file(dir, "tokenizer file")}}, dir + ": ");
   const std::string d = dir.empty() || dir.back() == '/' ? dir : dir + "/";
+  if (std::filesystem::is_regular_file(d + "tokenizer.json", ec) && !std::filesystem::exists(d + "vocab.bpe", ec))
+    return gpt2({{"tokenizer.json", read_text_file(d + "tokenizer.json", "tokenizer file")}}, d);
   return gpt2({{"encoder.json", read_text_file(d + "encoder.json", "GPT-2 vocabulary file")},
                {"vocab.bpe", read_text_file(d + "vocab.bpe", "GPT-2 merges file")}},
               d);
 }
 
+std::vector<std::string> Vocabulary::file_names(const std::string& tokenizer) {
+  if (tokenizer == "gpt2") return {"encoder.json", "vocab.bpe"};
+  if (tokenizer == "bpe") return {"tokenizer.json"};
+  return {};
+}
+
 Vocabulary Vocabulary::stored(const std::string& tokenizer, const std::string& characters,
                               const TokenizerFiles& files) {
   if (tokenizer == "byte") return byte();
-  if (tokenizer == "gpt2") {
+  if (tokenizer == "gpt2" || tokenizer == "bpe") {
     Vocabulary v = gpt2(files, "the stored tokenizer/");
     if (v.characters() != characters)
       throw bad_input("the stored tokenizer files are not those its vocabulary attribute names ('" + characters +
                       "', the files hash to '" + v.characters() + "')");
     return v;
   }
-  if (tokenizer != "char") throw bad_input("unknown tokenizer '" + tokenizer + "' (known: byte, char, gpt2)");
+  if (tokenizer != "char") throw bad_input("unknown tokenizer '" + tokenizer + "' (known: byte, char, gpt2, bpe)");
   Vocabulary v = of_text(characters, "the stored vocabulary");
   if (static_cast<std::size_t>(v.size()) != utf8_decode(characters, "the stored vocabulary").size())
     throw bad_input("the stored vocabulary repeats a character");
@@ -309,7 +323,9 @@ std::vector<std::uint32_t> tokenize_inputs(const TextImportOptions& o, Vocabular
     r.encode_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     return ids;
   }
-  if (o.vocab.empty()) throw bad_input("--tokenizer gpt2 needs --vocab DIR (GPT-2's encoder.json and vocab.bpe)");
+  if (o.vocab.empty())
+    throw bad_input(
+        "--tokenizer gpt2 needs --vocab DIR (GPT-2's encoder.json and vocab.bpe) or --vocab tokenizer.json");
   if (o.documents != "file" && o.documents != "lines" && o.documents != "jsonl")
     throw bad_input("--documents '" + o.documents + "': expected file, lines or jsonl");
   vocab = Vocabulary::gpt2_dir(o.vocab);

@@ -32,8 +32,8 @@ Shard scan_token_shard(hid_t file, const std::string& path, SplitIndex& split, b
     bad(path, "token format version " + std::to_string(version) + " is not supported (this build reads version " +
                   std::to_string(kTokenVersion) + ")");
   const std::string tokenizer = attr_string(file, path, "tokenizer");
-  if (tokenizer != "byte" && tokenizer != "char" && tokenizer != "gpt2")
-    bad(path, "unknown tokenizer '" + tokenizer + "' (known: byte, char, gpt2)");
+  if (tokenizer != "byte" && tokenizer != "char" && tokenizer != "gpt2" && tokenizer != "bpe")
+    bad(path, "unknown tokenizer '" + tokenizer + "' (known: byte, char, gpt2, bpe)");
   if (!h5::has_attribute(file, "vocab_size")) bad(path, "root attribute 'vocab_size' missing");
   const long long vocab = h5::read_int_attribute(file, "vocab_size");
   if (vocab < 1 || vocab > (1ll << 31)) bad(path, "vocab_size = " + std::to_string(vocab) + " must be >= 1");
@@ -43,9 +43,9 @@ Shard scan_token_shard(hid_t file, const std::string& path, SplitIndex& split, b
   if (!first && !same_tokenizer) bad(path, "tokenizer or vocabulary differs from " + first_path);
   TokenizerFiles files;
   try {
-    if (tokenizer == "gpt2")  // the files of the first shard; the others' vocabulary attribute names the same
-      for (const char* name : {"encoder.json", "vocab.bpe"})
-        files.emplace_back(name, first ? h5::read_bytes(file, std::string("tokenizer/") + name) : std::string());
+    // gpt2, bpe: the files of the first shard; the others' vocabulary attribute names the same
+    for (const std::string& name : Vocabulary::file_names(tokenizer))
+      files.emplace_back(name, first ? h5::read_bytes(file, "tokenizer/" + name) : std::string());
     if (first) {
       const std::int64_t implied = Vocabulary::stored(tokenizer, vocabulary, files).size();
       if (implied != vocab)
@@ -55,7 +55,7 @@ Shard scan_token_shard(hid_t file, const std::string& path, SplitIndex& split, b
     }
   } catch (const Error& e) {
     if (std::string(e.what()).rfind(path, 0) == 0) throw;
-    bad(path, std::string(tokenizer == "gpt2" ? "tokenizer/: " : "attribute 'vocabulary': ") + e.what());
+    bad(path, std::string(tokenizer == "char" ? "attribute 'vocabulary': " : "tokenizer/: ") + e.what());
   }
   if (!h5::has_link(file, "tokens")) bad(path, "dataset /tokens missing");
   const hid_t did = H5Dopen2(file, "tokens", H5P_DEFAULT);
@@ -111,6 +111,27 @@ std::string check_token_values(const SplitIndex& split, std::size_t first, std::
              ", outside the vocabulary [0, vocab_size = " + std::to_string(split.num_classes) + ")";
   }
   return "";
+}
+
+std::int64_t eval_target_bytes(const SplitIndex& split, std::int64_t windows) {
+  std::vector<std::int64_t> length;  // bytes of each id
+  try {
+    const Vocabulary vocab = Vocabulary::stored(split.tokenizer, split.vocabulary, split.tokenizer_files);
+    for (std::int64_t id = 0; id < vocab.size(); ++id)
+      length.push_back(static_cast<std::int64_t>(vocab.token_text(static_cast<std::uint32_t>(id)).size()));
+  } catch (const Error&) {
+    return -1;
+  }
+  const std::int64_t last = windows * split.block_size;  // targets: stream positions 1 to last
+  std::int64_t bytes = 0, position = 0;
+  for (const Shard& s : split.shards) {
+    if (position > last) break;
+    for (std::uint32_t id : read_tokens(split, s)) {
+      if (position >= 1 && position <= last && id < length.size()) bytes += length[id];
+      ++position;
+    }
+  }
+  return bytes;
 }
 
 void set_block_size(DatasetIndex& index, std::int64_t block) {

@@ -7,6 +7,7 @@
 #include "hpctrain/checkpoint/checkpointing.hpp"
 #include "hpctrain/core/error.hpp"
 #include "hpctrain/core/log.hpp"
+#include "hpctrain/data/token_dataset.hpp"
 #include "hpctrain/tensor/step_scalars.hpp"
 #include "hpctrain/train/trainer.hpp"
 
@@ -78,17 +79,25 @@ int Trainer::eval_only() {
   if (!split) throw bad_input("--eval-only: the dataset " + cfg_.data.path + " has no test or val split");
   const EvalResult r = evaluate(*split);
   char line[512];
-  if (split->tokens)  // a language model: the mean over every position of every window, and its perplexity
+  if (split->tokens) {  // a language model: the mean over every position of every window, its perplexity,
+    // and bits per byte (the loss per byte of the text the targets stand for, in bits: comparable
+    // across tokenizers)
+    const std::int64_t windows = r.samples / split->block_size, bytes = eval_target_bytes(*split, windows);
+    char bpb[64] = "n/a (no tokenizer to count bytes)";
+    if (bytes > 0)
+      std::snprintf(bpb, sizeof(bpb), "%.4f",
+                    r.loss * static_cast<double>(r.samples) / (std::log(2.0) * static_cast<double>(bytes)));
     std::snprintf(line, sizeof(line),
-                  "eval-only: %s (step %lld): %s loss %.4f perplexity %.3f next-token accuracy %.2f%% (%lld windows "
-                  "of %lld tokens)",
+                  "eval-only: %s (step %lld): %s loss %.4f perplexity %.3f bits per byte %s next-token accuracy "
+                  "%.2f%% (%lld windows of %lld tokens, %lld bytes)",
                   target.c_str(), static_cast<long long>(info.state.step), split->name.c_str(), r.loss,
-                  std::exp(r.loss), 100 * r.accuracy, static_cast<long long>(r.samples / split->block_size),
-                  static_cast<long long>(split->block_size));
-  else
+                  std::exp(r.loss), bpb, 100 * r.accuracy, static_cast<long long>(windows),
+                  static_cast<long long>(split->block_size), static_cast<long long>(bytes));
+  } else {
     std::snprintf(line, sizeof(line), "eval-only: %s (step %lld): %s loss %.4f accuracy %.2f%% (%lld samples)",
                   target.c_str(), static_cast<long long>(info.state.step), split->name.c_str(), r.loss,
                   100 * r.accuracy, static_cast<long long>(r.samples));
+  }
   log0(line);
   return 0;
 }

@@ -44,6 +44,22 @@ imp --input "$tmp/c.jsonl" --documents jsonl --out "$tmp/jsonl" --val-fraction 0
 check "--documents jsonl: each record's text field a document (the same ids as the lines)" \
   test "$(ids "$tmp/jsonl/train/tokens-00000.h5")" = "$(ids "$tmp/lines/train/tokens-00000.h5")"
 
+# From a Hugging Face tokenizer.json (built from GPT-2's files): the same ids, stored as tokenizer
+# "bpe" with tokenizer/tokenizer.json, and the dataset passes inspect's checks.
+/usr/bin/python3 - "$pkg" "$tmp/tokenizer.json" <<'PY'
+import json, sys
+vocab = json.load(open(sys.argv[1] + "/encoder.json", encoding="utf-8"))
+merges = [l for l in open(sys.argv[1] + "/vocab.bpe", encoding="utf-8").read().split("\n")[1:] if l]
+json.dump({"added_tokens": [{"id": 50256, "content": "<|endoftext|>"}], "normalizer": None,
+           "pre_tokenizer": {"type": "ByteLevel", "add_prefix_space": False},
+           "model": {"type": "BPE", "vocab": vocab, "merges": merges}}, open(sys.argv[2], "w"))
+PY
+"$data_tool" import-text --tokenizer gpt2 --vocab "$tmp/tokenizer.json" --input "$tmp/a.txt" "$tmp/b.txt" --out "$tmp/hf" \
+  --val-fraction 0 >/dev/null 2>&1
+check "import-text --vocab tokenizer.json: the same ids" test "$(ids "$tmp/hf/train/tokens-00000.h5")" = "$got"
+check "... stored as tokenizer bpe with its file, and inspect accepts it" \
+  grep -q "tokenizer bpe" <<<"$("$data_tool" inspect "$tmp/hf" 2>&1)"
+
 # Training on it: a 1-block GPT, vocabulary auto (50,257) padded to 50,304.
 imp --input "$text" --out "$tmp/data" --val-fraction 0.1 >/dev/null 2>&1
 deck=$tmp/gpt2.ini
@@ -84,6 +100,21 @@ run2=$("$mpirun" -np 2 --oversubscribe "$trainer" "$deck" --set run.out_dir="$tm
 last() { grep -o "step 4/4 | loss [0-9.]*" <<<"$1" | grep -o "loss [0-9.]*" | head -1; }
 check "... and 2 ranks reach the same loss at step 4 ($(last "$run1") / $(last "$run2"))" \
   test -n "$(last "$run1")" -a "$(last "$run1")" = "$(last "$run2")"
+
+# --eval-only: bits per byte = loss * targets / (ln 2 * bytes), the bytes counted here by the
+# JavaScript reference's decoder from the val split's target tokens (positions 1 to W * T).
+ev=$("$mpirun" -np 1 "$trainer" "$deck" --eval-only 2>&1 | grep "^eval-only")
+field() { awk -v k="$1" '{for (i = 1; i < NF; i++) if ($i == k) print $(i + 1)}' <<<"$ev"; }
+windows=$(sed -n 's/.*(\([0-9]*\) windows of 32 tokens.*/\1/p' <<<"$ev")
+/usr/bin/python3 -c "
+import h5py, sys
+t = h5py.File(sys.argv[1])['tokens'][:]
+print(' '.join(map(str, t[1:int(sys.argv[2]) * 32 + 1])))" "$tmp/data/val/tokens-00000.h5" "${windows:-0}" >"$tmp/targets"
+bytes=$(node -e "const {decode} = require('$pkg'); const ids = require('fs').readFileSync('$tmp/targets', 'utf8').trim().split(' ').map(Number);
+console.log(Buffer.byteLength(decode(ids), 'utf8'))")
+check "--eval-only prints bits per byte = loss * tokens / (ln 2 * bytes), bytes as the reference decodes ($bytes)" \
+  awk -v l="$(field loss)" -v b="$(field byte)" -v w="$windows" -v n="$bytes" -v e="$ev" \
+  'BEGIN{x = l * w * 32 / (log(2) * n); d = x - b; exit !(n > 0 && index(e, n " bytes") && d < 2e-3 && d > -2e-3)}'
 
 err=$("$data_tool" import-text --tokenizer gpt2 --input "$tmp/a.txt" --out "$tmp/x" 2>&1)
 check "--tokenizer gpt2 without --vocab: one line, exit 2" test $? -eq 2 -a "$(wc -l <<<"$err")" = 1

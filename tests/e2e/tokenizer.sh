@@ -67,6 +67,32 @@ theirs lines "$tmp/div.txt" >"$tmp/div.theirs"
 check "the documented white-space divergences (U+0085, U+FEFF), and only they, differ from the reference" \
   test "$(paste -d'|' "$tmp/div.ours" "$tmp/div.theirs" | tr '\n' ';')" = \
   "64 220 126 227 65|64 1587 227 65;64 27332 119 123 65|64 220 171 119 123 65;64 126 227 275|64 126 227 275;64 171 119 123 65|64 171 119 123 65;"
+# Hugging Face tokenizer.json files built from GPT-2's files (as its "gpt2" repository has them:
+# ByteLevel; and as Llama 3's are laid out: a Sequence of a Split regex and ByteLevel): the ids of
+# encoder.json + vocab.bpe, which the checks above compare with the reference.
+/usr/bin/python3 - "$pkg" "$tmp" <<'PY'
+import json, sys
+pkg, tmp = sys.argv[1], sys.argv[2]
+vocab = json.load(open(pkg + "/encoder.json", encoding="utf-8"))
+merges = [l for l in open(pkg + "/vocab.bpe", encoding="utf-8").read().split("\n")[1:] if l]
+pattern = r"'s|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+"
+base = {"version": "1.0", "added_tokens": [{"id": 50256, "content": "<|endoftext|>", "special": True}],
+        "normalizer": None, "model": {"type": "BPE", "vocab": vocab, "merges": merges}}
+json.dump(dict(base, pre_tokenizer={"type": "ByteLevel", "add_prefix_space": False, "use_regex": True}),
+          open(tmp + "/bytelevel.json", "w"))
+split = {"type": "Sequence", "pretokenizers": [
+    {"type": "Split", "pattern": {"Regex": pattern}, "behavior": "Isolated", "invert": False},
+    {"type": "ByteLevel", "add_prefix_space": False, "use_regex": False}]}
+base["model"]["merges"] = [m.split(" ") for m in merges]  # the newer layout: pairs
+json.dump(dict(base, pre_tokenizer=split), open(tmp + "/split.json", "w"))
+PY
+"$data_tool" tokenize --vocab "$pkg" --documents lines --input "$shakespeare" "$src/tests/data/text/tokenizer-cases.txt" >"$tmp/enc.ids"
+for kind in bytelevel split; do
+  "$data_tool" tokenize --vocab "$tmp/$kind.json" --documents lines --input "$shakespeare" \
+    "$src/tests/data/text/tokenizer-cases.txt" >"$tmp/$kind.ids" 2>"$tmp/err"
+  check "a tokenizer.json ($kind) built from GPT-2's files gives their ids ($(wc -l <"$tmp/$kind.ids") documents)" \
+    cmp -s "$tmp/enc.ids" "$tmp/$kind.ids"
+done
 printf 'abc\xff\xfe \xc3(\x80 z\n' >"$tmp/bytes.bin"
 ours file "$tmp/bytes.bin" >"$tmp/bytes.ids"
 check "bytes that are not UTF-8 round-trip (decode(encode(x)) == x)" \

@@ -134,6 +134,79 @@ TEST(BpeTokenizer, AnyBytesRoundTrip) {
   EXPECT_THROW(t.decode({262}), Error);
 }
 
+// A Hugging Face tokenizer.json of the small vocabulary: merges as "a b" strings or pairs, a
+// ByteLevel pre-tokenizer or a Sequence of a Split (GPT-2's pattern) and ByteLevel.
+std::string hf_json(bool pairs, bool sequence) {
+  const Files f = vocabulary({"aa", "ab", "aab", "\u0120a", "\u0120aa"}, {});
+  nlohmann::json merges = nlohmann::json::array();
+  for (const char* m : {"a a", "a b", "aa b", "\u0120 a", "\u0120a a"}) {
+    const std::string t = m;
+    const auto sp = t.find(' ');
+    merges.push_back(pairs ? nlohmann::json::array({t.substr(0, sp), t.substr(sp + 1)}) : nlohmann::json(t));
+  }
+  nlohmann::json j;
+  j["normalizer"] = nullptr;
+  j["model"] = {{"type", "BPE"}, {"vocab", nlohmann::json::parse(f.encoder)}, {"merges", merges}};
+  if (sequence)
+    j["pre_tokenizer"] = {
+        {"type", "Sequence"},
+        {"pretokenizers",
+         {{{"type", "Split"},
+           {"pattern", {{"Regex", R"('s|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+)"}}},
+           {"behavior", "Isolated"},
+           {"invert", false}},
+          {{"type", "ByteLevel"}, {"use_regex", false}}}}};
+  else
+    j["pre_tokenizer"] = {{"type", "ByteLevel"}, {"add_prefix_space", false}};
+  return j.dump();
+}
+
+TEST(BpeTokenizer, HuggingFaceTokenizerJsonGivesTheSameIds) {
+  BpeTokenizer ref = small();
+  std::mt19937 rng(11);
+  for (bool pairs : {false, true})
+    for (bool sequence : {false, true}) {
+      BpeTokenizer t = BpeTokenizer::from_hf_json(hf_json(pairs, sequence), "t.json");
+      EXPECT_EQ(t.vocab_size(), ref.vocab_size());
+      EXPECT_EQ(t.eot(), ref.eot());
+      for (int n = 0; n < 50; ++n) {
+        std::string s(static_cast<std::size_t>(rng() % 40), 'a');
+        for (char& c : s) c = "ab \n\x85.x"[rng() % 7];
+        EXPECT_EQ(t.encode(s), ref.encode(s)) << pairs << sequence << n;
+      }
+    }
+}
+
+TEST(BpeTokenizer, UnsupportedTokenizerJsonIsOneLine) {
+  const auto error = [](const std::string& text) {
+    try {
+      BpeTokenizer::from_hf_json(text, "t.json");
+    } catch (const Error& e) {
+      EXPECT_EQ(std::string(e.what()).find('\n'), std::string::npos);
+      return std::string(e.what());
+    }
+    return std::string();
+  };
+  nlohmann::json j = nlohmann::json::parse(hf_json(false, false));
+  j["model"]["type"] = "Unigram";
+  EXPECT_NE(error(j.dump()).find("t.json: model type Unigram is not a byte-level BPE (SentencePiece"),
+            std::string::npos);
+  j = nlohmann::json::parse(hf_json(false, false));
+  j["model"]["byte_fallback"] = true;
+  EXPECT_NE(error(j.dump()).find("with byte_fallback is not a byte-level BPE"), std::string::npos);
+  j = nlohmann::json::parse(hf_json(false, false));
+  j["pre_tokenizer"] = {{"type", "Metaspace"}};
+  EXPECT_NE(error(j.dump()).find("t.json: pre_tokenizer Metaspace is not supported"), std::string::npos);
+  j = nlohmann::json::parse(hf_json(false, false));
+  j["normalizer"] = {{"type", "NFC"}};
+  EXPECT_NE(error(j.dump()).find("t.json: normalizer NFC is not supported"), std::string::npos);
+  j = nlohmann::json::parse(hf_json(false, false));
+  j["model"]["merges"] = {"a  a"};
+  EXPECT_NE(error(j.dump()).find("t.json: model.merges[0]: expected"), std::string::npos);
+  EXPECT_NE(error("{}").find("t.json: no model object"), std::string::npos);
+  EXPECT_EQ(error(hf_json(true, true)), "");
+}
+
 TEST(BpeTokenizer, BadVocabularyFilesAreOneLineNamingTheFile) {
   Files f = vocabulary({"aa"}, {"a a"});
   EXPECT_NE(error_of({"{not json", f.merges}).find("v/encoder.json: not JSON"), std::string::npos);

@@ -8,7 +8,7 @@
 //                             gpt2: --vocab DIR [--documents file|lines|jsonl] [--text-field text] [--threads N]
 //   hpctrain-data import-llmc --input DIR --vocab DIR --out ROOT [--force]   (llm.c's .bin shards)
 //   hpctrain-data inspect ROOT
-//   hpctrain-data tokenize --vocab DIR --input FILE... [--documents file|lines] [--decode]
+//   hpctrain-data tokenize --vocab DIR|tokenizer.json --input FILE... [--documents file|lines] [--decode]
 // Errors are one line and exit code 2, like the trainer's.
 #include <boost/program_options.hpp>
 #include <cstdio>
@@ -41,16 +41,20 @@ const char* kUsage =
     "L]\n"
     "       hpctrain-data import-text --input FILE... --out ROOT [--tokenizer char|byte|gpt2] [--val-fraction 0.1]\n"
     "                                 [--shards N] [--force]\n"
-    "                                 gpt2: --vocab DIR [--documents file|lines|jsonl] [--text-field text] [--threads "
+    "                                 gpt2: --vocab DIR|tokenizer.json [--documents file|lines|jsonl] [--text-field "
+    "text] [--threads "
     "N]\n"
     "       hpctrain-data import-llmc --input DIR --vocab DIR --out ROOT [--force]\n"
     "       hpctrain-data inspect ROOT\n"
-    "       hpctrain-data tokenize --vocab DIR --input FILE... [--documents file|lines] [--decode]\n";
+    "       hpctrain-data tokenize --vocab DIR|tokenizer.json --input FILE... [--documents file|lines] [--decode]\n";
 
 // GPT-2's BPE on each document (a whole file, or each line without its newline): one line of ids
 // per document; --decode reads lines of ids instead and writes their bytes.
 int tokenize_cmd(const po::variables_map& vm) {
-  BpeTokenizer tok = BpeTokenizer::from_gpt2_dir(vm["vocab"].as<std::string>());
+  const std::string vocab = vm["vocab"].as<std::string>();
+  BpeTokenizer tok = vocab.size() > 5 && vocab.compare(vocab.size() - 5, 5, ".json") == 0
+                         ? BpeTokenizer::from_hf_json(read_text_file(vocab, "tokenizer file"), vocab)
+                         : BpeTokenizer::from_gpt2_dir(vocab);
   const std::string mode = vm["documents"].as<std::string>();
   if (mode != "file" && mode != "lines") throw bad_input("--documents '" + mode + "': expected file or lines");
   for (const std::string& path : vm["input"].as<std::vector<std::string>>()) {

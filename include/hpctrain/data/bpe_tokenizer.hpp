@@ -27,6 +27,11 @@ class BpeTokenizer {
                                      const std::string& origin);
   // From DIR/encoder.json and DIR/vocab.bpe.
   static BpeTokenizer from_gpt2_dir(const std::string& dir);
+  // From a Hugging Face tokenizer.json of a byte-level BPE: model type BPE (merges as "a b" or
+  // ["a", "b"]), no normalizer, pre-tokenizer ByteLevel (GPT-2's pattern) or a Sequence of a
+  // Split regex and ByteLevel (Llama 3); added_tokens join the vocabulary. Anything else
+  // (SentencePiece-style Unigram or byte_fallback models, Metaspace, ...) is one line naming it.
+  static BpeTokenizer from_hf_json(const std::string& tokenizer_json, const std::string& origin);
 
   std::vector<std::int32_t> encode(std::string_view text);  // (caches merged pieces: not const)
   std::string decode(const std::vector<std::int32_t>& ids) const;
@@ -34,7 +39,8 @@ class BpeTokenizer {
   const std::string& token_bytes(std::int32_t id) const;
 
   std::int64_t vocab_size() const;
-  std::int32_t eot() const;  // <|endoftext|>, or -1 when the vocabulary has none
+  // The document separator: <|endoftext|> (GPT-2), else <|begin_of_text|> (Llama 3), else -1.
+  std::int32_t eot() const;
 
   // The pieces the pre-tokenization pattern cuts `text` into (for tests and tools).
   std::vector<std::string_view> pieces(std::string_view text) const;

@@ -6,7 +6,9 @@
 //         point, as nanoGPT's shakespeare_char does; the characters are stored in id order;
 //   gpt2: GPT-2's byte-level BPE (data/bpe_tokenizer.hpp), vocabulary 50,257; its files
 //         (encoder.json, vocab.bpe) are stored as 1-D byte datasets under tokenizer/ in every
-//         shard and checkpoint, and the vocabulary attribute names them by their FNV-1a hashes.
+//         shard and checkpoint, and the vocabulary attribute names them by their FNV-1a hashes;
+//   bpe:  the same from a Hugging Face tokenizer.json of a byte-level BPE (GPT-2's, Llama 3's),
+//         stored the same way (tokenizer/tokenizer.json).
 #pragma once
 
 #include <cstdint>
@@ -28,7 +30,10 @@ class Vocabulary {
   // GPT-2's BPE from its files (encoder.json and vocab.bpe, in any order); bad_input naming
   // `origin` and the file when one is missing or malformed.
   static Vocabulary gpt2(TokenizerFiles files, const std::string& origin);
-  static Vocabulary gpt2_dir(const std::string& dir);  // DIR/encoder.json and DIR/vocab.bpe
+  // DIR/encoder.json and DIR/vocab.bpe; a tokenizer.json file (or a DIR holding only that).
+  static Vocabulary gpt2_dir(const std::string& dir);
+  // The files a tokenizer stores (gpt2: encoder.json, vocab.bpe; bpe: tokenizer.json; else none).
+  static std::vector<std::string> file_names(const std::string& tokenizer);
   // As stored with a dataset or checkpoint (the tokenizer, vocabulary attributes and, for gpt2,
   // the files); bad_input for an unknown tokenizer, bad text or files that are not those named.
   static Vocabulary stored(const std::string& tokenizer, const std::string& vocabulary,

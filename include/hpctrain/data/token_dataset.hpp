@@ -61,6 +61,10 @@ class TokenStore final : public SampleStore {
 };
 
 class Vocabulary;
+// The bytes of text the targets of the first `windows` evaluation windows stand for (tokens 1 to
+// windows * block_size of the stream), for bits per byte; -1 when the split's tokenizer cannot
+// decode (llm.c shards carry no tokenizer files).
+std::int64_t eval_target_bytes(const SplitIndex& split, std::int64_t windows);
 // Shard writer of import-text: one stream per file (with `vocab`'s attributes and files), written
 // to <path>.tmp and renamed.
 void write_token_shard(const std::string& path, const std::vector<std::uint32_t>& tokens, const Vocabulary& vocab);

@@ -101,6 +101,24 @@ last() { grep -o "step 4/4 | loss [0-9.]*" <<<"$1" | grep -o "loss [0-9.]*" | he
 check "... and 2 ranks reach the same loss at step 4 ($(last "$run1") / $(last "$run2"))" \
   test -n "$(last "$run1")" -a "$(last "$run1")" = "$(last "$run2")"
 
+# The GPT-2 124M deck on this dataset: its full shapes in --dry-run only (a global batch of 32:
+# the test text holds 57 windows of 1024); 2 steps at context 64,
+# batch 1, in float32 (the deck's bf16 is for GPUs), on the dataset without a val split. The loss at step 1: with the tied head, the
+# initial logits are the final layer norm's output (unit variance per width) times embedding rows
+# of std 0.02, so their variance is s2 = 768 * 0.02^2 = 0.307 and the expected loss ln 50257 +
+# s2 / 2 = 10.979 (nanoGPT and llm.c start GPT-2 124M near 11.0); within 0.1 at batch 1.
+dry=$("$trainer" "$src/inputs/gpt2_124m.ini" --dry-run --set data.path="$tmp/data" --set train.global_batch=32 2>&1)
+check "inputs/gpt2_124m.ini --dry-run: 124,475,904 parameters (GPT-2's 124,439,808 + 47 padded rows of 768)" \
+  grep -q "124475904\|124,475,904" <<<"$dry"
+big=$("$mpirun" -np 1 "$trainer" "$src/inputs/gpt2_124m.ini" --set data.path="$tmp/files" --set run.out_dir="$tmp/big" \
+  --set model.block_size=64 --set train.global_batch=1 --set train.micro_batches=1 --set train.steps=2 \
+  --set train.eval_every=0 --set precision.dtype=fp32 --set log.log_every=1 --set checkpoint.every_steps=0 \
+  --set checkpoint.every_epochs=0 --set kernels.threads=2 2>&1)
+rm -rf "$tmp/big"  # (its final checkpoint: 1.4 GB)
+big0=$(sed -n 's/.*step 1\/2 | loss \([0-9.]*\).*/\1/p' <<<"$big" | head -1)
+check "... 2 steps at context 64, batch 1: loss at step 1 is ln 50257 + 768 * 0.02^2 / 2 = 10.979 within 0.1 ($big0)" \
+  /usr/bin/python3 -c "import math,sys; sys.exit(abs(float('${big0:-0}') - math.log(50257) - 768 * 0.02**2 / 2) > 0.1)"
+
 # --eval-only: bits per byte = loss * targets / (ln 2 * bytes), the bytes counted here by the
 # JavaScript reference's decoder from the val split's target tokens (positions 1 to W * T).
 ev=$("$mpirun" -np 1 "$trainer" "$deck" --eval-only 2>&1 | grep "^eval-only")

@@ -215,6 +215,29 @@ std::string describe_memory(const Config& cfg, const Runtime& rt, const Model& m
   return line;
 }
 
+// --dry-run, arch = gpt: training FLOPs per token as llm.c and PaLM count them: 6 N (forward and
+// backward through every parameter) + 12 n_layer n_embd block_size (attention's scores and
+// weighted sums), per step, and a step's time at an H100/H200's 989 TFLOP/s (bf16 dense) at
+// 100% and at 40% model FLOPs utilization.
+std::string describe_flops(const Config& cfg, const Model& model) {
+  if (cfg.model.arch != Arch::gpt) return "";
+  std::int64_t n = 0;
+  for (std::int64_t c : layer_parameter_counts(model)) n += c;
+  const double per_token = 6.0 * static_cast<double>(n) + 12.0 * static_cast<double>(cfg.model.n_layer) *
+                                                              static_cast<double>(cfg.model.n_embd) *
+                                                              static_cast<double>(cfg.model.block_size);
+  const double per_step = per_token * static_cast<double>(cfg.train.global_batch * cfg.model.block_size);
+  const double peak = 989e12;
+  char line[400];
+  std::snprintf(line, sizeof(line),
+                "Compute: %.3g FLOPs per token (6 x %lld parameters + 12 x %ld layers x %ld wide x %ld context), "
+                "%.3g per step of %ld tokens; one H100/H200 at 989 TFLOP/s (bf16 dense): %.2f s a step at 100%% "
+                "MFU, %.2f s at 40%%\n",
+                per_token, static_cast<long long>(n), cfg.model.n_layer, cfg.model.n_embd, cfg.model.block_size,
+                per_step, cfg.train.global_batch * cfg.model.block_size, per_step / peak, per_step / (0.4 * peak));
+  return line;
+}
+
 // Collective: the dataset index (validated on all ranks) and the sampler it implies.
 std::string describe_data(const Config& cfg, const Runtime& rt) {
   if (cfg.data.path.empty()) return "Dataset: none ([data] path not set)\n";
@@ -238,7 +261,8 @@ std::string describe_data(const Config& cfg, const Runtime& rt) {
        << (cfg.model.arch == Arch::layers ? "" : " (arch = gpt: [model] layers = " + with_model.model.layers + ")")
        << "\n"
        << model.summary();
-    os << describe_pipeline(with_model, rt, model) << describe_memory(with_model, rt, model);
+    os << describe_pipeline(with_model, rt, model) << describe_memory(with_model, rt, model)
+       << describe_flops(with_model, model);
     os << "\n"
        << compute_on_root(rt.world(),
                           [&] { return std::vector<std::string>{describe_checkpointing(with_model, &model)}; })[0];
@@ -356,7 +380,7 @@ int run_trainer(int argc, char** argv) {
     }
     Config cfg = load_config(MPI_COMM_WORLD, cli.config_path, cli.sets);
     cfg.faults = faults_from_environment(process_environment());  // (tests: docs/testing.md)
-    for (const std::string& w : cfg.warnings)  // (stderr where stdout is a document: JSON, INI)
+    for (const std::string& w : cfg.warnings)                     // (stderr where stdout is a document: JSON, INI)
       (cli.describe_model || cli.print_ini) ? warn(w) : log0("warning: " + w);
     if (cli.print_ini) {
       const std::string ini = effective_ini(cfg);

@@ -110,6 +110,8 @@ check "... and 2 ranks reach the same loss at step 4 ($(last "$run1") / $(last "
 dry=$("$trainer" "$src/inputs/gpt2_124m.ini" --dry-run --set data.path="$tmp/data" --set train.global_batch=32 2>&1)
 check "inputs/gpt2_124m.ini --dry-run: 124,475,904 parameters (GPT-2's 124,439,808 + 47 padded rows of 768)" \
   grep -q "124475904\|124,475,904" <<<"$dry"
+check "... and 6N + 12 L C T = 8.6e+08 training FLOPs per token, as llm.c counts them" \
+  grep -q "^Compute: 8.6e+08 FLOPs per token (6 x 124475904 parameters + 12 x 12 layers x 768 wide x 1024 context)" <<<"$dry"
 big=$("$mpirun" -np 1 "$trainer" "$src/inputs/gpt2_124m.ini" --set data.path="$tmp/files" --set run.out_dir="$tmp/big" \
   --set model.block_size=64 --set train.global_batch=1 --set train.micro_batches=1 --set train.steps=2 \
   --set train.eval_every=0 --set precision.dtype=fp32 --set log.log_every=1 --set checkpoint.every_steps=0 \

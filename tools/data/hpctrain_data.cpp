@@ -20,7 +20,6 @@
 #include "hpctrain/config/config.hpp"
 #include "hpctrain/core/error.hpp"
 #include "hpctrain/core/table.hpp"
-#include "hpctrain/data/bpe_tokenizer.hpp"
 #include "hpctrain/data/dataset.hpp"
 #include "hpctrain/data/llmc_shards.hpp"
 #include "hpctrain/data/make_dataset.hpp"
@@ -51,10 +50,7 @@ const char* kUsage =
 // GPT-2's BPE on each document (a whole file, or each line without its newline): one line of ids
 // per document; --decode reads lines of ids instead and writes their bytes.
 int tokenize_cmd(const po::variables_map& vm) {
-  const std::string vocab = vm["vocab"].as<std::string>();
-  BpeTokenizer tok = vocab.size() > 5 && vocab.compare(vocab.size() - 5, 5, ".json") == 0
-                         ? BpeTokenizer::from_hf_json(read_text_file(vocab, "tokenizer file"), vocab)
-                         : BpeTokenizer::from_gpt2_dir(vocab);
+  const Vocabulary tok = Vocabulary::gpt2_dir(vm["vocab"].as<std::string>());  // GPT-2's files or a tokenizer.json
   const std::string mode = vm["documents"].as<std::string>();
   if (mode != "file" && mode != "lines") throw bad_input("--documents '" + mode + "': expected file or lines");
   for (const std::string& path : vm["input"].as<std::vector<std::string>>()) {
@@ -62,10 +58,10 @@ int tokenize_cmd(const po::variables_map& vm) {
     if (vm.count("decode")) {
       std::istringstream lines(text);
       for (std::string line; std::getline(lines, line);) {
-        std::vector<std::int32_t> ids;
         std::istringstream in(line);
-        for (long long id; in >> id;) ids.push_back(static_cast<std::int32_t>(id));
-        std::cout << tok.decode(ids);
+        std::string bytes;  // (the whole line checked before any of it is written)
+        for (long long id; in >> id;) bytes += tok.token_text(static_cast<std::uint32_t>(id));
+        std::cout << bytes;
       }
       continue;
     }
@@ -79,7 +75,7 @@ int tokenize_cmd(const po::variables_map& vm) {
       }
     }
     for (std::string_view d : docs) {
-      const auto ids = tok.encode(d);
+      const auto ids = tok.encode(std::string(d), path);
       for (std::size_t i = 0; i < ids.size(); ++i) std::cout << (i ? " " : "") << ids[i];
       std::cout << "\n";
     }

@@ -249,7 +249,10 @@ std::string describe_data(const Config& cfg, const Runtime& rt) {
   os << "Dataset " << cfg.data.path << " (validated: structure on rank 0, values on all ranks)\n"
      << describe_splits(index) << "train: " << sampler.steps_per_epoch() << " steps per epoch of "
      << cfg.train.global_batch << " samples (" << rt.per_rank_batch() << " per rank); store: "
-     << (need <= cfg.data.cache_bytes ? "node cache, " : "chunk cache (split larger than [data] cache_bytes), ")
+     << (need > cfg.data.cache_bytes
+             ? (index.train.tokens ? "token blocks streamed (split larger than [data] cache_bytes), "
+                                   : "chunk cache (split larger than [data] cache_bytes), ")
+             : "node cache, ")
      << need / (1 << 20) << " MiB for the split, cache_bytes " << cfg.data.cache_bytes / (1 << 20) << " MiB\n";
   if (!with_model.model.layers.empty()) {  // shapes inferred from the data, checked like a real run
     Allocator alloc;

@@ -133,12 +133,16 @@ void data_keys(std::vector<KeySpec>& k) {
   s.key("val_glob", &DataConfig::val_glob, "format = llmc: the val split's files in path (a shell pattern)");
   s.key("shuffle", &DataConfig::shuffle,
         "sample order: exact global permutation, chunk-window permutation, or file order");
+  s.key("windows", &DataConfig::windows,
+        "token datasets: training windows on a grid of stride block_size shifted each epoch (every token once "
+        "an epoch), or at random offsets as nanoGPT and llm.c draw them (a pure function of seed, epoch and "
+        "window, so resume stays exact)");
   s.key("last_batch", &DataConfig::last_batch,
         "a partial last global batch is dropped or filled from the epoch's start");
   s.key("prefetch", &DataConfig::prefetch, "batches read ahead by the prefetch thread").range(0, 1024);
   s.key("cache_bytes", &DataConfig::cache_bytes,
         "node memory for the dataset: the whole split when it fits (shared by the node's ranks), else decoded HDF5 "
-        "chunks")
+        "chunks (token datasets: blocks of the stream) in a cache of cache_bytes / ranks per node on each rank")
       .as(ValueKind::size);
   s.key("decode_threads", &DataConfig::decode_threads,
         "threads inflating gzip-compressed chunks outside the HDF5 lock when the split is read through the chunk "

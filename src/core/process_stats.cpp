@@ -24,6 +24,12 @@ double resident_bytes() {
   return static_cast<double>(resident) * static_cast<double>(sysconf(_SC_PAGESIZE));
 }
 
+double peak_resident_bytes() {
+  rusage u{};
+  if (getrusage(RUSAGE_SELF, &u) != 0) return 0;
+  return static_cast<double>(u.ru_maxrss) * 1024;  // Linux: KiB
+}
+
 namespace {
 bool read_number(const std::string& path, double& out) {
   std::ifstream in(path);

@@ -3,6 +3,7 @@
 #include "hpctrain/data/dataset.hpp"
 
 #include "hpctrain/data/llmc_shards.hpp"
+#include "hpctrain/data/store.hpp"
 #include "hpctrain/data/token_dataset.hpp"
 
 #include <unistd.h>
@@ -550,6 +551,8 @@ DatasetIndex load_dataset_index(Communicator& comm, const DataConfig& data, std:
   try {
     for (const SplitIndex* s : {&index.train, index.val ? &*index.val : nullptr, index.test ? &*index.test : nullptr}) {
       if (!s) continue;
+      // a token split larger than the cache is streamed: its ids are checked as blocks are read
+      if (s->tokens && node_cache_bytes(*s) > data.cache_bytes) continue;
       for (std::size_t i = static_cast<std::size_t>(rank); i < s->shards.size() && problem.empty();
            i += static_cast<std::size_t>(size))
         problem = check_values(*s, i, i + 1);
@@ -559,6 +562,7 @@ DatasetIndex load_dataset_index(Communicator& comm, const DataConfig& data, std:
   }
   raise_if_any(comm, problem);
   set_block_size(index, block_size);  // the same on every rank: any error is raised by all
+  index.train.windows = data.windows;
   return index;
 }
 

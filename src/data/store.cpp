@@ -1,7 +1,7 @@
 // Implementation of the sample stores (data/store.hpp).
 #include "hpctrain/data/store.hpp"
 
-#include "hpctrain/data/token_dataset.hpp"
+#include "hpctrain/data/token_store.hpp"
 
 #include <algorithm>
 #include <atomic>
@@ -18,6 +18,9 @@ std::size_t label_bytes(const SplitIndex& split) {
 }
 
 std::uint64_t node_cache_bytes(const SplitIndex& split) {
+  if (split.tokens)
+    return static_cast<std::uint64_t>(split.stream_tokens ? split.stream_tokens : split.total) *
+           static_cast<std::uint64_t>(split.token_bits / 8);
   return static_cast<std::uint64_t>(split.total) *
          (static_cast<std::uint64_t>(split.sample_bytes()) + label_bytes(split));
 }
@@ -232,8 +235,11 @@ void ChunkCache::get(std::int64_t index, void* sample, void* label) {
 
 std::unique_ptr<SampleStore> make_store(const SplitIndex& split, Communicator& node, std::uint64_t cache_bytes,
                                         bool samples, bool labels, int decode_threads) {
-  if (split.tokens) return std::make_unique<TokenStore>(split);
-  if (node_cache_bytes(split) <= cache_bytes) return std::make_unique<NodeCache>(split, node, samples, labels);
+  const bool fits = node_cache_bytes(split) <= cache_bytes;
+  if (split.tokens && fits) return std::make_unique<TokenNodeCache>(split, node);
+  if (split.tokens)
+    return std::make_unique<TokenBlockCache>(split, cache_bytes / static_cast<std::uint64_t>(node.size()));
+  if (fits) return std::make_unique<NodeCache>(split, node, samples, labels);
   if (decode_threads == 0)
     decode_threads = std::clamp(static_cast<int>(std::thread::hardware_concurrency()) / node.size(), 1, 8);
   return std::make_unique<ChunkCache>(split, cache_bytes / static_cast<std::uint64_t>(node.size()), samples, labels,

@@ -11,6 +11,7 @@
 #include "hpctrain/data/llmc_shards.hpp"
 #include "hpctrain/data/sampler.hpp"
 #include "hpctrain/data/text_import.hpp"
+#include "hpctrain/data/token_store.hpp"
 #include "hpctrain/io/h5.hpp"
 
 namespace hpctrain {
@@ -90,27 +91,29 @@ Shard scan_token_shard(hid_t file, const std::string& path, SplitIndex& split, b
 }
 
 namespace {
-std::vector<std::uint32_t> read_tokens(const SplitIndex& split, const Shard& s) {
-  if (split.token_format == DataFormat::llmc) return read_llmc_tokens(s, split.token_bits);
-  std::lock_guard<std::mutex> lock(h5::lock());
-  h5::Id file = h5::open_file(s.path);
-  h5::Id d(CHECK_H5(H5Dopen2(file.get(), "tokens", H5P_DEFAULT)));
-  std::vector<std::uint32_t> out(static_cast<std::size_t>(s.rows));
-  h5::read_rows(d.get(), H5T_NATIVE_UINT32, 0, static_cast<hsize_t>(s.rows), out.data());
-  return out;
+// Calls f(raw, pos, n) for the tokens of shards [first, last) of `split`, 1M tokens at a time.
+template <typename F>
+void for_each_piece(const SplitIndex& split, std::size_t first, std::size_t last, F f) {
+  constexpr std::int64_t kPiece = 1 << 20;
+  TokenReader reader(split);
+  std::vector<unsigned char> raw(static_cast<std::size_t>(kPiece * reader.width()));
+  for (std::size_t i = first; i < last && i < split.shards.size(); ++i)
+    for (std::int64_t at = 0; at < split.shards[i].rows; at += kPiece) {
+      const std::int64_t pos = split.shards[i].first + at, n = std::min(kPiece, split.shards[i].rows - at);
+      reader.read(pos, n, raw.data());
+      if (!f(reader, raw.data(), pos, n)) return;
+    }
 }
 }  // namespace
 
 std::string check_token_values(const SplitIndex& split, std::size_t first, std::size_t last) {
-  for (std::size_t i = first; i < last && i < split.shards.size(); ++i) {
-    const auto t = read_tokens(split, split.shards[i]);
-    const auto bad_id = std::find_if(t.begin(), t.end(), [&](std::uint32_t v) { return v >= split.num_classes; });
-    if (bad_id != t.end())
-      return split.shards[i].path + (split.token_format == DataFormat::llmc ? ": token " : ": /tokens position ") +
-             std::to_string(bad_id - t.begin()) + " holds token id " + std::to_string(*bad_id) +
-             ", outside the vocabulary [0, vocab_size = " + std::to_string(split.num_classes) + ")";
-  }
-  return "";
+  std::string problem;
+  for_each_piece(split, first, last,
+                 [&](const TokenReader& r, const unsigned char* raw, std::int64_t pos, std::int64_t n) {
+                   problem = r.check_ids(raw, pos, n);
+                   return problem.empty();
+                 });
+  return problem;
 }
 
 std::int64_t eval_target_bytes(const SplitIndex& split, std::int64_t windows) {
@@ -123,14 +126,18 @@ std::int64_t eval_target_bytes(const SplitIndex& split, std::int64_t windows) {
     return -1;
   }
   const std::int64_t last = windows * split.block_size;  // targets: stream positions 1 to last
-  std::int64_t bytes = 0, position = 0;
-  for (const Shard& s : split.shards) {
-    if (position > last) break;
-    for (std::uint32_t id : read_tokens(split, s)) {
-      if (position >= 1 && position <= last && id < length.size()) bytes += length[id];
-      ++position;
-    }
-  }
+  std::int64_t bytes = 0;
+  std::vector<std::int32_t> ids;
+  for_each_piece(split, 0, split.shards.size(),
+                 [&](const TokenReader& r, const unsigned char* raw, std::int64_t pos, std::int64_t n) {
+                   ids.resize(static_cast<std::size_t>(n));
+                   widen_tokens(raw, r.width(), n, ids.data());
+                   for (std::int64_t i = 0; i < n; ++i) {
+                     const auto id = static_cast<std::size_t>(ids[static_cast<std::size_t>(i)]);
+                     if (pos + i >= 1 && pos + i <= last && id < length.size()) bytes += length[id];
+                   }
+                   return pos + n <= last;
+                 });
   return bytes;
 }
 
@@ -156,33 +163,12 @@ void set_block_size(DatasetIndex& index, std::int64_t block) {
 std::int64_t window_start(const SplitIndex& split, std::uint64_t seed, std::int64_t epoch, std::int64_t w) {
   const std::int64_t t = split.block_size;
   if (epoch < 0) return w * t;
+  if (split.windows == TokenWindows::random)  // any start with a whole window after it
+    return static_cast<std::int64_t>(splitmix64(Sampler::epoch_key(seed, epoch) ^ splitmix64(0x72616e64ull + w)) %
+                                     static_cast<std::uint64_t>(split.stream_tokens - t));
   const std::uint64_t shift =
       splitmix64(Sampler::epoch_key(seed, epoch) ^ 0x7368696674ull) % static_cast<std::uint64_t>(t);
   return static_cast<std::int64_t>(shift) + w * t;
-}
-
-TokenStore::TokenStore(const SplitIndex& split) : split_(split) {
-  tokens_.reserve(static_cast<std::size_t>(split.stream_tokens));
-  for (const Shard& s : split.shards) {
-    const auto t = read_tokens(split, s);
-    tokens_.insert(tokens_.end(), t.begin(), t.end());
-  }
-  read_ = tokens_.size() * (static_cast<std::uint64_t>(split.token_bits) / 8);
-}
-
-void TokenStore::get(std::int64_t start, void* sample, void* label) {
-  const std::int64_t t = split_.block_size;
-  HPCT_CHECK(start >= 0 && start + t + 1 <= static_cast<std::int64_t>(tokens_.size()),
-             "token window at " + std::to_string(start) + " outside the stream of " + std::to_string(tokens_.size()));
-  const std::uint32_t* at = tokens_.data() + start;
-  if (sample) {
-    auto* out = static_cast<std::int32_t*>(sample);
-    for (std::int64_t i = 0; i < t; ++i) out[i] = static_cast<std::int32_t>(at[i]);
-  }
-  if (label) {
-    auto* out = static_cast<std::int32_t*>(label);
-    for (std::int64_t i = 0; i < t; ++i) out[i] = static_cast<std::int32_t>(at[i + 1]);
-  }
 }
 
 void write_token_shard(const std::string& path, const std::vector<std::uint32_t>& tokens, const Vocabulary& vocab) {

@@ -16,6 +16,7 @@
 #include "hpctrain/checkpoint/checkpointing.hpp"
 #include "hpctrain/core/error.hpp"
 #include "hpctrain/core/log.hpp"
+#include "hpctrain/core/process_stats.hpp"
 #include "hpctrain/core/signals.hpp"
 #include "hpctrain/data/sampler.hpp"
 #include "hpctrain/io/run_lock.hpp"
@@ -98,6 +99,8 @@ int Trainer::run() {
   ro.dp = g.coord(MeshDim::dp);
   ro.dp_size = g.size(MeshDim::dp);
   Reader reader(index_.train, rt_.node(), ro);
+  log0("train data: " + reader.store().describe() +
+       (index_.train.tokens ? std::string(", windows = ") + name_of(index_.train.windows) : std::string()));
   reader.start(sampler, from);
   install_preemption_signals();
   p.test_signal_step = fault_step(cfg_.faults.signal, g.world_rank());
@@ -333,15 +336,16 @@ RunSummary Trainer::summarize(const Progress& p, const Checkpointer& checkpointe
   s.rank_hours = s.wall_s * s.ranks / 3600.0;
   s.price_per_device_hour = cfg_.run.price_per_device_hour;
   // Per-rank facts: step time (stragglers) and peak memory.
-  double facts[6] = {p.step_seconds,
+  double facts[7] = {p.step_seconds,
                      static_cast<double>(alloc_.peak()),
                      static_cast<double>(opt_->state().numel()) * sizeof(float),
                      static_cast<double>(model_->saved_bytes()),
                      static_cast<double>(model_->activation_bytes()),
-                     static_cast<double>(model_->arena_high_water()) * sizeof(float)},
-         lo[6], hi[6];
-  rt_.world().allreduce(facts, lo, 6, DType::f64, ReduceOp::min);
-  rt_.world().allreduce(facts, hi, 6, DType::f64, ReduceOp::max);
+                     static_cast<double>(model_->arena_high_water()) * sizeof(float),
+                     peak_resident_bytes()},
+         lo[7], hi[7];
+  rt_.world().allreduce(facts, lo, 7, DType::f64, ReduceOp::min);
+  rt_.world().allreduce(facts, hi, 7, DType::f64, ReduceOp::max);
   s.step_time_s_min = lo[0];
   s.step_time_s_max = hi[0];
   s.peak_bytes_per_rank = hi[1];
@@ -349,6 +353,7 @@ RunSummary Trainer::summarize(const Progress& p, const Checkpointer& checkpointe
   s.saved_bytes_per_rank = hi[3];
   s.activation_bytes_per_rank = hi[4];
   s.scratch_bytes_per_rank = hi[5];
+  s.host_peak_rss_bytes_per_rank = hi[6];
   s.shard_optimizer = averager_->sharded();
   for (const ParamInfo& info : model_->all_param_info()) s.parameters += numel(info.shape);
   double timed_s = p.timed_s;

@@ -4,7 +4,7 @@
 # `tokenize` gives, which tests/e2e/tokenizer.sh compares with the JavaScript reference), from
 # files, lines and JSON-lines records, the same on 1 and 2 threads, with GPT-2's files stored in
 # every shard; a small arch = gpt model trains on it (loss at step 0 near ln 50,257; vocabulary
-# padded to 50,304) on 1 and 2 ranks alike; the checkpoint stores the files, so --generate
+# padded to 50,304); the checkpoint stores the files, so --generate
 # encodes a prompt and decodes text with the vocabulary folder gone; bad input is one line.
 set -u
 source "$3/tests/e2e/lib.sh"
@@ -96,10 +96,7 @@ loss0=$(sed -n 's/.*step 1\/4 | loss \([0-9.]*\).*/\1/p' <<<"$run1" | head -1)
 check "its loss at step 1 is ln 50257 = 10.82 within 0.1 ($loss0)" \
   /usr/bin/python3 -c "import math,sys; sys.exit(abs(float('$loss0') - math.log(50257)) > 0.1)"
 check "... with the vocabulary padded to 50,304" grep -q "50304" <<<"$("$trainer" "$deck" --describe-model 2>/dev/null)"
-run2=$("$mpirun" -np 2 --oversubscribe "$trainer" "$deck" --set run.out_dir="$tmp/run2" 2>&1)
-last() { grep -o "step 4/4 | loss [0-9.]*" <<<"$1" | grep -o "loss [0-9.]*" | head -1; }
-check "... and 2 ranks reach the same loss at step 4 ($(last "$run1") / $(last "$run2"))" \
-  test -n "$(last "$run1")" -a "$(last "$run1")" = "$(last "$run2")"
+# (1 and 2 ranks alike on GPT-2 ids: tests/e2e/llmc_shards.sh.)
 
 # The GPT-2 124M deck on this dataset: its full shapes in --dry-run only (a global batch of 32:
 # the test text holds 57 windows of 1024); 2 steps at context 64,

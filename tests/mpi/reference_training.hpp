@@ -21,6 +21,7 @@
 #include "hpctrain/data/store.hpp"
 #include "hpctrain/data/text_import.hpp"
 #include "hpctrain/data/token_dataset.hpp"
+#include "hpctrain/data/token_store.hpp"
 #include "hpctrain/layers/loss.hpp"
 #include "hpctrain/model/model.hpp"
 #include "hpctrain/optim/optimizer.hpp"
@@ -113,7 +114,7 @@ inline std::vector<float> reference_parameters(const Config& cfg, const DatasetI
   fill(lr, static_cast<float>(cfg.optim.lr));
   std::unique_ptr<SampleStore> store;  // token windows, or samples by HDF5 chunk
   if (index.train.tokens)
-    store = std::make_unique<TokenStore>(index.train);
+    store = std::make_unique<TokenBlockCache>(index.train, 1 << 16);  // streamed: the trainer's node cache checked against it
   else
     store = std::make_unique<ChunkCache>(index.train, 1 << 20, true, true);
   const std::int64_t global = cfg.train.global_batch, per = global / dp_size, rows = per / micro;

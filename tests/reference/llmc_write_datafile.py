@@ -24,7 +24,7 @@ def write_datafile(filename, toks, model_desc="gpt-2", bad=None):
     header[0] = info["magic"] + (1 if bad == "magic" else 0)
     header[1] = info["version"] + (1 if bad == "version" else 0)
     header[2] = len(toks)
-    toks_np = np.array(toks, dtype=info["token_dtype"])
+    toks_np = np.array(toks, dtype=info["token_dtype"])  # (a list as llm.c passes, or an array)
     if bad == "id":
         toks_np[5] = info["vocab"]  # one past the vocabulary
     with open(filename, "wb") as f:
@@ -37,7 +37,7 @@ def main():
     bad = sys.argv[6] if len(sys.argv) > 6 and sys.argv[5] == "--bad" else None
     vocab = HEADERS_INFO[model]["vocab"]
     i = np.arange(first, first + count, dtype=np.int64)
-    write_datafile(out, ((i * 7919 + i // 13) % vocab).tolist(), model, bad)
+    write_datafile(out, (i * 7919 + i // 13) % vocab, model, bad)
 
 
 if __name__ == "__main__":

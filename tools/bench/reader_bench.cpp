@@ -5,6 +5,9 @@
 // aligned table; --smoke runs it in seconds so CI keeps it compiling and working.
 //   reader-bench --data ROOT [--batch 256] [--steps 200] [--cache-bytes 2G] [--shuffle global|chunk|none]
 //                [--prefetch 2] [--decode-threads 0] [--hdf5-decode] [--mflop-per-sample 11.2] [--warm] [--smoke]
+//                [--block-size T [--windows grid|random]]
+// --block-size: a token dataset (hpctrain token shards or llm.c .bin shards, found as [data]
+// format = auto finds them): its samples are windows of T + 1 tokens (samples/s = windows/s).
 // --decode-threads: threads inflating gzip chunks outside the HDF5 lock ([data] decode_threads);
 // --hdf5-decode: HDF5 decodes them inside H5Dread instead (the reader before it decoded itself).
 #include <cblas.h>
@@ -104,7 +107,9 @@ int main(int argc, char** argv) {
         "shuffle", po::value<std::string>()->default_value("global"))("prefetch", po::value<int>()->default_value(2))(
         "decode-threads", po::value<int>()->default_value(0))(
         "mflop-per-sample", po::value<double>()->default_value(11.2))("warm", "keep files in the page cache")(
-        "smoke", "a few steps, for CI")("hdf5-decode", "HDF5 decodes compressed chunks (for comparison)");
+        "smoke", "a few steps, for CI")("hdf5-decode", "HDF5 decodes compressed chunks (for comparison)")(
+        "block-size", po::value<std::int64_t>()->default_value(0), "token datasets: the window length T")(
+        "windows", po::value<std::string>()->default_value("grid"), "token datasets: grid or random");
     po::variables_map vm;
     std::uint64_t cache_bytes = 0;
     try {
@@ -120,8 +125,12 @@ int main(int argc, char** argv) {
     const std::string shuffle = vm["shuffle"].as<std::string>();
     openblas_set_num_threads(1);
 
+    DataConfig data;
+    data.path = vm["data"].as<std::string>();
+    data.cache_bytes = cache_bytes;
+    data.windows = vm["windows"].as<std::string>() == "random" ? TokenWindows::random : TokenWindows::grid;
     const DatasetIndex index =
-        load_dataset_index(*host_communicator(MPI_COMM_WORLD, "world"), vm["data"].as<std::string>());
+        load_dataset_index(*host_communicator(MPI_COMM_WORLD, "world"), data, vm["block-size"].as<std::int64_t>());
     const SplitIndex& split = index.train;
     const auto files = all_files(index);
     std::uint64_t file_bytes = 0;
@@ -145,6 +154,9 @@ int main(int argc, char** argv) {
         index.root.c_str(), static_cast<long long>(split.total), static_cast<long long>(split.sample_bytes()),
         to_string(split.sample_type), static_cast<double>(file_bytes) / 1e6, static_cast<long long>(batch),
         static_cast<long long>(steps), shuffle.c_str(), cold ? "cold files" : "warm files");
+    if (split.tokens)
+      std::printf("token windows of %lld + 1 tokens, windows = %s; samples are windows, MB/s counts their int32 ids\n",
+                  static_cast<long long>(split.block_size), vm["windows"].as<std::string>().c_str());
     Table t({"measurement", "store", "samples/s", "MB/s", "wait %", "vs in-memory"});
     const double raw = raw_read_mbps(files, cold);
     t.add_row({"raw sequential read of the files", "-", "-", fmt(raw), "-", "-"});

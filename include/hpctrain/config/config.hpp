@@ -26,6 +26,8 @@ enum class Shuffle { global, chunk, none };
 enum class LastBatch { drop, wrap };
 // [data] format: hpctrain's HDF5 shards, or llm.c's .bin token shards (data/llmc_shards.hpp).
 enum class DataFormat { auto_, hpctrain, llmc };
+// [data] windows: where a token dataset's training windows start (data/token_dataset.hpp).
+enum class TokenWindows { grid, random };
 enum class OptimizerName { sgd, adam, adamw };
 enum class LrSchedule { constant, step, cosine };
 enum class PipelineSchedule { gpipe, one_f_one_b };
@@ -55,6 +57,7 @@ constexpr Choices<CpuGemmLib, 3> choices_of(CpuGemmLib) { return {{{"auto", CpuG
 constexpr Choices<Shuffle, 3> choices_of(Shuffle) { return {{{"global", Shuffle::global}, {"chunk", Shuffle::chunk}, {"none", Shuffle::none}}}; }
 constexpr Choices<LastBatch, 2> choices_of(LastBatch) { return {{{"drop", LastBatch::drop}, {"wrap", LastBatch::wrap}}}; }
 constexpr Choices<DataFormat, 3> choices_of(DataFormat) { return {{{"auto", DataFormat::auto_}, {"hpctrain", DataFormat::hpctrain}, {"llmc", DataFormat::llmc}}}; }
+constexpr Choices<TokenWindows, 2> choices_of(TokenWindows) { return {{{"grid", TokenWindows::grid}, {"random", TokenWindows::random}}}; }
 constexpr Choices<OptimizerName, 3> choices_of(OptimizerName) { return {{{"sgd", OptimizerName::sgd}, {"adam", OptimizerName::adam}, {"adamw", OptimizerName::adamw}}}; }
 constexpr Choices<LrSchedule, 3> choices_of(LrSchedule) { return {{{"constant", LrSchedule::constant}, {"step", LrSchedule::step}, {"cosine", LrSchedule::cosine}}}; }
 constexpr Choices<PipelineSchedule, 2> choices_of(PipelineSchedule) { return {{{"gpipe", PipelineSchedule::gpipe}, {"1f1b", PipelineSchedule::one_f_one_b}}}; }
@@ -118,6 +121,7 @@ struct DataConfig {
   DataFormat format = DataFormat::auto_;
   std::string train_glob = "*train*.bin", val_glob = "*val*.bin";  // format = llmc: the splits' files
   Shuffle shuffle = Shuffle::global;
+  TokenWindows windows = TokenWindows::grid;
   LastBatch last_batch = LastBatch::drop;
   int prefetch = 2;
   std::uint64_t cache_bytes = 2ull << 30;

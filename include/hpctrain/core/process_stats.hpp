@@ -8,6 +8,7 @@ namespace hpctrain {
 
 double process_cpu_seconds();  // user + system CPU time of this process so far (all threads)
 double resident_bytes();       // resident memory now (/proc/self/statm), 0 where unreadable
+double peak_resident_bytes();  // the process's resident high-water mark (getrusage ru_maxrss)
 
 // The CPU packages' energy through Linux RAPL (powercap: <root>/intel-rapl:N/energy_uj, the
 // package domains, summed), counted across the counters' wrap-around (max_energy_range_uj).

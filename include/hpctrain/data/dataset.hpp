@@ -64,6 +64,7 @@ struct SplitIndex {
   bool tokens = false;
   std::int64_t stream_tokens = 0, block_size = 0;
   int token_bits = 0;                              // as stored: 8, 16 or 32
+  TokenWindows windows = TokenWindows::grid;       // training windows ([data] windows)
   DataFormat token_format = DataFormat::hpctrain;  // hpctrain's HDF5 shards, or llm.c's .bin (llmc_shards.hpp)
   std::string tokenizer, vocabulary;
   TokenizerFiles tokenizer_files;  // gpt2: read from the first shard (the others' hashes must match)

@@ -39,7 +39,7 @@ class SampleStore {
   virtual void prefetch(const std::vector<std::int64_t>& /*indices*/) {}
 };
 
-// Bytes the whole split takes in a NodeCache (samples + labels).
+// Bytes the whole split takes in a NodeCache (samples + labels; a token split: its stream as stored).
 std::uint64_t node_cache_bytes(const SplitIndex& split);
 std::size_t label_bytes(const SplitIndex& split);
 
@@ -102,7 +102,8 @@ class ChunkCache final : public SampleStore {
   std::mutex mu_;
 };
 
-// NodeCache when the split fits in cache_bytes, else ChunkCache (collective over `node`).
+// NodeCache when the split fits in cache_bytes, else ChunkCache (collective over `node`); for a
+// token split TokenNodeCache or TokenBlockCache (data/token_store.hpp).
 // `decode_threads`: ChunkCache's; 0 = automatic (the node's cores over its ranks, 1-8); -1 = HDF5's.
 std::unique_ptr<SampleStore> make_store(const SplitIndex& split, Communicator& node, std::uint64_t cache_bytes,
                                         bool samples, bool labels, int decode_threads = 0);

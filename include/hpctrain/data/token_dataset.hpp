@@ -15,6 +15,10 @@
 // resume work as for images. nanoGPT draws B independent random offsets per step instead
 // (windows may overlap or repeat within an epoch); the grid sees every token once per epoch,
 // and the per-epoch shift lets a window start at every offset over the epochs.
+// [data] windows = random: window w of epoch e starts at
+//   splitmix64(Sampler::epoch_key(seed, e) ^ splitmix64(0x72616e64 + w)) mod (L - T),
+// any offset with a whole window after it, as nanoGPT and llm.c draw them (windows may overlap or
+// repeat); still W windows an epoch, a pure function of (seed, epoch, window): resume stays exact.
 // Evaluation: the non-overlapping windows from token 0, w < (L - 1) / T, each exactly once.
 #pragma once
 
@@ -44,21 +48,6 @@ void set_block_size(DatasetIndex& index, std::int64_t block);
 // The first token of window w: training windows of epoch e (epoch >= 0), or evaluation windows
 // (epoch < 0).
 std::int64_t window_start(const SplitIndex& split, std::uint64_t seed, std::int64_t epoch, std::int64_t w);
-
-// A token split's stream, loaded whole into this rank's memory (4 bytes a token); get(start, ...)
-// copies the window at `start`: T token ids as int32 samples and the T next ids as int32 labels.
-class TokenStore final : public SampleStore {
- public:
-  explicit TokenStore(const SplitIndex& split);
-  void get(std::int64_t start, void* sample, void* label) override;
-  const char* kind() const override { return "token stream (per rank)"; }
-  std::uint64_t bytes_read_from_files() const override { return read_; }
-
- private:
-  const SplitIndex& split_;
-  std::vector<std::uint32_t> tokens_;
-  std::uint64_t read_ = 0;
-};
 
 class Vocabulary;
 // The bytes of text the targets of the first `windows` evaluation windows stand for (tokens 1 to

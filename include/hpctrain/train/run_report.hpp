@@ -100,8 +100,9 @@ struct RunSummary {
   // The layers' outputs the sets hold plus the saved tensors: the activation memory (16 bits per
   // value in bf16/fp16 runs, but the last layer's output, which the loss reads).
   double activation_bytes_per_rank = 0;
-  double scratch_bytes_per_rank = 0;  // the step arena's high-water mark: the deepest layer call's scratch
-  std::int64_t parameters = 0;        // of the whole model (gradient bytes: 4 x this)
+  double host_peak_rss_bytes_per_rank = 0;  // the process's resident high-water mark (data stores, buffers, libraries)
+  double scratch_bytes_per_rank = 0;        // the step arena's high-water mark: the deepest layer call's scratch
+  std::int64_t parameters = 0;              // of the whole model (gradient bytes: 4 x this)
   bool shard_optimizer = false;
   std::size_t buckets = 0;
   double comm_alone_s_per_step = 0, comm_wait_s_per_step = 0, comm_hidden_fraction = 0;
@@ -153,6 +154,7 @@ void visit_summary(const RunSummary& s, Visit&& v) {
   v("saved_bytes_per_rank", s.saved_bytes_per_rank);
   v("activation_bytes_per_rank", s.activation_bytes_per_rank);
   v("scratch_bytes_per_rank", s.scratch_bytes_per_rank);
+  v("host_peak_rss_bytes_per_rank", s.host_peak_rss_bytes_per_rank);
   v("parameters", s.parameters);
   v("shard_optimizer", s.shard_optimizer);
   v("comm_alone_s_per_step", s.comm_alone_s_per_step);

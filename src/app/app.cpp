@@ -23,6 +23,7 @@
 #include "hpctrain/data/dataset.hpp"
 #include "hpctrain/data/sampler.hpp"
 #include "hpctrain/data/store.hpp"
+#include "hpctrain/model/arch.hpp"
 #include "hpctrain/model/model.hpp"
 #include "hpctrain/model/partition.hpp"
 #include "hpctrain/parallel/pipeline.hpp"
@@ -223,9 +224,7 @@ std::string describe_flops(const Config& cfg, const Model& model) {
   if (cfg.model.arch != Arch::gpt) return "";
   std::int64_t n = 0;
   for (std::int64_t c : layer_parameter_counts(model)) n += c;
-  const double per_token = 6.0 * static_cast<double>(n) + 12.0 * static_cast<double>(cfg.model.n_layer) *
-                                                              static_cast<double>(cfg.model.n_embd) *
-                                                              static_cast<double>(cfg.model.block_size);
+  const double per_token = gpt_flops_per_token(n, cfg.model.n_layer, cfg.model.n_embd, cfg.model.block_size);
   const double per_step = per_token * static_cast<double>(cfg.train.global_batch * cfg.model.block_size);
   const double peak = 989e12;
   char line[400];
@@ -390,6 +389,9 @@ int run_trainer(int argc, char** argv) {
       log0(ini.substr(0, ini.size() - (!ini.empty() && ini.back() == '\n')));
       return 0;
     }
+    int world = 1;
+    MPI_Comm_size(MPI_COMM_WORLD, &world);
+    cfg.train.micro_batches = micro_batches_for(cfg.train, make_mesh_shape(world, cfg.parallel.pipeline_parallel));
     Runtime rt(cfg);
     // Checked here too so that --dry-run reports it (the trainer checks it again).
     if (const std::string why = cuda_graphs_refusal(cfg, rt.device().kind, rt.mesh().size(MeshDim::dp)); !why.empty())

@@ -257,6 +257,10 @@ void check_together(const Config& cfg, const std::map<std::string, RawValue>& gi
   };
   if (cfg.train.steps == 0 && cfg.train.epochs == 0)
     throw bad_input(where_of("train.epochs") + ": [train] epochs = 0 and steps = 0: nothing to train; set one > 0");
+  if (cfg.train.micro_batch > 0 && cfg.train.micro_batches != 1)  // (1 = the default, as --print-ini writes it)
+    throw bad_input(where_of("train.micro_batch") +
+                    ": [train] micro_batch and micro_batches are both set; give one (micro_batch: rows per "
+                    "micro-batch, whatever the rank count; micro_batches: how many)");
   if (cfg.train.global_batch % cfg.train.micro_batches != 0)
     throw bad_input(where_of("train.micro_batches") +
                     ": [train] micro_batches = " + std::to_string(cfg.train.micro_batches) +

@@ -206,6 +206,23 @@ void train_keys(std::vector<KeySpec>& k) {
   s.key("micro_batches", &TrainConfig::micro_batches,
         "split of the per-rank batch: accumulation (pipeline_parallel = 1) or pipeline micro-batches")
       .range(1, 65536);
+  s.custom(
+       "micro_batch", ValueKind::text,
+       "rows (samples) per micro-batch on each rank; micro_batches = global_batch / data-parallel ranks / "
+       "micro_batch, so a deck keeps its global batch on any GPU count; auto = from micro_batches (which must "
+       "then be left at 1)",
+       [](Config& c, const std::string& v) {
+         c.train.micro_batch = v == "auto" ? 0 : static_cast<long>(parse_real(v));
+       },
+       [](const Config& c) {
+         return c.train.micro_batch == 0 ? std::string("auto") : std::to_string(c.train.micro_batch);
+       })
+      .check = [](const std::string& v) {
+    if (v == "auto") return;
+    const double n = parse_real(v);
+    if (!(n >= 1 && n <= kMaxCount && n == std::floor(n)))
+      throw std::invalid_argument("expected auto or a whole number >= 1");
+  };
   s.key("epochs", &TrainConfig::epochs, "epochs to train (ignored when steps > 0)").range(0, kMaxCount);
   s.key("steps", &TrainConfig::steps, "optimizer steps to train; > 0 wins over epochs").range(0, kMaxCount);
   s.key("eval_every", &TrainConfig::eval_every, "evaluate every N steps; 0 = at each epoch end").range(0, kMaxCount);

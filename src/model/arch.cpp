@@ -23,4 +23,9 @@ std::string gpt_layers(const GptDims& d) {
          " " + mlp + drop + ")) ln_f:" + norm + " lm_head:lm_head(" + v + (d.tie_embeddings ? "" : ", tie=0") + ")";
 }
 
+double gpt_flops_per_token(std::int64_t parameters, std::int64_t n_layer, std::int64_t n_embd, std::int64_t context) {
+  return 6.0 * static_cast<double>(parameters) +
+         12.0 * static_cast<double>(n_layer) * static_cast<double>(n_embd) * static_cast<double>(context);
+}
+
 }  // namespace hpctrain

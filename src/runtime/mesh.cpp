@@ -103,6 +103,17 @@ long per_rank_batch(long global_batch, int micro_batches, const MeshShape& s) {
   return per_rank;
 }
 
+int micro_batches_for(const TrainConfig& train, const MeshShape& s) {
+  if (train.micro_batch == 0) return train.micro_batches;
+  const long per_rank = per_rank_batch(train.global_batch, 1, s);
+  if (per_rank % train.micro_batch != 0 || per_rank / train.micro_batch > 65536)
+    throw bad_input("[train] micro_batch = " + std::to_string(train.micro_batch) +
+                    " does not divide the per-rank batch " + std::to_string(per_rank) + " (global_batch " +
+                    std::to_string(train.global_batch) + " / " + std::to_string(s.size(MeshDim::dp)) +
+                    " data-parallel ranks)");
+  return static_cast<int>(per_rank / train.micro_batch);
+}
+
 Mesh::Mesh(MPI_Comm world, const MeshShape& shape) : shape_(shape) {
   int size = 0;
   CHECK_MPI(MPI_Comm_rank(world, &world_rank_));

@@ -39,6 +39,20 @@ RankInfo query_rank_info(MPI_Comm world, const MpiComm& node) {
   return r;
 }
 
+std::optional<double> peak_flops(const DeviceAssignment& device, Precision dtype, bool tf32) {
+  struct Peak {
+    const char* name;
+    double half, tf32, fp32;
+  };
+  static constexpr Peak kPeaks[] = {
+      {"H100", 989e12, 494.5e12, 66.9e12}, {"H200", 989e12, 494.5e12, 66.9e12}, {"A100", 312e12, 156e12, 19.5e12}};
+  if (device.kind != DeviceKind::cuda) return std::nullopt;
+  for (const Peak& p : kPeaks)
+    if (device.description.find(p.name) != std::string::npos)
+      return dtype != Precision::fp32 ? p.half : tf32 ? p.tf32 : p.fp32;
+  return std::nullopt;
+}
+
 DeviceAssignment choose_device(DeviceKind requested, const RankInfo& me, const std::vector<cuda::GpuInfo>& gpus,
                                const std::string& why_no_gpu, bool share_gpus,
                                const std::vector<std::string>& node_picks) {

@@ -20,6 +20,7 @@
 #include "hpctrain/core/signals.hpp"
 #include "hpctrain/data/sampler.hpp"
 #include "hpctrain/io/run_lock.hpp"
+#include "hpctrain/model/arch.hpp"
 #include "hpctrain/train/trainer.hpp"
 
 namespace hpctrain {
@@ -52,6 +53,8 @@ struct Trainer::Progress {
   // flag exchange of step test_stall_step, as a hung rank would (the watchdog must end the job
   // with exit 3).
   std::int64_t test_signal_step = -1, test_stall_step = -1;
+  double flops_per_token = 0;        // language models (RunSummary::flops_per_token)
+  std::optional<double> peak_flops;  // per rank, where the GPU's peak is known
 };
 
 int Trainer::run() {
@@ -109,6 +112,14 @@ int Trainer::run() {
   p.monitor = make_monitor();
   p.first = first;
   p.total = total;
+  if (index_.train.tokens) {
+    std::int64_t n = 0;
+    for (const ParamInfo& info : model_->all_param_info()) n += numel(info.shape);
+    p.flops_per_token = cfg_.model.arch == Arch::gpt
+                            ? gpt_flops_per_token(n, cfg_.model.n_layer, cfg_.model.n_embd, index_.train.block_size)
+                            : 6.0 * static_cast<double>(n);
+    p.peak_flops = peak_flops(rt_.device(), cfg_.precision.dtype, cfg_.precision.tf32);
+  }
   p.before_s = state_.train_seconds;
   // Steady-state throughput as the PyTorch reference defines it: per-step time (batch + forward +
   // backward + gradient averaging + update) summed after the warm-up steps, slowest rank.
@@ -245,6 +256,9 @@ void Trainer::log_interval(const StepEnd& end, double lr, bool eval_now, Interva
   if (index_.train.tokens) {
     f.tokens_per_s = sums.samples / dt;
     f.perplexity = std::exp(f.loss);
+    if (p.flops_per_token > 0) f.model_flops_per_s = *f.tokens_per_s * p.flops_per_token;
+    if (f.model_flops_per_s && p.peak_flops)
+      f.mfu_pct = 100 * *f.model_flops_per_s / (*p.peak_flops * rt_.mesh().shape().world());
   }
   f.data_wait_pct = 100 * (reader.wait_seconds() - p.wait_mark) / dt;
   f.comm_exposed_pct = 100 * (comm_wait_s_ - p.comm_mark) / dt;  // communication not hidden
@@ -326,6 +340,8 @@ RunSummary Trainer::summarize(const Progress& p, const Checkpointer& checkpointe
   s.micro_batches = cfg_.train.micro_batches;
   s.samples_per_s = static_cast<double>(s.steps * s.global_batch) / s.wall_s;
   s.tokens_per_sample = index_.train.tokens ? index_.train.block_size : 0;
+  s.flops_per_token = p.flops_per_token;
+  s.peak_flops_per_rank = p.peak_flops;
   s.final_train_loss = state_.last_loss;
   s.has_test = index_.test.has_value();
   const EvalResult final_eval = s.has_test ? evaluate(*index_.test) : p.last_eval;

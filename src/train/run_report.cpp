@@ -37,6 +37,26 @@ void put(std::ostream& os, const std::optional<double>& v) {
 }
 void put(std::ostream& os, const std::string& v) { os << '"' << v << '"'; }
 void put(std::ostream& os, bool v) { os << (v ? "true" : "false"); }
+
+// ", 1.23 TFLOP/s" and " MFU 41.2%" where known: a language model's model FLOP/s and utilization.
+std::string flops_text(const std::optional<double>& flops, const std::optional<double>& mfu_pct) {
+  if (!flops) return "";
+  const double f = *flops;
+  char buf[64];
+  std::snprintf(buf, sizeof(buf), ", %.3g %sFLOP/s",
+                f >= 1e12  ? f / 1e12
+                : f >= 1e9 ? f / 1e9
+                           : f / 1e6,
+                f >= 1e12  ? "T"
+                : f >= 1e9 ? "G"
+                           : "M");
+  std::string out = buf;
+  if (mfu_pct) {
+    std::snprintf(buf, sizeof(buf), " MFU %.1f%%", *mfu_pct);
+    out += buf;
+  }
+  return out;
+}
 }  // namespace
 
 RunReport::RunReport(const std::string& out_dir, const std::string& metrics_file, bool writer, bool tensorboard)
@@ -66,14 +86,15 @@ std::string RunReport::progress_line(const IntervalFigures& f) {
     eval = " | " + f.eval_split + " loss " + std::to_string(*f.eval_loss).substr(0, 6) + " acc " +
            std::to_string(100 * f.eval_accuracy.value_or(0)).substr(0, 5) + "%";
   if (f.eval_perplexity) eval += " ppl " + std::to_string(*f.eval_perplexity).substr(0, 6);
-  char rate[64];  // language models: tokens/s
+  char rate[128];  // language models: tokens/s, model FLOP/s and MFU
   if (f.tokens_per_s)
-    std::snprintf(rate, sizeof(rate), "%.0f tokens/s", *f.tokens_per_s);
+    std::snprintf(rate, sizeof(rate), "%.0f tokens/s%s", *f.tokens_per_s,
+                  flops_text(f.model_flops_per_s, f.mfu_pct).c_str());
   else
     std::snprintf(rate, sizeof(rate), "%.0f samples/s", f.samples_per_s);
   char gpu[64] = "gpu n/a";  // the least and most busy GPU (a straggler shows here)
   if (f.gpu_util_pct) std::snprintf(gpu, sizeof(gpu), "gpu %.0f-%.0f%%", f.gpu_util_pct->min, f.gpu_util_pct->max);
-  char line[448];
+  char line[512];
   std::snprintf(line, sizeof(line),
                 "epoch %lld step %lld/%lld | loss %.4f | acc %5.1f%% | %s | ETA %s | data wait %.1f%% | "
                 "comm exposed %.1f%% | %s | lr %.4g%s",
@@ -164,7 +185,7 @@ std::string RunReport::done_line(const RunSummary& s) {
                                  ? ", " +
                                        std::to_string(static_cast<long long>(
                                            s.steady_samples_per_s * static_cast<double>(s.tokens_per_sample))) +
-                                       " tokens/s"
+                                       " tokens/s" + flops_text(s.steady_model_flops_per_s(), s.steady_mfu_pct())
                                  : "";
   char line[560];
   std::snprintf(

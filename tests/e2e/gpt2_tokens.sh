@@ -104,19 +104,30 @@ check "... with the vocabulary padded to 50,304" grep -q "50304" <<<"$("$trainer
 # initial logits are the final layer norm's output (unit variance per width) times embedding rows
 # of std 0.02, so their variance is s2 = 768 * 0.02^2 = 0.307 and the expected loss ln 50257 +
 # s2 / 2 = 10.979 (nanoGPT and llm.c start GPT-2 124M near 11.0); within 0.1 at batch 1.
-dry=$("$trainer" "$src/inputs/gpt2_124m.ini" --dry-run --set data.path="$tmp/data" --set train.global_batch=32 2>&1)
+dry=$("$trainer" "$src/inputs/gpt2_124m.ini" --dry-run --set data.path="$tmp/data" --set train.global_batch=32 \
+  --set train.micro_batch=8 2>&1)
+check "... micro_batch = 8 of a global batch of 32 on one rank: 4 micro-batches" grep -q "in 4 micro-batch(es) of 8" <<<"$dry"
 check "inputs/gpt2_124m.ini --dry-run: 124,475,904 parameters (GPT-2's 124,439,808 + 47 padded rows of 768)" \
   grep -q "124475904\|124,475,904" <<<"$dry"
 check "... and 6N + 12 L C T = 8.6e+08 training FLOPs per token, as llm.c counts them" \
   grep -q "^Compute: 8.6e+08 FLOPs per token (6 x 124475904 parameters + 12 x 12 layers x 768 wide x 1024 context)" <<<"$dry"
 big=$("$mpirun" -np 1 "$trainer" "$src/inputs/gpt2_124m.ini" --set data.path="$tmp/files" --set run.out_dir="$tmp/big" \
-  --set model.block_size=64 --set train.global_batch=1 --set train.micro_batches=1 --set train.steps=2 \
+  --set model.block_size=64 --set train.global_batch=1 --set train.micro_batch=1 --set train.steps=2 \
   --set train.eval_every=0 --set precision.dtype=fp32 --set log.log_every=1 --set checkpoint.every_steps=0 \
   --set checkpoint.every_epochs=0 --set kernels.threads=2 2>&1)
 rm -rf "$tmp/big"  # (its final checkpoint: 1.4 GB)
 big0=$(sed -n 's/.*step 1\/2 | loss \([0-9.]*\).*/\1/p' <<<"$big" | head -1)
 check "... 2 steps at context 64, batch 1: loss at step 1 is ln 50257 + 768 * 0.02^2 / 2 = 10.979 within 0.1 ($big0)" \
   /usr/bin/python3 -c "import math,sys; sys.exit(abs(float('${big0:-0}') - math.log(50257) - 768 * 0.02**2 / 2) > 0.1)"
+# Model FLOP/s in the log: tokens/s x (6 x 124475904 + 12 x 12 x 768 x 64) = 7.539e8 FLOPs a token
+# (the printed tokens/s is rounded to a whole number: within 3%); no MFU on the CPU.
+rate=$(grep -o "step 2/2 | .* tokens/s, [0-9.e+]* [MGT]FLOP/s |" <<<"$big")
+check "... its log line gives model FLOP/s = tokens/s x 7.539e8 FLOPs a token, no MFU (${rate:0:60})" \
+  /usr/bin/python3 -c "
+import re, sys
+m = re.search(r'(\d+) tokens/s, ([0-9.e+]+) ([MGT])FLOP/s \|', sys.argv[1])
+f = float(m.group(2)) * {'M': 1e6, 'G': 1e9, 'T': 1e12}[m.group(3)]
+sys.exit(not (abs(f / int(m.group(1)) / 7.539e8 - 1) < 0.03 and 'MFU' not in sys.argv[1]))" "$rate"
 
 # --eval-only: bits per byte = loss * targets / (ln 2 * bytes), the bytes counted here by the
 # JavaScript reference's decoder from the val split's target tokens (positions 1 to W * T).

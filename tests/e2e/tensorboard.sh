@@ -53,7 +53,8 @@ tags = {"epoch": "train/epoch", "wall_s": "system/wall_s", "loss": "train/loss",
         "skipped_steps": "train/skipped_steps", "cpu_busy_pct": "system/cpu_busy_pct", "rss_mib": "system/rss_mib",
         "cpu_energy_j": "system/cpu_energy_j", "tokens_per_s": "system/tokens_per_s",
         "perplexity": "train/perplexity", "eval_perplexity": "eval/perplexity",
-        "gpu_mem_total_mib": "system/gpu_mem_total_mib"}
+        "gpu_mem_total_mib": "system/gpu_mem_total_mib", "model_flops_per_s": "system/model_flops_per_s",
+        "mfu_pct": "system/mfu_pct"}
 tags.update({f"gpu_{x}_{s}": f"system/gpu_{x}_{s}" for x in ("util_pct", "mem_used_mib", "power_w", "temp_c", "energy_j")
              for s in ("min", "mean", "max")})
 rows = list(csv.DictReader(open(out / "metrics.csv")))

@@ -237,9 +237,10 @@ TEST(ConfigErrors, UnknownKeyNamesFileLineAndSuggests) {
   EXPECT_NE(m.find("unknown key 'global_bach' in [train]"), std::string::npos) << m;
   EXPECT_NE(m.find("did you mean 'global_batch'"), std::string::npos) << m;
   // The list holds today's keys only, not the old names kept working (log_every is in [log] now).
-  EXPECT_NE(m.find("; keys in [train]: global_batch, micro_batches, epochs, steps, eval_every, sync_batchnorm, "
-                   "recompute, freeze"),
-            std::string::npos)
+  EXPECT_NE(
+      m.find("; keys in [train]: global_batch, micro_batches, micro_batch, epochs, steps, eval_every, sync_batchnorm, "
+             "recompute, freeze"),
+      std::string::npos)
       << m;
   EXPECT_EQ(m.find("log_every"), std::string::npos) << m;
 }
@@ -316,6 +317,12 @@ TEST(ConfigErrors, CrossKeyChecks) {
   EXPECT_NE(error_of("[train]\nepochs = 0\n").find("nothing to train"), std::string::npos);
   EXPECT_NE(error_of("[train]\nglobal_batch = 10\nmicro_batches = 3\n").find("does not divide global_batch = 10"),
             std::string::npos);
+  EXPECT_NE(
+      error_of("[train]\nmicro_batch = 8\nmicro_batches = 2\n").find("micro_batch and micro_batches are both set"),
+      std::string::npos);
+  EXPECT_EQ(parse("[train]\nmicro_batch = 8\nmicro_batches = 1\n").train.micro_batch, 8);  // (as --print-ini writes it)
+  EXPECT_EQ(parse("[train]\nmicro_batch = auto\n").train.micro_batch, 0);
+  EXPECT_NE(error_of("[train]\nmicro_batch = 0\n").find("expected auto or a whole number >= 1"), std::string::npos);
   EXPECT_NE(error_of("[run]\ndevice = cpu\n[parallel]\ncomm = nccl\n").find("comm = nccl needs device = cuda"),
             std::string::npos);
 }

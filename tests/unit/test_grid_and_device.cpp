@@ -94,6 +94,43 @@ TEST(Mesh, BatchContract) {
   }
 }
 
+TEST(Mesh, MicroBatchKeepsTheGlobalBatchOnAnyRankCount) {
+  TrainConfig t;
+  t.global_batch = 512;
+  t.micro_batch = 64;  // the GPT-2 124M deck: 8 micro-batches on 1 GPU, 1 on 8
+  EXPECT_EQ(micro_batches_for(t, make_mesh_shape(1, 1)), 8);
+  EXPECT_EQ(micro_batches_for(t, make_mesh_shape(2, 1)), 4);
+  EXPECT_EQ(micro_batches_for(t, make_mesh_shape(8, 1)), 1);
+  EXPECT_EQ(micro_batches_for(t, make_mesh_shape(8, 2)), 2);  // dp = 4
+  try {
+    micro_batches_for(t, make_mesh_shape(16, 1));  // 32 a rank
+    FAIL();
+  } catch (const Error& e) {
+    EXPECT_STREQ(e.what(),
+                 "[train] micro_batch = 64 does not divide the per-rank batch 32 (global_batch 512 / 16 "
+                 "data-parallel ranks)");
+  }
+  t.micro_batch = 0;  // auto: micro_batches as given
+  t.micro_batches = 3;
+  EXPECT_EQ(micro_batches_for(t, make_mesh_shape(8, 1)), 3);
+}
+
+TEST(Device, PeakFlopsForMfu) {
+  DeviceAssignment d;
+  d.kind = DeviceKind::cuda;
+  d.description = "cuda:0 NVIDIA H200 (139.8 GiB)";
+  EXPECT_EQ(peak_flops(d, Precision::bf16, false), 989e12);
+  EXPECT_EQ(peak_flops(d, Precision::fp32, true), 494.5e12);
+  EXPECT_EQ(peak_flops(d, Precision::fp32, false), 66.9e12);
+  d.description = "cuda:1 NVIDIA A100-SXM4-80GB (79.2 GiB)";
+  EXPECT_EQ(peak_flops(d, Precision::fp16, false), 312e12);
+  d.description = "cuda:0 NVIDIA GeForce RTX 4090 (23.6 GiB)";
+  EXPECT_FALSE(peak_flops(d, Precision::bf16, false));  // unknown: no MFU
+  d.kind = DeviceKind::cpu;
+  d.description = "cpu";
+  EXPECT_FALSE(peak_flops(d, Precision::fp32, false));
+}
+
 TEST(Device, AutoWithoutGpusIsCpu) {
   RankInfo me;
   const auto d = choose_device(DeviceKind::auto_, me, {}, "no driver");

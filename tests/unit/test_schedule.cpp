@@ -87,8 +87,8 @@ TEST(RunReport, CsvProgressLineAndSummaryComeFromTheSameFigures) {
             "eval_perplexity,gpu_util_pct_min,gpu_util_pct_mean,gpu_util_pct_max,gpu_mem_used_mib_min,"
             "gpu_mem_used_mib_mean,gpu_mem_used_mib_max,gpu_mem_total_mib,gpu_power_w_min,gpu_power_w_mean,"
             "gpu_power_w_max,gpu_temp_c_min,gpu_temp_c_mean,gpu_temp_c_max,gpu_energy_j_min,gpu_energy_j_mean,"
-            "gpu_energy_j_max");
-  const std::string no_gpu(16, ',');  // the GPU columns, empty without GPU telemetry
+            "gpu_energy_j_max,model_flops_per_s,mfu_pct");
+  const std::string no_gpu(18, ',');  // the GPU columns and model FLOP/s and MFU, empty here
   IntervalFigures f;
   f.step = 40;
   f.epoch = 2;
@@ -120,6 +120,13 @@ TEST(RunReport, CsvProgressLineAndSummaryComeFromTheSameFigures) {
             "40,2,1.5,0.25,0.875,1000,0,0,0.05,0.5,0.75,3.5,1,2,99.5,120,,64000,1.25,1.5" + no_gpu);
   EXPECT_NE(RunReport::progress_line(f).find("| 64000 tokens/s |"), std::string::npos) << RunReport::progress_line(f);
   EXPECT_NE(RunReport::progress_line(f).find("ppl 1.5000"), std::string::npos) << RunReport::progress_line(f);
+  f.model_flops_per_s = 2.5e12;  // and model FLOP/s, with MFU where the GPU's peak is known
+  EXPECT_NE(RunReport::progress_line(f).find("| 64000 tokens/s, 2.5 TFLOP/s |"), std::string::npos)
+      << RunReport::progress_line(f);
+  f.mfu_pct = 41.25;
+  EXPECT_NE(RunReport::progress_line(f).find("| 64000 tokens/s, 2.5 TFLOP/s MFU 41.2% |"), std::string::npos)
+      << RunReport::progress_line(f);
+  EXPECT_EQ(RunReport::csv_row(f).substr(RunReport::csv_row(f).size() - 14), ",2.5e+12,41.25");
   RunSummary s;
   s.steps = 10;
   s.precision = "bf16";
@@ -134,5 +141,12 @@ TEST(RunReport, CsvProgressLineAndSummaryComeFromTheSameFigures) {
   s.tokens_per_sample = 64;
   s.steady_samples_per_s = 10;
   EXPECT_NE(RunReport::summary_json(s).find("\"steady_tokens_per_s\": 640,\n"), std::string::npos);
+  EXPECT_NE(RunReport::summary_json(s).find("\"steady_mfu_pct\": null,"), std::string::npos);  // no FLOPs count
+  s.flops_per_token = 1e9;
+  s.ranks = 2;
+  s.peak_flops_per_rank = 1e12;  // 640 tokens/s x 1e9 = 6.4e11 FLOP/s of 2e12: 32%
+  EXPECT_NE(RunReport::summary_json(s).find("\"steady_model_flops_per_s\": 6.4e+11,\n  \"steady_mfu_pct\": 32,"),
+            std::string::npos)
+      << RunReport::summary_json(s);
   EXPECT_EQ(js.substr(js.size() - 3), "\n}\n");  // closed
 }

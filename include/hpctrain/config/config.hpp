@@ -144,6 +144,7 @@ struct ModelConfig {
 struct TrainConfig {
   long global_batch = 64;
   int micro_batches = 1;
+  long micro_batch = 0;  // rows per micro-batch on a rank; 0 = auto: from micro_batches (runtime/mesh.hpp)
   long epochs = 1;      // used when steps == 0
   long steps = 0;       // > 0: train this many optimizer steps instead of epochs
   long eval_every = 0;  // steps; 0 = at the end of every epoch

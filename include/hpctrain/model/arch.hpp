@@ -23,4 +23,9 @@ struct GptDims {
 // significant digits as the decks in inputs/ write it.
 std::string gpt_layers(const GptDims& d);
 
+// Training FLOPs per token as llm.c and PaLM count them: 6 N (forward and backward through every
+// parameter, embeddings included) + 12 n_layer n_embd T (attention's scores and weighted sums
+// over a context of T).
+double gpt_flops_per_token(std::int64_t parameters, std::int64_t n_layer, std::int64_t n_embd, std::int64_t context);
+
 }  // namespace hpctrain

@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "hpctrain/comm/mpi_handles.hpp"
+#include "hpctrain/config/config.hpp"
 
 namespace hpctrain {
 
@@ -54,6 +55,9 @@ std::string mesh_group_name(const MeshCoords& c, const MeshShape& shape, MeshDim
 // The batch contract: per-rank batch = global_batch / dp, split into micro_batches. Throws bad_input
 // with the numbers when it does not divide.
 long per_rank_batch(long global_batch, int micro_batches, const MeshShape& shape);
+// [train] micro_batches for this mesh: as given, or per-rank batch / micro_batch when
+// [train] micro_batch = N (bad_input when N does not divide the per-rank batch).
+int micro_batches_for(const TrainConfig& train, const MeshShape& shape);
 
 class Mesh {
  public:

@@ -5,6 +5,7 @@
 
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -49,6 +50,12 @@ DeviceAssignment choose_device(DeviceKind requested, const RankInfo& me, const s
                                const std::vector<std::string>& node_picks = {});
 // The UUID of the GPU local rank `me.local_rank` takes among `gpus` ("" without GPUs).
 std::string pick_uuid(const RankInfo& me, const std::vector<cuda::GpuInfo>& gpus);
+
+// Pure: a GPU's dense peak FLOP/s for a run's GEMMs, for model FLOPs utilization (MFU), from
+// its name in `device.description` (vendor figures, dense, no sparsity): H100 / H200 SXM 989e12
+// in bf16/fp16, 494.5e12 with TF32, 66.9e12 in float32; A100 312e12, 156e12, 19.5e12. nullopt
+// on the CPU and for other GPUs (no MFU is printed then).
+std::optional<double> peak_flops(const DeviceAssignment& device, Precision dtype, bool tf32);
 
 // Pure: resolves [parallel] comm for a device. auto = nccl on cuda, mpi on cpu or when ranks share
 // a GPU (NCCL cannot put two ranks of one communicator on one GPU; asking for it is bad_input).

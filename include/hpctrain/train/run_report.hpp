@@ -40,6 +40,9 @@ struct IntervalFigures {
   // since this run started.
   std::optional<Spread> gpu_util_pct, gpu_mem_used_mib, gpu_power_w, gpu_temp_c, gpu_energy_j;
   std::optional<double> gpu_mem_total_mib;  // the smallest GPU's memory
+  // Language models: model FLOP/s (tokens/s x training FLOPs per token, RunSummary) over all
+  // ranks, and model FLOPs utilization = that / (ranks x the GPU's peak) where the peak is known.
+  std::optional<double> model_flops_per_s, mfu_pct;
 };
 
 // The metrics columns, in file order, with their TensorBoard tags (empty for the step, which
@@ -80,6 +83,8 @@ void visit_columns(const IntervalFigures& f, Visit&& v) {
   spread("gpu_power_w", f.gpu_power_w);
   spread("gpu_temp_c", f.gpu_temp_c);
   spread("gpu_energy_j", f.gpu_energy_j);
+  v("model_flops_per_s", "system/model_flops_per_s", f.model_flops_per_s);
+  v("mfu_pct", "system/mfu_pct", f.mfu_pct);
 }
 
 // The end of a run (over all ranks).
@@ -108,6 +113,19 @@ struct RunSummary {
   double comm_alone_s_per_step = 0, comm_wait_s_per_step = 0, comm_hidden_fraction = 0;
   double steady_samples_per_s = 0;
   std::int64_t tokens_per_sample = 0;  // language models: the window length T (0 otherwise)
+  // Language models: training FLOPs per token (arch = gpt: 6 N + 12 n_layer n_embd T; a layers
+  // string: 6 N), and the steady state's model FLOP/s and MFU (null without a known peak).
+  double flops_per_token = 0;
+  std::optional<double> peak_flops_per_rank;
+  std::optional<double> steady_model_flops_per_s() const {
+    if (flops_per_token <= 0) return std::nullopt;
+    return steady_samples_per_s * static_cast<double>(tokens_per_sample) * flops_per_token;
+  }
+  std::optional<double> steady_mfu_pct() const {
+    const auto f = steady_model_flops_per_s();
+    if (!f || !peak_flops_per_rank) return std::nullopt;
+    return 100 * *f / (*peak_flops_per_rank * ranks);
+  }
   std::int64_t steady_warmup_steps = 0;
   int checkpoints_written = 0;
   double checkpoint_write_s = 0;
@@ -162,6 +180,9 @@ void visit_summary(const RunSummary& s, Visit&& v) {
   v("comm_hidden_fraction", s.comm_hidden_fraction);
   v("steady_samples_per_s", s.steady_samples_per_s);
   v("steady_warmup_steps", s.steady_warmup_steps);
+  v("flops_per_token", s.flops_per_token);
+  v("steady_model_flops_per_s", s.steady_model_flops_per_s());
+  v("steady_mfu_pct", s.steady_mfu_pct());
   v("checkpoints_written", s.checkpoints_written);
   v("checkpoint_write_s", s.checkpoint_write_s);
   v("checkpoint_stall_s", s.checkpoint_stall_s);

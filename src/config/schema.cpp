@@ -80,6 +80,26 @@ class Section {
     return s;
   }
 
+  // "auto" or a whole number >= 1, held as 0 for auto.
+  KeySpec& auto_count(const char* key, long S::*field, const char* help) {
+    const auto part = part_;
+    KeySpec& s = custom(
+        key, ValueKind::text, help,
+        [part, field](Config& c, const std::string& v) {
+          c.*part.*field = v == "auto" ? 0 : static_cast<long>(parse_real(v));
+        },
+        [part, field](const Config& c) {
+          return c.*part.*field == 0 ? std::string("auto") : std::to_string(c.*part.*field);
+        });
+    s.check = [](const std::string& v) {
+      if (v == "auto") return;
+      const double n = parse_real(v);
+      if (!(n >= 1 && n <= kMaxCount && n == std::floor(n)))
+        throw std::invalid_argument("expected auto or a whole number >= 1");
+    };
+    return s;
+  }
+
   KeySpec& custom(const char* key, ValueKind kind, const char* help,
                   std::function<void(Config&, const std::string&)> apply,
                   std::function<std::string(const Config&)> show) {
@@ -168,19 +188,8 @@ void model_keys(std::vector<KeySpec>& k) {
   s.key("n_layer", &ModelConfig::n_layer, "arch = gpt: transformer blocks").range(0, 1 << 20);
   s.key("n_head", &ModelConfig::n_head, "arch = gpt: attention heads").range(0, 1 << 20);
   s.key("n_embd", &ModelConfig::n_embd, "arch = gpt: the width (a multiple of n_head)").range(0, 1 << 20);
-  s.custom(
-       "vocab_size", ValueKind::text,
-       "arch = gpt: tokens in the vocabulary; auto = the token dataset's (a number must equal it)",
-       [](Config& c, const std::string& v) { c.model.vocab_size = v == "auto" ? 0 : static_cast<long>(parse_real(v)); },
-       [](const Config& c) {
-         return c.model.vocab_size == 0 ? std::string("auto") : std::to_string(c.model.vocab_size);
-       })
-      .check = [](const std::string& v) {
-    if (v == "auto") return;
-    const double n = parse_real(v);
-    if (!(n >= 1 && n <= kMaxCount && n == std::floor(n)))
-      throw std::invalid_argument("expected auto or a whole number >= 1");
-  };
+  s.auto_count("vocab_size", &ModelConfig::vocab_size,
+               "arch = gpt: tokens in the vocabulary; auto = the token dataset's (a number must equal it)");
   s.key("bias", &ModelConfig::bias, "arch = gpt: biases in the linear layers and layer norms");
   s.key("tie_embeddings", &ModelConfig::tie_embeddings,
         "arch = gpt: the output head shares the token embedding's weight");
@@ -206,23 +215,10 @@ void train_keys(std::vector<KeySpec>& k) {
   s.key("micro_batches", &TrainConfig::micro_batches,
         "split of the per-rank batch: accumulation (pipeline_parallel = 1) or pipeline micro-batches")
       .range(1, 65536);
-  s.custom(
-       "micro_batch", ValueKind::text,
-       "rows (samples) per micro-batch on each rank; micro_batches = global_batch / data-parallel ranks / "
-       "micro_batch, so a deck keeps its global batch on any GPU count; auto = from micro_batches (which must "
-       "then be left at 1)",
-       [](Config& c, const std::string& v) {
-         c.train.micro_batch = v == "auto" ? 0 : static_cast<long>(parse_real(v));
-       },
-       [](const Config& c) {
-         return c.train.micro_batch == 0 ? std::string("auto") : std::to_string(c.train.micro_batch);
-       })
-      .check = [](const std::string& v) {
-    if (v == "auto") return;
-    const double n = parse_real(v);
-    if (!(n >= 1 && n <= kMaxCount && n == std::floor(n)))
-      throw std::invalid_argument("expected auto or a whole number >= 1");
-  };
+  s.auto_count("micro_batch", &TrainConfig::micro_batch,
+               "rows (samples) per micro-batch on each rank; micro_batches = global_batch / data-parallel ranks / "
+               "micro_batch, so a deck keeps its global batch on any GPU count; auto = from micro_batches (which "
+               "must then be left at 1)");
   s.key("epochs", &TrainConfig::epochs, "epochs to train (ignored when steps > 0)").range(0, kMaxCount);
   s.key("steps", &TrainConfig::steps, "optimizer steps to train; > 0 wins over epochs").range(0, kMaxCount);
   s.key("eval_every", &TrainConfig::eval_every, "evaluate every N steps; 0 = at each epoch end").range(0, kMaxCount);

@@ -302,6 +302,7 @@ std::vector<std::uint32_t> encode_documents(const Vocabulary& vocab, const std::
   for (std::size_t i = 0; i < parts.size(); ++i) {
     if (i == 0 || parts[i].doc != parts[i - 1].doc) ids.push_back(static_cast<std::uint32_t>(vocab.end_of_text()));
     ids.insert(ids.end(), parts[i].ids.begin(), parts[i].ids.end());
+    std::vector<std::uint32_t>().swap(parts[i].ids);  // freed as it goes: the ids are not held twice
   }
   return ids;
 }
@@ -360,10 +361,11 @@ TextImportResult import_text(const TextImportOptions& o) {
   for (int s = 0; s < o.shards && s * per < train; ++s) {
     char name[64];
     std::snprintf(name, sizeof(name), "/train/tokens-%05d.h5", s);
-    const auto first = ids.begin() + s * per, last = ids.begin() + std::min(train, (s + 1) * per);
-    write_token_shard(o.out + name, {first, last}, vocab);
+    const std::int64_t first = s * per, last = std::min(train, (s + 1) * per);  // (written in place: no copy)
+    write_token_shard(o.out + name, ids.data() + first, static_cast<std::size_t>(last - first), vocab);
   }
-  if (o.val_fraction > 0) write_token_shard(o.out + "/val/tokens-00000.h5", {ids.begin() + train, ids.end()}, vocab);
+  if (o.val_fraction > 0)
+    write_token_shard(o.out + "/val/tokens-00000.h5", ids.data() + train, static_cast<std::size_t>(n - train), vocab);
   r.train = train;
   r.val = n - train;
   r.vocab = vocab.size();

@@ -171,7 +171,7 @@ std::int64_t window_start(const SplitIndex& split, std::uint64_t seed, std::int6
   return static_cast<std::int64_t>(shift) + w * t;
 }
 
-void write_token_shard(const std::string& path, const std::vector<std::uint32_t>& tokens, const Vocabulary& vocab) {
+void write_token_shard(const std::string& path, const std::uint32_t* tokens, std::size_t n, const Vocabulary& vocab) {
   const std::string& tokenizer = vocab.tokenizer();
   const std::int64_t vocab_size = vocab.size();
   std::lock_guard<std::mutex> lock(h5::lock());
@@ -185,9 +185,8 @@ void write_token_shard(const std::string& path, const std::vector<std::uint32_t>
     if (tokenizer != "byte") h5::write_string_attribute(file.get(), "vocabulary", vocab.characters());
     for (const auto& [name, bytes] : vocab.files()) h5::write_bytes(file.get(), "tokenizer/" + name, bytes);
     const hid_t type = vocab_size <= 256 ? H5T_STD_U8LE : vocab_size <= 65536 ? H5T_STD_U16LE : H5T_STD_U32LE;
-    h5::Id d =
-        h5::create_dataset(file.get(), "tokens", type, {static_cast<hsize_t>(tokens.size())}, hsize_t{1} << 20, 0);
-    h5::write_rows(d.get(), H5T_NATIVE_UINT32, 0, static_cast<hsize_t>(tokens.size()), tokens.data());
+    h5::Id d = h5::create_dataset(file.get(), "tokens", type, {static_cast<hsize_t>(n)}, hsize_t{1} << 20, 0);
+    h5::write_rows(d.get(), H5T_NATIVE_UINT32, 0, static_cast<hsize_t>(n), tokens);
   }
   if (std::rename(tmp.c_str(), path.c_str()) != 0)
     throw Error(ExitCode::internal, Scope::this_rank, "cannot rename " + tmp + " to " + path);

@@ -56,6 +56,10 @@ class Vocabulary;
 std::int64_t eval_target_bytes(const SplitIndex& split, std::int64_t windows);
 // Shard writer of import-text: one stream per file (with `vocab`'s attributes and files), written
 // to <path>.tmp and renamed.
-void write_token_shard(const std::string& path, const std::vector<std::uint32_t>& tokens, const Vocabulary& vocab);
+void write_token_shard(const std::string& path, const std::uint32_t* tokens, std::size_t n, const Vocabulary& vocab);
+inline void write_token_shard(const std::string& path, const std::vector<std::uint32_t>& tokens,
+                              const Vocabulary& vocab) {
+  write_token_shard(path, tokens.data(), tokens.size(), vocab);
+}
 
 }  // namespace hpctrain

@@ -6,6 +6,7 @@
 # every shard; a small arch = gpt model trains on it (loss at step 0 near ln 50,257; vocabulary
 # padded to 50,304); the checkpoint stores the files, so --generate
 # encodes a prompt and decodes text with the vocabulary folder gone; bad input is one line.
+# (One-rank runs start the trainer as an MPI singleton, without mpirun: 2 s less each.)
 set -u
 source "$3/tests/e2e/lib.sh"
 e2e_start "$1" "$2" "$3"
@@ -90,7 +91,7 @@ lr = 1e-3
 [checkpoint]
 every_steps = 4
 INI
-run1=$("$mpirun" -np 1 "$trainer" "$deck" 2>&1)
+run1=$("$trainer" "$deck" 2>&1)
 check "a GPT trains on the gpt2 dataset (exit 0)" test $? -eq 0
 loss0=$(sed -n 's/.*step 1\/4 | loss \([0-9.]*\).*/\1/p' <<<"$run1" | head -1)
 check "its loss at step 1 is ln 50257 = 10.82 within 0.1 ($loss0)" \
@@ -111,7 +112,7 @@ check "inputs/gpt2_124m.ini --dry-run: 124,475,904 parameters (GPT-2's 124,439,8
   grep -q "124475904\|124,475,904" <<<"$dry"
 check "... and 6N + 12 L C T = 8.6e+08 training FLOPs per token, as llm.c counts them" \
   grep -q "^Compute: 8.6e+08 FLOPs per token (6 x 124475904 parameters + 12 x 12 layers x 768 wide x 1024 context)" <<<"$dry"
-big=$("$mpirun" -np 1 "$trainer" "$src/inputs/gpt2_124m.ini" --set data.path="$tmp/files" --set run.out_dir="$tmp/big" \
+big=$("$trainer" "$src/inputs/gpt2_124m.ini" --set data.path="$tmp/files" --set run.out_dir="$tmp/big" \
   --set model.block_size=64 --set train.global_batch=1 --set train.micro_batch=1 --set train.steps=2 \
   --set train.eval_every=0 --set precision.dtype=fp32 --set log.log_every=1 --set checkpoint.every_steps=0 \
   --set checkpoint.every_epochs=0 --set kernels.threads=2 2>&1)
@@ -131,7 +132,7 @@ sys.exit(not (abs(f / int(m.group(1)) / 7.539e8 - 1) < 0.03 and 'MFU' not in sys
 
 # --eval-only: bits per byte = loss * targets / (ln 2 * bytes), the bytes counted here by the
 # JavaScript reference's decoder from the val split's target tokens (positions 1 to W * T).
-ev=$("$mpirun" -np 1 "$trainer" "$deck" --eval-only 2>&1 | grep "^eval-only")
+ev=$("$trainer" "$deck" --eval-only 2>&1 | grep "^eval-only")
 field() { awk -v k="$1" '{for (i = 1; i < NF; i++) if ($i == k) print $(i + 1)}' <<<"$ev"; }
 windows=$(sed -n 's/.*(\([0-9]*\) windows of 32 tokens.*/\1/p' <<<"$ev")
 /usr/bin/python3 -c "
@@ -158,12 +159,12 @@ with h5py.File(sys.argv[1], 'r+') as f:
     del f['tokenizer/vocab.bpe']
     f['tokenizer/vocab.bpe'] = numpy.frombuffer(b'\\n'.join(lines), dtype='uint8')
 " "$tmp/data/train/tokens-00000.h5"
-err=$("$mpirun" -np 1 "$trainer" "$deck" --set run.out_dir="$tmp/run3" 2>&1)
+err=$("$trainer" "$deck" --set run.out_dir="$tmp/run3" 2>&1)
 check "a shard whose tokenizer files were changed is refused naming it ($(grep error <<<"$err" | head -1 | cut -c1-150))" \
   grep -q "tokens-00000.h5: tokenizer/: the stored tokenizer files are not those" <<<"$err"
 mv "$tmp/data/train/saved.h5.bak" "$tmp/data/train/tokens-00000.h5"
 rm -rf "$tmp/vocab"
-gen=$("$mpirun" -np 1 "$trainer" "$deck" --generate --prompt $'ROMEO: caf\xc3\xa9' --tokens 20 2>&1)
+gen=$("$trainer" "$deck" --generate --prompt $'ROMEO: caf\xc3\xa9' --tokens 20 2>&1)
 check "--generate from the checkpoint alone (the vocabulary folder removed) exits 0" test $? -eq 0
 body=$(sed -n '/^generate:/,$p' <<<"$gen" | tail -n +2)
 check "... continuing the prompt with decoded text (${body:0:50})" test "${body:0:6}" = "ROMEO:" -a ${#body} -gt 20

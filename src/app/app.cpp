@@ -182,6 +182,31 @@ std::string version_text() {
 
 namespace {
 
+// --dry-run, arch = gpt on one stage without dropout or recompute: the activations one micro-batch
+// keeps for backward (model/arch.hpp gpt_activation_bytes), else a line saying they are not
+// estimated.
+std::string describe_activations(const Config& cfg, const Runtime& rt, const Model& model) {
+  if (cfg.model.arch != Arch::gpt) return "";
+  if (rt.mesh().size(MeshDim::pp) > 1 || cfg.model.dropout > 0 || cfg.train.recompute != Recompute::none)
+    return "Activations: not estimated with pipeline stages, dropout or recompute (summary.json's "
+           "activation_bytes_per_rank measures them)\n";
+  GptDims d;
+  d.n_layer = cfg.model.n_layer;
+  d.n_head = cfg.model.n_head;
+  d.n_embd = cfg.model.n_embd;
+  const std::int64_t rows = rt.per_rank_batch() / cfg.train.micro_batches, t = cfg.model.block_size;
+  const double bytes =
+      gpt_activation_bytes(d, rows, t, model.output_shape().back(), cfg.precision.dtype != Precision::fp32);
+  const double probs = static_cast<double>(d.n_layer * rows * d.n_head) * static_cast<double>(t * t) *
+                       (cfg.precision.dtype != Precision::fp32 ? 2 : 4);
+  char line[300];
+  std::snprintf(line, sizeof(line),
+                "Activations per rank: %.1f MiB (%.0f bytes) for a micro-batch of %lld windows of %lld tokens, of "
+                "which %.1f MiB are attention's T x T probabilities\n",
+                bytes / (1 << 20), bytes, static_cast<long long>(rows), static_cast<long long>(t), probs / (1 << 20));
+  return line;
+}
+
 // --dry-run: the memory per rank of the stage with the most parameters that the model's flat
 // buffers take (activations and workspaces come on top), with the optimizer state sharded over
 // the data-parallel ranks when [parallel] shard_optimizer is set.
@@ -213,7 +238,7 @@ std::string describe_memory(const Config& cfg, const Runtime& rt, const Model& m
                 static_cast<long long>(params), static_cast<double>(params) * mib, static_cast<double>(params) * mib,
                 cfg.precision.dtype == Precision::fp32 ? "" : ", reduced-precision copy (half the parameters')",
                 sharded ? state / dp : state, note);
-  return line;
+  return line + describe_activations(cfg, rt, model);
 }
 
 // --dry-run, arch = gpt: training FLOPs per token as llm.c and PaLM count them: 6 N (forward and

@@ -28,4 +28,14 @@ double gpt_flops_per_token(std::int64_t parameters, std::int64_t n_layer, std::i
          12.0 * static_cast<double>(n_layer) * static_cast<double>(n_embd) * static_cast<double>(context);
 }
 
+double gpt_activation_bytes(const GptDims& d, std::int64_t rows, std::int64_t context, std::int64_t padded_vocab,
+                            bool half) {
+  const double n = static_cast<double>(rows * context), c = static_cast<double>(d.n_embd);
+  const double l = static_cast<double>(d.n_layer), s = half ? 2 : 4;
+  const double t = static_cast<double>(context);
+  const double saved = l * (16 * n * c + static_cast<double>(rows * d.n_head) * t * t) * s + (4 * l + 2) * n * 4;
+  const double outputs = (3 + 2 * l) * n * c * s + n * static_cast<double>(padded_vocab) * 4;
+  return saved + outputs;
+}
+
 }  // namespace hpctrain

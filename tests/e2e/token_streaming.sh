@@ -75,6 +75,14 @@ check "... its resident peak ($stream MiB) is within 16 + 8 MiB of the node-cach
   test "$stream" -gt 0 -a $((stream - (whole - 64))) -le 24
 check "... and the node-cache run's is over 40 MiB more (the bound is not met by chance)" test $((whole - stream)) -gt 40
 
+# --dry-run's activation estimate (model/arch.hpp gpt_activation_bytes) against what the run kept
+# (summary.json), within 512 bytes: the smallest of its terms here, the layer norms' statistics,
+# is 1,536 bytes.
+est=$("$trainer" "$deck" --dry-run --set run.out_dir="$tmp/dry" 2>&1 | sed -n 's/^Activations per rank: .* MiB (\([0-9]*\) bytes).*/\1/p')
+kept=$(/usr/bin/python3 -c "import json; print(int(json.load(open('$tmp/grid/summary.json'))['activation_bytes_per_rank']))")
+check "--dry-run's activations per rank ($est bytes) are the run's activation_bytes_per_rank ($kept) within 512 bytes" \
+  test -n "$est" -a "${est:-0}" -gt 0 -a $((${est:-0} - kept)) -le 512 -a $((kept - ${est:-0})) -le 512
+
 resume_from3 1 grid_resumed grid
 check "exact resume from the streaming reader, windows = grid ($(after3 grid_resumed))" \
   test -n "$(after3 grid)" -a "$(after3 grid)" = "$(after3 grid_resumed)"

@@ -47,3 +47,25 @@ TEST(Arch, GptWithBiasesAndAnUntiedHead) {
             "proj_std=0.01)) h.{}:res(ln_2:layernorm mlp.fc:linear(32) gelu mlp.proj:linear(8, std=0.01))) "
             "ln_f:layernorm lm_head:lm_head(11, tie=0)");
 }
+
+// The activation estimate against runs of this build measured 2026-12-03 (summary.json's
+// activation_bytes_per_rank; the runs keep a few bytes more, under 64): fp32 and bf16, one and
+// two layers, T = 16 and 32. (tests/e2e/token_streaming.sh checks it against a live run.)
+TEST(Arch, GptActivationBytesMatchMeasuredRuns) {
+  struct Run {
+    std::int64_t layers, heads, width, context, rows;
+    bool half;
+    double measured;
+  };
+  const Run runs[] = {{1, 2, 32, 16, 4, false, 13059600}, {2, 2, 32, 16, 4, false, 13216300},
+                      {1, 2, 32, 16, 8, false, 26119200}, {1, 2, 32, 32, 4, false, 26135600},
+                      {1, 4, 32, 16, 4, false, 13067800}, {1, 2, 64, 16, 4, false, 13231600},
+                      {2, 2, 32, 16, 4, true, 13048300},  {1, 2, 64, 32, 8, true, 52238300}};
+  for (const Run& r : runs) {
+    GptDims d;
+    d.n_layer = r.layers, d.n_head = r.heads, d.n_embd = r.width;
+    const double est = gpt_activation_bytes(d, r.rows, r.context, 50304, r.half);
+    EXPECT_NEAR(est, r.measured, 64) << r.layers << " layers, " << r.heads << " heads, " << r.width << " wide, T "
+                                     << r.context << ", " << r.rows << " rows" << (r.half ? ", bf16" : "");
+  }
+}

@@ -28,4 +28,15 @@ std::string gpt_layers(const GptDims& d);
 // over a context of T).
 double gpt_flops_per_token(std::int64_t parameters, std::int64_t n_layer, std::int64_t n_embd, std::int64_t context);
 
+// The activation memory of one micro-batch of `rows` windows of T tokens as this implementation
+// keeps it for backward (summary.json's activation_bytes_per_rank: the saved tensors and the
+// layers' outputs), without dropout and activation checkpointing; `half`: bf16/fp16 runs. With
+// N = rows x T tokens and s = 4 bytes (2 when half):
+//   saved   = n_layer (16 N n_embd + rows n_head T^2) s + (4 n_layer + 2) N 4   (layer norms'
+//             statistics stay float32; the T x T attention probabilities are the rows n_head T^2)
+//   outputs = (3 + 2 n_layer) N n_embd s + N padded_vocab 4                   (the logits in float32)
+// Found by measuring runs of this build and checked against one by tests/e2e/token_streaming.sh.
+double gpt_activation_bytes(const GptDims& d, std::int64_t rows, std::int64_t context, std::int64_t padded_vocab,
+                            bool half);
+
 }  // namespace hpctrain

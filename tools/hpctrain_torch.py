@@ -73,6 +73,10 @@ class Seq(nn.Module):
                 mod = nn.Module()
                 mod.weight = nn.Parameter(torch.ones(shape[-1]))
                 mod.bias = nn.Parameter(torch.zeros(shape[-1])) if bias else None
+            elif kind == "rmsnorm":
+                mod = nn.Module()
+                mod.weight = nn.Parameter(torch.ones(shape[-1]))
+                mod.eps = 10.0 ** -int(named.get("eps", "5"))
             elif kind == "linear":
                 mod = nn.Linear(shape[-1], pos[0], bias=bias)
                 shape = shape[:-1] + (pos[0],)
@@ -139,6 +143,8 @@ class Seq(nn.Module):
                 x = x + m.weight
             elif kind == "layernorm":
                 x = F.layer_norm(x, (x.shape[-1],), m.weight, m.bias, eps=1e-5)
+            elif kind == "rmsnorm":
+                x = x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + m.eps) * m.weight
             elif kind == "lm_head":
                 x = m(x) if m is not None else F.linear(x, s.root[0].tied[0].weight)
             elif kind == "res":

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# The GPT layers against PyTorch: two small GPTs (nanoGPT's form: no biases, tied head; and
-# with biases, dropout layers off, an untied head) dumped by gpt_dump and compared by
+# The GPT layers against PyTorch: three small GPTs (nanoGPT's form: no biases, tied head; with
+# biases, dropout layers off, an untied head; and with RMS norms, no biases, an untied head) dumped by gpt_dump and compared by
 # gpt_vs_torch.py (logits, loss, every gradient, 10 AdamW steps; tolerances in the script).
 set -euo pipefail
 dump=$1 ref=$2
@@ -9,11 +9,16 @@ trap 'rm -rf "$work"' EXIT
 /usr/bin/python3 -c "import torch, h5py" || { echo "FAIL: needs python3-torch and python3-h5py (tools/setup.sh installs them)"; exit 1; }
 nano="embedding(23, 32) position_embedding repeat(2, res(layernorm(bias=0) attention(4, bias=0, proj_std=0.01)) res(layernorm(bias=0) linear(128, bias=0) gelu linear(32, bias=0, std=0.01))) layernorm(bias=0) lm_head(23)"
 biased="embedding(17, 24) position_embedding res(layernorm attention(3)) res(layernorm linear(48) gelu linear(24)) layernorm lm_head(17, tie=0)"
+# RMS norm (Llama's) in place of the layer norms, no biases, an untied head.
+rms="embedding(19, 16) position_embedding repeat(2, res(rmsnorm attention(2, bias=0)) res(rmsnorm(eps=6) linear(64, bias=0) gelu linear(16, bias=0))) rmsnorm lm_head(19, tie=0)"
 status=0
-for case in nano biased; do
+for case in nano biased rms; do
   layers=${!case}
   echo "== $case: $layers"
-  "$dump" "$work/$case.h5" "$layers" $([ $case = nano ] && echo "23 16 3" || echo "17 9 4") 10 7
-  /usr/bin/python3 "$ref/gpt_vs_torch.py" "$work/$case.h5" "$layers" $([ $case = nano ] && echo 16 || echo 9) || status=1
+  dims="17 9 4" t=9
+  [ $case = nano ] && dims="23 16 3" t=16
+  [ $case = rms ] && dims="19 12 3" t=12
+  "$dump" "$work/$case.h5" "$layers" $dims 10 7
+  /usr/bin/python3 "$ref/gpt_vs_torch.py" "$work/$case.h5" "$layers" $t || status=1
 done
 exit $status

@@ -438,6 +438,20 @@ TEST_F(CudaOps, SequenceModelOps) {
     expect_close("layernorm_backward", gb, dgb, 1e-5);
   }
 
+  // RMS norm (float sums in another order: 1e-5).
+  {
+    rmsnorm_forward(x, w, c, 1e-5f, rstd, y);
+    rmsnorm_forward(dx, dw, c, 1e-5f, drstd, dy);
+    expect_close("rmsnorm_forward", y, dy, 1e-5);
+    expect_close("rmsnorm_forward", rstd, drstd, 1e-5);
+    Tensor gx = Tensor::zeros(x.shape(), host_), dgx = Tensor::zeros(x.shape(), dev_);
+    Tensor gw = random({c}, 49), dgw = on_gpu(gw);
+    rmsnorm_backward(x, w, rstd, g, c, gx, gw);
+    rmsnorm_backward(dx, dw, drstd, dg, c, dgx, dgw);
+    expect_close("rmsnorm_backward", gx, dgx, 1e-5);
+    expect_close("rmsnorm_backward", gw, dgw, 1e-5);
+  }
+
   Tensor qkv = random({n, t, 3 * c}, 48), dqkv_in = on_gpu(qkv);
   Tensor att = Tensor::zeros({n, heads, t, t}, host_), datt = Tensor::zeros(att.shape(), dev_);
   attention_probs(qkv, heads, att);

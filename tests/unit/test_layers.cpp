@@ -26,8 +26,8 @@
 #include "hpctrain/layers/registry.hpp"
 #include "hpctrain/model/model.hpp"
 #include "hpctrain/optim/optimizer.hpp"
-#include "hpctrain/tensor/step_scalars.hpp"
 #include "hpctrain/parallel/grad_buckets.hpp"
+#include "hpctrain/tensor/step_scalars.hpp"
 #include "unit_test_util.hpp"
 
 using namespace hpctrain;
@@ -170,6 +170,8 @@ TEST(GradientCheck, SequenceLayers) {
   EXPECT_LE(check_layer(*make("position_embedding"), {4, 3}, 2), 1.0);
   EXPECT_LE(check_layer(*make("layernorm"), {3, 5}, 2), 1.0);
   EXPECT_LE(check_layer(*make("layernorm(bias=0)"), {4, 6}, 2), 1.0);
+  EXPECT_LE(check_layer(*make("rmsnorm"), {3, 5}, 2), 1.0);
+  EXPECT_LE(check_layer(*make("rmsnorm(eps=6)"), {4, 6}, 2), 1.0);
   EXPECT_LE(check_layer(*make("linear(5)"), {3, 4}, 2), 1.0);
   EXPECT_LE(check_layer(*make("linear(2,bias=0)"), {3, 4}, 2), 1.0);
   EXPECT_LE(check_layer(*make("lm_head(6,tie=0)"), {3, 4}, 2), 1.0);
@@ -177,6 +179,38 @@ TEST(GradientCheck, SequenceLayers) {
   EXPECT_LE(check_layer(*make("attention(1,bias=0)"), {3, 2}, 3), 1.0);
   EXPECT_LE(check_layer(*make("attention(2,dropout=30)"), {4, 4}, 2), 1.0);
   EXPECT_LE(check_layer(*make("res(layernorm(bias=0) attention(2,bias=0))"), {4, 4}, 2), 1.0);
+}
+
+// RMS norm's forward against the formula in double: y = x / sqrt(mean(x^2) + 1e-5) * w, per row;
+// with eps=2 (1e-2) the outputs move (a negative control for the eps argument).
+TEST(RmsNorm, ForwardIsTheFormula) {
+  Allocator alloc;
+  for (const int eps : {5, 2}) {
+    auto layer = make(eps == 5 ? "rmsnorm" : "rmsnorm(eps=2)");
+    layer->configure({3, 6});
+    StepContext ctx;
+    layer->set_context(&ctx, 0);
+    const Tensor w = bind_random_params(*layer, {3, 6}, alloc, 5)[0];  // w random, not ones
+    Tensor x = Tensor::zeros({2, 3, 6}, alloc), y = Tensor::zeros({2, 3, 6}, alloc);
+    const auto v = random_values(36, 6);
+    std::copy(v.begin(), v.end(), x.data());
+    layer->forward(x, y);
+    double worst = 0, moved = 0;
+    for (int r = 0; r < 6; ++r) {
+      double ss = 0;
+      for (int j = 0; j < 6; ++j) ss += static_cast<double>(x.data()[r * 6 + j]) * x.data()[r * 6 + j];
+      const double inv = 1 / std::sqrt(ss / 6 + 1e-5);
+      for (int j = 0; j < 6; ++j) {
+        const double want = x.data()[r * 6 + j] * inv * w.data()[j];
+        worst = std::max(worst, std::fabs(y.data()[r * 6 + j] - want) / (std::fabs(want) + 1e-6));
+        moved = std::max(moved, std::fabs(y.data()[r * 6 + j] - want));
+      }
+    }
+    if (eps == 5)
+      EXPECT_LT(worst, 1e-5);
+    else
+      EXPECT_GT(moved, 1e-4);  // 1e-2 instead of 1e-5 changes the outputs
+  }
 }
 
 // Attention's causality: changing a later position's input leaves the earlier outputs as they were.

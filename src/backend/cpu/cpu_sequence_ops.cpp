@@ -1,5 +1,5 @@
 // The CPU backend's operations for sequence models (backend/cpu/cpu_ops.hpp): token embedding,
-// layer norm over the last dimension and causal multi-head attention (its GEMMs through sgemm
+// layer norm and RMS norm over the last dimension and causal multi-head attention (its GEMMs through sgemm
 // (backend/cpu/sgemm.hpp) on strided views of the fused query/key/value rows, the masked softmax in plain loops).
 #include <algorithm>
 #include <cmath>
@@ -97,6 +97,42 @@ void layernorm_backward(const Tensor& x, const Tensor& w, const Tensor& mean, co
     const auto mgx = static_cast<float>(sum_gx / static_cast<double>(width));
     float* out = dx.data() + i * width;
     for (std::int64_t j = 0; j < width; ++j) out[j] = r * (g[j] * w.data()[j] - mg - (in[j] - m) * r * mgx);
+  }
+}
+
+void rmsnorm_forward(const Tensor& x, const Tensor& w, std::int64_t width, float eps, Tensor& rstd, Tensor& y) {
+  const std::int64_t rows = x.numel() / width;
+  HPCT_CHECK(w.numel() == width && y.numel() == x.numel() && rstd.numel() >= rows,
+             "rmsnorm_forward: x " + shape_string(x.shape()) + " width " + std::to_string(width));
+  for (std::int64_t i = 0; i < rows; ++i) {
+    const float* in = x.data() + i * width;
+    float* out = y.data() + i * width;
+    float ss = 0.f;
+    for (std::int64_t j = 0; j < width; ++j) ss += in[j] * in[j];
+    const float r = 1.f / std::sqrt(ss / static_cast<float>(width) + eps);
+    for (std::int64_t j = 0; j < width; ++j) out[j] = in[j] * r * w.data()[j];
+    rstd.data()[i] = r;
+  }
+}
+
+void rmsnorm_backward(const Tensor& x, const Tensor& w, const Tensor& rstd, const Tensor& dy, std::int64_t width,
+                      Tensor& dx, Tensor& dw) {
+  const std::int64_t rows = x.numel() / width;
+  HPCT_CHECK(dy.numel() == x.numel() && dw.numel() == width, "rmsnorm_backward: " + shape_string(x.shape()));
+  for (std::int64_t i = 0; i < rows; ++i) {
+    const float* in = x.data() + i * width;
+    const float* g = dy.data() + i * width;
+    const float r = rstd.data()[i];
+    double sum_gx = 0;  // of dy*w*xhat
+    for (std::int64_t j = 0; j < width; ++j) {
+      const float xhat = in[j] * r;
+      sum_gx += g[j] * w.data()[j] * xhat;
+      dw.data()[j] += g[j] * xhat;
+    }
+    if (!dx.defined()) continue;
+    const auto mgx = static_cast<float>(sum_gx / static_cast<double>(width));
+    float* out = dx.data() + i * width;
+    for (std::int64_t j = 0; j < width; ++j) out[j] = r * (g[j] * w.data()[j] - in[j] * r * mgx);
   }
 }
 

@@ -1,5 +1,5 @@
 // The CUDA backend's operations for sequence models (backend/cuda/cuda_ops.hpp): token embedding,
-// layer norm over the last dimension and causal multi-head attention. Attention's four GEMMs per
+// layer norm and RMS norm over the last dimension and causal multi-head attention. Attention's four GEMMs per
 // head go through cuBLAS strided-batched GEMMs (one call per head, batched over the sequences:
 // the fused query/key/value rows make the heads' columns strided); the masked softmax and its
 // backward are one block per row. Layer norm's per-row sums and its weight gradients are
@@ -56,6 +56,29 @@ __global__ void layernorm_kernel(const float* x, const float* w, const float* b,
   }
 }
 
+// RMS norm: one block (256 threads) per row.
+__global__ void rmsnorm_kernel(const float* x, const float* w, i64 width, float eps, float* rstd, float* y) {
+  const float* in = x + blockIdx.x * width;
+  float ss = 0.f;
+  for (i64 j = threadIdx.x; j < width; j += blockDim.x) ss += in[j] * in[j];
+  const float r = rsqrtf(detail::block_sum(ss) / static_cast<float>(width) + eps);
+  float* out = y + blockIdx.x * width;
+  for (i64 j = threadIdx.x; j < width; j += blockDim.x) out[j] = in[j] * r * w[j];
+  if (threadIdx.x == 0) rstd[blockIdx.x] = r;
+}
+
+__global__ void rmsnorm_dx_kernel(const float* x, const float* w, const float* rstd, const float* dy, i64 width,
+                                  float* dx) {
+  const i64 row = blockIdx.x;
+  const float* in = x + row * width;
+  const float* g = dy + row * width;
+  const float r = rstd[row];
+  float sgx = 0.f;
+  for (i64 j = threadIdx.x; j < width; j += blockDim.x) sgx += g[j] * w[j] * in[j] * r;
+  const float mgx = detail::block_sum(sgx) / static_cast<float>(width);
+  for (i64 j = threadIdx.x; j < width; j += blockDim.x) dx[row * width + j] = r * (g[j] * w[j] - in[j] * r * mgx);
+}
+
 __global__ void layernorm_dx_kernel(const float* x, const float* w, const float* mean, const float* rstd,
                                     const float* dy, i64 width, float* dx) {
   const i64 row = blockIdx.x;
@@ -86,7 +109,7 @@ __global__ void layernorm_dw_kernel(const float* x, const float* mean, const flo
   if (j < width)
     for (i64 i = r0 + threadIdx.y; i < r1; i += 8) {
       const float g = dy[i * width + j];
-      sw += g * (x[i * width + j] - mean[i]) * rstd[i];
+      sw += g * (x[i * width + j] - (mean ? mean[i] : 0.f)) * rstd[i];  // (mean null: RMS norm)
       sb += g;
     }
   pw[threadIdx.y][threadIdx.x] = sw;
@@ -189,6 +212,28 @@ void layernorm_forward(const Tensor& x, const Tensor& w, const Tensor& b, i64 wi
   launch_check();
 }
 
+namespace {
+// dw += sum over rows of dy * xhat (and db += sum of dy when db is defined), xhat = (x - mean) *
+// rstd, mean null for RMS norm: deterministic column sums (backend/column_sums.hpp).
+void norm_weight_grads(const Tensor& x, const float* mean, const Tensor& rstd, const Tensor& dy, i64 rows, i64 width,
+                       Tensor& dw, Tensor& db) {
+  // Many row chunks on tall inputs (column_sums.hpp): their sums in the scratch, then added in order.
+  const ColumnSumPlan plan = column_sum_plan(rows, width);
+  float* pw = dw.data();
+  float* pb = db.defined() ? db.data() : nullptr;
+  if (plan.chunks > 1) {
+    pw = static_cast<float*>(context().scratch(2 * static_cast<std::size_t>(plan.chunks * width) * sizeof(float)));
+    pb = db.defined() ? pw + plan.chunks * width : nullptr;
+  }
+  layernorm_dw_kernel<<<dim3(static_cast<unsigned>(plan.column_blocks), static_cast<unsigned>(plan.chunks)),
+                        dim3(32, 8), 0, context().stream()>>>(x.data(), mean, rstd.data(), dy.data(), rows, width,
+                                                              plan.rows_per_chunk, pw, pb, plan.chunks == 1);
+  launch_check();
+  add_column_chunks(pw, plan, dw.data());
+  if (db.defined()) add_column_chunks(pb, plan, db.data());
+}
+}  // namespace
+
 void layernorm_backward(const Tensor& x, const Tensor& w, const Tensor& mean, const Tensor& rstd, const Tensor& dy,
                         i64 width, Tensor& dx, Tensor& dw, Tensor& db) {
   const i64 rows = x.numel() / width;
@@ -199,20 +244,31 @@ void layernorm_backward(const Tensor& x, const Tensor& w, const Tensor& mean, co
         x.data(), w.data(), mean.data(), rstd.data(), dy.data(), width, dx.data());
     launch_check();
   }
-  // Many row chunks on tall inputs (column_sums.hpp): their sums in the scratch, then added in order.
-  const ColumnSumPlan plan = column_sum_plan(rows, width);
-  float* pw = dw.data();
-  float* pb = db.defined() ? db.data() : nullptr;
-  if (plan.chunks > 1) {
-    pw = static_cast<float*>(context().scratch(2 * static_cast<std::size_t>(plan.chunks * width) * sizeof(float)));
-    pb = db.defined() ? pw + plan.chunks * width : nullptr;
-  }
-  layernorm_dw_kernel<<<dim3(static_cast<unsigned>(plan.column_blocks), static_cast<unsigned>(plan.chunks)),
-                        dim3(32, 8), 0, context().stream()>>>(x.data(), mean.data(), rstd.data(), dy.data(), rows,
-                                                              width, plan.rows_per_chunk, pw, pb, plan.chunks == 1);
+  norm_weight_grads(x, mean.data(), rstd, dy, rows, width, dw, db);
+}
+
+void rmsnorm_forward(const Tensor& x, const Tensor& w, i64 width, float eps, Tensor& rstd, Tensor& y) {
+  const i64 rows = x.numel() / width;
+  HPCT_CHECK(w.numel() == width && y.numel() == x.numel() && rstd.numel() >= rows,
+             "rmsnorm_forward: x " + shape_string(x.shape()) + " width " + std::to_string(width));
+  if (rows == 0) return;
+  rmsnorm_kernel<<<static_cast<unsigned>(rows), 256, 0, context().stream()>>>(x.data(), w.data(), width, eps,
+                                                                              rstd.data(), y.data());
   launch_check();
-  add_column_chunks(pw, plan, dw.data());
-  if (db.defined()) add_column_chunks(pb, plan, db.data());
+}
+
+void rmsnorm_backward(const Tensor& x, const Tensor& w, const Tensor& rstd, const Tensor& dy, i64 width, Tensor& dx,
+                      Tensor& dw) {
+  const i64 rows = x.numel() / width;
+  HPCT_CHECK(dy.numel() == x.numel() && dw.numel() == width, "rmsnorm_backward: " + shape_string(x.shape()));
+  if (rows == 0) return;
+  if (dx.defined()) {
+    rmsnorm_dx_kernel<<<static_cast<unsigned>(rows), 256, 0, context().stream()>>>(x.data(), w.data(), rstd.data(),
+                                                                                   dy.data(), width, dx.data());
+    launch_check();
+  }
+  Tensor none;
+  norm_weight_grads(x, nullptr, rstd, dy, rows, width, dw, none);
 }
 
 void attention_probs(const Tensor& qkv, i64 heads, Tensor& att) {

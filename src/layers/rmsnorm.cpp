@@ -1,0 +1,51 @@
+// rmsnorm / rmsnorm(eps=...): normalizes each position's last dimension by its root mean square,
+// y = x / sqrt(mean(x^2) + eps) * w (Llama's RMSNorm; eps = 10^-5 by default, Llama 3's
+// rms_norm_eps), w initialized to ones; no bias.
+#include <string>
+
+#include "hpctrain/backend/ops.hpp"
+#include "hpctrain/core/error.hpp"
+#include "hpctrain/layers/registry.hpp"
+
+namespace hpctrain {
+
+namespace {
+class RmsNorm final : public Layer {
+ public:
+  explicit RmsNorm(float eps) : eps_(eps) {}
+  const char* type() const override { return "rmsnorm"; }
+  Shape output_shape(const Shape& in) const override {
+    if (in.empty()) throw bad_input("[model] layers: rmsnorm needs an input with a last dimension");
+    return in;
+  }
+  std::vector<ParamSpec> param_specs(const Shape& in) const override {
+    const std::int64_t c = in.back();
+    return {{"weight", {c}, Init::ones, c, c}};
+  }
+  void forward(const Tensor& x, Tensor& y) override {
+    const std::int64_t width = x.shape().back(), rows = x.numel() / width;
+    Tensor rstd = saved(0, {rows}, x.device());
+    rmsnorm_forward(x, param(0), width, eps_, rstd, y);
+  }
+  void backward(const Tensor& x, const Tensor&, const Tensor& dy, Tensor& dx) override {
+    if (!accumulate_grads())
+      for (Tensor& g : views().grads) fill(g, 0.f);
+    const std::int64_t rows = x.numel() / x.shape().back();
+    rmsnorm_backward(x, param(0), saved(0, {rows}, x.device()), dy, x.shape().back(), dx, grad(0));
+  }
+
+ private:
+  float eps_;
+};
+}  // namespace
+
+void register_rmsnorm(LayerRegistry& r) {
+  r.add("rmsnorm", [](const LayerArgs& a) {
+    expect_named_only(a, 0, {"eps"});
+    // eps=k means 10^-k (integers only in layer arguments): the default 5 is Llama 3's 1e-5.
+    const std::int64_t e = layer_named_int(a, "eps", 5, 1);
+    return std::make_unique<RmsNorm>(std::stof("1e-" + std::to_string(e)));
+  });
+}
+
+}  // namespace hpctrain

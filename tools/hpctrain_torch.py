@@ -107,6 +107,8 @@ class Seq(nn.Module):
                 shape = (shape[0], (shape[1] - k) // stride + 1, (shape[2] - k) // stride + 1)
             elif kind == "gap":
                 shape = (shape[0],)
+            elif kind == "swiglu":  # silu(gate) * up of [..., 2F]: [..., F]
+                shape = shape[:-1] + (shape[-1] // 2,)
             elif kind == "batchnorm":
                 eps = 10.0 ** -int(named.get("eps", 5))
                 momentum = int(named.get("momentum", 10)) / 100.0
@@ -143,6 +145,9 @@ class Seq(nn.Module):
                 x = x + m.weight
             elif kind == "layernorm":
                 x = F.layer_norm(x, (x.shape[-1],), m.weight, m.bias, eps=1e-5)
+            elif kind == "swiglu":
+                a, b = x.chunk(2, dim=-1)
+                x = F.silu(a) * b
             elif kind == "rmsnorm":
                 x = x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + m.eps) * m.weight
             elif kind == "lm_head":

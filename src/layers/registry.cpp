@@ -265,6 +265,7 @@ void register_embedding(LayerRegistry& r, std::int64_t vocab_multiple);
 void register_position_embedding(LayerRegistry& r);
 void register_layernorm(LayerRegistry& r);
 void register_rmsnorm(LayerRegistry& r);
+void register_swiglu(LayerRegistry& r);
 void register_linear(LayerRegistry& r);
 void register_attention(LayerRegistry& r);
 void register_lm_head(LayerRegistry& r, std::int64_t vocab_multiple);
@@ -283,6 +284,7 @@ void register_builtin_layers(LayerRegistry& r, const LayerOptions& options) {
   register_position_embedding(r);
   register_layernorm(r);
   register_rmsnorm(r);
+  register_swiglu(r);
   register_linear(r);
   register_attention(r);
   register_lm_head(r, options.vocab_multiple);

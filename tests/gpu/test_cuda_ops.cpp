@@ -452,6 +452,19 @@ TEST_F(CudaOps, SequenceModelOps) {
     expect_close("rmsnorm_backward", gw, dgw, 1e-5);
   }
 
+  // SwiGLU: element-wise, the same float operations (1e-6).
+  {
+    Tensor half = Tensor::zeros({n, t, c / 2}, host_), dhalf = Tensor::zeros({n, t, c / 2}, dev_);
+    swiglu_forward(x, half);
+    swiglu_forward(dx, dhalf);
+    expect_close("swiglu_forward", half, dhalf, 1e-6);
+    Tensor gh = random({n, t, c / 2}, 50), dgh = on_gpu(gh);
+    Tensor gx = Tensor::zeros(x.shape(), host_), dgx = Tensor::zeros(x.shape(), dev_);
+    swiglu_backward(x, gh, gx);
+    swiglu_backward(dx, dgh, dgx);
+    expect_close("swiglu_backward", gx, dgx, 1e-6);
+  }
+
   Tensor qkv = random({n, t, 3 * c}, 48), dqkv_in = on_gpu(qkv);
   Tensor att = Tensor::zeros({n, heads, t, t}, host_), datt = Tensor::zeros(att.shape(), dev_);
   attention_probs(qkv, heads, att);

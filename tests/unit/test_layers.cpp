@@ -172,6 +172,8 @@ TEST(GradientCheck, SequenceLayers) {
   EXPECT_LE(check_layer(*make("layernorm(bias=0)"), {4, 6}, 2), 1.0);
   EXPECT_LE(check_layer(*make("rmsnorm"), {3, 5}, 2), 1.0);
   EXPECT_LE(check_layer(*make("rmsnorm(eps=6)"), {4, 6}, 2), 1.0);
+  EXPECT_LE(check_layer(*make("swiglu"), {3, 8}, 2), 1.0);
+  EXPECT_LE(check_layer(*make("res(rmsnorm linear(8, bias=0) swiglu linear(4, bias=0))"), {3, 4}, 2), 1.0);
   EXPECT_LE(check_layer(*make("linear(5)"), {3, 4}, 2), 1.0);
   EXPECT_LE(check_layer(*make("linear(2,bias=0)"), {3, 4}, 2), 1.0);
   EXPECT_LE(check_layer(*make("lm_head(6,tie=0)"), {3, 4}, 2), 1.0);

@@ -136,6 +136,35 @@ void rmsnorm_backward(const Tensor& x, const Tensor& w, const Tensor& rstd, cons
   }
 }
 
+void swiglu_forward(const Tensor& x, Tensor& y) {
+  const std::int64_t f = y.shape().back(), rows = y.numel() / f;
+  HPCT_CHECK(x.numel() == 2 * y.numel() && x.shape().back() == 2 * f,
+             "swiglu_forward: x " + shape_string(x.shape()) + ", y " + shape_string(y.shape()));
+  for (std::int64_t i = 0; i < rows; ++i) {
+    const float* a = x.data() + i * 2 * f;
+    const float* b = a + f;
+    float* out = y.data() + i * f;
+    for (std::int64_t j = 0; j < f; ++j) out[j] = a[j] / (1.f + std::exp(-a[j])) * b[j];
+  }
+}
+
+void swiglu_backward(const Tensor& x, const Tensor& dy, Tensor& dx) {
+  const std::int64_t f = dy.shape().back(), rows = dy.numel() / f;
+  HPCT_CHECK(x.numel() == 2 * dy.numel() && dx.numel() == x.numel(), "swiglu_backward: x " + shape_string(x.shape()));
+  for (std::int64_t i = 0; i < rows; ++i) {
+    const float* a = x.data() + i * 2 * f;
+    const float* b = a + f;
+    const float* g = dy.data() + i * f;
+    float* da = dx.data() + i * 2 * f;
+    float* db = da + f;
+    for (std::int64_t j = 0; j < f; ++j) {
+      const float s = 1.f / (1.f + std::exp(-a[j]));
+      da[j] = g[j] * b[j] * s * (1.f + a[j] * (1.f - s));
+      db[j] = g[j] * a[j] * s;
+    }
+  }
+}
+
 void attention_probs(const Tensor& qkv, std::int64_t heads, Tensor& att) {
   const AttentionDims a = attention_dims(qkv, heads, att, "attention_probs");
   const std::int64_t ld = 3 * a.c;

@@ -79,6 +79,25 @@ __global__ void rmsnorm_dx_kernel(const float* x, const float* w, const float* r
   for (i64 j = threadIdx.x; j < width; j += blockDim.x) dx[row * width + j] = r * (g[j] * w[j] - in[j] * r * mgx);
 }
 
+// SwiGLU over `total` outputs of rows of f: element idx of row i reads a = x[i, j], b = x[i, f + j].
+__global__ void swiglu_kernel(const float* x, i64 f, float* y, i64 total) {
+  for (i64 idx = detail::global_index(); idx < total; idx += detail::grid_stride()) {
+    const i64 i = idx / f, j = idx % f;
+    const float a = x[i * 2 * f + j], b = x[i * 2 * f + f + j];
+    y[idx] = a / (1.f + expf(-a)) * b;
+  }
+}
+
+__global__ void swiglu_grad_kernel(const float* x, const float* dy, i64 f, float* dx, i64 total) {
+  for (i64 idx = detail::global_index(); idx < total; idx += detail::grid_stride()) {
+    const i64 i = idx / f, j = idx % f;
+    const float a = x[i * 2 * f + j], b = x[i * 2 * f + f + j], g = dy[idx];
+    const float s = 1.f / (1.f + expf(-a));
+    dx[i * 2 * f + j] = g * b * s * (1.f + a * (1.f - s));
+    dx[i * 2 * f + f + j] = g * a * s;
+  }
+}
+
 __global__ void layernorm_dx_kernel(const float* x, const float* w, const float* mean, const float* rstd,
                                     const float* dy, i64 width, float* dx) {
   const i64 row = blockIdx.x;
@@ -269,6 +288,19 @@ void rmsnorm_backward(const Tensor& x, const Tensor& w, const Tensor& rstd, cons
   }
   Tensor none;
   norm_weight_grads(x, nullptr, rstd, dy, rows, width, dw, none);
+}
+
+void swiglu_forward(const Tensor& x, Tensor& y) {
+  const i64 f = y.shape().back();
+  HPCT_CHECK(x.numel() == 2 * y.numel() && x.shape().back() == 2 * f,
+             "swiglu_forward: x " + shape_string(x.shape()) + ", y " + shape_string(y.shape()));
+  launch(swiglu_kernel, y.numel(), x.data(), f, y.data(), y.numel());
+}
+
+void swiglu_backward(const Tensor& x, const Tensor& dy, Tensor& dx) {
+  const i64 f = dy.shape().back();
+  HPCT_CHECK(x.numel() == 2 * dy.numel() && dx.numel() == x.numel(), "swiglu_backward: x " + shape_string(x.shape()));
+  launch(swiglu_grad_kernel, dy.numel(), x.data(), dy.data(), f, dx.data(), dy.numel());
 }
 
 void attention_probs(const Tensor& qkv, i64 heads, Tensor& att) {

@@ -31,10 +31,21 @@ def layer_names(specs):
     return [label for _, _, _, _, label in specs]
 
 
+def rope(z, theta):
+    """Rotary embeddings of z [B, H, T, D], rotate-half pairs (Hugging Face's Llama)."""
+    t, d = z.shape[-2], z.shape[-1]
+    freq = theta ** (-torch.arange(0, d // 2, dtype=torch.float64, device=z.device) * 2 / d)
+    angle = torch.arange(t, dtype=torch.float64, device=z.device)[:, None] * freq[None, :]
+    cos, sin = torch.cat([angle.cos()] * 2, -1).to(z.dtype), torch.cat([angle.sin()] * 2, -1).to(z.dtype)
+    a, b = z[..., : d // 2], z[..., d // 2 :]
+    return z * cos + torch.cat([-b, a], -1) * sin
+
+
 class Attention(nn.Module):
-    def __init__(s, c, heads, bias):
+    def __init__(s, c, heads, bias, theta=0):
         super().__init__()
         s.h = heads
+        s.theta = theta
         s.qkv_weight = nn.Parameter(torch.zeros(3 * c, c))
         s.qkv_bias = nn.Parameter(torch.zeros(3 * c)) if bias else None
         s.proj_weight = nn.Parameter(torch.zeros(c, c))
@@ -44,6 +55,8 @@ class Attention(nn.Module):
         b, t, c = x.shape
         q, k, v = F.linear(x, s.qkv_weight, s.qkv_bias).split(c, dim=2)
         q, k, v = (z.view(b, t, s.h, c // s.h).transpose(1, 2) for z in (q, k, v))
+        if s.theta:
+            q, k = rope(q, s.theta), rope(k, s.theta)
         att = (q @ k.transpose(-2, -1)) / math.sqrt(c // s.h)
         mask = torch.tril(torch.ones(t, t, dtype=torch.bool, device=x.device))  # on the input's device (CUDA)
         att = F.softmax(att.masked_fill(~mask, float("-inf")), dim=-1)
@@ -81,7 +94,7 @@ class Seq(nn.Module):
                 mod = nn.Linear(shape[-1], pos[0], bias=bias)
                 shape = shape[:-1] + (pos[0],)
             elif kind == "attention":
-                mod = Attention(shape[-1], pos[0], bias)
+                mod = Attention(shape[-1], pos[0], bias, int(named.get("rope", 0)))
             elif kind == "lm_head":
                 if named.get("tie", "1") in ("0", "false"):
                     mod = nn.Linear(shape[-1], pos[0], bias=False)

@@ -5,6 +5,9 @@
 // mask); dropout of P percent on them while training; their weighted sum of the values; the
 // output projection y = a Wproj^T + bproj with Wproj [C, C]. Weights N(0, 0.02^2), the output
 // projection N(0, proj_std^2) (GPT-2 scales it by 1/sqrt(2 * layers)); biases zero.
+// rope=THETA (Llama's: 10000, Llama 3 500000): rotary position embeddings turn the queries and keys
+// after the projection (backend rope_rotate, rotate-half pairs as Hugging Face's Llama), and the
+// gradient back before the projection's backward; then no position_embedding layer is needed.
 //
 // In bf16/fp16 runs the intermediates that are GEMM operands (qkv, the probabilities and their
 // dropped copy, the heads' output, and in the backward the heads' gradient, the score gradient
@@ -25,13 +28,16 @@ namespace hpctrain {
 namespace {
 class Attention final : public Layer {
  public:
-  Attention(std::int64_t heads, bool bias, float dropout, float proj_std)
-      : heads_(heads), bias_(bias), p_(dropout), proj_std_(proj_std) {}
+  Attention(std::int64_t heads, bool bias, float dropout, float proj_std, float rope)
+      : heads_(heads), bias_(bias), p_(dropout), proj_std_(proj_std), rope_(rope) {}
   const char* type() const override { return "attention"; }
   Shape output_shape(const Shape& in) const override {
     if (in.size() != 2 || in[1] % heads_ != 0)
       throw bad_input("[model] layers: attention(" + std::to_string(heads_) + ") needs [T, C] activations with C a " +
                       "multiple of the heads, got " + shape_string(in));
+    if (rope_ > 0 && (in[1] / heads_) % 2 != 0)
+      throw bad_input("[model] layers: attention(" + std::to_string(heads_) + ", rope=...) needs an even head width, " +
+                      "got " + std::to_string(in[1] / heads_));
     return in;
   }
   std::vector<ParamSpec> param_specs(const Shape& in) const override {
@@ -52,6 +58,7 @@ class Attention final : public Layer {
     Tensor qkv2 = s.qkv.reshaped({n * t, 3 * c});
     gemm(false, true, 1.f, x.reshaped({n * t, c}), weight(0), 0.f, qkv2);
     if (bias_) add_bias(qkv2, param(1));
+    if (rope_ > 0) rope_rotate(s.qkv, heads_, rope_, 0, false);  // the kept qkv holds the turned q, k
     round16(qkv2);  // (16-bit runs: every GEMM operand below is a 16-bit value, on both backends)
     attention_probs(s.qkv, heads_, s.att);
     round16(s.att);
@@ -87,6 +94,7 @@ class Attention final : public Layer {
       multiply(rows, s.mask.reshaped(rows.shape()), rows);
     }
     attention_probs_backward(s.att, datt, s.qkv, heads_, context().precision, dqkv);
+    if (rope_ > 0) rope_rotate(dqkv, heads_, rope_, 0, true);  // back to the unturned q, k
     round16(dqkv);
     const Tensor dqkv2 = dqkv.reshaped({n * t, 3 * c});
     gemm(true, false, 1.f, dqkv2, x.reshaped({n * t, c}), beta, weight_grad(0));  // dWqkv
@@ -142,6 +150,7 @@ class Attention final : public Layer {
   std::int64_t heads_;
   bool bias_;
   float p_, proj_std_;
+  float rope_;  // RoPE's theta; 0: none
   bool dropped_ = false;
   Tensor step_key_;
 };
@@ -149,11 +158,12 @@ class Attention final : public Layer {
 
 void register_attention(LayerRegistry& r) {
   r.add("attention", [](const LayerArgs& a) {
-    expect_named_only(a, 1, {"bias", "dropout", "proj_std"});
+    expect_named_only(a, 1, {"bias", "dropout", "proj_std", "rope"});
     const std::int64_t percent = layer_named_int(a, "dropout", 0, 0);
     if (percent >= 100) throw bad_input("[model] layers: " + a.text + ": dropout is a percentage, 0-99");
     return std::make_unique<Attention>(int_arg(a, 0, "the number of heads"), layer_named_bool(a, "bias", true),
-                                       static_cast<float>(percent) / 100.f, layer_named_std(a, "proj_std"));
+                                       static_cast<float>(percent) / 100.f, layer_named_std(a, "proj_std"),
+                                       static_cast<float>(layer_named_int(a, "rope", 0, 0)));
   });
 }
 

@@ -452,6 +452,15 @@ TEST_F(CudaOps, SequenceModelOps) {
     expect_close("rmsnorm_backward", gw, dgw, 1e-5);
   }
 
+  // RoPE: the angles in double on both, then float rotations (1e-6); forward then inverse is x.
+  {
+    Tensor r = random({n, t, 3 * c}, 51), dr = on_gpu(r), back = on_gpu(r);
+    rope_rotate(r, heads, 10000.f, 5, false);
+    rope_rotate(dr, heads, 10000.f, 5, false);
+    expect_close("rope_rotate", r, dr, 1e-6);
+    rope_rotate(dr, heads, 10000.f, 5, true);
+    expect_close("rope_rotate inverse", back, dr, 1e-6);
+  }
   // SwiGLU: element-wise, the same float operations (1e-6).
   {
     Tensor half = Tensor::zeros({n, t, c / 2}, host_), dhalf = Tensor::zeros({n, t, c / 2}, dev_);

@@ -228,6 +228,8 @@ TEST(Backend, EveryOperationIsDispatchedToCuda) {
   expect("layernorm_backward", [&] { layernorm_backward(t, t, t, t, t, 2, t2, t2, none); });
   expect("rmsnorm_forward", [&] { rmsnorm_forward(t, t, 2, 1e-5f, t, t2); });
   expect("rmsnorm_backward", [&] { rmsnorm_backward(t, t, t, t, 2, t2, t2); });
+  Tensor qkv6 = Tensor::wrap(storage, {1, 1, 6}, Device::cuda);
+  expect("rope_rotate", [&] { rope_rotate(qkv6, 1, 10000.f, 0, false); });
   expect("swiglu_forward", [&] { swiglu_forward(t, t2); });
   expect("swiglu_backward", [&] { swiglu_backward(t, t, t2); });
   Tensor qkv = Tensor::wrap(storage, {1, 1, 3}, Device::cuda),

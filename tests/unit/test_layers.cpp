@@ -173,6 +173,8 @@ TEST(GradientCheck, SequenceLayers) {
   EXPECT_LE(check_layer(*make("rmsnorm"), {3, 5}, 2), 1.0);
   EXPECT_LE(check_layer(*make("rmsnorm(eps=6)"), {4, 6}, 2), 1.0);
   EXPECT_LE(check_layer(*make("swiglu"), {3, 8}, 2), 1.0);
+  EXPECT_LE(check_layer(*make("attention(2,bias=0,rope=10000)"), {5, 8}, 2), 1.0);
+  EXPECT_LE(check_layer(*make("attention(1,rope=500000)"), {4, 4}, 2), 1.0);
   EXPECT_LE(check_layer(*make("res(rmsnorm linear(8, bias=0) swiglu linear(4, bias=0))"), {3, 4}, 2), 1.0);
   EXPECT_LE(check_layer(*make("linear(5)"), {3, 4}, 2), 1.0);
   EXPECT_LE(check_layer(*make("linear(2,bias=0)"), {3, 4}, 2), 1.0);

@@ -186,7 +186,10 @@ namespace {
 // keeps for backward (model/arch.hpp gpt_activation_bytes), else a line saying they are not
 // estimated.
 std::string describe_activations(const Config& cfg, const Runtime& rt, const Model& model) {
-  if (cfg.model.arch != Arch::gpt) return "";
+  if (cfg.model.arch == Arch::layers) return "";
+  if (cfg.model.arch == Arch::llama)
+    return "Activations: not estimated for arch = llama yet (summary.json's activation_bytes_per_rank measures "
+           "them)\n";
   if (rt.mesh().size(MeshDim::pp) > 1 || cfg.model.dropout > 0 || cfg.train.recompute != Recompute::none)
     return "Activations: not estimated with pipeline stages, dropout or recompute (summary.json's "
            "activation_bytes_per_rank measures them)\n";
@@ -246,7 +249,7 @@ std::string describe_memory(const Config& cfg, const Runtime& rt, const Model& m
 // weighted sums), per step, and a step's time at an H100/H200's 989 TFLOP/s (bf16 dense) at
 // 100% and at 40% model FLOPs utilization.
 std::string describe_flops(const Config& cfg, const Model& model) {
-  if (cfg.model.arch != Arch::gpt) return "";
+  if (cfg.model.arch == Arch::layers) return "";
   std::int64_t n = 0;
   for (std::int64_t c : layer_parameter_counts(model)) n += c;
   const double per_token = gpt_flops_per_token(n, cfg.model.n_layer, cfg.model.n_embd, cfg.model.block_size);
@@ -285,7 +288,9 @@ std::string describe_data(const Config& cfg, const Runtime& rt) {
     Model model(with_model.model.layers, index.train.sample_shape, registry, alloc);
     model.set_frozen(frozen_layers(cfg.train.freeze, model));  // the summary marks frozen layers
     os << "\nModel"
-       << (cfg.model.arch == Arch::layers ? "" : " (arch = gpt: [model] layers = " + with_model.model.layers + ")")
+       << (cfg.model.arch == Arch::layers ? ""
+                                          : std::string(" (arch = ") + name_of(cfg.model.arch) +
+                                                ": [model] layers = " + with_model.model.layers + ")")
        << "\n"
        << model.summary();
     os << describe_pipeline(with_model, rt, model) << describe_memory(with_model, rt, model)

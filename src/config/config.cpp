@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <boost/program_options.hpp>
 #include <cerrno>
+#include <cmath>
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
@@ -174,10 +175,32 @@ std::string read_text_file(const std::string& path, const std::string& what) {
 namespace {
 // [model] arch against the keys that go with it: gpt takes its dimensions (and no layers string),
 // layers takes none of them.
+// arch = llama's own keys.
+void check_llama(const ModelConfig& m, const std::map<std::string, RawValue>& given,
+                 const std::function<std::string(const std::string&)>& where_of) {
+  if (m.ffn_dim < 1) throw bad_input(where_of("model.ffn_dim") + ": [model] arch = llama needs [model] ffn_dim >= 1");
+  if (m.n_kv_heads != 0 && m.n_kv_heads != m.n_head)
+    throw bad_input(where_of("model.n_kv_heads") + ": [model] n_kv_heads = " + std::to_string(m.n_kv_heads) +
+                    ": grouped-query attention (fewer key/value heads than n_head = " + std::to_string(m.n_head) +
+                    ") is not done yet");
+  if ((m.n_embd / m.n_head) % 2 != 0)
+    throw bad_input(where_of("model.n_embd") + ": [model] arch = llama needs an even head width (rotary pairs), got " +
+                    std::to_string(m.n_embd / m.n_head));
+  const double k = -std::log10(m.norm_eps);
+  if (std::fabs(k - std::round(k)) > 1e-9)
+    throw bad_input(where_of("model.norm_eps") + ": [model] norm_eps = " + format_real(m.norm_eps) +
+                    " must be a power of ten (1e-5, 1e-6)");
+  for (const char* key : {"bias", "dropout"})
+    if (given.count(std::string("model.") + key))
+      throw bad_input(where_of(std::string("model.") + key) + ": [model] " + key +
+                      " is not a key of arch = llama (no biases, no dropout)");
+}
+
 void check_architecture(const Config& cfg, const std::map<std::string, RawValue>& given,
                         const std::function<std::string(const std::string&)>& where_of) {
   const ModelConfig& m = cfg.model;
-  const char* const dims[] = {"n_layer", "n_head", "n_embd", "vocab_size", "bias", "tie_embeddings", "dropout"};
+  const char* const dims[] = {"n_layer", "n_head",  "n_embd",     "vocab_size", "bias",      "tie_embeddings",
+                              "dropout", "ffn_dim", "rope_theta", "norm_eps",   "n_kv_heads"};
   if (m.arch == Arch::layers) {
     for (const char* d : dims)
       if (given.count(std::string("model.") + d))
@@ -186,14 +209,17 @@ void check_architecture(const Config& cfg, const std::map<std::string, RawValue>
     return;
   }
   if (!m.layers.empty())
-    throw bad_input(where_of("model.layers") + ": [model] arch = gpt builds the layers: leave [model] layers out");
+    throw bad_input(where_of("model.layers") + ": [model] arch = " + name_of(m.arch) +
+                    " builds the layers: leave [model] layers out");
   for (const auto& [key, v] :
        {std::pair<const char*, long>{"n_layer", m.n_layer}, {"n_head", m.n_head}, {"n_embd", m.n_embd}})
     if (v < 1)
-      throw bad_input(where_of(std::string("model.") + key) + ": [model] arch = gpt needs [model] " + key + " >= 1");
+      throw bad_input(where_of(std::string("model.") + key) + ": [model] arch = " + name_of(m.arch) +
+                      " needs [model] " + key + " >= 1");
   if (m.n_embd % m.n_head != 0)
     throw bad_input(where_of("model.n_embd") + ": [model] n_embd = " + std::to_string(m.n_embd) +
                     " does not divide into n_head = " + std::to_string(m.n_head) + " heads");
+  if (m.arch == Arch::llama) check_llama(m, given, where_of);
 }
 }  // namespace
 

@@ -184,7 +184,9 @@ void model_keys(std::vector<KeySpec>& k) {
   s.key("layers", &ModelConfig::layers, "the layers in order, e.g. \"dense(128) relu dense(10)\"");
   s.key("arch", &ModelConfig::arch,
         "the network: layers = the [model] layers string; gpt = GPT-2's decoder from n_layer, n_head, n_embd, "
-        "vocab_size, bias, tie_embeddings, dropout (docs/language-models.md)");
+        "vocab_size, bias, tie_embeddings, dropout; llama = a Llama decoder (RMS norms, rotary positions, SwiGLU, "
+        "no biases) from n_layer, n_head, n_embd, ffn_dim, rope_theta, norm_eps, vocab_size, tie_embeddings "
+        "(docs/language-models.md)");
   s.key("n_layer", &ModelConfig::n_layer, "arch = gpt: transformer blocks").range(0, 1 << 20);
   s.key("n_head", &ModelConfig::n_head, "arch = gpt: attention heads").range(0, 1 << 20);
   s.key("n_embd", &ModelConfig::n_embd, "arch = gpt: the width (a multiple of n_head)").range(0, 1 << 20);
@@ -198,6 +200,15 @@ void model_keys(std::vector<KeySpec>& k) {
         "residual branch (a whole percent, e.g. 0.2)")
       .range(0, 0.99)
       .check = check_whole_percent;
+  s.key("ffn_dim", &ModelConfig::ffn_dim, "arch = llama: the SwiGLU MLP's hidden width (Llama 3.2 1B: 8192)")
+      .range(0, 1 << 24);
+  s.key("rope_theta", &ModelConfig::rope_theta, "arch = llama: rotary embeddings' base (Llama 3: 500000)")
+      .range(1, kMaxCount);
+  s.key("norm_eps", &ModelConfig::norm_eps, "arch = llama: the RMS norms' epsilon, a power of ten (1e-5, 1e-6)")
+      .range(1e-12, 0.1);
+  s.key("n_kv_heads", &ModelConfig::n_kv_heads,
+        "arch = llama: key/value heads; 0 = n_head (grouped-query attention, fewer, is not done yet)")
+      .range(0, 1 << 20);
   s.key("block_size", &ModelConfig::block_size,
         "token datasets: tokens per training window (the model's context length T); 0 for image datasets")
       .range(0, 1 << 20);

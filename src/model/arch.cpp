@@ -23,6 +23,21 @@ std::string gpt_layers(const GptDims& d) {
          " " + mlp + drop + ")) ln_f:" + norm + " lm_head:lm_head(" + v + (d.tie_embeddings ? "" : ", tie=0") + ")";
 }
 
+std::string llama_layers(const LlamaDims& d) {
+  char s[32];
+  std::snprintf(s, sizeof(s), "%.5g", 0.02 / std::sqrt(2.0 * static_cast<double>(d.n_layer)));
+  const std::string c = std::to_string(d.n_embd), v = std::to_string(d.vocab_size), proj_std(s);
+  const std::string norm = d.norm_eps_exp == 5 ? "rmsnorm" : "rmsnorm(eps=" + std::to_string(d.norm_eps_exp) + ")";
+  // Named after Hugging Face's LlamaForCausalLM where a name carries over.
+  const std::string attention = "self_attn:attention(" + std::to_string(d.n_head) +
+                                ", bias=0, rope=" + std::to_string(d.rope_theta) + ", proj_std=" + proj_std + ")";
+  const std::string mlp = "mlp.gate_up:linear(" + std::to_string(2 * d.ffn_dim) + ", bias=0) swiglu mlp.down:linear(" +
+                          c + ", bias=0, std=" + proj_std + ")";
+  return "tok_emb:embedding(" + v + ", " + c + ") repeat(" + std::to_string(d.n_layer) +
+         ", h.{}:res(input_layernorm:" + norm + " " + attention + ") h.{}:res(post_attention_layernorm:" + norm + " " +
+         mlp + ")) norm:" + norm + " lm_head:lm_head(" + v + (d.tie_embeddings ? "" : ", tie=0") + ")";
+}
+
 double gpt_flops_per_token(std::int64_t parameters, std::int64_t n_layer, std::int64_t n_embd, std::int64_t context) {
   return 6.0 * static_cast<double>(parameters) +
          12.0 * static_cast<double>(n_layer) * static_cast<double>(n_embd) * static_cast<double>(context);

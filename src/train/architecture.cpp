@@ -11,25 +11,29 @@ Config with_architecture(const Config& cfg, const SplitIndex& train) {
   if (cfg.model.arch == Arch::layers) return cfg;
   const ModelConfig& m = cfg.model;
   if (!train.tokens)
-    throw bad_input("[model] arch = gpt reads token ids, but " + cfg.data.path +
+    throw bad_input(std::string("[model] arch = ") + name_of(m.arch) + " reads token ids, but " + cfg.data.path +
                     " is not a token dataset (its samples are " + shape_string(train.sample_shape) + ")");
   if (m.vocab_size != 0 && m.vocab_size != train.num_classes)
     throw bad_input("[model] vocab_size = " + std::to_string(m.vocab_size) + ", but the dataset's vocabulary has " +
                     std::to_string(train.num_classes) + " tokens (vocab_size = auto takes the dataset's)");
-  GptDims d;
-  d.n_layer = m.n_layer;
-  d.n_head = m.n_head;
-  d.n_embd = m.n_embd;
-  d.vocab_size = train.num_classes;
-  d.bias = m.bias;
-  d.tie_embeddings = m.tie_embeddings;
-  d.dropout_percent = static_cast<int>(std::lround(m.dropout * 100));
   Config out = cfg;
-  out.model.layers = gpt_layers(d);
+  if (m.arch == Arch::llama) {
+    LlamaDims d;
+    d.n_layer = m.n_layer, d.n_head = m.n_head, d.n_embd = m.n_embd, d.vocab_size = train.num_classes;
+    d.ffn_dim = m.ffn_dim, d.rope_theta = m.rope_theta, d.tie_embeddings = m.tie_embeddings;
+    d.norm_eps_exp = static_cast<int>(std::lround(-std::log10(m.norm_eps)));
+    out.model.layers = llama_layers(d);
+  } else {
+    GptDims d;
+    d.n_layer = m.n_layer, d.n_head = m.n_head, d.n_embd = m.n_embd, d.vocab_size = train.num_classes;
+    d.bias = m.bias, d.tie_embeddings = m.tie_embeddings;
+    d.dropout_percent = static_cast<int>(std::lround(m.dropout * 100));
+    out.model.layers = gpt_layers(d);
+  }
   for (ResolvedKey& k : out.resolved)  // what a checkpoint stores and --dry-run prints
     if (k.name == "model.layers") {
       k.value = out.model.layers;
-      k.source = "arch = gpt";
+      k.source = std::string("arch = ") + name_of(m.arch);
     }
   return out;
 }

@@ -68,6 +68,16 @@ check "a GPT trains on the .bin shards ($(losses "$a"))" test -n "$(losses "$a")
 check "... with the losses of the converted dataset" test "$(losses "$a")" = "$(losses "$b")"
 check "... and the same on 2 ranks" test "$(losses "$a")" = "$(losses "$c")"
 
+# arch = llama (RMS norms, RoPE, SwiGLU; the pieces tests/e2e/gpt_reference.sh checks against
+# PyTorch) trains on them: its parameter count (50304 x 32 + 2 x (2 x 32 + 4 x 32^2 + 3 x 48 x 32)
+# + 32 = 1,627,296) in --dry-run, and 4 steps with a finite loss near ln 50257 at step 1.
+llama=(--set model.arch=llama --set model.ffn_dim=48 --set model.n_layer=2 --set model.n_embd=32 --set train.steps=4
+  --set train.eval_every=0 --set run.out_dir="$tmp/run_llama")
+check "arch = llama: 1,627,296 parameters (--dry-run)" grep -q "^total  *1627296" <<<"$("$trainer" "$deck" "${llama[@]}" --dry-run 2>&1)"
+l1=$("$trainer" "$deck" "${llama[@]}" 2>&1 | sed -n 's/.*step 1\/4 | loss \([0-9.]*\).*/\1/p')
+check "... 4 steps on the shards, loss at step 1 within 0.2 of ln 50257 ($l1)" \
+  /usr/bin/python3 -c "import math,sys; sys.exit(abs(float('${l1:-0}') - math.log(50257)) > 0.2)"
+
 refused() {  # kind pattern
   rm -rf "$tmp/bad" && mkdir "$tmp/bad"
   "$writer" "$tmp/bad/x_train_0.bin" gpt-2 0 500

@@ -48,6 +48,24 @@ TEST(Arch, GptWithBiasesAndAnUntiedHead) {
             "ln_f:layernorm lm_head:lm_head(11, tie=0)");
 }
 
+// arch = llama: the pieces checked against PyTorch in tests/e2e/gpt_reference.sh (RMS norms,
+// attention with RoPE and no biases, a SwiGLU MLP with gate|up fused), named after Hugging Face's
+// LlamaForCausalLM; norm_eps 1e-6 becomes rmsnorm(eps=6); the untied head says tie=0.
+TEST(Arch, LlamaLayers) {
+  LlamaDims d;
+  d.n_layer = 2, d.n_head = 2, d.n_embd = 32, d.vocab_size = 50257, d.ffn_dim = 48, d.rope_theta = 500000;
+  EXPECT_EQ(llama_layers(d),
+            "tok_emb:embedding(50257, 32) repeat(2, h.{}:res(input_layernorm:rmsnorm self_attn:attention(2, bias=0, "
+            "rope=500000, proj_std=0.01)) h.{}:res(post_attention_layernorm:rmsnorm mlp.gate_up:linear(96, bias=0) "
+            "swiglu mlp.down:linear(32, bias=0, std=0.01))) norm:rmsnorm lm_head:lm_head(50257)");
+  d.norm_eps_exp = 6;
+  d.tie_embeddings = false;
+  const std::string untied = llama_layers(d);
+  EXPECT_NE(untied.find("input_layernorm:rmsnorm(eps=6) "), std::string::npos) << untied;
+  const std::string tail = "norm:rmsnorm(eps=6) lm_head:lm_head(50257, tie=0)";
+  EXPECT_EQ(untied.substr(untied.size() - tail.size()), tail);
+}
+
 // The activation estimate against runs of this build measured 2026-12-03 (summary.json's
 // activation_bytes_per_rank; the runs keep a few bytes more, under 64): fp32 and bf16, one and
 // two layers, T = 16 and 32. (tests/e2e/token_streaming.sh checks it against a live run.)

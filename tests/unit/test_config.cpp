@@ -320,6 +320,18 @@ TEST(ConfigErrors, CrossKeyChecks) {
   EXPECT_NE(
       error_of("[train]\nmicro_batch = 8\nmicro_batches = 2\n").find("micro_batch and micro_batches are both set"),
       std::string::npos);
+  const std::string llama = "[model]\narch = llama\nn_layer = 2\nn_head = 2\nn_embd = 16\nffn_dim = 32\n";
+  EXPECT_EQ(parse(llama).model.arch, Arch::llama);
+  EXPECT_NE(
+      error_of("[model]\narch = llama\nn_layer = 2\nn_head = 2\nn_embd = 16\n").find("needs [model] ffn_dim >= 1"),
+      std::string::npos);
+  EXPECT_NE(error_of(llama + "n_kv_heads = 1\n").find("grouped-query attention"), std::string::npos);
+  EXPECT_NE(error_of(llama + "norm_eps = 3e-6\n").find("must be a power of ten"), std::string::npos);
+  EXPECT_NE(error_of(llama + "bias = false\n").find("bias is not a key of arch = llama"), std::string::npos);
+  EXPECT_NE(
+      error_of("[model]\narch = llama\nn_layer = 1\nn_head = 4\nn_embd = 12\nffn_dim = 8\n").find("even head width"),
+      std::string::npos);
+  EXPECT_NE(error_of("[model]\nffn_dim = 8\n").find("set [model] arch"), std::string::npos);
   EXPECT_EQ(parse("[train]\nmicro_batch = 8\nmicro_batches = 1\n").train.micro_batch, 8);  // (as --print-ini writes it)
   EXPECT_EQ(parse("[train]\nmicro_batch = auto\n").train.micro_batch, 0);
   EXPECT_NE(error_of("[train]\nmicro_batch = 0\n").find("expected auto or a whole number >= 1"), std::string::npos);

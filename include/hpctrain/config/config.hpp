@@ -39,7 +39,7 @@ enum class ShardBy { elements, tensors };
 // [train] recompute: activation checkpointing.
 enum class Recompute { none, blocks };
 // [model] arch: the network as a layers string, or a typed architecture (model/arch.hpp).
-enum class Arch { layers, gpt };
+enum class Arch { layers, gpt, llama };
 // [checkpoint] space_check: a checkpoint directory without room for keep + 1 checkpoints.
 enum class SpaceCheck { error, warn, off };
 
@@ -66,7 +66,7 @@ constexpr Choices<HostAllreduce, 3> choices_of(HostAllreduce) { return {{{"auto"
 constexpr Choices<Tristate, 3> choices_of(Tristate) { return {{{"auto", Tristate::auto_}, {"on", Tristate::on}, {"off", Tristate::off}}}; }
 constexpr Choices<ShardBy, 2> choices_of(ShardBy) { return {{{"elements", ShardBy::elements}, {"tensors", ShardBy::tensors}}}; }
 constexpr Choices<Recompute, 2> choices_of(Recompute) { return {{{"none", Recompute::none}, {"blocks", Recompute::blocks}}}; }
-constexpr Choices<Arch, 2> choices_of(Arch) { return {{{"layers", Arch::layers}, {"gpt", Arch::gpt}}}; }
+constexpr Choices<Arch, 3> choices_of(Arch) { return {{{"layers", Arch::layers}, {"gpt", Arch::gpt}, {"llama", Arch::llama}}}; }
 constexpr Choices<SpaceCheck, 3> choices_of(SpaceCheck) { return {{{"error", SpaceCheck::error}, {"warn", SpaceCheck::warn}, {"off", SpaceCheck::off}}}; }
 constexpr Choices<Precision, 3> choices_of(Precision) { return {{{"fp32", Precision::fp32}, {"bf16", Precision::bf16}, {"fp16", Precision::fp16}}}; }
 // clang-format on
@@ -139,15 +139,19 @@ struct ModelConfig {
   long block_size = 0;  // token datasets: the context, window length T
   std::string groups = "auto";
   long vocab_multiple = 1;  // embedding / lm_head rows padded to a multiple (layers/registry.hpp)
+  // arch = llama (model/arch.hpp llama_layers): the MLP's hidden width, RoPE's theta, the RMS
+  // norms' epsilon, and key/value heads (0 = n_head; fewer, grouped-query attention, not yet).
+  long ffn_dim = 0, rope_theta = 10000, n_kv_heads = 0;
+  double norm_eps = 1e-5;
 };
 
 struct TrainConfig {
   long global_batch = 64;
   int micro_batches = 1;
   long micro_batch = 0;  // rows per micro-batch on a rank; 0 = auto: from micro_batches (runtime/mesh.hpp)
-  long epochs = 1;      // used when steps == 0
-  long steps = 0;       // > 0: train this many optimizer steps instead of epochs
-  long eval_every = 0;  // steps; 0 = at the end of every epoch
+  long epochs = 1;       // used when steps == 0
+  long steps = 0;        // > 0: train this many optimizer steps instead of epochs
+  long eval_every = 0;   // steps; 0 = at the end of every epoch
   bool sync_batchnorm = true;
   std::string freeze;                     // layers not updated: comma-separated name patterns ("" = none)
   Recompute recompute = Recompute::none;  // blocks: residual blocks re-run their forward in backward

@@ -23,6 +23,19 @@ struct GptDims {
 // significant digits as the decks in inputs/ write it.
 std::string gpt_layers(const GptDims& d);
 
+// A Llama decoder (Llama 2/3, as Hugging Face's LlamaForCausalLM computes it but for the
+// grouped-query attention and rope_scaling not done yet): the token embedding, n_layer pairs of
+// pre-norm residual blocks (RMS norm, attention with rotary positions of base rope_theta and no
+// biases; RMS norm, a SwiGLU MLP of ffn_dim with gate and up fused in one linear), a final RMS norm
+// and the head, tied unless tie_embeddings = false. The projections into the residual stream start
+// with std 0.02 / sqrt(2 n_layer) as GPT-2's; norm_eps = 10^-norm_eps_exp.
+struct LlamaDims {
+  std::int64_t n_layer = 0, n_head = 0, n_embd = 0, vocab_size = 0, ffn_dim = 0, rope_theta = 10000;
+  int norm_eps_exp = 5;
+  bool tie_embeddings = true;
+};
+std::string llama_layers(const LlamaDims& d);
+
 // Training FLOPs per token as llm.c and PaLM count them: 6 N (forward and backward through every
 // parameter, embeddings included) + 12 n_layer n_embd T (attention's scores and weighted sums
 // over a context of T).

@@ -114,7 +114,8 @@ inline std::vector<float> reference_parameters(const Config& cfg, const DatasetI
   fill(lr, static_cast<float>(cfg.optim.lr));
   std::unique_ptr<SampleStore> store;  // token windows, or samples by HDF5 chunk
   if (index.train.tokens)
-    store = std::make_unique<TokenBlockCache>(index.train, 1 << 16);  // streamed: the trainer's node cache checked against it
+    store = std::make_unique<TokenBlockCache>(index.train,
+                                              1 << 16);  // streamed: the trainer's node cache checked against it
   else
     store = std::make_unique<ChunkCache>(index.train, 1 << 20, true, true);
   const std::int64_t global = cfg.train.global_batch, per = global / dp_size, rows = per / micro;

@@ -146,6 +146,7 @@ TEST(GradientCheck, EveryLayer) {
   EXPECT_LE(check_layer(*make("relu"), {3, 4}, 3, true), 1.0);
   EXPECT_LE(check_layer(*make("tanh"), {6}, 3), 1.0);
   EXPECT_LE(check_layer(*make("gelu"), {6}, 3), 1.0);
+  EXPECT_LE(check_layer(*make("relu2"), {3, 4}, 3, true), 1.0);
   EXPECT_LE(check_layer(*make("flatten"), {2, 3, 2}, 2), 1.0);
   EXPECT_LE(check_layer(*make("conv(3,3,pad=1)"), {2, 5, 4}, 2), 1.0);
   EXPECT_LE(check_layer(*make("conv(2,2,stride=2)"), {3, 6, 6}, 2), 1.0);

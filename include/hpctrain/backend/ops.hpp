@@ -13,7 +13,7 @@
 
 namespace hpctrain {
 
-enum class Activation { relu, tanh, gelu };
+enum class Activation { relu, tanh, gelu, relu2 };  // relu2: relu(x)^2 (modded-nanogpt's MLP)
 
 #define HPCT_OP(ret, name, params, args) ret name params;
 #include "hpctrain/backend/op_list.inc"  // NOLINT(bugprone-suspicious-include)

@@ -151,6 +151,9 @@ void activation_forward(Activation f, const Tensor& x, Tensor& y) {
     case Activation::gelu:  // exact: x * Phi(x)
       gelu_forward(in, out, n);
       break;
+    case Activation::relu2:
+      for (std::int64_t i = 0; i < n; ++i) out[i] = in[i] > 0 ? in[i] * in[i] : 0.f;
+      break;
   }
 }
 
@@ -170,6 +173,9 @@ void activation_backward(Activation f, const Tensor& x, const Tensor& dy, Tensor
       }
       break;
     case Activation::gelu: gelu_backward(in, g, out, n); break;
+    case Activation::relu2:
+      for (std::int64_t i = 0; i < n; ++i) out[i] = in[i] > 0 ? 2.f * in[i] * g[i] : 0.f;
+      break;
   }
 }
 

@@ -72,8 +72,11 @@ __global__ void add_chunks_kernel(const float* partial, i64 chunks, i64 n, float
 constexpr float kInvSqrt2 = 0.70710678118654752f;
 constexpr float kInvSqrt2Pi = 0.39894228040143268f;
 
-__device__ inline float activate(int f, float v) {  // Activation: relu, tanh, gelu (exact)
-  return f == 0 ? (v > 0 ? v : 0.f) : f == 1 ? tanhf(v) : 0.5f * v * (1.f + erff(v * kInvSqrt2));
+__device__ inline float activate(int f, float v) {  // Activation: relu, tanh, gelu (exact), relu2
+  return f == 0   ? (v > 0 ? v : 0.f)
+         : f == 1 ? tanhf(v)
+         : f == 2 ? 0.5f * v * (1.f + erff(v * kInvSqrt2))
+                  : (v > 0 ? v * v : 0.f);
 }
 
 __global__ void activation_kernel(int f, const float* x, float* y, i64 n) {
@@ -96,6 +99,8 @@ __global__ void activation_backward_kernel(int f, const float* x, const float* d
     } else if (f == 1) {
       const float t = tanhf(v);
       dx[i] = g * (1.f - t * t);
+    } else if (f == 3) {
+      dx[i] = v > 0 ? 2.f * v * g : 0.f;
     } else {
       const float cdf = 0.5f * (1.f + erff(v * kInvSqrt2));
       dx[i] = g * (cdf + v * kInvSqrt2Pi * expf(-0.5f * v * v));

@@ -31,10 +31,25 @@ def layer_names(specs):
     return [label for _, _, _, _, label in specs]
 
 
-def rope(z, theta):
+def rope_freq(theta, d, scaling=None, device=None):
+    """RoPE's inverse frequencies [D/2] in float64; scaling = (factor, low, high, context): Llama 3's
+    rope_scaling as Hugging Face's _compute_llama3_parameters computes it."""
+    freq = theta ** (-torch.arange(0, d // 2, dtype=torch.float64, device=device) * 2 / d)
+    if scaling:
+        factor, low, high, context = scaling
+        wavelen = 2 * math.pi / freq
+        scaled = torch.where(wavelen > context / low, freq / factor, freq)
+        smooth = (context / wavelen - low) / (high - low)
+        smoothed = (1 - smooth) * scaled / factor + smooth * scaled
+        medium = ~(wavelen < context / high) & ~(wavelen > context / low)
+        freq = torch.where(medium, smoothed, scaled)
+    return freq
+
+
+def rope(z, theta, scaling=None):
     """Rotary embeddings of z [B, H, T, D], rotate-half pairs (Hugging Face's Llama)."""
     t, d = z.shape[-2], z.shape[-1]
-    freq = theta ** (-torch.arange(0, d // 2, dtype=torch.float64, device=z.device) * 2 / d)
+    freq = rope_freq(theta, d, scaling, z.device)
     angle = torch.arange(t, dtype=torch.float64, device=z.device)[:, None] * freq[None, :]
     cos, sin = torch.cat([angle.cos()] * 2, -1).to(z.dtype), torch.cat([angle.sin()] * 2, -1).to(z.dtype)
     a, b = z[..., : d // 2], z[..., d // 2 :]
@@ -42,21 +57,31 @@ def rope(z, theta):
 
 
 class Attention(nn.Module):
-    def __init__(s, c, heads, bias, theta=0):
+    """attention(H, kv_heads=K, rope=THETA, rope_factor.., qk_norm=1): q|k|v rows [(H + 2K) D, C];
+    query head h reads key/value head h // (H / K) (Hugging Face's repeat_kv)."""
+
+    def __init__(s, c, heads, bias, theta=0, kv_heads=0, qk_norm=False, scaling=None):
         super().__init__()
-        s.h = heads
-        s.theta = theta
-        s.qkv_weight = nn.Parameter(torch.zeros(3 * c, c))
-        s.qkv_bias = nn.Parameter(torch.zeros(3 * c)) if bias else None
+        s.h, s.kv = heads, kv_heads or heads
+        s.theta, s.qk_norm, s.scaling = theta, qk_norm, scaling
+        rows = (s.h + 2 * s.kv) * (c // heads)
+        s.qkv_weight = nn.Parameter(torch.zeros(rows, c))
+        s.qkv_bias = nn.Parameter(torch.zeros(rows)) if bias else None
         s.proj_weight = nn.Parameter(torch.zeros(c, c))
         s.proj_bias = nn.Parameter(torch.zeros(c)) if bias else None
 
     def forward(s, x):
         b, t, c = x.shape
-        q, k, v = F.linear(x, s.qkv_weight, s.qkv_bias).split(c, dim=2)
-        q, k, v = (z.view(b, t, s.h, c // s.h).transpose(1, 2) for z in (q, k, v))
+        d = c // s.h
+        q, k, v = F.linear(x, s.qkv_weight, s.qkv_bias).split([s.h * d, s.kv * d, s.kv * d], dim=2)
+        q = q.view(b, t, s.h, d).transpose(1, 2)
+        k, v = (z.view(b, t, s.kv, d).transpose(1, 2) for z in (k, v))
+        if s.qk_norm:
+            q, k = (z * torch.rsqrt(z.pow(2).mean(-1, keepdim=True) + 1e-6) for z in (q, k))
         if s.theta:
-            q, k = rope(q, s.theta), rope(k, s.theta)
+            q, k = rope(q, s.theta, s.scaling), rope(k, s.theta, s.scaling)
+        if s.h != s.kv:  # Hugging Face's repeat_kv
+            k, v = (z[:, :, None].expand(b, s.kv, s.h // s.kv, t, d).reshape(b, s.h, t, d) for z in (k, v))
         att = (q @ k.transpose(-2, -1)) / math.sqrt(c // s.h)
         mask = torch.tril(torch.ones(t, t, dtype=torch.bool, device=x.device))  # on the input's device (CUDA)
         att = F.softmax(att.masked_fill(~mask, float("-inf")), dim=-1)
@@ -94,7 +119,12 @@ class Seq(nn.Module):
                 mod = nn.Linear(shape[-1], pos[0], bias=bias)
                 shape = shape[:-1] + (pos[0],)
             elif kind == "attention":
-                mod = Attention(shape[-1], pos[0], bias, int(named.get("rope", 0)))
+                scaling = None
+                if int(named.get("rope_factor", 0)):
+                    scaling = tuple(int(named.get(key, dflt)) for key, dflt in
+                                    (("rope_factor", 0), ("rope_low", 1), ("rope_high", 4), ("rope_context", 8192)))
+                mod = Attention(shape[-1], pos[0], bias, int(named.get("rope", 0)), int(named.get("kv_heads", 0)),
+                                named.get("qk_norm", "0") in ("1", "true"), scaling)
             elif kind == "lm_head":
                 if named.get("tie", "1") in ("0", "false"):
                     mod = nn.Linear(shape[-1], pos[0], bias=False)

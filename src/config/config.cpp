@@ -8,6 +8,7 @@
 #include <boost/program_options.hpp>
 #include <cerrno>
 #include <cmath>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
@@ -172,6 +173,18 @@ std::string read_text_file(const std::string& path, const std::string& what) {
   return ss.str();
 }
 
+RopeScalingKey rope_scaling_of(const std::string& text) {
+  RopeScalingKey r;
+  if (text == "none") return r;
+  char tail = 0;
+  const int got =
+      std::sscanf(text.c_str(), " llama3 ( %ld , %ld , %ld , %ld ) %c", &r.factor, &r.low, &r.high, &r.context, &tail);
+  if (got != 4 || r.factor < 1 || r.low < 1 || r.high <= r.low || r.context < 1)
+    throw bad_input("[model] rope_scaling = '" + text + "': expected none or llama3(FACTOR, LOW, HIGH, CONTEXT) in " +
+                    "whole numbers with HIGH > LOW >= 1, e.g. llama3(32, 1, 4, 8192)");
+  return r;
+}
+
 namespace {
 // [model] arch against the keys that go with it: gpt takes its dimensions (and no layers string),
 // layers takes none of them.
@@ -179,10 +192,9 @@ namespace {
 void check_llama(const ModelConfig& m, const std::map<std::string, RawValue>& given,
                  const std::function<std::string(const std::string&)>& where_of) {
   if (m.ffn_dim < 1) throw bad_input(where_of("model.ffn_dim") + ": [model] arch = llama needs [model] ffn_dim >= 1");
-  if (m.n_kv_heads != 0 && m.n_kv_heads != m.n_head)
+  if (m.n_kv_heads != 0 && m.n_head % m.n_kv_heads != 0)
     throw bad_input(where_of("model.n_kv_heads") + ": [model] n_kv_heads = " + std::to_string(m.n_kv_heads) +
-                    ": grouped-query attention (fewer key/value heads than n_head = " + std::to_string(m.n_head) +
-                    ") is not done yet");
+                    " must divide n_head = " + std::to_string(m.n_head));
   if ((m.n_embd / m.n_head) % 2 != 0)
     throw bad_input(where_of("model.n_embd") + ": [model] arch = llama needs an even head width (rotary pairs), got " +
                     std::to_string(m.n_embd / m.n_head));
@@ -199,8 +211,9 @@ void check_llama(const ModelConfig& m, const std::map<std::string, RawValue>& gi
 void check_architecture(const Config& cfg, const std::map<std::string, RawValue>& given,
                         const std::function<std::string(const std::string&)>& where_of) {
   const ModelConfig& m = cfg.model;
-  const char* const dims[] = {"n_layer", "n_head",  "n_embd",     "vocab_size", "bias",      "tie_embeddings",
-                              "dropout", "ffn_dim", "rope_theta", "norm_eps",   "n_kv_heads"};
+  const char* const dims[] = {"n_layer",        "n_head",       "n_embd",  "vocab_size", "bias",
+                              "tie_embeddings", "dropout",      "ffn_dim", "rope_theta", "norm_eps",
+                              "n_kv_heads",     "rope_scaling", "mlp",     "qk_norm",    "zero_init"};
   if (m.arch == Arch::layers) {
     for (const char* d : dims)
       if (given.count(std::string("model.") + d))
@@ -220,6 +233,12 @@ void check_architecture(const Config& cfg, const std::map<std::string, RawValue>
     throw bad_input(where_of("model.n_embd") + ": [model] n_embd = " + std::to_string(m.n_embd) +
                     " does not divide into n_head = " + std::to_string(m.n_head) + " heads");
   if (m.arch == Arch::llama) check_llama(m, given, where_of);
+  if (m.arch == Arch::gpt)
+    for (const char* key :
+         {"ffn_dim", "rope_theta", "norm_eps", "n_kv_heads", "rope_scaling", "mlp", "qk_norm", "zero_init"})
+      if (given.count(std::string("model.") + key))
+        throw bad_input(where_of(std::string("model.") + key) + ": [model] " + key +
+                        " is a key of arch = llama, not of arch = gpt");
 }
 }  // namespace
 

@@ -3,6 +3,9 @@
 // (config/config.hpp), read off a default Config; choices are the enums' choices_of tables.
 #include "hpctrain/config/schema.hpp"
 
+#include "hpctrain/config/config.hpp"
+#include "hpctrain/core/error.hpp"
+
 #include <cmath>
 #include <limits>
 #include <stdexcept>
@@ -173,6 +176,14 @@ void data_keys(std::vector<KeySpec>& k) {
 }
 
 // [model] dropout: a whole percent, as the layers string's dropout(p) takes it.
+void check_rope_scaling(const std::string& v) {
+  try {
+    rope_scaling_of(v);
+  } catch (const Error& e) {
+    throw std::invalid_argument(e.what());
+  }
+}
+
 void check_whole_percent(const std::string& v) {
   const double percent = std::stod(v) * 100;
   if (std::fabs(percent - std::round(percent)) > 1e-9)
@@ -207,8 +218,18 @@ void model_keys(std::vector<KeySpec>& k) {
   s.key("norm_eps", &ModelConfig::norm_eps, "arch = llama: the RMS norms' epsilon, a power of ten (1e-5, 1e-6)")
       .range(1e-12, 0.1);
   s.key("n_kv_heads", &ModelConfig::n_kv_heads,
-        "arch = llama: key/value heads; 0 = n_head (grouped-query attention, fewer, is not done yet)")
+        "arch = llama: key/value heads, dividing n_head (grouped-query attention; Llama 3.2 1B: 8); 0 = n_head")
       .range(0, 1 << 20);
+  s.key("rope_scaling", &ModelConfig::rope_scaling,
+        "arch = llama: none, or Llama 3's llama3(FACTOR, LOW, HIGH, CONTEXT) in whole numbers (Llama 3.2: "
+        "llama3(32, 1, 4, 8192)): factor, low and high frequency factors, original context")
+      .check = check_rope_scaling;
+  s.key("mlp", &ModelConfig::mlp,
+        "arch = llama: swiglu (Llama's gated MLP of ffn_dim) or relu2 (modded-nanogpt's relu(x)^2 MLP of ffn_dim)");
+  s.key("qk_norm", &ModelConfig::qk_norm,
+        "arch = llama: RMS-normalize every query and key head before the rotation (modded-nanogpt, OLMo 2)");
+  s.key("zero_init", &ModelConfig::zero_init,
+        "arch = llama: the attention output and MLP down projections start at zero (modded-nanogpt)");
   s.key("block_size", &ModelConfig::block_size,
         "token datasets: tokens per training window (the model's context length T); 0 for image datasets")
       .range(0, 1 << 20);

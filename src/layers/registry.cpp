@@ -217,11 +217,11 @@ float layer_named_std(const LayerArgs& a, const std::string& key) {
   try {
     std::size_t used = 0;
     const float v = std::stof(it->second, &used);
-    if (used == it->second.size() && v > 0 && v < 10) return v;
+    if (used == it->second.size() && v >= 0 && v < 10) return v;
   } catch (const std::exception&) {
   }
   throw bad_input("[model] layers: " + a.text + ": " + key + " = '" + it->second +
-                  "' must be a number > 0 (the initial weights' standard deviation)");
+                  "' must be a number >= 0 (the initial weights' standard deviation; 0: zeros)");
 }
 
 bool layer_named_bool(const LayerArgs& a, const std::string& key, bool fallback) {

@@ -26,13 +26,21 @@ std::string gpt_layers(const GptDims& d) {
 std::string llama_layers(const LlamaDims& d) {
   char s[32];
   std::snprintf(s, sizeof(s), "%.5g", 0.02 / std::sqrt(2.0 * static_cast<double>(d.n_layer)));
-  const std::string c = std::to_string(d.n_embd), v = std::to_string(d.vocab_size), proj_std(s);
+  const std::string c = std::to_string(d.n_embd), v = std::to_string(d.vocab_size);
+  const std::string proj_std = d.zero_init ? "0" : s;
   const std::string norm = d.norm_eps_exp == 5 ? "rmsnorm" : "rmsnorm(eps=" + std::to_string(d.norm_eps_exp) + ")";
+  std::string attn_args = std::to_string(d.n_head);
+  if (d.n_kv_heads && d.n_kv_heads != d.n_head) attn_args += ", kv_heads=" + std::to_string(d.n_kv_heads);
+  attn_args += ", bias=0, rope=" + std::to_string(d.rope_theta);
+  if (d.rope_factor > 0)
+    attn_args += ", rope_factor=" + std::to_string(d.rope_factor) + ", rope_low=" + std::to_string(d.rope_low) +
+                 ", rope_high=" + std::to_string(d.rope_high) + ", rope_context=" + std::to_string(d.rope_context);
+  if (d.qk_norm) attn_args += ", qk_norm=1";
   // Named after Hugging Face's LlamaForCausalLM where a name carries over.
-  const std::string attention = "self_attn:attention(" + std::to_string(d.n_head) +
-                                ", bias=0, rope=" + std::to_string(d.rope_theta) + ", proj_std=" + proj_std + ")";
-  const std::string mlp = "mlp.gate_up:linear(" + std::to_string(2 * d.ffn_dim) + ", bias=0) swiglu mlp.down:linear(" +
-                          c + ", bias=0, std=" + proj_std + ")";
+  const std::string attention = "self_attn:attention(" + attn_args + ", proj_std=" + proj_std + ")";
+  const std::string down = "mlp.down:linear(" + c + ", bias=0, std=" + proj_std + ")";
+  const std::string mlp = d.relu2 ? "mlp.up:linear(" + std::to_string(d.ffn_dim) + ", bias=0) relu2 " + down
+                                  : "mlp.gate_up:linear(" + std::to_string(2 * d.ffn_dim) + ", bias=0) swiglu " + down;
   return "tok_emb:embedding(" + v + ", " + c + ") repeat(" + std::to_string(d.n_layer) +
          ", h.{}:res(input_layernorm:" + norm + " " + attention + ") h.{}:res(post_attention_layernorm:" + norm + " " +
          mlp + ")) norm:" + norm + " lm_head:lm_head(" + v + (d.tie_embeddings ? "" : ", tie=0") + ")";
@@ -48,7 +56,7 @@ double gpt_activation_bytes(const GptDims& d, std::int64_t rows, std::int64_t co
   const double n = static_cast<double>(rows * context), c = static_cast<double>(d.n_embd);
   const double l = static_cast<double>(d.n_layer), s = half ? 2 : 4;
   const double t = static_cast<double>(context);
-  const double saved = l * (16 * n * c + static_cast<double>(rows * d.n_head) * t * t) * s + (4 * l + 2) * n * 4;
+  const double saved = l * 16 * n * c * s + l * static_cast<double>(rows * d.n_head) * t * 4 + (4 * l + 2) * n * 4;
   const double outputs = (3 + 2 * l) * n * c * s + n * static_cast<double>(padded_vocab) * 4;
   return saved + outputs;
 }

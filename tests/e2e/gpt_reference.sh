@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
-# The GPT layers against PyTorch: three small GPTs (nanoGPT's form: no biases, tied head; with
-# biases, dropout layers off, an untied head; and with RMS norms, no biases, an untied head) dumped by gpt_dump and compared by
-# gpt_vs_torch.py (logits, loss, every gradient, 10 AdamW steps; tolerances in the script).
+# The GPT layers against PyTorch: four small decoders (nanoGPT's form: no biases, tied head; with
+# biases, dropout layers off, relu2, an untied head; Llama's: RMS norms, RoPE, SwiGLU, no biases, an
+# untied head; and the modern options: grouped-query attention, Llama 3's rope_scaling, QK-norm,
+# relu2, over T = 70, more than one 64-query strip of fused attention) dumped by gpt_dump and
+# compared by gpt_vs_torch.py (logits, loss, every gradient, 10 AdamW steps; tolerances in the script).
 set -euo pipefail
 dump=$1 ref=$2
 work=$(mktemp -d)
@@ -12,13 +14,15 @@ biased="embedding(17, 24) position_embedding res(layernorm attention(3)) res(lay
 # Llama's pieces so far: rotary position embeddings (no position_embedding layer), RMS norms in
 # place of the layer norms, a SwiGLU MLP (gate|up fused in one linear), no biases, an untied head.
 rms="embedding(19, 16) repeat(2, res(rmsnorm attention(2, bias=0, rope=10000)) res(rmsnorm(eps=6) linear(96, bias=0) swiglu linear(16, bias=0))) rmsnorm lm_head(19, tie=0)"
+modern="embedding(19, 16) repeat(2, res(rmsnorm attention(4, kv_heads=2, bias=0, rope=500000, rope_factor=8, rope_context=32, qk_norm=1)) res(rmsnorm linear(64, bias=0) relu2 linear(16, bias=0))) rmsnorm lm_head(19, tie=0)"
 status=0
-for case in nano biased rms; do
+for case in nano biased rms modern; do
   layers=${!case}
   echo "== $case: $layers"
   dims="17 9 4" t=9
   [ $case = nano ] && dims="23 16 3" t=16
   [ $case = rms ] && dims="19 12 3" t=12
+  [ $case = modern ] && dims="19 70 2" t=70
   "$dump" "$work/$case.h5" "$layers" $dims 10 7
   /usr/bin/python3 "$ref/gpt_vs_torch.py" "$work/$case.h5" "$layers" $t || status=1
 done

@@ -78,6 +78,23 @@ l1=$("$trainer" "$deck" "${llama[@]}" 2>&1 | sed -n 's/.*step 1\/4 | loss \([0-9
 check "... 4 steps on the shards, loss at step 1 within 0.2 of ln 50257 ($l1)" \
   /usr/bin/python3 -c "import math,sys; sys.exit(abs(float('${l1:-0}') - math.log(50257)) > 0.2)"
 
+# The decks inputs/llama_small.ini (grouped-query attention, 4 heads on 2 key/value heads) and
+# inputs/speedrun_small.ini (relu2, QK-norm, zero-initialized projections, untied head) on these
+# shards: their parameter counts (50304 x 128 + 4 x (2 x 128 + 8 x 32 x 128 + 128^2 + 3 x 384 x
+# 128) + 128 = 7,226,496; and 2 x 50304 x 128 + 4 x (2 x 128 + 4 x 128^2 + 2 x 512 x 128) + 128 =
+# 13,665,408), and 2 steps of each at T = 32 with a loss near ln 50257 at step 1 (zero-initialized
+# projections: the blocks start as the identity, so exactly the embedding's and head's loss).
+for d in llama_small:7226496 speedrun_small:13665408; do
+  name=${d%%:*} count=${d#*:}
+  set_deck=(--set data.path="$tmp/fw" --set data.format=llmc --set run.out_dir="$tmp/run_$name")
+  check "inputs/$name.ini: $count parameters (--dry-run)" \
+    grep -q "^total  *$count\$" <<<"$("$trainer" "$src/inputs/$name.ini" "${set_deck[@]}" --dry-run 2>&1)"
+  l1=$("$trainer" "$src/inputs/$name.ini" "${set_deck[@]}" --set train.steps=2 --set train.eval_every=0 \
+    --set model.block_size=32 --set log.log_every=1 2>&1 | sed -n 's/.*step 1\/2 | loss \([0-9.]*\).*/\1/p')
+  check "... 2 steps, loss at step 1 within 0.2 of ln 50257 ($l1)" \
+    /usr/bin/python3 -c "import math,sys; sys.exit(abs(float('${l1:-0}') - math.log(50257)) > 0.2)"
+done
+
 refused() {  # kind pattern
   rm -rf "$tmp/bad" && mkdir "$tmp/bad"
   "$writer" "$tmp/bad/x_train_0.bin" gpt-2 0 500

@@ -24,6 +24,7 @@
 #include "hpctrain/backend/ops.hpp"
 #include "hpctrain/core/error.hpp"
 #include "hpctrain/layers/registry.hpp"
+#include "hpctrain/layers/rope.hpp"
 #include "hpctrain/tensor/step_scalars.hpp"
 
 using namespace hpctrain;
@@ -455,10 +456,11 @@ TEST_F(CudaOps, SequenceModelOps) {
   // RoPE: the angles in double on both, then float rotations (1e-6); forward then inverse is x.
   {
     Tensor r = random({n, t, 3 * c}, 51), dr = on_gpu(r), back = on_gpu(r);
-    rope_rotate(r, heads, 10000.f, 5, false);
-    rope_rotate(dr, heads, 10000.f, 5, false);
+    const auto freq = rope_inv_freq(10000, c / heads);
+    rope_rotate(r, heads, heads, freq, 5, false);
+    rope_rotate(dr, heads, heads, freq, 5, false);
     expect_close("rope_rotate", r, dr, 1e-6);
-    rope_rotate(dr, heads, 10000.f, 5, true);
+    rope_rotate(dr, heads, heads, freq, 5, true);
     expect_close("rope_rotate inverse", back, dr, 1e-6);
   }
   // SwiGLU: element-wise, the same float operations (1e-6).
@@ -548,6 +550,45 @@ TEST_F(CudaOps, CheckpointDownloadsArePinnedReusedAndOrdered) {
   Tensor small = on_gpu(random({100}, 71));
   EXPECT_EQ(buf.read(small), first);  // smaller: the same pages
   EXPECT_EQ(buf.capacity(), static_cast<std::size_t>(d.numel()));
+}
+
+// Fused attention, QK-norm and RoPE on grouped-query heads (4 query heads, 2 key/value heads, D
+// 8), causal and with documents, against the CPU's: float sums in another order (1e-5).
+TEST_F(CudaOps, FusedAttentionOps) {
+  const std::int64_t n = 2, t = 70, heads = 4, kv = 2, d = 8, width = (heads + 2 * kv) * d;
+  Tensor qkv = random({n, t, width}, 60, -2.f, 2.f), dqkv_in = on_gpu(qkv);
+  Tensor rstd = Tensor::zeros({n * t, heads + kv}, host_), drstd = Tensor::zeros(rstd.shape(), dev_);
+  qk_norm_forward(qkv, heads, kv, 1e-6f, rstd);
+  qk_norm_forward(dqkv_in, heads, kv, 1e-6f, drstd);
+  expect_close("qk_norm_forward", qkv, dqkv_in, 1e-5);
+  RopeScaling llama3;
+  llama3.factor = 8, llama3.original_context = 32;  // every band of the blend at this T
+  const auto freq = rope_inv_freq(500000, d, llama3);
+  rope_rotate(qkv, heads, kv, freq, 3, false);
+  rope_rotate(dqkv_in, heads, kv, freq, 3, false);
+  expect_close("rope_rotate", qkv, dqkv_in, 1e-5);
+  Tensor docs = Tensor::zeros({n, t}, host_, DType::i32);
+  for (std::int64_t i = 0; i < n * t; ++i) docs.data_as<std::int32_t>()[i] = static_cast<std::int32_t>(i % t / 23);
+  const Tensor ddocs = on_gpu(docs), none;
+  for (const bool by_doc : {false, true}) {
+    const Tensor& dc = by_doc ? docs : none;
+    const Tensor& ddc = by_doc ? ddocs : none;
+    Tensor y = Tensor::zeros({n, t, heads * d}, host_), dy = Tensor::zeros(y.shape(), dev_);
+    Tensor lse = Tensor::zeros({n, heads, t}, host_), dlse = Tensor::zeros(lse.shape(), dev_);
+    flash_attention_forward(qkv, heads, kv, dc, y, lse);
+    flash_attention_forward(dqkv_in, heads, kv, ddc, dy, dlse);
+    expect_close("flash_attention_forward", y, dy, 1e-5);
+    expect_close("flash_attention_forward", lse, dlse, 1e-5);
+    Tensor g = random(y.shape(), 61), dg = on_gpu(g);
+    Tensor gq = Tensor::zeros(qkv.shape(), host_), dgq = Tensor::zeros(qkv.shape(), dev_);
+    flash_attention_backward(qkv, y, lse, g, heads, kv, dc, gq);
+    flash_attention_backward(dqkv_in, dy, dlse, dg, heads, kv, ddc, dgq);
+    expect_close("flash_attention_backward", gq, dgq, 1e-5);
+    Tensor gn = gq, dgn = dgq;  // (in place)
+    qk_norm_backward(qkv, rstd, heads, kv, gn);
+    qk_norm_backward(dqkv_in, drstd, heads, kv, dgn);
+    expect_close("qk_norm_backward", gn, dgn, 1e-5);
+  }
 }
 
 // Runs last (gtest keeps declaration order within a file): every operation was compared.

@@ -64,9 +64,18 @@ TEST(Arch, LlamaLayers) {
   EXPECT_NE(untied.find("input_layernorm:rmsnorm(eps=6) "), std::string::npos) << untied;
   const std::string tail = "norm:rmsnorm(eps=6) lm_head:lm_head(50257, tie=0)";
   EXPECT_EQ(untied.substr(untied.size() - tail.size()), tail);
+  // Grouped-query attention, Llama 3's rope_scaling, and modded-nanogpt's options.
+  d.n_kv_heads = 1, d.rope_factor = 32, d.rope_context = 8192, d.qk_norm = true, d.relu2 = true, d.zero_init = true;
+  const std::string modern = llama_layers(d);
+  EXPECT_NE(modern.find("self_attn:attention(2, kv_heads=1, bias=0, rope=500000, rope_factor=32, rope_low=1, "
+                        "rope_high=4, rope_context=8192, qk_norm=1, proj_std=0)"),
+            std::string::npos)
+      << modern;
+  EXPECT_NE(modern.find("mlp.up:linear(48, bias=0) relu2 mlp.down:linear(32, bias=0, std=0)"), std::string::npos)
+      << modern;
 }
 
-// The activation estimate against runs of this build measured 2026-12-03 (summary.json's
+// The activation estimate against runs of this build measured 2026-12-04, fused attention (summary.json's
 // activation_bytes_per_rank; the runs keep a few bytes more, under 64): fp32 and bf16, one and
 // two layers, T = 16 and 32. (tests/e2e/token_streaming.sh checks it against a live run.)
 TEST(Arch, GptActivationBytesMatchMeasuredRuns) {
@@ -75,10 +84,10 @@ TEST(Arch, GptActivationBytesMatchMeasuredRuns) {
     bool half;
     double measured;
   };
-  const Run runs[] = {{1, 2, 32, 16, 4, false, 13059600}, {2, 2, 32, 16, 4, false, 13216300},
-                      {1, 2, 32, 16, 8, false, 26119200}, {1, 2, 32, 32, 4, false, 26135600},
-                      {1, 4, 32, 16, 4, false, 13067800}, {1, 2, 64, 16, 4, false, 13231600},
-                      {2, 2, 32, 16, 4, true, 13048300},  {1, 2, 64, 32, 8, true, 52238300}};
+  const Run runs[] = {{1, 2, 32, 16, 4, false, 13051900}, {2, 2, 32, 16, 4, false, 13200900},
+                      {1, 2, 32, 16, 8, false, 26103800}, {1, 2, 32, 32, 4, false, 26103800},
+                      {1, 4, 32, 16, 4, false, 13052400}, {1, 2, 64, 16, 4, false, 13223900},
+                      {2, 2, 32, 16, 4, true, 13041200},  {1, 2, 64, 32, 8, true, 52207600}};
   for (const Run& r : runs) {
     GptDims d;
     d.n_layer = r.layers, d.n_head = r.heads, d.n_embd = r.width;

@@ -1,8 +1,7 @@
-// Attention in bf16 and fp16 rounds its GEMM operands as cuBLAS takes them (layers/attention.cpp):
-// the layer's weight gradients on the CPU equal a float64 reference built from tensors rounded at
-// those points (qkv, the probabilities, the heads' output; the heads' gradient, the score
-// gradient, dqkv), and differ from one that rounds nothing (the negative control: the test can
-// tell the two apart).
+// Attention (the unfused path, fused=0) in bf16 and fp16 rounds its GEMM operands as cuBLAS takes them
+// (layers/attention.cpp): the layer's weight gradients on the CPU equal a float64 reference built from tensors rounded
+// at those points (qkv, the probabilities, the heads' output; the heads' gradient, the score gradient, dqkv), and
+// differ from one that rounds nothing (the negative control: the test can tell the two apart).
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -134,7 +133,7 @@ TEST(AttentionPrecision, SixteenBitRunsRoundTheGemmOperandsAsCublasDoes) {
   register_builtin_layers(r);
   for (const Precision p : {Precision::bf16, Precision::fp16}) {
     Allocator alloc;
-    Model m("attention(2, bias=0)", {T, C}, r, alloc);
+    Model m("attention(2, bias=0, fused=0)", {T, C}, r, alloc);
     m.init_parameters(11);
     m.set_precision(p);
     m.set_batch(N);

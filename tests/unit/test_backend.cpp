@@ -229,7 +229,10 @@ TEST(Backend, EveryOperationIsDispatchedToCuda) {
   expect("rmsnorm_forward", [&] { rmsnorm_forward(t, t, 2, 1e-5f, t, t2); });
   expect("rmsnorm_backward", [&] { rmsnorm_backward(t, t, t, t, 2, t2, t2); });
   Tensor qkv6 = Tensor::wrap(storage, {1, 1, 6}, Device::cuda);
-  expect("rope_rotate", [&] { rope_rotate(qkv6, 1, 10000.f, 0, false); });
+  const std::vector<float> freq(1, 1.f);
+  expect("rope_rotate", [&] { rope_rotate(qkv6, 1, 1, freq, 0, false); });
+  expect("qk_norm_forward", [&] { qk_norm_forward(qkv6, 1, 1, 1e-6f, t2); });
+  expect("qk_norm_backward", [&] { qk_norm_backward(qkv6, t, 1, 1, qkv6); });
   expect("swiglu_forward", [&] { swiglu_forward(t, t2); });
   expect("swiglu_backward", [&] { swiglu_backward(t, t, t2); });
   Tensor qkv = Tensor::wrap(storage, {1, 1, 3}, Device::cuda),
@@ -240,6 +243,8 @@ TEST(Backend, EveryOperationIsDispatchedToCuda) {
   expect("attention_values", [&] { attention_values(att, qkv, 1, y); });
   expect("attention_values_backward", [&] { attention_values_backward(att, qkv, y, 1, att, dqkv); });
   expect("attention_probs_backward", [&] { attention_probs_backward(att, att, qkv, 1, Precision::fp32, dqkv); });
+  expect("flash_attention_forward", [&] { flash_attention_forward(qkv, 1, 1, none, y, att); });
+  expect("flash_attention_backward", [&] { flash_attention_backward(qkv, y, att, y, 1, 1, none, dqkv); });
   EXPECT_EQ(thrown, backend_operations()) << "every backend operation must have a CUDA entry point";
 }
 

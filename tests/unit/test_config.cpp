@@ -325,7 +325,14 @@ TEST(ConfigErrors, CrossKeyChecks) {
   EXPECT_NE(
       error_of("[model]\narch = llama\nn_layer = 2\nn_head = 2\nn_embd = 16\n").find("needs [model] ffn_dim >= 1"),
       std::string::npos);
-  EXPECT_NE(error_of(llama + "n_kv_heads = 1\n").find("grouped-query attention"), std::string::npos);
+  EXPECT_NE(error_of(llama + "n_kv_heads = 3\n").find("n_kv_heads = 3 must divide n_head"), std::string::npos);
+  EXPECT_EQ(parse(llama + "n_kv_heads = 1\n").model.n_kv_heads, 1);
+  EXPECT_NE(error_of(llama + "rope_scaling = llama3(32, 4, 1, 8192)\n").find("HIGH > LOW"), std::string::npos);
+  EXPECT_NE(error_of(llama + "rope_scaling = yarn\n").find("rope_scaling = 'yarn'"), std::string::npos);
+  EXPECT_EQ(parse(llama + "rope_scaling = llama3(32, 1, 4, 8192)\n").model.rope_scaling, "llama3(32, 1, 4, 8192)");
+  EXPECT_NE(error_of("[model]\narch = gpt\nn_layer = 1\nn_head = 2\nn_embd = 8\nqk_norm = true\n")
+                .find("qk_norm is a key of arch = llama"),
+            std::string::npos);
   EXPECT_NE(error_of(llama + "norm_eps = 3e-6\n").find("must be a power of ten"), std::string::npos);
   EXPECT_NE(error_of(llama + "bias = false\n").find("bias is not a key of arch = llama"), std::string::npos);
   EXPECT_NE(

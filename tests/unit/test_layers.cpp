@@ -183,6 +183,9 @@ TEST(GradientCheck, SequenceLayers) {
   EXPECT_LE(check_layer(*make("attention(2)"), {5, 4}, 2), 1.0);
   EXPECT_LE(check_layer(*make("attention(1,bias=0)"), {3, 2}, 3), 1.0);
   EXPECT_LE(check_layer(*make("attention(2,dropout=30)"), {4, 4}, 2), 1.0);
+  EXPECT_LE(check_layer(*make("attention(2,fused=0)"), {5, 4}, 2), 1.0);  // the probabilities held
+  EXPECT_LE(check_layer(*make("attention(4,kv_heads=2,bias=0,rope=10000,qk_norm=1)"), {6, 16}, 2), 1.0);
+  EXPECT_LE(check_layer(*make("attention(2,kv_heads=1,rope=500000,rope_factor=8,rope_context=4)"), {5, 8}, 2), 1.0);
   EXPECT_LE(check_layer(*make("res(layernorm(bias=0) attention(2,bias=0))"), {4, 4}, 2), 1.0);
 }
 

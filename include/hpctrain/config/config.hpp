@@ -38,6 +38,8 @@ enum class Tristate { auto_, on, off };
 enum class ShardBy { elements, tensors };
 // [train] recompute: activation checkpointing.
 enum class Recompute { none, blocks };
+// [model] mlp (arch = llama): SwiGLU (Llama's) or ReLU-squared (modded-nanogpt's).
+enum class Mlp { swiglu, relu2 };
 // [model] arch: the network as a layers string, or a typed architecture (model/arch.hpp).
 enum class Arch { layers, gpt, llama };
 // [checkpoint] space_check: a checkpoint directory without room for keep + 1 checkpoints.
@@ -66,6 +68,7 @@ constexpr Choices<HostAllreduce, 3> choices_of(HostAllreduce) { return {{{"auto"
 constexpr Choices<Tristate, 3> choices_of(Tristate) { return {{{"auto", Tristate::auto_}, {"on", Tristate::on}, {"off", Tristate::off}}}; }
 constexpr Choices<ShardBy, 2> choices_of(ShardBy) { return {{{"elements", ShardBy::elements}, {"tensors", ShardBy::tensors}}}; }
 constexpr Choices<Recompute, 2> choices_of(Recompute) { return {{{"none", Recompute::none}, {"blocks", Recompute::blocks}}}; }
+constexpr Choices<Mlp, 2> choices_of(Mlp) { return {{{"swiglu", Mlp::swiglu}, {"relu2", Mlp::relu2}}}; }
 constexpr Choices<Arch, 3> choices_of(Arch) { return {{{"layers", Arch::layers}, {"gpt", Arch::gpt}, {"llama", Arch::llama}}}; }
 constexpr Choices<SpaceCheck, 3> choices_of(SpaceCheck) { return {{{"error", SpaceCheck::error}, {"warn", SpaceCheck::warn}, {"off", SpaceCheck::off}}}; }
 constexpr Choices<Precision, 3> choices_of(Precision) { return {{{"fp32", Precision::fp32}, {"bf16", Precision::bf16}, {"fp16", Precision::fp16}}}; }
@@ -140,9 +143,13 @@ struct ModelConfig {
   std::string groups = "auto";
   long vocab_multiple = 1;  // embedding / lm_head rows padded to a multiple (layers/registry.hpp)
   // arch = llama (model/arch.hpp llama_layers): the MLP's hidden width, RoPE's theta, the RMS
-  // norms' epsilon, and key/value heads (0 = n_head; fewer, grouped-query attention, not yet).
+  // norms' epsilon, key/value heads (0 = n_head), Llama 3's rope_scaling ("none" or
+  // "llama3(FACTOR, LOW, HIGH, CONTEXT)"), and modded-nanogpt's options.
   long ffn_dim = 0, rope_theta = 10000, n_kv_heads = 0;
   double norm_eps = 1e-5;
+  std::string rope_scaling = "none";
+  Mlp mlp = Mlp::swiglu;
+  bool qk_norm = false, zero_init = false;
 };
 
 struct TrainConfig {
@@ -292,5 +299,12 @@ std::map<std::string, std::string> ini_values(const std::string& ini_text, const
 
 // Reads a whole file; bad_input error naming it when it cannot be read.
 std::string read_text_file(const std::string& path, const std::string& what);
+
+// [model] rope_scaling: "none" (factor 0) or "llama3(FACTOR, LOW, HIGH, CONTEXT)", whole numbers
+// with HIGH > LOW >= 1 (layers/rope.hpp). Anything else: bad_input naming the key and the form.
+struct RopeScalingKey {
+  long factor = 0, low = 1, high = 4, context = 8192;
+};
+RopeScalingKey rope_scaling_of(const std::string& text);
 
 }  // namespace hpctrain

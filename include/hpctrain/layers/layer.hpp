@@ -72,6 +72,9 @@ struct StepContext {
   std::uint64_t seed = 0;
   std::int64_t step = 0;                     // optimizer step
   const std::int64_t* sample_ids = nullptr;  // dataset index of each row of the batch
+  // [model] attention_mask = document: the document number of each position of the batch (int32
+  // [rows, T] on the model's device; attention looks only within a document); undefined: causal.
+  Tensor doc_ids;
   // splitmix64(step) on the model's device, kept by the trainer so that a recorded step (CUDA
   // graph) reads the current step's value; null: layers derive it from `step` themselves.
   const std::uint64_t* step_key = nullptr;

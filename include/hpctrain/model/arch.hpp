@@ -23,16 +23,19 @@ struct GptDims {
 // significant digits as the decks in inputs/ write it.
 std::string gpt_layers(const GptDims& d);
 
-// A Llama decoder (Llama 2/3, as Hugging Face's LlamaForCausalLM computes it but for the
-// grouped-query attention and rope_scaling not done yet): the token embedding, n_layer pairs of
-// pre-norm residual blocks (RMS norm, attention with rotary positions of base rope_theta and no
-// biases; RMS norm, a SwiGLU MLP of ffn_dim with gate and up fused in one linear), a final RMS norm
-// and the head, tied unless tie_embeddings = false. The projections into the residual stream start
-// with std 0.02 / sqrt(2 n_layer) as GPT-2's; norm_eps = 10^-norm_eps_exp.
+// A Llama decoder (Llama 2/3, as Hugging Face's LlamaForCausalLM computes it): the token embedding,
+// n_layer pairs of pre-norm residual blocks (RMS norm, attention with n_kv_heads key/value heads
+// (0: n_head), rotary positions of base rope_theta (Llama 3's rope_scaling when rope_factor > 0)
+// and no biases; RMS norm, a SwiGLU MLP of ffn_dim with gate and up fused in one linear), a final
+// RMS norm and the head, tied unless tie_embeddings = false. The projections into the residual
+// stream start with std 0.02 / sqrt(2 n_layer) as GPT-2's (zero_init: at zero, modded-nanogpt's);
+// norm_eps = 10^-norm_eps_exp. modded-nanogpt's options: qk_norm (queries and keys RMS-normalized
+// per head), relu2 (a relu(x)^2 MLP of ffn_dim instead of SwiGLU).
 struct LlamaDims {
-  std::int64_t n_layer = 0, n_head = 0, n_embd = 0, vocab_size = 0, ffn_dim = 0, rope_theta = 10000;
+  std::int64_t n_layer = 0, n_head = 0, n_embd = 0, vocab_size = 0, ffn_dim = 0, rope_theta = 10000, n_kv_heads = 0;
+  std::int64_t rope_factor = 0, rope_low = 1, rope_high = 4, rope_context = 8192;
   int norm_eps_exp = 5;
-  bool tie_embeddings = true;
+  bool tie_embeddings = true, qk_norm = false, relu2 = false, zero_init = false;
 };
 std::string llama_layers(const LlamaDims& d);
 
@@ -45,8 +48,8 @@ double gpt_flops_per_token(std::int64_t parameters, std::int64_t n_layer, std::i
 // keeps it for backward (summary.json's activation_bytes_per_rank: the saved tensors and the
 // layers' outputs), without dropout and activation checkpointing; `half`: bf16/fp16 runs. With
 // N = rows x T tokens and s = 4 bytes (2 when half):
-//   saved   = n_layer (16 N n_embd + rows n_head T^2) s + (4 n_layer + 2) N 4   (layer norms'
-//             statistics stay float32; the T x T attention probabilities are the rows n_head T^2)
+//   saved   = n_layer 16 N n_embd s + n_layer rows n_head T 4 + (4 n_layer + 2) N 4   (fused
+//             attention's log-sum-exp and the layer norms' statistics stay float32; no T x T)
 //   outputs = (3 + 2 n_layer) N n_embd s + N padded_vocab 4                   (the logits in float32)
 // Found by measuring runs of this build and checked against one by tests/e2e/token_streaming.sh.
 double gpt_activation_bytes(const GptDims& d, std::int64_t rows, std::int64_t context, std::int64_t padded_vocab,

@@ -137,31 +137,6 @@ void rmsnorm_backward(const Tensor& x, const Tensor& w, const Tensor& rstd, cons
   }
 }
 
-void rope_rotate(Tensor& qkv, std::int64_t heads, float theta, std::int64_t offset, bool inverse) {
-  const Shape& s = qkv.shape();
-  HPCT_CHECK(s.size() == 3 && s[2] % 3 == 0 && heads > 0 && (s[2] / 3) % (2 * heads) == 0,
-             "rope_rotate: qkv " + shape_string(s) + " for " + std::to_string(heads) + " heads (D must be even)");
-  const std::int64_t n = s[0], t = s[1], c = s[2] / 3, d = c / heads, half = d / 2;
-  std::vector<double> freq(static_cast<std::size_t>(half));
-  for (std::int64_t i = 0; i < half; ++i)
-    freq[static_cast<std::size_t>(i)] =
-        std::pow(static_cast<double>(theta), -2.0 * static_cast<double>(i) / static_cast<double>(d));
-  for (std::int64_t p = 0; p < t; ++p)
-    for (std::int64_t i = 0; i < half; ++i) {
-      const double angle = static_cast<double>(p + offset) * freq[static_cast<std::size_t>(i)];
-      const auto cs = static_cast<float>(std::cos(angle));
-      const auto sn = static_cast<float>(inverse ? -std::sin(angle) : std::sin(angle));
-      for (std::int64_t b = 0; b < n; ++b)
-        for (std::int64_t part = 0; part < 2; ++part)  // queries, then keys
-          for (std::int64_t h = 0; h < heads; ++h) {
-            float* row = qkv.data() + (b * t + p) * 3 * c + part * c + h * d;
-            const float x0 = row[i], x1 = row[i + half];
-            row[i] = x0 * cs - x1 * sn;
-            row[i + half] = x1 * cs + x0 * sn;
-          }
-    }
-}
-
 void swiglu_forward(const Tensor& x, Tensor& y) {
   const std::int64_t f = y.shape().back(), rows = y.numel() / f;
   HPCT_CHECK(x.numel() == 2 * y.numel() && x.shape().back() == 2 * f,

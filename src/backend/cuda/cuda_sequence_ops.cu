@@ -79,23 +79,6 @@ __global__ void rmsnorm_dx_kernel(const float* x, const float* w, const float* r
   for (i64 j = threadIdx.x; j < width; j += blockDim.x) dx[row * width + j] = r * (g[j] * w[j] - in[j] * r * mgx);
 }
 
-// RoPE: one thread per (sequence, position, q|k, head, pair); the angle in double (positions
-// up to 2^20 keep float's precision in the cosine).
-__global__ void rope_kernel(float* qkv, i64 t, i64 c, i64 heads, i64 half, float theta, i64 offset, float sign,
-                            i64 total) {
-  for (i64 idx = detail::global_index(); idx < total; idx += detail::grid_stride()) {
-    const i64 i = idx % half, h = (idx / half) % heads, part = (idx / (half * heads)) % 2,
-              row = idx / (half * heads * 2);
-    const i64 p = row % t;
-    const double angle = static_cast<double>(p + offset) * pow(static_cast<double>(theta), -2.0 * i / (2.0 * half));
-    const float cs = static_cast<float>(cos(angle)), sn = sign * static_cast<float>(sin(angle));
-    float* x = qkv + row * 3 * c + part * c + h * 2 * half;
-    const float x0 = x[i], x1 = x[i + half];
-    x[i] = x0 * cs - x1 * sn;
-    x[i + half] = x1 * cs + x0 * sn;
-  }
-}
-
 // SwiGLU over `total` outputs of rows of f: element idx of row i reads a = x[i, j], b = x[i, f + j].
 __global__ void swiglu_kernel(const float* x, i64 f, float* y, i64 total) {
   for (i64 idx = detail::global_index(); idx < total; idx += detail::grid_stride()) {
@@ -305,14 +288,6 @@ void rmsnorm_backward(const Tensor& x, const Tensor& w, const Tensor& rstd, cons
   }
   Tensor none;
   norm_weight_grads(x, nullptr, rstd, dy, rows, width, dw, none);
-}
-
-void rope_rotate(Tensor& qkv, i64 heads, float theta, i64 offset, bool inverse) {
-  const Shape& s = qkv.shape();
-  HPCT_CHECK(s.size() == 3 && s[2] % 3 == 0 && heads > 0 && (s[2] / 3) % (2 * heads) == 0,
-             "rope_rotate: qkv " + shape_string(s) + " for " + std::to_string(heads) + " heads (D must be even)");
-  const i64 c = s[2] / 3, half = c / heads / 2, total = s[0] * s[1] * 2 * heads * half;
-  launch(rope_kernel, total, qkv.data(), s[1], c, heads, half, theta, offset, inverse ? -1.f : 1.f, total);
 }
 
 void swiglu_forward(const Tensor& x, Tensor& y) {

@@ -1,0 +1,192 @@
+// The CPU backend's fused attention and what turns its queries and keys (backend/cpu/cpu_ops.hpp):
+// rotary position embeddings, QK-norm, and causal attention that never holds T x T.
+//
+// Fused attention works on strips of 64 queries: the strip's scores against the keys up to its
+// last query (64 x T floats, O(T)) by one sgemm, an exact softmax per row (a strip's row is the
+// whole row, so the online rescaling FlashAttention needs for tiles that do not fit its SRAM is not
+// needed here), the weighted values by a second sgemm. The backward (FlashAttention-2's) recomputes
+// a strip's probabilities from the kept log-sum-exp, then dq, and adds the strip's part of dk and dv.
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <vector>
+
+#include "hpctrain/backend/checks.hpp"
+#include "hpctrain/backend/cpu/cpu_ops.hpp"
+#include "hpctrain/backend/cpu/sgemm.hpp"
+#include "hpctrain/core/error.hpp"
+
+namespace hpctrain::cpu {
+
+namespace {
+constexpr std::int64_t kStrip = 64;  // queries per strip
+
+// The sizes of a qkv [N, T, (H + 2K) D] tensor.
+struct QkvDims {
+  std::int64_t n, t, heads, kv, d, ld;  // ld = (H + 2K) D: one position's row
+  float scale;                          // 1 / sqrt(D)
+};
+QkvDims qkv_dims(const Tensor& qkv, std::int64_t heads, std::int64_t kv_heads, const std::string& op) {
+  const Shape& s = qkv.shape();
+  HPCT_CHECK(s.size() == 3 && heads > 0 && kv_heads > 0 && heads % kv_heads == 0 && s[2] % (heads + 2 * kv_heads) == 0,
+             op + ": qkv " + shape_string(s) + " for " + std::to_string(heads) + " query and " +
+                 std::to_string(kv_heads) + " key/value heads");
+  QkvDims a{s[0], s[1], heads, kv_heads, s[2] / (heads + 2 * kv_heads), s[2], 0.f};
+  a.scale = 1.f / std::sqrt(static_cast<float>(a.d));
+  return a;
+}
+
+const std::int32_t* doc_numbers(const Tensor& docs, const QkvDims& a, const std::string& op) {
+  if (!docs.defined()) return nullptr;
+  HPCT_CHECK(docs.dtype() == DType::i32 && docs.numel() == a.n * a.t,
+             op + ": docs " + shape_string(docs.shape()) + " for " + std::to_string(a.n * a.t) + " positions");
+  return docs.data_as<std::int32_t>();
+}
+
+// One (sequence, query head): where its queries, keys, values and document numbers are.
+struct Head {
+  const float *q, *k, *v;
+  const std::int32_t* doc;  // null: causal only
+};
+Head head_of(const float* qkv, const std::int32_t* docs, const QkvDims& a, std::int64_t n, std::int64_t h) {
+  const float* base = qkv + n * a.t * a.ld;
+  const std::int64_t g = h / (a.heads / a.kv);  // its key/value head
+  return {base + h * a.d, base + (a.heads + g) * a.d, base + (a.heads + a.kv + g) * a.d,
+          docs ? docs + n * a.t : nullptr};
+}
+
+bool visible(const Head& hd, std::int64_t i, std::int64_t j) { return j <= i && (!hd.doc || hd.doc[j] == hd.doc[i]); }
+
+// Scores of queries i0 .. i0 + rows - 1 against keys 0 .. cols - 1 into s [rows, cols], scaled.
+void strip_scores(const Head& hd, const QkvDims& a, std::int64_t i0, std::int64_t rows, std::int64_t cols, float* s) {
+  sgemm(false, true, rows, cols, a.d, a.scale, hd.q + i0 * a.ld, a.ld, hd.k, a.ld, 0.f, s, cols);
+}
+}  // namespace
+
+void rope_rotate(Tensor& qkv, std::int64_t heads, std::int64_t kv_heads, const std::vector<float>& inv_freq,
+                 std::int64_t offset, bool inverse) {
+  const QkvDims a = qkv_dims(qkv, heads, kv_heads, "rope_rotate");
+  const auto half = static_cast<std::int64_t>(inv_freq.size());
+  HPCT_CHECK(2 * half == a.d, "rope_rotate: " + std::to_string(half) + " frequencies for heads of " +
+                                  std::to_string(a.d) + " (D must be even)");
+  for (std::int64_t p = 0; p < a.t; ++p)
+    for (std::int64_t i = 0; i < half; ++i) {
+      const double angle = static_cast<double>(p + offset) * static_cast<double>(inv_freq[static_cast<std::size_t>(i)]);
+      const auto cs = static_cast<float>(std::cos(angle));
+      const auto sn = static_cast<float>(inverse ? -std::sin(angle) : std::sin(angle));
+      for (std::int64_t b = 0; b < a.n; ++b)
+        for (std::int64_t h = 0; h < a.heads + a.kv; ++h) {  // the query heads, then the key heads
+          float* row = qkv.data() + (b * a.t + p) * a.ld + h * a.d;
+          const float x0 = row[i], x1 = row[i + half];
+          row[i] = x0 * cs - x1 * sn;
+          row[i + half] = x1 * cs + x0 * sn;
+        }
+    }
+}
+
+void qk_norm_forward(Tensor& qkv, std::int64_t heads, std::int64_t kv_heads, float eps, Tensor& rstd) {
+  const QkvDims a = qkv_dims(qkv, heads, kv_heads, "qk_norm_forward");
+  const std::int64_t per = a.heads + a.kv, rows = a.n * a.t;
+  HPCT_CHECK(rstd.numel() >= rows * per, "qk_norm_forward: rstd " + shape_string(rstd.shape()));
+  for (std::int64_t r = 0; r < rows; ++r)
+    for (std::int64_t h = 0; h < per; ++h) {
+      float* x = qkv.data() + r * a.ld + h * a.d;
+      float ss = 0.f;
+      for (std::int64_t j = 0; j < a.d; ++j) ss += x[j] * x[j];
+      const float f = 1.f / std::sqrt(ss / static_cast<float>(a.d) + eps);
+      for (std::int64_t j = 0; j < a.d; ++j) x[j] *= f;
+      rstd.data()[r * per + h] = f;
+    }
+}
+
+void qk_norm_backward(const Tensor& normed, const Tensor& rstd, std::int64_t heads, std::int64_t kv_heads,
+                      Tensor& dqkv) {
+  const QkvDims a = qkv_dims(normed, heads, kv_heads, "qk_norm_backward");
+  backend::same_size(normed, dqkv, "qk_norm_backward");
+  const std::int64_t per = a.heads + a.kv, rows = a.n * a.t;
+  for (std::int64_t r = 0; r < rows; ++r)
+    for (std::int64_t h = 0; h < per; ++h) {
+      const float* xhat = normed.data() + r * a.ld + h * a.d;
+      float* g = dqkv.data() + r * a.ld + h * a.d;
+      double dot = 0;
+      for (std::int64_t j = 0; j < a.d; ++j) dot += static_cast<double>(g[j]) * xhat[j];
+      const auto m = static_cast<float>(dot / static_cast<double>(a.d));
+      const float f = rstd.data()[r * per + h];
+      for (std::int64_t j = 0; j < a.d; ++j) g[j] = f * (g[j] - xhat[j] * m);
+    }
+}
+
+void flash_attention_forward(const Tensor& qkv, std::int64_t heads, std::int64_t kv_heads, const Tensor& docs,
+                             Tensor& y, Tensor& lse) {
+  const QkvDims a = qkv_dims(qkv, heads, kv_heads, "flash_attention_forward");
+  const std::int32_t* doc = doc_numbers(docs, a, "flash_attention_forward");
+  const std::int64_t yw = a.heads * a.d;
+  HPCT_CHECK(y.numel() == a.n * a.t * yw && lse.numel() == a.n * a.heads * a.t,
+             "flash_attention_forward: y " + shape_string(y.shape()) + ", lse " + shape_string(lse.shape()));
+  std::vector<float> strip(static_cast<std::size_t>(kStrip * a.t));
+  for (std::int64_t n = 0; n < a.n; ++n)
+    for (std::int64_t h = 0; h < a.heads; ++h) {
+      const Head hd = head_of(qkv.data(), doc, a, n, h);
+      for (std::int64_t i0 = 0; i0 < a.t; i0 += kStrip) {
+        const std::int64_t rows = std::min(kStrip, a.t - i0), cols = i0 + rows;
+        strip_scores(hd, a, i0, rows, cols, strip.data());
+        for (std::int64_t r = 0; r < rows; ++r) {
+          const std::int64_t i = i0 + r;
+          float* s = strip.data() + r * cols;
+          float mx = -std::numeric_limits<float>::infinity();
+          for (std::int64_t j = 0; j <= i; ++j)
+            if (visible(hd, i, j)) mx = std::max(mx, s[j]);
+          float sum = 0.f;
+          for (std::int64_t j = 0; j < cols; ++j) sum += s[j] = visible(hd, i, j) ? std::exp(s[j] - mx) : 0.f;
+          const float inv = 1.f / sum;
+          for (std::int64_t j = 0; j <= i; ++j) s[j] *= inv;
+          lse.data()[(n * a.heads + h) * a.t + i] = mx + std::log(sum);
+        }
+        sgemm(false, false, rows, a.d, cols, 1.f, strip.data(), cols, hd.v, a.ld, 0.f,
+              y.data() + (n * a.t + i0) * yw + h * a.d, yw);
+      }
+    }
+}
+
+void flash_attention_backward(const Tensor& qkv, const Tensor& y, const Tensor& lse, const Tensor& dy,
+                              std::int64_t heads, std::int64_t kv_heads, const Tensor& docs, Tensor& dqkv) {
+  const QkvDims a = qkv_dims(qkv, heads, kv_heads, "flash_attention_backward");
+  const std::int32_t* doc = doc_numbers(docs, a, "flash_attention_backward");
+  const std::int64_t yw = a.heads * a.d;
+  backend::same_size(qkv, dqkv, "flash_attention_backward");
+  backend::same_size(y, dy, "flash_attention_backward");
+  HPCT_CHECK(y.numel() == a.n * a.t * yw && lse.numel() == a.n * a.heads * a.t,
+             "flash_attention_backward: y " + shape_string(y.shape()) + ", lse " + shape_string(lse.shape()));
+  std::fill(dqkv.data(), dqkv.data() + dqkv.numel(), 0.f);  // dk and dv add up over strips and query heads
+  std::vector<float> p(static_cast<std::size_t>(kStrip * a.t)), ds(p.size());
+  for (std::int64_t n = 0; n < a.n; ++n)
+    for (std::int64_t h = 0; h < a.heads; ++h) {
+      const Head hd = head_of(qkv.data(), doc, a, n, h);
+      float* dq = dqkv.data() + (hd.q - qkv.data());  // the same heads' places in dqkv
+      float* dk = dqkv.data() + (hd.k - qkv.data());
+      float* dv = dqkv.data() + (hd.v - qkv.data());
+      const float* lse_h = lse.data() + (n * a.heads + h) * a.t;
+      for (std::int64_t i0 = 0; i0 < a.t; i0 += kStrip) {
+        const std::int64_t rows = std::min(kStrip, a.t - i0), cols = i0 + rows;
+        const float* g = dy.data() + (n * a.t + i0) * yw + h * a.d;  // dy of the strip's queries
+        strip_scores(hd, a, i0, rows, cols, p.data());
+        sgemm(false, true, rows, cols, a.d, 1.f, g, yw, hd.v, a.ld, 0.f, ds.data(), cols);  // dP = dy v^T
+        for (std::int64_t r = 0; r < rows; ++r) {
+          const std::int64_t i = i0 + r;
+          const float* yi = y.data() + (n * a.t + i) * yw + h * a.d;
+          double di = 0;  // dy_i . y_i
+          for (std::int64_t c = 0; c < a.d; ++c) di += static_cast<double>(g[r * yw + c]) * yi[c];
+          float *pr = p.data() + r * cols, *dr = ds.data() + r * cols;
+          for (std::int64_t j = 0; j < cols; ++j) {
+            pr[j] = visible(hd, i, j) ? std::exp(pr[j] - lse_h[i]) : 0.f;
+            dr[j] = pr[j] * (dr[j] - static_cast<float>(di)) * a.scale;
+          }
+        }
+        sgemm(false, false, rows, a.d, cols, 1.f, ds.data(), cols, hd.k, a.ld, 0.f, dq + i0 * a.ld, a.ld);
+        sgemm(true, false, cols, a.d, rows, 1.f, ds.data(), cols, hd.q + i0 * a.ld, a.ld, 1.f, dk, a.ld);
+        sgemm(true, false, cols, a.d, rows, 1.f, p.data(), cols, g, yw, 1.f, dv, a.ld);
+      }
+    }
+}
+
+}  // namespace hpctrain::cpu

@@ -1,0 +1,222 @@
+// The CUDA backend's fused attention and what turns its queries and keys (backend/cuda/cuda_ops.hpp):
+// rotary position embeddings, QK-norm, and causal attention that never holds T x T.
+//
+// Plain kernels, the simplest correct form until a GPU has measured them (README's rule): fused
+// attention is one thread per query with FlashAttention's online softmax over the keys (its output
+// row kept in the thread's local memory, D <= 256); the backward is one thread per query for dq
+// and one per key for dk and dv (summing over the query heads that read it), each recomputing the
+// probabilities from q, k and the kept log-sum-exp. Deterministic: no atomics. cuDNN's fused
+// scaled-dot-product attention (fp16/bf16 through its graph API) is not used yet: the layer's
+// GEMM operands are float32 in every precision (docs/language-models.md).
+#include <cmath>
+
+#include "hpctrain/backend/checks.hpp"
+#include "hpctrain/backend/cuda/context.hpp"
+#include "hpctrain/backend/cuda/cuda_ops.hpp"
+#include "hpctrain/backend/cuda/kernels.cuh"
+
+namespace hpctrain::cuda {
+
+using detail::launch;
+using i64 = std::int64_t;
+
+namespace {
+constexpr i64 kMaxHeadDim = 256;
+
+// The sizes of a qkv [N, T, (H + 2K) D] tensor.
+struct QkvDims {
+  i64 n, t, heads, kv, d, ld;  // ld = (H + 2K) D: one position's row
+  float scale;
+};
+QkvDims qkv_dims(const Tensor& qkv, i64 heads, i64 kv_heads, const std::string& op) {
+  const Shape& s = qkv.shape();
+  HPCT_CHECK(s.size() == 3 && heads > 0 && kv_heads > 0 && heads % kv_heads == 0 && s[2] % (heads + 2 * kv_heads) == 0,
+             op + ": qkv " + shape_string(s) + " for " + std::to_string(heads) + " query and " +
+                 std::to_string(kv_heads) + " key/value heads");
+  QkvDims a{s[0], s[1], heads, kv_heads, s[2] / (heads + 2 * kv_heads), s[2], 0.f};
+  a.scale = 1.f / std::sqrt(static_cast<float>(a.d));
+  return a;
+}
+const std::int32_t* doc_numbers(const Tensor& docs, const QkvDims& a, const std::string& op) {
+  if (!docs.defined()) return nullptr;
+  HPCT_CHECK(docs.dtype() == DType::i32 && docs.numel() == a.n * a.t,
+             op + ": docs " + shape_string(docs.shape()) + " for " + std::to_string(a.n * a.t) + " positions");
+  return docs.data_as<std::int32_t>();
+}
+
+__device__ inline bool sees(const std::int32_t* doc, i64 i, i64 j) { return j <= i && (!doc || doc[j] == doc[i]); }
+__device__ inline float dot(const float* a, const float* b, i64 d) {
+  float s = 0.f;
+  for (i64 c = 0; c < d; ++c) s += a[c] * b[c];
+  return s;
+}
+
+// RoPE: one thread per (position, query or key head, pair); the angle in double.
+__global__ void rope_kernel(float* qkv, i64 t, i64 ld, i64 qk_heads, i64 half, const float* inv_freq, i64 offset,
+                            float sign, i64 total) {
+  for (i64 idx = detail::global_index(); idx < total; idx += detail::grid_stride()) {
+    const i64 i = idx % half, h = (idx / half) % qk_heads, row = idx / (half * qk_heads);
+    const double angle = static_cast<double>(row % t + offset) * static_cast<double>(inv_freq[i]);
+    const float cs = static_cast<float>(cos(angle)), sn = sign * static_cast<float>(sin(angle));
+    float* x = qkv + row * ld + h * 2 * half;
+    const float x0 = x[i], x1 = x[i + half];
+    x[i] = x0 * cs - x1 * sn;
+    x[i + half] = x1 * cs + x0 * sn;
+  }
+}
+
+// QK-norm: one thread per (position, query or key head).
+__global__ void qk_norm_kernel(float* qkv, i64 ld, i64 qk_heads, i64 d, float eps, float* rstd, i64 total) {
+  for (i64 idx = detail::global_index(); idx < total; idx += detail::grid_stride()) {
+    float* x = qkv + (idx / qk_heads) * ld + (idx % qk_heads) * d;
+    const float f = rsqrtf(dot(x, x, d) / static_cast<float>(d) + eps);
+    for (i64 c = 0; c < d; ++c) x[c] *= f;
+    rstd[idx] = f;
+  }
+}
+__global__ void qk_norm_grad_kernel(const float* normed, const float* rstd, i64 ld, i64 qk_heads, i64 d, float* g,
+                                    i64 total) {
+  for (i64 idx = detail::global_index(); idx < total; idx += detail::grid_stride()) {
+    const i64 off = (idx / qk_heads) * ld + (idx % qk_heads) * d;
+    const float m = dot(g + off, normed + off, d) / static_cast<float>(d), f = rstd[idx];
+    for (i64 c = 0; c < d; ++c) g[off + c] = f * (g[off + c] - normed[off + c] * m);
+  }
+}
+
+// One thread per (sequence, query head, query): online softmax over its visible keys.
+__global__ void flash_forward_kernel(const float* qkv, const std::int32_t* docs, QkvDims a, float* y, float* lse,
+                                     i64 total) {
+  for (i64 idx = detail::global_index(); idx < total; idx += detail::grid_stride()) {
+    const i64 i = idx % a.t, h = (idx / a.t) % a.heads, n = idx / (a.t * a.heads), g = h / (a.heads / a.kv);
+    const float* base = qkv + n * a.t * a.ld;
+    const float* q = base + i * a.ld + h * a.d;
+    const std::int32_t* doc = docs ? docs + n * a.t : nullptr;
+    float acc[kMaxHeadDim];
+    for (i64 c = 0; c < a.d; ++c) acc[c] = 0.f;
+    float m = -INFINITY, l = 0.f;
+    for (i64 j = 0; j <= i; ++j) {
+      if (!sees(doc, i, j)) continue;
+      const float* k = base + j * a.ld + (a.heads + g) * a.d;
+      const float* v = base + j * a.ld + (a.heads + a.kv + g) * a.d;
+      const float s = dot(q, k, a.d) * a.scale, m2 = fmaxf(m, s);
+      const float corr = expf(m - m2), p = expf(s - m2);
+      l = l * corr + p;
+      for (i64 c = 0; c < a.d; ++c) acc[c] = acc[c] * corr + p * v[c];
+      m = m2;
+    }
+    float* out = y + (n * a.t + i) * a.heads * a.d + h * a.d;
+    for (i64 c = 0; c < a.d; ++c) out[c] = acc[c] / l;
+    lse[idx] = m + logf(l);
+  }
+}
+
+// dq: one thread per (sequence, query head, query).
+__global__ void flash_dq_kernel(const float* qkv, const float* y, const float* lse, const float* dy,
+                                const std::int32_t* docs, QkvDims a, float* dqkv, i64 total) {
+  for (i64 idx = detail::global_index(); idx < total; idx += detail::grid_stride()) {
+    const i64 i = idx % a.t, h = (idx / a.t) % a.heads, n = idx / (a.t * a.heads), g = h / (a.heads / a.kv);
+    const float* base = qkv + n * a.t * a.ld;
+    const float* q = base + i * a.ld + h * a.d;
+    const float* gi = dy + (n * a.t + i) * a.heads * a.d + h * a.d;
+    const float di = dot(gi, y + (n * a.t + i) * a.heads * a.d + h * a.d, a.d);
+    const std::int32_t* doc = docs ? docs + n * a.t : nullptr;
+    float acc[kMaxHeadDim];
+    for (i64 c = 0; c < a.d; ++c) acc[c] = 0.f;
+    for (i64 j = 0; j <= i; ++j) {
+      if (!sees(doc, i, j)) continue;
+      const float* k = base + j * a.ld + (a.heads + g) * a.d;
+      const float* v = base + j * a.ld + (a.heads + a.kv + g) * a.d;
+      const float p = expf(dot(q, k, a.d) * a.scale - lse[idx]);
+      const float ds = p * (dot(gi, v, a.d) - di) * a.scale;
+      for (i64 c = 0; c < a.d; ++c) acc[c] += ds * k[c];
+    }
+    float* dq = dqkv + (n * a.t + i) * a.ld + h * a.d;
+    for (i64 c = 0; c < a.d; ++c) dq[c] = acc[c];
+  }
+}
+
+// dk and dv: one thread per (sequence, key/value head, key), over the query heads of its group.
+__global__ void flash_dkv_kernel(const float* qkv, const float* y, const float* lse, const float* dy,
+                                 const std::int32_t* docs, QkvDims a, float* dqkv, i64 total) {
+  for (i64 idx = detail::global_index(); idx < total; idx += detail::grid_stride()) {
+    const i64 j = idx % a.t, g = (idx / a.t) % a.kv, n = idx / (a.t * a.kv), group = a.heads / a.kv;
+    const float* base = qkv + n * a.t * a.ld;
+    const float* k = base + j * a.ld + (a.heads + g) * a.d;
+    const float* v = base + j * a.ld + (a.heads + a.kv + g) * a.d;
+    const std::int32_t* doc = docs ? docs + n * a.t : nullptr;
+    float dk[kMaxHeadDim], dv[kMaxHeadDim];
+    for (i64 c = 0; c < a.d; ++c) dk[c] = dv[c] = 0.f;
+    for (i64 h = g * group; h < (g + 1) * group; ++h)
+      for (i64 i = j; i < a.t; ++i) {
+        if (!sees(doc, i, j)) continue;
+        const float* q = base + i * a.ld + h * a.d;
+        const float* gi = dy + (n * a.t + i) * a.heads * a.d + h * a.d;
+        const float di = dot(gi, y + (n * a.t + i) * a.heads * a.d + h * a.d, a.d);
+        const float p = expf(dot(q, k, a.d) * a.scale - lse[(n * a.heads + h) * a.t + i]);
+        const float ds = p * (dot(gi, v, a.d) - di) * a.scale;
+        for (i64 c = 0; c < a.d; ++c) {
+          dv[c] += p * gi[c];
+          dk[c] += ds * q[c];
+        }
+      }
+    float* out = dqkv + (n * a.t + j) * a.ld;
+    for (i64 c = 0; c < a.d; ++c) {
+      out[(a.heads + g) * a.d + c] = dk[c];
+      out[(a.heads + a.kv + g) * a.d + c] = dv[c];
+    }
+  }
+}
+}  // namespace
+
+void rope_rotate(Tensor& qkv, i64 heads, i64 kv_heads, const std::vector<float>& inv_freq, i64 offset, bool inverse) {
+  const QkvDims a = qkv_dims(qkv, heads, kv_heads, "rope_rotate");
+  const auto half = static_cast<i64>(inv_freq.size());
+  HPCT_CHECK(2 * half == a.d, "rope_rotate: " + std::to_string(half) + " frequencies for heads of " +
+                                  std::to_string(a.d) + " (D must be even)");
+  auto* freq = static_cast<float*>(context().scratch(inv_freq.size() * sizeof(float) + 256));
+  memcpy_to_device(freq, inv_freq.data(), inv_freq.size() * sizeof(float));
+  const i64 total = a.n * a.t * (heads + kv_heads) * half;
+  launch(rope_kernel, total, qkv.data(), a.t, a.ld, heads + kv_heads, half, static_cast<const float*>(freq), offset,
+         inverse ? -1.f : 1.f, total);
+}
+
+void qk_norm_forward(Tensor& qkv, i64 heads, i64 kv_heads, float eps, Tensor& rstd) {
+  const QkvDims a = qkv_dims(qkv, heads, kv_heads, "qk_norm_forward");
+  const i64 total = a.n * a.t * (heads + kv_heads);
+  HPCT_CHECK(rstd.numel() >= total, "qk_norm_forward: rstd " + shape_string(rstd.shape()));
+  launch(qk_norm_kernel, total, qkv.data(), a.ld, heads + kv_heads, a.d, eps, rstd.data(), total);
+}
+
+void qk_norm_backward(const Tensor& normed, const Tensor& rstd, i64 heads, i64 kv_heads, Tensor& dqkv) {
+  const QkvDims a = qkv_dims(normed, heads, kv_heads, "qk_norm_backward");
+  detail::same_size(normed, dqkv, "qk_norm_backward");
+  const i64 total = a.n * a.t * (heads + kv_heads);
+  launch(qk_norm_grad_kernel, total, normed.data(), rstd.data(), a.ld, heads + kv_heads, a.d, dqkv.data(), total);
+}
+
+void flash_attention_forward(const Tensor& qkv, i64 heads, i64 kv_heads, const Tensor& docs, Tensor& y, Tensor& lse) {
+  const QkvDims a = qkv_dims(qkv, heads, kv_heads, "flash_attention_forward");
+  HPCT_CHECK(a.d <= kMaxHeadDim, "flash_attention_forward: heads of " + std::to_string(a.d) + " columns (at most 256)");
+  HPCT_CHECK(y.numel() == a.n * a.t * heads * a.d && lse.numel() == a.n * heads * a.t,
+             "flash_attention_forward: y " + shape_string(y.shape()) + ", lse " + shape_string(lse.shape()));
+  const i64 total = a.n * heads * a.t;
+  launch(flash_forward_kernel, total, qkv.data(), doc_numbers(docs, a, "flash_attention_forward"), a, y.data(),
+         lse.data(), total);
+}
+
+void flash_attention_backward(const Tensor& qkv, const Tensor& y, const Tensor& lse, const Tensor& dy, i64 heads,
+                              i64 kv_heads, const Tensor& docs, Tensor& dqkv) {
+  const QkvDims a = qkv_dims(qkv, heads, kv_heads, "flash_attention_backward");
+  HPCT_CHECK(a.d <= kMaxHeadDim,
+             "flash_attention_backward: heads of " + std::to_string(a.d) + " columns (at most 256)");
+  detail::same_size(qkv, dqkv, "flash_attention_backward");
+  detail::same_size(y, dy, "flash_attention_backward");
+  HPCT_CHECK(y.numel() == a.n * a.t * heads * a.d && lse.numel() == a.n * heads * a.t,
+             "flash_attention_backward: y " + shape_string(y.shape()) + ", lse " + shape_string(lse.shape()));
+  const std::int32_t* doc = doc_numbers(docs, a, "flash_attention_backward");
+  const i64 queries = a.n * heads * a.t, keys = a.n * kv_heads * a.t;
+  launch(flash_dq_kernel, queries, qkv.data(), y.data(), lse.data(), dy.data(), doc, a, dqkv.data(), queries);
+  launch(flash_dkv_kernel, keys, qkv.data(), y.data(), lse.data(), dy.data(), doc, a, dqkv.data(), keys);
+}
+
+}  // namespace hpctrain::cuda

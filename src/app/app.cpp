@@ -14,6 +14,8 @@
 #include "hpctrain/backend/cuda/device_api.hpp"
 #include "hpctrain/checkpoint/checkpointing.hpp"
 #include "hpctrain/checkpoint/export.hpp"
+#include "hpctrain/checkpoint/hf_weights.hpp"
+#include "hpctrain/comm/mpi_communicator.hpp"
 #include "hpctrain/comm/mpi_handles.hpp"
 #include "hpctrain/config/schema.hpp"
 #include "hpctrain/core/error.hpp"
@@ -44,6 +46,13 @@ po::options_description cli_options() {
       "eval-only", "load the checkpoint [checkpoint] resume selects and evaluate it on the test split")(
       "export", po::value<std::string>(),
       "write the weights of the checkpoint [checkpoint] resume selects to FILE in the safetensors format")(
+      "import-hf", po::value<std::string>(),
+      "turn the Hugging Face folder DIR (config.json, model.safetensors or its shards; LlamaForCausalLM) into the "
+      "checkpoint --out FILE, for init_from, --eval-only and --generate (no configuration file; one rank)")(
+      "out", po::value<std::string>(), "--import-hf: the checkpoint file to write")(
+      "export-hf", po::value<std::string>(),
+      "write the checkpoint [checkpoint] resume selects (arch = llama) to the folder DIR as Hugging Face's "
+      "LlamaForCausalLM reads it: config.json, model.safetensors, tokenizer.json")(
       "generate", "language models: sample text from the checkpoint [checkpoint] resume selects (no dataset needed)")(
       "prompt", po::value<std::string>()->default_value(""), "--generate: the text to continue")(
       "tokens", po::value<std::int64_t>()->default_value(200), "--generate: how many tokens to sample")(
@@ -91,6 +100,11 @@ CliOptions parse_cli(int argc, char** argv) {
   cli.eval_only = vm.count("eval-only") > 0;
   cli.generate = vm.count("generate") > 0;
   if (vm.count("export")) cli.export_file = vm["export"].as<std::string>();
+  if (vm.count("import-hf")) cli.import_hf = vm["import-hf"].as<std::string>();
+  if (vm.count("out")) cli.out = vm["out"].as<std::string>();
+  if (vm.count("export-hf")) cli.export_hf = vm["export-hf"].as<std::string>();
+  if (!cli.import_hf.empty() && cli.out.empty())
+    throw bad_input("command line: --import-hf " + cli.import_hf + " needs --out FILE.h5 (the checkpoint to write)");
   cli.prompt = vm["prompt"].as<std::string>();
   cli.tokens = vm["tokens"].as<std::int64_t>();
   cli.temperature = vm["temperature"].as<double>();
@@ -99,7 +113,8 @@ CliOptions parse_cli(int argc, char** argv) {
   if (vm.count("config")) cli.config_path = vm["config"].as<std::string>();
   if (!cli.describe_layers.empty() && cli.input_shape.empty())
     throw bad_input("command line: --describe-layers needs --input-shape (e.g. --input-shape 28,28)");
-  if (!cli.help && !cli.version && !cli.config_reference && cli.describe_layers.empty() && cli.config_path.empty())
+  if (!cli.help && !cli.version && !cli.config_reference && cli.describe_layers.empty() && cli.import_hf.empty() &&
+      cli.config_path.empty())
     throw bad_input(
         "command line: no configuration file given (usage: trainer input.ini [--set section.key=value ...] "
         "[--dry-run]; see trainer --help)");
@@ -200,13 +215,12 @@ std::string describe_activations(const Config& cfg, const Runtime& rt, const Mod
   const std::int64_t rows = rt.per_rank_batch() / cfg.train.micro_batches, t = cfg.model.block_size;
   const double bytes =
       gpt_activation_bytes(d, rows, t, model.output_shape().back(), cfg.precision.dtype != Precision::fp32);
-  const double probs = static_cast<double>(d.n_layer * rows * d.n_head) * static_cast<double>(t * t) *
-                       (cfg.precision.dtype != Precision::fp32 ? 2 : 4);
+  const double lse = static_cast<double>(d.n_layer * rows * d.n_head) * static_cast<double>(t) * 4;
   char line[300];
   std::snprintf(line, sizeof(line),
-                "Activations per rank: %.1f MiB (%.0f bytes) for a micro-batch of %lld windows of %lld tokens, of "
-                "which %.1f MiB are attention's T x T probabilities\n",
-                bytes / (1 << 20), bytes, static_cast<long long>(rows), static_cast<long long>(t), probs / (1 << 20));
+                "Activations per rank: %.1f MiB (%.0f bytes) for a micro-batch of %lld windows of %lld tokens; fused "
+                "attention keeps no T x T, its log-sum-exp %.1f MiB\n",
+                bytes / (1 << 20), bytes, static_cast<long long>(rows), static_cast<long long>(t), lse / (1 << 20));
   return line;
 }
 
@@ -410,6 +424,12 @@ int run_trainer(int argc, char** argv) {
       log0(describe_layers(cli.describe_layers, cli.input_shape, cli.vocab_multiple));
       return 0;
     }
+    if (!cli.import_hf.empty()) {
+      MpiCommunicator world(MPI_COMM_WORLD, MpiCommOptions{});
+      if (world.size() != 1) throw bad_input("--import-hf runs on one rank (mpirun -np 1, or no mpirun)");
+      log0(import_hf(world, cli.import_hf, cli.out));
+      return 0;
+    }
     Config cfg = load_config(MPI_COMM_WORLD, cli.config_path, cli.sets);
     cfg.faults = faults_from_environment(process_environment());  // (tests: docs/testing.md)
     for (const std::string& w : cfg.warnings)                     // (stderr where stdout is a document: JSON, INI)
@@ -433,6 +453,10 @@ int run_trainer(int argc, char** argv) {
     if (cli.describe_model) {
       const DatasetIndex index = load_dataset_index(rt.world(), cfg.data, cfg.model.block_size);
       log0(describe_model(cfg, index));
+      return 0;
+    }
+    if (!cli.export_hf.empty()) {
+      log0(export_hf(cfg, rt, cli.export_hf));
       return 0;
     }
     if (!cli.export_file.empty()) {  // the checkpoint alone: no dataset, no model built

@@ -96,14 +96,18 @@ std::vector<std::string> checkpoint_mismatches(const CheckpointFile& file, const
 
 namespace {
 // "key: here X, checkpoint Y" for every key that differs, except those that name
-// where this run resumes from.
+// where this run resumes from, and those of sections the checkpoint's configuration has none of
+// (an imported checkpoint, trainer --import-hf, records only its [model]).
 std::vector<std::string> config_differences(const Config& cfg, const std::string& stored_ini, const std::string& path) {
   std::map<std::string, std::string> stored;  // under today's names (a checkpoint may use old ones)
-  for (const auto& [name, value] : ini_values(stored_ini, "checkpoint '" + path + "'"))
+  std::set<std::string> sections;
+  for (const auto& [name, value] : ini_values(stored_ini, "checkpoint '" + path + "'")) {
     stored[current_key_name(name)] = value;
+    sections.insert(current_key_name(name).substr(0, current_key_name(name).find('.')));
+  }
   std::vector<std::string> out;
   for (const ResolvedKey& k : cfg.resolved) {
-    if (k.name == "checkpoint.resume") continue;
+    if (k.name == "checkpoint.resume" || !sections.count(k.name.substr(0, k.name.find('.')))) continue;
     const auto it = stored.find(k.name);
     if (it == stored.end())
       out.push_back(k.name + " = " + k.value + " (not in the checkpoint's configuration)");

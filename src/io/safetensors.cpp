@@ -55,4 +55,86 @@ void write_safetensors(const std::string& path, const std::vector<NamedTensor>& 
   if (ec) throw bad_input("--export " + path + ": cannot rename " + partial + ": " + ec.message());
 }
 
+namespace {
+float from_half(std::uint16_t h) {  // IEEE binary16: subnormals, infinities and NaN included
+  const std::uint32_t sign = static_cast<std::uint32_t>(h & 0x8000u) << 16, exp = (h >> 10) & 0x1fu, man = h & 0x3ffu;
+  std::uint32_t bits = 0;
+  if (exp == 0x1f) {
+    bits = sign | 0x7f800000u | (man << 13);
+  } else if (exp != 0) {
+    bits = sign | ((exp + 112) << 23) | (man << 13);
+  } else if (man != 0) {  // subnormal: normalize
+    int e = -1;
+    std::uint32_t m = man;
+    do {
+      ++e;
+      m <<= 1;
+    } while ((m & 0x400u) == 0);
+    bits = sign | (static_cast<std::uint32_t>(112 - e) << 23) | ((m & 0x3ffu) << 13);
+  } else {
+    bits = sign;
+  }
+  float f;
+  std::memcpy(&f, &bits, 4);
+  return f;
+}
+
+void convert(const std::string& dtype, const char* src, std::size_t count, float* out) {
+  for (std::size_t i = 0; i < count; ++i) {
+    if (dtype == "F32") {
+      std::memcpy(&out[i], src + 4 * i, 4);
+    } else {
+      std::uint16_t h;
+      std::memcpy(&h, src + 2 * i, 2);
+      if (dtype == "F16") {
+        out[i] = from_half(h);
+      } else {  // BF16: the upper half of a float32
+        const std::uint32_t bits = static_cast<std::uint32_t>(h) << 16;
+        std::memcpy(&out[i], &bits, 4);
+      }
+    }
+  }
+}
+}  // namespace
+
+std::vector<NamedTensor> read_safetensors(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw bad_input(path + ": cannot be read (" + std::strerror(errno) + ")");
+  const std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  std::uint64_t n = 0;
+  if (bytes.size() < 8 || (std::memcpy(&n, bytes.data(), 8), n > bytes.size() - 8))
+    throw bad_input(path + ": not a safetensors file (its header size is past the end of the file)");
+  nlohmann::ordered_json header;
+  try {
+    header = nlohmann::ordered_json::parse(bytes.substr(8, n));
+  } catch (const std::exception& e) {
+    throw bad_input(path + ": the safetensors header is not JSON (" + e.what() + ")");
+  }
+  const std::size_t body = 8 + n;
+  std::vector<NamedTensor> out;
+  for (const auto& [name, t] : header.items()) {
+    if (name == "__metadata__") continue;
+    const std::string dtype = t.value("dtype", "");
+    const std::size_t width = dtype == "F32" ? 4 : (dtype == "F16" || dtype == "BF16") ? 2 : 0;
+    if (width == 0) throw bad_input(path + ": tensor " + name + " has dtype " + dtype + "; F32, F16 and BF16 are read");
+    NamedTensor nt;
+    nt.name = name;
+    std::uint64_t begin = 0, end = 0;
+    try {
+      for (const auto& d : t.at("shape")) nt.shape.push_back(d.get<std::int64_t>());
+      begin = t.at("data_offsets").at(0).get<std::uint64_t>(), end = t.at("data_offsets").at(1).get<std::uint64_t>();
+    } catch (const nlohmann::json::exception& e) {
+      throw bad_input(path + ": tensor " + name + ": no shape or data_offsets in the header (" + e.what() + ")");
+    }
+    const auto count = static_cast<std::size_t>(numel(nt.shape));
+    if (end < begin || end - begin != count * width || body + end > bytes.size())
+      throw bad_input(path + ": tensor " + name + " " + shape_string(nt.shape) + " " + dtype + " has data offsets [" +
+                      std::to_string(begin) + ", " + std::to_string(end) + ") that do not fit its shape or the file");
+    nt.data.resize(count);
+    convert(dtype, bytes.data() + body + begin, count, nt.data.data());
+    out.push_back(std::move(nt));
+  }
+  return out;
+}
+
 }  // namespace hpctrain

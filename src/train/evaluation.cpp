@@ -88,13 +88,13 @@ int Trainer::eval_only() {
       std::snprintf(bpb, sizeof(bpb), "%.4f",
                     r.loss * static_cast<double>(r.samples) / (std::log(2.0) * static_cast<double>(bytes)));
     std::snprintf(line, sizeof(line),
-                  "eval-only: %s (step %lld): %s loss %.4f perplexity %.3f bits per byte %s next-token accuracy "
+                  "eval-only: %s (step %lld): %s loss %.6f perplexity %.3f bits per byte %s next-token accuracy "
                   "%.2f%% (%lld windows of %lld tokens, %lld bytes)",
                   target.c_str(), static_cast<long long>(info.state.step), split->name.c_str(), r.loss,
                   std::exp(r.loss), bpb, 100 * r.accuracy, static_cast<long long>(windows),
                   static_cast<long long>(split->block_size), static_cast<long long>(bytes));
   } else {
-    std::snprintf(line, sizeof(line), "eval-only: %s (step %lld): %s loss %.4f accuracy %.2f%% (%lld samples)",
+    std::snprintf(line, sizeof(line), "eval-only: %s (step %lld): %s loss %.6f accuracy %.2f%% (%lld samples)",
                   target.c_str(), static_cast<long long>(info.state.step), split->name.c_str(), r.loss,
                   100 * r.accuracy, static_cast<long long>(r.samples));
   }

@@ -4,10 +4,13 @@
 // PyTorch in tests/e2e/exchange.sh.)
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <cstdint>
+#include <cstdio>
 #include <cstring>
 #include <string>
 
+#include "hpctrain/core/error.hpp"
 #include "hpctrain/io/safetensors.hpp"
 
 using namespace hpctrain;
@@ -34,4 +37,49 @@ TEST(Safetensors, HeaderOffsetsAlignmentAndData) {
   EXPECT_EQ(values[5], 6.f);
   EXPECT_EQ(values[6], -1.f);
   EXPECT_EQ(values[7], 0.5f);
+}
+
+namespace {
+// A safetensors file of one tensor with raw little-endian bytes of `dtype`.
+std::string one_tensor_file(const std::string& dtype, const std::vector<std::uint16_t>& halves) {
+  std::string header = R"({"t":{"dtype":")" + dtype + R"(","shape":[)" + std::to_string(halves.size()) +
+                       R"(],"data_offsets":[0,)" + std::to_string(2 * halves.size()) + "]}}";
+  header.append((8 - header.size() % 8) % 8, ' ');
+  std::string out(8, '\0');
+  const std::uint64_t n = header.size();
+  std::memcpy(out.data(), &n, 8);
+  out += header;
+  out.append(reinterpret_cast<const char*>(halves.data()), 2 * halves.size());
+  return out;
+}
+std::vector<float> read_back(const std::string& bytes) {
+  const std::string path = testing::TempDir() + "/halves.safetensors";
+  FILE* f = std::fopen(path.c_str(), "wb");
+  std::fwrite(bytes.data(), 1, bytes.size(), f);
+  std::fclose(f);
+  return read_safetensors(path).at(0).data;
+}
+}  // namespace
+
+// F16 and BF16 (Hugging Face's usual dtypes) read as float32 exactly: normal, subnormal, zero, signs,
+// infinity; a dtype not read and offsets past the file are one error naming the tensor.
+TEST(Safetensors, ReadsHalfAndBfloat16Exactly) {
+  const std::vector<float> f16 =
+      read_back(one_tensor_file("F16", {0x3c00, 0xc000, 0x0001, 0x0200, 0x8000, 0x7c00, 0x7bff, 0x3555}));
+  const std::vector<float> want{1.f,      -2.f,    5.9604644775390625e-8f, 3.0517578125e-5f, -0.f,
+                                INFINITY, 65504.f, 0.333251953125f};
+  ASSERT_EQ(f16.size(), want.size());
+  for (std::size_t i = 0; i < want.size(); ++i) EXPECT_EQ(f16[i], want[i]) << i;
+  EXPECT_TRUE(std::signbit(f16[4]));
+  const std::vector<float> bf16 = read_back(one_tensor_file("BF16", {0x3f80, 0xc0a0, 0x0001, 0x7f80}));
+  EXPECT_EQ(bf16, (std::vector<float>{1.f, -5.f, 9.18354961579912e-41f, INFINITY}));
+  try {
+    read_back(one_tensor_file("I64", {0, 0, 0, 0}));
+    FAIL() << "no error for I64";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("tensor t has dtype I64; F32, F16 and BF16 are read"), std::string::npos);
+  }
+  std::string cut = one_tensor_file("BF16", {1, 2, 3});
+  cut.resize(cut.size() - 2);
+  EXPECT_THROW(read_back(cut), Error);
 }

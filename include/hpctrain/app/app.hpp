@@ -27,6 +27,8 @@ struct CliOptions {
   std::string input_shape;      // ... on samples of this shape ("28,28")
   long vocab_multiple = 1;      // ... with embedding / lm_head rows padded to a multiple
   std::string export_file;      // --export FILE: the checkpoint's weights as safetensors
+  std::string import_hf, out;   // --import-hf DIR --out FILE: a Hugging Face folder to a checkpoint (no deck)
+  std::string export_hf;        // --export-hf DIR: the checkpoint as a Hugging Face folder
   std::string prompt;
   std::int64_t tokens = 200, top_k = 0;
   double temperature = 1.0;

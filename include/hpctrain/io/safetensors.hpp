@@ -26,4 +26,9 @@ std::string safetensors_bytes(const std::vector<NamedTensor>& tensors,
 void write_safetensors(const std::string& path, const std::vector<NamedTensor>& tensors,
                        const std::map<std::string, std::string>& metadata);
 
+// Every tensor of a safetensors file, as float32 (F32, F16 and BF16 converted exactly), in header
+// order. bad_input naming the file (and the tensor) for: a file that cannot be read, a header
+// past the end, a tensor of another dtype, data offsets that do not fit its shape or the file.
+std::vector<NamedTensor> read_safetensors(const std::string& path);
+
 }  // namespace hpctrain

@@ -1,0 +1,60 @@
+#!/usr/bin/env bash
+# tests/e2e/hf_weights.sh MPIRUN TRAINER SRC: Hugging Face Llama weights in and out. A tiny
+# LlamaForCausalLM folder written by tests/reference/hf_llama.py (grouped-query attention, llama3
+# rope_scaling, an untied head; two shards, BF16 and F32, listed by model.safetensors.index.json,
+# with rotary_emb.inv_freq buffers) is imported with trainer --import-hf: --eval-only's validation
+# loss equals that of the reference's float64 forward written after modeling_llama.py (1e-5); the
+# folder --export-hf writes back gives the reference the same loss and holds the same values bit
+# for bit; the checkpoint fine-tunes (init_from); bad folders are one line naming the tensor or
+# key, exit 2, and no checkpoint.
+set -u
+source "$3/tests/e2e/lib.sh"
+e2e_start "$1" "$2" "$3"
+py=/usr/bin/python3
+ref=$src/tests/reference/hf_llama.py
+$py -c "import torch, h5py" || { echo "FAIL: needs python3-torch and python3-h5py (tools/setup.sh installs them)"; exit 1; }
+cat docs/training.md docs/datasets.md >"$tmp/text.txt"
+"$(dirname "$trainer")/hpctrain-data" import-text --input "$tmp/text.txt" --tokenizer byte --out "$tmp/tok" \
+  --val-fraction 0.1 >/dev/null
+$py "$ref" make "$tmp/hf"
+out=$("$trainer" --import-hf "$tmp/hf" --out "$tmp/imp.h5" 2>&1)
+check "--import-hf: 15 tensors, 31,904 parameters (${out%%$'\n'*})" grep -q "15 tensors, 31904 parameters" <<<"$out"
+{
+  sed -n '/^\[model\]/,$p' <<<"$out" | grep -v "^block_size"
+  printf 'block_size = 64\n[data]\npath = %s\n[run]\nout_dir = %s\n[train]\nglobal_batch = 4\n' "$tmp/tok" "$tmp/run"
+} >"$tmp/deck.ini"
+loss_of() { awk '{for (i = 1; i < NF; i++) if ($i == "loss") print $(i + 1)}' <<<"$1"; }
+close() { $py -c "import sys; sys.exit(abs(float('${1:-0}') - float('${2:-9}')) > 1e-5 * float('${2:-9}'))"; }
+ev=$("$trainer" "$tmp/deck.ini" --eval-only --set checkpoint.resume="$tmp/imp.h5" 2>&1 | grep "^eval-only")
+ours=$(loss_of "$ev") theirs=$($py "$ref" loss "$tmp/hf" "$tmp/tok" 64)
+check "imported: --eval-only's loss ${ours:-?} = the float64 reference's ${theirs:-?} (1e-5)" close "$ours" "$theirs"
+warned=$("$trainer" "$tmp/deck.ini" --eval-only --set checkpoint.resume="$tmp/imp.h5" 2>&1 | grep -c "differ\|not in the")
+check "... without warnings about keys the import does not record ($warned)" test "$warned" = 0
+
+"$trainer" "$tmp/deck.ini" --export-hf "$tmp/out" --set checkpoint.resume="$tmp/imp.h5" >/dev/null 2>&1
+back=$($py "$ref" loss "$tmp/out" "$tmp/tok" 64)
+check "exported: the reference's loss from --export-hf's folder ${back:-?} = --eval-only's (1e-5)" close "$back" "$ours"
+check "... and the same tensors, bit for bit ($($py "$ref" same "$tmp/hf" "$tmp/out"))" $py "$ref" same "$tmp/hf" "$tmp/out"
+"$trainer" --import-hf "$tmp/out" --out "$tmp/again.h5" >/dev/null 2>&1
+check "a round trip (import, export, import) gives the same checkpoint tensors" \
+  h5diff -q "$tmp/imp.h5" "$tmp/again.h5" /model /model
+
+tr=$("$trainer" "$tmp/deck.ini" --set checkpoint.init_from="$tmp/imp.h5" --set train.steps=2 --set log.log_every=1 \
+  --set run.out_dir="$tmp/ft" 2>&1)
+l1=$(sed -n 's/.*step 1\/2 | loss \([0-9.]*\).*/\1/p' <<<"$tr")
+check "init_from the import: 2 steps, loss at step 1 ${l1:-?} near the import's ${ours:-?} (0.15), not ln 256" \
+  $py -c "import sys; sys.exit(abs(float('${l1:-0}') - float('${ours:-9}')) > 0.15)"
+
+bad() {  # kind pattern
+  rm -rf "$tmp/bad" "$tmp/bad.h5" && cp -r "$tmp/hf" "$tmp/bad" && $py "$ref" break "$tmp/bad" "$1"
+  local err rc
+  err=$("$trainer" --import-hf "$tmp/bad" --out "$tmp/bad.h5" 2>&1)
+  rc=$?
+  [ $rc = 2 ] && [ "$(wc -l <<<"$err")" = 1 ] && grep -q "$2" <<<"$err" && [ ! -e "$tmp/bad.h5" ] && echo "     $err" | cut -c1-150
+}
+check "a missing tensor: one line naming it" bad missing "tensor model.layers.1.mlp.up_proj.weight \[48, 32\] is missing"
+check "a wrong shape: one line naming the tensor" bad shape "model.layers.1.self_attn.k_proj.weight is \[8, 32\]; config.json makes it \[16, 32\]"
+check "an unknown architecture" bad arch '"model_type" = "gpt_neox"'
+check "key/value heads that do not divide the heads" bad heads "num_key_value_heads 3 do not divide"
+check "another rope_scaling" bad scaling 'rope_scaling" of type "yarn"'
+finish

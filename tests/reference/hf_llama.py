@@ -1,0 +1,218 @@
+#!/usr/bin/python3
+"""tests/reference/hf_llama.py: a Llama in Hugging Face's layout, written and evaluated as
+transformers' LlamaForCausalLM does, without transformers (Debian does not package it):
+
+  make DIR              a tiny LlamaForCausalLM folder: config.json (grouped-query attention, llama3
+                        rope_scaling, untied head) and two safetensors shards listed by
+                        model.safetensors.index.json, one BF16 and one F32, with the
+                        rotary_emb.inv_freq buffers older files carry
+  loss DIR DATA T       the mean cross-entropy over DATA's val split in non-overlapping windows of
+                        T (as --eval-only takes them), in float64, printed with 8 decimals
+  same DIR1 DIR2        exit 0 when both folders hold the same tensors with the same float32 values
+  break DIR KIND        spoil a folder: missing (a tensor gone), shape (k_proj's rows), arch
+                        (model_type gpt_neox), heads (num_key_value_heads 3), scaling (rope_type yarn)
+
+The forward follows modeling_llama.py: RMSNorm as weight * (x * rsqrt(mean(x^2) + eps)), RoPE with
+rotate_half on q and k after the projections (inv_freq from rope_theta, then llama3's scaling),
+repeat_kv for the key/value heads, causal softmax(q k^T / sqrt(head_dim)), SiLU(gate) * up.
+"""
+import glob
+import json
+import math
+import os
+import struct
+import sys
+
+import numpy as np
+
+CONFIG = {"architectures": ["LlamaForCausalLM"], "model_type": "llama", "hidden_size": 32,
+          "intermediate_size": 48, "num_hidden_layers": 2, "num_attention_heads": 4, "num_key_value_heads": 2,
+          "hidden_act": "silu", "max_position_embeddings": 64, "rms_norm_eps": 1e-05, "rope_theta": 500000.0,
+          "rope_scaling": {"rope_type": "llama3", "factor": 8.0, "low_freq_factor": 1.0, "high_freq_factor": 4.0,
+                           "original_max_position_embeddings": 32},
+          "vocab_size": 256, "tie_word_embeddings": False, "attention_bias": False, "mlp_bias": False,
+          "torch_dtype": "bfloat16"}
+
+
+def write_safetensors(path, tensors, dtype):
+    """tensors {name: float32 array} as dtype F32 or BF16 (the upper halves of float32: exact for values
+    that are bf16 already)."""
+    header, blobs, at = {"__metadata__": {"format": "pt"}}, [], 0
+    for name, a in tensors.items():
+        a = np.ascontiguousarray(a, dtype=np.float32)
+        raw = (a.view(np.uint32) >> 16).astype("<u2").tobytes() if dtype == "BF16" else a.astype("<f4").tobytes()
+        header[name] = {"dtype": dtype, "shape": list(a.shape), "data_offsets": [at, at + len(raw)]}
+        blobs.append(raw)
+        at += len(raw)
+    text = json.dumps(header).encode()
+    text += b" " * ((8 - len(text) % 8) % 8)
+    with open(path, "wb") as f:
+        f.write(struct.pack("<Q", len(text)) + text + b"".join(blobs))
+
+
+def read_safetensors(path):
+    with open(path, "rb") as f:
+        data = f.read()
+    (n,) = struct.unpack("<Q", data[:8])
+    header, body, out = json.loads(data[8:8 + n]), data[8 + n:], {}
+    for name, t in header.items():
+        if name == "__metadata__":
+            continue
+        b, e = t["data_offsets"]
+        if t["dtype"] == "BF16":
+            a = (np.frombuffer(body[b:e], "<u2").astype(np.uint32) << 16).view(np.float32)
+        else:
+            a = np.frombuffer(body[b:e], {"F32": "<f4", "F16": "<f2"}[t["dtype"]]).astype(np.float32)
+        out[name] = a.reshape(t["shape"])
+    return out
+
+
+def load(folder):
+    cfg = json.load(open(os.path.join(folder, "config.json")))
+    index = os.path.join(folder, "model.safetensors.index.json")
+    files = sorted(set(json.load(open(index))["weight_map"].values())) if os.path.exists(index) else [
+        "model.safetensors"]
+    w = {}
+    for f in files:
+        w.update(read_safetensors(os.path.join(folder, f)))
+    return cfg, w
+
+
+def make(folder):
+    os.makedirs(folder, exist_ok=True)
+    c, g = CONFIG, np.random.default_rng(34)
+    d, kv = c["hidden_size"] // c["num_attention_heads"], c["num_key_value_heads"]
+    shapes = {"model.embed_tokens.weight": (c["vocab_size"], c["hidden_size"]), "model.norm.weight": (32,),
+              "lm_head.weight": (c["vocab_size"], c["hidden_size"])}
+    for i in range(c["num_hidden_layers"]):
+        p = "model.layers.%d." % i
+        shapes.update({p + "input_layernorm.weight": (32,), p + "post_attention_layernorm.weight": (32,),
+                       p + "self_attn.q_proj.weight": (32, 32), p + "self_attn.k_proj.weight": (kv * d, 32),
+                       p + "self_attn.v_proj.weight": (kv * d, 32), p + "self_attn.o_proj.weight": (32, 32),
+                       p + "mlp.gate_proj.weight": (48, 32), p + "mlp.up_proj.weight": (48, 32),
+                       p + "mlp.down_proj.weight": (32, 48)})
+    w = {}
+    for name, s in shapes.items():
+        w[name] = (1.0 + 0.1 * g.standard_normal(s) if "norm" in name else 0.2 * g.standard_normal(s)).astype(np.float32)
+    w = {k: ((v.view(np.uint32) >> 16) << 16).view(np.float32) for k, v in w.items()}  # bf16 values throughout
+    first = {k: v for k, v in w.items() if ".layers.0." in k or "embed" in k}
+    second = {k: v for k, v in w.items() if k not in first}
+    inv = np.ones(d // 2, np.float32)
+    first["model.layers.0.self_attn.rotary_emb.inv_freq"] = inv  # a buffer, as older files carry
+    write_safetensors(os.path.join(folder, "model-00001-of-00002.safetensors"), first, "BF16")
+    write_safetensors(os.path.join(folder, "model-00002-of-00002.safetensors"), second, "F32")
+    wm = {k: "model-00001-of-00002.safetensors" for k in first}
+    wm.update({k: "model-00002-of-00002.safetensors" for k in second})
+    json.dump({"metadata": {"total_size": 0}, "weight_map": wm}, open(os.path.join(folder, "model.safetensors.index.json"), "w"))
+    json.dump(c, open(os.path.join(folder, "config.json"), "w"), indent=2)
+
+
+def inv_freq(cfg, d):
+    import torch
+    f = cfg.get("rope_theta", 10000.0) ** (-torch.arange(0, d, 2, dtype=torch.float64) / d)
+    s = cfg.get("rope_scaling")
+    if s:
+        factor, low, high, old = s["factor"], s["low_freq_factor"], s["high_freq_factor"], s[
+            "original_max_position_embeddings"]
+        wavelen = 2 * math.pi / f
+        scaled = torch.where(wavelen > old / low, f / factor, f)
+        smooth = (old / wavelen - low) / (high - low)
+        smoothed = (1 - smooth) * scaled / factor + smooth * scaled
+        medium = ~(wavelen < old / high) & ~(wavelen > old / low)
+        f = torch.where(medium, smoothed, scaled)
+    return f
+
+
+def forward(cfg, w, ids):
+    import torch
+    W = {k: torch.from_numpy(v.astype(np.float64)) for k, v in w.items()}
+    h, kv, eps = cfg["num_attention_heads"], cfg.get("num_key_value_heads", cfg["num_attention_heads"]), cfg["rms_norm_eps"]
+    c = cfg["hidden_size"]
+    d = c // h
+    b, t = ids.shape
+
+    def rms(x, weight):
+        return weight * (x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + eps))
+
+    def rotate_half(x):
+        return torch.cat((-x[..., d // 2:], x[..., :d // 2]), dim=-1)
+
+    ang = torch.arange(t, dtype=torch.float64)[:, None] * inv_freq(cfg, d)[None, :]
+    emb = torch.cat((ang, ang), dim=-1)
+    cos, sin = emb.cos(), emb.sin()
+    x = W["model.embed_tokens.weight"][ids]
+    mask = torch.tril(torch.ones(t, t, dtype=torch.bool))
+    for i in range(cfg["num_hidden_layers"]):
+        p = "model.layers.%d." % i
+        y = rms(x, W[p + "input_layernorm.weight"])
+        q = (y @ W[p + "self_attn.q_proj.weight"].T).view(b, t, h, d).transpose(1, 2)
+        k = (y @ W[p + "self_attn.k_proj.weight"].T).view(b, t, kv, d).transpose(1, 2)
+        v = (y @ W[p + "self_attn.v_proj.weight"].T).view(b, t, kv, d).transpose(1, 2)
+        q, k = q * cos + rotate_half(q) * sin, k * cos + rotate_half(k) * sin
+        k, v = (z[:, :, None].expand(b, kv, h // kv, t, d).reshape(b, h, t, d) for z in (k, v))  # repeat_kv
+        a = (q @ k.transpose(-2, -1)) / math.sqrt(d)
+        a = torch.softmax(a.masked_fill(~mask, float("-inf")), dim=-1)
+        o = (a @ v).transpose(1, 2).reshape(b, t, c)
+        x = x + o @ W[p + "self_attn.o_proj.weight"].T
+        y = rms(x, W[p + "post_attention_layernorm.weight"])
+        g = y @ W[p + "mlp.gate_proj.weight"].T
+        x = x + (torch.nn.functional.silu(g) * (y @ W[p + "mlp.up_proj.weight"].T)) @ W[p + "mlp.down_proj.weight"].T
+    x = rms(x, W["model.norm.weight"])
+    head = W["model.embed_tokens.weight"] if cfg.get("tie_word_embeddings", False) else W["lm_head.weight"]
+    return x @ head.T
+
+
+def loss(folder, data, t):
+    import h5py
+    import torch
+    cfg, w = load(folder)
+    tok = np.concatenate([h5py.File(s)["tokens"][...] for s in sorted(glob.glob(data + "/val/*.h5"))]).astype(np.int64)
+    n = (len(tok) - 1) // t
+    x = torch.from_numpy(np.stack([tok[i * t:i * t + t] for i in range(n)]))
+    y = torch.from_numpy(np.stack([tok[i * t + 1:i * t + t + 1] for i in range(n)]))
+    logits = forward(cfg, w, x)
+    print("%.8f" % torch.nn.functional.cross_entropy(logits.reshape(-1, logits.shape[-1]), y.reshape(-1)).item())
+
+
+def same(a, b):
+    _, wa = load(a)
+    _, wb = load(b)
+    wa = {k: v for k, v in wa.items() if "rotary_emb" not in k}
+    if sorted(wa) != sorted(wb):
+        print("different names:", sorted(set(wa) ^ set(wb)))
+        return 1
+    bad = [k for k in wa if wa[k].shape != wb[k].shape or not np.array_equal(wa[k].view(np.uint32), wb[k].view(np.uint32))]
+    print("%d tensors, %d differ %s" % (len(wa), len(bad), bad[:3]))
+    return 1 if bad else 0
+
+
+def spoil(folder, kind):
+    cfg_path = os.path.join(folder, "config.json")
+    cfg = json.load(open(cfg_path))
+    if kind in ("missing", "shape"):
+        path = os.path.join(folder, "model-00002-of-00002.safetensors")
+        w = read_safetensors(path)
+        if kind == "missing":
+            del w["model.layers.1.mlp.up_proj.weight"]
+        else:
+            w["model.layers.1.self_attn.k_proj.weight"] = w["model.layers.1.self_attn.k_proj.weight"][:8]
+        write_safetensors(path, w, "F32")
+    elif kind == "arch":
+        cfg["model_type"] = "gpt_neox"
+    elif kind == "heads":
+        cfg["num_key_value_heads"] = 3
+    elif kind == "scaling":
+        cfg["rope_scaling"]["rope_type"] = "yarn"
+    json.dump(cfg, open(cfg_path, "w"))
+
+
+if __name__ == "__main__":
+    cmd = sys.argv[1]
+    if cmd == "make":
+        make(sys.argv[2])
+    elif cmd == "loss":
+        loss(sys.argv[2], sys.argv[3], int(sys.argv[4]))
+    elif cmd == "same":
+        sys.exit(same(sys.argv[2], sys.argv[3]))
+    elif cmd == "break":
+        spoil(sys.argv[2], sys.argv[3])

@@ -2,7 +2,7 @@
 // the context is the prompt's tokens, cropped to the last [model] block_size (as nanoGPT does);
 // each step runs the model on it (no key/value cache: block_size forward positions per token),
 // takes the logits of the context's last position, divides them by the temperature, keeps the
-// top k, and draws the next token from their softmax with a uniform number keyed by
+// top k, then the fewest of those holding top-p of their probability (nucleus sampling), and draws the next token from their softmax with a uniform number keyed by
 // ([run] seed, token number): the same text on one rank or on a pipeline. With model
 // parallelism the last stage draws and sends the token to the other stages.
 #include <algorithm>
@@ -26,7 +26,7 @@ std::uint32_t draw(std::vector<float> logits, const SamplingOptions& o, std::uin
   const auto v = static_cast<std::int64_t>(logits.size());
   std::vector<std::int64_t> order(logits.size());
   for (std::int64_t i = 0; i < v; ++i) order[static_cast<std::size_t>(i)] = i;
-  const std::int64_t k = o.top_k > 0 ? std::min(o.top_k, v) : v;
+  std::int64_t k = o.top_k > 0 ? std::min(o.top_k, v) : v;
   std::stable_sort(order.begin(), order.end(), [&](std::int64_t a, std::int64_t b) {
     return logits[static_cast<std::size_t>(a)] > logits[static_cast<std::size_t>(b)];
   });
@@ -36,6 +36,13 @@ std::uint32_t draw(std::vector<float> logits, const SamplingOptions& o, std::uin
   for (std::int64_t i = 0; i < k; ++i)
     sum += p[static_cast<std::size_t>(i)] =
         std::exp((logits[static_cast<std::size_t>(order[static_cast<std::size_t>(i)])] - top) / o.temperature);
+  if (o.top_p < 1) {  // nucleus sampling: the fewest likeliest tokens that hold top_p of the probability
+    double mass = 0;
+    std::int64_t keep = 0;
+    while (keep < k && mass < o.top_p * sum) mass += p[static_cast<std::size_t>(keep++)];
+    k = std::max<std::int64_t>(keep, 1);
+    sum = mass;
+  }
   const double u = static_cast<double>(splitmix64(key) >> 11) / 9007199254740992.0 * sum;  // [0, sum)
   double acc = 0;
   for (std::int64_t i = 0; i < k; ++i) {
@@ -87,6 +94,7 @@ DatasetIndex generation_index(const Config& cfg, Runtime& rt) {
 int Trainer::generate(const SamplingOptions& o) {
   if (!(o.temperature > 0)) throw bad_input("--temperature must be > 0");
   if (o.tokens < 0 || o.top_k < 0) throw bad_input("--tokens and --top-k must be >= 0");
+  if (!(o.top_p > 0 && o.top_p <= 1)) throw bad_input("--top-p must be in (0, 1]");
   const SplitIndex& split = index_.train;
   const Vocabulary vocab = Vocabulary::stored(split.tokenizer, split.vocabulary, split.tokenizer_files);
   std::vector<std::uint32_t> ids = vocab.encode(o.prompt, "--prompt");
@@ -104,7 +112,7 @@ int Trainer::generate(const SamplingOptions& o) {
   std::vector<std::int32_t> window(static_cast<std::size_t>(t));
   // The text streams out as it is drawn (rank 0; a token may end inside a UTF-8 character).
   log0("generate: " + target + " (step " + std::to_string(info.state.step) + "), " + std::to_string(o.tokens) +
-       " tokens, temperature " + std::to_string(o.temperature) + ", top-k " + std::to_string(o.top_k) + ", seed " +
+       " tokens, temperature " + std::to_string(o.temperature) + ", top-k " + std::to_string(o.top_k) + ", top-p " + std::to_string(o.top_p) + ", seed " +
        std::to_string(cfg_.run.seed));
   const bool prints = rt_.world().rank() == 0;
   if (prints) std::fputs(o.prompt.c_str(), stdout);

@@ -31,7 +31,7 @@ struct CliOptions {
   std::string export_hf;        // --export-hf DIR: the checkpoint as a Hugging Face folder
   std::string prompt;
   std::int64_t tokens = 200, top_k = 0;
-  double temperature = 1.0;
+  double temperature = 1.0, top_p = 1.0;
   bool help = false;
   bool version = false;
   bool config_reference = false;  // print docs/configuration.md (Markdown) and exit

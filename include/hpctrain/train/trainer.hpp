@@ -45,6 +45,7 @@ struct SamplingOptions {
   std::int64_t tokens = 200;
   double temperature = 1.0;  // logits / temperature before the softmax
   std::int64_t top_k = 0;    // sample among the k most likely tokens (0: all)
+  double top_p = 1.0;        // then among the fewest likeliest holding this share of the probability (1: all)
 };
 
 // A weight tied across pipeline stages: its gradient is summed over the stages of a replica.

@@ -243,7 +243,7 @@ std::string describe_memory(const Config& cfg, const Runtime& rt, const Model& m
     }
     if (n > params) params = n, trainable = t;
   }
-  const int blocks = cfg.optim.name == OptimizerName::sgd ? 1 : 2;  // momentum, or Adam's two moments
+  const int blocks = state_blocks(cfg.optim);  // momentum, or Adam's two moments (Muon: its momentum in the first)
   const bool sharded = cfg.parallel.shard_optimizer && dp > 1;
   const double mib = 4.0 / (1 << 20), state = static_cast<double>(blocks * trainable) * mib;
   char note[160] = "";

@@ -265,7 +265,8 @@ void train_keys(std::vector<KeySpec>& k) {
 
 void optim_keys(std::vector<KeySpec>& k) {
   Section<OptimConfig> s(k, "optim", &Config::optim);
-  s.key("name", &OptimConfig::name, "optimizer");
+  s.key("name", &OptimConfig::name,
+        "optimizer; muon = Muon for the hidden weight matrices and AdamW for the rest (docs/training.md)");
   s.key("lr", &OptimConfig::lr, "peak learning rate").above(0);
   s.key("momentum", &OptimConfig::momentum, "SGD momentum").range(0, 1);
   s.key("nesterov", &OptimConfig::nesterov, "Nesterov momentum (SGD)");
@@ -281,6 +282,13 @@ void optim_keys(std::vector<KeySpec>& k) {
        [](const Config& c) { return format_real(c.optim.beta1) + ", " + format_real(c.optim.beta2); })
       .range(0, 1);
   s.key("eps", &OptimConfig::eps, "Adam epsilon").above(0);
+  s.key("muon_lr", &OptimConfig::muon_lr,
+        "name = muon: the rate of the hidden weight matrices (the schedule scales it as it scales lr; the "
+        "embedding, head, norms and biases take AdamW at lr)")
+      .above(0);
+  s.key("muon_momentum", &OptimConfig::muon_momentum, "name = muon: momentum (Nesterov) of the matrices").range(0, 1);
+  s.key("ns_steps", &OptimConfig::ns_steps, "name = muon: Newton-Schulz iterations (modded-nanogpt's quintic)")
+      .range(1, 20);
   s.key("schedule", &OptimConfig::schedule, "learning-rate schedule");
   s.key("step_every", &OptimConfig::step_every, "schedule = step: decay every N steps").range(1, kMaxCount);
   s.key("gamma", &OptimConfig::gamma, "schedule = step: decay factor").above(0, 1);

@@ -124,6 +124,7 @@ int state_blocks(const OptimConfig& cfg) { return cfg.name == OptimizerName::sgd
 
 std::unique_ptr<Optimizer> make_optimizer(const OptimConfig& cfg, Tensor params, Tensor grads, Tensor state,
                                           std::vector<DecayRun> runs, std::int64_t state_elems) {
+  HPCT_CHECK(cfg.name != OptimizerName::muon, "make_optimizer: Muon is made by make_muon (its matrices)");
   if (state_elems < 0) {  // the state laid out like the parameters; no runs given: every parameter, decayed
     state_elems = params.numel();
     if (runs.empty()) runs.push_back({{0, params.numel()}, true});

@@ -2,7 +2,8 @@
 // the context is the prompt's tokens, cropped to the last [model] block_size (as nanoGPT does);
 // each step runs the model on it (no key/value cache: block_size forward positions per token),
 // takes the logits of the context's last position, divides them by the temperature, keeps the
-// top k, then the fewest of those holding top-p of their probability (nucleus sampling), and draws the next token from their softmax with a uniform number keyed by
+// top k, then the fewest of those holding top-p of their probability (nucleus sampling), and draws the next token from
+// their softmax with a uniform number keyed by
 // ([run] seed, token number): the same text on one rank or on a pipeline. With model
 // parallelism the last stage draws and sends the token to the other stages.
 #include <algorithm>
@@ -112,8 +113,8 @@ int Trainer::generate(const SamplingOptions& o) {
   std::vector<std::int32_t> window(static_cast<std::size_t>(t));
   // The text streams out as it is drawn (rank 0; a token may end inside a UTF-8 character).
   log0("generate: " + target + " (step " + std::to_string(info.state.step) + "), " + std::to_string(o.tokens) +
-       " tokens, temperature " + std::to_string(o.temperature) + ", top-k " + std::to_string(o.top_k) + ", top-p " + std::to_string(o.top_p) + ", seed " +
-       std::to_string(cfg_.run.seed));
+       " tokens, temperature " + std::to_string(o.temperature) + ", top-k " + std::to_string(o.top_k) + ", top-p " +
+       std::to_string(o.top_p) + ", seed " + std::to_string(cfg_.run.seed));
   const bool prints = rt_.world().rank() == 0;
   if (prints) std::fputs(o.prompt.c_str(), stdout);
   for (std::int64_t n = 0; n < o.tokens; ++n) {

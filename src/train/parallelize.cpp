@@ -58,6 +58,7 @@ void Trainer::parallelize(bool gpu, int stages) {
 }
 
 void Trainer::make_optimizer_for_this_rank() {
+  if (cfg_.optim.name == OptimizerName::muon) return make_muon_for_this_rank();
   std::vector<std::pair<std::int64_t, Shape>> tensors;
   for (const ParamInfo& p : model_->param_info()) tensors.emplace_back(p.offset, p.shape);
   // What this rank updates, with state for just that: its shard, or every bucket; frozen layers
@@ -67,6 +68,38 @@ void Trainer::make_optimizer_for_this_rank() {
                                         averager_->owned(), state_elems);
   Tensor& state = model_->store().allocate_state(state_blocks(cfg_.optim) * state_elems, alloc_);
   opt_ = make_optimizer(cfg_.optim, model_->parameters(), model_->gradients(), state, std::move(runs), state_elems);
+}
+
+// Muon: whole matrices on every rank (no sharding), the state laid out like the parameters; frozen
+// layers (in no bucket: not owned) neither updated nor given state.
+void Trainer::make_muon_for_this_rank() {
+  if (averager_->sharded())
+    throw bad_input(
+        "[optim] name = muon: [parallel] shard_optimizer is not supported with Muon yet (every rank "
+        "orthogonalizes every matrix); set it to false");
+  if (cfg_.kernels.cuda_graphs)
+    throw bad_input(
+        "[optim] name = muon: [kernels] cuda_graphs is not supported with Muon (its update reads each "
+        "matrix's norm on the host); set it to false");
+  const auto& types = model_->all_layer_types();
+  std::vector<ParamTensor> tensors;
+  for (const ParamInfo& p : model_->param_info()) tensors.push_back({p.offset, p.shape, types[p.layer], p.name});
+  std::vector<MuonMatrix> matrices, kept;
+  std::vector<DecayRun> adam, owned_adam;
+  muon_split(tensors, cfg_.optim.weight_decay_1d, matrices, adam);
+  const Ranges& owned = averager_->owned();
+  auto inside = [&](std::int64_t b, std::int64_t e) {
+    return std::any_of(owned.begin(), owned.end(), [&](const Range& o) { return o.begin <= b && e <= o.end; });
+  };
+  for (const MuonMatrix& m : matrices)
+    if (inside(m.offset, m.offset + m.rows * m.cols)) kept.push_back(m);
+  for (const DecayRun& r : adam)
+    for (const Range& o : owned)
+      if (std::max(o.begin, r.begin) < std::min(o.end, r.end))
+        owned_adam.push_back({{std::max(o.begin, r.begin), std::min(o.end, r.end)}, r.decay});
+  Tensor& state = model_->store().allocate_state(2 * model_->parameters().numel(), alloc_);
+  opt_ =
+      make_muon(cfg_.optim, model_->parameters(), model_->gradients(), state, std::move(owned_adam), std::move(kept));
 }
 
 void Trainer::compose_update() {

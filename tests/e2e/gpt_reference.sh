@@ -26,4 +26,9 @@ for case in nano biased rms modern; do
   "$dump" "$work/$case.h5" "$layers" $dims 10 7
   /usr/bin/python3 "$ref/gpt_vs_torch.py" "$work/$case.h5" "$layers" $t || status=1
 done
+# Muon ([optim] name = muon) against the float64 reference of its update in gpt_vs_torch.py: the
+# modern model's 10 steps with Muon on its matrices (q, k and v apart) and AdamW on the rest.
+echo "== modern, Muon"
+"$dump" "$work/muon.h5" "$modern" 19 70 2 10 7 muon
+/usr/bin/python3 "$ref/gpt_vs_torch.py" "$work/muon.h5" "$modern" 70 muon || status=1
 exit $status

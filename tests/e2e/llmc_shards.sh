@@ -94,6 +94,18 @@ for d in llama_small:7226496 speedrun_small:13665408; do
   check "... 2 steps, loss at step 1 within 0.2 of ln 50257 ($l1)" \
     /usr/bin/python3 -c "import math,sys; sys.exit(abs(float('${l1:-0}') - math.log(50257)) > 0.2)"
 done
+# Muon (speedrun_small's optimizer) is checkpointed: 2 steps, then 2 more resumed from the
+# checkpoint, give the losses of 4 uninterrupted steps; with shard_optimizer it is one line.
+sr=(--set data.path="$tmp/fw" --set data.format=llmc --set model.block_size=32 --set train.eval_every=0
+  --set log.log_every=1 --set checkpoint.every_steps=2)
+tail34() { grep -o "step [34]/4 | loss [0-9.]*" <<<"$1" | tr '\n' ' '; }
+whole=$("$trainer" "$src/inputs/speedrun_small.ini" "${sr[@]}" --set train.steps=4 --set run.out_dir="$tmp/mu_a" 2>&1)
+"$trainer" "$src/inputs/speedrun_small.ini" "${sr[@]}" --set train.steps=2 --set run.out_dir="$tmp/mu_b" >/dev/null 2>&1
+resumed=$("$trainer" "$src/inputs/speedrun_small.ini" "${sr[@]}" --set train.steps=4 --set run.out_dir="$tmp/mu_b" 2>&1)
+check "Muon resumes exactly ($(tail34 "$whole"))" test -n "$(tail34 "$whole")" -a "$(tail34 "$whole")" = "$(tail34 "$resumed")"
+err=$("$mpirun" -np 2 --oversubscribe "$trainer" "$src/inputs/speedrun_small.ini" "${sr[@]}" --set train.steps=2 \
+  --set parallel.shard_optimizer=true --set run.out_dir="$tmp/mu_c" 2>&1 | grep "error:" | sort -u)
+check "Muon with shard_optimizer on 2 ranks: one line" grep -q "name = muon: \[parallel\] shard_optimizer is not supported" <<<"$err"
 
 refused() {  # kind pattern
   rm -rf "$tmp/bad" && mkdir "$tmp/bad"

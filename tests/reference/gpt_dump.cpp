@@ -6,7 +6,10 @@
 //   /logits [B, T, V]  the first forward, /loss (scalar, mean over B*T positions)
 //   /grads/<name>      every parameter's gradient of that loss
 //   /losses [S]        the loss before each of S AdamW steps (clip 1.0, no decay on 1-D tensors)
-// usage: gpt_dump OUT.h5 "LAYERS" VOCAB T B STEPS SEED
+// usage: gpt_dump OUT.h5 "LAYERS" VOCAB T B STEPS SEED [muon]
+// muon: the steps are Muon's (muon_lr 0.02, momentum 0.95, 5 Newton-Schulz steps) for the
+// matrices muon_split picks, AdamW for the rest; the root attribute "muon" lists the matrices as
+// "name first_row rows;..." for the reference.
 #include <cstdio>
 #include <random>
 #include <string>
@@ -33,8 +36,8 @@ void write(hid_t loc, const std::string& name, const std::vector<float>& v, cons
 }  // namespace
 
 int main(int argc, char** argv) {
-  if (argc != 8) {
-    std::fprintf(stderr, "usage: gpt_dump OUT.h5 LAYERS VOCAB T B STEPS SEED\n");
+  if (argc != 8 && !(argc == 9 && std::string(argv[8]) == "muon")) {
+    std::fprintf(stderr, "usage: gpt_dump OUT.h5 LAYERS VOCAB T B STEPS SEED [muon]\n");
     return 2;
   }
   try {
@@ -67,10 +70,29 @@ int main(int argc, char** argv) {
     oc.beta2 = 0.99;
     oc.weight_decay = 0.1;
     std::vector<std::pair<std::int64_t, Shape>> tensors;
-    for (const ParamInfo& p : model.param_info()) tensors.emplace_back(p.offset, p.shape);
+    std::vector<ParamTensor> typed;
+    for (const ParamInfo& p : model.param_info()) {
+      tensors.emplace_back(p.offset, p.shape);
+      typed.push_back({p.offset, p.shape, model.all_layer_types()[p.layer], p.name});
+    }
     Tensor& state = model.store().allocate_state(state_blocks(oc) * model.parameters().numel(), alloc);
-    auto opt = make_optimizer(oc, model.parameters(), model.gradients(), state,
-                              decay_runs(tensors, model.parameters().numel(), false));
+    std::unique_ptr<Optimizer> opt;
+    std::string muon_list;
+    if (argc == 9) {
+      oc.name = OptimizerName::muon;
+      std::vector<MuonMatrix> matrices;
+      std::vector<DecayRun> adam;
+      muon_split(typed, false, matrices, adam);
+      for (const MuonMatrix& m : matrices)
+        for (const ParamInfo& p : model.param_info())
+          if (m.offset >= p.offset && m.offset < p.offset + numel(p.shape))
+            muon_list +=
+                p.name + " " + std::to_string((m.offset - p.offset) / m.cols) + " " + std::to_string(m.rows) + ";";
+      opt = make_muon(oc, model.parameters(), model.gradients(), state, adam, matrices);
+    } else {
+      opt = make_optimizer(oc, model.parameters(), model.gradients(), state,
+                           decay_runs(tensors, model.parameters().numel(), false));
+    }
     Tensor scalars = step_scalars::make(alloc);
     Tensor lr = step_scalars::slot(scalars, step_scalars::learning_rate);
     fill(lr, static_cast<float>(oc.lr));
@@ -79,6 +101,7 @@ int main(int argc, char** argv) {
 
     std::lock_guard<std::mutex> lock(h5::lock());
     h5::Id file = h5::create_file(out);
+    if (!muon_list.empty()) h5::write_string_attribute(file.get(), "muon", muon_list);
     h5::Id params(CHECK_H5(H5Gcreate2(file.get(), "params", H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT)));
     h5::Id grads(CHECK_H5(H5Gcreate2(file.get(), "grads", H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT)));
     auto flat = [](const std::string& name) {  // (tensor names have no "/" since format 2: kept for safety)
@@ -113,6 +136,10 @@ int main(int argc, char** argv) {
       opt->step(scalars, s + 1);
     }
     write(file.get(), "losses", losses, {static_cast<std::int64_t>(losses.size())});
+    h5::Id after(CHECK_H5(H5Gcreate2(file.get(), "params_after", H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT)));
+    const std::vector<float> w1 = to_host(model.parameters());
+    for (const ParamInfo& p : model.param_info())
+      write(after.get(), flat(p.name), {w1.begin() + p.offset, w1.begin() + p.offset + numel(p.shape)}, p.shape);
     return 0;
   } catch (const std::exception& e) {
     std::fprintf(stderr, "gpt_dump: %s\n", e.what());

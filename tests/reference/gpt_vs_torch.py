@@ -1,7 +1,7 @@
 #!/usr/bin/python3
 """Compares hpctrain's GPT with the same model in PyTorch (llm.c's test_gpt2, for hpctrain).
 
-usage: gpt_vs_torch.py DUMP.h5 "LAYERS" T
+usage: gpt_vs_torch.py DUMP.h5 "LAYERS" T [muon]
 DUMP.h5 comes from tests/reference/gpt_dump (hpctrain, float32). PyTorch (float64) loads
 hpctrain's initial parameters, runs the same batch and the same 10 AdamW steps, and the test
 checks, with these tolerances (float32 against float64):
@@ -10,6 +10,10 @@ checks, with these tolerances (float32 against float64):
   every gradient      max |difference| <= 1e-4 * max |torch gradient of that tensor| + 1e-8
   the 10 step losses  |difference| <= 1e-5 each
 (measured 2026-12-01: logits 9e-8, loss 5e-8, gradients 1e-3 of their tolerance, losses 2e-7)
+muon: the steps are Muon's for the matrices the dump lists (its attribute "muon": rows of a
+tensor each), written here in float64 from Keller Jordan's description (modded-nanogpt: Nesterov
+momentum, the quintic Newton-Schulz iteration on the short side, sqrt(max(1, rows/cols))), AdamW
+for the rest.
 Prints one line per check and PASS/FAIL; exits 1 on any failure.
 """
 import sys
@@ -22,6 +26,7 @@ sys.path.insert(0, __import__("os").path.join(__import__("os").path.dirname(__fi
 import hpctrain_torch  # noqa: E402
 
 path, layers, t = sys.argv[1], sys.argv[2], int(sys.argv[3])
+use_muon = len(sys.argv) > 4 and sys.argv[4] == "muon"
 torch.set_default_dtype(torch.float64)
 f = h5py.File(path, "r")
 model = hpctrain_torch.build(layers, t)
@@ -59,22 +64,50 @@ for name, p in params.items():
         worst, worst_name = ratio, name
 check("every gradient (%d tensors)" % len(params), worst <= 1.0, "worst %s at %.3f of the tolerance" % (worst_name, worst))
 
-decay = [p for p in params.values() if p.dim() >= 2]
+blocks = []  # Muon's: (tensor, first row, rows, momentum buffer)
+if use_muon:
+    listed = f.attrs["muon"]
+    for item in (listed.decode() if isinstance(listed, bytes) else listed).split(";"):
+        if item:
+            name, first, rows = item.split()
+            blocks.append((params[name], int(first), int(rows)))
+    blocks = [(p, a, n, torch.zeros_like(p.data[a:a + n])) for p, a, n in blocks]
+muon_ids = {id(p) for p, _, _, _ in blocks}
+decay = [p for p in params.values() if p.dim() >= 2 and id(p) not in muon_ids]
 rest = [p for p in params.values() if p.dim() < 2]
 opt = torch.optim.AdamW([{"params": decay, "weight_decay": 0.1}, {"params": rest, "weight_decay": 0.0}],
                         lr=1e-3, betas=(0.9, 0.99), eps=1e-8)
+
+
+def muon_update(w, g, buf, lr=0.02, mu=0.95, steps=5):
+    buf.mul_(mu).add_(g)
+    x = g + mu * buf
+    x = x / (x.norm() + 1e-7)
+    a, b, c = 3.4445, -4.7750, 2.0315
+    tall = x.shape[0] > x.shape[1]
+    if tall:
+        x = x.T
+    for _ in range(steps):
+        A = x @ x.T
+        x = a * x + (b * A + c * A @ A) @ x
+    if tall:
+        x = x.T
+    w.add_(x, alpha=-lr * max(1.0, w.shape[0] / w.shape[1]) ** 0.5)
 ours = np.array(f["losses"])
 theirs = []
 for step in range(len(ours)):
-    opt.zero_grad()
+    model.zero_grad()  # (every tensor: the Muon blocks are in no torch optimizer)
     out = model(tokens)
     l = torch.nn.functional.cross_entropy(out.view(-1, v), targets.view(-1))
     l.backward()
     torch.nn.utils.clip_grad_norm_(list(params.values()), 1.0)
     opt.step()
+    with torch.no_grad():
+        for p, first, rows, buf in blocks:
+            muon_update(p.data[first:first + rows], p.grad[first:first + rows], buf)
     theirs.append(l.item())
 d = np.abs(ours - np.array(theirs)).max()
-check("losses of %d AdamW steps" % len(ours), d <= 1e-5,
+check("losses of %d %s steps" % (len(ours), "Muon + AdamW" if use_muon else "AdamW"), d <= 1e-5,
       "max |diff| %.2e (hpctrain %.4f -> %.4f, torch %.4f -> %.4f)" % (d, ours[0], ours[-1], theirs[0], theirs[-1]))
 print("FAIL" if failures else "PASS")
 sys.exit(1 if failures else 0)

@@ -28,7 +28,7 @@ enum class LastBatch { drop, wrap };
 enum class DataFormat { auto_, hpctrain, llmc };
 // [data] windows: where a token dataset's training windows start (data/token_dataset.hpp).
 enum class TokenWindows { grid, random };
-enum class OptimizerName { sgd, adam, adamw };
+enum class OptimizerName { sgd, adam, adamw, muon };
 enum class LrSchedule { constant, step, cosine };
 enum class PipelineSchedule { gpipe, one_f_one_b };
 enum class CommBackend { auto_, mpi, nccl };
@@ -60,7 +60,7 @@ constexpr Choices<Shuffle, 3> choices_of(Shuffle) { return {{{"global", Shuffle:
 constexpr Choices<LastBatch, 2> choices_of(LastBatch) { return {{{"drop", LastBatch::drop}, {"wrap", LastBatch::wrap}}}; }
 constexpr Choices<DataFormat, 3> choices_of(DataFormat) { return {{{"auto", DataFormat::auto_}, {"hpctrain", DataFormat::hpctrain}, {"llmc", DataFormat::llmc}}}; }
 constexpr Choices<TokenWindows, 2> choices_of(TokenWindows) { return {{{"grid", TokenWindows::grid}, {"random", TokenWindows::random}}}; }
-constexpr Choices<OptimizerName, 3> choices_of(OptimizerName) { return {{{"sgd", OptimizerName::sgd}, {"adam", OptimizerName::adam}, {"adamw", OptimizerName::adamw}}}; }
+constexpr Choices<OptimizerName, 4> choices_of(OptimizerName) { return {{{"sgd", OptimizerName::sgd}, {"adam", OptimizerName::adam}, {"adamw", OptimizerName::adamw}, {"muon", OptimizerName::muon}}}; }
 constexpr Choices<LrSchedule, 3> choices_of(LrSchedule) { return {{{"constant", LrSchedule::constant}, {"step", LrSchedule::step}, {"cosine", LrSchedule::cosine}}}; }
 constexpr Choices<PipelineSchedule, 2> choices_of(PipelineSchedule) { return {{{"gpipe", PipelineSchedule::gpipe}, {"1f1b", PipelineSchedule::one_f_one_b}}}; }
 constexpr Choices<CommBackend, 3> choices_of(CommBackend) { return {{{"auto", CommBackend::auto_}, {"mpi", CommBackend::mpi}, {"nccl", CommBackend::nccl}}}; }
@@ -180,6 +180,10 @@ struct OptimConfig {
   double min_lr = 0.0;          // schedule = cosine: the rate it decays to
   bool weight_decay_1d = true;  // false: no weight decay on tensors of fewer than 2 dimensions
   double clip_norm = 0.0;
+  // name = muon (optim/optimizer.hpp make_muon): the hidden weight matrices' rate (scaled by the
+  // schedule as lr is), momentum and Newton-Schulz iterations; the other tensors take AdamW.
+  double muon_lr = 0.02, muon_momentum = 0.95;
+  long ns_steps = 5;
 };
 
 struct ParallelConfig {

@@ -77,6 +77,34 @@ std::unique_ptr<Optimizer> make_optimizer(const OptimConfig& cfg, Tensor params,
 void expand_state(const Optimizer& opt, const float* compact, float* full, std::int64_t n);
 void compact_state(const Optimizer& opt, const float* full, std::int64_t n, float* compact);
 
+// ---- Muon ([optim] name = muon) ----
+
+// A tensor of the model as Muon sorts them: where it is, its shape, its top-level layer's type, its name.
+struct ParamTensor {
+  std::int64_t offset = 0;
+  Shape shape;
+  std::string layer_type, name;
+};
+// A matrix Muon orthogonalizes: rows x cols floats at offset of the flat buffers.
+struct MuonMatrix {
+  std::int64_t offset = 0, rows = 0, cols = 0;
+};
+// Muon's matrices: every 2-D weight but the embedding's and the output head's (layer types
+// embedding, position_embedding, lm_head), attention's fused q|k|v as its three matrices (the
+// queries' C rows, then the keys' and the values' halves of the rest: modded-nanogpt orthogonalizes
+// them apart); `adam_runs`: every other tensor, with weight decay as decay_runs gives it.
+void muon_split(const std::vector<ParamTensor>& tensors, bool decay_1d, std::vector<MuonMatrix>& matrices,
+                std::vector<DecayRun>& adam_runs);
+// Muon (Keller Jordan's, as modded-nanogpt: momentum buffer b = mu b + g, the Nesterov step
+// u = g + mu b, X = u / ||u||, `ns_steps` quintic Newton-Schulz iterations X = a X + (b A + c A^2) X
+// with A = X X^T, (a, b, c) = (3.4445, -4.7750, 2.0315), on the short side of X; then
+// w -= muon_lr * (lr now / lr) * sqrt(max(1, rows / cols)) * X) for `matrices`, and AdamW for
+// `adam_runs`, in float32 on the parameters' device through the backend's gemm. State: two blocks
+// laid out like the parameters (exp_avg holds Muon's momentum on the matrices). Every rank
+// updates every matrix (no sharding: [parallel] shard_optimizer is refused).
+std::unique_ptr<Optimizer> make_muon(const OptimConfig& cfg, Tensor params, Tensor grads, Tensor state,
+                                     std::vector<DecayRun> adam_runs, std::vector<MuonMatrix> matrices);
+
 // Learning rate for optimizer step `step` (0-based) of `total`.
 double learning_rate(const OptimConfig& cfg, std::int64_t step, std::int64_t total);
 

@@ -19,19 +19,19 @@
 #include "hpctrain/core/train_state.hpp"
 #include "hpctrain/data/dataset.hpp"
 #include "hpctrain/data/reader.hpp"
+#include "hpctrain/data/staged_batch.hpp"
 #include "hpctrain/io/checkpoint_file.hpp"  // IntervalSums
 #include "hpctrain/io/run_lock.hpp"
 #include "hpctrain/layers/loss.hpp"
 #include "hpctrain/model/model.hpp"
 #include "hpctrain/model/partition.hpp"
 #include "hpctrain/optim/optimizer.hpp"
-#include "hpctrain/runtime/runtime.hpp"
 #include "hpctrain/parallel/grad_buckets.hpp"
 #include "hpctrain/parallel/pipeline.hpp"
+#include "hpctrain/parallel/step_executor.hpp"
+#include "hpctrain/runtime/runtime.hpp"
 #include "hpctrain/train/run_report.hpp"
 #include "hpctrain/train/schedule.hpp"
-#include "hpctrain/data/staged_batch.hpp"
-#include "hpctrain/parallel/step_executor.hpp"
 #include "hpctrain/train/system_monitor.hpp"
 
 namespace hpctrain {
@@ -110,6 +110,7 @@ class Trainer {
   void compose_update();
   // The optimizer over what this rank updates: every parameter, or its shard ([parallel] shard_optimizer).
   void make_optimizer_for_this_rank();
+  void make_muon_for_this_rank();
   // Collective with a sharded optimizer: the squared norm of the averaged gradients.
   double owned_sum_of_squares();
   // Pipelines: sums the gradients of weights tied across stages (Model::tie_syncs); with `squares`,

@@ -230,6 +230,9 @@ void model_keys(std::vector<KeySpec>& k) {
         "arch = llama: RMS-normalize every query and key head before the rotation (modded-nanogpt, OLMo 2)");
   s.key("zero_init", &ModelConfig::zero_init,
         "arch = llama: the attention output and MLP down projections start at zero (modded-nanogpt)");
+  s.key("attention_mask", &ModelConfig::attention_mask,
+        "language models: causal, or document (no attention across the tokenizer's document separator, "
+        "<|endoftext|>, in packed windows; needs fused attention: no attention dropout)");
   s.key("block_size", &ModelConfig::block_size,
         "token datasets: tokens per training window (the model's context length T); 0 for image datasets")
       .range(0, 1 << 20);

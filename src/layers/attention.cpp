@@ -78,10 +78,14 @@ class Attention final : public Layer {
     if (a_.qk_norm) qk_norm_forward(s.qkv, a_.heads, kv_, kQkNormEps, s.rstd);
     if (a_.rope > 0) rope_rotate(s.qkv, a_.heads, kv_, frequencies(c), 0, false);  // kept turned
     round16(qkv2);  // (16-bit runs: every GEMM operand below is a 16-bit value, on both backends)
-    if (a_.fused)
+    if (a_.fused) {
       flash_attention_forward(s.qkv, a_.heads, kv_, context().doc_ids, s.heads_out, s.lse);
-    else
+    } else {
+      if (context().doc_ids.defined())
+        throw bad_input("[model] attention_mask = document needs fused attention; attention(..., dropout=P) holds " +
+                        std::string("the probabilities (fused=0): drop the attention dropout"));
       probabilities_forward(s);
+    }
     round16(s.heads_out);
     Tensor y2 = y.reshaped({n * t, c});
     gemm(false, true, 1.f, s.heads_out.reshaped({n * t, c}), weight(1), 0.f, y2);

@@ -49,6 +49,7 @@ EvalResult Trainer::evaluate(const SplitIndex& split) {
     t.classes = staged_.classes();
     t.values = staged_.targets();
     model_->context().training = false;
+    mark_documents(x);
     fill(eval_scalars_, 0.f);
     executor_->forward(batch.size, MicroBatch{x, t}, &eval_scalars_);
     const auto h = step_scalars::to_host(eval_scalars_);  // per batch: the sums stay in double

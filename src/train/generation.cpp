@@ -123,6 +123,7 @@ int Trainer::generate(const SamplingOptions& o) {
     for (std::size_t i = 0; i < len; ++i) window[i] = static_cast<std::int32_t>(ids[ids.size() - len + i]);
     upload(window.data(), window.size() * sizeof(std::int32_t), input);
     std::uint32_t next = 0;
+    mark_documents(input);
     executor_->forward(1, MicroBatch{input, Targets{}}, nullptr);
     if (executor_->holds_output()) {
       const std::vector<float> out = to_host(model_->output());

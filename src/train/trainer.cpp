@@ -95,6 +95,7 @@ Trainer::Trainer(const Config& cfg, Runtime& rt, const DatasetIndex& index)
   scalars_ = step_scalars::make(alloc_);
   step_key_ = Tensor::zeros({2}, alloc_);
   eval_scalars_ = step_scalars::make(alloc_);
+  doc_separator_ = document_separator();
   parallelize(gpu, stages);
 }
 
@@ -139,6 +140,7 @@ void Trainer::train_step(const Batch& batch, float lr) {
     ctx.step = step_id;
     ctx.sample_ids = staged_.indices() + m * rows;
     ctx.step_key = reinterpret_cast<const std::uint64_t*>(step_key_.data());
+    mark_documents(mb.input);
     return mb;
   };
   StepHooks hooks;

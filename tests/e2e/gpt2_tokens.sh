@@ -98,6 +98,22 @@ check "its loss at step 1 is ln 50257 = 10.82 within 0.1 ($loss0)" \
   /usr/bin/python3 -c "import math,sys; sys.exit(abs(float('$loss0') - math.log(50257)) > 0.1)"
 check "... with the vocabulary padded to 50,304" grep -q "50304" <<<"$("$trainer" "$deck" --describe-model 2>/dev/null)"
 # (1 and 2 ranks alike on GPT-2 ids: tests/e2e/llmc_shards.sh.)
+# [model] attention_mask = document: on this one-document stream (its only <|endoftext|> at
+# position 0, which starts the document and belongs to it) the same losses as causal attention;
+# imported a document per line (an <|endoftext|> before each), other losses than causal ones.
+steps4() { grep -o "step [1-4]/4 | loss [0-9.]*" <<<"$1" | tr '\n' ' '; }
+docrun=$("$trainer" "$deck" --set model.attention_mask=document --set run.out_dir="$tmp/doc1" 2>&1)
+check "attention_mask = document on one document: causal's losses ($(steps4 "$docrun"))" \
+  test -n "$(steps4 "$run1")" -a "$(steps4 "$docrun")" = "$(steps4 "$run1")"
+imp --input "$text" --out "$tmp/lines" --documents lines --val-fraction 0.1 >/dev/null 2>&1
+causal=$("$trainer" "$deck" --set data.path="$tmp/lines" --set run.out_dir="$tmp/doc2" 2>&1)
+bydoc=$("$trainer" "$deck" --set data.path="$tmp/lines" --set model.attention_mask=document \
+  --set run.out_dir="$tmp/doc3" 2>&1)
+check "... a document per line: other losses than causal ($(steps4 "$bydoc"))" \
+  test -n "$(steps4 "$bydoc")" -a "$(steps4 "$bydoc")" != "$(steps4 "$causal")"
+err=$("$trainer" "$deck" --set model.attention_mask=document --set model.dropout=0.1 --set run.out_dir="$tmp/doc4" 2>&1 |
+  grep "error:")
+check "... with attention dropout (the held probabilities): one line" grep -q "needs fused attention" <<<"$err"
 
 # The GPT-2 124M deck on this dataset: its full shapes in --dry-run only (a global batch of 32:
 # the test text holds 57 windows of 1024); 2 steps at context 64,

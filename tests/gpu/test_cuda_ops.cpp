@@ -569,6 +569,12 @@ TEST_F(CudaOps, FusedAttentionOps) {
   expect_close("rope_rotate", qkv, dqkv_in, 1e-5);
   Tensor docs = Tensor::zeros({n, t}, host_, DType::i32);
   for (std::int64_t i = 0; i < n * t; ++i) docs.data_as<std::int32_t>()[i] = static_cast<std::int32_t>(i % t / 23);
+  Tensor ids = Tensor::zeros({n, t}, host_, DType::i32), made = Tensor::zeros({n, t}, host_, DType::i32);
+  for (std::int64_t i = 0; i < n * t; ++i) ids.data_as<std::int32_t>()[i] = static_cast<std::int32_t>(i * 7 % 11);
+  Tensor dmade = Tensor::zeros({n, t}, dev_, DType::i32);
+  document_numbers(ids, 3, made);
+  document_numbers(on_gpu(ids), 3, dmade);
+  expect_close("document_numbers", made, dmade, 0);  // (int32 bits compared as they are)
   const Tensor ddocs = on_gpu(docs), none;
   for (const bool by_doc : {false, true}) {
     const Tensor& dc = by_doc ? docs : none;

@@ -243,6 +243,7 @@ TEST(Backend, EveryOperationIsDispatchedToCuda) {
   expect("attention_values", [&] { attention_values(att, qkv, 1, y); });
   expect("attention_values_backward", [&] { attention_values_backward(att, qkv, y, 1, att, dqkv); });
   expect("attention_probs_backward", [&] { attention_probs_backward(att, att, qkv, 1, Precision::fp32, dqkv); });
+  expect("document_numbers", [&] { document_numbers(token_ids, 0, t2); });
   expect("flash_attention_forward", [&] { flash_attention_forward(qkv, 1, 1, none, y, att); });
   expect("flash_attention_backward", [&] { flash_attention_backward(qkv, y, att, y, 1, 1, none, dqkv); });
   EXPECT_EQ(thrown, backend_operations()) << "every backend operation must have a CUDA entry point";

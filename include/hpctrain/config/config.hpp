@@ -40,6 +40,8 @@ enum class ShardBy { elements, tensors };
 enum class Recompute { none, blocks };
 // [model] mlp (arch = llama): SwiGLU (Llama's) or ReLU-squared (modded-nanogpt's).
 enum class Mlp { swiglu, relu2 };
+// [model] attention_mask: causal, or causal within the documents <|endoftext|> separates.
+enum class AttentionMask { causal, document };
 // [model] arch: the network as a layers string, or a typed architecture (model/arch.hpp).
 enum class Arch { layers, gpt, llama };
 // [checkpoint] space_check: a checkpoint directory without room for keep + 1 checkpoints.
@@ -69,6 +71,7 @@ constexpr Choices<Tristate, 3> choices_of(Tristate) { return {{{"auto", Tristate
 constexpr Choices<ShardBy, 2> choices_of(ShardBy) { return {{{"elements", ShardBy::elements}, {"tensors", ShardBy::tensors}}}; }
 constexpr Choices<Recompute, 2> choices_of(Recompute) { return {{{"none", Recompute::none}, {"blocks", Recompute::blocks}}}; }
 constexpr Choices<Mlp, 2> choices_of(Mlp) { return {{{"swiglu", Mlp::swiglu}, {"relu2", Mlp::relu2}}}; }
+constexpr Choices<AttentionMask, 2> choices_of(AttentionMask) { return {{{"causal", AttentionMask::causal}, {"document", AttentionMask::document}}}; }
 constexpr Choices<Arch, 3> choices_of(Arch) { return {{{"layers", Arch::layers}, {"gpt", Arch::gpt}, {"llama", Arch::llama}}}; }
 constexpr Choices<SpaceCheck, 3> choices_of(SpaceCheck) { return {{{"error", SpaceCheck::error}, {"warn", SpaceCheck::warn}, {"off", SpaceCheck::off}}}; }
 constexpr Choices<Precision, 3> choices_of(Precision) { return {{{"fp32", Precision::fp32}, {"bf16", Precision::bf16}, {"fp16", Precision::fp16}}}; }
@@ -148,6 +151,7 @@ struct ModelConfig {
   long ffn_dim = 0, rope_theta = 10000, n_kv_heads = 0;
   double norm_eps = 1e-5;
   std::string rope_scaling = "none";
+  AttentionMask attention_mask = AttentionMask::causal;
   Mlp mlp = Mlp::swiglu;
   bool qk_norm = false, zero_init = false;
 };

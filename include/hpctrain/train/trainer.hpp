@@ -167,6 +167,12 @@ class Trainer {
   double comm_wait_s_ = 0;          // time waiting for gradient buckets after backward (all steps)
   TrainState state_;                // where the run stands (checkpointed); its scaler: precision = fp16's loss scale
   bool last_step_skipped_ = false;
+  // [model] attention_mask = document (train/documents.cpp): the dataset's document separator (-1:
+  // causal attention), and the document numbers of the batch being run (StepContext::doc_ids).
+  std::int32_t doc_separator_ = -1;
+  Tensor doc_ids_;
+  std::int32_t document_separator() const;
+  void mark_documents(const Tensor& input);
   std::map<std::string, std::unique_ptr<Reader>> eval_readers_;  // per split, made on first use (collective)
 };
 

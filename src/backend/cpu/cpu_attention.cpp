@@ -116,6 +116,20 @@ void qk_norm_backward(const Tensor& normed, const Tensor& rstd, std::int64_t hea
     }
 }
 
+void document_numbers(const Tensor& ids, std::int32_t separator, Tensor& docs) {
+  backend::check_ids(ids, "document_numbers");
+  HPCT_CHECK(docs.dtype() == DType::i32 && docs.numel() == ids.numel() && ids.shape().size() == 2,
+             "document_numbers: ids " + shape_string(ids.shape()) + ", docs " + shape_string(docs.shape()));
+  const std::int64_t n = ids.shape()[0], t = ids.shape()[1];
+  for (std::int64_t r = 0; r < n; ++r) {
+    std::int32_t count = 0;
+    for (std::int64_t i = 0; i < t; ++i) {
+      count += ids.data_as<std::int32_t>()[r * t + i] == separator;
+      docs.data_as<std::int32_t>()[r * t + i] = count;
+    }
+  }
+}
+
 void flash_attention_forward(const Tensor& qkv, std::int64_t heads, std::int64_t kv_heads, const Tensor& docs,
                              Tensor& y, Tensor& lse) {
   const QkvDims a = qkv_dims(qkv, heads, kv_heads, "flash_attention_forward");

@@ -83,6 +83,17 @@ __global__ void qk_norm_grad_kernel(const float* normed, const float* rstd, i64 
   }
 }
 
+__global__ void document_numbers_kernel(const std::int32_t* ids, std::int32_t separator, i64 t, std::int32_t* docs,
+                                        i64 rows) {
+  for (i64 r = detail::global_index(); r < rows; r += detail::grid_stride()) {
+    std::int32_t count = 0;
+    for (i64 i = 0; i < t; ++i) {
+      count += ids[r * t + i] == separator;
+      docs[r * t + i] = count;
+    }
+  }
+}
+
 // One thread per (sequence, query head, query): online softmax over its visible keys.
 __global__ void flash_forward_kernel(const float* qkv, const std::int32_t* docs, QkvDims a, float* y, float* lse,
                                      i64 total) {
@@ -192,6 +203,15 @@ void qk_norm_backward(const Tensor& normed, const Tensor& rstd, i64 heads, i64 k
   detail::same_size(normed, dqkv, "qk_norm_backward");
   const i64 total = a.n * a.t * (heads + kv_heads);
   launch(qk_norm_grad_kernel, total, normed.data(), rstd.data(), a.ld, heads + kv_heads, a.d, dqkv.data(), total);
+}
+
+void document_numbers(const Tensor& ids, std::int32_t separator, Tensor& docs) {
+  backend::check_ids(ids, "document_numbers");
+  HPCT_CHECK(docs.dtype() == DType::i32 && docs.numel() == ids.numel() && ids.shape().size() == 2,
+             "document_numbers: ids " + shape_string(ids.shape()) + ", docs " + shape_string(docs.shape()));
+  const i64 rows = ids.shape()[0];
+  launch(document_numbers_kernel, rows, ids.data_as<std::int32_t>(), separator, ids.shape()[1],
+         docs.data_as<std::int32_t>(), rows);
 }
 
 void flash_attention_forward(const Tensor& qkv, i64 heads, i64 kv_heads, const Tensor& docs, Tensor& y, Tensor& lse) {

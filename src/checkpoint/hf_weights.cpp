@@ -140,6 +140,7 @@ std::string llama_ini(const LlamaDims& d, std::int64_t context) {
   line("mlp", "swiglu");
   line("qk_norm", "false");
   line("zero_init", "false");
+  line("attention_mask", "causal");
   line("block_size", std::to_string(context));
   line("vocab_multiple", "1");
   line("groups", "auto");

@@ -79,31 +79,30 @@ check "... 4 steps on the shards, loss at step 1 within 0.2 of ln 50257 ($l1)" \
   /usr/bin/python3 -c "import math,sys; sys.exit(abs(float('${l1:-0}') - math.log(50257)) > 0.2)"
 
 # The decks inputs/llama_small.ini (grouped-query attention, 4 heads on 2 key/value heads) and
-# inputs/speedrun_small.ini (relu2, QK-norm, zero-initialized projections, untied head) on these
-# shards: their parameter counts (50304 x 128 + 4 x (2 x 128 + 8 x 32 x 128 + 128^2 + 3 x 384 x
-# 128) + 128 = 7,226,496; and 2 x 50304 x 128 + 4 x (2 x 128 + 4 x 128^2 + 2 x 512 x 128) + 128 =
-# 13,665,408), and 2 steps of each at T = 32 with a loss near ln 50257 at step 1 (zero-initialized
-# projections: the blocks start as the identity, so exactly the embedding's and head's loss).
+# inputs/speedrun_small.ini (relu2, QK-norm, zero-initialized projections, untied head, Muon) on
+# these shards: their parameter counts (50304 x 128 + 4 x (2 x 128 + 8 x 32 x 128 + 128^2 + 3 x 384
+# x 128) + 128 = 7,226,496; and 2 x 50304 x 128 + 4 x (2 x 128 + 4 x 128^2 + 2 x 512 x 128) + 128 =
+# 13,665,408). The small llama above with the speedrun deck's options (relu2, QK-norm,
+# zero-initialized projections, Muon) trains: its loss at step 1 is near ln 50257 (the blocks start
+# as the identity); 2 steps, then 2 more resumed from the checkpoint, give the losses of 4
+# uninterrupted steps (Muon's momentum is checkpointed); with shard_optimizer on 2 ranks it is one line.
 for d in llama_small:7226496 speedrun_small:13665408; do
   name=${d%%:*} count=${d#*:}
-  set_deck=(--set data.path="$tmp/fw" --set data.format=llmc --set run.out_dir="$tmp/run_$name")
-  check "inputs/$name.ini: $count parameters (--dry-run)" \
-    grep -q "^total  *$count\$" <<<"$("$trainer" "$src/inputs/$name.ini" "${set_deck[@]}" --dry-run 2>&1)"
-  l1=$("$trainer" "$src/inputs/$name.ini" "${set_deck[@]}" --set train.steps=2 --set train.eval_every=0 \
-    --set model.block_size=32 --set log.log_every=1 2>&1 | sed -n 's/.*step 1\/2 | loss \([0-9.]*\).*/\1/p')
-  check "... 2 steps, loss at step 1 within 0.2 of ln 50257 ($l1)" \
-    /usr/bin/python3 -c "import math,sys; sys.exit(abs(float('${l1:-0}') - math.log(50257)) > 0.2)"
+  check "inputs/$name.ini: $count parameters (--dry-run)" grep -q "^total  *$count\$" <<<"$("$trainer" \
+    "$src/inputs/$name.ini" --set data.path="$tmp/fw" --set data.format=llmc --set run.out_dir="$tmp/d_$name" \
+    --dry-run 2>&1)"
 done
-# Muon (speedrun_small's optimizer) is checkpointed: 2 steps, then 2 more resumed from the
-# checkpoint, give the losses of 4 uninterrupted steps; with shard_optimizer it is one line.
-sr=(--set data.path="$tmp/fw" --set data.format=llmc --set model.block_size=32 --set train.eval_every=0
-  --set log.log_every=1 --set checkpoint.every_steps=2)
+sr=("${llama[@]}" --set model.mlp=relu2 --set model.qk_norm=true --set model.zero_init=true --set optim.name=muon
+  --set checkpoint.every_steps=2)
 tail34() { grep -o "step [34]/4 | loss [0-9.]*" <<<"$1" | tr '\n' ' '; }
-whole=$("$trainer" "$src/inputs/speedrun_small.ini" "${sr[@]}" --set train.steps=4 --set run.out_dir="$tmp/mu_a" 2>&1)
-"$trainer" "$src/inputs/speedrun_small.ini" "${sr[@]}" --set train.steps=2 --set run.out_dir="$tmp/mu_b" >/dev/null 2>&1
-resumed=$("$trainer" "$src/inputs/speedrun_small.ini" "${sr[@]}" --set train.steps=4 --set run.out_dir="$tmp/mu_b" 2>&1)
+whole=$("$trainer" "$deck" "${sr[@]}" --set train.steps=4 --set run.out_dir="$tmp/mu_a" 2>&1)
+l1=$(sed -n 's/.*step 1\/4 | loss \([0-9.]*\).*/\1/p' <<<"$whole")
+check "relu2, QK-norm, zero-init and Muon train, loss at step 1 within 0.2 of ln 50257 ($l1)" \
+  /usr/bin/python3 -c "import math,sys; sys.exit(abs(float('${l1:-0}') - math.log(50257)) > 0.2)"
+"$trainer" "$deck" "${sr[@]}" --set train.steps=2 --set run.out_dir="$tmp/mu_b" >/dev/null 2>&1
+resumed=$("$trainer" "$deck" "${sr[@]}" --set train.steps=4 --set run.out_dir="$tmp/mu_b" 2>&1)
 check "Muon resumes exactly ($(tail34 "$whole"))" test -n "$(tail34 "$whole")" -a "$(tail34 "$whole")" = "$(tail34 "$resumed")"
-err=$("$mpirun" -np 2 --oversubscribe "$trainer" "$src/inputs/speedrun_small.ini" "${sr[@]}" --set train.steps=2 \
+err=$("$mpirun" -np 2 --oversubscribe "$trainer" "$deck" "${sr[@]}" --set train.steps=2 \
   --set parallel.shard_optimizer=true --set run.out_dir="$tmp/mu_c" 2>&1 | grep "error:" | sort -u)
 check "Muon with shard_optimizer on 2 ranks: one line" grep -q "name = muon: \[parallel\] shard_optimizer is not supported" <<<"$err"
 

@@ -14,6 +14,7 @@
 #include "hpctrain/backend/checks.hpp"
 #include "hpctrain/backend/cpu/cpu_ops.hpp"
 #include "hpctrain/backend/cpu/sgemm.hpp"
+#include "hpctrain/backend/qkv_dims.hpp"
 #include "hpctrain/core/error.hpp"
 
 namespace hpctrain::cpu {
@@ -21,27 +22,9 @@ namespace hpctrain::cpu {
 namespace {
 constexpr std::int64_t kStrip = 64;  // queries per strip
 
-// The sizes of a qkv [N, T, (H + 2K) D] tensor.
-struct QkvDims {
-  std::int64_t n, t, heads, kv, d, ld;  // ld = (H + 2K) D: one position's row
-  float scale;                          // 1 / sqrt(D)
-};
-QkvDims qkv_dims(const Tensor& qkv, std::int64_t heads, std::int64_t kv_heads, const std::string& op) {
-  const Shape& s = qkv.shape();
-  HPCT_CHECK(s.size() == 3 && heads > 0 && kv_heads > 0 && heads % kv_heads == 0 && s[2] % (heads + 2 * kv_heads) == 0,
-             op + ": qkv " + shape_string(s) + " for " + std::to_string(heads) + " query and " +
-                 std::to_string(kv_heads) + " key/value heads");
-  QkvDims a{s[0], s[1], heads, kv_heads, s[2] / (heads + 2 * kv_heads), s[2], 0.f};
-  a.scale = 1.f / std::sqrt(static_cast<float>(a.d));
-  return a;
-}
-
-const std::int32_t* doc_numbers(const Tensor& docs, const QkvDims& a, const std::string& op) {
-  if (!docs.defined()) return nullptr;
-  HPCT_CHECK(docs.dtype() == DType::i32 && docs.numel() == a.n * a.t,
-             op + ": docs " + shape_string(docs.shape()) + " for " + std::to_string(a.n * a.t) + " positions");
-  return docs.data_as<std::int32_t>();
-}
+using backend::doc_numbers;
+using backend::qkv_dims;
+using backend::QkvDims;
 
 // One (sequence, query head): where its queries, keys, values and document numbers are.
 struct Head {

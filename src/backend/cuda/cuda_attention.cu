@@ -14,6 +14,7 @@
 #include "hpctrain/backend/cuda/context.hpp"
 #include "hpctrain/backend/cuda/cuda_ops.hpp"
 #include "hpctrain/backend/cuda/kernels.cuh"
+#include "hpctrain/backend/qkv_dims.hpp"
 
 namespace hpctrain::cuda {
 
@@ -23,26 +24,9 @@ using i64 = std::int64_t;
 namespace {
 constexpr i64 kMaxHeadDim = 256;
 
-// The sizes of a qkv [N, T, (H + 2K) D] tensor.
-struct QkvDims {
-  i64 n, t, heads, kv, d, ld;  // ld = (H + 2K) D: one position's row
-  float scale;
-};
-QkvDims qkv_dims(const Tensor& qkv, i64 heads, i64 kv_heads, const std::string& op) {
-  const Shape& s = qkv.shape();
-  HPCT_CHECK(s.size() == 3 && heads > 0 && kv_heads > 0 && heads % kv_heads == 0 && s[2] % (heads + 2 * kv_heads) == 0,
-             op + ": qkv " + shape_string(s) + " for " + std::to_string(heads) + " query and " +
-                 std::to_string(kv_heads) + " key/value heads");
-  QkvDims a{s[0], s[1], heads, kv_heads, s[2] / (heads + 2 * kv_heads), s[2], 0.f};
-  a.scale = 1.f / std::sqrt(static_cast<float>(a.d));
-  return a;
-}
-const std::int32_t* doc_numbers(const Tensor& docs, const QkvDims& a, const std::string& op) {
-  if (!docs.defined()) return nullptr;
-  HPCT_CHECK(docs.dtype() == DType::i32 && docs.numel() == a.n * a.t,
-             op + ": docs " + shape_string(docs.shape()) + " for " + std::to_string(a.n * a.t) + " positions");
-  return docs.data_as<std::int32_t>();
-}
+using backend::doc_numbers;
+using backend::qkv_dims;
+using backend::QkvDims;
 
 __device__ inline bool sees(const std::int32_t* doc, i64 i, i64 j) { return j <= i && (!doc || doc[j] == doc[i]); }
 __device__ inline float dot(const float* a, const float* b, i64 d) {

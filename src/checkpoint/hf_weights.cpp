@@ -296,10 +296,11 @@ std::string import_hf(Communicator& comm, const std::string& dir, const std::str
   std::vector<NamedTensor> tensors;
   CheckpointInfo info;
   const auto lines = compute_on_root(comm, [&] {
-    const LlamaDims d = llama_dims(read_json(dir + "/config.json"), dir + "/config.json");
+    const std::string config = dir + "/config.json";
+    const Json cfg = read_json(config);  // (read once: its dimensions, then the context)
+    const LlamaDims d = llama_dims(cfg, config);
     tensors = llama_from_hf(read_hf_tensors(dir), d, dir);
-    const Json cfg = read_json(dir + "/config.json");
-    const std::string deck = llama_ini(d, whole(cfg, "max_position_embeddings", dir + "/config.json", 2048));
+    const std::string deck = llama_ini(d, whole(cfg, "max_position_embeddings", config, 2048));
     // The checkpoint records the keys as a trained one does (what a resume compares), the log the deck's.
     info.run.ini = deck + "layers = " + llama_layers(d) + "\nbias = true\ndropout = 0\n";
     info.run.ini_file = dir;

@@ -13,8 +13,8 @@
 #include "hpctrain/core/hash.hpp"
 #include "hpctrain/core/log.hpp"
 #include "hpctrain/model/partition.hpp"
-#include "hpctrain/tensor/step_scalars.hpp"
 #include "hpctrain/parallel/pipeline.hpp"
+#include "hpctrain/tensor/step_scalars.hpp"
 
 namespace hpctrain {
 
@@ -53,12 +53,13 @@ Trainer::Trainer(const Config& cfg, Runtime& rt, const DatasetIndex& index)
     throw bad_input("[kernels] conv = onednn is a CPU convolution; with device = cuda use conv = auto or im2col");
   const cpu::CpuGemm gemm_lib = cfg.kernels.cpu_gemm == CpuGemmLib::openblas ? cpu::CpuGemm::openblas
                                 : cfg.kernels.cpu_gemm == CpuGemmLib::onednn ? cpu::CpuGemm::onednn
-                                                                         : cpu::CpuGemm::automatic;
+                                                                             : cpu::CpuGemm::automatic;
   configure_backend({alloc_.device(), cfg.kernels.threads, cfg.precision.dtype, cfg.precision.tf32, gemm_lib});
   alloc_.set_limit(cfg.run.memory_budget);
   LayerRegistry registry;
   register_builtin_layers(
-      registry, LayerOptions{cfg.kernels.conv, cfg.model.vocab_multiple});  // on a GPU: auto = cuDNN (layers/conv2d.cpp)
+      registry,
+      LayerOptions{cfg.kernels.conv, cfg.model.vocab_multiple});  // on a GPU: auto = cuDNN (layers/conv2d.cpp)
   // Model parallelism: this rank holds its stage's group of layers (all of them when M = 1).
   const int stages = rt.mesh().size(MeshDim::pp);
   {

@@ -60,6 +60,7 @@ po::options_description cli_options() {
       "top-k", po::value<std::int64_t>()->default_value(0), "--generate: sample among the k likeliest (0: all)")(
       "top-p", po::value<double>()->default_value(1.0),
       "--generate: then among the fewest likeliest holding this share of the probability (nucleus; 1: all)")(
+      "no-kv-cache", "--generate: run the whole context for every token (the same tokens, slower; for comparison)")(
       "help,h", "show this help: options, every configuration key, exit codes")(
       "version", "show the version and the compiled-in backends")(
       "config-reference", "print the configuration keys as Markdown (docs/configuration.md) and exit")(
@@ -112,6 +113,7 @@ CliOptions parse_cli(int argc, char** argv) {
   cli.temperature = vm["temperature"].as<double>();
   cli.top_k = vm["top-k"].as<std::int64_t>();
   cli.top_p = vm["top-p"].as<double>();
+  cli.kv_cache = vm.count("no-kv-cache") == 0;
   if (vm.count("set")) cli.sets = vm["set"].as<std::vector<std::string>>();
   if (vm.count("config")) cli.config_path = vm["config"].as<std::string>();
   if (!cli.describe_layers.empty() && cli.input_shape.empty())
@@ -157,7 +159,8 @@ std::string help_text() {
   std::ostringstream os;
   os << "usage: mpirun -np N trainer input.ini [--set section.key=value ...] [--dry-run | --eval-only | --export FILE "
         "| --generate]\n"
-     << "       trainer input.ini --generate [--prompt TEXT --tokens N --temperature T --top-k K --top-p P]\n"
+     << "       trainer input.ini --generate [--prompt TEXT --tokens N --temperature T --top-k K --top-p P "
+        "--no-kv-cache]\n"
      << "       trainer --help | --version\n\n"
      << cli_options() << "\nConfiguration keys ([section] key = value in the INI file; --set section.key=value):\n"
      << config_help() << "\nPaths may use ${VAR} (expanded from rank 0's environment; $$ is a literal $).\n"
@@ -470,7 +473,7 @@ int run_trainer(int argc, char** argv) {
       const DatasetIndex index = generation_index(cfg, rt);
       const Config with_model = with_architecture(cfg, index.train);
       Trainer trainer(with_model, rt, index);
-      return trainer.generate({cli.prompt, cli.tokens, cli.temperature, cli.top_k, cli.top_p});
+      return trainer.generate({cli.prompt, cli.tokens, cli.temperature, cli.top_k, cli.top_p, cli.kv_cache});
     }
     const DatasetIndex index = load_dataset_index(rt.world(), cfg.data, cfg.model.block_size);
     const Config with_model = with_architecture(cfg, index.train);

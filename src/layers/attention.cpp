@@ -19,6 +19,10 @@
 // dropped while training; multi-head only): the probabilities [N, H, T, T] are computed and kept
 // (the largest activation of a GPT layer), with dropout their dropped copy and its mask too.
 //
+// Generation with a key/value cache (StepContext::decode_position): the new positions' queries,
+// keys and values are added to a cache of this layer's and attend over all positions so far
+// (backend flash_attention_decode), whatever `fused` says: without dropout, the same values.
+//
 // In bf16/fp16 runs the intermediates that are GEMM operands (qkv, the probabilities and their
 // dropped copy, the heads' output, and in the backward the heads' gradient, the score gradient
 // and dqkv) are rounded to that format on both backends: cuBLAS multiplies 16-bit operands.
@@ -67,7 +71,9 @@ class Attention final : public Layer {
     if (a_.bias) p.push_back({"proj.bias", {c}, Init::zeros, c, c});
     return p;
   }
+  void configure(const Shape& in) override { t_ = in[0]; }
   void forward(const Tensor& x, Tensor& y) override {
+    if (has_context() && context().decode_position >= 0) return decode(x, y);
     const std::int64_t n = x.shape()[0], t = x.shape()[1], c = x.shape()[2];
     const Device dev = x.device();
     dropped_ = context().training && a_.dropout > 0;
@@ -123,6 +129,34 @@ class Attention final : public Layer {
 
  private:
   static constexpr float kQkNormEps = 1e-6f;
+  // Generation with a key/value cache (StepContext::decode_position = P): x [1, L, C] holds
+  // positions P .. P+L-1. Their queries, keys and values (normed and turned as in forward) go to
+  // rows P .. P+L-1 of the cache, qkv rows [1, T, (H + 2K) D] kept across calls (the queries of
+  // earlier positions with them: the fused layout flash_attention_decode reads); the L queries
+  // attend over rows 0 .. P+L-1. Nothing is kept for a backward.
+  void decode(const Tensor& x, Tensor& y) {
+    const std::int64_t len = x.shape()[1], c = x.shape()[2], p = context().decode_position;
+    const std::int64_t ld = (a_.heads + 2 * kv_) * (c / a_.heads);
+    HPCT_CHECK(x.shape()[0] == 1 && p + len <= t_, "attention: a key/value cache holds one sequence of " +
+                                                       std::to_string(t_) + " positions, not " +
+                                                       shape_string(x.shape()) + " from position " + std::to_string(p));
+    cache_ = scratch(cache_, {1, t_, ld}, x.device());
+    Tensor now = cache_.view(p * ld, {1, len, ld}), now2 = now.reshaped({len, ld});
+    gemm(false, true, 1.f, x.reshaped({len, c}), weight(0), 0.f, now2);
+    if (a_.bias) add_bias(now2, param(1));
+    if (a_.qk_norm) {
+      Tensor rstd = temp(3, {len, a_.heads + kv_}, x.device());
+      qk_norm_forward(now, a_.heads, kv_, kQkNormEps, rstd);
+    }
+    if (a_.rope > 0) rope_rotate(now, a_.heads, kv_, frequencies(c), p, false);
+    round16(now2);
+    Tensor heads = temp(0, {1, len, c}, x.device()), lse = temp(1, {1, a_.heads, len}, x.device());
+    flash_attention_decode(cache_.view(0, {1, p + len, ld}), a_.heads, kv_, context().doc_ids, p, heads, lse);
+    round16(heads);
+    Tensor y2 = y.reshaped({len, c});
+    gemm(false, true, 1.f, heads.reshaped({len, c}), weight(1), 0.f, y2);
+    if (a_.bias) add_bias(y2, param(3));
+  }
   // What forward keeps for backward, in the micro-batch's saved set (layer.hpp): in 16-bit runs
   // in 16 bits (compact_out / compact_keep / compact_in), the mask too when the format holds its
   // scale 1 / (1 - p); the log-sum-exp and QK-norm's factors in float32.
@@ -204,6 +238,8 @@ class Attention final : public Layer {
   bool dropped_ = false;
   std::vector<float> freq_;  // RoPE's, for this head width
   Tensor step_key_;
+  std::int64_t t_ = 0;  // the sequence's positions (configure)
+  Tensor cache_;        // decode: the qkv rows of the positions run so far
 };
 
 AttentionArgs attention_args(const LayerArgs& a) {

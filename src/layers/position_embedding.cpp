@@ -1,6 +1,9 @@
 // position_embedding: x [T, C] -> x + P, a learned table P [T, C] (GPT's wpe), one row per
 // position; T is the input's length ([model] block_size for a token dataset). Initialized
-// N(0, std^2), std=0.02 by default.
+// N(0, std^2), std=0.02 by default. Generation with a key/value cache (StepContext::decode_position)
+// adds the rows of the positions it runs.
+#include <algorithm>
+
 #include "hpctrain/backend/ops.hpp"
 #include "hpctrain/core/error.hpp"
 #include "hpctrain/layers/registry.hpp"
@@ -25,7 +28,10 @@ class PositionEmbedding final : public Layer {
   }
   void forward(const Tensor& x, Tensor& y) override {
     copy(x, y);
-    add_bias(y, param(0));  // every sample's [T*C] row += P
+    const std::int64_t from = has_context() ? std::max<std::int64_t>(context().decode_position, 0) : 0;
+    const std::int64_t len = x.shape()[1], c = x.shape()[2];
+    // every sample's [L*C] row += P's rows from..from+L-1 (a key/value cache's positions: from > 0)
+    add_bias(y, from == 0 && len == param(0).shape()[0] ? param(0) : param(0).view(from * c, {len * c}));
   }
   void backward(const Tensor&, const Tensor&, const Tensor& dy, Tensor& dx) override {
     if (!accumulate_grads()) fill(grad(0), 0.f);

@@ -97,9 +97,9 @@ class Residual final : public Layer {
     Tensor d = dy;  // gradient flowing into the last inner layer's output
     for (std::size_t j = inner_.size(); j-- > 0;) {
       inner_[j]->set_accumulate_grads(accumulate_grads());
-      Tensor din = bufs[j % 2].view(0, batch_shape(rows, shapes_[j]));
+      Tensor din = bufs[j % 2].view(0, batch_shape(x, shapes_[j]));
       StepArena::Scope scope(inner_ctx_.arena);
-      const Tensor in = j == 0 ? x : output(j - 1, rows, x.device(), 4), out = output(j, rows, x.device(), 5);
+      const Tensor in = j == 0 ? x : output(j - 1, x, 4), out = output(j, x, 5);
       hand_views(j);
       inner_[j]->backward(in, out, d, din);
       drop_views(j);
@@ -111,9 +111,12 @@ class Residual final : public Layer {
   }
 
  private:
-  static Shape batch_shape(std::int64_t rows, const Shape& s) {
-    Shape b{rows};
+  // [rows, s...] for the block's input x; when x is shorter than the block's T (generation with a
+  // key/value cache runs fewer positions: Model::set_length), s's first dimension at x's length.
+  Shape batch_shape(const Tensor& x, const Shape& s) const {
+    Shape b{x.rows()};
     b.insert(b.end(), s.begin(), s.end());
+    if (x.shape().size() > 1 && x.shape()[1] != shapes_[0][0]) b[1] = x.shape()[1];
     return b;
   }
   std::int64_t widest() const {
@@ -134,7 +137,7 @@ class Residual final : public Layer {
     if (sixteen_bit_run()) work[0] = temp(2, {rows * widest()}, dev), work[1] = temp(3, {rows * widest()}, dev);
     Tensor prev = x;
     for (std::size_t j = 0; j < inner_.size(); ++j) {
-      const Shape shape = batch_shape(rows, shapes_[j + 1]);
+      const Shape shape = batch_shape(x, shapes_[j + 1]);
       Tensor out = sixteen_bit_run() ? work[j % 2].view(0, shape) : kept(j, shape, dev, false);
       {
         StepArena::Scope scope(inner_ctx_.arena);
@@ -154,8 +157,9 @@ class Residual final : public Layer {
     return prev;
   }
   // Inner output j for backward: the kept tensor (fp32), or its 16 bits unpacked into temp k.
-  Tensor output(std::size_t j, std::int64_t rows, Device dev, std::size_t k) {
-    const Shape shape = batch_shape(rows, shapes_[j + 1]);
+  Tensor output(std::size_t j, const Tensor& x, std::size_t k) {
+    const Shape shape = batch_shape(x, shapes_[j + 1]);
+    const Device dev = x.device();
     if (!sixteen_bit_run()) return kept(j, shape, dev, false);
     Tensor t = temp(k, shape, dev);
     unpack_16bit(kept(j, shape, dev, true), t);

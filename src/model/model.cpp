@@ -243,6 +243,26 @@ void Model::set_batch(std::int64_t rows) {
 Shape Model::batch_shape(std::size_t i) const {
   Shape s{rows_};
   s.insert(s.end(), shapes_[i].begin(), shapes_[i].end());
+  if (length_ > 0) s[1] = length_;
+  return s;
+}
+
+void Model::set_length(std::int64_t len) {
+  const std::int64_t t = shapes_.front().empty() ? 0 : shapes_.front()[0];
+  for (const Shape& s : shapes_)
+    if (len > 0 && (s.empty() || s[0] != t))
+      throw bad_input("a key/value cache needs a token model (every layer's output [T, ...]); layer outputs " +
+                      shape_string(s) + " for an input " + shape_string(shapes_.front()));
+  HPCT_CHECK(len >= 0 && len <= t, "Model::set_length(" + std::to_string(len) + ") for T = " + std::to_string(t));
+  length_ = len == t ? 0 : len;
+  for (std::size_t i = 0; i < grads_act_.size(); ++i)
+    if (grads_act_[i].defined()) grads_act_[i] = grad_buf_[i].view(0, batch_shape(i));
+  if (rows_ > 0) use_set(set_);
+}
+
+Shape Model::input_sample() const {
+  Shape s = shapes_.front();
+  if (length_ > 0) s[0] = length_;
   return s;
 }
 
@@ -280,7 +300,7 @@ void Model::use_set(std::size_t k) {
 
 const Tensor& Model::forward(const Tensor& x, const std::function<void(std::size_t)>& acquire,
                              const std::function<void(std::size_t)>& release) {
-  HPCT_CHECK(x.rows() == rows_ && x.cols() == numel(shapes_[0]),
+  HPCT_CHECK(x.rows() == rows_ && x.cols() == numel(input_sample()),
              "model input " + shape_string(x.shape()) + " for batch " + std::to_string(rows_));
   ++forward_passes_;
   // bf16/fp16: the outputs between layers are kept in 16 bits (acts_); the layers read and write

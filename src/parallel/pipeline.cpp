@@ -171,7 +171,7 @@ void PipelineStage::train_step(int k, std::int64_t rows, const std::function<Mic
 
 void PipelineStage::eval_batch(std::int64_t rows, const MicroBatch& mb, Tensor* scalars) {
   model_.set_batch(rows);
-  const Tensor in = stage_ == 0 ? mb.input : receive(rows, model_.input_shape(), stage_ - 1, free_eval_);
+  const Tensor in = stage_ == 0 ? mb.input : receive(rows, model_.input_sample(), stage_ - 1, free_eval_);
   const Tensor& out = model_.forward(in);
   if (!last())
     send(out, stage_ + 1, 0);

@@ -1,12 +1,15 @@
 // Text generation from a language model's checkpoint (trainer --generate, train/trainer.hpp):
-// the context is the prompt's tokens, cropped to the last [model] block_size (as nanoGPT does);
-// each step runs the model on it (no key/value cache: block_size forward positions per token),
-// takes the logits of the context's last position, divides them by the temperature, keeps the
-// top k, then the fewest of those holding top-p of their probability (nucleus sampling), and draws the next token from
-// their softmax with a uniform number keyed by
-// ([run] seed, token number): the same text on one rank or on a pipeline. With model
-// parallelism the last stage draws and sends the token to the other stages.
+// the context is the prompt's tokens, cropped to the last [model] block_size (as nanoGPT does).
+// With the key/value cache (the default) the first forward runs the prompt's positions and each
+// later one only the token drawn last (attention keeps the keys and values of the earlier ones:
+// StepContext::decode_position), until the context fills block_size; from then on, and with
+// --no-kv-cache throughout, each token runs the whole window. Each token: the logits of the
+// context's last position divided by the temperature, the top k kept, then the fewest of those
+// holding top-p of their probability (nucleus sampling), and a draw from their softmax with a
+// uniform number keyed by ([run] seed, token number): the same text on one rank or on a
+// pipeline. With model parallelism the last stage draws and sends the token to the other stages.
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <cstdio>
 
@@ -92,6 +95,32 @@ DatasetIndex generation_index(const Config& cfg, Runtime& rt) {
   return index;
 }
 
+std::uint32_t Trainer::next_token(Tensor& input, std::int64_t len, std::int64_t from, const SamplingOptions& o,
+                                  std::int64_t n) {
+  StepContext& ctx = model_->context();
+  ctx.decode_position = from;
+  if (from >= 0) {  // the positions from..len-1 attend over the cache's and their own
+    model_->set_length(len - from);
+    mark_documents(input.view(0, {1, len}));  // the documents of every position attended over
+  } else {  // the whole window (positions past the context: causal attention ignores them)
+    model_->set_length(0);
+    mark_documents(input);
+  }
+  const Tensor run = from >= 0 ? input.view(from, {1, len - from}) : input;
+  executor_->forward(1, MicroBatch{run, Targets{}}, nullptr);
+  std::uint32_t next = 0;
+  if (executor_->holds_output()) {
+    const std::vector<float> out = to_host(model_->output());
+    // Rows of the padded vocabulary ([model] vocab_multiple); only its first num_classes are tokens.
+    const std::int64_t stride = model_->output().shape().back(), row = from >= 0 ? len - from - 1 : len - 1;
+    const auto first = out.begin() + static_cast<std::ptrdiff_t>(row * stride);
+    next = draw({first, first + index_.train.num_classes}, o,
+                cfg_.run.seed ^ splitmix64(0x67656E + static_cast<std::uint64_t>(n)));
+  }
+  executor_->share_from_output(next);
+  return next;
+}
+
 int Trainer::generate(const SamplingOptions& o) {
   if (!(o.temperature > 0)) throw bad_input("--temperature must be > 0");
   if (o.tokens < 0 || o.top_k < 0) throw bad_input("--tokens and --top-k must be >= 0");
@@ -107,30 +136,31 @@ int Trainer::generate(const SamplingOptions& o) {
   const CheckpointInfo info = checkpointer.load(target, sums);
   model_->refresh_compute_parameters();
   model_->context().training = false;
-  const std::int64_t t = split.block_size, width = split.num_classes;
+  const std::int64_t t = split.block_size;
   model_->set_batch(1);
   Tensor input = Tensor::zeros({1, t}, alloc_, DType::i32);
   std::vector<std::int32_t> window(static_cast<std::size_t>(t));
-  // The text streams out as it is drawn (rank 0; a token may end inside a UTF-8 character).
   log0("generate: " + target + " (step " + std::to_string(info.state.step) + "), " + std::to_string(o.tokens) +
        " tokens, temperature " + std::to_string(o.temperature) + ", top-k " + std::to_string(o.top_k) + ", top-p " +
-       std::to_string(o.top_p) + ", seed " + std::to_string(cfg_.run.seed));
+       std::to_string(o.top_p) + ", seed " + std::to_string(cfg_.run.seed) +
+       (o.kv_cache ? ", key/value cache" : ", no key/value cache"));
+  // The text streams out as it is drawn (rank 0; a token may end inside a UTF-8 character).
   const bool prints = rt_.world().rank() == 0;
   if (prints) std::fputs(o.prompt.c_str(), stdout);
+  const auto start = std::chrono::steady_clock::now();
+  std::int64_t cached = 0;  // positions the cache holds
   for (std::int64_t n = 0; n < o.tokens; ++n) {
-    const std::size_t len = std::min<std::size_t>(ids.size(), static_cast<std::size_t>(t));
-    std::fill(window.begin(), window.end(), 0);  // positions past the context: causal attention ignores them
-    for (std::size_t i = 0; i < len; ++i) window[i] = static_cast<std::int32_t>(ids[ids.size() - len + i]);
+    const auto len = static_cast<std::int64_t>(std::min<std::size_t>(ids.size(), static_cast<std::size_t>(t)));
+    std::fill(window.begin(), window.end(), 0);
+    for (std::int64_t i = 0; i < len; ++i)
+      window[static_cast<std::size_t>(i)] =
+          static_cast<std::int32_t>(ids[ids.size() - static_cast<std::size_t>(len - i)]);
     upload(window.data(), window.size() * sizeof(std::int32_t), input);
-    std::uint32_t next = 0;
-    mark_documents(input);
-    executor_->forward(1, MicroBatch{input, Targets{}}, nullptr);
-    if (executor_->holds_output()) {
-      const std::vector<float> out = to_host(model_->output());
-      const auto row = out.begin() + static_cast<std::ptrdiff_t>((len - 1) * static_cast<std::size_t>(width));
-      next = draw({row, row + width}, o, cfg_.run.seed ^ splitmix64(0x67656E + static_cast<std::uint64_t>(n)));
-    }
-    executor_->share_from_output(next);
+    // The cache serves while the context fits block_size; then the window slides, every position
+    // moves, and each token runs the whole window (as without the cache).
+    const bool cache = o.kv_cache && ids.size() <= static_cast<std::size_t>(t);
+    const std::uint32_t next = next_token(input, len, cache ? cached : -1, o, n);
+    cached = len;
     ids.push_back(next);
     if (prints) {
       const std::string text = vocab.decode({next});
@@ -138,7 +168,13 @@ int Trainer::generate(const SamplingOptions& o) {
       std::fflush(stdout);
     }
   }
-  if (prints) std::fputs("\n", stdout);
+  const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  model_->set_length(0);
+  model_->context().decode_position = -1;
+  if (prints) std::fputs("\n", stdout), std::fflush(stdout);
+  if (prints)  // on stderr: stdout holds the text alone
+    std::fprintf(stderr, "generate: %lld tokens in %.3f s, %.1f tokens/s\n", static_cast<long long>(o.tokens), s,
+                 s > 0 ? static_cast<double>(o.tokens) / s : 0.0);
   return 0;
 }
 

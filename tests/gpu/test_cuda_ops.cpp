@@ -585,6 +585,13 @@ TEST_F(CudaOps, FusedAttentionOps) {
     flash_attention_forward(dqkv_in, heads, kv, ddc, dy, dlse);
     expect_close("flash_attention_forward", y, dy, 1e-5);
     expect_close("flash_attention_forward", lse, dlse, 1e-5);
+    const std::int64_t first = t - 5;  // a key/value cache's last 5 queries
+    Tensor yq = Tensor::zeros({n, 5, heads * d}, host_), dyq = Tensor::zeros(yq.shape(), dev_);
+    Tensor lq = Tensor::zeros({n, heads, 5}, host_), dlq = Tensor::zeros(lq.shape(), dev_);
+    flash_attention_decode(qkv, heads, kv, dc, first, yq, lq);
+    flash_attention_decode(dqkv_in, heads, kv, ddc, first, dyq, dlq);
+    expect_close("flash_attention_decode", yq, dyq, 1e-5);
+    expect_close("flash_attention_decode", lq, dlq, 1e-5);
     Tensor g = random(y.shape(), 61), dg = on_gpu(g);
     Tensor gq = Tensor::zeros(qkv.shape(), host_), dgq = Tensor::zeros(qkv.shape(), dev_);
     flash_attention_backward(qkv, y, lse, g, heads, kv, dc, gq);

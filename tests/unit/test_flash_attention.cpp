@@ -2,7 +2,8 @@
 // float64 with the whole T x T matrix: grouped-query heads, T across several 64-query strips, causal
 // and document masks. Outputs within 1e-6 of the reference's largest magnitude, gradients within
 // 1e-5 (issue 34's bounds); negative controls: the reference without the document mask, and with
-// the key/value heads paired the other way, are far from the fused results.
+// the key/value heads paired the other way, are far from the fused results. flash_attention_decode
+// (the queries from a position on) gives the reference's rows from there.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -112,6 +113,21 @@ TEST_P(FlashAttention, MatchesFloat64AttentionWithTheWholeMatrix) {
     EXPECT_GT(error(y, reference(c, q64, g64, by_doc ? nullptr : docs.data_as<std::int32_t>(), false).y), 1e-3);
     if (c.kv > 1) {
       EXPECT_GT(error(y, reference(c, q64, g64, d, true).y), 1e-3);
+    }
+    // flash_attention_decode: the queries from `first` on (a key/value cache's new positions),
+    // mid-strip and the last alone, are the reference's rows from there.
+    for (const std::int64_t first : {c.t / 2 + 3, c.t - 1}) {
+      const std::int64_t tq = c.t - first, yw = c.heads * c.d;
+      Tensor yq = Tensor::zeros({c.n, tq, yw}, alloc), lq = Tensor::zeros({c.n, c.heads, tq}, alloc);
+      flash_attention_decode(qkv, c.heads, c.kv, dc, first, yq, lq);
+      Vec rows;
+      for (std::int64_t n = 0; n < c.n; ++n)
+        rows.insert(rows.end(), want.y.begin() + (n * c.t + first) * yw, want.y.begin() + (n + 1) * c.t * yw);
+      EXPECT_LT(error(yq, rows), 1e-6) << "decode from " << first << ", documents " << by_doc;
+      for (std::int64_t n = 0; n < c.n; ++n)
+        for (std::int64_t h = 0; h < c.heads; ++h)
+          for (std::int64_t i = 0; i < tq; ++i)
+            ASSERT_NEAR(lq.data()[(n * c.heads + h) * tq + i], lse.data()[(n * c.heads + h) * c.t + first + i], 1e-5);
     }
   }
 }

@@ -32,6 +32,7 @@ struct CliOptions {
   std::string prompt;
   std::int64_t tokens = 200, top_k = 0;
   double temperature = 1.0, top_p = 1.0;
+  bool kv_cache = true;  // --no-kv-cache: --generate recomputes the whole context for every token
   bool help = false;
   bool version = false;
   bool config_reference = false;  // print docs/configuration.md (Markdown) and exit

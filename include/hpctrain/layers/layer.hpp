@@ -75,6 +75,12 @@ struct StepContext {
   // [model] attention_mask = document: the document number of each position of the batch (int32
   // [rows, T] on the model's device; attention looks only within a document); undefined: causal.
   Tensor doc_ids;
+  // Generation with a key/value cache (Model::set_length, train/generation.cpp): >= 0 when the
+  // forward runs the positions from decode_position on of a token sequence shorter than the
+  // model's (its activations [rows, L, ...], L <= T - decode_position) whose earlier positions
+  // the previous forwards ran: attention keeps their keys and values (its cache) and attends over
+  // all, position embeddings and RoPE offset by decode_position. -1: the whole sequence.
+  std::int64_t decode_position = -1;
   // splitmix64(step) on the model's device, kept by the trainer so that a recorded step (CUDA
   // graph) reads the current step's value; null: layers derive it from `step` themselves.
   const std::uint64_t* step_key = nullptr;

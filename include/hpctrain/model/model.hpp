@@ -42,6 +42,11 @@ class Model {
   // a pure function of (seed, parameter index): the same on every rank.
   void init_parameters(std::uint64_t seed);
   void set_batch(std::int64_t rows);  // allocates activations when the batch grows; set 0 is then in use
+  // Generation with a key/value cache (StepContext::decode_position): the next forwards run `len`
+  // positions of a token model's T (every per-sample shape starts with T; bad_input otherwise);
+  // 0: all T again. In views of the batch's buffers: nothing is allocated.
+  void set_length(std::int64_t len);
+  Shape input_sample() const;  // the input's per-sample shape at that length (a pipeline stage receives it)
   // Activation sets: a forward writes its activations and what its layers keep for backward
   // (layers/saved_set.hpp) into the current set, and backward reads that set. One set unless a
   // pipeline stage holds several micro-batches between their forward and backward: it switches
@@ -171,13 +176,14 @@ class Model {
   SavedSet recompute_set_{&alloc_};  // [train] recompute = blocks: one block's inner tensors at a time
   StepContext ctx_;
   std::int64_t rows_ = -1, capacity_ = 0;
+  std::int64_t length_ = 0;  // set_length: the positions of a shortened forward; 0: all
   struct ActivationSet {
     explicit ActivationSet(Allocator& alloc) : saved(&alloc) {}
     std::vector<Tensor> acts;  // capacity-sized: [i] = output of layer i-1 ([0] unused: the input)
     std::int64_t capacity = 0;
     SavedSet saved;
   };
-  Shape batch_shape(std::size_t i) const;  // [rows_, shapes_[i]...]
+  Shape batch_shape(std::size_t i) const;  // [rows_, shapes_[i]...] (set_length: length_ for the first)
   std::vector<std::unique_ptr<ActivationSet>> sets_;
   std::size_t set_ = 0;
   std::int64_t forward_passes_ = 0;

@@ -46,6 +46,7 @@ struct SamplingOptions {
   double temperature = 1.0;  // logits / temperature before the softmax
   std::int64_t top_k = 0;    // sample among the k most likely tokens (0: all)
   double top_p = 1.0;        // then among the fewest likeliest holding this share of the probability (1: all)
+  bool kv_cache = true;      // reuse the keys and values of the positions run before (false: --no-kv-cache)
 };
 
 // A weight tied across pipeline stages: its gradient is summed over the stages of a replica.
@@ -173,6 +174,10 @@ class Trainer {
   Tensor doc_ids_;
   std::int32_t document_separator() const;
   void mark_documents(const Tensor& input);
+  // --generate's token n: the forward of the window's positions from..len-1 of `input` (from = -1:
+  // the whole window, without the cache) and the draw from the last position's logits.
+  std::uint32_t next_token(Tensor& input, std::int64_t len, std::int64_t from, const SamplingOptions& o,
+                           std::int64_t n);
   std::map<std::string, std::unique_ptr<Reader>> eval_readers_;  // per split, made on first use (collective)
 };
 

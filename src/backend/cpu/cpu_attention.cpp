@@ -113,18 +113,22 @@ void document_numbers(const Tensor& ids, std::int32_t separator, Tensor& docs) {
   }
 }
 
-void flash_attention_forward(const Tensor& qkv, std::int64_t heads, std::int64_t kv_heads, const Tensor& docs,
-                             Tensor& y, Tensor& lse) {
-  const QkvDims a = qkv_dims(qkv, heads, kv_heads, "flash_attention_forward");
-  const std::int32_t* doc = doc_numbers(docs, a, "flash_attention_forward");
-  const std::int64_t yw = a.heads * a.d;
-  HPCT_CHECK(y.numel() == a.n * a.t * yw && lse.numel() == a.n * a.heads * a.t,
-             "flash_attention_forward: y " + shape_string(y.shape()) + ", lse " + shape_string(lse.shape()));
+namespace {
+// flash_attention_forward's rows from query `first` on (flash_attention_decode): y and lse hold
+// the queries first .. T - 1.
+void attend_from(const Tensor& qkv, std::int64_t heads, std::int64_t kv_heads, const Tensor& docs, std::int64_t first,
+                 Tensor& y, Tensor& lse, const char* op) {
+  const QkvDims a = qkv_dims(qkv, heads, kv_heads, op);
+  const std::int32_t* doc = doc_numbers(docs, a, op);
+  const std::int64_t yw = a.heads * a.d, tq = a.t - first;
+  HPCT_CHECK(first >= 0 && tq > 0 && y.numel() == a.n * tq * yw && lse.numel() == a.n * a.heads * tq,
+             std::string(op) + ": y " + shape_string(y.shape()) + ", lse " + shape_string(lse.shape()) +
+                 " for the queries from " + std::to_string(first) + " of " + shape_string(qkv.shape()));
   std::vector<float> strip(static_cast<std::size_t>(kStrip * a.t));
   for (std::int64_t n = 0; n < a.n; ++n)
     for (std::int64_t h = 0; h < a.heads; ++h) {
       const Head hd = head_of(qkv.data(), doc, a, n, h);
-      for (std::int64_t i0 = 0; i0 < a.t; i0 += kStrip) {
+      for (std::int64_t i0 = first; i0 < a.t; i0 += kStrip) {
         const std::int64_t rows = std::min(kStrip, a.t - i0), cols = i0 + rows;
         strip_scores(hd, a, i0, rows, cols, strip.data());
         for (std::int64_t r = 0; r < rows; ++r) {
@@ -137,12 +141,23 @@ void flash_attention_forward(const Tensor& qkv, std::int64_t heads, std::int64_t
           for (std::int64_t j = 0; j < cols; ++j) sum += s[j] = visible(hd, i, j) ? std::exp(s[j] - mx) : 0.f;
           const float inv = 1.f / sum;
           for (std::int64_t j = 0; j <= i; ++j) s[j] *= inv;
-          lse.data()[(n * a.heads + h) * a.t + i] = mx + std::log(sum);
+          lse.data()[(n * a.heads + h) * tq + i - first] = mx + std::log(sum);
         }
         sgemm(false, false, rows, a.d, cols, 1.f, strip.data(), cols, hd.v, a.ld, 0.f,
-              y.data() + (n * a.t + i0) * yw + h * a.d, yw);
+              y.data() + (n * tq + i0 - first) * yw + h * a.d, yw);
       }
     }
+}
+}  // namespace
+
+void flash_attention_forward(const Tensor& qkv, std::int64_t heads, std::int64_t kv_heads, const Tensor& docs,
+                             Tensor& y, Tensor& lse) {
+  attend_from(qkv, heads, kv_heads, docs, 0, y, lse, "flash_attention_forward");
+}
+
+void flash_attention_decode(const Tensor& qkv, std::int64_t heads, std::int64_t kv_heads, const Tensor& docs,
+                            std::int64_t first, Tensor& y, Tensor& lse) {
+  attend_from(qkv, heads, kv_heads, docs, first, y, lse, "flash_attention_decode");
 }
 
 void flash_attention_backward(const Tensor& qkv, const Tensor& y, const Tensor& lse, const Tensor& dy,

@@ -79,10 +79,12 @@ __global__ void document_numbers_kernel(const std::int32_t* ids, std::int32_t se
 }
 
 // One thread per (sequence, query head, query): online softmax over its visible keys.
-__global__ void flash_forward_kernel(const float* qkv, const std::int32_t* docs, QkvDims a, float* y, float* lse,
-                                     i64 total) {
+// The queries from `first` on (flash_attention_decode; 0: all): y and lse hold T - first of them.
+__global__ void flash_forward_kernel(const float* qkv, const std::int32_t* docs, QkvDims a, i64 first, float* y,
+                                     float* lse, i64 total) {
+  const i64 tq = a.t - first;
   for (i64 idx = detail::global_index(); idx < total; idx += detail::grid_stride()) {
-    const i64 i = idx % a.t, h = (idx / a.t) % a.heads, n = idx / (a.t * a.heads), g = h / (a.heads / a.kv);
+    const i64 i = first + idx % tq, h = (idx / tq) % a.heads, n = idx / (tq * a.heads), g = h / (a.heads / a.kv);
     const float* base = qkv + n * a.t * a.ld;
     const float* q = base + i * a.ld + h * a.d;
     const std::int32_t* doc = docs ? docs + n * a.t : nullptr;
@@ -99,7 +101,7 @@ __global__ void flash_forward_kernel(const float* qkv, const std::int32_t* docs,
       for (i64 c = 0; c < a.d; ++c) acc[c] = acc[c] * corr + p * v[c];
       m = m2;
     }
-    float* out = y + (n * a.t + i) * a.heads * a.d + h * a.d;
+    float* out = y + (n * tq + i - first) * a.heads * a.d + h * a.d;
     for (i64 c = 0; c < a.d; ++c) out[c] = acc[c] / l;
     lse[idx] = m + logf(l);
   }
@@ -198,14 +200,27 @@ void document_numbers(const Tensor& ids, std::int32_t separator, Tensor& docs) {
          docs.data_as<std::int32_t>(), rows);
 }
 
+namespace {
+void attend_from(const Tensor& qkv, i64 heads, i64 kv_heads, const Tensor& docs, i64 first, Tensor& y, Tensor& lse,
+                 const char* op) {
+  const QkvDims a = qkv_dims(qkv, heads, kv_heads, op);
+  HPCT_CHECK(a.d <= kMaxHeadDim, std::string(op) + ": heads of " + std::to_string(a.d) + " columns (at most 256)");
+  const i64 tq = a.t - first;
+  HPCT_CHECK(first >= 0 && tq > 0 && y.numel() == a.n * tq * heads * a.d && lse.numel() == a.n * heads * tq,
+             std::string(op) + ": y " + shape_string(y.shape()) + ", lse " + shape_string(lse.shape()) +
+                 " for the queries from " + std::to_string(first) + " of " + shape_string(qkv.shape()));
+  const i64 total = a.n * heads * tq;
+  launch(flash_forward_kernel, total, qkv.data(), doc_numbers(docs, a, op), a, first, y.data(), lse.data(), total);
+}
+}  // namespace
+
 void flash_attention_forward(const Tensor& qkv, i64 heads, i64 kv_heads, const Tensor& docs, Tensor& y, Tensor& lse) {
-  const QkvDims a = qkv_dims(qkv, heads, kv_heads, "flash_attention_forward");
-  HPCT_CHECK(a.d <= kMaxHeadDim, "flash_attention_forward: heads of " + std::to_string(a.d) + " columns (at most 256)");
-  HPCT_CHECK(y.numel() == a.n * a.t * heads * a.d && lse.numel() == a.n * heads * a.t,
-             "flash_attention_forward: y " + shape_string(y.shape()) + ", lse " + shape_string(lse.shape()));
-  const i64 total = a.n * heads * a.t;
-  launch(flash_forward_kernel, total, qkv.data(), doc_numbers(docs, a, "flash_attention_forward"), a, y.data(),
-         lse.data(), total);
+  attend_from(qkv, heads, kv_heads, docs, 0, y, lse, "flash_attention_forward");
+}
+
+void flash_attention_decode(const Tensor& qkv, i64 heads, i64 kv_heads, const Tensor& docs, i64 first, Tensor& y,
+                            Tensor& lse) {
+  attend_from(qkv, heads, kv_heads, docs, first, y, lse, "flash_attention_decode");
 }
 
 void flash_attention_backward(const Tensor& qkv, const Tensor& y, const Tensor& lse, const Tensor& dy, i64 heads,

@@ -1,0 +1,101 @@
+// Generation's key/value cache (StepContext::decode_position, Model::set_length): a GPT and a
+// Llama-class model run as --generate runs them (a prompt's positions, then one or a few at a
+// time, each attending over the cache) give the logits of the whole sequence's forward at those
+// positions, within 1e-5 of their largest magnitude; also the held-probabilities attention
+// (fused=0) and the document mask. Negative control: the last position run alone, without the
+// cache, is far from them. A model that is not a token model refuses a shortened forward.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <ostream>
+#include <string>
+#include <vector>
+
+#include "hpctrain/backend/ops.hpp"
+#include "hpctrain/layers/registry.hpp"
+#include "hpctrain/model/model.hpp"
+
+using namespace hpctrain;
+
+namespace {
+constexpr std::int64_t T = 90, V = 23;
+
+struct Case {
+  const char* name;
+  std::string layers;
+  bool documents;
+};
+void PrintTo(const Case& c, std::ostream* os) { *os << c.name; }
+
+// Largest |got - want| over rows [from, from + len) of want [T, V], over the largest |want|.
+double error(const Tensor& got, const std::vector<float>& want, std::int64_t from, std::int64_t len) {
+  double worst = 0, big = 0;
+  for (float w : want) big = std::max(big, std::fabs(static_cast<double>(w)));
+  for (std::int64_t i = 0; i < len * V; ++i)
+    worst =
+        std::max(worst, std::fabs(static_cast<double>(got.data()[i]) - want[static_cast<std::size_t>(from * V + i)]));
+  return worst / big;
+}
+
+class KvCache : public ::testing::TestWithParam<Case> {};
+
+TEST_P(KvCache, CachedForwardsGiveTheWholeSequencesLogits) {
+  const Case& c = GetParam();
+  LayerRegistry r;
+  register_builtin_layers(r);
+  Allocator alloc;
+  Model m(c.layers, {T}, r, alloc);
+  m.init_parameters(5);
+  m.set_batch(1);
+  Tensor ids = Tensor::zeros({1, T}, alloc, DType::i32), docs = Tensor::zeros({1, T}, alloc, DType::i32);
+  for (std::int64_t i = 0; i < T; ++i) ids.data_as<std::int32_t>()[i] = static_cast<std::int32_t>((i * 7 + 3) % V);
+  if (c.documents) {
+    document_numbers(ids, 4, docs);  // token 4 starts a document
+    m.context().doc_ids = docs;
+  }
+  const Tensor& whole = m.forward(ids);
+  const std::vector<float> want(whole.data(), whole.data() + T * V);
+  // A prompt of 70 positions (a strip of 64 and part of the next), then 1, 3, 1, ... to the end.
+  std::int64_t p = 0;
+  for (std::int64_t len : {70, 1, 3, 1, 5, 1, 2, 7}) {
+    len = std::min(len, T - p);
+    m.context().decode_position = p;
+    m.set_length(len);
+    if (c.documents) m.context().doc_ids = docs.view(0, {1, p + len});
+    const Tensor& got = m.forward(ids.view(p, {1, len}));
+    EXPECT_LT(error(got, want, p, len), 1e-5) << c.name << ": positions " << p << " .. " << p + len - 1;
+    p += len;
+  }
+  EXPECT_EQ(p, T);
+  // Negative control: the last position alone, without the cache.
+  m.context().decode_position = -1;
+  m.set_length(1);
+  if (c.documents) m.context().doc_ids = docs.view(T - 1, {1, 1});
+  EXPECT_GT(error(m.forward(ids.view(T - 1, {1, 1})), want, T - 1, 1), 1e-3) << c.name << ": without the cache";
+}
+
+const std::string gpt =
+    "embedding(23, 32) position_embedding repeat(2, res(layernorm attention(4)) "
+    "res(layernorm linear(64) gelu linear(32))) layernorm lm_head(23)";
+const std::string llama =
+    "embedding(23, 32) repeat(2, res(rmsnorm attention(4, kv_heads=2, rope=10000, qk_norm=1, bias=0)) "
+    "res(rmsnorm linear(96, bias=0) swiglu linear(32, bias=0))) rmsnorm lm_head(23)";
+INSTANTIATE_TEST_SUITE_P(
+    Models, KvCache,
+    ::testing::Values(Case{"gpt", gpt, false}, Case{"llama", llama, false}, Case{"llama, documents", llama, true},
+                      Case{"gpt, held probabilities",
+                           "embedding(23, 32) position_embedding res(layernorm attention(4, dropout=10)) layernorm "
+                           "lm_head(23)",
+                           false}),
+    [](const ::testing::TestParamInfo<Case>& i) { return std::to_string(i.index); });
+
+TEST(KvCacheModel, OnlyTokenModelsRunShortenedForwards) {
+  LayerRegistry r;
+  register_builtin_layers(r);
+  Allocator alloc;
+  Model m("dense(10)", {784}, r, alloc);
+  EXPECT_THROW(m.set_length(1), Error);
+}
+
+}  // namespace

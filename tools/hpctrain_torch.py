@@ -156,7 +156,7 @@ class Seq(nn.Module):
                 eps = 10.0 ** -int(named.get("eps", 5))
                 momentum = int(named.get("momentum", 10)) / 100.0
                 mod = (nn.BatchNorm2d if len(shape) == 3 else nn.BatchNorm1d)(shape[0], eps=eps, momentum=momentum)
-            elif kind not in ("gelu", "relu", "relu2", "tanh", "dropout"):
+            elif kind not in ("gelu", "gelu_tanh", "relu", "relu2", "tanh", "dropout"):
                 raise ValueError("no PyTorch twin for layer type " + kind)
             if mod is not None:
                 s.add_module(name, mod)
@@ -211,6 +211,8 @@ class Seq(nn.Module):
                 x = F.gelu(x)
             elif kind == "relu":
                 x = F.relu(x)
+            elif kind == "gelu_tanh":
+                x = F.gelu(x, approximate="tanh")
             elif kind == "relu2":
                 x = F.relu(x).square()
             elif kind == "tanh":

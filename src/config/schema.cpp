@@ -206,6 +206,9 @@ void model_keys(std::vector<KeySpec>& k) {
   s.key("bias", &ModelConfig::bias, "arch = gpt: biases in the linear layers and layer norms");
   s.key("tie_embeddings", &ModelConfig::tie_embeddings,
         "arch = gpt: the output head shares the token embedding's weight");
+  s.key("activation", &ModelConfig::activation,
+        "arch = gpt: the MLP's GELU, exact (gelu: nanoGPT's) or its tanh approximation (gelu_tanh: GPT-2's "
+        "gelu_new, llm.c's)");
   s.key("dropout", &ModelConfig::dropout,
         "arch = gpt: dropout probability after the embeddings, on attention's probabilities and at the end of every "
         "residual branch (a whole percent, e.g. 0.2)")

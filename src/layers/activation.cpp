@@ -1,5 +1,6 @@
-// relu, tanh, gelu, relu2 (relu(x)^2, modded-nanogpt's MLP activation): element-wise activations
-// (backend activation_forward / activation_backward), one layer class registered under four names.
+// relu, tanh, gelu (exact), relu2 (relu(x)^2, modded-nanogpt's MLP activation), gelu_tanh (GELU's
+// tanh approximation, GPT-2's gelu_new): element-wise activations (backend activation_forward /
+// activation_backward), one layer class registered under five names.
 #include "hpctrain/backend/ops.hpp"
 #include "hpctrain/layers/registry.hpp"
 
@@ -14,7 +15,7 @@ class ActivationLayer final : public Layer {
   std::optional<Activation> activation() const override { return f_; }
   void forward(const Tensor& x, Tensor& y) override { activation_forward(f_, x, y); }
   // ReLU's gradient from its output (y > 0 exactly where x > 0): a convolution fused with it
-  // writes only y (Layer::forward_fused). tanh, GELU and relu2 read their input.
+  // writes only y (Layer::forward_fused). the others read their input.
   void backward(const Tensor& x, const Tensor& y, const Tensor& dy, Tensor& dx) override {
     if (dx.defined()) activation_backward(f_, f_ == Activation::relu ? y : x, dy, dx);
   }
@@ -29,7 +30,8 @@ void register_activations(LayerRegistry& r) {
   for (const auto& [f, name] : {std::pair<Activation, const char*>{Activation::relu, "relu"},
                                 {Activation::tanh, "tanh"},
                                 {Activation::gelu, "gelu"},
-                                {Activation::relu2, "relu2"}}) {
+                                {Activation::relu2, "relu2"},
+                                {Activation::gelu_tanh, "gelu_tanh"}}) {
     r.add(name, [f = f, name = name](const LayerArgs& a) {
       expect_no_args(a);
       return std::make_unique<ActivationLayer>(f, name);

@@ -16,8 +16,9 @@ std::string gpt_layers(const GptDims& d) {
   const std::string drop = d.dropout_percent ? " dropout(" + p + ")" : "";
   const std::string attention = "attn:attention(" + std::to_string(d.n_head) + nobias +
                                 (d.dropout_percent ? ", dropout=" + p : "") + ", proj_std=" + proj_std + ")";
-  const std::string mlp = "mlp.fc:linear(" + std::to_string(4 * d.n_embd) + nobias + ") gelu mlp.proj:linear(" + c +
-                          nobias + ", std=" + proj_std + ")";
+  const std::string mlp = "mlp.fc:linear(" + std::to_string(4 * d.n_embd) + nobias + ") " +
+                          (d.gelu_tanh ? "gelu_tanh" : "gelu") + " mlp.proj:linear(" + c + nobias +
+                          ", std=" + proj_std + ")";
   return "tok_emb:embedding(" + v + ", " + c + ") pos_emb:position_embedding" + drop + " repeat(" +
          std::to_string(d.n_layer) + ", h.{}:res(ln_1:" + norm + " " + attention + drop + ") h.{}:res(ln_2:" + norm +
          " " + mlp + drop + ")) ln_f:" + norm + " lm_head:lm_head(" + v + (d.tie_embeddings ? "" : ", tie=0") + ")";

@@ -29,7 +29,7 @@ Config with_architecture(const Config& cfg, const SplitIndex& train) {
   } else {
     GptDims d;
     d.n_layer = m.n_layer, d.n_head = m.n_head, d.n_embd = m.n_embd, d.vocab_size = train.num_classes;
-    d.bias = m.bias, d.tie_embeddings = m.tie_embeddings;
+    d.bias = m.bias, d.tie_embeddings = m.tie_embeddings, d.gelu_tanh = m.activation == GptActivation::gelu_tanh;
     d.dropout_percent = static_cast<int>(std::lround(m.dropout * 100));
     out.model.layers = gpt_layers(d);
   }

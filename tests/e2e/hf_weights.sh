@@ -1,12 +1,13 @@
 #!/usr/bin/env bash
-# tests/e2e/hf_weights.sh MPIRUN TRAINER SRC: Hugging Face Llama weights in and out. A tiny
+# tests/e2e/hf_weights.sh MPIRUN TRAINER SRC: Hugging Face Llama and GPT-2 weights in and out. A tiny
 # LlamaForCausalLM folder written by tests/reference/hf_llama.py (grouped-query attention, llama3
 # rope_scaling, an untied head; two shards, BF16 and F32, listed by model.safetensors.index.json,
 # with rotary_emb.inv_freq buffers) is imported with trainer --import-hf: --eval-only's validation
 # loss equals that of the reference's float64 forward written after modeling_llama.py (1e-5); the
 # folder --export-hf writes back gives the reference the same loss and holds the same values bit
 # for bit; the checkpoint fine-tunes (init_from); bad folders are one line naming the tensor or
-# key, exit 2, and no checkpoint.
+# key, exit 2, and no checkpoint. The same for a tiny GPT2LMHeadModel folder written by
+# tests/reference/hf_gpt2.py (Conv1D weights, the "transformer." prefix, attention buffers, gelu_new).
 set -u
 source "$3/tests/e2e/lib.sh"
 e2e_start "$1" "$2" "$3"
@@ -45,8 +46,8 @@ l1=$(sed -n 's/.*step 1\/2 | loss \([0-9.]*\).*/\1/p' <<<"$tr")
 check "init_from the import: 2 steps, loss at step 1 ${l1:-?} near the import's ${ours:-?} (0.15), not ln 256" \
   $py -c "import sys; sys.exit(abs(float('${l1:-0}') - float('${ours:-9}')) > 0.15)"
 
-bad() {  # kind pattern
-  rm -rf "$tmp/bad" "$tmp/bad.h5" && cp -r "$tmp/hf" "$tmp/bad" && $py "$ref" break "$tmp/bad" "$1"
+bad() {  # kind pattern [reference folder]: that folder spoiled by the reference is refused
+  rm -rf "$tmp/bad" "$tmp/bad.h5" && cp -r "$tmp/${4:-hf}" "$tmp/bad" && $py "${3:-$ref}" break "$tmp/bad" "$1"
   local err rc
   err=$("$trainer" --import-hf "$tmp/bad" --out "$tmp/bad.h5" 2>&1)
   rc=$?
@@ -57,4 +58,36 @@ check "a wrong shape: one line naming the tensor" bad shape "model.layers.1.self
 check "an unknown architecture" bad arch '"model_type" = "gpt_neox"'
 check "key/value heads that do not divide the heads" bad heads "num_key_value_heads 3 do not divide"
 check "another rope_scaling" bad scaling 'rope_scaling" of type "yarn"'
+
+# GPT-2 (GPT2LMHeadModel): Conv1D weights [in, out], the "transformer." prefix, the attention
+# buffers, gelu_new (gelu_tanh), a tied head. Written by tests/reference/hf_gpt2.py.
+ref2=$src/tests/reference/hf_gpt2.py
+$py "$ref2" make "$tmp/g2"
+out=$("$trainer" --import-hf "$tmp/g2" --out "$tmp/g2.h5" 2>&1)
+check "GPT-2 --import-hf: 28 tensors, 35,712 parameters (${out%%$'\n'*})" grep -q "28 tensors, 35712 parameters" <<<"$out"
+# (gelu_new and exact GELU move this loss by 7e-7 of it, under the tolerance: the deck names it,
+# and gpt_reference.sh checks gelu_tanh's values against PyTorch's.)
+check "... the deck: arch = gpt, activation = gelu_tanh, block_size = n_positions" \
+  test "$(grep -cx "arch = gpt\|activation = gelu_tanh\|block_size = 64" <<<"$out")" = 3
+{
+  sed -n '/^\[model\]/,$p' <<<"$out"
+  printf '[data]\npath = %s\n[run]\nout_dir = %s\n[train]\nglobal_batch = 4\n' "$tmp/tok" "$tmp/run2"
+} >"$tmp/g2.ini"
+ev=$("$trainer" "$tmp/g2.ini" --eval-only --set checkpoint.resume="$tmp/g2.h5" 2>&1)
+ours=$(loss_of "$(grep "^eval-only" <<<"$ev")") theirs=$($py "$ref2" loss "$tmp/g2" "$tmp/tok" 64)
+check "GPT-2 imported: --eval-only's loss ${ours:-?} = the float64 reference's ${theirs:-?} (1e-5)" close "$ours" "$theirs"
+check "... without warnings about keys the import does not record ($(grep -c "differ\|not in the" <<<"$ev"))" \
+  test "$(grep -c "differ\|not in the" <<<"$ev")" = 0
+"$trainer" "$tmp/g2.ini" --export-hf "$tmp/g2out" --set checkpoint.resume="$tmp/g2.h5" >/dev/null 2>&1
+back=$($py "$ref2" loss "$tmp/g2out" "$tmp/tok" 64)
+check "GPT-2 exported: the reference's loss ${back:-?} = --eval-only's (1e-5)" close "$back" "$ours"
+check "... and the same tensors, bit for bit ($($py "$ref2" same "$tmp/g2" "$tmp/g2out"))" \
+  $py "$ref2" same "$tmp/g2" "$tmp/g2out"
+check "... with gelu_new and a tied head in config.json" $py -c "
+import json; c = json.load(open('$tmp/g2out/config.json'))
+assert c['activation_function'] == 'gelu_new' and c['tie_word_embeddings'] and c['model_type'] == 'gpt2', c"
+check "GPT-2: a missing tensor, one line naming it" bad missing "tensor h.1.mlp.c_fc.bias \[128\] is missing" "$ref2" g2
+check "GPT-2: a Conv1D of another shape" bad shape "h.0.attn.c_attn.weight is \[32, 64\]; config.json makes it \[32, 96\]" \
+  "$ref2" g2
+check "GPT-2: an activation hpctrain does not compute" bad act '"activation_function" = "relu"' "$ref2" g2
 finish

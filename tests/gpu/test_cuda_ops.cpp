@@ -142,7 +142,8 @@ TEST_F(CudaOps, ElementWise) {
   both("scale", 0, [](const Tensor&, const Tensor&, Tensor& o) { scale(o, 0.375f); });
   both("multiply", 0, [](const Tensor& a, const Tensor& b, Tensor& o) { multiply(a, b, o); });
   both("add", 0, [](const Tensor& a, const Tensor& b, Tensor& o) { add(a, b, o); });
-  for (const auto f : {Activation::relu, Activation::tanh, Activation::gelu, Activation::relu2}) {
+  for (const auto f :
+       {Activation::relu, Activation::tanh, Activation::gelu, Activation::relu2, Activation::gelu_tanh}) {
     Tensor hy = random(s, 9), dy2 = on_gpu(hy), hz = Tensor::zeros(s, host_), dz = Tensor::zeros(s, dev_);
     add_bias_activation(hy, bias, f, hz);
     add_bias_activation(dy2, dbias, f, dz);
@@ -156,7 +157,8 @@ TEST_F(CudaOps, ElementWise) {
     accumulate_bias_grad(a, db);
   });
   expect_close("accumulate_bias_grad", bias, dbias, 1e-5);
-  for (const auto f : {Activation::relu, Activation::tanh, Activation::gelu, Activation::relu2}) {
+  for (const auto f :
+       {Activation::relu, Activation::tanh, Activation::gelu, Activation::relu2, Activation::gelu_tanh}) {
     const double tol = f == Activation::relu ? 0 : 1e-6;
     both("activation_forward", tol, [f](const Tensor& a, const Tensor&, Tensor& o) { activation_forward(f, a, o); });
     both("activation_backward", tol,

@@ -162,21 +162,29 @@ def forward(cfg, w, ids):
     return x @ head.T
 
 
-def loss(folder, data, t):
+def windows(data, t):
+    """DATA's val split in non-overlapping windows of T (as --eval-only takes them): inputs, targets."""
     import h5py
     import torch
-    cfg, w = load(folder)
     tok = np.concatenate([h5py.File(s)["tokens"][...] for s in sorted(glob.glob(data + "/val/*.h5"))]).astype(np.int64)
     n = (len(tok) - 1) // t
     x = torch.from_numpy(np.stack([tok[i * t:i * t + t] for i in range(n)]))
     y = torch.from_numpy(np.stack([tok[i * t + 1:i * t + t + 1] for i in range(n)]))
+    return x, y
+
+
+def loss(folder, data, t):
+    import torch
+    cfg, w = load(folder)
+    x, y = windows(data, t)
     logits = forward(cfg, w, x)
     print("%.8f" % torch.nn.functional.cross_entropy(logits.reshape(-1, logits.shape[-1]), y.reshape(-1)).item())
 
 
-def same(a, b):
-    _, wa = load(a)
-    _, wb = load(b)
+def same(a, b, read=load):
+    """Both folders' parameters, as `read` gives them, have the same names and float32 bits."""
+    _, wa = read(a)
+    _, wb = read(b)
     wa = {k: v for k, v in wa.items() if "rotary_emb" not in k}
     if sorted(wa) != sorted(wb):
         print("different names:", sorted(set(wa) ^ set(wb)))

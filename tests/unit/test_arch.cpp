@@ -48,6 +48,16 @@ TEST(Arch, GptWithBiasesAndAnUntiedHead) {
             "ln_f:layernorm lm_head:lm_head(11, tie=0)");
 }
 
+// GPT-2's own MLP activation ([model] activation = gelu_tanh: gelu_new), as --import-hf builds it.
+TEST(Arch, GptWithGpt2sGeluNew) {
+  GptDims d = dims(2, 2, 8, 11, true);
+  d.gelu_tanh = true;
+  EXPECT_EQ(gpt_layers(d),
+            "tok_emb:embedding(11, 8) pos_emb:position_embedding repeat(2, h.{}:res(ln_1:layernorm attn:attention(2, "
+            "proj_std=0.01)) h.{}:res(ln_2:layernorm mlp.fc:linear(32) gelu_tanh mlp.proj:linear(8, std=0.01))) "
+            "ln_f:layernorm lm_head:lm_head(11)");
+}
+
 // arch = llama: the pieces checked against PyTorch in tests/e2e/gpt_reference.sh (RMS norms,
 // attention with RoPE and no biases, a SwiGLU MLP with gate|up fused), named after Hugging Face's
 // LlamaForCausalLM; norm_eps 1e-6 becomes rmsnorm(eps=6); the untied head says tie=0.

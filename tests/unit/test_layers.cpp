@@ -141,12 +141,35 @@ class WrongDense final : public Layer {
 
 }  // namespace
 
+// GELU's two forms against their formulas in double (PyTorch's gelu and gelu(approximate='tanh')),
+// over the range where they differ most; negative control: the two differ there by more than 1e-4,
+// so exchanging them fails (the decoders' small initial activations cannot tell them apart).
+TEST(Activations, GeluAndItsTanhFormAgainstTheirFormulas) {
+  const std::vector<float> xs{-4.f, -2.5f, -1.5f, -0.3f, 0.f, 0.5f, 1.5f, 2.5f, 3.5f};
+  Allocator alloc;
+  Tensor x = Tensor::zeros({static_cast<std::int64_t>(xs.size())}, alloc), y = Tensor::zeros(x.shape(), alloc);
+  std::copy(xs.begin(), xs.end(), x.data());
+  for (const Activation f : {Activation::gelu, Activation::gelu_tanh}) {
+    activation_forward(f, x, y);
+    double apart = 0;
+    for (std::size_t i = 0; i < xs.size(); ++i) {
+      const double v = xs[i], exact = 0.5 * v * (1 + std::erf(v / std::sqrt(2.0)));
+      const double tanh_form = 0.5 * v * (1 + std::tanh(std::sqrt(2 / M_PI) * (v + 0.044715 * v * v * v)));
+      const double want = f == Activation::gelu ? exact : tanh_form, other = f == Activation::gelu ? tanh_form : exact;
+      EXPECT_NEAR(y.data()[i], want, 1e-6) << (f == Activation::gelu ? "gelu" : "gelu_tanh") << " at " << v;
+      apart = std::max(apart, std::fabs(y.data()[i] - other));
+    }
+    EXPECT_GT(apart, 1e-4) << "the other form is told apart";
+  }
+}
+
 TEST(GradientCheck, EveryLayer) {
   EXPECT_LE(check_layer(*make("dense(5)"), {7}, 4), 1.0);
   EXPECT_LE(check_layer(*make("relu"), {3, 4}, 3, true), 1.0);
   EXPECT_LE(check_layer(*make("tanh"), {6}, 3), 1.0);
   EXPECT_LE(check_layer(*make("gelu"), {6}, 3), 1.0);
   EXPECT_LE(check_layer(*make("relu2"), {3, 4}, 3, true), 1.0);
+  EXPECT_LE(check_layer(*make("gelu_tanh"), {6}, 3), 1.0);
   EXPECT_LE(check_layer(*make("flatten"), {2, 3, 2}, 2), 1.0);
   EXPECT_LE(check_layer(*make("conv(3,3,pad=1)"), {2, 5, 4}, 2), 1.0);
   EXPECT_LE(check_layer(*make("conv(2,2,stride=2)"), {3, 6, 6}, 2), 1.0);

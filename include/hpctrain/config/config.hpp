@@ -40,6 +40,8 @@ enum class ShardBy { elements, tensors };
 enum class Recompute { none, blocks };
 // [model] mlp (arch = llama): SwiGLU (Llama's) or ReLU-squared (modded-nanogpt's).
 enum class Mlp { swiglu, relu2 };
+// [model] activation (arch = gpt): the MLP's GELU, exact (nanoGPT's) or tanh-approximated (GPT-2's gelu_new, llm.c's).
+enum class GptActivation { gelu, gelu_tanh };
 // [model] attention_mask: causal, or causal within the documents <|endoftext|> separates.
 enum class AttentionMask { causal, document };
 // [model] arch: the network as a layers string, or a typed architecture (model/arch.hpp).
@@ -71,6 +73,7 @@ constexpr Choices<Tristate, 3> choices_of(Tristate) { return {{{"auto", Tristate
 constexpr Choices<ShardBy, 2> choices_of(ShardBy) { return {{{"elements", ShardBy::elements}, {"tensors", ShardBy::tensors}}}; }
 constexpr Choices<Recompute, 2> choices_of(Recompute) { return {{{"none", Recompute::none}, {"blocks", Recompute::blocks}}}; }
 constexpr Choices<Mlp, 2> choices_of(Mlp) { return {{{"swiglu", Mlp::swiglu}, {"relu2", Mlp::relu2}}}; }
+constexpr Choices<GptActivation, 2> choices_of(GptActivation) { return {{{"gelu", GptActivation::gelu}, {"gelu_tanh", GptActivation::gelu_tanh}}}; }
 constexpr Choices<AttentionMask, 2> choices_of(AttentionMask) { return {{{"causal", AttentionMask::causal}, {"document", AttentionMask::document}}}; }
 constexpr Choices<Arch, 3> choices_of(Arch) { return {{{"layers", Arch::layers}, {"gpt", Arch::gpt}, {"llama", Arch::llama}}}; }
 constexpr Choices<SpaceCheck, 3> choices_of(SpaceCheck) { return {{{"error", SpaceCheck::error}, {"warn", SpaceCheck::warn}, {"off", SpaceCheck::off}}}; }
@@ -141,7 +144,8 @@ struct ModelConfig {
   long n_layer = 0, n_head = 0, n_embd = 0;
   long vocab_size = 0;  // 0 = auto: the token dataset's vocabulary
   bool bias = true, tie_embeddings = true;
-  double dropout = 0;   // a whole percent: 0.2 = dropout(20)
+  double dropout = 0;  // a whole percent: 0.2 = dropout(20)
+  GptActivation activation = GptActivation::gelu;
   long block_size = 0;  // token datasets: the context, window length T
   std::string groups = "auto";
   long vocab_multiple = 1;  // embedding / lm_head rows padded to a multiple (layers/registry.hpp)

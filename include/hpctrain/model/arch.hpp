@@ -12,7 +12,7 @@ namespace hpctrain {
 // GPT-2 / nanoGPT's decoder.
 struct GptDims {
   std::int64_t n_layer = 0, n_head = 0, n_embd = 0, vocab_size = 0;
-  bool bias = true, tie_embeddings = true;
+  bool bias = true, tie_embeddings = true, gelu_tanh = false;  // gelu_tanh: GPT-2's gelu_new in the MLP
   int dropout_percent = 0;  // after the embeddings, on attention's probabilities, ending each residual branch
 };
 

@@ -87,6 +87,22 @@ HPCT_VECTOR_CLONES void gelu_forward(const float* in, float* out, std::int64_t n
   for (std::int64_t i = 0; i < n; ++i) out[i] = 0.5f * in[i] * (1.f + erf_rational(in[i] * kInvSqrt2));
 }
 
+// GELU's tanh approximation (GPT-2's gelu_new): 0.5 x (1 + tanh(u)), u = sqrt(2/pi) (x + 0.044715 x^3).
+constexpr float kSqrt2OverPi = 0.79788456080286536f, kGeluCubic = 0.044715f;
+void gelu_tanh_forward(const float* in, float* out, std::int64_t n) {
+  for (std::int64_t i = 0; i < n; ++i) {
+    const float x = in[i];
+    out[i] = 0.5f * x * (1.f + std::tanh(kSqrt2OverPi * (x + kGeluCubic * x * x * x)));
+  }
+}
+void gelu_tanh_backward(const float* in, const float* g, float* out, std::int64_t n) {
+  for (std::int64_t i = 0; i < n; ++i) {
+    const float x = in[i], t = std::tanh(kSqrt2OverPi * (x + kGeluCubic * x * x * x));
+    const float du = kSqrt2OverPi * (1.f + 3.f * kGeluCubic * x * x);
+    out[i] = g[i] * (0.5f * (1.f + t) + 0.5f * x * (1.f - t * t) * du);
+  }
+}
+
 HPCT_VECTOR_CLONES void gelu_backward(const float* in, const float* g, float* out, std::int64_t n) {
   for (std::int64_t i = 0; i < n; ++i) {
     const float cdf = 0.5f * (1.f + erf_rational(in[i] * kInvSqrt2));
@@ -154,6 +170,7 @@ void activation_forward(Activation f, const Tensor& x, Tensor& y) {
     case Activation::relu2:
       for (std::int64_t i = 0; i < n; ++i) out[i] = in[i] > 0 ? in[i] * in[i] : 0.f;
       break;
+    case Activation::gelu_tanh: gelu_tanh_forward(in, out, n); break;
   }
 }
 
@@ -176,6 +193,7 @@ void activation_backward(Activation f, const Tensor& x, const Tensor& dy, Tensor
     case Activation::relu2:
       for (std::int64_t i = 0; i < n; ++i) out[i] = in[i] > 0 ? 2.f * in[i] * g[i] : 0.f;
       break;
+    case Activation::gelu_tanh: gelu_tanh_backward(in, g, out, n); break;
   }
 }
 

@@ -72,11 +72,14 @@ __global__ void add_chunks_kernel(const float* partial, i64 chunks, i64 n, float
 constexpr float kInvSqrt2 = 0.70710678118654752f;
 constexpr float kInvSqrt2Pi = 0.39894228040143268f;
 
-__device__ inline float activate(int f, float v) {  // Activation: relu, tanh, gelu (exact), relu2
+constexpr float kSqrt2OverPi = 0.79788456080286536f, kGeluCubic = 0.044715f;
+
+__device__ inline float activate(int f, float v) {  // Activation: relu, tanh, gelu (exact), relu2, gelu_tanh
   return f == 0   ? (v > 0 ? v : 0.f)
          : f == 1 ? tanhf(v)
          : f == 2 ? 0.5f * v * (1.f + erff(v * kInvSqrt2))
-                  : (v > 0 ? v * v : 0.f);
+         : f == 3 ? (v > 0 ? v * v : 0.f)
+                  : 0.5f * v * (1.f + tanhf(kSqrt2OverPi * (v + kGeluCubic * v * v * v)));
 }
 
 __global__ void activation_kernel(int f, const float* x, float* y, i64 n) {
@@ -101,6 +104,10 @@ __global__ void activation_backward_kernel(int f, const float* x, const float* d
       dx[i] = g * (1.f - t * t);
     } else if (f == 3) {
       dx[i] = v > 0 ? 2.f * v * g : 0.f;
+    } else if (f == 4) {
+      const float t = tanhf(kSqrt2OverPi * (v + kGeluCubic * v * v * v));
+      const float du = kSqrt2OverPi * (1.f + 3.f * kGeluCubic * v * v);
+      dx[i] = g * (0.5f * (1.f + t) + 0.5f * v * (1.f - t * t) * du);
     } else {
       const float cdf = 0.5f * (1.f + erff(v * kInvSqrt2));
       dx[i] = g * (cdf + v * kInvSqrt2Pi * expf(-0.5f * v * v));

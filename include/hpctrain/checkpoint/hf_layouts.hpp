@@ -1,0 +1,56 @@
+// The Hugging Face layouts --import-hf and --export-hf know (checkpoint/hf_weights.hpp), one file
+// each: checkpoint/hf_llama.cpp (LlamaForCausalLM), checkpoint/hf_gpt2.cpp (GPT2LMHeadModel). A
+// layout turns config.json and Hugging Face's tensors into the [model] keys that build the same
+// network and the tensors under hpctrain's names, and back. Adding one: a file with its import and
+// export, a line in hf_weights.cpp's dispatch, a twin in tests/reference and a case in
+// tests/e2e/hf_weights.sh.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "hpctrain/config/config.hpp"
+#include "hpctrain/io/safetensors.hpp"
+
+namespace hpctrain::hf {
+
+using Json = nlohmann::json;
+using Tensors = std::map<std::string, NamedTensor>;  // Hugging Face's, by name
+
+// A Hugging Face model in hpctrain's terms.
+struct Imported {
+  std::string deck;                  // the [model] keys that build it, "key = value" lines
+  std::string layers;                // their layers string (model/arch.hpp)
+  std::vector<NamedTensor> tensors;  // under hpctrain's names, in its layout
+};
+// An hpctrain checkpoint in Hugging Face's terms.
+struct Exported {
+  Json config;                       // config.json
+  std::vector<NamedTensor> tensors;  // under Hugging Face's names, in its layout
+};
+
+// `file`: config.json's path (errors name it); `dir`: the folder (errors about tensors name it).
+Imported llama_import(const Json& config, Tensors tensors, const std::string& file, const std::string& dir);
+Exported llama_export(const std::vector<NamedTensor>& ours, const ModelConfig& m, std::int64_t vocab);
+Imported gpt2_import(const Json& config, Tensors tensors, const std::string& file, const std::string& dir);
+Exported gpt2_export(const std::vector<NamedTensor>& ours, const ModelConfig& m, std::int64_t vocab);
+
+// ---- Shared by the layouts (hf_weights.cpp) ----
+
+// A config.json number that must be a whole number >= 0 (rope_theta 500000.0 is one); `fallback`
+// >= 0 when the key may be missing or null.
+std::int64_t whole(const Json& cfg, const std::string& key, const std::string& file, std::int64_t fallback = -1);
+// bad_input unless `key` is missing, null or `want` ("hpctrain's <model> computes <want>").
+void expect_value(const Json& cfg, const std::string& key, const Json& want, const std::string& file,
+                  const std::string& model);
+// Takes Hugging Face's tensor `name` of `shape` out of `hf` (a leading "model." optional); one line
+// naming it when it is missing or of another shape.
+NamedTensor take(Tensors& hf, const std::string& name, const Shape& shape, const std::string& dir);
+NamedTensor rows_of(std::string name, const std::vector<NamedTensor>& parts);  // stacked along rows
+NamedTensor rows_slice(const NamedTensor& t, std::string name, std::int64_t first, std::int64_t count);
+NamedTensor transposed(const NamedTensor& t, std::string name);  // a matrix [a, b] as [b, a]
+
+}  // namespace hpctrain::hf

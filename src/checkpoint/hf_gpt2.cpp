@@ -1,0 +1,148 @@
+// Hugging Face's GPT2LMHeadModel layout (checkpoint/hf_layouts.hpp). Its Conv1D weights are
+// [in, out] (x W + b), hpctrain's [out, in]: c_attn, c_proj, c_fc and mlp.c_proj are transposed
+// both ways; c_attn's q|k|v columns are the rows of hpctrain's fused qkv in that order. wte and
+// wpe are the token and position embeddings (wpe [n_positions, C]: the deck's block_size is
+// n_positions), ln_1, ln_2 and ln_f the layer norms (eps 1e-5), and the head is wte unless
+// tie_word_embeddings is false. Published files name every tensor with a "transformer." prefix or
+// without; the attention-mask buffers some carry (h.N.attn.bias, h.N.attn.masked_bias) are skipped.
+#include <algorithm>
+
+#include "hpctrain/checkpoint/hf_layouts.hpp"
+#include "hpctrain/core/error.hpp"
+#include "hpctrain/model/arch.hpp"
+
+namespace hpctrain::hf {
+
+namespace {
+const char* const kModel = "GPT-2";
+
+struct Gpt2 {
+  GptDims d;
+  std::int64_t positions = 0;
+};
+
+Gpt2 gpt2_dims(const Json& c, const std::string& file) {
+  Gpt2 g;
+  GptDims& d = g.d;
+  d.n_layer = whole(c, "n_layer", file);
+  d.n_head = whole(c, "n_head", file);
+  d.n_embd = whole(c, "n_embd", file);
+  d.vocab_size = whole(c, "vocab_size", file);
+  g.positions = whole(c, "n_positions", file, whole(c, "n_ctx", file, 1024));
+  d.tie_embeddings = c.value("tie_word_embeddings", true);
+  if (d.n_head < 1 || d.n_embd % d.n_head != 0)
+    throw bad_input(file + ": n_embd " + std::to_string(d.n_embd) + " is not a multiple of n_head " +
+                    std::to_string(d.n_head));
+  const std::string act = c.value("activation_function", "gelu_new");
+  if (act != "gelu_new" && act != "gelu_pytorch_tanh" && act != "gelu")
+    throw bad_input(file + ": \"activation_function\" = \"" + act + "\": hpctrain's GPT-2 computes gelu_new " +
+                    "(gelu_pytorch_tanh: the same) or gelu");
+  d.gelu_tanh = act != "gelu";
+  expect_value(c, "n_inner", 4 * d.n_embd, file, kModel);
+  expect_value(c, "layer_norm_epsilon", 1e-5, file, kModel);
+  expect_value(c, "scale_attn_weights", true, file, kModel);
+  expect_value(c, "scale_attn_by_inverse_layer_idx", false, file, kModel);
+  return g;
+}
+
+std::string gpt2_deck(const Gpt2& g) {
+  const GptDims& d = g.d;
+  return "arch = gpt\nn_layer = " + std::to_string(d.n_layer) + "\nn_head = " + std::to_string(d.n_head) +
+         "\nn_embd = " + std::to_string(d.n_embd) + "\nvocab_size = " + std::to_string(d.vocab_size) +
+         "\nbias = true\ntie_embeddings = " + (d.tie_embeddings ? "true" : "false") +
+         "\nactivation = " + (d.gelu_tanh ? "gelu_tanh" : "gelu") +
+         "\ndropout = 0\nblock_size = " + std::to_string(g.positions) + "\n";
+}
+
+// One tensor of each side: Hugging Face's name (without "transformer."), hpctrain's, its shape
+// in Hugging Face's layout, and whether the layouts are each other's transpose (Conv1D).
+struct Pair {
+  std::string hf, ours;
+  Shape shape;
+  bool conv1d = false;
+};
+std::vector<Pair> pairs(std::int64_t layers, std::int64_t c, std::int64_t vocab, std::int64_t positions, bool tied) {
+  std::vector<Pair> out{{"wte.weight", "tok_emb.weight", {vocab, c}}, {"wpe.weight", "pos_emb.weight", {positions, c}}};
+  for (std::int64_t i = 0; i < layers; ++i) {
+    const std::string h = "h." + std::to_string(i) + ".";
+    for (const char* ln : {"ln_1", "ln_2"})
+      for (const char* p : {".weight", ".bias"}) out.push_back({h + ln + p, h + ln + p, {c}});
+    out.push_back({h + "attn.c_attn.weight", h + "attn.qkv.weight", {c, 3 * c}, true});
+    out.push_back({h + "attn.c_attn.bias", h + "attn.qkv.bias", {3 * c}});
+    out.push_back({h + "attn.c_proj.weight", h + "attn.proj.weight", {c, c}, true});
+    out.push_back({h + "attn.c_proj.bias", h + "attn.proj.bias", {c}});
+    out.push_back({h + "mlp.c_fc.weight", h + "mlp.fc.weight", {c, 4 * c}, true});
+    out.push_back({h + "mlp.c_fc.bias", h + "mlp.fc.bias", {4 * c}});
+    out.push_back({h + "mlp.c_proj.weight", h + "mlp.proj.weight", {4 * c, c}, true});
+    out.push_back({h + "mlp.c_proj.bias", h + "mlp.proj.bias", {c}});
+  }
+  out.push_back({"ln_f.weight", "ln_f.weight", {c}});
+  out.push_back({"ln_f.bias", "ln_f.bias", {c}});
+  if (!tied) out.push_back({"lm_head.weight", "lm_head.weight", {vocab, c}});
+  return out;
+}
+
+bool buffer(const std::string& name) {  // the causal mask's buffers of older files
+  auto ends = [&](const std::string& s) { return name.size() >= s.size() && name.rfind(s) == name.size() - s.size(); };
+  return ends(".attn.bias") || ends(".attn.masked_bias");
+}
+}  // namespace
+
+Imported gpt2_import(const Json& c, Tensors given, const std::string& file, const std::string& dir) {
+  const Gpt2 g = gpt2_dims(c, file);
+  Tensors hf;
+  for (auto& [name, t] : given)  // "transformer.h.0..." and "h.0..." alike
+    hf.emplace(name.rfind("transformer.", 0) == 0 ? name.substr(12) : name, std::move(t));
+  Imported out{gpt2_deck(g), gpt_layers(g.d), {}};
+  for (const Pair& p : pairs(g.d.n_layer, g.d.n_embd, g.d.vocab_size, g.positions, g.d.tie_embeddings)) {
+    NamedTensor t = take(hf, p.hf, p.shape, dir);
+    out.tensors.push_back(p.conv1d ? transposed(t, p.ours) : NamedTensor{p.ours, t.shape, std::move(t.data)});
+  }
+  if (g.d.tie_embeddings) hf.erase("lm_head.weight");  // (some files carry the tied copy)
+  for (const auto& [name, t] : hf)
+    if (!buffer(name))
+      throw bad_input(dir + ": tensor " + name + " " + shape_string(t.shape) + " is not a parameter of " +
+                      "GPT2LMHeadModel with this config.json");
+  return out;
+}
+
+Exported gpt2_export(const std::vector<NamedTensor>& ours, const ModelConfig& m, std::int64_t vocab) {
+  if (!m.bias)
+    throw bad_input(
+        "--export-hf: [model] bias = false, but GPT2LMHeadModel has biases in every linear layer and "
+        "layer norm");
+  Exported out;
+  const double drop = m.dropout;
+  out.config = {{"architectures", {"GPT2LMHeadModel"}},
+                {"model_type", "gpt2"},
+                {"n_layer", m.n_layer},
+                {"n_head", m.n_head},
+                {"n_embd", m.n_embd},
+                {"n_positions", m.block_size},
+                {"n_ctx", m.block_size},
+                {"n_inner", nullptr},
+                {"vocab_size", vocab},
+                {"activation_function", m.activation == GptActivation::gelu_tanh ? "gelu_new" : "gelu"},
+                {"layer_norm_epsilon", 1e-5},
+                {"resid_pdrop", drop},
+                {"embd_pdrop", drop},
+                {"attn_pdrop", drop},
+                {"scale_attn_weights", true},
+                {"tie_word_embeddings", m.tie_embeddings},
+                {"torch_dtype", "float32"}};
+  std::map<std::string, const NamedTensor*> by_name;
+  for (const NamedTensor& t : ours) by_name[t.name] = &t;
+  for (const Pair& p : pairs(m.n_layer, m.n_embd, vocab, m.block_size, m.tie_embeddings)) {
+    const auto it = by_name.find(p.ours);
+    if (it == by_name.end()) throw bad_input("--export-hf: the checkpoint has no tensor " + p.ours);
+    const NamedTensor& t = *it->second;
+    out.tensors.push_back(p.conv1d ? transposed(t, p.hf) : NamedTensor{p.hf, t.shape, t.data});
+    by_name.erase(it);
+  }
+  if (!by_name.empty())
+    throw bad_input("--export-hf: the checkpoint's tensor " + by_name.begin()->first + " has no place in " +
+                    "GPT2LMHeadModel");
+  return out;
+}
+
+}  // namespace hpctrain::hf

@@ -1,0 +1,175 @@
+// Hugging Face's LlamaForCausalLM layout (checkpoint/hf_layouts.hpp): q_proj, k_proj and v_proj
+// are the rows of hpctrain's fused qkv in that order (both rotate-half RoPE, so no permutation),
+// gate_proj and up_proj the halves of its fused gate_up, weights [out, in] on both sides; the
+// rotary_emb.inv_freq buffers older files carry are skipped.
+#include <cmath>
+#include <cstdio>
+
+#include "hpctrain/checkpoint/hf_layouts.hpp"
+#include "hpctrain/core/error.hpp"
+#include "hpctrain/model/arch.hpp"
+
+namespace hpctrain::hf {
+
+namespace {
+const char* const kModel = "Llama";
+
+LlamaDims llama_dims(const Json& c, const std::string& file) {
+  LlamaDims d;
+  d.n_layer = whole(c, "num_hidden_layers", file);
+  d.n_head = whole(c, "num_attention_heads", file);
+  d.n_kv_heads = whole(c, "num_key_value_heads", file, d.n_head);
+  d.n_embd = whole(c, "hidden_size", file);
+  d.ffn_dim = whole(c, "intermediate_size", file);
+  d.vocab_size = whole(c, "vocab_size", file);
+  d.rope_theta = whole(c, "rope_theta", file, 10000);
+  d.tie_embeddings = c.value("tie_word_embeddings", false);
+  if (d.n_head < 1 || d.n_embd % d.n_head != 0 || d.n_kv_heads < 1 || d.n_head % d.n_kv_heads != 0)
+    throw bad_input(file + ": hidden_size " + std::to_string(d.n_embd) + ", num_attention_heads " +
+                    std::to_string(d.n_head) + ", num_key_value_heads " + std::to_string(d.n_kv_heads) +
+                    " do not divide into heads");
+  expect_value(c, "head_dim", d.n_embd / d.n_head, file, kModel);
+  expect_value(c, "hidden_act", "silu", file, kModel);
+  expect_value(c, "attention_bias", false, file, kModel);
+  expect_value(c, "mlp_bias", false, file, kModel);
+  const double eps = c.value("rms_norm_eps", 1e-6), k = -std::log10(eps);
+  if (std::fabs(k - std::round(k)) > 1e-9)
+    throw bad_input(file + ": \"rms_norm_eps\" = " + std::to_string(eps) +
+                    " is not a power of ten, which hpctrain needs");
+  d.norm_eps_exp = static_cast<int>(std::lround(k));
+  if (c.contains("rope_scaling") && !c["rope_scaling"].is_null()) {
+    const Json& s = c["rope_scaling"];
+    const std::string kind = s.value("rope_type", s.value("type", ""));
+    if (kind != "llama3")
+      throw bad_input(file + ": \"rope_scaling\" of type \"" + kind + "\": hpctrain computes llama3's (or none)");
+    d.rope_factor = whole(s, "factor", file + " rope_scaling");
+    d.rope_low = whole(s, "low_freq_factor", file + " rope_scaling");
+    d.rope_high = whole(s, "high_freq_factor", file + " rope_scaling");
+    d.rope_context = whole(s, "original_max_position_embeddings", file + " rope_scaling");
+  }
+  return d;
+}
+
+std::string llama_deck(const LlamaDims& d, std::int64_t context) {
+  std::string ini = "arch = llama\n";
+  auto line = [&](const std::string& k, const std::string& v) { ini += k + " = " + v + "\n"; };
+  line("n_layer", std::to_string(d.n_layer));
+  line("n_head", std::to_string(d.n_head));
+  line("n_kv_heads", std::to_string(d.n_kv_heads));
+  line("n_embd", std::to_string(d.n_embd));
+  line("ffn_dim", std::to_string(d.ffn_dim));
+  line("rope_theta", std::to_string(d.rope_theta));
+  line("rope_scaling", d.rope_factor > 0
+                           ? "llama3(" + std::to_string(d.rope_factor) + ", " + std::to_string(d.rope_low) + ", " +
+                                 std::to_string(d.rope_high) + ", " + std::to_string(d.rope_context) + ")"
+                           : "none");
+  char eps[32];
+  std::snprintf(eps, sizeof(eps), "%g", std::pow(10.0, -d.norm_eps_exp));  // as the configuration prints it
+  line("norm_eps", eps);
+  line("vocab_size", std::to_string(d.vocab_size));
+  line("tie_embeddings", d.tie_embeddings ? "true" : "false");
+  line("block_size", std::to_string(context));
+  return ini;
+}
+
+// Hugging Face name -> hpctrain name pairs that are the same tensor (shape [out, in] both).
+std::vector<std::pair<std::string, std::string>> direct_names(std::int64_t layers, bool tied) {
+  std::vector<std::pair<std::string, std::string>> out{{"model.embed_tokens.weight", "tok_emb.weight"},
+                                                       {"model.norm.weight", "norm.weight"}};
+  for (std::int64_t i = 0; i < layers; ++i) {
+    const std::string hf = "model.layers." + std::to_string(i) + ".", us = "h." + std::to_string(i) + ".";
+    out.emplace_back(hf + "input_layernorm.weight", us + "input_layernorm.weight");
+    out.emplace_back(hf + "post_attention_layernorm.weight", us + "post_attention_layernorm.weight");
+    out.emplace_back(hf + "self_attn.o_proj.weight", us + "self_attn.proj.weight");
+    out.emplace_back(hf + "mlp.down_proj.weight", us + "mlp.down.weight");
+  }
+  if (!tied) out.emplace_back("lm_head.weight", "lm_head.weight");
+  return out;
+}
+
+Shape direct_shape(const std::string& hf, const LlamaDims& d) {
+  if (hf.find("embed_tokens") != std::string::npos || hf == "lm_head.weight") return {d.vocab_size, d.n_embd};
+  if (hf.find("o_proj") != std::string::npos) return {d.n_embd, d.n_embd};
+  if (hf.find("down_proj") != std::string::npos) return {d.n_embd, d.ffn_dim};
+  return {d.n_embd};
+}
+}  // namespace
+
+Imported llama_import(const Json& c, Tensors hf, const std::string& file, const std::string& dir) {
+  const LlamaDims d = llama_dims(c, file);
+  Imported out{llama_deck(d, whole(c, "max_position_embeddings", file, 2048)), llama_layers(d), {}};
+  for (const auto& [theirs, ours] : direct_names(d.n_layer, d.tie_embeddings)) {
+    NamedTensor t = take(hf, theirs, direct_shape(theirs, d), dir);
+    t.name = ours;
+    out.tensors.push_back(std::move(t));
+  }
+  const std::int64_t hd = d.n_embd / d.n_head, kv = d.n_kv_heads * hd, e = d.n_embd;
+  for (std::int64_t i = 0; i < d.n_layer; ++i) {
+    const std::string p = "model.layers." + std::to_string(i) + ".", us = "h." + std::to_string(i) + ".";
+    out.tensors.push_back(rows_of(
+        us + "self_attn.qkv.weight",
+        {take(hf, p + "self_attn.q_proj.weight", {e, e}, dir), take(hf, p + "self_attn.k_proj.weight", {kv, e}, dir),
+         take(hf, p + "self_attn.v_proj.weight", {kv, e}, dir)}));
+    out.tensors.push_back(
+        rows_of(us + "mlp.gate_up.weight", {take(hf, p + "mlp.gate_proj.weight", {d.ffn_dim, e}, dir),
+                                            take(hf, p + "mlp.up_proj.weight", {d.ffn_dim, e}, dir)}));
+  }
+  if (d.tie_embeddings) hf.erase("lm_head.weight");  // (some files carry the tied copy)
+  for (const auto& [name, t] : hf)
+    if (name.find("rotary_emb.inv_freq") == std::string::npos)
+      throw bad_input(dir + ": tensor " + name + " " + shape_string(t.shape) + " is not a parameter of " +
+                      "LlamaForCausalLM with this config.json");
+  return out;
+}
+
+Exported llama_export(const std::vector<NamedTensor>& ours, const ModelConfig& m, std::int64_t vocab) {
+  Exported out;
+  out.config = {{"architectures", {"LlamaForCausalLM"}},
+                {"model_type", "llama"},
+                {"hidden_act", "silu"},
+                {"attention_bias", false},
+                {"mlp_bias", false},
+                {"num_hidden_layers", m.n_layer},
+                {"num_attention_heads", m.n_head},
+                {"num_key_value_heads", m.n_kv_heads ? m.n_kv_heads : m.n_head},
+                {"hidden_size", m.n_embd},
+                {"head_dim", m.n_embd / m.n_head},
+                {"intermediate_size", m.ffn_dim},
+                {"rms_norm_eps", m.norm_eps},
+                {"rope_theta", static_cast<double>(m.rope_theta)},
+                {"max_position_embeddings", m.block_size},
+                {"vocab_size", vocab},
+                {"tie_word_embeddings", m.tie_embeddings},
+                {"torch_dtype", "float32"},
+                {"rope_scaling", nullptr}};
+  const RopeScalingKey r = rope_scaling_of(m.rope_scaling);
+  if (r.factor > 0)
+    out.config["rope_scaling"] = {{"rope_type", "llama3"},
+                                  {"factor", static_cast<double>(r.factor)},
+                                  {"low_freq_factor", static_cast<double>(r.low)},
+                                  {"high_freq_factor", static_cast<double>(r.high)},
+                                  {"original_max_position_embeddings", r.context}};
+  std::map<std::string, std::string> to_hf;
+  for (const auto& [theirs, mine] : direct_names(m.n_layer, m.tie_embeddings)) to_hf[mine] = theirs;
+  const std::int64_t hd = m.n_embd / m.n_head, kv = (m.n_kv_heads ? m.n_kv_heads : m.n_head) * hd;
+  for (const NamedTensor& t : ours) {
+    if (const auto it = to_hf.find(t.name); it != to_hf.end()) {
+      out.tensors.push_back({it->second, t.shape, t.data});
+      continue;
+    }
+    const std::string layer = "model.layers." + t.name.substr(2, t.name.find('.', 2) - 2) + ".";
+    if (t.name.find("self_attn.qkv.weight") != std::string::npos) {
+      out.tensors.push_back(rows_slice(t, layer + "self_attn.q_proj.weight", 0, m.n_embd));
+      out.tensors.push_back(rows_slice(t, layer + "self_attn.k_proj.weight", m.n_embd, kv));
+      out.tensors.push_back(rows_slice(t, layer + "self_attn.v_proj.weight", m.n_embd + kv, kv));
+    } else if (t.name.find("mlp.gate_up.weight") != std::string::npos) {
+      out.tensors.push_back(rows_slice(t, layer + "mlp.gate_proj.weight", 0, m.ffn_dim));
+      out.tensors.push_back(rows_slice(t, layer + "mlp.up_proj.weight", m.ffn_dim, m.ffn_dim));
+    } else {
+      throw bad_input("--export-hf: the checkpoint's tensor " + t.name + " has no place in LlamaForCausalLM");
+    }
+  }
+  return out;
+}
+
+}  // namespace hpctrain::hf

@@ -70,13 +70,15 @@ void Trainer::make_optimizer_for_this_rank() {
   opt_ = make_optimizer(cfg_.optim, model_->parameters(), model_->gradients(), state, std::move(runs), state_elems);
 }
 
-// Muon: whole matrices on every rank (no sharding), the state laid out like the parameters; frozen
-// layers (in no bucket: not owned) neither updated nor given state.
+// Muon: the whole matrices this rank owns (all of them without sharding; with shard_optimizer and
+// shard_by = tensors each rank orthogonalizes the whole matrices it owns, and the all-gather brings
+// the others), the state laid out like the parameters; frozen layers (in no bucket: not owned)
+// neither updated nor given state.
 void Trainer::make_muon_for_this_rank() {
-  if (averager_->sharded())
+  if (averager_->sharded() && cfg_.parallel.shard_by != ShardBy::tensors)
     throw bad_input(
-        "[optim] name = muon: [parallel] shard_optimizer is not supported with Muon yet (every rank "
-        "orthogonalizes every matrix); set it to false");
+        "[optim] name = muon with [parallel] shard_optimizer needs shard_by = tensors (Newton-Schulz "
+        "orthogonalizes whole matrices; shard_by = elements cuts them between ranks)");
   if (cfg_.kernels.cuda_graphs)
     throw bad_input(
         "[optim] name = muon: [kernels] cuda_graphs is not supported with Muon (its update reads each "

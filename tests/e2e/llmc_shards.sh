@@ -85,7 +85,8 @@ check "... 4 steps on the shards, loss at step 1 within 0.2 of ln 50257 ($l1)" \
 # 13,665,408). The small llama above with the speedrun deck's options (relu2, QK-norm,
 # zero-initialized projections, Muon) trains: its loss at step 1 is near ln 50257 (the blocks start
 # as the identity); 2 steps, then 2 more resumed from the checkpoint, give the losses of 4
-# uninterrupted steps (Muon's momentum is checkpointed); with shard_optimizer on 2 ranks it is one line.
+# uninterrupted steps (Muon's momentum is checkpointed); sharded by tensors on 2 ranks it ends where
+# the unsharded run does.
 for d in llama_small:7226496 speedrun_small:13665408; do
   name=${d%%:*} count=${d#*:}
   check "inputs/$name.ini: $count parameters (--dry-run)" grep -q "^total  *$count\$" <<<"$("$trainer" \
@@ -102,9 +103,18 @@ check "relu2, QK-norm, zero-init and Muon train, loss at step 1 within 0.2 of ln
 "$trainer" "$deck" "${sr[@]}" --set train.steps=2 --set run.out_dir="$tmp/mu_b" >/dev/null 2>&1
 resumed=$("$trainer" "$deck" "${sr[@]}" --set train.steps=4 --set run.out_dir="$tmp/mu_b" 2>&1)
 check "Muon resumes exactly ($(tail34 "$whole"))" test -n "$(tail34 "$whole")" -a "$(tail34 "$whole")" = "$(tail34 "$resumed")"
-err=$("$mpirun" -np 2 --oversubscribe "$trainer" "$deck" "${sr[@]}" --set train.steps=2 \
-  --set parallel.shard_optimizer=true --set run.out_dir="$tmp/mu_c" 2>&1 | grep "error:" | sort -u)
-check "Muon with shard_optimizer on 2 ranks: one line" grep -q "name = muon: \[parallel\] shard_optimizer is not supported" <<<"$err"
+# Muon with a sharded optimizer (shard_by = tensors: each rank orthogonalizes the whole matrices it
+# owns) on 2 ranks, 2 steps and 2 more resumed, ends with the parameters of 4 unsharded steps bit for
+# bit; shard_by = elements (which cuts matrices) is one line.
+two() { "$mpirun" -np 2 --oversubscribe "$trainer" "$deck" "${sr[@]}" "$@"; }
+zero=(--set parallel.shard_optimizer=true --set parallel.shard_by=tensors --set run.out_dir="$tmp/mu_d")
+two --set train.steps=4 --set run.out_dir="$tmp/mu_c" >/dev/null 2>&1
+two "${zero[@]}" --set train.steps=2 >/dev/null 2>&1
+two "${zero[@]}" --set train.steps=4 >/dev/null 2>&1
+check "Muon sharded by tensors on 2 ranks, resumed at step 2: the unsharded run's parameters at step 4" \
+  h5diff -q "$tmp/mu_c/checkpoints/ckpt-00000004.h5" "$tmp/mu_d/checkpoints/ckpt-00000004.h5" /model /model
+err=$(two --set train.steps=2 --set parallel.shard_optimizer=true --set run.out_dir="$tmp/mu_e" 2>&1 | grep "error:" | sort -u)
+check "Muon with shard_by = elements: one line" grep -q "name = muon with \[parallel\] shard_optimizer needs shard_by = tensors" <<<"$err"
 
 refused() {  # kind pattern
   rm -rf "$tmp/bad" && mkdir "$tmp/bad"

@@ -203,25 +203,30 @@ std::string version_text() {
 
 namespace {
 
-// --dry-run, arch = gpt on one stage without dropout or recompute: the activations one micro-batch
-// keeps for backward (model/arch.hpp gpt_activation_bytes), else a line saying they are not
-// estimated.
+// --dry-run, arch = gpt or llama on one stage without dropout or recompute: the activations one
+// micro-batch keeps for backward (model/arch.hpp gpt_activation_bytes, llama_activation_bytes),
+// else a line saying they are not estimated.
 std::string describe_activations(const Config& cfg, const Runtime& rt, const Model& model) {
   if (cfg.model.arch == Arch::layers) return "";
-  if (cfg.model.arch == Arch::llama)
-    return "Activations: not estimated for arch = llama yet (summary.json's activation_bytes_per_rank measures "
-           "them)\n";
   if (rt.mesh().size(MeshDim::pp) > 1 || cfg.model.dropout > 0 || cfg.train.recompute != Recompute::none)
     return "Activations: not estimated with pipeline stages, dropout or recompute (summary.json's "
            "activation_bytes_per_rank measures them)\n";
-  GptDims d;
-  d.n_layer = cfg.model.n_layer;
-  d.n_head = cfg.model.n_head;
-  d.n_embd = cfg.model.n_embd;
-  const std::int64_t rows = rt.per_rank_batch() / cfg.train.micro_batches, t = cfg.model.block_size;
-  const double bytes =
-      gpt_activation_bytes(d, rows, t, model.output_shape().back(), cfg.precision.dtype != Precision::fp32);
-  const double lse = static_cast<double>(d.n_layer * rows * d.n_head) * static_cast<double>(t) * 4;
+  const ModelConfig& m = cfg.model;
+  const std::int64_t rows = rt.per_rank_batch() / cfg.train.micro_batches, t = m.block_size;
+  const std::int64_t vocab = model.output_shape().back();
+  const bool half = cfg.precision.dtype != Precision::fp32;
+  double bytes = 0;
+  if (m.arch == Arch::llama) {
+    LlamaDims d;
+    d.n_layer = m.n_layer, d.n_head = m.n_head, d.n_embd = m.n_embd, d.n_kv_heads = m.n_kv_heads;
+    d.ffn_dim = m.ffn_dim, d.relu2 = m.mlp == Mlp::relu2, d.qk_norm = m.qk_norm;
+    bytes = llama_activation_bytes(d, rows, t, vocab, half);
+  } else {
+    GptDims d;
+    d.n_layer = m.n_layer, d.n_head = m.n_head, d.n_embd = m.n_embd;
+    bytes = gpt_activation_bytes(d, rows, t, vocab, half);
+  }
+  const double lse = static_cast<double>(m.n_layer * rows * m.n_head) * static_cast<double>(t) * 4;
   char line[300];
   std::snprintf(line, sizeof(line),
                 "Activations per rank: %.1f MiB (%.0f bytes) for a micro-batch of %lld windows of %lld tokens; fused "

@@ -62,4 +62,17 @@ double gpt_activation_bytes(const GptDims& d, std::int64_t rows, std::int64_t co
   return saved + outputs;
 }
 
+double llama_activation_bytes(const LlamaDims& d, std::int64_t rows, std::int64_t context, std::int64_t padded_vocab,
+                              bool half) {
+  const double n = static_cast<double>(rows * context), c = static_cast<double>(d.n_embd);
+  const double l = static_cast<double>(d.n_layer), s = half ? 2 : 4;
+  const std::int64_t kv = d.n_kv_heads ? d.n_kv_heads : d.n_head;
+  const double q = static_cast<double>((d.n_head + 2 * kv) * (d.n_embd / d.n_head));
+  const double m = static_cast<double>((d.relu2 ? 2 : 3) * d.ffn_dim);
+  double saved = l * (5 * c + q + m) * n * s + l * n * static_cast<double>(d.n_head) * 4 + (2 * l + 1) * n * 4;
+  if (d.qk_norm) saved += l * n * static_cast<double>(d.n_head + kv) * 4;
+  const double outputs = (2 + 2 * l) * n * c * s + n * static_cast<double>(padded_vocab) * 4;
+  return saved + outputs;
+}
+
 }  // namespace hpctrain

@@ -106,3 +106,28 @@ TEST(Arch, GptActivationBytesMatchMeasuredRuns) {
                                      << r.context << ", " << r.rows << " rows" << (r.half ? ", bf16" : "");
   }
 }
+
+// llama_activation_bytes against runs of inputs/llama_small.ini's shape (4 heads on 2 key/value
+// heads, 128 wide, SwiGLU 384, vocabulary padded to 50304) measured 2026-12-04 (summary.json's
+// activation_bytes_per_rank, printed to 6 digits: within 64 bytes): one and two layers, T = 16
+// and 32, 4 key/value heads, relu2 with QK-norm, bf16.
+TEST(Arch, LlamaActivationBytesMatchMeasuredRuns) {
+  struct Run {
+    std::int64_t layers, kv, context, rows;
+    bool relu2_qk_norm, half;
+    double measured;
+  };
+  const Run runs[] = {{1, 2, 16, 4, false, false, 13535000}, {2, 2, 16, 4, false, false, 14126300},
+                      {1, 2, 32, 4, false, false, 27070000}, {1, 4, 16, 4, false, false, 13567700},
+                      {1, 2, 16, 4, true, false, 13438200},  {2, 2, 16, 4, false, true, 13503700},
+                      {1, 2, 32, 8, true, true, 52638700}};
+  for (const Run& r : runs) {
+    LlamaDims d;
+    d.n_layer = r.layers, d.n_head = 4, d.n_kv_heads = r.kv, d.n_embd = 128, d.ffn_dim = 384;
+    d.relu2 = d.qk_norm = r.relu2_qk_norm;
+    const double est = llama_activation_bytes(d, r.rows, r.context, 50304, r.half);
+    EXPECT_NEAR(est, r.measured, 64) << r.layers << " layers, " << r.kv << " key/value heads, T " << r.context << ", "
+                                     << r.rows << " rows" << (r.relu2_qk_norm ? ", relu2 + QK-norm" : "")
+                                     << (r.half ? ", bf16" : "");
+  }
+}

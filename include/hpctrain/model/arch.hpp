@@ -54,5 +54,12 @@ double gpt_flops_per_token(std::int64_t parameters, std::int64_t n_layer, std::i
 // Found by measuring runs of this build and checked against one by tests/e2e/token_streaming.sh.
 double gpt_activation_bytes(const GptDims& d, std::int64_t rows, std::int64_t context, std::int64_t padded_vocab,
                             bool half);
+// The same for arch = llama, with q = (n_head + 2 n_kv_heads) head_dim (the fused q|k|v's width)
+// and m = 3 ffn_dim (SwiGLU: gate|up, then its output) or 2 ffn_dim (relu2):
+//   saved   = n_layer (5 n_embd + q + m) N s + n_layer rows n_head T 4 + (2 n_layer + 1) N 4
+//             [+ n_layer N (n_head + n_kv_heads) 4 with qk_norm]   (RMS norms keep one statistic)
+//   outputs = (2 + 2 n_layer) N n_embd s + N padded_vocab 4
+double llama_activation_bytes(const LlamaDims& d, std::int64_t rows, std::int64_t context, std::int64_t padded_vocab,
+                              bool half);
 
 }  // namespace hpctrain

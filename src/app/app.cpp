@@ -60,6 +60,9 @@ po::options_description cli_options() {
       "top-k", po::value<std::int64_t>()->default_value(0), "--generate: sample among the k likeliest (0: all)")(
       "top-p", po::value<double>()->default_value(1.0),
       "--generate: then among the fewest likeliest holding this share of the probability (nucleus; 1: all)")(
+      "resume-changed",
+      "resume the run in [run] out_dir with another train.steps or train.epochs than its checkpoint's ([checkpoint] "
+      "resume_changed = true)")(
       "no-kv-cache", "--generate: run the whole context for every token (the same tokens, slower; for comparison)")(
       "help,h", "show this help: options, every configuration key, exit codes")(
       "version", "show the version and the compiled-in backends")(
@@ -115,6 +118,7 @@ CliOptions parse_cli(int argc, char** argv) {
   cli.top_p = vm["top-p"].as<double>();
   cli.kv_cache = vm.count("no-kv-cache") == 0;
   if (vm.count("set")) cli.sets = vm["set"].as<std::vector<std::string>>();
+  if (vm.count("resume-changed")) cli.sets.push_back("checkpoint.resume_changed=true");
   if (vm.count("config")) cli.config_path = vm["config"].as<std::string>();
   if (!cli.describe_layers.empty() && cli.input_shape.empty())
     throw bad_input("command line: --describe-layers needs --input-shape (e.g. --input-shape 28,28)");

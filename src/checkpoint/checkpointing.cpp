@@ -95,26 +95,58 @@ std::vector<std::string> checkpoint_mismatches(const CheckpointFile& file, const
 }
 
 namespace {
-// "key: here X, checkpoint Y" for every key that differs, except those that name
-// where this run resumes from, and those of sections the checkpoint's configuration has none of
-// (an imported checkpoint, trainer --import-hf, records only its [model]).
-std::vector<std::string> config_differences(const Config& cfg, const std::string& stored_ini, const std::string& path) {
+// A key whose value here differs from the checkpoint's configuration.
+struct KeyDifference {
+  std::string key, here, there;  // there: "" when the checkpoint's configuration lacks the key
+  ResumeRole role;
+  std::string text() const {
+    return there.empty() ? key + " = " + here + " (not in the checkpoint's configuration)"
+                         : key + " = " + here + " here, " + there + " in the checkpoint";
+  }
+};
+
+// Every key that differs, except those that name where this run resumes from, those of
+// sections the checkpoint's configuration has none of (an imported checkpoint, trainer
+// --import-hf, records only its [model]), and keys it lacks that keep their default here (a key
+// newer than the checkpoint).
+std::vector<KeyDifference> config_differences(const Config& cfg, const std::string& stored_ini,
+                                              const std::string& path) {
   std::map<std::string, std::string> stored;  // under today's names (a checkpoint may use old ones)
   std::set<std::string> sections;
   for (const auto& [name, value] : ini_values(stored_ini, "checkpoint '" + path + "'")) {
     stored[current_key_name(name)] = value;
     sections.insert(current_key_name(name).substr(0, current_key_name(name).find('.')));
   }
-  std::vector<std::string> out;
+  std::map<std::string, std::string> defaults;
+  for (const KeySpec& s : config_schema()) defaults[s.name()] = s.default_value;
+  std::vector<KeyDifference> out;
   for (const ResolvedKey& k : cfg.resolved) {
-    if (k.name == "checkpoint.resume" || !sections.count(k.name.substr(0, k.name.find('.')))) continue;
+    if (k.name.rfind("checkpoint.resume", 0) == 0 || !sections.count(k.name.substr(0, k.name.find('.')))) continue;
     const auto it = stored.find(k.name);
-    if (it == stored.end())
-      out.push_back(k.name + " = " + k.value + " (not in the checkpoint's configuration)");
-    else if (it->second != k.value)
-      out.push_back(k.name + " = " + k.value + " here, " + it->second + " in the checkpoint (using " + k.value + ")");
+    if (it == stored.end() ? k.value != defaults[k.name] : it->second != k.value)
+      out.push_back({k.name, k.value, it == stored.end() ? "" : it->second, resume_role(k.name)});
   }
   return out;
+}
+
+// [checkpoint] resume = auto in a training run: the run folder's checkpoint must be of this
+// experiment (and, without resume_changed, of this schedule); else one line with the ways on.
+void check_same_experiment(const Config& cfg, const std::vector<KeyDifference>& diffs, const std::string& path) {
+  std::vector<const KeyDifference*> blocking, schedule;
+  for (const KeyDifference& d : diffs) {
+    if (d.role == ResumeRole::experiment && !d.there.empty()) blocking.push_back(&d);
+    if (d.role == ResumeRole::schedule && !d.there.empty() && !cfg.checkpoint.resume_changed) schedule.push_back(&d);
+  }
+  const std::string over = "; to start over there: --set checkpoint.resume=none, or use another [run] out_dir";
+  auto first = [](const std::vector<const KeyDifference*>& v) {
+    return v.front()->text() + (v.size() > 1 ? " (and " + std::to_string(v.size() - 1) + " more)" : "");
+  };
+  if (!blocking.empty())
+    throw bad_input(cfg.run.out_dir + " holds a checkpoint of another experiment (" + path + "): " + first(blocking) +
+                    over);
+  if (!schedule.empty())
+    throw bad_input(cfg.run.out_dir + " holds this run's checkpoint (" + path + ") with another schedule: " +
+                    first(schedule) + "; to go on with the new one add --resume-changed" + over);
 }
 
 // The elements [b, e) of a stage's flat layout (the parameters', or one optimizer state block's)
@@ -135,7 +167,11 @@ void Checkpointer::check_fits(const CheckpointFile& file) const {
   if (problems.empty()) return;
   std::string all = problems.front();
   if (problems.size() > 1) all += " (and " + std::to_string(problems.size() - 1) + " more)";
-  throw bad_input("checkpoint '" + file.path() + "' does not fit [model] layers: " + all);
+  throw bad_input(
+      "checkpoint '" + file.path() + "' does not fit [model] layers: " + all +
+      (cfg_.checkpoint.resume.kind == ResumeFrom::Kind::auto_
+           ? "; to start over in " + cfg_.run.out_dir + ": --set checkpoint.resume=none, or use another [run] out_dir"
+           : ""));
 }
 
 void Checkpointer::read_state(const CheckpointFile& file) {
@@ -165,7 +201,7 @@ void Checkpointer::read_model(const CheckpointFile& file) {
   model_.sync_buffers(false);  // device copies of the buffers follow the loaded values
 }
 
-CheckpointInfo Checkpointer::load(const std::string& path, IntervalSums& interval_sums) {
+CheckpointInfo Checkpointer::load(const std::string& path, IntervalSums& interval_sums, LoadFor purpose) {
   const Mesh& g = rt_.mesh();
   // Every rank opens the file and reads what it holds, each by its own hyperslabs: its stage's
   // parameters and buffers, the optimizer state of the elements it updates (its shard with
@@ -176,19 +212,26 @@ CheckpointInfo Checkpointer::load(const std::string& path, IntervalSums& interva
   std::string error, warnings;
   try {
     const CheckpointFile file(path);
+    const bool training = purpose == LoadFor::training;
+    const auto diffs = config_differences(cfg_, file.info().run.ini, path);
+    if (training && cfg_.checkpoint.resume.kind == ResumeFrom::Kind::auto_) check_same_experiment(cfg_, diffs, path);
     check_fits(file);
     info = file.info();
     read_model(file);
     if (info.run.optimizer == opt_.name()) {
       read_state(file);
     } else {  // (the state stays zero)
-      warnings += "[optim] name = " + std::string(opt_.name()) + " but the checkpoint's optimizer is " +
-                  info.run.optimizer + ": its state starts from zero\n";
+      if (training)
+        warnings += "[optim] name = " + std::string(opt_.name()) + " but the checkpoint's optimizer is " +
+                    info.run.optimizer + ": its state starts from zero\n";
       info.state.optimizer_steps = 0;
     }
     sums = file.read_f64("state/interval_sums");
-    if (g.world_rank() == 0)
-      for (const std::string& d : config_differences(cfg_, info.run.ini, path)) warnings += d + "\n";
+    // What a training run takes on purpose from the checkpoint (layout and free keys go unsaid;
+    // evaluation and generation use its weights alone).
+    for (const KeyDifference& d : diffs)
+      if (training && g.world_rank() == 0 && (d.role == ResumeRole::experiment || d.role == ResumeRole::schedule))
+        warnings += d.text() + " (using " + d.here + ")\n";
   } catch (const Error& e) {
     if (e.code() != ExitCode::bad_input) throw;
     error = e.what();
@@ -251,7 +294,8 @@ std::string describe_checkpointing(const Config& cfg, const Model* model) {
   if (c.every_steps > 0) when += " " + std::to_string(c.every_steps) + " steps,";
   if (c.every_epochs > 0) when += " " + std::to_string(c.every_epochs) + " epoch(s),";
   if (c.every_minutes > 0) when += " " + cfg.resolved_value("checkpoint.every_minutes") + " minutes,";
-  os << (when.empty() ? " (no interval)," : when) << " at the end, and on SIGTERM/SIGUSR1; keep " << c.keep << "\n";
+  os << (when.empty() ? " (no interval)," : when) << " at the end, and on SIGTERM/SIGUSR1/SIGINT; keep " << c.keep
+     << "\n";
   std::string pointer_warning;
   using R = ResumeFrom::Kind;
   const std::string target = c.resume.kind == R::none    ? ""
@@ -277,7 +321,8 @@ std::string describe_checkpointing(const Config& cfg, const Model* model) {
     os << "; fits the model";
   }
   os << "\n";
-  for (const std::string& d : config_differences(cfg, i.run.ini, target)) os << "  differs: " << d << "\n";
+  for (const KeyDifference& d : config_differences(cfg, i.run.ini, target))
+    if (d.role != ResumeRole::free) os << "  differs: " << d.text() << "\n";
   return os.str();
 }
 

@@ -8,6 +8,7 @@
 
 #include <cmath>
 #include <limits>
+#include <map>
 #include <stdexcept>
 #include <type_traits>
 
@@ -418,6 +419,9 @@ void checkpoint_keys(std::vector<KeySpec>& k) {
         r.file = r.kind == K::file ? v : "";
       },
       [](const Config& c) { return c.checkpoint.resume.text(); });
+  s.key("resume_changed", &CheckpointConfig::resume_changed,
+        "resume = auto may go on with another train.steps or train.epochs than the checkpoint's (also: "
+        "--resume-changed); other keys that define the experiment must match it");
   s.key("init_from", &CheckpointConfig::init_from,
         "fine-tuning: a checkpoint whose parameters initialize the model when the run starts fresh (a checkpoint of "
         "this run found by resume wins); not its optimizer state or step")
@@ -512,6 +516,26 @@ std::string current_key_name(const std::string& name) {
   for (const KeySpec& s : config_schema())
     if (s.name() == name && !s.renamed_to.empty()) return s.renamed_to;
   return name;
+}
+
+ResumeRole resume_role(const std::string& key) {
+  using R = ResumeRole;
+  static const std::map<std::string, ResumeRole> keys = {
+      {"model.groups", R::layout},           {"train.steps", R::schedule},     {"train.epochs", R::schedule},
+      {"train.global_batch", R::experiment}, {"train.freeze", R::experiment},  {"train.sync_batchnorm", R::experiment},
+      {"train.micro_batches", R::layout},    {"train.micro_batch", R::layout}, {"train.recompute", R::layout},
+      {"run.seed", R::experiment},           {"run.device", R::layout},        {"run.share_gpus", R::layout},
+      {"data.path", R::experiment},          {"data.format", R::experiment},   {"data.train_glob", R::experiment},
+      {"data.val_glob", R::experiment},      {"data.shuffle", R::experiment},  {"data.windows", R::experiment},
+      {"data.last_batch", R::experiment}};
+  static const std::map<std::string, ResumeRole> sections = {{"model", R::experiment},
+                                                             {"optim", R::experiment},
+                                                             {"precision", R::experiment},
+                                                             {"parallel", R::layout},
+                                                             {"kernels", R::layout}};
+  if (const auto it = keys.find(key); it != keys.end()) return it->second;
+  const auto it = sections.find(key.substr(0, key.find('.')));
+  return it == sections.end() ? R::free : it->second;
 }
 
 std::string config_help() {

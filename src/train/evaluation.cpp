@@ -74,7 +74,7 @@ int Trainer::eval_only() {
         (cfg_.checkpoint.resume.kind == ResumeFrom::Kind::auto_ ? ", none complete in " + cfg_.checkpoint.dir : "") +
         ")");
   IntervalSums sums;
-  const CheckpointInfo info = checkpointer.load(target, sums);
+  const CheckpointInfo info = checkpointer.load(target, sums, Checkpointer::LoadFor::inference);
   model_->refresh_compute_parameters();
   const SplitIndex* split = index_.test ? &*index_.test : index_.val ? &*index_.val : nullptr;
   if (!split) throw bad_input("--eval-only: the dataset " + cfg_.data.path + " has no test or val split");

@@ -133,7 +133,7 @@ int Trainer::generate(const SamplingOptions& o) {
   Checkpointer checkpointer(cfg_, rt_, host_dp(), *model_, *opt_, groups_);
   const std::string target = checkpointer.resume_target();
   IntervalSums sums;
-  const CheckpointInfo info = checkpointer.load(target, sums);
+  const CheckpointInfo info = checkpointer.load(target, sums, Checkpointer::LoadFor::inference);
   model_->refresh_compute_parameters();
   model_->context().training = false;
   const std::int64_t t = split.block_size;

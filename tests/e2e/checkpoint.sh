@@ -14,6 +14,8 @@
 #   signal, resume exactly, and a failed background write stops the run at the next step (exit 4);
 # - real signals: SIGUSR1 to mpirun and SIGTERM to the ranks stop a run with
 #   exit 10 and a checkpoint, within seconds;
+# - one folder, one experiment: resume = auto refuses another experiment's or another schedule's
+#   checkpoint (--resume-changed goes on), an explicit resume = FILE warns;
 # - errors: a corrupted byte (checksum), a different model (names the layer
 #   and both shapes), a missing resume path: exit 2, nothing on disk changed;
 #   a failure while writing leaves the previous checkpoint the newest;
@@ -297,11 +299,18 @@ rc=$?
 echo "$out" | grep error | head -2
 check "corrupted byte: exit 2" test $rc -eq 2
 check "corrupted byte: the checksum failure names the dataset" grep -q "dataset /model/dense.1.weight .*checksum" <<<"$out"
-out=$(run 2 "$tmp/a" --set "model.layers=flatten dense(64) relu dense(128) relu dense(10)")
+other=(--set "model.layers=flatten dense(64) relu dense(128) relu dense(10)")
+out=$(run 2 "$tmp/a" "${other[@]}" --set "checkpoint.resume=$ck/ckpt-00000030.h5")
 rc=$?
 check "different model: exit 2" test $rc -eq 2
 check "different model: names the layer and both shapes" \
   grep -q "dense.0.weight is \[64, 784\] in this model but \[128, 784\] in the checkpoint" <<<"$out"
+# One folder, one experiment (resume = auto): another experiment's checkpoint is refused with the
+# key and the ways on; so is another schedule, unless --resume-changed.
+out=$(run 2 "$tmp/a" "${other[@]}")
+rc=$?
+check "another model in the folder: exit 2, the key and the ways on ($(grep -c error <<<"$out") line)" \
+  test $rc -eq 2 -a "$(grep -c "holds a checkpoint of another experiment (.*): model.layers = flatten dense(64) .*; to start over there: --set checkpoint.resume=none, or use another \[run\] out_dir" <<<"$out")" = 1
 out=$(run 2 "$tmp/x" --set "checkpoint.resume=$tmp/nope.h5")
 check "missing resume file: exit 2 with its name" test $? -eq 2 -a -n "$(grep 'resume = .*nope.h5: no such file' <<<"$out")"
 check "failed resumes changed nothing in the checkpoint directory" test "$before" = "$(ls -l --time-style=+%s.%N "$ck")"
@@ -315,8 +324,21 @@ check "... and a rerun resumes from it" grep -q "resumed from .*ckpt-00000010.h5
 check "... and cleans the partial file up" test ! -e "$tmp/f/checkpoints/.ckpt-00000020.h5.partial"
 
 # ---- Warnings, --eval-only, --dry-run ----
-out=$(run 2 "$tmp/b" --set train.steps=35 --set optim.lr=0.02)
-check "changed keys are warned about on resume" grep -q "warning: resuming from .*optim.lr = 0.02 here, 0.05 in the checkpoint" <<<"$out"
+out=$(run 2 "$tmp/b" --set optim.lr=0.02)
+rc=$?
+check "another learning rate in the folder: exit 2, one line naming it" \
+  test $rc -eq 2 -a -n "$(grep "error: .*another experiment.*optim.lr = 0.02 here, 0.05 in the checkpoint" <<<"$out")"
+out=$(run 2 "$tmp/b" --set train.steps=35)
+rc=$?
+check "more steps: exit 2, naming --resume-changed" \
+  test $rc -eq 2 -a -n "$(grep "error: .*another schedule: train.steps = 35 here, 30 in the checkpoint; to go on with the new one add --resume-changed" <<<"$out")"
+out=$(run 2 "$tmp/b" --set train.steps=35 --resume-changed --set parallel.bucket_mb=1)
+check "--resume-changed goes on to step 35, warning about the schedule alone (not the layout)" \
+  test -f "$tmp/b/checkpoints/ckpt-00000035.h5" -a "$(grep -c "warning: resuming from" <<<"$out")" = 1 \
+  -a -n "$(grep "warning: resuming from .*train.steps = 35 here, 30 in the checkpoint (using 35)" <<<"$out")"
+out=$(run 2 "$tmp/b2" --set optim.lr=0.02 --set "checkpoint.resume=$tmp/b/checkpoints/ckpt-00000030.h5")
+check "an explicit resume = FILE with another learning rate warns and trains" \
+  grep -q "warning: resuming from .*optim.lr = 0.02 here, 0.05 in the checkpoint (using 0.02)" <<<"$out"
 out=$("$mpirun" -q -np 2 --oversubscribe --bind-to none "$trainer" inputs/mnist_mlp.ini --set "run.out_dir=$tmp/a" --set "model.layers=$mlp" --eval-only 2>&1)
 rc=$?
 echo "$out" | tail -1

@@ -86,7 +86,7 @@ check "a 2-stage pipeline: final loss $(loss "$tmp/ftp") = 1 rank's $l1" $py -c 
 # Preempted and resubmitted: the run's own checkpoint wins over init_from.
 dry=$(run 1 "$tmp/ft1" "${B[@]}" "${FT[@]}" --set train.steps=16 --dry-run)
 check "--dry-run of the resubmitted job: resume wins" grep -q "init_from = $ckpt is not used: the run resumes" <<<"$dry"
-again=$(run 1 "$tmp/ft1" "${B[@]}" "${FT[@]}" --set train.steps=16)
+again=$(run 1 "$tmp/ft1" "${B[@]}" "${FT[@]}" --set train.steps=16 --resume-changed)
 check "the resubmitted job resumes at step 12, not from init_from" \
   test -n "$(grep '^resumed from .*step 12' <<<"$again")" -a -z "$(grep '^initialized from' <<<"$again")"
 

@@ -94,7 +94,7 @@ check "cloud: HPCTRAIN_RETRY runs again after exit 10 (and resumes: same run dir
 for n in 1 2; do
   out=$(HPCTRAIN_MPIRUN=/usr/bin/mpirun HPCTRAIN_RANKS=2 HPCTRAIN_OUT_DIR=$tmp/cloud STUB_GPUS=0 \
     HPCTRAIN_TRAINER="${HPCTRAIN_BUILD_DIR:-$PWD/build}/trainer" \
-    jobscripts/cloud/train.sh inputs/mnist_mlp.ini --set train.steps=$((10 * n)) 2>&1)
+    jobscripts/cloud/train.sh inputs/mnist_mlp.ini --set train.steps=$((10 * n)) $([ $n = 2 ] && echo --resume-changed) 2>&1)
   rc=$?
   check "cloud, real run $n: exit 0" test $rc -eq 0
 done

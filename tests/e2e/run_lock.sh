@@ -43,7 +43,7 @@ wait_for "$tmp/b/checkpoints/ckpt-00000020.h5"
 pkill -9 -f "run.out_dir=$tmp/b"
 wait
 check "after kill -9 the lock file is still there" test -e "$tmp/b/.hpctrain.lock"
-out=$(run "$tmp/b" --set train.steps=40)
+out=$(run "$tmp/b" --set train.steps=40 --resume-changed)
 rc=$?
 check "the next run: exit 0 ($rc)" test $rc -eq 0
 check "... warns that it took over a dead run's lock" grep -q "warning.*took over the lock of a run that ended without releasing it" <<<"$out"
@@ -52,11 +52,11 @@ check "... and resumed" grep -q "^resumed from " <<<"$out"
 # A damaged `latest` (binary bytes) is handled as a dangling one: a warning naming it and the
 # fallback, the newest complete checkpoint by step (issue 19 item 3).
 printf '\001\377ck' >"$tmp/b/checkpoints/latest"
-out=$(run "$tmp/b" --set train.steps=50)
+out=$(run "$tmp/b" --set train.steps=50 --resume-changed)
 check "a damaged latest: a warning naming it and the fallback" \
   grep -q "warning.*checkpoints/latest does not hold a checkpoint name; using the newest complete checkpoint by step, .*ckpt-00000040.h5" <<<"$out"
 printf 'ckpt-00000099.h5\n' >"$tmp/b/checkpoints/latest"
-out=$(run "$tmp/b" --set train.steps=60)
+out=$(run "$tmp/b" --set train.steps=60 --resume-changed)
 check "a dangling latest: the same" grep -q "warning.*latest names ckpt-00000099.h5, which does not exist; using the newest" <<<"$out"
 
 # No flock on the file system: the record decides; a requeued Slurm job takes its own lock over.

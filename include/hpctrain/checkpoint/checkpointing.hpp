@@ -70,7 +70,12 @@ class Checkpointer {
   // rank 0 prints the configuration keys that differ from the checkpoint's as warnings. `interval_sums`: this rank's
   // partial log-interval sums (the same world size), or the total on rank 0. When the checkpoint's optimizer differs,
   // its state starts from zero and so does the returned optimizer_steps.
-  CheckpointInfo load(const std::string& path, IntervalSums& interval_sums);
+  // purpose = training with [checkpoint] resume = auto (the run folder's newest): a checkpoint of
+  // another experiment, or without resume_changed of another schedule, is bad_input naming the
+  // key and the ways on (config/schema.hpp resume_role); an explicit resume = FILE only warns.
+  // inference (--eval-only, --generate): its weights alone, no warnings about the configuration.
+  enum class LoadFor { training, inference };
+  CheckpointInfo load(const std::string& path, IntervalSums& interval_sums, LoadFor purpose = LoadFor::training);
   // Collective, for a run that starts fresh: [checkpoint] init_from into the model's parameters
   // and buffers (each stage its own layers; not the optimizer state, not the step), as
   // plan_initialization decides. Returns what was loaded and what starts fresh (this stage's);

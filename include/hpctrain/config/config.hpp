@@ -227,6 +227,7 @@ struct CheckpointConfig {
   double every_minutes = 0.0;
   int keep = 3;
   ResumeFrom resume;
+  bool resume_changed = false;  // resume = auto may go on with another train.steps / train.epochs
   // Fine-tuning: parameters (and buffers) from this checkpoint when the run starts fresh, for the
   // layers matching `init_layers` (comma-separated name patterns; "" = every layer that matches
   // by name and shape).

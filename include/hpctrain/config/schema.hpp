@@ -53,6 +53,15 @@ const std::vector<KeySpec>& config_schema();
 // The current name of "section.key": the key an old name was renamed to, else `name` itself.
 std::string current_key_name(const std::string& name);
 
+// What a key whose value differs from a checkpoint's means when a run resumes from it
+// (docs/training.md, "One folder, one experiment"): experiment keys define what is trained (the
+// model, the data, the optimizer, global_batch, the seed, precision) and must match for the
+// automatic resume; schedule keys (train.steps, train.epochs) may change with --resume-changed;
+// layout keys (parallel.*, kernels.*, micro-batches, the device, model.groups) never block
+// (elastic resume); free keys (logging, checkpoint cadence, evaluation) do not matter.
+enum class ResumeRole { experiment, schedule, layout, free };
+ResumeRole resume_role(const std::string& key);
+
 // Validates `raw` against `spec`; returns the canonical text (paths with
 // `${VAR}` expanded through `env`). On failure throws a plain
 // std::invalid_argument whose what() says what is allowed; the caller adds

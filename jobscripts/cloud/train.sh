@@ -33,6 +33,10 @@ fi
 extra=()
 [ "$(id -u)" -eq 0 ] && extra+=(--allow-run-as-root)
 echo "hpctrain cloud: $ranks rank(s) on $device, out_dir $out_dir"
+# mpirun answers a SIGTERM by killing the ranks a second later, mid-checkpoint, unless this delay
+# is longer than a step plus a checkpoint write (docs/checkpoints.md, "Stopping a run"; mpirun
+# then waits twice as long after the ranks exit 10).
+export OMPI_MCA_odls_base_sigkill_timeout=${OMPI_MCA_odls_base_sigkill_timeout:-${HPCTRAIN_STOP_GRACE_S:-10}}
 launcher_pid=
 trap 'echo "hpctrain cloud: SIGUSR1: asking the ranks to checkpoint"; [ -n "$launcher_pid" ] && kill -USR1 "$launcher_pid"' USR1
 trap 'echo "hpctrain cloud: SIGTERM: the ranks checkpoint and stop"' TERM

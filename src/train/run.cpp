@@ -29,7 +29,9 @@ namespace {
 using Clock = std::chrono::steady_clock;
 double since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
 
-const char* signal_name(int sig) { return sig == SIGTERM ? "SIGTERM" : sig == SIGUSR1 ? "SIGUSR1" : "a signal"; }
+const char* signal_name(int sig) {
+  return sig == SIGTERM ? "SIGTERM" : sig == SIGUSR1 ? "SIGUSR1" : sig == SIGINT ? "SIGINT" : "a signal";
+}
 
 // The step an injected fault names for `rank` (Faults::At), else -1.
 std::int64_t fault_step(const Faults::At& at, int rank) { return at.rank == rank ? at.step : -1; }

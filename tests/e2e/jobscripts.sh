@@ -11,6 +11,8 @@ set -u
 src=$1
 cd "$src" || exit 1
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+# (mpirun's grace after a SIGTERM, which it also waits out after every exit 10: not what this tests)
+export HPCTRAIN_STOP_GRACE_S=1
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 mkdir -p "$tmp/bin"

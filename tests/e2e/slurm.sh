@@ -14,6 +14,8 @@ trainer=$1
 src=$2
 cd "$src" || exit 1
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+# (mpirun's grace after a SIGTERM, which it also waits out after every exit 10: not what this tests)
+export HPCTRAIN_STOP_GRACE_S=1
 
 if ! command -v slurmctld >/dev/null || ! command -v munged >/dev/null; then
   sudo=""

@@ -4,7 +4,9 @@
 #include <gtest/gtest.h>
 
 #include <hdf5.h>
+#include <chrono>
 #include <csignal>
+#include <thread>
 
 #include "hpctrain/comm/watchdog.hpp"
 #include "hpctrain/core/error.hpp"
@@ -175,17 +177,23 @@ TEST(CollectiveLog, NumbersCollectivesAndOps) {
   EXPECT_EQ(snap.in_flight[0].id, b);
 }
 
-// Preemption signals: the first SIGTERM/SIGUSR1 is only noted (the training loop
-// checkpoints and exits 10); a second one ends the process at once with 128 + signal.
+// Preemption signals: the first SIGTERM/SIGUSR1/SIGINT is only noted (the training loop
+// checkpoints and exits 10); a second one 1 s or more later ends the process at once with
+// 128 + signal, one within 1 s is the same request again.
 TEST(PreemptionSignals, FirstIsNotedSecondExitsAtOnce) {
   GTEST_FLAG_SET(death_test_style, "threadsafe");  // other tests left threads behind
   install_preemption_signals();
   EXPECT_EQ(pending_preemption_signal(), 0);
   std::raise(SIGUSR1);
   EXPECT_EQ(pending_preemption_signal(), SIGUSR1);
+  std::raise(SIGTERM);  // within 1 s: the same request again (mpirun forwarding Ctrl-C), not "now"
+  EXPECT_EQ(pending_preemption_signal(), SIGUSR1);
+  std::this_thread::sleep_for(std::chrono::milliseconds(1100));
   EXPECT_EXIT(std::raise(SIGTERM), ::testing::ExitedWithCode(128 + SIGTERM), "second signal");
   restore_preemption_signals();
   install_preemption_signals();  // a new install starts clean
   EXPECT_EQ(pending_preemption_signal(), 0);
+  std::raise(SIGINT);  // Ctrl-C: the same way
+  EXPECT_EQ(pending_preemption_signal(), SIGINT);
   restore_preemption_signals();
 }

@@ -5,6 +5,7 @@
 #include <cblas.h>
 #include <hdf5.h>
 
+#include <algorithm>
 #include <boost/program_options.hpp>
 #include <cstdio>
 #include <functional>
@@ -90,6 +91,15 @@ CliOptions parse_cli(int argc, char** argv) {
   po::variables_map vm;
   try {
     po::store(po::command_line_parser(argc, argv).options(all).positional(pos).run(), vm);
+  } catch (const po::unknown_option& e) {  // --steps 3: a configuration key's name, given as an option
+    std::string name = e.get_option_name();
+    name.erase(0, name.find_first_not_of('-'));
+    std::replace(name.begin(), name.end(), '-', '_');
+    for (const KeySpec& s : config_schema())
+      if (s.key == name && s.renamed_to.empty())
+        throw bad_input("command line: unrecognised option '" + e.get_option_name() + "': configuration keys go " +
+                        "through --set, as in --set " + s.name() + "=VALUE (see trainer --help)");
+    throw bad_input(std::string("command line: ") + e.what() + " (see trainer --help)");
   } catch (const po::error& e) {
     throw bad_input(std::string("command line: ") + e.what() + " (see trainer --help)");
   }

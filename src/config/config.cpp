@@ -76,6 +76,9 @@ std::string closest(const std::string& word, const std::vector<std::string>& opt
     const auto d = edit_distance(word, o);
     if (d < best_d) best_d = d, best = o;
   }
+  if (best.empty())  // one name the start of the other ([optimizer] for [optim])
+    for (const auto& o : options)
+      if (o.size() >= 3 && word.size() >= 3 && (word.rfind(o, 0) == 0 || o.rfind(word, 0) == 0)) return o;
   return best;
 }
 

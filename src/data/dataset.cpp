@@ -325,11 +325,30 @@ Shard scan_shard(const std::string& path, SplitIndex& split, bool first, const s
   return shard;
 }
 
+namespace {
+// For a path that is not a dataset: what it looks like, and the command that makes one of it.
+std::string what_it_holds(const std::string& root) {
+  std::error_code ec;
+  const fs::path p(root);
+  if (fs::is_regular_file(p, ec) && p.extension() == ".h5")
+    return " (it is a file: give the dataset's folder, the one holding train/, " +
+           (p.parent_path().filename() == "train" ? p.parent_path().parent_path().string() : std::string("...")) + ")";
+  if (p.filename() == "train" || p.filename() == "val" || p.filename() == "test")
+    return " (it is a split: give the folder above it, " + p.parent_path().string() + ")";
+  for (const auto& e : fs::directory_iterator(p, ec))
+    if (e.path().filename().string().find("idx") != std::string::npos)
+      return " (it holds IDX files: make a dataset of them with hpctrain-data import-idx --images FILE --labels "
+             "FILE --out DIR, docs/datasets.md)";
+  return "";
+}
+}  // namespace
+
 std::optional<SplitIndex> scan_split(const std::string& root, const std::string& name, bool required) {
   const fs::path dir = fs::path(root) / name;
   std::error_code ec;
   if (!fs::is_directory(dir, ec)) {
-    if (required) throw bad_input("[data] path '" + root + "': no " + name + "/ directory of shards");
+    if (required)
+      throw bad_input("[data] path '" + root + "': no " + name + "/ directory of shards" + what_it_holds(root));
     return std::nullopt;
   }
   std::vector<std::string> files;
@@ -355,7 +374,9 @@ DatasetIndex scan_dataset(const std::string& root) {
   std::lock_guard<std::mutex> lock(h5::lock());
   if (root.empty()) throw bad_input("[data] path is not set: give the dataset root (holding train/, val/, test/)");
   std::error_code ec;
-  if (!fs::is_directory(root, ec)) throw bad_input("[data] path '" + root + "': no such directory");
+  if (!fs::is_directory(root, ec))
+    throw bad_input("[data] path '" + root + "': " + (fs::exists(root, ec) ? "not a directory" : "no such directory") +
+                    what_it_holds(root));
   DatasetIndex index;
   index.root = root;
   index.train = *scan_split(root, "train", true);

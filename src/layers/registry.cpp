@@ -5,6 +5,7 @@
 #include <cctype>
 #include <cstdio>
 #include <functional>
+#include <map>
 
 #include "hpctrain/core/error.hpp"
 
@@ -18,13 +19,32 @@ std::vector<std::string> LayerRegistry::types() const {
   return out;
 }
 
+namespace {
+// What a user of another framework may have meant by `type`, or "".
+std::string meant(const std::string& type, const std::vector<std::string>& known) {
+  std::string lower = type;
+  std::transform(lower.begin(), lower.end(), lower.begin(), [](unsigned char c) { return std::tolower(c); });
+  if (lower == "softmax" || lower == "log_softmax" || lower == "logsoftmax")
+    return "; the loss includes the softmax: end the model with the layer that makes the logits";
+  static const std::map<std::string, std::string> names = {
+      {"conv2d", "conv"},        {"conv1d", "conv"},           {"maxpool2d", "maxpool"},
+      {"avgpool2d", "avgpool"},  {"batchnorm2d", "batchnorm"}, {"batchnorm1d", "batchnorm"},
+      {"gelu_new", "gelu_tanh"}, {"adaptiveavgpool2d", "gap"}, {"globalaveragepooling2d", "gap"}};
+  if (const auto it = names.find(lower); it != names.end()) return " (did you mean " + it->second + "?)";
+  if (lower != type && std::find(known.begin(), known.end(), lower) != known.end())
+    return " (did you mean " + lower + "? layer types are lower case)";
+  return "";
+}
+}  // namespace
+
 std::unique_ptr<Layer> LayerRegistry::make(const LayerArgs& args) const {
   const auto it = factories_.find(args.type);
   if (it == factories_.end()) {
     std::string known;
-    for (const auto& t : types()) known += (known.empty() ? "" : ", ") + t;
-    throw bad_input("[model] layers: unknown layer type '" + args.type + "' in '" + args.text + "' (known: " + known +
-                    ")");
+    const auto all = types();
+    for (const auto& t : all) known += (known.empty() ? "" : ", ") + t;
+    throw bad_input("[model] layers: unknown layer type '" + args.type + "' in '" + args.text + "'" +
+                    meant(args.type, all) + " (known: " + known + ")");
   }
   return it->second(args);
 }

@@ -91,6 +91,7 @@ bad_input "impossible mesh" "pipeline_parallel = 2 does not divide the world siz
 bad_input "batch vs grid" "global_batch = 255 is not divisible by the data-parallel size 4" 4 "$ini" --set train.global_batch=255
 bad_input "missing file" "configuration file '/no/such.ini' cannot be read" 2 /no/such.ini
 bad_input "unknown option" "unrecognised option '--frobnicate'" 2 "$ini" --frobnicate
+bad_input "a key given as an option" "unrecognised option '--steps': configuration keys go through --set, as in --set train.steps=VALUE" 2 "$ini" --steps 3
 bad_input "more stages than layers" "pipeline_parallel = 4 stages but [model] layers has only 2 layer(s)" 4 "$ini" \
   --set parallel.pipeline_parallel=4 --set 'model.layers=flatten dense(10)'
 bad_input "empty layer group" "group 1 ('4-3') is empty" 2 "$ini" --set parallel.pipeline_parallel=2 --set 'model.groups=0-3 4-3'
@@ -101,5 +102,15 @@ tmp=$(mktemp)
 printf '[train]\nepochs = 2\n[optim]\nlr 0.1\n' >"$tmp"
 bad_input "syntax error" "$tmp:4: cannot parse line 'lr 0.1'" 2 "$tmp"
 rm -f "$tmp"
+# data.path at what is not a dataset: the command or the folder that fixes it.
+idx=$(mktemp -d)
+: >"$idx/train-images-idx3-ubyte"
+bad_input "IDX files as data.path" "it holds IDX files: make a dataset of them with hpctrain-data import-idx --images" 2 \
+  "$ini" --set "data.path=$idx"
+rm -rf "$idx"
+bad_input "a split as data.path" "(it is a split: give the folder above it, inputs/data/mnist-small)" 2 "$ini" \
+  --set data.path=inputs/data/mnist-small/train
+bad_input "a layer type in another case" "(did you mean dense? layer types are lower case)" 2 "$ini" \
+  --set 'model.layers=flatten Dense(10)'
 
 finish

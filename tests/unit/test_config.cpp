@@ -251,6 +251,9 @@ TEST(ConfigErrors, UnknownSectionListsSections) {
   EXPECT_NE(m.find("unknown section [trian]"), std::string::npos) << m;
   EXPECT_NE(m.find("did you mean [train]"), std::string::npos) << m;
   EXPECT_NE(m.find("checkpoint"), std::string::npos) << m;
+  // A longer name whose start is a section (PyTorch's "optimizer"): suggested too.
+  const auto o = error_of("[optimizer]\nlr = 0.1\n");
+  EXPECT_NE(o.find("unknown section [optimizer] (did you mean [optim]?)"), std::string::npos) << o;
 }
 
 TEST(ConfigErrors, WrongTypeNamesKeyValueAndAllowed) {

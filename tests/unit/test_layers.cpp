@@ -505,6 +505,11 @@ TEST(Model, NamesShapesAndErrors) {
     EXPECT_NE(known.find(t), std::string::npos) << t;
   EXPECT_NE(message("flatten dnse(3)", {4}).find("unknown layer type 'dnse' in 'dnse(3)' (known: " + known + ")"),
             std::string::npos);
+  // Other frameworks' names: case, PyTorch's and Keras's, and a softmax layer (the loss has it).
+  EXPECT_NE(message("flatten Dense(3)", {4}).find("(did you mean dense? layer types are lower case)"),
+            std::string::npos);
+  EXPECT_NE(message("conv2d(8, 3)", {1, 4, 4}).find("'conv2d(8, 3)' (did you mean conv?)"), std::string::npos);
+  EXPECT_NE(message("flatten dense(3) softmax", {4}).find("the loss includes the softmax"), std::string::npos);
   EXPECT_NE(message("dense(3)", {4, 4}).find("needs a flat input, got [4, 4] (insert 'flatten' before it)"),
             std::string::npos);
   EXPECT_NE(message("dense", {4}).find("dense needs the number of outputs"), std::string::npos);

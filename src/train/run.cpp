@@ -93,9 +93,13 @@ int Trainer::run() {
 
   log0(model_->summary() + describe_pipeline(cfg_, rt_, *model_));  // (rank 0 holds stage 0's layers)
   p.comm_alone = averager_->time_alone();  // the gradient allreduces with nothing to hide behind
-  log0("training " + std::to_string(total - first) + " steps (" + std::to_string(per_epoch) + " per epoch) of " +
-       std::to_string(cfg_.train.global_batch) + " samples on " + std::to_string(g.size(MeshDim::dp)) +
-       " data-parallel rank(s)");
+  // One start line: the deck, the data, the folder, the layout and the work.
+  const bool tokens = index_.train.tokens;
+  log0("training " + cfg_.origin + ": data " + cfg_.data.path + ", out_dir " + cfg_.run.out_dir + ", " +
+       std::to_string(rt_.world().size()) + " rank(s) (" + std::to_string(g.size(MeshDim::dp)) + " data-parallel x " +
+       std::to_string(g.size(MeshDim::pp)) + " stage(s)) on " + (alloc_.device() == Device::cuda ? "GPUs" : "CPUs") +
+       "; " + std::to_string(total - first) + " steps (" + std::to_string(per_epoch) + " per epoch) of " +
+       std::to_string(cfg_.train.global_batch) + (tokens ? " windows" : " samples"));
 
   ReaderOptions ro;
   ro.prefetch = cfg_.data.prefetch;
@@ -263,7 +267,7 @@ void Trainer::log_interval(const StepEnd& end, double lr, bool eval_now, Interva
       f.mfu_pct = 100 * *f.model_flops_per_s / (*p.peak_flops * rt_.mesh().shape().world());
   }
   f.data_wait_pct = 100 * (reader.wait_seconds() - p.wait_mark) / dt;
-  f.comm_exposed_pct = 100 * (comm_wait_s_ - p.comm_mark) / dt;  // communication not hidden
+  if (rt_.world().size() > 1) f.comm_exposed_pct = 100 * (comm_wait_s_ - p.comm_mark) / dt;  // not hidden
   f.lr = lr;
   if (eval_now) {
     p.last_eval = evaluate(*eval_split());

@@ -92,15 +92,17 @@ std::string RunReport::progress_line(const IntervalFigures& f) {
                   flops_text(f.model_flops_per_s, f.mfu_pct).c_str());
   else
     std::snprintf(rate, sizeof(rate), "%.0f samples/s", f.samples_per_s);
-  char gpu[64] = "gpu n/a";  // the least and most busy GPU (a straggler shows here)
-  if (f.gpu_util_pct) std::snprintf(gpu, sizeof(gpu), "gpu %.0f-%.0f%%", f.gpu_util_pct->min, f.gpu_util_pct->max);
+  // Only what applies: communication with more than one rank, the least and most busy GPU (a
+  // straggler shows here) where there are GPUs.
+  char comm[48] = "", gpu[48] = "";
+  if (f.comm_exposed_pct) std::snprintf(comm, sizeof(comm), " | comm exposed %.1f%%", *f.comm_exposed_pct);
+  if (f.gpu_util_pct) std::snprintf(gpu, sizeof(gpu), " | gpu %.0f-%.0f%%", f.gpu_util_pct->min, f.gpu_util_pct->max);
   char line[512];
   std::snprintf(line, sizeof(line),
-                "epoch %lld step %lld/%lld | loss %.4f | acc %5.1f%% | %s | ETA %s | data wait %.1f%% | "
-                "comm exposed %.1f%% | %s | lr %.4g%s",
+                "epoch %lld step %lld/%lld | loss %.4f | acc %5.1f%% | %s | ETA %s | data wait %.1f%%%s%s | lr %.4g%s",
                 static_cast<long long>(f.epoch), static_cast<long long>(f.step), static_cast<long long>(f.total),
-                f.loss, 100 * f.accuracy, rate, duration_text(f.eta_s).c_str(), f.data_wait_pct, f.comm_exposed_pct,
-                gpu, f.lr, eval.c_str());
+                f.loss, 100 * f.accuracy, rate, duration_text(f.eta_s).c_str(), f.data_wait_pct, comm, gpu, f.lr,
+                eval.c_str());
   return line;
 }
 
@@ -209,9 +211,7 @@ std::string RunReport::energy_line(const RunSummary& s) {
 }
 
 void RunReport::finish(const RunSummary& s) {
-  if (s.comm_alone_s_per_step == 0)  // one data-parallel rank: no probe ran, nothing was sent
-    log0("gradient averaging: one data-parallel rank, nothing to average");
-  else
+  if (s.comm_alone_s_per_step > 0)  // (one data-parallel rank: no probe ran, nothing was sent)
     log0("gradient averaging: " + std::to_string(s.buckets) + " bucket(s), " +
          std::to_string(s.comm_alone_s_per_step * 1e3).substr(0, 6) + " ms per step alone, " +
          std::to_string(s.comm_wait_s_per_step * 1e3).substr(0, 6) +

@@ -103,21 +103,24 @@ TEST(RunReport, CsvProgressLineAndSummaryComeFromTheSameFigures) {
   f.skipped_steps = 2;
   f.cpu_busy_pct = 99.5;
   f.rss_mib = 120;
-  EXPECT_EQ(RunReport::csv_row(f), "40,2,1.5,0.25,0.875,1000,0,0,0.05,,,3.5,1,2,99.5,120,,,," + no_gpu);
+  // One rank without a GPU: nothing about communication or GPUs on the line, empty cells in the CSV.
+  EXPECT_EQ(RunReport::csv_row(f), "40,2,1.5,0.25,0.875,1000,0,,0.05,,,3.5,1,2,99.5,120,,,," + no_gpu);
   EXPECT_EQ(RunReport::progress_line(f),
-            "epoch 2 step 40/100 | loss 0.2500 | acc  87.5% | 1000 samples/s | ETA 1:02:05 | data wait 0.0% | "
-            "comm exposed 0.0% | gpu n/a | lr 0.05");
+            "epoch 2 step 40/100 | loss 0.2500 | acc  87.5% | 1000 samples/s | ETA 1:02:05 | data wait 0.0% | lr 0.05");
+  f.comm_exposed_pct = 2.5;  // more ranks
+  EXPECT_NE(RunReport::progress_line(f).find("| data wait 0.0% | comm exposed 2.5% | lr 0.05"), std::string::npos);
+  EXPECT_EQ(RunReport::csv_row(f), "40,2,1.5,0.25,0.875,1000,0,2.5,0.05,,,3.5,1,2,99.5,120,,,," + no_gpu);
   f.eval_split = "val";
   f.eval_loss = 0.5;
   f.eval_accuracy = 0.75;
-  EXPECT_EQ(RunReport::csv_row(f), "40,2,1.5,0.25,0.875,1000,0,0,0.05,0.5,0.75,3.5,1,2,99.5,120,,,," + no_gpu);
+  EXPECT_EQ(RunReport::csv_row(f), "40,2,1.5,0.25,0.875,1000,0,2.5,0.05,0.5,0.75,3.5,1,2,99.5,120,,,," + no_gpu);
   EXPECT_NE(RunReport::progress_line(f).find("| val loss 0.5000 acc 75.00%"), std::string::npos);
   // A language model: tokens/s and perplexities, in the CSV and the progress line.
   f.tokens_per_s = 64000;
   f.perplexity = 1.25;
   f.eval_perplexity = 1.5;
   EXPECT_EQ(RunReport::csv_row(f),
-            "40,2,1.5,0.25,0.875,1000,0,0,0.05,0.5,0.75,3.5,1,2,99.5,120,,64000,1.25,1.5" + no_gpu);
+            "40,2,1.5,0.25,0.875,1000,0,2.5,0.05,0.5,0.75,3.5,1,2,99.5,120,,64000,1.25,1.5" + no_gpu);
   EXPECT_NE(RunReport::progress_line(f).find("| 64000 tokens/s |"), std::string::npos) << RunReport::progress_line(f);
   EXPECT_NE(RunReport::progress_line(f).find("ppl 1.5000"), std::string::npos) << RunReport::progress_line(f);
   f.model_flops_per_s = 2.5e12;  // and model FLOP/s, with MFU where the GPU's peak is known

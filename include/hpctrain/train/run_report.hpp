@@ -24,7 +24,8 @@ struct Spread {
 struct IntervalFigures {
   std::int64_t step = 0, epoch = 0, total = 0;
   double wall_s = 0;  // since this run started
-  double loss = 0, accuracy = 0, samples_per_s = 0, data_wait_pct = 0, comm_exposed_pct = 0, lr = 0;
+  double loss = 0, accuracy = 0, samples_per_s = 0, data_wait_pct = 0, lr = 0;
+  std::optional<double> comm_exposed_pct;  // communication not hidden; none on one rank (nothing is sent)
   double eta_s = 0;
   std::string eval_split;  // when an evaluation ran with this interval: its split and results
   std::optional<double> eval_loss, eval_accuracy;

@@ -129,6 +129,11 @@ std::vector<KeyDifference> config_differences(const Config& cfg, const std::stri
   return out;
 }
 
+// What a run refused on the run folder's checkpoint can do instead.
+std::string start_over(const Config& cfg) {
+  return "; to start over in " + cfg.run.out_dir + ": --set checkpoint.resume=none, or use another [run] out_dir";
+}
+
 // [checkpoint] resume = auto in a training run: the run folder's checkpoint must be of this
 // experiment (and, without resume_changed, of this schedule); else one line with the ways on.
 void check_same_experiment(const Config& cfg, const std::vector<KeyDifference>& diffs, const std::string& path) {
@@ -137,16 +142,15 @@ void check_same_experiment(const Config& cfg, const std::vector<KeyDifference>& 
     if (d.role == ResumeRole::experiment && !d.there.empty()) blocking.push_back(&d);
     if (d.role == ResumeRole::schedule && !d.there.empty() && !cfg.checkpoint.resume_changed) schedule.push_back(&d);
   }
-  const std::string over = "; to start over there: --set checkpoint.resume=none, or use another [run] out_dir";
   auto first = [](const std::vector<const KeyDifference*>& v) {
     return v.front()->text() + (v.size() > 1 ? " (and " + std::to_string(v.size() - 1) + " more)" : "");
   };
   if (!blocking.empty())
     throw bad_input(cfg.run.out_dir + " holds a checkpoint of another experiment (" + path + "): " + first(blocking) +
-                    over);
+                    start_over(cfg));
   if (!schedule.empty())
     throw bad_input(cfg.run.out_dir + " holds this run's checkpoint (" + path + ") with another schedule: " +
-                    first(schedule) + "; to go on with the new one add --resume-changed" + over);
+                    first(schedule) + "; to go on with the new one add --resume-changed" + start_over(cfg));
 }
 
 // The elements [b, e) of a stage's flat layout (the parameters', or one optimizer state block's)
@@ -167,11 +171,8 @@ void Checkpointer::check_fits(const CheckpointFile& file) const {
   if (problems.empty()) return;
   std::string all = problems.front();
   if (problems.size() > 1) all += " (and " + std::to_string(problems.size() - 1) + " more)";
-  throw bad_input(
-      "checkpoint '" + file.path() + "' does not fit [model] layers: " + all +
-      (cfg_.checkpoint.resume.kind == ResumeFrom::Kind::auto_
-           ? "; to start over in " + cfg_.run.out_dir + ": --set checkpoint.resume=none, or use another [run] out_dir"
-           : ""));
+  throw bad_input("checkpoint '" + file.path() + "' does not fit [model] layers: " + all +
+                  (cfg_.checkpoint.resume.kind == ResumeFrom::Kind::auto_ ? start_over(cfg_) : ""));
 }
 
 void Checkpointer::read_state(const CheckpointFile& file) {

@@ -31,7 +31,7 @@ class PositionEmbedding final : public Layer {
     const std::int64_t from = has_context() ? std::max<std::int64_t>(context().decode_position, 0) : 0;
     const std::int64_t len = x.shape()[1], c = x.shape()[2];
     // every sample's [L*C] row += P's rows from..from+L-1 (a key/value cache's positions: from > 0)
-    add_bias(y, from == 0 && len == param(0).shape()[0] ? param(0) : param(0).view(from * c, {len * c}));
+    add_bias(y, param(0).view(from * c, {len * c}));
   }
   void backward(const Tensor&, const Tensor&, const Tensor& dy, Tensor& dx) override {
     if (!accumulate_grads()) fill(grad(0), 0.f);

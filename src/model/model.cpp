@@ -241,9 +241,15 @@ void Model::set_batch(std::int64_t rows) {
 }
 
 Shape Model::batch_shape(std::size_t i) const {
+  const Shape sample = sample_shape(i);
   Shape s{rows_};
-  s.insert(s.end(), shapes_[i].begin(), shapes_[i].end());
-  if (length_ > 0) s[1] = length_;
+  s.insert(s.end(), sample.begin(), sample.end());
+  return s;
+}
+
+Shape Model::sample_shape(std::size_t i) const {
+  Shape s = shapes_[i];
+  if (length_ > 0) s[0] = length_;
   return s;
 }
 
@@ -260,11 +266,7 @@ void Model::set_length(std::int64_t len) {
   if (rows_ > 0) use_set(set_);
 }
 
-Shape Model::input_sample() const {
-  Shape s = shapes_.front();
-  if (length_ > 0) s[0] = length_;
-  return s;
-}
+Shape Model::input_sample() const { return sample_shape(0); }
 
 std::size_t Model::saved_bytes() const {
   std::size_t n = recompute_set_.bytes();

@@ -110,12 +110,12 @@ std::uint32_t Trainer::next_token(Tensor& input, std::int64_t len, std::int64_t 
   executor_->forward(1, MicroBatch{run, Targets{}}, nullptr);
   std::uint32_t next = 0;
   if (executor_->holds_output()) {
-    const std::vector<float> out = to_host(model_->output());
-    // Rows of the padded vocabulary ([model] vocab_multiple); only its first num_classes are tokens.
-    const std::int64_t stride = model_->output().shape().back(), row = from >= 0 ? len - from - 1 : len - 1;
-    const auto first = out.begin() + static_cast<std::ptrdiff_t>(row * stride);
-    next = draw({first, first + index_.train.num_classes}, o,
-                cfg_.run.seed ^ splitmix64(0x67656E + static_cast<std::uint64_t>(n)));
+    // The last position's row alone comes to the host; rows are padded-vocabulary wide ([model]
+    // vocab_multiple) and only their first num_classes are tokens.
+    const Tensor& out = model_->output();
+    const std::int64_t stride = out.shape().back(), row = from >= 0 ? len - from - 1 : len - 1;
+    std::vector<float> logits = to_host(out.view(row * stride, {index_.train.num_classes}));
+    next = draw(std::move(logits), o, cfg_.run.seed ^ splitmix64(0x67656E + static_cast<std::uint64_t>(n)));
   }
   executor_->share_from_output(next);
   return next;

@@ -310,7 +310,7 @@ check "different model: names the layer and both shapes" \
 out=$(run 2 "$tmp/a" "${other[@]}")
 rc=$?
 check "another model in the folder: exit 2, the key and the ways on ($(grep -c error <<<"$out") line)" \
-  test $rc -eq 2 -a "$(grep -c "holds a checkpoint of another experiment (.*): model.layers = flatten dense(64) .*; to start over there: --set checkpoint.resume=none, or use another \[run\] out_dir" <<<"$out")" = 1
+  test $rc -eq 2 -a "$(grep -c "holds a checkpoint of another experiment (.*): model.layers = flatten dense(64) .*; to start over in $tmp/a: --set checkpoint.resume=none, or use another \[run\] out_dir" <<<"$out")" = 1
 out=$(run 2 "$tmp/x" --set "checkpoint.resume=$tmp/nope.h5")
 check "missing resume file: exit 2 with its name" test $? -eq 2 -a -n "$(grep 'resume = .*nope.h5: no such file' <<<"$out")"
 check "failed resumes changed nothing in the checkpoint directory" test "$before" = "$(ls -l --time-style=+%s.%N "$ck")"

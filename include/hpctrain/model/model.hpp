@@ -183,7 +183,8 @@ class Model {
     std::int64_t capacity = 0;
     SavedSet saved;
   };
-  Shape batch_shape(std::size_t i) const;  // [rows_, shapes_[i]...] (set_length: length_ for the first)
+  Shape sample_shape(std::size_t i) const;  // shapes_[i], its first dimension length_ after set_length
+  Shape batch_shape(std::size_t i) const;   // [rows_, sample_shape(i)...]
   std::vector<std::unique_ptr<ActivationSet>> sets_;
   std::size_t set_ = 0;
   std::int64_t forward_passes_ = 0;

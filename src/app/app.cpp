@@ -26,6 +26,7 @@
 #include "hpctrain/data/dataset.hpp"
 #include "hpctrain/data/sampler.hpp"
 #include "hpctrain/data/store.hpp"
+#include "hpctrain/layers/registry.hpp"
 #include "hpctrain/model/arch.hpp"
 #include "hpctrain/model/model.hpp"
 #include "hpctrain/model/partition.hpp"
@@ -169,6 +170,19 @@ Config load_config(MPI_Comm comm, const std::string& path, const std::vector<std
   });
 }
 
+// [model] layers' grammar: the parser's rules and every registered layer's usage line.
+std::string layer_grammar() {
+  LayerRegistry registry;
+  register_builtin_layers(registry);
+  std::string out =
+      "\nLayers ([model] layers = \"flatten dense(128) relu dense(10)\"; arch = gpt|llama build theirs):\n"
+      "  type(positional, ..., key=value, ...) separated by spaces; integers only (eps=5 means 1e-5)\n"
+      "  name:type(...) names a layer (tensors name.weight); repeat(N, layers...) writes layers N times,\n"
+      "  {} in a name is the repetition's index (h.{}:res(...)); the loss includes the softmax\n";
+  for (const auto& u : registry.usages()) out += "    " + u + "\n";
+  return out;
+}
+
 std::string help_text() {
   std::ostringstream os;
   os << "usage: mpirun -np N trainer input.ini [--set section.key=value ...] [--dry-run | --eval-only | --export FILE "
@@ -178,12 +192,12 @@ std::string help_text() {
      << "       trainer --help | --version\n\n"
      << cli_options() << "\nConfiguration keys ([section] key = value in the INI file; --set section.key=value):\n"
      << config_help() << "\nPaths may use ${VAR} (expanded from rank 0's environment; $$ is a literal $).\n"
-     << "\nExit codes:\n"
-     << "   0  success\n"
-     << "   1  internal error (a bug, or a failed library call)\n"
-     << "   2  bad input: configuration, data, checkpoint or process mesh\n"
-     << "   3  collective timeout: the watchdog ([parallel] watchdog_s) aborted a hung collective\n"
-     << "  10  stopped by a signal after writing a checkpoint\n";
+     << layer_grammar() << "\nExit codes:\n";
+  for (const auto& e : exit_code_meanings) {
+    char code[8];
+    std::snprintf(code, sizeof code, "%4d  ", static_cast<int>(e.code));
+    os << code << e.meaning << "\n";
+  }
   return os.str();
 }
 

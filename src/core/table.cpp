@@ -55,4 +55,17 @@ std::string Table::render() const {
   return out;
 }
 
+std::string bytes_text(double bytes) {
+  char out[32];
+  if (bytes < 1024)
+    std::snprintf(out, sizeof out, "%.0f B", bytes);
+  else if (bytes < 1024.0 * 1024)
+    std::snprintf(out, sizeof out, "%.1f KiB", bytes / 1024);
+  else if (bytes < 1024.0 * 1024 * 1024)
+    std::snprintf(out, sizeof out, "%.1f MiB", bytes / (1024.0 * 1024));
+  else
+    std::snprintf(out, sizeof out, "%.2f GiB", bytes / (1024.0 * 1024 * 1024));
+  return out;
+}
+
 }  // namespace hpctrain

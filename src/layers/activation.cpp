@@ -27,12 +27,16 @@ class ActivationLayer final : public Layer {
 }  // namespace
 
 void register_activations(LayerRegistry& r) {
-  for (const auto& [f, name] : {std::pair<Activation, const char*>{Activation::relu, "relu"},
-                                {Activation::tanh, "tanh"},
-                                {Activation::gelu, "gelu"},
-                                {Activation::relu2, "relu2"},
-                                {Activation::gelu_tanh, "gelu_tanh"}}) {
-    r.add(name, [f = f, name = name](const LayerArgs& a) {
+  struct Kind {
+    Activation f;
+    const char* name;
+    const char* usage;
+  };
+  for (const Kind& k : {Kind{Activation::relu, "relu", "relu: max(x, 0)"}, Kind{Activation::tanh, "tanh", "tanh"},
+                        Kind{Activation::gelu, "gelu", "gelu: x * Phi(x) (erf form)"},
+                        Kind{Activation::relu2, "relu2", "relu2: relu(x)^2"},
+                        Kind{Activation::gelu_tanh, "gelu_tanh", "gelu_tanh: GELU's tanh approximation (GPT-2)"}}) {
+    r.add(k.name, k.usage, [f = k.f, name = k.name](const LayerArgs& a) {
       expect_no_args(a);
       return std::make_unique<ActivationLayer>(f, name);
     });

@@ -150,7 +150,8 @@ class Conv2d final : public Layer {
 }  // namespace
 
 void register_conv2d(LayerRegistry& r, ConvImpl impl) {
-  r.add("conv", [impl](const LayerArgs& a) {
+  r.add("conv", "conv(out, k, pad=0, stride=1): 2-D convolution, k x k; weight [out, in, k, k]",
+        [impl](const LayerArgs& a) {
     for (const auto& [k, v] : a.named)
       if (k != "pad" && k != "stride")
         throw bad_input("[model] layers: " + a.text + ": unknown argument '" + k + "' (pad, stride)");

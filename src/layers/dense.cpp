@@ -43,7 +43,8 @@ class Dense final : public Layer {
 }  // namespace
 
 void register_dense(LayerRegistry& r) {
-  r.add("dense", [](const LayerArgs& a) { return std::make_unique<Dense>(int_arg(a, 0, "the number of outputs")); });
+  r.add("dense", "dense(n): n outputs from a flat input; weight [n, in], bias [n]",
+        [](const LayerArgs& a) { return std::make_unique<Dense>(int_arg(a, 0, "the number of outputs")); });
 }
 
 }  // namespace hpctrain

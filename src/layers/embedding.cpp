@@ -47,7 +47,8 @@ class Embedding final : public Layer {
 }  // namespace
 
 void register_embedding(LayerRegistry& r, std::int64_t vocab_multiple) {
-  r.add("embedding", [vocab_multiple](const LayerArgs& a) {
+  r.add("embedding", "embedding(V, C, std=0.02): token ids [T] -> [T, C] from a V-row table",
+        [vocab_multiple](const LayerArgs& a) {
     expect_named_only(a, 2, {"std"});
     return std::make_unique<Embedding>(int_arg(a, 0, "the vocabulary size"), int_arg(a, 1, "the embedding width"),
                                        layer_named_std(a, "std"), vocab_multiple);

@@ -17,7 +17,8 @@ class Flatten final : public Layer {
 }  // namespace
 
 void register_flatten(LayerRegistry& r) {
-  r.add("flatten", [](const LayerArgs& a) {
+  r.add("flatten", "flatten: [C, H, W] -> [C*H*W]",
+        [](const LayerArgs& a) {
     expect_no_args(a);
     return std::make_unique<Flatten>();
   });

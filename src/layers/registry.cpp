@@ -11,7 +11,15 @@
 
 namespace hpctrain {
 
-void LayerRegistry::add(const std::string& type, LayerFactory factory) { factories_[type] = std::move(factory); }
+void LayerRegistry::add(const std::string& type, const std::string& usage, LayerFactory factory) {
+  factories_[type] = Entry{usage, std::move(factory)};
+}
+
+std::vector<std::string> LayerRegistry::usages() const {
+  std::vector<std::string> out;
+  for (const auto& [k, v] : factories_) out.push_back(v.usage);
+  return out;
+}
 
 std::vector<std::string> LayerRegistry::types() const {
   std::vector<std::string> out;
@@ -46,7 +54,7 @@ std::unique_ptr<Layer> LayerRegistry::make(const LayerArgs& args) const {
     throw bad_input("[model] layers: unknown layer type '" + args.type + "' in '" + args.text + "'" +
                     meant(args.type, all) + " (known: " + known + ")");
   }
-  return it->second(args);
+  return it->second.factory(args);
 }
 
 namespace {

@@ -1,14 +1,17 @@
 // Trainer::run(): the whole training run, top to bottom (train/trainer.hpp), with the steps it
 // is made of: resuming, one step of the loop, a log interval, and the end-of-run summary.
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <csignal>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <ctime>
 #include <filesystem>
 #include <memory>
 #include <optional>
+#include <random>
 #include <thread>
 
 #include "hpctrain/backend/configure.hpp"
@@ -31,6 +34,16 @@ double since(Clock::time_point t) { return std::chrono::duration<double>(Clock::
 
 const char* signal_name(int sig) {
   return sig == SIGTERM ? "SIGTERM" : sig == SIGUSR1 ? "SIGUSR1" : sig == SIGINT ? "SIGINT" : "a signal";
+}
+
+// Now in UTC as `format` (strftime) writes it.
+std::string utc_now(const char* format) {
+  const std::time_t t = std::time(nullptr);
+  std::tm tm{};
+  gmtime_r(&t, &tm);
+  char out[40];
+  std::strftime(out, sizeof out, format, &tm);
+  return out;
 }
 
 // The step an injected fault names for `rank` (Faults::At), else -1.
@@ -57,6 +70,14 @@ struct Trainer::Progress {
   std::int64_t test_signal_step = -1, test_stall_step = -1;
   double flops_per_token = 0;        // language models (RunSummary::flops_per_token)
   std::optional<double> peak_flops;  // per rank, where the GPU's peak is known
+  // This invocation: its start (ISO 8601, UTC) and id, the start to the second and 24 random bits
+  // ("20261204T073512Z-3fa2c1"; summary.json; rank 0's are the ones written).
+  std::string started_at = utc_now("%Y-%m-%dT%H:%M:%SZ");
+  std::string run_id = utc_now("%Y%m%dT%H%M%SZ-") + [] {
+    char hex[8];
+    std::snprintf(hex, sizeof hex, "%06x", static_cast<unsigned>(std::random_device{}() & 0xffffff));
+    return std::string(hex);
+  }();
 };
 
 int Trainer::run() {
@@ -309,8 +330,11 @@ std::vector<std::unique_ptr<DirectoryLock>> Trainer::lock_directories() {
       if (!std::filesystem::equivalent(cfg_.run.out_dir, cfg_.checkpoint.dir, ec))  // (false too when it is missing)
         locks.push_back(
             std::make_unique<DirectoryLock>(cfg_.checkpoint.dir, "[checkpoint] dir", cfg_.run.lock_stale_s, flock));
+      std::vector<std::string> notes;  // (out_dir's and the checkpoint dir's locks: one line for both)
       for (const auto& l : locks)
-        if (!l->note().empty()) warn(l->note());
+        if (!l->note().empty() && std::find(notes.begin(), notes.end(), l->note()) == notes.end())
+          notes.push_back(l->note());
+      for (const auto& n : notes) warn(n);
       if (const int n = remove_partial_checkpoints(cfg_.checkpoint.dir))
         log0("removed " + std::to_string(n) + " partial checkpoint file(s) of a run that died while writing");
     } catch (const Error& e) {
@@ -355,6 +379,9 @@ RunSummary Trainer::summarize(const Progress& p, const Checkpointer& checkpointe
   s.final_accuracy = final_eval.accuracy;
   s.final_loss = final_eval.loss;
   s.final_samples = final_eval.samples;
+  s.run_id = p.run_id;
+  s.started_at = p.started_at;
+  s.deck = cfg_.origin;
   s.rank_hours = s.wall_s * s.ranks / 3600.0;
   s.price_per_device_hour = cfg_.run.price_per_device_hour;
   // Per-rank facts: step time (stragglers) and peak memory.

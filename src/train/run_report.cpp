@@ -1,6 +1,7 @@
 // The progress line, the metrics CSV and summary.json (train/run_report.hpp).
 #include "hpctrain/train/run_report.hpp"
 
+#include <cmath>
 #include <cstdio>
 #include <filesystem>
 #include <sstream>
@@ -9,6 +10,7 @@
 
 #include "hpctrain/core/error.hpp"
 #include "hpctrain/core/log.hpp"
+#include "hpctrain/core/table.hpp"
 
 namespace fs = std::filesystem;
 
@@ -35,7 +37,20 @@ void put(std::ostream& os, const T& v) {
 void put(std::ostream& os, const std::optional<double>& v) {
   if (v) os << *v;
 }
-void put(std::ostream& os, const std::string& v) { os << '"' << v << '"'; }
+void put(std::ostream& os, const std::string& v) {  // a JSON string: quotes, backslashes and controls escaped
+  os << '"';
+  for (const char c : v) {
+    if (c == '"' || c == '\\')
+      os << '\\' << c;
+    else if (static_cast<unsigned char>(c) < 0x20) {
+      char u[8];
+      std::snprintf(u, sizeof u, "\\u%04x", c);
+      os << u;
+    } else
+      os << c;
+  }
+  os << '"';
+}
 void put(std::ostream& os, bool v) { os << (v ? "true" : "false"); }
 
 // ", 1.23 TFLOP/s" and " MFU 41.2%" where known: a language model's model FLOP/s and utilization.
@@ -181,24 +196,30 @@ std::string RunReport::summary_json(const RunSummary& s) {
   return os.str();
 }
 
+// "done: ..." for classifiers and regressions (samples) and language models (tokens: the
+// figures per token, and the final evaluation's loss and perplexity).
 std::string RunReport::done_line(const RunSummary& s) {
   const std::string cost = s.price_per_device_hour > 0 ? ", cost " + std::to_string(s.cost()).substr(0, 8) : "";
-  const std::string tokens = s.tokens_per_sample
-                                 ? ", " +
-                                       std::to_string(static_cast<long long>(
-                                           s.steady_samples_per_s * static_cast<double>(s.tokens_per_sample))) +
-                                       " tokens/s" + flops_text(s.steady_model_flops_per_s(), s.steady_mfu_pct())
-                                 : "";
-  char line[560];
-  std::snprintf(
-      line, sizeof(line),
-      "done: %lld steps in %.1f s, %.0f samples/s (steady state %.0f%s) | final loss %.4f | %s accuracy %.2f%% "
-      "(%lld samples) | %.4f rank-hours%s | step time per rank %.1f-%.1f s | peak memory per rank %.1f MiB "
-      "| %d checkpoint(s), %.2f s writing",
-      static_cast<long long>(s.steps), s.wall_s, s.samples_per_s, s.steady_samples_per_s, tokens.c_str(),
-      s.final_train_loss, s.final_split.c_str(), 100 * s.final_accuracy, static_cast<long long>(s.final_samples),
-      s.rank_hours, cost.c_str(), s.step_time_s_min, s.step_time_s_max, s.peak_bytes_per_rank / (1 << 20),
-      s.checkpoints_written, s.checkpoint_write_s);
+  const auto T = static_cast<double>(s.tokens_per_sample);
+  char speed[256], eval[160], rest[320];
+  if (s.tokens_per_sample) {
+    std::snprintf(speed, sizeof speed, "%.0f tokens/s (steady state %.0f%s)", s.samples_per_s * T,
+                  s.steady_samples_per_s * T, flops_text(s.steady_model_flops_per_s(), s.steady_mfu_pct()).c_str());
+    std::snprintf(eval, sizeof eval, "%s loss %.4f, perplexity %.3f (%lld tokens)", s.final_split.c_str(),
+                  s.final_loss, std::exp(s.final_loss), static_cast<long long>(s.final_samples));
+  } else {
+    std::snprintf(speed, sizeof speed, "%.0f samples/s (steady state %.0f)", s.samples_per_s, s.steady_samples_per_s);
+    std::snprintf(eval, sizeof eval, "%s accuracy %.2f%% (%lld samples)", s.final_split.c_str(),
+                  100 * s.final_accuracy, static_cast<long long>(s.final_samples));
+  }
+  std::snprintf(rest, sizeof rest,
+                "%.4f rank-hours%s | step time per rank %.1f-%.1f s | peak memory per rank %s | %d checkpoint(s), "
+                "%.2f s writing",
+                s.rank_hours, cost.c_str(), s.step_time_s_min, s.step_time_s_max,
+                bytes_text(s.peak_bytes_per_rank).c_str(), s.checkpoints_written, s.checkpoint_write_s);
+  char line[800];
+  std::snprintf(line, sizeof line, "done: %lld steps in %.1f s, %s | final loss %.4f | %s | %s",
+                static_cast<long long>(s.steps), s.wall_s, speed, s.final_train_loss, eval, rest);
   return line;
 }
 

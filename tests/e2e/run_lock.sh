@@ -47,6 +47,7 @@ out=$(run "$tmp/b" --set train.steps=40 --resume-changed)
 rc=$?
 check "the next run: exit 0 ($rc)" test $rc -eq 0
 check "... warns that it took over a dead run's lock" grep -q "warning.*took over the lock of a run that ended without releasing it" <<<"$out"
+check "... once (not once per lock)" test "$(grep -c "took over the lock" <<<"$out")" -eq 1
 check "... and resumed" grep -q "^resumed from " <<<"$out"
 
 # A damaged `latest` (binary bytes) is handled as a dangling one: a warning naming it and the

@@ -24,6 +24,15 @@ check "test accuracy ${acc:-?}% >= 88%" awk -v a="${acc:-0}" 'BEGIN { exit !(a >
 check "progress lines with loss, samples/s, ETA and data wait" grep -qE "^epoch 5 step 95/95 \| loss [0-9.]+ \| acc .*samples/s \| ETA .* \| data wait" <<<"$out"
 check "metrics.csv has a header and rows" test "$(wc -l <"$tmp/a/metrics.csv")" -ge 6
 check "summary.json parses" /usr/bin/python3 -c "import json,sys; d=json.load(open('$tmp/a/summary.json')); assert d['steps']==95 and d['test_accuracy']>0.88, d"
+check "summary.json names the run: id, start, deck, final evaluation" /usr/bin/python3 -c "
+import json, re
+d = json.load(open('$tmp/a/summary.json'))
+assert re.fullmatch(r'\d{8}T\d{6}Z-[0-9a-f]{6}', d['run_id']), d['run_id']
+assert re.fullmatch(r'\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ', d['started_at']), d['started_at']
+assert d['deck'].endswith('.ini') and d['final_eval_split'] == 'test', d
+assert d['final_eval_accuracy'] == d['test_accuracy'] and d['final_eval_perplexity'] is None, d"
+check "the done line names the test accuracy and the memory in its unit" \
+  grep -qE "^done: 95 steps .* samples/s .* \| test accuracy [0-9.]+% \([0-9]+ samples\) .* peak memory per rank [0-9.]+ (KiB|MiB)" <<<"$out"
 # No GPU here: nothing about GPUs on the progress line, empty in the CSV, null in the JSON.
 check "CPU run: no progress line mentions GPUs" test "$(grep -c '^epoch .*gpu' <<<"$out")" -eq 0 \
   -a "$(grep -c '^epoch ' <<<"$out")" -gt 0

@@ -18,6 +18,9 @@ for s in run data model train optim parallel checkpoint; do
 done
 check "--help shows a key with type and default" grep -qF "global_batch = integer >= 1  (default: 64)" <<<"$help"
 check "--help lists exit codes" grep -qF "3  collective timeout" <<<"$help"
+check "--help lists exit code 4" grep -qE "^ +4  a checkpoint could not be written" <<<"$help"
+check "--help shows the layer grammar" grep -qF "conv(out, k, pad=0, stride=1)" <<<"$help"
+check "--help shows repeat and names" grep -qF "repeat(N, layers...)" <<<"$help"
 
 version=$("$trainer" --version)
 check "--version exits 0" test $? -eq 0

@@ -317,6 +317,22 @@ TEST(LayerParser, RepeatWritesTheLayersOut) {
   EXPECT_THROW(parse_layers("repeat(2x, relu)"), Error);
 }
 
+// --help prints one usage line per registered type; each starts with its own type.
+TEST(LayerRegistry, EveryTypeHasItsUsageLine) {
+  LayerRegistry registry;
+  register_builtin_layers(registry);
+  const auto types = registry.types();
+  const auto usages = registry.usages();
+  ASSERT_EQ(types.size(), usages.size());
+  ASSERT_GT(types.size(), 15u);
+  for (std::size_t i = 0; i < types.size(); ++i) {
+    const std::string& u = usages[i];
+    EXPECT_EQ(u.rfind(types[i], 0), 0u) << u;
+    const char next = u.size() > types[i].size() ? u[types[i].size()] : '\0';
+    EXPECT_TRUE(next == '(' || next == ':' || next == '\0') << u;
+  }
+}
+
 // The forward values of conv and max pool against direct loops over the
 // definition (the gradient checks above only test forward against backward).
 TEST(ForwardReference, ConvAndMaxPoolEqualDirectLoops) {

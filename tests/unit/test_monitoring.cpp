@@ -190,12 +190,12 @@ TEST(RunReport, GpuFiguresAreShownWhenPresentAndNotApplicableOtherwise) {
   EXPECT_NE(row.find(",50,65,80,,,,81920,"), std::string::npos) << row;
   EXPECT_EQ(row.substr(row.size() - 10), ",1,2.5,4,,");  // (then model FLOP/s and MFU: none)
   RunSummary s;
-  EXPECT_NE(RunReport::summary_json(s).find("\"gpu_hours\": null,\n  \"gpu_energy_kwh\": null\n}"), std::string::npos);
+  EXPECT_NE(RunReport::summary_json(s).find("\"gpu_hours\": null,\n  \"gpu_energy_kwh\": null,\n"), std::string::npos);
   s.gpu_hours = 2.0;
   s.gpu_energy_kwh = 0.5;
   s.rank_hours = 4.0;  // four ranks sharing two GPUs: the price is per GPU-hour
   s.price_per_device_hour = 3.0;
-  EXPECT_NE(RunReport::summary_json(s).find("\"gpu_hours\": 2,\n  \"gpu_energy_kwh\": 0.5\n}"), std::string::npos);
+  EXPECT_NE(RunReport::summary_json(s).find("\"gpu_hours\": 2,\n  \"gpu_energy_kwh\": 0.5,\n"), std::string::npos);
   EXPECT_EQ(s.cost(), 6.0);
   EXPECT_EQ(RunReport::energy_line(s), "energy: GPUs 0.500000 kWh over 2.000000 GPU-hours; CPU packages n/a");
 }

@@ -133,8 +133,14 @@ TEST(RunReport, CsvProgressLineAndSummaryComeFromTheSameFigures) {
   RunSummary s;
   s.steps = 10;
   s.precision = "bf16";
+  s.run_id = "20261204T073505Z-cb59ad";
+  s.deck = "runs/\"q\"\\x.ini";  // (a JSON string: quotes and backslashes escaped)
   const std::string js = RunReport::summary_json(s);
-  EXPECT_EQ(js.rfind("{\n  \"steps\": 10,\n  \"first_step\": 0,", 0), 0u) << js;
+  EXPECT_EQ(js.rfind("{\n  \"run_id\": \"20261204T073505Z-cb59ad\",\n  \"started_at\": \"\",\n  \"deck\": "
+                     "\"runs/\\\"q\\\"\\\\x.ini\",\n  \"steps\": 10,\n  \"first_step\": 0,",
+                     0),
+            0u)
+      << js;
   EXPECT_NE(js.find("\"precision\": \"bf16\""), std::string::npos);
   EXPECT_NE(js.find("\"test_accuracy\": -1"), std::string::npos);     // no test split
   EXPECT_NE(js.find("\"cpu_energy_kwh\": null"), std::string::npos);  // no RAPL: null, not empty

@@ -18,6 +18,20 @@ enum class ExitCode : int {
   checkpoint_failed = 4,   // a checkpoint could not be written (disk full, write error); the previous one stands
   preempted = 10,          // stopped by a signal after writing a checkpoint
 };
+// What each exit code means, one line each, for --help and docs/running.md.
+struct ExitCodeMeaning {
+  ExitCode code;
+  const char* meaning;
+};
+inline constexpr ExitCodeMeaning exit_code_meanings[] = {
+    {ExitCode::ok, "success"},
+    {ExitCode::internal, "internal error (a bug, or a failed library call)"},
+    {ExitCode::bad_input, "bad input: configuration, data, checkpoint or process mesh"},
+    {ExitCode::collective_timeout, "collective timeout: the watchdog ([parallel] watchdog_s) aborted a hung collective"},
+    {ExitCode::checkpoint_failed,
+     "a checkpoint could not be written (disk full, write error); the previous one stands, the run stopped"},
+    {ExitCode::preempted, "stopped by a signal (Ctrl-C, SIGTERM, SIGUSR1) after writing a checkpoint"},
+};
 
 // Who detected the error. `every_rank` errors (config, data headers, grid) are
 // found identically by all ranks: rank 0 prints one line, all ranks finalize

@@ -19,4 +19,7 @@ class Table {
   std::vector<std::vector<std::string>> rows_;
 };
 
+// A byte count as people read it: "812 B", "48.2 KiB", "48.2 MiB", "3.10 GiB".
+std::string bytes_text(double bytes);
+
 }  // namespace hpctrain

@@ -17,13 +17,21 @@ using LayerFactory = std::function<std::unique_ptr<Layer>(const LayerArgs&)>;
 
 class LayerRegistry {
  public:
-  void add(const std::string& type, LayerFactory factory);
+  // `usage`: the layer's grammar and meaning in one line, as --help prints it
+  // ("dense(n): n outputs, weight [n, in] and bias").
+  void add(const std::string& type, const std::string& usage, LayerFactory factory);
   // bad_input naming the layer and listing the known types when unknown.
   std::unique_ptr<Layer> make(const LayerArgs& args) const;
   std::vector<std::string> types() const;
+  // Every type's usage line, in type order.
+  std::vector<std::string> usages() const;
 
  private:
-  std::map<std::string, LayerFactory> factories_;
+  struct Entry {
+    std::string usage;
+    LayerFactory factory;
+  };
+  std::map<std::string, Entry> factories_;
 };
 
 // Choices that change how built-in layers compute, not what (from [run]).

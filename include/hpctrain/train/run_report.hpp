@@ -7,6 +7,7 @@
 
 #include <cstdint>
 #include <fstream>
+#include <cmath>
 #include <memory>
 #include <optional>
 #include <string>
@@ -90,6 +91,7 @@ void visit_columns(const IntervalFigures& f, Visit&& v) {
 
 // The end of a run (over all ranks).
 struct RunSummary {
+  std::string run_id, started_at, deck;  // this invocation's id and start (UTC), the configuration file
   std::int64_t steps = 0, first_step = 0, total_steps = 0, global_batch = 0;
   int ranks = 1, pipeline_parallel = 1, micro_batches = 1;
   double wall_s = 0, samples_per_s = 0, final_train_loss = 0;
@@ -154,6 +156,9 @@ struct RunSummary {
 // summary.json's fields, in file order.
 template <class Visit>
 void visit_summary(const RunSummary& s, Visit&& v) {
+  v("run_id", s.run_id);
+  v("started_at", s.started_at);
+  v("deck", s.deck);
   v("steps", s.steps);
   v("first_step", s.first_step);
   v("total_steps", s.total_steps);
@@ -201,6 +206,14 @@ void visit_summary(const RunSummary& s, Visit&& v) {
                         : std::nullopt);
   v("gpu_hours", s.gpu_hours);
   v("gpu_energy_kwh", s.gpu_energy_kwh);
+  // The final evaluation (the test split, else the validation split): on every run, also
+  // without a test split (test_* above are -1 then).
+  v("final_eval_split", s.final_split);
+  v("final_eval_loss", s.final_loss);
+  v("final_eval_accuracy", s.final_accuracy);
+  v("final_eval_samples", s.final_samples);  // (language models: tokens)
+  v("final_eval_perplexity",
+    s.tokens_per_sample ? std::optional<double>(std::exp(s.final_loss)) : std::optional<double>());
 }
 
 class RunReport {

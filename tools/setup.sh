@@ -25,7 +25,8 @@ packages=(build-essential cmake ninja-build pkg-config git
           python3-h5py python3-numpy python3-matplotlib  # matplotlib: tools/*.py plots
           protobuf-compiler python3-protobuf  # tests and tools/tensorboard decode the event files
           python3-torch  # the reference checks against PyTorch (tests/reference) and the benchmarks
-          iproute2)  # the multi-node test: network namespaces and veth links
+          iproute2  # the multi-node test: network namespaces and veth links
+          chromium python3-pil)  # the report test renders tools/report.py's page and reads its screenshot
 
 extra_cmake=()
 if [ "${HPCTRAIN_SETUP_MINIMAL:-0}" = 1 ]; then

@@ -144,12 +144,15 @@ std::string RunReport::open(std::int64_t resumed_at) {
     } catch (const Error& e) {
       return e.what();
     }
-    if (resumed_at > 0) events_->session_start(resumed_at + 1);  // readers drop the killed run's steps >= this
+    // TensorBoard drops the points of earlier files at steps >= this: a resumed run's the killed
+    // run logged past its checkpoint, a fresh start's all (one curve per folder).
+    events_->session_start(resumed_at > 0 ? resumed_at + 1 : 0);
   }
   return "";
 }
 
 void RunReport::describe(std::int64_t step, const std::string& ini, const std::string& model_summary) {
+  if (writer_) std::ofstream(resolve(out_dir_, "config.ini")) << ini;  // what this run uses (tools/report.py)
   if (!events_) return;
   auto code = [](const std::string& text) {  // Markdown: a code block (four spaces per line)
     std::string out, line;

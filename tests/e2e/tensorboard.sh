@@ -94,6 +94,29 @@ check "without the purge, steps 30 and 40 appear twice (what a reader ignoring i
   bash -c "! $py '$tmp/compare.py' '$tmp/b' nopurge >/dev/null 2>&1"
 check "purged, the series equal the resumed run's metrics.csv, one point per step" $py "$tmp/compare.py" "$tmp/b" purge
 
+# A fresh start in the used folder: its file starts with a START at step 0, so the purged
+# series are the new run's alone.
+sleep 1
+run "$tmp/b" --set checkpoint.resume=none --set train.steps=30 >/dev/null
+check "a fresh start in the same folder exits 0" test $? -eq 0
+check "... its file (the third) has a SessionLog START at step 0" $py - "$tmp/b" <<'PY'
+import pathlib, sys
+import event_pb2, read_events
+f = sorted((pathlib.Path(sys.argv[1]) / "tensorboard").glob("events.out.tfevents.*"))[2]
+starts = [e.step for _, e in read_events.events([f], event_pb2)
+          if e.WhichOneof("what") == "session_log" and e.session_log.status == event_pb2.SessionLog.START]
+assert starts == [0], starts
+PY
+check "... purged, the series equal the fresh run's metrics.csv (steps 10-30) alone" \
+  $py "$tmp/compare.py" "$tmp/b" purge
+# The reader as a user runs it: no PYTHONPATH, no options but --purge; it makes its classes once.
+cli=$(cd / && env -u PYTHONPATH HOME="$tmp/home" XDG_CACHE_HOME= $py "$src/tools/tensorboard/read_events.py" --purge \
+  "$tmp/b/tensorboard")
+check "read_events.py without --proto-out: exit 0, train/loss at steps 10, 20, 30 only" \
+  test $? -eq 0 -a "$(awk '$1 == "train/loss" {printf "%s ", $2}' <<<"$cli")" = "10 20 30 "
+check "... its classes made once into ~/.cache/hpctrain" \
+  test -f "$(ls -d "$tmp"/home/.cache/hpctrain/tensorboard-proto-*)/event_pb2.py"
+
 run "$tmp/c" --set checkpoint.resume=none --set log.tensorboard=false >/dev/null
 check "tensorboard = false: no event file" test ! -e "$tmp/c/tensorboard"
 finish

@@ -1,12 +1,20 @@
 #!/usr/bin/python3
 """read_events.py [--purge] FILE_OR_DIR...: prints the scalars of TensorBoard event files as
 `tag step value` lines, checking every record's two masked CRC32Cs (exit 1 naming the record
-that fails). --purge applies TensorBoard's rule for resumed runs (its EventAccumulator): a SessionLog
-START at step S drops the points of earlier records with step >= S. Needs python3-protobuf and the classes
-protoc makes from event.proto beside this file (PYTHONPATH, or --proto-out DIR to make them).
-Used by the tests; handy to inspect a run without TensorBoard."""
+that fails). A directory means its events.out.tfevents.* files, oldest first (a run's
+<out_dir>/tensorboard). --purge applies TensorBoard's rule for resumed and restarted runs (its
+EventAccumulator): a SessionLog START at step S drops the points of earlier records with step >= S,
+so a run's folder reads as the one curve TensorBoard shows.
+
+Needs python3-protobuf and protoc (protobuf-compiler; tools/setup.sh installs both): the classes
+protoc makes from event.proto beside this file are made once into ~/.cache/hpctrain (or
+$XDG_CACHE_HOME/hpctrain; --proto-out DIR to choose). Used by the tests; handy to inspect a run
+without TensorBoard."""
 import argparse
+import hashlib
 import os
+import shutil
+import tempfile
 import pathlib
 import struct
 import subprocess
@@ -53,14 +61,37 @@ def records(path):
         n += 1
 
 
-def load_pb2(proto_out):
+def proto_cache():
+    """The folder for the classes of this event.proto: the user's cache, named by the file's hash."""
     here = pathlib.Path(__file__).resolve().parent
-    if proto_out:
-        os.makedirs(proto_out, exist_ok=True)
-        subprocess.run(["protoc", f"--proto_path={here}", f"--python_out={proto_out}", str(here / "event.proto")],
+    digest = hashlib.sha256((here / "event.proto").read_bytes()).hexdigest()[:12]
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return os.path.join(base, "hpctrain", "tensorboard-proto-" + digest)
+
+
+def load_pb2(proto_out=None):
+    """The module protoc makes from event.proto: made into proto_out (default: proto_cache())
+    unless it is there already."""
+    here = pathlib.Path(__file__).resolve().parent
+    out = proto_out or proto_cache()
+    if not os.path.exists(os.path.join(out, "event_pb2.py")):
+        if shutil.which("protoc") is None:
+            sys.exit("read_events.py: protoc not found: install protobuf-compiler and python3-protobuf "
+                     "(tools/setup.sh installs them)")
+        os.makedirs(os.path.dirname(out) or ".", exist_ok=True)
+        work = tempfile.mkdtemp(dir=os.path.dirname(out) or ".")  # then renamed: no half-written module
+        subprocess.run(["protoc", f"--proto_path={here}", f"--python_out={work}", str(here / "event.proto")],
                        check=True)
-        sys.path.insert(0, proto_out)
-    import event_pb2  # noqa: E402
+        if os.path.exists(os.path.join(out, "event_pb2.py")):  # (another reader made it meanwhile)
+            shutil.rmtree(work)
+        else:
+            shutil.rmtree(out, ignore_errors=True)
+            os.rename(work, out)
+    sys.path.insert(0, out)
+    try:
+        import event_pb2  # noqa: E402
+    except ImportError as e:
+        sys.exit(f"read_events.py: {e}: install python3-protobuf (tools/setup.sh installs it)")
     return event_pb2
 
 
@@ -93,10 +124,13 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("paths", nargs="+")
     ap.add_argument("--purge", action="store_true")
-    ap.add_argument("--proto-out", default=None)
+    ap.add_argument("--proto-out", default=None, help="where to make event_pb2.py (default: the user's cache)")
     a = ap.parse_args()
     pb2 = load_pb2(a.proto_out)
     try:
+        for p in a.paths:
+            if not os.path.exists(p):
+                raise ValueError(f"{p}: no such file or directory")
         for tag, step, value in scalars(a.paths, pb2, a.purge):
             print(tag, step, repr(value))
     except ValueError as e:

@@ -224,10 +224,11 @@ class RunReport {
 
   // Opens the metrics file: a resumed run keeps the rows up to the step it resumes from (a run
   // killed after its last checkpoint logged steps that are trained again) and appends; a fresh
-  // run starts it anew. The event file is always a new one; a resumed run's starts with a
-  // SessionLog START at the resume step. Returns what went wrong ("" when fine).
+  // run starts it anew. The event file is always a new one, starting with a SessionLog START at
+  // the resume step + 1 (a fresh run's at 0). Returns what went wrong ("" when fine).
   std::string open(std::int64_t resumed_at);
-  // Text summaries at `step` (the event file's Text tab): the configuration, the model.
+  // Text summaries at `step` (the event file's Text tab): the configuration, the model; and the
+  // configuration as <out_dir>/config.ini.
   void describe(std::int64_t step, const std::string& ini, const std::string& model_summary);
   // The progress line (log0), the metrics row and the event file's scalars (flushed).
   void interval(const IntervalFigures& f);

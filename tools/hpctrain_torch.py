@@ -94,14 +94,14 @@ class Seq(nn.Module):
 
     def __init__(s, specs, shape, root):
         super().__init__()
-        s.names, s.kinds, s.hnames = [], [], layer_names(specs)
+        s.names, s.kinds, s.hnames, s.vocab = [], [], layer_names(specs), {}
         for i, (kind, pos, named, body, _) in enumerate(specs):
             name = "%02d_%s" % (i, kind)
             bias = named.get("bias", "1") in ("1", "true")
             mod = None
             if kind == "embedding":
                 mod = nn.Module()
-                mod.weight = nn.Parameter(torch.zeros(pos[0], pos[1]))
+                mod.weight = nn.Parameter(torch.zeros(root.padded(pos[0]), pos[1]))
                 shape = (shape[0], pos[1])
                 root.tied = [mod]  # a plain list: not registered twice
             elif kind == "position_embedding":
@@ -126,8 +126,9 @@ class Seq(nn.Module):
                 mod = Attention(shape[-1], pos[0], bias, int(named.get("rope", 0)), int(named.get("kv_heads", 0)),
                                 named.get("qk_norm", "0") in ("1", "true"), scaling)
             elif kind == "lm_head":
+                s.vocab[name] = pos[0]
                 if named.get("tie", "1") in ("0", "false"):
-                    mod = nn.Linear(shape[-1], pos[0], bias=False)
+                    mod = nn.Linear(shape[-1], root.padded(pos[0]), bias=False)
                 shape = shape[:-1] + (pos[0],)
             elif kind == "res":
                 mod = Seq(body, shape, root)
@@ -193,8 +194,8 @@ class Seq(nn.Module):
                 x = F.silu(a) * b
             elif kind == "rmsnorm":
                 x = x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + m.eps) * m.weight
-            elif kind == "lm_head":
-                x = m(x) if m is not None else F.linear(x, s.root[0].tied[0].weight)
+            elif kind == "lm_head":  # (rows past the vocabulary are [model] vocab_multiple's padding)
+                x = (m(x) if m is not None else F.linear(x, s.root[0].tied[0].weight))[..., : s.vocab[name]]
             elif kind == "res":
                 x = x + m(x)
             elif kind == "flatten":
@@ -225,10 +226,15 @@ class Seq(nn.Module):
 
 
 class Model(nn.Module):
-    def __init__(s, specs, sample_shape):
-        """specs: the trainer's description of the layers (specs_from_description)."""
+    def __init__(s, specs, sample_shape, vocab_multiple=1):
+        """specs: the trainer's description of the layers (specs_from_description); embedding and
+        lm_head tables hold round_up(V, vocab_multiple) rows ([model] vocab_multiple)."""
         super().__init__()
+        s.vocab_multiple = vocab_multiple
         s.seq = Seq(specs, tuple(sample_shape), s)
+
+    def padded(s, rows):
+        return (rows + s.vocab_multiple - 1) // s.vocab_multiple * s.vocab_multiple
 
     def forward(s, idx):
         return s.seq(idx)
@@ -299,7 +305,7 @@ def specs_from_description(layers):
 
 def build_from_description(d):
     """The PyTorch twin of the model `trainer DECK --describe-model` printed (its JSON, parsed)."""
-    return Model(specs_from_description(d["layers"]), tuple(d["sample_shape"]))
+    return Model(specs_from_description(d["layers"]), tuple(d["sample_shape"]), int(d.get("vocab_multiple", 1)))
 
 
 def describe(trainer, deck, sets=()):

@@ -1,20 +1,19 @@
 #!/usr/bin/python3
-"""Writes an hpctrain checkpoint's weights as a PyTorch state_dict, and prints the nn.Module that
-loads it.
+"""Writes an hpctrain checkpoint's weights as a PyTorch state_dict, and beside it model.py, a
+plain nn.Module that loads them with torch alone (no hpctrain code).
 
-    tools/torch_export.py runs/mnist_cnn/checkpoints/ckpt-00000095.h5 --out cnn.pt
+    tools/torch_export.py runs/mnist_cnn/checkpoints/ckpt-00000095.h5 --out cnn/weights.pt
                           [--sample-shape 28,28] [--layers "..."]
 
-The module is tools/hpctrain_torch.py's twin of the checkpoint's [model] layers (stored in the
-checkpoint), for every layer type the engine has, with the same names and layouts, so every
-tensor is copied as it is (batch-norm running statistics included). One sample's shape comes
-from --sample-shape, else from the dataset the checkpoint's configuration names ([data] path;
-[model] block_size for language models). In PyTorch:
+The state_dict's keys are hpctrain's tensor names ("conv.0.weight", "h.3.attn.qkv.weight"), the
+same as in `trainer --export`'s safetensors file and in the checkpoint; every tensor is copied as
+it is (batch-norm running statistics included). One sample's shape comes from --sample-shape,
+else from the dataset the checkpoint's configuration names ([data] path; [model] block_size for
+language models). In PyTorch, anywhere:
 
-    import sys, torch; sys.path.insert(0, "tools"); import hpctrain_torch
-    model = hpctrain_torch.build(LAYERS, SAMPLE_SHAPE)
-    model.load_state_dict(torch.load("cnn.pt")); model.eval()
-    logits = model(x)   # x: samples x scale + offset, as the trainer feeds them
+    import torch; from model import Model        # (cnn/model.py)
+    model = Model(); model.load_state_dict(torch.load("cnn/weights.pt")); model.eval()
+    logits = model(x)   # x: samples x scale + offset, as the trainer feeds them; token ids for LMs
 
 Needs python3-torch and python3-h5py (tools/setup.sh installs both).
 """
@@ -27,7 +26,7 @@ import hpctrain_torch  # noqa: E402
 
 
 def twin_of_checkpoint(path, layers=None, sample_shape=None):
-    """(model with the checkpoint's weights, layers, sample shape)."""
+    """(model with the checkpoint's weights, layers, sample shape, the trainer's description of it)."""
     import h5py
     import torch
     f = h5py.File(path, "r")
@@ -41,7 +40,9 @@ def twin_of_checkpoint(path, layers=None, sample_shape=None):
         if not root or not os.path.isdir(root):
             raise ValueError("the checkpoint's [data] path (%r) is not here: give --sample-shape" % root)
         sample_shape = hpctrain_torch.sample_shape_of(root, hpctrain_torch.block_size_of(deck))
-    model = hpctrain_torch.build(layers, sample_shape)
+    multiple = int(deck.get("model.vocab_multiple", "1") or 1)
+    description = hpctrain_torch.describe_layers(layers, sample_shape, vocab_multiple=multiple)
+    model = hpctrain_torch.build_from_description(description)
     ours = model.hpctrain_tensors(legacy=int(f.attrs.get("format_version", 1)) < 2)  # format 1: positional names
     theirs = []
     f["model"].visititems(lambda n, o: theirs.append(n) if isinstance(o, h5py.Dataset) else None)
@@ -56,7 +57,18 @@ def twin_of_checkpoint(path, layers=None, sample_shape=None):
             if tuple(ds.shape) != tuple(t.shape):
                 raise ValueError("model/%s is %s in %s, %s in the module" % (name, ds.shape, path, tuple(t.shape)))
             t.copy_(torch.from_numpy(ds[...]))
-    return model, layers, tuple(sample_shape)
+    return model, layers, tuple(sample_shape), description
+
+
+def model_py(description):
+    """model.py's text: tools/model_template.py with the description of this network."""
+    import json
+    here = os.path.dirname(os.path.abspath(__file__))
+    text = open(os.path.join(here, "model_template.py")).read()
+    body = json.dumps({k: description[k] for k in ("layers", "tensors", "buffers") if k in description}, indent=1)
+    text = text.replace("DESCRIPTION = None  # (torch_export.py writes it here)", "DESCRIPTION = " + body, 1)
+    return text.replace("INPUT = None", "INPUT = %r  # sample shape %s" % (description.get("input", ""),
+                                                                        description.get("sample_shape")), 1)
 
 
 def main():
@@ -69,15 +81,18 @@ def main():
     import torch
     shape = tuple(int(v) for v in a.sample_shape.split(",")) if a.sample_shape else None
     try:
-        model, layers, shape = twin_of_checkpoint(a.checkpoint, a.layers, shape)
+        model, layers, shape, description = twin_of_checkpoint(a.checkpoint, a.layers, shape)
     except (OSError, KeyError, ValueError) as e:
         sys.exit("torch_export: %s" % e)
-    torch.save(model.state_dict(), a.out)
-    print(model)
-    print("\n# %d tensors written to %s; to load them:" % (len(model.state_dict()), a.out))
-    print("import sys, torch; sys.path.insert(0, %r); import hpctrain_torch" % os.path.dirname(os.path.abspath(__file__)))
-    print("model = hpctrain_torch.build(%r, %r)" % (layers, shape))
-    print("model.load_state_dict(torch.load(%r)); model.eval()" % a.out)
+    state = {name: t.detach().clone() for name, t in model.hpctrain_tensors().items()}
+    os.makedirs(os.path.dirname(os.path.abspath(a.out)), exist_ok=True)
+    torch.save(state, a.out)
+    module = os.path.join(os.path.dirname(os.path.abspath(a.out)), "model.py")
+    with open(module, "w") as f:
+        f.write(model_py(description))
+    print("%d tensors written to %s, the module that loads them to %s:" % (len(state), a.out, module))
+    print("import torch; from model import Model")
+    print("model = Model(); model.load_state_dict(torch.load(%r)); model.eval()" % a.out)
 
 
 if __name__ == "__main__":

@@ -2,10 +2,12 @@
 # exchange.sh MPIRUN TRAINER SOURCE_DIR: weights in and out in standard formats.
 # Out: the MNIST CNN and the ResNet-style example (conv, batch norm, residual blocks, pooling,
 # dense) trained briefly; their checkpoints exported with tools/torch_export.py (a PyTorch
-# state_dict) and with `trainer --export` (safetensors) give in PyTorch exactly the test
+# state_dict and model.py, a plain nn.Module) and with `trainer --export` (safetensors): both
+# files hold the checkpoint's tensor names, and loaded into model.py in a fresh Python (python3
+# -I: no hpctrain code reachable; tests/reference/model_py_eval.py) give exactly the test
 # accuracy `--eval-only` gives; the safetensors file, read by tools/safetensors_numpy.py
 # (written from the format's specification), holds the checkpoint's values bit for bit and the
-# deck in its metadata. A small GPT exported the same way gives PyTorch's validation loss equal
+# deck in its metadata. A small GPT exported the same way gives model.py's validation loss equal
 # to --eval-only's.
 # In: a CNN with batch norm trained in PyTorch (nested nn.Sequential names), imported from its
 # state_dict and from safetensors with tools/torch_import.py, evaluates with `--eval-only` to
@@ -30,14 +32,26 @@ for ex in cnn resnet; do
   run 2 "$deck" "$tmp/$ex" --set train.steps=30 --set checkpoint.resume=none >/dev/null
   ours=$(acc "$(run 1 "$deck" "$tmp/$ex" --eval-only)")
   ckpt=$tmp/$ex/checkpoints/$(cat "$tmp/$ex/checkpoints/latest")
-  $py tools/torch_export.py "$ckpt" --out "$tmp/$ex.pt" >"$tmp/$ex.export.txt"
-  check "$ex: torch_export.py writes a state_dict and prints the module" grep -q "hpctrain_torch.build(" "$tmp/$ex.export.txt"
-  pt=$($py tests/reference/torch_eval.py "$tmp/$ex.pt" "$(layers "$deck")" 28,28 $data | awk '{print $3}')
-  check "$ex: the state_dict in PyTorch: $pt% = --eval-only's ${ours:-?}%" test "$pt" = "$ours"
+  $py tools/torch_export.py "$ckpt" --out "$tmp/$ex-out/weights.pt" >"$tmp/$ex.export.txt"
+  check "$ex: torch_export.py writes the state_dict and model.py beside it" \
+    test $? -eq 0 -a -s "$tmp/$ex-out/weights.pt" -a -s "$tmp/$ex-out/model.py"
   out=$(run 2 "$deck" "$tmp/$ex" --export "$tmp/$ex.safetensors")
   check "$ex: trainer --export: exit 0, says what it wrote" grep -q "^exported $ckpt (step 30): .* tensors" <<<"$out"
-  st=$($py tests/reference/torch_eval.py "$tmp/$ex.safetensors" "$(layers "$deck")" 28,28 $data | awk '{print $3}')
-  check "$ex: the safetensors file in PyTorch: $st% = --eval-only's ${ours:-?}%" test "$st" = "$ours"
+  check "$ex: the state_dict and the safetensors file hold the same names, the checkpoint's" $py - "$tmp" "$ex" "$ckpt" <<'PY'
+import sys, h5py, torch
+sys.path.insert(0, "tools")
+import safetensors_numpy
+tmp, ex, ckpt = sys.argv[1:4]
+names = []
+h5py.File(ckpt)["model"].visititems(lambda n, o: names.append(n.replace("/", ".")) if isinstance(o, h5py.Dataset) else None)
+pt = torch.load(tmp + "/" + ex + "-out/weights.pt")
+st, _ = safetensors_numpy.load(tmp + "/" + ex + ".safetensors")
+assert sorted(pt) == sorted(st) == sorted(names), (sorted(pt)[:4], sorted(st)[:4], sorted(names)[:4])
+PY
+  for w in "$tmp/$ex-out/weights.pt" "$tmp/$ex.safetensors"; do
+    got=$($py -I tests/reference/model_py_eval.py "$tmp/$ex-out" "$w" $data | awk '{print $3}')
+    check "$ex: ${w##*/} in model.py, a fresh Python: $got% = --eval-only's ${ours:-?}%" test -n "$got" -a "$got" = "$ours"
+  done
   check "$ex: the safetensors file holds the checkpoint's values bit for bit, and the deck" $py - "$tmp/$ex.safetensors" "$ckpt" <<'PY'
 import sys, h5py, numpy as np
 sys.path.insert(0, "tools")
@@ -65,25 +79,10 @@ run 2 inputs/text_gpt.ini "$tmp/gpt" --set data.path="$tmp/tok" --set train.step
 ev=$(run 1 inputs/text_gpt.ini "$tmp/gpt" --set data.path="$tmp/tok" --eval-only | grep "^eval-only")
 loss=$(awk '{for (i = 1; i < NF; i++) if ($i == "loss") print $(i + 1)}' <<<"$ev")
 ckpt=$tmp/gpt/checkpoints/$(cat "$tmp/gpt/checkpoints/latest")
-$py tools/torch_export.py "$ckpt" --out "$tmp/gpt.pt" >/dev/null
+$py tools/torch_export.py "$ckpt" --out "$tmp/gpt-out/weights.pt" >/dev/null
 check "GPT: torch_export.py exit 0" test $? -eq 0
-pt=$($py - "$tmp/gpt.pt" "$(layers inputs/text_gpt.ini)" "$tmp/tok" <<'PY'
-import glob, sys, h5py, numpy as np, torch
-sys.path.insert(0, "tools")
-import hpctrain_torch
-weights, layers, root = sys.argv[1:4]
-t = 64
-model = hpctrain_torch.build(layers, t)
-model.load_state_dict(torch.load(weights))
-tok = np.concatenate([h5py.File(s)["tokens"][...] for s in sorted(glob.glob(root + "/val/*.h5"))]).astype(np.int64)
-n = (len(tok) - 1) // t
-x = torch.from_numpy(np.stack([tok[w * t:w * t + t] for w in range(n)]))
-y = torch.from_numpy(np.stack([tok[w * t + 1:w * t + t + 1] for w in range(n)]))
-with torch.no_grad():
-    print("%.6f" % torch.nn.functional.cross_entropy(model(x).reshape(-1, 256), y.reshape(-1)).item())
-PY
-)
-check "GPT: PyTorch's validation loss ${pt:-?} = --eval-only's ${loss:-?} (1e-4)" $py -c \
+pt=$($py -I tests/reference/model_py_eval.py "$tmp/gpt-out" "$tmp/gpt-out/weights.pt" "$tmp/tok" 64)
+check "GPT: model.py's validation loss ${pt:-?} = --eval-only's ${loss:-?} (1e-4)" $py -c \
   "import sys; sys.exit(abs(float('${pt:-0}') - float('${loss:-9}')) > 1e-4 * float('${loss:-9}'))"
 
 # In: PyTorch's weights, by position and by a mapping file.

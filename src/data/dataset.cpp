@@ -224,7 +224,7 @@ void read_normalization(hid_t file, const std::string& path, std::int64_t channe
   auto per_channel = [&](const char* name, const std::vector<double>& v) {
     if (v.size() != 1 && static_cast<std::int64_t>(v.size()) != channels)
       bad(path, std::string("attribute '") + name + "' has " + std::to_string(v.size()) +
-                    " values; expected 1 or one per channel (" + std::to_string(channels) + ")");
+                    " values; expected 1 or one per channel or feature (" + std::to_string(channels) + ")");
     for (double x : v)
       if (!std::isfinite(x)) bad(path, std::string("attribute '") + name + "' holds NaN or Inf");
   };
@@ -309,7 +309,8 @@ Shard scan_shard(const std::string& path, SplitIndex& split, bool first, const s
   mine.sample_shape.assign(sl.dims.begin() + 1, sl.dims.end());
   label_layout(file.get(), labels.get(), path, sl.dims[0], mine.classification, mine.label_width, mine.num_classes);
   std::vector<double> scale, offset;
-  const std::int64_t channels = sl.dims.size() >= 3 ? static_cast<std::int64_t>(sl.dims[1]) : 1;
+  // Per channel of [C, H, W] images, per feature of [F] (tabular) samples; a [H, W] image is one channel.
+  const std::int64_t channels = sl.dims.size() == 4 || sl.dims.size() == 2 ? static_cast<std::int64_t>(sl.dims[1]) : 1;
   read_normalization(file.get(), path, channels, scale, offset);
   mine.scale.assign(scale.begin(), scale.end());
   mine.offset.assign(offset.begin(), offset.end());

@@ -276,7 +276,10 @@ AttentionArgs attention_args(const LayerArgs& a) {
 }  // namespace
 
 void register_attention(LayerRegistry& r) {
-  r.add("attention", "attention(heads, bias=1, dropout=0, proj_std=0.02, kv_heads=heads, rope=0, rope_factor=0, rope_low=1, rope_high=4, rope_context=8192, qk_norm=0, fused=1): causal self-attention on [T, C]; rope=THETA rotary positions",
+  r.add("attention",
+        "attention(heads, bias=1, dropout=0, proj_std=0.02, kv_heads=heads, rope=0, rope_factor=0, rope_low=1, "
+        "rope_high=4, rope_context=8192, qk_norm=0, fused=1): causal self-attention on [T, C]; rope=THETA rotary "
+        "positions",
         [](const LayerArgs& a) { return std::make_unique<Attention>(attention_args(a)); });
 }
 

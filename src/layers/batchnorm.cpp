@@ -189,15 +189,15 @@ class BatchNorm final : public Layer {
 void register_batchnorm(LayerRegistry& r) {
   r.add("batchnorm", "batchnorm(momentum=10, eps=5): per channel or feature; momentum in percent, eps = 10^-eps",
         [](const LayerArgs& a) {
-    if (!a.positional.empty()) throw bad_input("[model] layers: " + a.text + " takes only momentum= and eps=");
-    for (const auto& [k, v] : a.named)
-      if (k != "momentum" && k != "eps")
-        throw bad_input("[model] layers: " + a.text + ": unknown argument '" + k + "' (momentum, eps)");
-    // momentum in percent (10 = 0.1), eps as a power of ten (5 = 1e-5).
-    const auto momentum = static_cast<float>(layer_named_int(a, "momentum", 10, 0)) / 100.f;
-    const auto eps = static_cast<float>(std::pow(10.0, -static_cast<double>(layer_named_int(a, "eps", 5, 1))));
-    return std::make_unique<BatchNorm>(momentum, eps);
-  });
+          if (!a.positional.empty()) throw bad_input("[model] layers: " + a.text + " takes only momentum= and eps=");
+          for (const auto& [k, v] : a.named)
+            if (k != "momentum" && k != "eps")
+              throw bad_input("[model] layers: " + a.text + ": unknown argument '" + k + "' (momentum, eps)");
+          // momentum in percent (10 = 0.1), eps as a power of ten (5 = 1e-5).
+          const auto momentum = static_cast<float>(layer_named_int(a, "momentum", 10, 0)) / 100.f;
+          const auto eps = static_cast<float>(std::pow(10.0, -static_cast<double>(layer_named_int(a, "eps", 5, 1))));
+          return std::make_unique<BatchNorm>(momentum, eps);
+        });
 }
 
 }  // namespace hpctrain

@@ -152,12 +152,13 @@ class Conv2d final : public Layer {
 void register_conv2d(LayerRegistry& r, ConvImpl impl) {
   r.add("conv", "conv(out, k, pad=0, stride=1): 2-D convolution, k x k; weight [out, in, k, k]",
         [impl](const LayerArgs& a) {
-    for (const auto& [k, v] : a.named)
-      if (k != "pad" && k != "stride")
-        throw bad_input("[model] layers: " + a.text + ": unknown argument '" + k + "' (pad, stride)");
-    return std::make_unique<Conv2d>(int_arg(a, 0, "the number of output channels"), int_arg(a, 1, "the kernel size"),
-                                    layer_named_int(a, "pad", 0, 0), layer_named_int(a, "stride", 1, 1), impl);
-  });
+          for (const auto& [k, v] : a.named)
+            if (k != "pad" && k != "stride")
+              throw bad_input("[model] layers: " + a.text + ": unknown argument '" + k + "' (pad, stride)");
+          return std::make_unique<Conv2d>(int_arg(a, 0, "the number of output channels"),
+                                          int_arg(a, 1, "the kernel size"), layer_named_int(a, "pad", 0, 0),
+                                          layer_named_int(a, "stride", 1, 1), impl);
+        });
 }
 
 }  // namespace hpctrain

@@ -49,10 +49,10 @@ class Embedding final : public Layer {
 void register_embedding(LayerRegistry& r, std::int64_t vocab_multiple) {
   r.add("embedding", "embedding(V, C, std=0.02): token ids [T] -> [T, C] from a V-row table",
         [vocab_multiple](const LayerArgs& a) {
-    expect_named_only(a, 2, {"std"});
-    return std::make_unique<Embedding>(int_arg(a, 0, "the vocabulary size"), int_arg(a, 1, "the embedding width"),
-                                       layer_named_std(a, "std"), vocab_multiple);
-  });
+          expect_named_only(a, 2, {"std"});
+          return std::make_unique<Embedding>(int_arg(a, 0, "the vocabulary size"), int_arg(a, 1, "the embedding width"),
+                                             layer_named_std(a, "std"), vocab_multiple);
+        });
 }
 
 }  // namespace hpctrain

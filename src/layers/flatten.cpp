@@ -17,8 +17,7 @@ class Flatten final : public Layer {
 }  // namespace
 
 void register_flatten(LayerRegistry& r) {
-  r.add("flatten", "flatten: [C, H, W] -> [C*H*W]",
-        [](const LayerArgs& a) {
+  r.add("flatten", "flatten: [C, H, W] -> [C*H*W]", [](const LayerArgs& a) {
     expect_no_args(a);
     return std::make_unique<Flatten>();
   });

@@ -45,8 +45,7 @@ class LayerNorm final : public Layer {
 }  // namespace
 
 void register_layernorm(LayerRegistry& r) {
-  r.add("layernorm", "layernorm(bias=1, eps=5): layer norm over the last axis, eps = 10^-eps",
-        [](const LayerArgs& a) {
+  r.add("layernorm", "layernorm(bias=1, eps=5): layer norm over the last axis, eps = 10^-eps", [](const LayerArgs& a) {
     expect_named_only(a, 0, {"bias", "eps"});
     // eps=k means 10^-k (integers only in layer arguments): the default 5 is PyTorch's 1e-5.
     const std::int64_t e = layer_named_int(a, "eps", 5, 1);

@@ -60,10 +60,10 @@ class Linear final : public Layer {
 void register_linear(LayerRegistry& r) {
   r.add("linear", "linear(n, bias=1, std=0.02): n outputs for every position of [T, C] (or a flat input)",
         [](const LayerArgs& a) {
-    expect_named_only(a, 1, {"bias", "std"});
-    return std::make_unique<Linear>(int_arg(a, 0, "the number of outputs"), layer_named_bool(a, "bias", true),
-                                    layer_named_std(a, "std"));
-  });
+          expect_named_only(a, 1, {"bias", "std"});
+          return std::make_unique<Linear>(int_arg(a, 0, "the number of outputs"), layer_named_bool(a, "bias", true),
+                                          layer_named_std(a, "std"));
+        });
 }
 
 }  // namespace hpctrain

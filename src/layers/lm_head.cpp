@@ -71,10 +71,10 @@ class LmHead final : public Layer {
 void register_lm_head(LayerRegistry& r, std::int64_t vocab_multiple) {
   r.add("lm_head", "lm_head(V, tie=1, std=0.02): logits over a vocabulary of V; tie=1 shares the embedding's weight",
         [vocab_multiple](const LayerArgs& a) {
-    expect_named_only(a, 1, {"tie", "std"});
-    return std::make_unique<LmHead>(int_arg(a, 0, "the vocabulary size"), layer_named_bool(a, "tie", true),
-                                    layer_named_std(a, "std"), vocab_multiple);
-  });
+          expect_named_only(a, 1, {"tie", "std"});
+          return std::make_unique<LmHead>(int_arg(a, 0, "the vocabulary size"), layer_named_bool(a, "tie", true),
+                                          layer_named_std(a, "std"), vocab_multiple);
+        });
 }
 
 }  // namespace hpctrain

@@ -35,8 +35,7 @@ class MaxPool final : public Layer {
 }  // namespace
 
 void register_maxpool(LayerRegistry& r) {
-  r.add("maxpool", "maxpool(k, stride=k): maximum over k x k windows",
-        [](const LayerArgs& a) {
+  r.add("maxpool", "maxpool(k, stride=k): maximum over k x k windows", [](const LayerArgs& a) {
     const std::int64_t k = int_arg(a, 0, "the window size");
     return std::make_unique<MaxPool>(k, layer_named_int(a, "stride", k, 1));
   });

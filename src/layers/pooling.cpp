@@ -53,13 +53,11 @@ class GlobalAvgPool final : public Layer {
 }  // namespace
 
 void register_pooling(LayerRegistry& r) {
-  r.add("avgpool", "avgpool(k, stride=k): average over k x k windows",
-        [](const LayerArgs& a) {
+  r.add("avgpool", "avgpool(k, stride=k): average over k x k windows", [](const LayerArgs& a) {
     const std::int64_t k = int_arg(a, 0, "the window size");
     return std::make_unique<AvgPool>(k, layer_named_int(a, "stride", k, 1));
   });
-  r.add("gap", "gap: global average pool, [C, H, W] -> [C]",
-        [](const LayerArgs& a) {
+  r.add("gap", "gap: global average pool, [C, H, W] -> [C]", [](const LayerArgs& a) {
     expect_no_args(a);
     return std::make_unique<GlobalAvgPool>();
   });

@@ -217,10 +217,10 @@ class Residual final : public Layer {
 void register_residual(LayerRegistry& r) {
   r.add("res", "res(layers...): residual block y = x + f(x), f written like the model, may nest",
         [&r](const LayerArgs& a) -> std::unique_ptr<Layer> {
-    if (a.body.empty())
-      throw bad_input("[model] layers: " + a.text + ": give the block's layers, e.g. res(dense(8) relu)");
-    return std::make_unique<Residual>(a, r);
-  });
+          if (a.body.empty())
+            throw bad_input("[model] layers: " + a.text + ": give the block's layers, e.g. res(dense(8) relu)");
+          return std::make_unique<Residual>(a, r);
+        });
 }
 
 }  // namespace hpctrain

@@ -40,8 +40,7 @@ class RmsNorm final : public Layer {
 }  // namespace
 
 void register_rmsnorm(LayerRegistry& r) {
-  r.add("rmsnorm", "rmsnorm(eps=5): RMS norm over the last axis, eps = 10^-eps, weight only",
-        [](const LayerArgs& a) {
+  r.add("rmsnorm", "rmsnorm(eps=5): RMS norm over the last axis, eps = 10^-eps, weight only", [](const LayerArgs& a) {
     expect_named_only(a, 0, {"eps"});
     // eps=k means 10^-k (integers only in layer arguments): the default 5 is Llama 3's 1e-5.
     const std::int64_t e = layer_named_int(a, "eps", 5, 1);

@@ -29,8 +29,7 @@ class SwiGlu final : public Layer {
 }  // namespace
 
 void register_swiglu(LayerRegistry& r) {
-  r.add("swiglu", "swiglu: [T, 2F] -> [T, F] = silu(gate) * up, gate and up side by side",
-        [](const LayerArgs& a) {
+  r.add("swiglu", "swiglu: [T, 2F] -> [T, F] = silu(gate) * up, gate and up side by side", [](const LayerArgs& a) {
     expect_no_args(a);
     return std::make_unique<SwiGlu>();
   });

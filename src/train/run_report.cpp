@@ -208,12 +208,12 @@ std::string RunReport::done_line(const RunSummary& s) {
   if (s.tokens_per_sample) {
     std::snprintf(speed, sizeof speed, "%.0f tokens/s (steady state %.0f%s)", s.samples_per_s * T,
                   s.steady_samples_per_s * T, flops_text(s.steady_model_flops_per_s(), s.steady_mfu_pct()).c_str());
-    std::snprintf(eval, sizeof eval, "%s loss %.4f, perplexity %.3f (%lld tokens)", s.final_split.c_str(),
-                  s.final_loss, std::exp(s.final_loss), static_cast<long long>(s.final_samples));
+    std::snprintf(eval, sizeof eval, "%s loss %.4f, perplexity %.3f (%lld tokens)", s.final_split.c_str(), s.final_loss,
+                  std::exp(s.final_loss), static_cast<long long>(s.final_samples));
   } else {
     std::snprintf(speed, sizeof speed, "%.0f samples/s (steady state %.0f)", s.samples_per_s, s.steady_samples_per_s);
-    std::snprintf(eval, sizeof eval, "%s accuracy %.2f%% (%lld samples)", s.final_split.c_str(),
-                  100 * s.final_accuracy, static_cast<long long>(s.final_samples));
+    std::snprintf(eval, sizeof eval, "%s accuracy %.2f%% (%lld samples)", s.final_split.c_str(), 100 * s.final_accuracy,
+                  static_cast<long long>(s.final_samples));
   }
   std::snprintf(rest, sizeof rest,
                 "%.4f rank-hours%s | step time per rank %.1f-%.1f s | peak memory per rank %s | %d checkpoint(s), "

@@ -336,10 +336,31 @@ TEST_F(DatasetTest, ZeroStandardDeviation) {
     h5::write_int_attribute(f.get(), "num_classes", 10);
     h5::write_double_attribute(f.get(), "mean", {0.5, 0.5});
     h5::write_double_attribute(f.get(), "std", {0.2, 0.0});
-    dataset(f.get(), "samples", H5T_STD_U8LE, {4, 2, 3});
+    dataset(f.get(), "samples", H5T_STD_U8LE, {4, 2, 3, 3});  // [C = 2, H, W]
     dataset(f.get(), "labels", H5T_STD_I32LE, {4});
   }
   EXPECT_NE(error_of().find("a.h5: attribute 'std' is 0 for channel 1"), std::string::npos) << error_of();
+}
+
+// Normalization per feature of [F] samples (tabular data: import-csv, import-npy); a [H, W]
+// image is one channel, so one value per row is refused there.
+TEST_F(DatasetTest, NormalizationPerFeatureOfTabularSamples) {
+  auto make = [&](std::vector<hsize_t> shape) {
+    h5::Id f = new_file("a.h5");
+    h5::write_string_attribute(f.get(), "format", kDatasetFormat);
+    h5::write_int_attribute(f.get(), "version", 1);
+    h5::write_int_attribute(f.get(), "num_classes", 10);
+    h5::write_double_attribute(f.get(), "mean", {0.5, 1.5, 2.5});
+    h5::write_double_attribute(f.get(), "std", {0.2, 2.0, 4.0});
+    dataset(f.get(), "samples", H5T_IEEE_F32LE, shape);
+    dataset(f.get(), "labels", H5T_STD_I32LE, {4});
+  };
+  make({4, 3});
+  EXPECT_EQ(error_of(), "");
+  make({4, 3, 5});
+  EXPECT_NE(error_of().find("attribute 'mean' has 3 values; expected 1 or one per channel or feature (1)"),
+            std::string::npos)
+      << error_of();
 }
 
 TEST_F(DatasetTest, UnavailableCompressionFilter) {

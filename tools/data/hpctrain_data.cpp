@@ -7,6 +7,10 @@
 //                             [--shards N] [--force]
 //                             gpt2: --vocab DIR [--documents file|lines|jsonl] [--text-field text] [--threads N]
 //   hpctrain-data import-llmc --input DIR --vocab DIR --out ROOT [--force]   (llm.c's .bin shards)
+//   hpctrain-data import-csv --input FILE --out ROOT [--label COL[,COL...]] [--regression] [table options]
+//   hpctrain-data import-npy --features X.npy --labels Y.npy --out ROOT [table options]
+//     table options: [--val-fraction 0.1] [--test-fraction 0] [--shuffle-seed 1 (0: keep order)]
+//                    [--no-standardize] [--shards K] [--force]
 //   hpctrain-data inspect ROOT
 //   hpctrain-data tokenize --vocab DIR|tokenizer.json --input FILE... [--documents file|lines] [--decode]
 // Errors are one line and exit code 2, like the trainer's.
@@ -23,6 +27,7 @@
 #include "hpctrain/data/dataset.hpp"
 #include "hpctrain/data/llmc_shards.hpp"
 #include "hpctrain/data/make_dataset.hpp"
+#include "hpctrain/data/table_import.hpp"
 #include "hpctrain/data/text_import.hpp"
 #include "hpctrain/data/token_dataset.hpp"
 
@@ -44,6 +49,10 @@ const char* kUsage =
     "text] [--threads "
     "N]\n"
     "       hpctrain-data import-llmc --input DIR --vocab DIR --out ROOT [--force]\n"
+    "       hpctrain-data import-csv --input FILE --out ROOT [--label COLUMN[,COLUMN...]] [--regression]\n"
+    "                                [--val-fraction 0.1] [--test-fraction 0] [--shuffle-seed 1] [--no-standardize]\n"
+    "                                [--shards K] [--force]\n"
+    "       hpctrain-data import-npy --features X.npy --labels Y.npy --out ROOT [the options of import-csv]\n"
     "       hpctrain-data inspect ROOT\n"
     "       hpctrain-data tokenize --vocab DIR|tokenizer.json --input FILE... [--documents file|lines] [--decode]\n";
 
@@ -104,6 +113,43 @@ int import_cmd(const po::variables_map& vm) {
   const auto [train, val] = import_idx(o);
   std::cout << "wrote " << train << " samples to " << o.out << "/" << o.split
             << (val ? " and " + std::to_string(val) + " to " + o.out + "/val" : "") << "\n";
+  return 0;
+}
+
+// A CSV (import-csv) or two .npy arrays (import-npy) as float32 shards, standardized per feature.
+int import_table_cmd(const std::string& cmd, const po::variables_map& vm) {
+  TableData data;
+  if (cmd == "import-csv") {
+    CsvOptions c;
+    c.path = vm["input"].as<std::vector<std::string>>().at(0);
+    if (vm.count("label")) {
+      std::stringstream ss(vm["label"].as<std::string>());
+      for (std::string col; std::getline(ss, col, ',');) c.label_columns.push_back(col);
+    }
+    c.regression = vm.count("regression") > 0;
+    data = read_csv(c);
+  } else {
+    data = read_npy(vm["features"].as<std::string>(), vm["labels"].as<std::string>());
+  }
+  TableImportOptions o;
+  o.out = vm["out"].as<std::string>();
+  o.val_fraction = vm["val-fraction"].as<double>();
+  o.test_fraction = vm["test-fraction"].as<double>();
+  o.shuffle_seed = vm["shuffle-seed"].as<std::uint64_t>();
+  o.standardize = vm.count("no-standardize") == 0;
+  o.shards = vm["shards"].as<int>();
+  o.chunk_rows = vm["chunk-rows"].as<std::int64_t>();
+  o.gzip = vm["gzip"].as<int>();
+  o.force = vm.count("force") > 0;
+  const TableImportResult r = write_table_dataset(data, o);
+  std::string shape;
+  for (auto d : data.sample_shape) shape += (shape.empty() ? "" : "x") + std::to_string(d);
+  std::cout << "wrote " << r.train << " train, " << r.val << " val, " << r.test << " test samples of " << shape
+            << " to " << o.out << " ("
+            << (data.target_width ? std::to_string(data.target_width) + " regression target(s)"
+                                  : std::to_string(data.num_classes) + " classes")
+            << (data.class_names.empty() ? "" : ", names in " + o.out + "/classes.txt")
+            << (o.standardize ? "; standardized: mean and std of the train rows" : "") << ")\n";
   return 0;
 }
 
@@ -244,6 +290,30 @@ int inspect(const std::string& root) {
   return 0;
 }
 
+// Every command's options (each command checks the ones it needs).
+po::options_description options() {
+  po::options_description o;
+  o.add_options()("images", po::value<std::string>())("labels", po::value<std::string>())(
+      "out", po::value<std::string>())("split", po::value<std::string>()->default_value("train"))(
+      "val-count", po::value<std::int64_t>())("limit", po::value<std::int64_t>())(
+      "shards", po::value<int>()->default_value(1))("chunk-rows", po::value<std::int64_t>()->default_value(256))(
+      "gzip", po::value<int>()->default_value(4))("mean", po::value<double>())("std", po::value<double>())(
+      "shape", po::value<std::string>()->default_value("1x28x28"))("classes",
+                                                                   po::value<std::int64_t>()->default_value(10))(
+      "train", po::value<std::int64_t>()->default_value(10000))("val", po::value<std::int64_t>()->default_value(0))(
+      "test", po::value<std::int64_t>()->default_value(0))("dtype", po::value<std::string>()->default_value("uint8"))(
+      "seed", po::value<std::uint64_t>()->default_value(1))("force", "replace existing shards")(
+      "root", po::value<std::string>())("input", po::value<std::vector<std::string>>()->multitoken())(
+      "tokenizer", po::value<std::string>()->default_value("char"))(
+      "val-fraction", po::value<double>()->default_value(0.1))("vocab", po::value<std::string>())(
+      "documents", po::value<std::string>()->default_value("file"))(
+      "text-field", po::value<std::string>()->default_value("text"))("threads", po::value<int>()->default_value(0))(
+      "decode", "tokenize: ids in, bytes out")("label", po::value<std::string>())("regression", "float targets")(
+      "features", po::value<std::string>())("test-fraction", po::value<double>()->default_value(0.0))(
+      "shuffle-seed", po::value<std::uint64_t>()->default_value(1))("no-standardize", "keep raw values");
+  return o;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -254,23 +324,7 @@ int main(int argc, char** argv) {
       return argc < 2 ? 2 : 0;
     }
     const std::string cmd = argv[1];
-    po::options_description o;
-    o.add_options()("images", po::value<std::string>())("labels", po::value<std::string>())(
-        "out", po::value<std::string>())("split", po::value<std::string>()->default_value("train"))(
-        "val-count", po::value<std::int64_t>())("limit", po::value<std::int64_t>())(
-        "shards", po::value<int>()->default_value(1))("chunk-rows", po::value<std::int64_t>()->default_value(256))(
-        "gzip", po::value<int>()->default_value(4))("mean", po::value<double>())("std", po::value<double>())(
-        "shape", po::value<std::string>()->default_value("1x28x28"))("classes",
-                                                                     po::value<std::int64_t>()->default_value(10))(
-        "train", po::value<std::int64_t>()->default_value(10000))("val", po::value<std::int64_t>()->default_value(0))(
-        "test", po::value<std::int64_t>()->default_value(0))("dtype", po::value<std::string>()->default_value("uint8"))(
-        "seed", po::value<std::uint64_t>()->default_value(1))("force", "replace existing shards")(
-        "root", po::value<std::string>())("input", po::value<std::vector<std::string>>()->multitoken())(
-        "tokenizer", po::value<std::string>()->default_value("char"))(
-        "val-fraction", po::value<double>()->default_value(0.1))("vocab", po::value<std::string>())(
-        "documents", po::value<std::string>()->default_value("file"))(
-        "text-field", po::value<std::string>()->default_value("text"))("threads", po::value<int>()->default_value(0))(
-        "decode", "tokenize: ids in, bytes out");
+    const po::options_description o = options();
     po::positional_options_description pos;
     pos.add("root", 1);
     po::variables_map vm;
@@ -296,6 +350,12 @@ int main(int argc, char** argv) {
       need("input");
       need("out");
       return import_text_cmd(vm);
+    }
+    if (cmd == "import-csv" || cmd == "import-npy") {
+      need(cmd == "import-csv" ? "input" : "features");
+      if (cmd == "import-npy") need("labels");
+      need("out");
+      return import_table_cmd(cmd, vm);
     }
     if (cmd == "generate") {
       need("out");

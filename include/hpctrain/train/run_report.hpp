@@ -5,9 +5,9 @@
 // too (they take part in the reductions) but write nothing.
 #pragma once
 
+#include <cmath>
 #include <cstdint>
 #include <fstream>
-#include <cmath>
 #include <memory>
 #include <optional>
 #include <string>

@@ -1,0 +1,52 @@
+// Importing tabular and array data: a CSV of features and a label (hpctrain-data import-csv) and
+// NumPy .npy arrays (import-npy), as float32 shards in hpctrain's layout with per-feature
+// standardization (mean and std over the training rows, stored as the shards' `mean` and `std`
+// attributes, which the reader applies; docs/datasets.md).
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace hpctrain {
+
+// Rows of features with their classes or regression targets, before splitting.
+struct TableData {
+  std::vector<std::int64_t> sample_shape;  // without N: [F] for a table
+  std::vector<float> x;                    // rows x prod(sample_shape)
+  std::vector<std::int32_t> classes;       // classification: one per row
+  std::vector<float> targets;              // regression: rows x target_width
+  std::int64_t target_width = 0;           // 0: classification
+  std::int64_t num_classes = 0;
+  std::vector<std::string> class_names;  // CSV labels that are not integers: the names, sorted (id = position)
+  std::int64_t rows() const;
+};
+
+struct CsvOptions {
+  std::string path;
+  std::vector<std::string> label_columns;  // empty: the last column
+  bool regression = false;                 // labels are float targets (else classes)
+};
+// A CSV with a header row; bad_input naming the file, line and column for a cell that is not a number.
+TableData read_csv(const CsvOptions& o);
+
+// features.npy [N, ...] (any integer or float type, C order) and labels.npy: [N] integers
+// (classes) or [N] / [N, k] floats (regression targets).
+TableData read_npy(const std::string& features, const std::string& labels);
+
+struct TableImportOptions {
+  std::string out;
+  double val_fraction = 0.1, test_fraction = 0;  // the last rows (after the shuffle) go to val, then test
+  std::uint64_t shuffle_seed = 1;                // 0: keep the file's order
+  bool standardize = true;                       // per feature ([F] samples) or over all values (others)
+  int shards = 1;
+  std::int64_t chunk_rows = 256;
+  int gzip = 4;
+  bool force = false;
+};
+struct TableImportResult {
+  std::int64_t train = 0, val = 0, test = 0;
+};
+TableImportResult write_table_dataset(const TableData& data, const TableImportOptions& o);
+
+}  // namespace hpctrain

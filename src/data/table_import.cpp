@@ -1,0 +1,346 @@
+// CSV and NumPy importers (data/table_import.hpp).
+#include "hpctrain/data/table_import.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <numeric>
+#include <set>
+#include <sstream>
+
+#include "hpctrain/core/error.hpp"
+#include "hpctrain/data/make_dataset.hpp"
+#include "hpctrain/data/permutation.hpp"
+#include "hpctrain/data/shard_writer.hpp"
+
+namespace fs = std::filesystem;
+
+namespace hpctrain {
+
+std::int64_t TableData::rows() const {
+  std::int64_t per = 1;
+  for (auto d : sample_shape) per *= d;
+  return per > 0 ? static_cast<std::int64_t>(x.size()) / per : 0;
+}
+
+namespace {
+
+// One CSV record's fields: commas separate, double quotes enclose (a doubled quote is one quote).
+std::vector<std::string> csv_fields(const std::string& line) {
+  std::vector<std::string> out(1);
+  bool quoted = false;
+  for (std::size_t i = 0; i < line.size(); ++i) {
+    const char c = line[i];
+    if (quoted && c == '"' && i + 1 < line.size() && line[i + 1] == '"') {
+      out.back() += '"';
+      ++i;
+    } else if (c == '"') {
+      quoted = !quoted;
+    } else if (c == ',' && !quoted) {
+      out.emplace_back();
+    } else if (c != '\r') {
+      out.back() += c;
+    }
+  }
+  for (auto& f : out) {  // (surrounding blanks are not part of a number or a name)
+    f.erase(0, f.find_first_not_of(" \t"));
+    f.erase(f.find_last_not_of(" \t") + 1);
+  }
+  return out;
+}
+
+bool parse_number(const std::string& text, double& v) {
+  if (text.empty()) return false;
+  char* end = nullptr;
+  v = std::strtod(text.c_str(), &end);
+  return end == text.c_str() + text.size() && std::isfinite(v);
+}
+
+// Label texts -> class ids: integers as they are (>= 0), else the sorted distinct names.
+void classes_of(const std::vector<std::string>& labels, const std::string& where, TableData& d) {
+  bool integers = true;
+  for (const auto& l : labels) {
+    double v = 0;
+    integers = integers && parse_number(l, v) && v >= 0 && v == std::floor(v) && v < 2147483647.0;
+  }
+  if (integers) {
+    for (const auto& l : labels) d.classes.push_back(static_cast<std::int32_t>(std::stod(l)));
+    d.num_classes = labels.empty() ? 0 : *std::max_element(d.classes.begin(), d.classes.end()) + 1;
+    return;
+  }
+  const std::set<std::string> names(labels.begin(), labels.end());
+  if (names.count("")) throw bad_input(where + ": a row has an empty label");
+  d.class_names.assign(names.begin(), names.end());
+  for (const auto& l : labels)
+    d.classes.push_back(static_cast<std::int32_t>(std::lower_bound(d.class_names.begin(), d.class_names.end(), l) -
+                                                  d.class_names.begin()));
+  d.num_classes = static_cast<std::int64_t>(d.class_names.size());
+}
+
+}  // namespace
+
+TableData read_csv(const CsvOptions& o) {
+  std::ifstream in(o.path);
+  if (!in) throw bad_input(o.path + ": cannot open");
+  std::string line;
+  if (!std::getline(in, line)) throw bad_input(o.path + ": empty file (expected a header row of column names)");
+  const auto header = csv_fields(line);
+  std::vector<std::size_t> label_at;
+  for (const auto& name : o.label_columns.empty() ? std::vector<std::string>{header.back()} : o.label_columns) {
+    const auto it = std::find(header.begin(), header.end(), name);
+    if (it == header.end()) throw bad_input(o.path + ": no column '" + name + "' in the header (" + line + ")");
+    label_at.push_back(static_cast<std::size_t>(it - header.begin()));
+  }
+  if (!o.regression && label_at.size() != 1) throw bad_input(o.path + ": classification takes one --label column");
+  if (label_at.size() >= header.size()) throw bad_input(o.path + ": no feature columns besides the label");
+  TableData d;
+  d.sample_shape = {static_cast<std::int64_t>(header.size() - label_at.size())};
+  d.target_width = o.regression ? static_cast<std::int64_t>(label_at.size()) : 0;
+  std::vector<std::string> labels;
+  for (std::int64_t n = 2; std::getline(in, line); ++n) {
+    if (line.find_first_not_of(" \t\r") == std::string::npos) continue;
+    const auto f = csv_fields(line);
+    const std::string where = o.path + ":" + std::to_string(n);
+    if (f.size() != header.size())
+      throw bad_input(where + ": " + std::to_string(f.size()) + " fields, the header has " +
+                      std::to_string(header.size()));
+    for (std::size_t c = 0; c < f.size(); ++c) {
+      const bool is_label = std::find(label_at.begin(), label_at.end(), c) != label_at.end();
+      if (is_label && !o.regression) {
+        labels.push_back(f[c]);
+        continue;
+      }
+      double v = 0;
+      if (!parse_number(f[c], v))
+        throw bad_input(where + ": column '" + header[c] + "' holds '" + f[c] + "', not a finite number");
+      (is_label ? d.targets : d.x).push_back(static_cast<float>(v));
+    }
+  }
+  if (d.rows() == 0) throw bad_input(o.path + ": no data rows after the header");
+  if (!o.regression) classes_of(labels, o.path, d);
+  return d;
+}
+
+namespace {
+
+struct NpyArray {
+  std::vector<std::int64_t> shape;
+  std::vector<double> values;
+  bool integer = false;
+};
+
+// A .npy file (format versions 1-3; little-endian or byte-sized types; C order).
+NpyArray read_npy_file(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw bad_input(path + ": cannot open");
+  char magic[8] = {};
+  in.read(magic, 8);
+  if (!in || std::memcmp(magic, "\x93NUMPY", 6) != 0) throw bad_input(path + ": not a .npy file (no \\x93NUMPY magic)");
+  std::uint32_t len = 0;
+  unsigned char b[4] = {};
+  in.read(reinterpret_cast<char*>(b), magic[6] == 1 ? 2 : 4);
+  len = b[0] | (b[1] << 8) | (magic[6] == 1 ? 0u : (static_cast<std::uint32_t>(b[2]) << 16 | b[3] << 24));
+  std::string header(len, '\0');
+  in.read(header.data(), len);
+  auto field = [&](const std::string& key) {
+    const auto at = header.find("'" + key + "'");
+    if (at == std::string::npos) throw bad_input(path + ": .npy header lacks '" + key + "'");
+    return header.substr(header.find(':', at) + 1);
+  };
+  if (field("fortran_order").find("True") < field("fortran_order").find(','))
+    throw bad_input(path + ": Fortran-ordered array; save it with numpy.ascontiguousarray first");
+  const std::string descr = field("descr").substr(field("descr").find('\'') + 1, 3);
+  static const std::map<std::string, std::pair<int, bool>> types = {
+      // size, integer
+      {"<f4", {4, false}}, {"<f8", {8, false}}, {"|u1", {1, true}}, {"|i1", {1, true}}, {"<i2", {2, true}},
+      {"<u2", {2, true}},  {"<i4", {4, true}},  {"<u4", {4, true}}, {"<i8", {8, true}}, {"<u8", {8, true}}};
+  const auto type = types.find(descr);
+  if (type == types.end()) throw bad_input(path + ": dtype '" + descr + "' not supported (float32/64, integers)");
+  NpyArray a;
+  a.integer = type->second.second;
+  std::string shape = field("shape");
+  shape = shape.substr(shape.find('(') + 1, shape.find(')') - shape.find('(') - 1);
+  std::stringstream ss(shape);
+  for (std::string part; std::getline(ss, part, ',');)
+    if (part.find_first_not_of(' ') != std::string::npos) a.shape.push_back(std::stoll(part));
+  if (a.shape.empty()) throw bad_input(path + ": a 0-dimensional array (expected rows)");
+  std::int64_t n = 1;
+  for (auto d : a.shape) n *= d;
+  const int size = type->second.first;
+  std::vector<unsigned char> raw(static_cast<std::size_t>(n * size));
+  in.read(reinterpret_cast<char*>(raw.data()), static_cast<std::streamsize>(raw.size()));
+  if (in.gcount() != static_cast<std::streamsize>(raw.size()))
+    throw bad_input(path + ": " + std::to_string(in.gcount()) + " data bytes, the header's shape needs " +
+                    std::to_string(raw.size()));
+  a.values.resize(static_cast<std::size_t>(n));
+  for (std::int64_t i = 0; i < n; ++i) {
+    const unsigned char* p = raw.data() + i * size;
+    double v = 0;
+    if (descr == "<f4") {
+      float f;
+      std::memcpy(&f, p, 4);
+      v = f;
+    } else if (descr == "<f8")
+      std::memcpy(&v, p, 8);
+    else if (descr == "|u1")
+      v = p[0];
+    else if (descr == "|i1")
+      v = static_cast<signed char>(p[0]);
+    else if (descr == "<i2") {
+      std::int16_t t;
+      std::memcpy(&t, p, 2);
+      v = t;
+    } else if (descr == "<u2") {
+      std::uint16_t t;
+      std::memcpy(&t, p, 2);
+      v = t;
+    } else if (descr == "<i4") {
+      std::int32_t t;
+      std::memcpy(&t, p, 4);
+      v = t;
+    } else if (descr == "<u4") {
+      std::uint32_t t;
+      std::memcpy(&t, p, 4);
+      v = t;
+    } else if (descr == "<i8") {
+      std::int64_t t;
+      std::memcpy(&t, p, 8);
+      v = static_cast<double>(t);
+    } else {
+      std::uint64_t t;
+      std::memcpy(&t, p, 8);
+      v = static_cast<double>(t);
+    }
+    if (!std::isfinite(v)) throw bad_input(path + ": element " + std::to_string(i) + " is NaN or Inf");
+    a.values[static_cast<std::size_t>(i)] = v;
+  }
+  return a;
+}
+
+}  // namespace
+
+TableData read_npy(const std::string& features, const std::string& labels) {
+  const NpyArray x = read_npy_file(features), y = read_npy_file(labels);
+  if (x.shape[0] != y.shape[0])
+    throw bad_input(features + " has " + std::to_string(x.shape[0]) + " rows but " + labels + " has " +
+                    std::to_string(y.shape[0]));
+  if (y.shape.size() > 2) throw bad_input(labels + ": expected [N] classes or [N] / [N, k] targets");
+  TableData d;
+  d.sample_shape.assign(x.shape.begin() + 1, x.shape.end());
+  if (d.sample_shape.empty()) d.sample_shape = {1};
+  d.x.assign(x.values.begin(), x.values.end());
+  if (y.integer && y.shape.size() == 1) {
+    for (double v : y.values) {
+      if (v < 0) throw bad_input(labels + ": a negative class " + std::to_string(static_cast<long long>(v)));
+      d.classes.push_back(static_cast<std::int32_t>(v));
+    }
+    d.num_classes = *std::max_element(d.classes.begin(), d.classes.end()) + 1;
+  } else {
+    d.target_width = y.shape.size() == 2 ? y.shape[1] : 1;
+    d.targets.assign(y.values.begin(), y.values.end());
+  }
+  return d;
+}
+
+namespace {
+
+// Mean and std (population) of the training rows: per feature of [F] samples, else of all values.
+void standardization(const TableData& d, const std::vector<std::int64_t>& train_rows, std::vector<double>& mean,
+                     std::vector<double>& sd) {
+  const std::int64_t per = static_cast<std::int64_t>(d.x.size()) / d.rows();
+  const std::int64_t groups = d.sample_shape.size() == 1 ? per : 1, width = per / groups;
+  mean.assign(static_cast<std::size_t>(groups), 0);
+  sd.assign(static_cast<std::size_t>(groups), 0);
+  const double count = static_cast<double>(train_rows.size() * width);
+  for (int pass = 0; pass < 2; ++pass)
+    for (std::int64_t r : train_rows)
+      for (std::int64_t k = 0; k < per; ++k) {
+        const auto g = static_cast<std::size_t>(k / width);
+        const double v = d.x[static_cast<std::size_t>(r * per + k)];
+        if (pass == 0)
+          mean[g] += v / count;
+        else
+          sd[g] += (v - mean[g]) * (v - mean[g]) / count;
+      }
+  for (auto& s : sd) s = s > 0 ? std::sqrt(s) : 1.0;  // (a constant feature: left as it is, centred)
+}
+
+void write_rows(const fs::path& dir, const ShardSpec& spec, const TableData& d, const std::vector<std::int64_t>& rows,
+                int shards) {
+  const std::int64_t per = static_cast<std::int64_t>(d.x.size()) / d.rows(), n = static_cast<std::int64_t>(rows.size());
+  const std::int64_t per_shard = (n + shards - 1) / shards;
+  for (int s = 0; s * per_shard < n; ++s) {
+    const std::int64_t first = s * per_shard, count = std::min(per_shard, n - first);
+    std::vector<float> x, targets;
+    std::vector<std::int32_t> classes;
+    for (std::int64_t i = first; i < first + count; ++i) {
+      const auto r = static_cast<std::size_t>(rows[static_cast<std::size_t>(i)]);
+      x.insert(x.end(), d.x.begin() + static_cast<std::ptrdiff_t>(r * per),
+               d.x.begin() + static_cast<std::ptrdiff_t>((r + 1) * per));
+      if (d.target_width)
+        targets.insert(targets.end(), d.targets.begin() + static_cast<std::ptrdiff_t>(r * d.target_width),
+                       d.targets.begin() + static_cast<std::ptrdiff_t>((r + 1) * d.target_width));
+      else
+        classes.push_back(d.classes[r]);
+    }
+    char name[32];
+    std::snprintf(name, sizeof(name), "part-%05d.h5", s);
+    ShardWriter w((dir / name).string(), spec, count);
+    w.append(count, x.data(), d.target_width ? static_cast<const void*>(targets.data()) : classes.data());
+    w.close();
+  }
+}
+
+}  // namespace
+
+TableImportResult write_table_dataset(const TableData& d, const TableImportOptions& o) {
+  const std::int64_t n = d.rows();
+  if (o.val_fraction < 0 || o.test_fraction < 0 || o.val_fraction + o.test_fraction >= 1)
+    throw bad_input("--val-fraction and --test-fraction must be >= 0 and leave rows to train on");
+  TableImportResult r;
+  r.val = static_cast<std::int64_t>(std::floor(o.val_fraction * static_cast<double>(n)));
+  r.test = static_cast<std::int64_t>(std::floor(o.test_fraction * static_cast<double>(n)));
+  r.train = n - r.val - r.test;
+  if (r.train < 1) throw bad_input(std::to_string(n) + " rows are too few to split");
+  std::vector<std::int64_t> order(static_cast<std::size_t>(n));
+  std::iota(order.begin(), order.end(), 0);
+  if (o.shuffle_seed) {
+    const Permutation perm(static_cast<std::uint64_t>(n), o.shuffle_seed);
+    for (std::int64_t i = 0; i < n; ++i) order[static_cast<std::size_t>(i)] = static_cast<std::int64_t>(perm(i));
+  }
+  const std::vector<std::int64_t> train(order.begin(), order.begin() + r.train),
+      val(order.begin() + r.train, order.begin() + r.train + r.val), test(order.begin() + r.train + r.val, order.end());
+  ShardSpec spec;
+  spec.sample_shape = d.sample_shape;
+  spec.type = SampleType::f32;
+  spec.classification = d.target_width == 0;
+  spec.label_width = std::max<std::int64_t>(1, d.target_width);
+  spec.num_classes = spec.classification ? std::max<std::int64_t>(1, d.num_classes) : 0;
+  spec.chunk_rows = o.chunk_rows;
+  spec.gzip = o.gzip;
+  if (o.standardize) {
+    spec.standardize = true;
+    standardization(d, train, spec.norm_a, spec.norm_b);
+  } else {
+    spec.norm_a = {1.0};
+    spec.norm_b = {0.0};
+  }
+  const fs::path root = o.out;
+  for (const auto& [name, rows] :
+       {std::pair<const char*, const std::vector<std::int64_t>*>{"train", &train}, {"val", &val}, {"test", &test}}) {
+    if (rows->empty()) continue;
+    prepare_split_dir((root / name).string(), o.force);
+    write_rows(root / name, spec, d, *rows, std::string(name) == "train" ? o.shards : 1);
+  }
+  if (!d.class_names.empty()) {
+    std::ofstream names(root / "classes.txt");
+    for (const auto& c : d.class_names) names << c << "\n";
+  }
+  return r;
+}
+
+}  // namespace hpctrain

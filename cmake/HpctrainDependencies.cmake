@@ -83,6 +83,17 @@ else()
   target_compile_definitions(hpctrain_pcre2 INTERFACE PCRE2_CODE_UNIT_WIDTH=8)
 endif()
 
+# ---- libjpeg(-turbo) and libpng: hpctrain-data import-images decodes JPEG and PNG files -------
+# The field's standard decoders (libjpeg-turbo is what Pillow and torchvision use).
+find_package(JPEG)
+if(NOT JPEG_FOUND)
+  hpctrain_missing("libjpeg (libjpeg-turbo)" "give -DJPEG_ROOT=/path/to/libjpeg-turbo (Debian: libjpeg-dev)")
+endif()
+find_package(PNG)
+if(NOT PNG_FOUND)
+  hpctrain_missing("libpng" "give -DPNG_ROOT=/path/to/libpng (Debian: libpng-dev)")
+endif()
+
 if(HPCTRAIN_MISSING)
   list(LENGTH HPCTRAIN_MISSING _n)
   message(FATAL_ERROR "${_n} required dependencies missing (listed above: ${HPCTRAIN_MISSING}); docs/building.md")

@@ -21,6 +21,7 @@ packages=(build-essential cmake ninja-build pkg-config git
           libdnnl-dev  # oneDNN: the faster convolution where measured so (docs/performance.md)
           libdeflate-dev  # the reader inflates gzip-compressed chunks with it (else zlib)
           libpcre2-dev  # GPT-2's pre-tokenization pattern (Unicode letter/number classes)
+          libjpeg-dev libpng-dev  # hpctrain-data import-images decodes JPEG and PNG
           libhdf5-dev  # the serial flavour too: a test checks CMake still picks the parallel one
           python3-h5py python3-numpy python3-matplotlib  # matplotlib: tools/*.py plots
           protobuf-compiler python3-protobuf  # tests and tools/tensorboard decode the event files
@@ -32,7 +33,7 @@ extra_cmake=()
 if [ "${HPCTRAIN_SETUP_MINIMAL:-0}" = 1 ]; then
   packages=(build-essential cmake pkg-config openmpi-bin libopenmpi-dev libhdf5-openmpi-dev
             libboost-program-options-dev libopenblas-dev zlib1g-dev nlohmann-json3-dev libdnnl-dev
-            libdeflate-dev libpcre2-dev)
+            libdeflate-dev libpcre2-dev libjpeg-dev libpng-dev)
   extra_cmake=(-DHPCTRAIN_BUILD_TESTS=OFF)
 fi
 

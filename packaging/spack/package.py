@@ -30,6 +30,8 @@ class Hpctrain(CMakePackage, CudaPackage):
     depends_on("zlib-api")
     depends_on("libdeflate")  # the reader's inflating of gzip chunks (else zlib)
     depends_on("pcre2@10.34:")  # GPT-2's pre-tokenization pattern (Unicode classes, invalid UTF-8)
+    depends_on("libjpeg-turbo")  # hpctrain-data import-images (JPEG)
+    depends_on("libpng")  # hpctrain-data import-images (PNG)
     depends_on("onednn", when="+onednn")
     depends_on("googletest", type="build", when="+tests")
     depends_on("nccl", when="+cuda")

@@ -24,6 +24,7 @@
 #include "hpctrain/core/table.hpp"
 #include "hpctrain/core/version.hpp"
 #include "hpctrain/data/dataset.hpp"
+#include "hpctrain/data/reader.hpp"
 #include "hpctrain/data/sampler.hpp"
 #include "hpctrain/data/store.hpp"
 #include "hpctrain/layers/registry.hpp"
@@ -318,10 +319,17 @@ std::string describe_flops(const Config& cfg, const Model& model) {
   return line;
 }
 
+// [data]'s training-time augmentation, refused (one line) where the samples are not images.
+void check_data_options(const Config& cfg, const SplitIndex& train) {
+  const Augmentation a{cfg.data.random_crop_pad, cfg.data.random_flip, cfg.run.seed};
+  if (a.on()) check_augmentation(train, a);
+}
+
 // Collective: the dataset index (validated on all ranks) and the sampler it implies.
 std::string describe_data(const Config& cfg, const Runtime& rt) {
   if (cfg.data.path.empty()) return "Dataset: none ([data] path not set)\n";
   const DatasetIndex index = load_dataset_index(rt.world(), cfg.data, cfg.model.block_size);
+  check_data_options(cfg, index.train);
   const Config with_model = with_architecture(cfg, index.train);
   const Sampler sampler(sampler_options(cfg, index.train));  // refuses a split smaller than one global batch
   const std::uint64_t need = node_cache_bytes(index.train);
@@ -509,6 +517,7 @@ int run_trainer(int argc, char** argv) {
       return trainer.generate({cli.prompt, cli.tokens, cli.temperature, cli.top_k, cli.top_p, cli.kv_cache});
     }
     const DatasetIndex index = load_dataset_index(rt.world(), cfg.data, cfg.model.block_size);
+    check_data_options(cfg, index.train);
     const Config with_model = with_architecture(cfg, index.train);
     Trainer trainer(with_model, rt, index);
     return cli.eval_only ? trainer.eval_only() : trainer.run();

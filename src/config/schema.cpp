@@ -174,6 +174,13 @@ void data_keys(std::vector<KeySpec>& k) {
       .range(0, 256);
   s.key("chunk_window", &DataConfig::chunk_window, "shuffle = chunk: HDF5 chunks whose samples are shuffled together")
       .range(1, 1 << 20);
+  s.key("random_crop_pad", &DataConfig::random_crop_pad,
+        "training images ([C, H, W] or [H, W]): pad by this many zero pixels and crop back at a random offset "
+        "(torchvision's RandomCrop(size, padding)); drawn from seed, epoch and sample, so the rank count and resume "
+        "do not change it; 0 = off")
+      .range(0, 4096);
+  s.key("random_flip", &DataConfig::random_flip,
+        "training images: flip horizontally with probability 1/2 (after the crop; drawn like random_crop_pad)");
 }
 
 // [model] dropout: a whole percent, as the layers string's dropout(p) takes it.
@@ -521,13 +528,17 @@ std::string current_key_name(const std::string& name) {
 ResumeRole resume_role(const std::string& key) {
   using R = ResumeRole;
   static const std::map<std::string, ResumeRole> keys = {
-      {"model.groups", R::layout},           {"train.steps", R::schedule},     {"train.epochs", R::schedule},
-      {"train.global_batch", R::experiment}, {"train.freeze", R::experiment},  {"train.sync_batchnorm", R::experiment},
-      {"train.micro_batches", R::layout},    {"train.micro_batch", R::layout}, {"train.recompute", R::layout},
-      {"run.seed", R::experiment},           {"run.device", R::layout},        {"run.share_gpus", R::layout},
-      {"data.path", R::experiment},          {"data.format", R::experiment},   {"data.train_glob", R::experiment},
-      {"data.val_glob", R::experiment},      {"data.shuffle", R::experiment},  {"data.windows", R::experiment},
-      {"data.last_batch", R::experiment}};
+      {"model.groups", R::layout},        {"train.steps", R::schedule},
+      {"train.epochs", R::schedule},      {"train.global_batch", R::experiment},
+      {"train.freeze", R::experiment},    {"train.sync_batchnorm", R::experiment},
+      {"train.micro_batches", R::layout}, {"train.micro_batch", R::layout},
+      {"train.recompute", R::layout},     {"run.seed", R::experiment},
+      {"run.device", R::layout},          {"run.share_gpus", R::layout},
+      {"data.path", R::experiment},       {"data.format", R::experiment},
+      {"data.train_glob", R::experiment}, {"data.val_glob", R::experiment},
+      {"data.shuffle", R::experiment},    {"data.windows", R::experiment},
+      {"data.last_batch", R::experiment}, {"data.random_crop_pad", R::experiment},
+      {"data.random_flip", R::experiment}};
   static const std::map<std::string, ResumeRole> sections = {{"model", R::experiment},
                                                              {"optim", R::experiment},
                                                              {"precision", R::experiment},

@@ -6,6 +6,7 @@
 #include <cstring>
 
 #include "hpctrain/core/error.hpp"
+#include "hpctrain/core/hash.hpp"
 #include "hpctrain/data/token_dataset.hpp"
 
 namespace hpctrain {
@@ -95,7 +96,49 @@ void assemble_batch(const SplitIndex& split, SampleStore& store, const std::vect
 Reader::Reader(const SplitIndex& split, Communicator& node, ReaderOptions options)
     : split_(split),
       options_(options),
-      store_(make_store(split, node, options.cache_bytes, options.samples, options.labels, options.decode_threads)) {}
+      store_(make_store(split, node, options.cache_bytes, options.samples, options.labels, options.decode_threads)) {
+  if (options_.augment.on()) check_augmentation(split_, options_.augment);
+}
+
+void check_augmentation(const SplitIndex& split, const Augmentation& a) {
+  const auto& s = split.sample_shape;
+  std::string shape;
+  for (auto d : s) shape += (shape.empty() ? "[" : ", ") + std::to_string(d);
+  if (split.tokens || (s.size() != 2 && s.size() != 3))
+    throw bad_input("[data] random_crop_pad and random_flip augment images, [C, H, W] or [H, W] samples; " +
+                    split.name + " holds " + (split.tokens ? std::string("token windows") : shape + "] samples"));
+  const std::int64_t h = s[s.size() - 2], w = s.back();
+  if (a.crop_pad > h || a.crop_pad > w)
+    throw bad_input("[data] random_crop_pad = " + std::to_string(a.crop_pad) + " exceeds the images' " +
+                    std::to_string(h) + " x " + std::to_string(w));
+}
+
+void augment_batch(const SplitIndex& split, const Augmentation& a, Batch& batch) {
+  if (!a.on() || batch.samples.empty()) return;
+  const auto& s = split.sample_shape;
+  const std::int64_t c = s.size() == 3 ? s[0] : 1, h = s[s.size() - 2], w = s.back(), p = a.crop_pad;
+  std::vector<float> src(static_cast<std::size_t>(c * h * w));
+  for (std::int64_t i = 0; i < batch.size; ++i) {
+    const std::uint64_t r =
+        splitmix64(splitmix64(splitmix64(a.seed ^ 0x6175676d656e74ull) ^ static_cast<std::uint64_t>(batch.epoch)) ^
+                   static_cast<std::uint64_t>(batch.indices[static_cast<std::size_t>(i)]));
+    const auto span = static_cast<std::uint64_t>(2 * p + 1);
+    const std::int64_t dy = static_cast<std::int64_t>(r % span) - p,
+                       dx = static_cast<std::int64_t>((r >> 20) % span) - p;
+    const bool flip = a.flip && ((r >> 45) & 1);
+    float* x = batch.samples.data() + i * c * h * w;
+    std::copy(x, x + c * h * w, src.begin());
+    for (std::int64_t k = 0; k < c; ++k) {
+      const float zero = split.offset[split.offset.size() > 1 ? static_cast<std::size_t>(k) : 0];  // raw 0, normalized
+      for (std::int64_t y = 0; y < h; ++y)
+        for (std::int64_t xx = 0; xx < w; ++xx) {
+          const std::int64_t sy = y + dy, sx = (flip ? w - 1 - xx : xx) + dx;
+          x[(k * h + y) * w + xx] =
+              sy >= 0 && sy < h && sx >= 0 && sx < w ? src[static_cast<std::size_t>((k * h + sy) * w + sx)] : zero;
+        }
+    }
+  }
+}
 
 Reader::~Reader() { stop(); }
 
@@ -151,6 +194,7 @@ void Reader::produce() {
       assemble_batch(split_, *store_,
                      positions(at.epoch, sampler_->batch(at.epoch, at.step, options_.dp, options_.dp_size)),
                      options_.samples, options_.labels, b);
+      augment_batch(split_, options_.augment, b);
     } catch (const std::exception& e) {
       std::lock_guard<std::mutex> lock(mu_);
       error_ = e.what();
@@ -176,6 +220,7 @@ Batch Reader::next() {
     assemble_batch(split_, *store_,
                    positions(next_.epoch, sampler_->batch(next_.epoch, next_.step, options_.dp, options_.dp_size)),
                    options_.samples, options_.labels, b);
+    augment_batch(split_, options_.augment, b);
   } else {
     std::unique_lock<std::mutex> lock(mu_);
     cv_.wait(lock, [&] { return !queue_.empty() || !error_.empty(); });

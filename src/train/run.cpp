@@ -126,6 +126,7 @@ int Trainer::run() {
   ro.prefetch = cfg_.data.prefetch;
   ro.cache_bytes = cfg_.data.cache_bytes;
   ro.decode_threads = cfg_.data.decode_threads;
+  ro.augment = Augmentation{cfg_.data.random_crop_pad, cfg_.data.random_flip, cfg_.run.seed};
   ro.dp = g.coord(MeshDim::dp);
   ro.dp_size = g.size(MeshDim::dp);
   Reader reader(index_.train, rt_.node(), ro);

@@ -10,6 +10,7 @@
 
 #include "hpctrain/core/error.hpp"
 #include "hpctrain/data/permutation.hpp"
+#include "hpctrain/data/reader.hpp"
 #include "hpctrain/data/sampler.hpp"
 
 using namespace hpctrain;
@@ -131,4 +132,79 @@ TEST(Sampler, FewerSamplesThanOneGlobalBatchIsBadInput) {
     EXPECT_EQ(e.code(), ExitCode::bad_input);
     EXPECT_NE(std::string(e.what()).find("100 samples, fewer than one global batch of 128"), std::string::npos);
   }
+}
+
+// Augmentation (data/reader.hpp): every output sample is one of the (2p + 1)^2 x 2 crops and
+// flips of the zero-padded image (the padding the channel's normalized zero), the draw depends on
+// seed, epoch and index alone (not the sample's place in the batch), every crop and both flips
+// occur, and off is the identity. Negative control: an unpadded identity is not among another
+// image's candidates.
+namespace {
+std::vector<std::vector<float>> candidates(const std::vector<float>& img, int c, int h, int w, int p,
+                                           const std::vector<float>& zero) {
+  std::vector<std::vector<float>> out;
+  for (int dy = -p; dy <= p; ++dy)
+    for (int dx = -p; dx <= p; ++dx)
+      for (int flip = 0; flip < 2; ++flip) {
+        std::vector<float> o(img.size());
+        for (int k = 0; k < c; ++k)
+          for (int y = 0; y < h; ++y)
+            for (int x = 0; x < w; ++x) {  // crop the padded image at (dy + p, dx + p), then flip the crop
+              const int cx = flip ? w - 1 - x : x, sy = y + dy, sx = cx + dx;
+              o[(k * h + y) * w + x] = sy >= 0 && sy < h && sx >= 0 && sx < w ? img[(k * h + sy) * w + sx] : zero[k];
+            }
+        out.push_back(o);
+      }
+  return out;
+}
+}  // namespace
+
+TEST(Augmentation, RandomCropAndFlipAsTorchvisionAndKeyedBySample) {
+  SplitIndex split;
+  split.name = "train";
+  split.sample_shape = {2, 4, 5};
+  split.offset = {0.5f, -0.25f};
+  split.scale = {1, 1};
+  const int c = 2, h = 4, w = 5, p = 2, n = 64, e = c * h * w;
+  Batch b;
+  b.size = n;
+  b.epoch = 3;
+  for (int i = 0; i < n; ++i) b.indices.push_back(1000 + i);
+  for (int i = 0; i < n * e; ++i) b.samples.push_back(static_cast<float>(i % 97) + 1);
+  const Batch original = b;
+  const Augmentation a{p, true, 42};
+  augment_batch(split, a, b);
+  std::set<std::vector<float>> seen;
+  for (int i = 0; i < n; ++i) {
+    const std::vector<float> img(original.samples.begin() + i * e, original.samples.begin() + (i + 1) * e);
+    const std::vector<float> got(b.samples.begin() + i * e, b.samples.begin() + (i + 1) * e);
+    const auto cand = candidates(img, c, h, w, p, split.offset);
+    const auto at = std::find(cand.begin(), cand.end(), got);
+    ASSERT_NE(at, cand.end()) << "sample " << i << " is no crop and flip of its padded image";
+    seen.insert(std::vector<float>{static_cast<float>(at - cand.begin())});
+  }
+  EXPECT_GT(seen.size(), 30u);  // of 50 (crop, flip) choices, over 64 samples
+  // The same sample elsewhere in a batch (another rank count) draws the same; another epoch differs.
+  Batch one;
+  one.size = 1;
+  one.epoch = 3;
+  one.indices = {original.indices[7]};
+  one.samples.assign(original.samples.begin() + 7 * e, original.samples.begin() + 8 * e);
+  augment_batch(split, a, one);
+  EXPECT_TRUE(std::equal(one.samples.begin(), one.samples.end(), b.samples.begin() + 7 * e));
+  Batch later = original;
+  later.epoch = 4;
+  augment_batch(split, a, later);
+  EXPECT_NE(later.samples, b.samples);
+  Batch off = original;
+  augment_batch(split, Augmentation{0, false, 42}, off);
+  EXPECT_EQ(off.samples, original.samples);
+  // Negative control: image 0's candidates do not hold image 1 as it is.
+  const auto cand0 =
+      candidates(std::vector<float>(original.samples.begin(), original.samples.begin() + e), c, h, w, p, split.offset);
+  EXPECT_EQ(std::find(cand0.begin(), cand0.end(),
+                      std::vector<float>(original.samples.begin() + e, original.samples.begin() + 2 * e)),
+            cand0.end());
+  split.sample_shape = {8};
+  EXPECT_THROW(check_augmentation(split, a), Error);
 }

@@ -9,13 +9,18 @@
 //   hpctrain-data import-llmc --input DIR --vocab DIR --out ROOT [--force]   (llm.c's .bin shards)
 //   hpctrain-data import-csv --input FILE --out ROOT [--label COL[,COL...]] [--regression] [table options]
 //   hpctrain-data import-npy --features X.npy --labels Y.npy --out ROOT [table options]
+//   [mpirun -np N] hpctrain-data import-images --input DIR --out ROOT [--size 32] [--channels 3|1]
+//                            [--labels FILE.csv] [table options but --no-standardize]
 //     table options: [--val-fraction 0.1] [--test-fraction 0] [--shuffle-seed 1 (0: keep order)]
 //                    [--no-standardize] [--shards K] [--force]
 //   hpctrain-data inspect ROOT
 //   hpctrain-data tokenize --vocab DIR|tokenizer.json --input FILE... [--documents file|lines] [--decode]
 // Errors are one line and exit code 2, like the trainer's.
+#include <mpi.h>
+
 #include <boost/program_options.hpp>
 #include <cstdio>
+#include <fstream>
 #include <iostream>
 #include <map>
 #include <mutex>
@@ -25,6 +30,7 @@
 #include "hpctrain/core/error.hpp"
 #include "hpctrain/core/table.hpp"
 #include "hpctrain/data/dataset.hpp"
+#include "hpctrain/data/image_import.hpp"
 #include "hpctrain/data/llmc_shards.hpp"
 #include "hpctrain/data/make_dataset.hpp"
 #include "hpctrain/data/table_import.hpp"
@@ -53,6 +59,9 @@ const char* kUsage =
     "                                [--val-fraction 0.1] [--test-fraction 0] [--shuffle-seed 1] [--no-standardize]\n"
     "                                [--shards K] [--force]\n"
     "       hpctrain-data import-npy --features X.npy --labels Y.npy --out ROOT [the options of import-csv]\n"
+    "       [mpirun -np N] hpctrain-data import-images --input DIR --out ROOT [--size 32] [--channels 3|1]\n"
+    "                                [--labels FILE.csv] [--val-fraction 0.1] [--test-fraction 0] [--shuffle-seed 1]\n"
+    "                                [--shards K] [--force]\n"
     "       hpctrain-data inspect ROOT\n"
     "       hpctrain-data tokenize --vocab DIR|tokenizer.json --input FILE... [--documents file|lines] [--decode]\n";
 
@@ -151,6 +160,80 @@ int import_table_cmd(const std::string& cmd, const po::variables_map& vm) {
             << (data.class_names.empty() ? "" : ", names in " + o.out + "/classes.txt")
             << (o.standardize ? "; standardized: mean and std of the train rows" : "") << ")\n";
   return 0;
+}
+
+// One line on rank 0 for an error every rank meets alike; on its own rank's line otherwise.
+void report(const std::string& what, int rank, int ranks, bool every_rank) {
+  if (every_rank && rank != 0) return;
+  const bool named = !every_rank && ranks > 1;
+  std::cerr << "hpctrain-data: error: " << (named ? "[rank " + std::to_string(rank) + "] " : "") << what << "\n";
+}
+
+// The images of a folder as uint8 shards, decoded and resized in parallel over the MPI ranks
+// (shard k by rank k % N; the dataset is the same for any N).
+int import_images_cmd(const po::variables_map& vm) {
+  MPI_Init(nullptr, nullptr);
+  int rank = 0, ranks = 1;
+  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  MPI_Comm_size(MPI_COMM_WORLD, &ranks);
+  ImageImportOptions o;
+  o.dir = vm["input"].as<std::vector<std::string>>().at(0);
+  if (vm.count("labels")) o.labels_csv = vm["labels"].as<std::string>();
+  o.out = vm["out"].as<std::string>();
+  o.size = vm["size"].as<int>();
+  o.channels = vm["channels"].as<int>();
+  o.val_fraction = vm["val-fraction"].as<double>();
+  o.test_fraction = vm["test-fraction"].as<double>();
+  o.shuffle_seed = vm["shuffle-seed"].as<std::uint64_t>();
+  o.shards = std::max(vm["shards"].as<int>(), vm["shards"].defaulted() ? ranks : 1);
+  o.rank = rank;
+  o.ranks = ranks;
+  o.force = vm.count("force") > 0;
+  o.progress = [&](std::int64_t done, std::int64_t total, double s) {
+    if (rank == 0)
+      std::fprintf(stderr, "import-images: rank 0 decoded %lld of its %lld images (%d rank(s)), %.0f images/s\n",
+                   static_cast<long long>(done), static_cast<long long>(total), ranks, static_cast<double>(done) / s);
+  };
+  int failed = 0;
+  ImageList list;
+  std::vector<ImageShard> plan;
+  try {  // (the same on every rank: one line, from rank 0)
+    if (o.size < 1 || (o.channels != 1 && o.channels != 3)) throw bad_input("--size must be >= 1, --channels 1 or 3");
+    list = list_images(o.dir, o.labels_csv);
+    plan = plan_image_shards(static_cast<std::int64_t>(list.images.size()), o);
+    if (rank == 0)
+      for (const char* split : {"train", "val", "test"})
+        if (std::any_of(plan.begin(), plan.end(), [&](const ImageShard& s) { return s.split == split; }))
+          prepare_split_dir(o.out + "/" + split, o.force);
+  } catch (const Error& e) {
+    report(e.what(), rank, ranks, true);
+    failed = 1;
+  }
+  MPI_Allreduce(MPI_IN_PLACE, &failed, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
+  long long written = 0;
+  if (!failed) try {
+      written = write_image_shards(list, plan, o);
+    } catch (const Error& e) {  // (a file that does not decode: its rank says which)
+      report(e.what(), rank, ranks, false);
+      failed = 1;
+    }
+  MPI_Allreduce(MPI_IN_PLACE, &failed, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
+  MPI_Allreduce(MPI_IN_PLACE, &written, 1, MPI_LONG_LONG, MPI_SUM, MPI_COMM_WORLD);
+  if (!failed && rank == 0) {
+    if (!list.class_names.empty()) {
+      std::ofstream names(o.out + "/classes.txt");
+      for (const auto& c : list.class_names) names << c << "\n";
+    }
+    std::int64_t split_rows[3] = {0, 0, 0};
+    for (const auto& s : plan) split_rows[s.split == "train" ? 0 : s.split == "val" ? 1 : 2] += s.rows.size();
+    std::cout << "wrote " << split_rows[0] << " train, " << split_rows[1] << " val, " << split_rows[2]
+              << " test images of " << o.channels << "x" << o.size << "x" << o.size << " to " << o.out << " ("
+              << std::max<std::size_t>(list.class_names.size(), 1) << " classes"
+              << (list.class_names.empty() ? "" : ", names in " + o.out + "/classes.txt") << "; " << written
+              << " decoded by " << ranks << " rank(s))\n";
+  }
+  MPI_Finalize();
+  return failed ? 2 : 0;
 }
 
 // llm.c's .bin shards (DIR/*train*.bin, DIR/*val*.bin) as hpctrain token shards with GPT-2's files.
@@ -310,7 +393,8 @@ po::options_description options() {
       "text-field", po::value<std::string>()->default_value("text"))("threads", po::value<int>()->default_value(0))(
       "decode", "tokenize: ids in, bytes out")("label", po::value<std::string>())("regression", "float targets")(
       "features", po::value<std::string>())("test-fraction", po::value<double>()->default_value(0.0))(
-      "shuffle-seed", po::value<std::uint64_t>()->default_value(1))("no-standardize", "keep raw values");
+      "shuffle-seed", po::value<std::uint64_t>()->default_value(1))("no-standardize", "keep raw values")(
+      "size", po::value<int>()->default_value(32))("channels", po::value<int>()->default_value(3));
   return o;
 }
 
@@ -356,6 +440,11 @@ int main(int argc, char** argv) {
       if (cmd == "import-npy") need("labels");
       need("out");
       return import_table_cmd(cmd, vm);
+    }
+    if (cmd == "import-images") {
+      need("input");
+      need("out");
+      return import_images_cmd(vm);
     }
     if (cmd == "generate") {
       need("out");

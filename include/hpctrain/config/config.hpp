@@ -134,8 +134,10 @@ struct DataConfig {
   LastBatch last_batch = LastBatch::drop;
   int prefetch = 2;
   std::uint64_t cache_bytes = 2ull << 30;
-  int decode_threads = 0;  // chunk cache: threads inflating compressed chunks (0 = automatic)
-  int chunk_window = 16;   // chunks shuffled together in shuffle = chunk
+  int decode_threads = 0;    // chunk cache: threads inflating compressed chunks (0 = automatic)
+  int chunk_window = 16;     // chunks shuffled together in shuffle = chunk
+  int random_crop_pad = 0;   // training images: random crop after padding by this (0 = off)
+  bool random_flip = false;  // training images: horizontal flip with probability 1/2
 };
 
 struct ModelConfig {

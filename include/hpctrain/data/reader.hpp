@@ -34,6 +34,20 @@ struct Batch {
 void assemble_batch(const SplitIndex& split, SampleStore& store, const std::vector<std::int64_t>& indices, bool samples,
                     bool labels, Batch& batch);
 
+// Training-time augmentation of image samples ([C, H, W] or [H, W]), as torchvision's
+// RandomCrop(size, padding=crop_pad) then RandomHorizontalFlip(): the padding is the raw value 0
+// (normalized: the channel's offset); each sample's draws are a pure function of seed, epoch and
+// the sample's index in the split, so neither the rank count nor a resume changes them.
+struct Augmentation {
+  int crop_pad = 0;  // 0: no crop
+  bool flip = false;
+  std::uint64_t seed = 0;
+  bool on() const { return crop_pad > 0 || flip; }
+};
+// bad_input when `split`'s samples are not images.
+void check_augmentation(const SplitIndex& split, const Augmentation& a);
+void augment_batch(const SplitIndex& split, const Augmentation& a, Batch& batch);
+
 // Half precision bits -> float.
 float half_to_float(std::uint16_t h);
 
@@ -48,6 +62,7 @@ struct ReaderOptions {
   std::uint64_t cache_bytes = 2ull << 30;
   int decode_threads = 0;  // a chunk cache's inflating threads; 0 = automatic
   int dp = 0, dp_size = 1;
+  Augmentation augment;  // training batches only
 };
 
 class Reader {

@@ -1,0 +1,169 @@
+// Listing, splitting and writing an image folder as dataset shards (data/image_import.hpp).
+#include "hpctrain/data/image_import.hpp"
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <set>
+
+#include "hpctrain/core/error.hpp"
+#include "hpctrain/data/permutation.hpp"
+#include "hpctrain/data/shard_writer.hpp"
+
+namespace fs = std::filesystem;
+
+namespace hpctrain {
+
+namespace {
+
+bool is_image(const fs::path& p) {
+  std::string ext = p.extension().string();
+  std::transform(ext.begin(), ext.end(), ext.begin(), [](unsigned char c) { return std::tolower(c); });
+  return ext == ".jpg" || ext == ".jpeg" || ext == ".png";
+}
+
+// Labels as class ids: all non-negative integers as they are, else names numbered in sorted order.
+void number_classes(const std::vector<std::string>& labels, ImageList& list) {
+  bool integers = !labels.empty();
+  for (const auto& l : labels)
+    integers = integers && !l.empty() && l.size() < 10 && l.find_first_not_of("0123456789") == std::string::npos;
+  if (!integers) {
+    const std::set<std::string> names(labels.begin(), labels.end());
+    list.class_names.assign(names.begin(), names.end());
+  }
+  for (std::size_t i = 0; i < labels.size(); ++i)
+    list.images[i].label =
+        integers
+            ? std::stoi(labels[i])
+            : static_cast<std::int32_t>(std::lower_bound(list.class_names.begin(), list.class_names.end(), labels[i]) -
+                                        list.class_names.begin());
+}
+
+ImageList from_csv(const std::string& dir, const std::string& csv) {
+  std::ifstream in(csv);
+  if (!in) throw bad_input(csv + ": cannot open");
+  std::string line;
+  std::getline(in, line);  // the header row
+  ImageList list;
+  std::vector<std::string> labels;
+  for (int n = 2; std::getline(in, line); ++n) {
+    if (!line.empty() && line.back() == '\r') line.pop_back();
+    if (line.empty()) continue;
+    const auto comma = line.rfind(',');
+    if (comma == std::string::npos || comma == 0 || comma + 1 == line.size())
+      throw bad_input(csv + ":" + std::to_string(n) + ": expected 'file,label', got '" + line + "'");
+    const fs::path file = fs::path(dir) / line.substr(0, comma);
+    if (!fs::is_regular_file(file)) throw bad_input(csv + ":" + std::to_string(n) + ": no file " + file.string());
+    list.images.push_back({file.string(), 0});
+    labels.push_back(line.substr(comma + 1));
+  }
+  number_classes(labels, list);
+  return list;
+}
+
+}  // namespace
+
+ImageList list_images(const std::string& dir, const std::string& labels_csv) {
+  if (!fs::is_directory(dir)) throw bad_input(dir + ": not a folder");
+  ImageList list;
+  if (!labels_csv.empty()) {
+    list = from_csv(dir, labels_csv);
+  } else {
+    std::vector<fs::path> classes;
+    for (const auto& e : fs::directory_iterator(dir))
+      if (e.is_directory()) classes.push_back(e.path());
+    std::sort(classes.begin(), classes.end());
+    for (const auto& c : classes) {
+      std::vector<std::string> files;
+      for (const auto& e : fs::directory_iterator(c))
+        if (e.is_regular_file() && is_image(e.path())) files.push_back(e.path().string());
+      std::sort(files.begin(), files.end());
+      for (const auto& f : files) list.images.push_back({f, static_cast<std::int32_t>(list.class_names.size())});
+      list.class_names.push_back(c.filename().string());
+    }
+  }
+  if (list.images.empty())
+    throw bad_input(dir + ": no .jpg, .jpeg or .png images in class subfolders (DIR/<class>/*.jpg) or --labels CSV");
+  return list;
+}
+
+std::vector<ImageShard> plan_image_shards(std::int64_t n, const ImageImportOptions& o) {
+  if (o.val_fraction < 0 || o.test_fraction < 0 || o.val_fraction + o.test_fraction >= 1)
+    throw bad_input("--val-fraction and --test-fraction must be >= 0 and leave images to train on");
+  const auto val = static_cast<std::int64_t>(std::floor(o.val_fraction * static_cast<double>(n)));
+  const auto test = static_cast<std::int64_t>(std::floor(o.test_fraction * static_cast<double>(n)));
+  const std::int64_t train = n - val - test;
+  if (train < 1) throw bad_input(std::to_string(n) + " images are too few to split");
+  std::vector<std::int64_t> order(static_cast<std::size_t>(n));
+  const Permutation perm(static_cast<std::uint64_t>(n), o.shuffle_seed);
+  for (std::int64_t i = 0; i < n; ++i)
+    order[static_cast<std::size_t>(i)] = o.shuffle_seed ? static_cast<std::int64_t>(perm(i)) : i;
+  std::vector<ImageShard> plan;
+  auto add = [&](const char* split, std::int64_t first, std::int64_t count, int shards) {
+    const std::int64_t per = (count + shards - 1) / shards;
+    for (int s = 0; s * per < count; ++s) {
+      ImageShard sh{split, s, {}};
+      const std::int64_t lo = first + s * per, hi = first + std::min(count, (s + 1) * per);
+      sh.rows.assign(order.begin() + lo, order.begin() + hi);
+      plan.push_back(std::move(sh));
+    }
+  };
+  add("train", 0, train, std::max(1, o.shards));
+  if (val) add("val", train, val, 1);
+  if (test) add("test", train + val, test, 1);
+  return plan;
+}
+
+std::int64_t write_image_shards(const ImageList& list, const std::vector<ImageShard>& plan,
+                                const ImageImportOptions& o) {
+  ShardSpec spec;
+  spec.sample_shape = {o.channels, o.size, o.size};
+  spec.type = SampleType::u8;
+  spec.num_classes = std::max<std::int64_t>(
+      static_cast<std::int64_t>(list.class_names.size()),
+      1 + std::max_element(list.images.begin(), list.images.end(), [](const auto& a, const auto& b) {
+            return a.label < b.label;
+          })->label);
+  spec.norm_a = {1.0 / 255};
+  spec.norm_b = {0.0};
+  spec.chunk_rows = 64;
+  std::int64_t mine = 0, done = 0;
+  for (std::size_t k = 0; k < plan.size(); ++k)
+    if (static_cast<int>(k % static_cast<std::size_t>(o.ranks)) == o.rank)
+      mine += static_cast<std::int64_t>(plan[k].rows.size());
+  const auto start = std::chrono::steady_clock::now();
+  auto last = start;
+  for (std::size_t k = 0; k < plan.size(); ++k) {
+    if (static_cast<int>(k % static_cast<std::size_t>(o.ranks)) != o.rank) continue;
+    const ImageShard& sh = plan[k];
+    char name[32];
+    std::snprintf(name, sizeof(name), "part-%05d.h5", sh.index);
+    ShardWriter w((fs::path(o.out) / sh.split / name).string(), spec, static_cast<std::int64_t>(sh.rows.size()));
+    std::vector<unsigned char> samples;  // (a block of 256 images at a time: memory stays small)
+    std::vector<std::int32_t> labels;
+    for (std::size_t i = 0; i < sh.rows.size(); ++i) {
+      const LabeledImage& im = list.images[static_cast<std::size_t>(sh.rows[i])];
+      const auto chw = resize_center_crop(decode_image(im.path, o.channels), o.size);
+      samples.insert(samples.end(), chw.begin(), chw.end());
+      labels.push_back(im.label);
+      if (labels.size() == 256 || i + 1 == sh.rows.size()) {
+        w.append(static_cast<std::int64_t>(labels.size()), samples.data(), labels.data());
+        samples.clear();
+        labels.clear();
+      }
+      ++done;
+      const auto now = std::chrono::steady_clock::now();
+      if (o.progress && (now - last > std::chrono::seconds(2) || done == mine)) {
+        o.progress(done, mine, std::chrono::duration<double>(now - start).count());
+        last = now;
+      }
+    }
+    w.close();
+  }
+  return done;
+}
+
+}  // namespace hpctrain

@@ -5,6 +5,8 @@
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
+#include <fstream>
+#include <iterator>
 
 #include "hpctrain/core/error.hpp"
 #include "hpctrain/data/idx.hpp"
@@ -92,6 +94,53 @@ std::pair<std::int64_t, std::int64_t> import_idx(const ImportOptions& o) {
     prepare_split_dir((root / "val").string(), o.force);
     write_split(root / "val", spec, o.val_count, std::max<int>(1, static_cast<int>(o.shards * o.val_count / n)),
                 from(n - o.val_count));
+  }
+  return {n - o.val_count, o.val_count};
+}
+
+std::pair<std::int64_t, std::int64_t> import_cifar(const std::vector<std::string>& files, bool cifar100,
+                                                   const ImportOptions& o) {
+  if (o.split != "train" && o.split != "val" && o.split != "test")
+    throw bad_input("split '" + o.split + "': expected train, val or test");
+  const std::size_t label_bytes = cifar100 ? 2 : 1, record = label_bytes + 3072;
+  std::vector<unsigned char> images;
+  std::vector<std::int32_t> labels;
+  for (const auto& path : files) {
+    std::ifstream in(path, std::ios::binary);
+    if (!in) throw bad_input(path + ": cannot open");
+    const std::vector<unsigned char> data{std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+    if (data.empty() || data.size() % record != 0)
+      throw bad_input(path + ": " + std::to_string(data.size()) + " bytes is not a whole number of " +
+                      std::to_string(record) + "-byte CIFAR-" + (cifar100 ? "100" : "10") + " records");
+    for (std::size_t at = 0; at < data.size(); at += record) {
+      const int label = data[at + label_bytes - 1];
+      if (label >= (cifar100 ? 100 : 10))
+        throw bad_input(path + ": record " + std::to_string(at / record) + " has label " + std::to_string(label));
+      labels.push_back(label);
+      images.insert(images.end(), data.begin() + static_cast<std::ptrdiff_t>(at + label_bytes),
+                    data.begin() + static_cast<std::ptrdiff_t>(at + record));
+    }
+  }
+  const auto n = static_cast<std::int64_t>(labels.size());
+  if (o.val_count < 0 || o.val_count >= n)
+    throw bad_input("val count " + std::to_string(o.val_count) + " must be in [0, " + std::to_string(n) + ")");
+  ShardSpec spec;
+  spec.sample_shape = {3, 32, 32};
+  spec.num_classes = cifar100 ? 100 : 10;
+  spec.chunk_rows = o.chunk_rows;
+  spec.gzip = o.gzip;
+  auto from = [&](std::int64_t offset) {
+    return [&, offset](std::int64_t first, std::int64_t count, unsigned char* s, std::int32_t* l) {
+      std::memcpy(s, images.data() + (offset + first) * 3072, static_cast<std::size_t>(count * 3072));
+      std::memcpy(l, labels.data() + offset + first, static_cast<std::size_t>(count) * sizeof(std::int32_t));
+    };
+  };
+  const fs::path root = o.out;
+  prepare_split_dir((root / o.split).string(), o.force);
+  write_split(root / o.split, spec, n - o.val_count, o.shards, from(0));
+  if (o.val_count > 0) {
+    prepare_split_dir((root / "val").string(), o.force);
+    write_split(root / "val", spec, o.val_count, 1, from(n - o.val_count));
   }
   return {n - o.val_count, o.val_count};
 }

@@ -7,6 +7,7 @@
 # - a CSV of file,label gives the subfolders' labels;
 # - a file that does not decode (named, exit 2, one line), a folder without images, shards there
 #   already without --force;
+# - import-cifar: CIFAR-10's binary records, labels and images in order; a partial record refused;
 # - training with [data] random_crop_pad and random_flip: 1 rank and 2 ranks log the same losses
 #   (draws keyed by sample, not rank), which differ from the run without augmentation.
 set -u
@@ -88,6 +89,24 @@ check "... the same dataset as 1 rank (shuffled, 3 images in val)" same one two
 "$data_tool" import-images --input imgs --labels labels.csv --out csv --size 16 --shards 2 >/dev/null 2>&1
 check "--labels CSV (file,label): the subfolders' dataset" same one csv
 
+# CIFAR-10's binary layout: records of a label byte and a [3, 32, 32] image.
+$py -c "
+import numpy as np
+rng = np.random.default_rng(1)
+for b, n in ((1, 30), (2, 20)):
+    recs = np.concatenate([rng.integers(0, 10, (n, 1)), rng.integers(0, 256, (n, 3072))], 1).astype(np.uint8)
+    recs.tofile(f'data_batch_{b}.bin')
+open('short.bin', 'wb').write(bytes(3000))"
+out=$("$data_tool" import-cifar --input data_batch_1.bin data_batch_2.bin --out cifar --val-count 5 2>&1)
+check "import-cifar: $out" test $? -eq 0
+check "... the records' labels and images, in order (the last 5 in val)" $py -c "
+import h5py, numpy as np
+recs = np.concatenate([np.fromfile(f'data_batch_{b}.bin', np.uint8).reshape(-1, 3073) for b in (1, 2)])
+t, v = h5py.File('cifar/train/part-00000.h5'), h5py.File('cifar/val/part-00000.h5')
+x = np.concatenate([t['samples'][...], v['samples'][...]]); y = np.concatenate([t['labels'][...], v['labels'][...]])
+assert x.shape == (50, 3, 32, 32) and len(v['labels']) == 5 and t.attrs['num_classes'] == 10
+assert np.array_equal(x.reshape(50, 3072), recs[:, 1:]) and np.array_equal(y, recs[:, 0])"
+
 expect_error() { # description pattern command...
   local what=$1 pattern=$2 msg rc
   shift 2
@@ -99,6 +118,8 @@ expect_error() { # description pattern command...
 }
 expect_error "a file that does not decode" "bad/a/broken.jpg: JPEG does not decode" \
   "$data_tool" import-images --input bad --out b1 --val-fraction 0
+expect_error "a CIFAR file of partial records" "short.bin: 3000 bytes is not a whole number of 3073-byte CIFAR-10 records" \
+  "$data_tool" import-cifar --input short.bin --out b3
 expect_error "a folder without images" "empty: no .jpg, .jpeg or .png images" \
   "$data_tool" import-images --input empty --out b2
 expect_error "shards there already" "one/train already holds shards; remove them or pass --force" \

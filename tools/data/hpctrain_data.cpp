@@ -7,6 +7,7 @@
 //                             [--shards N] [--force]
 //                             gpt2: --vocab DIR [--documents file|lines|jsonl] [--text-field text] [--threads N]
 //   hpctrain-data import-llmc --input DIR --vocab DIR --out ROOT [--force]   (llm.c's .bin shards)
+//   hpctrain-data import-cifar --input FILE... --out ROOT [--split train|test] [--val-count N] [--cifar100]
 //   hpctrain-data import-csv --input FILE --out ROOT [--label COL[,COL...]] [--regression] [table options]
 //   hpctrain-data import-npy --features X.npy --labels Y.npy --out ROOT [table options]
 //   [mpirun -np N] hpctrain-data import-images --input DIR --out ROOT [--size 32] [--channels 3|1]
@@ -55,6 +56,8 @@ const char* kUsage =
     "text] [--threads "
     "N]\n"
     "       hpctrain-data import-llmc --input DIR --vocab DIR --out ROOT [--force]\n"
+    "       hpctrain-data import-cifar --input data_batch_*.bin --out ROOT [--split train|test] [--val-count N] "
+    "[--cifar100]\n"
     "       hpctrain-data import-csv --input FILE --out ROOT [--label COLUMN[,COLUMN...]] [--regression]\n"
     "                                [--val-fraction 0.1] [--test-fraction 0] [--shuffle-seed 1] [--no-standardize]\n"
     "                                [--shards K] [--force]\n"
@@ -121,6 +124,22 @@ int import_cmd(const po::variables_map& vm) {
   o.force = vm.count("force") > 0;
   const auto [train, val] = import_idx(o);
   std::cout << "wrote " << train << " samples to " << o.out << "/" << o.split
+            << (val ? " and " + std::to_string(val) + " to " + o.out + "/val" : "") << "\n";
+  return 0;
+}
+
+// CIFAR-10/100's binary version: records of label byte(s) and a [3, 32, 32] image.
+int import_cifar_cmd(const po::variables_map& vm) {
+  ImportOptions o;
+  o.out = vm["out"].as<std::string>();
+  o.split = vm["split"].as<std::string>();
+  if (vm.count("val-count")) o.val_count = vm["val-count"].as<std::int64_t>();
+  o.shards = vm["shards"].as<int>();
+  o.chunk_rows = vm["chunk-rows"].as<std::int64_t>();
+  o.gzip = vm["gzip"].as<int>();
+  o.force = vm.count("force") > 0;
+  const auto [n, val] = import_cifar(vm["input"].as<std::vector<std::string>>(), vm.count("cifar100") > 0, o);
+  std::cout << "wrote " << n << " images to " << o.out << "/" << o.split
             << (val ? " and " + std::to_string(val) + " to " + o.out + "/val" : "") << "\n";
   return 0;
 }
@@ -394,7 +413,8 @@ po::options_description options() {
       "decode", "tokenize: ids in, bytes out")("label", po::value<std::string>())("regression", "float targets")(
       "features", po::value<std::string>())("test-fraction", po::value<double>()->default_value(0.0))(
       "shuffle-seed", po::value<std::uint64_t>()->default_value(1))("no-standardize", "keep raw values")(
-      "size", po::value<int>()->default_value(32))("channels", po::value<int>()->default_value(3));
+      "size", po::value<int>()->default_value(32))("channels", po::value<int>()->default_value(3))(
+      "cifar100", "CIFAR-100's records");
   return o;
 }
 
@@ -440,6 +460,11 @@ int main(int argc, char** argv) {
       if (cmd == "import-npy") need("labels");
       need("out");
       return import_table_cmd(cmd, vm);
+    }
+    if (cmd == "import-cifar") {
+      need("input");
+      need("out");
+      return import_cifar_cmd(vm);
     }
     if (cmd == "import-images") {
       need("input");

@@ -29,6 +29,13 @@ struct ImportOptions {
 // Returns {samples written to split, samples written to val/}.
 std::pair<std::int64_t, std::int64_t> import_idx(const ImportOptions& o);
 
+// CIFAR-10's binary files (data_batch_1.bin ... test_batch.bin: records of a label byte and
+// 3,072 bytes of a [3, 32, 32] image), or CIFAR-100's (`fine`: a coarse and a fine label byte;
+// the fine one, 100 classes, is kept), into o.out/o.split as uint8 [3, 32, 32], scale 1/255;
+// o.val_count as for IDX. Returns what import_idx returns.
+std::pair<std::int64_t, std::int64_t> import_cifar(const std::vector<std::string>& files, bool cifar100,
+                                                   const ImportOptions& o);
+
 struct GenerateOptions {
   SyntheticSpec spec;
   std::string out;

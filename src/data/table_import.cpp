@@ -133,6 +133,14 @@ struct NpyArray {
   bool integer = false;
 };
 
+// One little-endian element of type T (this is a little-endian host) as a double.
+template <class T>
+double load_as(const unsigned char* p) {
+  T t;
+  std::memcpy(&t, p, sizeof t);
+  return static_cast<double>(t);
+}
+
 // A .npy file (format versions 1-3; little-endian or byte-sized types; C order).
 NpyArray read_npy_file(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
@@ -154,14 +162,21 @@ NpyArray read_npy_file(const std::string& path) {
   if (field("fortran_order").find("True") < field("fortran_order").find(','))
     throw bad_input(path + ": Fortran-ordered array; save it with numpy.ascontiguousarray first");
   const std::string descr = field("descr").substr(field("descr").find('\'') + 1, 3);
-  static const std::map<std::string, std::pair<int, bool>> types = {
-      // size, integer
-      {"<f4", {4, false}}, {"<f8", {8, false}}, {"|u1", {1, true}}, {"|i1", {1, true}}, {"<i2", {2, true}},
-      {"<u2", {2, true}},  {"<i4", {4, true}},  {"<u4", {4, true}}, {"<i8", {8, true}}, {"<u8", {8, true}}};
+  struct Type {
+    int size;
+    bool integer;
+    double (*load)(const unsigned char*);
+  };
+  static const std::map<std::string, Type> types = {
+      {"<f4", {4, false, load_as<float>}},       {"<f8", {8, false, load_as<double>}},
+      {"|u1", {1, true, load_as<std::uint8_t>}}, {"|i1", {1, true, load_as<std::int8_t>}},
+      {"<i2", {2, true, load_as<std::int16_t>}}, {"<u2", {2, true, load_as<std::uint16_t>}},
+      {"<i4", {4, true, load_as<std::int32_t>}}, {"<u4", {4, true, load_as<std::uint32_t>}},
+      {"<i8", {8, true, load_as<std::int64_t>}}, {"<u8", {8, true, load_as<std::uint64_t>}}};
   const auto type = types.find(descr);
   if (type == types.end()) throw bad_input(path + ": dtype '" + descr + "' not supported (float32/64, integers)");
   NpyArray a;
-  a.integer = type->second.second;
+  a.integer = type->second.integer;
   std::string shape = field("shape");
   shape = shape.substr(shape.find('(') + 1, shape.find(')') - shape.find('(') - 1);
   std::stringstream ss(shape);
@@ -170,7 +185,7 @@ NpyArray read_npy_file(const std::string& path) {
   if (a.shape.empty()) throw bad_input(path + ": a 0-dimensional array (expected rows)");
   std::int64_t n = 1;
   for (auto d : a.shape) n *= d;
-  const int size = type->second.first;
+  const int size = type->second.size;
   std::vector<unsigned char> raw(static_cast<std::size_t>(n * size));
   in.read(reinterpret_cast<char*>(raw.data()), static_cast<std::streamsize>(raw.size()));
   if (in.gcount() != static_cast<std::streamsize>(raw.size()))
@@ -178,43 +193,7 @@ NpyArray read_npy_file(const std::string& path) {
                     std::to_string(raw.size()));
   a.values.resize(static_cast<std::size_t>(n));
   for (std::int64_t i = 0; i < n; ++i) {
-    const unsigned char* p = raw.data() + i * size;
-    double v = 0;
-    if (descr == "<f4") {
-      float f;
-      std::memcpy(&f, p, 4);
-      v = f;
-    } else if (descr == "<f8")
-      std::memcpy(&v, p, 8);
-    else if (descr == "|u1")
-      v = p[0];
-    else if (descr == "|i1")
-      v = static_cast<signed char>(p[0]);
-    else if (descr == "<i2") {
-      std::int16_t t;
-      std::memcpy(&t, p, 2);
-      v = t;
-    } else if (descr == "<u2") {
-      std::uint16_t t;
-      std::memcpy(&t, p, 2);
-      v = t;
-    } else if (descr == "<i4") {
-      std::int32_t t;
-      std::memcpy(&t, p, 4);
-      v = t;
-    } else if (descr == "<u4") {
-      std::uint32_t t;
-      std::memcpy(&t, p, 4);
-      v = t;
-    } else if (descr == "<i8") {
-      std::int64_t t;
-      std::memcpy(&t, p, 8);
-      v = static_cast<double>(t);
-    } else {
-      std::uint64_t t;
-      std::memcpy(&t, p, 8);
-      v = static_cast<double>(t);
-    }
+    const double v = type->second.load(raw.data() + i * size);
     if (!std::isfinite(v)) throw bad_input(path + ": element " + std::to_string(i) + " is NaN or Inf");
     a.values[static_cast<std::size_t>(i)] = v;
   }

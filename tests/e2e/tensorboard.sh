@@ -82,14 +82,15 @@ sleep 1  # the second file's name has a later time stamp
 run "$tmp/b" --set checkpoint.every_steps=20 >/dev/null
 check "the resumed run exits 0" test $? -eq 0
 check "two event files" test "$(ls "$tmp/b/tensorboard" | grep -c '^events.out.tfevents\.')" -eq 2
-check "the second file has a SessionLog START at step 21" $py - "$tmp/b" <<'PY'
+cat >"$tmp/starts.py" <<'PY'
 import pathlib, sys
 import event_pb2, read_events
-f = sorted((pathlib.Path(sys.argv[1]) / "tensorboard").glob("events.out.tfevents.*"))[1]
+f = sorted((pathlib.Path(sys.argv[1]) / "tensorboard").glob("events.out.tfevents.*"))[int(sys.argv[2])]
 starts = [e.step for _, e in read_events.events([f], event_pb2)
           if e.WhichOneof("what") == "session_log" and e.session_log.status == event_pb2.SessionLog.START]
-assert starts == [21], starts
+assert starts == [int(sys.argv[3])], starts
 PY
+check "the second file has a SessionLog START at step 21" $py "$tmp/starts.py" "$tmp/b" 1 21
 check "without the purge, steps 30 and 40 appear twice (what a reader ignoring it shows)" \
   bash -c "! $py '$tmp/compare.py' '$tmp/b' nopurge >/dev/null 2>&1"
 check "purged, the series equal the resumed run's metrics.csv, one point per step" $py "$tmp/compare.py" "$tmp/b" purge
@@ -99,14 +100,7 @@ check "purged, the series equal the resumed run's metrics.csv, one point per ste
 sleep 1
 run "$tmp/b" --set checkpoint.resume=none --set train.steps=30 >/dev/null
 check "a fresh start in the same folder exits 0" test $? -eq 0
-check "... its file (the third) has a SessionLog START at step 0" $py - "$tmp/b" <<'PY'
-import pathlib, sys
-import event_pb2, read_events
-f = sorted((pathlib.Path(sys.argv[1]) / "tensorboard").glob("events.out.tfevents.*"))[2]
-starts = [e.step for _, e in read_events.events([f], event_pb2)
-          if e.WhichOneof("what") == "session_log" and e.session_log.status == event_pb2.SessionLog.START]
-assert starts == [0], starts
-PY
+check "... its file (the third) has a SessionLog START at step 0" $py "$tmp/starts.py" "$tmp/b" 2 0
 check "... purged, the series equal the fresh run's metrics.csv (steps 10-30) alone" \
   $py "$tmp/compare.py" "$tmp/b" purge
 # The reader as a user runs it: no PYTHONPATH, no options but --purge; it makes its classes once.

@@ -130,6 +130,26 @@ def run(command, cwd, mode):
     return []
 
 
+def slug(heading):
+    """GitHub's anchor of a Markdown heading."""
+    return re.sub(r"[^\w\- ]", "", heading.strip().lower()).replace(" ", "-")
+
+
+def broken_links():
+    """Links between the docs to a file or a heading that is not there."""
+    files = extract_commands.doc_files(src)
+    heads = {os.path.basename(f): {slug(h) for h in re.findall(r"^#+ (.*)$", open(f).read(), re.M)} for f in files}
+    bad = []
+    for f in files:
+        for target, anchor in re.findall(r"\]\(([\w./-]*\.md)(?:#([^)]+))?\)", open(f).read()):
+            name = os.path.basename(target)
+            if not os.path.isfile(os.path.join(os.path.dirname(f), target)):
+                bad.append("%s: link to %s: no such file" % (os.path.relpath(f, src), target))
+            elif anchor and name in heads and anchor not in heads[name]:
+                bad.append("%s: link to %s#%s: no such heading" % (os.path.relpath(f, src), target, anchor))
+    return bad
+
+
 def main():
     docs = extract_commands.commands(src)
     entries = listed()
@@ -142,6 +162,9 @@ def main():
             problems.append("the parse check passes a wrong command: " + wrong)
     if not run("exit 3", src, "run"):
         problems.append("the run check passes a failing command")
+    problems += broken_links()
+    if slug("Generation with a key/value cache (issue 34)") != "generation-with-a-keyvalue-cache-issue-34":
+        problems.append("slug() is not GitHub's")
     if [(f, c) for _, f, c in entries] != docs:
         have = set((f, c) for _, f, c in entries)
         want = set(docs)

@@ -7,11 +7,10 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
-#include <set>
 
 #include "hpctrain/core/error.hpp"
-#include "hpctrain/data/permutation.hpp"
 #include "hpctrain/data/shard_writer.hpp"
+#include "hpctrain/data/table_import.hpp"
 
 namespace fs = std::filesystem;
 
@@ -23,23 +22,6 @@ bool is_image(const fs::path& p) {
   std::string ext = p.extension().string();
   std::transform(ext.begin(), ext.end(), ext.begin(), [](unsigned char c) { return std::tolower(c); });
   return ext == ".jpg" || ext == ".jpeg" || ext == ".png";
-}
-
-// Labels as class ids: all non-negative integers as they are, else names numbered in sorted order.
-void number_classes(const std::vector<std::string>& labels, ImageList& list) {
-  bool integers = !labels.empty();
-  for (const auto& l : labels)
-    integers = integers && !l.empty() && l.size() < 10 && l.find_first_not_of("0123456789") == std::string::npos;
-  if (!integers) {
-    const std::set<std::string> names(labels.begin(), labels.end());
-    list.class_names.assign(names.begin(), names.end());
-  }
-  for (std::size_t i = 0; i < labels.size(); ++i)
-    list.images[i].label =
-        integers
-            ? std::stoi(labels[i])
-            : static_cast<std::int32_t>(std::lower_bound(list.class_names.begin(), list.class_names.end(), labels[i]) -
-                                        list.class_names.begin());
 }
 
 ImageList from_csv(const std::string& dir, const std::string& csv) {
@@ -60,7 +42,9 @@ ImageList from_csv(const std::string& dir, const std::string& csv) {
     list.images.push_back({file.string(), 0});
     labels.push_back(line.substr(comma + 1));
   }
-  number_classes(labels, list);
+  std::vector<std::int32_t> ids;
+  list.class_names = number_classes(labels, csv, ids);
+  for (std::size_t i = 0; i < ids.size(); ++i) list.images[i].label = ids[i];
   return list;
 }
 
@@ -91,29 +75,17 @@ ImageList list_images(const std::string& dir, const std::string& labels_csv) {
 }
 
 std::vector<ImageShard> plan_image_shards(std::int64_t n, const ImageImportOptions& o) {
-  if (o.val_fraction < 0 || o.test_fraction < 0 || o.val_fraction + o.test_fraction >= 1)
-    throw bad_input("--val-fraction and --test-fraction must be >= 0 and leave images to train on");
-  const auto val = static_cast<std::int64_t>(std::floor(o.val_fraction * static_cast<double>(n)));
-  const auto test = static_cast<std::int64_t>(std::floor(o.test_fraction * static_cast<double>(n)));
-  const std::int64_t train = n - val - test;
-  if (train < 1) throw bad_input(std::to_string(n) + " images are too few to split");
-  std::vector<std::int64_t> order(static_cast<std::size_t>(n));
-  const Permutation perm(static_cast<std::uint64_t>(n), o.shuffle_seed);
-  for (std::int64_t i = 0; i < n; ++i)
-    order[static_cast<std::size_t>(i)] = o.shuffle_seed ? static_cast<std::int64_t>(perm(i)) : i;
+  const SplitRows split = split_rows(n, o.val_fraction, o.test_fraction, o.shuffle_seed, "images");
   std::vector<ImageShard> plan;
-  auto add = [&](const char* split, std::int64_t first, std::int64_t count, int shards) {
+  auto add = [&](const char* name, const std::vector<std::int64_t>& rows, int shards) {
+    const auto count = static_cast<std::int64_t>(rows.size());
     const std::int64_t per = (count + shards - 1) / shards;
-    for (int s = 0; s * per < count; ++s) {
-      ImageShard sh{split, s, {}};
-      const std::int64_t lo = first + s * per, hi = first + std::min(count, (s + 1) * per);
-      sh.rows.assign(order.begin() + lo, order.begin() + hi);
-      plan.push_back(std::move(sh));
-    }
+    for (int s = 0; s * per < count; ++s)
+      plan.push_back({name, s, {rows.begin() + s * per, rows.begin() + std::min(count, (s + 1) * per)}});
   };
-  add("train", 0, train, std::max(1, o.shards));
-  if (val) add("val", train, val, 1);
-  if (test) add("test", train + val, test, 1);
+  add("train", split.train, std::max(1, o.shards));
+  add("val", split.val, 1);
+  add("test", split.test, 1);
   return plan;
 }
 

@@ -60,28 +60,44 @@ bool parse_number(const std::string& text, double& v) {
   return end == text.c_str() + text.size() && std::isfinite(v);
 }
 
-// Label texts -> class ids: integers as they are (>= 0), else the sorted distinct names.
-void classes_of(const std::vector<std::string>& labels, const std::string& where, TableData& d) {
+}  // namespace
+
+std::vector<std::string> number_classes(const std::vector<std::string>& labels, const std::string& where,
+                                        std::vector<std::int32_t>& ids) {
   bool integers = true;
   for (const auto& l : labels) {
     double v = 0;
     integers = integers && parse_number(l, v) && v >= 0 && v == std::floor(v) && v < 2147483647.0;
   }
+  ids.clear();
   if (integers) {
-    for (const auto& l : labels) d.classes.push_back(static_cast<std::int32_t>(std::stod(l)));
-    d.num_classes = labels.empty() ? 0 : *std::max_element(d.classes.begin(), d.classes.end()) + 1;
-    return;
+    for (const auto& l : labels) ids.push_back(static_cast<std::int32_t>(std::stod(l)));
+    return {};
   }
-  const std::set<std::string> names(labels.begin(), labels.end());
-  if (names.count("")) throw bad_input(where + ": a row has an empty label");
-  d.class_names.assign(names.begin(), names.end());
+  const std::set<std::string> distinct(labels.begin(), labels.end());
+  if (distinct.count("")) throw bad_input(where + ": a row has an empty label");
+  const std::vector<std::string> names(distinct.begin(), distinct.end());
   for (const auto& l : labels)
-    d.classes.push_back(static_cast<std::int32_t>(std::lower_bound(d.class_names.begin(), d.class_names.end(), l) -
-                                                  d.class_names.begin()));
-  d.num_classes = static_cast<std::int64_t>(d.class_names.size());
+    ids.push_back(static_cast<std::int32_t>(std::lower_bound(names.begin(), names.end(), l) - names.begin()));
+  return names;
 }
 
-}  // namespace
+SplitRows split_rows(std::int64_t n, double val_fraction, double test_fraction, std::uint64_t seed,
+                     const std::string& what) {
+  if (val_fraction < 0 || test_fraction < 0 || val_fraction + test_fraction >= 1)
+    throw bad_input("--val-fraction and --test-fraction must be >= 0 and leave " + what + " to train on");
+  const auto val = static_cast<std::int64_t>(std::floor(val_fraction * static_cast<double>(n)));
+  const auto test = static_cast<std::int64_t>(std::floor(test_fraction * static_cast<double>(n)));
+  if (n - val - test < 1) throw bad_input(std::to_string(n) + " " + what + " are too few to split");
+  std::vector<std::int64_t> order(static_cast<std::size_t>(n));
+  std::iota(order.begin(), order.end(), 0);
+  if (seed) {
+    const Permutation perm(static_cast<std::uint64_t>(n), seed);
+    for (std::int64_t i = 0; i < n; ++i) order[static_cast<std::size_t>(i)] = static_cast<std::int64_t>(perm(i));
+  }
+  const auto at = [&](std::int64_t k) { return order.begin() + k; };
+  return {{at(0), at(n - val - test)}, {at(n - val - test), at(n - test)}, {at(n - test), at(n)}};
+}
 
 TableData read_csv(const CsvOptions& o) {
   std::ifstream in(o.path);
@@ -121,7 +137,10 @@ TableData read_csv(const CsvOptions& o) {
     }
   }
   if (d.rows() == 0) throw bad_input(o.path + ": no data rows after the header");
-  if (!o.regression) classes_of(labels, o.path, d);
+  if (!o.regression) {
+    d.class_names = number_classes(labels, o.path, d.classes);
+    d.num_classes = d.classes.empty() ? 0 : *std::max_element(d.classes.begin(), d.classes.end()) + 1;
+  }
   return d;
 }
 
@@ -277,22 +296,9 @@ void write_rows(const fs::path& dir, const ShardSpec& spec, const TableData& d, 
 }  // namespace
 
 TableImportResult write_table_dataset(const TableData& d, const TableImportOptions& o) {
-  const std::int64_t n = d.rows();
-  if (o.val_fraction < 0 || o.test_fraction < 0 || o.val_fraction + o.test_fraction >= 1)
-    throw bad_input("--val-fraction and --test-fraction must be >= 0 and leave rows to train on");
-  TableImportResult r;
-  r.val = static_cast<std::int64_t>(std::floor(o.val_fraction * static_cast<double>(n)));
-  r.test = static_cast<std::int64_t>(std::floor(o.test_fraction * static_cast<double>(n)));
-  r.train = n - r.val - r.test;
-  if (r.train < 1) throw bad_input(std::to_string(n) + " rows are too few to split");
-  std::vector<std::int64_t> order(static_cast<std::size_t>(n));
-  std::iota(order.begin(), order.end(), 0);
-  if (o.shuffle_seed) {
-    const Permutation perm(static_cast<std::uint64_t>(n), o.shuffle_seed);
-    for (std::int64_t i = 0; i < n; ++i) order[static_cast<std::size_t>(i)] = static_cast<std::int64_t>(perm(i));
-  }
-  const std::vector<std::int64_t> train(order.begin(), order.begin() + r.train),
-      val(order.begin() + r.train, order.begin() + r.train + r.val), test(order.begin() + r.train + r.val, order.end());
+  const SplitRows split = split_rows(d.rows(), o.val_fraction, o.test_fraction, o.shuffle_seed, "rows");
+  const TableImportResult r{static_cast<std::int64_t>(split.train.size()), static_cast<std::int64_t>(split.val.size()),
+                            static_cast<std::int64_t>(split.test.size())};
   ShardSpec spec;
   spec.sample_shape = d.sample_shape;
   spec.type = SampleType::f32;
@@ -303,14 +309,15 @@ TableImportResult write_table_dataset(const TableData& d, const TableImportOptio
   spec.gzip = o.gzip;
   if (o.standardize) {
     spec.standardize = true;
-    standardization(d, train, spec.norm_a, spec.norm_b);
+    standardization(d, split.train, spec.norm_a, spec.norm_b);
   } else {
     spec.norm_a = {1.0};
     spec.norm_b = {0.0};
   }
   const fs::path root = o.out;
-  for (const auto& [name, rows] :
-       {std::pair<const char*, const std::vector<std::int64_t>*>{"train", &train}, {"val", &val}, {"test", &test}}) {
+  for (const auto& [name, rows] : {std::pair<const char*, const std::vector<std::int64_t>*>{"train", &split.train},
+                                   {"val", &split.val},
+                                   {"test", &split.test}}) {
     if (rows->empty()) continue;
     prepare_split_dir((root / name).string(), o.force);
     write_rows(root / name, spec, d, *rows, std::string(name) == "train" ? o.shards : 1);

@@ -22,6 +22,20 @@ struct TableData {
   std::int64_t rows() const;
 };
 
+// Labels as class ids: all non-negative integers as they are, else the distinct names numbered in
+// sorted order (returned; empty for integers). bad_input naming `where` for an empty label.
+std::vector<std::string> number_classes(const std::vector<std::string>& labels, const std::string& where,
+                                        std::vector<std::int32_t>& ids);
+
+// Rows 0..n-1 shuffled by `seed` (0: in order), then the last val_fraction to val and the
+// test_fraction after them to test; bad_input (naming `what`, "rows" or "images") when the
+// fractions leave nothing to train on.
+struct SplitRows {
+  std::vector<std::int64_t> train, val, test;
+};
+SplitRows split_rows(std::int64_t n, double val_fraction, double test_fraction, std::uint64_t seed,
+                     const std::string& what);
+
 struct CsvOptions {
   std::string path;
   std::vector<std::string> label_columns;  // empty: the last column

@@ -32,6 +32,13 @@ with, unless given, a GPU node's links: --link 5,300 (NVLink: 5 us, 300 GB/s bus
 --network 20,50 (400 Gb/s InfiniBand a GPU), --ranks-per-node 8, --memory-bandwidth 3350
 (HBM3), --hidden 0.5; every other term as above.
   tools/scaling_plan.py --deck inputs/gpt2_124m.ini --set data.path=fineweb10B --ranks 1,8,16,64
+
+With --deck, --layouts also prices every tensor-parallel x data-parallel x ZeRO layout of each
+rank count: the memory per rank against --device-memory (GiB; default the --gpu's) and the step,
+which fit and which should be fastest (tools/layout_plan.py says how). --check-memory S.json
+compares the memory it predicts for a measured run of the deck (its ranks, its shard) with the
+run's peak_bytes_per_rank (PASS within --tolerance).
+  tools/scaling_plan.py --deck inputs/llama_1b.ini --set data.path=D --ranks 8,16 --layouts
 """
 import argparse
 import json
@@ -40,6 +47,8 @@ import os
 import re
 import subprocess
 import sys
+
+import layout_plan
 
 
 def fail(msg):
@@ -176,7 +185,8 @@ def deck_summary(root, a):
     state = 8.0 * params  # AdamW: two blocks of float32
     update1 = 4.0 * params * (3 + 2 * 2) / (a.memory_bandwidth * 1e9)
     return {"global_batch": batch, "ranks": 1, "steady_samples_per_s": batch / (step + update1),
-            "parameters": params, "buckets": 2, "optimizer_state_bytes_per_rank": state}
+            "parameters": params, "buckets": 2, "optimizer_state_bytes_per_rank": state, "dry_run": out.stdout,
+            "compute1": step, "update1": update1, "tokens_per_step": tokens}
 
 
 def main():
@@ -202,6 +212,10 @@ def main():
     ap.add_argument("--global-batch", type=int, help="of the planned runs (default: the measured run's)")
     ap.add_argument("--price-per-device-hour", type=float, default=0.0)
     ap.add_argument("--check", help="summary.json of a measured N-rank run: compare")
+    ap.add_argument("--layouts", action="store_true", help="--deck: every tp x dp x shard layout, which fit, which is fastest")
+    ap.add_argument("--device-memory", type=float, help="--layouts: GiB per device (default: the --gpu's: 80, 139, 80)")
+    ap.add_argument("--headroom", type=float, default=0.9, help="--layouts: the share of it a layout may use")
+    ap.add_argument("--check-memory", help="--deck: summary.json of a measured run of the deck: its peak memory per rank")
     ap.add_argument("--tolerance", type=float, default=0.15)
     a = ap.parse_args()
     gpu_node = a.deck is not None
@@ -249,6 +263,8 @@ def main():
         print("%6d %6d %10.0f %10.2f %12.0f %10.1f%% %16s" % (n, nodes, B / n, 1e3 * t, rate,
                                                                100 * rate / (n * base),
                                                                "%.4f" % cost if a.price_per_device_hour else "-"))
+    if a.layouts or a.check_memory:
+        plan_layouts(s, a, ranks)
     if a.check:
         c = load_summary(a.check)
         if c["global_batch"] != B:
@@ -260,6 +276,37 @@ def main():
         print("check: %d ranks predicted %.2f ms per step, measured %.2f ms (%s): %+.1f%% -> %s" %
               (c["ranks"], 1e3 * t, 1e3 * measured, a.check, 100 * err, "PASS" if ok else "FAIL"))
         sys.exit(0 if ok else 1)
+
+
+def plan_layouts(s, a, ranks):
+    """--layouts and --check-memory (tools/layout_plan.py)."""
+    if "dry_run" not in s:
+        fail("--layouts and --check-memory need --deck (the model's buffers and activations come from its --dry-run)")
+    d = layout_plan.DryRun(s["dry_run"], fail)
+    if a.check_memory:
+        c = load_summary(a.check_memory)
+        if "peak_bytes_per_rank" not in c:
+            fail("%s: no peak_bytes_per_rank" % a.check_memory)
+        shard = "optimizer" if c.get("shard_optimizer") else "none"
+        mem = layout_plan.memory(d, 1, c["ranks"], shard, layout_plan.micro_batch(d, c["ranks"], c["global_batch"]))
+        err = (mem[-1] - c["peak_bytes_per_rank"]) / c["peak_bytes_per_rank"]
+        ok = abs(err) <= a.tolerance
+        print("check-memory: %d rank(s), shard %s: predicted %.1f MiB per rank (parameters %.1f, gradients %.1f, copy "
+              "%.1f, optimizer %.1f, activations %.1f), measured peak %.1f MiB (%s): %+.1f%% -> %s" %
+              ((c["ranks"], shard) + tuple(x / layout_plan.MIB for x in mem) +
+               (c["peak_bytes_per_rank"] / layout_plan.MIB, a.check_memory, 100 * err, "PASS" if ok else "FAIL")))
+        if not ok:
+            sys.exit(1)
+    if a.layouts:
+        gib = a.device_memory or layout_plan.DEVICE_GIB.get(a.gpu.lower())
+        if not gib or gib <= 0:
+            fail("--device-memory: give the GiB of one device (--gpu %s has no default)" % a.gpu)
+        if not 0 < a.headroom <= 1:
+            fail("--headroom %s: give a share between 0 and 1" % a.headroom)
+        a.device_bytes = gib * 2.0**30
+        rows = layout_plan.table(d, ranks, a, s["compute1"], s["update1"], a.global_batch)
+        layout_plan.print_table(rows, s["tokens_per_step"] * a.global_batch / s["global_batch"], gib * 2.0**30,
+                                a.headroom)
 
 
 if __name__ == "__main__":

@@ -2,6 +2,7 @@
 #include "hpctrain/layers/loss.hpp"
 
 #include "hpctrain/backend/ops.hpp"
+#include "hpctrain/core/error.hpp"
 
 namespace hpctrain {
 
@@ -13,30 +14,33 @@ Tensor rows(const Tensor& t) {
 
 class SoftmaxCrossEntropy final : public Loss {
  public:
-  explicit SoftmaxCrossEntropy(Allocator& a) : alloc_(a) {}
+  SoftmaxCrossEntropy() = default;
   const char* name() const override { return "softmax cross-entropy"; }
   // Logits [N, classes], or [N, T, classes] with N*T labels (a language model: every position
   // predicts the next token): the rows are the N*T positions.
-  void forward(const Tensor& out, const Targets& t, Tensor& scalars) override {
+  void forward(const Tensor& out, const Targets& t, Tensor& scalars, Tensor& work) override {
     const Tensor logits = rows(out);
-    probs_ = grow(probs_buf_, logits.shape(), alloc_);  // stable address across batch sizes (CUDA graphs)
-    softmax_cross_entropy(logits, t.classes, probs_, scalars);
+    HPCT_CHECK(work.numel() == logits.numel(), "softmax cross-entropy: the work buffer is not the logits' size");
+    Tensor probs = rows(work);
+    softmax_cross_entropy(logits, t.classes, probs, scalars);
+    probs_at_ = work.data();
   }
   void backward(const Tensor&, const Targets& t, float grad_scale, Tensor& dout) override {
+    HPCT_CHECK(dout.data() == probs_at_, "softmax cross-entropy: backward's dout is not the buffer forward kept the "
+                                         "probabilities in");
     Tensor d = rows(dout);
-    softmax_cross_entropy_backward(probs_, t.classes, grad_scale, d);
+    softmax_cross_entropy_backward(d, t.classes, grad_scale, d);  // in place: (p - onehot) * scale
   }
 
  private:
-  Allocator& alloc_;
-  Tensor probs_buf_, probs_;
+  const float* probs_at_ = nullptr;
 };
 
 class MeanSquaredError final : public Loss {
  public:
   const char* name() const override { return "mean squared error"; }
   // Row loss = sum_j (out - target)^2 / width; forward is their mean = the mean over all elements.
-  void forward(const Tensor& out, const Targets& t, Tensor& scalars) override {
+  void forward(const Tensor& out, const Targets& t, Tensor& scalars, Tensor&) override {
     mean_squared_error(out, t.values, scalars);
   }
   void backward(const Tensor& out, const Targets& t, float grad_scale, Tensor& dout) override {
@@ -45,8 +49,8 @@ class MeanSquaredError final : public Loss {
 };
 }  // namespace
 
-std::unique_ptr<Loss> make_loss(bool classification, Allocator& alloc) {
-  if (classification) return std::make_unique<SoftmaxCrossEntropy>(alloc);
+std::unique_ptr<Loss> make_loss(bool classification) {
+  if (classification) return std::make_unique<SoftmaxCrossEntropy>();
   return std::make_unique<MeanSquaredError>();
 }
 

@@ -136,7 +136,7 @@ void PipelineStage::train_step(int k, std::int64_t rows, const std::function<Mic
       model_.use_set(set);
       const Tensor& out = model_.forward(in);
       if (last())
-        loss_.forward(out, mb.targets, scalars);
+        loss_.forward(out, mb.targets, scalars, model_.dout());
       else
         send(out, stage_ + 1, 2 * static_cast<std::size_t>(m));
       continue;
@@ -147,7 +147,7 @@ void PipelineStage::train_step(int k, std::int64_t rows, const std::function<Mic
       // The model's output for m is in its set; the loss pass (the loss keeps one micro-batch's
       // probabilities) is repeated into a scratch so the step's sums count m once.
       const Tensor& out = model_.output();
-      loss_.forward(out, mb.targets, scratch_scalars_);
+      loss_.forward(out, mb.targets, scratch_scalars_, model_.dout());
       loss_.backward(out, mb.targets, grad_scale, model_.dout());
       dy = model_.dout();
     } else {
@@ -176,7 +176,7 @@ void PipelineStage::eval_batch(std::int64_t rows, const MicroBatch& mb, Tensor* 
   if (!last())
     send(out, stage_ + 1, 0);
   else if (scalars)
-    loss_.forward(out, mb.targets, *scalars);
+    loss_.forward(out, mb.targets, *scalars, model_.dout());
   wait_sends();
   if (stage_ > 0) free_eval_.push_back(in);
 }

@@ -16,7 +16,7 @@ class OneStage : public StepExecutor {
       const MicroBatch mb = hooks.prepare(m);
       const Tensor& out = model_.forward(mb.input, hooks.acquire, hooks.release);
       if (hooks.forward_done) hooks.forward_done();
-      loss_.forward(out, mb.targets, scalars);  // adds to the interval's sums on the device
+      loss_.forward(out, mb.targets, scalars, model_.dout());  // adds to the interval's sums on the device
       loss_.backward(out, mb.targets, grad_scale, model_.dout());
       model_.backward(mb.input, model_.dout(), m + 1 == k ? hooks.layer_done : std::function<void(std::size_t)>(),
                       m > 0);
@@ -25,7 +25,7 @@ class OneStage : public StepExecutor {
   void forward(std::int64_t rows, const MicroBatch& mb, Tensor* scalars) override {
     model_.set_batch(rows);
     const Tensor& out = model_.forward(mb.input);
-    if (scalars) loss_.forward(out, mb.targets, *scalars);
+    if (scalars) loss_.forward(out, mb.targets, *scalars, model_.dout());
   }
 
  protected:

@@ -91,7 +91,7 @@ Trainer::Trainer(const Config& cfg, Runtime& rt, const DatasetIndex& index)
       if (p.name == name) sync.here = {p.offset, p.offset + sync.count};  // the embedding, or the head's copy of it
     tie_syncs_.push_back(sync);
   }
-  loss_ = make_loss(index.train.classification, alloc_);
+  loss_ = make_loss(index.train.classification);
   model_->set_frozen(frozen_layers(cfg.train.freeze, *model_));  // [train] freeze (bad_input when wrong)
   scalars_ = step_scalars::make(alloc_);
   step_key_ = Tensor::zeros({2}, alloc_);

@@ -103,7 +103,7 @@ inline std::vector<float> reference_parameters(const Config& cfg, const DatasetI
   register_builtin_layers(reg, LayerOptions{cfg.kernels.conv});
   Model model(cfg.model.layers, index.train.sample_shape, reg, alloc);
   model.init_parameters(cfg.run.seed);
-  auto loss = make_loss(true, alloc);
+  auto loss = make_loss(true);
   std::vector<std::pair<std::int64_t, Shape>> tensors;
   for (const ParamInfo& p : model.param_info()) tensors.emplace_back(p.offset, p.shape);
   Tensor& state = model.store().allocate_state(state_blocks(cfg.optim) * model.parameters().numel(), alloc);
@@ -143,7 +143,7 @@ inline std::vector<float> reference_parameters(const Config& cfg, const DatasetI
       ctx.step = s;  // epoch 0, step s (the trainer's key: epoch * 1000000007 + step)
       ctx.sample_ids = b.indices.data();
       const Tensor& out = model.forward(x);
-      loss->forward(out, t, scalars);
+      loss->forward(out, t, scalars, model.dout());
       loss->backward(out, t, 1.f / static_cast<float>(global * positions), model.dout());
       model.backward(x, model.dout(), {}, m > 0);
     }

@@ -124,11 +124,11 @@ TEST(DataParallel, EvaluationIsExactOverRanks) {
   trainer.model().set_batch(30);
   const Tensor x = Tensor::wrap(b.samples.data(), {30, 2, 3, 3});
   const Tensor& out = trainer.model().forward(x);
-  auto loss = make_loss(true, alloc);
+  auto loss = make_loss(true);
   Targets t;
   t.classes = b.classes.data();
   Tensor scalars = step_scalars::make(alloc);
-  loss->forward(out, t, scalars);
+  loss->forward(out, t, scalars, trainer.model().dout());
   EXPECT_NEAR(r.loss, step_scalars::to_host(scalars)[step_scalars::loss_sum] / 30.0, 1e-5);
   EXPECT_DOUBLE_EQ(r.accuracy, static_cast<double>(count_correct(out, t.classes)) / 30.0);
   MPI_Barrier(MPI_COMM_WORLD);

@@ -62,7 +62,7 @@ int main(int argc, char** argv) {
       next[i] = stream[i + 1];
     }
     Tensor x = Tensor::wrap(ids.data(), {b, t}, DType::i32, Device::cpu);
-    auto loss = make_loss(true, alloc);
+    auto loss = make_loss(true);
     OptimConfig oc;
     oc.name = OptimizerName::adamw;
     oc.lr = 1e-3;
@@ -120,7 +120,7 @@ int main(int argc, char** argv) {
       Tensor sums = scalars.view(0, {3});
       fill(sums, 0.f);
       const Tensor& logits = model.forward(x);
-      loss->forward(logits, targets, scalars);
+      loss->forward(logits, targets, scalars, model.dout());
       loss->backward(logits, targets, 1.f / static_cast<float>(b * t), model.dout());
       model.backward(x, model.dout(), {}, false);
       const auto h = step_scalars::to_host(scalars);

@@ -454,12 +454,31 @@ TEST(GradientCheck, NegativeControlFails) {
   EXPECT_GT(check_layer(wrong, {6}, 4), 1.0) << "a 1% error in a gradient must fail the checker";
 }
 
+TEST(Loss, SoftmaxBackwardNeedsTheBufferItsForwardKeptTheProbabilitiesIn) {
+  // The gradient is made in place from the probabilities forward left in the caller's buffer
+  // (no [rows, classes] buffer of the loss's own): another buffer is refused, not silently wrong.
+  Allocator alloc;
+  auto loss = make_loss(true);
+  Tensor out = Tensor::zeros({2, 3}, alloc), work = Tensor::zeros({2, 3}, alloc), other = Tensor::zeros({2, 3}, alloc);
+  std::vector<std::int32_t> classes{0, 2};
+  Targets t;
+  t.classes = classes.data();
+  Tensor scalars = step_scalars::make(alloc);
+  loss->forward(out, t, scalars, work);
+  EXPECT_THROW(loss->backward(out, t, 1.f, other), Error);
+  loss->backward(out, t, 1.f, work);  // equal logits: p = 1/3; the labels' entries p - 1
+  EXPECT_NEAR(work.data()[0], 1.f / 3 - 1, 1e-6);
+  EXPECT_NEAR(work.data()[1], 1.f / 3, 1e-6);
+  EXPECT_NEAR(work.data()[5], 1.f / 3 - 1, 1e-6);
+}
+
 TEST(GradientCheck, EveryLoss) {
   Allocator alloc;
   for (const bool classification : {true, false}) {
-    auto loss = make_loss(classification, alloc);
+    auto loss = make_loss(classification);
     const std::int64_t rows = 4, cols = 5;
-    Tensor out = Tensor::zeros({rows, cols}, alloc), d = Tensor::zeros({rows, cols}, alloc);
+    Tensor out = Tensor::zeros({rows, cols}, alloc), d = Tensor::zeros({rows, cols}, alloc),
+           work = Tensor::zeros({rows, cols}, alloc);
     const auto v = random_values(rows * cols, 3);
     std::copy(v.begin(), v.end(), out.data());
     std::vector<std::int32_t> classes{0, 4, 2, 2};
@@ -468,22 +487,22 @@ TEST(GradientCheck, EveryLoss) {
     t.classes = classes.data();
     t.values = tv.data();
     Tensor scalars = step_scalars::make(alloc);
-    auto mean_loss = [&] {  // the loss adds its row sum and row count to the step scalars
+    auto mean_loss = [&](Tensor& into) {  // the loss adds its row sum and row count to the step scalars
       fill(scalars, 0.f);
-      loss->forward(out, t, scalars);
+      loss->forward(out, t, scalars, into);
       const auto h = step_scalars::to_host(scalars);
       EXPECT_EQ(h[step_scalars::samples], static_cast<float>(rows));
       return static_cast<double>(h[step_scalars::loss_sum]) / rows;
     };
-    mean_loss();
+    mean_loss(d);  // (softmax: the probabilities go into d, and backward turns them into the gradient)
     loss->backward(out, t, 1.f / rows, d);  // gradient of the mean
     const float h = 1e-2f;
     for (std::int64_t i = 0; i < out.numel(); ++i) {
       const float keep = out.data()[i];
       out.data()[i] = keep + h;
-      const double up = mean_loss();
+      const double up = mean_loss(work);
       out.data()[i] = keep - h;
-      const double down = mean_loss();
+      const double down = mean_loss(work);
       out.data()[i] = keep;
       const double numeric = (up - down) / (2.0 * h);
       EXPECT_NEAR(d.data()[i], numeric, kTolerance * std::max(1.0, std::fabs(numeric))) << loss->name() << " " << i;

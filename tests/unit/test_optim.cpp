@@ -26,15 +26,15 @@ Tensor scalars_with_rate(Allocator& alloc, float rate) {
 
 TEST(StepScalars, LossAccumulatesSumsCorrectAndSamplesOnTheDevice) {
   Allocator alloc;
-  auto loss = make_loss(true, alloc);
-  Tensor out = Tensor::zeros({3, 4}, alloc), scalars = step_scalars::make(alloc);
+  auto loss = make_loss(true);
+  Tensor out = Tensor::zeros({3, 4}, alloc), work = Tensor::zeros({3, 4}, alloc), scalars = step_scalars::make(alloc);
   const float logits[12] = {0, 1, 0, 0, 2, 0, 0, 0, 0, 0, 0, 5};  // argmax 1, 0, 3
   std::copy(logits, logits + 12, out.data());
   std::vector<std::int32_t> classes{1, 2, 3};  // rows 0 and 2 right
   Targets t;
   t.classes = classes.data();
-  loss->forward(out, t, scalars);
-  loss->forward(out, t, scalars);  // a second micro-batch adds
+  loss->forward(out, t, scalars, work);
+  loss->forward(out, t, scalars, work);  // a second micro-batch adds
   const auto h = step_scalars::to_host(scalars);
   double expect = 0;
   for (int r = 0; r < 3; ++r) {

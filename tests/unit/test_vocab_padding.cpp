@@ -32,11 +32,11 @@ StepResult train_step(Model& m, Allocator& alloc) {
   const Tensor& out = m.forward(x);
   StepResult r;
   r.logits = to_host(out);
-  auto loss = make_loss(true, alloc);
+  auto loss = make_loss(true);
   Tensor scalars = step_scalars::make(alloc);
   Targets t;
   t.classes = labels;
-  loss->forward(out, t, scalars);
+  loss->forward(out, t, scalars, m.dout());
   r.loss = step_scalars::to_host(scalars)[step_scalars::loss_sum];
   loss->backward(out, t, 1.f / (N * T), m.dout());
   m.backward(x, m.dout(), {}, false);

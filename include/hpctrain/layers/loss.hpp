@@ -4,6 +4,11 @@
 // (tensor/step_scalars.hpp) on the device; backward() writes
 // grad_scale * d(sum of row losses)/d(output), so the caller passes
 // 1 / (rows in the whole step) to get the mean's gradient.
+// forward() keeps what backward needs in `work`, a buffer of the output's size that the caller
+// owns (the model's dout(), where backward then writes the gradient): softmax cross-entropy keeps
+// its probabilities there, and backward turns them into the gradient in place, so no buffer of
+// [positions, vocabulary] floats is held besides the logits and their gradient (as llm.c does).
+// backward() must get the same buffer as `dout`, right after the forward of that output.
 #pragma once
 
 #include <cstdint>
@@ -22,10 +27,10 @@ class Loss {
  public:
   virtual ~Loss() = default;
   virtual const char* name() const = 0;
-  virtual void forward(const Tensor& out, const Targets& t, Tensor& scalars) = 0;
+  virtual void forward(const Tensor& out, const Targets& t, Tensor& scalars, Tensor& work) = 0;
   virtual void backward(const Tensor& out, const Targets& t, float grad_scale, Tensor& dout) = 0;
 };
 
-std::unique_ptr<Loss> make_loss(bool classification, Allocator& alloc);
+std::unique_ptr<Loss> make_loss(bool classification);
 
 }  // namespace hpctrain

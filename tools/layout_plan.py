@@ -1,0 +1,153 @@
+"""Which parallel layouts of a language-model deck fit a device, and which should be fastest
+(tools/scaling_plan.py --layouts; docs/parallelism.md, "Which layout for which model").
+
+From the trainer's --dry-run of the deck on one rank (the whole model's buffers, the activations
+of one micro-batch, the layers' parameter counts) it prices, for N ranks, every layout of
+T-way tensor parallelism (T dividing N, at most the ranks of a node) times D = N / T data-parallel
+ranks with `shard` in none | optimizer | gradients | full (ZeRO 0-3):
+
+  memory per rank = parameters + gradients + 16-bit copy + optimizer state + activations
+    parameters, copy   / T; full: / (T D), plus a gathered window of twice the largest layer
+    gradients          / T; gradients, full: / (T D), plus two buckets in flight
+    optimizer state    / T; optimizer and up: / (T D)
+    activations        the logits / T; the rest x (10 + 24 / T) / 34 (Megatron's per-layer count
+                       without sequence parallelism: the norms' and residuals' stay whole)
+  step = compute / N + update + exposed communication
+    data-parallel, G = gradient bytes / T:  none: allreduce 2 (D-1)/D G, hidden as --hidden says;
+      optimizer, gradients: reduce-scatter (D-1)/D G (hidden) + the parameters' all-gather (D-1)/D G;
+      full: the reduce-scatter + two all-gathers per micro-batch (forward and backward), hidden as
+      the reduce-scatter is (prefetched)
+    tensor-parallel: 4 allreduces per layer and micro-batch (2 forward, 2 backward) of the
+      micro-batch's activations [tokens, width] in the compute precision, over the node's link,
+      not hidden
+A layout fits when its memory is at most --headroom (0.9) of --device-memory. The trainer runs
+T = 1 with shard none or optimizer today; the rest is what issue 36 builds, and the table says so.
+"""
+import re
+
+SHARDS = ("none", "optimizer", "gradients", "full")
+RUNS_TODAY = {("none", 1), ("optimizer", 1)}
+MIB = 2.0**20
+DEVICE_GIB = {"h100": 80.0, "h200": 139.0, "a100": 80.0}
+
+
+class DryRun:
+    """The figures of one --dry-run (one rank, the deck's micro-batch)."""
+
+    def __init__(self, text, fail):
+        def need(pattern, what):
+            m = re.search(pattern, text, re.M)
+            if not m:
+                fail("--dry-run printed no %s (a deck of [model] arch = gpt or llama)" % what)
+            return m
+
+        m = need(r"^Memory per rank \(model buffers of the largest stage, (\d+) parameters\): parameters ([0-9.]+) MiB, "
+                 r"gradients ([0-9.]+) MiB(, reduced-precision copy)?[^,]*, optimizer state ([0-9.]+) MiB", "Memory line")
+        self.parameters = int(m.group(1))
+        self.param_bytes = float(m.group(2)) * MIB
+        self.grad_bytes = float(m.group(3)) * MIB
+        self.copy_bytes = self.param_bytes / 2 if m.group(4) else 0.0
+        self.state_bytes = float(m.group(5)) * MIB
+        m = need(r"^Activations per rank: [0-9.]+ MiB \((\d+) bytes\) for a micro-batch of (\d+) windows of (\d+) tokens",
+                 "Activations line")
+        self.activation_bytes, self.micro_batch, self.context = float(m.group(1)), int(m.group(2)), int(m.group(3))
+        m = need(r"^Compute: .*\(6 x \d+ parameters \+ 12 x (\d+) layers x (\d+) wide", "Compute line")
+        self.layers, self.width = int(m.group(1)), int(m.group(2))
+        counts = [int(c) for c in re.findall(r"^\S+ +\[[0-9, ]+\] +(\d+)$", text, re.M)]
+        self.largest_layer = max(counts) if counts else self.parameters
+        emb = re.search(r"embedding\((\d+), (\d+)", text)
+        self.vocab = int(emb.group(1)) if emb else 0
+        self.sixteen = self.copy_bytes > 0
+
+    def logits_bytes(self):  # the float32 logits [micro-batch x context, vocabulary] a rank keeps
+        return 4.0 * self.micro_batch * self.context * self.vocab
+
+
+def micro_batch(d, dp, global_batch):
+    """Windows per micro-batch on a rank: the deck's, or the whole per-rank batch when smaller."""
+    return max(1, min(d.micro_batch, global_batch // dp))
+
+
+def memory(d, t, dp, shard, mb):
+    """Bytes per rank with micro-batches of `mb` windows: (parameters, gradients, copy, state,
+    activations, total)."""
+    full, grads_sharded, state_sharded = shard == "full", shard in ("gradients", "full"), shard != "none"
+    window = 2 * 4.0 * d.largest_layer / t if full else 0.0
+    params = d.param_bytes / t / (dp if full else 1) + window
+    copy = d.copy_bytes / t / (dp if full else 1) + (window / 2 if d.sixteen else 0.0)
+    buckets = 2 * min(25 * MIB, d.grad_bytes / t) if grads_sharded and dp > 1 else 0.0
+    grads = d.grad_bytes / t / (dp if grads_sharded else 1) + buckets
+    state = d.state_bytes / t / (dp if state_sharded else 1)
+    logits = min(d.logits_bytes(), d.activation_bytes)
+    acts = (logits / t + (d.activation_bytes - logits) * (10 + 24.0 / t) / 34) * mb / d.micro_batch
+    return params, grads, copy, state, acts, params + grads + copy + state + acts
+
+
+def step_seconds(d, t, dp, shard, a, compute1, update1, global_batch):
+    """One step's seconds at t x dp ranks (see the module's text); a: alpha/beta, hidden, ranks_per_node."""
+    n = t * dp
+    mb = micro_batch(d, dp, global_batch)
+    micro = max(1, global_batch // (dp * mb))
+    g = d.grad_bytes / t
+    per_node = max(1, min(a.ranks_per_node, n))
+    beta = a.beta if n <= per_node else a.net_beta
+    alpha = a.alpha if n <= per_node else a.net_alpha
+    dpc = 0.0
+    if dp > 1:
+        part = (dp - 1) / dp * g * beta + alpha
+        if shard == "none":
+            dpc = 2 * part * (1 - a.hidden)
+        elif shard in ("optimizer", "gradients"):
+            dpc = part * (1 - a.hidden) + part
+        else:
+            dpc = (part + 2 * micro * part) * (1 - a.hidden)
+    tpc = 0.0
+    if t > 1:
+        msg = mb * d.context * d.width * (2 if d.sixteen else 4)
+        tpc = 4 * d.layers * micro * (2 * (t - 1) / t * msg * a.beta + a.alpha)
+    update = update1 / t / (dp if shard != "none" else 1)
+    return compute1 / n + update + dpc + tpc
+
+
+def table(d, ranks, a, compute1, update1, global_batch):
+    """Rows (n, t, dp, shard, memory tuple, fits, step s, runs today) of every layout of every n."""
+    rows = []
+    for n in ranks:
+        for t in (1, 2, 4, 8):
+            if n % t or t > a.ranks_per_node:
+                continue
+            dp = n // t
+            if global_batch % dp or (global_batch // dp) % micro_batch(d, dp, global_batch):
+                continue  # (the trainer refuses a batch that does not split evenly)
+            for shard in SHARDS:
+                if dp == 1 and shard != "none":
+                    continue  # nothing to shard over
+                mem = memory(d, t, dp, shard, micro_batch(d, dp, global_batch))
+                step = step_seconds(d, t, dp, shard, a, compute1, update1, global_batch)
+                rows.append((n, t, dp, shard, mem, mem[-1] <= a.headroom * a.device_bytes, step,
+                             (shard, t) in RUNS_TODAY))
+    return rows
+
+
+def print_table(rows, tokens_per_step, device_bytes, headroom):
+    gib = 2.0**30
+    print("layouts on a device of %.0f GiB (fits: at most %.0f%% of it), per rank in GiB:" %
+          (device_bytes / gib, 100 * headroom))
+    print("%6s %3s %4s %-10s %7s %7s %7s %7s %7s %5s %10s %12s  %s" %
+          ("ranks", "tp", "dp", "shard", "params", "grads", "optim", "acts", "total", "fits", "step ms", "tokens/s",
+           "hpctrain"))
+    for n in sorted({r[0] for r in rows}):
+        mine = [r for r in rows if r[0] == n]
+        fitting = [r for r in mine if r[5]]
+        best = min(fitting, key=lambda r: r[6]) if fitting else None
+        today = [r for r in fitting if r[7]]
+        best_today = min(today, key=lambda r: r[6]) if today else None
+        for r in mine:
+            _, t, dp, shard, mem, fits, step, runs = r
+            marks = ("runs today" if runs else "not yet (issue 36)") + (", fastest that fits" if r is best else "") + (
+                ", fastest today" if r is best_today and r is not best else "")
+            print("%6d %3d %4d %-10s %7.2f %7.2f %7.2f %7.2f %7.2f %5s %10.2f %12.0f  %s" %
+                  (n, t, dp, shard, (mem[0] + mem[2]) / gib, mem[1] / gib, mem[3] / gib, mem[4] / gib, mem[5] / gib,
+                   "yes" if fits else "no", 1e3 * step, tokens_per_step / step, marks))
+        if not fitting:
+            print("%6d: no layout fits; add ranks, lower [train] micro_batch, or [train] recompute = blocks" % n)

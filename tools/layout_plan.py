@@ -7,11 +7,16 @@ T-way tensor parallelism (T dividing N, at most the ranks of a node) times D = N
 ranks with `shard` in none | optimizer | gradients | full (ZeRO 0-3):
 
   memory per rank = parameters + gradients + 16-bit copy + optimizer state + activations
+                    + their gradients between layers + scratch (--dry-run's "Peak per rank")
     parameters, copy   / T; full: / (T D), plus a gathered window of twice the largest layer
     gradients          / T; gradients, full: / (T D), plus two buckets in flight
     optimizer state    / T; optimizer and up: / (T D)
     activations        the logits / T; the rest x (10 + 24 / T) / 34 (Megatron's per-layer count
                        without sequence parallelism: the norms' and residuals' stay whole)
+    their gradients    the logits' / T; the rest (the residual stream between blocks) whole
+    scratch            16-bit runs: twice the largest layer's parameters in float32, / T (measured
+                       on the small Llama deck; float32 runs: a few MiB, left out)
+  activations and their gradients scale with the windows of a micro-batch on a rank.
   step = compute / N + update + exposed communication
     data-parallel, G = gradient bytes / T:  none: allreduce 2 (D-1)/D G, hidden as --hidden says;
       optimizer, gradients: reduce-scatter (D-1)/D G (hidden) + the parameters' all-gather (D-1)/D G;
@@ -51,6 +56,8 @@ class DryRun:
         m = need(r"^Activations per rank: [0-9.]+ MiB \((\d+) bytes\) for a micro-batch of (\d+) windows of (\d+) tokens",
                  "Activations line")
         self.activation_bytes, self.micro_batch, self.context = float(m.group(1)), int(m.group(2)), int(m.group(3))
+        m = need(r"^Peak per rank: about [0-9.]+ MiB \((\d+) bytes\).* gradients between layers ([0-9.]+) MiB", "Peak line")
+        self.peak_bytes, self.between_bytes = float(m.group(1)), float(m.group(2)) * MIB
         m = need(r"^Compute: .*\(6 x \d+ parameters \+ 12 x (\d+) layers x (\d+) wide", "Compute line")
         self.layers, self.width = int(m.group(1)), int(m.group(2))
         counts = [int(c) for c in re.findall(r"^\S+ +\[[0-9, ]+\] +(\d+)$", text, re.M)]
@@ -70,7 +77,7 @@ def micro_batch(d, dp, global_batch):
 
 def memory(d, t, dp, shard, mb):
     """Bytes per rank with micro-batches of `mb` windows: (parameters, gradients, copy, state,
-    activations, total)."""
+    activations with their gradients and scratch, total)."""
     full, grads_sharded, state_sharded = shard == "full", shard in ("gradients", "full"), shard != "none"
     window = 2 * 4.0 * d.largest_layer / t if full else 0.0
     params = d.param_bytes / t / (dp if full else 1) + window
@@ -80,6 +87,9 @@ def memory(d, t, dp, shard, mb):
     state = d.state_bytes / t / (dp if state_sharded else 1)
     logits = min(d.logits_bytes(), d.activation_bytes)
     acts = (logits / t + (d.activation_bytes - logits) * (10 + 24.0 / t) / 34) * mb / d.micro_batch
+    between = min(d.logits_bytes(), d.between_bytes)
+    acts += (between / t + (d.between_bytes - between)) * mb / d.micro_batch
+    acts += 2 * 4.0 * d.largest_layer / t if d.sixteen else 0.0
     return params, grads, copy, state, acts, params + grads + copy + state + acts
 
 

@@ -292,8 +292,8 @@ def plan_layouts(s, a, ranks):
         err = (mem[-1] - c["peak_bytes_per_rank"]) / c["peak_bytes_per_rank"]
         ok = abs(err) <= a.tolerance
         print("check-memory: %d rank(s), shard %s: predicted %.1f MiB per rank (parameters %.1f, gradients %.1f, copy "
-              "%.1f, optimizer %.1f, activations %.1f), measured peak %.1f MiB (%s): %+.1f%% -> %s" %
-              ((c["ranks"], shard) + tuple(x / layout_plan.MIB for x in mem) +
+              "%.1f, optimizer %.1f, activations with their gradients and scratch %.1f), measured peak %.1f MiB (%s): %+.1f%% -> %s" %
+              ((c["ranks"], shard) + tuple(x / layout_plan.MIB for x in (mem[5],) + mem[:5]) +
                (c["peak_bytes_per_rank"] / layout_plan.MIB, a.check_memory, 100 * err, "PASS" if ok else "FAIL")))
         if not ok:
             sys.exit(1)

@@ -235,7 +235,7 @@ namespace {
 // --dry-run, arch = gpt or llama on one stage without dropout or recompute: the activations one
 // micro-batch keeps for backward (model/arch.hpp gpt_activation_bytes, llama_activation_bytes),
 // else a line saying they are not estimated.
-std::string describe_activations(const Config& cfg, const Runtime& rt, const Model& model) {
+std::string describe_activations(const Config& cfg, const Runtime& rt, const Model& model, double buffers) {
   if (cfg.model.arch == Arch::layers) return "";
   if (rt.mesh().size(MeshDim::pp) > 1 || cfg.model.dropout > 0 || cfg.train.recompute != Recompute::none)
     return "Activations: not estimated with pipeline stages, dropout or recompute (summary.json's "
@@ -256,11 +256,15 @@ std::string describe_activations(const Config& cfg, const Runtime& rt, const Mod
     bytes = gpt_activation_bytes(d, rows, t, vocab, half);
   }
   const double lse = static_cast<double>(m.n_layer * rows * m.n_head) * static_cast<double>(t) * 4;
-  char line[300];
+  const double grads = model.gradient_buffer_bytes(rows), mib = 1 << 20;
+  char line[600];
   std::snprintf(line, sizeof(line),
                 "Activations per rank: %.1f MiB (%.0f bytes) for a micro-batch of %lld windows of %lld tokens; fused "
-                "attention keeps no T x T, its log-sum-exp %.1f MiB\n",
-                bytes / (1 << 20), bytes, static_cast<long long>(rows), static_cast<long long>(t), lse / (1 << 20));
+                "attention keeps no T x T, its log-sum-exp %.1f MiB\n"
+                "Peak per rank: about %.1f MiB (%.0f bytes): the model buffers %.1f MiB, the activations %.1f MiB "
+                "and their float32 gradients between layers %.1f MiB (scratch comes on top)\n",
+                bytes / mib, bytes, static_cast<long long>(rows), static_cast<long long>(t), lse / mib,
+                (buffers + bytes + grads) / mib, buffers + bytes + grads, buffers / mib, bytes / mib, grads / mib);
   return line;
 }
 
@@ -295,7 +299,9 @@ std::string describe_memory(const Config& cfg, const Runtime& rt, const Model& m
                 static_cast<long long>(params), static_cast<double>(params) * mib, static_cast<double>(params) * mib,
                 cfg.precision.dtype == Precision::fp32 ? "" : ", reduced-precision copy (half the parameters')",
                 sharded ? state / dp : state, note);
-  return line + describe_activations(cfg, rt, model);
+  const double half_copy = cfg.precision.dtype == Precision::fp32 ? 0 : 0.5;
+  const double buffers = (static_cast<double>(params) * (2 + half_copy) * mib + (sharded ? state / dp : state)) * (1 << 20);
+  return line + describe_activations(cfg, rt, model, buffers);
 }
 
 // --dry-run, arch = gpt: training FLOPs per token as llm.c and PaLM count them: 6 N (forward and

@@ -220,6 +220,14 @@ void Model::init_parameters(std::uint64_t seed) {
   refresh_compute_parameters();
 }
 
+double Model::gradient_buffer_bytes(std::int64_t rows) const {  // (as set_batch allocates)
+  std::int64_t elems = first_ > 0 ? numel(shapes_[0]) : 0, widest = 0;
+  for (std::size_t i = 1; i < shapes_.size(); ++i) elems += numel(shapes_[i]);
+  if (precision_ != Precision::fp32)
+    for (std::size_t i = 1; i + 1 < shapes_.size(); ++i) widest = std::max(widest, numel(shapes_[i]));
+  return 4.0 * static_cast<double>(rows) * static_cast<double>(elems + 2 * widest);
+}
+
 void Model::set_batch(std::int64_t rows) {
   if (rows == rows_) return;
   if (rows > capacity_) {  // grow the buffers; smaller batches (the last evaluation batch) use views

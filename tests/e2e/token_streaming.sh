@@ -82,6 +82,16 @@ est=$("$trainer" "$deck" --dry-run --set run.out_dir="$tmp/dry" 2>&1 | sed -n 's
 kept=$(/usr/bin/python3 -c "import json; print(int(json.load(open('$tmp/grid/summary.json'))['activation_bytes_per_rank']))")
 check "--dry-run's activations per rank ($est bytes) are the run's activation_bytes_per_rank ($kept) within 512 bytes" \
   test -n "$est" -a "${est:-0}" -gt 0 -a $((${est:-0} - kept)) -le 512 -a $((kept - ${est:-0})) -le 512
+# ... and its peak per rank (the model buffers, the activations, their float32 gradients between
+# layers) plus the run's scratch against the run's peak_bytes_per_rank, within 1% (float32 here;
+# without the gradients between layers it is 24% short: the check cannot pass by chance).
+est=$("$trainer" "$deck" --dry-run --set run.out_dir="$tmp/dry" 2>&1 | sed -n 's/^Peak per rank: about .* MiB (\([0-9]*\) bytes).*/\1/p')
+check "--dry-run's peak per rank ($est bytes) plus scratch is the run's peak within 1%" /usr/bin/python3 -c "
+import json, sys
+s = json.load(open('$tmp/grid/summary.json'))
+got, want = ${est:-0} + s['scratch_bytes_per_rank'], s['peak_bytes_per_rank']
+print('estimate + scratch %.0f, peak %.0f: %+.3f%%' % (got, want, 100 * (got - want) / want))
+sys.exit(0 if abs(got - want) <= 0.01 * want else 1)"
 
 resume_from3 1 grid_resumed grid
 check "exact resume from the streaming reader, windows = grid ($(after3 grid_resumed))" \

@@ -109,6 +109,52 @@ want=$($py -c "print('%.2f' % (1e3 * ((6 * 124475904 + 12 * 12 * 768 * 1024) * 5
 check "planner --deck: one H100's step of the GPT-2 124M deck at 40% MFU ($want ms)" \
   grep -qE "^ +1 +1 +512 +$want " <<<"$out"
 check "... and 8 GPUs of a node (64 windows each)" grep -qE "^ +8 +1 +64 +[0-9.]+ " <<<"$out"
+# --layouts (tools/layout_plan.py): the 1-rank row is --dry-run's peak per rank plus the 16-bit
+# scratch allowance (twice the largest layer, the 38,633,472-row-by-width embedding, in float32);
+# 8 ranks with the optimizer sharded hold 1/8 of AdamW's 949.7 MiB; 8-way tensor parallelism 1/8
+# of the parameters and their copy (474.8 + 237.4 MiB).
+out=$($py tools/scaling_plan.py --deck inputs/gpt2_124m.ini --set data.path="$tmp/fw" --ranks 1,8 --layouts 2>&1)
+peak=$("$HPCTRAIN_BUILD_DIR/trainer" inputs/gpt2_124m.ini --dry-run --set data.path="$tmp/fw" --set run.out_dir="$tmp/dry" 2>&1 |
+  sed -n 's/^Peak per rank: about .* MiB (\([0-9]*\) bytes).*/\1/p')
+want=$($py -c "print('%.2f' % ((${peak:-0} + 2 * 38633472 * 4) / 2**30))")
+check "planner --layouts: one rank's memory is --dry-run's peak plus the 16-bit scratch ($want GiB)" \
+  grep -qE "^ +1 +1 +1 none +[0-9.]+ +[0-9.]+ +[0-9.]+ +[0-9.]+ +$want +yes " <<<"$out"
+check "... 8 ranks sharding AdamW's state hold 0.12 GiB of it each" grep -qE "^ +8 +1 +8 optimizer +0.70 +0.46 +0.12 " <<<"$out"
+check "... 8-way tensor parallelism holds 0.09 GiB of parameters and copy, 0.06 of gradients" \
+  grep -qE "^ +8 +8 +1 none +0.09 +0.06 +0.12 " <<<"$out"
+check "... layouts hpctrain cannot run yet are marked so" grep -qE "^ +8 +2 +4 gradients .*not yet \(issue 36\)" <<<"$out"
+out=$($py tools/scaling_plan.py --deck inputs/gpt2_124m.ini --set data.path="$tmp/fw" --ranks 1,8 --layouts --device-memory 40 2>&1)
+check "... on a 40 GiB device one rank does not fit and tensor parallelism does" \
+  test -n "$(grep -E '^ +1 +1 +1 none .* no ' <<<"$out")" -a -n "$(grep -E '^ +8 +2 +4 none .* yes ' <<<"$out")"
+check "... and the fastest fitting layout is named" grep -q "fastest that fits" <<<"$out"
+# --check-memory against a run: a 1-layer GPT at 2 ranks with the optimizer sharded; its peak
+# doubled is a FAIL (the check can fail).
+cat >"$tmp/tiny.ini" <<INI
+[data]
+path = $tmp/fw
+[model]
+arch = gpt
+n_layer = 1
+n_head = 2
+n_embd = 32
+block_size = 16
+[train]
+global_batch = 4
+steps = 2
+eval_every = 0
+[optim]
+name = adamw
+[checkpoint]
+every_steps = 0
+INI
+"$1" -q -np 2 --oversubscribe --bind-to none "$HPCTRAIN_BUILD_DIR/trainer" "$tmp/tiny.ini" --set run.out_dir="$tmp/tiny" \
+  --set parallel.shard_optimizer=true >/dev/null 2>&1
+out=$($py tools/scaling_plan.py --deck "$tmp/tiny.ini" --ranks 1 --check-memory "$tmp/tiny/summary.json" 2>&1)
+check "planner --check-memory: a measured 2-rank sharded run's peak within 15% ($(grep -o '[-+][0-9.]*%' <<<"$out"))" \
+  grep -qE "^check-memory: 2 rank\(s\), shard optimizer: .* -> PASS" <<<"$out"
+$py -c "import json; s = json.load(open('$tmp/tiny/summary.json')); s['peak_bytes_per_rank'] *= 2; json.dump(s, open('$tmp/double.json', 'w'))"
+out=$($py tools/scaling_plan.py --deck "$tmp/tiny.ini" --ranks 1 --check-memory "$tmp/double.json" 2>&1)
+check "... and a peak twice as large fails it (exit 1)" test $? -eq 1 -a -n "$(grep -- '-> FAIL' <<<"$out")"
 out=$($py tools/scaling_plan.py --deck inputs/mnist_mlp.ini --set data.path="$tmp/fw" 2>&1)
 check "planner --deck of a deck that is not arch = gpt: one line, exit 2 ($out)" \
   test $? -eq 2 -a "$(wc -l <<<"$out")" = 1

@@ -221,20 +221,33 @@ void Model::init_parameters(std::uint64_t seed) {
 }
 
 double Model::gradient_buffer_bytes(std::int64_t rows) const {  // (as set_batch allocates)
-  std::int64_t elems = first_ > 0 ? numel(shapes_[0]) : 0, widest = 0;
-  for (std::size_t i = 1; i < shapes_.size(); ++i) elems += numel(shapes_[i]);
-  if (precision_ != Precision::fp32)
-    for (std::size_t i = 1; i + 1 < shapes_.size(); ++i) widest = std::max(widest, numel(shapes_[i]));
-  return 4.0 * static_cast<double>(rows) * static_cast<double>(elems + 2 * widest);
+  const std::size_t last = shapes_.size() - 1;
+  std::int64_t widest = 0;
+  for (std::size_t i = 1; i < last; ++i) widest = std::max(widest, numel(shapes_[i]));
+  const std::int64_t turns = std::min<std::int64_t>(2, static_cast<std::int64_t>(last) - 1);
+  std::int64_t elems = (first_ > 0 ? numel(shapes_[0]) : 0) + numel(shapes_[last]) + std::max<std::int64_t>(turns, 0) * widest;
+  if (precision_ != Precision::fp32) elems += 2 * widest;  // the float32 work buffers (work_)
+  return 4.0 * static_cast<double>(rows) * static_cast<double>(elems);
 }
 
 void Model::set_batch(std::int64_t rows) {
   if (rows == rows_) return;
   if (rows > capacity_) {  // grow the buffers; smaller batches (the last evaluation batch) use views
     capacity_ = rows;
+    // The gradients between layers: the output's (the loss's work buffer) and, on a later pipeline
+    // stage, the input's (sent upstream) have buffers of their own; the ones in between take turns
+    // in two buffers of the widest (backward of layer i reads i + 1's and writes i's).
     grad_buf_.assign(shapes_.size(), Tensor());
-    for (std::size_t i = 1; i < shapes_.size(); ++i) grad_buf_[i] = Tensor::zeros({rows * numel(shapes_[i])}, alloc_);
+    const std::size_t last = shapes_.size() - 1;
+    grad_buf_[last] = Tensor::zeros({rows * numel(shapes_[last])}, alloc_);
     if (first_ > 0) grad_buf_[0] = Tensor::zeros({rows * numel(shapes_[0])}, alloc_);  // sent upstream
+    std::int64_t between = 0;
+    for (std::size_t i = 1; i < last; ++i) between = std::max(between, numel(shapes_[i]));
+    Tensor turns[2];
+    for (std::size_t i = 1; i < last; ++i) {
+      if (!turns[i % 2].defined()) turns[i % 2] = Tensor::zeros({rows * between}, alloc_);
+      grad_buf_[i] = turns[i % 2];
+    }
     if (precision_ != Precision::fp32) {  // the forward's float32 outputs between layers
       std::int64_t widest = 0;
       for (std::size_t i = 1; i + 1 < shapes_.size(); ++i) widest = std::max(widest, numel(shapes_[i]));

@@ -190,8 +190,8 @@ TEST(StepArena, StackOrderRegrowAndReuse) {
 // A pipeline stage's activation sets grow to the batch each is used with: a larger evaluation
 // batch afterwards grows set 0 (and the activation gradients) only, not the sets the training
 // micro-batches used. Expected growth, exactly: (16 - 4) rows x 23 floats per row (the layers'
-// outputs 4 + 8 + 8 + 3) for set 0 and again for the gradient buffers; growing all four sets
-// would add three more sets' worth.
+// outputs 4 + 8 + 8 + 3) for set 0, and 19 for the gradient buffers (the output's 3, and two of
+// the widest in between, 8, taken in turn); growing all four sets would add three more sets' worth.
 TEST(ActivationSets, AnEvaluationBatchGrowsOnlyTheSetItUses) {
   Allocator alloc;
   LayerRegistry r;
@@ -209,5 +209,5 @@ TEST(ActivationSets, AnEvaluationBatchGrowsOnlyTheSetItUses) {
   m.use_set(0);
   m.forward(x);
   EXPECT_EQ(m.sets(), 4u);
-  EXPECT_EQ(alloc.in_use() - before, 2u * (16 - 4) * 23 * sizeof(float));
+  EXPECT_EQ(alloc.in_use() - before, (16u - 4) * (23 + 19) * sizeof(float));
 }

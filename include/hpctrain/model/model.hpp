@@ -130,8 +130,9 @@ class Model {
   const Shape& whole_output_shape() const { return whole_out_; }  // the last layer's, on every stage
   const Shape& output_shape() const { return shapes_.back(); }
   // What a batch of `rows` samples takes besides the activations (set_batch): the float32
-  // gradients between layers, one buffer per layer output (the last is the loss's work buffer:
-  // layers/loss.hpp), and in 16-bit runs the two float32 buffers of the widest output.
+  // gradients between layers (the output's, which is the loss's work buffer: layers/loss.hpp; a
+  // later pipeline stage's input's; two of the widest for the ones in between, in turn), and in
+  // 16-bit runs the two float32 buffers of the widest output.
   double gradient_buffer_bytes(std::int64_t rows) const;
   std::size_t layers() const { return layers_.size(); }
   // Weights tied across pipeline stages (a GPT's embedding on the first stage, its head on the

@@ -300,7 +300,8 @@ std::string describe_memory(const Config& cfg, const Runtime& rt, const Model& m
                 cfg.precision.dtype == Precision::fp32 ? "" : ", reduced-precision copy (half the parameters')",
                 sharded ? state / dp : state, note);
   const double half_copy = cfg.precision.dtype == Precision::fp32 ? 0 : 0.5;
-  const double buffers = (static_cast<double>(params) * (2 + half_copy) * mib + (sharded ? state / dp : state)) * (1 << 20);
+  const double buffers =
+      (static_cast<double>(params) * (2 + half_copy) * mib + (sharded ? state / dp : state)) * (1 << 20);
   return line + describe_activations(cfg, rt, model, buffers);
 }
 

@@ -26,8 +26,9 @@ class SoftmaxCrossEntropy final : public Loss {
     probs_at_ = work.data();
   }
   void backward(const Tensor&, const Targets& t, float grad_scale, Tensor& dout) override {
-    HPCT_CHECK(dout.data() == probs_at_, "softmax cross-entropy: backward's dout is not the buffer forward kept the "
-                                         "probabilities in");
+    HPCT_CHECK(dout.data() == probs_at_,
+               "softmax cross-entropy: backward's dout is not the buffer forward kept the "
+               "probabilities in");
     Tensor d = rows(dout);
     softmax_cross_entropy_backward(d, t.classes, grad_scale, d);  // in place: (p - onehot) * scale
   }

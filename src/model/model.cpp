@@ -225,7 +225,8 @@ double Model::gradient_buffer_bytes(std::int64_t rows) const {  // (as set_batch
   std::int64_t widest = 0;
   for (std::size_t i = 1; i < last; ++i) widest = std::max(widest, numel(shapes_[i]));
   const std::int64_t turns = std::min<std::int64_t>(2, static_cast<std::int64_t>(last) - 1);
-  std::int64_t elems = (first_ > 0 ? numel(shapes_[0]) : 0) + numel(shapes_[last]) + std::max<std::int64_t>(turns, 0) * widest;
+  std::int64_t elems =
+      (first_ > 0 ? numel(shapes_[0]) : 0) + numel(shapes_[last]) + std::max<std::int64_t>(turns, 0) * widest;
   if (precision_ != Precision::fp32) elems += 2 * widest;  // the float32 work buffers (work_)
   return 4.0 * static_cast<double>(rows) * static_cast<double>(elems);
 }

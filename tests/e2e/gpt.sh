@@ -87,6 +87,22 @@ check "arch = gpt trains (loss at step 4: $(row arch 4))" test -n "$(row arch 4)
 check "... with the losses of its layers string ($(row spelled 4))" \
   test "$(cut -d, -f4 arch/metrics.csv)" = "$(cut -d, -f4 spelled/metrics.csv)"
 check "... and the same parameters" h5diff -q arch/checkpoints/ckpt-00000004.h5 spelled/checkpoints/ckpt-00000004.h5 /model /model
+# Evaluation runs in training micro-batches: a run of 4 micro-batches a step peaks where
+# --dry-run's estimate for one micro-batch plus the run's scratch says, within 1% (its final
+# evaluation of the whole per-rank batch at once held 4 times the activations).
+mb=(--set model.layers= --set model.arch=gpt --set model.n_layer=2 --set model.n_head=4 --set model.n_embd=32
+  --set model.bias=false --set train.micro_batch=2 --set train.steps=2 --set checkpoint.every_steps=0
+  --set checkpoint.resume=none)
+run 1 "${mb[@]}" --set run.out_dir=mb >mb.log 2>&1
+est=$(run 1 "${mb[@]}" --set run.out_dir=mb_dry --dry-run 2>&1 | sed -n 's/^Peak per rank: about .* MiB (\([0-9]*\) bytes).*/\1/p')
+check "a run of 4 micro-batches (and its final evaluation) peaks at --dry-run's estimate for one plus scratch" \
+  $py -c "
+import json, sys
+s = json.load(open('mb/summary.json'))
+assert s.get('final_eval_loss') is not None  # (the final evaluation ran)
+got, want = ${est:-0} + s['scratch_bytes_per_rank'], s['peak_bytes_per_rank']
+print('estimate + scratch %.0f, peak %.0f' % (got, want))
+sys.exit(0 if abs(got - want) <= 0.01 * want else 1)"
 run 1 "${gpt[@]}" --describe-model >desc.json 2>desc.err
 check "--describe-model prints the model as JSON: arch, its layers string, every tensor with the shape of the PyTorch twin built from the JSON (and from the string)" \
   env PYTHONPATH="$src/tools" $py -c "

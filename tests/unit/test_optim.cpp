@@ -9,8 +9,8 @@
 #include "hpctrain/backend/ops.hpp"
 #include "hpctrain/layers/loss.hpp"
 #include "hpctrain/optim/optimizer.hpp"
-#include "hpctrain/tensor/step_scalars.hpp"
 #include "hpctrain/parallel/grad_buckets.hpp"
+#include "hpctrain/tensor/step_scalars.hpp"
 
 using namespace hpctrain;
 

@@ -56,8 +56,8 @@ class DryRun:
         m = need(r"^Activations per rank: [0-9.]+ MiB \((\d+) bytes\) for a micro-batch of (\d+) windows of (\d+) tokens",
                  "Activations line")
         self.activation_bytes, self.micro_batch, self.context = float(m.group(1)), int(m.group(2)), int(m.group(3))
-        m = need(r"^Peak per rank: about [0-9.]+ MiB \((\d+) bytes\).* gradients between layers ([0-9.]+) MiB", "Peak line")
-        self.peak_bytes, self.between_bytes = float(m.group(1)), float(m.group(2)) * MIB
+        m = need(r"^Peak per rank: .* gradients between layers ([0-9.]+) MiB", "Peak line")
+        self.between_bytes = float(m.group(1)) * MIB
         m = need(r"^Compute: .*\(6 x \d+ parameters \+ 12 x (\d+) layers x (\d+) wide", "Compute line")
         self.layers, self.width = int(m.group(1)), int(m.group(2))
         counts = [int(c) for c in re.findall(r"^\S+ +\[[0-9, ]+\] +(\d+)$", text, re.M)]
@@ -93,10 +93,10 @@ def memory(d, t, dp, shard, mb):
     return params, grads, copy, state, acts, params + grads + copy + state + acts
 
 
-def step_seconds(d, t, dp, shard, a, compute1, update1, global_batch):
-    """One step's seconds at t x dp ranks (see the module's text); a: alpha/beta, hidden, ranks_per_node."""
+def step_seconds(d, t, dp, shard, mb, a, compute1, update1, global_batch):
+    """One step's seconds at t x dp ranks with micro-batches of `mb` windows (see the module's
+    text); a: alpha/beta, hidden, ranks_per_node."""
     n = t * dp
-    mb = micro_batch(d, dp, global_batch)
     micro = max(1, global_batch // (dp * mb))
     g = d.grad_bytes / t
     per_node = max(1, min(a.ranks_per_node, n))
@@ -127,22 +127,23 @@ def table(d, ranks, a, compute1, update1, global_batch):
             if n % t or t > a.ranks_per_node:
                 continue
             dp = n // t
-            if global_batch % dp or (global_batch // dp) % micro_batch(d, dp, global_batch):
+            mb = micro_batch(d, dp, global_batch)
+            if global_batch % dp or (global_batch // dp) % mb:
                 continue  # (the trainer refuses a batch that does not split evenly)
             for shard in SHARDS:
                 if dp == 1 and shard != "none":
                     continue  # nothing to shard over
-                mem = memory(d, t, dp, shard, micro_batch(d, dp, global_batch))
-                step = step_seconds(d, t, dp, shard, a, compute1, update1, global_batch)
+                mem = memory(d, t, dp, shard, mb)
+                step = step_seconds(d, t, dp, shard, mb, a, compute1, update1, global_batch)
                 rows.append((n, t, dp, shard, mem, mem[-1] <= a.headroom * a.device_bytes, step,
                              (shard, t) in RUNS_TODAY))
     return rows
 
 
-def print_table(rows, tokens_per_step, device_bytes, headroom):
+def print_table(rows, tokens_per_step, a):
     gib = 2.0**30
     print("layouts on a device of %.0f GiB (fits: at most %.0f%% of it), per rank in GiB:" %
-          (device_bytes / gib, 100 * headroom))
+          (a.device_bytes / gib, 100 * a.headroom))
     print("%6s %3s %4s %-10s %7s %7s %7s %7s %7s %5s %10s %12s  %s" %
           ("ranks", "tp", "dp", "shard", "params", "grads", "optim", "acts", "total", "fits", "step ms", "tokens/s",
            "hpctrain"))

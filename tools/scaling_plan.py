@@ -305,8 +305,7 @@ def plan_layouts(s, a, ranks):
             fail("--headroom %s: give a share between 0 and 1" % a.headroom)
         a.device_bytes = gib * 2.0**30
         rows = layout_plan.table(d, ranks, a, s["compute1"], s["update1"], a.global_batch)
-        layout_plan.print_table(rows, s["tokens_per_step"] * a.global_batch / s["global_batch"], gib * 2.0**30,
-                                a.headroom)
+        layout_plan.print_table(rows, s["tokens_per_step"] * a.global_batch / s["global_batch"], a)
 
 
 if __name__ == "__main__":

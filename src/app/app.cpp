@@ -299,9 +299,9 @@ std::string describe_memory(const Config& cfg, const Runtime& rt, const Model& m
                 static_cast<long long>(params), static_cast<double>(params) * mib, static_cast<double>(params) * mib,
                 cfg.precision.dtype == Precision::fp32 ? "" : ", reduced-precision copy (half the parameters')",
                 sharded ? state / dp : state, note);
-  const double half_copy = cfg.precision.dtype == Precision::fp32 ? 0 : 0.5;
-  const double buffers =
-      (static_cast<double>(params) * (2 + half_copy) * mib + (sharded ? state / dp : state)) * (1 << 20);
+  // Bytes: parameters and gradients in float32, the 16-bit copy, the state as printed.
+  const double per_param = cfg.precision.dtype == Precision::fp32 ? 8 : 10;
+  const double buffers = static_cast<double>(params) * per_param + (sharded ? state / dp : state) * (1 << 20);
   return line + describe_activations(cfg, rt, model, buffers);
 }
 

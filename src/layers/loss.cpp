@@ -14,7 +14,6 @@ Tensor rows(const Tensor& t) {
 
 class SoftmaxCrossEntropy final : public Loss {
  public:
-  SoftmaxCrossEntropy() = default;
   const char* name() const override { return "softmax cross-entropy"; }
   // Logits [N, classes], or [N, T, classes] with N*T labels (a language model: every position
   // predicts the next token): the rows are the N*T positions.

@@ -220,14 +220,17 @@ void Model::init_parameters(std::uint64_t seed) {
   refresh_compute_parameters();
 }
 
+std::int64_t Model::widest_between() const {
+  std::int64_t widest = 0;
+  for (std::size_t i = 1; i + 1 < shapes_.size(); ++i) widest = std::max(widest, numel(shapes_[i]));
+  return widest;
+}
+
 double Model::gradient_buffer_bytes(std::int64_t rows) const {  // (as set_batch allocates)
   const std::size_t last = shapes_.size() - 1;
-  std::int64_t widest = 0;
-  for (std::size_t i = 1; i < last; ++i) widest = std::max(widest, numel(shapes_[i]));
-  const std::int64_t turns = std::min<std::int64_t>(2, static_cast<std::int64_t>(last) - 1);
-  std::int64_t elems =
-      (first_ > 0 ? numel(shapes_[0]) : 0) + numel(shapes_[last]) + std::max<std::int64_t>(turns, 0) * widest;
-  if (precision_ != Precision::fp32) elems += 2 * widest;  // the float32 work buffers (work_)
+  const std::int64_t turns = std::min<std::int64_t>(2, static_cast<std::int64_t>(last) - 1);  // (-1: one layer)
+  std::int64_t elems = (first_ > 0 ? numel(shapes_[0]) : 0) + numel(shapes_[last]);
+  elems += (std::max<std::int64_t>(turns, 0) + (precision_ != Precision::fp32 ? 2 : 0)) * widest_between();
   return 4.0 * static_cast<double>(rows) * static_cast<double>(elems);
 }
 
@@ -242,18 +245,14 @@ void Model::set_batch(std::int64_t rows) {
     const std::size_t last = shapes_.size() - 1;
     grad_buf_[last] = Tensor::zeros({rows * numel(shapes_[last])}, alloc_);
     if (first_ > 0) grad_buf_[0] = Tensor::zeros({rows * numel(shapes_[0])}, alloc_);  // sent upstream
-    std::int64_t between = 0;
-    for (std::size_t i = 1; i < last; ++i) between = std::max(between, numel(shapes_[i]));
+    const std::int64_t widest = widest_between();
     Tensor turns[2];
     for (std::size_t i = 1; i < last; ++i) {
-      if (!turns[i % 2].defined()) turns[i % 2] = Tensor::zeros({rows * between}, alloc_);
+      if (!turns[i % 2].defined()) turns[i % 2] = Tensor::zeros({rows * widest}, alloc_);
       grad_buf_[i] = turns[i % 2];
     }
-    if (precision_ != Precision::fp32) {  // the forward's float32 outputs between layers
-      std::int64_t widest = 0;
-      for (std::size_t i = 1; i + 1 < shapes_.size(); ++i) widest = std::max(widest, numel(shapes_[i]));
+    if (precision_ != Precision::fp32)  // the forward's float32 outputs between layers
       for (Tensor& w : work_) w = Tensor::zeros({rows * widest}, alloc_);
-    }
   }
   rows_ = rows;
   grads_act_.assign(shapes_.size(), Tensor());

@@ -1,6 +1,5 @@
 // Evaluation (train/trainer.hpp): the trainer's evaluate() over a split, exact over the ranks
 // (and through the pipeline stages when pipeline_parallel > 1), and --eval-only.
-#include <algorithm>
 #include <cmath>
 #include <cstdio>
 
@@ -40,7 +39,7 @@ EvalResult Trainer::evaluate(const SplitIndex& split) {
   // In batches of the training micro-batch: the activations (and their gradient buffers, which
   // set_batch sizes too) never grow past what training holds (a deck that accumulates 8
   // micro-batches on one GPU would otherwise evaluate 8 times the windows at once).
-  const std::int64_t b = rt_.per_rank_batch() / std::max(1, cfg_.train.micro_batches);
+  const std::int64_t b = rt_.per_rank_batch() / cfg_.train.micro_batches;
   IntervalSums sums;
   for (std::int64_t n = 0; n < reader.eval_batches(b); ++n) {
     const Batch batch = reader.eval_batch(b, n);

@@ -190,6 +190,7 @@ class Model {
   };
   Shape sample_shape(std::size_t i) const;  // shapes_[i], its first dimension length_ after set_length
   Shape batch_shape(std::size_t i) const;   // [rows_, sample_shape(i)...]
+  std::int64_t widest_between() const;      // the most elements a sample has in an output between layers
   std::vector<std::unique_ptr<ActivationSet>> sets_;
   std::size_t set_ = 0;
   std::int64_t forward_passes_ = 0;

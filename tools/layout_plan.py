@@ -19,19 +19,21 @@ ranks with `shard` in none | optimizer | gradients | full (ZeRO 0-3):
   activations and their gradients scale with the windows of a micro-batch on a rank.
   step = compute / N + update + exposed communication
     data-parallel, G = gradient bytes / T:  none: allreduce 2 (D-1)/D G, hidden as --hidden says;
-      optimizer, gradients: reduce-scatter (D-1)/D G (hidden) + the parameters' all-gather (D-1)/D G;
+      optimizer: reduce-scatter (D-1)/D G (hidden) + the parameters' all-gather (D-1)/D G;
+      gradients: as optimizer, but one reduce-scatter per micro-batch (nothing accumulates whole);
       full: the reduce-scatter + two all-gathers per micro-batch (forward and backward), hidden as
       the reduce-scatter is (prefetched)
     tensor-parallel: 4 allreduces per layer and micro-batch (2 forward, 2 backward) of the
       micro-batch's activations [tokens, width] in the compute precision, over the node's link,
       not hidden
 A layout fits when its memory is at most --headroom (0.9) of --device-memory. The trainer runs
-T = 1 with shard none or optimizer today; the rest is what issue 36 builds, and the table says so.
+T = 1 with shard none, optimizer or gradients today; the rest is what issue 36 builds, and the
+table says so.
 """
 import re
 
 SHARDS = ("none", "optimizer", "gradients", "full")
-RUNS_TODAY = {("none", 1), ("optimizer", 1)}
+RUNS_TODAY = {("none", 1), ("optimizer", 1), ("gradients", 1)}
 MIB = 2.0**20
 DEVICE_GIB = {"h100": 80.0, "h200": 139.0, "a100": 80.0}
 
@@ -107,8 +109,10 @@ def step_seconds(d, t, dp, shard, mb, a, compute1, update1, global_batch):
         part = (dp - 1) / dp * g * beta + alpha
         if shard == "none":
             dpc = 2 * part * (1 - a.hidden)
-        elif shard in ("optimizer", "gradients"):
+        elif shard == "optimizer":
             dpc = part * (1 - a.hidden) + part
+        elif shard == "gradients":  # a reduce-scatter per micro-batch (no gradient accumulates whole), then the gather
+            dpc = micro * part * (1 - a.hidden) + part
         else:
             dpc = (part + 2 * micro * part) * (1 - a.hidden)
     tpc = 0.0

@@ -287,7 +287,7 @@ def plan_layouts(s, a, ranks):
         c = load_summary(a.check_memory)
         if "peak_bytes_per_rank" not in c:
             fail("%s: no peak_bytes_per_rank" % a.check_memory)
-        shard = "optimizer" if c.get("shard_optimizer") else "none"
+        shard = c.get("shard") or ("optimizer" if c.get("shard_optimizer") else "none")
         mem = layout_plan.memory(d, 1, c["ranks"], shard, layout_plan.micro_batch(d, c["ranks"], c["global_batch"]))
         err = (mem[-1] - c["peak_bytes_per_rank"]) / c["peak_bytes_per_rank"]
         ok = abs(err) <= a.tolerance

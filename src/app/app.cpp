@@ -270,7 +270,8 @@ std::string describe_activations(const Config& cfg, const Runtime& rt, const Mod
 
 // --dry-run: the memory per rank of the stage with the most parameters that the model's flat
 // buffers take (activations and workspaces come on top), with the optimizer state sharded over
-// the data-parallel ranks when [parallel] shard_optimizer is set.
+// the data-parallel ranks when [parallel] shard is optimizer or gradients, and the gradients too
+// when it is gradients.
 std::string describe_memory(const Config& cfg, const Runtime& rt, const Model& model) {
   const int dp = rt.mesh().size(MeshDim::dp);
   const auto counts = layer_parameter_counts(model);
@@ -285,23 +286,39 @@ std::string describe_memory(const Config& cfg, const Runtime& rt, const Model& m
     if (n > params) params = n, trainable = t;
   }
   const int blocks = state_blocks(cfg.optim);  // momentum, or Adam's two moments (Muon: its momentum in the first)
-  const bool sharded = cfg.parallel.shard_optimizer && dp > 1;
+  const bool sharded = cfg.parallel.shard != Sharding::none && dp > 1;
   const double mib = 4.0 / (1 << 20), state = static_cast<double>(blocks * trainable) * mib;
   char note[160] = "";
   if (sharded)
     std::snprintf(note, sizeof(note), " (sharded over %d ranks; %.1f MiB unsharded)", dp, state);
   else if (dp > 1)
-    std::snprintf(note, sizeof(note), " (whole on every rank: [parallel] shard_optimizer = false)");
-  char line[400];
+    std::snprintf(note, sizeof(note), " (whole on every rank: [parallel] shard = none)");
+  double grads = static_cast<double>(params) * mib;
+  char grad_note[200] = "";
+  if (staged_gradients(cfg, dp)) {  // what ParamStore::stage_gradients holds (the whole model's buckets: P = 1 exact)
+    const auto bucket_elems = static_cast<std::int64_t>(cfg.parallel.bucket_mb * (1 << 20) / sizeof(float));
+    const auto buckets = model.store().buckets(std::max<std::int64_t>(1, bucket_elems));
+    std::int64_t staging = 0;
+    for (const std::int64_t n : ParamStore::slot_sizes(buckets, model.gradient_slots(buckets))) staging += n;
+    std::int64_t widest_frozen = 0;  // (their gradients' scratch)
+    for (const Range& r : model.store().frozen_ranges()) widest_frozen = std::max(widest_frozen, r.size());
+    staging += widest_frozen;
+    const double owned = static_cast<double>(total(ParamStore::owned(buckets, dp, dp - 1))) * mib;
+    std::snprintf(grad_note, sizeof(grad_note),
+                  " (1/%d kept: %.1f MiB, and staging buffers %.1f MiB; %.1f MiB unsharded)", dp, owned,
+                  static_cast<double>(staging) * mib, grads);
+    grads = owned + static_cast<double>(staging) * mib;
+  }
+  char line[600];
   std::snprintf(line, sizeof(line),
                 "\nMemory per rank (model buffers of the largest stage, %lld parameters): parameters %.1f MiB, "
-                "gradients %.1f MiB%s, optimizer state %.1f MiB%s\n",
-                static_cast<long long>(params), static_cast<double>(params) * mib, static_cast<double>(params) * mib,
+                "gradients %.1f MiB%s%s, optimizer state %.1f MiB%s\n",
+                static_cast<long long>(params), static_cast<double>(params) * mib, grads, grad_note,
                 cfg.precision.dtype == Precision::fp32 ? "" : ", reduced-precision copy (half the parameters')",
                 sharded ? state / dp : state, note);
-  // Bytes: parameters and gradients in float32, the 16-bit copy, the state as printed.
-  const double per_param = cfg.precision.dtype == Precision::fp32 ? 8 : 10;
-  const double buffers = static_cast<double>(params) * per_param + (sharded ? state / dp : state) * (1 << 20);
+  // Bytes: parameters in float32, the gradients as printed, the 16-bit copy, the state as printed.
+  const double per_param = cfg.precision.dtype == Precision::fp32 ? 4 : 6;
+  const double buffers = static_cast<double>(params) * per_param + (grads + (sharded ? state / dp : state)) * (1 << 20);
   return line + describe_activations(cfg, rt, model, buffers);
 }
 

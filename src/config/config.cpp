@@ -255,10 +255,23 @@ std::map<std::string, RawValue> given_keys(const std::string& ini_text, const st
   auto at_line = [&](int line) { return origin + (line > 0 ? ":" + std::to_string(line) : ""); };
   auto current = [&](const std::string& name, const std::string& where) {
     const std::string now = current_key_name(name);
-    if (now != name)
+    if (now != name && old_spellings(name).empty())
       warnings.push_back(where + ": " + section_key(name) + " is now called " + section_key(now) +
                          " (same meaning); the old name still works");
     return now;
+  };
+  // An old key whose values were spelled otherwise (KeySpec::old_values): the new key's spelling.
+  auto spelled = [&](const std::string& name, const std::string& text, const std::string& where) {
+    const auto& values = old_spellings(name);
+    if (values.empty()) return text;
+    const auto it = values.find(trim(text));
+    std::string known;
+    for (const auto& [was, now] : values) known += (known.empty() ? "" : "|") + was;
+    if (it == values.end())
+      throw bad_input(where + ": " + section_key(name) + " = '" + trim(text) + "': expected one of " + known);
+    warnings.push_back(where + ": " + section_key(name) + " = " + trim(text) + " is now " +
+                       section_key(current_key_name(name)) + " = " + it->second + "; the old key still works");
+    return it->second;
   };
   po::options_description desc;
   for (const auto& s : schema) desc.add_options()(s.name().c_str(), po::value<std::string>());
@@ -277,7 +290,7 @@ std::map<std::string, RawValue> given_keys(const std::string& ini_text, const st
       if (given.count(key))
         throw bad_input(where + ": key '" + opt.string_key + "' is given twice" +
                         (key != opt.string_key ? " (" + section_key(key) + " is its new name)" : ""));
-      given[key] = {opt.value.empty() ? "" : opt.value.front(), "file", where};
+      given[key] = {spelled(opt.string_key, opt.value.empty() ? "" : opt.value.front(), where), "file", where};
     }
   } catch (const po::invalid_config_file_syntax& e) {
     const int line = index.line_of_text(e.tokens());
@@ -292,7 +305,7 @@ std::map<std::string, RawValue> given_keys(const std::string& ini_text, const st
     const std::string name = trim(o.substr(0, eq));
     const bool known = std::any_of(schema.begin(), schema.end(), [&](const KeySpec& s) { return s.name() == name; });
     if (!known) throw bad_input("--set " + name + ": " + unknown_key_message(name, schema));
-    given[current(name, "--set")] = {o.substr(eq + 1), "--set", "--set"};
+    given[current(name, "--set")] = {spelled(name, o.substr(eq + 1), "--set"), "--set", "--set"};
   }
   return given;
 }

@@ -362,15 +362,19 @@ void parallel_keys(std::vector<KeySpec>& k) {
   s.key("cuda_aware_mpi", &ParallelConfig::cuda_aware_mpi,
         "pass device buffers to MPI directly (auto: when the MPI library reports support)");
   s.key("bucket_mb", &ParallelConfig::bucket_mb, "gradient bucket size in MiB").above(0, 1e6);
-  s.key("shard_optimizer", &ParallelConfig::shard_optimizer,
-        "shard the optimizer state over the data-parallel ranks (ZeRO stage 1): gradients reduce-scattered, each "
-        "rank updates 1/D of the parameters, then all-gathered (docs/parallelism.md)");
+  s.key("shard", &ParallelConfig::shard,
+        "what the data-parallel ranks divide among themselves: none; optimizer (ZeRO-1: gradients "
+        "reduce-scattered, each rank keeps the state of and updates 1/D of the parameters, then all-gathers them); "
+        "gradients (ZeRO-2: as optimizer, and each rank keeps only its 1/D of the averaged gradients: backward "
+        "writes into two bucket-sized buffers taken in turn, reduce-scattered per micro-batch; docs/parallelism.md)");
   s.key("shard_by", &ParallelConfig::shard_by,
-        "with shard_optimizer: what each rank owns: equal blocks of every gradient bucket (reduce-scatter, then "
+        "with shard = optimizer or gradients: what each rank owns: equal blocks of every gradient bucket "
+        "(reduce-scatter, then "
         "all-gather), or whole tensors, balanced by size (allreduce, then each tensor broadcast from its owner; "
         "what whole-matrix optimizers such as Muon need)");
   s.key("gather_overlap", &ParallelConfig::gather_overlap,
-        "with shard_optimizer: run the parameters' all-gather after the update during the next forward, each layer "
+        "with shard = optimizer or gradients: run the parameters' all-gather after the update during the next forward, "
+        "each layer "
         "waiting for its own (float32, one pipeline stage, no cuda_graphs); auto = on GPUs only (on a CPU it "
         "competes with the forward for the cores)");
   s.key("watchdog_s", &ParallelConfig::watchdog_s,
@@ -449,30 +453,6 @@ void log_keys(std::vector<KeySpec>& k) {
         "also print internal lines at the start of a run (the path of gradient sums); --dry-run always does");
 }
 
-// `old` ("key" in the section of `to`, or "section.key") keeps working as "section.key" `to`: the
-// same checks, a warning names the new key. Listed after `to`, or last in its own section.
-void add_old_name(std::vector<KeySpec>& k, const std::string& old, const std::string& to) {
-  for (auto it = k.begin(); it != k.end(); ++it) {
-    if (it->name() != to) continue;
-    KeySpec o = *it;
-    const auto dot = old.find('.');
-    if (dot != std::string::npos) o.section = old.substr(0, dot);
-    o.key = old.substr(dot == std::string::npos ? 0 : dot + 1);
-    o.help = "old name of [" + it->section + "] " + it->key + " (same meaning; a warning says so)";
-    o.apply = nullptr;
-    o.renamed_to = to;
-    auto at = it + 1;
-    if (o.section != it->section) {
-      at = k.end();
-      for (auto j = k.begin(); j != k.end(); ++j)
-        if (j->section == o.section) at = j + 1;
-    }
-    k.insert(at, o);
-    return;
-  }
-  throw std::logic_error("renamed to an unknown key " + to);
-}
-
 // "2147483648" -> "2G": a byte count as a person writes it.
 std::string bytes_text(std::uint64_t n) {
   const char* suffix[] = {"", "K", "M", "G", "T"};
@@ -491,24 +471,7 @@ std::vector<KeySpec> build_schema() {
     s.default_value = s.show(defaults);
     if (s.kind == ValueKind::size) s.default_value = bytes_text(std::stoull(s.default_value));
   }
-  const std::pair<const char*, const char*> old_names[] = {
-      {"model_parallel", "parallel.pipeline_parallel"},
-      {"schedule", "parallel.pipeline_schedule"},
-      {"data.block_size", "model.block_size"},
-      {"run.precision", "precision.dtype"},
-      {"run.tf32", "precision.tf32"},
-      {"optim.loss_scale", "precision.loss_scale"},
-      {"optim.loss_scale_window", "precision.loss_scale_window"},
-      {"run.cpu_gemm", "kernels.cpu_gemm"},
-      {"run.conv", "kernels.conv"},
-      {"run.fusion", "kernels.fusion"},
-      {"run.cuda_graphs", "kernels.cuda_graphs"},
-      {"run.threads", "kernels.threads"},
-      {"train.log_every", "log.log_every"},
-      {"train.metrics_file", "log.metrics_file"},
-      {"train.tensorboard", "log.tensorboard"},
-  };
-  for (const auto& [old, to] : old_names) add_old_name(k, old, to);
+  add_old_names(k);
   return k;
 }
 
@@ -517,6 +480,13 @@ std::vector<KeySpec> build_schema() {
 const std::vector<KeySpec>& config_schema() {
   static const std::vector<KeySpec> table = build_schema();
   return table;
+}
+
+const std::map<std::string, std::string>& old_spellings(const std::string& name) {
+  static const std::map<std::string, std::string> none;
+  for (const KeySpec& s : config_schema())
+    if (s.name() == name) return s.old_values;
+  return none;
 }
 
 std::string current_key_name(const std::string& name) {

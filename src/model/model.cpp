@@ -17,7 +17,7 @@
 namespace hpctrain {
 
 Model::Model(const std::string& layers, const Shape& sample_shape, const LayerRegistry& registry, Allocator& alloc,
-             std::size_t first, std::size_t last)
+             std::size_t first, std::size_t last, bool whole_gradients)
     : alloc_(alloc), first_(first) {
   const auto specs = parse_layers(layers);
   last = std::min(last, specs.size());
@@ -59,7 +59,7 @@ Model::Model(const std::string& layers, const Shape& sample_shape, const LayerRe
   for (const BufferInfo& b : all_buffers_) unique(b.name, b.layer);
   whole_out_ = in;
   ctx_.arena = &arena_;
-  store_.allocate(alloc_);
+  store_.allocate(alloc_, whole_gradients);
   make_views(store_.params());
   use_set(0);
 }
@@ -139,9 +139,28 @@ void Model::make_views(const Tensor& weights) {
     views_[i].layer = layers_[i].get();
     for (const auto& [offset, shape] : bindings_[i]) {
       views_[i].params.push_back(weights.view(offset, shape));
-      views_[i].grads.push_back(store_.grads().view(offset, shape));
+      views_[i].grads.push_back(store_.grad_view(offset, shape));
     }
   }
+}
+
+void Model::stage_gradients(const std::vector<Bucket>& buckets, const Ranges& owned) {
+  store_.stage_gradients(buckets, gradient_slots(buckets), owned, alloc_);
+  make_views(precision_ == Precision::fp32 ? store_.params() : compute_params_);
+}
+
+std::vector<int> Model::gradient_slots(const std::vector<Bucket>& buckets) const {
+  std::vector<int> slots;
+  int next = 0, own = 2;  // slots 0 and 1 in turn; each bucket a later layer writes into first: one of its own
+  for (const Bucket& b : buckets) {
+    const bool shared = std::any_of(tied_targets_.begin(), tied_targets_.end(), [&](std::size_t held) {
+      const Range r = store_.layer(held);
+      return !r.empty() && b.begin <= r.begin && r.end <= b.end;
+    });
+    slots.push_back(shared ? own++ : next);
+    if (!shared) next ^= 1;
+  }
+  return slots;
 }
 
 void Model::set_precision(Precision p) {
@@ -363,6 +382,7 @@ const Tensor& Model::forward(const Tensor& x, const std::function<void(std::size
 
 void Model::backward(const Tensor& x, const Tensor& dout, const std::function<void(std::size_t)>& layer_done,
                      bool accumulate) {
+  accumulate = accumulate && !store_.staged();  // (staged: each backward's gradients are reduced before the next)
   if (dout.data() != grads_act_.back().data()) copy(dout, grads_act_.back());
   if (precision_ != Precision::fp32) round_to_precision(grads_act_.back(), precision_);
   // On the first stage (grads_act_[0] undefined) nothing needs the gradients below the lowest
@@ -405,6 +425,8 @@ void Model::set_frozen(std::vector<bool> frozen) {
 }
 
 void Model::zero_frozen_gradients() {
+  // (staged: their gradients go to a scratch nobody reads; before any gradient buffer: nothing to zero)
+  if (store_.staged() || !store_.grads().defined()) return;
   for (const Range& r : store_.frozen_ranges()) {
     Tensor g = store_.grads().view(r.begin, {r.size()});
     fill(g, 0.f);

@@ -57,11 +57,56 @@ std::int64_t ParamStore::add_copy(ParamInfo target) {
   return at;
 }
 
-void ParamStore::allocate(Allocator& alloc) {
+void ParamStore::allocate(Allocator& alloc, bool whole_gradients) {
   for (Range& r : layers_)
     if (r.empty()) r = {0, 0};
   params_ = Tensor::zeros({size_}, alloc);
-  grads_ = Tensor::zeros({size_}, alloc);
+  if (whole_gradients) grads_ = Tensor::zeros({size_}, alloc);
+}
+
+void ParamStore::stage_gradients(const std::vector<Bucket>& buckets, const std::vector<int>& slots, const Ranges& owned,
+                                 Allocator& alloc) {
+  const std::vector<std::int64_t> slot_size = slot_sizes(buckets, slots);
+  grads_ = Tensor();  // (freed once nothing views it: the model remakes its views)
+  slot_buffers_.clear();
+  for (const std::int64_t n : slot_size) slot_buffers_.push_back(Tensor::zeros({std::max<std::int64_t>(n, 1)}, alloc));
+  staged_buckets_ = buckets;
+  bucket_buffers_.clear();
+  for (std::size_t b = 0; b < buckets.size(); ++b)
+    bucket_buffers_.push_back(slot_buffers_[static_cast<std::size_t>(slots[b])].view(0, {buckets[b].size()}));
+  std::int64_t widest_frozen = 1;
+  for (const Range& r : frozen_ranges_) widest_frozen = std::max(widest_frozen, r.size());
+  frozen_scratch_ = frozen_ranges_.empty() ? Tensor() : Tensor::zeros({widest_frozen}, alloc);
+  grads_ = Tensor::zeros({std::max<std::int64_t>(total(owned), 1)}, alloc);
+}
+
+std::vector<std::int64_t> ParamStore::slot_sizes(const std::vector<Bucket>& buckets, const std::vector<int>& slots) {
+  HPCT_CHECK(slots.size() == buckets.size(), "staged gradients: one slot per bucket");
+  std::vector<std::int64_t> out;
+  for (std::size_t b = 0; b < buckets.size(); ++b) {
+    const auto k = static_cast<std::size_t>(slots[b]);
+    if (out.size() <= k) out.resize(k + 1, 0);
+    out[k] = std::max(out[k], buckets[b].size());
+  }
+  return out;
+}
+
+Tensor ParamStore::grad_view(std::int64_t offset, const Shape& shape) const {
+  if (!staged()) return grads_.defined() ? grads_.view(offset, shape) : Tensor();
+  for (std::size_t b = 0; b < staged_buckets_.size(); ++b)
+    if (staged_buckets_[b].begin <= offset && offset < staged_buckets_[b].end)
+      return bucket_buffers_[b].view(offset - staged_buckets_[b].begin, shape);
+  for (const Range& r : frozen_ranges_)
+    if (r.begin <= offset && offset < r.end) return frozen_scratch_.view(offset - r.begin, shape);
+  HPCT_CHECK(false, "a trainable tensor at " + std::to_string(offset) + " is in no gradient bucket");
+  return Tensor();
+}
+
+std::int64_t ParamStore::gradient_bytes() const {
+  std::int64_t n = grads_.defined() ? grads_.numel() : 0;
+  for (const Tensor& t : slot_buffers_) n += t.numel();
+  if (frozen_scratch_.defined()) n += frozen_scratch_.numel();
+  return n * static_cast<std::int64_t>(sizeof(float));
 }
 
 Tensor& ParamStore::allocate_state(std::int64_t elems, Allocator& alloc) {

@@ -25,7 +25,7 @@ Blocks blocks_of(const Bucket& b, int ranks) {
 }  // namespace
 
 GradientAverager::GradientAverager(Communicator& comm, Tensor grads, std::vector<Bucket> buckets, bool sharded,
-                                   std::vector<std::pair<Range, int>> tensor_owners)
+                                   std::vector<std::pair<Range, int>> tensor_owners, const ParamStore* staging)
     : comm_(comm), grads_(std::move(grads)), buckets_(std::move(buckets)), sharded_(sharded && comm.size() > 1) {
   if (sharded_ && !tensor_owners.empty()) {
     tensor_owners_ = std::move(tensor_owners);
@@ -37,39 +37,85 @@ GradientAverager::GradientAverager(Communicator& comm, Tensor grads, std::vector
     for (const Bucket& b : buckets_) owned_.push_back(b);
     std::sort(owned_.begin(), owned_.end());
   }
+  if (!staging || !staging->staged()) return;
+  HPCT_CHECK(sharded_ && tensor_owners_.empty(), "staged gradients need a sharded optimizer by elements");
+  for (std::size_t b = 0; b < buckets_.size(); ++b) {
+    const Bucket& k = buckets_[b];
+    const Range mine = ParamStore::owned({k}, comm_.size(), comm_.rank()).empty()
+                           ? Range{k.begin, k.begin}
+                           : ParamStore::owned({k}, comm_.size(), comm_.rank()).front();
+    std::int64_t at = 0;  // grads_ packs owned_ in order
+    for (const Range& o : owned_)
+      if (o.begin < mine.begin) at += o.size();
+    buffers_.push_back(staging->bucket_buffer(b));
+    block_.push_back({mine.begin - k.begin, mine.end - k.begin});
+    packed_at_.push_back(at);
+  }
+  HPCT_CHECK(grads_.numel() >= total(owned_), "the packed gradient is smaller than what this rank owns");
+  in_flight_.resize(buckets_.size());
 }
 
-void GradientAverager::launch(const Bucket& b, float* buf, std::vector<Request>& into) {
+void GradientAverager::launch(const Bucket& b, float* first, std::vector<Request>& into) {
   if (!sharded_ || !tensor_owners_.empty()) {  // (by tensors: every rank has every average, updates its own)
-    into.push_back(comm_.iallreduce(buf + b.begin, buf + b.begin, static_cast<std::size_t>(b.end - b.begin), DType::f32,
-                                    ReduceOp::avg));
+    into.push_back(comm_.iallreduce(first, first, static_cast<std::size_t>(b.size()), DType::f32, ReduceOp::avg));
     return;
   }
   const Blocks k = blocks_of(b, comm_.size());
   if (k.c > 0)  // in place: this rank's block of the bucket receives its average
-    into.push_back(comm_.ireduce_scatter(buf + b.begin, buf + b.begin + comm_.rank() * k.c,
-                                         static_cast<std::size_t>(k.c), DType::f32, ReduceOp::avg));
-  if (k.tail > 0)
-    into.push_back(comm_.iallreduce(buf + k.tail_begin, buf + k.tail_begin, static_cast<std::size_t>(k.tail),
-                                    DType::f32, ReduceOp::avg));
+    into.push_back(comm_.ireduce_scatter(first, first + comm_.rank() * k.c, static_cast<std::size_t>(k.c), DType::f32,
+                                         ReduceOp::avg));
+  if (k.tail > 0) {
+    float* tail = first + (k.tail_begin - b.begin);
+    into.push_back(comm_.iallreduce(tail, tail, static_cast<std::size_t>(k.tail), DType::f32, ReduceOp::avg));
+  }
 }
 
-void GradientAverager::launch_gather(const Bucket& b, float* buf, std::vector<Request>& into) {
+void GradientAverager::fold(std::size_t b) {
+  const auto t0 = std::chrono::steady_clock::now();
+  for (auto& r : in_flight_[b]) r->wait();
+  staged_wait_s_ += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  in_flight_[b].clear();
+  const Range& k = block_[b];
+  if (k.empty()) return;
+  const Tensor src = buffers_[b].view(k.begin, {k.size()});
+  Tensor dst = grads_.view(packed_at_[b], {k.size()});
+  if (rounds_ == 0)
+    copy(src, dst);
+  else
+    add(dst, src, dst);
+}
+
+void GradientAverager::launch_gather(const Bucket& b, float* first, std::vector<Request>& into) {
   const Blocks k = blocks_of(b, comm_.size());
   if (k.c > 0)
-    into.push_back(
-        comm_.iallgather(buf + b.begin + comm_.rank() * k.c, buf + b.begin, static_cast<std::size_t>(k.c), DType::f32));
+    into.push_back(comm_.iallgather(first + comm_.rank() * k.c, first, static_cast<std::size_t>(k.c), DType::f32));
   if (k.tail > 0)
-    into.push_back(
-        comm_.ibroadcast(buf + k.tail_begin, static_cast<std::size_t>(k.tail), DType::f32, comm_.size() - 1));
+    into.push_back(comm_.ibroadcast(first + (k.tail_begin - b.begin), static_cast<std::size_t>(k.tail), DType::f32,
+                                    comm_.size() - 1));
 }
 
 void GradientAverager::layer_done(std::size_t layer) {
-  for (const Bucket& b : buckets_)
-    if (b.ready_after == layer) {
-      launch(b, grads_.data(), pending_);
-      ++launched_;
-    }
+  if (!staged()) {
+    for (const Bucket& b : buckets_)
+      if (b.ready_after == layer) {
+        launch(b, grads_.data() + b.begin, pending_);
+        ++launched_;
+      }
+    return;
+  }
+  for (std::size_t b = 0; b < buckets_.size(); ++b) {
+    if (buckets_[b].ready_after != layer) continue;
+    launch(buckets_[b], buffers_[b].data(), in_flight_[b]);
+    ++launched_;
+    // The next bucket's layers write into its buffer next: what an earlier bucket left there is taken first.
+    for (std::size_t e = 0; e < b && b + 1 < buckets_.size(); ++e)
+      if (!in_flight_[e].empty() && buffers_[e].data() == buffers_[b + 1].data()) fold(e);
+  }
+  if (launched_ < buckets_.size()) return;
+  for (std::size_t b = 0; b < buckets_.size(); ++b)  // the backward is done: the next writes every buffer again
+    if (!in_flight_[b].empty()) fold(b);
+  launched_ = 0;
+  ++rounds_;
 }
 
 double GradientAverager::gather_parameters(Tensor& params) {
@@ -78,7 +124,8 @@ double GradientAverager::gather_parameters(Tensor& params) {
 }
 
 void GradientAverager::start_gather(Tensor& params) {
-  HPCT_CHECK(sharded_ && params.numel() == grads_.numel(), "gather_parameters without a sharded optimizer");
+  HPCT_CHECK(sharded_ && (staged() || params.numel() == grads_.numel()),
+             "gather_parameters without a sharded optimizer");
   HPCT_CHECK(gathers_.empty(), "parameter gathers started twice");
   for (const auto& [r, owner] : tensor_owners_) {  // by tensors: each from its owner, in buffer order
     gathers_.emplace_back(r.begin, std::vector<Request>{});
@@ -89,7 +136,7 @@ void GradientAverager::start_gather(Tensor& params) {
   // The forward's order, first layers first: the buckets are made last layers first (ParamStore::buckets).
   for (auto b = buckets_.rbegin(); b != buckets_.rend(); ++b) {
     gathers_.emplace_back(b->begin, std::vector<Request>{});
-    launch_gather(*b, params.data(), gathers_.back().second);
+    launch_gather(*b, params.data() + b->begin, gathers_.back().second);
   }
 }
 
@@ -104,6 +151,14 @@ double GradientAverager::wait_gathered(std::int64_t end) {
 }
 
 double GradientAverager::finish() {
+  if (staged()) {  // (every backward's averages were taken as it ended: the time waited for them then)
+    HPCT_CHECK(launched_ == 0 && (rounds_ > 0 || buckets_.empty()),
+               "staged gradients: a backward's buckets were not all launched");
+    rounds_ = 0;
+    const double waited = staged_wait_s_;
+    staged_wait_s_ = 0;
+    return waited;
+  }
   HPCT_CHECK(launched_ == buckets_.size(),
              std::to_string(launched_) + " of " + std::to_string(buckets_.size()) + " gradient buckets launched");
   launched_ = 0;
@@ -118,23 +173,36 @@ double GradientAverager::time_alone(int repeats) {
   // One rank sends nothing; the probe would only allocate a second gradient buffer on the device.
   if (comm_.size() == 1) return 0;
   Allocator alloc(grads_.device());  // the gradients' device: the same path as the real averages
-  Tensor scratch = Tensor::zeros({grads_.numel()}, alloc);
+  // (staged: the largest bucket's worth, each bucket averaged at its start, then the parameters' size for the gathers)
+  std::int64_t widest = 0;
+  for (const Bucket& b : buckets_) widest = std::max(widest, b.size());
+  Tensor scratch = Tensor::zeros({staged() ? std::max<std::int64_t>(widest, 1) : grads_.numel()}, alloc);
   fill(scratch, 1.f);
   std::vector<double> times;
   for (int r = -2; r < repeats; ++r) {  // two warm-up rounds (first touch of the buffer, MPI's own set-up)
     comm_.barrier();
     const auto t0 = std::chrono::steady_clock::now();
     std::vector<Request> reqs;
-    for (const Bucket& b : buckets_) launch(b, scratch.data(), reqs);
-    for (auto& q : reqs) q->wait();
-    if (sharded_) {  // and the parameters' all-gather (or broadcasts) that follows the update
+    auto wait_all = [&] {
+      for (auto& q : reqs) q->wait();
       reqs.clear();
+    };
+    // (staged: one bucket at a time in the one scratch, as the two staging buffers allow at most two)
+    for (const Bucket& b : buckets_) {
+      launch(b, scratch.data() + (staged() ? 0 : b.begin), reqs);
+      if (staged()) wait_all();
+    }
+    wait_all();
+    if (sharded_) {  // and the parameters' all-gather (or broadcasts) that follows the update
       for (const auto& [t, owner] : tensor_owners_)
         reqs.push_back(
             comm_.ibroadcast(scratch.data() + t.begin, static_cast<std::size_t>(t.size()), DType::f32, owner));
       if (tensor_owners_.empty())
-        for (const Bucket& b : buckets_) launch_gather(b, scratch.data(), reqs);
-      for (auto& q : reqs) q->wait();
+        for (const Bucket& b : buckets_) {
+          launch_gather(b, scratch.data() + (staged() ? 0 : b.begin), reqs);
+          if (staged()) wait_all();
+        }
+      wait_all();
     }
     if (grads_.device() == Device::cuda) cuda::synchronize();  // NCCL's wait only orders the compute stream
     if (r >= 0) times.push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());

@@ -112,7 +112,8 @@ void PipelineStage::wait_sends() {
 }
 
 void PipelineStage::train_step(int k, std::int64_t rows, const std::function<MicroBatch(int)>& prepare,
-                               float grad_scale, Tensor& scalars, const std::function<void(std::size_t)>& layer_done) {
+                               float grad_scale, Tensor& scalars, const std::function<void(std::size_t)>& layer_done,
+                               bool every_backward) {
   const auto t0 = std::chrono::steady_clock::now();
   timing_ = true;
   model_.set_batch(rows);
@@ -153,8 +154,8 @@ void PipelineStage::train_step(int k, std::int64_t rows, const std::function<Mic
     } else {
       dy = receive(rows, out_shape, stage_ + 1, free_grads_);
     }
-    const bool final_backward = ++backwards == k;
-    model_.backward(in, dy, final_backward ? layer_done : std::function<void(std::size_t)>(), backwards > 1);
+    const bool reduce = ++backwards == k || every_backward;
+    model_.backward(in, dy, reduce ? layer_done : std::function<void(std::size_t)>(), backwards > 1);
     if (stage_ > 0) send(model_.input_grad(), stage_ - 1, 2 * static_cast<std::size_t>(m) + 1);
     if (!last()) free_grads_.push_back(dy);
     if (stage_ > 0) free_inputs_.push_back(in);  // (stage 0's input is a view of the batch)

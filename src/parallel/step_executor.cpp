@@ -18,8 +18,8 @@ class OneStage : public StepExecutor {
       if (hooks.forward_done) hooks.forward_done();
       loss_.forward(out, mb.targets, scalars, model_.dout());  // adds to the interval's sums on the device
       loss_.backward(out, mb.targets, grad_scale, model_.dout());
-      model_.backward(mb.input, model_.dout(), m + 1 == k ? hooks.layer_done : std::function<void(std::size_t)>(),
-                      m > 0);
+      const bool last = m + 1 == k || hooks.every_backward;
+      model_.backward(mb.input, model_.dout(), last ? hooks.layer_done : std::function<void(std::size_t)>(), m > 0);
     }
   }
   void forward(std::int64_t rows, const MicroBatch& mb, Tensor* scalars) override {
@@ -83,7 +83,7 @@ class PipelinedStage final : public StepExecutor {
   PipelinedStage(const Config& cfg, Model& model, Loss& loss, Communicator& pp, Allocator& alloc)
       : pp_(pp), stage_(model, loss, pp, cfg.parallel.pipeline_schedule, alloc) {}
   void train(int k, std::int64_t rows, float grad_scale, Tensor& scalars, const StepHooks& hooks) override {
-    stage_.train_step(k, rows, hooks.prepare, grad_scale, scalars, hooks.layer_done);
+    stage_.train_step(k, rows, hooks.prepare, grad_scale, scalars, hooks.layer_done, hooks.every_backward);
   }
   void forward(std::int64_t rows, const MicroBatch& mb, Tensor* scalars) override {
     stage_.eval_batch(rows, mb, scalars);

@@ -33,19 +33,19 @@ void Trainer::parallelize(bool gpu, int stages) {
         "[train] recompute = blocks: [model] layers has no residual block (res(...)) to re-run in "
         "backward; set recompute = none");
   if (cfg_.precision.dtype == Precision::fp16) state_.scaler.scale = cfg_.precision.loss_scale;
-  if (cfg_.parallel.shard_optimizer && !tie_syncs_.empty())
-    throw bad_input("[parallel] shard_optimizer = true: weights tied across pipeline stages (" +
-                    model_->all_layer_names()[model_->ties().front().second] +
-                    ") are not supported with a sharded optimizer yet; set it to false or keep the tied layers "
-                    "on one stage ([model] groups)");
+  const bool sharded = cfg_.parallel.shard != Sharding::none;
+  refuse_sharding_combinations();
   const auto bucket_elems = static_cast<std::int64_t>(cfg_.parallel.bucket_mb * (1 << 20) / sizeof(float));
   auto buckets = model_->store().buckets(std::max<std::int64_t>(1, bucket_elems));
   // Whole-tensor ownership: the store's policy, the same on every rank of the group.
   std::vector<std::pair<Range, int>> owners;
-  if (cfg_.parallel.shard_optimizer && cfg_.parallel.shard_by == ShardBy::tensors)
+  if (sharded && cfg_.parallel.shard_by == ShardBy::tensors)
     owners = model_->store().tensor_owners(buckets, comm_->size());
-  averager_ = std::make_unique<GradientAverager>(*comm_, model_->gradients(), std::move(buckets),
-                                                 cfg_.parallel.shard_optimizer, std::move(owners));
+  // ZeRO-2: backward writes into staging buffers; this rank keeps only the gradient it owns.
+  if (staged_gradients(cfg_, comm_->size()))
+    model_->stage_gradients(buckets, ParamStore::owned(buckets, comm_->size(), comm_->rank()));
+  averager_ = std::make_unique<GradientAverager>(*comm_, model_->gradients(), std::move(buckets), sharded,
+                                                 std::move(owners), &model_->store());
   // The all-gather after a sharded update overlaps the next forward where that forward can wait
   // per layer: one stage (a pipeline's stages run forwards of their own), float32 (no rounded copy
   // to refresh), no CUDA graph (a recorded step cannot wait). auto: on GPUs (the collective runs
@@ -55,6 +55,31 @@ void Trainer::parallelize(bool gpu, int stages) {
                     stages == 1 && cfg_.precision.dtype == Precision::fp32 && !cfg_.kernels.cuda_graphs;
   make_optimizer_for_this_rank();
   compose_update();
+}
+
+bool staged_gradients(const Config& cfg, int dp_size) {
+  return cfg.parallel.shard == Sharding::gradients && dp_size > 1;
+}
+
+void Trainer::refuse_sharding_combinations() const {
+  const Sharding shard = cfg_.parallel.shard;
+  if (shard == Sharding::none) return;
+  const std::string key =
+      std::string("[parallel] shard = ") + (shard == Sharding::gradients ? "gradients" : "optimizer");
+  if (!tie_syncs_.empty())
+    throw bad_input(key + ": weights tied across pipeline stages (" +
+                    model_->all_layer_names()[model_->ties().front().second] +
+                    ") are not supported with sharding yet; set shard = none or keep the tied layers on one stage "
+                    "([model] groups)");
+  if (shard != Sharding::gradients) return;
+  if (cfg_.parallel.shard_by == ShardBy::tensors || cfg_.optim.name == OptimizerName::muon)
+    throw bad_input(key +
+                    " shards gradients by equal blocks of each bucket: shard_by = tensors (and [optim] name = "
+                    "muon, which needs it) work with shard = optimizer only");
+  if (cfg_.kernels.cuda_graphs)
+    throw bad_input(key +
+                    ": [kernels] cuda_graphs cannot record a step whose gradients are reduced after every "
+                    "micro-batch; set cuda_graphs = false or shard = optimizer");
 }
 
 void Trainer::make_optimizer_for_this_rank() {
@@ -67,17 +92,18 @@ void Trainer::make_optimizer_for_this_rank() {
   std::vector<DecayRun> runs = own_runs(decay_runs(tensors, model_->parameters().numel(), cfg_.optim.weight_decay_1d),
                                         averager_->owned(), state_elems);
   Tensor& state = model_->store().allocate_state(state_blocks(cfg_.optim) * state_elems, alloc_);
-  opt_ = make_optimizer(cfg_.optim, model_->parameters(), model_->gradients(), state, std::move(runs), state_elems);
+  opt_ = make_optimizer(cfg_.optim, model_->parameters(), model_->gradients(), state, std::move(runs), state_elems,
+                        model_->store().staged());
 }
 
-// Muon: the whole matrices this rank owns (all of them without sharding; with shard_optimizer and
+// Muon: the whole matrices this rank owns (all of them without sharding; with shard = optimizer and
 // shard_by = tensors each rank orthogonalizes the whole matrices it owns, and the all-gather brings
 // the others), the state laid out like the parameters; frozen layers (in no bucket: not owned)
 // neither updated nor given state.
 void Trainer::make_muon_for_this_rank() {
   if (averager_->sharded() && cfg_.parallel.shard_by != ShardBy::tensors)
     throw bad_input(
-        "[optim] name = muon with [parallel] shard_optimizer needs shard_by = tensors (Newton-Schulz "
+        "[optim] name = muon with [parallel] shard = optimizer needs shard_by = tensors (Newton-Schulz "
         "orthogonalizes whole matrices; shard_by = elements cuts them between ranks)");
   if (cfg_.kernels.cuda_graphs)
     throw bad_input(

@@ -312,7 +312,7 @@ void Trainer::log_interval(const StepEnd& end, double lr, bool eval_now, Interva
 void Trainer::system_figures(IntervalFigures& f, double dt, Progress& p) {
   // The gradients of the last step as the update used them (averaged, unscaled, clipped), over
   // every stage (identical over a data-parallel group).
-  double squares = sum_of_squares(model_->gradients());
+  double squares = owned_sum_of_squares();  // (sharded: each rank's part, summed over the group)
   if (pp_comm_) pp_comm_->allreduce(&squares, &squares, 1, DType::f64, ReduceOp::sum);
   f.grad_norm = std::sqrt(squares);
   f.loss_scale = state_.scaler.scale;
@@ -386,16 +386,17 @@ RunSummary Trainer::summarize(const Progress& p, const Checkpointer& checkpointe
   s.rank_hours = s.wall_s * s.ranks / 3600.0;
   s.price_per_device_hour = cfg_.run.price_per_device_hour;
   // Per-rank facts: step time (stragglers) and peak memory.
-  double facts[7] = {p.step_seconds,
+  double facts[8] = {p.step_seconds,
                      static_cast<double>(alloc_.peak()),
                      static_cast<double>(opt_->state().numel()) * sizeof(float),
                      static_cast<double>(model_->saved_bytes()),
                      static_cast<double>(model_->activation_bytes()),
                      static_cast<double>(model_->arena_high_water()) * sizeof(float),
-                     peak_resident_bytes()},
-         lo[7], hi[7];
-  rt_.world().allreduce(facts, lo, 7, DType::f64, ReduceOp::min);
-  rt_.world().allreduce(facts, hi, 7, DType::f64, ReduceOp::max);
+                     peak_resident_bytes(),
+                     static_cast<double>(model_->store().gradient_bytes())},
+         lo[8], hi[8];
+  rt_.world().allreduce(facts, lo, 8, DType::f64, ReduceOp::min);
+  rt_.world().allreduce(facts, hi, 8, DType::f64, ReduceOp::max);
   s.step_time_s_min = lo[0];
   s.step_time_s_max = hi[0];
   s.peak_bytes_per_rank = hi[1];
@@ -404,7 +405,9 @@ RunSummary Trainer::summarize(const Progress& p, const Checkpointer& checkpointe
   s.activation_bytes_per_rank = hi[4];
   s.scratch_bytes_per_rank = hi[5];
   s.host_peak_rss_bytes_per_rank = hi[6];
+  s.gradient_bytes_per_rank = hi[7];
   s.shard_optimizer = averager_->sharded();
+  s.shard = !averager_->sharded() ? "none" : averager_->staged() ? "gradients" : "optimizer";
   for (const ParamInfo& info : model_->all_param_info()) s.parameters += numel(info.shape);
   double timed_s = p.timed_s;
   rt_.world().allreduce(&timed_s, &timed_s, 1, DType::f64, ReduceOp::max);

@@ -79,7 +79,8 @@ Trainer::Trainer(const Config& cfg, Runtime& rt, const DatasetIndex& index)
                       ")");
   }
   const LayerGroup& mine = groups_[static_cast<std::size_t>(rt.mesh().coord(MeshDim::pp))];
-  model_ = std::make_unique<Model>(cfg.model.layers, index.train.sample_shape, registry, alloc_, mine.first, mine.last);
+  model_ = std::make_unique<Model>(cfg.model.layers, index.train.sample_shape, registry, alloc_, mine.first, mine.last,
+                                   !staged_gradients(cfg, rt.mesh().size(MeshDim::dp)));
   // Weights tied across stages: every stage of a replica joins each sum (zeros where it holds neither use).
   for (const auto& [layer, target] : model_->ties()) {
     if (stage_of_layer(groups_, layer) == stage_of_layer(groups_, target)) continue;
@@ -153,6 +154,7 @@ void Trainer::train_step(const Batch& batch, float lr) {
   hooks.forward_done = [&] { settle_parameters(); };  // (every bucket is below some layer's parameters)
   // Each bucket's average starts as soon as the last backward has finished its layers.
   hooks.layer_done = [&](std::size_t layer) { averager_->layer_done(layer); };
+  hooks.every_backward = averager_->staged();                 // (ZeRO-2 reduces each micro-batch's gradients)
   hooks.dropped_recordings = [&] { update_graph_.reset(); };  // (it may use the scratch area that moved)
   executor_->train(k, rows, grad_scale, scalars_, hooks);
   finish_step();
@@ -200,8 +202,12 @@ void Trainer::settle_parameters() {
 double Trainer::owned_sum_of_squares() {
   Tensor& grads = model_->gradients();
   if (!averager_->sharded()) return sum_of_squares(grads);
-  double s = 0;  // the averaged gradients this rank owns, summed over the group: the whole
-  for (const Range& r : averager_->owned()) s += sum_of_squares(grads.view(r.begin, {r.size()}));
+  double s = 0;         // the averaged gradients this rank owns, summed over the group: the whole
+  std::int64_t at = 0;  // (staged: the gradient holds just those, packed; summed range by range all the same)
+  for (const Range& r : averager_->owned()) {
+    s += sum_of_squares(grads.view(averager_->staged() ? at : r.begin, {r.size()}));
+    at += r.size();
+  }
   host_dp().allreduce(&s, &s, 1, DType::f64, ReduceOp::sum);
   return s;
 }

@@ -8,8 +8,9 @@
 #   bit-identical final parameters, optimizer state and logged losses;
 # - elastic resume: the same checkpoint resumed on 1 and 4 ranks ends within
 #   a stated tolerance of the uninterrupted run (summation order only);
-# - a sharded optimizer ([parallel] shard_optimizer) writes the same file, resumes exactly, and
-#   its checkpoints resume unsharded and the other way round;
+# - a sharded optimizer ([parallel] shard = optimizer) writes the same file, resumes exactly, and
+#   its checkpoints resume unsharded and the other way round; so do sharded gradients (shard =
+#   gradients);
 # - asynchronous checkpoints ([checkpoint] async) write the same files, wait for the write on a
 #   signal, resume exactly, and a failed background write stops the run at the next step (exit 4);
 # - real signals: SIGUSR1 to mpirun and SIGTERM to the ranks stop a run with
@@ -129,11 +130,11 @@ done
 fi
 
 if in_part layouts; then
-# ---- Sharded optimizer state ([parallel] shard_optimizer): the same file, resumed on any D ----
+# ---- Sharded optimizer state ([parallel] shard = optimizer): the same file, resumed on any D ----
 # A sharded 2-rank run writes the same checkpoint (parameters and momenta within 1e-5) as the
 # unsharded one; stopped and resumed sharded it is bit-identical to its uninterrupted run; the
 # unsharded step-17 checkpoint resumes sharded on 4 ranks, the sharded one unsharded on 1 rank.
-zero=(--set parallel.shard_optimizer=true --set parallel.bucket_mb=0.1)  # (5 buckets)
+zero=(--set parallel.shard=optimizer --set parallel.bucket_mb=0.1)  # (5 buckets)
 close_all() {  # every parameter and momentum dataset
   $py - "$1" "$2" <<'EOF'
 import sys, h5py, numpy as np
@@ -160,6 +161,28 @@ run 4 "$tmp/z4" "${zero[@]}" --set "checkpoint.resume=$tmp/c17.h5" >/dev/null
 check "unsharded checkpoint resumed sharded on 4 ranks matches" close_all "$ck/ckpt-00000030.h5" "$tmp/z4/checkpoints/ckpt-00000030.h5"
 run 1 "$tmp/z1" --set "checkpoint.resume=$tmp/z17.h5" >/dev/null
 check "sharded checkpoint resumed unsharded on 1 rank matches" close_all "$ck/ckpt-00000030.h5" "$tmp/z1/checkpoints/ckpt-00000030.h5"
+# Sharded gradients ([parallel] shard = gradients, ZeRO-2): with one micro-batch the same bits as
+# shard = optimizer; the optimizer-sharded step-17 checkpoint resumes on 4 ranks with gradients
+# sharded and stopped and resumed it is bit-identical; its step-17 checkpoint resumes unsharded
+# on 1 rank; --dry-run prints the gradients kept (its peak estimate is checked in gpt.sh).
+zero2=(--set parallel.shard=gradients --set parallel.bucket_mb=0.1)
+out=$(run 2 "$tmp/g" "${zero2[@]}")
+check "shard = gradients: exit 0, the same checkpoint bits as shard = optimizer" \
+  same "$tmp/z/checkpoints/ckpt-00000030.h5" "$tmp/g/checkpoints/ckpt-00000030.h5"
+run 4 "$tmp/g4" "${zero2[@]}" --set "checkpoint.resume=$tmp/z17.h5" >/dev/null
+check "shard = optimizer's checkpoint resumed with shard = gradients on 4 ranks matches" \
+  close_all "$ck/ckpt-00000030.h5" "$tmp/g4/checkpoints/ckpt-00000030.h5"
+HPCTRAIN_TEST_SIGNAL=1:17 run 2 "$tmp/gx" "${zero2[@]}" >/dev/null
+cp "$tmp/gx/checkpoints/ckpt-00000017.h5" "$tmp/g17.h5"
+run 2 "$tmp/gx" "${zero2[@]}" >/dev/null
+check "shard = gradients stopped and resumed: bit-identical to its uninterrupted run" \
+  same "$tmp/g/checkpoints/ckpt-00000030.h5" "$tmp/gx/checkpoints/ckpt-00000030.h5"
+run 1 "$tmp/g1" --set "checkpoint.resume=$tmp/g17.h5" >/dev/null
+check "shard = gradients' checkpoint resumed unsharded on 1 rank matches" \
+  close_all "$ck/ckpt-00000030.h5" "$tmp/g1/checkpoints/ckpt-00000030.h5"
+dry=$("$mpirun" -q -np 2 --oversubscribe --bind-to none "$trainer" inputs/mnist_mlp.ini --set "model.layers=$mlp" \
+  --set run.out_dir="$tmp/gdry" "${zero2[@]}" --dry-run 2>&1)
+check "--dry-run prints the kept half and the staging buffers" grep -q "gradients .* MiB (1/2 kept: .* MiB, and staging buffers" <<<"$dry"
 
 # ---- Asynchronous checkpoints ([checkpoint] async): the same files, exact resume ----
 out=$(run 2 "$tmp/as" --set checkpoint.async=true)

@@ -61,7 +61,7 @@ check "--dry-run describes it and finds that it fits" grep -q "Resume: $old (ste
 
 # The sharded checkpoint of the trainer before the parameter store (0b5f7d9).
 zero=tests/data/checkpoint-zero1/ckpt-00000007.h5
-Z=(--set optim.name=adamw --set optim.weight_decay=0.1 --set run.precision=fp32 --set parallel.shard_optimizer=true)
+Z=(--set optim.name=adamw --set optim.weight_decay=0.1 --set run.precision=fp32 --set parallel.shard=optimizer)
 run "$tmp/zfull" "${Z[@]}" --set checkpoint.resume=none >"$tmp/zfull.log"
 check "sharded: the uninterrupted run exits 0" test $? -eq 0
 for layout in "2 sharded" "1 unsharded" "2 pipeline_parallel=2"; do

@@ -107,14 +107,14 @@ check "Muon resumes exactly ($(tail34 "$whole"))" test -n "$(tail34 "$whole")" -
 # owns) on 2 ranks, 2 steps and 2 more resumed, ends with the parameters of 4 unsharded steps bit for
 # bit; shard_by = elements (which cuts matrices) is one line.
 two() { "$mpirun" -np 2 --oversubscribe "$trainer" "$deck" "${sr[@]}" "$@"; }
-zero=(--set parallel.shard_optimizer=true --set parallel.shard_by=tensors --set run.out_dir="$tmp/mu_d")
+zero=(--set parallel.shard=optimizer --set parallel.shard_by=tensors --set run.out_dir="$tmp/mu_d")
 two --set train.steps=4 --set run.out_dir="$tmp/mu_c" >/dev/null 2>&1
 two "${zero[@]}" --set train.steps=2 >/dev/null 2>&1
 two "${zero[@]}" --set train.steps=4 --resume-changed >/dev/null 2>&1
 check "Muon sharded by tensors on 2 ranks, resumed at step 2: the unsharded run's parameters at step 4" \
   h5diff -q "$tmp/mu_c/checkpoints/ckpt-00000004.h5" "$tmp/mu_d/checkpoints/ckpt-00000004.h5" /model /model
-err=$(two --set train.steps=2 --set parallel.shard_optimizer=true --set run.out_dir="$tmp/mu_e" 2>&1 | grep "error:" | sort -u)
-check "Muon with shard_by = elements: one line" grep -q "name = muon with \[parallel\] shard_optimizer needs shard_by = tensors" <<<"$err"
+err=$(two --set train.steps=2 --set parallel.shard=optimizer --set run.out_dir="$tmp/mu_e" 2>&1 | grep "error:" | sort -u)
+check "Muon with shard_by = elements: one line" grep -q "name = muon with \[parallel\] shard = optimizer needs shard_by = tensors" <<<"$err"
 
 refused() {  # kind pattern
   rm -rf "$tmp/bad" && mkdir "$tmp/bad"

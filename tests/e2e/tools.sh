@@ -148,7 +148,7 @@ name = adamw
 every_steps = 0
 INI
 "$1" -q -np 2 --oversubscribe --bind-to none "$HPCTRAIN_BUILD_DIR/trainer" "$tmp/tiny.ini" --set run.out_dir="$tmp/tiny" \
-  --set parallel.shard_optimizer=true >/dev/null 2>&1
+  --set parallel.shard=optimizer >/dev/null 2>&1
 out=$($py tools/scaling_plan.py --deck "$tmp/tiny.ini" --ranks 1 --check-memory "$tmp/tiny/summary.json" 2>&1)
 check "planner --check-memory: a measured 2-rank sharded run's peak within 15% ($(grep -o '[-+][0-9.]*%' <<<"$out"))" \
   grep -qE "^check-memory: 2 rank\(s\), shard optimizer: .* -> PASS" <<<"$out"

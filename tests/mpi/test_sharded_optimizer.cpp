@@ -1,10 +1,11 @@
-// The sharded optimizer ([parallel] shard_optimizer, ZeRO stage 1) at 1-4 ranks: the parameters
+// The sharded optimizer ([parallel] shard = optimizer, ZeRO stage 1) at 1-4 ranks: the parameters
 // after k steps equal one process training on the global batch (stated tolerance: max |difference|
 // <= 2e-6 * (1 + max |parameter|), summation order the only difference) for SGD with Nesterov
 // momentum and weight decay, gradient clipping and micro-batches, and for a GPT with AdamW and
 // weight-decay exemptions; buckets small enough that blocks and tails of every size occur. Each
 // rank holds only its share of the optimizer state, and the shares cover every parameter once.
-// fp16 (overflow agreement, loss scale) and bf16 runs equal the unsharded run. The SGD and GPT
+// fp16 (overflow agreement, loss scale) and bf16 runs equal the unsharded run (shard = optimizer and
+// gradients, the two bit-identical to each other). The SGD and GPT
 // cases overlap the parameters' all-gather with the next forward ([parallel] gather_overlap = on:
 // without the per-layer waits they fail).
 #include <gtest/gtest.h>
@@ -13,8 +14,8 @@
 #include <cstring>
 #include <filesystem>
 
-#include "hpctrain/comm/mpi_handles.hpp"
 #include "hpctrain/checkpoint/checkpointing.hpp"
+#include "hpctrain/comm/mpi_handles.hpp"
 #include "hpctrain/train/trainer.hpp"
 #include "mpi_test_util.hpp"
 #include "reference_training.hpp"
@@ -63,11 +64,11 @@ TEST(ShardedOptimizer, SgdWithClippingMatchesOneProcess) {
   const char* const cnn = "conv(4,3,pad=1) relu conv(4,3,pad=1) tanh flatten dense(7)";
   for (const auto& [micro, layers] : {std::pair{1, mlp}, std::pair{2, mlp}, std::pair{1, cnn}}) {
     // bucket_mb = 0.0002: buckets of about 52 elements, one or two layers each.
-    const std::string ini =
-        "[run]\nseed = 11\nout_dir = /tmp\n[data]\npath = " + root + "\n[model]\nlayers = " + layers +
-        "\n[train]\nglobal_batch = 24\nmicro_batches = " + std::to_string(micro) +
-        "\n[optim]\nlr = 0.2\nmomentum = 0.9\nweight_decay = 0.01\nnesterov = true\n"
-        "clip_norm = 0.3\n[parallel]\nshard_optimizer = true\ngather_overlap = on\nbucket_mb = 0.0002\n";
+    const std::string ini = "[run]\nseed = 11\nout_dir = /tmp\n[data]\npath = " + root +
+                            "\n[model]\nlayers = " + layers +
+                            "\n[train]\nglobal_batch = 24\nmicro_batches = " + std::to_string(micro) +
+                            "\n[optim]\nlr = 0.2\nmomentum = 0.9\nweight_decay = 0.01\nnesterov = true\n"
+                            "clip_norm = 0.3\n[parallel]\nshard = optimizer\ngather_overlap = on\nbucket_mb = 0.0002\n";
     const Config cfg = parse_config(ini, "zero.ini", {}, process_environment());
     Runtime rt(cfg);
     Trainer trainer(cfg, rt, index);
@@ -96,7 +97,7 @@ TEST(ShardedOptimizer, GptWithAdamwMatchesOneProcess) {
       "\nblock_size = 8\n[model]\nlayers = " + std::string(testref::kTinyGpt) +
       "\n"
       "[train]\nglobal_batch = 24\n[optim]\nname = adamw\nlr = 0.01\nweight_decay = 0.1\nweight_decay_1d = false\n"
-      "clip_norm = 1.0\n[parallel]\nshard_optimizer = true\ngather_overlap = on\nbucket_mb = 0.001\n";
+      "clip_norm = 1.0\n[parallel]\nshard = optimizer\ngather_overlap = on\nbucket_mb = 0.001\n";
   const Config cfg = parse_config(ini, "zero-gpt.ini", {}, process_environment());
   Runtime rt(cfg);
   Trainer trainer(cfg, rt, index);
@@ -117,15 +118,16 @@ TEST(ShardedOptimizer, ReducedPrecisionEqualsTheUnshardedRun) {
   const DatasetIndex index = load_dataset_index(*host_communicator(MPI_COMM_WORLD, "world"), root);
   // fp16 with a huge initial scale: the first steps overflow and are skipped on every rank alike.
   for (const char* precision : {"fp16", "bf16"}) {
-    std::vector<float> params[2];
-    std::int64_t skipped[2] = {0, 0};
-    for (const int shard : {0, 1}) {
+    std::vector<float> params[3];
+    std::int64_t skipped[3] = {0, 0, 0};
+    const char* const shards[3] = {"none", "optimizer", "gradients"};
+    for (const int shard : {0, 1, 2}) {
       const std::string ini = "[run]\nseed = 3\nout_dir = /tmp\n[precision]\ndtype = " + std::string(precision) +
                               "\n[data]\npath = " + root +
                               "\n[model]\nlayers = flatten dense(16) relu dense(7)\n[train]\nglobal_batch = 24\n"
                               "[optim]\nname = adam\nlr = 0.01\n[precision]\nloss_scale = 1e30\nloss_scale_window = 2\n"
-                              "[parallel]\nbucket_mb = 0.0002\nshard_optimizer = " +
-                              std::string(shard ? "true" : "false") + "\n";
+                              "[parallel]\nbucket_mb = 0.0002\nshard = " +
+                              shards[shard] + "\n";
       const Config cfg = parse_config(ini, "zero-prec.ini", {}, process_environment());
       Runtime rt(cfg);
       Trainer trainer(cfg, rt, index);
@@ -135,12 +137,16 @@ TEST(ShardedOptimizer, ReducedPrecisionEqualsTheUnshardedRun) {
       params[shard].assign(p.data(), p.data() + p.numel());
       skipped[shard] = trainer.skipped_steps();
     }
-    const Tensor got = Tensor::wrap(params[1].data(), {static_cast<std::int64_t>(params[1].size())});
-    const auto [worst, biggest] = difference(got, params[0]);
-    EXPECT_LE(worst, 2e-6 * (1 + biggest)) << precision << " on " << world_size() << " rank(s)";
-    EXPECT_EQ(skipped[0], skipped[1]) << precision;
+    for (const int shard : {1, 2}) {
+      const Tensor got = Tensor::wrap(params[shard].data(), {static_cast<std::int64_t>(params[shard].size())});
+      const auto [worst, biggest] = difference(got, params[0]);
+      EXPECT_LE(worst, 2e-6 * (1 + biggest))
+          << precision << ", shard = " << shards[shard] << " on " << world_size() << " rank(s)";
+      EXPECT_EQ(skipped[0], skipped[shard]) << precision << ", shard = " << shards[shard];
+    }
+    EXPECT_EQ(params[2], params[1]) << precision << ": shard = gradients differs from shard = optimizer";
     if (std::string(precision) == "fp16") {
-      EXPECT_GT(skipped[1], 0) << "the test must exercise overflow agreement";
+      EXPECT_GT(skipped[2], 0) << "the test must exercise overflow agreement";
     }
   }
   MPI_Barrier(MPI_COMM_WORLD);
@@ -186,8 +192,7 @@ TEST(ShardedOptimizer, WholeTensorShardsEqualTheUnshardedRunBitwise) {
   };
   const auto plain = train("");
   for (const char* overlap : {"off", "on"}) {
-    const auto got =
-        train(std::string("shard_optimizer = true\nshard_by = tensors\ngather_overlap = ") + overlap + "\n");
+    const auto got = train(std::string("shard = optimizer\nshard_by = tensors\ngather_overlap = ") + overlap + "\n");
     EXPECT_EQ(got, plain) << "gather_overlap = " << overlap << " on " << world_size() << " rank(s)";
   }
   MPI_Barrier(MPI_COMM_WORLD);
@@ -195,40 +200,46 @@ TEST(ShardedOptimizer, WholeTensorShardsEqualTheUnshardedRunBitwise) {
 }
 
 // With model parallelism: each stage's data-parallel group shards that stage's state (M = 2 at 2
-// and 4 ranks, so D = 1 and 2), against one process on the whole model.
+// and 4 ranks, so D = 1 and 2), and with shard = gradients its gradients too, against one
+// process on the whole model.
 TEST(ShardedOptimizer, PipelineStagesShardTheirOwnStateAndMatchOneProcess) {
   if (world_size() % 2 != 0) GTEST_SKIP() << "two pipeline stages need an even world size";
   const std::string root = testref::make_synthetic_dataset("hpct_zero_pipe_");
   const DatasetIndex index = load_dataset_index(*host_communicator(MPI_COMM_WORLD, "world"), root);
-  const std::string ini =
-      "[run]\nseed = 5\nout_dir = /tmp\n[data]\npath = " + root +
-      "\n[model]\nlayers = flatten dense(12) tanh dropout(25) dense(10) relu dense(7)\n[train]\nglobal_batch = 24\n"
-      "micro_batches = 2\n[optim]\nname = adam\nlr = 0.01\nclip_norm = 0.5\n[parallel]\npipeline_parallel = 2\n"
-      "shard_optimizer = true\nbucket_mb = 0.0002\n";
-  const Config cfg = parse_config(ini, "zero-pipe.ini", {}, process_environment());
-  Runtime rt(cfg);
-  Trainer trainer(cfg, rt, index);
-  const Sampler sampler(sampler_options(cfg, index.train));
-  testref::train_steps(trainer, cfg, rt, index, sampler, 4);
-  const int dp_size = rt.mesh().size(MeshDim::dp);
-  const auto ref = testref::reference_parameters(cfg, index, sampler, 4, dp_size, 2);
-  double worst = 0, biggest = 0;
-  for (const ParamInfo& p : trainer.model().param_info())
-    for (std::int64_t i = 0; i < numel(p.shape); ++i) {
-      const double want = ref[static_cast<std::size_t>(p.global_offset + i)];
-      worst = std::max(worst, std::fabs(trainer.model().parameters().data()[p.offset + i] - want));
-      biggest = std::max(biggest, std::fabs(want));
-    }
-  EXPECT_LE(worst, 2e-6 * (1 + biggest)) << "M = 2, D = " << dp_size << ", stage " << rt.mesh().coord(MeshDim::pp);
-  expect_state_shared(trainer, "pipeline stage");
+  for (const std::string shard : {"optimizer", "gradients"}) {  // (gradients: each stage's group keeps its share)
+    const std::string ini =
+        "[run]\nseed = 5\nout_dir = /tmp\n[data]\npath = " + root +
+        "\n[model]\nlayers = flatten dense(12) tanh dropout(25) dense(10) relu dense(7)\n[train]\nglobal_batch = "
+        "24\nmicro_batches = 2\n[optim]\nname = adam\nlr = 0.01\nclip_norm = 0.5\n[parallel]\npipeline_parallel = "
+        "2\nshard = " +
+        shard + "\nbucket_mb = 0.0002\n";
+    const Config cfg = parse_config(ini, "zero-pipe.ini", {}, process_environment());
+    Runtime rt(cfg);
+    Trainer trainer(cfg, rt, index);
+    const Sampler sampler(sampler_options(cfg, index.train));
+    testref::train_steps(trainer, cfg, rt, index, sampler, 4);
+    const int dp_size = rt.mesh().size(MeshDim::dp);
+    EXPECT_EQ(trainer.averager().staged(), shard == "gradients" && dp_size > 1);
+    const auto ref = testref::reference_parameters(cfg, index, sampler, 4, dp_size, 2);
+    double worst = 0, biggest = 0;
+    for (const ParamInfo& p : trainer.model().param_info())
+      for (std::int64_t i = 0; i < numel(p.shape); ++i) {
+        const double want = ref[static_cast<std::size_t>(p.global_offset + i)];
+        worst = std::max(worst, std::fabs(trainer.model().parameters().data()[p.offset + i] - want));
+        biggest = std::max(biggest, std::fabs(want));
+      }
+    EXPECT_LE(worst, 2e-6 * (1 + biggest))
+        << "M = 2, D = " << dp_size << ", stage " << rt.mesh().coord(MeshDim::pp) << ", shard = " << shard;
+    expect_state_shared(trainer, "pipeline stage, shard = " + shard);
+  }
   MPI_Barrier(MPI_COMM_WORLD);
   if (world_rank() == 0) fs::remove_all(root);
 }
 
-// A checkpoint: each rank writes only optimizer state it holds (checkpoint/state_writes.hpp). The file holds every owner's
-// state bit for bit (the reference: each rank's state expanded to the parameters' layout, summed over the group, where
-// each element has one owner), sharded and not, at D = 1-4 and with two pipeline stages; a frozen layer's state is
-// zero.
+// A checkpoint: each rank writes only optimizer state it holds (checkpoint/state_writes.hpp). The file holds every
+// owner's state bit for bit (the reference: each rank's state expanded to the parameters' layout, summed over the
+// group, where each element has one owner), sharded and not, at D = 1-4 and with two pipeline stages; a frozen layer's
+// state is zero.
 TEST(ShardedOptimizer, CheckpointHoldsEveryOwnersStateExactly) {
   const std::string root = testref::make_synthetic_dataset("hpct_zero_ckpt_");
   const DatasetIndex index = load_dataset_index(*host_communicator(MPI_COMM_WORLD, "world"), root);
@@ -240,7 +251,7 @@ TEST(ShardedOptimizer, CheckpointHoldsEveryOwnersStateExactly) {
                               "\n[model]\nlayers = flatten dense(12) tanh dense(10) relu dense(7)\n"
                               "[train]\nglobal_batch = 24\nfreeze = dense.1\n[optim]\nname = adam\nlr = "
                               "0.01\n[parallel]\npipeline_parallel = " +
-                              std::to_string(mp) + "\nshard_optimizer = " + (shard ? "true" : "false") +
+                              std::to_string(mp) + "\nshard = " + (shard ? "optimizer" : "none") +
                               "\nbucket_mb = 0.0002\n[checkpoint]\ndir = " + dir + "\nkeep = 8\n";
       const Config cfg = parse_config(ini, "zero-ckpt.ini", {}, process_environment());
       Runtime rt(cfg);

@@ -56,7 +56,7 @@ TEST(Config, EmptyFileGivesDocumentedDefaults) {
   // Every schema key but the old names is resolved, from its default.
   std::size_t current = 0;
   for (const auto& k : config_schema()) current += k.renamed_to.empty() ? 1 : 0;
-  EXPECT_EQ(current + 15, config_schema().size());  // the old names (OldKeyNamesWorkWithAWarning)
+  EXPECT_EQ(current + 16, config_schema().size());  // the old names (OldKeyNamesWorkWithAWarning, ...)
   EXPECT_EQ(c.resolved.size(), current);
   for (const auto& k : c.resolved) EXPECT_EQ(k.source, "default") << k.name;
 }
@@ -130,6 +130,30 @@ TEST(Config, OldKeyNamesWorkWithAWarning) {
             "test.ini:3: key 'parallel.model_parallel' is given twice ([parallel] pipeline_parallel is its new name)");
   EXPECT_EQ(current_key_name("parallel.schedule"), "parallel.pipeline_schedule");
   EXPECT_EQ(current_key_name("optim.schedule"), "optim.schedule");
+}
+
+// [parallel] shard_optimizer (a boolean) became [parallel] shard = none | optimizer | gradients:
+// true and false (and the other boolean spellings) still work, with a warning saying what they
+// are now; other values are refused naming the key; both keys in one file is an error.
+TEST(Config, ShardOptimizerIsReadAsShardWithAWarning) {
+  EXPECT_EQ(parse("").parallel.shard, Sharding::none);
+  EXPECT_EQ(parse("[parallel]\nshard = gradients\n").parallel.shard, Sharding::gradients);
+  const Config c = parse("[parallel]\nshard_optimizer = true\n");
+  EXPECT_EQ(c.parallel.shard, Sharding::optimizer);
+  ASSERT_EQ(c.warnings.size(), 1u);
+  EXPECT_EQ(
+      c.warnings[0],
+      "test.ini:2: [parallel] shard_optimizer = true is now [parallel] shard = optimizer; the old key still works");
+  EXPECT_EQ(c.resolved_value("parallel.shard"), "optimizer");
+  for (const auto& k : c.resolved) EXPECT_NE(k.name, "parallel.shard_optimizer");
+  EXPECT_EQ(parse("[parallel]\nshard_optimizer = off\n").parallel.shard, Sharding::none);
+  EXPECT_EQ(parse("", {"parallel.shard_optimizer=1"}).parallel.shard, Sharding::optimizer);
+  EXPECT_EQ(error_of("[parallel]\nshard_optimizer = maybe\n"),
+            "test.ini:2: [parallel] shard_optimizer = 'maybe': expected one of 0|1|false|no|off|on|true|yes");
+  EXPECT_EQ(error_of("[parallel]\nshard = full\n"),
+            "test.ini:2: [parallel] shard = 'full': expected one of none|optimizer|gradients");
+  EXPECT_EQ(error_of("[parallel]\nshard = none\nshard_optimizer = true\n"),
+            "test.ini:3: key 'parallel.shard_optimizer' is given twice ([parallel] shard is its new name)");
 }
 
 // The keys regrouped into [precision], [kernels] and [log] (issue 32): every old spelling sets the

@@ -31,9 +31,9 @@ mlp=(inputs/mnist_mlp.ini --set "model.layers=flatten dense(64) relu dense(10)" 
 gpt_layers="embedding(62, 32) position_embedding repeat(2, res(layernorm(bias=0) attention(4, bias=0)) res(layernorm(bias=0) linear(64, bias=0) gelu linear(32, bias=0))) layernorm(bias=0) lm_head(62)"  # (the fixed text has 62 characters)
 decks=(
   "mlp_microbatch_clip|2|${mlp[*]@Q} --set train.micro_batches=2 --set optim.clip_norm=0.5"
-  "mlp_adam_sharded_overlap|2|${mlp[*]@Q} --set optim.name=adam --set optim.lr=0.01 --set parallel.shard_optimizer=true --set parallel.gather_overlap=on"
+  "mlp_adam_sharded_overlap|2|${mlp[*]@Q} --set optim.name=adam --set optim.lr=0.01 --set parallel.shard=optimizer --set parallel.gather_overlap=on"
   "mlp_pipeline_1f1b_clip|2|${mlp[*]@Q} --set parallel.pipeline_parallel=2 --set train.micro_batches=4 --set optim.clip_norm=0.5"
-  "mlp_pp2_dp2_gpipe_sharded|4|${mlp[*]@Q} --set parallel.pipeline_parallel=2 --set parallel.pipeline_schedule=gpipe --set train.micro_batches=2 --set optim.name=adamw --set parallel.shard_optimizer=true"
+  "mlp_pp2_dp2_gpipe_sharded|4|${mlp[*]@Q} --set parallel.pipeline_parallel=2 --set parallel.pipeline_schedule=gpipe --set train.micro_batches=2 --set optim.name=adamw --set parallel.shard=optimizer"
   "cnn_batchnorm_fp16|2|inputs/mnist_cnn.ini --set 'model.layers=conv(8,3,pad=1) batchnorm relu maxpool(2) flatten dense(10)' --set train.steps=8 --set train.log_every=2 --set train.global_batch=64 --set run.precision=fp16 --set optim.name=adam --set optim.lr=0.01"
   "gpt_tied_pp2_bf16|2|inputs/shakespeare_gpt.ini --set data.path=$tmp/text --set data.block_size=16 --set 'model.layers=$gpt_layers' --set train.steps=10 --set train.log_every=2 --set train.eval_every=0 --set parallel.pipeline_parallel=2 --set train.micro_batches=2 --set run.precision=bf16"
 )

@@ -30,7 +30,7 @@ T=$build/trainer
 tmp=$NETNS_TMP
 run=("$root/inputs/mnist_mlp.ini" --set "data.path=$root/inputs/data/mnist-small" --set checkpoint.resume=none
      --set checkpoint.every_epochs=0 --set train.eval_every=100000 --set "train.steps=$steps")
-[ ${#shard[@]} -gt 0 ] && run+=(--set parallel.shard_optimizer=true)
+[ ${#shard[@]} -gt 0 ] && run+=(--set parallel.shard=optimizer)
 hosts() { echo "$NETNS_NET.1:$1,$NETNS_NET.2:$1"; }
 echo "multinode_plan: $(date -u +%Y-%m-%dT%H:%MZ), $(nproc) cores, MNIST MLP, $steps steps per run"
 mpirun -q -np 1 --bind-to none "$T" "${run[@]}" --set train.global_batch=128 --set "run.out_dir=$tmp/one" >/dev/null

@@ -15,7 +15,7 @@ layers="flatten dense(4096) relu dense(4096) relu dense(10)"
 run() {
   mpirun -np 2 --oversubscribe /usr/bin/time -f "$label $1 %M KB" "$build/trainer" inputs/mnist_mlp.ini \
     --set "model.layers=$layers" --set optim.name=adam --set train.global_batch=64 --set checkpoint.every_steps=4 \
-    --set parallel.shard_optimizer=true "${@:2}" 2>&1 | grep -E "^$label |rror"
+    --set parallel.shard=optimizer "${@:2}" 2>&1 | grep -E "^$label |rror"
 }
 run write --set train.steps=8 --set checkpoint.dir="$tmp/a"
 cp "$tmp/a/ckpt-00000008.h5" "$tmp/step8.h5"

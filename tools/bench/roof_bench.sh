@@ -4,7 +4,7 @@
 # CPU GPT deck (on tiny Shakespeare, ../shared/data or TEXT=FILE; skipped without it): one 1-rank
 # job at half the global batch (MNIST 128, GPT 6 sequences); two such 1-rank jobs at the same
 # time (the roof: the same per-rank work with no communication); the 2-rank job at the global
-# batch (256, 12); the same with [parallel] shard_optimizer. Steady-state samples/s (tokens/s for
+# batch (256, 12); the same with [parallel] shard = optimizer. Steady-state samples/s (tokens/s for
 # the GPT) from each run's summary.json; the 2-rank runs as a share of the roof. 600 MLP, 240 CNN
 # or 400 GPT steps per run (at 150 / 60, 2026-11-30 to 12-01, a run's ~2 s steady state made
 # single runs differ by 10%). Prints a line per model and round, then the median share per model.
@@ -64,7 +64,7 @@ for model in $models; do
     one "$o/r2"
     wait
     two "$o/two"
-    two "$o/twoz" --set parallel.shard_optimizer=true
+    two "$o/twoz" --set parallel.shard=optimizer
     r1=$(st "$o/r1") r2=$(st "$o/r2") t=$(st "$o/two") z=$(st "$o/twoz")
     roof=$((r1 + r2))
     echo "$model round $round: 1 rank (batch $((batch / 2))) $(st "$o/one"); roof $r1 + $r2 = $roof; 2 ranks $t" \

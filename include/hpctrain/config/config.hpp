@@ -36,6 +36,8 @@ enum class HostAllreduce { auto_, mpi, shm };
 enum class Tristate { auto_, on, off };
 // [parallel] shard_by: how a sharded optimizer divides the state (the parameter store's ownership policy).
 enum class ShardBy { elements, tensors };
+// [parallel] shard: what the data-parallel ranks divide among themselves (ZeRO's stages 0-2).
+enum class Sharding { none, optimizer, gradients };
 // [train] recompute: activation checkpointing.
 enum class Recompute { none, blocks };
 // [model] mlp (arch = llama): SwiGLU (Llama's) or ReLU-squared (modded-nanogpt's).
@@ -71,6 +73,7 @@ constexpr Choices<CommBackend, 3> choices_of(CommBackend) { return {{{"auto", Co
 constexpr Choices<HostAllreduce, 3> choices_of(HostAllreduce) { return {{{"auto", HostAllreduce::auto_}, {"mpi", HostAllreduce::mpi}, {"shm", HostAllreduce::shm}}}; }
 constexpr Choices<Tristate, 3> choices_of(Tristate) { return {{{"auto", Tristate::auto_}, {"on", Tristate::on}, {"off", Tristate::off}}}; }
 constexpr Choices<ShardBy, 2> choices_of(ShardBy) { return {{{"elements", ShardBy::elements}, {"tensors", ShardBy::tensors}}}; }
+constexpr Choices<Sharding, 3> choices_of(Sharding) { return {{{"none", Sharding::none}, {"optimizer", Sharding::optimizer}, {"gradients", Sharding::gradients}}}; }
 constexpr Choices<Recompute, 2> choices_of(Recompute) { return {{{"none", Recompute::none}, {"blocks", Recompute::blocks}}}; }
 constexpr Choices<Mlp, 2> choices_of(Mlp) { return {{{"swiglu", Mlp::swiglu}, {"relu2", Mlp::relu2}}}; }
 constexpr Choices<GptActivation, 2> choices_of(GptActivation) { return {{{"gelu", GptActivation::gelu}, {"gelu_tanh", GptActivation::gelu_tanh}}}; }
@@ -203,8 +206,10 @@ struct ParallelConfig {
   Tristate cuda_aware_mpi = Tristate::auto_;
   HostAllreduce host_allreduce = HostAllreduce::auto_;  // gradient sums in host memory: MPI's or node-shared memory
   double bucket_mb = 25.0;
-  bool shard_optimizer = false;          // ZeRO stage 1: each data-parallel rank keeps and updates 1/D of the state
-  ShardBy shard_by = ShardBy::elements;  // sharded: equal blocks of each bucket, or whole tensors
+  // none; optimizer (ZeRO-1: each data-parallel rank keeps and updates 1/D of the state);
+  // gradients (ZeRO-2: and keeps only its 1/D of the averaged gradients)
+  Sharding shard = Sharding::none;
+  ShardBy shard_by = ShardBy::elements;       // sharded: equal blocks of each bucket, or whole tensors
   Tristate gather_overlap = Tristate::auto_;  // sharded: the all-gather overlaps the next forward (auto: on GPUs)
   double watchdog_s = 300.0;                  // 0 disables the collective watchdog
 };

@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <functional>
 #include <limits>
+#include <map>
 #include <string>
 #include <utility>
 #include <vector>
@@ -40,6 +41,9 @@ struct KeySpec {
   // An old name kept working: its value is taken as this key's ("section.key"), with a one-line
   // warning naming the new key; giving both is an error. Such entries have no apply of their own.
   std::string renamed_to;
+  // An old name whose values were spelled otherwise: its spelling -> this key's ("true" ->
+  // "optimizer"); another value is refused with the spellings it takes.
+  std::map<std::string, std::string> old_values;
 
   std::string name() const { return section + "." + key; }
   // Modifiers for the table.
@@ -48,10 +52,15 @@ struct KeySpec {
   KeySpec& as(ValueKind k);                          // path, size: a string or integer field read as such
 };
 
+// Appends the old names of keys (config/old_names.cpp): renamed keys, and shard_optimizer's
+// boolean as [parallel] shard's values. Used once, by the schema's construction.
+void add_old_names(std::vector<KeySpec>& keys);
 // All keys in display order, each section's old names last in it. Built once.
 const std::vector<KeySpec>& config_schema();
 // The current name of "section.key": the key an old name was renamed to, else `name` itself.
 std::string current_key_name(const std::string& name);
+// An old name's value spellings (KeySpec::old_values; empty for any other name).
+const std::map<std::string, std::string>& old_spellings(const std::string& name);
 
 // What a key whose value differs from a checkpoint's means when a run resumes from it
 // (docs/training.md, "One folder, one experiment"): experiment keys define what is trained (the

@@ -35,8 +35,18 @@ class Model {
   // bad_input for unknown layer types, bad arguments or shapes that do not fit.
   // [first, last): the top-level layers this rank holds (a pipeline stage's group);
   // by default all. Layers keep their model-wide names and initialization.
+  // `whole_gradients` false: no gradient buffer until stage_gradients (ZeRO-2 never allocates the whole one).
   Model(const std::string& layers, const Shape& sample_shape, const LayerRegistry& registry, Allocator& alloc,
-        std::size_t first = 0, std::size_t last = static_cast<std::size_t>(-1));
+        std::size_t first = 0, std::size_t last = static_cast<std::size_t>(-1), bool whole_gradients = true);
+  // [parallel] shard = gradients (ParamStore::stage_gradients): backward writes each bucket into
+  // one of two staging buffers taken in turn (a bucket holding a weight that a later layer
+  // shares, which that layer's backward writes first, gets its own), and gradients() holds only
+  // the `owned` elements, packed. Every backward then overwrites the staging buffers (nothing
+  // accumulates there: the gradient averager reduces each micro-batch's and adds what this rank
+  // owns into gradients()).
+  void stage_gradients(const std::vector<Bucket>& buckets, const Ranges& owned);
+  // The staging buffer of each bucket: 0 and 1 in turn, 2, 3, ... for those holding a shared weight.
+  std::vector<int> gradient_slots(const std::vector<Bucket>& buckets) const;
 
   // Deterministic initialization from the seed (He normal / Xavier uniform / zeros),
   // a pure function of (seed, parameter index): the same on every rank.

@@ -80,7 +80,25 @@ class ParamStore {
   // A weight tied to one that an earlier pipeline stage holds: a copy here, under its name,
   // whose gradient is summed with the original's (copies(): their elements here).
   std::int64_t add_copy(ParamInfo target);
-  void allocate(Allocator& alloc);  // the parameters and gradients, zeros
+  // The parameters, zeros, and (`whole_gradients`) the gradients laid out like them; without,
+  // the gradients wait for stage_gradients.
+  void allocate(Allocator& alloc, bool whole_gradients = true);
+  // [parallel] shard = gradients (ZeRO-2): grads() holds only the `owned` elements (sorted, each
+  // inside one bucket), packed in order; backward writes bucket b's gradients into staging buffer
+  // slots[b] (bucket_buffer(b): its element 0 is the bucket's first), and frozen layers' into a
+  // scratch nobody reads. Buffers are sized by the largest bucket using them. Replaces whole
+  // gradients (their buffer is freed once nothing views it).
+  void stage_gradients(const std::vector<Bucket>& buckets, const std::vector<int>& slots, const Ranges& owned,
+                       Allocator& alloc);
+  bool staged() const { return !bucket_buffers_.empty(); }
+  // Each staging buffer's elements: the largest bucket using it.
+  static std::vector<std::int64_t> slot_sizes(const std::vector<Bucket>& buckets, const std::vector<int>& slots);
+  Tensor bucket_buffer(std::size_t b) const { return bucket_buffers_[b]; }
+  // Where backward writes the gradient of the tensor at `offset`: in grads(), in its bucket's
+  // staging buffer, or (staged, frozen) in the scratch; undefined before any gradients exist.
+  Tensor grad_view(std::int64_t offset, const Shape& shape) const;
+  // Bytes of every gradient buffer this rank holds (whole, or packed + staging + scratch).
+  std::int64_t gradient_bytes() const;
   // The optimizer's state (optim/optimizer.hpp make_optimizer): `elems` zeros, once the
   // optimizer knows what this rank updates (its runs). A second call replaces it.
   Tensor& allocate_state(std::int64_t elems, Allocator& alloc);
@@ -120,6 +138,11 @@ class ParamStore {
   Ranges frozen_ranges_;
   std::int64_t size_ = 0;
   Tensor params_, grads_, state_;
+  // Staged gradients (stage_gradients): per bucket its range and a view of its slot's buffer; the
+  // buffers themselves, and the frozen layers' scratch.
+  std::vector<Bucket> staged_buckets_;
+  std::vector<Tensor> bucket_buffers_, slot_buffers_;
+  Tensor frozen_scratch_;
 };
 
 }  // namespace hpctrain

@@ -10,6 +10,13 @@
 // the bucket's last L - c*D (< D) elements are averaged by a small allreduce and belong to rank
 // D-1 (ParamStore::owned). A rank updates only what it owns (owned()); gather_parameters() then all-gathers the
 // blocks (and broadcasts the tails) so every rank holds the whole updated parameters.
+//
+// Staged ([parallel] shard = gradients, ZeRO-2: ParamStore::stage_gradients): backward writes each
+// bucket into a staging buffer; layer_done comes after every backward (each micro-batch), and each
+// bucket is reduce-scattered in its buffer as above; once its average is in, this rank's block is
+// added into the packed gradient it keeps (copied on the step's first micro-batch). Before the
+// next bucket's layers write into a buffer, the average it still holds is waited for; at the end
+// of each backward every one is.
 #pragma once
 
 #include <cstdint>
@@ -26,11 +33,14 @@ class GradientAverager {
   // ([parallel] shard_by = tensors): `tensor_owners` (ParamStore::tensor_owners) given; the buckets
   // are allreduced, each rank updates the tensors it owns, and each tensor is then broadcast from
   // its owner.
+  // `staging`: the store whose staged gradients (ParamStore::stage_gradients) this averages;
+  // `grads` is then its packed gradient. Staged needs `sharded` by elements.
   GradientAverager(Communicator& comm, Tensor grads, std::vector<Bucket> buckets, bool sharded = false,
-                   std::vector<std::pair<Range, int>> tensor_owners = {});
-  // Called by backward after each layer (on the step's last micro-batch).
+                   std::vector<std::pair<Range, int>> tensor_owners = {}, const ParamStore* staging = nullptr);
+  // Called by backward after each layer (on the step's last micro-batch; staged: on every one).
   void layer_done(std::size_t layer);
-  // Waits for every bucket; returns the seconds spent waiting.
+  bool staged() const { return !buffers_.empty(); }
+  // Waits for every bucket; returns the seconds spent waiting (staged: this step's waits inside backward).
   double finish();
   // Seconds the same allreduces take back to back with nothing else running
   // (a scratch buffer; median of `repeats` after two warm-up rounds). Collective; 0 on one rank.
@@ -50,9 +60,12 @@ class GradientAverager {
   bool gathering() const { return !gathers_.empty(); }
 
  private:
-  // Starts bucket b's average (allreduce, or reduce-scatter and tail allreduce) on `buf`.
-  void launch(const Bucket& b, float* buf, std::vector<Request>& into);
-  void launch_gather(const Bucket& b, float* buf, std::vector<Request>& into);
+  // Starts bucket b's average (allreduce, or reduce-scatter and tail allreduce) on its elements
+  // at `first` (first[0] is element b.begin).
+  void launch(const Bucket& b, float* first, std::vector<Request>& into);
+  // Staged: waits for bucket b's average and adds (round 0: copies) this rank's block into grads_.
+  void fold(std::size_t b);
+  void launch_gather(const Bucket& b, float* first, std::vector<Request>& into);
   Communicator& comm_;
   Tensor grads_;
   std::vector<Bucket> buckets_;
@@ -60,7 +73,15 @@ class GradientAverager {
   std::vector<std::pair<Range, int>> tensor_owners_;  // sharded by whole tensors: each tensor's owner
   Ranges owned_;
   std::vector<Request> pending_;  // (sharded: a bucket's reduce-scatter and its tail's allreduce)
-  std::size_t launched_ = 0;      // buckets started this step
+  std::size_t launched_ = 0;      // buckets started this step (staged: this backward)
+  // Staged: each bucket's staging buffer, this rank's block in it (bucket-relative) and where
+  // that block goes in grads_; the averages in flight by bucket; the step's backwards so far.
+  std::vector<Tensor> buffers_;
+  std::vector<Range> block_;
+  std::vector<std::int64_t> packed_at_;
+  std::vector<std::vector<Request>> in_flight_;
+  int rounds_ = 0;
+  double staged_wait_s_ = 0;  // this step's waits for staged averages (finish() returns them)
   // Gathers in flight (start_gather): each bucket's first element and its requests, by that element.
   std::vector<std::pair<std::int64_t, std::vector<Request>>> gathers_;
 };

@@ -45,9 +45,9 @@ class PipelineStage {
   // This stage's part of one training step of `k` micro-batches of `rows` rows. `prepare(m)`
   // returns micro-batch m and sets the model's context (sample ids, ...). The last stage adds the
   // loss sums to `scalars`. Gradients: the first backward overwrites, later ones add; `layer_done`
-  // is called as the last backward finishes each layer (gradient buckets).
+  // is called as the last backward (`every_backward`: each backward) finishes each layer (gradient buckets).
   void train_step(int k, std::int64_t rows, const std::function<MicroBatch(int)>& prepare, float grad_scale,
-                  Tensor& scalars, const std::function<void(std::size_t)>& layer_done);
+                  Tensor& scalars, const std::function<void(std::size_t)>& layer_done, bool every_backward = false);
   // Forward only: one batch through this stage (the last stage adds the loss sums to `scalars`
   // unless it is null).
   void eval_batch(std::int64_t rows, const MicroBatch& mb, Tensor* scalars);

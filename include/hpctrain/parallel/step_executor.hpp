@@ -12,10 +12,10 @@
 #include "hpctrain/backend/cuda/device_api.hpp"
 #include "hpctrain/comm/communicator.hpp"
 #include "hpctrain/config/config.hpp"
+#include "hpctrain/data/staged_batch.hpp"
 #include "hpctrain/layers/loss.hpp"
 #include "hpctrain/model/model.hpp"
 #include "hpctrain/parallel/pipeline.hpp"
-#include "hpctrain/data/staged_batch.hpp"
 
 namespace hpctrain {
 
@@ -28,6 +28,7 @@ struct StepHooks {
   std::function<void(std::size_t)> acquire, release;
   std::function<void()> forward_done;           // after each micro-batch's forward (nothing may stay in flight)
   std::function<void(std::size_t)> layer_done;  // as the step's last backward finishes layer i (gradient buckets)
+  bool every_backward = false;                  // layer_done after every backward, not only the last (staged gradients)
   std::function<void()> dropped_recordings;     // a recorded step is recorded again: so must the update be
 };
 

@@ -109,7 +109,10 @@ class Trainer {
   // the compute copies refreshed, or a sharded optimizer's all-gather (waited for, or overlapped
   // with the next forward).
   void compose_update();
-  // The optimizer over what this rank updates: every parameter, or its shard ([parallel] shard_optimizer).
+  // bad_input for what [parallel] shard cannot be combined with (tied weights across stages;
+  // gradients: shard_by = tensors, Muon, CUDA graphs).
+  void refuse_sharding_combinations() const;
+  // The optimizer over what this rank updates: every parameter, or its shard ([parallel] shard).
   void make_optimizer_for_this_rank();
   void make_muon_for_this_rank();
   // Collective with a sharded optimizer: the squared norm of the averaged gradients.
@@ -198,6 +201,10 @@ DatasetIndex generation_index(const Config& cfg, Runtime& rt);
 // refused. Dropout reads its per-step key and batch norm on one rank its statistics on the
 // device, so both replay.
 std::string cuda_graphs_refusal(const Config& cfg, DeviceKind device, int dp_size);
+
+// Whether backward writes into staging buffers and each rank keeps only its gradient ([parallel]
+// shard = gradients on more than one data-parallel rank; on one it is the whole gradient anyway).
+bool staged_gradients(const Config& cfg, int dp_size);
 
 // Collective: verifies every rank of `comm` holds bit-identical `t`; internal error otherwise.
 void verify_identical(Communicator& comm, const Tensor& t, const std::string& what);

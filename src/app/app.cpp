@@ -293,8 +293,8 @@ std::string describe_memory(const Config& cfg, const Runtime& rt, const Model& m
     std::snprintf(note, sizeof(note), " (sharded over %d ranks; %.1f MiB unsharded)", dp, state);
   else if (dp > 1)
     std::snprintf(note, sizeof(note), " (whole on every rank: [parallel] shard = none)");
-  double grads = static_cast<double>(params) * mib;
-  char grad_note[200] = "";
+  double grads = static_cast<double>(params) * mib, weights = grads;
+  char grad_note[200] = "", param_note[200] = "";
   if (staged_gradients(cfg, dp)) {  // what ParamStore::stage_gradients holds (the whole model's buckets: P = 1 exact)
     const auto bucket_elems = static_cast<std::int64_t>(cfg.parallel.bucket_mb * (1 << 20) / sizeof(float));
     const auto buckets = model.store().buckets(std::max<std::int64_t>(1, bucket_elems));
@@ -308,17 +308,24 @@ std::string describe_memory(const Config& cfg, const Runtime& rt, const Model& m
                   " (1/%d kept: %.1f MiB, and staging buffers %.1f MiB; %.1f MiB unsharded)", dp, owned,
                   static_cast<double>(staging) * mib, grads);
     grads = owned + static_cast<double>(staging) * mib;
+    if (packed_parameters(cfg, dp)) {  // (ParamStore::stage_parameters: the same share, windows as the staging)
+      const double windows = static_cast<double>(staging - widest_frozen) * mib;
+      std::snprintf(param_note, sizeof(param_note), " (1/%d kept: %.1f MiB, and gather windows %.1f MiB)", dp, owned,
+                    windows);
+      weights = owned + windows;
+    }
   }
   char line[600];
   std::snprintf(line, sizeof(line),
-                "\nMemory per rank (model buffers of the largest stage, %lld parameters): parameters %.1f MiB, "
+                "\nMemory per rank (model buffers of the largest stage, %lld parameters): parameters %.1f MiB%s, "
                 "gradients %.1f MiB%s%s, optimizer state %.1f MiB%s\n",
-                static_cast<long long>(params), static_cast<double>(params) * mib, grads, grad_note,
+                static_cast<long long>(params), weights, param_note, grads, grad_note,
                 cfg.precision.dtype == Precision::fp32 ? "" : ", reduced-precision copy (half the parameters')",
                 sharded ? state / dp : state, note);
-  // Bytes: parameters in float32, the gradients as printed, the 16-bit copy, the state as printed.
-  const double per_param = cfg.precision.dtype == Precision::fp32 ? 4 : 6;
-  const double buffers = static_cast<double>(params) * per_param + (grads + (sharded ? state / dp : state)) * (1 << 20);
+  // Bytes: the parameters and gradients as printed, the 16-bit copy, the state as printed.
+  const double copy = cfg.precision.dtype == Precision::fp32 ? 0 : 2;
+  const double buffers =
+      static_cast<double>(params) * copy + (weights + grads + (sharded ? state / dp : state)) * (1 << 20);
   return line + describe_activations(cfg, rt, model, buffers);
 }
 

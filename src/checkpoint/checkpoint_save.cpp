@@ -28,8 +28,21 @@ std::vector<CheckpointTensor> Checkpointer::tensors(const float* params, const f
   // stage that holds it; the data only where this rank holds it.
   const auto& types = model_.all_layer_types();
   auto stage_of = [&](std::size_t layer) { return groups_.empty() ? 0 : stage_of_layer(groups_, layer); };
-  std::map<std::string, std::int64_t> own;  // parameter name -> offset in this rank's buffers
-  for (const ParamInfo& p : model_.param_info()) own[p.name] = p.offset;
+  std::map<std::string, std::size_t> mine;  // parameter name -> index in param_info()
+  for (std::size_t i = 0; i < model_.param_info().size(); ++i) mine[model_.param_info()[i].name] = i;
+  // Of a parameter held here, the elements this rank writes (state_writes_) and where its compact
+  // state holds the first of them (contiguous: the state is packed in buffer order). Packed
+  // parameters ([parallel] shard = full) are laid out as the state and written the same way.
+  auto written = [&](const ParamInfo& local, Ranges& elements) {
+    for (const Range& r : intersect(state_writes_, {{local.offset, local.offset + numel(local.shape)}}))
+      elements.push_back({r.begin - local.offset, r.end - local.offset});
+    for (std::size_t j = 1; j < elements.size(); ++j)
+      HPCT_CHECK(state_position(opt_.runs(), local.offset + elements[j].begin) ==
+                     state_position(opt_.runs(), local.offset + elements[j - 1].end - 1) + 1,
+                 "optimizer state of " + local.name + ": the elements this rank writes are not packed in order");
+    return elements.empty() ? 0 : state_position(opt_.runs(), local.offset + elements.front().begin);
+  };
+  const bool packed = model_.store().packed_parameters();
   std::map<std::string, const float*> own_buffers;  // the model's, or copies for a write in the background
   if (buffers)
     own_buffers = *buffers;
@@ -37,36 +50,27 @@ std::vector<CheckpointTensor> Checkpointer::tensors(const float* params, const f
     for (auto& [name, buf] : model_.buffers()) own_buffers[name] = buf->data();
   std::vector<CheckpointTensor> out;
   for (const ParamInfo& p : model_.all_param_info()) {
-    const auto it = own.find(p.name);
-    out.push_back({"model/" + p.name, p.shape, it == own.end() ? nullptr : params + it->second, stage_of(p.layer)});
-    out.back().layer_type = types[p.layer];
+    const auto it = mine.find(p.name);
+    CheckpointTensor t{"model/" + p.name, p.shape, nullptr, stage_of(p.layer)};
+    t.layer_type = types[p.layer];
+    t.by_elements = packed;
+    if (it != mine.end()) {
+      const ParamInfo& local = model_.param_info()[it->second];
+      t.data = params + (packed ? written(local, t.elements) : local.offset);
+    }
+    out.push_back(std::move(t));
   }
   for (const auto& b : model_.all_buffers()) {
     const auto it = own_buffers.find(b.name);
     out.push_back({"model/" + b.name, {b.size}, it == own_buffers.end() ? nullptr : it->second, stage_of(b.layer)});
     out.back().layer_type = types[b.layer];
   }
-  // The optimizer state: of each parameter held here, the elements this rank writes
-  // (state_writes_), from where its compact state holds them (contiguous: the state is packed in
-  // buffer order).
-  std::map<std::string, std::size_t> mine;  // parameter name -> index in param_info()
-  for (std::size_t i = 0; i < model_.param_info().size(); ++i) mine[model_.param_info()[i].name] = i;
   const auto states = opt_.state_names();
   const std::int64_t s = opt_.state_elems();
   for (const ParamInfo& p : model_.all_param_info()) {
     const auto it = mine.find(p.name);
     Ranges elements;
-    std::int64_t at = 0;
-    if (it != mine.end()) {
-      const ParamInfo& local = model_.param_info()[it->second];
-      for (const Range& r : intersect(state_writes_, {{local.offset, local.offset + numel(p.shape)}}))
-        elements.push_back({r.begin - local.offset, r.end - local.offset});
-      if (!elements.empty()) at = state_position(opt_.runs(), local.offset + elements.front().begin);
-      for (std::size_t j = 1; j < elements.size(); ++j)
-        HPCT_CHECK(state_position(opt_.runs(), local.offset + elements[j].begin) ==
-                       state_position(opt_.runs(), local.offset + elements[j - 1].end - 1) + 1,
-                   "optimizer state of " + p.name + ": the elements this rank writes are not packed in order");
-    }
+    const std::int64_t at = it == mine.end() ? 0 : written(model_.param_info()[it->second], elements);
     for (std::size_t k = 0; k < states.size(); ++k) {
       CheckpointTensor t{"optimizer/" + states[k] + "/" + p.name, p.shape, nullptr, stage_of(p.layer)};
       t.layer_type = types[p.layer];
@@ -120,12 +124,12 @@ std::unique_ptr<Checkpointer::Job> Checkpointer::prepare(const TrainState& progr
   // The parameters, optimizer state and buffers on the host (copies on a GPU run, or to write
   // them in the background).
   // (Downloaded from a GPU into the job's own pinned buffer, which nothing changes until the job is done.)
+  plan_state_writes_once();  // (collective over the group, the first time; packed parameters are written as planned)
   const float* params = job->params_download.read(model_.parameters());
   if (copy && model_.parameters().device() == Device::cpu) {
     job->params.assign(params, params + model_.parameters().numel());
     params = job->params.data();
   }
-  plan_state_writes_once();  // (collective over the group, the first time)
   const float* state = job->state_download.read(opt_.state());
   if (copy && opt_.state().device() == Device::cpu) {
     job->state.assign(state, state + opt_.state().numel());

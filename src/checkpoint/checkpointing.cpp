@@ -188,7 +188,11 @@ void Checkpointer::read_state(const CheckpointFile& file) {
 
 void Checkpointer::read_model(const CheckpointFile& file) {
   std::vector<float> p(static_cast<std::size_t>(model_.parameters().numel()), 0.f);
-  read_flat(file, "model/", model_.param_info(), 0, model_.parameters().numel(), p.data());
+  if (model_.store().packed_parameters())  // ([parallel] shard = full: the elements it owns, packed as the state)
+    for (const DecayRun& r : opt_.runs())
+      read_flat(file, "model/", model_.param_info(), r.begin, r.end, p.data() + r.state_at());
+  else
+    read_flat(file, "model/", model_.param_info(), 0, model_.parameters().numel(), p.data());
   upload(p.data(), p.size() * sizeof(float), model_.parameters());
   std::map<std::string, std::string> legacy;
   for (const auto& b : model_.all_buffers()) legacy[b.name] = b.legacy;

@@ -366,7 +366,10 @@ void parallel_keys(std::vector<KeySpec>& k) {
         "what the data-parallel ranks divide among themselves: none; optimizer (ZeRO-1: gradients "
         "reduce-scattered, each rank keeps the state of and updates 1/D of the parameters, then all-gathers them); "
         "gradients (ZeRO-2: as optimizer, and each rank keeps only its 1/D of the averaged gradients: backward "
-        "writes into two bucket-sized buffers taken in turn, reduce-scattered per micro-batch; docs/parallelism.md)");
+        "writes into two bucket-sized buffers taken in turn, reduce-scattered per micro-batch); full (ZeRO-3: as "
+        "gradients, and each rank keeps only its 1/D of the parameters; a bucket's are all-gathered into one of two "
+        "windows before its layers run, forward and backward, the next one's gather started early as "
+        "gather_overlap says; float32; docs/parallelism.md)");
   s.key("shard_by", &ParallelConfig::shard_by,
         "with shard = optimizer or gradients: what each rank owns: equal blocks of every gradient bucket "
         "(reduce-scatter, then "
@@ -374,9 +377,9 @@ void parallel_keys(std::vector<KeySpec>& k) {
         "what whole-matrix optimizers such as Muon need)");
   s.key("gather_overlap", &ParallelConfig::gather_overlap,
         "with shard = optimizer or gradients: run the parameters' all-gather after the update during the next forward, "
-        "each layer "
-        "waiting for its own (float32, one pipeline stage, no cuda_graphs); auto = on GPUs only (on a CPU it "
-        "competes with the forward for the cores)");
+        "each layer waiting for its own (float32, one pipeline stage, no cuda_graphs); with shard = full: gather the "
+        "next bucket's parameters while the current one's layers compute (prefetch); auto = on GPUs only (on a CPU "
+        "it competes with the layers for the cores)");
   s.key("watchdog_s", &ParallelConfig::watchdog_s,
         "seconds a collective may take before the job is aborted (exit 3); 0 = off")
       .range(0, 1e7);

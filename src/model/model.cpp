@@ -17,7 +17,7 @@
 namespace hpctrain {
 
 Model::Model(const std::string& layers, const Shape& sample_shape, const LayerRegistry& registry, Allocator& alloc,
-             std::size_t first, std::size_t last, bool whole_gradients)
+             std::size_t first, std::size_t last, bool whole_gradients, bool whole_parameters)
     : alloc_(alloc), first_(first) {
   const auto specs = parse_layers(layers);
   last = std::min(last, specs.size());
@@ -59,7 +59,7 @@ Model::Model(const std::string& layers, const Shape& sample_shape, const LayerRe
   for (const BufferInfo& b : all_buffers_) unique(b.name, b.layer);
   whole_out_ = in;
   ctx_.arena = &arena_;
-  store_.allocate(alloc_, whole_gradients);
+  store_.allocate(alloc_, whole_gradients, whole_parameters);
   make_views(store_.params());
   use_set(0);
 }
@@ -138,7 +138,9 @@ void Model::make_views(const Tensor& weights) {
   for (std::size_t i = 0; i < layers_.size(); ++i) {
     views_[i].layer = layers_[i].get();
     for (const auto& [offset, shape] : bindings_[i]) {
-      views_[i].params.push_back(weights.view(offset, shape));
+      views_[i].params.push_back(store_.packed_parameters() ? store_.param_view(offset, shape)
+                                 : weights.defined()        ? weights.view(offset, shape)
+                                                            : Tensor());
       views_[i].grads.push_back(store_.grad_view(offset, shape));
     }
   }
@@ -147,6 +149,12 @@ void Model::make_views(const Tensor& weights) {
 void Model::stage_gradients(const std::vector<Bucket>& buckets, const Ranges& owned) {
   store_.stage_gradients(buckets, gradient_slots(buckets), owned, alloc_);
   make_views(precision_ == Precision::fp32 ? store_.params() : compute_params_);
+}
+
+void Model::stage_parameters(const std::vector<Bucket>& buckets) {
+  HPCT_CHECK(precision_ == Precision::fp32, "packed parameters are float32 only");
+  store_.stage_parameters(gradient_slots(buckets), alloc_);
+  make_views(store_.params());
 }
 
 std::vector<int> Model::gradient_slots(const std::vector<Bucket>& buckets) const {
@@ -174,11 +182,13 @@ void Model::set_precision(Precision p) {
 }
 
 void Model::refresh_compute_parameters() {
+  if (source_) source_->changed();
   if (precision_ == Precision::fp32) return;
   pack_16bit(store_.params(), compute_params_);  // rounded to the format as round_to_precision rounds
 }
 
 ParamViews& Model::call_params(std::size_t i) {
+  need(i);
   if (precision_ == Precision::fp32) return views_[i];
   call_.layer = views_[i].layer;
   call_.grads = views_[i].grads;
@@ -235,6 +245,14 @@ void Model::init_parameters(std::uint64_t seed) {
   const auto cores = static_cast<std::int64_t>(std::max(1u, std::thread::hardware_concurrency()));
   const auto threads = static_cast<int>(std::min<std::int64_t>({cores, 16, 1 + n / (1 << 20)}));
   fill_initial_values(store_.tensors(), seed, host.data(), n, threads);
+  if (store_.packed_parameters()) {  // (shard = full: this rank keeps what it owns, packed in order)
+    std::int64_t at = 0;
+    for (const Range& r : store_.owned()) {
+      if (at != r.begin) std::copy_n(host.begin() + r.begin, r.size(), host.begin() + at);  // (at < r.begin)
+      at += r.size();
+    }
+    host.resize(static_cast<std::size_t>(std::max<std::int64_t>(at, 1)));
+  }
   upload(host.data(), host.size() * sizeof(float), store_.params());
   refresh_compute_parameters();
 }
@@ -355,6 +373,7 @@ const Tensor& Model::forward(const Tensor& x, const std::function<void(std::size
         layers_[i]->fuses_activation(*layers_[i + 1]->activation())) {
       if (acquire) acquire(i + 1);
       StepArena::Scope scope(&arena_);
+      need(i);
       ctx_.params = &views_[i];
       layers_[i]->forward_fused(in, acts_[i + 1], *layers_[i + 1]->activation(), acts_[i + 2]);
       if (release) {
@@ -383,6 +402,7 @@ const Tensor& Model::forward(const Tensor& x, const std::function<void(std::size
 void Model::backward(const Tensor& x, const Tensor& dout, const std::function<void(std::size_t)>& layer_done,
                      bool accumulate) {
   accumulate = accumulate && !store_.staged();  // (staged: each backward's gradients are reduced before the next)
+  in_backward_ = true;                          // (what a parameter source prefetches next)
   if (dout.data() != grads_act_.back().data()) copy(dout, grads_act_.back());
   if (precision_ != Precision::fp32) round_to_precision(grads_act_.back(), precision_);
   // On the first stage (grads_act_[0] undefined) nothing needs the gradients below the lowest
@@ -407,6 +427,7 @@ void Model::backward(const Tensor& x, const Tensor& dout, const std::function<vo
     if (precision_ != Precision::fp32 && dx.defined()) round_to_precision(dx, precision_);
     if (layer_done) layer_done(i);
   }
+  in_backward_ = false;
   zero_frozen_gradients();  // (cheap: frozen layers below `lowest` wrote nothing)
 }
 

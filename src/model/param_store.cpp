@@ -57,10 +57,10 @@ std::int64_t ParamStore::add_copy(ParamInfo target) {
   return at;
 }
 
-void ParamStore::allocate(Allocator& alloc, bool whole_gradients) {
+void ParamStore::allocate(Allocator& alloc, bool whole_gradients, bool whole_parameters) {
   for (Range& r : layers_)
     if (r.empty()) r = {0, 0};
-  params_ = Tensor::zeros({size_}, alloc);
+  if (whole_parameters) params_ = Tensor::zeros({size_}, alloc);
   if (whole_gradients) grads_ = Tensor::zeros({size_}, alloc);
 }
 
@@ -78,6 +78,33 @@ void ParamStore::stage_gradients(const std::vector<Bucket>& buckets, const std::
   for (const Range& r : frozen_ranges_) widest_frozen = std::max(widest_frozen, r.size());
   frozen_scratch_ = frozen_ranges_.empty() ? Tensor() : Tensor::zeros({widest_frozen}, alloc);
   grads_ = Tensor::zeros({std::max<std::int64_t>(total(owned), 1)}, alloc);
+  owned_ = owned;
+}
+
+void ParamStore::stage_parameters(const std::vector<int>& slots, Allocator& alloc) {
+  HPCT_CHECK(staged() && frozen_ranges_.empty(), "stage_parameters: stage the gradients first; nothing frozen");
+  params_ = Tensor::zeros({std::max<std::int64_t>(total(owned_), 1)}, alloc);
+  window_buffers_.clear();
+  for (const std::int64_t n : slot_sizes(staged_buckets_, slots))
+    window_buffers_.push_back(Tensor::zeros({std::max<std::int64_t>(n, 1)}, alloc));
+  windows_.clear();
+  for (std::size_t b = 0; b < staged_buckets_.size(); ++b)
+    windows_.push_back(window_buffers_[static_cast<std::size_t>(slots[b])].view(0, {staged_buckets_[b].size()}));
+}
+
+Tensor ParamStore::param_view(std::int64_t offset, const Shape& shape) const {
+  if (!packed_parameters()) return params_.defined() ? params_.view(offset, shape) : Tensor();
+  for (std::size_t b = 0; b < staged_buckets_.size(); ++b)
+    if (staged_buckets_[b].begin <= offset && offset < staged_buckets_[b].end)
+      return windows_[b].view(offset - staged_buckets_[b].begin, shape);
+  HPCT_CHECK(false, "a tensor at " + std::to_string(offset) + " is in no bucket's window");
+  return Tensor();
+}
+
+std::int64_t ParamStore::parameter_bytes() const {
+  std::int64_t n = params_.defined() ? params_.numel() : 0;
+  for (const Tensor& t : window_buffers_) n += t.numel();
+  return n * static_cast<std::int64_t>(sizeof(float));
 }
 
 std::vector<std::int64_t> ParamStore::slot_sizes(const std::vector<Bucket>& buckets, const std::vector<int>& slots) {

@@ -61,12 +61,13 @@ namespace {
 // Views of run r of a flat buffer, and of its part of a state block.
 Tensor part(const Tensor& t, const DecayRun& r) { return t.view(r.begin, {r.size()}); }
 Tensor state_part(const Tensor& t, const DecayRun& r) { return t.view(r.state_at(), {r.size()}); }
-// Run r's gradient: where its parameters are, or (packed: ZeRO-2's gradients) where its state is.
-Tensor grad_part(const Tensor& g, const DecayRun& r, bool packed) { return packed ? state_part(g, r) : part(g, r); }
+// Run r's part of a buffer laid out like the parameters, or of a packed one (ZeRO-2's gradients,
+// ZeRO-3's parameters and gradients), laid out like the state.
+Tensor part_of(const Tensor& t, const DecayRun& r, bool packed) { return packed ? state_part(t, r) : part(t, r); }
 
 class Sgd final : public Optimizer {
  public:
-  Sgd(const OptimConfig& cfg, Tensor params, Tensor grads, Tensor state, std::vector<DecayRun> runs, bool packed)
+  Sgd(const OptimConfig& cfg, Tensor params, Tensor grads, Tensor state, std::vector<DecayRun> runs, Packed packed)
       : cfg_(cfg),
         w_(std::move(params)),
         g_(std::move(grads)),
@@ -75,8 +76,8 @@ class Sgd final : public Optimizer {
         packed_(packed) {}
   void update(Tensor& scalars) override {
     for (const DecayRun& r : runs_) {
-      Tensor w = part(w_, r), m = state_part(m_, r);
-      sgd_update(w, grad_part(g_, r, packed_), m, scalars, static_cast<float>(cfg_.momentum),
+      Tensor w = part_of(w_, r, packed_.params), m = state_part(m_, r);
+      sgd_update(w, part_of(g_, r, packed_.grads), m, scalars, static_cast<float>(cfg_.momentum),
                  r.decay ? static_cast<float>(cfg_.weight_decay) : 0.f, cfg_.nesterov);
     }
   }
@@ -90,12 +91,12 @@ class Sgd final : public Optimizer {
   OptimConfig cfg_;
   Tensor w_, g_, m_;
   std::vector<DecayRun> runs_;
-  bool packed_ = false;
+  Packed packed_;
 };
 class Adam final : public Optimizer {
  public:
   Adam(const OptimConfig& cfg, Tensor params, Tensor grads, Tensor state, std::vector<DecayRun> runs,
-       std::int64_t state_elems, bool packed)
+       std::int64_t state_elems, Packed packed)
       : packed_(packed),
         cfg_(cfg),
         w_(std::move(params)),
@@ -110,8 +111,8 @@ class Adam final : public Optimizer {
   }
   void update(Tensor& scalars) override {
     for (const DecayRun& r : runs_) {
-      Tensor w = part(w_, r), m = state_part(m_, r), v = state_part(v_, r);
-      adam_update(w, grad_part(g_, r, packed_), m, v, scalars, static_cast<float>(cfg_.beta1),
+      Tensor w = part_of(w_, r, packed_.params), m = state_part(m_, r), v = state_part(v_, r);
+      adam_update(w, part_of(g_, r, packed_.grads), m, v, scalars, static_cast<float>(cfg_.beta1),
                   static_cast<float>(cfg_.beta2), static_cast<float>(cfg_.eps),
                   r.decay ? static_cast<float>(cfg_.weight_decay) : 0.f, cfg_.name == OptimizerName::adamw);
     }
@@ -123,7 +124,7 @@ class Adam final : public Optimizer {
   const char* name() const override { return cfg_.name == OptimizerName::adamw ? "adamw" : "adam"; }
 
  private:
-  bool packed_ = false;
+  Packed packed_;
   OptimConfig cfg_;
   Tensor w_, g_, state_, m_, v_;  // state_ holds the first and second moments
   std::vector<DecayRun> runs_;
@@ -133,24 +134,25 @@ class Adam final : public Optimizer {
 int state_blocks(const OptimConfig& cfg) { return cfg.name == OptimizerName::sgd ? 1 : 2; }
 
 std::unique_ptr<Optimizer> make_optimizer(const OptimConfig& cfg, Tensor params, Tensor grads, Tensor state,
-                                          std::vector<DecayRun> runs, std::int64_t state_elems, bool packed_grads) {
+                                          std::vector<DecayRun> runs, std::int64_t state_elems, Packed packed) {
   HPCT_CHECK(cfg.name != OptimizerName::muon, "make_optimizer: Muon is made by make_muon (its matrices)");
   if (state_elems < 0) {  // the state laid out like the parameters; no runs given: every parameter, decayed
     state_elems = params.numel();
     if (runs.empty()) runs.push_back({{0, params.numel()}, true});
   }  // (else exactly the runs given, possibly none: a pipeline stage whose layers are all frozen)
   for (const DecayRun& r : runs)
-    HPCT_CHECK(r.state_at() >= 0 && r.state_at() + r.size() <= state_elems && r.end <= params.numel(),
-               "optimizer run outside its buffers");
-  HPCT_CHECK(!packed_grads || grads.numel() >= state_elems, "packed gradients smaller than the state they update");
+    HPCT_CHECK(
+        r.state_at() >= 0 && r.state_at() + r.size() <= state_elems && (packed.params || r.end <= params.numel()),
+        "optimizer run outside its buffers");
+  HPCT_CHECK((!packed.grads || grads.numel() >= state_elems) && (!packed.params || params.numel() >= state_elems),
+             "packed gradients or parameters smaller than the state they update");
   HPCT_CHECK(state.numel() == state_blocks(cfg) * state_elems,
              "optimizer state of " + std::to_string(state.numel()) + " elements for " +
                  std::to_string(state_blocks(cfg)) + " blocks of " + std::to_string(state_elems));
   if (cfg.name == OptimizerName::sgd)
-    return std::make_unique<Sgd>(cfg, std::move(params), std::move(grads), std::move(state), std::move(runs),
-                                 packed_grads);
+    return std::make_unique<Sgd>(cfg, std::move(params), std::move(grads), std::move(state), std::move(runs), packed);
   return std::make_unique<Adam>(cfg, std::move(params), std::move(grads), std::move(state), std::move(runs),
-                                state_elems, packed_grads);
+                                state_elems, packed);
 }
 
 double learning_rate(const OptimConfig& cfg, std::int64_t step, std::int64_t total) {

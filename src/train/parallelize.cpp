@@ -4,6 +4,7 @@
 
 #include "hpctrain/core/error.hpp"
 #include "hpctrain/parallel/grad_buckets.hpp"
+#include "hpctrain/parallel/param_windows.hpp"
 #include "hpctrain/parallel/step_executor.hpp"
 #include "hpctrain/train/trainer.hpp"
 
@@ -20,11 +21,11 @@ void Trainer::parallelize(bool gpu, int stages) {
   // Activations between stages go through host buffers (pipeline.cpp stages them): MPI on the host.
   if (stages > 1) pp_comm_ = rt_.make_communicator(MeshDim::pp, MemorySpace::host);
   executor_ = make_step_executor(cfg_, *model_, *loss_, pp_comm_.get(), staged_, alloc_);
-  model_->init_parameters(cfg_.run.seed);
-  comm_->broadcast(model_->parameters().data(), static_cast<std::size_t>(model_->parameters().numel()), DType::f32, 0);
-  // The hash of every parameter, then two allreduces: nothing to compare on one rank.
-  if (host_dp().size() > 1) verify_identical(host_dp(), model_->parameters(), "initial parameters");
-  model_->set_precision(cfg_.precision.dtype);  // bf16/fp16: the layers compute with a rounded copy
+  refuse_sharding_combinations();
+  const bool sharded = cfg_.parallel.shard != Sharding::none;
+  const auto bucket_elems = static_cast<std::int64_t>(cfg_.parallel.bucket_mb * (1 << 20) / sizeof(float));
+  auto buckets = model_->store().buckets(std::max<std::int64_t>(1, bucket_elems));
+  place_parameters(buckets, gpu);
   model_->set_fusion(cfg_.kernels.fusion);
   model_->set_recompute_blocks(cfg_.train.recompute == Recompute::blocks);
   const auto& types = model_->all_layer_types();
@@ -33,17 +34,10 @@ void Trainer::parallelize(bool gpu, int stages) {
         "[train] recompute = blocks: [model] layers has no residual block (res(...)) to re-run in "
         "backward; set recompute = none");
   if (cfg_.precision.dtype == Precision::fp16) state_.scaler.scale = cfg_.precision.loss_scale;
-  const bool sharded = cfg_.parallel.shard != Sharding::none;
-  refuse_sharding_combinations();
-  const auto bucket_elems = static_cast<std::int64_t>(cfg_.parallel.bucket_mb * (1 << 20) / sizeof(float));
-  auto buckets = model_->store().buckets(std::max<std::int64_t>(1, bucket_elems));
   // Whole-tensor ownership: the store's policy, the same on every rank of the group.
   std::vector<std::pair<Range, int>> owners;
   if (sharded && cfg_.parallel.shard_by == ShardBy::tensors)
     owners = model_->store().tensor_owners(buckets, comm_->size());
-  // ZeRO-2: backward writes into staging buffers; this rank keeps only the gradient it owns.
-  if (staged_gradients(cfg_, comm_->size()))
-    model_->stage_gradients(buckets, ParamStore::owned(buckets, comm_->size(), comm_->rank()));
   averager_ = std::make_unique<GradientAverager>(*comm_, model_->gradients(), std::move(buckets), sharded,
                                                  std::move(owners), &model_->store());
   // The all-gather after a sharded update overlaps the next forward where that forward can wait
@@ -51,27 +45,53 @@ void Trainer::parallelize(bool gpu, int stages) {
   // to refresh), no CUDA graph (a recorded step cannot wait). auto: on GPUs (the collective runs
   // beside the kernels), not on a CPU (it took cores from the forward: 5% slower, docs/parallelism.md).
   const Tristate overlap = cfg_.parallel.gather_overlap;
-  overlap_gather_ = averager_->sharded() && (overlap == Tristate::on || (overlap == Tristate::auto_ && gpu)) &&
-                    stages == 1 && cfg_.precision.dtype == Precision::fp32 && !cfg_.kernels.cuda_graphs;
+  overlap_gather_ = averager_->sharded() && !windows_ &&
+                    (overlap == Tristate::on || (overlap == Tristate::auto_ && gpu)) && stages == 1 &&
+                    cfg_.precision.dtype == Precision::fp32 && !cfg_.kernels.cuda_graphs;
   make_optimizer_for_this_rank();
   compose_update();
 }
 
 bool staged_gradients(const Config& cfg, int dp_size) {
-  return cfg.parallel.shard == Sharding::gradients && dp_size > 1;
+  return (cfg.parallel.shard == Sharding::gradients || cfg.parallel.shard == Sharding::full) && dp_size > 1;
+}
+
+bool packed_parameters(const Config& cfg, int dp_size) { return cfg.parallel.shard == Sharding::full && dp_size > 1; }
+
+// Where the parameters and gradients live (ZeRO-2: the gradients staged; ZeRO-3: the parameters
+// packed too, gathered into windows), and their initial values: made from the seed, then made
+// identical over the replicas (broadcast from rank 0 and verified), or each rank's own share.
+void Trainer::place_parameters(const std::vector<Bucket>& buckets, bool gpu) {
+  const int d = comm_->size();
+  if (staged_gradients(cfg_, d)) model_->stage_gradients(buckets, ParamStore::owned(buckets, d, comm_->rank()));
+  const bool packed = packed_parameters(cfg_, d);
+  if (packed) {
+    model_->stage_parameters(buckets);
+    const Tristate prefetch = cfg_.parallel.gather_overlap;
+    windows_ = std::make_unique<ParameterWindows>(*comm_, model_->store(),
+                                                  prefetch == Tristate::on || (prefetch == Tristate::auto_ && gpu));
+    model_->set_parameter_source(windows_.get());
+  }
+  model_->init_parameters(cfg_.run.seed);
+  if (!packed) {
+    comm_->broadcast(model_->parameters().data(), static_cast<std::size_t>(model_->parameters().numel()), DType::f32,
+                     0);
+    // The hash of every parameter, then two allreduces: nothing to compare on one rank.
+    if (host_dp().size() > 1) verify_identical(host_dp(), model_->parameters(), "initial parameters");
+  }
+  model_->set_precision(cfg_.precision.dtype);  // bf16/fp16: the layers compute with a rounded copy
 }
 
 void Trainer::refuse_sharding_combinations() const {
   const Sharding shard = cfg_.parallel.shard;
   if (shard == Sharding::none) return;
-  const std::string key =
-      std::string("[parallel] shard = ") + (shard == Sharding::gradients ? "gradients" : "optimizer");
+  const std::string key = std::string("[parallel] shard = ") + name_of(shard);
   if (!tie_syncs_.empty())
     throw bad_input(key + ": weights tied across pipeline stages (" +
                     model_->all_layer_names()[model_->ties().front().second] +
                     ") are not supported with sharding yet; set shard = none or keep the tied layers on one stage "
                     "([model] groups)");
-  if (shard != Sharding::gradients) return;
+  if (shard == Sharding::optimizer) return;
   if (cfg_.parallel.shard_by == ShardBy::tensors || cfg_.optim.name == OptimizerName::muon)
     throw bad_input(key +
                     " shards gradients by equal blocks of each bucket: shard_by = tensors (and [optim] name = "
@@ -80,6 +100,19 @@ void Trainer::refuse_sharding_combinations() const {
     throw bad_input(key +
                     ": [kernels] cuda_graphs cannot record a step whose gradients are reduced after every "
                     "micro-batch; set cuda_graphs = false or shard = optimizer");
+  if (shard != Sharding::full) return;
+  if (cfg_.precision.dtype != Precision::fp32)
+    throw bad_input(key + ": [precision] dtype = " + name_of(cfg_.precision.dtype) +
+                    " is not supported with the parameters sharded yet (float32 only); set dtype = fp32 or shard = "
+                    "gradients");
+  if (!cfg_.checkpoint.init_from.empty())
+    throw bad_input(key +
+                    ": [checkpoint] init_from is not supported with the parameters sharded yet; start with "
+                    "shard = gradients, or resume its checkpoint with shard = full");
+  if (!cfg_.train.freeze.empty())
+    throw bad_input(key +
+                    ": [train] freeze is not supported with the parameters sharded yet (a frozen layer has "
+                    "no owner); set shard = gradients");
 }
 
 void Trainer::make_optimizer_for_this_rank() {
@@ -89,11 +122,11 @@ void Trainer::make_optimizer_for_this_rank() {
   // What this rank updates, with state for just that: its shard, or every bucket; frozen layers
   // ([train] freeze) are in no bucket, so they are neither updated nor given state.
   std::int64_t state_elems = 0;
-  std::vector<DecayRun> runs = own_runs(decay_runs(tensors, model_->parameters().numel(), cfg_.optim.weight_decay_1d),
+  std::vector<DecayRun> runs = own_runs(decay_runs(tensors, model_->store().size(), cfg_.optim.weight_decay_1d),
                                         averager_->owned(), state_elems);
   Tensor& state = model_->store().allocate_state(state_blocks(cfg_.optim) * state_elems, alloc_);
   opt_ = make_optimizer(cfg_.optim, model_->parameters(), model_->gradients(), state, std::move(runs), state_elems,
-                        model_->store().staged());
+                        {model_->store().staged(), model_->store().packed_parameters()});
 }
 
 // Muon: the whole matrices this rank owns (all of them without sharding; with shard = optimizer and
@@ -144,6 +177,8 @@ void Trainer::compose_update() {
     update_ = [this](std::int64_t t) { opt_->step(scalars_, t); };
   if (!sharded && cfg_.kernels.cuda_graphs)
     after_update_ = [] {};  // (refreshed inside the recording)
+  else if (windows_)        // (shard = full: the windows are stale; the next layers gather what they need)
+    after_update_ = [this] { model_->refresh_compute_parameters(); };
   else if (!sharded)
     after_update_ = [this] { model_->refresh_compute_parameters(); };
   else if (overlap_gather_)  // the next forward waits for each layer's parameters (float32: no copy to refresh)

@@ -79,8 +79,9 @@ Trainer::Trainer(const Config& cfg, Runtime& rt, const DatasetIndex& index)
                       ")");
   }
   const LayerGroup& mine = groups_[static_cast<std::size_t>(rt.mesh().coord(MeshDim::pp))];
+  const int dp = rt.mesh().size(MeshDim::dp);
   model_ = std::make_unique<Model>(cfg.model.layers, index.train.sample_shape, registry, alloc_, mine.first, mine.last,
-                                   !staged_gradients(cfg, rt.mesh().size(MeshDim::dp)));
+                                   !staged_gradients(cfg, dp), !packed_parameters(cfg, dp));
   // Weights tied across stages: every stage of a replica joins each sum (zeros where it holds neither use).
   for (const auto& [layer, target] : model_->ties()) {
     if (stage_of_layer(groups_, layer) == stage_of_layer(groups_, target)) continue;
@@ -104,6 +105,8 @@ Trainer::Trainer(const Config& cfg, Runtime& rt, const DatasetIndex& index)
 Trainer::~Trainer() {
   if (std::uncaught_exceptions() == 0) settle_parameters();  // (leaving on an error: the communicator drops it)
   eval_readers_.clear();  // their node caches are MPI windows: free them before the communicator
+  if (model_) model_->set_parameter_source(nullptr);
+  windows_.reset();
   averager_.reset();
   comm_.reset();
   host_comm_.reset();
@@ -170,6 +173,7 @@ void Trainer::finish_step() {
 
 bool Trainer::finish_gradients(double& squares) {
   comm_wait_s_ += averager_->finish();
+  if (windows_) comm_wait_s_ += windows_->take_wait_seconds();  // (shard = full: the step's parameter gathers)
   last_step_skipped_ = false;
   Tensor& grads = model_->gradients();
   const bool fp16 = cfg_.precision.dtype == Precision::fp16, clip = cfg_.optim.clip_norm > 0;

@@ -9,8 +9,8 @@
 # - elastic resume: the same checkpoint resumed on 1 and 4 ranks ends within
 #   a stated tolerance of the uninterrupted run (summation order only);
 # - a sharded optimizer ([parallel] shard = optimizer) writes the same file, resumes exactly, and
-#   its checkpoints resume unsharded and the other way round; so do sharded gradients (shard =
-#   gradients);
+#   its checkpoints resume unsharded and the other way round; so do sharded gradients and
+#   parameters (shard = gradients, full);
 # - asynchronous checkpoints ([checkpoint] async) write the same files, wait for the write on a
 #   signal, resume exactly, and a failed background write stops the run at the next step (exit 4);
 # - real signals: SIGUSR1 to mpirun and SIGTERM to the ranks stop a run with
@@ -161,27 +161,32 @@ run 4 "$tmp/z4" "${zero[@]}" --set "checkpoint.resume=$tmp/c17.h5" >/dev/null
 check "unsharded checkpoint resumed sharded on 4 ranks matches" close_all "$ck/ckpt-00000030.h5" "$tmp/z4/checkpoints/ckpt-00000030.h5"
 run 1 "$tmp/z1" --set "checkpoint.resume=$tmp/z17.h5" >/dev/null
 check "sharded checkpoint resumed unsharded on 1 rank matches" close_all "$ck/ckpt-00000030.h5" "$tmp/z1/checkpoints/ckpt-00000030.h5"
-# Sharded gradients ([parallel] shard = gradients, ZeRO-2): with one micro-batch the same bits as
-# shard = optimizer; the optimizer-sharded step-17 checkpoint resumes on 4 ranks with gradients
-# sharded and stopped and resumed it is bit-identical; its step-17 checkpoint resumes unsharded
-# on 1 rank; --dry-run prints the gradients kept (its peak estimate is checked in gpt.sh).
-zero2=(--set parallel.shard=gradients --set parallel.bucket_mb=0.1)
-out=$(run 2 "$tmp/g" "${zero2[@]}")
-check "shard = gradients: exit 0, the same checkpoint bits as shard = optimizer" \
-  same "$tmp/z/checkpoints/ckpt-00000030.h5" "$tmp/g/checkpoints/ckpt-00000030.h5"
-run 4 "$tmp/g4" "${zero2[@]}" --set "checkpoint.resume=$tmp/z17.h5" >/dev/null
-check "shard = optimizer's checkpoint resumed with shard = gradients on 4 ranks matches" \
-  close_all "$ck/ckpt-00000030.h5" "$tmp/g4/checkpoints/ckpt-00000030.h5"
-HPCTRAIN_TEST_SIGNAL=1:17 run 2 "$tmp/gx" "${zero2[@]}" >/dev/null
-cp "$tmp/gx/checkpoints/ckpt-00000017.h5" "$tmp/g17.h5"
-run 2 "$tmp/gx" "${zero2[@]}" >/dev/null
-check "shard = gradients stopped and resumed: bit-identical to its uninterrupted run" \
-  same "$tmp/g/checkpoints/ckpt-00000030.h5" "$tmp/gx/checkpoints/ckpt-00000030.h5"
-run 1 "$tmp/g1" --set "checkpoint.resume=$tmp/g17.h5" >/dev/null
-check "shard = gradients' checkpoint resumed unsharded on 1 rank matches" \
-  close_all "$ck/ckpt-00000030.h5" "$tmp/g1/checkpoints/ckpt-00000030.h5"
+# Sharded gradients and parameters ([parallel] shard = gradients, full; ZeRO-2 and 3): with one
+# micro-batch the same checkpoint bits as shard = optimizer (full: each rank writes the
+# parameters it owns); shard = optimizer's step-17 checkpoint resumes with each on 4 ranks;
+# stopped at step 17 and resumed, bit-identical; that step-17 checkpoint resumes unsharded on 1
+# rank. --dry-run prints the gradients kept (its peak estimate is checked in gpt.sh).
+reshard() {  # shard tag
+  local z=(--set parallel.shard=$1 --set parallel.bucket_mb=0.1) t=$tmp/$2
+  run 2 "$t" "${z[@]}" >/dev/null
+  check "shard = $1: the same checkpoint bits as shard = optimizer" \
+    same "$tmp/z/checkpoints/ckpt-00000030.h5" "$t/checkpoints/ckpt-00000030.h5"
+  run 4 "${t}4" "${z[@]}" --set "checkpoint.resume=$tmp/z17.h5" >/dev/null
+  check "shard = optimizer's checkpoint resumed with shard = $1 on 4 ranks matches" \
+    close_all "$ck/ckpt-00000030.h5" "${t}4/checkpoints/ckpt-00000030.h5"
+  HPCTRAIN_TEST_SIGNAL=1:17 run 2 "${t}x" "${z[@]}" >/dev/null
+  cp "${t}x/checkpoints/ckpt-00000017.h5" "${t}17.h5"
+  run 2 "${t}x" "${z[@]}" >/dev/null
+  check "shard = $1 stopped and resumed: bit-identical to its uninterrupted run" \
+    same "$t/checkpoints/ckpt-00000030.h5" "${t}x/checkpoints/ckpt-00000030.h5"
+  run 1 "${t}1" --set "checkpoint.resume=${t}17.h5" >/dev/null
+  check "shard = $1's checkpoint resumed unsharded on 1 rank matches" \
+    close_all "$ck/ckpt-00000030.h5" "${t}1/checkpoints/ckpt-00000030.h5"
+}
+reshard gradients g
+reshard full f
 dry=$("$mpirun" -q -np 2 --oversubscribe --bind-to none "$trainer" inputs/mnist_mlp.ini --set "model.layers=$mlp" \
-  --set run.out_dir="$tmp/gdry" "${zero2[@]}" --dry-run 2>&1)
+  --set run.out_dir="$tmp/gdry" --set parallel.shard=gradients --set parallel.bucket_mb=0.1 --dry-run 2>&1)
 check "--dry-run prints the kept half and the staging buffers" grep -q "gradients .* MiB (1/2 kept: .* MiB, and staging buffers" <<<"$dry"
 
 # ---- Asynchronous checkpoints ([checkpoint] async): the same files, exact resume ----

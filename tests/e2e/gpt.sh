@@ -103,17 +103,20 @@ assert s.get('final_eval_loss') is not None  # (the final evaluation ran)
 got, want = ${est:-0} + s['scratch_bytes_per_rank'], s['peak_bytes_per_rank']
 print('estimate + scratch %.0f, peak %.0f' % (got, want))
 sys.exit(0 if abs(got - want) <= 0.01 * want else 1)"
-# The same with the gradients sharded over 2 ranks ([parallel] shard = gradients, small buckets):
-# the estimate counts the kept half and the staging buffers (the whole gradient: 13% over).
-zero2=(--set parallel.shard=gradients --set parallel.bucket_mb=0.01)
-run 2 "${mb[@]}" "${zero2[@]}" --set run.out_dir=mb2 >mb2.log 2>&1
-est=$(run 2 "${mb[@]}" "${zero2[@]}" --set run.out_dir=mb2_dry --dry-run 2>&1 | sed -n 's/^Peak per rank: about .* MiB (\([0-9]*\) bytes).*/\1/p')
-check "shard = gradients on 2 ranks peaks at --dry-run's estimate plus scratch" $py -c "
+# The same with the gradients, then the parameters too, sharded over 2 ranks ([parallel] shard =
+# gradients, full; small buckets): the estimate counts the kept halves, the staging buffers and
+# the gather windows (the whole gradient: 13% over).
+for shard in gradients full; do
+  zero=(--set parallel.shard=$shard --set parallel.bucket_mb=0.01)
+  run 2 "${mb[@]}" "${zero[@]}" --set run.out_dir=mb_$shard >mb_$shard.log 2>&1
+  est=$(run 2 "${mb[@]}" "${zero[@]}" --set run.out_dir=mb_dry_$shard --dry-run 2>&1 | sed -n 's/^Peak per rank: about .* MiB (\([0-9]*\) bytes).*/\1/p')
+  check "shard = $shard on 2 ranks peaks at --dry-run's estimate plus scratch" $py -c "
 import json, sys
-s = json.load(open('mb2/summary.json'))
+s = json.load(open('mb_$shard/summary.json'))
 got, want = ${est:-0} + s['scratch_bytes_per_rank'], s['peak_bytes_per_rank']
-print('estimate + scratch %.0f, peak %.0f; gradient buffers %.0f bytes, shard %s' % (got, want, s['gradient_bytes_per_rank'], s['shard']))
-sys.exit(0 if abs(got - want) <= 0.01 * want and s['shard'] == 'gradients' else 1)"
+print('estimate + scratch %.0f, peak %.0f; parameter buffers %.0f, gradient buffers %.0f bytes, shard %s' % (got, want, s['parameter_bytes_per_rank'], s['gradient_bytes_per_rank'], s['shard']))
+sys.exit(0 if abs(got - want) <= 0.01 * want and s['shard'] == '$shard' else 1)"
+done
 run 1 "${gpt[@]}" --describe-model >desc.json 2>desc.err
 check "--describe-model prints the model as JSON: arch, its layers string, every tensor with the shape of the PyTorch twin built from the JSON (and from the string)" \
   env PYTHONPATH="$src/tools" $py -c "

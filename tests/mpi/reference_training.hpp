@@ -153,4 +153,20 @@ inline std::vector<float> reference_parameters(const Config& cfg, const DatasetI
   return std::vector<float>(model.parameters().data(), model.parameters().data() + model.parameters().numel());
 }
 
+// Collective: the whole parameters of this stage, from each rank's packed share (shard = full:
+// every element owned once, so a sum over the group places each) or as held.
+inline std::vector<float> whole_parameters(Trainer& trainer) {
+  const ParamStore& store = trainer.model().store();
+  const Tensor& p = trainer.model().parameters();
+  if (!store.packed_parameters()) return std::vector<float>(p.data(), p.data() + p.numel());
+  std::vector<float> whole(static_cast<std::size_t>(store.size()), 0.f);
+  std::int64_t at = 0;
+  for (const Range& r : store.owned()) {
+    std::copy_n(p.data() + at, r.size(), whole.begin() + r.begin);
+    at += r.size();
+  }
+  trainer.dp_comm().allreduce(whole.data(), whole.data(), whole.size(), DType::f32, ReduceOp::sum);
+  return whole;
+}
+
 }  // namespace hpctrain::testref

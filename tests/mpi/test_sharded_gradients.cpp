@@ -39,7 +39,7 @@ Trained train(const std::string& ini, const DatasetIndex& index, int steps, std:
   testref::train_steps(trainer, cfg, rt, index, sampler, steps);
   Model& model = trainer.model();
   Trained t;
-  t.params.assign(model.parameters().data(), model.parameters().data() + model.parameters().numel());
+  t.params = testref::whole_parameters(trainer);
   t.gradient_bytes = model.store().gradient_bytes();
   t.owned = total(trainer.averager().owned());
   t.whole = model.parameters().numel();
@@ -88,6 +88,10 @@ TEST(ShardedGradients, OneMicroBatchEqualsOptimizerShardingBitwise) {
       const std::string extra = freeze.empty() ? "" : "[train]\nfreeze = " + freeze + "\n";
       const Trained one = train(deck(root, layers, "shard = optimizer\n" + extra), index, 5);
       const Trained two = train(deck(root, layers, "shard = gradients\n" + extra), index, 5);
+      if (freeze.empty()) {  // (ZeRO-3 keeps no frozen layers)
+        const Trained three = train(deck(root, layers, "shard = full\n"), index, 5);
+        EXPECT_EQ(three.params, one.params) << layers << ", shard = full on " << d << " rank(s)";
+      }
       const std::string what =
           layers + (freeze.empty() ? "" : ", " + freeze + " frozen") + " on " + std::to_string(d) + " rank(s)";
       EXPECT_EQ(two.params, one.params) << what;
@@ -141,6 +145,10 @@ TEST(ShardedGradients, GptWithTiedHeadMatchesOneProcess) {
   const Trained zero1 = train(ini("shard = optimizer\n", 1), index, 4);
   const Trained zero2 = train(ini("shard = gradients\n", 1), index, 4);
   EXPECT_EQ(zero2.params, zero1.params) << "GPT on " << world_size() << " rank(s)";
+  for (const char* overlap : {"on", "off"}) {  // (the windows' prefetch on and off)
+    const Trained zero3 = train(ini(std::string("shard = full\ngather_overlap = ") + overlap + "\n", 1), index, 4);
+    EXPECT_EQ(zero3.params, zero1.params) << "GPT, shard = full, prefetch " << overlap << " on " << world_size();
+  }
   std::vector<float> ref;
   const Trained micro = train(ini("shard = gradients\n", 2), index, 4, &ref, 2);
   const auto [worst, biggest] = difference(micro.params, ref);
@@ -153,9 +161,9 @@ TEST(ShardedGradients, GptWithTiedHeadMatchesOneProcess) {
 TEST(ShardedGradients, RefusedCombinationsNameTheKeys) {
   const std::string root = testref::make_synthetic_dataset("hpct_zero2_refused_");
   const DatasetIndex index = load_dataset_index(*host_communicator(MPI_COMM_WORLD, "world"), root);
-  auto refusal = [&](const std::string& set) -> std::string {
-    const Config cfg = parse_config(deck(root, "flatten dense(16) tanh dense(7)", "shard = gradients\n"), "zero2.ini",
-                                    {set}, process_environment());
+  auto refusal = [&](const std::string& set, const std::string& shard = "gradients") -> std::string {
+    const Config cfg = parse_config(deck(root, "flatten dense(16) tanh dense(7)", "shard = " + shard + "\n"),
+                                    "zero2.ini", {set}, process_environment());
     Runtime rt(cfg);
     try {
       Trainer trainer(cfg, rt, index);
@@ -170,6 +178,15 @@ TEST(ShardedGradients, RefusedCombinationsNameTheKeys) {
                       "each bucket: shard_by = tensors"),
             std::string::npos);
   EXPECT_NE(refusal("optim.name=muon").find("[optim] name = muon, which needs it) work with shard = optimizer"),
+            std::string::npos);
+  // shard = full (ZeRO-3): float32 only, nothing frozen, no init_from yet.
+  EXPECT_NE(refusal("precision.dtype=bf16", "full")
+                .find("[parallel] shard = full: [precision] dtype = bf16 is not "
+                      "supported with the parameters sharded yet"),
+            std::string::npos);
+  EXPECT_NE(refusal("train.freeze=dense.0", "full").find("[parallel] shard = full: [train] freeze is not supported"),
+            std::string::npos);
+  EXPECT_NE(refusal("checkpoint.init_from=/nonexistent.h5", "full").find("[checkpoint] init_from is not supported"),
             std::string::npos);
   MPI_Barrier(MPI_COMM_WORLD);
   if (world_rank() == 0) fs::remove_all(root);

@@ -43,7 +43,7 @@ void expect_state_shared(Trainer& t, const std::string& what) {
   std::int64_t mine = 0;
   for (const auto& [b, e] : owned) mine += e - b;
   EXPECT_EQ(opt.state_elems(), mine) << what;
-  const std::int64_t n = t.model().parameters().numel();
+  const std::int64_t n = t.model().store().size();  // (the stage's whole layout; shard = full packs the parameters)
   std::vector<int> count(static_cast<std::size_t>(n), 0);
   for (const auto& [b, e] : owned)
     for (std::int64_t i = b; i < e; ++i) ++count[static_cast<std::size_t>(i)];
@@ -206,7 +206,8 @@ TEST(ShardedOptimizer, PipelineStagesShardTheirOwnStateAndMatchOneProcess) {
   if (world_size() % 2 != 0) GTEST_SKIP() << "two pipeline stages need an even world size";
   const std::string root = testref::make_synthetic_dataset("hpct_zero_pipe_");
   const DatasetIndex index = load_dataset_index(*host_communicator(MPI_COMM_WORLD, "world"), root);
-  for (const std::string shard : {"optimizer", "gradients"}) {  // (gradients: each stage's group keeps its share)
+  // (gradients, full: each stage's group keeps its share of the gradients, and of the parameters)
+  for (const std::string shard : {"optimizer", "gradients", "full"}) {
     const std::string ini =
         "[run]\nseed = 5\nout_dir = /tmp\n[data]\npath = " + root +
         "\n[model]\nlayers = flatten dense(12) tanh dropout(25) dense(10) relu dense(7)\n[train]\nglobal_batch = "
@@ -219,13 +220,15 @@ TEST(ShardedOptimizer, PipelineStagesShardTheirOwnStateAndMatchOneProcess) {
     const Sampler sampler(sampler_options(cfg, index.train));
     testref::train_steps(trainer, cfg, rt, index, sampler, 4);
     const int dp_size = rt.mesh().size(MeshDim::dp);
-    EXPECT_EQ(trainer.averager().staged(), shard == "gradients" && dp_size > 1);
+    EXPECT_EQ(trainer.averager().staged(), shard != "optimizer" && dp_size > 1);
+    EXPECT_EQ(trainer.model().store().packed_parameters(), shard == "full" && dp_size > 1);
     const auto ref = testref::reference_parameters(cfg, index, sampler, 4, dp_size, 2);
     double worst = 0, biggest = 0;
+    const std::vector<float> got = testref::whole_parameters(trainer);
     for (const ParamInfo& p : trainer.model().param_info())
       for (std::int64_t i = 0; i < numel(p.shape); ++i) {
         const double want = ref[static_cast<std::size_t>(p.global_offset + i)];
-        worst = std::max(worst, std::fabs(trainer.model().parameters().data()[p.offset + i] - want));
+        worst = std::max(worst, std::fabs(got[static_cast<std::size_t>(p.offset + i)] - want));
         biggest = std::max(biggest, std::fabs(want));
       }
     EXPECT_LE(worst, 2e-6 * (1 + biggest))

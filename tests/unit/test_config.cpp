@@ -150,8 +150,9 @@ TEST(Config, ShardOptimizerIsReadAsShardWithAWarning) {
   EXPECT_EQ(parse("", {"parallel.shard_optimizer=1"}).parallel.shard, Sharding::optimizer);
   EXPECT_EQ(error_of("[parallel]\nshard_optimizer = maybe\n"),
             "test.ini:2: [parallel] shard_optimizer = 'maybe': expected one of 0|1|false|no|off|on|true|yes");
-  EXPECT_EQ(error_of("[parallel]\nshard = full\n"),
-            "test.ini:2: [parallel] shard = 'full': expected one of none|optimizer|gradients");
+  EXPECT_EQ(parse("[parallel]\nshard = full\n").parallel.shard, Sharding::full);
+  EXPECT_EQ(error_of("[parallel]\nshard = all\n"),
+            "test.ini:2: [parallel] shard = 'all': expected one of none|optimizer|gradients|full");
   EXPECT_EQ(error_of("[parallel]\nshard = none\nshard_optimizer = true\n"),
             "test.ini:3: key 'parallel.shard_optimizer' is given twice ([parallel] shard is its new name)");
 }

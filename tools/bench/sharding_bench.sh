@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
-# tools/bench/sharding_bench.sh [memory|speed|all] [BUILD_DIR]: [parallel] shard = none, optimizer and
-# gradients (ZeRO 0-2) side by side on a deeper char-level Llama (8 blocks, 256 wide, 6.3 M
+# tools/bench/sharding_bench.sh [memory|speed|all] [BUILD_DIR]: [parallel] shard = none, optimizer,
+# gradients and full (ZeRO 0-3) side by side on a deeper char-level Llama (8 blocks, 256 wide, 6.3 M
 # parameters, bucket_mb = 2: one block per bucket), from each run's summary.json
-# (docs/performance.md "Sharded gradients (ZeRO-2)"):
-#   memory: D = 1, 2, 4, 6 steps each: gradient buffers, optimizer state and peak per rank
-#   speed:  D = 2, optimizer against gradients, 1 and 4 micro-batches, 30 steps, two rounds alternating
+# (docs/performance.md "Sharded gradients and parameters (ZeRO-2, ZeRO-3)"):
+#   memory: D = 1, 2, 4, 6 steps each: parameter and gradient buffers, optimizer state and peak per rank
+#   speed:  D = 2, 30 steps, two rounds alternating: optimizer against gradients at 1 and 4
+#           micro-batches; full with the next bucket's gather prefetched (gather_overlap = on) and not
 # The data: tiny Shakespeare as char tokens, made here from ../shared/data (or HPCTRAIN_TEXT=FILE).
 set -u
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
@@ -26,13 +27,13 @@ run() {  # ranks label args...: one run, then one line from its summary
     "${@:3}" >"$tmp/log" 2>&1 || { echo "$label: failed"; tail -3 "$tmp/log"; return; }
   /usr/bin/python3 -c "
 import json; s = json.load(open('$out/summary.json')); M = 2.0**20
-print('%-34s D=%d %-9s gradients %6.1f MiB  optimizer state %6.1f MiB  peak %6.1f MiB  %7.0f tokens/s  eval loss %.6f'
-      % ('$label', s['ranks'], s['shard'], s['gradient_bytes_per_rank'] / M, s['optimizer_state_bytes_per_rank'] / M,
+print('%-34s D=%d %-9s parameters %6.1f MiB  gradients %6.1f MiB  optimizer state %6.1f MiB  peak %6.1f MiB  %7.0f tokens/s  eval loss %.6f'
+      % ('$label', s['ranks'], s['shard'], s['parameter_bytes_per_rank'] / M, s['gradient_bytes_per_rank'] / M, s['optimizer_state_bytes_per_rank'] / M,
          s['peak_bytes_per_rank'] / M, s['steady_tokens_per_s'], s['final_eval_loss']))"
 }
 if [ "$what" = memory ] || [ "$what" = all ]; then
   for np in 1 2 4; do
-    for shard in none optimizer gradients; do
+    for shard in none optimizer gradients full; do
       [ "$np" = 1 ] && [ "$shard" != none ] && continue
       run "$np" "memory" --set train.steps=6 --set parallel.shard=$shard
     done
@@ -45,6 +46,10 @@ if [ "$what" = speed ] || [ "$what" = all ]; then
         run 2 "speed round $round, $mb micro-batch(es)" --set train.steps=30 --set train.micro_batches=$mb \
           --set parallel.shard=$shard
       done
+    done
+    for prefetch in on off; do
+      run 2 "speed round $round, full, prefetch $prefetch" --set train.steps=30 --set parallel.shard=full \
+        --set parallel.gather_overlap=$prefetch
     done
   done
 fi

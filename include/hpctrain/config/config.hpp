@@ -37,7 +37,7 @@ enum class Tristate { auto_, on, off };
 // [parallel] shard_by: how a sharded optimizer divides the state (the parameter store's ownership policy).
 enum class ShardBy { elements, tensors };
 // [parallel] shard: what the data-parallel ranks divide among themselves (ZeRO's stages 0-2).
-enum class Sharding { none, optimizer, gradients };
+enum class Sharding { none, optimizer, gradients, full };
 // [train] recompute: activation checkpointing.
 enum class Recompute { none, blocks };
 // [model] mlp (arch = llama): SwiGLU (Llama's) or ReLU-squared (modded-nanogpt's).
@@ -73,7 +73,7 @@ constexpr Choices<CommBackend, 3> choices_of(CommBackend) { return {{{"auto", Co
 constexpr Choices<HostAllreduce, 3> choices_of(HostAllreduce) { return {{{"auto", HostAllreduce::auto_}, {"mpi", HostAllreduce::mpi}, {"shm", HostAllreduce::shm}}}; }
 constexpr Choices<Tristate, 3> choices_of(Tristate) { return {{{"auto", Tristate::auto_}, {"on", Tristate::on}, {"off", Tristate::off}}}; }
 constexpr Choices<ShardBy, 2> choices_of(ShardBy) { return {{{"elements", ShardBy::elements}, {"tensors", ShardBy::tensors}}}; }
-constexpr Choices<Sharding, 3> choices_of(Sharding) { return {{{"none", Sharding::none}, {"optimizer", Sharding::optimizer}, {"gradients", Sharding::gradients}}}; }
+constexpr Choices<Sharding, 4> choices_of(Sharding) { return {{{"none", Sharding::none}, {"optimizer", Sharding::optimizer}, {"gradients", Sharding::gradients}, {"full", Sharding::full}}}; }
 constexpr Choices<Recompute, 2> choices_of(Recompute) { return {{{"none", Recompute::none}, {"blocks", Recompute::blocks}}}; }
 constexpr Choices<Mlp, 2> choices_of(Mlp) { return {{{"swiglu", Mlp::swiglu}, {"relu2", Mlp::relu2}}}; }
 constexpr Choices<GptActivation, 2> choices_of(GptActivation) { return {{{"gelu", GptActivation::gelu}, {"gelu_tanh", GptActivation::gelu_tanh}}}; }
@@ -207,7 +207,8 @@ struct ParallelConfig {
   HostAllreduce host_allreduce = HostAllreduce::auto_;  // gradient sums in host memory: MPI's or node-shared memory
   double bucket_mb = 25.0;
   // none; optimizer (ZeRO-1: each data-parallel rank keeps and updates 1/D of the state);
-  // gradients (ZeRO-2: and keeps only its 1/D of the averaged gradients)
+  // gradients (ZeRO-2: and keeps only its 1/D of the averaged gradients); full (ZeRO-3: and of
+  // the parameters, gathered per bucket as the layers need them)
   Sharding shard = Sharding::none;
   ShardBy shard_by = ShardBy::elements;       // sharded: equal blocks of each bucket, or whole tensors
   Tristate gather_overlap = Tristate::auto_;  // sharded: the all-gather overlaps the next forward (auto: on GPUs)

@@ -30,14 +30,32 @@ bool layer_matches(const std::string& pattern, const std::string& layer_path);
 void fill_initial_values(const std::vector<ParamInfo>& info, std::uint64_t seed, float* host, std::int64_t total,
                          int threads);
 
+// Where a layer's parameters come from when this rank does not hold them whole ([parallel]
+// shard = full: parallel/param_windows.hpp): asked before each layer's forward and backward
+// (`held`: the layer's index here), and told when the owned parameters changed (an update, a
+// checkpoint loaded: Model::refresh_compute_parameters).
+class ParameterSource {
+ public:
+  virtual ~ParameterSource() = default;
+  virtual void need(std::size_t held, bool backward) = 0;
+  virtual void changed() = 0;
+};
+
 class Model {
  public:
   // bad_input for unknown layer types, bad arguments or shapes that do not fit.
   // [first, last): the top-level layers this rank holds (a pipeline stage's group);
   // by default all. Layers keep their model-wide names and initialization.
-  // `whole_gradients` false: no gradient buffer until stage_gradients (ZeRO-2 never allocates the whole one).
+  // `whole_gradients` false: no gradient buffer until stage_gradients (ZeRO-2 never allocates the
+  // whole one); `whole_parameters` false: none of the parameters until stage_parameters (ZeRO-3).
   Model(const std::string& layers, const Shape& sample_shape, const LayerRegistry& registry, Allocator& alloc,
-        std::size_t first = 0, std::size_t last = static_cast<std::size_t>(-1), bool whole_gradients = true);
+        std::size_t first = 0, std::size_t last = static_cast<std::size_t>(-1), bool whole_gradients = true,
+        bool whole_parameters = true);
+  // [parallel] shard = full, after stage_gradients with the same buckets (ParamStore::stage_parameters):
+  // this rank keeps its owned parameters, packed; the layers read their bucket's window, which
+  // the parameter source fills before each call. float32 only.
+  void stage_parameters(const std::vector<Bucket>& buckets);
+  void set_parameter_source(ParameterSource* source) { source_ = source; }
   // [parallel] shard = gradients (ParamStore::stage_gradients): backward writes each bucket into
   // one of two staging buffers taken in turn (a bucket holding a weight that a later layer
   // shares, which that layer's backward writes first, gets its own), and gradients() holds only
@@ -171,6 +189,12 @@ class Model {
   std::vector<std::vector<std::pair<std::int64_t, Shape>>> bindings_;  // per held layer: its parameters' offsets
   std::vector<ParamViews> views_;                                      // per held layer: from bindings_
   std::vector<std::size_t> tied_targets_;
+  ParameterSource* source_ = nullptr;  // (shard = full: fills the windows the views read)
+  bool in_backward_ = false;
+  // Layer i's parameters for a call: what source_ must fill first, then call_params or the views.
+  void need(std::size_t i) {
+    if (source_) source_->need(i, in_backward_);
+  }
   std::vector<std::pair<std::size_t, std::size_t>> all_ties_;  // held layers whose weight a later held layer shares
   Allocator& alloc_;
   std::vector<std::unique_ptr<Layer>> layers_;

@@ -80,9 +80,9 @@ class ParamStore {
   // A weight tied to one that an earlier pipeline stage holds: a copy here, under its name,
   // whose gradient is summed with the original's (copies(): their elements here).
   std::int64_t add_copy(ParamInfo target);
-  // The parameters, zeros, and (`whole_gradients`) the gradients laid out like them; without,
-  // the gradients wait for stage_gradients.
-  void allocate(Allocator& alloc, bool whole_gradients = true);
+  // The parameters, zeros (without `whole_parameters`: they wait for stage_parameters), and
+  // (`whole_gradients`) the gradients laid out like them; without, they wait for stage_gradients.
+  void allocate(Allocator& alloc, bool whole_gradients = true, bool whole_parameters = true);
   // [parallel] shard = gradients (ZeRO-2): grads() holds only the `owned` elements (sorted, each
   // inside one bucket), packed in order; backward writes bucket b's gradients into staging buffer
   // slots[b] (bucket_buffer(b): its element 0 is the bucket's first), and frozen layers' into a
@@ -91,6 +91,19 @@ class ParamStore {
   void stage_gradients(const std::vector<Bucket>& buckets, const std::vector<int>& slots, const Ranges& owned,
                        Allocator& alloc);
   bool staged() const { return !bucket_buffers_.empty(); }
+  // [parallel] shard = full (ZeRO-3), after stage_gradients with the same buckets: params() holds
+  // only the owned elements too, packed as grads(), and each bucket's parameters are gathered
+  // into a window (window(b), slots as the gradients'; parallel/param_windows.hpp) for the
+  // layers to read. Replaces whole parameters.
+  void stage_parameters(const std::vector<int>& slots, Allocator& alloc);
+  bool packed_parameters() const { return !windows_.empty(); }
+  Tensor window(std::size_t b) const { return windows_[b]; }
+  const std::vector<Bucket>& staged_buckets() const { return staged_buckets_; }
+  const Ranges& owned() const { return owned_; }  // (staged: what grads() packs)
+  // Where a layer reads the tensor at `offset`: in params() or (packed) in its bucket's window.
+  Tensor param_view(std::int64_t offset, const Shape& shape) const;
+  // Bytes of every parameter buffer this rank holds (whole, or packed + windows).
+  std::int64_t parameter_bytes() const;
   // Each staging buffer's elements: the largest bucket using it.
   static std::vector<std::int64_t> slot_sizes(const std::vector<Bucket>& buckets, const std::vector<int>& slots);
   Tensor bucket_buffer(std::size_t b) const { return bucket_buffers_[b]; }
@@ -143,6 +156,8 @@ class ParamStore {
   std::vector<Bucket> staged_buckets_;
   std::vector<Tensor> bucket_buffers_, slot_buffers_;
   Tensor frozen_scratch_;
+  Ranges owned_;
+  std::vector<Tensor> windows_, window_buffers_;  // packed parameters: each bucket's window, the slots
 };
 
 }  // namespace hpctrain

@@ -68,11 +68,14 @@ int state_blocks(const OptimConfig& cfg);
 // weight decay applies (empty with state_elems = -1: everywhere); each run is updated by one
 // operation; only the runs given are updated. `state_elems`: the size of each state block (-1:
 // the parameters'; >= 0: the runs' state is packed, and no runs means nothing to update).
-// `packed_grads`: `grads` holds only the runs' elements, packed as their state is ([parallel]
-// shard = gradients: ParamStore::stage_gradients).
+// `packed`: which of `grads` and `params` hold only the runs' elements, packed as their state is
+// ([parallel] shard = gradients: the gradients, ParamStore::stage_gradients; full: both).
+struct Packed {
+  bool grads = false, params = false;
+};
 std::unique_ptr<Optimizer> make_optimizer(const OptimConfig& cfg, Tensor params, Tensor grads, Tensor state,
                                           std::vector<DecayRun> runs = {}, std::int64_t state_elems = -1,
-                                          bool packed_grads = false);
+                                          Packed packed = {});
 
 // The optimizer state of the runs `opt` updates, `compact` (its state() on the host), written into
 // `full`: state blocks of `n` elements laid out like the parameters (what checkpoints store);

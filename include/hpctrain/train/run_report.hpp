@@ -104,6 +104,8 @@ struct RunSummary {
   double optimizer_state_bytes_per_rank = 0;  // the most any rank holds ([parallel] shard: ~1/D)
   // The most any rank's gradient buffers hold (shard = gradients: its 1/D, packed, and the staging buffers).
   double gradient_bytes_per_rank = 0;
+  // The most any rank's parameter buffers hold (float32; shard = full: its 1/D, packed, and the windows).
+  double parameter_bytes_per_rank = 0;
   // What the model's saved sets hold at the end (what backward reads besides the activations:
   // 16 bits per value in bf16/fp16 runs, one block's with [train] recompute = blocks).
   double saved_bytes_per_rank = 0;
@@ -114,7 +116,7 @@ struct RunSummary {
   double scratch_bytes_per_rank = 0;        // the step arena's high-water mark: the deepest layer call's scratch
   std::int64_t parameters = 0;              // of the whole model (gradient bytes: 4 x this)
   bool shard_optimizer = false;  // the optimizer state sharded (shard = optimizer or gradients, on more than one rank)
-  std::string shard = "none";    // what was sharded in effect: none, optimizer, gradients
+  std::string shard = "none";    // what was sharded in effect: none, optimizer, gradients, full
   std::size_t buckets = 0;
   double comm_alone_s_per_step = 0, comm_wait_s_per_step = 0, comm_hidden_fraction = 0;
   double steady_samples_per_s = 0;
@@ -186,6 +188,7 @@ void visit_summary(const RunSummary& s, Visit&& v) {
   v("shard_optimizer", s.shard_optimizer);
   v("shard", s.shard);
   v("gradient_bytes_per_rank", s.gradient_bytes_per_rank);
+  v("parameter_bytes_per_rank", s.parameter_bytes_per_rank);
   v("comm_alone_s_per_step", s.comm_alone_s_per_step);
   v("comm_wait_s_per_step", s.comm_wait_s_per_step);
   v("comm_hidden_fraction", s.comm_hidden_fraction);

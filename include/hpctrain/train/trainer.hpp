@@ -27,6 +27,7 @@
 #include "hpctrain/model/partition.hpp"
 #include "hpctrain/optim/optimizer.hpp"
 #include "hpctrain/parallel/grad_buckets.hpp"
+#include "hpctrain/parallel/param_windows.hpp"
 #include "hpctrain/parallel/pipeline.hpp"
 #include "hpctrain/parallel/step_executor.hpp"
 #include "hpctrain/runtime/runtime.hpp"
@@ -112,6 +113,7 @@ class Trainer {
   // bad_input for what [parallel] shard cannot be combined with (tied weights across stages;
   // gradients: shard_by = tensors, Muon, CUDA graphs).
   void refuse_sharding_combinations() const;
+  void place_parameters(const std::vector<Bucket>& buckets, bool gpu);  // (parallelize: see there)
   // The optimizer over what this rank updates: every parameter, or its shard ([parallel] shard).
   void make_optimizer_for_this_rank();
   void make_muon_for_this_rank();
@@ -158,9 +160,10 @@ class Trainer {
   std::unique_ptr<Communicator> host_comm_;  // the same group for host buffers, when comm_ is on a GPU
   Communicator& host_dp() { return host_comm_ ? *host_comm_ : *comm_; }
   std::unique_ptr<GradientAverager> averager_;
-  bool overlap_gather_ = false;            // [parallel] gather_overlap in effect (see the constructor)
-  std::vector<LayerGroup> groups_;         // the layers of each pipeline stage
-  std::unique_ptr<Communicator> pp_comm_;  // the pipeline stages of this replica (pp > 1)
+  std::unique_ptr<ParameterWindows> windows_;  // [parallel] shard = full: gathers each bucket's parameters
+  bool overlap_gather_ = false;                // [parallel] gather_overlap in effect (see the constructor)
+  std::vector<LayerGroup> groups_;             // the layers of each pipeline stage
+  std::unique_ptr<Communicator> pp_comm_;      // the pipeline stages of this replica (pp > 1)
   std::unique_ptr<StepExecutor>
       executor_;  // how this rank runs a step's passes (one stage, recorded, a pipeline stage)
   std::function<void(std::int64_t)> update_;  // the optimizer step (compose_update)
@@ -205,6 +208,8 @@ std::string cuda_graphs_refusal(const Config& cfg, DeviceKind device, int dp_siz
 // Whether backward writes into staging buffers and each rank keeps only its gradient ([parallel]
 // shard = gradients on more than one data-parallel rank; on one it is the whole gradient anyway).
 bool staged_gradients(const Config& cfg, int dp_size);
+// Whether each rank keeps only its parameters too (shard = full on more than one rank).
+bool packed_parameters(const Config& cfg, int dp_size);
 
 // Collective: verifies every rank of `comm` holds bit-identical `t`; internal error otherwise.
 void verify_identical(Communicator& comm, const Tensor& t, const std::string& what);

@@ -288,13 +288,17 @@ std::string describe_memory(const Config& cfg, const Runtime& rt, const Model& m
   const int blocks = state_blocks(cfg.optim);  // momentum, or Adam's two moments (Muon: its momentum in the first)
   const bool sharded = cfg.parallel.shard != Sharding::none && dp > 1;
   const double mib = 4.0 / (1 << 20), state = static_cast<double>(blocks * trainable) * mib;
-  char note[160] = "";
-  if (sharded)
-    std::snprintf(note, sizeof(note), " (sharded over %d ranks; %.1f MiB unsharded)", dp, state);
-  else if (dp > 1)
-    std::snprintf(note, sizeof(note), " (whole on every rank: [parallel] shard = none)");
+  auto f1 = [](double v) {  // "%.1f"
+    char b[64];
+    std::snprintf(b, sizeof(b), "%.1f", v);
+    return std::string(b);
+  };
+  const std::string d = std::to_string(dp);
+  const std::string note = sharded  ? " (sharded over " + d + " ranks; " + f1(state) + " MiB unsharded)"
+                           : dp > 1 ? " (whole on every rank: [parallel] shard = none)"
+                                    : "";
   double grads = static_cast<double>(params) * mib, weights = grads;
-  char grad_note[200] = "", param_note[200] = "";
+  std::string grad_note, param_note;
   if (staged_gradients(cfg, dp)) {  // what ParamStore::stage_gradients holds (the whole model's buckets: P = 1 exact)
     const auto bucket_elems = static_cast<std::int64_t>(cfg.parallel.bucket_mb * (1 << 20) / sizeof(float));
     const auto buckets = model.store().buckets(std::max<std::int64_t>(1, bucket_elems));
@@ -304,24 +308,20 @@ std::string describe_memory(const Config& cfg, const Runtime& rt, const Model& m
     for (const Range& r : model.store().frozen_ranges()) widest_frozen = std::max(widest_frozen, r.size());
     staging += widest_frozen;
     const double owned = static_cast<double>(total(ParamStore::owned(buckets, dp, dp - 1))) * mib;
-    std::snprintf(grad_note, sizeof(grad_note),
-                  " (1/%d kept: %.1f MiB, and staging buffers %.1f MiB; %.1f MiB unsharded)", dp, owned,
-                  static_cast<double>(staging) * mib, grads);
+    grad_note = " (1/" + d + " kept: " + f1(owned) + " MiB, and staging buffers " +
+                f1(static_cast<double>(staging) * mib) + " MiB; " + f1(grads) + " MiB unsharded)";
     grads = owned + static_cast<double>(staging) * mib;
     if (packed_parameters(cfg, dp)) {  // (ParamStore::stage_parameters: the same share, windows as the staging)
       const double windows = static_cast<double>(staging - widest_frozen) * mib;
-      std::snprintf(param_note, sizeof(param_note), " (1/%d kept: %.1f MiB, and gather windows %.1f MiB)", dp, owned,
-                    windows);
+      param_note = " (1/" + d + " kept: " + f1(owned) + " MiB, and gather windows " + f1(windows) + " MiB)";
       weights = owned + windows;
     }
   }
-  char line[600];
-  std::snprintf(line, sizeof(line),
-                "\nMemory per rank (model buffers of the largest stage, %lld parameters): parameters %.1f MiB%s, "
-                "gradients %.1f MiB%s%s, optimizer state %.1f MiB%s\n",
-                static_cast<long long>(params), weights, param_note, grads, grad_note,
-                cfg.precision.dtype == Precision::fp32 ? "" : ", reduced-precision copy (half the parameters')",
-                sharded ? state / dp : state, note);
+  const std::string line =
+      "\nMemory per rank (model buffers of the largest stage, " + std::to_string(params) + " parameters): parameters " +
+      f1(weights) + " MiB" + param_note + ", gradients " + f1(grads) + " MiB" + grad_note +
+      (cfg.precision.dtype == Precision::fp32 ? "" : ", reduced-precision copy (half the parameters')") +
+      ", optimizer state " + f1(sharded ? state / dp : state) + " MiB" + note + "\n";
   // Bytes: the parameters and gradients as printed, the 16-bit copy, the state as printed.
   const double copy = cfg.precision.dtype == Precision::fp32 ? 0 : 2;
   const double buffers =

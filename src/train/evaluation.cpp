@@ -41,7 +41,14 @@ EvalResult Trainer::evaluate(const SplitIndex& split) {
   // micro-batches on one GPU would otherwise evaluate 8 times the windows at once).
   const std::int64_t b = rt_.per_rank_batch() / cfg_.train.micro_batches;
   IntervalSums sums;
-  for (std::int64_t n = 0; n < reader.eval_batches(b); ++n) {
+  const std::int64_t mine = reader.eval_batches(b);
+  if (windows_) {  // shard = full: the gathers are collective; a rank with fewer batches joins the rest's
+    std::int64_t most = mine;
+    host_dp().allreduce(&most, &most, 1, DType::i64, ReduceOp::max);
+    for (std::int64_t n = mine; n < most; ++n)
+      for (std::size_t i = 0; i < model_->layers(); ++i) windows_->need(i, false);
+  }
+  for (std::int64_t n = 0; n < mine; ++n) {
     const Batch batch = reader.eval_batch(b, n);
     model_->set_batch(batch.size);
     Shape sh{batch.size};

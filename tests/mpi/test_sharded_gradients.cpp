@@ -157,6 +157,32 @@ TEST(ShardedGradients, GptWithTiedHeadMatchesOneProcess) {
   if (world_rank() == 0) fs::remove_all(root);
 }
 
+// Evaluation with the parameters sharded: the windows' gathers are collective, and at 4 ranks
+// the 30 test samples split 8, 8, 7, 7 into 2, 2, 1 and 1 batches of 7; the ranks with one batch
+// join the others' gathers. The result equals shard = optimizer's exactly (the same per-sample
+// sums).
+TEST(ShardedGradients, FullShardingEvaluatesUnevenSplitsLikeOptimizerSharding) {
+  const std::string root = testref::make_synthetic_dataset("hpct_zero3_eval_");
+  const DatasetIndex index = load_dataset_index(*host_communicator(MPI_COMM_WORLD, "world"), root);
+  auto evaluate = [&](const std::string& shard) {
+    const Config cfg = parse_config(
+        deck(root, "flatten dense(16) tanh dense(12) relu dense(7)", "shard = " + shard + "\n", 7 * world_size()),
+        "zero3-eval.ini", {}, process_environment());
+    Runtime rt(cfg);
+    Trainer trainer(cfg, rt, index);
+    const Sampler sampler(sampler_options(cfg, index.train));
+    testref::train_steps(trainer, cfg, rt, index, sampler, 2);
+    return trainer.evaluate(*index.test);
+  };
+  const EvalResult one = evaluate("optimizer"), three = evaluate("full");
+  EXPECT_EQ(three.samples, 30);
+  EXPECT_EQ(three.samples, one.samples);
+  EXPECT_EQ(three.loss, one.loss) << world_size() << " rank(s)";
+  EXPECT_EQ(three.accuracy, one.accuracy);
+  MPI_Barrier(MPI_COMM_WORLD);
+  if (world_rank() == 0) fs::remove_all(root);
+}
+
 // What shard = gradients cannot do is refused at start-up with one line naming the keys.
 TEST(ShardedGradients, RefusedCombinationsNameTheKeys) {
   const std::string root = testref::make_synthetic_dataset("hpct_zero2_refused_");

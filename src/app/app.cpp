@@ -317,13 +317,15 @@ std::string describe_memory(const Config& cfg, const Runtime& rt, const Model& m
       weights = owned + windows;
     }
   }
-  const std::string line =
-      "\nMemory per rank (model buffers of the largest stage, " + std::to_string(params) + " parameters): parameters " +
-      f1(weights) + " MiB" + param_note + ", gradients " + f1(grads) + " MiB" + grad_note +
-      (cfg.precision.dtype == Precision::fp32 ? "" : ", reduced-precision copy (half the parameters')") +
-      ", optimizer state " + f1(sharded ? state / dp : state) + " MiB" + note + "\n";
+  const std::string line = "\nMemory per rank (model buffers of the largest stage, " + std::to_string(params) +
+                           " parameters): parameters " + f1(weights) + " MiB" + param_note + ", gradients " +
+                           f1(grads) + " MiB" + grad_note +
+                           (cfg.precision.dtype == Precision::fp32 || packed_parameters(cfg, dp)
+                                ? ""
+                                : ", reduced-precision copy (half the parameters')") +
+                           ", optimizer state " + f1(sharded ? state / dp : state) + " MiB" + note + "\n";
   // Bytes: the parameters and gradients as printed, the 16-bit copy, the state as printed.
-  const double copy = cfg.precision.dtype == Precision::fp32 ? 0 : 2;
+  const double copy = cfg.precision.dtype == Precision::fp32 || packed_parameters(cfg, dp) ? 0 : 2;  // (packed: none)
   const double buffers =
       static_cast<double>(params) * copy + (weights + grads + (sharded ? state / dp : state)) * (1 << 20);
   return line + describe_activations(cfg, rt, model, buffers);

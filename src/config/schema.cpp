@@ -369,7 +369,7 @@ void parallel_keys(std::vector<KeySpec>& k) {
         "writes into two bucket-sized buffers taken in turn, reduce-scattered per micro-batch); full (ZeRO-3: as "
         "gradients, and each rank keeps only its 1/D of the parameters; a bucket's are all-gathered into one of two "
         "windows before its layers run, forward and backward, the next one's gather started early as "
-        "gather_overlap says; float32; docs/parallelism.md)");
+        "gather_overlap says; docs/parallelism.md)");
   s.key("shard_by", &ParallelConfig::shard_by,
         "with shard = optimizer or gradients: what each rank owns: equal blocks of every gradient bucket "
         "(reduce-scatter, then "

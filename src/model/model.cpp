@@ -148,11 +148,11 @@ void Model::make_views(const Tensor& weights) {
 
 void Model::stage_gradients(const std::vector<Bucket>& buckets, const Ranges& owned) {
   store_.stage_gradients(buckets, gradient_slots(buckets), owned, alloc_);
-  make_views(precision_ == Precision::fp32 ? store_.params() : compute_params_);
+  make_views(compute_params_.defined() ? compute_params_ : store_.params());
 }
 
 void Model::stage_parameters(const std::vector<Bucket>& buckets) {
-  HPCT_CHECK(precision_ == Precision::fp32, "packed parameters are float32 only");
+  HPCT_CHECK(!compute_params_.defined(), "Model::stage_parameters after set_precision");
   store_.stage_parameters(gradient_slots(buckets), alloc_);
   make_views(store_.params());
 }
@@ -175,21 +175,22 @@ void Model::set_precision(Precision p) {
   HPCT_CHECK(capacity_ == 0, "Model::set_precision after set_batch (the activations would be in the old format)");
   precision_ = p;
   ctx_.precision = p;
-  compute_params_ =
-      p == Precision::fp32 ? Tensor() : Tensor::zeros(store_.params().shape(), alloc_, storage_dtype(precision_));
-  make_views(p == Precision::fp32 ? store_.params() : compute_params_);
+  // (packed parameters: the windows hold float32 values already rounded to the format by the source)
+  const bool copy = p != Precision::fp32 && !store_.packed_parameters();
+  compute_params_ = copy ? Tensor::zeros(store_.params().shape(), alloc_, storage_dtype(precision_)) : Tensor();
+  make_views(copy ? compute_params_ : store_.params());
   refresh_compute_parameters();
 }
 
 void Model::refresh_compute_parameters() {
   if (source_) source_->changed();
-  if (precision_ == Precision::fp32) return;
+  if (precision_ == Precision::fp32 || store_.packed_parameters()) return;
   pack_16bit(store_.params(), compute_params_);  // rounded to the format as round_to_precision rounds
 }
 
 ParamViews& Model::call_params(std::size_t i) {
   need(i);
-  if (precision_ == Precision::fp32) return views_[i];
+  if (precision_ == Precision::fp32 || store_.packed_parameters()) return views_[i];
   call_.layer = views_[i].layer;
   call_.grads = views_[i].grads;
   call_.params.resize(views_[i].params.size());

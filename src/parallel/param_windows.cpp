@@ -8,8 +8,8 @@
 
 namespace hpctrain {
 
-ParameterWindows::ParameterWindows(Communicator& comm, ParamStore& store, bool prefetch)
-    : comm_(comm), store_(store), prefetch_(prefetch), buckets_(store.staged_buckets()) {
+ParameterWindows::ParameterWindows(Communicator& comm, ParamStore& store, bool prefetch, Precision precision)
+    : comm_(comm), store_(store), prefetch_(prefetch), precision_(precision), buckets_(store.staged_buckets()) {
   HPCT_CHECK(store.packed_parameters(), "parameter windows without packed parameters");
   bucket_of_layer_.assign(store.layers(), -1);
   for (std::size_t i = 0; i < store.layers(); ++i)
@@ -27,6 +27,7 @@ ParameterWindows::ParameterWindows(Communicator& comm, ParamStore& store, bool p
     slot_.push_back(store.window(b).data());
   }
   resident_.assign(buckets_.size(), false);
+  rounded_.assign(buckets_.size(), false);
   in_flight_.resize(buckets_.size());
 }
 
@@ -53,6 +54,7 @@ void ParameterWindows::start(std::size_t b) {
     in_flight_[b].push_back(comm_.ibroadcast(end.data(), static_cast<std::size_t>(tail), DType::f32, d - 1));
   }
   resident_[b] = true;
+  rounded_[b] = false;
   ++gathers_;
 }
 
@@ -79,6 +81,11 @@ void ParameterWindows::need(std::size_t held, bool backward) {
   const auto b = static_cast<std::size_t>(at);
   if (!resident_[b]) start(b);
   wait(b);
+  if (!rounded_[b] && precision_ != Precision::fp32) {  // (once per gather)
+    Tensor w = store_.window(b);
+    round_to_precision(w, precision_);
+  }
+  rounded_[b] = true;
   if (!prefetch_) return;
   const std::ptrdiff_t n = next_in_window_order(b, backward);
   if (n >= 0 && !resident_[static_cast<std::size_t>(n)]) start(static_cast<std::size_t>(n));

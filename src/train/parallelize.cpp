@@ -69,7 +69,8 @@ void Trainer::place_parameters(const std::vector<Bucket>& buckets, bool gpu) {
     model_->stage_parameters(buckets);
     const Tristate prefetch = cfg_.parallel.gather_overlap;
     windows_ = std::make_unique<ParameterWindows>(*comm_, model_->store(),
-                                                  prefetch == Tristate::on || (prefetch == Tristate::auto_ && gpu));
+                                                  prefetch == Tristate::on || (prefetch == Tristate::auto_ && gpu),
+                                                  cfg_.precision.dtype);
     model_->set_parameter_source(windows_.get());
   }
   model_->init_parameters(cfg_.run.seed);
@@ -101,10 +102,6 @@ void Trainer::refuse_sharding_combinations() const {
                     ": [kernels] cuda_graphs cannot record a step whose gradients are reduced after every "
                     "micro-batch; set cuda_graphs = false or shard = optimizer");
   if (shard != Sharding::full) return;
-  if (cfg_.precision.dtype != Precision::fp32)
-    throw bad_input(key + ": [precision] dtype = " + name_of(cfg_.precision.dtype) +
-                    " is not supported with the parameters sharded yet (float32 only); set dtype = fp32 or shard = "
-                    "gradients");
   if (!cfg_.checkpoint.init_from.empty())
     throw bad_input(key +
                     ": [checkpoint] init_from is not supported with the parameters sharded yet; start with "

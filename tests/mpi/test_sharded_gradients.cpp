@@ -205,11 +205,7 @@ TEST(ShardedGradients, RefusedCombinationsNameTheKeys) {
             std::string::npos);
   EXPECT_NE(refusal("optim.name=muon").find("[optim] name = muon, which needs it) work with shard = optimizer"),
             std::string::npos);
-  // shard = full (ZeRO-3): float32 only, nothing frozen, no init_from yet.
-  EXPECT_NE(refusal("precision.dtype=bf16", "full")
-                .find("[parallel] shard = full: [precision] dtype = bf16 is not "
-                      "supported with the parameters sharded yet"),
-            std::string::npos);
+  // shard = full (ZeRO-3): nothing frozen, no init_from yet.
   EXPECT_NE(refusal("train.freeze=dense.0", "full").find("[parallel] shard = full: [train] freeze is not supported"),
             std::string::npos);
   EXPECT_NE(refusal("checkpoint.init_from=/nonexistent.h5", "full").find("[checkpoint] init_from is not supported"),

@@ -4,8 +4,8 @@
 // momentum and weight decay, gradient clipping and micro-batches, and for a GPT with AdamW and
 // weight-decay exemptions; buckets small enough that blocks and tails of every size occur. Each
 // rank holds only its share of the optimizer state, and the shares cover every parameter once.
-// fp16 (overflow agreement, loss scale) and bf16 runs equal the unsharded run (shard = optimizer and
-// gradients, the two bit-identical to each other). The SGD and GPT
+// fp16 (overflow agreement, loss scale) and bf16 runs equal the unsharded run (shard = optimizer,
+// gradients and full, the three bit-identical to each other). The SGD and GPT
 // cases overlap the parameters' all-gather with the next forward ([parallel] gather_overlap = on:
 // without the per-layer waits they fail).
 #include <gtest/gtest.h>
@@ -118,10 +118,10 @@ TEST(ShardedOptimizer, ReducedPrecisionEqualsTheUnshardedRun) {
   const DatasetIndex index = load_dataset_index(*host_communicator(MPI_COMM_WORLD, "world"), root);
   // fp16 with a huge initial scale: the first steps overflow and are skipped on every rank alike.
   for (const char* precision : {"fp16", "bf16"}) {
-    std::vector<float> params[3];
-    std::int64_t skipped[3] = {0, 0, 0};
-    const char* const shards[3] = {"none", "optimizer", "gradients"};
-    for (const int shard : {0, 1, 2}) {
+    std::vector<float> params[4];
+    std::int64_t skipped[4] = {0, 0, 0, 0};
+    const char* const shards[4] = {"none", "optimizer", "gradients", "full"};
+    for (const int shard : {0, 1, 2, 3}) {
       const std::string ini = "[run]\nseed = 3\nout_dir = /tmp\n[precision]\ndtype = " + std::string(precision) +
                               "\n[data]\npath = " + root +
                               "\n[model]\nlayers = flatten dense(16) relu dense(7)\n[train]\nglobal_batch = 24\n"
@@ -133,11 +133,10 @@ TEST(ShardedOptimizer, ReducedPrecisionEqualsTheUnshardedRun) {
       Trainer trainer(cfg, rt, index);
       const Sampler sampler(sampler_options(cfg, index.train));
       testref::train_steps(trainer, cfg, rt, index, sampler, 8);
-      const Tensor& p = trainer.model().parameters();
-      params[shard].assign(p.data(), p.data() + p.numel());
+      params[shard] = testref::whole_parameters(trainer);
       skipped[shard] = trainer.skipped_steps();
     }
-    for (const int shard : {1, 2}) {
+    for (const int shard : {1, 2, 3}) {
       const Tensor got = Tensor::wrap(params[shard].data(), {static_cast<std::int64_t>(params[shard].size())});
       const auto [worst, biggest] = difference(got, params[0]);
       EXPECT_LE(worst, 2e-6 * (1 + biggest))
@@ -145,6 +144,7 @@ TEST(ShardedOptimizer, ReducedPrecisionEqualsTheUnshardedRun) {
       EXPECT_EQ(skipped[0], skipped[shard]) << precision << ", shard = " << shards[shard];
     }
     EXPECT_EQ(params[2], params[1]) << precision << ": shard = gradients differs from shard = optimizer";
+    EXPECT_EQ(params[3], params[1]) << precision << ": shard = full differs from shard = optimizer";
     if (std::string(precision) == "fp16") {
       EXPECT_GT(skipped[2], 0) << "the test must exercise overflow agreement";
     }

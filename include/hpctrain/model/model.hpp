@@ -53,7 +53,8 @@ class Model {
         bool whole_parameters = true);
   // [parallel] shard = full, after stage_gradients with the same buckets (ParamStore::stage_parameters):
   // this rank keeps its owned parameters, packed; the layers read their bucket's window, which
-  // the parameter source fills before each call. float32 only.
+  // the parameter source fills before each call (bf16/fp16: rounded to the format there, in
+  // float32; no 16-bit copy). Before set_precision.
   void stage_parameters(const std::vector<Bucket>& buckets);
   void set_parameter_source(ParameterSource* source) { source_ = source; }
   // [parallel] shard = gradients (ParamStore::stage_gradients): backward writes each bucket into

@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "hpctrain/comm/communicator.hpp"
+#include "hpctrain/core/precision.hpp"
 #include "hpctrain/model/model.hpp"
 
 namespace hpctrain {
@@ -25,7 +26,9 @@ class ParameterWindows final : public ParameterSource {
  public:
   // `store`: packed parameters and windows (staged with `buckets`, the averager's); `prefetch`:
   // start the next bucket's gather early (false: each gather when needed, for comparison).
-  ParameterWindows(Communicator& comm, ParamStore& store, bool prefetch);
+  // `precision`: bf16/fp16 round each gathered window to the format (as the 16-bit copy of whole
+  // parameters is rounded), so the layers compute with the values they would unsharded.
+  ParameterWindows(Communicator& comm, ParamStore& store, bool prefetch, Precision precision);
   ~ParameterWindows() override;
   void need(std::size_t held, bool backward) override;
   void changed() override;
@@ -40,12 +43,13 @@ class ParameterWindows final : public ParameterSource {
   Communicator& comm_;
   ParamStore& store_;
   bool prefetch_ = true;
+  Precision precision_ = Precision::fp32;
   std::vector<Bucket> buckets_;
   std::vector<std::ptrdiff_t> bucket_of_layer_;  // per held layer: its bucket (-1: none)
   std::vector<Range> block_;                     // per bucket: this rank's block, bucket-relative
   std::vector<std::int64_t> packed_at_;          // per bucket: where that block is in the packed parameters
   std::vector<const float*> slot_;  // per bucket: its window's buffer (buckets sharing one evict each other)
-  std::vector<bool> resident_;
+  std::vector<bool> resident_, rounded_;
   std::vector<std::vector<Request>> in_flight_;
   double wait_s_ = 0;
   std::int64_t gathers_ = 0;

@@ -79,6 +79,14 @@ void ParamStore::stage_gradients(const std::vector<Bucket>& buckets, const std::
   frozen_scratch_ = frozen_ranges_.empty() ? Tensor() : Tensor::zeros({widest_frozen}, alloc);
   grads_ = Tensor::zeros({std::max<std::int64_t>(total(owned), 1)}, alloc);
   owned_ = owned;
+  packed_blocks_.assign(buckets.size(), PackedBlock{});
+  std::int64_t at = 0;  // owned is sorted, at most one range per bucket, packed in that order
+  for (const Range& o : owned) {
+    for (std::size_t b = 0; b < buckets.size(); ++b)
+      if (buckets[b].begin <= o.begin && o.end <= buckets[b].end)
+        packed_blocks_[b] = {{o.begin - buckets[b].begin, o.end - buckets[b].begin}, at};
+    at += o.size();
+  }
 }
 
 void ParamStore::stage_parameters(const std::vector<int>& slots, Allocator& alloc) {

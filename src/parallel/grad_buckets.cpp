@@ -39,17 +39,10 @@ GradientAverager::GradientAverager(Communicator& comm, Tensor grads, std::vector
   }
   if (!staging || !staging->staged()) return;
   HPCT_CHECK(sharded_ && tensor_owners_.empty(), "staged gradients need a sharded optimizer by elements");
+  HPCT_CHECK(staging->owned() == owned_, "staged gradients owned by another rule than the averager's");
   for (std::size_t b = 0; b < buckets_.size(); ++b) {
-    const Bucket& k = buckets_[b];
-    const Range mine = ParamStore::owned({k}, comm_.size(), comm_.rank()).empty()
-                           ? Range{k.begin, k.begin}
-                           : ParamStore::owned({k}, comm_.size(), comm_.rank()).front();
-    std::int64_t at = 0;  // grads_ packs owned_ in order
-    for (const Range& o : owned_)
-      if (o.begin < mine.begin) at += o.size();
     buffers_.push_back(staging->bucket_buffer(b));
-    block_.push_back({mine.begin - k.begin, mine.end - k.begin});
-    packed_at_.push_back(at);
+    blocks_.push_back(staging->packed_block(b));
   }
   HPCT_CHECK(grads_.numel() >= total(owned_), "the packed gradient is smaller than what this rank owns");
   in_flight_.resize(buckets_.size());
@@ -75,10 +68,10 @@ void GradientAverager::fold(std::size_t b) {
   for (auto& r : in_flight_[b]) r->wait();
   staged_wait_s_ += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   in_flight_[b].clear();
-  const Range& k = block_[b];
+  const Range& k = blocks_[b].block;
   if (k.empty()) return;
   const Tensor src = buffers_[b].view(k.begin, {k.size()});
-  Tensor dst = grads_.view(packed_at_[b], {k.size()});
+  Tensor dst = grads_.view(blocks_[b].packed_at, {k.size()});
   if (rounds_ == 0)
     copy(src, dst);
   else

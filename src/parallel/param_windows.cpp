@@ -16,16 +16,7 @@ ParameterWindows::ParameterWindows(Communicator& comm, ParamStore& store, bool p
     for (std::size_t b = 0; b < buckets_.size(); ++b)
       if (!store.layer(i).empty() && buckets_[b].begin <= store.layer(i).begin && store.layer(i).end <= buckets_[b].end)
         bucket_of_layer_[i] = static_cast<std::ptrdiff_t>(b);
-  for (std::size_t b = 0; b < buckets_.size(); ++b) {
-    const Ranges mine = ParamStore::owned({buckets_[b]}, comm_.size(), comm_.rank());
-    const Range r = mine.empty() ? Range{buckets_[b].begin, buckets_[b].begin} : mine.front();
-    std::int64_t at = 0;  // the packed parameters hold the owned ranges in order
-    for (const Range& o : store.owned())
-      if (o.begin < r.begin) at += o.size();
-    block_.push_back({r.begin - buckets_[b].begin, r.end - buckets_[b].begin});
-    packed_at_.push_back(at);
-    slot_.push_back(store.window(b).data());
-  }
+  for (std::size_t b = 0; b < buckets_.size(); ++b) slot_.push_back(store.window(b).data());
   resident_.assign(buckets_.size(), false);
   rounded_.assign(buckets_.size(), false);
   in_flight_.resize(buckets_.size());
@@ -46,11 +37,12 @@ void ParameterWindows::start(std::size_t b) {
   const Bucket& k = buckets_[b];
   const int d = comm_.size();
   const std::int64_t c = k.size() / d, tail = k.size() - c * d;
-  float* packed = store_.params().data() + packed_at_[b];
+  const std::int64_t at = store_.packed_block(b).packed_at;  // (rank D-1's block: c elements, then the tail)
+  float* packed = store_.params().data() + at;
   if (c > 0) in_flight_[b].push_back(comm_.iallgather(packed, window.data(), static_cast<std::size_t>(c), DType::f32));
   if (tail > 0) {  // rank D-1's last elements: from its packed block, then to everyone
     Tensor end = window.view(c * d, {tail});
-    if (comm_.rank() == d - 1) copy(store_.params().view(packed_at_[b] + c, {tail}), end);
+    if (comm_.rank() == d - 1) copy(store_.params().view(at + c, {tail}), end);
     in_flight_[b].push_back(comm_.ibroadcast(end.data(), static_cast<std::size_t>(tail), DType::f32, d - 1));
   }
   resident_[b] = true;

@@ -100,6 +100,13 @@ class ParamStore {
   Tensor window(std::size_t b) const { return windows_[b]; }
   const std::vector<Bucket>& staged_buckets() const { return staged_buckets_; }
   const Ranges& owned() const { return owned_; }  // (staged: what grads() packs)
+  // Staged: what this rank owns of bucket b, bucket-relative (empty: nothing), and where that
+  // block sits in the packed grads() (and packed params()).
+  struct PackedBlock {
+    Range block;
+    std::int64_t packed_at = 0;
+  };
+  const PackedBlock& packed_block(std::size_t b) const { return packed_blocks_[b]; }
   // Where a layer reads the tensor at `offset`: in params() or (packed) in its bucket's window.
   Tensor param_view(std::int64_t offset, const Shape& shape) const;
   // Bytes of every parameter buffer this rank holds (whole, or packed + windows).
@@ -157,6 +164,7 @@ class ParamStore {
   std::vector<Tensor> bucket_buffers_, slot_buffers_;
   Tensor frozen_scratch_;
   Ranges owned_;
+  std::vector<PackedBlock> packed_blocks_;        // per staged bucket
   std::vector<Tensor> windows_, window_buffers_;  // packed parameters: each bucket's window, the slots
 };
 

@@ -77,8 +77,7 @@ class GradientAverager {
   // Staged: each bucket's staging buffer, this rank's block in it (bucket-relative) and where
   // that block goes in grads_; the averages in flight by bucket; the step's backwards so far.
   std::vector<Tensor> buffers_;
-  std::vector<Range> block_;
-  std::vector<std::int64_t> packed_at_;
+  std::vector<ParamStore::PackedBlock> blocks_;
   std::vector<std::vector<Request>> in_flight_;
   int rounds_ = 0;
   double staged_wait_s_ = 0;  // this step's waits for staged averages (finish() returns them)

@@ -46,8 +46,6 @@ class ParameterWindows final : public ParameterSource {
   Precision precision_ = Precision::fp32;
   std::vector<Bucket> buckets_;
   std::vector<std::ptrdiff_t> bucket_of_layer_;  // per held layer: its bucket (-1: none)
-  std::vector<Range> block_;                     // per bucket: this rank's block, bucket-relative
-  std::vector<std::int64_t> packed_at_;          // per bucket: where that block is in the packed parameters
   std::vector<const float*> slot_;  // per bucket: its window's buffer (buckets sharing one evict each other)
   std::vector<bool> resident_, rounded_;
   std::vector<std::vector<Request>> in_flight_;

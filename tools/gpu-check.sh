@@ -121,6 +121,8 @@ cuda_env
 bin=${HPCTRAIN_GPU_BIN:-$carry/bin}
 [ -x "$bin/trainer" ] || bin=$work/bin
 [ "$bin" = "$work/bin" ] && budget[build]=420
+# The PyTorch twins read the deck's layers string through this trainer (tools/hpctrain_torch.py).
+export HPCTRAIN_TRAINER=${HPCTRAIN_TRAINER:-$bin/trainer}
 
 # Budgets: HPCTRAIN_GPU_STAGE_TIMEOUT for every stage, then HPCTRAIN_GPU_BUDGETS per stage.
 if [ -n "${HPCTRAIN_GPU_STAGE_TIMEOUT:-}" ]; then for s in "${all_stages[@]}"; do budget[$s]=$HPCTRAIN_GPU_STAGE_TIMEOUT; done; fi

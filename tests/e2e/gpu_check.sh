@@ -5,7 +5,8 @@
 #   fails because the GPU tests skip and says so, train and gpt run (the MLP checkpoint evaluated
 #   again gives the run's accuracy; text sampled from the GPT checkpoint), and the results folder
 #   holds at most 8 files (the log and one archive per stage), no checkpoint, names the device tool
-#   brings back. --probe alone fails without a GPU.
+#   brings back. --probe alone fails without a GPU. A GPU test program that crashes in a test
+#   fails --test, which names that test.
 # - A stage over its budget is ended with the processes it started and the earlier stages'
 #   archives stay; a command over its limit likewise; a kill of the whole script keeps the finished
 #   stages' archives; run_timed ends a process that left the command's process group.
@@ -47,6 +48,16 @@ check "... the log is the whole output" grep -q "^gpu-check: FAIL in" "$tmp/all/
 check "... the test archive holds the GPU tests' log" grep -q "gpu_tests.log" <<<"$(tar -tzf "$tmp/all/test.tar.gz")"
 check "... no checkpoint among the results" test -z "$(for f in "$tmp"/all/*.tar.gz; do tar -tzf "$f"; done | grep '\.h5$')"
 check "... the checkpoints stayed in the build folder" test -n "$(find "$tmp/work/check-checkpoints/train_mlp" -name 'ckpt-*.h5')"
+
+# A GPU test program that dies inside a test (the H200's first run, 2026-12-04: a segmentation
+# fault ended every later test) fails the stage, which names the test.
+mkdir -p "$tmp/crash"
+ln -s "$build/trainer" "$tmp/crash/trainer"
+printf '#!/bin/sh\necho "[==========] Running 2 tests from 1 test suite."\necho "[ RUN      ] Fake.Passes"\necho "[       OK ] Fake.Passes (0 ms)"\necho "[ RUN      ] Fake.Crashes"\necho "Signal: Segmentation fault (11)"\nkill -SEGV $$\n' >"$tmp/crash/gpu_tests"
+chmod +x "$tmp/crash/gpu_tests"
+out=$(OUT=$tmp/crashed HPCTRAIN_GPU_BIN=$tmp/crash HPCTRAIN_GPU_CHECK_DEVICE=cpu tools/gpu-check.sh --test 2>&1)
+check "a GPU test program that crashes fails --test" test $? -ne 0
+check "... naming the test it died in" grep -q "gpu_tests died in Fake.Crashes: Signal: Segmentation fault" <<<"$out"
 
 out=$(OUT=$tmp/probe tools/gpu-check.sh --probe 2>&1)
 rc=$?

@@ -137,6 +137,13 @@ stage_test() {
     rc=1
   fi
   grep -q '^\[ RUN' "$log" || { echo "gpu_tests did not run:"; tail -5 "$log"; }
+  # A test that started and never ended: the program died in it (a crash ends every later test too).
+  local last
+  last=$(sed -n 's/^\[ RUN      \] //p' "$log" | tail -1)
+  if [ -n "$last" ] && ! grep -qE "^\[ +(OK|FAILED|SKIPPED) +\] $last( |\$)" "$log"; then
+    echo "gpu-check --test: gpu_tests died in $last: $(grep -m1 -E 'Signal: |terminate called|Aborted' "$log" | cut -c1-120)"
+    rc=1
+  fi
   return $rc
 }
 

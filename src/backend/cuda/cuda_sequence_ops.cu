@@ -3,10 +3,13 @@
 // head go through cuBLAS strided-batched GEMMs (one call per head, batched over the sequences:
 // the fused query/key/value rows make the heads' columns strided); the masked softmax and its
 // backward are one block per row. Layer norm's per-row sums and its weight gradients are
-// deterministic block and column reductions; the embedding's gradient adds with atomics (token
-// ids repeat), so its sums may differ in the last bits from run to run. Token ids were checked
-// against the vocabulary when the data were loaded (data/dataset.hpp); an id outside the table
-// reads and writes nothing here.
+// deterministic block and column reductions. The embedding's gradient sorts the positions by token
+// id (CUB's stable radix sort) and adds each id's rows in position order, as the CPU does: the same
+// bits as the CPU and from run to run (atomics, used until 2026-12-04, made a GPT's steps differ in
+// the last bits between two runs on the H200). Token ids were checked against the vocabulary when
+// the data were loaded (data/dataset.hpp); an id outside the table reads and writes nothing here.
+#include <cub/device/device_radix_sort.cuh>
+
 #include "hpctrain/backend/checks.hpp"
 #include "hpctrain/backend/cuda/context.hpp"
 #include "hpctrain/backend/cuda/cuda_ops.hpp"
@@ -30,11 +33,28 @@ __global__ void embedding_kernel(const std::int32_t* ids, const float* table, i6
   }
 }
 
-__global__ void embedding_grad_kernel(const std::int32_t* ids, const float* dy, i64 vocab, i64 width, float* dtable,
-                                      i64 total) {
+// The sort's input: each position's id (an id outside the table: `vocab`, a key nothing reads) and
+// the position itself.
+__global__ void embedding_sort_keys_kernel(const std::int32_t* ids, std::int32_t vocab, std::int32_t* keys,
+                                           std::int32_t* positions, i64 total) {
+  for (i64 i = detail::global_index(); i < total; i += detail::grid_stride()) {
+    const std::int32_t id = ids[i];
+    keys[i] = id >= 0 && id < vocab ? id : vocab;
+    positions[i] = static_cast<std::int32_t>(i);
+  }
+}
+
+// One thread per (sorted position, column); the first of each id's run adds that id's rows in
+// position order (the stable sort kept it) into the table's row: the CPU's order of additions.
+__global__ void embedding_grad_kernel(const std::int32_t* keys, const std::int32_t* positions, const float* dy,
+                                      i64 vocab, i64 width, float* dtable, i64 total) {
   for (i64 idx = detail::global_index(); idx < total; idx += detail::grid_stride()) {
-    const i64 id = ids[idx / width];
-    if (id >= 0 && id < vocab) atomicAdd(dtable + id * width + idx % width, dy[idx]);
+    const i64 i = idx / width, c = idx % width, n = total / width;
+    const std::int32_t id = keys[i];
+    if (id >= vocab || (i > 0 && keys[i - 1] == id)) continue;
+    float s = dtable[id * width + c];
+    for (i64 j = i; j < n && keys[j] == id; ++j) s += dy[static_cast<i64>(positions[j]) * width + c];
+    dtable[id * width + c] = s;
   }
 }
 
@@ -216,8 +236,30 @@ void embedding_backward(const Tensor& ids, const Tensor& dy, Tensor& dtable) {
   const i64 vocab = dtable.shape()[0], width = dtable.numel() / vocab;
   backend::check_ids(ids, "embedding_backward");
   HPCT_CHECK(dy.numel() == ids.numel() * width, "embedding_backward: dy " + shape_string(dy.shape()));
-  launch(embedding_grad_kernel, dy.numel(), ids.data_as<std::int32_t>(), dy.data(), vocab, width, dtable.data(),
-         dy.numel());
+  const i64 n = ids.numel();
+  if (n == 0) return;
+  HPCT_CHECK(n < (i64{1} << 31) && vocab < (i64{1} << 31) - 1, "embedding_backward: " + std::to_string(n) +
+                                                                   " positions or a table of " + std::to_string(vocab) +
+                                                                   " rows past the 32-bit sort keys");
+  // Scratch: keys and positions in and out (4 x n int32), then CUB's temporary storage.
+  int end_bit = 1;
+  while ((i64{1} << end_bit) <= vocab) ++end_bit;  // keys 0..vocab
+  std::size_t temp_bytes = 0;
+  CHECK_CUDA(cub::DeviceRadixSort::SortPairs(nullptr, temp_bytes, static_cast<const std::int32_t*>(nullptr),
+                                             static_cast<std::int32_t*>(nullptr),
+                                             static_cast<const std::int32_t*>(nullptr),
+                                             static_cast<std::int32_t*>(nullptr), n, 0, end_bit, context().stream()));
+  const std::size_t index_bytes = (static_cast<std::size_t>(n) * sizeof(std::int32_t) + 255) / 256 * 256;
+  auto* base = static_cast<char*>(context().scratch(4 * index_bytes + temp_bytes));
+  auto* keys_in = reinterpret_cast<std::int32_t*>(base);
+  auto* pos_in = reinterpret_cast<std::int32_t*>(base + index_bytes);
+  auto* keys = reinterpret_cast<std::int32_t*>(base + 2 * index_bytes);
+  auto* pos = reinterpret_cast<std::int32_t*>(base + 3 * index_bytes);
+  launch(embedding_sort_keys_kernel, n, ids.data_as<std::int32_t>(), static_cast<std::int32_t>(vocab), keys_in, pos_in,
+         n);
+  CHECK_CUDA(cub::DeviceRadixSort::SortPairs(base + 4 * index_bytes, temp_bytes, keys_in, keys, pos_in, pos, n, 0,
+                                             end_bit, context().stream()));
+  launch(embedding_grad_kernel, dy.numel(), keys, pos, dy.data(), vocab, width, dtable.data(), dy.numel());
 }
 
 void layernorm_forward(const Tensor& x, const Tensor& w, const Tensor& b, i64 width, float eps, Tensor& mean,

@@ -153,9 +153,9 @@ void check_same_experiment(const Config& cfg, const std::vector<KeyDifference>& 
                     first(schedule) + "; to go on with the new one add --resume-changed" + start_over(cfg));
 }
 
-// The elements [b, e) of a stage's flat layout (the parameters', or one optimizer state block's)
-// from the datasets `prefix` + parameter name, each by the hyperslab of rows that holds them;
-// elements of no parameter are left alone.
+}  // namespace
+
+// (checkpoint/checkpointing.hpp)
 void read_flat(const CheckpointFile& file, const std::string& prefix, const std::vector<ParamInfo>& params,
                std::int64_t b, std::int64_t e, float* out) {
   for (const ParamInfo& pi : params) {
@@ -164,7 +164,6 @@ void read_flat(const CheckpointFile& file, const std::string& prefix, const std:
       file.read_elements(prefix + stored_name(file, pi.name, pi.legacy), lo - pi.offset, hi - lo, out + (lo - b));
   }
 }
-}  // namespace
 
 void Checkpointer::check_fits(const CheckpointFile& file) const {
   const auto problems = checkpoint_mismatches(file, model_);

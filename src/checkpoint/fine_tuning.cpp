@@ -5,9 +5,9 @@
 #include <set>
 #include <sstream>
 
+#include "hpctrain/checkpoint/checkpointing.hpp"
 #include "hpctrain/core/error.hpp"
 #include "hpctrain/core/log.hpp"
-#include "hpctrain/checkpoint/checkpointing.hpp"
 
 namespace hpctrain {
 
@@ -86,7 +86,8 @@ std::string InitPlan::describe() const {
 
 std::string Checkpointer::initialize(const std::string& path) {
   // Every rank reads its stage's tensors the plan loads over its freshly initialized ones (the
-  // same on every rank of the stage: initialization is by global index).
+  // same on every rank of the stage: initialization is by global index); with the parameters
+  // sharded, only the elements it owns, each by its hyperslabs.
   InitPlan plan;
   std::string error;
   try {
@@ -98,10 +99,15 @@ std::string Checkpointer::initialize(const std::string& path) {
     std::map<std::string, std::string> loads;  // name -> the dataset, for the tensors the plan loads
     for (const ModelTensor& t : tensors)
       if (planned.count(t.name)) loads[t.name] = "model/" + stored_name(file, t.name, t.legacy);
+    std::vector<ParamInfo> loaded;
+    for (const ParamInfo& pi : model_.param_info())
+      if (loads.count(pi.name)) loaded.push_back(pi);
     std::vector<float> p(static_cast<std::size_t>(model_.parameters().numel()));
     download(model_.parameters(), p.data(), p.size() * sizeof(float));
-    for (const ParamInfo& pi : model_.param_info())
-      if (loads.count(pi.name)) file.read(loads[pi.name], p.data() + pi.offset);
+    if (model_.store().packed_parameters())  // ([parallel] shard = full: the elements it owns, packed as the state)
+      for (const DecayRun& r : opt_.runs()) read_flat(file, "model/", loaded, r.begin, r.end, p.data() + r.state_at());
+    else
+      read_flat(file, "model/", loaded, 0, model_.parameters().numel(), p.data());
     upload(p.data(), p.size() * sizeof(float), model_.parameters());
     for (auto& [name, buf] : model_.buffers())
       if (loads.count(name)) file.read(loads[name], buf->data());

@@ -102,10 +102,6 @@ void Trainer::refuse_sharding_combinations() const {
                     ": [kernels] cuda_graphs cannot record a step whose gradients are reduced after every "
                     "micro-batch; set cuda_graphs = false or shard = optimizer");
   if (shard != Sharding::full) return;
-  if (!cfg_.checkpoint.init_from.empty())
-    throw bad_input(key +
-                    ": [checkpoint] init_from is not supported with the parameters sharded yet; start with "
-                    "shard = gradients, or resume its checkpoint with shard = full");
   if (!cfg_.train.freeze.empty())
     throw bad_input(key +
                     ": [train] freeze is not supported with the parameters sharded yet (a frozen layer has "

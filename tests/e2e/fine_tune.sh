@@ -9,6 +9,7 @@
 # - the frozen convolutions are bit-identical to A's after training, the dense layers moved;
 #   the head that does not fit starts fresh with a warning naming it and both shapes;
 # - the same fine-tuning at 2 data-parallel ranks and as a 2-stage pipeline matches 1 rank;
+#   with [parallel] shard = full (no freeze) it matches shard = none at 2 ranks;
 # - a preempted fine-tuning job resumes from its own checkpoint (resume wins over init_from);
 #   --dry-run says what will be loaded, kept fresh and frozen, and that resume wins;
 # - one-line errors (exit 2): a layer asked for by init_layers whose shape differs, patterns
@@ -82,6 +83,17 @@ check "2 data-parallel ranks: final loss $(loss "$tmp/ft2") = 1 rank's $l1" $py 
 run 2 "$tmp/ftp" "${B[@]}" "${FT[@]}" --set parallel.pipeline_parallel=2 >/dev/null
 check "a 2-stage pipeline: final loss $(loss "$tmp/ftp") = 1 rank's $l1" $py -c \
   "import sys; sys.exit(abs($(loss "$tmp/ftp") - $l1) > 1e-4 * abs($l1))"
+
+# [parallel] shard = full (each rank keeps only the parameters it owns): init_from reads just
+# those; nothing frozen (refused with full), so against shard = none without freeze, 2 ranks each.
+NF=(--set checkpoint.init_from="$ckpt")
+run 2 "$tmp/ftn" "${B[@]}" "${NF[@]}" >/dev/null
+fo=$(run 2 "$tmp/ftf" "${B[@]}" "${NF[@]}" --set parallel.shard=full)
+check "shard = full: initialized from the checkpoint" grep -q "^initialized from $ckpt: 6 tensor(s)" <<<"$fo"
+check "shard = full: final loss $(loss "$tmp/ftf") = shard = none's $(loss "$tmp/ftn")" $py -c \
+  "import sys; sys.exit(abs($(loss "$tmp/ftf") - $(loss "$tmp/ftn")) > 1e-4 * abs($(loss "$tmp/ftn")))"
+check "... and far from a run from scratch ($(loss "$tmp/scratch")): the weights came in" $py -c \
+  "import sys; sys.exit(abs($(loss "$tmp/ftf") - $(loss "$tmp/scratch")) < 1e-2 * abs($(loss "$tmp/scratch")))"
 
 # Preempted and resubmitted: the run's own checkpoint wins over init_from.
 dry=$(run 1 "$tmp/ft1" "${B[@]}" "${FT[@]}" --set train.steps=16 --dry-run)

@@ -8,8 +8,10 @@ ranks with `shard` in none | optimizer | gradients | full (ZeRO 0-3):
 
   memory per rank = parameters + gradients + 16-bit copy + optimizer state + activations
                     + their gradients between layers + scratch (--dry-run's "Peak per rank")
-    parameters, copy   / T; full: / (T D), plus a gathered window of twice the largest layer
-    gradients          / T; gradients, full: / (T D), plus two buckets in flight
+    parameters, copy   / T; full: / (T D), plus two gathered windows of the largest bucket
+    gradients          / T; gradients, full: / (T D), plus two buckets in flight (staging)
+                       (a bucket: [parallel] bucket_mb plus the layer that fills it past that, at
+                       most the whole gradient; measured against runs: docs/performance.md)
     optimizer state    / T; optimizer and up: / (T D)
     activations        the logits / T; the rest x (10 + 24 / T) / 34 (Megatron's per-layer count
                        without sequence parallelism: the norms' and residuals' stay whole)
@@ -67,6 +69,13 @@ class DryRun:
         emb = re.search(r"embedding\((\d+), (\d+)", text)
         self.vocab = int(emb.group(1)) if emb else 0
         self.sixteen = self.copy_bytes > 0
+        m = re.search(r"^parallel\.bucket_mb +([0-9.]+)", text, re.M)  # (the dry run's table of settings)
+        self.bucket_mb = float(m.group(1)) if m else 25.0
+
+    def largest_bucket(self):
+        """A gradient bucket's bytes at most: bucket_mb, and the layer that fills it past that (buckets
+        never split a layer), never more than the whole gradient."""
+        return min(self.bucket_mb * MIB + 4.0 * self.largest_layer, self.grad_bytes)
 
     def logits_bytes(self):  # the float32 logits [micro-batch x context, vocabulary] a rank keeps
         return 4.0 * self.micro_batch * self.context * self.vocab
@@ -81,10 +90,11 @@ def memory(d, t, dp, shard, mb):
     """Bytes per rank with micro-batches of `mb` windows: (parameters, gradients, copy, state,
     activations with their gradients and scratch, total)."""
     full, grads_sharded, state_sharded = shard == "full", shard in ("gradients", "full"), shard != "none"
-    window = 2 * 4.0 * d.largest_layer / t if full else 0.0
+    # Two buckets in flight: the gradients' staging buffers, and with full the parameters' windows.
+    window = 2 * d.largest_bucket() / t if full else 0.0
     params = d.param_bytes / t / (dp if full else 1) + window
     copy = d.copy_bytes / t / (dp if full else 1) + (window / 2 if d.sixteen else 0.0)
-    buckets = 2 * min(25 * MIB, d.grad_bytes / t) if grads_sharded and dp > 1 else 0.0
+    buckets = 2 * d.largest_bucket() / t if grads_sharded and dp > 1 else 0.0
     grads = d.grad_bytes / t / (dp if grads_sharded else 1) + buckets
     state = d.state_bytes / t / (dp if state_sharded else 1)
     logits = min(d.logits_bytes(), d.activation_bytes)

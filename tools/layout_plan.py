@@ -69,8 +69,7 @@ class DryRun:
         emb = re.search(r"embedding\((\d+), (\d+)", text)
         self.vocab = int(emb.group(1)) if emb else 0
         self.sixteen = self.copy_bytes > 0
-        m = re.search(r"^parallel\.bucket_mb +([0-9.]+)", text, re.M)  # (the dry run's table of settings)
-        self.bucket_mb = float(m.group(1)) if m else 25.0
+        self.bucket_mb = float(need(r"^parallel\.bucket_mb +([0-9.]+)", "parallel.bucket_mb setting").group(1))
 
     def largest_bucket(self):
         """A gradient bucket's bytes at most: bucket_mb, and the layer that fills it past that (buckets
@@ -91,10 +90,11 @@ def memory(d, t, dp, shard, mb):
     activations with their gradients and scratch, total)."""
     full, grads_sharded, state_sharded = shard == "full", shard in ("gradients", "full"), shard != "none"
     # Two buckets in flight: the gradients' staging buffers, and with full the parameters' windows.
-    window = 2 * d.largest_bucket() / t if full else 0.0
+    two_buckets = 2 * d.largest_bucket() / t
+    window = two_buckets if full else 0.0
     params = d.param_bytes / t / (dp if full else 1) + window
     copy = d.copy_bytes / t / (dp if full else 1) + (window / 2 if d.sixteen else 0.0)
-    buckets = 2 * d.largest_bucket() / t if grads_sharded and dp > 1 else 0.0
+    buckets = two_buckets if grads_sharded and dp > 1 else 0.0
     grads = d.grad_bytes / t / (dp if grads_sharded else 1) + buckets
     state = d.state_bytes / t / (dp if state_sharded else 1)
     logits = min(d.logits_bytes(), d.activation_bytes)

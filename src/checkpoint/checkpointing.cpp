@@ -153,9 +153,9 @@ void check_same_experiment(const Config& cfg, const std::vector<KeyDifference>& 
                     first(schedule) + "; to go on with the new one add --resume-changed" + start_over(cfg));
 }
 
-}  // namespace
-
-// (checkpoint/checkpointing.hpp)
+// The elements [b, e) of a stage's flat layout (the parameters', or one optimizer state block's)
+// from the datasets `prefix` + parameter name, each by the hyperslab of rows that holds them;
+// elements of no parameter in `params` are left alone.
 void read_flat(const CheckpointFile& file, const std::string& prefix, const std::vector<ParamInfo>& params,
                std::int64_t b, std::int64_t e, float* out) {
   for (const ParamInfo& pi : params) {
@@ -164,6 +164,7 @@ void read_flat(const CheckpointFile& file, const std::string& prefix, const std:
       file.read_elements(prefix + stored_name(file, pi.name, pi.legacy), lo - pi.offset, hi - lo, out + (lo - b));
   }
 }
+}  // namespace
 
 void Checkpointer::check_fits(const CheckpointFile& file) const {
   const auto problems = checkpoint_mismatches(file, model_);
@@ -185,13 +186,16 @@ void Checkpointer::read_state(const CheckpointFile& file) {
   upload(compact.data(), compact.size() * sizeof(float), opt_.state());
 }
 
+void Checkpointer::read_parameters(const CheckpointFile& file, const std::vector<ParamInfo>& params, float* out) const {
+  if (model_.store().packed_parameters())  // ([parallel] shard = full: the elements it owns, packed as the state)
+    for (const DecayRun& r : opt_.runs()) read_flat(file, "model/", params, r.begin, r.end, out + r.state_at());
+  else
+    read_flat(file, "model/", params, 0, model_.parameters().numel(), out);
+}
+
 void Checkpointer::read_model(const CheckpointFile& file) {
   std::vector<float> p(static_cast<std::size_t>(model_.parameters().numel()), 0.f);
-  if (model_.store().packed_parameters())  // ([parallel] shard = full: the elements it owns, packed as the state)
-    for (const DecayRun& r : opt_.runs())
-      read_flat(file, "model/", model_.param_info(), r.begin, r.end, p.data() + r.state_at());
-  else
-    read_flat(file, "model/", model_.param_info(), 0, model_.parameters().numel(), p.data());
+  read_parameters(file, model_.param_info(), p.data());
   upload(p.data(), p.size() * sizeof(float), model_.parameters());
   std::map<std::string, std::string> legacy;
   for (const auto& b : model_.all_buffers()) legacy[b.name] = b.legacy;

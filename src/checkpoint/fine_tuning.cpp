@@ -104,10 +104,7 @@ std::string Checkpointer::initialize(const std::string& path) {
       if (loads.count(pi.name)) loaded.push_back(pi);
     std::vector<float> p(static_cast<std::size_t>(model_.parameters().numel()));
     download(model_.parameters(), p.data(), p.size() * sizeof(float));
-    if (model_.store().packed_parameters())  // ([parallel] shard = full: the elements it owns, packed as the state)
-      for (const DecayRun& r : opt_.runs()) read_flat(file, "model/", loaded, r.begin, r.end, p.data() + r.state_at());
-    else
-      read_flat(file, "model/", loaded, 0, model_.parameters().numel(), p.data());
+    read_parameters(file, loaded, p.data());
     upload(p.data(), p.size() * sizeof(float), model_.parameters());
     for (auto& [name, buf] : model_.buffers())
       if (loads.count(name)) file.read(loads[name], buf->data());

@@ -4,7 +4,6 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
-#include <random>
 
 #include "gpu_test_util.hpp"
 #include "hpctrain/backend/ops.hpp"
@@ -13,23 +12,7 @@ using namespace hpctrain;
 
 namespace {
 
-class CudaColumnSums : public ::testing::Test {
- protected:
-  void SetUp() override { REQUIRE_GPU(); }
-  Allocator host_{Device::cpu}, dev_{Device::cuda};
-  Tensor random(const Shape& s, std::uint32_t seed, float lo = -1.f, float hi = 1.f) {
-    Tensor t = Tensor::zeros(s, host_);
-    std::mt19937 rng(seed);
-    std::uniform_real_distribution<float> u(lo, hi);
-    for (std::int64_t i = 0; i < t.numel(); ++i) t.data()[i] = u(rng);
-    return t;
-  }
-  Tensor on_gpu(const Tensor& h) {
-    Tensor d = Tensor::zeros(h.shape(), dev_, h.dtype());
-    upload(h.raw(), h.bytes(), d);
-    return d;
-  }
-};
+using CudaColumnSums = gputest::HostAndDevice;
 
 // Tall inputs (many row chunks, backend/column_sums.hpp): bias and layer-norm weight gradients
 // against float64 column sums, and two runs give the same bits (the chunks are added in a fixed

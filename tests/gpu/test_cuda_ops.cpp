@@ -36,23 +36,9 @@ std::set<std::string>& compared() {
   return names;
 }
 
-class CudaOps : public ::testing::Test {
+class CudaOps : public gputest::HostAndDevice {
  protected:
-  void SetUp() override { REQUIRE_GPU(); }
-  Allocator host_{Device::cpu}, dev_{Device::cuda};
-
-  Tensor random(const Shape& s, std::uint32_t seed, float lo = -1.f, float hi = 1.f) {
-    Tensor t = Tensor::zeros(s, host_);
-    std::mt19937 rng(seed);
-    std::uniform_real_distribution<float> u(lo, hi);
-    for (std::int64_t i = 0; i < t.numel(); ++i) t.data()[i] = u(rng);
-    return t;
-  }
-  Tensor on_gpu(const Tensor& h) {
-    Tensor d = Tensor::zeros(h.shape(), dev_, h.dtype());
-    upload(h.raw(), h.bytes(), d);
-    return d;
-  }
+  using HostAndDevice::on_gpu;
   template <typename T>
   const T* on_gpu(const std::vector<T>& v, Tensor& keep) {
     keep = Tensor::zeros({static_cast<std::int64_t>((v.size() * sizeof(T) + 3) / 4)}, dev_);

@@ -87,6 +87,9 @@ class Checkpointer {
   void check_fits(const CheckpointFile& file) const;
   // This rank's parameters and buffers from `file` (the stage's), then to the device.
   void read_model(const CheckpointFile& file);
+  // The values of `params` (of this stage's, by global offset) into `out`, laid out as
+  // model_.parameters() is: whole, or ([parallel] shard = full) the owned elements packed.
+  void read_parameters(const CheckpointFile& file, const std::vector<ParamInfo>& params, float* out) const;
   // The optimizer state of the elements this rank updates (opt_.runs()), each by its hyperslabs.
   void read_state(const CheckpointFile& file);
   // Collective, after a write failed on some rank (`local`: this rank's error, "" if none): rank 0
@@ -158,11 +161,6 @@ std::vector<ModelTensor> model_tensors(const Model& model, bool whole);
 inline const std::string& stored_name(const CheckpointFile& file, const std::string& name, const std::string& legacy) {
   return file.version() >= 2 ? name : legacy;
 }
-// The elements [b, e) of a stage's flat layout (the parameters', or one optimizer state block's)
-// from the datasets `prefix` + parameter name, each by the hyperslab of rows that holds them, into
-// out[0, e - b); elements of no parameter in `params` are left alone.
-void read_flat(const CheckpointFile& file, const std::string& prefix, const std::vector<ParamInfo>& params,
-               std::int64_t b, std::int64_t e, float* out);
 
 // What [checkpoint] init_from takes for `tensors` of a model whose layers are `layers`: with
 // init_layers empty, every tensor the checkpoint has under the same name and shape (the others

@@ -14,7 +14,7 @@
 namespace hpctrain::hf {
 
 namespace {
-const char* const kModel = "GPT-2";
+const char* const kGpt2 = "GPT-2";
 
 struct Gpt2 {
   GptDims d;
@@ -38,10 +38,10 @@ Gpt2 gpt2_dims(const Json& c, const std::string& file) {
     throw bad_input(file + ": \"activation_function\" = \"" + act + "\": hpctrain's GPT-2 computes gelu_new " +
                     "(gelu_pytorch_tanh: the same) or gelu");
   d.gelu_tanh = act != "gelu";
-  expect_value(c, "n_inner", 4 * d.n_embd, file, kModel);
-  expect_value(c, "layer_norm_epsilon", 1e-5, file, kModel);
-  expect_value(c, "scale_attn_weights", true, file, kModel);
-  expect_value(c, "scale_attn_by_inverse_layer_idx", false, file, kModel);
+  expect_value(c, "n_inner", 4 * d.n_embd, file, kGpt2);
+  expect_value(c, "layer_norm_epsilon", 1e-5, file, kGpt2);
+  expect_value(c, "scale_attn_weights", true, file, kGpt2);
+  expect_value(c, "scale_attn_by_inverse_layer_idx", false, file, kGpt2);
   return g;
 }
 

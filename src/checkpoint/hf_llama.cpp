@@ -12,7 +12,7 @@
 namespace hpctrain::hf {
 
 namespace {
-const char* const kModel = "Llama";
+const char* const kLlama = "Llama";
 
 LlamaDims llama_dims(const Json& c, const std::string& file) {
   LlamaDims d;
@@ -28,10 +28,10 @@ LlamaDims llama_dims(const Json& c, const std::string& file) {
     throw bad_input(file + ": hidden_size " + std::to_string(d.n_embd) + ", num_attention_heads " +
                     std::to_string(d.n_head) + ", num_key_value_heads " + std::to_string(d.n_kv_heads) +
                     " do not divide into heads");
-  expect_value(c, "head_dim", d.n_embd / d.n_head, file, kModel);
-  expect_value(c, "hidden_act", "silu", file, kModel);
-  expect_value(c, "attention_bias", false, file, kModel);
-  expect_value(c, "mlp_bias", false, file, kModel);
+  expect_value(c, "head_dim", d.n_embd / d.n_head, file, kLlama);
+  expect_value(c, "hidden_act", "silu", file, kLlama);
+  expect_value(c, "attention_bias", false, file, kLlama);
+  expect_value(c, "mlp_bias", false, file, kLlama);
   const double eps = c.value("rms_norm_eps", 1e-6), k = -std::log10(eps);
   if (std::fabs(k - std::round(k)) > 1e-9)
     throw bad_input(file + ": \"rms_norm_eps\" = " + std::to_string(eps) +

@@ -17,31 +17,33 @@
 namespace hpctrain {
 
 namespace {
-[[noreturn]] void bad(const std::string& path, const std::string& what) { throw bad_input(path + ": " + what); }
+[[noreturn]] void bad_token_file(const std::string& path, const std::string& what) {
+  throw bad_input(path + ": " + what);
+}
 
 std::string attr_string(hid_t file, const std::string& path, const char* name) {
-  if (!h5::has_attribute(file, name)) bad(path, std::string("root attribute '") + name + "' missing");
+  if (!h5::has_attribute(file, name)) bad_token_file(path, std::string("root attribute '") + name + "' missing");
   return h5::read_string_attribute(file, name);
 }
 }  // namespace
 
 Shard scan_token_shard(hid_t file, const std::string& path, SplitIndex& split, bool first,
                        const std::string& first_path) {
-  if (!h5::has_attribute(file, "version")) bad(path, "root attribute 'version' missing");
+  if (!h5::has_attribute(file, "version")) bad_token_file(path, "root attribute 'version' missing");
   const long long version = h5::read_int_attribute(file, "version");
   if (version < 1 || version > kTokenVersion)
-    bad(path, "token format version " + std::to_string(version) + " is not supported (this build reads version " +
-                  std::to_string(kTokenVersion) + ")");
+    bad_token_file(path, "token format version " + std::to_string(version) +
+                             " is not supported (this build reads version " + std::to_string(kTokenVersion) + ")");
   const std::string tokenizer = attr_string(file, path, "tokenizer");
   if (tokenizer != "byte" && tokenizer != "char" && tokenizer != "gpt2" && tokenizer != "bpe")
-    bad(path, "unknown tokenizer '" + tokenizer + "' (known: byte, char, gpt2, bpe)");
-  if (!h5::has_attribute(file, "vocab_size")) bad(path, "root attribute 'vocab_size' missing");
+    bad_token_file(path, "unknown tokenizer '" + tokenizer + "' (known: byte, char, gpt2, bpe)");
+  if (!h5::has_attribute(file, "vocab_size")) bad_token_file(path, "root attribute 'vocab_size' missing");
   const long long vocab = h5::read_int_attribute(file, "vocab_size");
-  if (vocab < 1 || vocab > (1ll << 31)) bad(path, "vocab_size = " + std::to_string(vocab) + " must be >= 1");
+  if (vocab < 1 || vocab > (1ll << 31)) bad_token_file(path, "vocab_size = " + std::to_string(vocab) + " must be >= 1");
   const std::string vocabulary = tokenizer == "byte" ? "" : attr_string(file, path, "vocabulary");
   const bool same_tokenizer = !first && split.tokens && tokenizer == split.tokenizer &&
                               vocabulary == split.vocabulary && vocab == split.num_classes;
-  if (!first && !same_tokenizer) bad(path, "tokenizer or vocabulary differs from " + first_path);
+  if (!first && !same_tokenizer) bad_token_file(path, "tokenizer or vocabulary differs from " + first_path);
   TokenizerFiles files;
   try {
     // gpt2, bpe: the files of the first shard; the others' vocabulary attribute names the same
@@ -50,26 +52,27 @@ Shard scan_token_shard(hid_t file, const std::string& path, SplitIndex& split, b
     if (first) {
       const std::int64_t implied = Vocabulary::stored(tokenizer, vocabulary, files).size();
       if (implied != vocab)
-        bad(path, "vocab_size = " + std::to_string(vocab) + " but the " + tokenizer + " tokenizer" +
-                      (tokenizer == "char" ? "'s vocabulary attribute holds " : " has ") + std::to_string(implied) +
-                      " tokens");
+        bad_token_file(path, "vocab_size = " + std::to_string(vocab) + " but the " + tokenizer + " tokenizer" +
+                                 (tokenizer == "char" ? "'s vocabulary attribute holds " : " has ") +
+                                 std::to_string(implied) + " tokens");
     }
   } catch (const Error& e) {
     if (std::string(e.what()).rfind(path, 0) == 0) throw;
-    bad(path, std::string(tokenizer == "char" ? "attribute 'vocabulary': " : "tokenizer/: ") + e.what());
+    bad_token_file(path, std::string(tokenizer == "char" ? "attribute 'vocabulary': " : "tokenizer/: ") + e.what());
   }
-  if (!h5::has_link(file, "tokens")) bad(path, "dataset /tokens missing");
+  if (!h5::has_link(file, "tokens")) bad_token_file(path, "dataset /tokens missing");
   const hid_t did = H5Dopen2(file, "tokens", H5P_DEFAULT);
-  if (did < 0) bad(path, "/tokens is not a dataset");
+  if (did < 0) bad_token_file(path, "/tokens is not a dataset");
   h5::Id tokens(did);
   h5::Id type(CHECK_H5(H5Dget_type(tokens.get())));
   const std::size_t size = H5Tget_size(type.get());
   if (H5Tget_class(type.get()) != H5T_INTEGER || H5Tget_sign(type.get()) != H5T_SGN_NONE ||
       (size != 1 && size != 2 && size != 4))
-    bad(path, "/tokens must be uint8, uint16 or uint32");
+    bad_token_file(path, "/tokens must be uint8, uint16 or uint32");
   const auto dims = h5::dataset_shape(tokens.get());
-  if (dims.size() != 1) bad(path, "/tokens must be one 1-D stream, has " + std::to_string(dims.size()) + " dimensions");
-  if (dims[0] == 0) bad(path, "empty token stream: /tokens has 0 tokens");
+  if (dims.size() != 1)
+    bad_token_file(path, "/tokens must be one 1-D stream, has " + std::to_string(dims.size()) + " dimensions");
+  if (dims[0] == 0) bad_token_file(path, "empty token stream: /tokens has 0 tokens");
   if (first) {
     split.tokens = true;
     split.tokenizer = tokenizer;

@@ -431,10 +431,15 @@ void print_dry_run(const Config& cfg, Runtime& rt) {
   os << "Configuration\n" << keys.render() << "\n";
   const std::string mesh = rt.mesh_table();         // collective
   const std::string data = describe_data(cfg, rt);  // collective
+  const int tp = shape.size(MeshDim::tp);
   os << "Process mesh: " << shape.world() << " rank(s) = " << dp << " dp (data-parallel) x " << pp
-     << " pp (pipeline stages) (rank r: pp = r % " << pp << ", dp = r / " << pp << ")\n"
-     << mesh << "\n"
-     << mesh_groups_table(shape);
+     << " pp (pipeline stages)";
+  if (tp == 1)
+    os << " (rank r: pp = r % " << pp << ", dp = r / " << pp << ")\n";
+  else
+    os << " x " << tp << " tp (tensor-parallel) (rank r: tp = r % " << tp << ", pp = r / " << tp << " % " << pp
+       << ", dp = r / " << tp * pp << ")\n";
+  os << mesh << "\n" << mesh_groups_table(shape);
   os << "\nBatch: global " << cfg.train.global_batch << " = " << dp << " data-parallel x " << rt.per_rank_batch()
      << " per rank, in " << cfg.train.micro_batches << " micro-batch(es) of "
      << rt.per_rank_batch() / cfg.train.micro_batches << "\n";
@@ -521,7 +526,8 @@ int run_trainer(int argc, char** argv) {
     }
     int world = 1;
     MPI_Comm_size(MPI_COMM_WORLD, &world);
-    cfg.train.micro_batches = micro_batches_for(cfg.train, make_mesh_shape(world, cfg.parallel.pipeline_parallel));
+    cfg.train.micro_batches = micro_batches_for(
+        cfg.train, make_mesh_shape(world, cfg.parallel.pipeline_parallel, cfg.parallel.tensor_parallel));
     Runtime rt(cfg);
     // Checked here too so that --dry-run reports it (the trainer checks it again).
     if (const std::string why = cuda_graphs_refusal(cfg, rt.device().kind, rt.mesh().size(MeshDim::dp)); !why.empty())

@@ -43,6 +43,16 @@ std::vector<CheckpointTensor> Checkpointer::tensors(const float* params, const f
     return elements.empty() ? 0 : state_position(opt_.runs(), local.offset + elements.front().begin);
   };
   const bool packed = model_.store().packed_parameters();
+  // Tensor parallelism: a split tensor's block is this rank's to write, as elements of the whole
+  // tensor (global_elements); a replicated one the first tensor-parallel rank's alone.
+  const int tp_rank = model_.tensor_parallel().rank;
+  auto place_tp = [&](const ParamInfo& local, CheckpointTensor& t) {
+    if (tp_sharded(local))
+      t.elements = global_elements(local, t.elements);
+    else if (tp_rank > 0)
+      t.elements.clear();
+  };
+  const Mesh& mesh = rt_.mesh();
   std::map<std::string, const float*> own_buffers;  // the model's, or copies for a write in the background
   if (buffers)
     own_buffers = *buffers;
@@ -51,12 +61,21 @@ std::vector<CheckpointTensor> Checkpointer::tensors(const float* params, const f
   std::vector<CheckpointTensor> out;
   for (const ParamInfo& p : model_.all_param_info()) {
     const auto it = mine.find(p.name);
-    CheckpointTensor t{"model/" + p.name, p.shape, nullptr, stage_of(p.layer)};
+    CheckpointTensor t{"model/" + p.name, p.global_shape, nullptr, stage_of(p.layer)};
     t.layer_type = types[p.layer];
-    t.by_elements = packed;
+    t.by_elements = packed || mesh.size(MeshDim::tp) > 1;
     if (it != mine.end()) {
       const ParamInfo& local = model_.param_info()[it->second];
-      t.data = params + (packed ? written(local, t.elements) : local.offset);
+      if (packed) {
+        t.data = params + written(local, t.elements);
+      } else if (t.by_elements) {  // (tensor parallelism: this writer's rows of the block, as elements)
+        const Range w = writer_elements(local.shape, mesh.coord(MeshDim::dp), mesh.size(MeshDim::dp));
+        if (!w.empty()) t.elements = {w};
+        t.data = params + local.offset + w.begin;
+      } else {
+        t.data = params + local.offset;
+      }
+      if (t.by_elements) place_tp(local, t);
     }
     out.push_back(std::move(t));
   }
@@ -72,12 +91,13 @@ std::vector<CheckpointTensor> Checkpointer::tensors(const float* params, const f
     Ranges elements;
     const std::int64_t at = it == mine.end() ? 0 : written(model_.param_info()[it->second], elements);
     for (std::size_t k = 0; k < states.size(); ++k) {
-      CheckpointTensor t{"optimizer/" + states[k] + "/" + p.name, p.shape, nullptr, stage_of(p.layer)};
+      CheckpointTensor t{"optimizer/" + states[k] + "/" + p.name, p.global_shape, nullptr, stage_of(p.layer)};
       t.layer_type = types[p.layer];
       t.by_elements = true;
       if (it != mine.end()) {
         t.data = state + static_cast<std::int64_t>(k) * s + at;
         t.elements = elements;
+        place_tp(model_.param_info()[it->second], t);
       }
       out.push_back(std::move(t));
     }
@@ -256,7 +276,7 @@ std::uint64_t Checkpointer::free_space(const std::string& dir) const {
 std::uint64_t Checkpointer::estimated_bytes() const {
   std::uint64_t floats = 0, datasets = 0;
   for (const ParamInfo& p : model_.all_param_info()) {
-    floats += static_cast<std::uint64_t>(numel(p.shape)) * (1 + opt_.state_names().size());
+    floats += static_cast<std::uint64_t>(numel(p.global_shape)) * (1 + opt_.state_names().size());
     datasets += 1 + opt_.state_names().size();
   }
   for (const auto& b : model_.all_buffers()) {

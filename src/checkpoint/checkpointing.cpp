@@ -160,8 +160,13 @@ void read_flat(const CheckpointFile& file, const std::string& prefix, const std:
                std::int64_t b, std::int64_t e, float* out) {
   for (const ParamInfo& pi : params) {
     const std::int64_t lo = std::max(b, pi.offset), hi = std::min(e, pi.offset + numel(pi.shape));
-    if (lo < hi)
-      file.read_elements(prefix + stored_name(file, pi.name, pi.legacy), lo - pi.offset, hi - lo, out + (lo - b));
+    if (lo >= hi) continue;
+    const std::string ds = prefix + stored_name(file, pi.name, pi.legacy);
+    float* at = out + (lo - b);  // (a tensor-parallel block: its pieces of the whole tensor, in order)
+    for (const Range& g : global_elements(pi, {{lo - pi.offset, hi - pi.offset}})) {
+      file.read_elements(ds, g.begin, g.size(), at);
+      at += g.size();
+    }
   }
 }
 }  // namespace

@@ -36,7 +36,7 @@ std::vector<ModelTensor> model_tensors(const Model& model, bool whole) {
   const std::size_t first = model.first_layer(), last = first + model.layers();
   std::vector<ModelTensor> out;
   for (const ParamInfo& p : whole ? model.all_param_info() : model.param_info())
-    out.push_back({p.name, p.legacy, names[p.layer], p.shape});
+    out.push_back({p.name, p.legacy, names[p.layer], p.global_shape});  // (a checkpoint's datasets are whole)
   for (const auto& b : model.all_buffers())
     if (whole || (b.layer >= first && b.layer < last)) out.push_back({b.name, b.legacy, names[b.layer], {b.size}});
   return out;

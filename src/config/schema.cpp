@@ -353,6 +353,11 @@ void parallel_keys(std::vector<KeySpec>& k) {
   s.key("pipeline_parallel", &ParallelConfig::pipeline_parallel,
         "pipeline stages P (the mesh's pp: layer groups per replica); must divide the world size")
       .range(1, 1 << 20);
+  s.key("tensor_parallel", &ParallelConfig::tensor_parallel,
+        "tensor-parallel ranks T (the mesh's tp; Megatron-style): each splits every attention by heads and every "
+        "linear(n, tp=column|row) pair (the gpt and llama MLPs) into T blocks, summing over the group; T x "
+        "pipeline_parallel must divide the world size (docs/parallelism.md)")
+      .range(1, 1 << 20);
   s.key("pipeline_schedule", &ParallelConfig::pipeline_schedule, "pipeline schedule when pipeline_parallel > 1");
   s.key("comm", &ParallelConfig::comm, "communicator: auto = nccl on cuda, mpi on cpu");
   s.key("host_allreduce", &ParallelConfig::host_allreduce,

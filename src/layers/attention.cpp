@@ -23,6 +23,13 @@
 // keys and values are added to a cache of this layer's and attend over all positions so far
 // (backend flash_attention_decode), whatever `fused` says: without dropout, the same values.
 //
+// [parallel] tensor_parallel = T > 1 (Megatron's split by heads): each rank holds H/T query heads
+// and K/T key/value heads (T must divide both): its block of each of Wqkv's q, k and v parts (and
+// of bqkv), and the matching columns of Wproj; the output projection's partial products are
+// summed over the group, then bproj (replicated) added once, and the input gradient (each rank's
+// heads read every input) is summed in backward. Dropout on the probabilities is refused (its
+// draws are keyed by the whole model's head index).
+//
 // In bf16/fp16 runs the intermediates that are GEMM operands (qkv, the probabilities and their
 // dropped copy, the heads' output, and in the backward the heads' gradient, the score gradient
 // and dqkv) are rounded to that format on both backends: cuBLAS multiplies 16-bit operands.
@@ -56,17 +63,30 @@ class Attention final : public Layer {
       throw bad_input(me + " needs [T, C] activations with C a multiple of the heads, got " + shape_string(in));
     if (a_.rope > 0 && (in[1] / a_.heads) % 2 != 0)
       throw bad_input(me + " with rope needs an even head width, got " + std::to_string(in[1] / a_.heads));
+    const int tp = tensor_parallel().size;
+    if (a_.heads % tp != 0 || kv_ % tp != 0)
+      throw bad_input(me + ": " + std::to_string(a_.heads) + " query and " + std::to_string(kv_) +
+                      " key/value heads do not divide among [parallel] tensor_parallel = " + std::to_string(tp) +
+                      " ranks");
+    if (tp > 1 && a_.dropout > 0)
+      throw bad_input(me +
+                      ": dropout on the probabilities is not supported with [parallel] tensor_parallel > 1 "
+                      "(its draws are keyed by the whole model's heads); set [model] dropout = 0");
     if (a_.fused && in[1] / a_.heads > 256)
       throw bad_input(me + ": fused attention takes heads of at most 256 columns, got " +
                       std::to_string(in[1] / a_.heads));
     return in;
   }
   std::vector<ParamSpec> param_specs(const Shape& in) const override {
-    const std::int64_t c = in[1], qkv = (a_.heads + 2 * kv_) * (c / a_.heads);
+    const std::int64_t c = in[1], d = c / a_.heads, qkv = (a_.heads + 2 * kv_) * d;
+    // Global shapes; split by heads: q, k and v each cut into equal blocks, Wproj by columns.
+    const Placement by_heads = Placement::sharded(0, {a_.heads * d, kv_ * d, kv_ * d});
     ParamSpec proj{"proj.weight", {c, c}, Init::normal, c, c};
     proj.std = a_.proj_std;
+    proj.tp = Placement::sharded(1);
     std::vector<ParamSpec> p{{"qkv.weight", {qkv, c}, Init::normal, c, qkv}};
-    if (a_.bias) p.push_back({"qkv.bias", {qkv}, Init::zeros, c, qkv});
+    p.back().tp = by_heads;
+    if (a_.bias) p.push_back({"qkv.bias", {qkv}, Init::zeros, c, qkv}), p.back().tp = by_heads;
     p.push_back(proj);
     if (a_.bias) p.push_back({"proj.bias", {c}, Init::zeros, c, c});
     return p;
@@ -74,18 +94,18 @@ class Attention final : public Layer {
   void configure(const Shape& in) override { t_ = in[0]; }
   void forward(const Tensor& x, Tensor& y) override {
     if (has_context() && context().decode_position >= 0) return decode(x, y);
-    const std::int64_t n = x.shape()[0], t = x.shape()[1], c = x.shape()[2];
+    const std::int64_t n = x.shape()[0], t = x.shape()[1], c = x.shape()[2], hc = heads() * (c / a_.heads);
     const Device dev = x.device();
     dropped_ = context().training && a_.dropout > 0;
     Saved s = saved_tensors(n, t, c, dev, true);
     Tensor qkv2 = s.qkv.reshaped({n * t, s.qkv.shape()[2]});
     gemm(false, true, 1.f, x.reshaped({n * t, c}), weight(0), 0.f, qkv2);
     if (a_.bias) add_bias(qkv2, param(1));
-    if (a_.qk_norm) qk_norm_forward(s.qkv, a_.heads, kv_, kQkNormEps, s.rstd);
-    if (a_.rope > 0) rope_rotate(s.qkv, a_.heads, kv_, frequencies(c), 0, false);  // kept turned
+    if (a_.qk_norm) qk_norm_forward(s.qkv, heads(), kv(), kQkNormEps, s.rstd);
+    if (a_.rope > 0) rope_rotate(s.qkv, heads(), kv(), frequencies(c), 0, false);  // kept turned
     round16(qkv2);  // (16-bit runs: every GEMM operand below is a 16-bit value, on both backends)
     if (a_.fused) {
-      flash_attention_forward(s.qkv, a_.heads, kv_, context().doc_ids, s.heads_out, s.lse);
+      flash_attention_forward(s.qkv, heads(), kv(), context().doc_ids, s.heads_out, s.lse);
     } else {
       if (context().doc_ids.defined())
         throw bad_input("[model] attention_mask = document needs fused attention; attention(..., dropout=P) holds " +
@@ -94,30 +114,31 @@ class Attention final : public Layer {
     }
     round16(s.heads_out);
     Tensor y2 = y.reshaped({n * t, c});
-    gemm(false, true, 1.f, s.heads_out.reshaped({n * t, c}), weight(1), 0.f, y2);
+    gemm(false, true, 1.f, s.heads_out.reshaped({n * t, hc}), weight(1), 0.f, y2);
+    tp_sum(y2);  // (split by heads: each rank's heads' share of the projection)
     if (a_.bias) add_bias(y2, param(3));
     keep(s);
   }
   void backward(const Tensor& x, const Tensor&, const Tensor& dy, Tensor& dx) override {
-    const std::int64_t n = x.shape()[0], t = x.shape()[1], c = x.shape()[2];
+    const std::int64_t n = x.shape()[0], t = x.shape()[1], c = x.shape()[2], hc = heads() * (c / a_.heads);
     const Device dev = x.device();
     const float beta = accumulate_grads() ? 1.f : 0.f;
     if (beta == 0.f && a_.bias) fill(grad(1), 0.f), fill(grad(3), 0.f);
     const Saved s = saved_tensors(n, t, c, dev, false);
     const Tensor g = dy.reshaped({n * t, c});
-    gemm(true, false, 1.f, g, s.heads_out.reshaped({n * t, c}), beta, weight_grad(1));  // dWproj
+    gemm(true, false, 1.f, g, s.heads_out.reshaped({n * t, hc}), beta, weight_grad(1));  // dWproj
     if (a_.bias) accumulate_bias_grad(g, grad(3));
-    Tensor dheads = temp(0, {n, t, c}, dev), dqkv = temp(2, s.qkv.shape(), dev);
-    Tensor dheads2 = dheads.reshaped({n * t, c});
+    Tensor dheads = temp(0, {n, t, hc}, dev), dqkv = temp(2, s.qkv.shape(), dev);
+    Tensor dheads2 = dheads.reshaped({n * t, hc});
     gemm(false, false, 1.f, g, weight(1), 0.f, dheads2);
     round16(dheads);
     if (a_.fused)
-      flash_attention_backward(s.qkv, s.heads_out, s.lse, dheads, a_.heads, kv_, context().doc_ids, dqkv);
+      flash_attention_backward(s.qkv, s.heads_out, s.lse, dheads, heads(), kv(), context().doc_ids, dqkv);
     else
       probabilities_backward(s, dheads, dqkv);
     // QK-norm's backward on the turned values and gradients (a rotation keeps mean(dy * xhat)), then unturned.
-    if (a_.qk_norm) qk_norm_backward(s.qkv, s.rstd, a_.heads, kv_, dqkv);
-    if (a_.rope > 0) rope_rotate(dqkv, a_.heads, kv_, frequencies(c), 0, true);
+    if (a_.qk_norm) qk_norm_backward(s.qkv, s.rstd, heads(), kv(), dqkv);
+    if (a_.rope > 0) rope_rotate(dqkv, heads(), kv(), frequencies(c), 0, true);
     round16(dqkv);
     const Tensor dqkv2 = dqkv.reshaped({n * t, dqkv.shape()[2]});
     gemm(true, false, 1.f, dqkv2, x.reshaped({n * t, c}), beta, weight_grad(0));  // dWqkv
@@ -125,6 +146,7 @@ class Attention final : public Layer {
     if (!dx.defined()) return;
     Tensor dx2 = dx.reshaped({n * t, c});
     gemm(false, false, 1.f, dqkv2, weight(0), 0.f, dx2);
+    tp_sum(dx2);  // (every rank's heads read the whole input)
   }
 
  private:
@@ -136,7 +158,7 @@ class Attention final : public Layer {
   // attend over rows 0 .. P+L-1. Nothing is kept for a backward.
   void decode(const Tensor& x, Tensor& y) {
     const std::int64_t len = x.shape()[1], c = x.shape()[2], p = context().decode_position;
-    const std::int64_t ld = (a_.heads + 2 * kv_) * (c / a_.heads);
+    const std::int64_t ld = (heads() + 2 * kv()) * (c / a_.heads), hc = heads() * (c / a_.heads);
     HPCT_CHECK(x.shape()[0] == 1 && p + len <= t_, "attention: a key/value cache holds one sequence of " +
                                                        std::to_string(t_) + " positions, not " +
                                                        shape_string(x.shape()) + " from position " + std::to_string(p));
@@ -145,16 +167,17 @@ class Attention final : public Layer {
     gemm(false, true, 1.f, x.reshaped({len, c}), weight(0), 0.f, now2);
     if (a_.bias) add_bias(now2, param(1));
     if (a_.qk_norm) {
-      Tensor rstd = temp(3, {len, a_.heads + kv_}, x.device());
-      qk_norm_forward(now, a_.heads, kv_, kQkNormEps, rstd);
+      Tensor rstd = temp(3, {len, heads() + kv()}, x.device());
+      qk_norm_forward(now, heads(), kv(), kQkNormEps, rstd);
     }
-    if (a_.rope > 0) rope_rotate(now, a_.heads, kv_, frequencies(c), p, false);
+    if (a_.rope > 0) rope_rotate(now, heads(), kv(), frequencies(c), p, false);
     round16(now2);
-    Tensor heads = temp(0, {1, len, c}, x.device()), lse = temp(1, {1, a_.heads, len}, x.device());
-    flash_attention_decode(cache_.view(0, {1, p + len, ld}), a_.heads, kv_, context().doc_ids, p, heads, lse);
-    round16(heads);
+    Tensor out = temp(0, {1, len, hc}, x.device()), lse = temp(1, {1, heads(), len}, x.device());
+    flash_attention_decode(cache_.view(0, {1, p + len, ld}), heads(), kv(), context().doc_ids, p, out, lse);
+    round16(out);
     Tensor y2 = y.reshaped({len, c});
-    gemm(false, true, 1.f, heads.reshaped({len, c}), weight(1), 0.f, y2);
+    gemm(false, true, 1.f, out.reshaped({len, hc}), weight(1), 0.f, y2);
+    tp_sum(y2);
     if (a_.bias) add_bias(y2, param(3));
   }
   // What forward keeps for backward, in the micro-batch's saved set (layer.hpp): in 16-bit runs
@@ -168,14 +191,14 @@ class Attention final : public Layer {
     auto get = [&](std::size_t k, const Shape& shape, bool packable = true) {
       return writing ? compact_out(k, shape, dev, packable) : compact_in(k, shape, dev, packable);
     };
-    const std::int64_t h = a_.heads, qkv = (h + 2 * kv_) * (c / h);
+    const std::int64_t h = heads(), d = c / a_.heads, qkv = (h + 2 * kv()) * d;
     Saved s;
     s.qkv = get(0, {n, t, qkv});
-    s.heads_out = get(2, {n, t, c});
+    s.heads_out = get(2, {n, t, h * d});
     if (a_.fused) s.lse = saved(1, {n, h, t}, dev);
     if (!a_.fused) s.att = get(1, {n, h, t, t});
     if (dropped_) s.mask = get(3, {n, h, t, t}, mask_packable()), s.dropped = get(4, {n, h, t, t});
-    if (a_.qk_norm) s.rstd = saved(5, {n * t, h + kv_}, dev);
+    if (a_.qk_norm) s.rstd = saved(5, {n * t, h + kv()}, dev);
     return s;
   }
   void keep(Saved& s) {
@@ -188,7 +211,7 @@ class Attention final : public Layer {
   }
   // The unfused path (multi-head only): the probabilities held, dropout on them while training.
   void probabilities_forward(Saved& s) {
-    attention_probs(s.qkv, a_.heads, s.att);
+    attention_probs(s.qkv, heads(), s.att);
     round16(s.att);
     if (dropped_) {
       const std::int64_t n = s.att.shape()[0];
@@ -197,17 +220,17 @@ class Attention final : public Layer {
       dropout_forward(rows, a_.dropout, layer_key(), step_key(s.att.device()), context().sample_ids, mask, out);
       round16(out);
     }
-    attention_values(used(s), s.qkv, a_.heads, s.heads_out);
+    attention_values(used(s), s.qkv, heads(), s.heads_out);
   }
   void probabilities_backward(const Saved& s, const Tensor& dheads, Tensor& dqkv) {
     Tensor datt = temp(1, s.att.shape(), s.att.device());
-    attention_values_backward(used(s), s.qkv, dheads, a_.heads, datt, dqkv);
+    attention_values_backward(used(s), s.qkv, dheads, heads(), datt, dqkv);
     if (dropped_) {
       const std::int64_t n = datt.shape()[0];
       Tensor rows = datt.reshaped({n, datt.numel() / n});
       multiply(rows, s.mask.reshaped(rows.shape()), rows);
     }
-    attention_probs_backward(s.att, datt, s.qkv, a_.heads, context().precision, dqkv);
+    attention_probs_backward(s.att, datt, s.qkv, heads(), context().precision, dqkv);
   }
   const std::vector<float>& frequencies(std::int64_t c) {
     if (freq_.empty()) freq_ = rope_inv_freq(a_.rope, c / a_.heads, a_.scaling);
@@ -217,6 +240,9 @@ class Attention final : public Layer {
   void round16(Tensor& t) const {
     if (context().precision != Precision::fp32) round_to_precision(t, context().precision);
   }
+  // The query and key/value heads this rank computes (all of them without tensor parallelism).
+  std::int64_t heads() const { return a_.heads / tensor_parallel().size; }
+  std::int64_t kv() const { return kv_ / tensor_parallel().size; }
   // Weight k (0: qkv, 1: proj) and its gradient, whatever the biases.
   const Tensor& weight(int k) { return param(static_cast<std::size_t>(a_.bias ? 2 * k : k)); }
   Tensor& weight_grad(int k) { return grad(static_cast<std::size_t>(a_.bias ? 2 * k : k)); }

@@ -7,6 +7,7 @@
 #include <functional>
 #include <map>
 
+#include "hpctrain/comm/communicator.hpp"
 #include "hpctrain/core/error.hpp"
 
 namespace hpctrain {
@@ -217,6 +218,14 @@ std::string Layer::legacy_name(const std::string& tensor) const {
   std::string out = tensor;
   std::replace(out.begin(), out.end(), '.', '_');
   return out;
+}
+
+void Layer::tp_sum(Tensor& t) {
+  if (tp_.size == 1) return;
+  HPCT_CHECK(ctx_ && ctx_->tp_comm && ctx_->tp_comm->size() == tp_.size,
+             std::string(type()) + ": split over " + std::to_string(tp_.size) +
+                 " tensor-parallel ranks but called without their communicator");
+  ctx_->tp_comm->allreduce(t.data(), t.data(), static_cast<std::size_t>(t.numel()), DType::f32, ReduceOp::sum);
 }
 
 std::int64_t int_arg(const LayerArgs& a, std::size_t index, const std::string& what) {

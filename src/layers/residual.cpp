@@ -60,6 +60,10 @@ class Residual final : public Layer {
     // saved set is the recompute set while the block is checkpointed.
     for (std::size_t j = 0; j < inner_.size(); ++j) inner_[j]->set_context(&inner_ctx_, index * 1000 + j + 1);
   }
+  void set_tensor_parallel(TensorParallel tp) override {
+    Layer::set_tensor_parallel(tp);
+    for (auto& layer : inner_) layer->set_tensor_parallel(tp);
+  }
   void sync_buffers(bool to_host) override {
     for (auto& layer : inner_) layer->sync_buffers(to_host);
   }

@@ -16,9 +16,10 @@ std::string gpt_layers(const GptDims& d) {
   const std::string drop = d.dropout_percent ? " dropout(" + p + ")" : "";
   const std::string attention = "attn:attention(" + std::to_string(d.n_head) + nobias +
                                 (d.dropout_percent ? ", dropout=" + p : "") + ", proj_std=" + proj_std + ")";
-  const std::string mlp = "mlp.fc:linear(" + std::to_string(4 * d.n_embd) + nobias + ") " +
+  // (tp: how [parallel] tensor_parallel splits the pair, Megatron's column- then row-parallel)
+  const std::string mlp = "mlp.fc:linear(" + std::to_string(4 * d.n_embd) + nobias + ", tp=column) " +
                           (d.gelu_tanh ? "gelu_tanh" : "gelu") + " mlp.proj:linear(" + c + nobias +
-                          ", std=" + proj_std + ")";
+                          ", std=" + proj_std + ", tp=row)";
   return "tok_emb:embedding(" + v + ", " + c + ") pos_emb:position_embedding" + drop + " repeat(" +
          std::to_string(d.n_layer) + ", h.{}:res(ln_1:" + norm + " " + attention + drop + ") h.{}:res(ln_2:" + norm +
          " " + mlp + drop + ")) ln_f:" + norm + " lm_head:lm_head(" + v + (d.tie_embeddings ? "" : ", tie=0") + ")";
@@ -39,9 +40,10 @@ std::string llama_layers(const LlamaDims& d) {
   if (d.qk_norm) attn_args += ", qk_norm=1";
   // Named after Hugging Face's LlamaForCausalLM where a name carries over.
   const std::string attention = "self_attn:attention(" + attn_args + ", proj_std=" + proj_std + ")";
-  const std::string down = "mlp.down:linear(" + c + ", bias=0, std=" + proj_std + ")";
-  const std::string mlp = d.relu2 ? "mlp.up:linear(" + std::to_string(d.ffn_dim) + ", bias=0) relu2 " + down
-                                  : "mlp.gate_up:linear(" + std::to_string(2 * d.ffn_dim) + ", bias=0) swiglu " + down;
+  const std::string down = "mlp.down:linear(" + c + ", bias=0, std=" + proj_std + ", tp=row)";
+  const std::string mlp =
+      d.relu2 ? "mlp.up:linear(" + std::to_string(d.ffn_dim) + ", bias=0, tp=column) relu2 " + down
+              : "mlp.gate_up:linear(" + std::to_string(2 * d.ffn_dim) + ", bias=0, tp=column, parts=2) swiglu " + down;
   return "tok_emb:embedding(" + v + ", " + c + ") repeat(" + std::to_string(d.n_layer) +
          ", h.{}:res(input_layernorm:" + norm + " " + attention + ") h.{}:res(post_attention_layernorm:" + norm + " " +
          mlp + ")) norm:" + norm + " lm_head:lm_head(" + v + (d.tie_embeddings ? "" : ", tie=0") + ")";

@@ -17,8 +17,8 @@
 namespace hpctrain {
 
 Model::Model(const std::string& layers, const Shape& sample_shape, const LayerRegistry& registry, Allocator& alloc,
-             std::size_t first, std::size_t last, bool whole_gradients, bool whole_parameters)
-    : alloc_(alloc), first_(first) {
+             std::size_t first, std::size_t last, bool whole_gradients, bool whole_parameters, TensorParallel tp)
+    : alloc_(alloc), tp_(tp), first_(first) {
   const auto specs = parse_layers(layers);
   last = std::min(last, specs.size());
   HPCT_CHECK(first < last, "model layer range [" + std::to_string(first) + ", " + std::to_string(last) + ") of " +
@@ -30,6 +30,7 @@ Model::Model(const std::string& layers, const Shape& sample_shape, const LayerRe
   all_names_ = hpctrain::layer_names(specs);
   for (std::size_t i = 0; i < specs.size(); ++i) {
     auto layer = registry.make(specs[i]);
+    layer->set_tensor_parallel(tp);
     all_types_.push_back(layer->type());
     const Shape out = layer->output_shape(in);
     layer->configure(in);
@@ -75,7 +76,10 @@ void Model::add_tensors(const Layer& layer, const Shape& in, std::size_t i, bool
     ParamInfo info;
     info.name = name + "." + p.name;
     info.offset = info.global_offset = global;
-    info.shape = p.shape;
+    info.global_shape = p.shape;
+    info.placement.tp = p.tp;
+    info.shape = local_shape(p.tp, p.shape, tp_.rank, tp_.size, info.name);
+    if (tp_sharded(info)) info.tp_blocks = local_blocks(p.tp, p.shape, tp_.rank, tp_.size, info.name);
     info.init = p.init;
     info.fan_in = p.fan_in;
     info.fan_out = p.fan_out;
@@ -84,7 +88,7 @@ void Model::add_tensors(const Layer& layer, const Shape& in, std::size_t i, bool
     info.layer = i;
     info.legacy = legacy + layer.legacy_name(p.name);
     all_info_.push_back(info);
-    if (mine) bindings_.back().push_back({store_.add(info), p.shape});
+    if (mine) bindings_.back().push_back({store_.add(info), info.shape});
     global += numel(p.shape);
   }
   // (buffers() is not const: batch norm hands out its vectors)
@@ -204,7 +208,9 @@ ParamViews& Model::call_params(std::size_t i) {
 namespace {
 // One parameter element's initial value: a pure function of (seed, the element's model-wide index).
 float initial_value(const ParamInfo& p, std::uint64_t seed, std::int64_t i) {
-  if (p.live_rows >= 0 && i >= p.live_rows * (numel(p.shape) / p.shape[0])) return 0.f;  // padding rows
+  i = global_element(p, i);  // (a tensor-parallel block: keyed by the whole tensor's index)
+  const Shape& whole = p.global_shape.empty() ? p.shape : p.global_shape;
+  if (p.live_rows >= 0 && i >= p.live_rows * (numel(whole) / whole[0])) return 0.f;  // padding rows
   const std::uint64_t h1 = splitmix64(seed ^ splitmix64(static_cast<std::uint64_t>(p.global_offset + i)));
   const std::uint64_t h2 = splitmix64(h1);
   const double u1 = (static_cast<double>(h1 >> 11) + 1.0) / 9007199254740993.0;  // (0, 1]

@@ -40,6 +40,58 @@ Shape local_shape(const Placement& p, const Shape& global, int c, int n, const s
   return s;
 }
 
+namespace {
+// Elements along p's split axis and after it (one "row" of the axis), and the axis' global length.
+struct AxisGeometry {
+  std::int64_t inner = 1, local_len = 1, global_len = 1;
+};
+AxisGeometry axis_geometry(const ParamInfo& p) {
+  AxisGeometry g;
+  const auto axis = static_cast<std::size_t>(p.placement.tp.axis);
+  for (std::size_t i = axis + 1; i < p.shape.size(); ++i) g.inner *= p.shape[i];
+  g.local_len = p.shape[axis];
+  g.global_len = p.global_shape[axis];
+  return g;
+}
+}  // namespace
+
+std::int64_t global_element(const ParamInfo& p, std::int64_t k) {
+  if (!tp_sharded(p)) return k;
+  const AxisGeometry g = axis_geometry(p);
+  const std::int64_t i = k % g.inner, r = k / g.inner % g.local_len, o = k / (g.inner * g.local_len);
+  std::int64_t at = 0;  // r's block
+  for (const Range& b : p.tp_blocks) {
+    if (r < at + b.size()) return (o * g.global_len + b.begin + (r - at)) * g.inner + i;
+    at += b.size();
+  }
+  HPCT_CHECK(false, p.name + ": local element " + std::to_string(k) + " is in no block");
+  return 0;
+}
+
+Ranges global_elements(const ParamInfo& p, const Ranges& local) {
+  if (!tp_sharded(p)) return local;
+  const AxisGeometry g = axis_geometry(p);
+  Ranges out;
+  const std::int64_t outer = numel(p.shape) / (g.local_len * g.inner);
+  for (const Range& want : local)
+    for (std::int64_t o = 0; o < outer; ++o) {
+      std::int64_t at = 0;  // a piece: a block's rows of one outer index, contiguous on both sides
+      for (const Range& b : p.tp_blocks) {
+        const std::int64_t lb = (o * g.local_len + at) * g.inner, le = lb + b.size() * g.inner;
+        const std::int64_t gb = (o * g.global_len + b.begin) * g.inner;
+        at += b.size();
+        const std::int64_t lo = std::max(lb, want.begin), hi = std::min(le, want.end);
+        if (lo >= hi) continue;
+        const Range piece{gb + (lo - lb), gb + (hi - lb)};
+        if (!out.empty() && out.back().end == piece.begin)
+          out.back().end = piece.end;
+        else
+          out.push_back(piece);
+      }
+    }
+  return out;
+}
+
 void ParamStore::add_layer() { layers_.push_back({size_, size_}); }
 
 std::int64_t ParamStore::add(ParamInfo spec) {

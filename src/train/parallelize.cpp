@@ -20,6 +20,15 @@ void Trainer::parallelize(bool gpu, int stages) {
   if (gpu) host_comm_ = rt_.make_communicator(MeshDim::dp, MemorySpace::host, "/host");
   // Activations between stages go through host buffers (pipeline.cpp stages them): MPI on the host.
   if (stages > 1) pp_comm_ = rt_.make_communicator(MeshDim::pp, MemorySpace::host);
+  if (rt_.mesh().size(MeshDim::tp) > 1) {  // the split layers' sums, and the clipping norm's
+    tp_comm_ = rt_.make_communicator(MeshDim::tp, gpu ? MemorySpace::device : MemorySpace::host);
+    if (gpu) tp_host_comm_ = rt_.make_communicator(MeshDim::tp, MemorySpace::host, "/host");
+    tp_host_ = tp_host_comm_ ? tp_host_comm_.get() : tp_comm_.get();
+    model_->set_tensor_parallel_comm(tp_comm_.get());
+    for (const ParamInfo& p : model_->param_info())
+      if (tp_sharded(p)) tp_split_.push_back({p.offset, p.offset + numel(p.shape)});
+    refuse_tensor_parallel_combinations();
+  }
   executor_ = make_step_executor(cfg_, *model_, *loss_, pp_comm_.get(), staged_, alloc_);
   refuse_sharding_combinations();
   const bool sharded = cfg_.parallel.shard != Sharding::none;
@@ -106,6 +115,20 @@ void Trainer::refuse_sharding_combinations() const {
     throw bad_input(key +
                     ": [train] freeze is not supported with the parameters sharded yet (a frozen layer has "
                     "no owner); set shard = gradients");
+}
+
+void Trainer::refuse_tensor_parallel_combinations() const {
+  const std::string key = "[parallel] tensor_parallel = " + std::to_string(cfg_.parallel.tensor_parallel);
+  if (cfg_.optim.name == OptimizerName::muon)
+    throw bad_input(key +
+                    ": [optim] name = muon orthogonalizes whole matrices, which tensor parallelism splits; "
+                    "use adamw or tensor_parallel = 1");
+  if (cfg_.kernels.cuda_graphs)
+    throw bad_input(key + ": [kernels] cuda_graphs cannot record the tensor-parallel sums yet; set it to false");
+  if (tp_split_.empty())
+    throw bad_input(key +
+                    ": no layer of [model] layers splits (attention, or linear(n, tp=column|row)); every "
+                    "rank would compute the same: set tensor_parallel = 1");
 }
 
 void Trainer::make_optimizer_for_this_rank() {

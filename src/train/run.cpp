@@ -142,7 +142,7 @@ int Trainer::run() {
   p.total = total;
   if (index_.train.tokens) {
     std::int64_t n = 0;
-    for (const ParamInfo& info : model_->all_param_info()) n += numel(info.shape);
+    for (const ParamInfo& info : model_->all_param_info()) n += numel(info.global_shape);
     p.flops_per_token = cfg_.model.arch != Arch::layers
                             ? gpt_flops_per_token(n, cfg_.model.n_layer, cfg_.model.n_embd, index_.train.block_size)
                             : 6.0 * static_cast<double>(n);
@@ -413,7 +413,7 @@ RunSummary Trainer::summarize(const Progress& p, const Checkpointer& checkpointe
             : model_->store().packed_parameters() ? "full"
             : averager_->staged()                 ? "gradients"
                                                   : "optimizer";
-  for (const ParamInfo& info : model_->all_param_info()) s.parameters += numel(info.shape);
+  for (const ParamInfo& info : model_->all_param_info()) s.parameters += numel(info.global_shape);
   double timed_s = p.timed_s;
   rt_.world().allreduce(&timed_s, &timed_s, 1, DType::f64, ReduceOp::max);
   s.steady_warmup_steps = p.warmup - p.first;

@@ -41,6 +41,7 @@ void verify_identical(Communicator& comm, const Tensor& t, const std::string& wh
 
 namespace {
 Device device_of(const Runtime& rt) { return rt.device().kind == DeviceKind::cuda ? Device::cuda : Device::cpu; }
+TensorParallel tensor_parallel_place(const Mesh& mesh) { return {mesh.coord(MeshDim::tp), mesh.size(MeshDim::tp)}; }
 }  // namespace
 
 Trainer::Trainer(const Config& cfg, Runtime& rt, const DatasetIndex& index)
@@ -64,8 +65,9 @@ Trainer::Trainer(const Config& cfg, Runtime& rt, const DatasetIndex& index)
   const int stages = rt.mesh().size(MeshDim::pp);
   {
     Allocator scratch;  // not counted against [run] memory_budget
-    const Model layout(cfg.model.layers, index.train.sample_shape, registry, scratch, 0, 1);  // shapes, counts
-    groups_ = partition_layers(layer_parameter_counts(layout), stages, cfg.model.groups);     // bad_input if wrong
+    const Model layout(cfg.model.layers, index.train.sample_shape, registry, scratch, 0, 1, true, true,
+                       tensor_parallel_place(rt.mesh()));                                  // shapes, counts
+    groups_ = partition_layers(layer_parameter_counts(layout), stages, cfg.model.groups);  // bad_input if wrong
     const Shape& out = layout.whole_output_shape();
     Shape want = index.train.output_shape();
     if (index.train.tokens && !want.empty())  // a language model's logits: padded to [model] vocab_multiple
@@ -81,7 +83,8 @@ Trainer::Trainer(const Config& cfg, Runtime& rt, const DatasetIndex& index)
   const LayerGroup& mine = groups_[static_cast<std::size_t>(rt.mesh().coord(MeshDim::pp))];
   const int dp = rt.mesh().size(MeshDim::dp);
   model_ = std::make_unique<Model>(cfg.model.layers, index.train.sample_shape, registry, alloc_, mine.first, mine.last,
-                                   !staged_gradients(cfg, dp), !packed_parameters(cfg, dp));
+                                   !staged_gradients(cfg, dp), !packed_parameters(cfg, dp),
+                                   tensor_parallel_place(rt.mesh()));
   // Weights tied across stages: every stage of a replica joins each sum (zeros where it holds neither use).
   for (const auto& [layer, target] : model_->ties()) {
     if (stage_of_layer(groups_, layer) == stage_of_layer(groups_, target)) continue;
@@ -194,6 +197,8 @@ bool Trainer::finish_gradients(double& squares) {
     state_.scaler.good_step(cfg_.precision.loss_scale_window);
   }
   if (!tie_syncs_.empty()) sum_tied_gradients(clip ? &squares : nullptr);
+  // Over the tensor-parallel group: its split tensors' blocks, and its replicated ones once (squares_in).
+  if (clip && tp_host_) tp_host_->allreduce(&squares, &squares, 1, DType::f64, ReduceOp::sum);
   // The global norm covers every stage's gradients (identical over a data-parallel group after averaging).
   if (clip) executor_->sum_over_stages(squares);
   return true;
@@ -205,14 +210,32 @@ void Trainer::settle_parameters() {
 
 double Trainer::owned_sum_of_squares() {
   Tensor& grads = model_->gradients();
-  if (!averager_->sharded()) return sum_of_squares(grads);
-  double s = 0;         // the averaged gradients this rank owns, summed over the group: the whole
-  std::int64_t at = 0;  // (staged: the gradient holds just those, packed; summed range by range all the same)
-  for (const Range& r : averager_->owned()) {
-    s += sum_of_squares(grads.view(averager_->staged() ? at : r.begin, {r.size()}));
+  if (!averager_->sharded()) return squares_in(grads, {{0, model_->store().size()}}, false);
+  // The averaged gradients this rank owns, summed over the group: the whole (staged: the gradient
+  // holds just those, packed).
+  double s = squares_in(grads, averager_->owned(), averager_->staged());
+  host_dp().allreduce(&s, &s, 1, DType::f64, ReduceOp::sum);
+  return s;
+}
+
+double Trainer::squares_in(const Tensor& grads, const Ranges& ranges, bool packed) const {
+  const Ranges& split = tp_split_;
+  const double t = static_cast<double>(model_->tensor_parallel().size);
+  double s = 0;
+  std::int64_t at = 0;
+  for (const Range& r : ranges) {
+    const std::int64_t base = packed ? at - r.begin : 0;  // where store offset o is in `grads`: o + base
+    auto add = [&](const Ranges& parts, double weight) {
+      for (const Range& q : parts) s += sum_of_squares(grads.view(q.begin + base, {q.size()})) * weight;
+    };
+    if (split.empty()) {
+      add({r}, 1.0);
+    } else {
+      add(intersect({r}, split), 1.0);
+      add(subtract({r}, split), 1.0 / t);  // (each tensor-parallel rank holds them whole)
+    }
     at += r.size();
   }
-  host_dp().allreduce(&s, &s, 1, DType::f64, ReduceOp::sum);
   return s;
 }
 
@@ -227,8 +250,8 @@ void Trainer::sum_tied_gradients(double* squares) {
     upload(host.data(), host.size() * sizeof(float), part);
   }
   if (!squares) return;
-  *squares = sum_of_squares(grads);  // the summed tied gradients, counted once over the stages:
-  for (const Range& c : model_->store().copies()) *squares -= sum_of_squares(grads.view(c.begin, {c.size()}));
+  // The summed tied gradients, counted once over the stages:
+  *squares = squares_in(grads, subtract({{0, model_->store().size()}}, model_->store().copies()), false);
 }
 
 IntervalSums Trainer::take_interval_sums() {

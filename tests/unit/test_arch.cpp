@@ -24,8 +24,9 @@ GptDims dims(std::int64_t n_layer, std::int64_t n_head, std::int64_t n_embd, std
 TEST(Arch, GptIsTheBabyDecksLayersString) {
   EXPECT_EQ(gpt_layers(dims(4, 4, 128, 65, false)),
             "tok_emb:embedding(65, 128) pos_emb:position_embedding repeat(4, h.{}:res(ln_1:layernorm(bias=0) "
-            "attn:attention(4, bias=0, proj_std=0.0070711)) h.{}:res(ln_2:layernorm(bias=0) mlp.fc:linear(512, bias=0) "
-            "gelu mlp.proj:linear(128, bias=0, std=0.0070711))) ln_f:layernorm(bias=0) lm_head:lm_head(65)");
+            "attn:attention(4, bias=0, proj_std=0.0070711)) h.{}:res(ln_2:layernorm(bias=0) mlp.fc:linear(512, bias=0, "
+            "tp=column) "
+            "gelu mlp.proj:linear(128, bias=0, std=0.0070711, tp=row))) ln_f:layernorm(bias=0) lm_head:lm_head(65)");
 }
 
 TEST(Arch, GptIsTheGpuDecksLayersString) {
@@ -35,7 +36,7 @@ TEST(Arch, GptIsTheGpuDecksLayersString) {
       gpt_layers(d),
       "tok_emb:embedding(65, 384) pos_emb:position_embedding dropout(20) repeat(6, h.{}:res(ln_1:layernorm(bias=0) "
       "attn:attention(6, bias=0, dropout=20, proj_std=0.0057735) dropout(20)) h.{}:res(ln_2:layernorm(bias=0) "
-      "mlp.fc:linear(1536, bias=0) gelu mlp.proj:linear(384, bias=0, std=0.0057735) dropout(20))) "
+      "mlp.fc:linear(1536, bias=0, tp=column) gelu mlp.proj:linear(384, bias=0, std=0.0057735, tp=row) dropout(20))) "
       "ln_f:layernorm(bias=0) lm_head:lm_head(65)");
 }
 
@@ -44,7 +45,8 @@ TEST(Arch, GptWithBiasesAndAnUntiedHead) {
   d.tie_embeddings = false;
   EXPECT_EQ(gpt_layers(d),
             "tok_emb:embedding(11, 8) pos_emb:position_embedding repeat(2, h.{}:res(ln_1:layernorm attn:attention(2, "
-            "proj_std=0.01)) h.{}:res(ln_2:layernorm mlp.fc:linear(32) gelu mlp.proj:linear(8, std=0.01))) "
+            "proj_std=0.01)) h.{}:res(ln_2:layernorm mlp.fc:linear(32, tp=column) gelu mlp.proj:linear(8, std=0.01, "
+            "tp=row))) "
             "ln_f:layernorm lm_head:lm_head(11, tie=0)");
 }
 
@@ -54,7 +56,8 @@ TEST(Arch, GptWithGpt2sGeluNew) {
   d.gelu_tanh = true;
   EXPECT_EQ(gpt_layers(d),
             "tok_emb:embedding(11, 8) pos_emb:position_embedding repeat(2, h.{}:res(ln_1:layernorm attn:attention(2, "
-            "proj_std=0.01)) h.{}:res(ln_2:layernorm mlp.fc:linear(32) gelu_tanh mlp.proj:linear(8, std=0.01))) "
+            "proj_std=0.01)) h.{}:res(ln_2:layernorm mlp.fc:linear(32, tp=column) gelu_tanh mlp.proj:linear(8, "
+            "std=0.01, tp=row))) "
             "ln_f:layernorm lm_head:lm_head(11)");
 }
 
@@ -66,8 +69,9 @@ TEST(Arch, LlamaLayers) {
   d.n_layer = 2, d.n_head = 2, d.n_embd = 32, d.vocab_size = 50257, d.ffn_dim = 48, d.rope_theta = 500000;
   EXPECT_EQ(llama_layers(d),
             "tok_emb:embedding(50257, 32) repeat(2, h.{}:res(input_layernorm:rmsnorm self_attn:attention(2, bias=0, "
-            "rope=500000, proj_std=0.01)) h.{}:res(post_attention_layernorm:rmsnorm mlp.gate_up:linear(96, bias=0) "
-            "swiglu mlp.down:linear(32, bias=0, std=0.01))) norm:rmsnorm lm_head:lm_head(50257)");
+            "rope=500000, proj_std=0.01)) h.{}:res(post_attention_layernorm:rmsnorm mlp.gate_up:linear(96, bias=0, "
+            "tp=column, parts=2) "
+            "swiglu mlp.down:linear(32, bias=0, std=0.01, tp=row))) norm:rmsnorm lm_head:lm_head(50257)");
   d.norm_eps_exp = 6;
   d.tie_embeddings = false;
   const std::string untied = llama_layers(d);
@@ -81,7 +85,8 @@ TEST(Arch, LlamaLayers) {
                         "rope_high=4, rope_context=8192, qk_norm=1, proj_std=0)"),
             std::string::npos)
       << modern;
-  EXPECT_NE(modern.find("mlp.up:linear(48, bias=0) relu2 mlp.down:linear(32, bias=0, std=0)"), std::string::npos)
+  EXPECT_NE(modern.find("mlp.up:linear(48, bias=0, tp=column) relu2 mlp.down:linear(32, bias=0, std=0, tp=row)"),
+            std::string::npos)
       << modern;
 }
 

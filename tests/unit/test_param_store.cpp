@@ -70,9 +70,9 @@ TEST(Placement, ErrorsNameTheTensorAndTheNumbers) {
 
 TEST(ParamStore, LayoutLayersCopiesAndFrozenRanges) {
   ParamStore s;
-  ParamInfo w{"dense.0.weight", 0, 0, {3, 2}, Init::zeros, 1, 1, 0.02f, -1, {}, 0, ""};
-  ParamInfo b{"dense.0.bias", 0, 6, {3}, Init::zeros, 1, 1, 0.02f, -1, {}, 0, ""};
-  ParamInfo e{"embedding.0.weight", 0, 9, {4, 2}, Init::zeros, 1, 1, 0.02f, -1, {}, 1, ""};
+  ParamInfo w{"dense.0.weight", 0, 0, {3, 2}, {3, 2}, Init::zeros, 1, 1, 0.02f, -1, {}, {}, 0, ""};
+  ParamInfo b{"dense.0.bias", 0, 6, {3}, {3}, Init::zeros, 1, 1, 0.02f, -1, {}, {}, 0, ""};
+  ParamInfo e{"embedding.0.weight", 0, 9, {4, 2}, {4, 2}, Init::zeros, 1, 1, 0.02f, -1, {}, {}, 1, ""};
   s.add_layer();
   EXPECT_EQ(s.add(w), 0);
   EXPECT_EQ(s.add(b), 6);
@@ -105,7 +105,7 @@ TEST(ParamStore, WholeTensorOwnersBalanceBySizeAndSkipFrozenTensors) {
   std::int64_t global = 0;
   for (std::size_t i = 0; i < shapes.size(); ++i) {
     s.add_layer();
-    s.add({"dense." + std::to_string(i) + ".weight", 0, global, shapes[i], Init::zeros, 1, 1, 0.02f, -1, {}, i, ""});
+    s.add({"dense." + std::to_string(i) + ".weight", 0, global, shapes[i], shapes[i], Init::zeros, 1, 1, 0.02f, -1, {}, {}, i, ""});
     global += numel(shapes[i]);
   }
   Allocator alloc;

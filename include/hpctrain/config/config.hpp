@@ -201,6 +201,7 @@ struct OptimConfig {
 
 struct ParallelConfig {
   int pipeline_parallel = 1;  // the mesh's pp
+  int tensor_parallel = 1;    // the mesh's tp
   PipelineSchedule pipeline_schedule = PipelineSchedule::one_f_one_b;
   CommBackend comm = CommBackend::auto_;
   Tristate cuda_aware_mpi = Tristate::auto_;

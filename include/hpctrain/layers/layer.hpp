@@ -16,6 +16,7 @@
 
 #include "hpctrain/backend/ops.hpp"  // Activation
 #include "hpctrain/core/error.hpp"
+#include "hpctrain/core/placement.hpp"
 #include "hpctrain/layers/saved_set.hpp"
 #include "hpctrain/layers/step_arena.hpp"
 #include "hpctrain/tensor/tensor.hpp"
@@ -40,6 +41,15 @@ struct ParamSpec {
   // Padding rows ([model] vocab_multiple): rows from live_rows on are zero-initialized and left
   // out of --export. -1: every row is live.
   std::int64_t live_rows = -1;
+  // Along the tensor-parallel dimension ([parallel] tensor_parallel): replicated, or sharded (each
+  // rank holds one block of `shape`, the global shape; Layer::tensor_parallel says which).
+  Placement tp;
+};
+
+// This rank's place in its tensor-parallel group ([parallel] tensor_parallel = size): a layer
+// that splits its work (linear(n, tp=column|row), attention's heads) holds block `rank` of `size`.
+struct TensorParallel {
+  int rank = 0, size = 1;
 };
 
 // What a forward pass is part of, for layers that behave differently when
@@ -61,6 +71,9 @@ struct StepContext {
   // Batch statistics (batch norm) are reduced over this communicator when set:
   // the data-parallel group, when [train] sync_batchnorm is on.
   Communicator* stats_comm = nullptr;
+  // [parallel] tensor_parallel > 1: the tensor-parallel group, over which split layers sum their
+  // partial outputs (row-parallel) and input gradients (column-parallel). Null: no such group.
+  Communicator* tp_comm = nullptr;
   // A forward pass repeated for a backward ([train] recompute = blocks: a residual block re-runs
   // its inner layers): the same batch again, so batch norm leaves its running statistics alone
   // (dropout draws the same mask: its generator is keyed by step, sample and position).
@@ -136,6 +149,9 @@ class Layer {
   // accumulate_grads() is false (the step's first micro-batch: no zero-filling pass needed).
   virtual void backward(const Tensor& x, const Tensor& y, const Tensor& dy, Tensor& dx) = 0;
   void set_accumulate_grads(bool on) { accumulate_ = on; }
+  // Before output_shape and param_specs (the model calls it): the block of the work this rank
+  // does when the layer splits it over the tensor-parallel group; layers that do not stay whole.
+  virtual void set_tensor_parallel(TensorParallel tp) { tp_ = tp; }
   virtual void set_context(const StepContext* ctx, std::size_t index) {
     ctx_ = ctx;
     index_ = index;
@@ -185,6 +201,10 @@ class Layer {
     return t;
   }
   bool accumulate_grads() const { return accumulate_; }
+  const TensorParallel& tensor_parallel() const { return tp_; }
+  // t summed over the tensor-parallel group, in place (a row-parallel output, a column-parallel
+  // input gradient); nothing with one rank.
+  void tp_sum(Tensor& t);
   const StepContext& context() const { return *ctx_; }
   bool has_context() const { return ctx_ != nullptr; }
   std::size_t index() const { return index_; }  // position in the model (part of dropout's key)
@@ -206,6 +226,7 @@ class Layer {
   ParamViews own_views_;
   std::map<std::size_t, Tensor> own_temps_;
   bool accumulate_ = true;
+  TensorParallel tp_;
   const StepContext* ctx_ = nullptr;
   std::size_t index_ = 0;
 };

@@ -48,9 +48,13 @@ class Model {
   // by default all. Layers keep their model-wide names and initialization.
   // `whole_gradients` false: no gradient buffer until stage_gradients (ZeRO-2 never allocates the
   // whole one); `whole_parameters` false: none of the parameters until stage_parameters (ZeRO-3).
+  // `tp`: this rank's place in its tensor-parallel group; layers that split their work over it
+  // hold their block of each split tensor (ParamInfo::shape; global_shape the whole), initialized
+  // as the whole model's elements (the same values as with one rank), and sum over the group
+  // through the communicator set_tensor_parallel_comm gives.
   Model(const std::string& layers, const Shape& sample_shape, const LayerRegistry& registry, Allocator& alloc,
         std::size_t first = 0, std::size_t last = static_cast<std::size_t>(-1), bool whole_gradients = true,
-        bool whole_parameters = true);
+        bool whole_parameters = true, TensorParallel tp = {});
   // [parallel] shard = full, after stage_gradients with the same buckets (ParamStore::stage_parameters):
   // this rank keeps its owned parameters, packed; the layers read their bucket's window, which
   // the parameter source fills before each call (bf16/fp16: rounded to the format there, in
@@ -129,6 +133,8 @@ class Model {
   const Shape& input_shape() const { return shapes_.front(); }
   const Tensor& output() const { return acts_.back(); }  // of the last forward
 
+  void set_tensor_parallel_comm(Communicator* comm) { ctx_.tp_comm = comm; }
+  const TensorParallel& tensor_parallel() const { return tp_; }
   // Set before forward: training or evaluating, and what dropout keys its draws on.
   StepContext& context() { return ctx_; }
 
@@ -198,6 +204,7 @@ class Model {
   }
   std::vector<std::pair<std::size_t, std::size_t>> all_ties_;  // held layers whose weight a later held layer shares
   Allocator& alloc_;
+  TensorParallel tp_;
   std::vector<std::unique_ptr<Layer>> layers_;
   std::vector<std::string> names_;  // "flatten.0"
   std::vector<Shape> shapes_;       // per-sample: input, then each layer's output

@@ -19,29 +19,12 @@
 #include <string>
 #include <vector>
 
+#include "hpctrain/core/placement.hpp"
 #include "hpctrain/core/range.hpp"
 #include "hpctrain/layers/layer.hpp"
 #include "hpctrain/tensor/tensor.hpp"
 
 namespace hpctrain {
-
-// How one tensor lies along one mesh dimension of size n.
-struct Placement {
-  enum class Kind { replicated, sharded };
-  Kind kind = Kind::replicated;
-  int axis = 0;                     // sharded: the tensor axis that is cut
-  std::vector<std::int64_t> parts;  // sharded: sizes along `axis` of fused parts, each cut into
-                                    // n equal blocks on its own; empty: the whole axis is one part
-  static Placement replicated() { return {}; }
-  static Placement sharded(int axis, std::vector<std::int64_t> parts = {}) {
-    return {Kind::sharded, axis, std::move(parts)};
-  }
-};
-
-// The placements of a tensor along the dimensions that may split it (runtime/mesh.hpp).
-struct Placements {
-  Placement tp, sp;
-};
 
 // The indices along the placement's axis that coordinate `c` of `n` holds: the whole axis when
 // replicated, one block per part when sharded (in the order they are stored). bad_input, naming
@@ -55,15 +38,26 @@ struct ParamInfo {                 // a tensor's spec and where it lives here
   std::string name;                // model-wide: "h.3.attn.qkv.weight", "dense.1.bias"
   std::int64_t offset = 0;         // in this rank's flat buffers
   std::int64_t global_offset = 0;  // in the whole model's (initialization keys on it)
-  Shape shape;                     // global
+  Shape shape;                     // what this rank holds (the global shape, or its tensor-parallel block)
+  Shape global_shape;              // the whole tensor's (a checkpoint dataset's)
   Init init = Init::zeros;
   std::int64_t fan_in = 1, fan_out = 1;
   float std = 0.02f;            // Init::normal
   std::int64_t live_rows = -1;  // ParamSpec::live_rows: the rows past it are zero padding
-  Placements placement;         // (every tensor is replicated until tensor parallelism exists)
+  Placements placement;         // along tp (and sp: replicated until spatial parallelism exists)
+  Ranges tp_blocks;             // tp sharded: this rank's blocks along placement.tp.axis (local_blocks)
   std::size_t layer = 0;        // model-wide index of the (top-level) layer it belongs to
   std::string legacy;           // its name in format-1 checkpoints: "07_res/01_attention/qkv_weight"
 };
+
+// The elements of `p`'s whole tensor (row-major indices into global_shape) that its local
+// elements `local` (row-major indices into shape) are, as sorted ranges: the local order is the
+// global order (blocks are taken in order). Replicated: the same ranges.
+Ranges global_elements(const ParamInfo& p, const Ranges& local);
+// The global index of local element k (initialization keys on it).
+std::int64_t global_element(const ParamInfo& p, std::int64_t k);
+// Whether `p` is split over the tensor-parallel group.
+inline bool tp_sharded(const ParamInfo& p) { return p.placement.tp.kind == Placement::Kind::sharded; }
 
 // A gradient bucket: elements averaged together (parallel/grad_buckets.hpp), launched once backward
 // has finished layer `ready_after` (the bucket's first: buckets are made last layers first).

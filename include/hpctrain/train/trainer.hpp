@@ -113,6 +113,7 @@ class Trainer {
   // bad_input for what [parallel] shard cannot be combined with (tied weights across stages;
   // gradients: shard_by = tensors, Muon, CUDA graphs).
   void refuse_sharding_combinations() const;
+  void refuse_tensor_parallel_combinations() const;  // what [parallel] tensor_parallel > 1 cannot do yet
   void place_parameters(const std::vector<Bucket>& buckets, bool gpu);  // (parallelize: see there)
   // The optimizer over what this rank updates: every parameter, or its shard ([parallel] shard).
   void make_optimizer_for_this_rank();
@@ -163,7 +164,16 @@ class Trainer {
   std::unique_ptr<ParameterWindows> windows_;  // [parallel] shard = full: gathers each bucket's parameters
   bool overlap_gather_ = false;                // [parallel] gather_overlap in effect (see the constructor)
   std::vector<LayerGroup> groups_;             // the layers of each pipeline stage
-  std::unique_ptr<Communicator> pp_comm_;      // the pipeline stages of this replica (pp > 1)
+  // [parallel] tensor_parallel > 1: the group (on the device's memory: activations), the same
+  // group for host scalars, and the store ranges of the tensors split over it.
+  std::unique_ptr<Communicator> tp_comm_, tp_host_comm_;
+  Communicator* tp_host_ = nullptr;
+  Ranges tp_split_;
+  // Σ g² over store `ranges` of `grads` (`packed`: they lie one after another there), the
+  // tensors every tensor-parallel rank holds whole weighted 1/T, so a sum over the group counts
+  // each element once.
+  double squares_in(const Tensor& grads, const Ranges& ranges, bool packed) const;
+  std::unique_ptr<Communicator> pp_comm_;  // the pipeline stages of this replica (pp > 1)
   std::unique_ptr<StepExecutor>
       executor_;  // how this rank runs a step's passes (one stage, recorded, a pipeline stage)
   std::function<void(std::int64_t)> update_;  // the optimizer step (compose_update)

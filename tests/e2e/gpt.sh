@@ -79,7 +79,7 @@ row() { awk -F, -v s="$2" '$1 == s {print $4}' "$1/metrics.csv"; }
 # (a layers string with other std would give other values: the check can fail).
 gpt=(--set model.layers= --set model.arch=gpt --set model.n_layer=2 --set model.n_head=4 --set model.n_embd=32
   --set model.bias=false --set model.dropout=0.1)
-spelled="tok_emb:embedding($vocab, 32) pos_emb:position_embedding dropout(10) repeat(2, h.{}:res(ln_1:layernorm(bias=0) attn:attention(4, bias=0, dropout=10, proj_std=0.01) dropout(10)) h.{}:res(ln_2:layernorm(bias=0) mlp.fc:linear(128, bias=0) gelu mlp.proj:linear(32, bias=0, std=0.01) dropout(10))) ln_f:layernorm(bias=0) lm_head:lm_head($vocab)"
+spelled="tok_emb:embedding($vocab, 32) pos_emb:position_embedding dropout(10) repeat(2, h.{}:res(ln_1:layernorm(bias=0) attn:attention(4, bias=0, dropout=10, proj_std=0.01) dropout(10)) h.{}:res(ln_2:layernorm(bias=0) mlp.fc:linear(128, bias=0, tp=column) gelu mlp.proj:linear(32, bias=0, std=0.01, tp=row) dropout(10))) ln_f:layernorm(bias=0) lm_head:lm_head($vocab)"
 short=(--set train.steps=4 --set log.log_every=1 --set checkpoint.every_steps=4 --set checkpoint.resume=none)
 run 1 "${gpt[@]}" "${short[@]}" --set run.out_dir=arch >arch.log 2>&1
 run 1 --set "model.layers=$spelled" "${short[@]}" --set run.out_dir=spelled >spelled.log 2>&1

@@ -8,18 +8,22 @@ ranks with `shard` in none | optimizer | gradients | full (ZeRO 0-3):
 
   memory per rank = parameters + gradients + 16-bit copy + optimizer state + activations
                     + their gradients between layers + scratch (--dry-run's "Peak per rank")
+    "/ T" below applies to the blocks' tensors; the embeddings and head (vocabulary x width, twice
+    untied, plus a GPT's positions x width) stay whole on every tensor-parallel rank, as the
+    trainer keeps them (docs/parallelism.md "Tensor parallelism")
     parameters, copy   / T; full: / (T D), plus two gathered windows of the largest bucket
     gradients          / T; gradients, full: / (T D), plus two buckets in flight (staging)
                        (a bucket: [parallel] bucket_mb plus the layer that fills it past that, at
                        most the whole gradient; measured against runs: docs/performance.md)
     optimizer state    / T; optimizer and up: / (T D)
-    activations        the logits / T; the rest x (10 + 24 / T) / 34 (Megatron's per-layer count
+    activations        the logits whole; the rest x (10 + 24 / T) / 34 (Megatron's per-layer count
                        without sequence parallelism: the norms' and residuals' stay whole)
-    their gradients    the logits' / T; the rest (the residual stream between blocks) whole
-    scratch            16-bit runs: twice the largest layer's parameters in float32, / T (measured
+    their gradients    whole (the logits' and the residual stream between blocks)
+    scratch            16-bit runs: twice the largest layer's parameters in float32 (measured
                        on the small Llama deck; float32 runs: a few MiB, left out)
   activations and their gradients scale with the windows of a micro-batch on a rank.
-  step = compute / N + update + exposed communication
+  step = compute / N (the embeddings' and head's share / D: every tensor-parallel rank computes
+         them) + update + exposed communication
     data-parallel, G = gradient bytes / T:  none: allreduce 2 (D-1)/D G, hidden as --hidden says;
       optimizer: reduce-scatter (D-1)/D G (hidden) + the parameters' all-gather (D-1)/D G;
       gradients: as optimizer, but one reduce-scatter per micro-batch (nothing accumulates whole);
@@ -29,13 +33,12 @@ ranks with `shard` in none | optimizer | gradients | full (ZeRO 0-3):
       micro-batch's activations [tokens, width] in the compute precision, over the node's link,
       not hidden
 A layout fits when its memory is at most --headroom (0.9) of --device-memory. The trainer runs
-T = 1 with every shard today; tensor parallelism (T > 1) is what issue 36 builds, and the table
-says so.
+every layout whose T divides the attention's query and key/value heads (the table marks the
+others).
 """
 import re
 
 SHARDS = ("none", "optimizer", "gradients", "full")
-RUNS_TODAY = {("none", 1), ("optimizer", 1), ("gradients", 1), ("full", 1)}
 MIB = 2.0**20
 DEVICE_GIB = {"h100": 80.0, "h200": 139.0, "a100": 80.0}
 
@@ -68,6 +71,13 @@ class DryRun:
         self.largest_layer = max(counts) if counts else self.parameters
         emb = re.search(r"embedding\((\d+), (\d+)", text)
         self.vocab = int(emb.group(1)) if emb else 0
+        heads = [(int(h), int(k or h)) for h, k in re.findall(r"attention\((\d+)(?:, kv_heads=(\d+))?", text)]
+        self.heads = heads[0] if heads else (1, 1)
+        # What every tensor-parallel rank holds whole: the token table (twice untied), a GPT's positions.
+        whole = self.vocab * self.width * (2 if re.search(r"lm_head\(\d+, tie=0", text) else 1)
+        if "position_embedding" in text:
+            whole += self.context * self.width
+        self.whole_share = min(1.0, whole / self.parameters) if self.parameters else 0.0
         self.sixteen = self.copy_bytes > 0
         self.bucket_mb = float(need(r"^parallel\.bucket_mb +([0-9.]+)", "parallel.bucket_mb setting").group(1))
 
@@ -92,16 +102,16 @@ def memory(d, t, dp, shard, mb):
     # Two buckets in flight: the gradients' staging buffers, and with full the parameters' windows.
     two_buckets = 2 * d.largest_bucket() / t
     window = two_buckets if full else 0.0
-    params = d.param_bytes / t / (dp if full else 1) + window
-    copy = d.copy_bytes / t / (dp if full else 1) + (window / 2 if d.sixteen else 0.0)
+    held = d.whole_share + (1 - d.whole_share) / t  # the share of the model a tensor-parallel rank holds
+    params = d.param_bytes * held / (dp if full else 1) + window
+    copy = d.copy_bytes * held / (dp if full else 1) + (window / 2 if d.sixteen else 0.0)
     buckets = two_buckets if grads_sharded and dp > 1 else 0.0
-    grads = d.grad_bytes / t / (dp if grads_sharded else 1) + buckets
-    state = d.state_bytes / t / (dp if state_sharded else 1)
+    grads = d.grad_bytes * held / (dp if grads_sharded else 1) + buckets
+    state = d.state_bytes * held / (dp if state_sharded else 1)
     logits = min(d.logits_bytes(), d.activation_bytes)
-    acts = (logits / t + (d.activation_bytes - logits) * (10 + 24.0 / t) / 34) * mb / d.micro_batch
-    between = min(d.logits_bytes(), d.between_bytes)
-    acts += (between / t + (d.between_bytes - between)) * mb / d.micro_batch
-    acts += 2 * 4.0 * d.largest_layer / t if d.sixteen else 0.0
+    acts = (logits + (d.activation_bytes - logits) * (10 + 24.0 / t) / 34) * mb / d.micro_batch
+    acts += d.between_bytes * mb / d.micro_batch
+    acts += 2 * 4.0 * d.largest_layer if d.sixteen else 0.0  # (the largest is a table every rank holds whole)
     return params, grads, copy, state, acts, params + grads + copy + state + acts
 
 
@@ -110,7 +120,7 @@ def step_seconds(d, t, dp, shard, mb, a, compute1, update1, global_batch):
     text); a: alpha/beta, hidden, ranks_per_node."""
     n = t * dp
     micro = max(1, global_batch // (dp * mb))
-    g = d.grad_bytes / t
+    g = d.grad_bytes * (d.whole_share + (1 - d.whole_share) / t)
     per_node = max(1, min(a.ranks_per_node, n))
     beta = a.beta if n <= per_node else a.net_beta
     alpha = a.alpha if n <= per_node else a.net_alpha
@@ -129,12 +139,13 @@ def step_seconds(d, t, dp, shard, mb, a, compute1, update1, global_batch):
     if t > 1:
         msg = mb * d.context * d.width * (2 if d.sixteen else 4)
         tpc = 4 * d.layers * micro * (2 * (t - 1) / t * msg * a.beta + a.alpha)
-    update = update1 / t / (dp if shard != "none" else 1)
-    return compute1 / n + update + dpc + tpc
+    held = d.whole_share + (1 - d.whole_share) / t
+    update = update1 * held / (dp if shard != "none" else 1)
+    return compute1 * held / dp + update + dpc + tpc
 
 
 def table(d, ranks, a, compute1, update1, global_batch):
-    """Rows (n, t, dp, shard, memory tuple, fits, step s, runs today) of every layout of every n."""
+    """Rows (n, t, dp, shard, memory tuple, fits, step s, runs) of every layout of every n."""
     rows = []
     for n in ranks:
         for t in (1, 2, 4, 8):
@@ -150,7 +161,7 @@ def table(d, ranks, a, compute1, update1, global_batch):
                 mem = memory(d, t, dp, shard, mb)
                 step = step_seconds(d, t, dp, shard, mb, a, compute1, update1, global_batch)
                 rows.append((n, t, dp, shard, mem, mem[-1] <= a.headroom * a.device_bytes, step,
-                             (shard, t) in RUNS_TODAY))
+                             d.heads[0] % t == 0 and d.heads[1] % t == 0))
     return rows
 
 
@@ -165,12 +176,12 @@ def print_table(rows, tokens_per_step, a):
         mine = [r for r in rows if r[0] == n]
         fitting = [r for r in mine if r[5]]
         best = min(fitting, key=lambda r: r[6]) if fitting else None
-        today = [r for r in fitting if r[7]]
-        best_today = min(today, key=lambda r: r[6]) if today else None
+        running = [r for r in fitting if r[7]]
+        best_running = min(running, key=lambda r: r[6]) if running else None
         for r in mine:
             _, t, dp, shard, mem, fits, step, runs = r
-            marks = ("runs today" if runs else "not yet (issue 36)") + (", fastest that fits" if r is best else "") + (
-                ", fastest today" if r is best_today and r is not best else "")
+            marks = ("runs" if runs else "T does not divide the heads") + (", fastest that fits" if r is best else "") + (
+                ", fastest that runs" if r is best_running and r is not best else "")
             print("%6d %3d %4d %-10s %7.2f %7.2f %7.2f %7.2f %7.2f %5s %10.2f %12.0f  %s" %
                   (n, t, dp, shard, (mem[0] + mem[2]) / gib, mem[1] / gib, mem[3] / gib, mem[4] / gib, mem[5] / gib,
                    "yes" if fits else "no", 1e3 * step, tokens_per_step / step, marks))

@@ -337,8 +337,8 @@ std::string describe_memory(const Config& cfg, const Runtime& rt, const Model& m
 // 100% and at 40% model FLOPs utilization.
 std::string describe_flops(const Config& cfg, const Model& model) {
   if (cfg.model.arch == Arch::layers) return "";
-  std::int64_t n = 0;
-  for (std::int64_t c : layer_parameter_counts(model)) n += c;
+  std::int64_t n = 0;  // (the whole model's, split over tensor-parallel ranks or not)
+  for (const ParamInfo& p : model.all_param_info()) n += numel(p.global_shape);
   const double per_token = gpt_flops_per_token(n, cfg.model.n_layer, cfg.model.n_embd, cfg.model.block_size);
   const double per_step = per_token * static_cast<double>(cfg.train.global_batch * cfg.model.block_size);
   const double peak = 989e12;
@@ -379,7 +379,9 @@ std::string describe_data(const Config& cfg, const Runtime& rt) {
     Allocator alloc;
     LayerRegistry registry;
     register_builtin_layers(registry, LayerOptions{cfg.kernels.conv, cfg.model.vocab_multiple});
-    Model model(with_model.model.layers, index.train.sample_shape, registry, alloc);
+    // (this rank's blocks with [parallel] tensor_parallel: the summary and the memory are per rank)
+    Model model(with_model.model.layers, index.train.sample_shape, registry, alloc, 0, static_cast<std::size_t>(-1),
+                true, true, {rt.mesh().coord(MeshDim::tp), rt.mesh().size(MeshDim::tp)});
     model.set_frozen(frozen_layers(cfg.train.freeze, model));  // the summary marks frozen layers
     os << "\nModel"
        << (cfg.model.arch == Arch::layers ? ""

@@ -27,8 +27,8 @@
 // and K/T key/value heads (T must divide both): its block of each of Wqkv's q, k and v parts (and
 // of bqkv), and the matching columns of Wproj; the output projection's partial products are
 // summed over the group, then bproj (replicated) added once, and the input gradient (each rank's
-// heads read every input) is summed in backward. Dropout on the probabilities is refused (its
-// draws are keyed by the whole model's head index).
+// heads read every input) is summed in backward. Dropout on the probabilities draws each element
+// as one rank would (this rank's heads are a block of the sample's row: a column offset).
 //
 // In bf16/fp16 runs the intermediates that are GEMM operands (qkv, the probabilities and their
 // dropped copy, the heads' output, and in the backward the heads' gradient, the score gradient
@@ -68,10 +68,6 @@ class Attention final : public Layer {
       throw bad_input(me + ": " + std::to_string(a_.heads) + " query and " + std::to_string(kv_) +
                       " key/value heads do not divide among [parallel] tensor_parallel = " + std::to_string(tp) +
                       " ranks");
-    if (tp > 1 && a_.dropout > 0)
-      throw bad_input(me +
-                      ": dropout on the probabilities is not supported with [parallel] tensor_parallel > 1 "
-                      "(its draws are keyed by the whole model's heads); set [model] dropout = 0");
     if (a_.fused && in[1] / a_.heads > 256)
       throw bad_input(me + ": fused attention takes heads of at most 256 columns, got " +
                       std::to_string(in[1] / a_.heads));
@@ -214,10 +210,12 @@ class Attention final : public Layer {
     attention_probs(s.qkv, heads(), s.att);
     round16(s.att);
     if (dropped_) {
-      const std::int64_t n = s.att.shape()[0];
-      const Tensor rows = s.att.reshaped({n, s.att.numel() / n});  // one row per sample: keyed by its id
+      const std::int64_t n = s.att.shape()[0], per_sample = s.att.numel() / n;
+      const Tensor rows = s.att.reshaped({n, per_sample});  // one row per sample: keyed by its id
       Tensor out = s.dropped.reshaped(rows.shape()), mask = s.mask.reshaped(rows.shape());
-      dropout_forward(rows, a_.dropout, layer_key(), step_key(s.att.device()), context().sample_ids, mask, out);
+      // (tensor parallelism: this rank's heads are block `rank` of the sample's row of every head)
+      dropout_forward(rows, a_.dropout, layer_key(), step_key(s.att.device()), context().sample_ids,
+                      tensor_parallel().rank * per_sample, mask, out);
       round16(out);
     }
     attention_values(used(s), s.qkv, heads(), s.heads_out);

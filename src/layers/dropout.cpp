@@ -34,7 +34,7 @@ class Dropout final : public Layer {
       upload(&k, sizeof k, buf);
       step_key = reinterpret_cast<const std::uint64_t*>(buf.data());
     }
-    dropout_forward(x, p_, layer_key, step_key, context().sample_ids, mask, y);
+    dropout_forward(x, p_, layer_key, step_key, context().sample_ids, 0, mask, y);
     compact_keep(0, mask, packable());
   }
   void backward(const Tensor&, const Tensor&, const Tensor& dy, Tensor& dx) override {

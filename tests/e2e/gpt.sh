@@ -162,10 +162,16 @@ run 2 --set run.out_dir=elastic >c.log 2>&1
 # until 2026-12-02; on the fixed text under 1e-5 (3.28272 both, 2026-12-02); a wrong resume is ~1e-1.)
 check "elastic resume on 2 ranks: the same losses within 1e-3 ($(row run 40) vs $(row elastic 40))" \
   awk -v a="$(row run 40)" -v b="$(row elastic 40)" 'BEGIN{d = a - b; exit !(b != "" && d < 1e-3 && d > -1e-3)}'
-# Tensor parallelism ([parallel] tensor_parallel = 2: heads and the MLP pair split over 2 ranks):
-# the parameters at step 4 of one process's; checkpoints reshard both ways (each rank reads its
+expect_error "tensor_parallel that does not divide the heads" \
+  "4 query and 4 key/value heads do not divide among \[parallel\] tensor_parallel = 3 ranks" \
+  run 3 "${gpt[@]}" --set parallel.tensor_parallel=3 --dry-run
+expect_error "tensor_parallel with Muon" "muon orthogonalizes whole matrices" \
+  run 2 "${gpt[@]}" --set parallel.tensor_parallel=2 --set optim.name=muon --set train.steps=1 --set run.out_dir=muon
+# Tensor parallelism ([parallel] tensor_parallel = 2: heads and the MLP pair split over 2 ranks,
+# dropout on the probabilities and after the blocks drawing as one rank does): the parameters at
+# step 4 of one process's; checkpoints reshard both ways (each rank reads its
 # blocks of the whole tensors) and go on as the uninterrupted run does, within the elastic 1e-3.
-tp=("${gpt[@]}" --set model.dropout=0 --set train.steps=8 --set log.log_every=1 --set checkpoint.every_steps=4
+tp=("${gpt[@]}" --set train.steps=8 --set log.log_every=1 --set checkpoint.every_steps=4
   --set checkpoint.resume=none)
 run 1 "${tp[@]}" --set run.out_dir=tp1 >tp1.log 2>&1
 run 2 "${tp[@]}" --set parallel.tensor_parallel=2 --set run.out_dir=tp2 >tp2.log 2>&1

@@ -1,5 +1,6 @@
 // Tensor parallelism ([parallel] tensor_parallel = T, Megatron-style) at 2 and 4 ranks: a GPT
-// (attention split by heads, the MLP's column- then row-parallel linear pair, biases) and a Llama
+// (attention split by heads with dropout on the probabilities, the MLP's column- then
+// row-parallel linear pair, biases, dropout after both) and a Llama
 // (grouped-query attention with RoPE, the fused gate|up pair split part by part, no biases) reach,
 // after k steps, the parameters of one process training the whole model on the same batches, in
 // every listed layout: T alone, T with micro-batches and recompute = blocks, T x data-parallel
@@ -24,8 +25,8 @@ using namespace hpctrain;
 namespace {
 
 const char* const kGpt =
-    "embedding(11, 8) position_embedding repeat(2, res(layernorm attention(4)) res(layernorm linear(16, tp=column) "
-    "gelu linear(8, tp=row))) layernorm lm_head(11)";
+    "embedding(11, 8) position_embedding repeat(2, res(layernorm attention(4, dropout=20) dropout(10)) res(layernorm "
+    "linear(16, tp=column) gelu linear(8, tp=row) dropout(10))) layernorm lm_head(11)";
 const char* const kLlama =
     "embedding(11, 8) repeat(2, res(rmsnorm attention(4, kv_heads=2, bias=0, rope=10000)) res(rmsnorm "
     "linear(32, bias=0, tp=column, parts=2) swiglu linear(8, bias=0, tp=row))) rmsnorm lm_head(11)";

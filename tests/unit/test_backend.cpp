@@ -156,6 +156,35 @@ TEST(Backend, SixteenBitStorageEqualsRounding) {
   EXPECT_FALSE(exact_in(std::ldexp(1.f, -25), Precision::fp16));
 }
 
+// dropout_forward's column offset: a row's two halves drawn with offsets 0 and half give the
+// whole row's mask (what attention's tensor-parallel ranks rely on), and another offset does not.
+TEST(Backend, DropoutDrawsABlockOfARowByItsColumnOffset) {
+  const std::int64_t rows = 3, cols = 40, half = cols / 2;
+  const std::int64_t ids[rows] = {7, 1000, 3};
+  const std::uint64_t step_key = 0x99;
+  Allocator alloc;
+  Tensor x = Tensor::zeros({rows, cols}, alloc), m = Tensor::zeros({rows, cols}, alloc),
+         y = Tensor::zeros({rows, cols}, alloc);
+  fill(x, 1.f);
+  dropout_forward(x, 0.5f, 42, &step_key, ids, 0, m, y);
+  for (const std::int64_t off : {std::int64_t{0}, half}) {
+    Tensor hx = Tensor::zeros({rows, half}, alloc), hm = Tensor::zeros({rows, half}, alloc),
+           hy = Tensor::zeros({rows, half}, alloc);
+    fill(hx, 1.f);
+    dropout_forward(hx, 0.5f, 42, &step_key, ids, off, hm, hy);
+    for (std::int64_t i = 0; i < rows; ++i)
+      for (std::int64_t j = 0; j < half; ++j) ASSERT_EQ(hm.data()[i * half + j], m.data()[i * cols + off + j]);
+  }
+  Tensor hx = Tensor::zeros({rows, half}, alloc), hm = Tensor::zeros({rows, half}, alloc),
+         hy = Tensor::zeros({rows, half}, alloc);
+  fill(hx, 1.f);
+  dropout_forward(hx, 0.5f, 42, &step_key, ids, 1, hm, hy);  // (the control: one column off)
+  int differ = 0;
+  for (std::int64_t i = 0; i < rows; ++i)
+    for (std::int64_t j = 0; j < half; ++j) differ += hm.data()[i * half + j] != m.data()[i * cols + j];
+  EXPECT_GT(differ, 5);
+}
+
 TEST(Backend, EveryOperationIsDispatchedToCuda) {
   // Each operation on a cuda tensor reaches the CUDA backend: without CUDA it throws naming itself;
   // with CUDA but no GPU it fails with a CUDA error or a check in backend/cuda, not a crash
@@ -205,7 +234,7 @@ TEST(Backend, EveryOperationIsDispatchedToCuda) {
   expect("avgpool_forward", [&] { avgpool_forward(t, 2, 2, 2, 2, 2, 2, t); });
   expect("avgpool_backward", [&] { avgpool_backward(t, 2, 2, 2, 2, 2, 2, t); });
   const std::uint64_t step_key = 7;
-  expect("dropout_forward", [&] { dropout_forward(t, 0.5f, 1, &step_key, ids, t, t); });
+  expect("dropout_forward", [&] { dropout_forward(t, 0.5f, 1, &step_key, ids, 0, t, t); });
   expect("multiply", [&] { multiply(t, t, t); });
   expect("sum_of_squares", [&] { sum_of_squares(t); });
   expect("round_to_precision", [&] { round_to_precision(t, Precision::bf16); });

@@ -203,7 +203,7 @@ void avgpool_backward(const Tensor& dy, std::int64_t height, std::int64_t width,
 namespace {}  // namespace
 
 void dropout_forward(const Tensor& x, float p, std::uint64_t layer_key, const std::uint64_t* step_key,
-                     const std::int64_t* sample_ids, Tensor& mask, Tensor& y) {
+                     const std::int64_t* sample_ids, std::int64_t column_offset, Tensor& mask, Tensor& y) {
   const std::uint64_t key = splitmix64(layer_key ^ *step_key);
   same_size(x, y, "dropout");
   same_size(x, mask, "dropout mask");
@@ -212,8 +212,8 @@ void dropout_forward(const Tensor& x, float p, std::uint64_t layer_key, const st
   for (std::int64_t i = 0; i < x.rows(); ++i) {
     const std::uint64_t row_key = splitmix64(key ^ splitmix64(static_cast<std::uint64_t>(sample_ids[i])));
     for (std::int64_t j = 0; j < n; ++j) {
-      const double u =
-          static_cast<double>(splitmix64(row_key + static_cast<std::uint64_t>(j)) >> 11) * (1.0 / 9007199254740992.0);
+      const double u = static_cast<double>(splitmix64(row_key + static_cast<std::uint64_t>(column_offset + j)) >> 11) *
+                       (1.0 / 9007199254740992.0);
       const float m = u >= p ? keep_scale : 0.f;
       mask.data()[i * n + j] = m;
       y.data()[i * n + j] = x.data()[i * n + j] * m;

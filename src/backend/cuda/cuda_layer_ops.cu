@@ -117,14 +117,14 @@ __global__ void avgpool_backward_kernel(const float* dy, i64 h, i64 w, i64 kh, i
 }
 
 __global__ void dropout_kernel(const float* x, float p, float keep_scale, std::uint64_t layer_key,
-                               const std::uint64_t* step_key, const std::int64_t* ids, float* mask, float* y, i64 total,
-                               i64 n) {
+                               const std::uint64_t* step_key, const std::int64_t* ids, i64 column_offset, float* mask,
+                               float* y, i64 total, i64 n) {
   const std::uint64_t key = splitmix64(layer_key ^ *step_key);
   for (i64 idx = detail::global_index(); idx < total; idx += detail::grid_stride()) {
     const i64 i = idx / n, j = idx % n;
     const std::uint64_t row_key = splitmix64(key ^ splitmix64(static_cast<std::uint64_t>(ids[i])));
-    const double u =
-        static_cast<double>(splitmix64(row_key + static_cast<std::uint64_t>(j)) >> 11) * (1.0 / 9007199254740992.0);
+    const double u = static_cast<double>(splitmix64(row_key + static_cast<std::uint64_t>(column_offset + j)) >> 11) *
+                     (1.0 / 9007199254740992.0);
     const float m = u >= p ? keep_scale : 0.f;
     mask[idx] = m;
     y[idx] = x[idx] * m;
@@ -243,12 +243,12 @@ void avgpool_backward(const Tensor& dy, i64 height, i64 width, i64 kh, i64 kw, i
 }
 
 void dropout_forward(const Tensor& x, float p, std::uint64_t layer_key, const std::uint64_t* step_key,
-                     const std::int64_t* sample_ids, Tensor& mask, Tensor& y) {
+                     const std::int64_t* sample_ids, i64 column_offset, Tensor& mask, Tensor& y) {
   same_size(x, y, "dropout");
   same_size(x, mask, "dropout mask");
   const float keep_scale = 1.f / (1.f - p);
-  launch(dropout_kernel, x.numel(), x.data(), p, keep_scale, layer_key, step_key, sample_ids, mask.data(), y.data(),
-         x.numel(), x.cols());
+  launch(dropout_kernel, x.numel(), x.data(), p, keep_scale, layer_key, step_key, sample_ids, column_offset,
+         mask.data(), y.data(), x.numel(), x.cols());
 }
 
 void channel_moments(const Tensor& x, i64 channels, i64 plane, std::vector<double>& sums) {

@@ -8,22 +8,21 @@ ranks with `shard` in none | optimizer | gradients | full (ZeRO 0-3):
 
   memory per rank = parameters + gradients + 16-bit copy + optimizer state + activations
                     + their gradients between layers + scratch (--dry-run's "Peak per rank")
-    "/ T" below applies to the blocks' tensors; the embeddings and head (vocabulary x width, twice
-    untied, plus a GPT's positions x width) stay whole on every tensor-parallel rank, as the
-    trainer keeps them (docs/parallelism.md "Tensor parallelism")
+    "/ T" below applies to every tensor but a GPT's position table (positions x width), which
+    stays whole on every tensor-parallel rank, as the trainer keeps it (docs/parallelism.md
+    "Tensor parallelism"; the token table and head are vocabulary-parallel)
     parameters, copy   / T; full: / (T D), plus two gathered windows of the largest bucket
     gradients          / T; gradients, full: / (T D), plus two buckets in flight (staging)
                        (a bucket: [parallel] bucket_mb plus the layer that fills it past that, at
                        most the whole gradient; measured against runs: docs/performance.md)
     optimizer state    / T; optimizer and up: / (T D)
-    activations        the logits whole; the rest x (10 + 24 / T) / 34 (Megatron's per-layer count
+    activations        the logits / T; the rest x (10 + 24 / T) / 34 (Megatron's per-layer count
                        without sequence parallelism: the norms' and residuals' stay whole)
-    their gradients    whole (the logits' and the residual stream between blocks)
-    scratch            16-bit runs: twice the largest layer's parameters in float32 (measured
+    their gradients    the logits' / T; the rest (the residual stream between blocks) whole
+    scratch            16-bit runs: twice the largest layer's parameters in float32, / T (measured
                        on the small Llama deck; float32 runs: a few MiB, left out)
   activations and their gradients scale with the windows of a micro-batch on a rank.
-  step = compute / N (the embeddings' and head's share / D: every tensor-parallel rank computes
-         them) + update + exposed communication
+  step = compute / N + update + exposed communication
     data-parallel, G = gradient bytes / T:  none: allreduce 2 (D-1)/D G, hidden as --hidden says;
       optimizer: reduce-scatter (D-1)/D G (hidden) + the parameters' all-gather (D-1)/D G;
       gradients: as optimizer, but one reduce-scatter per micro-batch (nothing accumulates whole);
@@ -33,8 +32,8 @@ ranks with `shard` in none | optimizer | gradients | full (ZeRO 0-3):
       micro-batch's activations [tokens, width] in the compute precision, over the node's link,
       not hidden
 A layout fits when its memory is at most --headroom (0.9) of --device-memory. The trainer runs
-every layout whose T divides the attention's query and key/value heads (the table marks the
-others).
+every layout whose T divides the attention's query and key/value heads and the vocabulary table's
+rows (the table marks the others).
 """
 import re
 
@@ -73,10 +72,11 @@ class DryRun:
         self.vocab = int(emb.group(1)) if emb else 0
         heads = [(int(h), int(k or h)) for h, k in re.findall(r"attention\((\d+)(?:, kv_heads=(\d+))?", text)]
         self.heads = heads[0] if heads else (1, 1)
-        # What every tensor-parallel rank holds whole: the token table (twice untied), a GPT's positions.
-        whole = self.vocab * self.width * (2 if re.search(r"lm_head\(\d+, tie=0", text) else 1)
-        if "position_embedding" in text:
-            whole += self.context * self.width
+        m = re.search(r"^model\.vocab_multiple +(\d+)", text, re.M)
+        multiple = int(m.group(1)) if m else 1
+        self.rows = (self.vocab + multiple - 1) // multiple * multiple  # the token table's rows, padded
+        # What every tensor-parallel rank holds whole: a GPT's position table.
+        whole = self.context * self.width if "position_embedding" in text else 0
         self.whole_share = min(1.0, whole / self.parameters) if self.parameters else 0.0
         self.sixteen = self.copy_bytes > 0
         self.bucket_mb = float(need(r"^parallel\.bucket_mb +([0-9.]+)", "parallel.bucket_mb setting").group(1))
@@ -109,9 +109,10 @@ def memory(d, t, dp, shard, mb):
     grads = d.grad_bytes * held / (dp if grads_sharded else 1) + buckets
     state = d.state_bytes * held / (dp if state_sharded else 1)
     logits = min(d.logits_bytes(), d.activation_bytes)
-    acts = (logits + (d.activation_bytes - logits) * (10 + 24.0 / t) / 34) * mb / d.micro_batch
-    acts += d.between_bytes * mb / d.micro_batch
-    acts += 2 * 4.0 * d.largest_layer if d.sixteen else 0.0  # (the largest is a table every rank holds whole)
+    acts = (logits / t + (d.activation_bytes - logits) * (10 + 24.0 / t) / 34) * mb / d.micro_batch
+    between = min(d.logits_bytes(), d.between_bytes)
+    acts += (between / t + (d.between_bytes - between)) * mb / d.micro_batch
+    acts += 2 * 4.0 * d.largest_layer / t if d.sixteen else 0.0
     return params, grads, copy, state, acts, params + grads + copy + state + acts
 
 
@@ -161,7 +162,7 @@ def table(d, ranks, a, compute1, update1, global_batch):
                 mem = memory(d, t, dp, shard, mb)
                 step = step_seconds(d, t, dp, shard, mb, a, compute1, update1, global_batch)
                 rows.append((n, t, dp, shard, mem, mem[-1] <= a.headroom * a.device_bytes, step,
-                             d.heads[0] % t == 0 and d.heads[1] % t == 0))
+                             d.heads[0] % t == 0 and d.heads[1] % t == 0 and d.rows % t == 0))
     return rows
 
 
@@ -180,7 +181,7 @@ def print_table(rows, tokens_per_step, a):
         best_running = min(running, key=lambda r: r[6]) if running else None
         for r in mine:
             _, t, dp, shard, mem, fits, step, runs = r
-            marks = ("runs" if runs else "T does not divide the heads") + (", fastest that fits" if r is best else "") + (
+            marks = ("runs" if runs else "T does not divide the heads or vocabulary") + (", fastest that fits" if r is best else "") + (
                 ", fastest that runs" if r is best_running and r is not best else "")
             print("%6d %3d %4d %-10s %7.2f %7.2f %7.2f %7.2f %7.2f %5s %10.2f %12.0f  %s" %
                   (n, t, dp, shard, (mem[0] + mem[2]) / gib, mem[1] / gib, mem[3] / gib, mem[4] / gib, mem[5] / gib,

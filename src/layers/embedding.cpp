@@ -3,6 +3,9 @@
 // The ids have no gradient: a model starts with this layer. An lm_head may share W (weight tying,
 // layers/lm_head.cpp); the model then adds both layers' gradients into it. With [model]
 // vocab_multiple M the table has round_up(V, M) rows, the rows past V zero (no id reaches them).
+// With [parallel] tensor_parallel = T > 1 the table is vocabulary-parallel (Megatron's): each rank
+// holds T's block of its rows (T must divide them), looks up the ids in its block (zeros for the
+// others) and the group sums the rows; each rank's gradient goes to its own rows.
 #include "hpctrain/backend/ops.hpp"
 #include "hpctrain/core/error.hpp"
 #include "hpctrain/layers/registry.hpp"
@@ -16,6 +19,12 @@ class Embedding final : public Layer {
       : vocab_(vocab), rows_(padded_vocab(vocab, multiple)), width_(width), std_(std) {}
   const char* type() const override { return "embedding"; }
   Shape output_shape(const Shape& in) const override {
+    const int t = tensor_parallel().size;
+    if (rows_ % t != 0)
+      throw bad_input("[model] layers: embedding(" + std::to_string(vocab_) + ", " + std::to_string(width_) +
+                      "): " + std::to_string(rows_) + " rows do not divide among [parallel] tensor_parallel = " +
+                      std::to_string(t) + " ranks (vocabulary-parallel); set [model] vocab_multiple to a multiple of " +
+                      std::to_string(t) + " (64 is customary)");
     if (in.size() != 1)
       throw bad_input("[model] layers: embedding(" + std::to_string(vocab_) + ", " + std::to_string(width_) +
                       ") needs token ids [T] as input, got " + shape_string(in) + " (a token dataset's samples)");
@@ -25,6 +34,7 @@ class Embedding final : public Layer {
     ParamSpec w{"weight", {rows_, width_}, Init::normal, vocab_, width_};
     w.std = std_;
     if (rows_ > vocab_) w.live_rows = vocab_;
+    w.tp = Placement::sharded(0);  // (by rows: the vocabulary)
     return {w};
   }
   void forward(const Tensor& x, Tensor& y) override {
@@ -32,15 +42,18 @@ class Embedding final : public Layer {
       throw bad_input("[model] layers: embedding(" + std::to_string(vocab_) + ", " + std::to_string(width_) +
                       ") reads token ids (int32), but its input is " + dtype_name(x.dtype()) +
                       ": it starts a model on a token dataset");
-    embedding_forward(x, param(0), y);
+    embedding_forward(x, param(0), first_row(), rows_, y);
+    tp_sum(y);  // (vocabulary-parallel: each id's row from the rank holding it)
   }
   void backward(const Tensor& x, const Tensor&, const Tensor& dy, Tensor& dx) override {
     if (!accumulate_grads()) fill(grad(0), 0.f);
-    embedding_backward(x, dy, grad(0));
+    embedding_backward(x, dy, first_row(), rows_, grad(0));
     if (dx.defined()) fill(dx, 0.f);  // token ids are not differentiable
   }
 
  private:
+  std::int64_t first_row() const { return tensor_parallel().rank * (rows_ / tensor_parallel().size); }
+
   std::int64_t vocab_, rows_, width_;
   float std_;
 };

@@ -6,6 +6,10 @@
 // logits are [T, Vp], the GEMM's width a multiple of M; the logits past V are set to -inf (a
 // constant "bias" of 0 and -inf added to every row), so softmax, loss, accuracy and sampling
 // never see them and their rows of W get a zero gradient.
+// With [parallel] tensor_parallel = T > 1 the head is vocabulary-parallel (Megatron's): each rank
+// holds T's block of W's rows (the embedding's, tied) and outputs the logits of its block of the
+// vocabulary, [T, Vp/T]; the loss is the vocabulary-parallel cross-entropy (layers/loss.hpp), so
+// no rank holds whole logit rows; the input gradient is summed over the group.
 #include <algorithm>
 #include <cmath>
 #include <vector>
@@ -26,36 +30,49 @@ class LmHead final : public Layer {
     if (in.size() != 2)
       throw bad_input("[model] layers: lm_head(" + std::to_string(vocab_) + ") needs [T, C] activations, got " +
                       shape_string(in));
-    return {in[0], rows_};
+    return {in[0], rows_ / tensor_parallel().size};  // (the embedding refuses a T that does not divide)
   }
   std::vector<ParamSpec> param_specs(const Shape& in) const override {
     ParamSpec w{"weight", {rows_, in[1]}, Init::normal, in[1], vocab_};
     w.std = std_;
     if (tie_) w.tie = "embedding";
     if (rows_ > vocab_) w.live_rows = vocab_;
+    w.tp = Placement::sharded(0);  // (by rows: the vocabulary)
+    if (rows_ % tensor_parallel().size != 0)
+      throw bad_input(
+          "[model] layers: lm_head(" + std::to_string(vocab_) + "): " + std::to_string(rows_) +
+          " rows do not divide among [parallel] tensor_parallel = " + std::to_string(tensor_parallel().size) +
+          " ranks (vocabulary-parallel); set [model] "
+          "vocab_multiple to a multiple of it");
     return {w};
   }
   void forward(const Tensor& x, Tensor& y) override {
-    Tensor y2 = y.reshaped({y.numel() / rows_, rows_});
+    const std::int64_t cols = local_rows();
+    Tensor y2 = y.reshaped({y.numel() / cols, cols});
     gemm(false, true, 1.f, x.reshaped({y2.rows(), x.shape().back()}), param(0), 0.f, y2);
-    if (rows_ > vocab_) add_bias(y2, padding_mask(x.device()));
+    if (rows_ > vocab_ && first_row() + cols > vocab_) add_bias(y2, padding_mask(x.device()));
   }
   void backward(const Tensor& x, const Tensor&, const Tensor& dy, Tensor& dx) override {
-    const Tensor g = dy.reshaped({dy.numel() / rows_, rows_});
+    const std::int64_t cols = local_rows();
+    const Tensor g = dy.reshaped({dy.numel() / cols, cols});
     const std::int64_t width = x.shape().back();
     gemm(true, false, 1.f, g, x.reshaped({g.rows(), width}), accumulate_grads() ? 1.f : 0.f, grad(0));
     if (!dx.defined()) return;
     Tensor dx2 = dx.reshaped({g.rows(), width});
     gemm(false, false, 1.f, g, param(0), 0.f, dx2);
+    tp_sum(dx2);  // (vocabulary-parallel: every rank's block of the logits reads the whole input)
   }
 
  private:
-  // [0 x V, -inf x (Vp - V)] on the device, made once.
+  std::int64_t local_rows() const { return rows_ / tensor_parallel().size; }
+  std::int64_t first_row() const { return tensor_parallel().rank * local_rows(); }
+  // [0 x V, -inf x (Vp - V)] on the device (this rank's block of it), made once.
   const Tensor& padding_mask(Device dev) {
     if (!mask_.defined() || mask_.device() != dev) {
-      std::vector<float> m(static_cast<std::size_t>(rows_), 0.f);
-      std::fill(m.begin() + vocab_, m.end(), -INFINITY);
-      mask_ = scratch(mask_buf_, {rows_}, dev);
+      std::vector<float> m(static_cast<std::size_t>(local_rows()), 0.f);
+      for (std::int64_t j = 0; j < local_rows(); ++j)
+        if (first_row() + j >= vocab_) m[static_cast<std::size_t>(j)] = -INFINITY;
+      mask_ = scratch(mask_buf_, {local_rows()}, dev);
       upload(m.data(), m.size() * sizeof(float), mask_);
     }
     return mask_;

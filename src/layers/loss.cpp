@@ -2,6 +2,7 @@
 #include "hpctrain/layers/loss.hpp"
 
 #include "hpctrain/backend/ops.hpp"
+#include "hpctrain/comm/communicator.hpp"
 #include "hpctrain/core/error.hpp"
 
 namespace hpctrain {
@@ -29,10 +30,43 @@ class SoftmaxCrossEntropy final : public Loss {
                "softmax cross-entropy: backward's dout is not the buffer forward kept the "
                "probabilities in");
     Tensor d = rows(dout);
-    softmax_cross_entropy_backward(d, t.classes, grad_scale, d);  // in place: (p - onehot) * scale
+    softmax_cross_entropy_backward(d, t.classes, 0, grad_scale, d);  // in place: (p - onehot) * scale
   }
 
  private:
+  const float* probs_at_ = nullptr;
+};
+
+class VocabParallelCrossEntropy final : public Loss {
+ public:
+  VocabParallelCrossEntropy(Communicator& group, std::int64_t offset) : group_(group), offset_(offset) {}
+  const char* name() const override { return "softmax cross-entropy (vocabulary-parallel)"; }
+  void forward(const Tensor& out, const Targets& t, Tensor& scalars, Tensor& work) override {
+    const Tensor logits = rows(out);
+    HPCT_CHECK(work.numel() == logits.numel(), "softmax cross-entropy: the work buffer is not the logits' size");
+    const std::int64_t n = logits.rows();
+    Allocator& alloc = logits.device() == Device::cuda ? device_ : host_;
+    Tensor mx = grow(max_, {n}, alloc), sums = grow(sums_, {n, 2}, alloc);
+    row_max(logits, mx);
+    group_.allreduce(mx.data(), mx.data(), static_cast<std::size_t>(n), DType::f32, ReduceOp::max);
+    Tensor probs = rows(work);
+    softmax_partial(logits, mx, t.classes, offset_, probs, sums);
+    group_.allreduce(sums.data(), sums.data(), static_cast<std::size_t>(2 * n), DType::f32, ReduceOp::sum);
+    softmax_finish(probs, mx, sums, scalars);
+    probs_at_ = work.data();
+  }
+  void backward(const Tensor&, const Targets& t, float grad_scale, Tensor& dout) override {
+    HPCT_CHECK(dout.data() == probs_at_,
+               "softmax cross-entropy: backward's dout is not the buffer forward kept the probabilities in");
+    Tensor d = rows(dout);
+    softmax_cross_entropy_backward(d, t.classes, offset_, grad_scale, d);  // (the label's one on its rank)
+  }
+
+ private:
+  Communicator& group_;
+  std::int64_t offset_;
+  Allocator host_{Device::cpu}, device_{Device::cuda};
+  Tensor max_, sums_;  // [rows], [rows, 2]: grown, kept
   const float* probs_at_ = nullptr;
 };
 
@@ -48,6 +82,10 @@ class MeanSquaredError final : public Loss {
   }
 };
 }  // namespace
+
+std::unique_ptr<Loss> make_vocab_parallel_loss(Communicator& group, std::int64_t vocab_offset) {
+  return std::make_unique<VocabParallelCrossEntropy>(group, vocab_offset);
+}
 
 std::unique_ptr<Loss> make_loss(bool classification) {
   if (classification) return std::make_unique<SoftmaxCrossEntropy>();

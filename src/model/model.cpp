@@ -115,21 +115,21 @@ void Model::tie_parameter(const ParamSpec& p, std::size_t layer, bool mine) {
     const std::string target = all_names_[j] + ".weight";
     for (const ParamInfo& t : all_info_) {
       if (t.name != target) continue;
-      if (t.shape != p.shape)
+      if (t.global_shape != p.shape || t.placement.tp.kind != p.tp.kind)
         throw bad_input("[model] layers: " + self + " " + shape_string(p.shape) + " is tied to " + target + " " +
-                        shape_string(t.shape) + ": the shapes must agree");
+                        shape_string(t.global_shape) + ": the shapes must agree");
       all_ties_.emplace_back(layer, j);
       if (!mine) return;
       if (j >= first_) {  // both here: one parameter, two uses
         for (const ParamInfo& local : store_.tensors())
-          if (local.name == target) bindings_.back().push_back({local.offset, p.shape});
+          if (local.name == target) bindings_.back().push_back({local.offset, local.shape});
         tied_targets_.push_back(j - first_);
         return;
       }
       // The target is on an earlier pipeline stage: a copy here under the target's name (same
       // initial values, loaded from the same checkpoint dataset), kept equal by summing the two
       // stages' gradients (Megatron's way).
-      bindings_.back().push_back({store_.add_copy(t), p.shape});
+      bindings_.back().push_back({store_.add_copy(t), t.shape});
       return;
     }
   }

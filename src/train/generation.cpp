@@ -125,6 +125,10 @@ int Trainer::generate(const SamplingOptions& o) {
   if (!(o.temperature > 0)) throw bad_input("--temperature must be > 0");
   if (o.tokens < 0 || o.top_k < 0) throw bad_input("--tokens and --top-k must be >= 0");
   if (!(o.top_p > 0 && o.top_p <= 1)) throw bad_input("--top-p must be in (0, 1]");
+  if (rt_.mesh().size(MeshDim::tp) > 1)
+    throw bad_input("--generate draws from whole logit rows, which [parallel] tensor_parallel = " +
+                    std::to_string(rt_.mesh().size(MeshDim::tp)) +
+                    " splits; run it with --set parallel.tensor_parallel=1 (the checkpoint loads into any layout)");
   const SplitIndex& split = index_.train;
   const Vocabulary vocab = Vocabulary::stored(split.tokenizer, split.vocabulary, split.tokenizer_files);
   std::vector<std::uint32_t> ids = vocab.encode(o.prompt, "--prompt");

@@ -25,6 +25,8 @@ void Trainer::parallelize(bool gpu, int stages) {
     if (gpu) tp_host_comm_ = rt_.make_communicator(MeshDim::tp, MemorySpace::host, "/host");
     tp_host_ = tp_host_comm_ ? tp_host_comm_.get() : tp_comm_.get();
     model_->set_tensor_parallel_comm(tp_comm_.get());
+    if (vocab_parallel_)  // (the logits of this rank's block of the vocabulary)
+      loss_ = make_vocab_parallel_loss(*tp_comm_, rt_.mesh().coord(MeshDim::tp) * model_->whole_output_shape().back());
     for (const ParamInfo& p : model_->param_info())
       if (tp_sharded(p)) tp_split_.push_back({p.offset, p.offset + numel(p.shape)});
     refuse_tensor_parallel_combinations();

@@ -72,6 +72,10 @@ Trainer::Trainer(const Config& cfg, Runtime& rt, const DatasetIndex& index)
     Shape want = index.train.output_shape();
     if (index.train.tokens && !want.empty())  // a language model's logits: padded to [model] vocab_multiple
       want.back() = padded_vocab(want.back(), cfg.model.vocab_multiple);
+    // (lm_head with tensor_parallel = T: this rank's block of the vocabulary, layers/lm_head.cpp)
+    vocab_parallel_ =
+        index.train.tokens && rt.mesh().size(MeshDim::tp) > 1 && layout.all_layer_types().back() == "lm_head";
+    if (vocab_parallel_) want.back() /= rt.mesh().size(MeshDim::tp);
     if (out != want)
       throw bad_input("[model] layers: the last layer outputs " + shape_string(out) + " but the data needs " +
                       shape_string(want) + " (" +

@@ -164,7 +164,10 @@ check "elastic resume on 2 ranks: the same losses within 1e-3 ($(row run 40) vs 
   awk -v a="$(row run 40)" -v b="$(row elastic 40)" 'BEGIN{d = a - b; exit !(b != "" && d < 1e-3 && d > -1e-3)}'
 expect_error "tensor_parallel that does not divide the heads" \
   "4 query and 4 key/value heads do not divide among \[parallel\] tensor_parallel = 3 ranks" \
-  run 3 "${gpt[@]}" --set parallel.tensor_parallel=3 --dry-run
+  run 3 "${gpt[@]}" --set parallel.tensor_parallel=3 --set model.vocab_multiple=3 --dry-run
+expect_error "tensor_parallel with a vocabulary that does not split" \
+  "rows do not divide among \[parallel\] tensor_parallel = 2 ranks (vocabulary-parallel); set \[model\] vocab_multiple" \
+  run 2 "${gpt[@]}" --set parallel.tensor_parallel=2 --set model.vocab_multiple=5 --dry-run
 expect_error "tensor_parallel with Muon" "muon orthogonalizes whole matrices" \
   run 2 "${gpt[@]}" --set parallel.tensor_parallel=2 --set optim.name=muon --set train.steps=1 --set run.out_dir=muon
 # Tensor parallelism ([parallel] tensor_parallel = 2: heads and the MLP pair split over 2 ranks,
@@ -196,6 +199,12 @@ ev=$(run 1 --eval-only 2>&1 | grep "^eval-only")
 field() { awk -v k="$1" '{for (i = 1; i < NF; i++) if ($i == k) print $(i + 1)}' <<<"$ev"; }
 check "--eval-only prints loss and perplexity = exp(loss) ($ev)" \
   awk -v l="$(field loss)" -v p="$(field perplexity)" 'BEGIN{d = exp(l) - p; exit !(l > 0 && d < 1e-2 && d > -1e-2)}'
+ev2=$(run 2 --set parallel.tensor_parallel=2 --eval-only 2>&1 | grep "^eval-only")
+check "--eval-only on 2 tensor-parallel ranks (vocabulary-parallel loss) gives one rank's loss within 1e-5 ($ev2)" \
+  awk -v a="$(field loss)" -v b="$(awk '{for (i = 1; i < NF; i++) if ($i == "loss") print $(i + 1)}' <<<"$ev2")" \
+  'BEGIN{d = a - b; exit !(b != "" && d < 1e-5 && d > -1e-5)}'
+expect_error "--generate with tensor_parallel" "draws from whole logit rows" \
+  run 2 --set parallel.tensor_parallel=2 --generate --prompt "The " --tokens 5
 sample() { run "$@" --generate --prompt "The " --tokens 60 --top-k 5 2>/dev/null | sed -n '/^generate:/,$p' | tail -n +2; }
 g1=$(sample 1)
 g2=$(sample 1)

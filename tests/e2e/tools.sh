@@ -112,9 +112,9 @@ check "... and 8 GPUs of a node (64 windows each)" grep -qE "^ +8 +1 +64 +[0-9.]
 # --layouts (tools/layout_plan.py): the 1-rank row is --dry-run's peak per rank plus the 16-bit
 # scratch allowance (twice the largest layer, the 38,633,472-row-by-width embedding, in float32);
 # 8 ranks with the optimizer sharded hold 1/8 of AdamW's 949.7 MiB; 8-way tensor parallelism holds
-# the token and position tables whole (50304 x 768 + 1024 x 768 = 39,419,904) and 1/8 of the
-# other 85,056,000 of the 124,475,904 parameters: 50,051,904, in float32 and bf16 (0.28 GiB),
-# their float32 gradients (0.19) and AdamW's two moments (0.37).
+# the position table whole (1024 x 768 = 786,432) and 1/8 of the other 123,689,472 of the
+# 124,475,904 parameters (the token table and head vocabulary-parallel): 16,247,616, in float32
+# and bf16 (0.09 GiB), their float32 gradients (0.06) and AdamW's two moments (0.12).
 out=$($py tools/scaling_plan.py --deck inputs/gpt2_124m.ini --set data.path="$tmp/fw" --ranks 1,8 --layouts 2>&1)
 peak=$("$HPCTRAIN_BUILD_DIR/trainer" inputs/gpt2_124m.ini --dry-run --set data.path="$tmp/fw" --set run.out_dir="$tmp/dry" 2>&1 |
   sed -n 's/^Peak per rank: about .* MiB (\([0-9]*\) bytes).*/\1/p')
@@ -122,10 +122,10 @@ want=$($py -c "print('%.2f' % ((${peak:-0} + 2 * 38633472 * 4) / 2**30))")
 check "planner --layouts: one rank's memory is --dry-run's peak plus the 16-bit scratch ($want GiB)" \
   grep -qE "^ +1 +1 +1 none +[0-9.]+ +[0-9.]+ +[0-9.]+ +[0-9.]+ +$want +yes " <<<"$out"
 check "... 8 ranks sharding AdamW's state hold 0.12 GiB of it each" grep -qE "^ +8 +1 +8 optimizer +0.70 +0.46 +0.12 " <<<"$out"
-check "... 8-way tensor parallelism holds 0.28 GiB of parameters and copy, 0.19 of gradients, 0.37 of state" \
-  grep -qE "^ +8 +8 +1 none +0.28 +0.19 +0.37 " <<<"$out"
+check "... 8-way tensor parallelism holds 0.09 GiB of parameters and copy, 0.06 of gradients, 0.12 of state" \
+  grep -qE "^ +8 +8 +1 none +0.09 +0.06 +0.12 " <<<"$out"
 check "... which the trainer cannot run: 8 does not divide GPT-2's 12 heads" \
-  grep -qE "^ +8 +8 +1 none .*T does not divide the heads" <<<"$out"
+  grep -qE "^ +8 +8 +1 none .*T does not divide the heads or vocabulary" <<<"$out"
 check "... while 2 does" grep -qE "^ +8 +2 +4 gradients .* runs" <<<"$out"
 out=$($py tools/scaling_plan.py --deck inputs/gpt2_124m.ini --set data.path="$tmp/fw" --ranks 1,8 --layouts --device-memory 40 2>&1)
 check "... on a 40 GiB device one rank does not fit and tensor parallelism does" \

@@ -193,9 +193,33 @@ TEST_F(CudaOps, LossesAndCorrectCount) {
   expect_close("softmax_cross_entropy", p, dp, 1e-6);
   expect_close("softmax_cross_entropy", sc, dsc, 1e-6);
   Tensor g = Tensor::zeros(z.shape(), host_), dg = Tensor::zeros(z.shape(), dev_);
-  softmax_cross_entropy_backward(p, labels.data(), 0.25f, g);
-  softmax_cross_entropy_backward(dp, dl, 0.25f, dg);
+  softmax_cross_entropy_backward(p, labels.data(), 0, 0.25f, g);
+  softmax_cross_entropy_backward(dp, dl, 0, 0.25f, dg);
   expect_close("softmax_cross_entropy_backward", g, dg, 1e-6);
+  // The vocabulary-parallel pieces on a block of columns from 5 on (labels outside it included).
+  const std::int64_t off = 5, cols = 6;
+  Tensor zb = Tensor::zeros({rows, cols}, host_);
+  for (std::int64_t i = 0; i < rows; ++i)
+    for (std::int64_t j = 0; j < cols; ++j) zb.data()[i * cols + j] = z.data()[i * n + off + j];
+  Tensor dzb = on_gpu(zb), mx = Tensor::zeros({rows}, host_), dmx = Tensor::zeros({rows}, dev_);
+  row_max(zb, mx);
+  row_max(dzb, dmx);
+  expect_close("row_max", mx, dmx, 0);
+  Tensor pb = Tensor::zeros({rows, cols}, host_), dpb = Tensor::zeros({rows, cols}, dev_);
+  Tensor s2 = Tensor::zeros({rows, 2}, host_), ds2 = Tensor::zeros({rows, 2}, dev_);
+  softmax_partial(zb, mx, labels.data(), off, pb, s2);
+  softmax_partial(dzb, dmx, dl, off, dpb, ds2);
+  expect_close("softmax_partial", pb, dpb, 1e-6);
+  expect_close("softmax_partial", s2, ds2, 1e-6);
+  Tensor vsc = step_scalars::make(host_), dvsc = step_scalars::make(dev_);
+  softmax_finish(pb, mx, s2, vsc);
+  softmax_finish(dpb, dmx, ds2, dvsc);
+  expect_close("softmax_finish", pb, dpb, 1e-6);
+  expect_close("softmax_finish", vsc, dvsc, 1e-5);
+  Tensor gb = g.view(0, {rows, cols}), dgb = dg.view(0, {rows, cols});
+  softmax_cross_entropy_backward(pb, labels.data(), off, 0.25f, gb);
+  softmax_cross_entropy_backward(dpb, dl, off, 0.25f, dgb);
+  expect_close("softmax_cross_entropy_backward", gb, dgb, 1e-6);
   compared().insert("count_correct");
   EXPECT_EQ(count_correct(dz, dl), count_correct(z, labels.data()));
   EXPECT_GE(count_correct(z, labels.data()), 10);
@@ -415,13 +439,23 @@ TEST_F(CudaOps, SequenceModelOps) {
   for (std::int64_t i = 0; i < n * t; ++i) ids.data_as<std::int32_t>()[i] = static_cast<std::int32_t>((i * 7) % vocab);
   Tensor dids = on_gpu(ids), table = random({vocab, c}, 40), dtable = on_gpu(table);
   Tensor y = Tensor::zeros({n, t, c}, host_), dy = Tensor::zeros({n, t, c}, dev_);
-  embedding_forward(ids, table, y);
-  embedding_forward(dids, dtable, dy);
+  embedding_forward(ids, table, 0, vocab, y);
+  embedding_forward(dids, dtable, 0, vocab, dy);
   expect_close("embedding_forward", y, dy, 0);
   Tensor g = random({n, t, c}, 41), dg = on_gpu(g), acc = random({vocab, c}, 42), dacc = on_gpu(acc);
-  embedding_backward(ids, g, acc);
-  embedding_backward(dids, dg, dacc);
+  embedding_backward(ids, g, 0, vocab, acc);
+  embedding_backward(dids, dg, 0, vocab, dacc);
   expect_close("embedding_backward", acc, dacc, 0);  // each id's rows added in position order on both
+  {  // a block of the table's rows (vocabulary-parallel): rows 3..5 here, the other ids zeros / nothing
+    Tensor block = table.view(3 * c, {3, c}), dblock = on_gpu(block);
+    embedding_forward(ids, block, 3, vocab, y);
+    embedding_forward(dids, dblock, 3, vocab, dy);
+    expect_close("embedding_forward", y, dy, 0);
+    Tensor ab = random({3, c}, 46), dab = on_gpu(ab);
+    embedding_backward(ids, g, 3, vocab, ab);
+    embedding_backward(dids, dg, 3, vocab, dab);
+    expect_close("embedding_backward", ab, dab, 0);
+  }
 
   Tensor x = random({n, t, c}, 43, -2.f, 3.f), dx = on_gpu(x), w = random({c}, 44), dw = on_gpu(w);
   Tensor b = random({c}, 45), db = on_gpu(b);

@@ -100,7 +100,7 @@ inline std::vector<float> reference_parameters(const Config& cfg, const DatasetI
                                                int steps, int dp_size, int micro) {
   Allocator alloc;
   LayerRegistry reg;
-  register_builtin_layers(reg, LayerOptions{cfg.kernels.conv});
+  register_builtin_layers(reg, LayerOptions{cfg.kernels.conv, cfg.model.vocab_multiple});
   Model model(cfg.model.layers, index.train.sample_shape, reg, alloc);
   model.init_parameters(cfg.run.seed);
   auto loss = make_loss(true);

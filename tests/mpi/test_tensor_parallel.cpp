@@ -56,7 +56,7 @@ std::vector<Layout> layouts(int world) {
 
 Config tp_config(const std::string& root, const char* layers, const Layout& l, double clip_norm) {
   const std::string ini = "[run]\nseed = 5\nout_dir = /tmp\n[data]\npath = " + root + "\n[model]\nlayers = " + layers +
-                          "\nblock_size = 8\n[train]\nglobal_batch = 8\nmicro_batches = " + std::to_string(l.micro) +
+                          "\nblock_size = 8\nvocab_multiple = 4\n[train]\nglobal_batch = 8\nmicro_batches = " + std::to_string(l.micro) +
                           "\n[optim]\nlr = 0.1\nmomentum = 0.9\nclip_norm = " + std::to_string(clip_norm) +
                           "\n[parallel]\npipeline_parallel = " + std::to_string(l.pp) +
                           "\ntensor_parallel = " + std::to_string(l.tp) + "\nshard = " + l.shard + "\n";

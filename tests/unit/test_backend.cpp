@@ -217,7 +217,11 @@ TEST(Backend, EveryOperationIsDispatchedToCuda) {
   expect("fill", [&] { fill(t, 0.f); });
   expect("scale", [&] { scale(t, 1.f); });
   expect("softmax_cross_entropy", [&] { softmax_cross_entropy(t, labels, t, t); });
-  expect("softmax_cross_entropy_backward", [&] { softmax_cross_entropy_backward(t, labels, 1.f, t); });
+  expect("softmax_cross_entropy_backward", [&] { softmax_cross_entropy_backward(t, labels, 0, 1.f, t); });
+  Tensor rows2 = Tensor::wrap(storage + 8, {2}, Device::cuda);
+  expect("row_max", [&] { row_max(t, rows2); });
+  expect("softmax_partial", [&] { softmax_partial(t, rows2, labels, 0, t, t2); });
+  expect("softmax_finish", [&] { softmax_finish(t, rows2, t2, t); });
   expect("mean_squared_error", [&] { mean_squared_error(t, storage, t); });
   expect("mean_squared_error_backward", [&] { mean_squared_error_backward(t, storage, 1.f, t); });
   expect("count_correct", [&] { count_correct(t, labels); });
@@ -250,8 +254,8 @@ TEST(Backend, EveryOperationIsDispatchedToCuda) {
   expect("batchnorm_backward_data", [&] { batchnorm_backward_data(t, t, per, per, per, per, per, 1, t); });
   expect("add_bias_activation", [&] { add_bias_activation(t, t, Activation::relu, t2); });
   Tensor token_ids = Tensor::wrap(storage, {2, 2}, DType::i32, Device::cuda);
-  expect("embedding_forward", [&] { embedding_forward(token_ids, t, t2); });
-  expect("embedding_backward", [&] { embedding_backward(token_ids, t, t2); });
+  expect("embedding_forward", [&] { embedding_forward(token_ids, t, 0, 2, t2); });
+  expect("embedding_backward", [&] { embedding_backward(token_ids, t, 0, 2, t2); });
   expect("layernorm_forward", [&] { layernorm_forward(t, t, Tensor(), 2, 1e-5f, t, t, t2); });
   Tensor none;
   expect("layernorm_backward", [&] { layernorm_backward(t, t, t, t, t, 2, t2, t2, none); });

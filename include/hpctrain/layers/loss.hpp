@@ -32,5 +32,13 @@ class Loss {
 };
 
 std::unique_ptr<Loss> make_loss(bool classification);
+// Softmax cross-entropy over a vocabulary split among the ranks of `group` ([parallel]
+// tensor_parallel: lm_head's logits are this rank's block, the columns from `vocab_offset` on of
+// the whole vocabulary; Megatron's vocabulary-parallel cross-entropy): the rows' maxima, softmax
+// sums and label logits are combined over the group (two sums, one max), so no rank holds a
+// whole logit row. The same loss, gradient and correct rows (a tie with the label's logit counts
+// as correct) as one rank's, in another summation order.
+class Communicator;
+std::unique_ptr<Loss> make_vocab_parallel_loss(Communicator& group, std::int64_t vocab_offset);
 
 }  // namespace hpctrain

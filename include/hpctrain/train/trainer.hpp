@@ -169,6 +169,7 @@ class Trainer {
   std::unique_ptr<Communicator> tp_comm_, tp_host_comm_;
   Communicator* tp_host_ = nullptr;
   Ranges tp_split_;
+  bool vocab_parallel_ = false;  // lm_head's logits split over the group: the vocabulary-parallel loss
   // Σ g² over store `ranges` of `grads` (`packed`: they lie one after another there), the
   // tensors every tensor-parallel rank holds whole weighted 1/T, so a sum over the group counts
   // each element once.

@@ -235,15 +235,63 @@ void softmax_cross_entropy(const Tensor& logits, const std::int32_t* labels, Ten
   s[step_scalars::samples] += static_cast<float>(rows);
 }
 
-void softmax_cross_entropy_backward(const Tensor& probs, const std::int32_t* labels, float grad_scale,
-                                    Tensor& dlogits) {
+void softmax_cross_entropy_backward(const Tensor& probs, const std::int32_t* labels, std::int64_t label_offset,
+                                    float grad_scale, Tensor& dlogits) {
   same_size(probs, dlogits, "softmax backward");
   const std::int64_t n = probs.cols();
   for (std::int64_t i = 0; i < probs.rows(); ++i) {
     const float* p = probs.data() + i * n;
     float* d = dlogits.data() + i * n;
-    for (std::int64_t j = 0; j < n; ++j) d[j] = grad_scale * (p[j] - (j == labels[i] ? 1.f : 0.f));
+    const std::int64_t label = labels[i] - label_offset;  // (outside [0, n): another rank's block)
+    for (std::int64_t j = 0; j < n; ++j) d[j] = grad_scale * (p[j] - (j == label ? 1.f : 0.f));
   }
+}
+
+void row_max(const Tensor& logits, Tensor& out) {
+  const std::int64_t rows = logits.rows(), n = logits.cols();
+  HPCT_CHECK(out.numel() == rows && n > 0, "row_max: out " + shape_string(out.shape()));
+  for (std::int64_t i = 0; i < rows; ++i)
+    out.data()[i] = *std::max_element(logits.data() + i * n, logits.data() + (i + 1) * n);
+}
+
+void softmax_partial(const Tensor& logits, const Tensor& row_max, const std::int32_t* labels, std::int64_t label_offset,
+                     Tensor& probs, Tensor& sums) {
+  same_size(logits, probs, "softmax_partial");
+  const std::int64_t rows = logits.rows(), n = logits.cols();
+  HPCT_CHECK(row_max.numel() == rows && sums.numel() == 2 * rows, "softmax_partial: row_max or sums");
+  for (std::int64_t i = 0; i < rows; ++i) {
+    const float* z = logits.data() + i * n;
+    float* p = probs.data() + i * n;
+    const float mx = row_max.data()[i];
+    double sum = 0;
+    for (std::int64_t j = 0; j < n; ++j) {
+      const double e = std::exp(static_cast<double>(z[j] - mx));
+      p[j] = static_cast<float>(e);
+      sum += e;
+    }
+    const std::int64_t label = labels[i] - label_offset;
+    sums.data()[2 * i] = static_cast<float>(sum);
+    sums.data()[2 * i + 1] = label >= 0 && label < n ? z[label] : 0.f;
+  }
+}
+
+void softmax_finish(Tensor& probs, const Tensor& row_max, const Tensor& sums, Tensor& scalars) {
+  HPCT_CHECK(scalars.numel() >= step_scalars::count, "softmax_finish: step scalars too small");
+  const std::int64_t rows = probs.rows(), n = probs.cols();
+  HPCT_CHECK(row_max.numel() == rows && sums.numel() == 2 * rows, "softmax_finish: row_max or sums");
+  double loss = 0;
+  std::int64_t correct = 0;
+  for (std::int64_t i = 0; i < rows; ++i) {
+    const double sum = sums.data()[2 * i], mx = row_max.data()[i], label_logit = sums.data()[2 * i + 1];
+    const auto inv = static_cast<float>(1.0 / sum);
+    for (std::int64_t j = 0; j < n; ++j) probs.data()[i * n + j] *= inv;
+    loss += std::log(sum) + mx - label_logit;
+    correct += label_logit >= mx;
+  }
+  float* s = scalars.data();
+  s[step_scalars::loss_sum] += static_cast<float>(loss);
+  s[step_scalars::correct] += static_cast<float>(correct);
+  s[step_scalars::samples] += static_cast<float>(rows);
 }
 
 void mean_squared_error(const Tensor& pred, const float* target, Tensor& scalars) {

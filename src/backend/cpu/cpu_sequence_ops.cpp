@@ -35,24 +35,33 @@ AttentionDims attention_dims(const Tensor& qkv, std::int64_t heads, const Tensor
 }
 }  // namespace
 
-void embedding_forward(const Tensor& ids, const Tensor& table, Tensor& y) {
-  const std::int64_t vocab = table.shape()[0], width = table.numel() / vocab, positions = ids.numel();
+void embedding_forward(const Tensor& ids, const Tensor& table, std::int64_t row_offset, std::int64_t vocabulary,
+                       Tensor& y) {
+  const std::int64_t rows = table.shape()[0], width = table.numel() / rows, positions = ids.numel();
   backend::check_ids(ids, "embedding_forward");
   HPCT_CHECK(y.numel() == positions * width, "embedding_forward: y " + shape_string(y.shape()));
   const std::int32_t* id = ids.data_as<std::int32_t>();
   for (std::int64_t i = 0; i < positions; ++i) {
-    const float* row = table.data() + token_id(id[i], vocab) * width;
+    const std::int64_t r = token_id(id[i], vocabulary) - row_offset;
+    if (r < 0 || r >= rows) {
+      std::fill(y.data() + i * width, y.data() + (i + 1) * width, 0.f);
+      continue;
+    }
+    const float* row = table.data() + r * width;
     std::copy(row, row + width, y.data() + i * width);
   }
 }
 
-void embedding_backward(const Tensor& ids, const Tensor& dy, Tensor& dtable) {
-  const std::int64_t vocab = dtable.shape()[0], width = dtable.numel() / vocab, positions = ids.numel();
+void embedding_backward(const Tensor& ids, const Tensor& dy, std::int64_t row_offset, std::int64_t vocabulary,
+                        Tensor& dtable) {
+  const std::int64_t rows = dtable.shape()[0], width = dtable.numel() / rows, positions = ids.numel();
   backend::check_ids(ids, "embedding_backward");
   HPCT_CHECK(dy.numel() == positions * width, "embedding_backward: dy " + shape_string(dy.shape()));
   const std::int32_t* id = ids.data_as<std::int32_t>();
   for (std::int64_t i = 0; i < positions; ++i) {
-    float* row = dtable.data() + token_id(id[i], vocab) * width;
+    const std::int64_t r = token_id(id[i], vocabulary) - row_offset;
+    if (r < 0 || r >= rows) continue;
+    float* row = dtable.data() + r * width;
     const float* g = dy.data() + i * width;
     for (std::int64_t j = 0; j < width; ++j) row[j] += g[j];
   }

@@ -187,10 +187,53 @@ __global__ void add_row_sums_kernel(const double* row_loss, const int* row_corre
   }
 }
 
-__global__ void softmax_backward_kernel(const float* p, const std::int32_t* labels, float k, float* d, i64 total,
-                                        i64 n) {
+__global__ void softmax_backward_kernel(const float* p, const std::int32_t* labels, i64 offset, float k, float* d,
+                                        i64 total, i64 n) {
   for (i64 i = detail::global_index(); i < total; i += detail::grid_stride())
-    d[i] = k * (p[i] - ((i % n) == labels[i / n] ? 1.f : 0.f));
+    d[i] = k * (p[i] - ((i % n) == labels[i / n] - offset ? 1.f : 0.f));
+}
+
+// Vocabulary-parallel softmax (backend/op_list.inc row_max, softmax_partial, softmax_finish): one
+// warp per row, as softmax_rows_kernel.
+__global__ void row_max_kernel(const float* z, float* out, i64 rows, i64 n) {
+  const i64 row = blockIdx.x * (blockDim.x / 32) + threadIdx.x / 32;
+  const int lane = threadIdx.x % 32;
+  if (row >= rows) return;
+  float best = -INFINITY;
+  for (i64 j = lane; j < n; j += 32) best = fmaxf(best, z[row * n + j]);
+  for (int o = 16; o > 0; o /= 2) best = fmaxf(best, __shfl_down_sync(0xffffffffu, best, o));
+  if (lane == 0) out[row] = best;
+}
+
+__global__ void softmax_partial_kernel(const float* z, const float* mx, const std::int32_t* labels, i64 offset,
+                                       float* probs, float* sums, i64 rows, i64 n) {
+  const i64 row = blockIdx.x * (blockDim.x / 32) + threadIdx.x / 32;
+  const int lane = threadIdx.x % 32;
+  if (row >= rows) return;
+  double sum = 0;
+  for (i64 j = lane; j < n; j += 32) {
+    const float e = expf(z[row * n + j] - mx[row]);
+    probs[row * n + j] = e;
+    sum += e;
+  }
+  for (int o = 16; o > 0; o /= 2) sum += __shfl_down_sync(0xffffffffu, sum, o);
+  if (lane != 0) return;
+  const i64 label = labels[row] - offset;
+  sums[2 * row] = static_cast<float>(sum);
+  sums[2 * row + 1] = label >= 0 && label < n ? z[row * n + label] : 0.f;
+}
+
+__global__ void softmax_finish_kernel(float* probs, const float* mx, const float* sums, double* row_loss,
+                                      int* row_correct, i64 rows, i64 n) {
+  const i64 row = blockIdx.x * (blockDim.x / 32) + threadIdx.x / 32;
+  const int lane = threadIdx.x % 32;
+  if (row >= rows) return;
+  const double sum = sums[2 * row], label_logit = sums[2 * row + 1];
+  const auto inv = static_cast<float>(1.0 / sum);
+  for (i64 j = lane; j < n; j += 32) probs[row * n + j] *= inv;
+  if (lane != 0) return;
+  row_loss[row] = log(sum) + static_cast<double>(mx[row]) - label_logit;
+  row_correct[row] = label_logit >= static_cast<double>(mx[row]);
 }
 
 // Per-row squared error divided by the width, one warp per row, into row_loss.
@@ -353,11 +396,45 @@ void softmax_cross_entropy(const Tensor& logits, const std::int32_t* labels, Ten
   launch_check();
 }
 
-void softmax_cross_entropy_backward(const Tensor& probs, const std::int32_t* labels, float grad_scale,
+void softmax_cross_entropy_backward(const Tensor& probs, const std::int32_t* labels, i64 label_offset, float grad_scale,
                                     Tensor& dlogits) {
   same_size(probs, dlogits, "softmax backward");
-  launch(softmax_backward_kernel, probs.numel(), probs.data(), labels, grad_scale, dlogits.data(), probs.numel(),
-         probs.cols());
+  launch(softmax_backward_kernel, probs.numel(), probs.data(), labels, label_offset, grad_scale, dlogits.data(),
+         probs.numel(), probs.cols());
+}
+
+void row_max(const Tensor& logits, Tensor& out) {
+  const i64 rows = logits.rows(), n = logits.cols();
+  HPCT_CHECK(out.numel() == rows && n > 0, "row_max: out " + shape_string(out.shape()));
+  if (rows == 0) return;
+  row_max_kernel<<<static_cast<unsigned>((rows + 7) / 8), 256, 0, context().stream()>>>(logits.data(), out.data(), rows,
+                                                                                        n);
+  launch_check();
+}
+
+void softmax_partial(const Tensor& logits, const Tensor& row_max, const std::int32_t* labels, i64 label_offset,
+                     Tensor& probs, Tensor& sums) {
+  same_size(logits, probs, "softmax_partial");
+  const i64 rows = logits.rows(), n = logits.cols();
+  HPCT_CHECK(row_max.numel() == rows && sums.numel() == 2 * rows, "softmax_partial: row_max or sums");
+  if (rows == 0) return;
+  softmax_partial_kernel<<<static_cast<unsigned>((rows + 7) / 8), 256, 0, context().stream()>>>(
+      logits.data(), row_max.data(), labels, label_offset, probs.data(), sums.data(), rows, n);
+  launch_check();
+}
+
+void softmax_finish(Tensor& probs, const Tensor& row_max, const Tensor& sums, Tensor& scalars) {
+  HPCT_CHECK(scalars.numel() >= step_scalars::count, "softmax_finish: step scalars too small");
+  const i64 rows = probs.rows(), n = probs.cols();
+  HPCT_CHECK(row_max.numel() == rows && sums.numel() == 2 * rows, "softmax_finish: row_max or sums");
+  if (rows == 0) return;
+  auto* row_loss = static_cast<double*>(context().scratch(static_cast<std::size_t>(rows) * (sizeof(double) + 4)));
+  auto* row_correct = reinterpret_cast<int*>(row_loss + rows);
+  softmax_finish_kernel<<<static_cast<unsigned>((rows + 7) / 8), 256, 0, context().stream()>>>(
+      probs.data(), row_max.data(), sums.data(), row_loss, row_correct, rows, n);
+  launch_check();
+  add_row_sums_kernel<<<1, 256, 0, context().stream()>>>(row_loss, row_correct, rows, scalars.data(), true);
+  launch_check();
 }
 
 void mean_squared_error(const Tensor& pred, const float* target, Tensor& scalars) {

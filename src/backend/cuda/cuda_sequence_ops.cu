@@ -25,21 +25,21 @@ using i64 = std::int64_t;
 
 namespace {
 
-__global__ void embedding_kernel(const std::int32_t* ids, const float* table, i64 vocab, i64 width, float* y,
-                                 i64 total) {
+__global__ void embedding_kernel(const std::int32_t* ids, const float* table, i64 offset, i64 vocab, i64 width,
+                                 float* y, i64 total) {
   for (i64 idx = detail::global_index(); idx < total; idx += detail::grid_stride()) {
-    const i64 id = ids[idx / width];
+    const i64 id = ids[idx / width] - offset;  // (a row this table does not hold: zeros)
     y[idx] = id >= 0 && id < vocab ? table[id * width + idx % width] : 0.f;
   }
 }
 
 // The sort's input: each position's id (an id outside the table: `vocab`, a key nothing reads) and
 // the position itself.
-__global__ void embedding_sort_keys_kernel(const std::int32_t* ids, std::int32_t vocab, std::int32_t* keys,
+__global__ void embedding_sort_keys_kernel(const std::int32_t* ids, i64 offset, std::int32_t vocab, std::int32_t* keys,
                                            std::int32_t* positions, i64 total) {
   for (i64 i = detail::global_index(); i < total; i += detail::grid_stride()) {
-    const std::int32_t id = ids[i];
-    keys[i] = id >= 0 && id < vocab ? id : vocab;
+    const i64 id = ids[i] - offset;
+    keys[i] = id >= 0 && id < vocab ? static_cast<std::int32_t>(id) : vocab;
     positions[i] = static_cast<std::int32_t>(i);
   }
 }
@@ -225,14 +225,15 @@ void batched_gemm(bool ta, bool tb, i64 m, i64 n, i64 k, float alpha, const floa
 
 }  // namespace
 
-void embedding_forward(const Tensor& ids, const Tensor& table, Tensor& y) {
+void embedding_forward(const Tensor& ids, const Tensor& table, i64 row_offset, i64 /*vocabulary*/, Tensor& y) {
   const i64 vocab = table.shape()[0], width = table.numel() / vocab;
   backend::check_ids(ids, "embedding_forward");
   HPCT_CHECK(y.numel() == ids.numel() * width, "embedding_forward: y " + shape_string(y.shape()));
-  launch(embedding_kernel, y.numel(), ids.data_as<std::int32_t>(), table.data(), vocab, width, y.data(), y.numel());
+  launch(embedding_kernel, y.numel(), ids.data_as<std::int32_t>(), table.data(), row_offset, vocab, width, y.data(),
+         y.numel());
 }
 
-void embedding_backward(const Tensor& ids, const Tensor& dy, Tensor& dtable) {
+void embedding_backward(const Tensor& ids, const Tensor& dy, i64 row_offset, i64 /*vocabulary*/, Tensor& dtable) {
   const i64 vocab = dtable.shape()[0], width = dtable.numel() / vocab;
   backend::check_ids(ids, "embedding_backward");
   HPCT_CHECK(dy.numel() == ids.numel() * width, "embedding_backward: dy " + shape_string(dy.shape()));
@@ -255,8 +256,8 @@ void embedding_backward(const Tensor& ids, const Tensor& dy, Tensor& dtable) {
   auto* pos_in = reinterpret_cast<std::int32_t*>(base + index_bytes);
   auto* keys = reinterpret_cast<std::int32_t*>(base + 2 * index_bytes);
   auto* pos = reinterpret_cast<std::int32_t*>(base + 3 * index_bytes);
-  launch(embedding_sort_keys_kernel, n, ids.data_as<std::int32_t>(), static_cast<std::int32_t>(vocab), keys_in, pos_in,
-         n);
+  launch(embedding_sort_keys_kernel, n, ids.data_as<std::int32_t>(), row_offset, static_cast<std::int32_t>(vocab),
+         keys_in, pos_in, n);
   CHECK_CUDA(cub::DeviceRadixSort::SortPairs(base + 4 * index_bytes, temp_bytes, keys_in, keys, pos_in, pos, n, 0,
                                              end_bit, context().stream()));
   launch(embedding_grad_kernel, dy.numel(), keys, pos, dy.data(), vocab, width, dtable.data(), dy.numel());

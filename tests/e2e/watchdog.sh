@@ -8,12 +8,12 @@ mpirun=$1
 probe=$2
 fail=0
 
-run_case() {  # np timeout skip_rank skip_at
-  local np=$1 timeout=$2 rank=$3 at=$4
+run_case() {  # np timeout skip_rank skip_at [communicator tensor_parallel]
+  local np=$1 timeout=$2 rank=$3 at=$4 name=${5:-world} tp=${6:-1}
   local start end out rc
   start=$(date +%s.%N)
   out=$("$mpirun" -np "$np" --oversubscribe --bind-to none "$probe" --timeout "$timeout" --skip-rank "$rank" \
-        --skip-at "$at" 2>&1)
+        --skip-at "$at" --tensor-parallel "$tp" 2>&1)
   rc=$?
   end=$(date +%s.%N)
   local took
@@ -24,8 +24,8 @@ run_case() {  # np timeout skip_rank skip_at
   local reports
   reports=$(grep -c "collective timeout:" <<<"$out")
   [ "$reports" -eq 1 ] || { echo "FAIL: $reports timeout reports, expected exactly 1"; fail=1; }
-  grep -qF "allreduce #$at (collective #$at) on communicator 'world'" <<<"$out" ||
-    { echo "FAIL: the report does not name allreduce #$at"; fail=1; }
+  grep -qF "allreduce #$at (collective #$at) on communicator '$name'" <<<"$out" ||
+    { echo "FAIL: the report does not name allreduce #$at on '$name'"; fail=1; }
   grep -qF "ranks that did not arrive: rank $rank (" <<<"$out" ||
     { echo "FAIL: the report does not name rank $rank as missing"; fail=1; }
   if awk -v t="$took" -v lim="$timeout" 'BEGIN { exit !(t > lim + 12) }'; then
@@ -37,6 +37,9 @@ run_case() {  # np timeout skip_rank skip_at
 run_case 4 3 1 5
 run_case 2 2 1 2
 run_case 3 2 2 1
+# A tensor-parallel group of 2 of 4 ranks (mesh tp x dp = 2 x 2): rank 3 hangs in the second
+# group, which the report names as the trainer names it.
+run_case 4 2 3 2 "tp[dp=1]" 2
 
 echo "--- healthy collectives with a 2 s timeout"
 out=$("$mpirun" -np 3 --oversubscribe --bind-to none "$probe" --timeout 2 --count 300 2>&1)

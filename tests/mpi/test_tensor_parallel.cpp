@@ -4,7 +4,9 @@
 // (grouped-query attention with RoPE, the fused gate|up pair split part by part, no biases) reach,
 // after k steps, the parameters of one process training the whole model on the same batches, in
 // every listed layout: T alone, T with micro-batches and recompute = blocks, T x data-parallel
-// (with shard = optimizer and full), T x pipeline stages, T = 4. Stated tolerance: max
+// (with shard = optimizer and full), T x pipeline stages, T = 4, and at 8 ranks (pipeline_np8) 3-D:
+// T x P x D = 2 x 2 x 2, also with micro-batches and recompute (a head tied across stages is
+// refused with sharding, as without tensor parallelism). Stated tolerance: max
 // |difference| <= 2e-6 * (1 + max |parameter|), the data-parallel tests' (the split sums add in
 // another order). clip_norm is small enough to clip every step, so the global norm must count
 // each split block once and each replicated tensor once (a negative control below shows the
@@ -51,15 +53,17 @@ std::vector<Layout> layouts(int world) {
             {2, 1, 2, "full"},
             {2, 2, 1, "none"},
             {4, 1, 1, "none", false, false}};
+  if (world == 8) return {{2, 2, 1, "none"}, {2, 2, 2, "none", true}};  // 3-D: T x P x D = 2 x 2 x 2
   return {};
 }
 
 Config tp_config(const std::string& root, const char* layers, const Layout& l, double clip_norm) {
-  const std::string ini = "[run]\nseed = 5\nout_dir = /tmp\n[data]\npath = " + root + "\n[model]\nlayers = " + layers +
-                          "\nblock_size = 8\nvocab_multiple = 4\n[train]\nglobal_batch = 8\nmicro_batches = " + std::to_string(l.micro) +
-                          "\n[optim]\nlr = 0.1\nmomentum = 0.9\nclip_norm = " + std::to_string(clip_norm) +
-                          "\n[parallel]\npipeline_parallel = " + std::to_string(l.pp) +
-                          "\ntensor_parallel = " + std::to_string(l.tp) + "\nshard = " + l.shard + "\n";
+  const std::string ini =
+      "[run]\nseed = 5\nout_dir = /tmp\n[data]\npath = " + root + "\n[model]\nlayers = " + layers +
+      "\nblock_size = 8\nvocab_multiple = 4\n[train]\nglobal_batch = 8\nmicro_batches = " + std::to_string(l.micro) +
+      "\n[optim]\nlr = 0.1\nmomentum = 0.9\nclip_norm = " + std::to_string(clip_norm) +
+      "\n[parallel]\npipeline_parallel = " + std::to_string(l.pp) + "\ntensor_parallel = " + std::to_string(l.tp) +
+      "\nshard = " + l.shard + "\n";
   Config cfg = parse_config(ini, "tensor-parallel-test.ini", {}, process_environment());
   if (l.recompute) cfg.train.recompute = Recompute::blocks;
   return cfg;
@@ -90,7 +94,7 @@ double trained_difference(const Config& cfg, const DatasetIndex& index, int step
 
 TEST(TensorParallel, GptAndLlamaMatchOneProcessInEveryListedLayout) {
   const auto list = layouts(world_size());
-  if (list.empty()) GTEST_SKIP() << "the listed tensor-parallel layouts are for 2 and 4 ranks";
+  if (list.empty()) GTEST_SKIP() << "the listed tensor-parallel layouts are for 2, 4 and 8 ranks";
   const std::string root = testref::make_token_dataset("hpct_tp_");
   const DatasetIndex index = load_dataset_index(*host_communicator(MPI_COMM_WORLD, "world"), root, 8);
   for (const Layout& l : list)

@@ -3,6 +3,8 @@
 // number K and goes straight to a barrier. The watchdog must end the job with
 // exit code 3 and a message naming allreduce #K and rank R.
 //   mpirun -np 4 watchdog_probe --timeout 3 --skip-rank 1 --skip-at 5 [--count 10]
+// --tensor-parallel T: the allreduces run on each rank's tensor-parallel group of the mesh
+// (runtime/mesh.hpp, T ranks), made and named as the trainer makes it ("tp", "tp[dp=1]").
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -11,11 +13,12 @@
 #include "hpctrain/comm/mpi_communicator.hpp"
 #include "hpctrain/comm/mpi_handles.hpp"
 #include "hpctrain/comm/watchdog.hpp"
+#include "hpctrain/runtime/mesh.hpp"
 
 int main(int argc, char** argv) {
   hpctrain::MpiSession mpi(&argc, &argv);
   double timeout = 3;
-  int skip_rank = -1, skip_at = 5, count = 10;
+  int skip_rank = -1, skip_at = 5, count = 10, tensor_parallel = 1;
   for (int i = 1; i + 1 < argc; i += 2) {
     const std::string a = argv[i];
     if (a == "--timeout")
@@ -26,15 +29,19 @@ int main(int argc, char** argv) {
       skip_at = std::atoi(argv[i + 1]);
     else if (a == "--count")
       count = std::atoi(argv[i + 1]);
+    else if (a == "--tensor-parallel")
+      tensor_parallel = std::atoi(argv[i + 1]);
   }
-  int rank = 0;
+  int rank = 0, size = 1;
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  MPI_Comm_size(MPI_COMM_WORLD, &size);
+  const hpctrain::Mesh mesh(MPI_COMM_WORLD, hpctrain::make_mesh_shape(size, 1, tensor_parallel));
   hpctrain::Watchdog watchdog(MPI_COMM_WORLD, timeout);
   {
     hpctrain::MpiCommOptions o;
-    o.name = "world";
+    o.name = tensor_parallel > 1 ? mesh.group_name(hpctrain::MeshDim::tp) : "world";
     o.watchdog = &watchdog;
-    hpctrain::MpiCommunicator comm(MPI_COMM_WORLD, o);
+    hpctrain::MpiCommunicator comm(tensor_parallel > 1 ? mesh.comm(hpctrain::MeshDim::tp) : MPI_COMM_WORLD, o);
     for (int k = 1; k <= count; ++k) {
       if (rank == skip_rank && k == skip_at) break;
       float x = 1;

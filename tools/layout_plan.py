@@ -28,7 +28,8 @@ ranks with `shard` in none | optimizer | gradients | full (ZeRO 0-3):
       gradients: as optimizer, but one reduce-scatter per micro-batch (nothing accumulates whole);
       full: the reduce-scatter + two all-gathers per micro-batch (forward and backward), hidden as
       the reduce-scatter is (prefetched)
-    tensor-parallel: 4 allreduces per layer and micro-batch (2 forward, 2 backward) of the
+    tensor-parallel: 4 allreduces per layer and micro-batch (2 forward, 2 backward), and 2 for the
+      vocabulary-parallel embedding (forward) and head (backward), of the
       micro-batch's activations [tokens, width] in the compute precision, over the node's link,
       not hidden
 A layout fits when its memory is at most --headroom (0.9) of --device-memory. The trainer runs
@@ -139,7 +140,7 @@ def step_seconds(d, t, dp, shard, mb, a, compute1, update1, global_batch):
     tpc = 0.0
     if t > 1:
         msg = mb * d.context * d.width * (2 if d.sixteen else 4)
-        tpc = 4 * d.layers * micro * (2 * (t - 1) / t * msg * a.beta + a.alpha)
+        tpc = (4 * d.layers + 2) * micro * (2 * (t - 1) / t * msg * a.beta + a.alpha)
     held = d.whole_share + (1 - d.whole_share) / t
     update = update1 * held / (dp if shard != "none" else 1)
     return compute1 * held / dp + update + dpc + tpc

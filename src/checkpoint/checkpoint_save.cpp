@@ -128,6 +128,7 @@ std::unique_ptr<Checkpointer::Job> Checkpointer::prepare(const TrainState& progr
   r.seed = cfg_.run.seed;
   r.world = g.shape().world();
   r.dp = g.size(MeshDim::dp);
+  r.tp = g.size(MeshDim::tp);
   r.pp = g.size(MeshDim::pp);
   r.optimizer = opt_.name();
   r.ini = effective_ini(cfg_);

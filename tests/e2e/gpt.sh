@@ -178,9 +178,11 @@ tp=("${gpt[@]}" --set train.steps=8 --set log.log_every=1 --set checkpoint.every
   --set checkpoint.resume=none)
 run 1 "${tp[@]}" --set run.out_dir=tp1 >tp1.log 2>&1
 run 2 "${tp[@]}" --set parallel.tensor_parallel=2 --set run.out_dir=tp2 >tp2.log 2>&1
-check "tensor_parallel = 2: the checkpoint at step 4 holds one process's parameters within 1e-5 of the largest" $py -c "
-import h5py, numpy as np
+check "tensor_parallel = 2: the checkpoint at step 4 holds one process's parameters within 1e-5 of the largest (and says T; so does summary.json)" $py -c "
+import h5py, json, numpy as np
 a, b = h5py.File('tp1/checkpoints/ckpt-00000004.h5', 'r'), h5py.File('tp2/checkpoints/ckpt-00000004.h5', 'r')
+assert a.attrs['tensor_parallel'] == 1 and b.attrs['tensor_parallel'] == 2
+assert json.load(open('tp2/summary.json'))['tensor_parallel'] == 2
 names = []
 a['model'].visit(lambda n: names.append(n) if isinstance(a['model'][n], h5py.Dataset) else None)
 assert len(names) > 10 and sorted(names) == sorted(n for n in names if n in b['model'])

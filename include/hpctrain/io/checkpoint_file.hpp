@@ -32,10 +32,11 @@ inline constexpr int kCheckpointVersion = 2;
 struct RunRecord {
   std::int64_t global_batch = 0;  // of the run that wrote it
   std::uint64_t seed = 0;
-  int world = 1, dp = 1, pp = 1;  // mesh sizes (pp: the root attribute "model_parallel", its name since format 1)
-  std::string optimizer;          // "sgd", "adam", "adamw"
-  std::string ini;                // every key as used (after --set and ${VAR}), as an INI file
-  std::string ini_file;           // the INI file as given
+  int world = 1, dp = 1, pp = 1,
+      tp = 1;             // mesh sizes (pp: the root attribute "model_parallel", its name since format 1)
+  std::string optimizer;  // "sgd", "adam", "adamw"
+  std::string ini;        // every key as used (after --set and ${VAR}), as an INI file
+  std::string ini_file;   // the INI file as given
   std::string model_summary;
   // Language models: the tokenizer and its vocabulary (data/text_import.hpp), so text can be
   // generated from the checkpoint alone; "" for other models.
@@ -70,6 +71,7 @@ void visit_fields(Info& i, Visit&& visit) {
   visit("world_size", r.world, false);
   visit("data_parallel", r.dp, false);
   visit("model_parallel", r.pp, false);
+  visit("tensor_parallel", r.tp, true);  // (absent before tensor parallelism: 1)
   visit("last_loss", s.last_loss, false);
   visit("train_seconds", s.train_seconds, false);
   visit("optimizer", r.optimizer, false);

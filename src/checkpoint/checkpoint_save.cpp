@@ -22,7 +22,7 @@ namespace {
 std::string mib(double bytes) { return std::to_string(static_cast<long long>(bytes / (1 << 20) + 0.5)) + " MiB"; }
 }  // namespace
 
-std::vector<CheckpointTensor> Checkpointer::tensors(const float* params, const float* state,
+std::vector<CheckpointTensor> Checkpointer::tensors(const float* params, const float* state, const float* frozen,
                                                     const std::map<std::string, const float*>* buffers) const {
   // Every rank lists every tensor of the whole model (dataset creation is collective), with the
   // stage that holds it; the data only where this rank holds it.
@@ -66,7 +66,12 @@ std::vector<CheckpointTensor> Checkpointer::tensors(const float* params, const f
     t.by_elements = packed || mesh.size(MeshDim::tp) > 1;
     if (it != mine.end()) {
       const ParamInfo& local = model_.param_info()[it->second];
-      if (packed) {
+      const std::int64_t frozen_at = packed ? model_.store().frozen_position(local.offset) : -1;
+      if (frozen_at >= 0) {  // (shard = full, a frozen layer: held whole, this writer's rows of it)
+        const Range w = writer_elements(local.shape, mesh.coord(MeshDim::dp), mesh.size(MeshDim::dp));
+        if (!w.empty()) t.elements = {w};
+        t.data = frozen + frozen_at + w.begin;
+      } else if (packed) {
         t.data = params + written(local, t.elements);
       } else if (t.by_elements) {  // (tensor parallelism: this writer's rows of the block, as elements)
         const Range w = writer_elements(local.shape, mesh.coord(MeshDim::dp), mesh.size(MeshDim::dp));
@@ -166,7 +171,10 @@ std::unique_ptr<Checkpointer::Job> Checkpointer::prepare(const TrainState& progr
       buffers[model_buffers[i].first] = job->buffer_copies[i].data();
     }
   }
-  job->list = tensors(params, state, copy ? &buffers : nullptr);
+  const Tensor& frozen = model_.store().frozen_parameters();  // (shard = full: never changes; small or none)
+  job->frozen.assign(static_cast<std::size_t>(frozen.defined() ? frozen.numel() : 0), 0.f);
+  if (frozen.defined()) download(frozen, job->frozen.data(), job->frozen.size() * sizeof(float));
+  job->list = tensors(params, state, job->frozen.data(), copy ? &buffers : nullptr);
   job->sums = interval_sums;
   for (const auto& t : job->list) job->bytes += static_cast<double>(numel(t.shape)) * sizeof(float);
   return job;

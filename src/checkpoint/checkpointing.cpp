@@ -192,10 +192,21 @@ void Checkpointer::read_state(const CheckpointFile& file) {
 }
 
 void Checkpointer::read_parameters(const CheckpointFile& file, const std::vector<ParamInfo>& params, float* out) const {
-  if (model_.store().packed_parameters())  // ([parallel] shard = full: the elements it owns, packed as the state)
-    for (const DecayRun& r : opt_.runs()) read_flat(file, "model/", params, r.begin, r.end, out + r.state_at());
-  else
-    read_flat(file, "model/", params, 0, model_.parameters().numel(), out);
+  if (!model_.store().packed_parameters())
+    return read_flat(file, "model/", params, 0, model_.parameters().numel(), out);
+  // [parallel] shard = full: the elements it owns, packed as the state; the frozen layers whole,
+  // into their own buffer (those `params` leaves out keep their values).
+  for (const DecayRun& r : opt_.runs()) read_flat(file, "model/", params, r.begin, r.end, out + r.state_at());
+  Tensor& frozen = model_.store().frozen_parameters();
+  if (!frozen.defined()) return;
+  std::vector<float> host(static_cast<std::size_t>(frozen.numel()));
+  download(frozen, host.data(), host.size() * sizeof(float));
+  std::int64_t at = 0;
+  for (const Range& r : model_.store().frozen_ranges()) {
+    read_flat(file, "model/", params, r.begin, r.end, host.data() + at);
+    at += r.size();
+  }
+  upload(host.data(), host.size() * sizeof(float), frozen);
 }
 
 void Checkpointer::read_model(const CheckpointFile& file) {

@@ -181,6 +181,7 @@ void Model::set_precision(Precision p) {
   ctx_.precision = p;
   // (packed parameters: the windows hold float32 values already rounded to the format by the source)
   const bool copy = p != Precision::fp32 && !store_.packed_parameters();
+  if (p != Precision::fp32 && store_.packed_parameters()) store_.make_frozen_compute(alloc_);
   compute_params_ = copy ? Tensor::zeros(store_.params().shape(), alloc_, storage_dtype(precision_)) : Tensor();
   make_views(copy ? compute_params_ : store_.params());
   refresh_compute_parameters();
@@ -188,6 +189,7 @@ void Model::set_precision(Precision p) {
 
 void Model::refresh_compute_parameters() {
   if (source_) source_->changed();
+  if (store_.packed_parameters()) store_.refresh_frozen_compute(precision_);
   if (precision_ == Precision::fp32 || store_.packed_parameters()) return;
   pack_16bit(store_.params(), compute_params_);  // rounded to the format as round_to_precision rounds
 }
@@ -252,7 +254,13 @@ void Model::init_parameters(std::uint64_t seed) {
   const auto cores = static_cast<std::int64_t>(std::max(1u, std::thread::hardware_concurrency()));
   const auto threads = static_cast<int>(std::min<std::int64_t>({cores, 16, 1 + n / (1 << 20)}));
   fill_initial_values(store_.tensors(), seed, host.data(), n, threads);
-  if (store_.packed_parameters()) {  // (shard = full: this rank keeps what it owns, packed in order)
+  if (store_.packed_parameters()) {              // (shard = full: this rank keeps what it owns, packed in order)
+    if (store_.frozen_parameters().defined()) {  // (and the frozen layers whole)
+      std::vector<float> frozen;
+      for (const Range& r : store_.frozen_ranges())
+        frozen.insert(frozen.end(), host.begin() + r.begin, host.begin() + r.end);
+      upload(frozen.data(), frozen.size() * sizeof(float), store_.frozen_parameters());
+    }
     std::int64_t at = 0;
     for (const Range& r : store_.owned()) {
       if (at != r.begin) std::copy_n(host.begin() + r.begin, r.size(), host.begin() + at);  // (at < r.begin)

@@ -3,6 +3,7 @@
 
 #include <algorithm>
 
+#include "hpctrain/backend/ops.hpp"
 #include "hpctrain/core/error.hpp"
 
 namespace hpctrain {
@@ -142,8 +143,9 @@ void ParamStore::stage_gradients(const std::vector<Bucket>& buckets, const std::
 }
 
 void ParamStore::stage_parameters(const std::vector<int>& slots, Allocator& alloc) {
-  HPCT_CHECK(staged() && frozen_ranges_.empty(), "stage_parameters: stage the gradients first; nothing frozen");
+  HPCT_CHECK(staged(), "stage_parameters: stage the gradients first");
   params_ = Tensor::zeros({std::max<std::int64_t>(total(owned_), 1)}, alloc);
+  frozen_params_ = frozen_ranges_.empty() ? Tensor() : Tensor::zeros({total(frozen_ranges_)}, alloc);
   window_buffers_.clear();
   for (const std::int64_t n : slot_sizes(staged_buckets_, slots))
     window_buffers_.push_back(Tensor::zeros({std::max<std::int64_t>(n, 1)}, alloc));
@@ -152,8 +154,29 @@ void ParamStore::stage_parameters(const std::vector<int>& slots, Allocator& allo
     windows_.push_back(window_buffers_[static_cast<std::size_t>(slots[b])].view(0, {staged_buckets_[b].size()}));
 }
 
+std::int64_t ParamStore::frozen_position(std::int64_t offset) const {
+  std::int64_t at = 0;
+  for (const Range& r : frozen_ranges_) {
+    if (r.begin <= offset && offset < r.end) return at + (offset - r.begin);
+    at += r.size();
+  }
+  return -1;
+}
+
+void ParamStore::make_frozen_compute(Allocator& alloc) {
+  if (frozen_params_.defined()) frozen_compute_ = Tensor::zeros(frozen_params_.shape(), alloc);
+}
+
+void ParamStore::refresh_frozen_compute(Precision p) {
+  if (!frozen_compute_.defined()) return;
+  copy(frozen_params_, frozen_compute_);
+  round_to_precision(frozen_compute_, p);
+}
+
 Tensor ParamStore::param_view(std::int64_t offset, const Shape& shape) const {
   if (!packed_parameters()) return params_.defined() ? params_.view(offset, shape) : Tensor();
+  if (const std::int64_t f = frozen_position(offset); f >= 0)  // (held whole: frozen)
+    return (frozen_compute_.defined() ? frozen_compute_ : frozen_params_).view(f, shape);
   for (std::size_t b = 0; b < staged_buckets_.size(); ++b)
     if (staged_buckets_[b].begin <= offset && offset < staged_buckets_[b].end)
       return windows_[b].view(offset - staged_buckets_[b].begin, shape);
@@ -164,6 +187,8 @@ Tensor ParamStore::param_view(std::int64_t offset, const Shape& shape) const {
 std::int64_t ParamStore::parameter_bytes() const {
   std::int64_t n = params_.defined() ? params_.numel() : 0;
   for (const Tensor& t : window_buffers_) n += t.numel();
+  for (const Tensor* t : {&frozen_params_, &frozen_compute_})
+    if (t->defined()) n += t->numel();
   return n * static_cast<std::int64_t>(sizeof(float));
 }
 

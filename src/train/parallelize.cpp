@@ -112,11 +112,6 @@ void Trainer::refuse_sharding_combinations() const {
     throw bad_input(key +
                     ": [kernels] cuda_graphs cannot record a step whose gradients are reduced after every "
                     "micro-batch; set cuda_graphs = false or shard = optimizer");
-  if (shard != Sharding::full) return;
-  if (!cfg_.train.freeze.empty())
-    throw bad_input(key +
-                    ": [train] freeze is not supported with the parameters sharded yet (a frozen layer has "
-                    "no owner); set shard = gradients");
 }
 
 void Trainer::refuse_tensor_parallel_combinations() const {

@@ -9,7 +9,7 @@
 # - the frozen convolutions are bit-identical to A's after training, the dense layers moved;
 #   the head that does not fit starts fresh with a warning naming it and both shapes;
 # - the same fine-tuning at 2 data-parallel ranks and as a 2-stage pipeline matches 1 rank;
-#   with [parallel] shard = full (no freeze) it matches shard = none at 2 ranks;
+#   with [parallel] shard = full (frozen layers held whole) it matches shard = none at 2 ranks;
 # - a preempted fine-tuning job resumes from its own checkpoint (resume wins over init_from);
 #   --dry-run says what will be loaded, kept fresh and frozen, and that resume wins;
 # - one-line errors (exit 2): a layer asked for by init_layers whose shape differs, patterns
@@ -84,16 +84,24 @@ run 2 "$tmp/ftp" "${B[@]}" "${FT[@]}" --set parallel.pipeline_parallel=2 >/dev/n
 check "a 2-stage pipeline: final loss $(loss "$tmp/ftp") = 1 rank's $l1" $py -c \
   "import sys; sys.exit(abs($(loss "$tmp/ftp") - $l1) > 1e-4 * abs($l1))"
 
-# [parallel] shard = full (each rank keeps only the parameters it owns): init_from reads just
-# those; nothing frozen (refused with full), so against shard = none without freeze, 2 ranks each.
-NF=(--set checkpoint.init_from="$ckpt")
-run 2 "$tmp/ftn" "${B[@]}" "${NF[@]}" >/dev/null
-fo=$(run 2 "$tmp/ftf" "${B[@]}" "${NF[@]}" --set parallel.shard=full)
-check "shard = full: initialized from the checkpoint" grep -q "^initialized from $ckpt: 6 tensor(s)" <<<"$fo"
-check "shard = full: final loss $(loss "$tmp/ftf") = shard = none's $(loss "$tmp/ftn")" $py -c \
-  "import sys; sys.exit(abs($(loss "$tmp/ftf") - $(loss "$tmp/ftn")) > 1e-4 * abs($(loss "$tmp/ftn")))"
+# [parallel] shard = full (each rank keeps only the parameters it owns, and the frozen layers
+# whole): init_from reads just those, the checkpoint holds the frozen convolutions as loaded,
+# and the run matches shard = none's on 2 ranks.
+fo=$(run 2 "$tmp/ftf" "${B[@]}" "${FT[@]}" --set parallel.shard=full)
+check "shard = full with frozen layers: initialized from the checkpoint" grep -q "^initialized from $ckpt: 6 tensor(s)" <<<"$fo"
+check "shard = full: final loss $(loss "$tmp/ftf") = shard = none's $(loss "$tmp/ft2")" $py -c \
+  "import sys; sys.exit(abs($(loss "$tmp/ftf") - $(loss "$tmp/ft2")) > 1e-4 * abs($(loss "$tmp/ft2")))"
 check "... and far from a run from scratch ($(loss "$tmp/scratch")): the weights came in" $py -c \
   "import sys; sys.exit(abs($(loss "$tmp/ftf") - $(loss "$tmp/scratch")) < 1e-2 * abs($(loss "$tmp/scratch")))"
+check "... its checkpoint holds the frozen convolutions as loaded" $py - "$ckpt" "$tmp/ftf/checkpoints" <<'PY'
+import h5py, numpy as np, os, sys
+a = h5py.File(sys.argv[1])
+d = sys.argv[2]
+b = h5py.File(os.path.join(d, open(os.path.join(d, "latest")).read().strip()))
+for layer in ("conv.0", "conv.1"):
+    for p in ("weight", "bias"):
+        assert np.array_equal(a["model"][layer + "." + p][...], b["model"][layer + "." + p][...]), (layer, p)
+PY
 
 # Preempted and resubmitted: the run's own checkpoint wins over init_from.
 dry=$(run 1 "$tmp/ft1" "${B[@]}" "${FT[@]}" --set train.steps=16 --dry-run)

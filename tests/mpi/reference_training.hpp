@@ -154,7 +154,8 @@ inline std::vector<float> reference_parameters(const Config& cfg, const DatasetI
 }
 
 // Collective: the whole parameters of this stage, from each rank's packed share (shard = full:
-// every element owned once, so a sum over the group places each) or as held.
+// every element owned once, so a sum over the group places each; frozen layers held whole) or as
+// held.
 inline std::vector<float> whole_parameters(Trainer& trainer) {
   const ParamStore& store = trainer.model().store();
   const Tensor& p = trainer.model().parameters();
@@ -166,6 +167,16 @@ inline std::vector<float> whole_parameters(Trainer& trainer) {
     at += r.size();
   }
   trainer.dp_comm().allreduce(whole.data(), whole.data(), whole.size(), DType::f32, ReduceOp::sum);
+  ParamStore& held = trainer.model().store();  // the frozen layers: whole on every rank, after the sum
+  if (held.frozen_parameters().defined()) {
+    std::vector<float> frozen(static_cast<std::size_t>(held.frozen_parameters().numel()));
+    download(held.frozen_parameters(), frozen.data(), frozen.size() * sizeof(float));
+    at = 0;
+    for (const Range& r : store.frozen_ranges()) {
+      std::copy_n(frozen.begin() + at, r.size(), whole.begin() + r.begin);
+      at += r.size();
+    }
+  }
   return whole;
 }
 

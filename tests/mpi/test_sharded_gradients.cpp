@@ -1,7 +1,8 @@
 // Sharded gradients ([parallel] shard = gradients, ZeRO stage 2) at 1-4 ranks:
 // - with one micro-batch the parameters are bit-identical to shard = optimizer's (the same
 //   reduce-scatter of the same bucket, only in a staging buffer), for an MLP, a CNN, a frozen
-//   layer and a GPT whose head is tied to its embedding (the bucket the head writes first);
+//   layer and a GPT whose head is tied to its embedding (the bucket the head writes first); so
+//   are shard = full's, the frozen layer held whole on every rank;
 // - with 2 and 4 micro-batches (each micro-batch's gradient reduced, then added) the parameters
 //   match one process on the global batch within the tolerance the data-parallel tests state
 //   (2e-6 * (1 + max |parameter|)); on two pipeline stages: ShardedOptimizer.PipelineStages*;
@@ -88,9 +89,10 @@ TEST(ShardedGradients, OneMicroBatchEqualsOptimizerShardingBitwise) {
       const std::string extra = freeze.empty() ? "" : "[train]\nfreeze = " + freeze + "\n";
       const Trained one = train(deck(root, layers, "shard = optimizer\n" + extra), index, 5);
       const Trained two = train(deck(root, layers, "shard = gradients\n" + extra), index, 5);
-      if (freeze.empty()) {  // (ZeRO-3 keeps no frozen layers)
-        const Trained three = train(deck(root, layers, "shard = full\n"), index, 5);
-        EXPECT_EQ(three.params, one.params) << layers << ", shard = full on " << d << " rank(s)";
+      {  // (ZeRO-3 holds frozen layers whole on every rank)
+        const Trained three = train(deck(root, layers, "shard = full\n" + extra), index, 5);
+        EXPECT_EQ(three.params, one.params)
+            << layers << (freeze.empty() ? "" : ", " + freeze + " frozen") << ", shard = full on " << d << " rank(s)";
       }
       const std::string what =
           layers + (freeze.empty() ? "" : ", " + freeze + " frozen") + " on " + std::to_string(d) + " rank(s)";
@@ -204,9 +206,6 @@ TEST(ShardedGradients, RefusedCombinationsNameTheKeys) {
                       "each bucket: shard_by = tensors"),
             std::string::npos);
   EXPECT_NE(refusal("optim.name=muon").find("[optim] name = muon, which needs it) work with shard = optimizer"),
-            std::string::npos);
-  // shard = full (ZeRO-3): nothing frozen yet (init_from works: tests/e2e/fine_tune.sh).
-  EXPECT_NE(refusal("train.freeze=dense.0", "full").find("[parallel] shard = full: [train] freeze is not supported"),
             std::string::npos);
   MPI_Barrier(MPI_COMM_WORLD);
   if (world_rank() == 0) fs::remove_all(root);

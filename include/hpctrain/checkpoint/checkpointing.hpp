@@ -100,8 +100,9 @@ class Checkpointer {
   // (checkpoint/state_writes.hpp: its own elements, of all it holds or its shard).
   void plan_state_writes_once();
   // Every tensor of the whole model; this rank's data at `params` (host copy) and `state` (its
-  // optimizer state, compact), its buffers' at `buffers` (by name) or the model's own.
-  std::vector<CheckpointTensor> tensors(const float* params, const float* state,
+  // optimizer state, compact), its buffers' at `buffers` (by name) or the model's own; with
+  // shard = full the frozen layers' at `frozen` (ParamStore::frozen_parameters, host copy).
+  std::vector<CheckpointTensor> tensors(const float* params, const float* state, const float* frozen,
                                         const std::map<std::string, const float*>* buffers = nullptr) const;
   // One checkpoint on its way to disk: the names, the record, the tensor list and, for a write in
   // the background, host copies of everything it points to (the training goes on changing the
@@ -113,6 +114,7 @@ class Checkpointer {
     WriterPlace place;
     std::vector<float> params, state;               // host copies of a CPU run's parameters and optimizer
                                                     // state (async only)
+    std::vector<float> frozen;                      // shard = full: the frozen layers' (held whole)
     HostBuffer params_download, state_download;     // a GPU run's parameters and optimizer state (pinned)
     std::vector<std::vector<float>> buffer_copies;  // (async only)
     std::vector<CheckpointTensor> list;

@@ -88,8 +88,17 @@ class ParamStore {
   // [parallel] shard = full (ZeRO-3), after stage_gradients with the same buckets: params() holds
   // only the owned elements too, packed as grads(), and each bucket's parameters are gathered
   // into a window (window(b), slots as the gradients'; parallel/param_windows.hpp) for the
-  // layers to read. Replaces whole parameters.
+  // layers to read. Frozen layers ([train] freeze: in no bucket, owned by nobody) are held whole
+  // on every rank instead, their ranges packed in order in frozen_parameters() (they never
+  // change: nothing to gather). Replaces whole parameters.
   void stage_parameters(const std::vector<int>& slots, Allocator& alloc);
+  Tensor& frozen_parameters() { return frozen_params_; }
+  // bf16/fp16 runs of packed parameters: the layers read frozen layers' values rounded to the
+  // format from a copy (make_frozen_compute; refresh_frozen_compute rounds them into it).
+  void make_frozen_compute(Allocator& alloc);
+  void refresh_frozen_compute(Precision p);
+  // Where the frozen tensor element at store offset `offset` sits in frozen_parameters(); -1: not frozen.
+  std::int64_t frozen_position(std::int64_t offset) const;
   bool packed_parameters() const { return !windows_.empty(); }
   Tensor window(std::size_t b) const { return windows_[b]; }
   const std::vector<Bucket>& staged_buckets() const { return staged_buckets_; }
@@ -160,6 +169,7 @@ class ParamStore {
   Ranges owned_;
   std::vector<PackedBlock> packed_blocks_;        // per staged bucket
   std::vector<Tensor> windows_, window_buffers_;  // packed parameters: each bucket's window, the slots
+  Tensor frozen_params_, frozen_compute_;         // packed parameters: the frozen layers' (and rounded)
 };
 
 }  // namespace hpctrain

@@ -36,7 +36,7 @@ with, unless given, a GPU node's links: --link 5,300 (NVLink: 5 us, 300 GB/s bus
 With --deck, --layouts also prices every tensor-parallel x data-parallel x ZeRO layout of each
 rank count: the memory per rank against --device-memory (GiB; default the --gpu's) and the step,
 which fit and which should be fastest (tools/layout_plan.py says how). --check-memory S.json
-compares the memory it predicts for a measured run of the deck (its ranks, its shard) with the
+compares the memory it predicts for a measured run of the deck (its ranks, tensor_parallel and shard) with the
 run's peak_bytes_per_rank (PASS within --tolerance).
   tools/scaling_plan.py --deck inputs/llama_1b.ini --set data.path=D --ranks 8,16 --layouts
 """
@@ -288,12 +288,14 @@ def plan_layouts(s, a, ranks):
         if "peak_bytes_per_rank" not in c:
             fail("%s: no peak_bytes_per_rank" % a.check_memory)
         shard = c.get("shard") or ("optimizer" if c.get("shard_optimizer") else "none")
-        mem = layout_plan.memory(d, 1, c["ranks"], shard, layout_plan.micro_batch(d, c["ranks"], c["global_batch"]))
+        t = c.get("tensor_parallel", 1)  # (data-parallel ranks: the rest)
+        dp = c["ranks"] // t
+        mem = layout_plan.memory(d, t, dp, shard, layout_plan.micro_batch(d, dp, c["global_batch"]))
         err = (mem[-1] - c["peak_bytes_per_rank"]) / c["peak_bytes_per_rank"]
         ok = abs(err) <= a.tolerance
-        print("check-memory: %d rank(s), shard %s: predicted %.1f MiB per rank (parameters %.1f, gradients %.1f, copy "
+        print("check-memory: %d rank(s) (tensor_parallel %d), shard %s: predicted %.1f MiB per rank (parameters %.1f, gradients %.1f, copy "
               "%.1f, optimizer %.1f, activations with their gradients and scratch %.1f), measured peak %.1f MiB (%s): %+.1f%% -> %s" %
-              ((c["ranks"], shard) + tuple(x / layout_plan.MIB for x in (mem[5],) + mem[:5]) +
+              ((c["ranks"], t, shard) + tuple(x / layout_plan.MIB for x in (mem[5],) + mem[:5]) +
                (c["peak_bytes_per_rank"] / layout_plan.MIB, a.check_memory, 100 * err, "PASS" if ok else "FAIL")))
         if not ok:
             sys.exit(1)

@@ -155,10 +155,18 @@ INI
   --set parallel.shard=optimizer >/dev/null 2>&1
 out=$($py tools/scaling_plan.py --deck "$tmp/tiny.ini" --ranks 1 --check-memory "$tmp/tiny/summary.json" 2>&1)
 check "planner --check-memory: a measured 2-rank sharded run's peak within 15% ($(grep -o '[-+][0-9.]*%' <<<"$out"))" \
-  grep -qE "^check-memory: 2 rank\(s\), shard optimizer: .* -> PASS" <<<"$out"
+  grep -qE "^check-memory: 2 rank\(s\) \(tensor_parallel 1\), shard optimizer: .* -> PASS" <<<"$out"
 $py -c "import json; s = json.load(open('$tmp/tiny/summary.json')); s['peak_bytes_per_rank'] *= 2; json.dump(s, open('$tmp/double.json', 'w'))"
 out=$($py tools/scaling_plan.py --deck "$tmp/tiny.ini" --ranks 1 --check-memory "$tmp/double.json" 2>&1)
 check "... and a peak twice as large fails it (exit 1)" test $? -eq 1 -a -n "$(grep -- '-> FAIL' <<<"$out")"
+# ... and a tensor-parallel run (T = 2 on 2 ranks: the blocks and the vocabulary split; the
+# vocabulary padded to 64 rows so that it splits).
+"$1" -q -np 2 --oversubscribe --bind-to none "$HPCTRAIN_BUILD_DIR/trainer" "$tmp/tiny.ini" --set run.out_dir="$tmp/tiny_tp" \
+  --set parallel.tensor_parallel=2 --set model.vocab_multiple=64 >/dev/null 2>&1
+out=$($py tools/scaling_plan.py --deck "$tmp/tiny.ini" --set model.vocab_multiple=64 --ranks 1 \
+  --check-memory "$tmp/tiny_tp/summary.json" 2>&1)
+check "planner --check-memory: a measured tensor_parallel = 2 run's peak within 15% ($(grep -o '[-+][0-9.]*%' <<<"$out"))" \
+  grep -qE "^check-memory: 2 rank\(s\) \(tensor_parallel 2\), shard none: .* -> PASS" <<<"$out"
 out=$($py tools/scaling_plan.py --deck inputs/mnist_mlp.ini --set data.path="$tmp/fw" 2>&1)
 check "planner --deck of a deck that is not arch = gpt: one line, exit 2 ($out)" \
   test $? -eq 2 -a "$(wc -l <<<"$out")" = 1

@@ -172,8 +172,9 @@ expect_error "tensor_parallel with Muon" "muon orthogonalizes whole matrices" \
   run 2 "${gpt[@]}" --set parallel.tensor_parallel=2 --set optim.name=muon --set train.steps=1 --set run.out_dir=muon
 # Tensor parallelism ([parallel] tensor_parallel = 2: heads and the MLP pair split over 2 ranks,
 # dropout on the probabilities and after the blocks drawing as one rank does): the parameters at
-# step 4 of one process's; checkpoints reshard both ways (each rank reads its
-# blocks of the whole tensors) and go on as the uninterrupted run does, within the elastic 1e-3.
+# step 4 of one process's; checkpoints reshard (T = 2 to one rank, one rank to T = 2, T = 2 to 2
+# data-parallel ranks: each rank reads its blocks of the whole tensors) and go on as the
+# uninterrupted run does, within the elastic 1e-3.
 tp=("${gpt[@]}" --set train.steps=8 --set log.log_every=1 --set checkpoint.every_steps=4
   --set checkpoint.resume=none)
 run 1 "${tp[@]}" --set run.out_dir=tp1 >tp1.log 2>&1
@@ -189,12 +190,12 @@ assert len(names) > 10 and sorted(names) == sorted(n for n in names if n in b['m
 big = max(float(np.abs(a['model'][n][()]).max()) for n in names)
 worst = max(float(np.abs(a['model'][n][()] - b['model'][n][()]).max()) for n in names)
 assert worst <= 1e-5 * big, (worst, big)"
-for c in "tp2 1 tp2to1" "tp1 2 tp1to2"; do
+for c in "tp2 1 1 tp2to1" "tp1 2 2 tp1to2" "tp2 2 1 tp2todp2"; do  # (from, ranks, tensor_parallel, to)
   set -- $c
-  cp -r "$1" "$3" && rm "$3"/checkpoints/ckpt-00000008.h5 && echo ckpt-00000004.h5 >"$3"/checkpoints/latest
-  run "$2" "${tp[@]}" --set parallel.tensor_parallel="$2" --set checkpoint.resume=auto --set run.out_dir="$3" >"$3.log" 2>&1
-  check "a checkpoint of $1 resumed on tensor_parallel = $2: the loss at step 8 within 1e-3 ($(row tp1 8) vs $(row "$3" 8))" \
-    awk -v a="$(row tp1 8)" -v b="$(row "$3" 8)" 'BEGIN{d = a - b; exit !(b != "" && d < 1e-3 && d > -1e-3)}'
+  cp -r "$1" "$4" && rm "$4"/checkpoints/ckpt-00000008.h5 && echo ckpt-00000004.h5 >"$4"/checkpoints/latest
+  run "$2" "${tp[@]}" --set parallel.tensor_parallel="$3" --set checkpoint.resume=auto --set run.out_dir="$4" >"$4.log" 2>&1
+  check "a checkpoint of $1 resumed on $2 rank(s), tensor_parallel = $3: the loss at step 8 within 1e-3 ($(row tp1 8) vs $(row "$4" 8))" \
+    awk -v a="$(row tp1 8)" -v b="$(row "$4" 8)" 'BEGIN{d = a - b; exit !(b != "" && d < 1e-3 && d > -1e-3)}'
 done
 # Evaluation and generation.
 ev=$(run 1 --eval-only 2>&1 | grep "^eval-only")

@@ -4,7 +4,7 @@
 // (grouped-query attention with RoPE, the fused gate|up pair split part by part, no biases) reach,
 // after k steps, the parameters of one process training the whole model on the same batches, in
 // every listed layout: T alone, T with micro-batches and recompute = blocks, T x data-parallel
-// (with shard = optimizer and full), T x pipeline stages, T = 4, and at 8 ranks (pipeline_np8) 3-D:
+// (with shard = optimizer, gradients and full), T x pipeline stages, T = 4, and at 8 ranks (pipeline_np8) 3-D:
 // T x P x D = 2 x 2 x 2, also with micro-batches and recompute (a head tied across stages is
 // refused with sharding, as without tensor parallelism). Stated tolerance: max
 // |difference| <= 2e-6 * (1 + max |parameter|), the data-parallel tests' (the split sums add in
@@ -48,11 +48,8 @@ struct Layout {
 std::vector<Layout> layouts(int world) {
   if (world == 2) return {{2, 1, 1, "none"}, {2, 1, 2, "none", true}};
   if (world == 4)
-    return {{2, 1, 1, "none"},
-            {2, 1, 1, "optimizer"},
-            {2, 1, 2, "full"},
-            {2, 2, 1, "none"},
-            {4, 1, 1, "none", false, false}};
+    return {{2, 1, 1, "none"}, {2, 1, 1, "optimizer"}, {2, 1, 2, "gradients"},
+            {2, 1, 2, "full"}, {2, 2, 1, "none"},      {4, 1, 1, "none", false, false}};
   if (world == 8) return {{2, 2, 1, "none"}, {2, 2, 2, "none", true}};  // 3-D: T x P x D = 2 x 2 x 2
   return {};
 }
@@ -77,6 +74,13 @@ double trained_difference(const Config& cfg, const DatasetIndex& index, int step
   const Sampler sampler(sampler_options(cfg, index.train));
   testref::train_steps(trainer, cfg, rt, index, sampler, steps);
   const auto mine = testref::whole_parameters(trainer);
+  // The store's accounting: over the group, each split tensor's blocks add up to the whole tensor
+  // exactly once, and every rank holds each replicated one whole.
+  for (const ParamInfo& p : trainer.model().param_info()) {
+    std::int64_t held = numel(p.shape);
+    MPI_Allreduce(MPI_IN_PLACE, &held, 1, MPI_INT64_T, MPI_SUM, rt.mesh().comm(MeshDim::tp));
+    EXPECT_EQ(held, numel(p.global_shape) * (tp_sharded(p) ? 1 : rt.mesh().size(MeshDim::tp))) << p.name;
+  }
   const int dp = rt.mesh().size(MeshDim::dp);
   const auto ref = testref::reference_parameters(cfg, index, sampler, steps, dp, cfg.train.micro_batches);
   double worst = 0, biggest = 0;

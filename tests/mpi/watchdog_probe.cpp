@@ -49,6 +49,9 @@ int main(int argc, char** argv) {
     }
     comm.barrier();
   }
+  // (With --tensor-parallel the other groups finish first: they wait here, in MPI like the hung
+  // group's ranks, for the abort, instead of racing it through MPI_Finalize.)
+  MPI_Barrier(MPI_COMM_WORLD);
   if (rank == 0) std::printf("watchdog_probe: all collectives completed\n");
   return 0;
 }

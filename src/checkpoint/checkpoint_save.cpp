@@ -67,16 +67,13 @@ std::vector<CheckpointTensor> Checkpointer::tensors(const float* params, const f
     if (it != mine.end()) {
       const ParamInfo& local = model_.param_info()[it->second];
       const std::int64_t frozen_at = packed ? model_.store().frozen_position(local.offset) : -1;
-      if (frozen_at >= 0) {  // (shard = full, a frozen layer: held whole, this writer's rows of it)
-        const Range w = writer_elements(local.shape, mesh.coord(MeshDim::dp), mesh.size(MeshDim::dp));
-        if (!w.empty()) t.elements = {w};
-        t.data = frozen + frozen_at + w.begin;
-      } else if (packed) {
+      if (packed && frozen_at < 0) {
         t.data = params + written(local, t.elements);
-      } else if (t.by_elements) {  // (tensor parallelism: this writer's rows of the block, as elements)
+      } else if (t.by_elements) {  // (held whole here: a tensor-parallel block, or shard = full's frozen
+                                   // layer: this writer's rows of it, as elements)
         const Range w = writer_elements(local.shape, mesh.coord(MeshDim::dp), mesh.size(MeshDim::dp));
         if (!w.empty()) t.elements = {w};
-        t.data = params + local.offset + w.begin;
+        t.data = (frozen_at >= 0 ? frozen + frozen_at : params + local.offset) + w.begin;
       } else {
         t.data = params + local.offset;
       }

@@ -19,12 +19,8 @@ class Embedding final : public Layer {
       : vocab_(vocab), rows_(padded_vocab(vocab, multiple)), width_(width), std_(std) {}
   const char* type() const override { return "embedding"; }
   Shape output_shape(const Shape& in) const override {
-    const int t = tensor_parallel().size;
-    if (rows_ % t != 0)
-      throw bad_input("[model] layers: embedding(" + std::to_string(vocab_) + ", " + std::to_string(width_) +
-                      "): " + std::to_string(rows_) + " rows do not divide among [parallel] tensor_parallel = " +
-                      std::to_string(t) + " ranks (vocabulary-parallel); set [model] vocab_multiple to a multiple of " +
-                      std::to_string(t) + " (64 is customary)");
+    vocab_block_rows(rows_, tensor_parallel().size,
+                     "embedding(" + std::to_string(vocab_) + ", " + std::to_string(width_) + ")");
     if (in.size() != 1)
       throw bad_input("[model] layers: embedding(" + std::to_string(vocab_) + ", " + std::to_string(width_) +
                       ") needs token ids [T] as input, got " + shape_string(in) + " (a token dataset's samples)");

@@ -30,7 +30,7 @@ class LmHead final : public Layer {
     if (in.size() != 2)
       throw bad_input("[model] layers: lm_head(" + std::to_string(vocab_) + ") needs [T, C] activations, got " +
                       shape_string(in));
-    return {in[0], rows_ / tensor_parallel().size};  // (the embedding refuses a T that does not divide)
+    return {in[0], vocab_block_rows(rows_, tensor_parallel().size, "lm_head(" + std::to_string(vocab_) + ")")};
   }
   std::vector<ParamSpec> param_specs(const Shape& in) const override {
     ParamSpec w{"weight", {rows_, in[1]}, Init::normal, in[1], vocab_};
@@ -38,12 +38,6 @@ class LmHead final : public Layer {
     if (tie_) w.tie = "embedding";
     if (rows_ > vocab_) w.live_rows = vocab_;
     w.tp = Placement::sharded(0);  // (by rows: the vocabulary)
-    if (rows_ % tensor_parallel().size != 0)
-      throw bad_input(
-          "[model] layers: lm_head(" + std::to_string(vocab_) + "): " + std::to_string(rows_) +
-          " rows do not divide among [parallel] tensor_parallel = " + std::to_string(tensor_parallel().size) +
-          " ranks (vocabulary-parallel); set [model] "
-          "vocab_multiple to a multiple of it");
     return {w};
   }
   void forward(const Tensor& x, Tensor& y) override {

@@ -220,6 +220,15 @@ std::string Layer::legacy_name(const std::string& tensor) const {
   return out;
 }
 
+std::int64_t vocab_block_rows(std::int64_t rows, int tp, const std::string& layer) {
+  if (rows % tp != 0)
+    throw bad_input("[model] layers: " + layer + ": " + std::to_string(rows) +
+                    " rows do not divide among [parallel] tensor_parallel = " + std::to_string(tp) +
+                    " ranks (vocabulary-parallel); set [model] vocab_multiple to a multiple of " + std::to_string(tp) +
+                    " (64 is customary)");
+  return rows / tp;
+}
+
 void Layer::tp_sum(Tensor& t) {
   if (tp_.size == 1) return;
   HPCT_CHECK(ctx_ && ctx_->tp_comm && ctx_->tp_comm->size() == tp_.size,

@@ -232,12 +232,8 @@ double Trainer::squares_in(const Tensor& grads, const Ranges& ranges, bool packe
     auto add = [&](const Ranges& parts, double weight) {
       for (const Range& q : parts) s += sum_of_squares(grads.view(q.begin + base, {q.size()})) * weight;
     };
-    if (split.empty()) {
-      add({r}, 1.0);
-    } else {
-      add(intersect({r}, split), 1.0);
-      add(subtract({r}, split), 1.0 / t);  // (each tensor-parallel rank holds them whole)
-    }
+    add(intersect({r}, split), 1.0);
+    add(subtract({r}, split), 1.0 / t);  // (each tensor-parallel rank holds them whole; all of r when t = 1)
     at += r.size();
   }
   return s;

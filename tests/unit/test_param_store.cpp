@@ -105,7 +105,20 @@ TEST(ParamStore, WholeTensorOwnersBalanceBySizeAndSkipFrozenTensors) {
   std::int64_t global = 0;
   for (std::size_t i = 0; i < shapes.size(); ++i) {
     s.add_layer();
-    s.add({"dense." + std::to_string(i) + ".weight", 0, global, shapes[i], shapes[i], Init::zeros, 1, 1, 0.02f, -1, {}, {}, i, ""});
+    s.add({"dense." + std::to_string(i) + ".weight",
+           0,
+           global,
+           shapes[i],
+           shapes[i],
+           Init::zeros,
+           1,
+           1,
+           0.02f,
+           -1,
+           {},
+           {},
+           i,
+           ""});
     global += numel(shapes[i]);
   }
   Allocator alloc;

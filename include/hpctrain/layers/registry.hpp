@@ -46,6 +46,10 @@ struct LayerOptions {
 inline std::int64_t padded_vocab(std::int64_t vocab, std::int64_t multiple) {
   return (vocab + multiple - 1) / multiple * multiple;
 }
+// The rows of a (padded) vocabulary table that each of `tp` tensor-parallel ranks holds
+// (embedding and lm_head are vocabulary-parallel): rows / tp; bad_input naming `layer` and
+// [model] vocab_multiple when tp does not divide them.
+std::int64_t vocab_block_rows(std::int64_t rows, int tp, const std::string& layer);
 
 void register_builtin_layers(LayerRegistry& registry, const LayerOptions& options = {});
 

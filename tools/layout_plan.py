@@ -17,8 +17,10 @@ ranks with `shard` in none | optimizer | gradients | full (ZeRO 0-3):
                        most the whole gradient; measured against runs: docs/performance.md)
     optimizer state    / T; optimizer and up: / (T D)
     activations        the logits / T; the rest x (10 + 24 / T) / 34 (Megatron's per-layer count
-                       without sequence parallelism: the norms' and residuals' stay whole)
-    their gradients    the logits' / T; the rest (the residual stream between blocks) whole
+                       without sequence parallelism: the norms' and residuals' stay whole); with
+                       sequence parallelism (the "sp" rows, [parallel] sequence_parallel) all / T
+    their gradients    the logits' / T; the rest (the residual stream between blocks) whole, / T
+                       with sequence parallelism
     scratch            16-bit runs: twice the largest layer's parameters in float32, / T (measured
                        on the small Llama deck; float32 runs: a few MiB, left out)
   activations and their gradients scale with the windows of a micro-batch on a rank.
@@ -31,7 +33,8 @@ ranks with `shard` in none | optimizer | gradients | full (ZeRO 0-3):
     tensor-parallel: 4 allreduces per layer and micro-batch (2 forward, 2 backward), and 2 for the
       vocabulary-parallel embedding (forward) and head (backward), of the
       micro-batch's activations [tokens, width] in the compute precision, over the node's link,
-      not hidden
+      not hidden (sequence parallelism: an all-gather and a reduce-scatter in place of each
+      allreduce, the same bytes)
 A layout fits when its memory is at most --headroom (0.9) of --device-memory. The trainer runs
 every layout whose T divides the attention's query and key/value heads and the vocabulary table's
 rows (the table marks the others).
@@ -96,9 +99,9 @@ def micro_batch(d, dp, global_batch):
     return max(1, min(d.micro_batch, global_batch // dp))
 
 
-def memory(d, t, dp, shard, mb):
-    """Bytes per rank with micro-batches of `mb` windows: (parameters, gradients, copy, state,
-    activations with their gradients and scratch, total)."""
+def memory(d, t, dp, shard, mb, sp=False):
+    """Bytes per rank with micro-batches of `mb` windows (`sp`: sequence parallelism): (parameters,
+    gradients, copy, state, activations with their gradients and scratch, total)."""
     full, grads_sharded, state_sharded = shard == "full", shard in ("gradients", "full"), shard != "none"
     # Two buckets in flight: the gradients' staging buffers, and with full the parameters' windows.
     two_buckets = 2 * d.largest_bucket() / t
@@ -110,9 +113,10 @@ def memory(d, t, dp, shard, mb):
     grads = d.grad_bytes * held / (dp if grads_sharded else 1) + buckets
     state = d.state_bytes * held / (dp if state_sharded else 1)
     logits = min(d.logits_bytes(), d.activation_bytes)
-    acts = (logits / t + (d.activation_bytes - logits) * (10 + 24.0 / t) / 34) * mb / d.micro_batch
+    whole = 1.0 / t if sp else 1.0  # (what stays whole on every rank without sequence parallelism)
+    acts = (logits / t + (d.activation_bytes - logits) * (10 * whole + 24.0 / t) / 34) * mb / d.micro_batch
     between = min(d.logits_bytes(), d.between_bytes)
-    acts += (between / t + (d.between_bytes - between)) * mb / d.micro_batch
+    acts += (between / t + (d.between_bytes - between) * whole) * mb / d.micro_batch
     acts += 2 * 4.0 * d.largest_layer / t if d.sixteen else 0.0
     return params, grads, copy, state, acts, params + grads + copy + state + acts
 
@@ -160,10 +164,12 @@ def table(d, ranks, a, compute1, update1, global_batch):
             for shard in SHARDS:
                 if dp == 1 and shard != "none":
                     continue  # nothing to shard over
-                mem = memory(d, t, dp, shard, mb)
-                step = step_seconds(d, t, dp, shard, mb, a, compute1, update1, global_batch)
-                rows.append((n, t, dp, shard, mem, mem[-1] <= a.headroom * a.device_bytes, step,
-                             d.heads[0] % t == 0 and d.heads[1] % t == 0 and d.rows % t == 0))
+                for sp in (False, True) if t > 1 else (False,):
+                    mem = memory(d, t, dp, shard, mb, sp)
+                    step = step_seconds(d, t, dp, shard, mb, a, compute1, update1, global_batch)
+                    runs = d.heads[0] % t == 0 and d.heads[1] % t == 0 and d.rows % t == 0
+                    rows.append((n, t, dp, shard, mem, mem[-1] <= a.headroom * a.device_bytes, step,
+                                 runs and (not sp or d.context % t == 0), sp))
     return rows
 
 
@@ -171,7 +177,7 @@ def print_table(rows, tokens_per_step, a):
     gib = 2.0**30
     print("layouts on a device of %.0f GiB (fits: at most %.0f%% of it), per rank in GiB:" %
           (a.device_bytes / gib, 100 * a.headroom))
-    print("%6s %3s %4s %-10s %7s %7s %7s %7s %7s %5s %10s %12s  %s" %
+    print("%6s %4s %4s %-10s %7s %7s %7s %7s %7s %5s %10s %12s  %s" %
           ("ranks", "tp", "dp", "shard", "params", "grads", "optim", "acts", "total", "fits", "step ms", "tokens/s",
            "hpctrain"))
     for n in sorted({r[0] for r in rows}):
@@ -181,11 +187,11 @@ def print_table(rows, tokens_per_step, a):
         running = [r for r in fitting if r[7]]
         best_running = min(running, key=lambda r: r[6]) if running else None
         for r in mine:
-            _, t, dp, shard, mem, fits, step, runs = r
-            marks = ("runs" if runs else "T does not divide the heads or vocabulary") + (", fastest that fits" if r is best else "") + (
+            _, t, dp, shard, mem, fits, step, runs, sp = r
+            marks = ("runs" if runs else "T does not divide the heads, vocabulary or positions") + (", fastest that fits" if r is best else "") + (
                 ", fastest that runs" if r is best_running and r is not best else "")
-            print("%6d %3d %4d %-10s %7.2f %7.2f %7.2f %7.2f %7.2f %5s %10.2f %12.0f  %s" %
-                  (n, t, dp, shard, (mem[0] + mem[2]) / gib, mem[1] / gib, mem[3] / gib, mem[4] / gib, mem[5] / gib,
+            print("%6d %4s %4d %-10s %7.2f %7.2f %7.2f %7.2f %7.2f %5s %10.2f %12.0f  %s" %
+                  (n, "%d%s" % (t, "sp" if sp else ""), dp, shard, (mem[0] + mem[2]) / gib, mem[1] / gib, mem[3] / gib, mem[4] / gib, mem[5] / gib,
                    "yes" if fits else "no", 1e3 * step, tokens_per_step / step, marks))
         if not fitting:
             print("%6d: no layout fits; add ranks, lower [train] micro_batch, or [train] recompute = blocks" % n)

@@ -290,12 +290,13 @@ def plan_layouts(s, a, ranks):
         shard = c.get("shard") or ("optimizer" if c.get("shard_optimizer") else "none")
         t = c.get("tensor_parallel", 1)  # (data-parallel ranks: the rest)
         dp = c["ranks"] // t
-        mem = layout_plan.memory(d, t, dp, shard, layout_plan.micro_batch(d, dp, c["global_batch"]))
+        sp = bool(c.get("sequence_parallel", False))
+        mem = layout_plan.memory(d, t, dp, shard, layout_plan.micro_batch(d, dp, c["global_batch"]), sp)
         err = (mem[-1] - c["peak_bytes_per_rank"]) / c["peak_bytes_per_rank"]
         ok = abs(err) <= a.tolerance
-        print("check-memory: %d rank(s) (tensor_parallel %d), shard %s: predicted %.1f MiB per rank (parameters %.1f, gradients %.1f, copy "
+        print("check-memory: %d rank(s) (tensor_parallel %d%s), shard %s: predicted %.1f MiB per rank (parameters %.1f, gradients %.1f, copy "
               "%.1f, optimizer %.1f, activations with their gradients and scratch %.1f), measured peak %.1f MiB (%s): %+.1f%% -> %s" %
-              ((c["ranks"], t, shard) + tuple(x / layout_plan.MIB for x in (mem[5],) + mem[:5]) +
+              ((c["ranks"], t, ", sequence-parallel" if sp else "", shard) + tuple(x / layout_plan.MIB for x in (mem[5],) + mem[:5]) +
                (c["peak_bytes_per_rank"] / layout_plan.MIB, a.check_memory, 100 * err, "PASS" if ok else "FAIL")))
         if not ok:
             sys.exit(1)

@@ -244,18 +244,20 @@ std::string describe_activations(const Config& cfg, const Runtime& rt, const Mod
   const std::int64_t rows = rt.per_rank_batch() / cfg.train.micro_batches, t = m.block_size;
   const std::int64_t vocab = model.output_shape().back();
   const bool half = cfg.precision.dtype != Precision::fp32;
+  // (per rank: the logits are [T, V/T] already; `vocab` the whole vocabulary)
+  const ActivationSplit split{rt.mesh().size(MeshDim::tp), cfg.parallel.sequence_parallel};
   double bytes = 0;
   if (m.arch == Arch::llama) {
     LlamaDims d;
     d.n_layer = m.n_layer, d.n_head = m.n_head, d.n_embd = m.n_embd, d.n_kv_heads = m.n_kv_heads;
     d.ffn_dim = m.ffn_dim, d.relu2 = m.mlp == Mlp::relu2, d.qk_norm = m.qk_norm;
-    bytes = llama_activation_bytes(d, rows, t, vocab, half);
+    bytes = llama_activation_bytes(d, rows, t, vocab * split.tp, half, split);
   } else {
     GptDims d;
     d.n_layer = m.n_layer, d.n_head = m.n_head, d.n_embd = m.n_embd;
-    bytes = gpt_activation_bytes(d, rows, t, vocab, half);
+    bytes = gpt_activation_bytes(d, rows, t, vocab * split.tp, half, split);
   }
-  const double lse = static_cast<double>(m.n_layer * rows * m.n_head) * static_cast<double>(t) * 4;
+  const double lse = static_cast<double>(m.n_layer * rows * m.n_head) * static_cast<double>(t) * 4 / split.tp;
   const double grads = model.gradient_buffer_bytes(rows), mib = 1 << 20;
   char line[600];
   std::snprintf(line, sizeof(line),
@@ -381,7 +383,7 @@ std::string describe_data(const Config& cfg, const Runtime& rt) {
     register_builtin_layers(registry, LayerOptions{cfg.kernels.conv, cfg.model.vocab_multiple});
     // (this rank's blocks with [parallel] tensor_parallel: the summary and the memory are per rank)
     Model model(with_model.model.layers, index.train.sample_shape, registry, alloc, 0, static_cast<std::size_t>(-1),
-                true, true, {rt.mesh().coord(MeshDim::tp), rt.mesh().size(MeshDim::tp)});
+                true, true, tensor_parallel_place(rt.mesh(), cfg, index.train));
     model.set_frozen(frozen_layers(cfg.train.freeze, model));  // the summary marks frozen layers
     os << "\nModel"
        << (cfg.model.arch == Arch::layers ? ""

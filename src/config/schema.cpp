@@ -358,6 +358,11 @@ void parallel_keys(std::vector<KeySpec>& k) {
         "linear(n, tp=column|row) pair (the gpt and llama MLPs) into T blocks, summing over the group; T x "
         "pipeline_parallel must divide the world size (docs/parallelism.md)")
       .range(1, 1 << 20);
+  s.key("sequence_parallel", &ParallelConfig::sequence_parallel,
+        "with tensor_parallel = T > 1 (Megatron's sequence parallelism): the layers between the split pairs (norms, "
+        "dropout, position embeddings, the residual sums) hold T's block of the positions, gathered before each "
+        "split pair and reduce-scattered after it instead of summed whole: their activations take 1/T of the "
+        "memory; [model] block_size must be a multiple of T (docs/parallelism.md)");
   s.key("pipeline_schedule", &ParallelConfig::pipeline_schedule, "pipeline schedule when pipeline_parallel > 1");
   s.key("comm", &ParallelConfig::comm, "communicator: auto = nccl on cuda, mpi on cpu");
   s.key("host_allreduce", &ParallelConfig::host_allreduce,

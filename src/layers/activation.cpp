@@ -11,6 +11,7 @@ class ActivationLayer final : public Layer {
  public:
   ActivationLayer(Activation f, const char* name) : f_(f), name_(name) {}
   const char* type() const override { return name_; }
+  bool takes_position_blocks() const override { return true; }
   Shape output_shape(const Shape& in) const override { return in; }
   std::optional<Activation> activation() const override { return f_; }
   void forward(const Tensor& x, Tensor& y) override { activation_forward(f_, x, y); }

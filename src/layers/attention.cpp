@@ -28,7 +28,10 @@
 // of bqkv), and the matching columns of Wproj; the output projection's partial products are
 // summed over the group, then bproj (replicated) added once, and the input gradient (each rank's
 // heads read every input) is summed in backward. Dropout on the probabilities draws each element
-// as one rank would (this rank's heads are a block of the sample's row: a column offset).
+// as one rank would (this rank's heads are a block of the sample's row: a column offset). With
+// [parallel] sequence_parallel its input and output hold this rank's block of the positions: the
+// input is all-gathered first (again in backward), the projection's partial products
+// reduce-scattered, the input gradient reduce-scattered, bproj's gradient this rank's positions'.
 //
 // In bf16/fp16 runs the intermediates that are GEMM operands (qkv, the probabilities and their
 // dropped copy, the heads' output, and in the backward the heads' gradient, the score gradient
@@ -57,6 +60,7 @@ class Attention final : public Layer {
  public:
   explicit Attention(const AttentionArgs& a) : a_(a), kv_(a.kv_heads ? a.kv_heads : a.heads) {}
   const char* type() const override { return "attention"; }
+  bool takes_position_blocks() const override { return true; }
   Shape output_shape(const Shape& in) const override {
     const std::string me = "[model] layers: attention(" + std::to_string(a_.heads) + ", ...)";
     if (in.size() != 2 || in[1] % a_.heads != 0)
@@ -87,9 +91,10 @@ class Attention final : public Layer {
     if (a_.bias) p.push_back({"proj.bias", {c}, Init::zeros, c, c});
     return p;
   }
-  void configure(const Shape& in) override { t_ = in[0]; }
-  void forward(const Tensor& x, Tensor& y) override {
-    if (has_context() && context().decode_position >= 0) return decode(x, y);
+  void configure(const Shape& in) override { t_ = sequence_split() ? tensor_parallel().sequence : in[0]; }
+  void forward(const Tensor& x_in, Tensor& y) override {
+    if (has_context() && context().decode_position >= 0) return decode(x_in, y);
+    const Tensor x = sequence_gather(x_in, 10);  // (sequence-parallel: every position)
     const std::int64_t n = x.shape()[0], t = x.shape()[1], c = x.shape()[2], hc = heads() * (c / a_.heads);
     const Device dev = x.device();
     dropped_ = context().training && a_.dropout > 0;
@@ -109,13 +114,18 @@ class Attention final : public Layer {
       probabilities_forward(s);
     }
     round16(s.heads_out);
-    Tensor y2 = y.reshaped({n * t, c});
+    Tensor whole = sequence_split() ? temp(12, {n, t, c}, dev) : y;
+    Tensor y2 = whole.reshaped({n * t, c});
     gemm(false, true, 1.f, s.heads_out.reshaped({n * t, hc}), weight(1), 0.f, y2);
-    tp_sum(y2);  // (split by heads: each rank's heads' share of the projection)
-    if (a_.bias) add_bias(y2, param(3));
+    sequence_reduce_scatter(whole, y, 13);  // (split by heads: each rank's heads' share of the projection)
+    if (a_.bias) {
+      Tensor out = y.reshaped({y.numel() / c, c});
+      add_bias(out, param(3));
+    }
     keep(s);
   }
-  void backward(const Tensor& x, const Tensor&, const Tensor& dy, Tensor& dx) override {
+  void backward(const Tensor& x_in, const Tensor&, const Tensor& dy_in, Tensor& dx) override {
+    const Tensor x = sequence_gather(x_in, 10), dy = sequence_gather(dy_in, 12);  // (sequence-parallel)
     const std::int64_t n = x.shape()[0], t = x.shape()[1], c = x.shape()[2], hc = heads() * (c / a_.heads);
     const Device dev = x.device();
     const float beta = accumulate_grads() ? 1.f : 0.f;
@@ -123,7 +133,7 @@ class Attention final : public Layer {
     const Saved s = saved_tensors(n, t, c, dev, false);
     const Tensor g = dy.reshaped({n * t, c});
     gemm(true, false, 1.f, g, s.heads_out.reshaped({n * t, hc}), beta, weight_grad(1));  // dWproj
-    if (a_.bias) accumulate_bias_grad(g, grad(3));
+    if (a_.bias) accumulate_bias_grad(dy_in.reshaped({dy_in.numel() / c, c}), grad(3));  // (this rank's positions)
     Tensor dheads = temp(0, {n, t, hc}, dev), dqkv = temp(2, s.qkv.shape(), dev);
     Tensor dheads2 = dheads.reshaped({n * t, hc});
     gemm(false, false, 1.f, g, weight(1), 0.f, dheads2);
@@ -140,9 +150,10 @@ class Attention final : public Layer {
     gemm(true, false, 1.f, dqkv2, x.reshaped({n * t, c}), beta, weight_grad(0));  // dWqkv
     if (a_.bias) accumulate_bias_grad(dqkv2, grad(1));
     if (!dx.defined()) return;
-    Tensor dx2 = dx.reshaped({n * t, c});
+    Tensor whole = sequence_split() ? temp(14, {n, t, c}, dev) : dx;
+    Tensor dx2 = whole.reshaped({n * t, c});
     gemm(false, false, 1.f, dqkv2, weight(0), 0.f, dx2);
-    tp_sum(dx2);  // (every rank's heads read the whole input)
+    sequence_reduce_scatter(whole, dx, 15);  // (every rank's heads read the whole input)
   }
 
  private:

@@ -2,7 +2,9 @@
 // scales the kept ones by 1/(1-p) (inverted dropout); the identity when
 // evaluating. The draws come from a counter-based generator keyed by (seed,
 // step, the sample's dataset index, the layer's position, the element), so
-// they do not depend on which rank holds the sample or on the rank count.
+// they do not depend on which rank holds the sample or on the rank count. With [parallel]
+// sequence_parallel its input holds this rank's block of the positions (between the split pairs):
+// the elements are numbered from the block's first, so the mask is the whole sequence's.
 #include "hpctrain/backend/ops.hpp"
 #include "hpctrain/core/error.hpp"
 #include "hpctrain/core/hash.hpp"
@@ -15,7 +17,13 @@ class Dropout final : public Layer {
  public:
   explicit Dropout(float p) : p_(p) {}
   const char* type() const override { return "dropout"; }
+  bool takes_position_blocks() const override { return true; }
   Shape output_shape(const Shape& in) const override { return in; }
+  // (sequence-parallel: between the split pairs its input is this rank's block of the positions;
+  // inside one, where it is every position's, nothing changes)
+  void configure(const Shape& in) override {
+    shard_ = sequence_split() && !in.empty() && in[0] != tensor_parallel().sequence;
+  }
   void forward(const Tensor& x, Tensor& y) override {
     active_ = context().training && p_ > 0;
     if (!active_) {
@@ -34,7 +42,9 @@ class Dropout final : public Layer {
       upload(&k, sizeof k, buf);
       step_key = reinterpret_cast<const std::uint64_t*>(buf.data());
     }
-    dropout_forward(x, p_, layer_key, step_key, context().sample_ids, 0, mask, y);
+    // (sequence-parallel: this rank's block of the positions, its elements numbered from the block's first)
+    const std::int64_t first = shard_ ? tensor_parallel().rank * x.cols() : 0;
+    dropout_forward(x, p_, layer_key, step_key, context().sample_ids, first, mask, y);
     compact_keep(0, mask, packable());
   }
   void backward(const Tensor&, const Tensor&, const Tensor& dy, Tensor& dx) override {
@@ -49,7 +59,7 @@ class Dropout final : public Layer {
  private:
   bool packable() const { return exact_in(1.f / (1.f - p_), context().precision); }
   float p_;
-  bool active_ = false;
+  bool active_ = false, shard_ = false;
   Tensor step_key_;
 };
 }  // namespace

@@ -14,8 +14,10 @@ class LayerNorm final : public Layer {
  public:
   LayerNorm(bool bias, float eps) : bias_(bias), eps_(eps) {}
   const char* type() const override { return "layernorm"; }
+  bool takes_position_blocks() const override { return true; }
   Shape output_shape(const Shape& in) const override {
     if (in.empty()) throw bad_input("[model] layers: layernorm needs an input with a last dimension");
+    refuse_every_position(in);
     return in;
   }
   std::vector<ParamSpec> param_specs(const Shape& in) const override {

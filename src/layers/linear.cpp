@@ -10,6 +10,11 @@
 //   tp=row: the input is a column-parallel layer's split output (C/T here of C); each rank holds
 //     C/T columns of W, its product is summed over the group in forward, then the (replicated)
 //     bias added once; the input gradient needs no sum.
+// With [parallel] sequence_parallel (Megatron's), the activations around the pair hold this
+// rank's block of the positions: tp=column all-gathers its input ([T/T, C] -> [T, C]; again in
+// backward rather than keeping it) and reduce-scatters its input gradient; tp=row reduce-scatters
+// its output ([T, n] -> [T/T, n], then the bias) and all-gathers its output gradient; the bias
+// gradient is then this rank's positions' share (the trainer sums it over the group).
 #include "hpctrain/backend/ops.hpp"
 #include "hpctrain/core/error.hpp"
 #include "hpctrain/layers/registry.hpp"
@@ -29,8 +34,10 @@ class Linear final : public Layer {
   Linear(std::int64_t out, bool bias, float std, Split split, std::int64_t parts)
       : out_(out), bias_(bias), std_(std), split_(split), parts_(parts) {}
   const char* type() const override { return "linear"; }
+  bool takes_position_blocks() const override { return true; }
   Shape output_shape(const Shape& in) const override {
     if (in.empty()) throw bad_input("[model] layers: linear(" + std::to_string(out_) + ") needs a non-scalar input");
+    if (split_ == Split::none) refuse_every_position(in);  // (its replicated weight)
     const std::int64_t t = tensor_parallel().size;
     if (split_ == Split::column && out_ % (parts_ * t) != 0)
       throw bad_input("[model] layers: linear(" + std::to_string(out_) + ", tp=column): " + std::to_string(out_) +
@@ -38,6 +45,12 @@ class Linear final : public Layer {
                       " do not divide among [parallel] tensor_parallel = " + std::to_string(t) + " ranks");
     Shape s = in;
     s.back() = split_ == Split::column ? out_ / t : out_;
+    if (sequence_split() && split_ != Split::none) {
+      if (in.size() != 2)
+        throw bad_input("[parallel] sequence_parallel: linear(" + std::to_string(out_) +
+                        ", tp=...) needs [T, C] activations, got " + shape_string(in));
+      s[0] = split_ == Split::column ? in[0] * t : in[0] / t;  // (gathers the positions; scatters them)
+    }
     return s;
   }
   std::vector<ParamSpec> param_specs(const Shape& in) const override {
@@ -58,23 +71,32 @@ class Linear final : public Layer {
     return p;
   }
   void forward(const Tensor& x, Tensor& y) override {
-    Tensor y2 = as_matrix(y);
-    gemm(false, true, 1.f, as_matrix(x), param(0), 0.f, y2);
-    if (split_ == Split::row) tp_sum(y2);  // (the bias after the sum: added once)
-    if (bias_) add_bias(y2, param(1));
+    const bool gather = sequence_split() && split_ == Split::column;
+    const bool scatter = sequence_split() && split_ == Split::row;
+    Tensor whole = scatter ? temp(0, {x.shape()[0], x.shape()[1], out_}, x.device()) : y;
+    Tensor y2 = as_matrix(whole);
+    gemm(false, true, 1.f, as_matrix(gather ? sequence_gather(x, 1) : x), param(0), 0.f, y2);
+    if (split_ == Split::row) sequence_reduce_scatter(whole, y, 3);  // (the bias after the sum: added once)
+    if (bias_) {
+      Tensor out = as_matrix(y);
+      add_bias(out, param(1));
+    }
   }
   void backward(const Tensor& x, const Tensor&, const Tensor& dy, Tensor& dx) override {
+    const bool column = sequence_split() && split_ == Split::column, row = sequence_split() && split_ == Split::row;
     const float beta = accumulate_grads() ? 1.f : 0.f;
-    const Tensor g = as_matrix(dy);
-    gemm(true, false, 1.f, g, as_matrix(x), beta, grad(0));  // dW (+)= dy^T x
+    const Tensor g = as_matrix(row ? sequence_gather(dy, 0) : dy);
+    gemm(true, false, 1.f, g, as_matrix(column ? sequence_gather(x, 2) : x), beta, grad(0));  // dW (+)= dy^T x
     if (bias_) {
       if (beta == 0.f) fill(grad(1), 0.f);
-      accumulate_bias_grad(g, grad(1));
+      accumulate_bias_grad(as_matrix(dy), grad(1));  // (sequence-parallel row: this rank's positions)
     }
     if (!dx.defined()) return;
-    Tensor dx2 = as_matrix(dx);
-    gemm(false, false, 1.f, g, param(0), 0.f, dx2);  // dx = dy W
-    if (split_ == Split::column) tp_sum(dx2);        // (each rank's outputs contribute to every input)
+    Tensor whole =
+        column ? temp(4, {x.shape()[0], x.shape()[1] * tensor_parallel().size, x.shape()[2]}, x.device()) : dx;
+    Tensor dx2 = as_matrix(whole);
+    gemm(false, false, 1.f, g, param(0), 0.f, dx2);                      // dx = dy W
+    if (split_ == Split::column) sequence_reduce_scatter(whole, dx, 5);  // (each rank's outputs reach every input)
   }
 
  private:

@@ -9,7 +9,9 @@
 // With [parallel] tensor_parallel = T > 1 the head is vocabulary-parallel (Megatron's): each rank
 // holds T's block of W's rows (the embedding's, tied) and outputs the logits of its block of the
 // vocabulary, [T, Vp/T]; the loss is the vocabulary-parallel cross-entropy (layers/loss.hpp), so
-// no rank holds whole logit rows; the input gradient is summed over the group.
+// no rank holds whole logit rows; the input gradient is summed over the group. With [parallel]
+// sequence_parallel its input holds this rank's block of the positions: all-gathered first (and
+// again in backward), the input gradient reduce-scattered.
 #include <algorithm>
 #include <cmath>
 #include <vector>
@@ -26,11 +28,13 @@ class LmHead final : public Layer {
   LmHead(std::int64_t vocab, bool tie, float std, std::int64_t multiple)
       : vocab_(vocab), rows_(padded_vocab(vocab, multiple)), tie_(tie), std_(std) {}
   const char* type() const override { return "lm_head"; }
+  bool takes_position_blocks() const override { return true; }
   Shape output_shape(const Shape& in) const override {
     if (in.size() != 2)
       throw bad_input("[model] layers: lm_head(" + std::to_string(vocab_) + ") needs [T, C] activations, got " +
                       shape_string(in));
-    return {in[0], vocab_block_rows(rows_, tensor_parallel().size, "lm_head(" + std::to_string(vocab_) + ")")};
+    const std::int64_t t = sequence_split() ? in[0] * tensor_parallel().size : in[0];  // (gathers the positions)
+    return {t, vocab_block_rows(rows_, tensor_parallel().size, "lm_head(" + std::to_string(vocab_) + ")")};
   }
   std::vector<ParamSpec> param_specs(const Shape& in) const override {
     ParamSpec w{"weight", {rows_, in[1]}, Init::normal, in[1], vocab_};
@@ -43,18 +47,21 @@ class LmHead final : public Layer {
   void forward(const Tensor& x, Tensor& y) override {
     const std::int64_t cols = local_rows();
     Tensor y2 = y.reshaped({y.numel() / cols, cols});
-    gemm(false, true, 1.f, x.reshaped({y2.rows(), x.shape().back()}), param(0), 0.f, y2);
+    gemm(false, true, 1.f, sequence_gather(x, 0).reshaped({y2.rows(), x.shape().back()}), param(0), 0.f, y2);
     if (rows_ > vocab_ && first_row() + cols > vocab_) add_bias(y2, padding_mask(x.device()));
   }
   void backward(const Tensor& x, const Tensor&, const Tensor& dy, Tensor& dx) override {
     const std::int64_t cols = local_rows();
     const Tensor g = dy.reshaped({dy.numel() / cols, cols});
     const std::int64_t width = x.shape().back();
-    gemm(true, false, 1.f, g, x.reshaped({g.rows(), width}), accumulate_grads() ? 1.f : 0.f, grad(0));
+    gemm(true, false, 1.f, g, sequence_gather(x, 0).reshaped({g.rows(), width}), accumulate_grads() ? 1.f : 0.f,
+         grad(0));
     if (!dx.defined()) return;
-    Tensor dx2 = dx.reshaped({g.rows(), width});
+    Tensor whole = sequence_split() ? temp(2, {x.shape()[0], g.rows() / x.shape()[0], width}, x.device()) : dx;
+    Tensor dx2 = whole.reshaped({g.rows(), width});
     gemm(false, false, 1.f, g, param(0), 0.f, dx2);
-    tp_sum(dx2);  // (vocabulary-parallel: every rank's block of the logits reads the whole input)
+    // (vocabulary-parallel: every rank's block of the logits reads the whole input)
+    sequence_reduce_scatter(whole, dx, 3);
   }
 
  private:

@@ -7,6 +7,7 @@
 #include <functional>
 #include <map>
 
+#include "hpctrain/backend/ops.hpp"
 #include "hpctrain/comm/communicator.hpp"
 #include "hpctrain/core/error.hpp"
 
@@ -235,6 +236,59 @@ void Layer::tp_sum(Tensor& t) {
              std::string(type()) + ": split over " + std::to_string(tp_.size) +
                  " tensor-parallel ranks but called without their communicator");
   ctx_->tp_comm->allreduce(t.data(), t.data(), static_cast<std::size_t>(t.numel()), DType::f32, ReduceOp::sum);
+}
+
+namespace {
+// Between [rows, size, part] (sample-major: the layout of [rows, T, ...]) and [size, rows, part]
+// (rank-major: the collectives' blocks), element blocks of `part` copied one by one.
+void regroup(const Tensor& from, Tensor& to, std::int64_t rows, int size, std::int64_t part, bool to_rank_major) {
+  for (int r = 0; r < size; ++r)
+    for (std::int64_t i = 0; i < rows; ++i) {
+      const std::int64_t sample_major = (i * size + r) * part, rank_major = (r * rows + i) * part;
+      Tensor dst = to.view(to_rank_major ? rank_major : sample_major, {part});
+      copy(from.view(to_rank_major ? sample_major : rank_major, {part}), dst);
+    }
+}
+}  // namespace
+
+void Layer::refuse_every_position(const Shape& in) const {
+  if (sequence_split() && !in.empty() && in[0] == tp_.sequence)
+    throw bad_input(std::string("[parallel] sequence_parallel: [model] layers: a ") + type() +
+                    " between a tp=column and a tp=row layer (where every rank holds every position) is not "
+                    "supported; put it outside the pair");
+}
+
+Tensor Layer::sequence_gather(const Tensor& local, std::size_t k) {
+  if (!sequence_split()) return local;
+  HPCT_CHECK(ctx_ && ctx_->tp_comm && local.shape().size() >= 2,
+             std::string(type()) + ": a sequence gather needs the tensor-parallel group and [rows, T, ...]");
+  const int size = tp_.size;
+  const std::int64_t rows = local.shape()[0], part = local.numel() / rows;
+  Shape shape = local.shape();
+  shape[1] *= size;
+  Tensor full = temp(k, shape, local.device());
+  Tensor blocks = rows == 1 ? full : temp(k + 1, {size * local.numel()}, local.device());
+  ctx_->tp_comm->allgather(local.data(), blocks.data(), static_cast<std::size_t>(local.numel()), DType::f32);
+  if (rows > 1) regroup(blocks, full, rows, size, part, false);
+  return full;
+}
+
+void Layer::sequence_reduce_scatter(Tensor& full, Tensor& local, std::size_t k) {
+  if (!sequence_split()) {
+    tp_sum(full);
+    if (full.data() != local.data()) copy(full, local);
+    return;
+  }
+  HPCT_CHECK(ctx_ && ctx_->tp_comm && local.numel() * tp_.size == full.numel() && local.shape().size() >= 2,
+             std::string(type()) + ": a sequence reduce-scatter needs the tensor-parallel group and [rows, T, ...]");
+  const std::int64_t rows = local.shape()[0], part = local.numel() / rows;
+  Tensor blocks = full;
+  if (rows > 1) {
+    blocks = temp(k, {full.numel()}, full.device());
+    regroup(full, blocks, rows, tp_.size, part, true);
+  }
+  ctx_->tp_comm->reduce_scatter(blocks.data(), local.data(), static_cast<std::size_t>(local.numel()), DType::f32,
+                                ReduceOp::sum);
 }
 
 std::int64_t int_arg(const LayerArgs& a, std::size_t index, const std::string& what) {

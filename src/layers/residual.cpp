@@ -24,6 +24,9 @@ class Residual final : public Layer {
     inner_views_.resize(inner_.size());
   }
   const char* type() const override { return "res"; }
+  bool takes_position_blocks() const override {
+    return std::all_of(inner_.begin(), inner_.end(), [](const auto& l) { return l->takes_position_blocks(); });
+  }
   Shape output_shape(const Shape& in) const override {
     Shape s = in;
     for (const auto& l : inner_) s = l->output_shape(s);

@@ -14,8 +14,10 @@ class RmsNorm final : public Layer {
  public:
   explicit RmsNorm(float eps) : eps_(eps) {}
   const char* type() const override { return "rmsnorm"; }
+  bool takes_position_blocks() const override { return true; }
   Shape output_shape(const Shape& in) const override {
     if (in.empty()) throw bad_input("[model] layers: rmsnorm needs an input with a last dimension");
+    refuse_every_position(in);
     return in;
   }
   std::vector<ParamSpec> param_specs(const Shape& in) const override {

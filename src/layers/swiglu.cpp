@@ -11,6 +11,7 @@ namespace {
 class SwiGlu final : public Layer {
  public:
   const char* type() const override { return "swiglu"; }
+  bool takes_position_blocks() const override { return true; }
   Shape output_shape(const Shape& in) const override {
     if (in.empty() || in.back() % 2 != 0)
       throw bad_input(

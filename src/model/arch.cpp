@@ -55,25 +55,28 @@ double gpt_flops_per_token(std::int64_t parameters, std::int64_t n_layer, std::i
 }
 
 double gpt_activation_bytes(const GptDims& d, std::int64_t rows, std::int64_t context, std::int64_t padded_vocab,
-                            bool half) {
+                            bool half, ActivationSplit split) {
   const double n = static_cast<double>(rows * context), c = static_cast<double>(d.n_embd);
   const double l = static_cast<double>(d.n_layer), s = half ? 2 : 4;
-  const double t = static_cast<double>(context);
-  const double saved = l * 16 * n * c * s + l * static_cast<double>(rows * d.n_head) * t * 4 + (4 * l + 2) * n * 4;
-  const double outputs = (3 + 2 * l) * n * c * s + n * static_cast<double>(padded_vocab) * 4;
+  const double t = static_cast<double>(context), tp = split.tp, sp = split.sequence ? tp : 1;
+  const double saved = l * (12 / tp + 4 / sp) * n * c * s + l * static_cast<double>(rows * d.n_head) / tp * t * 4 +
+                       (4 * l + 2) * n * 4 / sp;
+  const double outputs = (3 + 2 * l) * n * c * s / sp + n * static_cast<double>(padded_vocab) / tp * 4;
   return saved + outputs;
 }
 
 double llama_activation_bytes(const LlamaDims& d, std::int64_t rows, std::int64_t context, std::int64_t padded_vocab,
-                              bool half) {
+                              bool half, ActivationSplit split) {
   const double n = static_cast<double>(rows * context), c = static_cast<double>(d.n_embd);
   const double l = static_cast<double>(d.n_layer), s = half ? 2 : 4;
+  const double tp = split.tp, sp = split.sequence ? tp : 1;
   const std::int64_t kv = d.n_kv_heads ? d.n_kv_heads : d.n_head;
   const double q = static_cast<double>((d.n_head + 2 * kv) * (d.n_embd / d.n_head));
   const double m = static_cast<double>((d.relu2 ? 2 : 3) * d.ffn_dim);
-  double saved = l * (5 * c + q + m) * n * s + l * n * static_cast<double>(d.n_head) * 4 + (2 * l + 1) * n * 4;
-  if (d.qk_norm) saved += l * n * static_cast<double>(d.n_head + kv) * 4;
-  const double outputs = (2 + 2 * l) * n * c * s + n * static_cast<double>(padded_vocab) * 4;
+  double saved = l * ((c + q + m) / tp + 4 * c / sp) * n * s + l * n * static_cast<double>(d.n_head) / tp * 4 +
+                 (2 * l + 1) * n * 4 / sp;
+  if (d.qk_norm) saved += l * n * static_cast<double>(d.n_head + kv) / tp * 4;
+  const double outputs = (2 + 2 * l) * n * c * s / sp + n * static_cast<double>(padded_vocab) / tp * 4;
   return saved + outputs;
 }
 

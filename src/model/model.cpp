@@ -32,6 +32,7 @@ Model::Model(const std::string& layers, const Shape& sample_shape, const LayerRe
     auto layer = registry.make(specs[i]);
     layer->set_tensor_parallel(tp);
     all_types_.push_back(layer->type());
+    if (tp.sequence > 0 && tp.size > 1) refuse_sequence_parallel(*layer, specs[i].text, i, specs.size());
     const Shape out = layer->output_shape(in);
     layer->configure(in);
     const bool mine = i >= first && i < last;
@@ -63,6 +64,20 @@ Model::Model(const std::string& layers, const Shape& sample_shape, const LayerRe
   store_.allocate(alloc_, whole_gradients, whole_parameters);
   make_views(store_.params());
   use_set(0);
+}
+
+// [parallel] sequence_parallel: the embedding splits the positions, the lm_head gathers them, and
+// every layer between works on a block of them (Layer::takes_position_blocks).
+void Model::refuse_sequence_parallel(const Layer& layer, const std::string& text, std::size_t i, std::size_t count) {
+  const std::string type = layer.type();
+  const char* need = i == 0 && type != "embedding"         ? "the first layer must be an embedding"
+                     : i + 1 == count && type != "lm_head" ? "the last layer must be an lm_head"
+                     : !layer.takes_position_blocks()      ? "this layer does not work on a block of the positions"
+                                                           : nullptr;
+  if (need)
+    throw bad_input("[parallel] sequence_parallel: [model] layers: " + text + ": " + need +
+                    " (it splits a language model's positions between the embedding and the lm_head; "
+                    "docs/parallelism.md)");
 }
 
 void Model::add_tensors(const Layer& layer, const Shape& in, std::size_t i, bool mine, std::int64_t& global) {

@@ -59,6 +59,18 @@ void Trainer::parallelize(bool gpu, int stages) {
   overlap_gather_ = averager_->sharded() && !windows_ &&
                     (overlap == Tristate::on || (overlap == Tristate::auto_ && gpu)) && stages == 1 &&
                     cfg_.precision.dtype == Precision::fp32 && !cfg_.kernels.cuda_graphs;
+  if (model_->tensor_parallel().sequence > 0 && tp_comm_) {  // the replicated tensors' gradients, summed
+    const Ranges replicated = subtract({{0, model_->store().size()}}, tp_split_);
+    std::int64_t at = 0, count = 0;
+    for (const Range& r : averager_->owned()) {  // (staged: the owned ranges lie one after another)
+      for (const Range& q : intersect({r}, replicated)) {
+        sequence_grads_.push_back({averager_->staged() ? at + (q.begin - r.begin) : q.begin, q.size()});
+        count += q.size();
+      }
+      at += r.size();
+    }
+    sequence_buf_ = Tensor::zeros({std::max<std::int64_t>(count, 1)}, alloc_);
+  }
   make_optimizer_for_this_rank();
   compose_update();
 }

@@ -369,6 +369,7 @@ RunSummary Trainer::summarize(const Progress& p, const Checkpointer& checkpointe
   s.ranks = g.shape().world();
   s.pipeline_parallel = g.size(MeshDim::pp);
   s.tensor_parallel = g.size(MeshDim::tp);
+  s.sequence_parallel = cfg_.parallel.sequence_parallel && s.tensor_parallel > 1;
   s.micro_batches = cfg_.train.micro_batches;
   s.samples_per_s = static_cast<double>(s.steps * s.global_batch) / s.wall_s;
   s.tokens_per_sample = index_.train.tokens ? index_.train.block_size : 0;

@@ -41,8 +41,20 @@ void verify_identical(Communicator& comm, const Tensor& t, const std::string& wh
 
 namespace {
 Device device_of(const Runtime& rt) { return rt.device().kind == DeviceKind::cuda ? Device::cuda : Device::cpu; }
-TensorParallel tensor_parallel_place(const Mesh& mesh) { return {mesh.coord(MeshDim::tp), mesh.size(MeshDim::tp)}; }
 }  // namespace
+
+// This rank's block of the tensor-parallel group, and with [parallel] sequence_parallel the
+// sequence length whose positions the layers between the split pairs divide.
+TensorParallel tensor_parallel_place(const Mesh& mesh, const Config& cfg, const SplitIndex& data) {
+  TensorParallel tp{mesh.coord(MeshDim::tp), mesh.size(MeshDim::tp)};
+  if (cfg.parallel.sequence_parallel && tp.size > 1) {
+    if (!data.tokens)
+      throw bad_input("[parallel] sequence_parallel splits a language model's positions; " + cfg.data.path +
+                      " holds no token sequences: set it to false");
+    tp.sequence = data.sample_shape[0];
+  }
+  return tp;
+}
 
 Trainer::Trainer(const Config& cfg, Runtime& rt, const DatasetIndex& index)
     : cfg_(cfg), rt_(rt), index_(index), alloc_(device_of(rt)), staged_(alloc_) {
@@ -66,7 +78,7 @@ Trainer::Trainer(const Config& cfg, Runtime& rt, const DatasetIndex& index)
   {
     Allocator scratch;  // not counted against [run] memory_budget
     const Model layout(cfg.model.layers, index.train.sample_shape, registry, scratch, 0, 1, true, true,
-                       tensor_parallel_place(rt.mesh()));                                  // shapes, counts
+                       tensor_parallel_place(rt.mesh(), cfg, index.train));                // shapes, counts
     groups_ = partition_layers(layer_parameter_counts(layout), stages, cfg.model.groups);  // bad_input if wrong
     const Shape& out = layout.whole_output_shape();
     Shape want = index.train.output_shape();
@@ -88,7 +100,7 @@ Trainer::Trainer(const Config& cfg, Runtime& rt, const DatasetIndex& index)
   const int dp = rt.mesh().size(MeshDim::dp);
   model_ = std::make_unique<Model>(cfg.model.layers, index.train.sample_shape, registry, alloc_, mine.first, mine.last,
                                    !staged_gradients(cfg, dp), !packed_parameters(cfg, dp),
-                                   tensor_parallel_place(rt.mesh()));
+                                   tensor_parallel_place(rt.mesh(), cfg, index.train));
   // Weights tied across stages: every stage of a replica joins each sum (zeros where it holds neither use).
   for (const auto& [layer, target] : model_->ties()) {
     if (stage_of_layer(groups_, layer) == stage_of_layer(groups_, target)) continue;
@@ -181,6 +193,7 @@ void Trainer::finish_step() {
 bool Trainer::finish_gradients(double& squares) {
   comm_wait_s_ += averager_->finish();
   if (windows_) comm_wait_s_ += windows_->take_wait_seconds();  // (shard = full: the step's parameter gathers)
+  if (!sequence_grads_.empty()) sum_sequence_parallel_gradients();
   last_step_skipped_ = false;
   Tensor& grads = model_->gradients();
   const bool fp16 = cfg_.precision.dtype == Precision::fp16, clip = cfg_.optim.clip_norm > 0;
@@ -237,6 +250,24 @@ double Trainer::squares_in(const Tensor& grads, const Ranges& ranges, bool packe
     at += r.size();
   }
   return s;
+}
+
+void Trainer::sum_sequence_parallel_gradients() {
+  Tensor& grads = model_->gradients();
+  std::int64_t at = 0;
+  for (const auto& [offset, count] : sequence_grads_) {
+    Tensor part = sequence_buf_.view(at, {count});
+    copy(grads.view(offset, {count}), part);
+    at += count;
+  }
+  tp_comm_->allreduce(sequence_buf_.data(), sequence_buf_.data(), static_cast<std::size_t>(at), DType::f32,
+                      ReduceOp::sum);
+  at = 0;
+  for (const auto& [offset, count] : sequence_grads_) {
+    Tensor part = grads.view(offset, {count});
+    copy(sequence_buf_.view(at, {count}), part);
+    at += count;
+  }
 }
 
 void Trainer::sum_tied_gradients(double* squares) {

@@ -197,6 +197,31 @@ for c in "tp2 1 1 tp2to1" "tp1 2 2 tp1to2" "tp2 2 1 tp2todp2"; do  # (from, rank
   check "a checkpoint of $1 resumed on $2 rank(s), tensor_parallel = $3: the loss at step 8 within 1e-3 ($(row tp1 8) vs $(row "$4" 8))" \
     awk -v a="$(row tp1 8)" -v b="$(row "$4" 8)" 'BEGIN{d = a - b; exit !(b != "" && d < 1e-3 && d > -1e-3)}'
 done
+# Sequence parallelism: the norms, the dropout after the blocks, the position table and the
+# residual sums on each rank's half of the positions (dropout drawing as one rank does) give T = 2's
+# parameters and losses; a block_size that does not split, and a norm inside a split pair, are
+# refused with one line.
+run 2 "${tp[@]}" --set parallel.tensor_parallel=2 --set parallel.sequence_parallel=true --set run.out_dir=sp2 \
+  >sp2.log 2>&1
+check "sequence_parallel at T = 2: the checkpoint at step 4 within 1e-5 of T = 2's, the loss at step 8 within 1e-5 ($(row tp2 8) vs $(row sp2 8)); summary.json says so" $py -c "
+import h5py, json, numpy as np
+a, b = h5py.File('tp2/checkpoints/ckpt-00000004.h5', 'r'), h5py.File('sp2/checkpoints/ckpt-00000004.h5', 'r')
+assert json.load(open('sp2/summary.json'))['sequence_parallel'] is True
+names = []
+a['model'].visit(lambda n: names.append(n) if isinstance(a['model'][n], h5py.Dataset) else None)
+big = max(float(np.abs(a['model'][n][()]).max()) for n in names)
+worst = max(float(np.abs(a['model'][n][()] - b['model'][n][()]).max()) for n in names)
+assert len(names) > 10 and worst <= 1e-5 * big, (worst, big)
+assert abs(float('$(row tp2 8)') - float('$(row sp2 8)')) <= 1e-5"
+expect_error "sequence_parallel with a block_size that does not split" \
+  "sequence_parallel: \[model\] block_size = 33 positions do not divide among tensor_parallel = 2 ranks" \
+  run 2 "${gpt[@]}" --set parallel.tensor_parallel=2 --set parallel.sequence_parallel=true --set model.block_size=33 \
+  --dry-run
+expect_error "sequence_parallel with a norm inside a split pair" \
+  "a layernorm between a tp=column and a tp=row layer (where every rank holds every position) is not supported" \
+  run 2 --set parallel.tensor_parallel=2 --set parallel.sequence_parallel=true --set model.vocab_multiple=2 --set \
+  "model.layers=embedding($vocab, 32) res(layernorm linear(64, tp=column) layernorm linear(32, tp=row)) lm_head($vocab)" \
+  --dry-run
 # Evaluation and generation.
 ev=$(run 1 --eval-only 2>&1 | grep "^eval-only")
 field() { awk -v k="$1" '{for (i = 1; i < NF; i++) if ($i == k) print $(i + 1)}' <<<"$ev"; }

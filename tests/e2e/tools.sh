@@ -125,7 +125,7 @@ check "... 8 ranks sharding AdamW's state hold 0.12 GiB of it each" grep -qE "^ 
 check "... 8-way tensor parallelism holds 0.09 GiB of parameters and copy, 0.06 of gradients, 0.12 of state" \
   grep -qE "^ +8 +8 +1 none +0.09 +0.06 +0.12 " <<<"$out"
 check "... which the trainer cannot run: 8 does not divide GPT-2's 12 heads" \
-  grep -qE "^ +8 +8 +1 none .*T does not divide the heads or vocabulary" <<<"$out"
+  grep -qE "^ +8 +8 +1 none .*T does not divide the heads, vocabulary or positions" <<<"$out"
 check "... while 2 does" grep -qE "^ +8 +2 +4 gradients .* runs" <<<"$out"
 out=$($py tools/scaling_plan.py --deck inputs/gpt2_124m.ini --set data.path="$tmp/fw" --ranks 1,8 --layouts --device-memory 40 2>&1)
 check "... on a 40 GiB device one rank does not fit and tensor parallelism does" \
@@ -167,6 +167,13 @@ out=$($py tools/scaling_plan.py --deck "$tmp/tiny.ini" --set model.vocab_multipl
   --check-memory "$tmp/tiny_tp/summary.json" 2>&1)
 check "planner --check-memory: a measured tensor_parallel = 2 run's peak within 15% ($(grep -o '[-+][0-9.]*%' <<<"$out"))" \
   grep -qE "^check-memory: 2 rank\(s\) \(tensor_parallel 2\), shard none: .* -> PASS" <<<"$out"
+# ... and with sequence parallelism (the norms', residuals' and their gradients' positions split too).
+"$1" -q -np 2 --oversubscribe --bind-to none "$HPCTRAIN_BUILD_DIR/trainer" "$tmp/tiny.ini" --set run.out_dir="$tmp/tiny_sp" \
+  --set parallel.tensor_parallel=2 --set parallel.sequence_parallel=true --set model.vocab_multiple=64 >/dev/null 2>&1
+out=$($py tools/scaling_plan.py --deck "$tmp/tiny.ini" --set model.vocab_multiple=64 --ranks 1 \
+  --check-memory "$tmp/tiny_sp/summary.json" 2>&1)
+check "planner --check-memory: a measured sequence-parallel T = 2 run's peak within 15% ($(grep -o '[-+][0-9.]*%' <<<"$out"))" \
+  grep -qE "^check-memory: 2 rank\(s\) \(tensor_parallel 2, sequence-parallel\), shard none: .* -> PASS" <<<"$out"
 out=$($py tools/scaling_plan.py --deck inputs/mnist_mlp.ini --set data.path="$tmp/fw" 2>&1)
 check "planner --deck of a deck that is not arch = gpt: one line, exit 2 ($out)" \
   test $? -eq 2 -a "$(wc -l <<<"$out")" = 1

@@ -6,7 +6,9 @@
 // every listed layout: T alone, T with micro-batches and recompute = blocks, T x data-parallel
 // (with shard = optimizer, gradients and full), T x pipeline stages, T = 4, and at 8 ranks (pipeline_np8) 3-D:
 // T x P x D = 2 x 2 x 2, also with micro-batches and recompute (a head tied across stages is
-// refused with sharding, as without tensor parallelism). Stated tolerance: max
+// refused with sharding, as without tensor parallelism); and with sequence parallelism (the
+// norms, dropout, position embeddings and residual sums on each rank's block of the positions) at
+// T = 2 with micro-batches and recompute, with shard = gradients, at T = 4, and in 3-D. Stated tolerance: max
 // |difference| <= 2e-6 * (1 + max |parameter|), the data-parallel tests' (the split sums add in
 // another order). clip_norm is small enough to clip every step, so the global norm must count
 // each split block once and each replicated tensor once (a negative control below shows the
@@ -38,19 +40,27 @@ struct Layout {
   const char* shard = "none";
   bool recompute = false;
   bool llama_too = true;  // (T = 4 splits 4 query heads but not the Llama's 2 key/value heads)
+  bool sequence = false;  // [parallel] sequence_parallel
   std::string text() const {
     return "tp " + std::to_string(tp) + ", pp " + std::to_string(pp) + ", micro-batches " + std::to_string(micro) +
-           ", shard " + shard + (recompute ? ", recompute" : "");
+           ", shard " + shard + (recompute ? ", recompute" : "") + (sequence ? ", sequence-parallel" : "");
   }
 };
 
 // The listed layouts for a world size: every value of each axis that fits at least once.
 std::vector<Layout> layouts(int world) {
-  if (world == 2) return {{2, 1, 1, "none"}, {2, 1, 2, "none", true}};
+  if (world == 2) return {{2, 1, 1, "none"}, {2, 1, 2, "none", true}, {2, 1, 2, "none", true, true, true}};
   if (world == 4)
-    return {{2, 1, 1, "none"}, {2, 1, 1, "optimizer"}, {2, 1, 2, "gradients"},
-            {2, 1, 2, "full"}, {2, 2, 1, "none"},      {4, 1, 1, "none", false, false}};
-  if (world == 8) return {{2, 2, 1, "none"}, {2, 2, 2, "none", true}};  // 3-D: T x P x D = 2 x 2 x 2
+    return {{2, 1, 1, "none"},
+            {2, 1, 1, "optimizer"},
+            {2, 1, 2, "gradients"},
+            {2, 1, 2, "full"},
+            {2, 2, 1, "none"},
+            {4, 1, 1, "none", false, false},
+            {2, 1, 2, "gradients", false, true, true},
+            {4, 1, 1, "none", false, false, true}};
+  if (world == 8)  // 3-D: T x P x D = 2 x 2 x 2
+    return {{2, 2, 1, "none"}, {2, 2, 2, "none", true}, {2, 2, 2, "none", false, true, true}};
   return {};
 }
 
@@ -60,7 +70,7 @@ Config tp_config(const std::string& root, const char* layers, const Layout& l, d
       "\nblock_size = 8\nvocab_multiple = 4\n[train]\nglobal_batch = 8\nmicro_batches = " + std::to_string(l.micro) +
       "\n[optim]\nlr = 0.1\nmomentum = 0.9\nclip_norm = " + std::to_string(clip_norm) +
       "\n[parallel]\npipeline_parallel = " + std::to_string(l.pp) + "\ntensor_parallel = " + std::to_string(l.tp) +
-      "\nshard = " + l.shard + "\n";
+      "\nshard = " + l.shard + "\nsequence_parallel = " + (l.sequence ? "true" : "false") + "\n";
   Config cfg = parse_config(ini, "tensor-parallel-test.ini", {}, process_environment());
   if (l.recompute) cfg.train.recompute = Recompute::blocks;
   return cfg;

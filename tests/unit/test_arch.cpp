@@ -136,3 +136,36 @@ TEST(Arch, LlamaActivationBytesMatchMeasuredRuns) {
                                      << (r.half ? ", bf16" : "");
   }
 }
+
+// With tensor and sequence parallelism: per-rank activation_bytes_per_rank of runs measured
+// 2026-12-04 (2 layers, 4 heads, 128 wide, T = 32, 4 windows per rank, the character vocabulary
+// padded to 128: inputs/llama_small.ini and its arch = gpt twin at 1, 2 and 4 ranks with
+// tensor_parallel = ranks; printed to 6 digits: within 64 bytes).
+TEST(Arch, ActivationBytesSplitByTensorAndSequenceParallelism) {
+  struct Run {
+    bool llama;
+    int tp;
+    bool sequence, half;
+    double measured;
+  };
+  const Run runs[] = {
+      {false, 1, false, false, 2630660}, {false, 2, false, false, 1809410}, {false, 2, true, false, 1315330},
+      {false, 4, false, false, 1398780}, {false, 4, true, false, 657664},   {true, 1, false, false, 2562560},
+      {true, 2, false, false, 1741310},  {true, 2, true, false, 1281280},   {true, 2, true, true, 661760}};
+  for (const Run& r : runs) {
+    const ActivationSplit split{r.tp, r.sequence};
+    double est = 0;
+    if (r.llama) {
+      LlamaDims d;
+      d.n_layer = 2, d.n_head = 4, d.n_kv_heads = 2, d.n_embd = 128, d.ffn_dim = 384;
+      d.qk_norm = r.half;  // (the bf16 run has QK-norm on)
+      est = llama_activation_bytes(d, 4, 32, 128, r.half, split);
+    } else {
+      GptDims d;
+      d.n_layer = 2, d.n_head = 4, d.n_embd = 128;
+      est = gpt_activation_bytes(d, 4, 32, 128, r.half, split);
+    }
+    EXPECT_NEAR(est, r.measured, 64) << (r.llama ? "llama" : "gpt") << ", tensor_parallel " << r.tp
+                                     << (r.sequence ? ", sequence-parallel" : "") << (r.half ? ", bf16" : "");
+  }
+}

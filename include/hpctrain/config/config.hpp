@@ -202,6 +202,9 @@ struct OptimConfig {
 struct ParallelConfig {
   int pipeline_parallel = 1;  // the mesh's pp
   int tensor_parallel = 1;    // the mesh's tp
+  // tensor_parallel > 1: the activations between the split pairs (norms, dropout, residual sums)
+  // hold 1/T of the positions (Megatron's sequence parallelism)
+  bool sequence_parallel = false;
   PipelineSchedule pipeline_schedule = PipelineSchedule::one_f_one_b;
   CommBackend comm = CommBackend::auto_;
   Tristate cuda_aware_mpi = Tristate::auto_;

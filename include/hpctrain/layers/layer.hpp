@@ -48,8 +48,14 @@ struct ParamSpec {
 
 // This rank's place in its tensor-parallel group ([parallel] tensor_parallel = size): a layer
 // that splits its work (linear(n, tp=column|row), attention's heads) holds block `rank` of `size`.
+// sequence > 0 ([parallel] sequence_parallel, Megatron's): the model's sequence length T; the
+// activations outside the split pairs (from the embedding's output to the lm_head's input) hold
+// this rank's block of T/size positions, [rows, T/size, C]: a split pair's first layer
+// all-gathers them, its last one reduce-scatters instead of summing, and a replicated parameter's
+// gradient is this rank's positions' share (the trainer sums it over the group).
 struct TensorParallel {
   int rank = 0, size = 1;
+  std::int64_t sequence = 0;
 };
 
 // What a forward pass is part of, for layers that behave differently when
@@ -152,6 +158,10 @@ class Layer {
   // Before output_shape and param_specs (the model calls it): the block of the work this rank
   // does when the layer splits it over the tensor-parallel group; layers that do not stay whole.
   virtual void set_tensor_parallel(TensorParallel tp) { tp_ = tp; }
+  // Whether the layer works with [parallel] sequence_parallel: its output at a position reads only
+  // that position's input (norms, activations, dropout), or it gathers and scatters the positions
+  // itself (the split pairs, attention, the embeddings, lm_head); the model refuses the others.
+  virtual bool takes_position_blocks() const { return false; }
   virtual void set_context(const StepContext* ctx, std::size_t index) {
     ctx_ = ctx;
     index_ = index;
@@ -205,6 +215,18 @@ class Layer {
   // t summed over the tensor-parallel group, in place (a row-parallel output, a column-parallel
   // input gradient); nothing with one rank.
   void tp_sum(Tensor& t);
+  // Sequence parallelism (TensorParallel::sequence) on, with more than one rank.
+  bool sequence_split() const { return tp_.sequence > 0 && tp_.size > 1; }
+  // Sequence-parallel: bad_input when `in` holds every position (inside a split pair, where each
+  // rank computes them all), for a layer with replicated parameters, whose gradient the trainer
+  // sums over the group as if each rank held its block of the positions.
+  void refuse_every_position(const Shape& in) const;
+  // This rank's positions [rows, T/size, ...] -> every rank's, [rows, T, ...], in arena scratch
+  // (temp keys k and k + 1); `local` itself when sequence_split() is off.
+  Tensor sequence_gather(const Tensor& local, std::size_t k);
+  // The group's sum of `full` [rows, T, ...], this rank's positions of it into `local`
+  // [rows, T/size, ...] (temp key k); tp_sum(full) into local when sequence_split() is off.
+  void sequence_reduce_scatter(Tensor& full, Tensor& local, std::size_t k);
   const StepContext& context() const { return *ctx_; }
   bool has_context() const { return ctx_ != nullptr; }
   std::size_t index() const { return index_; }  // position in the model (part of dropout's key)

@@ -52,14 +52,26 @@ double gpt_flops_per_token(std::int64_t parameters, std::int64_t n_layer, std::i
 //             attention's log-sum-exp and the layer norms' statistics stay float32; no T x T)
 //   outputs = (3 + 2 n_layer) N n_embd s + N padded_vocab 4                   (the logits in float32)
 // Found by measuring runs of this build and checked against one by tests/e2e/token_streaming.sh.
+// With tensor parallelism over T ranks (`split`, per rank): the tensors split by heads or by the
+// MLP's features (q|k|v, the heads' output, the MLP's hidden 8 n_embd; the log-sum-exp) and the
+// logits (vocabulary-parallel) are 1/T; the rest (the block's 4 n_embd of norms' and sublayers'
+// outputs, the statistics, the model's outputs) is whole on every rank, or 1/T with
+// sequence parallelism: saved = n_layer (12/T + 4/S) N n_embd s + ..., S = T with it, else 1.
+struct ActivationSplit {
+  int tp = 1;             // [parallel] tensor_parallel
+  bool sequence = false;  // [parallel] sequence_parallel
+};
 double gpt_activation_bytes(const GptDims& d, std::int64_t rows, std::int64_t context, std::int64_t padded_vocab,
-                            bool half);
+                            bool half, ActivationSplit split = {});
 // The same for arch = llama, with q = (n_head + 2 n_kv_heads) head_dim (the fused q|k|v's width)
 // and m = 3 ffn_dim (SwiGLU: gate|up, then its output) or 2 ffn_dim (relu2):
 //   saved   = n_layer (5 n_embd + q + m) N s + n_layer rows n_head T 4 + (2 n_layer + 1) N 4
 //             [+ n_layer N (n_head + n_kv_heads) 4 with qk_norm]   (RMS norms keep one statistic)
 //   outputs = (2 + 2 n_layer) N n_embd s + N padded_vocab 4
+// Split as gpt_activation_bytes says: q, m, the heads' output n_embd, the log-sum-exp, the QK-norm
+// statistics and the logits by T; the block's other 4 n_embd, the RMS statistics and the outputs
+// by S.
 double llama_activation_bytes(const LlamaDims& d, std::int64_t rows, std::int64_t context, std::int64_t padded_vocab,
-                              bool half);
+                              bool half, ActivationSplit split = {});
 
 }  // namespace hpctrain

@@ -94,6 +94,7 @@ struct RunSummary {
   std::string run_id, started_at, deck;  // this invocation's id and start (UTC), the configuration file
   std::int64_t steps = 0, first_step = 0, total_steps = 0, global_batch = 0;
   int ranks = 1, pipeline_parallel = 1, tensor_parallel = 1, micro_batches = 1;
+  bool sequence_parallel = false;  // ([parallel] sequence_parallel in effect: tensor_parallel > 1)
   double wall_s = 0, samples_per_s = 0, final_train_loss = 0;
   std::string final_split = "test";  // the split of the final evaluation: "test", else "eval"
   bool has_test = false;
@@ -205,6 +206,7 @@ void visit_summary(const RunSummary& s, Visit&& v) {
   v("loss_scale", s.loss_scale);
   v("pipeline_parallel", s.pipeline_parallel);
   v("tensor_parallel", s.tensor_parallel);
+  v("sequence_parallel", s.sequence_parallel);
   v("model_parallel", s.pipeline_parallel);  // (its old name, for readers of older summaries)
   v("pipeline_idle_fraction", s.pipeline_idle_fraction());
   v("pipeline_idle_ideal", s.pipeline_idle_ideal());

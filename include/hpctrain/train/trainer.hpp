@@ -123,6 +123,9 @@ class Trainer {
   // Pipelines: sums the gradients of weights tied across stages (Model::tie_syncs); with `squares`,
   // recomputes this stage's squared gradient norm with those gradients counted on one stage.
   void sum_tied_gradients(double* squares);
+  // [parallel] sequence_parallel: the replicated tensors' gradients, each rank's positions' share,
+  // summed over the tensor-parallel group (one allreduce of them packed together).
+  void sum_sequence_parallel_gradients();
   void drop_recordings();  // what [kernels] cuda_graphs recorded is recorded again at the next step
   bool gpu() const {
     return alloc_.device() == Device::cuda;
@@ -169,6 +172,10 @@ class Trainer {
   std::unique_ptr<Communicator> tp_comm_, tp_host_comm_;
   Communicator* tp_host_ = nullptr;
   Ranges tp_split_;
+  // sequence_parallel: where the replicated tensors this rank updates lie in the gradient (offset,
+  // count), and a buffer that holds them packed
+  std::vector<std::pair<std::int64_t, std::int64_t>> sequence_grads_;
+  Tensor sequence_buf_;
   bool vocab_parallel_ = false;  // lm_head's logits split over the group: the vocabulary-parallel loss
   // Σ g² over store `ranges` of `grads` (`packed`: they lie one after another there), the
   // tensors every tensor-parallel rank holds whole weighted 1/T, so a sum over the group counts
@@ -218,6 +225,9 @@ std::string cuda_graphs_refusal(const Config& cfg, DeviceKind device, int dp_siz
 
 // Whether backward writes into staging buffers and each rank keeps only its gradient ([parallel]
 // shard = gradients on more than one data-parallel rank; on one it is the whole gradient anyway).
+// This rank's place in the tensor-parallel group, with [parallel] sequence_parallel's sequence
+// length (bad_input when the data holds no token sequences).
+TensorParallel tensor_parallel_place(const Mesh& mesh, const Config& cfg, const SplitIndex& data);
 bool staged_gradients(const Config& cfg, int dp_size);
 // Whether each rank keeps only its parameters too (shard = full on more than one rank).
 bool packed_parameters(const Config& cfg, int dp_size);

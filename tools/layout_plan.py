@@ -33,8 +33,12 @@ ranks with `shard` in none | optimizer | gradients | full (ZeRO 0-3):
     tensor-parallel: 4 allreduces per layer and micro-batch (2 forward, 2 backward), and 2 for the
       vocabulary-parallel embedding (forward) and head (backward), of the
       micro-batch's activations [tokens, width] in the compute precision, over the node's link,
-      not hidden (sequence parallelism: an all-gather and a reduce-scatter in place of each
-      allreduce, the same bytes)
+      not hidden; with sequence parallelism 10 all-gathers or reduce-scatters per layer and
+      micro-batch, (T-1)/T of the activations each (forward: a gather and a scatter per split pair;
+      backward: the input gathered again, the output gradient gathered, the input gradient
+      scattered), and 5 for the embedding and head: (10 L + 5) (T-1)/T where the plain sums move
+      (4 L + 2) 2 (T-1)/T, 25% more (summary.json's tp_*_bytes_per_step measure them:
+      docs/parallelism.md)
 A layout fits when its memory is at most --headroom (0.9) of --device-memory. The trainer runs
 every layout whose T divides the attention's query and key/value heads and the vocabulary table's
 rows (the table marks the others).
@@ -121,7 +125,7 @@ def memory(d, t, dp, shard, mb, sp=False):
     return params, grads, copy, state, acts, params + grads + copy + state + acts
 
 
-def step_seconds(d, t, dp, shard, mb, a, compute1, update1, global_batch):
+def step_seconds(d, t, dp, shard, mb, a, compute1, update1, global_batch, sp=False):
     """One step's seconds at t x dp ranks with micro-batches of `mb` windows (see the module's
     text); a: alpha/beta, hidden, ranks_per_node."""
     n = t * dp
@@ -144,7 +148,10 @@ def step_seconds(d, t, dp, shard, mb, a, compute1, update1, global_batch):
     tpc = 0.0
     if t > 1:
         msg = mb * d.context * d.width * (2 if d.sixteen else 4)
-        tpc = (4 * d.layers + 2) * micro * (2 * (t - 1) / t * msg * a.beta + a.alpha)
+        if sp:
+            tpc = (10 * d.layers + 5) * micro * ((t - 1) / t * msg * a.beta + a.alpha)
+        else:
+            tpc = (4 * d.layers + 2) * micro * (2 * (t - 1) / t * msg * a.beta + a.alpha)
     held = d.whole_share + (1 - d.whole_share) / t
     update = update1 * held / (dp if shard != "none" else 1)
     return compute1 * held / dp + update + dpc + tpc
@@ -166,7 +173,7 @@ def table(d, ranks, a, compute1, update1, global_batch):
                     continue  # nothing to shard over
                 for sp in (False, True) if t > 1 else (False,):
                     mem = memory(d, t, dp, shard, mb, sp)
-                    step = step_seconds(d, t, dp, shard, mb, a, compute1, update1, global_batch)
+                    step = step_seconds(d, t, dp, shard, mb, a, compute1, update1, global_batch, sp)
                     runs = d.heads[0] % t == 0 and d.heads[1] % t == 0 and d.rows % t == 0
                     rows.append((n, t, dp, shard, mem, mem[-1] <= a.headroom * a.device_bytes, step,
                                  runs and (not sp or d.context % t == 0), sp))

@@ -13,8 +13,9 @@ double CollectiveLog::clock() {
   return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
 }
 
-std::uint64_t CollectiveLog::enter(const std::string& op, bool collective) {
+std::uint64_t CollectiveLog::enter(const std::string& op, bool collective, std::uint64_t bytes) {
   std::lock_guard<std::mutex> lock(mu_);
+  bytes_[op] += bytes;
   InFlightOp rec;
   rec.id = next_id_++;
   rec.collective = collective ? ++collectives_ : 0;
@@ -30,6 +31,13 @@ void CollectiveLog::leave(std::uint64_t id) {
   in_flight_.erase(
       std::remove_if(in_flight_.begin(), in_flight_.end(), [&](const InFlightOp& r) { return r.id == id; }),
       in_flight_.end());
+}
+
+std::map<std::string, OpTraffic> CollectiveLog::traffic() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  std::map<std::string, OpTraffic> out;
+  for (const auto& [op, calls] : per_op_) out[op] = {calls, bytes_.count(op) ? bytes_.at(op) : 0};
+  return out;
 }
 
 LogSnapshot CollectiveLog::snapshot() const {

@@ -289,7 +289,10 @@ Request MpiCommunicator::submit(std::shared_ptr<Op> op) {
   if (options_.memory == MemorySpace::device && !staged) op->ready = options_.device->record_marker();
   if (in_place_rs && !through_shm(*op)) op->temp.resize(op->out_bytes);  // (shared memory sums in place)
   const bool collective = op->kind != Kind::send && op->kind != Kind::recv;
-  op->log_id = log_.enter(kind_name(op->kind), collective);
+  // (the whole buffer: an all-gather's output, a reduce-scatter's input)
+  const bool whole = op->kind == Kind::allgather || op->kind == Kind::reduce_scatter;
+  op->log_id = log_.enter(kind_name(op->kind), collective,
+                          op->count * dtype_size(op->dtype) * static_cast<std::size_t>(whole ? size_ : 1));
   {
     std::lock_guard<std::mutex> lock(mu_);
     queue_.push_back(op);

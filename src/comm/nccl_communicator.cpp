@@ -130,43 +130,46 @@ class NcclCommunicator final : public Communicator {
   const std::string& name() const override { return options_.name; }
   const char* backend() const override { return "nccl"; }
   MemorySpace memory() const override { return MemorySpace::device; }
+  const CollectiveLog& log() const override { return log_; }
 
   Request iallreduce(const void* send, void* recv, std::size_t count, DType t, ReduceOp op) override {
-    return launch("allreduce", true,
+    return launch("allreduce", true, count * dtype_size(t),
                   [&] { CHECK_NCCL(ncclAllReduce(send, recv, count, nccl_type(t), nccl_op(op), comm_, stream_)); });
   }
   Request ibroadcast(void* buf, std::size_t count, DType t, int root) override {
-    return launch("broadcast", true,
+    return launch("broadcast", true, count * dtype_size(t),
                   [&] { CHECK_NCCL(ncclBroadcast(buf, buf, count, nccl_type(t), root, comm_, stream_)); });
   }
   Request iallgather(const void* send, void* recv, std::size_t count, DType t) override {
-    return launch("allgather", true,
+    return launch("allgather", true, count * dtype_size(t) * size_,
                   [&] { CHECK_NCCL(ncclAllGather(send, recv, count, nccl_type(t), comm_, stream_)); });
   }
   Request ireduce_scatter(const void* send, void* recv, std::size_t count, DType t, ReduceOp op) override {
-    return launch("reduce_scatter", true,
+    return launch("reduce_scatter", true, count * dtype_size(t) * size_,
                   [&] { CHECK_NCCL(ncclReduceScatter(send, recv, count, nccl_type(t), nccl_op(op), comm_, stream_)); });
   }
   // Sends and receives wait in one group until a request of theirs is queried or a collective
   // comes (comm/p2p_group.hpp): a send issued alone would block the stream until the peer's
   // receive, and two ranks that both send first would never get there.
   Request isend(const void* buf, std::size_t count, DType t, int peer) override {
-    return defer("send", [=] { CHECK_NCCL(ncclSend(buf, count, nccl_type(t), peer, comm_, stream_)); });
+    return defer("send", count * dtype_size(t),
+                 [=] { CHECK_NCCL(ncclSend(buf, count, nccl_type(t), peer, comm_, stream_)); });
   }
   Request irecv(void* buf, std::size_t count, DType t, int peer) override {
-    return defer("recv", [=] { CHECK_NCCL(ncclRecv(buf, count, nccl_type(t), peer, comm_, stream_)); });
+    return defer("recv", count * dtype_size(t),
+                 [=] { CHECK_NCCL(ncclRecv(buf, count, nccl_type(t), peer, comm_, stream_)); });
   }
   Request ibarrier() override {
-    return launch("barrier", true, [&] {
+    return launch("barrier", true, 0, [&] {
       CHECK_NCCL(ncclAllReduce(barrier_buf_, barrier_buf_, 1, ncclInt32, ncclSum, comm_, stream_));
     });
   }
 
  private:
-  Request defer(const char* what, std::function<void()> issue) {
+  Request defer(const char* what, std::size_t bytes, std::function<void()> issue) {
     auto c = std::make_shared<Completion>();
     CHECK_CUDA(cudaEventCreateWithFlags(&c->event, cudaEventDisableTiming));
-    c->log_id = log_.enter(what, false);
+    c->log_id = log_.enter(what, false, bytes);
     if (p2p_.pending() == 0) {  // the group's first operation: the NCCL stream waits for the compute stream now
       CHECK_CUDA(cudaEventRecord(ready_, compute_));
       CHECK_CUDA(cudaStreamWaitEvent(stream_, ready_, 0));
@@ -180,14 +183,14 @@ class NcclCommunicator final : public Communicator {
   }
 
   template <typename Issue>
-  Request launch(const char* what, bool collective, Issue issue) {
+  Request launch(const char* what, bool collective, std::size_t bytes, Issue issue) {
     p2p_.flush();  // earlier sends and receives reach NCCL first, in call order
     poll();        // retire finished operations even when no watchdog polls
     CHECK_CUDA(cudaEventRecord(ready_, compute_));
     CHECK_CUDA(cudaStreamWaitEvent(stream_, ready_, 0));
     auto c = std::make_shared<Completion>();
     CHECK_CUDA(cudaEventCreateWithFlags(&c->event, cudaEventDisableTiming));
-    c->log_id = log_.enter(what, collective);
+    c->log_id = log_.enter(what, collective, bytes);
     issue();
     CHECK_CUDA(cudaEventRecord(c->event, stream_));
     {

@@ -207,6 +207,17 @@ SamplerState Trainer::resume(Checkpointer& checkpointer, const std::string& path
   return from;
 }
 
+std::map<std::string, OpTraffic> Trainer::tp_traffic_now() const {
+  std::map<std::string, OpTraffic> out;
+  for (const Communicator* c : {tp_comm_.get(), tp_host_comm_.get()})
+    if (c)
+      for (const auto& [op, t] : c->log().traffic()) {
+        out[op].calls += t.calls;
+        out[op].bytes += t.bytes;
+      }
+  return out;
+}
+
 int Trainer::run_step(Reader& reader, const Schedule& schedule, std::int64_t per_epoch, Progress& p,
                       Checkpointer& checkpointer, IntervalSums& sums) {
   const std::int64_t step = state_.step, total = schedule.total();
@@ -217,8 +228,15 @@ int Trainer::run_step(Reader& reader, const Schedule& schedule, std::int64_t per
   Batch batch = reader.next();
   const double lr = learning_rate(cfg_.optim, step, total);
   const auto t0 = Clock::now();
+  const auto tp0 = tp_traffic_now();
   train_step(batch, static_cast<float>(lr));
   p.step_seconds += since(t0);
+  for (const auto& [op, now] : tp_traffic_now()) {  // (what this step's tensor-parallel operations moved)
+    const OpTraffic was = tp0.count(op) ? tp0.at(op) : OpTraffic{};
+    tp_step_traffic_[op].calls += now.calls - was.calls;
+    tp_step_traffic_[op].bytes += now.bytes - was.bytes;
+  }
+  ++tp_steps_;
   if (last_step_skipped_) {
     char skip[160];
     std::snprintf(skip, sizeof(skip), "step %lld: fp16 gradient overflow: update skipped, loss scale now %g",
@@ -370,6 +388,18 @@ RunSummary Trainer::summarize(const Progress& p, const Checkpointer& checkpointe
   s.pipeline_parallel = g.size(MeshDim::pp);
   s.tensor_parallel = g.size(MeshDim::tp);
   s.sequence_parallel = cfg_.parallel.sequence_parallel && s.tensor_parallel > 1;
+  if (tp_steps_ > 0 && s.tensor_parallel > 1) {  // (this rank's: rank 0, the first stage's)
+    const double steps = static_cast<double>(tp_steps_), t = s.tensor_parallel;
+    for (const auto& [op, sum] : tp_step_traffic_) {
+      const double bytes = static_cast<double>(sum.bytes) / steps;
+      s.tp_collectives_per_step += static_cast<double>(sum.calls) / steps;
+      // a ring's bytes sent per rank: an allreduce 2 (T-1)/T of its buffer, a gather or scatter (T-1)/T
+      s.tp_link_bytes_per_step += bytes * (t - 1) / t * (op == "allreduce" ? 2 : 1);
+      if (op == "allreduce") s.tp_allreduce_bytes_per_step = bytes;
+      if (op == "allgather") s.tp_allgather_bytes_per_step = bytes;
+      if (op == "reduce_scatter") s.tp_reduce_scatter_bytes_per_step = bytes;
+    }
+  }
   s.micro_batches = cfg_.train.micro_batches;
   s.samples_per_s = static_cast<double>(s.steps * s.global_batch) / s.wall_s;
   s.tokens_per_sample = index_.train.tokens ? index_.train.block_size : 0;

@@ -213,6 +213,15 @@ big = max(float(np.abs(a['model'][n][()]).max()) for n in names)
 worst = max(float(np.abs(a['model'][n][()] - b['model'][n][()]).max()) for n in names)
 assert len(names) > 10 and worst <= 1e-5 * big, (worst, big)
 assert abs(float('$(row tp2 8)') - float('$(row sp2 8)')) <= 1e-5"
+# What the group moved per step (summary.json) against the planner's counts (tools/layout_plan.py):
+# T = 2 sums 4 L + 2 = 10 activations of 8 x 16 x 32 floats (16384 bytes), plus the loss's and the
+# clipping norm's small ones; sequence-parallel all-gathers 6 L + 3 and reduce-scatters 4 L + 2.
+check "tensor-parallel bytes per step: T = 2 10 sums of the activations (+ under 2%); sequence-parallel 15 all-gathers and 10 reduce-scatters of them" $py -c "
+import json
+a, b, m = json.load(open('tp2/summary.json')), json.load(open('sp2/summary.json')), 16384
+assert 10 * m <= a['tp_allreduce_bytes_per_step'] <= 10.2 * m and a['tp_allgather_bytes_per_step'] == 0, a
+assert b['tp_allgather_bytes_per_step'] == 15 * m and b['tp_reduce_scatter_bytes_per_step'] == 10 * m, b
+assert b['tp_allreduce_bytes_per_step'] < 0.3 * m, b"
 expect_error "sequence_parallel with a block_size that does not split" \
   "sequence_parallel: \[model\] block_size = 33 positions do not divide among tensor_parallel = 2 ranks" \
   run 2 "${gpt[@]}" --set parallel.tensor_parallel=2 --set parallel.sequence_parallel=true --set model.block_size=33 \

@@ -27,6 +27,12 @@ struct LogSnapshot {
   double now = 0;
 };
 
+// What one operation kind moved so far: its calls and their buffers' bytes (the whole buffer: an
+// allreduce's, an all-gather's output, a reduce-scatter's input, a message's).
+struct OpTraffic {
+  std::uint64_t calls = 0, bytes = 0;
+};
+
 class CollectiveLog {
  public:
   CollectiveLog(std::string name, std::vector<int> world_ranks);
@@ -34,7 +40,8 @@ class CollectiveLog {
   const std::vector<int>& world_ranks() const { return world_ranks_; }
 
   // Called when an operation is issued (in issue order); returns its id.
-  std::uint64_t enter(const std::string& op, bool collective);
+  std::uint64_t enter(const std::string& op, bool collective, std::uint64_t bytes = 0);
+  std::map<std::string, OpTraffic> traffic() const;  // per operation kind, since the start
   void leave(std::uint64_t id);
   LogSnapshot snapshot() const;
 
@@ -52,6 +59,7 @@ class CollectiveLog {
   std::uint64_t next_id_ = 1;
   std::uint64_t collectives_ = 0;
   std::map<std::string, std::uint64_t> per_op_;
+  std::map<std::string, std::uint64_t> bytes_;
   std::vector<InFlightOp> in_flight_;
   std::function<void()> poller_;
 };

@@ -20,6 +20,8 @@
 
 namespace hpctrain {
 
+class CollectiveLog;
+
 enum class ReduceOp { sum, avg, max, min };
 enum class MemorySpace { host, device };
 const char* to_string(ReduceOp op);
@@ -45,6 +47,8 @@ class Communicator {
   virtual const std::string& name() const = 0;  // "world", "dp[0]", "mp[1]", ...
   virtual const char* backend() const = 0;      // "mpi" or "nccl"
   virtual MemorySpace memory() const = 0;       // where its buffers live
+  // Its operations: the watchdog's record, and the calls and bytes of each kind (OpTraffic).
+  virtual const CollectiveLog& log() const = 0;
 
   virtual Request iallreduce(const void* send, void* recv, std::size_t count, DType dtype, ReduceOp op) = 0;
   virtual Request ibroadcast(void* buf, std::size_t count, DType dtype, int root) = 0;

@@ -67,7 +67,7 @@ class MpiCommunicator final : public Communicator {
   int shm_allreduce_nodes() const { return shm_ ? shm_->nodes() : 0; }
   // Bytes copied through host staging buffers so far (tests check the path).
   std::size_t staged_bytes() const;
-  const CollectiveLog& log() const { return log_; }
+  const CollectiveLog& log() const override { return log_; }
 
  private:
   struct Op;

@@ -95,6 +95,10 @@ struct RunSummary {
   std::int64_t steps = 0, first_step = 0, total_steps = 0, global_batch = 0;
   int ranks = 1, pipeline_parallel = 1, tensor_parallel = 1, micro_batches = 1;
   bool sequence_parallel = false;  // ([parallel] sequence_parallel in effect: tensor_parallel > 1)
+  // tensor_parallel > 1: what the group's operations moved per training step on rank 0 (its
+  // buffers' bytes by kind; the bytes a ring sends per rank; the operations)
+  double tp_allreduce_bytes_per_step = 0, tp_allgather_bytes_per_step = 0, tp_reduce_scatter_bytes_per_step = 0;
+  double tp_link_bytes_per_step = 0, tp_collectives_per_step = 0;
   double wall_s = 0, samples_per_s = 0, final_train_loss = 0;
   std::string final_split = "test";  // the split of the final evaluation: "test", else "eval"
   bool has_test = false;
@@ -207,6 +211,11 @@ void visit_summary(const RunSummary& s, Visit&& v) {
   v("pipeline_parallel", s.pipeline_parallel);
   v("tensor_parallel", s.tensor_parallel);
   v("sequence_parallel", s.sequence_parallel);
+  v("tp_collectives_per_step", s.tp_collectives_per_step);
+  v("tp_allreduce_bytes_per_step", s.tp_allreduce_bytes_per_step);
+  v("tp_allgather_bytes_per_step", s.tp_allgather_bytes_per_step);
+  v("tp_reduce_scatter_bytes_per_step", s.tp_reduce_scatter_bytes_per_step);
+  v("tp_link_bytes_per_step", s.tp_link_bytes_per_step);
   v("model_parallel", s.pipeline_parallel);  // (its old name, for readers of older summaries)
   v("pipeline_idle_fraction", s.pipeline_idle_fraction());
   v("pipeline_idle_ideal", s.pipeline_idle_ideal());

@@ -14,6 +14,7 @@
 #include <string>
 #include <vector>
 
+#include "hpctrain/comm/collective_log.hpp"
 #include "hpctrain/comm/communicator.hpp"
 #include "hpctrain/config/config.hpp"
 #include "hpctrain/core/train_state.hpp"
@@ -176,6 +177,11 @@ class Trainer {
   // count), and a buffer that holds them packed
   std::vector<std::pair<std::int64_t, std::int64_t>> sequence_grads_;
   Tensor sequence_buf_;
+  // The tensor-parallel group's operations (both its communicators) so far, and the part of them
+  // that training steps issued (not evaluation's), summed over tp_steps_ steps (summary.json).
+  std::map<std::string, OpTraffic> tp_traffic_now() const;
+  std::map<std::string, OpTraffic> tp_step_traffic_;
+  std::int64_t tp_steps_ = 0;
   bool vocab_parallel_ = false;  // lm_head's logits split over the group: the vocabulary-parallel loss
   // Σ g² over store `ranges` of `grads` (`packed`: they lie one after another there), the
   // tensors every tensor-parallel rank holds whole weighted 1/T, so a sum over the group counts

@@ -265,6 +265,8 @@ float MpiCommunicator::shm_scale(Op& op) const {
 }
 
 bool MpiCommunicator::through_shm(const Op& op) const {
+  if (shm_ && op.dtype == DType::i64 && op.kind == Kind::reduce_scatter)  // (exact sums: reproducible = layout)
+    return op.op == ReduceOp::sum && shm_->nodes() == 1;
   if (!shm_ || op.dtype != DType::f32) return false;
   const bool sum = op.op == ReduceOp::sum || op.op == ReduceOp::avg;  // (avg: scaled in the sum, shm_scale)
   switch (op.kind) {
@@ -380,6 +382,10 @@ void MpiCommunicator::start(Op& op) {
       break;
     }
     case Kind::reduce_scatter: {
+      if (through_shm(op) && op.dtype == DType::i64) {
+        shm_->reduce_scatter(reinterpret_cast<const std::int64_t*>(in), reinterpret_cast<std::int64_t*>(out), op.count);
+        break;
+      }
       if (through_shm(op)) {  // (in place too: no temporary)
         shm_->reduce_scatter(reinterpret_cast<const float*>(in), reinterpret_cast<float*>(out), op.count,
                              shm_scale(op));

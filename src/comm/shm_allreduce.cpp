@@ -85,22 +85,32 @@ void ShmAllreduce::sum(const float* in, float* out, std::size_t count, float sca
 }
 
 void ShmAllreduce::reduce_scatter(const float* in, float* out, std::size_t count, float scale) {
+  reduce_scatter_of(in, out, count, scale);
+}
+
+void ShmAllreduce::reduce_scatter(const std::int64_t* in, std::int64_t* out, std::size_t count) {
+  reduce_scatter_of(in, out, count, 1.f);
+}
+
+template <typename T>
+void ShmAllreduce::reduce_scatter_of(const T* in, T* out, std::size_t count, float scale) {
   HPCT_CHECK(nodes_ == 1, "ShmAllreduce::reduce_scatter spans one node");
   const auto p = static_cast<std::size_t>(size_), me = static_cast<std::size_t>(rank_);
-  const std::size_t m = std::max<std::size_t>(1, capacity_ / p);  // floats of each block per piece
+  const std::size_t m = std::max<std::size_t>(1, capacity_ * sizeof(float) / sizeof(T) / p);  // per block and piece
+  auto slot = [&](std::size_t k) { return reinterpret_cast<T*>(slots_[k]); };
   for (std::size_t off = 0; off < count; off += m) {
     const std::size_t n = std::min(m, count - off);
     for (std::size_t r = 0; r < p; ++r)  // slot: part r of the piece = block r's [off, off + n)
-      std::memcpy(slots_[me] + r * m, in + r * count + off, n * sizeof(float));
+      std::memcpy(slot(me) + r * m, in + r * count + off, n * sizeof(T));
     sync();
-    float* dst = out + off;  // (in place: this rank's part was copied into its slot above)
-    std::memcpy(dst, slots_[0] + me * m, n * sizeof(float));
+    T* dst = out + off;  // (in place: this rank's part was copied into its slot above)
+    std::memcpy(dst, slot(0) + me * m, n * sizeof(T));
     for (std::size_t k = 1; k < p; ++k) {  // in rank order
-      const float* s = slots_[k] + me * m;
+      const T* s = slot(k) + me * m;
       for (std::size_t i = 0; i < n; ++i) dst[i] += s[i];
     }
     if (scale != 1.f)  // an average: scaled while the piece is in cache
-      for (std::size_t i = 0; i < n; ++i) dst[i] *= scale;
+      for (std::size_t i = 0; i < n; ++i) dst[i] = static_cast<T>(dst[i] * scale);
     sync();  // the slots are rewritten by the next piece
   }
 }

@@ -19,7 +19,9 @@ class OneStage : public StepExecutor {
       loss_.forward(out, mb.targets, scalars, model_.dout());  // adds to the interval's sums on the device
       loss_.backward(out, mb.targets, grad_scale, model_.dout());
       const bool last = m + 1 == k || hooks.every_backward;
-      model_.backward(mb.input, model_.dout(), last ? hooks.layer_done : std::function<void(std::size_t)>(), m > 0);
+      model_.backward(mb.input, model_.dout(), last ? hooks.layer_done : std::function<void(std::size_t)>(),
+                      m > 0 && !hooks.chunk_done);
+      if (hooks.chunk_done) hooks.chunk_done(m);
     }
   }
   void forward(std::int64_t rows, const MicroBatch& mb, Tensor* scalars) override {

@@ -71,8 +71,31 @@ void Trainer::parallelize(bool gpu, int stages) {
     }
     sequence_buf_ = Tensor::zeros({std::max<std::int64_t>(count, 1)}, alloc_);
   }
+  if (cfg_.run.reproducible == Reproducible::layout) {
+    refuse_reproducible_combinations();
+    repro_ = std::make_unique<ReproducibleSums>(*comm_, model_->gradients().numel(), alloc_);
+  }
   make_optimizer_for_this_rank();
   compose_update();
+}
+
+void Trainer::refuse_reproducible_combinations() const {
+  const std::string key = "[run] reproducible = layout";
+  const char* why = cfg_.train.micro_batch == 0
+                        ? ": set [train] micro_batch, the chunk whose gradient is computed alone (global_batch must be "
+                          "a multiple of it times every data-parallel size you use)"
+                    : rt_.mesh().size(MeshDim::pp) > 1 ? " does not work with pipeline_parallel > 1 yet"
+                    : rt_.mesh().size(MeshDim::tp) > 1
+                        ? " does not work with tensor_parallel > 1 (its split GEMMs sum in another order than one "
+                          "rank's)"
+                    : cfg_.parallel.shard == Sharding::gradients || cfg_.parallel.shard == Sharding::full
+                        ? " works with [parallel] shard = none or optimizer only yet"
+                    : cfg_.kernels.cuda_graphs ? " does not work with [kernels] cuda_graphs"
+                    : gpu()                    ? " is checked on the CPU only so far; run it with device = cpu"
+                                               : nullptr;
+  if (why) throw bad_input(key + why);
+  if (cfg_.model.layers.find("batchnorm") != std::string::npos)  // (inside residual blocks too)
+    throw bad_input(key + " does not work with batchnorm layers yet (their statistics span a micro-batch)");
 }
 
 bool staged_gradients(const Config& cfg, int dp_size) {

@@ -284,7 +284,7 @@ int Trainer::run_step(Reader& reader, const Schedule& schedule, std::int64_t per
 
 void Trainer::log_interval(const StepEnd& end, double lr, bool eval_now, IntervalSums& sums, Progress& p,
                            Reader& reader) {
-  sum_over_replicas(sums);
+  if (!repro_) sum_over_replicas(sums);  // (reproducible: take_interval_sums summed them exactly)
   IntervalFigures f;
   f.step = end.step + 1;
   f.epoch = end.epoch + 1;

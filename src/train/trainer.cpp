@@ -137,7 +137,9 @@ void Trainer::train_step(const Batch& batch, float lr) {
   // The mean over this rank's batch; with fp16, times the loss scale (undone before the update).
   // (Token windows: the mean over every position of the batch.)
   const std::int64_t per_sample = index_.train.loss_rows();
-  const float grad_scale = static_cast<float>(state_.scaler.scale) / static_cast<float>(batch.size * per_sample);
+  // (reproducible: every chunk's share of the global batch, whichever rank holds it; summed, not averaged)
+  const std::int64_t divisor = repro_ ? cfg_.train.global_batch : batch.size;
+  const float grad_scale = static_cast<float>(state_.scaler.scale) / static_cast<float>(divisor * per_sample);
   model_->set_batch(rows);
   Tensor lr_slot = step_scalars::slot(scalars_, step_scalars::learning_rate);
   fill(lr_slot, lr);  // written into device memory; the optimizer reads it there
@@ -178,6 +180,11 @@ void Trainer::train_step(const Batch& batch, float lr) {
   hooks.layer_done = [&](std::size_t layer) { averager_->layer_done(layer); };
   hooks.every_backward = averager_->staged();                 // (ZeRO-2 reduces each micro-batch's gradients)
   hooks.dropped_recordings = [&] { update_graph_.reset(); };  // (it may use the scratch area that moved)
+  if (repro_) {  // (no bucket averages: the chunks' sums are exact, taken at the step's end)
+    hooks.layer_done = {};
+    hooks.every_backward = false;
+    hooks.chunk_done = [&](int) { repro_->add_chunk(model_->gradients(), scalars_); };
+  }
   executor_->train(k, rows, grad_scale, scalars_, hooks);
   finish_step();
 }
@@ -191,7 +198,10 @@ void Trainer::finish_step() {
 }
 
 bool Trainer::finish_gradients(double& squares) {
-  comm_wait_s_ += averager_->finish();
+  if (repro_)
+    repro_->finish_step(model_->gradients());
+  else
+    comm_wait_s_ += averager_->finish();
   if (windows_) comm_wait_s_ += windows_->take_wait_seconds();  // (shard = full: the step's parameter gathers)
   if (!sequence_grads_.empty()) sum_sequence_parallel_gradients();
   last_step_skipped_ = false;
@@ -227,7 +237,8 @@ void Trainer::settle_parameters() {
 
 double Trainer::owned_sum_of_squares() {
   Tensor& grads = model_->gradients();
-  if (!averager_->sharded()) return squares_in(grads, {{0, model_->store().size()}}, false);
+  // (reproducible: every rank holds the whole summed gradient, summed in one order)
+  if (!averager_->sharded() || repro_) return squares_in(grads, {{0, model_->store().size()}}, false);
   // The averaged gradients this rank owns, summed over the group: the whole (staged: the gradient
   // holds just those, packed).
   double s = squares_in(grads, averager_->owned(), averager_->staged());
@@ -286,6 +297,7 @@ void Trainer::sum_tied_gradients(double* squares) {
 }
 
 IntervalSums Trainer::take_interval_sums() {
+  if (repro_) return repro_->take_interval();      // (the group's, exactly)
   const IntervalSums sums = peek_interval_sums();  // the only read of the step scalars: at log intervals
   Tensor interval = scalars_.view(0, {3});
   fill(interval, 0.f);
@@ -293,11 +305,13 @@ IntervalSums Trainer::take_interval_sums() {
 }
 
 IntervalSums Trainer::peek_interval_sums() const {
+  if (repro_) return repro_->interval(false);
   const auto h = step_scalars::to_host(scalars_);
   return {h[step_scalars::loss_sum], h[step_scalars::correct], h[step_scalars::samples]};
 }
 
 void Trainer::set_interval_sums(const IntervalSums& sums) {
+  if (repro_) return repro_->set_interval(sums);
   for (const auto& [slot, v] :
        {std::pair{step_scalars::loss_sum, sums.loss}, std::pair{step_scalars::correct, sums.correct},
         std::pair{step_scalars::samples, sums.samples}}) {

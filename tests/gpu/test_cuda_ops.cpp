@@ -127,6 +127,37 @@ TEST_F(CudaOps, SixteenBitStorageMatchesTheCpu) {
   }
 }
 
+// exact_accumulate / exact_round ([run] reproducible = layout): the GPU's limbs are the CPU's bit
+// for bit, with the additions in the other order, and round to the same floats; an overflow flags.
+TEST_F(CudaOps, ExactSumsMatchTheCpuInAnyOrder) {
+  const Shape s{777};
+  Tensor a = random(s, 40), b = random(s, 41);
+  for (std::int64_t i = 0; i < a.numel(); ++i) a.data()[i] = std::ldexp(a.data()[i], static_cast<int>(i % 90) - 70);
+  Tensor hacc = Tensor::zeros({777, 2}, host_, DType::i64), hflag = Tensor::zeros({1}, host_, DType::i32);
+  Tensor dacc = Tensor::zeros({777, 2}, dev_, DType::i64), dflag = Tensor::zeros({1}, dev_, DType::i32);
+  exact_accumulate(a, false, hacc, hflag);
+  exact_accumulate(b, false, hacc, hflag);
+  Tensor da = on_gpu(a), db = on_gpu(b);
+  exact_accumulate(da, false, dacc, dflag);  // (overwritten next)
+  exact_accumulate(db, true, dacc, dflag);
+  exact_accumulate(da, false, dacc, dflag);
+  std::vector<std::int64_t> h(static_cast<std::size_t>(hacc.numel())), d(h.size());
+  download(hacc, h.data(), hacc.bytes());
+  download(dacc, d.data(), dacc.bytes());
+  compared().insert("exact_accumulate");
+  EXPECT_EQ(h, d);
+  Tensor hy = Tensor::zeros(s, host_), dy = Tensor::zeros(s, dev_);
+  exact_round(hacc, hflag, hy);
+  exact_round(dacc, dflag, dy);
+  expect_close("exact_round", hy, dy, 0);
+  a.data()[5] = 3e7f;  // (>= 2^24: refused, flagged)
+  Tensor big = on_gpu(a);
+  exact_accumulate(big, false, dacc, dflag);
+  std::int32_t flag = 0;
+  download(dflag, &flag, sizeof flag);
+  EXPECT_EQ(flag, 1);
+}
+
 TEST_F(CudaOps, ElementWise) {
   const Shape s{33, 70};
   Tensor x = random(s, 4), y = random(s, 5), dx = on_gpu(x), dy = on_gpu(y);

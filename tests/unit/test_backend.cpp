@@ -191,7 +191,7 @@ TEST(Backend, EveryOperationIsDispatchedToCuda) {
   // (tests/gpu compares the results with the CPU backend's).
   std::string why;
   if (!cuda::visible_gpus(&why).empty()) GTEST_SKIP() << "a GPU is visible: tests/gpu runs the operations for real";
-  float storage[16] = {0};
+  alignas(16) float storage[32] = {0};
   Tensor t = Tensor::wrap(storage, {2, 2}, Device::cuda);
   std::vector<std::string> thrown;
   auto expect = [&](const char* op, auto&& call) {
@@ -245,6 +245,10 @@ TEST(Backend, EveryOperationIsDispatchedToCuda) {
   Tensor half = Tensor::wrap(storage + 8, {2, 2}, DType::bf16, Device::cuda);
   expect("pack_16bit", [&] { pack_16bit(t, half); });
   expect("unpack_16bit", [&] { unpack_16bit(half, t); });
+  Tensor limbs = Tensor::wrap(storage + 16, {4, 2}, DType::i64, Device::cuda);
+  Tensor flag = Tensor::wrap(storage + 12, {1}, DType::i32, Device::cuda);
+  expect("exact_accumulate", [&] { exact_accumulate(t, false, limbs, flag); });
+  expect("exact_round", [&] { exact_round(limbs, flag, t); });
   std::vector<double> sums(4);
   std::vector<float> per(2, 1.f);
   expect("add", [&] { add(t, t, t); });

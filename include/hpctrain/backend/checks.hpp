@@ -23,6 +23,15 @@ inline void check_packed(const Tensor& f32, const Tensor& packed, const char* op
                  shape_string(f32.shape()));
 }
 
+// exact_accumulate / exact_round: x f32, acc int64 [numel(x), 2], flag int32 [1].
+inline void check_exact(const Tensor& x, const Tensor& acc, const Tensor& flag, const char* op) {
+  HPCT_CHECK(x.dtype() == DType::f32 && acc.dtype() == DType::i64 && acc.numel() == 2 * x.numel() &&
+                 flag.dtype() == DType::i32 && flag.numel() == 1,
+             std::string(op) + ": " + dtype_name(x.dtype()) + " " + shape_string(x.shape()) + ", accumulator " +
+                 dtype_name(acc.dtype()) + " " + shape_string(acc.shape()) + ", flag " + dtype_name(flag.dtype()) +
+                 " " + shape_string(flag.shape()));
+}
+
 // embedding_forward / embedding_backward: token ids are int32 tensors.
 inline void check_ids(const Tensor& ids, const char* op) {
   HPCT_CHECK(ids.dtype() == DType::i32, std::string(op) + ": token ids of dtype " + dtype_name(ids.dtype()) +

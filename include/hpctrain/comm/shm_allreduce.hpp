@@ -16,6 +16,7 @@
 #include <mpi.h>
 
 #include <cstddef>
+#include <cstdint>
 #include <vector>
 
 namespace hpctrain {
@@ -38,11 +39,15 @@ class ShmAllreduce {
   // (`size` blocks of `count` floats; summed in rank order; out == in + rank * count allowed),
   // times `scale`.
   void reduce_scatter(const float* in, float* out, std::size_t count, float scale = 1.f);
+  // The same for int64 sums ([run] reproducible = layout's fixed-point limbs): exact.
+  void reduce_scatter(const std::int64_t* in, std::int64_t* out, std::size_t count);
   // One node only. Collective: block r of out (`count` floats each) = rank r's in (in == out +
   // rank * count allowed).
   void allgather(const float* in, float* out, std::size_t count);
 
  private:
+  template <typename T>
+  void reduce_scatter_of(const T* in, T* out, std::size_t count, float scale);
   void sync();                        // every rank's stores before it are visible to every rank after it
   MPI_Comm comm_ = MPI_COMM_NULL;     // this node's ranks of the group
   MPI_Comm leaders_ = MPI_COMM_NULL;  // the nodes' first ranks (on those, when nodes_ > 1)

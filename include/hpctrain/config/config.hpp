@@ -40,6 +40,7 @@ enum class ShardBy { elements, tensors };
 enum class Sharding { none, optimizer, gradients, full };
 // [train] recompute: activation checkpointing.
 enum class Recompute { none, blocks };
+enum class Reproducible { off, layout };
 // [model] mlp (arch = llama): SwiGLU (Llama's) or ReLU-squared (modded-nanogpt's).
 enum class Mlp { swiglu, relu2 };
 // [model] activation (arch = gpt): the MLP's GELU, exact (nanoGPT's) or tanh-approximated (GPT-2's gelu_new, llm.c's).
@@ -75,6 +76,7 @@ constexpr Choices<Tristate, 3> choices_of(Tristate) { return {{{"auto", Tristate
 constexpr Choices<ShardBy, 2> choices_of(ShardBy) { return {{{"elements", ShardBy::elements}, {"tensors", ShardBy::tensors}}}; }
 constexpr Choices<Sharding, 4> choices_of(Sharding) { return {{{"none", Sharding::none}, {"optimizer", Sharding::optimizer}, {"gradients", Sharding::gradients}, {"full", Sharding::full}}}; }
 constexpr Choices<Recompute, 2> choices_of(Recompute) { return {{{"none", Recompute::none}, {"blocks", Recompute::blocks}}}; }
+constexpr Choices<Reproducible, 2> choices_of(Reproducible) { return {{{"off", Reproducible::off}, {"layout", Reproducible::layout}}}; }
 constexpr Choices<Mlp, 2> choices_of(Mlp) { return {{{"swiglu", Mlp::swiglu}, {"relu2", Mlp::relu2}}}; }
 constexpr Choices<GptActivation, 2> choices_of(GptActivation) { return {{{"gelu", GptActivation::gelu}, {"gelu_tanh", GptActivation::gelu_tanh}}}; }
 constexpr Choices<AttentionMask, 2> choices_of(AttentionMask) { return {{{"causal", AttentionMask::causal}, {"document", AttentionMask::document}}}; }
@@ -101,6 +103,9 @@ struct RunConfig {
   double price_per_device_hour = 0.0;
   double lock_stale_s = 1800;  // without flock: a directory lock's heartbeat older than this is a dead run's
   std::string out_dir = "runs";
+  // layout: the parameters after every step do not depend on the data-parallel size or the
+  // micro-batching (gradients summed exactly, per [train] micro_batch chunk; train/reproducible.hpp)
+  Reproducible reproducible = Reproducible::off;
 };
 
 // [precision]: the compute format and what goes with it.

@@ -30,6 +30,9 @@ struct StepHooks {
   std::function<void(std::size_t)> layer_done;  // as the step's last backward finishes layer i (gradient buckets)
   bool every_backward = false;                  // layer_done after every backward, not only the last (staged gradients)
   std::function<void()> dropped_recordings;     // a recorded step is recorded again: so must the update be
+  // [run] reproducible = layout: every backward overwrites the gradients, and this runs after
+  // micro-batch m's (parallel/reproducible_sums.hpp takes its gradient and loss sums)
+  std::function<void(int)> chunk_done;
 };
 
 class StepExecutor {

@@ -30,6 +30,7 @@
 #include "hpctrain/parallel/grad_buckets.hpp"
 #include "hpctrain/parallel/param_windows.hpp"
 #include "hpctrain/parallel/pipeline.hpp"
+#include "hpctrain/parallel/reproducible_sums.hpp"
 #include "hpctrain/parallel/step_executor.hpp"
 #include "hpctrain/runtime/runtime.hpp"
 #include "hpctrain/train/run_report.hpp"
@@ -114,7 +115,9 @@ class Trainer {
   // bad_input for what [parallel] shard cannot be combined with (tied weights across stages;
   // gradients: shard_by = tensors, Muon, CUDA graphs).
   void refuse_sharding_combinations() const;
-  void refuse_tensor_parallel_combinations() const;  // what [parallel] tensor_parallel > 1 cannot do yet
+  void refuse_tensor_parallel_combinations() const;
+  void refuse_reproducible_combinations()
+      const;  // what [run] reproducible = layout cannot do yet  // what [parallel] tensor_parallel > 1 cannot do yet
   void place_parameters(const std::vector<Bucket>& buckets, bool gpu);  // (parallelize: see there)
   // The optimizer over what this rank updates: every parameter, or its shard ([parallel] shard).
   void make_optimizer_for_this_rank();
@@ -181,6 +184,8 @@ class Trainer {
   // that training steps issued (not evaluation's), summed over tp_steps_ steps (summary.json).
   std::map<std::string, OpTraffic> tp_traffic_now() const;
   std::map<std::string, OpTraffic> tp_step_traffic_;
+  // [run] reproducible = layout: the exact sums of the chunks' gradients and loss sums; null: off
+  std::unique_ptr<ReproducibleSums> repro_;
   std::int64_t tp_steps_ = 0;
   bool vocab_parallel_ = false;  // lm_head's logits split over the group: the vocabulary-parallel loss
   // Σ g² over store `ranges` of `grads` (`packed`: they lie one after another there), the

@@ -1,0 +1,89 @@
+// Implementation of parallel/reproducible_sums.hpp.
+#include "hpctrain/parallel/reproducible_sums.hpp"
+
+#include <cstring>
+#include <vector>
+
+#include "hpctrain/backend/cuda/device_api.hpp"
+#include "hpctrain/backend/exact_sum.hpp"
+#include "hpctrain/backend/ops.hpp"
+#include "hpctrain/tensor/step_scalars.hpp"
+
+namespace hpctrain {
+
+namespace {
+void zero(Tensor& t) {
+  if (t.device() == Device::cuda)
+    cuda::memset_zero(t.raw(), t.bytes());
+  else
+    std::memset(t.raw(), 0, t.bytes());
+}
+}  // namespace
+
+ReproducibleSums::ReproducibleSums(Communicator& dp, std::int64_t elements, Allocator& alloc)
+    : dp_(dp),
+      elements_(elements),
+      block_((elements + dp.size() - 1) / dp.size()),
+      grads_(Tensor::zeros({block_ * dp.size(), 2}, alloc, DType::i64)),
+      rounded_(dp.size() > 1 ? Tensor::zeros({block_ * dp.size()}, alloc) : Tensor()),
+      scalars_(Tensor::zeros({3, 2}, alloc, DType::i64)),
+      flag_(Tensor::zeros({1}, alloc, DType::i32)),
+      scalar_flag_(Tensor::zeros({1}, alloc, DType::i32)),
+      scalar_sum_(Tensor::zeros({3, 2}, alloc, DType::i64)) {}
+
+void ReproducibleSums::add_chunk(const Tensor& grads, Tensor& scalars) {
+  Tensor sums = grads_.view(0, {elements_, 2});
+  exact_accumulate(grads, chunks_ == 0, sums, flag_);  // (the step's first chunk: no zeroing pass)
+  ++chunks_;
+  Tensor interval = scalars.view(0, {3});  // loss_sum, correct, samples (tensor/step_scalars.hpp)
+  exact_accumulate(interval, false, scalars_, scalar_flag_);
+  fill(interval, 0.f);
+}
+
+void ReproducibleSums::finish_step(Tensor& grads) {
+  chunks_ = 0;
+  if (dp_.size() == 1) {
+    exact_round(grads_.view(0, {elements_, 2}), flag_, grads);
+    return zero(flag_);
+  }
+  // Integers: the sum over the group is the same whatever order the communicator adds in. Each
+  // rank sums and rounds its block of the elements, then the floats are all-gathered (a quarter of
+  // an allreduce of the limbs' bytes); the blocks past the gradient's end are padding.
+  dp_.allreduce(flag_.raw(), flag_.raw(), 1, DType::i32, ReduceOp::max);
+  const std::int64_t first = dp_.rank() * block_;
+  Tensor mine = grads_.view(2 * first, {block_, 2});
+  dp_.reduce_scatter(grads_.raw(), mine.raw(), static_cast<std::size_t>(2 * block_), DType::i64, ReduceOp::sum);
+  Tensor out = rounded_.view(first, {block_});
+  exact_round(mine, flag_, out);
+  dp_.allgather(out.raw(), rounded_.raw(), static_cast<std::size_t>(block_), DType::f32);
+  copy(rounded_.view(0, {elements_}), grads);
+  zero(flag_);
+}
+
+IntervalSums ReproducibleSums::interval(bool group) {
+  std::vector<std::int64_t> limbs(6);
+  if (group) {  // (into a copy: this rank's partial sums stay)
+    dp_.allreduce(scalars_.raw(), scalar_sum_.raw(), 6, DType::i64, ReduceOp::sum);
+    download(scalar_sum_, limbs.data(), limbs.size() * sizeof(std::int64_t));
+  } else {
+    download(scalars_, limbs.data(), limbs.size() * sizeof(std::int64_t));
+  }
+  return {exact::value_double(limbs[0], limbs[1]), exact::value_double(limbs[2], limbs[3]),
+          exact::value_double(limbs[4], limbs[5])};
+}
+
+IntervalSums ReproducibleSums::take_interval() {
+  const IntervalSums sums = interval(true);
+  zero(scalars_);
+  return sums;
+}
+
+void ReproducibleSums::set_interval(const IntervalSums& sums) {
+  std::vector<std::int64_t> limbs(6);
+  exact::from_double(sums.loss, limbs[0], limbs[1]);
+  exact::from_double(sums.correct, limbs[2], limbs[3]);
+  exact::from_double(sums.samples, limbs[4], limbs[5]);
+  upload(limbs.data(), limbs.size() * sizeof(std::int64_t), scalars_);
+}
+
+}  // namespace hpctrain

@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <type_traits>
 
 #include "hpctrain/core/error.hpp"
 
@@ -109,8 +110,9 @@ void ShmAllreduce::reduce_scatter_of(const T* in, T* out, std::size_t count, flo
       const T* s = slot(k) + me * m;
       for (std::size_t i = 0; i < n; ++i) dst[i] += s[i];
     }
-    if (scale != 1.f)  // an average: scaled while the piece is in cache
-      for (std::size_t i = 0; i < n; ++i) dst[i] = static_cast<T>(dst[i] * scale);
+    if constexpr (std::is_floating_point_v<T>)
+      if (scale != 1.f)  // an average: scaled while the piece is in cache
+        for (std::size_t i = 0; i < n; ++i) dst[i] *= scale;
     sync();  // the slots are rewritten by the next piece
   }
 }

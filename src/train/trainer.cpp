@@ -1,6 +1,7 @@
 // Implementation of the training loop (train/trainer.hpp).
 #include "hpctrain/train/trainer.hpp"
 
+#include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -198,9 +199,11 @@ void Trainer::finish_step() {
 }
 
 bool Trainer::finish_gradients(double& squares) {
-  if (repro_)
+  if (repro_) {  // (its sums wait at the step's end: all of that time is exposed)
+    const auto t0 = std::chrono::steady_clock::now();
     repro_->finish_step(model_->gradients());
-  else
+    comm_wait_s_ += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  } else
     comm_wait_s_ += averager_->finish();
   if (windows_) comm_wait_s_ += windows_->take_wait_seconds();  // (shard = full: the step's parameter gathers)
   if (!sequence_grads_.empty()) sum_sequence_parallel_gradients();

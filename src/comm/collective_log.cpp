@@ -15,12 +15,13 @@ double CollectiveLog::clock() {
 
 std::uint64_t CollectiveLog::enter(const std::string& op, bool collective, std::uint64_t bytes) {
   std::lock_guard<std::mutex> lock(mu_);
-  bytes_[op] += bytes;
+  OpTraffic& kind = traffic_[op];
+  kind.bytes += bytes;
   InFlightOp rec;
   rec.id = next_id_++;
   rec.collective = collective ? ++collectives_ : 0;
   rec.op = op;
-  rec.op_number = ++per_op_[op];
+  rec.op_number = ++kind.calls;
   rec.started = clock();
   in_flight_.push_back(rec);
   return rec.id;
@@ -35,9 +36,7 @@ void CollectiveLog::leave(std::uint64_t id) {
 
 std::map<std::string, OpTraffic> CollectiveLog::traffic() const {
   std::lock_guard<std::mutex> lock(mu_);
-  std::map<std::string, OpTraffic> out;
-  for (const auto& [op, calls] : per_op_) out[op] = {calls, bytes_.count(op) ? bytes_.at(op) : 0};
-  return out;
+  return traffic_;
 }
 
 LogSnapshot CollectiveLog::snapshot() const {

@@ -114,7 +114,7 @@ class Attention final : public Layer {
       probabilities_forward(s);
     }
     round16(s.heads_out);
-    Tensor whole = sequence_split() ? temp(12, {n, t, c}, dev) : y;
+    Tensor whole = sequence_whole(y, 12);
     Tensor y2 = whole.reshaped({n * t, c});
     gemm(false, true, 1.f, s.heads_out.reshaped({n * t, hc}), weight(1), 0.f, y2);
     sequence_reduce_scatter(whole, y, 13);  // (split by heads: each rank's heads' share of the projection)
@@ -150,7 +150,7 @@ class Attention final : public Layer {
     gemm(true, false, 1.f, dqkv2, x.reshaped({n * t, c}), beta, weight_grad(0));  // dWqkv
     if (a_.bias) accumulate_bias_grad(dqkv2, grad(1));
     if (!dx.defined()) return;
-    Tensor whole = sequence_split() ? temp(14, {n, t, c}, dev) : dx;
+    Tensor whole = sequence_whole(dx, 14);
     Tensor dx2 = whole.reshaped({n * t, c});
     gemm(false, false, 1.f, dqkv2, weight(0), 0.f, dx2);
     sequence_reduce_scatter(whole, dx, 15);  // (every rank's heads read the whole input)

@@ -48,7 +48,7 @@ class Embedding final : public Layer {
                       ": it starts a model on a token dataset");
     // (vocabulary-parallel: each id's row from the rank holding it, summed; sequence-parallel: the
     // sum's block of this rank's positions)
-    Tensor whole = sequence_split() ? temp(0, {x.shape()[0], x.shape()[1], width_}, x.device()) : y;
+    Tensor whole = sequence_whole(y, 0);
     embedding_forward(x, param(0), first_row(), rows_, whole);
     sequence_reduce_scatter(whole, y, 1);
   }

@@ -71,19 +71,19 @@ class Linear final : public Layer {
     return p;
   }
   void forward(const Tensor& x, Tensor& y) override {
-    const bool gather = sequence_split() && split_ == Split::column;
-    const bool scatter = sequence_split() && split_ == Split::row;
-    Tensor whole = scatter ? temp(0, {x.shape()[0], x.shape()[1], out_}, x.device()) : y;
+    // (sequence-parallel: a column's input gathered, a row's sum scattered; else as they are)
+    const bool column = split_ == Split::column, row = split_ == Split::row;
+    Tensor whole = row ? sequence_whole(y, 0) : y;
     Tensor y2 = as_matrix(whole);
-    gemm(false, true, 1.f, as_matrix(gather ? sequence_gather(x, 1) : x), param(0), 0.f, y2);
-    if (split_ == Split::row) sequence_reduce_scatter(whole, y, 3);  // (the bias after the sum: added once)
+    gemm(false, true, 1.f, as_matrix(column ? sequence_gather(x, 1) : x), param(0), 0.f, y2);
+    if (row) sequence_reduce_scatter(whole, y, 3);  // (the bias after the sum: added once)
     if (bias_) {
       Tensor out = as_matrix(y);
       add_bias(out, param(1));
     }
   }
   void backward(const Tensor& x, const Tensor&, const Tensor& dy, Tensor& dx) override {
-    const bool column = sequence_split() && split_ == Split::column, row = sequence_split() && split_ == Split::row;
+    const bool column = split_ == Split::column, row = split_ == Split::row;
     const float beta = accumulate_grads() ? 1.f : 0.f;
     const Tensor g = as_matrix(row ? sequence_gather(dy, 0) : dy);
     gemm(true, false, 1.f, g, as_matrix(column ? sequence_gather(x, 2) : x), beta, grad(0));  // dW (+)= dy^T x
@@ -92,11 +92,10 @@ class Linear final : public Layer {
       accumulate_bias_grad(as_matrix(dy), grad(1));  // (sequence-parallel row: this rank's positions)
     }
     if (!dx.defined()) return;
-    Tensor whole =
-        column ? temp(4, {x.shape()[0], x.shape()[1] * tensor_parallel().size, x.shape()[2]}, x.device()) : dx;
+    Tensor whole = column ? sequence_whole(dx, 4) : dx;
     Tensor dx2 = as_matrix(whole);
-    gemm(false, false, 1.f, g, param(0), 0.f, dx2);                      // dx = dy W
-    if (split_ == Split::column) sequence_reduce_scatter(whole, dx, 5);  // (each rank's outputs reach every input)
+    gemm(false, false, 1.f, g, param(0), 0.f, dx2);     // dx = dy W
+    if (column) sequence_reduce_scatter(whole, dx, 5);  // (each rank's outputs reach every input)
   }
 
  private:

@@ -57,7 +57,7 @@ class LmHead final : public Layer {
     gemm(true, false, 1.f, g, sequence_gather(x, 0).reshaped({g.rows(), width}), accumulate_grads() ? 1.f : 0.f,
          grad(0));
     if (!dx.defined()) return;
-    Tensor whole = sequence_split() ? temp(2, {x.shape()[0], g.rows() / x.shape()[0], width}, x.device()) : dx;
+    Tensor whole = sequence_whole(dx, 2);
     Tensor dx2 = whole.reshaped({g.rows(), width});
     gemm(false, false, 1.f, g, param(0), 0.f, dx2);
     // (vocabulary-parallel: every rank's block of the logits reads the whole input)

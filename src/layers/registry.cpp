@@ -273,6 +273,13 @@ Tensor Layer::sequence_gather(const Tensor& local, std::size_t k) {
   return full;
 }
 
+Tensor Layer::sequence_whole(Tensor& local, std::size_t k) {
+  if (!sequence_split()) return local;
+  Shape shape = local.shape();
+  shape[1] *= tp_.size;
+  return temp(k, shape, local.device());
+}
+
 void Layer::sequence_reduce_scatter(Tensor& full, Tensor& local, std::size_t k) {
   if (!sequence_split()) {
     tp_sum(full);

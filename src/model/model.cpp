@@ -16,6 +16,22 @@
 
 namespace hpctrain {
 
+namespace {
+// [parallel] sequence_parallel: the embedding splits the positions, the lm_head gathers them, and
+// every layer between works on a block of them (Layer::takes_position_blocks).
+void refuse_sequence_parallel(const Layer& layer, const std::string& text, std::size_t i, std::size_t count) {
+  const std::string type = layer.type();
+  const char* need = i == 0 && type != "embedding"         ? "the first layer must be an embedding"
+                     : i + 1 == count && type != "lm_head" ? "the last layer must be an lm_head"
+                     : !layer.takes_position_blocks()      ? "this layer does not work on a block of the positions"
+                                                           : nullptr;
+  if (need)
+    throw bad_input("[parallel] sequence_parallel: [model] layers: " + text + ": " + need +
+                    " (it splits a language model's positions between the embedding and the lm_head; "
+                    "docs/parallelism.md)");
+}
+}  // namespace
+
 Model::Model(const std::string& layers, const Shape& sample_shape, const LayerRegistry& registry, Allocator& alloc,
              std::size_t first, std::size_t last, bool whole_gradients, bool whole_parameters, TensorParallel tp)
     : alloc_(alloc), tp_(tp), first_(first) {
@@ -64,20 +80,6 @@ Model::Model(const std::string& layers, const Shape& sample_shape, const LayerRe
   store_.allocate(alloc_, whole_gradients, whole_parameters);
   make_views(store_.params());
   use_set(0);
-}
-
-// [parallel] sequence_parallel: the embedding splits the positions, the lm_head gathers them, and
-// every layer between works on a block of them (Layer::takes_position_blocks).
-void Model::refuse_sequence_parallel(const Layer& layer, const std::string& text, std::size_t i, std::size_t count) {
-  const std::string type = layer.type();
-  const char* need = i == 0 && type != "embedding"         ? "the first layer must be an embedding"
-                     : i + 1 == count && type != "lm_head" ? "the last layer must be an lm_head"
-                     : !layer.takes_position_blocks()      ? "this layer does not work on a block of the positions"
-                                                           : nullptr;
-  if (need)
-    throw bad_input("[parallel] sequence_parallel: [model] layers: " + text + ": " + need +
-                    " (it splits a language model's positions between the embedding and the lm_head; "
-                    "docs/parallelism.md)");
 }
 
 void Model::add_tensors(const Layer& layer, const Shape& in, std::size_t i, bool mine, std::int64_t& global) {

@@ -2,6 +2,7 @@
 #include "hpctrain/parallel/reproducible_sums.hpp"
 
 #include <cstring>
+#include <limits>
 #include <vector>
 
 #include "hpctrain/backend/cuda/device_api.hpp"
@@ -61,20 +62,25 @@ void ReproducibleSums::finish_step(Tensor& grads) {
 }
 
 IntervalSums ReproducibleSums::interval(bool group) {
-  std::vector<std::int64_t> limbs(6);
-  if (group) {  // (into a copy: this rank's partial sums stay)
+  if (group) {  // (the sums into a copy: this rank's partial sums stay)
     dp_.allreduce(scalars_.raw(), scalar_sum_.raw(), 6, DType::i64, ReduceOp::sum);
-    download(scalar_sum_, limbs.data(), limbs.size() * sizeof(std::int64_t));
-  } else {
-    download(scalars_, limbs.data(), limbs.size() * sizeof(std::int64_t));
+    dp_.allreduce(scalar_flag_.raw(), scalar_flag_.raw(), 1, DType::i32, ReduceOp::max);
   }
-  return {exact::value_double(limbs[0], limbs[1]), exact::value_double(limbs[2], limbs[3]),
-          exact::value_double(limbs[4], limbs[5])};
+  std::vector<std::int64_t> limbs(6);
+  download(group ? scalar_sum_ : scalars_, limbs.data(), limbs.size() * sizeof(std::int64_t));
+  std::int32_t refused = 0;
+  download(scalar_flag_, &refused, sizeof refused);
+  IntervalSums sums{exact::value_double(limbs[0], limbs[1]), exact::value_double(limbs[2], limbs[3]),
+                    exact::value_double(limbs[4], limbs[5])};
+  // (a chunk's loss sum not finite, or of 2^24 or more: the trainer stops on it as on any such loss)
+  if (refused) sums.loss = std::numeric_limits<double>::quiet_NaN();
+  return sums;
 }
 
 IntervalSums ReproducibleSums::take_interval() {
   const IntervalSums sums = interval(true);
   zero(scalars_);
+  zero(scalar_flag_);
   return sums;
 }
 

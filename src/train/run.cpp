@@ -227,16 +227,18 @@ int Trainer::run_step(Reader& reader, const Schedule& schedule, std::int64_t per
   const auto t_step = Clock::now();
   Batch batch = reader.next();
   const double lr = learning_rate(cfg_.optim, step, total);
+  const auto tp0 = tp_comm_ ? tp_traffic_now() : std::map<std::string, OpTraffic>{};
   const auto t0 = Clock::now();
-  const auto tp0 = tp_traffic_now();
   train_step(batch, static_cast<float>(lr));
   p.step_seconds += since(t0);
-  for (const auto& [op, now] : tp_traffic_now()) {  // (what this step's tensor-parallel operations moved)
-    const OpTraffic was = tp0.count(op) ? tp0.at(op) : OpTraffic{};
-    tp_step_traffic_[op].calls += now.calls - was.calls;
-    tp_step_traffic_[op].bytes += now.bytes - was.bytes;
+  if (tp_comm_) {  // (what this step's tensor-parallel operations moved)
+    for (const auto& [op, now] : tp_traffic_now()) {
+      const OpTraffic was = tp0.count(op) ? tp0.at(op) : OpTraffic{};
+      tp_step_traffic_[op].calls += now.calls - was.calls;
+      tp_step_traffic_[op].bytes += now.bytes - was.bytes;
+    }
+    ++tp_steps_;
   }
-  ++tp_steps_;
   if (last_step_skipped_) {
     char skip[160];
     std::snprintf(skip, sizeof(skip), "step %lld: fp16 gradient overflow: update skipped, loss scale now %g",

@@ -94,6 +94,11 @@ mv "$tmp/gpte.log" "$tmp/gpte-3.log"
 check "an elastic resume 2 -> 3 -> 1 ranks continues bit for bit (parameters, state, the logged losses)" \
   $py "$tmp/same.py" 20 "$tmp/gpt1" "$tmp/gpte"
 
+msg=$("$mpirun" -q -np 2 --oversubscribe --bind-to none "$trainer" "${mlp[@]}" --set optim.lr=1e30 --set train.steps=10 \
+  --set log.log_every=5 --set run.out_dir="$tmp/diverged" 2>&1)
+check "a diverging run stops on its non-finite loss (the exact sums do not drop it)" \
+  grep -q "the training loss is not finite (nan) at step 5" <<<"$msg"
+
 refused=0
 expect_refusal() {  # what pattern np extra-args...
   local what=$1 pattern=$2 np=$3 msg rc

@@ -39,18 +39,17 @@ HPCT_HOST_DEVICE inline bool add(float x, std::int64_t& lo, std::int64_t& hi) {
   return true;
 }
 
-// The sum rounded to float32 (through double: the same limbs always give the same float).
-HPCT_HOST_DEVICE inline float value(std::int64_t lo, std::int64_t hi) {
-  normalize(lo, hi);
-  return static_cast<float>(static_cast<double>(hi) * 0x1p-8 + static_cast<double>(lo) * 0x1p-64);
-}
-
-// The same as a double (host: interval sums), and a double as limbs (a checkpoint's sums
-// restored): deterministic, exact to within 2^-64.
-inline double value_double(std::int64_t lo, std::int64_t hi) {
+// The sum as a double (host: interval sums) and rounded to float32 (through that double): the same
+// limbs always give the same value.
+HPCT_HOST_DEVICE inline double value_double(std::int64_t lo, std::int64_t hi) {
   normalize(lo, hi);
   return static_cast<double>(hi) * 0x1p-8 + static_cast<double>(lo) * 0x1p-64;
 }
+HPCT_HOST_DEVICE inline float value(std::int64_t lo, std::int64_t hi) {
+  return static_cast<float>(value_double(lo, hi));
+}
+
+// A double as limbs (a checkpoint's interval sums restored): deterministic, exact to within 2^-64.
 inline void from_double(double v, std::int64_t& lo, std::int64_t& hi) {
   const double units = std::floor(v * 0x1p8);  // in 2^-8
   hi = static_cast<std::int64_t>(units);

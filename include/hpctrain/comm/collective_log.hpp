@@ -58,8 +58,7 @@ class CollectiveLog {
   mutable std::mutex mu_;
   std::uint64_t next_id_ = 1;
   std::uint64_t collectives_ = 0;
-  std::map<std::string, std::uint64_t> per_op_;
-  std::map<std::string, std::uint64_t> bytes_;
+  std::map<std::string, OpTraffic> traffic_;  // per operation kind (its calls number its operations)
   std::vector<InFlightOp> in_flight_;
   std::function<void()> poller_;
 };

@@ -227,6 +227,10 @@ class Layer {
   // The group's sum of `full` [rows, T, ...], this rank's positions of it into `local`
   // [rows, T/size, ...] (temp key k); tp_sum(full) into local when sequence_split() is off.
   void sequence_reduce_scatter(Tensor& full, Tensor& local, std::size_t k);
+  // Where a sum over the group lands before sequence_reduce_scatter(whole, local): `local` itself
+  // without sequence parallelism, else arena scratch (temp key k) for every position,
+  // [rows, T, ...] (local's second dimension times the group's size).
+  Tensor sequence_whole(Tensor& local, std::size_t k);
   const StepContext& context() const { return *ctx_; }
   bool has_context() const { return ctx_ != nullptr; }
   std::size_t index() const { return index_; }  // position in the model (part of dropout's key)

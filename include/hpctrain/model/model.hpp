@@ -192,7 +192,6 @@ class Model {
   // copy of it (ParamStore::add_copy) when an earlier pipeline stage holds it.
   void tie_parameter(const ParamSpec& p, std::size_t layer, bool mine);
   // Layer i's tensors into all_info_ and all_buffers_ (and the store, when held here).
-  static void refuse_sequence_parallel(const Layer& layer, const std::string& text, std::size_t i, std::size_t count);
   void add_tensors(const Layer& layer, const Shape& in, std::size_t i, bool mine, std::int64_t& global);
   std::vector<std::vector<std::pair<std::int64_t, Shape>>> bindings_;  // per held layer: its parameters' offsets
   std::vector<ParamViews> views_;                                      // per held layer: from bindings_

@@ -27,23 +27,19 @@ class ReproducibleSums {
   // zeroed for the next step.
   void finish_step(Tensor& grads);
   // The log interval's sums: `group` = over the data-parallel group (the same bits on every
-  // rank), else this rank's (a checkpoint's partial sums); take_* zeroes them.
+  // rank), else this rank's (a checkpoint's partial sums); take_* zeroes them. The loss is NaN
+  // when a chunk's loss sum was refused (not finite, or of magnitude 2^24 or more).
   IntervalSums interval(bool group);
   IntervalSums take_interval();
   void set_interval(const IntervalSums& sums);  // this rank's (a checkpoint's, when resuming)
-  // Bytes the accumulators take (16 per gradient element, and 4 for the gathered floats with
-  // more than one rank).
-  std::int64_t bytes() const {
-    return static_cast<std::int64_t>(grads_.bytes() + (rounded_.defined() ? rounded_.bytes() : 0));
-  }
 
  private:
   Communicator& dp_;
   std::int64_t elements_, block_;  // the gradient's elements; each rank's block of them (rounded up)
-  Tensor grads_;                   // int64 [block_ x ranks, 2]: 128-bit sums, then limbs
+  Tensor grads_;                   // int64 [block_ x ranks, 2]: the limbs of each element's sum
   Tensor rounded_;                 // f32 [block_ x ranks]: the blocks' rounded sums, gathered
   Tensor scalars_, flag_;          // int64 [3, 2], int32 [1] (a chunk's element refused)
-  Tensor scalar_flag_;             // (the interval sums': their chunks' values are always finite)
+  Tensor scalar_flag_;             // int32 [1]: a chunk's loss, correct or samples sum refused
   Tensor scalar_sum_;              // the group's interval sums (int64 [3, 2])
   int chunks_ = 0;                 // chunks added this step
 };

@@ -115,9 +115,8 @@ class Trainer {
   // bad_input for what [parallel] shard cannot be combined with (tied weights across stages;
   // gradients: shard_by = tensors, Muon, CUDA graphs).
   void refuse_sharding_combinations() const;
-  void refuse_tensor_parallel_combinations() const;
-  void refuse_reproducible_combinations()
-      const;  // what [run] reproducible = layout cannot do yet  // what [parallel] tensor_parallel > 1 cannot do yet
+  void refuse_tensor_parallel_combinations() const;  // what [parallel] tensor_parallel > 1 cannot do yet
+  void refuse_reproducible_combinations() const;     // what [run] reproducible = layout cannot do yet
   void place_parameters(const std::vector<Bucket>& buckets, bool gpu);  // (parallelize: see there)
   // The optimizer over what this rank updates: every parameter, or its shard ([parallel] shard).
   void make_optimizer_for_this_rank();

@@ -135,8 +135,9 @@ void run_keys(std::vector<KeySpec>& k) {
         "cap per rank on parameters, gradients, optimizer state and activations (e.g. 512M); 0 = none")
       .as(ValueKind::size);
   s.key("reproducible", &RunConfig::reproducible,
-        "layout: the parameters after every step are the same bits whatever the number of data-parallel ranks and "
-        "micro-batches: every chunk of [train] micro_batch samples computes its gradient alone and the chunks' "
+        "layout: the parameters after every step are the same bits whatever the number of data-parallel ranks, "
+        "micro-batches, pipeline stages and shard mode: every chunk of [train] micro_batch samples computes its "
+        "gradient alone and the chunks' "
         "gradients, losses and counts are summed exactly (fixed point, in any order); global_batch must be a "
         "multiple of micro_batch x every data-parallel size used (docs/reproducibility.md)");
   s.key("lock_stale_s", &RunConfig::lock_stale_s,

@@ -11,10 +11,15 @@
 // the running statistics, synchronized with the host vectors for checkpoints
 // (sync_buffers); otherwise the backend operations below, with per-channel
 // sums through the host.
+// [run] reproducible = layout (StepContext::chunk_statistics): the statistics
+// are each chunk's own, and the running statistics are updated once per step
+// with the mean of every chunk's (exact sums over the data-parallel group), so
+// they are the same bits on every rank and in every layout.
 #include <algorithm>
 #include <cmath>
 
 #include "hpctrain/backend/cuda/cudnn_batchnorm.hpp"
+#include "hpctrain/backend/exact_sum.hpp"
 #include "hpctrain/backend/ops.hpp"
 #include "hpctrain/comm/communicator.hpp"
 #include "hpctrain/core/error.hpp"
@@ -60,7 +65,7 @@ class BatchNorm final : public Layer {
   }
 
   void forward(const Tensor& x, Tensor& y) override {
-    on_device_ = x.device() == Device::cuda &&
+    on_device_ = x.device() == Device::cuda && !context().chunk_statistics &&
                  (!context().stats_comm || context().stats_comm->size() == 1);  // no statistics from other ranks
     if (on_device_) {
       forward_cudnn(x, y);
@@ -82,6 +87,10 @@ class BatchNorm final : public Layer {
         mean_[ch] = static_cast<float>(mean);
         inv_std_[ch] = static_cast<float>(1.0 / std::sqrt(var + eps_));
         if (context().recompute) continue;  // the same batch again (pipeline backward): statistics already taken
+        if (context().chunk_statistics) {
+          add_chunk_statistic(ch, mean, var * m / std::max(1.0, m - 1));
+          continue;
+        }
         running_mean_[ch] = (1 - momentum_) * running_mean_[ch] + momentum_ * static_cast<float>(mean);
         running_var_[ch] =
             (1 - momentum_) * running_var_[ch] + momentum_ * static_cast<float>(var * m / std::max(1.0, m - 1));
@@ -146,7 +155,35 @@ class BatchNorm final : public Layer {
     batchnorm_backward_data(x, dy, mean_, inv_std_, scale, mean_dy, mean_dyx, p, dx);
   }
 
+  void finish_statistics(Communicator& group) override {
+    const auto uc = static_cast<std::size_t>(channels_);
+    if (chunk_sums_.empty()) chunk_sums_.assign(4 * uc + 2, 0);  // (evaluation-only steps: zeros to add)
+    // The limbs of every channel's mean and variance sums, then the chunks and the refusals.
+    group.allreduce(chunk_sums_.data(), chunk_sums_.data(), chunk_sums_.size(), DType::i64, ReduceOp::sum);
+    const double chunks = static_cast<double>(chunk_sums_[4 * uc]);
+    const bool refused = chunk_sums_[4 * uc + 1] != 0;
+    for (std::size_t ch = 0; chunks > 0 && ch < uc; ++ch) {
+      const std::int64_t* s = &chunk_sums_[4 * ch];
+      const float mean = refused ? NAN : static_cast<float>(exact::value_double(s[0], s[1]) / chunks);
+      const float var = refused ? NAN : static_cast<float>(exact::value_double(s[2], s[3]) / chunks);
+      running_mean_[ch] = (1 - momentum_) * running_mean_[ch] + momentum_ * mean;
+      running_var_[ch] = (1 - momentum_) * running_var_[ch] + momentum_ * var;
+    }
+    std::fill(chunk_sums_.begin(), chunk_sums_.end(), 0);
+  }
+
  private:
+  // (chunk_statistics) Adds one chunk's statistic of channel `ch` to the step's exact sums: a
+  // value of 2^24 or more (or not finite) makes the running statistics NaN.
+  void add_chunk_statistic(std::size_t ch, double mean, double var) {
+    const auto uc = static_cast<std::size_t>(channels_);
+    if (chunk_sums_.empty()) chunk_sums_.assign(4 * uc + 2, 0);
+    std::int64_t* s = &chunk_sums_[4 * ch];
+    const bool ok = exact::add(static_cast<float>(mean), s[0], s[1]) && exact::add(static_cast<float>(var), s[2], s[3]);
+    if (!ok) chunk_sums_[4 * uc + 1] = 1;
+    if (ch + 1 == uc) ++chunk_sums_[4 * uc];  // (one chunk counted once, after its last channel)
+  }
+
   // The statistics this micro-batch's forward used (another micro-batch's may have run since).
   void restore_statistics() {
     const Tensor kept = saved(1, {2 * channels_}, Device::cpu);
@@ -178,6 +215,9 @@ class BatchNorm final : public Layer {
   float momentum_, eps_;
   std::int64_t channels_ = 0, plane_ = 1;
   std::vector<float> running_mean_, running_var_, mean_, inv_std_, gamma_;
+  // (chunk_statistics) Per channel the limbs of its mean's and variance's sums over the step's
+  // chunks, then the chunks and whether a value was refused (backend/exact_sum.hpp).
+  std::vector<std::int64_t> chunk_sums_;
   // The cuDNN path: device running statistics (current unless a checkpoint wrote the host ones),
   // the batch's saved statistics, and dx when the caller needs none.
   std::unique_ptr<cuda::CudnnBatchNorm> cudnn_;

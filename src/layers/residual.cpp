@@ -70,6 +70,9 @@ class Residual final : public Layer {
   void sync_buffers(bool to_host) override {
     for (auto& layer : inner_) layer->sync_buffers(to_host);
   }
+  void finish_statistics(Communicator& group) override {
+    for (auto& layer : inner_) layer->finish_statistics(group);
+  }
   std::vector<std::pair<std::string, std::vector<float>*>> buffers() override {
     std::vector<std::pair<std::string, std::vector<float>*>> out;
     for (std::size_t j = 0; j < inner_.size(); ++j)

@@ -121,6 +121,10 @@ std::vector<std::pair<std::string, std::vector<float>*>> Model::buffers() {
   return out;
 }
 
+void Model::finish_statistics(Communicator& group) {
+  for (auto& layer : layers_) layer->finish_statistics(group);
+}
+
 void Model::sync_buffers(bool to_host) {
   for (auto& layer : layers_) layer->sync_buffers(to_host);
 }

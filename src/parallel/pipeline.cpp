@@ -113,7 +113,7 @@ void PipelineStage::wait_sends() {
 
 void PipelineStage::train_step(int k, std::int64_t rows, const std::function<MicroBatch(int)>& prepare,
                                float grad_scale, Tensor& scalars, const std::function<void(std::size_t)>& layer_done,
-                               bool every_backward) {
+                               bool every_backward, const std::function<void(int)>& chunk_done) {
   const auto t0 = std::chrono::steady_clock::now();
   timing_ = true;
   model_.set_batch(rows);
@@ -124,6 +124,10 @@ void PipelineStage::train_step(int k, std::int64_t rows, const std::function<Mic
   int stored = 0, backwards = 0;
   peak_ = 0;
   const Shape& out_shape = model_.output_shape();
+  // Where the loss sums of the forward and of the backward's repeated pass go: the step's sums
+  // count each micro-batch once (reproducible: in its backward, so chunk_done takes that chunk's).
+  Tensor& forward_sums = chunk_done ? scratch_scalars_ : scalars;
+  Tensor& backward_sums = chunk_done ? scalars : scratch_scalars_;
   for (const auto& [forward, m] : pipeline_schedule(schedule_, stage_, stages_, k)) {
     const MicroBatch mb = prepare(m);  // sets the model's context for micro-batch m
     Tensor& in = kept_[static_cast<std::size_t>(m)];
@@ -137,7 +141,7 @@ void PipelineStage::train_step(int k, std::int64_t rows, const std::function<Mic
       model_.use_set(set);
       const Tensor& out = model_.forward(in);
       if (last())
-        loss_.forward(out, mb.targets, scalars, model_.dout());
+        loss_.forward(out, mb.targets, forward_sums, model_.dout());
       else
         send(out, stage_ + 1, 2 * static_cast<std::size_t>(m));
       continue;
@@ -146,16 +150,17 @@ void PipelineStage::train_step(int k, std::int64_t rows, const std::function<Mic
     Tensor dy;
     if (last()) {
       // The model's output for m is in its set; the loss pass (the loss keeps one micro-batch's
-      // probabilities) is repeated into a scratch so the step's sums count m once.
+      // probabilities) is repeated.
       const Tensor& out = model_.output();
-      loss_.forward(out, mb.targets, scratch_scalars_, model_.dout());
+      loss_.forward(out, mb.targets, backward_sums, model_.dout());
       loss_.backward(out, mb.targets, grad_scale, model_.dout());
       dy = model_.dout();
     } else {
       dy = receive(rows, out_shape, stage_ + 1, free_grads_);
     }
     const bool reduce = ++backwards == k || every_backward;
-    model_.backward(in, dy, reduce ? layer_done : std::function<void(std::size_t)>(), backwards > 1);
+    model_.backward(in, dy, reduce ? layer_done : std::function<void(std::size_t)>(), backwards > 1 && !chunk_done);
+    if (chunk_done) chunk_done(m);
     if (stage_ > 0) send(model_.input_grad(), stage_ - 1, 2 * static_cast<std::size_t>(m) + 1);
     if (!last()) free_grads_.push_back(dy);
     if (stage_ > 0) free_inputs_.push_back(in);  // (stage 0's input is a view of the batch)

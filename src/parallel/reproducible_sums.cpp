@@ -8,6 +8,7 @@
 #include "hpctrain/backend/cuda/device_api.hpp"
 #include "hpctrain/backend/exact_sum.hpp"
 #include "hpctrain/backend/ops.hpp"
+#include "hpctrain/core/error.hpp"
 #include "hpctrain/tensor/step_scalars.hpp"
 
 namespace hpctrain {
@@ -32,9 +33,13 @@ ReproducibleSums::ReproducibleSums(Communicator& dp, std::int64_t elements, Allo
       scalar_flag_(Tensor::zeros({1}, alloc, DType::i32)),
       scalar_sum_(Tensor::zeros({3, 2}, alloc, DType::i64)) {}
 
-void ReproducibleSums::add_chunk(const Tensor& grads, Tensor& scalars) {
-  Tensor sums = grads_.view(0, {elements_, 2});
-  exact_accumulate(grads, chunks_ == 0, sums, flag_);  // (the step's first chunk: no zeroing pass)
+void ReproducibleSums::add_gradient(const Tensor& part, std::int64_t offset) {
+  HPCT_CHECK(offset >= 0 && offset + part.numel() <= elements_, "a chunk's gradient past the exact sums' end");
+  Tensor sums = grads_.view(2 * offset, {part.numel(), 2});
+  exact_accumulate(part, chunks_ == 0, sums, flag_);  // (the step's first chunk: no zeroing pass)
+}
+
+void ReproducibleSums::add_chunk(Tensor& scalars) {
   ++chunks_;
   Tensor interval = scalars.view(0, {3});  // loss_sum, correct, samples (tensor/step_scalars.hpp)
   exact_accumulate(interval, false, scalars_, scalar_flag_);
@@ -42,11 +47,17 @@ void ReproducibleSums::add_chunk(const Tensor& grads, Tensor& scalars) {
 }
 
 void ReproducibleSums::finish_step(Tensor& grads) {
-  chunks_ = 0;
   if (dp_.size() == 1) {
+    chunks_ = 0;
     exact_round(grads_.view(0, {elements_, 2}), flag_, grads);
     return zero(flag_);
   }
+  copy(finish_step_gathered(), grads);
+}
+
+const Tensor& ReproducibleSums::finish_step_gathered() {
+  HPCT_CHECK(dp_.size() > 1, "finish_step_gathered on one rank");
+  chunks_ = 0;
   // Integers: the sum over the group is the same whatever order the communicator adds in. Each
   // rank sums and rounds its block of the elements, then the floats are all-gathered (a quarter of
   // an allreduce of the limbs' bytes); the blocks past the gradient's end are padding.
@@ -57,8 +68,9 @@ void ReproducibleSums::finish_step(Tensor& grads) {
   Tensor out = rounded_.view(first, {block_});
   exact_round(mine, flag_, out);
   dp_.allgather(out.raw(), rounded_.raw(), static_cast<std::size_t>(block_), DType::f32);
-  copy(rounded_.view(0, {elements_}), grads);
   zero(flag_);
+  whole_ = rounded_.view(0, {elements_});
+  return whole_;
 }
 
 IntervalSums ReproducibleSums::interval(bool group) {

@@ -85,14 +85,15 @@ class PipelinedStage final : public StepExecutor {
   PipelinedStage(const Config& cfg, Model& model, Loss& loss, Communicator& pp, Allocator& alloc)
       : pp_(pp), stage_(model, loss, pp, cfg.parallel.pipeline_schedule, alloc) {}
   void train(int k, std::int64_t rows, float grad_scale, Tensor& scalars, const StepHooks& hooks) override {
-    stage_.train_step(k, rows, hooks.prepare, grad_scale, scalars, hooks.layer_done, hooks.every_backward);
+    stage_.train_step(k, rows, hooks.prepare, grad_scale, scalars, hooks.layer_done, hooks.every_backward,
+                      hooks.chunk_done);
   }
   void forward(std::int64_t rows, const MicroBatch& mb, Tensor* scalars) override {
     stage_.eval_batch(rows, mb, scalars);
   }
   bool holds_output() const override { return stage_.last(); }
   void share_from_output(std::uint32_t& value) override { pp_.broadcast(&value, 1, DType::i32, stage_.stages() - 1); }
-  void sum_over_stages(double& v) override { pp_.allreduce(&v, &v, 1, DType::f64, ReduceOp::sum); }
+  void sum_over_stages(double* v, std::size_t n) override { pp_.allreduce(v, v, n, DType::f64, ReduceOp::sum); }
   PipelineStage* pipeline() override { return &stage_; }
 
  private:

@@ -73,7 +73,7 @@ void Trainer::parallelize(bool gpu, int stages) {
   }
   if (cfg_.run.reproducible == Reproducible::layout) {
     refuse_reproducible_combinations();
-    repro_ = std::make_unique<ReproducibleSums>(*comm_, model_->gradients().numel(), alloc_);
+    repro_ = std::make_unique<ReproducibleSums>(*comm_, model_->store().size(), alloc_);
   }
   make_optimizer_for_this_rank();
   compose_update();
@@ -84,18 +84,22 @@ void Trainer::refuse_reproducible_combinations() const {
   const char* why = cfg_.train.micro_batch == 0
                         ? ": set [train] micro_batch, the chunk whose gradient is computed alone (global_batch must be "
                           "a multiple of it times every data-parallel size you use)"
-                    : rt_.mesh().size(MeshDim::pp) > 1 ? " does not work with pipeline_parallel > 1 yet"
                     : rt_.mesh().size(MeshDim::tp) > 1
                         ? " does not work with tensor_parallel > 1 (its split GEMMs sum in another order than one "
                           "rank's)"
-                    : cfg_.parallel.shard == Sharding::gradients || cfg_.parallel.shard == Sharding::full
-                        ? " works with [parallel] shard = none or optimizer only yet"
-                    : cfg_.kernels.cuda_graphs ? " does not work with [kernels] cuda_graphs"
-                    : gpu()                    ? " is checked on the CPU only so far; run it with device = cpu"
-                                               : nullptr;
+                    : cfg_.train.sync_batchnorm && !model_->all_buffers().empty()  // (running statistics: batch norm)
+                        ? " does not work with [train] sync_batchnorm (batch norm's statistics would span the chunks "
+                          "the ranks run at once, which the layout changes); set it to false: each chunk's are used, "
+                          "and the running statistics are the same on every rank"
+                        : cfg_.kernels.cuda_graphs ? " does not work with [kernels] cuda_graphs"
+                          : gpu()                  ? " is checked on the CPU only so far; run it with device = cpu"
+                                                   : nullptr;
   if (why) throw bad_input(key + why);
-  if (cfg_.model.layers.find("batchnorm") != std::string::npos)  // (inside residual blocks too)
-    throw bad_input(key + " does not work with batchnorm layers yet (their statistics span a micro-batch)");
+  if (!tie_syncs_.empty())  // (one stage adds both uses' gradients per chunk; two stages after the step's sums)
+    throw bad_input(key + ": weights tied across pipeline stages (" +
+                    model_->all_layer_names()[model_->ties().front().second] +
+                    ") sum in another order than on one stage; set [model] tie_embeddings = false or keep the "
+                    "tied layers on one stage ([model] groups)");
 }
 
 bool staged_gradients(const Config& cfg, int dp_size) {

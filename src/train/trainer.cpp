@@ -163,6 +163,7 @@ void Trainer::train_step(const Batch& batch, float lr) {
     StepContext& ctx = model_->context();
     ctx.training = true;
     ctx.stats_comm = cfg_.train.sync_batchnorm ? &host_dp() : nullptr;
+    ctx.chunk_statistics = repro_ != nullptr;
     ctx.seed = cfg_.run.seed;
     ctx.step = step_id;
     ctx.sample_ids = staged_.indices() + m * rows;
@@ -182,11 +183,24 @@ void Trainer::train_step(const Batch& batch, float lr) {
   hooks.every_backward = averager_->staged();                 // (ZeRO-2 reduces each micro-batch's gradients)
   hooks.dropped_recordings = [&] { update_graph_.reset(); };  // (it may use the scratch area that moved)
   if (repro_) {  // (no bucket averages: the chunks' sums are exact, taken at the step's end)
+    const ParamStore& store = model_->store();
+    hooks.every_backward = store.staged();  // (staged: each bucket's gradient as its backward finishes it)
     hooks.layer_done = {};
-    hooks.every_backward = false;
-    hooks.chunk_done = [&](int) { repro_->add_chunk(model_->gradients(), scalars_); };
+    if (store.staged())
+      hooks.layer_done = [&](std::size_t layer) {
+        for (std::size_t b = 0; b < store.staged_buckets().size(); ++b) {
+          const Bucket& bucket = store.staged_buckets()[b];
+          if (bucket.ready_after == layer)
+            repro_->add_gradient(store.bucket_buffer(b).view(0, {bucket.size()}), bucket.begin);
+        }
+      };
+    hooks.chunk_done = [&](int) {
+      if (!store.staged()) repro_->add_gradient(model_->gradients());
+      repro_->add_chunk(scalars_);
+    };
   }
   executor_->train(k, rows, grad_scale, scalars_, hooks);
+  if (repro_) model_->finish_statistics(host_dp());  // (batch norm's running statistics, from every chunk's)
   finish_step();
 }
 
@@ -201,7 +215,7 @@ void Trainer::finish_step() {
 bool Trainer::finish_gradients(double& squares) {
   if (repro_) {  // (its sums wait at the step's end: all of that time is exposed)
     const auto t0 = std::chrono::steady_clock::now();
-    repro_->finish_step(model_->gradients());
+    finish_reproducible_gradients();
     comm_wait_s_ += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   } else
     comm_wait_s_ += averager_->finish();
@@ -211,7 +225,7 @@ bool Trainer::finish_gradients(double& squares) {
   Tensor& grads = model_->gradients();
   const bool fp16 = cfg_.precision.dtype == Precision::fp16, clip = cfg_.optim.clip_norm > 0;
   // One pass over the gradients serves both the overflow check and the clipping norm.
-  squares = fp16 || clip ? owned_sum_of_squares() : 0;
+  squares = !(fp16 || clip) ? 0 : repro_ ? layerwise_sum_of_squares(repro_whole_) : owned_sum_of_squares();
   if (fp16) {
     // An overflow on any stage or replica skips the update everywhere, so the ranks stay identical.
     int bad = std::isfinite(squares) ? 0 : 1;
@@ -230,7 +244,7 @@ bool Trainer::finish_gradients(double& squares) {
   // Over the tensor-parallel group: its split tensors' blocks, and its replicated ones once (squares_in).
   if (clip && tp_host_) tp_host_->allreduce(&squares, &squares, 1, DType::f64, ReduceOp::sum);
   // The global norm covers every stage's gradients (identical over a data-parallel group after averaging).
-  if (clip) executor_->sum_over_stages(squares);
+  if (clip && !repro_) executor_->sum_over_stages(&squares, 1);
   return true;
 }
 
@@ -240,12 +254,47 @@ void Trainer::settle_parameters() {
 
 double Trainer::owned_sum_of_squares() {
   Tensor& grads = model_->gradients();
-  // (reproducible: every rank holds the whole summed gradient, summed in one order)
-  if (!averager_->sharded() || repro_) return squares_in(grads, {{0, model_->store().size()}}, false);
+  // (reproducible: every rank holds the whole summed gradient, summed in one order, but for staged
+  // gradients' packed share: the logged norm's sum over the group is the default's)
+  if (!averager_->sharded() || (repro_ && !averager_->staged()))
+    return squares_in(grads, {{0, model_->store().size()}}, false);
   // The averaged gradients this rank owns, summed over the group: the whole (staged: the gradient
   // holds just those, packed).
   double s = squares_in(grads, averager_->owned(), averager_->staged());
   host_dp().allreduce(&s, &s, 1, DType::f64, ReduceOp::sum);
+  return s;
+}
+
+// (reproducible) The step's gradient into the model's (staged: its owned ranges, packed), and
+// the whole gradient kept in repro_whole_ for the norm.
+void Trainer::finish_reproducible_gradients() {
+  Tensor& grads = model_->gradients();
+  if (!model_->store().staged()) {
+    repro_->finish_step(grads);
+    repro_whole_ = grads;
+    return;
+  }
+  repro_whole_ = repro_->finish_step_gathered();
+  std::int64_t at = 0;
+  for (const Range& r : averager_->owned()) {
+    Tensor packed = grads.view(at, {r.size()});
+    copy(repro_whole_.view(r.begin, {r.size()}), packed);
+    at += r.size();
+  }
+}
+
+// (reproducible) Every layer's sum of squares, summed over the stages (each layer's slot is
+// non-zero on one stage only: exact), then added in the model's layer order: the same bits
+// however the layers are split into stages.
+double Trainer::layerwise_sum_of_squares(const Tensor& grads) {
+  std::vector<double> layers(model_->all_layer_names().size(), 0.0);
+  for (std::size_t i = 0; i < model_->layers(); ++i) {
+    const Range r = model_->store().layer(i);
+    if (r.size() > 0) layers[model_->first_layer() + i] = sum_of_squares(grads.view(r.begin, {r.size()}));
+  }
+  executor_->sum_over_stages(layers.data(), layers.size());
+  double s = 0;
+  for (double v : layers) s += v;
   return s;
 }
 
@@ -300,7 +349,12 @@ void Trainer::sum_tied_gradients(double* squares) {
 }
 
 IntervalSums Trainer::take_interval_sums() {
-  if (repro_) return repro_->take_interval();      // (the group's, exactly)
+  if (repro_) {  // (the group's, exactly; with pipeline stages the last one's, the others adding zeros)
+    IntervalSums sums = repro_->take_interval();
+    double v[3] = {sums.loss, sums.correct, sums.samples};
+    executor_->sum_over_stages(v, 3);
+    return {v[0], v[1], v[2]};
+  }
   const IntervalSums sums = peek_interval_sums();  // the only read of the step scalars: at log intervals
   Tensor interval = scalars_.view(0, {3});
   fill(interval, 0.f);

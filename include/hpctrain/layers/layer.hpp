@@ -84,6 +84,9 @@ struct StepContext {
   // its inner layers): the same batch again, so batch norm leaves its running statistics alone
   // (dropout draws the same mask: its generator is keyed by step, sample and position).
   bool recompute = false;
+  // [run] reproducible = layout: layers with running statistics (batch norm) add each chunk's
+  // statistics to exact sums and update them once per step (Layer::finish_statistics).
+  bool chunk_statistics = false;
   // [train] recompute = blocks: a residual block keeps its inner layers' outputs and saved tensors
   // here instead of in `saved`, empties it after its forward, and re-runs its inner forwards into
   // it in its backward. Null: recompute = none.
@@ -134,6 +137,9 @@ class Layer {
   // Layers that keep a device copy of their buffers (batch norm on a GPU): copy it into the
   // host vectors above (to_host), or note that the host vectors changed (a checkpoint loaded).
   virtual void sync_buffers(bool /*to_host*/) {}
+  // StepContext::chunk_statistics: the running statistics updated once, from the step's chunks'
+  // statistics summed exactly over `group` (the data-parallel group: the same on every rank).
+  virtual void finish_statistics(Communicator& /*group*/) {}
   // Outside a model (unit tests): the parameters and gradient buffers every call uses when no
   // context hands any. Inside a model the layer keeps no views: StepContext::params.
   void bind(std::vector<Tensor> params, std::vector<Tensor> grads) {

@@ -148,6 +148,7 @@ class Model {
   // Layer::sync_buffers for every layer held: before reading buffers() (to_host) and after
   // writing them (checkpoints).
   void sync_buffers(bool to_host);
+  void finish_statistics(Communicator& group);  // Layer::finish_statistics for every layer held
   std::vector<std::pair<std::string, std::vector<float>*>> buffers();
   const std::vector<std::string>& layer_names() const { return names_; }  // "conv2d.0", ... (held here)
   // The whole model, whichever layers this rank holds (checkpoint layout): every layer's name,

@@ -46,8 +46,11 @@ class PipelineStage {
   // returns micro-batch m and sets the model's context (sample ids, ...). The last stage adds the
   // loss sums to `scalars`. Gradients: the first backward overwrites, later ones add; `layer_done`
   // is called as the last backward (`every_backward`: each backward) finishes each layer (gradient buckets).
+  // `chunk_done` ([run] reproducible = layout): every backward overwrites the gradients, the last
+  // stage adds micro-batch m's loss sums to `scalars` in its backward, and chunk_done(m) follows it.
   void train_step(int k, std::int64_t rows, const std::function<MicroBatch(int)>& prepare, float grad_scale,
-                  Tensor& scalars, const std::function<void(std::size_t)>& layer_done, bool every_backward = false);
+                  Tensor& scalars, const std::function<void(std::size_t)>& layer_done, bool every_backward = false,
+                  const std::function<void(int)>& chunk_done = {});
   // Forward only: one batch through this stage (the last stage adds the loss sums to `scalars`
   // unless it is null).
   void eval_batch(std::int64_t rows, const MicroBatch& mb, Tensor* scalars);

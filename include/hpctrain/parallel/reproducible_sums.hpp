@@ -17,15 +17,21 @@ namespace hpctrain {
 
 class ReproducibleSums {
  public:
-  // `dp`: the data-parallel group, on the gradients' memory; `elements`: the gradient's size.
+  // `dp`: the data-parallel group, on the gradients' memory; `elements`: the whole gradient's size.
   ReproducibleSums(Communicator& dp, std::int64_t elements, Allocator& alloc);
-  // After a chunk's backward: its gradient (all of `grads`) and its loss, correct and samples
-  // sums (the scalars' first three slots, zeroed here for the next chunk).
-  void add_chunk(const Tensor& grads, Tensor& scalars);
+  // A chunk's gradient of elements [offset, offset + part's): all of it at once, or bucket by
+  // bucket as its backward finishes them (staged gradients); each element once per chunk.
+  void add_gradient(const Tensor& part, std::int64_t offset = 0);
+  // After a chunk's backward (and its add_gradient calls): its loss, correct and samples sums (the
+  // scalars' first three slots, zeroed here for the next chunk).
+  void add_chunk(Tensor& scalars);
   // The step's gradient: the chunks' of every rank, summed exactly, rounded into `grads` (NaN
   // everywhere if an element of a chunk was not finite or of magnitude 2^24 or more); then
   // zeroed for the next step.
   void finish_step(Tensor& grads);
+  // The same for more than one rank, into a whole gradient held here (valid until the next step;
+  // staged gradients copy their owned ranges from it).
+  const Tensor& finish_step_gathered();
   // The log interval's sums: `group` = over the data-parallel group (the same bits on every
   // rank), else this rank's (a checkpoint's partial sums); take_* zeroes them. The loss is NaN
   // when a chunk's loss sum was refused (not finite, or of magnitude 2^24 or more).
@@ -38,6 +44,7 @@ class ReproducibleSums {
   std::int64_t elements_, block_;  // the gradient's elements; each rank's block of them (rounded up)
   Tensor grads_;                   // int64 [block_ x ranks, 2]: the limbs of each element's sum
   Tensor rounded_;                 // f32 [block_ x ranks]: the blocks' rounded sums, gathered
+  Tensor whole_;                   // its first elements_
   Tensor scalars_, flag_;          // int64 [3, 2], int32 [1] (a chunk's element refused)
   Tensor scalar_flag_;             // int32 [1]: a chunk's loss, correct or samples sum refused
   Tensor scalar_sum_;              // the group's interval sums (int64 [3, 2])

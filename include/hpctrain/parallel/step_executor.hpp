@@ -49,8 +49,9 @@ class StepExecutor {
   virtual bool holds_output() const { return true; }
   // `value` of the rank holding the output, on every rank of this replica's stages.
   virtual void share_from_output(std::uint32_t& /*value*/) {}
-  // `v` summed over this replica's stages (a gradient norm's squares).
-  virtual void sum_over_stages(double& /*v*/) {}
+  // `v[0..n)` summed over this replica's stages (a gradient norm's squares; the loss sums, which
+  // the other stages add as zeros).
+  virtual void sum_over_stages(double* /*v*/, std::size_t /*n*/) {}
   // What was recorded must be recorded again (buffers may move: evaluation, a new batch size).
   virtual void invalidate() {}
   virtual bool replaying() const { return false; }  // a recorded step is being replayed

@@ -185,12 +185,16 @@ class Trainer {
   std::map<std::string, OpTraffic> tp_step_traffic_;
   // [run] reproducible = layout: the exact sums of the chunks' gradients and loss sums; null: off
   std::unique_ptr<ReproducibleSums> repro_;
+  Tensor repro_whole_;  // the step's whole gradient (a view: the model's, or repro_'s when staged)
   std::int64_t tp_steps_ = 0;
   bool vocab_parallel_ = false;  // lm_head's logits split over the group: the vocabulary-parallel loss
   // Σ g² over store `ranges` of `grads` (`packed`: they lie one after another there), the
   // tensors every tensor-parallel rank holds whole weighted 1/T, so a sum over the group counts
   // each element once.
   double squares_in(const Tensor& grads, const Ranges& ranges, bool packed) const;
+  // (reproducible) Σ g² of the whole gradient `grads`, per layer, added in layer order over the stages
+  double layerwise_sum_of_squares(const Tensor& grads);
+  void finish_reproducible_gradients();
   std::unique_ptr<Communicator> pp_comm_;  // the pipeline stages of this replica (pp > 1)
   std::unique_ptr<StepExecutor>
       executor_;  // how this rank runs a step's passes (one stage, recorded, a pipeline stage)

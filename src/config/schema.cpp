@@ -275,6 +275,11 @@ void train_keys(std::vector<KeySpec>& k) {
   s.key("steps", &TrainConfig::steps, "optimizer steps to train; > 0 wins over epochs").range(0, kMaxCount);
   s.key("eval_every", &TrainConfig::eval_every, "evaluate every N steps; 0 = at each epoch end").range(0, kMaxCount);
   s.key("sync_batchnorm", &TrainConfig::sync_batchnorm, "batch-norm statistics reduced over the data-parallel group");
+  s.key("loss", &TrainConfig::loss,
+        "the training loss: auto = cross_entropy for classes and tokens, mse for regression targets; mae (mean "
+        "absolute error) and huber (PyTorch's HuberLoss, huber_delta) for regression");
+  s.key("huber_delta", &TrainConfig::huber_delta, "loss = huber: the error up to which it is quadratic")
+      .above(0, kInfinity);
   s.key("recompute", &TrainConfig::recompute,
         "activation checkpointing: blocks = each residual block keeps only its input for backward and re-runs its "
         "forward there (less memory, about one more forward per step; the same gradients, bit for bit)");
@@ -520,6 +525,7 @@ ResumeRole resume_role(const std::string& key) {
       {"model.groups", R::layout},        {"train.steps", R::schedule},
       {"train.epochs", R::schedule},      {"train.global_batch", R::experiment},
       {"train.freeze", R::experiment},    {"train.sync_batchnorm", R::experiment},
+      {"train.loss", R::experiment},      {"train.huber_delta", R::experiment},
       {"train.micro_batches", R::layout}, {"train.micro_batch", R::layout},
       {"train.recompute", R::layout},     {"run.seed", R::experiment},
       {"run.device", R::layout},          {"run.share_gpus", R::layout},

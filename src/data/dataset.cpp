@@ -54,6 +54,30 @@ hid_t raw_sample_type(hid_t dataset, SampleType t, h5::Id* holder) {
   return H5T_NATIVE_UINT8;
 }
 
+namespace {
+// "a, b,c" -> {"a", "b", "c"} (spaces around the names dropped).
+std::vector<std::string> split_names(const std::string& text) {
+  std::vector<std::string> out;
+  std::size_t at = 0;
+  while (at <= text.size()) {
+    const std::size_t comma = std::min(text.find(',', at), text.size());
+    std::string name = text.substr(at, comma - at);
+    name.erase(0, name.find_first_not_of(' '));
+    name.erase(name.find_last_not_of(' ') + 1);
+    out.push_back(name);
+    at = comma + 1;
+  }
+  return out;
+}
+}  // namespace
+
+std::vector<std::string> SplitIndex::target_labels() const {
+  if (!target_names.empty()) return split_names(target_names);
+  std::vector<std::string> out;
+  for (std::int64_t j = 0; j < label_width; ++j) out.push_back("target" + std::to_string(j));
+  return out;
+}
+
 std::int64_t SplitIndex::sample_elems() const {
   std::int64_t n = 1;
   for (auto d : sample_shape) n *= d;
@@ -261,6 +285,7 @@ void merge_layout(SplitIndex& split, const SplitIndex& shard, bool first, const 
     split.classification = shard.classification;
     split.label_width = shard.label_width;
     split.num_classes = shard.num_classes;
+    split.target_names = shard.target_names;
     split.scale = shard.scale;
     split.offset = shard.offset;
     return;
@@ -308,9 +333,17 @@ Shard scan_shard(const std::string& path, SplitIndex& split, bool first, const s
   mine.sample_type = sl.type;
   mine.sample_shape.assign(sl.dims.begin() + 1, sl.dims.end());
   label_layout(file.get(), labels.get(), path, sl.dims[0], mine.classification, mine.label_width, mine.num_classes);
+  if (!mine.classification &&
+      h5::has_attribute(file.get(), "target_names")) {  // "Omega_m, sigma_8, ...": the logs' names
+    mine.target_names = h5::read_string_attribute(file.get(), "target_names");
+    if (static_cast<std::int64_t>(split_names(mine.target_names).size()) != mine.label_width)
+      bad(path, "attribute 'target_names' (\"" + mine.target_names + "\") does not name the " +
+                    std::to_string(mine.label_width) + " targets of /labels (comma-separated)");
+  }
   std::vector<double> scale, offset;
-  // Per channel of [C, H, W] images, per feature of [F] (tabular) samples; a [H, W] image is one channel.
-  const std::int64_t channels = sl.dims.size() == 4 || sl.dims.size() == 2 ? static_cast<std::int64_t>(sl.dims[1]) : 1;
+  // Per channel of [C, H, W] images and [C, D, H, W] volumes, per feature of [F] (tabular) samples; a
+  // [H, W] image is one channel.
+  const std::int64_t channels = sl.dims.size() >= 4 || sl.dims.size() == 2 ? static_cast<std::int64_t>(sl.dims[1]) : 1;
   read_normalization(file.get(), path, channels, scale, offset);
   mine.scale.assign(scale.begin(), scale.end());
   mine.offset.assign(offset.begin(), offset.end());
@@ -493,7 +526,7 @@ void write_split(std::ostream& os, const SplitIndex& s) {
   for (std::size_t i = 0; i < s.scale.size(); ++i) os << ' ' << s.scale[i] << ' ' << s.offset[i];
   os << ' ' << s.tokens << ' ' << s.stream_tokens << ' ' << s.block_size << ' ' << s.token_bits << ' '
      << static_cast<int>(s.token_format) << ' ' << std::quoted(s.tokenizer) << ' ' << std::quoted(s.vocabulary) << ' '
-     << s.tokenizer_files.size();
+     << std::quoted(s.target_names) << ' ' << s.tokenizer_files.size();
   for (const auto& [name, bytes] : s.tokenizer_files) os << ' ' << std::quoted(name) << ' ' << std::quoted(bytes);
   os << ' ' << s.shards.size() << '\n';
   for (const auto& sh : s.shards)
@@ -518,7 +551,7 @@ SplitIndex read_split(std::istream& is) {
   std::size_t files = 0;
   int format = 0;
   is >> s.tokens >> s.stream_tokens >> s.block_size >> s.token_bits >> format >> std::quoted(s.tokenizer) >>
-      std::quoted(s.vocabulary) >> files;
+      std::quoted(s.vocabulary) >> std::quoted(s.target_names) >> files;
   s.token_format = static_cast<DataFormat>(format);
   s.tokenizer_files.resize(files);
   for (auto& [name, bytes] : s.tokenizer_files) is >> std::quoted(name) >> std::quoted(bytes);

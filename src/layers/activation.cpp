@@ -1,6 +1,8 @@
 // relu, tanh, gelu (exact), relu2 (relu(x)^2, modded-nanogpt's MLP activation), gelu_tanh (GELU's
 // tanh approximation, GPT-2's gelu_new): element-wise activations (backend activation_forward /
-// activation_backward), one layer class registered under five names.
+// activation_backward), one layer class registered under five names. Beside them, with a
+// number: leaky_relu(slope) (backend leaky_relu_forward) and scale(x) (y = x * input; CosmoFlow's
+// output is tanh then scale(1.2)).
 #include "hpctrain/backend/ops.hpp"
 #include "hpctrain/layers/registry.hpp"
 
@@ -25,6 +27,41 @@ class ActivationLayer final : public Layer {
   Activation f_;
   const char* name_;
 };
+
+class LeakyRelu final : public Layer {
+ public:
+  explicit LeakyRelu(float slope) : slope_(slope) {}
+  const char* type() const override { return "leaky_relu"; }
+  bool takes_position_blocks() const override { return true; }
+  Shape output_shape(const Shape& in) const override { return in; }
+  void forward(const Tensor& x, Tensor& y) override { leaky_relu_forward(x, slope_, y); }
+  void backward(const Tensor& x, const Tensor&, const Tensor& dy, Tensor& dx) override {
+    if (dx.defined()) leaky_relu_backward(x, dy, slope_, dx);
+  }
+
+ private:
+  float slope_;
+};
+
+class Scale final : public Layer {
+ public:
+  explicit Scale(float factor) : factor_(factor) {}
+  const char* type() const override { return "scale"; }
+  bool takes_position_blocks() const override { return true; }
+  Shape output_shape(const Shape& in) const override { return in; }
+  void forward(const Tensor& x, Tensor& y) override {
+    copy(x, y);
+    scale(y, factor_);
+  }
+  void backward(const Tensor&, const Tensor&, const Tensor& dy, Tensor& dx) override {
+    if (!dx.defined()) return;
+    copy(dy, dx);
+    scale(dx, factor_);
+  }
+
+ private:
+  float factor_;
+};
 }  // namespace
 
 void register_activations(LayerRegistry& r) {
@@ -42,6 +79,15 @@ void register_activations(LayerRegistry& r) {
       return std::make_unique<ActivationLayer>(f, name);
     });
   }
+  r.add("leaky_relu", "leaky_relu(slope): x for x > 0, slope * x otherwise (e.g. leaky_relu(0.3))",
+        [](const LayerArgs& a) {
+          expect_named_only(a, 1, {});
+          return std::make_unique<LeakyRelu>(static_cast<float>(number_arg(a, 0, "the negative slope")));
+        });
+  r.add("scale", "scale(x): the input times x (e.g. scale(1.2))", [](const LayerArgs& a) {
+    expect_named_only(a, 1, {});
+    return std::make_unique<Scale>(static_cast<float>(number_arg(a, 0, "the factor")));
+  });
 }
 
 }  // namespace hpctrain

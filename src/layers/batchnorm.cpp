@@ -229,7 +229,7 @@ class BatchNorm final : public Layer {
 void register_batchnorm(LayerRegistry& r) {
   r.add("batchnorm", "batchnorm(momentum=10, eps=5): per channel or feature; momentum in percent, eps = 10^-eps",
         [](const LayerArgs& a) {
-          if (!a.positional.empty()) throw bad_input("[model] layers: " + a.text + " takes only momentum= and eps=");
+          if (!a.numbers.empty()) throw bad_input("[model] layers: " + a.text + " takes only momentum= and eps=");
           for (const auto& [k, v] : a.named)
             if (k != "momentum" && k != "eps")
               throw bad_input("[model] layers: " + a.text + ": unknown argument '" + k + "' (momentum, eps)");

@@ -68,7 +68,7 @@ void register_dropout(LayerRegistry& r) {
   r.add("dropout", "dropout(p): drop p percent (0-99) while training; identity when evaluating",
         [](const LayerArgs& a) {
           const std::int64_t percent = a.positional.empty() ? -1 : a.positional[0];
-          if (a.positional.size() != 1 || percent < 0 || percent >= 100 || !a.named.empty())
+          if (a.numbers.size() != 1 || a.positional.size() != 1 || percent < 0 || percent >= 100 || !a.named.empty())
             throw bad_input("[model] layers: " + a.text + ": give the drop probability in percent, 0-99 (dropout(50))");
           return std::make_unique<Dropout>(static_cast<float>(percent) / 100.f);
         });

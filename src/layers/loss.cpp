@@ -81,15 +81,33 @@ class MeanSquaredError final : public Loss {
     mean_squared_error_backward(out, t.values, grad_scale, dout);
   }
 };
+// Mean absolute error or Huber's loss (backend regression_loss): the mean over the targets per row.
+class OtherRegression final : public Loss {
+ public:
+  OtherRegression(RegressionLoss kind, float delta) : kind_(kind), delta_(delta) {}
+  const char* name() const override { return kind_ == RegressionLoss::mae ? "mean absolute error" : "Huber loss"; }
+  void forward(const Tensor& out, const Targets& t, Tensor& scalars, Tensor&) override {
+    regression_loss(kind_, delta_, out, t.values, scalars);
+  }
+  void backward(const Tensor& out, const Targets& t, float grad_scale, Tensor& dout) override {
+    regression_loss_backward(kind_, delta_, out, t.values, grad_scale, dout);
+  }
+
+ private:
+  RegressionLoss kind_;
+  float delta_;
+};
+
 }  // namespace
 
 std::unique_ptr<Loss> make_vocab_parallel_loss(Communicator& group, std::int64_t vocab_offset) {
   return std::make_unique<VocabParallelCrossEntropy>(group, vocab_offset);
 }
 
-std::unique_ptr<Loss> make_loss(bool classification) {
+std::unique_ptr<Loss> make_loss(bool classification, RegressionLoss kind, float huber_delta) {
   if (classification) return std::make_unique<SoftmaxCrossEntropy>();
-  return std::make_unique<MeanSquaredError>();
+  if (kind == RegressionLoss::mse) return std::make_unique<MeanSquaredError>();
+  return std::make_unique<OtherRegression>(kind, huber_delta);
 }
 
 }  // namespace hpctrain

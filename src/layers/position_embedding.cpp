@@ -61,7 +61,7 @@ void register_position_embedding(LayerRegistry& r) {
   r.add("position_embedding",
         "position_embedding(std=0.02): learned positions, one row per position of the window ([model] block_size)",
         [](const LayerArgs& a) {
-          if (!a.positional.empty() || a.named.size() > a.named.count("std"))
+          if (!a.numbers.empty() || a.named.size() > a.named.count("std"))
             throw bad_input("[model] layers: " + a.text +
                             " takes only std= (the length is the input's: [model] block_size)");
           return std::make_unique<PositionEmbedding>(layer_named_std(a, "std"));

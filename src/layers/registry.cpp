@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <cmath>
 #include <cstdio>
 #include <functional>
 #include <map>
@@ -119,10 +120,18 @@ void parse_arguments(const std::string& inside, LayerArgs& a, const Fail& fail) 
     if (eq != std::string::npos) {
       a.named[arg.substr(0, eq)] = arg.substr(eq + 1);
     } else {
+      a.numbers.push_back(arg);
+      bool integer = false;
       try {
         std::size_t used = 0;
-        a.positional.push_back(std::stoll(arg, &used));
-        if (used != arg.size()) throw std::invalid_argument(arg);
+        const std::int64_t v = std::stoll(arg, &used);
+        integer = used == arg.size();
+        if (integer) a.positional.push_back(v);
+      } catch (const std::exception&) {
+      }
+      try {  // (a number that is not an integer: for number_arg, as leaky_relu(0.3))
+        std::size_t used = 0;
+        if (!integer && (std::stod(arg, &used), used != arg.size())) throw std::invalid_argument(arg);
       } catch (const std::exception&) {
         fail("argument '" + arg + "' of " + a.type + " is not an integer");
       }
@@ -299,10 +308,18 @@ void Layer::sequence_reduce_scatter(Tensor& full, Tensor& local, std::size_t k) 
 }
 
 std::int64_t int_arg(const LayerArgs& a, std::size_t index, const std::string& what) {
-  if (index >= a.positional.size())
-    throw bad_input("[model] layers: " + a.text + " needs " + what + " (e.g. " + a.type + "(128))");
+  if (index >= a.positional.size() || a.positional.size() != a.numbers.size())
+    throw bad_input("[model] layers: " + a.text + " needs " + what + " as an integer (e.g. " + a.type + "(128))");
   if (a.positional[index] < 1) throw bad_input("[model] layers: " + a.text + ": " + what + " must be >= 1");
   return a.positional[index];
+}
+
+double number_arg(const LayerArgs& a, std::size_t index, const std::string& what) {
+  if (index >= a.numbers.size())
+    throw bad_input("[model] layers: " + a.text + " needs " + what + " (e.g. " + a.type + "(0.5))");
+  const double v = std::stod(a.numbers[index]);  // (parse_arguments checked it is a number)
+  if (!std::isfinite(v)) throw bad_input("[model] layers: " + a.text + ": " + what + " must be finite");
+  return v;
 }
 
 std::int64_t layer_named_int(const LayerArgs& a, const std::string& key, std::int64_t fallback, std::int64_t min) {
@@ -340,7 +357,7 @@ bool layer_named_bool(const LayerArgs& a, const std::string& key, bool fallback)
 }
 
 void expect_named_only(const LayerArgs& a, std::size_t positional, const std::vector<std::string>& keys) {
-  if (a.positional.size() > positional)
+  if (a.numbers.size() > positional)
     throw bad_input("[model] layers: " + a.text + " takes " + std::to_string(positional) + " number(s)");
   for (const auto& [k, v] : a.named)
     if (std::find(keys.begin(), keys.end(), k) == keys.end()) {
@@ -352,7 +369,7 @@ void expect_named_only(const LayerArgs& a, std::size_t positional, const std::ve
 }
 
 void expect_no_args(const LayerArgs& a) {
-  if (!a.positional.empty() || !a.named.empty()) throw bad_input("[model] layers: " + a.text + " takes no arguments");
+  if (!a.numbers.empty() || !a.named.empty()) throw bad_input("[model] layers: " + a.text + " takes no arguments");
 }
 
 }  // namespace hpctrain
@@ -364,6 +381,8 @@ void register_flatten(LayerRegistry& r);
 void register_activations(LayerRegistry& r);
 void register_conv2d(LayerRegistry& r, ConvImpl impl);
 void register_maxpool(LayerRegistry& r);
+void register_conv3d(LayerRegistry& r, ConvImpl impl);
+void register_pooling3d(LayerRegistry& r);
 void register_pooling(LayerRegistry& r);
 void register_dropout(LayerRegistry& r);
 void register_batchnorm(LayerRegistry& r);
@@ -384,6 +403,8 @@ void register_builtin_layers(LayerRegistry& r, const LayerOptions& options) {
   register_conv2d(r, options.conv);
   register_maxpool(r);
   register_pooling(r);
+  register_conv3d(r, options.conv);
+  register_pooling3d(r);
   register_dropout(r);
   register_batchnorm(r);
   register_residual(r);

@@ -23,6 +23,21 @@ void Trainer::sum_over_replicas(double* v, std::size_t n) {
   rt_.world().allreduce(v, v, n, DType::f64, ReduceOp::sum);
 }
 
+std::string EvalResult::mae_text() const {
+  if (mae.empty()) return "";
+  double mean = 0;
+  for (double e : mae) mean += e / static_cast<double>(mae.size());
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "mae %.4f (", mean);
+  std::string out = buf;
+  for (std::size_t j = 0; j < mae.size(); ++j) {
+    std::snprintf(buf, sizeof buf, "%s%s %.4f", j ? ", " : "", j < target_names.size() ? target_names[j].c_str() : "?",
+                  mae[j]);
+    out += buf;
+  }
+  return out + ")";
+}
+
 EvalResult Trainer::evaluate(const SplitIndex& split) {
   settle_parameters();
   drop_recordings();  // evaluation may grow activation and scratch buffers: record the step again
@@ -42,6 +57,12 @@ EvalResult Trainer::evaluate(const SplitIndex& split) {
   const std::int64_t b = rt_.per_rank_batch() / cfg_.train.micro_batches;
   IntervalSums sums;
   const std::int64_t mine = reader.eval_batches(b);
+  const bool targets = !split.classification && !split.tokens;  // (regression: the error per target too)
+  if (targets) {
+    eval_errors_ = Tensor::zeros({split.label_width}, alloc_);
+    fill(eval_errors_, 0.f);
+  }
+  std::vector<double> errors(targets ? static_cast<std::size_t>(split.label_width) : 0, 0.0);
   if (windows_) {  // shard = full: the gathers are collective; a rank with fewer batches joins the rest's
     std::int64_t most = mine;
     host_dp().allreduce(&most, &most, 1, DType::i64, ReduceOp::max);
@@ -62,13 +83,25 @@ EvalResult Trainer::evaluate(const SplitIndex& split) {
     mark_documents(x);
     fill(eval_scalars_, 0.f);
     executor_->forward(batch.size, MicroBatch{x, t}, &eval_scalars_);
+    if (targets && executor_->holds_output()) {  // per batch, into doubles, as the loss
+      absolute_error_sums(model_->output(), t.values, eval_errors_);
+      std::vector<float> e(errors.size());
+      download(eval_errors_, e.data(), e.size() * sizeof(float));
+      for (std::size_t j = 0; j < e.size(); ++j) errors[j] += e[j];
+      fill(eval_errors_, 0.f);
+    }
     const auto h = step_scalars::to_host(eval_scalars_);  // per batch: the sums stay in double
     sums.loss += h[step_scalars::loss_sum];
     sums.correct += h[step_scalars::correct];
     sums.samples += h[step_scalars::samples];
   }
   sum_over_replicas(sums);  // exact: sums of per-sample terms, counts in doubles
+  if (targets) sum_over_replicas(errors.data(), errors.size());
   EvalResult r;
+  if (targets) {
+    r.target_names = split.target_labels();
+    for (double e : errors) r.mae.push_back(sums.samples > 0 ? e / sums.samples : 0);
+  }
   r.samples = static_cast<std::int64_t>(sums.samples);
   r.loss = sums.samples > 0 ? sums.loss / sums.samples : 0;
   r.accuracy = sums.samples > 0 ? sums.correct / sums.samples : 0;
@@ -104,6 +137,10 @@ int Trainer::eval_only() {
                   target.c_str(), static_cast<long long>(info.state.step), split->name.c_str(), r.loss,
                   std::exp(r.loss), bpb, 100 * r.accuracy, static_cast<long long>(windows),
                   static_cast<long long>(split->block_size), static_cast<long long>(bytes));
+  } else if (!r.mae.empty()) {
+    std::snprintf(line, sizeof(line), "eval-only: %s (step %lld): %s loss %.6f %s (%lld samples)", target.c_str(),
+                  static_cast<long long>(info.state.step), split->name.c_str(), r.loss, r.mae_text().c_str(),
+                  static_cast<long long>(r.samples));
   } else {
     std::snprintf(line, sizeof(line), "eval-only: %s (step %lld): %s loss %.6f accuracy %.2f%% (%lld samples)",
                   target.c_str(), static_cast<long long>(info.state.step), split->name.c_str(), r.loss,

@@ -29,6 +29,12 @@
 namespace hpctrain {
 
 namespace {
+double mean_of(const std::vector<double>& v) {
+  double s = 0;
+  for (double x : v) s += x;
+  return v.empty() ? 0 : s / static_cast<double>(v.size());
+}
+
 using Clock = std::chrono::steady_clock;
 double since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
 
@@ -317,6 +323,10 @@ void Trainer::log_interval(const StepEnd& end, double lr, bool eval_now, Interva
     f.eval_loss = p.last_eval.loss;
     f.eval_accuracy = p.last_eval.accuracy;
     if (index_.train.tokens) f.eval_perplexity = std::exp(p.last_eval.loss);
+    if (!p.last_eval.mae.empty()) {
+      f.eval_mae = mean_of(p.last_eval.mae);
+      f.eval_mae_text = p.last_eval.mae_text();
+    }
   }
   f.eta_s = f.wall_s / static_cast<double>(f.step - p.first) * static_cast<double>(p.total - f.step);
   system_figures(f, dt, p);
@@ -414,6 +424,10 @@ RunSummary Trainer::summarize(const Progress& p, const Checkpointer& checkpointe
   s.final_accuracy = final_eval.accuracy;
   s.final_loss = final_eval.loss;
   s.final_samples = final_eval.samples;
+  if (!final_eval.mae.empty()) {
+    s.final_mae = mean_of(final_eval.mae);
+    s.final_mae_text = final_eval.mae_text();
+  }
   s.run_id = p.run_id;
   s.started_at = p.started_at;
   s.deck = cfg_.origin;

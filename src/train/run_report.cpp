@@ -97,7 +97,9 @@ std::string RunReport::csv_row(const IntervalFigures& f) {
 
 std::string RunReport::progress_line(const IntervalFigures& f) {
   std::string eval;
-  if (f.eval_loss)
+  if (f.eval_loss && !f.eval_mae_text.empty())
+    eval = " | " + f.eval_split + " loss " + std::to_string(*f.eval_loss).substr(0, 6) + " " + f.eval_mae_text;
+  else if (f.eval_loss)
     eval = " | " + f.eval_split + " loss " + std::to_string(*f.eval_loss).substr(0, 6) + " acc " +
            std::to_string(100 * f.eval_accuracy.value_or(0)).substr(0, 5) + "%";
   if (f.eval_perplexity) eval += " ppl " + std::to_string(*f.eval_perplexity).substr(0, 6);
@@ -204,12 +206,16 @@ std::string RunReport::summary_json(const RunSummary& s) {
 std::string RunReport::done_line(const RunSummary& s) {
   const std::string cost = s.price_per_device_hour > 0 ? ", cost " + std::to_string(s.cost()).substr(0, 8) : "";
   const auto T = static_cast<double>(s.tokens_per_sample);
-  char speed[256], eval[160], rest[320];
+  char speed[256], eval[400], rest[320];
   if (s.tokens_per_sample) {
     std::snprintf(speed, sizeof speed, "%.0f tokens/s (steady state %.0f%s)", s.samples_per_s * T,
                   s.steady_samples_per_s * T, flops_text(s.steady_model_flops_per_s(), s.steady_mfu_pct()).c_str());
     std::snprintf(eval, sizeof eval, "%s loss %.4f, perplexity %.3f (%lld tokens)", s.final_split.c_str(), s.final_loss,
                   std::exp(s.final_loss), static_cast<long long>(s.final_samples));
+  } else if (s.final_mae) {
+    std::snprintf(speed, sizeof speed, "%.0f samples/s (steady state %.0f)", s.samples_per_s, s.steady_samples_per_s);
+    std::snprintf(eval, sizeof eval, "%s loss %.4f, %s (%lld samples)", s.final_split.c_str(), s.final_loss,
+                  s.final_mae_text.c_str(), static_cast<long long>(s.final_samples));
   } else {
     std::snprintf(speed, sizeof speed, "%.0f samples/s (steady state %.0f)", s.samples_per_s, s.steady_samples_per_s);
     std::snprintf(eval, sizeof eval, "%s accuracy %.2f%% (%lld samples)", s.final_split.c_str(), 100 * s.final_accuracy,
@@ -220,7 +226,7 @@ std::string RunReport::done_line(const RunSummary& s) {
                 "%.2f s writing",
                 s.rank_hours, cost.c_str(), s.step_time_s_min, s.step_time_s_max,
                 bytes_text(s.peak_bytes_per_rank).c_str(), s.checkpoints_written, s.checkpoint_write_s);
-  char line[800];
+  char line[1100];
   std::snprintf(line, sizeof line, "done: %lld steps in %.1f s, %s | final loss %.4f | %s | %s",
                 static_cast<long long>(s.steps), s.wall_s, speed, s.final_train_loss, eval, rest);
   return line;

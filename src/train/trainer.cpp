@@ -42,6 +42,22 @@ void verify_identical(Communicator& comm, const Tensor& t, const std::string& wh
 
 namespace {
 Device device_of(const Runtime& rt) { return rt.device().kind == DeviceKind::cuda ? Device::cuda : Device::cpu; }
+
+// [train] loss, checked against the data: classes take cross-entropy, regression targets the others.
+std::unique_ptr<Loss> training_loss(const TrainConfig& t, bool classification) {
+  const LossKind k = t.loss;
+  if (classification && k != LossKind::auto_ && k != LossKind::cross_entropy)
+    throw bad_input(std::string("[train] loss = ") + name_of(k) +
+                    " is for regression targets; this dataset has classes (use auto or cross_entropy)");
+  if (!classification && k == LossKind::cross_entropy)
+    throw bad_input(
+        "[train] loss = cross_entropy needs classes; this dataset has regression targets (use auto, mse, "
+        "mae or huber)");
+  const RegressionLoss kind = k == LossKind::mae     ? RegressionLoss::mae
+                              : k == LossKind::huber ? RegressionLoss::huber
+                                                     : RegressionLoss::mse;
+  return make_loss(classification, kind, static_cast<float>(t.huber_delta));
+}
 }  // namespace
 
 // This rank's block of the tensor-parallel group, and with [parallel] sequence_parallel the
@@ -113,7 +129,7 @@ Trainer::Trainer(const Config& cfg, Runtime& rt, const DatasetIndex& index)
       if (p.name == name) sync.here = {p.offset, p.offset + sync.count};  // the embedding, or the head's copy of it
     tie_syncs_.push_back(sync);
   }
-  loss_ = make_loss(index.train.classification);
+  loss_ = training_loss(cfg.train, index.train.classification);
   model_->set_frozen(frozen_layers(cfg.train.freeze, *model_));  // [train] freeze (bad_input when wrong)
   scalars_ = step_scalars::make(alloc_);
   step_key_ = Tensor::zeros({2}, alloc_);

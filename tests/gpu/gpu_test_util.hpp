@@ -6,8 +6,12 @@
 #include <gtest/gtest.h>
 #include <mpi.h>
 
+#include <algorithm>
+#include <cmath>
 #include <random>
+#include <set>
 #include <string>
+#include <vector>
 
 #include "hpctrain/backend/cuda/device_api.hpp"
 #include "hpctrain/tensor/tensor.hpp"
@@ -55,6 +59,54 @@ class HostAndDevice : public ::testing::Test {
     hpctrain::Tensor d = hpctrain::Tensor::zeros(h.shape(), dev_, h.dtype());
     hpctrain::upload(h.raw(), h.bytes(), d);
     return d;
+  }
+};
+
+// The backend operations compared so far (test_cuda_coverage.cpp checks every one was), and the
+// fixture of the operation tests (test_cuda_ops.cpp, test_cuda_volume_ops.cpp).
+inline std::set<std::string>& compared() {
+  static std::set<std::string> names;
+  return names;
+}
+
+class CudaOps : public gputest::HostAndDevice {
+ protected:
+  using HostAndDevice::on_gpu;
+  template <typename T>
+  const T* on_gpu(const std::vector<T>& v, hpctrain::Tensor& keep) {
+    keep = hpctrain::Tensor::zeros({static_cast<std::int64_t>((v.size() * sizeof(T) + 3) / 4)}, dev_);
+    hpctrain::upload(v.data(), v.size() * sizeof(T), keep);
+    return reinterpret_cast<const T*>(keep.data());
+  }
+  // Largest |gpu - cpu| / max(1, |cpu|) must be <= tol.
+  void expect_close(const char* op, const hpctrain::Tensor& cpu, const hpctrain::Tensor& gpu, double tol) {
+    compared().insert(op);
+    // The reference is read on the host: a device tensor there would be read through its device
+    // pointer (a crash on a GPU machine, seen 2026-12-04), so it is refused instead.
+    ASSERT_EQ(cpu.device(), hpctrain::Device::cpu) << op << ": the reference is not a host tensor";
+    ASSERT_EQ(cpu.numel(), gpu.numel()) << op;
+    ASSERT_EQ(cpu.dtype(), gpu.dtype()) << op;
+    if (cpu.dtype() == hpctrain::DType::i32) {  // indices: bit for bit
+      std::vector<std::int32_t> g(static_cast<std::size_t>(gpu.numel()));
+      hpctrain::download(gpu, g.data(), g.size() * sizeof(std::int32_t));
+      const std::int32_t* c = cpu.data_as<std::int32_t>();
+      std::int64_t wrong = 0;
+      for (std::int64_t i = 0; i < cpu.numel(); ++i) wrong += c[i] != g[static_cast<std::size_t>(i)];
+      EXPECT_EQ(wrong, 0) << op << ": indices that differ";
+      return;
+    }
+    const auto g = hpctrain::to_host(gpu);
+    double worst = 0;
+    std::int64_t at = 0;
+    for (std::int64_t i = 0; i < cpu.numel(); ++i) {
+      const double c = cpu.data()[i], d = g[static_cast<std::size_t>(i)];
+      const double err = (std::isnan(c) || std::isnan(d)) ? (std::isnan(c) && std::isnan(d) ? 0 : INFINITY)
+                         : c == d                         ? 0
+                                                          : std::fabs(d - c) / std::max(1.0, std::fabs(c));
+      if (err > worst) worst = err, at = i;
+    }
+    EXPECT_LE(worst, tol) << op << ": element " << at << " cpu " << cpu.data()[at] << " gpu "
+                          << g[static_cast<std::size_t>(at)];
   }
 };
 

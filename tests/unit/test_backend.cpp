@@ -224,6 +224,9 @@ TEST(Backend, EveryOperationIsDispatchedToCuda) {
   expect("softmax_finish", [&] { softmax_finish(t, rows2, t2, t); });
   expect("mean_squared_error", [&] { mean_squared_error(t, storage, t); });
   expect("mean_squared_error_backward", [&] { mean_squared_error_backward(t, storage, 1.f, t); });
+  expect("regression_loss", [&] { regression_loss(RegressionLoss::mae, 1.f, t, storage, t2); });
+  expect("regression_loss_backward", [&] { regression_loss_backward(RegressionLoss::mae, 1.f, t, storage, 1.f, t2); });
+  expect("absolute_error_sums", [&] { absolute_error_sums(t, storage, rows2); });
   expect("count_correct", [&] { count_correct(t, labels); });
   expect("sgd_update", [&] { sgd_update(t, t, t, t, 0.f, 0.f, false); });
   expect("adam_update", [&] { adam_update(t, t, t, t, t, 0.9f, 0.999f, 1e-8f, 0.f, false); });
@@ -237,6 +240,13 @@ TEST(Backend, EveryOperationIsDispatchedToCuda) {
   std::int64_t ids[2] = {0, 1};
   expect("avgpool_forward", [&] { avgpool_forward(t, 2, 2, 2, 2, 2, 2, t); });
   expect("avgpool_backward", [&] { avgpool_backward(t, 2, 2, 2, 2, 2, 2, t); });
+  Tensor arg4 = Tensor::wrap(storage + 16, {4}, DType::i32, Device::cuda);
+  expect("maxpool3d_forward", [&] { maxpool3d_forward(t, 1, 2, 2, 1, 1, t2, arg4); });
+  expect("avgpool3d_forward", [&] { avgpool3d_forward(t, 1, 2, 2, 1, 1, t2); });
+  expect("avgpool3d_backward", [&] { avgpool3d_backward(t, 1, 2, 2, 1, 1, t2); });
+  expect("shift_volume", [&] { shift_volume(t, 1, 2, 2, 0, 1, 2, 2, t2); });
+  expect("leaky_relu_forward", [&] { leaky_relu_forward(t, 0.1f, t2); });
+  expect("leaky_relu_backward", [&] { leaky_relu_backward(t, t, 0.1f, t2); });
   const std::uint64_t step_key = 7;
   expect("dropout_forward", [&] { dropout_forward(t, 0.5f, 1, &step_key, ids, 0, t, t); });
   expect("multiply", [&] { multiply(t, t, t); });

@@ -16,6 +16,8 @@ namespace hpctrain {
 // gelu: exact, x * Phi(x); relu2: relu(x)^2 (modded-nanogpt's MLP); gelu_tanh: GELU's tanh
 // approximation (GPT-2's gelu_new, PyTorch's gelu(approximate='tanh')).
 enum class Activation { relu, tanh, gelu, relu2, gelu_tanh };
+// [train] loss for regression targets (backend regression_loss).
+enum class RegressionLoss { mse, mae, huber };
 
 #define HPCT_OP(ret, name, params, args) ret name params;
 #include "hpctrain/backend/op_list.inc"  // NOLINT(bugprone-suspicious-include)

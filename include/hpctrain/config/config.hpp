@@ -41,6 +41,8 @@ enum class Sharding { none, optimizer, gradients, full };
 // [train] recompute: activation checkpointing.
 enum class Recompute { none, blocks };
 enum class Reproducible { off, layout };
+// [train] loss: auto = cross_entropy for classes and tokens, mse for regression targets.
+enum class LossKind { auto_, cross_entropy, mse, mae, huber };
 // [model] mlp (arch = llama): SwiGLU (Llama's) or ReLU-squared (modded-nanogpt's).
 enum class Mlp { swiglu, relu2 };
 // [model] activation (arch = gpt): the MLP's GELU, exact (nanoGPT's) or tanh-approximated (GPT-2's gelu_new, llm.c's).
@@ -72,6 +74,7 @@ constexpr Choices<LrSchedule, 3> choices_of(LrSchedule) { return {{{"constant", 
 constexpr Choices<PipelineSchedule, 2> choices_of(PipelineSchedule) { return {{{"gpipe", PipelineSchedule::gpipe}, {"1f1b", PipelineSchedule::one_f_one_b}}}; }
 constexpr Choices<CommBackend, 3> choices_of(CommBackend) { return {{{"auto", CommBackend::auto_}, {"mpi", CommBackend::mpi}, {"nccl", CommBackend::nccl}}}; }
 constexpr Choices<HostAllreduce, 3> choices_of(HostAllreduce) { return {{{"auto", HostAllreduce::auto_}, {"mpi", HostAllreduce::mpi}, {"shm", HostAllreduce::shm}}}; }
+constexpr Choices<LossKind, 5> choices_of(LossKind) { return {{{"auto", LossKind::auto_}, {"cross_entropy", LossKind::cross_entropy}, {"mse", LossKind::mse}, {"mae", LossKind::mae}, {"huber", LossKind::huber}}}; }
 constexpr Choices<Tristate, 3> choices_of(Tristate) { return {{{"auto", Tristate::auto_}, {"on", Tristate::on}, {"off", Tristate::off}}}; }
 constexpr Choices<ShardBy, 2> choices_of(ShardBy) { return {{{"elements", ShardBy::elements}, {"tensors", ShardBy::tensors}}}; }
 constexpr Choices<Sharding, 4> choices_of(Sharding) { return {{{"none", Sharding::none}, {"optimizer", Sharding::optimizer}, {"gradients", Sharding::gradients}, {"full", Sharding::full}}}; }
@@ -180,6 +183,8 @@ struct TrainConfig {
   bool sync_batchnorm = true;
   std::string freeze;                     // layers not updated: comma-separated name patterns ("" = none)
   Recompute recompute = Recompute::none;  // blocks: residual blocks re-run their forward in backward
+  LossKind loss = LossKind::auto_;
+  double huber_delta = 1.0;  // loss = huber: quadratic within this error, linear beyond
 };
 
 struct OptimConfig {

@@ -57,6 +57,9 @@ struct SplitIndex {
   bool classification = true;  // labels [N] integer; else [N, k] float targets
   std::int64_t label_width = 1;
   std::int64_t num_classes = 0;
+  std::string target_names;  // regression: the targets' names, comma-separated (root attribute target_names), or ""
+  // The targets' names: target_names split, or "target0", "target1", ...
+  std::vector<std::string> target_labels() const;
   std::vector<float> scale, offset;  // per channel (size 1 or sample_shape[0]): x = raw*scale + offset
   // Token datasets (data/token_dataset.hpp): samples are windows of block_size + 1 tokens of one
   // stream of stream_tokens tokens (shards' rows are their tokens, first their stream offset);

@@ -267,7 +267,8 @@ class Layer {
 struct LayerArgs {
   std::string name;  // "attn" of "attn:attention(4)"; empty: layer_names() gives "<type>.<k>"
   std::string type;
-  std::vector<std::int64_t> positional;
+  std::vector<std::int64_t> positional;  // the integers among the positional arguments
+  std::vector<std::string> numbers;      // every positional argument as written (number_arg reads them)
   std::map<std::string, std::string> named;
   std::string text;  // as written, for messages
   std::string body;  // res( ... ): the layers inside, as written

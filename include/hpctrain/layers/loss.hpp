@@ -14,6 +14,7 @@
 #include <cstdint>
 #include <memory>
 
+#include "hpctrain/backend/ops.hpp"  // RegressionLoss
 #include "hpctrain/tensor/tensor.hpp"
 
 namespace hpctrain {
@@ -31,7 +32,10 @@ class Loss {
   virtual void backward(const Tensor& out, const Targets& t, float grad_scale, Tensor& dout) = 0;
 };
 
-std::unique_ptr<Loss> make_loss(bool classification);
+// Softmax cross-entropy for classes (and tokens), else the regression loss `kind` (mse, mae or
+// huber with `huber_delta`).
+std::unique_ptr<Loss> make_loss(bool classification, RegressionLoss kind = RegressionLoss::mse,
+                                float huber_delta = 1.f);
 // Softmax cross-entropy over a vocabulary split among the ranks of `group` ([parallel]
 // tensor_parallel: lm_head's logits are this rank's block, the columns from `vocab_offset` on of
 // the whole vocabulary; Megatron's vocabulary-parallel cross-entropy): the rows' maxima, softmax

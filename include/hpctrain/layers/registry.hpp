@@ -68,6 +68,8 @@ std::string legacy_layer_name(std::size_t index, const std::string& type);
 // Helpers for factories: the i-th positional argument, or a named one, as an integer.
 std::int64_t int_arg(const LayerArgs& a, std::size_t index, const std::string& what);
 void expect_no_args(const LayerArgs& a);
+// Positional argument `index` as a number (integers too): bad_input when missing or not finite.
+double number_arg(const LayerArgs& a, std::size_t index, const std::string& what);
 // A named argument (pad=1) as an integer >= min, or `fallback` when absent.
 std::int64_t layer_named_int(const LayerArgs& a, const std::string& key, std::int64_t fallback, std::int64_t min);
 // A named standard deviation of initial weights (std=0.02), 0.02 when absent.

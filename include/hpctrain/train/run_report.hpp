@@ -45,6 +45,10 @@ struct IntervalFigures {
   // Language models: model FLOP/s (tokens/s x training FLOPs per token, RunSummary) over all
   // ranks, and model FLOPs utilization = that / (ranks x the GPU's peak) where the peak is known.
   std::optional<double> model_flops_per_s, mfu_pct;
+  // Regression: the evaluation's mean absolute error (over the targets) and, for the progress
+  // line, per target ("mae 0.021 (Omega_m 0.020, ...)", EvalResult::mae_text).
+  std::optional<double> eval_mae;
+  std::string eval_mae_text;
 };
 
 // The metrics columns, in file order, with their TensorBoard tags (empty for the step, which
@@ -87,6 +91,7 @@ void visit_columns(const IntervalFigures& f, Visit&& v) {
   spread("gpu_energy_j", f.gpu_energy_j);
   v("model_flops_per_s", "system/model_flops_per_s", f.model_flops_per_s);
   v("mfu_pct", "system/mfu_pct", f.mfu_pct);
+  v("eval_mae", "eval/mae", f.eval_mae);
 }
 
 // The end of a run (over all ranks).
@@ -103,6 +108,8 @@ struct RunSummary {
   std::string final_split = "test";  // the split of the final evaluation: "test", else "eval"
   bool has_test = false;
   double final_accuracy = 0, final_loss = 0;
+  std::optional<double> final_mae;  // regression: the final evaluation's mean absolute error over the targets
+  std::string final_mae_text;       // ... and per target (EvalResult::mae_text)
   std::int64_t final_samples = 0;
   double rank_hours = 0, price_per_device_hour = 0;
   double step_time_s_min = 0, step_time_s_max = 0, peak_bytes_per_rank = 0;
@@ -234,6 +241,7 @@ void visit_summary(const RunSummary& s, Visit&& v) {
   v("final_eval_samples", s.final_samples);  // (language models: tokens)
   v("final_eval_perplexity",
     s.tokens_per_sample ? std::optional<double>(std::exp(s.final_loss)) : std::optional<double>());
+  v("final_eval_mae", s.final_mae);
 }
 
 class RunReport {

@@ -61,6 +61,11 @@ struct TieSync {
 struct EvalResult {  // exact over all ranks
   double loss = 0, accuracy = 0;
   std::int64_t samples = 0;
+  // Regression: the mean absolute error per target, and the targets' names (SplitIndex::target_labels).
+  std::vector<double> mae;
+  std::vector<std::string> target_names;
+  // "mae 0.0213 (Omega_m 0.0201, sigma_8 0.0225)": "" without targets.
+  std::string mae_text() const;
 };
 
 class Trainer {
@@ -201,6 +206,7 @@ class Trainer {
   std::function<void(std::int64_t)> update_;  // the optimizer step (compose_update)
   std::function<void()> after_update_;
   std::vector<TieSync> tie_syncs_;  // weights tied across stages (sum_tied_gradients)
+  Tensor eval_errors_;              // regression: the evaluation's absolute error sums per target
   Tensor scalars_, eval_scalars_;   // step scalars (tensor/step_scalars.hpp) of training and evaluation
   Tensor step_key_;                 // splitmix64(step) on the device, for dropout (StepContext::step_key)
   double comm_wait_s_ = 0;          // time waiting for gradient buckets after backward (all steps)

@@ -51,6 +51,34 @@ struct Port {
   }
 };
 
+// A convolution's oneDNN dimensions for batch n: 2-D (nchw) or 3-D (ncdhw), padding before and after.
+struct Dims {
+  memory::dims src, wei, bia, dst, strides, pad_l, pad_r;
+  tag act, weights;
+  Dims(const ConvGeometry& g, std::int64_t n) : bia{g.out} {
+    const std::int64_t k = g.kernel, s = g.stride, p = g.pad, q = g.pad_end();
+    if (g.volume()) {
+      src = {n, g.channels, g.depth, g.height, g.width};
+      wei = {g.out, g.channels, k, k, k};
+      dst = {n, g.out, g.out_depth, g.out_height, g.out_width};
+      strides = {s, s, s};
+      pad_l = {p, p, p};
+      pad_r = {q, q, q};
+      act = tag::ncdhw;
+      weights = tag::oidhw;
+    } else {
+      src = {n, g.channels, g.height, g.width};
+      wei = {g.out, g.channels, k, k};
+      dst = {n, g.out, g.out_height, g.out_width};
+      strides = {s, s};
+      pad_l = {p, p};
+      pad_r = {q, q};
+      act = tag::nchw;
+      weights = tag::oihw;
+    }
+  }
+};
+
 struct PerBatch {
   dnnl::convolution_forward fwd, fwd_relu;  // fwd_relu: with a ReLU post-op (made on first use)
   dnnl::convolution_backward_data bwd_data;
@@ -76,23 +104,23 @@ struct OnednnConv::Impl {
     auto it = batches.find({n, bf16});
     if (it != batches.end()) return it->second;
     const dt in_type = bf16 ? dt::bf16 : dt::f32;
-    const memory::dims src{n, g.channels, g.height, g.width}, wei{g.out, g.channels, g.kernel, g.kernel}, bia{g.out},
-        dst{n, g.out, g.out_height, g.out_width}, strides{g.stride, g.stride}, pad{g.pad, g.pad};
-    const memory::desc src_any(src, in_type, tag::any), dst_any(dst, dt::f32, tag::any),
-        wei_any(wei, in_type, tag::any), bia_md(bia, dt::f32, tag::x), ddst_any(dst, in_type, tag::any),
-        dsrc_any(src, dt::f32, tag::any), dwei_any(wei, dt::f32, tag::any);
-    const memory::desc src_user(src, dt::f32, tag::nchw), dst_user(dst, dt::f32, tag::nchw),
-        wei_user(wei, dt::f32, tag::oihw);
+    const Dims d(g, n);
+    const memory::dims &strides = d.strides, &pad = d.pad_l, &pad_r = d.pad_r;
+    const memory::desc src_any(d.src, in_type, tag::any), dst_any(d.dst, dt::f32, tag::any),
+        wei_any(d.wei, in_type, tag::any), bia_md(d.bia, dt::f32, tag::x), ddst_any(d.dst, in_type, tag::any),
+        dsrc_any(d.src, dt::f32, tag::any), dwei_any(d.wei, dt::f32, tag::any);
+    const memory::desc src_user(d.src, dt::f32, d.act), dst_user(d.dst, dt::f32, d.act),
+        wei_user(d.wei, dt::f32, d.weights);
     PerBatch p;
     try {
       const dnnl::convolution_forward::primitive_desc fpd(
           {dnnl::prop_kind::forward_training, dnnl::algorithm::convolution_direct, src_any, wei_any, bia_md, dst_any,
-           strides, pad, pad},
+           strides, pad, pad_r},
           eng);
       const dnnl::convolution_backward_data::primitive_desc bdpd(
-          {dnnl::algorithm::convolution_direct, dsrc_any, wei_any, ddst_any, strides, pad, pad}, eng, fpd);
+          {dnnl::algorithm::convolution_direct, dsrc_any, wei_any, ddst_any, strides, pad, pad_r}, eng, fpd);
       const dnnl::convolution_backward_weights::primitive_desc bwpd(
-          {dnnl::algorithm::convolution_direct, src_any, dwei_any, bia_md, ddst_any, strides, pad, pad}, eng, fpd);
+          {dnnl::algorithm::convolution_direct, src_any, dwei_any, bia_md, ddst_any, strides, pad, pad_r}, eng, fpd);
       p.fwd = dnnl::convolution_forward(fpd);
       p.bwd_data = dnnl::convolution_backward_data(bdpd);
       p.bwd_weights = dnnl::convolution_backward_weights(bwpd);
@@ -120,8 +148,9 @@ struct OnednnConv::Impl {
     if (p.fwd_relu) return p;
     const bool bf16 = bf16_math_enabled();
     const dt in_type = bf16 ? dt::bf16 : dt::f32;
-    const memory::dims src{n, g.channels, g.height, g.width}, wei{g.out, g.channels, g.kernel, g.kernel}, bia{g.out},
-        dst{n, g.out, g.out_height, g.out_width}, strides{g.stride, g.stride}, pad{g.pad, g.pad};
+    const Dims d(g, n);
+    const memory::dims &src = d.src, &wei = d.wei, &bia = d.bia, &dst = d.dst, &strides = d.strides, &pad = d.pad_l,
+                       &pad_r = d.pad_r;
     dnnl::post_ops ops;
     ops.append_eltwise(1.f, dnnl::algorithm::eltwise_relu, 0.f, 0.f);  // (oneDNN 2.x: scale first)
     dnnl::primitive_attr attr;
@@ -130,12 +159,12 @@ struct OnednnConv::Impl {
       const dnnl::convolution_forward::primitive_desc fpd(
           {dnnl::prop_kind::forward_training, dnnl::algorithm::convolution_direct, memory::desc(src, in_type, tag::any),
            memory::desc(wei, in_type, tag::any), memory::desc(bia, dt::f32, tag::x),
-           memory::desc(dst, dt::f32, tag::any), strides, pad, pad},
+           memory::desc(dst, dt::f32, tag::any), strides, pad, pad_r},
           attr, eng);
       p.fwd_relu = dnnl::convolution_forward(fpd);
-      p.src_r.init(memory::desc(src, dt::f32, tag::nchw), fpd.src_desc(), eng, true);
-      p.wei_r.init(memory::desc(wei, dt::f32, tag::oihw), fpd.weights_desc(), eng, true);
-      p.dst_r.init(memory::desc(dst, dt::f32, tag::nchw), fpd.dst_desc(), eng, false);
+      p.src_r.init(memory::desc(src, dt::f32, d.act), fpd.src_desc(), eng, true);
+      p.wei_r.init(memory::desc(wei, dt::f32, d.weights), fpd.weights_desc(), eng, true);
+      p.dst_r.init(memory::desc(dst, dt::f32, d.act), fpd.dst_desc(), eng, false);
     } catch (const dnnl::error& e) {
       throw Error(
           ExitCode::internal, Scope::this_rank,
@@ -166,7 +195,7 @@ void OnednnConv::backward(const float* x, const float* dy, const float* w, float
   PerBatch& p = impl_->at(n);
   dnnl::stream& s = impl_->stream;
   const auto& g = impl_->g;
-  const std::size_t nw = static_cast<std::size_t>(g.out * g.channels * g.kernel * g.kernel);
+  const std::size_t nw = static_cast<std::size_t>(g.weight_elements());
   const std::size_t nb = static_cast<std::size_t>(g.out);
   impl_->dw_tmp.resize(nw);
   impl_->db_tmp.resize(nb);

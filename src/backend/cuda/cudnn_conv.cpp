@@ -35,6 +35,14 @@ struct Workspace {
   Workspace& operator=(const Workspace&) = delete;
 };
 
+// A packed [dims...] float tensor descriptor of any rank (volumes: 5).
+void set_packed(cudnnTensorDescriptor_t d, const std::vector<int>& dims) {
+  std::vector<int> strides(dims.size(), 1);
+  for (std::size_t i = dims.size() - 1; i-- > 0;) strides[i] = strides[i + 1] * dims[i + 1];
+  CHECK_CUDNN(
+      cudnnSetTensorNdDescriptor(d, CUDNN_DATA_FLOAT, static_cast<int>(dims.size()), dims.data(), strides.data()));
+}
+
 // The fastest successful result whose workspace fits the limit (cuDNN returns them fastest first).
 template <typename Perf>
 const Perf& pick(const std::vector<Perf>& results, int count, const char* what) {
@@ -61,12 +69,24 @@ struct CudnnConv::Impl {
   std::int64_t described = -1;         // batch size the descriptors x and y hold now
 
   explicit Impl(const cpu::ConvGeometry& geo) : g(geo) {
+    // (cuDNN pads symmetrically: the layer pads an asymmetric 'same' itself, shift_volume)
+    HPCT_CHECK(!g.volume() || g.pad == g.pad_end(), "cuDNN 3-D convolution with asymmetric padding");
     CHECK_CUDNN(cudnnCreateTensorDescriptor(&x));
     CHECK_CUDNN(cudnnCreateTensorDescriptor(&y));
     CHECK_CUDNN(cudnnCreateTensorDescriptor(&bias));
     CHECK_CUDNN(cudnnCreateFilterDescriptor(&w));
     CHECK_CUDNN(cudnnCreateConvolutionDescriptor(&conv));
     const auto i = [](std::int64_t v) { return backend::checked_int(v, "cuDNN convolution: a tensor dimension"); };
+    if (g.volume()) {
+      const int k = i(g.kernel), p = i(g.pad), s = i(g.stride);
+      const int filter[5] = {i(g.out), i(g.channels), k, k, k}, pads[3] = {p, p, p}, strides[3] = {s, s, s},
+                dilation[3] = {1, 1, 1};
+      CHECK_CUDNN(cudnnSetFilterNdDescriptor(w, CUDNN_DATA_FLOAT, CUDNN_TENSOR_NCHW, 5, filter));
+      set_packed(bias, {1, i(g.out), 1, 1, 1});
+      CHECK_CUDNN(
+          cudnnSetConvolutionNdDescriptor(conv, 3, pads, strides, dilation, CUDNN_CROSS_CORRELATION, CUDNN_DATA_FLOAT));
+      return;
+    }
     CHECK_CUDNN(cudnnSetFilter4dDescriptor(w, CUDNN_DATA_FLOAT, CUDNN_TENSOR_NCHW, i(g.out), i(g.channels), i(g.kernel),
                                            i(g.kernel)));
     CHECK_CUDNN(cudnnSetTensor4dDescriptor(bias, CUDNN_TENSOR_NCHW, CUDNN_DATA_FLOAT, 1, i(g.out), 1, 1));
@@ -90,6 +110,11 @@ struct CudnnConv::Impl {
                                                   : m == ConvMath::default_math
                                                       ? CUDNN_DEFAULT_MATH
                                                       : CUDNN_TENSOR_OP_MATH_ALLOW_CONVERSION));
+    if (described != n && g.volume()) {
+      set_packed(x, {i(n), i(g.channels), i(g.depth), i(g.height), i(g.width)});
+      set_packed(y, {i(n), i(g.out), i(g.out_depth), i(g.out_height), i(g.out_width)});
+      described = n;
+    }
     if (described != n) {
       CHECK_CUDNN(cudnnSetTensor4dDescriptor(x, CUDNN_TENSOR_NCHW, CUDNN_DATA_FLOAT, i(n), i(g.channels), i(g.height),
                                              i(g.width)));

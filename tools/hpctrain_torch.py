@@ -144,6 +144,24 @@ class Seq(nn.Module):
                 k, pad, stride = pos[1], int(named.get("pad", 0)), int(named.get("stride", 1))
                 mod = nn.Conv2d(c, pos[0], k, stride=stride, padding=pad)
                 shape = (pos[0], (h + 2 * pad - k) // stride + 1, (w + 2 * pad - k) // stride + 1)
+            elif kind == "conv3d":
+                c, d, h, w = shape
+                k, stride = pos[1], int(named.get("stride", 1))
+                same = named.get("pad") == "same"
+                pad = "same" if same else int(named.get("pad", 0))  # (PyTorch's 'same': the odd zero after)
+                mod = nn.Conv3d(c, pos[0], k, stride=stride, padding=pad)
+                p = 0 if same else pad
+                shape = (pos[0],) + tuple(n if same else (n + 2 * p - k) // stride + 1 for n in (d, h, w))
+            elif kind in ("maxpool3d", "avgpool3d"):
+                k, stride = pos[0], int(named.get("stride", pos[0]))
+                s.pools = getattr(s, "pools", {})
+                s.pools[name] = (k, stride)
+                shape = (shape[0],) + tuple((n - k) // stride + 1 for n in shape[1:])
+            elif kind == "gap3d":
+                shape = (shape[0],)
+            elif kind in ("leaky_relu", "scale"):
+                s.factors = getattr(s, "factors", {})
+                s.factors[name] = float(pos[0])
             elif kind in ("maxpool", "avgpool"):
                 k, stride = pos[0], int(named.get("stride", pos[0]))
                 s.pools = getattr(s, "pools", {})
@@ -208,6 +226,18 @@ class Seq(nn.Module):
                 x = F.avg_pool2d(x, *s.pools[name])
             elif kind == "gap":
                 x = x.mean(dim=(2, 3))
+            elif kind == "conv3d":
+                x = m(x)
+            elif kind == "maxpool3d":
+                x = F.max_pool3d(x, *s.pools[name])
+            elif kind == "avgpool3d":
+                x = F.avg_pool3d(x, *s.pools[name])
+            elif kind == "gap3d":
+                x = x.mean(dim=(2, 3, 4))
+            elif kind == "leaky_relu":
+                x = F.leaky_relu(x, s.factors[name])
+            elif kind == "scale":
+                x = x * s.factors[name]
             elif kind == "gelu":
                 x = F.gelu(x)
             elif kind == "relu":
@@ -299,7 +329,10 @@ def build(layers, sample_shape, trainer=None):
 def specs_from_description(layers):
     """Specs [(type, positional ints, {named}, body specs, name)] from the "layers" of the trainer's
     description (--describe-model, --describe-layers: its own reading of the grammar)."""
-    return [(l["type"], [int(v) for v in l["positional"]], dict(l["named"]),
+    def number(v):
+        return int(v) if v.lstrip("+-").isdigit() else float(v)
+
+    return [(l["type"], [number(v) for v in l.get("numbers", l["positional"])], dict(l["named"]),
              specs_from_description(l["body"]) if "body" in l else "", l["name"]) for l in layers]
 
 

@@ -16,6 +16,7 @@ nlohmann::ordered_json layer_json(const LayerArgs& a, const std::string& name) {
   j["name"] = name;  // layer_names(): its tensors' names start with it
   j["type"] = a.type;
   j["positional"] = a.positional;
+  j["numbers"] = a.numbers;  // every positional argument as written (leaky_relu(0.3): "0.3")
   j["named"] = a.named;
   j["text"] = a.text;
   if (!a.body.empty()) {

@@ -38,6 +38,7 @@ ShardWriter::ShardWriter(const std::string& path, const ShardSpec& spec, std::in
   h5::write_int_attribute(file_.get(), "num_classes", spec.num_classes);
   h5::write_double_attribute(file_.get(), spec.standardize ? "mean" : "scale", spec.norm_a);
   h5::write_double_attribute(file_.get(), spec.standardize ? "std" : "offset", spec.norm_b);
+  if (!spec.target_names.empty()) h5::write_string_attribute(file_.get(), "target_names", spec.target_names);
 
   std::vector<hsize_t> shape{static_cast<hsize_t>(rows)};
   for (auto d : spec.sample_shape) shape.push_back(static_cast<hsize_t>(d));

@@ -317,6 +317,7 @@ void Trainer::log_interval(const StepEnd& end, double lr, bool eval_now, Interva
   f.data_wait_pct = 100 * (reader.wait_seconds() - p.wait_mark) / dt;
   if (rt_.world().size() > 1) f.comm_exposed_pct = 100 * (comm_wait_s_ - p.comm_mark) / dt;  // not hidden
   f.lr = lr;
+  f.regression = !index_.train.classification && !index_.train.tokens;
   if (eval_now) {
     p.last_eval = evaluate(*eval_split());
     f.eval_split = eval_split()->name;

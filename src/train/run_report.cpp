@@ -114,12 +114,13 @@ std::string RunReport::progress_line(const IntervalFigures& f) {
   char comm[48] = "", gpu[48] = "";
   if (f.comm_exposed_pct) std::snprintf(comm, sizeof(comm), " | comm exposed %.1f%%", *f.comm_exposed_pct);
   if (f.gpu_util_pct) std::snprintf(gpu, sizeof(gpu), " | gpu %.0f-%.0f%%", f.gpu_util_pct->min, f.gpu_util_pct->max);
-  char line[512];
+  char acc[32] = "";
+  if (!f.regression) std::snprintf(acc, sizeof(acc), " | acc %5.1f%%", 100 * f.accuracy);
+  char line[1024];
   std::snprintf(line, sizeof(line),
-                "epoch %lld step %lld/%lld | loss %.4f | acc %5.1f%% | %s | ETA %s | data wait %.1f%%%s%s | lr %.4g%s",
+                "epoch %lld step %lld/%lld | loss %.4f%s | %s | ETA %s | data wait %.1f%%%s%s | lr %.4g%s",
                 static_cast<long long>(f.epoch), static_cast<long long>(f.step), static_cast<long long>(f.total),
-                f.loss, 100 * f.accuracy, rate, duration_text(f.eta_s).c_str(), f.data_wait_pct, comm, gpu, f.lr,
-                eval.c_str());
+                f.loss, acc, rate, duration_text(f.eta_s).c_str(), f.data_wait_pct, comm, gpu, f.lr, eval.c_str());
   return line;
 }
 

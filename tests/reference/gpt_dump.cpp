@@ -14,6 +14,7 @@
 #include <random>
 #include <string>
 
+#include "dump_util.hpp"
 #include "hpctrain/backend/ops.hpp"
 #include "hpctrain/config/config.hpp"
 #include "hpctrain/core/error.hpp"
@@ -26,14 +27,7 @@
 
 using namespace hpctrain;
 
-namespace {
-void write(hid_t loc, const std::string& name, const std::vector<float>& v, const Shape& shape) {
-  std::vector<hsize_t> dims(shape.begin(), shape.end());
-  if (dims.empty()) dims = {1};
-  h5::Id d = h5::create_dataset(loc, name, H5T_IEEE_F32LE, dims, dims[0], 0);
-  h5::write_rows(d.get(), H5T_NATIVE_FLOAT, 0, dims[0], v.data());
-}
-}  // namespace
+using dump::write;
 
 int main(int argc, char** argv) {
   if (argc != 8 && !(argc == 9 && std::string(argv[8]) == "muon")) {

@@ -136,6 +136,9 @@ TEST(RunReport, CsvProgressLineAndSummaryComeFromTheSameFigures) {
   EXPECT_EQ(RunReport::csv_row(f).substr(RunReport::csv_row(f).size() - 20), ",2.5e+12,41.25,0.125");
   EXPECT_NE(RunReport::progress_line(f).find("| val loss 0.5000 mae 0.1250 (a 0.1000, b 0.1500)"), std::string::npos)
       << RunReport::progress_line(f);
+  EXPECT_NE(RunReport::progress_line(f).find("| acc "), std::string::npos);
+  f.regression = true;  // (no accuracy for float targets)
+  EXPECT_EQ(RunReport::progress_line(f).find("| acc "), std::string::npos) << RunReport::progress_line(f);
   RunSummary s;
   s.steps = 10;
   s.precision = "bf16";

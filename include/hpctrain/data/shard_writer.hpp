@@ -22,7 +22,8 @@ struct ShardSpec {
   bool standardize = false;                            // write mean/std (else scale/offset)
   std::vector<double> norm_a{1.0 / 255}, norm_b{0.0};  // scale, offset  or  mean, std
   std::int64_t chunk_rows = 256;
-  int gzip = 4;  // 0 = uncompressed
+  int gzip = 4;              // 0 = uncompressed
+  std::string target_names;  // regression: the targets' names, comma-separated ("" = none written)
 };
 
 class ShardWriter {

@@ -49,6 +49,7 @@ struct IntervalFigures {
   // line, per target ("mae 0.021 (Omega_m 0.020, ...)", EvalResult::mae_text).
   std::optional<double> eval_mae;
   std::string eval_mae_text;
+  bool regression = false;  // float targets: no accuracy on the progress line
 };
 
 // The metrics columns, in file order, with their TensorBoard tags (empty for the step, which

@@ -159,6 +159,9 @@ class Seq(nn.Module):
                 shape = (shape[0],) + tuple((n - k) // stride + 1 for n in shape[1:])
             elif kind == "gap3d":
                 shape = (shape[0],)
+            elif kind == "dropout":
+                s.dropouts = getattr(s, "dropouts", {})
+                s.dropouts[name] = pos[0] / 100.0
             elif kind in ("leaky_relu", "scale"):
                 s.factors = getattr(s, "factors", {})
                 s.factors[name] = float(pos[0])
@@ -248,8 +251,9 @@ class Seq(nn.Module):
                 x = F.relu(x).square()
             elif kind == "tanh":
                 x = torch.tanh(x)
-            elif kind == "dropout":
-                pass  # evaluated without dropout
+            elif kind == "dropout":  # off unless the model's dropout_on (a training benchmark) is set
+                if s.root[0].dropout_on and s.training:
+                    x = F.dropout(x, s.dropouts[name])
             else:
                 x = m(x)
         return x
@@ -261,6 +265,7 @@ class Model(nn.Module):
         lm_head tables hold round_up(V, vocab_multiple) rows ([model] vocab_multiple)."""
         super().__init__()
         s.vocab_multiple = vocab_multiple
+        s.dropout_on = False  # dropout layers: identity (the reference tests), unless set
         s.seq = Seq(specs, tuple(sample_shape), s)
 
     def padded(s, rows):

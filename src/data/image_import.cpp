@@ -75,18 +75,7 @@ ImageList list_images(const std::string& dir, const std::string& labels_csv) {
 }
 
 std::vector<ImageShard> plan_image_shards(std::int64_t n, const ImageImportOptions& o) {
-  const SplitRows split = split_rows(n, o.val_fraction, o.test_fraction, o.shuffle_seed, "images");
-  std::vector<ImageShard> plan;
-  auto add = [&](const char* name, const std::vector<std::int64_t>& rows, int shards) {
-    const auto count = static_cast<std::int64_t>(rows.size());
-    const std::int64_t per = (count + shards - 1) / shards;
-    for (int s = 0; s * per < count; ++s)
-      plan.push_back({name, s, {rows.begin() + s * per, rows.begin() + std::min(count, (s + 1) * per)}});
-  };
-  add("train", split.train, std::max(1, o.shards));
-  add("val", split.val, 1);
-  add("test", split.test, 1);
-  return plan;
+  return plan_split_shards(n, o.val_fraction, o.test_fraction, o.shuffle_seed, "images", o.shards, 1);
 }
 
 std::int64_t write_image_shards(const ImageList& list, const std::vector<ImageShard>& plan,

@@ -99,6 +99,22 @@ SplitRows split_rows(std::int64_t n, double val_fraction, double test_fraction, 
   return {{at(0), at(n - val - test)}, {at(n - val - test), at(n - test)}, {at(n - test), at(n)}};
 }
 
+std::vector<SplitShard> plan_split_shards(std::int64_t n, double val_fraction, double test_fraction, std::uint64_t seed,
+                                          const std::string& what, int train_shards, int other_shards) {
+  const SplitRows split = split_rows(n, val_fraction, test_fraction, seed, what);
+  std::vector<SplitShard> plan;
+  auto add = [&](const char* name, const std::vector<std::int64_t>& rows, int shards) {
+    const auto count = static_cast<std::int64_t>(rows.size());
+    const std::int64_t per = (count + shards - 1) / shards;
+    for (int s = 0; s * per < count; ++s)
+      plan.push_back({name, s, {rows.begin() + s * per, rows.begin() + std::min(count, (s + 1) * per)}});
+  };
+  add("train", split.train, std::max(1, train_shards));
+  add("val", split.val, std::max(1, other_shards));
+  add("test", split.test, std::max(1, other_shards));
+  return plan;
+}
+
 TableData read_csv(const CsvOptions& o) {
   std::ifstream in(o.path);
   if (!in) throw bad_input(o.path + ": cannot open");

@@ -8,6 +8,11 @@
 # - inputs/cosmoflow_32.ini trained 96 steps on 512 synthetic volumes: its test MAE under half the
 #   untrained network's and below 0.4 (a constant prediction of 0 scores 0.5 on targets uniform
 #   in [-1, 1]).
+# - hpctrain-data import-h5: per-sample HDF5 files as CosmoFlow stores them (h5py writes them:
+#   "full" [D, H, W, C] int16 counts, "unitPar" [4]) into shards, on 1 and 2 ranks (the same
+#   bytes), each sample log1p(transposed) within float16's rounding (numpy); a file of another
+#   shape, a missing dataset and a count that log1p cannot take are refused with one line naming
+#   the file, and leave no shards.
 # - Refusals: a regression loss on classes, target_names that do not name the targets.
 set -u
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
@@ -56,4 +61,63 @@ msg=$("$mpirun" -q -np 1 "$trainer" inputs/cosmoflow_32.ini --set data.path="$tm
   --set "model.layers=flatten dense(4)" --set run.out_dir="$tmp/refused2" 2>&1)
 check "target_names that do not name the targets: exit 2, naming the file" \
   test $? -eq 2 -a -n "$(grep "part-00000.h5.*target_names.*does not name the 4 targets" <<<"$msg")"
+
+# One file per sample, as CosmoFlow's: h5py writes them.
+$py - "$tmp/univ" <<'PY'
+import h5py, numpy as np, os, sys
+out = sys.argv[1]
+os.makedirs(out)
+rng = np.random.default_rng(3)
+for i in range(12):
+    with h5py.File("%s/univ_%04d.h5" % (out, i), "w") as f:
+        f["full"] = rng.integers(0, 60, size=(6, 5, 4, 3)).astype(np.int16)  # [D, H, W, C] counts
+        f["unitPar"] = rng.uniform(-1, 1, size=4).astype(np.float32)
+PY
+import() {  # np out extra-args...
+  local np=$1 out=$2
+  shift 2
+  "$mpirun" -q -np "$np" --oversubscribe "$data_tool" import-h5 --input "$tmp/univ/*.h5" --out "$tmp/$out" \
+    --transform log1p --val-fraction 0.25 --shards 2 --target-names "Omega_m, sigma_8, N_s, H_0" "$@"
+}
+import 1 imp1 >"$tmp/imp1.log" 2>&1
+import 2 imp2 >"$tmp/imp2.log" 2>&1
+check "import-h5 on 1 and 2 ranks: the same shards" \
+  $py -c "
+import h5py, sys
+for part in ('train/part-00000.h5', 'train/part-00001.h5', 'val/part-00000.h5'):
+    a, b = h5py.File(sys.argv[1] + '/' + part), h5py.File(sys.argv[2] + '/' + part)
+    assert a['samples'][()].tobytes() == b['samples'][()].tobytes() and a['labels'][()].tobytes() == b['labels'][()].tobytes(), part
+" "$tmp/imp1" "$tmp/imp2"
+check "... every sample is log1p of its file's volume, channels first (numpy), named targets" \
+  $py -c "
+import glob, h5py, numpy as np, sys
+files = {tuple(h5py.File(p)['unitPar'][()]): np.log1p(h5py.File(p)['full'][()].astype(np.float64)).transpose(3, 0, 1, 2)
+         for p in glob.glob(sys.argv[2] + '/*.h5')}
+seen = 0
+for p in glob.glob(sys.argv[1] + '/*/*.h5'):
+    f = h5py.File(p)
+    assert f.attrs['target_names'] in ('Omega_m, sigma_8, N_s, H_0', b'Omega_m, sigma_8, N_s, H_0')
+    for x, y in zip(f['samples'][()], f['labels'][()]):
+        want = files[tuple(y)]
+        assert x.shape == want.shape and np.abs(x.astype(np.float64) - want).max() <= 2e-3 * max(1, np.abs(want).max())
+        seen += 1
+assert seen == len(files) == 12, seen
+" "$tmp/imp1" "$tmp/univ"
+mkdir "$tmp/bad"
+cp "$tmp"/univ/univ_000[0-4].h5 "$tmp/bad/"
+$py -c "import h5py, numpy as np, sys; f = h5py.File(sys.argv[1], 'r+'); del f['full']; f['full'] = np.zeros((6, 5, 5, 3), np.int16)" \
+  "$tmp/bad/univ_0003.h5"
+msg=$("$mpirun" -q -np 2 --oversubscribe "$data_tool" import-h5 --input "$tmp/bad/*.h5" --out "$tmp/badout" 2>&1)
+check "a file of another shape: exit 2, one line naming it, no shards" \
+  test $? -eq 2 -a -n "$(grep 'univ_0003.h5: its volume or targets differ' <<<"$msg")" -a ! -e "$tmp/badout/train/part-00000.h5"
+msg=$("$mpirun" -q -np 1 "$data_tool" import-h5 --input "$tmp/bad/univ_0000.h5" --out "$tmp/badout" --x density 2>&1)
+check "a missing dataset: exit 2, naming the file and the dataset" \
+  test $? -eq 2 -a -n "$(grep "univ_0000.h5: no dataset 'density'" <<<"$msg")"
+$py -c "import h5py, numpy as np, sys; f = h5py.File(sys.argv[1], 'r+'); del f['full']; f['full'] = np.full((6, 5, 4, 3), -5, np.int16)" \
+  "$tmp/bad/univ_0003.h5"
+msg=$("$mpirun" -q -np 2 --oversubscribe "$data_tool" import-h5 --input "$tmp/bad/*.h5" --out "$tmp/badout" --transform log1p \
+  --val-fraction 0 2>&1)
+check "a count log1p cannot take: exit 2, naming the file, the shards written removed" \
+  test $? -eq 2 -a -n "$(grep 'univ_0003.h5: /full holds a value that is not finite after --transform log1p' <<<"$msg")" \
+  -a -z "$(ls "$tmp/badout/train" 2>/dev/null)"
 finish

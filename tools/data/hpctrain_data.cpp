@@ -16,13 +16,18 @@
 //                            [--labels FILE.csv] [table options but --no-standardize]
 //     table options: [--val-fraction 0.1] [--test-fraction 0] [--shuffle-seed 1 (0: keep order)]
 //                    [--no-standardize] [--shards K] [--force]
+//   [mpirun -np N] hpctrain-data import-h5 --input 'DIR/*.h5' --out ROOT [--x full] [--y unitPar]
+//                            [--layout dhwc|cdhw] [--dtype float16|float32] [--transform none|log1p]
+//                            [--target-names "a, b, ..."] [table options but --no-standardize]
 //   hpctrain-data inspect ROOT
 //   hpctrain-data tokenize --vocab DIR|tokenizer.json --input FILE... [--documents file|lines] [--decode]
 // Errors are one line and exit code 2, like the trainer's.
 #include <mpi.h>
 
+#include <array>
 #include <boost/program_options.hpp>
 #include <cstdio>
+#include <filesystem>
 #include <fstream>
 #include <iostream>
 #include <map>
@@ -40,6 +45,7 @@
 #include "hpctrain/data/table_import.hpp"
 #include "hpctrain/data/text_import.hpp"
 #include "hpctrain/data/token_dataset.hpp"
+#include "hpctrain/data/volume_import.hpp"
 
 namespace po = boost::program_options;
 using namespace hpctrain;
@@ -71,6 +77,10 @@ const char* kUsage =
     "       [mpirun -np N] hpctrain-data import-images --input DIR --out ROOT [--size 32] [--channels 3|1]\n"
     "                                [--labels FILE.csv] [--val-fraction 0.1] [--test-fraction 0] [--shuffle-seed 1]\n"
     "                                [--shards K] [--force]\n"
+    "       [mpirun -np N] hpctrain-data import-h5 --input 'DIR/*.h5' --out ROOT [--x full] [--y unitPar]\n"
+    "                                [--layout dhwc|cdhw] [--dtype float16|float32] [--transform none|log1p]\n"
+    "                                [--target-names \"a, b, ...\"] [--val-fraction 0.1] [--test-fraction 0]\n"
+    "                                [--shuffle-seed 1] [--shards K] [--force]\n"
     "       hpctrain-data inspect ROOT\n"
     "       hpctrain-data tokenize --vocab DIR|tokenizer.json --input FILE... [--documents file|lines] [--decode]\n";
 
@@ -194,6 +204,112 @@ void report(const std::string& what, int rank, int ranks, bool every_rank) {
   std::cerr << "hpctrain-data: error: " << (named ? "[rank " + std::to_string(rank) + "] " : "") << what << "\n";
 }
 
+// One step of a parallel import, unless an earlier one failed: an Error becomes its one line
+// (from rank 0 when every rank would say the same), and every rank learns whether any failed.
+template <typename F>
+void collective_step(int& failed, int rank, int ranks, bool every_rank, F step) {
+  if (!failed) try {
+      step();
+    } catch (const Error& e) {
+      report(e.what(), rank, ranks, every_rank);
+      failed = 1;
+    }
+  MPI_Allreduce(MPI_IN_PLACE, &failed, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
+}
+
+// The split folders a plan writes, made ready (empty: --force removes earlier shards).
+void prepare_splits(const std::string& out, const std::vector<SplitShard>& plan, bool force) {
+  for (const char* split : {"train", "val", "test"})
+    if (std::any_of(plan.begin(), plan.end(), [&](const SplitShard& s) { return s.split == split; }))
+      prepare_split_dir(out + "/" + split, force);
+}
+
+void remove_shards(const std::string& out, const std::vector<SplitShard>& plan) {
+  std::error_code ec;
+  for (const SplitShard& s : plan) {
+    char name[32];
+    std::snprintf(name, sizeof(name), "part-%05d.h5", s.index);
+    std::filesystem::remove(out + "/" + s.split + "/" + name, ec);
+  }
+}
+
+// Rows per split of a plan: train, val, test.
+std::array<std::int64_t, 3> split_totals(const std::vector<SplitShard>& plan) {
+  std::array<std::int64_t, 3> rows{0, 0, 0};
+  for (const auto& s : plan) rows[s.split == "train" ? 0 : s.split == "val" ? 1 : 2] += s.rows.size();
+  return rows;
+}
+
+// One-file-per-sample HDF5 volumes (CosmoFlow's, LBANN's) as shards, read in parallel over the
+// MPI ranks (shard k by rank k % N). Every file's header is checked before any shard is written;
+// a file that fails later (a value not finite) removes what the import wrote.
+int import_h5_cmd(const po::variables_map& vm) {
+  MPI_Init(nullptr, nullptr);
+  int rank = 0, ranks = 1;
+  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  MPI_Comm_size(MPI_COMM_WORLD, &ranks);
+  VolumeImportOptions o;
+  o.inputs = vm["input"].as<std::vector<std::string>>();
+  o.out = vm["out"].as<std::string>();
+  o.x = vm["x"].as<std::string>();
+  o.y = vm["y"].as<std::string>();
+  o.val_fraction = vm["val-fraction"].as<double>();
+  o.test_fraction = vm["test-fraction"].as<double>();
+  o.shuffle_seed = vm["shuffle-seed"].as<std::uint64_t>();
+  o.shards = std::max(vm["shards"].as<int>(), vm["shards"].defaulted() ? ranks : 1);
+  o.rank = rank;
+  o.ranks = ranks;
+  o.force = vm.count("force") > 0;
+  if (vm.count("target-names")) o.target_names = vm["target-names"].as<std::string>();
+  o.progress = [&](std::int64_t done, std::int64_t total, double s) {
+    if (rank == 0)
+      std::fprintf(stderr, "import-h5: rank 0 wrote %lld of its %lld volumes (%d rank(s)), %.1f volumes/s\n",
+                   static_cast<long long>(done), static_cast<long long>(total), ranks, static_cast<double>(done) / s);
+  };
+  std::vector<std::string> files;
+  VolumeLayout layout;
+  std::vector<SplitShard> plan;
+  int failed = 0;
+  collective_step(failed, rank, ranks, true, [&] {  // (the same on every rank: one line, from rank 0)
+    const std::string layout_name = vm["layout"].as<std::string>(), transform = vm["transform"].as<std::string>();
+    const std::string dtype = vm["dtype"].defaulted() ? "float16" : vm["dtype"].as<std::string>();
+    if (layout_name != "dhwc" && layout_name != "cdhw") throw bad_input("--layout '" + layout_name + "': dhwc or cdhw");
+    if (dtype != "float16" && dtype != "float32") throw bad_input("--dtype '" + dtype + "': float16 or float32");
+    if (transform != "none" && transform != "log1p") throw bad_input("--transform '" + transform + "': none or log1p");
+    o.channels_last = layout_name == "dhwc";
+    o.type = dtype == "float16" ? SampleType::f16 : SampleType::f32;
+    o.log1p = transform == "log1p";
+    files = list_volume_files(o.inputs);
+    layout = probe_volume(files.front(), o);
+    plan = plan_split_shards(static_cast<std::int64_t>(files.size()), o.val_fraction, o.test_fraction, o.shuffle_seed,
+                             "files", o.shards, std::max(1, o.shards / 8));
+  });
+  collective_step(failed, rank, ranks, false, [&] {  // every file's header, a share per rank, before any write
+    for (std::size_t f = static_cast<std::size_t>(rank); f < files.size(); f += static_cast<std::size_t>(ranks)) {
+      const VolumeLayout l = probe_volume(files[f], o);
+      if (l.sample_shape != layout.sample_shape || l.targets != layout.targets)
+        throw bad_input(files[f] + ": its volume or targets differ in shape from " + files.front() + "'s");
+    }
+  });
+  collective_step(failed, rank, ranks, true, [&] {
+    if (rank == 0) prepare_splits(o.out, plan, o.force);
+  });
+  const bool started = !failed;
+  long long written = 0;
+  collective_step(failed, rank, ranks, false, [&] { written = write_volume_shards(files, layout, plan, o); });
+  if (failed && started && rank == 0) remove_shards(o.out, plan);  // (the split folders were emptied for it)
+  MPI_Allreduce(MPI_IN_PLACE, &written, 1, MPI_LONG_LONG, MPI_SUM, MPI_COMM_WORLD);
+  if (!failed && rank == 0) {
+    const auto rows = split_totals(plan);
+    std::cout << "wrote " << rows[0] << " train, " << rows[1] << " val, " << rows[2] << " test volumes of "
+              << layout.sample_shape[0] << "x" << layout.sample_shape[1] << "x" << layout.sample_shape[2] << "x"
+              << layout.sample_shape[3] << " with " << layout.targets << " targets to " << o.out << " (" << written
+              << " read by " << ranks << " rank(s))\n";
+  }
+  MPI_Finalize();
+  return failed ? 2 : 0;
+}
+
 // The images of a folder as uint8 shards, decoded and resized in parallel over the MPI ranks
 // (shard k by rank k % N; the dataset is the same for any N).
 int import_images_cmd(const po::variables_map& vm) {
@@ -222,35 +338,21 @@ int import_images_cmd(const po::variables_map& vm) {
   int failed = 0;
   ImageList list;
   std::vector<ImageShard> plan;
-  try {  // (the same on every rank: one line, from rank 0)
+  collective_step(failed, rank, ranks, true, [&] {  // (the same on every rank: one line, from rank 0)
     if (o.size < 1 || (o.channels != 1 && o.channels != 3)) throw bad_input("--size must be >= 1, --channels 1 or 3");
     list = list_images(o.dir, o.labels_csv);
     plan = plan_image_shards(static_cast<std::int64_t>(list.images.size()), o);
-    if (rank == 0)
-      for (const char* split : {"train", "val", "test"})
-        if (std::any_of(plan.begin(), plan.end(), [&](const ImageShard& s) { return s.split == split; }))
-          prepare_split_dir(o.out + "/" + split, o.force);
-  } catch (const Error& e) {
-    report(e.what(), rank, ranks, true);
-    failed = 1;
-  }
-  MPI_Allreduce(MPI_IN_PLACE, &failed, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
-  long long written = 0;
-  if (!failed) try {
-      written = write_image_shards(list, plan, o);
-    } catch (const Error& e) {  // (a file that does not decode: its rank says which)
-      report(e.what(), rank, ranks, false);
-      failed = 1;
-    }
-  MPI_Allreduce(MPI_IN_PLACE, &failed, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
+    if (rank == 0) prepare_splits(o.out, plan, o.force);
+  });
+  long long written = 0;  // (a file that does not decode: its rank says which)
+  collective_step(failed, rank, ranks, false, [&] { written = write_image_shards(list, plan, o); });
   MPI_Allreduce(MPI_IN_PLACE, &written, 1, MPI_LONG_LONG, MPI_SUM, MPI_COMM_WORLD);
   if (!failed && rank == 0) {
     if (!list.class_names.empty()) {
       std::ofstream names(o.out + "/classes.txt");
       for (const auto& c : list.class_names) names << c << "\n";
     }
-    std::int64_t split_rows[3] = {0, 0, 0};
-    for (const auto& s : plan) split_rows[s.split == "train" ? 0 : s.split == "val" ? 1 : 2] += s.rows.size();
+    const auto split_rows = split_totals(plan);
     std::cout << "wrote " << split_rows[0] << " train, " << split_rows[1] << " val, " << split_rows[2]
               << " test images of " << o.channels << "x" << o.size << "x" << o.size << " to " << o.out << " ("
               << std::max<std::size_t>(list.class_names.size(), 1) << " classes"
@@ -446,7 +548,10 @@ po::options_description options() {
       "features", po::value<std::string>())("test-fraction", po::value<double>()->default_value(0.0))(
       "shuffle-seed", po::value<std::uint64_t>()->default_value(1))("no-standardize", "keep raw values")(
       "size", po::value<int>()->default_value(32))("channels", po::value<int>()->default_value(3))(
-      "cifar100", "CIFAR-100's records")("kind", po::value<std::string>()->default_value("classes"));
+      "cifar100", "CIFAR-100's records")("kind", po::value<std::string>()->default_value("classes"))(
+      "x", po::value<std::string>()->default_value("full"))("y", po::value<std::string>()->default_value("unitPar"))(
+      "layout", po::value<std::string>()->default_value("dhwc"))(
+      "transform", po::value<std::string>()->default_value("none"))("target-names", po::value<std::string>());
   return o;
 }
 
@@ -502,6 +607,11 @@ int main(int argc, char** argv) {
       need("input");
       need("out");
       return import_images_cmd(vm);
+    }
+    if (cmd == "import-h5") {
+      need("input");
+      need("out");
+      return import_h5_cmd(vm);
     }
     if (cmd == "generate") {
       need("out");

@@ -9,6 +9,8 @@
 #include <string>
 #include <vector>
 
+#include "hpctrain/data/table_import.hpp"  // SplitShard
+
 namespace hpctrain {
 
 struct Image {
@@ -51,11 +53,7 @@ struct ImageImportOptions {
   std::function<void(std::int64_t, std::int64_t, double)> progress;
 };
 // Shard k of a split: its rows of the shuffled list. Every rank computes the same plan.
-struct ImageShard {
-  std::string split;
-  int index = 0;
-  std::vector<std::int64_t> rows;  // positions in ImageList::images
-};
+using ImageShard = SplitShard;
 std::vector<ImageShard> plan_image_shards(std::int64_t n, const ImageImportOptions& o);
 // Writes this rank's shards of the plan (the split folders must be ready: prepare_split_dir).
 // Returns the images this rank wrote.

@@ -35,6 +35,16 @@ struct SplitRows {
 };
 SplitRows split_rows(std::int64_t n, double val_fraction, double test_fraction, std::uint64_t seed,
                      const std::string& what);
+// Shard k of a split: its rows. A parallel import's plan (every rank computes the same; shard k
+// of the list written by rank k % N): split_rows, then train in `train_shards` shards, val and
+// test in `other_shards` each.
+struct SplitShard {
+  std::string split;
+  int index = 0;
+  std::vector<std::int64_t> rows;
+};
+std::vector<SplitShard> plan_split_shards(std::int64_t n, double val_fraction, double test_fraction, std::uint64_t seed,
+                                          const std::string& what, int train_shards, int other_shards);
 
 struct CsvOptions {
   std::string path;

@@ -1,0 +1,165 @@
+// One-file-per-sample HDF5 volumes into shards (data/volume_import.hpp).
+#include "hpctrain/data/volume_import.hpp"
+
+#include <glob.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <filesystem>
+#include <mutex>
+
+#include "hpctrain/core/error.hpp"
+#include "hpctrain/data/shard_writer.hpp"
+#include "hpctrain/data/synthetic.hpp"  // float_to_half
+#include "hpctrain/data/table_import.hpp"
+#include "hpctrain/io/h5.hpp"
+
+namespace fs = std::filesystem;
+
+namespace hpctrain {
+
+namespace {
+// The dataset `name` of `file`, opened; bad_input naming both when it is missing.
+h5::Id open_dataset(hid_t file, const std::string& path, const std::string& name) {
+  if (!h5::has_link(file, name)) throw bad_input(path + ": no dataset '" + name + "' (--x / --y name them)");
+  return h5::Id(CHECK_H5(H5Dopen2(file, name.c_str(), H5P_DEFAULT)));
+}
+
+h5::Id open_sample_file(const std::string& path) {
+  if (H5Fis_hdf5(path.c_str()) <= 0) throw bad_input(path + ": not an HDF5 file");
+  return h5::open_file(path);
+}
+}  // namespace
+
+std::vector<std::string> list_volume_files(const std::vector<std::string>& inputs) {
+  std::vector<std::string> files;
+  for (const std::string& in : inputs) {
+    glob_t g{};
+    const int rc = glob(in.c_str(), 0, nullptr, &g);
+    if (rc != 0) {
+      globfree(&g);
+      throw bad_input("--input '" + in + "': no such file");
+    }
+    for (std::size_t i = 0; i < g.gl_pathc; ++i) files.emplace_back(g.gl_pathv[i]);
+    globfree(&g);
+  }
+  std::sort(files.begin(), files.end());
+  files.erase(std::unique(files.begin(), files.end()), files.end());
+  if (files.empty()) throw bad_input("--input: no files");
+  return files;
+}
+
+VolumeLayout probe_volume(const std::string& path, const VolumeImportOptions& o) {
+  std::lock_guard<std::mutex> lock(h5::lock());
+  h5::Id file = open_sample_file(path);
+  h5::Id x = open_dataset(file.get(), path, o.x), y = open_dataset(file.get(), path, o.y);
+  const auto xs = h5::dataset_shape(x.get()), ys = h5::dataset_shape(y.get());
+  if (xs.size() != 4)
+    throw bad_input(path + ": /" + o.x + " has " + std::to_string(xs.size()) + " dimensions; a volume needs 4 (" +
+                    (o.channels_last ? "[D, H, W, C], --layout dhwc" : "[C, D, H, W], --layout cdhw") + ")");
+  if (ys.size() != 1 || ys[0] < 1) throw bad_input(path + ": /" + o.y + " must be 1-D targets [K]");
+  VolumeLayout l;
+  if (o.channels_last)
+    l.sample_shape = {static_cast<std::int64_t>(xs[3]), static_cast<std::int64_t>(xs[0]),
+                      static_cast<std::int64_t>(xs[1]), static_cast<std::int64_t>(xs[2])};
+  else
+    l.sample_shape.assign(xs.begin(), xs.end());
+  l.targets = static_cast<std::int64_t>(ys[0]);
+  return l;
+}
+
+void read_volume(const std::string& path, const VolumeImportOptions& o, const VolumeLayout& layout,
+                 std::vector<float>& volume, std::vector<float>& targets) {
+  const VolumeLayout mine = probe_volume(path, o);
+  auto text = [](const std::vector<std::int64_t>& s) {
+    std::string t;
+    for (auto d : s) t += (t.empty() ? "[" : ", ") + std::to_string(d);
+    return t + "]";
+  };
+  if (mine.sample_shape != layout.sample_shape || mine.targets != layout.targets)
+    throw bad_input(path + ": a sample of " + text(mine.sample_shape) + " with " + std::to_string(mine.targets) +
+                    " targets, but the first file's is " + text(layout.sample_shape) + " with " +
+                    std::to_string(layout.targets));
+  const std::int64_t c = layout.sample_shape[0],
+                     vol = layout.sample_shape[1] * layout.sample_shape[2] * layout.sample_shape[3];
+  std::vector<float> raw(static_cast<std::size_t>(c * vol));
+  targets.resize(static_cast<std::size_t>(layout.targets));
+  {
+    std::lock_guard<std::mutex> lock(h5::lock());
+    h5::Id file = open_sample_file(path);
+    h5::Id x = open_dataset(file.get(), path, o.x), y = open_dataset(file.get(), path, o.y);
+    CHECK_H5(H5Dread(x.get(), H5T_NATIVE_FLOAT, H5S_ALL, H5S_ALL, H5P_DEFAULT, raw.data()));  // (converts integers)
+    CHECK_H5(H5Dread(y.get(), H5T_NATIVE_FLOAT, H5S_ALL, H5S_ALL, H5P_DEFAULT, targets.data()));
+  }
+  volume.resize(raw.size());
+  for (std::int64_t ch = 0; ch < c; ++ch)  // channels first, the transform, every value checked
+    for (std::int64_t i = 0; i < vol; ++i) {
+      float v =
+          o.channels_last ? raw[static_cast<std::size_t>(i * c + ch)] : raw[static_cast<std::size_t>(ch * vol + i)];
+      if (o.log1p) v = std::log1p(v);
+      if (!std::isfinite(v))
+        throw bad_input(path + ": /" + o.x + " holds a value that is not finite" +
+                        (o.log1p ? " after --transform log1p (a count below -1?)" : ""));
+      volume[static_cast<std::size_t>(ch * vol + i)] = v;
+    }
+  for (float t : targets)
+    if (!std::isfinite(t)) throw bad_input(path + ": /" + o.y + " holds a target that is not finite");
+}
+
+std::int64_t write_volume_shards(const std::vector<std::string>& files, const VolumeLayout& layout,
+                                 const std::vector<SplitShard>& plan, const VolumeImportOptions& o) {
+  ShardSpec spec;
+  spec.sample_shape = layout.sample_shape;
+  spec.type = o.type;
+  spec.classification = false;
+  spec.label_width = layout.targets;
+  spec.num_classes = 0;
+  spec.norm_a = {1.0};
+  spec.norm_b = {0.0};
+  spec.chunk_rows = 1;  // (a volume per chunk: readers take single samples)
+  spec.gzip = 0;
+  spec.target_names = o.target_names;
+  std::int64_t mine = 0, done = 0;
+  for (std::size_t k = 0; k < plan.size(); ++k)
+    if (static_cast<int>(k % static_cast<std::size_t>(o.ranks)) == o.rank)
+      mine += static_cast<std::int64_t>(plan[k].rows.size());
+  std::vector<std::string> written;
+  const auto start = std::chrono::steady_clock::now();
+  auto last = start;
+  std::vector<float> volume, targets;
+  std::vector<std::uint16_t> half;
+  try {
+    for (std::size_t k = 0; k < plan.size(); ++k) {
+      if (static_cast<int>(k % static_cast<std::size_t>(o.ranks)) != o.rank) continue;
+      const SplitShard& sh = plan[k];
+      char name[32];
+      std::snprintf(name, sizeof(name), "part-%05d.h5", sh.index);
+      const std::string path = (fs::path(o.out) / sh.split / name).string();
+      ShardWriter w(path, spec, static_cast<std::int64_t>(sh.rows.size()));
+      for (const std::int64_t f : sh.rows) {
+        read_volume(files[static_cast<std::size_t>(f)], o, layout, volume, targets);
+        if (o.type == SampleType::f16) {
+          half.resize(volume.size());
+          for (std::size_t i = 0; i < volume.size(); ++i) half[i] = float_to_half(volume[i]);
+        }
+        w.append(1, o.type == SampleType::f16 ? static_cast<const void*>(half.data()) : volume.data(), targets.data());
+        ++done;
+        const auto now = std::chrono::steady_clock::now();
+        if (o.progress && (now - last > std::chrono::seconds(2) || done == mine)) {
+          o.progress(done, mine, std::chrono::duration<double>(now - start).count());
+          last = now;
+        }
+      }
+      w.close();
+      written.push_back(path);
+    }
+  } catch (...) {
+    std::error_code ec;
+    for (const std::string& p : written) fs::remove(p, ec);  // (no partial dataset left behind)
+    throw;
+  }
+  return done;
+}
+
+}  // namespace hpctrain

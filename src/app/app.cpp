@@ -26,6 +26,7 @@
 #include "hpctrain/data/dataset.hpp"
 #include "hpctrain/data/reader.hpp"
 #include "hpctrain/data/sampler.hpp"
+#include "hpctrain/data/staging.hpp"
 #include "hpctrain/data/store.hpp"
 #include "hpctrain/layers/registry.hpp"
 #include "hpctrain/model/arch.hpp"
@@ -559,10 +560,21 @@ int run_trainer(int argc, char** argv) {
       Trainer trainer(with_model, rt, index);
       return trainer.generate({cli.prompt, cli.tokens, cli.temperature, cli.top_k, cli.top_p, cli.kv_cache});
     }
-    const DatasetIndex index = load_dataset_index(rt.world(), cfg.data, cfg.model.block_size);
+    // [data] stage_dir: the index is made from the node's copy (cfg keeps the path the user gave).
+    // Its communicators are not watched: a copy may take longer than [parallel] watchdog_s.
+    const bool node_leader = rt.rank_info().local_rank == 0;
+    MpiComm leader_handle = MpiComm::split(MPI_COMM_WORLD, node_leader ? 0 : MPI_UNDEFINED, rt.rank_info().world_rank);
+    MpiCommunicator stage_world(MPI_COMM_WORLD, MpiCommOptions{});
+    std::unique_ptr<MpiCommunicator> stage_leaders =
+        node_leader ? std::make_unique<MpiCommunicator>(leader_handle.get(), MpiCommOptions{}) : nullptr;
+    const StagedDataset staged(cfg.data, stage_world, stage_leaders.get(), rt.rank_info().host);
+    DataConfig read_from = cfg.data;
+    read_from.path = staged.path();
+    const DatasetIndex index = load_dataset_index(rt.world(), read_from, cfg.model.block_size);
     check_data_options(cfg, index.train);
     const Config with_model = with_architecture(cfg, index.train);
     Trainer trainer(with_model, rt, index);
+    trainer.set_staging_seconds(staged.seconds());
     return cli.eval_only ? trainer.eval_only() : trainer.run();
   });
 }

@@ -174,6 +174,10 @@ void data_keys(std::vector<KeySpec>& k) {
         "node memory for the dataset: the whole split when it fits (shared by the node's ranks), else decoded HDF5 "
         "chunks (token datasets: blocks of the stream) in a cache of cache_bytes / ranks per node on each rank")
       .as(ValueKind::size);
+  s.key("stage_dir", &DataConfig::stage_dir,
+        "node-local staging: before training, every node copies the dataset here (each file read from the shared "
+        "file system once and passed on by MPI; %h = the host's name) and the run reads the copy, removed at the "
+        "end; empty = read path in place (docs/datasets.md)");
   s.key("decode_threads", &DataConfig::decode_threads,
         "threads inflating gzip-compressed chunks outside the HDF5 lock when the split is read through the chunk "
         "cache; 0 = the node's cores over its ranks (1-8)")

@@ -15,6 +15,7 @@
 namespace hpctrain {
 
 void LayerRegistry::add(const std::string& type, const std::string& usage, LayerFactory factory) {
+  HPCT_CHECK(!factories_.count(type), "layer type '" + type + "' registered twice");
   factories_[type] = Entry{usage, std::move(factory)};
 }
 

@@ -425,6 +425,7 @@ RunSummary Trainer::summarize(const Progress& p, const Checkpointer& checkpointe
   s.final_accuracy = final_eval.accuracy;
   s.final_loss = final_eval.loss;
   s.final_samples = final_eval.samples;
+  s.staging_s = staging_s_;
   if (!final_eval.mae.empty()) {
     s.final_mae = mean_of(final_eval.mae);
     s.final_mae_text = final_eval.mae_text();

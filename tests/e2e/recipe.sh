@@ -1,13 +1,13 @@
 #!/usr/bin/env bash
 # recipe.sh SOURCE_DIR BUILD_DIR: docs/contributing.md's add-a-layer recipe, followed.
-# Its worked example (the scale(p) layer) is applied block by block, as the doc's
+# Its worked example (the gain(p) layer) is applied block by block, as the doc's
 # `<!-- recipe: FILE new | after "LINE" | before "LINE" | replace "TEXT" -->` comments place them,
 # to a scratch copy of the tree: overlays over the source and build folders in a private mount
 # namespace, so the real tree and build never change (checked after). There, `unit_tests` and
 # `trainer` are built, the gradient check and the registry's unknown-type message pass, a
 # --dry-run lists the new layer, and the PyTorch twin scales by p / 100.
 # Needs root (mount namespaces); CI runs as root. Mutation check (2026-12-02): the doc without
-# step 2's call fails here ("unknown layer type 'scale'").
+# step 2's call fails here ("unknown layer type 'gain'").
 set -u
 src=$(cd "$1" && pwd)
 build=$(cd "$2" && pwd)
@@ -34,19 +34,19 @@ if [ "${3:-}" = inside ]; then  # in the namespace: $4 is the scratch folder
   [ $rc -eq 0 ] || tail -30 "$tmp/build.log"
   out=$("$build/tests/unit_tests" --gtest_filter='GradientCheck.EveryLayer:Model.NamesShapesAndErrors' 2>&1)
   rc=$?
-  check "the gradient check (with scale(50)) and the registry's message pass" test $rc -eq 0
+  check "the gradient check (with gain(50)) and the registry's message pass" test $rc -eq 0
   [ $rc -eq 0 ] || grep -B2 -A6 "Failure\|unknown" <<<"$out" | head -30
-  out=$(cd "$src" && "$build/trainer" inputs/mnist_mlp.ini --set "model.layers=flatten scale(50) dense(10)" \
+  out=$(cd "$src" && "$build/trainer" inputs/mnist_mlp.ini --set "model.layers=flatten gain(50) dense(10)" \
     --set run.out_dir="$tmp/run" --dry-run 2>&1)
-  check "trainer --dry-run lists the layer" grep -qE '^scale\.0 +\[784\] ' <<<"$out"
-  [ -n "$(grep -E '^scale\.0 +\[784\] ' <<<"$out")" ] || tail -5 <<<"$out"
+  check "trainer --dry-run lists the layer" grep -qE '^gain\.0 +\[784\] ' <<<"$out"
+  [ -n "$(grep -E '^gain\.0 +\[784\] ' <<<"$out")" ] || tail -5 <<<"$out"
   check "the PyTorch twin scales by p / 100" env HPCTRAIN_TRAINER="$build/trainer" $py - "$src/tools" <<'EOF'
 import sys
 sys.path.insert(0, sys.argv[1])
 import torch, hpctrain_torch
 x = torch.randn(2, 4)
-assert hpctrain_torch.build("flatten scale(50) dense(3)", (4,))(x).shape == (2, 3)
-s = hpctrain_torch.build("scale(50)", (4,))
+assert hpctrain_torch.build("flatten gain(50) dense(3)", (4,))(x).shape == (2, 3)
+s = hpctrain_torch.build("gain(50)", (4,))
 assert torch.equal(s(x), x * 0.5), (s(x), x)
 EOF
   finish

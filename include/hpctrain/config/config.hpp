@@ -149,6 +149,7 @@ struct DataConfig {
   int chunk_window = 16;     // chunks shuffled together in shuffle = chunk
   int random_crop_pad = 0;   // training images: random crop after padding by this (0 = off)
   bool random_flip = false;  // training images: horizontal flip with probability 1/2
+  std::string stage_dir;     // node-local staging (data/staging.hpp); "" = read `path` in place
 };
 
 struct ModelConfig {

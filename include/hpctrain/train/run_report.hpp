@@ -110,6 +110,7 @@ struct RunSummary {
   bool has_test = false;
   double final_accuracy = 0, final_loss = 0;
   std::optional<double> final_mae;  // regression: the final evaluation's mean absolute error over the targets
+  double staging_s = 0;             // [data] stage_dir: the copy to node-local storage before the run
   std::string final_mae_text;       // ... and per target (EvalResult::mae_text)
   std::int64_t final_samples = 0;
   double rank_hours = 0, price_per_device_hour = 0;
@@ -243,6 +244,7 @@ void visit_summary(const RunSummary& s, Visit&& v) {
   v("final_eval_perplexity",
     s.tokens_per_sample ? std::optional<double>(std::exp(s.final_loss)) : std::optional<double>());
   v("final_eval_mae", s.final_mae);
+  v("staging_s", s.staging_s);  // (not in wall_s: MLPerf HPC reports it apart)
 }
 
 class RunReport {

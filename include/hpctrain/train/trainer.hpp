@@ -81,6 +81,8 @@ class Trainer {
   EvalResult evaluate(const SplitIndex& split);
   int run();        // the whole training run (resuming per [checkpoint] resume); returns the exit code
   int eval_only();  // loads the checkpoint [checkpoint] resume selects and evaluates it on the test split
+  // [data] stage_dir: the staging's time before this trainer (reported apart: summary.json staging_s).
+  void set_staging_seconds(double s) { staging_s_ = s; }
   // Loads the checkpoint [checkpoint] resume selects and prints the prompt and `o.tokens` sampled
   // tokens (rank 0), seeded by [run] seed: the same text on any layout. Collective.
   int generate(const SamplingOptions& o);
@@ -190,7 +192,9 @@ class Trainer {
   std::map<std::string, OpTraffic> tp_step_traffic_;
   // [run] reproducible = layout: the exact sums of the chunks' gradients and loss sums; null: off
   std::unique_ptr<ReproducibleSums> repro_;
-  Tensor repro_whole_;  // the step's whole gradient (a view: the model's, or repro_'s when staged)
+  Tensor repro_whole_;
+  double staging_s_ =
+      0;  // set_staging_seconds  // the step's whole gradient (a view: the model's, or repro_'s when staged)
   std::int64_t tp_steps_ = 0;
   bool vocab_parallel_ = false;  // lm_head's logits split over the group: the vocabulary-parallel loss
   // Σ g² over store `ranges` of `grads` (`packed`: they lie one after another there), the

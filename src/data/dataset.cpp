@@ -30,6 +30,7 @@ const char* to_string(SampleType t) {
     case SampleType::f16: return "float16";
     case SampleType::f32: return "float32";
     case SampleType::i32: return "int32";
+    case SampleType::u16: return "uint16";
   }
   return "?";
 }
@@ -40,6 +41,7 @@ std::size_t sample_type_size(SampleType t) {
     case SampleType::f16: return 2;
     case SampleType::f32: return 4;
     case SampleType::i32: return 4;
+    case SampleType::u16: return 2;
   }
   return 0;
 }
@@ -49,6 +51,7 @@ hid_t raw_sample_type(hid_t dataset, SampleType t, h5::Id* holder) {
     case SampleType::u8: return H5T_NATIVE_UINT8;
     case SampleType::f32: return H5T_NATIVE_FLOAT;
     case SampleType::i32: return H5T_NATIVE_INT32;
+    case SampleType::u16: return H5T_NATIVE_UINT16;
     case SampleType::f16: *holder = h5::Id(CHECK_H5(H5Dget_type(dataset))); return holder->get();
   }
   return H5T_NATIVE_UINT8;
@@ -192,12 +195,14 @@ SampleLayout sample_layout(hid_t samples, const std::string& path) {
   const std::size_t ssize = H5Tget_size(stype.get());
   if (scls == H5T_INTEGER && ssize == 1 && H5Tget_sign(stype.get()) == H5T_SGN_NONE)
     out.type = SampleType::u8;
+  else if (scls == H5T_INTEGER && ssize == 2 && H5Tget_sign(stype.get()) == H5T_SGN_NONE)
+    out.type = SampleType::u16;
   else if (scls == H5T_FLOAT && ssize == 2)
     out.type = SampleType::f16;
   else if (scls == H5T_FLOAT && ssize == 4)
     out.type = SampleType::f32;
   else
-    bad(path, "/samples has type " + type_text(stype.get()) + "; supported: uint8, float16, float32");
+    bad(path, "/samples has type " + type_text(stype.get()) + "; supported: uint8, uint16, float16, float32");
   const auto& sdims = out.dims = h5::dataset_shape(samples);
   if (sdims.size() < 2)
     bad(path, "/samples has shape " + shape_text(sdims, false) + "; expected [N, d1, ...] (N samples of rank >= 1)");
@@ -286,6 +291,7 @@ void merge_layout(SplitIndex& split, const SplitIndex& shard, bool first, const 
     split.label_width = shard.label_width;
     split.num_classes = shard.num_classes;
     split.target_names = shard.target_names;
+    split.log1p = shard.log1p;
     split.scale = shard.scale;
     split.offset = shard.offset;
     return;
@@ -333,6 +339,12 @@ Shard scan_shard(const std::string& path, SplitIndex& split, bool first, const s
   mine.sample_type = sl.type;
   mine.sample_shape.assign(sl.dims.begin() + 1, sl.dims.end());
   label_layout(file.get(), labels.get(), path, sl.dims[0], mine.classification, mine.label_width, mine.num_classes);
+  if (h5::has_attribute(file.get(), "transform")) {  // (uint16 counts, MLPerf's log1p applied when reading)
+    const std::string t = h5::read_string_attribute(file.get(), "transform");
+    if (t != "log1p" || mine.sample_type != SampleType::u16)
+      bad(path, "attribute 'transform' = '" + t + "': only log1p, on uint16 samples");
+    mine.log1p = true;
+  }
   if (!mine.classification &&
       h5::has_attribute(file.get(), "target_names")) {  // "Omega_m, sigma_8, ...": the logs' names
     mine.target_names = h5::read_string_attribute(file.get(), "target_names");
@@ -526,7 +538,7 @@ void write_split(std::ostream& os, const SplitIndex& s) {
   for (std::size_t i = 0; i < s.scale.size(); ++i) os << ' ' << s.scale[i] << ' ' << s.offset[i];
   os << ' ' << s.tokens << ' ' << s.stream_tokens << ' ' << s.block_size << ' ' << s.token_bits << ' '
      << static_cast<int>(s.token_format) << ' ' << std::quoted(s.tokenizer) << ' ' << std::quoted(s.vocabulary) << ' '
-     << std::quoted(s.target_names) << ' ' << s.tokenizer_files.size();
+     << std::quoted(s.target_names) << ' ' << s.log1p << ' ' << s.tokenizer_files.size();
   for (const auto& [name, bytes] : s.tokenizer_files) os << ' ' << std::quoted(name) << ' ' << std::quoted(bytes);
   os << ' ' << s.shards.size() << '\n';
   for (const auto& sh : s.shards)
@@ -551,7 +563,7 @@ SplitIndex read_split(std::istream& is) {
   std::size_t files = 0;
   int format = 0;
   is >> s.tokens >> s.stream_tokens >> s.block_size >> s.token_bits >> format >> std::quoted(s.tokenizer) >>
-      std::quoted(s.vocabulary) >> std::quoted(s.target_names) >> files;
+      std::quoted(s.vocabulary) >> std::quoted(s.target_names) >> s.log1p >> files;
   s.token_format = static_cast<DataFormat>(format);
   s.tokenizer_files.resize(files);
   for (auto& [name, bytes] : s.tokenizer_files) is >> std::quoted(name) >> std::quoted(bytes);

@@ -3,6 +3,7 @@
 #include "hpctrain/data/reader.hpp"
 
 #include <chrono>
+#include <cmath>
 #include <cstring>
 
 #include "hpctrain/core/error.hpp"
@@ -78,6 +79,14 @@ void assemble_batch(const SplitIndex& split, SampleStore& store, const std::vect
           case SampleType::f32: {
             const auto* f = reinterpret_cast<const float*>(raw.data());
             for (std::size_t k = lo; k < hi; ++k) out[k] = f[k] * a + b;
+            break;
+          }
+          case SampleType::u16: {  // (counts: with the shards' transform = log1p, log(1 + x) first)
+            const auto* u = reinterpret_cast<const std::uint16_t*>(raw.data());
+            if (split.log1p)
+              for (std::size_t k = lo; k < hi; ++k) out[k] = std::log1p(static_cast<float>(u[k])) * a + b;
+            else
+              for (std::size_t k = lo; k < hi; ++k) out[k] = static_cast<float>(u[k]) * a + b;
             break;
           }
           case SampleType::i32: break;  // (copied above)

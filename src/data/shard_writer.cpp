@@ -15,6 +15,7 @@ hid_t file_type(SampleType t) {
     case SampleType::f16: return H5T_IEEE_F32LE;  // replaced below by a 16-bit float type
     case SampleType::f32: return H5T_IEEE_F32LE;
     case SampleType::i32: return H5T_STD_I32LE;
+    case SampleType::u16: return H5T_STD_U16LE;
   }
   return H5T_STD_U8LE;
 }
@@ -24,6 +25,7 @@ hid_t memory_type(SampleType t) {
     case SampleType::f16: return H5T_NATIVE_UINT16;
     case SampleType::f32: return H5T_NATIVE_FLOAT;
     case SampleType::i32: return H5T_NATIVE_INT32;
+    case SampleType::u16: return H5T_NATIVE_UINT16;
   }
   return H5T_NATIVE_UINT8;
 }
@@ -39,6 +41,7 @@ ShardWriter::ShardWriter(const std::string& path, const ShardSpec& spec, std::in
   h5::write_double_attribute(file_.get(), spec.standardize ? "mean" : "scale", spec.norm_a);
   h5::write_double_attribute(file_.get(), spec.standardize ? "std" : "offset", spec.norm_b);
   if (!spec.target_names.empty()) h5::write_string_attribute(file_.get(), "target_names", spec.target_names);
+  if (!spec.transform.empty()) h5::write_string_attribute(file_.get(), "transform", spec.transform);
 
   std::vector<hsize_t> shape{static_cast<hsize_t>(rows)};
   for (auto d : spec.sample_shape) shape.push_back(static_cast<hsize_t>(d));

@@ -65,6 +65,9 @@ void synthetic_sample(const SyntheticSpec& spec, std::int64_t index, void* out) 
       case SampleType::f16: static_cast<std::uint16_t*>(out)[k] = float_to_half(static_cast<float>(v)); break;
       case SampleType::f32: static_cast<float*>(out)[k] = static_cast<float>(v); break;
       case SampleType::i32: static_cast<std::int32_t*>(out)[k] = static_cast<std::int32_t>(std::lround(v)); break;
+      case SampleType::u16:
+        static_cast<std::uint16_t*>(out)[k] = static_cast<std::uint16_t>(std::lround((v + 1) * 32767.5));
+        break;
     }
   }
 }

@@ -97,7 +97,10 @@ void read_volume(const std::string& path, const VolumeImportOptions& o, const Vo
     for (std::int64_t i = 0; i < vol; ++i) {
       float v =
           o.channels_last ? raw[static_cast<std::size_t>(i * c + ch)] : raw[static_cast<std::size_t>(ch * vol + i)];
-      if (o.log1p) v = std::log1p(v);
+      if (o.type == SampleType::u16 && !(v >= 0.f && v <= 65535.f && v == std::floor(v)))
+        throw bad_input(path + ": /" + o.x + " holds " + std::to_string(v) +
+                        ", not a count 0..65535 (--dtype uint16 stores counts; use float16 or float32)");
+      if (o.log1p && o.type != SampleType::u16) v = std::log1p(v);  // (uint16: the reader applies it)
       if (!std::isfinite(v))
         throw bad_input(path + ": /" + o.x + " holds a value that is not finite" +
                         (o.log1p ? " after --transform log1p (a count below -1?)" : ""));
@@ -120,6 +123,7 @@ std::int64_t write_volume_shards(const std::vector<std::string>& files, const Vo
   spec.chunk_rows = 1;  // (a volume per chunk: readers take single samples)
   spec.gzip = 0;
   spec.target_names = o.target_names;
+  if (o.log1p && o.type == SampleType::u16) spec.transform = "log1p";  // (counts stored, log1p when read)
   std::int64_t mine = 0, done = 0;
   for (std::size_t k = 0; k < plan.size(); ++k)
     if (static_cast<int>(k % static_cast<std::size_t>(o.ranks)) == o.rank)
@@ -139,11 +143,12 @@ std::int64_t write_volume_shards(const std::vector<std::string>& files, const Vo
       ShardWriter w(path, spec, static_cast<std::int64_t>(sh.rows.size()));
       for (const std::int64_t f : sh.rows) {
         read_volume(files[static_cast<std::size_t>(f)], o, layout, volume, targets);
-        if (o.type == SampleType::f16) {
+        if (o.type != SampleType::f32) {  // float16 bits, or uint16 counts (checked whole by read_volume)
           half.resize(volume.size());
-          for (std::size_t i = 0; i < volume.size(); ++i) half[i] = float_to_half(volume[i]);
+          for (std::size_t i = 0; i < volume.size(); ++i)
+            half[i] = o.type == SampleType::f16 ? float_to_half(volume[i]) : static_cast<std::uint16_t>(volume[i]);
         }
-        w.append(1, o.type == SampleType::f16 ? static_cast<const void*>(half.data()) : volume.data(), targets.data());
+        w.append(1, o.type == SampleType::f32 ? static_cast<const void*>(volume.data()) : half.data(), targets.data());
         ++done;
         const auto now = std::chrono::steady_clock::now();
         if (o.progress && (now - last > std::chrono::seconds(2) || done == mine)) {

@@ -12,7 +12,8 @@
 #   "full" [D, H, W, C] int16 counts, "unitPar" [4]) into shards, on 1 and 2 ranks (the same
 #   bytes), each sample log1p(transposed) within float16's rounding (numpy); a file of another
 #   shape, a missing dataset and a count that log1p cannot take are refused with one line naming
-#   the file, and leave no shards.
+#   the file, and leave no shards. --dtype uint16 keeps the counts and marks the shards for log1p
+#   when read: training on them gives the bits of float32 shards transformed when imported.
 # - Refusals: a regression loss on classes, target_names that do not name the targets.
 set -u
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
@@ -103,6 +104,30 @@ for p in glob.glob(sys.argv[1] + '/*/*.h5'):
         seen += 1
 assert seen == len(files) == 12, seen
 " "$tmp/imp1" "$tmp/univ"
+# uint16 counts with the transform applied when reading: training on them gives the bits of training
+# on float32 shards transformed when imported.
+import 1 imp_u16 --dtype uint16 >/dev/null 2>&1
+import 1 imp_f32 --dtype float32 >/dev/null 2>&1
+check "--dtype uint16: the counts stored as they are, and the shards' transform = log1p" \
+  $py -c "
+import h5py, sys
+f = h5py.File(sys.argv[1] + '/train/part-00000.h5')
+assert f['samples'].dtype == 'uint16' and f.attrs['transform'] in ('log1p', b'log1p'), (f['samples'].dtype, dict(f.attrs))
+assert f['samples'][()].max() > 1 and (f['samples'][()] % 1 == 0).all()
+" "$tmp/imp_u16"
+tiny=(--set "model.layers=flatten dense(4)" --set train.steps=3 --set train.global_batch=3 --set train.micro_batch=auto
+  --set optim.warmup_steps=0 --set log.log_every=1)
+for d in u16 f32; do
+  "$mpirun" -q -np 1 "$trainer" inputs/cosmoflow_32.ini --set data.path="$tmp/imp_$d" --set run.out_dir="$tmp/run_$d" \
+    "${tiny[@]}" >"$tmp/run_$d.log" 2>&1
+done
+check "... and training on them gives the float32 shards' bits" \
+  $py -c "
+import glob, h5py, sys
+a, b = (h5py.File(sorted(glob.glob(r + '/checkpoints/ckpt-*.h5'))[-1], 'r') for r in sys.argv[1:])
+names = list(a['model'])
+assert names and all(a['model'][n][()].tobytes() == b['model'][n][()].tobytes() for n in names)
+" "$tmp/run_u16" "$tmp/run_f32"
 mkdir "$tmp/bad"
 cp "$tmp"/univ/univ_000[0-4].h5 "$tmp/bad/"
 $py -c "import h5py, numpy as np, sys; f = h5py.File(sys.argv[1], 'r+'); del f['full']; f['full'] = np.zeros((6, 5, 5, 3), np.int16)" \
@@ -120,4 +145,7 @@ msg=$("$mpirun" -q -np 2 --oversubscribe "$data_tool" import-h5 --input "$tmp/ba
 check "a count log1p cannot take: exit 2, naming the file, the shards written removed" \
   test $? -eq 2 -a -n "$(grep 'univ_0003.h5: /full holds a value that is not finite after --transform log1p' <<<"$msg")" \
   -a -z "$(ls "$tmp/badout/train" 2>/dev/null)"
+msg=$("$mpirun" -q -np 1 "$data_tool" import-h5 --input "$tmp/bad/*.h5" --out "$tmp/badout" --dtype uint16 --val-fraction 0 2>&1)
+check "--dtype uint16 with a value that is not a count: exit 2, naming the file" \
+  test $? -eq 2 -a -n "$(grep 'univ_0003.h5: /full holds -5.000000, not a count 0..65535' <<<"$msg")"
 finish

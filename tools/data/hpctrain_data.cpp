@@ -17,7 +17,7 @@
 //     table options: [--val-fraction 0.1] [--test-fraction 0] [--shuffle-seed 1 (0: keep order)]
 //                    [--no-standardize] [--shards K] [--force]
 //   [mpirun -np N] hpctrain-data import-h5 --input 'DIR/*.h5' --out ROOT [--x full] [--y unitPar]
-//                            [--layout dhwc|cdhw] [--dtype float16|float32] [--transform none|log1p]
+//                            [--layout dhwc|cdhw] [--dtype float16|float32|uint16] [--transform none|log1p]
 //                            [--target-names "a, b, ..."] [table options but --no-standardize]
 //   hpctrain-data inspect ROOT
 //   hpctrain-data tokenize --vocab DIR|tokenizer.json --input FILE... [--documents file|lines] [--decode]
@@ -78,7 +78,7 @@ const char* kUsage =
     "                                [--labels FILE.csv] [--val-fraction 0.1] [--test-fraction 0] [--shuffle-seed 1]\n"
     "                                [--shards K] [--force]\n"
     "       [mpirun -np N] hpctrain-data import-h5 --input 'DIR/*.h5' --out ROOT [--x full] [--y unitPar]\n"
-    "                                [--layout dhwc|cdhw] [--dtype float16|float32] [--transform none|log1p]\n"
+    "                                [--layout dhwc|cdhw] [--dtype float16|float32|uint16] [--transform none|log1p]\n"
     "                                [--target-names \"a, b, ...\"] [--val-fraction 0.1] [--test-fraction 0]\n"
     "                                [--shuffle-seed 1] [--shards K] [--force]\n"
     "       hpctrain-data inspect ROOT\n"
@@ -274,10 +274,11 @@ int import_h5_cmd(const po::variables_map& vm) {
     const std::string layout_name = vm["layout"].as<std::string>(), transform = vm["transform"].as<std::string>();
     const std::string dtype = vm["dtype"].defaulted() ? "float16" : vm["dtype"].as<std::string>();
     if (layout_name != "dhwc" && layout_name != "cdhw") throw bad_input("--layout '" + layout_name + "': dhwc or cdhw");
-    if (dtype != "float16" && dtype != "float32") throw bad_input("--dtype '" + dtype + "': float16 or float32");
+    if (dtype != "float16" && dtype != "float32" && dtype != "uint16")
+      throw bad_input("--dtype '" + dtype + "': float16, float32 or uint16 (counts, --transform applied when read)");
     if (transform != "none" && transform != "log1p") throw bad_input("--transform '" + transform + "': none or log1p");
     o.channels_last = layout_name == "dhwc";
-    o.type = dtype == "float16" ? SampleType::f16 : SampleType::f32;
+    o.type = dtype == "float16" ? SampleType::f16 : dtype == "uint16" ? SampleType::u16 : SampleType::f32;
     o.log1p = transform == "log1p";
     files = list_volume_files(o.inputs);
     layout = probe_volume(files.front(), o);

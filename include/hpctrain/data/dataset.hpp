@@ -32,7 +32,7 @@ constexpr long long kDatasetVersion = 1;
 
 // i32: token ids as the token store hands them out (layers/embedding reads them as integers);
 // not a /samples type of a dataset file.
-enum class SampleType { u8, f16, f32, i32 };
+enum class SampleType { u8, f16, f32, i32, u16 };
 const char* to_string(SampleType t);
 std::size_t sample_type_size(SampleType t);
 
@@ -58,6 +58,7 @@ struct SplitIndex {
   std::int64_t label_width = 1;
   std::int64_t num_classes = 0;
   std::string target_names;  // regression: the targets' names, comma-separated (root attribute target_names), or ""
+  bool log1p = false;        // root attribute transform = "log1p" (uint16 counts): log(1 + x) before scale/offset
   // The targets' names: target_names split, or "target0", "target1", ...
   std::vector<std::string> target_labels() const;
   std::vector<float> scale, offset;  // per channel (size 1 or sample_shape[0]): x = raw*scale + offset

@@ -24,6 +24,7 @@ struct ShardSpec {
   std::int64_t chunk_rows = 256;
   int gzip = 4;              // 0 = uncompressed
   std::string target_names;  // regression: the targets' names, comma-separated ("" = none written)
+  std::string transform;     // "log1p": the reader takes log(1 + x) of each stored value first ("" = none)
 };
 
 class ShardWriter {

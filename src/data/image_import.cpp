@@ -91,14 +91,9 @@ std::int64_t write_image_shards(const ImageList& list, const std::vector<ImageSh
   spec.norm_a = {1.0 / 255};
   spec.norm_b = {0.0};
   spec.chunk_rows = 64;
-  std::int64_t mine = 0, done = 0;
-  for (std::size_t k = 0; k < plan.size(); ++k)
-    if (static_cast<int>(k % static_cast<std::size_t>(o.ranks)) == o.rank)
-      mine += static_cast<std::int64_t>(plan[k].rows.size());
-  const auto start = std::chrono::steady_clock::now();
-  auto last = start;
+  ImportProgress progress(plan, o.rank, o.ranks, o.progress);
   for (std::size_t k = 0; k < plan.size(); ++k) {
-    if (static_cast<int>(k % static_cast<std::size_t>(o.ranks)) != o.rank) continue;
+    if (!progress.mine(k)) continue;
     const ImageShard& sh = plan[k];
     char name[32];
     std::snprintf(name, sizeof(name), "part-%05d.h5", sh.index);
@@ -115,16 +110,11 @@ std::int64_t write_image_shards(const ImageList& list, const std::vector<ImageSh
         samples.clear();
         labels.clear();
       }
-      ++done;
-      const auto now = std::chrono::steady_clock::now();
-      if (o.progress && (now - last > std::chrono::seconds(2) || done == mine)) {
-        o.progress(done, mine, std::chrono::duration<double>(now - start).count());
-        last = now;
-      }
+      progress.tick();
     }
     w.close();
   }
-  return done;
+  return progress.done();
 }
 
 }  // namespace hpctrain

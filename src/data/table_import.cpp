@@ -99,6 +99,22 @@ SplitRows split_rows(std::int64_t n, double val_fraction, double test_fraction, 
   return {{at(0), at(n - val - test)}, {at(n - val - test), at(n - test)}, {at(n - test), at(n)}};
 }
 
+ImportProgress::ImportProgress(const std::vector<SplitShard>& plan, int rank, int ranks,
+                               std::function<void(std::int64_t, std::int64_t, double)> report)
+    : rank_(rank), ranks_(ranks), report_(std::move(report)), start_(std::chrono::steady_clock::now()), last_(start_) {
+  for (std::size_t k = 0; k < plan.size(); ++k)
+    if (mine(k)) total_ += static_cast<std::int64_t>(plan[k].rows.size());
+}
+
+void ImportProgress::tick() {
+  ++done_;
+  const auto now = std::chrono::steady_clock::now();
+  if (report_ && (now - last_ > std::chrono::seconds(2) || done_ == total_)) {
+    report_(done_, total_, std::chrono::duration<double>(now - start_).count());
+    last_ = now;
+  }
+}
+
 std::vector<SplitShard> plan_split_shards(std::int64_t n, double val_fraction, double test_fraction, std::uint64_t seed,
                                           const std::string& what, int train_shards, int other_shards) {
   const SplitRows split = split_rows(n, val_fraction, test_fraction, seed, what);

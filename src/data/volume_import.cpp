@@ -50,11 +50,11 @@ std::vector<std::string> list_volume_files(const std::vector<std::string>& input
   return files;
 }
 
-VolumeLayout probe_volume(const std::string& path, const VolumeImportOptions& o) {
-  std::lock_guard<std::mutex> lock(h5::lock());
-  h5::Id file = open_sample_file(path);
-  h5::Id x = open_dataset(file.get(), path, o.x), y = open_dataset(file.get(), path, o.y);
-  const auto xs = h5::dataset_shape(x.get()), ys = h5::dataset_shape(y.get());
+namespace {
+// The layout of a sample file's opened datasets (bad_input naming the file when they are not a
+// 4-D volume and 1-D targets).
+VolumeLayout layout_of(hid_t x, hid_t y, const std::string& path, const VolumeImportOptions& o) {
+  const auto xs = h5::dataset_shape(x), ys = h5::dataset_shape(y);
   if (xs.size() != 4)
     throw bad_input(path + ": /" + o.x + " has " + std::to_string(xs.size()) + " dimensions; a volume needs 4 (" +
                     (o.channels_last ? "[D, H, W, C], --layout dhwc" : "[C, D, H, W], --layout cdhw") + ")");
@@ -69,9 +69,7 @@ VolumeLayout probe_volume(const std::string& path, const VolumeImportOptions& o)
   return l;
 }
 
-void read_volume(const std::string& path, const VolumeImportOptions& o, const VolumeLayout& layout,
-                 std::vector<float>& volume, std::vector<float>& targets) {
-  const VolumeLayout mine = probe_volume(path, o);
+void expect_layout(const std::string& path, const VolumeLayout& mine, const VolumeLayout& layout) {
   auto text = [](const std::vector<std::int64_t>& s) {
     std::string t;
     for (auto d : s) t += (t.empty() ? "[" : ", ") + std::to_string(d);
@@ -81,14 +79,31 @@ void read_volume(const std::string& path, const VolumeImportOptions& o, const Vo
     throw bad_input(path + ": a sample of " + text(mine.sample_shape) + " with " + std::to_string(mine.targets) +
                     " targets, but the first file's is " + text(layout.sample_shape) + " with " +
                     std::to_string(layout.targets));
+}
+}  // namespace
+
+VolumeLayout probe_volume(const std::string& path, const VolumeImportOptions& o) {
+  std::lock_guard<std::mutex> lock(h5::lock());
+  h5::Id file = open_sample_file(path);
+  h5::Id x = open_dataset(file.get(), path, o.x), y = open_dataset(file.get(), path, o.y);
+  return layout_of(x.get(), y.get(), path, o);
+}
+
+void check_volume(const std::string& path, const VolumeImportOptions& o, const VolumeLayout& layout) {
+  expect_layout(path, probe_volume(path, o), layout);
+}
+
+void read_volume(const std::string& path, const VolumeImportOptions& o, const VolumeLayout& layout,
+                 std::vector<float>& volume, std::vector<float>& targets) {
   const std::int64_t c = layout.sample_shape[0],
                      vol = layout.sample_shape[1] * layout.sample_shape[2] * layout.sample_shape[3];
   std::vector<float> raw(static_cast<std::size_t>(c * vol));
   targets.resize(static_cast<std::size_t>(layout.targets));
-  {
+  {  // (one open: its shapes checked, then read)
     std::lock_guard<std::mutex> lock(h5::lock());
     h5::Id file = open_sample_file(path);
     h5::Id x = open_dataset(file.get(), path, o.x), y = open_dataset(file.get(), path, o.y);
+    expect_layout(path, layout_of(x.get(), y.get(), path, o), layout);
     CHECK_H5(H5Dread(x.get(), H5T_NATIVE_FLOAT, H5S_ALL, H5S_ALL, H5P_DEFAULT, raw.data()));  // (converts integers)
     CHECK_H5(H5Dread(y.get(), H5T_NATIVE_FLOAT, H5S_ALL, H5S_ALL, H5P_DEFAULT, targets.data()));
   }
@@ -124,47 +139,29 @@ std::int64_t write_volume_shards(const std::vector<std::string>& files, const Vo
   spec.gzip = 0;
   spec.target_names = o.target_names;
   if (o.log1p && o.type == SampleType::u16) spec.transform = "log1p";  // (counts stored, log1p when read)
-  std::int64_t mine = 0, done = 0;
-  for (std::size_t k = 0; k < plan.size(); ++k)
-    if (static_cast<int>(k % static_cast<std::size_t>(o.ranks)) == o.rank)
-      mine += static_cast<std::int64_t>(plan[k].rows.size());
-  std::vector<std::string> written;
-  const auto start = std::chrono::steady_clock::now();
-  auto last = start;
+  ImportProgress progress(plan, o.rank, o.ranks, o.progress);
   std::vector<float> volume, targets;
   std::vector<std::uint16_t> half;
-  try {
-    for (std::size_t k = 0; k < plan.size(); ++k) {
-      if (static_cast<int>(k % static_cast<std::size_t>(o.ranks)) != o.rank) continue;
-      const SplitShard& sh = plan[k];
-      char name[32];
-      std::snprintf(name, sizeof(name), "part-%05d.h5", sh.index);
-      const std::string path = (fs::path(o.out) / sh.split / name).string();
-      ShardWriter w(path, spec, static_cast<std::int64_t>(sh.rows.size()));
-      for (const std::int64_t f : sh.rows) {
-        read_volume(files[static_cast<std::size_t>(f)], o, layout, volume, targets);
-        if (o.type != SampleType::f32) {  // float16 bits, or uint16 counts (checked whole by read_volume)
-          half.resize(volume.size());
-          for (std::size_t i = 0; i < volume.size(); ++i)
-            half[i] = o.type == SampleType::f16 ? float_to_half(volume[i]) : static_cast<std::uint16_t>(volume[i]);
-        }
-        w.append(1, o.type == SampleType::f32 ? static_cast<const void*>(volume.data()) : half.data(), targets.data());
-        ++done;
-        const auto now = std::chrono::steady_clock::now();
-        if (o.progress && (now - last > std::chrono::seconds(2) || done == mine)) {
-          o.progress(done, mine, std::chrono::duration<double>(now - start).count());
-          last = now;
-        }
+  for (std::size_t k = 0; k < plan.size(); ++k) {
+    if (!progress.mine(k)) continue;
+    const SplitShard& sh = plan[k];
+    char name[32];
+    std::snprintf(name, sizeof(name), "part-%05d.h5", sh.index);
+    const std::string path = (fs::path(o.out) / sh.split / name).string();
+    ShardWriter w(path, spec, static_cast<std::int64_t>(sh.rows.size()));
+    for (const std::int64_t f : sh.rows) {
+      read_volume(files[static_cast<std::size_t>(f)], o, layout, volume, targets);
+      if (o.type != SampleType::f32) {  // float16 bits, or uint16 counts (checked whole by read_volume)
+        half.resize(volume.size());
+        for (std::size_t i = 0; i < volume.size(); ++i)
+          half[i] = o.type == SampleType::f16 ? float_to_half(volume[i]) : static_cast<std::uint16_t>(volume[i]);
       }
-      w.close();
-      written.push_back(path);
+      w.append(1, o.type == SampleType::f32 ? static_cast<const void*>(volume.data()) : half.data(), targets.data());
+      progress.tick();
     }
-  } catch (...) {
-    std::error_code ec;
-    for (const std::string& p : written) fs::remove(p, ec);  // (no partial dataset left behind)
-    throw;
+    w.close();
   }
-  return done;
+  return progress.done();
 }
 
 }  // namespace hpctrain

@@ -1,4 +1,4 @@
-// Softmax cross-entropy and mean squared error (layers/loss.hpp).
+// Softmax cross-entropy and the regression losses (layers/loss.hpp).
 #include "hpctrain/layers/loss.hpp"
 
 #include "hpctrain/backend/ops.hpp"
@@ -70,22 +70,16 @@ class VocabParallelCrossEntropy final : public Loss {
   const float* probs_at_ = nullptr;
 };
 
-class MeanSquaredError final : public Loss {
+// Mean squared error, mean absolute error or Huber's loss (backend regression_loss): each row's
+// loss is its mean over the targets, so forward's mean over rows is the mean over all elements.
+class RegressionLossOf final : public Loss {
  public:
-  const char* name() const override { return "mean squared error"; }
-  // Row loss = sum_j (out - target)^2 / width; forward is their mean = the mean over all elements.
-  void forward(const Tensor& out, const Targets& t, Tensor& scalars, Tensor&) override {
-    mean_squared_error(out, t.values, scalars);
+  RegressionLossOf(RegressionLoss kind, float delta) : kind_(kind), delta_(delta) {}
+  const char* name() const override {
+    return kind_ == RegressionLoss::mse   ? "mean squared error"
+           : kind_ == RegressionLoss::mae ? "mean absolute error"
+                                          : "Huber loss";
   }
-  void backward(const Tensor& out, const Targets& t, float grad_scale, Tensor& dout) override {
-    mean_squared_error_backward(out, t.values, grad_scale, dout);
-  }
-};
-// Mean absolute error or Huber's loss (backend regression_loss): the mean over the targets per row.
-class OtherRegression final : public Loss {
- public:
-  OtherRegression(RegressionLoss kind, float delta) : kind_(kind), delta_(delta) {}
-  const char* name() const override { return kind_ == RegressionLoss::mae ? "mean absolute error" : "Huber loss"; }
   void forward(const Tensor& out, const Targets& t, Tensor& scalars, Tensor&) override {
     regression_loss(kind_, delta_, out, t.values, scalars);
   }
@@ -106,8 +100,7 @@ std::unique_ptr<Loss> make_vocab_parallel_loss(Communicator& group, std::int64_t
 
 std::unique_ptr<Loss> make_loss(bool classification, RegressionLoss kind, float huber_delta) {
   if (classification) return std::make_unique<SoftmaxCrossEntropy>();
-  if (kind == RegressionLoss::mse) return std::make_unique<MeanSquaredError>();
-  return std::make_unique<OtherRegression>(kind, huber_delta);
+  return std::make_unique<RegressionLossOf>(kind, huber_delta);
 }
 
 }  // namespace hpctrain

@@ -23,12 +23,16 @@ void Trainer::sum_over_replicas(double* v, std::size_t n) {
   rt_.world().allreduce(v, v, n, DType::f64, ReduceOp::sum);
 }
 
-std::string EvalResult::mae_text() const {
-  if (mae.empty()) return "";
+double EvalResult::mean_mae() const {
   double mean = 0;
   for (double e : mae) mean += e / static_cast<double>(mae.size());
+  return mean;
+}
+
+std::string EvalResult::mae_text() const {
+  if (mae.empty()) return "";
   char buf[64];
-  std::snprintf(buf, sizeof buf, "mae %.4f (", mean);
+  std::snprintf(buf, sizeof buf, "mae %.4f (", mean_mae());
   std::string out = buf;
   for (std::size_t j = 0; j < mae.size(); ++j) {
     std::snprintf(buf, sizeof buf, "%s%s %.4f", j ? ", " : "", j < target_names.size() ? target_names[j].c_str() : "?",

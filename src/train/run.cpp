@@ -29,12 +29,6 @@
 namespace hpctrain {
 
 namespace {
-double mean_of(const std::vector<double>& v) {
-  double s = 0;
-  for (double x : v) s += x;
-  return v.empty() ? 0 : s / static_cast<double>(v.size());
-}
-
 using Clock = std::chrono::steady_clock;
 double since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
 
@@ -325,7 +319,7 @@ void Trainer::log_interval(const StepEnd& end, double lr, bool eval_now, Interva
     f.eval_accuracy = p.last_eval.accuracy;
     if (index_.train.tokens) f.eval_perplexity = std::exp(p.last_eval.loss);
     if (!p.last_eval.mae.empty()) {
-      f.eval_mae = mean_of(p.last_eval.mae);
+      f.eval_mae = p.last_eval.mean_mae();
       f.eval_mae_text = p.last_eval.mae_text();
     }
   }
@@ -427,7 +421,7 @@ RunSummary Trainer::summarize(const Progress& p, const Checkpointer& checkpointe
   s.final_samples = final_eval.samples;
   s.staging_s = staging_s_;
   if (!final_eval.mae.empty()) {
-    s.final_mae = mean_of(final_eval.mae);
+    s.final_mae = final_eval.mean_mae();
     s.final_mae_text = final_eval.mae_text();
   }
   s.run_id = p.run_id;

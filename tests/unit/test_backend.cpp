@@ -222,8 +222,6 @@ TEST(Backend, EveryOperationIsDispatchedToCuda) {
   expect("row_max", [&] { row_max(t, rows2); });
   expect("softmax_partial", [&] { softmax_partial(t, rows2, labels, 0, t, t2); });
   expect("softmax_finish", [&] { softmax_finish(t, rows2, t2, t); });
-  expect("mean_squared_error", [&] { mean_squared_error(t, storage, t); });
-  expect("mean_squared_error_backward", [&] { mean_squared_error_backward(t, storage, 1.f, t); });
   expect("regression_loss", [&] { regression_loss(RegressionLoss::mae, 1.f, t, storage, t2); });
   expect("regression_loss_backward", [&] { regression_loss_backward(RegressionLoss::mae, 1.f, t, storage, 1.f, t2); });
   expect("absolute_error_sums", [&] { absolute_error_sums(t, storage, rows2); });

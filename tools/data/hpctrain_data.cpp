@@ -286,11 +286,8 @@ int import_h5_cmd(const po::variables_map& vm) {
                              "files", o.shards, std::max(1, o.shards / 8));
   });
   collective_step(failed, rank, ranks, false, [&] {  // every file's header, a share per rank, before any write
-    for (std::size_t f = static_cast<std::size_t>(rank); f < files.size(); f += static_cast<std::size_t>(ranks)) {
-      const VolumeLayout l = probe_volume(files[f], o);
-      if (l.sample_shape != layout.sample_shape || l.targets != layout.targets)
-        throw bad_input(files[f] + ": its volume or targets differ in shape from " + files.front() + "'s");
-    }
+    for (std::size_t f = static_cast<std::size_t>(rank); f < files.size(); f += static_cast<std::size_t>(ranks))
+      check_volume(files[f], o, layout);
   });
   collective_step(failed, rank, ranks, true, [&] {
     if (rank == 0) prepare_splits(o.out, plan, o.force);

@@ -4,7 +4,9 @@
 // attributes, which the reader applies; docs/datasets.md).
 #pragma once
 
+#include <chrono>
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -42,6 +44,23 @@ struct SplitShard {
   std::string split;
   int index = 0;
   std::vector<std::int64_t> rows;
+};
+// A parallel import's share and progress: rank `rank` of `ranks` writes shard k of the plan when
+// k % ranks == rank; tick() after each row calls `report(done, total, seconds)` at most every 2 s
+// and at the last row.
+class ImportProgress {
+ public:
+  ImportProgress(const std::vector<SplitShard>& plan, int rank, int ranks,
+                 std::function<void(std::int64_t, std::int64_t, double)> report);
+  bool mine(std::size_t k) const { return static_cast<int>(k % static_cast<std::size_t>(ranks_)) == rank_; }
+  void tick();
+  std::int64_t done() const { return done_; }
+
+ private:
+  int rank_, ranks_;
+  std::function<void(std::int64_t, std::int64_t, double)> report_;
+  std::int64_t total_ = 0, done_ = 0;
+  std::chrono::steady_clock::time_point start_, last_;
 };
 std::vector<SplitShard> plan_split_shards(std::int64_t n, double val_fraction, double test_fraction, std::uint64_t seed,
                                           const std::string& what, int train_shards, int other_shards);

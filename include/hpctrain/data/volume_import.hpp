@@ -41,6 +41,8 @@ struct VolumeLayout {
 };
 // From one file; bad_input naming the file and dataset when it is not a 4-D volume and 1-D targets.
 VolumeLayout probe_volume(const std::string& path, const VolumeImportOptions& o);
+// bad_input naming `path` when its volume or targets differ in shape from `layout` (the first file's).
+void check_volume(const std::string& path, const VolumeImportOptions& o, const VolumeLayout& layout);
 // Sample `path` as stored: the volume [C, D, H, W] (transposed, transformed) and the targets;
 // bad_input naming the file when its shapes differ from `layout` or a value is not finite.
 void read_volume(const std::string& path, const VolumeImportOptions& o, const VolumeLayout& layout,
@@ -48,7 +50,7 @@ void read_volume(const std::string& path, const VolumeImportOptions& o, const Vo
 
 // This rank's shards of the plan (plan_split_shards over the files; the split folders ready:
 // prepare_split_dir); returns the files
-// it wrote. On an error, removes the shards it finished before rethrowing.
+// it wrote. (On an error the command removes every shard of the plan: tools/data/hpctrain_data.cpp.)
 std::int64_t write_volume_shards(const std::vector<std::string>& files, const VolumeLayout& layout,
                                  const std::vector<SplitShard>& plan, const VolumeImportOptions& o);
 

@@ -1,5 +1,5 @@
-// Losses on the model's output: softmax cross-entropy for classes, mean
-// squared error for regression targets. forward() adds the sum of the row
+// Losses on the model's output: softmax cross-entropy for classes, and for regression targets
+// mean squared error, mean absolute error or Huber's ([train] loss). forward() adds the sum of the row
 // losses (and, for classes, the correct rows) to the step scalars
 // (tensor/step_scalars.hpp) on the device; backward() writes
 // grad_scale * d(sum of row losses)/d(output), so the caller passes

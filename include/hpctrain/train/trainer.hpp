@@ -64,6 +64,7 @@ struct EvalResult {  // exact over all ranks
   // Regression: the mean absolute error per target, and the targets' names (SplitIndex::target_labels).
   std::vector<double> mae;
   std::vector<std::string> target_names;
+  double mean_mae() const;  // over the targets (0 without)
   // "mae 0.0213 (Omega_m 0.0201, sigma_8 0.0225)": "" without targets.
   std::string mae_text() const;
 };

@@ -294,28 +294,6 @@ void softmax_finish(Tensor& probs, const Tensor& row_max, const Tensor& sums, Te
   s[step_scalars::samples] += static_cast<float>(rows);
 }
 
-void mean_squared_error(const Tensor& pred, const float* target, Tensor& scalars) {
-  HPCT_CHECK(scalars.numel() >= step_scalars::count, "mse: step scalars too small");
-  double s = 0;
-  const std::int64_t n = pred.numel();
-  for (std::int64_t i = 0; i < n; ++i) {
-    const double d = static_cast<double>(pred.data()[i]) - target[i];
-    s += d * d;
-  }
-  const std::int64_t width = std::max<std::int64_t>(1, pred.cols());
-  scalars.data()[step_scalars::loss_sum] += static_cast<float>(s / static_cast<double>(width));  // sum of row means
-  scalars.data()[step_scalars::samples] += static_cast<float>(pred.rows());
-}
-
-void mean_squared_error_backward(const Tensor& pred, const float* target, float grad_scale, Tensor& dpred) {
-  same_size(pred, dpred, "mse backward");
-  const float k = 2.f * grad_scale / static_cast<float>(std::max<std::int64_t>(1, pred.cols()));
-  const std::int64_t n = pred.numel();
-  const float* p = pred.data();
-  float* d = dpred.data();
-  for (std::int64_t i = 0; i < n; ++i) d[i] = k * (p[i] - target[i]);
-}
-
 std::int64_t count_correct(const Tensor& logits, const std::int32_t* labels) {
   const std::int64_t n = logits.cols();
   std::int64_t correct = 0;

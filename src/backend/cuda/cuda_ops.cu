@@ -237,23 +237,6 @@ __global__ void softmax_finish_kernel(float* probs, const float* mx, const float
 }
 
 // Per-row squared error divided by the width, one warp per row, into row_loss.
-__global__ void mse_rows_kernel(const float* p, const float* t, double* row_loss, i64 rows, i64 n) {
-  const i64 row = blockIdx.x * (blockDim.x / 32) + threadIdx.x / 32;
-  const int lane = threadIdx.x % 32;
-  if (row >= rows) return;
-  double s = 0;
-  for (i64 j = lane; j < n; j += 32) {
-    const double d = static_cast<double>(p[row * n + j]) - t[row * n + j];
-    s += d * d;
-  }
-  for (int o = 16; o > 0; o /= 2) s += __shfl_down_sync(0xffffffffu, s, o);
-  if (lane == 0) row_loss[row] = s / static_cast<double>(n);
-}
-
-__global__ void mse_backward_kernel(const float* p, const float* t, float k, float* d, i64 n) {
-  for (i64 i = detail::global_index(); i < n; i += detail::grid_stride()) d[i] = k * (p[i] - t[i]);
-}
-
 __global__ void sgd_kernel(float* w, const float* g, float* m, const float* scalars, float mu, float wd, bool nesterov,
                            i64 n) {
   const float lr = scalars[step_scalars::learning_rate];
@@ -435,24 +418,6 @@ void softmax_finish(Tensor& probs, const Tensor& row_max, const Tensor& sums, Te
   launch_check();
   add_row_sums_kernel<<<1, 256, 0, context().stream()>>>(row_loss, row_correct, rows, scalars.data(), true);
   launch_check();
-}
-
-void mean_squared_error(const Tensor& pred, const float* target, Tensor& scalars) {
-  HPCT_CHECK(scalars.numel() >= step_scalars::count, "mse: step scalars too small");
-  const i64 rows = pred.rows(), n = std::max<i64>(1, pred.cols());
-  if (rows == 0) return;
-  auto* row_loss = static_cast<double*>(context().scratch(static_cast<std::size_t>(rows) * sizeof(double)));
-  mse_rows_kernel<<<static_cast<unsigned>((rows + 7) / 8), 256, 0, context().stream()>>>(pred.data(), target, row_loss,
-                                                                                         rows, n);
-  launch_check();
-  add_row_sums_kernel<<<1, 256, 0, context().stream()>>>(row_loss, nullptr, rows, scalars.data(), false);
-  launch_check();
-}
-
-void mean_squared_error_backward(const Tensor& pred, const float* target, float grad_scale, Tensor& dpred) {
-  same_size(pred, dpred, "mse backward");
-  const float k = 2.f * grad_scale / static_cast<float>(std::max<i64>(1, pred.cols()));
-  launch(mse_backward_kernel, pred.numel(), pred.data(), target, k, dpred.data(), pred.numel());
 }
 
 std::int64_t count_correct(const Tensor& logits, const std::int32_t* labels) {

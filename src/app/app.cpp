@@ -383,8 +383,9 @@ std::string describe_data(const Config& cfg, const Runtime& rt) {
     LayerRegistry registry;
     register_builtin_layers(registry, LayerOptions{cfg.kernels.conv, cfg.model.vocab_multiple});
     // (this rank's blocks with [parallel] tensor_parallel: the summary and the memory are per rank)
-    Model model(with_model.model.layers, index.train.sample_shape, registry, alloc, 0, static_cast<std::size_t>(-1),
-                true, true, tensor_parallel_place(rt.mesh(), cfg, index.train));
+    Model model(with_model.model.layers, model_input_shape(rt.mesh(), cfg, index.train), registry, alloc, 0,
+                static_cast<std::size_t>(-1), true, true, tensor_parallel_place(rt.mesh(), cfg, index.train),
+                spatial_place(rt.mesh()));
     model.set_frozen(frozen_layers(cfg.train.freeze, model));  // the summary marks frozen layers
     os << "\nModel"
        << (cfg.model.arch == Arch::layers ? ""
@@ -436,14 +437,21 @@ void print_dry_run(const Config& cfg, Runtime& rt) {
   os << "Configuration\n" << keys.render() << "\n";
   const std::string mesh = rt.mesh_table();         // collective
   const std::string data = describe_data(cfg, rt);  // collective
-  const int tp = shape.size(MeshDim::tp);
   os << "Process mesh: " << shape.world() << " rank(s) = " << dp << " dp (data-parallel) x " << pp
      << " pp (pipeline stages)";
-  if (tp == 1)
-    os << " (rank r: pp = r % " << pp << ", dp = r / " << pp << ")\n";
-  else
-    os << " x " << tp << " tp (tensor-parallel) (rank r: tp = r % " << tp << ", pp = r / " << tp << " % " << pp
-       << ", dp = r / " << tp * pp << ")\n";
+  const char* words[] = {"tensor-parallel", "spatial"};
+  std::string where;  // (rank r's coordinate along each dimension larger than 1, or pp and dp)
+  for (MeshDim d : kMeshOrder) {
+    const std::size_t w = d == MeshDim::tp ? 0 : 1;
+    if ((d == MeshDim::tp || d == MeshDim::sp) && shape.size(d) > 1)
+      os << " x " << shape.size(d) << " " << dim_name(d) << " (" << words[w] << ")";
+    if (shape.size(d) == 1 && d != MeshDim::pp && d != MeshDim::dp) continue;
+    const int stride = shape.stride(d);
+    where += std::string(where.empty() ? "" : ", ") + dim_name(d) + " = r" +
+             (stride > 1 ? " / " + std::to_string(stride) : "") +
+             (d == MeshDim::dp ? "" : " % " + std::to_string(shape.size(d)));
+  }
+  os << " (rank r: " << where << ")\n";
   os << mesh << "\n" << mesh_groups_table(shape);
   os << "\nBatch: global " << cfg.train.global_batch << " = " << dp << " data-parallel x " << rt.per_rank_batch()
      << " per rank, in " << cfg.train.micro_batches << " micro-batch(es) of "
@@ -531,8 +539,7 @@ int run_trainer(int argc, char** argv) {
     }
     int world = 1;
     MPI_Comm_size(MPI_COMM_WORLD, &world);
-    cfg.train.micro_batches = micro_batches_for(
-        cfg.train, make_mesh_shape(world, cfg.parallel.pipeline_parallel, cfg.parallel.tensor_parallel));
+    cfg.train.micro_batches = micro_batches_for(cfg.train, make_mesh_shape(world, cfg.parallel));
     Runtime rt(cfg);
     // Checked here too so that --dry-run reports it (the trainer checks it again).
     if (const std::string why = cuda_graphs_refusal(cfg, rt.device().kind, rt.mesh().size(MeshDim::dp)); !why.empty())

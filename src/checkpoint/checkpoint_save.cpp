@@ -45,14 +45,16 @@ std::vector<CheckpointTensor> Checkpointer::tensors(const float* params, const f
   const bool packed = model_.store().packed_parameters();
   // Tensor parallelism: a split tensor's block is this rank's to write, as elements of the whole
   // tensor (global_elements); a replicated one the first tensor-parallel rank's alone.
-  const int tp_rank = model_.tensor_parallel().rank;
+  // Spatial parallelism: every rank of the sp group holds the same tensors; the first writes them.
+  const Mesh& mesh = rt_.mesh();
+  const int tp_rank = model_.tensor_parallel().rank, sp_rank = mesh.coord(MeshDim::sp);
   auto place_tp = [&](const ParamInfo& local, CheckpointTensor& t) {
     if (tp_sharded(local))
       t.elements = global_elements(local, t.elements);
     else if (tp_rank > 0)
       t.elements.clear();
+    if (sp_rank > 0) t.elements.clear();
   };
-  const Mesh& mesh = rt_.mesh();
   std::map<std::string, const float*> own_buffers;  // the model's, or copies for a write in the background
   if (buffers)
     own_buffers = *buffers;
@@ -63,7 +65,7 @@ std::vector<CheckpointTensor> Checkpointer::tensors(const float* params, const f
     const auto it = mine.find(p.name);
     CheckpointTensor t{"model/" + p.name, p.global_shape, nullptr, stage_of(p.layer)};
     t.layer_type = types[p.layer];
-    t.by_elements = packed || mesh.size(MeshDim::tp) > 1;
+    t.by_elements = packed || mesh.size(MeshDim::tp) > 1 || mesh.size(MeshDim::sp) > 1;
     if (it != mine.end()) {
       const ParamInfo& local = model_.param_info()[it->second];
       const std::int64_t frozen_at = packed ? model_.store().frozen_position(local.offset) : -1;

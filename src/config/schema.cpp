@@ -378,6 +378,12 @@ void parallel_keys(std::vector<KeySpec>& k) {
         "dropout, position embeddings, the residual sums) hold T's block of the positions, gathered before each "
         "split pair and reduce-scattered after it instead of summed whole: their activations take 1/T of the "
         "memory; [model] block_size must be a multiple of T (docs/parallelism.md)");
+  s.key("spatial_parallel", &ParallelConfig::spatial_parallel,
+        "spatial ranks S (the mesh's sp; LBANN's DistConv): each volume's depth is split into S slabs, one per "
+        "rank, each rank reading its slab; conv3d exchanges halo planes with its neighbours, flatten and gap3d "
+        "gather; activations take about 1/S of the memory; S x pipeline_parallel x tensor_parallel must divide "
+        "the world size (docs/volumes.md)")
+      .range(1, 1 << 20);
   s.key("pipeline_schedule", &ParallelConfig::pipeline_schedule, "pipeline schedule when pipeline_parallel > 1");
   s.key("comm", &ParallelConfig::comm, "communicator: auto = nccl on cuda, mpi on cpu");
   s.key("host_allreduce", &ParallelConfig::host_allreduce,

@@ -43,9 +43,9 @@ std::pair<std::int64_t, std::int64_t> eval_range(std::int64_t n, int dp, int dp_
 }
 
 void assemble_batch(const SplitIndex& split, SampleStore& store, const std::vector<std::int64_t>& indices, bool samples,
-                    bool labels, Batch& batch) {
+                    bool labels, Batch& batch, const DepthSlab& slab) {
   const std::size_t n = indices.size();
-  const auto elems = static_cast<std::size_t>(split.sample_elems());
+  const auto elems = static_cast<std::size_t>(split.sample_elems() / slab.size);
   const std::size_t channels = split.scale.size();
   const std::size_t per_channel = channels > 1 ? elems / channels : elems;
   batch.size = static_cast<std::int64_t>(n);
@@ -56,10 +56,17 @@ void assemble_batch(const SplitIndex& split, SampleStore& store, const std::vect
   batch.classes.resize(labels && split.classification ? n * static_cast<std::size_t>(split.label_width) : 0);
   batch.targets.resize(labels && !split.classification ? n * static_cast<std::size_t>(split.label_width) : 0);
   std::vector<unsigned char> raw(samples ? static_cast<std::size_t>(split.sample_bytes()) : 0);
+  std::vector<unsigned char> whole(samples && slab.on() ? raw.size() : 0);  // (a slab copied out of a whole sample)
   std::vector<unsigned char> label(label_bytes(split));
   store.prefetch(indices);  // a chunk cache decodes what the batch needs at once, on its threads
   for (std::size_t i = 0; i < n; ++i) {
-    store.get(indices[i], samples ? raw.data() : nullptr, labels ? label.data() : nullptr);
+    void* to_label = labels ? label.data() : nullptr;
+    if (!slab.on()) {
+      store.get(indices[i], samples ? raw.data() : nullptr, to_label);
+    } else if (!store.get_slab(indices[i], slab, samples ? raw.data() : nullptr, to_label)) {
+      store.get(indices[i], samples ? whole.data() : nullptr, to_label);
+      if (samples) copy_slab(split, slab, whole.data(), raw.data());
+    }
     if (samples && ids) {
       std::memcpy(batch.ids.data() + i * elems, raw.data(), elems * sizeof(std::int32_t));
     } else if (samples) {
@@ -105,7 +112,8 @@ void assemble_batch(const SplitIndex& split, SampleStore& store, const std::vect
 Reader::Reader(const SplitIndex& split, Communicator& node, ReaderOptions options)
     : split_(split),
       options_(options),
-      store_(make_store(split, node, options.cache_bytes, options.samples, options.labels, options.decode_threads)) {
+      store_(make_store(split, node, options.cache_bytes, options.samples, options.labels, options.decode_threads,
+                        options.slab)) {
   if (options_.augment.on()) check_augmentation(split_, options_.augment);
 }
 
@@ -202,7 +210,7 @@ void Reader::produce() {
     try {
       assemble_batch(split_, *store_,
                      positions(at.epoch, sampler_->batch(at.epoch, at.step, options_.dp, options_.dp_size)),
-                     options_.samples, options_.labels, b);
+                     options_.samples, options_.labels, b, options_.slab);
       augment_batch(split_, options_.augment, b);
     } catch (const std::exception& e) {
       std::lock_guard<std::mutex> lock(mu_);
@@ -228,7 +236,7 @@ Batch Reader::next() {
     b.step = next_.step;
     assemble_batch(split_, *store_,
                    positions(next_.epoch, sampler_->batch(next_.epoch, next_.step, options_.dp, options_.dp_size)),
-                   options_.samples, options_.labels, b);
+                   options_.samples, options_.labels, b, options_.slab);
     augment_batch(split_, options_.augment, b);
   } else {
     std::unique_lock<std::mutex> lock(mu_);
@@ -270,7 +278,8 @@ Batch Reader::eval_batch(std::int64_t batch_size, std::int64_t number) {
   for (std::int64_t i = first; i < last; ++i) indices.push_back(i);
   Batch b;
   b.step = number;
-  assemble_batch(split_, *store_, positions(-1, std::move(indices)), options_.samples, options_.labels, b);
+  assemble_batch(split_, *store_, positions(-1, std::move(indices)), options_.samples, options_.labels, b,
+                 options_.slab);
   return b;
 }
 

@@ -234,8 +234,9 @@ void ChunkCache::get(std::int64_t index, void* sample, void* label) {
 }
 
 std::unique_ptr<SampleStore> make_store(const SplitIndex& split, Communicator& node, std::uint64_t cache_bytes,
-                                        bool samples, bool labels, int decode_threads) {
+                                        bool samples, bool labels, int decode_threads, DepthSlab slab) {
   const bool fits = node_cache_bytes(split) <= cache_bytes;
+  if (slab.on() && !fits) return std::make_unique<SlabStore>(split, samples, labels);
   if (split.tokens && fits) return std::make_unique<TokenNodeCache>(split, node);
   if (split.tokens)
     return std::make_unique<TokenBlockCache>(split, cache_bytes / static_cast<std::uint64_t>(node.size()));

@@ -169,6 +169,17 @@ void read_rows(hid_t dataset, hid_t mem_type, hsize_t first, hsize_t count, void
   CHECK_H5(H5Dread(dataset, mem_type, mem.get(), file.get(), H5P_DEFAULT, out));
 }
 
+void read_box(hid_t dataset, hid_t mem_type, const std::vector<hsize_t>& start, const std::vector<hsize_t>& count,
+              void* out) {
+  Id space(CHECK_H5(H5Dget_space(dataset)));
+  HPCT_CHECK(
+      static_cast<std::size_t>(H5Sget_simple_extent_ndims(space.get())) == start.size() && start.size() == count.size(),
+      "read_box: the hyperslab's rank differs from the dataset's");
+  CHECK_H5(H5Sselect_hyperslab(space.get(), H5S_SELECT_SET, start.data(), nullptr, count.data(), nullptr));
+  Id mem(CHECK_H5(H5Screate_simple(static_cast<int>(count.size()), count.data(), nullptr)));
+  CHECK_H5(H5Dread(dataset, mem_type, mem.get(), space.get(), H5P_DEFAULT, out));
+}
+
 void write_rows(hid_t dataset, hid_t mem_type, hsize_t first, hsize_t count, const void* in) {
   if (count == 0) return;
   Id mem;

@@ -14,6 +14,7 @@ class ActivationLayer final : public Layer {
   ActivationLayer(Activation f, const char* name) : f_(f), name_(name) {}
   const char* type() const override { return name_; }
   bool takes_position_blocks() const override { return true; }
+  SpatialRole spatial_role(const Shape&, int) const override { return SpatialRole::slabs; }
   Shape output_shape(const Shape& in) const override { return in; }
   std::optional<Activation> activation() const override { return f_; }
   void forward(const Tensor& x, Tensor& y) override { activation_forward(f_, x, y); }
@@ -33,6 +34,7 @@ class LeakyRelu final : public Layer {
   explicit LeakyRelu(float slope) : slope_(slope) {}
   const char* type() const override { return "leaky_relu"; }
   bool takes_position_blocks() const override { return true; }
+  SpatialRole spatial_role(const Shape&, int) const override { return SpatialRole::slabs; }
   Shape output_shape(const Shape& in) const override { return in; }
   void forward(const Tensor& x, Tensor& y) override { leaky_relu_forward(x, slope_, y); }
   void backward(const Tensor& x, const Tensor&, const Tensor& dy, Tensor& dx) override {
@@ -48,6 +50,7 @@ class Scale final : public Layer {
   explicit Scale(float factor) : factor_(factor) {}
   const char* type() const override { return "scale"; }
   bool takes_position_blocks() const override { return true; }
+  SpatialRole spatial_role(const Shape&, int) const override { return SpatialRole::slabs; }
   Shape output_shape(const Shape& in) const override { return in; }
   void forward(const Tensor& x, Tensor& y) override {
     copy(x, y);

@@ -1,4 +1,6 @@
-// flatten: [batch, d1, d2, ...] -> [batch, d1*d2*...].
+// flatten: [batch, d1, d2, ...] -> [batch, d1*d2*...]. With [parallel] spatial_parallel
+// (layers/spatial.hpp) its input is a volume's depth slab [C, D/S, H, W]: it gathers the slabs, and
+// its output is the whole volume's, flattened (the same on every rank of the spatial group).
 #include "hpctrain/backend/ops.hpp"
 #include "hpctrain/layers/registry.hpp"
 
@@ -8,11 +10,24 @@ namespace {
 class Flatten final : public Layer {
  public:
   const char* type() const override { return "flatten"; }
-  Shape output_shape(const Shape& in) const override { return {numel(in)}; }
-  void forward(const Tensor& x, Tensor& y) override { copy(x, y); }
-  void backward(const Tensor&, const Tensor&, const Tensor& dy, Tensor& dx) override {
-    if (dx.defined()) copy(dy, dx);
+  SpatialRole spatial_role(const Shape& slab, int) const override {
+    return slab.size() == 4 ? SpatialRole::gathers : SpatialRole::none;
   }
+  Shape output_shape(const Shape& in) const override { return {numel(in) * (spatial().on() ? spatial().size : 1)}; }
+  void configure(const Shape& in) override { in_ = in; }
+  void forward(const Tensor& x, Tensor& y) override {
+    if (!spatial().on()) return copy(x, y);
+    Tensor gathered = temp(0, {spatial().size, x.numel()}, x.device());
+    gather_slabs(sp_comm(), x, in_[1], in_[2] * in_[3], gathered, y);
+  }
+  void backward(const Tensor&, const Tensor&, const Tensor& dy, Tensor& dx) override {
+    if (!dx.defined()) return;
+    if (!spatial().on()) return copy(dy, dx);
+    slab_of(dy, in_[1], in_[2] * in_[3], spatial().rank, spatial().size, dx);
+  }
+
+ private:
+  Shape in_;
 };
 }  // namespace
 

@@ -1,5 +1,8 @@
 // Pooling of volumes [C, D, H, W]: maxpool3d(k, stride=k) and avgpool3d(k, stride=k) over
-// k x k x k windows; gap3d: global average pooling, [C, D, H, W] -> [C].
+// k x k x k windows; gap3d: global average pooling, [C, D, H, W] -> [C]. With [parallel]
+// spatial_parallel (layers/spatial.hpp) the pools take a depth slab whose windows tile it, and gap3d
+// sums its slabs' means over the spatial group; a pool whose windows do not tile the slabs gathers
+// the volume first.
 #include "hpctrain/backend/ops.hpp"
 #include "hpctrain/core/error.hpp"
 #include "hpctrain/layers/registry.hpp"
@@ -25,19 +28,30 @@ class Pool3d final : public Layer {
  public:
   Pool3d(bool max, std::int64_t k, std::int64_t stride) : max_(max), k_(k), stride_(stride) {}
   const char* type() const override { return max_ ? "maxpool3d" : "avgpool3d"; }
-  Shape output_shape(const Shape& in) const override { return pooled(in, k_, stride_, type()); }
-  void configure(const Shape& in) override { in_ = in; }
-  void forward(const Tensor& x, Tensor& y) override {
+  // (spatial) Windows that tile the slabs pool each slab; others gather the volume first.
+  SpatialRole spatial_role(const Shape& slab, int) const override {
+    if (slab.size() != 4) return SpatialRole::none;
+    return k_ == stride_ && slab[1] % k_ == 0 ? SpatialRole::slabs : SpatialRole::gathers;
+  }
+  Shape output_shape(const Shape& in) const override {
+    return pooled(spatial().gathers() ? whole_shape(in) : in, k_, stride_, type());
+  }
+  void configure(const Shape& in) override { in_ = spatial().gathers() ? whole_shape(in) : in; }
+  void forward(const Tensor& slab_or_x, Tensor& y) override {
+    const Tensor x = spatial().gathers() ? whole_volume(slab_or_x, 1) : slab_or_x;
     if (!max_) return avgpool3d_forward(x, in_[1], in_[2], in_[3], k_, stride_, y);
     Tensor argmax = saved(0, {y.numel()}, x.device(), DType::i32);  // each output's input index
     maxpool3d_forward(x, in_[1], in_[2], in_[3], k_, stride_, y, argmax);
   }
-  void backward(const Tensor&, const Tensor&, const Tensor& dy, Tensor& dx) override {
-    if (!dx.defined()) return;
+  void backward(const Tensor&, const Tensor&, const Tensor& dy, Tensor& slab_or_dx) override {
+    if (!slab_or_dx.defined()) return;
+    const bool gathers = spatial().gathers();
+    Tensor dx = gathers ? temp(1, whole_shape(slab_or_dx.shape()), dy.device()) : slab_or_dx;
     if (max_)
       maxpool_backward(dy, saved(0, {dy.numel()}, dy.device(), DType::i32), dx);
     else
       avgpool3d_backward(dy, in_[1], in_[2], in_[3], k_, stride_, dx);
+    if (gathers) slab_gradient(dx, slab_or_dx);
   }
 
  private:
@@ -50,14 +64,24 @@ class Pool3d final : public Layer {
 class GlobalAvgPool3d final : public Layer {
  public:
   const char* type() const override { return "gap3d"; }
+  SpatialRole spatial_role(const Shape& slab, int) const override {
+    return slab.size() == 4 ? SpatialRole::gathers : SpatialRole::none;
+  }
   Shape output_shape(const Shape& in) const override { return {pooled(in, 1, 1, "gap3d")[0]}; }
   void configure(const Shape& in) override {
     rows_ = in[1] * in[2];
     cols_ = in[3];
   }
-  void forward(const Tensor& x, Tensor& y) override { avgpool_forward(x, rows_, cols_, rows_, cols_, 1, 1, y); }
+  void forward(const Tensor& x, Tensor& y) override {
+    avgpool_forward(x, rows_, cols_, rows_, cols_, 1, 1, y);
+    if (!spatial().on()) return;
+    scale(y, 1.f / static_cast<float>(spatial().size));  // (equal slabs: the mean of their means)
+    sp_comm().allreduce(y.data(), y.data(), static_cast<std::size_t>(y.numel()), DType::f32, ReduceOp::sum);
+  }
   void backward(const Tensor&, const Tensor&, const Tensor& dy, Tensor& dx) override {
-    if (dx.defined()) avgpool_backward(dy, rows_, cols_, rows_, cols_, 1, 1, dx);
+    if (!dx.defined()) return;
+    avgpool_backward(dy, rows_, cols_, rows_, cols_, 1, 1, dx);
+    if (spatial().on()) scale(dx, 1.f / static_cast<float>(spatial().size));
   }
 
  private:

@@ -240,6 +240,35 @@ std::int64_t vocab_block_rows(std::int64_t rows, int tp, const std::string& laye
   return rows / tp;
 }
 
+Communicator& Layer::sp_comm() const {
+  HPCT_CHECK(ctx_ && ctx_->sp_comm && ctx_->sp_comm->size() == sp_.size,
+             std::string(type()) + ": split over " + std::to_string(sp_.size) +
+                 " spatial ranks but called without their communicator");
+  return *ctx_->sp_comm;
+}
+
+Shape Layer::whole_shape(const Shape& slab) const {
+  Shape whole = slab;
+  if (whole.size() >= 4) whole[whole.size() - 3] *= sp_.size;  // (the depth: [.., C, D, H, W])
+  return whole;
+}
+
+Tensor Layer::whole_volume(const Tensor& slab, std::size_t k, bool keep, bool kept) {
+  const Shape& s = slab.shape();
+  HPCT_CHECK(s.size() == 5, std::string(type()) + ": a slab gather needs [rows, C, D, H, W]");
+  const Shape whole = whole_shape(s);
+  if (kept) return saved(k, whole, slab.device());
+  Tensor out = keep ? saved(k, whole, slab.device()) : temp(k, whole, slab.device());
+  Tensor blocks = temp(k + 1, {sp_.size * slab.numel()}, slab.device());
+  gather_slabs(sp_comm(), slab, s[2], s[3] * s[4], blocks, out);
+  return out;
+}
+
+void Layer::slab_gradient(const Tensor& whole, Tensor& slab) {
+  const Shape& s = slab.shape();
+  slab_of(whole, s[2], s[3] * s[4], sp_.rank, sp_.size, slab);
+}
+
 void Layer::tp_sum(Tensor& t) {
   if (tp_.size == 1) return;
   HPCT_CHECK(ctx_ && ctx_->tp_comm && ctx_->tp_comm->size() == tp_.size,

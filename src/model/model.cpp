@@ -30,10 +30,24 @@ void refuse_sequence_parallel(const Layer& layer, const std::string& text, std::
                     " (it splits a language model's positions between the embedding and the lm_head; "
                     "docs/parallelism.md)");
 }
+
+// [parallel] spatial_parallel: the role of layer i while its input is a slab; bad_input for a
+// layer that cannot take one (or a model whose output would be a slab: `last`).
+void refuse_slab(SpatialRole role, const std::string& text, int size, bool last) {
+  if (role == SpatialRole::gathers) return;
+  const char* why = role == SpatialRole::none ? "this layer does not work on a depth slab of a volume"
+                    : last                    ? "the model ends before gathering the slabs"
+                                              : nullptr;
+  if (why)
+    throw bad_input("[parallel] spatial_parallel = " + std::to_string(size) + ": [model] layers: " + text + ": " + why +
+                    " (the layers before the first flatten or gap3d see one slab of each volume's depth: "
+                    "conv3d, maxpool3d, avgpool3d and element-wise layers; docs/volumes.md)");
+}
 }  // namespace
 
 Model::Model(const std::string& layers, const Shape& sample_shape, const LayerRegistry& registry, Allocator& alloc,
-             std::size_t first, std::size_t last, bool whole_gradients, bool whole_parameters, TensorParallel tp)
+             std::size_t first, std::size_t last, bool whole_gradients, bool whole_parameters, TensorParallel tp,
+             SpatialSplit sp)
     : alloc_(alloc), tp_(tp), first_(first) {
   const auto specs = parse_layers(layers);
   last = std::min(last, specs.size());
@@ -47,6 +61,11 @@ Model::Model(const std::string& layers, const Shape& sample_shape, const LayerRe
   for (std::size_t i = 0; i < specs.size(); ++i) {
     auto layer = registry.make(specs[i]);
     layer->set_tensor_parallel(tp);
+    sp.role = sp.on() ? layer->spatial_role(in, sp.size) : SpatialRole::none;
+    if (sp.on()) {
+      refuse_slab(sp.role, specs[i].text, sp.size, i + 1 == specs.size());
+      layer->set_spatial(sp);
+    }
     all_types_.push_back(layer->type());
     if (tp.sequence > 0 && tp.size > 1) refuse_sequence_parallel(*layer, specs[i].text, i, specs.size());
     const Shape out = layer->output_shape(in);
@@ -59,12 +78,14 @@ Model::Model(const std::string& layers, const Shape& sample_shape, const LayerRe
     }
     add_tensors(*layer, in, i, mine, global);
     if (mine) {
+      slab_input_.push_back(sp.slabs());
       shapes_.push_back(out);
       names_.push_back(all_names_[i]);
       layer->set_context(&ctx_, i);  // the model-wide index: dropout draws do not depend on the split
       layers_.push_back(std::move(layer));
     }
     in = out;
+    if (sp.gathers()) sp.split = false;  // (the layers after it see whole volumes)
   }
   std::map<std::string, std::string> seen;  // tensor name -> the layer written with it
   auto unique = [&](const std::string& name, std::size_t i) {
@@ -112,6 +133,13 @@ void Model::add_tensors(const Layer& layer, const Shape& in, std::size_t i, bool
   for (auto& [bname, buf] : const_cast<Layer&>(layer).buffers())
     all_buffers_.push_back(
         {name + "." + bname, legacy + layer.legacy_name(bname), static_cast<std::int64_t>(buf->size()), i});
+}
+
+Ranges Model::slab_parameter_ranges() const {
+  Ranges out;
+  for (std::size_t i = 0; i < layers_.size(); ++i)
+    if (slab_input_[i] && store_.layer(i).size() > 0) out.push_back(store_.layer(i));
+  return out;
 }
 
 std::vector<std::pair<std::string, std::vector<float>*>> Model::buffers() {

@@ -42,17 +42,25 @@ int MeshShape::stride(MeshDim d) const {
   return s;
 }
 
-MeshShape make_mesh_shape(int world_size, int pipeline_parallel, int tensor_parallel) {
-  const int inner = pipeline_parallel * tensor_parallel;
-  if (pipeline_parallel < 1 || tensor_parallel < 1 || world_size % inner != 0) {
-    const std::string what = tensor_parallel == 1
+MeshShape make_mesh_shape(int world_size, const ParallelConfig& p) {
+  return make_mesh_shape(world_size, p.pipeline_parallel, p.tensor_parallel, p.spatial_parallel);
+}
+
+MeshShape make_mesh_shape(int world_size, int pipeline_parallel, int tensor_parallel, int spatial_parallel) {
+  const int inner = pipeline_parallel * tensor_parallel * spatial_parallel;
+  if (pipeline_parallel < 1 || tensor_parallel < 1 || spatial_parallel < 1 || world_size % inner != 0) {
+    const std::string what = tensor_parallel == 1 && spatial_parallel == 1
                                  ? "[parallel] pipeline_parallel = " + std::to_string(pipeline_parallel)
-                                 : "pipeline_parallel x tensor_parallel = " + std::to_string(inner);
+                             : spatial_parallel == 1 ? "pipeline_parallel x tensor_parallel = " + std::to_string(inner)
+                             : tensor_parallel == 1
+                                 ? "pipeline_parallel x spatial_parallel = " + std::to_string(inner)
+                                 : "pipeline_parallel x tensor_parallel x spatial_parallel = " + std::to_string(inner);
     throw bad_input(what + " does not divide the world size " + std::to_string(world_size) + " (with " +
                     std::to_string(world_size) + " ranks it must be one of " + divisors_of(world_size) + ")");
   }
   MeshShape s;
   s.sizes[index(MeshDim::tp)] = tensor_parallel;
+  s.sizes[index(MeshDim::sp)] = spatial_parallel;
   s.sizes[index(MeshDim::pp)] = pipeline_parallel;
   s.sizes[index(MeshDim::dp)] = world_size / inner;
   return s;

@@ -52,6 +52,7 @@ EvalResult Trainer::evaluate(const SplitIndex& split) {
     ro.decode_threads = cfg_.data.decode_threads;
     ro.dp = rt_.mesh().coord(MeshDim::dp);
     ro.dp_size = rt_.mesh().size(MeshDim::dp);
+    ro.slab = DepthSlab{rt_.mesh().coord(MeshDim::sp), rt_.mesh().size(MeshDim::sp)};
     slot = std::make_unique<Reader>(split, rt_.node(), ro);
   }
   Reader& reader = *slot;
@@ -77,7 +78,8 @@ EvalResult Trainer::evaluate(const SplitIndex& split) {
     const Batch batch = reader.eval_batch(b, n);
     model_->set_batch(batch.size);
     Shape sh{batch.size};
-    sh.insert(sh.end(), split.sample_shape.begin(), split.sample_shape.end());
+    const Shape sample = slab_shape(split.sample_shape, rt_.mesh().size(MeshDim::sp));
+    sh.insert(sh.end(), sample.begin(), sample.end());
     staged_.stage(batch);
     const Tensor x = staged_.input(0, sh);
     Targets t;

@@ -31,6 +31,11 @@ void Trainer::parallelize(bool gpu, int stages) {
       if (tp_sharded(p)) tp_split_.push_back({p.offset, p.offset + numel(p.shape)});
     refuse_tensor_parallel_combinations();
   }
+  if (rt_.mesh().size(MeshDim::sp) > 1) {  // the halo exchanges and gathers of the slab layers
+    refuse_spatial_combinations();
+    sp_comm_ = rt_.make_communicator(MeshDim::sp, gpu ? MemorySpace::device : MemorySpace::host);
+    model_->set_spatial_comm(sp_comm_.get());
+  }
   executor_ = make_step_executor(cfg_, *model_, *loss_, pp_comm_.get(), staged_, alloc_);
   refuse_sharding_combinations();
   const bool sharded = cfg_.parallel.shard != Sharding::none;
@@ -59,24 +64,40 @@ void Trainer::parallelize(bool gpu, int stages) {
   overlap_gather_ = averager_->sharded() && !windows_ &&
                     (overlap == Tristate::on || (overlap == Tristate::auto_ && gpu)) && stages == 1 &&
                     cfg_.precision.dtype == Precision::fp32 && !cfg_.kernels.cuda_graphs;
-  if (model_->tensor_parallel().sequence > 0 && tp_comm_) {  // the replicated tensors' gradients, summed
-    const Ranges replicated = subtract({{0, model_->store().size()}}, tp_split_);
-    std::int64_t at = 0, count = 0;
-    for (const Range& r : averager_->owned()) {  // (staged: the owned ranges lie one after another)
-      for (const Range& q : intersect({r}, replicated)) {
-        sequence_grads_.push_back({averager_->staged() ? at + (q.begin - r.begin) : q.begin, q.size()});
-        count += q.size();
-      }
-      at += r.size();
-    }
-    sequence_buf_ = Tensor::zeros({std::max<std::int64_t>(count, 1)}, alloc_);
-  }
+  if (model_->tensor_parallel().sequence > 0 && tp_comm_)  // the replicated tensors' gradients
+    partial_gradients_over(tp_comm_.get(), subtract({{0, model_->store().size()}}, tp_split_));
+  if (sp_comm_) partial_gradients_over(sp_comm_.get(), model_->slab_parameter_ranges());
   if (cfg_.run.reproducible == Reproducible::layout) {
     refuse_reproducible_combinations();
     repro_ = std::make_unique<ReproducibleSums>(*comm_, model_->store().size(), alloc_);
   }
   make_optimizer_for_this_rank();
   compose_update();
+}
+
+void Trainer::partial_gradients_over(Communicator* group, const Ranges& ranges) {
+  std::int64_t at = 0, count = 0;
+  for (const Range& r : averager_->owned()) {  // (staged: the owned ranges lie one after another)
+    for (const Range& q : intersect({r}, ranges)) {
+      partial_grads_.push_back({averager_->staged() ? at + (q.begin - r.begin) : q.begin, q.size()});
+      count += q.size();
+    }
+    at += r.size();
+  }
+  partial_group_ = group;
+  partial_buf_ = Tensor::zeros({std::max<std::int64_t>(count, 1)}, alloc_);
+}
+
+void Trainer::refuse_spatial_combinations() const {
+  const Mesh& mesh = rt_.mesh();
+  const std::string key = "[parallel] spatial_parallel = " + std::to_string(mesh.size(MeshDim::sp));
+  const char* why = mesh.size(MeshDim::pp) > 1   ? " does not work with pipeline_parallel > 1 yet"
+                    : mesh.size(MeshDim::tp) > 1 ? " does not work with tensor_parallel > 1"
+                    : cfg_.run.reproducible == Reproducible::layout
+                        ? " does not work with [run] reproducible = layout (its halo sums are not exact)"
+                    : cfg_.kernels.cuda_graphs ? " does not work with [kernels] cuda_graphs"
+                                               : nullptr;
+  if (why) throw bad_input(key + why);
 }
 
 void Trainer::refuse_reproducible_combinations() const {

@@ -129,6 +129,7 @@ int Trainer::run() {
   ro.augment = Augmentation{cfg_.data.random_crop_pad, cfg_.data.random_flip, cfg_.run.seed};
   ro.dp = g.coord(MeshDim::dp);
   ro.dp_size = g.size(MeshDim::dp);
+  ro.slab = DepthSlab{g.coord(MeshDim::sp), g.size(MeshDim::sp)};
   Reader reader(index_.train, rt_.node(), ro);
   log0("train data: " + reader.store().describe() +
        (index_.train.tokens ? std::string(", windows = ") + name_of(index_.train.windows) : std::string()));

@@ -73,6 +73,17 @@ TensorParallel tensor_parallel_place(const Mesh& mesh, const Config& cfg, const 
   return tp;
 }
 
+SpatialSplit spatial_place(const Mesh& mesh) {
+  const int size = mesh.size(MeshDim::sp);
+  return size > 1 ? SpatialSplit{mesh.coord(MeshDim::sp), size, true} : SpatialSplit{};
+}
+
+Shape model_input_shape(const Mesh& mesh, const Config& cfg, const SplitIndex& data) {
+  const int size = mesh.size(MeshDim::sp);
+  check_depth_slabs(data, cfg.data.path, size);
+  return slab_shape(data.sample_shape, size);
+}
+
 Trainer::Trainer(const Config& cfg, Runtime& rt, const DatasetIndex& index)
     : cfg_(cfg), rt_(rt), index_(index), alloc_(device_of(rt)), staged_(alloc_) {
   if (cfg.model.layers.empty()) throw bad_input("[model] layers is not set");
@@ -94,8 +105,8 @@ Trainer::Trainer(const Config& cfg, Runtime& rt, const DatasetIndex& index)
   const int stages = rt.mesh().size(MeshDim::pp);
   {
     Allocator scratch;  // not counted against [run] memory_budget
-    const Model layout(cfg.model.layers, index.train.sample_shape, registry, scratch, 0, 1, true, true,
-                       tensor_parallel_place(rt.mesh(), cfg, index.train));                // shapes, counts
+    const Model layout(cfg.model.layers, model_input_shape(rt.mesh(), cfg, index.train), registry, scratch, 0, 1, true,
+                       true, tensor_parallel_place(rt.mesh(), cfg, index.train), spatial_place(rt.mesh()));
     groups_ = partition_layers(layer_parameter_counts(layout), stages, cfg.model.groups);  // bad_input if wrong
     const Shape& out = layout.whole_output_shape();
     Shape want = index.train.output_shape();
@@ -115,9 +126,9 @@ Trainer::Trainer(const Config& cfg, Runtime& rt, const DatasetIndex& index)
   }
   const LayerGroup& mine = groups_[static_cast<std::size_t>(rt.mesh().coord(MeshDim::pp))];
   const int dp = rt.mesh().size(MeshDim::dp);
-  model_ = std::make_unique<Model>(cfg.model.layers, index.train.sample_shape, registry, alloc_, mine.first, mine.last,
-                                   !staged_gradients(cfg, dp), !packed_parameters(cfg, dp),
-                                   tensor_parallel_place(rt.mesh(), cfg, index.train));
+  model_ = std::make_unique<Model>(cfg.model.layers, model_input_shape(rt.mesh(), cfg, index.train), registry, alloc_,
+                                   mine.first, mine.last, !staged_gradients(cfg, dp), !packed_parameters(cfg, dp),
+                                   tensor_parallel_place(rt.mesh(), cfg, index.train), spatial_place(rt.mesh()));
   // Weights tied across stages: every stage of a replica joins each sum (zeros where it holds neither use).
   for (const auto& [layer, target] : model_->ties()) {
     if (stage_of_layer(groups_, layer) == stage_of_layer(groups_, target)) continue;
@@ -160,8 +171,9 @@ void Trainer::train_step(const Batch& batch, float lr) {
   model_->set_batch(rows);
   Tensor lr_slot = step_scalars::slot(scalars_, step_scalars::learning_rate);
   fill(lr_slot, lr);  // written into device memory; the optimizer reads it there
-  Shape sh{rows};
-  sh.insert(sh.end(), index_.train.sample_shape.begin(), index_.train.sample_shape.end());
+  Shape sh{rows};     // (with spatial_parallel: this rank's depth slab of each)
+  const Shape sample = slab_shape(index_.train.sample_shape, rt_.mesh().size(MeshDim::sp));
+  sh.insert(sh.end(), sample.begin(), sample.end());
   staged_.stage(batch);  // on a GPU: one copy of the step's samples, labels and indices
   const std::int64_t step_id = batch.epoch * 1000000007 + batch.step;  // unique per step of the run, same on every rank
   // The step's part of dropout's key, where the layers read it (a recorded step reads it anew).
@@ -236,7 +248,7 @@ bool Trainer::finish_gradients(double& squares) {
   } else
     comm_wait_s_ += averager_->finish();
   if (windows_) comm_wait_s_ += windows_->take_wait_seconds();  // (shard = full: the step's parameter gathers)
-  if (!sequence_grads_.empty()) sum_sequence_parallel_gradients();
+  if (!partial_grads_.empty()) sum_partial_gradients();
   last_step_skipped_ = false;
   Tensor& grads = model_->gradients();
   const bool fp16 = cfg_.precision.dtype == Precision::fp16, clip = cfg_.optim.clip_norm > 0;
@@ -331,20 +343,20 @@ double Trainer::squares_in(const Tensor& grads, const Ranges& ranges, bool packe
   return s;
 }
 
-void Trainer::sum_sequence_parallel_gradients() {
+void Trainer::sum_partial_gradients() {
   Tensor& grads = model_->gradients();
   std::int64_t at = 0;
-  for (const auto& [offset, count] : sequence_grads_) {
-    Tensor part = sequence_buf_.view(at, {count});
+  for (const auto& [offset, count] : partial_grads_) {
+    Tensor part = partial_buf_.view(at, {count});
     copy(grads.view(offset, {count}), part);
     at += count;
   }
-  tp_comm_->allreduce(sequence_buf_.data(), sequence_buf_.data(), static_cast<std::size_t>(at), DType::f32,
-                      ReduceOp::sum);
+  partial_group_->allreduce(partial_buf_.data(), partial_buf_.data(), static_cast<std::size_t>(at), DType::f32,
+                            ReduceOp::sum);
   at = 0;
-  for (const auto& [offset, count] : sequence_grads_) {
+  for (const auto& [offset, count] : partial_grads_) {
     Tensor part = grads.view(offset, {count});
-    copy(sequence_buf_.view(at, {count}), part);
+    copy(partial_buf_.view(at, {count}), part);
     at += count;
   }
 }

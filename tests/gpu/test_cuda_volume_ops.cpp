@@ -41,6 +41,12 @@ TEST_F(CudaOps, VolumePoolingAndPadding) {
     shift_volume(dx, d, h, w, offset, od, oh, ow, dy);
     expect_close("shift_volume", y, dy, 0);
   }
+  for (const bool add : {false, true}) {  // planes 1..2 of every [c, d] block into planes 0..1 of a 3-plane box
+    Tensor y = random({2, c, 3, h, w}, 65), dy = on_gpu(y);
+    copy_planes(x, d, 1, y, 3, 0, 2, h * w, add);
+    copy_planes(dx, d, 1, dy, 3, 0, 2, h * w, add);
+    expect_close("copy_planes", y, dy, 0);
+  }
 }
 
 TEST_F(CudaOps, LeakyReluAndRegressionLosses) {

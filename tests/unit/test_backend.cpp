@@ -243,6 +243,7 @@ TEST(Backend, EveryOperationIsDispatchedToCuda) {
   expect("avgpool3d_forward", [&] { avgpool3d_forward(t, 1, 2, 2, 1, 1, t2); });
   expect("avgpool3d_backward", [&] { avgpool3d_backward(t, 1, 2, 2, 1, 1, t2); });
   expect("shift_volume", [&] { shift_volume(t, 1, 2, 2, 0, 1, 2, 2, t2); });
+  expect("copy_planes", [&] { copy_planes(t, 2, 0, t2, 2, 0, 1, 2, false); });
   expect("leaky_relu_forward", [&] { leaky_relu_forward(t, 0.1f, t2); });
   expect("leaky_relu_backward", [&] { leaky_relu_backward(t, t, 0.1f, t2); });
   const std::uint64_t step_key = 7;

@@ -122,6 +122,21 @@ TEST(Volumes, ShiftVolumePadsAndCrops) {
   for (std::int64_t i = 0; i < x.numel(); ++i) ASSERT_EQ(back.data()[i], x.data()[i]) << i;
 }
 
+TEST(Volumes, CopyPlanesCopiesAndAdds) {
+  Allocator alloc;
+  Tensor src = random_tensor({2, 3, 2, 2}, 8, alloc);  // two blocks of 3 planes of 4
+  Tensor dst = Tensor::zeros({2, 5, 2, 2}, alloc);
+  copy_planes(src, 3, 1, dst, 5, 3, 2, 4, false);  // planes 1..2 -> 3..4
+  copy_planes(src, 3, 1, dst, 5, 3, 1, 4, true);   // plane 1 added again to plane 3
+  for (std::int64_t b = 0; b < 2; ++b)
+    for (std::int64_t z = 0; z < 5; ++z)
+      for (std::int64_t e = 0; e < 4; ++e) {
+        const float got = dst.data()[(b * 5 + z) * 4 + e];
+        const float want = z < 3 ? 0.f : src.data()[(b * 3 + z - 2) * 4 + e] * (z == 3 ? 2.f : 1.f);
+        ASSERT_EQ(got, want) << b << " " << z << " " << e;
+      }
+}
+
 TEST(Volumes, LayerArgumentsAreChecked) {
   auto message = [](const std::string& text, const Shape& in) {
     try {

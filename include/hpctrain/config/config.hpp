@@ -216,6 +216,8 @@ struct ParallelConfig {
   // tensor_parallel > 1: the activations between the split pairs (norms, dropout, residual sums)
   // hold 1/T of the positions (Megatron's sequence parallelism)
   bool sequence_parallel = false;
+  // The mesh's sp: each volume's depth split over this many ranks (docs/volumes.md)
+  int spatial_parallel = 1;
   PipelineSchedule pipeline_schedule = PipelineSchedule::one_f_one_b;
   CommBackend comm = CommBackend::auto_;
   Tristate cuda_aware_mpi = Tristate::auto_;

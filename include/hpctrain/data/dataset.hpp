@@ -87,6 +87,17 @@ struct SplitIndex {
   const Shard& shard_of(std::int64_t index) const;
 };
 
+// [parallel] spatial_parallel: this rank's depth slab of every volume sample [C, D, H, W] (planes
+// [rank x D/size, (rank + 1) x D/size) of each channel), read from the shards as a hyperslab.
+struct DepthSlab {
+  int rank = 0, size = 1;
+  bool on() const { return size > 1; }
+};
+// bad_input naming the data path when `split`'s samples are not volumes whose depth `size` divides.
+void check_depth_slabs(const SplitIndex& split, const std::string& path, int size);
+// The per-sample shape of a slab: [C, D / size, H, W] (the sample shape itself when size is 1).
+std::vector<std::int64_t> slab_shape(const std::vector<std::int64_t>& sample, int size);
+
 struct DatasetIndex {
   std::string root;
   SplitIndex train;

@@ -30,9 +30,10 @@ struct Batch {
   std::vector<float> targets;         // regression targets (size x label_width)
 };
 
-// Reads raw samples from `store` and fills `batch` (normalizing samples).
+// Reads raw samples from `store` and fills `batch` (normalizing samples); with `slab` on, each
+// sample's depth slab only (batch.samples: size x sample_elems / slab.size).
 void assemble_batch(const SplitIndex& split, SampleStore& store, const std::vector<std::int64_t>& indices, bool samples,
-                    bool labels, Batch& batch);
+                    bool labels, Batch& batch, const DepthSlab& slab = {});
 
 // Training-time augmentation of image samples ([C, H, W] or [H, W]), as torchvision's
 // RandomCrop(size, padding=crop_pad) then RandomHorizontalFlip(): the padding is the raw value 0
@@ -62,6 +63,7 @@ struct ReaderOptions {
   std::uint64_t cache_bytes = 2ull << 30;
   int decode_threads = 0;  // a chunk cache's inflating threads; 0 = automatic
   int dp = 0, dp_size = 1;
+  DepthSlab slab;        // [parallel] spatial_parallel: this rank's depth slab of every sample
   Augmentation augment;  // training batches only
 };
 

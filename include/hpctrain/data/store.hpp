@@ -37,7 +37,16 @@ class SampleStore {
   virtual std::uint64_t bytes_read_from_files() const = 0;
   // A hint: the samples of the next batch (a store may load what they need at once, in parallel).
   virtual void prefetch(const std::vector<std::int64_t>& /*indices*/) {}
+  // [parallel] spatial_parallel: `slab` of sample `index` (raw, its channels' planes one after
+  // another: split.sample_bytes() / slab.size bytes) and/or its label, or false (nothing done)
+  // where the store holds whole samples only: the caller then gets one and copies its slab out.
+  virtual bool get_slab(std::int64_t /*index*/, const DepthSlab& /*slab*/, void* /*sample*/, void* /*label*/) {
+    return false;
+  }
 };
+
+// Copies `slab` of the raw sample `whole` into `out` (data/slabs.cpp).
+void copy_slab(const SplitIndex& split, const DepthSlab& slab, const unsigned char* whole, unsigned char* out);
 
 // Bytes the whole split takes in a NodeCache (samples + labels; a token split: its stream as stored).
 std::uint64_t node_cache_bytes(const SplitIndex& split);
@@ -48,6 +57,7 @@ class NodeCache final : public SampleStore {
   // Collective over `node` (a host communicator of the ranks sharing memory: Runtime::node()).
   NodeCache(const SplitIndex& split, Communicator& node, bool samples, bool labels);
   void get(std::int64_t index, void* sample, void* label) override;
+  bool get_slab(std::int64_t index, const DepthSlab& slab, void* sample, void* label) override;
   const char* kind() const override { return "node cache (shared memory)"; }
   std::uint64_t bytes_read_from_files() const override { return loaded_; }
 
@@ -102,10 +112,33 @@ class ChunkCache final : public SampleStore {
   std::mutex mu_;
 };
 
+// [parallel] spatial_parallel, a split larger than the cache: each sample's slab read from its
+// shard as an HDF5 hyperslab [row, :, planes, :, :] (and its label), nothing cached; the rank reads
+// only its share of every volume (data/slabs.cpp).
+class SlabStore final : public SampleStore {
+ public:
+  SlabStore(const SplitIndex& split, bool samples, bool labels);
+  void get(std::int64_t index, void* sample, void* label) override;
+  bool get_slab(std::int64_t index, const DepthSlab& slab, void* sample, void* label) override;
+  const char* kind() const override { return "HDF5 hyperslabs (this rank's depth slab of each sample)"; }
+  std::uint64_t bytes_read_from_files() const override { return read_; }
+
+ private:
+  struct OpenShard {
+    h5::Id file, samples, labels, holder;
+    hid_t raw_type = -1;
+  };
+  const Shard& locate(std::int64_t index, std::size_t* which) const;
+  const SplitIndex& split_;
+  std::vector<OpenShard> open_;
+  std::uint64_t read_ = 0;
+};
+
 // NodeCache when the split fits in cache_bytes, else ChunkCache (collective over `node`); for a
 // token split TokenNodeCache or TokenBlockCache (data/token_store.hpp).
 // `decode_threads`: ChunkCache's; 0 = automatic (the node's cores over its ranks, 1-8); -1 = HDF5's.
+// `slab` on (spatial_parallel): a SlabStore instead of a ChunkCache.
 std::unique_ptr<SampleStore> make_store(const SplitIndex& split, Communicator& node, std::uint64_t cache_bytes,
-                                        bool samples, bool labels, int decode_threads = 0);
+                                        bool samples, bool labels, int decode_threads = 0, DepthSlab slab = {});
 
 }  // namespace hpctrain

@@ -85,6 +85,9 @@ std::string read_bytes(hid_t loc, const std::string& name);
 
 // Reads/writes rows [first, first+count) of a dataset (all other dimensions whole).
 void read_rows(hid_t dataset, hid_t mem_type, hsize_t first, hsize_t count, void* out);
+// The hyperslab [start, start + count) of `dataset` (one entry per dimension), packed into `out`.
+void read_box(hid_t dataset, hid_t mem_type, const std::vector<hsize_t>& start, const std::vector<hsize_t>& count,
+              void* out);
 void write_rows(hid_t dataset, hid_t mem_type, hsize_t first, hsize_t count, const void* in);
 
 }  // namespace hpctrain::h5

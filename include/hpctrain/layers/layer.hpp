@@ -18,6 +18,7 @@
 #include "hpctrain/core/error.hpp"
 #include "hpctrain/core/placement.hpp"
 #include "hpctrain/layers/saved_set.hpp"
+#include "hpctrain/layers/spatial.hpp"
 #include "hpctrain/layers/step_arena.hpp"
 #include "hpctrain/tensor/tensor.hpp"
 
@@ -80,6 +81,9 @@ struct StepContext {
   // [parallel] tensor_parallel > 1: the tensor-parallel group, over which split layers sum their
   // partial outputs (row-parallel) and input gradients (column-parallel). Null: no such group.
   Communicator* tp_comm = nullptr;
+  // [parallel] spatial_parallel > 1: the spatial group, over which the layers that see depth slabs
+  // exchange halos and gather (layers/spatial.hpp). Null: no such group.
+  Communicator* sp_comm = nullptr;
   // A forward pass repeated for a backward ([train] recompute = blocks: a residual block re-runs
   // its inner layers): the same batch again, so batch norm leaves its running statistics alone
   // (dropout draws the same mask: its generator is keyed by step, sample and position).
@@ -168,6 +172,12 @@ class Layer {
   // that position's input (norms, activations, dropout), or it gathers and scatters the positions
   // itself (the split pairs, attention, the embeddings, lm_head); the model refuses the others.
   virtual bool takes_position_blocks() const { return false; }
+  // [parallel] spatial_parallel (layers/spatial.hpp): what the layer does with `slab`, this rank's
+  // depth slab of a volume ([C, D/S, H, W]; `size` slabs); the model refuses a slab input to a
+  // layer that answers none. set_spatial: before output_shape (the model calls it, with the
+  // role); with split on, output_shape and configure get the slab's shape.
+  virtual SpatialRole spatial_role(const Shape& /*slab*/, int /*size*/) const { return SpatialRole::none; }
+  void set_spatial(SpatialSplit s) { sp_ = s; }
   virtual void set_context(const StepContext* ctx, std::size_t index) {
     ctx_ = ctx;
     index_ = index;
@@ -217,6 +227,17 @@ class Layer {
     return t;
   }
   bool accumulate_grads() const { return accumulate_; }
+  const SpatialSplit& spatial() const { return sp_; }
+  // The spatial group's communicator (a split layer called without one: an internal error).
+  Communicator& sp_comm() const;
+  // (spatial, a layer that gathers) The whole volume [rows, C, D, H, W] of which `slab` is this
+  // rank's: gathered over the group into arena scratch (temp keys k, k + 1), or with `keep` into
+  // the saved set (saved key k) where backward reads it again (kept = true: read it there).
+  Tensor whole_volume(const Tensor& slab, std::size_t k, bool keep = false, bool kept = false);
+  // This rank's slab of a whole volume's gradient (every rank of the group holds it whole).
+  void slab_gradient(const Tensor& whole, Tensor& slab);
+  // The whole volume's per-sample shape of a slab's.
+  Shape whole_shape(const Shape& slab) const;
   const TensorParallel& tensor_parallel() const { return tp_; }
   // t summed over the tensor-parallel group, in place (a row-parallel output, a column-parallel
   // input gradient); nothing with one rank.
@@ -259,6 +280,7 @@ class Layer {
   std::map<std::size_t, Tensor> own_temps_;
   bool accumulate_ = true;
   TensorParallel tp_;
+  SpatialSplit sp_;
   const StepContext* ctx_ = nullptr;
   std::size_t index_ = 0;
 };

@@ -52,9 +52,12 @@ class Model {
   // hold their block of each split tensor (ParamInfo::shape; global_shape the whole), initialized
   // as the whole model's elements (the same values as with one rank), and sum over the group
   // through the communicator set_tensor_parallel_comm gives.
+  // `sp` ([parallel] spatial_parallel, layers/spatial.hpp): `sample_shape` is this rank's depth
+  // slab of each volume; the layers up to the first that gathers take slabs (bad_input naming a
+  // layer that cannot, or a model that never gathers), exchanging over set_spatial_comm's group.
   Model(const std::string& layers, const Shape& sample_shape, const LayerRegistry& registry, Allocator& alloc,
         std::size_t first = 0, std::size_t last = static_cast<std::size_t>(-1), bool whole_gradients = true,
-        bool whole_parameters = true, TensorParallel tp = {});
+        bool whole_parameters = true, TensorParallel tp = {}, SpatialSplit sp = {});
   // [parallel] shard = full, after stage_gradients with the same buckets (ParamStore::stage_parameters):
   // this rank keeps its owned parameters, packed; the layers read their bucket's window, which
   // the parameter source fills before each call (bf16/fp16: rounded to the format there, in
@@ -135,6 +138,10 @@ class Model {
 
   void set_tensor_parallel_comm(Communicator* comm) { ctx_.tp_comm = comm; }
   const TensorParallel& tensor_parallel() const { return tp_; }
+  void set_spatial_comm(Communicator* comm) { ctx_.sp_comm = comm; }
+  // (spatial) Where the parameters of the layers that take slabs lie in the store: their
+  // gradients are this rank's slab's share, summed over the spatial group by the trainer.
+  Ranges slab_parameter_ranges() const;
   // Set before forward: training or evaluating, and what dropout keys its draws on.
   StepContext& context() { return ctx_; }
 
@@ -206,6 +213,7 @@ class Model {
   std::vector<std::pair<std::size_t, std::size_t>> all_ties_;  // held layers whose weight a later held layer shares
   Allocator& alloc_;
   TensorParallel tp_;
+  std::vector<bool> slab_input_;  // (spatial) per layer held here: it works on its input's slab
   std::vector<std::unique_ptr<Layer>> layers_;
   std::vector<std::string> names_;  // "flatten.0"
   std::vector<Shape> shapes_;       // per-sample: input, then each layer's output

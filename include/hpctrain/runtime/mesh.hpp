@@ -1,6 +1,6 @@
 // The process mesh: the world as a grid of named dimensions (shared/DESIGN.md, docs/parallelism.md).
 //   tp  tensor-parallel ranks (size 1 until tensor parallelism exists)
-//   sp  spatial: ranks that split one sample (size 1 until the scientific-volume work)
+//   sp  spatial: ranks that split each volume's depth ([parallel] spatial_parallel)
 //   pp  pipeline stages ([parallel] pipeline_parallel)
 //   dp  data-parallel replicas (the rest: world / (tp x sp x pp))
 // Placement: tp varies fastest, then sp, then pp, then dp slowest, so one replica's stages sit on
@@ -33,9 +33,11 @@ struct MeshShape {
   int stride(MeshDim d) const;
 };
 
-// The mesh for `world_size` ranks with the given pipeline (and tensor) sizes; dp is what remains.
+// The mesh for `world_size` ranks with the given pipeline (tensor, spatial) sizes; dp is what remains.
 // Throws bad_input naming the numbers (and the sizes that would fit) when they do not divide.
-MeshShape make_mesh_shape(int world_size, int pipeline_parallel, int tensor_parallel = 1);
+MeshShape make_mesh_shape(int world_size, int pipeline_parallel, int tensor_parallel = 1, int spatial_parallel = 1);
+// The mesh [parallel] asks for: pipeline_parallel, tensor_parallel and spatial_parallel.
+MeshShape make_mesh_shape(int world_size, const ParallelConfig& p);
 
 struct MeshCoords {
   std::array<int, kMeshDims> at{0, 0, 0, 0};  // by MeshDim

@@ -125,6 +125,7 @@ class Trainer {
   void refuse_sharding_combinations() const;
   void refuse_tensor_parallel_combinations() const;  // what [parallel] tensor_parallel > 1 cannot do yet
   void refuse_reproducible_combinations() const;     // what [run] reproducible = layout cannot do yet
+  void refuse_spatial_combinations() const;          // what [parallel] spatial_parallel > 1 cannot do yet
   void place_parameters(const std::vector<Bucket>& buckets, bool gpu);  // (parallelize: see there)
   // The optimizer over what this rank updates: every parameter, or its shard ([parallel] shard).
   void make_optimizer_for_this_rank();
@@ -134,9 +135,12 @@ class Trainer {
   // Pipelines: sums the gradients of weights tied across stages (Model::tie_syncs); with `squares`,
   // recomputes this stage's squared gradient norm with those gradients counted on one stage.
   void sum_tied_gradients(double* squares);
-  // [parallel] sequence_parallel: the replicated tensors' gradients, each rank's positions' share,
-  // summed over the tensor-parallel group (one allreduce of them packed together).
-  void sum_sequence_parallel_gradients();
+  // Gradients that are each rank's share of its group's: with [parallel] sequence_parallel the
+  // replicated tensors' (each rank's positions, over tp), with spatial_parallel the slab layers'
+  // (each rank's depth slab, over sp). partial_gradients_over: where those of `ranges` that this
+  // rank updates lie; sum_partial_gradients: one allreduce of them packed together.
+  void partial_gradients_over(Communicator* group, const Ranges& ranges);
+  void sum_partial_gradients();
   void drop_recordings();  // what [kernels] cuda_graphs recorded is recorded again at the next step
   bool gpu() const {
     return alloc_.device() == Device::cuda;
@@ -183,10 +187,13 @@ class Trainer {
   std::unique_ptr<Communicator> tp_comm_, tp_host_comm_;
   Communicator* tp_host_ = nullptr;
   Ranges tp_split_;
-  // sequence_parallel: where the replicated tensors this rank updates lie in the gradient (offset,
-  // count), and a buffer that holds them packed
-  std::vector<std::pair<std::int64_t, std::int64_t>> sequence_grads_;
-  Tensor sequence_buf_;
+  // [parallel] spatial_parallel > 1: the group that splits each volume's depth (layers/spatial.hpp)
+  std::unique_ptr<Communicator> sp_comm_;
+  // sequence_parallel or spatial_parallel: the group the partial gradients are summed over, where
+  // those this rank updates lie in the gradient (offset, count), and a buffer that packs them
+  Communicator* partial_group_ = nullptr;
+  std::vector<std::pair<std::int64_t, std::int64_t>> partial_grads_;
+  Tensor partial_buf_;
   // The tensor-parallel group's operations (both its communicators) so far, and the part of them
   // that training steps issued (not evaluation's), summed over tp_steps_ steps (summary.json).
   std::map<std::string, OpTraffic> tp_traffic_now() const;
@@ -253,6 +260,10 @@ std::string cuda_graphs_refusal(const Config& cfg, DeviceKind device, int dp_siz
 // This rank's place in the tensor-parallel group, with [parallel] sequence_parallel's sequence
 // length (bad_input when the data holds no token sequences).
 TensorParallel tensor_parallel_place(const Mesh& mesh, const Config& cfg, const SplitIndex& data);
+// This rank's depth slab with [parallel] spatial_parallel (split from the first layer on), and the
+// per-sample shape the model takes: the slab's (bad_input when the data holds no such volumes).
+SpatialSplit spatial_place(const Mesh& mesh);
+Shape model_input_shape(const Mesh& mesh, const Config& cfg, const SplitIndex& data);
 bool staged_gradients(const Config& cfg, int dp_size);
 // Whether each rank keeps only its parameters too (shard = full on more than one rank).
 bool packed_parameters(const Config& cfg, int dp_size);

@@ -106,6 +106,22 @@ void shift_volume(const Tensor& x, i64 depth, i64 height, i64 width, i64 offset,
       }
 }
 
+void copy_planes(const Tensor& src, i64 src_depth, i64 src_at, Tensor& dst, i64 dst_depth, i64 dst_at, i64 count,
+                 i64 plane, bool add) {
+  const i64 blocks = src.numel() / (src_depth * plane);
+  HPCT_CHECK(src.numel() == blocks * src_depth * plane && dst.numel() == blocks * dst_depth * plane && src_at >= 0 &&
+                 dst_at >= 0 && src_at + count <= src_depth && dst_at + count <= dst_depth,
+             "copy_planes shapes");
+  for (i64 b = 0; b < blocks; ++b) {
+    const float* from = src.data() + (b * src_depth + src_at) * plane;
+    float* to = dst.data() + (b * dst_depth + dst_at) * plane;
+    if (add)
+      for (i64 i = 0; i < count * plane; ++i) to[i] += from[i];
+    else
+      std::copy(from, from + count * plane, to);
+  }
+}
+
 void leaky_relu_forward(const Tensor& x, float slope, Tensor& y) {
   same_size(x, y, "leaky_relu");
   const i64 n = x.numel();

@@ -78,6 +78,16 @@ __global__ void shift_volume_kernel(const float* x, Vol g, i64 offset, float* y,
   }
 }
 
+__global__ void copy_planes_kernel(const float* src, i64 src_depth, i64 src_at, float* dst, i64 dst_depth,
+                                   i64 dst_at, i64 count, i64 plane, bool add, i64 total) {
+  for (i64 o = detail::global_index(); o < total; o += detail::grid_stride()) {
+    const i64 e = o % plane, z = (o / plane) % count, b = o / (plane * count);
+    const float v = src[(b * src_depth + src_at + z) * plane + e];
+    float& d = dst[(b * dst_depth + dst_at + z) * plane + e];
+    d = add ? d + v : v;
+  }
+}
+
 __global__ void leaky_relu_kernel(const float* x, float slope, float* y, i64 n) {
   for (i64 i = detail::global_index(); i < n; i += detail::grid_stride()) y[i] = x[i] > 0.f ? x[i] : slope * x[i];
 }
@@ -146,6 +156,18 @@ void shift_volume(const Tensor& x, i64 depth, i64 height, i64 width, i64 offset,
   HPCT_CHECK(x.numel() == blocks * depth * height * width && y.numel() == blocks * out_depth * out_height * out_width,
              "shift_volume shapes");
   launch(shift_volume_kernel, y.numel(), x.data(), g, offset, y.data(), y.numel());
+}
+
+void copy_planes(const Tensor& src, i64 src_depth, i64 src_at, Tensor& dst, i64 dst_depth, i64 dst_at, i64 count,
+                 i64 plane, bool add) {
+  const i64 blocks = src.numel() / (src_depth * plane);
+  HPCT_CHECK(src.numel() == blocks * src_depth * plane && dst.numel() == blocks * dst_depth * plane &&
+                 src_at >= 0 && dst_at >= 0 && src_at + count <= src_depth && dst_at + count <= dst_depth,
+             "copy_planes shapes");
+  const i64 total = blocks * count * plane;
+  if (total > 0)
+    launch(copy_planes_kernel, total, src.data(), src_depth, src_at, dst.data(), dst_depth, dst_at, count, plane, add,
+           total);
 }
 
 void leaky_relu_forward(const Tensor& x, float slope, Tensor& y) {

@@ -50,5 +50,6 @@ while :; do
   echo "hpctrain cloud: trainer exit code $rc"
   [ $rc -eq 10 ] && [ -n "${HPCTRAIN_RETRY:-}" ] && continue
   [ $rc -eq 4 ] && echo "hpctrain cloud: exit code 4: a checkpoint could not be written (disk full or write error; see the line above): not requeued. Free space in the checkpoint directory or fix it, then resubmit: the run resumes from the newest complete checkpoint"
+  [ $rc -eq 5 ] && echo "hpctrain cloud: exit code 5: the data-parallel replicas diverged (see the line above: a rank's memory or device may be faulty): not requeued. Resubmit without that node: the run resumes from the newest checkpoint, which was checked before it was written"
   exit $rc
 done

@@ -13,7 +13,7 @@ void broadcast_text(Communicator& comm, std::string& text, int root) {
   if (len > 0) comm.broadcast(text.data(), static_cast<std::size_t>(len), DType::u8, root);
 }
 
-void raise_if_any(Communicator& comm, const std::string& local_error) {
+void raise_if_any(Communicator& comm, const std::string& local_error, ExitCode code) {
   const int size = comm.size();
   const int mine = local_error.empty() ? size : comm.rank();
   int first = size;
@@ -21,7 +21,7 @@ void raise_if_any(Communicator& comm, const std::string& local_error) {
   if (first == size) return;
   std::string text = comm.rank() == first ? local_error : "";
   broadcast_text(comm, text, first);
-  throw bad_input(text);
+  throw Error(code, Scope::every_rank, text);
 }
 
 std::vector<std::string> compute_on_root(Communicator& comm, const std::function<std::vector<std::string>()>& work) {

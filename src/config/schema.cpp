@@ -140,6 +140,12 @@ void run_keys(std::vector<KeySpec>& k) {
         "gradient alone and the chunks' "
         "gradients, losses and counts are summed exactly (fixed point, in any order); global_batch must be a "
         "multiple of micro_batch x every data-parallel size used (docs/reproducibility.md)");
+  s.key("check_replicas_every", &RunConfig::check_replicas_every,
+        "every N steps, and before every checkpoint write, compare a hash of each parameter over the data-parallel "
+        "replicas (silent data corruption makes one drift); on a mismatch the run stops with one line naming the "
+        "ranks that disagree and the tensors, exit code 5; 0 = never; not with [parallel] shard = full "
+        "(docs/checkpoints.md)")
+      .range(0, kMaxCount);
   s.key("lock_stale_s", &RunConfig::lock_stale_s,
         "where the file system has no flock: a lock on out_dir or the checkpoint dir whose heartbeat (every log "
         "interval) is older than this is taken over (docs/checkpoints.md)")

@@ -164,6 +164,11 @@ void Trainer::refuse_sharding_combinations() const {
                     ") are not supported with sharding yet; set shard = none or keep the tied layers on one stage "
                     "([model] groups)");
   if (shard == Sharding::optimizer) return;
+  if (shard == Sharding::full && cfg_.run.check_replicas_every > 0 && packed_parameters(cfg_, comm_->size()))
+    throw bad_input(key +
+                    " keeps each parameter on one rank: nothing is replicated for [run] check_replicas_every to "
+                    "compare; set shard = gradients (parameters replicated, gradients and state sharded) or "
+                    "check_replicas_every = 0");
   if (cfg_.parallel.shard_by == ShardBy::tensors || cfg_.optim.name == OptimizerName::muon)
     throw bad_input(key +
                     " shards gradients by equal blocks of each bucket: shard_by = tensors (and [optim] name = "

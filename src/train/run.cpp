@@ -68,6 +68,7 @@ struct Trainer::Progress {
   // flag exchange of step test_stall_step, as a hung rank would (the watchdog must end the job
   // with exit 3).
   std::int64_t test_signal_step = -1, test_stall_step = -1;
+  std::int64_t test_flip_step = -1;  // and flips a bit of its first parameter after that step's update
   double flops_per_token = 0;        // language models (RunSummary::flops_per_token)
   std::optional<double> peak_flops;  // per rank, where the GPU's peak is known
   // This invocation: its start (ISO 8601, UTC) and id, the start to the second and 24 random bits
@@ -137,6 +138,7 @@ int Trainer::run() {
   install_preemption_signals();
   p.test_signal_step = fault_step(cfg_.faults.signal, g.world_rank());
   p.test_stall_step = fault_step(cfg_.faults.stall, g.world_rank());
+  p.test_flip_step = fault_step(cfg_.faults.flip_bit, g.world_rank());
   p.start = p.interval_start = p.last_checkpoint = Clock::now();
   p.monitor = make_monitor();
   p.first = first;
@@ -165,6 +167,15 @@ int Trainer::run() {
          " s writing checkpoints); resume with [checkpoint] resume = auto; exit code 10");
     p.report.flush();
     return static_cast<int>(ExitCode::preempted);
+  }
+  if (replica_checks_ > 0) {
+    char line[160];
+    std::snprintf(line, sizeof line,
+                  "replica checks: %lld passed, %.2f ms each (a hash of every parameter, compared "
+                  "over the data-parallel group)",
+                  static_cast<long long>(replica_checks_),
+                  1000 * replica_check_s_ / static_cast<double>(replica_checks_));
+    log0(line);
   }
   p.report.finish(summarize(p, checkpointer));
   return 0;
@@ -258,6 +269,10 @@ int Trainer::run_step(Reader& reader, const Schedule& schedule, std::int64_t per
   state_.samples += cfg_.train.global_batch;
   reader.recycle(std::move(batch));
 
+  if (p.test_flip_step == step + 1) flip_parameter_bit();
+  const long every = cfg_.run.check_replicas_every;
+  const bool checked = every > 0 && (step + 1) % every == 0;
+  if (checked) check_replicas(step + 1, "at");
   if (p.test_signal_step == step + 1) simulate_preemption_signal(SIGUSR1);
   if (p.test_stall_step == step + 1) std::this_thread::sleep_for(std::chrono::hours(1));
   // A preemption signal on any rank, or the checkpoint minutes passed: one small allreduce per
@@ -276,6 +291,7 @@ int Trainer::run_step(Reader& reader, const Schedule& schedule, std::int64_t per
     log_interval(end, lr, due.eval, sums, p, reader);
   }
   if (due.checkpoint) {
+    if (every > 0 && !checked) check_replicas(step + 1, "before the checkpoint write of");
     state_.train_seconds = p.before_s + since(p.start);
     sums = peek_interval_sums();  // this rank's partial sums of the interval the checkpoint cuts
     settle_parameters();

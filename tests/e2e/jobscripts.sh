@@ -58,6 +58,10 @@ out=$(SLURM_JOB_ID=55 HPCTRAIN_LAUNCHER=mpirun STUB_RC=4 jobscripts/slurm/train.
 check "Slurm: exit code 4 is passed on, explained, not requeued" \
   test $? -eq 4 -a -z "$(grep 'scontrol' "$STUB_LOG")" -a -n "$(grep 'exit code 4: a checkpoint could not be written' <<<"$out")"
 : >"$STUB_LOG"
+out=$(SLURM_JOB_ID=57 HPCTRAIN_LAUNCHER=mpirun STUB_RC=5 jobscripts/slurm/train.sbatch inputs/mnist_mlp.ini 2>&1)
+check "Slurm: exit code 5 (replicas diverged) is passed on, explained, not requeued" \
+  test $? -eq 5 -a -z "$(grep 'scontrol' "$STUB_LOG")" -a -n "$(grep 'exit code 5: the data-parallel replicas diverged' <<<"$out")"
+: >"$STUB_LOG"
 SLURM_JOB_ID=56 HPCTRAIN_LAUNCHER=mpirun STUB_RC=10 jobscripts/slurm/train.sbatch inputs/mnist_mlp.ini >/dev/null 2>&1
 check "Slurm: exit code 10 -> scontrol requeue" grep -qx "scontrol requeue 56" "$STUB_LOG"
 

@@ -9,12 +9,13 @@
 #include <vector>
 
 #include "hpctrain/comm/communicator.hpp"
+#include "hpctrain/core/error.hpp"
 
 namespace hpctrain {
 
-// Collective: if any rank of `comm` has a non-empty `local_error`, every rank throws bad_input
-// with the lowest such rank's message.
-void raise_if_any(Communicator& comm, const std::string& local_error);
+// Collective: if any rank of `comm` has a non-empty `local_error`, every rank throws an Error of
+// `code` (every rank's: one line) with the lowest such rank's message.
+void raise_if_any(Communicator& comm, const std::string& local_error, ExitCode code = ExitCode::bad_input);
 
 // Collective: rank 0 of `comm` runs `work`; the strings it returns reach every rank. If it
 // throws an Error, every rank throws the same message with the same exit code instead.

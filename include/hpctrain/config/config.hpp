@@ -109,6 +109,9 @@ struct RunConfig {
   // layout: the parameters after every step do not depend on the data-parallel size or the
   // micro-batching (gradients summed exactly, per [train] micro_batch chunk; train/reproducible.hpp)
   Reproducible reproducible = Reproducible::off;
+  // Every N steps and before every checkpoint write, the data-parallel replicas' parameters are
+  // compared by hash; a mismatch stops the run with exit code 5 (0: never)
+  long check_replicas_every = 0;
 };
 
 // [precision]: the compute format and what goes with it.
@@ -289,6 +292,7 @@ struct Faults {
   std::int64_t fail_checkpoint = -1;  // HPCTRAIN_TEST_FAIL_CHECKPOINT=STEP: it fails after writing, before the rename
   bool no_flock = false;              // HPCTRAIN_TEST_NO_FLOCK (set): directory locks without flock
   std::optional<std::uint64_t> free_bytes;  // HPCTRAIN_TEST_FREE_BYTES=N: the space checks see N free bytes
+  At flip_bit;  // HPCTRAIN_TEST_FLIP_BIT: that rank flips a bit of its first parameter after that step's update
 };
 
 struct Config {

@@ -16,6 +16,7 @@ enum class ExitCode : int {
   bad_input = 2,           // config, data, checkpoint or grid the user must fix
   collective_timeout = 3,  // the watchdog saw a collective that never completed
   checkpoint_failed = 4,   // a checkpoint could not be written (disk full, write error); the previous one stands
+  replicas_diverged = 5,   // the data-parallel replicas' parameters differ ([run] check_replicas_every)
   preempted = 10,          // stopped by a signal after writing a checkpoint
 };
 // What each exit code means, one line each, for --help and docs/running.md.
@@ -31,6 +32,8 @@ inline constexpr ExitCodeMeaning exit_code_meanings[] = {
      "collective timeout: the watchdog ([parallel] watchdog_s) aborted a hung collective"},
     {ExitCode::checkpoint_failed,
      "a checkpoint could not be written (disk full, write error); the previous one stands, the run stopped"},
+    {ExitCode::replicas_diverged,
+     "data-parallel replicas diverged ([run] check_replicas_every): their parameters differ; not requeued"},
     {ExitCode::preempted, "stopped by a signal (Ctrl-C, SIGTERM, SIGUSR1) after writing a checkpoint"},
 };
 

@@ -141,7 +141,12 @@ class Trainer {
   // rank updates lie; sum_partial_gradients: one allreduce of them packed together.
   void partial_gradients_over(Communicator* group, const Ranges& ranges);
   void sum_partial_gradients();
-  void drop_recordings();  // what [kernels] cuda_graphs recorded is recorded again at the next step
+  // [run] check_replicas_every (train/replicas.cpp): collective over the world; throws exit code 5
+  // naming the ranks and tensors when the data-parallel replicas' parameters differ. `when`: "at"
+  // or "before the checkpoint write of".
+  void check_replicas(std::int64_t step, const char* when);
+  void flip_parameter_bit();  // Faults::flip_bit: a bit of this rank's first parameter, flipped
+  void drop_recordings();     // what [kernels] cuda_graphs recorded is recorded again at the next step
   bool gpu() const {
     return alloc_.device() == Device::cuda;
   }  // after anything that may move buffers (evaluation, a new batch shape)
@@ -204,7 +209,10 @@ class Trainer {
   double staging_s_ =
       0;  // set_staging_seconds  // the step's whole gradient (a view: the model's, or repro_'s when staged)
   std::int64_t tp_steps_ = 0;
-  bool vocab_parallel_ = false;  // lm_head's logits split over the group: the vocabulary-parallel loss
+  std::int64_t replica_checks_ = 0;  // check_replicas calls that passed, and their seconds
+  double replica_check_s_ = 0;
+  std::vector<float> replica_host_;  // the parameters the check hashes (a host copy on a GPU run)
+  bool vocab_parallel_ = false;      // lm_head's logits split over the group: the vocabulary-parallel loss
   // Σ g² over store `ranges` of `grads` (`packed`: they lie one after another there), the
   // tensors every tensor-parallel rank holds whole weighted 1/T, so a sum over the group counts
   // each element once.
@@ -267,6 +275,11 @@ Shape model_input_shape(const Mesh& mesh, const Config& cfg, const SplitIndex& d
 bool staged_gradients(const Config& cfg, int dp_size);
 // Whether each rank keeps only its parameters too (shard = full on more than one rank).
 bool packed_parameters(const Config& cfg, int dp_size);
+
+// The replicas' per-tensor hashes ([ranks x tensors], rank-major), compared: "" when they agree,
+// else which world ranks disagree with the largest group of equal ones, on which tensors.
+std::string replica_report(const std::vector<std::int64_t>& hashes, std::size_t tensors, int ranks,
+                           const std::vector<std::string>& names, const std::vector<int>& world_ranks);
 
 // Collective: verifies every rank of `comm` holds bit-identical `t`; internal error otherwise.
 void verify_identical(Communicator& comm, const Tensor& t, const std::string& what);

@@ -161,6 +161,9 @@ Faults faults_from_environment(const EnvLookup& env) {
   f.signal = at("HPCTRAIN_TEST_SIGNAL");
   f.stall = at("HPCTRAIN_TEST_STALL");
   f.flip_bit = at("HPCTRAIN_TEST_FLIP_BIT");
+  f.nan = at("HPCTRAIN_TEST_NAN");
+  f.nan_steps = number("HPCTRAIN_TEST_NAN_STEPS").value_or(1);
+  f.spike = at("HPCTRAIN_TEST_SPIKE");
   f.fail_write = number("HPCTRAIN_TEST_FAIL_WRITE").value_or(-1);
   f.fail_checkpoint = number("HPCTRAIN_TEST_FAIL_CHECKPOINT").value_or(-1);
   f.no_flock = env("HPCTRAIN_TEST_NO_FLOCK").has_value();

@@ -290,6 +290,20 @@ void train_keys(std::vector<KeySpec>& k) {
         "absolute error) and huber (PyTorch's HuberLoss, huber_delta) for regression");
   s.key("huber_delta", &TrainConfig::huber_delta, "loss = huber: the error up to which it is quadratic")
       .above(0, kInfinity);
+  s.key("on_nonfinite", &TrainConfig::on_nonfinite,
+        "a step whose loss or gradient is not finite (NaN, inf): stop = the run stops with one line at the next log "
+        "interval; skip = checked every step, the step is dropped on every rank alike (no update; the batch is "
+        "consumed), counted and logged, and the run stops after max_skipped in a row (docs/training.md)");
+  s.key("max_skipped", &TrainConfig::max_skipped,
+        "on_nonfinite = skip or spike_factor > 0: the run stops after this many steps skipped in a row")
+      .range(1, kMaxCount);
+  s.key("spike_factor", &TrainConfig::spike_factor,
+        "> 0: a step whose loss (the mean over every replica) exceeds this multiple of the mean of the last "
+        "spike_window steps is skipped as on_nonfinite = skip skips (a loss spike); 0 = off")
+      .range(0, kInfinity);
+  s.key("spike_window", &TrainConfig::spike_window,
+        "spike_factor > 0: the steps whose mean loss a step is compared with (the rule waits until it has them)")
+      .range(1, kMaxCount);
   s.key("recompute", &TrainConfig::recompute,
         "activation checkpointing: blocks = each residual block keeps only its input for backward and re-runs its "
         "forward there (less memory, about one more forward per step; the same gradients, bit for bit)");

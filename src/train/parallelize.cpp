@@ -73,6 +73,9 @@ void Trainer::parallelize(bool gpu, int stages) {
   }
   make_optimizer_for_this_rank();
   compose_update();
+  // Steps whose loss or gradient is not finite, or whose loss spikes: judged every step, alike everywhere.
+  if (cfg_.train.on_nonfinite == OnNonfinite::skip || cfg_.train.spike_factor > 0)
+    guard_ = std::make_unique<LossGuard>(cfg_.train);
 }
 
 void Trainer::partial_gradients_over(Communicator* group, const Ranges& ranges) {

@@ -168,6 +168,9 @@ int Trainer::run() {
     p.report.flush();
     return static_cast<int>(ExitCode::preempted);
   }
+  if (guard_ && guard_->nonfinite() + guard_->spikes() > 0)
+    log0("skipped steps: " + std::to_string(guard_->nonfinite()) + " non-finite, " + std::to_string(guard_->spikes()) +
+         " loss spikes ([train] on_nonfinite, spike_factor)");
   if (replica_checks_ > 0) {
     char line[160];
     std::snprintf(line, sizeof line,
@@ -310,7 +313,7 @@ void Trainer::log_interval(const StepEnd& end, double lr, bool eval_now, Interva
   f.total = p.total;
   f.loss = sums.loss / sums.samples;
   f.accuracy = sums.correct / sums.samples;
-  if (!std::isfinite(f.loss))
+  if (!std::isfinite(f.loss) && sums.samples > 0)  // (no samples: every step of the interval was dropped, logged nan)
     throw Error(ExitCode::internal, Scope::every_rank,
                 "the training loss is not finite (" + std::to_string(f.loss) + ") at step " + std::to_string(f.step) +
                     ": lower [optim] lr or set clip_norm");

@@ -169,6 +169,7 @@ void Trainer::train_step(const Batch& batch, float lr) {
   const std::int64_t divisor = repro_ ? cfg_.train.global_batch : batch.size;
   const float grad_scale = static_cast<float>(state_.scaler.scale) / static_cast<float>(divisor * per_sample);
   model_->set_batch(rows);
+  begin_guarded_step();
   Tensor lr_slot = step_scalars::slot(scalars_, step_scalars::learning_rate);
   fill(lr_slot, lr);  // written into device memory; the optimizer reads it there
   Shape sh{rows};     // (with spatial_parallel: this rank's depth slab of each)
@@ -235,6 +236,9 @@ void Trainer::train_step(const Batch& batch, float lr) {
 void Trainer::finish_step() {
   double squares = 0;
   if (!finish_gradients(squares)) return;  // an fp16 overflow: the update is skipped on every rank
+  const bool injected = inject_nan();      // (tests: Faults::nan)
+  const bool have_squares = (cfg_.precision.dtype == Precision::fp16 || cfg_.optim.clip_norm > 0) && !injected;
+  if (guard_ && !keep_step(squares, have_squares)) return;  // (a non-finite or spiking step: dropped everywhere)
   if (cfg_.optim.clip_norm > 0) clip_by_global_norm(model_->gradients(), cfg_.optim.clip_norm, squares);
   update_(++state_.optimizer_steps);
   after_update_();

@@ -3,10 +3,13 @@
 // training.
 #include <gtest/gtest.h>
 
+#include <cmath>
+#include <limits>
 #include <string>
 #include <vector>
 
 #include "hpctrain/core/train_state.hpp"
+#include "hpctrain/train/loss_guard.hpp"
 #include "hpctrain/train/run_report.hpp"
 #include "hpctrain/train/schedule.hpp"
 
@@ -78,6 +81,33 @@ TEST(LossScaler, HalvesOnOverflowAndDoublesAfterTheWindow) {
   s.overflow();
   EXPECT_EQ(s.scale, 1);  // never below 1
   EXPECT_EQ(s.skipped_steps, 2);
+}
+
+// [train] on_nonfinite = skip, spike_factor: the rule waits for a full window, judges against the
+// kept steps' mean only, counts skips in a row and by reason, and a kept step resets the row.
+TEST(LossGuard, SkipsNonfiniteStepsAndSpikesAgainstTheKeptWindow) {
+  TrainConfig t;
+  t.spike_factor = 3;
+  t.spike_window = 3;
+  LossGuard g(t);
+  using V = LossGuard::Verdict;
+  EXPECT_EQ(g.judge(10.0, false), V::keep);  // (no full window yet: a large loss is kept)
+  EXPECT_EQ(g.judge(1.0, false), V::keep);
+  EXPECT_EQ(g.judge(std::nan(""), false), V::nonfinite);
+  EXPECT_EQ(g.judge(1.0, true), V::nonfinite);  // a finite loss with a non-finite gradient
+  EXPECT_EQ(g.in_a_row(), 2);
+  EXPECT_EQ(g.judge(1.0, false), V::keep);  // window 10, 1, 1: mean 4
+  EXPECT_EQ(g.in_a_row(), 0);
+  EXPECT_DOUBLE_EQ(g.window_mean(), 4.0);
+  EXPECT_EQ(g.judge(12.5, false), V::spike);  // > 3 x 4
+  EXPECT_EQ(g.judge(12.0, false), V::keep);   // = 3 x 4 is not above it; 10 leaves the window
+  EXPECT_DOUBLE_EQ(g.window_mean(), 14.0 / 3);
+  EXPECT_EQ(g.judge(std::numeric_limits<double>::infinity(), false), V::nonfinite);
+  EXPECT_EQ(g.nonfinite(), 3);
+  EXPECT_EQ(g.spikes(), 1);
+  TrainConfig off;  // spike_factor = 0: only non-finite steps are dropped
+  LossGuard plain(off);
+  for (int i = 0; i < 60; ++i) EXPECT_EQ(plain.judge(i == 59 ? 1e30 : 1.0, false), V::keep);
 }
 
 TEST(RunReport, CsvProgressLineAndSummaryComeFromTheSameFigures) {

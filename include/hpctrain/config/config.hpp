@@ -40,6 +40,8 @@ enum class ShardBy { elements, tensors };
 enum class Sharding { none, optimizer, gradients, full };
 // [train] recompute: activation checkpointing.
 enum class Recompute { none, blocks };
+// [train] on_nonfinite: a step whose loss or gradient is not finite stops the run, or is dropped.
+enum class OnNonfinite { stop, skip };
 enum class Reproducible { off, layout };
 // [train] loss: auto = cross_entropy for classes and tokens, mse for regression targets.
 enum class LossKind { auto_, cross_entropy, mse, mae, huber };
@@ -79,6 +81,7 @@ constexpr Choices<Tristate, 3> choices_of(Tristate) { return {{{"auto", Tristate
 constexpr Choices<ShardBy, 2> choices_of(ShardBy) { return {{{"elements", ShardBy::elements}, {"tensors", ShardBy::tensors}}}; }
 constexpr Choices<Sharding, 4> choices_of(Sharding) { return {{{"none", Sharding::none}, {"optimizer", Sharding::optimizer}, {"gradients", Sharding::gradients}, {"full", Sharding::full}}}; }
 constexpr Choices<Recompute, 2> choices_of(Recompute) { return {{{"none", Recompute::none}, {"blocks", Recompute::blocks}}}; }
+constexpr Choices<OnNonfinite, 2> choices_of(OnNonfinite) { return {{{"stop", OnNonfinite::stop}, {"skip", OnNonfinite::skip}}}; }
 constexpr Choices<Reproducible, 2> choices_of(Reproducible) { return {{{"off", Reproducible::off}, {"layout", Reproducible::layout}}}; }
 constexpr Choices<Mlp, 2> choices_of(Mlp) { return {{{"swiglu", Mlp::swiglu}, {"relu2", Mlp::relu2}}}; }
 constexpr Choices<GptActivation, 2> choices_of(GptActivation) { return {{{"gelu", GptActivation::gelu}, {"gelu_tanh", GptActivation::gelu_tanh}}}; }
@@ -189,6 +192,14 @@ struct TrainConfig {
   Recompute recompute = Recompute::none;  // blocks: residual blocks re-run their forward in backward
   LossKind loss = LossKind::auto_;
   double huber_delta = 1.0;  // loss = huber: quadratic within this error, linear beyond
+  // A step whose loss or gradient is not finite: stop (found at the next log interval), or skip
+  // it on every rank (checked every step), stopping after max_skipped skipped in a row
+  OnNonfinite on_nonfinite = OnNonfinite::stop;
+  long max_skipped = 10;
+  // > 0: a step whose loss exceeds this multiple of the mean of the last spike_window steps' is
+  // skipped the same way (a loss spike)
+  double spike_factor = 0;
+  long spike_window = 50;
 };
 
 struct OptimConfig {
@@ -293,6 +304,12 @@ struct Faults {
   bool no_flock = false;              // HPCTRAIN_TEST_NO_FLOCK (set): directory locks without flock
   std::optional<std::uint64_t> free_bytes;  // HPCTRAIN_TEST_FREE_BYTES=N: the space checks see N free bytes
   At flip_bit;  // HPCTRAIN_TEST_FLIP_BIT: that rank flips a bit of its first parameter after that step's update
+  // HPCTRAIN_TEST_NAN=RANK:STEP: that rank's loss and first gradient element are NaN from that step
+  // on, for HPCTRAIN_TEST_NAN_STEPS steps (default 1); HPCTRAIN_TEST_SPIKE=RANK:STEP: that rank's
+  // loss at that step is taken 1000 times over by the spike rule (its gradient unchanged)
+  At nan;
+  std::int64_t nan_steps = 1;
+  At spike;
 };
 
 struct Config {

@@ -33,6 +33,7 @@
 #include "hpctrain/parallel/reproducible_sums.hpp"
 #include "hpctrain/parallel/step_executor.hpp"
 #include "hpctrain/runtime/runtime.hpp"
+#include "hpctrain/train/loss_guard.hpp"
 #include "hpctrain/train/run_report.hpp"
 #include "hpctrain/train/schedule.hpp"
 #include "hpctrain/train/system_monitor.hpp"
@@ -116,6 +117,14 @@ class Trainer {
   // The averaged gradients of the step, unscaled (fp16; false: an overflow skips the update on
   // every rank), tied weights' summed; `squares`: their squared norm over the stages when clipping.
   bool finish_gradients(double& squares);
+  // [train] on_nonfinite = skip, spike_factor (train/loss_guard.cpp): the step's loss sums start
+  // (begin_guarded_step, before its forward); after its gradients, collective over the world:
+  // whether to keep the step (false: dropped on every rank, logged; exit 1 past max_skipped in a
+  // row, or at a non-finite step with on_nonfinite = stop). `squares`: the gradients' squared
+  // norm when finish_gradients computed it.
+  void begin_guarded_step();
+  bool keep_step(double squares, bool have_squares);
+  bool inject_nan();  // Faults::nan: this rank's loss sums and first gradient made NaN at this step
   // The update and what follows it, chosen once: eager or recorded ([kernels] cuda_graphs); then
   // the compute copies refreshed, or a sharded optimizer's all-gather (waited for, or overlapped
   // with the next forward).
@@ -211,8 +220,10 @@ class Trainer {
   std::int64_t tp_steps_ = 0;
   std::int64_t replica_checks_ = 0;  // check_replicas calls that passed, and their seconds
   double replica_check_s_ = 0;
-  std::vector<float> replica_host_;  // the parameters the check hashes (a host copy on a GPU run)
-  bool vocab_parallel_ = false;      // lm_head's logits split over the group: the vocabulary-parallel loss
+  std::vector<float> replica_host_;   // the parameters the check hashes (a host copy on a GPU run)
+  std::unique_ptr<LossGuard> guard_;  // on_nonfinite = skip or spike_factor > 0; null: off
+  IntervalSums guard_base_;           // the loss sums before this step's
+  bool vocab_parallel_ = false;       // lm_head's logits split over the group: the vocabulary-parallel loss
   // Σ g² over store `ranges` of `grads` (`packed`: they lie one after another there), the
   // tensors every tensor-parallel rank holds whole weighted 1/T, so a sum over the group counts
   // each element once.

@@ -2,6 +2,7 @@
 // (collective, through a temporary name, then `latest` and rotation), in the background with
 // [checkpoint] async, the space checks, and the one-line report of a failed write.
 #include <chrono>
+#include <csignal>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -190,6 +191,9 @@ double Checkpointer::write(const Job& job, Communicator& comm) {
       throw std::runtime_error("injected write failure (HPCTRAIN_TEST_FAIL_WRITE)");
     }
     s = write_checkpoint(comm, job.partial, job.info, job.list, {}, job.place, job.sums, tuning_);
+    // Injected fault: this rank dies here, as a node does: the others wait in the allreduce below.
+    const Faults::At& kill = cfg_.faults.kill_in_write;
+    if (kill.step == job.step && kill.rank == rt_.mesh().world_rank()) std::raise(SIGKILL);
   } catch (const std::exception& e) {
     local_error = e.what();
   }

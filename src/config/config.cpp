@@ -164,6 +164,7 @@ Faults faults_from_environment(const EnvLookup& env) {
   f.nan = at("HPCTRAIN_TEST_NAN");
   f.nan_steps = number("HPCTRAIN_TEST_NAN_STEPS").value_or(1);
   f.spike = at("HPCTRAIN_TEST_SPIKE");
+  f.kill_in_write = at("HPCTRAIN_TEST_KILL_IN_WRITE");
   f.fail_write = number("HPCTRAIN_TEST_FAIL_WRITE").value_or(-1);
   f.fail_checkpoint = number("HPCTRAIN_TEST_FAIL_CHECKPOINT").value_or(-1);
   f.no_flock = env("HPCTRAIN_TEST_NO_FLOCK").has_value();

@@ -19,7 +19,8 @@
 #   checkpoint (--resume-changed goes on), an explicit resume = FILE warns;
 # - errors: a corrupted byte (checksum), a different model (names the layer
 #   and both shapes), a missing resume path: exit 2, nothing on disk changed;
-#   a failure while writing leaves the previous checkpoint the newest;
+#   a failure while writing leaves the previous checkpoint the newest, and so does one rank killed
+#   (SIGKILL) inside the write: the job ends, the resubmission resumes;
 # - --eval-only and --dry-run use the checkpoint.
 set -u
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
@@ -346,6 +347,22 @@ check "... the step-20 file is only a partial one" test -f "$tmp/f/checkpoints/.
 out=$(run 2 "$tmp/f")
 check "... and a rerun resumes from it" grep -q "resumed from .*ckpt-00000010.h5: step 10" <<<"$out"
 check "... and cleans the partial file up" test ! -e "$tmp/f/checkpoints/.ckpt-00000020.h5.partial"
+# One rank killed (SIGKILL) inside a checkpoint write, after its part, before the file is complete:
+# the job ends (Open MPI kills the rest), the guarantees of kill -9 hold.
+t0=$(date +%s)
+out=$(HPCTRAIN_TEST_KILL_IN_WRITE=1:20 timeout 120 "$mpirun" -q -np 2 --oversubscribe --bind-to none "$trainer" \
+  inputs/mnist_mlp.ini --set "run.out_dir=$tmp/k" --set train.steps=30 --set checkpoint.every_epochs=0 \
+  --set checkpoint.every_steps=10 2>&1)
+rc=$? dt=$(($(date +%s) - t0))
+check "rank 1 killed inside step 20's checkpoint write: the job ends, non-zero ($rc), in $dt s" \
+  test $rc -ne 0 -a $rc -ne 124 -a $dt -lt 60
+check "... the step-10 checkpoint stays the newest, step 20's only a partial file" \
+  test "$(cat "$tmp/k/checkpoints/latest")" = ckpt-00000010.h5 -a ! -e "$tmp/k/checkpoints/ckpt-00000020.h5"
+out=$("$mpirun" -q -np 2 --oversubscribe --bind-to none "$trainer" inputs/mnist_mlp.ini --set "run.out_dir=$tmp/k" \
+  --set train.steps=30 --set checkpoint.every_epochs=0 --set checkpoint.every_steps=10 2>&1)
+check "... a resubmission takes over the lock, removes the partial file and resumes from step 10" \
+  test $? -eq 0 -a -n "$(grep 'resumed from .*ckpt-00000010.h5: step 10' <<<"$out")" \
+  -a ! -e "$tmp/k/checkpoints/.ckpt-00000020.h5.partial"
 
 # ---- Warnings, --eval-only, --dry-run ----
 out=$(run 2 "$tmp/b" --set optim.lr=0.02)

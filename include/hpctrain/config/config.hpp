@@ -310,6 +310,9 @@ struct Faults {
   At nan;
   std::int64_t nan_steps = 1;
   At spike;
+  // HPCTRAIN_TEST_KILL_IN_WRITE=RANK:STEP: that rank kills itself (SIGKILL) inside that step's
+  // checkpoint write, after its part of the collective write, before the file is complete
+  At kill_in_write;
 };
 
 struct Config {

@@ -119,9 +119,11 @@ int Trainer::run() {
   const bool tokens = index_.train.tokens;
   log0("training " + cfg_.origin + ": data " + cfg_.data.path + ", out_dir " + cfg_.run.out_dir + ", " +
        std::to_string(rt_.world().size()) + " rank(s) (" + std::to_string(g.size(MeshDim::dp)) + " data-parallel x " +
-       std::to_string(g.size(MeshDim::pp)) + " stage(s)) on " + (alloc_.device() == Device::cuda ? "GPUs" : "CPUs") +
-       "; " + std::to_string(total - first) + " steps (" + std::to_string(per_epoch) + " per epoch) of " +
-       std::to_string(cfg_.train.global_batch) + (tokens ? " windows" : " samples"));
+       std::to_string(g.size(MeshDim::pp)) + " stage(s)" +
+       (g.size(MeshDim::sp) > 1 ? " x " + std::to_string(g.size(MeshDim::sp)) + " spatial" : std::string()) + ") on " +
+       (alloc_.device() == Device::cuda ? "GPUs" : "CPUs") + "; " + std::to_string(total - first) + " steps (" +
+       std::to_string(per_epoch) + " per epoch) of " + std::to_string(cfg_.train.global_batch) +
+       (tokens ? " windows" : " samples"));
 
   ReaderOptions ro;
   ro.prefetch = cfg_.data.prefetch;

@@ -7,8 +7,8 @@
 #        slabs, flatten gathering: S = 2 (node cache), S = 4 (1-plane slabs at the last conv3d),
 #        2 dp x 2 sp with shard = optimizer and the slabs read as HDF5 hyperslabs (a cache too small);
 #     B: average pool, a conv3d of stride 2, gap3d summing its slabs' means: S = 2;
-#     C, D: a conv3d (C) and a pool (D) whose windows no longer tile 1-plane slabs (they gather
-#        the volume first and run whole): S = 4.
+#     C: a conv3d whose windows no longer tile 1-plane slabs (it gathers the volume first and runs
+#        whole): S = 4. (A pool that gathers first: tests/mpi/test_spatial.cpp, at 1-4 ranks.)
 # - A checkpoint of an S = 2 run resumed on one rank ends where one rank's uninterrupted run ends.
 # - Peak tensor memory per rank falls with S (the activations are split).
 # - Refusals, one line each: S not dividing the depth, a layer that cannot take a slab (dropout
@@ -23,7 +23,6 @@ py=/usr/bin/python3
 A="conv3d(4,2,pad=same) leaky_relu(0.3) maxpool3d(2) conv3d(6,3,pad=1) leaky_relu(0.3) maxpool3d(2) conv3d(8,2,pad=same) leaky_relu(0.3) flatten dense(16) leaky_relu(0.3) dense(4) tanh scale(1.2)"
 B="conv3d(4,3,pad=1) leaky_relu(0.1) avgpool3d(2) conv3d(6,2,stride=2) tanh gap3d dense(4)"
 C="conv3d(4,2,pad=same) maxpool3d(2) conv3d(4,3,pad=1) maxpool3d(2) conv3d(4,4,pad=same) relu maxpool3d(2) flatten dense(4)"
-D="conv3d(4,2,pad=same) maxpool3d(2) maxpool3d(2) maxpool3d(2) conv3d(4,3,pad=1) relu flatten dense(4)"
 run() {  # NP OUT LAYERS args...
   local np=$1 out=$2 layers=$3
   shift 3
@@ -70,9 +69,6 @@ check "B at S = 2 as one rank (avgpool3d, conv3d stride 2, gap3d over the slabs)
 run 1 c1 "$C"
 S=4 run 4 c4 "$C"
 check "C at S = 4 as one rank (a conv3d that gathers the volume first)" same c1 c4
-run 1 d1 "$D"
-S=4 run 4 d4 "$D"
-check "D at S = 4 as one rank (a pool that gathers the volume first)" same d1 d4
 
 mkdir -p "$tmp/resumed/checkpoints"
 cp "$tmp/a2/checkpoints/ckpt-00000003.h5" "$tmp/resumed/checkpoints/"

@@ -157,8 +157,7 @@ Runtime::Runtime(const Config& config) {
 
   // Decisions every rank makes alike (grid, batch) throw bad_input directly;
   // those that may differ between nodes (devices) are agreed on first.
-  const MeshShape shape =
-      make_mesh_shape(info_.world_size, config.parallel);
+  const MeshShape shape = make_mesh_shape(info_.world_size, config.parallel);
   per_rank_batch_ = hpctrain::per_rank_batch(config.train.global_batch, config.train.micro_batches, shape);
 
   std::string error, why_none;

@@ -3,6 +3,7 @@
 // in one rank's memory or device) makes one replica drift from the others without any error; the
 // hashes name the ranks and the tensors, and the run stops with exit code 5 before a checkpoint
 // could take the drifted values.
+#include <algorithm>
 #include <chrono>
 #include <cstring>
 #include <map>
@@ -47,48 +48,32 @@ std::string rank_list(const std::vector<int>& ranks) {
 std::string replica_report(const std::vector<std::int64_t>& hashes, std::size_t tensors, int ranks,
                            const std::vector<std::string>& names, const std::vector<int>& world_ranks) {
   // The replicas grouped by their hashes; the largest group (the first rank's on a tie) is the
-  // reference, every other rank disagrees with it.
+  // reference, the ranks of every other group disagree with it.
   std::map<std::vector<std::int64_t>, std::vector<int>> groups;
   for (int r = 0; r < ranks; ++r)
     groups[{hashes.begin() + r * tensors, hashes.begin() + (r + 1) * tensors}].push_back(r);
   if (groups.size() <= 1) return "";
-  const std::vector<int>* reference = nullptr;
+  auto reference = groups.begin();
+  for (auto g = groups.begin(); g != groups.end(); ++g)
+    if (g->second.size() > reference->second.size() ||
+        (g->second.size() == reference->second.size() && g->second.front() < reference->second.front()))
+      reference = g;
+  std::vector<int> odd, ref_world;
   for (const auto& [h, members] : groups)
-    if (!reference || members.size() > reference->size() ||
-        (members.size() == reference->size() && members.front() < reference->front()))
-      reference = &members;
-  const std::size_t ref = static_cast<std::size_t>(reference->front());
-  std::vector<int> odd, odd_world;
-  std::vector<std::string> differ;
-  for (int r = 0; r < ranks; ++r) {
-    bool any = false;
-    for (std::size_t t = 0; t < tensors; ++t)
-      if (hashes[r * tensors + t] != hashes[ref * tensors + t]) {
-        any = true;
-        if (differ.size() < 4 && std::find(differ.begin(), differ.end(), names[t]) == differ.end())
-          differ.push_back(names[t]);
-      }
-    if (any) {
-      odd.push_back(r);
-      odd_world.push_back(world_ranks[static_cast<std::size_t>(r)]);
-    }
+    for (int r : members) (h == reference->first ? ref_world : odd).push_back(world_ranks[static_cast<std::size_t>(r)]);
+  std::sort(odd.begin(), odd.end());
+  std::size_t count = 0;  // tensors that differ on some rank; the first four named
+  std::string text;
+  for (std::size_t t = 0; t < tensors; ++t) {
+    bool differs = false;
+    for (const auto& [h, members] : groups) differs = differs || h[t] != reference->first[t];
+    if (differs && count++ < 4) text += (text.empty() ? "" : ", ") + names[t];
   }
-  std::size_t count = 0;  // tensors that differ on some rank
-  for (std::size_t t = 0; t < tensors; ++t)
-    for (int r : odd)
-      if (hashes[r * tensors + t] != hashes[ref * tensors + t]) {
-        ++count;
-        break;
-      }
-  std::string tensors_text;
-  for (const auto& n : differ) tensors_text += (tensors_text.empty() ? "" : ", ") + n;
-  if (count > differ.size()) tensors_text += ", ...";
-  std::vector<int> ref_world;
-  for (int r : *reference) ref_world.push_back(world_ranks[static_cast<std::size_t>(r)]);
-  const bool tie = odd.size() == reference->size();  // (two replicas: either may be the faulty one)
-  return "world rank(s) " + rank_list(odd_world) + " disagree with rank(s) " + rank_list(ref_world) +
+  if (count > 4) text += ", ...";
+  const bool tie = odd.size() == ref_world.size();  // (two replicas: either may be the faulty one)
+  return "world rank(s) " + rank_list(odd) + " disagree with rank(s) " + rank_list(ref_world) +
          (tie ? " (as many: either side may be the faulty one)" : "") + " on " + std::to_string(count) + " of " +
-         std::to_string(tensors) + " tensors (" + tensors_text + ")";
+         std::to_string(tensors) + " tensors (" + text + ")";
 }
 
 void Trainer::check_replicas(std::int64_t step, const char* when) {

@@ -78,8 +78,8 @@ __global__ void shift_volume_kernel(const float* x, Vol g, i64 offset, float* y,
   }
 }
 
-__global__ void copy_planes_kernel(const float* src, i64 src_depth, i64 src_at, float* dst, i64 dst_depth,
-                                   i64 dst_at, i64 count, i64 plane, bool add, i64 total) {
+__global__ void copy_planes_kernel(const float* src, i64 src_depth, i64 src_at, float* dst, i64 dst_depth, i64 dst_at,
+                                   i64 count, i64 plane, bool add, i64 total) {
   for (i64 o = detail::global_index(); o < total; o += detail::grid_stride()) {
     const i64 e = o % plane, z = (o / plane) % count, b = o / (plane * count);
     const float v = src[(b * src_depth + src_at + z) * plane + e];
@@ -161,8 +161,8 @@ void shift_volume(const Tensor& x, i64 depth, i64 height, i64 width, i64 offset,
 void copy_planes(const Tensor& src, i64 src_depth, i64 src_at, Tensor& dst, i64 dst_depth, i64 dst_at, i64 count,
                  i64 plane, bool add) {
   const i64 blocks = src.numel() / (src_depth * plane);
-  HPCT_CHECK(src.numel() == blocks * src_depth * plane && dst.numel() == blocks * dst_depth * plane &&
-                 src_at >= 0 && dst_at >= 0 && src_at + count <= src_depth && dst_at + count <= dst_depth,
+  HPCT_CHECK(src.numel() == blocks * src_depth * plane && dst.numel() == blocks * dst_depth * plane && src_at >= 0 &&
+                 dst_at >= 0 && src_at + count <= src_depth && dst_at + count <= dst_depth,
              "copy_planes shapes");
   const i64 total = blocks * count * plane;
   if (total > 0)

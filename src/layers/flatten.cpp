@@ -14,20 +14,17 @@ class Flatten final : public Layer {
     return slab.size() == 4 ? SpatialRole::gathers : SpatialRole::none;
   }
   Shape output_shape(const Shape& in) const override { return {numel(in) * (spatial().on() ? spatial().size : 1)}; }
-  void configure(const Shape& in) override { in_ = in; }
   void forward(const Tensor& x, Tensor& y) override {
     if (!spatial().on()) return copy(x, y);
+    const Shape& s = x.shape();  // [rows, C, D/S, H, W]: gathered straight into y
     Tensor gathered = temp(0, {spatial().size, x.numel()}, x.device());
-    gather_slabs(sp_comm(), x, in_[1], in_[2] * in_[3], gathered, y);
+    gather_slabs(sp_comm(), x, s[2], s[3] * s[4], gathered, y);
   }
   void backward(const Tensor&, const Tensor&, const Tensor& dy, Tensor& dx) override {
     if (!dx.defined()) return;
     if (!spatial().on()) return copy(dy, dx);
-    slab_of(dy, in_[1], in_[2] * in_[3], spatial().rank, spatial().size, dx);
+    slab_gradient(dy, dx);
   }
-
- private:
-  Shape in_;
 };
 }  // namespace
 

@@ -137,14 +137,16 @@ big0=$(sed -n 's/.*step 1\/2 | loss \([0-9.]*\).*/\1/p' <<<"$big" | head -1)
 check "... 2 steps at context 64, batch 1: loss at step 1 is ln 50257 + 768 * 0.02^2 / 2 = 10.979 within 0.1 ($big0)" \
   /usr/bin/python3 -c "import math,sys; sys.exit(abs(float('${big0:-0}') - math.log(50257) - 768 * 0.02**2 / 2) > 0.1)"
 # Model FLOP/s in the log: tokens/s x (6 x 124475904 + 12 x 12 x 768 x 64) = 7.539e8 FLOPs a token
-# (the printed tokens/s is rounded to a whole number: within 3%); no MFU on the CPU.
+# (the printed tokens/s is rounded to a whole number: within half a token/s of it, plus 1% for the
+# FLOP/s' own rounding); no MFU on the CPU.
 rate=$(grep -o "step 2/2 | .* tokens/s, [0-9.e+]* [MGT]FLOP/s |" <<<"$big")
 check "... its log line gives model FLOP/s = tokens/s x 7.539e8 FLOPs a token, no MFU (${rate:0:60})" \
   /usr/bin/python3 -c "
 import re, sys
 m = re.search(r'(\d+) tokens/s, ([0-9.e+]+) ([MGT])FLOP/s \|', sys.argv[1])
 f = float(m.group(2)) * {'M': 1e6, 'G': 1e9, 'T': 1e12}[m.group(3)]
-sys.exit(not (abs(f / int(m.group(1)) / 7.539e8 - 1) < 0.03 and 'MFU' not in sys.argv[1]))" "$rate"
+t = int(m.group(1))
+sys.exit(not (t > 0 and abs(f / 7.539e8 - t) <= 0.5 + 0.01 * t and 'MFU' not in sys.argv[1]))" "$rate"
 
 # --eval-only: bits per byte = loss * targets / (ln 2 * bytes), the bytes counted here by the
 # JavaScript reference's decoder from the val split's target tokens (positions 1 to W * T).

@@ -62,7 +62,7 @@ stop term TERM "${launch[@]}"
 check "SIGTERM to tools/launch.sh: exit 10 ($rc) in $dt s, a complete checkpoint" test "$rc" = 10 -a -n "$(kept term && echo y)"
 stop grace TERM-kept env OMPI_MCA_odls_base_sigkill_timeout=10 "$mpirun" -q -np 2 --oversubscribe --bind-to none
 check "SIGTERM to mpirun with odls_base_sigkill_timeout=10: a complete checkpoint after $dt s" kept grace
-stop bare TERM "$mpirun" -q -np 2 --oversubscribe --bind-to none
+stop bare TERM env OMPI_MCA_odls_base_sigkill_timeout=1 "$mpirun" -q -np 2 --oversubscribe --bind-to none
 check "... and with mpirun's default 1 s the ranks die before the checkpoint is complete (exit $rc; $(ls -a "$tmp/bare/checkpoints" | grep -c partial) partial)" \
   test -z "$(ls "$tmp/bare/checkpoints" | grep '^ckpt-')"
 finish

@@ -34,6 +34,7 @@
 #include "hpctrain/model/partition.hpp"
 #include "hpctrain/parallel/pipeline.hpp"
 #include "hpctrain/runtime/runtime.hpp"
+#include "hpctrain/train/memory_estimate.hpp"
 #include "hpctrain/train/trainer.hpp"
 
 namespace po = boost::program_options;
@@ -232,107 +233,6 @@ std::string version_text() {
 }
 
 namespace {
-
-// --dry-run, arch = gpt or llama on one stage without dropout or recompute: the activations one
-// micro-batch keeps for backward (model/arch.hpp gpt_activation_bytes, llama_activation_bytes),
-// else a line saying they are not estimated.
-std::string describe_activations(const Config& cfg, const Runtime& rt, const Model& model, double buffers) {
-  if (cfg.model.arch == Arch::layers) return "";
-  if (rt.mesh().size(MeshDim::pp) > 1 || cfg.model.dropout > 0 || cfg.train.recompute != Recompute::none)
-    return "Activations: not estimated with pipeline stages, dropout or recompute (summary.json's "
-           "activation_bytes_per_rank measures them)\n";
-  const ModelConfig& m = cfg.model;
-  const std::int64_t rows = rt.per_rank_batch() / cfg.train.micro_batches, t = m.block_size;
-  const std::int64_t vocab = model.output_shape().back();
-  const bool half = cfg.precision.dtype != Precision::fp32;
-  // (per rank: the logits are [T, V/T] already; `vocab` the whole vocabulary)
-  const ActivationSplit split{rt.mesh().size(MeshDim::tp), cfg.parallel.sequence_parallel};
-  double bytes = 0;
-  if (m.arch == Arch::llama) {
-    LlamaDims d;
-    d.n_layer = m.n_layer, d.n_head = m.n_head, d.n_embd = m.n_embd, d.n_kv_heads = m.n_kv_heads;
-    d.ffn_dim = m.ffn_dim, d.relu2 = m.mlp == Mlp::relu2, d.qk_norm = m.qk_norm;
-    bytes = llama_activation_bytes(d, rows, t, vocab * split.tp, half, split);
-  } else {
-    GptDims d;
-    d.n_layer = m.n_layer, d.n_head = m.n_head, d.n_embd = m.n_embd;
-    bytes = gpt_activation_bytes(d, rows, t, vocab * split.tp, half, split);
-  }
-  const double lse = static_cast<double>(m.n_layer * rows * m.n_head) * static_cast<double>(t) * 4 / split.tp;
-  const double grads = model.gradient_buffer_bytes(rows), mib = 1 << 20;
-  char line[600];
-  std::snprintf(line, sizeof(line),
-                "Activations per rank: %.1f MiB (%.0f bytes) for a micro-batch of %lld windows of %lld tokens; fused "
-                "attention keeps no T x T, its log-sum-exp %.1f MiB\n"
-                "Peak per rank: about %.1f MiB (%.0f bytes): the model buffers %.1f MiB, the activations %.1f MiB "
-                "and their float32 gradients between layers %.1f MiB (scratch comes on top)\n",
-                bytes / mib, bytes, static_cast<long long>(rows), static_cast<long long>(t), lse / mib,
-                (buffers + bytes + grads) / mib, buffers + bytes + grads, buffers / mib, bytes / mib, grads / mib);
-  return line;
-}
-
-// --dry-run: the memory per rank of the stage with the most parameters that the model's flat
-// buffers take (activations and workspaces come on top), with the optimizer state sharded over
-// the data-parallel ranks when [parallel] shard is optimizer or gradients, and the gradients too
-// when it is gradients.
-std::string describe_memory(const Config& cfg, const Runtime& rt, const Model& model) {
-  const int dp = rt.mesh().size(MeshDim::dp);
-  const auto counts = layer_parameter_counts(model);
-  const auto groups = partition_layers(counts, rt.mesh().size(MeshDim::pp), cfg.model.groups);
-  std::int64_t params = 0, trainable = 0;
-  for (const LayerGroup& g : groups) {
-    std::int64_t n = 0, t = 0;
-    for (std::size_t i = g.first; i < g.last; ++i) {
-      n += counts[i];
-      t += model.frozen(i) ? 0 : counts[i];
-    }
-    if (n > params) params = n, trainable = t;
-  }
-  const int blocks = state_blocks(cfg.optim);  // momentum, or Adam's two moments (Muon: its momentum in the first)
-  const bool sharded = cfg.parallel.shard != Sharding::none && dp > 1;
-  const double mib = 4.0 / (1 << 20), state = static_cast<double>(blocks * trainable) * mib;
-  auto f1 = [](double v) {  // "%.1f"
-    char b[64];
-    std::snprintf(b, sizeof(b), "%.1f", v);
-    return std::string(b);
-  };
-  const std::string d = std::to_string(dp);
-  const std::string note = sharded  ? " (sharded over " + d + " ranks; " + f1(state) + " MiB unsharded)"
-                           : dp > 1 ? " (whole on every rank: [parallel] shard = none)"
-                                    : "";
-  double grads = static_cast<double>(params) * mib, weights = grads;
-  std::string grad_note, param_note;
-  if (staged_gradients(cfg, dp)) {  // what ParamStore::stage_gradients holds (the whole model's buckets: P = 1 exact)
-    const auto bucket_elems = static_cast<std::int64_t>(cfg.parallel.bucket_mb * (1 << 20) / sizeof(float));
-    const auto buckets = model.store().buckets(std::max<std::int64_t>(1, bucket_elems));
-    std::int64_t staging = 0;
-    for (const std::int64_t n : ParamStore::slot_sizes(buckets, model.gradient_slots(buckets))) staging += n;
-    std::int64_t widest_frozen = 0;  // (their gradients' scratch)
-    for (const Range& r : model.store().frozen_ranges()) widest_frozen = std::max(widest_frozen, r.size());
-    staging += widest_frozen;
-    const double owned = static_cast<double>(total(ParamStore::owned(buckets, dp, dp - 1))) * mib;
-    grad_note = " (1/" + d + " kept: " + f1(owned) + " MiB, and staging buffers " +
-                f1(static_cast<double>(staging) * mib) + " MiB; " + f1(grads) + " MiB unsharded)";
-    grads = owned + static_cast<double>(staging) * mib;
-    if (packed_parameters(cfg, dp)) {  // (ParamStore::stage_parameters: the same share, windows as the staging)
-      const double windows = static_cast<double>(staging - widest_frozen) * mib;
-      param_note = " (1/" + d + " kept: " + f1(owned) + " MiB, and gather windows " + f1(windows) + " MiB)";
-      weights = owned + windows;
-    }
-  }
-  const std::string line = "\nMemory per rank (model buffers of the largest stage, " + std::to_string(params) +
-                           " parameters): parameters " + f1(weights) + " MiB" + param_note + ", gradients " +
-                           f1(grads) + " MiB" + grad_note +
-                           (cfg.precision.dtype == Precision::fp32 || packed_parameters(cfg, dp)
-                                ? ""
-                                : ", reduced-precision copy (half the parameters')") +
-                           ", optimizer state " + f1(sharded ? state / dp : state) + " MiB" + note + "\n";
-  // Bytes: the parameters and gradients as printed, the 16-bit copy, the state as printed.
-  const double copy = cfg.precision.dtype == Precision::fp32 || packed_parameters(cfg, dp) ? 0 : 2;  // (packed: none)
-  const double buffers =
-      static_cast<double>(params) * copy + (weights + grads + (sharded ? state / dp : state)) * (1 << 20);
-  return line + describe_activations(cfg, rt, model, buffers);
-}
 
 // --dry-run, arch = gpt: training FLOPs per token as llm.c and PaLM count them: 6 N (forward and
 // backward through every parameter) + 12 n_layer n_embd block_size (attention's scores and

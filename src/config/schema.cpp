@@ -134,6 +134,10 @@ void run_keys(std::vector<KeySpec>& k) {
   s.key("memory_budget", &RunConfig::memory_budget,
         "cap per rank on parameters, gradients, optimizer state and activations (e.g. 512M); 0 = none")
       .as(ValueKind::size);
+  s.key("check_memory", &RunConfig::check_memory,
+        "at start-up, refuse (one line, exit 2) a run whose memory estimate per rank (--dry-run's 'in all') does "
+        "not fit the GPU's free memory, or on CPUs the host's available memory shared by the node's ranks; false: "
+        "start anyway (docs/performance.md, 'Memory estimate')");
   s.key("reproducible", &RunConfig::reproducible,
         "layout: the parameters after every step are the same bits whatever the number of data-parallel ranks, "
         "micro-batches, pipeline stages and shard mode: every chunk of [train] micro_batch samples computes its "

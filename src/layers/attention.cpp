@@ -92,6 +92,26 @@ class Attention final : public Layer {
     return p;
   }
   void configure(const Shape& in) override { t_ = sequence_split() ? tensor_parallel().sequence : in[0]; }
+  // Saved: as saved_tensors lists them. Scratch, in backward: the heads' gradient and dqkv (unfused:
+  // the probabilities' gradient), the float32 copies of 16-bit saved tensors, and with sequence
+  // parallelism the gathered input and output gradient and the whole input gradient.
+  LayerMemory memory(const Shape& in, const MemoryQuery& q) const override {
+    const auto n = static_cast<double>(q.rows), t = static_cast<double>(t_), c = static_cast<double>(in[1]);
+    const double h = static_cast<double>(heads()), k = static_cast<double>(kv()), d = c / static_cast<double>(a_.heads);
+    const double qkv = n * t * (h + 2 * k) * d, out = n * t * h * d, probs = n * h * t * t;
+    LayerMemory m;
+    auto add = [&m](const LayerMemory& x) { m.saved += x.saved, m.scratch += x.scratch; };
+    add(q.compact(qkv));
+    add(q.compact(out));
+    if (a_.fused) m.saved += 4 * n * h * t;
+    if (!a_.fused) add(q.compact(probs));
+    if (q.training && a_.dropout > 0)
+      add(q.compact(probs, exact_in(1.f / (1.f - a_.dropout), q.precision))), add(q.compact(probs));
+    if (a_.qk_norm) m.saved += 4 * n * t * (h + k);
+    m.scratch += MemoryQuery::temp(out) + MemoryQuery::temp(qkv) + (a_.fused ? 0 : MemoryQuery::temp(probs)) +
+                 (sequence_split() ? 3 * MemoryQuery::temp(n * t * c) : 0);
+    return m;
+  }
   void forward(const Tensor& x_in, Tensor& y) override {
     if (has_context() && context().decode_position >= 0) return decode(x_in, y);
     const Tensor x = sequence_gather(x_in, 10);  // (sequence-parallel: every position)

@@ -44,6 +44,11 @@ class BatchNorm final : public Layer {
     running_mean_.assign(static_cast<std::size_t>(channels_), 0.f);
     running_var_.assign(static_cast<std::size_t>(channels_), 1.f);
   }
+  // Saved: the batch's mean and inverse standard deviation per channel (on a GPU on the device; the
+  // host copy then comes from the saved set's own allocator).
+  LayerMemory memory(const Shape& in, const MemoryQuery&) const override {
+    return {8.0 * static_cast<double>(in[0]), 0, 0};
+  }
   std::vector<ParamSpec> param_specs(const Shape& in) const override {
     return {{"weight", {in[0]}, Init::ones, 1, 1}, {"bias", {in[0]}, Init::zeros, 1, 1}};
   }

@@ -51,6 +51,14 @@ class Conv2d final : public Layer {
     geometry_.out_width = out_shape_[2];
     if (use_onednn) onednn_ = std::make_unique<cpu::OnednnConv>(geometry_);  // bad_input when not built with oneDNN
   }
+  // Scratch: im2col's columns of one sample, and in backward their gradient (oneDNN and cuDNN
+  // keep their workspaces themselves).
+  LayerMemory memory(const Shape& in, const MemoryQuery& q) const override {
+    const bool im2col = q.device == Device::cpu ? !onednn_ : impl_ == ConvImpl::im2col;
+    const Shape out = output_shape(in);
+    const double cols = static_cast<double>((in.size() == 2 ? 1 : in[0]) * k_ * k_ * out[1] * out[2]);
+    return {0, im2col ? 2 * MemoryQuery::temp(cols) : 0, 0};
+  }
   std::vector<ParamSpec> param_specs(const Shape& in) const override {
     const std::int64_t c = in.size() == 2 ? 1 : in[0];
     const std::int64_t fan_in = c * k_ * k_;

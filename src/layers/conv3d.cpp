@@ -90,6 +90,21 @@ class Conv3d final : public Layer {
     const bool use_onednn = impl_ == ConvImpl::onednn || (impl_ == ConvImpl::auto_ && cpu::onednn_compiled());
     if (use_onednn) onednn_ = std::make_unique<cpu::OnednnConv>(g_);  // bad_input when not built with oneDNN
   }
+  // Scratch: (spatial slabs) the box and its gradient, the halo planes saved; (cuDNN, asymmetric
+  // 'same' padding) the padded input and its gradient. oneDNN keeps its workspace itself.
+  LayerMemory memory(const Shape&, const MemoryQuery& q) const override {
+    const auto rows = static_cast<double>(q.rows), c = static_cast<double>(g_.channels);
+    if (spatial().slabs()) {
+      const double box = rows * c * static_cast<double>(g_.depth * g_.height * g_.width);
+      const double lo = rows * c * static_cast<double>(halo_.lo * halo_.plane),
+                   hi = rows * c * static_cast<double>(halo_.hi * halo_.plane);
+      return {4 * (lo + hi), 2 * MemoryQuery::temp(box) + MemoryQuery::temp(lo) + MemoryQuery::temp(hi), 0};
+    }
+    if (q.device != Device::cuda || impl_ == ConvImpl::im2col || g_.pad == g_.pad_end()) return {};
+    const std::int64_t grow = g_.pad + g_.pad_end();
+    const double padded = rows * c * static_cast<double>((g_.depth + grow) * (g_.height + grow) * (g_.width + grow));
+    return {0, 2 * MemoryQuery::temp(padded), 0};
+  }
   std::vector<ParamSpec> param_specs(const Shape& in) const override {
     const std::int64_t c = in.empty() ? 1 : in[0], fan_in = c * k_ * k_ * k_;
     return {{"weight", {out_, c, k_, k_, k_}, Init::he_normal, fan_in, out_ * k_ * k_ * k_},

@@ -24,6 +24,10 @@ class Dropout final : public Layer {
   void configure(const Shape& in) override {
     shard_ = sequence_split() && !in.empty() && in[0] != tensor_parallel().sequence;
   }
+  LayerMemory memory(const Shape& in, const MemoryQuery& q) const override {  // the mask, while training
+    if (!q.training || p_ <= 0) return {};
+    return q.compact(static_cast<double>(q.rows * numel(in)), exact_in(1.f / (1.f - p_), q.precision));
+  }
   void forward(const Tensor& x, Tensor& y) override {
     active_ = context().training && p_ > 0;
     if (!active_) {

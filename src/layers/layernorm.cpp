@@ -20,6 +20,10 @@ class LayerNorm final : public Layer {
     refuse_every_position(in);
     return in;
   }
+  // Saved: each row's mean and inverse standard deviation.
+  LayerMemory memory(const Shape& in, const MemoryQuery& q) const override {
+    return {8.0 * static_cast<double>(q.rows * (numel(in) / in.back())), 0, 0};
+  }
   std::vector<ParamSpec> param_specs(const Shape& in) const override {
     const std::int64_t c = in.back();
     std::vector<ParamSpec> p{{"weight", {c}, Init::ones, c, c}};

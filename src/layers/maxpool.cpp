@@ -20,6 +20,9 @@ class MaxPool final : public Layer {
     return {s[0], ho, wo};
   }
   void configure(const Shape& in) override { in_ = in.size() == 2 ? Shape{1, in[0], in[1]} : in; }
+  LayerMemory memory(const Shape& in, const MemoryQuery& q) const override {  // saved: the argmax indices
+    return {4.0 * static_cast<double>(q.rows * numel(output_shape(in))), 0, 0};
+  }
   void forward(const Tensor& x, Tensor& y) override {
     Tensor argmax = saved(0, {y.numel()}, x.device(), DType::i32);  // each output's input index
     maxpool_forward(x, in_[0], in_[1], in_[2], k_, stride_, y, argmax);

@@ -37,6 +37,9 @@ class Pool3d final : public Layer {
     return pooled(spatial().gathers() ? whole_shape(in) : in, k_, stride_, type());
   }
   void configure(const Shape& in) override { in_ = spatial().gathers() ? whole_shape(in) : in; }
+  LayerMemory memory(const Shape& in, const MemoryQuery& q) const override {  // saved (max): the argmax indices
+    return {max_ ? 4.0 * static_cast<double>(q.rows * numel(output_shape(in))) : 0, 0, 0};
+  }
   void forward(const Tensor& slab_or_x, Tensor& y) override {
     const Tensor x = spatial().gathers() ? whole_volume(slab_or_x, 1) : slab_or_x;
     if (!max_) return avgpool3d_forward(x, in_[1], in_[2], in_[3], k_, stride_, y);

@@ -88,6 +88,24 @@ class Residual final : public Layer {
     return legacy_[best] + "/" + inner_[best]->legacy_name(tensor.substr(names_[best].size() + 1));
   }
 
+  // Saved: every inner output (16 bits in bf16/fp16 runs) and what the inner layers save, all of it
+  // dropped by recompute = blocks. Scratch: the two gradient buffers of backward around the deepest
+  // inner call's (16-bit runs: with its input and output unpacked).
+  LayerMemory memory(const Shape&, const MemoryQuery& q) const override {
+    LayerMemory m;
+    const bool sixteen = q.precision != Precision::fp32;
+    const double rows = static_cast<double>(q.rows);
+    auto elems = [&](std::size_t j) { return rows * static_cast<double>(numel(shapes_[j])); };
+    for (std::size_t j = 0; j < inner_.size(); ++j) {
+      const LayerMemory in = inner_[j]->memory(shapes_[j], q);
+      m.saved += (sixteen ? 2 : 4) * elems(j + 1) + in.saved;
+      const double unpacked = sixteen ? (j > 0 ? MemoryQuery::temp(elems(j)) : 0) + MemoryQuery::temp(elems(j + 1)) : 0;
+      m.scratch = std::max(m.scratch, in.scratch + unpacked);
+    }
+    m.scratch += 2 * MemoryQuery::temp(rows * static_cast<double>(widest()));
+    m.inner = m.saved;
+    return m;
+  }
   void forward(const Tensor& x, Tensor& y) override {
     const bool checkpointed = enter(false);
     add(x, run_inner(x, !checkpointed), y);

@@ -20,6 +20,10 @@ class RmsNorm final : public Layer {
     refuse_every_position(in);
     return in;
   }
+  // Saved: each row's inverse root mean square.
+  LayerMemory memory(const Shape& in, const MemoryQuery& q) const override {
+    return {4.0 * static_cast<double>(q.rows * (numel(in) / in.back())), 0, 0};
+  }
   std::vector<ParamSpec> param_specs(const Shape& in) const override {
     const std::int64_t c = in.back();
     return {{"weight", {c}, Init::ones, c, c}};

@@ -5,16 +5,19 @@
 
 namespace hpctrain {
 
-namespace {
-constexpr std::int64_t kAlign = 64;  // elements (256 bytes): what cuBLAS and vector loads like
-}
-
 Tensor StepArena::take(const Shape& shape) {
   const std::int64_t n = numel(shape), start = used_;
   used_ += (n + kAlign - 1) / kAlign * kAlign;
   high_ = std::max(high_, used_);
   if (used_ <= capacity_) return buf_.view(start, shape);
   return Tensor::zeros(shape, alloc_);  // past the end: freed by its user, the buffer regrown later
+}
+
+void StepArena::reserve(std::int64_t elems) {
+  if (used_ != 0 || elems <= capacity_) return;
+  buf_ = Tensor();
+  buf_ = Tensor::zeros({elems}, alloc_);
+  capacity_ = elems;
 }
 
 void StepArena::release(std::int64_t mark) {

@@ -327,11 +327,11 @@ std::int64_t Model::widest_between() const {
   return widest;
 }
 
-double Model::gradient_buffer_bytes(std::int64_t rows) const {  // (as set_batch allocates)
+double Model::gradient_buffer_bytes(std::int64_t rows, Precision precision) const {  // (as set_batch allocates)
   const std::size_t last = shapes_.size() - 1;
   const std::int64_t turns = std::min<std::int64_t>(2, static_cast<std::int64_t>(last) - 1);  // (-1: one layer)
   std::int64_t elems = (first_ > 0 ? numel(shapes_[0]) : 0) + numel(shapes_[last]);
-  elems += (std::max<std::int64_t>(turns, 0) + (precision_ != Precision::fp32 ? 2 : 0)) * widest_between();
+  elems += (std::max<std::int64_t>(turns, 0) + (precision != Precision::fp32 ? 2 : 0)) * widest_between();
   return 4.0 * static_cast<double>(rows) * static_cast<double>(elems);
 }
 
@@ -354,6 +354,9 @@ void Model::set_batch(std::int64_t rows) {
     }
     if (precision_ != Precision::fp32)  // the forward's float32 outputs between layers
       for (Tensor& w : work_) w = Tensor::zeros({rows * widest}, alloc_);
+    // The scratch the deepest layer call takes, as the layers state it (Layer::memory).
+    const double scratch = activation_memory(rows, precision_, alloc_.device(), false).scratch;
+    arena_.reserve(static_cast<std::int64_t>(scratch / 4));
   }
   rows_ = rows;
   grads_act_.assign(shapes_.size(), Tensor());

@@ -452,18 +452,19 @@ RunSummary Trainer::summarize(const Progress& p, const Checkpointer& checkpointe
   s.rank_hours = s.wall_s * s.ranks / 3600.0;
   s.price_per_device_hour = cfg_.run.price_per_device_hour;
   // Per-rank facts: step time (stragglers) and peak memory.
-  double facts[9] = {p.step_seconds,
-                     static_cast<double>(alloc_.peak()),
-                     static_cast<double>(opt_->state().numel()) * sizeof(float),
-                     static_cast<double>(model_->saved_bytes()),
-                     static_cast<double>(model_->activation_bytes()),
-                     static_cast<double>(model_->arena_high_water()) * sizeof(float),
-                     peak_resident_bytes(),
-                     static_cast<double>(model_->store().gradient_bytes()),
-                     static_cast<double>(model_->store().parameter_bytes())},
-         lo[9], hi[9];
-  rt_.world().allreduce(facts, lo, 9, DType::f64, ReduceOp::min);
-  rt_.world().allreduce(facts, hi, 9, DType::f64, ReduceOp::max);
+  double facts[10] = {p.step_seconds,
+                      static_cast<double>(alloc_.peak()),
+                      static_cast<double>(opt_->state().numel()) * sizeof(float),
+                      static_cast<double>(model_->saved_bytes()),
+                      static_cast<double>(model_->activation_bytes()),
+                      static_cast<double>(model_->arena_high_water()) * sizeof(float),
+                      peak_resident_bytes(),
+                      static_cast<double>(model_->store().gradient_bytes()),
+                      static_cast<double>(model_->store().parameter_bytes()),
+                      memory_.total()},
+         lo[10], hi[10];
+  rt_.world().allreduce(facts, lo, 10, DType::f64, ReduceOp::min);
+  rt_.world().allreduce(facts, hi, 10, DType::f64, ReduceOp::max);
   s.step_time_s_min = lo[0];
   s.step_time_s_max = hi[0];
   s.peak_bytes_per_rank = hi[1];
@@ -474,6 +475,7 @@ RunSummary Trainer::summarize(const Progress& p, const Checkpointer& checkpointe
   s.host_peak_rss_bytes_per_rank = hi[6];
   s.gradient_bytes_per_rank = hi[7];
   s.parameter_bytes_per_rank = hi[8];
+  s.memory_estimate_bytes_per_rank = hi[9];
   s.shard_optimizer = averager_->sharded();
   s.shard = !averager_->sharded()                 ? "none"
             : model_->store().packed_parameters() ? "full"

@@ -223,10 +223,11 @@ std::string RunReport::done_line(const RunSummary& s) {
                   static_cast<long long>(s.final_samples));
   }
   std::snprintf(rest, sizeof rest,
-                "%.4f rank-hours%s | step time per rank %.1f-%.1f s | peak memory per rank %s | %d checkpoint(s), "
-                "%.2f s writing",
+                "%.4f rank-hours%s | step time per rank %.1f-%.1f s | peak memory per rank %s (estimate %s, host "
+                "RSS %s) | %d checkpoint(s), %.2f s writing",
                 s.rank_hours, cost.c_str(), s.step_time_s_min, s.step_time_s_max,
-                bytes_text(s.peak_bytes_per_rank).c_str(), s.checkpoints_written, s.checkpoint_write_s);
+                bytes_text(s.peak_bytes_per_rank).c_str(), bytes_text(s.memory_estimate_bytes_per_rank).c_str(),
+                bytes_text(s.host_peak_rss_bytes_per_rank).c_str(), s.checkpoints_written, s.checkpoint_write_s);
   char line[1100];
   std::snprintf(line, sizeof line, "done: %lld steps in %.1f s, %s | final loss %.4f | %s | %s",
                 static_cast<long long>(s.steps), s.wall_s, speed, s.final_train_loss, eval, rest);

@@ -10,6 +10,7 @@
 
 #include "hpctrain/backend/configure.hpp"
 #include "hpctrain/backend/ops.hpp"
+#include "hpctrain/comm/agreement.hpp"
 #include "hpctrain/core/error.hpp"
 #include "hpctrain/core/hash.hpp"
 #include "hpctrain/core/log.hpp"
@@ -147,6 +148,8 @@ Trainer::Trainer(const Config& cfg, Runtime& rt, const DatasetIndex& index)
   eval_scalars_ = step_scalars::make(alloc_);
   doc_separator_ = document_separator();
   parallelize(gpu, stages);
+  memory_ = estimate_memory(cfg, rt, *model_, false);
+  raise_if_any(rt.world(), memory_refusal(memory_, static_cast<double>(alloc_.in_use()), cfg, rt));
 }
 
 Trainer::~Trainer() {

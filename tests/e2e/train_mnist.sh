@@ -5,7 +5,7 @@
 # reaches about 95.35%; the ResNet-style one >= 79%, it reaches about 83.6%; oneDNN convolutions),
 # writes metrics.csv and
 # summary.json, is bit-for-bit deterministic across runs, and stops cleanly on
-# a diverging loss or a bad model.
+# a diverging loss, a bad model or one that does not fit the memory ([run] check_memory).
 set -u
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 e2e_start "$@"  # $mpirun $trainer $src, the working directory $src, $tmp (removed at exit)
@@ -91,5 +91,20 @@ err=$(run 2 "$tmp/e" --set 'model.layers=flatten dense(64) relu dense(7)')
 rc=$?
 echo "     $err"
 check "wrong output size: exit 2 naming both" grep -qF "outputs [7] but the data needs [10]" <<<"$err"
+
+# [run] check_memory: 16,384 channels of 28 x 28 for 256 images, about 13 GiB a tensor (the
+# convolution's and ReLU's outputs and the two gradient buffers: over 50 GiB), is refused at
+# start-up naming the estimate and the memory the host has, before anything large is allocated
+# (the address space is capped at 4 GiB: were it not refused, the allocation would fail instead).
+# With check_memory = false the run starts and [run] memory_budget stops it at the allocation.
+huge=(--set 'model.layers=conv(16384,3,pad=1) relu maxpool(28) flatten dense(10)')
+err=$( (ulimit -v 4000000; run 1 "$tmp/f" "${huge[@]}") )
+rc=$?
+echo "     ${err:0:200}"
+check "a run that does not fit the host: exit 2, one line naming the estimate and the available memory" \
+  test $rc -eq 2 -a "$(grep -c . <<<"$err")" -eq 1 -a \
+  -n "$(grep -E '^hpctrain: error: \[run\] check_memory: the estimate per rank is [0-9]{5,}\.[0-9] MiB .* MiB is available on host' <<<"$err")"
+err=$( (ulimit -v 4000000; run 1 "$tmp/g" "${huge[@]}" --set run.check_memory=false --set run.memory_budget=1G) )
+check "... check_memory = false starts it ([run] memory_budget then stops it)" grep -q "memory_budget = 1024 MiB exceeded" <<<"$err"
 
 finish

@@ -106,6 +106,7 @@ struct RunConfig {
   DeviceKind device = DeviceKind::auto_;
   bool share_gpus = false;          // allow more ranks than GPUs on a node (round robin; MPI, not NCCL)
   std::uint64_t memory_budget = 0;  // bytes per rank for parameters, gradients, state, activations; 0 = no cap
+  bool check_memory = true;         // at start-up, refuse a run whose memory estimate exceeds the free memory
   double price_per_device_hour = 0.0;
   double lock_stale_s = 1800;  // without flock: a directory lock's heartbeat older than this is a dead run's
   std::string out_dir = "runs";

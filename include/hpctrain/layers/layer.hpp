@@ -124,6 +124,32 @@ struct StepContext {
   ParamViews* params = nullptr;
 };
 
+// What one layer call on a micro-batch takes from the model's allocator besides its output and
+// the gradients between layers (Layer::memory; Model::memory_estimate sums it for --dry-run and
+// the start-up memory check). Bytes.
+struct LayerMemory {
+  double saved = 0;    // kept from forward to backward in the micro-batch's saved set
+  double scratch = 0;  // the most one call takes from the arena at once (nested inner calls included)
+  double inner = 0;    // of `saved`, what [train] recompute = blocks drops (a residual block's inner tensors)
+};
+// The micro-batch Layer::memory is asked about: its rows, the compute format, the device, and
+// whether it trains (dropout keeps its mask only then).
+struct MemoryQuery {
+  std::int64_t rows = 1;
+  Precision precision = Precision::fp32;
+  Device device = Device::cpu;
+  bool training = true;
+  // A tensor of `elems` elements kept by compact_out / compact_keep: in 16 bits in a bf16/fp16 run
+  // (its float32 copy in the arena during the call), else float32.
+  LayerMemory compact(double elems, bool packable = true) const {
+    if (precision == Precision::fp32 || !packable) return {4 * elems, 0, 0};
+    return {2 * elems, temp(elems), 0};
+  }
+  // The bytes a float32 temp (Layer::temp) of `elems` elements takes from the arena: rounded up
+  // to its alignment (layers/step_arena.hpp).
+  static double temp(double elems) { return 4 * StepArena::aligned(elems); }
+};
+
 class Layer {
  public:
   virtual ~Layer() = default;
@@ -178,6 +204,11 @@ class Layer {
   // role); with split on, output_shape and configure get the slab's shape.
   virtual SpatialRole spatial_role(const Shape& /*slab*/, int /*size*/) const { return SpatialRole::none; }
   void set_spatial(SpatialSplit s) { sp_ = s; }
+  // What a call on q.rows samples of per-sample input `in` keeps for backward and takes as scratch
+  // (after configure; LayerMemory). Layers that keep nothing and take no scratch: the default.
+  // A layer that saves or takes scratch states it here (tests/unit/test_memory_estimate.cpp
+  // compares every layer's answer with what a forward and backward took).
+  virtual LayerMemory memory(const Shape& /*in*/, const MemoryQuery& /*q*/) const { return {}; }
   virtual void set_context(const StepContext* ctx, std::size_t index) {
     ctx_ = ctx;
     index_ = index;

@@ -23,7 +23,17 @@ class StepArena {
   Device device() const { return alloc_.device(); }
   // `shape` on the allocator's device; its values are whatever the last user left.
   Tensor take(const Shape& shape);
+  // Grows the buffer to `elems` now, while nothing is taken (the model's estimate of its deepest
+  // call, Model::set_batch): without it the first step's calls grow it one after another, each
+  // holding the last size and its overflow at once.
+  void reserve(std::int64_t elems);
   std::int64_t high_water() const { return high_; }  // elements: the most taken at once
+  static constexpr std::int64_t kAlign = 64;         // elements (256 bytes): what cuBLAS and vector loads like
+  // The elements a take of `elems` uses: rounded up to kAlign (for estimates: Layer::memory).
+  static double aligned(double elems) {
+    const auto a = static_cast<double>(kAlign);
+    return static_cast<double>(static_cast<std::int64_t>((elems + a - 1) / a)) * a;
+  }
   std::int64_t capacity() const { return capacity_; }
 
   // Gives back everything taken while it was open.

@@ -175,8 +175,22 @@ class Model {
   // What a batch of `rows` samples takes besides the activations (set_batch): the float32
   // gradients between layers (the output's, which is the loss's work buffer: layers/loss.hpp; a
   // later pipeline stage's input's; two of the widest for the ones in between, in turn), and in
-  // 16-bit runs the two float32 buffers of the widest output.
-  double gradient_buffer_bytes(std::int64_t rows) const;
+  // 16-bit runs (`precision`) the two float32 buffers of the widest output.
+  double gradient_buffer_bytes(std::int64_t rows, Precision precision) const;
+  // What one micro-batch of `rows` samples takes from the allocator besides the parameter store,
+  // as set_batch and a training forward and backward take it (model/model_memory.cpp; --dry-run and
+  // the start-up memory check): bytes.
+  struct ActivationMemory {
+    double outputs = 0;    // the layers' outputs kept for backward (one activation set)
+    double saved = 0;      // what the layers keep besides (Layer::memory; recompute: one block's inner tensors)
+    double gradients = 0;  // gradient_buffer_bytes
+    double scratch = 0;    // the arena's high-water mark: the deepest layer call's scratch
+    double kept() const { return outputs + saved; }
+    double total() const { return outputs + saved + gradients + scratch; }
+  };
+  // For a run in `precision` on `device` ([train] recompute = blocks: `recompute`); the model's own
+  // precision need not be set (--dry-run's is not).
+  ActivationMemory activation_memory(std::int64_t rows, Precision precision, Device device, bool recompute) const;
   std::size_t layers() const { return layers_.size(); }
   // Weights tied across pipeline stages (a GPT's embedding on the first stage, its head on the
   // last): the later stage holds a copy under the earlier layer's parameter name (so

@@ -128,7 +128,10 @@ struct RunSummary {
   double activation_bytes_per_rank = 0;
   double host_peak_rss_bytes_per_rank = 0;  // the process's resident high-water mark (data stores, buffers, libraries)
   double scratch_bytes_per_rank = 0;        // the step arena's high-water mark: the deepest layer call's scratch
-  std::int64_t parameters = 0;              // of the whole model (gradient bytes: 4 x this)
+  // The start-up memory estimate per rank (train/memory_estimate.hpp, --dry-run's "in all"): the
+  // most any rank's, beside peak_bytes_per_rank measured by the allocator.
+  double memory_estimate_bytes_per_rank = 0;
+  std::int64_t parameters = 0;   // of the whole model (gradient bytes: 4 x this)
   bool shard_optimizer = false;  // the optimizer state sharded (shard = optimizer or gradients, on more than one rank)
   std::string shard = "none";    // what was sharded in effect: none, optimizer, gradients, full
   std::size_t buckets = 0;
@@ -193,6 +196,7 @@ void visit_summary(const RunSummary& s, Visit&& v) {
   v("step_time_s_min", s.step_time_s_min);
   v("step_time_s_max", s.step_time_s_max);
   v("peak_bytes_per_rank", s.peak_bytes_per_rank);
+  v("memory_estimate_bytes_per_rank", s.memory_estimate_bytes_per_rank);
   v("optimizer_state_bytes_per_rank", s.optimizer_state_bytes_per_rank);
   v("saved_bytes_per_rank", s.saved_bytes_per_rank);
   v("activation_bytes_per_rank", s.activation_bytes_per_rank);

@@ -34,6 +34,7 @@
 #include "hpctrain/parallel/step_executor.hpp"
 #include "hpctrain/runtime/runtime.hpp"
 #include "hpctrain/train/loss_guard.hpp"
+#include "hpctrain/train/memory_estimate.hpp"
 #include "hpctrain/train/run_report.hpp"
 #include "hpctrain/train/schedule.hpp"
 #include "hpctrain/train/system_monitor.hpp"
@@ -96,6 +97,9 @@ class Trainer {
   // Waits for a sharded optimizer's all-gather still in flight ([parallel] gather_overlap).
   void settle_parameters();
   Optimizer& optimizer() { return *opt_; }
+  // This rank's memory estimate (checked at start-up) and its allocator's peak so far, in bytes.
+  const MemoryEstimate& memory_estimate() const { return memory_; }
+  std::size_t allocator_peak() const { return alloc_.peak(); }
   PipelineStage* pipeline() { return executor_->pipeline(); }        // null when pipeline_parallel = 1
   const std::vector<LayerGroup>& groups() const { return groups_; }  // the layers of each pipeline stage
   GradientAverager& averager() { return *averager_; }
@@ -187,6 +191,7 @@ class Trainer {
   std::unique_ptr<cuda::Graph> update_graph_;  // [kernels] cuda_graphs: the recorded update
   StagedBatch staged_;                         // the current batch on that device
   std::unique_ptr<Model> model_;
+  MemoryEstimate memory_;  // this rank's, checked at start-up ([run] check_memory)
   std::unique_ptr<Loss> loss_;
   std::unique_ptr<Optimizer> opt_;
   std::unique_ptr<Communicator> comm_;       // data-parallel group, on the device's memory (gradients)

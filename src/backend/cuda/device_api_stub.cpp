@@ -31,6 +31,7 @@ namespace {
 void* device_allocate(std::size_t) { no_cuda(); }
 void device_release(void*, std::size_t) {}
 PoolStats pool_stats() { return {}; }
+std::size_t free_device_memory() { no_cuda(); }
 void memcpy_to_device(void*, const void*, std::size_t) { no_cuda(); }
 void memcpy_to_host(void*, const void*, std::size_t) { no_cuda(); }
 void stage_to_device(void*, const void*, std::size_t) { no_cuda(); }

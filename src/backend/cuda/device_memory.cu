@@ -157,6 +157,11 @@ Pool& pool() {
 void* device_allocate(std::size_t bytes) { return pool().allocate(bytes); }
 void device_release(void* p, std::size_t bytes) { pool().release(p, bytes); }
 PoolStats pool_stats() { return pool().stats(); }
+std::size_t free_device_memory() {
+  std::size_t free = 0, total = 0;
+  CHECK_CUDA(cudaMemGetInfo(&free, &total));
+  return free + pool_stats().cached;
+}
 
 void memcpy_to_device(void* device, const void* host, std::size_t bytes) {
   if (!bytes) return;

@@ -74,6 +74,9 @@ struct PoolStats {
   std::size_t driver_allocations = 0;
 };
 PoolStats pool_stats();
+// Bytes this process can still take on its GPU: the driver's free memory (cudaMemGetInfo) plus
+// what the pool caches (the start-up memory check, train/memory_estimate.hpp).
+std::size_t free_device_memory();
 
 // Copies on the compute stream (host <-> device, device <-> device) and zero-filling. Host-side
 // copies to the host wait for the stream, so the data are there when they return.

@@ -1,0 +1,41 @@
+// Model::activation_memory: what a micro-batch takes besides the parameter store, from the
+// layers' shapes and their own account of what they keep and the scratch they take (Layer::memory).
+#include <algorithm>
+#include <vector>
+
+#include "hpctrain/model/model.hpp"
+
+namespace hpctrain {
+
+Model::ActivationMemory Model::activation_memory(std::int64_t rows, Precision precision, Device device,
+                                                 bool recompute) const {
+  ActivationMemory m;
+  const auto r = static_cast<double>(rows);
+  const bool sixteen = precision != Precision::fp32;
+  for (std::size_t i = 1; i < shapes_.size(); ++i)  // as use_set allocates them: 16 bits but the last
+    m.outputs += (sixteen && i + 1 < shapes_.size() ? 2 : 4) * r * static_cast<double>(numel(shapes_[i]));
+  m.gradients = gradient_buffer_bytes(rows, precision);
+  MemoryQuery q;
+  q.rows = rows, q.precision = precision, q.device = device, q.training = true;
+  std::vector<double> kinds;  // the distinct blocks' inner bytes (a GPT: its attention and its MLP blocks)
+  for (std::size_t i = 0; i < layers_.size(); ++i) {
+    const LayerMemory l = layers_[i]->memory(shapes_[i], q);
+    // recompute = blocks: a block keeps only its input; the recompute set holds one block's inner
+    // tensors at a time, in buffers it reuses (best fit) across blocks: at least the largest
+    // block's, at most each distinct block's in all (the estimate).
+    m.saved += recompute ? l.saved - l.inner : l.saved;
+    if (l.inner > 0 && std::find(kinds.begin(), kinds.end(), l.inner) == kinds.end()) kinds.push_back(l.inner);
+    double call = l.scratch;
+    if (sixteen) {  // float32 copies of the layer's 16-bit parameters, its input and output (backward), in the arena
+      for (const auto& [offset, shape] : bindings_[i]) call += MemoryQuery::temp(static_cast<double>(numel(shape)));
+      call += MemoryQuery::temp(r * static_cast<double>(numel(shapes_[i])));
+      if (i + 2 < shapes_.size()) call += MemoryQuery::temp(r * static_cast<double>(numel(shapes_[i + 1])));
+    }
+    m.scratch = std::max(m.scratch, call);
+  }
+  if (recompute)
+    for (const double k : kinds) m.saved += k;
+  return m;
+}
+
+}  // namespace hpctrain

@@ -1,0 +1,136 @@
+// Model::activation_memory (the memory estimate's activation part, train/memory_estimate.hpp)
+// against what a model takes in two training steps: an MLP with dropout, a CNN (im2col, batch
+// norm, max pooling), a GPT with unfused attention and dropout, a Llama-style block (RMSNorm,
+// grouped-query fused attention with RoPE and QK-norm), and a 3-D CNN, in float32 and bf16, with
+// recompute = none and blocks. Stated criteria: the layers' outputs and what they keep are the
+// bytes the model's sets hold, exactly; the scratch is the arena's high-water mark within 25%
+// and not below it; and the parameter, gradient, copy and input buffers plus the estimate are the
+// allocator's peak within 5%. With recompute = blocks what is kept is an upper bound (each distinct
+// block's inner tensors; the recompute set reuses buffers across blocks) and the estimate is at
+// least the peak and at most 15% over it (the bound for whole decks). Negative control: the
+// same comparison with the layers' own account left out (the outputs alone) misses the CNN's and
+// the GPT's saved tensors by more than 5%.
+#include <gtest/gtest.h>
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "hpctrain/backend/ops.hpp"
+#include "hpctrain/layers/registry.hpp"
+#include "hpctrain/model/model.hpp"
+#include "unit_test_util.hpp"
+
+using namespace hpctrain;
+
+namespace {
+
+struct Case {
+  const char* name;
+  const char* layers;
+  Shape sample;
+  std::int64_t tokens;  // > 0: token ids below it
+};
+
+struct Measured {
+  double outputs = 0, saved = 0, scratch = 0, peak = 0, buffers = 0;
+  Model::ActivationMemory est;
+};
+
+Measured run(const Case& c, std::int64_t rows, Precision precision, bool blocks) {
+  Allocator alloc;
+  LayerRegistry r;
+  register_builtin_layers(r);
+  Model m(c.layers, c.sample, r, alloc);
+  m.init_parameters(5);
+  m.set_precision(precision);
+  Measured out;
+  out.est = m.activation_memory(rows, precision, Device::cpu, blocks);
+  const double held = static_cast<double>(alloc.in_use());  // parameters, gradients, the 16-bit copy
+  m.set_batch(rows);
+  m.set_recompute_blocks(blocks);
+  Shape batch{rows};
+  batch.insert(batch.end(), c.sample.begin(), c.sample.end());
+  Tensor x = Tensor::zeros(batch, alloc, c.tokens > 0 ? DType::i32 : DType::f32);
+  const auto values = unittest::random_values(x.numel(), 17);
+  if (c.tokens > 0) {
+    std::vector<std::int32_t> ids(values.size());
+    for (std::size_t i = 0; i < ids.size(); ++i)
+      ids[i] = static_cast<std::int32_t>(
+          static_cast<std::int64_t>((values[i] + 1) * 0.5f * static_cast<float>(c.tokens)) % c.tokens);
+    upload(ids.data(), ids.size() * sizeof(std::int32_t), x);
+  } else {
+    upload(values.data(), values.size() * sizeof(float), x);
+  }
+  out.buffers = held + static_cast<double>(x.bytes());  // (what the test holds besides the estimate)
+  std::vector<std::int64_t> ids(static_cast<std::size_t>(rows), 7);
+  StepContext& ctx = m.context();
+  ctx.training = true;
+  ctx.seed = 3;
+  ctx.sample_ids = ids.data();
+  for (std::int64_t step = 0; step < 2; ++step) {
+    ctx.step = step;
+    m.forward(x);
+    const auto dy = unittest::random_values(m.dout().numel(), static_cast<std::uint32_t>(29 + step));
+    upload(dy.data(), dy.size() * sizeof(float), m.dout());
+    m.backward(x, m.dout(), {}, step > 0);
+  }
+  out.saved = static_cast<double>(m.saved_bytes());
+  out.outputs = static_cast<double>(m.activation_bytes()) - out.saved;
+  out.scratch = static_cast<double>(m.arena_high_water()) * 4;
+  out.peak = static_cast<double>(alloc.peak());
+  return out;
+}
+
+const Case kCases[] = {
+    {"mlp", "flatten dense(64) relu dropout(30) dense(32) gelu dense(10)", {1, 8, 8}, 0},
+    {"cnn", "conv(4,3,pad=1) batchnorm relu maxpool(2) conv(6,3) relu flatten dense(5)", {1, 12, 12}, 0},
+    {"gpt",
+     "embedding(11, 16) position_embedding dropout(10) repeat(2, res(layernorm attention(4, dropout=20) "
+     "dropout(20)) res(layernorm linear(64) gelu linear(16))) layernorm lm_head(11)",
+     {12},
+     11},
+    {"llama",
+     "embedding(13, 16) repeat(2, res(rmsnorm attention(4, kv_heads=2, rope=10000, qk_norm=1, bias=0)) "
+     "res(rmsnorm linear(32, bias=0) relu linear(16, bias=0))) rmsnorm lm_head(13)",
+     {10},
+     13},
+    {"cnn3d",
+     "conv3d(3,2,pad=same) leaky_relu(0.1) maxpool3d(2) conv3d(4,3,pad=1) avgpool3d(2) gap3d dense(2)",
+     {2, 8, 8, 8},
+     0},
+};
+
+}  // namespace
+
+TEST(MemoryEstimate, ActivationsAreWhatTheModelTakes) {
+  for (const Case& c : kCases)
+    for (const Precision p : {Precision::fp32, Precision::bf16})
+      for (const bool blocks : {false, true}) {
+        if (blocks && std::string(c.layers).find("res(") == std::string::npos) continue;
+        const Measured m = run(c, 3, p, blocks);
+        const std::string what = std::string(c.name) + " " + to_string(p) + (blocks ? " recompute" : "");
+        EXPECT_EQ(m.est.outputs, m.outputs) << what;
+        EXPECT_GE(m.est.scratch, m.scratch) << what;
+        EXPECT_LE(m.est.scratch, 1.25 * m.scratch + 256) << what;
+        const double est = m.buffers + m.est.total();
+        if (!blocks) {
+          EXPECT_EQ(m.est.saved, m.saved) << what;
+          EXPECT_NEAR(est, m.peak, 0.05 * m.peak) << what << ": estimate " << est << ", peak " << m.peak;
+        } else {  // an upper bound: the recompute set reuses its buffers across blocks, best fit
+          EXPECT_GE(m.est.saved, m.saved) << what;
+          EXPECT_GE(est, m.peak) << what;
+          EXPECT_LE(est, 1.15 * m.peak) << what << ": estimate " << est << ", peak " << m.peak;
+        }
+      }
+}
+
+TEST(MemoryEstimate, WithoutTheLayersOwnAccountItMisses) {  // (the negative control)
+  for (const char* name : {"cnn", "gpt"})
+    for (const Case& c : kCases) {
+      if (std::string(c.name) != name) continue;
+      const Measured m = run(c, 3, Precision::fp32, false);
+      const double without = m.buffers + m.est.outputs + m.est.gradients;
+      EXPECT_GT(m.peak - without, 0.05 * m.peak) << name;
+    }
+}

@@ -90,6 +90,7 @@ bool buffer(const std::string& name) {  // the causal mask's buffers of older fi
 
 Imported gpt2_import(const Json& c, Tensors given, const std::string& file, const std::string& dir) {
   const Gpt2 g = gpt2_dims(c, file);
+  expect_layers(g.d.n_layer, given.size(), file, "n_layer");
   Tensors hf;
   for (auto& [name, t] : given)  // "transformer.h.0..." and "h.0..." alike
     hf.emplace(name.rfind("transformer.", 0) == 0 ? name.substr(12) : name, std::move(t));

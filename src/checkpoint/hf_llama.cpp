@@ -97,6 +97,7 @@ Shape direct_shape(const std::string& hf, const LlamaDims& d) {
 
 Imported llama_import(const Json& c, Tensors hf, const std::string& file, const std::string& dir) {
   const LlamaDims d = llama_dims(c, file);
+  expect_layers(d.n_layer, hf.size(), file, "num_hidden_layers");
   Imported out{llama_deck(d, whole(c, "max_position_embeddings", file, 2048)), llama_layers(d), {}};
   for (const auto& [theirs, ours] : direct_names(d.n_layer, d.tie_embeddings)) {
     NamedTensor t = take(hf, theirs, direct_shape(theirs, d), dir);

@@ -29,9 +29,18 @@ std::int64_t whole(const Json& cfg, const std::string& key, const std::string& f
     throw bad_input(file + ": no \"" + key + "\"");
   }
   const Json& v = cfg[key];
-  if (!v.is_number() || std::fabs(v.get<double>() - std::round(v.get<double>())) > 0 || v.get<double>() < 0)
-    throw bad_input(file + ": \"" + key + "\" = " + v.dump() + " is not a whole number >= 0, which hpctrain needs");
+  // (at most 2^31 - 1: a size past what any layer indexes; found by tests/fuzz/fuzz_hf_config.cpp)
+  if (!v.is_number() || std::fabs(v.get<double>() - std::round(v.get<double>())) > 0 || v.get<double>() < 0 ||
+      v.get<double>() > 2147483647.0)
+    throw bad_input(file + ": \"" + key + "\" = " + v.dump() +
+                    " is not a whole number in 0..2147483647, which hpctrain needs");
   return static_cast<std::int64_t>(std::llround(v.get<double>()));
+}
+
+void expect_layers(std::int64_t layers, std::size_t tensors, const std::string& file, const std::string& key) {
+  if (layers > static_cast<std::int64_t>(tensors))
+    throw bad_input(file + ": \"" + key + "\" = " + std::to_string(layers) + ", but the weights hold " +
+                    std::to_string(tensors) + " tensors (several a layer)");
 }
 
 void expect_value(const Json& cfg, const std::string& key, const Json& want, const std::string& file,

@@ -304,9 +304,9 @@ void write_contents(hid_t root, const CheckpointInfo& info, const std::vector<Ch
 
   h5::Id lcpl(CHECK_H5(H5Pcreate(H5P_LINK_CREATE)));
   CHECK_H5(H5Pset_create_intermediate_group(lcpl.get(), 1));
-  for (const auto& [group, type] : groups) {
-    h5::Id g(CHECK_H5(H5Gcreate2(root, group.c_str(), lcpl.get(), H5P_DEFAULT, H5P_DEFAULT)));
-    h5::write_string_attribute(g.get(), "type", type);
+  for (const auto& group : groups) {  // (not a structured binding: CHECK_H5's lambda captures it, C++20 in clang)
+    h5::Id g(CHECK_H5(H5Gcreate2(root, group.first.c_str(), lcpl.get(), H5P_DEFAULT, H5P_DEFAULT)));
+    h5::write_string_attribute(g.get(), "type", group.second);
   }
   h5::Id dxpl(CHECK_H5(H5Pcreate(H5P_DATASET_XFER)));
   CHECK_H5(H5Pset_dxpl_mpio(dxpl.get(), H5FD_MPIO_COLLECTIVE));

@@ -101,6 +101,10 @@ std::vector<NamedTensor> read_safetensors(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
   if (!in) throw bad_input(path + ": cannot be read (" + std::strerror(errno) + ")");
   const std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  return parse_safetensors(bytes, path);
+}
+
+std::vector<NamedTensor> parse_safetensors(const std::string& bytes, const std::string& path) {
   std::uint64_t n = 0;
   if (bytes.size() < 8 || (std::memcpy(&n, bytes.data(), 8), n > bytes.size() - 8))
     throw bad_input(path + ": not a safetensors file (its header size is past the end of the file)");
@@ -114,7 +118,9 @@ std::vector<NamedTensor> read_safetensors(const std::string& path) {
   std::vector<NamedTensor> out;
   for (const auto& [name, t] : header.items()) {
     if (name == "__metadata__") continue;
-    const std::string dtype = t.value("dtype", "");
+    if (!t.is_object())  // (found by tests/fuzz/fuzz_safetensors.cpp: value() on a number threw json's error)
+      throw bad_input(path + ": tensor " + name + ": its header entry is " + t.dump() + ", not an object");
+    const std::string dtype = t.contains("dtype") && t["dtype"].is_string() ? t["dtype"].get<std::string>() : "";
     const std::size_t width = dtype == "F32" ? 4 : (dtype == "F16" || dtype == "BF16") ? 2 : 0;
     if (width == 0) throw bad_input(path + ": tensor " + name + " has dtype " + dtype + "; F32, F16 and BF16 are read");
     NamedTensor nt;

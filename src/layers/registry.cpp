@@ -86,6 +86,8 @@ bool valid_name(const std::string& name) {
 namespace {
 using Fail = std::function<void(const std::string&)>;  // throws the parser's one-line error
 
+constexpr std::int64_t kMaxArgument = 2147483647;  // a layer's integer arguments: at most 2^31 - 1
+
 // repeat(N, layers...): the layers N times over, as if written out, {} in names and blocks
 // replaced by the index.
 void expand_repeat(const std::string& inside, const std::string& name, const Fail& fail, std::vector<LayerArgs>& out) {
@@ -130,6 +132,10 @@ void parse_arguments(const std::string& inside, LayerArgs& a, const Fail& fail) 
         if (integer) a.positional.push_back(v);
       } catch (const std::exception&) {
       }
+      // (no size or count past 2^31 - 1: conv(164294967296, 3) took the process's memory in
+      // configure; found by tests/fuzz/fuzz_layers.cpp)
+      if (integer && (a.positional.back() > kMaxArgument || a.positional.back() < -kMaxArgument))
+        fail("argument " + arg + " of " + a.type + " is out of range (at most " + std::to_string(kMaxArgument) + ")");
       try {  // (a number that is not an integer: for number_arg, as leaky_relu(0.3))
         std::size_t used = 0;
         if (!integer && (std::stod(arg, &used), used != arg.size())) throw std::invalid_argument(arg);
@@ -358,11 +364,11 @@ std::int64_t layer_named_int(const LayerArgs& a, const std::string& key, std::in
   try {
     std::size_t used = 0;
     const std::int64_t v = std::stoll(it->second, &used);
-    if (used == it->second.size() && v >= min) return v;
+    if (used == it->second.size() && v >= min && v <= kMaxArgument) return v;
   } catch (const std::exception&) {
   }
-  throw bad_input("[model] layers: " + a.text + ": " + key + " = '" + it->second +
-                  "' must be an integer >= " + std::to_string(min));
+  throw bad_input("[model] layers: " + a.text + ": " + key + " = '" + it->second + "' must be an integer in " +
+                  std::to_string(min) + ".." + std::to_string(kMaxArgument));
 }
 
 float layer_named_std(const LayerArgs& a, const std::string& key) {

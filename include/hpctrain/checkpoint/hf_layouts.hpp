@@ -43,6 +43,9 @@ Exported gpt2_export(const std::vector<NamedTensor>& ours, const ModelConfig& m,
 // A config.json number that must be a whole number >= 0 (rope_theta 500000.0 is one); `fallback`
 // >= 0 when the key may be missing or null.
 std::int64_t whole(const Json& cfg, const std::string& key, const std::string& file, std::int64_t fallback = -1);
+// bad_input when config.json's `key` says more layers than `tensors` could hold (before any
+// per-layer work: a huge count is one line, not a hang).
+void expect_layers(std::int64_t layers, std::size_t tensors, const std::string& file, const std::string& key);
 // bad_input unless `key` is missing, null or `want` ("hpctrain's <model> computes <want>").
 void expect_value(const Json& cfg, const std::string& key, const Json& want, const std::string& file,
                   const std::string& model);

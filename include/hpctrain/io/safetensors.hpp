@@ -30,5 +30,7 @@ void write_safetensors(const std::string& path, const std::vector<NamedTensor>& 
 // order. bad_input naming the file (and the tensor) for: a file that cannot be read, a header
 // past the end, a tensor of another dtype, data offsets that do not fit its shape or the file.
 std::vector<NamedTensor> read_safetensors(const std::string& path);
+// The same from the file's bytes; `origin` names it in messages (tests/fuzz/fuzz_safetensors.cpp).
+std::vector<NamedTensor> parse_safetensors(const std::string& bytes, const std::string& origin);
 
 }  // namespace hpctrain

@@ -12,9 +12,16 @@
 #endif
 
 #if defined(__x86_64__)
+#include <cpuid.h>
+
 namespace hpctrain::cpu {
 inline bool have_f16c() {
-  static const bool yes = __builtin_cpu_supports("f16c") && __builtin_cpu_supports("avx");
+  // F16C from CPUID leaf 1, ECX bit 29 (clang 14's __builtin_cpu_supports knows no "f16c"); AVX
+  // as the compiler checks it (with the operating system's support for its registers)
+  static const bool yes = [] {
+    unsigned a = 0, b = 0, c = 0, d = 0;
+    return __builtin_cpu_supports("avx") && __get_cpuid(1, &a, &b, &c, &d) != 0 && (c & (1u << 29)) != 0;
+  }();
   return yes;
 }
 }  // namespace hpctrain::cpu

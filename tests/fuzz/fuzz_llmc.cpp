@@ -1,0 +1,35 @@
+// llm.c token shards (data/llmc_shards.hpp): the bytes written as a dataset's one train shard,
+// scanned (header: magic, version, token count against the size) and its tokens read: any bytes
+// are a dataset or one hpctrain::Error naming the file.
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+
+#include "fuzz_target.hpp"
+#include "hpctrain/data/llmc_shards.hpp"
+
+extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
+  using namespace hpctrain;
+  static const struct Dir {  // removed at exit
+    Dir()
+        : path((std::filesystem::temp_directory_path() / ("hpctrain-fuzz-llmc-" + std::to_string(getpid()))).string()) {
+      std::filesystem::create_directories(path);
+    }
+    ~Dir() {
+      std::error_code ec;
+      std::filesystem::remove_all(path, ec);
+    }
+    std::string path;
+  } tmp;
+  const std::string& dir = tmp.path;
+  std::ofstream(dir + "/fuzz_train_000000.bin", std::ios::binary | std::ios::trunc)
+      .write(reinterpret_cast<const char*>(data), static_cast<std::streamsize>(size));
+  DataConfig cfg;
+  cfg.path = dir;
+  fuzz::expect_refusal_only("llmc", [&] {
+    const DatasetIndex index = scan_llmc_dataset(cfg);
+    for (const Shard& s : index.train.shards) (void)read_llmc_tokens(s, index.train.token_bits);
+  });
+  return 0;
+}

@@ -1,0 +1,39 @@
+// What every harness under tests/fuzz/ shares (docs/testing.md, "Fuzzing"): the libFuzzer entry
+// point it defines, and the rule it checks. A parser given any bytes either returns or throws
+// hpctrain::Error (the one-line refusal the trainer prints with exit code 2); anything else (another
+// exception escaping, a crash, a sanitizer report, a hang) is a finding. Built two ways: with
+// clang and -fsanitize=fuzzer (cmake -DHPCTRAIN_FUZZ=ON, libFuzzer's own main), and in every
+// build with fuzz_main.cpp, which replays a corpus and mutates it for a few seconds (CI).
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <exception>
+#include <string>
+
+#include "hpctrain/core/error.hpp"
+
+extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size);
+
+namespace hpctrain::fuzz {
+
+// Runs `parse`; an hpctrain::Error is the expected refusal, any other exception aborts (a finding
+// libFuzzer saves, and the replay driver reports with the input's name).
+template <typename F>
+void expect_refusal_only(const char* what, F&& parse) {
+  try {
+    parse();
+  } catch (const Error&) {
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "fuzz %s: an exception other than hpctrain::Error escaped: %s\n", what, e.what());
+    std::abort();
+  }
+}
+
+inline std::string text(const std::uint8_t* data, std::size_t size) {
+  return std::string(reinterpret_cast<const char*>(data), size);
+}
+
+}  // namespace hpctrain::fuzz

@@ -7,7 +7,7 @@ namespace hpctrain {
 
 Tensor StepArena::take(const Shape& shape) {
   const std::int64_t n = numel(shape), start = used_;
-  used_ += (n + kAlign - 1) / kAlign * kAlign;
+  used_ += aligned(n);
   high_ = std::max(high_, used_);
   if (used_ <= capacity_) return buf_.view(start, shape);
   return Tensor::zeros(shape, alloc_);  // past the end: freed by its user, the buffer regrown later
@@ -22,11 +22,7 @@ void StepArena::reserve(std::int64_t elems) {
 
 void StepArena::release(std::int64_t mark) {
   used_ = mark;
-  if (used_ == 0 && high_ > capacity_) {  // nothing is taken: regrow to the high-water mark
-    buf_ = Tensor();
-    buf_ = Tensor::zeros({high_}, alloc_);
-    capacity_ = high_;
-  }
+  reserve(high_);  // (nothing taken: regrown to the high-water mark, when past the buffer)
 }
 
 }  // namespace hpctrain

@@ -147,7 +147,9 @@ struct MemoryQuery {
   }
   // The bytes a float32 temp (Layer::temp) of `elems` elements takes from the arena: rounded up
   // to its alignment (layers/step_arena.hpp).
-  static double temp(double elems) { return 4 * StepArena::aligned(elems); }
+  static double temp(double elems) {
+    return 4 * static_cast<double>(StepArena::aligned(static_cast<std::int64_t>(elems)));
+  }
 };
 
 class Layer {

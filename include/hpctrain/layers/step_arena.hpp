@@ -29,11 +29,8 @@ class StepArena {
   void reserve(std::int64_t elems);
   std::int64_t high_water() const { return high_; }  // elements: the most taken at once
   static constexpr std::int64_t kAlign = 64;         // elements (256 bytes): what cuBLAS and vector loads like
-  // The elements a take of `elems` uses: rounded up to kAlign (for estimates: Layer::memory).
-  static double aligned(double elems) {
-    const auto a = static_cast<double>(kAlign);
-    return static_cast<double>(static_cast<std::int64_t>((elems + a - 1) / a)) * a;
-  }
+  // The elements a take of `elems` uses: rounded up to kAlign (take, and estimates: Layer::memory).
+  static std::int64_t aligned(std::int64_t elems) { return (elems + kAlign - 1) / kAlign * kAlign; }
   std::int64_t capacity() const { return capacity_; }
 
   // Gives back everything taken while it was open.

@@ -27,6 +27,7 @@ packages=(build-essential cmake ninja-build pkg-config git
           protobuf-compiler python3-protobuf  # tests and tools/tensorboard decode the event files
           python3-torch  # the reference checks against PyTorch (tests/reference) and the benchmarks
           iproute2  # the multi-node test: network namespaces and veth links
+          iptables  # the network-fault test: packets dropped at random (statistic match)
           chromium python3-pil)  # the report test renders tools/report.py's page and reads its screenshot
 
 extra_cmake=()

@@ -1,9 +1,16 @@
 // Implementation of the collective watchdog (comm/watchdog.hpp).
 #include "hpctrain/comm/watchdog.hpp"
 
+#include <fcntl.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <ctime>
+#include <filesystem>
 #include <map>
 #include <sstream>
 
@@ -15,6 +22,8 @@ namespace hpctrain {
 namespace {
 constexpr int kQueryTag = 7001;
 constexpr int kReplyTag = 7002;
+constexpr int kBeatTag = 7003;
+constexpr char kBeat = 'b', kLastBeat = 'x';  // the payloads: alive, and ending
 constexpr int kMaxMessage = 4096;
 
 std::string seconds(double s) {
@@ -25,6 +34,28 @@ std::string seconds(double s) {
 
 std::string describe(const InFlightOp& op) {
   return op.op + " #" + std::to_string(op.op_number) + " (collective #" + std::to_string(op.collective) + ")";
+}
+
+// One line "<UTC time> rank R on HOST: <line>" appended to `path` (its folder made first) unless
+// the file grew since `size_at_start` (-1: it did not exist): another rank of this host reported
+// first. Called on the way to MPI_Abort: a failure is said on stderr and never thrown.
+void append_report(const std::string& path, long long size_at_start, const std::string& line) {
+  std::error_code ec;
+  std::filesystem::create_directories(std::filesystem::path(path).parent_path(), ec);
+  char stamp[32] = {0};
+  const std::time_t now = std::time(nullptr);
+  std::tm utc{};
+  gmtime_r(&now, &utc);
+  std::strftime(stamp, sizeof(stamp), "%Y-%m-%dT%H:%M:%SZ", &utc);
+  const std::string text = std::string(stamp) + " " + rank_and_host() + ": " + line + "\n";
+  const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+  bool ok = fd >= 0 && ::flock(fd, LOCK_EX) == 0;
+  struct stat st {};
+  if (ok && ::fstat(fd, &st) == 0 && st.st_size <= std::max(size_at_start, 0LL))
+    ok = ::write(fd, text.data(), text.size()) == static_cast<ssize_t>(text.size());
+  if (fd >= 0) ::close(fd);  // (releases the lock)
+  if (!ok)
+    std::fprintf(stderr, "error [%s]: could not write the report to %s\n", rank_and_host().c_str(), path.c_str());
 }
 
 std::string rank_list(const std::vector<int>& ranks) {
@@ -110,15 +141,78 @@ std::string diagnose_timeout(const std::string& comm_name, const InFlightOp& stu
          "; arrived: " + (arrived.empty() ? "none" : rank_list(arrived)) + ". Aborting the job with exit code 3.";
 }
 
-Watchdog::Watchdog(MPI_Comm world, double timeout_s) : comm_(MpiComm::dup(world)), timeout_s_(timeout_s) {
+std::string describe_lost_contact(int neighbour, double silent_s, double beat_s, const std::string& doing) {
+  return "lost contact: no heartbeat from rank " + std::to_string(neighbour) + "'s watchdog for " + seconds(silent_s) +
+         " (one is sent every " + seconds(beat_s) + "; its host is down or cut off from this one); this rank is " +
+         doing + ". Aborting the job with exit code 3.";
+}
+
+Watchdog::Watchdog(MPI_Comm world, double timeout_s, std::string report_file)
+    : comm_(MpiComm::dup(world)), timeout_s_(timeout_s), report_file_(std::move(report_file)) {
   rank_ = comm_.rank();
   grace_s_ = std::clamp(timeout_s_ / 2, 1.0, 5.0);
+  beat_s_ = std::clamp(timeout_s_ / 4, 0.5, 5.0);
+  const int size = comm_.size();
+  for (const int n : {(rank_ + size - 1) % size, (rank_ + 1) % size})
+    if (n != rank_ && std::find(neighbours_.begin(), neighbours_.end(), n) == neighbours_.end())
+      neighbours_.push_back(n);
+  last_heard_.assign(neighbours_.size(), CollectiveLog::clock());
+  finished_.assign(neighbours_.size(), false);
+  if (!report_file_.empty()) {
+    std::error_code ec;
+    const auto size_now = std::filesystem::file_size(report_file_, ec);
+    report_size_at_start_ = ec ? -1 : static_cast<long long>(size_now);
+  }
   thread_ = std::thread([this] { loop(); });
 }
 
 Watchdog::~Watchdog() {
   stop_ = true;
   if (thread_.joinable()) thread_.join();
+  // (A rank that leaves with an error waits up to 2 s here before its MPI_Abort.)
+  if (timeout_s_ > 0 && !part_from_neighbours()) comm_.release();  // left allocated: see release()
+}
+
+void Watchdog::send_to_neighbours(char what) {
+  static const char kPayload[2] = {kBeat, kLastBeat};
+  const char* buf = what == kBeat ? &kPayload[0] : &kPayload[1];
+  for (const int n : neighbours_) {
+    MPI_Request r = MPI_REQUEST_NULL;
+    // (never waited for: a lost neighbour's would never complete; the buffer is static)
+    if (MPI_Isend(buf, 1, MPI_CHAR, n, kBeatTag, comm_.get(), &r) == MPI_SUCCESS) MPI_Request_free(&r);
+  }
+}
+
+void Watchdog::receive_beats(double now) {
+  for (;;) {
+    int flag = 0;
+    MPI_Status status;
+    if (MPI_Iprobe(MPI_ANY_SOURCE, kBeatTag, comm_.get(), &flag, &status) != MPI_SUCCESS || !flag) return;
+    char what = 0;
+    MPI_Recv(&what, 1, MPI_CHAR, status.MPI_SOURCE, kBeatTag, comm_.get(), MPI_STATUS_IGNORE);
+    const auto it = std::find(neighbours_.begin(), neighbours_.end(), status.MPI_SOURCE);
+    if (it == neighbours_.end()) continue;
+    const auto i = static_cast<std::size_t>(it - neighbours_.begin());
+    last_heard_[i] = now;
+    if (what == kLastBeat) finished_[i] = true;
+  }
+}
+
+int Watchdog::silent_neighbour(double now, double limit) const {
+  for (std::size_t i = 0; i < neighbours_.size(); ++i)
+    if (!finished_[i] && now - last_heard_[i] > limit) return static_cast<int>(i);
+  return -1;
+}
+
+bool Watchdog::part_from_neighbours() {
+  send_to_neighbours(kLastBeat);
+  const double deadline = CollectiveLog::clock() + 2.0;
+  for (;;) {
+    receive_beats(CollectiveLog::clock());
+    if (std::all_of(finished_.begin(), finished_.end(), [](bool f) { return f; })) return true;
+    if (CollectiveLog::clock() > deadline) return false;
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
 }
 
 void Watchdog::attach(const CollectiveLog* log) {
@@ -152,6 +246,17 @@ RankState Watchdog::state_of(const std::string& comm_name) const {
     }
   }
   return s;
+}
+
+std::string Watchdog::activity() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  for (const auto* log : logs_) {
+    const auto snap = log->snapshot();
+    for (const InFlightOp& op : snap.in_flight)
+      if (op.collective > 0)
+        return "in " + describe(op) + " on '" + log->name() + "' for " + seconds(snap.now - op.started);
+  }
+  return "in no collective";
 }
 
 void Watchdog::answer_queries() {
@@ -193,6 +298,16 @@ void Watchdog::loop() {
         }
       }
       if (timed_out) handle_timeout(name, members, stuck);  // does not return
+      const double now = CollectiveLog::clock();
+      if (now >= next_beat_) {
+        send_to_neighbours(kBeat);
+        next_beat_ = now + beat_s_;
+      }
+      receive_beats(now);
+      const int lost = silent_neighbour(now, timeout_s_ + 2 * grace_s_);
+      if (lost >= 0)
+        report_and_abort(describe_lost_contact(neighbours_[static_cast<std::size_t>(lost)],
+                                               now - last_heard_[static_cast<std::size_t>(lost)], beat_s_, activity()));
     }
     std::this_thread::sleep_for(tick);
   }
@@ -249,6 +364,7 @@ void Watchdog::handle_timeout(const std::string& name, const std::vector<int>& m
 
 void Watchdog::report_and_abort(const std::string& line) {
   log_error(line);
+  if (!report_file_.empty()) append_report(report_file_, report_size_at_start_, line);
   MPI_Abort(MPI_COMM_WORLD, static_cast<int>(ExitCode::collective_timeout));
   std::_Exit(static_cast<int>(ExitCode::collective_timeout));  // MPI_Abort does not return
 }

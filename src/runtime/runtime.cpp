@@ -194,7 +194,9 @@ Runtime::Runtime(const Config& config) {
     warn("[parallel] cuda_aware_mpi = on, but the MPI library does not report CUDA support");
 
   mesh_ = std::make_unique<Mesh>(MPI_COMM_WORLD, shape);
-  watchdog_ = std::make_unique<Watchdog>(MPI_COMM_WORLD, config.parallel.watchdog_s);
+  // Each host keeps its own report: after a network fault its ranks' stderr cannot reach mpirun.
+  watchdog_ = std::make_unique<Watchdog>(MPI_COMM_WORLD, config.parallel.watchdog_s,
+                                         config.run.out_dir + "/reports/" + info_.host + ".txt");
   world_ = make_communicator(MPI_COMM_WORLD, "world", MemorySpace::host);
   node_ = make_communicator(node_handle_.get(), "node", MemorySpace::host);
 }

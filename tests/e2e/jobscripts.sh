@@ -19,6 +19,12 @@ mkdir -p "$tmp/bin"
 cat >"$tmp/bin/mpirun" <<'EOF'
 #!/bin/bash
 echo "mpirun $*" >>"$STUB_LOG"
+if [ -n "${STUB_REPORT:-}" ]; then  # a watchdog's report on a host, then a launcher that never ends
+  out=$(sed -n 's/.*--set run.out_dir=\([^ ]*\).*/\1/p' <<<"$*")
+  mkdir -p "$out/reports" && echo "rank 1 on node2: collective timeout: ..." >>"$out/reports/node2.txt"
+  exec sleep 60
+fi
+sleep "${STUB_SLEEP:-0}"
 codes=(${STUB_RC:-0})  # one exit code per call, the last one repeated
 n=$(grep -c '^mpirun' "$STUB_LOG")
 i=$((n - 1)); [ $i -ge ${#codes[@]} ] && i=$((${#codes[@]} - 1))
@@ -49,6 +55,22 @@ check "PBS: exit code 2 is passed on and not rerun" test $? -eq 2 -a -z "$(grep 
 out=$(PBS_NODEFILE=$tmp/hosts PBS_JOBID=126.pbs HPCTRAIN_INI=inputs/mnist_mlp.ini STUB_RC=4 jobscripts/pbs/train.pbs 2>&1)
 check "PBS: exit code 4 (checkpoint not written) is passed on, explained, not rerun" \
   test $? -eq 4 -a -z "$(grep qrerun "$STUB_LOG")" -a -n "$(grep 'exit code 4: a checkpoint could not be written' <<<"$out")"
+# A launcher still running 1 s (HPCTRAIN_ABORT_GRACE_S) after a watchdog's report: ended, exit 3.
+t0=$SECONDS
+out=$(PBS_NODEFILE=$tmp/hosts HPCTRAIN_INI=inputs/mnist_mlp.ini HPCTRAIN_OUT_DIR=$tmp/pbs-report STUB_REPORT=1 \
+  HPCTRAIN_ABORT_GRACE_S=1 jobscripts/pbs/train.pbs 2>&1)
+check "PBS: a launcher left running after a watchdog report is ended: exit 3 ($?), in $((SECONDS - t0)) s, said so" \
+  test $? -eq 3 -a $((SECONDS - t0)) -le 10 -a -n "$(grep 'a watchdog reported .* ending it' <<<"$out")" \
+  -a -n "$(grep 'exit code 3: a collective timed out' <<<"$out")"
+# PBS's SIGTERM reaches the script too: it keeps waiting for the ranks, then reruns on exit 10.
+: >"$STUB_LOG"
+PBS_NODEFILE=$tmp/hosts PBS_JOBID=127.pbs HPCTRAIN_INI=inputs/mnist_mlp.ini STUB_RC=10 STUB_SLEEP=2 \
+  jobscripts/pbs/train.pbs >"$tmp/pbs-term.log" 2>&1 &
+sleep 1
+kill -TERM $!
+wait $!
+check "PBS: SIGTERM to the script: it waits for the launcher's exit 10 ($?), then qrerun" \
+  grep -qx "qrerun 127.pbs" "$STUB_LOG"
 out=$(PBS_NODEFILE=$tmp/hosts jobscripts/pbs/train.pbs 2>&1)
 check "PBS: no HPCTRAIN_INI -> exit 2 with a message" test $? -eq 2 -a -n "$(grep 'HPCTRAIN_INI is not set' <<<"$out")"
 
@@ -79,6 +101,17 @@ check "LSF: exit code 10 -> brequeue of the job (INI from HPCTRAIN_INI)" grep -q
 out=$(LSB_DJOB_HOSTFILE=$tmp/hosts LSB_JOBID=79 HPCTRAIN_INI=inputs/mnist_mlp.ini STUB_RC=4 jobscripts/lsf/train.lsf 2>&1)
 check "LSF: exit code 4 is passed on, explained, not requeued" \
   test $? -eq 4 -a -z "$(grep brequeue "$STUB_LOG")" -a -n "$(grep 'exit code 4: a checkpoint could not be written' <<<"$out")"
+out=$(LSB_DJOB_HOSTFILE=$tmp/hosts HPCTRAIN_OUT_DIR=$tmp/lsf-report STUB_REPORT=1 HPCTRAIN_ABORT_GRACE_S=1 \
+  jobscripts/lsf/train.lsf inputs/mnist_mlp.ini 2>&1)
+check "LSF: a launcher left running after a watchdog report is ended: exit 3 ($?)" \
+  test $? -eq 3 -a -n "$(grep 'a watchdog reported .* ending it' <<<"$out")"
+: >"$STUB_LOG"
+LSB_DJOB_HOSTFILE=$tmp/hosts LSB_JOBID=80 STUB_RC=10 STUB_SLEEP=2 jobscripts/lsf/train.lsf inputs/mnist_mlp.ini \
+  >"$tmp/lsf-usr1.log" 2>&1 &
+sleep 1
+kill -USR1 $!
+wait $!
+check "LSF: SIGUSR1 to the script: it waits for the launcher's exit 10, then brequeue" grep -qx "brequeue 80" "$STUB_LOG"
 out=$(jobscripts/lsf/train.lsf inputs/mnist_mlp.ini 2>&1)
 check "LSF: outside a job -> exit 2 with a message" test $? -eq 2 -a -n "$(grep 'LSB_DJOB_HOSTFILE' <<<"$out")"
 

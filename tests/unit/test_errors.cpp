@@ -197,3 +197,11 @@ TEST(PreemptionSignals, FirstIsNotedSecondExitsAtOnce) {
   EXPECT_EQ(pending_preemption_signal(), SIGINT);
   restore_preemption_signals();
 }
+
+TEST(WatchdogDiagnosis, LostContactNamesTheSilentRankAndWhatThisRankDoes) {
+  const std::string m = describe_lost_contact(3, 6.04, 0.75, "in allreduce #80 (collective #92) on 'dp' for 5.2 s");
+  EXPECT_EQ(m,
+            "lost contact: no heartbeat from rank 3's watchdog for 6.0 s (one is sent every 0.8 s; its host is down or "
+            "cut off from this one); this rank is in allreduce #80 (collective #92) on 'dp' for 5.2 s. Aborting the "
+            "job with exit code 3.");
+}

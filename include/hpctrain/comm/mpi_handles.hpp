@@ -46,6 +46,13 @@ class MpiComm {
   int rank() const;
   int size() const;
   void reset();
+  // Forgets the communicator without freeing it (for one that may still have messages coming:
+  // a freed communicator's context can be reused by a later one, which would receive them).
+  MPI_Comm release() {
+    const MPI_Comm c = comm_;
+    comm_ = MPI_COMM_NULL;
+    return c;
+  }
 
   static MpiComm dup(MPI_Comm c);
   static MpiComm split(MPI_Comm c, int color, int key);

@@ -406,7 +406,13 @@ std::optional<SplitIndex> scan_split(const std::string& root, const std::string&
   SplitIndex split;
   split.name = name;
   for (std::size_t i = 0; i < files.size(); ++i) {
-    Shard s = scan_shard(files[i], split, i == 0, files[0]);
+    Shard s;
+    try {
+      s = scan_shard(files[i], split, i == 0, files[0]);
+    } catch (const Error& e) {  // every refusal names the file (an attribute of the wrong type did not)
+      if (e.code() != ExitCode::bad_input || std::string(e.what()).find(files[i]) != std::string::npos) throw;
+      throw bad_input(files[i] + ": " + e.what());
+    }
     s.first = split.total;
     if (__builtin_add_overflow(split.total, s.rows, &split.total)) throw bad_input(files[i] + ": too many samples");
     split.shards.push_back(s);

@@ -356,13 +356,17 @@ CheckpointFile::CheckpointFile(const std::string& path) : path_(path) {
     if (!h5::has_attribute(root, "format") || h5::read_string_attribute(root, "format") != kCheckpointFormat)
       throw corrupt(
           path, std::string("not an hpctrain checkpoint (root attribute 'format' is not '") + kCheckpointFormat + "')");
+    if (!h5::has_attribute(root, "format_version")) throw corrupt(path, "root attribute 'format_version' missing");
     const long long version = h5::read_int_attribute(root, "format_version");
     version_ = static_cast<int>(version);
     if (version > kCheckpointVersion)
       throw corrupt(path, "format_version " + std::to_string(version) + " is newer than this build reads (" +
                               std::to_string(kCheckpointVersion) + ")");
     visit_fields(info_, [&](const char* name, auto& field, bool optional) {
-      if (!optional || present(root, name, field)) read_attribute(root, name, field);
+      if (present(root, name, field))
+        read_attribute(root, name, field);
+      else if (!optional)
+        throw corrupt(path, std::string("root attribute '") + name + "' missing");
     });
   } catch (const Error& e) {
     if (e.code() == ExitCode::bad_input && std::string(e.what()).rfind("checkpoint '", 0) == 0) throw;

@@ -21,11 +21,15 @@ namespace hpctrain::fuzz {
 
 // Runs `parse`; an hpctrain::Error is the expected refusal, any other exception aborts (a finding
 // libFuzzer saves, and the replay driver reports with the input's name).
+// HPCTRAIN_FUZZ_VERBOSE=1 prints each input's outcome (to see how deep the seeds reach).
 template <typename F>
 void expect_refusal_only(const char* what, F&& parse) {
+  static const bool verbose = std::getenv("HPCTRAIN_FUZZ_VERBOSE") != nullptr;
   try {
     parse();
-  } catch (const Error&) {
+    if (verbose) std::fprintf(stderr, "fuzz %s: accepted\n", what);
+  } catch (const Error& e) {
+    if (verbose) std::fprintf(stderr, "fuzz %s: refused: %s\n", what, e.what());
   } catch (const std::exception& e) {
     std::fprintf(stderr, "fuzz %s: an exception other than hpctrain::Error escaped: %s\n", what, e.what());
     std::abort();

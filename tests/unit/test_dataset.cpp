@@ -229,6 +229,19 @@ TEST_F(DatasetTest, MissingDatasetOrAttributes) {
     h5::write_int_attribute(f.get(), "version", 9);
   }
   EXPECT_NE(error_of().find("format version 9 is not supported"), std::string::npos) << error_of();
+  // An attribute of the wrong type names the file too (fuzz_h5 found it did not).
+  fs::remove(root / "train" / "a.h5");
+  {
+    h5::Id f = new_file("a.h5");
+    h5::write_string_attribute(f.get(), "format", kDatasetFormat);
+    h5::write_int_attribute(f.get(), "version", 1);
+    h5::write_string_attribute(f.get(), "num_classes", "ten");
+    std::vector<std::uint8_t> s(8);
+    std::vector<std::int32_t> l(2);
+    dataset(f.get(), "samples", H5T_STD_U8LE, {2, 4}, s.data(), H5T_NATIVE_UINT8);
+    dataset(f.get(), "labels", H5T_STD_I32LE, {2}, l.data(), H5T_NATIVE_INT32);
+  }
+  EXPECT_NE(error_of().find("a.h5: attribute 'num_classes' is not an integer"), std::string::npos) << error_of();
 }
 
 TEST_F(DatasetTest, WrongRankAndCountMismatch) {

@@ -23,7 +23,7 @@ namespace {
 constexpr int kQueryTag = 7001;
 constexpr int kReplyTag = 7002;
 constexpr int kBeatTag = 7003;
-constexpr char kBeat = 'b', kLastBeat = 'x';  // the payloads: alive, and ending
+constexpr char kBeat = 'b', kLastBeat = 'x';  // the payloads (sent from here): alive, and ending
 constexpr int kMaxMessage = 4096;
 
 std::string seconds(double s) {
@@ -173,13 +173,11 @@ Watchdog::~Watchdog() {
   if (timeout_s_ > 0 && !part_from_neighbours()) comm_.release();  // left allocated: see release()
 }
 
-void Watchdog::send_to_neighbours(char what) {
-  static const char kPayload[2] = {kBeat, kLastBeat};
-  const char* buf = what == kBeat ? &kPayload[0] : &kPayload[1];
+void Watchdog::send_to_neighbours(const char* payload) {
   for (const int n : neighbours_) {
     MPI_Request r = MPI_REQUEST_NULL;
-    // (never waited for: a lost neighbour's would never complete; the buffer is static)
-    if (MPI_Isend(buf, 1, MPI_CHAR, n, kBeatTag, comm_.get(), &r) == MPI_SUCCESS) MPI_Request_free(&r);
+    // (never waited for: a lost neighbour's would never complete; `payload` is a constant)
+    if (MPI_Isend(payload, 1, MPI_CHAR, n, kBeatTag, comm_.get(), &r) == MPI_SUCCESS) MPI_Request_free(&r);
   }
 }
 
@@ -205,7 +203,7 @@ int Watchdog::silent_neighbour(double now, double limit) const {
 }
 
 bool Watchdog::part_from_neighbours() {
-  send_to_neighbours(kLastBeat);
+  send_to_neighbours(&kLastBeat);
   const double deadline = CollectiveLog::clock() + 2.0;
   for (;;) {
     receive_beats(CollectiveLog::clock());
@@ -249,14 +247,9 @@ RankState Watchdog::state_of(const std::string& comm_name) const {
 }
 
 std::string Watchdog::activity() const {
-  std::lock_guard<std::mutex> lock(mu_);
-  for (const auto* log : logs_) {
-    const auto snap = log->snapshot();
-    for (const InFlightOp& op : snap.in_flight)
-      if (op.collective > 0)
-        return "in " + describe(op) + " on '" + log->name() + "' for " + seconds(snap.now - op.started);
-  }
-  return "in no collective";
+  // (no communicator is named "": `elsewhere` is then the first collective in flight on any)
+  const std::string busy = state_of({}).elsewhere;
+  return busy.empty() ? "in no collective" : "in " + busy;
 }
 
 void Watchdog::answer_queries() {
@@ -300,7 +293,7 @@ void Watchdog::loop() {
       if (timed_out) handle_timeout(name, members, stuck);  // does not return
       const double now = CollectiveLog::clock();
       if (now >= next_beat_) {
-        send_to_neighbours(kBeat);
+        send_to_neighbours(&kBeat);
         next_beat_ = now + beat_s_;
       }
       receive_beats(now);

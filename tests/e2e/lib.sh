@@ -19,3 +19,15 @@ e2e_start() {
   tmp=$(mktemp -d)
   trap 'rm -rf "$tmp"' EXIT
 }
+
+# The start of the scripts on tools/netns_hosts.sh's two hosts (after e2e's own start), given the
+# source folder and optionally a command to run at exit before the hosts go: skips (exit 77)
+# without root, iproute2 or util-linux; brings the hosts up (NETNS_NET, NETNS_MPI, NETNS_TMP...).
+netns_start() {
+  [ "$(id -u)" -eq 0 ] || { echo "SKIP: network namespaces need root"; exit 77; }
+  command -v ip >/dev/null && command -v unshare >/dev/null || { echo "SKIP: iproute2/util-linux missing"; exit 77; }
+  export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+  source "$1/tools/netns_hosts.sh"
+  trap "${2:+$2; }netns_hosts_down" EXIT
+  netns_hosts_up || { echo "FAIL cannot create the two hosts"; exit 1; }
+}

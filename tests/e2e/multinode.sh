@@ -14,13 +14,7 @@ trainer=$1
 src=$2
 cd "$src" || exit 1
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
-[ "$(id -u)" -eq 0 ] || { echo "SKIP: network namespaces need root"; exit 77; }
-command -v ip >/dev/null && command -v unshare >/dev/null || { echo "SKIP: iproute2/util-linux missing"; exit 77; }
-export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
-
-source "$src/tools/netns_hosts.sh"
-trap netns_hosts_down EXIT
-netns_hosts_up || { echo "FAIL cannot create the two hosts"; exit 1; }
+netns_start "$src"
 net=$NETNS_NET tmp=$NETNS_TMP
 bytes() { netns_hosts_tx_bytes; }
 args=(inputs/mnist_mlp.ini --set train.steps=20 --set log.log_every=10 --set checkpoint.every_epochs=0

@@ -18,13 +18,7 @@ trainer=$1
 src=$2
 cd "$src" || exit 1
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
-[ "$(id -u)" -eq 0 ] || { echo "SKIP: network namespaces need root"; exit 77; }
-command -v ip >/dev/null && command -v unshare >/dev/null || { echo "SKIP: iproute2/util-linux missing"; exit 77; }
-export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
-
-source "$src/tools/netns_hosts.sh"
-trap '[ -n "${NETWORK_FAULTS_KEEP:-}" ] && cp "$NETNS_TMP"/*.log "$NETWORK_FAULTS_KEEP"/; netns_hosts_down' EXIT
-netns_hosts_up || { echo "FAIL cannot create the two hosts"; exit 1; }
+netns_start "$src" '[ -n "${NETWORK_FAULTS_KEEP:-}" ] && cp "$NETNS_TMP"/*.log "$NETWORK_FAULTS_KEEP"/'
 tmp=$NETNS_TMP
 export HPCTRAIN_LAUNCHER=mpirun HPCTRAIN_TRAINER=$trainer HPCTRAIN_ABORT_GRACE_S=2 HPCTRAIN_STOP_GRACE_S=1
 small=(inputs/mnist_mlp.ini --set "model.layers=flatten dense(256) relu dense(10)" --set log.log_every=100

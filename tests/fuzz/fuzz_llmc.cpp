@@ -1,9 +1,6 @@
 // llm.c token shards (data/llmc_shards.hpp): the bytes written as a dataset's one train shard,
 // scanned (header: magic, version, token count against the size) and its tokens read: any bytes
 // are a dataset or one hpctrain::Error naming the file.
-#include <unistd.h>
-
-#include <filesystem>
 #include <fstream>
 
 #include "fuzz_target.hpp"
@@ -11,18 +8,7 @@
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   using namespace hpctrain;
-  static const struct Dir {  // removed at exit
-    Dir()
-        : path((std::filesystem::temp_directory_path() / ("hpctrain-fuzz-llmc-" + std::to_string(getpid()))).string()) {
-      std::filesystem::create_directories(path);
-    }
-    ~Dir() {
-      std::error_code ec;
-      std::filesystem::remove_all(path, ec);
-    }
-    std::string path;
-  } tmp;
-  const std::string& dir = tmp.path;
+  const std::string& dir = fuzz::scratch_dir("llmc");
   std::ofstream(dir + "/fuzz_train_000000.bin", std::ios::binary | std::ios::trunc)
       .write(reinterpret_cast<const char*>(data), static_cast<std::streamsize>(size));
   DataConfig cfg;

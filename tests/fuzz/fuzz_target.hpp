@@ -11,7 +11,10 @@
 #include <cstdio>
 #include <cstdlib>
 #include <exception>
+#include <filesystem>
 #include <string>
+
+#include <unistd.h>
 
 #include "hpctrain/core/error.hpp"
 
@@ -34,6 +37,25 @@ void expect_refusal_only(const char* what, F&& parse) {
     std::fprintf(stderr, "fuzz %s: an exception other than hpctrain::Error escaped: %s\n", what, e.what());
     std::abort();
   }
+}
+
+// A scratch folder for the harnesses that go through files: made on first use, removed when the
+// process exits; one per harness and process ("<tmp>/hpctrain-fuzz-NAME-<pid>").
+inline const std::string& scratch_dir(const char* name) {
+  static const struct Dir {
+    explicit Dir(const char* n)
+        : path((std::filesystem::temp_directory_path() /
+                ("hpctrain-fuzz-" + std::string(n) + "-" + std::to_string(getpid())))
+                   .string()) {
+      std::filesystem::create_directories(path);
+    }
+    ~Dir() {
+      std::error_code ec;
+      std::filesystem::remove_all(path, ec);
+    }
+    std::string path;
+  } dir(name);
+  return dir.path;
 }
 
 inline std::string text(const std::uint8_t* data, std::size_t size) {

@@ -79,7 +79,7 @@ class Watchdog {
  private:
   void loop();
   void answer_queries();
-  void send_to_neighbours(char what);
+  void send_to_neighbours(const char* payload);          // one byte, which must outlive the send
   void receive_beats(double now);                        // notes every neighbour's beat that came
   int silent_neighbour(double now, double limit) const;  // index in neighbours_, or -1
   // At the end: the last beat to the neighbours, then theirs awaited (up to 2 s). False when one

@@ -18,6 +18,7 @@
 #include "hpctrain/checkpoint/hf_weights.hpp"
 #include "hpctrain/comm/mpi_communicator.hpp"
 #include "hpctrain/comm/mpi_handles.hpp"
+#include "hpctrain/comm/startup_guard.hpp"
 #include "hpctrain/config/schema.hpp"
 #include "hpctrain/core/error.hpp"
 #include "hpctrain/core/log.hpp"
@@ -69,6 +70,9 @@ po::options_description cli_options() {
       "resume the run in [run] out_dir with another train.steps or train.epochs than its checkpoint's ([checkpoint] "
       "resume_changed = true)")(
       "no-kv-cache", "--generate: run the whole context for every token (the same tokens, slower; for comparison)")(
+      "startup-timeout", po::value<double>()->default_value(300),
+      "seconds the ranks may take to read the configuration and set up (devices, process mesh) before the "
+      "collective watchdog runs; past it a rank says where it waits and the job ends with exit code 3 (0: no limit)")(
       "help,h", "show this help: options, every configuration key, exit codes")(
       "version", "show the version and the compiled-in backends")(
       "config-reference", "print the configuration keys as Markdown (docs/configuration.md) and exit")(
@@ -131,6 +135,9 @@ CliOptions parse_cli(int argc, char** argv) {
   cli.top_k = vm["top-k"].as<std::int64_t>();
   cli.top_p = vm["top-p"].as<double>();
   cli.kv_cache = vm.count("no-kv-cache") == 0;
+  cli.startup_timeout_s = vm["startup-timeout"].as<double>();
+  if (!(cli.startup_timeout_s >= 0))
+    throw bad_input("command line: --startup-timeout must be a number of seconds >= 0 (0: no limit)");
   if (vm.count("set")) cli.sets = vm["set"].as<std::vector<std::string>>();
   if (vm.count("resume-changed")) cli.sets.push_back("checkpoint.resume_changed=true");
   if (vm.count("config")) cli.config_path = vm["config"].as<std::string>();
@@ -428,7 +435,10 @@ int run_trainer(int argc, char** argv) {
       log0(import_hf(world, cli.import_hf, cli.out));
       return 0;
     }
+    StartupGuard startup(cli.startup_timeout_s);
+    startup.phase("reading the configuration (rank 0 reads " + cli.config_path + ", the others wait for it)");
     Config cfg = load_config(MPI_COMM_WORLD, cli.config_path, cli.sets);
+    startup.report_to(cfg.run.out_dir + "/reports/" + host_name() + ".txt");
     cfg.faults = faults_from_environment(process_environment());  // (tests: docs/testing.md)
     for (const std::string& w : cfg.warnings)                     // (stderr where stdout is a document: JSON, INI)
       (cli.describe_model || cli.print_ini) ? warn(w) : log0("warning: " + w);
@@ -440,7 +450,9 @@ int run_trainer(int argc, char** argv) {
     int world = 1;
     MPI_Comm_size(MPI_COMM_WORLD, &world);
     cfg.train.micro_batches = micro_batches_for(cfg.train, make_mesh_shape(world, cfg.parallel));
+    startup.phase("setting up the ranks (node split, devices, process mesh, watchdog)");
     Runtime rt(cfg);
+    startup.finish();  // (the watchdog runs from here)
     // Checked here too so that --dry-run reports it (the trainer checks it again).
     if (const std::string why = cuda_graphs_refusal(cfg, rt.device().kind, rt.mesh().size(MeshDim::dp)); !why.empty())
       throw bad_input(why);

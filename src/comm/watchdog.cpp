@@ -36,9 +36,13 @@ std::string describe(const InFlightOp& op) {
   return op.op + " #" + std::to_string(op.op_number) + " (collective #" + std::to_string(op.collective) + ")";
 }
 
-// One line "<UTC time> rank R on HOST: <line>" appended to `path` (its folder made first) unless
-// the file grew since `size_at_start` (-1: it did not exist): another rank of this host reported
-// first. Called on the way to MPI_Abort: a failure is said on stderr and never thrown.
+std::string rank_list(const std::vector<int>& ranks) {
+  std::string out;
+  for (std::size_t i = 0; i < ranks.size(); ++i) out += (i ? ", " : "") + std::to_string(ranks[i]);
+  return out;
+}
+}  // namespace
+
 void append_report(const std::string& path, long long size_at_start, const std::string& line) {
   std::error_code ec;
   std::filesystem::create_directories(std::filesystem::path(path).parent_path(), ec);
@@ -58,12 +62,11 @@ void append_report(const std::string& path, long long size_at_start, const std::
     std::fprintf(stderr, "error [%s]: could not write the report to %s\n", rank_and_host().c_str(), path.c_str());
 }
 
-std::string rank_list(const std::vector<int>& ranks) {
-  std::string out;
-  for (std::size_t i = 0; i < ranks.size(); ++i) out += (i ? ", " : "") + std::to_string(ranks[i]);
-  return out;
+long long report_file_size(const std::string& path) {
+  std::error_code ec;
+  const auto size = std::filesystem::file_size(path, ec);
+  return ec ? -1 : static_cast<long long>(size);
 }
-}  // namespace
 
 std::string encode_state(const RankState& s) {
   std::ostringstream os;
@@ -158,11 +161,7 @@ Watchdog::Watchdog(MPI_Comm world, double timeout_s, std::string report_file)
       neighbours_.push_back(n);
   last_heard_.assign(neighbours_.size(), CollectiveLog::clock());
   finished_.assign(neighbours_.size(), false);
-  if (!report_file_.empty()) {
-    std::error_code ec;
-    const auto size_now = std::filesystem::file_size(report_file_, ec);
-    report_size_at_start_ = ec ? -1 : static_cast<long long>(size_now);
-  }
+  if (!report_file_.empty()) report_size_at_start_ = report_file_size(report_file_);
   thread_ = std::thread([this] { loop(); });
 }
 

@@ -13,10 +13,14 @@ namespace hpctrain {
 
 Error bad_input(const std::string& message) { return Error(ExitCode::bad_input, Scope::every_rank, message); }
 
-std::string rank_and_host() {
+std::string host_name() {
   char host[256] = "?";
-  if (gethostname(host, sizeof(host) - 1) != 0) host[0] = '?';
+  if (gethostname(host, sizeof(host) - 1) != 0) return "?";
   host[sizeof(host) - 1] = '\0';
+  return host;
+}
+
+std::string rank_and_host() {
   int initialized = 0, finalized = 0;
   MPI_Initialized(&initialized);
   MPI_Finalized(&finalized);
@@ -25,7 +29,7 @@ std::string rank_and_host() {
     int r = -1;
     if (MPI_Comm_rank(MPI_COMM_WORLD, &r) == MPI_SUCCESS) rank = std::to_string(r);
   }
-  return "rank " + rank + " on " + host;
+  return "rank " + rank + " on " + host_name();
 }
 
 std::string format_call_error(const char* file, int line, const std::string& call, const std::string& library,

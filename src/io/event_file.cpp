@@ -69,10 +69,8 @@ std::string event(std::int64_t step, const std::string& body) {
 EventFileWriter::EventFileWriter(const std::string& dir) {
   std::error_code ec;
   fs::create_directories(dir, ec);
-  char host[256] = {0};
-  gethostname(host, sizeof(host) - 1);
   path_ = (fs::path(dir) / ("events.out.tfevents." + std::to_string(static_cast<long long>(now_seconds())) + "." +
-                            host + "." + std::to_string(getpid()) + ".hpctrain"))
+                            host_name() + "." + std::to_string(getpid()) + ".hpctrain"))
               .string();
   out_.open(path_, std::ios::binary | std::ios::trunc);
   if (!out_) throw bad_input("[run] out_dir: cannot write the TensorBoard event file " + path_);

@@ -22,12 +22,6 @@ namespace fs = std::filesystem;
 namespace hpctrain {
 
 namespace {
-std::string host_name() {
-  char h[256] = {0};
-  gethostname(h, sizeof(h) - 1);
-  return h;
-}
-
 std::string utc_now() {
   char buf[32];
   const std::time_t t = std::time(nullptr);

@@ -33,9 +33,7 @@ RankInfo query_rank_info(MPI_Comm world, const MpiComm& node) {
   CHECK_MPI(MPI_Comm_size(world, &r.world_size));
   r.local_rank = node.rank();
   r.local_size = node.size();
-  char host[256] = {0};
-  gethostname(host, sizeof(host) - 1);
-  r.host = host;
+  r.host = host_name();
   return r;
 }
 

@@ -8,6 +8,7 @@
 #include <csignal>
 #include <thread>
 
+#include "hpctrain/comm/startup_guard.hpp"
 #include "hpctrain/comm/watchdog.hpp"
 #include "hpctrain/core/error.hpp"
 #include "hpctrain/core/signals.hpp"
@@ -196,6 +197,26 @@ TEST(PreemptionSignals, FirstIsNotedSecondExitsAtOnce) {
   std::raise(SIGINT);  // Ctrl-C: the same way
   EXPECT_EQ(pending_preemption_signal(), SIGINT);
   restore_preemption_signals();
+}
+
+TEST(StartupGuard, TheTimeoutNamesThePhaseTheLimitAndTheOption) {
+  EXPECT_EQ(describe_startup_timeout(20, "setting up the ranks"),
+            "start-up timeout: still setting up the ranks after 20 s; the ranks wait for one another there (a host "
+            "that cannot be reached, a rank that did not start, a configuration file on a file system that does not "
+            "answer) and the collective watchdog does not run yet (trainer --startup-timeout sets this limit). "
+            "Aborting the job with exit code 3.");
+}
+
+TEST(StartupGuard, FinishedInTimeItEndsQuietlyAndAtOnce) {  // (past its limit it would abort this test program)
+  const auto t0 = std::chrono::steady_clock::now();
+  {
+    StartupGuard guard(30);
+    guard.phase("testing");
+    guard.finish();
+    guard.finish();  // (the destructor calls it again)
+  }
+  StartupGuard off(0);  // no limit: no thread
+  EXPECT_LT(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count(), 1.0);
 }
 
 TEST(WatchdogDiagnosis, LostContactNamesTheSilentRankAndWhatThisRankDoes) {

@@ -60,6 +60,7 @@ Error bad_input(const std::string& message);
 
 // "rank 3 on node17" (or "rank ?" before MPI_Init / after MPI_Finalize).
 std::string rank_and_host();
+std::string host_name();  // gethostname, "?" when it fails
 
 // The message every CHECK failure carries:
 //   "[rank R on HOST] FILE:LINE: CALL failed: LIBRARY DETAIL"

@@ -21,6 +21,7 @@ cat >"$tmp/bin/mpirun" <<'EOF'
 echo "mpirun $*" >>"$STUB_LOG"
 if [ -n "${STUB_REPORT:-}" ]; then  # a watchdog's report on a host, then a launcher that never ends
   out=$(sed -n 's/.*--set run.out_dir=\([^ ]*\).*/\1/p' <<<"$*")
+  trap '' USR1  # (mpirun passes it on to the ranks and keeps waiting for the lost host's)
   mkdir -p "$out/reports" && echo "rank 1 on node2: collective timeout: ..." >>"$out/reports/node2.txt"
   exec sleep 60
 fi
@@ -101,10 +102,20 @@ check "LSF: exit code 10 -> brequeue of the job (INI from HPCTRAIN_INI)" grep -q
 out=$(LSB_DJOB_HOSTFILE=$tmp/hosts LSB_JOBID=79 HPCTRAIN_INI=inputs/mnist_mlp.ini STUB_RC=4 jobscripts/lsf/train.lsf 2>&1)
 check "LSF: exit code 4 is passed on, explained, not requeued" \
   test $? -eq 4 -a -z "$(grep brequeue "$STUB_LOG")" -a -n "$(grep 'exit code 4: a checkpoint could not be written' <<<"$out")"
-out=$(LSB_DJOB_HOSTFILE=$tmp/hosts HPCTRAIN_OUT_DIR=$tmp/lsf-report STUB_REPORT=1 HPCTRAIN_ABORT_GRACE_S=1 \
-  jobscripts/lsf/train.lsf inputs/mnist_mlp.ini 2>&1)
-check "LSF: a launcher left running after a watchdog report is ended: exit 3 ($?)" \
-  test $? -eq 3 -a -n "$(grep 'a watchdog reported .* ending it' <<<"$out")"
+# ... also after LSF's SIGUSR1 to every process of the job (its own session here), which once
+# ended the script's guard (a subshell does not keep the script's traps)
+LSB_DJOB_HOSTFILE=$tmp/hosts HPCTRAIN_OUT_DIR=$tmp/lsf-report STUB_REPORT=1 HPCTRAIN_ABORT_GRACE_S=1 \
+  setsid jobscripts/lsf/train.lsf inputs/mnist_mlp.ini >"$tmp/lsf-report.log" 2>&1 &
+job=$!
+for _ in $(seq 100); do [ -s "$tmp/lsf-report/reports/node2.txt" ] && break; sleep 0.1; done
+sleep 0.3
+kill -USR1 -- -$job
+t0=$SECONDS
+wait $job
+rc=$?
+check "LSF: after SIGUSR1 to the whole job, a launcher left running after a watchdog report is ended: exit 3 ($rc)" \
+  test $rc -eq 3 -a $((SECONDS - t0)) -le 10 -a -n "$(grep 'a watchdog reported .* ending it' "$tmp/lsf-report.log")" \
+  -a -n "$(grep 'SIGUSR1 received' "$tmp/lsf-report.log")"
 : >"$STUB_LOG"
 LSB_DJOB_HOSTFILE=$tmp/hosts LSB_JOBID=80 STUB_RC=10 STUB_SLEEP=2 jobscripts/lsf/train.lsf inputs/mnist_mlp.ini \
   >"$tmp/lsf-usr1.log" 2>&1 &

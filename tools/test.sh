@@ -21,8 +21,11 @@ echo
 # prove they use their own build's binaries; only what those tests need is built.
 asan=${HPCTRAIN_ASAN_DIR:-${TMPDIR:-/tmp}/hpctrain-asan-$(printf '%s' "$root" | md5sum | cut -c1-8)}
 echo "== sanitizer build (ASan + UBSan, CPU only) in $asan: unit, MPI and fast tests, the fuzz replay"
+# The library as a unity build (16 sources per compile; the test programs stay file by file):
+# 405 CPU-s against 552 for this build, 209 s against 277 on 2 cores (2026-12-05). build/ below
+# compiles every source alone, as developers' builds do.
 cmake -S . -B "$asan" -G Ninja -DHPCTRAIN_SANITIZE=ON -DHPCTRAIN_ENABLE_CUDA=OFF -DCMAKE_BUILD_TYPE=Debug \
-      -DHPCTRAIN_WERROR=ON >/dev/null
+      -DHPCTRAIN_WERROR=ON -DCMAKE_UNITY_BUILD=ON -DCMAKE_UNITY_BUILD_BATCH_SIZE=16 >/dev/null
 cmake --build "$asan" -j "$(nproc)" --target unit_tests mpi_tests watchdog_probe error_probe trainer fuzz
 # At 1-3 ranks: the 4- and 8-rank runs (mpi_np4, pipeline_np8) would put two sanitized ranks on
 # each core for 50 s and take no code path that 3 ranks do not (uneven shards need 3); they run

@@ -50,13 +50,13 @@ struct RankState {
 };
 
 std::string encode_state(const RankState& s);
+RankState decode_state(const std::string& text, int world_rank);
 
 // One line "<UTC time> rank R on HOST: <line>" appended to `path` (its folder made first) unless the
 // file grew since `size_at_start` (-1: it did not exist; report_file_size tells): another rank of
 // this host reported first. Called on the way to MPI_Abort: a failure is said on stderr, never thrown.
 void append_report(const std::string& path, long long size_at_start, const std::string& line);
 long long report_file_size(const std::string& path);  // -1 when absent
-RankState decode_state(const std::string& text, int world_rank);
 
 // The report of a lost neighbour (tested without MPI): `silent_s` is how long the
 // neighbour has been quiet, `doing` what this rank is doing (Watchdog::activity).

@@ -19,6 +19,7 @@
 #include "hpctrain/comm/mpi_communicator.hpp"
 #include "hpctrain/comm/mpi_handles.hpp"
 #include "hpctrain/comm/startup_guard.hpp"
+#include "hpctrain/comm/watchdog.hpp"
 #include "hpctrain/config/schema.hpp"
 #include "hpctrain/core/error.hpp"
 #include "hpctrain/core/log.hpp"
@@ -438,7 +439,7 @@ int run_trainer(int argc, char** argv) {
     StartupGuard startup(cli.startup_timeout_s);
     startup.phase("reading the configuration (rank 0 reads " + cli.config_path + ", the others wait for it)");
     Config cfg = load_config(MPI_COMM_WORLD, cli.config_path, cli.sets);
-    startup.report_to(cfg.run.out_dir + "/reports/" + host_name() + ".txt");
+    startup.report_to(host_report_file(cfg.run.out_dir));
     cfg.faults = faults_from_environment(process_environment());  // (tests: docs/testing.md)
     for (const std::string& w : cfg.warnings)                     // (stderr where stdout is a document: JSON, INI)
       (cli.describe_model || cli.print_ini) ? warn(w) : log0("warning: " + w);

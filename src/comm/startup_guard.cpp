@@ -1,15 +1,10 @@
 // Implementation of the start-up guard (comm/startup_guard.hpp).
 #include "hpctrain/comm/startup_guard.hpp"
 
-#include <mpi.h>
-
 #include <chrono>
 #include <cstdio>
-#include <cstdlib>
 
 #include "hpctrain/comm/watchdog.hpp"
-#include "hpctrain/core/error.hpp"
-#include "hpctrain/core/log.hpp"
 
 namespace hpctrain {
 
@@ -58,18 +53,11 @@ void StartupGuard::wait_for_finish() {
 }
 
 void StartupGuard::report_and_abort() {
-  std::string line, file;
-  long long size = -1;
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    line = describe_startup_timeout(timeout_s_, phase_);
-    file = report_file_;
-    size = report_size_at_start_;
-  }
-  log_error(line);
-  if (!file.empty()) append_report(file, size, line);
-  MPI_Abort(MPI_COMM_WORLD, static_cast<int>(ExitCode::collective_timeout));
-  std::_Exit(static_cast<int>(ExitCode::collective_timeout));  // MPI_Abort does not return
+  std::unique_lock<std::mutex> lock(mu_);
+  const std::string line = describe_startup_timeout(timeout_s_, phase_), file = report_file_;
+  const long long size = report_size_at_start_;
+  lock.unlock();
+  report_timeout_and_abort(line, file, size);
 }
 
 }  // namespace hpctrain

@@ -41,8 +41,9 @@ std::string rank_list(const std::vector<int>& ranks) {
   for (std::size_t i = 0; i < ranks.size(); ++i) out += (i ? ", " : "") + std::to_string(ranks[i]);
   return out;
 }
-}  // namespace
-
+// One line "<UTC time> rank R on HOST: <line>" appended to `path` (its folder made first) unless
+// the file grew since `size_at_start` (-1: it did not exist): another rank of this host reported
+// first. Called on the way to MPI_Abort: a failure is said on stderr and never thrown.
 void append_report(const std::string& path, long long size_at_start, const std::string& line) {
   std::error_code ec;
   std::filesystem::create_directories(std::filesystem::path(path).parent_path(), ec);
@@ -61,6 +62,10 @@ void append_report(const std::string& path, long long size_at_start, const std::
   if (!ok)
     std::fprintf(stderr, "error [%s]: could not write the report to %s\n", rank_and_host().c_str(), path.c_str());
 }
+
+}  // namespace
+
+std::string host_report_file(const std::string& out_dir) { return out_dir + "/reports/" + host_name() + ".txt"; }
 
 long long report_file_size(const std::string& path) {
   std::error_code ec;
@@ -354,9 +359,9 @@ void Watchdog::handle_timeout(const std::string& name, const std::vector<int>& m
   report_and_abort(line);
 }
 
-void Watchdog::report_and_abort(const std::string& line) {
+void report_timeout_and_abort(const std::string& line, const std::string& report_file, long long size_at_start) {
   log_error(line);
-  if (!report_file_.empty()) append_report(report_file_, report_size_at_start_, line);
+  if (!report_file.empty()) append_report(report_file, size_at_start, line);
   MPI_Abort(MPI_COMM_WORLD, static_cast<int>(ExitCode::collective_timeout));
   std::_Exit(static_cast<int>(ExitCode::collective_timeout));  // MPI_Abort does not return
 }

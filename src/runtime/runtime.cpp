@@ -193,8 +193,8 @@ Runtime::Runtime(const Config& config) {
 
   mesh_ = std::make_unique<Mesh>(MPI_COMM_WORLD, shape);
   // Each host keeps its own report: after a network fault its ranks' stderr cannot reach mpirun.
-  watchdog_ = std::make_unique<Watchdog>(MPI_COMM_WORLD, config.parallel.watchdog_s,
-                                         config.run.out_dir + "/reports/" + info_.host + ".txt");
+  watchdog_ =
+      std::make_unique<Watchdog>(MPI_COMM_WORLD, config.parallel.watchdog_s, host_report_file(config.run.out_dir));
   world_ = make_communicator(MPI_COMM_WORLD, "world", MemorySpace::host);
   node_ = make_communicator(node_handle_.get(), "node", MemorySpace::host);
 }

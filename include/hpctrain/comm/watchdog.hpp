@@ -52,11 +52,16 @@ struct RankState {
 std::string encode_state(const RankState& s);
 RankState decode_state(const std::string& text, int world_rank);
 
-// One line "<UTC time> rank R on HOST: <line>" appended to `path` (its folder made first) unless the
-// file grew since `size_at_start` (-1: it did not exist; report_file_size tells): another rank of
-// this host reported first. Called on the way to MPI_Abort: a failure is said on stderr, never thrown.
-void append_report(const std::string& path, long long size_at_start, const std::string& line);
-long long report_file_size(const std::string& path);  // -1 when absent
+// This host's report file, <out_dir>/reports/<host>.txt (the job scripts watch the folder), and
+// its size (-1 when absent), taken when a watcher starts.
+std::string host_report_file(const std::string& out_dir);
+long long report_file_size(const std::string& path);
+
+// How the watchdog and the start-up guard end the job: `line` on stderr and, when `report_file` is
+// given, appended to it as "<UTC time> rank R on HOST: <line>" unless the file grew since
+// `size_at_start` (another rank of this host reported first); then MPI_Abort with exit code 3.
+[[noreturn]] void report_timeout_and_abort(const std::string& line, const std::string& report_file,
+                                           long long size_at_start);
 
 // The report of a lost neighbour (tested without MPI): `silent_s` is how long the
 // neighbour has been quiet, `doing` what this rank is doing (Watchdog::activity).
@@ -95,7 +100,9 @@ class Watchdog {
   std::string activity() const;  // "in allreduce #3 (collective #5) on 'dp' for 2.0 s", or "in no collective"
   // Asks the members where they are, reports (one rank) and aborts the job.
   [[noreturn]] void handle_timeout(const std::string& name, const std::vector<int>& members, const InFlightOp& stuck);
-  [[noreturn]] void report_and_abort(const std::string& line);
+  [[noreturn]] void report_and_abort(const std::string& line) {
+    report_timeout_and_abort(line, report_file_, report_size_at_start_);
+  }
 
   MpiComm comm_;
   int rank_ = 0;

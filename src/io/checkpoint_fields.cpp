@@ -5,6 +5,7 @@
 #include <map>
 #include <string>
 #include <type_traits>
+#include <vector>
 
 #include "hpctrain/core/error.hpp"
 #include "hpctrain/io/checkpoint_file.hpp"
@@ -28,6 +29,11 @@ std::string to_text(double v) {
   std::snprintf(buf, sizeof(buf), "%a", v);  // hex float: exact
   return buf;
 }
+std::string to_text(const std::vector<double>& v) {
+  std::string out;
+  for (double x : v) out += to_text(x) + ",";
+  return out;
+}
 template <class Int>
 std::string to_text(Int v) {
   return std::to_string(v);
@@ -47,6 +53,11 @@ void from_text(const std::string& t, TokenizerFiles& v) {
   }
 }
 void from_text(const std::string& t, double& v) { v = std::strtod(t.c_str(), nullptr); }
+void from_text(const std::string& t, std::vector<double>& v) {
+  v.clear();
+  for (std::size_t at = 0, comma; (comma = t.find(',', at)) != std::string::npos; at = comma + 1)
+    v.push_back(std::strtod(t.c_str() + at, nullptr));
+}
 template <class Int>
 void from_text(const std::string& t, Int& v) {
   v = static_cast<Int>(std::is_signed<Int>::value ? std::stoll(t) : static_cast<long long>(std::stoull(t)));

@@ -180,11 +180,16 @@ void write_attribute(hid_t obj, const char* name, Int v, bool) {
 void write_attribute(hid_t obj, const char* name, const TokenizerFiles& v, bool writer) {
   for (const auto& [file, bytes] : v) h5::write_bytes(obj, std::string(name) + "/" + file, bytes, writer);
 }
+void write_attribute(hid_t obj, const char* name, const std::vector<double>& v, bool writer) {
+  if (!v.empty()) h5::write_doubles(obj, name, v, writer);
+}
 template <class T>
 bool present(hid_t obj, const char* name, const T&) {
   return h5::has_attribute(obj, name);
 }
 bool present(hid_t obj, const char* name, const TokenizerFiles&) { return h5::has_link(obj, name); }
+bool present(hid_t obj, const char* name, const std::vector<double>&) { return h5::has_path(obj, name); }
+void read_attribute(hid_t obj, const char* name, std::vector<double>& v) { v = h5::read_doubles(obj, name); }
 void read_attribute(hid_t obj, const char* name, TokenizerFiles& v) {
   std::vector<std::string> files;
   auto collect = [](hid_t, const char* child, const H5L_info_t*, void* out) -> herr_t {

@@ -125,27 +125,58 @@ Id create_dataset(hid_t loc, const std::string& name, hid_t type, const std::vec
   return Id(CHECK_H5(H5Dcreate2(loc, name.c_str(), type, space.get(), H5P_DEFAULT, dcpl.get(), H5P_DEFAULT)));
 }
 
-void write_bytes(hid_t loc, const std::string& name, const std::string& bytes, bool writer) {
-  const hsize_t n = bytes.size();
+namespace {
+// A contiguous 1-D dataset of n elements (intermediate groups created); only `writer` writes them.
+void write_vector(hid_t loc, const std::string& name, hid_t file_type, hid_t mem_type, hsize_t n, const void* data,
+                  bool writer) {
   Id space(CHECK_H5(H5Screate_simple(1, &n, nullptr)));
   Id lcpl(CHECK_H5(H5Pcreate(H5P_LINK_CREATE)));
   CHECK_H5(H5Pset_create_intermediate_group(lcpl.get(), 1));
-  Id d(CHECK_H5(H5Dcreate2(loc, name.c_str(), H5T_STD_U8LE, space.get(), lcpl.get(), H5P_DEFAULT, H5P_DEFAULT)));
-  if (writer && n > 0) CHECK_H5(H5Dwrite(d.get(), H5T_NATIVE_UCHAR, H5S_ALL, H5S_ALL, H5P_DEFAULT, bytes.data()));
+  Id d(CHECK_H5(H5Dcreate2(loc, name.c_str(), file_type, space.get(), lcpl.get(), H5P_DEFAULT, H5P_DEFAULT)));
+  if (writer && n > 0) CHECK_H5(H5Dwrite(d.get(), mem_type, H5S_ALL, H5S_ALL, H5P_DEFAULT, data));
 }
-
-std::string read_bytes(hid_t loc, const std::string& name) {
-  for (std::size_t slash = name.find('/'); slash != std::string::npos; slash = name.find('/', slash + 1))
-    if (!has_link(loc, name.substr(0, slash)))  // (H5Lexists fails, not false, below a missing group)
-      throw Error(ExitCode::bad_input, Scope::every_rank, "dataset " + name + " missing");
-  if (!has_link(loc, name)) throw Error(ExitCode::bad_input, Scope::every_rank, "dataset " + name + " missing");
+// The 1-D dataset `name`, opened after checking that it exists and holds numbers of `cls`.
+Id open_vector(hid_t loc, const std::string& name, H5T_class_t cls, const char* what, hsize_t* n) {
+  if (!has_path(loc, name)) throw Error(ExitCode::bad_input, Scope::every_rank, "dataset " + name + " missing");
   Id d(CHECK_H5(H5Dopen2(loc, name.c_str(), H5P_DEFAULT)));
   Id type(CHECK_H5(H5Dget_type(d.get())));
   const auto shape = dataset_shape(d.get());
-  if (H5Tget_class(type.get()) != H5T_INTEGER || H5Tget_size(type.get()) != 1 || shape.size() != 1)
-    throw Error(ExitCode::bad_input, Scope::every_rank, "dataset " + name + " is not a 1-D array of bytes");
-  std::string out(static_cast<std::size_t>(shape[0]), '\0');
+  if (H5Tget_class(type.get()) != cls || (cls == H5T_INTEGER && H5Tget_size(type.get()) != 1) || shape.size() != 1)
+    throw Error(ExitCode::bad_input, Scope::every_rank, "dataset " + name + " is not a 1-D array of " + what);
+  *n = shape[0];
+  return d;
+}
+}  // namespace
+
+bool has_path(hid_t loc, const std::string& name) {
+  for (std::size_t slash = name.find('/'); slash != std::string::npos; slash = name.find('/', slash + 1))
+    if (!has_link(loc, name.substr(0, slash))) return false;  // (H5Lexists fails, not false, below a missing group)
+  return has_link(loc, name);
+}
+
+void write_bytes(hid_t loc, const std::string& name, const std::string& bytes, bool writer) {
+  write_vector(loc, name, H5T_STD_U8LE, H5T_NATIVE_UCHAR, bytes.size(), bytes.data(), writer);
+}
+
+std::string read_bytes(hid_t loc, const std::string& name) {
+  hsize_t n = 0;
+  Id d = open_vector(loc, name, H5T_INTEGER, "bytes", &n);
+  std::string out(static_cast<std::size_t>(n), '\0');
   if (!out.empty()) CHECK_H5(H5Dread(d.get(), H5T_NATIVE_UCHAR, H5S_ALL, H5S_ALL, H5P_DEFAULT, out.data()));
+  return out;
+}
+
+void write_doubles(hid_t loc, const std::string& name, const std::vector<double>& values, bool writer) {
+  write_vector(loc, name, H5T_IEEE_F64LE, H5T_NATIVE_DOUBLE, values.size(), values.data(), writer);
+}
+
+std::vector<double> read_doubles(hid_t loc, const std::string& name) {
+  hsize_t n = 0;
+  Id d = open_vector(loc, name, H5T_FLOAT, "floating-point numbers", &n);
+  if (n > (hsize_t{1} << 30))
+    throw Error(ExitCode::bad_input, Scope::every_rank, "dataset " + name + " has " + std::to_string(n) + " values");
+  std::vector<double> out(static_cast<std::size_t>(n));
+  if (!out.empty()) CHECK_H5(H5Dread(d.get(), H5T_NATIVE_DOUBLE, H5S_ALL, H5S_ALL, H5P_DEFAULT, out.data()));
   return out;
 }
 

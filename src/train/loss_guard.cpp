@@ -13,27 +13,34 @@
 namespace hpctrain {
 
 LossGuard::Verdict LossGuard::judge(double loss, bool nonfinite_gradient) {
+  std::vector<double>& w = r_.window;
+  if (factor_ <= 0) w.clear();  // (no rule: nothing to keep)
+  if (w.size() > window_) w.erase(w.begin(), w.end() - static_cast<std::ptrdiff_t>(window_));
   Verdict v = Verdict::keep;
   if (!std::isfinite(loss) || nonfinite_gradient)
     v = Verdict::nonfinite;
-  else if (factor_ > 0 && losses_.size() == window_ && loss > factor_ * window_mean())
+  else if (factor_ > 0 && w.size() == window_ && loss > factor_ * window_mean())
     v = Verdict::spike;
   if (v != Verdict::keep) {
-    ++in_a_row_;
-    ++(v == Verdict::spike ? spikes_ : nonfinite_);
+    ++r_.in_a_row;
+    ++(v == Verdict::spike ? r_.spikes : r_.nonfinite);
     return v;
   }
-  in_a_row_ = 0;
-  losses_.push_back(loss);
-  sum_ += loss;
-  if (losses_.size() > window_) {
-    sum_ -= losses_.front();
-    losses_.pop_front();
+  r_.in_a_row = 0;
+  if (factor_ > 0) {
+    if (w.size() == window_) w.erase(w.begin());
+    w.push_back(loss);
   }
   return v;
 }
 
-double LossGuard::window_mean() const { return losses_.empty() ? 0 : sum_ / static_cast<double>(losses_.size()); }
+// Summed afresh in order, every step: the same bits whether the window was just restored or not.
+double LossGuard::window_mean() const {
+  const std::vector<double>& w = r_.window;
+  double sum = 0;
+  for (double x : w) sum += x;
+  return w.empty() ? 0 : sum / static_cast<double>(w.size());
+}
 
 // ---- the trainer's side ---------------------------------------------------------------------
 

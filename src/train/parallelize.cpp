@@ -75,7 +75,7 @@ void Trainer::parallelize(bool gpu, int stages) {
   compose_update();
   // Steps whose loss or gradient is not finite, or whose loss spikes: judged every step, alike everywhere.
   if (cfg_.train.on_nonfinite == OnNonfinite::skip || cfg_.train.spike_factor > 0)
-    guard_ = std::make_unique<LossGuard>(cfg_.train);
+    guard_ = std::make_unique<LossGuard>(cfg_.train, state_.guard);
 }
 
 void Trainer::partial_gradients_over(Communicator* group, const Ranges& ranges) {

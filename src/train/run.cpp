@@ -207,6 +207,7 @@ SamplerState Trainer::resume(Checkpointer& checkpointer, const std::string& path
   state_ = info.state;
   // The loss scale goes on where it was (fp16 runs); otherwise it stays as configured.
   if (!(cfg_.precision.dtype == Precision::fp16 && info.state.scaler.scale > 1)) state_.scaler = configured;
+  if (!guard_) state_.guard = GuardRecord{};  // (a run without the guard keeps no record of one)
   from.epoch = info.state.epoch;
   from.step = info.state.epoch_step;
   const std::int64_t batch = cfg_.train.global_batch;

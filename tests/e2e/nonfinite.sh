@@ -10,17 +10,20 @@
 # - stop with the spike rule on (checked every step): stopped at step 3 itself.
 # - max_skipped = 2 and NaNs from step 3 on: stopped after 2 in a row, exit 1, one line.
 # - spike_factor = 5 over a 2-step window: the spiking step 5 is dropped, the run completes.
+# - the same run cut after step 4 and resumed: the checkpoint holds the window, so step 5 is
+#   dropped again and the parameters are the uninterrupted run's bit for bit (a resume that lost
+#   the window would wait 2 steps and keep the spike).
 set -u
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 e2e_start "$@"  # $mpirun $trainer $src, the working directory $src, $tmp (removed at exit)
 py=/usr/bin/python3
 
-run() {  # OUT STEPS args...
+run() {  # OUT STEPS args... (the log: $tmp/${LOG:-OUT}.log)
   local out=$1 steps=$2
   shift 2
   "$mpirun" -q -np 2 --oversubscribe --bind-to none "$trainer" inputs/mnist_mlp.ini --set train.steps="$steps" \
     --set run.out_dir="$tmp/$out" --set train.eval_every=0 --set log.log_every=1 --set checkpoint.every_steps="$steps" \
-    "$@" >"$tmp/$out.log" 2>&1
+    "$@" >"$tmp/${LOG:-$out}.log" 2>&1
 }
 one_error() { test "$(grep -c 'hpctrain: error' "$tmp/$1.log")" -eq 1; }
 
@@ -32,7 +35,8 @@ check "... the replicas stayed identical (3 checks passed), the count reported" 
   grep -q "replica checks: 3 passed" "$tmp/skip.log"
 check "... skipped steps: 1 non-finite" grep -q "skipped steps: 1 non-finite, 0 loss spikes" "$tmp/skip.log"
 run two 2
-check "... its parameters after 3 steps are an unfaulted 2-step run's, bit for bit" $py - "$tmp/skip" "$tmp/two" <<'PY'
+same_model() {  # DIR DIR: the newest checkpoints' parameters are equal bit for bit
+  $py - "$1" "$2" <<'PY'
 import glob, sys
 import h5py, numpy as np
 def model(d):
@@ -43,6 +47,8 @@ def model(d):
 a, b = model(sys.argv[1]), model(sys.argv[2])
 sys.exit(0 if a.keys() == b.keys() and a and all(np.array_equal(a[k], b[k]) for k in a) else 1)
 PY
+}
+check "... its parameters after 3 steps are an unfaulted 2-step run's, bit for bit" same_model "$tmp/skip" "$tmp/two"
 
 HPCTRAIN_TEST_NAN=1:3 run stop 6
 rc=$?
@@ -65,4 +71,13 @@ rc=$?
 check "a loss spike at step 5 (factor 5, window 2): dropped, exit 0" \
   test $rc -eq 0 -a -n "$(grep 'step 5: loss .* > 5 x .*, the mean of the last 2 steps (a spike): step skipped' "$tmp/spike.log")"
 check "... only that step" test "$(grep -c 'step skipped' "$tmp/spike.log")" -eq 1
+
+spiky=(--set train.spike_factor=5 --set train.spike_window=2)
+HPCTRAIN_TEST_SPIKE=0:5 run cut 4 "${spiky[@]}"
+HPCTRAIN_TEST_SPIKE=0:5 LOG=resumed run cut 6 "${spiky[@]}" --set checkpoint.resume=auto --resume-changed
+rc=$?
+check "cut after step 4 and resumed: the restored window drops the spike at step 5 again, exit 0" \
+  test $rc -eq 0 -a -n "$(grep 'resumed from .*ckpt-00000004.h5: step 4' "$tmp/resumed.log")" \
+  -a -n "$(grep 'step 5: loss .* > 5 x .*, the mean of the last 2 steps (a spike): step skipped' "$tmp/resumed.log")"
+check "... its parameters are the uninterrupted run's, bit for bit" same_model "$tmp/cut" "$tmp/spike"
 finish

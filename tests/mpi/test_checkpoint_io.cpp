@@ -216,6 +216,8 @@ CheckpointInfo distinct_info() {
       field = std::string(name) + " value";
     else if constexpr (std::is_same_v<T, TokenizerFiles>)
       field = {{"a.json", std::string(name) + std::string("\0\xff bytes", 7)}, {"b.bpe", "#version"}};
+    else if constexpr (std::is_same_v<T, std::vector<double>>)
+      field = {n + 0.5, -1.0 / 3, 1e-300};
     else if constexpr (std::is_floating_point_v<T>)
       field = n + 0.25;
     else
@@ -235,6 +237,8 @@ std::string first_difference(const CheckpointInfo& a, const CheckpointInfo& b, b
       os.precision(17);
       if constexpr (std::is_same_v<std::decay_t<decltype(field)>, TokenizerFiles>)
         for (const auto& [file, bytes] : field) os << file << '=' << bytes << ';';
+      else if constexpr (std::is_same_v<std::decay_t<decltype(field)>, std::vector<double>>)
+        for (double x : field) os << x << ',';
       else
         os << field;
       out.push_back(os.str());
@@ -310,12 +314,13 @@ TEST(CheckpointFields, TheTableCoversEveryFieldOnce) {
     if (at >= state_begin && at < state_begin + sizeof info.state) ++in_state;
     if (at >= run_begin && at < run_begin + sizeof info.run) ++in_run;
   });
-  // TrainState's members with the scaler counted as one, then the scaler's own.
-  EXPECT_EQ(in_state, member_count<TrainState>() - 1 + member_count<LossScaler>())
-      << "a TrainState or LossScaler field is missing from visit_fields (io/checkpoint_file.hpp)";
+  // TrainState's members with the scaler and the guard's record counted as one each, then their own.
+  EXPECT_EQ(in_state, member_count<TrainState>() - 2 + member_count<LossScaler>() + member_count<GuardRecord>())
+      << "a TrainState, LossScaler or GuardRecord field is missing from visit_fields (io/checkpoint_file.hpp)";
   EXPECT_EQ(in_run, member_count<RunRecord>())
       << "a RunRecord field is missing from visit_fields (io/checkpoint_file.hpp)";
   EXPECT_EQ(member_count<LossScaler>(), 3u);  // the counter itself counts
+  EXPECT_EQ(member_count<GuardRecord>(), 4u);
 }
 
 TEST(CheckpointFields, EveryFieldSurvivesTheFileAndTheBroadcast) {
@@ -330,6 +335,21 @@ TEST(CheckpointFields, EveryFieldSurvivesTheFileAndTheBroadcast) {
     EXPECT_EQ(first_difference(info, f.info(), true), "");
     EXPECT_EQ(f.info().run.software.rfind("hpctrain ", 0), 0u);
     EXPECT_FALSE(f.info().run.hdf5.empty());
+  }
+  if (world_rank() == 0) {  // the spike rule's window as another type: one line naming it
+    {
+      h5::Id file(CHECK_H5(H5Fopen((dir + "/c.h5").c_str(), H5F_ACC_RDWR, H5P_DEFAULT)));
+      CHECK_H5(H5Ldelete(file.get(), "state/loss_window", H5P_DEFAULT));
+      h5::write_bytes(file.get(), "state/loss_window", "abc");
+    }
+    try {
+      CheckpointFile f(dir + "/c.h5");
+      FAIL() << "read a loss window of bytes";
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find("dataset state/loss_window is not a 1-D array of floating-point numbers"),
+                std::string::npos)
+          << e.what();
+    }
     fs::remove_all(dir);
   }
   MPI_Barrier(MPI_COMM_WORLD);

@@ -89,7 +89,8 @@ TEST(LossGuard, SkipsNonfiniteStepsAndSpikesAgainstTheKeptWindow) {
   TrainConfig t;
   t.spike_factor = 3;
   t.spike_window = 3;
-  LossGuard g(t);
+  GuardRecord record;
+  LossGuard g(t, record);
   using V = LossGuard::Verdict;
   EXPECT_EQ(g.judge(10.0, false), V::keep);  // (no full window yet: a large loss is kept)
   EXPECT_EQ(g.judge(1.0, false), V::keep);
@@ -105,9 +106,40 @@ TEST(LossGuard, SkipsNonfiniteStepsAndSpikesAgainstTheKeptWindow) {
   EXPECT_EQ(g.judge(std::numeric_limits<double>::infinity(), false), V::nonfinite);
   EXPECT_EQ(g.nonfinite(), 3);
   EXPECT_EQ(g.spikes(), 1);
-  TrainConfig off;  // spike_factor = 0: only non-finite steps are dropped
-  LossGuard plain(off);
+  EXPECT_EQ(record.window, (std::vector<double>{1.0, 1.0, 12.0}));  // what a checkpoint stores
+  TrainConfig off;  // spike_factor = 0: only non-finite steps are dropped, no window kept
+  GuardRecord plain_record;
+  LossGuard plain(off, plain_record);
   for (int i = 0; i < 60; ++i) EXPECT_EQ(plain.judge(i == 59 ? 1e30 : 1.0, false), V::keep);
+  EXPECT_TRUE(plain_record.window.empty());
+}
+
+// A guard over a restored record (a resume) judges as the guard that wrote it would have; one
+// over an empty record (a resume that lost it) waits for a full window and keeps the spike.
+TEST(LossGuard, ARestoredRecordJudgesAsTheUninterruptedGuard) {
+  TrainConfig t;
+  t.spike_factor = 3;
+  t.spike_window = 3;
+  GuardRecord before;
+  LossGuard first(t, before);
+  for (double loss : {1.0, std::nan(""), 2.0, 3.0}) first.judge(loss, false);
+  GuardRecord restored = before, lost;
+  LossGuard resumed(t, restored), forgetful(t, lost);
+  using V = LossGuard::Verdict;
+  EXPECT_EQ(resumed.judge(6.5, false), V::spike);  // > 3 x mean(1, 2, 3)
+  EXPECT_EQ(forgetful.judge(6.5, false), V::keep);
+  EXPECT_EQ(first.judge(6.5, false), V::spike);
+  EXPECT_EQ(restored.window, before.window);
+  EXPECT_EQ(resumed.nonfinite(), 1);  // the counts go on from the record
+  EXPECT_EQ(resumed.spikes(), 1);
+  EXPECT_EQ(resumed.in_a_row(), 1);
+  TrainConfig shorter = t;  // a resume with a shorter spike_window keeps the newest losses
+  shorter.spike_window = 2;
+  GuardRecord cut = before;
+  LossGuard narrower(shorter, cut);
+  EXPECT_EQ(narrower.judge(2.5, false), V::keep);  // not above 3 x mean(2, 3)
+  EXPECT_EQ(cut.window, (std::vector<double>{3.0, 2.5}));
+  EXPECT_EQ(narrower.judge(8.5, false), V::spike);  // > 3 x mean(3, 2.5) = 8.25
 }
 
 TEST(RunReport, CsvProgressLineAndSummaryComeFromTheSameFigures) {

@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <vector>
 
 namespace hpctrain {
 
@@ -30,6 +31,15 @@ struct LossScaler {
   }
 };
 
+// [train] on_nonfinite = skip and spike_factor's record (train/loss_guard.hpp): the spike rule's
+// window and the dropped steps, so that a resumed run judges its steps as the uninterrupted run.
+struct GuardRecord {
+  std::vector<double> window;  // the mean losses of the last kept steps, oldest first (spike_factor > 0)
+  std::int64_t in_a_row = 0;   // steps dropped in a row
+  std::int64_t nonfinite = 0;  // steps dropped so far for a non-finite loss or gradient ...
+  std::int64_t spikes = 0;     // ... and for a loss spike
+};
+
 struct TrainState {
   std::int64_t step = 0;             // optimizer steps done (skipped fp16 steps included)
   std::int64_t epoch = 0;            // where the sampler goes on: epoch (0-based) ...
@@ -39,6 +49,7 @@ struct TrainState {
   double last_loss = 0;              // the mean training loss of the last log interval
   std::int64_t optimizer_steps = 0;  // updates applied (Adam's bias-correction count)
   LossScaler scaler;
+  GuardRecord guard;
 };
 
 }  // namespace hpctrain

@@ -57,7 +57,8 @@ struct CheckpointInfo {
 // new field is one line here (the field-table tests in tests/mpi/test_checkpoint_io.cpp fail
 // when a TrainState field is missing). `visit(name, field, optional)`: `optional` fields may be absent from older
 // files of format 1 (they keep their defaults), the others are required. Fields are root
-// attributes, except TokenizerFiles: a group of that name holding one byte dataset per file.
+// attributes, except TokenizerFiles (a group of that name holding one byte dataset per file) and
+// vectors of doubles (a float64 dataset of that path, absent when empty).
 template <class Info, class Visit>
 void visit_fields(Info& i, Visit&& visit) {
   auto& s = i.state;
@@ -79,6 +80,10 @@ void visit_fields(Info& i, Visit&& visit) {
   visit("loss_scale", s.scaler.scale, true);  // (absent from the first checkpoints of format 1)
   visit("loss_scale_good_steps", s.scaler.good_steps, true);
   visit("skipped_steps", s.scaler.skipped_steps, true);
+  visit("dropped_in_a_row", s.guard.in_a_row, true);  // ([train] on_nonfinite, spike_factor; absent before: 0)
+  visit("dropped_nonfinite", s.guard.nonfinite, true);
+  visit("dropped_spikes", s.guard.spikes, true);
+  visit("state/loss_window", s.guard.window, true);  // (the spike rule's window: a dataset)
   visit("ini", r.ini, false);
   visit("ini_file", r.ini_file, false);
   visit("model_summary", r.model_summary, false);

@@ -49,6 +49,7 @@ Id open_file(const std::string& path);
 Id create_file(const std::string& path);  // truncates
 
 bool has_link(hid_t loc, const std::string& name);
+bool has_path(hid_t loc, const std::string& name);  // every group on the way and the link itself exist
 bool has_attribute(hid_t obj, const std::string& name);
 std::vector<hsize_t> dataset_shape(hid_t dataset);
 
@@ -82,6 +83,9 @@ namespace hpctrain::h5 {
 void write_bytes(hid_t loc, const std::string& name, const std::string& bytes, bool writer = true);
 // The bytes of a 1-D 8-bit integer dataset; throws when it is missing or not one.
 std::string read_bytes(hid_t loc, const std::string& name);
+// The same for a 1-D float64 dataset (written contiguous; read from any floating-point type).
+void write_doubles(hid_t loc, const std::string& name, const std::vector<double>& values, bool writer = true);
+std::vector<double> read_doubles(hid_t loc, const std::string& name);
 
 // Reads/writes rows [first, first+count) of a dataset (all other dimensions whole).
 void read_rows(hid_t dataset, hid_t mem_type, hsize_t first, hsize_t count, void* out);

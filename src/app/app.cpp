@@ -58,8 +58,9 @@ po::options_description cli_options() {
       "checkpoint --out FILE, for init_from, --eval-only and --generate (no configuration file; one rank)")(
       "out", po::value<std::string>(), "--import-hf: the checkpoint file to write")(
       "export-hf", po::value<std::string>(),
-      "write the checkpoint [checkpoint] resume selects (arch = llama) to the folder DIR as Hugging Face's "
-      "LlamaForCausalLM reads it: config.json, model.safetensors, tokenizer.json")(
+      "write the checkpoint [checkpoint] resume selects (arch = llama or gpt) to the folder DIR as Hugging Face's "
+      "LlamaForCausalLM or GPT2LMHeadModel reads it: config.json, model.safetensors ([checkpoint] export_dtype), "
+      "tokenizer.json")(
       "generate", "language models: sample text from the checkpoint [checkpoint] resume selects (no dataset needed)")(
       "prompt", po::value<std::string>()->default_value(""), "--generate: the text to continue")(
       "tokens", po::value<std::int64_t>()->default_value(200), "--generate: how many tokens to sample")(

@@ -48,6 +48,15 @@ void collect(const CheckpointFile& file, const std::string& group, std::vector<N
 }
 }  // namespace
 
+DType export_dtype(const Config& cfg) {
+  const Precision p = cfg.checkpoint.export_dtype;
+  return p == Precision::fp32 ? DType::f32 : storage_dtype(p);
+}
+
+const char* torch_dtype_name(DType stored) {
+  return stored == DType::bf16 ? "bfloat16" : stored == DType::f16 ? "float16" : "float32";
+}
+
 std::vector<NamedTensor> checkpoint_tensors(const CheckpointFile& file, const Config* cfg) {
   std::vector<NamedTensor> out;
   collect(file, "model", out, cfg ? vocab_padding(*cfg) : std::pair<std::int64_t, std::int64_t>{0, 0});
@@ -73,12 +82,14 @@ std::string export_weights(const Config& cfg, Runtime& rt, const std::string& ou
                  meta["hpctrain_tokenizer"] = run.tokenizer;
                  meta["hpctrain_vocabulary"] = run.vocabulary;
                }
-               write_safetensors(out, tensors, meta);
+               const DType stored = export_dtype(cfg);
+               write_safetensors(out, tensors, meta, stored);
                std::int64_t values = 0;
                for (const NamedTensor& t : tensors) values += numel(t.shape);
                return std::vector<std::string>{"exported " + path + " (step " + std::to_string(file.info().state.step) +
                                                "): " + std::to_string(tensors.size()) + " tensors, " +
-                                               std::to_string(values) + " float32 values, to " + out};
+                                               std::to_string(values) + " " + torch_dtype_name(stored) +
+                                               " values, to " + out};
              })
       .at(0);
 }

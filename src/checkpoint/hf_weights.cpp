@@ -215,13 +215,16 @@ std::string export_hf(const Config& cfg, Runtime& rt, const std::string& dir) {
       if (t.name == "tok_emb.weight") vocab = t.shape[0];
     const hf::Exported hf = cfg.model.arch == Arch::llama ? hf::llama_export(ours, cfg.model, vocab)
                                                           : hf::gpt2_export(ours, cfg.model, vocab);
+    const DType stored = export_dtype(cfg);
+    Json config = hf.config;
+    config["torch_dtype"] = torch_dtype_name(stored);
     std::filesystem::create_directories(dir);
-    write_text(dir + "/config.json", hf.config.dump(2) + "\n");
-    write_safetensors(dir + "/model.safetensors", hf.tensors, {{"format", "pt"}});
+    write_safetensors(dir + "/model.safetensors", hf.tensors, {{"format", "pt"}}, stored);
+    write_text(dir + "/config.json", config.dump(2) + "\n");
     for (const auto& [name, bytes] : file.info().run.tokenizer_files)
       if (name == "tokenizer.json") write_text(dir + "/tokenizer.json", bytes);
     return std::vector<std::string>{"exported " + path + " to " + dir + ": config.json, model.safetensors (" +
-                                    std::to_string(hf.tensors.size()) + " float32 tensors)"};
+                                    std::to_string(hf.tensors.size()) + " " + torch_dtype_name(stored) + " tensors)"};
   });
   return lines.at(0);
 }

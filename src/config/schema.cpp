@@ -456,6 +456,9 @@ void checkpoint_keys(std::vector<KeySpec>& k) {
         "write checkpoints in the background: the step copies what the file holds to host memory (one more copy of "
         "the parameters and optimizer state) and training goes on; at most one write in flight; the end of the run "
         "and a preemption wait for it (docs/checkpoints.md)");
+  s.key("export_dtype", &CheckpointConfig::export_dtype,
+        "--export and --export-hf: the float format of the safetensors files (fp32; bf16 and fp16 rounded to nearest "
+        "even, Hugging Face's torch_dtype bfloat16 and float16; fp16 refuses a tensor with a value beyond 65504)");
   s.key("mpiio_hints", &CheckpointConfig::mpiio_hints,
         "hints for the MPI-IO layer writing checkpoints, key=value,... (e.g. romio_cb_write=enable, "
         "striping_factor=8, striping_unit=4194304, cb_nodes=4; docs/checkpoints.md)")

@@ -8,10 +8,10 @@
 #include <vector>
 
 #include "hpctrain/core/error.hpp"
+#include "hpctrain/core/half.hpp"
 #include "hpctrain/core/hash.hpp"
 #include "hpctrain/data/make_dataset.hpp"
 #include "hpctrain/data/shard_writer.hpp"
-#include "hpctrain/data/synthetic.hpp"  // float_to_half
 
 namespace hpctrain {
 
@@ -173,7 +173,7 @@ void generate_cosmo(const CosmoOptions& o) {
         const std::int64_t index = offset + s * per + r;
         cosmo_sample(o.spec, index, sample.data());
         const std::array<float, 4> t = cosmo_targets(cosmo_params(o.spec, index));
-        for (std::size_t i = 0; i < half.size(); ++i) half[i] = float_to_half(sample[i]);
+        for (std::size_t i = 0; i < half.size(); ++i) half[i] = half_bits(sample[i]);
         w.append(1, half.empty() ? static_cast<const void*>(sample.data()) : half.data(), t.data());
       }
       w.close();

@@ -7,34 +7,11 @@
 #include <cstring>
 
 #include "hpctrain/core/error.hpp"
+#include "hpctrain/core/half.hpp"
 #include "hpctrain/core/hash.hpp"
 #include "hpctrain/data/token_dataset.hpp"
 
 namespace hpctrain {
-
-float half_to_float(std::uint16_t h) {
-  const std::uint32_t sign = static_cast<std::uint32_t>(h & 0x8000u) << 16;
-  std::uint32_t exp = (h >> 10) & 0x1Fu, mant = h & 0x3FFu, bits;
-  if (exp == 0) {
-    if (mant == 0) {
-      bits = sign;
-    } else {  // subnormal: normalize
-      exp = 127 - 15 + 1;
-      while (!(mant & 0x400u)) {
-        mant <<= 1;
-        --exp;
-      }
-      bits = sign | (exp << 23) | ((mant & 0x3FFu) << 13);
-    }
-  } else if (exp == 0x1F) {
-    bits = sign | 0x7F800000u | (mant << 13);
-  } else {
-    bits = sign | ((exp + 127 - 15) << 23) | (mant << 13);
-  }
-  float f;
-  std::memcpy(&f, &bits, sizeof(f));
-  return f;
-}
 
 std::pair<std::int64_t, std::int64_t> eval_range(std::int64_t n, int dp, int dp_size) {
   const std::int64_t base = n / dp_size, extra = n % dp_size;
@@ -80,7 +57,7 @@ void assemble_batch(const SplitIndex& split, SampleStore& store, const std::vect
             break;
           case SampleType::f16: {
             const auto* h = reinterpret_cast<const std::uint16_t*>(raw.data());
-            for (std::size_t k = lo; k < hi; ++k) out[k] = half_to_float(h[k]) * a + b;
+            for (std::size_t k = lo; k < hi; ++k) out[k] = half_value(h[k]) * a + b;
             break;
           }
           case SampleType::f32: {

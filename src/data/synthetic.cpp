@@ -5,6 +5,7 @@
 #include <cmath>
 #include <cstring>
 
+#include "hpctrain/core/half.hpp"
 #include "hpctrain/data/permutation.hpp"
 
 namespace hpctrain {
@@ -19,29 +20,6 @@ std::int64_t elems_of(const SyntheticSpec& s) {
   return n;
 }
 }  // namespace
-
-std::uint16_t float_to_half(float f) {
-  std::uint32_t x;
-  std::memcpy(&x, &f, sizeof(x));
-  const std::uint32_t sign = (x >> 16) & 0x8000u;
-  const int exp = static_cast<int>((x >> 23) & 0xFF) - 127 + 15;
-  std::uint32_t mant = x & 0x7FFFFFu;
-  if (((x >> 23) & 0xFF) == 0xFF) return static_cast<std::uint16_t>(sign | 0x7C00u | (mant ? 0x200u : 0));
-  if (exp >= 31) return static_cast<std::uint16_t>(sign | 0x7C00u);
-  if (exp <= 0) {
-    if (exp < -10) return static_cast<std::uint16_t>(sign);
-    mant |= 0x800000u;
-    const int shift = 14 - exp;
-    std::uint32_t half = mant >> shift;
-    const std::uint32_t rem = mant & ((1u << shift) - 1), mid = 1u << (shift - 1);
-    if (rem > mid || (rem == mid && (half & 1))) ++half;
-    return static_cast<std::uint16_t>(sign | half);
-  }
-  std::uint32_t half = (static_cast<std::uint32_t>(exp) << 10) | (mant >> 13);
-  const std::uint32_t rem = mant & 0x1FFFu;
-  if (rem > 0x1000u || (rem == 0x1000u && (half & 1))) ++half;
-  return static_cast<std::uint16_t>(sign | half);
-}
 
 std::int32_t synthetic_label(const SyntheticSpec& spec, std::int64_t index) {
   return static_cast<std::int32_t>(splitmix64(spec.seed * 0x51ED27u ^ static_cast<std::uint64_t>(index)) %
@@ -62,7 +40,7 @@ void synthetic_sample(const SyntheticSpec& spec, std::int64_t index, void* out) 
       case SampleType::u8:
         static_cast<std::uint8_t*>(out)[k] = static_cast<std::uint8_t>(std::lround((v + 1) * 127.5));
         break;
-      case SampleType::f16: static_cast<std::uint16_t*>(out)[k] = float_to_half(static_cast<float>(v)); break;
+      case SampleType::f16: static_cast<std::uint16_t*>(out)[k] = half_bits(static_cast<float>(v)); break;
       case SampleType::f32: static_cast<float*>(out)[k] = static_cast<float>(v); break;
       case SampleType::i32: static_cast<std::int32_t*>(out)[k] = static_cast<std::int32_t>(std::lround(v)); break;
       case SampleType::u16:

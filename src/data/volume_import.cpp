@@ -10,8 +10,8 @@
 #include <mutex>
 
 #include "hpctrain/core/error.hpp"
+#include "hpctrain/core/half.hpp"
 #include "hpctrain/data/shard_writer.hpp"
-#include "hpctrain/data/synthetic.hpp"  // float_to_half
 #include "hpctrain/data/table_import.hpp"
 #include "hpctrain/io/h5.hpp"
 
@@ -154,7 +154,7 @@ std::int64_t write_volume_shards(const std::vector<std::string>& files, const Vo
       if (o.type != SampleType::f32) {  // float16 bits, or uint16 counts (checked whole by read_volume)
         half.resize(volume.size());
         for (std::size_t i = 0; i < volume.size(); ++i)
-          half[i] = o.type == SampleType::f16 ? float_to_half(volume[i]) : static_cast<std::uint16_t>(volume[i]);
+          half[i] = o.type == SampleType::f16 ? half_bits(volume[i]) : static_cast<std::uint16_t>(volume[i]);
       }
       w.append(1, o.type == SampleType::f32 ? static_cast<const void*>(volume.data()) : half.data(), targets.data());
       progress.tick();

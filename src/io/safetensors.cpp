@@ -1,48 +1,97 @@
 // safetensors files (io/safetensors.hpp); the header through nlohmann-json.
 #include "hpctrain/io/safetensors.hpp"
 
+#include <algorithm>
+#include <cmath>
 #include <cstdint>
+#include <cstdio>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
+#include <sstream>
 
 #include "hpctrain/core/error.hpp"
+#include "hpctrain/core/half.hpp"
 
 namespace hpctrain {
 
-std::string safetensors_bytes(const std::vector<NamedTensor>& tensors,
-                              const std::map<std::string, std::string>& metadata) {
+namespace {
+const char* stored_name(DType stored) {
+  switch (stored) {
+    case DType::f32: return "F32";
+    case DType::bf16: return "BF16";
+    case DType::f16: return "F16";
+    default:
+      throw bad_input(std::string("safetensors: tensors are written as F32, BF16 or F16, not ") + dtype_name(stored));
+  }
+}
+
+// fp16 holds magnitudes up to 65504: a tensor with a larger finite value is refused, naming it.
+void check_fits(const NamedTensor& t, DType stored, const std::string& path) {
+  if (stored != DType::f16) return;
+  for (float v : t.data)
+    if (std::isfinite(v) && std::isinf(half_value(half_bits(v)))) {
+      char value[32];
+      std::snprintf(value, sizeof value, "%g", static_cast<double>(v));
+      throw bad_input(path + ": tensor " + t.name + " holds " + value +
+                      ", beyond float16's largest value 65504 ([checkpoint] export_dtype = bf16 or fp32 keeps it)");
+    }
+}
+
+// Header size, header (padded to 8 bytes), then each tensor's values in `stored`, in pieces
+// (check_fits first).
+void write_file(std::ostream& out, const std::vector<NamedTensor>& tensors,
+                const std::map<std::string, std::string>& metadata, DType stored) {
   static_assert(sizeof(float) == 4, "float32");
   const std::uint16_t probe = 1;
   HPCT_CHECK(*reinterpret_cast<const unsigned char*>(&probe) == 1, "safetensors: a little-endian host");
+  const std::size_t width = dtype_size(stored);
   nlohmann::ordered_json header;
   if (!metadata.empty()) header["__metadata__"] = metadata;
   std::size_t at = 0;
   for (const NamedTensor& t : tensors) {
     HPCT_CHECK(static_cast<std::int64_t>(t.data.size()) == numel(t.shape), "safetensors: " + t.name + " size");
-    const std::size_t bytes = t.data.size() * sizeof(float);
-    header[t.name] = {{"dtype", "F32"}, {"shape", t.shape}, {"data_offsets", {at, at + bytes}}};
+    const std::size_t bytes = t.data.size() * width;
+    header[t.name] = {{"dtype", stored_name(stored)}, {"shape", t.shape}, {"data_offsets", {at, at + bytes}}};
     at += bytes;
   }
   std::string text = header.dump();
   text.append((8 - text.size() % 8) % 8, ' ');  // the data start 8-byte aligned
-  std::string out(8, '\0');
   const std::uint64_t n = text.size();
-  std::memcpy(out.data(), &n, 8);  // little-endian (checked above)
-  out += text;
-  out.reserve(out.size() + at);
-  for (const NamedTensor& t : tensors)
-    out.append(reinterpret_cast<const char*>(t.data.data()), t.data.size() * sizeof(float));
-  return out;
+  out.write(reinterpret_cast<const char*>(&n), 8);  // little-endian (checked above)
+  out.write(text.data(), static_cast<std::streamsize>(text.size()));
+  std::vector<std::uint16_t> half(std::size_t{1} << 20);
+  for (const NamedTensor& t : tensors) {
+    if (stored == DType::f32) {
+      out.write(reinterpret_cast<const char*>(t.data.data()), static_cast<std::streamsize>(t.data.size() * 4));
+      continue;
+    }
+    for (std::size_t i = 0; i < t.data.size(); i += half.size()) {
+      const std::size_t m = std::min(half.size(), t.data.size() - i);
+      for (std::size_t k = 0; k < m; ++k)
+        half[k] = stored == DType::bf16 ? bf16_bits(t.data[i + k]) : half_bits(t.data[i + k]);
+      out.write(reinterpret_cast<const char*>(half.data()), static_cast<std::streamsize>(m * 2));
+    }
+  }
+}
+}  // namespace
+
+std::string safetensors_bytes(const std::vector<NamedTensor>& tensors,
+                              const std::map<std::string, std::string>& metadata, DType stored) {
+  for (const NamedTensor& t : tensors) check_fits(t, stored, "safetensors");
+  std::ostringstream out;
+  write_file(out, tensors, metadata, stored);
+  return out.str();
 }
 
 void write_safetensors(const std::string& path, const std::vector<NamedTensor>& tensors,
-                       const std::map<std::string, std::string>& metadata) {
-  const std::string bytes = safetensors_bytes(tensors, metadata), partial = path + ".partial";
+                       const std::map<std::string, std::string>& metadata, DType stored) {
+  const std::string partial = path + ".partial";
+  for (const NamedTensor& t : tensors) check_fits(t, stored, path);  // (before anything is on disk)
   {
     std::ofstream out(partial, std::ios::binary | std::ios::trunc);
-    out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
+    write_file(out, tensors, metadata, stored);
     out.close();
     if (!out) {
       std::error_code ec;
@@ -56,29 +105,6 @@ void write_safetensors(const std::string& path, const std::vector<NamedTensor>& 
 }
 
 namespace {
-float from_half(std::uint16_t h) {  // IEEE binary16: subnormals, infinities and NaN included
-  const std::uint32_t sign = static_cast<std::uint32_t>(h & 0x8000u) << 16, exp = (h >> 10) & 0x1fu, man = h & 0x3ffu;
-  std::uint32_t bits = 0;
-  if (exp == 0x1f) {
-    bits = sign | 0x7f800000u | (man << 13);
-  } else if (exp != 0) {
-    bits = sign | ((exp + 112) << 23) | (man << 13);
-  } else if (man != 0) {  // subnormal: normalize
-    int e = -1;
-    std::uint32_t m = man;
-    do {
-      ++e;
-      m <<= 1;
-    } while ((m & 0x400u) == 0);
-    bits = sign | (static_cast<std::uint32_t>(112 - e) << 23) | ((m & 0x3ffu) << 13);
-  } else {
-    bits = sign;
-  }
-  float f;
-  std::memcpy(&f, &bits, 4);
-  return f;
-}
-
 void convert(const std::string& dtype, const char* src, std::size_t count, float* out) {
   for (std::size_t i = 0; i < count; ++i) {
     if (dtype == "F32") {
@@ -87,10 +113,9 @@ void convert(const std::string& dtype, const char* src, std::size_t count, float
       std::uint16_t h;
       std::memcpy(&h, src + 2 * i, 2);
       if (dtype == "F16") {
-        out[i] = from_half(h);
+        out[i] = half_value(h);
       } else {  // BF16: the upper half of a float32
-        const std::uint32_t bits = static_cast<std::uint32_t>(h) << 16;
-        std::memcpy(&out[i], &bits, 4);
+        out[i] = bf16_value(h);
       }
     }
   }

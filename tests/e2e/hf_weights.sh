@@ -7,7 +7,8 @@
 # folder --export-hf writes back gives the reference the same loss and holds the same values bit
 # for bit; the checkpoint fine-tunes (init_from); bad folders are one line naming the tensor or
 # key, exit 2, and no checkpoint. The same for a tiny GPT2LMHeadModel folder written by
-# tests/reference/hf_gpt2.py (Conv1D weights, the "transformer." prefix, attention buffers, gelu_new).
+# tests/reference/hf_gpt2.py (Conv1D weights, the "transformer." prefix, attention buffers, gelu_new);
+# its export as bfloat16 and float16 ([checkpoint] export_dtype) is PyTorch's rounding of the float32 one.
 set -u
 source "$3/tests/e2e/lib.sh"
 e2e_start "$1" "$2" "$3"
@@ -86,6 +87,25 @@ check "... and the same tensors, bit for bit ($($py "$ref2" same "$tmp/g2" "$tmp
 check "... with gelu_new and a tied head in config.json" $py -c "
 import json; c = json.load(open('$tmp/g2out/config.json'))
 assert c['activation_function'] == 'gelu_new' and c['tie_word_embeddings'] and c['model_type'] == 'gpt2', c"
+for d in bf16 fp16; do
+  "$trainer" "$tmp/g2.ini" --export-hf "$tmp/g2$d" --set checkpoint.resume="$tmp/g2.h5" \
+    --set checkpoint.export_dtype=$d >/dev/null 2>&1
+done
+check "[checkpoint] export_dtype = bf16 and fp16: every value is PyTorch's rounding of the float32 export's" \
+  $py - "$ref2" "$tmp/g2out" "$tmp/g2bf16" "$tmp/g2fp16" <<'PY'
+import importlib.util, json, sys
+import torch
+spec = importlib.util.spec_from_file_location("ref", sys.argv[1]); ref = importlib.util.module_from_spec(spec)
+spec.loader.exec_module(ref)
+f32 = ref.read_safetensors(sys.argv[2] + "/model.safetensors")
+for folder, dtype, name in ((sys.argv[3], torch.bfloat16, "bfloat16"), (sys.argv[4], torch.float16, "float16")):
+    got = ref.read_safetensors(folder + "/model.safetensors")
+    assert json.load(open(folder + "/config.json"))["torch_dtype"] == name, folder
+    assert got.keys() == f32.keys() and got, folder
+    for k, v in f32.items():
+        want = torch.from_numpy(v.copy()).to(dtype).float()
+        assert torch.equal(torch.from_numpy(got[k].copy()), want), (folder, k)
+PY
 check "GPT-2: a missing tensor, one line naming it" bad missing "tensor h.1.mlp.c_fc.bias \[128\] is missing" "$ref2" g2
 check "GPT-2: a Conv1D of another shape" bad shape "h.0.attn.c_attn.weight is \[32, 64\]; config.json makes it \[32, 96\]" \
   "$ref2" g2

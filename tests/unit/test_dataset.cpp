@@ -16,6 +16,7 @@
 #include <mutex>
 
 #include "hpctrain/core/error.hpp"
+#include "hpctrain/core/half.hpp"
 #include "hpctrain/data/dataset.hpp"
 #include "hpctrain/data/idx.hpp"
 #include "hpctrain/data/make_dataset.hpp"
@@ -142,7 +143,7 @@ TEST_F(DatasetTest, RoundTripEveryDtypeThroughScanAndBatches) {
       for (std::size_t k = 0; k < 60; ++k) {
         const std::size_t c = k / 20;
         double v = t == SampleType::u8    ? raw[k]
-                   : t == SampleType::f16 ? half_to_float(reinterpret_cast<const std::uint16_t*>(raw.data())[k])
+                   : t == SampleType::f16 ? half_value(reinterpret_cast<const std::uint16_t*>(raw.data())[k])
                                           : reinterpret_cast<const float*>(raw.data())[k];
         const double expected = (v - spec.norm_a[c]) / spec.norm_b[c];
         ASSERT_NEAR(b.samples[i * 60 + k], expected, 1e-5 * (1 + std::fabs(expected))) << "sample " << idx[i];
@@ -153,9 +154,9 @@ TEST_F(DatasetTest, RoundTripEveryDtypeThroughScanAndBatches) {
 
 TEST_F(DatasetTest, HalfConversionRoundTrips) {
   for (float f : {0.0f, 1.0f, -2.5f, 65504.0f, 6.1035156e-05f, 5.9604645e-08f, 0.33325195f})
-    EXPECT_EQ(half_to_float(float_to_half(f)), f) << f;
-  EXPECT_TRUE(std::isinf(half_to_float(float_to_half(1e6f))));
-  EXPECT_TRUE(std::isnan(half_to_float(float_to_half(std::numeric_limits<float>::quiet_NaN()))));
+    EXPECT_EQ(half_value(half_bits(f)), f) << f;
+  EXPECT_TRUE(std::isinf(half_value(half_bits(1e6f))));
+  EXPECT_TRUE(std::isnan(half_value(half_bits(std::numeric_limits<float>::quiet_NaN()))));
 }
 
 TEST_F(DatasetTest, IdxImportKeepsTheBytes) {

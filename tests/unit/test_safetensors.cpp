@@ -8,12 +8,18 @@
 #include <cstdint>
 #include <cstdio>
 #include <cstring>
+#include <fstream>
 #include <string>
 
 #include "hpctrain/core/error.hpp"
+#include "hpctrain/core/half.hpp"
 #include "hpctrain/io/safetensors.hpp"
 
 using namespace hpctrain;
+
+namespace {
+float bf16_round(float x) { return bf16_value(bf16_bits(x)); }
+}  // namespace
 
 TEST(Safetensors, HeaderOffsetsAlignmentAndData) {
   const std::vector<NamedTensor> tensors{{"00_dense.weight", {2, 3}, {1, 2, 3, 4, 5, 6}},
@@ -82,4 +88,37 @@ TEST(Safetensors, ReadsHalfAndBfloat16Exactly) {
   std::string cut = one_tensor_file("BF16", {1, 2, 3});
   cut.resize(cut.size() - 2);
   EXPECT_THROW(read_back(cut), Error);
+}
+
+// [checkpoint] export_dtype: BF16 and F16 files hold the values rounded to nearest even (ties to
+// even, as PyTorch's .to(torch.bfloat16) and .to(torch.float16); tests/e2e/hf_weights.sh compares
+// with PyTorch itself), and read back as those values; F16 refuses a value beyond 65504 before
+// anything is written.
+TEST(Safetensors, WritesBfloat16AndHalfRoundedToNearestEven) {
+  const float tie_down = 1.f + std::ldexp(1.f, -8), tie_up = 1.f + 3 * std::ldexp(1.f, -8);  // bf16 ulp at 1: 2^-7
+  const std::vector<NamedTensor> tensors{{"w", {5}, {tie_down, tie_up, -2.5f, 1e-30f, 65504.f}}};
+  const std::string path = testing::TempDir() + "/rounded.safetensors";
+  write_safetensors(path, tensors, {}, DType::bf16);
+  EXPECT_EQ(read_safetensors(path).at(0).data,
+            (std::vector<float>{1.f, 1.f + std::ldexp(1.f, -6), -2.5f, bf16_round(1e-30f), 65536.f}));
+  const std::string bytes = safetensors_bytes(tensors, {}, DType::f16);
+  std::uint64_t n = 0;
+  std::memcpy(&n, bytes.data(), 8);
+  EXPECT_NE(bytes.find(R"("w":{"dtype":"F16","shape":[5],"data_offsets":[0,10]})"), std::string::npos);
+  ASSERT_EQ(bytes.size(), 8 + n + 10);
+  write_safetensors(path, tensors, {}, DType::f16);
+  // fp16's ulp at 1 is 2^-10: both ties are exact there; 1e-30 underflows to zero.
+  EXPECT_EQ(read_safetensors(path).at(0).data, (std::vector<float>{tie_down, tie_up, -2.5f, 0.f, 65504.f}));
+  std::remove(path.c_str());
+  const std::vector<NamedTensor> big{{"h.0.mlp.c_fc.weight", {2}, {1.f, -70000.f}}};
+  try {
+    write_safetensors(path, big, {}, DType::f16);
+    FAIL() << "wrote -70000 as float16";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find(path + ": tensor h.0.mlp.c_fc.weight holds -70000, beyond float16's"),
+              std::string::npos)
+        << e.what();
+  }
+  EXPECT_FALSE(std::ifstream(path).good());
+  EXPECT_FALSE(std::ifstream(path + ".partial").good());
 }

@@ -280,7 +280,8 @@ struct CheckpointConfig {
   // ("auto": the file system's preferred I/O size, "none", or bytes).
   std::string mpiio_hints;
   Alignment alignment;
-  bool async = false;  // write checkpoints in the background while training goes on
+  bool async = false;                        // write checkpoints in the background while training goes on
+  Precision export_dtype = Precision::fp32;  // --export and --export-hf: the files' float format
 };
 
 // Where a key's value came from, for the --dry-run table and resume warnings.

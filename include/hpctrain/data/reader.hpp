@@ -49,9 +49,6 @@ struct Augmentation {
 void check_augmentation(const SplitIndex& split, const Augmentation& a);
 void augment_batch(const SplitIndex& split, const Augmentation& a, Batch& batch);
 
-// Half precision bits -> float.
-float half_to_float(std::uint16_t h);
-
 // This rank's share [begin, end) of an evaluation split of n samples over D ranks:
 // contiguous, in order, sizes differing by at most one, together exactly [0, n).
 std::pair<std::int64_t, std::int64_t> eval_range(std::int64_t n, int dp, int dp_size);

@@ -24,7 +24,4 @@ std::int32_t synthetic_label(const SyntheticSpec& spec, std::int64_t index);
 // Writes sample `index` (raw bytes in spec.type: uint8 in [0, 255], floats in [-1, 1]).
 void synthetic_sample(const SyntheticSpec& spec, std::int64_t index, void* out);
 
-// IEEE binary16 bits of a float (round to nearest even).
-std::uint16_t float_to_half(float f);
-
 }  // namespace hpctrain

@@ -254,6 +254,16 @@ std::unique_ptr<Communicator> Runtime::make_communicator(MeshDim dim, MemorySpac
   return make_communicator(mesh_->comm(dim), mesh_->group_name(dim) + suffix, memory, shm);
 }
 
+std::unique_ptr<Communicator> Runtime::make_communicator(MeshDim dim, const std::vector<int>& members,
+                                                         MemorySpace memory, const std::string& suffix) {
+  const int coord = mesh_->coord(dim);
+  const bool member = std::find(members.begin(), members.end(), coord) != members.end();
+  MPI_Comm sub = MPI_COMM_NULL;
+  CHECK_MPI(MPI_Comm_split(mesh_->comm(dim), member ? 0 : MPI_UNDEFINED, coord, &sub));
+  const MpiComm owned(sub);  // (the communicator made from it holds its own duplicate)
+  return member ? make_communicator(sub, mesh_->group_name(dim) + suffix, memory) : nullptr;
+}
+
 std::unique_ptr<Communicator> Runtime::make_world_communicator(MemorySpace memory, const std::string& suffix) {
   return make_communicator(MPI_COMM_WORLD, "world" + suffix, memory);
 }

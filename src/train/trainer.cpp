@@ -130,16 +130,19 @@ Trainer::Trainer(const Config& cfg, Runtime& rt, const DatasetIndex& index)
   model_ = std::make_unique<Model>(cfg.model.layers, model_input_shape(rt.mesh(), cfg, index.train), registry, alloc_,
                                    mine.first, mine.last, !staged_gradients(cfg, dp), !packed_parameters(cfg, dp),
                                    tensor_parallel_place(rt.mesh(), cfg, index.train), spatial_place(rt.mesh()));
-  // Weights tied across stages: every stage of a replica joins each sum (zeros where it holds neither use).
+  // Weights tied across stages: the two stages holding them sum their gradients over a communicator
+  // of their own (the stages between them take no part).
   for (const auto& [layer, target] : model_->ties()) {
-    if (stage_of_layer(groups_, layer) == stage_of_layer(groups_, target)) continue;
+    const int a = stage_of_layer(groups_, layer), b = stage_of_layer(groups_, target);
+    if (a == b) continue;
     const std::string name = model_->all_layer_names()[target] + ".weight";
     TieSync sync;
+    sync.comm = rt.make_communicator(MeshDim::pp, {a, b}, MemorySpace::host, ".tie:" + name);
     for (const ParamInfo& p : model_->all_param_info())
       if (p.name == name) sync.count = numel(p.shape);
     for (const ParamInfo& p : model_->param_info())
       if (p.name == name) sync.here = {p.offset, p.offset + sync.count};  // the embedding, or the head's copy of it
-    tie_syncs_.push_back(sync);
+    tie_syncs_.push_back(std::move(sync));
   }
   loss_ = training_loss(cfg.train, index.train.classification);
   model_->set_frozen(frozen_layers(cfg.train.freeze, *model_));  // [train] freeze (bad_input when wrong)
@@ -371,10 +374,10 @@ void Trainer::sum_partial_gradients() {
 void Trainer::sum_tied_gradients(double* squares) {
   Tensor& grads = model_->gradients();
   for (const TieSync& t : tie_syncs_) {
-    std::vector<float> host(static_cast<std::size_t>(t.count), 0.f);  // through host memory: pp_comm_ is MPI
-    if (!t.here.empty()) download(grads.view(t.here.begin, {t.count}), host.data(), host.size() * sizeof(float));
-    pp_comm_->allreduce(host.data(), host.data(), host.size(), DType::f32, ReduceOp::sum);
-    if (t.here.empty()) continue;
+    if (!t.comm) continue;                                            // (a stage holding neither use)
+    std::vector<float> host(static_cast<std::size_t>(t.count), 0.f);  // through host memory (MPI)
+    download(grads.view(t.here.begin, {t.count}), host.data(), host.size() * sizeof(float));
+    t.comm->allreduce(host.data(), host.data(), host.size(), DType::f32, ReduceOp::sum);
     Tensor part = grads.view(t.here.begin, {t.count});
     upload(host.data(), host.size() * sizeof(float), part);
   }

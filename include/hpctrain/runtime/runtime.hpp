@@ -104,6 +104,10 @@ class Runtime {
   // ("dp[pp=1]") plus `suffix` (code above the runtime never holds the MPI handles). Collective
   // over that group.
   std::unique_ptr<Communicator> make_communicator(MeshDim dim, MemorySpace memory, const std::string& suffix = "");
+  // The same over the ranks of that group whose coordinate along `dim` is in `members` (named
+  // with `suffix`); nullptr on the others. Collective over the whole group.
+  std::unique_ptr<Communicator> make_communicator(MeshDim dim, const std::vector<int>& members, MemorySpace memory,
+                                                  const std::string& suffix);
   // A new communicator over every rank, "world" + suffix (e.g. a background writer's own).
   std::unique_ptr<Communicator> make_world_communicator(MemorySpace memory, const std::string& suffix);
 

@@ -56,8 +56,9 @@ struct SamplingOptions {
 
 // A weight tied across pipeline stages: its gradient is summed over the stages of a replica.
 struct TieSync {
-  std::int64_t count = 0;  // its elements
-  Range here;              // where this stage holds it (the weight or its copy); empty: not held (it adds zeros)
+  std::int64_t count = 0;              // its elements
+  Range here;                          // where this stage holds it (the weight or its copy)
+  std::unique_ptr<Communicator> comm;  // the two stages holding it; null on the others
 };
 
 struct EvalResult {  // exact over all ranks

@@ -28,7 +28,8 @@ svg { max-width: 100%; height: auto; }"""
 
 # summary.json's fields shown first (the rest follow in file order).
 FIRST = ["run_id", "started_at", "deck", "steps", "total_steps", "ranks", "wall_s", "final_train_loss",
-         "final_eval_split", "final_eval_loss", "final_eval_accuracy", "final_eval_perplexity", "steady_samples_per_s",
+         "final_eval_split", "final_eval_loss", "final_eval_accuracy", "final_eval_perplexity", "final_eval_bits_per_byte",
+         "steady_samples_per_s",
          "steady_tokens_per_s", "steady_model_flops_per_s", "peak_bytes_per_rank", "rank_hours", "cost"]
 
 

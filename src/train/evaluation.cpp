@@ -5,6 +5,7 @@
 
 #include "hpctrain/backend/ops.hpp"
 #include "hpctrain/checkpoint/checkpointing.hpp"
+#include "hpctrain/comm/agreement.hpp"
 #include "hpctrain/core/error.hpp"
 #include "hpctrain/core/log.hpp"
 #include "hpctrain/data/token_dataset.hpp"
@@ -111,7 +112,21 @@ EvalResult Trainer::evaluate(const SplitIndex& split) {
   r.samples = static_cast<std::int64_t>(sums.samples);
   r.loss = sums.samples > 0 ? sums.loss / sums.samples : 0;
   r.accuracy = sums.samples > 0 ? sums.correct / sums.samples : 0;
+  if (split.tokens) count_bytes(split, r);
   return r;
+}
+
+void Trainer::count_bytes(const SplitIndex& split, EvalResult& r) {
+  const auto known = eval_bytes_.find(split.name);
+  if (known == eval_bytes_.end()) {
+    const std::int64_t windows = r.samples / split.block_size;
+    const auto text = compute_on_root(
+        rt_.world(), [&] { return std::vector<std::string>{std::to_string(eval_target_bytes(split, windows))}; });
+    eval_bytes_[split.name] = std::stoll(text.at(0));
+  }
+  r.bytes = eval_bytes_[split.name];
+  if (r.bytes > 0)
+    r.bits_per_byte = r.loss * static_cast<double>(r.samples) / (std::log(2.0) * static_cast<double>(r.bytes));
 }
 
 int Trainer::eval_only() {
@@ -132,17 +147,15 @@ int Trainer::eval_only() {
   if (split->tokens) {  // a language model: the mean over every position of every window, its perplexity,
     // and bits per byte (the loss per byte of the text the targets stand for, in bits: comparable
     // across tokenizers)
-    const std::int64_t windows = r.samples / split->block_size, bytes = eval_target_bytes(*split, windows);
+    const std::int64_t windows = r.samples / split->block_size;
     char bpb[64] = "n/a (no tokenizer to count bytes)";
-    if (bytes > 0)
-      std::snprintf(bpb, sizeof(bpb), "%.4f",
-                    r.loss * static_cast<double>(r.samples) / (std::log(2.0) * static_cast<double>(bytes)));
+    if (r.bits_per_byte) std::snprintf(bpb, sizeof(bpb), "%.4f", *r.bits_per_byte);
     std::snprintf(line, sizeof(line),
                   "eval-only: %s (step %lld): %s loss %.6f perplexity %.3f bits per byte %s next-token accuracy "
                   "%.2f%% (%lld windows of %lld tokens, %lld bytes)",
                   target.c_str(), static_cast<long long>(info.state.step), split->name.c_str(), r.loss,
                   std::exp(r.loss), bpb, 100 * r.accuracy, static_cast<long long>(windows),
-                  static_cast<long long>(split->block_size), static_cast<long long>(bytes));
+                  static_cast<long long>(split->block_size), static_cast<long long>(r.bytes));
   } else if (!r.mae.empty()) {
     std::snprintf(line, sizeof(line), "eval-only: %s (step %lld): %s loss %.6f %s (%lld samples)", target.c_str(),
                   static_cast<long long>(info.state.step), split->name.c_str(), r.loss, r.mae_text().c_str(),

@@ -103,6 +103,7 @@ std::string RunReport::progress_line(const IntervalFigures& f) {
     eval = " | " + f.eval_split + " loss " + std::to_string(*f.eval_loss).substr(0, 6) + " acc " +
            std::to_string(100 * f.eval_accuracy.value_or(0)).substr(0, 5) + "%";
   if (f.eval_perplexity) eval += " ppl " + std::to_string(*f.eval_perplexity).substr(0, 6);
+  if (f.eval_bits_per_byte) eval += " bpb " + std::to_string(*f.eval_bits_per_byte).substr(0, 6);
   char rate[128];  // language models: tokens/s, model FLOP/s and MFU
   if (f.tokens_per_s)
     std::snprintf(rate, sizeof(rate), "%.0f tokens/s%s", *f.tokens_per_s,
@@ -211,8 +212,10 @@ std::string RunReport::done_line(const RunSummary& s) {
   if (s.tokens_per_sample) {
     std::snprintf(speed, sizeof speed, "%.0f tokens/s (steady state %.0f%s)", s.samples_per_s * T,
                   s.steady_samples_per_s * T, flops_text(s.steady_model_flops_per_s(), s.steady_mfu_pct()).c_str());
-    std::snprintf(eval, sizeof eval, "%s loss %.4f, perplexity %.3f (%lld tokens)", s.final_split.c_str(), s.final_loss,
-                  std::exp(s.final_loss), static_cast<long long>(s.final_samples));
+    char bpb[48] = "";
+    if (s.final_bits_per_byte) std::snprintf(bpb, sizeof bpb, ", bits per byte %.4f", *s.final_bits_per_byte);
+    std::snprintf(eval, sizeof eval, "%s loss %.4f, perplexity %.3f%s (%lld tokens)", s.final_split.c_str(),
+                  s.final_loss, std::exp(s.final_loss), bpb, static_cast<long long>(s.final_samples));
   } else if (s.final_mae) {
     std::snprintf(speed, sizeof speed, "%.0f samples/s (steady state %.0f)", s.samples_per_s, s.steady_samples_per_s);
     std::snprintf(eval, sizeof eval, "%s loss %.4f, %s (%lld samples)", s.final_split.c_str(), s.final_loss,

@@ -54,7 +54,7 @@ tags = {"epoch": "train/epoch", "wall_s": "system/wall_s", "loss": "train/loss",
         "cpu_energy_j": "system/cpu_energy_j", "tokens_per_s": "system/tokens_per_s",
         "perplexity": "train/perplexity", "eval_perplexity": "eval/perplexity",
         "gpu_mem_total_mib": "system/gpu_mem_total_mib", "model_flops_per_s": "system/model_flops_per_s",
-        "mfu_pct": "system/mfu_pct", "eval_mae": "eval/mae"}
+        "mfu_pct": "system/mfu_pct", "eval_mae": "eval/mae", "eval_bits_per_byte": "eval/bits_per_byte"}
 tags.update({f"gpu_{x}_{s}": f"system/gpu_{x}_{s}" for x in ("util_pct", "mem_used_mib", "power_w", "temp_c", "energy_j")
              for s in ("min", "mean", "max")})
 rows = list(csv.DictReader(open(out / "metrics.csv")))

@@ -179,17 +179,18 @@ TEST(RunReport, GpuFiguresAreShownWhenPresentAndNotApplicableOtherwise) {
   const std::string header = RunReport::csv_header();
   EXPECT_NE(header.find(",gpu_util_pct_min,gpu_util_pct_mean,gpu_util_pct_max,gpu_mem_used_mib_min,"),
             std::string::npos);
-  EXPECT_EQ(header.substr(header.size() - 51), "gpu_energy_j_max,model_flops_per_s,mfu_pct,eval_mae");
+  EXPECT_EQ(header.substr(header.size() - 70),
+            "gpu_energy_j_max,model_flops_per_s,mfu_pct,eval_mae,eval_bits_per_byte");
   const std::string empty = RunReport::csv_row(f);
-  // the 16 GPU columns, 2 FLOP ones and the evaluation's MAE: empty
-  EXPECT_EQ(empty.substr(empty.size() - 19), std::string(19, ','));
+  // the 16 GPU columns, 2 FLOP ones, the evaluation's MAE and bits per byte: empty
+  EXPECT_EQ(empty.substr(empty.size() - 20), std::string(20, ','));
   f.gpu_util_pct = Spread{50, 65, 80};
   f.gpu_mem_total_mib = 81920;
   f.gpu_energy_j = Spread{1, 2.5, 4};
   EXPECT_NE(RunReport::progress_line(f).find("| gpu 50-80% |"), std::string::npos) << RunReport::progress_line(f);
   const std::string row = RunReport::csv_row(f);
   EXPECT_NE(row.find(",50,65,80,,,,81920,"), std::string::npos) << row;
-  EXPECT_EQ(row.substr(row.size() - 11), ",1,2.5,4,,,");  // (then model FLOP/s, MFU and MAE: none)
+  EXPECT_EQ(row.substr(row.size() - 12), ",1,2.5,4,,,,");  // (then model FLOP/s, MFU, MAE and bpb: none)
   RunSummary s;
   EXPECT_NE(RunReport::summary_json(s).find("\"gpu_hours\": null,\n  \"gpu_energy_kwh\": null,\n"), std::string::npos);
   s.gpu_hours = 2.0;

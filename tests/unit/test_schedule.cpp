@@ -149,8 +149,8 @@ TEST(RunReport, CsvProgressLineAndSummaryComeFromTheSameFigures) {
             "eval_perplexity,gpu_util_pct_min,gpu_util_pct_mean,gpu_util_pct_max,gpu_mem_used_mib_min,"
             "gpu_mem_used_mib_mean,gpu_mem_used_mib_max,gpu_mem_total_mib,gpu_power_w_min,gpu_power_w_mean,"
             "gpu_power_w_max,gpu_temp_c_min,gpu_temp_c_mean,gpu_temp_c_max,gpu_energy_j_min,gpu_energy_j_mean,"
-            "gpu_energy_j_max,model_flops_per_s,mfu_pct,eval_mae");
-  const std::string no_gpu(19, ',');  // the GPU columns, model FLOP/s, MFU and the evaluation's MAE, empty here
+            "gpu_energy_j_max,model_flops_per_s,mfu_pct,eval_mae,eval_bits_per_byte");
+  const std::string no_gpu(20, ',');  // the GPU columns, model FLOP/s, MFU, the evaluation's MAE and bpb, empty here
   IntervalFigures f;
   f.step = 40;
   f.epoch = 2;
@@ -191,11 +191,16 @@ TEST(RunReport, CsvProgressLineAndSummaryComeFromTheSameFigures) {
   f.mfu_pct = 41.25;
   EXPECT_NE(RunReport::progress_line(f).find("| 64000 tokens/s, 2.5 TFLOP/s MFU 41.2% |"), std::string::npos)
       << RunReport::progress_line(f);
-  EXPECT_EQ(RunReport::csv_row(f).substr(RunReport::csv_row(f).size() - 15), ",2.5e+12,41.25,");
+  EXPECT_EQ(RunReport::csv_row(f).substr(RunReport::csv_row(f).size() - 16), ",2.5e+12,41.25,,");
+  f.eval_bits_per_byte = 1.75;  // and bits per byte where the tokenizer counts bytes: the last column
+  EXPECT_EQ(RunReport::csv_row(f).substr(RunReport::csv_row(f).size() - 20), ",2.5e+12,41.25,,1.75");
+  EXPECT_NE(RunReport::progress_line(f).find("ppl 1.5000 bpb 1.7500"), std::string::npos)
+      << RunReport::progress_line(f);
+  f.eval_bits_per_byte.reset();
   // A regression: the evaluation's mean absolute error, per target on the line, the mean in the CSV.
   f.eval_mae = 0.125;
   f.eval_mae_text = "mae 0.1250 (a 0.1000, b 0.1500)";
-  EXPECT_EQ(RunReport::csv_row(f).substr(RunReport::csv_row(f).size() - 20), ",2.5e+12,41.25,0.125");
+  EXPECT_EQ(RunReport::csv_row(f).substr(RunReport::csv_row(f).size() - 21), ",2.5e+12,41.25,0.125,");
   EXPECT_NE(RunReport::progress_line(f).find("| val loss 0.5000 mae 0.1250 (a 0.1000, b 0.1500)"), std::string::npos)
       << RunReport::progress_line(f);
   EXPECT_NE(RunReport::progress_line(f).find("| acc "), std::string::npos);

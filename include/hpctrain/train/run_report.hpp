@@ -49,6 +49,8 @@ struct IntervalFigures {
   // line, per target ("mae 0.021 (Omega_m 0.020, ...)", EvalResult::mae_text).
   std::optional<double> eval_mae;
   std::string eval_mae_text;
+  // Language models whose tokenizer can count the text's bytes: the evaluation's bits per byte.
+  std::optional<double> eval_bits_per_byte;
   bool regression = false;  // float targets: no accuracy on the progress line
 };
 
@@ -93,6 +95,7 @@ void visit_columns(const IntervalFigures& f, Visit&& v) {
   v("model_flops_per_s", "system/model_flops_per_s", f.model_flops_per_s);
   v("mfu_pct", "system/mfu_pct", f.mfu_pct);
   v("eval_mae", "eval/mae", f.eval_mae);
+  v("eval_bits_per_byte", "eval/bits_per_byte", f.eval_bits_per_byte);
 }
 
 // The end of a run (over all ranks).
@@ -109,9 +112,10 @@ struct RunSummary {
   std::string final_split = "test";  // the split of the final evaluation: "test", else "eval"
   bool has_test = false;
   double final_accuracy = 0, final_loss = 0;
-  std::optional<double> final_mae;  // regression: the final evaluation's mean absolute error over the targets
-  double staging_s = 0;             // [data] stage_dir: the copy to node-local storage before the run
-  std::string final_mae_text;       // ... and per target (EvalResult::mae_text)
+  std::optional<double> final_mae;            // regression: the final evaluation's mean absolute error over the targets
+  std::optional<double> final_bits_per_byte;  // language models: the final evaluation's (EvalResult)
+  double staging_s = 0;                       // [data] stage_dir: the copy to node-local storage before the run
+  std::string final_mae_text;                 // ... and per target (EvalResult::mae_text)
   std::int64_t final_samples = 0;
   double rank_hours = 0, price_per_device_hour = 0;
   double step_time_s_min = 0, step_time_s_max = 0, peak_bytes_per_rank = 0;
@@ -248,6 +252,7 @@ void visit_summary(const RunSummary& s, Visit&& v) {
   v("final_eval_perplexity",
     s.tokens_per_sample ? std::optional<double>(std::exp(s.final_loss)) : std::optional<double>());
   v("final_eval_mae", s.final_mae);
+  v("final_eval_bits_per_byte", s.final_bits_per_byte);
   v("staging_s", s.staging_s);  // (not in wall_s: MLPerf HPC reports it apart)
 }
 

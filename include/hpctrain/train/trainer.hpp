@@ -11,6 +11,7 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -64,6 +65,11 @@ struct TieSync {
 struct EvalResult {  // exact over all ranks
   double loss = 0, accuracy = 0;
   std::int64_t samples = 0;
+  // Language models: the bytes of text the evaluated targets stand for, and bits per byte = loss x
+  // targets / (ln 2 x bytes), comparable across tokenizers; none when the split's tokenizer cannot
+  // decode (llm.c shards carry no tokenizer files).
+  std::int64_t bytes = -1;
+  std::optional<double> bits_per_byte;
   // Regression: the mean absolute error per target, and the targets' names (SplitIndex::target_labels).
   std::vector<double> mae;
   std::vector<std::string> target_names;
@@ -166,7 +172,8 @@ class Trainer {
   }  // after anything that may move buffers (evaluation, a new batch shape)
   void sum_over_replicas(double* v, std::size_t n);  // over the world: every replica's last stage
   void sum_over_replicas(IntervalSums& s) { sum_over_replicas(&s.loss, 3); }
-  IntervalSums take_interval_sums();  // reads and resets this rank's interval sums
+  void count_bytes(const SplitIndex& split, EvalResult& r);  // r.bytes, r.bits_per_byte (collective)
+  IntervalSums take_interval_sums();                         // reads and resets this rank's interval sums
   IntervalSums peek_interval_sums() const;
   void set_interval_sums(const IntervalSums& sums);
   const SplitIndex* eval_split() const;  // val, else test, else none
@@ -243,11 +250,14 @@ class Trainer {
   std::function<void(std::int64_t)> update_;  // the optimizer step (compose_update)
   std::function<void()> after_update_;
   std::vector<TieSync> tie_syncs_;  // weights tied across stages (sum_tied_gradients)
-  Tensor eval_errors_;              // regression: the evaluation's absolute error sums per target
-  Tensor scalars_, eval_scalars_;   // step scalars (tensor/step_scalars.hpp) of training and evaluation
-  Tensor step_key_;                 // splitmix64(step) on the device, for dropout (StepContext::step_key)
-  double comm_wait_s_ = 0;          // time waiting for gradient buckets after backward (all steps)
-  TrainState state_;                // where the run stands (checkpointed); its scaler: precision = fp16's loss scale
+  // The bytes each evaluated token split's targets stand for, counted once (rank 0 reads the
+  // tokens; eval_target_bytes), by split name; -1: not countable.
+  std::map<std::string, std::int64_t> eval_bytes_;
+  Tensor eval_errors_;             // regression: the evaluation's absolute error sums per target
+  Tensor scalars_, eval_scalars_;  // step scalars (tensor/step_scalars.hpp) of training and evaluation
+  Tensor step_key_;                // splitmix64(step) on the device, for dropout (StepContext::step_key)
+  double comm_wait_s_ = 0;         // time waiting for gradient buckets after backward (all steps)
+  TrainState state_;               // where the run stands (checkpointed); its scaler: precision = fp16's loss scale
   bool last_step_skipped_ = false;
   // [model] attention_mask = document (train/documents.cpp): the dataset's document separator (-1:
   // causal attention), and the document numbers of the batch being run (StepContext::doc_ids).

@@ -17,30 +17,26 @@
 namespace hpctrain {
 
 namespace {
-const char* stored_name(DType stored) {
-  switch (stored) {
-    case DType::f32: return "F32";
-    case DType::bf16: return "BF16";
-    case DType::f16: return "F16";
-    default:
-      throw bad_input(std::string("safetensors: tensors are written as F32, BF16 or F16, not ") + dtype_name(stored));
-  }
-}
+const char* stored_name(DType stored) { return stored == DType::bf16 ? "BF16" : stored == DType::f16 ? "F16" : "F32"; }
 
-// fp16 holds magnitudes up to 65504: a tensor with a larger finite value is refused, naming it.
-void check_fits(const NamedTensor& t, DType stored, const std::string& path) {
+// Before anything is written: a dtype the files hold, and for fp16 (magnitudes up to 65504) no
+// tensor with a larger finite value (refused naming it).
+void check_storable(const std::vector<NamedTensor>& tensors, DType stored, const std::string& path) {
+  HPCT_CHECK(stored == DType::f32 || stored == DType::bf16 || stored == DType::f16,
+             std::string("safetensors: written as F32, BF16 or F16, not ") + dtype_name(stored));
   if (stored != DType::f16) return;
-  for (float v : t.data)
-    if (std::isfinite(v) && std::isinf(half_value(half_bits(v)))) {
-      char value[32];
-      std::snprintf(value, sizeof value, "%g", static_cast<double>(v));
-      throw bad_input(path + ": tensor " + t.name + " holds " + value +
-                      ", beyond float16's largest value 65504 ([checkpoint] export_dtype = bf16 or fp32 keeps it)");
-    }
+  for (const NamedTensor& t : tensors)
+    for (float v : t.data)
+      if (std::isfinite(v) && std::isinf(half_value(half_bits(v)))) {
+        char value[32];
+        std::snprintf(value, sizeof value, "%g", static_cast<double>(v));
+        throw bad_input(path + ": tensor " + t.name + " holds " + value +
+                        ", beyond float16's largest value 65504 ([checkpoint] export_dtype = bf16 or fp32 keeps it)");
+      }
 }
 
 // Header size, header (padded to 8 bytes), then each tensor's values in `stored`, in pieces
-// (check_fits first).
+// (check_storable first).
 void write_file(std::ostream& out, const std::vector<NamedTensor>& tensors,
                 const std::map<std::string, std::string>& metadata, DType stored) {
   static_assert(sizeof(float) == 4, "float32");
@@ -61,7 +57,7 @@ void write_file(std::ostream& out, const std::vector<NamedTensor>& tensors,
   const std::uint64_t n = text.size();
   out.write(reinterpret_cast<const char*>(&n), 8);  // little-endian (checked above)
   out.write(text.data(), static_cast<std::streamsize>(text.size()));
-  std::vector<std::uint16_t> half(std::size_t{1} << 20);
+  std::vector<std::uint16_t> half(stored == DType::f32 ? 0 : std::size_t{1} << 20);
   for (const NamedTensor& t : tensors) {
     if (stored == DType::f32) {
       out.write(reinterpret_cast<const char*>(t.data.data()), static_cast<std::streamsize>(t.data.size() * 4));
@@ -79,7 +75,7 @@ void write_file(std::ostream& out, const std::vector<NamedTensor>& tensors,
 
 std::string safetensors_bytes(const std::vector<NamedTensor>& tensors,
                               const std::map<std::string, std::string>& metadata, DType stored) {
-  for (const NamedTensor& t : tensors) check_fits(t, stored, "safetensors");
+  check_storable(tensors, stored, "safetensors");
   std::ostringstream out;
   write_file(out, tensors, metadata, stored);
   return out.str();
@@ -88,7 +84,7 @@ std::string safetensors_bytes(const std::vector<NamedTensor>& tensors,
 void write_safetensors(const std::string& path, const std::vector<NamedTensor>& tensors,
                        const std::map<std::string, std::string>& metadata, DType stored) {
   const std::string partial = path + ".partial";
-  for (const NamedTensor& t : tensors) check_fits(t, stored, path);  // (before anything is on disk)
+  check_storable(tensors, stored, path);
   {
     std::ofstream out(partial, std::ios::binary | std::ios::trunc);
     write_file(out, tensors, metadata, stored);

@@ -117,8 +117,7 @@ EvalResult Trainer::evaluate(const SplitIndex& split) {
 }
 
 void Trainer::count_bytes(const SplitIndex& split, EvalResult& r) {
-  const auto known = eval_bytes_.find(split.name);
-  if (known == eval_bytes_.end()) {
+  if (!eval_bytes_.count(split.name)) {  // (the same windows at every evaluation of a split)
     const std::int64_t windows = r.samples / split.block_size;
     const auto text = compute_on_root(
         rt_.world(), [&] { return std::vector<std::string>{std::to_string(eval_target_bytes(split, windows))}; });

@@ -144,8 +144,8 @@ expect_error "a dimension without arch" "set \[model\] arch = gpt" run 1 --set m
 # Training, exact and elastic resume.
 run 1 >a.log 2>&1
 check "a 40-step run" test -f run/checkpoints/ckpt-00000040.h5
-check "... its done line counts tokens and gives the final validation loss and perplexity" \
-  grep -qE "^done: 40 steps in [0-9.]+ s, [0-9]+ tokens/s \(steady state [0-9]+.*\) \| final loss [0-9.]+ \| eval loss [0-9.]+, perplexity [0-9.]+ \([0-9]+ tokens\)" a.log
+check "... its done line counts tokens and gives the final validation loss, perplexity and bits per byte" \
+  grep -qE "^done: 40 steps in [0-9.]+ s, [0-9]+ tokens/s \(steady state [0-9]+.*\) \| final loss [0-9.]+ \| eval loss [0-9.]+, perplexity [0-9.]+, bits per byte [0-9.]+ \([0-9]+ tokens\)" a.log
 check "... and summary.json the perplexity of its final evaluation" $py -c "
 import json, math
 d = json.load(open('run/summary.json'))

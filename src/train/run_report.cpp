@@ -103,7 +103,11 @@ std::string RunReport::progress_line(const IntervalFigures& f) {
     eval = " | " + f.eval_split + " loss " + std::to_string(*f.eval_loss).substr(0, 6) + " acc " +
            std::to_string(100 * f.eval_accuracy.value_or(0)).substr(0, 5) + "%";
   if (f.eval_perplexity) eval += " ppl " + std::to_string(*f.eval_perplexity).substr(0, 6);
-  if (f.eval_bits_per_byte) eval += " bpb " + std::to_string(*f.eval_bits_per_byte).substr(0, 6);
+  if (f.eval_bits_per_byte) {  // (rounded as the done: line and --eval-only round it)
+    char bpb[32];
+    std::snprintf(bpb, sizeof bpb, " bpb %.4f", *f.eval_bits_per_byte);
+    eval += bpb;
+  }
   char rate[128];  // language models: tokens/s, model FLOP/s and MFU
   if (f.tokens_per_s)
     std::snprintf(rate, sizeof(rate), "%.0f tokens/s%s", *f.tokens_per_s,

@@ -124,8 +124,11 @@ void Trainer::count_bytes(const SplitIndex& split, EvalResult& r) {
     eval_bytes_[split.name] = std::stoll(text.at(0));
   }
   r.bytes = eval_bytes_[split.name];
-  if (r.bytes > 0)
-    r.bits_per_byte = r.loss * static_cast<double>(r.samples) / (std::log(2.0) * static_cast<double>(r.bytes));
+}
+
+std::optional<double> EvalResult::bits_per_byte() const {
+  if (bytes <= 0) return std::nullopt;
+  return loss * static_cast<double>(samples) / (std::log(2.0) * static_cast<double>(bytes));
 }
 
 int Trainer::eval_only() {
@@ -148,7 +151,7 @@ int Trainer::eval_only() {
     // across tokenizers)
     const std::int64_t windows = r.samples / split->block_size;
     char bpb[64] = "n/a (no tokenizer to count bytes)";
-    if (r.bits_per_byte) std::snprintf(bpb, sizeof(bpb), "%.4f", *r.bits_per_byte);
+    if (const auto b = r.bits_per_byte()) std::snprintf(bpb, sizeof(bpb), "%.4f", *b);
     std::snprintf(line, sizeof(line),
                   "eval-only: %s (step %lld): %s loss %.6f perplexity %.3f bits per byte %s next-token accuracy "
                   "%.2f%% (%lld windows of %lld tokens, %lld bytes)",

@@ -341,7 +341,7 @@ void Trainer::log_interval(const StepEnd& end, double lr, bool eval_now, Interva
     f.eval_loss = p.last_eval.loss;
     f.eval_accuracy = p.last_eval.accuracy;
     if (index_.train.tokens) f.eval_perplexity = std::exp(p.last_eval.loss);
-    f.eval_bits_per_byte = p.last_eval.bits_per_byte;
+    f.eval_bits_per_byte = p.last_eval.bits_per_byte();
     if (!p.last_eval.mae.empty()) {
       f.eval_mae = p.last_eval.mean_mae();
       f.eval_mae_text = p.last_eval.mae_text();
@@ -443,7 +443,7 @@ RunSummary Trainer::summarize(const Progress& p, const Checkpointer& checkpointe
   s.final_accuracy = final_eval.accuracy;
   s.final_loss = final_eval.loss;
   s.final_samples = final_eval.samples;
-  s.final_bits_per_byte = final_eval.bits_per_byte;
+  s.final_bits_per_byte = final_eval.bits_per_byte();
   s.staging_s = staging_s_;
   if (!final_eval.mae.empty()) {
     s.final_mae = final_eval.mean_mae();

@@ -142,6 +142,7 @@ Trainer::Trainer(const Config& cfg, Runtime& rt, const DatasetIndex& index)
       if (p.name == name) sync.count = numel(p.shape);
     for (const ParamInfo& p : model_->param_info())
       if (p.name == name) sync.here = {p.offset, p.offset + sync.count};  // the embedding, or the head's copy of it
+    if (sync.comm) sync.host.resize(static_cast<std::size_t>(sync.count));
     tie_syncs_.push_back(std::move(sync));
   }
   loss_ = training_loss(cfg.train, index.train.classification);
@@ -373,9 +374,9 @@ void Trainer::sum_partial_gradients() {
 
 void Trainer::sum_tied_gradients(double* squares) {
   Tensor& grads = model_->gradients();
-  for (const TieSync& t : tie_syncs_) {
-    if (!t.comm) continue;                                            // (a stage holding neither use)
-    std::vector<float> host(static_cast<std::size_t>(t.count), 0.f);  // through host memory (MPI)
+  for (TieSync& t : tie_syncs_) {
+    if (!t.comm) continue;  // (a stage holding neither use)
+    std::vector<float>& host = t.host;
     download(grads.view(t.here.begin, {t.count}), host.data(), host.size() * sizeof(float));
     t.comm->allreduce(host.data(), host.data(), host.size(), DType::f32, ReduceOp::sum);
     Tensor part = grads.view(t.here.begin, {t.count});

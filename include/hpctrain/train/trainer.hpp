@@ -60,16 +60,17 @@ struct TieSync {
   std::int64_t count = 0;              // its elements
   Range here;                          // where this stage holds it (the weight or its copy)
   std::unique_ptr<Communicator> comm;  // the two stages holding it; null on the others
+  std::vector<float> host;             // its gradient's host copy for the sum (MPI), kept between steps
 };
 
 struct EvalResult {  // exact over all ranks
   double loss = 0, accuracy = 0;
   std::int64_t samples = 0;
-  // Language models: the bytes of text the evaluated targets stand for, and bits per byte = loss x
-  // targets / (ln 2 x bytes), comparable across tokenizers; none when the split's tokenizer cannot
-  // decode (llm.c shards carry no tokenizer files).
+  // Language models: the bytes of text the evaluated targets stand for (-1 when the split's
+  // tokenizer cannot decode: llm.c shards carry no tokenizer files), and bits per byte = loss x
+  // targets / (ln 2 x bytes), comparable across tokenizers (none without bytes).
   std::int64_t bytes = -1;
-  std::optional<double> bits_per_byte;
+  std::optional<double> bits_per_byte() const;
   // Regression: the mean absolute error per target, and the targets' names (SplitIndex::target_labels).
   std::vector<double> mae;
   std::vector<std::string> target_names;
@@ -172,7 +173,7 @@ class Trainer {
   }  // after anything that may move buffers (evaluation, a new batch shape)
   void sum_over_replicas(double* v, std::size_t n);  // over the world: every replica's last stage
   void sum_over_replicas(IntervalSums& s) { sum_over_replicas(&s.loss, 3); }
-  void count_bytes(const SplitIndex& split, EvalResult& r);  // r.bytes, r.bits_per_byte (collective)
+  void count_bytes(const SplitIndex& split, EvalResult& r);  // r.bytes (collective)
   IntervalSums take_interval_sums();                         // reads and resets this rank's interval sums
   IntervalSums peek_interval_sums() const;
   void set_interval_sums(const IntervalSums& sums);

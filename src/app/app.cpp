@@ -291,9 +291,10 @@ std::string describe_data(const Config& cfg, const Runtime& rt) {
     Allocator alloc;
     LayerRegistry registry;
     register_builtin_layers(registry, LayerOptions{cfg.kernels.conv, cfg.model.vocab_multiple});
-    // (this rank's blocks with [parallel] tensor_parallel: the summary and the memory are per rank)
+    // (this rank's blocks with [parallel] tensor_parallel: the summary and the memory are per rank;
+    // no parameter or gradient buffers: a dry run reads shapes, so any deck fits a login node)
     Model model(with_model.model.layers, model_input_shape(rt.mesh(), cfg, index.train), registry, alloc, 0,
-                static_cast<std::size_t>(-1), true, true, tensor_parallel_place(rt.mesh(), cfg, index.train),
+                static_cast<std::size_t>(-1), false, false, tensor_parallel_place(rt.mesh(), cfg, index.train),
                 spatial_place(rt.mesh()));
     model.set_frozen(frozen_layers(cfg.train.freeze, model));  // the summary marks frozen layers
     os << "\nModel"

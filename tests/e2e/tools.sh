@@ -121,6 +121,15 @@ peak=$("$HPCTRAIN_BUILD_DIR/trainer" inputs/gpt2_124m.ini --dry-run --set data.p
 want=$($py -c "print('%.2f' % ((${peak:-0} + 2 * 38633472 * 4) / 2**30))")
 check "planner --layouts: one rank's memory is --dry-run's peak plus the 16-bit scratch ($want GiB)" \
   grep -qE "^ +1 +1 +1 none +[0-9.]+ +[0-9.]+ +[0-9.]+ +[0-9.]+ +$want +yes " <<<"$out"
+# --dry-run reads shapes only: Llama 3.2 1B's deck (4.6 GB of float32 parameters) in under 256 MB
+# of memory (it allocated parameters and gradients before: 8.4 GB and 35 s here, 2026-12-05).
+rss=$($py -c "
+import resource, subprocess, sys
+r = subprocess.run(sys.argv[1:], stdout=subprocess.DEVNULL, stderr=subprocess.STDOUT)
+print(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss // 1024 if r.returncode == 0 else -1)" \
+  "$HPCTRAIN_BUILD_DIR/trainer" inputs/llama_1b.ini --dry-run --set data.path="$tmp/fw" --set model.vocab_size=50257 \
+  --set run.out_dir="$tmp/dry")
+check "--dry-run of inputs/llama_1b.ini exits 0 in under 256 MB (${rss} MB)" test "${rss:--1}" -ge 0 -a "${rss:--1}" -lt 256
 check "... 8 ranks sharding AdamW's state hold 0.12 GiB of it each" grep -qE "^ +8 +1 +8 optimizer +0.70 +0.46 +0.12 " <<<"$out"
 check "... 8-way tensor parallelism holds 0.09 GiB of parameters and copy, 0.06 of gradients, 0.12 of state" \
   grep -qE "^ +8 +8 +1 none +0.09 +0.06 +0.12 " <<<"$out"

@@ -116,49 +116,99 @@ void convert(const std::string& dtype, const char* src, std::size_t count, float
     }
   }
 }
-}  // namespace
 
-std::vector<NamedTensor> read_safetensors(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw bad_input(path + ": cannot be read (" + std::strerror(errno) + ")");
-  const std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  return parse_safetensors(bytes, path);
+// One tensor's header entry, checked against the file's size: its data are bytes [begin, end) of
+// the file.
+struct Entry {
+  std::string name, dtype;
+  Shape shape;
+  std::uint64_t begin = 0, end = 0;
+  std::size_t width = 0;
+};
+
+// The header's size, read from the file's first 8 bytes; bad_input when it runs past the end.
+std::uint64_t header_size(const char* first8, std::uint64_t file_size, const std::string& path) {
+  std::uint64_t n = 0;
+  if (file_size < 8 || (std::memcpy(&n, first8, 8), n > file_size - 8))
+    throw bad_input(path + ": not a safetensors file (its header size is past the end of the file)");
+  return n;
 }
 
-std::vector<NamedTensor> parse_safetensors(const std::string& bytes, const std::string& path) {
-  std::uint64_t n = 0;
-  if (bytes.size() < 8 || (std::memcpy(&n, bytes.data(), 8), n > bytes.size() - 8))
-    throw bad_input(path + ": not a safetensors file (its header size is past the end of the file)");
+std::vector<Entry> parse_header(const std::string& text, std::uint64_t file_size, const std::string& path) {
   nlohmann::ordered_json header;
   try {
-    header = nlohmann::ordered_json::parse(bytes.substr(8, n));
+    header = nlohmann::ordered_json::parse(text);
   } catch (const std::exception& e) {
     throw bad_input(path + ": the safetensors header is not JSON (" + e.what() + ")");
   }
-  const std::size_t body = 8 + n;
-  std::vector<NamedTensor> out;
+  const std::uint64_t body = 8 + text.size();
+  std::vector<Entry> out;
   for (const auto& [name, t] : header.items()) {
     if (name == "__metadata__") continue;
     if (!t.is_object())  // (found by tests/fuzz/fuzz_safetensors.cpp: value() on a number threw json's error)
       throw bad_input(path + ": tensor " + name + ": its header entry is " + t.dump() + ", not an object");
-    const std::string dtype = t.contains("dtype") && t["dtype"].is_string() ? t["dtype"].get<std::string>() : "";
-    const std::size_t width = dtype == "F32" ? 4 : (dtype == "F16" || dtype == "BF16") ? 2 : 0;
-    if (width == 0) throw bad_input(path + ": tensor " + name + " has dtype " + dtype + "; F32, F16 and BF16 are read");
-    NamedTensor nt;
-    nt.name = name;
-    std::uint64_t begin = 0, end = 0;
+    Entry e;
+    e.name = name;
+    e.dtype = t.contains("dtype") && t["dtype"].is_string() ? t["dtype"].get<std::string>() : "";
+    e.width = e.dtype == "F32" ? 4 : (e.dtype == "F16" || e.dtype == "BF16") ? 2 : 0;
+    if (e.width == 0)
+      throw bad_input(path + ": tensor " + name + " has dtype " + e.dtype + "; F32, F16 and BF16 are read");
     try {
-      for (const auto& d : t.at("shape")) nt.shape.push_back(d.get<std::int64_t>());
-      begin = t.at("data_offsets").at(0).get<std::uint64_t>(), end = t.at("data_offsets").at(1).get<std::uint64_t>();
-    } catch (const nlohmann::json::exception& e) {
-      throw bad_input(path + ": tensor " + name + ": no shape or data_offsets in the header (" + e.what() + ")");
+      for (const auto& d : t.at("shape")) e.shape.push_back(d.get<std::int64_t>());
+      e.begin = t.at("data_offsets").at(0).get<std::uint64_t>(),
+      e.end = t.at("data_offsets").at(1).get<std::uint64_t>();
+    } catch (const nlohmann::json::exception& ex) {
+      throw bad_input(path + ": tensor " + name + ": no shape or data_offsets in the header (" + ex.what() + ")");
     }
-    const auto count = static_cast<std::size_t>(numel(nt.shape));
-    if (end < begin || end - begin != count * width || body + end > bytes.size())
-      throw bad_input(path + ": tensor " + name + " " + shape_string(nt.shape) + " " + dtype + " has data offsets [" +
-                      std::to_string(begin) + ", " + std::to_string(end) + ") that do not fit its shape or the file");
-    nt.data.resize(count);
-    convert(dtype, bytes.data() + body + begin, count, nt.data.data());
+    const auto count = static_cast<std::size_t>(numel(e.shape));
+    if (e.end < e.begin || e.end - e.begin != count * e.width || e.end > file_size - body)
+      throw bad_input(path + ": tensor " + name + " " + shape_string(e.shape) + " " + e.dtype + " has data offsets [" +
+                      std::to_string(e.begin) + ", " + std::to_string(e.end) +
+                      ") that do not fit its shape or the file");
+    e.begin += body, e.end += body;
+    out.push_back(std::move(e));
+  }
+  return out;
+}
+}  // namespace
+
+// Tensor by tensor through a buffer of at most 16 MiB: the memory a read takes is the float32
+// tensors it returns, not the file besides (a BF16 Llama 3.2 1B is 2.5 GB).
+std::vector<NamedTensor> read_safetensors(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::error_code ec;
+  const std::uintmax_t size = std::filesystem::file_size(path, ec);
+  if (!in || ec) throw bad_input(path + ": cannot be read (" + (ec ? ec.message() : std::strerror(errno)) + ")");
+  char first8[8] = {};
+  in.read(first8, 8);
+  const std::uint64_t n = header_size(first8, in ? size : 0, path);
+  std::string text(n, '\0');
+  in.read(text.data(), static_cast<std::streamsize>(n));
+  std::vector<NamedTensor> out;
+  std::vector<char> buffer;
+  constexpr std::size_t kChunk = std::size_t{16} << 20;
+  for (const Entry& e : parse_header(text, size, path)) {
+    NamedTensor nt{e.name, e.shape, std::vector<float>(static_cast<std::size_t>(numel(e.shape)))};
+    in.seekg(static_cast<std::streamoff>(e.begin));
+    for (std::size_t done = 0; done < nt.data.size();) {  // whole elements per chunk
+      const std::size_t count = std::min(nt.data.size() - done, kChunk / e.width);
+      buffer.resize(count * e.width);
+      in.read(buffer.data(), static_cast<std::streamsize>(buffer.size()));
+      if (!in) throw bad_input(path + ": tensor " + e.name + ": cannot be read (" + std::strerror(errno) + ")");
+      convert(e.dtype, buffer.data(), count, nt.data.data() + done);
+      done += count;
+    }
+    out.push_back(std::move(nt));
+  }
+  return out;
+}
+
+std::vector<NamedTensor> parse_safetensors(const std::string& bytes, const std::string& path) {
+  const std::uint64_t n = header_size(bytes.data(), bytes.size(), path);
+  std::vector<NamedTensor> out;
+  for (const Entry& e : parse_header(bytes.substr(8, n), bytes.size(), path)) {
+    NamedTensor nt{e.name, e.shape, std::vector<float>(static_cast<std::size_t>(numel(e.shape)))};
+    convert(e.dtype, bytes.data() + e.begin, nt.data.size(), nt.data.data());
     out.push_back(std::move(nt));
   }
   return out;

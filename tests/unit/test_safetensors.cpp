@@ -9,6 +9,7 @@
 #include <cstdio>
 #include <cstring>
 #include <fstream>
+#include <iterator>
 #include <string>
 
 #include "hpctrain/core/error.hpp"
@@ -88,6 +89,37 @@ TEST(Safetensors, ReadsHalfAndBfloat16Exactly) {
   std::string cut = one_tensor_file("BF16", {1, 2, 3});
   cut.resize(cut.size() - 2);
   EXPECT_THROW(read_back(cut), Error);
+}
+
+// read_safetensors reads tensor by tensor through a buffer of 16 MiB: a tensor over several
+// buffers (4 Mi + 3 float32 values: one full buffer and a part), then a BF16 one, give the values
+// that parse_safetensors gives from the whole file's bytes; a file cut inside the large tensor's
+// data is refused naming that tensor; a folder is one line, not a crash.
+TEST(Safetensors, ReadsATensorLargerThanItsBuffer) {
+  std::vector<float> big((std::size_t{1} << 22) + 3);
+  for (std::size_t i = 0; i < big.size(); ++i) big[i] = static_cast<float>(i % 100003) - 0.5f;
+  const std::vector<NamedTensor> tensors{{"big", {static_cast<std::int64_t>(big.size())}, big},
+                                         {"small", {3}, {1.f, -2.f, 0.25f}}};
+  const std::string path = testing::TempDir() + "/big.safetensors";
+  write_safetensors(path, tensors, {}, DType::f32);
+  const std::vector<NamedTensor> read = read_safetensors(path);
+  ASSERT_EQ(read.size(), 2u);
+  EXPECT_EQ(read[0].name, "big");
+  EXPECT_TRUE(read[0].data == big) << "the large tensor differs";
+  EXPECT_EQ(read[1].data, (std::vector<float>{1.f, -2.f, 0.25f}));
+  std::ifstream in(path, std::ios::binary);
+  const std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  EXPECT_TRUE(parse_safetensors(bytes, path).at(0).data == big);
+  std::ofstream(path, std::ios::binary | std::ios::trunc)
+      .write(bytes.data(), static_cast<std::streamsize>(bytes.size() / 2));
+  try {
+    read_safetensors(path);
+    FAIL() << "no error for a cut file";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("tensor big [4194307] F32 has data offsets"), std::string::npos) << e.what();
+  }
+  EXPECT_THROW(read_safetensors(testing::TempDir()), Error);
+  std::remove(path.c_str());
 }
 
 // [checkpoint] export_dtype: BF16 and F16 files hold the values rounded to nearest even (ties to

@@ -126,14 +126,6 @@ struct Entry {
   std::size_t width = 0;
 };
 
-// The header's size, read from the file's first 8 bytes; bad_input when it runs past the end.
-std::uint64_t header_size(const char* first8, std::uint64_t file_size, const std::string& path) {
-  std::uint64_t n = 0;
-  if (file_size < 8 || (std::memcpy(&n, first8, 8), n > file_size - 8))
-    throw bad_input(path + ": not a safetensors file (its header size is past the end of the file)");
-  return n;
-}
-
 std::vector<Entry> parse_header(const std::string& text, std::uint64_t file_size, const std::string& path) {
   nlohmann::ordered_json header;
   try {
@@ -170,18 +162,15 @@ std::vector<Entry> parse_header(const std::string& text, std::uint64_t file_size
   }
   return out;
 }
-}  // namespace
 
-// Tensor by tensor through a buffer of at most 16 MiB: the memory a read takes is the float32
-// tensors it returns, not the file besides (a BF16 Llama 3.2 1B is 2.5 GB).
-std::vector<NamedTensor> read_safetensors(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::error_code ec;
-  const std::uintmax_t size = std::filesystem::file_size(path, ec);
-  if (!in || ec) throw bad_input(path + ": cannot be read (" + (ec ? ec.message() : std::strerror(errno)) + ")");
-  char first8[8] = {};
-  in.read(first8, 8);
-  const std::uint64_t n = header_size(first8, in ? size : 0, path);
+// The tensors of a safetensors stream of `size` bytes, tensor by tensor through a buffer of at
+// most 16 MiB: the memory a read takes is the float32 tensors it returns, not the file besides (a
+// BF16 Llama 3.2 1B is 2.5 GB).
+std::vector<NamedTensor> read_tensors(std::istream& in, std::uint64_t size, const std::string& path) {
+  std::uint64_t n = 0;
+  in.read(reinterpret_cast<char*>(&n), 8);  // little-endian (as written)
+  if (!in || size < 8 || n > size - 8)
+    throw bad_input(path + ": not a safetensors file (its header size is past the end of the file)");
   std::string text(n, '\0');
   in.read(text.data(), static_cast<std::streamsize>(n));
   std::vector<NamedTensor> out;
@@ -202,16 +191,19 @@ std::vector<NamedTensor> read_safetensors(const std::string& path) {
   }
   return out;
 }
+}  // namespace
+
+std::vector<NamedTensor> read_safetensors(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::error_code ec;
+  const std::uintmax_t size = std::filesystem::file_size(path, ec);
+  if (!in || ec) throw bad_input(path + ": cannot be read (" + (ec ? ec.message() : std::strerror(errno)) + ")");
+  return read_tensors(in, size, path);
+}
 
 std::vector<NamedTensor> parse_safetensors(const std::string& bytes, const std::string& path) {
-  const std::uint64_t n = header_size(bytes.data(), bytes.size(), path);
-  std::vector<NamedTensor> out;
-  for (const Entry& e : parse_header(bytes.substr(8, n), bytes.size(), path)) {
-    NamedTensor nt{e.name, e.shape, std::vector<float>(static_cast<std::size_t>(numel(e.shape)))};
-    convert(e.dtype, bytes.data() + e.begin, nt.data.size(), nt.data.data());
-    out.push_back(std::move(nt));
-  }
-  return out;
+  std::istringstream in(bytes);  // (the fuzz harness's bytes take the file's path)
+  return read_tensors(in, bytes.size(), path);
 }
 
 }  // namespace hpctrain

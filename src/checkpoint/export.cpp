@@ -20,7 +20,7 @@ std::pair<std::int64_t, std::int64_t> vocab_padding(const Config& cfg) {
   return {0, 0};
 }
 
-void collect(const CheckpointFile& file, const std::string& group, std::vector<NamedTensor>& out,
+void collect(const CheckpointFile& file, const std::string& group, std::vector<LazyTensor>& out,
              std::pair<std::int64_t, std::int64_t> padding) {
   const std::string type = file.group_type(group);
   for (const std::string& c : file.children(group)) {
@@ -29,20 +29,20 @@ void collect(const CheckpointFile& file, const std::string& group, std::vector<N
       collect(file, path, out, padding);
       continue;
     }
-    NamedTensor t;
+    LazyTensor t;
     t.name = path.substr(path.find('/') + 1);  // without "model/" (format 1: "07_res.01_attention.qkv_weight")
     for (char& ch : t.name)
       if (ch == '/') ch = '.';
     const std::string layer_type = file.version() >= 2 ? file.string_attribute(path, "layer_type") : type;
     const std::string leaf = t.name.substr(t.name.rfind('.') + 1);
     t.shape = file.shape(path);
-    t.data.resize(static_cast<std::size_t>(numel(t.shape)));
-    file.read(path, t.data.data());
     const bool table = (layer_type == "embedding" || layer_type == "lm_head") && leaf == "weight";
-    if (table && padding.first > 0 && !t.shape.empty() && t.shape[0] == padding.second) {  // padding rows dropped
-      t.data.resize(t.data.size() / static_cast<std::size_t>(t.shape[0]) * static_cast<std::size_t>(padding.first));
-      t.shape[0] = padding.first;
-    }
+    if (table && padding.first > 0 && !t.shape.empty() && t.shape[0] == padding.second)
+      t.shape[0] = padding.first;  // the padding rows (the last ones) are left out
+    const std::int64_t width = t.shape.empty() || t.shape[0] == 0 ? 1 : numel(t.shape) / t.shape[0];
+    t.rows = [&file, path, width](std::int64_t first, std::int64_t count, float* to) {
+      file.read_elements(path, first * width, count * width, to);
+    };
     out.push_back(std::move(t));
   }
 }
@@ -57,8 +57,8 @@ const char* torch_dtype_name(DType stored) {
   return stored == DType::bf16 ? "bfloat16" : stored == DType::f16 ? "float16" : "float32";
 }
 
-std::vector<NamedTensor> checkpoint_tensors(const CheckpointFile& file, const Config* cfg) {
-  std::vector<NamedTensor> out;
+std::vector<LazyTensor> checkpoint_tensors(const CheckpointFile& file, const Config* cfg) {
+  std::vector<LazyTensor> out;
   collect(file, "model", out, cfg ? vocab_padding(*cfg) : std::pair<std::int64_t, std::int64_t>{0, 0});
   return out;
 }
@@ -85,7 +85,7 @@ std::string export_weights(const Config& cfg, Runtime& rt, const std::string& ou
                const DType stored = export_dtype(cfg);
                write_safetensors(out, tensors, meta, stored);
                std::int64_t values = 0;
-               for (const NamedTensor& t : tensors) values += numel(t.shape);
+               for (const LazyTensor& t : tensors) values += numel(t.shape);
                return std::vector<std::string>{"exported " + path + " (step " + std::to_string(file.info().state.step) +
                                                "): " + std::to_string(tensors.size()) + " tensors, " +
                                                std::to_string(values) + " " + torch_dtype_name(stored) +

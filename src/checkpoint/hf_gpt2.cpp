@@ -96,8 +96,8 @@ Imported gpt2_import(const Json& c, Tensors given, const std::string& file, cons
     hf.emplace(name.rfind("transformer.", 0) == 0 ? name.substr(12) : name, std::move(t));
   Imported out{gpt2_deck(g), gpt_layers(g.d), {}};
   for (const Pair& p : pairs(g.d.n_layer, g.d.n_embd, g.d.vocab_size, g.positions, g.d.tie_embeddings)) {
-    NamedTensor t = take(hf, p.hf, p.shape, dir);
-    out.tensors.push_back(p.conv1d ? transposed(t, p.ours) : NamedTensor{p.ours, t.shape, std::move(t.data)});
+    LazyTensor t = take(hf, p.hf, p.shape, dir);
+    out.tensors.push_back(p.conv1d ? transposed(t, p.ours) : renamed(std::move(t), p.ours));
   }
   if (g.d.tie_embeddings) hf.erase("lm_head.weight");  // (some files carry the tied copy)
   for (const auto& [name, t] : hf)
@@ -107,7 +107,7 @@ Imported gpt2_import(const Json& c, Tensors given, const std::string& file, cons
   return out;
 }
 
-Exported gpt2_export(const std::vector<NamedTensor>& ours, const ModelConfig& m, std::int64_t vocab) {
+Exported gpt2_export(const std::vector<LazyTensor>& ours, const ModelConfig& m, std::int64_t vocab) {
   if (!m.bias)
     throw bad_input(
         "--export-hf: [model] bias = false, but GPT2LMHeadModel has biases in every linear layer and "
@@ -131,13 +131,13 @@ Exported gpt2_export(const std::vector<NamedTensor>& ours, const ModelConfig& m,
                 {"scale_attn_weights", true},
                 {"tie_word_embeddings", m.tie_embeddings},
                 {"torch_dtype", "float32"}};
-  std::map<std::string, const NamedTensor*> by_name;
-  for (const NamedTensor& t : ours) by_name[t.name] = &t;
+  std::map<std::string, const LazyTensor*> by_name;
+  for (const LazyTensor& t : ours) by_name[t.name] = &t;
   for (const Pair& p : pairs(m.n_layer, m.n_embd, vocab, m.block_size, m.tie_embeddings)) {
     const auto it = by_name.find(p.ours);
     if (it == by_name.end()) throw bad_input("--export-hf: the checkpoint has no tensor " + p.ours);
-    const NamedTensor& t = *it->second;
-    out.tensors.push_back(p.conv1d ? transposed(t, p.hf) : NamedTensor{p.hf, t.shape, t.data});
+    const LazyTensor& t = *it->second;
+    out.tensors.push_back(p.conv1d ? transposed(t, p.hf) : renamed(t, p.hf));
     by_name.erase(it);
   }
   if (!by_name.empty())

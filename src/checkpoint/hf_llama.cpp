@@ -100,9 +100,7 @@ Imported llama_import(const Json& c, Tensors hf, const std::string& file, const 
   expect_layers(d.n_layer, hf.size(), file, "num_hidden_layers");
   Imported out{llama_deck(d, whole(c, "max_position_embeddings", file, 2048)), llama_layers(d), {}};
   for (const auto& [theirs, ours] : direct_names(d.n_layer, d.tie_embeddings)) {
-    NamedTensor t = take(hf, theirs, direct_shape(theirs, d), dir);
-    t.name = ours;
-    out.tensors.push_back(std::move(t));
+    out.tensors.push_back(renamed(take(hf, theirs, direct_shape(theirs, d), dir), ours));
   }
   const std::int64_t hd = d.n_embd / d.n_head, kv = d.n_kv_heads * hd, e = d.n_embd;
   for (std::int64_t i = 0; i < d.n_layer; ++i) {
@@ -123,7 +121,7 @@ Imported llama_import(const Json& c, Tensors hf, const std::string& file, const 
   return out;
 }
 
-Exported llama_export(const std::vector<NamedTensor>& ours, const ModelConfig& m, std::int64_t vocab) {
+Exported llama_export(const std::vector<LazyTensor>& ours, const ModelConfig& m, std::int64_t vocab) {
   Exported out;
   out.config = {{"architectures", {"LlamaForCausalLM"}},
                 {"model_type", "llama"},
@@ -153,9 +151,9 @@ Exported llama_export(const std::vector<NamedTensor>& ours, const ModelConfig& m
   std::map<std::string, std::string> to_hf;
   for (const auto& [theirs, mine] : direct_names(m.n_layer, m.tie_embeddings)) to_hf[mine] = theirs;
   const std::int64_t hd = m.n_embd / m.n_head, kv = (m.n_kv_heads ? m.n_kv_heads : m.n_head) * hd;
-  for (const NamedTensor& t : ours) {
+  for (const LazyTensor& t : ours) {
     if (const auto it = to_hf.find(t.name); it != to_hf.end()) {
-      out.tensors.push_back({it->second, t.shape, t.data});
+      out.tensors.push_back(renamed(t, it->second));
       continue;
     }
     const std::string layer = "model.layers." + t.name.substr(2, t.name.find('.', 2) - 2) + ".";

@@ -50,11 +50,11 @@ void expect_value(const Json& cfg, const std::string& key, const Json& want, con
                     want.dump());
 }
 
-NamedTensor take(Tensors& hf, const std::string& name, const Shape& shape, const std::string& dir) {
+LazyTensor take(Tensors& hf, const std::string& name, const Shape& shape, const std::string& dir) {
   auto it = hf.find(name);
   if (it == hf.end() && name.rfind("model.", 0) == 0) it = hf.find(name.substr(6));
   if (it == hf.end()) throw bad_input(dir + ": tensor " + name + " " + shape_string(shape) + " is missing");
-  NamedTensor t = std::move(it->second);
+  LazyTensor t = std::move(it->second);
   hf.erase(it);
   if (t.shape != shape)
     throw bad_input(dir + ": tensor " + name + " is " + shape_string(t.shape) + "; config.json makes it " +
@@ -62,32 +62,48 @@ NamedTensor take(Tensors& hf, const std::string& name, const Shape& shape, const
   return t;
 }
 
-NamedTensor rows_of(std::string name, const std::vector<NamedTensor>& parts) {
-  NamedTensor t{std::move(name), parts.front().shape, {}};
+namespace {
+std::int64_t row_width(const Shape& s) { return s.empty() || s[0] == 0 ? 1 : numel(s) / s[0]; }
+}  // namespace
+
+LazyTensor rows_of(std::string name, std::vector<LazyTensor> parts) {
+  LazyTensor t{std::move(name), parts.front().shape, {}};
   t.shape[0] = 0;
-  for (const NamedTensor& p : parts) {
-    t.shape[0] += p.shape[0];
-    t.data.insert(t.data.end(), p.data.begin(), p.data.end());
-  }
+  for (const LazyTensor& p : parts) t.shape[0] += p.shape[0];
+  const std::int64_t width = row_width(t.shape);
+  t.rows = [parts = std::move(parts), width](std::int64_t first, std::int64_t count, float* out) {
+    std::int64_t at = 0;  // the first row of part p
+    for (const LazyTensor& p : parts) {
+      const std::int64_t lo = std::max(first, at), hi = std::min(first + count, at + p.shape[0]);
+      if (lo < hi) p.rows(lo - at, hi - lo, out + (lo - first) * width);
+      at += p.shape[0];
+    }
+  };
   return t;
 }
 
-NamedTensor rows_slice(const NamedTensor& t, std::string name, std::int64_t first, std::int64_t count) {
-  const std::int64_t width = numel(t.shape) / t.shape[0];
-  NamedTensor out{std::move(name), t.shape, {}};
+LazyTensor rows_slice(const LazyTensor& t, std::string name, std::int64_t first, std::int64_t count) {
+  LazyTensor out{std::move(name), t.shape, {}};
   out.shape[0] = count;
-  out.data.assign(t.data.begin() + first * width, t.data.begin() + (first + count) * width);
+  out.rows = [src = t, first](std::int64_t f, std::int64_t c, float* to) { src.rows(first + f, c, to); };
   return out;
 }
 
-NamedTensor transposed(const NamedTensor& t, std::string name) {
+LazyTensor transposed(const LazyTensor& t, std::string name) {
   HPCT_CHECK(t.shape.size() == 2, "transposed: " + t.name + " " + shape_string(t.shape) + " is not a matrix");
   const std::int64_t a = t.shape[0], b = t.shape[1];
-  NamedTensor out{std::move(name), {b, a}, std::vector<float>(t.data.size())};
-  for (std::int64_t i = 0; i < a; ++i)
-    for (std::int64_t j = 0; j < b; ++j)
-      out.data[static_cast<std::size_t>(j * a + i)] = t.data[static_cast<std::size_t>(i * b + j)];
+  LazyTensor out{std::move(name), {b, a}, {}};
+  out.rows = [src = t, a, b](std::int64_t first, std::int64_t count, float* to) {  // rows j of [b, a]
+    const std::vector<float> v = src.values();
+    for (std::int64_t j = first; j < first + count; ++j)
+      for (std::int64_t i = 0; i < a; ++i) to[(j - first) * a + i] = v[static_cast<std::size_t>(i * b + j)];
+  };
   return out;
+}
+
+LazyTensor renamed(LazyTensor t, std::string name) {
+  t.name = std::move(name);
+  return t;
 }
 
 }  // namespace hf
@@ -120,7 +136,7 @@ Tensors read_hf_tensors(const std::string& dir) {
   }
   Tensors out;
   for (const std::string& f : files)
-    for (NamedTensor& t : read_safetensors(f)) {
+    for (LazyTensor& t : safetensors_tensors(f)) {
       const std::string name = t.name;
       if (!out.emplace(name, std::move(t)).second) throw bad_input(f + ": tensor " + name + " is in two shards");
     }
@@ -168,7 +184,7 @@ std::string model_section(const std::string& deck, const std::string& layers, co
 }  // namespace
 
 std::string import_hf(Communicator& comm, const std::string& dir, const std::string& out) {
-  std::vector<NamedTensor> tensors;
+  std::vector<LazyTensor> tensors;  // (read from the folder as the checkpoint writes them)
   CheckpointInfo info;
   const auto lines = compute_on_root(comm, [&] {
     const std::string config = dir + "/config.json";
@@ -186,14 +202,15 @@ std::string import_hf(Communicator& comm, const std::string& dir, const std::str
       info.run.tokenizer_files = {{"tokenizer.json", read_text_file(dir + "/tokenizer.json", "tokenizer file")}};
     }
     std::int64_t values = 0;
-    for (const NamedTensor& t : tensors) values += numel(t.shape);
+    for (const LazyTensor& t : tensors) values += numel(t.shape);
     return std::vector<std::string>{"imported " + dir + ": " + std::to_string(tensors.size()) + " tensors, " +
                                         std::to_string(values) + " parameters, to " + out + " (step 0)",
                                     "[model]\n" + model.deck};
   });
   std::vector<CheckpointTensor> ct;
-  for (const NamedTensor& t : tensors)
-    ct.push_back({"model/" + t.name, t.shape, t.data.data(), 0, false, {}, layer_type_of(t.name)});
+  for (const LazyTensor& t : tensors)
+    ct.push_back(
+        {"model/" + t.name, t.shape, nullptr, 0, false, {}, layer_type_of(t.name), [&t] { return t.values(); }});
   const std::string partial = out + ".partial";
   write_checkpoint(comm, partial, info, ct, {}, WriterPlace{0, 1, 0, 1}, IntervalSums{});
   if (comm.rank() == 0) std::filesystem::rename(partial, out);
@@ -209,9 +226,9 @@ std::string export_hf(const Config& cfg, Runtime& rt, const std::string& dir) {
     const std::string path = resume_selection(cfg);
     if (path.empty()) throw bad_input("--export-hf " + dir + ": no checkpoint to export");
     const CheckpointFile file(path);
-    const std::vector<NamedTensor> ours = checkpoint_tensors(file, &cfg);
+    const std::vector<LazyTensor> ours = checkpoint_tensors(file, &cfg);  // (read as they are written)
     std::int64_t vocab = 0;
-    for (const NamedTensor& t : ours)
+    for (const LazyTensor& t : ours)
       if (t.name == "tok_emb.weight") vocab = t.shape[0];
     const hf::Exported hf = cfg.model.arch == Arch::llama ? hf::llama_export(ours, cfg.model, vocab)
                                                           : hf::gpt2_export(ours, cfg.model, vocab);
@@ -219,11 +236,15 @@ std::string export_hf(const Config& cfg, Runtime& rt, const std::string& dir) {
     Json config = hf.config;
     config["torch_dtype"] = torch_dtype_name(stored);
     std::filesystem::create_directories(dir);
-    write_safetensors(dir + "/model.safetensors", hf.tensors, {{"format", "pt"}}, stored);
+    const std::vector<std::string> files =
+        write_safetensors_folder(dir, hf.tensors, {{"format", "pt"}}, stored, cfg.checkpoint.export_shard_size);
     write_text(dir + "/config.json", config.dump(2) + "\n");
     for (const auto& [name, bytes] : file.info().run.tokenizer_files)
       if (name == "tokenizer.json") write_text(dir + "/tokenizer.json", bytes);
-    return std::vector<std::string>{"exported " + path + " to " + dir + ": config.json, model.safetensors (" +
+    const std::string weights =
+        files.size() == 1 ? files[0]
+                          : std::to_string(files.size() - 1) + " shards " + files[0] + " ... and " + files.back();
+    return std::vector<std::string>{"exported " + path + " to " + dir + ": config.json, " + weights + " (" +
                                     std::to_string(hf.tensors.size()) + " " + torch_dtype_name(stored) + " tensors)"};
   });
   return lines.at(0);

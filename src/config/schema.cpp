@@ -459,6 +459,11 @@ void checkpoint_keys(std::vector<KeySpec>& k) {
   s.key("export_dtype", &CheckpointConfig::export_dtype,
         "--export and --export-hf: the float format of the safetensors files (fp32; bf16 and fp16 rounded to nearest "
         "even, Hugging Face's torch_dtype bfloat16 and float16; fp16 refuses a tensor with a value beyond 65504)");
+  s.key("export_shard_size", &CheckpointConfig::export_shard_size,
+        "--export-hf: the weights in safetensors shards of at most this many bytes (a larger tensor alone), listed "
+        "by model.safetensors.index.json, as save_pretrained writes them (its default, 5GB); one model.safetensors "
+        "when they fit")
+      .as(ValueKind::size);
   s.key("mpiio_hints", &CheckpointConfig::mpiio_hints,
         "hints for the MPI-IO layer writing checkpoints, key=value,... (e.g. romio_cb_write=enable, "
         "striping_factor=8, striping_unit=4194304, cb_nodes=4; docs/checkpoints.md)")

@@ -317,9 +317,17 @@ void write_contents(hid_t root, const CheckpointInfo& info, const std::vector<Ch
   CHECK_H5(H5Pset_dxpl_mpio(dxpl.get(), H5FD_MPIO_COLLECTIVE));
   for (const CheckpointTensor& t : tensors) {
     const int index = place.pp == t.stage ? place.dp : -1;
-    HPCT_CHECK(index < 0 || t.data != nullptr || (t.by_elements && t.elements.empty()),
+    HPCT_CHECK(index < 0 || t.data != nullptr || t.values || (t.by_elements && t.elements.empty()),
                "checkpoint tensor " + t.path + " has no data on its own stage");
-    write_dataset(root, lcpl.get(), dxpl.get(), t, index, place.dp_size);
+    if (index >= 0 && t.data == nullptr && t.values) {  // made now, freed after
+      CheckpointTensor made = t;
+      const std::vector<float> values = t.values();
+      HPCT_CHECK(static_cast<std::int64_t>(values.size()) == numel(t.shape), "checkpoint tensor " + t.path + " size");
+      made.data = values.data();
+      write_dataset(root, lcpl.get(), dxpl.get(), made, index, place.dp_size);
+    } else {
+      write_dataset(root, lcpl.get(), dxpl.get(), t, index, place.dp_size);
+    }
     guard.unlock();  // between datasets: other threads' HDF5 calls get their turn
     std::this_thread::yield();
     guard.lock();

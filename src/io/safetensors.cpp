@@ -8,6 +8,7 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <memory>
 #include <nlohmann/json.hpp>
 #include <sstream>
 
@@ -16,39 +17,51 @@
 
 namespace hpctrain {
 
+std::vector<float> LazyTensor::values() const {
+  std::vector<float> v(static_cast<std::size_t>(numel(shape)));
+  rows(0, row_count(), v.data());
+  return v;
+}
+
+LazyTensor lazy_copy(NamedTensor t) {
+  auto held = std::make_shared<const NamedTensor>(std::move(t));
+  const std::int64_t width = held->shape.empty() || held->shape[0] == 0 ? 1 : numel(held->shape) / held->shape[0];
+  return {held->name, held->shape, [held, width](std::int64_t first, std::int64_t count, float* out) {
+            std::copy_n(held->data.data() + first * width, count * width, out);
+          }};
+}
+
 namespace {
 const char* stored_name(DType stored) { return stored == DType::bf16 ? "BF16" : stored == DType::f16 ? "F16" : "F32"; }
 
-// Before anything is written: a dtype the files hold, and for fp16 (magnitudes up to 65504) no
-// tensor with a larger finite value (refused naming it).
-void check_storable(const std::vector<NamedTensor>& tensors, DType stored, const std::string& path) {
-  HPCT_CHECK(stored == DType::f32 || stored == DType::bf16 || stored == DType::f16,
-             std::string("safetensors: written as F32, BF16 or F16, not ") + dtype_name(stored));
+// For fp16 (magnitudes up to 65504): no value of a larger finite magnitude (refused naming the
+// tensor).
+void check_storable(const std::string& name, const std::vector<float>& values, DType stored, const std::string& path) {
   if (stored != DType::f16) return;
-  for (const NamedTensor& t : tensors)
-    for (float v : t.data)
-      if (std::isfinite(v) && std::isinf(half_value(half_bits(v)))) {
-        char value[32];
-        std::snprintf(value, sizeof value, "%g", static_cast<double>(v));
-        throw bad_input(path + ": tensor " + t.name + " holds " + value +
-                        ", beyond float16's largest value 65504 ([checkpoint] export_dtype = bf16 or fp32 keeps it)");
-      }
+  for (float v : values)
+    if (std::isfinite(v) && std::isinf(half_value(half_bits(v)))) {
+      char value[32];
+      std::snprintf(value, sizeof value, "%g", static_cast<double>(v));
+      throw bad_input(path + ": tensor " + name + " holds " + value +
+                      ", beyond float16's largest value 65504 ([checkpoint] export_dtype = bf16 or fp32 keeps it)");
+    }
 }
 
-// Header size, header (padded to 8 bytes), then each tensor's values in `stored`, in pieces
-// (check_storable first).
-void write_file(std::ostream& out, const std::vector<NamedTensor>& tensors,
-                const std::map<std::string, std::string>& metadata, DType stored) {
+// Header size, header (padded to 8 bytes), then each tensor's values in `stored`, made one tensor
+// at a time and written in pieces.
+void write_file(std::ostream& out, const std::vector<LazyTensor>& tensors,
+                const std::map<std::string, std::string>& metadata, DType stored, const std::string& path) {
   static_assert(sizeof(float) == 4, "float32");
   const std::uint16_t probe = 1;
   HPCT_CHECK(*reinterpret_cast<const unsigned char*>(&probe) == 1, "safetensors: a little-endian host");
+  HPCT_CHECK(stored == DType::f32 || stored == DType::bf16 || stored == DType::f16,
+             std::string("safetensors: written as F32, BF16 or F16, not ") + dtype_name(stored));
   const std::size_t width = dtype_size(stored);
   nlohmann::ordered_json header;
   if (!metadata.empty()) header["__metadata__"] = metadata;
   std::size_t at = 0;
-  for (const NamedTensor& t : tensors) {
-    HPCT_CHECK(static_cast<std::int64_t>(t.data.size()) == numel(t.shape), "safetensors: " + t.name + " size");
-    const std::size_t bytes = t.data.size() * width;
+  for (const LazyTensor& t : tensors) {
+    const std::size_t bytes = static_cast<std::size_t>(numel(t.shape)) * width;
     header[t.name] = {{"dtype", stored_name(stored)}, {"shape", t.shape}, {"data_offsets", {at, at + bytes}}};
     at += bytes;
   }
@@ -58,46 +71,136 @@ void write_file(std::ostream& out, const std::vector<NamedTensor>& tensors,
   out.write(reinterpret_cast<const char*>(&n), 8);  // little-endian (checked above)
   out.write(text.data(), static_cast<std::streamsize>(text.size()));
   std::vector<std::uint16_t> half(stored == DType::f32 ? 0 : std::size_t{1} << 20);
-  for (const NamedTensor& t : tensors) {
+  for (const LazyTensor& t : tensors) {
+    const std::vector<float> v = t.values();
+    check_storable(t.name, v, stored, path);
     if (stored == DType::f32) {
-      out.write(reinterpret_cast<const char*>(t.data.data()), static_cast<std::streamsize>(t.data.size() * 4));
+      out.write(reinterpret_cast<const char*>(v.data()), static_cast<std::streamsize>(v.size() * 4));
       continue;
     }
-    for (std::size_t i = 0; i < t.data.size(); i += half.size()) {
-      const std::size_t m = std::min(half.size(), t.data.size() - i);
-      for (std::size_t k = 0; k < m; ++k)
-        half[k] = stored == DType::bf16 ? bf16_bits(t.data[i + k]) : half_bits(t.data[i + k]);
+    for (std::size_t i = 0; i < v.size(); i += half.size()) {
+      const std::size_t m = std::min(half.size(), v.size() - i);
+      for (std::size_t k = 0; k < m; ++k) half[k] = stored == DType::bf16 ? bf16_bits(v[i + k]) : half_bits(v[i + k]);
       out.write(reinterpret_cast<const char*>(half.data()), static_cast<std::streamsize>(m * 2));
     }
   }
+}
+
+std::vector<LazyTensor> lazy_copies(const std::vector<NamedTensor>& tensors) {
+  std::vector<LazyTensor> out;
+  for (const NamedTensor& t : tensors) {
+    HPCT_CHECK(static_cast<std::int64_t>(t.data.size()) == numel(t.shape), "safetensors: " + t.name + " size");
+    const std::int64_t width = t.shape.empty() || t.shape[0] == 0 ? 1 : numel(t.shape) / t.shape[0];
+    out.push_back({t.name, t.shape, [&t, width](std::int64_t first, std::int64_t count, float* to) {
+                     std::copy_n(t.data.data() + first * width, count * width, to);
+                   }});
+  }
+  return out;
 }
 }  // namespace
 
 std::string safetensors_bytes(const std::vector<NamedTensor>& tensors,
                               const std::map<std::string, std::string>& metadata, DType stored) {
-  check_storable(tensors, stored, "safetensors");
   std::ostringstream out;
-  write_file(out, tensors, metadata, stored);
+  write_file(out, lazy_copies(tensors), metadata, stored, "safetensors");
   return out.str();
 }
 
 void write_safetensors(const std::string& path, const std::vector<NamedTensor>& tensors,
                        const std::map<std::string, std::string>& metadata, DType stored) {
+  write_safetensors(path, lazy_copies(tensors), metadata, stored);
+}
+
+void write_safetensors(const std::string& path, const std::vector<LazyTensor>& tensors,
+                       const std::map<std::string, std::string>& metadata, DType stored) {
   const std::string partial = path + ".partial";
-  check_storable(tensors, stored, path);
-  {
-    std::ofstream out(partial, std::ios::binary | std::ios::trunc);
-    write_file(out, tensors, metadata, stored);
-    out.close();
-    if (!out) {
-      std::error_code ec;
-      std::filesystem::remove(partial, ec);
-      throw bad_input("--export " + path + ": cannot write " + partial + " (" + std::strerror(errno) + ")");
-    }
-  }
   std::error_code ec;
+  try {
+    std::ofstream out(partial, std::ios::binary | std::ios::trunc);
+    if (!out) throw bad_input("--export " + path + ": cannot write " + partial + " (" + std::strerror(errno) + ")");
+    write_file(out, tensors, metadata, stored, path);
+    out.close();
+    if (!out) throw bad_input("--export " + path + ": cannot write " + partial + " (" + std::strerror(errno) + ")");
+  } catch (...) {
+    std::filesystem::remove(partial, ec);  // (nothing half-written is left)
+    throw;
+  }
   std::filesystem::rename(partial, path, ec);
   if (ec) throw bad_input("--export " + path + ": cannot rename " + partial + ": " + ec.message());
+}
+
+std::uint64_t safetensors_data_bytes(const std::vector<LazyTensor>& tensors, DType stored) {
+  std::uint64_t n = 0;
+  for (const LazyTensor& t : tensors) n += static_cast<std::uint64_t>(numel(t.shape)) * dtype_size(stored);
+  return n;
+}
+
+namespace {
+void write_text_file(const std::string& path, const std::string& text) {
+  const std::string partial = path + ".partial";
+  std::ofstream f(partial, std::ios::binary | std::ios::trunc);
+  f << text;
+  f.close();
+  std::error_code ec;
+  if (f) std::filesystem::rename(partial, path, ec);
+  if (!f || ec) {
+    std::filesystem::remove(partial, ec);
+    throw bad_input("--export-hf: cannot write " + path);
+  }
+}
+
+// model.safetensors, model-NNNNN-of-NNNNN.safetensors, model.safetensors.index.json
+bool sharded_layout_file(const std::string& name) {
+  const std::string tail = ".safetensors";
+  if (name == "model" + tail || name == "model" + tail + ".index.json") return true;
+  if (name.size() != std::string("model-00001-of-00002").size() + tail.size()) return false;
+  if (name.compare(0, 6, "model-") != 0 || name.compare(11, 4, "-of-") != 0 || name.compare(20, tail.size(), tail) != 0)
+    return false;
+  const auto digit = [](char c) { return c >= '0' && c <= '9'; };
+  return std::all_of(name.begin() + 6, name.begin() + 11, digit) &&
+         std::all_of(name.begin() + 15, name.begin() + 20, digit);
+}
+}  // namespace
+
+std::vector<std::string> write_safetensors_folder(const std::string& dir, const std::vector<LazyTensor>& tensors,
+                                                  const std::map<std::string, std::string>& metadata, DType stored,
+                                                  std::uint64_t shard_bytes) {
+  std::vector<std::vector<LazyTensor>> shards(1);
+  std::uint64_t in_shard = 0;
+  for (const LazyTensor& t : tensors) {  // (save_pretrained's rule: in order, a larger tensor alone)
+    const std::uint64_t bytes = safetensors_data_bytes({t}, stored);
+    if (!shards.back().empty() && in_shard + bytes > shard_bytes) shards.emplace_back(), in_shard = 0;
+    shards.back().push_back(t);
+    in_shard += bytes;
+  }
+  std::vector<std::string> files;
+  std::error_code ec;
+  std::filesystem::create_directories(dir, ec);
+  if (shards.size() == 1) {
+    files.push_back("model.safetensors");
+    write_safetensors(dir + "/" + files[0], tensors, metadata, stored);
+  } else {
+    nlohmann::ordered_json index;
+    index["metadata"] = {{"total_size", safetensors_data_bytes(tensors, stored)}};
+    index["weight_map"] = nlohmann::ordered_json::object();
+    for (std::size_t i = 0; i < shards.size(); ++i) {
+      char name[64];
+      std::snprintf(name, sizeof name, "model-%05zu-of-%05zu.safetensors", i + 1, shards.size());
+      files.push_back(name);
+      write_safetensors(dir + "/" + name, shards[i], metadata, stored);
+      for (const LazyTensor& t : shards[i]) index["weight_map"][t.name] = name;
+    }
+    files.push_back("model.safetensors.index.json");
+    write_text_file(dir + "/" + files.back(), index.dump(2) + "\n");
+  }
+  std::vector<std::filesystem::path> stale;  // an earlier write's files of the layout
+  for (const auto& entry : std::filesystem::directory_iterator(dir, ec)) {
+    const std::string name = entry.path().filename().string();
+    if (sharded_layout_file(name) && std::find(files.begin(), files.end(), name) == files.end())
+      stale.push_back(entry.path());
+  }
+  for (const auto& path : stale) std::filesystem::remove(path, ec);
+  return files;
 }
 
 namespace {
@@ -163,42 +266,73 @@ std::vector<Entry> parse_header(const std::string& text, std::uint64_t file_size
   return out;
 }
 
-// The tensors of a safetensors stream of `size` bytes, tensor by tensor through a buffer of at
-// most 16 MiB: the memory a read takes is the float32 tensors it returns, not the file besides (a
-// BF16 Llama 3.2 1B is 2.5 GB).
-std::vector<NamedTensor> read_tensors(std::istream& in, std::uint64_t size, const std::string& path) {
+// The header of a safetensors stream of `size` bytes, checked.
+std::vector<Entry> read_header(std::istream& in, std::uint64_t size, const std::string& path) {
   std::uint64_t n = 0;
   in.read(reinterpret_cast<char*>(&n), 8);  // little-endian (as written)
   if (!in || size < 8 || n > size - 8)
     throw bad_input(path + ": not a safetensors file (its header size is past the end of the file)");
   std::string text(n, '\0');
   in.read(text.data(), static_cast<std::streamsize>(n));
-  std::vector<NamedTensor> out;
-  std::vector<char> buffer;
+  return parse_header(text, size, path);
+}
+
+// Elements [first, first + count) of entry `e` from the stream, as float32, through a buffer of at
+// most 16 MiB: the memory a read takes is the float32 values it returns, not the file besides (a
+// BF16 Llama 3.2 1B is 2.5 GB).
+void read_values(std::istream& in, const Entry& e, std::uint64_t first, std::size_t count, float* out,
+                 const std::string& path) {
   constexpr std::size_t kChunk = std::size_t{16} << 20;
-  for (const Entry& e : parse_header(text, size, path)) {
+  std::vector<char> buffer;
+  in.seekg(static_cast<std::streamoff>(e.begin + first * e.width));
+  for (std::size_t done = 0; done < count;) {  // whole elements per chunk
+    const std::size_t m = std::min(count - done, kChunk / e.width);
+    buffer.resize(m * e.width);
+    in.read(buffer.data(), static_cast<std::streamsize>(buffer.size()));
+    if (!in) throw bad_input(path + ": tensor " + e.name + ": cannot be read (" + std::strerror(errno) + ")");
+    convert(e.dtype, buffer.data(), m, out + done);
+    done += m;
+  }
+}
+
+// Every tensor of a safetensors stream, read now.
+std::vector<NamedTensor> read_tensors(std::istream& in, std::uint64_t size, const std::string& path) {
+  std::vector<NamedTensor> out;
+  for (const Entry& e : read_header(in, size, path)) {
     NamedTensor nt{e.name, e.shape, std::vector<float>(static_cast<std::size_t>(numel(e.shape)))};
-    in.seekg(static_cast<std::streamoff>(e.begin));
-    for (std::size_t done = 0; done < nt.data.size();) {  // whole elements per chunk
-      const std::size_t count = std::min(nt.data.size() - done, kChunk / e.width);
-      buffer.resize(count * e.width);
-      in.read(buffer.data(), static_cast<std::streamsize>(buffer.size()));
-      if (!in) throw bad_input(path + ": tensor " + e.name + ": cannot be read (" + std::strerror(errno) + ")");
-      convert(e.dtype, buffer.data(), count, nt.data.data() + done);
-      done += count;
-    }
+    read_values(in, e, 0, nt.data.size(), nt.data.data(), path);
     out.push_back(std::move(nt));
   }
   return out;
+}
+
+std::uint64_t file_size_of(const std::string& path, std::ifstream& in) {
+  std::error_code ec;
+  const std::uintmax_t size = std::filesystem::file_size(path, ec);
+  if (!in || ec) throw bad_input(path + ": cannot be read (" + (ec ? ec.message() : std::strerror(errno)) + ")");
+  return size;
 }
 }  // namespace
 
 std::vector<NamedTensor> read_safetensors(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
-  std::error_code ec;
-  const std::uintmax_t size = std::filesystem::file_size(path, ec);
-  if (!in || ec) throw bad_input(path + ": cannot be read (" + (ec ? ec.message() : std::strerror(errno)) + ")");
-  return read_tensors(in, size, path);
+  return read_tensors(in, file_size_of(path, in), path);
+}
+
+std::vector<LazyTensor> safetensors_tensors(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  const std::uint64_t size = file_size_of(path, in);
+  std::vector<LazyTensor> out;
+  for (const Entry& e : read_header(in, size, path)) {
+    const std::int64_t width = e.shape.empty() || e.shape[0] == 0 ? 1 : numel(e.shape) / e.shape[0];
+    out.push_back({e.name, e.shape, [e, width, path](std::int64_t first, std::int64_t count, float* to) {
+                     std::ifstream file(path, std::ios::binary);
+                     if (!file) throw bad_input(path + ": cannot be read (" + std::strerror(errno) + ")");
+                     read_values(file, e, static_cast<std::uint64_t>(first * width),
+                                 static_cast<std::size_t>(count * width), to, path);
+                   }});
+  }
+  return out;
 }
 
 std::vector<NamedTensor> parse_safetensors(const std::string& bytes, const std::string& path) {

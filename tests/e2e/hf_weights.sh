@@ -9,6 +9,8 @@
 # key, exit 2, and no checkpoint. The same for a tiny GPT2LMHeadModel folder written by
 # tests/reference/hf_gpt2.py (Conv1D weights, the "transformer." prefix, attention buffers, gelu_new);
 # its export as bfloat16 and float16 ([checkpoint] export_dtype) is PyTorch's rounding of the float32 one.
+# An export in 40 KiB shards ([checkpoint] export_shard_size) is shards the reference reads through the index
+# with the same tensors, and imports back to the same checkpoint.
 set -u
 source "$3/tests/e2e/lib.sh"
 e2e_start "$1" "$2" "$3"
@@ -37,6 +39,11 @@ check "... without warnings about keys the import does not record ($warned)" tes
 back=$($py "$ref" loss "$tmp/out" "$tmp/tok" 64)
 check "exported: the reference's loss from --export-hf's folder ${back:-?} = --eval-only's (1e-5)" close "$back" "$ours"
 check "... and the same tensors, bit for bit ($($py "$ref" same "$tmp/hf" "$tmp/out"))" $py "$ref" same "$tmp/hf" "$tmp/out"
+# [checkpoint] export_shard_size: shards of at most 40 KiB (the 128 kB of float32 values), listed by the index.
+sh=$("$trainer" "$tmp/deck.ini" --export-hf "$tmp/out" --set checkpoint.resume="$tmp/imp.h5" \
+  --set checkpoint.export_shard_size=40K 2>&1)
+check "sharded: ${sh##*: }, model.safetensors gone" test "$(ls "$tmp/out" | grep -c "^model-0000[1-4]-of-00004.safetensors$\|^model.safetensors")" = 5
+check "... the same tensors, read through the index ($($py "$ref" same "$tmp/hf" "$tmp/out"))" $py "$ref" same "$tmp/hf" "$tmp/out"
 "$trainer" --import-hf "$tmp/out" --out "$tmp/again.h5" >/dev/null 2>&1
 check "a round trip (import, export, import) gives the same checkpoint tensors" \
   h5diff -q "$tmp/imp.h5" "$tmp/again.h5" /model /model

@@ -4,10 +4,12 @@
 // PyTorch in tests/e2e/exchange.sh.)
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <iterator>
 #include <string>
@@ -153,4 +155,66 @@ TEST(Safetensors, WritesBfloat16AndHalfRoundedToNearestEven) {
   }
   EXPECT_FALSE(std::ifstream(path).good());
   EXPECT_FALSE(std::ifstream(path + ".partial").good());
+}
+
+// safetensors_tensors: the header now, each tensor's rows read from the file when asked, F32 and
+// BF16 alike (a row range inside the tensor gives those rows' values, not the first rows').
+TEST(Safetensors, LazyTensorsReadTheRowsAskedFor) {
+  std::vector<float> m(4 * 3);
+  for (std::size_t i = 0; i < m.size(); ++i) m[i] = static_cast<float>(i) + 0.5f;
+  const std::string path = testing::TempDir() + "/lazy.safetensors";
+  for (DType stored : {DType::f32, DType::bf16}) {
+    write_safetensors(path, std::vector<NamedTensor>{{"s", {}, {7.f}}, {"m", {4, 3}, m}}, {}, stored);
+    const std::vector<LazyTensor> lazy = safetensors_tensors(path);
+    ASSERT_EQ(lazy.size(), 2u);
+    EXPECT_EQ(lazy[1].name, "m");
+    EXPECT_EQ(lazy[1].shape, (Shape{4, 3}));
+    EXPECT_EQ(lazy[0].values(), std::vector<float>{7.f});
+    std::vector<float> rows(6);
+    lazy[1].rows(2, 2, rows.data());
+    EXPECT_EQ(rows, (std::vector<float>{6.5f, 7.5f, 8.5f, 9.5f, 10.5f, 11.5f})) << dtype_name(stored);
+    EXPECT_EQ(lazy[1].values(), m);
+  }
+  std::remove(path.c_str());
+}
+
+namespace {
+std::string text_of(const std::string& path) {
+  std::ifstream in(path);
+  return std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+}
+}  // namespace
+
+// write_safetensors_folder: Hugging Face's shards. Three tensors of 24, 24 and 40 bytes under a
+// 50-byte limit are two shards (a and b; c) listed by the index with total_size 88; a tensor over
+// the limit goes alone; written again under a large limit, the folder holds model.safetensors and
+// the shards and index of the first write are gone, a file of another name kept.
+TEST(Safetensors, FolderInShardsListedByTheIndex) {
+  namespace fs = std::filesystem;
+  const std::string dir = testing::TempDir() + "/shards";
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  std::ofstream(dir + "/tokenizer.json") << "{}";
+  std::vector<LazyTensor> t;
+  for (const auto& [name, n] : std::vector<std::pair<std::string, int>>{{"a", 6}, {"b", 6}, {"c", 10}})
+    t.push_back(lazy_copy({name, {n}, std::vector<float>(static_cast<std::size_t>(n), static_cast<float>(n))}));
+  const auto files = write_safetensors_folder(dir, t, {{"format", "pt"}}, DType::f32, 50);
+  EXPECT_EQ(files, (std::vector<std::string>{"model-00001-of-00002.safetensors", "model-00002-of-00002.safetensors",
+                                             "model.safetensors.index.json"}));
+  const std::string index = text_of(dir + "/model.safetensors.index.json");
+  EXPECT_NE(index.find("\"total_size\": 88"), std::string::npos) << index;
+  EXPECT_NE(index.find("\"b\": \"model-00001-of-00002.safetensors\""), std::string::npos) << index;
+  EXPECT_NE(index.find("\"c\": \"model-00002-of-00002.safetensors\""), std::string::npos) << index;
+  const auto first = read_safetensors(dir + "/model-00001-of-00002.safetensors");
+  ASSERT_EQ(first.size(), 2u);
+  EXPECT_EQ(first[1].data, std::vector<float>(6, 6.f));
+  EXPECT_EQ(read_safetensors(dir + "/model-00002-of-00002.safetensors").at(0).data, std::vector<float>(10, 10.f));
+  EXPECT_EQ(write_safetensors_folder(dir, t, {}, DType::f32, 30).size(), 4u) << "c (40 bytes) alone in the third";
+  EXPECT_EQ(write_safetensors_folder(dir, t, {}, DType::bf16, 1000), std::vector<std::string>{"model.safetensors"});
+  std::vector<std::string> left;
+  for (const auto& e : fs::directory_iterator(dir)) left.push_back(e.path().filename().string());
+  std::sort(left.begin(), left.end());
+  EXPECT_EQ(left, (std::vector<std::string>{"model.safetensors", "tokenizer.json"}));
+  EXPECT_EQ(read_safetensors(dir + "/model.safetensors").size(), 3u);
+  fs::remove_all(dir);
 }

@@ -14,7 +14,8 @@ namespace hpctrain {
 // Every tensor under model/ (parameters and buffers), by its name ("h.0.attn.qkv.weight"; a format-1 file's positional
 // path with dots, "05_res.01_conv.weight"), in the file's order; with the deck's `cfg`, the padding rows of [model]
 // vocab_multiple are left out of the embedding and lm_head tables ([V, C] as PyTorch and Hugging Face hold them).
-std::vector<NamedTensor> checkpoint_tensors(const CheckpointFile& file, const Config* cfg = nullptr);
+// Each tensor's values are read from `file` when asked (it must outlive them): an export holds one at a time.
+std::vector<LazyTensor> checkpoint_tensors(const CheckpointFile& file, const Config* cfg = nullptr);
 
 // [checkpoint] export_dtype as the element type of the files (f32, bf16, f16), and its name in
 // Hugging Face's config.json (torch_dtype: "float32", "bfloat16", "float16").

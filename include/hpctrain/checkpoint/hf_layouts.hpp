@@ -18,25 +18,25 @@
 namespace hpctrain::hf {
 
 using Json = nlohmann::json;
-using Tensors = std::map<std::string, NamedTensor>;  // Hugging Face's, by name
+using Tensors = std::map<std::string, LazyTensor>;  // Hugging Face's, by name (values read when asked)
 
 // A Hugging Face model in hpctrain's terms.
 struct Imported {
-  std::string deck;                  // the [model] keys that build it, "key = value" lines
-  std::string layers;                // their layers string (model/arch.hpp)
-  std::vector<NamedTensor> tensors;  // under hpctrain's names, in its layout
+  std::string deck;                 // the [model] keys that build it, "key = value" lines
+  std::string layers;               // their layers string (model/arch.hpp)
+  std::vector<LazyTensor> tensors;  // under hpctrain's names, in its layout
 };
 // An hpctrain checkpoint in Hugging Face's terms.
 struct Exported {
-  Json config;                       // config.json
-  std::vector<NamedTensor> tensors;  // under Hugging Face's names, in its layout
+  Json config;                      // config.json
+  std::vector<LazyTensor> tensors;  // under Hugging Face's names, in its layout
 };
 
 // `file`: config.json's path (errors name it); `dir`: the folder (errors about tensors name it).
 Imported llama_import(const Json& config, Tensors tensors, const std::string& file, const std::string& dir);
-Exported llama_export(const std::vector<NamedTensor>& ours, const ModelConfig& m, std::int64_t vocab);
+Exported llama_export(const std::vector<LazyTensor>& ours, const ModelConfig& m, std::int64_t vocab);
 Imported gpt2_import(const Json& config, Tensors tensors, const std::string& file, const std::string& dir);
-Exported gpt2_export(const std::vector<NamedTensor>& ours, const ModelConfig& m, std::int64_t vocab);
+Exported gpt2_export(const std::vector<LazyTensor>& ours, const ModelConfig& m, std::int64_t vocab);
 
 // ---- Shared by the layouts (hf_weights.cpp) ----
 
@@ -51,9 +51,11 @@ void expect_value(const Json& cfg, const std::string& key, const Json& want, con
                   const std::string& model);
 // Takes Hugging Face's tensor `name` of `shape` out of `hf` (a leading "model." optional); one line
 // naming it when it is missing or of another shape.
-NamedTensor take(Tensors& hf, const std::string& name, const Shape& shape, const std::string& dir);
-NamedTensor rows_of(std::string name, const std::vector<NamedTensor>& parts);  // stacked along rows
-NamedTensor rows_slice(const NamedTensor& t, std::string name, std::int64_t first, std::int64_t count);
-NamedTensor transposed(const NamedTensor& t, std::string name);  // a matrix [a, b] as [b, a]
+// The tensors below are made when their values are asked for (LazyTensor): the layouts hold shapes.
+LazyTensor take(Tensors& hf, const std::string& name, const Shape& shape, const std::string& dir);
+LazyTensor rows_of(std::string name, std::vector<LazyTensor> parts);  // stacked along rows
+LazyTensor rows_slice(const LazyTensor& t, std::string name, std::int64_t first, std::int64_t count);
+LazyTensor transposed(const LazyTensor& t, std::string name);  // a matrix [a, b] as [b, a]
+LazyTensor renamed(LazyTensor t, std::string name);
 
 }  // namespace hpctrain::hf

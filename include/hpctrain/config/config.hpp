@@ -280,8 +280,9 @@ struct CheckpointConfig {
   // ("auto": the file system's preferred I/O size, "none", or bytes).
   std::string mpiio_hints;
   Alignment alignment;
-  bool async = false;                        // write checkpoints in the background while training goes on
-  Precision export_dtype = Precision::fp32;  // --export and --export-hf: the files' float format
+  bool async = false;                            // write checkpoints in the background while training goes on
+  Precision export_dtype = Precision::fp32;      // --export and --export-hf: the files' float format
+  std::uint64_t export_shard_size = 5000000000;  // --export-hf: the largest safetensors shard (Hugging Face's 5GB)
 };
 
 // Where a key's value came from, for the --dry-run table and resume warnings.

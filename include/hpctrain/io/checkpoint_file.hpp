@@ -9,6 +9,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -109,6 +110,9 @@ struct CheckpointTensor {
   bool by_elements = false;
   Ranges elements{};
   std::string layer_type{};  // written as the dataset's attribute layer_type when not empty
+  // With `data` null: the whole tensor's values, made when its dataset is written and freed after
+  // (--import-hf holds one tensor in memory at a time).
+  std::function<std::vector<float>()> values{};
 };
 
 // Where this rank sits, for dividing the writing.

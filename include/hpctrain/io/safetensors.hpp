@@ -5,6 +5,8 @@
 // BF16 or F16 rounded to nearest even ([checkpoint] export_dtype).
 #pragma once
 
+#include <cstdint>
+#include <functional>
 #include <map>
 #include <string>
 #include <vector>
@@ -20,19 +22,50 @@ struct NamedTensor {
   std::vector<float> data;
 };
 
+// A tensor whose values are made when asked: read from a file, stacked, sliced, transposed. The
+// Hugging Face import and export hold every tensor's name and shape but one tensor's values at a
+// time, so their memory is the largest tensors, not the model. Rows are the first dimension (a
+// 1-d tensor's elements; a scalar is one row).
+struct LazyTensor {
+  std::string name;
+  Shape shape;
+  // Rows [first, first + count) of the row-major values, as float32, to `out`.
+  std::function<void(std::int64_t first, std::int64_t count, float* out)> rows;
+  std::int64_t row_count() const { return shape.empty() ? 1 : shape[0]; }
+  std::vector<float> values() const;  // every row
+};
+LazyTensor lazy_copy(NamedTensor t);  // values held in memory
+
 // The file's bytes: header size, header, data; the values `stored` as F32 (DType::f32), BF16 or F16.
 std::string safetensors_bytes(const std::vector<NamedTensor>& tensors,
                               const std::map<std::string, std::string>& metadata, DType stored = DType::f32);
-// Writes them to `path` through "<path>.partial", renamed when complete (bad_input naming the
-// file when it cannot be written). F16: a tensor with a finite value beyond 65504 is refused
-// (bad_input naming the file, the tensor and the value) before anything is written.
+// Writes them to `path` through "<path>.partial", renamed when complete, one tensor's values in
+// memory at a time (bad_input naming the file when it cannot be written). F16: a tensor with a
+// finite value beyond 65504 is refused (bad_input naming the file, the tensor and the value), and
+// the partial file removed.
+void write_safetensors(const std::string& path, const std::vector<LazyTensor>& tensors,
+                       const std::map<std::string, std::string>& metadata, DType stored = DType::f32);
 void write_safetensors(const std::string& path, const std::vector<NamedTensor>& tensors,
                        const std::map<std::string, std::string>& metadata, DType stored = DType::f32);
+// The bytes `tensors` take in a file as `stored` (header not counted).
+std::uint64_t safetensors_data_bytes(const std::vector<LazyTensor>& tensors, DType stored);
+
+// Hugging Face's sharded layout in folder `dir` (as save_pretrained writes it): model.safetensors when
+// the tensors take at most `shard_bytes`, else model-00001-of-0000N.safetensors ... (tensors in order,
+// a new shard when the next would pass `shard_bytes`; a larger tensor alone) and
+// model.safetensors.index.json (metadata.total_size, weight_map: tensor -> shard). Files of that
+// layout an earlier write left in `dir` are removed once the new ones are complete. Returns the files
+// written, in order.
+std::vector<std::string> write_safetensors_folder(const std::string& dir, const std::vector<LazyTensor>& tensors,
+                                                  const std::map<std::string, std::string>& metadata, DType stored,
+                                                  std::uint64_t shard_bytes);
 
 // Every tensor of a safetensors file, as float32 (F32, F16 and BF16 converted exactly), in header
 // order. bad_input naming the file (and the tensor) for: a file that cannot be read, a header
 // past the end, a tensor of another dtype, data offsets that do not fit its shape or the file.
 std::vector<NamedTensor> read_safetensors(const std::string& path);
+// The same checks now (the header), each tensor's values read from the file when asked.
+std::vector<LazyTensor> safetensors_tensors(const std::string& path);
 // The same from the file's bytes; `origin` names it in messages (tests/fuzz/fuzz_safetensors.cpp).
 std::vector<NamedTensor> parse_safetensors(const std::string& bytes, const std::string& origin);
 

@@ -39,8 +39,7 @@ void collect(const CheckpointFile& file, const std::string& group, std::vector<L
     const bool table = (layer_type == "embedding" || layer_type == "lm_head") && leaf == "weight";
     if (table && padding.first > 0 && !t.shape.empty() && t.shape[0] == padding.second)
       t.shape[0] = padding.first;  // the padding rows (the last ones) are left out
-    const std::int64_t width = t.shape.empty() || t.shape[0] == 0 ? 1 : numel(t.shape) / t.shape[0];
-    t.rows = [&file, path, width](std::int64_t first, std::int64_t count, float* to) {
+    t.rows = [&file, path, width = t.row_width()](std::int64_t first, std::int64_t count, float* to) {
       file.read_elements(path, first * width, count * width, to);
     };
     out.push_back(std::move(t));

@@ -62,16 +62,11 @@ LazyTensor take(Tensors& hf, const std::string& name, const Shape& shape, const 
   return t;
 }
 
-namespace {
-std::int64_t row_width(const Shape& s) { return s.empty() || s[0] == 0 ? 1 : numel(s) / s[0]; }
-}  // namespace
-
 LazyTensor rows_of(std::string name, std::vector<LazyTensor> parts) {
   LazyTensor t{std::move(name), parts.front().shape, {}};
   t.shape[0] = 0;
   for (const LazyTensor& p : parts) t.shape[0] += p.shape[0];
-  const std::int64_t width = row_width(t.shape);
-  t.rows = [parts = std::move(parts), width](std::int64_t first, std::int64_t count, float* out) {
+  t.rows = [parts = std::move(parts), width = t.row_width()](std::int64_t first, std::int64_t count, float* out) {
     std::int64_t at = 0;  // the first row of part p
     for (const LazyTensor& p : parts) {
       const std::int64_t lo = std::max(first, at), hi = std::min(first + count, at + p.shape[0]);

@@ -25,10 +25,11 @@ std::vector<float> LazyTensor::values() const {
 
 LazyTensor lazy_copy(NamedTensor t) {
   auto held = std::make_shared<const NamedTensor>(std::move(t));
-  const std::int64_t width = held->shape.empty() || held->shape[0] == 0 ? 1 : numel(held->shape) / held->shape[0];
-  return {held->name, held->shape, [held, width](std::int64_t first, std::int64_t count, float* out) {
-            std::copy_n(held->data.data() + first * width, count * width, out);
-          }};
+  LazyTensor out{held->name, held->shape, {}};
+  out.rows = [held, width = out.row_width()](std::int64_t first, std::int64_t count, float* to) {
+    std::copy_n(held->data.data() + first * width, count * width, to);
+  };
+  return out;
 }
 
 namespace {
@@ -90,10 +91,11 @@ std::vector<LazyTensor> lazy_copies(const std::vector<NamedTensor>& tensors) {
   std::vector<LazyTensor> out;
   for (const NamedTensor& t : tensors) {
     HPCT_CHECK(static_cast<std::int64_t>(t.data.size()) == numel(t.shape), "safetensors: " + t.name + " size");
-    const std::int64_t width = t.shape.empty() || t.shape[0] == 0 ? 1 : numel(t.shape) / t.shape[0];
-    out.push_back({t.name, t.shape, [&t, width](std::int64_t first, std::int64_t count, float* to) {
-                     std::copy_n(t.data.data() + first * width, count * width, to);
-                   }});
+    LazyTensor lazy{t.name, t.shape, {}};
+    lazy.rows = [&t, width = lazy.row_width()](std::int64_t first, std::int64_t count, float* to) {
+      std::copy_n(t.data.data() + first * width, count * width, to);
+    };
+    out.push_back(std::move(lazy));
   }
   return out;
 }
@@ -324,13 +326,14 @@ std::vector<LazyTensor> safetensors_tensors(const std::string& path) {
   const std::uint64_t size = file_size_of(path, in);
   std::vector<LazyTensor> out;
   for (const Entry& e : read_header(in, size, path)) {
-    const std::int64_t width = e.shape.empty() || e.shape[0] == 0 ? 1 : numel(e.shape) / e.shape[0];
-    out.push_back({e.name, e.shape, [e, width, path](std::int64_t first, std::int64_t count, float* to) {
-                     std::ifstream file(path, std::ios::binary);
-                     if (!file) throw bad_input(path + ": cannot be read (" + std::strerror(errno) + ")");
-                     read_values(file, e, static_cast<std::uint64_t>(first * width),
-                                 static_cast<std::size_t>(count * width), to, path);
-                   }});
+    LazyTensor t{e.name, e.shape, {}};
+    t.rows = [e, width = t.row_width(), path](std::int64_t first, std::int64_t count, float* to) {
+      std::ifstream file(path, std::ios::binary);
+      if (!file) throw bad_input(path + ": cannot be read (" + std::strerror(errno) + ")");
+      read_values(file, e, static_cast<std::uint64_t>(first * width), static_cast<std::size_t>(count * width), to,
+                  path);
+    };
+    out.push_back(std::move(t));
   }
   return out;
 }

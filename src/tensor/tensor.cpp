@@ -26,10 +26,11 @@ std::string shape_string(const Shape& s) {
 }
 
 void* Allocator::allocate(std::size_t bytes) {
-  if (limit_ > 0 && in_use_ + bytes > limit_) {
+  Counts& c = *counts_;
+  if (c.limit > 0 && c.in_use + bytes > c.limit) {
     auto mib = [](std::size_t b) { return std::to_string((b + (1 << 20) - 1) >> 20) + " MiB"; };
     throw Error(ExitCode::bad_input, Scope::this_rank,
-                "[run] memory_budget = " + mib(limit_) + " exceeded: " + mib(bytes) + " more with " + mib(in_use_) +
+                "[run] memory_budget = " + mib(c.limit) + " exceeded: " + mib(bytes) + " more with " + mib(c.in_use) +
                     " held (parameters, gradients, optimizer state, activations); split the model over more ranks "
                     "with [parallel] pipeline_parallel, or use fewer micro-batch rows");
   }
@@ -42,17 +43,19 @@ void* Allocator::allocate(std::size_t bytes) {
   }
   if (!p)
     throw Error(ExitCode::internal, Scope::this_rank, "out of memory allocating " + std::to_string(bytes) + " bytes");
-  in_use_ += bytes;
-  peak_ = std::max(peak_, in_use_);
+  c.in_use += bytes;
+  c.peak = std::max(c.peak, c.in_use);
   return p;
 }
 
-void Allocator::deallocate(void* p, std::size_t bytes) {
-  if (device_ == Device::cuda)
-    cuda::device_release(p, bytes);
-  else
-    std::free(p);
-  in_use_ -= bytes;
+std::shared_ptr<void> Allocator::owner(void* p, std::size_t bytes) {
+  return std::shared_ptr<void>(p, [counts = counts_, device = device_, bytes](void* q) {
+    if (device == Device::cuda)
+      cuda::device_release(q, bytes);
+    else
+      std::free(q);
+    counts->in_use -= bytes;
+  });
 }
 
 Tensor Tensor::zeros(const Shape& shape, Allocator& alloc, DType dtype) {
@@ -66,7 +69,7 @@ Tensor Tensor::zeros(const Shape& shape, Allocator& alloc, DType dtype) {
     cuda::memset_zero(p, bytes);
   else
     std::memset(p, 0, bytes);
-  t.owner_ = std::shared_ptr<void>(p, [&alloc, bytes](void* q) { alloc.deallocate(q, bytes); });
+  t.owner_ = alloc.owner(p, bytes);
   t.data_ = static_cast<unsigned char*>(p);
   return t;
 }

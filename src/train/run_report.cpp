@@ -96,18 +96,20 @@ std::string RunReport::csv_row(const IntervalFigures& f) {
 }
 
 std::string RunReport::progress_line(const IntervalFigures& f) {
+  // Rounded, every digit before the point kept (a perplexity of 10,800,000 is not "108000").
+  auto fixed = [](double v, int decimals) {
+    char text[64];
+    std::snprintf(text, sizeof text, "%.*f", decimals, v);
+    return std::string(text);
+  };
   std::string eval;
   if (f.eval_loss && !f.eval_mae_text.empty())
-    eval = " | " + f.eval_split + " loss " + std::to_string(*f.eval_loss).substr(0, 6) + " " + f.eval_mae_text;
+    eval = " | " + f.eval_split + " loss " + fixed(*f.eval_loss, 4) + " " + f.eval_mae_text;
   else if (f.eval_loss)
-    eval = " | " + f.eval_split + " loss " + std::to_string(*f.eval_loss).substr(0, 6) + " acc " +
-           std::to_string(100 * f.eval_accuracy.value_or(0)).substr(0, 5) + "%";
-  if (f.eval_perplexity) eval += " ppl " + std::to_string(*f.eval_perplexity).substr(0, 6);
-  if (f.eval_bits_per_byte) {  // (rounded as the done: line and --eval-only round it)
-    char bpb[32];
-    std::snprintf(bpb, sizeof bpb, " bpb %.4f", *f.eval_bits_per_byte);
-    eval += bpb;
-  }
+    eval = " | " + f.eval_split + " loss " + fixed(*f.eval_loss, 4) + " acc " +
+           fixed(100 * f.eval_accuracy.value_or(0), 2) + "%";
+  if (f.eval_perplexity) eval += " ppl " + fixed(*f.eval_perplexity, 4);
+  if (f.eval_bits_per_byte) eval += " bpb " + fixed(*f.eval_bits_per_byte, 4);
   char rate[128];  // language models: tokens/s, model FLOP/s and MFU
   if (f.tokens_per_s)
     std::snprintf(rate, sizeof(rate), "%.0f tokens/s%s", *f.tokens_per_s,

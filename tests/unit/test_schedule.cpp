@@ -196,6 +196,11 @@ TEST(RunReport, CsvProgressLineAndSummaryComeFromTheSameFigures) {
   EXPECT_EQ(RunReport::csv_row(f).substr(RunReport::csv_row(f).size() - 20), ",2.5e+12,41.25,,1.75");
   EXPECT_NE(RunReport::progress_line(f).find("ppl 1.5000 bpb 1.7500"), std::string::npos)
       << RunReport::progress_line(f);
+  f.eval_loss = 16.19999;  // a diverged model: rounded, not cut ("16.1999"), every digit of its perplexity kept
+  f.eval_perplexity = 10800000.5;
+  EXPECT_NE(RunReport::progress_line(f).find("val loss 16.2000 acc 75.00% ppl 10800000.5000 bpb"), std::string::npos)
+      << RunReport::progress_line(f);
+  f.eval_loss = 0.5;
   f.eval_bits_per_byte.reset();
   // A regression: the evaluation's mean absolute error, per target on the line, the mean in the CSV.
   f.eval_mae = 0.125;

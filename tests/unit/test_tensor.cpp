@@ -3,7 +3,9 @@
 // when the type changes.
 #include <gtest/gtest.h>
 
+#include <array>
 #include <cstdint>
+#include <memory>
 #include <string>
 
 #include "hpctrain/core/error.hpp"
@@ -35,4 +37,25 @@ TEST(Tensor, TypedElementsViewsAndWrongReads) {
   Tensor b = grow(buf, {4}, alloc, DType::i32);  // same size, another type: a new buffer
   EXPECT_EQ(b.dtype(), DType::i32);
   EXPECT_NE(b.raw(), a.raw());
+}
+
+// A tensor may outlive the allocator that made it (the gradient checker's layer once did): its
+// deleter holds the allocator's counts, not a reference to the allocator. With a reference, the
+// late free writes the count into the dead allocator's memory: under the sanitizers (CI's unit
+// run) a heap-use-after-free; in a plain build, the bytes the next allocation of that size reuses
+// (the sentinel below, on glibc) change.
+TEST(Tensor, MayOutliveItsAllocator) {
+  Tensor t;
+  {
+    auto alloc = std::make_unique<Allocator>();
+    t = Tensor::zeros({1000}, *alloc);
+    EXPECT_EQ(alloc->in_use(), 4000u);
+    Tensor u = Tensor::zeros({10}, *alloc);
+    EXPECT_EQ(alloc->peak(), 4040u);
+  }
+  auto sentinel = std::make_unique<std::array<unsigned char, sizeof(Allocator)>>();
+  sentinel->fill(0xab);
+  t.data()[999] = 1.f;  // still its own memory
+  t = Tensor();         // freed now, its allocator gone
+  for (unsigned char b : *sentinel) ASSERT_EQ(b, 0xab) << "freeing the tensor wrote into freed memory";
 }

@@ -32,6 +32,7 @@ struct LazyTensor {
   // Rows [first, first + count) of the row-major values, as float32, to `out`.
   std::function<void(std::int64_t first, std::int64_t count, float* out)> rows;
   std::int64_t row_count() const { return shape.empty() ? 1 : shape[0]; }
+  std::int64_t row_width() const { return shape.empty() || shape[0] == 0 ? 1 : numel(shape) / shape[0]; }
   std::vector<float> values() const;  // every row
 };
 LazyTensor lazy_copy(NamedTensor t);  // values held in memory

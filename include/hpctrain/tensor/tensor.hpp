@@ -22,21 +22,30 @@ std::string shape_string(const Shape& s);  // "[256, 784]"
 
 enum class Device { cpu, cuda };
 
+// Its counts live apart from it, shared with the tensors it made: a tensor may outlive the
+// allocator that made it (freeing then updates counts nobody reads), never a dangling reference.
 class Allocator {
  public:
   explicit Allocator(Device device = Device::cpu) : device_(device) {}
+  Allocator(const Allocator&) = delete;  // (a copy would share or split the counts: neither is meant)
+  Allocator& operator=(const Allocator&) = delete;
   void* allocate(std::size_t bytes);
-  void deallocate(void* p, std::size_t bytes);
-  std::size_t in_use() const { return in_use_; }
-  std::size_t peak() const { return peak_; }
+  // What frees `bytes` at `p` later: the memory back to its device and the count down (holds the
+  // counts, not the allocator).
+  std::shared_ptr<void> owner(void* p, std::size_t bytes);
+  std::size_t in_use() const { return counts_->in_use; }
+  std::size_t peak() const { return counts_->peak; }
   Device device() const { return device_; }
   // A cap on what this allocator may hold ([run] memory_budget; 0 = none): an allocation that
   // would pass it is a bad_input error on this rank naming both numbers.
-  void set_limit(std::size_t bytes) { limit_ = bytes; }
+  void set_limit(std::size_t bytes) { counts_->limit = bytes; }
 
  private:
+  struct Counts {
+    std::size_t in_use = 0, peak = 0, limit = 0;
+  };
   Device device_;
-  std::size_t in_use_ = 0, peak_ = 0, limit_ = 0;
+  std::shared_ptr<Counts> counts_ = std::make_shared<Counts>();
 };
 
 class Tensor {

@@ -13,6 +13,7 @@
 #include "hpctrain/comm/agreement.hpp"
 #include "hpctrain/core/error.hpp"
 #include "hpctrain/core/log.hpp"
+#include "hpctrain/core/table.hpp"
 #include "hpctrain/model/partition.hpp"
 
 namespace fs = std::filesystem;
@@ -222,11 +223,10 @@ void Checkpointer::report(const Job& job, double s, double stall) {
   seconds_ += s;
   ++saved_;
   char line[320];
-  std::snprintf(
-      line, sizeof(line), "checkpoint %s written: step %lld, %s in %.2f s (%.0f MiB/s)%s", job.final_path.c_str(),
-      static_cast<long long>(job.step), mib(job.bytes).c_str(), s, job.bytes / (1 << 20) / std::max(s, 1e-9),
-      async_comm_ ? (", in the background; training stalled " + std::to_string(stall).substr(0, 5) + " s").c_str()
-                  : "");
+  std::snprintf(line, sizeof(line), "checkpoint %s written: step %lld, %s in %.2f s (%.0f MiB/s)%s",
+                job.final_path.c_str(), static_cast<long long>(job.step), mib(job.bytes).c_str(), s,
+                job.bytes / (1 << 20) / std::max(s, 1e-9),
+                async_comm_ ? (", in the background; training stalled " + fixed_text(stall, 2) + " s").c_str() : "");
   log0(line);
 }
 

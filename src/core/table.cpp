@@ -55,6 +55,12 @@ std::string Table::render() const {
   return out;
 }
 
+std::string fixed_text(double v, int decimals) {
+  char out[64];
+  std::snprintf(out, sizeof out, "%.*f", decimals, v);
+  return out;
+}
+
 std::string bytes_text(double bytes) {
   char out[32];
   if (bytes < 1024)

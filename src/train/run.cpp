@@ -21,6 +21,7 @@
 #include "hpctrain/core/log.hpp"
 #include "hpctrain/core/process_stats.hpp"
 #include "hpctrain/core/signals.hpp"
+#include "hpctrain/core/table.hpp"
 #include "hpctrain/data/sampler.hpp"
 #include "hpctrain/io/run_lock.hpp"
 #include "hpctrain/model/arch.hpp"
@@ -164,8 +165,7 @@ int Trainer::run() {
   restore_preemption_signals();
   if (stop_signal && state_.step < total) {  // (a signal during the last step: the run is complete, finish normally)
     log0(std::string("stopped by ") + signal_name(stop_signal) + " after step " + std::to_string(state_.step) + " of " +
-         std::to_string(total) + " (checkpoint written, " +
-         std::to_string(checkpointer.seconds_writing()).substr(0, 5) +
+         std::to_string(total) + " (checkpoint written, " + fixed_text(checkpointer.seconds_writing(), 2) +
          " s writing checkpoints); resume with [checkpoint] resume = auto; exit code 10");
     p.report.flush();
     return static_cast<int>(ExitCode::preempted);

@@ -96,20 +96,14 @@ std::string RunReport::csv_row(const IntervalFigures& f) {
 }
 
 std::string RunReport::progress_line(const IntervalFigures& f) {
-  // Rounded, every digit before the point kept (a perplexity of 10,800,000 is not "108000").
-  auto fixed = [](double v, int decimals) {
-    char text[64];
-    std::snprintf(text, sizeof text, "%.*f", decimals, v);
-    return std::string(text);
-  };
   std::string eval;
   if (f.eval_loss && !f.eval_mae_text.empty())
-    eval = " | " + f.eval_split + " loss " + fixed(*f.eval_loss, 4) + " " + f.eval_mae_text;
+    eval = " | " + f.eval_split + " loss " + fixed_text(*f.eval_loss, 4) + " " + f.eval_mae_text;
   else if (f.eval_loss)
-    eval = " | " + f.eval_split + " loss " + fixed(*f.eval_loss, 4) + " acc " +
-           fixed(100 * f.eval_accuracy.value_or(0), 2) + "%";
-  if (f.eval_perplexity) eval += " ppl " + fixed(*f.eval_perplexity, 4);
-  if (f.eval_bits_per_byte) eval += " bpb " + fixed(*f.eval_bits_per_byte, 4);
+    eval = " | " + f.eval_split + " loss " + fixed_text(*f.eval_loss, 4) + " acc " +
+           fixed_text(100 * f.eval_accuracy.value_or(0), 2) + "%";
+  if (f.eval_perplexity) eval += " ppl " + fixed_text(*f.eval_perplexity, 4);
+  if (f.eval_bits_per_byte) eval += " bpb " + fixed_text(*f.eval_bits_per_byte, 4);
   char rate[128];  // language models: tokens/s, model FLOP/s and MFU
   if (f.tokens_per_s)
     std::snprintf(rate, sizeof(rate), "%.0f tokens/s%s", *f.tokens_per_s,
@@ -212,7 +206,7 @@ std::string RunReport::summary_json(const RunSummary& s) {
 // "done: ..." for classifiers and regressions (samples) and language models (tokens: the
 // figures per token, and the final evaluation's loss and perplexity).
 std::string RunReport::done_line(const RunSummary& s) {
-  const std::string cost = s.price_per_device_hour > 0 ? ", cost " + std::to_string(s.cost()).substr(0, 8) : "";
+  const std::string cost = s.price_per_device_hour > 0 ? ", cost " + fixed_text(s.cost(), 4) : "";
   const auto T = static_cast<double>(s.tokens_per_sample);
   char speed[256], eval[400], rest[320];
   if (s.tokens_per_sample) {
@@ -244,20 +238,18 @@ std::string RunReport::done_line(const RunSummary& s) {
 }
 
 std::string RunReport::energy_line(const RunSummary& s) {
-  auto kwh = [](const std::optional<double>& e) { return e ? std::to_string(*e).substr(0, 8) + " kWh" : "n/a"; };
+  auto kwh = [](const std::optional<double>& e) { return e ? fixed_text(*e, 6) + " kWh" : "n/a"; };
   std::string line = "energy:";
-  if (s.gpu_hours)
-    line += " GPUs " + kwh(s.gpu_energy_kwh) + " over " + std::to_string(*s.gpu_hours).substr(0, 8) + " GPU-hours;";
+  if (s.gpu_hours) line += " GPUs " + kwh(s.gpu_energy_kwh) + " over " + fixed_text(*s.gpu_hours, 6) + " GPU-hours;";
   return line + " CPU packages " + kwh(s.cpu_energy_kwh);
 }
 
 void RunReport::finish(const RunSummary& s) {
   if (s.comm_alone_s_per_step > 0)  // (one data-parallel rank: no probe ran, nothing was sent)
     log0("gradient averaging: " + std::to_string(s.buckets) + " bucket(s), " +
-         std::to_string(s.comm_alone_s_per_step * 1e3).substr(0, 6) + " ms per step alone, " +
-         std::to_string(s.comm_wait_s_per_step * 1e3).substr(0, 6) +
-         " ms per step waited after backward (least over ranks): " +
-         std::to_string(100 * s.comm_hidden_fraction).substr(0, 5) + "% hidden");
+         fixed_text(s.comm_alone_s_per_step * 1e3, 4) + " ms per step alone, " +
+         fixed_text(s.comm_wait_s_per_step * 1e3, 4) + " ms per step waited after backward (least over ranks): " +
+         fixed_text(100 * s.comm_hidden_fraction, 2) + "% hidden");
   if (s.precision != "fp32") {
     const std::string fp16 = s.precision == "fp16" ? ": " + std::to_string(s.skipped_steps) +
                                                          " update(s) skipped for overflow, loss scale now " +

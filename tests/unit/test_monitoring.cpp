@@ -200,4 +200,6 @@ TEST(RunReport, GpuFiguresAreShownWhenPresentAndNotApplicableOtherwise) {
   EXPECT_NE(RunReport::summary_json(s).find("\"gpu_hours\": 2,\n  \"gpu_energy_kwh\": 0.5,\n"), std::string::npos);
   EXPECT_EQ(s.cost(), 6.0);
   EXPECT_EQ(RunReport::energy_line(s), "energy: GPUs 0.500000 kWh over 2.000000 GPU-hours; CPU packages n/a");
+  s.gpu_hours = 123456789.25;  // every digit kept (not the first 8 characters, "12345678")
+  EXPECT_EQ(RunReport::energy_line(s), "energy: GPUs 0.500000 kWh over 123456789.250000 GPU-hours; CPU packages n/a");
 }

@@ -21,5 +21,8 @@ class Table {
 
 // A byte count as people read it: "812 B", "48.2 KiB", "48.2 MiB", "3.10 GiB".
 std::string bytes_text(double bytes);
+// A number rounded to `decimals` places, every digit before the point kept (what log lines print:
+// a perplexity of 10,800,000 is not "108000", as std::to_string cut to a width made it).
+std::string fixed_text(double v, int decimals);
 
 }  // namespace hpctrain

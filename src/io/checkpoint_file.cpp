@@ -117,36 +117,11 @@ void select_flat(Selection& sel, const std::vector<hsize_t>& dims, std::size_t d
   if (b % inner != 0) within(last, 0, b % inner);
 }
 
-// Collective: one float32 dataset, chunked along its first dimension and checksummed. This rank
-// writes its writer rows (writer `index` of `writers`; index < 0: none) from `t.data`, or with
-// t.by_elements the elements t.elements from one after another at t.data (CheckpointTensor).
-void write_dataset(hid_t file, hid_t lcpl, hid_t dxpl, const CheckpointTensor& t, int index, int writers) {
-  std::vector<hsize_t> dims(t.shape.begin(), t.shape.end());
-  if (dims.empty()) dims.push_back(1);
-  hsize_t row_elems = 1;
-  for (std::size_t d = 1; d < dims.size(); ++d) row_elems *= dims[d];
-  const hsize_t chunk_rows = chunk_rows_for(dims[0], row_elems * sizeof(float), writers);
-  h5::Id space(CHECK_H5(H5Screate_simple(static_cast<int>(dims.size()), dims.data(), nullptr)));
-  h5::Id dcpl(CHECK_H5(H5Pcreate(H5P_DATASET_CREATE)));
-  std::vector<hsize_t> chunk = dims;
-  chunk[0] = chunk_rows;
-  CHECK_H5(H5Pset_chunk(dcpl.get(), static_cast<int>(chunk.size()), chunk.data()));
-  CHECK_H5(H5Pset_fletcher32(dcpl.get()));
-  CHECK_H5(H5Pset_fill_time(dcpl.get(), H5D_FILL_TIME_NEVER));  // (chunks nobody writes read as zeros)
-  h5::Id dset(CHECK_H5(H5Dcreate2(file, t.path.c_str(), H5T_IEEE_F32LE, space.get(), lcpl, dcpl.get(), H5P_DEFAULT)));
-  if (!t.layer_type.empty()) h5::write_string_attribute(dset.get(), "layer_type", t.layer_type);
-  Ranges mine;  // row-major elements of the tensor this rank writes; their values one after another from `src`
-  const float* src = t.data;
-  if (index >= 0 && t.by_elements) {
-    mine = t.elements;
-  } else if (index >= 0) {
-    hsize_t first = 0, count = 0;
-    writer_rows(dims[0], chunk_rows, index, writers, first, count);
-    if (count > 0)
-      mine = {{static_cast<std::int64_t>(first * row_elems), static_cast<std::int64_t>((first + count) * row_elems)}};
-    if (count > 0) src = t.data + first * row_elems;
-  }
-  h5::Id file_space(CHECK_H5(H5Dget_space(dset.get())));
+// Collective: this rank's elements `mine` of dataset `dset` (sorted, disjoint, row-major; none is
+// fine), their values one after another from `src`, in one write.
+void write_selection(hid_t dset, hid_t dxpl, const std::vector<hsize_t>& dims, hsize_t row_elems, const Ranges& mine,
+                     const float* src, const std::string& path) {
+  h5::Id file_space(CHECK_H5(H5Dget_space(dset)));
   Selection sel{file_space.get()};
   std::vector<hsize_t> start(dims.size(), 0), len(dims.size(), 1);
   for (const Range& r : mine)
@@ -162,9 +137,50 @@ void write_dataset(hid_t file, hid_t lcpl, hid_t dxpl, const CheckpointTensor& t
   }
   h5::Id mem_space(CHECK_H5(H5Screate_simple(static_cast<int>(mem_dims.size()), mem_dims.data(), nullptr)));
   if (n == 0) CHECK_H5(H5Sselect_none(mem_space.get()));
-  HPCT_CHECK(n == 0 || src != nullptr, "checkpoint dataset " + t.path + ": no data for the elements this rank writes");
+  HPCT_CHECK(n == 0 || src != nullptr, "checkpoint dataset " + path + ": no data for the elements this rank writes");
   static const float dummy = 0;  // a valid address for ranks that write nothing
-  CHECK_H5(H5Dwrite(dset.get(), H5T_NATIVE_FLOAT, mem_space.get(), file_space.get(), dxpl, n == 0 ? &dummy : src));
+  CHECK_H5(H5Dwrite(dset, H5T_NATIVE_FLOAT, mem_space.get(), file_space.get(), dxpl, n == 0 ? &dummy : src));
+}
+
+// Collective: one float32 dataset, chunked along its first dimension and checksummed. This rank
+// writes its writer rows (writer `index` of `writers`; index < 0: none) from `t.data`, or with
+// t.by_elements the elements t.elements from one after another at t.data (CheckpointTensor).
+// Writer rows go in pieces of whole chunks of at most `piece_bytes`, as many writes on every rank
+// (the first writer's rows are the most): HDF5's collective write of checksummed chunks holds a
+// copy of what one write covers (a 256 MB tensor: 268 MB more, heaptrack 2026-12-06), so a piece,
+// not the share.
+void write_dataset(hid_t file, hid_t lcpl, hid_t dxpl, const CheckpointTensor& t, int index, int writers,
+                   std::uint64_t piece_bytes) {
+  std::vector<hsize_t> dims(t.shape.begin(), t.shape.end());
+  if (dims.empty()) dims.push_back(1);
+  hsize_t row_elems = 1;
+  for (std::size_t d = 1; d < dims.size(); ++d) row_elems *= dims[d];
+  const hsize_t chunk_rows = chunk_rows_for(dims[0], row_elems * sizeof(float), writers);
+  h5::Id space(CHECK_H5(H5Screate_simple(static_cast<int>(dims.size()), dims.data(), nullptr)));
+  h5::Id dcpl(CHECK_H5(H5Pcreate(H5P_DATASET_CREATE)));
+  std::vector<hsize_t> chunk = dims;
+  chunk[0] = chunk_rows;
+  CHECK_H5(H5Pset_chunk(dcpl.get(), static_cast<int>(chunk.size()), chunk.data()));
+  CHECK_H5(H5Pset_fletcher32(dcpl.get()));
+  CHECK_H5(H5Pset_fill_time(dcpl.get(), H5D_FILL_TIME_NEVER));  // (chunks nobody writes read as zeros)
+  h5::Id dset(CHECK_H5(H5Dcreate2(file, t.path.c_str(), H5T_IEEE_F32LE, space.get(), lcpl, dcpl.get(), H5P_DEFAULT)));
+  if (!t.layer_type.empty()) h5::write_string_attribute(dset.get(), "layer_type", t.layer_type);
+  if (t.by_elements)  // (the same on every rank; irregular elements: one write)
+    return write_selection(dset.get(), dxpl, dims, row_elems, index >= 0 ? t.elements : Ranges{}, t.data, t.path);
+  hsize_t first = 0, count = 0, most_first = 0, most = 0;  // this rank's rows; the most any writer has
+  if (index >= 0) writer_rows(dims[0], chunk_rows, index, writers, first, count);
+  writer_rows(dims[0], chunk_rows, 0, writers, most_first, most);
+  const hsize_t chunk_bytes = chunk_rows * row_elems * sizeof(float);
+  const hsize_t piece_rows = chunk_rows * std::max<hsize_t>(1, piece_bytes / chunk_bytes);
+  const hsize_t pieces = std::max<hsize_t>(1, (most + piece_rows - 1) / piece_rows);
+  for (hsize_t p = 0; p < pieces; ++p) {
+    const hsize_t r0 = std::min(count, p * piece_rows), r1 = std::min(count, r0 + piece_rows);
+    const Ranges part = r1 > r0 ? Ranges{{static_cast<std::int64_t>((first + r0) * row_elems),
+                                          static_cast<std::int64_t>((first + r1) * row_elems)}}
+                                : Ranges{};
+    write_selection(dset.get(), dxpl, dims, row_elems, part, r1 > r0 ? t.data + (first + r0) * row_elems : nullptr,
+                    t.path);
+  }
 }
 
 // The table's field types, as HDF5 attributes (TokenizerFiles: byte datasets, which only the
@@ -224,7 +240,8 @@ namespace {
 // `guard` (the HDF5 lock, held) is released and taken again between datasets.
 void write_contents(hid_t root, const CheckpointInfo& info, const std::vector<CheckpointTensor>& tensors,
                     const std::vector<std::pair<std::string, std::string>>& groups, const WriterPlace& place, int rank,
-                    int size, const IntervalSums& rank_sums, std::unique_lock<std::mutex>& guard);
+                    int size, const IntervalSums& rank_sums, std::uint64_t piece_bytes,
+                    std::unique_lock<std::mutex>& guard);
 }  // namespace
 
 std::uint64_t preferred_alignment(const std::string& dir) {
@@ -271,7 +288,7 @@ double write_checkpoint(Communicator& comm, const std::string& path, const Check
   h5::Id file(CHECK_H5(H5Fcreate(path.c_str(), H5F_ACC_TRUNC, H5P_DEFAULT, fapl.get())));
   std::string error;
   try {
-    write_contents(file.get(), info, tensors, groups, place, rank, size, rank_sums, guard);
+    write_contents(file.get(), info, tensors, groups, place, rank, size, rank_sums, tuning.piece_bytes, guard);
   } catch (const std::exception& e) {
     error = e.what();
   }
@@ -302,7 +319,8 @@ double write_checkpoint(Communicator& comm, const std::string& path, const Check
 namespace {
 void write_contents(hid_t root, const CheckpointInfo& info, const std::vector<CheckpointTensor>& tensors,
                     const std::vector<std::pair<std::string, std::string>>& groups, const WriterPlace& place, int rank,
-                    int size, const IntervalSums& rank_sums, std::unique_lock<std::mutex>& guard) {
+                    int size, const IntervalSums& rank_sums, std::uint64_t piece_bytes,
+                    std::unique_lock<std::mutex>& guard) {
   h5::write_string_attribute(root, "format", kCheckpointFormat);
   h5::write_int_attribute(root, "format_version", kCheckpointVersion);
   visit_fields(info, [&](const char* name, const auto& field, bool) { write_attribute(root, name, field, rank == 0); });
@@ -324,9 +342,9 @@ void write_contents(hid_t root, const CheckpointInfo& info, const std::vector<Ch
       const std::vector<float> values = t.values();
       HPCT_CHECK(static_cast<std::int64_t>(values.size()) == numel(t.shape), "checkpoint tensor " + t.path + " size");
       made.data = values.data();
-      write_dataset(root, lcpl.get(), dxpl.get(), made, index, place.dp_size);
+      write_dataset(root, lcpl.get(), dxpl.get(), made, index, place.dp_size, piece_bytes);
     } else {
-      write_dataset(root, lcpl.get(), dxpl.get(), t, index, place.dp_size);
+      write_dataset(root, lcpl.get(), dxpl.get(), t, index, place.dp_size, piece_bytes);
     }
     guard.unlock();  // between datasets: other threads' HDF5 calls get their turn
     std::this_thread::yield();

@@ -381,6 +381,38 @@ TEST(CheckpointIo, TensorsOwnedByOneStageAreWrittenByItsRanks) {
   MPI_Barrier(MPI_COMM_WORLD);
 }
 
+// A writer's rows go in pieces of whole chunks (FileTuning::piece_bytes, 64 MiB by default), as
+// many writes on every rank: HDF5's collective write of checksummed chunks holds a copy of what one
+// write covers. One rank per stage, so the 9,000 x 1,100 tensor (chunks of at most 16 MiB: 3,813 +
+// 3,813 + 1,374 rows) is the last rank's alone, written in 3 pieces with piece_bytes = 1 while the
+// other ranks take part with nothing, and a small tensor of the first stage in one. Read back,
+// every value is the one written (with a piece's values taken from the share's start, the second
+// and third pieces would repeat the first's).
+TEST(CheckpointIo, WriterRowsInPiecesOfWholeChunks) {
+  const std::string dir = shared_dir("hpct_ckpt_pieces_");
+  const int stages = world_size(), me = world_rank();
+  const auto big = ramp(9000 * 1100, 3.f), small = ramp(12, 7.f);
+  const std::vector<CheckpointTensor> tensors{
+      {"model/00_dense/weight", {9000, 1100}, me == stages - 1 ? big.data() : nullptr, stages - 1},
+      {"model/01_dense/weight", {4, 3}, me == 0 ? small.data() : nullptr, 0}};
+  CheckpointInfo info;
+  info.run.pp = stages;
+  FileTuning tuning;
+  tuning.piece_bytes = 1;
+  write_checkpoint(*host_communicator(MPI_COMM_WORLD, "world"), dir + "/c.h5", info, tensors, {}, {0, 1, me, stages},
+                   IntervalSums{}, tuning);
+  if (me == 0) {
+    const CheckpointFile f(dir + "/c.h5");
+    std::vector<float> x(big.size()), y(12);
+    f.read("model/00_dense/weight", x.data());
+    f.read("model/01_dense/weight", y.data());
+    EXPECT_TRUE(x == big) << "the 3-piece tensor differs";
+    EXPECT_EQ(y, small);
+    fs::remove_all(dir);
+  }
+  MPI_Barrier(MPI_COMM_WORLD);
+}
+
 TEST(CheckpointIo, DirectoryLatestKeepAndPartialFiles) {
   if (world_rank() != 0) return;
   const std::string dir = (fs::temp_directory_path() / ("hpct_ckpt_dir_" + std::to_string(getpid()))).string();

@@ -129,6 +129,9 @@ Range writer_elements(const Shape& shape, int index, int writers);
 struct FileTuning {
   std::vector<std::pair<std::string, std::string>> hints;  // MPI_Info keys for HDF5's MPI-IO driver
   std::uint64_t alignment = 0;  // objects of at least this size start at a multiple of it (0: HDF5's packing)
+  // A rank's rows of a dataset are written in pieces of whole chunks of at most this size: HDF5
+  // holds a checksummed copy of what one write covers.
+  std::uint64_t piece_bytes = std::uint64_t{64} << 20;
 };
 // The alignment [checkpoint] alignment = auto gives `dir`: the file system's preferred I/O size
 // (st_blksize: the block size, or the stripe size on Lustre), at least 4 KiB.

@@ -143,6 +143,7 @@ std::unique_ptr<Checkpointer::Job> Checkpointer::prepare(const TrainState& progr
   r.tokenizer = tokenizer_;
   r.vocabulary = vocabulary_;
   r.tokenizer_files = tokenizer_files_;
+  r.hf_files = hf_files_;
   job->name = checkpoint_file_name(progress.step);
   const fs::path dir(cfg_.checkpoint.dir);
   job->partial = (dir / ("." + job->name + ".partial")).string();

@@ -241,6 +241,7 @@ CheckpointInfo Checkpointer::load(const std::string& path, IntervalSums& interva
     if (training && cfg_.checkpoint.resume.kind == ResumeFrom::Kind::auto_) check_same_experiment(cfg_, diffs, path);
     check_fits(file);
     info = file.info();
+    if (training) hf_files_ = info.run.hf_files;
     read_model(file);
     if (info.run.optimizer == opt_.name()) {
       read_state(file);

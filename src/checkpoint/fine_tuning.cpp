@@ -92,6 +92,7 @@ std::string Checkpointer::initialize(const std::string& path) {
   std::string error;
   try {
     const CheckpointFile file(path);
+    hf_files_ = file.info().run.hf_files;  // (a Hugging Face import's files, for --export-hf later)
     const auto tensors = model_tensors(model_, false);
     model_.sync_buffers(true);
     plan = plan_initialization(file, model_.layer_names(), tensors, cfg_.checkpoint.init_layers);

@@ -192,6 +192,9 @@ std::string import_hf(Communicator& comm, const std::string& dir, const std::str
     info.run.optimizer = "none";
     info.run.model_summary = "imported from Hugging Face's " + dir;
     std::error_code ec;
+    for (const char* name : {"tokenizer_config.json", "special_tokens_map.json", "generation_config.json"})
+      if (std::filesystem::is_regular_file(dir + "/" + name, ec))
+        info.run.hf_files.emplace_back(name, read_text_file(dir + "/" + name, "Hugging Face file"));
     if (std::filesystem::is_regular_file(dir + "/tokenizer.json", ec)) {
       info.run.tokenizer = "bpe";
       info.run.tokenizer_files = {{"tokenizer.json", read_text_file(dir + "/tokenizer.json", "tokenizer file")}};
@@ -236,6 +239,8 @@ std::string export_hf(const Config& cfg, Runtime& rt, const std::string& dir) {
     write_text(dir + "/config.json", config.dump(2) + "\n");
     for (const auto& [name, bytes] : file.info().run.tokenizer_files)
       if (name == "tokenizer.json") write_text(dir + "/tokenizer.json", bytes);
+    for (const auto& [name, bytes] : file.info().run.hf_files)  // (as the import found them)
+      if (name.find('/') == std::string::npos) write_text(dir + "/" + name, bytes);
     const std::string weights =
         files.size() == 1 ? files[0]
                           : std::to_string(files.size() - 1) + " shards " + files[0] + " ... and " + files.back();

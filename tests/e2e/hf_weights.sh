@@ -5,7 +5,8 @@
 # with rotary_emb.inv_freq buffers) is imported with trainer --import-hf: --eval-only's validation
 # loss equals that of the reference's float64 forward written after modeling_llama.py (1e-5); the
 # folder --export-hf writes back gives the reference the same loss and holds the same values bit
-# for bit; the checkpoint fine-tunes (init_from); bad folders are one line naming the tensor or
+# for bit; the checkpoint fine-tunes (init_from), and that run's checkpoint exports with the folder's
+# tokenizer_config.json and generation_config.json as they were; bad folders are one line naming the tensor or
 # key, exit 2, and no checkpoint. The same for a tiny GPT2LMHeadModel folder written by
 # tests/reference/hf_gpt2.py (Conv1D weights, the "transformer." prefix, attention buffers, gelu_new);
 # its export as bfloat16 and float16 ([checkpoint] export_dtype) is PyTorch's rounding of the float32 one.
@@ -21,6 +22,10 @@ cp tests/data/text/shakespeare-220k.txt "$tmp/text.txt"  # (a fixed text: the do
 "$(dirname "$trainer")/hpctrain-data" import-text --input "$tmp/text.txt" --tokenizer byte --out "$tmp/tok" \
   --val-fraction 0.1 >/dev/null
 $py "$ref" make "$tmp/hf"
+# The files that carry the special tokens, the chat template and the sampling defaults.
+printf '{"bos_token": "<|begin_of_text|>", "chat_template": "{%% for m in messages %%}{{ m.content }}{%% endfor %%}"}\n' \
+  >"$tmp/hf/tokenizer_config.json"
+printf '{"bos_token_id": 1, "eos_token_id": [2, 3], "temperature": 0.6}\n' >"$tmp/hf/generation_config.json"
 out=$("$trainer" --import-hf "$tmp/hf" --out "$tmp/imp.h5" 2>&1)
 check "--import-hf: 15 tensors, 31,904 parameters (${out%%$'\n'*})" grep -q "15 tensors, 31904 parameters" <<<"$out"
 {
@@ -53,6 +58,15 @@ tr=$("$trainer" "$tmp/deck.ini" --set checkpoint.init_from="$tmp/imp.h5" --set t
 l1=$(sed -n 's/.*step 1\/2 | loss \([0-9.]*\).*/\1/p' <<<"$tr")
 check "init_from the import: 2 steps, loss at step 1 ${l1:-?} near the import's ${ours:-?} (0.15), not ln 256" \
   $py -c "import sys; sys.exit(abs(float('${l1:-0}') - float('${ours:-9}')) > 0.15)"
+"$trainer" "$tmp/deck.ini" --export-hf "$tmp/ftout" --set run.out_dir="$tmp/ft" >/dev/null 2>&1
+same_as_imported() { for f in "$@"; do cmp -s "$tmp/hf/$f" "$tmp/ftout/$f" || return 1; done; }
+check "the fine-tuned checkpoint's export: tokenizer_config.json and generation_config.json as imported" \
+  same_as_imported tokenizer_config.json generation_config.json
+rm -rf "$tmp/ftout"  # resumed for a third step, then exported again
+"$trainer" "$tmp/deck.ini" --set train.steps=3 --set run.out_dir="$tmp/ft" --resume-changed >/dev/null 2>&1
+"$trainer" "$tmp/deck.ini" --export-hf "$tmp/ftout" --set run.out_dir="$tmp/ft" >/dev/null 2>&1
+check "... and after a resume (step 3's checkpoint)" \
+  test -e "$tmp/ft/checkpoints/ckpt-00000003.h5" -a "$(same_as_imported tokenizer_config.json generation_config.json && echo y)" = y
 
 bad() {  # kind pattern [reference folder]: that folder spoiled by the reference is refused
   rm -rf "$tmp/bad" "$tmp/bad.h5" && cp -r "$tmp/${4:-hf}" "$tmp/bad" && $py "${3:-$ref}" break "$tmp/bad" "$1"

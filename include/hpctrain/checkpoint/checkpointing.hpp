@@ -149,6 +149,7 @@ class Checkpointer {
   int saved_ = 0;
   std::string tokenizer_, vocabulary_;
   TokenizerFiles tokenizer_files_;
+  TokenizerFiles hf_files_;  // RunRecord::hf_files of the init_from or resumed checkpoint, passed on
 };
 
 // A parameter or buffer of the model, as the checkpoint readers see it.

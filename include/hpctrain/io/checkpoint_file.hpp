@@ -43,6 +43,10 @@ struct RunRecord {
   // generated from the checkpoint alone; "" for other models.
   std::string tokenizer, vocabulary;
   TokenizerFiles tokenizer_files;  // gpt2: its files, the group tokenizer_files/ of 1-D uint8 datasets
+  // --import-hf: the folder's tokenizer_config.json, special_tokens_map.json and
+  // generation_config.json (the special tokens, chat template, sampling defaults), kept through
+  // init_from and resume and written back by --export-hf; the group hf_files/.
+  TokenizerFiles hf_files;
   // Set by the writer (whatever the caller gave): wall-clock time, versions.
   std::string written_at, software, hdf5, mpi, blas;
 };
@@ -96,6 +100,7 @@ void visit_fields(Info& i, Visit&& visit) {
   visit("tokenizer", r.tokenizer, true);  // (absent before language models)
   visit("vocabulary", r.vocabulary, true);
   visit("tokenizer_files", r.tokenizer_files, true);  // (a group of byte datasets; since gpt2)
+  visit("hf_files", r.hf_files, true);                // (likewise; since --import-hf kept them)
 }
 
 // One float32 dataset, e.g. "model/dense.1.weight".

@@ -6,7 +6,6 @@
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
-#include <fstream>
 #include <optional>
 #include <set>
 
@@ -148,13 +147,6 @@ std::string layer_type_of(const std::string& name) {  // (the checkpoint records
   return "linear";
 }
 
-void write_text(const std::string& path, const std::string& text) {
-  std::ofstream f(path, std::ios::binary | std::ios::trunc);
-  f << text;
-  f.close();
-  if (!f) throw bad_input("--export-hf: cannot write " + path);
-}
-
 // The layout of config.json's model_type.
 using ImportFn = hf::Imported (*)(const Json&, Tensors, const std::string&, const std::string&);
 ImportFn import_layout(const Json& cfg, const std::string& file) {
@@ -236,11 +228,11 @@ std::string export_hf(const Config& cfg, Runtime& rt, const std::string& dir) {
     std::filesystem::create_directories(dir);
     const std::vector<std::string> files =
         write_safetensors_folder(dir, hf.tensors, {{"format", "pt"}}, stored, cfg.checkpoint.export_shard_size);
-    write_text(dir + "/config.json", config.dump(2) + "\n");
+    write_text_file(dir + "/config.json", config.dump(2) + "\n");
     for (const auto& [name, bytes] : file.info().run.tokenizer_files)
-      if (name == "tokenizer.json") write_text(dir + "/tokenizer.json", bytes);
+      if (name == "tokenizer.json") write_text_file(dir + "/tokenizer.json", bytes);
     for (const auto& [name, bytes] : file.info().run.hf_files)  // (as the import found them)
-      if (name.find('/') == std::string::npos) write_text(dir + "/" + name, bytes);
+      if (name.find('/') == std::string::npos) write_text_file(dir + "/" + name, bytes);
     const std::string weights =
         files.size() == 1 ? files[0]
                           : std::to_string(files.size() - 1) + " shards " + files[0] + " ... and " + files.back();

@@ -23,15 +23,6 @@ std::vector<float> LazyTensor::values() const {
   return v;
 }
 
-LazyTensor lazy_copy(NamedTensor t) {
-  auto held = std::make_shared<const NamedTensor>(std::move(t));
-  LazyTensor out{held->name, held->shape, {}};
-  out.rows = [held, width = out.row_width()](std::int64_t first, std::int64_t count, float* to) {
-    std::copy_n(held->data.data() + first * width, count * width, to);
-  };
-  return out;
-}
-
 namespace {
 const char* stored_name(DType stored) { return stored == DType::bf16 ? "BF16" : stored == DType::f16 ? "F16" : "F32"; }
 
@@ -87,7 +78,9 @@ void write_file(std::ostream& out, const std::vector<LazyTensor>& tensors,
   }
 }
 
-std::vector<LazyTensor> lazy_copies(const std::vector<NamedTensor>& tensors) {
+}  // namespace
+
+std::vector<LazyTensor> lazy_views(const std::vector<NamedTensor>& tensors) {
   std::vector<LazyTensor> out;
   for (const NamedTensor& t : tensors) {
     HPCT_CHECK(static_cast<std::int64_t>(t.data.size()) == numel(t.shape), "safetensors: " + t.name + " size");
@@ -99,18 +92,17 @@ std::vector<LazyTensor> lazy_copies(const std::vector<NamedTensor>& tensors) {
   }
   return out;
 }
-}  // namespace
 
 std::string safetensors_bytes(const std::vector<NamedTensor>& tensors,
                               const std::map<std::string, std::string>& metadata, DType stored) {
   std::ostringstream out;
-  write_file(out, lazy_copies(tensors), metadata, stored, "safetensors");
+  write_file(out, lazy_views(tensors), metadata, stored, "safetensors");
   return out.str();
 }
 
 void write_safetensors(const std::string& path, const std::vector<NamedTensor>& tensors,
                        const std::map<std::string, std::string>& metadata, DType stored) {
-  write_safetensors(path, lazy_copies(tensors), metadata, stored);
+  write_safetensors(path, lazy_views(tensors), metadata, stored);
 }
 
 void write_safetensors(const std::string& path, const std::vector<LazyTensor>& tensors,
@@ -131,13 +123,18 @@ void write_safetensors(const std::string& path, const std::vector<LazyTensor>& t
   if (ec) throw bad_input("--export " + path + ": cannot rename " + partial + ": " + ec.message());
 }
 
+namespace {
+std::uint64_t data_bytes(const LazyTensor& t, DType stored) {
+  return static_cast<std::uint64_t>(numel(t.shape)) * dtype_size(stored);
+}
+}  // namespace
+
 std::uint64_t safetensors_data_bytes(const std::vector<LazyTensor>& tensors, DType stored) {
   std::uint64_t n = 0;
-  for (const LazyTensor& t : tensors) n += static_cast<std::uint64_t>(numel(t.shape)) * dtype_size(stored);
+  for (const LazyTensor& t : tensors) n += data_bytes(t, stored);
   return n;
 }
 
-namespace {
 void write_text_file(const std::string& path, const std::string& text) {
   const std::string partial = path + ".partial";
   std::ofstream f(partial, std::ios::binary | std::ios::trunc);
@@ -151,6 +148,7 @@ void write_text_file(const std::string& path, const std::string& text) {
   }
 }
 
+namespace {
 // model.safetensors, model-NNNNN-of-NNNNN.safetensors, model.safetensors.index.json
 bool sharded_layout_file(const std::string& name) {
   const std::string tail = ".safetensors";
@@ -170,7 +168,7 @@ std::vector<std::string> write_safetensors_folder(const std::string& dir, const 
   std::vector<std::vector<LazyTensor>> shards(1);
   std::uint64_t in_shard = 0;
   for (const LazyTensor& t : tensors) {  // (save_pretrained's rule: in order, a larger tensor alone)
-    const std::uint64_t bytes = safetensors_data_bytes({t}, stored);
+    const std::uint64_t bytes = data_bytes(t, stored);
     if (!shards.back().empty() && in_shard + bytes > shard_bytes) shards.emplace_back(), in_shard = 0;
     shards.back().push_back(t);
     in_shard += bytes;

@@ -9,6 +9,7 @@
 
 #include "hpctrain/backend/cuda/device_api.hpp"
 #include "hpctrain/core/error.hpp"
+#include "hpctrain/core/table.hpp"
 #include "hpctrain/model/partition.hpp"
 #include "hpctrain/optim/optimizer.hpp"
 #include "hpctrain/train/trainer.hpp"
@@ -19,11 +20,7 @@ namespace {
 
 const double kMiB = 1 << 20;
 
-std::string f1(double v) {  // "%.1f"
-  char b[64];
-  std::snprintf(b, sizeof(b), "%.1f", v);
-  return b;
-}
+std::string f1(double v) { return fixed_text(v, 1); }
 
 // Parameters and trainable parameters of the stage with the most (whole_model: `model` holds
 // every layer) or of `model` itself.

@@ -195,9 +195,10 @@ TEST(Safetensors, FolderInShardsListedByTheIndex) {
   fs::remove_all(dir);
   fs::create_directories(dir);
   std::ofstream(dir + "/tokenizer.json") << "{}";
-  std::vector<LazyTensor> t;
+  std::vector<NamedTensor> held;
   for (const auto& [name, n] : std::vector<std::pair<std::string, int>>{{"a", 6}, {"b", 6}, {"c", 10}})
-    t.push_back(lazy_copy({name, {n}, std::vector<float>(static_cast<std::size_t>(n), static_cast<float>(n))}));
+    held.push_back({name, {n}, std::vector<float>(static_cast<std::size_t>(n), static_cast<float>(n))});
+  const std::vector<LazyTensor> t = lazy_views(held);
   const auto files = write_safetensors_folder(dir, t, {{"format", "pt"}}, DType::f32, 50);
   EXPECT_EQ(files, (std::vector<std::string>{"model-00001-of-00002.safetensors", "model-00002-of-00002.safetensors",
                                              "model.safetensors.index.json"}));

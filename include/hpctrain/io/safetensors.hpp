@@ -35,7 +35,8 @@ struct LazyTensor {
   std::int64_t row_width() const { return shape.empty() || shape[0] == 0 ? 1 : numel(shape) / shape[0]; }
   std::vector<float> values() const;  // every row
 };
-LazyTensor lazy_copy(NamedTensor t);  // values held in memory
+// Views of `tensors` (which must outlive them): their values as LazyTensor rows.
+std::vector<LazyTensor> lazy_views(const std::vector<NamedTensor>& tensors);
 
 // The file's bytes: header size, header, data; the values `stored` as F32 (DType::f32), BF16 or F16.
 std::string safetensors_bytes(const std::vector<NamedTensor>& tensors,
@@ -48,6 +49,9 @@ void write_safetensors(const std::string& path, const std::vector<LazyTensor>& t
                        const std::map<std::string, std::string>& metadata, DType stored = DType::f32);
 void write_safetensors(const std::string& path, const std::vector<NamedTensor>& tensors,
                        const std::map<std::string, std::string>& metadata, DType stored = DType::f32);
+// A text file beside the weights (config.json, the index, tokenizer files) through "<path>.partial",
+// renamed when complete (bad_input naming it when it cannot be written).
+void write_text_file(const std::string& path, const std::string& text);
 // The bytes `tensors` take in a file as `stored` (header not counted).
 std::uint64_t safetensors_data_bytes(const std::vector<LazyTensor>& tensors, DType stored);
 

@@ -3,11 +3,13 @@
 // [model] arch (checkpoint/hf_layouts.hpp).
 #include "hpctrain/checkpoint/hf_weights.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
 #include <optional>
 #include <set>
+#include <vector>
 
 #include "hpctrain/checkpoint/checkpointing.hpp"
 #include "hpctrain/checkpoint/export.hpp"
@@ -87,10 +89,18 @@ LazyTensor transposed(const LazyTensor& t, std::string name) {
   HPCT_CHECK(t.shape.size() == 2, "transposed: " + t.name + " " + shape_string(t.shape) + " is not a matrix");
   const std::int64_t a = t.shape[0], b = t.shape[1];
   LazyTensor out{std::move(name), {b, a}, {}};
-  out.rows = [src = t, a, b](std::int64_t first, std::int64_t count, float* to) {  // rows j of [b, a]
-    const std::vector<float> v = src.values();
-    for (std::int64_t j = first; j < first + count; ++j)
-      for (std::int64_t i = 0; i < a; ++i) to[(j - first) * a + i] = v[static_cast<std::size_t>(i * b + j)];
+  // Rows j of [b, a] are columns j of the source: every source row is read (in blocks of at most
+  // 4 MiB, so a piece's memory is the piece), and each call reads the whole source.
+  out.rows = [src = t, a, b](std::int64_t first, std::int64_t count, float* to) {
+    const std::int64_t block = std::max<std::int64_t>(1, (std::int64_t{1} << 20) / std::max<std::int64_t>(1, b));
+    std::vector<float> v(static_cast<std::size_t>(std::min(block, a) * b));
+    for (std::int64_t i0 = 0; i0 < a; i0 += block) {
+      const std::int64_t n = std::min(block, a - i0);
+      src.rows(i0, n, v.data());
+      for (std::int64_t i = i0; i < i0 + n; ++i)
+        for (std::int64_t j = first; j < first + count; ++j)
+          to[(j - first) * a + i] = v[static_cast<std::size_t>((i - i0) * b + j)];
+    }
   };
   return out;
 }
@@ -199,8 +209,7 @@ std::string import_hf(Communicator& comm, const std::string& dir, const std::str
   });
   std::vector<CheckpointTensor> ct;
   for (const LazyTensor& t : tensors)
-    ct.push_back(
-        {"model/" + t.name, t.shape, nullptr, 0, false, {}, layer_type_of(t.name), [&t] { return t.values(); }});
+    ct.push_back({"model/" + t.name, t.shape, nullptr, 0, false, {}, layer_type_of(t.name), t.rows});
   const std::string partial = out + ".partial";
   write_checkpoint(comm, partial, info, ct, {}, WriterPlace{0, 1, 0, 1}, IntervalSums{});
   if (comm.rank() == 0) std::filesystem::rename(partial, out);

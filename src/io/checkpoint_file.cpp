@@ -143,8 +143,9 @@ void write_selection(hid_t dset, hid_t dxpl, const std::vector<hsize_t>& dims, h
 }
 
 // Collective: one float32 dataset, chunked along its first dimension and checksummed. This rank
-// writes its writer rows (writer `index` of `writers`; index < 0: none) from `t.data`, or with
-// t.by_elements the elements t.elements from one after another at t.data (CheckpointTensor).
+// writes its writer rows (writer `index` of `writers`; index < 0: none) from `t.data` (or made by
+// `t.rows` a piece at a time), or with t.by_elements the elements t.elements from one after another
+// at t.data (CheckpointTensor).
 // Writer rows go in pieces of whole chunks of at most `piece_bytes`, as many writes on every rank
 // (the first writer's rows are the most): HDF5's collective write of checksummed chunks holds a
 // copy of what one write covers (a 256 MB tensor: 268 MB more, heaptrack 2026-12-06), so a piece,
@@ -173,13 +174,19 @@ void write_dataset(hid_t file, hid_t lcpl, hid_t dxpl, const CheckpointTensor& t
   const hsize_t chunk_bytes = chunk_rows * row_elems * sizeof(float);
   const hsize_t piece_rows = chunk_rows * std::max<hsize_t>(1, piece_bytes / chunk_bytes);
   const hsize_t pieces = std::max<hsize_t>(1, (most + piece_rows - 1) / piece_rows);
+  std::vector<float> made;  // a piece of t.rows' values (t.data null)
   for (hsize_t p = 0; p < pieces; ++p) {
     const hsize_t r0 = std::min(count, p * piece_rows), r1 = std::min(count, r0 + piece_rows);
     const Ranges part = r1 > r0 ? Ranges{{static_cast<std::int64_t>((first + r0) * row_elems),
                                           static_cast<std::int64_t>((first + r1) * row_elems)}}
                                 : Ranges{};
-    write_selection(dset.get(), dxpl, dims, row_elems, part, r1 > r0 ? t.data + (first + r0) * row_elems : nullptr,
-                    t.path);
+    const float* src = r1 > r0 && t.data != nullptr ? t.data + (first + r0) * row_elems : nullptr;
+    if (r1 > r0 && t.data == nullptr && t.rows) {
+      made.resize((r1 - r0) * row_elems);
+      t.rows(static_cast<std::int64_t>(first + r0), static_cast<std::int64_t>(r1 - r0), made.data());
+      src = made.data();
+    }
+    write_selection(dset.get(), dxpl, dims, row_elems, part, src, t.path);
   }
 }
 
@@ -335,17 +342,9 @@ void write_contents(hid_t root, const CheckpointInfo& info, const std::vector<Ch
   CHECK_H5(H5Pset_dxpl_mpio(dxpl.get(), H5FD_MPIO_COLLECTIVE));
   for (const CheckpointTensor& t : tensors) {
     const int index = place.pp == t.stage ? place.dp : -1;
-    HPCT_CHECK(index < 0 || t.data != nullptr || t.values || (t.by_elements && t.elements.empty()),
+    HPCT_CHECK(index < 0 || t.data != nullptr || t.rows || (t.by_elements && t.elements.empty()),
                "checkpoint tensor " + t.path + " has no data on its own stage");
-    if (index >= 0 && t.data == nullptr && t.values) {  // made now, freed after
-      CheckpointTensor made = t;
-      const std::vector<float> values = t.values();
-      HPCT_CHECK(static_cast<std::int64_t>(values.size()) == numel(t.shape), "checkpoint tensor " + t.path + " size");
-      made.data = values.data();
-      write_dataset(root, lcpl.get(), dxpl.get(), made, index, place.dp_size, piece_bytes);
-    } else {
-      write_dataset(root, lcpl.get(), dxpl.get(), t, index, place.dp_size, piece_bytes);
-    }
+    write_dataset(root, lcpl.get(), dxpl.get(), t, index, place.dp_size, piece_bytes);
     guard.unlock();  // between datasets: other threads' HDF5 calls get their turn
     std::this_thread::yield();
     guard.lock();

@@ -39,8 +39,8 @@ void check_storable(const std::string& name, const std::vector<float>& values, D
     }
 }
 
-// Header size, header (padded to 8 bytes), then each tensor's values in `stored`, made one tensor
-// at a time and written in pieces.
+// Header size, header (padded to 8 bytes), then each tensor's values in `stored`, made and written
+// a piece of rows at a time.
 void write_file(std::ostream& out, const std::vector<LazyTensor>& tensors,
                 const std::map<std::string, std::string>& metadata, DType stored, const std::string& path) {
   static_assert(sizeof(float) == 4, "float32");
@@ -62,18 +62,23 @@ void write_file(std::ostream& out, const std::vector<LazyTensor>& tensors,
   const std::uint64_t n = text.size();
   out.write(reinterpret_cast<const char*>(&n), 8);  // little-endian (checked above)
   out.write(text.data(), static_cast<std::streamsize>(text.size()));
-  std::vector<std::uint16_t> half(stored == DType::f32 ? 0 : std::size_t{1} << 20);
+  std::vector<float> v;  // a piece of a tensor: whole rows, at most 16 MiB unless one row is more
+  std::vector<std::uint16_t> half;
   for (const LazyTensor& t : tensors) {
-    const std::vector<float> v = t.values();
-    check_storable(t.name, v, stored, path);
-    if (stored == DType::f32) {
-      out.write(reinterpret_cast<const char*>(v.data()), static_cast<std::streamsize>(v.size() * 4));
-      continue;
-    }
-    for (std::size_t i = 0; i < v.size(); i += half.size()) {
-      const std::size_t m = std::min(half.size(), v.size() - i);
-      for (std::size_t k = 0; k < m; ++k) half[k] = stored == DType::bf16 ? bf16_bits(v[i + k]) : half_bits(v[i + k]);
-      out.write(reinterpret_cast<const char*>(half.data()), static_cast<std::streamsize>(m * 2));
+    const std::int64_t row = t.row_width(),
+                       piece = std::max<std::int64_t>(1, (std::int64_t{4} << 20) / std::max<std::int64_t>(1, row));
+    for (std::int64_t first = 0; first < t.row_count(); first += piece) {
+      const std::int64_t count = std::min(piece, t.row_count() - first);
+      v.resize(static_cast<std::size_t>(count * row));
+      t.rows(first, count, v.data());
+      check_storable(t.name, v, stored, path);
+      if (stored == DType::f32) {
+        out.write(reinterpret_cast<const char*>(v.data()), static_cast<std::streamsize>(v.size() * 4));
+        continue;
+      }
+      half.resize(v.size());
+      for (std::size_t k = 0; k < v.size(); ++k) half[k] = stored == DType::bf16 ? bf16_bits(v[k]) : half_bits(v[k]);
+      out.write(reinterpret_cast<const char*>(half.data()), static_cast<std::streamsize>(half.size() * 2));
     }
   }
 }

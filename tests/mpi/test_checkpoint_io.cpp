@@ -7,6 +7,8 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <algorithm>
+
 #include <filesystem>
 #include <fstream>
 #include <set>
@@ -391,10 +393,20 @@ TEST(CheckpointIo, TensorsOwnedByOneStageAreWrittenByItsRanks) {
 TEST(CheckpointIo, WriterRowsInPiecesOfWholeChunks) {
   const std::string dir = shared_dir("hpct_ckpt_pieces_");
   const int stages = world_size(), me = world_rank();
-  const auto big = ramp(9000 * 1100, 3.f), small = ramp(12, 7.f);
+  const auto big = ramp(9000 * 1100, 3.f), small = ramp(12, 7.f), made = ramp(5000 * 1100, 5.f);
+  std::vector<std::int64_t> asked(5000, 0);  // how often each row of the made tensor was asked for
+  std::int64_t most = 0;                     // the most rows one call asked for
+  CheckpointTensor lazy{"model/02_dense/weight", {5000, 1100}, nullptr, 0};  // 2 chunks
+  if (me == 0)
+    lazy.rows = [&](std::int64_t first, std::int64_t count, float* out) {
+      for (std::int64_t r = first; r < first + count; ++r) ++asked[static_cast<std::size_t>(r)];
+      most = std::max(most, count);
+      std::copy_n(made.data() + first * 1100, count * 1100, out);
+    };
   const std::vector<CheckpointTensor> tensors{
       {"model/00_dense/weight", {9000, 1100}, me == stages - 1 ? big.data() : nullptr, stages - 1},
-      {"model/01_dense/weight", {4, 3}, me == 0 ? small.data() : nullptr, 0}};
+      {"model/01_dense/weight", {4, 3}, me == 0 ? small.data() : nullptr, 0},
+      lazy};
   CheckpointInfo info;
   info.run.pp = stages;
   FileTuning tuning;
@@ -403,11 +415,16 @@ TEST(CheckpointIo, WriterRowsInPiecesOfWholeChunks) {
                    IntervalSums{}, tuning);
   if (me == 0) {
     const CheckpointFile f(dir + "/c.h5");
-    std::vector<float> x(big.size()), y(12);
+    std::vector<float> x(big.size()), y(12), z(made.size());
     f.read("model/00_dense/weight", x.data());
     f.read("model/01_dense/weight", y.data());
+    f.read("model/02_dense/weight", z.data());
     EXPECT_TRUE(x == big) << "the 3-piece tensor differs";
     EXPECT_EQ(y, small);
+    // A tensor made by its rows function (--import-hf's): asked for a piece at a time, each row once.
+    EXPECT_TRUE(z == made) << "the tensor made piece by piece differs";
+    EXPECT_TRUE(std::all_of(asked.begin(), asked.end(), [](std::int64_t n) { return n == 1; }));
+    EXPECT_LT(most, 5000) << "the whole tensor was asked for at once";
     fs::remove_all(dir);
   }
   MPI_Barrier(MPI_COMM_WORLD);

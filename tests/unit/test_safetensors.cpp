@@ -14,6 +14,7 @@
 #include <iterator>
 #include <string>
 
+#include "hpctrain/checkpoint/hf_layouts.hpp"
 #include "hpctrain/core/error.hpp"
 #include "hpctrain/core/half.hpp"
 #include "hpctrain/io/safetensors.hpp"
@@ -176,6 +177,54 @@ TEST(Safetensors, LazyTensorsReadTheRowsAskedFor) {
     EXPECT_EQ(lazy[1].values(), m);
   }
   std::remove(path.c_str());
+}
+
+// The writer asks a lazy tensor for pieces of rows (at most 16 MiB of float32, whole rows), not
+// the tensor at once: --export-hf's memory is a piece. 6000 rows of 1000: two pieces, each row
+// asked for once, the file's values the rows'.
+TEST(Safetensors, WriterAsksForPiecesOfRows) {
+  const std::int64_t n = 6000, w = 1000;
+  std::vector<std::int64_t> asked(static_cast<std::size_t>(n), 0);
+  std::int64_t most = 0;
+  LazyTensor t{"big", {n, w}, {}};
+  t.rows = [&](std::int64_t first, std::int64_t count, float* out) {
+    for (std::int64_t r = first; r < first + count; ++r) ++asked[static_cast<std::size_t>(r)];
+    most = std::max(most, count);
+    for (std::int64_t i = 0; i < count * w; ++i) out[i] = static_cast<float>((first * w + i) % 251);  // exact in bf16
+  };
+  const std::string path = testing::TempDir() + "/pieces.safetensors";
+  write_safetensors(path, std::vector<LazyTensor>{t}, {}, DType::bf16);
+  EXPECT_TRUE(std::all_of(asked.begin(), asked.end(), [](std::int64_t k) { return k == 1; }));
+  EXPECT_LE(most * w * 4, std::int64_t{16} << 20);
+  EXPECT_LT(most, n);
+  const std::vector<NamedTensor> back = read_safetensors(path);
+  ASSERT_EQ(back.size(), 1u);
+  bool same = back[0].data.size() == static_cast<std::size_t>(n * w);
+  for (std::size_t i = 0; same && i < back[0].data.size(); ++i) same = back[0].data[i] == static_cast<float>(i % 251);
+  EXPECT_TRUE(same) << "the file's values are not the rows'";
+  std::remove(path.c_str());
+}
+
+// hf::transposed (GPT-2's Conv1D weights): rows j of the [b, a] view are the source's columns j,
+// read from the source in blocks of rows (a piece's memory, not the source's).
+TEST(Safetensors, TransposedViewReadsTheSourceInBlocks) {
+  const std::int64_t a = 2500, b = 600;
+  std::int64_t most = 0;
+  LazyTensor src{"c_attn.weight", {a, b}, {}};
+  src.rows = [&](std::int64_t first, std::int64_t count, float* out) {
+    most = std::max(most, count);
+    for (std::int64_t i = 0; i < count * b; ++i) out[i] = static_cast<float>(first * b + i);
+  };
+  const LazyTensor t = hf::transposed(src, "qkv");
+  EXPECT_EQ(t.shape, (Shape{b, a}));
+  std::vector<float> got(static_cast<std::size_t>(7 * a));
+  t.rows(100, 7, got.data());
+  bool same = true;
+  for (std::int64_t j = 0; j < 7; ++j)
+    for (std::int64_t i = 0; i < a; ++i)
+      same = same && got[static_cast<std::size_t>(j * a + i)] == static_cast<float>(i * b + 100 + j);
+  EXPECT_TRUE(same) << "row j of the view is not column j of the source";
+  EXPECT_LT(most, a) << "the whole source was read at once";
 }
 
 namespace {

@@ -115,9 +115,10 @@ struct CheckpointTensor {
   bool by_elements = false;
   Ranges elements{};
   std::string layer_type{};  // written as the dataset's attribute layer_type when not empty
-  // With `data` null: the whole tensor's values, made when its dataset is written and freed after
-  // (--import-hf holds one tensor in memory at a time).
-  std::function<std::vector<float>()> values{};
+  // With `data` null: rows [first, first + count) of the row-major values (rows: the first
+  // dimension; a scalar is one row) to `out`, asked for piece by piece as the dataset is written
+  // (--import-hf holds a piece of one tensor in memory at a time, not the tensor).
+  std::function<void(std::int64_t first, std::int64_t count, float* out)> rows{};
 };
 
 // Where this rank sits, for dividing the writing.

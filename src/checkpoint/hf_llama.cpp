@@ -2,8 +2,12 @@
 // are the rows of hpctrain's fused qkv in that order (both rotate-half RoPE, so no permutation),
 // gate_proj and up_proj the halves of its fused gate_up, weights [out, in] on both sides; the
 // rotary_emb.inv_freq buffers older files carry are skipped.
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <string>
+#include <tuple>
+#include <vector>
 
 #include "hpctrain/checkpoint/hf_layouts.hpp"
 #include "hpctrain/core/error.hpp"
@@ -87,6 +91,30 @@ std::vector<std::pair<std::string, std::string>> direct_names(std::int64_t layer
   return out;
 }
 
+// save_pretrained's order (the modules' order in LlamaForCausalLM): the embedding, the layers by
+// number (attention q, k, v, o, then the MLP's gate, up, down, then the two norms), the final norm,
+// the head; so a sharded export's shards hold whole layers in order (h.10 after h.9, not h.1).
+void order_as_save_pretrained(std::vector<LazyTensor>& tensors) {
+  static const std::vector<std::string> in_layer{"self_attn.q_proj.", "self_attn.k_proj.", "self_attn.v_proj.",
+                                                 "self_attn.o_proj.", "mlp.gate_proj.",    "mlp.up_proj.",
+                                                 "mlp.down_proj.",    "input_layernorm.",  "post_attention_layernorm."};
+  const std::string layers = "model.layers.";
+  const auto key = [&](const std::string& name) {
+    if (name.rfind("model.embed_tokens.", 0) == 0) return std::make_tuple(0, std::int64_t{0}, std::size_t{0});
+    if (name.rfind(layers, 0) == 0) {
+      std::size_t end = 0;
+      const std::int64_t layer = std::stoll(name.substr(layers.size()), &end);
+      const std::string rest = name.substr(layers.size() + end + 1);
+      std::size_t at = 0;
+      while (at < in_layer.size() && rest.rfind(in_layer[at], 0) != 0) ++at;
+      return std::make_tuple(1, layer, at);
+    }
+    return std::make_tuple(name.rfind("model.", 0) == 0 ? 2 : 3, std::int64_t{0}, std::size_t{0});
+  };
+  std::stable_sort(tensors.begin(), tensors.end(),
+                   [&](const LazyTensor& a, const LazyTensor& b) { return key(a.name) < key(b.name); });
+}
+
 Shape direct_shape(const std::string& hf, const LlamaDims& d) {
   if (hf.find("embed_tokens") != std::string::npos || hf == "lm_head.weight") return {d.vocab_size, d.n_embd};
   if (hf.find("o_proj") != std::string::npos) return {d.n_embd, d.n_embd};
@@ -168,6 +196,7 @@ Exported llama_export(const std::vector<LazyTensor>& ours, const ModelConfig& m,
       throw bad_input("--export-hf: the checkpoint's tensor " + t.name + " has no place in LlamaForCausalLM");
     }
   }
+  order_as_save_pretrained(out.tensors);
   return out;
 }
 

@@ -1,0 +1,55 @@
+// Hugging Face layouts (checkpoint/hf_layouts.hpp) without files: the export's tensor order.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <string>
+#include <vector>
+
+#include "hpctrain/checkpoint/hf_layouts.hpp"
+#include "hpctrain/config/config.hpp"
+
+using namespace hpctrain;
+
+namespace {
+LazyTensor named(const std::string& name, Shape shape) {
+  LazyTensor t{name, std::move(shape), {}};
+  t.rows = [](std::int64_t, std::int64_t, float*) {};
+  return t;
+}
+}  // namespace
+
+// LlamaForCausalLM's export lists its tensors as save_pretrained does (the modules' order): the
+// embedding, layers 0..11 by number, each q, k, v, o, gate, up, down, then its two norms, the final
+// norm and the head; the checkpoint's own order (h.0, h.1, h.10, h.11, h.2, ...) fails it, and so
+// shards split at layer boundaries in order.
+TEST(HfLayouts, LlamaExportInSavePretrainedOrder) {
+  ModelConfig m;
+  m.n_layer = 12, m.n_head = 2, m.n_kv_heads = 1, m.n_embd = 4, m.ffn_dim = 6, m.tie_embeddings = false;
+  std::vector<std::string> ours{"lm_head.weight", "norm.weight", "tok_emb.weight"};
+  for (int i = 0; i < 12; ++i)
+    for (const char* t : {"input_layernorm.weight", "mlp.down.weight", "mlp.gate_up.weight",
+                          "post_attention_layernorm.weight", "self_attn.proj.weight", "self_attn.qkv.weight"})
+      ours.push_back("h." + std::to_string(i) + "." + t);
+  std::sort(ours.begin(), ours.end());  // (as the checkpoint lists them)
+  std::vector<LazyTensor> tensors;
+  for (const std::string& n : ours) {
+    Shape shape{4};
+    if (n.find("qkv") != std::string::npos) shape = {8, 4};
+    if (n.find("gate_up") != std::string::npos) shape = {12, 4};
+    if (n.find("proj.weight") != std::string::npos || n.find("down") != std::string::npos) shape = {4, 4};
+    if (n == "tok_emb.weight" || n == "lm_head.weight") shape = {10, 4};
+    tensors.push_back(named(n, shape));
+  }
+  const hf::Exported out = hf::llama_export(tensors, m, 10);
+  std::vector<std::string> want{"model.embed_tokens.weight"};
+  for (int i = 0; i < 12; ++i)
+    for (const char* t :
+         {"self_attn.q_proj", "self_attn.k_proj", "self_attn.v_proj", "self_attn.o_proj", "mlp.gate_proj",
+          "mlp.up_proj", "mlp.down_proj", "input_layernorm", "post_attention_layernorm"})
+      want.push_back("model.layers." + std::to_string(i) + "." + t + ".weight");
+  want.push_back("model.norm.weight");
+  want.push_back("lm_head.weight");
+  std::vector<std::string> got;
+  for (const LazyTensor& t : out.tensors) got.push_back(t.name);
+  EXPECT_EQ(got, want);
+}

@@ -14,7 +14,6 @@
 #include <iterator>
 #include <string>
 
-#include "hpctrain/checkpoint/hf_layouts.hpp"
 #include "hpctrain/core/error.hpp"
 #include "hpctrain/core/half.hpp"
 #include "hpctrain/io/safetensors.hpp"
@@ -203,28 +202,6 @@ TEST(Safetensors, WriterAsksForPiecesOfRows) {
   for (std::size_t i = 0; same && i < back[0].data.size(); ++i) same = back[0].data[i] == static_cast<float>(i % 251);
   EXPECT_TRUE(same) << "the file's values are not the rows'";
   std::remove(path.c_str());
-}
-
-// hf::transposed (GPT-2's Conv1D weights): rows j of the [b, a] view are the source's columns j,
-// read from the source in blocks of rows (a piece's memory, not the source's).
-TEST(Safetensors, TransposedViewReadsTheSourceInBlocks) {
-  const std::int64_t a = 2500, b = 600;
-  std::int64_t most = 0;
-  LazyTensor src{"c_attn.weight", {a, b}, {}};
-  src.rows = [&](std::int64_t first, std::int64_t count, float* out) {
-    most = std::max(most, count);
-    for (std::int64_t i = 0; i < count * b; ++i) out[i] = static_cast<float>(first * b + i);
-  };
-  const LazyTensor t = hf::transposed(src, "qkv");
-  EXPECT_EQ(t.shape, (Shape{b, a}));
-  std::vector<float> got(static_cast<std::size_t>(7 * a));
-  t.rows(100, 7, got.data());
-  bool same = true;
-  for (std::int64_t j = 0; j < 7; ++j)
-    for (std::int64_t i = 0; i < a; ++i)
-      same = same && got[static_cast<std::size_t>(j * a + i)] == static_cast<float>(i * b + 100 + j);
-  EXPECT_TRUE(same) << "row j of the view is not column j of the source";
-  EXPECT_LT(most, a) << "the whole source was read at once";
 }
 
 namespace {

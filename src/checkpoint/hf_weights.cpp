@@ -18,6 +18,7 @@
 #include "hpctrain/core/error.hpp"
 #include "hpctrain/io/checkpoint_file.hpp"
 #include "hpctrain/io/safetensors.hpp"
+#include "hpctrain/io/staged_folder.hpp"
 
 namespace hpctrain {
 
@@ -234,14 +235,21 @@ std::string export_hf(const Config& cfg, Runtime& rt, const std::string& dir) {
     const DType stored = export_dtype(cfg);
     Json config = hf.config;
     config["torch_dtype"] = torch_dtype_name(stored);
-    std::filesystem::create_directories(dir);
-    const std::vector<std::string> files =
-        write_safetensors_folder(dir, hf.tensors, {{"format", "pt"}}, stored, cfg.checkpoint.export_shard_size);
-    write_text_file(dir + "/config.json", config.dump(2) + "\n");
-    for (const auto& [name, bytes] : file.info().run.tokenizer_files)
-      if (name == "tokenizer.json") write_text_file(dir + "/tokenizer.json", bytes);
-    for (const auto& [name, bytes] : file.info().run.hf_files)  // (as the import found them)
-      if (name.find('/') == std::string::npos) write_text_file(dir + "/" + name, bytes);
+    std::vector<std::string> files;
+    const auto write = [&](const std::string& to) {  // (a new folder, which then replaces `dir` as a whole)
+      files = write_safetensors_folder(to, hf.tensors, {{"format", "pt"}}, stored, cfg.checkpoint.export_shard_size);
+      write_text_file(to + "/config.json", config.dump(2) + "\n");
+      for (const auto& [name, bytes] : file.info().run.tokenizer_files)
+        if (name == "tokenizer.json") write_text_file(to + "/tokenizer.json", bytes);
+      for (const auto& [name, bytes] : file.info().run.hf_files)  // (as the import found them)
+        if (name.find('/') == std::string::npos) write_text_file(to + "/" + name, bytes);
+    };
+    const auto stale = [](const std::string& name) {  // (an earlier export's weights, or its unfinished files)
+      const std::string partial = ".partial";
+      return safetensors_layout_file(name) ||
+             (name.size() > partial.size() && name.compare(name.size() - partial.size(), partial.size(), partial) == 0);
+    };
+    replace_folder(dir, "--export-hf " + dir, write, stale);
     const std::string weights =
         files.size() == 1 ? files[0]
                           : std::to_string(files.size() - 1) + " shards " + files[0] + " ... and " + files.back();

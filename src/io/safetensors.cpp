@@ -153,9 +153,7 @@ void write_text_file(const std::string& path, const std::string& text) {
   }
 }
 
-namespace {
-// model.safetensors, model-NNNNN-of-NNNNN.safetensors, model.safetensors.index.json
-bool sharded_layout_file(const std::string& name) {
+bool safetensors_layout_file(const std::string& name) {
   const std::string tail = ".safetensors";
   if (name == "model" + tail || name == "model" + tail + ".index.json") return true;
   if (name.size() != std::string("model-00001-of-00002").size() + tail.size()) return false;
@@ -165,7 +163,6 @@ bool sharded_layout_file(const std::string& name) {
   return std::all_of(name.begin() + 6, name.begin() + 11, digit) &&
          std::all_of(name.begin() + 15, name.begin() + 20, digit);
 }
-}  // namespace
 
 std::vector<std::string> write_safetensors_folder(const std::string& dir, const std::vector<LazyTensor>& tensors,
                                                   const std::map<std::string, std::string>& metadata, DType stored,
@@ -201,7 +198,7 @@ std::vector<std::string> write_safetensors_folder(const std::string& dir, const 
   std::vector<std::filesystem::path> stale;  // an earlier write's files of the layout
   for (const auto& entry : std::filesystem::directory_iterator(dir, ec)) {
     const std::string name = entry.path().filename().string();
-    if (sharded_layout_file(name) && std::find(files.begin(), files.end(), name) == files.end())
+    if (safetensors_layout_file(name) && std::find(files.begin(), files.end(), name) == files.end())
       stale.push_back(entry.path());
   }
   for (const auto& path : stale) std::filesystem::remove(path, ec);

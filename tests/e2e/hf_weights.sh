@@ -11,7 +11,8 @@
 # tests/reference/hf_gpt2.py (Conv1D weights, the "transformer." prefix, attention buffers, gelu_new);
 # its export as bfloat16 and float16 ([checkpoint] export_dtype) is PyTorch's rounding of the float32 one.
 # An export in 40 KiB shards ([checkpoint] export_shard_size) is shards the reference reads through the index
-# with the same tensors, and imports back to the same checkpoint.
+# with the same tensors, and imports back to the same checkpoint. An export refused halfway leaves the
+# folder it would replace as it was.
 set -u
 source "$3/tests/e2e/lib.sh"
 e2e_start "$1" "$2" "$3"
@@ -52,6 +53,19 @@ check "... the same tensors, read through the index ($($py "$ref" same "$tmp/hf"
 "$trainer" --import-hf "$tmp/out" --out "$tmp/again.h5" >/dev/null 2>&1
 check "a round trip (import, export, import) gives the same checkpoint tensors" \
   h5diff -q "$tmp/imp.h5" "$tmp/again.h5" /model /model
+# An export refused halfway (float16 and a value of 1e6 in layer 1, in 20K shards: the names of the 40K
+# float32 shards in the folder) leaves the folder as it was, the user's README.md with it.
+cp -r "$tmp/hf" "$tmp/huge" && $py "$ref" break "$tmp/huge" huge
+"$trainer" --import-hf "$tmp/huge" --out "$tmp/huge.h5" >/dev/null 2>&1
+echo mine >"$tmp/out/README.md"
+err=$("$trainer" "$tmp/deck.ini" --export-hf "$tmp/out" --set checkpoint.resume="$tmp/huge.h5" \
+  --set checkpoint.export_dtype=fp16 --set checkpoint.export_shard_size=20K 2>&1)
+check "an export refused halfway (exit $?: ${err:0:120}...)" grep -q "up_proj.weight.*1e+06" <<<"$err"
+check "... leaves the folder as it was: the same tensors, read through the index, README.md, nothing beside it" \
+  test "$($py "$ref" same "$tmp/hf" "$tmp/out" >/dev/null && cat "$tmp/out/README.md")" = mine -a ! -e "$tmp/out.partial"
+"$trainer" "$tmp/deck.ini" --export-hf "$tmp/out" --set checkpoint.resume="$tmp/imp.h5" >/dev/null 2>&1
+check "exported again: model.safetensors, the shards gone, README.md kept" \
+  test "$(ls "$tmp/out" | grep -x "README.md\|model.*" | tr '\n' ' ')" = "README.md model.safetensors "
 
 tr=$("$trainer" "$tmp/deck.ini" --set checkpoint.init_from="$tmp/imp.h5" --set train.steps=2 --set log.log_every=1 \
   --set run.out_dir="$tmp/ft" 2>&1)

@@ -197,11 +197,17 @@ def same(a, b, read=load):
 def spoil(folder, kind):
     cfg_path = os.path.join(folder, "config.json")
     cfg = json.load(open(cfg_path))
-    if kind in ("missing", "shape"):
+    if kind in ("missing", "shape", "huge"):
         path = os.path.join(folder, "model-00002-of-00002.safetensors")
         w = read_safetensors(path)
         if kind == "missing":
             del w["model.layers.1.mlp.up_proj.weight"]
+        elif kind == "huge":  # (a valid folder whose export as float16 is refused: 1e6 > 65504; the
+            # first shard's values moved by 1/3, so that an export that wrote it would show)
+            w["model.layers.1.mlp.up_proj.weight"] = w["model.layers.1.mlp.up_proj.weight"].copy()
+            w["model.layers.1.mlp.up_proj.weight"][0, 0] = 1e6
+            first = os.path.join(folder, "model-00001-of-00002.safetensors")
+            write_safetensors(first, {k: v + 1 / 3 for k, v in read_safetensors(first).items()}, "F32")
         else:
             w["model.layers.1.self_attn.k_proj.weight"] = w["model.layers.1.self_attn.k_proj.weight"][:8]
         write_safetensors(path, w, "F32")

@@ -55,6 +55,9 @@ void write_text_file(const std::string& path, const std::string& text);
 // The bytes `tensors` take in a file as `stored` (header not counted).
 std::uint64_t safetensors_data_bytes(const std::vector<LazyTensor>& tensors, DType stored);
 
+// A file name of the sharded layout below: model.safetensors, model-NNNNN-of-NNNNN.safetensors,
+// model.safetensors.index.json.
+bool safetensors_layout_file(const std::string& name);
 // Hugging Face's sharded layout in folder `dir` (as save_pretrained writes it): model.safetensors when
 // the tensors take at most `shard_bytes`, else model-00001-of-0000N.safetensors ... (tensors in order,
 // a new shard when the next would pass `shard_bytes`; a larger tensor alone) and

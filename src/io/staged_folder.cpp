@@ -1,0 +1,131 @@
+// A folder replaced as a whole (io/staged_folder.hpp).
+#include "hpctrain/io/staged_folder.hpp"
+
+#include <fcntl.h>  // AT_FDCWD
+
+#include <cerrno>
+#include <cstdio>  // renameat2, RENAME_EXCHANGE (glibc 2.28, _GNU_SOURCE)
+#include <cstring>
+#include <filesystem>
+
+#include "hpctrain/core/error.hpp"
+#include "hpctrain/core/log.hpp"
+
+namespace fs = std::filesystem;
+
+namespace hpctrain {
+
+namespace {
+// The folder `dir` names (a link followed), absolute; checked: a folder or nothing, and not one
+// the process works in.
+fs::path target_of(const std::string& dir, const std::string& what) {
+  std::string d = dir;
+  while (d.size() > 1 && d.back() == '/') d.pop_back();
+  std::error_code ec;
+  fs::path p = fs::absolute(d, ec).lexically_normal();
+  const fs::file_status s = fs::status(p, ec);
+  if (fs::exists(s)) {
+    if (!fs::is_directory(s)) throw bad_input(what + ": " + dir + " is not a folder");
+    p = fs::canonical(p, ec);
+  } else if (fs::is_symlink(fs::symlink_status(p, ec))) {
+    throw bad_input(what + ": " + dir + " is a link to nothing");
+  }
+  const fs::path rel = fs::current_path(ec).lexically_relative(p);
+  if (p == p.root_path() || (!rel.empty() && *rel.begin() != ".."))
+    throw bad_input(what + ": " + dir + " is the current folder or holds it; the export replaces the folder " +
+                    "as a whole: name a folder beside it or below it");
+  return p;
+}
+
+void check(const std::error_code& ec, const std::string& what, const std::string& step) {
+  if (ec) throw bad_input(what + ": cannot " + step + " (" + ec.message() + ")");
+}
+
+// What a call stopped by a kill left: "<dir>.old" without the folder is put back, then both removed.
+void clean_leftovers(const fs::path& target, const fs::path& staging, const fs::path& old, const std::string& what) {
+  std::error_code ec;
+  if (!fs::exists(fs::symlink_status(target, ec)) && fs::is_directory(fs::symlink_status(old, ec))) {
+    fs::rename(old, target, ec);
+    check(ec, what, "put " + old.string() + " back as " + target.string());
+    log0("warning: " + what + ": " + old.string() + " (an export stopped between its two renames) put back as " +
+         target.string());
+  }
+  fs::remove_all(staging, ec);
+  check(ec, what, "remove " + staging.string() + " (an earlier export's)");
+  fs::remove_all(old, ec);
+  check(ec, what, "remove " + old.string() + " (an earlier export's)");
+}
+
+// The old folder's entries the new one lacks and `stale` does not claim, hard-linked (else copied).
+void carry_entries(const fs::path& from, const fs::path& to, const std::function<bool(const std::string&)>& stale,
+                   const std::string& what) {
+  std::error_code ec;
+  for (const fs::directory_entry& e : fs::directory_iterator(from)) {
+    const std::string name = e.path().filename().string();
+    const fs::path dest = to / name;
+    if (stale(name) || fs::exists(fs::symlink_status(dest, ec))) continue;
+    const auto as = fs::copy_options::recursive | fs::copy_options::copy_symlinks;
+    fs::copy(e.path(), dest, as | fs::copy_options::create_hard_links, ec);
+    if (ec) {  // (a file system without hard links)
+      fs::remove_all(dest, ec);
+      fs::copy(e.path(), dest, as, ec);
+    }
+    check(ec, what, "carry " + e.path().string() + " into " + to.string());
+  }
+  fs::permissions(to, fs::status(from).permissions(), ec);
+  check(ec, what, "give " + to.string() + " the permissions of " + from.string());
+}
+
+// The complete staging folder takes the place of `target`.
+void swap_in(const fs::path& staging, const fs::path& target, const fs::path& old, FolderSwap how,
+             const std::string& what) {
+  std::error_code ec;
+  if (how == FolderSwap::exchange) {
+    if (renameat2(AT_FDCWD, staging.c_str(), AT_FDCWD, target.c_str(), RENAME_EXCHANGE) == 0) {
+      fs::remove_all(staging, ec);  // (the old folder now; the next call removes it if this fails)
+      return;
+    }
+    if (errno != EINVAL && errno != ENOSYS && errno != ENOTSUP)
+      throw bad_input(what + ": cannot exchange " + staging.string() + " and " + target.string() + " (" +
+                      std::strerror(errno) + ")");
+  }
+  fs::rename(target, old, ec);
+  check(ec, what, "rename " + target.string() + " to " + old.string());
+  fs::rename(staging, target, ec);
+  if (ec) {
+    std::error_code back;
+    fs::rename(old, target, back);
+    check(ec, what, "rename " + staging.string() + " to " + target.string());
+  }
+  fs::remove_all(old, ec);
+}
+}  // namespace
+
+void replace_folder(const std::string& dir, const std::string& what,
+                    const std::function<void(const std::string& staging)>& write,
+                    const std::function<bool(const std::string& name)>& stale, FolderSwap how) {
+  const fs::path target = target_of(dir, what);
+  const fs::path staging = target.string() + ".partial", old = target.string() + ".old";
+  clean_leftovers(target, staging, old, what);
+  std::error_code ec;
+  fs::create_directories(staging, ec);
+  check(ec, what, "create " + staging.string());
+  try {
+    write(staging.string());
+    try {
+      if (!fs::is_directory(target)) {
+        fs::rename(staging, target);
+        return;
+      }
+      carry_entries(target, staging, stale, what);
+    } catch (const fs::filesystem_error& e) {
+      throw bad_input(what + ": " + e.what());
+    }
+    swap_in(staging, target, old, how, what);
+  } catch (...) {
+    fs::remove_all(staging, ec);  // (the new folder, or the old one after a failed exchange's second half)
+    throw;
+  }
+}
+
+}  // namespace hpctrain

@@ -1,0 +1,177 @@
+// replace_folder (io/staged_folder.hpp): the old folder until the new one is complete, then the
+// new one whole, with the user's own files carried over.
+#include "hpctrain/io/staged_folder.hpp"
+
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+
+#include "unit_test_util.hpp"
+
+namespace fs = std::filesystem;
+using namespace hpctrain;
+
+namespace {
+void put(const fs::path& path, const std::string& text) {
+  fs::create_directories(path.parent_path());
+  std::ofstream(path) << text;
+}
+
+std::string got(const fs::path& path) {
+  std::ifstream in(path);
+  return std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+}
+
+// "name=contents" of every entry below `dir`, sorted ("name@" for a link, "name/" for a folder).
+std::vector<std::string> listing(const fs::path& dir) {
+  std::vector<std::string> out;
+  for (const auto& e : fs::recursive_directory_iterator(dir)) {
+    const std::string name = e.path().lexically_relative(dir).string();
+    if (e.is_symlink())
+      out.push_back(name + "@" + fs::read_symlink(e.path()).string());
+    else if (e.is_directory())
+      out.push_back(name + "/");
+    else
+      out.push_back(name + "=" + got(e.path()));
+  }
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+ino_t inode(const fs::path& path) {
+  struct stat st {};
+  return ::stat(path.c_str(), &st) == 0 ? st.st_ino : 0;
+}
+
+std::string refusal(const std::function<void()>& f) {
+  try {
+    f();
+  } catch (const Error& e) {
+    return e.what();
+  }
+  return "(no error)";
+}
+
+bool weights(const std::string& name) { return name.rfind("model", 0) == 0 || name == "config.json.partial"; }
+
+// An earlier export's folder with the user's files beside it.
+fs::path old_export(const std::string& leaf) {
+  const fs::path dir = fs::path(testing::TempDir()) / leaf;
+  fs::remove_all(dir);
+  fs::remove_all(dir.string() + ".partial");
+  fs::remove_all(dir.string() + ".old");
+  put(dir / "config.json", "old config");
+  put(dir / "model-00001-of-00002.safetensors", "old w1");
+  put(dir / "model-00002-of-00002.safetensors", "old w2");
+  put(dir / "config.json.partial", "a killed write's");
+  put(dir / "README.md", "mine");
+  put(dir / "notes" / "a.txt", "also mine");
+  fs::create_symlink("README.md", dir / "link");
+  return dir;
+}
+
+const std::vector<std::string> kNewFolder{"README.md=mine", "config.json=new config",
+                                          "link@README.md", "model.safetensors=new",
+                                          "notes/",         "notes/a.txt=also mine"};
+}  // namespace
+
+// The writer fills a folder beside `dir`: while it writes, `dir` is the old folder, entry for entry;
+// after, `dir` is the new files and the user's (README.md the same file, linked), the old weights and a
+// killed write's partial file gone, nothing left beside it. Both ways of swapping.
+TEST(StagedFolder, OldFolderUntilTheNewOneIsComplete) {
+  for (FolderSwap how : {FolderSwap::exchange, FolderSwap::two_renames}) {
+    const fs::path dir = old_export("staged");
+    const std::vector<std::string> before = listing(dir);
+    const ino_t readme = inode(dir / "README.md");
+    std::vector<std::string> while_writing;
+    replace_folder(
+        dir.string(), "test",
+        [&](const std::string& staging) {
+          EXPECT_NE(fs::path(staging), dir);
+          put(fs::path(staging) / "config.json", "new config");
+          put(fs::path(staging) / "model.safetensors", "new");
+          while_writing = listing(dir);
+        },
+        weights, how);
+    EXPECT_EQ(while_writing, before);
+    EXPECT_EQ(listing(dir), kNewFolder);
+    EXPECT_EQ(inode(dir / "README.md"), readme) << "carried by a hard link, not a copy";
+    EXPECT_FALSE(fs::exists(dir.string() + ".partial"));
+    EXPECT_FALSE(fs::exists(dir.string() + ".old"));
+  }
+}
+
+// A writer that throws (a refused tensor, a full disk) leaves `dir` as it was and nothing beside it.
+TEST(StagedFolder, WriterThatThrowsLeavesTheOldFolder) {
+  const fs::path dir = old_export("refused");
+  const std::vector<std::string> before = listing(dir);
+  const auto refuse = [](const std::string& staging) {
+    put(fs::path(staging) / "model-00001-of-00002.safetensors", "new w1");
+    throw bad_input("tensor w: 1e6 beyond fp16");
+  };
+  EXPECT_THROW(replace_folder(dir.string(), "test", refuse, weights), Error);
+  EXPECT_EQ(listing(dir), before);
+  EXPECT_FALSE(fs::exists(dir.string() + ".partial"));
+}
+
+// A new folder (its parent too); a link to a folder replaces that folder and stays a link.
+TEST(StagedFolder, NewFolderAndALinkToOne) {
+  const fs::path root = fs::path(testing::TempDir()) / "staged_new";
+  fs::remove_all(root);
+  const auto write = [](const std::string& staging) { put(fs::path(staging) / "model.safetensors", "new"); };
+  replace_folder((root / "a" / "out").string() + "/", "test", write, weights);
+  EXPECT_EQ(listing(root), (std::vector<std::string>{"a/", "a/out/", "a/out/model.safetensors=new"}));
+  put(root / "real" / "README.md", "mine");
+  fs::create_directory_symlink("real", root / "via");
+  replace_folder((root / "via").string(), "test", write, weights);
+  EXPECT_TRUE(fs::is_symlink(root / "via"));
+  EXPECT_EQ(listing(root / "real"), (std::vector<std::string>{"README.md=mine", "model.safetensors=new"}));
+  EXPECT_FALSE(fs::exists(root / "real.partial"));
+  EXPECT_FALSE(fs::exists(root / "via.partial"));
+  fs::remove_all(root);
+}
+
+// What a killed export left: its staging folder is removed; "<dir>.old" without `dir` (killed between
+// the two renames) is the folder again, its files carried into the new one.
+TEST(StagedFolder, LeftoversOfAKilledExport) {
+  const auto write = [](const std::string& staging) { put(fs::path(staging) / "model.safetensors", "new"); };
+  const fs::path dir = old_export("killed");
+  put(dir.string() + ".partial/model.safetensors", "half");
+  replace_folder(dir.string(), "test", write, weights);
+  EXPECT_FALSE(fs::exists(dir.string() + ".partial"));
+  EXPECT_EQ(got(dir / "model.safetensors"), "new");
+
+  fs::rename(dir, dir.string() + ".old");
+  put(dir.string() + ".partial/model.safetensors", "half");
+  replace_folder(dir.string(), "test", write, weights);
+  EXPECT_EQ(got(dir / "README.md"), "mine");
+  EXPECT_EQ(got(dir / "model.safetensors"), "new");
+  EXPECT_FALSE(fs::exists(dir.string() + ".old"));
+  EXPECT_FALSE(fs::exists(dir.string() + ".partial"));
+}
+
+// A file, the current folder and a folder holding it are refused with one line, the writer never
+// called.
+TEST(StagedFolder, RefusesAFileAndTheCurrentFolder) {
+  const fs::path root = fs::path(testing::TempDir()) / "staged_refused";
+  fs::remove_all(root);
+  put(root / "file", "x");
+  fs::create_directories(root / "cwd" / "below");
+  bool called = false;
+  const auto write = [&](const std::string&) { called = true; };
+  EXPECT_EQ(refusal([&] { replace_folder((root / "file").string(), "--export-hf f", write, weights); }),
+            "--export-hf f: " + (root / "file").string() + " is not a folder");
+  const fs::path was = fs::current_path();
+  fs::current_path(root / "cwd" / "below");
+  for (const std::string& dir : {std::string("."), std::string(".."), (root / "cwd").string()})
+    EXPECT_NE(
+        refusal([&] { replace_folder(dir, "--export-hf", write, weights); }).find("is the current folder or holds it"),
+        std::string::npos)
+        << dir;
+  fs::current_path(was);
+  EXPECT_FALSE(called);
+  EXPECT_EQ(listing(root), (std::vector<std::string>{"cwd/", "cwd/below/", "file=x"}));
+  fs::remove_all(root);
+}

@@ -8,8 +8,10 @@
 #include <algorithm>
 #include <boost/program_options.hpp>
 #include <cstdio>
+#include <cstdlib>
 #include <functional>
 #include <map>
+#include <optional>
 #include <sstream>
 
 #include "hpctrain/backend/cuda/device_api.hpp"
@@ -405,7 +407,44 @@ int run_and_report(const std::function<int()>& body) {
   }
 }
 
+namespace {
+// The rank a launcher gave this process, read before MPI starts (Open MPI's mpirun, PMIx, MPICH's
+// hydra, Slurm's srun, HPE's PALS); 0 for a process started alone.
+int launcher_rank() {
+  for (const char* name : {"OMPI_COMM_WORLD_RANK", "PMIX_RANK", "PMI_RANK", "SLURM_PROCID", "PALS_RANKID"})
+    if (const char* v = std::getenv(name)) return std::atoi(v);
+  return 0;
+}
+
+// --help, --config-reference and --describe-layers print what the program knows without starting
+// MPI: they work where MPI cannot start (a login node without a process manager) and answer at
+// once. Under a launcher, its rank 0 prints. nullopt: a mode that needs MPI (--version reports
+// MPI's run-time facts), or a command line that does not parse, reported after MPI starts.
+std::optional<int> run_without_mpi(int argc, char** argv) {
+  CliOptions cli;
+  try {
+    cli = parse_cli(argc, argv);
+  } catch (const Error&) {
+    return std::nullopt;
+  }
+  if (!cli.help && (cli.version || (!cli.config_reference && cli.describe_layers.empty()))) return std::nullopt;
+  const bool prints = launcher_rank() == 0;
+  try {
+    const std::string text = cli.help ? help_text() + "\n"
+                             : cli.config_reference
+                                 ? config_reference_markdown()
+                                 : describe_layers(cli.describe_layers, cli.input_shape, cli.vocab_multiple) + "\n";
+    if (prints) std::fputs(text.c_str(), stdout);
+    return 0;
+  } catch (const Error& e) {
+    if (prints) std::fprintf(stderr, "hpctrain: error: %s\n", e.what());
+    return static_cast<int>(e.code());
+  }
+}
+}  // namespace
+
 int run_trainer(int argc, char** argv) {
+  if (const std::optional<int> code = run_without_mpi(argc, argv)) return *code;
   std::unique_ptr<MpiSession> mpi;
   try {
     mpi = std::make_unique<MpiSession>(&argc, &argv);
@@ -415,21 +454,8 @@ int run_trainer(int argc, char** argv) {
   }
   return run_and_report([&] {
     const CliOptions cli = parse_cli(argc, argv);
-    if (cli.help) {
-      log0(help_text());
-      return 0;
-    }
-    if (cli.version) {
+    if (cli.version) {  // (--help, --config-reference and --describe-layers: run_without_mpi)
       log0(version_text());
-      return 0;
-    }
-    if (cli.config_reference) {
-      const std::string md = config_reference_markdown();
-      log0(md.substr(0, md.size() - 1));  // log0 ends the line
-      return 0;
-    }
-    if (!cli.describe_layers.empty()) {
-      log0(describe_layers(cli.describe_layers, cli.input_shape, cli.vocab_multiple));
       return 0;
     }
     if (!cli.import_hf.empty()) {

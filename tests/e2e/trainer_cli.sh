@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # trainer_cli.sh MPIRUN TRAINER SOURCE_DIR: the trainer's command line as
-# users meet it: --help, --version, --dry-run grids at 1-4 ranks for every
+# users meet it: --help, --version (--help and the like without MPI), --dry-run grids at 1-4 ranks for every
 # model-parallel layout, ${VAR} expansion, and bad input -> one line on
 # stderr, exit code 2, no MPI_Abort banner.
 set -u
@@ -27,6 +27,19 @@ check "--version exits 0" test $? -eq 0
 check "--version names the version" grep -qE "^hpctrain [0-9]+\.[0-9]+\.[0-9]+" <<<"$version"
 check "--version lists backends" grep -qF "backends: cpu" <<<"$version"
 check "--version reports CUDA-aware MPI" grep -qF "CUDA-aware MPI at run time:" <<<"$version"
+
+# --help, --config-reference and --describe-layers start no MPI: they work where MPI cannot start
+# (OMPI_MCA_pml=no_such: MPI_Init fails, as --version, which starts MPI, shows), and under a
+# launcher only its rank 0 prints.
+nompi() { OMPI_MCA_pml=no_such "$trainer" "$@"; }
+check "--help where MPI cannot start: exit 0, the same text" test "$(nompi --help 2>&1)" = "$help"
+nompi --version >/dev/null 2>&1
+check "... where --version, which starts MPI, fails (exit $?)" test $? -ne 0
+check "--config-reference where MPI cannot start" test "$(nompi --config-reference 2>&1 | grep -c '^| `global_batch`')" = 1
+out=$(nompi --describe-layers "dense(3)" --input-shape 4 2>&1)
+check "--describe-layers where MPI cannot start" grep -qF '"name": "dense.0.weight"' <<<"$out"
+check "--help under mpirun -np 2: one copy" \
+  test "$("$mpirun" -q -np 2 --oversubscribe --bind-to none "$trainer" --help | grep -c "^usage:")" = 1
 
 # The mesh table: rank r must sit at dp = r / P, pp = r % P (P pipeline stages).
 grid_ok() {  # np M output

@@ -1,12 +1,15 @@
 // A folder replaced as a whole (io/staged_folder.hpp).
 #include "hpctrain/io/staged_folder.hpp"
 
-#include <fcntl.h>  // AT_FDCWD
+#include <fcntl.h>     // AT_FDCWD
+#include <sys/stat.h>  // statx (glibc 2.28)
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdio>  // renameat2, RENAME_EXCHANGE (glibc 2.28, _GNU_SOURCE)
 #include <cstring>
 #include <filesystem>
+#include <vector>
 
 #include "hpctrain/core/error.hpp"
 #include "hpctrain/core/log.hpp"
@@ -76,6 +79,39 @@ void carry_entries(const fs::path& from, const fs::path& to, const std::function
   check(ec, what, "give " + to.string() + " the permissions of " + from.string());
 }
 
+// The root of a mount (statx's STATX_ATTR_MOUNT_ROOT; before Linux 5.8, another device than its parent's).
+bool mount_point(const fs::path& p) {
+  struct statx sx {};
+  if (statx(AT_FDCWD, p.c_str(), 0, STATX_BASIC_STATS, &sx) == 0 && (sx.stx_attributes_mask & STATX_ATTR_MOUNT_ROOT))
+    return (sx.stx_attributes & STATX_ATTR_MOUNT_ROOT) != 0;
+  struct stat a {
+  }, b{};
+  return ::stat(p.c_str(), &a) == 0 && ::stat(p.parent_path().c_str(), &b) == 0 && a.st_dev != b.st_dev;
+}
+
+// FolderSwap::file_by_file: the staged files renamed into `target` (config.json and the index last,
+// as a loader reads them first), then the stale files the new ones do not replace removed.
+void files_into_place(const fs::path& staging, const fs::path& target,
+                      const std::function<bool(const std::string&)>& stale, const std::string& what) {
+  std::vector<std::string> names;
+  for (const fs::directory_entry& e : fs::directory_iterator(staging)) names.push_back(e.path().filename().string());
+  const auto rank = [](const std::string& n) { return n == "config.json" ? 2 : n.find(".index.") != n.npos ? 1 : 0; };
+  std::sort(names.begin(), names.end(),
+            [&](const std::string& a, const std::string& b) { return rank(a) != rank(b) ? rank(a) < rank(b) : a < b; });
+  std::error_code ec;
+  for (const std::string& n : names) {
+    fs::rename(staging / n, target / n, ec);
+    check(ec, what, "rename " + (staging / n).string() + " to " + (target / n).string());
+  }
+  fs::remove(staging, ec);
+  check(ec, what, "remove " + staging.string());
+  for (const fs::directory_entry& e : fs::directory_iterator(target)) {
+    const std::string n = e.path().filename().string();
+    if (stale(n) && std::find(names.begin(), names.end(), n) == names.end()) fs::remove_all(e.path(), ec);
+    check(ec, what, "remove " + e.path().string());
+  }
+}
+
 // The complete staging folder takes the place of `target`.
 void swap_in(const fs::path& staging, const fs::path& target, const fs::path& old, FolderSwap how,
              const std::string& what) {
@@ -105,14 +141,26 @@ void replace_folder(const std::string& dir, const std::string& what,
                     const std::function<void(const std::string& staging)>& write,
                     const std::function<bool(const std::string& name)>& stale, FolderSwap how) {
   const fs::path target = target_of(dir, what);
-  const fs::path staging = target.string() + ".partial", old = target.string() + ".old";
-  clean_leftovers(target, staging, old, what);
   std::error_code ec;
+  if (fs::is_directory(target, ec) && mount_point(target)) how = FolderSwap::file_by_file;
+  const bool inside = how == FolderSwap::file_by_file && fs::is_directory(target, ec);
+  const fs::path staging = inside ? target / ".hpctrain.partial" : fs::path(target.string() + ".partial");
+  const fs::path old = target.string() + ".old";
+  if (inside) {
+    fs::remove_all(staging, ec);
+    check(ec, what, "remove " + staging.string() + " (an earlier export's)");
+  } else {
+    clean_leftovers(target, staging, old, what);
+  }
   fs::create_directories(staging, ec);
   check(ec, what, "create " + staging.string());
   try {
     write(staging.string());
     try {
+      if (inside) {
+        files_into_place(staging, target, stale, what);
+        return;
+      }
       if (!fs::is_directory(target)) {
         fs::rename(staging, target);
         return;

@@ -66,6 +66,22 @@ check "... leaves the folder as it was: the same tensors, read through the index
 "$trainer" "$tmp/deck.ini" --export-hf "$tmp/out" --set checkpoint.resume="$tmp/imp.h5" >/dev/null 2>&1
 check "exported again: model.safetensors, the shards gone, README.md kept" \
   test "$(ls "$tmp/out" | grep -x "README.md\|model.*" | tr '\n' ' ')" = "README.md model.safetensors "
+# A folder that is a mount point (a container's volume) cannot be renamed: its files are replaced one
+# by one (as root: tmpfs).
+mkdir "$tmp/vol"
+if mount -t tmpfs tmpfs "$tmp/vol" 2>/dev/null; then
+  echo mine >"$tmp/vol/README.md"
+  for size in 40K 5G; do
+    "$trainer" "$tmp/deck.ini" --export-hf "$tmp/vol" --set checkpoint.resume="$tmp/imp.h5" \
+      --set checkpoint.export_shard_size=$size >/dev/null 2>&1
+  done
+  check "a mount point, exported in shards, then whole: the same tensors, README.md kept, the shards gone" \
+    test "$($py "$ref" same "$tmp/hf" "$tmp/vol" >/dev/null && ls -A "$tmp/vol" | grep -x "README.md\|model.*\|.*partial" |
+      tr '\n' ' ')" = "README.md model.safetensors "
+  umount "$tmp/vol"
+else
+  echo "skip: a mount point (mount -t tmpfs needs root)"
+fi
 
 tr=$("$trainer" "$tmp/deck.ini" --set checkpoint.init_from="$tmp/imp.h5" --set train.steps=2 --set log.log_every=1 \
   --set run.out_dir="$tmp/ft" 2>&1)

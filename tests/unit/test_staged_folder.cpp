@@ -24,11 +24,13 @@ std::string got(const fs::path& path) {
   return std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
 }
 
-// "name=contents" of every entry below `dir`, sorted ("name@" for a link, "name/" for a folder).
+// "name=contents" of every entry below `dir`, sorted ("name@" for a link, "name/" for a folder), but
+// the file-by-file staging folder's.
 std::vector<std::string> listing(const fs::path& dir) {
   std::vector<std::string> out;
   for (const auto& e : fs::recursive_directory_iterator(dir)) {
     const std::string name = e.path().lexically_relative(dir).string();
+    if (name.rfind(".hpctrain.partial", 0) == 0) continue;
     if (e.is_symlink())
       out.push_back(name + "@" + fs::read_symlink(e.path()).string());
     else if (e.is_directory())
@@ -79,9 +81,10 @@ const std::vector<std::string> kNewFolder{"README.md=mine", "config.json=new con
 
 // The writer fills a folder beside `dir`: while it writes, `dir` is the old folder, entry for entry;
 // after, `dir` is the new files and the user's (README.md the same file, linked), the old weights and a
-// killed write's partial file gone, nothing left beside it. Both ways of swapping.
+// killed write's partial file gone, nothing left beside it or in it. Each way of swapping (file by
+// file, a mount point's: staged inside the folder, README.md never moved).
 TEST(StagedFolder, OldFolderUntilTheNewOneIsComplete) {
-  for (FolderSwap how : {FolderSwap::exchange, FolderSwap::two_renames}) {
+  for (FolderSwap how : {FolderSwap::exchange, FolderSwap::two_renames, FolderSwap::file_by_file}) {
     const fs::path dir = old_export("staged");
     const std::vector<std::string> before = listing(dir);
     const ino_t readme = inode(dir / "README.md");
@@ -100,20 +103,25 @@ TEST(StagedFolder, OldFolderUntilTheNewOneIsComplete) {
     EXPECT_EQ(inode(dir / "README.md"), readme) << "carried by a hard link, not a copy";
     EXPECT_FALSE(fs::exists(dir.string() + ".partial"));
     EXPECT_FALSE(fs::exists(dir.string() + ".old"));
+    EXPECT_FALSE(fs::exists(dir / ".hpctrain.partial"));
   }
 }
 
-// A writer that throws (a refused tensor, a full disk) leaves `dir` as it was and nothing beside it.
+// A writer that throws (a refused tensor, a full disk) leaves `dir` as it was and nothing beside it
+// or in it, each way.
 TEST(StagedFolder, WriterThatThrowsLeavesTheOldFolder) {
-  const fs::path dir = old_export("refused");
-  const std::vector<std::string> before = listing(dir);
-  const auto refuse = [](const std::string& staging) {
-    put(fs::path(staging) / "model-00001-of-00002.safetensors", "new w1");
-    throw bad_input("tensor w: 1e6 beyond fp16");
-  };
-  EXPECT_THROW(replace_folder(dir.string(), "test", refuse, weights), Error);
-  EXPECT_EQ(listing(dir), before);
-  EXPECT_FALSE(fs::exists(dir.string() + ".partial"));
+  for (FolderSwap how : {FolderSwap::exchange, FolderSwap::file_by_file}) {
+    const fs::path dir = old_export("refused");
+    const std::vector<std::string> before = listing(dir);
+    const auto refuse = [](const std::string& staging) {
+      put(fs::path(staging) / "model-00001-of-00002.safetensors", "new w1");
+      throw bad_input("tensor w: 1e6 beyond fp16");
+    };
+    EXPECT_THROW(replace_folder(dir.string(), "test", refuse, weights, how), Error);
+    EXPECT_EQ(listing(dir), before);
+    EXPECT_FALSE(fs::exists(dir.string() + ".partial"));
+    EXPECT_FALSE(fs::exists(dir / ".hpctrain.partial"));
+  }
 }
 
 // A new folder (its parent too); a link to a folder replaces that folder and stays a link.

@@ -10,8 +10,10 @@ namespace hpctrain {
 
 // How the complete staging folder takes the folder's place.
 enum class FolderSwap {
-  exchange,     // one step: renameat2(RENAME_EXCHANGE), then the old folder removed
-  two_renames,  // the folder to "<dir>.old", the staging folder to the folder, "<dir>.old" removed
+  exchange,      // one step: renameat2(RENAME_EXCHANGE), then the old folder removed
+  two_renames,   // the folder to "<dir>.old", the staging folder to the folder, "<dir>.old" removed
+  file_by_file,  // staged in "<dir>/.hpctrain.partial", the files renamed into the folder one by one
+                 // (config.json and the index last), then the stale ones removed
 };
 
 // Replaces folder `dir` (created when missing; a link to a folder replaces that folder):
@@ -21,6 +23,8 @@ enum class FolderSwap {
 //     has no hard links);
 //  3. it takes the folder's place by `how`; where the file system cannot exchange (EINVAL, ENOSYS:
 //     NFS, some parallel file systems), by two renames: a reader then meets no folder for that moment.
+// A folder that is a mount point (a container's volume: it cannot be renamed, and its sibling may be
+// on another file system) is replaced file_by_file: a reader in that moment may meet a mix.
 // When `write` throws, the staging folder is removed and `dir` is as it was. What an earlier call
 // stopped by a kill left ("<dir>.partial", "<dir>.old") is cleaned first; "<dir>.old" without `dir`
 // (stopped between the two renames) is put back as `dir` before that. bad_input naming the folder

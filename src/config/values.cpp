@@ -80,19 +80,21 @@ std::uint64_t parse_byte_size(const std::string& raw) {
   while (digits < v.size() && std::isdigit(static_cast<unsigned char>(v[digits]))) ++digits;
   if (digits == 0 || digits > 19) throw std::invalid_argument("expected a byte count such as 4096, 512M or 2G");
   const std::string suffix = trim(v.substr(digits));
-  std::uint64_t mult = 1;
-  if (suffix == "" || suffix == "B")
-    mult = 1;
-  else if (suffix == "K" || suffix == "KiB")
-    mult = 1ull << 10;
-  else if (suffix == "M" || suffix == "MiB")
-    mult = 1ull << 20;
-  else if (suffix == "G" || suffix == "GiB")
-    mult = 1ull << 30;
-  else if (suffix == "T" || suffix == "TiB")
-    mult = 1ull << 40;
-  else
-    throw std::invalid_argument("expected a byte count such as 4096, 512M or 2G (suffixes K, M, G, T)");
+  // K, M, G, T and KiB ... TiB: powers of 1024; KB, MB, GB, TB: powers of 1000 (Hugging Face's
+  // max_shard_size = "5GB" is 5000000000 bytes).
+  const struct {
+    const char *binary, *iec, *decimal;
+  } units[] = {{"K", "KiB", "KB"}, {"M", "MiB", "MB"}, {"G", "GiB", "GB"}, {"T", "TiB", "TB"}};
+  std::uint64_t mult = 1, power2 = 1, power10 = 1;
+  bool known = suffix.empty() || suffix == "B";
+  for (const auto& u : units) {
+    power2 <<= 10, power10 *= 1000;
+    if (suffix == u.binary || suffix == u.iec) mult = power2, known = true;
+    if (suffix == u.decimal) mult = power10, known = true;
+  }
+  if (!known)
+    throw std::invalid_argument(
+        "expected a byte count such as 4096, 512M or 2G (K, M, G, T and KiB ... TiB: 1024; KB ... TB: 1000)");
   const std::uint64_t n = std::stoull(v.substr(0, digits));
   if (n > std::numeric_limits<std::uint64_t>::max() / mult) throw std::invalid_argument("byte count too large");
   return n * mult;
@@ -117,7 +119,7 @@ std::string describe_type(const KeySpec& s) {
     }
     case ValueKind::text: return "text";
     case ValueKind::path: return "path (${VAR} expanded)";
-    case ValueKind::size: return "bytes (K/M/G/T suffix)";
+    case ValueKind::size: return "bytes (K/M/G/T: 1024; KB/MB/GB/TB: 1000)";
     case ValueKind::real_pair: return "two numbers \"a, b\"" + (s.bounded ? ", each " + bound_text(s) : std::string());
   }
   return "?";

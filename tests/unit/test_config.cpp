@@ -305,6 +305,25 @@ TEST(ConfigErrors, OutOfRangeNamesTheRange) {
   EXPECT_NE(error_of("[train]\nepochs = 99999999999999999999999\n").find("[train] epochs"), std::string::npos);
 }
 
+// Byte counts: K, M, G, T and KiB ... TiB are powers of 1024; KB ... TB powers of 1000, as Hugging
+// Face's max_shard_size = "5GB" (5000000000 bytes).
+TEST(ConfigValues, ByteCountSuffixes) {
+  EXPECT_EQ(parse_byte_size("4096"), 4096u);
+  EXPECT_EQ(parse_byte_size("300B"), 300u);
+  EXPECT_EQ(parse_byte_size("2K"), 2048u);
+  EXPECT_EQ(parse_byte_size("512M"), 512ull << 20);
+  EXPECT_EQ(parse_byte_size("512MiB"), 512ull << 20);
+  EXPECT_EQ(parse_byte_size(" 2G "), 2ull << 30);
+  EXPECT_EQ(parse_byte_size("3TiB"), 3ull << 40);
+  EXPECT_EQ(parse_byte_size("40KB"), 40000u);
+  EXPECT_EQ(parse_byte_size("300MB"), 300000000u);
+  EXPECT_EQ(parse_byte_size("5GB"), 5000000000u);
+  EXPECT_EQ(parse_byte_size("2TB"), 2000000000000u);
+  for (const char* bad : {"5Gb", "5gb", "5 X", "GB", "5.5GB", "-1G"})
+    EXPECT_THROW(parse_byte_size(bad), std::invalid_argument) << bad;
+  EXPECT_THROW(parse_byte_size("20000000TB"), std::invalid_argument);
+}
+
 TEST(ConfigErrors, BadChoiceListsChoices) {
   const auto m = error_of("[run]\ndevice = gpu\n");
   EXPECT_NE(m.find("[run] device = 'gpu': expected one of auto|cpu|cuda"), std::string::npos) << m;

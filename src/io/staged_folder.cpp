@@ -135,29 +135,45 @@ void swap_in(const fs::path& staging, const fs::path& target, const fs::path& ol
   }
   fs::remove_all(old, ec);
 }
+
+// The empty folder the new files are written to: "<dir>.partial" beside `target`, or
+// "<dir>/.hpctrain.partial" (`how` becomes file_by_file) for a mount point, for a folder whose
+// parent this process may not write in (a project folder in an administrator's), and when asked.
+fs::path staging_folder(const fs::path& target, FolderSwap& how, const std::string& what) {
+  std::error_code ec;
+  const bool exists = fs::is_directory(target, ec);
+  if (exists && mount_point(target)) how = FolderSwap::file_by_file;
+  if (how != FolderSwap::file_by_file || !exists) {
+    const fs::path beside = target.string() + ".partial";
+    clean_leftovers(target, beside, fs::path(target.string() + ".old"), what);
+    fs::create_directories(beside, ec);
+    if (!ec) return beside;
+    const bool refused = ec == std::errc::permission_denied || ec == std::errc::operation_not_permitted ||
+                         ec == std::errc::read_only_file_system;
+    if (!exists || !refused) check(ec, what, "create " + beside.string());
+    log0("warning: " + what + ": cannot create " + beside.string() + " (" + ec.message() +
+         "): the files are replaced one by one inside " + target.string());
+    how = FolderSwap::file_by_file;
+  }
+  const fs::path inside = target / ".hpctrain.partial";
+  fs::remove_all(inside, ec);
+  check(ec, what, "remove " + inside.string() + " (an earlier export's)");
+  fs::create_directory(inside, ec);
+  check(ec, what, "create " + inside.string());
+  return inside;
+}
 }  // namespace
 
 void replace_folder(const std::string& dir, const std::string& what,
                     const std::function<void(const std::string& staging)>& write,
                     const std::function<bool(const std::string& name)>& stale, FolderSwap how) {
   const fs::path target = target_of(dir, what);
+  const fs::path staging = staging_folder(target, how, what);
   std::error_code ec;
-  if (fs::is_directory(target, ec) && mount_point(target)) how = FolderSwap::file_by_file;
-  const bool inside = how == FolderSwap::file_by_file && fs::is_directory(target, ec);
-  const fs::path staging = inside ? target / ".hpctrain.partial" : fs::path(target.string() + ".partial");
-  const fs::path old = target.string() + ".old";
-  if (inside) {
-    fs::remove_all(staging, ec);
-    check(ec, what, "remove " + staging.string() + " (an earlier export's)");
-  } else {
-    clean_leftovers(target, staging, old, what);
-  }
-  fs::create_directories(staging, ec);
-  check(ec, what, "create " + staging.string());
   try {
     write(staging.string());
     try {
-      if (inside) {
+      if (staging.parent_path() == target) {  // (file by file)
         files_into_place(staging, target, stale, what);
         return;
       }
@@ -169,7 +185,7 @@ void replace_folder(const std::string& dir, const std::string& what,
     } catch (const fs::filesystem_error& e) {
       throw bad_input(what + ": " + e.what());
     }
-    swap_in(staging, target, old, how, what);
+    swap_in(staging, target, fs::path(target.string() + ".old"), how, what);
   } catch (...) {
     fs::remove_all(staging, ec);  // (the new folder, or the old one after a failed exchange's second half)
     throw;

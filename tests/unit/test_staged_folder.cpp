@@ -2,6 +2,9 @@
 // new one whole, with the user's own files carried over.
 #include "hpctrain/io/staged_folder.hpp"
 
+#include <fcntl.h>
+#include <linux/fs.h>  // FS_IOC_SETFLAGS, FS_IMMUTABLE_FL
+#include <sys/ioctl.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -181,5 +184,47 @@ TEST(StagedFolder, RefusesAFileAndTheCurrentFolder) {
   fs::current_path(was);
   EXPECT_FALSE(called);
   EXPECT_EQ(listing(root), (std::vector<std::string>{"cwd/", "cwd/below/", "file=x"}));
+  fs::remove_all(root);
+}
+
+// A folder whose parent takes no new entries (immutable here, as root may write anywhere else; a
+// parent the user may not write in on a cluster): the files replaced one by one inside it.
+TEST(StagedFolder, ParentThatTakesNoNewEntries) {
+  const fs::path root = fs::path(testing::TempDir()) / "staged_locked";
+  struct Immutable {  // the flag on `root` while it lives (cleared whatever the test does)
+    int fd = -1, flags = 0;
+    bool on = false;
+    explicit Immutable(const fs::path& p) : fd(::open(p.c_str(), O_RDONLY | O_DIRECTORY)) {
+      int f = 0;
+      if (fd >= 0 && ::ioctl(fd, FS_IOC_GETFLAGS, &flags) == 0) f = flags | FS_IMMUTABLE_FL;
+      on = fd >= 0 && f != 0 && ::ioctl(fd, FS_IOC_SETFLAGS, &f) == 0;
+    }
+    ~Immutable() {
+      if (on) ::ioctl(fd, FS_IOC_SETFLAGS, &flags);
+      if (fd >= 0) ::close(fd);
+    }
+  };
+  fs::remove_all(root);
+  const fs::path dir = root / "out";
+  put(dir / "model.safetensors", "old");
+  put(dir / "README.md", "mine");
+  std::vector<std::string> seen;
+  std::error_code probe;
+  {
+    const Immutable lock(root);
+    if (!lock.on) GTEST_SKIP() << "cannot make " << root << " immutable (needs root and a file system with the flag)";
+    fs::create_directory(root / "probe", probe);
+    replace_folder(
+        dir.string(), "test",
+        [&](const std::string& staging) {
+          seen.push_back(staging);
+          put(fs::path(staging) / "model-00001-of-00001.safetensors", "new");
+        },
+        weights);
+  }
+  EXPECT_TRUE(probe) << "the immutable parent took a new entry";
+  EXPECT_EQ(seen, std::vector<std::string>{(dir / ".hpctrain.partial").string()});
+  EXPECT_EQ(listing(root),
+            (std::vector<std::string>{"out/", "out/README.md=mine", "out/model-00001-of-00001.safetensors=new"}));
   fs::remove_all(root);
 }

@@ -24,7 +24,9 @@ enum class FolderSwap {
 //  3. it takes the folder's place by `how`; where the file system cannot exchange (EINVAL, ENOSYS:
 //     NFS, some parallel file systems), by two renames: a reader then meets no folder for that moment.
 // A folder that is a mount point (a container's volume: it cannot be renamed, and its sibling may be
-// on another file system) is replaced file_by_file: a reader in that moment may meet a mix.
+// on another file system), and one beside which "<dir>.partial" cannot be made (EACCES, EPERM, EROFS:
+// a project folder in an administrator's; a line says so), is replaced file_by_file: a reader in
+// that moment may meet a mix.
 // When `write` throws, the staging folder is removed and `dir` is as it was. What an earlier call
 // stopped by a kill left ("<dir>.partial", "<dir>.old") is cleaned first; "<dir>.old" without `dir`
 // (stopped between the two renames) is put back as `dir` before that. bad_input naming the folder

@@ -84,9 +84,8 @@ bool mount_point(const fs::path& p) {
   struct statx sx {};
   if (statx(AT_FDCWD, p.c_str(), 0, STATX_BASIC_STATS, &sx) == 0 && (sx.stx_attributes_mask & STATX_ATTR_MOUNT_ROOT))
     return (sx.stx_attributes & STATX_ATTR_MOUNT_ROOT) != 0;
-  struct stat a {
-  }, b{};
-  return ::stat(p.c_str(), &a) == 0 && ::stat(p.parent_path().c_str(), &b) == 0 && a.st_dev != b.st_dev;
+  struct stat here = {}, parent = {};
+  return ::stat(p.c_str(), &here) == 0 && ::stat(p.parent_path().c_str(), &parent) == 0 && here.st_dev != parent.st_dev;
 }
 
 // FolderSwap::file_by_file: the staged files renamed into `target` (config.json and the index last,
@@ -105,10 +104,14 @@ void files_into_place(const fs::path& staging, const fs::path& target,
   }
   fs::remove(staging, ec);
   check(ec, what, "remove " + staging.string());
+  std::vector<fs::path> gone;  // (listed first, removed after)
   for (const fs::directory_entry& e : fs::directory_iterator(target)) {
     const std::string n = e.path().filename().string();
-    if (stale(n) && std::find(names.begin(), names.end(), n) == names.end()) fs::remove_all(e.path(), ec);
-    check(ec, what, "remove " + e.path().string());
+    if (stale(n) && std::find(names.begin(), names.end(), n) == names.end()) gone.push_back(e.path());
+  }
+  for (const fs::path& g : gone) {
+    fs::remove_all(g, ec);
+    check(ec, what, "remove " + g.string());
   }
 }
 
@@ -133,7 +136,7 @@ void swap_in(const fs::path& staging, const fs::path& target, const fs::path& ol
     fs::rename(old, target, back);
     check(ec, what, "rename " + staging.string() + " to " + target.string());
   }
-  fs::remove_all(old, ec);
+  fs::remove_all(old, ec);  // (the next call removes it if this fails)
 }
 
 // The empty folder the new files are written to: "<dir>.partial" beside `target`, or

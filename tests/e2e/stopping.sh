@@ -4,8 +4,8 @@
 # - Ctrl-C (SIGINT to the foreground process group) and SIGTERM to tools/launch.sh: exit 10, a
 #   complete checkpoint, no partial file, the lock released, and the next run resumes from it;
 # - SIGTERM to a plain mpirun: with OMPI_MCA_odls_base_sigkill_timeout=10 the checkpoint is
-#   complete; with mpirun's default (1 s) there is none (a partial file at most: why the delay
-#   matters).
+#   complete; with mpirun's default (1 s) it is cut off unless the disk is fast (why the delay
+#   matters), and whatever is left, the next run resumes from a complete checkpoint or starts fresh.
 # (SIGUSR1 to mpirun and SIGTERM to the ranks: tests/e2e/checkpoint.sh; SIGINT to a rank and a
 # second signal: tests/unit/test_errors.cpp.)
 set -u
@@ -63,6 +63,22 @@ check "SIGTERM to tools/launch.sh: exit 10 ($rc) in $dt s, a complete checkpoint
 stop grace TERM-kept env OMPI_MCA_odls_base_sigkill_timeout=10 "$mpirun" -q -np 2 --oversubscribe --bind-to none
 check "SIGTERM to mpirun with odls_base_sigkill_timeout=10: a complete checkpoint after $dt s" kept grace
 stop bare TERM env OMPI_MCA_odls_base_sigkill_timeout=1 "$mpirun" -q -np 2 --oversubscribe --bind-to none
-check "... and with mpirun's default 1 s the ranks die before the checkpoint is complete (exit $rc; $(ls -a "$tmp/bare/checkpoints" | grep -c partial) partial)" \
-  test -z "$(ls "$tmp/bare/checkpoints" | grep '^ckpt-')"
+# With mpirun's default 1 s the ranks are killed about 2 s after the first exits: the checkpoint is
+# cut off where writing 221 MB takes longer (most runs here under -j 2), complete where it does not
+# (this VM idle): why the job scripts raise the delay. Either way no incomplete file is taken for a
+# checkpoint: one there is read by h5ls and resumed from; else the next run starts fresh.
+resumes_or_fresh() {
+  local ck=$tmp/bare/checkpoints f out
+  f=$(ls "$ck" | grep '^ckpt-.*\.h5$' | tail -1)
+  out=$("$mpirun" -q -np 2 --oversubscribe --bind-to none "$trainer" "${big[@]}" --set "run.out_dir=$tmp/bare" \
+    --set train.steps=1 --resume-changed --dry-run 2>&1)
+  if [ -n "$f" ]; then
+    h5ls -r "$ck/$f" >/dev/null && grep -q "^Resume: .*$f" <<<"$out"
+  else
+    grep -q "^Resume: .*(starts fresh)" <<<"$out"
+  fi
+}
+state=$(ls "$tmp/bare/checkpoints" | grep -q '^ckpt-' && echo "complete in time" || echo "cut off")
+check "... and with mpirun's default 1 s ($state; exit $rc): a checkpoint only when complete, resumed from; else a fresh start" \
+  resumes_or_fresh
 finish

@@ -17,6 +17,7 @@
 #include "hpctrain/comm/agreement.hpp"
 #include "hpctrain/core/error.hpp"
 #include "hpctrain/io/checkpoint_file.hpp"
+#include "hpctrain/io/output_file.hpp"
 #include "hpctrain/io/safetensors.hpp"
 #include "hpctrain/io/staged_folder.hpp"
 
@@ -182,6 +183,7 @@ std::string model_section(const std::string& deck, const std::string& layers, co
 }  // namespace
 
 std::string import_hf(Communicator& comm, const std::string& dir, const std::string& out) {
+  check_output_file(out, "--import-hf " + dir + " --out " + out);
   std::vector<LazyTensor> tensors;  // (read from the folder as the checkpoint writes them)
   CheckpointInfo info;
   const auto lines = compute_on_root(comm, [&] {
@@ -212,7 +214,13 @@ std::string import_hf(Communicator& comm, const std::string& dir, const std::str
   for (const LazyTensor& t : tensors)
     ct.push_back({"model/" + t.name, t.shape, nullptr, 0, false, {}, layer_type_of(t.name), t.rows});
   const std::string partial = out + ".partial";
-  write_checkpoint(comm, partial, info, ct, {}, WriterPlace{0, 1, 0, 1}, IntervalSums{});
+  try {
+    write_checkpoint(comm, partial, info, ct, {}, WriterPlace{0, 1, 0, 1}, IntervalSums{});
+  } catch (...) {  // (a tensor refused while it is read, a full disk: nothing half-written is left)
+    std::error_code ec;
+    std::filesystem::remove(partial, ec);
+    throw;
+  }
   if (comm.rank() == 0) std::filesystem::rename(partial, out);
   comm.barrier();
   return lines.at(0) + "\n" + lines.at(1).substr(0, lines.at(1).size() - 1);

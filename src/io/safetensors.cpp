@@ -14,6 +14,7 @@
 
 #include "hpctrain/core/error.hpp"
 #include "hpctrain/core/half.hpp"
+#include "hpctrain/io/output_file.hpp"
 
 namespace hpctrain {
 
@@ -112,6 +113,7 @@ void write_safetensors(const std::string& path, const std::vector<NamedTensor>& 
 
 void write_safetensors(const std::string& path, const std::vector<LazyTensor>& tensors,
                        const std::map<std::string, std::string>& metadata, DType stored) {
+  check_output_file(path, "--export " + path);
   const std::string partial = path + ".partial";
   std::error_code ec;
   try {
@@ -125,7 +127,11 @@ void write_safetensors(const std::string& path, const std::vector<LazyTensor>& t
     throw;
   }
   std::filesystem::rename(partial, path, ec);
-  if (ec) throw bad_input("--export " + path + ": cannot rename " + partial + ": " + ec.message());
+  if (ec) {
+    const std::string why = ec.message();
+    std::filesystem::remove(partial, ec);
+    throw bad_input("--export " + path + ": cannot rename " + partial + ": " + why);
+  }
 }
 
 namespace {

@@ -12,7 +12,7 @@
 # its export as bfloat16 and float16 ([checkpoint] export_dtype) is PyTorch's rounding of the float32 one.
 # An export in 40 KiB shards ([checkpoint] export_shard_size) is shards the reference reads through the index
 # with the same tensors, and imports back to the same checkpoint. An export refused halfway leaves the
-# folder it would replace as it was.
+# folder it would replace as it was; an output that is no file is refused before anything is written.
 set -u
 source "$3/tests/e2e/lib.sh"
 e2e_start "$1" "$2" "$3"
@@ -110,6 +110,22 @@ check "a wrong shape: one line naming the tensor" bad shape "model.layers.1.self
 check "an unknown architecture" bad arch '"model_type" = "gpt_neox"'
 check "key/value heads that do not divide the heads" bad heads "num_key_value_heads 3 do not divide"
 check "another rope_scaling" bad scaling 'rope_scaling" of type "yarn"'
+# An output that is no file is refused before anything is written (a folder once left "<folder>.partial").
+mkdir "$tmp/dir"
+nofile() {  # pattern command...: exit 2, one line matching, nothing written beside the folder
+  local err rc pattern=$1
+  shift
+  err=$("$@" 2>&1)
+  rc=$?
+  [ $rc = 2 ] && [ "$(wc -l <<<"$err")" = 1 ] && grep -q "$pattern" <<<"$err" && [ ! -e "$tmp/dir.partial" ] &&
+    echo "     $err" | cut -c1-150
+}
+check "--import-hf --out a folder: one line" nofile "dir is a folder; name the file" \
+  "$trainer" --import-hf "$tmp/hf" --out "$tmp/dir"
+check "--import-hf --out in a folder that does not exist: one line" nofile "the folder $tmp/no does not exist" \
+  "$trainer" --import-hf "$tmp/hf" --out "$tmp/no/x.h5"
+check "--export to a folder: one line" nofile "dir is a folder; name the file" \
+  "$trainer" "$tmp/deck.ini" --export "$tmp/dir" --set checkpoint.resume="$tmp/imp.h5"
 
 # GPT-2 (GPT2LMHeadModel): Conv1D weights [in, out], the "transformer." prefix, the attention
 # buffers, gelu_new (gelu_tanh), a tied head. Written by tests/reference/hf_gpt2.py.

@@ -16,6 +16,7 @@
 
 #include "hpctrain/core/error.hpp"
 #include "hpctrain/core/half.hpp"
+#include "hpctrain/io/output_file.hpp"
 #include "hpctrain/io/safetensors.hpp"
 
 using namespace hpctrain;
@@ -243,5 +244,33 @@ TEST(Safetensors, FolderInShardsListedByTheIndex) {
   std::sort(left.begin(), left.end());
   EXPECT_EQ(left, (std::vector<std::string>{"model.safetensors", "tokenizer.json"}));
   EXPECT_EQ(read_safetensors(dir + "/model.safetensors").size(), 3u);
+  fs::remove_all(dir);
+}
+
+// The file named for --export (and --import-hf --out) is checked before anything is written: a
+// folder, a file in a folder that does not exist, no name: one line each, and no "<path>.partial"
+// left (a folder once left "/tmp.partial" beside it).
+TEST(Safetensors, OutputThatIsNoFileIsRefusedBeforeWriting) {
+  namespace fs = std::filesystem;
+  const std::string dir = testing::TempDir() + "/refused_output";
+  fs::remove_all(dir);
+  fs::remove(dir + ".partial");
+  fs::create_directories(dir);
+  const std::vector<NamedTensor> t{{"w", {2}, {1.f, 2.f}}};
+  const auto refusal = [&](const std::string& path) {
+    try {
+      write_safetensors(path, t, {});
+    } catch (const Error& e) {
+      return std::string(e.what());
+    }
+    return std::string("(written)");
+  };
+  EXPECT_EQ(refusal(dir), "--export " + dir + ": " + dir + " is a folder; name the file to write");
+  EXPECT_FALSE(fs::exists(dir + ".partial"));
+  EXPECT_EQ(refusal(dir + "/no/w.safetensors"),
+            "--export " + dir + "/no/w.safetensors: the folder " + dir + "/no does not exist");
+  EXPECT_FALSE(fs::exists(dir + "/no"));
+  EXPECT_THROW(check_output_file("", "--import-hf hf --out"), Error);
+  EXPECT_EQ(refusal(dir + "/w.safetensors"), "(written)");
   fs::remove_all(dir);
 }

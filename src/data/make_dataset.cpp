@@ -17,7 +17,9 @@ namespace hpctrain {
 
 void prepare_split_dir(const std::string& path, bool force) {
   const fs::path dir(path);
-  fs::create_directories(dir);
+  std::error_code ec;
+  fs::create_directories(dir, ec);
+  if (ec) throw bad_input("--out: cannot make the folder " + dir.string() + " (" + ec.message() + ")");
   for (const auto& e : fs::directory_iterator(dir)) {
     if (e.path().extension() != ".h5") continue;
     if (!force) throw bad_input(dir.string() + " already holds shards; remove them or pass --force");
@@ -107,7 +109,7 @@ std::pair<std::int64_t, std::int64_t> import_cifar(const std::vector<std::string
   std::vector<std::int32_t> labels;
   for (const auto& path : files) {
     std::ifstream in(path, std::ios::binary);
-    if (!in) throw bad_input(path + ": cannot open");
+    if (!in || fs::is_directory(path)) throw bad_input(path + ": cannot open a file of CIFAR records");
     const std::vector<unsigned char> data{std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
     if (data.empty() || data.size() % record != 0)
       throw bad_input(path + ": " + std::to_string(data.size()) + " bytes is not a whole number of " +

@@ -223,6 +223,7 @@ namespace {
 std::string read_input(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
   if (!in) throw bad_input(path + ": cannot be read");
+  if (std::filesystem::is_directory(path)) throw bad_input(path + ": a folder, not a text file");
   return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
 }
 

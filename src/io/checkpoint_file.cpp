@@ -377,6 +377,7 @@ Error corrupt(const std::string& file, const std::string& what) {
 CheckpointFile::CheckpointFile(const std::string& path) : path_(path) {
   std::lock_guard<std::mutex> guard(h5::lock());
   if (!fs::exists(path)) throw corrupt(path, "no such file");
+  if (fs::is_directory(path)) throw corrupt(path, "a folder, not a checkpoint file");
   if (H5Fis_hdf5(path.c_str()) <= 0) throw corrupt(path, "not an HDF5 file (truncated or overwritten?)");
   const hid_t fid = H5Fopen(path.c_str(), H5F_ACC_RDONLY, H5P_DEFAULT);
   if (fid < 0) throw corrupt(path, "HDF5 cannot open it: " + hdf5_error_text());

@@ -67,7 +67,8 @@ DatasetIndex generation_index(const Config& cfg, Runtime& rt) {
           ")");
     const CheckpointFile file(path);
     if (file.info().run.tokenizer.empty())
-      throw bad_input("--generate: " + path + " holds no tokenizer: it is not a language model's checkpoint");
+      throw bad_input("--generate: " + path + " holds no tokenizer: it is not a language model's checkpoint, or " +
+                      "one imported from a Hugging Face folder without tokenizer.json");
     std::vector<std::string> out{file.info().run.tokenizer, file.info().run.vocabulary};
     for (const auto& [name, bytes] : file.info().run.tokenizer_files) out.insert(out.end(), {name, bytes});
     return out;

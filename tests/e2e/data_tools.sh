@@ -2,7 +2,7 @@
 # data_tools.sh MPIRUN TRAINER HPCTRAIN_DATA: the dataset tools and the
 # trainer's data checks as users meet them: generate -> inspect -> dry run;
 # a damaged shard -> one line naming the file, exit code 2, from the
-# inspector and from the trainer at several ranks.
+# inspector and from the trainer at several ranks; a folder or a file in the wrong place -> one line.
 set -u
 mpirun=$1
 trainer=$2
@@ -70,5 +70,21 @@ err=$("$tool" generate --out "$tmp/x" --shape 3xq 2>&1)
 rc=$?
 check "generate with a bad shape exits 2" test $rc -eq 2
 check "generate names the option" grep -qF -- "--shape '3xq'" <<<"$err"
+# A folder where a file belongs, a file where the output folder belongs: one line, exit 2 (each was
+# an internal error, exit 1, with the C++ library's words).
+one_line() {  # pattern tool-arguments...
+  local pattern=$1 err rc
+  shift
+  err=$("$tool" "$@" 2>&1)
+  rc=$?
+  [ $rc = 2 ] && [ "$(grep -c . <<<"$err")" = 1 ] && grep -qF -- "$pattern" <<<"$err" && echo "     $err"
+}
+mkdir "$tmp/folder" && printf 'a,b,y\n1,2,0\n3,4,1\n' >"$tmp/file.csv"
+check "import-text of a folder: one line" one_line "folder: a folder, not a text file" \
+  import-text --input "$tmp/folder" --out "$tmp/t1"
+check "import-cifar of a folder: one line" one_line "folder: cannot open a file of CIFAR records" \
+  import-cifar --input "$tmp/folder" --out "$tmp/t2"
+check "--out a file: one line" one_line "--out: cannot make the folder $tmp/file.csv/train (Not a directory)" \
+  import-csv --input "$tmp/file.csv" --out "$tmp/file.csv"
 
 finish

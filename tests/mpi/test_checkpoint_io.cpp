@@ -477,6 +477,13 @@ TEST(CheckpointIo, NotACheckpointIsBadInputNamingTheFile) {
     EXPECT_NE(std::string(e.what()).find(path), std::string::npos) << e.what();
     EXPECT_NE(std::string(e.what()).find("not an HDF5 file"), std::string::npos) << e.what();
   }
+  try {  // a folder (checkpoint.resume = runs/x): said so, not "truncated or overwritten"
+    CheckpointFile f(fs::temp_directory_path().string());
+    FAIL() << "opened a folder";
+  } catch (const Error& e) {
+    EXPECT_EQ(std::string(e.what()),
+              "checkpoint '" + fs::temp_directory_path().string() + "': a folder, not a checkpoint file");
+  }
   // A checkpoint's required root attribute missing: one line naming it (fuzz_h5 found HDF5's
   // error stack there instead).
   for (const char* missing : {"format_version", "ini_file"}) {

@@ -8,20 +8,7 @@
 # writing 600 MB, with and without fsync. DIR (default: a new directory under /tmp) holds the
 # checkpoints. --smoke: a small MLP and few steps, for CI.
 set -euo pipefail
-root=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
-trainer=${HPCTRAIN_BUILD_DIR:-$root/build}/trainer  # the build to measure (CTest passes its own)
-smoke=0 dir=""
-while [ $# -gt 0 ]; do
-  case $1 in
-    --smoke) smoke=1 ;;
-    --dir) dir=$2; shift ;;
-    *) echo "usage: $0 [--smoke] [--dir DIR]" >&2; exit 2 ;;
-  esac
-  shift
-done
-[ "$(id -u)" -eq 0 ] && export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
-tmp=$(mktemp -d "${dir:-/tmp}/hpctrain-ckbench.XXXXXX")
-trap 'rm -rf "$tmp"' EXIT
+source "$(dirname "${BASH_SOURCE[0]}")/bench_args.sh"  # root, trainer, smoke, dir, tmp
 layers='flatten dense(8192) relu dense(8192) relu dense(10)' steps=24 dd_mb=600
 [ $smoke -eq 1 ] && layers='flatten dense(256) relu dense(10)' steps=8 dd_mb=8
 run() {  # out async

@@ -9,21 +9,8 @@
 # float32 one imports to the same too. DIR (default: a new directory under /tmp) holds the files
 # (about 2.4 GB). --smoke: a 2-layer model of 0.1 M parameters, one run each, for CI.
 set -euo pipefail
-root=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
-trainer=${HPCTRAIN_BUILD_DIR:-$root/build}/trainer  # the build to measure (CTest passes its own)
-smoke=0 dir=""
-while [ $# -gt 0 ]; do
-  case $1 in
-    --smoke) smoke=1 ;;
-    --dir) dir=$2; shift ;;
-    *) echo "usage: $0 [--smoke] [--dir DIR]" >&2; exit 2 ;;
-  esac
-  shift
-done
-[ "$(id -u)" -eq 0 ] && export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+source "$(dirname "${BASH_SOURCE[0]}")/bench_args.sh"  # root, trainer, smoke, dir, tmp
 py=/usr/bin/python3
-tmp=$(mktemp -d "${dir:-/tmp}/hpctrain-hfbench.XXXXXX")
-trap 'rm -rf "$tmp"' EXIT
 shape=() rounds=3
 [ $smoke -eq 1 ] && shape=(--embd 64 --layers 2 --ffn 176 --vocab 256 --heads 4 --kv-heads 2) rounds=1
 $py "$root/tools/bench/hf_llama_folder.py" "$tmp/hf" "${shape[@]}"

@@ -424,7 +424,7 @@ std::optional<int> run_without_mpi(int argc, char** argv) {
   CliOptions cli;
   try {
     cli = parse_cli(argc, argv);
-  } catch (const Error&) {
+  } catch (const std::exception&) {
     return std::nullopt;
   }
   if (!cli.help && (cli.version || (!cli.config_reference && cli.describe_layers.empty()))) return std::nullopt;
@@ -439,6 +439,9 @@ std::optional<int> run_without_mpi(int argc, char** argv) {
   } catch (const Error& e) {
     if (prints) std::fprintf(stderr, "hpctrain: error: %s\n", e.what());
     return static_cast<int>(e.code());
+  } catch (const std::exception& e) {
+    if (prints) std::fprintf(stderr, "hpctrain: error: unexpected exception: %s\n", e.what());
+    return static_cast<int>(ExitCode::internal);
   }
 }
 }  // namespace

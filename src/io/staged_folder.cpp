@@ -29,7 +29,8 @@ fs::path target_of(const std::string& dir, const std::string& what) {
   const fs::file_status s = fs::status(p, ec);
   if (fs::exists(s)) {
     if (!fs::is_directory(s)) throw bad_input(what + ": " + dir + " is not a folder");
-    p = fs::canonical(p, ec);
+    const fs::path real = fs::canonical(p, ec);  // (a link followed)
+    if (!ec) p = real;
   } else if (fs::is_symlink(fs::symlink_status(p, ec))) {
     throw bad_input(what + ": " + dir + " is a link to nothing");
   }

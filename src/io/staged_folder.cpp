@@ -2,7 +2,9 @@
 #include "hpctrain/io/staged_folder.hpp"
 
 #include <fcntl.h>     // AT_FDCWD
+#include <sys/file.h>  // flock
 #include <sys/stat.h>  // statx (glibc 2.28)
+#include <unistd.h>
 
 #include <algorithm>
 #include <cerrno>
@@ -166,12 +168,33 @@ fs::path staging_folder(const fs::path& target, FolderSwap& how, const std::stri
   check(ec, what, "create " + inside.string());
   return inside;
 }
+
+// Exports into the same folder, one at a time: an exclusive flock on the folder's parent (which
+// stays put while the folder is exchanged), held while this lives. Where the file system has no
+// flock (ENOLCK, EOPNOTSUPP), none.
+class ParentLock {
+ public:
+  explicit ParentLock(const fs::path& target) : fd_(::open(target.parent_path().c_str(), O_RDONLY | O_DIRECTORY)) {
+    if (fd_ >= 0)
+      while (::flock(fd_, LOCK_EX) != 0 && errno == EINTR) {
+      }
+  }
+  ~ParentLock() {
+    if (fd_ >= 0) ::close(fd_);  // (drops the flock)
+  }
+  ParentLock(const ParentLock&) = delete;
+  ParentLock& operator=(const ParentLock&) = delete;
+
+ private:
+  int fd_;
+};
 }  // namespace
 
 void replace_folder(const std::string& dir, const std::string& what,
                     const std::function<void(const std::string& staging)>& write,
                     const std::function<bool(const std::string& name)>& stale, FolderSwap how) {
   const fs::path target = target_of(dir, what);
+  const ParentLock one_at_a_time(target);
   const fs::path staging = staging_folder(target, how, what);
   std::error_code ec;
   try {

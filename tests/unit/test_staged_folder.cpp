@@ -8,8 +8,11 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <atomic>
+#include <chrono>
 #include <filesystem>
 #include <fstream>
+#include <thread>
 
 #include "unit_test_util.hpp"
 
@@ -227,4 +230,43 @@ TEST(StagedFolder, ParentThatTakesNoNewEntries) {
   EXPECT_EQ(listing(root),
             (std::vector<std::string>{"out/", "out/README.md=mine", "out/model-00001-of-00001.safetensors=new"}));
   fs::remove_all(root);
+}
+
+// Two replacements of one folder at once (two exports, two threads here: flock holds between open
+// file descriptions) run one after the other: both complete, and the folder is the second's, whole.
+// Without the lock the second removes the first's staging folder while it writes.
+TEST(StagedFolder, TwoAtOnceRunOneAfterTheOther) {
+  const fs::path dir = old_export("twice");
+  std::atomic<int> writing{0}, most{0};
+  const auto writer = [&](const std::string& text) {
+    return [&, text](const std::string& staging) {
+      most = std::max(most.load(), ++writing);
+      for (int i = 0; i < 20; ++i) {
+        put(fs::path(staging) / ("model-0000" + std::to_string(i % 5) + ".bin"), text);
+        std::this_thread::sleep_for(std::chrono::milliseconds(2));
+      }
+      put(fs::path(staging) / "model.safetensors", text);
+      --writing;
+    };
+  };
+  std::string first_error, second_error;
+  std::thread first([&] {
+    try {
+      replace_folder(dir.string(), "test", writer("first"), weights);
+    } catch (const Error& e) {
+      first_error = e.what();
+    }
+  });
+  std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  try {
+    replace_folder(dir.string(), "test", writer("second"), weights);
+  } catch (const Error& e) {
+    second_error = e.what();
+  }
+  first.join();
+  EXPECT_EQ(first_error, "");
+  EXPECT_EQ(second_error, "");
+  EXPECT_EQ(most.load(), 1) << "the two writers overlapped";
+  EXPECT_EQ(got(dir / "model.safetensors"), "second");
+  EXPECT_FALSE(fs::exists(dir.string() + ".partial"));
 }

@@ -27,6 +27,8 @@ enum class FolderSwap {
 // on another file system), and one beside which "<dir>.partial" cannot be made (EACCES, EPERM, EROFS:
 // a project folder in an administrator's; a line says so), is replaced file_by_file: a reader in
 // that moment may meet a mix.
+// Calls for folders of one parent run one at a time (an exclusive flock on the parent, where the
+// file system has flock): two exports into one folder at once both complete, one after the other.
 // When `write` throws, the staging folder is removed and `dir` is as it was. What an earlier call
 // stopped by a kill left ("<dir>.partial", "<dir>.old") is cleaned first; "<dir>.old" without `dir`
 // (stopped between the two renames) is put back as `dir` before that. bad_input naming the folder

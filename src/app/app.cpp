@@ -489,6 +489,8 @@ int run_trainer(int argc, char** argv) {
     if (const std::string why = cuda_graphs_refusal(cfg, rt.device().kind, rt.mesh().size(MeshDim::dp)); !why.empty())
       throw bad_input(why);
     if (cli.dry_run) {
+      if (cfg.model.arch == Arch::layers && cfg.model.layers.empty())  // (a check of the data and the mesh alone)
+        log0("warning: [model] layers is not set: training would refuse this deck");
       print_dry_run(cfg, rt);
       return 0;
     }

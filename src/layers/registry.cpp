@@ -100,7 +100,7 @@ void expand_repeat(const std::string& inside, const std::string& name, const Fai
   } catch (const std::exception&) {
   }
   if (comma == std::string::npos || times < 1 || times > 10000)
-    fail("repeat needs a count >= 1 and layers, e.g. repeat(4, res(dense(8) relu))");
+    fail("repeat needs a count from 1 to 10000 and layers, e.g. repeat(4, res(dense(8) relu))");
   if (!name.empty()) fail("repeat takes no name (name the layers inside it, with {} for the index)");
   const auto body = parse_layers(inside.substr(comma + 1));
   for (std::int64_t r = 0; r < times; ++r)

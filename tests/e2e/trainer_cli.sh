@@ -76,6 +76,9 @@ check "... one warning naming the new key each" test "$(grep -c '^warning: --set
 
 out=$(HPCT_E2E_ROOT=/scratch/e2e "$trainer" "$ini" --dry-run --set 'data.path=${HPCT_E2E_ROOT}/mnist' 2>&1)
 check "\${VAR} expands in paths" grep -qF "/scratch/e2e/mnist" <<<"$out"
+out=$("$trainer" "$ini" --dry-run --set model.layers= 2>&1)
+check "--dry-run without [model] layers (a check of the data and the mesh): exit 0 and a warning that training would refuse it" \
+  test $? -eq 0 -a -n "$(grep -x "warning: \[model\] layers is not set: training would refuse this deck" <<<"$out")"
 
 bad_input() {  # description, expected text, np, trainer arguments...
   local what=$1 expect=$2 np=$3

@@ -228,6 +228,13 @@ TEST(LayerParser, RepeatWritesTheLayersOut) {
   EXPECT_THROW(parse_layers("repeat(0, relu)"), Error);
   EXPECT_THROW(parse_layers("repeat(relu)"), Error);
   EXPECT_THROW(parse_layers("repeat(2x, relu)"), Error);
+  EXPECT_EQ(parse_layers("repeat(10000, relu)").size(), 10000u);
+  try {  // (the message names the limit: it said ">= 1" for 100000)
+    parse_layers("repeat(10001, relu)");
+    ADD_FAILURE() << "repeat(10001, ...) accepted";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("a count from 1 to 10000"), std::string::npos) << e.what();
+  }
 }
 
 // --help prints one usage line per registered type; each starts with its own type.

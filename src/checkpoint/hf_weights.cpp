@@ -252,12 +252,7 @@ std::string export_hf(const Config& cfg, Runtime& rt, const std::string& dir) {
       for (const auto& [name, bytes] : file.info().run.hf_files)  // (as the import found them)
         if (name.find('/') == std::string::npos) write_text_file(to + "/" + name, bytes);
     };
-    const auto stale = [](const std::string& name) {  // (an earlier export's weights, or its unfinished files)
-      const std::string partial = ".partial";
-      return safetensors_layout_file(name) ||
-             (name.size() > partial.size() && name.compare(name.size() - partial.size(), partial.size(), partial) == 0);
-    };
-    replace_folder(dir, "--export-hf " + dir, write, stale);
+    replace_folder(dir, "--export-hf " + dir, write, safetensors_layout_file);  // (an earlier export's weights go)
     const std::string weights =
         files.size() == 1 ? files[0]
                           : std::to_string(files.size() - 1) + " shards " + files[0] + " ... and " + files.back();

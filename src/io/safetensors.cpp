@@ -201,13 +201,6 @@ std::vector<std::string> write_safetensors_folder(const std::string& dir, const 
     files.push_back("model.safetensors.index.json");
     write_text_file(dir + "/" + files.back(), index.dump(2) + "\n");
   }
-  std::vector<std::filesystem::path> stale;  // an earlier write's files of the layout
-  for (const auto& entry : std::filesystem::directory_iterator(dir, ec)) {
-    const std::string name = entry.path().filename().string();
-    if (safetensors_layout_file(name) && std::find(files.begin(), files.end(), name) == files.end())
-      stale.push_back(entry.path());
-  }
-  for (const auto& path : stale) std::filesystem::remove(path, ec);
   return files;
 }
 

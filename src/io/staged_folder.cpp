@@ -43,6 +43,13 @@ fs::path target_of(const std::string& dir, const std::string& what) {
   return p;
 }
 
+// Not kept from the old folder: what `stale` claims, and a killed writer's unfinished "*.partial" files.
+bool dropped(const std::string& name, const std::function<bool(const std::string&)>& stale) {
+  const std::string partial = ".partial";
+  return stale(name) ||
+         (name.size() > partial.size() && name.compare(name.size() - partial.size(), partial.size(), partial) == 0);
+}
+
 void check(const std::error_code& ec, const std::string& what, const std::string& step) {
   if (ec) throw bad_input(what + ": cannot " + step + " (" + ec.message() + ")");
 }
@@ -69,7 +76,7 @@ void carry_entries(const fs::path& from, const fs::path& to, const std::function
   for (const fs::directory_entry& e : fs::directory_iterator(from)) {
     const std::string name = e.path().filename().string();
     const fs::path dest = to / name;
-    if (stale(name) || fs::exists(fs::symlink_status(dest, ec))) continue;
+    if (dropped(name, stale) || fs::exists(fs::symlink_status(dest, ec))) continue;
     const auto as = fs::copy_options::recursive | fs::copy_options::copy_symlinks;
     fs::copy(e.path(), dest, as | fs::copy_options::create_hard_links, ec);
     if (ec) {  // (a file system without hard links)
@@ -110,7 +117,7 @@ void files_into_place(const fs::path& staging, const fs::path& target,
   std::vector<fs::path> gone;  // (listed first, removed after)
   for (const fs::directory_entry& e : fs::directory_iterator(target)) {
     const std::string n = e.path().filename().string();
-    if (stale(n) && std::find(names.begin(), names.end(), n) == names.end()) gone.push_back(e.path());
+    if (dropped(n, stale) && std::find(names.begin(), names.end(), n) == names.end()) gone.push_back(e.path());
   }
   for (const fs::path& g : gone) {
     fs::remove_all(g, ec);

@@ -18,6 +18,7 @@
 #include "hpctrain/core/half.hpp"
 #include "hpctrain/io/output_file.hpp"
 #include "hpctrain/io/safetensors.hpp"
+#include "hpctrain/io/staged_folder.hpp"
 
 using namespace hpctrain;
 
@@ -214,8 +215,9 @@ std::string text_of(const std::string& path) {
 
 // write_safetensors_folder: Hugging Face's shards. Three tensors of 24, 24 and 40 bytes under a
 // 50-byte limit are two shards (a and b; c) listed by the index with total_size 88; a tensor over
-// the limit goes alone; written again under a large limit, the folder holds model.safetensors and
-// the shards and index of the first write are gone, a file of another name kept.
+// the limit goes alone; written again under a large limit (through replace_folder, as --export-hf
+// writes), the folder holds model.safetensors and the shards and index of the first write are gone, a
+// file of another name kept.
 TEST(Safetensors, FolderInShardsListedByTheIndex) {
   namespace fs = std::filesystem;
   const std::string dir = testing::TempDir() + "/shards";
@@ -237,8 +239,17 @@ TEST(Safetensors, FolderInShardsListedByTheIndex) {
   ASSERT_EQ(first.size(), 2u);
   EXPECT_EQ(first[1].data, std::vector<float>(6, 6.f));
   EXPECT_EQ(read_safetensors(dir + "/model-00002-of-00002.safetensors").at(0).data, std::vector<float>(10, 10.f));
-  EXPECT_EQ(write_safetensors_folder(dir, t, {}, DType::f32, 30).size(), 4u) << "c (40 bytes) alone in the third";
-  EXPECT_EQ(write_safetensors_folder(dir, t, {}, DType::bf16, 1000), std::vector<std::string>{"model.safetensors"});
+  // Written again as an export writes it (a new folder replacing this one, the layout's files dropped).
+  const auto again = [&](DType stored, std::uint64_t limit) {
+    std::vector<std::string> written;
+    replace_folder(
+        dir, "test",
+        [&](const std::string& staging) { written = write_safetensors_folder(staging, t, {}, stored, limit); },
+        safetensors_layout_file);
+    return written;
+  };
+  EXPECT_EQ(again(DType::f32, 30).size(), 4u) << "c (40 bytes) alone in the third";
+  EXPECT_EQ(again(DType::bf16, 1000), std::vector<std::string>{"model.safetensors"});
   std::vector<std::string> left;
   for (const auto& e : fs::directory_iterator(dir)) left.push_back(e.path().filename().string());
   std::sort(left.begin(), left.end());

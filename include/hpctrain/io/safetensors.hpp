@@ -61,9 +61,9 @@ bool safetensors_layout_file(const std::string& name);
 // Hugging Face's sharded layout in folder `dir` (as save_pretrained writes it): model.safetensors when
 // the tensors take at most `shard_bytes`, else model-00001-of-0000N.safetensors ... (tensors in order,
 // a new shard when the next would pass `shard_bytes`; a larger tensor alone) and
-// model.safetensors.index.json (metadata.total_size, weight_map: tensor -> shard). Files of that
-// layout an earlier write left in `dir` are removed once the new ones are complete. Returns the files
-// written, in order.
+// model.safetensors.index.json (metadata.total_size, weight_map: tensor -> shard), written into
+// `dir` (a new folder: replace_folder, io/staged_folder.hpp, replaces an earlier export's as a whole
+// and drops that export's files of the layout). Returns the files written, in order.
 std::vector<std::string> write_safetensors_folder(const std::string& dir, const std::vector<LazyTensor>& tensors,
                                                   const std::map<std::string, std::string>& metadata, DType stored,
                                                   std::uint64_t shard_bytes);

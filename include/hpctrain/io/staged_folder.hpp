@@ -20,7 +20,7 @@ enum class FolderSwap {
 //  1. `write(staging)` fills a new folder "<dir>.partial" beside it (the same file system);
 //  2. the entries of the old folder that the new one lacks and `stale(name)` does not claim (a
 //     README.md, .git/, the user's own files) are hard-linked into it (copied where the file system
-//     has no hard links);
+//     has no hard links); "*.partial" entries (unfinished files of a killed writer) are never kept;
 //  3. it takes the folder's place by `how`; where the file system cannot exchange (EINVAL, ENOSYS:
 //     NFS, some parallel file systems), by two renames: a reader then meets no folder for that moment.
 // A folder that is a mount point (a container's volume: it cannot be renamed, and its sibling may be

@@ -231,9 +231,10 @@ std::string version_text() {
   std::string mpi(lib, static_cast<std::size_t>(len));
   mpi = mpi.substr(0, mpi.find_first_of(",\n"));
   int major = 0, minor = 0;
-  MPI_Get_version(&major, &minor);
+  MPI_Get_version(&major, &minor);  // (both may be called before MPI_Init; MPIX_Query_cuda_support not)
   os << "MPI: " << mpi << " (MPI " << major << "." << minor
-     << "); CUDA-aware MPI at run time: " << (mpi_reports_cuda_aware() ? "yes" : "no") << "\n";
+     << "); CUDA-aware MPI headers: " << (mpi_headers_cuda_aware() ? "yes" : "no")
+     << " (a run's start-up line reports the run-time answer)\n";
   unsigned h5maj = 0, h5min = 0, h5rel = 0;
   H5get_libversion(&h5maj, &h5min, &h5rel);
   os << "HDF5: " << h5maj << "." << h5min << "." << h5rel << " (parallel)\n";
@@ -416,10 +417,10 @@ int launcher_rank() {
   return 0;
 }
 
-// --help, --config-reference and --describe-layers print what the program knows without starting
-// MPI: they work where MPI cannot start (a login node without a process manager) and answer at
-// once. Under a launcher, its rank 0 prints. nullopt: a mode that needs MPI (--version reports
-// MPI's run-time facts), or a command line that does not parse, reported after MPI starts.
+// --help, --version, --config-reference and --describe-layers print what the program knows without
+// starting MPI: they work where MPI cannot start (a login node without a process manager) and
+// answer at once. Under a launcher, its rank 0 prints. nullopt: a mode that needs MPI, or a
+// command line that does not parse, reported after MPI starts.
 std::optional<int> run_without_mpi(int argc, char** argv) {
   CliOptions cli;
   try {
@@ -427,10 +428,11 @@ std::optional<int> run_without_mpi(int argc, char** argv) {
   } catch (const std::exception&) {
     return std::nullopt;
   }
-  if (!cli.help && (cli.version || (!cli.config_reference && cli.describe_layers.empty()))) return std::nullopt;
+  if (!cli.help && !cli.version && !cli.config_reference && cli.describe_layers.empty()) return std::nullopt;
   const bool prints = launcher_rank() == 0;
   try {
-    const std::string text = cli.help ? help_text() + "\n"
+    const std::string text = cli.help      ? help_text() + "\n"
+                             : cli.version ? version_text()
                              : cli.config_reference
                                  ? config_reference_markdown()
                                  : describe_layers(cli.describe_layers, cli.input_shape, cli.vocab_multiple) + "\n";
@@ -457,10 +459,6 @@ int run_trainer(int argc, char** argv) {
   }
   return run_and_report([&] {
     const CliOptions cli = parse_cli(argc, argv);
-    if (cli.version) {  // (--help, --config-reference and --describe-layers: run_without_mpi)
-      log0(version_text());
-      return 0;
-    }
     if (!cli.import_hf.empty()) {
       MpiCommunicator world(MPI_COMM_WORLD, MpiCommOptions{});
       if (world.size() != 1) throw bad_input("--import-hf runs on one rank (mpirun -np 1, or no mpirun)");

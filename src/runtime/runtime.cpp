@@ -141,6 +141,14 @@ bool mpi_reports_cuda_aware() {
 #endif
 }
 
+bool mpi_headers_cuda_aware() {
+#if defined(MPIX_CUDA_AWARE_SUPPORT) && MPIX_CUDA_AWARE_SUPPORT
+  return true;
+#else
+  return false;
+#endif
+}
+
 void raise_if_any(MPI_Comm comm, const std::string& local_error) {
   raise_if_any(*host_communicator(comm, "agreement"), local_error);  // (unwatched: before the Runtime exists)
 }

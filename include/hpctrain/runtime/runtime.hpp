@@ -61,8 +61,11 @@ std::optional<double> peak_flops(const DeviceAssignment& device, Precision dtype
 // a GPU (NCCL cannot put two ranks of one communicator on one GPU; asking for it is bad_input).
 CommBackend choose_comm(CommBackend requested, DeviceKind device, bool shared_gpu = false);
 
-// Whether the MPI library reports CUDA-aware support at run time.
+// Whether the MPI library reports CUDA-aware support at run time (only after MPI_Init).
 bool mpi_reports_cuda_aware();
+// Whether the MPI headers compiled against declare CUDA-aware support (Open MPI's
+// MPIX_CUDA_AWARE_SUPPORT); answerable without MPI, for --version.
+bool mpi_headers_cuda_aware();
 
 // comm/agreement.hpp's raise_if_any and compute_on_root over an MPI communicator, for what runs
 // before the Runtime and its watched communicators exist (reading the configuration).

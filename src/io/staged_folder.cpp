@@ -197,6 +197,16 @@ class ParentLock {
 };
 }  // namespace
 
+namespace {
+// `message` with the staging folder's path replaced by the folder's.
+std::string named_as(std::string message, const fs::path& staging, const fs::path& target) {
+  const std::string from = staging.string() + "/", to = target.string() + "/";
+  for (std::size_t at = message.find(from); at != std::string::npos; at = message.find(from, at + to.size()))
+    message.replace(at, from.size(), to);
+  return message;
+}
+}  // namespace
+
 void replace_folder(const std::string& dir, const std::string& what,
                     const std::function<void(const std::string& staging)>& write,
                     const std::function<bool(const std::string& name)>& stale, FolderSwap how) {
@@ -205,7 +215,11 @@ void replace_folder(const std::string& dir, const std::string& what,
   const fs::path staging = staging_folder(target, how, what);
   std::error_code ec;
   try {
-    write(staging.string());
+    try {
+      write(staging.string());
+    } catch (const Error& e) {  // (names the file the user asked for, not the staging copy removed below)
+      throw Error(e.code(), e.scope(), named_as(e.what(), staging, target) + "; " + target.string() + " is as it was");
+    }
     try {
       if (staging.parent_path() == target) {  // (file by file)
         files_into_place(staging, target, stale, what);

@@ -61,6 +61,8 @@ echo mine >"$tmp/out/README.md"
 err=$("$trainer" "$tmp/deck.ini" --export-hf "$tmp/out" --set checkpoint.resume="$tmp/huge.h5" \
   --set checkpoint.export_dtype=fp16 --set checkpoint.export_shard_size=20K 2>&1)
 check "an export refused halfway (exit $?: ${err:0:120}...)" grep -q "up_proj.weight.*1e+06" <<<"$err"
+check "... names the file in the folder, not the removed staging copy, and says the folder is as it was" \
+  grep -q "^hpctrain: error: $tmp/out/model-00003-of-00004.safetensors: .*; $tmp/out is as it was$" <<<"$err"
 check "... leaves the folder as it was: the same tensors, read through the index, README.md, nothing beside it" \
   test "$($py "$ref" same "$tmp/hf" "$tmp/out" >/dev/null && cat "$tmp/out/README.md")" = mine -a ! -e "$tmp/out.partial"
 "$trainer" "$tmp/deck.ini" --export-hf "$tmp/out" --set checkpoint.resume="$tmp/imp.h5" >/dev/null 2>&1

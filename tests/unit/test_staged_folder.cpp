@@ -115,16 +115,25 @@ TEST(StagedFolder, OldFolderUntilTheNewOneIsComplete) {
 }
 
 // A writer that throws (a refused tensor, a full disk) leaves `dir` as it was and nothing beside it
-// or in it, each way.
+// or in it, each way; its message names the file in `dir`, not the removed staging copy.
 TEST(StagedFolder, WriterThatThrowsLeavesTheOldFolder) {
   for (FolderSwap how : {FolderSwap::exchange, FolderSwap::file_by_file}) {
     const fs::path dir = old_export("refused");
     const std::vector<std::string> before = listing(dir);
     const auto refuse = [](const std::string& staging) {
-      put(fs::path(staging) / "model-00001-of-00002.safetensors", "new w1");
-      throw bad_input("tensor w: 1e6 beyond fp16");
+      const fs::path file = fs::path(staging) / "model-00001-of-00002.safetensors";
+      put(file, "new w1");
+      throw bad_input(file.string() + ": tensor w: 1e6 beyond fp16");
     };
-    EXPECT_THROW(replace_folder(dir.string(), "test", refuse, weights, how), Error);
+    std::string message;
+    try {
+      replace_folder(dir.string(), "test", refuse, weights, how);
+    } catch (const Error& e) {
+      message = e.what();
+      EXPECT_EQ(e.code(), ExitCode::bad_input);
+    }
+    EXPECT_EQ(message, (dir / "model-00001-of-00002.safetensors").string() + ": tensor w: 1e6 beyond fp16; " +
+                           dir.string() + " is as it was");
     EXPECT_EQ(listing(dir), before);
     EXPECT_FALSE(fs::exists(dir.string() + ".partial"));
     EXPECT_FALSE(fs::exists(dir / ".hpctrain.partial"));

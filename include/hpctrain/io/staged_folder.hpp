@@ -29,7 +29,8 @@ enum class FolderSwap {
 // that moment may meet a mix.
 // Calls for folders of one parent run one at a time (an exclusive flock on the parent, where the
 // file system has flock): two exports into one folder at once both complete, one after the other.
-// When `write` throws, the staging folder is removed and `dir` is as it was. What an earlier call
+// When `write` throws, the staging folder is removed and `dir` is as it was (an Error's message then
+// names the files in `dir`, not the staging folder's, and says so). What an earlier call
 // stopped by a kill left ("<dir>.partial", "<dir>.old") is cleaned first; "<dir>.old" without `dir`
 // (stopped between the two renames) is put back as `dir` before that. bad_input naming the folder
 // (`what` starts the message: "--export-hf out") for a path that is not a folder, the current

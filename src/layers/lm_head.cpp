@@ -3,9 +3,9 @@
 // the embedding's table here and adds both layers' gradients into it. lm_head(V, tie=0): an
 // untied head with its own W (initialized N(0, std^2)), the same as linear(V, bias=0).
 // With [model] vocab_multiple M, W has Vp = round_up(V, M) rows (the rows past V zero) and the
-// logits are [T, Vp], the GEMM's width a multiple of M; the logits past V are set to -inf (a
-// constant "bias" of 0 and -inf added to every row), so softmax, loss, accuracy and sampling
-// never see them and their rows of W get a zero gradient.
+// logits are [T, Vp], the GEMM's width a multiple of M; the logits past V are set to -inf (only
+// those columns are written), so softmax, loss, accuracy and sampling never see them and their
+// rows of W get a zero gradient.
 // With [parallel] tensor_parallel = T > 1 the head is vocabulary-parallel (Megatron's): each rank
 // holds T's block of W's rows (the embedding's, tied) and outputs the logits of its block of the
 // vocabulary, [T, Vp/T]; the loss is the vocabulary-parallel cross-entropy (layers/loss.hpp), so
@@ -48,7 +48,7 @@ class LmHead final : public Layer {
     const std::int64_t cols = local_rows();
     Tensor y2 = y.reshaped({y.numel() / cols, cols});
     gemm(false, true, 1.f, sequence_gather(x, 0).reshaped({y2.rows(), x.shape().back()}), param(0), 0.f, y2);
-    if (rows_ > vocab_ && first_row() + cols > vocab_) add_bias(y2, padding_mask(x.device()));
+    if (first_row() + cols > vocab_) fill_columns(y2, std::max<std::int64_t>(vocab_ - first_row(), 0), -INFINITY);
   }
   void backward(const Tensor& x, const Tensor&, const Tensor& dy, Tensor& dx) override {
     const std::int64_t cols = local_rows();
@@ -67,22 +67,10 @@ class LmHead final : public Layer {
  private:
   std::int64_t local_rows() const { return rows_ / tensor_parallel().size; }
   std::int64_t first_row() const { return tensor_parallel().rank * local_rows(); }
-  // [0 x V, -inf x (Vp - V)] on the device (this rank's block of it), made once.
-  const Tensor& padding_mask(Device dev) {
-    if (!mask_.defined() || mask_.device() != dev) {
-      std::vector<float> m(static_cast<std::size_t>(local_rows()), 0.f);
-      for (std::int64_t j = 0; j < local_rows(); ++j)
-        if (first_row() + j >= vocab_) m[static_cast<std::size_t>(j)] = -INFINITY;
-      mask_ = scratch(mask_buf_, {local_rows()}, dev);
-      upload(m.data(), m.size() * sizeof(float), mask_);
-    }
-    return mask_;
-  }
 
   std::int64_t vocab_, rows_;
   bool tie_;
   float std_;
-  Tensor mask_buf_, mask_;
 };
 }  // namespace
 

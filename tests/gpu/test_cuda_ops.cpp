@@ -126,6 +126,7 @@ TEST_F(CudaOps, ElementWise) {
   };
   both("copy", 0, [](const Tensor& a, const Tensor&, Tensor& o) { copy(a, o); });
   both("fill", 0, [](const Tensor&, const Tensor&, Tensor& o) { fill(o, 2.5f); });
+  both("fill_columns", 0, [](const Tensor&, const Tensor&, Tensor& o) { fill_columns(o, 61, 2.5f); });
   both("scale", 0, [](const Tensor&, const Tensor&, Tensor& o) { scale(o, 0.375f); });
   both("multiply", 0, [](const Tensor& a, const Tensor& b, Tensor& o) { multiply(a, b, o); });
   both("add", 0, [](const Tensor& a, const Tensor& b, Tensor& o) { add(a, b, o); });

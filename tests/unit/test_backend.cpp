@@ -17,6 +17,7 @@
 #include "hpctrain/backend/ops.hpp"
 #include "hpctrain/backend/pool_geometry.hpp"
 #include "hpctrain/core/error.hpp"
+#include "hpctrain/tensor/step_scalars.hpp"
 #include "unit_test_util.hpp"
 
 using namespace hpctrain;
@@ -44,6 +45,58 @@ TEST(Backend, RoundToPrecision) {
   std::copy(in, in + 8, t.data());
   round_to_precision(t, Precision::fp32);
   EXPECT_EQ(t.data()[4], 1.f / 3);
+}
+
+// Softmax cross-entropy on a language model's row width (GPT-2's 50,304, plus a tail of 3 past a
+// multiple of 8), both ways (whole rows; the vocabulary-parallel row_max, softmax_partial and
+// softmax_finish), against double: probabilities within 5e-7 of each (float exp within 2 ulp, a
+// rounding of the scale, the sum's), a masked logit's (-inf, the
+// padded vocabulary) exactly 0, the loss within 1e-6 of the rows' sum, and accuracy by the first
+// maximum (std::max_element's answer), ties included.
+TEST(Backend, SoftmaxCrossEntropyOnWideRowsAgainstDouble) {
+  Allocator alloc;
+  const std::int64_t rows = 4, n = 50307;
+  Tensor logits = Tensor::zeros({rows, n}, alloc), probs = Tensor::zeros({rows, n}, alloc);
+  const auto v = random_values(rows * n, 11);
+  for (std::int64_t i = 0; i < rows * n; ++i) logits.data()[i] = 12.f * v[static_cast<std::size_t>(i)];
+  float* z = logits.data();
+  for (std::int64_t j = n - 47; j < n; ++j) z[j] = -INFINITY;  // row 0: a padded vocabulary
+  z[n + 5] = z[n + 900] = 20.f;                                // row 1: a tie; its label the second: wrong
+  z[2 * n + 7] = z[2 * n + 50000] = 20.f;                      // row 2: a tie; its label the first: right
+  z[3 * n + n - 1] = 30.f;                                     // row 3: the maximum in the tail, the label
+  const std::vector<std::int32_t> labels{3, 900, 7, static_cast<std::int32_t>(n - 1)};
+  double loss_ref = 0;
+  std::vector<double> p_ref(static_cast<std::size_t>(rows * n));
+  for (std::int64_t i = 0; i < rows; ++i) {
+    const float* r = z + i * n;
+    const float mx = *std::max_element(r, r + n);
+    double sum = 0;  // (of exp(z - max) with z - max rounded to float, as the operation defines it)
+    for (std::int64_t j = 0; j < n; ++j) sum += std::exp(static_cast<double>(r[j] - mx));
+    for (std::int64_t j = 0; j < n; ++j)
+      p_ref[static_cast<std::size_t>(i * n + j)] = std::exp(static_cast<double>(r[j] - mx)) / sum;
+    loss_ref += std::log(sum) + mx - r[labels[static_cast<std::size_t>(i)]];
+  }
+  const auto check = [&](const char* way, const Tensor& scalars, float correct) {
+    const auto h = step_scalars::to_host(scalars);
+    EXPECT_NEAR(h[step_scalars::loss_sum], loss_ref, 1e-6 * loss_ref) << way;
+    EXPECT_EQ(h[step_scalars::samples], rows) << way;
+    double worst = 0;
+    for (std::int64_t i = 0; i < rows * n; ++i)
+      worst = std::max(worst, std::fabs(probs.data()[i] - p_ref[static_cast<std::size_t>(i)]) /
+                                  std::max(p_ref[static_cast<std::size_t>(i)], 1e-30));
+    EXPECT_LT(worst, 5e-7) << way << ": the largest relative difference of a probability";
+    for (std::int64_t j = n - 47; j < n; ++j) ASSERT_EQ(probs.data()[j], 0.f) << way << ": masked column " << j;
+    EXPECT_EQ(h[step_scalars::correct], correct) << way;
+  };
+  Tensor scalars = step_scalars::make(alloc);
+  softmax_cross_entropy(logits, labels.data(), probs, scalars);
+  check("whole rows", scalars, 2.f);  // rows 2 and 3
+  Tensor mx = Tensor::zeros({rows}, alloc), sums = Tensor::zeros({2 * rows}, alloc);
+  Tensor scalars2 = step_scalars::make(alloc);
+  row_max(logits, mx);
+  softmax_partial(logits, mx, labels.data(), 0, probs, sums);
+  softmax_finish(probs, mx, sums, scalars2);
+  check("vocabulary-parallel", scalars2, 3.f);  // (a tie counts: the ranks do not know the first)
 }
 
 // The CPU's bf16 GEMM (oneDNN) on operands it rounds itself equals float32 sgemm on operands
@@ -215,6 +268,7 @@ TEST(Backend, EveryOperationIsDispatchedToCuda) {
   Tensor t2 = Tensor::wrap(storage + 8, {2, 2}, Device::cuda);
   expect("copy", [&] { copy(t, t2); });
   expect("fill", [&] { fill(t, 0.f); });
+  expect("fill_columns", [&] { fill_columns(t, 1, 0.f); });
   expect("scale", [&] { scale(t, 1.f); });
   expect("softmax_cross_entropy", [&] { softmax_cross_entropy(t, labels, t, t); });
   expect("softmax_cross_entropy_backward", [&] { softmax_cross_entropy_backward(t, labels, 0, 1.f, t); });

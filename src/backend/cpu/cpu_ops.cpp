@@ -68,6 +68,68 @@ inline float exp_nonpositive(float y) {
   return e * scale;
 }
 
+// Softmax's row loops (a language model's logits: 50,304 wide for GPT-2's vocabulary, where the
+// loss took more of a small model's step than its GEMMs did with libm's double exp): the
+// exponentials in float without a library call, and a sum and a maximum with eight accumulators in
+// a fixed order, so they vectorize and give the same bits at any vector width. exp_or_zero is
+// exp_nonpositive that gives 0 (not exp(-87)) below -87: a masked logit (-inf) gets probability 0.
+inline float exp_or_zero(float y) { return y < -87.f ? 0.f : exp_nonpositive(y); }
+
+HPCT_VECTOR_CLONES void exp_shifted(const float* z, float shift, float* p, std::int64_t n) {
+  for (std::int64_t j = 0; j < n; ++j) p[j] = exp_or_zero(z[j] - shift);
+}
+
+// Eight lanes written out (GCC's vector extensions: one AVX register, or two SSE ones in the
+// baseline clone), so the reductions vectorize without reassociating: the same lanes, combined in
+// the same order, at any vector width.
+typedef float Floats8 __attribute__((vector_size(32)));
+typedef double Doubles4 __attribute__((vector_size(32)));
+
+HPCT_VECTOR_CLONES double sum_of(const float* p, std::int64_t n) {
+  Doubles4 lo = {0, 0, 0, 0}, hi = {0, 0, 0, 0};
+  std::int64_t j = 0;
+  for (; j + 8 <= n; j += 8) {
+    Floats8 v;
+    std::memcpy(&v, p + j, sizeof v);
+    lo += __builtin_convertvector(__builtin_shufflevector(v, v, 0, 1, 2, 3), Doubles4);
+    hi += __builtin_convertvector(__builtin_shufflevector(v, v, 4, 5, 6, 7), Doubles4);
+  }
+  double acc[8] = {lo[0], lo[1], lo[2], lo[3], hi[0], hi[1], hi[2], hi[3]};
+  for (int k = 0; j < n; ++j, ++k) acc[k] += static_cast<double>(p[j]);
+  return ((acc[0] + acc[1]) + (acc[2] + acc[3])) + ((acc[4] + acc[5]) + (acc[6] + acc[7]));
+}
+
+HPCT_VECTOR_CLONES float max_of(const float* z, std::int64_t n) {
+  Floats8 m = {-INFINITY, -INFINITY, -INFINITY, -INFINITY, -INFINITY, -INFINITY, -INFINITY, -INFINITY};
+  std::int64_t j = 0;
+  for (; j + 8 <= n; j += 8) {
+    Floats8 v;
+    std::memcpy(&v, z + j, sizeof v);
+    m = v > m ? v : m;
+  }
+  float acc[8] = {m[0], m[1], m[2], m[3], m[4], m[5], m[6], m[7]};
+  for (int k = 0; j < n; ++j, ++k) acc[k] = z[j] > acc[k] ? z[j] : acc[k];
+  float r = acc[0];
+  for (int k = 1; k < 8; ++k) r = acc[k] > r ? acc[k] : r;
+  return r;
+}
+
+HPCT_VECTOR_CLONES void scale_row(float* p, float factor, std::int64_t n) {
+  for (std::int64_t j = 0; j < n; ++j) p[j] *= factor;
+}
+
+HPCT_VECTOR_CLONES void add_row(float* __restrict y, const float* __restrict b, std::int64_t n) {
+  for (std::int64_t j = 0; j < n; ++j) y[j] += b[j];
+}
+
+// Whether `label` is the first position of the row's maximum `mx` (std::max_element's answer).
+bool first_maximum_at(const float* z, float mx, std::int64_t label) {
+  if (!(z[label] == mx)) return false;
+  for (std::int64_t j = 0; j < label; ++j)
+    if (z[j] == mx) return false;
+  return true;
+}
+
 // GELU's loops, compiled twice (vector_clones.hpp): the build targets any x86-64, and these
 // loops are where a GPT spends most of its non-GEMM time; ReLU's, where a CNN spends its.
 
@@ -126,10 +188,7 @@ void gemm(bool ta, bool tb, float alpha, const Tensor& a, const Tensor& b, float
 void add_bias(Tensor& y, const Tensor& bias) {
   HPCT_CHECK(y.cols() == bias.numel(), "add_bias: " + shape_string(y.shape()) + " + " + shape_string(bias.shape()));
   const std::int64_t n = y.cols();
-  for (std::int64_t i = 0; i < y.rows(); ++i) {
-    float* row = y.data() + i * n;
-    for (std::int64_t j = 0; j < n; ++j) row[j] += bias.data()[j];
-  }
+  for (std::int64_t i = 0; i < y.rows(); ++i) add_row(y.data() + i * n, bias.data(), n);
 }
 
 void add_bias_activation(Tensor& y, const Tensor& bias, Activation f, Tensor& z) {
@@ -205,6 +264,12 @@ void copy(const Tensor& src, Tensor& dst) {
 
 void fill(Tensor& t, float value) { std::fill(t.data(), t.data() + t.numel(), value); }
 
+void fill_columns(Tensor& y, std::int64_t first, float value) {
+  const std::int64_t n = y.cols();
+  HPCT_CHECK(first >= 0 && first <= n, "fill_columns: column " + std::to_string(first) + " of " + std::to_string(n));
+  for (std::int64_t i = 0; i < y.rows(); ++i) std::fill(y.data() + i * n + first, y.data() + (i + 1) * n, value);
+}
+
 void scale(Tensor& t, float factor) {
   float* p = t.data();
   const std::int64_t n = t.numel();
@@ -220,14 +285,13 @@ void softmax_cross_entropy(const Tensor& logits, const std::int32_t* labels, Ten
   for (std::int64_t i = 0; i < rows; ++i) {
     const float* z = logits.data() + i * n;
     float* p = probs.data() + i * n;
-    const float* top = std::max_element(z, z + n);
-    const float mx = *top;
-    double sum = 0;
-    for (std::int64_t j = 0; j < n; ++j) sum += std::exp(static_cast<double>(z[j] - mx));
-    for (std::int64_t j = 0; j < n; ++j) p[j] = static_cast<float>(std::exp(static_cast<double>(z[j] - mx)) / sum);
     HPCT_CHECK(labels[i] >= 0 && labels[i] < n, "label " + std::to_string(labels[i]) + " outside the logits");
+    const float mx = max_of(z, n);
+    exp_shifted(z, mx, p, n);
+    const double sum = sum_of(p, n);
+    scale_row(p, static_cast<float>(1.0 / sum), n);
     loss += std::log(sum) - static_cast<double>(z[labels[i]] - mx);
-    correct += (top - z) == labels[i];
+    correct += first_maximum_at(z, mx, labels[i]);
   }
   float* s = scalars.data();
   s[step_scalars::loss_sum] += static_cast<float>(loss);
@@ -250,8 +314,7 @@ void softmax_cross_entropy_backward(const Tensor& probs, const std::int32_t* lab
 void row_max(const Tensor& logits, Tensor& out) {
   const std::int64_t rows = logits.rows(), n = logits.cols();
   HPCT_CHECK(out.numel() == rows && n > 0, "row_max: out " + shape_string(out.shape()));
-  for (std::int64_t i = 0; i < rows; ++i)
-    out.data()[i] = *std::max_element(logits.data() + i * n, logits.data() + (i + 1) * n);
+  for (std::int64_t i = 0; i < rows; ++i) out.data()[i] = max_of(logits.data() + i * n, n);
 }
 
 void softmax_partial(const Tensor& logits, const Tensor& row_max, const std::int32_t* labels, std::int64_t label_offset,
@@ -263,12 +326,8 @@ void softmax_partial(const Tensor& logits, const Tensor& row_max, const std::int
     const float* z = logits.data() + i * n;
     float* p = probs.data() + i * n;
     const float mx = row_max.data()[i];
-    double sum = 0;
-    for (std::int64_t j = 0; j < n; ++j) {
-      const double e = std::exp(static_cast<double>(z[j] - mx));
-      p[j] = static_cast<float>(e);
-      sum += e;
-    }
+    exp_shifted(z, mx, p, n);
+    const double sum = sum_of(p, n);
     const std::int64_t label = labels[i] - label_offset;
     sums.data()[2 * i] = static_cast<float>(sum);
     sums.data()[2 * i + 1] = label >= 0 && label < n ? z[label] : 0.f;
@@ -283,8 +342,7 @@ void softmax_finish(Tensor& probs, const Tensor& row_max, const Tensor& sums, Te
   std::int64_t correct = 0;
   for (std::int64_t i = 0; i < rows; ++i) {
     const double sum = sums.data()[2 * i], mx = row_max.data()[i], label_logit = sums.data()[2 * i + 1];
-    const auto inv = static_cast<float>(1.0 / sum);
-    for (std::int64_t j = 0; j < n; ++j) probs.data()[i * n + j] *= inv;
+    scale_row(probs.data() + i * n, static_cast<float>(1.0 / sum), n);
     loss += std::log(sum) + mx - label_logit;
     correct += label_logit >= mx;
   }

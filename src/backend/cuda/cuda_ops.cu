@@ -118,6 +118,10 @@ __global__ void activation_backward_kernel(int f, const float* x, const float* d
 __global__ void fill_kernel(float* p, float v, i64 n) {
   for (i64 i = detail::global_index(); i < n; i += detail::grid_stride()) p[i] = v;
 }
+// Row r's columns first..first+width-1 of a [rows, n] tensor, element i of the rows x width block.
+__global__ void fill_columns_kernel(float* y, i64 first, i64 width, i64 n, float v, i64 total) {
+  for (i64 i = detail::global_index(); i < total; i += detail::grid_stride()) y[i / width * n + first + i % width] = v;
+}
 __global__ void scale_kernel(float* p, float f, i64 n) {
   for (i64 i = detail::global_index(); i < n; i += detail::grid_stride()) p[i] *= f;
 }
@@ -351,6 +355,12 @@ void copy(const Tensor& src, Tensor& dst) {
 }
 
 void fill(Tensor& t, float value) { launch(fill_kernel, t.numel(), t.data(), value, t.numel()); }
+
+void fill_columns(Tensor& y, std::int64_t first, float value) {
+  const i64 n = y.cols(), width = n - first;
+  HPCT_CHECK(first >= 0 && first <= n, "fill_columns: column " + std::to_string(first) + " of " + std::to_string(n));
+  launch(fill_columns_kernel, y.rows() * width, y.data(), first, width, n, value, y.rows() * width);
+}
 void scale(Tensor& t, float factor) { launch(scale_kernel, t.numel(), t.data(), factor, t.numel()); }
 
 void multiply(const Tensor& a, const Tensor& b, Tensor& out) {

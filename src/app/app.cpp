@@ -14,6 +14,8 @@
 #include <optional>
 #include <sstream>
 
+#include "hpctrain/backend/configure.hpp"
+#include "hpctrain/backend/configure.hpp"
 #include "hpctrain/backend/cuda/device_api.hpp"
 #include "hpctrain/checkpoint/checkpointing.hpp"
 #include "hpctrain/checkpoint/export.hpp"
@@ -482,7 +484,10 @@ int run_trainer(int argc, char** argv) {
     cfg.train.micro_batches = micro_batches_for(cfg.train, make_mesh_shape(world, cfg.parallel));
     startup.phase("setting up the ranks (node split, devices, process mesh, watchdog)");
     Runtime rt(cfg);
-    startup.finish();  // (the watchdog runs from here)
+    startup.finish();                         // (the watchdog runs from here)
+    if (rt.device().kind == DeviceKind::cpu)  // (rank 0's mask: a launcher binds every rank alike)
+      if (const std::string w = threads_beyond_cpus(cfg.kernels.threads, cpus_allowed()); !w.empty())
+        log0("warning: " + w);
     // Checked here too so that --dry-run reports it (the trainer checks it again).
     if (const std::string why = cuda_graphs_refusal(cfg, rt.device().kind, rt.mesh().size(MeshDim::dp)); !why.empty())
       throw bad_input(why);

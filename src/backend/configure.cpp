@@ -2,6 +2,10 @@
 #include "hpctrain/backend/configure.hpp"
 
 #include <cblas.h>
+#include <sched.h>
+
+#include <algorithm>
+#include <thread>
 
 #include "hpctrain/backend/cpu/onednn_conv.hpp"
 #include "hpctrain/backend/cpu/onednn_matmul.hpp"
@@ -28,6 +32,23 @@ std::string gemm_description(Device device) {
   if (device == Device::cuda) return "tensor-core GEMMs";
   if (cpu::bf16_math_enabled()) return std::string("bf16 GEMMs: oneDNN ") + cpu::bf16_gemm_implementation();
   return "float32: " + cpu::cpu_gemm_description();
+}
+
+int cpus_allowed() {
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  if (sched_getaffinity(0, sizeof set, &set) == 0) return std::max(1, CPU_COUNT(&set));
+  return static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+}
+
+std::string threads_beyond_cpus(int threads, int allowed) {
+  if (threads <= allowed) return "";
+  const std::string t = std::to_string(threads);
+  return "[kernels] threads = " + t + ", but this rank may run on " + std::to_string(allowed) + " CPU" +
+         (allowed == 1 ? "" : "s") +
+         " (its affinity mask: mpirun binds each rank to one core by default), so its threads take turns; "
+         "launch with mpirun --bind-to none or --map-by slot:PE=" +
+         t + " (Slurm: srun --cpus-per-task=" + t + ")";
 }
 
 }  // namespace hpctrain

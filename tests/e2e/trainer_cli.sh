@@ -43,6 +43,16 @@ check "--describe-layers where MPI cannot start" grep -qF '"name": "dense.0.weig
 check "--help under mpirun -np 2: one copy" \
   test "$("$mpirun" -q -np 2 --oversubscribe --bind-to none "$trainer" --help | grep -c "^usage:")" = 1
 
+# [kernels] threads beyond the CPUs a rank may run on (its affinity mask, as mpirun's default
+# binding to one core sets it; here taskset): one warning line naming the launch that fits.
+if command -v taskset >/dev/null; then
+  out=$(taskset -c 0 "$trainer" "$ini" --dry-run --set kernels.threads=2 2>&1)
+  check "threads = 2 on 1 CPU: one warning line naming --bind-to none" \
+    test "$(grep -c "warning: \[kernels\] threads = 2, but this rank may run on 1 CPU .*--bind-to none" <<<"$out")" = 1
+  out=$(taskset -c 0 "$trainer" "$ini" --dry-run --set kernels.threads=1 2>&1)
+  check "... threads = 1 on 1 CPU: no warning" test "$(grep -c "warning.*kernels.*threads" <<<"$out")" = 0
+fi
+
 # The mesh table: rank r must sit at dp = r / P, pp = r % P (P pipeline stages).
 grid_ok() {  # np M output
   local np=$1 m=$2 out=$3

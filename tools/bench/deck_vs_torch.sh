@@ -39,7 +39,7 @@ layers=$("$build/trainer" "$deck" --describe-model "${sets[@]}" 2>/dev/null |
 printf '[model]\nlayers = %s\nblock_size = %s\n[train]\nglobal_batch = %s\n' "$layers" "$context" "$batch" >"$tmp/torch.ini"
 
 # Warm-up steps are timed out of both: hpctrain's steady state starts after its first steps.
-mpirun -np "$ranks" --oversubscribe "$build/trainer" "$deck" "${sets[@]}" --set train.steps=$((steps + 2)) --set train.eval_every=0 \
+mpirun -np "$ranks" --oversubscribe --bind-to none "$build/trainer" "$deck" "${sets[@]}" --set train.steps=$((steps + 2)) --set train.eval_every=0 \
   --set log.log_every=1 --set run.out_dir="$tmp/ours" --set checkpoint.every_steps=0 \
   --set checkpoint.dir="$tmp/ckpt" --set checkpoint.space_check=off --set log.tensorboard=false >"$tmp/ours.log" 2>&1 ||
   { grep -m1 error "$tmp/ours.log" >&2; exit 1; }

@@ -25,4 +25,13 @@ void configure_backend(const BackendSettings& s);
 // How reduced-precision GEMMs run under the settings made, for the run summary.
 std::string gemm_description(Device device);
 
+// The CPUs this process may run on: its affinity mask (sched_getaffinity), which launchers set
+// (Open MPI binds each rank to one core when there are at most 2 ranks, to a socket above);
+// the machine's count where the mask cannot be read.
+int cpus_allowed();
+
+// For [kernels] threads = `threads` on a rank that may run on `allowed` CPUs: "" when they fit,
+// else a line saying the threads take turns on fewer CPUs and how to launch so they do not.
+std::string threads_beyond_cpus(int threads, int allowed);
+
 }  // namespace hpctrain

@@ -15,7 +15,6 @@
 #include <sstream>
 
 #include "hpctrain/backend/configure.hpp"
-#include "hpctrain/backend/configure.hpp"
 #include "hpctrain/backend/cuda/device_api.hpp"
 #include "hpctrain/checkpoint/checkpointing.hpp"
 #include "hpctrain/checkpoint/export.hpp"
@@ -68,7 +67,8 @@ po::options_description cli_options() {
       "generate", "language models: sample text from the checkpoint [checkpoint] resume selects (no dataset needed)")(
       "prompt", po::value<std::string>()->default_value(""), "--generate: the text to continue")(
       "tokens", po::value<std::int64_t>()->default_value(200), "--generate: how many tokens to sample")(
-      "temperature", po::value<double>()->default_value(1.0), "--generate: divide the logits by this (> 0)")(
+      "temperature", po::value<double>()->default_value(1.0),
+      "--generate: divide the logits by this (0: always the likeliest token, greedy)")(
       "top-k", po::value<std::int64_t>()->default_value(0), "--generate: sample among the k likeliest (0: all)")(
       "top-p", po::value<double>()->default_value(1.0),
       "--generate: then among the fewest likeliest holding this share of the probability (nucleus; 1: all)")(

@@ -4,10 +4,9 @@
 // later one only the token drawn last (attention keeps the keys and values of the earlier ones:
 // StepContext::decode_position), until the context fills block_size; from then on, and with
 // --no-kv-cache throughout, each token runs the whole window. Each token: the logits of the
-// context's last position divided by the temperature, the top k kept, then the fewest of those
-// holding top-p of their probability (nucleus sampling), and a draw from their softmax with a
-// uniform number keyed by ([run] seed, token number): the same text on one rank or on a
-// pipeline. With model parallelism the last stage draws and sends the token to the other stages.
+// context's last position drawn from (train/token_draw.hpp: temperature, top-k, top-p; greedy at
+// temperature 0) with a uniform number keyed by ([run] seed, token number): the same text on one
+// rank or on a pipeline. With model parallelism the last stage draws and sends the token to the other stages.
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -20,42 +19,10 @@
 #include "hpctrain/core/hash.hpp"
 #include "hpctrain/core/log.hpp"
 #include "hpctrain/data/text_import.hpp"
+#include "hpctrain/train/token_draw.hpp"
 #include "hpctrain/train/trainer.hpp"
 
 namespace hpctrain {
-
-namespace {
-// The next token from `logits` (one position): temperature, top-k, then a draw keyed by `key`.
-std::uint32_t draw(std::vector<float> logits, const SamplingOptions& o, std::uint64_t key) {
-  const auto v = static_cast<std::int64_t>(logits.size());
-  std::vector<std::int64_t> order(logits.size());
-  for (std::int64_t i = 0; i < v; ++i) order[static_cast<std::size_t>(i)] = i;
-  std::int64_t k = o.top_k > 0 ? std::min(o.top_k, v) : v;
-  std::stable_sort(order.begin(), order.end(), [&](std::int64_t a, std::int64_t b) {
-    return logits[static_cast<std::size_t>(a)] > logits[static_cast<std::size_t>(b)];
-  });
-  const double top = logits[static_cast<std::size_t>(order[0])];
-  std::vector<double> p(static_cast<std::size_t>(k));
-  double sum = 0;
-  for (std::int64_t i = 0; i < k; ++i)
-    sum += p[static_cast<std::size_t>(i)] =
-        std::exp((logits[static_cast<std::size_t>(order[static_cast<std::size_t>(i)])] - top) / o.temperature);
-  if (o.top_p < 1) {  // nucleus sampling: the fewest likeliest tokens that hold top_p of the probability
-    double mass = 0;
-    std::int64_t keep = 0;
-    while (keep < k && mass < o.top_p * sum) mass += p[static_cast<std::size_t>(keep++)];
-    k = std::max<std::int64_t>(keep, 1);
-    sum = mass;
-  }
-  const double u = static_cast<double>(splitmix64(key) >> 11) / 9007199254740992.0 * sum;  // [0, sum)
-  double acc = 0;
-  for (std::int64_t i = 0; i < k; ++i) {
-    acc += p[static_cast<std::size_t>(i)];
-    if (u < acc) return static_cast<std::uint32_t>(order[static_cast<std::size_t>(i)]);
-  }
-  return static_cast<std::uint32_t>(order[static_cast<std::size_t>(k - 1)]);
-}
-}  // namespace
 
 DatasetIndex generation_index(const Config& cfg, Runtime& rt) {
   const auto v = compute_on_root(rt.world(), [&]() -> std::vector<std::string> {
@@ -116,16 +83,14 @@ std::uint32_t Trainer::next_token(Tensor& input, std::int64_t len, std::int64_t 
     const Tensor& out = model_->output();
     const std::int64_t stride = out.shape().back(), row = from >= 0 ? len - from - 1 : len - 1;
     std::vector<float> logits = to_host(out.view(row * stride, {index_.train.num_classes}));
-    next = draw(std::move(logits), o, cfg_.run.seed ^ splitmix64(0x67656E + static_cast<std::uint64_t>(n)));
+    next = draw_token(logits, o, cfg_.run.seed ^ splitmix64(0x67656E + static_cast<std::uint64_t>(n)));
   }
   executor_->share_from_output(next);
   return next;
 }
 
 int Trainer::generate(const SamplingOptions& o) {
-  if (!(o.temperature > 0)) throw bad_input("--temperature must be > 0");
-  if (o.tokens < 0 || o.top_k < 0) throw bad_input("--tokens and --top-k must be >= 0");
-  if (!(o.top_p > 0 && o.top_p <= 1)) throw bad_input("--top-p must be in (0, 1]");
+  check_sampling_options(o);
   if (rt_.mesh().size(MeshDim::tp) > 1)
     throw bad_input("--generate draws from whole logit rows, which [parallel] tensor_parallel = " +
                     std::to_string(rt_.mesh().size(MeshDim::tp)) +

@@ -257,6 +257,7 @@ draw() { run 1 --generate --prompt "The " --tokens 40 "$@" 2>/dev/null | sed -n 
 greedy=$(draw --top-k 1) nucleus=$(draw --top-p 1e-9)
 check "--top-p 1e-9 is greedy, as --top-k 1 ($(head -c 30 <<<"$greedy" | tr '\n' ' '))" test -n "$greedy" -a "$greedy" = "$nucleus"
 check "... and sampling without it is not greedy (the control)" test "${g1:4:40}" != "${greedy:4:40}"
+check "--temperature 0 is greedy too" test "$(draw --temperature 0)" = "$greedy"
 expect_error "--top-p outside (0, 1]" "top-p must be in (0, 1]" run 1 --generate --tokens 2 --top-p 0
 expect_error "a prompt outside the vocabulary" "is not in the model's vocabulary" \
   run 1 --generate --prompt "日本" --tokens 5

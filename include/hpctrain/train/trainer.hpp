@@ -38,6 +38,7 @@
 #include "hpctrain/train/memory_estimate.hpp"
 #include "hpctrain/train/run_report.hpp"
 #include "hpctrain/train/schedule.hpp"
+#include "hpctrain/train/token_draw.hpp"
 #include "hpctrain/train/system_monitor.hpp"
 
 namespace hpctrain {
@@ -46,15 +47,6 @@ class Checkpointer;
 struct SamplerState;
 
 // trainer --generate: sampling from a language model's checkpoint (train/generation.cpp).
-struct SamplingOptions {
-  std::string prompt;  // the text the sample continues ("" allowed)
-  std::int64_t tokens = 200;
-  double temperature = 1.0;  // logits / temperature before the softmax
-  std::int64_t top_k = 0;    // sample among the k most likely tokens (0: all)
-  double top_p = 1.0;        // then among the fewest likeliest holding this share of the probability (1: all)
-  bool kv_cache = true;      // reuse the keys and values of the positions run before (false: --no-kv-cache)
-};
-
 // A weight tied across pipeline stages: its gradient is summed over the stages of a replica.
 struct TieSync {
   std::int64_t count = 0;              // its elements

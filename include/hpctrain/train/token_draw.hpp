@@ -1,0 +1,31 @@
+// How --generate picks the next token from one position's logits (train/generation.cpp): the
+// options, and the draw itself, a pure function of the logits, the options and a key.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace hpctrain {
+
+struct SamplingOptions {
+  std::string prompt;  // the text the sample continues ("" allowed)
+  std::int64_t tokens = 200;
+  double temperature = 1.0;  // logits / temperature before the softmax (0: the likeliest token, greedy)
+  std::int64_t top_k = 0;    // sample among the k most likely tokens (0: all)
+  double top_p = 1.0;        // then among the fewest likeliest holding this share of the probability (1: all)
+  bool kv_cache = true;      // reuse the keys and values of the positions run before (false: --no-kv-cache)
+};
+
+// bad_input for options out of range (temperature >= 0, tokens and top_k >= 0, top_p in (0, 1]).
+void check_sampling_options(const SamplingOptions& o);
+
+// The next token: with temperature 0 the likeliest (the lowest id among equals); else a draw from
+// softmax(logits / temperature) over the top_k likeliest (all with 0), then over the fewest of
+// those holding top_p of their probability, with a uniform number made from `key`. Over the whole
+// vocabulary (top_k 0, top_p 1) the draw walks the tokens in id order and sorts nothing; with
+// top_k or top_p it walks them likeliest first (equal logits: the lower id first), sorting only
+// as many as it needs.
+std::uint32_t draw_token(const std::vector<float>& logits, const SamplingOptions& o, std::uint64_t key);
+
+}  // namespace hpctrain

@@ -1,0 +1,113 @@
+// --generate's draw (train/token_draw.hpp): greedy at temperature 0, and over many keys the
+// frequencies of softmax(logits / temperature) restricted to the top k, then to the nucleus of
+// top p, against those computed here in double (4 binomial standard deviations of 40,000 draws);
+// on a vocabulary of 50,257 the nucleus is the one a full sort finds.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <numeric>
+#include <random>
+#include <vector>
+
+#include "hpctrain/core/error.hpp"
+#include "hpctrain/train/token_draw.hpp"
+
+using namespace hpctrain;
+
+namespace {
+constexpr int kDraws = 40000;
+
+SamplingOptions options(double temperature, std::int64_t top_k, double top_p) {
+  SamplingOptions o;
+  o.temperature = temperature;
+  o.top_k = top_k;
+  o.top_p = top_p;
+  return o;
+}
+
+std::vector<double> frequencies(const std::vector<float>& logits, const SamplingOptions& o) {
+  std::vector<double> f(logits.size(), 0.0);
+  for (int key = 0; key < kDraws; ++key) f[draw_token(logits, o, 0x5eed0000u + static_cast<std::uint64_t>(key))] += 1;
+  for (double& x : f) x /= kDraws;
+  return f;
+}
+
+// softmax(logits / t) over `kept` (ids), 0 elsewhere.
+std::vector<double> expected(const std::vector<float>& logits, double t, const std::vector<std::size_t>& kept) {
+  std::vector<double> p(logits.size(), 0.0);
+  double sum = 0;
+  for (std::size_t id : kept) sum += p[id] = std::exp(logits[id] / t);
+  for (double& x : p) x /= sum;
+  return p;
+}
+
+void expect_frequencies(const std::vector<double>& got, const std::vector<double>& want, const char* what) {
+  for (std::size_t i = 0; i < got.size(); ++i) {
+    const double sd = std::sqrt(std::max(want[i] * (1 - want[i]), 1e-12) / kDraws);
+    if (want[i] == 0)
+      EXPECT_EQ(got[i], 0.0) << what << ": token " << i << " is outside the kept ones";
+    else
+      EXPECT_NEAR(got[i], want[i], 4 * sd) << what << ": token " << i;
+  }
+}
+
+const std::vector<float> kLogits{1.0f, 2.5f, 0.2f, 2.0f, -1.0f, 1.5f};  // likeliest: 1, 3, 5, 0, 2, 4
+}  // namespace
+
+TEST(TokenDraw, TemperatureZeroIsTheLikeliestTheLowestIdAmongEquals) {
+  EXPECT_EQ(draw_token(kLogits, options(0, 0, 1), 1), 1u);
+  EXPECT_EQ(draw_token({0.f, 3.f, 1.f, 3.f}, options(0, 0, 1), 7), 1u);
+  EXPECT_EQ(draw_token(kLogits, options(1, 1, 1), 99), 1u);  // (--top-k 1: the same)
+}
+
+TEST(TokenDraw, WholeVocabularyAtTwoTemperatures) {
+  const std::vector<std::size_t> all{0, 1, 2, 3, 4, 5};
+  expect_frequencies(frequencies(kLogits, options(1, 0, 1)), expected(kLogits, 1, all), "temperature 1");
+  expect_frequencies(frequencies(kLogits, options(2.5, 0, 1)), expected(kLogits, 2.5, all), "temperature 2.5");
+}
+
+TEST(TokenDraw, TopKThenTopP) {
+  expect_frequencies(frequencies(kLogits, options(1, 3, 1)), expected(kLogits, 1, {1, 3, 5}), "top-k 3");
+  // softmax: token 1 0.41, 3 0.25, 5 0.15, 0 0.09, ...: top-p 0.6 keeps 1 and 3 (0.66)
+  const std::vector<double> p = expected(kLogits, 1, {0, 1, 2, 3, 4, 5});
+  ASSERT_LT(p[1], 0.6);
+  ASSERT_GE(p[1] + p[3], 0.6);
+  expect_frequencies(frequencies(kLogits, options(1, 0, 0.6)), expected(kLogits, 1, {1, 3}), "top-p 0.6");
+  // top-k 2 then top-p 0.5 of those two: token 1 holds 0.62 of them alone
+  expect_frequencies(frequencies(kLogits, options(1, 2, 0.5)), expected(kLogits, 1, {1}), "top-k 2, top-p 0.5");
+}
+
+// GPT-2's vocabulary width: the nucleus (more than the first 256 sorted: the draw sorts more) is
+// the one a full sort finds, and nothing outside it is drawn.
+TEST(TokenDraw, NucleusOfAWideVocabularyAsAFullSortFindsIt) {
+  std::mt19937 rng(5);
+  std::normal_distribution<float> z(0.f, 1.f);
+  std::vector<float> logits(50257);
+  for (float& x : logits) x = z(rng);
+  std::vector<std::size_t> order(logits.size());
+  std::iota(order.begin(), order.end(), 0);
+  std::stable_sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) { return logits[a] > logits[b]; });
+  double total = 0;
+  for (float x : logits) total += std::exp(x);
+  std::vector<std::size_t> nucleus;
+  for (double mass = 0; mass < 0.3 * total;) {
+    nucleus.push_back(order[nucleus.size()]);
+    mass += std::exp(logits[nucleus.back()]);
+  }
+  ASSERT_GT(nucleus.size(), 256u);
+  std::vector<bool> inside(logits.size(), false);
+  for (std::size_t id : nucleus) inside[id] = true;
+  for (int key = 0; key < 200; ++key) {
+    const std::uint32_t id = draw_token(logits, options(1, 0, 0.3), static_cast<std::uint64_t>(key));
+    ASSERT_TRUE(inside[id]) << "token " << id << " outside the nucleus of " << nucleus.size();
+  }
+}
+
+TEST(TokenDraw, OptionsOutOfRangeAreOneLine) {
+  EXPECT_THROW(check_sampling_options(options(-0.5, 0, 1)), Error);
+  EXPECT_THROW(check_sampling_options(options(1, -1, 1)), Error);
+  EXPECT_THROW(check_sampling_options(options(1, 0, 0)), Error);
+  EXPECT_THROW(check_sampling_options(options(1, 0, 1.5)), Error);
+  EXPECT_NO_THROW(check_sampling_options(options(0, 0, 1)));
+}

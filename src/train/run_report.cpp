@@ -37,6 +37,10 @@ void put(std::ostream& os, const T& v) {
 void put(std::ostream& os, const std::optional<double>& v) {
   if (v) os << *v;
 }
+void put(std::ostream& os, const std::string& v);
+void put(std::ostream& os, const std::optional<std::string>& v) {
+  if (v) put(os, *v);
+}
 void put(std::ostream& os, const std::string& v) {  // a JSON string: quotes, backslashes and controls escaped
   os << '"';
   for (const char c : v) {
@@ -193,7 +197,8 @@ std::string RunReport::summary_json(const RunSummary& s) {
   const char* sep = "{\n  ";
   visit_summary(s, [&](const char* name, const auto& v) {
     os << sep << '"' << name << "\": ";
-    if constexpr (std::is_same_v<std::decay_t<decltype(v)>, std::optional<double>>) {
+    using V = std::decay_t<decltype(v)>;
+    if constexpr (std::is_same_v<V, std::optional<double>> || std::is_same_v<V, std::optional<std::string>>) {
       if (!v) os << "null";  // (JSON has no empty value)
     }
     put(os, v);
@@ -209,19 +214,22 @@ std::string RunReport::done_line(const RunSummary& s) {
   const std::string cost = s.price_per_device_hour > 0 ? ", cost " + fixed_text(s.cost(), 4) : "";
   const auto T = static_cast<double>(s.tokens_per_sample);
   char speed[256], eval[400], rest[320];
-  if (s.tokens_per_sample) {
+  if (s.tokens_per_sample)
     std::snprintf(speed, sizeof speed, "%.0f tokens/s (steady state %.0f%s)", s.samples_per_s * T,
                   s.steady_samples_per_s * T, flops_text(s.steady_model_flops_per_s(), s.steady_mfu_pct()).c_str());
+  else
+    std::snprintf(speed, sizeof speed, "%.0f samples/s (steady state %.0f)", s.samples_per_s, s.steady_samples_per_s);
+  if (!s.evaluated()) {
+    std::snprintf(eval, sizeof eval, "not evaluated (the dataset has no val or test split)");
+  } else if (s.tokens_per_sample) {
     char bpb[48] = "";
     if (s.final_bits_per_byte) std::snprintf(bpb, sizeof bpb, ", bits per byte %.4f", *s.final_bits_per_byte);
     std::snprintf(eval, sizeof eval, "%s loss %.4f, perplexity %.3f%s (%lld tokens)", s.final_split.c_str(),
                   s.final_loss, std::exp(s.final_loss), bpb, static_cast<long long>(s.final_samples));
   } else if (s.final_mae) {
-    std::snprintf(speed, sizeof speed, "%.0f samples/s (steady state %.0f)", s.samples_per_s, s.steady_samples_per_s);
     std::snprintf(eval, sizeof eval, "%s loss %.4f, %s (%lld samples)", s.final_split.c_str(), s.final_loss,
                   s.final_mae_text.c_str(), static_cast<long long>(s.final_samples));
   } else {
-    std::snprintf(speed, sizeof speed, "%.0f samples/s (steady state %.0f)", s.samples_per_s, s.steady_samples_per_s);
     std::snprintf(eval, sizeof eval, "%s accuracy %.2f%% (%lld samples)", s.final_split.c_str(), 100 * s.final_accuracy,
                   static_cast<long long>(s.final_samples));
   }

@@ -240,3 +240,25 @@ TEST(RunReport, CsvProgressLineAndSummaryComeFromTheSameFigures) {
       << RunReport::summary_json(s);
   EXPECT_EQ(js.substr(js.size() - 3), "\n}\n");  // closed
 }
+
+// Without a val or test split nothing is evaluated: the done line says so and summary.json's
+// final evaluation is null (it printed "eval loss 0.0000, perplexity 1.000 (0 tokens)").
+TEST(RunReport, NothingEvaluatedIsNotALossOfZero) {
+  RunSummary s;
+  s.tokens_per_sample = 64;
+  s.final_split = "eval";
+  const std::string line = RunReport::done_line(s), js = RunReport::summary_json(s);
+  EXPECT_NE(line.find("| not evaluated (the dataset has no val or test split) |"), std::string::npos) << line;
+  EXPECT_EQ(line.find("perplexity"), std::string::npos) << line;
+  EXPECT_NE(js.find("\"final_eval_split\": null,\n  \"final_eval_loss\": null,\n  \"final_eval_accuracy\": null,\n  "
+                    "\"final_eval_samples\": 0,\n  \"final_eval_perplexity\": null,"),
+            std::string::npos)
+      << js;
+  s.final_samples = 100;  // evaluated
+  s.final_loss = 2;
+  EXPECT_NE(RunReport::done_line(s).find("| eval loss 2.0000, perplexity 7.389 (100 tokens) |"), std::string::npos)
+      << RunReport::done_line(s);
+  EXPECT_NE(RunReport::summary_json(s).find("\"final_eval_split\": \"eval\",\n  \"final_eval_loss\": 2,"),
+            std::string::npos)
+      << RunReport::summary_json(s);
+}

@@ -116,7 +116,8 @@ struct RunSummary {
   std::optional<double> final_bits_per_byte;  // language models: the final evaluation's (EvalResult)
   double staging_s = 0;                       // [data] stage_dir: the copy to node-local storage before the run
   std::string final_mae_text;                 // ... and per target (EvalResult::mae_text)
-  std::int64_t final_samples = 0;
+  std::int64_t final_samples = 0;             // 0: nothing evaluated (the dataset has no val or test split)
+  bool evaluated() const { return final_samples > 0; }
   double rank_hours = 0, price_per_device_hour = 0;
   double step_time_s_min = 0, step_time_s_max = 0, peak_bytes_per_rank = 0;
   double optimizer_state_bytes_per_rank = 0;  // the most any rank holds ([parallel] shard: ~1/D)
@@ -244,13 +245,13 @@ void visit_summary(const RunSummary& s, Visit&& v) {
   v("gpu_hours", s.gpu_hours);
   v("gpu_energy_kwh", s.gpu_energy_kwh);
   // The final evaluation (the test split, else the validation split): on every run, also
-  // without a test split (test_* above are -1 then).
-  v("final_eval_split", s.final_split);
-  v("final_eval_loss", s.final_loss);
-  v("final_eval_accuracy", s.final_accuracy);
+  // without a test split (test_* above are -1 then); null without either split.
+  const auto if_evaluated = [&](double x) { return s.evaluated() ? std::optional<double>(x) : std::nullopt; };
+  v("final_eval_split", s.evaluated() ? std::optional<std::string>(s.final_split) : std::nullopt);
+  v("final_eval_loss", if_evaluated(s.final_loss));
+  v("final_eval_accuracy", if_evaluated(s.final_accuracy));
   v("final_eval_samples", s.final_samples);  // (language models: tokens)
-  v("final_eval_perplexity",
-    s.tokens_per_sample ? std::optional<double>(std::exp(s.final_loss)) : std::optional<double>());
+  v("final_eval_perplexity", s.tokens_per_sample ? if_evaluated(std::exp(s.final_loss)) : std::nullopt);
   v("final_eval_mae", s.final_mae);
   v("final_eval_bits_per_byte", s.final_bits_per_byte);
   v("staging_s", s.staging_s);  // (not in wall_s: MLPerf HPC reports it apart)

@@ -28,6 +28,8 @@ ids() {  # shard: its ids, space-separated
 }
 out=$(imp --input "$tmp/a.txt" "$tmp/b.txt" --out "$tmp/files" --val-fraction 0 --threads 2 2>&1)
 check "import-text --tokenizer gpt2 of two files exits 0 ($(tail -1 <<<"$out"))" grep -q "MB/s" <<<"$out"
+check "... --val-fraction 0: it says there is no val split, and makes no val folder" \
+  test "$(grep -c "and no val split (--val-fraction 0)" <<<"$out")" = 1 -a ! -e "$tmp/files/val"
 want="50256 $("$data_tool" tokenize --vocab "$pkg" --input "$tmp/a.txt") 50256 $("$data_tool" tokenize --vocab "$pkg" --input "$tmp/b.txt")"
 got=$(ids "$tmp/files/train/tokens-00000.h5")
 check "each file is <|endoftext|> then its ids (the ids tokenize gives)" test "$got" = "$want"

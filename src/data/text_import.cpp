@@ -346,7 +346,8 @@ std::vector<std::uint32_t> tokenize_inputs(const TextImportOptions& o, Vocabular
 TextImportResult import_text(const TextImportOptions& o) {
   if (o.inputs.empty()) throw bad_input("import-text: give at least one --input FILE");
   if (!(o.val_fraction >= 0 && o.val_fraction < 1)) throw bad_input("--val-fraction must be in [0, 1)");
-  if (o.shards < 1) throw bad_input("--shards must be >= 1");
+  if (o.shards < 1 || o.shards > 99999)  // (tokens-00000.h5 .. tokens-99999.h5: the reader takes them in name order)
+    throw bad_input("--shards must be 1 to 99999");
   TextImportResult r;
   Vocabulary vocab = Vocabulary::byte();
   const auto ids = tokenize_inputs(o, vocab, r);
@@ -356,6 +357,13 @@ TextImportResult import_text(const TextImportOptions& o) {
   if (train < 1 || (o.val_fraction > 0 && train >= n))
     throw bad_input("import-text: " + std::to_string(n) + " tokens are too few for --val-fraction " +
                     std::to_string(o.val_fraction));
+  constexpr std::int64_t kShardTokens =
+      1024;  // the fewest a shard of several holds (a file per window or two helps no one)
+  if (o.shards > 1 && train / o.shards < kShardTokens)
+    throw bad_input("--shards " + std::to_string(o.shards) + ": " + std::to_string(train) +
+                    " train tokens make shards of " + std::to_string(train / o.shards) + " tokens; at most " +
+                    std::to_string(std::max<std::int64_t>(1, train / kShardTokens)) + " shards of " +
+                    std::to_string(kShardTokens) + " tokens or more");
   prepare_split_dir(o.out + "/train", o.force);
   if (o.val_fraction > 0) prepare_split_dir(o.out + "/val", o.force);
   const std::int64_t per = (train + o.shards - 1) / o.shards;

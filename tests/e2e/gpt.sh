@@ -51,6 +51,10 @@ expect_error() { # description pattern command...: exit 2 and the message
   check "$what: exit 2 ($rc)" test $rc -eq 2
   check "... says: $pattern" grep -q "$pattern" <<<"$msg"
 }
+expect_error "import-text --shards that leave shards of fewer than 1024 tokens" \
+  "shards 300: 198000 train tokens make shards of 660 tokens; at most 193 shards" \
+  "$data_tool" import-text --input text.txt --out many --val-fraction 0.1 --shards 300
+check "... and writes nothing" test ! -e many
 mkbad() { # name tokenizer tokens
   mkdir -p "bad-$1/train"
   $py -c "import h5py, numpy as np

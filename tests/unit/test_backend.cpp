@@ -11,6 +11,7 @@
 
 #include "hpctrain/backend/checks.hpp"
 #include "hpctrain/backend/column_sums.hpp"
+#include "hpctrain/backend/configure.hpp"
 #include "hpctrain/backend/cpu/onednn_conv.hpp"
 #include "hpctrain/backend/cpu/onednn_matmul.hpp"
 #include "hpctrain/backend/cuda/device_api.hpp"
@@ -97,6 +98,50 @@ TEST(Backend, SoftmaxCrossEntropyOnWideRowsAgainstDouble) {
   softmax_partial(logits, mx, labels.data(), 0, probs, sums);
   softmax_finish(probs, mx, sums, scalars2);
   check("vocabulary-parallel", scalars2, 3.f);  // (a tie counts: the ranks do not know the first)
+}
+
+// The loss, the sum of squares (gradient clipping) and AdamW run on the [kernels] threads; their
+// pieces do not depend on the thread count, so 1 and 3 threads give the same bits.
+TEST(Backend, ThreadedLoopsGiveTheSameBitsOnAnyThreadCount) {
+  Allocator alloc;
+  const std::int64_t rows = 37, n = 5003, big = 300001;
+  const auto v = random_values(rows * n, 21), g = random_values(big, 22);
+  std::vector<std::int32_t> labels(static_cast<std::size_t>(rows));
+  for (std::int64_t i = 0; i < rows; ++i) labels[static_cast<std::size_t>(i)] = static_cast<std::int32_t>(i * 131 % n);
+  struct Out {
+    std::vector<float> probs, scalars, w, m, vv;
+    double squares = 0;
+  };
+  const auto run = [&](int threads) {
+    configure_backend({Device::cpu, threads});
+    Tensor logits = Tensor::zeros({rows, n}, alloc), probs = Tensor::zeros({rows, n}, alloc);
+    for (std::int64_t i = 0; i < rows * n; ++i) logits.data()[i] = 9.f * v[static_cast<std::size_t>(i)];
+    Tensor scalars = step_scalars::make(alloc);
+    softmax_cross_entropy(logits, labels.data(), probs, scalars);
+    Tensor w = Tensor::zeros({big}, alloc), grad = Tensor::zeros({big}, alloc), m = Tensor::zeros({big}, alloc),
+           vv = Tensor::zeros({big}, alloc);
+    std::copy(g.begin(), g.end(), grad.data());
+    std::copy(g.rbegin(), g.rend(), w.data());
+    scalars.data()[step_scalars::learning_rate] = 1e-3f;
+    scalars.data()[step_scalars::adam_step] = 1.f;
+    adam_update(w, grad, m, vv, scalars, 0.9f, 0.95f, 1e-8f, 0.1f, true);
+    Out o;
+    o.squares = sum_of_squares(grad);
+    o.probs.assign(probs.data(), probs.data() + probs.numel());
+    o.scalars.assign(scalars.data(), scalars.data() + scalars.numel());
+    o.w.assign(w.data(), w.data() + big);
+    o.m.assign(m.data(), m.data() + big);
+    o.vv.assign(vv.data(), vv.data() + big);
+    return o;
+  };
+  const Out one = run(1), three = run(3);
+  configure_backend({Device::cpu, 1});
+  EXPECT_EQ(std::memcmp(&one.squares, &three.squares, sizeof(double)), 0) << one.squares << " " << three.squares;
+  EXPECT_EQ(one.probs, three.probs);
+  EXPECT_EQ(one.scalars, three.scalars);
+  EXPECT_EQ(one.w, three.w);
+  EXPECT_EQ(one.m, three.m);
+  EXPECT_EQ(one.vv, three.vv);
 }
 
 // The CPU's bf16 GEMM (oneDNN) on operands it rounds itself equals float32 sgemm on operands

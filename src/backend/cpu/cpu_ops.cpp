@@ -8,10 +8,14 @@
 #if defined(__x86_64__)
 #include <immintrin.h>
 #endif
+#if defined(_OPENMP)
+#include <omp.h>
+#endif
 
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <vector>
 
 #include "hpctrain/backend/checks.hpp"
 #include "hpctrain/backend/cpu/onednn_matmul.hpp"
@@ -128,6 +132,26 @@ bool first_maximum_at(const float* z, float mx, std::int64_t label) {
   for (std::int64_t j = 0; j < label; ++j)
     if (z[j] == mx) return false;
   return true;
+}
+
+// body(begin, end) over [0, n) in pieces of `grain`, on the [kernels] threads (OpenMP's pool,
+// sized by configure_backend) where the build has OpenMP (with oneDNN), else in order. The pieces
+// do not depend on the thread count: code that sums per piece and then over the pieces in order
+// gives the same bits with any number of threads. `body` must not throw (an exception cannot
+// leave an OpenMP region).
+constexpr std::int64_t kElementGrain = 1 << 16;  // element-wise loops' piece: 256 KiB of float32
+
+template <class Body>
+void parallel_pieces(std::int64_t n, std::int64_t grain, const Body& body) {
+  const std::int64_t pieces = (n + grain - 1) / grain;
+#if defined(_OPENMP)
+  if (pieces > 1 && omp_get_max_threads() > 1) {
+#pragma omp parallel for schedule(static)
+    for (std::int64_t c = 0; c < pieces; ++c) body(c * grain, std::min(n, (c + 1) * grain));
+    return;
+  }
+#endif
+  for (std::int64_t c = 0; c < pieces; ++c) body(c * grain, std::min(n, (c + 1) * grain));
 }
 
 // GELU's loops, compiled twice (vector_clones.hpp): the build targets any x86-64, and these
@@ -280,18 +304,25 @@ void softmax_cross_entropy(const Tensor& logits, const std::int32_t* labels, Ten
   same_size(logits, probs, "softmax");
   HPCT_CHECK(scalars.numel() >= step_scalars::count, "softmax: step scalars too small");
   const std::int64_t rows = logits.rows(), n = logits.cols();
-  double loss = 0;
-  std::int64_t correct = 0;
-  for (std::int64_t i = 0; i < rows; ++i) {
+  for (std::int64_t i = 0; i < rows; ++i)
+    HPCT_CHECK(labels[i] >= 0 && labels[i] < n, "label " + std::to_string(labels[i]) + " outside the logits");
+  std::vector<double> row_loss(static_cast<std::size_t>(rows));  // (added in row order below: any thread count)
+  std::vector<char> row_correct(static_cast<std::size_t>(rows));
+  parallel_pieces(rows, 1, [&](std::int64_t i, std::int64_t) {
     const float* z = logits.data() + i * n;
     float* p = probs.data() + i * n;
-    HPCT_CHECK(labels[i] >= 0 && labels[i] < n, "label " + std::to_string(labels[i]) + " outside the logits");
     const float mx = max_of(z, n);
     exp_shifted(z, mx, p, n);
     const double sum = sum_of(p, n);
     scale_row(p, static_cast<float>(1.0 / sum), n);
-    loss += std::log(sum) - static_cast<double>(z[labels[i]] - mx);
-    correct += first_maximum_at(z, mx, labels[i]);
+    row_loss[static_cast<std::size_t>(i)] = std::log(sum) - static_cast<double>(z[labels[i]] - mx);
+    row_correct[static_cast<std::size_t>(i)] = first_maximum_at(z, mx, labels[i]);
+  });
+  double loss = 0;
+  std::int64_t correct = 0;
+  for (std::int64_t i = 0; i < rows; ++i) {
+    loss += row_loss[static_cast<std::size_t>(i)];
+    correct += row_correct[static_cast<std::size_t>(i)];
   }
   float* s = scalars.data();
   s[step_scalars::loss_sum] += static_cast<float>(loss);
@@ -303,18 +334,18 @@ void softmax_cross_entropy_backward(const Tensor& probs, const std::int32_t* lab
                                     float grad_scale, Tensor& dlogits) {
   same_size(probs, dlogits, "softmax backward");
   const std::int64_t n = probs.cols();
-  for (std::int64_t i = 0; i < probs.rows(); ++i) {
+  parallel_pieces(probs.rows(), 1, [&](std::int64_t i, std::int64_t) {
     const float* p = probs.data() + i * n;
     float* d = dlogits.data() + i * n;
     const std::int64_t label = labels[i] - label_offset;  // (outside [0, n): another rank's block)
     for (std::int64_t j = 0; j < n; ++j) d[j] = grad_scale * (p[j] - (j == label ? 1.f : 0.f));
-  }
+  });
 }
 
 void row_max(const Tensor& logits, Tensor& out) {
   const std::int64_t rows = logits.rows(), n = logits.cols();
   HPCT_CHECK(out.numel() == rows && n > 0, "row_max: out " + shape_string(out.shape()));
-  for (std::int64_t i = 0; i < rows; ++i) out.data()[i] = max_of(logits.data() + i * n, n);
+  parallel_pieces(rows, 1, [&](std::int64_t i, std::int64_t) { out.data()[i] = max_of(logits.data() + i * n, n); });
 }
 
 void softmax_partial(const Tensor& logits, const Tensor& row_max, const std::int32_t* labels, std::int64_t label_offset,
@@ -322,7 +353,7 @@ void softmax_partial(const Tensor& logits, const Tensor& row_max, const std::int
   same_size(logits, probs, "softmax_partial");
   const std::int64_t rows = logits.rows(), n = logits.cols();
   HPCT_CHECK(row_max.numel() == rows && sums.numel() == 2 * rows, "softmax_partial: row_max or sums");
-  for (std::int64_t i = 0; i < rows; ++i) {
+  parallel_pieces(rows, 1, [&](std::int64_t i, std::int64_t) {
     const float* z = logits.data() + i * n;
     float* p = probs.data() + i * n;
     const float mx = row_max.data()[i];
@@ -331,18 +362,20 @@ void softmax_partial(const Tensor& logits, const Tensor& row_max, const std::int
     const std::int64_t label = labels[i] - label_offset;
     sums.data()[2 * i] = static_cast<float>(sum);
     sums.data()[2 * i + 1] = label >= 0 && label < n ? z[label] : 0.f;
-  }
+  });
 }
 
 void softmax_finish(Tensor& probs, const Tensor& row_max, const Tensor& sums, Tensor& scalars) {
   HPCT_CHECK(scalars.numel() >= step_scalars::count, "softmax_finish: step scalars too small");
   const std::int64_t rows = probs.rows(), n = probs.cols();
   HPCT_CHECK(row_max.numel() == rows && sums.numel() == 2 * rows, "softmax_finish: row_max or sums");
+  parallel_pieces(rows, 1, [&](std::int64_t i, std::int64_t) {
+    scale_row(probs.data() + i * n, static_cast<float>(1.0 / static_cast<double>(sums.data()[2 * i])), n);
+  });
   double loss = 0;
   std::int64_t correct = 0;
   for (std::int64_t i = 0; i < rows; ++i) {
     const double sum = sums.data()[2 * i], mx = row_max.data()[i], label_logit = sums.data()[2 * i + 1];
-    scale_row(probs.data() + i * n, static_cast<float>(1.0 / sum), n);
     loss += std::log(sum) + mx - label_logit;
     correct += label_logit >= mx;
   }
@@ -399,17 +432,19 @@ void adam_update(Tensor& w, const Tensor& g, Tensor& m, Tensor& v, const Tensor&
   const float* pg = g.data();
   float* pm = m.data();
   float* pv = v.data();
-  const std::int64_t n = w.numel();
-  for (std::int64_t i = 0; i < n; ++i) {
-    float grad = pg[i];
-    if (decoupled)
-      pw[i] -= lr * weight_decay * pw[i];
-    else
-      grad += weight_decay * pw[i];
-    pm[i] = beta1 * pm[i] + (1 - beta1) * grad;
-    pv[i] = beta2 * pv[i] + (1 - beta2) * grad * grad;
-    pw[i] -= step_size * pm[i] / (std::sqrt(pv[i]) / root_c2 + eps);
-  }
+  // (by value: the stores to pw must not be taken to change the rates, or the loop would not vectorize)
+  parallel_pieces(w.numel(), kElementGrain, [=](std::int64_t begin, std::int64_t end) {
+    for (std::int64_t i = begin; i < end; ++i) {
+      float grad = pg[i];
+      if (decoupled)
+        pw[i] -= lr * weight_decay * pw[i];
+      else
+        grad += weight_decay * pw[i];
+      pm[i] = beta1 * pm[i] + (1 - beta1) * grad;
+      pv[i] = beta2 * pv[i] + (1 - beta2) * grad * grad;
+      pw[i] -= step_size * pm[i] / (std::sqrt(pv[i]) / root_c2 + eps);
+    }
+  });
 }
 
 namespace {
@@ -463,11 +498,17 @@ void round_to_precision(Tensor& t, Precision p) {
   }
 }
 
-double sum_of_squares(const Tensor& t) {
-  double s = 0;
+double sum_of_squares(const Tensor& t) {  // (per piece, then the pieces in order: any thread count)
   const float* p = t.data();
   const std::int64_t n = t.numel();
-  for (std::int64_t i = 0; i < n; ++i) s += static_cast<double>(p[i]) * p[i];
+  std::vector<double> piece(static_cast<std::size_t>((n + kElementGrain - 1) / kElementGrain));
+  parallel_pieces(n, kElementGrain, [&](std::int64_t begin, std::int64_t end) {
+    double s = 0;
+    for (std::int64_t i = begin; i < end; ++i) s += static_cast<double>(p[i]) * p[i];
+    piece[static_cast<std::size_t>(begin / kElementGrain)] = s;
+  });
+  double s = 0;
+  for (double x : piece) s += x;
   return s;
 }
 

@@ -111,7 +111,7 @@ int Trainer::run() {
   Progress p(RunReport(cfg_.run.out_dir, cfg_.log.metrics_file, g.world_rank() == 0, cfg_.log.tensorboard));
   p.locks = std::move(locks);
   const std::string why = p.report.open(first);
-  raise_if_any(rt_.world(), why.empty() ? "" : "[run] out_dir '" + cfg_.run.out_dir + "': " + why);
+  raise_if_any(rt_.world(), why);  // (names the key and the file)
   p.report.describe(first, effective_ini(cfg_), model_->summary());
 
   log0(model_->summary() + describe_pipeline(cfg_, rt_, *model_));  // (rank 0 holds stage 0's layers)

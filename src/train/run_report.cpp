@@ -142,10 +142,11 @@ std::string RunReport::open(std::int64_t resumed_at) {
         keep.push_back(line);
   }
   metrics_.open(metrics_path_, std::ios::trunc);
-  if (!metrics_) return "cannot write " + metrics_path_;
+  if (!metrics_) return "[log] metrics_file: cannot write " + metrics_path_ + " (is [run] out_dir writable?)";
   metrics_ << header << '\n';
   for (const auto& l : keep) metrics_ << l << '\n';
   metrics_ << std::flush;
+  if (!metrics_) return "[log] metrics_file: cannot write " + metrics_path_ + " (disk full?)";
   if (tensorboard_) {
     try {
       events_ = std::make_unique<EventFileWriter>(resolve(out_dir_, "tensorboard"));
@@ -175,7 +176,11 @@ void RunReport::describe(std::int64_t step, const std::string& ini, const std::s
 
 void RunReport::interval(const IntervalFigures& f) {
   log0(progress_line(f));
-  if (metrics_) metrics_ << csv_row(f) << '\n' << std::flush;
+  if (metrics_) {
+    metrics_ << csv_row(f) << '\n' << std::flush;
+    if (!metrics_)  // (a full disk): monitoring must not stop training; say so once and stop writing
+      warn("cannot write the metrics file " + metrics_path_ + " (disk full?): no more rows are written to it");
+  }
   if (!events_) return;
   visit_columns(f, [&](const std::string&, const std::string& tag, const auto& v) {
     if (tag.empty()) return;

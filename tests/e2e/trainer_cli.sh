@@ -129,6 +129,10 @@ bad_input "empty layer group" "group 1 ('4-3') is empty" 2 "$ini" --set parallel
 bad_input "layers in no group" "leaves out layers 4-5" 2 "$ini" --set parallel.pipeline_parallel=2 --set 'model.groups=0-1 2-3'
 bad_input "micro-batches vs per-rank batch" "micro_batches = 4 does not divide the per-rank batch 6" 4 "$ini" \
   --set parallel.pipeline_parallel=2 --set train.micro_batches=4 --set train.global_batch=12
+o=$(mktemp -d)
+bad_input "a metrics file that takes no header" "[log] metrics_file: cannot write /dev/full (disk full?)" 2 "$ini" \
+  --set log.metrics_file=/dev/full --set run.out_dir="$o" --set train.steps=1
+rm -rf "$o"
 tmp=$(mktemp)
 printf '[train]\nepochs = 2\n[optim]\nlr 0.1\n' >"$tmp"
 bad_input "syntax error" "$tmp:4: cannot parse line 'lr 0.1'" 2 "$tmp"

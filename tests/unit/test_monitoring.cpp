@@ -121,6 +121,52 @@ TEST(EventFile, AFailedWriteWarnsOnceAndTrainingGoesOn) {
   fs::remove_all(dir);
 }
 
+// The metrics CSV on a disk that fills during the run: one warning, the run goes on, no exception
+// (it stopped writing rows in silence). And a file that cannot take the header at the start is
+// open()'s error, which stops the run before its first step.
+TEST(RunReport, AMetricsFileThatStopsTakingRowsWarnsOnce) {
+  const std::string dir = ::testing::TempDir() + "hpct_metrics_full_" + std::to_string(::getpid());
+  const std::string err = dir + ".stderr";
+  const pid_t child = ::fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) {
+    std::freopen("/dev/null", "w", stdout);  // (the progress lines)
+    std::freopen(err.c_str(), "w", stderr);
+    std::signal(SIGXFSZ, SIG_IGN);
+    const rlimit limit{8192, 8192};  // (the header fits; some hundred rows do not)
+    ::setrlimit(RLIMIT_FSIZE, &limit);
+    int code = 0;
+    try {
+      RunReport r(dir, "metrics.csv", true);
+      if (!r.open(0).empty()) code = 4;
+      IntervalFigures f;
+      for (int i = 0; i < 1000; ++i) {
+        f.step = i + 1;
+        r.interval(f);
+      }
+    } catch (...) {
+      code = 3;
+    }
+    std::_Exit(code);
+  }
+  int status = 0;
+  ASSERT_EQ(::waitpid(child, &status, 0), child);
+  ASSERT_TRUE(WIFEXITED(status)) << "the writer died (signal " << WTERMSIG(status) << ")";
+  EXPECT_EQ(WEXITSTATUS(status), 0) << "3: the failed write threw; 4: the header did not fit";
+  std::ifstream in(err);
+  const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  std::size_t warnings = 0;
+  for (std::size_t at = text.find("cannot write the metrics file"); at != std::string::npos;
+       at = text.find("cannot write the metrics file", at + 1))
+    ++warnings;
+  EXPECT_EQ(warnings, 1u) << text;
+  EXPECT_LE(fs::file_size(dir + "/metrics.csv"), 8192u);
+  RunReport full(dir, "/dev/full", true);
+  EXPECT_EQ(full.open(0), "[log] metrics_file: cannot write /dev/full (disk full?)");
+  fs::remove_all(dir);
+  fs::remove(err);
+}
+
 // ---- GPU telemetry against the fake NVML (tests/unit/fake_nvml.cpp, path in HPCTRAIN_FAKE_NVML) ----
 
 TEST(GpuTelemetry, ReadsTheGpuAtItsPciBusIdThroughTheLoadedLibrary) {

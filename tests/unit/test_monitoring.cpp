@@ -11,6 +11,7 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <iterator>
 #include <string>
 
@@ -89,32 +90,46 @@ TEST(PackageEnergy, SumsPackagesAcrossWrapAroundAndIsAbsentWithoutRapl) {
   fs::remove_all(root);
 }
 
-TEST(EventFile, AFailedWriteWarnsOnceAndTrainingGoesOn) {
-  // A child process whose files may not grow past 4 KiB (RLIMIT_FSIZE, SIGXFSZ ignored: writes
-  // fail with EFBIG as on a full disk) writes 1,000 scalars: no exception, a normal exit.
-  const std::string dir = ::testing::TempDir() + "hpct_events_full_" + std::to_string(::getpid());
+namespace {
+// Runs `write` in a child process whose files may not grow past `bytes` (RLIMIT_FSIZE, SIGXFSZ
+// ignored: writes fail with EFBIG as on a full disk), its stderr into `err` (if given) and its
+// stdout to /dev/null: the child's exit code (3: `write` threw), or -1 when a signal ended it.
+int with_file_limit(long bytes, const std::string& err, const std::function<int()>& write) {
   const pid_t child = ::fork();
-  ASSERT_GE(child, 0);
+  if (child < 0) return -2;
   if (child == 0) {
+    std::freopen("/dev/null", "w", stdout);
+    if (!err.empty()) std::freopen(err.c_str(), "w", stderr);
     std::signal(SIGXFSZ, SIG_IGN);
-    const rlimit limit{4096, 4096};
+    const rlimit limit{static_cast<rlim_t>(bytes), static_cast<rlim_t>(bytes)};
     ::setrlimit(RLIMIT_FSIZE, &limit);
     int code = 0;
     try {
-      EventFileWriter w(dir);
-      for (int i = 0; i < 1000; ++i) {
-        w.scalar("train/loss", i, 1.0 / (i + 1));
-        if (i % 10 == 9) w.flush();
-      }
+      code = write();
     } catch (...) {
       code = 3;
     }
     std::_Exit(code);
   }
   int status = 0;
-  ASSERT_EQ(::waitpid(child, &status, 0), child);
-  ASSERT_TRUE(WIFEXITED(status)) << "the writer died (signal " << WTERMSIG(status) << ")";
-  EXPECT_EQ(WEXITSTATUS(status), 0) << "the failed write threw";
+  if (::waitpid(child, &status, 0) != child || !WIFEXITED(status)) return -1;
+  return WEXITSTATUS(status);
+}
+}  // namespace
+
+TEST(EventFile, AFailedWriteWarnsOnceAndTrainingGoesOn) {
+  // A child process whose files may not grow past 4 KiB (RLIMIT_FSIZE, SIGXFSZ ignored: writes
+  // fail with EFBIG as on a full disk) writes 1,000 scalars: no exception, a normal exit.
+  const std::string dir = ::testing::TempDir() + "hpct_events_full_" + std::to_string(::getpid());
+  const int code = with_file_limit(4096, "", [&] {
+    EventFileWriter w(dir);
+    for (int i = 0; i < 1000; ++i) {
+      w.scalar("train/loss", i, 1.0 / (i + 1));
+      if (i % 10 == 9) w.flush();
+    }
+    return 0;
+  });
+  EXPECT_EQ(code, 0) << "3: the failed write threw; -1: a signal ended the writer";
   std::uintmax_t bytes = 0;
   for (const auto& e : fs::directory_iterator(dir)) bytes += fs::file_size(e.path());
   EXPECT_LE(bytes, 4096u);
@@ -127,32 +142,17 @@ TEST(EventFile, AFailedWriteWarnsOnceAndTrainingGoesOn) {
 TEST(RunReport, AMetricsFileThatStopsTakingRowsWarnsOnce) {
   const std::string dir = ::testing::TempDir() + "hpct_metrics_full_" + std::to_string(::getpid());
   const std::string err = dir + ".stderr";
-  const pid_t child = ::fork();
-  ASSERT_GE(child, 0);
-  if (child == 0) {
-    std::freopen("/dev/null", "w", stdout);  // (the progress lines)
-    std::freopen(err.c_str(), "w", stderr);
-    std::signal(SIGXFSZ, SIG_IGN);
-    const rlimit limit{8192, 8192};  // (the header fits; some hundred rows do not)
-    ::setrlimit(RLIMIT_FSIZE, &limit);
-    int code = 0;
-    try {
-      RunReport r(dir, "metrics.csv", true);
-      if (!r.open(0).empty()) code = 4;
-      IntervalFigures f;
-      for (int i = 0; i < 1000; ++i) {
-        f.step = i + 1;
-        r.interval(f);
-      }
-    } catch (...) {
-      code = 3;
+  const int code = with_file_limit(8192, err, [&] {  // (the header fits; some hundred rows do not)
+    RunReport r(dir, "metrics.csv", true);
+    if (!r.open(0).empty()) return 4;
+    IntervalFigures f;
+    for (int i = 0; i < 1000; ++i) {
+      f.step = i + 1;
+      r.interval(f);
     }
-    std::_Exit(code);
-  }
-  int status = 0;
-  ASSERT_EQ(::waitpid(child, &status, 0), child);
-  ASSERT_TRUE(WIFEXITED(status)) << "the writer died (signal " << WTERMSIG(status) << ")";
-  EXPECT_EQ(WEXITSTATUS(status), 0) << "3: the failed write threw; 4: the header did not fit";
+    return 0;
+  });
+  EXPECT_EQ(code, 0) << "3: the failed write threw; 4: the header did not fit; -1: a signal ended the writer";
   std::ifstream in(err);
   const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
   std::size_t warnings = 0;

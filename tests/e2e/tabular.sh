@@ -88,6 +88,7 @@ expect_error() { # description pattern command...
   shift 2
   msg=$("$@" 2>&1)
   rc=$?
+  msg=$(without_runtime_noise <<<"$msg")
   check "$what: exit 2, one line ($rc)" test $rc -eq 2 -a "$(wc -l <<<"$msg")" -eq 1
   check "... says: $pattern" grep -qF "$pattern" <<<"$msg"
 }

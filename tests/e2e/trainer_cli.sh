@@ -98,6 +98,7 @@ bad_input() {  # description, expected text, np, trainer arguments...
   local err rc
   err=$("$mpirun" -q -np "$np" --oversubscribe --bind-to none "$trainer" "$@" 2>&1 >/dev/null)
   rc=$?
+  err=$(without_runtime_noise <<<"$err")
   check "$what: exit code 2 (got $rc)" test $rc -eq 2
   check "$what: one line on stderr" test "$(grep -c . <<<"$err")" -eq 1
   check "$what: names the problem" grep -qF -- "$expect" <<<"$err"

@@ -384,7 +384,11 @@ void kernels_keys(std::vector<KeySpec>& k) {
   s.key("cuda_graphs", &KernelsConfig::cuda_graphs,
         "device = cuda: record each step's forward and backward, and the optimizer update, as CUDA graphs and "
         "replay them (pipeline_parallel = 1; batchnorm only without statistics from other ranks)");
-  s.key("threads", &KernelsConfig::threads, "CPU threads per rank: the GEMM libraries', and the loss, AdamW and gradient-norm loops' (OpenMP; the same bits with any count); more than the rank's affinity mask allows (mpirun binds each rank to one core by default: --bind-to none) is a warning").range(1, 1024);
+  s.key("threads", &KernelsConfig::threads,
+        "CPU threads per rank: the GEMM libraries', and the loss, AdamW and gradient-norm loops' (OpenMP; the same "
+        "bits with any count); more than the rank's affinity mask allows (mpirun binds each rank to one core by "
+        "default: --bind-to none) is a warning")
+      .range(1, 1024);
 }
 
 void parallel_keys(std::vector<KeySpec>& k) {

@@ -38,8 +38,8 @@
 #include "hpctrain/train/memory_estimate.hpp"
 #include "hpctrain/train/run_report.hpp"
 #include "hpctrain/train/schedule.hpp"
-#include "hpctrain/train/token_draw.hpp"
 #include "hpctrain/train/system_monitor.hpp"
+#include "hpctrain/train/token_draw.hpp"
 
 namespace hpctrain {
 

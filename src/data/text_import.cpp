@@ -357,8 +357,8 @@ TextImportResult import_text(const TextImportOptions& o) {
   if (train < 1 || (o.val_fraction > 0 && train >= n))
     throw bad_input("import-text: " + std::to_string(n) + " tokens are too few for --val-fraction " +
                     std::to_string(o.val_fraction));
-  constexpr std::int64_t kShardTokens =
-      1024;  // the fewest a shard of several holds (a file per window or two helps no one)
+  // The fewest tokens a shard of several holds (a file per window or two helps no one).
+  constexpr std::int64_t kShardTokens = 1024;
   if (o.shards > 1 && train / o.shards < kShardTokens)
     throw bad_input("--shards " + std::to_string(o.shards) + ": " + std::to_string(train) +
                     " train tokens make shards of " + std::to_string(train / o.shards) + " tokens; at most " +

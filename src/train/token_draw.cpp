@@ -17,14 +17,14 @@ void check_sampling_options(const SamplingOptions& o) {
 }
 
 namespace {
-// The token among `ids` (in that order) where the running sum of `weight` first passes u * total.
-template <typename Weight>
-std::uint32_t walk(const std::vector<std::uint32_t>& ids, std::size_t count, double total, std::uint64_t key,
-                   Weight weight) {
+// The first `count` of `ids` (in that order): the one where the running sum of their weights `p`
+// first passes u * total (u uniform in [0, 1), made from `key`).
+std::uint32_t walk(const std::vector<std::uint32_t>& ids, std::size_t count, const std::vector<double>& p, double total,
+                   std::uint64_t key) {
   const double u = static_cast<double>(splitmix64(key) >> 11) / 9007199254740992.0 * total;  // [0, total)
   double acc = 0;
   for (std::size_t i = 0; i < count; ++i) {
-    acc += weight(ids[i]);
+    acc += p[ids[i]];
     if (u < acc) return ids[i];
   }
   return ids[count - 1];  // (rounding: u within the last token's share)
@@ -39,19 +39,18 @@ std::uint32_t draw_token(const std::vector<float>& logits, const SamplingOptions
   const double top = logits[top_at];
   std::vector<double> p(v);  // unnormalized probabilities
   for (std::size_t id = 0; id < v; ++id) p[id] = std::exp((logits[id] - top) / o.temperature);
-  const auto weight = [&](std::uint32_t id) { return p[id]; };
   std::vector<std::uint32_t> ids(v);
   std::iota(ids.begin(), ids.end(), 0u);
   const std::size_t k = o.top_k > 0 ? std::min(static_cast<std::size_t>(o.top_k), v) : v;
   if (k == v && o.top_p >= 1) {  // the whole vocabulary, in id order
-    return walk(ids, v, std::accumulate(p.begin(), p.end(), 0.0), key, weight);
+    return walk(ids, v, p, std::accumulate(p.begin(), p.end(), 0.0), key);
   }
   const auto likelier = [&](std::uint32_t a, std::uint32_t b) {  // (a total order: stable_sort's)
     return logits[a] > logits[b] || (logits[a] == logits[b] && a < b);
   };
   if (k < v) std::nth_element(ids.begin(), ids.begin() + static_cast<std::ptrdiff_t>(k - 1), ids.end(), likelier);
   double total = 0;  // of the top k
-  for (std::size_t i = 0; i < k; ++i) total += weight(ids[i]);
+  for (std::size_t i = 0; i < k; ++i) total += p[ids[i]];
   // Likeliest first: the first `sorted` of the k put in order, more of them (8 times as many each
   // time) only while those hold less than top_p.
   std::size_t done = 0, sorted = o.top_p >= 1 ? k : std::min<std::size_t>(k, 256), keep = 0;
@@ -61,12 +60,12 @@ std::uint32_t draw_token(const std::vector<float>& logits, const SamplingOptions
     if (sorted < k) std::nth_element(at(done), at(sorted), at(k), likelier);
     std::sort(at(done), at(sorted), likelier);
     done = sorted;
-    if (o.top_p >= 1) return walk(ids, k, total, key, weight);
-    while (keep < done && mass < o.top_p * total) mass += weight(ids[keep++]);
+    if (o.top_p >= 1) return walk(ids, k, p, total, key);
+    while (keep < done && mass < o.top_p * total) mass += p[ids[keep++]];
     if (mass >= o.top_p * total || done == k) break;
     sorted = std::min(k, done * 8);
   }
-  return walk(ids, std::max<std::size_t>(keep, 1), mass, key, weight);
+  return walk(ids, std::max<std::size_t>(keep, 1), p, mass, key);
 }
 
 }  // namespace hpctrain

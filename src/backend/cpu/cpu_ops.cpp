@@ -221,8 +221,7 @@ void add_bias_activation(Tensor& y, const Tensor& bias, Activation f, Tensor& z)
   same_size(y, z, "add_bias_activation");
   const std::int64_t n = y.cols();
   for (std::int64_t i = 0; i < y.rows(); ++i) {  // row by row: the row stays in cache for the second loop
-    float* row = y.data() + i * n;
-    for (std::int64_t j = 0; j < n; ++j) row[j] += bias.data()[j];
+    add_row(y.data() + i * n, bias.data(), n);
     Tensor in = y.view(i * n, {n}), out = z.view(i * n, {n});
     cpu::activation_forward(f, in, out);
   }
@@ -294,11 +293,7 @@ void fill_columns(Tensor& y, std::int64_t first, float value) {
   for (std::int64_t i = 0; i < y.rows(); ++i) std::fill(y.data() + i * n + first, y.data() + (i + 1) * n, value);
 }
 
-void scale(Tensor& t, float factor) {
-  float* p = t.data();
-  const std::int64_t n = t.numel();
-  for (std::int64_t i = 0; i < n; ++i) p[i] *= factor;
-}
+void scale(Tensor& t, float factor) { scale_row(t.data(), factor, t.numel()); }
 
 void softmax_cross_entropy(const Tensor& logits, const std::int32_t* labels, Tensor& probs, Tensor& scalars) {
   same_size(logits, probs, "softmax");

@@ -70,6 +70,16 @@ netns_hosts_kill() {
 
 netns_hosts_link() {
   ip link set "hpv$1-$NETNS_ID" "$2"
+  # Back up: the hosts (and the bridge's side) forget the addresses they failed to resolve while
+  # the link was down, as they would after a reboot of the lost node. Left, a failed entry
+  # answers the first connection to that address with "no route to host" (error 113) for
+  # seconds: Open MPI's daemon on the returning host gave up on its mpirun, and a rank's first
+  # connection to the other host failed; the network_faults resubmission failed 5 runs in 5 (2026-12-06).
+  [ "$2" = up ] || return 0
+  local i
+  for i in 1 2; do ip netns exec "hpn$i-$NETNS_ID" ip neigh flush dev "hpp$i-$NETNS_ID" 2>/dev/null; done
+  ip neigh flush dev "hpbr$NETNS_ID" 2>/dev/null
+  return 0
 }
 
 netns_hosts_tx_bytes() {

@@ -57,9 +57,9 @@ po::options_description cli_options() {
       "export", po::value<std::string>(),
       "write the weights of the checkpoint [checkpoint] resume selects to FILE in the safetensors format")(
       "import-hf", po::value<std::string>(),
-      "turn the Hugging Face folder DIR (config.json, model.safetensors or its shards; LlamaForCausalLM) into the "
-      "checkpoint --out FILE, for init_from, --eval-only and --generate (no configuration file; one rank)")(
-      "out", po::value<std::string>(), "--import-hf: the checkpoint file to write")(
+      "turn the Hugging Face folder DIR (config.json, model.safetensors or its shards; LlamaForCausalLM or "
+      "GPT2LMHeadModel) into the checkpoint --out FILE, for init_from, --eval-only and --generate (no configuration "
+      "file; one rank)")("out", po::value<std::string>(), "--import-hf: the checkpoint file to write")(
       "export-hf", po::value<std::string>(),
       "write the checkpoint [checkpoint] resume selects (arch = llama or gpt) to the folder DIR as Hugging Face's "
       "LlamaForCausalLM or GPT2LMHeadModel reads it: config.json, model.safetensors ([checkpoint] export_dtype), "
@@ -202,7 +202,8 @@ std::string layer_grammar() {
 std::string help_text() {
   std::ostringstream os;
   os << "usage: mpirun -np N trainer input.ini [--set section.key=value ...] [--dry-run | --eval-only | --export FILE "
-        "| --generate]\n"
+        "| --export-hf DIR | --generate]\n"
+     << "       trainer --import-hf DIR --out FILE.h5\n"
      << "       trainer input.ini --generate [--prompt TEXT --tokens N --temperature T --top-k K --top-p P "
         "--no-kv-cache]\n"
      << "       trainer --help | --version\n\n"

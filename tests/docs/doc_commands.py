@@ -185,7 +185,9 @@ def main():
         if kind == "parse":
             bad = parse(command)
         else:
-            box = boxes.setdefault(file, sandbox())
+            if file not in boxes:  # (setdefault would build a sandbox for every command and leak it)
+                boxes[file] = sandbox()
+            box = boxes[file]
             t0 = time.time()
             bad = run(command, box, kind)
             command = "(%.1f s) %s" % (time.time() - t0, command)

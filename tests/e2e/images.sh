@@ -112,7 +112,7 @@ expect_error() { # description pattern command...
   shift 2
   "$@" >err.txt 2>&1
   rc=$?
-  msg=$(grep -v "^import-images:" err.txt)
+  msg=$(grep -v "^import-images:" err.txt | without_runtime_noise)
   check "$what: exit 2, one line ($rc)" test $rc -eq 2 -a "$(wc -l <<<"$msg")" -eq 1
   check "... says: $pattern" grep -qF "$pattern" <<<"$msg"
 }

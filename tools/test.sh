@@ -21,6 +21,7 @@ echo
 # MPI's session folders, ompi.*, excepted): a test that leaves files behind fails the suite. (Two
 # had: 19 copies of the docs per doc_commands run, a dataset per 1-rank pipeline run; 2026-12-06.)
 scratch=$(mktemp -d "${TMPDIR:-/tmp}/hpctrain-tests-XXXXXX")
+chmod 1777 "$scratch"  # (as /tmp: install.sh builds as another user)
 trap 'rm -rf "$scratch"' EXIT
 
 # Outside the source tree (as cluster users build: `cmake -B /scratch/b`), so the tests it runs

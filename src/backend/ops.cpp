@@ -26,6 +26,13 @@ struct DeviceOf {
                                           std::to_string(argument) + " is on another device than the ones before it");
     seen = d;
   }
+  void look(Tensor* t) {  // (an optional output)
+    if (t) {
+      look(*t);
+    } else {
+      ++argument;
+    }
+  }
   template <typename T>
   void look(const T&) {
     ++argument;

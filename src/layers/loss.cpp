@@ -18,23 +18,14 @@ class SoftmaxCrossEntropy final : public Loss {
   const char* name() const override { return "softmax cross-entropy"; }
   // Logits [N, classes], or [N, T, classes] with N*T labels (a language model: every position
   // predicts the next token): the rows are the N*T positions.
-  void forward(const Tensor& out, const Targets& t, Tensor& scalars, Tensor& work) override {
-    const Tensor logits = rows(out);
-    HPCT_CHECK(work.numel() == logits.numel(), "softmax cross-entropy: the work buffer is not the logits' size");
-    Tensor probs = rows(work);
-    softmax_cross_entropy(logits, t.classes, probs, scalars);
-    probs_at_ = work.data();
+  void forward(const Tensor& out, const Targets& t, Tensor& scalars, Tensor&) override {
+    softmax_cross_entropy(rows(out), t.classes, scalars, 0.f, nullptr);
   }
-  void backward(const Tensor&, const Targets& t, float grad_scale, Tensor& dout) override {
-    HPCT_CHECK(dout.data() == probs_at_,
-               "softmax cross-entropy: backward's dout is not the buffer forward kept the "
-               "probabilities in");
+  void forward_backward(const Tensor& out, const Targets& t, float grad_scale, Tensor& scalars, Tensor& dout) override {
+    HPCT_CHECK(dout.numel() == out.numel(), "softmax cross-entropy: the gradient buffer is not the logits' size");
     Tensor d = rows(dout);
-    softmax_cross_entropy_backward(d, t.classes, 0, grad_scale, d);  // in place: (p - onehot) * scale
+    softmax_cross_entropy(rows(out), t.classes, scalars, grad_scale, &d);
   }
-
- private:
-  const float* probs_at_ = nullptr;
 };
 
 class VocabParallelCrossEntropy final : public Loss {
@@ -53,11 +44,9 @@ class VocabParallelCrossEntropy final : public Loss {
     softmax_partial(logits, mx, t.classes, offset_, probs, sums);
     group_.allreduce(sums.data(), sums.data(), static_cast<std::size_t>(2 * n), DType::f32, ReduceOp::sum);
     softmax_finish(probs, mx, sums, scalars);
-    probs_at_ = work.data();
   }
-  void backward(const Tensor&, const Targets& t, float grad_scale, Tensor& dout) override {
-    HPCT_CHECK(dout.data() == probs_at_,
-               "softmax cross-entropy: backward's dout is not the buffer forward kept the probabilities in");
+  void forward_backward(const Tensor& out, const Targets& t, float grad_scale, Tensor& scalars, Tensor& dout) override {
+    forward(out, t, scalars, dout);  // the probabilities into dout, then the gradient in place
     Tensor d = rows(dout);
     softmax_cross_entropy_backward(d, t.classes, offset_, grad_scale, d);  // (the label's one on its rank)
   }
@@ -67,7 +56,6 @@ class VocabParallelCrossEntropy final : public Loss {
   std::int64_t offset_;
   Allocator host_{Device::cpu}, device_{Device::cuda};
   Tensor max_, sums_;  // [rows], [rows, 2]: grown, kept
-  const float* probs_at_ = nullptr;
 };
 
 // Mean squared error, mean absolute error or Huber's loss (backend regression_loss): each row's
@@ -83,7 +71,8 @@ class RegressionLossOf final : public Loss {
   void forward(const Tensor& out, const Targets& t, Tensor& scalars, Tensor&) override {
     regression_loss(kind_, delta_, out, t.values, scalars);
   }
-  void backward(const Tensor& out, const Targets& t, float grad_scale, Tensor& dout) override {
+  void forward_backward(const Tensor& out, const Targets& t, float grad_scale, Tensor& scalars, Tensor& dout) override {
+    regression_loss(kind_, delta_, out, t.values, scalars);
     regression_loss_backward(kind_, delta_, out, t.values, grad_scale, dout);
   }
 

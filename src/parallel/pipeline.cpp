@@ -149,11 +149,10 @@ void PipelineStage::train_step(int k, std::int64_t rows, const std::function<Mic
     model_.use_set(set);  // what m's forward kept: no forward runs again
     Tensor dy;
     if (last()) {
-      // The model's output for m is in its set; the loss pass (the loss keeps one micro-batch's
-      // probabilities) is repeated.
+      // The model's output for m is in its set; the loss pass is repeated, now with its gradient
+      // (dout holds one micro-batch's).
       const Tensor& out = model_.output();
-      loss_.forward(out, mb.targets, backward_sums, model_.dout());
-      loss_.backward(out, mb.targets, grad_scale, model_.dout());
+      loss_.forward_backward(out, mb.targets, grad_scale, backward_sums, model_.dout());
       dy = model_.dout();
     } else {
       dy = receive(rows, out_shape, stage_ + 1, free_grads_);

@@ -16,8 +16,7 @@ class OneStage : public StepExecutor {
       const MicroBatch mb = hooks.prepare(m);
       const Tensor& out = model_.forward(mb.input, hooks.acquire, hooks.release);
       if (hooks.forward_done) hooks.forward_done();
-      loss_.forward(out, mb.targets, scalars, model_.dout());  // adds to the interval's sums on the device
-      loss_.backward(out, mb.targets, grad_scale, model_.dout());
+      loss_.forward_backward(out, mb.targets, grad_scale, scalars, model_.dout());  // (sums on the device)
       const bool last = m + 1 == k || hooks.every_backward;
       model_.backward(mb.input, model_.dout(), last ? hooks.layer_done : std::function<void(std::size_t)>(),
                       m > 0 && !hooks.chunk_done);

@@ -174,13 +174,22 @@ TEST_F(CudaOps, LossesAndCorrectCount) {
   dz = on_gpu(z);
   Tensor keep;
   const std::int32_t* dl = on_gpu(labels, keep);
-  Tensor p = Tensor::zeros(z.shape(), host_), dp = Tensor::zeros(z.shape(), dev_);
-  Tensor sc = step_scalars::make(host_), dsc = step_scalars::make(dev_);
-  softmax_cross_entropy(z, labels.data(), p, sc);
-  softmax_cross_entropy(dz, dl, dp, dsc);
-  expect_close("softmax_cross_entropy", p, dp, 1e-6);
-  expect_close("softmax_cross_entropy", sc, dsc, 1e-6);
+  // Training's call (the gradient written), then evaluation's (the sums only, the same on each device).
   Tensor g = Tensor::zeros(z.shape(), host_), dg = Tensor::zeros(z.shape(), dev_);
+  Tensor sc = step_scalars::make(host_), dsc = step_scalars::make(dev_);
+  softmax_cross_entropy(z, labels.data(), sc, 0.25f, &g);
+  softmax_cross_entropy(dz, dl, dsc, 0.25f, &dg);
+  expect_close("softmax_cross_entropy", g, dg, 1e-6);
+  expect_close("softmax_cross_entropy", sc, dsc, 1e-6);
+  Tensor esc = step_scalars::make(host_), desc = step_scalars::make(dev_);
+  softmax_cross_entropy(z, labels.data(), esc, 0.f, nullptr);
+  softmax_cross_entropy(dz, dl, desc, 0.f, nullptr);
+  expect_close("softmax_cross_entropy", esc, desc, 1e-6);
+  EXPECT_EQ(step_scalars::to_host(dsc), step_scalars::to_host(desc));  // (the same sums without the gradient)
+  // The backward of stored probabilities (the vocabulary-parallel loss's) on whole rows.
+  Tensor p = Tensor::zeros(z.shape(), host_), dp = Tensor::zeros(z.shape(), dev_);
+  for (std::int64_t i = 0; i < rows * n; ++i) p.data()[i] = 0.5f + 0.001f * static_cast<float>(i % 97);
+  dp = on_gpu(p);
   softmax_cross_entropy_backward(p, labels.data(), 0, 0.25f, g);
   softmax_cross_entropy_backward(dp, dl, 0, 0.25f, dg);
   expect_close("softmax_cross_entropy_backward", g, dg, 1e-6);

@@ -143,8 +143,7 @@ inline std::vector<float> reference_parameters(const Config& cfg, const DatasetI
       ctx.step = s;  // epoch 0, step s (the trainer's key: epoch * 1000000007 + step)
       ctx.sample_ids = b.indices.data();
       const Tensor& out = model.forward(x);
-      loss->forward(out, t, scalars, model.dout());
-      loss->backward(out, t, 1.f / static_cast<float>(global * positions), model.dout());
+      loss->forward_backward(out, t, 1.f / static_cast<float>(global * positions), scalars, model.dout());
       model.backward(x, model.dout(), {}, m > 0);
     }
     if (cfg.optim.clip_norm > 0) clip_by_global_norm(model.gradients(), cfg.optim.clip_norm);

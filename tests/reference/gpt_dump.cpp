@@ -114,8 +114,7 @@ int main(int argc, char** argv) {
       Tensor sums = scalars.view(0, {3});
       fill(sums, 0.f);
       const Tensor& logits = model.forward(x);
-      loss->forward(logits, targets, scalars, model.dout());
-      loss->backward(logits, targets, 1.f / static_cast<float>(b * t), model.dout());
+      loss->forward_backward(logits, targets, 1.f / static_cast<float>(b * t), scalars, model.dout());
       model.backward(x, model.dout(), {}, false);
       const auto h = step_scalars::to_host(scalars);
       losses.push_back(h[step_scalars::loss_sum] / h[step_scalars::samples]);

@@ -54,8 +54,7 @@ int main(int argc, char** argv) {
     Targets targets;
     targets.values = tv.data();
     const Tensor& y = model.forward(x);
-    loss->forward(y, targets, scalars, model.dout());
-    loss->backward(y, targets, 1.f / static_cast<float>(b), model.dout());
+    loss->forward_backward(y, targets, 1.f / static_cast<float>(b), scalars, model.dout());
     model.backward(x, model.dout(), {}, false);
     const auto h = step_scalars::to_host(scalars);
 

@@ -49,11 +49,13 @@ TEST(Backend, RoundToPrecision) {
 }
 
 // Softmax cross-entropy on a language model's row width (GPT-2's 50,304, plus a tail of 3 past a
-// multiple of 8), both ways (whole rows; the vocabulary-parallel row_max, softmax_partial and
-// softmax_finish), against double: probabilities within 5e-7 of each (float exp within 2 ulp, a
-// rounding of the scale, the sum's), a masked logit's (-inf, the
-// padded vocabulary) exactly 0, the loss within 1e-6 of the rows' sum, and accuracy by the first
-// maximum (std::max_element's answer), ties included.
+// multiple of 8), both ways (whole rows, with the gradient written in the same pass; the
+// vocabulary-parallel row_max, softmax_partial and softmax_finish), against double: each gradient
+// grad_scale (p - onehot) and each probability within 5e-7 of the reference (float exp within 2 ulp,
+// a rounding of the scale, the sum's; the label's p - 1 within one float ulp of 1 absolute, as the
+// subtraction cancels), a masked logit's (-inf, the padded vocabulary) exactly 0, the loss within
+// 1e-6 of the rows' sum, and accuracy by the first maximum (std::max_element's answer), ties
+// included. Without a gradient (evaluation) the op gives the same sums, bit for bit.
 TEST(Backend, SoftmaxCrossEntropyOnWideRowsAgainstDouble) {
   Allocator alloc;
   const std::int64_t rows = 4, n = 50307;
@@ -77,27 +79,43 @@ TEST(Backend, SoftmaxCrossEntropyOnWideRowsAgainstDouble) {
       p_ref[static_cast<std::size_t>(i * n + j)] = std::exp(static_cast<double>(r[j] - mx)) / sum;
     loss_ref += std::log(sum) + mx - r[labels[static_cast<std::size_t>(i)]];
   }
-  const auto check = [&](const char* way, const Tensor& scalars, float correct) {
+  const auto check_sums = [&](const char* way, const Tensor& scalars, float correct) {
     const auto h = step_scalars::to_host(scalars);
     EXPECT_NEAR(h[step_scalars::loss_sum], loss_ref, 1e-6 * loss_ref) << way;
     EXPECT_EQ(h[step_scalars::samples], rows) << way;
-    double worst = 0;
-    for (std::int64_t i = 0; i < rows * n; ++i)
-      worst = std::max(worst, std::fabs(probs.data()[i] - p_ref[static_cast<std::size_t>(i)]) /
-                                  std::max(p_ref[static_cast<std::size_t>(i)], 1e-30));
-    EXPECT_LT(worst, 5e-7) << way << ": the largest relative difference of a probability";
-    for (std::int64_t j = n - 47; j < n; ++j) ASSERT_EQ(probs.data()[j], 0.f) << way << ": masked column " << j;
     EXPECT_EQ(h[step_scalars::correct], correct) << way;
   };
+  // got[i, j] against scale (p_ref - onehot), the label's entry only when onehot.
+  const auto check_rows = [&](const char* way, const Tensor& got, float scale, bool onehot) {
+    double worst = 0, worst_label = 0;
+    for (std::int64_t i = 0; i < rows; ++i)
+      for (std::int64_t j = 0; j < n; ++j) {
+        const bool at_label = onehot && j == labels[static_cast<std::size_t>(i)];
+        const double want = scale * (p_ref[static_cast<std::size_t>(i * n + j)] - (at_label ? 1 : 0));
+        const double diff = std::fabs(got.data()[i * n + j] - want);
+        if (at_label)
+          worst_label = std::max(worst_label, diff / scale);
+        else
+          worst = std::max(worst, diff / std::max(std::fabs(want), 1e-30));
+      }
+    EXPECT_LT(worst, 5e-7) << way << ": the largest relative difference";
+    EXPECT_LE(worst_label, 1.2e-7) << way << ": the largest difference at a label";
+    for (std::int64_t j = n - 47; j < n; ++j) ASSERT_EQ(got.data()[j], 0.f) << way << ": masked column " << j;
+  };
   Tensor scalars = step_scalars::make(alloc);
-  softmax_cross_entropy(logits, labels.data(), probs, scalars);
-  check("whole rows", scalars, 2.f);  // rows 2 and 3
+  softmax_cross_entropy(logits, labels.data(), scalars, 0.25f, &probs);
+  check_sums("whole rows", scalars, 2.f);  // rows 2 and 3
+  check_rows("whole rows' gradient", probs, 0.25f, true);
+  Tensor eval = step_scalars::make(alloc);
+  softmax_cross_entropy(logits, labels.data(), eval, 0.f, nullptr);
+  EXPECT_EQ(step_scalars::to_host(eval), step_scalars::to_host(scalars)) << "without the gradient";
   Tensor mx = Tensor::zeros({rows}, alloc), sums = Tensor::zeros({2 * rows}, alloc);
   Tensor scalars2 = step_scalars::make(alloc);
   row_max(logits, mx);
   softmax_partial(logits, mx, labels.data(), 0, probs, sums);
   softmax_finish(probs, mx, sums, scalars2);
-  check("vocabulary-parallel", scalars2, 3.f);  // (a tie counts: the ranks do not know the first)
+  check_sums("vocabulary-parallel", scalars2, 3.f);  // (a tie counts: the ranks do not know the first)
+  check_rows("vocabulary-parallel probabilities", probs, 1.f, false);
 }
 
 // The loss, the sum of squares (gradient clipping) and AdamW run on the [kernels] threads; their
@@ -117,7 +135,7 @@ TEST(Backend, ThreadedLoopsGiveTheSameBitsOnAnyThreadCount) {
     Tensor logits = Tensor::zeros({rows, n}, alloc), probs = Tensor::zeros({rows, n}, alloc);
     for (std::int64_t i = 0; i < rows * n; ++i) logits.data()[i] = 9.f * v[static_cast<std::size_t>(i)];
     Tensor scalars = step_scalars::make(alloc);
-    softmax_cross_entropy(logits, labels.data(), probs, scalars);
+    softmax_cross_entropy(logits, labels.data(), scalars, 0.5f, &probs);
     Tensor w = Tensor::zeros({big}, alloc), grad = Tensor::zeros({big}, alloc), m = Tensor::zeros({big}, alloc),
            vv = Tensor::zeros({big}, alloc);
     std::copy(g.begin(), g.end(), grad.data());
@@ -315,7 +333,7 @@ TEST(Backend, EveryOperationIsDispatchedToCuda) {
   expect("fill", [&] { fill(t, 0.f); });
   expect("fill_columns", [&] { fill_columns(t, 1, 0.f); });
   expect("scale", [&] { scale(t, 1.f); });
-  expect("softmax_cross_entropy", [&] { softmax_cross_entropy(t, labels, t, t); });
+  expect("softmax_cross_entropy", [&] { softmax_cross_entropy(t, labels, t, 1.f, &t); });
   expect("softmax_cross_entropy_backward", [&] { softmax_cross_entropy_backward(t, labels, 0, 1.f, t); });
   Tensor rows2 = Tensor::wrap(storage + 8, {2}, Device::cuda);
   expect("row_max", [&] { row_max(t, rows2); });

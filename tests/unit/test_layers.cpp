@@ -374,22 +374,25 @@ TEST(GradientCheck, NegativeControlFails) {
   EXPECT_GT(check_layer(wrong, {6}, 4), 1.0) << "a 1% error in a gradient must fail the checker";
 }
 
-TEST(Loss, SoftmaxBackwardNeedsTheBufferItsForwardKeptTheProbabilitiesIn) {
-  // The gradient is made in place from the probabilities forward left in the caller's buffer
-  // (no [rows, classes] buffer of the loss's own): another buffer is refused, not silently wrong.
+TEST(Loss, SoftmaxTrainingWritesTheGradientAndEvaluationTheSameSumsOnly) {
+  // Training's call writes the gradient into dout (no [rows, classes] buffer of the loss's own);
+  // evaluation's gives the same sums and leaves its scratch buffer as it was.
   Allocator alloc;
   auto loss = make_loss(true);
-  Tensor out = Tensor::zeros({2, 3}, alloc), work = Tensor::zeros({2, 3}, alloc), other = Tensor::zeros({2, 3}, alloc);
+  Tensor out = Tensor::zeros({2, 3}, alloc), d = Tensor::zeros({2, 3}, alloc), work = Tensor::zeros({2, 3}, alloc);
+  fill(work, 7.f);
   std::vector<std::int32_t> classes{0, 2};
   Targets t;
   t.classes = classes.data();
-  Tensor scalars = step_scalars::make(alloc);
-  loss->forward(out, t, scalars, work);
-  EXPECT_THROW(loss->backward(out, t, 1.f, other), Error);
-  loss->backward(out, t, 1.f, work);  // equal logits: p = 1/3; the labels' entries p - 1
-  EXPECT_NEAR(work.data()[0], 1.f / 3 - 1, 1e-6);
-  EXPECT_NEAR(work.data()[1], 1.f / 3, 1e-6);
-  EXPECT_NEAR(work.data()[5], 1.f / 3 - 1, 1e-6);
+  Tensor trained = step_scalars::make(alloc), evaluated = step_scalars::make(alloc);
+  loss->forward_backward(out, t, 0.5f, trained, d);  // equal logits: p = 1/3; the labels' entries p - 1
+  EXPECT_NEAR(d.data()[0], 0.5f * (1.f / 3 - 1), 1e-6);
+  EXPECT_NEAR(d.data()[1], 0.5f / 3, 1e-6);
+  EXPECT_NEAR(d.data()[5], 0.5f * (1.f / 3 - 1), 1e-6);
+  loss->forward(out, t, evaluated, work);
+  EXPECT_EQ(step_scalars::to_host(evaluated), step_scalars::to_host(trained));
+  EXPECT_NEAR(step_scalars::to_host(evaluated)[step_scalars::loss_sum], 2 * std::log(3.0), 1e-6);
+  for (std::int64_t i = 0; i < work.numel(); ++i) EXPECT_EQ(work.data()[i], 7.f) << i;
 }
 
 TEST(GradientCheck, EveryLoss) {
@@ -414,8 +417,8 @@ TEST(GradientCheck, EveryLoss) {
       EXPECT_EQ(h[step_scalars::samples], static_cast<float>(rows));
       return static_cast<double>(h[step_scalars::loss_sum]) / rows;
     };
-    mean_loss(d);  // (softmax: the probabilities go into d, and backward turns them into the gradient)
-    loss->backward(out, t, 1.f / rows, d);  // gradient of the mean
+    fill(scalars, 0.f);
+    loss->forward_backward(out, t, 1.f / rows, scalars, d);  // gradient of the mean
     const float h = 1e-2f;
     for (std::int64_t i = 0; i < out.numel(); ++i) {
       const float keep = out.data()[i];

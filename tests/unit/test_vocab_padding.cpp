@@ -36,9 +36,8 @@ StepResult train_step(Model& m, Allocator& alloc) {
   Tensor scalars = step_scalars::make(alloc);
   Targets t;
   t.classes = labels;
-  loss->forward(out, t, scalars, m.dout());
+  loss->forward_backward(out, t, 1.f / (N * T), scalars, m.dout());
   r.loss = step_scalars::to_host(scalars)[step_scalars::loss_sum];
-  loss->backward(out, t, 1.f / (N * T), m.dout());
   m.backward(x, m.dout(), {}, false);
   r.grads = to_host(m.gradients());
   return r;

@@ -182,7 +182,7 @@ TEST(RegressionLosses, ValuesAndGradients) {
       want += kind == RegressionLoss::mae ? e : e <= delta ? 0.5 * e * e : delta * (e - 0.5 * delta);
     }
     EXPECT_NEAR(mean_loss(), want / (rows * cols), 1e-6) << loss->name();
-    loss->backward(out, t, 1.f / rows, d);
+    loss->forward_backward(out, t, 1.f / rows, scalars, d);
     const float h = 1e-3f;
     for (std::int64_t i = 0; i < out.numel(); ++i) {
       const float keep = out.data()[i];

@@ -1,14 +1,13 @@
 // Losses on the model's output: softmax cross-entropy for classes, and for regression targets
-// mean squared error, mean absolute error or Huber's ([train] loss). forward() adds the sum of the row
-// losses (and, for classes, the correct rows) to the step scalars
-// (tensor/step_scalars.hpp) on the device; backward() writes
-// grad_scale * d(sum of row losses)/d(output), so the caller passes
-// 1 / (rows in the whole step) to get the mean's gradient.
-// forward() keeps what backward needs in `work`, a buffer of the output's size that the caller
-// owns (the model's dout(), where backward then writes the gradient): softmax cross-entropy keeps
-// its probabilities there, and backward turns them into the gradient in place, so no buffer of
-// [positions, vocabulary] floats is held besides the logits and their gradient (as llm.c does).
-// backward() must get the same buffer as `dout`, right after the forward of that output.
+// mean squared error, mean absolute error or Huber's ([train] loss). Both calls add the sum of the
+// row losses (and, for classes, the correct rows) to the step scalars (tensor/step_scalars.hpp) on
+// the device. forward() is evaluation's: it writes nothing else (`work`, a buffer of the output's
+// size the caller owns, is scratch for the losses that need one). forward_backward() is training's:
+// it also writes dout = grad_scale * d(sum of row losses)/d(output), so the caller passes
+// 1 / (rows in the whole step) to get the mean's gradient. Softmax cross-entropy turns each row's
+// exponentials into its gradient while the row is in cache (llm.c's fused classifier): no
+// [positions, vocabulary] buffer is held besides the logits and their gradient, and none is
+// written and read back.
 #pragma once
 
 #include <cstdint>
@@ -29,7 +28,8 @@ class Loss {
   virtual ~Loss() = default;
   virtual const char* name() const = 0;
   virtual void forward(const Tensor& out, const Targets& t, Tensor& scalars, Tensor& work) = 0;
-  virtual void backward(const Tensor& out, const Targets& t, float grad_scale, Tensor& dout) = 0;
+  virtual void forward_backward(const Tensor& out, const Targets& t, float grad_scale, Tensor& scalars,
+                                Tensor& dout) = 0;
 };
 
 // Softmax cross-entropy for classes (and tokens), else the regression loss `kind` (mse, mae or

@@ -89,18 +89,47 @@ HPCT_VECTOR_CLONES void exp_shifted(const float* z, float shift, float* p, std::
 typedef float Floats8 __attribute__((vector_size(32)));
 typedef double Doubles4 __attribute__((vector_size(32)));
 
-HPCT_VECTOR_CLONES double sum_of(const float* p, std::int64_t n) {
+// Eight double lanes, element j of a row in lane j % 8 and the lanes combined in a fixed order:
+// summed in chunks (each but the last a multiple of 8 long) or at once, a row gives the same bits.
+struct LaneSum {
   Doubles4 lo = {0, 0, 0, 0}, hi = {0, 0, 0, 0};
+  double tail[8] = {0, 0, 0, 0, 0, 0, 0, 0};  // the elements after the last whole eight
+  double total() const {
+    double acc[8] = {lo[0], lo[1], lo[2], lo[3], hi[0], hi[1], hi[2], hi[3]};
+    for (int k = 0; k < 8; ++k) acc[k] += tail[k];
+    return ((acc[0] + acc[1]) + (acc[2] + acc[3])) + ((acc[4] + acc[5]) + (acc[6] + acc[7]));
+  }
+};
+
+HPCT_VECTOR_CLONES void add_lanes(LaneSum& s, const float* p, std::int64_t n) {
   std::int64_t j = 0;
   for (; j + 8 <= n; j += 8) {
     Floats8 v;
     std::memcpy(&v, p + j, sizeof v);
-    lo += __builtin_convertvector(__builtin_shufflevector(v, v, 0, 1, 2, 3), Doubles4);
-    hi += __builtin_convertvector(__builtin_shufflevector(v, v, 4, 5, 6, 7), Doubles4);
+    s.lo += __builtin_convertvector(__builtin_shufflevector(v, v, 0, 1, 2, 3), Doubles4);
+    s.hi += __builtin_convertvector(__builtin_shufflevector(v, v, 4, 5, 6, 7), Doubles4);
   }
-  double acc[8] = {lo[0], lo[1], lo[2], lo[3], hi[0], hi[1], hi[2], hi[3]};
-  for (int k = 0; j < n; ++j, ++k) acc[k] += static_cast<double>(p[j]);
-  return ((acc[0] + acc[1]) + (acc[2] + acc[3])) + ((acc[4] + acc[5]) + (acc[6] + acc[7]));
+  for (int k = 0; j < n; ++j, ++k) s.tail[k] += static_cast<double>(p[j]);
+}
+
+double sum_of(const float* p, std::int64_t n) {
+  LaneSum s;
+  add_lanes(s, p, n);
+  return s.total();
+}
+
+// sum_of(exp_shifted(z, shift)) without writing the exponentials out: they go through a buffer
+// that stays in L1, so evaluation reads each logit once and writes nothing. The same bits.
+double sum_of_exp_shifted(const float* z, float shift, std::int64_t n) {
+  constexpr std::int64_t kChunk = 1024;  // (a multiple of 8)
+  float e[kChunk];
+  LaneSum s;
+  for (std::int64_t j = 0; j < n; j += kChunk) {
+    const std::int64_t m = std::min(kChunk, n - j);
+    exp_shifted(z + j, shift, e, m);
+    add_lanes(s, e, m);
+  }
+  return s.total();
 }
 
 HPCT_VECTOR_CLONES float max_of(const float* z, std::int64_t n) {
@@ -295,8 +324,19 @@ void fill_columns(Tensor& y, std::int64_t first, float value) {
 
 void scale(Tensor& t, float factor) { scale_row(t.data(), factor, t.numel()); }
 
-void softmax_cross_entropy(const Tensor& logits, const std::int32_t* labels, Tensor& probs, Tensor& scalars) {
-  same_size(logits, probs, "softmax");
+// One row's gradient from its exponentials e (in d): d = grad_scale (e / sum - onehot(label)),
+// the probability rounded to float first, as softmax_cross_entropy_backward computes it from
+// stored probabilities (the same bits).
+HPCT_VECTOR_CLONES void gradient_row(float* d, float inv_sum, float grad_scale, std::int64_t label, std::int64_t n) {
+  for (std::int64_t j = 0; j < n; ++j) {
+    const float p = d[j] * inv_sum;
+    d[j] = grad_scale * (p - (j == label ? 1.f : 0.f));
+  }
+}
+
+void softmax_cross_entropy(const Tensor& logits, const std::int32_t* labels, Tensor& scalars, float grad_scale,
+                           Tensor* dlogits) {
+  if (dlogits) same_size(logits, *dlogits, "softmax cross-entropy's gradient");
   HPCT_CHECK(scalars.numel() >= step_scalars::count, "softmax: step scalars too small");
   const std::int64_t rows = logits.rows(), n = logits.cols();
   for (std::int64_t i = 0; i < rows; ++i)
@@ -305,11 +345,16 @@ void softmax_cross_entropy(const Tensor& logits, const std::int32_t* labels, Ten
   std::vector<char> row_correct(static_cast<std::size_t>(rows));
   parallel_pieces(rows, 1, [&](std::int64_t i, std::int64_t) {
     const float* z = logits.data() + i * n;
-    float* p = probs.data() + i * n;
     const float mx = max_of(z, n);
-    exp_shifted(z, mx, p, n);
-    const double sum = sum_of(p, n);
-    scale_row(p, static_cast<float>(1.0 / sum), n);
+    double sum;
+    if (dlogits) {  // the row's exponentials, their sum and its gradient while the row is in cache
+      float* d = dlogits->data() + i * n;
+      exp_shifted(z, mx, d, n);
+      sum = sum_of(d, n);
+      gradient_row(d, static_cast<float>(1.0 / sum), grad_scale, labels[i], n);
+    } else {
+      sum = sum_of_exp_shifted(z, mx, n);
+    }
     row_loss[static_cast<std::size_t>(i)] = std::log(sum) - static_cast<double>(z[labels[i]] - mx);
     row_correct[static_cast<std::size_t>(i)] = first_maximum_at(z, mx, labels[i]);
   });

@@ -132,12 +132,13 @@ __global__ void add_kernel(const float* a, const float* b, float* o, i64 n) {
   for (i64 i = detail::global_index(); i < n; i += detail::grid_stride()) o[i] = a[i] + b[i];
 }
 
-// One warp per row: the row's first largest logit (as std::max_element), each exp once in float
-// (kept in probs), the row sum and the loss in double, the row's loss and whether it is correct into
-// per-row slots. (The CPU computes in double: the probabilities agree within float rounding, about
-// 2e-7 relative; one float exp per logit instead of two double ones, which cost about 0.8 G double
-// exps per step at 8 k rows of GPT-2's 50 k vocabulary.) -inf logits (lm_head's padding) give 0.
-__global__ void softmax_rows_kernel(const float* z, const std::int32_t* labels, float* probs, double* row_loss,
+// One warp per row: the row's first largest logit (as std::max_element), each exp once in float,
+// the row sum and the loss in double, the row's loss and whether it is correct into per-row slots;
+// with d (training), d = k (e / sum - onehot(label)) from the exponentials kept in d, the
+// probability rounded to float first (as the CPU). (The CPU computes its sum in another order:
+// the probabilities agree within float rounding, about 2e-7 relative.) -inf logits (lm_head's
+// padding) give 0.
+__global__ void softmax_rows_kernel(const float* z, const std::int32_t* labels, float* d, float k, double* row_loss,
                                     int* row_correct, i64 rows, i64 n) {
   const i64 row = blockIdx.x * (blockDim.x / 32) + threadIdx.x / 32;
   const int lane = threadIdx.x % 32;
@@ -155,18 +156,20 @@ __global__ void softmax_rows_kernel(const float* z, const std::int32_t* labels, 
   best = __shfl_sync(0xffffffffu, best, 0);
   at = __shfl_sync(0xffffffffu, at, 0);
   double sum = 0;
-  float* pr = probs + row * n;
+  float* dr = d ? d + row * n : nullptr;
   for (i64 j = lane; j < n; j += 32) {
     const float e = expf(zr[j] - best);
-    pr[j] = e;
+    if (dr) dr[j] = e;
     sum += e;
   }
   for (int o = 16; o > 0; o /= 2) sum += __shfl_down_sync(0xffffffffu, sum, o);
   sum = __shfl_sync(0xffffffffu, sum, 0);
-  const float inv = static_cast<float>(1.0 / sum);
-  for (i64 j = lane; j < n; j += 32) pr[j] *= inv;
+  const std::int32_t y = labels[row];
+  if (dr) {
+    const float inv = static_cast<float>(1.0 / sum);
+    for (i64 j = lane; j < n; j += 32) dr[j] = __fmul_rn(k, __fsub_rn(__fmul_rn(dr[j], inv), j == y ? 1.f : 0.f));
+  }
   if (lane == 0) {
-    const std::int32_t y = labels[row];
     const bool ok = y >= 0 && y < n;  // a label outside the logits gives a NaN loss (the CPU throws)
     row_loss[row] = ok ? log(sum) - static_cast<double>(zr[y] - best) : NAN;
     row_correct[row] = ok && at == y;
@@ -375,15 +378,16 @@ void add(const Tensor& a, const Tensor& b, Tensor& out) {
   launch(add_kernel, a.numel(), a.data(), b.data(), out.data(), a.numel());
 }
 
-void softmax_cross_entropy(const Tensor& logits, const std::int32_t* labels, Tensor& probs, Tensor& scalars) {
-  same_size(logits, probs, "softmax");
+void softmax_cross_entropy(const Tensor& logits, const std::int32_t* labels, Tensor& scalars, float grad_scale,
+                           Tensor* dlogits) {
+  if (dlogits) same_size(logits, *dlogits, "softmax cross-entropy's gradient");
   HPCT_CHECK(scalars.numel() >= step_scalars::count, "softmax: step scalars too small");
   const i64 rows = logits.rows(), n = logits.cols();
   if (rows == 0) return;
   auto* row_loss = static_cast<double*>(context().scratch(static_cast<std::size_t>(rows) * (sizeof(double) + 4)));
   auto* row_correct = reinterpret_cast<int*>(row_loss + rows);
   softmax_rows_kernel<<<static_cast<unsigned>((rows + 7) / 8), 256, 0, context().stream()>>>(
-      logits.data(), labels, probs.data(), row_loss, row_correct, rows, n);
+      logits.data(), labels, dlogits ? dlogits->data() : nullptr, grad_scale, row_loss, row_correct, rows, n);
   launch_check();
   add_row_sums_kernel<<<1, 256, 0, context().stream()>>>(row_loss, row_correct, rows, scalars.data(), true);
   launch_check();
@@ -433,15 +437,11 @@ void softmax_finish(Tensor& probs, const Tensor& row_max, const Tensor& sums, Te
 std::int64_t count_correct(const Tensor& logits, const std::int32_t* labels) {
   const i64 rows = logits.rows(), n = logits.cols();
   if (rows == 0) return 0;
-  // The softmax kernel's row pass, into scratch probabilities; only the correct flags are read.
-  const std::size_t probs_bytes = static_cast<std::size_t>(rows * n) * sizeof(float);
-  char* base = static_cast<char*>(
-      context().scratch(probs_bytes + static_cast<std::size_t>(rows) * (sizeof(double) + 4) + sizeof(double)));
-  auto* row_loss = reinterpret_cast<double*>(base);
+  // The softmax kernel's row pass, writing nothing but the rows' slots; only the correct flags are read.
+  auto* row_loss = static_cast<double*>(context().scratch(static_cast<std::size_t>(rows) * (sizeof(double) + 4)));
   auto* row_correct = reinterpret_cast<int*>(row_loss + rows);
-  auto* probs = reinterpret_cast<float*>(base + static_cast<std::size_t>(rows) * (sizeof(double) + 4));
   softmax_rows_kernel<<<static_cast<unsigned>((rows + 7) / 8), 256, 0, context().stream()>>>(
-      logits.data(), labels, probs, row_loss, row_correct, rows, n);
+      logits.data(), labels, nullptr, 0.f, row_loss, row_correct, rows, n);
   launch_check();
   std::vector<int> flags(static_cast<std::size_t>(rows));
   memcpy_to_host(flags.data(), row_correct, flags.size() * sizeof(int));

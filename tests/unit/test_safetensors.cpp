@@ -19,6 +19,7 @@
 #include "hpctrain/io/output_file.hpp"
 #include "hpctrain/io/safetensors.hpp"
 #include "hpctrain/io/staged_folder.hpp"
+#include "unit_test_util.hpp"
 
 using namespace hpctrain;
 
@@ -65,6 +66,7 @@ std::string one_tensor_file(const std::string& dtype, const std::vector<std::uin
 }
 std::vector<float> read_back(const std::string& bytes) {
   const std::string path = testing::TempDir() + "/halves.safetensors";
+  const unittest::RemovedAtExit gone{path};
   FILE* f = std::fopen(path.c_str(), "wb");
   std::fwrite(bytes.data(), 1, bytes.size(), f);
   std::fclose(f);

@@ -93,6 +93,7 @@ const std::vector<std::string> kNewFolder{"README.md=mine", "config.json=new con
 TEST(StagedFolder, OldFolderUntilTheNewOneIsComplete) {
   for (FolderSwap how : {FolderSwap::exchange, FolderSwap::two_renames, FolderSwap::file_by_file}) {
     const fs::path dir = old_export("staged");
+    const unittest::RemovedAtExit gone{dir.string(), dir.string() + ".partial", dir.string() + ".old"};
     const std::vector<std::string> before = listing(dir);
     const ino_t readme = inode(dir / "README.md");
     std::vector<std::string> while_writing;
@@ -119,6 +120,7 @@ TEST(StagedFolder, OldFolderUntilTheNewOneIsComplete) {
 TEST(StagedFolder, WriterThatThrowsLeavesTheOldFolder) {
   for (FolderSwap how : {FolderSwap::exchange, FolderSwap::file_by_file}) {
     const fs::path dir = old_export("refused");
+    const unittest::RemovedAtExit gone{dir.string(), dir.string() + ".partial", dir.string() + ".old"};
     const std::vector<std::string> before = listing(dir);
     const auto refuse = [](const std::string& staging) {
       const fs::path file = fs::path(staging) / "model-00001-of-00002.safetensors";
@@ -162,6 +164,7 @@ TEST(StagedFolder, NewFolderAndALinkToOne) {
 TEST(StagedFolder, LeftoversOfAKilledExport) {
   const auto write = [](const std::string& staging) { put(fs::path(staging) / "model.safetensors", "new"); };
   const fs::path dir = old_export("killed");
+  const unittest::RemovedAtExit gone{dir.string(), dir.string() + ".partial", dir.string() + ".old"};
   put(dir.string() + ".partial/model.safetensors", "half");
   replace_folder(dir.string(), "test", write, weights);
   EXPECT_FALSE(fs::exists(dir.string() + ".partial"));
@@ -247,6 +250,7 @@ TEST(StagedFolder, ParentThatTakesNoNewEntries) {
 // Without the lock the second removes the first's staging folder while it writes.
 TEST(StagedFolder, TwoAtOnceRunOneAfterTheOther) {
   const fs::path dir = old_export("twice");
+  const unittest::RemovedAtExit gone{dir.string(), dir.string() + ".partial", dir.string() + ".old"};
   std::atomic<int> writing{0}, most{0};
   const auto writer = [&](const std::string& text) {
     return [&, text](const std::string& staging) {

@@ -3,7 +3,9 @@
 
 #include <cmath>
 #include <cstdint>
+#include <filesystem>
 #include <random>
+#include <string>
 #include <vector>
 
 namespace unittest {
@@ -19,5 +21,18 @@ inline std::vector<float> random_values(std::int64_t n, std::uint32_t seed, bool
   }
   return v;
 }
+
+// Removes the paths it names when it goes out of scope (a test's files in $TMPDIR: tools/test.sh
+// fails the suite when a test leaves any behind), also when the test fails or throws.
+struct RemovedAtExit {
+  std::vector<std::string> paths;
+  RemovedAtExit(std::initializer_list<std::string> p) : paths(p) {}
+  RemovedAtExit(const RemovedAtExit&) = delete;
+  RemovedAtExit& operator=(const RemovedAtExit&) = delete;
+  ~RemovedAtExit() {
+    std::error_code ignored;
+    for (const std::string& p : paths) std::filesystem::remove_all(p, ignored);
+  }
+};
 
 }  // namespace unittest

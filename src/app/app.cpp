@@ -514,7 +514,7 @@ int run_trainer(int argc, char** argv) {
     if (cli.generate) {  // the checkpoint's vocabulary stands in for the dataset
       const DatasetIndex index = generation_index(cfg, rt);
       const Config with_model = with_architecture(cfg, index.train);
-      Trainer trainer(with_model, rt, index);
+      Trainer trainer(with_model, rt, index, Purpose::inference);
       return trainer.generate({cli.prompt, cli.tokens, cli.temperature, cli.top_k, cli.top_p, cli.kv_cache});
     }
     // [data] stage_dir: the index is made from the node's copy (cfg keeps the path the user gave).
@@ -530,7 +530,7 @@ int run_trainer(int argc, char** argv) {
     const DatasetIndex index = load_dataset_index(rt.world(), read_from, cfg.model.block_size);
     check_data_options(cfg, index.train);
     const Config with_model = with_architecture(cfg, index.train);
-    Trainer trainer(with_model, rt, index);
+    Trainer trainer(with_model, rt, index, cli.eval_only ? Purpose::inference : Purpose::training);
     trainer.set_staging_seconds(staged.seconds());
     return cli.eval_only ? trainer.eval_only() : trainer.run();
   });

@@ -194,18 +194,21 @@ void Checkpointer::read_state(const CheckpointFile& file) {
 void Checkpointer::read_parameters(const CheckpointFile& file, const std::vector<ParamInfo>& params, float* out) const {
   if (!model_.store().packed_parameters())
     return read_flat(file, "model/", params, 0, model_.parameters().numel(), out);
-  // [parallel] shard = full: the elements it owns, packed as the state; the frozen layers whole,
-  // into their own buffer (those `params` leaves out keep their values).
-  for (const DecayRun& r : opt_.runs()) read_flat(file, "model/", params, r.begin, r.end, out + r.state_at());
+  // [parallel] shard = full: the elements it owns, packed in the order of its ranges (as the
+  // optimizer's runs lay out its state); the frozen layers whole, into their own buffer (those
+  // `params` leaves out keep their values).
+  const auto read_packed = [&](const Ranges& ranges, float* into) {
+    for (const Range& r : ranges) {
+      read_flat(file, "model/", params, r.begin, r.end, into);
+      into += r.size();
+    }
+  };
+  read_packed(model_.store().owned(), out);
   Tensor& frozen = model_.store().frozen_parameters();
   if (!frozen.defined()) return;
   std::vector<float> host(static_cast<std::size_t>(frozen.numel()));
   download(frozen, host.data(), host.size() * sizeof(float));
-  std::int64_t at = 0;
-  for (const Range& r : model_.store().frozen_ranges()) {
-    read_flat(file, "model/", params, r.begin, r.end, host.data() + at);
-    at += r.size();
-  }
+  read_packed(model_.store().frozen_ranges(), host.data());
   upload(host.data(), host.size() * sizeof(float), frozen);
 }
 
@@ -243,12 +246,12 @@ CheckpointInfo Checkpointer::load(const std::string& path, IntervalSums& interva
     info = file.info();
     if (training) hf_files_ = info.run.hf_files;
     read_model(file);
-    if (info.run.optimizer == opt_.name()) {
+    // (evaluation and generation read the weights alone: their trainer holds no optimizer state, Purpose)
+    if (training && info.run.optimizer == opt_.name()) {
       read_state(file);
-    } else {  // (the state stays zero)
-      if (training)
-        warnings += "[optim] name = " + std::string(opt_.name()) + " but the checkpoint's optimizer is " +
-                    info.run.optimizer + ": its state starts from zero\n";
+    } else if (training) {  // (the state stays zero)
+      warnings += "[optim] name = " + std::string(opt_.name()) + " but the checkpoint's optimizer is " +
+                  info.run.optimizer + ": its state starts from zero\n";
       info.state.optimizer_steps = 0;
     }
     sums = file.read_f64("state/interval_sums");

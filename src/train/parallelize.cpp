@@ -67,7 +67,7 @@ void Trainer::parallelize(bool gpu, int stages) {
   if (model_->tensor_parallel().sequence > 0 && tp_comm_)  // the replicated tensors' gradients
     partial_gradients_over(tp_comm_.get(), subtract({{0, model_->store().size()}}, tp_split_));
   if (sp_comm_) partial_gradients_over(sp_comm_.get(), model_->slab_parameter_ranges());
-  if (cfg_.run.reproducible == Reproducible::layout) {
+  if (cfg_.run.reproducible == Reproducible::layout && purpose_ == Purpose::training) {
     refuse_reproducible_combinations();
     repro_ = std::make_unique<ReproducibleSums>(*comm_, model_->store().size(), alloc_);
   }
@@ -147,6 +147,10 @@ void Trainer::place_parameters(const std::vector<Bucket>& buckets, bool gpu) {
                                                   cfg_.precision.dtype);
     model_->set_parameter_source(windows_.get());
   }
+  if (purpose_ == Purpose::inference) {  // (the checkpoint's values replace them: Checkpointer::load)
+    model_->set_precision(cfg_.precision.dtype);
+    return;
+  }
   model_->init_parameters(cfg_.run.seed);
   if (!packed) {
     comm_->broadcast(model_->parameters().data(), static_cast<std::size_t>(model_->parameters().numel()), DType::f32,
@@ -197,6 +201,13 @@ void Trainer::refuse_tensor_parallel_combinations() const {
 }
 
 void Trainer::make_optimizer_for_this_rank() {
+  if (purpose_ == Purpose::inference) {  // no update: an optimizer of nothing, without state
+    OptimConfig none = cfg_.optim;
+    none.name = OptimizerName::sgd;  // (Muon's maker wants its matrices)
+    opt_ = make_optimizer(none, model_->parameters(), model_->gradients(), model_->store().allocate_state(0, alloc_),
+                          {}, 0, {model_->store().staged(), model_->store().packed_parameters()});
+    return;
+  }
   if (cfg_.optim.name == OptimizerName::muon) return make_muon_for_this_rank();
   std::vector<std::pair<std::int64_t, Shape>> tensors;
   for (const ParamInfo& p : model_->param_info()) tensors.emplace_back(p.offset, p.shape);

@@ -83,6 +83,8 @@ struct Trainer::Progress {
 };
 
 int Trainer::run() {
+  HPCT_CHECK(purpose_ == Purpose::training,
+             "Trainer::run: this trainer was made for inference (no gradients, no state)");
   const Mesh& g = rt_.mesh();
   auto locks = lock_directories();  // one run per directory: refused (exit 2) when another holds them
   const Sampler sampler(sampler_options(cfg_, index_.train));

@@ -85,8 +85,8 @@ Shape model_input_shape(const Mesh& mesh, const Config& cfg, const SplitIndex& d
   return slab_shape(data.sample_shape, size);
 }
 
-Trainer::Trainer(const Config& cfg, Runtime& rt, const DatasetIndex& index)
-    : cfg_(cfg), rt_(rt), index_(index), alloc_(device_of(rt)), staged_(alloc_) {
+Trainer::Trainer(const Config& cfg, Runtime& rt, const DatasetIndex& index, Purpose purpose)
+    : cfg_(cfg), rt_(rt), purpose_(purpose), index_(index), alloc_(device_of(rt)), staged_(alloc_) {
   if (cfg.model.layers.empty()) throw bad_input("[model] layers is not set");
   const bool gpu = this->gpu();
   if (const std::string why = cuda_graphs_refusal(cfg, rt.device().kind, rt.mesh().size(MeshDim::dp)); !why.empty())
@@ -128,8 +128,9 @@ Trainer::Trainer(const Config& cfg, Runtime& rt, const DatasetIndex& index)
   const LayerGroup& mine = groups_[static_cast<std::size_t>(rt.mesh().coord(MeshDim::pp))];
   const int dp = rt.mesh().size(MeshDim::dp);
   model_ = std::make_unique<Model>(cfg.model.layers, model_input_shape(rt.mesh(), cfg, index.train), registry, alloc_,
-                                   mine.first, mine.last, !staged_gradients(cfg, dp), !packed_parameters(cfg, dp),
-                                   tensor_parallel_place(rt.mesh(), cfg, index.train), spatial_place(rt.mesh()));
+                                   mine.first, mine.last, purpose == Purpose::training && !staged_gradients(cfg, dp),
+                                   !packed_parameters(cfg, dp), tensor_parallel_place(rt.mesh(), cfg, index.train),
+                                   spatial_place(rt.mesh()));
   // Weights tied across stages: the two stages holding them sum their gradients over a communicator
   // of their own (the stages between them take no part).
   for (const auto& [layer, target] : model_->ties()) {
@@ -153,6 +154,10 @@ Trainer::Trainer(const Config& cfg, Runtime& rt, const DatasetIndex& index)
   doc_separator_ = document_separator();
   parallelize(gpu, stages);
   memory_ = estimate_memory(cfg, rt, *model_, false);
+  if (purpose == Purpose::inference) {  // (what this rank holds: Purpose)
+    memory_.state = 0;
+    if (!model_->store().staged()) memory_.gradients = 0;
+  }
   raise_if_any(rt.world(), memory_refusal(memory_, static_cast<double>(alloc_.in_use()), cfg, rt));
 }
 

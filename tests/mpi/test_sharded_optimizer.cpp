@@ -300,3 +300,54 @@ TEST(ShardedOptimizer, CheckpointHoldsEveryOwnersStateExactly) {
     fs::remove_all(root);
   }
 }
+
+// A trainer made for inference (--eval-only, --generate) holds the weights alone: no optimizer
+// state, no whole gradient buffer (unsharded), no random initial values; loading a training run's
+// checkpoint into it, unsharded and with shard = full (its share packed), evaluates exactly as the
+// training trainer does. Without the load it does not (negative control: the weights start at 0).
+TEST(ShardedOptimizer, InferenceTrainerHoldsTheWeightsAloneAndEvaluatesTheCheckpoint) {
+  const std::string root = testref::make_synthetic_dataset("hpct_infer_");
+  const DatasetIndex index = load_dataset_index(*host_communicator(MPI_COMM_WORLD, "world"), root);
+  const std::string dir = shared_dir("hpct_infer_dir_");
+  auto config = [&](const char* shard) {
+    const std::string ini = "[run]\nseed = 9\nout_dir = /tmp\n[data]\npath = " + root +
+                            "\n[model]\nlayers = flatten dense(12) tanh dense(10) relu dense(7)\n"
+                            "[train]\nglobal_batch = 24\n[optim]\nname = adamw\nlr = 0.01\n[parallel]\nshard = " +
+                            shard + "\nbucket_mb = 0.0002\n[checkpoint]\ndir = " + dir + "\n";
+    return parse_config(ini, "infer.ini", {}, process_environment());
+  };
+  const Config trained_cfg = config("none");
+  Runtime rt(trained_cfg);
+  Trainer trainer(trained_cfg, rt, index);
+  const Sampler sampler(sampler_options(trained_cfg, index.train));
+  testref::train_steps(trainer, trained_cfg, rt, index, sampler, 3);
+  Checkpointer saver(trained_cfg, rt, trainer.dp_comm(), trainer.model(), trainer.optimizer(), trainer.groups());
+  const IntervalSums no_sums;
+  const std::string path = saver.save(trainer.state(), no_sums);
+  const EvalResult want = trainer.evaluate(*index.test);
+  for (const char* shard : {"none", "full"}) {
+    const Config cfg = config(shard);
+    Runtime irt(cfg);
+    Trainer inference(cfg, irt, index, Purpose::inference);
+    const std::string what = std::string("shard = ") + shard;
+    EXPECT_EQ(inference.optimizer().state().numel(), 0) << what;
+    if (!inference.model().store().staged()) {
+      EXPECT_FALSE(inference.model().gradients().defined()) << what;
+    }
+    EXPECT_EQ(inference.memory_estimate().state, 0) << what;
+    const EvalResult before = inference.evaluate(*index.test);  // (all weights 0: every class alike)
+    EXPECT_NE(before.loss, want.loss) << what;
+    Checkpointer loader(cfg, irt, inference.dp_comm(), inference.model(), inference.optimizer(), inference.groups());
+    IntervalSums sums;
+    loader.load(path, sums, Checkpointer::LoadFor::inference);
+    inference.model().refresh_compute_parameters();
+    const EvalResult got = inference.evaluate(*index.test);
+    EXPECT_EQ(got.loss, want.loss) << what;
+    EXPECT_EQ(got.accuracy, want.accuracy) << what;
+  }
+  MPI_Barrier(MPI_COMM_WORLD);
+  if (world_rank() == 0) {
+    fs::remove_all(dir);
+    fs::remove_all(root);
+  }
+}

@@ -46,7 +46,6 @@ namespace hpctrain {
 class Checkpointer;
 struct SamplerState;
 
-// trainer --generate: sampling from a language model's checkpoint (train/generation.cpp).
 // A weight tied across pipeline stages: its gradient is summed over the stages of a replica.
 struct TieSync {
   std::int64_t count = 0;              // its elements
@@ -71,11 +70,17 @@ struct EvalResult {  // exact over all ranks
   std::string mae_text() const;
 };
 
+// What a Trainer is made for: training (every buffer an update needs), or using a checkpoint's
+// weights (--eval-only, --generate): then it holds no gradient buffer (the sharded layouts' share
+// stays), no optimizer state, and makes no random initial values (the checkpoint replaces them),
+// 12 of a float32 model's 16 bytes per parameter with AdamW.
+enum class Purpose { training, inference };
+
 class Trainer {
  public:
   // Collective: builds the model, broadcasts the parameters from rank 0 of the
-  // data-parallel group and verifies every rank holds the same bits.
-  Trainer(const Config& cfg, Runtime& rt, const DatasetIndex& index);
+  // data-parallel group and verifies every rank holds the same bits (training).
+  Trainer(const Config& cfg, Runtime& rt, const DatasetIndex& index, Purpose purpose = Purpose::training);
   ~Trainer();
 
   // One optimizer step on this rank's slice of a global batch. Its loss, correct and sample
@@ -187,6 +192,7 @@ class Trainer {
   std::vector<std::unique_ptr<DirectoryLock>> lock_directories();
   const Config& cfg_;
   Runtime& rt_;
+  Purpose purpose_;
   const DatasetIndex& index_;
   Allocator alloc_;                            // on the rank's device: parameters, gradients, state, activations
   std::unique_ptr<cuda::Graph> update_graph_;  // [kernels] cuda_graphs: the recorded update

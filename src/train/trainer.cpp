@@ -153,8 +153,12 @@ Trainer::Trainer(const Config& cfg, Runtime& rt, const DatasetIndex& index, Purp
   eval_scalars_ = step_scalars::make(alloc_);
   doc_separator_ = document_separator();
   parallelize(gpu, stages);
-  memory_ = estimate_memory(cfg, rt, *model_, false);
-  if (purpose == Purpose::inference) {  // (what this rank holds: Purpose)
+  if (purpose == Purpose::training) {
+    memory_ = estimate_memory(cfg, rt, *model_, false);
+  } else {  // (what this rank holds: Purpose; its blocks keep nothing, as with recompute = blocks)
+    Config held = cfg;
+    held.train.recompute = Recompute::blocks;
+    memory_ = estimate_memory(held, rt, *model_, false);
     memory_.state = 0;
     if (!model_->store().staged()) memory_.gradients = 0;
   }

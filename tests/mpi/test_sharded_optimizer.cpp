@@ -351,3 +351,33 @@ TEST(ShardedOptimizer, InferenceTrainerHoldsTheWeightsAloneAndEvaluatesTheCheckp
     fs::remove_all(root);
   }
 }
+
+// An inference trainer runs each residual block's inner layers as recompute = blocks does and
+// drops their tensors once the block has run (nothing reads them: no backward): a GPT of two
+// attention and two MLP blocks evaluates the same loss with the training trainer's weights,
+// keeping at most half the saved tensors (one block's of each kind's two, and the top-level
+// layers'); without the recompute set it keeps all of them and fails.
+TEST(ShardedOptimizer, InferenceTrainerKeepsNoBlockTensors) {
+  const std::string root = testref::make_token_dataset("hpct_infer_gpt_");
+  const DatasetIndex index = load_dataset_index(*host_communicator(MPI_COMM_WORLD, "world"), root, 8);
+  const std::string ini = "[run]\nseed = 13\nout_dir = /tmp\n[data]\npath = " + root +
+                          "\nblock_size = 8\n[model]\nlayers = embedding(11, 8) position_embedding repeat(2, "
+                          "res(layernorm attention(2)) res(layernorm linear(16) gelu linear(8))) layernorm(bias=0) "
+                          "lm_head(11)\n[train]\nglobal_batch = 24\n[optim]\nname = adamw\nlr = 0.01\n";
+  const Config cfg = parse_config(ini, "infer-gpt.ini", {}, process_environment());
+  Runtime rt(cfg);
+  Trainer trainer(cfg, rt, index);
+  const EvalResult want = trainer.evaluate(*index.val);
+  const std::size_t trained_saved = trainer.model().saved_bytes();
+  Trainer inference(cfg, rt, index, Purpose::inference);
+  Model& m = inference.model();
+  std::copy_n(trainer.model().parameters().data(), m.parameters().numel(), m.parameters().data());
+  m.refresh_compute_parameters();
+  const EvalResult got = inference.evaluate(*index.val);
+  EXPECT_EQ(got.loss, want.loss);
+  EXPECT_EQ(got.accuracy, want.accuracy);
+  EXPECT_GT(trained_saved, 0u);
+  EXPECT_LE(m.saved_bytes(), trained_saved / 2) << "saved tensors: training's trainer " << trained_saved;
+  MPI_Barrier(MPI_COMM_WORLD);
+  if (world_rank() == 0) fs::remove_all(root);
+}

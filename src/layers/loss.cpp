@@ -34,13 +34,14 @@ class VocabParallelCrossEntropy final : public Loss {
   const char* name() const override { return "softmax cross-entropy (vocabulary-parallel)"; }
   void forward(const Tensor& out, const Targets& t, Tensor& scalars, Tensor& work) override {
     const Tensor logits = rows(out);
-    HPCT_CHECK(work.numel() == logits.numel(), "softmax cross-entropy: the work buffer is not the logits' size");
     const std::int64_t n = logits.rows();
     Allocator& alloc = logits.device() == Device::cuda ? device_ : host_;
+    // (the probabilities: in `work`, or, for a forward-only model (no dout), a buffer of its own)
+    Tensor probs = work.defined() ? rows(work) : grow(probs_, logits.shape(), alloc);
+    HPCT_CHECK(probs.numel() == logits.numel(), "softmax cross-entropy: the work buffer is not the logits' size");
     Tensor mx = grow(max_, {n}, alloc), sums = grow(sums_, {n, 2}, alloc);
     row_max(logits, mx);
     group_.allreduce(mx.data(), mx.data(), static_cast<std::size_t>(n), DType::f32, ReduceOp::max);
-    Tensor probs = rows(work);
     softmax_partial(logits, mx, t.classes, offset_, probs, sums);
     group_.allreduce(sums.data(), sums.data(), static_cast<std::size_t>(2 * n), DType::f32, ReduceOp::sum);
     softmax_finish(probs, mx, sums, scalars);
@@ -55,7 +56,7 @@ class VocabParallelCrossEntropy final : public Loss {
   Communicator& group_;
   std::int64_t offset_;
   Allocator host_{Device::cpu}, device_{Device::cuda};
-  Tensor max_, sums_;  // [rows], [rows, 2]: grown, kept
+  Tensor max_, sums_, probs_;  // [rows], [rows, 2], [rows, classes] (without a work buffer): grown, kept
 };
 
 // Mean squared error, mean absolute error or Huber's loss (backend regression_loss): each row's

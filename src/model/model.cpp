@@ -335,23 +335,28 @@ double Model::gradient_buffer_bytes(std::int64_t rows, Precision precision) cons
   return 4.0 * static_cast<double>(rows) * static_cast<double>(elems);
 }
 
+// The gradients between layers: the output's (the loss's) and, on a later pipeline stage, the
+// input's (sent upstream) have buffers of their own; the ones in between take turns in two
+// buffers of the widest (backward of layer i reads i + 1's and writes i's).
+void Model::allocate_gradient_buffers(std::int64_t rows) {
+  const std::size_t last = shapes_.size() - 1;
+  grad_buf_[last] = Tensor::zeros({rows * numel(shapes_[last])}, alloc_);
+  if (first_ > 0) grad_buf_[0] = Tensor::zeros({rows * numel(shapes_[0])}, alloc_);  // sent upstream
+  const std::int64_t widest = widest_between();
+  Tensor turns[2];
+  for (std::size_t i = 1; i < last; ++i) {
+    if (!turns[i % 2].defined()) turns[i % 2] = Tensor::zeros({rows * widest}, alloc_);
+    grad_buf_[i] = turns[i % 2];
+  }
+}
+
 void Model::set_batch(std::int64_t rows) {
   if (rows == rows_) return;
   if (rows > capacity_) {  // grow the buffers; smaller batches (the last evaluation batch) use views
     capacity_ = rows;
-    // The gradients between layers: the output's (the loss's work buffer) and, on a later pipeline
-    // stage, the input's (sent upstream) have buffers of their own; the ones in between take turns
-    // in two buffers of the widest (backward of layer i reads i + 1's and writes i's).
     grad_buf_.assign(shapes_.size(), Tensor());
-    const std::size_t last = shapes_.size() - 1;
-    grad_buf_[last] = Tensor::zeros({rows * numel(shapes_[last])}, alloc_);
-    if (first_ > 0) grad_buf_[0] = Tensor::zeros({rows * numel(shapes_[0])}, alloc_);  // sent upstream
+    if (!forward_only_) allocate_gradient_buffers(rows);
     const std::int64_t widest = widest_between();
-    Tensor turns[2];
-    for (std::size_t i = 1; i < last; ++i) {
-      if (!turns[i % 2].defined()) turns[i % 2] = Tensor::zeros({rows * widest}, alloc_);
-      grad_buf_[i] = turns[i % 2];
-    }
     if (precision_ != Precision::fp32)  // the forward's float32 outputs between layers
       for (Tensor& w : work_) w = Tensor::zeros({rows * widest}, alloc_);
     // The scratch the deepest layer call takes, as the layers state it (Layer::memory).
@@ -361,7 +366,7 @@ void Model::set_batch(std::int64_t rows) {
   rows_ = rows;
   grads_act_.assign(shapes_.size(), Tensor());
   for (std::size_t i = 0; i < shapes_.size(); ++i)
-    if (i > 0 || first_ > 0) grads_act_[i] = grad_buf_[i].view(0, batch_shape(i));
+    if ((i > 0 || first_ > 0) && grad_buf_[i].defined()) grads_act_[i] = grad_buf_[i].view(0, batch_shape(i));
   use_set(0);  // (not the set in use: a larger evaluation batch must not grow a pipeline's other sets)
 }
 
@@ -468,6 +473,7 @@ const Tensor& Model::forward(const Tensor& x, const std::function<void(std::size
 
 void Model::backward(const Tensor& x, const Tensor& dout, const std::function<void(std::size_t)>& layer_done,
                      bool accumulate) {
+  HPCT_CHECK(!forward_only_, "Model::backward on a forward-only model (set_forward_only)");
   accumulate = accumulate && !store_.staged();  // (staged: each backward's gradients are reduced before the next)
   in_backward_ = true;                          // (what a parameter source prefetches next)
   if (dout.data() != grads_act_.back().data()) copy(dout, grads_act_.back());

@@ -43,7 +43,9 @@ void Trainer::parallelize(bool gpu, int stages) {
   auto buckets = model_->store().buckets(std::max<std::int64_t>(1, bucket_elems));
   place_parameters(buckets, gpu);
   model_->set_fusion(cfg_.kernels.fusion);
-  // (inference: no backward, so each residual block's inner tensors go once the block has run)
+  // (inference: no backward, so no gradients between layers, and each residual block's inner
+  // tensors go once the block has run)
+  model_->set_forward_only(purpose_ == Purpose::inference);
   model_->set_recompute_blocks(cfg_.train.recompute == Recompute::blocks || purpose_ == Purpose::inference);
   const auto& types = model_->all_layer_types();
   if (cfg_.train.recompute == Recompute::blocks && std::find(types.begin(), types.end(), "res") == types.end())

@@ -160,6 +160,7 @@ Trainer::Trainer(const Config& cfg, Runtime& rt, const DatasetIndex& index, Purp
     held.train.recompute = Recompute::blocks;
     memory_ = estimate_memory(held, rt, *model_, false);
     memory_.state = 0;
+    memory_.act.gradients = 0;
     if (!model_->store().staged()) memory_.gradients = 0;
   }
   raise_if_any(rt.world(), memory_refusal(memory_, static_cast<double>(alloc_.in_use()), cfg, rt));

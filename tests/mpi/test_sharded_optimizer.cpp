@@ -352,8 +352,9 @@ TEST(ShardedOptimizer, InferenceTrainerHoldsTheWeightsAloneAndEvaluatesTheCheckp
   }
 }
 
-// An inference trainer runs each residual block's inner layers as recompute = blocks does and
-// drops their tensors once the block has run (nothing reads them: no backward): a GPT of two
+// An inference trainer's model is forward-only (no gradient buffers between layers) and runs each
+// residual block's inner layers as recompute = blocks does, dropping their tensors once the block
+// has run (nothing reads them: no backward): a GPT of two
 // attention and two MLP blocks evaluates the same loss with the training trainer's weights,
 // keeping at most half the saved tensors (one block's of each kind's two, and the top-level
 // layers'); without the recompute set it keeps all of them and fails.
@@ -378,6 +379,8 @@ TEST(ShardedOptimizer, InferenceTrainerKeepsNoBlockTensors) {
   EXPECT_EQ(got.accuracy, want.accuracy);
   EXPECT_GT(trained_saved, 0u);
   EXPECT_LE(m.saved_bytes(), trained_saved / 2) << "saved tensors: training's trainer " << trained_saved;
+  EXPECT_FALSE(m.dout().defined()) << "a forward-only model has no gradient buffers";
+  EXPECT_TRUE(trainer.model().dout().defined());
   MPI_Barrier(MPI_COMM_WORLD);
   if (world_rank() == 0) fs::remove_all(root);
 }

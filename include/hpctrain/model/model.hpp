@@ -112,6 +112,9 @@ class Model {
   // are the same bits (tested). An evaluation forward then holds one block's inner tensors at a
   // time as well. Off (recompute = none) by default.
   void set_recompute_blocks(bool on) { ctx_.recompute_set = on ? &recompute_set_ : nullptr; }
+  // Forward only (--eval-only, --generate): set_batch makes no gradient buffers between layers, and
+  // dout() and input_grad() stay undefined; backward must not be called. Set before set_batch.
+  void set_forward_only(bool on) { forward_only_ = on; }
   // Elements of scratch the deepest layer call took (layers/step_arena.hpp), for reports and tests.
   std::int64_t arena_high_water() const { return arena_.high_water(); }
   // `acquire(i)`, when given, runs before layer i reads its parameters (a sharded optimizer's
@@ -201,6 +204,7 @@ class Model {
   std::string summary() const;  // table: layer, output shape, parameters
 
  private:
+  void allocate_gradient_buffers(std::int64_t rows);  // (set_batch: what backward writes)
   // Every layer's views of `weights` (the master parameters, or their rounded copy) and of the
   // gradient buffer, handed to it at each call (StepContext::params).
   void make_views(const Tensor& weights);
@@ -239,6 +243,7 @@ class Model {
   ParamStore store_;
   Precision precision_ = Precision::fp32;
   bool fusion_ = true;
+  bool forward_only_ = false;
   Tensor compute_params_;            // 16-bit copy the layers use when precision_ != fp32
   ParamViews call_;                  // call_params' float32 copies
   Tensor work_[2];                   // bf16/fp16 forward: float32 outputs, alternating

@@ -107,6 +107,7 @@ TEST(Safetensors, ReadsATensorLargerThanItsBuffer) {
   const std::vector<NamedTensor> tensors{{"big", {static_cast<std::int64_t>(big.size())}, big},
                                          {"small", {3}, {1.f, -2.f, 0.25f}}};
   const std::string path = testing::TempDir() + "/big.safetensors";
+  const unittest::RemovedAtExit gone{path};
   write_safetensors(path, tensors, {}, DType::f32);
   const std::vector<NamedTensor> read = read_safetensors(path);
   ASSERT_EQ(read.size(), 2u);
@@ -136,6 +137,7 @@ TEST(Safetensors, WritesBfloat16AndHalfRoundedToNearestEven) {
   const float tie_down = 1.f + std::ldexp(1.f, -8), tie_up = 1.f + 3 * std::ldexp(1.f, -8);  // bf16 ulp at 1: 2^-7
   const std::vector<NamedTensor> tensors{{"w", {5}, {tie_down, tie_up, -2.5f, 1e-30f, 65504.f}}};
   const std::string path = testing::TempDir() + "/rounded.safetensors";
+  const unittest::RemovedAtExit gone{path};
   write_safetensors(path, tensors, {}, DType::bf16);
   EXPECT_EQ(read_safetensors(path).at(0).data,
             (std::vector<float>{1.f, 1.f + std::ldexp(1.f, -6), -2.5f, bf16_round(1e-30f), 65536.f}));
@@ -167,6 +169,7 @@ TEST(Safetensors, LazyTensorsReadTheRowsAskedFor) {
   std::vector<float> m(4 * 3);
   for (std::size_t i = 0; i < m.size(); ++i) m[i] = static_cast<float>(i) + 0.5f;
   const std::string path = testing::TempDir() + "/lazy.safetensors";
+  const unittest::RemovedAtExit gone{path};
   for (DType stored : {DType::f32, DType::bf16}) {
     write_safetensors(path, std::vector<NamedTensor>{{"s", {}, {7.f}}, {"m", {4, 3}, m}}, {}, stored);
     const std::vector<LazyTensor> lazy = safetensors_tensors(path);
@@ -196,6 +199,7 @@ TEST(Safetensors, WriterAsksForPiecesOfRows) {
     for (std::int64_t i = 0; i < count * w; ++i) out[i] = static_cast<float>((first * w + i) % 251);  // exact in bf16
   };
   const std::string path = testing::TempDir() + "/pieces.safetensors";
+  const unittest::RemovedAtExit gone{path};
   write_safetensors(path, std::vector<LazyTensor>{t}, {}, DType::bf16);
   EXPECT_TRUE(std::all_of(asked.begin(), asked.end(), [](std::int64_t k) { return k == 1; }));
   EXPECT_LE(most * w * 4, std::int64_t{16} << 20);
@@ -223,6 +227,7 @@ std::string text_of(const std::string& path) {
 TEST(Safetensors, FolderInShardsListedByTheIndex) {
   namespace fs = std::filesystem;
   const std::string dir = testing::TempDir() + "/shards";
+  const unittest::RemovedAtExit gone{dir};
   fs::remove_all(dir);
   fs::create_directories(dir);
   std::ofstream(dir + "/tokenizer.json") << "{}";
@@ -266,6 +271,7 @@ TEST(Safetensors, FolderInShardsListedByTheIndex) {
 TEST(Safetensors, OutputThatIsNoFileIsRefusedBeforeWriting) {
   namespace fs = std::filesystem;
   const std::string dir = testing::TempDir() + "/refused_output";
+  const unittest::RemovedAtExit gone{dir, dir + ".partial"};
   fs::remove_all(dir);
   fs::remove(dir + ".partial");
   fs::create_directories(dir);

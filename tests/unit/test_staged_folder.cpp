@@ -145,6 +145,7 @@ TEST(StagedFolder, WriterThatThrowsLeavesTheOldFolder) {
 // A new folder (its parent too); a link to a folder replaces that folder and stays a link.
 TEST(StagedFolder, NewFolderAndALinkToOne) {
   const fs::path root = fs::path(testing::TempDir()) / "staged_new";
+  const unittest::RemovedAtExit gone{root.string()};
   fs::remove_all(root);
   const auto write = [](const std::string& staging) { put(fs::path(staging) / "model.safetensors", "new"); };
   replace_folder((root / "a" / "out").string() + "/", "test", write, weights);
@@ -183,6 +184,7 @@ TEST(StagedFolder, LeftoversOfAKilledExport) {
 // called.
 TEST(StagedFolder, RefusesAFileAndTheCurrentFolder) {
   const fs::path root = fs::path(testing::TempDir()) / "staged_refused";
+  const unittest::RemovedAtExit gone{root.string()};
   fs::remove_all(root);
   put(root / "file", "x");
   fs::create_directories(root / "cwd" / "below");
@@ -207,6 +209,7 @@ TEST(StagedFolder, RefusesAFileAndTheCurrentFolder) {
 // parent the user may not write in on a cluster): the files replaced one by one inside it.
 TEST(StagedFolder, ParentThatTakesNoNewEntries) {
   const fs::path root = fs::path(testing::TempDir()) / "staged_locked";
+  const unittest::RemovedAtExit gone{root.string()};
   struct Immutable {  // the flag on `root` while it lives (cleared whatever the test does)
     int fd = -1, flags = 0;
     bool on = false;

@@ -18,8 +18,9 @@ cd "$root"
 
 echo
 # The tests' scratch files go to a folder of their own, which must be empty again at the end (Open
-# MPI's session folders, ompi.*, excepted): a test that leaves files behind fails the suite. (Two
-# had: 19 copies of the docs per doc_commands run, a dataset per 1-rank pipeline run; 2026-12-06.)
+# MPI's session folders, ompi.*, excepted): a test that leaves files behind fails the suite. (On
+# 2026-12-06 doc_commands left 19 copies of the docs per run, 1-rank pipeline tests their
+# datasets, and unit tests files of fixed names.)
 scratch=$(mktemp -d "${TMPDIR:-/tmp}/hpctrain-tests-XXXXXX")
 chmod 1777 "$scratch"  # (as /tmp: install.sh builds as another user)
 trap 'rm -rf "$scratch"' EXIT

@@ -324,12 +324,14 @@ void fill_columns(Tensor& y, std::int64_t first, float value) {
 
 void scale(Tensor& t, float factor) { scale_row(t.data(), factor, t.numel()); }
 
-// One row's gradient from its exponentials e (in d): d = grad_scale (e / sum - onehot(label)),
-// the probability rounded to float first, as softmax_cross_entropy_backward computes it from
-// stored probabilities (the same bits).
-HPCT_VECTOR_CLONES void gradient_row(float* d, float inv_sum, float grad_scale, std::int64_t label, std::int64_t n) {
+// One row's gradient d = grad_scale (e inv_sum - onehot(label)), the probability e inv_sum
+// rounded to float first: from the exponentials (inv_sum = 1 / their sum), or from stored
+// probabilities (inv_sum = 1, exact), the same bits either way. `e` may be `d` (in place); a label
+// outside [0, n) (another rank's block of the vocabulary) has no one here.
+HPCT_VECTOR_CLONES void gradient_row(const float* e, float inv_sum, float grad_scale, std::int64_t label, float* d,
+                                     std::int64_t n) {
   for (std::int64_t j = 0; j < n; ++j) {
-    const float p = d[j] * inv_sum;
+    const float p = e[j] * inv_sum;
     d[j] = grad_scale * (p - (j == label ? 1.f : 0.f));
   }
 }
@@ -351,7 +353,7 @@ void softmax_cross_entropy(const Tensor& logits, const std::int32_t* labels, Ten
       float* d = dlogits->data() + i * n;
       exp_shifted(z, mx, d, n);
       sum = sum_of(d, n);
-      gradient_row(d, static_cast<float>(1.0 / sum), grad_scale, labels[i], n);
+      gradient_row(d, static_cast<float>(1.0 / sum), grad_scale, labels[i], d, n);
     } else {
       sum = sum_of_exp_shifted(z, mx, n);
     }
@@ -375,10 +377,7 @@ void softmax_cross_entropy_backward(const Tensor& probs, const std::int32_t* lab
   same_size(probs, dlogits, "softmax backward");
   const std::int64_t n = probs.cols();
   parallel_pieces(probs.rows(), 1, [&](std::int64_t i, std::int64_t) {
-    const float* p = probs.data() + i * n;
-    float* d = dlogits.data() + i * n;
-    const std::int64_t label = labels[i] - label_offset;  // (outside [0, n): another rank's block)
-    for (std::int64_t j = 0; j < n; ++j) d[j] = grad_scale * (p[j] - (j == label ? 1.f : 0.f));
+    gradient_row(probs.data() + i * n, 1.f, grad_scale, labels[i] - label_offset, dlogits.data() + i * n, n);
   });
 }
 

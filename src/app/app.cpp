@@ -303,6 +303,7 @@ std::string describe_data(const Config& cfg, const Runtime& rt) {
                 static_cast<std::size_t>(-1), false, false, tensor_parallel_place(rt.mesh(), cfg, index.train),
                 spatial_place(rt.mesh()));
     model.set_frozen(frozen_layers(cfg.train.freeze, model));  // the summary marks frozen layers
+    model.set_loss_chunk(cfg.train.loss_chunk);
     os << "\nModel"
        << (cfg.model.arch == Arch::layers ? ""
                                           : std::string(" (arch = ") + name_of(cfg.model.arch) +

@@ -311,6 +311,12 @@ void train_keys(std::vector<KeySpec>& k) {
   s.key("recompute", &TrainConfig::recompute,
         "activation checkpointing: blocks = each residual block keeps only its input for backward and re-runs its "
         "forward there (less memory, about one more forward per step; the same gradients, bit for bit)");
+  s.key("loss_chunk", &TrainConfig::loss_chunk,
+        "> 0: a language model's lm_head and the cross-entropy run this many positions (rows of logits) at a "
+        "time, each chunk's gradient through the head before the next: the whole logits [positions, vocabulary] "
+        "and their gradient are never held (less memory; the same loss and gradients in another summation "
+        "order; docs/language-models.md); 0 = all at once")
+      .range(0, kMaxCount);
   s.key("freeze", &TrainConfig::freeze,
         "layers whose parameters are not updated: comma-separated name patterns as the model summary names layers "
         "(e.g. \"conv, h.0\"; docs/training.md, tensor names); empty = none");

@@ -12,6 +12,12 @@
 // no rank holds whole logit rows; the input gradient is summed over the group. With [parallel]
 // sequence_parallel its input holds this rank's block of the positions: all-gathered first (and
 // again in backward), the input gradient reduce-scattered.
+// With [train] loss_chunk = R (set_loss_chunk) the head runs the loss itself (StepContext::head_loss)
+// on R rows of logits at a time, in two [R, V] buffers of scratch: the logits, the loss on them,
+// and in training at once their gradient through the head (dW += dlogits^T x, dx = dlogits W)
+// before the next chunk. Training's forward then does nothing: its backward computes the logits
+// (once). The whole [T, V] logits and their gradient are never held (Liger's fused linear
+// cross-entropy): the same loss and gradients as without, in another summation order.
 #include <algorithm>
 #include <cmath>
 #include <vector>
@@ -44,13 +50,32 @@ class LmHead final : public Layer {
     w.tp = Placement::sharded(0);  // (by rows: the vocabulary)
     return {w};
   }
+  bool set_loss_chunk(std::int64_t rows) override {
+    chunk_ = rows;
+    return true;
+  }
+  LayerMemory memory(const Shape& in, const MemoryQuery& q) const override {
+    if (chunk_ == 0) return {};
+    const std::int64_t rows = std::min(chunk_, q.rows * output_shape(in)[0]);
+    return {0, 2 * MemoryQuery::temp(static_cast<double>(rows * local_rows())), 0};  // logits, their gradient
+  }
   void forward(const Tensor& x, Tensor& y) override {
+    if (!y.defined()) {  // (loss_chunk: evaluation runs the loss here, training in backward)
+      if (!context().training) loss_in_chunks(sequence_gather(x, 0), nullptr);
+      return;
+    }
     const std::int64_t cols = local_rows();
     Tensor y2 = y.reshaped({y.numel() / cols, cols});
     gemm(false, true, 1.f, sequence_gather(x, 0).reshaped({y2.rows(), x.shape().back()}), param(0), 0.f, y2);
     if (first_row() + cols > vocab_) fill_columns(y2, std::max<std::int64_t>(vocab_ - first_row(), 0), -INFINITY);
   }
   void backward(const Tensor& x, const Tensor&, const Tensor& dy, Tensor& dx) override {
+    if (!dy.defined()) {  // (loss_chunk)
+      if (!dx.defined()) return loss_in_chunks(sequence_gather(x, 0), nullptr, true);
+      Tensor whole = sequence_whole(dx, 2);
+      loss_in_chunks(sequence_gather(x, 0), &whole, true);
+      return sequence_reduce_scatter(whole, dx, 3);
+    }
     const std::int64_t cols = local_rows();
     const Tensor g = dy.reshaped({dy.numel() / cols, cols});
     const std::int64_t width = x.shape().back();
@@ -65,12 +90,45 @@ class LmHead final : public Layer {
   }
 
  private:
+  // [train] loss_chunk: chunk_ rows of x [n, C] at a time: their logits (bf16/fp16: rounded, as
+  // the model rounds a layer's output), the loss, and with `train` its gradient (rounded) into
+  // dW and into dx's rows (when given).
+  void loss_in_chunks(const Tensor& x, Tensor* dx, bool train = false) {
+    const HeadLoss& h = context().head_loss;
+    HPCT_CHECK(h.loss && h.scalars && h.targets.classes,
+               "lm_head: [train] loss_chunk without the step's loss and labels (StepContext::head_loss)");
+    const Precision precision = context().precision;
+    const std::int64_t cols = local_rows(), width = x.shape().back(), n = x.numel() / width;
+    const std::int64_t r = std::min(chunk_, n);
+    const Tensor logits_buf = temp(4, {r, cols}, x.device()), grad_buf = temp(5, {r, cols}, x.device());
+    for (std::int64_t at = 0; at < n; at += r) {
+      const std::int64_t m = std::min(r, n - at);
+      const Tensor xc = x.view(at * width, {m, width});
+      Tensor logits = logits_buf.view(0, {m, cols}), d = grad_buf.view(0, {m, cols});
+      gemm(false, true, 1.f, xc, param(0), 0.f, logits);
+      if (first_row() + cols > vocab_) fill_columns(logits, std::max<std::int64_t>(vocab_ - first_row(), 0), -INFINITY);
+      if (precision != Precision::fp32) round_to_precision(logits, precision);
+      Targets t = h.targets;
+      t.classes += at;
+      if (!train) {
+        h.loss->forward(logits, t, *h.scalars, d);  // (d: the vocabulary-parallel loss's work buffer)
+        continue;
+      }
+      h.loss->forward_backward(logits, t, h.grad_scale, *h.scalars, d);
+      if (precision != Precision::fp32) round_to_precision(d, precision);
+      gemm(true, false, 1.f, d, xc, at > 0 || accumulate_grads() ? 1.f : 0.f, grad(0));
+      if (!dx) continue;
+      Tensor dxc = dx->view(at * width, {m, width});
+      gemm(false, false, 1.f, d, param(0), 0.f, dxc);
+    }
+  }
   std::int64_t local_rows() const { return rows_ / tensor_parallel().size; }
   std::int64_t first_row() const { return tensor_parallel().rank * local_rows(); }
 
   std::int64_t vocab_, rows_;
   bool tie_;
   float std_;
+  std::int64_t chunk_ = 0;  // [train] loss_chunk: rows of logits at a time; 0 = the whole output
 };
 }  // namespace
 

@@ -330,17 +330,18 @@ std::int64_t Model::widest_between() const {
 double Model::gradient_buffer_bytes(std::int64_t rows, Precision precision) const {  // (as set_batch allocates)
   const std::size_t last = shapes_.size() - 1;
   const std::int64_t turns = std::min<std::int64_t>(2, static_cast<std::int64_t>(last) - 1);  // (-1: one layer)
-  std::int64_t elems = (first_ > 0 ? numel(shapes_[0]) : 0) + numel(shapes_[last]);
+  std::int64_t elems = (first_ > 0 ? numel(shapes_[0]) : 0) + (loss_in_head_ ? 0 : numel(shapes_[last]));
   elems += (std::max<std::int64_t>(turns, 0) + (precision != Precision::fp32 ? 2 : 0)) * widest_between();
   return 4.0 * static_cast<double>(rows) * static_cast<double>(elems);
 }
 
 // The gradients between layers: the output's (the loss's) and, on a later pipeline stage, the
 // input's (sent upstream) have buffers of their own; the ones in between take turns in two
-// buffers of the widest (backward of layer i reads i + 1's and writes i's).
+// buffers of the widest (backward of layer i reads i + 1's and writes i's). loss_in_head_: no
+// output gradient (the last layer makes it a chunk at a time).
 void Model::allocate_gradient_buffers(std::int64_t rows) {
   const std::size_t last = shapes_.size() - 1;
-  grad_buf_[last] = Tensor::zeros({rows * numel(shapes_[last])}, alloc_);
+  if (!loss_in_head_) grad_buf_[last] = Tensor::zeros({rows * numel(shapes_[last])}, alloc_);
   if (first_ > 0) grad_buf_[0] = Tensor::zeros({rows * numel(shapes_[0])}, alloc_);  // sent upstream
   const std::int64_t widest = widest_between();
   Tensor turns[2];
@@ -417,7 +418,8 @@ void Model::use_set(std::size_t k) {
   if (set.capacity < rows_) {  // grown to the batch it is used with (an evaluation batch grows set 0 only)
     set.capacity = rows_;
     set.acts.assign(shapes_.size(), Tensor());
-    for (std::size_t i = 1; i < shapes_.size(); ++i) {  // bf16/fp16: in 16 bits, but the last (the loss reads it)
+    for (std::size_t i = 1; i < shapes_.size(); ++i) {      // bf16/fp16: in 16 bits, but the last (the loss reads it)
+      if (loss_in_head_ && i + 1 == shapes_.size()) break;  // (made only by a forward without a loss: forward)
       const DType dtype =
           precision_ != Precision::fp32 && i + 1 < shapes_.size() ? storage_dtype(precision_) : DType::f32;
       set.acts[i] = Tensor::zeros({rows_ * numel(shapes_[i])}, alloc_, dtype);
@@ -427,7 +429,24 @@ void Model::use_set(std::size_t k) {
   ctx_.saved = &set.saved;
   acts_.assign(shapes_.size(), Tensor());
   if (rows_ < 0) return;
-  for (std::size_t i = 1; i < shapes_.size(); ++i) acts_[i] = set.acts[i].view(0, batch_shape(i));
+  for (std::size_t i = 1; i < shapes_.size(); ++i)
+    if (set.acts[i].defined()) acts_[i] = set.acts[i].view(0, batch_shape(i));
+}
+
+void Model::set_loss_chunk(std::int64_t rows) {
+  HPCT_CHECK(rows >= 0 && capacity_ == 0, "Model::set_loss_chunk(" + std::to_string(rows) + ") after set_batch");
+  loss_in_head_ = false;
+  if (rows == 0 || first_ + layers_.size() < all_names_.size()) return;  // (an earlier pipeline stage)
+  if (!layers_.back()->set_loss_chunk(rows))
+    throw bad_input("[train] loss_chunk = " + std::to_string(rows) + ": the model's last layer, " + names_.back() +
+                    " (" + layers_.back()->type() +
+                    "), cannot run the loss itself (lm_head can: a language model's); set loss_chunk = 0");
+  loss_in_head_ = true;
+}
+
+bool Model::give_loss(Loss& loss, const Targets& targets, float grad_scale, Tensor* scalars) {
+  ctx_.head_loss = loss_in_head_ && scalars ? HeadLoss{&loss, targets, grad_scale, scalars} : HeadLoss{};
+  return ctx_.head_loss.loss != nullptr;
 }
 
 const Tensor& Model::forward(const Tensor& x, const std::function<void(std::size_t)>& acquire,
@@ -438,6 +457,8 @@ const Tensor& Model::forward(const Tensor& x, const std::function<void(std::size
   // bf16/fp16: the outputs between layers are kept in 16 bits (acts_); the layers read and write
   // float32 copies (work_), rounded to the format, then packed (exact).
   const bool compact = precision_ != Precision::fp32;
+  if (loss_in_head_)  // the last layer runs the loss (give_loss) or writes the whole output (generation)
+    acts_.back() = ctx_.head_loss.loss ? Tensor() : grow(whole_output_, batch_shape(layers_.size()), alloc_);
   for (std::size_t i = 0; i < layers_.size(); ++i) {
     const Tensor in = i == 0 ? x : compact ? work(i) : acts_[i];
     if (acquire) acquire(i);
@@ -464,7 +485,7 @@ const Tensor& Model::forward(const Tensor& x, const std::function<void(std::size
       call_.params.clear();
     }
     if (release) release(i);
-    if (!compact) continue;
+    if (!compact || !out.defined()) continue;
     round_to_precision(out, precision_);
     if (i + 1 < layers_.size()) pack_16bit(out, acts_[i + 1]);
   }
@@ -476,8 +497,9 @@ void Model::backward(const Tensor& x, const Tensor& dout, const std::function<vo
   HPCT_CHECK(!forward_only_, "Model::backward on a forward-only model (set_forward_only)");
   accumulate = accumulate && !store_.staged();  // (staged: each backward's gradients are reduced before the next)
   in_backward_ = true;                          // (what a parameter source prefetches next)
-  if (dout.data() != grads_act_.back().data()) copy(dout, grads_act_.back());
-  if (precision_ != Precision::fp32) round_to_precision(grads_act_.back(), precision_);
+  HPCT_CHECK(!loss_in_head_ || ctx_.head_loss.loss, "Model::backward without the loss its last layer runs (give_loss)");
+  if (!loss_in_head_ && dout.data() != grads_act_.back().data()) copy(dout, grads_act_.back());
+  if (!loss_in_head_ && precision_ != Precision::fp32) round_to_precision(grads_act_.back(), precision_);
   // On the first stage (grads_act_[0] undefined) nothing needs the gradients below the lowest
   // layer that trains: backward stops there, and that layer skips its input gradient.
   std::size_t lowest = 0;
@@ -492,7 +514,7 @@ void Model::backward(const Tensor& x, const Tensor& dout, const std::function<vo
     Tensor& dx = i == lowest && !grads_act_[0].defined() ? none : grads_act_[i];
     {
       StepArena::Scope scope(&arena_);
-      const Tensor in = i == 0 ? x : held(i), out = held(i + 1);
+      const Tensor in = i == 0 ? x : held(i), out = acts_[i + 1].defined() ? held(i + 1) : Tensor();
       ctx_.params = &call_params(i);
       layers_[i]->backward(in, out, grads_act_[i + 1], dx);
       call_.params.clear();

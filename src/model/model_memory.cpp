@@ -12,7 +12,7 @@ Model::ActivationMemory Model::activation_memory(std::int64_t rows, Precision pr
   ActivationMemory m;
   const auto r = static_cast<double>(rows);
   const bool sixteen = precision != Precision::fp32;
-  for (std::size_t i = 1; i < shapes_.size(); ++i)  // as use_set allocates them: 16 bits but the last
+  for (std::size_t i = 1; i + (loss_in_head_ ? 1 : 0) < shapes_.size(); ++i)  // as use_set: 16 bits but the last
     m.outputs += (sixteen && i + 1 < shapes_.size() ? 2 : 4) * r * static_cast<double>(numel(shapes_[i]));
   m.gradients = gradient_buffer_bytes(rows, precision);
   MemoryQuery q;

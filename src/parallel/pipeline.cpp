@@ -139,16 +139,20 @@ void PipelineStage::train_step(int k, std::int64_t rows, const std::function<Mic
       set = free_sets.back();  // this micro-batch's activations and saved tensors, until its backward
       free_sets.pop_back();
       model_.use_set(set);
+      // ([train] loss_chunk: the last layer runs the loss in backward, the sums counted there)
+      const bool head = model_.give_loss(loss_, mb.targets, grad_scale, &backward_sums);
       const Tensor& out = model_.forward(in);
-      if (last())
-        loss_.forward(out, mb.targets, forward_sums, model_.dout());
-      else
+      if (!last())
         send(out, stage_ + 1, 2 * static_cast<std::size_t>(m));
+      else if (!head)
+        loss_.forward(out, mb.targets, forward_sums, model_.dout());
       continue;
     }
     model_.use_set(set);  // what m's forward kept: no forward runs again
     Tensor dy;
-    if (last()) {
+    if (last() && model_.give_loss(loss_, mb.targets, grad_scale, &scalars)) {
+      // (loss_chunk: the last layer runs the loss in its backward, its sums the step's)
+    } else if (last()) {
       // The model's output for m is in its set; the loss pass is repeated, now with its gradient
       // (dout holds one micro-batch's).
       const Tensor& out = model_.output();
@@ -177,10 +181,11 @@ void PipelineStage::train_step(int k, std::int64_t rows, const std::function<Mic
 void PipelineStage::eval_batch(std::int64_t rows, const MicroBatch& mb, Tensor* scalars) {
   model_.set_batch(rows);
   const Tensor in = stage_ == 0 ? mb.input : receive(rows, model_.input_sample(), stage_ - 1, free_eval_);
+  const bool head = model_.give_loss(loss_, mb.targets, 0.f, scalars);
   const Tensor& out = model_.forward(in);
   if (!last())
     send(out, stage_ + 1, 0);
-  else if (scalars)
+  else if (scalars && !head)
     loss_.forward(out, mb.targets, *scalars, model_.dout());
   wait_sends();
   if (stage_ > 0) free_eval_.push_back(in);

@@ -14,9 +14,10 @@ class OneStage : public StepExecutor {
   void train(int k, std::int64_t /*rows*/, float grad_scale, Tensor& scalars, const StepHooks& hooks) override {
     for (int m = 0; m < k; ++m) {  // gradient accumulation: the first micro-batch overwrites, later ones add
       const MicroBatch mb = hooks.prepare(m);
+      const bool head = model_.give_loss(loss_, mb.targets, grad_scale, &scalars);  // ([train] loss_chunk)
       const Tensor& out = model_.forward(mb.input, hooks.acquire, hooks.release);
       if (hooks.forward_done) hooks.forward_done();
-      loss_.forward_backward(out, mb.targets, grad_scale, scalars, model_.dout());  // (sums on the device)
+      if (!head) loss_.forward_backward(out, mb.targets, grad_scale, scalars, model_.dout());  // (sums on the device)
       const bool last = m + 1 == k || hooks.every_backward;
       model_.backward(mb.input, model_.dout(), last ? hooks.layer_done : std::function<void(std::size_t)>(),
                       m > 0 && !hooks.chunk_done);
@@ -25,8 +26,9 @@ class OneStage : public StepExecutor {
   }
   void forward(std::int64_t rows, const MicroBatch& mb, Tensor* scalars) override {
     model_.set_batch(rows);
+    const bool head = model_.give_loss(loss_, mb.targets, 0.f, scalars);
     const Tensor& out = model_.forward(mb.input);
-    if (scalars) loss_.forward(out, mb.targets, *scalars, model_.dout());
+    if (scalars && !head) loss_.forward(out, mb.targets, *scalars, model_.dout());
   }
 
  protected:

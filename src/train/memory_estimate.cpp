@@ -154,7 +154,8 @@ std::string memory_refusal(const MemoryEstimate& e, double held, const Config& c
          f1(e.buffers() / kMiB) + ", activations and their gradients " +
          f1((e.sets * e.act.kept() + e.act.gradients) / kMiB) + ", scratch " + f1(e.act.scratch / kMiB) + "); " +
          f1(need / kMiB) + " MiB still to allocate" + ranks + ", but " + f1(free / kMiB) + " MiB is " + where +
-         ": use a smaller [train] micro_batch, [train] recompute = blocks, [parallel] shard = gradients or full, or "
+         ": use a smaller [train] micro_batch, [train] recompute = blocks, [train] loss_chunk (a language model's "
+         "logits), [parallel] shard = gradients or full, or "
          "more ranks with pipeline_parallel (--dry-run shows the estimate; check_memory = false starts anyway)";
 }
 

@@ -103,7 +103,7 @@ TEST_F(CudaTraining, StepsMatchTheCpu) {
 // 3.0e-4 apart (2026-12-04): Adam divides each gradient element by its own running magnitude, so
 // the float32 summation-order differences of elements near zero become differences of a sizeable
 // fraction of the rate; SGD keeps them proportional (the header). AdamW's update itself is compared
-// element by element in CudaOps.OptimizerUpdates.
+// element by element in CudaOps.OptimizerUpdates. [train] loss_chunk too, eager and recorded.
 TEST_F(CudaTraining, GptStepsMatchTheCpu) {
   const std::string root = testref::make_token_dataset("hpct_gpu_gpt_");
   const DatasetIndex index = load_dataset_index(*host_communicator(MPI_COMM_WORLD, "world"), root, 8);
@@ -119,6 +119,16 @@ TEST_F(CudaTraining, GptStepsMatchTheCpu) {
   on_cpu.steps(5);
   on_gpu.steps(5);
   expect_parameters_close(on_cpu.parameters(), on_gpu.parameters(), layers);
+  // [train] loss_chunk on the GPU (lm_head and the loss 5 of the 96 positions at a time), eager
+  // and recorded as a CUDA graph: the same 1e-4 from the CPU's unchunked run.
+  for (const char* sections : {"", "[kernels]\ncuda_graphs = true\n"}) {
+    Config c = config(root, "cuda", layers, sections, "weight_decay = 0.1\nweight_decay_1d = false\n", "sgd");
+    c.model.block_size = 8;
+    c.train.loss_chunk = 5;
+    Session chunked(c, index);
+    chunked.steps(5);
+    expect_parameters_close(on_cpu.parameters(), chunked.parameters(), layers + ", loss_chunk = 5 " + sections);
+  }
   MPI_Barrier(MPI_COMM_WORLD);
   if (world_rank() == 0) fs::remove_all(root);
 }

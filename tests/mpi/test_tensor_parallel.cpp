@@ -8,7 +8,9 @@
 // T x P x D = 2 x 2 x 2, also with micro-batches and recompute (a head tied across stages is
 // refused with sharding, as without tensor parallelism); and with sequence parallelism (the
 // norms, dropout, position embeddings and residual sums on each rank's block of the positions) at
-// T = 2 with micro-batches and recompute, with shard = gradients, at T = 4, and in 3-D. Stated tolerance: max
+// T = 2 with micro-batches and recompute, with shard = gradients, at T = 4, and in 3-D; and with
+// [train] loss_chunk (the head and the vocabulary-parallel loss 3 or 5 positions at a time) with
+// sequence parallelism, on a pipeline's last stage and with shard = gradients. Stated tolerance: max
 // |difference| <= 2e-6 * (1 + max |parameter|), the data-parallel tests' (the split sums add in
 // another order). clip_norm is small enough to clip every step, so the global norm must count
 // each split block once and each replicated tensor once (a negative control below shows the
@@ -41,15 +43,21 @@ struct Layout {
   bool recompute = false;
   bool llama_too = true;  // (T = 4 splits 4 query heads but not the Llama's 2 key/value heads)
   bool sequence = false;  // [parallel] sequence_parallel
+  long loss_chunk = 0;    // [train] loss_chunk: the vocabulary-parallel loss a few positions at a time
   std::string text() const {
     return "tp " + std::to_string(tp) + ", pp " + std::to_string(pp) + ", micro-batches " + std::to_string(micro) +
-           ", shard " + shard + (recompute ? ", recompute" : "") + (sequence ? ", sequence-parallel" : "");
+           ", shard " + shard + (recompute ? ", recompute" : "") + (sequence ? ", sequence-parallel" : "") +
+           (loss_chunk > 0 ? ", loss_chunk " + std::to_string(loss_chunk) : "");
   }
 };
 
 // The listed layouts for a world size: every value of each axis that fits at least once.
 std::vector<Layout> layouts(int world) {
-  if (world == 2) return {{2, 1, 1, "none"}, {2, 1, 2, "none", true}, {2, 1, 2, "none", true, true, true}};
+  if (world == 2)
+    return {{2, 1, 1, "none"},
+            {2, 1, 2, "none", true},
+            {2, 1, 2, "none", true, true, true},
+            {2, 1, 2, "none", true, true, true, 5}};
   if (world == 4)
     return {{2, 1, 1, "none"},
             {2, 1, 1, "optimizer"},
@@ -58,7 +66,9 @@ std::vector<Layout> layouts(int world) {
             {2, 2, 1, "none"},
             {4, 1, 1, "none", false, false},
             {2, 1, 2, "gradients", false, true, true},
-            {4, 1, 1, "none", false, false, true}};
+            {4, 1, 1, "none", false, false, true},
+            {2, 2, 1, "none", false, true, false, 5},
+            {2, 1, 2, "gradients", false, true, false, 3}};
   if (world == 8)  // 3-D: T x P x D = 2 x 2 x 2
     return {{2, 2, 1, "none"}, {2, 2, 2, "none", true}, {2, 2, 2, "none", false, true, true}};
   return {};
@@ -73,6 +83,7 @@ Config tp_config(const std::string& root, const char* layers, const Layout& l, d
       "\nshard = " + l.shard + "\nsequence_parallel = " + (l.sequence ? "true" : "false") + "\n";
   Config cfg = parse_config(ini, "tensor-parallel-test.ini", {}, process_environment());
   if (l.recompute) cfg.train.recompute = Recompute::blocks;
+  cfg.train.loss_chunk = l.loss_chunk;
   return cfg;
 }
 

@@ -264,7 +264,7 @@ TEST(ConfigErrors, UnknownKeyNamesFileLineAndSuggests) {
   // The list holds today's keys only, not the old names kept working (log_every is in [log] now).
   EXPECT_NE(
       m.find("; keys in [train]: global_batch, micro_batches, micro_batch, epochs, steps, eval_every, sync_batchnorm, "
-             "loss, huber_delta, on_nonfinite, max_skipped, spike_factor, spike_window, recompute, freeze"),
+             "loss, huber_delta, on_nonfinite, max_skipped, spike_factor, spike_window, recompute, loss_chunk, freeze"),
       std::string::npos)
       << m;
   EXPECT_EQ(m.find("log_every"), std::string::npos) << m;

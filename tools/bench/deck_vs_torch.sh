@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
 # tools/bench/deck_vs_torch.sh [--deck FILE] [--context T] [--batch B] [--steps N] [--threads K] [--ranks R]
+#                              [--set KEY=VALUE ...]
 # A language-model deck's model (default inputs/gpt2_124m.ini: GPT-2 124M, 12 layers, 12 heads, 768
 # wide, vocabulary 50,257, tied head; inputs/llama_small.ini and the like work the same) on the CPU
 # at a small batch, hpctrain against the same model in PyTorch eager (tools/bench/torch_gpt.py,
@@ -14,6 +15,7 @@ set -euo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 build=${HPCTRAIN_BUILD_DIR:-$root/build}
 context=128 batch=4 steps=6 threads=2 ranks=1 deck=$root/inputs/gpt2_124m.ini
+extra=()  # --set KEY=VALUE: hpctrain's run only (train.loss_chunk=0: the deck without its chunks)
 while [ $# -gt 0 ]; do
   case $1 in
     --deck) deck=$(cd "$(dirname "$2")" && pwd)/$(basename "$2"); shift ;;
@@ -22,6 +24,7 @@ while [ $# -gt 0 ]; do
     --batch) batch=$2; shift ;;
     --steps) steps=$2; shift ;;
     --threads) threads=$2; shift ;;
+    --set) extra+=(--set "$2"); shift ;;
     *) echo "unknown option $1" >&2; exit 2 ;;
   esac
   shift
@@ -33,7 +36,8 @@ mkdir -p "$tmp/fw"
 "$root/tests/reference/llmc_write_datafile.py" "$tmp/fw/bench_train_0.bin" gpt-2 0 2000000
 per_rank=$((threads / ranks > 0 ? threads / ranks : 1))
 sets=(--set data.path="$tmp/fw" --set model.block_size="$context" --set train.global_batch="$batch"
-  --set precision.dtype=fp32 --set kernels.threads="$per_rank" --set train.micro_batch=$((batch / ranks)))
+  --set precision.dtype=fp32 --set kernels.threads="$per_rank" --set train.micro_batch=$((batch / ranks))
+  ${extra[@]+"${extra[@]}"})
 layers=$("$build/trainer" "$deck" --describe-model "${sets[@]}" 2>/dev/null |
   /usr/bin/python3 -c "import json, sys; print(json.load(sys.stdin)['layers_text'])")
 printf '[model]\nlayers = %s\nblock_size = %s\n[train]\nglobal_batch = %s\n' "$layers" "$context" "$batch" >"$tmp/torch.ini"

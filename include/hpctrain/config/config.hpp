@@ -191,6 +191,7 @@ struct TrainConfig {
   bool sync_batchnorm = true;
   std::string freeze;                     // layers not updated: comma-separated name patterns ("" = none)
   Recompute recompute = Recompute::none;  // blocks: residual blocks re-run their forward in backward
+  long loss_chunk = 0;  // > 0: lm_head and the loss run this many positions at a time (no whole logits)
   LossKind loss = LossKind::auto_;
   double huber_delta = 1.0;  // loss = huber: quadratic within this error, linear beyond
   // A step whose loss or gradient is not finite: stop (found at the next log interval), or skip

@@ -17,6 +17,7 @@
 #include "hpctrain/backend/ops.hpp"  // Activation
 #include "hpctrain/core/error.hpp"
 #include "hpctrain/core/placement.hpp"
+#include "hpctrain/layers/loss.hpp"
 #include "hpctrain/layers/saved_set.hpp"
 #include "hpctrain/layers/spatial.hpp"
 #include "hpctrain/layers/step_arena.hpp"
@@ -57,6 +58,18 @@ struct ParamSpec {
 struct TensorParallel {
   int rank = 0, size = 1;
   std::int64_t sequence = 0;
+};
+
+// [train] loss_chunk (Model::set_loss_chunk): the loss the model's last layer runs itself, a
+// chunk of its output rows at a time, instead of writing its whole output. The step sets it
+// before each micro-batch's forward and backward: an evaluation forward adds the loss sums to
+// `scalars`; a training backward adds them and takes grad_scale times their gradient. No loss:
+// the layer writes its whole output (generation samples from it).
+struct HeadLoss {
+  Loss* loss = nullptr;
+  Targets targets;  // the whole micro-batch's, one per output row (position)
+  float grad_scale = 0.f;
+  Tensor* scalars = nullptr;
 };
 
 // What a forward pass is part of, for layers that behave differently when
@@ -122,6 +135,7 @@ struct StepContext {
   // The parameters of the layer being called: the model (and res, for the layers inside it)
   // points it at that layer's views before every forward and backward.
   ParamViews* params = nullptr;
+  HeadLoss head_loss;  // (the model's last layer, with [train] loss_chunk)
 };
 
 // What one layer call on a micro-batch takes from the model's allocator besides its output and
@@ -211,6 +225,11 @@ class Layer {
   // A layer that saves or takes scratch states it here (tests/unit/test_memory_estimate.cpp
   // compares every layer's answer with what a forward and backward took).
   virtual LayerMemory memory(const Shape& /*in*/, const MemoryQuery& /*q*/) const { return {}; }
+  // [train] loss_chunk = rows (Model::set_loss_chunk): the model's last layer, when it can
+  // (lm_head), runs the loss itself on `rows` of its output rows at a time (StepContext::head_loss):
+  // forward and backward then get an undefined output and output gradient, and no [rows, V]
+  // tensor is ever whole. False: this layer cannot.
+  virtual bool set_loss_chunk(std::int64_t /*rows*/) { return false; }
   virtual void set_context(const StepContext* ctx, std::size_t index) {
     ctx_ = ctx;
     index_ = index;

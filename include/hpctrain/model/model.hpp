@@ -115,6 +115,17 @@ class Model {
   // Forward only (--eval-only, --generate): set_batch makes no gradient buffers between layers, and
   // dout() and input_grad() stay undefined; backward must not be called. Set before set_batch.
   void set_forward_only(bool on) { forward_only_ = on; }
+  // [train] loss_chunk = rows > 0 on the model that holds the output: its last layer (lm_head;
+  // bad_input naming it when it cannot, Layer::set_loss_chunk) runs the loss itself on `rows`
+  // output rows at a time, so neither the whole output nor its gradient is allocated. The step
+  // then hands it the loss (give_loss) instead of running the loss on output(). Before set_batch.
+  void set_loss_chunk(std::int64_t rows);
+  bool loss_in_head() const { return loss_in_head_; }
+  // For the next forward (evaluation: the loss sums into `scalars`) or backward (training: also
+  // grad_scale times their gradient): true when the last layer runs the loss (loss_in_head), and
+  // the caller does not; false, and the caller runs it on output(), otherwise. Null `scalars` (no
+  // loss wanted: generation): false, and forward writes the whole output.
+  bool give_loss(Loss& loss, const Targets& targets, float grad_scale, Tensor* scalars);
   // Elements of scratch the deepest layer call took (layers/step_arena.hpp), for reports and tests.
   std::int64_t arena_high_water() const { return arena_.high_water(); }
   // `acquire(i)`, when given, runs before layer i reads its parameters (a sharded optimizer's
@@ -132,12 +143,14 @@ class Model {
   // the norm or the averages; the trainer leaves them out of the buckets and the update.
   void set_frozen(std::vector<bool> frozen);
   bool frozen(std::size_t i) const { return store_.frozen(i); }
-  Tensor& dout() { return grads_act_.back(); }  // where the loss writes d(loss)/d(output)
+  // Where the loss writes d(loss)/d(output); undefined with loss_in_head().
+  Tensor& dout() { return grads_act_.back(); }
   // d(loss)/d(input) after backward, for a model that does not start at layer 0 (a later
   // pipeline stage sends it upstream); undefined for the first stage (nothing needs it).
   const Tensor& input_grad() const { return grads_act_.front(); }
   const Shape& input_shape() const { return shapes_.front(); }
-  const Tensor& output() const { return acts_.back(); }  // of the last forward
+  // Of the last forward; undefined after one whose loss the last layer ran (give_loss).
+  const Tensor& output() const { return acts_.back(); }
 
   void set_tensor_parallel_comm(Communicator* comm) { ctx_.tp_comm = comm; }
   const TensorParallel& tensor_parallel() const { return tp_; }
@@ -176,7 +189,8 @@ class Model {
   const Shape& whole_output_shape() const { return whole_out_; }  // the last layer's, on every stage
   const Shape& output_shape() const { return shapes_.back(); }
   // What a batch of `rows` samples takes besides the activations (set_batch): the float32
-  // gradients between layers (the output's, which is the loss's work buffer: layers/loss.hpp; a
+  // gradients between layers (the output's, which is the loss's work buffer: layers/loss.hpp, but
+  // with loss_in_head(); a
   // later pipeline stage's input's; two of the widest for the ones in between, in turn), and in
   // 16-bit runs (`precision`) the two float32 buffers of the widest output.
   double gradient_buffer_bytes(std::int64_t rows, Precision precision) const;
@@ -244,6 +258,8 @@ class Model {
   Precision precision_ = Precision::fp32;
   bool fusion_ = true;
   bool forward_only_ = false;
+  bool loss_in_head_ = false;        // set_loss_chunk
+  Tensor whole_output_;              // loss_in_head_: the output of a forward without a loss (generation), grown
   Tensor compute_params_;            // 16-bit copy the layers use when precision_ != fp32
   ParamViews call_;                  // call_params' float32 copies
   Tensor work_[2];                   // bf16/fp16 forward: float32 outputs, alternating

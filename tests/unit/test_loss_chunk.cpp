@@ -56,8 +56,8 @@ Result run(bool tie, std::int64_t chunk, Precision precision) {
   std::vector<std::int32_t> ids(N * T), labels(N * T);
   const auto values = unittest::random_values(2 * N * T, 5);
   for (std::size_t i = 0; i < ids.size(); ++i) {
-    ids[i] = static_cast<std::int32_t>(std::fabs(values[i]) * 1000) % V;
-    labels[i] = static_cast<std::int32_t>(std::fabs(values[ids.size() + i]) * 1000) % V;
+    ids[i] = static_cast<std::int32_t>(static_cast<std::int64_t>(std::fabs(values[i]) * 1000) % V);
+    labels[i] = static_cast<std::int32_t>(static_cast<std::int64_t>(std::fabs(values[ids.size() + i]) * 1000) % V);
   }
   upload(ids.data(), ids.size() * sizeof(std::int32_t), x);
   Targets t;

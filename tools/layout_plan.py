@@ -22,7 +22,9 @@ ranks with `shard` in none | optimizer | gradients | full (ZeRO 0-3):
     their gradients    the logits' / T; the rest (the residual stream between blocks) whole, / T
                        with sequence parallelism
     scratch            16-bit runs: twice the largest layer's parameters in float32, / T (measured
-                       on the small Llama deck; float32 runs: a few MiB, left out)
+                       on the small Llama deck; float32 runs: a few MiB, left out); [train]
+                       loss_chunk = R: no logits or their gradient above, and lm_head's two
+                       float32 chunks of R rows of the vocabulary / T
   activations and their gradients scale with the windows of a micro-batch on a rank.
   step = compute / N + update + exposed communication
     data-parallel, G = gradient bytes / T:  none: allreduce 2 (D-1)/D G, hidden as --hidden says;
@@ -87,6 +89,8 @@ class DryRun:
         whole = self.context * self.width if "position_embedding" in text else 0
         self.whole_share = min(1.0, whole / self.parameters) if self.parameters else 0.0
         self.sixteen = self.copy_bytes > 0
+        m = re.search(r"^train\.loss_chunk +(\d+)", text, re.M)
+        self.loss_chunk = int(m.group(1)) if m else 0  # > 0: no logits kept, two [chunk, vocabulary] of scratch
         self.bucket_mb = float(need(r"^parallel\.bucket_mb +([0-9.]+)", "parallel.bucket_mb setting").group(1))
 
     def largest_bucket(self):
@@ -95,7 +99,10 @@ class DryRun:
         return min(self.bucket_mb * MIB + 4.0 * self.largest_layer, self.grad_bytes)
 
     def logits_bytes(self):  # the float32 logits [micro-batch x context, vocabulary] a rank keeps
-        return 4.0 * self.micro_batch * self.context * self.vocab
+        return 0.0 if self.loss_chunk else 4.0 * self.micro_batch * self.context * self.vocab
+
+    def chunk_bytes(self, mb, t):  # [train] loss_chunk: lm_head's two float32 chunks, vocabulary / T wide
+        return 2 * 4.0 * min(self.loss_chunk, mb * self.context) * self.rows / t if self.loss_chunk else 0.0
 
 
 def micro_batch(d, dp, global_batch):
@@ -122,6 +129,7 @@ def memory(d, t, dp, shard, mb, sp=False):
     between = min(d.logits_bytes(), d.between_bytes)
     acts += (between / t + (d.between_bytes - between) * whole) * mb / d.micro_batch
     acts += 2 * 4.0 * d.largest_layer / t if d.sixteen else 0.0
+    acts += d.chunk_bytes(mb, t)
     return params, grads, copy, state, acts, params + grads + copy + state + acts
 
 

@@ -121,6 +121,16 @@ peak=$("$HPCTRAIN_BUILD_DIR/trainer" inputs/gpt2_124m.ini --dry-run --set data.p
 want=$($py -c "print('%.2f' % ((${peak:-0} + 2 * 38633472 * 4) / 2**30))")
 check "planner --layouts: one rank's memory is --dry-run's peak plus the 16-bit scratch ($want GiB)" \
   grep -qE "^ +1 +1 +1 none +[0-9.]+ +[0-9.]+ +[0-9.]+ +[0-9.]+ +$want +yes " <<<"$out"
+# [train] loss_chunk = 1024: no logits in --dry-run's peak (about half of it), and the planner adds
+# lm_head's two float32 chunks of 1024 rows of the 50,304-row vocabulary.
+chunk_out=$($py tools/scaling_plan.py --deck inputs/gpt2_124m.ini --set data.path="$tmp/fw" --set train.loss_chunk=1024 \
+  --ranks 1,8 --layouts 2>&1)
+chunked=$("$HPCTRAIN_BUILD_DIR/trainer" inputs/gpt2_124m.ini --dry-run --set data.path="$tmp/fw" \
+  --set train.loss_chunk=1024 --set run.out_dir="$tmp/dry" 2>&1 |
+  sed -n 's/^Peak per rank: about .* MiB (\([0-9]*\) bytes).*/\1/p')
+want=$($py -c "print('%.2f' % ((${chunked:-0} + 2 * 38633472 * 4 + 2 * 4 * 1024 * 50304) / 2**30))")
+check "... with loss_chunk = 1024: --dry-run's peak ($chunked bytes, ${peak} without) plus the scratch and two chunks ($want GiB)" \
+  test "${chunked:-0}" -gt 0 -a "${chunked:-0}" -lt "${peak:-0}" -a -n "$(grep -E "^ +1 +1 +1 none +[0-9.]+ +[0-9.]+ +[0-9.]+ +[0-9.]+ +$want +" <<<"$chunk_out")"
 # --dry-run reads shapes only: Llama 3.2 1B's deck (4.6 GB of float32 parameters) in under 256 MB
 # of memory (it allocated parameters and gradients before: 8.4 GB and 35 s here, 2026-12-05).
 rss=$($py -c "

@@ -65,7 +65,7 @@ std::string one_tensor_file(const std::string& dtype, const std::vector<std::uin
   return out;
 }
 std::vector<float> read_back(const std::string& bytes) {
-  const std::string path = testing::TempDir() + "/halves.safetensors";
+  const std::string path = unittest::temp_path("halves.safetensors");
   const unittest::RemovedAtExit gone{path};
   FILE* f = std::fopen(path.c_str(), "wb");
   std::fwrite(bytes.data(), 1, bytes.size(), f);
@@ -106,7 +106,7 @@ TEST(Safetensors, ReadsATensorLargerThanItsBuffer) {
   for (std::size_t i = 0; i < big.size(); ++i) big[i] = static_cast<float>(i % 100003) - 0.5f;
   const std::vector<NamedTensor> tensors{{"big", {static_cast<std::int64_t>(big.size())}, big},
                                          {"small", {3}, {1.f, -2.f, 0.25f}}};
-  const std::string path = testing::TempDir() + "/big.safetensors";
+  const std::string path = unittest::temp_path("big.safetensors");
   const unittest::RemovedAtExit gone{path};
   write_safetensors(path, tensors, {}, DType::f32);
   const std::vector<NamedTensor> read = read_safetensors(path);
@@ -136,7 +136,7 @@ TEST(Safetensors, ReadsATensorLargerThanItsBuffer) {
 TEST(Safetensors, WritesBfloat16AndHalfRoundedToNearestEven) {
   const float tie_down = 1.f + std::ldexp(1.f, -8), tie_up = 1.f + 3 * std::ldexp(1.f, -8);  // bf16 ulp at 1: 2^-7
   const std::vector<NamedTensor> tensors{{"w", {5}, {tie_down, tie_up, -2.5f, 1e-30f, 65504.f}}};
-  const std::string path = testing::TempDir() + "/rounded.safetensors";
+  const std::string path = unittest::temp_path("rounded.safetensors");
   const unittest::RemovedAtExit gone{path};
   write_safetensors(path, tensors, {}, DType::bf16);
   EXPECT_EQ(read_safetensors(path).at(0).data,
@@ -168,7 +168,7 @@ TEST(Safetensors, WritesBfloat16AndHalfRoundedToNearestEven) {
 TEST(Safetensors, LazyTensorsReadTheRowsAskedFor) {
   std::vector<float> m(4 * 3);
   for (std::size_t i = 0; i < m.size(); ++i) m[i] = static_cast<float>(i) + 0.5f;
-  const std::string path = testing::TempDir() + "/lazy.safetensors";
+  const std::string path = unittest::temp_path("lazy.safetensors");
   const unittest::RemovedAtExit gone{path};
   for (DType stored : {DType::f32, DType::bf16}) {
     write_safetensors(path, std::vector<NamedTensor>{{"s", {}, {7.f}}, {"m", {4, 3}, m}}, {}, stored);
@@ -198,7 +198,7 @@ TEST(Safetensors, WriterAsksForPiecesOfRows) {
     most = std::max(most, count);
     for (std::int64_t i = 0; i < count * w; ++i) out[i] = static_cast<float>((first * w + i) % 251);  // exact in bf16
   };
-  const std::string path = testing::TempDir() + "/pieces.safetensors";
+  const std::string path = unittest::temp_path("pieces.safetensors");
   const unittest::RemovedAtExit gone{path};
   write_safetensors(path, std::vector<LazyTensor>{t}, {}, DType::bf16);
   EXPECT_TRUE(std::all_of(asked.begin(), asked.end(), [](std::int64_t k) { return k == 1; }));
@@ -226,7 +226,7 @@ std::string text_of(const std::string& path) {
 // file of another name kept.
 TEST(Safetensors, FolderInShardsListedByTheIndex) {
   namespace fs = std::filesystem;
-  const std::string dir = testing::TempDir() + "/shards";
+  const std::string dir = unittest::temp_path("shards");
   const unittest::RemovedAtExit gone{dir};
   fs::remove_all(dir);
   fs::create_directories(dir);
@@ -270,7 +270,7 @@ TEST(Safetensors, FolderInShardsListedByTheIndex) {
 // left (a folder once left "/tmp.partial" beside it).
 TEST(Safetensors, OutputThatIsNoFileIsRefusedBeforeWriting) {
   namespace fs = std::filesystem;
-  const std::string dir = testing::TempDir() + "/refused_output";
+  const std::string dir = unittest::temp_path("refused_output");
   const unittest::RemovedAtExit gone{dir, dir + ".partial"};
   fs::remove_all(dir);
   fs::remove(dir + ".partial");

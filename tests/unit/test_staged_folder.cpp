@@ -67,7 +67,7 @@ bool weights(const std::string& name) { return name.rfind("model", 0) == 0; }
 
 // An earlier export's folder with the user's files beside it.
 fs::path old_export(const std::string& leaf) {
-  const fs::path dir = fs::path(testing::TempDir()) / leaf;
+  const fs::path dir = unittest::temp_path(leaf);
   fs::remove_all(dir);
   fs::remove_all(dir.string() + ".partial");
   fs::remove_all(dir.string() + ".old");
@@ -144,7 +144,7 @@ TEST(StagedFolder, WriterThatThrowsLeavesTheOldFolder) {
 
 // A new folder (its parent too); a link to a folder replaces that folder and stays a link.
 TEST(StagedFolder, NewFolderAndALinkToOne) {
-  const fs::path root = fs::path(testing::TempDir()) / "staged_new";
+  const fs::path root = unittest::temp_path("staged_new");
   const unittest::RemovedAtExit gone{root.string()};
   fs::remove_all(root);
   const auto write = [](const std::string& staging) { put(fs::path(staging) / "model.safetensors", "new"); };
@@ -183,7 +183,7 @@ TEST(StagedFolder, LeftoversOfAKilledExport) {
 // A file, the current folder and a folder holding it are refused with one line, the writer never
 // called.
 TEST(StagedFolder, RefusesAFileAndTheCurrentFolder) {
-  const fs::path root = fs::path(testing::TempDir()) / "staged_refused";
+  const fs::path root = unittest::temp_path("staged_refused");
   const unittest::RemovedAtExit gone{root.string()};
   fs::remove_all(root);
   put(root / "file", "x");
@@ -208,7 +208,7 @@ TEST(StagedFolder, RefusesAFileAndTheCurrentFolder) {
 // A folder whose parent takes no new entries (immutable here, as root may write anywhere else; a
 // parent the user may not write in on a cluster): the files replaced one by one inside it.
 TEST(StagedFolder, ParentThatTakesNoNewEntries) {
-  const fs::path root = fs::path(testing::TempDir()) / "staged_locked";
+  const fs::path root = unittest::temp_path("staged_locked");
   const unittest::RemovedAtExit gone{root.string()};
   struct Immutable {  // the flag on `root` while it lives (cleared whatever the test does)
     int fd = -1, flags = 0;

@@ -1,6 +1,9 @@
 // Helpers shared by the unit tests.
 #pragma once
 
+#include <gtest/gtest.h>
+#include <unistd.h>
+
 #include <cmath>
 #include <cstdint>
 #include <filesystem>
@@ -20,6 +23,12 @@ inline std::vector<float> random_values(std::int64_t n, std::uint32_t seed, bool
     if (away_from_zero && std::fabs(x) < 0.1f) x += x < 0 ? -0.1f : 0.1f;
   }
   return v;
+}
+
+// A path in the test's TMPDIR (GoogleTest's TempDir) named for this process: two suites run at
+// once with the same TMPDIR (a developer's ctest beside CI) never write each other's files.
+inline std::string temp_path(const std::string& name) {
+  return (std::filesystem::path(testing::TempDir()) / ("hpct_" + std::to_string(::getpid()) + "_" + name)).string();
 }
 
 // Removes the paths it names when it goes out of scope (a test's files in $TMPDIR: tools/test.sh

@@ -124,7 +124,7 @@ peak=$("$HPCTRAIN_BUILD_DIR/trainer" inputs/gpt2_124m.ini --dry-run --set data.p
 want=$($py -c "print('%.2f' % ((${peak:-0} + 2 * 38633472 * 4) / 2**30))")
 check "planner --layouts: one rank's memory is --dry-run's peak plus the 16-bit scratch ($want GiB)" \
   grep -qE "^ +1 +1 +1 none +[0-9.]+ +[0-9.]+ +[0-9.]+ +[0-9.]+ +$want +yes " <<<"$out"
-# The deck's loss_chunk = 1024: no logits in --dry-run's peak (about half of it), and the planner
+# loss_chunk = 1024 (the deck has 4096): no logits in --dry-run's peak (about half of it), and the planner
 # adds lm_head's two float32 chunks of 1024 rows of the 50,304-row vocabulary.
 chunk_out=$($py tools/scaling_plan.py --deck inputs/gpt2_124m.ini --set data.path="$tmp/fw" --set train.loss_chunk=1024 \
   --ranks 1,8 --layouts 2>&1)

@@ -3,19 +3,28 @@
 
 #include "hpctrain/checkpoint/checkpointing.hpp"
 #include "hpctrain/comm/agreement.hpp"
+#include "hpctrain/config/config.hpp"
 #include "hpctrain/core/error.hpp"
 #include "hpctrain/layers/registry.hpp"
 
 namespace hpctrain {
 
 namespace {
-// [model] vocab_multiple: the vocabulary V of the deck's embedding or lm_head and the padded row
-// count; 0 when nothing is padded.
-std::pair<std::int64_t, std::int64_t> vocab_padding(const Config& cfg) {
-  if (cfg.model.vocab_multiple <= 1) return {0, 0};
-  for (const LayerArgs& a : parse_layers(cfg.model.layers))
+// [model] vocab_multiple of the run that wrote `file`: the vocabulary V of its embedding or lm_head
+// and the padded row count; 0 when nothing is padded. The layers string and the multiple as the
+// checkpoint records them (an arch = gpt | llama deck has no layers string: its run built one),
+// else the deck's.
+std::pair<std::int64_t, std::int64_t> vocab_padding(const CheckpointFile& file, const Config& cfg) {
+  const auto stored = ini_values(file.info().run.ini, "checkpoint " + file.path());
+  const auto recorded = [&stored](const char* key, const std::string& deck) {
+    const auto it = stored.find(key);
+    return it == stored.end() || it->second.empty() ? deck : it->second;
+  };
+  const std::int64_t multiple = std::stoll(recorded("model.vocab_multiple", std::to_string(cfg.model.vocab_multiple)));
+  if (multiple <= 1) return {0, 0};
+  for (const LayerArgs& a : parse_layers(recorded("model.layers", cfg.model.layers)))
     if ((a.type == "embedding" || a.type == "lm_head") && !a.positional.empty()) {
-      return {a.positional[0], padded_vocab(a.positional[0], cfg.model.vocab_multiple)};
+      return {a.positional[0], padded_vocab(a.positional[0], multiple)};
     }
   return {0, 0};
 }
@@ -58,7 +67,7 @@ const char* torch_dtype_name(DType stored) {
 
 std::vector<LazyTensor> checkpoint_tensors(const CheckpointFile& file, const Config* cfg) {
   std::vector<LazyTensor> out;
-  collect(file, "model", out, cfg ? vocab_padding(*cfg) : std::pair<std::int64_t, std::int64_t>{0, 0});
+  collect(file, "model", out, cfg ? vocab_padding(file, *cfg) : std::pair<std::int64_t, std::int64_t>{0, 0});
   return out;
 }
 

@@ -77,6 +77,17 @@ check "arch = llama: 1,627,296 parameters (--dry-run)" grep -q "^total  *1627296
 l1=$("$trainer" "$deck" "${llama[@]}" 2>&1 | sed -n 's/.*step 1\/4 | loss \([0-9.]*\).*/\1/p')
 check "... 4 steps on the shards, loss at step 1 within 0.2 of ln 50257 ($l1)" \
   /usr/bin/python3 -c "import math,sys; sys.exit(abs(float('${l1:-0}') - math.log(50257)) > 0.2)"
+# Its weights out: the deck has no layers string (arch = llama builds one) and pads the vocabulary
+# to 50,304 rows (vocab_multiple = 64); --export-hf writes the 50,257 live rows (it refused
+# "[model] layers is empty" before 2026-12-06).
+out=$("$trainer" "$deck" "${llama[@]}" --export-hf "$tmp/hf_llama" 2>&1)
+shape=$(/usr/bin/python3 -c "
+import json, struct, sys
+f = open(sys.argv[1], 'rb'); h = json.loads(f.read(struct.unpack('<Q', f.read(8))[0]))
+print(h['model.embed_tokens.weight']['shape'], json.load(open(sys.argv[2]))['vocab_size'])" \
+  "$tmp/hf_llama/model.safetensors" "$tmp/hf_llama/config.json" 2>&1)
+check "--export-hf of the arch = llama run: embed_tokens [50257, 32], vocab_size 50257 (${out:0:60}: $shape)" \
+  test "$shape" = "[50257, 32] 50257"
 
 # The decks inputs/llama_small.ini (grouped-query attention, 4 heads on 2 key/value heads) and
 # inputs/speedrun_small.ini (relu2, QK-norm, zero-initialized projections, untied head, Muon) on

@@ -162,6 +162,27 @@ TEST(Backend, ThreadedLoopsGiveTheSameBitsOnAnyThreadCount) {
   EXPECT_EQ(one.vv, three.vv);
 }
 
+// The gradient norm's sum of squares (eight double lanes per piece, the pieces in order) against
+// a long double sum of the same squares, on lengths that leave a tail of every size: within
+// n x 2^-53 relative, recursive summation's bound for positive terms (each square is exact in
+// double; only the additions round). Leaving out the last element's square fails it.
+TEST(Backend, SumOfSquaresAgainstLongDouble) {
+  Allocator alloc;
+  for (const std::int64_t n : {1, 7, 8, 9, 65536, 65543, 300001}) {
+    const auto v = random_values(n, static_cast<std::uint32_t>(31 + n));
+    Tensor t = Tensor::zeros({n}, alloc);
+    long double want = 0;
+    for (std::int64_t i = 0; i < n; ++i) {
+      t.data()[i] = 3.f * v[static_cast<std::size_t>(i)];
+      want += static_cast<long double>(t.data()[i]) * t.data()[i];
+    }
+    const double got = sum_of_squares(t), bound = static_cast<double>(n) * 0x1p-53 * static_cast<double>(want);
+    EXPECT_NEAR(got, static_cast<double>(want), bound) << "n = " << n;
+    const long double last = static_cast<long double>(t.data()[n - 1]) * t.data()[n - 1];
+    EXPECT_GT(std::fabs(static_cast<double>(want - last) - got), bound) << n;
+  }
+}
+
 // The CPU's bf16 GEMM (oneDNN) on operands it rounds itself equals float32 sgemm on operands
 // rounded first (products of bf16 values are exact in float32; only the summation order
 // differs), for every transposition and with alpha and beta.

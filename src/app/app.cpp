@@ -310,8 +310,20 @@ std::string describe_data(const Config& cfg, const Runtime& rt) {
                                                 ": [model] layers = " + with_model.model.layers + ")")
        << "\n"
        << model.summary();
-    os << describe_pipeline(with_model, rt, model) << describe_memory(with_model, rt, model)
-       << describe_flops(with_model, model);
+    os << describe_pipeline(with_model, rt, model) << describe_memory(with_model, rt, model);
+    if (rt.mesh().size(MeshDim::pp) > 1) {  // each stage's layers, as its ranks build them
+      std::vector<std::unique_ptr<Model>> stages;
+      for (const LayerGroup& g :
+           partition_layers(layer_parameter_counts(model), rt.mesh().size(MeshDim::pp), with_model.model.groups)) {
+        stages.push_back(std::make_unique<Model>(with_model.model.layers, model.input_shape(), registry, alloc, g.first,
+                                                 g.last, false, false, model.tensor_parallel(),
+                                                 spatial_place(rt.mesh())));
+        stages.back()->set_frozen(frozen_layers(cfg.train.freeze, *stages.back()));
+        stages.back()->set_loss_chunk(cfg.train.loss_chunk);
+      }
+      os << describe_stage_memory(with_model, rt, stages);
+    }
+    os << describe_flops(with_model, model);
     os << "\n"
        << compute_on_root(rt.world(),
                           [&] { return std::vector<std::string>{describe_checkpointing(with_model, &model)}; })[0];

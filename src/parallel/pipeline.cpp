@@ -65,6 +65,15 @@ std::vector<std::pair<bool, int>> pipeline_schedule(PipelineSchedule schedule, i
   return ops;
 }
 
+int pipeline_sets(PipelineSchedule schedule, int stage, int stages, int k) {
+  int held = 0, most = 0;
+  for (const auto& [forward, m] : pipeline_schedule(schedule, stage, stages, k)) {
+    held += forward ? 1 : -1;
+    most = std::max(most, held);
+  }
+  return most;
+}
+
 PipelineStage::PipelineStage(Model& model, Loss& loss, Communicator& mp, PipelineSchedule schedule, Allocator& alloc)
     : model_(model),
       loss_(loss),

@@ -12,6 +12,7 @@
 #include "hpctrain/core/table.hpp"
 #include "hpctrain/model/partition.hpp"
 #include "hpctrain/optim/optimizer.hpp"
+#include "hpctrain/parallel/pipeline.hpp"
 #include "hpctrain/train/trainer.hpp"
 
 namespace hpctrain {
@@ -23,12 +24,16 @@ const double kMiB = 1 << 20;
 std::string f1(double v) { return fixed_text(v, 1); }
 
 // Parameters and trainable parameters of the stage with the most (whole_model: `model` holds
-// every layer) or of `model` itself.
+// every layer) or of `model` itself: what its store holds (a later stage's copy of a tied weight
+// included), less its frozen layers'.
 std::pair<std::int64_t, std::int64_t> stage_parameters(const Config& cfg, const Runtime& rt, const Model& model,
                                                        bool whole_model) {
+  if (!whole_model) {
+    const std::int64_t held = model.store().size();
+    return {held, held - total(model.store().frozen_ranges())};
+  }
   const auto counts = layer_parameter_counts(model);
-  const auto groups = whole_model ? partition_layers(counts, rt.mesh().size(MeshDim::pp), cfg.model.groups)
-                                  : std::vector<LayerGroup>{{0, counts.size()}};
+  const auto groups = partition_layers(counts, rt.mesh().size(MeshDim::pp), cfg.model.groups);
   std::int64_t params = 0, trainable = 0;
   for (const LayerGroup& g : groups) {
     std::int64_t n = 0, t = 0;
@@ -93,7 +98,7 @@ double host_available_bytes() {
 
 }  // namespace
 
-MemoryEstimate estimate_memory(const Config& cfg, const Runtime& rt, const Model& model, bool whole_model) {
+MemoryEstimate estimate_memory(const Config& cfg, const Runtime& rt, const Model& model, bool whole_model, int stage) {
   MemoryEstimate e;
   estimate_buffers(cfg, rt, model, whole_model, e);
   const int pp = rt.mesh().size(MeshDim::pp);
@@ -102,8 +107,14 @@ MemoryEstimate estimate_memory(const Config& cfg, const Runtime& rt, const Model
   const std::int64_t rows = rt.per_rank_batch() / cfg.train.micro_batches;
   const Device device = rt.device().kind == DeviceKind::cuda ? Device::cuda : Device::cpu;
   e.act = model.activation_memory(rows, cfg.precision.dtype, device, cfg.train.recompute != Recompute::none);
-  // (a pipeline stage holds at most one micro-batch per stage in flight, fewer than that in all)
-  e.sets = pp > 1 ? std::min(cfg.train.micro_batches, pp) : 1;
+  // (a pipeline stage holds the micro-batches its schedule runs forward before their backward)
+  const int s = stage < 0 ? rt.mesh().coord(MeshDim::pp) : stage;
+  e.sets = pp > 1 ? pipeline_sets(cfg.parallel.pipeline_schedule, s, pp, cfg.train.micro_batches) : 1;
+  if (pp > 1) {  // (parallel/pipeline.cpp receive: float32 buffers from the model's allocator)
+    const auto r = static_cast<double>(rows);
+    if (s > 0) e.received += 4 * r * static_cast<double>(numel(model.input_sample())) * e.sets;
+    if (s + 1 < pp) e.received += 4 * r * static_cast<double>(numel(model.output_shape()));
+  }
   if (device == Device::cuda) {  // (StagedBatch: the step's samples, labels and indices on the GPU)
     const double sample = static_cast<double>(numel(model.input_sample()));
     e.batch = static_cast<double>(rt.per_rank_batch()) * (4 * sample + 16);
@@ -118,9 +129,7 @@ std::string describe_memory(const Config& cfg, const Runtime& rt, const Model& m
      << f1(e.parameters / kMiB) << " MiB" << e.parameter_note << ", gradients " << f1(e.gradients / kMiB) << " MiB"
      << e.gradient_note << (e.copy16 > 0 ? ", reduced-precision copy (half the parameters')" : "")
      << ", optimizer state " << f1(e.state / kMiB) << " MiB" << e.state_note << "\n";
-  if (!e.activations)
-    return os.str() +
-           "Activations: estimated per stage when the run starts (summary.json's memory_estimate_bytes_per_rank)\n";
+  if (!e.activations) return os.str() + "Activations: per stage, below\n";
   const std::int64_t rows = rt.per_rank_batch() / cfg.train.micro_batches;
   const std::string batch =
       std::to_string(rows) +
@@ -138,6 +147,26 @@ std::string describe_memory(const Config& cfg, const Runtime& rt, const Model& m
                 e.buffers() / kMiB, kept / kMiB, e.act.gradients / kMiB, e.total() / kMiB, e.total(),
                 e.act.scratch / kMiB, e.batch / kMiB);
   return os.str() + line;
+}
+
+std::string describe_stage_memory(const Config& cfg, const Runtime& rt,
+                                  const std::vector<std::unique_ptr<Model>>& stages) {
+  Table t({"stage", "model buffers", "activations", "gradients between layers", "received", "scratch", "in all"});
+  for (std::size_t s = 0; s < stages.size(); ++s) {
+    const MemoryEstimate e = estimate_memory(cfg, rt, *stages[s], false, static_cast<int>(s));
+    t.add_row(
+        {std::to_string(s), f1(e.buffers() / kMiB) + " MiB",
+         f1(e.sets * e.act.kept() / kMiB) + " MiB (" + std::to_string(e.sets) + " x " + f1(e.act.kept() / kMiB) + ")",
+         f1(e.act.gradients / kMiB) + " MiB", f1(e.received / kMiB) + " MiB", f1(e.act.scratch / kMiB) + " MiB",
+         f1(e.total() / kMiB) + " MiB"});
+  }
+  const std::int64_t rows = rt.per_rank_batch() / cfg.train.micro_batches;
+  return "Memory per rank of each stage ([run] check_memory's estimate at start-up; activations: the "
+         "micro-batches a stage holds at once x one micro-batch of " +
+         std::to_string(rows) +
+         " samples; received: the inputs a later stage keeps for backward and the gradient "
+         "an earlier one receives):\n" +
+         t.render();
 }
 
 std::string memory_refusal(const MemoryEstimate& e, double held, const Config& cfg, const Runtime& rt) {

@@ -227,6 +227,18 @@ out=$(run 4 "$tmp/mp4" --set parallel.pipeline_parallel=2 --set "checkpoint.resu
 check "M = 1 checkpoint resumed with M = 2 on 4 ranks exits 0" test $? -eq 0
 check "... and matches the uninterrupted run" close "$ck/ckpt-00000030.h5" "$tmp/mp4/checkpoints/ckpt-00000030.h5"
 
+# --dry-run of 2 stages with GPipe and 4 micro-batches prints each stage's estimate; the larger is
+# the run's start-up estimate (each stage holds its 4 micro-batches' activations: the estimate took
+# min(4, 2) before 2026-12-06).
+pp=(--set parallel.pipeline_parallel=2 --set parallel.pipeline_schedule=gpipe --set train.micro_batches=4)
+dry=$(run 2 "$tmp/ppdry" "${pp[@]}" --dry-run)
+table=$(sed -n '/^Memory per rank of each stage/,/^Compute/p' <<<"$dry" | grep -E '^ +[01] ')
+most=$(awk '{print $(NF-1)}' <<<"$table" | sort -g | tail -1)
+out=$(run 2 "$tmp/ppest" "${pp[@]}" --set train.steps=2)
+est=$(grep -o 'estimate [0-9.]* MiB' <<<"$out" | awk '{print $2}')
+check "--dry-run of 2 stages: a row per stage, the larger in all ($most MiB) the run's estimate (${est:-?} MiB)" \
+  test "$(wc -l <<<"$table")" = 2 -a -n "$est" -a "$most" = "$est"
+
 # M = 2 stopped and resumed with M = 2 is bit-identical to an uninterrupted M = 2 run; an M = 4
 # checkpoint resumes with M = 2, and the M = 1 one with M = 4.
 run 2 "$tmp/mp2ref" --set parallel.pipeline_parallel=2 >/dev/null

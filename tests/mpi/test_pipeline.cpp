@@ -8,7 +8,8 @@
 // synchronized batch norm. The schedules differ where they must: the inputs a
 // stage keeps at once peak at K for GPipe and at most M for 1F1B, and no
 // forward runs twice (one pass per micro-batch, one activation set per
-// micro-batch in flight).
+// micro-batch in flight); the start-up memory estimate counts those sets and this stage's
+// buffers and received tensors (the allocator's peak within 128 bytes).
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -84,6 +85,14 @@ TEST(Pipeline, StagesMatchOneProcessForEveryScheduleAndMicroBatchCount) {
             // micro-batch in flight (before: GPipe ran 2K - 1 passes per step on every stage).
             EXPECT_EQ(model.forward_passes(), static_cast<std::int64_t>(steps) * micro) << what;
             EXPECT_EQ(model.sets(), static_cast<std::size_t>(stage->peak_stored())) << what;
+            // The start-up memory estimate counts as many (it said min(K, M) for every stage:
+            // half of GPipe's activations at K = 8 on 2 stages).
+            EXPECT_EQ(trainer.memory_estimate().sets, stage->peak_stored()) << what;
+            // ... and this stage's buffers (it counted the whole model's: 1.8x the MLP's last
+            // stage) and received tensors: the estimate is the allocator's peak within 128 bytes
+            // (it leaves out the step scalars: 68 bytes).
+            const double est = trainer.memory_estimate().total(), peak = static_cast<double>(trainer.allocator_peak());
+            EXPECT_NEAR(est, peak, 128.0) << what << ": estimate " << est << ", peak " << peak;
             ++runs;
           }
         }

@@ -31,6 +31,9 @@ std::string describe_pipeline(const Config& cfg, const Runtime& rt, const Model&
 
 // The operations of stage `stage` of `stages` for `k` micro-batches: (forward?, micro-batch).
 std::vector<std::pair<bool, int>> pipeline_schedule(PipelineSchedule schedule, int stage, int stages, int k);
+// The most micro-batches stage `stage` holds between their forward and their backward at once
+// under that schedule (its activation sets: gpipe k, 1F1B min(k, stages - stage)).
+int pipeline_sets(PipelineSchedule schedule, int stage, int stages, int k);
 
 struct MicroBatch {
   Tensor input;     // stage 0: the samples (other stages receive theirs)

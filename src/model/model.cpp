@@ -407,8 +407,11 @@ std::size_t Model::saved_bytes() const {
 
 std::size_t Model::activation_bytes() const {
   std::size_t n = saved_bytes();
-  for (const auto& set : sets_)
-    for (const Tensor& a : set->acts) n += a.defined() ? a.bytes() : 0;
+  for (const auto& set : sets_) {
+    for (const Tensor& t : set->turns) n += t.defined() ? t.bytes() : 0;
+    for (std::size_t i = 0; i < set->acts.size(); ++i)  // (forward-only: those between are views of the turns)
+      if (set->acts[i].defined() && (!forward_only_ || i + 1 == set->acts.size())) n += set->acts[i].bytes();
+  }
   return n;
 }
 
@@ -420,9 +423,16 @@ void Model::use_set(std::size_t k) {
     set.acts.assign(shapes_.size(), Tensor());
     for (std::size_t i = 1; i < shapes_.size(); ++i) {      // bf16/fp16: in 16 bits, but the last (the loss reads it)
       if (loss_in_head_ && i + 1 == shapes_.size()) break;  // (made only by a forward without a loss: forward)
-      const DType dtype =
-          precision_ != Precision::fp32 && i + 1 < shapes_.size() ? storage_dtype(precision_) : DType::f32;
-      set.acts[i] = Tensor::zeros({rows_ * numel(shapes_[i])}, alloc_, dtype);
+      const bool between = i + 1 < shapes_.size();
+      const DType dtype = precision_ != Precision::fp32 && between ? storage_dtype(precision_) : DType::f32;
+      const std::int64_t n = rows_ * numel(shapes_[i]);
+      if (forward_only_ && between) {  // (layer i reads turn i % 2 and writes the other)
+        Tensor& turn = set.turns[i % 2];
+        if (!turn.defined()) turn = Tensor::zeros({rows_ * widest_between()}, alloc_, dtype);
+        set.acts[i] = turn.view(0, {n});
+        continue;
+      }
+      set.acts[i] = Tensor::zeros({n}, alloc_, dtype);
     }
   }
   set_ = k;

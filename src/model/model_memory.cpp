@@ -12,8 +12,15 @@ Model::ActivationMemory Model::activation_memory(std::int64_t rows, Precision pr
   ActivationMemory m;
   const auto r = static_cast<double>(rows);
   const bool sixteen = precision != Precision::fp32;
-  for (std::size_t i = 1; i + (loss_in_head_ ? 1 : 0) < shapes_.size(); ++i)  // as use_set: 16 bits but the last
-    m.outputs += (sixteen && i + 1 < shapes_.size() ? 2 : 4) * r * static_cast<double>(numel(shapes_[i]));
+  const std::size_t last = shapes_.size() - 1;
+  if (forward_only_) {  // as use_set: the outputs between layers in two buffers of the widest, taken in turn
+    const auto turns = static_cast<double>(std::min<std::size_t>(2, last - 1));
+    m.outputs += turns * (sixteen ? 2 : 4) * r * static_cast<double>(widest_between());
+  } else {
+    for (std::size_t i = 1; i < last; ++i)  // as use_set: 16 bits but the last
+      m.outputs += (sixteen ? 2 : 4) * r * static_cast<double>(numel(shapes_[i]));
+  }
+  if (!loss_in_head_) m.outputs += 4 * r * static_cast<double>(numel(shapes_[last]));
   m.gradients = gradient_buffer_bytes(rows, precision);
   MemoryQuery q;
   q.rows = rows, q.precision = precision, q.device = device, q.training = true;

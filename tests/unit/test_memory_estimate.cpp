@@ -134,3 +134,48 @@ TEST(MemoryEstimate, WithoutTheLayersOwnAccountItMisses) {  // (the negative con
       EXPECT_GT(m.peak - without, 0.05 * m.peak) << name;
     }
 }
+
+// A forward-only model (--eval-only, --generate: Model::set_forward_only) keeps the outputs between
+// layers in two buffers taken in turn: for every case, fp32 and bf16, its evaluation forward gives
+// the same bits as a training model's evaluation forward, it holds fewer bytes of outputs, and
+// Model::activation_memory states them exactly. (Writing each output into the buffer its input is
+// in fails the first criterion.)
+TEST(MemoryEstimate, ForwardOnlyOutputsTakeTurns) {
+  for (const Case& c : kCases)
+    for (const Precision p : {Precision::fp32, Precision::bf16}) {
+      const std::string what = std::string(c.name) + " " + to_string(p);
+      std::vector<float> outs[2];
+      double held[2] = {0, 0}, estimated[2] = {0, 0};
+      for (const bool only : {false, true}) {
+        Allocator alloc;
+        LayerRegistry r;
+        register_builtin_layers(r);
+        Model m(c.layers, c.sample, r, alloc);
+        m.init_parameters(5);
+        m.set_precision(p);
+        m.set_forward_only(only);
+        m.set_batch(3);
+        Shape batch{3};
+        batch.insert(batch.end(), c.sample.begin(), c.sample.end());
+        Tensor x = Tensor::zeros(batch, alloc, c.tokens > 0 ? DType::i32 : DType::f32);
+        const auto values = unittest::random_values(x.numel(), 17);
+        if (c.tokens > 0) {
+          std::vector<std::int32_t> ids(values.size());
+          for (std::size_t i = 0; i < ids.size(); ++i)
+            ids[i] = static_cast<std::int32_t>(
+                static_cast<std::int64_t>((values[i] + 1) * 0.5f * static_cast<float>(c.tokens)) % c.tokens);
+          upload(ids.data(), ids.size() * sizeof(std::int32_t), x);
+        } else {
+          upload(values.data(), values.size() * sizeof(float), x);
+        }
+        m.context().training = false;
+        outs[only] = to_host(m.forward(x));
+        held[only] = static_cast<double>(m.activation_bytes() - m.saved_bytes());
+        estimated[only] = m.activation_memory(3, p, Device::cpu, false).outputs;
+      }
+      EXPECT_EQ(outs[1], outs[0]) << what;
+      EXPECT_EQ(estimated[1], held[1]) << what;
+      EXPECT_EQ(estimated[0], held[0]) << what;
+      EXPECT_LT(held[1], held[0]) << what;
+    }
+}

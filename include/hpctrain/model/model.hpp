@@ -113,7 +113,9 @@ class Model {
   // time as well. Off (recompute = none) by default.
   void set_recompute_blocks(bool on) { ctx_.recompute_set = on ? &recompute_set_ : nullptr; }
   // Forward only (--eval-only, --generate): set_batch makes no gradient buffers between layers, and
-  // dout() and input_grad() stay undefined; backward must not be called. Set before set_batch.
+  // dout() and input_grad() stay undefined; backward must not be called. The outputs between layers
+  // take turns in two buffers of the widest (nothing reads an output after the next layer has run).
+  // Set before set_batch.
   void set_forward_only(bool on) { forward_only_ = on; }
   // [train] loss_chunk = rows > 0 on the model that holds the output: its last layer (lm_head;
   // bad_input naming it when it cannot, Layer::set_loss_chunk) runs the loss itself on `rows`
@@ -271,6 +273,7 @@ class Model {
   struct ActivationSet {
     explicit ActivationSet(Allocator& alloc) : saved(&alloc) {}
     std::vector<Tensor> acts;  // capacity-sized: [i] = output of layer i-1 ([0] unused: the input)
+    Tensor turns[2];           // forward-only: the outputs between layers, in turn (acts views them)
     std::int64_t capacity = 0;
     SavedSet saved;
   };

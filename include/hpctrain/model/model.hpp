@@ -191,10 +191,9 @@ class Model {
   const Shape& whole_output_shape() const { return whole_out_; }  // the last layer's, on every stage
   const Shape& output_shape() const { return shapes_.back(); }
   // What a batch of `rows` samples takes besides the activations (set_batch): the float32
-  // gradients between layers (the output's, which is the loss's work buffer: layers/loss.hpp, but
-  // with loss_in_head(); a
-  // later pipeline stage's input's; two of the widest for the ones in between, in turn), and in
-  // 16-bit runs (`precision`) the two float32 buffers of the widest output.
+  // gradients between layers (the output's, which is the loss's work buffer, layers/loss.hpp, none
+  // with loss_in_head(); a later pipeline stage's input's; two of the widest for the ones in
+  // between, in turn), and in 16-bit runs (`precision`) the two float32 buffers of the widest output.
   double gradient_buffer_bytes(std::int64_t rows, Precision precision) const;
   // What one micro-batch of `rows` samples takes from the allocator besides the parameter store,
   // as set_batch and a training forward and backward take it (model/model_memory.cpp; --dry-run and

@@ -159,16 +159,13 @@ void PipelineStage::train_step(int k, std::int64_t rows, const std::function<Mic
     }
     model_.use_set(set);  // what m's forward kept: no forward runs again
     Tensor dy;
-    if (last() && model_.give_loss(loss_, mb.targets, grad_scale, &scalars)) {
-      // (loss_chunk: the last layer runs the loss in its backward, its sums the step's)
-    } else if (last()) {
+    if (!last()) {
+      dy = receive(rows, out_shape, stage_ + 1, free_grads_);
+    } else if (!model_.give_loss(loss_, mb.targets, grad_scale, &scalars)) {  // (loss_chunk: its sums the step's)
       // The model's output for m is in its set; the loss pass is repeated, now with its gradient
       // (dout holds one micro-batch's).
-      const Tensor& out = model_.output();
-      loss_.forward_backward(out, mb.targets, grad_scale, backward_sums, model_.dout());
+      loss_.forward_backward(model_.output(), mb.targets, grad_scale, backward_sums, model_.dout());
       dy = model_.dout();
-    } else {
-      dy = receive(rows, out_shape, stage_ + 1, free_grads_);
     }
     const bool reduce = ++backwards == k || every_backward;
     model_.backward(in, dy, reduce ? layer_done : std::function<void(std::size_t)>(), backwards > 1 && !chunk_done);

@@ -37,18 +37,8 @@ struct Measured {
   Model::ActivationMemory est;
 };
 
-Measured run(const Case& c, std::int64_t rows, Precision precision, bool blocks) {
-  Allocator alloc;
-  LayerRegistry r;
-  register_builtin_layers(r);
-  Model m(c.layers, c.sample, r, alloc);
-  m.init_parameters(5);
-  m.set_precision(precision);
-  Measured out;
-  out.est = m.activation_memory(rows, precision, Device::cpu, blocks);
-  const double held = static_cast<double>(alloc.in_use());  // parameters, gradients, the 16-bit copy
-  m.set_batch(rows);
-  m.set_recompute_blocks(blocks);
+// `rows` samples of the case's input: token ids below c.tokens, else values uniform in [-1, 1).
+Tensor case_input(const Case& c, std::int64_t rows, Allocator& alloc) {
   Shape batch{rows};
   batch.insert(batch.end(), c.sample.begin(), c.sample.end());
   Tensor x = Tensor::zeros(batch, alloc, c.tokens > 0 ? DType::i32 : DType::f32);
@@ -62,6 +52,22 @@ Measured run(const Case& c, std::int64_t rows, Precision precision, bool blocks)
   } else {
     upload(values.data(), values.size() * sizeof(float), x);
   }
+  return x;
+}
+
+Measured run(const Case& c, std::int64_t rows, Precision precision, bool blocks) {
+  Allocator alloc;
+  LayerRegistry r;
+  register_builtin_layers(r);
+  Model m(c.layers, c.sample, r, alloc);
+  m.init_parameters(5);
+  m.set_precision(precision);
+  Measured out;
+  out.est = m.activation_memory(rows, precision, Device::cpu, blocks);
+  const double held = static_cast<double>(alloc.in_use());  // parameters, gradients, the 16-bit copy
+  m.set_batch(rows);
+  m.set_recompute_blocks(blocks);
+  Tensor x = case_input(c, rows, alloc);
   out.buffers = held + static_cast<double>(x.bytes());  // (what the test holds besides the estimate)
   std::vector<std::int64_t> ids(static_cast<std::size_t>(rows), 7);
   StepContext& ctx = m.context();
@@ -155,19 +161,7 @@ TEST(MemoryEstimate, ForwardOnlyOutputsTakeTurns) {
         m.set_precision(p);
         m.set_forward_only(only);
         m.set_batch(3);
-        Shape batch{3};
-        batch.insert(batch.end(), c.sample.begin(), c.sample.end());
-        Tensor x = Tensor::zeros(batch, alloc, c.tokens > 0 ? DType::i32 : DType::f32);
-        const auto values = unittest::random_values(x.numel(), 17);
-        if (c.tokens > 0) {
-          std::vector<std::int32_t> ids(values.size());
-          for (std::size_t i = 0; i < ids.size(); ++i)
-            ids[i] = static_cast<std::int32_t>(
-                static_cast<std::int64_t>((values[i] + 1) * 0.5f * static_cast<float>(c.tokens)) % c.tokens);
-          upload(ids.data(), ids.size() * sizeof(std::int32_t), x);
-        } else {
-          upload(values.data(), values.size() * sizeof(float), x);
-        }
+        const Tensor x = case_input(c, 3, alloc);
         m.context().training = false;
         outs[only] = to_host(m.forward(x));
         held[only] = static_cast<double>(m.activation_bytes() - m.saved_bytes());

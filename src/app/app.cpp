@@ -527,7 +527,7 @@ int run_trainer(int argc, char** argv) {
     if (cli.generate) {  // the checkpoint's vocabulary stands in for the dataset
       const DatasetIndex index = generation_index(cfg, rt);
       const Config with_model = with_architecture(cfg, index.train);
-      Trainer trainer(with_model, rt, index, Purpose::inference);
+      Trainer trainer(with_model, rt, index, Purpose::generation);
       return trainer.generate({cli.prompt, cli.tokens, cli.temperature, cli.top_k, cli.top_p, cli.kv_cache});
     }
     // [data] stage_dir: the index is made from the node's copy (cfg keeps the path the user gave).

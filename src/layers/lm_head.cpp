@@ -18,6 +18,9 @@
 // before the next chunk. Training's forward then does nothing: its backward computes the logits
 // (once). The whole [T, V] logits and their gradient are never held (Liger's fused linear
 // cross-entropy): the same loss and gradients as without, in another summation order.
+// Generation (set_one_position): the output is one position of each sequence, [1, V], the one
+// StepContext::output_position names (the context's last token; nanoGPT's and Hugging Face's
+// generate compute only its logits too).
 #include <algorithm>
 #include <cmath>
 #include <vector>
@@ -39,7 +42,7 @@ class LmHead final : public Layer {
     if (in.size() != 2)
       throw bad_input("[model] layers: lm_head(" + std::to_string(vocab_) + ") needs [T, C] activations, got " +
                       shape_string(in));
-    const std::int64_t t = sequence_split() ? in[0] * tensor_parallel().size : in[0];  // (gathers the positions)
+    const std::int64_t t = one_position_ ? 1 : sequence_split() ? in[0] * tensor_parallel().size : in[0];
     return {t, vocab_block_rows(rows_, tensor_parallel().size, "lm_head(" + std::to_string(vocab_) + ")")};
   }
   std::vector<ParamSpec> param_specs(const Shape& in) const override {
@@ -54,6 +57,10 @@ class LmHead final : public Layer {
     chunk_ = rows;
     return true;
   }
+  bool set_one_position() override {
+    one_position_ = true;
+    return true;
+  }
   LayerMemory memory(const Shape& in, const MemoryQuery& q) const override {
     if (chunk_ == 0) return {};
     const std::int64_t rows = std::min(chunk_, q.rows * output_shape(in)[0]);
@@ -66,7 +73,10 @@ class LmHead final : public Layer {
     }
     const std::int64_t cols = local_rows();
     Tensor y2 = y.reshaped({y.numel() / cols, cols});
-    gemm(false, true, 1.f, sequence_gather(x, 0).reshaped({y2.rows(), x.shape().back()}), param(0), 0.f, y2);
+    if (one_position_)
+      one_position(x, y2);
+    else
+      gemm(false, true, 1.f, sequence_gather(x, 0).reshaped({y2.rows(), x.shape().back()}), param(0), 0.f, y2);
     if (first_row() + cols > vocab_) fill_columns(y2, std::max<std::int64_t>(vocab_ - first_row(), 0), -INFINITY);
   }
   void backward(const Tensor& x, const Tensor&, const Tensor& dy, Tensor& dx) override {
@@ -122,13 +132,27 @@ class LmHead final : public Layer {
       gemm(false, false, 1.f, d, param(0), 0.f, dxc);
     }
   }
+  // Generation (set_one_position): the logits of position StepContext::output_position of each
+  // sequence of x [rows, L, C] into y [rows, V].
+  void one_position(const Tensor& x, Tensor& y) {
+    const std::int64_t width = x.shape().back(), len = x.shape()[x.shape().size() - 2];
+    const std::int64_t p = context().output_position;
+    HPCT_CHECK(!sequence_split() && p >= 0 && p < len,
+               "lm_head: one output position (generation) needs StepContext::output_position in [0, " +
+                   std::to_string(len) + "), got " + std::to_string(p));
+    for (std::int64_t b = 0; b < y.rows(); ++b) {
+      Tensor row = y.view(b * y.cols(), {1, y.cols()});
+      gemm(false, true, 1.f, x.view((b * len + p) * width, {1, width}), param(0), 0.f, row);
+    }
+  }
   std::int64_t local_rows() const { return rows_ / tensor_parallel().size; }
   std::int64_t first_row() const { return tensor_parallel().rank * local_rows(); }
 
   std::int64_t vocab_, rows_;
   bool tie_;
   float std_;
-  std::int64_t chunk_ = 0;  // [train] loss_chunk: rows of logits at a time; 0 = the whole output
+  std::int64_t chunk_ = 0;     // [train] loss_chunk: rows of logits at a time; 0 = the whole output
+  bool one_position_ = false;  // set_one_position (generation)
 };
 }  // namespace
 

@@ -380,14 +380,14 @@ Shape Model::batch_shape(std::size_t i) const {
 
 Shape Model::sample_shape(std::size_t i) const {
   Shape s = shapes_[i];
-  if (length_ > 0) s[0] = length_;
+  if (length_ > 0 && !(one_position_ && i + 1 == shapes_.size())) s[0] = length_;  // (one position: stays 1)
   return s;
 }
 
 void Model::set_length(std::int64_t len) {
   const std::int64_t t = shapes_.front().empty() ? 0 : shapes_.front()[0];
-  for (const Shape& s : shapes_)
-    if (len > 0 && (s.empty() || s[0] != t))
+  for (std::size_t i = 0; i + (one_position_ ? 1 : 0) < shapes_.size(); ++i)
+    if (const Shape& s = shapes_[i]; len > 0 && (s.empty() || s[0] != t))
       throw bad_input("a key/value cache needs a token model (every layer's output [T, ...]); layer outputs " +
                       shape_string(s) + " for an input " + shape_string(shapes_.front()));
   HPCT_CHECK(len >= 0 && len <= t, "Model::set_length(" + std::to_string(len) + ") for T = " + std::to_string(t));
@@ -406,7 +406,7 @@ std::size_t Model::saved_bytes() const {
 }
 
 std::size_t Model::activation_bytes() const {
-  std::size_t n = saved_bytes();
+  std::size_t n = saved_bytes() + (whole_output_.defined() ? whole_output_.bytes() : 0);
   for (const auto& set : sets_) {
     for (const Tensor& t : set->turns) n += t.defined() ? t.bytes() : 0;
     for (std::size_t i = 0; i < set->acts.size(); ++i)  // (forward-only: those between are views of the turns)
@@ -452,6 +452,14 @@ void Model::set_loss_chunk(std::int64_t rows) {
                     " (" + layers_.back()->type() +
                     "), cannot run the loss itself (lm_head can: a language model's); set loss_chunk = 0");
   loss_in_head_ = true;
+}
+
+bool Model::set_one_output_position() {
+  HPCT_CHECK(capacity_ == 0, "Model::set_one_output_position after set_batch");
+  if (first_ + layers_.size() < all_names_.size() || !layers_.back()->set_one_position()) return false;
+  shapes_.back() = layers_.back()->output_shape(shapes_[shapes_.size() - 2]);  // [1, V]
+  one_position_ = true;
+  return true;
 }
 
 bool Model::give_loss(Loss& loss, const Targets& targets, float grad_scale, Tensor* scalars) {

@@ -20,7 +20,8 @@ Model::ActivationMemory Model::activation_memory(std::int64_t rows, Precision pr
     for (std::size_t i = 1; i < last; ++i)  // as use_set: 16 bits but the last
       m.outputs += (sixteen ? 2 : 4) * r * static_cast<double>(numel(shapes_[i]));
   }
-  if (!loss_in_head_) m.outputs += 4 * r * static_cast<double>(numel(shapes_[last]));
+  // (loss_in_head_: no output, but generation's one position: forward makes it)
+  if (!loss_in_head_ || one_position_) m.outputs += 4 * r * static_cast<double>(numel(shapes_[last]));
   m.gradients = gradient_buffer_bytes(rows, precision);
   MemoryQuery q;
   q.rows = rows, q.precision = precision, q.device = device, q.training = true;

@@ -6,7 +6,8 @@
 // --no-kv-cache throughout, each token runs the whole window. Each token: the logits of the
 // context's last position drawn from (train/token_draw.hpp: temperature, top-k, top-p; greedy at
 // temperature 0) with a uniform number keyed by ([run] seed, token number): the same text on one
-// rank or on a pipeline. With model parallelism the last stage draws and sends the token to the other stages.
+// rank or on a pipeline. lm_head computes that position's logits alone (Purpose::generation). With model parallelism
+// the last stage draws and sends the token to the other stages.
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -75,13 +76,15 @@ std::uint32_t Trainer::next_token(Tensor& input, std::int64_t len, std::int64_t 
     mark_documents(input);
   }
   const Tensor run = from >= 0 ? input.view(from, {1, len - from}) : input;
+  const std::int64_t last = from >= 0 ? len - from - 1 : len - 1;  // the context's last position in the run
+  ctx.output_position = last;  // (lm_head computes its logits alone: Purpose::generation)
   executor_->forward(1, MicroBatch{run, Targets{}}, nullptr);
   std::uint32_t next = 0;
   if (executor_->holds_output()) {
     // The last position's row alone comes to the host; rows are padded-vocabulary wide ([model]
     // vocab_multiple) and only their first num_classes are tokens.
     const Tensor& out = model_->output();
-    const std::int64_t stride = out.shape().back(), row = from >= 0 ? len - from - 1 : len - 1;
+    const std::int64_t stride = out.shape().back(), row = model_->one_output_position() ? 0 : last;
     std::vector<float> logits = to_host(out.view(row * stride, {index_.train.num_classes}));
     next = draw_token(logits, o, cfg_.run.seed ^ splitmix64(0x67656E + static_cast<std::uint64_t>(n)));
   }
@@ -141,6 +144,7 @@ int Trainer::generate(const SamplingOptions& o) {
   const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   model_->set_length(0);
   model_->context().decode_position = -1;
+  model_->context().output_position = -1;
   if (prints) std::fputs("\n", stdout), std::fflush(stdout);
   if (prints)  // on stderr: stdout holds the text alone
     std::fprintf(stderr, "generate: %lld tokens in %.3f s, %.1f tokens/s\n", static_cast<long long>(o.tokens), s,

@@ -45,8 +45,8 @@ void Trainer::parallelize(bool gpu, int stages) {
   model_->set_fusion(cfg_.kernels.fusion);
   // (inference: no backward, so no gradients between layers, and each residual block's inner
   // tensors go once the block has run)
-  model_->set_forward_only(purpose_ == Purpose::inference);
-  model_->set_recompute_blocks(cfg_.train.recompute == Recompute::blocks || purpose_ == Purpose::inference);
+  model_->set_forward_only(purpose_ != Purpose::training);
+  model_->set_recompute_blocks(cfg_.train.recompute == Recompute::blocks || purpose_ != Purpose::training);
   const auto& types = model_->all_layer_types();
   if (cfg_.train.recompute == Recompute::blocks && std::find(types.begin(), types.end(), "res") == types.end())
     throw bad_input(
@@ -150,7 +150,7 @@ void Trainer::place_parameters(const std::vector<Bucket>& buckets, bool gpu) {
                                                   cfg_.precision.dtype);
     model_->set_parameter_source(windows_.get());
   }
-  if (purpose_ == Purpose::inference) {  // (the checkpoint's values replace them: Checkpointer::load)
+  if (purpose_ != Purpose::training) {  // (the checkpoint's values replace them: Checkpointer::load)
     model_->set_precision(cfg_.precision.dtype);
     return;
   }
@@ -204,7 +204,7 @@ void Trainer::refuse_tensor_parallel_combinations() const {
 }
 
 void Trainer::make_optimizer_for_this_rank() {
-  if (purpose_ == Purpose::inference) {  // no update: an optimizer of nothing, without state
+  if (purpose_ != Purpose::training) {  // no update: an optimizer of nothing, without state
     OptimConfig none = cfg_.optim;
     none.name = OptimizerName::sgd;  // (Muon's maker wants its matrices)
     opt_ = make_optimizer(none, model_->parameters(), model_->gradients(), model_->store().allocate_state(0, alloc_),

@@ -149,6 +149,7 @@ Trainer::Trainer(const Config& cfg, Runtime& rt, const DatasetIndex& index, Purp
   loss_ = training_loss(cfg.train, index.train.classification);
   model_->set_frozen(frozen_layers(cfg.train.freeze, *model_));  // [train] freeze (bad_input when wrong)
   model_->set_loss_chunk(cfg.train.loss_chunk);
+  if (purpose == Purpose::generation) model_->set_one_output_position();  // (lm_head: the last position's logits)
   scalars_ = step_scalars::make(alloc_);
   step_key_ = Tensor::zeros({2}, alloc_);
   eval_scalars_ = step_scalars::make(alloc_);

@@ -4,6 +4,7 @@
 // positions, within 1e-5 of their largest magnitude; also the held-probabilities attention
 // (fused=0) and the document mask. Negative control: the last position run alone, without the
 // cache, is far from them. A model that is not a token model refuses a shortened forward.
+// Also generation's one output position (OneOutputPositionGivesThatPositionsLogits).
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -75,6 +76,60 @@ TEST_P(KvCache, CachedForwardsGiveTheWholeSequencesLogits) {
   EXPECT_GT(error(m.forward(ids.view(T - 1, {1, 1})), want, T - 1, 1), 1e-3) << c.name << ": without the cache";
 }
 
+// Generation's one output position (Model::set_one_output_position, lm_head): the output is
+// [rows, 1, V], the logits of StepContext::output_position alone, within 1e-5 of the whole
+// forward's row there: for the whole window (two sequences) and for cached forwards (the run's
+// last position). Negative control: the position before it is far from them. A position outside
+// the run is refused.
+TEST_P(KvCache, OneOutputPositionGivesThatPositionsLogits) {
+  const Case& c = GetParam();
+  LayerRegistry r;
+  register_builtin_layers(r);
+  Allocator alloc;
+  Model whole(c.layers, {T}, r, alloc), one(c.layers, {T}, r, alloc);
+  whole.init_parameters(5);
+  one.init_parameters(5);
+  ASSERT_TRUE(one.set_one_output_position());
+  whole.set_batch(2);
+  one.set_batch(2);
+  Tensor ids = Tensor::zeros({2, T}, alloc, DType::i32), docs = Tensor::zeros({2, T}, alloc, DType::i32);
+  for (std::int64_t i = 0; i < 2 * T; ++i) ids.data_as<std::int32_t>()[i] = static_cast<std::int32_t>((i * 7 + 3) % V);
+  if (c.documents) {
+    document_numbers(ids, 4, docs);
+    whole.context().doc_ids = one.context().doc_ids = docs;
+  }
+  const Tensor& w = whole.forward(ids);
+  const std::vector<float> want[2] = {{w.data(), w.data() + T * V}, {w.data() + T * V, w.data() + 2 * T * V}};
+  for (const std::int64_t at : {std::int64_t{0}, std::int64_t{37}, T - 1}) {
+    one.context().output_position = at;
+    const Tensor& got = one.forward(ids);
+    ASSERT_EQ(got.shape(), (Shape{2, 1, V}));
+    for (int b = 0; b < 2; ++b) {
+      const Tensor row = got.view(b * V, {1, V});
+      EXPECT_LT(error(row, want[b], at, 1), 1e-5) << c.name << ": sequence " << b << ", position " << at;
+      if (at > 0) {
+        EXPECT_GT(error(row, want[b], at - 1, 1), 1e-3) << c.name << ": the position before " << at;
+      }
+    }
+  }
+  one.context().output_position = T;
+  EXPECT_THROW(one.forward(ids), Error);
+  // Cached forwards of the first sequence, as --generate runs them: the run's last position.
+  one.set_batch(1);
+  std::int64_t p = 0;
+  for (std::int64_t len : {70, 1, 3, 1, 15}) {
+    one.context().decode_position = p;
+    one.context().output_position = len - 1;
+    one.set_length(len);
+    if (c.documents) one.context().doc_ids = docs.view(0, {1, p + len});
+    const Tensor& got = one.forward(ids.view(p, {1, len}));
+    ASSERT_EQ(got.shape(), (Shape{1, 1, V}));
+    EXPECT_LT(error(got, want[0], p + len - 1, 1), 1e-5) << c.name << ": position " << p + len - 1;
+    p += len;
+  }
+  EXPECT_EQ(p, T);
+}
+
 const std::string gpt =
     "embedding(23, 32) position_embedding repeat(2, res(layernorm attention(4)) "
     "res(layernorm linear(64) gelu linear(32))) layernorm lm_head(23)";
@@ -96,6 +151,8 @@ TEST(KvCacheModel, OnlyTokenModelsRunShortenedForwards) {
   Allocator alloc;
   Model m("dense(10)", {784}, r, alloc);
   EXPECT_THROW(m.set_length(1), Error);
+  EXPECT_FALSE(m.set_one_output_position());  // (its last layer is not lm_head: the whole output)
+  EXPECT_EQ(m.output_shape(), Shape{10});
 }
 
 }  // namespace

@@ -173,3 +173,38 @@ TEST(MemoryEstimate, ForwardOnlyOutputsTakeTurns) {
       EXPECT_LT(held[1], held[0]) << what;
     }
 }
+
+// Generation's model (forward-only, Model::set_one_output_position): for the token cases, with
+// loss_chunk 0 and 5, the output is one position, [1, V], and Model::activation_memory states the
+// outputs held exactly; they are fewer bytes than the same model's whole output [T, V] takes.
+TEST(MemoryEstimate, GenerationOutputsOnePosition) {
+  for (const Case& c : kCases)
+    for (const std::int64_t chunk : {0, 5}) {
+      if (c.tokens == 0) continue;
+      const std::string what = std::string(c.name) + " loss_chunk " + std::to_string(chunk);
+      double held[2] = {0, 0};
+      for (const bool one : {false, true}) {
+        Allocator alloc;
+        LayerRegistry r;
+        register_builtin_layers(r);
+        Model m(c.layers, c.sample, r, alloc);
+        m.init_parameters(5);
+        m.set_forward_only(true);
+        m.set_loss_chunk(chunk);
+        if (one) {
+          EXPECT_TRUE(m.set_one_output_position()) << what;
+        } else {
+          EXPECT_EQ(m.output_shape(), (Shape{c.sample[0], c.tokens})) << what;
+        }
+        m.set_batch(1);
+        m.context().output_position = 3;
+        const Tensor& out = m.forward(case_input(c, 1, alloc));
+        EXPECT_EQ(out.shape()[1], one ? 1 : c.sample[0]) << what;
+        held[one] = static_cast<double>(m.activation_bytes() - m.saved_bytes());
+        if (one) {
+          EXPECT_EQ(m.activation_memory(1, Precision::fp32, Device::cpu, false).outputs, held[1]) << what;
+        }
+      }
+      EXPECT_LT(held[1], held[0]) << what;
+    }
+}

@@ -120,6 +120,9 @@ struct StepContext {
   // the previous forwards ran: attention keeps their keys and values (its cache) and attends over
   // all, position embeddings and RoPE offset by decode_position. -1: the whole sequence.
   std::int64_t decode_position = -1;
+  // Generation (Model::set_one_output_position): the one position of each sequence of the run
+  // whose output the last layer computes (the context's last token); -1 when not set.
+  std::int64_t output_position = -1;
   // splitmix64(step) on the model's device, kept by the trainer so that a recorded step (CUDA
   // graph) reads the current step's value; null: layers derive it from `step` themselves.
   const std::uint64_t* step_key = nullptr;
@@ -230,6 +233,10 @@ class Layer {
   // forward and backward then get an undefined output and output gradient, and no [rows, V]
   // tensor is ever whole. False: this layer cannot.
   virtual bool set_loss_chunk(std::int64_t /*rows*/) { return false; }
+  // Generation (Model::set_one_output_position): the model's last layer, when it can (lm_head),
+  // outputs one position of each sequence, StepContext::output_position ([T, V] -> [1, V]; the
+  // other positions' logits are never computed). False: this layer cannot.
+  virtual bool set_one_position() { return false; }
   virtual void set_context(const StepContext* ctx, std::size_t index) {
     ctx_ = ctx;
     index_ = index;

@@ -123,6 +123,12 @@ class Model {
   // then hands it the loss (give_loss) instead of running the loss on output(). Before set_batch.
   void set_loss_chunk(std::int64_t rows);
   bool loss_in_head() const { return loss_in_head_; }
+  // Generation on the model that holds the output (before set_batch): when its last layer can
+  // (lm_head, Layer::set_one_position), the output is one position of each sequence, [rows, 1, V],
+  // the one StepContext::output_position names (the context's last token, the only logits a draw
+  // reads): no [T, V] logits are computed or held. Returns whether it is: false, the whole output.
+  bool set_one_output_position();
+  bool one_output_position() const { return one_position_; }
   // For the next forward (evaluation: the loss sums into `scalars`) or backward (training: also
   // grad_scale times their gradient): true when the last layer runs the loss (loss_in_head), and
   // the caller does not; false, and the caller runs it on output(), otherwise. Null `scalars` (no
@@ -260,6 +266,7 @@ class Model {
   bool fusion_ = true;
   bool forward_only_ = false;
   bool loss_in_head_ = false;        // set_loss_chunk
+  bool one_position_ = false;        // set_one_output_position
   Tensor whole_output_;              // loss_in_head_: the output of a forward without a loss (generation), grown
   Tensor compute_params_;            // 16-bit copy the layers use when precision_ != fp32
   ParamViews call_;                  // call_params' float32 copies

@@ -73,8 +73,9 @@ struct EvalResult {  // exact over all ranks
 // What a Trainer is made for: training (every buffer an update needs), or using a checkpoint's
 // weights (--eval-only, --generate): then it holds no gradient buffer (the sharded layouts' share
 // stays), no optimizer state, and makes no random initial values (the checkpoint replaces them),
-// 12 of a float32 model's 16 bytes per parameter with AdamW.
-enum class Purpose { training, inference };
+// 12 of a float32 model's 16 bytes per parameter with AdamW. Generation is inference whose model
+// outputs the context's last position alone (Model::set_one_output_position).
+enum class Purpose { training, inference, generation };
 
 class Trainer {
  public:

@@ -76,6 +76,9 @@ po::options_description cli_options() {
       "resume the run in [run] out_dir with another train.steps or train.epochs than its checkpoint's ([checkpoint] "
       "resume_changed = true)")(
       "no-kv-cache", "--generate: run the whole context for every token (the same tokens, slower; for comparison)")(
+      "vocab", po::value<std::string>(),
+      "--generate: the tokenizer of a checkpoint trained on llm.c's .bin shards, which carry none: GPT-2's folder "
+      "(encoder.json, vocab.bpe) or a tokenizer.json (Llama 3's)")(
       "startup-timeout", po::value<double>()->default_value(300),
       "seconds the ranks may take to read the configuration and set up (devices, process mesh) before the "
       "collective watchdog runs; past it a rank says where it waits and the job ends with exit code 3 (0: no limit)")(
@@ -141,6 +144,8 @@ CliOptions parse_cli(int argc, char** argv) {
   cli.top_k = vm["top-k"].as<std::int64_t>();
   cli.top_p = vm["top-p"].as<double>();
   cli.kv_cache = vm.count("no-kv-cache") == 0;
+  if (vm.count("vocab")) cli.vocab = vm["vocab"].as<std::string>();
+  if (!cli.vocab.empty() && !cli.generate) throw bad_input("command line: --vocab " + cli.vocab + " is for --generate");
   cli.startup_timeout_s = vm["startup-timeout"].as<double>();
   if (!(cli.startup_timeout_s >= 0))
     throw bad_input("command line: --startup-timeout must be a number of seconds >= 0 (0: no limit)");
@@ -205,7 +210,7 @@ std::string help_text() {
         "| --export-hf DIR | --generate]\n"
      << "       trainer --import-hf DIR --out FILE.h5\n"
      << "       trainer input.ini --generate [--prompt TEXT --tokens N --temperature T --top-k K --top-p P "
-        "--no-kv-cache]\n"
+        "--no-kv-cache --vocab PATH]\n"
      << "       trainer --help | --version\n\n"
      << cli_options() << "\nConfiguration keys ([section] key = value in the INI file; --set section.key=value):\n"
      << config_help() << "\nPaths may use ${VAR} (expanded from rank 0's environment; $$ is a literal $).\n"
@@ -525,7 +530,7 @@ int run_trainer(int argc, char** argv) {
       return 0;
     }
     if (cli.generate) {  // the checkpoint's vocabulary stands in for the dataset
-      const DatasetIndex index = generation_index(cfg, rt);
+      const DatasetIndex index = generation_index(cfg, rt, cli.vocab);
       const Config with_model = with_architecture(cfg, index.train);
       Trainer trainer(with_model, rt, index, Purpose::generation);
       return trainer.generate({cli.prompt, cli.tokens, cli.temperature, cli.top_k, cli.top_p, cli.kv_cache});

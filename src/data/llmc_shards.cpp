@@ -68,7 +68,7 @@ Shard scan_file(const std::string& path, SplitIndex& split, bool first, const st
     split.tokens = true;
     split.token_format = DataFormat::llmc;
     split.tokenizer = gpt2 ? "gpt2" : "llama3";  // ids only: the shards carry no tokenizer files
-    split.num_classes = gpt2 ? 50257 : 128256;
+    split.num_classes = gpt2 ? kLlmcGpt2Vocab : kLlmcLlama3Vocab;
     split.token_bits = bytes * 8;
     split.sample_type = SampleType::i32;
     split.classification = true;
@@ -145,16 +145,21 @@ std::vector<std::uint32_t> read_llmc_tokens(const Shard& shard, int token_bits) 
   return out;
 }
 
+Vocabulary llmc_vocabulary(const std::string& tokenizer, const std::string& path, const std::string& ids_in) {
+  const bool gpt2 = tokenizer == "gpt2";
+  const std::int64_t want = gpt2 ? kLlmcGpt2Vocab : kLlmcLlama3Vocab;
+  Vocabulary vocab = Vocabulary::gpt2_dir(path);
+  if (vocab.size() != want)
+    throw bad_input(path + ": a vocabulary of " + std::to_string(vocab.size()) + " tokens, but " + ids_in + " holds " +
+                    (gpt2 ? "GPT-2" : "Llama 3") + " ids (" + std::to_string(want) + "): give " +
+                    (gpt2 ? "GPT-2's folder" : "Llama 3's tokenizer.json"));
+  return vocab;
+}
+
 std::pair<std::int64_t, std::int64_t> convert_llmc(const DataConfig& data, const std::string& vocab_dir,
                                                    const std::string& out, bool force) {
   const DatasetIndex index = scan_llmc_dataset(data);
-  const Vocabulary vocab = Vocabulary::gpt2_dir(vocab_dir);
-  if (vocab.size() != index.train.num_classes)
-    throw bad_input(vocab_dir + ": a vocabulary of " + std::to_string(vocab.size()) + " tokens, but " +
-                    index.train.shards.front().path + " holds " +
-                    (index.train.tokenizer == "gpt2" ? "GPT-2" : "Llama 3") + " ids (" +
-                    std::to_string(index.train.num_classes) + "): give " +
-                    (index.train.tokenizer == "gpt2" ? "GPT-2's folder" : "Llama 3's tokenizer.json"));
+  const Vocabulary vocab = llmc_vocabulary(index.train.tokenizer, vocab_dir, index.train.shards.front().path);
   std::int64_t written[2] = {0, 0};
   for (const SplitIndex* split : {&index.train, index.val ? &*index.val : nullptr}) {
     if (!split) continue;

@@ -19,13 +19,14 @@
 #include "hpctrain/core/error.hpp"
 #include "hpctrain/core/hash.hpp"
 #include "hpctrain/core/log.hpp"
+#include "hpctrain/data/llmc_shards.hpp"
 #include "hpctrain/data/text_import.hpp"
 #include "hpctrain/train/token_draw.hpp"
 #include "hpctrain/train/trainer.hpp"
 
 namespace hpctrain {
 
-DatasetIndex generation_index(const Config& cfg, Runtime& rt) {
+DatasetIndex generation_index(const Config& cfg, Runtime& rt, const std::string& vocab_path) {
   const auto v = compute_on_root(rt.world(), [&]() -> std::vector<std::string> {
     const std::string path = resume_selection(cfg);
     if (path.empty())
@@ -37,8 +38,19 @@ DatasetIndex generation_index(const Config& cfg, Runtime& rt) {
     if (file.info().run.tokenizer.empty())
       throw bad_input("--generate: " + path + " holds no tokenizer: it is not a language model's checkpoint, or " +
                       "one imported from a Hugging Face folder without tokenizer.json");
-    std::vector<std::string> out{file.info().run.tokenizer, file.info().run.vocabulary};
-    for (const auto& [name, bytes] : file.info().run.tokenizer_files) out.insert(out.end(), {name, bytes});
+    const RunRecord& run = file.info().run;
+    const bool llmc = run.tokenizer_files.empty() && (run.tokenizer == "gpt2" || run.tokenizer == "llama3");
+    if (llmc && vocab_path.empty())
+      throw bad_input(
+          "--generate: " + path + " was trained on llm.c's " + (run.tokenizer == "gpt2" ? "GPT-2" : "Llama 3") +
+          " token shards, which carry no tokenizer: give it with --vocab " +
+          (run.tokenizer == "gpt2" ? "DIR (GPT-2's encoder.json and vocab.bpe)" : "tokenizer.json (Llama 3's)"));
+    if (!llmc && !vocab_path.empty())
+      throw bad_input("--vocab " + vocab_path + ": " + path + " stores its own tokenizer (" + run.tokenizer +
+                      "); --vocab is for checkpoints trained on llm.c's .bin shards");
+    const Vocabulary given = llmc ? llmc_vocabulary(run.tokenizer, vocab_path, path) : Vocabulary::byte();
+    std::vector<std::string> out{llmc ? given.tokenizer() : run.tokenizer, llmc ? given.characters() : run.vocabulary};
+    for (const auto& [name, bytes] : llmc ? given.files() : run.tokenizer_files) out.insert(out.end(), {name, bytes});
     return out;
   });
   if (cfg.model.block_size < 1) throw bad_input("--generate: [model] block_size is not set (the model's context)");

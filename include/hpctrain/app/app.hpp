@@ -33,6 +33,7 @@ struct CliOptions {
   std::int64_t tokens = 200, top_k = 0;
   double temperature = 1.0, top_p = 1.0;
   bool kv_cache = true;            // --no-kv-cache: --generate recomputes the whole context for every token
+  std::string vocab;               // --vocab PATH: --generate's tokenizer for a checkpoint of llm.c shards
   double startup_timeout_s = 300;  // --startup-timeout: comm/startup_guard.hpp (0: no limit)
   bool help = false;
   bool version = false;

@@ -17,11 +17,13 @@
 
 #include "hpctrain/config/config.hpp"
 #include "hpctrain/data/dataset.hpp"
+#include "hpctrain/data/text_import.hpp"
 
 namespace hpctrain {
 
 inline constexpr std::int32_t kLlmcGpt2Magic = 20240520, kLlmcLlama3Magic = 20240801;
 inline constexpr std::int64_t kLlmcHeaderBytes = 256 * 4;
+inline constexpr std::int64_t kLlmcGpt2Vocab = 50257, kLlmcLlama3Vocab = 128256;  // (their ids' vocabularies)
 
 // format = auto: true when `data.path` has no train/ folder and its first file matching
 // train_glob begins with an llm.c magic.
@@ -31,6 +33,12 @@ bool looks_like_llmc(const DataConfig& data);
 DatasetIndex scan_llmc_dataset(const DataConfig& data);
 // The tokens of one shard of a split scanned above, widened to uint32.
 std::vector<std::uint32_t> read_llmc_tokens(const Shard& shard, int token_bits);
+
+// The tokenizer for llm.c's ids of `tokenizer` ("gpt2" or "llama3", as a scanned split or a
+// checkpoint trained on one records it) from `path`: GPT-2's folder or a tokenizer.json
+// (Vocabulary::gpt2_dir), whose size must be the ids' vocabulary: bad_input naming `path`, what
+// holds the ids (`ids_in`) and the tokenizer to give otherwise.
+Vocabulary llmc_vocabulary(const std::string& tokenizer, const std::string& path, const std::string& ids_in);
 
 // hpctrain-data import-llmc: each .bin shard of `data` (format llmc) as an hpctrain token shard
 // (ROOT/train/tokens-NNNNN.h5, ROOT/val/...) carrying the tokenizer of `vocab_dir` (GPT-2's

@@ -279,8 +279,11 @@ Config with_architecture(const Config& cfg, const SplitIndex& train);
 
 // Collective, for --generate without the dataset: the token "dataset" the checkpoint
 // [checkpoint] resume selects implies (its tokenizer and vocabulary, [model] block_size windows).
-// bad_input when there is no checkpoint or it holds no tokenizer.
-DatasetIndex generation_index(const Config& cfg, Runtime& rt);
+// A checkpoint trained on llm.c's shards records their ids' tokenizer without its files:
+// `vocab_path` gives them (--vocab; llmc_vocabulary checks its size). bad_input when there is no
+// checkpoint, it holds no tokenizer, its tokenizer's files are neither stored nor given, or they
+// are given for a checkpoint that stores its own.
+DatasetIndex generation_index(const Config& cfg, Runtime& rt, const std::string& vocab_path = "");
 
 // Why [kernels] cuda_graphs cannot be used with this configuration on `device` with `dp_size`
 // data-parallel ranks ("" when it can): a recorded step replays fixed kernel arguments and

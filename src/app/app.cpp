@@ -33,6 +33,7 @@
 #include "hpctrain/data/sampler.hpp"
 #include "hpctrain/data/staging.hpp"
 #include "hpctrain/data/store.hpp"
+#include "hpctrain/data/text_import.hpp"
 #include "hpctrain/layers/registry.hpp"
 #include "hpctrain/model/arch.hpp"
 #include "hpctrain/model/model.hpp"
@@ -483,7 +484,10 @@ int run_trainer(int argc, char** argv) {
     if (!cli.import_hf.empty()) {
       MpiCommunicator world(MPI_COMM_WORLD, MpiCommOptions{});
       if (world.size() != 1) throw bad_input("--import-hf runs on one rank (mpirun -np 1, or no mpirun)");
-      log0(import_hf(world, cli.import_hf, cli.out));
+      StoredTokenizer tokenizer;  // (the folder's, read as --generate reads it from the checkpoint)
+      if (const std::optional<Vocabulary> v = Vocabulary::hf_folder(cli.import_hf))
+        tokenizer = {v->tokenizer(), v->characters(), v->files()};
+      log0(import_hf(world, cli.import_hf, cli.out, tokenizer));
       return 0;
     }
     StartupGuard startup(cli.startup_timeout_s);

@@ -169,6 +169,12 @@ ImportFn import_layout(const Json& cfg, const std::string& file) {
                   "(LlamaForCausalLM) and gpt2 (GPT2LMHeadModel)");
 }
 
+// Hugging Face's names for the tokenizer files a checkpoint stores (GPT2Tokenizer's vocab.json and
+// merges.txt are OpenAI's encoder.json and vocab.bpe, byte for byte; tokenizer.json as it is).
+std::string hf_tokenizer_name(const std::string& ours) {
+  return ours == "encoder.json" ? "vocab.json" : ours == "vocab.bpe" ? "merges.txt" : ours;
+}
+
 // The [model] section a trained checkpoint records for `deck` (every key, as --print-ini writes
 // them, the layers string resolved): what a resume compares.
 std::string model_section(const std::string& deck, const std::string& layers, const std::string& file) {
@@ -182,7 +188,8 @@ std::string model_section(const std::string& deck, const std::string& layers, co
 }
 }  // namespace
 
-std::string import_hf(Communicator& comm, const std::string& dir, const std::string& out) {
+std::string import_hf(Communicator& comm, const std::string& dir, const std::string& out,
+                      const StoredTokenizer& tokenizer) {
   check_output_file(out, "--import-hf " + dir + " --out " + out);
   std::vector<LazyTensor> tensors;  // (read from the folder as the checkpoint writes them)
   CheckpointInfo info;
@@ -200,10 +207,9 @@ std::string import_hf(Communicator& comm, const std::string& dir, const std::str
     for (const char* name : {"tokenizer_config.json", "special_tokens_map.json", "generation_config.json"})
       if (std::filesystem::is_regular_file(dir + "/" + name, ec))
         info.run.hf_files.emplace_back(name, read_text_file(dir + "/" + name, "Hugging Face file"));
-    if (std::filesystem::is_regular_file(dir + "/tokenizer.json", ec)) {
-      info.run.tokenizer = "bpe";
-      info.run.tokenizer_files = {{"tokenizer.json", read_text_file(dir + "/tokenizer.json", "tokenizer file")}};
-    }
+    info.run.tokenizer = tokenizer.tokenizer;
+    info.run.vocabulary = tokenizer.vocabulary;
+    info.run.tokenizer_files = tokenizer.files;
     std::int64_t values = 0;
     for (const LazyTensor& t : tensors) values += numel(t.shape);
     return std::vector<std::string>{"imported " + dir + ": " + std::to_string(tensors.size()) + " tensors, " +
@@ -248,7 +254,7 @@ std::string export_hf(const Config& cfg, Runtime& rt, const std::string& dir) {
       files = write_safetensors_folder(to, hf.tensors, {{"format", "pt"}}, stored, cfg.checkpoint.export_shard_size);
       write_text_file(to + "/config.json", config.dump(2) + "\n");
       for (const auto& [name, bytes] : file.info().run.tokenizer_files)
-        if (name == "tokenizer.json") write_text_file(to + "/tokenizer.json", bytes);
+        write_text_file(to + "/" + hf_tokenizer_name(name), bytes);
       for (const auto& [name, bytes] : file.info().run.hf_files)  // (as the import found them)
         if (name.find('/') == std::string::npos) write_text_file(to + "/" + name, bytes);
     };
@@ -256,8 +262,13 @@ std::string export_hf(const Config& cfg, Runtime& rt, const std::string& dir) {
     const std::string weights =
         files.size() == 1 ? files[0]
                           : std::to_string(files.size() - 1) + " shards " + files[0] + " ... and " + files.back();
+    std::string tokenizer;
+    for (const auto& [name, bytes] : file.info().run.tokenizer_files) tokenizer += ", " + hf_tokenizer_name(name);
+    if (tokenizer.empty())  // (llm.c's shards carry ids alone; a byte or char vocabulary has no such file)
+      tokenizer = "; no tokenizer file: the run's data stored none (copy its tokenizer's files in)";
     return std::vector<std::string>{"exported " + path + " to " + dir + ": config.json, " + weights + " (" +
-                                    std::to_string(hf.tensors.size()) + " " + torch_dtype_name(stored) + " tensors)"};
+                                    std::to_string(hf.tensors.size()) + " " + torch_dtype_name(stored) + " tensors)" +
+                                    tokenizer};
   });
   return lines.at(0);
 }

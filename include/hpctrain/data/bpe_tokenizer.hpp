@@ -41,6 +41,10 @@ class BpeTokenizer {
   std::int64_t vocab_size() const;
   // The document separator: <|endoftext|> (GPT-2), else <|begin_of_text|> (Llama 3), else -1.
   std::int32_t eot() const;
+  // The special tokens tokenizer.json's post_processor puts before a text (its TemplateProcessing's
+  // leading items: Llama 3.1's <|begin_of_text|>), as Hugging Face's tokenizer(text) adds them;
+  // none for GPT-2's files or a post-processor without a template.
+  const std::vector<std::int32_t>& prefix() const;
 
   // The pieces the pre-tokenization pattern cuts `text` into (for tests and tools).
   std::vector<std::string_view> pieces(std::string_view text) const;

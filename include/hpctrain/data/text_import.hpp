@@ -53,6 +53,10 @@ class Vocabulary {
   std::string token_text(std::uint32_t id) const;
   // bad_input naming `what` and the first character outside the vocabulary.
   std::vector<std::uint32_t> encode(const std::string& text, const std::string& what) const;
+  // A prompt's ids as Hugging Face's tokenizer(text) gives them: the special tokens a
+  // tokenizer.json's post-processor puts first (Llama 3.1's <|begin_of_text|>;
+  // BpeTokenizer::prefix), then encode(text).
+  std::vector<std::uint32_t> encode_prompt(const std::string& text, const std::string& what) const;
   std::string decode(const std::vector<std::uint32_t>& ids) const;
   // A copy for another thread (gpt2: its own piece cache, the tables shared).
   Vocabulary fork() const;

@@ -224,12 +224,20 @@ std::vector<int> Model::gradient_slots(const std::vector<Bucket>& buckets) const
   return slots;
 }
 
+void Model::set_forward_only(bool on) {
+  HPCT_CHECK(capacity_ == 0 && precision_ == Precision::fp32,
+             "Model::set_forward_only after set_batch or set_precision");
+  forward_only_ = on;
+}
+
 void Model::set_precision(Precision p) {
   HPCT_CHECK(capacity_ == 0, "Model::set_precision after set_batch (the activations would be in the old format)");
   precision_ = p;
   ctx_.precision = p;
-  // (packed parameters: the windows hold float32 values already rounded to the format by the source)
-  const bool copy = p != Precision::fp32 && !store_.packed_parameters();
+  // (packed parameters: the windows hold float32 values already rounded to the format by the source;
+  // forward-only: the parameters themselves are rounded, nothing updates them)
+  rounded_in_place_ = p != Precision::fp32 && !store_.packed_parameters() && forward_only_;
+  const bool copy = p != Precision::fp32 && !store_.packed_parameters() && !forward_only_;
   if (p != Precision::fp32 && store_.packed_parameters()) store_.make_frozen_compute(alloc_);
   compute_params_ = copy ? Tensor::zeros(store_.params().shape(), alloc_, storage_dtype(precision_)) : Tensor();
   make_views(copy ? compute_params_ : store_.params());
@@ -239,13 +247,14 @@ void Model::set_precision(Precision p) {
 void Model::refresh_compute_parameters() {
   if (source_) source_->changed();
   if (store_.packed_parameters()) store_.refresh_frozen_compute(precision_);
+  if (rounded_in_place_) return round_to_precision(store_.params(), precision_);
   if (precision_ == Precision::fp32 || store_.packed_parameters()) return;
   pack_16bit(store_.params(), compute_params_);  // rounded to the format as round_to_precision rounds
 }
 
 ParamViews& Model::call_params(std::size_t i) {
   need(i);
-  if (precision_ == Precision::fp32 || store_.packed_parameters()) return views_[i];
+  if (precision_ == Precision::fp32 || store_.packed_parameters() || rounded_in_place_) return views_[i];
   call_.layer = views_[i].layer;
   call_.grads = views_[i].grads;
   call_.params.resize(views_[i].params.size());

@@ -35,7 +35,8 @@ Model::ActivationMemory Model::activation_memory(std::int64_t rows, Precision pr
     if (l.inner > 0 && std::find(kinds.begin(), kinds.end(), l.inner) == kinds.end()) kinds.push_back(l.inner);
     double call = l.scratch;
     if (sixteen) {  // float32 copies of the layer's 16-bit parameters, its input and output (backward), in the arena
-      for (const auto& [offset, shape] : bindings_[i]) call += MemoryQuery::temp(static_cast<double>(numel(shape)));
+      if (!forward_only_)  // (forward-only: the parameters are rounded in place, set_precision)
+        for (const auto& [offset, shape] : bindings_[i]) call += MemoryQuery::temp(static_cast<double>(numel(shape)));
       call += MemoryQuery::temp(r * static_cast<double>(numel(shapes_[i])));
       if (i + 2 < shapes_.size()) call += MemoryQuery::temp(r * static_cast<double>(numel(shapes_[i + 1])));
     }

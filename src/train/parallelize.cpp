@@ -41,12 +41,12 @@ void Trainer::parallelize(bool gpu, int stages) {
   const bool sharded = cfg_.parallel.shard != Sharding::none;
   const auto bucket_elems = static_cast<std::int64_t>(cfg_.parallel.bucket_mb * (1 << 20) / sizeof(float));
   auto buckets = model_->store().buckets(std::max<std::int64_t>(1, bucket_elems));
-  place_parameters(buckets, gpu);
-  model_->set_fusion(cfg_.kernels.fusion);
   // (inference: no backward, so no gradients between layers, and each residual block's inner
-  // tensors go once the block has run)
+  // tensors go once the block has run; bf16/fp16 parameters rounded in place: before set_precision)
   model_->set_forward_only(purpose_ != Purpose::training);
   model_->set_recompute_blocks(cfg_.train.recompute == Recompute::blocks || purpose_ != Purpose::training);
+  place_parameters(buckets, gpu);
+  model_->set_fusion(cfg_.kernels.fusion);
   const auto& types = model_->all_layer_types();
   if (cfg_.train.recompute == Recompute::blocks && std::find(types.begin(), types.end(), "res") == types.end())
     throw bad_input(

@@ -162,6 +162,7 @@ Trainer::Trainer(const Config& cfg, Runtime& rt, const DatasetIndex& index, Purp
     held.train.recompute = Recompute::blocks;
     memory_ = estimate_memory(held, rt, *model_, false);
     memory_.state = 0;
+    memory_.copy16 = 0;  // (forward-only: the parameters are rounded in place, Model::set_precision)
     memory_.act.gradients = 0;
     if (!model_->store().staged()) memory_.gradients = 0;
   }

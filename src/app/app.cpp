@@ -308,8 +308,7 @@ std::string describe_data(const Config& cfg, const Runtime& rt) {
     Model model(with_model.model.layers, model_input_shape(rt.mesh(), cfg, index.train), registry, alloc, 0,
                 static_cast<std::size_t>(-1), false, false, tensor_parallel_place(rt.mesh(), cfg, index.train),
                 spatial_place(rt.mesh()));
-    model.set_frozen(frozen_layers(cfg.train.freeze, model));  // the summary marks frozen layers
-    model.set_loss_chunk(cfg.train.loss_chunk);
+    apply_train_options(model, cfg.train);  // (the summary marks frozen layers)
     os << "\nModel"
        << (cfg.model.arch == Arch::layers ? ""
                                           : std::string(" (arch = ") + name_of(cfg.model.arch) +
@@ -324,8 +323,7 @@ std::string describe_data(const Config& cfg, const Runtime& rt) {
         stages.push_back(std::make_unique<Model>(with_model.model.layers, model.input_shape(), registry, alloc, g.first,
                                                  g.last, false, false, model.tensor_parallel(),
                                                  spatial_place(rt.mesh())));
-        stages.back()->set_frozen(frozen_layers(cfg.train.freeze, *stages.back()));
-        stages.back()->set_loss_chunk(cfg.train.loss_chunk);
+        apply_train_options(*stages.back(), cfg.train);
       }
       os << describe_stage_memory(with_model, rt, stages);
     }

@@ -147,8 +147,7 @@ Trainer::Trainer(const Config& cfg, Runtime& rt, const DatasetIndex& index, Purp
     tie_syncs_.push_back(std::move(sync));
   }
   loss_ = training_loss(cfg.train, index.train.classification);
-  model_->set_frozen(frozen_layers(cfg.train.freeze, *model_));  // [train] freeze (bad_input when wrong)
-  model_->set_loss_chunk(cfg.train.loss_chunk);
+  apply_train_options(*model_, cfg.train);
   if (purpose == Purpose::generation) model_->set_one_output_position();  // (lm_head: the last position's logits)
   scalars_ = step_scalars::make(alloc_);
   step_key_ = Tensor::zeros({2}, alloc_);
@@ -167,6 +166,11 @@ Trainer::Trainer(const Config& cfg, Runtime& rt, const DatasetIndex& index, Purp
     if (!model_->store().staged()) memory_.gradients = 0;
   }
   raise_if_any(rt.world(), memory_refusal(memory_, static_cast<double>(alloc_.in_use()), cfg, rt));
+}
+
+void apply_train_options(Model& model, const TrainConfig& train) {
+  model.set_frozen(frozen_layers(train.freeze, model));
+  model.set_loss_chunk(train.loss_chunk);
 }
 
 Trainer::~Trainer() {

@@ -277,6 +277,11 @@ class Trainer {
 // bad_input when the split is not a token dataset or the sizes differ.
 Config with_architecture(const Config& cfg, const SplitIndex& train);
 
+// What [train] sets on a model once it is built, the same for the trainer's model and --dry-run's
+// models (the whole, and each pipeline stage's): the frozen layers ([train] freeze; bad_input when
+// it names no layer) and [train] loss_chunk (bad_input when the last layer cannot run the loss).
+void apply_train_options(Model& model, const TrainConfig& train);
+
 // Collective, for --generate without the dataset: the token "dataset" the checkpoint
 // [checkpoint] resume selects implies (its tokenizer and vocabulary, [model] block_size windows).
 // A checkpoint trained on llm.c's shards records their ids' tokenizer without its files:

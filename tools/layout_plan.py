@@ -24,7 +24,8 @@ ranks with `shard` in none | optimizer | gradients | full (ZeRO 0-3):
     scratch            16-bit runs: twice the largest layer's parameters in float32, / T (measured
                        on the small Llama deck; float32 runs: a few MiB, left out); [train]
                        loss_chunk = R: no logits or their gradient above, and lm_head's two
-                       float32 chunks of R rows of the vocabulary / T
+                       float32 chunks of R rows of the vocabulary / T; with sequence parallelism
+                       six float32 [positions, width] buffers (attention's backward gathers)
   activations and their gradients scale with the windows of a micro-batch on a rank.
   step = compute / N + update + exposed communication
     data-parallel, G = gradient bytes / T:  none: allreduce 2 (D-1)/D G, hidden as --hidden says;
@@ -130,6 +131,8 @@ def memory(d, t, dp, shard, mb, sp=False):
     acts += (between / t + (d.between_bytes - between) * whole) * mb / d.micro_batch
     acts += 2 * 4.0 * d.largest_layer / t if d.sixteen else 0.0
     acts += d.chunk_bytes(mb, t)
+    if sp:  # attention's backward gathers its input and output gradient: six float32 [positions, width]
+        acts += 6 * 4.0 * mb * d.context * d.width
     return params, grads, copy, state, acts, params + grads + copy + state + acts
 
 

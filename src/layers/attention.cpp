@@ -94,7 +94,8 @@ class Attention final : public Layer {
   void configure(const Shape& in) override { t_ = sequence_split() ? tensor_parallel().sequence : in[0]; }
   // Saved: as saved_tensors lists them. Scratch, in backward: the heads' gradient and dqkv (unfused:
   // the probabilities' gradient), the float32 copies of 16-bit saved tensors, and with sequence
-  // parallelism the gathered input and output gradient and the whole input gradient.
+  // parallelism the gathered input and output gradient (two buffers each: Layer::sequence_gather),
+  // the whole input gradient and its reduce-scatter's buffer.
   LayerMemory memory(const Shape& in, const MemoryQuery& q) const override {
     const auto n = static_cast<double>(q.rows), t = static_cast<double>(t_), c = static_cast<double>(in[1]);
     const double h = static_cast<double>(heads()), k = static_cast<double>(kv()), d = c / static_cast<double>(a_.heads);
@@ -109,7 +110,7 @@ class Attention final : public Layer {
       add(q.compact(probs, exact_in(1.f / (1.f - a_.dropout), q.precision))), add(q.compact(probs));
     if (a_.qk_norm) m.saved += 4 * n * t * (h + k);
     m.scratch += MemoryQuery::temp(out) + MemoryQuery::temp(qkv) + (a_.fused ? 0 : MemoryQuery::temp(probs)) +
-                 (sequence_split() ? 3 * MemoryQuery::temp(n * t * c) : 0);
+                 (sequence_split() ? 6 * MemoryQuery::temp(n * t * c) : 0);
     return m;
   }
   void forward(const Tensor& x_in, Tensor& y) override {

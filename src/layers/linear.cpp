@@ -70,6 +70,16 @@ class Linear final : public Layer {
     }
     return p;
   }
+  // Sequence-parallel scratch (Layer::sequence_gather and the rest), the larger call's: a column's
+  // backward gathers the input (two buffers) and makes the whole input gradient and its
+  // reduce-scatter's buffer; a row's calls take two buffers of the whole output (or its gradient).
+  LayerMemory memory(const Shape& in, const MemoryQuery& q) const override {
+    if (!sequence_split() || split_ == Split::none) return {};
+    const auto n = static_cast<double>(q.rows);
+    if (split_ == Split::column)
+      return {0, 4 * MemoryQuery::temp(n * static_cast<double>(in[0] * tensor_parallel().size * in[1])), 0};
+    return {0, 2 * MemoryQuery::temp(n * static_cast<double>(in[0] * out_)), 0};
+  }
   void forward(const Tensor& x, Tensor& y) override {
     // (sequence-parallel: a column's input gathered, a row's sum scattered; else as they are)
     const bool column = split_ == Split::column, row = split_ == Split::row;

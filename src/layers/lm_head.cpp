@@ -61,10 +61,15 @@ class LmHead final : public Layer {
     one_position_ = true;
     return true;
   }
+  // Scratch: with loss_chunk two [R, V] buffers (the logits, their gradient); with sequence
+  // parallelism the gathered input (two buffers), the whole input gradient and its reduce-scatter's.
   LayerMemory memory(const Shape& in, const MemoryQuery& q) const override {
-    if (chunk_ == 0) return {};
+    double scratch = 0;
+    if (sequence_split())
+      scratch += 4 * MemoryQuery::temp(static_cast<double>(q.rows * in[0] * tensor_parallel().size * in[1]));
+    if (chunk_ == 0) return {0, scratch, 0};
     const std::int64_t rows = std::min(chunk_, q.rows * output_shape(in)[0]);
-    return {0, 2 * MemoryQuery::temp(static_cast<double>(rows * local_rows())), 0};  // logits, their gradient
+    return {0, scratch + 2 * MemoryQuery::temp(static_cast<double>(rows * local_rows())), 0};
   }
   void forward(const Tensor& x, Tensor& y) override {
     if (!y.defined()) {  // (loss_chunk: evaluation runs the loss here, training in backward)

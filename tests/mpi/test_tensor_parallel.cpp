@@ -94,6 +94,11 @@ double trained_difference(const Config& cfg, const DatasetIndex& index, int step
   Trainer trainer(cfg, rt, index);
   const Sampler sampler(sampler_options(cfg, index.train));
   testref::train_steps(trainer, cfg, rt, index, sampler, steps);
+  // The estimate's scratch covers the deepest layer call's (sequence parallelism's gathers included).
+  EXPECT_GE(trainer.memory_estimate().act.scratch, 4.0 * static_cast<double>(trainer.model().arena_high_water()))
+      << "tp " << cfg.parallel.tensor_parallel << ", pp " << cfg.parallel.pipeline_parallel << ", micro-batches "
+      << cfg.train.micro_batches << (cfg.parallel.sequence_parallel ? ", sequence-parallel" : "") << ", loss_chunk "
+      << cfg.train.loss_chunk << ", " << cfg.model.layers.substr(0, 40);
   const auto mine = testref::whole_parameters(trainer);
   // The store's accounting: over the group, each split tensor's blocks add up to the whole tensor
   // exactly once, and every rank holds each replicated one whole.

@@ -34,10 +34,21 @@ std::pair<std::int64_t, std::int64_t> stage_parameters(const Config& cfg, const 
   }
   const auto counts = layer_parameter_counts(model);
   const auto groups = partition_layers(counts, rt.mesh().size(MeshDim::pp), cfg.model.groups);
+  // A later stage's copy of a weight tied across stages (trained unless the layer holding it is frozen).
+  std::vector<std::int64_t> copies(groups.size(), 0), trained(groups.size(), 0);
+  for (const auto& [layer, target] : model.ties()) {
+    const auto a = static_cast<std::size_t>(stage_of_layer(groups, layer));
+    if (static_cast<int>(a) == stage_of_layer(groups, target)) continue;
+    for (const ParamInfo& p : model.all_param_info())
+      if (p.name == model.all_layer_names()[target] + ".weight") {
+        copies[a] += numel(p.shape);
+        trained[a] += model.frozen(layer) ? 0 : numel(p.shape);
+      }
+  }
   std::int64_t params = 0, trainable = 0;
-  for (const LayerGroup& g : groups) {
-    std::int64_t n = 0, t = 0;
-    for (std::size_t i = g.first; i < g.last; ++i) {
+  for (std::size_t s = 0; s < groups.size(); ++s) {
+    std::int64_t n = copies[s], t = trained[s];
+    for (std::size_t i = groups[s].first; i < groups[s].last; ++i) {
       n += counts[i];
       t += model.frozen(i) ? 0 : counts[i];
     }

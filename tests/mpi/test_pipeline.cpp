@@ -16,6 +16,8 @@
 #include <filesystem>
 
 #include "hpctrain/data/reader.hpp"
+#include "hpctrain/layers/registry.hpp"
+#include "hpctrain/train/memory_estimate.hpp"
 #include "hpctrain/train/trainer.hpp"
 #include "mpi_test_util.hpp"
 #include "reference_training.hpp"
@@ -144,6 +146,32 @@ TEST(Pipeline, GptBlocksOverStagesWithATiedHeadMatchOneProcess) {
     }
   }
   EXPECT_GT(runs, 0);
+  MPI_Barrier(MPI_COMM_WORLD);
+  if (world_rank() == 0) fs::remove_all(root);
+}
+
+// --dry-run's "largest stage" (estimate_memory from the whole model) is the stage that holds the
+// most parameters, a later stage's copy of a tied embedding counted: with a model whose last stage
+// is the largest only with its copy (88 + 88 against 152), as the partition splits it and two other ways.
+TEST(Pipeline, DryRunsLargestStageCountsATiedCopy) {
+  if (world_size() % 2 != 0) GTEST_SKIP() << "an even number of ranks (2 stages)";
+  const std::string root = testref::make_token_dataset("hpct_pipe_tie_");
+  const DatasetIndex index = load_dataset_index(*host_communicator(MPI_COMM_WORLD, "world"), root, 8);
+  const char* const layers = "embedding(11, 8) position_embedding linear(8) layernorm lm_head(11)";
+  for (const char* groups : {"auto", "0-0 1-4", "0-1 2-4"}) {
+    Config cfg = pipeline_config(root, layers, 2, 1, "1f1b");
+    cfg.model.block_size = 8;
+    cfg.model.groups = groups;
+    Runtime rt(cfg);
+    Trainer trainer(cfg, rt, index);
+    std::int64_t most = trainer.model().store().size();
+    MPI_Allreduce(MPI_IN_PLACE, &most, 1, MPI_INT64_T, MPI_MAX, MPI_COMM_WORLD);
+    LayerRegistry registry;
+    register_builtin_layers(registry);
+    Allocator scratch;
+    const Model whole(cfg.model.layers, {8}, registry, scratch);
+    EXPECT_EQ(estimate_memory(cfg, rt, whole, true).parameter_count, most) << "groups " << groups;
+  }
   MPI_Barrier(MPI_COMM_WORLD);
   if (world_rank() == 0) fs::remove_all(root);
 }

@@ -352,7 +352,12 @@ void optim_keys(std::vector<KeySpec>& k) {
   s.key("step_every", &OptimConfig::step_every, "schedule = step: decay every N steps").range(1, kMaxCount);
   s.key("gamma", &OptimConfig::gamma, "schedule = step: decay factor").above(0, 1);
   s.key("warmup_steps", &OptimConfig::warmup_steps, "linear warm-up steps").range(0, kMaxCount);
-  s.key("min_lr", &OptimConfig::min_lr, "schedule = cosine: the rate at the last step (the floor)").range(0, kInfinity);
+  s.key("min_lr", &OptimConfig::min_lr, "schedule = cosine or wsd: the rate at the last step (the floor)")
+      .range(0, kInfinity);
+  s.key("decay_fraction", &OptimConfig::decay_fraction,
+        "schedule = wsd (warm-up, stable, decay): the share of the run's steps, at its end, over which the rate "
+        "falls linearly from lr to min_lr (the rest after warmup_steps stays at lr)")
+      .above(0, 1);
   s.key("weight_decay_1d", &OptimConfig::weight_decay_1d,
         "false: biases and norm weights (tensors of fewer than 2 dimensions) get no weight decay, as nanoGPT; "
         "embeddings and other matrices keep it");

@@ -160,6 +160,14 @@ double learning_rate(const OptimConfig& cfg, std::int64_t step, std::int64_t tot
     return cfg.lr * static_cast<double>(step + 1) / static_cast<double>(cfg.warmup_steps);
   if (cfg.schedule == LrSchedule::step)
     return cfg.lr * std::pow(cfg.gamma, static_cast<double>((step - cfg.warmup_steps) / cfg.step_every));
+  if (cfg.schedule == LrSchedule::wsd) {  // stable at lr, then linear to min_lr at the last step
+    const std::int64_t decay = std::max<std::int64_t>(1, std::llround(cfg.decay_fraction * static_cast<double>(total)));
+    const std::int64_t from = std::max<std::int64_t>(cfg.warmup_steps, total - decay);  // (warm-up first)
+    if (step < from) return cfg.lr;
+    const double t = std::min(
+        1.0, static_cast<double>(step - from + 1) / static_cast<double>(std::max<std::int64_t>(1, total - from)));
+    return cfg.lr - (cfg.lr - cfg.min_lr) * t;
+  }
   if (cfg.schedule == LrSchedule::cosine) {
     const double span = static_cast<double>(std::max<std::int64_t>(1, total - cfg.warmup_steps));
     const double t = std::min(1.0, static_cast<double>(step - cfg.warmup_steps) / span);

@@ -90,6 +90,33 @@ TEST(Optimizer, ScheduleWarmupConstantCosine) {
   EXPECT_DOUBLE_EQ(learning_rate(cfg, 35, 100), 0.05);
 }
 
+// schedule = wsd: warm-up, then lr, then the last round(decay_fraction x total) steps linear to
+// min_lr, reached at the last step; a decay that would start inside the warm-up starts after it;
+// a longer run (resumed with more steps) is still at lr where the shorter one decayed.
+TEST(Optimizer, ScheduleWarmupStableDecay) {
+  OptimConfig cfg;
+  cfg.lr = 0.4;
+  cfg.min_lr = 0.04;
+  cfg.warmup_steps = 4;
+  cfg.schedule = LrSchedule::wsd;
+  cfg.decay_fraction = 0.2;  // the last 20 of 100 steps
+  EXPECT_DOUBLE_EQ(learning_rate(cfg, 0, 100), 0.1);
+  EXPECT_DOUBLE_EQ(learning_rate(cfg, 4, 100), 0.4);
+  EXPECT_DOUBLE_EQ(learning_rate(cfg, 79, 100), 0.4);
+  EXPECT_NEAR(learning_rate(cfg, 80, 100), 0.4 - 0.36 / 20, 1e-12);
+  EXPECT_NEAR(learning_rate(cfg, 89, 100), 0.22, 1e-12);
+  EXPECT_NEAR(learning_rate(cfg, 99, 100), 0.04, 1e-12);
+  EXPECT_DOUBLE_EQ(learning_rate(cfg, 80, 200), 0.4);  // (extended to 200 steps: decays from 160)
+  EXPECT_NEAR(learning_rate(cfg, 199, 200), 0.04, 1e-12);
+  cfg.decay_fraction = 0.9;  // 9 of 10 steps: from the warm-up's end instead
+  EXPECT_DOUBLE_EQ(learning_rate(cfg, 3, 10), 0.4);
+  EXPECT_NEAR(learning_rate(cfg, 4, 10), 0.4 - 0.36 / 6, 1e-12);
+  EXPECT_NEAR(learning_rate(cfg, 9, 10), 0.04, 1e-12);
+  cfg.decay_fraction = 0.004;  // rounds to no step: the last step still decays
+  EXPECT_DOUBLE_EQ(learning_rate(cfg, 98, 100), 0.4);
+  EXPECT_NEAR(learning_rate(cfg, 99, 100), 0.04, 1e-12);
+}
+
 TEST(Optimizer, AdamAndAdamWInClosedForm) {
   Allocator alloc;
   OptimConfig cfg;

@@ -29,7 +29,7 @@ enum class DataFormat { auto_, hpctrain, llmc };
 // [data] windows: where a token dataset's training windows start (data/token_dataset.hpp).
 enum class TokenWindows { grid, random };
 enum class OptimizerName { sgd, adam, adamw, muon };
-enum class LrSchedule { constant, step, cosine };
+enum class LrSchedule { constant, step, cosine, wsd };
 enum class PipelineSchedule { gpipe, one_f_one_b };
 enum class CommBackend { auto_, mpi, nccl };
 enum class HostAllreduce { auto_, mpi, shm };
@@ -72,7 +72,7 @@ constexpr Choices<LastBatch, 2> choices_of(LastBatch) { return {{{"drop", LastBa
 constexpr Choices<DataFormat, 3> choices_of(DataFormat) { return {{{"auto", DataFormat::auto_}, {"hpctrain", DataFormat::hpctrain}, {"llmc", DataFormat::llmc}}}; }
 constexpr Choices<TokenWindows, 2> choices_of(TokenWindows) { return {{{"grid", TokenWindows::grid}, {"random", TokenWindows::random}}}; }
 constexpr Choices<OptimizerName, 4> choices_of(OptimizerName) { return {{{"sgd", OptimizerName::sgd}, {"adam", OptimizerName::adam}, {"adamw", OptimizerName::adamw}, {"muon", OptimizerName::muon}}}; }
-constexpr Choices<LrSchedule, 3> choices_of(LrSchedule) { return {{{"constant", LrSchedule::constant}, {"step", LrSchedule::step}, {"cosine", LrSchedule::cosine}}}; }
+constexpr Choices<LrSchedule, 4> choices_of(LrSchedule) { return {{{"constant", LrSchedule::constant}, {"step", LrSchedule::step}, {"cosine", LrSchedule::cosine}, {"wsd", LrSchedule::wsd}}}; }
 constexpr Choices<PipelineSchedule, 2> choices_of(PipelineSchedule) { return {{{"gpipe", PipelineSchedule::gpipe}, {"1f1b", PipelineSchedule::one_f_one_b}}}; }
 constexpr Choices<CommBackend, 3> choices_of(CommBackend) { return {{{"auto", CommBackend::auto_}, {"mpi", CommBackend::mpi}, {"nccl", CommBackend::nccl}}}; }
 constexpr Choices<HostAllreduce, 3> choices_of(HostAllreduce) { return {{{"auto", HostAllreduce::auto_}, {"mpi", HostAllreduce::mpi}, {"shm", HostAllreduce::shm}}}; }
@@ -217,7 +217,8 @@ struct OptimConfig {
   long step_every = 1000;  // schedule = step: multiply the rate by `gamma` every this many steps
   double gamma = 0.1;
   long warmup_steps = 0;
-  double min_lr = 0.0;          // schedule = cosine: the rate it decays to
+  double min_lr = 0.0;          // schedule = cosine or wsd: the rate it decays to
+  double decay_fraction = 0.2;  // schedule = wsd: the share of the steps, at the end, that decay
   bool weight_decay_1d = true;  // false: no weight decay on tensors of fewer than 2 dimensions
   double clip_norm = 0.0;
   // name = muon (optim/optimizer.hpp make_muon): the hidden weight matrices' rate (scaled by the

@@ -111,7 +111,9 @@ void muon_split(const std::vector<ParamTensor>& tensors, bool decay_1d, std::vec
 std::unique_ptr<Optimizer> make_muon(const OptimConfig& cfg, Tensor params, Tensor grads, Tensor state,
                                      std::vector<DecayRun> adam_runs, std::vector<MuonMatrix> matrices);
 
-// Learning rate for optimizer step `step` (0-based) of `total`.
+// Learning rate for optimizer step `step` (0-based) of `total`: linear warm-up over warmup_steps,
+// then the schedule (wsd: lr until the last round(decay_fraction x total) steps, which fall
+// linearly to min_lr at step total - 1).
 double learning_rate(const OptimConfig& cfg, std::int64_t step, std::int64_t total);
 
 // Scales the gradients so their global L2 norm is at most `max_norm`; returns the norm before.

@@ -77,6 +77,8 @@ po::options_description cli_options() {
       "resume the run in [run] out_dir with another train.steps or train.epochs than its checkpoint's ([checkpoint] "
       "resume_changed = true)")(
       "no-kv-cache", "--generate: run the whole context for every token (the same tokens, slower; for comparison)")(
+      "samples", po::value<std::int64_t>()->default_value(1),
+      "--generate: continue the prompt this many times, one after the other, separated by a line of dashes")(
       "vocab", po::value<std::string>(),
       "--generate: the tokenizer of a checkpoint trained on llm.c's .bin shards, which carry none: GPT-2's folder "
       "(encoder.json, vocab.bpe) or a tokenizer.json (Llama 3's)")(
@@ -145,6 +147,7 @@ CliOptions parse_cli(int argc, char** argv) {
   cli.top_k = vm["top-k"].as<std::int64_t>();
   cli.top_p = vm["top-p"].as<double>();
   cli.kv_cache = vm.count("no-kv-cache") == 0;
+  cli.samples = vm["samples"].as<std::int64_t>();
   if (vm.count("vocab")) cli.vocab = vm["vocab"].as<std::string>();
   if (!cli.vocab.empty() && !cli.generate) throw bad_input("command line: --vocab " + cli.vocab + " is for --generate");
   cli.startup_timeout_s = vm["startup-timeout"].as<double>();
@@ -211,7 +214,7 @@ std::string help_text() {
         "| --export-hf DIR | --generate]\n"
      << "       trainer --import-hf DIR --out FILE.h5\n"
      << "       trainer input.ini --generate [--prompt TEXT --tokens N --temperature T --top-k K --top-p P "
-        "--no-kv-cache --vocab PATH]\n"
+        "--samples N --no-kv-cache --vocab PATH]\n"
      << "       trainer --help | --version\n\n"
      << cli_options() << "\nConfiguration keys ([section] key = value in the INI file; --set section.key=value):\n"
      << config_help() << "\nPaths may use ${VAR} (expanded from rank 0's environment; $$ is a literal $).\n"
@@ -535,7 +538,8 @@ int run_trainer(int argc, char** argv) {
       const DatasetIndex index = generation_index(cfg, rt, cli.vocab);
       const Config with_model = with_architecture(cfg, index.train);
       Trainer trainer(with_model, rt, index, Purpose::generation);
-      return trainer.generate({cli.prompt, cli.tokens, cli.temperature, cli.top_k, cli.top_p, cli.kv_cache});
+      return trainer.generate(
+          {cli.prompt, cli.tokens, cli.temperature, cli.top_k, cli.top_p, cli.kv_cache, cli.samples});
     }
     // [data] stage_dir: the index is made from the node's copy (cfg keeps the path the user gave).
     // Its communicators are not watched: a copy may take longer than [parallel] watchdog_s.

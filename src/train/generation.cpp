@@ -5,9 +5,10 @@
 // StepContext::decode_position), until the context fills block_size; from then on, and with
 // --no-kv-cache throughout, each token runs the whole window. Each token: the logits of the
 // context's last position drawn from (train/token_draw.hpp: temperature, top-k, top-p; greedy at
-// temperature 0) with a uniform number keyed by ([run] seed, token number): the same text on one
-// rank or on a pipeline. lm_head computes that position's logits alone (Purpose::generation). With model parallelism
-// the last stage draws and sends the token to the other stages.
+// temperature 0) with a uniform number keyed by ([run] seed, sample, token number): the same text
+// on one rank or on a pipeline; --samples N continues the prompt N times, one after the other. lm_head computes that
+// position's logits alone (Purpose::generation). With model parallelism the last stage draws and sends the token to the
+// other stages.
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -77,7 +78,7 @@ DatasetIndex generation_index(const Config& cfg, Runtime& rt, const std::string&
 }
 
 std::uint32_t Trainer::next_token(Tensor& input, std::int64_t len, std::int64_t from, const SamplingOptions& o,
-                                  std::int64_t n) {
+                                  std::uint64_t key) {
   StepContext& ctx = model_->context();
   ctx.decode_position = from;
   if (from >= 0) {  // the positions from..len-1 attend over the cache's and their own
@@ -98,7 +99,7 @@ std::uint32_t Trainer::next_token(Tensor& input, std::int64_t len, std::int64_t 
     const Tensor& out = model_->output();
     const std::int64_t stride = out.shape().back(), row = model_->one_output_position() ? 0 : last;
     std::vector<float> logits = to_host(out.view(row * stride, {index_.train.num_classes}));
-    next = draw_token(logits, o, cfg_.run.seed ^ splitmix64(0x67656E + static_cast<std::uint64_t>(n)));
+    next = draw_token(logits, o, key);
   }
   executor_->share_from_output(next);
   return next;
@@ -121,18 +122,31 @@ int Trainer::generate(const SamplingOptions& o) {
   const CheckpointInfo info = checkpointer.load(target, sums, Checkpointer::LoadFor::inference);
   model_->refresh_compute_parameters();
   model_->context().training = false;
-  const std::int64_t t = split.block_size;
   model_->set_batch(1);
+  log0("generate: " + target + " (step " + std::to_string(info.state.step) + "), " + std::to_string(o.tokens) +
+       " tokens" + (o.samples > 1 ? " x " + std::to_string(o.samples) + " samples" : "") + ", temperature " +
+       std::to_string(o.temperature) + ", top-k " + std::to_string(o.top_k) + ", top-p " + std::to_string(o.top_p) +
+       ", seed " + std::to_string(cfg_.run.seed) + (o.kv_cache ? ", key/value cache" : ", no key/value cache"));
+  const bool prints = rt_.world().rank() == 0;
+  const auto start = std::chrono::steady_clock::now();
+  for (std::int64_t sample = 0; sample < o.samples; ++sample) {
+    if (prints && sample > 0) std::fputs("---------------\n", stdout);  // (nanoGPT's separator)
+    continue_prompt(ids, o, sample, vocab, prints);
+  }
+  const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  const auto drawn = static_cast<double>(o.tokens * o.samples);
+  if (prints)  // on stderr: stdout holds the text alone
+    std::fprintf(stderr, "generate: %.0f tokens in %.3f s, %.1f tokens/s\n", drawn, s, s > 0 ? drawn / s : 0.0);
+  return 0;
+}
+
+void Trainer::continue_prompt(std::vector<std::uint32_t> ids, const SamplingOptions& o, std::int64_t sample,
+                              const Vocabulary& vocab, bool prints) {
+  const std::int64_t t = index_.train.block_size;
   Tensor input = Tensor::zeros({1, t}, alloc_, DType::i32);
   std::vector<std::int32_t> window(static_cast<std::size_t>(t));
-  log0("generate: " + target + " (step " + std::to_string(info.state.step) + "), " + std::to_string(o.tokens) +
-       " tokens, temperature " + std::to_string(o.temperature) + ", top-k " + std::to_string(o.top_k) + ", top-p " +
-       std::to_string(o.top_p) + ", seed " + std::to_string(cfg_.run.seed) +
-       (o.kv_cache ? ", key/value cache" : ", no key/value cache"));
   // The text streams out as it is drawn (rank 0; a token may end inside a UTF-8 character).
-  const bool prints = rt_.world().rank() == 0;
   if (prints) std::fputs(o.prompt.c_str(), stdout);
-  const auto start = std::chrono::steady_clock::now();
   std::int64_t cached = 0;  // positions the cache holds
   for (std::int64_t n = 0; n < o.tokens; ++n) {
     const auto len = static_cast<std::int64_t>(std::min<std::size_t>(ids.size(), static_cast<std::size_t>(t)));
@@ -144,7 +158,10 @@ int Trainer::generate(const SamplingOptions& o) {
     // The cache serves while the context fits block_size; then the window slides, every position
     // moves, and each token runs the whole window (as without the cache).
     const bool cache = o.kv_cache && ids.size() <= static_cast<std::size_t>(t);
-    const std::uint32_t next = next_token(input, len, cache ? cached : -1, o, n);
+    // The draw's key: ([run] seed, sample, token number); sample 0's as before there were samples.
+    const std::uint64_t key = cfg_.run.seed ^ splitmix64(0x67656E + static_cast<std::uint64_t>(n) +
+                                                         (static_cast<std::uint64_t>(sample) << 32));
+    const std::uint32_t next = next_token(input, len, cache ? cached : -1, o, key);
     cached = len;
     ids.push_back(next);
     if (prints) {
@@ -153,15 +170,10 @@ int Trainer::generate(const SamplingOptions& o) {
       std::fflush(stdout);
     }
   }
-  const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   model_->set_length(0);
   model_->context().decode_position = -1;
   model_->context().output_position = -1;
   if (prints) std::fputs("\n", stdout), std::fflush(stdout);
-  if (prints)  // on stderr: stdout holds the text alone
-    std::fprintf(stderr, "generate: %lld tokens in %.3f s, %.1f tokens/s\n", static_cast<long long>(o.tokens), s,
-                 s > 0 ? static_cast<double>(o.tokens) / s : 0.0);
-  return 0;
 }
 
 }  // namespace hpctrain

@@ -14,6 +14,7 @@ void check_sampling_options(const SamplingOptions& o) {
   if (!(o.temperature >= 0)) throw bad_input("--temperature must be >= 0 (0: the likeliest token)");
   if (o.tokens < 0 || o.top_k < 0) throw bad_input("--tokens and --top-k must be >= 0");
   if (!(o.top_p > 0 && o.top_p <= 1)) throw bad_input("--top-p must be in (0, 1]");
+  if (o.samples < 1) throw bad_input("--samples must be >= 1");
 }
 
 namespace {

@@ -4,7 +4,7 @@
 # the val split = the last tenth), inspect; one-line errors for bad token data, a missing
 # block_size and a prompt outside the vocabulary; exact resume (the losses after the restart
 # equal the uninterrupted run's) and elastic resume on 2 ranks; --eval-only's perplexity =
-# exp(loss); --generate reproducible, the same on a 2-stage pipeline and without the key/value cache; bf16 and fp16 against
+# exp(loss); --generate reproducible, the same on a 2-stage pipeline and without the key/value cache, --samples; bf16 and fp16 against
 # fp32; [model] vocab_multiple (padded checkpoint, unpadded export); [model] arch = gpt against its
 # layers string; the old [data] block_size.
 set -u
@@ -255,6 +255,11 @@ check "--generate is reproducible" test "$g1" = "$g2"
 check "--generate on a 2-stage pipeline gives the same text" test "$g1" = "$g3"
 g4=$(sample 1 --no-kv-cache)  # (block_size 16: the cache serves the first 12 tokens, then the window slides)
 check "--no-kv-cache gives the same text as the key/value cache" test "$g1" = "$g4"
+# --samples 2: the first is the one sample's text, the second another continuation of the prompt.
+g5=$(sample 1 --samples 2)
+first=$(awk '/^---------------$/{exit} {print}' <<<"$g5") second=$(awk 'f{print} /^---------------$/{f=1}' <<<"$g5")
+check "--samples 2: the first sample is --generate's text, the second another ($(head -c 30 <<<"$second" | tr '\n' ' '))" \
+  test "$first" = "$g1" -a "${second:0:4}" = "The " -a "$second" != "$g1"
 # Nucleus sampling: --top-p so small that one token holds it is the greedy choice (--top-k 1) (a
 # --top-p that were ignored would sample as g1 does, which is not greedy).
 draw() { run 1 --generate --prompt "The " --tokens 40 "$@" 2>/dev/null | sed -n '/^generate:/,$p' | tail -n +2; }

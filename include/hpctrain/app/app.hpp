@@ -30,7 +30,7 @@ struct CliOptions {
   std::string import_hf, out;   // --import-hf DIR --out FILE: a Hugging Face folder to a checkpoint (no deck)
   std::string export_hf;        // --export-hf DIR: the checkpoint as a Hugging Face folder
   std::string prompt;
-  std::int64_t tokens = 200, top_k = 0;
+  std::int64_t tokens = 200, top_k = 0, samples = 1;
   double temperature = 1.0, top_p = 1.0;
   bool kv_cache = true;            // --no-kv-cache: --generate recomputes the whole context for every token
   std::string vocab;               // --vocab PATH: --generate's tokenizer for a checkpoint of llm.c shards

@@ -64,7 +64,7 @@ struct TensorParallel {
 // chunk of its output rows at a time, instead of writing its whole output. The step sets it
 // before each micro-batch's forward and backward: an evaluation forward adds the loss sums to
 // `scalars`; a training backward adds them and takes grad_scale times their gradient. No loss:
-// the layer writes its whole output (generation samples from it).
+// the layer writes its output (generation samples from it: one position, set_one_position).
 struct HeadLoss {
   Loss* loss = nullptr;
   Targets targets;  // the whole micro-batch's, one per output row (position)

@@ -135,7 +135,8 @@ class Model {
   // For the next forward (evaluation: the loss sums into `scalars`) or backward (training: also
   // grad_scale times their gradient): true when the last layer runs the loss (loss_in_head), and
   // the caller does not; false, and the caller runs it on output(), otherwise. Null `scalars` (no
-  // loss wanted: generation): false, and forward writes the whole output.
+  // loss wanted: generation): false, and forward writes the output (one position of each
+  // sequence with set_one_output_position).
   bool give_loss(Loss& loss, const Targets& targets, float grad_scale, Tensor* scalars);
   // Elements of scratch the deepest layer call took (layers/step_arena.hpp), for reports and tests.
   std::int64_t arena_high_water() const { return arena_.high_water(); }

@@ -15,9 +15,11 @@ struct SamplingOptions {
   std::int64_t top_k = 0;    // sample among the k most likely tokens (0: all)
   double top_p = 1.0;        // then among the fewest likeliest holding this share of the probability (1: all)
   bool kv_cache = true;      // reuse the keys and values of the positions run before (false: --no-kv-cache)
+  std::int64_t samples = 1;  // continuations of the prompt, one after the other (nanoGPT's num_samples)
 };
 
-// bad_input for options out of range (temperature >= 0, tokens and top_k >= 0, top_p in (0, 1]).
+// bad_input for options out of range (temperature >= 0, tokens and top_k >= 0, top_p in (0, 1],
+// samples >= 1).
 void check_sampling_options(const SamplingOptions& o);
 
 // The next token: with temperature 0 the likeliest (the lowest id among equals); else a draw from

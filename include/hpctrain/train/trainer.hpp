@@ -44,6 +44,7 @@
 namespace hpctrain {
 
 class Checkpointer;
+class Vocabulary;
 struct SamplerState;
 
 // A weight tied across pipeline stages: its gradient is summed over the stages of a replica.
@@ -265,10 +266,14 @@ class Trainer {
   Tensor doc_ids_;
   std::int32_t document_separator() const;
   void mark_documents(const Tensor& input);
-  // --generate's token n: the forward of the window's positions from..len-1 of `input` (from = -1:
-  // the whole window, without the cache) and the draw from the last position's logits.
+  // --generate's next token: the forward of the window's positions from..len-1 of `input` (from =
+  // -1: the whole window, without the cache) and the draw (keyed by `key`) from the last position's logits.
   std::uint32_t next_token(Tensor& input, std::int64_t len, std::int64_t from, const SamplingOptions& o,
-                           std::int64_t n);
+                           std::uint64_t key);
+  // --generate's sample number `sample`: o.tokens drawn after the prompt's `ids`, streamed to stdout
+  // when `prints`.
+  void continue_prompt(std::vector<std::uint32_t> ids, const SamplingOptions& o, std::int64_t sample,
+                       const Vocabulary& vocab, bool prints);
   std::map<std::string, std::unique_ptr<Reader>> eval_readers_;  // per split, made on first use (collective)
 };
 

@@ -227,11 +227,11 @@ void BpeTokenizer::Vocabulary::compile_pattern(const std::string& canonical, con
 BpeTokenizer::BpeTokenizer(std::shared_ptr<const Vocabulary> v) : vocab_(std::move(v)) {}
 
 BpeTokenizer BpeTokenizer::from_gpt2_text(const std::string& encoder_json, const std::string& vocab_bpe,
-                                          const std::string& origin) {
+                                          const std::string& origin, const FileNames& names) {
   auto v = std::make_shared<Vocabulary>();
-  const auto id_of =
-      v->read_tokens(parse_json(encoder_json, origin + "encoder.json"), nullptr, origin + "encoder.json");
-  v->read_merges(vocab_bpe, origin + "vocab.bpe", id_of);
+  const std::string encoder = origin + names.first, merges = origin + names.second;
+  const auto id_of = v->read_tokens(parse_json(encoder_json, encoder), nullptr, encoder);
+  v->read_merges(vocab_bpe, merges, id_of);
   v->compile_pattern(kGpt2Pattern, origin);
   return BpeTokenizer(std::move(v));
 }

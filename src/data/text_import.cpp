@@ -113,15 +113,15 @@ std::string files_fingerprint(const TokenizerFiles& files) {
   return out;
 }
 
-Vocabulary Vocabulary::gpt2(TokenizerFiles files, const std::string& origin) {
+Vocabulary Vocabulary::gpt2(TokenizerFiles files, const std::string& origin, const BpeTokenizer::FileNames& shown) {
   std::sort(files.begin(), files.end());  // encoder.json, vocab.bpe: one order for the fingerprint
   Vocabulary v;
   const bool hf = files.size() == 1 && files[0].first == "tokenizer.json";
   v.tokenizer_ = hf ? "bpe" : "gpt2";
-  v.bpe_ =
-      std::make_shared<BpeTokenizer>(hf ? BpeTokenizer::from_hf_json(files[0].second, origin + "tokenizer.json")
-                                        : BpeTokenizer::from_gpt2_text(file_named(files, "encoder.json", origin),
-                                                                       file_named(files, "vocab.bpe", origin), origin));
+  v.bpe_ = std::make_shared<BpeTokenizer>(hf ? BpeTokenizer::from_hf_json(files[0].second, origin + "tokenizer.json")
+                                             : BpeTokenizer::from_gpt2_text(file_named(files, "encoder.json", origin),
+                                                                            file_named(files, "vocab.bpe", origin),
+                                                                            origin, shown));
   v.files_ = std::move(files);
   return v;
 }
@@ -146,7 +146,7 @@ std::optional<Vocabulary> Vocabulary::hf_folder(const std::string& dir) {
     return std::nullopt;
   return gpt2({{"encoder.json", read_text_file(dir + "/vocab.json", "GPT-2 vocabulary file")},
                {"vocab.bpe", read_text_file(dir + "/merges.txt", "GPT-2 merges file")}},
-              dir + "/");
+              dir + "/", {"vocab.json", "merges.txt"});
 }
 
 std::vector<std::string> Vocabulary::file_names(const std::string& tokenizer) {

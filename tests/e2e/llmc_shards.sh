@@ -86,6 +86,10 @@ check "--export-hf of a GPT-2-tokenized run: vocab.json and merges.txt, GPT-2's 
 "$trainer" --import-hf "$tmp/hf_gpt" --out "$tmp/hf_gpt.h5" >/dev/null 2>&1
 g_i=$(gen --set checkpoint.resume="$tmp/hf_gpt.h5" --set model.vocab_multiple=1)
 check "... imported back, --generate writes the run's text (${g_i:0:30})" test -n "$g_i" -a "$g_i" = "$g_b"
+cp -r "$tmp/hf_gpt" "$tmp/hf_bad" && printf '#version: 0.2\nzzzq zzzr\n' >"$tmp/hf_bad/merges.txt"
+err=$("$trainer" --import-hf "$tmp/hf_bad" --out "$tmp/hf_bad.h5" 2>&1)
+check "... a bad merges.txt: one line naming it, no checkpoint" \
+  test "$(grep -c "hf_bad/merges.txt:2: merge 'zzzq zzzr'" <<<"$err")" = 1 -a ! -e "$tmp/hf_bad.h5"
 
 # arch = llama (RMS norms, RoPE, SwiGLU; the pieces tests/e2e/gpt_reference.sh checks against
 # PyTorch) trains on them: its parameter count (50304 x 32 + 2 x (2 x 32 + 4 x 32^2 + 3 x 48 x 32)

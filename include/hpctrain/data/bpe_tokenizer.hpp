@@ -15,16 +15,19 @@
 #include <string>
 #include <string_view>
 #include <unordered_map>
+#include <utility>
 #include <vector>
 
 namespace hpctrain {
 
 class BpeTokenizer {
  public:
-  // From the two files' contents; `origin` names them in messages. bad_input (one line naming the
-  // file, and the line or token) when they are not GPT-2-style vocabulary files.
+  // From the two files' contents; `origin` + `names` name them in messages (Hugging Face's
+  // GPT2Tokenizer calls them vocab.json and merges.txt). bad_input (one line naming the file, and
+  // the line or token) when they are not GPT-2-style vocabulary files.
+  using FileNames = std::pair<std::string, std::string>;
   static BpeTokenizer from_gpt2_text(const std::string& encoder_json, const std::string& vocab_bpe,
-                                     const std::string& origin);
+                                     const std::string& origin, const FileNames& names = {"encoder.json", "vocab.bpe"});
   // From DIR/encoder.json and DIR/vocab.bpe.
   static BpeTokenizer from_gpt2_dir(const std::string& dir);
   // From a Hugging Face tokenizer.json of a byte-level BPE: model type BPE (merges as "a b" or

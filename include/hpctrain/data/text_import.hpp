@@ -18,19 +18,20 @@
 #include <string>
 #include <vector>
 
+#include "hpctrain/data/bpe_tokenizer.hpp"
 #include "hpctrain/data/dataset.hpp"
 
 namespace hpctrain {
 
-class BpeTokenizer;
 
 class Vocabulary {
  public:
   static Vocabulary byte();
   static Vocabulary of_text(const std::string& text, const std::string& source);  // char; bad_input on bad UTF-8
   // GPT-2's BPE from its files (encoder.json and vocab.bpe, in any order); bad_input naming
-  // `origin` and the file when one is missing or malformed.
-  static Vocabulary gpt2(TokenizerFiles files, const std::string& origin);
+  // `origin` and the file (as `shown` calls them) when one is missing or malformed.
+  static Vocabulary gpt2(TokenizerFiles files, const std::string& origin,
+                         const BpeTokenizer::FileNames& shown = {"encoder.json", "vocab.bpe"});
   // DIR/encoder.json and DIR/vocab.bpe; a tokenizer.json file (or a DIR holding only that).
   static Vocabulary gpt2_dir(const std::string& dir);
   // A Hugging Face folder's tokenizer: its tokenizer.json, else GPT-2's vocab.json and merges.txt

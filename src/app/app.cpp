@@ -148,6 +148,9 @@ CliOptions parse_cli(int argc, char** argv) {
   cli.top_p = vm["top-p"].as<double>();
   cli.kv_cache = vm.count("no-kv-cache") == 0;
   cli.samples = vm["samples"].as<std::int64_t>();
+  cli.temperature_given = !vm["temperature"].defaulted();
+  cli.top_k_given = !vm["top-k"].defaulted();
+  cli.top_p_given = !vm["top-p"].defaulted();
   if (vm.count("vocab")) cli.vocab = vm["vocab"].as<std::string>();
   if (!cli.vocab.empty() && !cli.generate) throw bad_input("command line: --vocab " + cli.vocab + " is for --generate");
   cli.startup_timeout_s = vm["startup-timeout"].as<double>();
@@ -538,8 +541,8 @@ int run_trainer(int argc, char** argv) {
       const DatasetIndex index = generation_index(cfg, rt, cli.vocab);
       const Config with_model = with_architecture(cfg, index.train);
       Trainer trainer(with_model, rt, index, Purpose::generation);
-      return trainer.generate(
-          {cli.prompt, cli.tokens, cli.temperature, cli.top_k, cli.top_p, cli.kv_cache, cli.samples});
+      return trainer.generate({cli.prompt, cli.tokens, cli.temperature, cli.top_k, cli.top_p, cli.kv_cache, cli.samples,
+                               cli.temperature_given, cli.top_k_given, cli.top_p_given});
     }
     // [data] stage_dir: the index is made from the node's copy (cfg keeps the path the user gave).
     // Its communicators are not watched: a copy may take longer than [parallel] watchdog_s.

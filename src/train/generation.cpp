@@ -105,15 +105,15 @@ std::uint32_t Trainer::next_token(Tensor& input, std::int64_t len, std::int64_t 
   return next;
 }
 
-int Trainer::generate(const SamplingOptions& o) {
-  check_sampling_options(o);
+int Trainer::generate(const SamplingOptions& given) {
+  check_sampling_options(given);
   if (rt_.mesh().size(MeshDim::tp) > 1)
     throw bad_input("--generate draws from whole logit rows, which [parallel] tensor_parallel = " +
                     std::to_string(rt_.mesh().size(MeshDim::tp)) +
                     " splits; run it with --set parallel.tensor_parallel=1 (the checkpoint loads into any layout)");
   const SplitIndex& split = index_.train;
   const Vocabulary vocab = Vocabulary::stored(split.tokenizer, split.vocabulary, split.tokenizer_files);
-  std::vector<std::uint32_t> ids = vocab.encode_prompt(o.prompt, "--prompt");  // (with the tokenizer's BOS)
+  std::vector<std::uint32_t> ids = vocab.encode_prompt(given.prompt, "--prompt");  // (with the tokenizer's BOS)
   // An empty prompt starts from <|endoftext|> (GPT-2, llm.c) or token 0 (nanoGPT's characters).
   if (ids.empty()) ids.push_back(vocab.end_of_text() >= 0 ? static_cast<std::uint32_t>(vocab.end_of_text()) : 0u);
   Checkpointer checkpointer(cfg_, rt_, host_dp(), *model_, *opt_, groups_);
@@ -123,10 +123,17 @@ int Trainer::generate(const SamplingOptions& o) {
   model_->refresh_compute_parameters();
   model_->context().training = false;
   model_->set_batch(1);
+  // The options the command line left out: an imported checkpoint's generation_config.json's, as
+  // Hugging Face's generate() takes them (the same file on every rank: the checkpoint's).
+  SamplingOptions o = given;
+  std::string applied;
+  for (const auto& [name, bytes] : info.run.hf_files)
+    if (name == "generation_config.json") o = sampling_defaults(given, bytes, target + " " + name, applied);
   log0("generate: " + target + " (step " + std::to_string(info.state.step) + "), " + std::to_string(o.tokens) +
        " tokens" + (o.samples > 1 ? " x " + std::to_string(o.samples) + " samples" : "") + ", temperature " +
        std::to_string(o.temperature) + ", top-k " + std::to_string(o.top_k) + ", top-p " + std::to_string(o.top_p) +
-       ", seed " + std::to_string(cfg_.run.seed) + (o.kv_cache ? ", key/value cache" : ", no key/value cache"));
+       ", seed " + std::to_string(cfg_.run.seed) + (o.kv_cache ? ", key/value cache" : ", no key/value cache") +
+       (applied.empty() ? "" : " (from the checkpoint's generation_config.json: " + applied + ")"));
   const bool prints = rt_.world().rank() == 0;
   const auto start = std::chrono::steady_clock::now();
   for (std::int64_t sample = 0; sample < o.samples; ++sample) {

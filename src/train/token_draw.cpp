@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <nlohmann/json.hpp>
 #include <numeric>
 
 #include "hpctrain/core/error.hpp"
@@ -15,6 +16,36 @@ void check_sampling_options(const SamplingOptions& o) {
   if (o.tokens < 0 || o.top_k < 0) throw bad_input("--tokens and --top-k must be >= 0");
   if (!(o.top_p > 0 && o.top_p <= 1)) throw bad_input("--top-p must be in (0, 1]");
   if (o.samples < 1) throw bad_input("--samples must be >= 1");
+}
+
+SamplingOptions sampling_defaults(SamplingOptions o, const std::string& json, const std::string& origin,
+                                  std::string& applied) {
+  nlohmann::json j;
+  try {
+    j = nlohmann::json::parse(json);
+  } catch (const nlohmann::json::exception& e) {
+    throw bad_input(origin + ": not JSON (" + e.what() + ")");
+  }
+  applied.clear();
+  if (!j.is_object()) return o;
+  auto number = [&](const char* key, double& to, bool given, double lo) {
+    if (given || !j.contains(key) || j[key].is_null()) return;
+    if (!j[key].is_number() || !(j[key].get<double>() >= lo))
+      throw bad_input(origin + ": \"" + key + "\" = " + j[key].dump() + " is not a number >= " + std::to_string(lo));
+    to = j[key].get<double>();
+    applied += std::string(applied.empty() ? "" : ", ") + key + " " + j[key].dump();
+  };
+  if (j.contains("do_sample") && j["do_sample"].is_boolean() && !j["do_sample"].get<bool>()) {
+    if (!o.temperature_given) o.temperature = 0, applied = "do_sample false (greedy)";
+    return o;
+  }
+  number("temperature", o.temperature, o.temperature_given, 0);
+  double k = static_cast<double>(o.top_k);
+  number("top_k", k, o.top_k_given, 0);
+  o.top_k = static_cast<std::int64_t>(k);
+  number("top_p", o.top_p, o.top_p_given, 0);
+  check_sampling_options(o);
+  return o;
 }
 
 namespace {

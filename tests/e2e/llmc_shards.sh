@@ -86,6 +86,21 @@ check "--export-hf of a GPT-2-tokenized run: vocab.json and merges.txt, GPT-2's 
 "$trainer" --import-hf "$tmp/hf_gpt" --out "$tmp/hf_gpt.h5" >/dev/null 2>&1
 g_i=$(gen --set checkpoint.resume="$tmp/hf_gpt.h5" --set model.vocab_multiple=1)
 check "... imported back, --generate writes the run's text (${g_i:0:30})" test -n "$g_i" -a "$g_i" = "$g_b"
+# Its generation_config.json's sampling defaults, for the options the command line leaves out (as
+# Hugging Face's generate() takes them): do_sample false is greedy; a flag given overrides it; a
+# value of the wrong type is one line.
+cp -r "$tmp/hf_gpt" "$tmp/hf_gen" && echo '{"do_sample": false, "temperature": 0.6}' >"$tmp/hf_gen/generation_config.json"
+"$trainer" --import-hf "$tmp/hf_gen" --out "$tmp/hf_gen.h5" >/dev/null 2>&1
+gen2() { "$trainer" "$deck" --generate --prompt "The" --tokens 12 --set checkpoint.resume="$tmp/hf_gen.h5" \
+  --set model.vocab_multiple=1 "$@" 2>/dev/null | sed -n '/^generate:/,$p'; }
+plain=$(gen2) greedy=$(gen2 --temperature 0) drawn=$(gen2 --temperature 1 --top-k 50)
+check "generation_config.json's do_sample false: greedy without flags, said in the header" \
+  test "$(tail -n +2 <<<"$plain")" = "$(tail -n +2 <<<"$greedy")" -a "$(grep -c "generation_config.json: do_sample false" <<<"$plain")" = 1
+check "... --temperature 1 given: sampled, not greedy" test "$(tail -n +2 <<<"$drawn")" != "$(tail -n +2 <<<"$greedy")"
+echo '{"top_p": "x"}' >"$tmp/hf_gen/generation_config.json"
+"$trainer" --import-hf "$tmp/hf_gen" --out "$tmp/hf_gen2.h5" >/dev/null 2>&1
+err=$("$trainer" "$deck" --generate --tokens 2 --set checkpoint.resume="$tmp/hf_gen2.h5" --set model.vocab_multiple=1 2>&1)
+check "... a top_p that is no number: one line" grep -q 'generation_config.json: "top_p" = "x" is not a number' <<<"$err"
 cp -r "$tmp/hf_gpt" "$tmp/hf_bad" && printf '#version: 0.2\nzzzq zzzr\n' >"$tmp/hf_bad/merges.txt"
 err=$("$trainer" --import-hf "$tmp/hf_bad" --out "$tmp/hf_bad.h5" 2>&1)
 check "... a bad merges.txt: one line naming it, no checkpoint" \

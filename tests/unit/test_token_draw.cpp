@@ -111,3 +111,32 @@ TEST(TokenDraw, OptionsOutOfRangeAreOneLine) {
   EXPECT_THROW(check_sampling_options(options(1, 0, 1.5)), Error);
   EXPECT_NO_THROW(check_sampling_options(options(0, 0, 1)));
 }
+
+// A checkpoint's generation_config.json supplies the sampling options the command line left out
+// (Hugging Face's generate() defaults): temperature, top_k and top_p where not given, greedy for
+// do_sample false, nothing for a file without them; a value of the wrong type or range is refused.
+TEST(TokenDraw, GenerationConfigFillsTheOptionsNotGiven) {
+  SamplingOptions o;
+  o.temperature_given = o.top_k_given = o.top_p_given = false;
+  std::string applied;
+  SamplingOptions got = sampling_defaults(o, R"({"temperature": 0.6, "top_p": 0.9, "top_k": 20})", "g.json", applied);
+  EXPECT_DOUBLE_EQ(got.temperature, 0.6);
+  EXPECT_DOUBLE_EQ(got.top_p, 0.9);
+  EXPECT_EQ(got.top_k, 20);
+  EXPECT_EQ(applied, "temperature 0.6, top_k 20, top_p 0.9");
+  o.temperature_given = true;
+  o.temperature = 1.5;
+  got = sampling_defaults(o, R"({"temperature": 0.6, "do_sample": true})", "g.json", applied);
+  EXPECT_DOUBLE_EQ(got.temperature, 1.5);  // (given: kept)
+  EXPECT_EQ(applied, "");
+  o.temperature_given = false;
+  o.temperature = 1.0;
+  got = sampling_defaults(o, R"({"do_sample": false, "temperature": 0.6})", "g.json", applied);
+  EXPECT_DOUBLE_EQ(got.temperature, 0.0);
+  got = sampling_defaults(o, R"({"bos_token_id": 1})", "g.json", applied);
+  EXPECT_DOUBLE_EQ(got.temperature, 1.0);
+  EXPECT_EQ(applied, "");
+  EXPECT_THROW(sampling_defaults(o, R"({"top_p": 2})", "g.json", applied), Error);
+  EXPECT_THROW(sampling_defaults(o, R"({"temperature": "hot"})", "g.json", applied), Error);
+  EXPECT_THROW(sampling_defaults(o, "{", "g.json", applied), Error);
+}

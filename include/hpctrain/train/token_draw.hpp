@@ -16,7 +16,18 @@ struct SamplingOptions {
   double top_p = 1.0;        // then among the fewest likeliest holding this share of the probability (1: all)
   bool kv_cache = true;      // reuse the keys and values of the positions run before (false: --no-kv-cache)
   std::int64_t samples = 1;  // continuations of the prompt, one after the other (nanoGPT's num_samples)
+  // Which of temperature, top_k and top_p the command line gave: the others may come from the
+  // checkpoint's generation_config.json (sampling_defaults).
+  bool temperature_given = true, top_k_given = true, top_p_given = true;
 };
+
+// `o` with the sampling defaults of a Hugging Face generation_config.json (`json`, the text of the
+// file an imported checkpoint keeps) for the options the command line left out, as Hugging Face's
+// generate() takes them: do_sample = false is greedy (temperature 0), else temperature, top_k and
+// top_p. `applied` lists what it set ("" when nothing); bad_input naming `origin` for a value of the
+// wrong type or out of range.
+SamplingOptions sampling_defaults(SamplingOptions o, const std::string& json, const std::string& origin,
+                                  std::string& applied);
 
 // bad_input for options out of range (temperature >= 0, tokens and top_k >= 0, top_p in (0, 1],
 // samples >= 1).

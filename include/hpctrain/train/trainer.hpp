@@ -95,7 +95,7 @@ class Trainer {
   void set_staging_seconds(double s) { staging_s_ = s; }
   // Loads the checkpoint [checkpoint] resume selects and prints the prompt and `o.tokens` sampled
   // tokens (rank 0), seeded by [run] seed: the same text on any layout. Collective.
-  int generate(const SamplingOptions& o);
+  int generate(const SamplingOptions& given);
 
   Model& model() {  // (its parameters complete: a gather in flight is waited for)
     settle_parameters();

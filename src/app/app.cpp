@@ -77,6 +77,9 @@ po::options_description cli_options() {
       "resume the run in [run] out_dir with another train.steps or train.epochs than its checkpoint's ([checkpoint] "
       "resume_changed = true)")(
       "no-kv-cache", "--generate: run the whole context for every token (the same tokens, slower; for comparison)")(
+      "ignore-eos",
+      "--generate: draw --tokens tokens even past an imported checkpoint's end-of-text token "
+      "(generation_config.json's eos_token_id, which otherwise ends a sample)")(
       "samples", po::value<std::int64_t>()->default_value(1),
       "--generate: continue the prompt this many times, one after the other, separated by a line of dashes")(
       "vocab", po::value<std::string>(),
@@ -148,6 +151,7 @@ CliOptions parse_cli(int argc, char** argv) {
   cli.top_p = vm["top-p"].as<double>();
   cli.kv_cache = vm.count("no-kv-cache") == 0;
   cli.samples = vm["samples"].as<std::int64_t>();
+  cli.ignore_eos = vm.count("ignore-eos") > 0;
   cli.temperature_given = !vm["temperature"].defaulted();
   cli.top_k_given = !vm["top-k"].defaulted();
   cli.top_p_given = !vm["top-p"].defaulted();
@@ -211,13 +215,29 @@ std::string layer_grammar() {
   return out;
 }
 
+namespace {
+// --generate's options as the command line gave them.
+SamplingOptions sampling_options(const CliOptions& cli) {
+  SamplingOptions o;
+  o.prompt = cli.prompt;
+  o.tokens = cli.tokens;
+  o.temperature = cli.temperature, o.temperature_given = cli.temperature_given;
+  o.top_k = cli.top_k, o.top_k_given = cli.top_k_given;
+  o.top_p = cli.top_p, o.top_p_given = cli.top_p_given;
+  o.kv_cache = cli.kv_cache;
+  o.samples = cli.samples;
+  o.ignore_eos = cli.ignore_eos;
+  return o;
+}
+}  // namespace
+
 std::string help_text() {
   std::ostringstream os;
   os << "usage: mpirun -np N trainer input.ini [--set section.key=value ...] [--dry-run | --eval-only | --export FILE "
         "| --export-hf DIR | --generate]\n"
      << "       trainer --import-hf DIR --out FILE.h5\n"
      << "       trainer input.ini --generate [--prompt TEXT --tokens N --temperature T --top-k K --top-p P "
-        "--samples N --no-kv-cache --vocab PATH]\n"
+        "--samples N --ignore-eos --no-kv-cache --vocab PATH]\n"
      << "       trainer --help | --version\n\n"
      << cli_options() << "\nConfiguration keys ([section] key = value in the INI file; --set section.key=value):\n"
      << config_help() << "\nPaths may use ${VAR} (expanded from rank 0's environment; $$ is a literal $).\n"
@@ -541,8 +561,7 @@ int run_trainer(int argc, char** argv) {
       const DatasetIndex index = generation_index(cfg, rt, cli.vocab);
       const Config with_model = with_architecture(cfg, index.train);
       Trainer trainer(with_model, rt, index, Purpose::generation);
-      return trainer.generate({cli.prompt, cli.tokens, cli.temperature, cli.top_k, cli.top_p, cli.kv_cache, cli.samples,
-                               cli.temperature_given, cli.top_k_given, cli.top_p_given});
+      return trainer.generate(sampling_options(cli));
     }
     // [data] stage_dir: the index is made from the node's copy (cfg keeps the path the user gave).
     // Its communicators are not watched: a copy may take longer than [parallel] watchdog_s.

@@ -136,25 +136,26 @@ int Trainer::generate(const SamplingOptions& given) {
        (applied.empty() ? "" : " (from the checkpoint's generation_config.json: " + applied + ")"));
   const bool prints = rt_.world().rank() == 0;
   const auto start = std::chrono::steady_clock::now();
+  double drawn = 0;
   for (std::int64_t sample = 0; sample < o.samples; ++sample) {
     if (prints && sample > 0) std::fputs("---------------\n", stdout);  // (nanoGPT's separator)
-    continue_prompt(ids, o, sample, vocab, prints);
+    drawn += static_cast<double>(continue_prompt(ids, o, sample, vocab, prints));
   }
   const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  const auto drawn = static_cast<double>(o.tokens * o.samples);
   if (prints)  // on stderr: stdout holds the text alone
     std::fprintf(stderr, "generate: %.0f tokens in %.3f s, %.1f tokens/s\n", drawn, s, s > 0 ? drawn / s : 0.0);
   return 0;
 }
 
-void Trainer::continue_prompt(std::vector<std::uint32_t> ids, const SamplingOptions& o, std::int64_t sample,
-                              const Vocabulary& vocab, bool prints) {
+std::int64_t Trainer::continue_prompt(std::vector<std::uint32_t> ids, const SamplingOptions& o, std::int64_t sample,
+                                      const Vocabulary& vocab, bool prints) {
   const std::int64_t t = index_.train.block_size;
   Tensor input = Tensor::zeros({1, t}, alloc_, DType::i32);
   std::vector<std::int32_t> window(static_cast<std::size_t>(t));
   // The text streams out as it is drawn (rank 0; a token may end inside a UTF-8 character).
   if (prints) std::fputs(o.prompt.c_str(), stdout);
   std::int64_t cached = 0;  // positions the cache holds
+  const auto prompt = static_cast<std::int64_t>(ids.size());
   for (std::int64_t n = 0; n < o.tokens; ++n) {
     const auto len = static_cast<std::int64_t>(std::min<std::size_t>(ids.size(), static_cast<std::size_t>(t)));
     std::fill(window.begin(), window.end(), 0);
@@ -170,6 +171,8 @@ void Trainer::continue_prompt(std::vector<std::uint32_t> ids, const SamplingOpti
                                                          (static_cast<std::uint64_t>(sample) << 32));
     const std::uint32_t next = next_token(input, len, cache ? cached : -1, o, key);
     cached = len;
+    if (std::find(o.stop_ids.begin(), o.stop_ids.end(), next) != o.stop_ids.end())
+      break;  // (every rank: the same token)
     ids.push_back(next);
     if (prints) {
       const std::string text = vocab.decode({next});
@@ -181,6 +184,7 @@ void Trainer::continue_prompt(std::vector<std::uint32_t> ids, const SamplingOpti
   model_->context().decode_position = -1;
   model_->context().output_position = -1;
   if (prints) std::fputs("\n", stdout), std::fflush(stdout);
+  return static_cast<std::int64_t>(ids.size()) - prompt;
 }
 
 }  // namespace hpctrain

@@ -35,8 +35,18 @@ SamplingOptions sampling_defaults(SamplingOptions o, const std::string& json, co
     to = j[key].get<double>();
     applied += std::string(applied.empty() ? "" : ", ") + key + " " + j[key].dump();
   };
+  if (!o.ignore_eos && j.contains("eos_token_id") && !j["eos_token_id"].is_null()) {
+    const nlohmann::json& e = j["eos_token_id"];
+    for (const auto& id : e.is_array() ? e : nlohmann::json::array({e})) {
+      if (!id.is_number_integer() || id.get<std::int64_t>() < 0)
+        throw bad_input(origin + ": \"eos_token_id\" = " + e.dump() + " is not a token id or a list of them");
+      o.stop_ids.push_back(id.get<std::uint32_t>());
+    }
+    applied = "eos_token_id " + e.dump();
+  }
   if (j.contains("do_sample") && j["do_sample"].is_boolean() && !j["do_sample"].get<bool>()) {
-    if (!o.temperature_given) o.temperature = 0, applied = "do_sample false (greedy)";
+    if (!o.temperature_given)
+      o.temperature = 0, applied += std::string(applied.empty() ? "" : ", ") + "do_sample false (greedy)";
     return o;
   }
   number("temperature", o.temperature, o.temperature_given, 0);

@@ -114,7 +114,8 @@ TEST(TokenDraw, OptionsOutOfRangeAreOneLine) {
 
 // A checkpoint's generation_config.json supplies the sampling options the command line left out
 // (Hugging Face's generate() defaults): temperature, top_k and top_p where not given, greedy for
-// do_sample false, nothing for a file without them; a value of the wrong type or range is refused.
+// do_sample false, eos_token_id's stop tokens, nothing for a file without them; a value of the
+// wrong type or range is refused.
 TEST(TokenDraw, GenerationConfigFillsTheOptionsNotGiven) {
   SamplingOptions o;
   o.temperature_given = o.top_k_given = o.top_p_given = false;
@@ -139,4 +140,13 @@ TEST(TokenDraw, GenerationConfigFillsTheOptionsNotGiven) {
   EXPECT_THROW(sampling_defaults(o, R"({"top_p": 2})", "g.json", applied), Error);
   EXPECT_THROW(sampling_defaults(o, R"({"temperature": "hot"})", "g.json", applied), Error);
   EXPECT_THROW(sampling_defaults(o, "{", "g.json", applied), Error);
+  // eos_token_id, one id or a list, ends a sample unless ignore_eos.
+  EXPECT_EQ(sampling_defaults(o, R"({"eos_token_id": 7})", "g.json", applied).stop_ids, std::vector<std::uint32_t>{7});
+  EXPECT_EQ(applied, "eos_token_id 7");
+  EXPECT_EQ(sampling_defaults(o, R"({"eos_token_id": [1, 2]})", "g.json", applied).stop_ids,
+            (std::vector<std::uint32_t>{1, 2}));
+  o.ignore_eos = true;
+  EXPECT_TRUE(sampling_defaults(o, R"({"eos_token_id": [1, 2]})", "g.json", applied).stop_ids.empty());
+  o.ignore_eos = false;
+  EXPECT_THROW(sampling_defaults(o, R"({"eos_token_id": "</s>"})", "g.json", applied), Error);
 }

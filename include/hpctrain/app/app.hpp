@@ -33,6 +33,7 @@ struct CliOptions {
   std::int64_t tokens = 200, top_k = 0, samples = 1;
   double temperature = 1.0, top_p = 1.0;
   bool temperature_given = false, top_k_given = false, top_p_given = false;  // (else generation_config.json's)
+  bool ignore_eos = false;         // --ignore-eos: generation_config.json's eos_token_id does not end a sample
   bool kv_cache = true;            // --no-kv-cache: --generate recomputes the whole context for every token
   std::string vocab;               // --vocab PATH: --generate's tokenizer for a checkpoint of llm.c shards
   double startup_timeout_s = 300;  // --startup-timeout: comm/startup_guard.hpp (0: no limit)

@@ -19,13 +19,17 @@ struct SamplingOptions {
   // Which of temperature, top_k and top_p the command line gave: the others may come from the
   // checkpoint's generation_config.json (sampling_defaults).
   bool temperature_given = true, top_k_given = true, top_p_given = true;
+  // A sample ends early at one of these tokens (not printed): generation_config.json's
+  // eos_token_id, unless ignore_eos (--ignore-eos).
+  std::vector<std::uint32_t> stop_ids;
+  bool ignore_eos = false;
 };
 
 // `o` with the sampling defaults of a Hugging Face generation_config.json (`json`, the text of the
 // file an imported checkpoint keeps) for the options the command line left out, as Hugging Face's
 // generate() takes them: do_sample = false is greedy (temperature 0), else temperature, top_k and
-// top_p. `applied` lists what it set ("" when nothing); bad_input naming `origin` for a value of the
-// wrong type or out of range.
+// top_p; and eos_token_id (one id or a list) ends a sample, unless o.ignore_eos. `applied` lists
+// what it set ("" when nothing); bad_input naming `origin` for a value of the wrong type or out of range.
 SamplingOptions sampling_defaults(SamplingOptions o, const std::string& json, const std::string& origin,
                                   std::string& applied);
 

@@ -270,10 +270,10 @@ class Trainer {
   // -1: the whole window, without the cache) and the draw (keyed by `key`) from the last position's logits.
   std::uint32_t next_token(Tensor& input, std::int64_t len, std::int64_t from, const SamplingOptions& o,
                            std::uint64_t key);
-  // --generate's sample number `sample`: o.tokens drawn after the prompt's `ids`, streamed to stdout
-  // when `prints`.
-  void continue_prompt(std::vector<std::uint32_t> ids, const SamplingOptions& o, std::int64_t sample,
-                       const Vocabulary& vocab, bool prints);
+  // --generate's sample number `sample`: o.tokens drawn after the prompt's `ids` (fewer when one
+  // of o.stop_ids comes), streamed to stdout when `prints`. Returns the tokens printed.
+  std::int64_t continue_prompt(std::vector<std::uint32_t> ids, const SamplingOptions& o, std::int64_t sample,
+                               const Vocabulary& vocab, bool prints);
   std::map<std::string, std::unique_ptr<Reader>> eval_readers_;  // per split, made on first use (collective)
 };
 

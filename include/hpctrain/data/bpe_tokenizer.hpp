@@ -37,6 +37,10 @@ class BpeTokenizer {
   static BpeTokenizer from_hf_json(const std::string& tokenizer_json, const std::string& origin);
 
   std::vector<std::int32_t> encode(std::string_view text);  // (caches merged pieces: not const)
+  // encode, but a special token's text (tokenizer.json's added_tokens marked special; GPT-2's
+  // <|endoftext|>) is that token, as Hugging Face's tokenizer(text) splits them out (a prompt in a
+  // chat template); encode keeps them text, as tiktoken's encode_ordinary and import-text do.
+  std::vector<std::int32_t> encode_with_specials(std::string_view text);
   std::string decode(const std::vector<std::int32_t>& ids) const;
   // The bytes of one token; bad_input for an id outside the vocabulary.
   const std::string& token_bytes(std::int32_t id) const;

@@ -23,7 +23,6 @@
 
 namespace hpctrain {
 
-
 class Vocabulary {
  public:
   static Vocabulary byte();
@@ -56,7 +55,8 @@ class Vocabulary {
   std::vector<std::uint32_t> encode(const std::string& text, const std::string& what) const;
   // A prompt's ids as Hugging Face's tokenizer(text) gives them: the special tokens a
   // tokenizer.json's post-processor puts first (Llama 3.1's <|begin_of_text|>;
-  // BpeTokenizer::prefix), then encode(text).
+  // BpeTokenizer::prefix), then the text with its special tokens' texts as those tokens
+  // (BpeTokenizer::encode_with_specials: a chat template's <|start_header_id|>).
   std::vector<std::uint32_t> encode_prompt(const std::string& text, const std::string& what) const;
   std::string decode(const std::vector<std::uint32_t>& ids) const;
   // A copy for another thread (gpt2: its own piece cache, the tables shared).

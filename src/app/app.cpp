@@ -216,6 +216,19 @@ std::string layer_grammar() {
 }
 
 namespace {
+// --import-hf: the folder's tokenizer, read as --generate reads it from the checkpoint. One this
+// build cannot read (a SentencePiece-style tokenizer.json: Llama 2's, TinyLlama's) does not stop
+// the weights: a warning, and the checkpoint stores no tokenizer.
+StoredTokenizer folder_tokenizer(const std::string& dir) {
+  try {
+    if (const std::optional<Vocabulary> v = Vocabulary::hf_folder(dir))
+      return {v->tokenizer(), v->characters(), v->files()};
+  } catch (const Error& e) {
+    warn(std::string("--import-hf: the checkpoint stores no tokenizer (--generate needs one): ") + e.what());
+  }
+  return {};
+}
+
 // --generate's options as the command line gave them.
 SamplingOptions sampling_options(const CliOptions& cli) {
   SamplingOptions o;
@@ -508,10 +521,7 @@ int run_trainer(int argc, char** argv) {
     if (!cli.import_hf.empty()) {
       MpiCommunicator world(MPI_COMM_WORLD, MpiCommOptions{});
       if (world.size() != 1) throw bad_input("--import-hf runs on one rank (mpirun -np 1, or no mpirun)");
-      StoredTokenizer tokenizer;  // (the folder's, read as --generate reads it from the checkpoint)
-      if (const std::optional<Vocabulary> v = Vocabulary::hf_folder(cli.import_hf))
-        tokenizer = {v->tokenizer(), v->characters(), v->files()};
-      log0(import_hf(world, cli.import_hf, cli.out, tokenizer));
+      log0(import_hf(world, cli.import_hf, cli.out, folder_tokenizer(cli.import_hf)));
       return 0;
     }
     StartupGuard startup(cli.startup_timeout_s);

@@ -53,6 +53,14 @@ check "... the same tensors, read through the index ($($py "$ref" same "$tmp/hf"
 "$trainer" --import-hf "$tmp/out" --out "$tmp/again.h5" >/dev/null 2>&1
 check "a round trip (import, export, import) gives the same checkpoint tensors" \
   h5diff -q "$tmp/imp.h5" "$tmp/again.h5" /model /model
+# A SentencePiece-style tokenizer.json (Llama 2's, TinyLlama's: byte_fallback), which hpctrain does
+# not read, leaves the weights to import: a warning naming it, the same tensors.
+cp -r "$tmp/hf" "$tmp/hf_sp" && echo '{"model": {"type": "BPE", "byte_fallback": true, "vocab": {}, "merges": []}}' \
+  >"$tmp/hf_sp/tokenizer.json"
+warned=$("$trainer" --import-hf "$tmp/hf_sp" --out "$tmp/sp.h5" 2>&1 >/dev/null)
+check "a SentencePiece-style tokenizer.json: a warning, the weights imported ($(grep -o 'with byte_fallback' <<<"$warned"))" \
+  test "$(grep -c "stores no tokenizer.*with byte_fallback" <<<"$warned")" = 1 -a \
+  "$(h5diff -q "$tmp/imp.h5" "$tmp/sp.h5" /model /model && echo same)" = same
 # An export refused halfway (float16 and a value of 1e6 in layer 1, in 20K shards: the names of the 40K
 # float32 shards in the folder) leaves the folder as it was, the user's README.md with it.
 cp -r "$tmp/hf" "$tmp/huge" && $py "$ref" break "$tmp/huge" huge

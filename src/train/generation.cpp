@@ -1,14 +1,16 @@
 // Text generation from a language model's checkpoint (trainer --generate, train/trainer.hpp):
-// the context is the prompt's tokens, cropped to the last [model] block_size (as nanoGPT does).
-// With the key/value cache (the default) the first forward runs the prompt's positions and each
-// later one only the token drawn last (attention keeps the keys and values of the earlier ones:
-// StepContext::decode_position), until the context fills block_size; from then on, and with
-// --no-kv-cache throughout, each token runs the whole window. Each token: the logits of the
-// context's last position drawn from (train/token_draw.hpp: temperature, top-k, top-p; greedy at
-// temperature 0) with a uniform number keyed by ([run] seed, sample, token number): the same text
-// on one rank or on a pipeline; --samples N continues the prompt N times, one after the other. lm_head computes that
-// position's logits alone (Purpose::generation). With model parallelism the last stage draws and sends the token to the
-// other stages.
+// the context is the prompt's tokens (as Hugging Face's tokenizer(prompt) gives them), cropped to
+// the last [model] block_size (as nanoGPT does). With the key/value cache (the default) the first
+// forward runs the prompt's positions and each later one only the token drawn last (attention
+// keeps the keys and values of the earlier ones: StepContext::decode_position), until the context
+// fills block_size; from then on, and with --no-kv-cache throughout, each token runs the whole
+// window. lm_head computes the context's last position's logits alone (Purpose::generation), and
+// the token is drawn from them (train/token_draw.hpp: temperature, top-k, top-p; greedy at
+// temperature 0; an imported checkpoint's generation_config.json fills the options not given)
+// with a uniform number keyed by ([run] seed, sample, token number): the same text on one rank or
+// on a pipeline, where the last stage draws and sends the token to the other stages. --samples N
+// continues the prompt N times, one after the other; an end-of-text token of the checkpoint's
+// generation_config.json ends a sample.
 #include <algorithm>
 #include <chrono>
 #include <cmath>

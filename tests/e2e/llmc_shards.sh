@@ -77,6 +77,9 @@ err=$("$trainer" "$deck" --generate --tokens 2 2>&1)
 check "... without --vocab: one line" grep -q "GPT-2 token shards, which carry no tokenizer: give it with --vocab DIR" <<<"$err"
 err=$("$trainer" "$deck" --set run.out_dir="$tmp/run_b" --generate --tokens 2 --vocab "$pkg" 2>&1)
 check "... --vocab for a checkpoint that stores its tokenizer: one line" grep -q "stores its own tokenizer (gpt2)" <<<"$err"
+err=$("$trainer" "$deck" --set run.out_dir="$tmp/run_b" --set model.vocab_multiple=1 --generate --tokens 2 2>&1)
+check "a padded checkpoint (50,304 rows) in a model of 50,257: one line saying which vocab_multiple fits" \
+  grep -q "is \[50257, 32\] in this model but \[50304, 32\] in the checkpoint (a vocabulary padded to 50304 rows: set \[model\] vocab_multiple = 64)" <<<"$err"
 # --export-hf writes GPT-2's files under Hugging Face's names (GPT2Tokenizer's vocab.json and
 # merges.txt: OpenAI's encoder.json and vocab.bpe as they are); --import-hf reads them back, and
 # --generate from the imported checkpoint writes the same text.

@@ -144,17 +144,18 @@ CliOptions parse_cli(int argc, char** argv) {
   if (vm.count("export-hf")) cli.export_hf = vm["export-hf"].as<std::string>();
   if (!cli.import_hf.empty() && cli.out.empty())
     throw bad_input("command line: --import-hf " + cli.import_hf + " needs --out FILE.h5 (the checkpoint to write)");
-  cli.prompt = vm["prompt"].as<std::string>();
-  cli.tokens = vm["tokens"].as<std::int64_t>();
-  cli.temperature = vm["temperature"].as<double>();
-  cli.top_k = vm["top-k"].as<std::int64_t>();
-  cli.top_p = vm["top-p"].as<double>();
-  cli.kv_cache = vm.count("no-kv-cache") == 0;
-  cli.samples = vm["samples"].as<std::int64_t>();
-  cli.ignore_eos = vm.count("ignore-eos") > 0;
-  cli.temperature_given = !vm["temperature"].defaulted();
-  cli.top_k_given = !vm["top-k"].defaulted();
-  cli.top_p_given = !vm["top-p"].defaulted();
+  SamplingOptions& o = cli.sampling;
+  o.prompt = vm["prompt"].as<std::string>();
+  o.tokens = vm["tokens"].as<std::int64_t>();
+  o.temperature = vm["temperature"].as<double>();
+  o.top_k = vm["top-k"].as<std::int64_t>();
+  o.top_p = vm["top-p"].as<double>();
+  o.kv_cache = vm.count("no-kv-cache") == 0;
+  o.samples = vm["samples"].as<std::int64_t>();
+  o.ignore_eos = vm.count("ignore-eos") > 0;
+  o.temperature_given = !vm["temperature"].defaulted();  // (the others: generation_config.json's)
+  o.top_k_given = !vm["top-k"].defaulted();
+  o.top_p_given = !vm["top-p"].defaulted();
   if (vm.count("vocab")) cli.vocab = vm["vocab"].as<std::string>();
   if (!cli.vocab.empty() && !cli.generate) throw bad_input("command line: --vocab " + cli.vocab + " is for --generate");
   cli.startup_timeout_s = vm["startup-timeout"].as<double>();
@@ -227,20 +228,6 @@ StoredTokenizer folder_tokenizer(const std::string& dir) {
     warn(std::string("--import-hf: the checkpoint stores no tokenizer (--generate needs one): ") + e.what());
   }
   return {};
-}
-
-// --generate's options as the command line gave them.
-SamplingOptions sampling_options(const CliOptions& cli) {
-  SamplingOptions o;
-  o.prompt = cli.prompt;
-  o.tokens = cli.tokens;
-  o.temperature = cli.temperature, o.temperature_given = cli.temperature_given;
-  o.top_k = cli.top_k, o.top_k_given = cli.top_k_given;
-  o.top_p = cli.top_p, o.top_p_given = cli.top_p_given;
-  o.kv_cache = cli.kv_cache;
-  o.samples = cli.samples;
-  o.ignore_eos = cli.ignore_eos;
-  return o;
 }
 }  // namespace
 
@@ -571,7 +558,7 @@ int run_trainer(int argc, char** argv) {
       const DatasetIndex index = generation_index(cfg, rt, cli.vocab);
       const Config with_model = with_architecture(cfg, index.train);
       Trainer trainer(with_model, rt, index, Purpose::generation);
-      return trainer.generate(sampling_options(cli));
+      return trainer.generate(cli.sampling);
     }
     // [data] stage_dir: the index is made from the node's copy (cfg keeps the path the user gave).
     // Its communicators are not watched: a copy may take longer than [parallel] watchdog_s.

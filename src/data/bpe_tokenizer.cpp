@@ -280,10 +280,10 @@ std::vector<std::int32_t> template_prefix(const nlohmann::json& post, const std:
   if (post.value("type", "") != "TemplateProcessing") return {};
   std::vector<std::int32_t> out;
   const std::string where = origin + ": post_processor (TemplateProcessing)";
+  const nlohmann::json special = post.value("special_tokens", nlohmann::json::object());
   for (const auto& item : post.value("single", nlohmann::json::array())) {
     if (!item.is_object() || item.contains("Sequence")) break;
     const std::string name = item.contains("SpecialToken") ? item["SpecialToken"].value("id", "") : "";
-    const nlohmann::json& special = post.value("special_tokens", nlohmann::json::object());
     if (name.empty() || !special.contains(name) || !special[name].contains("ids") || !special[name]["ids"].is_array())
       throw bad_input(where + ": single item " + item.dump() + " is not a special token with ids in special_tokens");
     for (const auto& id : special[name]["ids"]) {

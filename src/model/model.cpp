@@ -157,6 +157,14 @@ void Model::sync_buffers(bool to_host) {
   for (auto& layer : layers_) layer->sync_buffers(to_host);
 }
 
+const ParamInfo& Model::tied_weight(std::size_t target) const {
+  const std::string name = all_names_.at(target) + ".weight";
+  for (const ParamInfo& p : all_info_)
+    if (p.name == name) return p;
+  HPCT_CHECK(false, "Model::tied_weight: layer " + all_names_[target] + " has no weight");
+  return all_info_.front();
+}
+
 void Model::tie_parameter(const ParamSpec& p, std::size_t layer, bool mine) {
   const std::string self = "layer " + all_names_[layer] + "'s " + p.name;
   for (std::size_t j = layer; j-- > 0;) {
@@ -236,7 +244,6 @@ void Model::set_precision(Precision p) {
   ctx_.precision = p;
   // (packed parameters: the windows hold float32 values already rounded to the format by the source;
   // forward-only: the parameters themselves are rounded, nothing updates them)
-  rounded_in_place_ = p != Precision::fp32 && !store_.packed_parameters() && forward_only_;
   const bool copy = p != Precision::fp32 && !store_.packed_parameters() && !forward_only_;
   if (p != Precision::fp32 && store_.packed_parameters()) store_.make_frozen_compute(alloc_);
   compute_params_ = copy ? Tensor::zeros(store_.params().shape(), alloc_, storage_dtype(precision_)) : Tensor();
@@ -247,14 +254,14 @@ void Model::set_precision(Precision p) {
 void Model::refresh_compute_parameters() {
   if (source_) source_->changed();
   if (store_.packed_parameters()) store_.refresh_frozen_compute(precision_);
-  if (rounded_in_place_) return round_to_precision(store_.params(), precision_);
+  if (rounded_in_place()) return round_to_precision(store_.params(), precision_);
   if (precision_ == Precision::fp32 || store_.packed_parameters()) return;
   pack_16bit(store_.params(), compute_params_);  // rounded to the format as round_to_precision rounds
 }
 
 ParamViews& Model::call_params(std::size_t i) {
   need(i);
-  if (precision_ == Precision::fp32 || store_.packed_parameters() || rounded_in_place_) return views_[i];
+  if (precision_ == Precision::fp32 || store_.packed_parameters() || rounded_in_place()) return views_[i];
   call_.layer = views_[i].layer;
   call_.grads = views_[i].grads;
   call_.params.resize(views_[i].params.size());

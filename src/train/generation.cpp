@@ -51,10 +51,14 @@ DatasetIndex generation_index(const Config& cfg, Runtime& rt, const std::string&
     if (!llmc && !vocab_path.empty())
       throw bad_input("--vocab " + vocab_path + ": " + path + " stores its own tokenizer (" + run.tokenizer +
                       "); --vocab is for checkpoints trained on llm.c's .bin shards");
-    const Vocabulary given = llmc ? llmc_vocabulary(run.tokenizer, vocab_path, path) : Vocabulary::byte();
-    std::vector<std::string> out{llmc ? given.tokenizer() : run.tokenizer, llmc ? given.characters() : run.vocabulary};
-    for (const auto& [name, bytes] : llmc ? given.files() : run.tokenizer_files) out.insert(out.end(), {name, bytes});
-    return out;
+    auto packed = [](const std::string& tokenizer, const std::string& vocabulary, const TokenizerFiles& files) {
+      std::vector<std::string> out{tokenizer, vocabulary};
+      for (const auto& [name, bytes] : files) out.insert(out.end(), {name, bytes});
+      return out;
+    };
+    if (!llmc) return packed(run.tokenizer, run.vocabulary, run.tokenizer_files);
+    const Vocabulary given = llmc_vocabulary(run.tokenizer, vocab_path, path);
+    return packed(given.tokenizer(), given.characters(), given.files());
   });
   if (cfg.model.block_size < 1) throw bad_input("--generate: [model] block_size is not set (the model's context)");
   TokenizerFiles files;

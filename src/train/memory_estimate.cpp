@@ -39,11 +39,9 @@ std::pair<std::int64_t, std::int64_t> stage_parameters(const Config& cfg, const 
   for (const auto& [layer, target] : model.ties()) {
     const auto a = static_cast<std::size_t>(stage_of_layer(groups, layer));
     if (static_cast<int>(a) == stage_of_layer(groups, target)) continue;
-    for (const ParamInfo& p : model.all_param_info())
-      if (p.name == model.all_layer_names()[target] + ".weight") {
-        copies[a] += numel(p.shape);
-        trained[a] += model.frozen(layer) ? 0 : numel(p.shape);
-      }
+    const std::int64_t n = numel(model.tied_weight(target).shape);
+    copies[a] += n;
+    trained[a] += model.frozen(layer) ? 0 : n;
   }
   std::int64_t params = 0, trainable = 0;
   for (std::size_t s = 0; s < groups.size(); ++s) {

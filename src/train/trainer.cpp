@@ -136,13 +136,12 @@ Trainer::Trainer(const Config& cfg, Runtime& rt, const DatasetIndex& index, Purp
   for (const auto& [layer, target] : model_->ties()) {
     const int a = stage_of_layer(groups_, layer), b = stage_of_layer(groups_, target);
     if (a == b) continue;
-    const std::string name = model_->all_layer_names()[target] + ".weight";
+    const ParamInfo& weight = model_->tied_weight(target);
     TieSync sync;
-    sync.comm = rt.make_communicator(MeshDim::pp, {a, b}, MemorySpace::host, ".tie:" + name);
-    for (const ParamInfo& p : model_->all_param_info())
-      if (p.name == name) sync.count = numel(p.shape);
+    sync.comm = rt.make_communicator(MeshDim::pp, {a, b}, MemorySpace::host, ".tie:" + weight.name);
+    sync.count = numel(weight.shape);
     for (const ParamInfo& p : model_->param_info())
-      if (p.name == name) sync.here = {p.offset, p.offset + sync.count};  // the embedding, or the head's copy of it
+      if (p.name == weight.name) sync.here = {p.offset, p.offset + sync.count};  // the embedding, or the head's copy
     if (sync.comm) sync.host.resize(static_cast<std::size_t>(sync.count));
     tie_syncs_.push_back(std::move(sync));
   }

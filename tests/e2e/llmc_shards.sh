@@ -94,9 +94,14 @@ check "... imported back, --generate writes the run's text (${g_i:0:30})" test -
 # value of the wrong type is one line.
 cp -r "$tmp/hf_gpt" "$tmp/hf_gen" && echo '{"do_sample": false, "temperature": 0.6}' >"$tmp/hf_gen/generation_config.json"
 "$trainer" --import-hf "$tmp/hf_gen" --out "$tmp/hf_gen.h5" >/dev/null 2>&1
-gen2() { "$trainer" "$deck" --generate --prompt "The" --tokens 12 --set checkpoint.resume="$tmp/hf_gen.h5" \
-  --set model.vocab_multiple=1 "$@" 2>/dev/null | sed -n '/^generate:/,$p'; }
-plain=$(gen2) greedy=$(gen2 --temperature 0) drawn=$(gen2 --temperature 1 --top-k 50)
+imported() {  # CKPT [flags]: the header line and the text of 12 tokens after "The"
+  local ckpt=$1
+  shift
+  "$trainer" "$deck" --generate --prompt "The" --tokens 12 --set checkpoint.resume="$ckpt" \
+    --set model.vocab_multiple=1 "$@" 2>/dev/null | sed -n '/^generate:/,$p'
+}
+plain=$(imported "$tmp/hf_gen.h5") greedy=$(imported "$tmp/hf_gen.h5" --temperature 0)
+drawn=$(imported "$tmp/hf_gen.h5" --temperature 1 --top-k 50)
 check "generation_config.json's do_sample false: greedy without flags, said in the header" \
   test "$(tail -n +2 <<<"$plain")" = "$(tail -n +2 <<<"$greedy")" -a "$(grep -c "generation_config.json: do_sample false" <<<"$plain")" = 1
 check "... --temperature 1 given: sampled, not greedy" test "$(tail -n +2 <<<"$drawn")" != "$(tail -n +2 <<<"$greedy")"
@@ -104,10 +109,10 @@ check "... --temperature 1 given: sampled, not greedy" test "$(tail -n +2 <<<"$d
 # made an end token stops it at once; --ignore-eos draws on.
 echo '{"do_sample": false, "eos_token_id": [50256, 35396]}' >"$tmp/hf_gen/generation_config.json"
 "$trainer" --import-hf "$tmp/hf_gen" --out "$tmp/hf_eos.h5" >/dev/null 2>&1
-gen3() { "$trainer" "$deck" --generate --prompt "The" --tokens 12 --set checkpoint.resume="$tmp/hf_eos.h5" \
-  --set model.vocab_multiple=1 "$@" 2>/dev/null | sed -n '/^generate:/,$p' | tail -n +2; }
-check "... eos_token_id ends the sample at that token (greedy: ' pleasures')" test "$(gen3)" = "The"
-check "... --ignore-eos draws on: the greedy text" test "$(gen3 --ignore-eos)" = "$(tail -n +2 <<<"$greedy")"
+check "... eos_token_id ends the sample at that token (greedy: ' pleasures')" \
+  test "$(imported "$tmp/hf_eos.h5" | tail -n +2)" = "The"
+check "... --ignore-eos draws on: the greedy text" \
+  test "$(imported "$tmp/hf_eos.h5" --ignore-eos | tail -n +2)" = "$(tail -n +2 <<<"$greedy")"
 echo '{"top_p": "x"}' >"$tmp/hf_gen/generation_config.json"
 "$trainer" --import-hf "$tmp/hf_gen" --out "$tmp/hf_gen2.h5" >/dev/null 2>&1
 err=$("$trainer" "$deck" --generate --tokens 2 --set checkpoint.resume="$tmp/hf_gen2.h5" --set model.vocab_multiple=1 2>&1)

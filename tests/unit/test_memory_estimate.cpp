@@ -13,6 +13,7 @@
 #include <gtest/gtest.h>
 
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -55,12 +56,19 @@ Tensor case_input(const Case& c, std::int64_t rows, Allocator& alloc) {
   return x;
 }
 
-Measured run(const Case& c, std::int64_t rows, Precision precision, bool blocks) {
-  Allocator alloc;
+// The case's model in `alloc`, its parameters initialized (seed 5).
+std::unique_ptr<Model> case_model(const Case& c, Allocator& alloc) {
   LayerRegistry r;
   register_builtin_layers(r);
-  Model m(c.layers, c.sample, r, alloc);
-  m.init_parameters(5);
+  auto m = std::make_unique<Model>(c.layers, c.sample, r, alloc);
+  m->init_parameters(5);
+  return m;
+}
+
+Measured run(const Case& c, std::int64_t rows, Precision precision, bool blocks) {
+  Allocator alloc;
+  const std::unique_ptr<Model> model = case_model(c, alloc);
+  Model& m = *model;
   m.set_precision(precision);
   Measured out;
   out.est = m.activation_memory(rows, precision, Device::cpu, blocks);
@@ -156,10 +164,8 @@ TEST(MemoryEstimate, ForwardOnlyOutputsTakeTurns) {
       double held[2] = {0, 0}, estimated[2] = {0, 0}, scratch[2] = {0, 0};
       for (const bool only : {false, true}) {
         Allocator alloc;
-        LayerRegistry r;
-        register_builtin_layers(r);
-        Model m(c.layers, c.sample, r, alloc);
-        m.init_parameters(5);
+        const std::unique_ptr<Model> model = case_model(c, alloc);
+        Model& m = *model;
         m.set_forward_only(only);
         m.set_precision(p);
         m.set_batch(3);
@@ -194,10 +200,8 @@ TEST(MemoryEstimate, GenerationOutputsOnePosition) {
       double held[2] = {0, 0};
       for (const bool one : {false, true}) {
         Allocator alloc;
-        LayerRegistry r;
-        register_builtin_layers(r);
-        Model m(c.layers, c.sample, r, alloc);
-        m.init_parameters(5);
+        const std::unique_ptr<Model> model = case_model(c, alloc);
+        Model& m = *model;
         m.set_forward_only(true);
         m.set_loss_chunk(chunk);
         if (one) {

@@ -12,6 +12,7 @@
 
 #include "hpctrain/config/config.hpp"
 #include "hpctrain/data/dataset.hpp"
+#include "hpctrain/train/token_draw.hpp"
 
 namespace hpctrain {
 
@@ -20,21 +21,16 @@ struct CliOptions {
   std::vector<std::string> sets;  // "section.key=value"
   bool dry_run = false;
   bool eval_only = false;
-  bool generate = false;        // --generate: sample text from a language model's checkpoint
-  bool print_ini = false;       // --print-ini: the resolved configuration as INI
-  bool describe_model = false;  // --describe-model: the model as JSON
-  std::string describe_layers;  // --describe-layers LAYERS: that string as JSON (no deck)
-  std::string input_shape;      // ... on samples of this shape ("28,28")
-  long vocab_multiple = 1;      // ... with embedding / lm_head rows padded to a multiple
-  std::string export_file;      // --export FILE: the checkpoint's weights as safetensors
-  std::string import_hf, out;   // --import-hf DIR --out FILE: a Hugging Face folder to a checkpoint (no deck)
-  std::string export_hf;        // --export-hf DIR: the checkpoint as a Hugging Face folder
-  std::string prompt;
-  std::int64_t tokens = 200, top_k = 0, samples = 1;
-  double temperature = 1.0, top_p = 1.0;
-  bool temperature_given = false, top_k_given = false, top_p_given = false;  // (else generation_config.json's)
-  bool ignore_eos = false;         // --ignore-eos: generation_config.json's eos_token_id does not end a sample
-  bool kv_cache = true;            // --no-kv-cache: --generate recomputes the whole context for every token
+  bool generate = false;           // --generate: sample text from a language model's checkpoint
+  bool print_ini = false;          // --print-ini: the resolved configuration as INI
+  bool describe_model = false;     // --describe-model: the model as JSON
+  std::string describe_layers;     // --describe-layers LAYERS: that string as JSON (no deck)
+  std::string input_shape;         // ... on samples of this shape ("28,28")
+  long vocab_multiple = 1;         // ... with embedding / lm_head rows padded to a multiple
+  std::string export_file;         // --export FILE: the checkpoint's weights as safetensors
+  std::string import_hf, out;      // --import-hf DIR --out FILE: a Hugging Face folder to a checkpoint (no deck)
+  std::string export_hf;           // --export-hf DIR: the checkpoint as a Hugging Face folder
+  SamplingOptions sampling;        // --generate's --prompt, --tokens, --temperature, ... as given
   std::string vocab;               // --vocab PATH: --generate's tokenizer for a checkpoint of llm.c shards
   double startup_timeout_s = 300;  // --startup-timeout: comm/startup_guard.hpp (0: no limit)
   bool help = false;

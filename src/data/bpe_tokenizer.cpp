@@ -10,6 +10,7 @@
 #include <limits>
 #include <nlohmann/json.hpp>
 
+#include "bpe_vocabulary.hpp"
 #include "hpctrain/config/config.hpp"
 #include "hpctrain/core/error.hpp"
 
@@ -94,35 +95,7 @@ bool token_to_bytes(const std::string& token, std::string& out) {
   return !out.empty();
 }
 
-struct Merge {
-  std::int32_t rank, id;
-};
-
-std::uint64_t pair_key(std::int32_t a, std::int32_t b) {
-  return (static_cast<std::uint64_t>(static_cast<std::uint32_t>(a)) << 32) | static_cast<std::uint32_t>(b);
-}
-
 }  // namespace
-
-struct BpeTokenizer::Vocabulary {
-  std::vector<std::string> bytes_of;                // id -> bytes
-  std::array<std::int32_t, 256> byte_id{};          // one byte -> its id
-  std::unordered_map<std::uint64_t, Merge> merges;  // (left id, right id) -> rank, merged id
-  std::int32_t eot = -1;
-  std::vector<std::int32_t> prefix;                            // the post-processor's special tokens before a sequence
-  std::vector<std::pair<std::string, std::int32_t>> specials;  // special tokens' texts and ids, longest first
-  std::shared_ptr<pcre2_code> pattern;
-
-  // From a JSON object token -> id (plus `added`, Hugging Face's added_tokens, when given):
-  // returns token (as the files spell it) -> id.
-  std::unordered_map<std::string, std::int32_t> read_tokens(const nlohmann::json& vocab, const nlohmann::json* added,
-                                                            const std::string& origin);
-  void read_merges(const std::string& bpe_text, const std::string& origin,
-                   const std::unordered_map<std::string, std::int32_t>& id_of);
-  void add_merge(const std::string& left, const std::string& right, std::int32_t rank, const std::string& where,
-                 const std::unordered_map<std::string, std::int32_t>& id_of);
-  void compile_pattern(const std::string& pattern, const std::string& origin);
-};
 
 namespace {
 nlohmann::json parse_json(const std::string& text, const std::string& origin) {
@@ -158,7 +131,9 @@ std::unordered_map<std::string, std::int32_t> BpeTokenizer::Vocabulary::read_tok
     const auto k = id.get<std::size_t>();
     if (seen[k]) throw bad_input(origin + ": id " + std::to_string(k) + " is given to two tokens");
     seen[k] = true;
-    if (!token_to_bytes(token, bytes_of[k]))
+    if (metaspace.on)
+      bytes_of[k] = metaspace_bytes(token);
+    else if (!token_to_bytes(token, bytes_of[k]))
       throw bad_input(origin + ": token '" + token + "' (id " + std::to_string(k) +
                       ") is not made of GPT-2's byte characters");
     // The document separator: GPT-2's end of text, or Llama 3's begin of text.
@@ -170,6 +145,7 @@ std::unordered_map<std::string, std::int32_t> BpeTokenizer::Vocabulary::read_tok
   if (!added && eot >= 0) specials.emplace_back(bytes_of[static_cast<std::size_t>(eot)], eot);
   std::stable_sort(specials.begin(), specials.end(),
                    [](const auto& a, const auto& b) { return a.first.size() > b.first.size(); });
+  if (metaspace.on) return id_of;  // (its byte tokens: index_metaspace)
   byte_id.fill(-1);
   for (std::size_t k = 0; k < bytes_of.size(); ++k)
     if (bytes_of[k].size() == 1) byte_id[static_cast<unsigned char>(bytes_of[k][0])] = static_cast<std::int32_t>(k);
@@ -213,7 +189,7 @@ void BpeTokenizer::Vocabulary::add_merge(const std::string& left, const std::str
                                         : left + right) +
                     " is not in the vocabulary");
   // (a pair listed twice takes its later rank, as GPT-2's dict(zip(merges, ranks)) does)
-  merges.insert_or_assign(pair_key(a->second, b->second), Merge{rank, ab->second});
+  merges.insert_or_assign(bpe_pair_key(a->second, b->second), BpeMerge{rank, ab->second});
 }
 
 void BpeTokenizer::Vocabulary::compile_pattern(const std::string& canonical, const std::string& origin) {
@@ -295,18 +271,21 @@ std::vector<std::int32_t> template_prefix(const nlohmann::json& post, const std:
 }
 }  // namespace
 
-BpeTokenizer BpeTokenizer::from_hf_json(const std::string& tokenizer_json, const std::string& origin) {
-  const nlohmann::json j = parse_json(tokenizer_json, origin);
+namespace {
+std::shared_ptr<BpeTokenizer::Vocabulary> hf_vocabulary(const nlohmann::json& j, const std::string& origin) {
+  using Vocabulary = BpeTokenizer::Vocabulary;
   if (!j.is_object() || !j.contains("model") || !j["model"].is_object())
     throw bad_input(origin + ": no model object (not a Hugging Face tokenizer.json)");
   const auto& m = j["model"];
-  if (m.value("type", "") != "BPE" || m.value("byte_fallback", false))
+  if (m.value("type", "") != "BPE")
     throw bad_input(origin + ": model type " + m.value("type", "?") +
-                    (m.value("byte_fallback", false) ? " with byte_fallback" : "") +
-                    " is not a byte-level BPE (SentencePiece-style models are not supported)");
-  if (j.contains("normalizer") && !j["normalizer"].is_null())
-    throw bad_input(origin + ": normalizer " + j["normalizer"].value("type", "?") + " is not supported (none is)");
+                    " is not a BPE (SentencePiece's Unigram models are not supported)");
   auto v = std::make_shared<Vocabulary>();
+  if (m.value("byte_fallback", false))
+    v->read_metaspace(j, origin);  // Llama 2's layout
+  else if (j.contains("normalizer") && !j["normalizer"].is_null())
+    throw bad_input(origin + ": normalizer " + j["normalizer"].value("type", "?") +
+                    " is not supported (a byte-level BPE has none)");
   const nlohmann::json* added = j.contains("added_tokens") ? &j["added_tokens"] : nullptr;
   const auto id_of = v->read_tokens(m.value("vocab", nlohmann::json()), added, origin + ": model.vocab");
   std::int32_t rank = 0;
@@ -323,13 +302,26 @@ BpeTokenizer BpeTokenizer::from_hf_json(const std::string& tokenizer_json, const
     v->add_merge(text.substr(0, space), text.substr(space + 1), rank++, where, id_of);
   }
   if (v->merges.empty()) throw bad_input(origin + ": model.merges is empty");
-  v->compile_pattern(hf_pattern(j.value("pre_tokenizer", nlohmann::json()), origin), origin);
+  if (v->metaspace.on)
+    v->index_metaspace(id_of, origin);
+  else
+    v->compile_pattern(hf_pattern(j.value("pre_tokenizer", nlohmann::json()), origin), origin);
   v->prefix = template_prefix(j.value("post_processor", nlohmann::json()), origin);
   for (const std::int32_t id : v->prefix)
     if (id < 0 || static_cast<std::size_t>(id) >= v->bytes_of.size())
       throw bad_input(origin + ": post_processor: special token id " + std::to_string(id) +
                       " is outside the vocabulary");
-  return BpeTokenizer(std::move(v));
+  return v;
+}
+}  // namespace
+
+BpeTokenizer BpeTokenizer::from_hf_json(const std::string& tokenizer_json, const std::string& origin) {
+  const nlohmann::json j = parse_json(tokenizer_json, origin);
+  try {
+    return BpeTokenizer(hf_vocabulary(j, origin));
+  } catch (const nlohmann::json::exception& e) {  // a field of another type than the layout's
+    throw bad_input(origin + ": unexpected JSON: " + e.what());
+  }
 }
 
 BpeTokenizer BpeTokenizer::from_gpt2_dir(const std::string& dir) {
@@ -339,6 +331,7 @@ BpeTokenizer BpeTokenizer::from_gpt2_dir(const std::string& dir) {
 }
 
 std::vector<std::string_view> BpeTokenizer::pieces(std::string_view text) const {
+  if (!vocab_->pattern) return {text};  // (metaspace: no pattern)
   std::vector<std::string_view> out;
   std::unique_ptr<pcre2_match_data, decltype(&pcre2_match_data_free)> md(
       pcre2_match_data_create_from_pattern(vocab_->pattern.get(), nullptr), pcre2_match_data_free);
@@ -380,19 +373,18 @@ void BpeTokenizer::merge_piece(std::string_view piece, std::vector<std::int32_t>
     out.insert(out.end(), hit->second.begin(), hit->second.end());
     return;
   }
-  std::vector<std::int32_t> word;
-  for (unsigned char b : piece) word.push_back(vocab_->byte_id[b]);
+  std::vector<std::int32_t> word = vocab_->symbols(piece);
   while (word.size() > 1) {  // GPT-2's bpe(): the lowest-ranked pair, merged wherever it occurs
-    Merge best{std::numeric_limits<std::int32_t>::max(), -1};
+    BpeMerge best{std::numeric_limits<std::int32_t>::max(), -1};
     std::uint64_t best_key = 0;
     for (std::size_t i = 0; i + 1 < word.size(); ++i) {
-      const auto m = vocab_->merges.find(pair_key(word[i], word[i + 1]));
+      const auto m = vocab_->merges.find(bpe_pair_key(word[i], word[i + 1]));
       if (m != vocab_->merges.end() && m->second.rank < best.rank) best = m->second, best_key = m->first;
     }
     if (best.id < 0) break;
     std::size_t w = 0;
     for (std::size_t i = 0; i < word.size(); ++w) {
-      if (i + 1 < word.size() && pair_key(word[i], word[i + 1]) == best_key) {
+      if (i + 1 < word.size() && bpe_pair_key(word[i], word[i + 1]) == best_key) {
         word[w] = best.id;
         i += 2;
       } else {
@@ -415,8 +407,7 @@ std::vector<std::int32_t> BpeTokenizer::encode_with_specials(std::string_view te
       const std::size_t f = text.find(sp.first, at);
       if (f < found) found = f, which = &sp;
     }
-    const std::vector<std::int32_t> part = encode(text.substr(at, std::min(found, text.size()) - at));
-    out.insert(out.end(), part.begin(), part.end());
+    encode_segment(text.substr(at, std::min(found, text.size()) - at), at == 0, out);
     if (!which) break;
     out.push_back(which->second);
     at = found + which->first.size();
@@ -427,8 +418,17 @@ std::vector<std::int32_t> BpeTokenizer::encode_with_specials(std::string_view te
 std::vector<std::int32_t> BpeTokenizer::encode(std::string_view text) {
   std::vector<std::int32_t> out;
   out.reserve(text.size() / 3);
-  for (std::string_view p : pieces(text)) merge_piece(p, out);
+  encode_segment(text, true, out);
   return out;
+}
+
+void BpeTokenizer::encode_segment(std::string_view text, bool first, std::vector<std::int32_t>& out) {
+  if (!vocab_->metaspace.on) {
+    for (std::string_view p : pieces(text)) merge_piece(p, out);
+    return;
+  }
+  std::string normal;
+  for (std::string_view w : vocab_->words(text, first, normal)) merge_piece(w, out);
 }
 
 const std::string& BpeTokenizer::token_bytes(std::int32_t id) const {
@@ -447,5 +447,8 @@ std::string BpeTokenizer::decode(const std::vector<std::int32_t>& ids) const {
 std::int64_t BpeTokenizer::vocab_size() const { return static_cast<std::int64_t>(vocab_->bytes_of.size()); }
 std::int32_t BpeTokenizer::eot() const { return vocab_->eot; }
 const std::vector<std::int32_t>& BpeTokenizer::prefix() const { return vocab_->prefix; }
+bool BpeTokenizer::space_first() const {
+  return vocab_->metaspace.on && vocab_->metaspace.prepend != Metaspace::Prepend::never;
+}
 
 }  // namespace hpctrain

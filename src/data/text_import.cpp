@@ -232,6 +232,11 @@ std::string Vocabulary::decode(const std::vector<std::uint32_t>& ids) const {
   return out;
 }
 
+std::vector<std::string_view> Vocabulary::parts(std::string_view text, std::size_t target) const {
+  if (bpe_ && !bpe_->space_first()) return BpeTokenizer::cut(text, target);
+  return {text};  // (a SentencePiece-style text's "▁" goes before its start only)
+}
+
 Vocabulary Vocabulary::fork() const {
   Vocabulary v = *this;
   if (bpe_) v.bpe_ = std::make_shared<BpeTokenizer>(*bpe_);
@@ -278,7 +283,7 @@ void add_documents(const std::string& path, const std::string& text, const TextI
   }
 }
 
-// gpt2: each document preceded by <|endoftext|>, its parts (BpeTokenizer::cut) encoded on
+// gpt2: each document preceded by <|endoftext|>, its parts (Vocabulary::parts) encoded on
 // `threads` threads, each with its own copy of the tokenizer.
 std::vector<std::uint32_t> encode_documents(const Vocabulary& vocab, const std::vector<std::string_view>& docs,
                                             const TextImportOptions& o, double& seconds) {
@@ -290,7 +295,7 @@ std::vector<std::uint32_t> encode_documents(const Vocabulary& vocab, const std::
   std::vector<Part> parts;
   std::int64_t total = 0;
   for (std::size_t d = 0; d < docs.size(); ++d)
-    for (std::string_view p : BpeTokenizer::cut(docs[d], std::size_t{1} << 20)) {
+    for (std::string_view p : vocab.parts(docs[d], std::size_t{1} << 20)) {
       parts.push_back({d, p, {}});
       total += static_cast<std::int64_t>(p.size());
     }

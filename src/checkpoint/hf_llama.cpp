@@ -126,7 +126,12 @@ Shape direct_shape(const std::string& hf, const LlamaDims& d) {
 Imported llama_import(const Json& c, Tensors hf, const std::string& file, const std::string& dir) {
   const LlamaDims d = llama_dims(c, file);
   expect_layers(d.n_layer, hf.size(), file, "num_hidden_layers");
-  Imported out{llama_deck(d, whole(c, "max_position_embeddings", file, 2048)), llama_layers(d), {}};
+  // Mistral (model_type mistral: Llama's tensors) attends over the last sliding_window positions;
+  // within that many its attention is causal attention over all of them, so that is the context.
+  std::int64_t context = whole(c, "max_position_embeddings", file, 2048);
+  if (c.contains("sliding_window") && !c["sliding_window"].is_null())
+    context = std::min(context, whole(c, "sliding_window", file));
+  Imported out{llama_deck(d, context), llama_layers(d), {}};
   for (const auto& [theirs, ours] : direct_names(d.n_layer, d.tie_embeddings)) {
     out.tensors.push_back(renamed(take(hf, theirs, direct_shape(theirs, d), dir), ours));
   }

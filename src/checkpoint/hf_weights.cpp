@@ -163,10 +163,10 @@ std::string layer_type_of(const std::string& name) {  // (the checkpoint records
 using ImportFn = hf::Imported (*)(const Json&, Tensors, const std::string&, const std::string&);
 ImportFn import_layout(const Json& cfg, const std::string& file) {
   const std::string type = cfg.value("model_type", "");
-  if (type == "llama") return hf::llama_import;
+  if (type == "llama" || type == "mistral") return hf::llama_import;  // (Mistral: Llama's layout, hf_llama.cpp)
   if (type == "gpt2") return hf::gpt2_import;
   throw bad_input(file + ": \"model_type\" = \"" + type + "\": the architectures imported are llama " +
-                  "(LlamaForCausalLM) and gpt2 (GPT2LMHeadModel)");
+                  "(LlamaForCausalLM), mistral (MistralForCausalLM) and gpt2 (GPT2LMHeadModel)");
 }
 
 // Hugging Face's names for the tokenizer files a checkpoint stores (GPT2Tokenizer's vocab.json and

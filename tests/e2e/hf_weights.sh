@@ -40,6 +40,16 @@ ours=$(loss_of "$ev") theirs=$($py "$ref" loss "$tmp/hf" "$tmp/tok" 64)
 check "imported: --eval-only's loss ${ours:-?} = the float64 reference's ${theirs:-?} (1e-5)" close "$ours" "$theirs"
 warned=$("$trainer" "$tmp/deck.ini" --eval-only --set checkpoint.resume="$tmp/imp.h5" 2>&1 | grep -c "differ\|not in the")
 check "... without warnings about keys the import does not record ($warned)" test "$warned" = 0
+# Mistral (MistralForCausalLM: Llama's tensors, attention over the last sliding_window positions):
+# the same tensors, block_size = sliding_window (32), within which the reference's loss is --eval-only's.
+cp -r "$tmp/hf" "$tmp/mistral" && $py "$ref" mistral "$tmp/mistral"
+mis=$("$trainer" --import-hf "$tmp/mistral" --out "$tmp/mis.h5" 2>&1)
+ev=$("$trainer" "$tmp/deck.ini" --eval-only --set model.block_size=32 --set checkpoint.resume="$tmp/mis.h5" 2>&1 |
+  grep "^eval-only")
+m_ours=$(loss_of "$ev") m_theirs=$($py "$ref" loss "$tmp/mistral" "$tmp/tok" 32)
+check "model_type mistral: block_size = its sliding_window 32, the same tensors, the reference's loss ${m_theirs:-?} (1e-5)" \
+  test "$(grep -c "^block_size = 32$" <<<"$mis")$(h5diff -q "$tmp/imp.h5" "$tmp/mis.h5" /model /model && echo same)" = 1same -a \
+  "$(close "$m_ours" "$m_theirs" && echo y)" = y
 
 "$trainer" "$tmp/deck.ini" --export-hf "$tmp/out" --set checkpoint.resume="$tmp/imp.h5" >/dev/null 2>&1
 back=$($py "$ref" loss "$tmp/out" "$tmp/tok" 64)

@@ -9,6 +9,8 @@ transformers' LlamaForCausalLM does, without transformers (Debian does not packa
   loss DIR DATA T       the mean cross-entropy over DATA's val split in non-overlapping windows of
                         T (as --eval-only takes them), in float64, printed with 8 decimals
   same DIR1 DIR2        exit 0 when both folders hold the same tensors with the same float32 values
+  mistral DIR           make the folder a MistralForCausalLM's (model_type mistral, sliding_window 32:
+                        Llama's tensors; within the window its attention is Llama's)
   break DIR KIND        spoil a folder: missing (a tensor gone), shape (k_proj's rows), arch
                         (model_type gpt_neox), heads (num_key_value_heads 3), scaling (rope_type yarn)
 
@@ -228,5 +230,9 @@ if __name__ == "__main__":
         loss(sys.argv[2], sys.argv[3], int(sys.argv[4]))
     elif cmd == "same":
         sys.exit(same(sys.argv[2], sys.argv[3]))
+    elif cmd == "mistral":
+        path = os.path.join(sys.argv[2], "config.json")
+        cfg = dict(json.load(open(path)), architectures=["MistralForCausalLM"], model_type="mistral", sliding_window=32)
+        json.dump(cfg, open(path, "w"))
     elif cmd == "break":
         spoil(sys.argv[2], sys.argv[3])

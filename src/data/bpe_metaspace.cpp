@@ -136,12 +136,13 @@ std::vector<std::int32_t> BpeTokenizer::Vocabulary::symbols(std::string_view pie
   return out;
 }
 
-std::vector<std::string_view> BpeTokenizer::Vocabulary::words(std::string_view text, bool first,
+std::vector<std::string_view> BpeTokenizer::Vocabulary::words(std::string_view text, BpeTokenizer::Start start,
                                                               std::string& normal) const {
   normal.clear();
   if (text.empty()) return {};
-  const bool prepend = metaspace.prepend == Metaspace::Prepend::every_segment ||
-                       (metaspace.prepend == Metaspace::Prepend::first_segment && first);
+  const bool prepend =
+      start != Start::inside && (metaspace.prepend == Metaspace::Prepend::every_segment ||
+                                 (metaspace.prepend == Metaspace::Prepend::first_segment && start == Start::text));
   if (prepend && !(metaspace.only_if_missing && (text[0] == ' ' || text.substr(0, 3) == kSpaceMark)))
     normal = kSpaceMark;
   for (char c : text)

@@ -407,7 +407,8 @@ std::vector<std::int32_t> BpeTokenizer::encode_with_specials(std::string_view te
       const std::size_t f = text.find(sp.first, at);
       if (f < found) found = f, which = &sp;
     }
-    encode_segment(text.substr(at, std::min(found, text.size()) - at), at == 0, out);
+    encode_segment(text.substr(at, std::min(found, text.size()) - at), at == 0 ? Start::text : Start::after_special,
+                   out);
     if (!which) break;
     out.push_back(which->second);
     at = found + which->first.size();
@@ -418,17 +419,38 @@ std::vector<std::int32_t> BpeTokenizer::encode_with_specials(std::string_view te
 std::vector<std::int32_t> BpeTokenizer::encode(std::string_view text) {
   std::vector<std::int32_t> out;
   out.reserve(text.size() / 3);
-  encode_segment(text, true, out);
+  encode_segment(text, Start::text, out);
   return out;
 }
 
-void BpeTokenizer::encode_segment(std::string_view text, bool first, std::vector<std::int32_t>& out) {
+std::vector<std::string_view> BpeTokenizer::parts(std::string_view text, std::size_t target) const {
+  if (!vocab_->metaspace.on) return cut(text, target);
+  std::vector<std::string_view> out;
+  std::size_t begin = 0;
+  for (std::size_t at = std::max<std::size_t>(target, 1); at < text.size(); ++at) {
+    if (!(text[at] == ' ' && text[at - 1] > ' ' && text[at - 1] < 0x7f)) continue;
+    out.push_back(text.substr(begin, at - begin));
+    begin = at;
+    at = begin + std::max<std::size_t>(target, 1) - 1;
+  }
+  out.push_back(text.substr(begin));
+  return out;
+}
+
+std::vector<std::int32_t> BpeTokenizer::encode_part(std::string_view part, bool first) {
+  std::vector<std::int32_t> out;
+  out.reserve(part.size() / 3);
+  encode_segment(part, first ? Start::text : Start::inside, out);
+  return out;
+}
+
+void BpeTokenizer::encode_segment(std::string_view text, Start start, std::vector<std::int32_t>& out) {
   if (!vocab_->metaspace.on) {
     for (std::string_view p : pieces(text)) merge_piece(p, out);
     return;
   }
   std::string normal;
-  for (std::string_view w : vocab_->words(text, first, normal)) merge_piece(w, out);
+  for (std::string_view w : vocab_->words(text, start, normal)) merge_piece(w, out);
 }
 
 const std::string& BpeTokenizer::token_bytes(std::int32_t id) const {

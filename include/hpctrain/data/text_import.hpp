@@ -59,9 +59,10 @@ class Vocabulary {
   // (BpeTokenizer::encode_with_specials: a chat template's <|start_header_id|>).
   std::vector<std::uint32_t> encode_prompt(const std::string& text, const std::string& what) const;
   std::string decode(const std::vector<std::uint32_t>& ids) const;
-  // `text` in parts that encode one by one (in parallel) to encode(text): a byte-level BPE's
-  // BpeTokenizer::cut; the whole text otherwise.
+  // gpt2 and bpe: `text` in parts that encode_part encodes one by one (in parallel) to
+  // encode(text) (BpeTokenizer::parts); the whole text otherwise.
   std::vector<std::string_view> parts(std::string_view text, std::size_t target) const;
+  std::vector<std::uint32_t> encode_part(std::string_view part, bool first) const;  // gpt2 and bpe
   // A copy for another thread (gpt2: its own piece cache, the tables shared).
   Vocabulary fork() const;
 

@@ -81,7 +81,8 @@ po::options_description cli_options() {
       "--generate: draw --tokens tokens even past an imported checkpoint's end-of-text token "
       "(generation_config.json's eos_token_id, which otherwise ends a sample)")(
       "samples", po::value<std::int64_t>()->default_value(1),
-      "--generate: continue the prompt this many times, one after the other, separated by a line of dashes")(
+      "--generate: continue the prompt this many times (side by side, a micro-batch's rows at a time), separated by "
+      "a line of dashes")(
       "vocab", po::value<std::string>(),
       "--generate: the tokenizer of a checkpoint trained on llm.c's .bin shards, which carry none: GPT-2's folder "
       "(encoder.json, vocab.bpe) or a tokenizer.json (Llama 3's)")(

@@ -179,32 +179,44 @@ class Attention final : public Layer {
 
  private:
   static constexpr float kQkNormEps = 1e-6f;
-  // Generation with a key/value cache (StepContext::decode_position = P): x [1, L, C] holds
-  // positions P .. P+L-1. Their queries, keys and values (normed and turned as in forward) go to
-  // rows P .. P+L-1 of the cache, qkv rows [1, T, (H + 2K) D] kept across calls (the queries of
-  // earlier positions with them: the fused layout flash_attention_decode reads); the L queries
-  // attend over rows 0 .. P+L-1. Nothing is kept for a backward.
+  // Generation with a key/value cache (StepContext::decode_position = P): x [B, L, C] holds
+  // positions P .. P+L-1 of B sequences drawn side by side (--samples). Their queries, keys and
+  // values (normed and turned as in forward) go to rows P .. P+L-1 of each sequence's cache, qkv
+  // rows [B, T, (H + 2K) D] kept across calls (the queries of earlier positions with them: the
+  // fused layout flash_attention_decode reads); the L queries attend over rows 0 .. P+L-1 of
+  // their sequence's (its documents: doc_ids [B, P+L]). Nothing is kept for a backward.
   void decode(const Tensor& x, Tensor& y) {
-    const std::int64_t len = x.shape()[1], c = x.shape()[2], p = context().decode_position;
+    const std::int64_t b = x.shape()[0], len = x.shape()[1], c = x.shape()[2], p = context().decode_position;
     const std::int64_t ld = (heads() + 2 * kv()) * (c / a_.heads), hc = heads() * (c / a_.heads);
-    HPCT_CHECK(x.shape()[0] == 1 && p + len <= t_, "attention: a key/value cache holds one sequence of " +
-                                                       std::to_string(t_) + " positions, not " +
-                                                       shape_string(x.shape()) + " from position " + std::to_string(p));
-    cache_ = scratch(cache_, {1, t_, ld}, x.device());
-    Tensor now = cache_.view(p * ld, {1, len, ld}), now2 = now.reshaped({len, ld});
-    gemm(false, true, 1.f, x.reshaped({len, c}), weight(0), 0.f, now2);
+    HPCT_CHECK(p + len <= t_, "attention: a key/value cache holds sequences of " + std::to_string(t_) +
+                                  " positions, not " + shape_string(x.shape()) + " from position " + std::to_string(p));
+    cache_ = scratch(cache_, {b, t_, ld}, x.device());
+    // (one sequence: computed in its cache rows; several: side by side, then each to its cache)
+    Tensor now = b == 1 ? cache_.view(p * ld, {1, len, ld}) : temp(2, {b, len, ld}, x.device());
+    Tensor now2 = now.reshaped({b * len, ld});
+    gemm(false, true, 1.f, x.reshaped({b * len, c}), weight(0), 0.f, now2);
     if (a_.bias) add_bias(now2, param(1));
     if (a_.qk_norm) {
-      Tensor rstd = temp(3, {len, heads() + kv()}, x.device());
+      Tensor rstd = temp(3, {b * len, heads() + kv()}, x.device());
       qk_norm_forward(now, heads(), kv(), kQkNormEps, rstd);
     }
     if (a_.rope > 0) rope_rotate(now, heads(), kv(), frequencies(c), p, false);
     round16(now2);
-    Tensor out = temp(0, {1, len, hc}, x.device()), lse = temp(1, {1, heads(), len}, x.device());
-    flash_attention_decode(cache_.view(0, {1, p + len, ld}), heads(), kv(), context().doc_ids, p, out, lse);
+    Tensor out = temp(0, {b, len, hc}, x.device()), lse = temp(1, {b, heads(), len}, x.device());
+    const Tensor& docs = context().doc_ids;
+    for (std::int64_t s = 0; s < b; ++s) {
+      Tensor mine = cache_.view(s * t_ * ld, {1, p + len, ld}), out_s = out.view(s * len * hc, {1, len, hc});
+      Tensor lse_s = lse.view(s * heads() * len, {1, heads(), len});
+      if (b > 1) {
+        Tensor fresh = mine.view(p * ld, {1, len, ld});
+        copy(now.view(s * len * ld, {1, len, ld}), fresh);
+      }
+      flash_attention_decode(mine, heads(), kv(), docs.defined() ? docs.view(s * (p + len), {1, p + len}) : docs, p,
+                             out_s, lse_s);
+    }
     round16(out);
-    Tensor y2 = y.reshaped({len, c});
-    gemm(false, true, 1.f, out.reshaped({len, hc}), weight(1), 0.f, y2);
+    Tensor y2 = y.reshaped({b * len, c});
+    gemm(false, true, 1.f, out.reshaped({b * len, hc}), weight(1), 0.f, y2);
     tp_sum(y2);
     if (a_.bias) add_bias(y2, param(3));
   }

@@ -145,6 +145,7 @@ class LmHead final : public Layer {
     HPCT_CHECK(!sequence_split() && p >= 0 && p < len,
                "lm_head: one output position (generation) needs StepContext::output_position in [0, " +
                    std::to_string(len) + "), got " + std::to_string(p));
+    if (len == 1) return gemm(false, true, 1.f, x.reshaped({y.rows(), width}), param(0), 0.f, y);  // (side by side)
     for (std::int64_t b = 0; b < y.rows(); ++b) {
       Tensor row = y.view(b * y.cols(), {1, y.cols()});
       gemm(false, true, 1.f, x.view((b * len + p) * width, {1, width}), param(0), 0.f, row);

@@ -93,7 +93,9 @@ class PipelinedStage final : public StepExecutor {
     stage_.eval_batch(rows, mb, scalars);
   }
   bool holds_output() const override { return stage_.last(); }
-  void share_from_output(std::uint32_t& value) override { pp_.broadcast(&value, 1, DType::i32, stage_.stages() - 1); }
+  void share_from_output(std::vector<std::uint32_t>& values) override {
+    pp_.broadcast(values.data(), values.size(), DType::i32, stage_.stages() - 1);
+  }
   void sum_over_stages(double* v, std::size_t n) override { pp_.allreduce(v, v, n, DType::f64, ReduceOp::sum); }
   PipelineStage* pipeline() override { return &stage_; }
 

@@ -9,8 +9,9 @@
 // temperature 0; an imported checkpoint's generation_config.json fills the options not given)
 // with a uniform number keyed by ([run] seed, sample, token number): the same text on one rank or
 // on a pipeline, where the last stage draws and sends the token to the other stages. --samples N
-// continues the prompt N times, one after the other; an end-of-text token of the checkpoint's
-// generation_config.json ends a sample.
+// continues the prompt N times, side by side (as many rows at a time as a training micro-batch:
+// each forward reads the weights once for them, each row its own cache) with the texts of one at
+// a time; an end-of-text token of the checkpoint's generation_config.json ends a sample.
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -83,29 +84,31 @@ DatasetIndex generation_index(const Config& cfg, Runtime& rt, const std::string&
   return index;
 }
 
-std::uint32_t Trainer::next_token(Tensor& input, std::int64_t len, std::int64_t from, const SamplingOptions& o,
-                                  std::uint64_t key) {
+std::vector<std::uint32_t> Trainer::next_tokens(const Tensor& context, std::int64_t len, const Tensor& run,
+                                                std::int64_t from, const SamplingOptions& o, std::int64_t first_sample,
+                                                std::int64_t n) {
   StepContext& ctx = model_->context();
+  const std::int64_t rows = run.shape()[0];
   ctx.decode_position = from;
-  if (from >= 0) {  // the positions from..len-1 attend over the cache's and their own
-    model_->set_length(len - from);
-    mark_documents(input.view(0, {1, len}));  // the documents of every position attended over
-  } else {  // the whole window (positions past the context: causal attention ignores them)
-    model_->set_length(0);
-    mark_documents(input);
-  }
-  const Tensor run = from >= 0 ? input.view(from, {1, len - from}) : input;
+  model_->set_length(from >= 0 ? len - from : 0);  // (0: the whole window; causal attention ignores its padding)
+  mark_documents(context);                         // the documents of every position attended over
   const std::int64_t last = from >= 0 ? len - from - 1 : len - 1;  // the context's last position in the run
   ctx.output_position = last;  // (lm_head computes its logits alone: Purpose::generation)
-  executor_->forward(1, MicroBatch{run, Targets{}}, nullptr);
-  std::uint32_t next = 0;
+  executor_->forward(rows, MicroBatch{run, Targets{}}, nullptr);
+  std::vector<std::uint32_t> next(static_cast<std::size_t>(rows), 0);
   if (executor_->holds_output()) {
-    // The last position's row alone comes to the host; rows are padded-vocabulary wide ([model]
-    // vocab_multiple) and only their first num_classes are tokens.
+    // Each sequence's last position's row alone comes to the host; rows are padded-vocabulary wide
+    // ([model] vocab_multiple) and only their first num_classes are tokens.
     const Tensor& out = model_->output();
-    const std::int64_t stride = out.shape().back(), row = model_->one_output_position() ? 0 : last;
-    std::vector<float> logits = to_host(out.view(row * stride, {index_.train.num_classes}));
-    next = draw_token(logits, o, key);
+    const std::int64_t stride = out.shape().back(), positions = out.numel() / (rows * stride);
+    for (std::int64_t r = 0; r < rows; ++r) {
+      const std::int64_t row = r * positions + (model_->one_output_position() ? 0 : last);
+      std::vector<float> logits = to_host(out.view(row * stride, {index_.train.num_classes}));
+      // The draw's key: ([run] seed, sample, token number); sample 0's as before there were samples.
+      const std::uint64_t key = cfg_.run.seed ^ splitmix64(0x67656E + static_cast<std::uint64_t>(n) +
+                                                           (static_cast<std::uint64_t>(first_sample + r) << 32));
+      next[static_cast<std::size_t>(r)] = draw_token(logits, o, key);
+    }
   }
   executor_->share_from_output(next);
   return next;
@@ -128,7 +131,6 @@ int Trainer::generate(const SamplingOptions& given) {
   const CheckpointInfo info = checkpointer.load(target, sums, Checkpointer::LoadFor::inference);
   model_->refresh_compute_parameters();
   model_->context().training = false;
-  model_->set_batch(1);
   // The options the command line left out: an imported checkpoint's generation_config.json's, as
   // Hugging Face's generate() takes them (the same file on every rank: the checkpoint's).
   SamplingOptions o = given;
@@ -140,12 +142,17 @@ int Trainer::generate(const SamplingOptions& given) {
        std::to_string(o.temperature) + ", top-k " + std::to_string(o.top_k) + ", top-p " + std::to_string(o.top_p) +
        ", seed " + std::to_string(cfg_.run.seed) + (o.kv_cache ? ", key/value cache" : ", no key/value cache") +
        (applied.empty() ? "" : " (from the checkpoint's generation_config.json: " + applied + ")"));
+  // The samples run side by side, as many at a time as a training micro-batch has rows (what the
+  // memory estimate counts).
+  const std::int64_t group =
+      std::max<std::int64_t>(1, std::min(o.samples, rt_.per_rank_batch() / cfg_.train.micro_batches));
   const bool prints = rt_.world().rank() == 0;
   const auto start = std::chrono::steady_clock::now();
   double drawn = 0;
-  for (std::int64_t sample = 0; sample < o.samples; ++sample) {
-    if (prints && sample > 0) std::fputs("---------------\n", stdout);  // (nanoGPT's separator)
-    drawn += static_cast<double>(continue_prompt(ids, o, sample, vocab, prints));
+  for (std::int64_t first = 0; first < o.samples; first += group) {
+    const std::int64_t count = std::min(group, o.samples - first);
+    model_->set_batch(count);
+    drawn += static_cast<double>(continue_prompt(ids, o, first, count, vocab, prints));
   }
   const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   if (prints)  // on stderr: stdout holds the text alone
@@ -153,44 +160,63 @@ int Trainer::generate(const SamplingOptions& given) {
   return 0;
 }
 
-std::int64_t Trainer::continue_prompt(std::vector<std::uint32_t> ids, const SamplingOptions& o, std::int64_t sample,
-                                      const Vocabulary& vocab, bool prints) {
+std::int64_t Trainer::continue_prompt(const std::vector<std::uint32_t>& ids, const SamplingOptions& o,
+                                      std::int64_t first, std::int64_t count, const Vocabulary& vocab, bool prints) {
   const std::int64_t t = index_.train.block_size;
-  Tensor input = Tensor::zeros({1, t}, alloc_, DType::i32);
-  std::vector<std::int32_t> window(static_cast<std::size_t>(t));
-  // The text streams out as it is drawn (rank 0; a token may end inside a UTF-8 character).
-  if (prints) std::fputs(o.prompt.c_str(), stdout);
-  std::int64_t cached = 0;  // positions the cache holds
-  const auto prompt = static_cast<std::int64_t>(ids.size());
+  Tensor input = Tensor::zeros({count, t}, alloc_, DType::i32), fresh = Tensor::zeros({count, t}, alloc_, DType::i32);
+  std::vector<std::vector<std::uint32_t>> seqs(static_cast<std::size_t>(count), ids);
+  std::vector<std::string> texts(static_cast<std::size_t>(count));  // (several: printed at the end)
+  std::vector<char> stopped(static_cast<std::size_t>(count), 0);
+  std::vector<std::int32_t> host;
+  // One sample streams as it is drawn (rank 0; a token may end inside a UTF-8 character).
+  if (prints && count == 1 && first > 0) std::fputs("---------------\n", stdout);  // (nanoGPT's separator)
+  if (prints && count == 1) std::fputs(o.prompt.c_str(), stdout);
+  std::int64_t cached = 0, kept = 0;  // positions the cache holds; tokens drawn before a stop
   for (std::int64_t n = 0; n < o.tokens; ++n) {
-    const auto len = static_cast<std::int64_t>(std::min<std::size_t>(ids.size(), static_cast<std::size_t>(t)));
-    std::fill(window.begin(), window.end(), 0);
-    for (std::int64_t i = 0; i < len; ++i)
-      window[static_cast<std::size_t>(i)] =
-          static_cast<std::int32_t>(ids[ids.size() - static_cast<std::size_t>(len - i)]);
-    upload(window.data(), window.size() * sizeof(std::int32_t), input);
+    // Every sequence has the same length (a stopped one runs on unseen): the last `len` tokens of each.
+    const std::size_t size = seqs[0].size();
+    const auto len = static_cast<std::int64_t>(std::min<std::size_t>(size, static_cast<std::size_t>(t)));
     // The cache serves while the context fits block_size; then the window slides, every position
     // moves, and each token runs the whole window (as without the cache).
-    const bool cache = o.kv_cache && ids.size() <= static_cast<std::size_t>(t);
-    // The draw's key: ([run] seed, sample, token number); sample 0's as before there were samples.
-    const std::uint64_t key = cfg_.run.seed ^ splitmix64(0x67656E + static_cast<std::uint64_t>(n) +
-                                                         (static_cast<std::uint64_t>(sample) << 32));
-    const std::uint32_t next = next_token(input, len, cache ? cached : -1, o, key);
+    const std::int64_t from = o.kv_cache && size <= static_cast<std::size_t>(t) ? cached : -1;
+    const std::int64_t width = from >= 0 ? len : t;  // (the whole window: padded with 0 after len)
+    const auto window = [&](std::int64_t begin, std::int64_t cols, Tensor& into) {
+      host.assign(static_cast<std::size_t>(count * cols), 0);
+      for (std::int64_t r = 0; r < count; ++r)
+        for (std::int64_t i = begin; i < std::min(len, begin + cols); ++i)
+          host[static_cast<std::size_t>(r * cols + i - begin)] =
+              static_cast<std::int32_t>(seqs[static_cast<std::size_t>(r)][size - static_cast<std::size_t>(len - i)]);
+      upload(host.data(), host.size() * sizeof(std::int32_t), into);
+      return into.view(0, {count, cols});
+    };
+    const Tensor context = window(0, width, input);
+    const Tensor run = from >= 0 ? window(from, len - from, fresh) : context;
+    const std::vector<std::uint32_t> next = next_tokens(context, len, run, from, o, first, n);
     cached = len;
-    if (std::find(o.stop_ids.begin(), o.stop_ids.end(), next) != o.stop_ids.end())
-      break;  // (every rank: the same token)
-    ids.push_back(next);
-    if (prints) {
-      const std::string text = vocab.decode({next});
+    for (std::size_t r = 0; r < next.size(); ++r) {
+      seqs[r].push_back(next[r]);
+      if (stopped[r] || (stopped[r] = std::find(o.stop_ids.begin(), o.stop_ids.end(), next[r]) != o.stop_ids.end()))
+        continue;  // (every rank: the same tokens)
+      ++kept;
+      if (!prints) continue;
+      const std::string text = vocab.decode({next[r]});
+      if (count > 1) texts[r] += text;
+      if (count > 1) continue;
       std::fwrite(text.data(), 1, text.size(), stdout);
       std::fflush(stdout);
     }
+    if (std::find(stopped.begin(), stopped.end(), 0) == stopped.end()) break;
   }
   model_->set_length(0);
   model_->context().decode_position = -1;
   model_->context().output_position = -1;
-  if (prints) std::fputs("\n", stdout), std::fflush(stdout);
-  return static_cast<std::int64_t>(ids.size()) - prompt;
+  for (std::int64_t r = 0; prints && r < count; ++r) {
+    if (count > 1 && first + r > 0) std::fputs("---------------\n", stdout);
+    if (count > 1) std::fputs((o.prompt + texts[static_cast<std::size_t>(r)]).c_str(), stdout);
+    std::fputs("\n", stdout);
+  }
+  if (prints) std::fflush(stdout);
+  return kept;
 }
 
 }  // namespace hpctrain

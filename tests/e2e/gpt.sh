@@ -260,6 +260,13 @@ g5=$(sample 1 --samples 2)
 first=$(awk '/^---------------$/{exit} {print}' <<<"$g5") second=$(awk 'f{print} /^---------------$/{f=1}' <<<"$g5")
 check "--samples 2: the first sample is --generate's text, the second another ($(head -c 30 <<<"$second" | tr '\n' ' '))" \
   test "$first" = "$g1" -a "${second:0:4}" = "The " -a "$second" != "$g1"
+# --samples 3 runs them side by side (up to a micro-batch's 8 rows): the texts of one at a time
+# (global_batch 1), with the cache, without it, and on a 2-stage pipeline (the last stage sends 3 tokens).
+one=$(sample 1 --samples 3 --set train.global_batch=1)
+check "--samples 3 side by side: the texts of one at a time ($(grep -c '^---' <<<"$one") separators)" \
+  test "$(grep -c '^---------------$' <<<"$one")" = 2 -a "$(sample 1 --samples 3)" = "$one"
+check "... without the cache and on a 2-stage pipeline too" \
+  test "$(sample 1 --samples 3 --no-kv-cache)" = "$one" -a "$(sample 2 --samples 3 --set parallel.pipeline_parallel=2)" = "$one"
 # Nucleus sampling: --top-p so small that one token holds it is the greedy choice (--top-k 1) (a
 # --top-p that were ignored would sample as g1 does, which is not greedy).
 draw() { run 1 --generate --prompt "The " --tokens 40 "$@" 2>/dev/null | sed -n '/^generate:/,$p' | tail -n +2; }

@@ -113,6 +113,12 @@ check "... eos_token_id ends the sample at that token (greedy: ' pleasures')" \
   test "$(imported "$tmp/hf_eos.h5" | tail -n +2)" = "The"
 check "... --ignore-eos draws on: the greedy text" \
   test "$(imported "$tmp/hf_eos.h5" --ignore-eos | tail -n +2)" = "$(tail -n +2 <<<"$greedy")"
+# Sampled side by side (--samples 6), a sample that draws an end token stops while the others go
+# on: the texts of one at a time.
+side=$(imported "$tmp/hf_eos.h5" --temperature 1.5 --samples 6 | tail -n +2)
+check "... --samples 6 side by side, ended where they draw an end token: the texts of one at a time" \
+  test "$(grep -c '^---------------$' <<<"$side")" = 5 -a "$side" = "$(imported "$tmp/hf_eos.h5" --temperature 1.5 \
+  --samples 6 --set train.global_batch=1 --set train.micro_batch=1 | tail -n +2)"
 echo '{"top_p": "x"}' >"$tmp/hf_gen/generation_config.json"
 "$trainer" --import-hf "$tmp/hf_gen" --out "$tmp/hf_gen2.h5" >/dev/null 2>&1
 err=$("$trainer" "$deck" --generate --tokens 2 --set checkpoint.resume="$tmp/hf_gen2.h5" --set model.vocab_multiple=1 2>&1)

@@ -4,7 +4,8 @@
 // positions, within 1e-5 of their largest magnitude; also the held-probabilities attention
 // (fused=0) and the document mask. Negative control: the last position run alone, without the
 // cache, is far from them. A model that is not a token model refuses a shortened forward.
-// Also generation's one output position (OneOutputPositionGivesThatPositionsLogits).
+// Also generation's one output position (OneOutputPositionGivesThatPositionsLogits), for one
+// sequence and for two side by side (--samples), each with its own cache.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -128,6 +129,29 @@ TEST_P(KvCache, OneOutputPositionGivesThatPositionsLogits) {
     p += len;
   }
   EXPECT_EQ(p, T);
+  // Both sequences side by side (--samples): each row's cache, documents and last position.
+  one.set_batch(2);
+  p = 0;
+  for (std::int64_t len : {70, 1, 3, 1, 15}) {
+    Tensor run = Tensor::zeros({2, len}, alloc, DType::i32), ctx_docs = Tensor::zeros({2, p + len}, alloc, DType::i32);
+    for (std::int64_t b = 0; b < 2; ++b) {
+      std::copy_n(ids.data_as<std::int32_t>() + b * T + p, len, run.data_as<std::int32_t>() + b * len);
+      std::copy_n(docs.data_as<std::int32_t>() + b * T, p + len, ctx_docs.data_as<std::int32_t>() + b * (p + len));
+    }
+    one.context().decode_position = p;
+    one.context().output_position = len - 1;
+    one.set_length(len);
+    if (c.documents) one.context().doc_ids = ctx_docs;
+    const Tensor& got = one.forward(run);
+    ASSERT_EQ(got.shape(), (Shape{2, 1, V}));
+    for (int b = 0; b < 2; ++b) {
+      const Tensor row = got.view(b * V, {1, V});
+      EXPECT_LT(error(row, want[b], p + len - 1, 1), 1e-5) << c.name << ": sequence " << b << ", side by side";
+      // (control: the other sequence's logits there are far from them)
+      EXPECT_GT(error(row, want[1 - b], p + len - 1, 1), 1e-3) << c.name << ": sequence " << b;
+    }
+    p += len;
+  }
 }
 
 const std::string gpt =

@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <vector>
 
 #include "hpctrain/backend/cuda/device_api.hpp"
 #include "hpctrain/comm/communicator.hpp"
@@ -47,8 +48,8 @@ class StepExecutor {
   // Whether this rank holds the model's output (and its loss sums): every rank but a pipeline's
   // earlier stages.
   virtual bool holds_output() const { return true; }
-  // `value` of the rank holding the output, on every rank of this replica's stages.
-  virtual void share_from_output(std::uint32_t& /*value*/) {}
+  // `values` of the rank holding the output, on every rank of this replica's stages.
+  virtual void share_from_output(std::vector<std::uint32_t>& /*values*/) {}
   // `v[0..n)` summed over this replica's stages (a gradient norm's squares; the loss sums, which
   // the other stages add as zeros).
   virtual void sum_over_stages(double* /*v*/, std::size_t /*n*/) {}

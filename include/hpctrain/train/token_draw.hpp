@@ -15,7 +15,7 @@ struct SamplingOptions {
   std::int64_t top_k = 0;    // sample among the k most likely tokens (0: all)
   double top_p = 1.0;        // then among the fewest likeliest holding this share of the probability (1: all)
   bool kv_cache = true;      // reuse the keys and values of the positions run before (false: --no-kv-cache)
-  std::int64_t samples = 1;  // continuations of the prompt, one after the other (nanoGPT's num_samples)
+  std::int64_t samples = 1;  // continuations of the prompt, side by side (nanoGPT's num_samples)
   // Which of temperature, top_k and top_p the command line gave: the others may come from the
   // checkpoint's generation_config.json (sampling_defaults).
   bool temperature_given = true, top_k_given = true, top_p_given = true;

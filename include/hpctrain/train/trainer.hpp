@@ -266,14 +266,18 @@ class Trainer {
   Tensor doc_ids_;
   std::int32_t document_separator() const;
   void mark_documents(const Tensor& input);
-  // --generate's next token: the forward of the window's positions from..len-1 of `input` (from =
-  // -1: the whole window, without the cache) and the draw (keyed by `key`) from the last position's logits.
-  std::uint32_t next_token(Tensor& input, std::int64_t len, std::int64_t from, const SamplingOptions& o,
-                           std::uint64_t key);
-  // --generate's sample number `sample`: o.tokens drawn after the prompt's `ids` (fewer when one
-  // of o.stop_ids comes), streamed to stdout when `prints`. Returns the tokens printed.
-  std::int64_t continue_prompt(std::vector<std::uint32_t> ids, const SamplingOptions& o, std::int64_t sample,
-                               const Vocabulary& vocab, bool prints);
+  // --generate's next token of each of `run`'s rows (samples first_sample, ...; token number n):
+  // the forward of `run`, positions from..len-1 of the contexts `context` ([rows, len]; from = -1:
+  // the whole windows [rows, T] padded after len, `run` = `context`, without the cache), and the
+  // draws from each row's position len - 1's logits.
+  std::vector<std::uint32_t> next_tokens(const Tensor& context, std::int64_t len, const Tensor& run, std::int64_t from,
+                                         const SamplingOptions& o, std::int64_t first_sample, std::int64_t n);
+  // --generate's samples first .. first + count - 1, side by side: o.tokens drawn after the
+  // prompt's `ids` for each (fewer when one of o.stop_ids comes; that sequence runs on unseen
+  // while others draw), streamed to stdout when one and `prints`, else printed at the end. Returns
+  // the tokens printed.
+  std::int64_t continue_prompt(const std::vector<std::uint32_t>& ids, const SamplingOptions& o, std::int64_t first,
+                               std::int64_t count, const Vocabulary& vocab, bool prints);
   std::map<std::string, std::unique_ptr<Reader>> eval_readers_;  // per split, made on first use (collective)
 };
 

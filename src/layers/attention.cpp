@@ -109,6 +109,7 @@ class Attention final : public Layer {
     if (q.training && a_.dropout > 0)
       add(q.compact(probs, exact_in(1.f / (1.f - a_.dropout), q.precision))), add(q.compact(probs));
     if (a_.qk_norm) m.saved += 4 * n * t * (h + k);
+    m.cache = 4 * qkv;  // (decode: float32 qkv rows [n, T, (H + 2K) D])
     m.scratch += MemoryQuery::temp(out) + MemoryQuery::temp(qkv) + (a_.fused ? 0 : MemoryQuery::temp(probs)) +
                  (sequence_split() ? 6 * MemoryQuery::temp(n * t * c) : 0);
     return m;

@@ -67,6 +67,11 @@ class Residual final : public Layer {
     Layer::set_tensor_parallel(tp);
     for (auto& layer : inner_) layer->set_tensor_parallel(tp);
   }
+  double own_bytes() const override {
+    double bytes = Layer::own_bytes();
+    for (const auto& l : inner_) bytes += l->own_bytes();
+    return bytes;
+  }
   void sync_buffers(bool to_host) override {
     for (auto& layer : inner_) layer->sync_buffers(to_host);
   }
@@ -99,6 +104,7 @@ class Residual final : public Layer {
     for (std::size_t j = 0; j < inner_.size(); ++j) {
       const LayerMemory in = inner_[j]->memory(shapes_[j], q);
       m.saved += (sixteen ? 2 : 4) * elems(j + 1) + in.saved;
+      m.cache += in.cache;
       const double unpacked = sixteen ? (j > 0 ? MemoryQuery::temp(elems(j)) : 0) + MemoryQuery::temp(elems(j + 1)) : 0;
       m.scratch = std::max(m.scratch, in.scratch + unpacked);
     }

@@ -32,6 +32,7 @@ Model::ActivationMemory Model::activation_memory(std::int64_t rows, Precision pr
     // tensors at a time, in buffers it reuses (best fit) across blocks: at least the largest
     // block's, at most each distinct block's in all (the estimate).
     m.saved += recompute ? l.saved - l.inner : l.saved;
+    if (one_position_) m.cache += l.cache;
     if (l.inner > 0 && std::find(kinds.begin(), kinds.end(), l.inner) == kinds.end()) kinds.push_back(l.inner);
     double call = l.scratch;
     if (sixteen) {  // float32 copies of the layer's 16-bit parameters, its input and output (backward), in the arena
@@ -45,6 +46,12 @@ Model::ActivationMemory Model::activation_memory(std::int64_t rows, Precision pr
   if (recompute)
     for (const double k : kinds) m.saved += k;
   return m;
+}
+
+double Model::layer_own_bytes() const {
+  double bytes = 0;
+  for (const auto& l : layers_) bytes += l->own_bytes();
+  return bytes;
 }
 
 }  // namespace hpctrain

@@ -146,6 +146,11 @@ int Trainer::generate(const SamplingOptions& given) {
   // memory estimate counts).
   const std::int64_t group =
       std::max<std::int64_t>(1, std::min(o.samples, rt_.per_rank_batch() / cfg_.train.micro_batches));
+  // Their key/value caches, checked with the rest as at start-up (the refusal says to lower
+  // [train] micro_batch, which lowers the group).
+  memory_.act.cache = static_cast<double>(group) *
+                      model_->activation_memory(1, cfg_.precision.dtype, Device::cpu, false).cache;  // (float32)
+  raise_if_any(rt_.world(), memory_refusal(memory_, static_cast<double>(alloc_.in_use()), cfg_, rt_));
   const bool prints = rt_.world().rank() == 0;
   const auto start = std::chrono::steady_clock::now();
   double drawn = 0;

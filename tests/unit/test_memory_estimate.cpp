@@ -221,3 +221,29 @@ TEST(MemoryEstimate, GenerationOutputsOnePosition) {
       EXPECT_LT(held[1], held[0]) << what;
     }
 }
+
+// Generation's key/value caches (--generate, attention's decode): the bytes the layers keep (their
+// own allocators) once two sequences' first cached forward runs side by side are the estimate's
+// `cache` for 2 rows, which only a model with one output position (generation) counts.
+TEST(MemoryEstimate, GenerationCountsTheKeyValueCaches) {
+  for (const Case& c : kCases) {
+    if (c.tokens == 0) continue;
+    Allocator alloc;
+    const std::unique_ptr<Model> model = case_model(c, alloc);
+    Model& m = *model;
+    m.set_forward_only(true);
+    EXPECT_EQ(m.activation_memory(2, Precision::fp32, Device::cpu, false).cache, 0) << c.name << ": training";
+    ASSERT_TRUE(m.set_one_output_position());
+    m.set_batch(2);
+    const Tensor x = case_input(c, 2, alloc);
+    m.context().output_position = 3;
+    m.forward(x);  // (the whole window first)
+    const double before = m.layer_own_bytes();
+    m.context().decode_position = 0;
+    m.set_length(4);
+    m.forward(Tensor::zeros({2, 4}, alloc, DType::i32));
+    const double cache = m.layer_own_bytes() - before;
+    EXPECT_GT(cache, 0) << c.name;
+    EXPECT_EQ(m.activation_memory(2, Precision::fp32, Device::cpu, false).cache, cache) << c.name;
+  }
+}

@@ -148,6 +148,7 @@ struct LayerMemory {
   double saved = 0;    // kept from forward to backward in the micro-batch's saved set
   double scratch = 0;  // the most one call takes from the arena at once (nested inner calls included)
   double inner = 0;    // of `saved`, what [train] recompute = blocks drops (a residual block's inner tensors)
+  double cache = 0;    // generation's key/value cache for the rows' sequences, kept across forwards (attention)
 };
 // The micro-batch Layer::memory is asked about: its rows, the compute format, the device, and
 // whether it trains (dropout keeps its mask only then).
@@ -237,6 +238,9 @@ class Layer {
   // outputs one position of each sequence, StepContext::output_position ([T, V] -> [1, V]; the
   // other positions' logits are never computed). False: this layer cannot.
   virtual bool set_one_position() { return false; }
+  // Bytes of the buffers the layer keeps across calls from its own allocators (scratch(): a key/
+  // value cache, a device copy of running statistics), its inner layers' with them.
+  virtual double own_bytes() const { return static_cast<double>(host_scratch_.in_use() + device_scratch_.in_use()); }
   virtual void set_context(const StepContext* ctx, std::size_t index) {
     ctx_ = ctx;
     index_ = index;

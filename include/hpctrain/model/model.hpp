@@ -213,13 +213,17 @@ class Model {
     double saved = 0;      // what the layers keep besides (Layer::memory; recompute: one block's inner tensors)
     double gradients = 0;  // gradient_buffer_bytes
     double scratch = 0;    // the arena's high-water mark: the deepest layer call's scratch
-    double kept() const { return outputs + saved; }
-    double total() const { return outputs + saved + gradients + scratch; }
+    double cache = 0;      // generation (one output position): the key/value caches of `rows` sequences
+    double kept() const { return outputs + saved; }  // (per micro-batch in flight; the caches once)
+    double total() const { return kept() + cache + gradients + scratch; }
   };
   // For a run in `precision` on `device` ([train] recompute = blocks: `recompute`); the model's own
   // precision need not be set (--dry-run's is not).
   ActivationMemory activation_memory(std::int64_t rows, Precision precision, Device device, bool recompute) const;
   std::size_t layers() const { return layers_.size(); }
+  // The bytes the layers keep across calls from their own allocators (Layer::own_bytes: generation's
+  // key/value caches), which the model's allocator does not count.
+  double layer_own_bytes() const;
   // Weights tied across pipeline stages (a GPT's embedding on the first stage, its head on the
   // last): the later stage holds a copy under the earlier layer's parameter name (so
   // param_info() finds either by that name); store().copies() are their ranges here. The trainer

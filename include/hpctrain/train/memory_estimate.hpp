@@ -29,7 +29,7 @@ struct MemoryEstimate {
   bool activations = true;  // false: not estimated (--dry-run of a pipeline: per stage only in the run)
   double buffers() const { return parameters + gradients + copy16 + state; }
   // The model buffers, the activations kept and the gradients between layers (the "Peak" line).
-  double peak_without_scratch() const { return buffers() + sets * act.kept() + act.gradients + received; }
+  double peak_without_scratch() const { return buffers() + sets * act.kept() + act.cache + act.gradients + received; }
   double total() const { return peak_without_scratch() + act.scratch + batch; }
 };
 

@@ -200,13 +200,15 @@ std::int64_t Trainer::continue_prompt(const std::vector<std::uint32_t>& ids, con
     cached = len;
     for (std::size_t r = 0; r < next.size(); ++r) {
       seqs[r].push_back(next[r]);
-      if (stopped[r] || (stopped[r] = std::find(o.stop_ids.begin(), o.stop_ids.end(), next[r]) != o.stop_ids.end()))
-        continue;  // (every rank: the same tokens)
+      if (!stopped[r]) stopped[r] = std::find(o.stop_ids.begin(), o.stop_ids.end(), next[r]) != o.stop_ids.end();
+      if (stopped[r]) continue;  // (every rank: the same tokens)
       ++kept;
       if (!prints) continue;
       const std::string text = vocab.decode({next[r]});
-      if (count > 1) texts[r] += text;
-      if (count > 1) continue;
+      if (count > 1) {
+        texts[r] += text;
+        continue;
+      }
       std::fwrite(text.data(), 1, text.size(), stdout);
       std::fflush(stdout);
     }
@@ -217,7 +219,8 @@ std::int64_t Trainer::continue_prompt(const std::vector<std::uint32_t>& ids, con
   model_->context().output_position = -1;
   for (std::int64_t r = 0; prints && r < count; ++r) {
     if (count > 1 && first + r > 0) std::fputs("---------------\n", stdout);
-    if (count > 1) std::fputs((o.prompt + texts[static_cast<std::size_t>(r)]).c_str(), stdout);
+    const std::string text = count > 1 ? o.prompt + texts[static_cast<std::size_t>(r)] : "";
+    std::fwrite(text.data(), 1, text.size(), stdout);
     std::fputs("\n", stdout);
   }
   if (prints) std::fflush(stdout);

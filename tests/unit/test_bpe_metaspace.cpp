@@ -181,7 +181,9 @@ TEST(BpeMetaspace, PartsEncodeToTheWholeTextsIds) {
     EXPECT_EQ(joined, t.encode(text)) << scheme;
     // Negative control: each part a text of its own gets a second "▁" after each cut with Llama 2's
     // normalizer (Metaspace puts none before a text that starts with a space: the same ids there).
-    if (scheme.empty()) EXPECT_NE(wrong, t.encode(text));
+    if (scheme.empty()) {
+      EXPECT_NE(wrong, t.encode(text));
+    }
   }
 }
 

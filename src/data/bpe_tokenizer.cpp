@@ -400,12 +400,16 @@ void BpeTokenizer::merge_piece(std::string_view piece, std::vector<std::int32_t>
 
 std::vector<std::int32_t> BpeTokenizer::encode_with_specials(std::string_view text) {
   std::vector<std::int32_t> out;
+  // Each special token's next place at or after `at`, found again only once `at` passes it (a
+  // text is scanned about once per special token, not once per special token found).
+  std::vector<std::size_t> next;
+  for (const auto& sp : vocab_->specials) next.push_back(text.find(sp.first));
   for (std::size_t at = 0; at <= text.size();) {
     std::size_t found = std::string_view::npos;
     const std::pair<std::string, std::int32_t>* which = nullptr;
-    for (const auto& sp : vocab_->specials) {  // the earliest; at one place the longest (listed first)
-      const std::size_t f = text.find(sp.first, at);
-      if (f < found) found = f, which = &sp;
+    for (std::size_t k = 0; k < next.size(); ++k) {  // the earliest; at one place the longest (listed first)
+      if (next[k] != std::string_view::npos && next[k] < at) next[k] = text.find(vocab_->specials[k].first, at);
+      if (next[k] < found) found = next[k], which = &vocab_->specials[k];
     }
     encode_segment(text.substr(at, std::min(found, text.size()) - at), at == 0 ? Start::text : Start::after_special,
                    out);

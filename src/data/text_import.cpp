@@ -409,6 +409,7 @@ TextImportResult import_text(const TextImportOptions& o) {
   r.train = train;
   r.val = n - train;
   r.vocab = vocab.size();
+  r.tokenizer = vocab.tokenizer();
   return r;
 }
 

@@ -396,7 +396,7 @@ int import_text_cmd(const po::variables_map& vm) {
   std::cout << "wrote " << r.train << " train tokens to " << o.out << "/train"
             << (r.val > 0 ? " and " + std::to_string(r.val) + " val tokens to " + o.out + "/val"
                           : std::string(" and no val split (--val-fraction 0)"))
-            << " (" << o.tokenizer << " tokenizer, vocabulary " << r.vocab << ")\n";
+            << " (" << r.tokenizer << " tokenizer, vocabulary " << r.vocab << ")\n";
   char rate[160];
   std::snprintf(rate, sizeof(rate), "%lld document(s), %.2f MB of text encoded in %.2f s (%.2f MB/s)\n",
                 static_cast<long long>(r.documents), static_cast<double>(r.bytes) / 1e6, r.encode_seconds,

@@ -94,6 +94,7 @@ struct TextImportOptions {
 };
 struct TextImportResult {
   std::int64_t train = 0, val = 0, vocab = 0;  // tokens, tokens, vocabulary size
+  std::string tokenizer;                       // as stored: byte, char, gpt2, or bpe (a tokenizer.json)
   std::int64_t documents = 0, bytes = 0;       // of text read
   double encode_seconds = 0;                   // wall time of the encoding
 };

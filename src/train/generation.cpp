@@ -86,7 +86,7 @@ DatasetIndex generation_index(const Config& cfg, Runtime& rt, const std::string&
 
 std::vector<std::uint32_t> Trainer::next_tokens(const Tensor& context, std::int64_t len, const Tensor& run,
                                                 std::int64_t from, const SamplingOptions& o, std::int64_t first_sample,
-                                                std::int64_t n) {
+                                                std::int64_t n, const std::vector<std::vector<std::uint32_t>>& seqs) {
   StepContext& ctx = model_->context();
   const std::int64_t rows = run.shape()[0];
   ctx.decode_position = from;
@@ -104,6 +104,7 @@ std::vector<std::uint32_t> Trainer::next_tokens(const Tensor& context, std::int6
     for (std::int64_t r = 0; r < rows; ++r) {
       const std::int64_t row = r * positions + (model_->one_output_position() ? 0 : last);
       std::vector<float> logits = to_host(out.view(row * stride, {index_.train.num_classes}));
+      if (o.repetition_penalty != 1) penalize_repeats(logits, seqs[static_cast<std::size_t>(r)], o.repetition_penalty);
       // The draw's key: ([run] seed, sample, token number); sample 0's as before there were samples.
       const std::uint64_t key = cfg_.run.seed ^ splitmix64(0x67656E + static_cast<std::uint64_t>(n) +
                                                            (static_cast<std::uint64_t>(first_sample + r) << 32));
@@ -140,7 +141,8 @@ int Trainer::generate(const SamplingOptions& given) {
   log0("generate: " + target + " (step " + std::to_string(info.state.step) + "), " + std::to_string(o.tokens) +
        " tokens" + (o.samples > 1 ? " x " + std::to_string(o.samples) + " samples" : "") + ", temperature " +
        std::to_string(o.temperature) + ", top-k " + std::to_string(o.top_k) + ", top-p " + std::to_string(o.top_p) +
-       ", seed " + std::to_string(cfg_.run.seed) + (o.kv_cache ? ", key/value cache" : ", no key/value cache") +
+       (o.repetition_penalty != 1 ? ", repetition penalty " + std::to_string(o.repetition_penalty) : "") + ", seed " +
+       std::to_string(cfg_.run.seed) + (o.kv_cache ? ", key/value cache" : ", no key/value cache") +
        (applied.empty() ? "" : " (from the checkpoint's generation_config.json: " + applied + ")"));
   // The samples run side by side, as many at a time as a training micro-batch has rows (what the
   // memory estimate counts).
@@ -196,7 +198,7 @@ std::int64_t Trainer::continue_prompt(const std::vector<std::uint32_t>& ids, con
     };
     const Tensor context = window(0, width, input);
     const Tensor run = from >= 0 ? window(from, len - from, fresh) : context;
-    const std::vector<std::uint32_t> next = next_tokens(context, len, run, from, o, first, n);
+    const std::vector<std::uint32_t> next = next_tokens(context, len, run, from, o, first, n, seqs);
     cached = len;
     for (std::size_t r = 0; r < next.size(); ++r) {
       seqs[r].push_back(next[r]);

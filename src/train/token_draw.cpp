@@ -16,7 +16,43 @@ void check_sampling_options(const SamplingOptions& o) {
   if (o.tokens < 0 || o.top_k < 0) throw bad_input("--tokens and --top-k must be >= 0");
   if (!(o.top_p > 0 && o.top_p <= 1)) throw bad_input("--top-p must be in (0, 1]");
   if (o.samples < 1) throw bad_input("--samples must be >= 1");
+  if (!(o.repetition_penalty > 0)) throw bad_input("--repetition-penalty must be > 0 (1: none)");
 }
+
+void penalize_repeats(std::vector<float>& logits, const std::vector<std::uint32_t>& seen, double penalty) {
+  const auto p = static_cast<float>(penalty);
+  std::vector<char> done(logits.size(), 0);
+  for (const std::uint32_t id : seen) {
+    if (id >= logits.size() || done[id]) continue;
+    done[id] = 1;
+    float& l = logits[id];
+    l = l < 0 ? l * p : l / p;
+  }
+}
+
+namespace {
+// The generation_config.json settings hpctrain does not apply, with the values that would change
+// Hugging Face's draw: "num_beams 4, min_p 0.05" ("" when none).
+std::string not_applied(const nlohmann::json& j) {
+  std::string out;
+  const auto note = [&](const char* key, bool changes) {
+    if (j.contains(key) && !j[key].is_null() && changes)
+      out += std::string(out.empty() ? "" : ", ") + key + " " + j[key].dump();
+  };
+  const auto number = [&](const char* key) {
+    return j.contains(key) && j[key].is_number() ? j[key].get<double>() : 0.0;
+  };
+  note("num_beams", number("num_beams") > 1);
+  note("no_repeat_ngram_size", number("no_repeat_ngram_size") > 0);
+  note("min_p", number("min_p") > 0);
+  note("typical_p", j.contains("typical_p") && j["typical_p"].is_number() && number("typical_p") < 1);
+  note("min_new_tokens", number("min_new_tokens") > 0);
+  note("suppress_tokens",
+       j.contains("suppress_tokens") && j["suppress_tokens"].is_array() && !j["suppress_tokens"].empty());
+  note("bad_words_ids", j.contains("bad_words_ids") && j["bad_words_ids"].is_array() && !j["bad_words_ids"].empty());
+  return out;
+}
+}  // namespace
 
 SamplingOptions sampling_defaults(SamplingOptions o, const std::string& json, const std::string& origin,
                                   std::string& applied) {
@@ -44,16 +80,21 @@ SamplingOptions sampling_defaults(SamplingOptions o, const std::string& json, co
     }
     applied = "eos_token_id " + e.dump();
   }
+  number("repetition_penalty", o.repetition_penalty, o.repetition_penalty_given, 0);  // (greedy too)
+  if (!(o.repetition_penalty > 0))
+    throw bad_input(origin + ": \"repetition_penalty\" = " + j["repetition_penalty"].dump() + " is not > 0");
+  const std::string skipped = not_applied(j);
   if (j.contains("do_sample") && j["do_sample"].is_boolean() && !j["do_sample"].get<bool>()) {
     if (!o.temperature_given)
       o.temperature = 0, applied += std::string(applied.empty() ? "" : ", ") + "do_sample false (greedy)";
-    return o;
+  } else {
+    number("temperature", o.temperature, o.temperature_given, 0);
+    double k = static_cast<double>(o.top_k);
+    number("top_k", k, o.top_k_given, 0);
+    o.top_k = static_cast<std::int64_t>(k);
+    number("top_p", o.top_p, o.top_p_given, 0);
   }
-  number("temperature", o.temperature, o.temperature_given, 0);
-  double k = static_cast<double>(o.top_k);
-  number("top_k", k, o.top_k_given, 0);
-  o.top_k = static_cast<std::int64_t>(k);
-  number("top_p", o.top_p, o.top_p_given, 0);
+  if (!skipped.empty()) applied += std::string(applied.empty() ? "" : "; ") + "not applied: " + skipped;
   check_sampling_options(o);
   return o;
 }

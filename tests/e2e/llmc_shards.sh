@@ -119,6 +119,16 @@ side=$(imported "$tmp/hf_eos.h5" --temperature 1.5 --samples 6 | tail -n +2)
 check "... --samples 6 side by side, ended where they draw an end token: the texts of one at a time" \
   test "$(grep -c '^---------------$' <<<"$side")" = 5 -a "$side" = "$(imported "$tmp/hf_eos.h5" --temperature 1.5 \
   --samples 6 --set train.global_batch=1 --set train.micro_batch=1 | tail -n +2)"
+# Its repetition_penalty applies to the greedy draw too: at 100 no word of the greedy text (' pleasures'
+# 12 times) comes twice, and the header says it; --repetition-penalty 1 given wins: the greedy text.
+echo '{"do_sample": false, "repetition_penalty": 100, "num_beams": 4}' >"$tmp/hf_gen/generation_config.json"
+"$trainer" --import-hf "$tmp/hf_gen" --out "$tmp/hf_rep.h5" >/dev/null 2>&1
+rep=$(imported "$tmp/hf_rep.h5")
+check "... repetition_penalty 100: no word twice ($(tail -n +2 <<<"$rep" | cut -c1-40)), the header says it and what it does not apply (num_beams)" \
+  test "$(tail -n +2 <<<"$rep" | tr ' ' '\n' | sort | uniq -d | wc -l)" = 0 -a "$(tail -n +2 <<<"$greedy" | wc -w)" = 13 -a \
+  "$(grep -c "repetition_penalty 100, do_sample false (greedy); not applied: num_beams 4" <<<"$rep")" = 1
+check "... --repetition-penalty 1 given: the greedy text" \
+  test "$(imported "$tmp/hf_rep.h5" --repetition-penalty 1 | tail -n +2)" = "$(tail -n +2 <<<"$greedy")"
 echo '{"top_p": "x"}' >"$tmp/hf_gen/generation_config.json"
 "$trainer" --import-hf "$tmp/hf_gen" --out "$tmp/hf_gen2.h5" >/dev/null 2>&1
 err=$("$trainer" "$deck" --generate --tokens 2 --set checkpoint.resume="$tmp/hf_gen2.h5" --set model.vocab_multiple=1 2>&1)

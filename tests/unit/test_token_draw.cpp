@@ -150,3 +150,49 @@ TEST(TokenDraw, GenerationConfigFillsTheOptionsNotGiven) {
   o.ignore_eos = false;
   EXPECT_THROW(sampling_defaults(o, R"({"eos_token_id": "</s>"})", "g.json", applied), Error);
 }
+
+// Hugging Face's repetition penalty: each seen token's logit once, divided when positive,
+// multiplied when not (0 stays 0); ids past the logits ignored; 1 changes nothing.
+TEST(TokenDraw, RepetitionPenaltyAsHuggingFaceApplies) {
+  std::vector<float> logits = {2.f, -1.f, 0.f, 3.f, 0.5f};
+  penalize_repeats(logits, {0, 1, 0, 2, 9, 1}, 2.0);
+  EXPECT_EQ(logits, (std::vector<float>{1.f, -2.f, 0.f, 3.f, 0.5f}));
+  // Greedy: 2.0 against 1.9, the first seen: the second wins at 1.5 (2 / 1.5 = 1.33), not at 1.
+  SamplingOptions o;
+  o.temperature = 0;
+  for (const double penalty : {1.0, 1.5}) {
+    std::vector<float> l = {2.f, 1.9f, -1.f};
+    penalize_repeats(l, {0}, penalty);
+    EXPECT_EQ(draw_token(l, o, 1), penalty == 1.0 ? 0u : 1u) << penalty;
+  }
+}
+
+// generation_config.json's repetition_penalty applies greedy or sampled (a flag given wins), a
+// value <= 0 is one line naming the file, and settings hpctrain does not apply are listed.
+TEST(TokenDraw, GenerationConfigRepetitionPenaltyAndWhatIsNotApplied) {
+  SamplingOptions o;
+  o.repetition_penalty_given = false;
+  o.temperature_given = false;
+  std::string applied;
+  SamplingOptions got = sampling_defaults(
+      o, R"({"do_sample": false, "repetition_penalty": 1.3, "num_beams": 4, "min_p": 0})", "g.json", applied);
+  EXPECT_DOUBLE_EQ(got.repetition_penalty, 1.3);
+  EXPECT_DOUBLE_EQ(got.temperature, 0.0);
+  EXPECT_EQ(applied, "repetition_penalty 1.3, do_sample false (greedy); not applied: num_beams 4");
+  got = sampling_defaults(o, R"({"repetition_penalty": 1.1, "no_repeat_ngram_size": 3, "typical_p": 0.9})", "g.json",
+                          applied);
+  EXPECT_DOUBLE_EQ(got.repetition_penalty, 1.1);
+  EXPECT_EQ(applied, "repetition_penalty 1.1; not applied: no_repeat_ngram_size 3, typical_p 0.9");
+  o.repetition_penalty_given = true;
+  EXPECT_DOUBLE_EQ(sampling_defaults(o, R"({"repetition_penalty": 1.3})", "g.json", applied).repetition_penalty, 1.0);
+  o.repetition_penalty_given = false;
+  try {
+    sampling_defaults(o, R"({"repetition_penalty": 0})", "g.json", applied);
+    ADD_FAILURE() << "no error for repetition_penalty 0";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("g.json: \"repetition_penalty\" = 0 is not > 0"), std::string::npos)
+        << e.what();
+  }
+  o.repetition_penalty = 0;
+  EXPECT_THROW(check_sampling_options(o), Error);
+}

@@ -269,9 +269,11 @@ class Trainer {
   // --generate's next token of each of `run`'s rows (samples first_sample, ...; token number n):
   // the forward of `run`, positions from..len-1 of the contexts `context` ([rows, len]; from = -1:
   // the whole windows [rows, T] padded after len, `run` = `context`, without the cache), and the
-  // draws from each row's position len - 1's logits.
+  // draws from each row's position len - 1's logits (those of the tokens in its sequence `seqs`
+  // penalized by o.repetition_penalty).
   std::vector<std::uint32_t> next_tokens(const Tensor& context, std::int64_t len, const Tensor& run, std::int64_t from,
-                                         const SamplingOptions& o, std::int64_t first_sample, std::int64_t n);
+                                         const SamplingOptions& o, std::int64_t first_sample, std::int64_t n,
+                                         const std::vector<std::vector<std::uint32_t>>& seqs);
   // --generate's samples first .. first + count - 1, side by side: o.tokens drawn after the
   // prompt's `ids` for each (fewer when one of o.stop_ids comes; that sequence runs on unseen
   // while others draw), streamed to stdout when one and `prints`, else printed at the end. Returns

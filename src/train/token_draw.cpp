@@ -17,6 +17,7 @@ void check_sampling_options(const SamplingOptions& o) {
   if (!(o.top_p > 0 && o.top_p <= 1)) throw bad_input("--top-p must be in (0, 1]");
   if (o.samples < 1) throw bad_input("--samples must be >= 1");
   if (!(o.repetition_penalty > 0)) throw bad_input("--repetition-penalty must be > 0 (1: none)");
+  if (!(o.min_p >= 0 && o.min_p <= 1)) throw bad_input("--min-p must be in [0, 1] (0: none)");
 }
 
 void penalize_repeats(std::vector<float>& logits, const std::vector<std::uint32_t>& seen, double penalty) {
@@ -44,7 +45,6 @@ std::string not_applied(const nlohmann::json& j) {
   };
   note("num_beams", number("num_beams") > 1);
   note("no_repeat_ngram_size", number("no_repeat_ngram_size") > 0);
-  note("min_p", number("min_p") > 0);
   note("typical_p", j.contains("typical_p") && j["typical_p"].is_number() && number("typical_p") < 1);
   note("min_new_tokens", number("min_new_tokens") > 0);
   note("suppress_tokens",
@@ -64,10 +64,11 @@ SamplingOptions sampling_defaults(SamplingOptions o, const std::string& json, co
   }
   applied.clear();
   if (!j.is_object()) return o;
-  auto number = [&](const char* key, double& to, bool given, double lo) {
+  auto number = [&](const char* key, double& to, bool given, double lo, double hi = HUGE_VAL) {
     if (given || !j.contains(key) || j[key].is_null()) return;
-    if (!j[key].is_number() || !(j[key].get<double>() >= lo))
-      throw bad_input(origin + ": \"" + key + "\" = " + j[key].dump() + " is not a number >= " + std::to_string(lo));
+    if (!j[key].is_number() || !(j[key].get<double>() >= lo && j[key].get<double>() <= hi))
+      throw bad_input(origin + ": \"" + key + "\" = " + j[key].dump() + " is not a number in [" + std::to_string(lo) +
+                      (hi == HUGE_VAL ? ", inf)" : ", " + std::to_string(hi) + "]"));
     to = j[key].get<double>();
     applied += std::string(applied.empty() ? "" : ", ") + key + " " + j[key].dump();
   };
@@ -92,7 +93,8 @@ SamplingOptions sampling_defaults(SamplingOptions o, const std::string& json, co
     double k = static_cast<double>(o.top_k);
     number("top_k", k, o.top_k_given, 0);
     o.top_k = static_cast<std::int64_t>(k);
-    number("top_p", o.top_p, o.top_p_given, 0);
+    number("top_p", o.top_p, o.top_p_given, 0, 1);
+    number("min_p", o.min_p, o.min_p_given, 0, 1);
   }
   if (!skipped.empty()) applied += std::string(applied.empty() ? "" : "; ") + "not applied: " + skipped;
   check_sampling_options(o);
@@ -114,6 +116,21 @@ std::uint32_t walk(const std::vector<std::uint32_t>& ids, std::size_t count, con
 }
 }  // namespace
 
+namespace {
+// The draw among the first `count` of `ids` (weights `p`, `total` in all) after min_p: only those
+// whose probability is at least min_p times the likeliest's (p is relative to it: 1), in order.
+std::uint32_t walk_min_p(std::vector<std::uint32_t>& ids, std::size_t count, const std::vector<double>& p, double total,
+                         const SamplingOptions& o, std::uint64_t key) {
+  if (o.min_p <= 0) return walk(ids, count, p, total, key);
+  const auto end = std::stable_partition(ids.begin(), ids.begin() + static_cast<std::ptrdiff_t>(count),
+                                         [&](std::uint32_t id) { return p[id] >= o.min_p; });
+  const auto kept = static_cast<std::size_t>(end - ids.begin());  // (>= 1: the likeliest's is 1)
+  total = 0;
+  for (std::size_t i = 0; i < kept; ++i) total += p[ids[i]];
+  return walk(ids, kept, p, total, key);
+}
+}  // namespace
+
 std::uint32_t draw_token(const std::vector<float>& logits, const SamplingOptions& o, std::uint64_t key) {
   HPCT_CHECK(!logits.empty(), "draw_token: no logits");
   const std::size_t v = logits.size();
@@ -126,7 +143,7 @@ std::uint32_t draw_token(const std::vector<float>& logits, const SamplingOptions
   std::iota(ids.begin(), ids.end(), 0u);
   const std::size_t k = o.top_k > 0 ? std::min(static_cast<std::size_t>(o.top_k), v) : v;
   if (k == v && o.top_p >= 1) {  // the whole vocabulary, in id order
-    return walk(ids, v, p, std::accumulate(p.begin(), p.end(), 0.0), key);
+    return walk_min_p(ids, v, p, std::accumulate(p.begin(), p.end(), 0.0), o, key);
   }
   const auto likelier = [&](std::uint32_t a, std::uint32_t b) {  // (a total order: stable_sort's)
     return logits[a] > logits[b] || (logits[a] == logits[b] && a < b);
@@ -143,12 +160,12 @@ std::uint32_t draw_token(const std::vector<float>& logits, const SamplingOptions
     if (sorted < k) std::nth_element(at(done), at(sorted), at(k), likelier);
     std::sort(at(done), at(sorted), likelier);
     done = sorted;
-    if (o.top_p >= 1) return walk(ids, k, p, total, key);
+    if (o.top_p >= 1) return walk_min_p(ids, k, p, total, o, key);
     while (keep < done && mass < o.top_p * total) mass += p[ids[keep++]];
     if (mass >= o.top_p * total || done == k) break;
     sorted = std::min(k, done * 8);
   }
-  return walk(ids, std::max<std::size_t>(keep, 1), p, mass, key);
+  return walk_min_p(ids, std::max<std::size_t>(keep, 1), p, mass, o, key);
 }
 
 }  // namespace hpctrain

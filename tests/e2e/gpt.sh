@@ -274,6 +274,8 @@ greedy=$(draw --top-k 1) nucleus=$(draw --top-p 1e-9)
 check "--top-p 1e-9 is greedy, as --top-k 1 ($(head -c 30 <<<"$greedy" | tr '\n' ' '))" test -n "$greedy" -a "$greedy" = "$nucleus"
 check "... and sampling without it is not greedy (the control)" test "${g1:4:40}" != "${greedy:4:40}"
 check "--temperature 0 is greedy too" test "$(draw --temperature 0)" = "$greedy"
+check "--min-p 1 (only the likeliest) is greedy too" test "$(draw --min-p 1)" = "$greedy"
+expect_error "--min-p outside [0, 1]" "min-p must be in \[0, 1\]" run 1 --generate --tokens 2 --min-p 2
 expect_error "--top-p outside (0, 1]" "top-p must be in (0, 1]" run 1 --generate --tokens 2 --top-p 0
 expect_error "a prompt outside the vocabulary" "is not in the model's vocabulary" \
   run 1 --generate --prompt "日本" --tokens 5

@@ -78,6 +78,32 @@ TEST(TokenDraw, TopKThenTopP) {
   expect_frequencies(frequencies(kLogits, options(1, 2, 0.5)), expected(kLogits, 1, {1}), "top-k 2, top-p 0.5");
 }
 
+// min_p (Hugging Face's MinPLogitsWarper, after top-k and top-p): only the tokens at least min_p
+// times as likely as the likeliest, at the temperature. kLogits relative to token 1's at 1: token 3
+// 0.61, 5 0.37, 0 0.22, 2 0.10, 4 0.03; at 2: 3 0.78, 5 0.61, 0 0.47, 2 0.32, 4 0.17.
+TEST(TokenDraw, MinPAfterTopKAndTopP) {
+  auto with_min_p = [](SamplingOptions o, double m) {
+    o.min_p = m;
+    return o;
+  };
+  expect_frequencies(frequencies(kLogits, with_min_p(options(1, 0, 1), 0.2)), expected(kLogits, 1, {0, 1, 3, 5}),
+                     "min-p 0.2");
+  expect_frequencies(frequencies(kLogits, with_min_p(options(2, 0, 1), 0.3)), expected(kLogits, 2, {0, 1, 2, 3, 5}),
+                     "temperature 2, min-p 0.3");
+  expect_frequencies(frequencies(kLogits, with_min_p(options(1, 3, 1), 0.2)), expected(kLogits, 1, {1, 3, 5}),
+                     "top-k 3, min-p 0.2");
+  expect_frequencies(frequencies(kLogits, with_min_p(options(1, 0, 0.9), 0.5)), expected(kLogits, 1, {1, 3}),
+                     "top-p 0.9, min-p 0.5");
+  expect_frequencies(frequencies(kLogits, with_min_p(options(1, 0, 1), 1)), expected(kLogits, 1, {1}), "min-p 1");
+  EXPECT_THROW(check_sampling_options(with_min_p(options(1, 0, 1), 1.5)), Error);
+  std::string applied;
+  SamplingOptions o = options(1, 0, 1);
+  o.min_p_given = false;
+  EXPECT_DOUBLE_EQ(sampling_defaults(o, R"({"min_p": 0.05})", "g.json", applied).min_p, 0.05);
+  EXPECT_EQ(applied, "min_p 0.05");
+  EXPECT_THROW(sampling_defaults(o, R"({"min_p": 2})", "g.json", applied), Error);
+}
+
 // GPT-2's vocabulary width: the nucleus (more than the first 256 sorted: the draw sorts more) is
 // the one a full sort finds, and nothing outside it is drawn.
 TEST(TokenDraw, NucleusOfAWideVocabularyAsAFullSortFindsIt) {

@@ -128,9 +128,13 @@ Imported llama_import(const Json& c, Tensors hf, const std::string& file, const 
   expect_layers(d.n_layer, hf.size(), file, "num_hidden_layers");
   // Mistral (model_type mistral: Llama's tensors) attends over the last sliding_window positions;
   // within that many its attention is causal attention over all of them, so that is the context.
-  std::int64_t context = whole(c, "max_position_embeddings", file, 2048);
-  if (c.contains("sliding_window") && !c["sliding_window"].is_null())
-    context = std::min(context, whole(c, "sliding_window", file));
+  const std::int64_t positions = whole(c, "max_position_embeddings", file, 2048);
+  const bool windowed = c.contains("sliding_window") && !c["sliding_window"].is_null();
+  const std::int64_t window = windowed ? whole(c, "sliding_window", file) : positions;
+  if (positions < 1 || window < 1)
+    throw bad_input(file + ": \"" + (window < 1 ? "sliding_window" : "max_position_embeddings") +
+                    "\" = 0: the model's context would hold no position");
+  const std::int64_t context = std::min(positions, window);
   Imported out{llama_deck(d, context), llama_layers(d), {}};
   for (const auto& [theirs, ours] : direct_names(d.n_layer, d.tie_embeddings)) {
     out.tensors.push_back(renamed(take(hf, theirs, direct_shape(theirs, d), dir), ours));

@@ -151,6 +151,7 @@ check "a wrong shape: one line naming the tensor" bad shape "model.layers.1.self
 check "an unknown architecture" bad arch '"model_type" = "gpt_neox"'
 check "key/value heads that do not divide the heads" bad heads "num_key_value_heads 3 do not divide"
 check "another rope_scaling" bad scaling 'rope_scaling" of type "yarn"'
+check "a Mistral's sliding_window of 0" bad window '"sliding_window" = 0: the model.s context would hold no position'
 # An output that is no file is refused before anything is written (a folder once left "<folder>.partial").
 mkdir "$tmp/dir"
 nofile() {  # pattern command...: exit 2, one line matching, nothing written beside the folder

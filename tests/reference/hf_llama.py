@@ -12,7 +12,8 @@ transformers' LlamaForCausalLM does, without transformers (Debian does not packa
   mistral DIR           make the folder a MistralForCausalLM's (model_type mistral, sliding_window 32:
                         Llama's tensors; within the window its attention is Llama's)
   break DIR KIND        spoil a folder: missing (a tensor gone), shape (k_proj's rows), arch
-                        (model_type gpt_neox), heads (num_key_value_heads 3), scaling (rope_type yarn)
+                        (model_type gpt_neox), heads (num_key_value_heads 3), scaling (rope_type yarn),
+                        window (a Mistral's sliding_window 0)
 
 The forward follows modeling_llama.py: RMSNorm as weight * (x * rsqrt(mean(x^2) + eps)), RoPE with
 rotate_half on q and k after the projections (inv_freq from rope_theta, then llama3's scaling),
@@ -219,6 +220,8 @@ def spoil(folder, kind):
         cfg["num_key_value_heads"] = 3
     elif kind == "scaling":
         cfg["rope_scaling"]["rope_type"] = "yarn"
+    elif kind == "window":
+        cfg["model_type"], cfg["sliding_window"] = "mistral", 0
     json.dump(cfg, open(cfg_path, "w"))
 
 

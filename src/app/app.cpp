@@ -75,9 +75,11 @@ po::options_description cli_options() {
       "--generate: then among the fewest likeliest holding this share of the probability (nucleus; 1: all)")(
       "min-p", po::value<double>()->default_value(0.0),
       "--generate: then among those at least this times as likely as the likeliest (0: all)")(
-      "repetition-penalty", po::value<double>()->default_value(1.0),
-      "--generate: divide the logits of tokens already in the text by this (multiply the negative ones; "
-      "Hugging Face's repetition_penalty; 1: none)")(
+      "no-repeat-ngram", po::value<std::int64_t>()->default_value(0),
+      "--generate: never draw a token that would repeat an n-gram of the text (Hugging Face's no_repeat_ngram_size; "
+      "0: none)")("repetition-penalty", po::value<double>()->default_value(1.0),
+                  "--generate: divide the logits of tokens already in the text by this (multiply the negative ones; "
+                  "Hugging Face's repetition_penalty; 1: none)")(
       "resume-changed",
       "resume the run in [run] out_dir with another train.steps or train.epochs than its checkpoint's ([checkpoint] "
       "resume_changed = true)")(
@@ -158,6 +160,7 @@ CliOptions parse_cli(int argc, char** argv) {
   o.top_p = vm["top-p"].as<double>();
   o.repetition_penalty = vm["repetition-penalty"].as<double>();
   o.min_p = vm["min-p"].as<double>();
+  o.no_repeat_ngram = vm["no-repeat-ngram"].as<std::int64_t>();
   o.kv_cache = vm.count("no-kv-cache") == 0;
   o.samples = vm["samples"].as<std::int64_t>();
   o.ignore_eos = vm.count("ignore-eos") > 0;
@@ -166,6 +169,7 @@ CliOptions parse_cli(int argc, char** argv) {
   o.top_p_given = !vm["top-p"].defaulted();
   o.repetition_penalty_given = !vm["repetition-penalty"].defaulted();
   o.min_p_given = !vm["min-p"].defaulted();
+  o.no_repeat_ngram_given = !vm["no-repeat-ngram"].defaulted();
   if (vm.count("vocab")) cli.vocab = vm["vocab"].as<std::string>();
   if (!cli.vocab.empty() && !cli.generate) throw bad_input("command line: --vocab " + cli.vocab + " is for --generate");
   cli.startup_timeout_s = vm["startup-timeout"].as<double>();
@@ -247,7 +251,7 @@ std::string help_text() {
         "| --export-hf DIR | --generate]\n"
      << "       trainer --import-hf DIR --out FILE.h5\n"
      << "       trainer input.ini --generate [--prompt TEXT --tokens N --temperature T --top-k K --top-p P --min-p M "
-        "--repetition-penalty R --samples N --ignore-eos --no-kv-cache --vocab PATH]\n"
+        "--repetition-penalty R --no-repeat-ngram N --samples N --ignore-eos --no-kv-cache --vocab PATH]\n"
      << "       trainer --help | --version\n\n"
      << cli_options() << "\nConfiguration keys ([section] key = value in the INI file; --set section.key=value):\n"
      << config_help() << "\nPaths may use ${VAR} (expanded from rank 0's environment; $$ is a literal $).\n"

@@ -104,7 +104,9 @@ std::vector<std::uint32_t> Trainer::next_tokens(const Tensor& context, std::int6
     for (std::int64_t r = 0; r < rows; ++r) {
       const std::int64_t row = r * positions + (model_->one_output_position() ? 0 : last);
       std::vector<float> logits = to_host(out.view(row * stride, {index_.train.num_classes}));
-      if (o.repetition_penalty != 1) penalize_repeats(logits, seqs[static_cast<std::size_t>(r)], o.repetition_penalty);
+      const std::vector<std::uint32_t>& seq = seqs[static_cast<std::size_t>(r)];
+      if (o.repetition_penalty != 1) penalize_repeats(logits, seq, o.repetition_penalty);
+      if (o.no_repeat_ngram > 0) ban_repeated_ngrams(logits, seq, o.no_repeat_ngram);
       // The draw's key: ([run] seed, sample, token number); sample 0's as before there were samples.
       const std::uint64_t key = cfg_.run.seed ^ splitmix64(0x67656E + static_cast<std::uint64_t>(n) +
                                                            (static_cast<std::uint64_t>(first_sample + r) << 32));
@@ -141,7 +143,8 @@ int Trainer::generate(const SamplingOptions& given) {
   log0("generate: " + target + " (step " + std::to_string(info.state.step) + "), " + std::to_string(o.tokens) +
        " tokens" + (o.samples > 1 ? " x " + std::to_string(o.samples) + " samples" : "") + ", temperature " +
        std::to_string(o.temperature) + ", top-k " + std::to_string(o.top_k) + ", top-p " + std::to_string(o.top_p) +
-       (o.repetition_penalty != 1 ? ", repetition penalty " + std::to_string(o.repetition_penalty) : "") + ", seed " +
+       (o.repetition_penalty != 1 ? ", repetition penalty " + std::to_string(o.repetition_penalty) : "") +
+       (o.no_repeat_ngram > 0 ? ", no repeated " + std::to_string(o.no_repeat_ngram) + "-grams" : "") + ", seed " +
        std::to_string(cfg_.run.seed) + (o.kv_cache ? ", key/value cache" : ", no key/value cache") +
        (applied.empty() ? "" : " (from the checkpoint's generation_config.json: " + applied + ")"));
   // The samples run side by side, as many at a time as a training micro-batch has rows (what the

@@ -18,6 +18,7 @@ void check_sampling_options(const SamplingOptions& o) {
   if (o.samples < 1) throw bad_input("--samples must be >= 1");
   if (!(o.repetition_penalty > 0)) throw bad_input("--repetition-penalty must be > 0 (1: none)");
   if (!(o.min_p >= 0 && o.min_p <= 1)) throw bad_input("--min-p must be in [0, 1] (0: none)");
+  if (o.no_repeat_ngram < 0) throw bad_input("--no-repeat-ngram must be >= 0 (0: none)");
 }
 
 void penalize_repeats(std::vector<float>& logits, const std::vector<std::uint32_t>& seen, double penalty) {
@@ -28,6 +29,17 @@ void penalize_repeats(std::vector<float>& logits, const std::vector<std::uint32_
     done[id] = 1;
     float& l = logits[id];
     l = l < 0 ? l * p : l / p;
+  }
+}
+
+void ban_repeated_ngrams(std::vector<float>& logits, const std::vector<std::uint32_t>& seq, std::int64_t n) {
+  const auto len = static_cast<std::int64_t>(seq.size());
+  if (n < 1 || len + 1 < n) return;
+  const auto at = [&](std::int64_t i) { return seq[static_cast<std::size_t>(i)]; };
+  for (std::int64_t i = 0; i + n - 1 < len; ++i) {  // each n-gram seq[i .. i + n - 1]
+    bool same = true;
+    for (std::int64_t j = 0; j + 1 < n && same; ++j) same = at(i + j) == at(len - n + 1 + j);
+    if (same && at(i + n - 1) < logits.size()) logits[at(i + n - 1)] = -INFINITY;
   }
 }
 
@@ -44,7 +56,6 @@ std::string not_applied(const nlohmann::json& j) {
     return j.contains(key) && j[key].is_number() ? j[key].get<double>() : 0.0;
   };
   note("num_beams", number("num_beams") > 1);
-  note("no_repeat_ngram_size", number("no_repeat_ngram_size") > 0);
   note("typical_p", j.contains("typical_p") && j["typical_p"].is_number() && number("typical_p") < 1);
   note("min_new_tokens", number("min_new_tokens") > 0);
   note("suppress_tokens",
@@ -82,6 +93,9 @@ SamplingOptions sampling_defaults(SamplingOptions o, const std::string& json, co
     applied = "eos_token_id " + e.dump();
   }
   number("repetition_penalty", o.repetition_penalty, o.repetition_penalty_given, 0);  // (greedy too)
+  double ngram = static_cast<double>(o.no_repeat_ngram);
+  number("no_repeat_ngram_size", ngram, o.no_repeat_ngram_given, 0, 1e6);
+  o.no_repeat_ngram = static_cast<std::int64_t>(ngram);
   if (!(o.repetition_penalty > 0))
     throw bad_input(origin + ": \"repetition_penalty\" = " + j["repetition_penalty"].dump() + " is not > 0");
   const std::string skipped = not_applied(j);

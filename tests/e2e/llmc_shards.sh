@@ -129,6 +129,9 @@ check "... repetition_penalty 100: no word twice ($(tail -n +2 <<<"$rep" | cut -
   "$(grep -c "repetition_penalty 100, do_sample false (greedy); not applied: num_beams 4" <<<"$rep")" = 1
 check "... --repetition-penalty 1 given: the greedy text" \
   test "$(imported "$tmp/hf_rep.h5" --repetition-penalty 1 | tail -n +2)" = "$(tail -n +2 <<<"$greedy")"
+norep=$(imported "$tmp/hf_gen.h5" --temperature 0 --no-repeat-ngram 1 | tail -n +2)
+check "--no-repeat-ngram 1 on the greedy text: no word twice ($(cut -c1-40 <<<"$norep"))" \
+  test "$(tr ' ' '\n' <<<"$norep" | sort | uniq -d | wc -l)" = 0 -a "$norep" != "$(tail -n +2 <<<"$greedy")"
 echo '{"top_p": "x"}' >"$tmp/hf_gen/generation_config.json"
 "$trainer" --import-hf "$tmp/hf_gen" --out "$tmp/hf_gen2.h5" >/dev/null 2>&1
 err=$("$trainer" "$deck" --generate --tokens 2 --set checkpoint.resume="$tmp/hf_gen2.h5" --set model.vocab_multiple=1 2>&1)

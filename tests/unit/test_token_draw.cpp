@@ -205,10 +205,10 @@ TEST(TokenDraw, GenerationConfigRepetitionPenaltyAndWhatIsNotApplied) {
   EXPECT_DOUBLE_EQ(got.repetition_penalty, 1.3);
   EXPECT_DOUBLE_EQ(got.temperature, 0.0);
   EXPECT_EQ(applied, "repetition_penalty 1.3, do_sample false (greedy); not applied: num_beams 4");
-  got = sampling_defaults(o, R"({"repetition_penalty": 1.1, "no_repeat_ngram_size": 3, "typical_p": 0.9})", "g.json",
-                          applied);
+  got =
+      sampling_defaults(o, R"({"repetition_penalty": 1.1, "min_new_tokens": 3, "typical_p": 0.9})", "g.json", applied);
   EXPECT_DOUBLE_EQ(got.repetition_penalty, 1.1);
-  EXPECT_EQ(applied, "repetition_penalty 1.1; not applied: no_repeat_ngram_size 3, typical_p 0.9");
+  EXPECT_EQ(applied, "repetition_penalty 1.1; not applied: typical_p 0.9, min_new_tokens 3");
   o.repetition_penalty_given = true;
   EXPECT_DOUBLE_EQ(sampling_defaults(o, R"({"repetition_penalty": 1.3})", "g.json", applied).repetition_penalty, 1.0);
   o.repetition_penalty_given = false;
@@ -220,5 +220,36 @@ TEST(TokenDraw, GenerationConfigRepetitionPenaltyAndWhatIsNotApplied) {
         << e.what();
   }
   o.repetition_penalty = 0;
+  EXPECT_THROW(check_sampling_options(o), Error);
+}
+
+// Hugging Face's no_repeat_ngram_size: the tokens that follow the sequence's last n - 1 tokens
+// somewhere before are banned (-inf); n = 1 bans every token in it; a sequence shorter than
+// n - 1 bans nothing. Greedy then takes the next likeliest.
+TEST(TokenDraw, NoRepeatNgramBansWhatWouldRepeat) {
+  const std::vector<std::uint32_t> seq = {1, 2, 3, 1, 2};
+  const auto banned = [&](std::int64_t n, const std::vector<std::uint32_t>& s) {
+    std::vector<float> l(6, 0.f);
+    ban_repeated_ngrams(l, s, n);
+    std::vector<std::uint32_t> out;
+    for (std::uint32_t id = 0; id < l.size(); ++id)
+      if (std::isinf(l[id])) out.push_back(id);
+    return out;
+  };
+  EXPECT_EQ(banned(3, seq), (std::vector<std::uint32_t>{3}));  // "1 2" was followed by 3
+  EXPECT_EQ(banned(2, seq), (std::vector<std::uint32_t>{3}));  // "2" was followed by 3
+  EXPECT_EQ(banned(1, seq), (std::vector<std::uint32_t>{1, 2, 3}));
+  EXPECT_EQ(banned(4, seq), (std::vector<std::uint32_t>{}));  // "3 1 2" never followed by anything
+  EXPECT_EQ(banned(7, seq), (std::vector<std::uint32_t>{}));  // shorter than the n-gram
+  EXPECT_EQ(banned(2, {5, 5, 5}), (std::vector<std::uint32_t>{5}));
+  std::vector<float> l = {0.f, 1.f, 0.5f, 3.f};
+  ban_repeated_ngrams(l, seq, 3);
+  EXPECT_EQ(draw_token(l, options(0, 0, 1), 1), 1u);  // (3, the likeliest, banned)
+  SamplingOptions o = options(1, 0, 1);
+  o.no_repeat_ngram_given = false;
+  std::string applied;
+  EXPECT_EQ(sampling_defaults(o, R"({"no_repeat_ngram_size": 3})", "g.json", applied).no_repeat_ngram, 3);
+  EXPECT_EQ(applied, "no_repeat_ngram_size 3");
+  o.no_repeat_ngram = -1;
   EXPECT_THROW(check_sampling_options(o), Error);
 }

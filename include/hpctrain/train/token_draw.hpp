@@ -20,10 +20,13 @@ struct SamplingOptions {
   // Hugging Face's repetition_penalty (CTRL's): before the draw, the logit of each token already in
   // the sequence (the prompt's too) divided by it when positive, multiplied by it when not (1: none).
   double repetition_penalty = 1.0;
+  // Hugging Face's no_repeat_ngram_size: a token that would repeat an n-gram of the sequence is
+  // never drawn (0: none).
+  std::int64_t no_repeat_ngram = 0;
   // Which of temperature, top_k and top_p the command line gave: the others may come from the
   // checkpoint's generation_config.json (sampling_defaults).
   bool temperature_given = true, top_k_given = true, top_p_given = true, min_p_given = true,
-       repetition_penalty_given = true;
+       repetition_penalty_given = true, no_repeat_ngram_given = true;
   // A sample ends early at one of these tokens (not printed): generation_config.json's
   // eos_token_id, unless ignore_eos (--ignore-eos).
   std::vector<std::uint32_t> stop_ids;
@@ -33,15 +36,14 @@ struct SamplingOptions {
 // `o` with the sampling defaults of a Hugging Face generation_config.json (`json`, the text of the
 // file an imported checkpoint keeps) for the options the command line left out, as Hugging Face's
 // generate() takes them: do_sample = false is greedy (temperature 0), else temperature, top_k,
-// top_p and min_p; repetition_penalty either way; and eos_token_id (one id or a list) ends a sample, unless
-// o.ignore_eos. `applied` lists what it set ("" when nothing) and the settings hpctrain does not
-// apply (beams, no_repeat_ngram_size, typical_p, ...); bad_input naming `origin` for a value of the
-// wrong type or out of range.
+// top_p and min_p; repetition_penalty and no_repeat_ngram_size either way; and eos_token_id (one id or a list) ends a
+// sample, unless o.ignore_eos. `applied` lists what it set ("" when nothing) and the settings hpctrain does not apply
+// (beams, typical_p, ...); bad_input naming `origin` for a value of the wrong type or out of range.
 SamplingOptions sampling_defaults(SamplingOptions o, const std::string& json, const std::string& origin,
                                   std::string& applied);
 
 // bad_input for options out of range (temperature >= 0, tokens and top_k >= 0, top_p in (0, 1],
-// samples >= 1, repetition_penalty > 0, min_p in [0, 1]).
+// samples >= 1, repetition_penalty > 0, min_p in [0, 1], no_repeat_ngram >= 0).
 void check_sampling_options(const SamplingOptions& o);
 
 // The next token: with temperature 0 the likeliest (the lowest id among equals); else a draw from
@@ -57,5 +59,9 @@ std::uint32_t draw_token(const std::vector<float>& logits, const SamplingOptions
 // often it occurs; ids past the logits ignored) divided by `penalty` when positive, multiplied by
 // it when not, in float32.
 void penalize_repeats(std::vector<float>& logits, const std::vector<std::uint32_t>& seen, double penalty);
+
+// Hugging Face's NoRepeatNGramLogitsProcessor: -inf for each token that would end an n-gram already
+// in `seq` (its last n - 1 tokens followed by it somewhere before; n = 1: every token in it).
+void ban_repeated_ngrams(std::vector<float>& logits, const std::vector<std::uint32_t>& seq, std::int64_t n);
 
 }  // namespace hpctrain

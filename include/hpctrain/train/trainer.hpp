@@ -270,7 +270,7 @@ class Trainer {
   // the forward of `run`, positions from..len-1 of the contexts `context` ([rows, len]; from = -1:
   // the whole windows [rows, T] padded after len, `run` = `context`, without the cache), and the
   // draws from each row's position len - 1's logits (those of the tokens in its sequence `seqs`
-  // penalized by o.repetition_penalty).
+  // penalized by o.repetition_penalty; the tokens that would repeat an o.no_repeat_ngram-gram banned).
   std::vector<std::uint32_t> next_tokens(const Tensor& context, std::int64_t len, const Tensor& run, std::int64_t from,
                                          const SamplingOptions& o, std::int64_t first_sample, std::int64_t n,
                                          const std::vector<std::vector<std::uint32_t>>& seqs);

@@ -45,7 +45,7 @@ void ban_repeated_ngrams(std::vector<float>& logits, const std::vector<std::uint
 
 namespace {
 // The generation_config.json settings hpctrain does not apply, with the values that would change
-// Hugging Face's draw: "num_beams 4, min_p 0.05" ("" when none).
+// Hugging Face's draw: "num_beams 4, typical_p 0.9" ("" when none).
 std::string not_applied(const nlohmann::json& j) {
   std::string out;
   const auto note = [&](const char* key, bool changes) {
@@ -96,7 +96,7 @@ SamplingOptions sampling_defaults(SamplingOptions o, const std::string& json, co
   double ngram = static_cast<double>(o.no_repeat_ngram);
   number("no_repeat_ngram_size", ngram, o.no_repeat_ngram_given, 0, 1e6);
   o.no_repeat_ngram = static_cast<std::int64_t>(ngram);
-  if (!(o.repetition_penalty > 0))
+  if (!o.repetition_penalty_given && !(o.repetition_penalty > 0))
     throw bad_input(origin + ": \"repetition_penalty\" = " + j["repetition_penalty"].dump() + " is not > 0");
   const std::string skipped = not_applied(j);
   if (j.contains("do_sample") && j["do_sample"].is_boolean() && !j["do_sample"].get<bool>()) {

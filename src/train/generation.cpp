@@ -97,13 +97,18 @@ std::vector<std::uint32_t> Trainer::next_tokens(const Tensor& context, std::int6
   executor_->forward(rows, MicroBatch{run, Targets{}}, nullptr);
   std::vector<std::uint32_t> next(static_cast<std::size_t>(rows), 0);
   if (executor_->holds_output()) {
-    // Each sequence's last position's row alone comes to the host; rows are padded-vocabulary wide
-    // ([model] vocab_multiple) and only their first num_classes are tokens.
+    // Each sequence's last position's row alone comes to the host (one copy for all when the output
+    // is one position each); rows are padded-vocabulary wide ([model] vocab_multiple) and only their
+    // first num_classes are tokens.
     const Tensor& out = model_->output();
     const std::int64_t stride = out.shape().back(), positions = out.numel() / (rows * stride);
+    const std::int64_t v = index_.train.num_classes;
+    const std::vector<float> all = positions == 1 ? to_host(out) : std::vector<float>();
     for (std::int64_t r = 0; r < rows; ++r) {
       const std::int64_t row = r * positions + (model_->one_output_position() ? 0 : last);
-      std::vector<float> logits = to_host(out.view(row * stride, {index_.train.num_classes}));
+      std::vector<float> logits = positions == 1
+                                      ? std::vector<float>(all.begin() + r * stride, all.begin() + r * stride + v)
+                                      : to_host(out.view(row * stride, {v}));
       const std::vector<std::uint32_t>& seq = seqs[static_cast<std::size_t>(r)];
       if (o.repetition_penalty != 1) penalize_repeats(logits, seq, o.repetition_penalty);
       if (o.no_repeat_ngram > 0) ban_repeated_ngrams(logits, seq, o.no_repeat_ngram);

@@ -350,21 +350,35 @@ std::vector<std::string_view> BpeTokenizer::pieces(std::string_view text) const 
   return out;
 }
 
+namespace {
+bool visible_ascii(char c) { return c > ' ' && c < 0x7f; }
+
+// `text` in parts of at least `target` bytes (the last: the rest), each cut at the first place
+// `at` (>= 2) past that where cuts_before(text, at) holds.
+template <class Where>
+std::vector<std::string_view> cut_where(std::string_view text, std::size_t target, Where cuts_before) {
+  const std::size_t least = std::max<std::size_t>(target, 2);
+  std::vector<std::string_view> out;
+  std::size_t begin = 0;
+  for (std::size_t at = least; at < text.size(); ++at) {
+    if (!cuts_before(text, at)) continue;
+    out.push_back(text.substr(begin, at - begin));
+    begin = at;
+    at = begin + least - 1;
+  }
+  out.push_back(text.substr(begin));
+  return out;
+}
+}  // namespace
+
 std::vector<std::string_view> BpeTokenizer::cut(std::string_view text, std::size_t target) {
   // Before such a place the '\n' is a piece of its own (\s+ either way: (?!\S) fails before the
   // letter, holds at the end of a part), no piece crosses it, and the letter run starts at the
   // letter (its optional leading character is a space, not '\n').
   const auto letter = [](char c) { return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z'); };
-  std::vector<std::string_view> out;
-  std::size_t begin = 0;
-  for (std::size_t at = begin + std::max<std::size_t>(target, 2); at < text.size(); ++at) {
-    if (!(text[at - 1] == '\n' && text[at - 2] > ' ' && text[at - 2] < 0x7f && letter(text[at]))) continue;
-    out.push_back(text.substr(begin, at - begin));
-    begin = at;
-    at = begin + std::max<std::size_t>(target, 2) - 1;
-  }
-  out.push_back(text.substr(begin));
-  return out;
+  return cut_where(text, target, [&](std::string_view s, std::size_t at) {
+    return s[at - 1] == '\n' && visible_ascii(s[at - 2]) && letter(s[at]);
+  });
 }
 
 void BpeTokenizer::merge_piece(std::string_view piece, std::vector<std::int32_t>& out) {
@@ -429,16 +443,8 @@ std::vector<std::int32_t> BpeTokenizer::encode(std::string_view text) {
 
 std::vector<std::string_view> BpeTokenizer::parts(std::string_view text, std::size_t target) const {
   if (!vocab_->metaspace.on) return cut(text, target);
-  std::vector<std::string_view> out;
-  std::size_t begin = 0;
-  for (std::size_t at = std::max<std::size_t>(target, 1); at < text.size(); ++at) {
-    if (!(text[at] == ' ' && text[at - 1] > ' ' && text[at - 1] < 0x7f)) continue;
-    out.push_back(text.substr(begin, at - begin));
-    begin = at;
-    at = begin + std::max<std::size_t>(target, 1) - 1;
-  }
-  out.push_back(text.substr(begin));
-  return out;
+  return cut_where(text, target,
+                   [](std::string_view s, std::size_t at) { return s[at] == ' ' && visible_ascii(s[at - 1]); });
 }
 
 std::vector<std::int32_t> BpeTokenizer::encode_part(std::string_view part, bool first) {

@@ -11,7 +11,22 @@
 #include <string>
 #include <vector>
 
+#include "hpctrain/core/error.hpp"
+
 namespace unittest {
+
+// The message of the error `f` throws, checked to be bad input in one line; "" when it throws none.
+template <class F>
+std::string one_line_refusal(F&& f) {
+  try {
+    f();
+  } catch (const hpctrain::Error& e) {
+    EXPECT_EQ(e.code(), hpctrain::ExitCode::bad_input);
+    EXPECT_EQ(std::string(e.what()).find('\n'), std::string::npos);
+    return e.what();
+  }
+  return "";
+}
 
 // n values uniform in [-1, 1) from `seed`; away_from_zero moves |x| < 0.1 out by 0.1.
 inline std::vector<float> random_values(std::int64_t n, std::uint32_t seed, bool away_from_zero = false) {

@@ -57,10 +57,10 @@ def rope(z, theta, scaling=None):
 
 
 class Attention(nn.Module):
-    """attention(H, kv_heads=K, rope=THETA, rope_factor.., qk_norm=1): q|k|v rows [(H + 2K) D, C];
+    """attention(H, kv_heads=K, rope=THETA, rope_factor.., qk_norm=1, proj_bias=0): q|k|v rows [(H + 2K) D, C];
     query head h reads key/value head h // (H / K) (Hugging Face's repeat_kv)."""
 
-    def __init__(s, c, heads, bias, theta=0, kv_heads=0, qk_norm=False, scaling=None):
+    def __init__(s, c, heads, bias, theta=0, kv_heads=0, qk_norm=False, scaling=None, proj_bias=None):
         super().__init__()
         s.h, s.kv = heads, kv_heads or heads
         s.theta, s.qk_norm, s.scaling = theta, qk_norm, scaling
@@ -68,7 +68,7 @@ class Attention(nn.Module):
         s.qkv_weight = nn.Parameter(torch.zeros(rows, c))
         s.qkv_bias = nn.Parameter(torch.zeros(rows)) if bias else None
         s.proj_weight = nn.Parameter(torch.zeros(c, c))
-        s.proj_bias = nn.Parameter(torch.zeros(c)) if bias else None
+        s.proj_bias = nn.Parameter(torch.zeros(c)) if (bias if proj_bias is None else proj_bias) else None
 
     def forward(s, x):
         b, t, c = x.shape
@@ -124,7 +124,8 @@ class Seq(nn.Module):
                     scaling = tuple(int(named.get(key, dflt)) for key, dflt in
                                     (("rope_factor", 0), ("rope_low", 1), ("rope_high", 4), ("rope_context", 8192)))
                 mod = Attention(shape[-1], pos[0], bias, int(named.get("rope", 0)), int(named.get("kv_heads", 0)),
-                                named.get("qk_norm", "0") in ("1", "true"), scaling)
+                                named.get("qk_norm", "0") in ("1", "true"), scaling,
+                                named.get("proj_bias", "1" if bias else "0") in ("1", "true"))
             elif kind == "lm_head":
                 s.vocab[name] = pos[0]
                 if named.get("tie", "1") in ("0", "false"):

@@ -1,7 +1,9 @@
 // Hugging Face's LlamaForCausalLM layout (checkpoint/hf_layouts.hpp): q_proj, k_proj and v_proj
 // are the rows of hpctrain's fused qkv in that order (both rotate-half RoPE, so no permutation),
 // gate_proj and up_proj the halves of its fused gate_up, weights [out, in] on both sides; the
-// rotary_emb.inv_freq buffers older files carry are skipped.
+// rotary_emb.inv_freq buffers older files carry are skipped. Mistral's MistralForCausalLM and
+// Qwen2's Qwen2ForCausalLM are this layout too; Qwen2's q_proj, k_proj and v_proj carry biases, the
+// rows of hpctrain's qkv bias ([model] qkv_bias), and no other projection does.
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
@@ -28,13 +30,14 @@ LlamaDims llama_dims(const Json& c, const std::string& file) {
   d.vocab_size = whole(c, "vocab_size", file);
   d.rope_theta = whole(c, "rope_theta", file, 10000);
   d.tie_embeddings = c.value("tie_word_embeddings", false);
+  d.qkv_bias = c.value("model_type", "") == "qwen2";  // (Qwen2Attention: bias=True on q, k and v; hard-wired)
   if (d.n_head < 1 || d.n_embd % d.n_head != 0 || d.n_kv_heads < 1 || d.n_head % d.n_kv_heads != 0)
     throw bad_input(file + ": hidden_size " + std::to_string(d.n_embd) + ", num_attention_heads " +
                     std::to_string(d.n_head) + ", num_key_value_heads " + std::to_string(d.n_kv_heads) +
                     " do not divide into heads");
   expect_value(c, "head_dim", d.n_embd / d.n_head, file, kLlama);
   expect_value(c, "hidden_act", "silu", file, kLlama);
-  expect_value(c, "attention_bias", false, file, kLlama);
+  if (!d.qkv_bias) expect_value(c, "attention_bias", false, file, kLlama);
   expect_value(c, "mlp_bias", false, file, kLlama);
   const double eps = c.value("rms_norm_eps", 1e-6), k = -std::log10(eps);
   if (std::fabs(k - std::round(k)) > 1e-9)
@@ -72,6 +75,7 @@ std::string llama_deck(const LlamaDims& d, std::int64_t context) {
   line("norm_eps", eps);
   line("vocab_size", std::to_string(d.vocab_size));
   line("tie_embeddings", d.tie_embeddings ? "true" : "false");
+  if (d.qkv_bias) line("qkv_bias", "true");
   line("block_size", std::to_string(context));
   return ini;
 }
@@ -129,7 +133,9 @@ Imported llama_import(const Json& c, Tensors hf, const std::string& file, const 
   // Mistral (model_type mistral: Llama's tensors) attends over the last sliding_window positions;
   // within that many its attention is causal attention over all of them, so that is the context.
   const std::int64_t positions = whole(c, "max_position_embeddings", file, 2048);
-  const bool windowed = c.contains("sliding_window") && !c["sliding_window"].is_null();
+  // (Qwen2's sliding_window applies only with use_sliding_window, which its published files leave off)
+  const bool windowed = c.contains("sliding_window") && !c["sliding_window"].is_null() &&
+                        (!d.qkv_bias || c.value("use_sliding_window", false));
   const std::int64_t window = windowed ? whole(c, "sliding_window", file) : positions;
   if (positions < 1 || window < 1)
     throw bad_input(file + ": \"" + (window < 1 ? "sliding_window" : "max_position_embeddings") +
@@ -146,6 +152,10 @@ Imported llama_import(const Json& c, Tensors hf, const std::string& file, const 
         us + "self_attn.qkv.weight",
         {take(hf, p + "self_attn.q_proj.weight", {e, e}, dir), take(hf, p + "self_attn.k_proj.weight", {kv, e}, dir),
          take(hf, p + "self_attn.v_proj.weight", {kv, e}, dir)}));
+    if (d.qkv_bias)
+      out.tensors.push_back(rows_of(us + "self_attn.qkv.bias", {take(hf, p + "self_attn.q_proj.bias", {e}, dir),
+                                                                take(hf, p + "self_attn.k_proj.bias", {kv}, dir),
+                                                                take(hf, p + "self_attn.v_proj.bias", {kv}, dir)}));
     out.tensors.push_back(
         rows_of(us + "mlp.gate_up.weight", {take(hf, p + "mlp.gate_proj.weight", {d.ffn_dim, e}, dir),
                                             take(hf, p + "mlp.up_proj.weight", {d.ffn_dim, e}, dir)}));
@@ -154,7 +164,7 @@ Imported llama_import(const Json& c, Tensors hf, const std::string& file, const 
   for (const auto& [name, t] : hf)
     if (name.find("rotary_emb.inv_freq") == std::string::npos)
       throw bad_input(dir + ": tensor " + name + " " + shape_string(t.shape) + " is not a parameter of " +
-                      "LlamaForCausalLM with this config.json");
+                      (d.qkv_bias ? "Qwen2ForCausalLM" : "LlamaForCausalLM") + " with this config.json");
   return out;
 }
 
@@ -179,6 +189,11 @@ Exported llama_export(const std::vector<LazyTensor>& ours, const ModelConfig& m,
                 {"torch_dtype", "float32"},
                 {"rope_scaling", nullptr}};
   const RopeScalingKey r = rope_scaling_of(m.rope_scaling);
+  if (m.qkv_bias) {  // (Qwen2: q, k and v biases; no attention_bias key, no sliding window)
+    out.config["architectures"] = {"Qwen2ForCausalLM"}, out.config["model_type"] = "qwen2";
+    out.config.erase("attention_bias"), out.config.erase("mlp_bias");
+    out.config["use_sliding_window"] = false, out.config["sliding_window"] = nullptr;
+  }
   if (r.factor > 0)
     out.config["rope_scaling"] = {{"rope_type", "llama3"},
                                   {"factor", static_cast<double>(r.factor)},
@@ -194,10 +209,11 @@ Exported llama_export(const std::vector<LazyTensor>& ours, const ModelConfig& m,
       continue;
     }
     const std::string layer = "model.layers." + t.name.substr(2, t.name.find('.', 2) - 2) + ".";
-    if (t.name.find("self_attn.qkv.weight") != std::string::npos) {
-      out.tensors.push_back(rows_slice(t, layer + "self_attn.q_proj.weight", 0, m.n_embd));
-      out.tensors.push_back(rows_slice(t, layer + "self_attn.k_proj.weight", m.n_embd, kv));
-      out.tensors.push_back(rows_slice(t, layer + "self_attn.v_proj.weight", m.n_embd + kv, kv));
+    if (t.name.find("self_attn.qkv.") != std::string::npos) {  // (the weight, and Qwen2's bias)
+      const std::string leaf = t.name.substr(t.name.rfind('.'));
+      out.tensors.push_back(rows_slice(t, layer + "self_attn.q_proj" + leaf, 0, m.n_embd));
+      out.tensors.push_back(rows_slice(t, layer + "self_attn.k_proj" + leaf, m.n_embd, kv));
+      out.tensors.push_back(rows_slice(t, layer + "self_attn.v_proj" + leaf, m.n_embd + kv, kv));
     } else if (t.name.find("mlp.gate_up.weight") != std::string::npos) {
       out.tensors.push_back(rows_slice(t, layer + "mlp.gate_proj.weight", 0, m.ffn_dim));
       out.tensors.push_back(rows_slice(t, layer + "mlp.up_proj.weight", m.ffn_dim, m.ffn_dim));

@@ -163,10 +163,12 @@ std::string layer_type_of(const std::string& name) {  // (the checkpoint records
 using ImportFn = hf::Imported (*)(const Json&, Tensors, const std::string&, const std::string&);
 ImportFn import_layout(const Json& cfg, const std::string& file) {
   const std::string type = cfg.value("model_type", "");
-  if (type == "llama" || type == "mistral") return hf::llama_import;  // (Mistral: Llama's layout, hf_llama.cpp)
+  // (Mistral's and Qwen2's: Llama's layout, Qwen2's with q, k and v biases; hf_llama.cpp)
+  if (type == "llama" || type == "mistral" || type == "qwen2") return hf::llama_import;
   if (type == "gpt2") return hf::gpt2_import;
-  throw bad_input(file + ": \"model_type\" = \"" + type + "\": the architectures imported are llama " +
-                  "(LlamaForCausalLM), mistral (MistralForCausalLM) and gpt2 (GPT2LMHeadModel)");
+  throw bad_input(
+      file + ": \"model_type\" = \"" + type + "\": the architectures imported are llama " +
+      "(LlamaForCausalLM), mistral (MistralForCausalLM), qwen2 (Qwen2ForCausalLM) and gpt2 (GPT2LMHeadModel)");
 }
 
 // Hugging Face's names for the tokenizer files a checkpoint stores (GPT2Tokenizer's vocab.json and
@@ -234,8 +236,9 @@ std::string import_hf(Communicator& comm, const std::string& dir, const std::str
 
 std::string export_hf(const Config& cfg, Runtime& rt, const std::string& dir) {
   if (cfg.model.arch == Arch::layers)
-    throw bad_input("--export-hf " + dir + ": [model] arch = layers; the Hugging Face layouts written are " +
-                    "LlamaForCausalLM's (arch = llama) and GPT2LMHeadModel's (arch = gpt)");
+    throw bad_input(
+        "--export-hf " + dir + ": [model] arch = layers; the Hugging Face layouts written are " +
+        "LlamaForCausalLM's (arch = llama; Qwen2ForCausalLM's with qkv_bias) and GPT2LMHeadModel's (arch = gpt)");
   const auto lines = compute_on_root(rt.world(), [&] {
     const std::string path = resume_selection(cfg);
     if (path.empty()) throw bad_input("--export-hf " + dir + ": no checkpoint to export");

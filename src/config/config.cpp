@@ -213,15 +213,15 @@ void check_llama(const ModelConfig& m, const std::map<std::string, RawValue>& gi
   for (const char* key : {"bias", "dropout"})
     if (given.count(std::string("model.") + key))
       throw bad_input(where_of(std::string("model.") + key) + ": [model] " + key +
-                      " is not a key of arch = llama (no biases, no dropout)");
+                      " is not a key of arch = llama (no dropout; biases: [model] qkv_bias, Qwen2's)");
 }
 
 void check_architecture(const Config& cfg, const std::map<std::string, RawValue>& given,
                         const std::function<std::string(const std::string&)>& where_of) {
   const ModelConfig& m = cfg.model;
-  const char* const dims[] = {"n_layer",        "n_head",       "n_embd",  "vocab_size", "bias",
-                              "tie_embeddings", "dropout",      "ffn_dim", "rope_theta", "norm_eps",
-                              "n_kv_heads",     "rope_scaling", "mlp",     "qk_norm",    "zero_init"};
+  const char* const dims[] = {"n_layer", "n_head",  "n_embd",     "vocab_size", "bias",       "tie_embeddings",
+                              "dropout", "ffn_dim", "rope_theta", "norm_eps",   "n_kv_heads", "rope_scaling",
+                              "mlp",     "qk_norm", "zero_init",  "qkv_bias"};
   if (m.arch == Arch::layers) {
     for (const char* d : dims)
       if (given.count(std::string("model.") + d))
@@ -243,7 +243,7 @@ void check_architecture(const Config& cfg, const std::map<std::string, RawValue>
   if (m.arch == Arch::llama) check_llama(m, given, where_of);
   if (m.arch == Arch::gpt)
     for (const char* key :
-         {"ffn_dim", "rope_theta", "norm_eps", "n_kv_heads", "rope_scaling", "mlp", "qk_norm", "zero_init"})
+         {"ffn_dim", "rope_theta", "norm_eps", "n_kv_heads", "rope_scaling", "mlp", "qk_norm", "zero_init", "qkv_bias"})
       if (given.count(std::string("model.") + key))
         throw bad_input(where_of(std::string("model.") + key) + ": [model] " + key +
                         " is a key of arch = llama, not of arch = gpt");

@@ -221,11 +221,12 @@ void check_whole_percent(const std::string& v) {
 void model_keys(std::vector<KeySpec>& k) {
   Section<ModelConfig> s(k, "model", &Config::model);
   s.key("layers", &ModelConfig::layers, "the layers in order, e.g. \"dense(128) relu dense(10)\"");
-  s.key("arch", &ModelConfig::arch,
-        "the network: layers = the [model] layers string; gpt = GPT-2's decoder from n_layer, n_head, n_embd, "
-        "vocab_size, bias, tie_embeddings, dropout; llama = a Llama decoder (RMS norms, rotary positions, SwiGLU, "
-        "no biases) from n_layer, n_head, n_embd, ffn_dim, rope_theta, norm_eps, vocab_size, tie_embeddings "
-        "(docs/language-models.md)");
+  s.key(
+      "arch", &ModelConfig::arch,
+      "the network: layers = the [model] layers string; gpt = GPT-2's decoder from n_layer, n_head, n_embd, "
+      "vocab_size, bias, tie_embeddings, dropout; llama = a Llama decoder (RMS norms, rotary positions, SwiGLU, "
+      "no biases but qkv_bias) from n_layer, n_head, n_embd, ffn_dim, rope_theta, norm_eps, vocab_size, tie_embeddings "
+      "(docs/language-models.md)");
   s.key("n_layer", &ModelConfig::n_layer, "arch = gpt: transformer blocks").range(0, 1 << 20);
   s.key("n_head", &ModelConfig::n_head, "arch = gpt: attention heads").range(0, 1 << 20);
   s.key("n_embd", &ModelConfig::n_embd, "arch = gpt: the width (a multiple of n_head)").range(0, 1 << 20);
@@ -261,6 +262,8 @@ void model_keys(std::vector<KeySpec>& k) {
         "arch = llama: RMS-normalize every query and key head before the rotation (modded-nanogpt, OLMo 2)");
   s.key("zero_init", &ModelConfig::zero_init,
         "arch = llama: the attention output and MLP down projections start at zero (modded-nanogpt)");
+  s.key("qkv_bias", &ModelConfig::qkv_bias,
+        "arch = llama: biases on the query, key and value projections, none on the others (Qwen2, Qwen2.5)");
   s.key("attention_mask", &ModelConfig::attention_mask,
         "language models: causal, or document (no attention across the tokenizer's document separator, "
         "<|endoftext|>, in packed windows; needs fused attention: no attention dropout)");

@@ -1,5 +1,5 @@
-// attention(H) / attention(H, bias=0, dropout=P, proj_std=S, kv_heads=K, rope=THETA, qk_norm=1,
-// fused=0|1): causal self-attention over [T, C] (GPT-2's and nanoGPT's CausalSelfAttention; with
+// attention(H) / attention(H, bias=0, proj_bias=0, dropout=P, proj_std=S, kv_heads=K, rope=THETA,
+// qk_norm=1, fused=0|1): causal self-attention over [T, C] (GPT-2's and nanoGPT's CausalSelfAttention; with
 // kv_heads, rope and qk_norm Llama's and modded-nanogpt's). One fused projection to queries, keys
 // and values, qkv = x Wqkv^T + bqkv with Wqkv [(H + 2K) D, C] (D = C/H; K = H by default: [3C, C]);
 // per query head the probabilities softmax(q k^T / sqrt(D)) over the positions up to each query's
@@ -7,7 +7,7 @@
 // weighted sum of the values of its key/value head (query head h reads head h / (H/K): grouped-
 // query attention); the output projection y = a Wproj^T + bproj with Wproj [C, C]. Weights
 // N(0, 0.02^2), the output projection N(0, proj_std^2) (GPT-2 scales it by 1/sqrt(2 * layers); 0:
-// zeros, modded-nanogpt's); biases zero.
+// zeros, modded-nanogpt's); biases zero. bias=0: neither bias; proj_bias=0 (Qwen2's): bqkv only.
 // qk_norm=1: each query and key head divided by its root mean square (no weight, eps 1e-6) after the
 // projection. rope=THETA (Llama's: 10000, Llama 3 500000; rope_factor, rope_low, rope_high,
 // rope_context: Llama 3's rope_scaling, layers/rope.hpp): rotary position embeddings turn the
@@ -50,7 +50,7 @@ namespace {
 // The layer's arguments, as written.
 struct AttentionArgs {
   std::int64_t heads = 0, kv_heads = 0;  // kv_heads 0: heads
-  bool bias = true, qk_norm = false, fused = true;
+  bool qkv_bias = true, proj_bias = true, qk_norm = false, fused = true;
   float dropout = 0, proj_std = 0.02f;
   double rope = 0;  // theta; 0: none
   RopeScaling scaling;
@@ -86,9 +86,9 @@ class Attention final : public Layer {
     proj.tp = Placement::sharded(1);
     std::vector<ParamSpec> p{{"qkv.weight", {qkv, c}, Init::normal, c, qkv}};
     p.back().tp = by_heads;
-    if (a_.bias) p.push_back({"qkv.bias", {qkv}, Init::zeros, c, qkv}), p.back().tp = by_heads;
+    if (a_.qkv_bias) p.push_back({"qkv.bias", {qkv}, Init::zeros, c, qkv}), p.back().tp = by_heads;
     p.push_back(proj);
-    if (a_.bias) p.push_back({"proj.bias", {c}, Init::zeros, c, c});
+    if (a_.proj_bias) p.push_back({"proj.bias", {c}, Init::zeros, c, c});
     return p;
   }
   void configure(const Shape& in) override { t_ = sequence_split() ? tensor_parallel().sequence : in[0]; }
@@ -122,8 +122,8 @@ class Attention final : public Layer {
     dropped_ = context().training && a_.dropout > 0;
     Saved s = saved_tensors(n, t, c, dev, true);
     Tensor qkv2 = s.qkv.reshaped({n * t, s.qkv.shape()[2]});
-    gemm(false, true, 1.f, x.reshaped({n * t, c}), weight(0), 0.f, qkv2);
-    if (a_.bias) add_bias(qkv2, param(1));
+    gemm(false, true, 1.f, x.reshaped({n * t, c}), param(kWqkv), 0.f, qkv2);
+    if (a_.qkv_bias) add_bias(qkv2, param(kBqkv));
     if (a_.qk_norm) qk_norm_forward(s.qkv, heads(), kv(), kQkNormEps, s.rstd);
     if (a_.rope > 0) rope_rotate(s.qkv, heads(), kv(), frequencies(c), 0, false);  // kept turned
     round16(qkv2);  // (16-bit runs: every GEMM operand below is a 16-bit value, on both backends)
@@ -138,11 +138,11 @@ class Attention final : public Layer {
     round16(s.heads_out);
     Tensor whole = sequence_whole(y, 12);
     Tensor y2 = whole.reshaped({n * t, c});
-    gemm(false, true, 1.f, s.heads_out.reshaped({n * t, hc}), weight(1), 0.f, y2);
+    gemm(false, true, 1.f, s.heads_out.reshaped({n * t, hc}), param(wproj()), 0.f, y2);
     sequence_reduce_scatter(whole, y, 13);  // (split by heads: each rank's heads' share of the projection)
-    if (a_.bias) {
+    if (a_.proj_bias) {
       Tensor out = y.reshaped({y.numel() / c, c});
-      add_bias(out, param(3));
+      add_bias(out, param(wproj() + 1));
     }
     keep(s);
   }
@@ -151,14 +151,16 @@ class Attention final : public Layer {
     const std::int64_t n = x.shape()[0], t = x.shape()[1], c = x.shape()[2], hc = heads() * (c / a_.heads);
     const Device dev = x.device();
     const float beta = accumulate_grads() ? 1.f : 0.f;
-    if (beta == 0.f && a_.bias) fill(grad(1), 0.f), fill(grad(3), 0.f);
+    if (beta == 0.f && a_.qkv_bias) fill(grad(kBqkv), 0.f);
+    if (beta == 0.f && a_.proj_bias) fill(grad(wproj() + 1), 0.f);
     const Saved s = saved_tensors(n, t, c, dev, false);
     const Tensor g = dy.reshaped({n * t, c});
-    gemm(true, false, 1.f, g, s.heads_out.reshaped({n * t, hc}), beta, weight_grad(1));  // dWproj
-    if (a_.bias) accumulate_bias_grad(dy_in.reshaped({dy_in.numel() / c, c}), grad(3));  // (this rank's positions)
+    gemm(true, false, 1.f, g, s.heads_out.reshaped({n * t, hc}), beta, grad(wproj()));  // dWproj
+    if (a_.proj_bias)
+      accumulate_bias_grad(dy_in.reshaped({dy_in.numel() / c, c}), grad(wproj() + 1));  // (this rank's positions)
     Tensor dheads = temp(0, {n, t, hc}, dev), dqkv = temp(2, s.qkv.shape(), dev);
     Tensor dheads2 = dheads.reshaped({n * t, hc});
-    gemm(false, false, 1.f, g, weight(1), 0.f, dheads2);
+    gemm(false, false, 1.f, g, param(wproj()), 0.f, dheads2);
     round16(dheads);
     if (a_.fused)
       flash_attention_backward(s.qkv, s.heads_out, s.lse, dheads, heads(), kv(), context().doc_ids, dqkv);
@@ -169,12 +171,12 @@ class Attention final : public Layer {
     if (a_.rope > 0) rope_rotate(dqkv, heads(), kv(), frequencies(c), 0, true);
     round16(dqkv);
     const Tensor dqkv2 = dqkv.reshaped({n * t, dqkv.shape()[2]});
-    gemm(true, false, 1.f, dqkv2, x.reshaped({n * t, c}), beta, weight_grad(0));  // dWqkv
-    if (a_.bias) accumulate_bias_grad(dqkv2, grad(1));
+    gemm(true, false, 1.f, dqkv2, x.reshaped({n * t, c}), beta, grad(kWqkv));  // dWqkv
+    if (a_.qkv_bias) accumulate_bias_grad(dqkv2, grad(kBqkv));
     if (!dx.defined()) return;
     Tensor whole = sequence_whole(dx, 14);
     Tensor dx2 = whole.reshaped({n * t, c});
-    gemm(false, false, 1.f, dqkv2, weight(0), 0.f, dx2);
+    gemm(false, false, 1.f, dqkv2, param(kWqkv), 0.f, dx2);
     sequence_reduce_scatter(whole, dx, 15);  // (every rank's heads read the whole input)
   }
 
@@ -195,8 +197,8 @@ class Attention final : public Layer {
     // (one sequence: computed in its cache rows; several: side by side, then each to its cache)
     Tensor now = b == 1 ? cache_.view(p * ld, {1, len, ld}) : temp(2, {b, len, ld}, x.device());
     Tensor now2 = now.reshaped({b * len, ld});
-    gemm(false, true, 1.f, x.reshaped({b * len, c}), weight(0), 0.f, now2);
-    if (a_.bias) add_bias(now2, param(1));
+    gemm(false, true, 1.f, x.reshaped({b * len, c}), param(kWqkv), 0.f, now2);
+    if (a_.qkv_bias) add_bias(now2, param(kBqkv));
     if (a_.qk_norm) {
       Tensor rstd = temp(3, {b * len, heads() + kv()}, x.device());
       qk_norm_forward(now, heads(), kv(), kQkNormEps, rstd);
@@ -217,9 +219,9 @@ class Attention final : public Layer {
     }
     round16(out);
     Tensor y2 = y.reshaped({b * len, c});
-    gemm(false, true, 1.f, out.reshaped({b * len, hc}), weight(1), 0.f, y2);
+    gemm(false, true, 1.f, out.reshaped({b * len, hc}), param(wproj()), 0.f, y2);
     tp_sum(y2);
-    if (a_.bias) add_bias(y2, param(3));
+    if (a_.proj_bias) add_bias(y2, param(wproj() + 1));
   }
   // What forward keeps for backward, in the micro-batch's saved set (layer.hpp): in 16-bit runs
   // in 16 bits (compact_out / compact_keep / compact_in), the mask too when the format holds its
@@ -286,9 +288,9 @@ class Attention final : public Layer {
   // The query and key/value heads this rank computes (all of them without tensor parallelism).
   std::int64_t heads() const { return a_.heads / tensor_parallel().size; }
   std::int64_t kv() const { return kv_ / tensor_parallel().size; }
-  // Weight k (0: qkv, 1: proj) and its gradient, whatever the biases.
-  const Tensor& weight(int k) { return param(static_cast<std::size_t>(a_.bias ? 2 * k : k)); }
-  Tensor& weight_grad(int k) { return grad(static_cast<std::size_t>(a_.bias ? 2 * k : k)); }
+  // The parameters' indices, in param_specs' order: Wqkv, bqkv (qkv_bias), Wproj, bproj (proj_bias).
+  static constexpr std::size_t kWqkv = 0, kBqkv = 1;
+  std::size_t wproj() const { return a_.qkv_bias ? 2 : 1; }  // (bproj: wproj() + 1)
   bool mask_packable() const { return exact_in(1.f / (1.f - a_.dropout), context().precision); }
   // The probabilities the values are weighted with: dropped (training with dropout) or not.
   static Tensor used(const Saved& s) { return s.dropped.defined() ? s.dropped : s.att; }
@@ -313,14 +315,15 @@ class Attention final : public Layer {
 
 AttentionArgs attention_args(const LayerArgs& a) {
   expect_named_only(a, 1,
-                    {"bias", "dropout", "proj_std", "kv_heads", "rope", "rope_factor", "rope_low", "rope_high",
-                     "rope_context", "qk_norm", "fused"});
+                    {"bias", "proj_bias", "dropout", "proj_std", "kv_heads", "rope", "rope_factor", "rope_low",
+                     "rope_high", "rope_context", "qk_norm", "fused"});
   AttentionArgs r;
   r.heads = int_arg(a, 0, "the number of heads");
   const std::int64_t percent = layer_named_int(a, "dropout", 0, 0);
   if (percent >= 100) throw bad_input("[model] layers: " + a.text + ": dropout is a percentage, 0-99");
   r.dropout = static_cast<float>(percent) / 100.f;
-  r.bias = layer_named_bool(a, "bias", true);
+  r.qkv_bias = layer_named_bool(a, "bias", true);
+  r.proj_bias = layer_named_bool(a, "proj_bias", r.qkv_bias);
   r.proj_std = layer_named_std(a, "proj_std");
   r.kv_heads = layer_named_int(a, "kv_heads", 0, 1);
   if (r.kv_heads && r.heads % r.kv_heads != 0)
@@ -346,7 +349,8 @@ AttentionArgs attention_args(const LayerArgs& a) {
 
 void register_attention(LayerRegistry& r) {
   r.add("attention",
-        "attention(heads, bias=1, dropout=0, proj_std=0.02, kv_heads=heads, rope=0, rope_factor=0, rope_low=1, "
+        "attention(heads, bias=1, proj_bias=bias, dropout=0, proj_std=0.02, kv_heads=heads, rope=0, rope_factor=0, "
+        "rope_low=1, "
         "rope_high=4, rope_context=8192, qk_norm=0, fused=1): causal self-attention on [T, C]; rope=THETA rotary "
         "positions",
         [](const LayerArgs& a) { return std::make_unique<Attention>(attention_args(a)); });

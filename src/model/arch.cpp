@@ -33,7 +33,7 @@ std::string llama_layers(const LlamaDims& d) {
   const std::string norm = d.norm_eps_exp == 5 ? "rmsnorm" : "rmsnorm(eps=" + std::to_string(d.norm_eps_exp) + ")";
   std::string attn_args = std::to_string(d.n_head);
   if (d.n_kv_heads && d.n_kv_heads != d.n_head) attn_args += ", kv_heads=" + std::to_string(d.n_kv_heads);
-  attn_args += ", bias=0, rope=" + std::to_string(d.rope_theta);
+  attn_args += std::string(d.qkv_bias ? ", proj_bias=0" : ", bias=0") + ", rope=" + std::to_string(d.rope_theta);
   if (d.rope_factor > 0)
     attn_args += ", rope_factor=" + std::to_string(d.rope_factor) + ", rope_low=" + std::to_string(d.rope_low) +
                  ", rope_high=" + std::to_string(d.rope_high) + ", rope_context=" + std::to_string(d.rope_context);

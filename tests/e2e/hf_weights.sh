@@ -29,10 +29,13 @@ printf '{"bos_token": "<|begin_of_text|>", "chat_template": "{%% for m in messag
 printf '{"bos_token_id": 1, "eos_token_id": [2, 3], "temperature": 0.6}\n' >"$tmp/hf/generation_config.json"
 out=$("$trainer" --import-hf "$tmp/hf" --out "$tmp/imp.h5" 2>&1)
 check "--import-hf: 15 tensors, 31,904 parameters (${out%%$'\n'*})" grep -q "15 tensors, 31904 parameters" <<<"$out"
-{
-  sed -n '/^\[model\]/,$p' <<<"$out" | grep -v "^block_size"
-  printf 'block_size = 64\n[data]\npath = %s\n[run]\nout_dir = %s\n[train]\nglobal_batch = 4\n' "$tmp/tok" "$tmp/run"
-} >"$tmp/deck.ini"
+deck_of() {  # IMPORT_OUTPUT FILE: the import's [model] keys, the byte data, T = 64
+  {
+    sed -n '/^\[model\]/,$p' <<<"$1" | grep -v "^block_size"
+    printf 'block_size = 64\n[data]\npath = %s\n[run]\nout_dir = %s\n[train]\nglobal_batch = 4\n' "$tmp/tok" "$tmp/run"
+  } >"$2"
+}
+deck_of "$out" "$tmp/deck.ini"
 loss_of() { awk '{for (i = 1; i < NF; i++) if ($i == "loss") print $(i + 1)}' <<<"$1"; }
 close() { $py -c "import sys; sys.exit(abs(float('${1:-0}') - float('${2:-9}')) > 1e-5 * float('${2:-9}'))"; }
 ev=$("$trainer" "$tmp/deck.ini" --eval-only --set checkpoint.resume="$tmp/imp.h5" 2>&1 | grep "^eval-only")
@@ -50,6 +53,18 @@ m_ours=$(loss_of "$ev") m_theirs=$($py "$ref" loss "$tmp/mistral" "$tmp/tok" 32)
 check "model_type mistral: block_size = its sliding_window 32, the same tensors, the reference's loss ${m_theirs:-?} (1e-5)" \
   test "$(grep -c "^block_size = 32$" <<<"$mis")$(h5diff -q "$tmp/imp.h5" "$tmp/mis.h5" /model /model && echo same)" = 1same -a \
   "$(close "$m_ours" "$m_theirs" && echo y)" = y
+# Qwen2 (Qwen2ForCausalLM: Llama's tensors with biases on q, k and v, a tied head; use_sliding_window
+# false leaves its sliding_window 16 off): [model] qkv_bias, the reference's loss, and back out.
+cp -r "$tmp/hf" "$tmp/qwen" && $py "$ref" qwen2 "$tmp/qwen"
+qw=$("$trainer" --import-hf "$tmp/qwen" --out "$tmp/qwen.h5" 2>&1)
+deck_of "$qw" "$tmp/qwen.ini"
+ev=$("$trainer" "$tmp/qwen.ini" --eval-only --set checkpoint.resume="$tmp/qwen.h5" 2>&1 | grep "^eval-only")
+q_ours=$(loss_of "$ev") q_theirs=$($py "$ref" loss "$tmp/qwen" "$tmp/tok" 64)
+check "model_type qwen2: qkv_bias, block_size 64, --eval-only's loss ${q_ours:-?} = the reference's ${q_theirs:-?} (1e-5)" \
+  test "$(grep -c "^qkv_bias = true$\|^block_size = 64$" <<<"$qw")" = 2 -a "$(close "$q_ours" "$q_theirs" && echo y)" = y
+"$trainer" "$tmp/qwen.ini" --export-hf "$tmp/qwen_out" --set checkpoint.resume="$tmp/qwen.h5" >/dev/null 2>&1
+check "... exported as Qwen2ForCausalLM, the same tensors bit for bit ($($py "$ref" same "$tmp/qwen" "$tmp/qwen_out"))" \
+  test "$(grep -c '"model_type": "qwen2"' "$tmp/qwen_out/config.json")$($py "$ref" same "$tmp/qwen" "$tmp/qwen_out" >/dev/null && echo y)" = 1y
 
 "$trainer" "$tmp/deck.ini" --export-hf "$tmp/out" --set checkpoint.resume="$tmp/imp.h5" >/dev/null 2>&1
 back=$($py "$ref" loss "$tmp/out" "$tmp/tok" 64)

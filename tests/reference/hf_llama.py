@@ -11,13 +11,18 @@ transformers' LlamaForCausalLM does, without transformers (Debian does not packa
   same DIR1 DIR2        exit 0 when both folders hold the same tensors with the same float32 values
   mistral DIR           make the folder a MistralForCausalLM's (model_type mistral, sliding_window 32:
                         Llama's tensors; within the window its attention is Llama's)
+  qwen2 DIR             make the folder a Qwen2ForCausalLM's (model_type qwen2: Llama's tensors and biases
+                        on q_proj, k_proj and v_proj, in a third shard; rope_theta 1e6, no attention_bias
+                        key, a tied head (lm_head.weight gone), a sliding_window that use_sliding_window
+                        false leaves off)
   break DIR KIND        spoil a folder: missing (a tensor gone), shape (k_proj's rows), arch
                         (model_type gpt_neox), heads (num_key_value_heads 3), scaling (rope_type yarn),
                         window (a Mistral's sliding_window 0)
 
 The forward follows modeling_llama.py: RMSNorm as weight * (x * rsqrt(mean(x^2) + eps)), RoPE with
 rotate_half on q and k after the projections (inv_freq from rope_theta, then llama3's scaling),
-repeat_kv for the key/value heads, causal softmax(q k^T / sqrt(head_dim)), SiLU(gate) * up.
+repeat_kv for the key/value heads, causal softmax(q k^T / sqrt(head_dim)), SiLU(gate) * up; the
+q, k and v projections add their biases where the folder has them (Qwen2's modeling_qwen2.py).
 """
 import glob
 import json
@@ -148,9 +153,12 @@ def forward(cfg, w, ids):
     for i in range(cfg["num_hidden_layers"]):
         p = "model.layers.%d." % i
         y = rms(x, W[p + "input_layernorm.weight"])
-        q = (y @ W[p + "self_attn.q_proj.weight"].T).view(b, t, h, d).transpose(1, 2)
-        k = (y @ W[p + "self_attn.k_proj.weight"].T).view(b, t, kv, d).transpose(1, 2)
-        v = (y @ W[p + "self_attn.v_proj.weight"].T).view(b, t, kv, d).transpose(1, 2)
+        def proj(name, heads):
+            z = y @ W[p + "self_attn.%s.weight" % name].T
+            if p + "self_attn.%s.bias" % name in W:
+                z = z + W[p + "self_attn.%s.bias" % name]
+            return z.view(b, t, heads, d).transpose(1, 2)
+        q, k, v = proj("q_proj", h), proj("k_proj", kv), proj("v_proj", kv)
         q, k = q * cos + rotate_half(q) * sin, k * cos + rotate_half(k) * sin
         k, v = (z[:, :, None].expand(b, kv, h // kv, t, d).reshape(b, h, t, d) for z in (k, v))  # repeat_kv
         a = (q @ k.transpose(-2, -1)) / math.sqrt(d)
@@ -197,6 +205,28 @@ def same(a, b, read=load):
     return 1 if bad else 0
 
 
+def qwen2(folder):
+    path = os.path.join(folder, "config.json")
+    cfg = json.load(open(path))
+    for key in ("attention_bias", "mlp_bias"):
+        del cfg[key]
+    cfg.update(architectures=["Qwen2ForCausalLM"], model_type="qwen2", rope_theta=1000000.0, rope_scaling=None,
+               sliding_window=16, use_sliding_window=False, max_window_layers=2, tie_word_embeddings=True)
+    json.dump(cfg, open(path, "w"), indent=2)
+    g, d, kv = np.random.default_rng(2), cfg["hidden_size"] // cfg["num_attention_heads"], cfg["num_key_value_heads"]
+    biases = {}
+    for i in range(cfg["num_hidden_layers"]):
+        for name, rows in (("q_proj", cfg["hidden_size"]), ("k_proj", kv * d), ("v_proj", kv * d)):
+            biases["model.layers.%d.self_attn.%s.bias" % (i, name)] = (0.5 * g.standard_normal(rows)).astype(np.float32)
+    write_safetensors(os.path.join(folder, "model-00003-of-00003.safetensors"), biases, "F32")
+    index = os.path.join(folder, "model.safetensors.index.json")
+    wm = json.load(open(index))["weight_map"]
+    wm.update({k: "model-00003-of-00003.safetensors" for k in biases})
+    second = os.path.join(folder, wm.pop("lm_head.weight"))  # (tied: the head is the embedding)
+    write_safetensors(second, {k: v for k, v in read_safetensors(second).items() if k != "lm_head.weight"}, "F32")
+    json.dump({"metadata": {"total_size": 0}, "weight_map": wm}, open(index, "w"))
+
+
 def spoil(folder, kind):
     cfg_path = os.path.join(folder, "config.json")
     cfg = json.load(open(cfg_path))
@@ -237,5 +267,7 @@ if __name__ == "__main__":
         path = os.path.join(sys.argv[2], "config.json")
         cfg = dict(json.load(open(path)), architectures=["MistralForCausalLM"], model_type="mistral", sliding_window=32)
         json.dump(cfg, open(path, "w"))
+    elif cmd == "qwen2":
+        qwen2(sys.argv[2])
     elif cmd == "break":
         spoil(sys.argv[2], sys.argv[3])

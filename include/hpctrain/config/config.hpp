@@ -179,6 +179,7 @@ struct ModelConfig {
   AttentionMask attention_mask = AttentionMask::causal;
   Mlp mlp = Mlp::swiglu;
   bool qk_norm = false, zero_init = false;
+  bool qkv_bias = false;  // arch = llama: biases on the query, key and value projections (Qwen2's)
 };
 
 struct TrainConfig {

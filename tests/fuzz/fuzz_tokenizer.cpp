@@ -2,9 +2,11 @@
 // (even) or GPT-2's encoder.json and vocab.bpe (odd; the two split at the first NUL byte). A
 // vocabulary that loads then encodes and decodes a short text with letters, numbers, white space
 // and bytes that are not UTF-8, and decode(encode(x)) must be x (" " + x for a SentencePiece-style
-// one).
+// one). Then NFC (data/nfc.hpp, the NFC normalizer's) on the input's bytes as they are: it must be
+// idempotent, and leave a text it says cannot change as it is.
 #include "fuzz_target.hpp"
 #include "hpctrain/data/bpe_tokenizer.hpp"
+#include "hpctrain/data/nfc.hpp"
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   using namespace hpctrain;
@@ -24,5 +26,10 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
       std::abort();
     }
   });
+  const std::string once = nfc(rest);
+  if (nfc(once) != once || (!nfc_may_change(rest) && once != rest)) {
+    std::fprintf(stderr, "fuzz tokenizer: nfc is not idempotent, or changed a text nfc_may_change passed\n");
+    std::abort();
+  }
   return 0;
 }

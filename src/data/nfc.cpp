@@ -9,6 +9,8 @@
 #include <iterator>
 #include <vector>
 
+#include "hpctrain/data/utf8.hpp"
+
 namespace hpctrain {
 
 namespace {
@@ -67,41 +69,6 @@ char32_t compose(char32_t a, char32_t b) {
   return it != end && it->a == a && it->b == b ? it->c : 0;
 }
 
-void put_utf8(char32_t c, std::string& out) {
-  if (c < 0x80) {
-    out += static_cast<char>(c);
-  } else if (c < 0x800) {
-    out += static_cast<char>(0xC0 | (c >> 6));
-    out += static_cast<char>(0x80 | (c & 0x3F));
-  } else if (c < 0x10000) {
-    out += static_cast<char>(0xE0 | (c >> 12));
-    out += static_cast<char>(0x80 | ((c >> 6) & 0x3F));
-    out += static_cast<char>(0x80 | (c & 0x3F));
-  } else {
-    out += static_cast<char>(0xF0 | (c >> 18));
-    out += static_cast<char>(0x80 | ((c >> 12) & 0x3F));
-    out += static_cast<char>(0x80 | ((c >> 6) & 0x3F));
-    out += static_cast<char>(0x80 | (c & 0x3F));
-  }
-}
-
-// The code point of the UTF-8 sequence at s[at] and its length, or length 0 when it is not one
-// (a stray or missing continuation byte, an overlong form, a surrogate, past U+10FFFF).
-std::pair<char32_t, std::size_t> next_code_point(std::string_view s, std::size_t at) {
-  const auto byte = [&](std::size_t i) { return static_cast<unsigned char>(s[i]); };
-  const unsigned char b = byte(at);
-  const std::size_t len = b < 0x80 ? 1 : b >= 0xF0 ? 4 : b >= 0xE0 ? 3 : b >= 0xC0 ? 2 : 0;
-  if (len == 0 || at + len > s.size()) return {0, 0};
-  char32_t c = len == 1 ? b : b & (0x7F >> len);
-  for (std::size_t i = 1; i < len; ++i) {
-    if ((byte(at + i) & 0xC0) != 0x80) return {0, 0};
-    c = (c << 6) | (byte(at + i) & 0x3F);
-  }
-  static constexpr char32_t least[] = {0, 0, 0x80, 0x800, 0x10000};
-  if (c < least[len] || c > 0x10FFFF || (c >= 0xD800 && c <= 0xDFFF)) return {0, 0};
-  return {c, len};
-}
-
 // One segment's NFC, appended to `out`; `d` and `cc` are scratch.
 void normalize(const std::vector<char32_t>& segment, std::vector<char32_t>& d, std::vector<int>& cc, std::string& out) {
   d.clear();
@@ -125,7 +92,7 @@ void normalize(const std::vector<char32_t>& segment, std::vector<char32_t>& d, s
     last = cc[i];
     d[kept++] = d[i];
   }
-  for (std::size_t i = 0; i < std::min(kept, d.size()); ++i) put_utf8(d[i], out);
+  for (std::size_t i = 0; i < std::min(kept, d.size()); ++i) utf8_append(out, d[i]);
 }
 }  // namespace
 
@@ -146,7 +113,7 @@ std::string nfc(std::string_view utf8) {
     segment.clear();
   };
   for (std::size_t at = 0; at < utf8.size();) {
-    const auto [c, len] = next_code_point(utf8, at);
+    const auto [c, len] = utf8_next(utf8, at);
     if (len == 0) {  // not UTF-8: as it is, a boundary
       flush();
       out += utf8[at++];

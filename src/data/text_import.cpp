@@ -19,6 +19,7 @@
 #include "hpctrain/data/bpe_tokenizer.hpp"
 #include "hpctrain/data/make_dataset.hpp"
 #include "hpctrain/data/token_dataset.hpp"
+#include "hpctrain/data/utf8.hpp"
 
 namespace hpctrain {
 
@@ -28,41 +29,14 @@ std::vector<char32_t> utf8_decode(const std::string& text, const std::string& so
   std::vector<char32_t> out;
   out.reserve(text.size());
   for (std::size_t i = 0; i < text.size();) {
-    const auto c = static_cast<unsigned char>(text[i]);
-    const int extra = c < 0x80 ? 0 : (c >> 5) == 0x6 ? 1 : (c >> 4) == 0xE ? 2 : (c >> 3) == 0x1E ? 3 : -1;
-    if (extra < 0 || i + static_cast<std::size_t>(extra) >= text.size() + (extra == 0 ? 1 : 0))
+    const auto [cp, len] = utf8_next(text, i);
+    if (len == 0)
       throw bad_input(source + ": not UTF-8 text at byte " + std::to_string(i) +
                       " (use --tokenizer byte for arbitrary bytes)");
-    char32_t cp = extra == 0 ? c : c & (0x3F >> extra);
-    for (int k = 1; k <= extra; ++k) {
-      const auto n = static_cast<unsigned char>(text[i + static_cast<std::size_t>(k)]);
-      if ((n >> 6) != 0x2)
-        throw bad_input(source + ": not UTF-8 text at byte " + std::to_string(i) +
-                        " (use --tokenizer byte for arbitrary bytes)");
-      cp = (cp << 6) | (n & 0x3F);
-    }
     out.push_back(cp);
-    i += static_cast<std::size_t>(extra) + 1;
+    i += len;
   }
   return out;
-}
-
-void utf8_append(std::string& out, char32_t cp) {
-  if (cp < 0x80) {
-    out += static_cast<char>(cp);
-  } else if (cp < 0x800) {
-    out += static_cast<char>(0xC0 | (cp >> 6));
-    out += static_cast<char>(0x80 | (cp & 0x3F));
-  } else if (cp < 0x10000) {
-    out += static_cast<char>(0xE0 | (cp >> 12));
-    out += static_cast<char>(0x80 | ((cp >> 6) & 0x3F));
-    out += static_cast<char>(0x80 | (cp & 0x3F));
-  } else {
-    out += static_cast<char>(0xF0 | (cp >> 18));
-    out += static_cast<char>(0x80 | ((cp >> 12) & 0x3F));
-    out += static_cast<char>(0x80 | ((cp >> 6) & 0x3F));
-    out += static_cast<char>(0x80 | (cp & 0x3F));
-  }
 }
 
 std::string printable(char32_t cp) {

@@ -230,8 +230,10 @@ void model_keys(std::vector<KeySpec>& k) {
   s.key("n_layer", &ModelConfig::n_layer, "arch = gpt: transformer blocks").range(0, 1 << 20);
   s.key("n_head", &ModelConfig::n_head, "arch = gpt: attention heads").range(0, 1 << 20);
   s.key("n_embd", &ModelConfig::n_embd, "arch = gpt: the width (a multiple of n_head)").range(0, 1 << 20);
-  s.auto_count("vocab_size", &ModelConfig::vocab_size,
-               "arch = gpt: tokens in the vocabulary; auto = the token dataset's (a number must equal it)");
+  s.auto_count(
+      "vocab_size", &ModelConfig::vocab_size,
+      "arch = gpt or llama: rows of the token embedding and head; auto = the token dataset's vocabulary (a number "
+      "may be larger: rows no token uses, as Qwen2's checkpoints have; never smaller)");
   s.key("bias", &ModelConfig::bias, "arch = gpt: biases in the linear layers and layer norms");
   s.key("tie_embeddings", &ModelConfig::tie_embeddings,
         "arch = gpt: the output head shares the token embedding's weight");

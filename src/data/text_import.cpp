@@ -196,11 +196,14 @@ std::vector<std::uint32_t> Vocabulary::encode(const std::string& text, const std
 std::string Vocabulary::decode(const std::vector<std::uint32_t>& ids) const {
   std::string out;
   for (std::uint32_t id : ids) {
+    if (static_cast<std::int64_t>(id) >= size())  // (never dropped or wrapped: a model's extra rows are no tokens)
+      throw bad_input("token id " + std::to_string(id) + " is outside the " + tokenizer_ + " vocabulary of " +
+                      std::to_string(size()) + " tokens");
     if (bpe_)
-      out += static_cast<std::int64_t>(id) < size() ? bpe_->token_bytes(static_cast<std::int32_t>(id)) : "";
+      out += bpe_->token_bytes(static_cast<std::int32_t>(id));
     else if (tokenizer_ == "byte")
       out += static_cast<char>(id);
-    else if (id < points_.size())
+    else
       utf8_append(out, points_[id]);
   }
   return out;

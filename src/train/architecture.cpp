@@ -13,13 +13,17 @@ Config with_architecture(const Config& cfg, const SplitIndex& train) {
   if (!train.tokens)
     throw bad_input(std::string("[model] arch = ") + name_of(m.arch) + " reads token ids, but " + cfg.data.path +
                     " is not a token dataset (its samples are " + shape_string(train.sample_shape) + ")");
-  if (m.vocab_size != 0 && m.vocab_size != train.num_classes)
+  // More rows than tokens is a model's choice (Qwen2's 151,936 for 151,665 tokens): the rows no
+  // token uses are kept, and --generate never draws them. Fewer would leave a token without a row.
+  if (m.vocab_size != 0 && m.vocab_size < train.num_classes)
     throw bad_input("[model] vocab_size = " + std::to_string(m.vocab_size) + ", but the dataset's vocabulary has " +
-                    std::to_string(train.num_classes) + " tokens (vocab_size = auto takes the dataset's)");
+                    std::to_string(train.num_classes) + " tokens, each of which needs a row (vocab_size = auto " +
+                    "takes the dataset's)");
+  const std::int64_t vocab = m.vocab_size != 0 ? m.vocab_size : train.num_classes;
   Config out = cfg;
   if (m.arch == Arch::llama) {
     LlamaDims d;
-    d.n_layer = m.n_layer, d.n_head = m.n_head, d.n_embd = m.n_embd, d.vocab_size = train.num_classes;
+    d.n_layer = m.n_layer, d.n_head = m.n_head, d.n_embd = m.n_embd, d.vocab_size = vocab;
     d.ffn_dim = m.ffn_dim, d.rope_theta = m.rope_theta, d.tie_embeddings = m.tie_embeddings;
     d.norm_eps_exp = static_cast<int>(std::lround(-std::log10(m.norm_eps)));
     d.n_kv_heads = m.n_kv_heads, d.qk_norm = m.qk_norm, d.relu2 = m.mlp == Mlp::relu2, d.zero_init = m.zero_init;
@@ -29,7 +33,7 @@ Config with_architecture(const Config& cfg, const SplitIndex& train) {
     out.model.layers = llama_layers(d);
   } else {
     GptDims d;
-    d.n_layer = m.n_layer, d.n_head = m.n_head, d.n_embd = m.n_embd, d.vocab_size = train.num_classes;
+    d.n_layer = m.n_layer, d.n_head = m.n_head, d.n_embd = m.n_embd, d.vocab_size = vocab;
     d.bias = m.bias, d.tie_embeddings = m.tie_embeddings, d.gelu_tanh = m.activation == GptActivation::gelu_tanh;
     d.dropout_percent = static_cast<int>(std::lround(m.dropout * 100));
     out.model.layers = gpt_layers(d);

@@ -111,12 +111,15 @@ Trainer::Trainer(const Config& cfg, Runtime& rt, const DatasetIndex& index, Purp
     groups_ = partition_layers(layer_parameter_counts(layout), stages, cfg.model.groups);  // bad_input if wrong
     const Shape& out = layout.whole_output_shape();
     Shape want = index.train.output_shape();
-    if (index.train.tokens && !want.empty())  // a language model's logits: padded to [model] vocab_multiple
-      want.back() = padded_vocab(want.back(), cfg.model.vocab_multiple);
     // (lm_head with tensor_parallel = T: this rank's block of the vocabulary, layers/lm_head.cpp)
     vocab_parallel_ =
         index.train.tokens && rt.mesh().size(MeshDim::tp) > 1 && layout.all_layer_types().back() == "lm_head";
-    if (vocab_parallel_) want.back() /= rt.mesh().size(MeshDim::tp);
+    const std::int64_t blocks = vocab_parallel_ ? rt.mesh().size(MeshDim::tp) : 1;
+    if (index.train.tokens && !want.empty()) {  // a language model's logits: padded to [model] vocab_multiple,
+      want.back() = padded_vocab(want.back(), cfg.model.vocab_multiple) / blocks;
+      // or more: a model's rows no token uses (Qwen2's 151,936 for 151,665 tokens), never fewer
+      if (out.size() == want.size() && out.back() * blocks >= index.train.num_classes) want.back() = out.back();
+    }
     if (out != want)
       throw bad_input("[model] layers: the last layer outputs " + shape_string(out) + " but the data needs " +
                       shape_string(want) + " (" +

@@ -53,18 +53,27 @@ m_ours=$(loss_of "$ev") m_theirs=$($py "$ref" loss "$tmp/mistral" "$tmp/tok" 32)
 check "model_type mistral: block_size = its sliding_window 32, the same tensors, the reference's loss ${m_theirs:-?} (1e-5)" \
   test "$(grep -c "^block_size = 32$" <<<"$mis")$(h5diff -q "$tmp/imp.h5" "$tmp/mis.h5" /model /model && echo same)" = 1same -a \
   "$(close "$m_ours" "$m_theirs" && echo y)" = y
-# Qwen2 (Qwen2ForCausalLM: Llama's tensors with biases on q, k and v, a tied head; use_sliding_window
-# false leaves its sliding_window 16 off): [model] qkv_bias, the reference's loss, and back out.
+# Qwen2 (Qwen2ForCausalLM: Llama's tensors with biases on q, k and v, a tied head, 272 embedding rows
+# for the 256 byte tokens as Qwen2's 151,936 for 151,665; use_sliding_window false leaves its
+# sliding_window 16 off): [model] qkv_bias and vocab_size 272, the reference's loss over the 272
+# logits, and back out.
 cp -r "$tmp/hf" "$tmp/qwen" && $py "$ref" qwen2 "$tmp/qwen"
 qw=$("$trainer" --import-hf "$tmp/qwen" --out "$tmp/qwen.h5" 2>&1)
 deck_of "$qw" "$tmp/qwen.ini"
 ev=$("$trainer" "$tmp/qwen.ini" --eval-only --set checkpoint.resume="$tmp/qwen.h5" 2>&1 | grep "^eval-only")
 q_ours=$(loss_of "$ev") q_theirs=$($py "$ref" loss "$tmp/qwen" "$tmp/tok" 64)
-check "model_type qwen2: qkv_bias, block_size 64, --eval-only's loss ${q_ours:-?} = the reference's ${q_theirs:-?} (1e-5)" \
-  test "$(grep -c "^qkv_bias = true$\|^block_size = 64$" <<<"$qw")" = 2 -a "$(close "$q_ours" "$q_theirs" && echo y)" = y
+check "model_type qwen2: qkv_bias, vocab_size 272, block_size 64, --eval-only's loss ${q_ours:-?} = the reference's ${q_theirs:-?} (1e-5)" \
+  test "$(grep -c "^qkv_bias = true$\|^block_size = 64$\|^vocab_size = 272$" <<<"$qw")" = 3 -a "$(close "$q_ours" "$q_theirs" && echo y)" = y
 "$trainer" "$tmp/qwen.ini" --export-hf "$tmp/qwen_out" --set checkpoint.resume="$tmp/qwen.h5" >/dev/null 2>&1
 check "... exported as Qwen2ForCausalLM, the same tensors bit for bit ($($py "$ref" same "$tmp/qwen" "$tmp/qwen_out"))" \
   test "$(grep -c '"model_type": "qwen2"' "$tmp/qwen_out/config.json")$($py "$ref" same "$tmp/qwen" "$tmp/qwen_out" >/dev/null && echo y)" = 1y
+# Its 16 rows past the byte tokens are never drawn: fine-tuned one step (the run stores the byte
+# tokenizer), 300 tokens at temperature 5 (which would draw them about 1 in 17) all decode.
+"$trainer" "$tmp/qwen.ini" --set checkpoint.init_from="$tmp/qwen.h5" --set train.steps=1 --set run.out_dir="$tmp/qrun" \
+  >/dev/null 2>&1
+gen=$("$trainer" "$tmp/qwen.ini" --set run.out_dir="$tmp/qrun" --generate --tokens 300 --temperature 5 --ignore-eos 2>&1)
+check "... --generate from its fine-tune: 300 tokens at temperature 5, none of the rows no token uses ($(tail -1 <<<"$gen" | cut -c1-40))" \
+  grep -q "^generate: 300 tokens in" <<<"$gen"
 
 "$trainer" "$tmp/deck.ini" --export-hf "$tmp/out" --set checkpoint.resume="$tmp/imp.h5" >/dev/null 2>&1
 back=$($py "$ref" loss "$tmp/out" "$tmp/tok" 64)

@@ -13,8 +13,8 @@ transformers' LlamaForCausalLM does, without transformers (Debian does not packa
                         Llama's tensors; within the window its attention is Llama's)
   qwen2 DIR             make the folder a Qwen2ForCausalLM's (model_type qwen2: Llama's tensors and biases
                         on q_proj, k_proj and v_proj, in a third shard; rope_theta 1e6, no attention_bias
-                        key, a tied head (lm_head.weight gone), a sliding_window that use_sliding_window
-                        false leaves off)
+                        key, a tied head (lm_head.weight gone), 16 embedding rows past the byte tokens
+                        (vocab_size 272), a sliding_window that use_sliding_window false leaves off)
   break DIR KIND        spoil a folder: missing (a tensor gone), shape (k_proj's rows), arch
                         (model_type gpt_neox), heads (num_key_value_heads 3), scaling (rope_type yarn),
                         window (a Mistral's sliding_window 0)
@@ -224,6 +224,14 @@ def qwen2(folder):
     wm.update({k: "model-00003-of-00003.safetensors" for k in biases})
     second = os.path.join(folder, wm.pop("lm_head.weight"))  # (tied: the head is the embedding)
     write_safetensors(second, {k: v for k, v in read_safetensors(second).items() if k != "lm_head.weight"}, "F32")
+    # 16 more embedding rows than the byte tokens, as Qwen2's 151,936 rows hold 151,665 tokens
+    first = os.path.join(folder, wm["model.embed_tokens.weight"])
+    w = read_safetensors(first)
+    extra = (0.2 * g.standard_normal((16, cfg["hidden_size"]))).astype(np.float32)
+    w["model.embed_tokens.weight"] = np.concatenate([w["model.embed_tokens.weight"], extra])
+    write_safetensors(first, {k: v for k, v in w.items() if "rotary_emb" not in k}, "F32")
+    cfg["vocab_size"] += 16
+    json.dump(cfg, open(path, "w"), indent=2)
     json.dump({"metadata": {"total_size": 0}, "weight_map": wm}, open(index, "w"))
 
 

@@ -3,7 +3,9 @@
 // gate_proj and up_proj the halves of its fused gate_up, weights [out, in] on both sides; the
 // rotary_emb.inv_freq buffers older files carry are skipped. Mistral's MistralForCausalLM and
 // Qwen2's Qwen2ForCausalLM are this layout too; Qwen2's q_proj, k_proj and v_proj carry biases, the
-// rows of hpctrain's qkv bias ([model] qkv_bias), and no other projection does.
+// rows of hpctrain's qkv bias ([model] qkv_bias), and no other projection does. Microsoft's
+// Phi3ForCausalLM (Phi-3) holds q|k|v already fused (qkv_proj) and gate|up too (gate_up_proj),
+// in hpctrain's row order.
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
@@ -39,6 +41,7 @@ LlamaDims llama_dims(const Json& c, const std::string& file) {
   expect_value(c, "hidden_act", "silu", file, kLlama);
   if (!d.qkv_bias) expect_value(c, "attention_bias", false, file, kLlama);
   expect_value(c, "mlp_bias", false, file, kLlama);
+  expect_value(c, "partial_rotary_factor", 1.0, file, kLlama);  // (Phi-4-mini's 0.75: RoPE on part of a head)
   const double eps = c.value("rms_norm_eps", 1e-6), k = -std::log10(eps);
   if (std::fabs(k - std::round(k)) > 1e-9)
     throw bad_input(file + ": \"rms_norm_eps\" = " + std::to_string(eps) +
@@ -119,6 +122,37 @@ void order_as_save_pretrained(std::vector<LazyTensor>& tensors) {
                    [&](const LazyTensor& a, const LazyTensor& b) { return key(a.name) < key(b.name); });
 }
 
+// Layer i's tensors that hpctrain fuses: q|k|v (and Qwen2's biases) and gate|up, taken out of
+// `hf` into `out`; Phi-3's files hold them fused already (qkv_proj, gate_up_proj).
+void take_fused(Tensors& hf, const LlamaDims& d, std::int64_t i, bool phi3, const std::string& dir,
+                std::vector<LazyTensor>& out) {
+  const std::string p = "model.layers." + std::to_string(i) + ".", us = "h." + std::to_string(i) + ".";
+  const std::int64_t kv = d.n_kv_heads * (d.n_embd / d.n_head), e = d.n_embd, f = d.ffn_dim;
+  if (phi3) {
+    out.push_back(
+        renamed(take(hf, p + "self_attn.qkv_proj.weight", {e + 2 * kv, e}, dir), us + "self_attn.qkv.weight"));
+    out.push_back(renamed(take(hf, p + "mlp.gate_up_proj.weight", {2 * f, e}, dir), us + "mlp.gate_up.weight"));
+    return;
+  }
+  out.push_back(rows_of(us + "self_attn.qkv.weight", {take(hf, p + "self_attn.q_proj.weight", {e, e}, dir),
+                                                      take(hf, p + "self_attn.k_proj.weight", {kv, e}, dir),
+                                                      take(hf, p + "self_attn.v_proj.weight", {kv, e}, dir)}));
+  if (d.qkv_bias)
+    out.push_back(rows_of(us + "self_attn.qkv.bias", {take(hf, p + "self_attn.q_proj.bias", {e}, dir),
+                                                      take(hf, p + "self_attn.k_proj.bias", {kv}, dir),
+                                                      take(hf, p + "self_attn.v_proj.bias", {kv}, dir)}));
+  out.push_back(rows_of(us + "mlp.gate_up.weight", {take(hf, p + "mlp.gate_proj.weight", {f, e}, dir),
+                                                    take(hf, p + "mlp.up_proj.weight", {f, e}, dir)}));
+}
+
+// The class Hugging Face's config.json names for a model_type this file reads.
+std::string class_name(const std::string& model_type) {
+  if (model_type == "qwen2") return "Qwen2ForCausalLM";
+  if (model_type == "phi3") return "Phi3ForCausalLM";
+  if (model_type == "mistral") return "MistralForCausalLM";
+  return "LlamaForCausalLM";
+}
+
 Shape direct_shape(const std::string& hf, const LlamaDims& d) {
   if (hf.find("embed_tokens") != std::string::npos || hf == "lm_head.weight") return {d.vocab_size, d.n_embd};
   if (hf.find("o_proj") != std::string::npos) return {d.n_embd, d.n_embd};
@@ -145,26 +179,13 @@ Imported llama_import(const Json& c, Tensors hf, const std::string& file, const 
   for (const auto& [theirs, ours] : direct_names(d.n_layer, d.tie_embeddings)) {
     out.tensors.push_back(renamed(take(hf, theirs, direct_shape(theirs, d), dir), ours));
   }
-  const std::int64_t hd = d.n_embd / d.n_head, kv = d.n_kv_heads * hd, e = d.n_embd;
-  for (std::int64_t i = 0; i < d.n_layer; ++i) {
-    const std::string p = "model.layers." + std::to_string(i) + ".", us = "h." + std::to_string(i) + ".";
-    out.tensors.push_back(rows_of(
-        us + "self_attn.qkv.weight",
-        {take(hf, p + "self_attn.q_proj.weight", {e, e}, dir), take(hf, p + "self_attn.k_proj.weight", {kv, e}, dir),
-         take(hf, p + "self_attn.v_proj.weight", {kv, e}, dir)}));
-    if (d.qkv_bias)
-      out.tensors.push_back(rows_of(us + "self_attn.qkv.bias", {take(hf, p + "self_attn.q_proj.bias", {e}, dir),
-                                                                take(hf, p + "self_attn.k_proj.bias", {kv}, dir),
-                                                                take(hf, p + "self_attn.v_proj.bias", {kv}, dir)}));
-    out.tensors.push_back(
-        rows_of(us + "mlp.gate_up.weight", {take(hf, p + "mlp.gate_proj.weight", {d.ffn_dim, e}, dir),
-                                            take(hf, p + "mlp.up_proj.weight", {d.ffn_dim, e}, dir)}));
-  }
+  const std::string type = c.value("model_type", "");
+  for (std::int64_t i = 0; i < d.n_layer; ++i) take_fused(hf, d, i, type == "phi3", dir, out.tensors);
   if (d.tie_embeddings) hf.erase("lm_head.weight");  // (some files carry the tied copy)
   for (const auto& [name, t] : hf)
     if (name.find("rotary_emb.inv_freq") == std::string::npos)
       throw bad_input(dir + ": tensor " + name + " " + shape_string(t.shape) + " is not a parameter of " +
-                      (d.qkv_bias ? "Qwen2ForCausalLM" : "LlamaForCausalLM") + " with this config.json");
+                      class_name(type) + " with this config.json");
   return out;
 }
 

@@ -43,16 +43,25 @@ ours=$(loss_of "$ev") theirs=$($py "$ref" loss "$tmp/hf" "$tmp/tok" 64)
 check "imported: --eval-only's loss ${ours:-?} = the float64 reference's ${theirs:-?} (1e-5)" close "$ours" "$theirs"
 warned=$("$trainer" "$tmp/deck.ini" --eval-only --set checkpoint.resume="$tmp/imp.h5" 2>&1 | grep -c "differ\|not in the")
 check "... without warnings about keys the import does not record ($warned)" test "$warned" = 0
-# Mistral (MistralForCausalLM: Llama's tensors, attention over the last sliding_window positions):
-# the same tensors, block_size = sliding_window (32), within which the reference's loss is --eval-only's.
+# Mistral (MistralForCausalLM: Llama's tensors, attention over the last sliding_window positions,
+# 32) and Phi-3 (Phi3ForCausalLM: q|k|v and gate|up fused in the file, in hpctrain's row order;
+# sliding_window 63): the Llama folder's tensors, block_size = sliding_window, within which the
+# reference's loss is --eval-only's.
+windowed() {  # NAME T: $tmp/NAME imported: block_size T, the Llama's tensors, the reference's loss at T
+  local out ev theirs
+  out=$("$trainer" --import-hf "$tmp/$1" --out "$tmp/$1.h5" 2>&1)
+  ev=$("$trainer" "$tmp/deck.ini" --eval-only --set model.block_size="$2" --set checkpoint.resume="$tmp/$1.h5" 2>&1 |
+    grep "^eval-only")
+  theirs=$($py "$ref" loss "$tmp/$1" "$tmp/tok" "$2")
+  grep -q "^block_size = $2$" <<<"$out" && h5diff -q "$tmp/imp.h5" "$tmp/$1.h5" /model /model &&
+    close "$(loss_of "$ev")" "$theirs" && echo "     the reference's loss at $2: $theirs = $(loss_of "$ev")"
+}
 cp -r "$tmp/hf" "$tmp/mistral" && $py "$ref" mistral "$tmp/mistral"
-mis=$("$trainer" --import-hf "$tmp/mistral" --out "$tmp/mis.h5" 2>&1)
-ev=$("$trainer" "$tmp/deck.ini" --eval-only --set model.block_size=32 --set checkpoint.resume="$tmp/mis.h5" 2>&1 |
-  grep "^eval-only")
-m_ours=$(loss_of "$ev") m_theirs=$($py "$ref" loss "$tmp/mistral" "$tmp/tok" 32)
-check "model_type mistral: block_size = its sliding_window 32, the same tensors, the reference's loss ${m_theirs:-?} (1e-5)" \
-  test "$(grep -c "^block_size = 32$" <<<"$mis")$(h5diff -q "$tmp/imp.h5" "$tmp/mis.h5" /model /model && echo same)" = 1same -a \
-  "$(close "$m_ours" "$m_theirs" && echo y)" = y
+check "model_type mistral: block_size = its sliding_window 32, the same tensors, the reference's loss (1e-5)" \
+  windowed mistral 32
+cp -r "$tmp/hf" "$tmp/phi" && $py "$ref" phi3 "$tmp/phi"
+check "model_type phi3: the Llama's tensors from the fused ones, block_size 63, the reference's loss (1e-5)" \
+  windowed phi 63
 # Qwen2 (Qwen2ForCausalLM: Llama's tensors with biases on q, k and v, a tied head, 272 embedding rows
 # for the 256 byte tokens as Qwen2's 151,936 for 151,665; use_sliding_window false leaves its
 # sliding_window 16 off): [model] qkv_bias and vocab_size 272, the reference's loss over the 272
@@ -176,6 +185,7 @@ check "an unknown architecture" bad arch '"model_type" = "gpt_neox"'
 check "key/value heads that do not divide the heads" bad heads "num_key_value_heads 3 do not divide"
 check "another rope_scaling" bad scaling 'rope_scaling" of type "yarn"'
 check "a Mistral's sliding_window of 0" bad window '"sliding_window" = 0: the model.s context would hold no position'
+check "a Phi-3 with RoPE on part of each head (Phi-4 mini's)" bad partial '"partial_rotary_factor" = 0.75' "$ref" phi
 # An output that is no file is refused before anything is written (a folder once left "<folder>.partial").
 mkdir "$tmp/dir"
 nofile() {  # pattern command...: exit 2, one line matching, nothing written beside the folder

@@ -15,9 +15,11 @@ transformers' LlamaForCausalLM does, without transformers (Debian does not packa
                         on q_proj, k_proj and v_proj, in a third shard; rope_theta 1e6, no attention_bias
                         key, a tied head (lm_head.weight gone), 16 embedding rows past the byte tokens
                         (vocab_size 272), a sliding_window that use_sliding_window false leaves off)
+  phi3 DIR              make the folder a Phi3ForCausalLM's (model_type phi3: q|k|v fused in qkv_proj and
+                        gate|up in gate_up_proj, one F32 file; sliding_window 63, so a context of 63)
   break DIR KIND        spoil a folder: missing (a tensor gone), shape (k_proj's rows), arch
                         (model_type gpt_neox), heads (num_key_value_heads 3), scaling (rope_type yarn),
-                        window (a Mistral's sliding_window 0)
+                        window (a Mistral's sliding_window 0), partial (partial_rotary_factor 0.75)
 
 The forward follows modeling_llama.py: RMSNorm as weight * (x * rsqrt(mean(x^2) + eps)), RoPE with
 rotate_half on q and k after the projections (inv_freq from rope_theta, then llama3's scaling),
@@ -83,6 +85,16 @@ def load(folder):
     w = {}
     for f in files:
         w.update(read_safetensors(os.path.join(folder, f)))
+    if cfg.get("model_type") == "phi3":  # (modeling_phi3.py: q, k, v and gate, up are row blocks in that order)
+        d = cfg["hidden_size"] // cfg["num_attention_heads"]
+        q, kv = cfg["num_attention_heads"] * d, cfg["num_key_value_heads"] * d
+        for k in [k for k in w if k.endswith("qkv_proj.weight") or k.endswith("gate_up_proj.weight")]:
+            p, t = k.rsplit(".", 2)[0] + ".", w.pop(k)
+            if "qkv_proj" in k:
+                w.update({p + "q_proj.weight": t[:q], p + "k_proj.weight": t[q:q + kv], p + "v_proj.weight": t[q + kv:]})
+            else:
+                half = t.shape[0] // 2
+                w.update({p + "gate_proj.weight": t[:half], p + "up_proj.weight": t[half:]})
     return cfg, w
 
 
@@ -235,6 +247,25 @@ def qwen2(folder):
     json.dump({"metadata": {"total_size": 0}, "weight_map": wm}, open(index, "w"))
 
 
+def phi3(folder):
+    cfg, w = load(folder)
+    fused = {k: v for k, v in w.items() if "rotary_emb" not in k and not any(
+        s in k for s in ("q_proj", "k_proj", "v_proj", "gate_proj", "up_proj"))}
+    for i in range(cfg["num_hidden_layers"]):
+        p = "model.layers.%d." % i
+        fused[p + "self_attn.qkv_proj.weight"] = np.concatenate([w[p + "self_attn.%s_proj.weight" % x] for x in "qkv"])
+        fused[p + "mlp.gate_up_proj.weight"] = np.concatenate([w[p + "mlp.gate_proj.weight"], w[p + "mlp.up_proj.weight"]])
+    for f in os.listdir(folder):
+        if f.endswith(".safetensors") or f.endswith(".index.json"):
+            os.remove(os.path.join(folder, f))
+    write_safetensors(os.path.join(folder, "model.safetensors"), fused, "F32")
+    for key in ("attention_bias", "mlp_bias"):
+        del cfg[key]
+    cfg.update(architectures=["Phi3ForCausalLM"], model_type="phi3", sliding_window=63, partial_rotary_factor=1.0,
+               original_max_position_embeddings=64, resid_pdrop=0.0, embd_pdrop=0.0, attention_dropout=0.0)
+    json.dump(cfg, open(os.path.join(folder, "config.json"), "w"), indent=2)
+
+
 def spoil(folder, kind):
     cfg_path = os.path.join(folder, "config.json")
     cfg = json.load(open(cfg_path))
@@ -260,6 +291,8 @@ def spoil(folder, kind):
         cfg["rope_scaling"]["rope_type"] = "yarn"
     elif kind == "window":
         cfg["model_type"], cfg["sliding_window"] = "mistral", 0
+    elif kind == "partial":
+        cfg["partial_rotary_factor"] = 0.75
     json.dump(cfg, open(cfg_path, "w"))
 
 
@@ -275,6 +308,8 @@ if __name__ == "__main__":
         path = os.path.join(sys.argv[2], "config.json")
         cfg = dict(json.load(open(path)), architectures=["MistralForCausalLM"], model_type="mistral", sliding_window=32)
         json.dump(cfg, open(path, "w"))
+    elif cmd == "phi3":
+        phi3(sys.argv[2])
     elif cmd == "qwen2":
         qwen2(sys.argv[2])
     elif cmd == "break":

@@ -64,19 +64,17 @@ std::string Checkpointer::resume_target() const {
   return compute_on_root(rt_.world(), [&] { return std::vector<std::string>{resume_selection(cfg_)}; }).at(0);
 }
 
-namespace {
-// A table of more rows than the model's and the same width: a vocabulary padded to a multiple
-// (nanoGPT's and llm.c's 50,304 rows for GPT-2's 50,257; a Hugging Face config's vocab_size),
-// which [model] vocab_multiple reproduces.
-std::string padding_hint(const Shape& ours, const Shape& theirs) {
+std::string vocabulary_rows_hint(const std::string& name, const Shape& ours, const Shape& theirs) {
   if (ours.size() != 2 || theirs.size() != 2 || ours[1] != theirs[1] || theirs[0] <= ours[0]) return "";
   for (const std::int64_t m : {8, 16, 32, 64, 128, 256, 512, 1024})
     if ((ours[0] + m - 1) / m * m == theirs[0])
       return " (a vocabulary padded to " + std::to_string(theirs[0]) +
              " rows: set [model] vocab_multiple = " + std::to_string(m) + ")";
+  if (name == "tok_emb.weight" || name == "lm_head.weight")
+    return " (rows no token of this vocabulary uses, as Qwen2's checkpoints have: set [model] vocab_size = " +
+           std::to_string(theirs[0]) + ")";
   return "";
 }
-}  // namespace
 
 std::vector<std::string> checkpoint_mismatches(const CheckpointFile& file, const Model& model) {
   std::vector<std::string> out;
@@ -103,7 +101,7 @@ std::vector<std::string> checkpoint_mismatches(const CheckpointFile& file, const
     const Shape s = file.shape(path);
     if (s != t.shape)
       out.push_back(t.name + " is " + shape_string(t.shape) + " in this model but " + shape_string(s) +
-                    " in the checkpoint" + padding_hint(t.shape, s));
+                    " in the checkpoint" + vocabulary_rows_hint(t.name, t.shape, s));
   }
   return out;
 }

@@ -18,7 +18,8 @@ std::string misfit(const CheckpointFile& file, const ModelTensor& t) {
   if (!file.has(ds)) return "not in the checkpoint";
   const Shape theirs = file.shape(ds);
   return theirs == t.shape ? ""
-                           : "is " + shape_string(t.shape) + " here but " + shape_string(theirs) + " in the checkpoint";
+                           : "is " + shape_string(t.shape) + " here but " + shape_string(theirs) +
+                                 " in the checkpoint" + vocabulary_rows_hint(t.name, t.shape, theirs);
 }
 
 std::string join(const std::vector<std::string>& v) {

@@ -76,6 +76,9 @@ check "model_type qwen2: qkv_bias, vocab_size 272, block_size 64, --eval-only's 
 "$trainer" "$tmp/qwen.ini" --export-hf "$tmp/qwen_out" --set checkpoint.resume="$tmp/qwen.h5" >/dev/null 2>&1
 check "... exported as Qwen2ForCausalLM, the same tensors bit for bit ($($py "$ref" same "$tmp/qwen" "$tmp/qwen_out"))" \
   test "$(grep -c '"model_type": "qwen2"' "$tmp/qwen_out/config.json")$($py "$ref" same "$tmp/qwen" "$tmp/qwen_out" >/dev/null && echo y)" = 1y
+err=$("$trainer" "$tmp/qwen.ini" --eval-only --set model.vocab_size=auto --set checkpoint.resume="$tmp/qwen.h5" 2>&1)
+check "... resumed by a deck with vocab_size = auto (256 rows): exit 2, the line says to set vocab_size = 272" \
+  test "$?$(grep -c "in the checkpoint (rows no token .* set \[model\] vocab_size = 272)$" <<<"$err")" = 21
 # Its 16 rows past the byte tokens are never drawn: fine-tuned one step (the run stores the byte
 # tokenizer), 300 tokens at temperature 5 (which would draw them about 1 in 17) all decode.
 "$trainer" "$tmp/qwen.ini" --set checkpoint.init_from="$tmp/qwen.h5" --set train.steps=1 --set run.out_dir="$tmp/qrun" \

@@ -187,6 +187,11 @@ std::string resume_selection(const Config& cfg);
 // Problems of `file` for `model` (missing or extra layers, shapes), one line
 // each, empty when it fits. Used by load() and --dry-run.
 std::vector<std::string> checkpoint_mismatches(const CheckpointFile& file, const Model& model);
+// What to set when the checkpoint's copy of table `name` has more rows than the model's and the
+// same width ("" otherwise): [model] vocab_multiple for a vocabulary padded to a round multiple
+// (nanoGPT's and llm.c's 50,304 rows for GPT-2's 50,257), [model] vocab_size for an embedding or
+// head with rows no token uses (Qwen2's 151,936 for 151,665 tokens).
+std::string vocabulary_rows_hint(const std::string& name, const Shape& ours, const Shape& theirs);
 
 // Rank 0, for --dry-run: the directory and the resume target, as lines of text.
 std::string describe_checkpointing(const Config& cfg, const Model* model);

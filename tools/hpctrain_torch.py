@@ -57,16 +57,21 @@ def rope(z, theta, scaling=None):
 
 
 class Attention(nn.Module):
-    """attention(H, kv_heads=K, rope=THETA, rope_factor.., qk_norm=1, proj_bias=0): q|k|v rows [(H + 2K) D, C];
-    query head h reads key/value head h // (H / K) (Hugging Face's repeat_kv)."""
+    """attention(H, kv_heads=K, rope=THETA, rope_factor.., qk_norm=1, qk_norm_weight=1, qk_eps=E, proj_bias=0): q|k|v
+    rows [(H + 2K) D, C]; query head h reads key/value head h // (H / K) (Hugging Face's repeat_kv); with
+    qk_norm_weight Qwen3's q_norm and k_norm (Qwen3RMSNorm over D, weighted, before the rotation)."""
 
-    def __init__(s, c, heads, bias, theta=0, kv_heads=0, qk_norm=False, scaling=None, proj_bias=None):
+    def __init__(s, c, heads, bias, theta=0, kv_heads=0, qk_norm=False, scaling=None, proj_bias=None, qk_weight=False,
+                 qk_eps=6):
         super().__init__()
         s.h, s.kv = heads, kv_heads or heads
         s.theta, s.qk_norm, s.scaling = theta, qk_norm, scaling
         rows = (s.h + 2 * s.kv) * (c // heads)
         s.qkv_weight = nn.Parameter(torch.zeros(rows, c))
         s.qkv_bias = nn.Parameter(torch.zeros(rows)) if bias else None
+        s.q_norm_weight = nn.Parameter(torch.ones(c // heads)) if qk_weight else None
+        s.k_norm_weight = nn.Parameter(torch.ones(c // heads)) if qk_weight else None
+        s.qk_eps = 10.0 ** -qk_eps if qk_weight else 1e-6
         s.proj_weight = nn.Parameter(torch.zeros(c, c))
         s.proj_bias = nn.Parameter(torch.zeros(c)) if (bias if proj_bias is None else proj_bias) else None
 
@@ -77,7 +82,9 @@ class Attention(nn.Module):
         q = q.view(b, t, s.h, d).transpose(1, 2)
         k, v = (z.view(b, t, s.kv, d).transpose(1, 2) for z in (k, v))
         if s.qk_norm:
-            q, k = (z * torch.rsqrt(z.pow(2).mean(-1, keepdim=True) + 1e-6) for z in (q, k))
+            q, k = (z * torch.rsqrt(z.pow(2).mean(-1, keepdim=True) + s.qk_eps) for z in (q, k))
+            if s.q_norm_weight is not None:
+                q, k = q * s.q_norm_weight, k * s.k_norm_weight
         if s.theta:
             q, k = rope(q, s.theta, s.scaling), rope(k, s.theta, s.scaling)
         if s.h != s.kv:  # Hugging Face's repeat_kv
@@ -125,7 +132,8 @@ class Seq(nn.Module):
                                     (("rope_factor", 0), ("rope_low", 1), ("rope_high", 4), ("rope_context", 8192)))
                 mod = Attention(shape[-1], pos[0], bias, int(named.get("rope", 0)), int(named.get("kv_heads", 0)),
                                 named.get("qk_norm", "0") in ("1", "true"), scaling,
-                                named.get("proj_bias", "1" if bias else "0") in ("1", "true"))
+                                named.get("proj_bias", "1" if bias else "0") in ("1", "true"),
+                                named.get("qk_norm_weight", "0") in ("1", "true"), int(named.get("qk_eps", 6)))
             elif kind == "lm_head":
                 s.vocab[name] = pos[0]
                 if named.get("tie", "1") in ("0", "false"):

@@ -5,7 +5,8 @@
 // Qwen2's Qwen2ForCausalLM are this layout too; Qwen2's q_proj, k_proj and v_proj carry biases, the
 // rows of hpctrain's qkv bias ([model] qkv_bias), and no other projection does. Microsoft's
 // Phi3ForCausalLM (Phi-3) holds q|k|v already fused (qkv_proj) and gate|up too (gate_up_proj),
-// in hpctrain's row order.
+// in hpctrain's row order. Qwen3's Qwen3ForCausalLM adds q_norm and k_norm, learned weights of the
+// per-head QK-norm ([model] qk_norm_weight), and no biases.
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
@@ -33,6 +34,7 @@ LlamaDims llama_dims(const Json& c, const std::string& file) {
   d.rope_theta = whole(c, "rope_theta", file, 10000);
   d.tie_embeddings = c.value("tie_word_embeddings", false);
   d.qkv_bias = c.value("model_type", "") == "qwen2";  // (Qwen2Attention: bias=True on q, k and v; hard-wired)
+  d.qk_norm = d.qk_norm_weight = c.value("model_type", "") == "qwen3";  // (Qwen3Attention's q_norm, k_norm)
   if (d.n_head < 1 || d.n_embd % d.n_head != 0 || d.n_kv_heads < 1 || d.n_head % d.n_kv_heads != 0)
     throw bad_input(file + ": hidden_size " + std::to_string(d.n_embd) + ", num_attention_heads " +
                     std::to_string(d.n_head) + ", num_key_value_heads " + std::to_string(d.n_kv_heads) +
@@ -79,12 +81,13 @@ std::string llama_deck(const LlamaDims& d, std::int64_t context) {
   line("vocab_size", std::to_string(d.vocab_size));
   line("tie_embeddings", d.tie_embeddings ? "true" : "false");
   if (d.qkv_bias) line("qkv_bias", "true");
+  if (d.qk_norm_weight) line("qk_norm", "true"), line("qk_norm_weight", "true");
   line("block_size", std::to_string(context));
   return ini;
 }
 
 // Hugging Face name -> hpctrain name pairs that are the same tensor (shape [out, in] both).
-std::vector<std::pair<std::string, std::string>> direct_names(std::int64_t layers, bool tied) {
+std::vector<std::pair<std::string, std::string>> direct_names(std::int64_t layers, bool tied, bool qk_norms) {
   std::vector<std::pair<std::string, std::string>> out{{"model.embed_tokens.weight", "tok_emb.weight"},
                                                        {"model.norm.weight", "norm.weight"}};
   for (std::int64_t i = 0; i < layers; ++i) {
@@ -93,6 +96,8 @@ std::vector<std::pair<std::string, std::string>> direct_names(std::int64_t layer
     out.emplace_back(hf + "post_attention_layernorm.weight", us + "post_attention_layernorm.weight");
     out.emplace_back(hf + "self_attn.o_proj.weight", us + "self_attn.proj.weight");
     out.emplace_back(hf + "mlp.down_proj.weight", us + "mlp.down.weight");
+    if (qk_norms) out.emplace_back(hf + "self_attn.q_norm.weight", us + "self_attn.q_norm.weight");
+    if (qk_norms) out.emplace_back(hf + "self_attn.k_norm.weight", us + "self_attn.k_norm.weight");
   }
   if (!tied) out.emplace_back("lm_head.weight", "lm_head.weight");
   return out;
@@ -102,9 +107,10 @@ std::vector<std::pair<std::string, std::string>> direct_names(std::int64_t layer
 // number (attention q, k, v, o, then the MLP's gate, up, down, then the two norms), the final norm,
 // the head; so a sharded export's shards hold whole layers in order (h.10 after h.9, not h.1).
 void order_as_save_pretrained(std::vector<LazyTensor>& tensors) {
-  static const std::vector<std::string> in_layer{"self_attn.q_proj.", "self_attn.k_proj.", "self_attn.v_proj.",
-                                                 "self_attn.o_proj.", "mlp.gate_proj.",    "mlp.up_proj.",
-                                                 "mlp.down_proj.",    "input_layernorm.",  "post_attention_layernorm."};
+  static const std::vector<std::string> in_layer{
+      "self_attn.q_proj.", "self_attn.k_proj.", "self_attn.v_proj.",        "self_attn.o_proj.",
+      "self_attn.q_norm.", "self_attn.k_norm.", "mlp.gate_proj.",           "mlp.up_proj.",
+      "mlp.down_proj.",    "input_layernorm.",  "post_attention_layernorm."};
   const std::string layers = "model.layers.";
   const auto key = [&](const std::string& name) {
     if (name.rfind("model.embed_tokens.", 0) == 0) return std::make_tuple(0, std::int64_t{0}, std::size_t{0});
@@ -148,6 +154,7 @@ void take_fused(Tensors& hf, const LlamaDims& d, std::int64_t i, bool phi3, cons
 // The class Hugging Face's config.json names for a model_type this file reads.
 std::string class_name(const std::string& model_type) {
   if (model_type == "qwen2") return "Qwen2ForCausalLM";
+  if (model_type == "qwen3") return "Qwen3ForCausalLM";
   if (model_type == "phi3") return "Phi3ForCausalLM";
   if (model_type == "mistral") return "MistralForCausalLM";
   return "LlamaForCausalLM";
@@ -157,6 +164,8 @@ Shape direct_shape(const std::string& hf, const LlamaDims& d) {
   if (hf.find("embed_tokens") != std::string::npos || hf == "lm_head.weight") return {d.vocab_size, d.n_embd};
   if (hf.find("o_proj") != std::string::npos) return {d.n_embd, d.n_embd};
   if (hf.find("down_proj") != std::string::npos) return {d.n_embd, d.ffn_dim};
+  if (hf.find("self_attn.q_norm") != std::string::npos || hf.find("self_attn.k_norm") != std::string::npos)
+    return {d.n_embd / d.n_head};
   return {d.n_embd};
 }
 }  // namespace
@@ -169,14 +178,14 @@ Imported llama_import(const Json& c, Tensors hf, const std::string& file, const 
   const std::int64_t positions = whole(c, "max_position_embeddings", file, 2048);
   // (Qwen2's sliding_window applies only with use_sliding_window, which its published files leave off)
   const bool windowed = c.contains("sliding_window") && !c["sliding_window"].is_null() &&
-                        (!d.qkv_bias || c.value("use_sliding_window", false));
+                        (!(d.qkv_bias || d.qk_norm_weight) || c.value("use_sliding_window", false));
   const std::int64_t window = windowed ? whole(c, "sliding_window", file) : positions;
   if (positions < 1 || window < 1)
     throw bad_input(file + ": \"" + (window < 1 ? "sliding_window" : "max_position_embeddings") +
                     "\" = 0: the model's context would hold no position");
   const std::int64_t context = std::min(positions, window);
   Imported out{llama_deck(d, context), llama_layers(d), {}};
-  for (const auto& [theirs, ours] : direct_names(d.n_layer, d.tie_embeddings)) {
+  for (const auto& [theirs, ours] : direct_names(d.n_layer, d.tie_embeddings, d.qk_norm_weight)) {
     out.tensors.push_back(renamed(take(hf, theirs, direct_shape(theirs, d), dir), ours));
   }
   const std::string type = c.value("model_type", "");
@@ -210,6 +219,10 @@ Exported llama_export(const std::vector<LazyTensor>& ours, const ModelConfig& m,
                 {"torch_dtype", "float32"},
                 {"rope_scaling", nullptr}};
   const RopeScalingKey r = rope_scaling_of(m.rope_scaling);
+  if (m.qk_norm_weight) {  // (Qwen3: the QK-norm's weights, q_norm and k_norm)
+    out.config["architectures"] = {"Qwen3ForCausalLM"}, out.config["model_type"] = "qwen3";
+    out.config["use_sliding_window"] = false, out.config["sliding_window"] = nullptr;
+  }
   if (m.qkv_bias) {  // (Qwen2: q, k and v biases; no attention_bias key, no sliding window)
     out.config["architectures"] = {"Qwen2ForCausalLM"}, out.config["model_type"] = "qwen2";
     out.config.erase("attention_bias"), out.config.erase("mlp_bias");
@@ -222,7 +235,7 @@ Exported llama_export(const std::vector<LazyTensor>& ours, const ModelConfig& m,
                                   {"high_freq_factor", static_cast<double>(r.high)},
                                   {"original_max_position_embeddings", r.context}};
   std::map<std::string, std::string> to_hf;
-  for (const auto& [theirs, mine] : direct_names(m.n_layer, m.tie_embeddings)) to_hf[mine] = theirs;
+  for (const auto& [theirs, mine] : direct_names(m.n_layer, m.tie_embeddings, m.qk_norm_weight)) to_hf[mine] = theirs;
   const std::int64_t hd = m.n_embd / m.n_head, kv = (m.n_kv_heads ? m.n_kv_heads : m.n_head) * hd;
   for (const LazyTensor& t : ours) {
     if (const auto it = to_hf.find(t.name); it != to_hf.end()) {

@@ -163,13 +163,14 @@ std::string layer_type_of(const std::string& name) {  // (the checkpoint records
 using ImportFn = hf::Imported (*)(const Json&, Tensors, const std::string&, const std::string&);
 ImportFn import_layout(const Json& cfg, const std::string& file) {
   const std::string type = cfg.value("model_type", "");
-  // (Mistral's, Qwen2's and Phi-3's: Llama's layout; Qwen2's with q, k and v biases, Phi-3's fused; hf_llama.cpp)
-  if (type == "llama" || type == "mistral" || type == "qwen2" || type == "phi3") return hf::llama_import;
+  // (Mistral's, Qwen2's, Qwen3's and Phi-3's: Llama's layout with q, k and v biases (Qwen2), QK-norm
+  // weights (Qwen3), fused tensors (Phi-3); hf_llama.cpp)
+  if (type == "llama" || type == "mistral" || type == "qwen2" || type == "qwen3" || type == "phi3")
+    return hf::llama_import;
   if (type == "gpt2") return hf::gpt2_import;
-  throw bad_input(
-      file + ": \"model_type\" = \"" + type + "\": the architectures imported are llama " +
-      "(LlamaForCausalLM), mistral (MistralForCausalLM), qwen2 (Qwen2ForCausalLM), phi3 (Phi3ForCausalLM) and " +
-      "gpt2 (GPT2LMHeadModel)");
+  throw bad_input(file + ": \"model_type\" = \"" + type + "\": the architectures imported are llama " +
+                  "(LlamaForCausalLM), mistral (MistralForCausalLM), qwen2 (Qwen2ForCausalLM), qwen3 " +
+                  "(Qwen3ForCausalLM), phi3 (Phi3ForCausalLM) and gpt2 (GPT2LMHeadModel)");
 }
 
 // Hugging Face's names for the tokenizer files a checkpoint stores (GPT2Tokenizer's vocab.json and

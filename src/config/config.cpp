@@ -210,6 +210,9 @@ void check_llama(const ModelConfig& m, const std::map<std::string, RawValue>& gi
   if (std::fabs(k - std::round(k)) > 1e-9)
     throw bad_input(where_of("model.norm_eps") + ": [model] norm_eps = " + format_real(m.norm_eps) +
                     " must be a power of ten (1e-5, 1e-6)");
+  if (m.qk_norm_weight && !m.qk_norm)
+    throw bad_input(where_of("model.qk_norm_weight") + ": [model] qk_norm_weight = true weights the QK-norm: set " +
+                    "[model] qk_norm = true too");
   for (const char* key : {"bias", "dropout"})
     if (given.count(std::string("model.") + key))
       throw bad_input(where_of(std::string("model.") + key) + ": [model] " + key +
@@ -219,9 +222,9 @@ void check_llama(const ModelConfig& m, const std::map<std::string, RawValue>& gi
 void check_architecture(const Config& cfg, const std::map<std::string, RawValue>& given,
                         const std::function<std::string(const std::string&)>& where_of) {
   const ModelConfig& m = cfg.model;
-  const char* const dims[] = {"n_layer", "n_head",  "n_embd",     "vocab_size", "bias",       "tie_embeddings",
-                              "dropout", "ffn_dim", "rope_theta", "norm_eps",   "n_kv_heads", "rope_scaling",
-                              "mlp",     "qk_norm", "zero_init",  "qkv_bias"};
+  const char* const dims[] = {"n_layer", "n_head",  "n_embd",     "vocab_size", "bias",          "tie_embeddings",
+                              "dropout", "ffn_dim", "rope_theta", "norm_eps",   "n_kv_heads",    "rope_scaling",
+                              "mlp",     "qk_norm", "zero_init",  "qkv_bias",   "qk_norm_weight"};
   if (m.arch == Arch::layers) {
     for (const char* d : dims)
       if (given.count(std::string("model.") + d))
@@ -242,8 +245,8 @@ void check_architecture(const Config& cfg, const std::map<std::string, RawValue>
                     " does not divide into n_head = " + std::to_string(m.n_head) + " heads");
   if (m.arch == Arch::llama) check_llama(m, given, where_of);
   if (m.arch == Arch::gpt)
-    for (const char* key :
-         {"ffn_dim", "rope_theta", "norm_eps", "n_kv_heads", "rope_scaling", "mlp", "qk_norm", "zero_init", "qkv_bias"})
+    for (const char* key : {"ffn_dim", "rope_theta", "norm_eps", "n_kv_heads", "rope_scaling", "mlp", "qk_norm",
+                            "zero_init", "qkv_bias", "qk_norm_weight"})
       if (given.count(std::string("model.") + key))
         throw bad_input(where_of(std::string("model.") + key) + ": [model] " + key +
                         " is a key of arch = llama, not of arch = gpt");

@@ -264,6 +264,9 @@ void model_keys(std::vector<KeySpec>& k) {
         "arch = llama: RMS-normalize every query and key head before the rotation (modded-nanogpt, OLMo 2)");
   s.key("zero_init", &ModelConfig::zero_init,
         "arch = llama: the attention output and MLP down projections start at zero (modded-nanogpt)");
+  s.key("qk_norm_weight", &ModelConfig::qk_norm_weight,
+        "arch = llama: with qk_norm, each query and key head's norm scaled by a learned weight of its width and "
+        "its epsilon norm_eps (Qwen3's q_norm and k_norm)");
   s.key("qkv_bias", &ModelConfig::qkv_bias,
         "arch = llama: biases on the query, key and value projections, none on the others (Qwen2, Qwen2.5)");
   s.key("attention_mask", &ModelConfig::attention_mask,

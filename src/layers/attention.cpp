@@ -9,9 +9,14 @@
 // N(0, 0.02^2), the output projection N(0, proj_std^2) (GPT-2 scales it by 1/sqrt(2 * layers); 0:
 // zeros, modded-nanogpt's); biases zero. bias=0: neither bias; proj_bias=0 (Qwen2's): bqkv only.
 // qk_norm=1: each query and key head divided by its root mean square (no weight, eps 1e-6) after the
-// projection. rope=THETA (Llama's: 10000, Llama 3 500000; rope_factor, rope_low, rope_high,
-// rope_context: Llama 3's rope_scaling, layers/rope.hpp): rotary position embeddings turn the
-// queries and keys after that (backend rope_rotate, rotate-half pairs as Hugging Face's Llama).
+// projection. With qk_norm_weight=1 (Qwen3's q_norm and k_norm) each is then scaled by a learned
+// weight of D columns, q_norm.weight for the queries and k_norm.weight for the keys (ones at first),
+// with eps 10^-qk_eps (default 6), before the rotation: the heads before the norm are kept for the
+// backward (rmsnorm_forward/backward on copies of the query and key planes); not yet with
+// [parallel] tensor_parallel (each rank's heads would give a part of the weights' gradients). rope=THETA (Llama's:
+// 10000, Llama 3 500000; rope_factor, rope_low, rope_high, rope_context: Llama 3's rope_scaling, layers/rope.hpp):
+// rotary position embeddings turn the queries and keys after that (backend rope_rotate, rotate-half pairs as Hugging
+// Face's Llama).
 //
 // fused=1 (the default without dropout): backend flash_attention_forward/backward, which never
 // hold T x T; kept for the backward: qkv [N, T, (H + 2K) D], the heads' output [N, T, C] and the
@@ -50,7 +55,8 @@ namespace {
 // The layer's arguments, as written.
 struct AttentionArgs {
   std::int64_t heads = 0, kv_heads = 0;  // kv_heads 0: heads
-  bool qkv_bias = true, proj_bias = true, qk_norm = false, fused = true;
+  bool qkv_bias = true, proj_bias = true, qk_norm = false, qk_weight = false, fused = true;
+  float qk_eps = 1e-6f;  // qk_weight's
   float dropout = 0, proj_std = 0.02f;
   double rope = 0;  // theta; 0: none
   RopeScaling scaling;
@@ -72,6 +78,9 @@ class Attention final : public Layer {
       throw bad_input(me + ": " + std::to_string(a_.heads) + " query and " + std::to_string(kv_) +
                       " key/value heads do not divide among [parallel] tensor_parallel = " + std::to_string(tp) +
                       " ranks");
+    if (a_.qk_weight && tp > 1)
+      throw bad_input(me + ": qk_norm_weight=1 with [parallel] tensor_parallel = " + std::to_string(tp) +
+                      " is not supported yet (each rank's heads give a part of the norm weights' gradients)");
     if (a_.fused && in[1] / a_.heads > 256)
       throw bad_input(me + ": fused attention takes heads of at most 256 columns, got " +
                       std::to_string(in[1] / a_.heads));
@@ -87,6 +96,8 @@ class Attention final : public Layer {
     std::vector<ParamSpec> p{{"qkv.weight", {qkv, c}, Init::normal, c, qkv}};
     p.back().tp = by_heads;
     if (a_.qkv_bias) p.push_back({"qkv.bias", {qkv}, Init::zeros, c, qkv}), p.back().tp = by_heads;
+    if (a_.qk_weight)
+      p.push_back({"q_norm.weight", {d}, Init::ones, d, d}), p.push_back({"k_norm.weight", {d}, Init::ones, d, d});
     p.push_back(proj);
     if (a_.proj_bias) p.push_back({"proj.bias", {c}, Init::zeros, c, c});
     return p;
@@ -108,7 +119,8 @@ class Attention final : public Layer {
     if (!a_.fused) add(q.compact(probs));
     if (q.training && a_.dropout > 0)
       add(q.compact(probs, exact_in(1.f / (1.f - a_.dropout), q.precision))), add(q.compact(probs));
-    if (a_.qk_norm) m.saved += 4 * n * t * (h + k);
+    if (a_.qk_norm) m.saved += 4 * n * t * (h + k) * (a_.qk_weight ? d + 1 : 1);  // (weights: the heads before it)
+    if (a_.qk_weight) m.scratch += 2 * (MemoryQuery::temp(n * t * h * d) + MemoryQuery::temp(n * t * k * d));
     m.cache = 4 * qkv;  // (decode: float32 qkv rows [n, T, (H + 2K) D])
     m.scratch += MemoryQuery::temp(out) + MemoryQuery::temp(qkv) + (a_.fused ? 0 : MemoryQuery::temp(probs)) +
                  (sequence_split() ? 6 * MemoryQuery::temp(n * t * c) : 0);
@@ -124,7 +136,10 @@ class Attention final : public Layer {
     Tensor qkv2 = s.qkv.reshaped({n * t, s.qkv.shape()[2]});
     gemm(false, true, 1.f, x.reshaped({n * t, c}), param(kWqkv), 0.f, qkv2);
     if (a_.qkv_bias) add_bias(qkv2, param(kBqkv));
-    if (a_.qk_norm) qk_norm_forward(s.qkv, heads(), kv(), kQkNormEps, s.rstd);
+    if (a_.qk_weight)
+      weighted_qk_norm(s.qkv, s.pre_q, s.pre_k, s.rstd_q, s.rstd_k);
+    else if (a_.qk_norm)
+      qk_norm_forward(s.qkv, heads(), kv(), kQkNormEps, s.rstd);
     if (a_.rope > 0) rope_rotate(s.qkv, heads(), kv(), frequencies(c), 0, false);  // kept turned
     round16(qkv2);  // (16-bit runs: every GEMM operand below is a 16-bit value, on both backends)
     if (a_.fused) {
@@ -153,6 +168,7 @@ class Attention final : public Layer {
     const float beta = accumulate_grads() ? 1.f : 0.f;
     if (beta == 0.f && a_.qkv_bias) fill(grad(kBqkv), 0.f);
     if (beta == 0.f && a_.proj_bias) fill(grad(wproj() + 1), 0.f);
+    if (beta == 0.f && a_.qk_weight) fill(grad(qk_weight_at()), 0.f), fill(grad(qk_weight_at() + 1), 0.f);
     const Saved s = saved_tensors(n, t, c, dev, false);
     const Tensor g = dy.reshaped({n * t, c});
     gemm(true, false, 1.f, g, s.heads_out.reshaped({n * t, hc}), beta, grad(wproj()));  // dWproj
@@ -166,9 +182,11 @@ class Attention final : public Layer {
       flash_attention_backward(s.qkv, s.heads_out, s.lse, dheads, heads(), kv(), context().doc_ids, dqkv);
     else
       probabilities_backward(s, dheads, dqkv);
-    // QK-norm's backward on the turned values and gradients (a rotation keeps mean(dy * xhat)), then unturned.
-    if (a_.qk_norm) qk_norm_backward(s.qkv, s.rstd, heads(), kv(), dqkv);
+    // QK-norm's backward on the turned values and gradients (a rotation keeps mean(dy * xhat)), then
+    // unturned; with weights (which a rotation does not keep) unturned first.
+    if (a_.qk_norm && !a_.qk_weight) qk_norm_backward(s.qkv, s.rstd, heads(), kv(), dqkv);
     if (a_.rope > 0) rope_rotate(dqkv, heads(), kv(), frequencies(c), 0, true);
+    if (a_.qk_weight) weighted_qk_norm_backward(s, dqkv);
     round16(dqkv);
     const Tensor dqkv2 = dqkv.reshaped({n * t, dqkv.shape()[2]});
     gemm(true, false, 1.f, dqkv2, x.reshaped({n * t, c}), beta, grad(kWqkv));  // dWqkv
@@ -199,7 +217,13 @@ class Attention final : public Layer {
     Tensor now2 = now.reshaped({b * len, ld});
     gemm(false, true, 1.f, x.reshaped({b * len, c}), param(kWqkv), 0.f, now2);
     if (a_.qkv_bias) add_bias(now2, param(kBqkv));
-    if (a_.qk_norm) {
+    if (a_.qk_weight) {
+      const Device dev = x.device();
+      Tensor pre_q = temp(6, {b * len, heads(), c / a_.heads}, dev),
+             pre_k = temp(7, {b * len, kv(), c / a_.heads}, dev);
+      Tensor rstd_q = temp(8, {b * len * heads()}, dev), rstd_k = temp(9, {b * len * kv()}, dev);
+      weighted_qk_norm(now, pre_q, pre_k, rstd_q, rstd_k);
+    } else if (a_.qk_norm) {
       Tensor rstd = temp(3, {b * len, heads() + kv()}, x.device());
       qk_norm_forward(now, heads(), kv(), kQkNormEps, rstd);
     }
@@ -229,6 +253,7 @@ class Attention final : public Layer {
   struct Saved {
     Tensor qkv, att, heads_out, mask, dropped;  // [n,t,(H+2K)D], [n,H,t,t], [n,t,c], the dropout's two [n,H,t,t]
     Tensor lse, rstd;                           // [n,H,t] (fused), [n*t, H+K] (qk_norm)
+    Tensor pre_q, pre_k, rstd_q, rstd_k;        // qk_norm_weight: the heads before it [n*t, H|K, D], [n*t*(H|K)]
   };
   Saved saved_tensors(std::int64_t n, std::int64_t t, std::int64_t c, Device dev, bool writing) {
     auto get = [&](std::size_t k, const Shape& shape, bool packable = true) {
@@ -241,7 +266,11 @@ class Attention final : public Layer {
     if (a_.fused) s.lse = saved(1, {n, h, t}, dev);
     if (!a_.fused) s.att = get(1, {n, h, t, t});
     if (dropped_) s.mask = get(3, {n, h, t, t}, mask_packable()), s.dropped = get(4, {n, h, t, t});
-    if (a_.qk_norm) s.rstd = saved(5, {n * t, h + kv()}, dev);
+    if (a_.qk_norm && !a_.qk_weight) s.rstd = saved(5, {n * t, h + kv()}, dev);
+    if (a_.qk_weight) {
+      s.pre_q = saved(6, {n * t, h, d}, dev), s.pre_k = saved(7, {n * t, kv(), d}, dev);
+      s.rstd_q = saved(8, {n * t * h}, dev), s.rstd_k = saved(9, {n * t * kv()}, dev);
+    }
     return s;
   }
   void keep(Saved& s) {
@@ -288,9 +317,40 @@ class Attention final : public Layer {
   // The query and key/value heads this rank computes (all of them without tensor parallelism).
   std::int64_t heads() const { return a_.heads / tensor_parallel().size; }
   std::int64_t kv() const { return kv_ / tensor_parallel().size; }
-  // The parameters' indices, in param_specs' order: Wqkv, bqkv (qkv_bias), Wproj, bproj (proj_bias).
+  // The parameters' indices, in param_specs' order: Wqkv, bqkv (qkv_bias), the query and key norm
+  // weights (qk_norm_weight), Wproj, bproj (proj_bias).
   static constexpr std::size_t kWqkv = 0, kBqkv = 1;
-  std::size_t wproj() const { return a_.qkv_bias ? 2 : 1; }  // (bproj: wproj() + 1)
+  std::size_t qk_weight_at() const { return a_.qkv_bias ? 2 : 1; }               // (k_norm's: + 1)
+  std::size_t wproj() const { return qk_weight_at() + (a_.qk_weight ? 2 : 0); }  // (bproj: wproj() + 1)
+  // qk_norm_weight: the query and key planes of qkv [rows, H + 2K, D] copied to pre_q [rows, H, D] and
+  // pre_k [rows, K, D], each RMS-normalized over D and scaled by its weight (rstd_q, rstd_k: the
+  // factors), written back in place.
+  void weighted_qk_norm(Tensor& qkv, Tensor& pre_q, Tensor& pre_k, Tensor& rstd_q, Tensor& rstd_k) {
+    const std::int64_t planes = heads() + 2 * kv(), d = pre_q.shape().back();
+    const Device dev = qkv.device();
+    for (int part = 0; part < 2; ++part) {
+      Tensor& pre = part ? pre_k : pre_q;
+      const std::int64_t first = part ? heads() : 0, count = part ? kv() : heads();
+      copy_planes(qkv, planes, first, pre, count, 0, count, d, false);
+      Tensor normed = temp(static_cast<std::size_t>(4 + part), pre.shape(), dev);
+      rmsnorm_forward(pre, param(qk_weight_at() + static_cast<std::size_t>(part)), d, a_.qk_eps, part ? rstd_k : rstd_q,
+                      normed);
+      copy_planes(normed, count, 0, qkv, planes, first, count, d, false);
+    }
+  }
+  // Its backward, in place on dqkv's (unturned) query and key planes; the weights' gradients added.
+  void weighted_qk_norm_backward(const Saved& s, Tensor& dqkv) {
+    const std::int64_t planes = heads() + 2 * kv(), d = s.pre_q.shape().back();
+    for (int part = 0; part < 2; ++part) {
+      const Tensor& pre = part ? s.pre_k : s.pre_q;
+      const std::int64_t first = part ? heads() : 0, count = part ? kv() : heads();
+      Tensor dy = temp(4, pre.shape(), pre.device()), dx = temp(5, pre.shape(), pre.device());
+      copy_planes(dqkv, planes, first, dy, count, 0, count, d, false);
+      const std::size_t w = qk_weight_at() + static_cast<std::size_t>(part);
+      rmsnorm_backward(pre, param(w), part ? s.rstd_k : s.rstd_q, dy, d, dx, grad(w));
+      copy_planes(dx, count, 0, dqkv, planes, first, count, d, false);
+    }
+  }
   bool mask_packable() const { return exact_in(1.f / (1.f - a_.dropout), context().precision); }
   // The probabilities the values are weighted with: dropped (training with dropout) or not.
   static Tensor used(const Saved& s) { return s.dropped.defined() ? s.dropped : s.att; }
@@ -315,8 +375,8 @@ class Attention final : public Layer {
 
 AttentionArgs attention_args(const LayerArgs& a) {
   expect_named_only(a, 1,
-                    {"bias", "proj_bias", "dropout", "proj_std", "kv_heads", "rope", "rope_factor", "rope_low",
-                     "rope_high", "rope_context", "qk_norm", "fused"});
+                    {"bias", "proj_bias", "qk_norm_weight", "qk_eps", "dropout", "proj_std", "kv_heads", "rope",
+                     "rope_factor", "rope_low", "rope_high", "rope_context", "qk_norm", "fused"});
   AttentionArgs r;
   r.heads = int_arg(a, 0, "the number of heads");
   const std::int64_t percent = layer_named_int(a, "dropout", 0, 0);
@@ -337,6 +397,10 @@ AttentionArgs attention_args(const LayerArgs& a) {
   if (r.scaling.factor > 0 && (r.rope == 0 || r.scaling.high_freq_factor <= r.scaling.low_freq_factor))
     throw bad_input("[model] layers: " + a.text + ": rope_factor needs rope=THETA and rope_high > rope_low");
   r.qk_norm = layer_named_bool(a, "qk_norm", false);
+  r.qk_weight = layer_named_bool(a, "qk_norm_weight", false);
+  r.qk_eps = static_cast<float>(std::pow(10.0, -static_cast<double>(layer_named_int(a, "qk_eps", 6, 1))));
+  if (r.qk_weight && !r.qk_norm)
+    throw bad_input("[model] layers: " + a.text + ": qk_norm_weight=1 needs qk_norm=1 (it weights the norm)");
   r.fused = layer_named_bool(a, "fused", percent == 0);
   if (r.fused && percent > 0)
     throw bad_input("[model] layers: " + a.text + ": dropout on the probabilities needs fused=0 (fused attention " +
@@ -351,7 +415,8 @@ void register_attention(LayerRegistry& r) {
   r.add("attention",
         "attention(heads, bias=1, proj_bias=bias, dropout=0, proj_std=0.02, kv_heads=heads, rope=0, rope_factor=0, "
         "rope_low=1, "
-        "rope_high=4, rope_context=8192, qk_norm=0, fused=1): causal self-attention on [T, C]; rope=THETA rotary "
+        "rope_high=4, rope_context=8192, qk_norm=0, qk_norm_weight=0, qk_eps=6, fused=1): causal self-attention on [T, "
+        "C]; rope=THETA rotary "
         "positions",
         [](const LayerArgs& a) { return std::make_unique<Attention>(attention_args(a)); });
 }

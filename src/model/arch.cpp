@@ -38,6 +38,7 @@ std::string llama_layers(const LlamaDims& d) {
     attn_args += ", rope_factor=" + std::to_string(d.rope_factor) + ", rope_low=" + std::to_string(d.rope_low) +
                  ", rope_high=" + std::to_string(d.rope_high) + ", rope_context=" + std::to_string(d.rope_context);
   if (d.qk_norm) attn_args += ", qk_norm=1";
+  if (d.qk_norm_weight) attn_args += ", qk_norm_weight=1, qk_eps=" + std::to_string(d.norm_eps_exp);
   // Named after Hugging Face's LlamaForCausalLM where a name carries over.
   const std::string attention = "self_attn:attention(" + attn_args + ", proj_std=" + proj_std + ")";
   const std::string down = "mlp.down:linear(" + c + ", bias=0, std=" + proj_std + ", tp=row)";
@@ -76,6 +77,7 @@ double llama_activation_bytes(const LlamaDims& d, std::int64_t rows, std::int64_
   double saved = l * ((c + q + m) / tp + 4 * c / sp) * n * s + l * n * static_cast<double>(d.n_head) / tp * 4 +
                  (2 * l + 1) * n * 4 / sp;
   if (d.qk_norm) saved += l * n * static_cast<double>(d.n_head + kv) / tp * 4;
+  if (d.qk_norm_weight) saved += l * n * static_cast<double>((d.n_head + kv) * (d.n_embd / d.n_head)) / tp * 4;
   const double outputs = (2 + 2 * l) * n * c * s / sp + n * static_cast<double>(padded_vocab) / tp * 4;
   return saved + outputs;
 }

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The GPT layers against PyTorch: four small decoders (nanoGPT's form: no biases, tied head; with
 # biases, dropout layers off, gelu_tanh (GPT-2's gelu_new), an untied head; Llama's: RMS norms, RoPE, SwiGLU, biases on
-# q, k and v only (Qwen2's), an untied head; and the modern options: grouped-query attention, Llama 3's rope_scaling, QK-norm,
+# q, k and v only (Qwen2's), Qwen3's weighted QK-norm, an untied head; and the modern options: grouped-query attention, Llama 3's rope_scaling, QK-norm,
 # relu2, over T = 70, more than one 64-query strip of fused attention) dumped by gpt_dump and
 # compared by gpt_vs_torch.py (logits, loss, every gradient, 10 AdamW steps; tolerances in the script).
 set -euo pipefail
@@ -13,8 +13,8 @@ nano="embedding(23, 32) position_embedding repeat(2, res(layernorm(bias=0) atten
 biased="embedding(17, 24) position_embedding res(layernorm attention(3)) res(layernorm linear(48) gelu_tanh linear(24)) layernorm lm_head(17, tie=0)"
 # Llama's pieces so far: rotary position embeddings (no position_embedding layer), RMS norms in
 # place of the layer norms, a SwiGLU MLP (gate|up fused in one linear), an untied head; biases on the
-# queries, keys and values and nowhere else (Qwen2's proj_bias=0).
-rms="embedding(19, 16) repeat(2, res(rmsnorm attention(2, proj_bias=0, rope=10000)) res(rmsnorm(eps=6) linear(96, bias=0) swiglu linear(16, bias=0))) rmsnorm lm_head(19, tie=0)"
+# queries, keys and values and nowhere else (Qwen2's proj_bias=0); Qwen3's weighted QK-norm.
+rms="embedding(19, 16) repeat(2, res(rmsnorm attention(2, proj_bias=0, rope=10000, qk_norm=1, qk_norm_weight=1, qk_eps=5)) res(rmsnorm(eps=6) linear(96, bias=0) swiglu linear(16, bias=0))) rmsnorm lm_head(19, tie=0)"
 modern="embedding(19, 16) repeat(2, res(rmsnorm attention(4, kv_heads=2, bias=0, rope=500000, rope_factor=8, rope_context=32, qk_norm=1)) res(rmsnorm linear(64, bias=0) relu2 linear(16, bias=0))) rmsnorm lm_head(19, tie=0)"
 status=0
 for case in nano biased rms modern; do

@@ -62,20 +62,35 @@ check "model_type mistral: block_size = its sliding_window 32, the same tensors,
 cp -r "$tmp/hf" "$tmp/phi" && $py "$ref" phi3 "$tmp/phi"
 check "model_type phi3: the Llama's tensors from the fused ones, block_size 63, the reference's loss (1e-5)" \
   windowed phi 63
+imported_as() {  # NAME LINE...: $tmp/NAME imported (NAME.h5, NAME.ini) with each [model] LINE, the reference's loss
+  local name=$1 out ev theirs line
+  shift
+  out=$("$trainer" --import-hf "$tmp/$name" --out "$tmp/$name.h5" 2>&1)
+  deck_of "$out" "$tmp/$name.ini"
+  for line in "$@"; do grep -qx "$line" <<<"$out" || { echo "     no '$line' in the import's deck"; return 1; }; done
+  ev=$("$trainer" "$tmp/$name.ini" --eval-only --set checkpoint.resume="$tmp/$name.h5" 2>&1 | grep "^eval-only")
+  theirs=$($py "$ref" loss "$tmp/$name" "$tmp/tok" 64)
+  close "$(loss_of "$ev")" "$theirs" && echo "     --eval-only's loss $(loss_of "$ev") = the reference's $theirs"
+}
+exported_as() {  # NAME MODEL_TYPE: NAME.h5 exported with that model_type and the folder's tensors bit for bit
+  "$trainer" "$tmp/$1.ini" --export-hf "$tmp/$1_out" --set checkpoint.resume="$tmp/$1.h5" >/dev/null 2>&1
+  grep -q "\"model_type\": \"$2\"" "$tmp/$1_out/config.json" && $py "$ref" same "$tmp/$1" "$tmp/$1_out"
+}
 # Qwen2 (Qwen2ForCausalLM: Llama's tensors with biases on q, k and v, a tied head, 272 embedding rows
 # for the 256 byte tokens as Qwen2's 151,936 for 151,665; use_sliding_window false leaves its
 # sliding_window 16 off): [model] qkv_bias and vocab_size 272, the reference's loss over the 272
 # logits, and back out.
 cp -r "$tmp/hf" "$tmp/qwen" && $py "$ref" qwen2 "$tmp/qwen"
-qw=$("$trainer" --import-hf "$tmp/qwen" --out "$tmp/qwen.h5" 2>&1)
-deck_of "$qw" "$tmp/qwen.ini"
-ev=$("$trainer" "$tmp/qwen.ini" --eval-only --set checkpoint.resume="$tmp/qwen.h5" 2>&1 | grep "^eval-only")
-q_ours=$(loss_of "$ev") q_theirs=$($py "$ref" loss "$tmp/qwen" "$tmp/tok" 64)
-check "model_type qwen2: qkv_bias, vocab_size 272, block_size 64, --eval-only's loss ${q_ours:-?} = the reference's ${q_theirs:-?} (1e-5)" \
-  test "$(grep -c "^qkv_bias = true$\|^block_size = 64$\|^vocab_size = 272$" <<<"$qw")" = 3 -a "$(close "$q_ours" "$q_theirs" && echo y)" = y
-"$trainer" "$tmp/qwen.ini" --export-hf "$tmp/qwen_out" --set checkpoint.resume="$tmp/qwen.h5" >/dev/null 2>&1
-check "... exported as Qwen2ForCausalLM, the same tensors bit for bit ($($py "$ref" same "$tmp/qwen" "$tmp/qwen_out"))" \
-  test "$(grep -c '"model_type": "qwen2"' "$tmp/qwen_out/config.json")$($py "$ref" same "$tmp/qwen" "$tmp/qwen_out" >/dev/null && echo y)" = 1y
+check "model_type qwen2: qkv_bias, vocab_size 272, block_size 64, the reference's loss over 272 logits (1e-5)" \
+  imported_as qwen "qkv_bias = true" "vocab_size = 272" "block_size = 64"
+check "... exported as Qwen2ForCausalLM, the same tensors bit for bit" exported_as qwen qwen2
+# Qwen3 (Qwen3ForCausalLM: Llama's tensors and the weights of its per-head QK-norm, q_norm and
+# k_norm, applied before the rotation; rms_norm_eps 1e-6): qk_norm and qk_norm_weight, the reference's
+# loss (6.2852 with those weights at 1), and back out as Qwen3ForCausalLM bit for bit.
+cp -r "$tmp/hf" "$tmp/qwen3" && $py "$ref" qwen3 "$tmp/qwen3"
+check "model_type qwen3: qk_norm and qk_norm_weight, the reference's loss (1e-5)" \
+  imported_as qwen3 "qk_norm = true" "qk_norm_weight = true"
+check "... exported as Qwen3ForCausalLM, the same tensors bit for bit" exported_as qwen3 qwen3
 err=$("$trainer" "$tmp/qwen.ini" --eval-only --set model.vocab_size=auto --set checkpoint.resume="$tmp/qwen.h5" 2>&1)
 check "... resumed by a deck with vocab_size = auto (256 rows): exit 2, the line says to set vocab_size = 272" \
   test "$?$(grep -c "in the checkpoint (rows no token .* set \[model\] vocab_size = 272)$" <<<"$err")" = 21
@@ -189,6 +204,7 @@ check "key/value heads that do not divide the heads" bad heads "num_key_value_he
 check "another rope_scaling" bad scaling 'rope_scaling" of type "yarn"'
 check "a Mistral's sliding_window of 0" bad window '"sliding_window" = 0: the model.s context would hold no position'
 check "a Phi-3 with RoPE on part of each head (Phi-4 mini's)" bad partial '"partial_rotary_factor" = 0.75' "$ref" phi
+check "a Qwen3 whose head_dim is not hidden_size / heads (Qwen3 0.6B's)" bad head_dim '"head_dim" = 16; hpctrain.s Llama computes 8' "$ref" qwen3
 # An output that is no file is refused before anything is written (a folder once left "<folder>.partial").
 mkdir "$tmp/dir"
 nofile() {  # pattern command...: exit 2, one line matching, nothing written beside the folder

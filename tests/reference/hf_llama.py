@@ -15,16 +15,21 @@ transformers' LlamaForCausalLM does, without transformers (Debian does not packa
                         on q_proj, k_proj and v_proj, in a third shard; rope_theta 1e6, no attention_bias
                         key, a tied head (lm_head.weight gone), 16 embedding rows past the byte tokens
                         (vocab_size 272), a sliding_window that use_sliding_window false leaves off)
+  qwen3 DIR             make the folder a Qwen3ForCausalLM's (model_type qwen3: Llama's tensors and the
+                        QK-norm's weights q_norm and k_norm, in a third shard; rms_norm_eps 1e-6)
   phi3 DIR              make the folder a Phi3ForCausalLM's (model_type phi3: q|k|v fused in qkv_proj and
                         gate|up in gate_up_proj, one F32 file; sliding_window 63, so a context of 63)
   break DIR KIND        spoil a folder: missing (a tensor gone), shape (k_proj's rows), arch
                         (model_type gpt_neox), heads (num_key_value_heads 3), scaling (rope_type yarn),
-                        window (a Mistral's sliding_window 0), partial (partial_rotary_factor 0.75)
+                        window (a Mistral's sliding_window 0), partial (partial_rotary_factor 0.75),
+                        head_dim (twice hidden_size / num_attention_heads, as Qwen3 0.6B's 128 for 64)
 
 The forward follows modeling_llama.py: RMSNorm as weight * (x * rsqrt(mean(x^2) + eps)), RoPE with
 rotate_half on q and k after the projections (inv_freq from rope_theta, then llama3's scaling),
 repeat_kv for the key/value heads, causal softmax(q k^T / sqrt(head_dim)), SiLU(gate) * up; the
-q, k and v projections add their biases where the folder has them (Qwen2's modeling_qwen2.py).
+q, k and v projections add their biases where the folder has them (Qwen2's modeling_qwen2.py), and
+each query and key head is RMS-normalized over head_dim and weighted by q_norm / k_norm where the
+folder has them, before the rotation (Qwen3's modeling_qwen3.py).
 """
 import glob
 import json
@@ -169,7 +174,11 @@ def forward(cfg, w, ids):
             z = y @ W[p + "self_attn.%s.weight" % name].T
             if p + "self_attn.%s.bias" % name in W:
                 z = z + W[p + "self_attn.%s.bias" % name]
-            return z.view(b, t, heads, d).transpose(1, 2)
+            z = z.view(b, t, heads, d)
+            norm = p + "self_attn.%s_norm.weight" % name[0]
+            if norm in W:
+                z = W[norm] * (z * torch.rsqrt(z.pow(2).mean(-1, keepdim=True) + eps))
+            return z.transpose(1, 2)
         q, k, v = proj("q_proj", h), proj("k_proj", kv), proj("v_proj", kv)
         q, k = q * cos + rotate_half(q) * sin, k * cos + rotate_half(k) * sin
         k, v = (z[:, :, None].expand(b, kv, h // kv, t, d).reshape(b, h, t, d) for z in (k, v))  # repeat_kv
@@ -247,6 +256,24 @@ def qwen2(folder):
     json.dump({"metadata": {"total_size": 0}, "weight_map": wm}, open(index, "w"))
 
 
+def qwen3(folder):
+    path = os.path.join(folder, "config.json")
+    cfg = json.load(open(path))
+    d = cfg["hidden_size"] // cfg["num_attention_heads"]
+    cfg.update(architectures=["Qwen3ForCausalLM"], model_type="qwen3", rope_theta=1000000.0, rope_scaling=None,
+               head_dim=d, rms_norm_eps=1e-06, sliding_window=None, use_sliding_window=False, max_window_layers=2)
+    json.dump(cfg, open(path, "w"), indent=2)
+    g, norms = np.random.default_rng(3), {}
+    for i in range(cfg["num_hidden_layers"]):
+        for name in ("q_norm", "k_norm"):
+            norms["model.layers.%d.self_attn.%s.weight" % (i, name)] = (1 + 0.3 * g.standard_normal(d)).astype(np.float32)
+    write_safetensors(os.path.join(folder, "model-00003-of-00003.safetensors"), norms, "F32")
+    index = os.path.join(folder, "model.safetensors.index.json")
+    wm = json.load(open(index))["weight_map"]
+    wm.update({k: "model-00003-of-00003.safetensors" for k in norms})
+    json.dump({"metadata": {"total_size": 0}, "weight_map": wm}, open(index, "w"))
+
+
 def phi3(folder):
     cfg, w = load(folder)
     fused = {k: v for k, v in w.items() if "rotary_emb" not in k and not any(
@@ -293,6 +320,8 @@ def spoil(folder, kind):
         cfg["model_type"], cfg["sliding_window"] = "mistral", 0
     elif kind == "partial":
         cfg["partial_rotary_factor"] = 0.75
+    elif kind == "head_dim":
+        cfg["head_dim"] = 2 * cfg["hidden_size"] // cfg["num_attention_heads"]
     json.dump(cfg, open(cfg_path, "w"))
 
 
@@ -308,6 +337,8 @@ if __name__ == "__main__":
         path = os.path.join(sys.argv[2], "config.json")
         cfg = dict(json.load(open(path)), architectures=["MistralForCausalLM"], model_type="mistral", sliding_window=32)
         json.dump(cfg, open(path, "w"))
+    elif cmd == "qwen3":
+        qwen3(sys.argv[2])
     elif cmd == "phi3":
         phi3(sys.argv[2])
     elif cmd == "qwen2":

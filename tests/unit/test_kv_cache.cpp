@@ -160,9 +160,14 @@ const std::string gpt =
 const std::string llama =
     "embedding(23, 32) repeat(2, res(rmsnorm attention(4, kv_heads=2, rope=10000, qk_norm=1, bias=0)) "
     "res(rmsnorm linear(96, bias=0) swiglu linear(32, bias=0))) rmsnorm lm_head(23)";
+// Qwen2's q, k and v biases and Qwen3's weighted QK-norm.
+const std::string qwen =
+    "embedding(23, 32) repeat(2, res(rmsnorm attention(4, kv_heads=2, rope=10000, qk_norm=1, qk_norm_weight=1, "
+    "proj_bias=0)) res(rmsnorm linear(96, bias=0) swiglu linear(32, bias=0))) rmsnorm lm_head(23)";
 INSTANTIATE_TEST_SUITE_P(
     Models, KvCache,
     ::testing::Values(Case{"gpt", gpt, false}, Case{"llama", llama, false}, Case{"llama, documents", llama, true},
+                      Case{"qwen", qwen, false},
                       Case{"gpt, held probabilities",
                            "embedding(23, 32) position_embedding res(layernorm attention(4, dropout=10)) layernorm "
                            "lm_head(23)",

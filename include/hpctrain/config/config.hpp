@@ -179,7 +179,8 @@ struct ModelConfig {
   AttentionMask attention_mask = AttentionMask::causal;
   Mlp mlp = Mlp::swiglu;
   bool qk_norm = false, zero_init = false;
-  bool qkv_bias = false;  // arch = llama: biases on the query, key and value projections (Qwen2's)
+  bool qkv_bias = false;        // arch = llama: biases on the query, key and value projections (Qwen2's)
+  bool qk_norm_weight = false;  // arch = llama: qk_norm with learned weights (Qwen3's q_norm, k_norm)
 };
 
 struct TrainConfig {

@@ -37,6 +37,7 @@ struct LlamaDims {
   std::int64_t rope_factor = 0, rope_low = 1, rope_high = 4, rope_context = 8192;
   int norm_eps_exp = 5;
   bool tie_embeddings = true, qk_norm = false, relu2 = false, zero_init = false, qkv_bias = false;
+  bool qk_norm_weight = false;  // Qwen3's: qk_norm with learned weights, eps 10^-norm_eps_exp
 };
 std::string llama_layers(const LlamaDims& d);
 
@@ -68,6 +69,7 @@ double gpt_activation_bytes(const GptDims& d, std::int64_t rows, std::int64_t co
 // and m = 3 ffn_dim (SwiGLU: gate|up, then its output) or 2 ffn_dim (relu2):
 //   saved   = n_layer (5 n_embd + q + m) N s + n_layer rows n_head T 4 + (2 n_layer + 1) N 4
 //             [+ n_layer N (n_head + n_kv_heads) 4 with qk_norm]   (RMS norms keep one statistic)
+//             [+ n_layer N (n_head + n_kv_heads) D 4 with qk_norm_weight]   (the heads before it)
 //   outputs = (2 + 2 n_layer) N n_embd s + N padded_vocab 4
 // Split as gpt_activation_bytes says: q, m, the heads' output n_embd, the log-sum-exp, the QK-norm
 // statistics and the logits by T; the block's other 4 n_embd, the RMS statistics and the outputs

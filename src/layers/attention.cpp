@@ -12,8 +12,9 @@
 // projection. With qk_norm_weight=1 (Qwen3's q_norm and k_norm) each is then scaled by a learned
 // weight of D columns, q_norm.weight for the queries and k_norm.weight for the keys (ones at first),
 // with eps 10^-qk_eps (default 6), before the rotation: the heads before the norm are kept for the
-// backward (rmsnorm_forward/backward on copies of the query and key planes); not yet with
-// [parallel] tensor_parallel (each rank's heads would give a part of the weights' gradients). rope=THETA (Llama's:
+// backward (rmsnorm_forward/backward on copies of the query and key planes). Split by heads, each
+// rank's heads give a part of the weights' gradients: summed over the group here (with sequence
+// parallelism the trainer sums them, as for every replicated parameter). rope=THETA (Llama's:
 // 10000, Llama 3 500000; rope_factor, rope_low, rope_high, rope_context: Llama 3's rope_scaling, layers/rope.hpp):
 // rotary position embeddings turn the queries and keys after that (backend rope_rotate, rotate-half pairs as Hugging
 // Face's Llama).
@@ -78,9 +79,6 @@ class Attention final : public Layer {
       throw bad_input(me + ": " + std::to_string(a_.heads) + " query and " + std::to_string(kv_) +
                       " key/value heads do not divide among [parallel] tensor_parallel = " + std::to_string(tp) +
                       " ranks");
-    if (a_.qk_weight && tp > 1)
-      throw bad_input(me + ": qk_norm_weight=1 with [parallel] tensor_parallel = " + std::to_string(tp) +
-                      " is not supported yet (each rank's heads give a part of the norm weights' gradients)");
     if (a_.fused && in[1] / a_.heads > 256)
       throw bad_input(me + ": fused attention takes heads of at most 256 columns, got " +
                       std::to_string(in[1] / a_.heads));
@@ -121,6 +119,7 @@ class Attention final : public Layer {
       add(q.compact(probs, exact_in(1.f / (1.f - a_.dropout), q.precision))), add(q.compact(probs));
     if (a_.qk_norm) m.saved += 4 * n * t * (h + k) * (a_.qk_weight ? d + 1 : 1);  // (weights: the heads before it)
     if (a_.qk_weight) m.scratch += 2 * (MemoryQuery::temp(n * t * h * d) + MemoryQuery::temp(n * t * k * d));
+    if (a_.qk_weight && tensor_parallel().size > 1 && !sequence_split()) m.scratch += 2 * MemoryQuery::temp(d);
     m.cache = 4 * qkv;  // (decode: float32 qkv rows [n, T, (H + 2K) D])
     m.scratch += MemoryQuery::temp(out) + MemoryQuery::temp(qkv) + (a_.fused ? 0 : MemoryQuery::temp(probs)) +
                  (sequence_split() ? 6 * MemoryQuery::temp(n * t * c) : 0);
@@ -347,7 +346,11 @@ class Attention final : public Layer {
       Tensor dy = temp(4, pre.shape(), pre.device()), dx = temp(5, pre.shape(), pre.device());
       copy_planes(dqkv, planes, first, dy, count, 0, count, d, false);
       const std::size_t w = qk_weight_at() + static_cast<std::size_t>(part);
-      rmsnorm_backward(pre, param(w), part ? s.rstd_k : s.rstd_q, dy, d, dx, grad(w));
+      const bool sum_here = tensor_parallel().size > 1 && !sequence_split();
+      Tensor dw = sum_here ? temp(10, {d}, pre.device()) : grad(w);  // (this micro-batch's part, to sum)
+      if (sum_here) fill(dw, 0.f);
+      rmsnorm_backward(pre, param(w), part ? s.rstd_k : s.rstd_q, dy, d, dx, dw);
+      if (sum_here) tp_sum(dw), add(grad(w), dw, grad(w));
       copy_planes(dx, count, 0, dqkv, planes, first, count, d, false);
     }
   }

@@ -62,22 +62,23 @@ class Attention(nn.Module):
     qk_norm_weight Qwen3's q_norm and k_norm (Qwen3RMSNorm over D, weighted, before the rotation)."""
 
     def __init__(s, c, heads, bias, theta=0, kv_heads=0, qk_norm=False, scaling=None, proj_bias=None, qk_weight=False,
-                 qk_eps=6):
+                 qk_eps=6, head_dim=0):
         super().__init__()
         s.h, s.kv = heads, kv_heads or heads
         s.theta, s.qk_norm, s.scaling = theta, qk_norm, scaling
-        rows = (s.h + 2 * s.kv) * (c // heads)
+        s.d = head_dim or c // heads
+        rows = (s.h + 2 * s.kv) * s.d
         s.qkv_weight = nn.Parameter(torch.zeros(rows, c))
         s.qkv_bias = nn.Parameter(torch.zeros(rows)) if bias else None
-        s.q_norm_weight = nn.Parameter(torch.ones(c // heads)) if qk_weight else None
-        s.k_norm_weight = nn.Parameter(torch.ones(c // heads)) if qk_weight else None
+        s.q_norm_weight = nn.Parameter(torch.ones(s.d)) if qk_weight else None
+        s.k_norm_weight = nn.Parameter(torch.ones(s.d)) if qk_weight else None
         s.qk_eps = 10.0 ** -qk_eps if qk_weight else 1e-6
-        s.proj_weight = nn.Parameter(torch.zeros(c, c))
+        s.proj_weight = nn.Parameter(torch.zeros(c, s.h * s.d))
         s.proj_bias = nn.Parameter(torch.zeros(c)) if (bias if proj_bias is None else proj_bias) else None
 
     def forward(s, x):
         b, t, c = x.shape
-        d = c // s.h
+        d = s.d
         q, k, v = F.linear(x, s.qkv_weight, s.qkv_bias).split([s.h * d, s.kv * d, s.kv * d], dim=2)
         q = q.view(b, t, s.h, d).transpose(1, 2)
         k, v = (z.view(b, t, s.kv, d).transpose(1, 2) for z in (k, v))
@@ -89,10 +90,10 @@ class Attention(nn.Module):
             q, k = rope(q, s.theta, s.scaling), rope(k, s.theta, s.scaling)
         if s.h != s.kv:  # Hugging Face's repeat_kv
             k, v = (z[:, :, None].expand(b, s.kv, s.h // s.kv, t, d).reshape(b, s.h, t, d) for z in (k, v))
-        att = (q @ k.transpose(-2, -1)) / math.sqrt(c // s.h)
+        att = (q @ k.transpose(-2, -1)) / math.sqrt(d)
         mask = torch.tril(torch.ones(t, t, dtype=torch.bool, device=x.device))  # on the input's device (CUDA)
         att = F.softmax(att.masked_fill(~mask, float("-inf")), dim=-1)
-        y = (att @ v).transpose(1, 2).contiguous().view(b, t, c)
+        y = (att @ v).transpose(1, 2).contiguous().view(b, t, s.h * d)
         return F.linear(y, s.proj_weight, s.proj_bias)
 
 
@@ -133,7 +134,8 @@ class Seq(nn.Module):
                 mod = Attention(shape[-1], pos[0], bias, int(named.get("rope", 0)), int(named.get("kv_heads", 0)),
                                 named.get("qk_norm", "0") in ("1", "true"), scaling,
                                 named.get("proj_bias", "1" if bias else "0") in ("1", "true"),
-                                named.get("qk_norm_weight", "0") in ("1", "true"), int(named.get("qk_eps", 6)))
+                                named.get("qk_norm_weight", "0") in ("1", "true"), int(named.get("qk_eps", 6)),
+                                int(named.get("head_dim", 0)))
             elif kind == "lm_head":
                 s.vocab[name] = pos[0]
                 if named.get("tie", "1") in ("0", "false"):

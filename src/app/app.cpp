@@ -303,7 +303,7 @@ std::string describe_flops(const Config& cfg, const Model& model) {
   if (cfg.model.arch == Arch::layers) return "";
   std::int64_t n = 0;  // (the whole model's, split over tensor-parallel ranks or not)
   for (const ParamInfo& p : model.all_param_info()) n += numel(p.global_shape);
-  const double per_token = gpt_flops_per_token(n, cfg.model.n_layer, cfg.model.n_embd, cfg.model.block_size);
+  const double per_token = gpt_flops_per_token(n, cfg.model.n_layer, cfg.model.attention_width(), cfg.model.block_size);
   const double per_step = per_token * static_cast<double>(cfg.train.global_batch * cfg.model.block_size);
   const double peak = 989e12;
   char line[400];
@@ -311,8 +311,9 @@ std::string describe_flops(const Config& cfg, const Model& model) {
                 "Compute: %.3g FLOPs per token (6 x %lld parameters + 12 x %ld layers x %ld wide x %ld context), "
                 "%.3g per step of %ld tokens; one H100/H200 at 989 TFLOP/s (bf16 dense): %.2f s a step at 100%% "
                 "MFU, %.2f s at 40%%\n",
-                per_token, static_cast<long long>(n), cfg.model.n_layer, cfg.model.n_embd, cfg.model.block_size,
-                per_step, cfg.train.global_batch * cfg.model.block_size, per_step / peak, per_step / (0.4 * peak));
+                per_token, static_cast<long long>(n), cfg.model.n_layer, cfg.model.attention_width(),
+                cfg.model.block_size, per_step, cfg.train.global_batch * cfg.model.block_size, per_step / peak,
+                per_step / (0.4 * peak));
   return line;
 }
 

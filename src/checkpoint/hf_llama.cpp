@@ -39,7 +39,9 @@ LlamaDims llama_dims(const Json& c, const std::string& file) {
     throw bad_input(file + ": hidden_size " + std::to_string(d.n_embd) + ", num_attention_heads " +
                     std::to_string(d.n_head) + ", num_key_value_heads " + std::to_string(d.n_kv_heads) +
                     " do not divide into heads");
-  expect_value(c, "head_dim", d.n_embd / d.n_head, file, kLlama);
+  const std::int64_t head_dim = whole(c, "head_dim", file, d.n_embd / d.n_head);  // (Qwen3 0.6B's 128 for 64)
+  if (head_dim < 2) throw bad_input(file + ": \"head_dim\" = " + std::to_string(head_dim) + " is not a head's width");
+  d.head_dim = head_dim == d.n_embd / d.n_head ? 0 : head_dim;
   expect_value(c, "hidden_act", "silu", file, kLlama);
   if (!d.qkv_bias) expect_value(c, "attention_bias", false, file, kLlama);
   expect_value(c, "mlp_bias", false, file, kLlama);
@@ -82,6 +84,7 @@ std::string llama_deck(const LlamaDims& d, std::int64_t context) {
   line("tie_embeddings", d.tie_embeddings ? "true" : "false");
   if (d.qkv_bias) line("qkv_bias", "true");
   if (d.qk_norm_weight) line("qk_norm", "true"), line("qk_norm_weight", "true");
+  if (d.head_dim) line("head_dim", std::to_string(d.head_dim));
   line("block_size", std::to_string(context));
   return ini;
 }
@@ -133,18 +136,18 @@ void order_as_save_pretrained(std::vector<LazyTensor>& tensors) {
 void take_fused(Tensors& hf, const LlamaDims& d, std::int64_t i, bool phi3, const std::string& dir,
                 std::vector<LazyTensor>& out) {
   const std::string p = "model.layers." + std::to_string(i) + ".", us = "h." + std::to_string(i) + ".";
-  const std::int64_t kv = d.n_kv_heads * (d.n_embd / d.n_head), e = d.n_embd, f = d.ffn_dim;
+  const std::int64_t q = d.n_head * d.head_width(), kv = d.n_kv_heads * d.head_width(), e = d.n_embd, f = d.ffn_dim;
   if (phi3) {
     out.push_back(
-        renamed(take(hf, p + "self_attn.qkv_proj.weight", {e + 2 * kv, e}, dir), us + "self_attn.qkv.weight"));
+        renamed(take(hf, p + "self_attn.qkv_proj.weight", {q + 2 * kv, e}, dir), us + "self_attn.qkv.weight"));
     out.push_back(renamed(take(hf, p + "mlp.gate_up_proj.weight", {2 * f, e}, dir), us + "mlp.gate_up.weight"));
     return;
   }
-  out.push_back(rows_of(us + "self_attn.qkv.weight", {take(hf, p + "self_attn.q_proj.weight", {e, e}, dir),
+  out.push_back(rows_of(us + "self_attn.qkv.weight", {take(hf, p + "self_attn.q_proj.weight", {q, e}, dir),
                                                       take(hf, p + "self_attn.k_proj.weight", {kv, e}, dir),
                                                       take(hf, p + "self_attn.v_proj.weight", {kv, e}, dir)}));
   if (d.qkv_bias)
-    out.push_back(rows_of(us + "self_attn.qkv.bias", {take(hf, p + "self_attn.q_proj.bias", {e}, dir),
+    out.push_back(rows_of(us + "self_attn.qkv.bias", {take(hf, p + "self_attn.q_proj.bias", {q}, dir),
                                                       take(hf, p + "self_attn.k_proj.bias", {kv}, dir),
                                                       take(hf, p + "self_attn.v_proj.bias", {kv}, dir)}));
   out.push_back(rows_of(us + "mlp.gate_up.weight", {take(hf, p + "mlp.gate_proj.weight", {f, e}, dir),
@@ -162,10 +165,10 @@ std::string class_name(const std::string& model_type) {
 
 Shape direct_shape(const std::string& hf, const LlamaDims& d) {
   if (hf.find("embed_tokens") != std::string::npos || hf == "lm_head.weight") return {d.vocab_size, d.n_embd};
-  if (hf.find("o_proj") != std::string::npos) return {d.n_embd, d.n_embd};
+  if (hf.find("o_proj") != std::string::npos) return {d.n_embd, d.n_head * d.head_width()};
   if (hf.find("down_proj") != std::string::npos) return {d.n_embd, d.ffn_dim};
   if (hf.find("self_attn.q_norm") != std::string::npos || hf.find("self_attn.k_norm") != std::string::npos)
-    return {d.n_embd / d.n_head};
+    return {d.head_width()};
   return {d.n_embd};
 }
 }  // namespace
@@ -209,7 +212,7 @@ Exported llama_export(const std::vector<LazyTensor>& ours, const ModelConfig& m,
                 {"num_attention_heads", m.n_head},
                 {"num_key_value_heads", m.n_kv_heads ? m.n_kv_heads : m.n_head},
                 {"hidden_size", m.n_embd},
-                {"head_dim", m.n_embd / m.n_head},
+                {"head_dim", m.attention_width() / m.n_head},
                 {"intermediate_size", m.ffn_dim},
                 {"rms_norm_eps", m.norm_eps},
                 {"rope_theta", static_cast<double>(m.rope_theta)},
@@ -236,7 +239,7 @@ Exported llama_export(const std::vector<LazyTensor>& ours, const ModelConfig& m,
                                   {"original_max_position_embeddings", r.context}};
   std::map<std::string, std::string> to_hf;
   for (const auto& [theirs, mine] : direct_names(m.n_layer, m.tie_embeddings, m.qk_norm_weight)) to_hf[mine] = theirs;
-  const std::int64_t hd = m.n_embd / m.n_head, kv = (m.n_kv_heads ? m.n_kv_heads : m.n_head) * hd;
+  const std::int64_t q = m.attention_width(), kv = (m.n_kv_heads ? m.n_kv_heads : m.n_head) * (q / m.n_head);
   for (const LazyTensor& t : ours) {
     if (const auto it = to_hf.find(t.name); it != to_hf.end()) {
       out.tensors.push_back(renamed(t, it->second));
@@ -245,9 +248,9 @@ Exported llama_export(const std::vector<LazyTensor>& ours, const ModelConfig& m,
     const std::string layer = "model.layers." + t.name.substr(2, t.name.find('.', 2) - 2) + ".";
     if (t.name.find("self_attn.qkv.") != std::string::npos) {  // (the weight, and Qwen2's bias)
       const std::string leaf = t.name.substr(t.name.rfind('.'));
-      out.tensors.push_back(rows_slice(t, layer + "self_attn.q_proj" + leaf, 0, m.n_embd));
-      out.tensors.push_back(rows_slice(t, layer + "self_attn.k_proj" + leaf, m.n_embd, kv));
-      out.tensors.push_back(rows_slice(t, layer + "self_attn.v_proj" + leaf, m.n_embd + kv, kv));
+      out.tensors.push_back(rows_slice(t, layer + "self_attn.q_proj" + leaf, 0, q));
+      out.tensors.push_back(rows_slice(t, layer + "self_attn.k_proj" + leaf, q, kv));
+      out.tensors.push_back(rows_slice(t, layer + "self_attn.v_proj" + leaf, q + kv, kv));
     } else if (t.name.find("mlp.gate_up.weight") != std::string::npos) {
       out.tensors.push_back(rows_slice(t, layer + "mlp.gate_proj.weight", 0, m.ffn_dim));
       out.tensors.push_back(rows_slice(t, layer + "mlp.up_proj.weight", m.ffn_dim, m.ffn_dim));

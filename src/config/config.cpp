@@ -203,9 +203,10 @@ void check_llama(const ModelConfig& m, const std::map<std::string, RawValue>& gi
   if (m.n_kv_heads != 0 && m.n_head % m.n_kv_heads != 0)
     throw bad_input(where_of("model.n_kv_heads") + ": [model] n_kv_heads = " + std::to_string(m.n_kv_heads) +
                     " must divide n_head = " + std::to_string(m.n_head));
-  if ((m.n_embd / m.n_head) % 2 != 0)
-    throw bad_input(where_of("model.n_embd") + ": [model] arch = llama needs an even head width (rotary pairs), got " +
-                    std::to_string(m.n_embd / m.n_head));
+  if ((m.attention_width() / m.n_head) % 2 != 0)
+    throw bad_input(where_of(m.head_dim ? "model.head_dim" : "model.n_embd") +
+                    ": [model] arch = llama needs an even head width (rotary pairs), got " +
+                    std::to_string(m.attention_width() / m.n_head));
   const double k = -std::log10(m.norm_eps);
   if (std::fabs(k - std::round(k)) > 1e-9)
     throw bad_input(where_of("model.norm_eps") + ": [model] norm_eps = " + format_real(m.norm_eps) +
@@ -222,9 +223,9 @@ void check_llama(const ModelConfig& m, const std::map<std::string, RawValue>& gi
 void check_architecture(const Config& cfg, const std::map<std::string, RawValue>& given,
                         const std::function<std::string(const std::string&)>& where_of) {
   const ModelConfig& m = cfg.model;
-  const char* const dims[] = {"n_layer", "n_head",  "n_embd",     "vocab_size", "bias",          "tie_embeddings",
-                              "dropout", "ffn_dim", "rope_theta", "norm_eps",   "n_kv_heads",    "rope_scaling",
-                              "mlp",     "qk_norm", "zero_init",  "qkv_bias",   "qk_norm_weight"};
+  const char* const dims[] = {"n_layer", "n_head",  "n_embd",     "vocab_size", "bias",           "tie_embeddings",
+                              "dropout", "ffn_dim", "rope_theta", "norm_eps",   "n_kv_heads",     "rope_scaling",
+                              "mlp",     "qk_norm", "zero_init",  "qkv_bias",   "qk_norm_weight", "head_dim"};
   if (m.arch == Arch::layers) {
     for (const char* d : dims)
       if (given.count(std::string("model.") + d))
@@ -246,7 +247,7 @@ void check_architecture(const Config& cfg, const std::map<std::string, RawValue>
   if (m.arch == Arch::llama) check_llama(m, given, where_of);
   if (m.arch == Arch::gpt)
     for (const char* key : {"ffn_dim", "rope_theta", "norm_eps", "n_kv_heads", "rope_scaling", "mlp", "qk_norm",
-                            "zero_init", "qkv_bias", "qk_norm_weight"})
+                            "zero_init", "qkv_bias", "qk_norm_weight", "head_dim"})
       if (given.count(std::string("model.") + key))
         throw bad_input(where_of(std::string("model.") + key) + ": [model] " + key +
                         " is a key of arch = llama, not of arch = gpt");

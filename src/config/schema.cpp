@@ -267,6 +267,10 @@ void model_keys(std::vector<KeySpec>& k) {
   s.key("qk_norm_weight", &ModelConfig::qk_norm_weight,
         "arch = llama: with qk_norm, each query and key head's norm scaled by a learned weight of its width and "
         "its epsilon norm_eps (Qwen3's q_norm and k_norm)");
+  s.key("head_dim", &ModelConfig::head_dim,
+        "arch = llama: a head's columns when not n_embd / n_head (Qwen3 0.6B: 128 at n_embd 1024 with 16 heads); "
+        "0 = n_embd / n_head")
+      .range(0, 4096);
   s.key("qkv_bias", &ModelConfig::qkv_bias,
         "arch = llama: biases on the query, key and value projections, none on the others (Qwen2, Qwen2.5)");
   s.key("attention_mask", &ModelConfig::attention_mask,

@@ -1,11 +1,13 @@
 // attention(H) / attention(H, bias=0, proj_bias=0, dropout=P, proj_std=S, kv_heads=K, rope=THETA,
-// qk_norm=1, fused=0|1): causal self-attention over [T, C] (GPT-2's and nanoGPT's CausalSelfAttention; with
+// qk_norm=1, head_dim=D, fused=0|1): causal self-attention over [T, C] (GPT-2's and nanoGPT's CausalSelfAttention; with
 // kv_heads, rope and qk_norm Llama's and modded-nanogpt's). One fused projection to queries, keys
 // and values, qkv = x Wqkv^T + bqkv with Wqkv [(H + 2K) D, C] (D = C/H; K = H by default: [3C, C]);
 // per query head the probabilities softmax(q k^T / sqrt(D)) over the positions up to each query's
 // (the causal mask; with [model] attention_mask = document also within its document), the
 // weighted sum of the values of its key/value head (query head h reads head h / (H/K): grouped-
-// query attention); the output projection y = a Wproj^T + bproj with Wproj [C, C]. Weights
+// query attention); the output projection y = a Wproj^T + bproj with Wproj [C, C]. head_dim=D
+// (Qwen3 0.6B's 128 at C = 1024 with 16 heads, Mistral Nemo's): heads of D columns whatever C is,
+// Wqkv [(H + 2K) D, C] and Wproj [C, H D]. Weights
 // N(0, 0.02^2), the output projection N(0, proj_std^2) (GPT-2 scales it by 1/sqrt(2 * layers); 0:
 // zeros, modded-nanogpt's); biases zero. bias=0: neither bias; proj_bias=0 (Qwen2's): bqkv only.
 // qk_norm=1: each query and key head divided by its root mean square (no weight, eps 1e-6) after the
@@ -56,6 +58,7 @@ namespace {
 // The layer's arguments, as written.
 struct AttentionArgs {
   std::int64_t heads = 0, kv_heads = 0;  // kv_heads 0: heads
+  std::int64_t head_dim = 0;             // 0: C / heads
   bool qkv_bias = true, proj_bias = true, qk_norm = false, qk_weight = false, fused = true;
   float qk_eps = 1e-6f;  // qk_weight's
   float dropout = 0, proj_std = 0.02f;
@@ -70,25 +73,25 @@ class Attention final : public Layer {
   bool takes_position_blocks() const override { return true; }
   Shape output_shape(const Shape& in) const override {
     const std::string me = "[model] layers: attention(" + std::to_string(a_.heads) + ", ...)";
-    if (in.size() != 2 || in[1] % a_.heads != 0)
-      throw bad_input(me + " needs [T, C] activations with C a multiple of the heads, got " + shape_string(in));
-    if (a_.rope > 0 && (in[1] / a_.heads) % 2 != 0)
-      throw bad_input(me + " with rope needs an even head width, got " + std::to_string(in[1] / a_.heads));
+    if (in.size() != 2 || (a_.head_dim == 0 && in[1] % a_.heads != 0))
+      throw bad_input(me + " needs [T, C] activations with C a multiple of the heads (or head_dim), got " +
+                      shape_string(in));
+    if (a_.rope > 0 && width(in[1]) % 2 != 0)
+      throw bad_input(me + " with rope needs an even head width, got " + std::to_string(width(in[1])));
     const int tp = tensor_parallel().size;
     if (a_.heads % tp != 0 || kv_ % tp != 0)
       throw bad_input(me + ": " + std::to_string(a_.heads) + " query and " + std::to_string(kv_) +
                       " key/value heads do not divide among [parallel] tensor_parallel = " + std::to_string(tp) +
                       " ranks");
-    if (a_.fused && in[1] / a_.heads > 256)
-      throw bad_input(me + ": fused attention takes heads of at most 256 columns, got " +
-                      std::to_string(in[1] / a_.heads));
+    if (a_.fused && width(in[1]) > 256)
+      throw bad_input(me + ": fused attention takes heads of at most 256 columns, got " + std::to_string(width(in[1])));
     return in;
   }
   std::vector<ParamSpec> param_specs(const Shape& in) const override {
-    const std::int64_t c = in[1], d = c / a_.heads, qkv = (a_.heads + 2 * kv_) * d;
+    const std::int64_t c = in[1], d = width(c), qkv = (a_.heads + 2 * kv_) * d;
     // Global shapes; split by heads: q, k and v each cut into equal blocks, Wproj by columns.
     const Placement by_heads = Placement::sharded(0, {a_.heads * d, kv_ * d, kv_ * d});
-    ParamSpec proj{"proj.weight", {c, c}, Init::normal, c, c};
+    ParamSpec proj{"proj.weight", {c, a_.heads * d}, Init::normal, a_.heads * d, c};
     proj.std = a_.proj_std;
     proj.tp = Placement::sharded(1);
     std::vector<ParamSpec> p{{"qkv.weight", {qkv, c}, Init::normal, c, qkv}};
@@ -107,7 +110,7 @@ class Attention final : public Layer {
   // the whole input gradient and its reduce-scatter's buffer.
   LayerMemory memory(const Shape& in, const MemoryQuery& q) const override {
     const auto n = static_cast<double>(q.rows), t = static_cast<double>(t_), c = static_cast<double>(in[1]);
-    const double h = static_cast<double>(heads()), k = static_cast<double>(kv()), d = c / static_cast<double>(a_.heads);
+    const double h = static_cast<double>(heads()), k = static_cast<double>(kv()), d = static_cast<double>(width(in[1]));
     const double qkv = n * t * (h + 2 * k) * d, out = n * t * h * d, probs = n * h * t * t;
     LayerMemory m;
     auto add = [&m](const LayerMemory& x) { m.saved += x.saved, m.scratch += x.scratch; };
@@ -128,7 +131,7 @@ class Attention final : public Layer {
   void forward(const Tensor& x_in, Tensor& y) override {
     if (has_context() && context().decode_position >= 0) return decode(x_in, y);
     const Tensor x = sequence_gather(x_in, 10);  // (sequence-parallel: every position)
-    const std::int64_t n = x.shape()[0], t = x.shape()[1], c = x.shape()[2], hc = heads() * (c / a_.heads);
+    const std::int64_t n = x.shape()[0], t = x.shape()[1], c = x.shape()[2], hc = heads() * width(c);
     const Device dev = x.device();
     dropped_ = context().training && a_.dropout > 0;
     Saved s = saved_tensors(n, t, c, dev, true);
@@ -162,7 +165,7 @@ class Attention final : public Layer {
   }
   void backward(const Tensor& x_in, const Tensor&, const Tensor& dy_in, Tensor& dx) override {
     const Tensor x = sequence_gather(x_in, 10), dy = sequence_gather(dy_in, 12);  // (sequence-parallel)
-    const std::int64_t n = x.shape()[0], t = x.shape()[1], c = x.shape()[2], hc = heads() * (c / a_.heads);
+    const std::int64_t n = x.shape()[0], t = x.shape()[1], c = x.shape()[2], hc = heads() * width(c);
     const Device dev = x.device();
     const float beta = accumulate_grads() ? 1.f : 0.f;
     if (beta == 0.f && a_.qkv_bias) fill(grad(kBqkv), 0.f);
@@ -207,7 +210,7 @@ class Attention final : public Layer {
   // their sequence's (its documents: doc_ids [B, P+L]). Nothing is kept for a backward.
   void decode(const Tensor& x, Tensor& y) {
     const std::int64_t b = x.shape()[0], len = x.shape()[1], c = x.shape()[2], p = context().decode_position;
-    const std::int64_t ld = (heads() + 2 * kv()) * (c / a_.heads), hc = heads() * (c / a_.heads);
+    const std::int64_t ld = (heads() + 2 * kv()) * width(c), hc = heads() * width(c);
     HPCT_CHECK(p + len <= t_, "attention: a key/value cache holds sequences of " + std::to_string(t_) +
                                   " positions, not " + shape_string(x.shape()) + " from position " + std::to_string(p));
     cache_ = scratch(cache_, {b, t_, ld}, x.device());
@@ -218,8 +221,7 @@ class Attention final : public Layer {
     if (a_.qkv_bias) add_bias(now2, param(kBqkv));
     if (a_.qk_weight) {
       const Device dev = x.device();
-      Tensor pre_q = temp(6, {b * len, heads(), c / a_.heads}, dev),
-             pre_k = temp(7, {b * len, kv(), c / a_.heads}, dev);
+      Tensor pre_q = temp(6, {b * len, heads(), width(c)}, dev), pre_k = temp(7, {b * len, kv(), width(c)}, dev);
       Tensor rstd_q = temp(8, {b * len * heads()}, dev), rstd_k = temp(9, {b * len * kv()}, dev);
       weighted_qk_norm(now, pre_q, pre_k, rstd_q, rstd_k);
     } else if (a_.qk_norm) {
@@ -258,7 +260,7 @@ class Attention final : public Layer {
     auto get = [&](std::size_t k, const Shape& shape, bool packable = true) {
       return writing ? compact_out(k, shape, dev, packable) : compact_in(k, shape, dev, packable);
     };
-    const std::int64_t h = heads(), d = c / a_.heads, qkv = (h + 2 * kv()) * d;
+    const std::int64_t h = heads(), d = width(c), qkv = (h + 2 * kv()) * d;
     Saved s;
     s.qkv = get(0, {n, t, qkv});
     s.heads_out = get(2, {n, t, h * d});
@@ -306,13 +308,15 @@ class Attention final : public Layer {
     attention_probs_backward(s.att, datt, s.qkv, heads(), context().precision, dqkv);
   }
   const std::vector<float>& frequencies(std::int64_t c) {
-    if (freq_.empty()) freq_ = rope_inv_freq(a_.rope, c / a_.heads, a_.scaling);
+    if (freq_.empty()) freq_ = rope_inv_freq(a_.rope, width(c), a_.scaling);
     return freq_;
   }
   // 16-bit runs: an intermediate that is a GEMM operand, rounded as cuBLAS takes it (layer.hpp).
   void round16(Tensor& t) const {
     if (context().precision != Precision::fp32) round_to_precision(t, context().precision);
   }
+  // A head's columns for activations of width c.
+  std::int64_t width(std::int64_t c) const { return a_.head_dim ? a_.head_dim : c / a_.heads; }
   // The query and key/value heads this rank computes (all of them without tensor parallelism).
   std::int64_t heads() const { return a_.heads / tensor_parallel().size; }
   std::int64_t kv() const { return kv_ / tensor_parallel().size; }
@@ -378,8 +382,8 @@ class Attention final : public Layer {
 
 AttentionArgs attention_args(const LayerArgs& a) {
   expect_named_only(a, 1,
-                    {"bias", "proj_bias", "qk_norm_weight", "qk_eps", "dropout", "proj_std", "kv_heads", "rope",
-                     "rope_factor", "rope_low", "rope_high", "rope_context", "qk_norm", "fused"});
+                    {"bias", "proj_bias", "qk_norm_weight", "qk_eps", "head_dim", "dropout", "proj_std", "kv_heads",
+                     "rope", "rope_factor", "rope_low", "rope_high", "rope_context", "qk_norm", "fused"});
   AttentionArgs r;
   r.heads = int_arg(a, 0, "the number of heads");
   const std::int64_t percent = layer_named_int(a, "dropout", 0, 0);
@@ -400,6 +404,7 @@ AttentionArgs attention_args(const LayerArgs& a) {
   if (r.scaling.factor > 0 && (r.rope == 0 || r.scaling.high_freq_factor <= r.scaling.low_freq_factor))
     throw bad_input("[model] layers: " + a.text + ": rope_factor needs rope=THETA and rope_high > rope_low");
   r.qk_norm = layer_named_bool(a, "qk_norm", false);
+  r.head_dim = layer_named_int(a, "head_dim", 0, 0);
   r.qk_weight = layer_named_bool(a, "qk_norm_weight", false);
   r.qk_eps = static_cast<float>(std::pow(10.0, -static_cast<double>(layer_named_int(a, "qk_eps", 6, 1))));
   if (r.qk_weight && !r.qk_norm)
@@ -418,7 +423,8 @@ void register_attention(LayerRegistry& r) {
   r.add("attention",
         "attention(heads, bias=1, proj_bias=bias, dropout=0, proj_std=0.02, kv_heads=heads, rope=0, rope_factor=0, "
         "rope_low=1, "
-        "rope_high=4, rope_context=8192, qk_norm=0, qk_norm_weight=0, qk_eps=6, fused=1): causal self-attention on [T, "
+        "rope_high=4, rope_context=8192, qk_norm=0, qk_norm_weight=0, qk_eps=6, head_dim=C/heads, fused=1): causal "
+        "self-attention on [T, "
         "C]; rope=THETA rotary "
         "positions",
         [](const LayerArgs& a) { return std::make_unique<Attention>(attention_args(a)); });

@@ -39,6 +39,7 @@ std::string llama_layers(const LlamaDims& d) {
                  ", rope_high=" + std::to_string(d.rope_high) + ", rope_context=" + std::to_string(d.rope_context);
   if (d.qk_norm) attn_args += ", qk_norm=1";
   if (d.qk_norm_weight) attn_args += ", qk_norm_weight=1, qk_eps=" + std::to_string(d.norm_eps_exp);
+  if (d.head_width() * d.n_head != d.n_embd) attn_args += ", head_dim=" + std::to_string(d.head_width());
   // Named after Hugging Face's LlamaForCausalLM where a name carries over.
   const std::string attention = "self_attn:attention(" + attn_args + ", proj_std=" + proj_std + ")";
   const std::string down = "mlp.down:linear(" + c + ", bias=0, std=" + proj_std + ", tp=row)";
@@ -72,12 +73,13 @@ double llama_activation_bytes(const LlamaDims& d, std::int64_t rows, std::int64_
   const double l = static_cast<double>(d.n_layer), s = half ? 2 : 4;
   const double tp = split.tp, sp = split.sequence ? tp : 1;
   const std::int64_t kv = d.n_kv_heads ? d.n_kv_heads : d.n_head;
-  const double q = static_cast<double>((d.n_head + 2 * kv) * (d.n_embd / d.n_head));
+  const double q = static_cast<double>((d.n_head + 2 * kv) * d.head_width());
+  const double hd = static_cast<double>(d.n_head * d.head_width());  // (the heads' output)
   const double m = static_cast<double>((d.relu2 ? 2 : 3) * d.ffn_dim);
-  double saved = l * ((c + q + m) / tp + 4 * c / sp) * n * s + l * n * static_cast<double>(d.n_head) / tp * 4 +
+  double saved = l * ((hd + q + m) / tp + 4 * c / sp) * n * s + l * n * static_cast<double>(d.n_head) / tp * 4 +
                  (2 * l + 1) * n * 4 / sp;
   if (d.qk_norm) saved += l * n * static_cast<double>(d.n_head + kv) / tp * 4;
-  if (d.qk_norm_weight) saved += l * n * static_cast<double>((d.n_head + kv) * (d.n_embd / d.n_head)) / tp * 4;
+  if (d.qk_norm_weight) saved += l * n * static_cast<double>((d.n_head + kv) * d.head_width()) / tp * 4;
   const double outputs = (2 + 2 * l) * n * c * s / sp + n * static_cast<double>(padded_vocab) / tp * 4;
   return saved + outputs;
 }

@@ -13,8 +13,9 @@ nano="embedding(23, 32) position_embedding repeat(2, res(layernorm(bias=0) atten
 biased="embedding(17, 24) position_embedding res(layernorm attention(3)) res(layernorm linear(48) gelu_tanh linear(24)) layernorm lm_head(17, tie=0)"
 # Llama's pieces so far: rotary position embeddings (no position_embedding layer), RMS norms in
 # place of the layer norms, a SwiGLU MLP (gate|up fused in one linear), an untied head; biases on the
-# queries, keys and values and nowhere else (Qwen2's proj_bias=0); Qwen3's weighted QK-norm.
-rms="embedding(19, 16) repeat(2, res(rmsnorm attention(2, proj_bias=0, rope=10000, qk_norm=1, qk_norm_weight=1, qk_eps=5)) res(rmsnorm(eps=6) linear(96, bias=0) swiglu linear(16, bias=0))) rmsnorm lm_head(19, tie=0)"
+# queries, keys and values and nowhere else (Qwen2's proj_bias=0); Qwen3's weighted QK-norm and heads
+# of 6 columns at a width of 16 (head_dim, Qwen3 0.6B's kind).
+rms="embedding(19, 16) repeat(2, res(rmsnorm attention(2, proj_bias=0, rope=10000, qk_norm=1, qk_norm_weight=1, qk_eps=5, head_dim=6)) res(rmsnorm(eps=6) linear(96, bias=0) swiglu linear(16, bias=0))) rmsnorm lm_head(19, tie=0)"
 modern="embedding(19, 16) repeat(2, res(rmsnorm attention(4, kv_heads=2, bias=0, rope=500000, rope_factor=8, rope_context=32, qk_norm=1)) res(rmsnorm linear(64, bias=0) relu2 linear(16, bias=0))) rmsnorm lm_head(19, tie=0)"
 status=0
 for case in nano biased rms modern; do

@@ -91,6 +91,11 @@ cp -r "$tmp/hf" "$tmp/qwen3" && $py "$ref" qwen3 "$tmp/qwen3"
 check "model_type qwen3: qk_norm and qk_norm_weight, the reference's loss (1e-5)" \
   imported_as qwen3 "qk_norm = true" "qk_norm_weight = true"
 check "... exported as Qwen3ForCausalLM, the same tensors bit for bit" exported_as qwen3 qwen3
+# Heads wider than hidden_size / heads (Qwen3 0.6B's 128 at 1024 with 16): head_dim 16 at 32 with 4.
+cp -r "$tmp/hf" "$tmp/qwen3w" && $py "$ref" qwen3 "$tmp/qwen3w" 16
+check "a Qwen3 with head_dim 16 (hidden_size 32, 4 heads): [model] head_dim, the reference's loss (1e-5)" \
+  imported_as qwen3w "head_dim = 16" "qk_norm_weight = true"
+check "... exported with head_dim 16, the same tensors bit for bit" exported_as qwen3w qwen3
 err=$("$trainer" "$tmp/qwen.ini" --eval-only --set model.vocab_size=auto --set checkpoint.resume="$tmp/qwen.h5" 2>&1)
 check "... resumed by a deck with vocab_size = auto (256 rows): exit 2, the line says to set vocab_size = 272" \
   test "$?$(grep -c "in the checkpoint (rows no token .* set \[model\] vocab_size = 272)$" <<<"$err")" = 21
@@ -204,7 +209,7 @@ check "key/value heads that do not divide the heads" bad heads "num_key_value_he
 check "another rope_scaling" bad scaling 'rope_scaling" of type "yarn"'
 check "a Mistral's sliding_window of 0" bad window '"sliding_window" = 0: the model.s context would hold no position'
 check "a Phi-3 with RoPE on part of each head (Phi-4 mini's)" bad partial '"partial_rotary_factor" = 0.75' "$ref" phi
-check "a Qwen3 whose head_dim is not hidden_size / heads (Qwen3 0.6B's)" bad head_dim '"head_dim" = 16; hpctrain.s Llama computes 8' "$ref" qwen3
+check "a Qwen3 whose head_dim is not its tensors' width" bad head_dim 'o_proj.weight is \[32, 32\]; config.json makes it \[32, 64\]' "$ref" qwen3
 # An output that is no file is refused before anything is written (a folder once left "<folder>.partial").
 mkdir "$tmp/dir"
 nofile() {  # pattern command...: exit 2, one line matching, nothing written beside the folder

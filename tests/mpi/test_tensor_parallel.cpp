@@ -2,8 +2,8 @@
 // (attention split by heads with dropout on the probabilities, the MLP's column- then
 // row-parallel linear pair, biases, dropout after both) and a Llama
 // (grouped-query attention with RoPE, Qwen2's q, k and v biases split by heads, Qwen3's weighted
-// QK-norm whose replicated weights each rank's heads give a part of the gradient, the fused gate|up
-// pair split part by part) reach,
+// QK-norm whose replicated weights each rank's heads give a part of the gradient, heads of 4 columns
+// at a width of 8 (head_dim), the fused gate|up pair split part by part) reach,
 // after k steps, the parameters of one process training the whole model on the same batches, in
 // every listed layout: T alone, T with micro-batches and recompute = blocks, T x data-parallel
 // (with shard = optimizer, gradients and full), T x pipeline stages, T = 4, and at 8 ranks (pipeline_np8) 3-D:
@@ -37,7 +37,7 @@ const char* const kGpt =
     "linear(16, tp=column) gelu linear(8, tp=row) dropout(10))) layernorm lm_head(11)";
 const char* const kLlama =
     "embedding(11, 8) repeat(2, res(rmsnorm attention(4, kv_heads=2, proj_bias=0, rope=10000, qk_norm=1, "
-    "qk_norm_weight=1)) res(rmsnorm "
+    "qk_norm_weight=1, head_dim=4)) res(rmsnorm "
     "linear(32, bias=0, tp=column, parts=2) swiglu linear(8, bias=0, tp=row))) rmsnorm lm_head(11)";
 
 struct Layout {

@@ -15,14 +15,16 @@ transformers' LlamaForCausalLM does, without transformers (Debian does not packa
                         on q_proj, k_proj and v_proj, in a third shard; rope_theta 1e6, no attention_bias
                         key, a tied head (lm_head.weight gone), 16 embedding rows past the byte tokens
                         (vocab_size 272), a sliding_window that use_sliding_window false leaves off)
-  qwen3 DIR             make the folder a Qwen3ForCausalLM's (model_type qwen3: Llama's tensors and the
-                        QK-norm's weights q_norm and k_norm, in a third shard; rms_norm_eps 1e-6)
+  qwen3 DIR [HEAD_DIM]  make the folder a Qwen3ForCausalLM's (model_type qwen3: Llama's tensors and the
+                        QK-norm's weights q_norm and k_norm, in a third shard; rms_norm_eps 1e-6); with
+                        HEAD_DIM, heads that wide (new q, k, v and o projections, one file), as Qwen3
+                        0.6B's 128 at hidden_size 1024 with 16 heads
   phi3 DIR              make the folder a Phi3ForCausalLM's (model_type phi3: q|k|v fused in qkv_proj and
                         gate|up in gate_up_proj, one F32 file; sliding_window 63, so a context of 63)
   break DIR KIND        spoil a folder: missing (a tensor gone), shape (k_proj's rows), arch
                         (model_type gpt_neox), heads (num_key_value_heads 3), scaling (rope_type yarn),
                         window (a Mistral's sliding_window 0), partial (partial_rotary_factor 0.75),
-                        head_dim (twice hidden_size / num_attention_heads, as Qwen3 0.6B's 128 for 64)
+                        head_dim (twice hidden_size / num_attention_heads, the tensors left as they are)
 
 The forward follows modeling_llama.py: RMSNorm as weight * (x * rsqrt(mean(x^2) + eps)), RoPE with
 rotate_half on q and k after the projections (inv_freq from rope_theta, then llama3's scaling),
@@ -153,7 +155,7 @@ def forward(cfg, w, ids):
     W = {k: torch.from_numpy(v.astype(np.float64)) for k, v in w.items()}
     h, kv, eps = cfg["num_attention_heads"], cfg.get("num_key_value_heads", cfg["num_attention_heads"]), cfg["rms_norm_eps"]
     c = cfg["hidden_size"]
-    d = c // h
+    d = cfg.get("head_dim") or c // h
     b, t = ids.shape
 
     def rms(x, weight):
@@ -184,7 +186,7 @@ def forward(cfg, w, ids):
         k, v = (z[:, :, None].expand(b, kv, h // kv, t, d).reshape(b, h, t, d) for z in (k, v))  # repeat_kv
         a = (q @ k.transpose(-2, -1)) / math.sqrt(d)
         a = torch.softmax(a.masked_fill(~mask, float("-inf")), dim=-1)
-        o = (a @ v).transpose(1, 2).reshape(b, t, c)
+        o = (a @ v).transpose(1, 2).reshape(b, t, h * d)
         x = x + o @ W[p + "self_attn.o_proj.weight"].T
         y = rms(x, W[p + "post_attention_layernorm.weight"])
         g = y @ W[p + "mlp.gate_proj.weight"].T
@@ -256,10 +258,10 @@ def qwen2(folder):
     json.dump({"metadata": {"total_size": 0}, "weight_map": wm}, open(index, "w"))
 
 
-def qwen3(folder):
+def qwen3(folder, head_dim=None):
     path = os.path.join(folder, "config.json")
     cfg = json.load(open(path))
-    d = cfg["hidden_size"] // cfg["num_attention_heads"]
+    d = head_dim or cfg["hidden_size"] // cfg["num_attention_heads"]
     cfg.update(architectures=["Qwen3ForCausalLM"], model_type="qwen3", rope_theta=1000000.0, rope_scaling=None,
                head_dim=d, rms_norm_eps=1e-06, sliding_window=None, use_sliding_window=False, max_window_layers=2)
     json.dump(cfg, open(path, "w"), indent=2)
@@ -267,6 +269,20 @@ def qwen3(folder):
     for i in range(cfg["num_hidden_layers"]):
         for name in ("q_norm", "k_norm"):
             norms["model.layers.%d.self_attn.%s.weight" % (i, name)] = (1 + 0.3 * g.standard_normal(d)).astype(np.float32)
+    if head_dim:  # (one file: the attention's projections made again at this width)
+        _, w = load(folder)
+        c, h, kv = cfg["hidden_size"], cfg["num_attention_heads"], cfg["num_key_value_heads"]
+        for i in range(cfg["num_hidden_layers"]):
+            p = "model.layers.%d.self_attn." % i
+            for name, shape in (("q_proj", (h * d, c)), ("k_proj", (kv * d, c)), ("v_proj", (kv * d, c)),
+                                ("o_proj", (c, h * d))):
+                w[p + name + ".weight"] = (0.2 * g.standard_normal(shape)).astype(np.float32)
+        w.update(norms)
+        for f in os.listdir(folder):
+            if f.endswith(".safetensors") or f.endswith(".index.json"):
+                os.remove(os.path.join(folder, f))
+        write_safetensors(os.path.join(folder, "model.safetensors"), w, "F32")
+        return
     write_safetensors(os.path.join(folder, "model-00003-of-00003.safetensors"), norms, "F32")
     index = os.path.join(folder, "model.safetensors.index.json")
     wm = json.load(open(index))["weight_map"]
@@ -321,7 +337,7 @@ def spoil(folder, kind):
     elif kind == "partial":
         cfg["partial_rotary_factor"] = 0.75
     elif kind == "head_dim":
-        cfg["head_dim"] = 2 * cfg["hidden_size"] // cfg["num_attention_heads"]
+        cfg["head_dim"] = 2 * cfg["hidden_size"] // cfg["num_attention_heads"]  # (the tensors stay 8 wide)
     json.dump(cfg, open(cfg_path, "w"))
 
 
@@ -338,7 +354,7 @@ if __name__ == "__main__":
         cfg = dict(json.load(open(path)), architectures=["MistralForCausalLM"], model_type="mistral", sliding_window=32)
         json.dump(cfg, open(path, "w"))
     elif cmd == "qwen3":
-        qwen3(sys.argv[2])
+        qwen3(sys.argv[2], int(sys.argv[3]) if len(sys.argv) > 3 else None)
     elif cmd == "phi3":
         phi3(sys.argv[2])
     elif cmd == "qwen2":

@@ -160,10 +160,10 @@ const std::string gpt =
 const std::string llama =
     "embedding(23, 32) repeat(2, res(rmsnorm attention(4, kv_heads=2, rope=10000, qk_norm=1, bias=0)) "
     "res(rmsnorm linear(96, bias=0) swiglu linear(32, bias=0))) rmsnorm lm_head(23)";
-// Qwen2's q, k and v biases and Qwen3's weighted QK-norm.
+// Qwen2's q, k and v biases, Qwen3's weighted QK-norm and heads wider than C / H (head_dim).
 const std::string qwen =
     "embedding(23, 32) repeat(2, res(rmsnorm attention(4, kv_heads=2, rope=10000, qk_norm=1, qk_norm_weight=1, "
-    "proj_bias=0)) res(rmsnorm linear(96, bias=0) swiglu linear(32, bias=0))) rmsnorm lm_head(23)";
+    "proj_bias=0, head_dim=12)) res(rmsnorm linear(96, bias=0) swiglu linear(32, bias=0))) rmsnorm lm_head(23)";
 INSTANTIATE_TEST_SUITE_P(
     Models, KvCache,
     ::testing::Values(Case{"gpt", gpt, false}, Case{"llama", llama, false}, Case{"llama, documents", llama, true},

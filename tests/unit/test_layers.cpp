@@ -125,8 +125,12 @@ TEST(GradientCheck, SequenceLayers) {
   EXPECT_LE(check_layer(*make("res(layernorm(bias=0) attention(2,bias=0))"), {4, 4}, 2), 1.0);
   EXPECT_LE(check_layer(*make("attention(4,kv_heads=2,proj_bias=0,rope=10000)"), {5, 16}, 2), 1.0);  // Qwen2's
   EXPECT_LE(check_layer(*make("attention(2,bias=0,proj_bias=1)"), {4, 4}, 2), 1.0);
-  EXPECT_LE(check_layer(*make("attention(4,kv_heads=2,bias=0,rope=10000,qk_norm=1,qk_norm_weight=1,qk_eps=5)"), {6, 16}, 2),
-            1.0);  // Qwen3's weighted QK-norm before the rotation
+  EXPECT_LE(
+      check_layer(*make("attention(4,kv_heads=2,bias=0,rope=10000,qk_norm=1,qk_norm_weight=1,qk_eps=5)"), {6, 16}, 2),
+      1.0);  // Qwen3's weighted QK-norm before the rotation
+  EXPECT_LE(
+      check_layer(*make("attention(4,kv_heads=2,bias=0,rope=10000,qk_norm=1,qk_norm_weight=1,head_dim=6)"), {5, 8}, 2),
+      1.0);  // heads wider than C / H (Qwen3 0.6B's)
 }
 
 // RMS norm's forward against the formula in double: y = x / sqrt(mean(x^2) + 1e-5) * w, per row;

@@ -111,7 +111,7 @@ const Case kCases[] = {
      13},
     {"qwen",
      "embedding(13, 16) repeat(2, res(rmsnorm attention(4, kv_heads=2, rope=10000, qk_norm=1, qk_norm_weight=1, "
-     "proj_bias=0)) res(rmsnorm linear(32, bias=0) swiglu linear(16, bias=0))) rmsnorm lm_head(13)",
+     "proj_bias=0, head_dim=6)) res(rmsnorm linear(32, bias=0) swiglu linear(16, bias=0))) rmsnorm lm_head(13)",
      {10},
      13},
     {"cnn3d",

@@ -181,6 +181,9 @@ struct ModelConfig {
   bool qk_norm = false, zero_init = false;
   bool qkv_bias = false;        // arch = llama: biases on the query, key and value projections (Qwen2's)
   bool qk_norm_weight = false;  // arch = llama: qk_norm with learned weights (Qwen3's q_norm, k_norm)
+  long head_dim = 0;            // arch = llama: a head's columns; 0 = n_embd / n_head
+  // The attention heads' columns together (n_embd unless head_dim says otherwise).
+  long attention_width() const { return head_dim ? n_head * head_dim : n_embd; }
 };
 
 struct TrainConfig {

@@ -38,6 +38,8 @@ struct LlamaDims {
   int norm_eps_exp = 5;
   bool tie_embeddings = true, qk_norm = false, relu2 = false, zero_init = false, qkv_bias = false;
   bool qk_norm_weight = false;  // Qwen3's: qk_norm with learned weights, eps 10^-norm_eps_exp
+  std::int64_t head_dim = 0;    // a head's columns; 0 = n_embd / n_head
+  std::int64_t head_width() const { return head_dim ? head_dim : n_embd / n_head; }
 };
 std::string llama_layers(const LlamaDims& d);
 

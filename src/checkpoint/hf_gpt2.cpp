@@ -86,9 +86,7 @@ bool buffer(const std::string& name) {  // the causal mask's buffers of older fi
   auto ends = [&](const std::string& s) { return name.size() >= s.size() && name.rfind(s) == name.size() - s.size(); };
   return ends(".attn.bias") || ends(".attn.masked_bias");
 }
-}  // namespace
-
-Imported gpt2_import(const Json& c, Tensors given, const std::string& file, const std::string& dir) {
+Imported import_gpt2_layout(const Json& c, Tensors given, const std::string& file, const std::string& dir) {
   const Gpt2 g = gpt2_dims(c, file);
   expect_layers(g.d.n_layer, given.size(), file, "n_layer");
   Tensors hf;
@@ -105,6 +103,12 @@ Imported gpt2_import(const Json& c, Tensors given, const std::string& file, cons
       throw bad_input(dir + ": tensor " + name + " " + shape_string(t.shape) + " is not a parameter of " +
                       "GPT2LMHeadModel with this config.json");
   return out;
+}
+
+}  // namespace
+
+Imported gpt2_import(const Json& c, Tensors given, const std::string& file, const std::string& dir) {
+  return typed_keys(file, [&] { return import_gpt2_layout(c, std::move(given), file, dir); });
 }
 
 Exported gpt2_export(const std::vector<LazyTensor>& ours, const ModelConfig& m, std::int64_t vocab) {

@@ -171,9 +171,7 @@ Shape direct_shape(const std::string& hf, const LlamaDims& d) {
     return {d.head_width()};
   return {d.n_embd};
 }
-}  // namespace
-
-Imported llama_import(const Json& c, Tensors hf, const std::string& file, const std::string& dir) {
+Imported import_llama_layout(const Json& c, Tensors hf, const std::string& file, const std::string& dir) {
   const LlamaDims d = llama_dims(c, file);
   expect_layers(d.n_layer, hf.size(), file, "num_hidden_layers");
   // Mistral (model_type mistral: Llama's tensors) attends over the last sliding_window positions;
@@ -199,6 +197,12 @@ Imported llama_import(const Json& c, Tensors hf, const std::string& file, const 
       throw bad_input(dir + ": tensor " + name + " " + shape_string(t.shape) + " is not a parameter of " +
                       class_name(type) + " with this config.json");
   return out;
+}
+
+}  // namespace
+
+Imported llama_import(const Json& c, Tensors hf, const std::string& file, const std::string& dir) {
+  return typed_keys(file, [&] { return import_llama_layout(c, std::move(hf), file, dir); });
 }
 
 Exported llama_export(const std::vector<LazyTensor>& ours, const ModelConfig& m, std::int64_t vocab) {

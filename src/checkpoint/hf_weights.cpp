@@ -162,7 +162,7 @@ std::string layer_type_of(const std::string& name) {  // (the checkpoint records
 // The layout of config.json's model_type.
 using ImportFn = hf::Imported (*)(const Json&, Tensors, const std::string&, const std::string&);
 ImportFn import_layout(const Json& cfg, const std::string& file) {
-  const std::string type = cfg.value("model_type", "");
+  const std::string type = hf::typed_keys(file, [&] { return cfg.value("model_type", std::string()); });
   // (Mistral's, Qwen2's, Qwen3's and Phi-3's: Llama's layout with q, k and v biases (Qwen2), QK-norm
   // weights (Qwen3), fused tensors (Phi-3); hf_llama.cpp)
   if (type == "llama" || type == "mistral" || type == "qwen2" || type == "qwen3" || type == "phi3")

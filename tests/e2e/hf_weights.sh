@@ -209,6 +209,7 @@ check "key/value heads that do not divide the heads" bad heads "num_key_value_he
 check "another rope_scaling" bad scaling 'rope_scaling" of type "yarn"'
 check "a Mistral's sliding_window of 0" bad window '"sliding_window" = 0: the model.s context would hold no position'
 check "a Phi-3 with RoPE on part of each head (Phi-4 mini's)" bad partial '"partial_rotary_factor" = 0.75' "$ref" phi
+check "a key of another JSON type (tie_word_embeddings 1)" bad type "config.json: a key of another type than"
 check "a Qwen3 whose head_dim is not its tensors' width" bad head_dim 'o_proj.weight is \[32, 32\]; config.json makes it \[32, 64\]' "$ref" qwen3
 # An output that is no file is refused before anything is written (a folder once left "<folder>.partial").
 mkdir "$tmp/dir"

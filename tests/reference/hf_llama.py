@@ -24,7 +24,8 @@ transformers' LlamaForCausalLM does, without transformers (Debian does not packa
   break DIR KIND        spoil a folder: missing (a tensor gone), shape (k_proj's rows), arch
                         (model_type gpt_neox), heads (num_key_value_heads 3), scaling (rope_type yarn),
                         window (a Mistral's sliding_window 0), partial (partial_rotary_factor 0.75),
-                        head_dim (twice hidden_size / num_attention_heads, the tensors left as they are)
+                        head_dim (twice hidden_size / num_attention_heads, the tensors left as they are),
+                        type (tie_word_embeddings 1, a number where a boolean belongs)
 
 The forward follows modeling_llama.py: RMSNorm as weight * (x * rsqrt(mean(x^2) + eps)), RoPE with
 rotate_half on q and k after the projections (inv_freq from rope_theta, then llama3's scaling),
@@ -336,6 +337,8 @@ def spoil(folder, kind):
         cfg["model_type"], cfg["sliding_window"] = "mistral", 0
     elif kind == "partial":
         cfg["partial_rotary_factor"] = 0.75
+    elif kind == "type":
+        cfg["tie_word_embeddings"] = 1
     elif kind == "head_dim":
         cfg["head_dim"] = 2 * cfg["hidden_size"] // cfg["num_attention_heads"]  # (the tensors stay 8 wide)
     json.dump(cfg, open(cfg_path, "w"))

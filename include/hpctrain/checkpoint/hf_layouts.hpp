@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "hpctrain/config/config.hpp"
+#include "hpctrain/core/error.hpp"
 #include "hpctrain/io/safetensors.hpp"
 
 namespace hpctrain::hf {
@@ -40,6 +41,16 @@ Exported gpt2_export(const std::vector<LazyTensor>& ours, const ModelConfig& m, 
 
 // ---- Shared by the layouts (hf_weights.cpp) ----
 
+// f(), with a key of another JSON type than the layout reads ("tie_word_embeddings": 1,
+// "model_type": 7) turned from nlohmann's type_error into one line naming `file`.
+template <class F>
+auto typed_keys(const std::string& file, F&& f) -> decltype(f()) {
+  try {
+    return f();
+  } catch (const nlohmann::json::exception& e) {
+    throw bad_input(file + ": a key of another type than Hugging Face's config.json has (" + e.what() + ")");
+  }
+}
 // A config.json number that must be a whole number >= 0 (rope_theta 500000.0 is one); `fallback`
 // >= 0 when the key may be missing or null.
 std::int64_t whole(const Json& cfg, const std::string& key, const std::string& file, std::int64_t fallback = -1);

@@ -23,7 +23,7 @@ namespace hpctrain::hf {
 namespace {
 const char* const kLlama = "Llama";
 
-LlamaDims llama_dims(const Json& c, const std::string& file) {
+LlamaDims llama_dims(const Json& c, const std::string& type, const std::string& file) {
   LlamaDims d;
   d.n_layer = whole(c, "num_hidden_layers", file);
   d.n_head = whole(c, "num_attention_heads", file);
@@ -33,8 +33,8 @@ LlamaDims llama_dims(const Json& c, const std::string& file) {
   d.vocab_size = whole(c, "vocab_size", file);
   d.rope_theta = whole(c, "rope_theta", file, 10000);
   d.tie_embeddings = c.value("tie_word_embeddings", false);
-  d.qkv_bias = c.value("model_type", "") == "qwen2";  // (Qwen2Attention: bias=True on q, k and v; hard-wired)
-  d.qk_norm = d.qk_norm_weight = c.value("model_type", "") == "qwen3";  // (Qwen3Attention's q_norm, k_norm)
+  d.qkv_bias = type == "qwen2";                    // (Qwen2Attention: bias=True on q, k and v; hard-wired)
+  d.qk_norm = d.qk_norm_weight = type == "qwen3";  // (Qwen3Attention's q_norm, k_norm)
   if (d.n_head < 1 || d.n_embd % d.n_head != 0 || d.n_kv_heads < 1 || d.n_head % d.n_kv_heads != 0)
     throw bad_input(file + ": hidden_size " + std::to_string(d.n_embd) + ", num_attention_heads " +
                     std::to_string(d.n_head) + ", num_key_value_heads " + std::to_string(d.n_kv_heads) +
@@ -154,15 +154,6 @@ void take_fused(Tensors& hf, const LlamaDims& d, std::int64_t i, bool phi3, cons
                                                     take(hf, p + "mlp.up_proj.weight", {f, e}, dir)}));
 }
 
-// The class Hugging Face's config.json names for a model_type this file reads.
-std::string class_name(const std::string& model_type) {
-  if (model_type == "qwen2") return "Qwen2ForCausalLM";
-  if (model_type == "qwen3") return "Qwen3ForCausalLM";
-  if (model_type == "phi3") return "Phi3ForCausalLM";
-  if (model_type == "mistral") return "MistralForCausalLM";
-  return "LlamaForCausalLM";
-}
-
 Shape direct_shape(const std::string& hf, const LlamaDims& d) {
   if (hf.find("embed_tokens") != std::string::npos || hf == "lm_head.weight") return {d.vocab_size, d.n_embd};
   if (hf.find("o_proj") != std::string::npos) return {d.n_embd, d.n_head * d.head_width()};
@@ -172,14 +163,16 @@ Shape direct_shape(const std::string& hf, const LlamaDims& d) {
   return {d.n_embd};
 }
 Imported import_llama_layout(const Json& c, Tensors hf, const std::string& file, const std::string& dir) {
-  const LlamaDims d = llama_dims(c, file);
+  const std::string type = c.value("model_type", "");
+  const LlamaDims d = llama_dims(c, type, file);
   expect_layers(d.n_layer, hf.size(), file, "num_hidden_layers");
   // Mistral (model_type mistral: Llama's tensors) attends over the last sliding_window positions;
   // within that many its attention is causal attention over all of them, so that is the context.
   const std::int64_t positions = whole(c, "max_position_embeddings", file, 2048);
   // (Qwen2's sliding_window applies only with use_sliding_window, which its published files leave off)
-  const bool windowed = c.contains("sliding_window") && !c["sliding_window"].is_null() &&
-                        (!(d.qkv_bias || d.qk_norm_weight) || c.value("use_sliding_window", false));
+  const bool qwen = type == "qwen2" || type == "qwen3";
+  const bool windowed =
+      c.contains("sliding_window") && !c["sliding_window"].is_null() && (!qwen || c.value("use_sliding_window", false));
   const std::int64_t window = windowed ? whole(c, "sliding_window", file) : positions;
   if (positions < 1 || window < 1)
     throw bad_input(file + ": \"" + (window < 1 ? "sliding_window" : "max_position_embeddings") +
@@ -189,17 +182,25 @@ Imported import_llama_layout(const Json& c, Tensors hf, const std::string& file,
   for (const auto& [theirs, ours] : direct_names(d.n_layer, d.tie_embeddings, d.qk_norm_weight)) {
     out.tensors.push_back(renamed(take(hf, theirs, direct_shape(theirs, d), dir), ours));
   }
-  const std::string type = c.value("model_type", "");
   for (std::int64_t i = 0; i < d.n_layer; ++i) take_fused(hf, d, i, type == "phi3", dir, out.tensors);
   if (d.tie_embeddings) hf.erase("lm_head.weight");  // (some files carry the tied copy)
   for (const auto& [name, t] : hf)
     if (name.find("rotary_emb.inv_freq") == std::string::npos)
       throw bad_input(dir + ": tensor " + name + " " + shape_string(t.shape) + " is not a parameter of " +
-                      class_name(type) + " with this config.json");
+                      llama_class(type) + " with this config.json");
   return out;
 }
 
 }  // namespace
+
+std::string llama_class(const std::string& model_type) {
+  if (model_type == "llama") return "LlamaForCausalLM";
+  if (model_type == "mistral") return "MistralForCausalLM";
+  if (model_type == "qwen2") return "Qwen2ForCausalLM";
+  if (model_type == "qwen3") return "Qwen3ForCausalLM";
+  if (model_type == "phi3") return "Phi3ForCausalLM";
+  return "";
+}
 
 Imported llama_import(const Json& c, Tensors hf, const std::string& file, const std::string& dir) {
   return typed_keys(file, [&] { return import_llama_layout(c, std::move(hf), file, dir); });
@@ -226,14 +227,17 @@ Exported llama_export(const std::vector<LazyTensor>& ours, const ModelConfig& m,
                 {"torch_dtype", "float32"},
                 {"rope_scaling", nullptr}};
   const RopeScalingKey r = rope_scaling_of(m.rope_scaling);
-  if (m.qk_norm_weight) {  // (Qwen3: the QK-norm's weights, q_norm and k_norm)
-    out.config["architectures"] = {"Qwen3ForCausalLM"}, out.config["model_type"] = "qwen3";
+  // Qwen2's q, k and v biases or Qwen3's QK-norm weights; no class has both, or a QK-norm without weights.
+  if ((m.qk_norm && !m.qk_norm_weight) || (m.qkv_bias && m.qk_norm_weight))
+    throw bad_input(
+        std::string("--export-hf: [model] ") +
+        (m.qkv_bias ? "qkv_bias with qk_norm_weight" : "qk_norm without qk_norm_weight (modded-nanogpt's)") +
+        " is the attention of no Hugging Face class (Qwen2: qkv_bias; Qwen3: qk_norm with qk_norm_weight)");
+  if (m.qkv_bias || m.qk_norm_weight) {
+    const std::string type = m.qkv_bias ? "qwen2" : "qwen3";
+    out.config["architectures"] = {llama_class(type)}, out.config["model_type"] = type;
     out.config["use_sliding_window"] = false, out.config["sliding_window"] = nullptr;
-  }
-  if (m.qkv_bias) {  // (Qwen2: q, k and v biases; no attention_bias key, no sliding window)
-    out.config["architectures"] = {"Qwen2ForCausalLM"}, out.config["model_type"] = "qwen2";
-    out.config.erase("attention_bias"), out.config.erase("mlp_bias");
-    out.config["use_sliding_window"] = false, out.config["sliding_window"] = nullptr;
+    if (m.qkv_bias) out.config.erase("attention_bias"), out.config.erase("mlp_bias");  // (Qwen2's has neither)
   }
   if (r.factor > 0)
     out.config["rope_scaling"] = {{"rope_type", "llama3"},

@@ -163,10 +163,7 @@ std::string layer_type_of(const std::string& name) {  // (the checkpoint records
 using ImportFn = hf::Imported (*)(const Json&, Tensors, const std::string&, const std::string&);
 ImportFn import_layout(const Json& cfg, const std::string& file) {
   const std::string type = hf::typed_keys(file, [&] { return cfg.value("model_type", std::string()); });
-  // (Mistral's, Qwen2's, Qwen3's and Phi-3's: Llama's layout with q, k and v biases (Qwen2), QK-norm
-  // weights (Qwen3), fused tensors (Phi-3); hf_llama.cpp)
-  if (type == "llama" || type == "mistral" || type == "qwen2" || type == "qwen3" || type == "phi3")
-    return hf::llama_import;
+  if (!hf::llama_class(type).empty()) return hf::llama_import;  // (Llama's and its relatives', hf_llama.cpp)
   if (type == "gpt2") return hf::gpt2_import;
   throw bad_input(file + ": \"model_type\" = \"" + type + "\": the architectures imported are llama " +
                   "(LlamaForCausalLM), mistral (MistralForCausalLM), qwen2 (Qwen2ForCausalLM), qwen3 " +
@@ -240,7 +237,8 @@ std::string export_hf(const Config& cfg, Runtime& rt, const std::string& dir) {
   if (cfg.model.arch == Arch::layers)
     throw bad_input(
         "--export-hf " + dir + ": [model] arch = layers; the Hugging Face layouts written are " +
-        "LlamaForCausalLM's (arch = llama; Qwen2ForCausalLM's with qkv_bias) and GPT2LMHeadModel's (arch = gpt)");
+        "LlamaForCausalLM's (arch = llama; Qwen2's with qkv_bias, Qwen3's with qk_norm_weight) and GPT2LMHeadModel's " +
+        "(arch = gpt)");
   const auto lines = compute_on_root(rt.world(), [&] {
     const std::string path = resume_selection(cfg);
     if (path.empty()) throw bad_input("--export-hf " + dir + ": no checkpoint to export");

@@ -282,13 +282,14 @@ std::shared_ptr<BpeTokenizer::Vocabulary> hf_vocabulary(const nlohmann::json& j,
     throw bad_input(origin + ": model type " + m.value("type", "?") +
                     " is not a BPE (SentencePiece's Unigram models are not supported)");
   auto v = std::make_shared<Vocabulary>();
-  if (m.value("byte_fallback", false))
+  if (m.value("byte_fallback", false)) {
     v->read_metaspace(j, origin);  // Llama 2's layout
-  else if (j.contains("normalizer") && !j["normalizer"].is_null())
-    v->nfc = j["normalizer"].value("type", "") == "NFC";  // (Qwen2's; anything else is refused below)
-  if (!v->metaspace.on && !v->nfc && j.contains("normalizer") && !j["normalizer"].is_null())
-    throw bad_input(origin + ": normalizer " + j["normalizer"].value("type", "?") +
-                    " is not supported (a byte-level BPE has none, or NFC)");
+  } else if (j.contains("normalizer") && !j["normalizer"].is_null()) {
+    v->nfc = j["normalizer"].value("type", "") == "NFC";  // (Qwen2's, Qwen3's)
+    if (!v->nfc)
+      throw bad_input(origin + ": normalizer " + j["normalizer"].value("type", "?") +
+                      " is not supported (a byte-level BPE has none, or NFC)");
+  }
   const nlohmann::json* added = j.contains("added_tokens") ? &j["added_tokens"] : nullptr;
   const auto id_of = v->read_tokens(m.value("vocab", nlohmann::json()), added, origin + ": model.vocab");
   std::int32_t rank = 0;

@@ -96,6 +96,11 @@ cp -r "$tmp/hf" "$tmp/qwen3w" && $py "$ref" qwen3 "$tmp/qwen3w" 16
 check "a Qwen3 with head_dim 16 (hidden_size 32, 4 heads): [model] head_dim, the reference's loss (1e-5)" \
   imported_as qwen3w "head_dim = 16" "qk_norm_weight = true"
 check "... exported with head_dim 16, the same tensors bit for bit" exported_as qwen3w qwen3
+# A QK-norm without weights (modded-nanogpt's) is no Hugging Face class's attention: refused, not
+# written as a Llama that would drop it.
+err=$("$trainer" "$tmp/deck.ini" --export-hf "$tmp/qkn" --set model.qk_norm=true --set checkpoint.resume="$tmp/imp.h5" 2>&1)
+check "--export-hf of qk_norm without qk_norm_weight: exit 2, one line, nothing written" \
+  test "$?$(without_runtime_noise <<<"$err" | wc -l)$(grep -c "qk_norm without qk_norm_weight" <<<"$err")$(test -e "$tmp/qkn" && echo written)" = 211
 err=$("$trainer" "$tmp/qwen.ini" --eval-only --set model.vocab_size=auto --set checkpoint.resume="$tmp/qwen.h5" 2>&1)
 check "... resumed by a deck with vocab_size = auto (256 rows): exit 2, the line says to set vocab_size = 272" \
   test "$?$(grep -c "in the checkpoint (rows no token .* set \[model\] vocab_size = 272)$" <<<"$err")" = 21

@@ -35,6 +35,8 @@ struct Exported {
 
 // `file`: config.json's path (errors name it); `dir`: the folder (errors about tensors name it).
 Imported llama_import(const Json& config, Tensors tensors, const std::string& file, const std::string& dir);
+// The class of a model_type llama_import reads (Llama's and its relatives'), "" for any other.
+std::string llama_class(const std::string& model_type);
 Exported llama_export(const std::vector<LazyTensor>& ours, const ModelConfig& m, std::int64_t vocab);
 Imported gpt2_import(const Json& config, Tensors tensors, const std::string& file, const std::string& dir);
 Exported gpt2_export(const std::vector<LazyTensor>& ours, const ModelConfig& m, std::int64_t vocab);

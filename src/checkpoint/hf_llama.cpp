@@ -6,7 +6,12 @@
 // rows of hpctrain's qkv bias ([model] qkv_bias), and no other projection does. Microsoft's
 // Phi3ForCausalLM (Phi-3) holds q|k|v already fused (qkv_proj) and gate|up too (gate_up_proj),
 // in hpctrain's row order. Qwen3's Qwen3ForCausalLM adds q_norm and k_norm, learned weights of the
-// per-head QK-norm ([model] qk_norm_weight), and no biases.
+// per-head QK-norm ([model] qk_norm_weight), and no biases. Google's GemmaForCausalLM (Gemma) and
+// Gemma3ForCausalLM (Gemma 3's text model, model_type gemma3_text) are Llama's tensors with a GeGLU
+// MLP, norms by 1 + weight, the embeddings scaled by sqrt(hidden_size) ([model] mlp = geglu,
+// norm_offset, embed_scale); Gemma 3 adds the weighted QK-norm, norms after attention and the MLP
+// (pre_feedforward_layernorm, post_feedforward_layernorm: [model] sandwich_norm) and local layers
+// of another rotary base ([model] rope_local_theta, global_every).
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
@@ -23,6 +28,46 @@ namespace hpctrain::hf {
 namespace {
 const char* const kLlama = "Llama";
 
+bool is_gemma(const std::string& type) { return type == "gemma" || type == "gemma3_text"; }
+
+// Gemma 3's layer_types (newer files: each layer's kind) as the period of its full-attention layers:
+// layer i is full when i + 1 is a multiple of it; one line when the list is no such pattern.
+std::int64_t global_period(const Json& kinds, std::int64_t layers, const std::string& file) {
+  const std::string what = file + ": \"layer_types\" = " + kinds.dump().substr(0, 200);
+  if (!kinds.is_array() || static_cast<std::int64_t>(kinds.size()) != layers)
+    throw bad_input(what + " is not a list of num_hidden_layers = " + std::to_string(layers) + " layer kinds");
+  std::int64_t period = 0;
+  for (std::size_t i = 0; i < kinds.size() && period == 0; ++i)
+    if (kinds[i] == "full_attention") period = static_cast<std::int64_t>(i) + 1;
+  if (period == 0) period = layers + 1;  // (no full layer: every layer local)
+  for (std::size_t i = 0; i < kinds.size(); ++i) {
+    const bool full = (static_cast<std::int64_t>(i) + 1) % period == 0;
+    if (kinds[i] != (full ? "full_attention" : "sliding_attention"))
+      throw bad_input(what + ": hpctrain's Gemma 3 makes layer i full_attention when i + 1 is a multiple of " +
+                      std::to_string(period) + " (the first full layer's), the others sliding_attention");
+  }
+  return period;
+}
+
+// Gemma's and Gemma 3's options beside Llama's (modeling_gemma.py, modeling_gemma3.py).
+void gemma_options(const Json& c, const std::string& type, const std::string& file, LlamaDims& d) {
+  const std::string model = type == "gemma" ? "Gemma" : "Gemma 3";
+  d.geglu = d.norm_offset = d.embed_scale = true;
+  expect_value(c, "hidden_activation", "gelu_pytorch_tanh", file, model);  // (its default; hidden_act is legacy)
+  if (type == "gemma") return;
+  d.sandwich_norm = d.qk_norm = d.qk_norm_weight = true;
+  expect_value(c, "query_pre_attn_scalar", static_cast<double>(d.head_width()), file, model);  // (1/sqrt(head_dim))
+  for (const char* cap : {"attn_logit_softcapping", "final_logit_softcapping"})  // (Gemma 2's; Gemma 3's are null)
+    if (c.contains(cap) && !c[cap].is_null())
+      throw bad_input(file + ": \"" + cap + "\" = " + c[cap].dump() + ": hpctrain's " + model +
+                      " computes no soft-capping (Gemma 2's)");
+  d.rope_local_theta = whole(c, "rope_local_base_freq", file, 10000);
+  d.global_every = whole(c, "sliding_window_pattern", file, 6);
+  if (c.contains("layer_types") && !c["layer_types"].is_null())
+    d.global_every = global_period(c["layer_types"], d.n_layer, file);
+  if (d.global_every < 1) throw bad_input(file + ": \"sliding_window_pattern\" = 0: no layer would be global");
+}
+
 LlamaDims llama_dims(const Json& c, const std::string& type, const std::string& file) {
   LlamaDims d;
   d.n_layer = whole(c, "num_hidden_layers", file);
@@ -32,7 +77,7 @@ LlamaDims llama_dims(const Json& c, const std::string& type, const std::string& 
   d.ffn_dim = whole(c, "intermediate_size", file);
   d.vocab_size = whole(c, "vocab_size", file);
   d.rope_theta = whole(c, "rope_theta", file, 10000);
-  d.tie_embeddings = c.value("tie_word_embeddings", false);
+  d.tie_embeddings = c.value("tie_word_embeddings", is_gemma(type));  // (GemmaConfig's default: tied)
   d.qkv_bias = type == "qwen2";                    // (Qwen2Attention: bias=True on q, k and v; hard-wired)
   d.qk_norm = d.qk_norm_weight = type == "qwen3";  // (Qwen3Attention's q_norm, k_norm)
   if (d.n_head < 1 || d.n_embd % d.n_head != 0 || d.n_kv_heads < 1 || d.n_head % d.n_kv_heads != 0)
@@ -42,7 +87,7 @@ LlamaDims llama_dims(const Json& c, const std::string& type, const std::string& 
   const std::int64_t head_dim = whole(c, "head_dim", file, d.n_embd / d.n_head);  // (Qwen3 0.6B's 128 for 64)
   if (head_dim < 2) throw bad_input(file + ": \"head_dim\" = " + std::to_string(head_dim) + " is not a head's width");
   d.head_dim = head_dim == d.n_embd / d.n_head ? 0 : head_dim;
-  expect_value(c, "hidden_act", "silu", file, kLlama);
+  if (!is_gemma(type)) expect_value(c, "hidden_act", "silu", file, kLlama);
   if (!d.qkv_bias) expect_value(c, "attention_bias", false, file, kLlama);
   expect_value(c, "mlp_bias", false, file, kLlama);
   expect_value(c, "partial_rotary_factor", 1.0, file, kLlama);  // (Phi-4-mini's 0.75: RoPE on part of a head)
@@ -61,6 +106,7 @@ LlamaDims llama_dims(const Json& c, const std::string& type, const std::string& 
     d.rope_high = whole(s, "high_freq_factor", file + " rope_scaling");
     d.rope_context = whole(s, "original_max_position_embeddings", file + " rope_scaling");
   }
+  if (is_gemma(type)) gemma_options(c, type, file, d);
   return d;
 }
 
@@ -85,12 +131,19 @@ std::string llama_deck(const LlamaDims& d, std::int64_t context) {
   if (d.qkv_bias) line("qkv_bias", "true");
   if (d.qk_norm_weight) line("qk_norm", "true"), line("qk_norm_weight", "true");
   if (d.head_dim) line("head_dim", std::to_string(d.head_dim));
+  if (d.geglu) line("mlp", "geglu");
+  if (d.norm_offset) line("norm_offset", "true");
+  if (d.embed_scale) line("embed_scale", "true");
+  if (d.sandwich_norm) line("sandwich_norm", "true");
+  if (d.rope_local_theta)
+    line("rope_local_theta", std::to_string(d.rope_local_theta)), line("global_every", std::to_string(d.global_every));
   line("block_size", std::to_string(context));
   return ini;
 }
 
 // Hugging Face name -> hpctrain name pairs that are the same tensor (shape [out, in] both).
-std::vector<std::pair<std::string, std::string>> direct_names(std::int64_t layers, bool tied, bool qk_norms) {
+std::vector<std::pair<std::string, std::string>> direct_names(std::int64_t layers, bool tied, bool qk_norms,
+                                                              bool sandwich) {
   std::vector<std::pair<std::string, std::string>> out{{"model.embed_tokens.weight", "tok_emb.weight"},
                                                        {"model.norm.weight", "norm.weight"}};
   for (std::int64_t i = 0; i < layers; ++i) {
@@ -101,6 +154,8 @@ std::vector<std::pair<std::string, std::string>> direct_names(std::int64_t layer
     out.emplace_back(hf + "mlp.down_proj.weight", us + "mlp.down.weight");
     if (qk_norms) out.emplace_back(hf + "self_attn.q_norm.weight", us + "self_attn.q_norm.weight");
     if (qk_norms) out.emplace_back(hf + "self_attn.k_norm.weight", us + "self_attn.k_norm.weight");
+    for (const char* norm : {"pre_feedforward_layernorm.weight", "post_feedforward_layernorm.weight"})
+      if (sandwich) out.emplace_back(hf + norm, us + norm);
   }
   if (!tied) out.emplace_back("lm_head.weight", "lm_head.weight");
   return out;
@@ -110,10 +165,19 @@ std::vector<std::pair<std::string, std::string>> direct_names(std::int64_t layer
 // number (attention q, k, v, o, then the MLP's gate, up, down, then the two norms), the final norm,
 // the head; so a sharded export's shards hold whole layers in order (h.10 after h.9, not h.1).
 void order_as_save_pretrained(std::vector<LazyTensor>& tensors) {
-  static const std::vector<std::string> in_layer{
-      "self_attn.q_proj.", "self_attn.k_proj.", "self_attn.v_proj.",        "self_attn.o_proj.",
-      "self_attn.q_norm.", "self_attn.k_norm.", "mlp.gate_proj.",           "mlp.up_proj.",
-      "mlp.down_proj.",    "input_layernorm.",  "post_attention_layernorm."};
+  static const std::vector<std::string> in_layer{"self_attn.q_proj.",
+                                                 "self_attn.k_proj.",
+                                                 "self_attn.v_proj.",
+                                                 "self_attn.o_proj.",
+                                                 "self_attn.q_norm.",
+                                                 "self_attn.k_norm.",
+                                                 "mlp.gate_proj.",
+                                                 "mlp.up_proj.",
+                                                 "mlp.down_proj.",
+                                                 "input_layernorm.",
+                                                 "post_attention_layernorm.",
+                                                 "pre_feedforward_layernorm.",
+                                                 "post_feedforward_layernorm."};
   const std::string layers = "model.layers.";
   const auto key = [&](const std::string& name) {
     if (name.rfind("model.embed_tokens.", 0) == 0) return std::make_tuple(0, std::int64_t{0}, std::size_t{0});
@@ -170,6 +234,7 @@ Imported import_llama_layout(const Json& c, Tensors hf, const std::string& file,
   // within that many its attention is causal attention over all of them, so that is the context.
   const std::int64_t positions = whole(c, "max_position_embeddings", file, 2048);
   // (Qwen2's sliding_window applies only with use_sliding_window, which its published files leave off)
+  // (Gemma 3's local layers attend over sliding_window positions, its global ones over all)
   const bool qwen = type == "qwen2" || type == "qwen3";
   const bool windowed =
       c.contains("sliding_window") && !c["sliding_window"].is_null() && (!qwen || c.value("use_sliding_window", false));
@@ -179,7 +244,7 @@ Imported import_llama_layout(const Json& c, Tensors hf, const std::string& file,
                     "\" = 0: the model's context would hold no position");
   const std::int64_t context = std::min(positions, window);
   Imported out{llama_deck(d, context), llama_layers(d), {}};
-  for (const auto& [theirs, ours] : direct_names(d.n_layer, d.tie_embeddings, d.qk_norm_weight)) {
+  for (const auto& [theirs, ours] : direct_names(d.n_layer, d.tie_embeddings, d.qk_norm_weight, d.sandwich_norm)) {
     out.tensors.push_back(renamed(take(hf, theirs, direct_shape(theirs, d), dir), ours));
   }
   for (std::int64_t i = 0; i < d.n_layer; ++i) take_fused(hf, d, i, type == "phi3", dir, out.tensors);
@@ -199,12 +264,54 @@ std::string llama_class(const std::string& model_type) {
   if (model_type == "qwen2") return "Qwen2ForCausalLM";
   if (model_type == "qwen3") return "Qwen3ForCausalLM";
   if (model_type == "phi3") return "Phi3ForCausalLM";
+  if (model_type == "gemma") return "GemmaForCausalLM";
+  if (model_type == "gemma3_text") return "Gemma3ForCausalLM";
   return "";
 }
 
 Imported llama_import(const Json& c, Tensors hf, const std::string& file, const std::string& dir) {
   return typed_keys(file, [&] { return import_llama_layout(c, std::move(hf), file, dir); });
 }
+
+namespace {
+// The model_type whose class computes deck `m` (arch = llama): llama, qwen2, qwen3, gemma or
+// gemma3_text; bad_input naming the keys when no class does.
+std::string export_type(const ModelConfig& m) {
+  const bool gemma = m.mlp == Mlp::geglu || m.norm_offset || m.embed_scale;
+  const bool gemma3_parts = m.sandwich_norm || m.rope_local_theta > 0;
+  const auto refuse = [](const std::string& what) {
+    throw bad_input("--export-hf: [model] " + what +
+                    " is the model of no Hugging Face class (Qwen2: qkv_bias; Qwen3: qk_norm with qk_norm_weight; "
+                    "Gemma: mlp = geglu, norm_offset, embed_scale; Gemma 3: those with sandwich_norm and the weighted "
+                    "QK-norm)");
+  };
+  if (m.qk_norm && !m.qk_norm_weight) refuse("qk_norm without qk_norm_weight (modded-nanogpt's)");
+  if (m.mlp == Mlp::relu2) refuse("mlp = relu2 (modded-nanogpt's)");
+  if (m.qkv_bias && (m.qk_norm_weight || gemma)) refuse("qkv_bias with qk_norm_weight or Gemma's keys");
+  if (gemma && !(m.mlp == Mlp::geglu && m.norm_offset && m.embed_scale))
+    refuse("mlp = geglu, norm_offset and embed_scale not all together (Gemma's three)");
+  if (gemma3_parts && !(gemma && m.sandwich_norm && m.qk_norm_weight))
+    refuse("sandwich_norm or rope_local_theta without Gemma 3's other keys");
+  if (gemma && m.qk_norm_weight && !m.sandwich_norm) refuse("Gemma's keys and qk_norm_weight without sandwich_norm");
+  if (gemma) return m.sandwich_norm ? "gemma3_text" : "gemma";
+  return m.qkv_bias ? "qwen2" : m.qk_norm_weight ? "qwen3" : "llama";
+}
+
+// config.json's keys of Gemma and Gemma 3 (modeling_gemma.py, modeling_gemma3.py) beside Llama's.
+void gemma_config(const ModelConfig& m, const std::string& type, Json& c) {
+  c.erase("hidden_act"), c.erase("mlp_bias");
+  c["hidden_activation"] = "gelu_pytorch_tanh";
+  if (type == "gemma") return;
+  const std::int64_t every = m.rope_local_theta > 0 ? m.global_every : 1;  // (none: every layer global)
+  Json kinds = Json::array();
+  for (long i = 0; i < m.n_layer; ++i) kinds.push_back((i + 1) % every == 0 ? "full_attention" : "sliding_attention");
+  c["layer_types"] = kinds, c["sliding_window_pattern"] = every;
+  c["sliding_window"] = m.block_size;  // (trained on windows of block_size: the local layers saw no farther)
+  c["rope_local_base_freq"] = static_cast<double>(m.rope_local_theta > 0 ? m.rope_local_theta : m.rope_theta);
+  c["query_pre_attn_scalar"] = m.attention_width() / m.n_head;
+  c["attn_logit_softcapping"] = nullptr, c["final_logit_softcapping"] = nullptr;
+}
+}  // namespace
 
 Exported llama_export(const std::vector<LazyTensor>& ours, const ModelConfig& m, std::int64_t vocab) {
   Exported out;
@@ -227,18 +334,12 @@ Exported llama_export(const std::vector<LazyTensor>& ours, const ModelConfig& m,
                 {"torch_dtype", "float32"},
                 {"rope_scaling", nullptr}};
   const RopeScalingKey r = rope_scaling_of(m.rope_scaling);
-  // Qwen2's q, k and v biases or Qwen3's QK-norm weights; no class has both, or a QK-norm without weights.
-  if ((m.qk_norm && !m.qk_norm_weight) || (m.qkv_bias && m.qk_norm_weight))
-    throw bad_input(
-        std::string("--export-hf: [model] ") +
-        (m.qkv_bias ? "qkv_bias with qk_norm_weight" : "qk_norm without qk_norm_weight (modded-nanogpt's)") +
-        " is the attention of no Hugging Face class (Qwen2: qkv_bias; Qwen3: qk_norm with qk_norm_weight)");
-  if (m.qkv_bias || m.qk_norm_weight) {
-    const std::string type = m.qkv_bias ? "qwen2" : "qwen3";
-    out.config["architectures"] = {llama_class(type)}, out.config["model_type"] = type;
+  const std::string type = export_type(m);
+  out.config["architectures"] = {llama_class(type)}, out.config["model_type"] = type;
+  if (type == "qwen2" || type == "qwen3")
     out.config["use_sliding_window"] = false, out.config["sliding_window"] = nullptr;
-    if (m.qkv_bias) out.config.erase("attention_bias"), out.config.erase("mlp_bias");  // (Qwen2's has neither)
-  }
+  if (type == "qwen2") out.config.erase("attention_bias"), out.config.erase("mlp_bias");  // (Qwen2's has neither)
+  if (is_gemma(type)) gemma_config(m, type, out.config);
   if (r.factor > 0)
     out.config["rope_scaling"] = {{"rope_type", "llama3"},
                                   {"factor", static_cast<double>(r.factor)},
@@ -246,7 +347,8 @@ Exported llama_export(const std::vector<LazyTensor>& ours, const ModelConfig& m,
                                   {"high_freq_factor", static_cast<double>(r.high)},
                                   {"original_max_position_embeddings", r.context}};
   std::map<std::string, std::string> to_hf;
-  for (const auto& [theirs, mine] : direct_names(m.n_layer, m.tie_embeddings, m.qk_norm_weight)) to_hf[mine] = theirs;
+  for (const auto& [theirs, mine] : direct_names(m.n_layer, m.tie_embeddings, m.qk_norm_weight, m.sandwich_norm))
+    to_hf[mine] = theirs;
   const std::int64_t q = m.attention_width(), kv = (m.n_kv_heads ? m.n_kv_heads : m.n_head) * (q / m.n_head);
   for (const LazyTensor& t : ours) {
     if (const auto it = to_hf.find(t.name); it != to_hf.end()) {

@@ -194,11 +194,9 @@ RopeScalingKey rope_scaling_of(const std::string& text) {
 }
 
 namespace {
-// [model] arch against the keys that go with it: gpt takes its dimensions (and no layers string),
-// layers takes none of them.
-// arch = llama's own keys.
-void check_llama(const ModelConfig& m, const std::map<std::string, RawValue>& given,
-                 const std::function<std::string(const std::string&)>& where_of) {
+// [model] arch against the keys that go with it (KeySpec::archs): gpt and llama take their
+// dimensions (and no layers string), layers takes none of them. arch = llama's keys together.
+void check_llama(const ModelConfig& m, const std::function<std::string(const std::string&)>& where_of) {
   if (m.ffn_dim < 1) throw bad_input(where_of("model.ffn_dim") + ": [model] arch = llama needs [model] ffn_dim >= 1");
   if (m.n_kv_heads != 0 && m.n_head % m.n_kv_heads != 0)
     throw bad_input(where_of("model.n_kv_heads") + ": [model] n_kv_heads = " + std::to_string(m.n_kv_heads) +
@@ -214,43 +212,48 @@ void check_llama(const ModelConfig& m, const std::map<std::string, RawValue>& gi
   if (m.qk_norm_weight && !m.qk_norm)
     throw bad_input(where_of("model.qk_norm_weight") + ": [model] qk_norm_weight = true weights the QK-norm: set " +
                     "[model] qk_norm = true too");
-  for (const char* key : {"bias", "dropout"})
-    if (given.count(std::string("model.") + key))
-      throw bad_input(where_of(std::string("model.") + key) + ": [model] " + key +
-                      " is not a key of arch = llama (no dropout; biases: [model] qkv_bias, Qwen2's)");
+  if (m.rope_local_theta > 0 && m.global_every < 1)
+    throw bad_input(where_of("model.rope_local_theta") + ": [model] rope_local_theta needs [model] global_every >= 1 " +
+                    "(the period of the global layers, Gemma 3's 6)");
+  if (m.global_every > 0 && m.rope_local_theta < 1)
+    throw bad_input(where_of("model.global_every") + ": [model] global_every needs [model] rope_local_theta " +
+                    "(the local layers' rotary base, Gemma 3's 10000)");
+}
+
+// The arch names of KeySpec::archs, "gpt llama" -> "gpt or llama".
+std::string arch_names(const std::string& archs) {
+  std::string out = archs;
+  if (const auto space = out.find(' '); space != std::string::npos) out.replace(space, 1, " or ");
+  return out;
 }
 
 void check_architecture(const Config& cfg, const std::map<std::string, RawValue>& given,
                         const std::function<std::string(const std::string&)>& where_of) {
   const ModelConfig& m = cfg.model;
-  const char* const dims[] = {"n_layer", "n_head",  "n_embd",     "vocab_size", "bias",           "tie_embeddings",
-                              "dropout", "ffn_dim", "rope_theta", "norm_eps",   "n_kv_heads",     "rope_scaling",
-                              "mlp",     "qk_norm", "zero_init",  "qkv_bias",   "qk_norm_weight", "head_dim"};
-  if (m.arch == Arch::layers) {
-    for (const char* d : dims)
-      if (given.count(std::string("model.") + d))
-        throw bad_input(where_of(std::string("model.") + d) + ": [model] " + d +
-                        " is a dimension of an architecture: set [model] arch = gpt (or leave it out)");
-    return;
+  const std::string arch = name_of(m.arch);
+  for (const KeySpec& k : config_schema()) {  // (keys of other architectures)
+    if (k.archs.empty() || !given.count(k.name()) || (" " + k.archs + " ").find(" " + arch + " ") != std::string::npos)
+      continue;
+    const bool dims = m.arch == Arch::layers;
+    throw bad_input(where_of(k.name()) + ": [model] " + k.key + " is a key of arch = " + arch_names(k.archs) +
+                    (dims ? ": set [model] arch (or leave the key out)" : ", not of arch = " + arch) +
+                    (m.arch == Arch::llama && (k.key == "bias" || k.key == "dropout")
+                         ? " (arch = llama has no dropout; biases: [model] qkv_bias, Qwen2's)"
+                         : ""));
   }
+  if (m.arch == Arch::layers) return;
   if (!m.layers.empty())
-    throw bad_input(where_of("model.layers") + ": [model] arch = " + name_of(m.arch) +
+    throw bad_input(where_of("model.layers") + ": [model] arch = " + arch +
                     " builds the layers: leave [model] layers out");
   for (const auto& [key, v] :
        {std::pair<const char*, long>{"n_layer", m.n_layer}, {"n_head", m.n_head}, {"n_embd", m.n_embd}})
     if (v < 1)
-      throw bad_input(where_of(std::string("model.") + key) + ": [model] arch = " + name_of(m.arch) +
-                      " needs [model] " + key + " >= 1");
+      throw bad_input(where_of(std::string("model.") + key) + ": [model] arch = " + arch + " needs [model] " + key +
+                      " >= 1");
   if (m.n_embd % m.n_head != 0)
     throw bad_input(where_of("model.n_embd") + ": [model] n_embd = " + std::to_string(m.n_embd) +
                     " does not divide into n_head = " + std::to_string(m.n_head) + " heads");
-  if (m.arch == Arch::llama) check_llama(m, given, where_of);
-  if (m.arch == Arch::gpt)
-    for (const char* key : {"ffn_dim", "rope_theta", "norm_eps", "n_kv_heads", "rope_scaling", "mlp", "qk_norm",
-                            "zero_init", "qkv_bias", "qk_norm_weight", "head_dim"})
-      if (given.count(std::string("model.") + key))
-        throw bad_input(where_of(std::string("model.") + key) + ": [model] " + key +
-                        " is a key of arch = llama, not of arch = gpt");
+  if (m.arch == Arch::llama) check_llama(m, where_of);
 }
 }  // namespace
 

@@ -13,7 +13,8 @@
 // qk_norm=1: each query and key head divided by its root mean square (no weight, eps 1e-6) after the
 // projection. With qk_norm_weight=1 (Qwen3's q_norm and k_norm) each is then scaled by a learned
 // weight of D columns, q_norm.weight for the queries and k_norm.weight for the keys (ones at first),
-// with eps 10^-qk_eps (default 6), before the rotation: the heads before the norm are kept for the
+// with eps 10^-qk_eps (default 6), before the rotation (qk_offset=1, Gemma 3's: by 1 + weight, zeros at
+// first; layers/norm_weight.hpp): the heads before the norm are kept for the
 // backward (rmsnorm_forward/backward on copies of the query and key planes). Split by heads, each
 // rank's heads give a part of the weights' gradients: summed over the group here (with sequence
 // parallelism the trainer sums them, as for every replicated parameter). rope=THETA (Llama's:
@@ -49,6 +50,7 @@
 #include "hpctrain/backend/ops.hpp"
 #include "hpctrain/core/error.hpp"
 #include "hpctrain/core/hash.hpp"
+#include "hpctrain/layers/norm_weight.hpp"
 #include "hpctrain/layers/registry.hpp"
 #include "hpctrain/layers/rope.hpp"
 
@@ -59,7 +61,7 @@ namespace {
 struct AttentionArgs {
   std::int64_t heads = 0, kv_heads = 0;  // kv_heads 0: heads
   std::int64_t head_dim = 0;             // 0: C / heads
-  bool qkv_bias = true, proj_bias = true, qk_norm = false, qk_weight = false, fused = true;
+  bool qkv_bias = true, proj_bias = true, qk_norm = false, qk_weight = false, qk_offset = false, fused = true;
   float qk_eps = 1e-6f;  // qk_weight's
   float dropout = 0, proj_std = 0.02f;
   double rope = 0;  // theta; 0: none
@@ -98,7 +100,8 @@ class Attention final : public Layer {
     p.back().tp = by_heads;
     if (a_.qkv_bias) p.push_back({"qkv.bias", {qkv}, Init::zeros, c, qkv}), p.back().tp = by_heads;
     if (a_.qk_weight)
-      p.push_back({"q_norm.weight", {d}, Init::ones, d, d}), p.push_back({"k_norm.weight", {d}, Init::ones, d, d});
+      for (const char* name : {"q_norm.weight", "k_norm.weight"})
+        p.push_back({name, {d}, a_.qk_offset ? Init::zeros : Init::ones, d, d});
     p.push_back(proj);
     if (a_.proj_bias) p.push_back({"proj.bias", {c}, Init::zeros, c, c});
     return p;
@@ -123,7 +126,8 @@ class Attention final : public Layer {
     if (a_.qk_norm) m.saved += 4 * n * t * (h + k) * (a_.qk_weight ? d + 1 : 1);  // (weights: the heads before it)
     if (a_.qk_weight) m.scratch += 2 * (MemoryQuery::temp(n * t * h * d) + MemoryQuery::temp(n * t * k * d));
     if (a_.qk_weight && tensor_parallel().size > 1 && !sequence_split()) m.scratch += 2 * MemoryQuery::temp(d);
-    m.cache = 4 * qkv;  // (decode: float32 qkv rows [n, T, (H + 2K) D])
+    if (a_.qk_offset) m.scratch += 2 * MemoryQuery::temp(d);  // (1 + weight, each part's)
+    m.cache = 4 * qkv;                                        // (decode: float32 qkv rows [n, T, (H + 2K) D])
     m.scratch += MemoryQuery::temp(out) + MemoryQuery::temp(qkv) + (a_.fused ? 0 : MemoryQuery::temp(probs)) +
                  (sequence_split() ? 6 * MemoryQuery::temp(n * t * c) : 0);
     return m;
@@ -336,10 +340,14 @@ class Attention final : public Layer {
       const std::int64_t first = part ? heads() : 0, count = part ? kv() : heads();
       copy_planes(qkv, planes, first, pre, count, 0, count, d, false);
       Tensor normed = temp(static_cast<std::size_t>(4 + part), pre.shape(), dev);
-      rmsnorm_forward(pre, param(qk_weight_at() + static_cast<std::size_t>(part)), d, a_.qk_eps, part ? rstd_k : rstd_q,
-                      normed);
+      rmsnorm_forward(pre, qk_factor(qk_weight_at() + static_cast<std::size_t>(part), dev), d, a_.qk_eps,
+                      part ? rstd_k : rstd_q, normed);
       copy_planes(normed, count, 0, qkv, planes, first, count, d, false);
     }
+  }
+  // The weight QK-norm parameter `w` scales by: itself, or 1 + it (qk_offset).
+  Tensor qk_factor(std::size_t w, Device dev) {
+    return norm_factor(param(w), a_.qk_offset, a_.qk_offset ? temp(11 + w, param(w).shape(), dev) : Tensor());
   }
   // Its backward, in place on dqkv's (unturned) query and key planes; the weights' gradients added.
   void weighted_qk_norm_backward(const Saved& s, Tensor& dqkv) {
@@ -353,7 +361,7 @@ class Attention final : public Layer {
       const bool sum_here = tensor_parallel().size > 1 && !sequence_split();
       Tensor dw = sum_here ? temp(10, {d}, pre.device()) : grad(w);  // (this micro-batch's part, to sum)
       if (sum_here) fill(dw, 0.f);
-      rmsnorm_backward(pre, param(w), part ? s.rstd_k : s.rstd_q, dy, d, dx, dw);
+      rmsnorm_backward(pre, qk_factor(w, pre.device()), part ? s.rstd_k : s.rstd_q, dy, d, dx, dw);
       if (sum_here) tp_sum(dw), add(grad(w), dw, grad(w));
       copy_planes(dx, count, 0, dqkv, planes, first, count, d, false);
     }
@@ -382,8 +390,8 @@ class Attention final : public Layer {
 
 AttentionArgs attention_args(const LayerArgs& a) {
   expect_named_only(a, 1,
-                    {"bias", "proj_bias", "qk_norm_weight", "qk_eps", "head_dim", "dropout", "proj_std", "kv_heads",
-                     "rope", "rope_factor", "rope_low", "rope_high", "rope_context", "qk_norm", "fused"});
+                    {"bias", "proj_bias", "qk_norm_weight", "qk_eps", "qk_offset", "head_dim", "dropout", "proj_std",
+                     "kv_heads", "rope", "rope_factor", "rope_low", "rope_high", "rope_context", "qk_norm", "fused"});
   AttentionArgs r;
   r.heads = int_arg(a, 0, "the number of heads");
   const std::int64_t percent = layer_named_int(a, "dropout", 0, 0);
@@ -407,6 +415,9 @@ AttentionArgs attention_args(const LayerArgs& a) {
   r.head_dim = layer_named_int(a, "head_dim", 0, 0);
   r.qk_weight = layer_named_bool(a, "qk_norm_weight", false);
   r.qk_eps = static_cast<float>(std::pow(10.0, -static_cast<double>(layer_named_int(a, "qk_eps", 6, 1))));
+  r.qk_offset = layer_named_bool(a, "qk_offset", false);
+  if (r.qk_offset && !r.qk_weight)
+    throw bad_input("[model] layers: " + a.text + ": qk_offset=1 needs qk_norm_weight=1 (it offsets the weight)");
   if (r.qk_weight && !r.qk_norm)
     throw bad_input("[model] layers: " + a.text + ": qk_norm_weight=1 needs qk_norm=1 (it weights the norm)");
   r.fused = layer_named_bool(a, "fused", percent == 0);
@@ -423,7 +434,8 @@ void register_attention(LayerRegistry& r) {
   r.add("attention",
         "attention(heads, bias=1, proj_bias=bias, dropout=0, proj_std=0.02, kv_heads=heads, rope=0, rope_factor=0, "
         "rope_low=1, "
-        "rope_high=4, rope_context=8192, qk_norm=0, qk_norm_weight=0, qk_eps=6, head_dim=C/heads, fused=1): causal "
+        "rope_high=4, rope_context=8192, qk_norm=0, qk_norm_weight=0, qk_eps=6, qk_offset=0, head_dim=C/heads, "
+        "fused=1): causal "
         "self-attention on [T, "
         "C]; rope=THETA rotary "
         "positions",

@@ -25,30 +25,63 @@ std::string gpt_layers(const GptDims& d) {
          " " + mlp + drop + ")) ln_f:" + norm + " lm_head:lm_head(" + v + (d.tie_embeddings ? "" : ", tie=0") + ")";
 }
 
+namespace {
+// Layer i's attention arguments after the head count: biases, RoPE, QK-norm, head width.
+std::string llama_attention_args(const LlamaDims& d, std::int64_t i) {
+  std::string a = std::to_string(d.n_head);
+  if (d.n_kv_heads && d.n_kv_heads != d.n_head) a += ", kv_heads=" + std::to_string(d.n_kv_heads);
+  const bool local = d.rope_local_theta > 0 && (i + 1) % d.global_every != 0;  // (Gemma 3's sliding layers)
+  a += std::string(d.qkv_bias ? ", proj_bias=0" : ", bias=0") +
+       ", rope=" + std::to_string(local ? d.rope_local_theta : d.rope_theta);
+  if (d.rope_factor > 0 && !local)
+    a += ", rope_factor=" + std::to_string(d.rope_factor) + ", rope_low=" + std::to_string(d.rope_low) +
+         ", rope_high=" + std::to_string(d.rope_high) + ", rope_context=" + std::to_string(d.rope_context);
+  if (d.qk_norm) a += ", qk_norm=1";
+  if (d.qk_norm_weight) a += ", qk_norm_weight=1, qk_eps=" + std::to_string(d.norm_eps_exp);
+  if (d.qk_norm_weight && d.norm_offset) a += ", qk_offset=1";
+  if (d.head_width() * d.n_head != d.n_embd) a += ", head_dim=" + std::to_string(d.head_width());
+  return a;
+}
+}  // namespace
+
 std::string llama_layers(const LlamaDims& d) {
   char s[32];
   std::snprintf(s, sizeof(s), "%.5g", 0.02 / std::sqrt(2.0 * static_cast<double>(d.n_layer)));
   const std::string c = std::to_string(d.n_embd), v = std::to_string(d.vocab_size);
   const std::string proj_std = d.zero_init ? "0" : s;
-  const std::string norm = d.norm_eps_exp == 5 ? "rmsnorm" : "rmsnorm(eps=" + std::to_string(d.norm_eps_exp) + ")";
-  std::string attn_args = std::to_string(d.n_head);
-  if (d.n_kv_heads && d.n_kv_heads != d.n_head) attn_args += ", kv_heads=" + std::to_string(d.n_kv_heads);
-  attn_args += std::string(d.qkv_bias ? ", proj_bias=0" : ", bias=0") + ", rope=" + std::to_string(d.rope_theta);
-  if (d.rope_factor > 0)
-    attn_args += ", rope_factor=" + std::to_string(d.rope_factor) + ", rope_low=" + std::to_string(d.rope_low) +
-                 ", rope_high=" + std::to_string(d.rope_high) + ", rope_context=" + std::to_string(d.rope_context);
-  if (d.qk_norm) attn_args += ", qk_norm=1";
-  if (d.qk_norm_weight) attn_args += ", qk_norm_weight=1, qk_eps=" + std::to_string(d.norm_eps_exp);
-  if (d.head_width() * d.n_head != d.n_embd) attn_args += ", head_dim=" + std::to_string(d.head_width());
-  // Named after Hugging Face's LlamaForCausalLM where a name carries over.
-  const std::string attention = "self_attn:attention(" + attn_args + ", proj_std=" + proj_std + ")";
+  std::string norm_args;
+  if (d.norm_eps_exp != 5) norm_args += "eps=" + std::to_string(d.norm_eps_exp);
+  if (d.norm_offset) norm_args += std::string(norm_args.empty() ? "" : ", ") + "offset=1";
+  const std::string norm = norm_args.empty() ? "rmsnorm" : "rmsnorm(" + norm_args + ")";
   const std::string down = "mlp.down:linear(" + c + ", bias=0, std=" + proj_std + ", tp=row)";
-  const std::string mlp =
-      d.relu2 ? "mlp.up:linear(" + std::to_string(d.ffn_dim) + ", bias=0, tp=column) relu2 " + down
-              : "mlp.gate_up:linear(" + std::to_string(2 * d.ffn_dim) + ", bias=0, tp=column, parts=2) swiglu " + down;
-  return "tok_emb:embedding(" + v + ", " + c + ") repeat(" + std::to_string(d.n_layer) +
-         ", h.{}:res(input_layernorm:" + norm + " " + attention + ") h.{}:res(post_attention_layernorm:" + norm + " " +
-         mlp + ")) norm:" + norm + " lm_head:lm_head(" + v + (d.tie_embeddings ? "" : ", tie=0") + ")";
+  const std::string mlp = d.relu2 ? "mlp.up:linear(" + std::to_string(d.ffn_dim) + ", bias=0, tp=column) relu2 " + down
+                                  : "mlp.gate_up:linear(" + std::to_string(2 * d.ffn_dim) +
+                                        ", bias=0, tp=column, parts=2) " + (d.geglu ? "geglu " : "swiglu ") + down;
+  // Named after Hugging Face's LlamaForCausalLM (Gemma2/3ForCausalLM's with sandwich_norm) where a
+  // name carries over; {} is the layer's index.
+  auto block = [&](const std::string& attention_args) {
+    const std::string attention = "self_attn:attention(" + attention_args + ", proj_std=" + proj_std + ")";
+    if (d.sandwich_norm)
+      return "h.{}:res(input_layernorm:" + norm + " " + attention + " post_attention_layernorm:" + norm +
+             ") h.{}:res(pre_feedforward_layernorm:" + norm + " " + mlp + " post_feedforward_layernorm:" + norm + ")";
+    return "h.{}:res(input_layernorm:" + norm + " " + attention + ") h.{}:res(post_attention_layernorm:" + norm + " " +
+           mlp + ")";
+  };
+  std::string layers;
+  if (d.rope_local_theta > 0) {  // (the layers differ: each written out)
+    for (std::int64_t i = 0; i < d.n_layer; ++i) {
+      std::string b = block(llama_attention_args(d, i));
+      for (auto at = b.find("{}"); at != std::string::npos; at = b.find("{}")) b.replace(at, 2, std::to_string(i));
+      layers += (i ? " " : "") + b;
+    }
+  } else {
+    layers = "repeat(" + std::to_string(d.n_layer) + ", " + block(llama_attention_args(d, 0)) + ")";
+  }
+  char root[32];  // (Gemma's normalizer: sqrt(n_embd) rounded to float32, printed to round-trip)
+  std::snprintf(root, sizeof(root), "%.9g",
+                static_cast<double>(static_cast<float>(std::sqrt(static_cast<double>(d.n_embd)))));
+  return "tok_emb:embedding(" + v + ", " + c + ")" + (d.embed_scale ? std::string(" scale(") + root + ")" : "") + " " +
+         layers + " norm:" + norm + " lm_head:lm_head(" + v + (d.tie_embeddings ? "" : ", tie=0") + ")";
 }
 
 double gpt_flops_per_token(std::int64_t parameters, std::int64_t n_layer, std::int64_t n_embd, std::int64_t context) {
@@ -80,7 +113,9 @@ double llama_activation_bytes(const LlamaDims& d, std::int64_t rows, std::int64_
                  (2 * l + 1) * n * 4 / sp;
   if (d.qk_norm) saved += l * n * static_cast<double>(d.n_head + kv) / tp * 4;
   if (d.qk_norm_weight) saved += l * n * static_cast<double>((d.n_head + kv) * d.head_width()) / tp * 4;
-  const double outputs = (2 + 2 * l) * n * c * s / sp + n * static_cast<double>(padded_vocab) / tp * 4;
+  double outputs = (2 + 2 * l) * n * c * s / sp + n * static_cast<double>(padded_vocab) / tp * 4;
+  if (d.embed_scale) outputs += n * c * s / sp;
+  if (d.sandwich_norm) outputs += l * (2 * n * c * s + 2 * n * 4) / sp;
   return saved + outputs;
 }
 

@@ -28,6 +28,8 @@ Config with_architecture(const Config& cfg, const SplitIndex& train) {
     d.norm_eps_exp = static_cast<int>(std::lround(-std::log10(m.norm_eps)));
     d.n_kv_heads = m.n_kv_heads, d.qk_norm = m.qk_norm, d.relu2 = m.mlp == Mlp::relu2, d.zero_init = m.zero_init;
     d.qkv_bias = m.qkv_bias, d.qk_norm_weight = m.qk_norm_weight, d.head_dim = m.head_dim;
+    d.geglu = m.mlp == Mlp::geglu, d.norm_offset = m.norm_offset, d.embed_scale = m.embed_scale;
+    d.sandwich_norm = m.sandwich_norm, d.rope_local_theta = m.rope_local_theta, d.global_every = m.global_every;
     const RopeScalingKey r = rope_scaling_of(m.rope_scaling);
     d.rope_factor = r.factor, d.rope_low = r.low, d.rope_high = r.high, d.rope_context = r.context;
     out.model.layers = llama_layers(d);

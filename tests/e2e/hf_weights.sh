@@ -29,10 +29,10 @@ printf '{"bos_token": "<|begin_of_text|>", "chat_template": "{%% for m in messag
 printf '{"bos_token_id": 1, "eos_token_id": [2, 3], "temperature": 0.6}\n' >"$tmp/hf/generation_config.json"
 out=$("$trainer" --import-hf "$tmp/hf" --out "$tmp/imp.h5" 2>&1)
 check "--import-hf: 15 tensors, 31,904 parameters (${out%%$'\n'*})" grep -q "15 tensors, 31904 parameters" <<<"$out"
-deck_of() {  # IMPORT_OUTPUT FILE: the import's [model] keys, the byte data, T = 64
+deck_of() {  # IMPORT_OUTPUT FILE: the import's [model] keys, the byte data, T = 64 (or $T)
   {
     sed -n '/^\[model\]/,$p' <<<"$1" | grep -v "^block_size"
-    printf 'block_size = 64\n[data]\npath = %s\n[run]\nout_dir = %s\n[train]\nglobal_batch = 4\n' "$tmp/tok" "$tmp/run"
+    printf 'block_size = %s\n[data]\npath = %s\n[run]\nout_dir = %s\n[train]\nglobal_batch = 4\n' "${T:-64}" "$tmp/tok" "$tmp/run"
   } >"$2"
 }
 deck_of "$out" "$tmp/deck.ini"
@@ -69,7 +69,7 @@ imported_as() {  # NAME LINE...: $tmp/NAME imported (NAME.h5, NAME.ini) with eac
   deck_of "$out" "$tmp/$name.ini"
   for line in "$@"; do grep -qx "$line" <<<"$out" || { echo "     no '$line' in the import's deck"; return 1; }; done
   ev=$("$trainer" "$tmp/$name.ini" --eval-only --set checkpoint.resume="$tmp/$name.h5" 2>&1 | grep "^eval-only")
-  theirs=$($py "$ref" loss "$tmp/$name" "$tmp/tok" 64)
+  theirs=$($py "$ref" loss "$tmp/$name" "$tmp/tok" "${T:-64}")
   close "$(loss_of "$ev")" "$theirs" && echo "     --eval-only's loss $(loss_of "$ev") = the reference's $theirs"
 }
 exported_as() {  # NAME MODEL_TYPE: NAME.h5 exported with that model_type and the folder's tensors bit for bit
@@ -96,6 +96,22 @@ cp -r "$tmp/hf" "$tmp/qwen3w" && $py "$ref" qwen3 "$tmp/qwen3w" 16
 check "a Qwen3 with head_dim 16 (hidden_size 32, 4 heads): [model] head_dim, the reference's loss (1e-5)" \
   imported_as qwen3w "head_dim = 16" "qk_norm_weight = true"
 check "... exported with head_dim 16, the same tensors bit for bit" exported_as qwen3w qwen3
+# Gemma (GemmaForCausalLM: Llama's tensors with a GeGLU MLP, norms by 1 + weight around 0, the
+# embeddings times sqrt(32), a tied head) and Gemma 3 (Gemma3ForCausalLM: those, the weighted QK-norm
+# by 1 + weight, norms after attention and the MLP, heads 16 wide at 32, a sliding layer 0 of
+# rope_local_base_freq 10000 and a full layer 1 of rope_theta 1e6 with llama3's scaling,
+# sliding_window 32): the reference's loss (Gemma 3's at 32), and back out bit for bit.
+cp -r "$tmp/hf" "$tmp/gemma" && $py "$ref" gemma "$tmp/gemma"
+check "model_type gemma: mlp = geglu, norm_offset, embed_scale, a tied head, the reference's loss (1e-5)" \
+  imported_as gemma "mlp = geglu" "norm_offset = true" "embed_scale = true" "tie_embeddings = true"
+check "... exported as GemmaForCausalLM, the same tensors bit for bit" exported_as gemma gemma
+cp -r "$tmp/hf" "$tmp/gemma3" && $py "$ref" gemma3 "$tmp/gemma3"
+T=32
+check "model_type gemma3_text: sandwich_norm, rope_local_theta 10000 every layer but each 2nd, head_dim 16, block_size 32, the reference's loss (1e-5)" \
+  imported_as gemma3 "sandwich_norm = true" "rope_local_theta = 10000" "global_every = 2" "head_dim = 16" \
+  "qk_norm_weight = true" "rope_scaling = llama3(8, 1, 4, 32)" "block_size = 32"
+check "... exported as Gemma3ForCausalLM, the same tensors bit for bit" exported_as gemma3 gemma3_text
+unset T
 # A QK-norm without weights (modded-nanogpt's) is no Hugging Face class's attention: refused, not
 # written as a Llama that would drop it.
 err=$("$trainer" "$tmp/deck.ini" --export-hf "$tmp/qkn" --set model.qk_norm=true --set checkpoint.resume="$tmp/imp.h5" 2>&1)
@@ -215,6 +231,8 @@ check "another rope_scaling" bad scaling 'rope_scaling" of type "yarn"'
 check "a Mistral's sliding_window of 0" bad window '"sliding_window" = 0: the model.s context would hold no position'
 check "a Phi-3 with RoPE on part of each head (Phi-4 mini's)" bad partial '"partial_rotary_factor" = 0.75' "$ref" phi
 check "a key of another JSON type (tie_word_embeddings 1)" bad type "config.json: a key of another type than"
+check "a Gemma 3 with Gemma 2's soft-capping" bad softcap '"attn_logit_softcapping" = 50.0: hpctrain.s Gemma 3 computes no soft-capping' "$ref" gemma3
+check "a Gemma 3 whose full layers are not every Nth" bad layer_types '"layer_types" = \["full_attention","sliding_attention"\]' "$ref" gemma3
 check "a Qwen3 whose head_dim is not its tensors' width" bad head_dim 'o_proj.weight is \[32, 32\]; config.json makes it \[32, 64\]' "$ref" qwen3
 # An output that is no file is refused before anything is written (a folder once left "<folder>.partial").
 mkdir "$tmp/dir"

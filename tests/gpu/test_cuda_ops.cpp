@@ -498,6 +498,18 @@ TEST_F(CudaOps, SequenceModelOps) {
     swiglu_backward(dx, dgh, dgx);
     expect_close("swiglu_backward", gx, dgx, 1e-6);
   }
+  // GeGLU (Gemma's): element-wise, tanhf against std::tanh (1e-5).
+  {
+    Tensor half = Tensor::zeros({n, t, c / 2}, host_), dhalf = Tensor::zeros({n, t, c / 2}, dev_);
+    geglu_forward(x, half);
+    geglu_forward(dx, dhalf);
+    expect_close("geglu_forward", half, dhalf, 1e-5);
+    Tensor gh = random({n, t, c / 2}, 52), dgh = on_gpu(gh);
+    Tensor gx = Tensor::zeros(x.shape(), host_), dgx = Tensor::zeros(x.shape(), dev_);
+    geglu_backward(x, gh, gx);
+    geglu_backward(dx, dgh, dgx);
+    expect_close("geglu_backward", gx, dgx, 1e-5);
+  }
 
   Tensor qkv = random({n, t, 3 * c}, 48), dqkv_in = on_gpu(qkv);
   Tensor att = Tensor::zeros({n, heads, t, t}, host_), datt = Tensor::zeros(att.shape(), dev_);

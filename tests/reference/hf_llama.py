@@ -19,20 +19,34 @@ transformers' LlamaForCausalLM does, without transformers (Debian does not packa
                         QK-norm's weights q_norm and k_norm, in a third shard; rms_norm_eps 1e-6); with
                         HEAD_DIM, heads that wide (new q, k, v and o projections, one file), as Qwen3
                         0.6B's 128 at hidden_size 1024 with 16 heads
+  gemma DIR             make the folder a GemmaForCausalLM's (model_type gemma: Llama's tensors, norm
+                        weights around 0 (Gemma's scale by 1 + weight), a tied head, hidden_act "gelu" with
+                        hidden_activation "gelu_pytorch_tanh", rms_norm_eps 1e-6; one F32 file)
+  gemma3 DIR            make the folder a Gemma3ForCausalLM's (model_type gemma3_text: Gemma's and the
+                        weighted QK-norm's q_norm, k_norm, the norms after attention and the MLP, heads 16
+                        wide at hidden_size 32 (Gemma 3 1B's 4 x 256 at 1152), layer_types sliding then
+                        full: layer 0 rotates with rope_local_base_freq 10000, layer 1 with rope_theta and
+                        llama3's scaling; sliding_window 32)
   phi3 DIR              make the folder a Phi3ForCausalLM's (model_type phi3: q|k|v fused in qkv_proj and
                         gate|up in gate_up_proj, one F32 file; sliding_window 63, so a context of 63)
   break DIR KIND        spoil a folder: missing (a tensor gone), shape (k_proj's rows), arch
                         (model_type gpt_neox), heads (num_key_value_heads 3), scaling (rope_type yarn),
                         window (a Mistral's sliding_window 0), partial (partial_rotary_factor 0.75),
                         head_dim (twice hidden_size / num_attention_heads, the tensors left as they are),
-                        type (tie_word_embeddings 1, a number where a boolean belongs)
+                        type (tie_word_embeddings 1, a number where a boolean belongs), softcap (a Gemma 3's
+                        attn_logit_softcapping 50, Gemma 2's), layer_types (a Gemma 3's full layer first)
 
 The forward follows modeling_llama.py: RMSNorm as weight * (x * rsqrt(mean(x^2) + eps)), RoPE with
 rotate_half on q and k after the projections (inv_freq from rope_theta, then llama3's scaling),
 repeat_kv for the key/value heads, causal softmax(q k^T / sqrt(head_dim)), SiLU(gate) * up; the
 q, k and v projections add their biases where the folder has them (Qwen2's modeling_qwen2.py), and
 each query and key head is RMS-normalized over head_dim and weighted by q_norm / k_norm where the
-folder has them, before the rotation (Qwen3's modeling_qwen3.py).
+folder has them, before the rotation (Qwen3's modeling_qwen3.py). Gemma (modeling_gemma.py,
+modeling_gemma3.py): the embeddings times sqrt(hidden_size) rounded to float32 (the normalizer in
+the weights' dtype), every RMS norm (q_norm, k_norm too) scaled by 1 + weight, GELU's tanh form for
+SiLU; Gemma 3 adds a norm on attention's output and on the MLP's before each residual add, scores
+scaled by query_pre_attn_scalar^-1/2, and sliding layers that rotate with rope_local_base_freq (no
+scaling) and attend over the last sliding_window positions only.
 """
 import glob
 import json
@@ -151,6 +165,15 @@ def inv_freq(cfg, d):
     return f
 
 
+def sliding(cfg, i):
+    """Whether Gemma 3's layer i is a sliding-window (local) layer."""
+    if cfg.get("model_type") != "gemma3_text":
+        return False
+    if cfg.get("layer_types"):
+        return cfg["layer_types"][i] == "sliding_attention"
+    return (i + 1) % cfg.get("sliding_window_pattern", 6) != 0
+
+
 def forward(cfg, w, ids):
     import torch
     W = {k: torch.from_numpy(v.astype(np.float64)) for k, v in w.items()}
@@ -158,20 +181,32 @@ def forward(cfg, w, ids):
     c = cfg["hidden_size"]
     d = cfg.get("head_dim") or c // h
     b, t = ids.shape
+    gemma = cfg.get("model_type") in ("gemma", "gemma3_text")
+    gemma3 = cfg.get("model_type") == "gemma3_text"
 
     def rms(x, weight):
-        return weight * (x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + eps))
+        return (1 + weight if gemma else weight) * (x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + eps))
 
     def rotate_half(x):
         return torch.cat((-x[..., d // 2:], x[..., :d // 2]), dim=-1)
 
-    ang = torch.arange(t, dtype=torch.float64)[:, None] * inv_freq(cfg, d)[None, :]
-    emb = torch.cat((ang, ang), dim=-1)
-    cos, sin = emb.cos(), emb.sin()
+    def angles(local):
+        f = inv_freq(dict(cfg, rope_theta=cfg.get("rope_local_base_freq", 10000.0), rope_scaling=None) if local else cfg, d)
+        ang = torch.arange(t, dtype=torch.float64)[:, None] * f[None, :]
+        emb = torch.cat((ang, ang), dim=-1)
+        return emb.cos(), emb.sin()
+
     x = W["model.embed_tokens.weight"][ids]
-    mask = torch.tril(torch.ones(t, t, dtype=torch.bool))
+    if gemma:
+        x = x * float(np.float32(math.sqrt(c)))
+    pos = torch.arange(t)
+    causal = pos[None, :] <= pos[:, None]
+    scale = cfg["query_pre_attn_scalar"] ** -0.5 if gemma3 else 1 / math.sqrt(d)
     for i in range(cfg["num_hidden_layers"]):
         p = "model.layers.%d." % i
+        local = sliding(cfg, i)
+        cos, sin = angles(local)
+        mask = causal & (pos[:, None] - pos[None, :] < cfg["sliding_window"]) if local else causal
         y = rms(x, W[p + "input_layernorm.weight"])
         def proj(name, heads):
             z = y @ W[p + "self_attn.%s.weight" % name].T
@@ -180,20 +215,26 @@ def forward(cfg, w, ids):
             z = z.view(b, t, heads, d)
             norm = p + "self_attn.%s_norm.weight" % name[0]
             if norm in W:
-                z = W[norm] * (z * torch.rsqrt(z.pow(2).mean(-1, keepdim=True) + eps))
+                z = rms(z, W[norm])
             return z.transpose(1, 2)
         q, k, v = proj("q_proj", h), proj("k_proj", kv), proj("v_proj", kv)
         q, k = q * cos + rotate_half(q) * sin, k * cos + rotate_half(k) * sin
         k, v = (z[:, :, None].expand(b, kv, h // kv, t, d).reshape(b, h, t, d) for z in (k, v))  # repeat_kv
-        a = (q @ k.transpose(-2, -1)) / math.sqrt(d)
+        a = (q @ k.transpose(-2, -1)) * scale
         a = torch.softmax(a.masked_fill(~mask, float("-inf")), dim=-1)
-        o = (a @ v).transpose(1, 2).reshape(b, t, h * d)
-        x = x + o @ W[p + "self_attn.o_proj.weight"].T
-        y = rms(x, W[p + "post_attention_layernorm.weight"])
+        o = (a @ v).transpose(1, 2).reshape(b, t, h * d) @ W[p + "self_attn.o_proj.weight"].T
+        if gemma3:
+            o = rms(o, W[p + "post_attention_layernorm.weight"])
+        x = x + o
+        y = rms(x, W[p + ("pre_feedforward_layernorm.weight" if gemma3 else "post_attention_layernorm.weight")])
         g = y @ W[p + "mlp.gate_proj.weight"].T
-        x = x + (torch.nn.functional.silu(g) * (y @ W[p + "mlp.up_proj.weight"].T)) @ W[p + "mlp.down_proj.weight"].T
+        act = torch.nn.functional.gelu(g, approximate="tanh") if gemma else torch.nn.functional.silu(g)
+        m = (act * (y @ W[p + "mlp.up_proj.weight"].T)) @ W[p + "mlp.down_proj.weight"].T
+        if gemma3:
+            m = rms(m, W[p + "post_feedforward_layernorm.weight"])
+        x = x + m
     x = rms(x, W["model.norm.weight"])
-    head = W["model.embed_tokens.weight"] if cfg.get("tie_word_embeddings", False) else W["lm_head.weight"]
+    head = W["model.embed_tokens.weight"] if cfg.get("tie_word_embeddings", gemma) else W["lm_head.weight"]
     return x @ head.T
 
 
@@ -291,6 +332,43 @@ def qwen3(folder, head_dim=None):
     json.dump({"metadata": {"total_size": 0}, "weight_map": wm}, open(index, "w"))
 
 
+def gemma(folder, version):
+    """The folder (make's) as GemmaForCausalLM's (version 1) or Gemma3ForCausalLM's (3), in one F32 file."""
+    cfg, w = load(folder)
+    g, c = np.random.default_rng(5 + version), cfg["hidden_size"]
+    h, kv = cfg["num_attention_heads"], cfg["num_key_value_heads"]
+    w = {k: v for k, v in w.items() if "rotary_emb" not in k and k != "lm_head.weight"}  # (tied)
+    for k in [k for k in w if "norm" in k]:
+        w[k] = (0.3 * g.standard_normal(w[k].shape)).astype(np.float32)  # (the scale is 1 + weight)
+    for key in ("attention_bias", "mlp_bias", "tie_word_embeddings"):
+        del cfg[key]
+    cfg.update(architectures=["GemmaForCausalLM"], model_type="gemma", hidden_act="gelu",
+               hidden_activation="gelu_pytorch_tanh", rms_norm_eps=1e-06, rope_theta=10000.0, rope_scaling=None,
+               head_dim=c // h)
+    if version == 3:
+        d = 16
+        for i in range(cfg["num_hidden_layers"]):
+            p = "model.layers.%d." % i
+            for name, shape in (("q_proj", (h * d, c)), ("k_proj", (kv * d, c)), ("v_proj", (kv * d, c)),
+                                ("o_proj", (c, h * d))):
+                w[p + "self_attn." + name + ".weight"] = (0.2 * g.standard_normal(shape)).astype(np.float32)
+            for name, n in (("self_attn.q_norm", d), ("self_attn.k_norm", d), ("pre_feedforward_layernorm", c),
+                            ("post_feedforward_layernorm", c)):
+                w[p + name + ".weight"] = (0.3 * g.standard_normal(n)).astype(np.float32)
+        del cfg["hidden_act"]
+        cfg.update(architectures=["Gemma3ForCausalLM"], model_type="gemma3_text", head_dim=d, query_pre_attn_scalar=d,
+                   rope_theta=1000000.0, rope_local_base_freq=10000.0, sliding_window=32, sliding_window_pattern=2,
+                   layer_types=["sliding_attention", "full_attention"], attn_logit_softcapping=None,
+                   final_logit_softcapping=None,
+                   rope_scaling={"rope_type": "llama3", "factor": 8.0, "low_freq_factor": 1.0, "high_freq_factor": 4.0,
+                                 "original_max_position_embeddings": 32})
+    for f in os.listdir(folder):
+        if f.endswith(".safetensors") or f.endswith(".index.json"):
+            os.remove(os.path.join(folder, f))
+    write_safetensors(os.path.join(folder, "model.safetensors"), w, "F32")
+    json.dump(cfg, open(os.path.join(folder, "config.json"), "w"), indent=2)
+
+
 def phi3(folder):
     cfg, w = load(folder)
     fused = {k: v for k, v in w.items() if "rotary_emb" not in k and not any(
@@ -337,6 +415,10 @@ def spoil(folder, kind):
         cfg["model_type"], cfg["sliding_window"] = "mistral", 0
     elif kind == "partial":
         cfg["partial_rotary_factor"] = 0.75
+    elif kind == "softcap":
+        cfg["attn_logit_softcapping"] = 50.0
+    elif kind == "layer_types":
+        cfg["layer_types"] = ["full_attention", "sliding_attention"]
     elif kind == "type":
         cfg["tie_word_embeddings"] = 1
     elif kind == "head_dim":
@@ -360,6 +442,8 @@ if __name__ == "__main__":
         qwen3(sys.argv[2], int(sys.argv[3]) if len(sys.argv) > 3 else None)
     elif cmd == "phi3":
         phi3(sys.argv[2])
+    elif cmd in ("gemma", "gemma3"):
+        gemma(sys.argv[2], 3 if cmd == "gemma3" else 1)
     elif cmd == "qwen2":
         qwen2(sys.argv[2])
     elif cmd == "break":

@@ -5,6 +5,9 @@
 // layers take them.
 #include <gtest/gtest.h>
 
+#include <cmath>
+#include <string>
+
 #include "hpctrain/model/arch.hpp"
 
 using namespace hpctrain;
@@ -90,6 +93,31 @@ TEST(Arch, LlamaLayers) {
       << modern;
 }
 
+// Gemma 3's: the embeddings scaled by float32 sqrt(32), norms by 1 + weight after both sublayers too,
+// a GeGLU MLP, the weighted QK-norm by 1 + weight, and layers written out: layer 1 (every 2nd) global
+// with rope_theta and its scaling, layer 0 local with rope_local_theta and none.
+TEST(Arch, GemmaLayers) {
+  LlamaDims d;
+  d.n_layer = 2, d.n_head = 2, d.n_embd = 32, d.vocab_size = 300, d.ffn_dim = 48, d.rope_theta = 1000000;
+  d.norm_eps_exp = 6, d.rope_factor = 8, d.rope_context = 32, d.qk_norm = d.qk_norm_weight = true;
+  d.geglu = d.norm_offset = d.embed_scale = d.sandwich_norm = true, d.rope_local_theta = 10000, d.global_every = 2;
+  const std::string norm = "rmsnorm(eps=6, offset=1)", attention = "self_attn:attention(2, bias=0, rope=";
+  const std::string qk = ", qk_norm=1, qk_norm_weight=1, qk_eps=6, qk_offset=1, proj_std=0.01)";
+  const std::string mlp =
+      "mlp.gate_up:linear(96, bias=0, tp=column, parts=2) geglu mlp.down:linear(32, bias=0, "
+      "std=0.01, tp=row)";
+  auto layer = [&](int i, const std::string& rope) {
+    const std::string h = "h." + std::to_string(i);
+    return h + ":res(input_layernorm:" + norm + " " + attention + rope + qk + " post_attention_layernorm:" + norm +
+           ") " + h + ":res(pre_feedforward_layernorm:" + norm + " " + mlp + " post_feedforward_layernorm:" + norm +
+           ")";
+  };
+  EXPECT_EQ(llama_layers(d), "tok_emb:embedding(300, 32) scale(5.65685415) " + layer(0, "10000") + " " +
+                                 layer(1, "1000000, rope_factor=8, rope_low=1, rope_high=4, rope_context=32") +
+                                 " norm:" + norm + " lm_head:lm_head(300)");
+  EXPECT_EQ(static_cast<float>(std::stod("5.65685415")), static_cast<float>(std::sqrt(32.0)));
+}
+
 // The activation estimate against runs of this build measured 2026-12-04, fused attention (summary.json's
 // activation_bytes_per_rank; the runs keep a few bytes more, under 64): fp32 and bf16, one and
 // two layers, T = 16 and 32. (tests/e2e/token_streaming.sh checks it against a live run.)
@@ -134,6 +162,23 @@ TEST(Arch, LlamaActivationBytesMatchMeasuredRuns) {
     EXPECT_NEAR(est, r.measured, 64) << r.layers << " layers, " << r.kv << " key/value heads, T " << r.context << ", "
                                      << r.rows << " rows" << (r.relu2_qk_norm ? ", relu2 + QK-norm" : "")
                                      << (r.half ? ", bf16" : "");
+  }
+}
+
+// Gemma's options against runs measured 2026-12-07 (2 layers, 4 heads on 2 key/value heads, 128
+// wide, SwiGLU/GeGLU 384, T = 16, 4 rows, the byte vocabulary (256); summary.json's
+// activation_bytes_per_rank to 6 digits): Llama's, Gemma's (GeGLU, 1 + weight norms, scaled
+// embeddings: one more [N, C] output) and Gemma 3's (also the norms after both sublayers and the
+// weighted QK-norm with local layers).
+TEST(Arch, GemmaActivationBytesMatchMeasuredRuns) {
+  const double measured[] = {1314050, 1346820, 1580290};
+  for (int kind = 0; kind < 3; ++kind) {
+    LlamaDims d;
+    d.n_layer = 2, d.n_head = 4, d.n_kv_heads = 2, d.n_embd = 128, d.ffn_dim = 384;
+    d.geglu = d.norm_offset = d.embed_scale = kind > 0;
+    d.sandwich_norm = d.qk_norm = d.qk_norm_weight = kind > 1;
+    if (kind > 1) d.rope_local_theta = 10000, d.global_every = 2;
+    EXPECT_NEAR(llama_activation_bytes(d, 4, 16, 256, false), measured[kind], 64) << "kind " << kind;
   }
 }
 

@@ -322,6 +322,41 @@ TEST(Backend, DropoutDrawsABlockOfARowByItsColumnOffset) {
   EXPECT_GT(differ, 5);
 }
 
+// GeGLU (Gemma's MLP gate) against PyTorch's gelu(approximate="tanh") written out in double, its
+// gradient against central differences of that; SwiGLU's values would fail (the negative control).
+TEST(Backend, GegluIsTheTanhGeluGateInDouble) {
+  Allocator alloc;
+  const std::int64_t rows = 3, f = 5;
+  Tensor x = Tensor::zeros({rows, 2 * f}, alloc), y = Tensor::zeros({rows, f}, alloc);
+  for (std::int64_t i = 0; i < x.numel(); ++i)
+    x.data()[i] = static_cast<float>(std::sin(1.7 * static_cast<double>(i)) * 3);
+  const auto gelu = [](double a) {
+    return 0.5 * a * (1 + std::tanh(std::sqrt(2 / M_PI) * (a + 0.044715 * a * a * a)));
+  };
+  geglu_forward(x, y);
+  Tensor silu = Tensor::zeros({rows, f}, alloc);
+  swiglu_forward(x, silu);
+  double worst_silu = 0;
+  for (std::int64_t i = 0; i < rows; ++i)
+    for (std::int64_t j = 0; j < f; ++j) {
+      const double a = x.data()[i * 2 * f + j], b = x.data()[i * 2 * f + f + j];
+      EXPECT_NEAR(y.data()[i * f + j], gelu(a) * b, 1e-5 * (1 + std::fabs(gelu(a) * b))) << i << ", " << j;
+      worst_silu = std::max(worst_silu, std::fabs(silu.data()[i * f + j] - gelu(a) * b));
+    }
+  EXPECT_GT(worst_silu, 1e-2);  // (SwiGLU's values are not these)
+  Tensor dy = Tensor::zeros({rows, f}, alloc), dx = Tensor::zeros(x.shape(), alloc);
+  for (std::int64_t i = 0; i < dy.numel(); ++i)
+    dy.data()[i] = static_cast<float>(std::cos(0.3 * static_cast<double>(i)));
+  geglu_backward(x, dy, dx);
+  for (std::int64_t i = 0; i < rows; ++i)
+    for (std::int64_t j = 0; j < f; ++j) {
+      const double a = x.data()[i * 2 * f + j], b = x.data()[i * 2 * f + f + j], g = dy.data()[i * f + j], h = 1e-5;
+      const double slope = (gelu(a + h) - gelu(a - h)) / (2 * h);
+      EXPECT_NEAR(dx.data()[i * 2 * f + j], g * b * slope, 1e-4) << i << ", " << j;
+      EXPECT_NEAR(dx.data()[i * 2 * f + f + j], g * gelu(a), 1e-5 * (1 + std::fabs(gelu(a)))) << i << ", " << j;
+    }
+}
+
 TEST(Backend, EveryOperationIsDispatchedToCuda) {
   // Each operation on a cuda tensor reaches the CUDA backend: without CUDA it throws naming itself;
   // with CUDA but no GPU it fails with a CUDA error or a check in backend/cuda, not a crash
@@ -419,6 +454,8 @@ TEST(Backend, EveryOperationIsDispatchedToCuda) {
   expect("qk_norm_backward", [&] { qk_norm_backward(qkv6, t, 1, 1, qkv6); });
   expect("swiglu_forward", [&] { swiglu_forward(t, t2); });
   expect("swiglu_backward", [&] { swiglu_backward(t, t, t2); });
+  expect("geglu_forward", [&] { geglu_forward(t, t2); });
+  expect("geglu_backward", [&] { geglu_backward(t, t, t2); });
   Tensor qkv = Tensor::wrap(storage, {1, 1, 3}, Device::cuda),
          att = Tensor::wrap(storage + 4, {1, 1, 1, 1}, Device::cuda);
   Tensor y = Tensor::wrap(storage + 6, {1, 1, 1}, Device::cuda),

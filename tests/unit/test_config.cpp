@@ -359,6 +359,23 @@ TEST(ConfigErrors, BadOverrides) {
   EXPECT_NE(error_of("", {"run.seed=-1"}).find("--set: [run] seed = '-1'"), std::string::npos);
 }
 
+// The [model] keys whose help begins "arch = gpt or llama:" are tagged with those archs (and only
+// they): the tag refuses them under another arch, the help tells the user which.
+TEST(ConfigSchema, ArchitectureKeysAreTaggedAsTheirHelpSays) {
+  int tagged = 0;
+  for (const KeySpec& k : config_schema()) {
+    if (k.section != "model" || k.help.rfind("arch = ", 0) != 0) {
+      EXPECT_EQ(k.archs, "") << k.name();
+      continue;
+    }
+    std::string said = k.help.substr(7, k.help.find(':') - 7);
+    if (const auto o = said.find(" or "); o != std::string::npos) said.replace(o, 4, " ");
+    EXPECT_EQ(k.archs, said) << k.name();
+    ++tagged;
+  }
+  EXPECT_EQ(tagged, 24);  // (5 of both, 3 of gpt only, 16 of llama only)
+}
+
 TEST(ConfigErrors, CrossKeyChecks) {
   EXPECT_EQ(parse("[train]\nepochs = 2\nsteps = 10\n").train.steps, 10);  // steps > 0 wins over epochs
   EXPECT_NE(error_of("[train]\nepochs = 0\n").find("nothing to train"), std::string::npos);
@@ -381,7 +398,23 @@ TEST(ConfigErrors, CrossKeyChecks) {
                 .find("qk_norm is a key of arch = llama"),
             std::string::npos);
   EXPECT_NE(error_of(llama + "norm_eps = 3e-6\n").find("must be a power of ten"), std::string::npos);
-  EXPECT_NE(error_of(llama + "bias = false\n").find("bias is not a key of arch = llama"), std::string::npos);
+  EXPECT_NE(error_of(llama + "rope_local_theta = 10000\n").find("rope_local_theta needs [model] global_every"),
+            std::string::npos);
+  EXPECT_NE(error_of(llama + "global_every = 6\n").find("global_every needs [model] rope_local_theta"),
+            std::string::npos);
+  EXPECT_EQ(parse(llama + "mlp = geglu\nnorm_offset = true\nrope_local_theta = 10000\nglobal_every = 6\n").model.mlp,
+            Mlp::geglu);
+  // Each [model] key of a typed architecture is refused under the others (the schema's archs tag).
+  EXPECT_NE(error_of(llama + "activation = gelu_tanh\n").find("activation is a key of arch = gpt, not of arch = llama"),
+            std::string::npos);
+  EXPECT_NE(error_of("[model]\narch = gpt\nn_layer = 1\nn_head = 2\nn_embd = 8\nsandwich_norm = true\n")
+                .find("sandwich_norm is a key of arch = llama, not of arch = gpt"),
+            std::string::npos);
+  EXPECT_NE(error_of("[model]\nn_layer = 2\n").find("n_layer is a key of arch = gpt or llama: set [model] arch"),
+            std::string::npos);
+  EXPECT_NE(error_of(llama + "bias = false\n")
+                .find("bias is a key of arch = gpt, not of arch = llama (arch = llama has no dropout"),
+            std::string::npos);
   EXPECT_NE(
       error_of("[model]\narch = llama\nn_layer = 1\nn_head = 4\nn_embd = 12\nffn_dim = 8\n").find("even head width"),
       std::string::npos);

@@ -110,6 +110,8 @@ TEST(GradientCheck, SequenceLayers) {
   EXPECT_LE(check_layer(*make("rmsnorm"), {3, 5}, 2), 1.0);
   EXPECT_LE(check_layer(*make("rmsnorm(eps=6)"), {4, 6}, 2), 1.0);
   EXPECT_LE(check_layer(*make("swiglu"), {3, 8}, 2), 1.0);
+  EXPECT_LE(check_layer(*make("geglu"), {3, 8}, 2), 1.0);
+  EXPECT_LE(check_layer(*make("rmsnorm(eps=6, offset=1)"), {4, 6}, 2), 1.0);  // Gemma's 1 + weight
   EXPECT_LE(check_layer(*make("attention(2,bias=0,rope=10000)"), {5, 8}, 2), 1.0);
   EXPECT_LE(check_layer(*make("attention(1,rope=500000)"), {4, 4}, 2), 1.0);
   EXPECT_LE(check_layer(*make("res(rmsnorm linear(8, bias=0) swiglu linear(4, bias=0))"), {3, 4}, 2), 1.0);
@@ -128,6 +130,9 @@ TEST(GradientCheck, SequenceLayers) {
   EXPECT_LE(
       check_layer(*make("attention(4,kv_heads=2,bias=0,rope=10000,qk_norm=1,qk_norm_weight=1,qk_eps=5)"), {6, 16}, 2),
       1.0);  // Qwen3's weighted QK-norm before the rotation
+  EXPECT_LE(check_layer(*make("attention(4,kv_heads=2,bias=0,rope=10000,qk_norm=1,qk_norm_weight=1,qk_offset=1)"),
+                        {6, 16}, 2),
+            1.0);  // Gemma 3's: 1 + weight
   EXPECT_LE(
       check_layer(*make("attention(4,kv_heads=2,bias=0,rope=10000,qk_norm=1,qk_norm_weight=1,head_dim=6)"), {5, 8}, 2),
       1.0);  // heads wider than C / H (Qwen3 0.6B's)
@@ -137,8 +142,8 @@ TEST(GradientCheck, SequenceLayers) {
 // with eps=2 (1e-2) the outputs move (a negative control for the eps argument).
 TEST(RmsNorm, ForwardIsTheFormula) {
   Allocator alloc;
-  for (const int eps : {5, 2}) {
-    auto layer = make(eps == 5 ? "rmsnorm" : "rmsnorm(eps=2)");
+  for (const int eps : {5, 2, 0}) {  // (0: Gemma's offset=1, the formula's weight 1 + w)
+    auto layer = make(eps == 5 ? "rmsnorm" : eps == 2 ? "rmsnorm(eps=2)" : "rmsnorm(offset=1)");
     layer->configure({3, 6});
     StepContext ctx;
     layer->set_context(&ctx, 0);
@@ -153,12 +158,12 @@ TEST(RmsNorm, ForwardIsTheFormula) {
       for (int j = 0; j < 6; ++j) ss += static_cast<double>(x.data()[r * 6 + j]) * x.data()[r * 6 + j];
       const double inv = 1 / std::sqrt(ss / 6 + 1e-5);
       for (int j = 0; j < 6; ++j) {
-        const double want = x.data()[r * 6 + j] * inv * w.data()[j];
+        const double want = x.data()[r * 6 + j] * inv * (w.data()[j] + (eps == 0 ? 1.0 : 0.0));
         worst = std::max(worst, std::fabs(y.data()[r * 6 + j] - want) / (std::fabs(want) + 1e-6));
         moved = std::max(moved, std::fabs(y.data()[r * 6 + j] - want));
       }
     }
-    if (eps == 5)
+    if (eps != 2)
       EXPECT_LT(worst, 1e-5);
     else
       EXPECT_GT(moved, 1e-4);  // 1e-2 instead of 1e-5 changes the outputs

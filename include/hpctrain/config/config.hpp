@@ -45,8 +45,8 @@ enum class OnNonfinite { stop, skip };
 enum class Reproducible { off, layout };
 // [train] loss: auto = cross_entropy for classes and tokens, mse for regression targets.
 enum class LossKind { auto_, cross_entropy, mse, mae, huber };
-// [model] mlp (arch = llama): SwiGLU (Llama's) or ReLU-squared (modded-nanogpt's).
-enum class Mlp { swiglu, relu2 };
+// [model] mlp (arch = llama): SwiGLU (Llama's), ReLU-squared (modded-nanogpt's) or GeGLU (Gemma's).
+enum class Mlp { swiglu, relu2, geglu };
 // [model] activation (arch = gpt): the MLP's GELU, exact (nanoGPT's) or tanh-approximated (GPT-2's gelu_new, llm.c's).
 enum class GptActivation { gelu, gelu_tanh };
 // [model] attention_mask: causal, or causal within the documents <|endoftext|> separates.
@@ -83,7 +83,9 @@ constexpr Choices<Sharding, 4> choices_of(Sharding) { return {{{"none", Sharding
 constexpr Choices<Recompute, 2> choices_of(Recompute) { return {{{"none", Recompute::none}, {"blocks", Recompute::blocks}}}; }
 constexpr Choices<OnNonfinite, 2> choices_of(OnNonfinite) { return {{{"stop", OnNonfinite::stop}, {"skip", OnNonfinite::skip}}}; }
 constexpr Choices<Reproducible, 2> choices_of(Reproducible) { return {{{"off", Reproducible::off}, {"layout", Reproducible::layout}}}; }
-constexpr Choices<Mlp, 2> choices_of(Mlp) { return {{{"swiglu", Mlp::swiglu}, {"relu2", Mlp::relu2}}}; }
+constexpr Choices<Mlp, 3> choices_of(Mlp) {
+  return {{{"swiglu", Mlp::swiglu}, {"relu2", Mlp::relu2}, {"geglu", Mlp::geglu}}};
+}
 constexpr Choices<GptActivation, 2> choices_of(GptActivation) { return {{{"gelu", GptActivation::gelu}, {"gelu_tanh", GptActivation::gelu_tanh}}}; }
 constexpr Choices<AttentionMask, 2> choices_of(AttentionMask) { return {{{"causal", AttentionMask::causal}, {"document", AttentionMask::document}}}; }
 constexpr Choices<Arch, 3> choices_of(Arch) { return {{{"layers", Arch::layers}, {"gpt", Arch::gpt}, {"llama", Arch::llama}}}; }
@@ -182,6 +184,10 @@ struct ModelConfig {
   bool qkv_bias = false;        // arch = llama: biases on the query, key and value projections (Qwen2's)
   bool qk_norm_weight = false;  // arch = llama: qk_norm with learned weights (Qwen3's q_norm, k_norm)
   long head_dim = 0;            // arch = llama: a head's columns; 0 = n_embd / n_head
+  // arch = llama, Gemma's (model/arch.hpp LlamaDims): norms by 1 + weight, scaled embeddings, norms
+  // after the sublayers too, local layers' rotary base (0: none) and the global layers' period.
+  bool norm_offset = false, embed_scale = false, sandwich_norm = false;
+  long rope_local_theta = 0, global_every = 0;
   // The attention heads' columns together (n_embd unless head_dim says otherwise).
   long attention_width() const { return head_dim ? n_head * head_dim : n_embd; }
 };

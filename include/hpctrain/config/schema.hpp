@@ -44,12 +44,16 @@ struct KeySpec {
   // An old name whose values were spelled otherwise: its spelling -> this key's ("true" ->
   // "optimizer"); another value is refused with the spellings it takes.
   std::map<std::string, std::string> old_values;
+  // [model] keys of typed architectures: the arch names that take the key ("gpt llama"); a deck
+  // giving it with another [model] arch is refused (config.cpp). Empty: every arch takes it.
+  std::string archs;
 
   std::string name() const { return section + "." + key; }
   // Modifiers for the table.
   KeySpec& range(double lo, double hi);              // inclusive
   KeySpec& above(double lo, double hi = kInfinity);  // > lo and <= hi
   KeySpec& as(ValueKind k);                          // path, size: a string or integer field read as such
+  KeySpec& of_archs(const char* names);              // archs
 };
 
 // Appends the old names of keys (config/old_names.cpp): renamed keys, and shard_optimizer's

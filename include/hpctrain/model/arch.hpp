@@ -31,7 +31,7 @@ std::string gpt_layers(const GptDims& d);
 // stream start with std 0.02 / sqrt(2 n_layer) as GPT-2's (zero_init: at zero, modded-nanogpt's);
 // norm_eps = 10^-norm_eps_exp. modded-nanogpt's options: qk_norm (queries and keys RMS-normalized
 // per head), relu2 (a relu(x)^2 MLP of ffn_dim instead of SwiGLU). qkv_bias: Qwen2's biases on the
-// query, key and value projections (none on the output projection).
+// query, key and value projections (none on the output projection). Gemma's options below.
 struct LlamaDims {
   std::int64_t n_layer = 0, n_head = 0, n_embd = 0, vocab_size = 0, ffn_dim = 0, rope_theta = 10000, n_kv_heads = 0;
   std::int64_t rope_factor = 0, rope_low = 1, rope_high = 4, rope_context = 8192;
@@ -39,6 +39,13 @@ struct LlamaDims {
   bool tie_embeddings = true, qk_norm = false, relu2 = false, zero_init = false, qkv_bias = false;
   bool qk_norm_weight = false;  // Qwen3's: qk_norm with learned weights, eps 10^-norm_eps_exp
   std::int64_t head_dim = 0;    // a head's columns; 0 = n_embd / n_head
+  // Gemma's: a GeGLU MLP (gelu_tanh(gate) * up); RMS norms (QK-norms too) scaling by 1 + weight; the
+  // token embeddings times sqrt(n_embd) (float32-rounded, as Hugging Face's normalizer); with
+  // sandwich_norm (Gemma 2, 3) a norm after attention and after the MLP too, before each residual
+  // add; with rope_local_theta (Gemma 3) every layer but each global_every-th (layer i with
+  // (i + 1) % global_every == 0) rotates with rope_local_theta and no rope scaling.
+  bool geglu = false, norm_offset = false, embed_scale = false, sandwich_norm = false;
+  std::int64_t rope_local_theta = 0, global_every = 0;
   std::int64_t head_width() const { return head_dim ? head_dim : n_embd / n_head; }
 };
 std::string llama_layers(const LlamaDims& d);
@@ -73,6 +80,7 @@ double gpt_activation_bytes(const GptDims& d, std::int64_t rows, std::int64_t co
 //             [+ n_layer N (n_head + n_kv_heads) 4 with qk_norm]   (RMS norms keep one statistic)
 //             [+ n_layer N (n_head + n_kv_heads) D 4 with qk_norm_weight]   (the heads before it)
 //   outputs = (2 + 2 n_layer) N n_embd s + N padded_vocab 4
+//             [+ N n_embd s with embed_scale]   [+ n_layer (2 N n_embd s + 2 N 4) with sandwich_norm]
 // Split as gpt_activation_bytes says: q, m, the heads' output n_embd, the log-sum-exp, the QK-norm
 // statistics and the logits by T; the block's other 4 n_embd, the RMS statistics and the outputs
 // by S.

@@ -146,33 +146,61 @@ void rmsnorm_backward(const Tensor& x, const Tensor& w, const Tensor& rstd, cons
   }
 }
 
+namespace {
+// GELU's tanh approximation and its derivative (cpu_ops.cpp's activation, for one element).
+constexpr float kSqrt2OverPi = 0.79788456080286536f, kGeluCubic = 0.044715f;
+float gelu_tanh_of(float a) { return 0.5f * a * (1.f + std::tanh(kSqrt2OverPi * (a + kGeluCubic * a * a * a))); }
+float gelu_tanh_slope(float a) {
+  const float t = std::tanh(kSqrt2OverPi * (a + kGeluCubic * a * a * a));
+  return 0.5f * (1.f + t) + 0.5f * a * (1.f - t * t) * kSqrt2OverPi * (1.f + 3.f * kGeluCubic * a * a);
+}
+
+// A gated unit's rows (SwiGLU's, GeGLU's): each row of x [rows, 2F] is the gate a and up b, and
+// `element(a, b, g, da, db)` computes one output (forward: dy absent) or one gradient pair.
+template <typename Element>
+void gated_rows(const char* what, const Tensor& x, const Tensor& narrow, Element element) {
+  const std::int64_t f = narrow.shape().back(), rows = narrow.numel() / f;
+  HPCT_CHECK(x.numel() == 2 * narrow.numel() && x.shape().back() == 2 * f,
+             std::string(what) + ": x " + shape_string(x.shape()) + ", " + shape_string(narrow.shape()));
+  for (std::int64_t i = 0; i < rows; ++i)
+    for (std::int64_t j = 0; j < f; ++j) element(i * 2 * f + j, i * 2 * f + f + j, i * f + j);
+}
+}  // namespace
+
 void swiglu_forward(const Tensor& x, Tensor& y) {
-  const std::int64_t f = y.shape().back(), rows = y.numel() / f;
-  HPCT_CHECK(x.numel() == 2 * y.numel() && x.shape().back() == 2 * f,
-             "swiglu_forward: x " + shape_string(x.shape()) + ", y " + shape_string(y.shape()));
-  for (std::int64_t i = 0; i < rows; ++i) {
-    const float* a = x.data() + i * 2 * f;
-    const float* b = a + f;
-    float* out = y.data() + i * f;
-    for (std::int64_t j = 0; j < f; ++j) out[j] = a[j] / (1.f + std::exp(-a[j])) * b[j];
-  }
+  const float* in = x.data();
+  float* out = y.data();
+  gated_rows("swiglu_forward", x, y, [&](std::int64_t a, std::int64_t b, std::int64_t o) {
+    out[o] = in[a] / (1.f + std::exp(-in[a])) * in[b];
+  });
 }
 
 void swiglu_backward(const Tensor& x, const Tensor& dy, Tensor& dx) {
-  const std::int64_t f = dy.shape().back(), rows = dy.numel() / f;
-  HPCT_CHECK(x.numel() == 2 * dy.numel() && dx.numel() == x.numel(), "swiglu_backward: x " + shape_string(x.shape()));
-  for (std::int64_t i = 0; i < rows; ++i) {
-    const float* a = x.data() + i * 2 * f;
-    const float* b = a + f;
-    const float* g = dy.data() + i * f;
-    float* da = dx.data() + i * 2 * f;
-    float* db = da + f;
-    for (std::int64_t j = 0; j < f; ++j) {
-      const float s = 1.f / (1.f + std::exp(-a[j]));
-      da[j] = g[j] * b[j] * s * (1.f + a[j] * (1.f - s));
-      db[j] = g[j] * a[j] * s;
-    }
-  }
+  HPCT_CHECK(dx.numel() == x.numel(), "swiglu_backward: x " + shape_string(x.shape()));
+  const float *in = x.data(), *g = dy.data();
+  float* d = dx.data();
+  gated_rows("swiglu_backward", x, dy, [&](std::int64_t a, std::int64_t b, std::int64_t o) {
+    const float s = 1.f / (1.f + std::exp(-in[a]));
+    d[a] = g[o] * in[b] * s * (1.f + in[a] * (1.f - s));
+    d[b] = g[o] * in[a] * s;
+  });
+}
+
+void geglu_forward(const Tensor& x, Tensor& y) {
+  const float* in = x.data();
+  float* out = y.data();
+  gated_rows("geglu_forward", x, y,
+             [&](std::int64_t a, std::int64_t b, std::int64_t o) { out[o] = gelu_tanh_of(in[a]) * in[b]; });
+}
+
+void geglu_backward(const Tensor& x, const Tensor& dy, Tensor& dx) {
+  HPCT_CHECK(dx.numel() == x.numel(), "geglu_backward: x " + shape_string(x.shape()));
+  const float *in = x.data(), *g = dy.data();
+  float* d = dx.data();
+  gated_rows("geglu_backward", x, dy, [&](std::int64_t a, std::int64_t b, std::int64_t o) {
+    d[a] = g[o] * in[b] * gelu_tanh_slope(in[a]);
+    d[b] = g[o] * gelu_tanh_of(in[a]);
+  });
 }
 
 void attention_probs(const Tensor& qkv, std::int64_t heads, Tensor& att) {

@@ -118,6 +118,31 @@ __global__ void swiglu_grad_kernel(const float* x, const float* dy, i64 f, float
   }
 }
 
+// GeGLU: as SwiGLU with GELU's tanh approximation (cuda_ops.cu's activation) for silu.
+__device__ inline float gelu_tanh_of(float a) {
+  return 0.5f * a * (1.f + tanhf(0.79788456080286536f * (a + 0.044715f * a * a * a)));
+}
+__device__ inline float gelu_tanh_slope(float a) {
+  const float t = tanhf(0.79788456080286536f * (a + 0.044715f * a * a * a));
+  return 0.5f * (1.f + t) + 0.5f * a * (1.f - t * t) * 0.79788456080286536f * (1.f + 3.f * 0.044715f * a * a);
+}
+
+__global__ void geglu_kernel(const float* x, i64 f, float* y, i64 total) {
+  for (i64 idx = detail::global_index(); idx < total; idx += detail::grid_stride()) {
+    const i64 i = idx / f, j = idx % f;
+    y[idx] = gelu_tanh_of(x[i * 2 * f + j]) * x[i * 2 * f + f + j];
+  }
+}
+
+__global__ void geglu_grad_kernel(const float* x, const float* dy, i64 f, float* dx, i64 total) {
+  for (i64 idx = detail::global_index(); idx < total; idx += detail::grid_stride()) {
+    const i64 i = idx / f, j = idx % f;
+    const float a = x[i * 2 * f + j], b = x[i * 2 * f + f + j], g = dy[idx];
+    dx[i * 2 * f + j] = g * b * gelu_tanh_slope(a);
+    dx[i * 2 * f + f + j] = g * gelu_tanh_of(a);
+  }
+}
+
 __global__ void layernorm_dx_kernel(const float* x, const float* w, const float* mean, const float* rstd,
                                     const float* dy, i64 width, float* dx) {
   const i64 row = blockIdx.x;
@@ -344,6 +369,19 @@ void swiglu_backward(const Tensor& x, const Tensor& dy, Tensor& dx) {
   const i64 f = dy.shape().back();
   HPCT_CHECK(x.numel() == 2 * dy.numel() && dx.numel() == x.numel(), "swiglu_backward: x " + shape_string(x.shape()));
   launch(swiglu_grad_kernel, dy.numel(), x.data(), dy.data(), f, dx.data(), dy.numel());
+}
+
+void geglu_forward(const Tensor& x, Tensor& y) {
+  const i64 f = y.shape().back();
+  HPCT_CHECK(x.numel() == 2 * y.numel() && x.shape().back() == 2 * f,
+             "geglu_forward: x " + shape_string(x.shape()) + ", y " + shape_string(y.shape()));
+  launch(geglu_kernel, y.numel(), x.data(), f, y.data(), y.numel());
+}
+
+void geglu_backward(const Tensor& x, const Tensor& dy, Tensor& dx) {
+  const i64 f = dy.shape().back();
+  HPCT_CHECK(x.numel() == 2 * dy.numel() && dx.numel() == x.numel(), "geglu_backward: x " + shape_string(x.shape()));
+  launch(geglu_grad_kernel, dy.numel(), x.data(), dy.data(), f, dx.data(), dy.numel());
 }
 
 void attention_probs(const Tensor& qkv, i64 heads, Tensor& att) {

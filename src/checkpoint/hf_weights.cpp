@@ -167,7 +167,8 @@ ImportFn import_layout(const Json& cfg, const std::string& file) {
   if (type == "gpt2") return hf::gpt2_import;
   throw bad_input(file + ": \"model_type\" = \"" + type + "\": the architectures imported are llama " +
                   "(LlamaForCausalLM), mistral (MistralForCausalLM), qwen2 (Qwen2ForCausalLM), qwen3 " +
-                  "(Qwen3ForCausalLM), phi3 (Phi3ForCausalLM) and gpt2 (GPT2LMHeadModel)");
+                  "(Qwen3ForCausalLM), phi3 (Phi3ForCausalLM), gemma (GemmaForCausalLM), gemma3_text " +
+                  "(Gemma3ForCausalLM) and gpt2 (GPT2LMHeadModel)");
 }
 
 // Hugging Face's names for the tokenizer files a checkpoint stores (GPT2Tokenizer's vocab.json and
@@ -237,8 +238,8 @@ std::string export_hf(const Config& cfg, Runtime& rt, const std::string& dir) {
   if (cfg.model.arch == Arch::layers)
     throw bad_input(
         "--export-hf " + dir + ": [model] arch = layers; the Hugging Face layouts written are " +
-        "LlamaForCausalLM's (arch = llama; Qwen2's with qkv_bias, Qwen3's with qk_norm_weight) and GPT2LMHeadModel's " +
-        "(arch = gpt)");
+        "LlamaForCausalLM's (arch = llama; Qwen2's with qkv_bias, Qwen3's with qk_norm_weight, Gemma's and Gemma " +
+        "3's with mlp = geglu, norm_offset, embed_scale) and GPT2LMHeadModel's " + "(arch = gpt)");
   const auto lines = compute_on_root(rt.world(), [&] {
     const std::string path = resume_selection(cfg);
     if (path.empty()) throw bad_input("--export-hf " + dir + ": no checkpoint to export");

@@ -39,6 +39,13 @@ const char* const kLlama =
     "embedding(11, 8) repeat(2, res(rmsnorm attention(4, kv_heads=2, proj_bias=0, rope=10000, qk_norm=1, "
     "qk_norm_weight=1, head_dim=4)) res(rmsnorm "
     "linear(32, bias=0, tp=column, parts=2) swiglu linear(8, bias=0, tp=row))) rmsnorm lm_head(11)";
+// Gemma 3's pieces: scaled embeddings, norms by 1 + weight after the sublayers too (after the
+// row-parallel sums), the weighted QK-norm by 1 + weight, GeGLU (at 2 ranks only: the time).
+const char* const kGemma =
+    "embedding(11, 8) scale(2.8284271) repeat(2, res(rmsnorm(offset=1) attention(4, kv_heads=2, bias=0, rope=10000, "
+    "qk_norm=1, qk_norm_weight=1, qk_offset=1, head_dim=4) rmsnorm(offset=1)) res(rmsnorm(offset=1) "
+    "linear(32, bias=0, tp=column, parts=2) geglu linear(8, bias=0, tp=row) rmsnorm(offset=1))) rmsnorm(offset=1) "
+    "lm_head(11)";
 
 struct Layout {
   int tp = 1, pp = 1, micro = 1;
@@ -125,16 +132,16 @@ double trained_difference(const Config& cfg, const DatasetIndex& index, int step
 
 }  // namespace
 
-TEST(TensorParallel, GptAndLlamaMatchOneProcessInEveryListedLayout) {
+TEST(TensorParallel, GptLlamaAndGemmaMatchOneProcessInEveryListedLayout) {
   const auto list = layouts(world_size());
   if (list.empty()) GTEST_SKIP() << "the listed tensor-parallel layouts are for 2, 4 and 8 ranks";
   const std::string root = testref::make_token_dataset("hpct_tp_");
   const DatasetIndex index = load_dataset_index(*host_communicator(MPI_COMM_WORLD, "world"), root, 8);
   for (const Layout& l : list)
-    for (const char* layers : {kGpt, kLlama}) {
-      if (layers == kLlama && !l.llama_too) continue;
+    for (const char* layers : {kGpt, kLlama, kGemma}) {
+      if ((layers != kGpt && !l.llama_too) || (layers == kGemma && world_size() != 2)) continue;
       const double d = trained_difference(tp_config(root, layers, l, 0.05), index, 3);
-      EXPECT_LE(d, 2e-6) << (layers == kGpt ? "GPT, " : "Llama, ") << l.text();
+      EXPECT_LE(d, 2e-6) << (layers == kGpt ? "GPT, " : layers == kLlama ? "Llama, " : "Gemma 3, ") << l.text();
     }
   MPI_Barrier(MPI_COMM_WORLD);
   if (world_rank() == 0) fs::remove_all(root);

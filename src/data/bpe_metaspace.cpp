@@ -1,6 +1,6 @@
 // SentencePiece-style BPE from a Hugging Face tokenizer.json (data/bpe_vocabulary.hpp's
-// Metaspace): Llama 2's, TinyLlama's, Mistral 7B v0.1's, as the Rust `tokenizers` library runs
-// them. A space is "▁" (U+2581) and a text starts with one; the first symbols are characters,
+// Metaspace): Llama 2's, TinyLlama's, Mistral 7B v0.1's, Gemma's, as the Rust `tokenizers` library
+// runs them. A space is "▁" (U+2581) and a text starts with one (not in Gemma's); the first symbols are characters,
 // and a character outside the vocabulary is its UTF-8 bytes' <0xXX> tokens (byte_fallback); the
 // merges then run by rank as for GPT-2's byte-level BPE.
 #include <algorithm>
@@ -28,6 +28,16 @@ bool llama2_normalizer(const nlohmann::json& n) {
          replace["pattern"].value("String", "") == " " && replace.value("content", "") == kSpaceMark;
 }
 
+// Gemma's normalizer: Replace " " -> "▁" alone (no "▁" first); with a pre-tokenizer that is null
+// or a Split on " ", which the replaced text no longer holds (the pre-tokenizer runs on it).
+bool gemma_layout(const nlohmann::json& n, const nlohmann::json& pre) {
+  const auto space_pattern = [](const nlohmann::json& x) {
+    return x.contains("pattern") && x["pattern"].is_object() && x["pattern"].value("String", "") == " ";
+  };
+  if (type_of(n) != "Replace" || !space_pattern(n) || n.value("content", "") != kSpaceMark) return false;
+  return pre.is_null() || (type_of(pre) == "Split" && space_pattern(pre) && !pre.value("invert", false));
+}
+
 // The length of the UTF-8 character starting at s[0] (1 for a byte that starts none).
 std::size_t char_length(std::string_view s) {
   const auto c = static_cast<unsigned char>(s[0]);
@@ -51,10 +61,21 @@ int fallback_byte(const std::string& token) {
 
 }  // namespace
 
+bool BpeTokenizer::Vocabulary::joined_before(std::string_view text, std::size_t at) const {
+  if (metaspace.joined_before_space.empty() || at == 0) return false;
+  std::size_t begin = at - 1;
+  while (begin > 0 && (static_cast<unsigned char>(text[begin]) >> 6) == 0x2) --begin;
+  return metaspace.joins(text.substr(begin, at - begin));
+}
+
 void BpeTokenizer::Vocabulary::read_metaspace(const nlohmann::json& j, const std::string& origin) {
   const nlohmann::json norm = j.value("normalizer", nlohmann::json()), pre = j.value("pre_tokenizer", nlohmann::json());
   metaspace.on = true;
   if (llama2_normalizer(norm) && pre.is_null()) return;  // every segment gets its "▁"
+  if (gemma_layout(norm, pre)) {                         // no segment gets one
+    metaspace.prepend = Metaspace::Prepend::never;
+    return;
+  }
   if (norm.is_null() && type_of(pre) == "Metaspace" && pre.value("replacement", "") == kSpaceMark) {
     // prepend_scheme always | first | never; files older than it say add_prefix_space (true: always).
     const std::string scheme = pre.value("prepend_scheme", pre.value("add_prefix_space", true) ? "always" : "never");
@@ -68,9 +89,11 @@ void BpeTokenizer::Vocabulary::read_metaspace(const nlohmann::json& j, const std
     metaspace.split_each = pre.value("split", true);
     return;
   }
-  throw bad_input(origin + ": a byte_fallback BPE with normalizer " + (norm.is_null() ? "null" : type_of(norm)) +
-                  " and pre_tokenizer " + (pre.is_null() ? "null" : type_of(pre)) +
-                  " is not supported (Llama 2's Prepend and Replace normalizer, or a Metaspace pre-tokenizer, is)");
+  throw bad_input(
+      origin + ": a byte_fallback BPE with normalizer " + (norm.is_null() ? "null" : type_of(norm)) +
+      " and pre_tokenizer " + (pre.is_null() ? "null" : type_of(pre)) +
+      " is not supported (Llama 2's Prepend and Replace normalizer, Gemma's Replace, or a Metaspace pre-tokenizer, " +
+      "is)");
 }
 
 std::string BpeTokenizer::Vocabulary::metaspace_bytes(const std::string& token) {
@@ -96,13 +119,15 @@ void BpeTokenizer::Vocabulary::index_metaspace(const std::unordered_map<std::str
       byte_id[static_cast<std::size_t>(b)] = id;
     else if (!token.empty() && char_length(token) == token.size())
       char_id.emplace(token, id);
-    // Words are cut before a "▁" that follows another character (words()): exact only when no
-    // token holds such a pair, which merges would have to cross.
+    // Words are cut before a "▁" that follows another character (words()), but not after a
+    // character some token holds there: merges can cross only such places.
     for (std::size_t at = token.find(kSpaceMark, 1); !metaspace.split_each && at != std::string::npos;
-         at = token.find(kSpaceMark, at + 1))
-      if (at < kSpaceMark.size() || token.compare(at - kSpaceMark.size(), kSpaceMark.size(), kSpaceMark) != 0)
-        throw bad_input(origin + ": token '" + token + "' (id " + std::to_string(id) +
-                        ") has '▁' after another character: vocabularies whose tokens join words are not supported");
+         at = token.find(kSpaceMark, at + 1)) {
+      std::size_t begin = at - 1;
+      while (begin > 0 && (static_cast<unsigned char>(token[begin]) >> 6) == 0x2) --begin;
+      const std::string before = token.substr(begin, at - begin);
+      if (before != kSpaceMark && !metaspace.joins(before)) metaspace.joined_before_space.push_back(before);
+    }
   }
   for (int b = 0; b < 256; ++b)
     if (byte_id[static_cast<std::size_t>(b)] < 0) {
@@ -111,9 +136,13 @@ void BpeTokenizer::Vocabulary::index_metaspace(const std::unordered_map<std::str
       throw bad_input(origin + ": model.byte_fallback needs the 256 tokens <0x00> to <0xFF>; " + name +
                       " is not in model.vocab");
     }
-  if (eot < 0)  // the document separator: SentencePiece's begin of sequence
+  if (eot < 0)  // the document separator: SentencePiece's begin of sequence (Gemma's <bos>)
     for (const auto& [text, id] : specials)
-      if (text == "<s>") eot = id;
+      if (text == "<s>" || (text == "<bos>" && eot < 0)) eot = id;
+}
+
+bool Metaspace::joins(std::string_view before) const {
+  return std::find(joined_before_space.begin(), joined_before_space.end(), before) != joined_before_space.end();
 }
 
 std::vector<std::int32_t> BpeTokenizer::Vocabulary::symbols(std::string_view piece) const {
@@ -155,7 +184,7 @@ std::vector<std::string_view> BpeTokenizer::Vocabulary::words(std::string_view t
   std::size_t begin = 0;
   for (std::size_t at = all.find(kSpaceMark, 1); at != std::string_view::npos; at = all.find(kSpaceMark, at + 1)) {
     const bool after_mark = at >= 3 && all.substr(at - 3, 3) == kSpaceMark;
-    if (at == begin || (after_mark && !metaspace.split_each)) continue;
+    if (at == begin || (!metaspace.split_each && (after_mark || joined_before(all, at)))) continue;
     out.push_back(all.substr(begin, at - begin));
     begin = at;
   }

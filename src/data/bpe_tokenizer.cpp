@@ -9,6 +9,8 @@
 #include <array>
 #include <limits>
 #include <nlohmann/json.hpp>
+#include <queue>
+#include <queue>
 
 #include "bpe_vocabulary.hpp"
 #include "hpctrain/config/config.hpp"
@@ -120,6 +122,8 @@ std::unordered_map<std::string, std::int32_t> BpeTokenizer::Vocabulary::read_tok
     if (!vocab.contains(a["content"].get<std::string>())) all.emplace_back(a["content"].get<std::string>(), a["id"]);
     if (a.value("special", false) && a["id"].is_number_integer())
       specials.emplace_back(a["content"].get<std::string>(), a["id"].get<std::int32_t>());
+    else if (a["id"].is_number_integer())
+      ordinary.add(a["content"].get<std::string>(), a["id"].get<std::int32_t>());
   }
   const auto n = static_cast<std::int64_t>(all.size());
   bytes_of.assign(all.size(), std::string());
@@ -146,7 +150,10 @@ std::unordered_map<std::string, std::int32_t> BpeTokenizer::Vocabulary::read_tok
   if (!added && eot >= 0) specials.emplace_back(bytes_of[static_cast<std::size_t>(eot)], eot);
   std::stable_sort(specials.begin(), specials.end(),
                    [](const auto& a, const auto& b) { return a.first.size() > b.first.size(); });
-  if (metaspace.on) return id_of;  // (its byte tokens: index_metaspace)
+  for (const auto& a : added ? *added : nlohmann::json::array())
+    if (a["id"].is_number_integer()) with_specials.add(a["content"].get<std::string>(), a["id"].get<std::int32_t>());
+  for (const auto& [text, id] : specials) with_specials.add(text, id);  // (GPT-2's files: its <|endoftext|>)
+  if (metaspace.on) return id_of;                                       // (its byte tokens: index_metaspace)
   byte_id.fill(-1);
   for (std::size_t k = 0; k < bytes_of.size(); ++k)
     if (bytes_of[k].size() == 1) byte_id[static_cast<unsigned char>(bytes_of[k][0])] = static_cast<std::int32_t>(k);
@@ -385,32 +392,60 @@ std::vector<std::string_view> BpeTokenizer::cut(std::string_view text, std::size
   });
 }
 
+namespace {
+// One pair of neighbours the merges may join: its rank, where its left symbol is, what it makes.
+struct Candidate {
+  std::int32_t rank, pos, id;
+  bool operator<(const Candidate& o) const {  // (the priority queue's top: the lowest rank, then the leftmost)
+    return rank != o.rank ? rank > o.rank : pos > o.pos;
+  }
+};
+}  // namespace
+
+// Hugging Face's Word::merge_all (tokenizers' bpe/word.rs): the lowest-ranked pair of neighbours,
+// the leftmost of equal ones, is merged, and the pairs it makes with its neighbours become
+// candidates, until no pair has a merge. (GPT-2's bpe() merges every occurrence of the best pair at
+// once: the same for merges learned in order, as GPT-2's and Llama 3's; not for a SentencePiece
+// vocabulary's, whose merges can make a run of spaces before the pieces it is made of: Gemma's.)
+std::vector<std::int32_t> BpeTokenizer::merged(std::vector<std::int32_t> word) const {
+  const auto n = static_cast<std::int32_t>(word.size());
+  if (n < 2) return word;
+  std::vector<std::int32_t> prev(word.size()), next(word.size());
+  std::priority_queue<Candidate> queue;
+  const auto consider = [&](std::int32_t left, std::int32_t right) {
+    const auto m =
+        vocab_->merges.find(bpe_pair_key(word[static_cast<std::size_t>(left)], word[static_cast<std::size_t>(right)]));
+    if (m != vocab_->merges.end()) queue.push({m->second.rank, left, m->second.id});
+  };
+  for (std::int32_t i = 0; i < n; ++i) {
+    prev[static_cast<std::size_t>(i)] = i - 1, next[static_cast<std::size_t>(i)] = i + 1 < n ? i + 1 : -1;
+    if (i + 1 < n) consider(i, i + 1);
+  }
+  while (!queue.empty()) {
+    const Candidate c = queue.top();
+    queue.pop();
+    const auto at = static_cast<std::size_t>(c.pos);
+    if (word[at] < 0 || next[at] < 0) continue;  // (merged into its left neighbour, or the last)
+    const auto right = static_cast<std::size_t>(next[at]);
+    const auto m = vocab_->merges.find(bpe_pair_key(word[at], word[right]));
+    if (m == vocab_->merges.end() || m->second.id != c.id) continue;  // (a stale candidate)
+    word[at] = c.id, word[right] = -1;
+    next[at] = next[right];
+    if (next[at] >= 0) prev[static_cast<std::size_t>(next[at])] = c.pos;
+    if (prev[at] >= 0) consider(prev[at], c.pos);
+    if (next[at] >= 0) consider(c.pos, next[at]);
+  }
+  word.erase(std::remove(word.begin(), word.end(), -1), word.end());
+  return word;
+}
+
 void BpeTokenizer::merge_piece(std::string_view piece, std::vector<std::int32_t>& out) {
   const auto hit = cache_.find(std::string(piece));
   if (hit != cache_.end()) {
     out.insert(out.end(), hit->second.begin(), hit->second.end());
     return;
   }
-  std::vector<std::int32_t> word = vocab_->symbols(piece);
-  while (word.size() > 1) {  // GPT-2's bpe(): the lowest-ranked pair, merged wherever it occurs
-    BpeMerge best{std::numeric_limits<std::int32_t>::max(), -1};
-    std::uint64_t best_key = 0;
-    for (std::size_t i = 0; i + 1 < word.size(); ++i) {
-      const auto m = vocab_->merges.find(bpe_pair_key(word[i], word[i + 1]));
-      if (m != vocab_->merges.end() && m->second.rank < best.rank) best = m->second, best_key = m->first;
-    }
-    if (best.id < 0) break;
-    std::size_t w = 0;
-    for (std::size_t i = 0; i < word.size(); ++w) {
-      if (i + 1 < word.size() && bpe_pair_key(word[i], word[i + 1]) == best_key) {
-        word[w] = best.id;
-        i += 2;
-      } else {
-        word[w] = word[i++];
-      }
-    }
-    word.resize(w);
-  }
+  std::vector<std::int32_t> word = merged(vocab_->symbols(piece));
   if (cache_.size() > (1u << 20)) cache_.clear();  // bounded: a long import meets many rare pieces
   out.insert(out.end(), word.begin(), word.end());
   cache_.emplace(std::string(piece), std::move(word));
@@ -418,43 +453,40 @@ void BpeTokenizer::merge_piece(std::string_view piece, std::vector<std::int32_t>
 
 std::vector<std::int32_t> BpeTokenizer::encode_with_specials(std::string_view text) {
   std::vector<std::int32_t> out;
-  // Each special token's next place at or after `at`, found again only once `at` passes it (a
-  // text is scanned about once per special token, not once per special token found).
-  std::vector<std::size_t> next;
-  for (const auto& sp : vocab_->specials) next.push_back(text.find(sp.first));
-  for (std::size_t at = 0; at <= text.size();) {
-    std::size_t found = std::string_view::npos;
-    const std::pair<std::string, std::int32_t>* which = nullptr;
-    for (std::size_t k = 0; k < next.size(); ++k) {  // the earliest; at one place the longest (listed first)
-      if (next[k] != std::string_view::npos && next[k] < at) next[k] = text.find(vocab_->specials[k].first, at);
-      if (next[k] < found) found = next[k], which = &vocab_->specials[k];
-    }
-    encode_segment(text.substr(at, std::min(found, text.size()) - at), at == 0 ? Start::text : Start::after_special,
-                   out);
-    if (!which) break;
-    out.push_back(which->second);
-    at = found + which->first.size();
-  }
+  encode_split(text, vocab_->with_specials, Start::text, out);
   return out;
 }
 
 std::vector<std::int32_t> BpeTokenizer::encode(std::string_view text) {
   std::vector<std::int32_t> out;
   out.reserve(text.size() / 3);
-  encode_segment(text, Start::text, out);
+  encode_split(text, vocab_->ordinary, Start::text, out);
   return out;
+}
+
+void BpeTokenizer::encode_split(std::string_view text, const AddedTokens& added, Start start,
+                                std::vector<std::int32_t>& out) {
+  for (std::size_t at = 0;;) {
+    const AddedTokens::Match m = added.find(text, at);
+    encode_segment(text.substr(at, std::min(m.at, text.size()) - at), start, out);
+    if (m.id < 0) return;
+    out.push_back(m.id);
+    at = m.at + m.size;
+    start = Start::after_special;
+  }
 }
 
 std::vector<std::string_view> BpeTokenizer::parts(std::string_view text, std::size_t target) const {
   if (!vocab_->metaspace.on) return cut(text, target);
-  return cut_where(text, target,
-                   [](std::string_view s, std::size_t at) { return s[at] == ' ' && visible_ascii(s[at - 1]); });
+  return cut_where(text, target, [&](std::string_view s, std::size_t at) {
+    return s[at] == ' ' && visible_ascii(s[at - 1]) && !vocab_->joined_before(s, at);
+  });
 }
 
 std::vector<std::int32_t> BpeTokenizer::encode_part(std::string_view part, bool first) {
   std::vector<std::int32_t> out;
   out.reserve(part.size() / 3);
-  encode_segment(part, first ? Start::text : Start::inside, out);
+  encode_split(part, vocab_->ordinary, first ? Start::text : Start::inside, out);
   return out;
 }
 

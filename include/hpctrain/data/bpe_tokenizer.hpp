@@ -45,6 +45,8 @@ class BpeTokenizer {
   // encode, but a special token's text (tokenizer.json's added_tokens marked special; GPT-2's
   // <|endoftext|>) is that token, as Hugging Face's tokenizer(text) splits them out (a prompt in a
   // chat template); encode keeps them text, as tiktoken's encode_ordinary and import-text do.
+  // Both split out the added tokens not marked special (Gemma's runs of newlines, Qwen2.5's
+  // <tool_call>), as Hugging Face always does.
   std::vector<std::int32_t> encode_with_specials(std::string_view text);
   // The tokens' bytes, concatenated (SentencePiece-style: the space encode put first stays, as
   // generation streams it; Hugging Face's decode drops it).
@@ -84,11 +86,14 @@ class BpeTokenizer {
  private:
   explicit BpeTokenizer(std::shared_ptr<const Vocabulary> v);
   void merge_piece(std::string_view piece, std::vector<std::int32_t>& out);
+  std::vector<std::int32_t> merged(std::vector<std::int32_t> word) const;  // the merges applied
   // Where a text encode_segment encodes starts: at the start of a text, after a special token,
   // or inside a text (a part of parts() but the first). A SentencePiece-style "▁" goes first at
   // a text's start, after a special token with Llama 2's normalizer, never inside.
   enum class Start { text, after_special, inside };
   void encode_segment(std::string_view text, Start start, std::vector<std::int32_t>& out);
+  // encode_segment on the texts between the added tokens `added` finds, and those tokens' ids.
+  void encode_split(std::string_view text, const class AddedTokens& added, Start start, std::vector<std::int32_t>& out);
 
   std::shared_ptr<const Vocabulary> vocab_;
   std::unordered_map<std::string, std::vector<std::int32_t>> cache_;  // piece -> ids

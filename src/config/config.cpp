@@ -236,7 +236,7 @@ void check_architecture(const Config& cfg, const std::map<std::string, RawValue>
       continue;
     const bool dims = m.arch == Arch::layers;
     throw bad_input(where_of(k.name()) + ": [model] " + k.key + " is a key of arch = " + arch_names(k.archs) +
-                    (dims ? ": set [model] arch (or leave the key out)" : ", not of arch = " + arch) +
+                    ", not of arch = " + arch + (dims ? ": set [model] arch (or leave the key out)" : "") +
                     (m.arch == Arch::llama && (k.key == "bias" || k.key == "dropout")
                          ? " (arch = llama has no dropout; biases: [model] qkv_bias, Qwen2's)"
                          : ""));

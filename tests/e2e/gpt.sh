@@ -143,7 +143,7 @@ expect_error "n_embd not a multiple of n_head" "does not divide into n_head = 5 
   run 1 "${gpt[@]}" --set model.n_head=5 --dry-run
 expect_error "vocab_size against the dataset's" "vocab_size = 7, but the dataset's vocabulary has $vocab tokens" \
   run 1 "${gpt[@]}" --set model.vocab_size=7 --dry-run
-expect_error "a dimension without arch" "set \[model\] arch = gpt" run 1 --set model.n_layer=2 --dry-run
+expect_error "a dimension without arch" "n_layer is a key of arch = gpt or llama, not of arch = layers: set \[model\] arch" run 1 --set model.n_layer=2 --dry-run
 
 # Training, exact and elastic resume.
 run 1 >a.log 2>&1

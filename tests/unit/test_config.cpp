@@ -410,7 +410,8 @@ TEST(ConfigErrors, CrossKeyChecks) {
   EXPECT_NE(error_of("[model]\narch = gpt\nn_layer = 1\nn_head = 2\nn_embd = 8\nsandwich_norm = true\n")
                 .find("sandwich_norm is a key of arch = llama, not of arch = gpt"),
             std::string::npos);
-  EXPECT_NE(error_of("[model]\nn_layer = 2\n").find("n_layer is a key of arch = gpt or llama: set [model] arch"),
+  EXPECT_NE(error_of("[model]\nn_layer = 2\n")
+                .find("n_layer is a key of arch = gpt or llama, not of arch = layers: set [model] arch"),
             std::string::npos);
   EXPECT_NE(error_of(llama + "bias = false\n")
                 .find("bias is a key of arch = gpt, not of arch = llama (arch = llama has no dropout"),

@@ -38,6 +38,13 @@ bool gemma_layout(const nlohmann::json& n, const nlohmann::json& pre) {
   return pre.is_null() || (type_of(pre) == "Split" && space_pattern(pre) && !pre.value("invert", false));
 }
 
+// The UTF-8 character of `s` that ends before `at` (> 0).
+std::string_view char_before(std::string_view s, std::size_t at) {
+  std::size_t begin = at - 1;
+  while (begin > 0 && (static_cast<unsigned char>(s[begin]) >> 6) == 0x2) --begin;
+  return s.substr(begin, at - begin);
+}
+
 // The length of the UTF-8 character starting at s[0] (1 for a byte that starts none).
 std::size_t char_length(std::string_view s) {
   const auto c = static_cast<unsigned char>(s[0]);
@@ -62,10 +69,7 @@ int fallback_byte(const std::string& token) {
 }  // namespace
 
 bool BpeTokenizer::Vocabulary::joined_before(std::string_view text, std::size_t at) const {
-  if (metaspace.joined_before_space.empty() || at == 0) return false;
-  std::size_t begin = at - 1;
-  while (begin > 0 && (static_cast<unsigned char>(text[begin]) >> 6) == 0x2) --begin;
-  return metaspace.joins(text.substr(begin, at - begin));
+  return !metaspace.joined_before_space.empty() && at > 0 && metaspace.joins(char_before(text, at));
 }
 
 void BpeTokenizer::Vocabulary::read_metaspace(const nlohmann::json& j, const std::string& origin) {
@@ -123,10 +127,8 @@ void BpeTokenizer::Vocabulary::index_metaspace(const std::unordered_map<std::str
     // character some token holds there: merges can cross only such places.
     for (std::size_t at = token.find(kSpaceMark, 1); !metaspace.split_each && at != std::string::npos;
          at = token.find(kSpaceMark, at + 1)) {
-      std::size_t begin = at - 1;
-      while (begin > 0 && (static_cast<unsigned char>(token[begin]) >> 6) == 0x2) --begin;
-      const std::string before = token.substr(begin, at - begin);
-      if (before != kSpaceMark && !metaspace.joins(before)) metaspace.joined_before_space.push_back(before);
+      const std::string_view before = char_before(token, at);
+      if (before != kSpaceMark && !metaspace.joins(before)) metaspace.joined_before_space.emplace_back(before);
     }
   }
   for (int b = 0; b < 256; ++b)

@@ -10,7 +10,6 @@
 #include <limits>
 #include <nlohmann/json.hpp>
 #include <queue>
-#include <queue>
 
 #include "bpe_vocabulary.hpp"
 #include "hpctrain/config/config.hpp"
@@ -119,11 +118,15 @@ std::unordered_map<std::string, std::int32_t> BpeTokenizer::Vocabulary::read_tok
   for (const auto& a : added ? *added : nlohmann::json::array()) {
     if (!a.is_object() || !a.contains("content") || !a.contains("id") || !a["content"].is_string())
       throw bad_input(origin + ": added_tokens: expected objects with content and id");
-    if (!vocab.contains(a["content"].get<std::string>())) all.emplace_back(a["content"].get<std::string>(), a["id"]);
-    if (a.value("special", false) && a["id"].is_number_integer())
-      specials.emplace_back(a["content"].get<std::string>(), a["id"].get<std::int32_t>());
-    else if (a["id"].is_number_integer())
-      ordinary.add(a["content"].get<std::string>(), a["id"].get<std::int32_t>());
+    const std::string content = a["content"].get<std::string>();
+    if (!vocab.contains(content)) all.emplace_back(content, a["id"]);
+    if (!a["id"].is_number_integer()) continue;  // (refused below)
+    const auto id = a["id"].get<std::int32_t>();
+    with_specials.add(content, id);
+    if (a.value("special", false))
+      specials.emplace_back(content, id);
+    else
+      ordinary.add(content, id);
   }
   const auto n = static_cast<std::int64_t>(all.size());
   bytes_of.assign(all.size(), std::string());
@@ -147,13 +150,8 @@ std::unordered_map<std::string, std::int32_t> BpeTokenizer::Vocabulary::read_tok
   }
   // GPT-2's own files list no added tokens: its end of text is its special token (as Hugging
   // Face's GPT2Tokenizer and tiktoken's allowed_special take it).
-  if (!added && eot >= 0) specials.emplace_back(bytes_of[static_cast<std::size_t>(eot)], eot);
-  std::stable_sort(specials.begin(), specials.end(),
-                   [](const auto& a, const auto& b) { return a.first.size() > b.first.size(); });
-  for (const auto& a : added ? *added : nlohmann::json::array())
-    if (a["id"].is_number_integer()) with_specials.add(a["content"].get<std::string>(), a["id"].get<std::int32_t>());
-  for (const auto& [text, id] : specials) with_specials.add(text, id);  // (GPT-2's files: its <|endoftext|>)
-  if (metaspace.on) return id_of;                                       // (its byte tokens: index_metaspace)
+  if (!added && eot >= 0) with_specials.add(bytes_of[static_cast<std::size_t>(eot)], eot);
+  if (metaspace.on) return id_of;  // (its byte tokens: index_metaspace)
   byte_id.fill(-1);
   for (std::size_t k = 0; k < bytes_of.size(); ++k)
     if (bytes_of[k].size() == 1) byte_id[static_cast<unsigned char>(bytes_of[k][0])] = static_cast<std::int32_t>(k);

@@ -53,7 +53,7 @@ struct BpeTokenizer::Vocabulary {
   std::unordered_map<std::uint64_t, BpeMerge> merges;  // (left id, right id) -> rank, merged id
   std::int32_t eot = -1;
   std::vector<std::int32_t> prefix;                            // the post-processor's special tokens before a sequence
-  std::vector<std::pair<std::string, std::int32_t>> specials;  // special tokens' texts and ids, longest first
+  std::vector<std::pair<std::string, std::int32_t>> specials;  // special tokens' texts and ids (<s>, <bos>: eot)
   // Added tokens found in raw text as Hugging Face's tokenizers find them: `ordinary` those not
   // marked special (always, as Hugging Face splits them: Gemma's "\n\n", Qwen2.5's <tool_call>),
   // `with_specials` every one (encode_with_specials).

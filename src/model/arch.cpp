@@ -58,24 +58,21 @@ std::string llama_layers(const LlamaDims& d) {
                                   : "mlp.gate_up:linear(" + std::to_string(2 * d.ffn_dim) +
                                         ", bias=0, tp=column, parts=2) " + (d.geglu ? "geglu " : "swiglu ") + down;
   // Named after Hugging Face's LlamaForCausalLM (Gemma2/3ForCausalLM's with sandwich_norm) where a
-  // name carries over; {} is the layer's index.
-  auto block = [&](const std::string& attention_args) {
+  // name carries over; h: "h.{}" in repeat(), else the layer's name.
+  auto block = [&](const std::string& h, const std::string& attention_args) {
     const std::string attention = "self_attn:attention(" + attention_args + ", proj_std=" + proj_std + ")";
     if (d.sandwich_norm)
-      return "h.{}:res(input_layernorm:" + norm + " " + attention + " post_attention_layernorm:" + norm +
-             ") h.{}:res(pre_feedforward_layernorm:" + norm + " " + mlp + " post_feedforward_layernorm:" + norm + ")";
-    return "h.{}:res(input_layernorm:" + norm + " " + attention + ") h.{}:res(post_attention_layernorm:" + norm + " " +
-           mlp + ")";
+      return h + ":res(input_layernorm:" + norm + " " + attention + " post_attention_layernorm:" + norm + ") " + h +
+             ":res(pre_feedforward_layernorm:" + norm + " " + mlp + " post_feedforward_layernorm:" + norm + ")";
+    return h + ":res(input_layernorm:" + norm + " " + attention + ") " + h + ":res(post_attention_layernorm:" + norm +
+           " " + mlp + ")";
   };
   std::string layers;
   if (d.rope_local_theta > 0) {  // (the layers differ: each written out)
-    for (std::int64_t i = 0; i < d.n_layer; ++i) {
-      std::string b = block(llama_attention_args(d, i));
-      for (auto at = b.find("{}"); at != std::string::npos; at = b.find("{}")) b.replace(at, 2, std::to_string(i));
-      layers += (i ? " " : "") + b;
-    }
+    for (std::int64_t i = 0; i < d.n_layer; ++i)
+      layers += (i ? " " : "") + block("h." + std::to_string(i), llama_attention_args(d, i));
   } else {
-    layers = "repeat(" + std::to_string(d.n_layer) + ", " + block(llama_attention_args(d, 0)) + ")";
+    layers = "repeat(" + std::to_string(d.n_layer) + ", " + block("h.{}", llama_attention_args(d, 0)) + ")";
   }
   char root[32];  // (Gemma's normalizer: sqrt(n_embd) rounded to float32, printed to round-trip)
   std::snprintf(root, sizeof(root), "%.9g",

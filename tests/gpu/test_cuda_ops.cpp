@@ -486,29 +486,24 @@ TEST_F(CudaOps, SequenceModelOps) {
     rope_rotate(dr, heads, heads, freq, 5, true);
     expect_close("rope_rotate inverse", before, dr, 1e-6);
   }
-  // SwiGLU: element-wise, the same float operations (1e-6).
-  {
+  // SwiGLU (the same float operations: 1e-6) and GeGLU (tanhf against std::tanh: 1e-5), element-wise.
+  struct Gated {
+    const char* name;
+    void (*forward)(const Tensor&, Tensor&);
+    void (*backward)(const Tensor&, const Tensor&, Tensor&);
+    double tolerance;
+  };
+  for (const Gated& op :
+       {Gated{"swiglu", swiglu_forward, swiglu_backward, 1e-6}, Gated{"geglu", geglu_forward, geglu_backward, 1e-5}}) {
     Tensor half = Tensor::zeros({n, t, c / 2}, host_), dhalf = Tensor::zeros({n, t, c / 2}, dev_);
-    swiglu_forward(x, half);
-    swiglu_forward(dx, dhalf);
-    expect_close("swiglu_forward", half, dhalf, 1e-6);
+    op.forward(x, half);
+    op.forward(dx, dhalf);
+    expect_close((std::string(op.name) + "_forward").c_str(), half, dhalf, op.tolerance);
     Tensor gh = random({n, t, c / 2}, 50), dgh = on_gpu(gh);
     Tensor gx = Tensor::zeros(x.shape(), host_), dgx = Tensor::zeros(x.shape(), dev_);
-    swiglu_backward(x, gh, gx);
-    swiglu_backward(dx, dgh, dgx);
-    expect_close("swiglu_backward", gx, dgx, 1e-6);
-  }
-  // GeGLU (Gemma's): element-wise, tanhf against std::tanh (1e-5).
-  {
-    Tensor half = Tensor::zeros({n, t, c / 2}, host_), dhalf = Tensor::zeros({n, t, c / 2}, dev_);
-    geglu_forward(x, half);
-    geglu_forward(dx, dhalf);
-    expect_close("geglu_forward", half, dhalf, 1e-5);
-    Tensor gh = random({n, t, c / 2}, 52), dgh = on_gpu(gh);
-    Tensor gx = Tensor::zeros(x.shape(), host_), dgx = Tensor::zeros(x.shape(), dev_);
-    geglu_backward(x, gh, gx);
-    geglu_backward(dx, dgh, dgx);
-    expect_close("geglu_backward", gx, dgx, 1e-5);
+    op.backward(x, gh, gx);
+    op.backward(dx, dgh, dgx);
+    expect_close((std::string(op.name) + "_backward").c_str(), gx, dgx, op.tolerance);
   }
 
   Tensor qkv = random({n, t, 3 * c}, 48), dqkv_in = on_gpu(qkv);

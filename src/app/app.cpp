@@ -297,23 +297,24 @@ namespace {
 
 // --dry-run, arch = gpt: training FLOPs per token as llm.c and PaLM count them: 6 N (forward and
 // backward through every parameter) + 12 n_layer n_embd block_size (attention's scores and
-// weighted sums), per step, and a step's time at an H100/H200's 989 TFLOP/s (bf16 dense) at
-// 100% and at 40% model FLOPs utilization.
+// weighted sums; with sliding windows the positions attended on average instead of block_size), per step, and a step's
+// time at an H100/H200's 989 TFLOP/s (bf16 dense) at 100% and at 40% model FLOPs utilization.
 std::string describe_flops(const Config& cfg, const Model& model) {
   if (cfg.model.arch == Arch::layers) return "";
   std::int64_t n = 0;  // (the whole model's, split over tensor-parallel ranks or not)
   for (const ParamInfo& p : model.all_param_info()) n += numel(p.global_shape);
-  const double per_token = gpt_flops_per_token(n, cfg.model.n_layer, cfg.model.attention_width(), cfg.model.block_size);
+  const double span = cfg.model.attention_span(cfg.model.block_size);  // (block_size without sliding windows)
+  const double per_token = gpt_flops_per_token(n, cfg.model.n_layer, cfg.model.attention_width(), span);
   const double per_step = per_token * static_cast<double>(cfg.train.global_batch * cfg.model.block_size);
   const double peak = 989e12;
   char line[400];
   std::snprintf(line, sizeof(line),
-                "Compute: %.3g FLOPs per token (6 x %lld parameters + 12 x %ld layers x %ld wide x %ld context), "
+                "Compute: %.3g FLOPs per token (6 x %lld parameters + 12 x %ld layers x %ld wide x %.6g %s), "
                 "%.3g per step of %ld tokens; one H100/H200 at 989 TFLOP/s (bf16 dense): %.2f s a step at 100%% "
                 "MFU, %.2f s at 40%%\n",
-                per_token, static_cast<long long>(n), cfg.model.n_layer, cfg.model.attention_width(),
-                cfg.model.block_size, per_step, cfg.train.global_batch * cfg.model.block_size, per_step / peak,
-                per_step / (0.4 * peak));
+                per_token, static_cast<long long>(n), cfg.model.n_layer, cfg.model.attention_width(), span,
+                cfg.model.sliding_window > 0 ? "positions attended, on average over the layers" : "context", per_step,
+                cfg.train.global_batch * cfg.model.block_size, per_step / peak, per_step / (0.4 * peak));
   return line;
 }
 

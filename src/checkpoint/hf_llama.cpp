@@ -11,7 +11,9 @@
 // MLP, norms by 1 + weight, the embeddings scaled by sqrt(hidden_size) ([model] mlp = geglu,
 // norm_offset, embed_scale); Gemma 3 adds the weighted QK-norm, norms after attention and the MLP
 // (pre_feedforward_layernorm, post_feedforward_layernorm: [model] sandwich_norm) and local layers
-// of another rotary base ([model] rope_local_theta, global_every).
+// of another rotary base ([model] rope_local_theta, global_every). Sliding windows ([model]
+// sliding_window): Mistral's and Phi-3's on every layer, Gemma 3's on its local layers, Qwen2's and
+// Qwen3's (use_sliding_window) on the layers from max_window_layers on.
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
@@ -68,6 +70,35 @@ void gemma_options(const Json& c, const std::string& type, const std::string& fi
   if (d.global_every < 1) throw bad_input(file + ": \"sliding_window_pattern\" = 0: no layer would be global");
 }
 
+// Hugging Face's sliding_window, on the layers that take it (each model's *Config and its layer_types).
+void window_options(const Json& c, const std::string& type, const std::string& file, LlamaDims& d) {
+  const bool qwen = type == "qwen2" || type == "qwen3";
+  if (!c.contains("sliding_window") || c["sliding_window"].is_null() || (qwen && !c.value("use_sliding_window", false)))
+    return;  // (Qwen's published files leave use_sliding_window false: no window)
+  const std::int64_t window = whole(c, "sliding_window", file);
+  if (window < 1)
+    throw bad_input(file + ": \"sliding_window\" = " + std::to_string(window) +
+                    ": a query would attend over no position (null: no window)");
+  if (type == "gemma3_text") {  // (its local layers: gemma_options)
+    d.sliding_window = window;
+    return;
+  }
+  std::int64_t from = 0;  // the first windowed layer
+  if (c.contains("layer_types") && !c["layer_types"].is_null()) {
+    const std::int64_t period = global_period(c["layer_types"], d.n_layer, file);
+    from = period == 1 ? d.n_layer : 0;
+    d.global_every = period > d.n_layer ? 0 : period;
+  } else if (qwen) {
+    from = std::min(whole(c, "max_window_layers", file, 28), d.n_layer);  // (Qwen2Config's default)
+    if (from > 0 && from < d.n_layer)
+      throw bad_input(file + ": \"max_window_layers\" = " + std::to_string(from) + " of " + std::to_string(d.n_layer) +
+                      " layers: hpctrain windows every layer (0) or every layer but " +
+                      "each Nth, not the layers from one on");
+  }
+  if (from < d.n_layer) d.sliding_window = window;
+  if (d.global_every == 1) d.global_every = 0;  // (every layer global: no window)
+}
+
 LlamaDims llama_dims(const Json& c, const std::string& type, const std::string& file) {
   LlamaDims d;
   d.n_layer = whole(c, "num_hidden_layers", file);
@@ -107,6 +138,7 @@ LlamaDims llama_dims(const Json& c, const std::string& type, const std::string& 
     d.rope_context = whole(s, "original_max_position_embeddings", file + " rope_scaling");
   }
   if (is_gemma(type)) gemma_options(c, type, file, d);
+  window_options(c, type, file, d);
   return d;
 }
 
@@ -135,8 +167,9 @@ std::string llama_deck(const LlamaDims& d, std::int64_t context) {
   if (d.norm_offset) line("norm_offset", "true");
   if (d.embed_scale) line("embed_scale", "true");
   if (d.sandwich_norm) line("sandwich_norm", "true");
-  if (d.rope_local_theta)
-    line("rope_local_theta", std::to_string(d.rope_local_theta)), line("global_every", std::to_string(d.global_every));
+  if (d.rope_local_theta) line("rope_local_theta", std::to_string(d.rope_local_theta));
+  if (d.global_every) line("global_every", std::to_string(d.global_every));
+  if (d.sliding_window) line("sliding_window", std::to_string(d.sliding_window));
   line("block_size", std::to_string(context));
   return ini;
 }
@@ -230,20 +263,10 @@ Imported import_llama_layout(const Json& c, Tensors hf, const std::string& file,
   const std::string type = c.value("model_type", "");
   const LlamaDims d = llama_dims(c, type, file);
   expect_layers(d.n_layer, hf.size(), file, "num_hidden_layers");
-  // Mistral (model_type mistral: Llama's tensors) attends over the last sliding_window positions;
-  // within that many its attention is causal attention over all of them, so that is the context.
   const std::int64_t positions = whole(c, "max_position_embeddings", file, 2048);
-  // (Qwen2's sliding_window applies only with use_sliding_window, which its published files leave off)
-  // (Gemma 3's local layers attend over sliding_window positions, its global ones over all)
-  const bool qwen = type == "qwen2" || type == "qwen3";
-  const bool windowed =
-      c.contains("sliding_window") && !c["sliding_window"].is_null() && (!qwen || c.value("use_sliding_window", false));
-  const std::int64_t window = windowed ? whole(c, "sliding_window", file) : positions;
-  if (positions < 1 || window < 1)
-    throw bad_input(file + ": \"" + (window < 1 ? "sliding_window" : "max_position_embeddings") +
-                    "\" = 0: the model's context would hold no position");
-  const std::int64_t context = std::min(positions, window);
-  Imported out{llama_deck(d, context), llama_layers(d), {}};
+  if (positions < 1)
+    throw bad_input(file + ": \"max_position_embeddings\" = 0: the model's context would hold no position");
+  Imported out{llama_deck(d, positions), llama_layers(d), {}};
   for (const auto& [theirs, ours] : direct_names(d.n_layer, d.tie_embeddings, d.qk_norm_weight, d.sandwich_norm)) {
     out.tensors.push_back(renamed(take(hf, theirs, direct_shape(theirs, d), dir), ours));
   }
@@ -274,8 +297,8 @@ Imported llama_import(const Json& c, Tensors hf, const std::string& file, const 
 }
 
 namespace {
-// The model_type whose class computes deck `m` (arch = llama): llama, qwen2, qwen3, gemma or
-// gemma3_text; bad_input naming the keys when no class does.
+// The model_type whose class computes deck `m` (arch = llama): llama, mistral (a window on every
+// layer), qwen2, qwen3, gemma or gemma3_text; bad_input naming the keys when no class does.
 std::string export_type(const ModelConfig& m) {
   const bool gemma = m.mlp == Mlp::geglu || m.norm_offset || m.embed_scale;
   const bool gemma3_parts = m.sandwich_norm || m.rope_local_theta > 0;
@@ -293,8 +316,13 @@ std::string export_type(const ModelConfig& m) {
   if (gemma3_parts && !(gemma && m.sandwich_norm && m.qk_norm_weight))
     refuse("sandwich_norm or rope_local_theta without Gemma 3's other keys");
   if (gemma && m.qk_norm_weight && !m.sandwich_norm) refuse("Gemma's keys and qk_norm_weight without sandwich_norm");
+  if (m.sliding_window > 0 && m.global_every > 0 && !gemma3_parts)
+    refuse("sliding_window with global_every outside Gemma 3 (Mistral's and Qwen's windows are on every layer)");
+  if (m.sliding_window > 0 && gemma && !m.sandwich_norm) refuse("sliding_window with Gemma's keys (Gemma 3's only)");
   if (gemma) return m.sandwich_norm ? "gemma3_text" : "gemma";
-  return m.qkv_bias ? "qwen2" : m.qk_norm_weight ? "qwen3" : "llama";
+  if (m.qkv_bias) return "qwen2";
+  if (m.qk_norm_weight) return "qwen3";
+  return m.sliding_window > 0 ? "mistral" : "llama";
 }
 
 // config.json's keys of Gemma and Gemma 3 (modeling_gemma.py, modeling_gemma3.py) beside Llama's.
@@ -302,11 +330,12 @@ void gemma_config(const ModelConfig& m, const std::string& type, Json& c) {
   c.erase("hidden_act"), c.erase("mlp_bias");
   c["hidden_activation"] = "gelu_pytorch_tanh";
   if (type == "gemma") return;
-  const std::int64_t every = m.rope_local_theta > 0 ? m.global_every : 1;  // (none: every layer global)
+  const std::int64_t every = m.global_every > 0 ? m.global_every : 1;  // (none: every layer global)
   Json kinds = Json::array();
   for (long i = 0; i < m.n_layer; ++i) kinds.push_back((i + 1) % every == 0 ? "full_attention" : "sliding_attention");
   c["layer_types"] = kinds, c["sliding_window_pattern"] = every;
-  c["sliding_window"] = m.block_size;  // (trained on windows of block_size: the local layers saw no farther)
+  // (no window: trained on windows of block_size, so the local layers saw no farther)
+  c["sliding_window"] = m.sliding_window > 0 ? m.sliding_window : m.block_size;
   c["rope_local_base_freq"] = static_cast<double>(m.rope_local_theta > 0 ? m.rope_local_theta : m.rope_theta);
   c["query_pre_attn_scalar"] = m.attention_width() / m.n_head;
   c["attn_logit_softcapping"] = nullptr, c["final_logit_softcapping"] = nullptr;
@@ -336,9 +365,13 @@ Exported llama_export(const std::vector<LazyTensor>& ours, const ModelConfig& m,
   const RopeScalingKey r = rope_scaling_of(m.rope_scaling);
   const std::string type = export_type(m);
   out.config["architectures"] = {llama_class(type)}, out.config["model_type"] = type;
-  if (type == "qwen2" || type == "qwen3")
-    out.config["use_sliding_window"] = false, out.config["sliding_window"] = nullptr;
-  if (type == "qwen2") out.config.erase("attention_bias"), out.config.erase("mlp_bias");  // (Qwen2's has neither)
+  if (type == "qwen2" || type == "qwen3") {  // (a window: on every layer, from max_window_layers 0 on)
+    out.config["use_sliding_window"] = m.sliding_window > 0, out.config["max_window_layers"] = 0;
+    out.config["sliding_window"] = m.sliding_window > 0 ? Json(m.sliding_window) : Json(nullptr);
+  }
+  if (type == "mistral") out.config["sliding_window"] = m.sliding_window;
+  if (type == "qwen2" || type == "mistral")  // (their configurations have neither)
+    out.config.erase("attention_bias"), out.config.erase("mlp_bias");
   if (is_gemma(type)) gemma_config(m, type, out.config);
   if (r.factor > 0)
     out.config["rope_scaling"] = {{"rope_type", "llama3"},

@@ -215,9 +215,9 @@ void check_llama(const ModelConfig& m, const std::function<std::string(const std
   if (m.rope_local_theta > 0 && m.global_every < 1)
     throw bad_input(where_of("model.rope_local_theta") + ": [model] rope_local_theta needs [model] global_every >= 1 " +
                     "(the period of the global layers, Gemma 3's 6)");
-  if (m.global_every > 0 && m.rope_local_theta < 1)
-    throw bad_input(where_of("model.global_every") + ": [model] global_every needs [model] rope_local_theta " +
-                    "(the local layers' rotary base, Gemma 3's 10000)");
+  if (m.global_every > 0 && m.rope_local_theta < 1 && m.sliding_window < 1)
+    throw bad_input(where_of("model.global_every") + ": [model] global_every needs [model] rope_local_theta or " +
+                    "sliding_window (what makes the local layers local: Gemma 3's 10000 and 512)");
 }
 
 // The arch names of KeySpec::archs, "gpt llama" -> "gpt or llama".

@@ -315,9 +315,15 @@ void model_keys(std::vector<KeySpec>& k) {
       .range(0, kMaxCount)
       .of_archs("llama");
   s.key("global_every", &ModelConfig::global_every,
-        "arch = llama: with rope_local_theta, layer i is global (rope_theta) when i + 1 is a multiple of this "
-        "(Gemma 3: 6); 0 = none")
+        "arch = llama: with rope_local_theta or sliding_window, layer i is global (rope_theta, every position) when "
+        "i + 1 is a multiple of this, the others local (Gemma 3: 6); 0 = every layer local")
       .range(0, 1 << 20)
+      .of_archs("llama");
+  s.key("sliding_window", &ModelConfig::sliding_window,
+        "arch = llama: the local layers' queries attend over the last this many positions, their own included "
+        "(Hugging Face's sliding_window: Mistral 7B v0.1's 4096 on every layer, Gemma 3's 512 with global_every); "
+        "0 = every earlier position")
+      .range(0, 1 << 30)
       .of_archs("llama");
   s.key("attention_mask", &ModelConfig::attention_mask,
         "language models: causal, or document (no attention across the tokenizer's document separator, "

@@ -30,16 +30,18 @@ namespace {
 std::string llama_attention_args(const LlamaDims& d, std::int64_t i) {
   std::string a = std::to_string(d.n_head);
   if (d.n_kv_heads && d.n_kv_heads != d.n_head) a += ", kv_heads=" + std::to_string(d.n_kv_heads);
-  const bool local = d.rope_local_theta > 0 && (i + 1) % d.global_every != 0;  // (Gemma 3's sliding layers)
+  const bool local = d.global_every == 0 || (i + 1) % d.global_every != 0;  // (Gemma 3's sliding layers)
+  const bool local_rope = local && d.rope_local_theta > 0;
   a += std::string(d.qkv_bias ? ", proj_bias=0" : ", bias=0") +
-       ", rope=" + std::to_string(local ? d.rope_local_theta : d.rope_theta);
-  if (d.rope_factor > 0 && !local)
+       ", rope=" + std::to_string(local_rope ? d.rope_local_theta : d.rope_theta);
+  if (d.rope_factor > 0 && !local_rope)
     a += ", rope_factor=" + std::to_string(d.rope_factor) + ", rope_low=" + std::to_string(d.rope_low) +
          ", rope_high=" + std::to_string(d.rope_high) + ", rope_context=" + std::to_string(d.rope_context);
   if (d.qk_norm) a += ", qk_norm=1";
   if (d.qk_norm_weight) a += ", qk_norm_weight=1, qk_eps=" + std::to_string(d.norm_eps_exp);
   if (d.qk_norm_weight && d.norm_offset) a += ", qk_offset=1";
   if (d.head_width() * d.n_head != d.n_embd) a += ", head_dim=" + std::to_string(d.head_width());
+  if (local && d.sliding_window > 0) a += ", window=" + std::to_string(d.sliding_window);
   return a;
 }
 }  // namespace
@@ -68,7 +70,7 @@ std::string llama_layers(const LlamaDims& d) {
            " " + mlp + ")";
   };
   std::string layers;
-  if (d.rope_local_theta > 0) {  // (the layers differ: each written out)
+  if (d.global_every > 0) {  // (local and global layers differ: each written out)
     for (std::int64_t i = 0; i < d.n_layer; ++i)
       layers += (i ? " " : "") + block("h." + std::to_string(i), llama_attention_args(d, i));
   } else {
@@ -81,9 +83,9 @@ std::string llama_layers(const LlamaDims& d) {
          layers + " norm:" + norm + " lm_head:lm_head(" + v + (d.tie_embeddings ? "" : ", tie=0") + ")";
 }
 
-double gpt_flops_per_token(std::int64_t parameters, std::int64_t n_layer, std::int64_t n_embd, std::int64_t context) {
+double gpt_flops_per_token(std::int64_t parameters, std::int64_t n_layer, std::int64_t n_embd, double span) {
   return 6.0 * static_cast<double>(parameters) +
-         12.0 * static_cast<double>(n_layer) * static_cast<double>(n_embd) * static_cast<double>(context);
+         12.0 * static_cast<double>(n_layer) * static_cast<double>(n_embd) * span;
 }
 
 double gpt_activation_bytes(const GptDims& d, std::int64_t rows, std::int64_t context, std::int64_t padded_vocab,

@@ -151,10 +151,10 @@ int Trainer::run() {
   if (index_.train.tokens) {
     std::int64_t n = 0;
     for (const ParamInfo& info : model_->all_param_info()) n += numel(info.global_shape);
-    p.flops_per_token =
-        cfg_.model.arch != Arch::layers
-            ? gpt_flops_per_token(n, cfg_.model.n_layer, cfg_.model.attention_width(), index_.train.block_size)
-            : 6.0 * static_cast<double>(n);
+    p.flops_per_token = cfg_.model.arch != Arch::layers
+                            ? gpt_flops_per_token(n, cfg_.model.n_layer, cfg_.model.attention_width(),
+                                                  cfg_.model.attention_span(index_.train.block_size))
+                            : 6.0 * static_cast<double>(n);
     p.peak_flops = peak_flops(rt_.device(), cfg_.precision.dtype, cfg_.precision.tf32);
   }
   p.before_s = state_.train_seconds;

@@ -43,25 +43,6 @@ ours=$(loss_of "$ev") theirs=$($py "$ref" loss "$tmp/hf" "$tmp/tok" 64)
 check "imported: --eval-only's loss ${ours:-?} = the float64 reference's ${theirs:-?} (1e-5)" close "$ours" "$theirs"
 warned=$("$trainer" "$tmp/deck.ini" --eval-only --set checkpoint.resume="$tmp/imp.h5" 2>&1 | grep -c "differ\|not in the")
 check "... without warnings about keys the import does not record ($warned)" test "$warned" = 0
-# Mistral (MistralForCausalLM: Llama's tensors, attention over the last sliding_window positions,
-# 32) and Phi-3 (Phi3ForCausalLM: q|k|v and gate|up fused in the file, in hpctrain's row order;
-# sliding_window 63): the Llama folder's tensors, block_size = sliding_window, within which the
-# reference's loss is --eval-only's.
-windowed() {  # NAME T: $tmp/NAME imported: block_size T, the Llama's tensors, the reference's loss at T
-  local out ev theirs
-  out=$("$trainer" --import-hf "$tmp/$1" --out "$tmp/$1.h5" 2>&1)
-  ev=$("$trainer" "$tmp/deck.ini" --eval-only --set model.block_size="$2" --set checkpoint.resume="$tmp/$1.h5" 2>&1 |
-    grep "^eval-only")
-  theirs=$($py "$ref" loss "$tmp/$1" "$tmp/tok" "$2")
-  grep -q "^block_size = $2$" <<<"$out" && h5diff -q "$tmp/imp.h5" "$tmp/$1.h5" /model /model &&
-    close "$(loss_of "$ev")" "$theirs" && echo "     the reference's loss at $2: $theirs = $(loss_of "$ev")"
-}
-cp -r "$tmp/hf" "$tmp/mistral" && $py "$ref" mistral "$tmp/mistral"
-check "model_type mistral: block_size = its sliding_window 32, the same tensors, the reference's loss (1e-5)" \
-  windowed mistral 32
-cp -r "$tmp/hf" "$tmp/phi" && $py "$ref" phi3 "$tmp/phi"
-check "model_type phi3: the Llama's tensors from the fused ones, block_size 63, the reference's loss (1e-5)" \
-  windowed phi 63
 imported_as() {  # NAME LINE...: $tmp/NAME imported (NAME.h5, NAME.ini) with each [model] LINE, the reference's loss
   local name=$1 out ev theirs line
   shift
@@ -76,6 +57,24 @@ exported_as() {  # NAME MODEL_TYPE: NAME.h5 exported with that model_type and th
   "$trainer" "$tmp/$1.ini" --export-hf "$tmp/$1_out" --set checkpoint.resume="$tmp/$1.h5" >/dev/null 2>&1
   grep -q "\"model_type\": \"$2\"" "$tmp/$1_out/config.json" && $py "$ref" same "$tmp/$1" "$tmp/$1_out"
 }
+# Mistral (MistralForCausalLM: Llama's tensors, every layer attending over the last sliding_window
+# positions, 32) and Phi-3 (Phi3ForCausalLM: q|k|v and gate|up fused in the file, in hpctrain's row
+# order; sliding_window 63): the Llama folder's tensors, [model] sliding_window, and at T = 64 (past
+# the window) the reference's loss; without the window (a negative control) another loss.
+cp -r "$tmp/hf" "$tmp/mistral" && $py "$ref" mistral "$tmp/mistral"
+check "model_type mistral: sliding_window 32, block_size 64, the reference's loss at 64 (1e-5)" \
+  imported_as mistral "sliding_window = 32" "block_size = 64"
+check "... the Llama's tensors" h5diff -q "$tmp/imp.h5" "$tmp/mistral.h5" /model /model
+unwindowed=$("$trainer" "$tmp/mistral.ini" --eval-only --set model.sliding_window=0 --set checkpoint.resume="$tmp/mistral.h5" 2>&1 | grep "^eval-only")
+check "... without the window another loss ($(loss_of "$unwindowed"))" \
+  $py -c "import sys; sys.exit(abs(float('$(loss_of "$unwindowed")') - float('$($py "$ref" loss "$tmp/mistral" "$tmp/tok" 64)')) < 1e-4)"
+check "... exported as MistralForCausalLM with its sliding_window, the same tensors bit for bit" \
+  exported_as mistral mistral
+check "... config.json's sliding_window 32" grep -q '"sliding_window": 32' "$tmp/mistral_out/config.json"
+cp -r "$tmp/hf" "$tmp/phi" && $py "$ref" phi3 "$tmp/phi"
+check "model_type phi3: the Llama's tensors from the fused ones, sliding_window 63, the reference's loss at 64 (1e-5)" \
+  imported_as phi "sliding_window = 63" "block_size = 64"
+check "... the Llama's tensors" h5diff -q "$tmp/imp.h5" "$tmp/phi.h5" /model /model
 # Qwen2 (Qwen2ForCausalLM: Llama's tensors with biases on q, k and v, a tied head, 272 embedding rows
 # for the 256 byte tokens as Qwen2's 151,936 for 151,665; use_sliding_window false leaves its
 # sliding_window 16 off): [model] qkv_bias and vocab_size 272, the reference's loss over the 272
@@ -100,18 +99,17 @@ check "... exported with head_dim 16, the same tensors bit for bit" exported_as 
 # embeddings times sqrt(32), a tied head) and Gemma 3 (Gemma3ForCausalLM: those, the weighted QK-norm
 # by 1 + weight, norms after attention and the MLP, heads 16 wide at 32, a sliding layer 0 of
 # rope_local_base_freq 10000 and a full layer 1 of rope_theta 1e6 with llama3's scaling,
-# sliding_window 32): the reference's loss (Gemma 3's at 32), and back out bit for bit.
+# sliding_window 32): the reference's loss at 64 (past the window), and back out bit for bit.
 cp -r "$tmp/hf" "$tmp/gemma" && $py "$ref" gemma "$tmp/gemma"
 check "model_type gemma: mlp = geglu, norm_offset, embed_scale, a tied head, the reference's loss (1e-5)" \
   imported_as gemma "mlp = geglu" "norm_offset = true" "embed_scale = true" "tie_embeddings = true"
 check "... exported as GemmaForCausalLM, the same tensors bit for bit" exported_as gemma gemma
 cp -r "$tmp/hf" "$tmp/gemma3" && $py "$ref" gemma3 "$tmp/gemma3"
-T=32
-check "model_type gemma3_text: sandwich_norm, rope_local_theta 10000 every layer but each 2nd, head_dim 16, block_size 32, the reference's loss (1e-5)" \
+check "model_type gemma3_text: sandwich_norm, rope_local_theta 10000 and sliding_window 32 every layer but each 2nd, head_dim 16, the reference's loss at 64 (1e-5)" \
   imported_as gemma3 "sandwich_norm = true" "rope_local_theta = 10000" "global_every = 2" "head_dim = 16" \
-  "qk_norm_weight = true" "rope_scaling = llama3(8, 1, 4, 32)" "block_size = 32"
+  "qk_norm_weight = true" "rope_scaling = llama3(8, 1, 4, 32)" "sliding_window = 32" "block_size = 64"
 check "... exported as Gemma3ForCausalLM, the same tensors bit for bit" exported_as gemma3 gemma3_text
-unset T
+check "... config.json's sliding_window 32" grep -q '"sliding_window": 32' "$tmp/gemma3_out/config.json"
 # A QK-norm without weights (modded-nanogpt's) is no Hugging Face class's attention: refused, not
 # written as a Llama that would drop it.
 err=$("$trainer" "$tmp/deck.ini" --export-hf "$tmp/qkn" --set model.qk_norm=true --set checkpoint.resume="$tmp/imp.h5" 2>&1)
@@ -228,7 +226,8 @@ check "a wrong shape: one line naming the tensor" bad shape "model.layers.1.self
 check "an unknown architecture" bad arch '"model_type" = "gpt_neox"'
 check "key/value heads that do not divide the heads" bad heads "num_key_value_heads 3 do not divide"
 check "another rope_scaling" bad scaling 'rope_scaling" of type "yarn"'
-check "a Mistral's sliding_window of 0" bad window '"sliding_window" = 0: the model.s context would hold no position'
+check "a Mistral's sliding_window of 0" bad window '"sliding_window" = 0: a query would attend over no position'
+check "a Qwen2 windowed from layer 1 of 2 (max_window_layers)" bad max_window '"max_window_layers" = 1 of 2 layers'
 check "a Phi-3 with RoPE on part of each head (Phi-4 mini's)" bad partial '"partial_rotary_factor" = 0.75' "$ref" phi
 check "a key of another JSON type (tie_word_embeddings 1)" bad type "config.json: a key of another type than"
 check "a Gemma 3 with Gemma 2's soft-capping" bad softcap '"attn_logit_softcapping" = 50.0: hpctrain.s Gemma 3 computes no soft-capping' "$ref" gemma3

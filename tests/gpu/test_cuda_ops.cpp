@@ -548,7 +548,8 @@ TEST_F(CudaOps, CheckpointDownloadsArePinnedReusedAndOrdered) {
 }
 
 // Fused attention, QK-norm and RoPE on grouped-query heads (4 query heads, 2 key/value heads, D
-// 8), causal and with documents, against the CPU's: float sums in another order (1e-5).
+// 8), causal and with documents, each with and without a sliding window of 29 positions, against the
+// CPU's: float sums in another order (1e-5).
 TEST_F(CudaOps, FusedAttentionOps) {
   const std::int64_t n = 2, t = 70, heads = 4, kv = 2, d = 8, width = (heads + 2 * kv) * d;
   Tensor qkv = random({n, t, width}, 60, -2.f, 2.f), dqkv_in = on_gpu(qkv);
@@ -571,26 +572,28 @@ TEST_F(CudaOps, FusedAttentionOps) {
   document_numbers(on_gpu(ids), 3, dmade);
   expect_close("document_numbers", made, dmade, 0);  // (int32 bits compared as they are)
   const Tensor ddocs = on_gpu(docs), none;
-  for (const bool by_doc : {false, true}) {
+  for (const int masks : {0, 1, 2, 3}) {  // documents (1), a window (2)
+    const bool by_doc = masks & 1;
+    const std::int64_t w = masks & 2 ? 29 : 0;
     const Tensor& dc = by_doc ? docs : none;
     const Tensor& ddc = by_doc ? ddocs : none;
     Tensor y = Tensor::zeros({n, t, heads * d}, host_), dy = Tensor::zeros(y.shape(), dev_);
     Tensor lse = Tensor::zeros({n, heads, t}, host_), dlse = Tensor::zeros(lse.shape(), dev_);
-    flash_attention_forward(qkv, heads, kv, dc, y, lse);
-    flash_attention_forward(dqkv_in, heads, kv, ddc, dy, dlse);
+    flash_attention_forward(qkv, heads, kv, dc, w, y, lse);
+    flash_attention_forward(dqkv_in, heads, kv, ddc, w, dy, dlse);
     expect_close("flash_attention_forward", y, dy, 1e-5);
     expect_close("flash_attention_forward", lse, dlse, 1e-5);
     const std::int64_t first = t - 5;  // a key/value cache's last 5 queries
     Tensor yq = Tensor::zeros({n, 5, heads * d}, host_), dyq = Tensor::zeros(yq.shape(), dev_);
     Tensor lq = Tensor::zeros({n, heads, 5}, host_), dlq = Tensor::zeros(lq.shape(), dev_);
-    flash_attention_decode(qkv, heads, kv, dc, first, yq, lq);
-    flash_attention_decode(dqkv_in, heads, kv, ddc, first, dyq, dlq);
+    flash_attention_decode(qkv, heads, kv, dc, w, first, yq, lq);
+    flash_attention_decode(dqkv_in, heads, kv, ddc, w, first, dyq, dlq);
     expect_close("flash_attention_decode", yq, dyq, 1e-5);
     expect_close("flash_attention_decode", lq, dlq, 1e-5);
     Tensor g = random(y.shape(), 61), dg = on_gpu(g);
     Tensor gq = Tensor::zeros(qkv.shape(), host_), dgq = Tensor::zeros(qkv.shape(), dev_);
-    flash_attention_backward(qkv, y, lse, g, heads, kv, dc, gq);
-    flash_attention_backward(dqkv_in, dy, dlse, dg, heads, kv, ddc, dgq);
+    flash_attention_backward(qkv, y, lse, g, heads, kv, dc, w, gq);
+    flash_attention_backward(dqkv_in, dy, dlse, dg, heads, kv, ddc, w, dgq);
     expect_close("flash_attention_backward", gq, dgq, 1e-5);
     Tensor gn = gq, dgn = dgq;  // (in place)
     qk_norm_backward(qkv, rstd, heads, kv, gn);

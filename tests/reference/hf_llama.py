@@ -10,7 +10,7 @@ transformers' LlamaForCausalLM does, without transformers (Debian does not packa
                         T (as --eval-only takes them), in float64, printed with 8 decimals
   same DIR1 DIR2        exit 0 when both folders hold the same tensors with the same float32 values
   mistral DIR           make the folder a MistralForCausalLM's (model_type mistral, sliding_window 32:
-                        Llama's tensors; within the window its attention is Llama's)
+                        Llama's tensors, every layer attending over the last 32 positions)
   qwen2 DIR             make the folder a Qwen2ForCausalLM's (model_type qwen2: Llama's tensors and biases
                         on q_proj, k_proj and v_proj, in a third shard; rope_theta 1e6, no attention_bias
                         key, a tied head (lm_head.weight gone), 16 embedding rows past the byte tokens
@@ -28,10 +28,11 @@ transformers' LlamaForCausalLM does, without transformers (Debian does not packa
                         full: layer 0 rotates with rope_local_base_freq 10000, layer 1 with rope_theta and
                         llama3's scaling; sliding_window 32)
   phi3 DIR              make the folder a Phi3ForCausalLM's (model_type phi3: q|k|v fused in qkv_proj and
-                        gate|up in gate_up_proj, one F32 file; sliding_window 63, so a context of 63)
+                        gate|up in gate_up_proj, one F32 file; sliding_window 63 on every layer)
   break DIR KIND        spoil a folder: missing (a tensor gone), shape (k_proj's rows), arch
                         (model_type gpt_neox), heads (num_key_value_heads 3), scaling (rope_type yarn),
-                        window (a Mistral's sliding_window 0), partial (partial_rotary_factor 0.75),
+                        window (a Mistral's sliding_window 0), max_window (a Qwen2 windowed from layer 1
+                        of 2: use_sliding_window, max_window_layers 1), partial (partial_rotary_factor 0.75),
                         head_dim (twice hidden_size / num_attention_heads, the tensors left as they are),
                         type (tie_word_embeddings 1, a number where a boolean belongs), softcap (a Gemma 3's
                         attn_logit_softcapping 50, Gemma 2's), layer_types (a Gemma 3's full layer first)
@@ -46,7 +47,8 @@ modeling_gemma3.py): the embeddings times sqrt(hidden_size) rounded to float32 (
 the weights' dtype), every RMS norm (q_norm, k_norm too) scaled by 1 + weight, GELU's tanh form for
 SiLU; Gemma 3 adds a norm on attention's output and on the MLP's before each residual add, scores
 scaled by query_pre_attn_scalar^-1/2, and sliding layers that rotate with rope_local_base_freq (no
-scaling) and attend over the last sliding_window positions only.
+scaling). A sliding layer (Gemma 3's, Mistral's, Phi-3's; Qwen's with use_sliding_window) attends over
+the last sliding_window positions only, its own included (masking_utils' kv_idx > q_idx - sliding_window).
 """
 import glob
 import json
@@ -166,12 +168,19 @@ def inv_freq(cfg, d):
 
 
 def sliding(cfg, i):
-    """Whether Gemma 3's layer i is a sliding-window (local) layer."""
-    if cfg.get("model_type") != "gemma3_text":
+    """Whether layer i attends over the last sliding_window positions only, as each *Config decides:
+    Mistral's and Phi-3's every layer; Qwen2's and Qwen3's with use_sliding_window, from layer
+    max_window_layers on; Gemma 3's local layers; layer_types where a folder lists them."""
+    kind = cfg.get("model_type")
+    if cfg.get("sliding_window") is None or (kind in ("qwen2", "qwen3") and not cfg.get("use_sliding_window")):
         return False
     if cfg.get("layer_types"):
         return cfg["layer_types"][i] == "sliding_attention"
-    return (i + 1) % cfg.get("sliding_window_pattern", 6) != 0
+    if kind == "gemma3_text":
+        return (i + 1) % cfg.get("sliding_window_pattern", 6) != 0
+    if kind in ("qwen2", "qwen3"):
+        return i >= cfg.get("max_window_layers", 28)
+    return kind in ("mistral", "phi3")
 
 
 def forward(cfg, w, ids):
@@ -205,7 +214,7 @@ def forward(cfg, w, ids):
     for i in range(cfg["num_hidden_layers"]):
         p = "model.layers.%d." % i
         local = sliding(cfg, i)
-        cos, sin = angles(local)
+        cos, sin = angles(local and gemma3)  # (Gemma 3's local layers: rope_local_base_freq)
         mask = causal & (pos[:, None] - pos[None, :] < cfg["sliding_window"]) if local else causal
         y = rms(x, W[p + "input_layernorm.weight"])
         def proj(name, heads):
@@ -413,6 +422,8 @@ def spoil(folder, kind):
         cfg["rope_scaling"]["rope_type"] = "yarn"
     elif kind == "window":
         cfg["model_type"], cfg["sliding_window"] = "mistral", 0
+    elif kind == "max_window":
+        cfg.update(model_type="qwen2", sliding_window=16, use_sliding_window=True, max_window_layers=1)
     elif kind == "partial":
         cfg["partial_rotary_factor"] = 0.75
     elif kind == "softcap":

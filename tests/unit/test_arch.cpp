@@ -8,6 +8,7 @@
 #include <cmath>
 #include <string>
 
+#include "hpctrain/config/config.hpp"
 #include "hpctrain/model/arch.hpp"
 
 using namespace hpctrain;
@@ -116,6 +117,37 @@ TEST(Arch, GemmaLayers) {
                                  layer(1, "1000000, rope_factor=8, rope_low=1, rope_high=4, rope_context=32") +
                                  " norm:" + norm + " lm_head:lm_head(300)");
   EXPECT_EQ(static_cast<float>(std::stod("5.65685415")), static_cast<float>(std::sqrt(32.0)));
+}
+
+// sliding_window: with global_every on the local layers only (Gemma 3's: written out, layer 1 global
+// without one); without it on every layer (Mistral's: one repeat body); none without the key.
+TEST(Arch, SlidingWindowLayers) {
+  LlamaDims d;
+  d.n_layer = 2, d.n_head = 2, d.n_embd = 32, d.vocab_size = 300, d.ffn_dim = 48;
+  EXPECT_EQ(llama_layers(d).find("window="), std::string::npos);
+  d.sliding_window = 16;
+  const std::string every = llama_layers(d);
+  EXPECT_NE(every.find("repeat(2, h.{}:res(input_layernorm:rmsnorm self_attn:attention(2, bias=0, rope=10000, "
+                       "window=16, proj_std=0.01)"),
+            std::string::npos)
+      << every;
+  d.global_every = 2;
+  const std::string local = llama_layers(d);
+  EXPECT_NE(local.find("h.0:res(input_layernorm:rmsnorm self_attn:attention(2, bias=0, rope=10000, window=16, "),
+            std::string::npos)
+      << local;
+  EXPECT_NE(local.find("h.1:res(input_layernorm:rmsnorm self_attn:attention(2, bias=0, rope=10000, proj_std"),
+            std::string::npos)
+      << local;
+  // FLOPs per token count min(T, W) positions on the windowed layers: (1 x 64 + 1 x 16) / 2 = 40.
+  ModelConfig m;
+  m.n_layer = 2, m.sliding_window = 16, m.global_every = 2;
+  EXPECT_EQ(m.attention_span(64), 40.0);
+  EXPECT_EQ(m.attention_span(8), 8.0);  // (shorter than the window: every layer sees all)
+  m.global_every = 0;
+  EXPECT_EQ(m.attention_span(64), 16.0);
+  m.sliding_window = 0;
+  EXPECT_EQ(m.attention_span(64), 64.0);
 }
 
 // The activation estimate against runs of this build measured 2026-12-04, fused attention (summary.json's

@@ -190,6 +190,8 @@ TEST(Backend, Bf16GemmEqualsSgemmOnRoundedOperands) {
   if (!cpu::onednn_compiled()) GTEST_SKIP() << "built without oneDNN (libdnnl-dev)";
   std::printf("bf16 matmul here: %s (native: %s)\n", cpu::bf16_gemm_implementation(),
               cpu::bf16_gemm_native() ? "yes" : "no");
+  if (!cpu::bf16_gemm_available())  // (oneDNN 2.x makes bf16 primitives on AVX-512 CPUs only)
+    GTEST_SKIP() << "oneDNN makes no bf16 matmul on this CPU: " << cpu::bf16_gemm_implementation();
   Allocator alloc;
   for (const bool ta : {false, true})
     for (const bool tb : {false, true})
@@ -465,9 +467,9 @@ TEST(Backend, EveryOperationIsDispatchedToCuda) {
   expect("attention_values_backward", [&] { attention_values_backward(att, qkv, y, 1, att, dqkv); });
   expect("attention_probs_backward", [&] { attention_probs_backward(att, att, qkv, 1, Precision::fp32, dqkv); });
   expect("document_numbers", [&] { document_numbers(token_ids, 0, t2); });
-  expect("flash_attention_forward", [&] { flash_attention_forward(qkv, 1, 1, none, y, att); });
-  expect("flash_attention_decode", [&] { flash_attention_decode(qkv, 1, 1, none, 0, y, att); });
-  expect("flash_attention_backward", [&] { flash_attention_backward(qkv, y, att, y, 1, 1, none, dqkv); });
+  expect("flash_attention_forward", [&] { flash_attention_forward(qkv, 1, 1, none, 0, y, att); });
+  expect("flash_attention_decode", [&] { flash_attention_decode(qkv, 1, 1, none, 0, 0, y, att); });
+  expect("flash_attention_backward", [&] { flash_attention_backward(qkv, y, att, y, 1, 1, none, 0, dqkv); });
   EXPECT_EQ(thrown, backend_operations()) << "every backend operation must have a CUDA entry point";
 }
 

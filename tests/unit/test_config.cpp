@@ -373,7 +373,7 @@ TEST(ConfigSchema, ArchitectureKeysAreTaggedAsTheirHelpSays) {
     EXPECT_EQ(k.archs, said) << k.name();
     ++tagged;
   }
-  EXPECT_EQ(tagged, 24);  // (5 of both, 3 of gpt only, 16 of llama only)
+  EXPECT_EQ(tagged, 25);  // (5 of both, 3 of gpt only, 17 of llama only)
 }
 
 TEST(ConfigErrors, CrossKeyChecks) {
@@ -400,7 +400,12 @@ TEST(ConfigErrors, CrossKeyChecks) {
   EXPECT_NE(error_of(llama + "norm_eps = 3e-6\n").find("must be a power of ten"), std::string::npos);
   EXPECT_NE(error_of(llama + "rope_local_theta = 10000\n").find("rope_local_theta needs [model] global_every"),
             std::string::npos);
-  EXPECT_NE(error_of(llama + "global_every = 6\n").find("global_every needs [model] rope_local_theta"),
+  EXPECT_NE(
+      error_of(llama + "global_every = 6\n").find("global_every needs [model] rope_local_theta or sliding_window"),
+      std::string::npos);
+  EXPECT_EQ(parse(llama + "sliding_window = 512\nglobal_every = 6\n").model.sliding_window, 512);  // (local: windowed)
+  EXPECT_NE(error_of("[model]\narch = gpt\nn_layer = 1\nn_head = 2\nn_embd = 8\nsliding_window = 4\n")
+                .find("sliding_window is a key of arch = llama, not of arch = gpt"),
             std::string::npos);
   EXPECT_EQ(parse(llama + "mlp = geglu\nnorm_offset = true\nrope_local_theta = 10000\nglobal_every = 6\n").model.mlp,
             Mlp::geglu);

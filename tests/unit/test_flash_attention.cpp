@@ -1,9 +1,11 @@
 // Fused attention (backend flash_attention_forward/backward) against attention written out in
 // float64 with the whole T x T matrix: grouped-query heads, T across several 64-query strips, causal
-// and document masks. Outputs within 1e-6 of the reference's largest magnitude, gradients within
-// 1e-5 (issue 34's bounds); negative controls: the reference without the document mask, and with
-// the key/value heads paired the other way, are far from the fused results. flash_attention_decode
-// (the queries from a position on) gives the reference's rows from there.
+// and document masks (documents of 37 positions), each with and without a sliding window (the last
+// W positions: i - j < W; W < 37, so that both matter together).
+// Outputs within 1e-6 of the reference's largest magnitude, gradients within 1e-5 (issue 34's
+// bounds); negative controls: the reference without the document mask, with the key/value heads
+// paired the other way, without the window and with a window one wider, are far from the fused
+// results. flash_attention_decode (the queries from a position on) gives the reference's rows from there.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -18,7 +20,12 @@ using namespace hpctrain;
 namespace {
 
 struct Case {
-  std::int64_t n, t, heads, kv, d;
+  std::int64_t n, t, heads, kv, d, window;  // window: the sliding window the windowed runs take
+};
+// Which keys a query sees besides the causal ones.
+struct Mask {
+  const std::int32_t* docs;  // null: any document
+  std::int64_t window;       // 0: any distance
 };
 using Vec = std::vector<double>;
 
@@ -26,7 +33,7 @@ using Vec = std::vector<double>;
 struct Reference {
   Vec y, dqkv;
 };
-Reference reference(const Case& c, const Vec& qkv, const Vec& g, const std::int32_t* docs, bool swap_groups) {
+Reference reference(const Case& c, const Vec& qkv, const Vec& g, const Mask& m, bool swap_groups) {
   const std::int64_t ld = (c.heads + 2 * c.kv) * c.d, yw = c.heads * c.d, group = c.heads / c.kv;
   const double scale = 1 / std::sqrt(static_cast<double>(c.d));
   Reference r{Vec(static_cast<std::size_t>(c.n * c.t * yw)), Vec(qkv.size())};
@@ -40,7 +47,10 @@ Reference reference(const Case& c, const Vec& qkv, const Vec& g, const std::int3
       for (std::int64_t i = 0; i < c.t; ++i) {
         Vec p(static_cast<std::size_t>(c.t), 0.0), dp(p.size(), 0.0);
         double mx = -INFINITY, sum = 0, di = 0;
-        auto seen = [&](std::int64_t j) { return j <= i && (!docs || docs[n * c.t + j] == docs[n * c.t + i]); };
+        auto seen = [&](std::int64_t j) {
+          return j <= i && (m.window == 0 || i - j < m.window) &&
+                 (!m.docs || m.docs[n * c.t + j] == m.docs[n * c.t + i]);
+        };
         for (std::int64_t j = 0; j < c.t; ++j) {
           if (!seen(j)) continue;
           double s = 0;
@@ -99,31 +109,40 @@ TEST_P(FlashAttention, MatchesFloat64AttentionWithTheWholeMatrix) {
   for (std::int64_t i = 0; i < c.n * c.t; ++i)  // documents of 37 positions, shifted per sequence
     docs.data_as<std::int32_t>()[i] = static_cast<std::int32_t>((i % c.t + 5 * (i / c.t)) / 37);
   const Vec q64(qkv.data(), qkv.data() + qkv.numel()), g64(g.data(), g.data() + g.numel());
-  for (const bool by_doc : {false, true}) {
+  for (const int masks : {0, 1, 2, 3}) {  // documents (1), a window (2)
+    const bool by_doc = masks & 1;
+    const std::int64_t w = masks & 2 ? c.window : 0;
     const Tensor none, &dc = by_doc ? docs : none;
     Tensor y = Tensor::zeros(g.shape(), alloc), lse = Tensor::zeros({c.n, c.heads, c.t}, alloc);
     Tensor dqkv = Tensor::zeros(qkv.shape(), alloc);
-    flash_attention_forward(qkv, c.heads, c.kv, dc, y, lse);
-    flash_attention_backward(qkv, y, lse, g, c.heads, c.kv, dc, dqkv);
+    flash_attention_forward(qkv, c.heads, c.kv, dc, w, y, lse);
+    flash_attention_backward(qkv, y, lse, g, c.heads, c.kv, dc, w, dqkv);
     const std::int32_t* d = by_doc ? docs.data_as<std::int32_t>() : nullptr;
-    const Reference want = reference(c, q64, g64, d, false);
-    EXPECT_LT(error(y, want.y), 1e-6) << "outputs, documents " << by_doc;
-    EXPECT_LT(error(dqkv, want.dqkv), 1e-5) << "gradients, documents " << by_doc;
-    // Negative controls: the other mask, and (grouped heads) the other pairing of heads.
-    EXPECT_GT(error(y, reference(c, q64, g64, by_doc ? nullptr : docs.data_as<std::int32_t>(), false).y), 1e-3);
+    const Reference want = reference(c, q64, g64, {d, w}, false);
+    EXPECT_LT(error(y, want.y), 1e-6) << "outputs, documents " << by_doc << ", window " << w;
+    EXPECT_LT(error(dqkv, want.dqkv), 1e-5) << "gradients, documents " << by_doc << ", window " << w;
+    // Negative controls: the other document mask, (grouped heads) the other pairing of heads, and
+    // (windowed) no window and a window one wider.
+    if (w != 1) {  // (a window of one: each query sees itself, in any document)
+      EXPECT_GT(error(y, reference(c, q64, g64, {by_doc ? nullptr : docs.data_as<std::int32_t>(), w}, false).y), 1e-3);
+    }
     if (c.kv > 1) {
-      EXPECT_GT(error(y, reference(c, q64, g64, d, true).y), 1e-3);
+      EXPECT_GT(error(y, reference(c, q64, g64, {d, w}, true).y), 1e-3);
+    }
+    if (w) {
+      EXPECT_GT(error(y, reference(c, q64, g64, {d, 0}, false).y), 1e-3);
+      EXPECT_GT(error(y, reference(c, q64, g64, {d, w + 1}, false).y), 1e-3);
     }
     // flash_attention_decode: the queries from `first` on (a key/value cache's new positions),
     // mid-strip and the last alone, are the reference's rows from there.
     for (const std::int64_t first : {c.t / 2 + 3, c.t - 1}) {
       const std::int64_t tq = c.t - first, yw = c.heads * c.d;
       Tensor yq = Tensor::zeros({c.n, tq, yw}, alloc), lq = Tensor::zeros({c.n, c.heads, tq}, alloc);
-      flash_attention_decode(qkv, c.heads, c.kv, dc, first, yq, lq);
+      flash_attention_decode(qkv, c.heads, c.kv, dc, w, first, yq, lq);
       Vec rows;
       for (std::int64_t n = 0; n < c.n; ++n)
         rows.insert(rows.end(), want.y.begin() + (n * c.t + first) * yw, want.y.begin() + (n + 1) * c.t * yw);
-      EXPECT_LT(error(yq, rows), 1e-6) << "decode from " << first << ", documents " << by_doc;
+      EXPECT_LT(error(yq, rows), 1e-6) << "decode from " << first << ", documents " << by_doc << ", window " << w;
       for (std::int64_t n = 0; n < c.n; ++n)
         for (std::int64_t h = 0; h < c.heads; ++h)
           for (std::int64_t i = 0; i < tq; ++i)
@@ -133,8 +152,9 @@ TEST_P(FlashAttention, MatchesFloat64AttentionWithTheWholeMatrix) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Shapes, FlashAttention,
-                         ::testing::Values(Case{2, 150, 4, 2, 8},   // grouped-query, three strips
-                                           Case{1, 64, 3, 3, 4},    // multi-head, one whole strip
-                                           Case{2, 45, 4, 1, 6}));  // multi-query, one part strip
+                         ::testing::Values(Case{2, 150, 4, 2, 8, 30},   // grouped-query, three strips
+                                           Case{1, 64, 3, 3, 4, 20},    // multi-head, one whole strip
+                                           Case{2, 45, 4, 1, 6, 7},     // multi-query, one part strip
+                                           Case{1, 140, 2, 1, 4, 1}));  // a window of one: itself only
 
 }  // namespace

@@ -3,8 +3,10 @@
 // gradient in the backward) through the attention layer as training calls it: one GPT-2 124M
 // layer (12 heads, 768 wide), one sequence, forward then backward with the input gradient.
 // Each (path, T) runs in a forked child so its peak resident memory (getrusage) is its own; time
-// is the best of --repeats runs after a warm-up, at the threads OpenBLAS is given.
-//   build/attention-bench [--t 256,1024,2048,4096,8192] [--repeats N] [--heads H --width C]
+// is the best of --repeats runs after a warm-up, at the threads OpenBLAS is given. With --window W
+// a third case: fused attention over a sliding window of W positions (attention(..., window=W),
+// Mistral's and Gemma 3's local layers), its time and memory beside the fused one's.
+//   build/attention-bench [--t 256,1024,2048,4096,8192] [--repeats N] [--heads H --width C] [--window W]
 #include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -26,7 +28,7 @@ using namespace hpctrain;
 namespace {
 struct Options {
   std::vector<std::int64_t> lengths{256, 1024, 2048, 4096, 8192};
-  std::int64_t heads = 12, width = 768;
+  std::int64_t heads = 12, width = 768, window = 0;
   int repeats = 3;
 };
 
@@ -34,13 +36,13 @@ struct Result {
   double ms = 0, peak_mib = 0;
 };
 
-// Runs one case in this process: best milliseconds of forward + backward.
-double run_case(bool fused, std::int64_t t, const Options& o) {
+// Runs one case in this process (`args`: the layer's arguments after the heads): best milliseconds
+// of forward + backward.
+double run_case(const std::string& args, std::int64_t t, const Options& o) {
   Allocator alloc;
   LayerRegistry r;
   register_builtin_layers(r, LayerOptions{});
-  auto layer =
-      r.make(parse_layers("attention(" + std::to_string(o.heads) + ", fused=" + (fused ? "1" : "0") + ")").front());
+  auto layer = r.make(parse_layers("attention(" + std::to_string(o.heads) + ", " + args + ")").front());
   const Shape in{t, o.width};
   layer->configure(in);
   std::vector<Tensor> p, g;
@@ -71,13 +73,13 @@ double run_case(bool fused, std::int64_t t, const Options& o) {
 }
 
 // The case in a child: its time through a pipe, its peak resident set from wait4's rusage.
-Result in_child(bool fused, std::int64_t t, const Options& o) {
+Result in_child(const std::string& args, std::int64_t t, const Options& o) {
   int fd[2];
   if (pipe(fd) != 0) return {};
   const pid_t pid = fork();
   if (pid == 0) {
     close(fd[0]);
-    const double ms = run_case(fused, t, o);
+    const double ms = run_case(args, t, o);
     if (write(fd[1], &ms, sizeof ms) != sizeof ms) _exit(1);
     _exit(0);
   }
@@ -112,6 +114,8 @@ int main(int argc, char** argv) {
       o.heads = std::atoll(v.c_str());
     else if (k == "--width")
       o.width = std::atoll(v.c_str());
+    else if (k == "--window")
+      o.window = std::atoll(v.c_str());
     else {
       std::fprintf(stderr, "attention-bench: unknown option %s\n", k.c_str());
       return 2;
@@ -119,13 +123,23 @@ int main(int argc, char** argv) {
   }
   std::printf("# one attention layer, %lld heads, %lld wide, 1 sequence, forward + backward\n",
               static_cast<long long>(o.heads), static_cast<long long>(o.width));
-  std::printf("%8s  %14s  %14s  %10s  %12s  %12s  %8s\n", "T", "held MiB", "fused MiB", "mem ratio", "held ms",
+  const bool windowed = o.window > 0;
+  std::printf("%8s  %14s  %14s  %10s  %12s  %12s  %8s", "T", "held MiB", "fused MiB", "mem ratio", "held ms",
               "fused ms", "speed");
+  if (windowed) std::printf("  %12s  %12s  %8s", "window MiB", "window ms", "w speed");
+  std::printf("\n");
+  const std::string window_args = "fused=1, window=" + std::to_string(o.window);
   for (const std::int64_t t : o.lengths) {
-    const Result held = in_child(false, t, o), fused = in_child(true, t, o);
-    std::printf("%8lld  %14.1f  %14.1f  %9.2fx  %12.1f  %12.1f  %7.2fx\n", static_cast<long long>(t), held.peak_mib,
+    const Result held = in_child("fused=0", t, o), fused = in_child("fused=1", t, o);
+    std::printf("%8lld  %14.1f  %14.1f  %9.2fx  %12.1f  %12.1f  %7.2fx", static_cast<long long>(t), held.peak_mib,
                 fused.peak_mib, held.peak_mib / fused.peak_mib, held.ms, fused.ms, held.ms / fused.ms);
+    if (windowed) {
+      const Result w = in_child(window_args, t, o);
+      std::printf("  %12.1f  %12.1f  %7.2fx", w.peak_mib, w.ms, fused.ms / w.ms);
+    }
+    std::printf("\n");
   }
-  std::printf("# peak resident memory of each case's process (MiB); speed: held ms / fused ms (> 1: fused faster)\n");
+  std::printf("# peak resident memory of each case's process (MiB); speed: held ms / fused ms (> 1: fused faster)%s\n",
+              windowed ? "; w speed: fused ms / window ms (the sliding window's gain)" : "");
   return 0;
 }

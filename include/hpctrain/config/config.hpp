@@ -4,6 +4,7 @@
 // (config/schema.hpp), which also produces the `--help` listing.
 #pragma once
 
+#include <algorithm>
 #include <array>
 #include <cstddef>
 #include <cstdint>
@@ -185,11 +186,21 @@ struct ModelConfig {
   bool qk_norm_weight = false;  // arch = llama: qk_norm with learned weights (Qwen3's q_norm, k_norm)
   long head_dim = 0;            // arch = llama: a head's columns; 0 = n_embd / n_head
   // arch = llama, Gemma's (model/arch.hpp LlamaDims): norms by 1 + weight, scaled embeddings, norms
-  // after the sublayers too, local layers' rotary base (0: none) and the global layers' period.
+  // after the sublayers too, local layers' rotary base (0: none) and the global layers' period; the
+  // sliding window of the local layers (every layer without global_every; 0: none).
   bool norm_offset = false, embed_scale = false, sandwich_norm = false;
-  long rope_local_theta = 0, global_every = 0;
+  long rope_local_theta = 0, global_every = 0, sliding_window = 0;
   // The attention heads' columns together (n_embd unless head_dim says otherwise).
   long attention_width() const { return head_dim ? n_head * head_dim : n_embd; }
+  // The positions a layer's queries attend over, on average over the layers, at a context of T: T,
+  // or min(T, sliding_window) on the local layers (FLOPs per token).
+  double attention_span(long context) const {
+    if (sliding_window < 1 || n_layer < 1) return static_cast<double>(context);
+    const long global = global_every > 0 ? n_layer / global_every : 0;
+    return (static_cast<double>(global) * static_cast<double>(context) +
+            static_cast<double>(n_layer - global) * static_cast<double>(std::min(context, sliding_window))) /
+           static_cast<double>(n_layer);
+  }
 };
 
 struct TrainConfig {

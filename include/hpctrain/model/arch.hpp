@@ -42,18 +42,20 @@ struct LlamaDims {
   // Gemma's: a GeGLU MLP (gelu_tanh(gate) * up); RMS norms (QK-norms too) scaling by 1 + weight; the
   // token embeddings times sqrt(n_embd) (float32-rounded, as Hugging Face's normalizer); with
   // sandwich_norm (Gemma 2, 3) a norm after attention and after the MLP too, before each residual
-  // add; with rope_local_theta (Gemma 3) every layer but each global_every-th (layer i with
-  // (i + 1) % global_every == 0) rotates with rope_local_theta and no rope scaling.
+  // add. The local layers: every layer but each global_every-th (layer i with (i + 1) % global_every
+  // == 0; every layer without global_every): with rope_local_theta (Gemma 3) they rotate with it and
+  // no rope scaling, with sliding_window (Mistral, Gemma 3) they attend over the last that many positions.
   bool geglu = false, norm_offset = false, embed_scale = false, sandwich_norm = false;
-  std::int64_t rope_local_theta = 0, global_every = 0;
+  std::int64_t rope_local_theta = 0, global_every = 0, sliding_window = 0;
   std::int64_t head_width() const { return head_dim ? head_dim : n_embd / n_head; }
 };
 std::string llama_layers(const LlamaDims& d);
 
 // Training FLOPs per token as llm.c and PaLM count them: 6 N (forward and backward through every
 // parameter, embeddings included) + 12 n_layer n_embd T (attention's scores and weighted sums
-// over a context of T).
-double gpt_flops_per_token(std::int64_t parameters, std::int64_t n_layer, std::int64_t n_embd, std::int64_t context);
+// over a context of T; `span`: the positions attended over, on average over the layers, when
+// sliding windows make it less than T: ModelConfig::attention_span).
+double gpt_flops_per_token(std::int64_t parameters, std::int64_t n_layer, std::int64_t n_embd, double span);
 
 // The activation memory of one micro-batch of `rows` windows of T tokens as this implementation
 // keeps it for backward (summary.json's activation_bytes_per_rank: the saved tensors and the

@@ -2,7 +2,8 @@
 // rotary position embeddings, QK-norm, and causal attention that never holds T x T.
 //
 // Fused attention works on strips of 64 queries: the strip's scores against the keys up to its
-// last query (64 x T floats, O(T)) by one sgemm, an exact softmax per row (a strip's row is the
+// last query (64 x T floats, O(T); with a sliding window of W only the keys from the first query's
+// window on, 64 x (W + 63), O(W) work per query) by one sgemm, an exact softmax per row (a strip's row is the
 // whole row, so the online rescaling FlashAttention needs for tiles that do not fit its SRAM is not
 // needed here), the weighted values by a second sgemm. The backward (FlashAttention-2's) recomputes
 // a strip's probabilities from the kept log-sum-exp, then dq, and adds the strip's part of dk and dv.
@@ -26,23 +27,39 @@ using backend::doc_numbers;
 using backend::qkv_dims;
 using backend::QkvDims;
 
-// One (sequence, query head): where its queries, keys, values and document numbers are.
+// One (sequence, query head): where its queries, keys, values and document numbers are, and its window.
 struct Head {
   const float *q, *k, *v;
   const std::int32_t* doc;  // null: causal only
+  std::int64_t window;      // 0: every earlier key
 };
-Head head_of(const float* qkv, const std::int32_t* docs, const QkvDims& a, std::int64_t n, std::int64_t h) {
+Head head_of(const float* qkv, const std::int32_t* docs, std::int64_t window, const QkvDims& a, std::int64_t n,
+             std::int64_t h) {
   const float* base = qkv + n * a.t * a.ld;
   const std::int64_t g = h / (a.heads / a.kv);  // its key/value head
   return {base + h * a.d, base + (a.heads + g) * a.d, base + (a.heads + a.kv + g) * a.d,
-          docs ? docs + n * a.t : nullptr};
+          docs ? docs + n * a.t : nullptr, window};
 }
 
-bool visible(const Head& hd, std::int64_t i, std::int64_t j) { return j <= i && (!hd.doc || hd.doc[j] == hd.doc[i]); }
+bool visible(const Head& hd, std::int64_t i, std::int64_t j) {
+  return j <= i && (hd.window == 0 || i - j < hd.window) && (!hd.doc || hd.doc[j] == hd.doc[i]);
+}
+// The first key query i can see.
+std::int64_t first_key(const Head& hd, std::int64_t i) {
+  return hd.window > 0 ? std::max<std::int64_t>(0, i - hd.window + 1) : 0;
+}
+// A strip's keys (or a window's, held by the scratch vectors): at most this many.
+std::int64_t strip_keys(const QkvDims& a, std::int64_t window) {
+  return window > 0 ? std::min(a.t, window + kStrip - 1) : a.t;
+}
 
-// Scores of queries i0 .. i0 + rows - 1 against keys 0 .. cols - 1 into s [rows, cols], scaled.
-void strip_scores(const Head& hd, const QkvDims& a, std::int64_t i0, std::int64_t rows, std::int64_t cols, float* s) {
-  sgemm(false, true, rows, cols, a.d, a.scale, hd.q + i0 * a.ld, a.ld, hd.k, a.ld, 0.f, s, cols);
+// Scores of queries i0 .. i0 + rows - 1 against keys j0 .. j0 + cols - 1 into s [rows, cols], scaled.
+void strip_scores(const Head& hd, const QkvDims& a, std::int64_t i0, std::int64_t rows, std::int64_t j0,
+                  std::int64_t cols, float* s) {
+  sgemm(false, true, rows, cols, a.d, a.scale, hd.q + i0 * a.ld, a.ld, hd.k + j0 * a.ld, a.ld, 0.f, s, cols);
+}
+void check_window(std::int64_t window, const char* op) {
+  HPCT_CHECK(window >= 0, std::string(op) + ": a window of " + std::to_string(window) + " positions");
 }
 }  // namespace
 
@@ -116,34 +133,35 @@ void document_numbers(const Tensor& ids, std::int32_t separator, Tensor& docs) {
 namespace {
 // flash_attention_forward's rows from query `first` on (flash_attention_decode): y and lse hold
 // the queries first .. T - 1.
-void attend_from(const Tensor& qkv, std::int64_t heads, std::int64_t kv_heads, const Tensor& docs, std::int64_t first,
-                 Tensor& y, Tensor& lse, const char* op) {
+void attend_from(const Tensor& qkv, std::int64_t heads, std::int64_t kv_heads, const Tensor& docs, std::int64_t window,
+                 std::int64_t first, Tensor& y, Tensor& lse, const char* op) {
   const QkvDims a = qkv_dims(qkv, heads, kv_heads, op);
   const std::int32_t* doc = doc_numbers(docs, a, op);
+  check_window(window, op);
   const std::int64_t yw = a.heads * a.d, tq = a.t - first;
   HPCT_CHECK(first >= 0 && tq > 0 && y.numel() == a.n * tq * yw && lse.numel() == a.n * a.heads * tq,
              std::string(op) + ": y " + shape_string(y.shape()) + ", lse " + shape_string(lse.shape()) +
                  " for the queries from " + std::to_string(first) + " of " + shape_string(qkv.shape()));
-  std::vector<float> strip(static_cast<std::size_t>(kStrip * a.t));
+  std::vector<float> strip(static_cast<std::size_t>(kStrip * strip_keys(a, window)));
   for (std::int64_t n = 0; n < a.n; ++n)
     for (std::int64_t h = 0; h < a.heads; ++h) {
-      const Head hd = head_of(qkv.data(), doc, a, n, h);
+      const Head hd = head_of(qkv.data(), doc, window, a, n, h);
       for (std::int64_t i0 = first; i0 < a.t; i0 += kStrip) {
-        const std::int64_t rows = std::min(kStrip, a.t - i0), cols = i0 + rows;
-        strip_scores(hd, a, i0, rows, cols, strip.data());
+        const std::int64_t rows = std::min(kStrip, a.t - i0), j0 = first_key(hd, i0), cols = i0 + rows - j0;
+        strip_scores(hd, a, i0, rows, j0, cols, strip.data());
         for (std::int64_t r = 0; r < rows; ++r) {
           const std::int64_t i = i0 + r;
-          float* s = strip.data() + r * cols;
+          float* s = strip.data() + r * cols;  // s[c]: key j0 + c's score
           float mx = -std::numeric_limits<float>::infinity();
-          for (std::int64_t j = 0; j <= i; ++j)
-            if (visible(hd, i, j)) mx = std::max(mx, s[j]);
+          for (std::int64_t c = 0; c <= i - j0; ++c)
+            if (visible(hd, i, j0 + c)) mx = std::max(mx, s[c]);
           float sum = 0.f;
-          for (std::int64_t j = 0; j < cols; ++j) sum += s[j] = visible(hd, i, j) ? std::exp(s[j] - mx) : 0.f;
+          for (std::int64_t c = 0; c < cols; ++c) sum += s[c] = visible(hd, i, j0 + c) ? std::exp(s[c] - mx) : 0.f;
           const float inv = 1.f / sum;
-          for (std::int64_t j = 0; j <= i; ++j) s[j] *= inv;
+          for (std::int64_t c = 0; c <= i - j0; ++c) s[c] *= inv;
           lse.data()[(n * a.heads + h) * tq + i - first] = mx + std::log(sum);
         }
-        sgemm(false, false, rows, a.d, cols, 1.f, strip.data(), cols, hd.v, a.ld, 0.f,
+        sgemm(false, false, rows, a.d, cols, 1.f, strip.data(), cols, hd.v + j0 * a.ld, a.ld, 0.f,
               y.data() + (n * tq + i0 - first) * yw + h * a.d, yw);
       }
     }
@@ -151,52 +169,54 @@ void attend_from(const Tensor& qkv, std::int64_t heads, std::int64_t kv_heads, c
 }  // namespace
 
 void flash_attention_forward(const Tensor& qkv, std::int64_t heads, std::int64_t kv_heads, const Tensor& docs,
-                             Tensor& y, Tensor& lse) {
-  attend_from(qkv, heads, kv_heads, docs, 0, y, lse, "flash_attention_forward");
+                             std::int64_t window, Tensor& y, Tensor& lse) {
+  attend_from(qkv, heads, kv_heads, docs, window, 0, y, lse, "flash_attention_forward");
 }
 
 void flash_attention_decode(const Tensor& qkv, std::int64_t heads, std::int64_t kv_heads, const Tensor& docs,
-                            std::int64_t first, Tensor& y, Tensor& lse) {
-  attend_from(qkv, heads, kv_heads, docs, first, y, lse, "flash_attention_decode");
+                            std::int64_t window, std::int64_t first, Tensor& y, Tensor& lse) {
+  attend_from(qkv, heads, kv_heads, docs, window, first, y, lse, "flash_attention_decode");
 }
 
 void flash_attention_backward(const Tensor& qkv, const Tensor& y, const Tensor& lse, const Tensor& dy,
-                              std::int64_t heads, std::int64_t kv_heads, const Tensor& docs, Tensor& dqkv) {
+                              std::int64_t heads, std::int64_t kv_heads, const Tensor& docs, std::int64_t window,
+                              Tensor& dqkv) {
   const QkvDims a = qkv_dims(qkv, heads, kv_heads, "flash_attention_backward");
   const std::int32_t* doc = doc_numbers(docs, a, "flash_attention_backward");
+  check_window(window, "flash_attention_backward");
   const std::int64_t yw = a.heads * a.d;
   backend::same_size(qkv, dqkv, "flash_attention_backward");
   backend::same_size(y, dy, "flash_attention_backward");
   HPCT_CHECK(y.numel() == a.n * a.t * yw && lse.numel() == a.n * a.heads * a.t,
              "flash_attention_backward: y " + shape_string(y.shape()) + ", lse " + shape_string(lse.shape()));
   std::fill(dqkv.data(), dqkv.data() + dqkv.numel(), 0.f);  // dk and dv add up over strips and query heads
-  std::vector<float> p(static_cast<std::size_t>(kStrip * a.t)), ds(p.size());
+  std::vector<float> p(static_cast<std::size_t>(kStrip * strip_keys(a, window))), ds(p.size());
   for (std::int64_t n = 0; n < a.n; ++n)
     for (std::int64_t h = 0; h < a.heads; ++h) {
-      const Head hd = head_of(qkv.data(), doc, a, n, h);
+      const Head hd = head_of(qkv.data(), doc, window, a, n, h);
       float* dq = dqkv.data() + (hd.q - qkv.data());  // the same heads' places in dqkv
       float* dk = dqkv.data() + (hd.k - qkv.data());
       float* dv = dqkv.data() + (hd.v - qkv.data());
       const float* lse_h = lse.data() + (n * a.heads + h) * a.t;
       for (std::int64_t i0 = 0; i0 < a.t; i0 += kStrip) {
-        const std::int64_t rows = std::min(kStrip, a.t - i0), cols = i0 + rows;
+        const std::int64_t rows = std::min(kStrip, a.t - i0), j0 = first_key(hd, i0), cols = i0 + rows - j0;
         const float* g = dy.data() + (n * a.t + i0) * yw + h * a.d;  // dy of the strip's queries
-        strip_scores(hd, a, i0, rows, cols, p.data());
-        sgemm(false, true, rows, cols, a.d, 1.f, g, yw, hd.v, a.ld, 0.f, ds.data(), cols);  // dP = dy v^T
+        strip_scores(hd, a, i0, rows, j0, cols, p.data());
+        sgemm(false, true, rows, cols, a.d, 1.f, g, yw, hd.v + j0 * a.ld, a.ld, 0.f, ds.data(), cols);  // dP = dy v^T
         for (std::int64_t r = 0; r < rows; ++r) {
           const std::int64_t i = i0 + r;
           const float* yi = y.data() + (n * a.t + i) * yw + h * a.d;
           double di = 0;  // dy_i . y_i
           for (std::int64_t c = 0; c < a.d; ++c) di += static_cast<double>(g[r * yw + c]) * yi[c];
-          float *pr = p.data() + r * cols, *dr = ds.data() + r * cols;
-          for (std::int64_t j = 0; j < cols; ++j) {
-            pr[j] = visible(hd, i, j) ? std::exp(pr[j] - lse_h[i]) : 0.f;
-            dr[j] = pr[j] * (dr[j] - static_cast<float>(di)) * a.scale;
+          float *pr = p.data() + r * cols, *dr = ds.data() + r * cols;  // [c]: key j0 + c's
+          for (std::int64_t c = 0; c < cols; ++c) {
+            pr[c] = visible(hd, i, j0 + c) ? std::exp(pr[c] - lse_h[i]) : 0.f;
+            dr[c] = pr[c] * (dr[c] - static_cast<float>(di)) * a.scale;
           }
         }
-        sgemm(false, false, rows, a.d, cols, 1.f, ds.data(), cols, hd.k, a.ld, 0.f, dq + i0 * a.ld, a.ld);
-        sgemm(true, false, cols, a.d, rows, 1.f, ds.data(), cols, hd.q + i0 * a.ld, a.ld, 1.f, dk, a.ld);
-        sgemm(true, false, cols, a.d, rows, 1.f, p.data(), cols, g, yw, 1.f, dv, a.ld);
+        sgemm(false, false, rows, a.d, cols, 1.f, ds.data(), cols, hd.k + j0 * a.ld, a.ld, 0.f, dq + i0 * a.ld, a.ld);
+        sgemm(true, false, cols, a.d, rows, 1.f, ds.data(), cols, hd.q + i0 * a.ld, a.ld, 1.f, dk + j0 * a.ld, a.ld);
+        sgemm(true, false, cols, a.d, rows, 1.f, p.data(), cols, g, yw, 1.f, dv + j0 * a.ld, a.ld);
       }
     }
 }

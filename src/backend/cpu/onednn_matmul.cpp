@@ -98,6 +98,7 @@ bool bf16_gemm_native() {
   const std::string& s = implementation();
   return s.find("bf16") != std::string::npos && s.find("ref") == std::string::npos;
 }
+bool bf16_gemm_available() { return implementation().rfind("none", 0) != 0; }
 const char* bf16_gemm_implementation() { return implementation().c_str(); }
 
 void bf16_gemm(bool ta, bool tb, int m, int n, int k, float alpha, const float* a, int lda, const float* b, int ldb,
@@ -124,6 +125,7 @@ void bf16_gemm(bool ta, bool tb, int m, int n, int k, float alpha, const float* 
 #else
 
 bool bf16_gemm_native() { return false; }
+bool bf16_gemm_available() { return false; }
 const char* bf16_gemm_implementation() { return "none (built without oneDNN)"; }
 void bf16_gemm(bool, bool, int, int, int, float, const float*, int, const float*, int, float, float*, int) {
   throw bad_input("bf16 GEMM needs oneDNN (libdnnl-dev), but hpctrain was built without it");

@@ -5,7 +5,8 @@
 // attention is one thread per query with FlashAttention's online softmax over the keys (its output
 // row kept in the thread's local memory, D <= 256); the backward is one thread per query for dq
 // and one per key for dk and dv (summing over the query heads that read it), each recomputing the
-// probabilities from q, k and the kept log-sum-exp. Deterministic: no atomics. cuDNN's fused
+// probabilities from q, k and the kept log-sum-exp (with a sliding window each thread loops over
+// the window's keys or queries only). Deterministic: no atomics. cuDNN's fused
 // scaled-dot-product attention (fp16/bf16 through its graph API) is not used yet: the layer's
 // GEMM operands are float32 in every precision (docs/language-models.md).
 #include <cmath>
@@ -28,7 +29,11 @@ using backend::doc_numbers;
 using backend::qkv_dims;
 using backend::QkvDims;
 
-__device__ inline bool sees(const std::int32_t* doc, i64 i, i64 j) { return j <= i && (!doc || doc[j] == doc[i]); }
+// Whether query i sees key j: causal, within the last `window` positions (0: all), the same document.
+__device__ inline bool sees(const std::int32_t* doc, i64 window, i64 i, i64 j) {
+  return j <= i && (window == 0 || i - j < window) && (!doc || doc[j] == doc[i]);
+}
+__device__ inline i64 first_key(i64 window, i64 i) { return window > 0 && i >= window ? i - window + 1 : 0; }
 __device__ inline float dot(const float* a, const float* b, i64 d) {
   float s = 0.f;
   for (i64 c = 0; c < d; ++c) s += a[c] * b[c];
@@ -80,8 +85,8 @@ __global__ void document_numbers_kernel(const std::int32_t* ids, std::int32_t se
 
 // One thread per (sequence, query head, query): online softmax over its visible keys.
 // The queries from `first` on (flash_attention_decode; 0: all): y and lse hold T - first of them.
-__global__ void flash_forward_kernel(const float* qkv, const std::int32_t* docs, QkvDims a, i64 first, float* y,
-                                     float* lse, i64 total) {
+__global__ void flash_forward_kernel(const float* qkv, const std::int32_t* docs, i64 window, QkvDims a, i64 first,
+                                     float* y, float* lse, i64 total) {
   const i64 tq = a.t - first;
   for (i64 idx = detail::global_index(); idx < total; idx += detail::grid_stride()) {
     const i64 i = first + idx % tq, h = (idx / tq) % a.heads, n = idx / (tq * a.heads), g = h / (a.heads / a.kv);
@@ -91,8 +96,8 @@ __global__ void flash_forward_kernel(const float* qkv, const std::int32_t* docs,
     float acc[kMaxHeadDim];
     for (i64 c = 0; c < a.d; ++c) acc[c] = 0.f;
     float m = -INFINITY, l = 0.f;
-    for (i64 j = 0; j <= i; ++j) {
-      if (!sees(doc, i, j)) continue;
+    for (i64 j = first_key(window, i); j <= i; ++j) {
+      if (!sees(doc, window, i, j)) continue;
       const float* k = base + j * a.ld + (a.heads + g) * a.d;
       const float* v = base + j * a.ld + (a.heads + a.kv + g) * a.d;
       const float s = dot(q, k, a.d) * a.scale, m2 = fmaxf(m, s);
@@ -109,7 +114,7 @@ __global__ void flash_forward_kernel(const float* qkv, const std::int32_t* docs,
 
 // dq: one thread per (sequence, query head, query).
 __global__ void flash_dq_kernel(const float* qkv, const float* y, const float* lse, const float* dy,
-                                const std::int32_t* docs, QkvDims a, float* dqkv, i64 total) {
+                                const std::int32_t* docs, i64 window, QkvDims a, float* dqkv, i64 total) {
   for (i64 idx = detail::global_index(); idx < total; idx += detail::grid_stride()) {
     const i64 i = idx % a.t, h = (idx / a.t) % a.heads, n = idx / (a.t * a.heads), g = h / (a.heads / a.kv);
     const float* base = qkv + n * a.t * a.ld;
@@ -119,8 +124,8 @@ __global__ void flash_dq_kernel(const float* qkv, const float* y, const float* l
     const std::int32_t* doc = docs ? docs + n * a.t : nullptr;
     float acc[kMaxHeadDim];
     for (i64 c = 0; c < a.d; ++c) acc[c] = 0.f;
-    for (i64 j = 0; j <= i; ++j) {
-      if (!sees(doc, i, j)) continue;
+    for (i64 j = first_key(window, i); j <= i; ++j) {
+      if (!sees(doc, window, i, j)) continue;
       const float* k = base + j * a.ld + (a.heads + g) * a.d;
       const float* v = base + j * a.ld + (a.heads + a.kv + g) * a.d;
       const float p = expf(dot(q, k, a.d) * a.scale - lse[idx]);
@@ -134,7 +139,7 @@ __global__ void flash_dq_kernel(const float* qkv, const float* y, const float* l
 
 // dk and dv: one thread per (sequence, key/value head, key), over the query heads of its group.
 __global__ void flash_dkv_kernel(const float* qkv, const float* y, const float* lse, const float* dy,
-                                 const std::int32_t* docs, QkvDims a, float* dqkv, i64 total) {
+                                 const std::int32_t* docs, i64 window, QkvDims a, float* dqkv, i64 total) {
   for (i64 idx = detail::global_index(); idx < total; idx += detail::grid_stride()) {
     const i64 j = idx % a.t, g = (idx / a.t) % a.kv, n = idx / (a.t * a.kv), group = a.heads / a.kv;
     const float* base = qkv + n * a.t * a.ld;
@@ -143,9 +148,10 @@ __global__ void flash_dkv_kernel(const float* qkv, const float* y, const float* 
     const std::int32_t* doc = docs ? docs + n * a.t : nullptr;
     float dk[kMaxHeadDim], dv[kMaxHeadDim];
     for (i64 c = 0; c < a.d; ++c) dk[c] = dv[c] = 0.f;
+    const i64 last = window > 0 && j + window < a.t ? j + window : a.t;  // (past it no query sees key j)
     for (i64 h = g * group; h < (g + 1) * group; ++h)
-      for (i64 i = j; i < a.t; ++i) {
-        if (!sees(doc, i, j)) continue;
+      for (i64 i = j; i < last; ++i) {
+        if (!sees(doc, window, i, j)) continue;
         const float* q = base + i * a.ld + h * a.d;
         const float* gi = dy + (n * a.t + i) * a.heads * a.d + h * a.d;
         const float di = dot(gi, y + (n * a.t + i) * a.heads * a.d + h * a.d, a.d);
@@ -201,41 +207,45 @@ void document_numbers(const Tensor& ids, std::int32_t separator, Tensor& docs) {
 }
 
 namespace {
-void attend_from(const Tensor& qkv, i64 heads, i64 kv_heads, const Tensor& docs, i64 first, Tensor& y, Tensor& lse,
-                 const char* op) {
+void attend_from(const Tensor& qkv, i64 heads, i64 kv_heads, const Tensor& docs, i64 window, i64 first, Tensor& y,
+                 Tensor& lse, const char* op) {
   const QkvDims a = qkv_dims(qkv, heads, kv_heads, op);
   HPCT_CHECK(a.d <= kMaxHeadDim, std::string(op) + ": heads of " + std::to_string(a.d) + " columns (at most 256)");
+  HPCT_CHECK(window >= 0, std::string(op) + ": a window of " + std::to_string(window) + " positions");
   const i64 tq = a.t - first;
   HPCT_CHECK(first >= 0 && tq > 0 && y.numel() == a.n * tq * heads * a.d && lse.numel() == a.n * heads * tq,
              std::string(op) + ": y " + shape_string(y.shape()) + ", lse " + shape_string(lse.shape()) +
                  " for the queries from " + std::to_string(first) + " of " + shape_string(qkv.shape()));
   const i64 total = a.n * heads * tq;
-  launch(flash_forward_kernel, total, qkv.data(), doc_numbers(docs, a, op), a, first, y.data(), lse.data(), total);
+  launch(flash_forward_kernel, total, qkv.data(), doc_numbers(docs, a, op), window, a, first, y.data(), lse.data(),
+         total);
 }
 }  // namespace
 
-void flash_attention_forward(const Tensor& qkv, i64 heads, i64 kv_heads, const Tensor& docs, Tensor& y, Tensor& lse) {
-  attend_from(qkv, heads, kv_heads, docs, 0, y, lse, "flash_attention_forward");
+void flash_attention_forward(const Tensor& qkv, i64 heads, i64 kv_heads, const Tensor& docs, i64 window, Tensor& y,
+                             Tensor& lse) {
+  attend_from(qkv, heads, kv_heads, docs, window, 0, y, lse, "flash_attention_forward");
 }
 
-void flash_attention_decode(const Tensor& qkv, i64 heads, i64 kv_heads, const Tensor& docs, i64 first, Tensor& y,
-                            Tensor& lse) {
-  attend_from(qkv, heads, kv_heads, docs, first, y, lse, "flash_attention_decode");
+void flash_attention_decode(const Tensor& qkv, i64 heads, i64 kv_heads, const Tensor& docs, i64 window, i64 first,
+                            Tensor& y, Tensor& lse) {
+  attend_from(qkv, heads, kv_heads, docs, window, first, y, lse, "flash_attention_decode");
 }
 
 void flash_attention_backward(const Tensor& qkv, const Tensor& y, const Tensor& lse, const Tensor& dy, i64 heads,
-                              i64 kv_heads, const Tensor& docs, Tensor& dqkv) {
+                              i64 kv_heads, const Tensor& docs, i64 window, Tensor& dqkv) {
   const QkvDims a = qkv_dims(qkv, heads, kv_heads, "flash_attention_backward");
   HPCT_CHECK(a.d <= kMaxHeadDim,
              "flash_attention_backward: heads of " + std::to_string(a.d) + " columns (at most 256)");
+  HPCT_CHECK(window >= 0, "flash_attention_backward: a window of " + std::to_string(window) + " positions");
   detail::same_size(qkv, dqkv, "flash_attention_backward");
   detail::same_size(y, dy, "flash_attention_backward");
   HPCT_CHECK(y.numel() == a.n * a.t * heads * a.d && lse.numel() == a.n * heads * a.t,
              "flash_attention_backward: y " + shape_string(y.shape()) + ", lse " + shape_string(lse.shape()));
   const std::int32_t* doc = doc_numbers(docs, a, "flash_attention_backward");
   const i64 queries = a.n * heads * a.t, keys = a.n * kv_heads * a.t;
-  launch(flash_dq_kernel, queries, qkv.data(), y.data(), lse.data(), dy.data(), doc, a, dqkv.data(), queries);
-  launch(flash_dkv_kernel, keys, qkv.data(), y.data(), lse.data(), dy.data(), doc, a, dqkv.data(), keys);
+  launch(flash_dq_kernel, queries, qkv.data(), y.data(), lse.data(), dy.data(), doc, window, a, dqkv.data(), queries);
+  launch(flash_dkv_kernel, keys, qkv.data(), y.data(), lse.data(), dy.data(), doc, window, a, dqkv.data(), keys);
 }
 
 }  // namespace hpctrain::cuda

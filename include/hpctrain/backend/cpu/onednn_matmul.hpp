@@ -14,6 +14,9 @@ namespace hpctrain::cpu {
 
 // oneDNN was found and picked a native bf16 implementation on this CPU (not a reference one).
 bool bf16_gemm_native();
+// oneDNN makes bf16 primitives here at all, native or reference (oneDNN 2.x: on AVX-512 CPUs only;
+// an AVX2 CPU has none, and bf16_gemm throws there).
+bool bf16_gemm_available();
 // What oneDNN runs for bf16 matmul here ("brg:avx512_core_bf16"), or why there is none.
 const char* bf16_gemm_implementation();
 // c = alpha * op(a) op(b) + beta * c, row-major, as cblas_sgemm with CblasRowMajor; a and b are

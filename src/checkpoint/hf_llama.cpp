@@ -73,6 +73,7 @@ void gemma_options(const Json& c, const std::string& type, const std::string& fi
 // Hugging Face's sliding_window, on the layers that take it (each model's *Config and its layer_types).
 void window_options(const Json& c, const std::string& type, const std::string& file, LlamaDims& d) {
   const bool qwen = type == "qwen2" || type == "qwen3";
+  if (type == "llama" || type == "gemma") return;  // (their classes read no sliding_window)
   if (!c.contains("sliding_window") || c["sliding_window"].is_null() || (qwen && !c.value("use_sliding_window", false)))
     return;  // (Qwen's published files leave use_sliding_window false: no window)
   const std::int64_t window = whole(c, "sliding_window", file);

@@ -30,7 +30,7 @@ namespace hpctrain::hf {
 namespace {
 const char* const kLlama = "Llama";
 
-bool is_gemma(const std::string& type) { return type == "gemma" || type == "gemma3_text"; }
+bool is_gemma(const std::string& type) { return type == "gemma" || type == "gemma2" || type == "gemma3_text"; }
 
 // Gemma 3's layer_types (newer files: each layer's kind) as the period of its full-attention layers:
 // layer i is full when i + 1 is a multiple of it; one line when the list is no such pattern.
@@ -51,14 +51,33 @@ std::int64_t global_period(const Json& kinds, std::int64_t layers, const std::st
   return period;
 }
 
-// Gemma's and Gemma 3's options beside Llama's (modeling_gemma.py, modeling_gemma3.py).
+// A soft-capping key of Gemma 2's config.json (null: none), `fallback` when absent.
+double softcap(const Json& c, const char* key, double fallback, const std::string& file) {
+  if (!c.contains(key)) return fallback;
+  if (c[key].is_null()) return 0;
+  if (!c[key].is_number() || c[key].get<double>() < 0)
+    throw bad_input(file + ": \"" + key + "\" = " + c[key].dump() + " is not a cap (a number >= 0, or null)");
+  return c[key].get<double>();
+}
+
+// Gemma's, Gemma 2's and Gemma 3's options beside Llama's (modeling_gemma.py, modeling_gemma2.py,
+// modeling_gemma3.py).
 void gemma_options(const Json& c, const std::string& type, const std::string& file, LlamaDims& d) {
-  const std::string model = type == "gemma" ? "Gemma" : "Gemma 3";
+  const std::string model = type == "gemma" ? "Gemma" : type == "gemma2" ? "Gemma 2" : "Gemma 3";
   d.geglu = d.norm_offset = d.embed_scale = true;
   expect_value(c, "hidden_activation", "gelu_pytorch_tanh", file, model);  // (its default; hidden_act is legacy)
   if (type == "gemma") return;
-  d.sandwich_norm = d.qk_norm = d.qk_norm_weight = true;
+  d.sandwich_norm = true;
   expect_value(c, "query_pre_attn_scalar", static_cast<double>(d.head_width()), file, model);  // (1/sqrt(head_dim))
+  if (type == "gemma2") {  // (Gemma2Config's defaults: 50 and 30; layer 0 sliding, then every other one)
+    d.attn_softcap = softcap(c, "attn_logit_softcapping", 50, file);
+    d.final_softcap = softcap(c, "final_logit_softcapping", 30, file);
+    d.global_every = 2;
+    if (c.contains("layer_types") && !c["layer_types"].is_null())
+      d.global_every = global_period(c["layer_types"], d.n_layer, file);
+    return;
+  }
+  d.qk_norm = d.qk_norm_weight = true;
   for (const char* cap : {"attn_logit_softcapping", "final_logit_softcapping"})  // (Gemma 2's; Gemma 3's are null)
     if (c.contains(cap) && !c[cap].is_null())
       throw bad_input(file + ": \"" + cap + "\" = " + c[cap].dump() + ": hpctrain's " + model +
@@ -80,7 +99,7 @@ void window_options(const Json& c, const std::string& type, const std::string& f
   if (window < 1)
     throw bad_input(file + ": \"sliding_window\" = " + std::to_string(window) +
                     ": a query would attend over no position (null: no window)");
-  if (type == "gemma3_text") {  // (its local layers: gemma_options)
+  if (type == "gemma3_text" || type == "gemma2") {  // (its local layers: gemma_options)
     d.sliding_window = window;
     return;
   }
@@ -140,6 +159,7 @@ LlamaDims llama_dims(const Json& c, const std::string& type, const std::string& 
   }
   if (is_gemma(type)) gemma_options(c, type, file, d);
   window_options(c, type, file, d);
+  if (d.sliding_window == 0 && d.rope_local_theta == 0) d.global_every = 0;  // (no local layer differs)
   return d;
 }
 
@@ -171,6 +191,9 @@ std::string llama_deck(const LlamaDims& d, std::int64_t context) {
   if (d.rope_local_theta) line("rope_local_theta", std::to_string(d.rope_local_theta));
   if (d.global_every) line("global_every", std::to_string(d.global_every));
   if (d.sliding_window) line("sliding_window", std::to_string(d.sliding_window));
+  char cap[32];  // (Gemma 2's soft-caps, as the configuration prints a number)
+  if (d.attn_softcap > 0) std::snprintf(cap, sizeof(cap), "%g", d.attn_softcap), line("attn_softcap", cap);
+  if (d.final_softcap > 0) std::snprintf(cap, sizeof(cap), "%g", d.final_softcap), line("final_softcap", cap);
   line("block_size", std::to_string(context));
   return ini;
 }
@@ -289,6 +312,7 @@ std::string llama_class(const std::string& model_type) {
   if (model_type == "qwen3") return "Qwen3ForCausalLM";
   if (model_type == "phi3") return "Phi3ForCausalLM";
   if (model_type == "gemma") return "GemmaForCausalLM";
+  if (model_type == "gemma2") return "Gemma2ForCausalLM";
   if (model_type == "gemma3_text") return "Gemma3ForCausalLM";
   return "";
 }
@@ -302,31 +326,34 @@ namespace {
 // layer), qwen2, qwen3, gemma or gemma3_text; bad_input naming the keys when no class does.
 std::string export_type(const ModelConfig& m) {
   const bool gemma = m.mlp == Mlp::geglu || m.norm_offset || m.embed_scale;
-  const bool gemma3_parts = m.sandwich_norm || m.rope_local_theta > 0;
+  const bool capped = m.attn_softcap > 0 || m.final_softcap > 0;
+  const bool gemma2 = gemma && m.sandwich_norm && !m.qk_norm_weight;
   const auto refuse = [](const std::string& what) {
     throw bad_input("--export-hf: [model] " + what +
                     " is the model of no Hugging Face class (Qwen2: qkv_bias; Qwen3: qk_norm with qk_norm_weight; "
-                    "Gemma: mlp = geglu, norm_offset, embed_scale; Gemma 3: those with sandwich_norm and the weighted "
-                    "QK-norm)");
+                    "Gemma: mlp = geglu, norm_offset, embed_scale; Gemma 2: those with sandwich_norm and the "
+                    "soft-caps; Gemma 3: those with sandwich_norm and the weighted QK-norm)");
   };
   if (m.qk_norm && !m.qk_norm_weight) refuse("qk_norm without qk_norm_weight (modded-nanogpt's)");
   if (m.mlp == Mlp::relu2) refuse("mlp = relu2 (modded-nanogpt's)");
   if (m.qkv_bias && (m.qk_norm_weight || gemma)) refuse("qkv_bias with qk_norm_weight or Gemma's keys");
   if (gemma && !(m.mlp == Mlp::geglu && m.norm_offset && m.embed_scale))
     refuse("mlp = geglu, norm_offset and embed_scale not all together (Gemma's three)");
-  if (gemma3_parts && !(gemma && m.sandwich_norm && m.qk_norm_weight))
-    refuse("sandwich_norm or rope_local_theta without Gemma 3's other keys");
+  if ((m.sandwich_norm || m.rope_local_theta > 0 || capped) && !gemma)
+    refuse("sandwich_norm, rope_local_theta, attn_softcap or final_softcap without Gemma's keys");
   if (gemma && m.qk_norm_weight && !m.sandwich_norm) refuse("Gemma's keys and qk_norm_weight without sandwich_norm");
-  if (m.sliding_window > 0 && m.global_every > 0 && !gemma3_parts)
-    refuse("sliding_window with global_every outside Gemma 3 (Mistral's and Qwen's windows are on every layer)");
-  if (m.sliding_window > 0 && gemma && !m.sandwich_norm) refuse("sliding_window with Gemma's keys (Gemma 3's only)");
-  if (gemma) return m.sandwich_norm ? "gemma3_text" : "gemma";
+  if (gemma2 && m.rope_local_theta > 0) refuse("rope_local_theta without qk_norm_weight (Gemma 2 has one rotary base)");
+  if (capped && !gemma2) refuse("attn_softcap or final_softcap outside Gemma 2");
+  if (m.sliding_window > 0 && m.global_every > 0 && !(gemma && m.sandwich_norm))
+    refuse("sliding_window with global_every outside Gemma 2 and 3 (Mistral's and Qwen's windows are on every layer)");
+  if (m.sliding_window > 0 && gemma && !m.sandwich_norm) refuse("sliding_window with Gemma's keys (Gemma 2's and 3's)");
+  if (gemma) return !m.sandwich_norm ? "gemma" : gemma2 ? "gemma2" : "gemma3_text";
   if (m.qkv_bias) return "qwen2";
   if (m.qk_norm_weight) return "qwen3";
   return m.sliding_window > 0 ? "mistral" : "llama";
 }
 
-// config.json's keys of Gemma and Gemma 3 (modeling_gemma.py, modeling_gemma3.py) beside Llama's.
+// config.json's keys of Gemma, Gemma 2 and Gemma 3 (modeling_gemma*.py) beside Llama's.
 void gemma_config(const ModelConfig& m, const std::string& type, Json& c) {
   c.erase("hidden_act"), c.erase("mlp_bias");
   c["hidden_activation"] = "gelu_pytorch_tanh";
@@ -339,7 +366,9 @@ void gemma_config(const ModelConfig& m, const std::string& type, Json& c) {
   c["sliding_window"] = m.sliding_window > 0 ? m.sliding_window : m.block_size;
   c["rope_local_base_freq"] = static_cast<double>(m.rope_local_theta > 0 ? m.rope_local_theta : m.rope_theta);
   c["query_pre_attn_scalar"] = m.attention_width() / m.n_head;
-  c["attn_logit_softcapping"] = nullptr, c["final_logit_softcapping"] = nullptr;
+  auto cap = [](double v) { return v > 0 ? Json(v) : Json(nullptr); };  // (null: none; absent: Gemma 2's 50, 30)
+  c["attn_logit_softcapping"] = cap(m.attn_softcap), c["final_logit_softcapping"] = cap(m.final_softcap);
+  if (type == "gemma2") c.erase("rope_local_base_freq"), c.erase("sliding_window_pattern");  // (Gemma 3's)
 }
 }  // namespace
 

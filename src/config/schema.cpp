@@ -319,6 +319,15 @@ void model_keys(std::vector<KeySpec>& k) {
         "i + 1 is a multiple of this, the others local (Gemma 3: 6); 0 = every layer local")
       .range(0, 1 << 20)
       .of_archs("llama");
+  s.key("attn_softcap", &ModelConfig::attn_softcap,
+        "arch = llama: attention's scaled scores s become this x tanh(s / this) before the softmax (Gemma 2's "
+        "attn_logit_softcapping, 50); 0 = none")
+      .range(0, 1e6)
+      .of_archs("llama");
+  s.key("final_softcap", &ModelConfig::final_softcap,
+        "arch = llama: the logits x become this x tanh(x / this) (Gemma 2's final_logit_softcapping, 30); 0 = none")
+      .range(0, 1e6)
+      .of_archs("llama");
   s.key("sliding_window", &ModelConfig::sliding_window,
         "arch = llama: the local layers' queries attend over the last this many positions, their own included "
         "(Hugging Face's sliding_window: Mistral 7B v0.1's 4096 on every layer, Gemma 3's 512 with global_every); "

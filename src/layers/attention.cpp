@@ -1,10 +1,11 @@
 // attention(H) / attention(H, bias=0, proj_bias=0, dropout=P, proj_std=S, kv_heads=K, rope=THETA,
-// qk_norm=1, head_dim=D, window=W, fused=0|1): causal self-attention over [T, C] (GPT-2's and nanoGPT's
+// qk_norm=1, head_dim=D, window=W, softcap=S, fused=0|1): causal self-attention over [T, C] (GPT-2's and nanoGPT's
 // CausalSelfAttention; with kv_heads, rope and qk_norm Llama's and modded-nanogpt's). One fused projection to queries,
 // keys and values, qkv = x Wqkv^T + bqkv with Wqkv [(H + 2K) D, C] (D = C/H; K = H by default: [3C, C]); per query head
 // the probabilities softmax(q k^T / sqrt(D)) over the positions up to each query's (the causal mask; with [model]
 // attention_mask = document also within its document; with window=W only the last W of them, the query's own included:
-// sliding-window attention, Mistral's and Gemma 3's local layers, Hugging Face's sliding_window; fused only), the
+// sliding-window attention, Mistral's and Gemma 3's local layers, Hugging Face's sliding_window; fused only; with
+// softcap=S, Gemma 2's attn_logit_softcapping, each scaled score s is S tanh(s / S) before the softmax), the
 // weighted sum of the values of its key/value head (query head h reads head h / (H/K): grouped-
 // query attention); the output projection y = a Wproj^T + bproj with Wproj [C, C]. head_dim=D
 // (Qwen3 0.6B's 128 at C = 1024 with 16 heads, Mistral Nemo's): heads of D columns whatever C is,
@@ -67,7 +68,7 @@ struct AttentionArgs {
   float dropout = 0, proj_std = 0.02f;
   double rope = 0;  // theta; 0: none
   RopeScaling scaling;
-  std::int64_t window = 0;  // sliding window: the last W positions; 0: all
+  AttentionOptions fused_options;  // the sliding window (0: all) and the scores' cap (0: none)
 };
 
 class Attention final : public Layer {
@@ -151,7 +152,7 @@ class Attention final : public Layer {
     if (a_.rope > 0) rope_rotate(s.qkv, heads(), kv(), frequencies(c), 0, false);  // kept turned
     round16(qkv2);  // (16-bit runs: every GEMM operand below is a 16-bit value, on both backends)
     if (a_.fused) {
-      flash_attention_forward(s.qkv, heads(), kv(), context().doc_ids, a_.window, s.heads_out, s.lse);
+      flash_attention_forward(s.qkv, heads(), kv(), context().doc_ids, a_.fused_options, s.heads_out, s.lse);
     } else {
       if (context().doc_ids.defined())
         throw bad_input("[model] attention_mask = document needs fused attention; attention(..., dropout=P) holds " +
@@ -187,7 +188,8 @@ class Attention final : public Layer {
     gemm(false, false, 1.f, g, param(wproj()), 0.f, dheads2);
     round16(dheads);
     if (a_.fused)
-      flash_attention_backward(s.qkv, s.heads_out, s.lse, dheads, heads(), kv(), context().doc_ids, a_.window, dqkv);
+      flash_attention_backward(s.qkv, s.heads_out, s.lse, dheads, heads(), kv(), context().doc_ids, a_.fused_options,
+                               dqkv);
     else
       probabilities_backward(s, dheads, dqkv);
     // QK-norm's backward on the turned values and gradients (a rotation keeps mean(dy * xhat)), then
@@ -246,7 +248,7 @@ class Attention final : public Layer {
         copy(now.view(s * len * ld, {1, len, ld}), fresh);
       }
       flash_attention_decode(mine, heads(), kv(), docs.defined() ? docs.view(s * (p + len), {1, p + len}) : docs,
-                             a_.window, p, out_s, lse_s);
+                             a_.fused_options, p, out_s, lse_s);
     }
     round16(out);
     Tensor y2 = y.reshaped({b * len, c});
@@ -394,7 +396,7 @@ AttentionArgs attention_args(const LayerArgs& a) {
   expect_named_only(
       a, 1,
       {"bias", "proj_bias", "qk_norm_weight", "qk_eps", "qk_offset", "head_dim", "dropout", "proj_std", "kv_heads",
-       "rope", "rope_factor", "rope_low", "rope_high", "rope_context", "qk_norm", "window", "fused"});
+       "rope", "rope_factor", "rope_low", "rope_high", "rope_context", "qk_norm", "window", "softcap", "fused"});
   AttentionArgs r;
   r.heads = int_arg(a, 0, "the number of heads");
   const std::int64_t percent = layer_named_int(a, "dropout", 0, 0);
@@ -429,9 +431,10 @@ AttentionArgs attention_args(const LayerArgs& a) {
                     "never holds them)");
   if (!r.fused && r.kv_heads && r.kv_heads != r.heads)
     throw bad_input("[model] layers: " + a.text + ": grouped-query attention (kv_heads) needs fused=1");
-  r.window = layer_named_int(a, "window", 0, 0);
-  if (!r.fused && r.window)
-    throw bad_input("[model] layers: " + a.text + ": a sliding window needs fused=1 (no attention dropout)");
+  r.fused_options.window = layer_named_int(a, "window", 0, 0);
+  r.fused_options.softcap = layer_named_number(a, "softcap", 0.f);
+  if (!r.fused && (r.fused_options.window || r.fused_options.softcap > 0.f))
+    throw bad_input("[model] layers: " + a.text + ": a sliding window or softcap needs fused=1 (no attention dropout)");
   return r;
 }
 }  // namespace
@@ -441,8 +444,8 @@ void register_attention(LayerRegistry& r) {
         "attention(heads, bias=1, proj_bias=bias, dropout=0, proj_std=0.02, kv_heads=heads, rope=0, rope_factor=0, "
         "rope_low=1, "
         "rope_high=4, rope_context=8192, qk_norm=0, qk_norm_weight=0, qk_eps=6, qk_offset=0, head_dim=C/heads, "
-        "window=0, fused=1): causal self-attention on [T, C]; rope=THETA rotary positions; window=W: each "
-        "position sees the last W only",
+        "window=0, softcap=0, fused=1): causal self-attention on [T, C]; rope=THETA rotary positions; window=W: "
+        "each position sees the last W only; softcap=S: scores S tanh(s / S)",
         [](const LayerArgs& a) { return std::make_unique<Attention>(attention_args(a)); });
 }
 

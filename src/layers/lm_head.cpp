@@ -2,6 +2,8 @@
 // shared with the model's token embedding (weight tying, as GPT-2 and nanoGPT): the model binds
 // the embedding's table here and adds both layers' gradients into it. lm_head(V, tie=0): an
 // untied head with its own W (initialized N(0, std^2)), the same as linear(V, bias=0).
+// lm_head(V, softcap=S): Gemma 2's final_logit_softcapping, the logits S tanh(logits / S) (backend
+// softcap_forward/backward; the backward reads the capped logits, its output).
 // With [model] vocab_multiple M, W has Vp = round_up(V, M) rows (the rows past V zero) and the
 // logits are [T, Vp], the GEMM's width a multiple of M; the logits past V are set to -inf (only
 // those columns are written), so softmax, loss, accuracy and sampling never see them and their
@@ -34,8 +36,8 @@ namespace hpctrain {
 namespace {
 class LmHead final : public Layer {
  public:
-  LmHead(std::int64_t vocab, bool tie, float std, std::int64_t multiple)
-      : vocab_(vocab), rows_(padded_vocab(vocab, multiple)), tie_(tie), std_(std) {}
+  LmHead(std::int64_t vocab, bool tie, float std, std::int64_t multiple, float softcap)
+      : vocab_(vocab), rows_(padded_vocab(vocab, multiple)), tie_(tie), std_(std), softcap_(softcap) {}
   const char* type() const override { return "lm_head"; }
   bool takes_position_blocks() const override { return true; }
   Shape output_shape(const Shape& in) const override {
@@ -62,11 +64,14 @@ class LmHead final : public Layer {
     return true;
   }
   // Scratch: with loss_chunk two [R, V] buffers (the logits, their gradient); with sequence
-  // parallelism the gathered input (two buffers), the whole input gradient and its reduce-scatter's.
+  // parallelism the gathered input (two buffers), the whole input gradient and its reduce-scatter's;
+  // with softcap and no loss_chunk the capped logits' gradient [T, V] (training).
   LayerMemory memory(const Shape& in, const MemoryQuery& q) const override {
     double scratch = 0;
     if (sequence_split())
       scratch += 4 * MemoryQuery::temp(static_cast<double>(q.rows * in[0] * tensor_parallel().size * in[1]));
+    if (chunk_ == 0 && softcap_ > 0.f && q.training)
+      scratch += MemoryQuery::temp(static_cast<double>(q.rows * output_shape(in)[0] * local_rows()));
     if (chunk_ == 0) return {0, scratch, 0};
     const std::int64_t rows = std::min(chunk_, q.rows * output_shape(in)[0]);
     return {0, scratch + 2 * MemoryQuery::temp(static_cast<double>(rows * local_rows())), 0};
@@ -82,9 +87,11 @@ class LmHead final : public Layer {
       one_position(x, y2);
     else
       gemm(false, true, 1.f, sequence_gather(x, 0).reshaped({y2.rows(), x.shape().back()}), param(0), 0.f, y2);
+    if (softcap_ > 0.f) softcap_forward(y2, softcap_);
     if (first_row() + cols > vocab_) fill_columns(y2, std::max<std::int64_t>(vocab_ - first_row(), 0), -INFINITY);
   }
-  void backward(const Tensor& x, const Tensor&, const Tensor& dy, Tensor& dx) override {
+  void backward(const Tensor& x, const Tensor& y, const Tensor& dy_in, Tensor& dx) override {
+    const Tensor dy = softcap_ > 0.f && dy_in.defined() ? capped_gradient(y, dy_in) : dy_in;
     if (!dy.defined()) {  // (loss_chunk)
       if (!dx.defined()) return loss_in_chunks(sequence_gather(x, 0), nullptr, true);
       Tensor whole = sequence_whole(dx, 2);
@@ -121,6 +128,7 @@ class LmHead final : public Layer {
       const Tensor xc = x.view(at * width, {m, width});
       Tensor logits = logits_buf.view(0, {m, cols}), d = grad_buf.view(0, {m, cols});
       gemm(false, true, 1.f, xc, param(0), 0.f, logits);
+      if (softcap_ > 0.f) softcap_forward(logits, softcap_);
       if (first_row() + cols > vocab_) fill_columns(logits, std::max<std::int64_t>(vocab_ - first_row(), 0), -INFINITY);
       if (precision != Precision::fp32) round_to_precision(logits, precision);
       Targets t = h.targets;
@@ -130,6 +138,7 @@ class LmHead final : public Layer {
         continue;
       }
       h.loss->forward_backward(logits, t, h.grad_scale, *h.scalars, d);
+      if (softcap_ > 0.f) softcap_backward(logits, softcap_, d);
       if (precision != Precision::fp32) round_to_precision(d, precision);
       gemm(true, false, 1.f, d, xc, at > 0 || accumulate_grads() ? 1.f : 0.f, grad(0));
       if (!dx) continue;
@@ -151,23 +160,33 @@ class LmHead final : public Layer {
       gemm(false, true, 1.f, x.view((b * len + p) * width, {1, width}), param(0), 0.f, row);
     }
   }
+  // softcap: the gradient of the logits before the cap, from the capped logits y and their gradient.
+  Tensor capped_gradient(const Tensor& y, const Tensor& dy) {
+    Tensor d = temp(6, dy.shape(), dy.device());
+    copy(dy, d);
+    softcap_backward(y, softcap_, d);
+    return d;
+  }
   std::int64_t local_rows() const { return rows_ / tensor_parallel().size; }
   std::int64_t first_row() const { return tensor_parallel().rank * local_rows(); }
 
   std::int64_t vocab_, rows_;
   bool tie_;
-  float std_;
+  float std_, softcap_;        // softcap: 0 = none
   std::int64_t chunk_ = 0;     // [train] loss_chunk: rows of logits at a time; 0 = the whole output
   bool one_position_ = false;  // set_one_position (generation)
 };
 }  // namespace
 
 void register_lm_head(LayerRegistry& r, std::int64_t vocab_multiple) {
-  r.add("lm_head", "lm_head(V, tie=1, std=0.02): logits over a vocabulary of V; tie=1 shares the embedding's weight",
+  r.add("lm_head",
+        "lm_head(V, tie=1, std=0.02, softcap=0): logits over a vocabulary of V; tie=1 shares the embedding's weight; "
+        "softcap=S: the logits S tanh(logits / S)",
         [vocab_multiple](const LayerArgs& a) {
-          expect_named_only(a, 1, {"tie", "std"});
+          expect_named_only(a, 1, {"tie", "std", "softcap"});
           return std::make_unique<LmHead>(int_arg(a, 0, "the vocabulary size"), layer_named_bool(a, "tie", true),
-                                          layer_named_std(a, "std"), vocab_multiple);
+                                          layer_named_std(a, "std"), vocab_multiple,
+                                          layer_named_number(a, "softcap", 0.f));
         });
 }
 

@@ -371,6 +371,18 @@ std::int64_t layer_named_int(const LayerArgs& a, const std::string& key, std::in
                   std::to_string(min) + ".." + std::to_string(kMaxArgument));
 }
 
+float layer_named_number(const LayerArgs& a, const std::string& key, float fallback) {
+  const auto it = a.named.find(key);
+  if (it == a.named.end()) return fallback;
+  try {
+    std::size_t used = 0;
+    const float v = std::stof(it->second, &used);
+    if (used == it->second.size() && std::isfinite(v) && v >= 0) return v;
+  } catch (const std::exception&) {
+  }
+  throw bad_input("[model] layers: " + a.text + ": " + key + " = '" + it->second + "' must be a number >= 0");
+}
+
 float layer_named_std(const LayerArgs& a, const std::string& key) {
   const auto it = a.named.find(key);
   if (it == a.named.end()) return 0.02f;

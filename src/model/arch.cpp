@@ -26,6 +26,13 @@ std::string gpt_layers(const GptDims& d) {
 }
 
 namespace {
+// A layer argument that round-trips a float (Gemma 2's caps: "50").
+std::string number(double v) {
+  char s[32];
+  std::snprintf(s, sizeof(s), "%.9g", v);
+  return s;
+}
+
 // Layer i's attention arguments after the head count: biases, RoPE, QK-norm, head width.
 std::string llama_attention_args(const LlamaDims& d, std::int64_t i) {
   std::string a = std::to_string(d.n_head);
@@ -42,6 +49,7 @@ std::string llama_attention_args(const LlamaDims& d, std::int64_t i) {
   if (d.qk_norm_weight && d.norm_offset) a += ", qk_offset=1";
   if (d.head_width() * d.n_head != d.n_embd) a += ", head_dim=" + std::to_string(d.head_width());
   if (local && d.sliding_window > 0) a += ", window=" + std::to_string(d.sliding_window);
+  if (d.attn_softcap > 0) a += ", softcap=" + number(d.attn_softcap);
   return a;
 }
 }  // namespace
@@ -80,7 +88,8 @@ std::string llama_layers(const LlamaDims& d) {
   std::snprintf(root, sizeof(root), "%.9g",
                 static_cast<double>(static_cast<float>(std::sqrt(static_cast<double>(d.n_embd)))));
   return "tok_emb:embedding(" + v + ", " + c + ")" + (d.embed_scale ? std::string(" scale(") + root + ")" : "") + " " +
-         layers + " norm:" + norm + " lm_head:lm_head(" + v + (d.tie_embeddings ? "" : ", tie=0") + ")";
+         layers + " norm:" + norm + " lm_head:lm_head(" + v + (d.tie_embeddings ? "" : ", tie=0") +
+         (d.final_softcap > 0 ? ", softcap=" + number(d.final_softcap) : "") + ")";
 }
 
 double gpt_flops_per_token(std::int64_t parameters, std::int64_t n_layer, std::int64_t n_embd, double span) {

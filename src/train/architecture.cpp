@@ -30,7 +30,7 @@ Config with_architecture(const Config& cfg, const SplitIndex& train) {
     d.qkv_bias = m.qkv_bias, d.qk_norm_weight = m.qk_norm_weight, d.head_dim = m.head_dim;
     d.geglu = m.mlp == Mlp::geglu, d.norm_offset = m.norm_offset, d.embed_scale = m.embed_scale;
     d.sandwich_norm = m.sandwich_norm, d.rope_local_theta = m.rope_local_theta, d.global_every = m.global_every;
-    d.sliding_window = m.sliding_window;
+    d.sliding_window = m.sliding_window, d.attn_softcap = m.attn_softcap, d.final_softcap = m.final_softcap;
     const RopeScalingKey r = rope_scaling_of(m.rope_scaling);
     d.rope_factor = r.factor, d.rope_low = r.low, d.rope_high = r.high, d.rope_context = r.context;
     out.model.layers = llama_layers(d);

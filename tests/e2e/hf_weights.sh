@@ -104,6 +104,17 @@ cp -r "$tmp/hf" "$tmp/gemma" && $py "$ref" gemma "$tmp/gemma"
 check "model_type gemma: mlp = geglu, norm_offset, embed_scale, a tied head, the reference's loss (1e-5)" \
   imported_as gemma "mlp = geglu" "norm_offset = true" "embed_scale = true" "tie_embeddings = true"
 check "... exported as GemmaForCausalLM, the same tensors bit for bit" exported_as gemma gemma
+# Gemma 2 (Gemma2ForCausalLM: Gemma's with the norms after attention and the MLP, scores and logits
+# soft-capped, here at 1 and 2 so that they bend this model's; sliding_window 32 on layer 0 by the
+# older files' rule, no layer_types): the reference's loss at 64; without the score cap another loss.
+cp -r "$tmp/hf" "$tmp/gemma2" && $py "$ref" gemma2 "$tmp/gemma2"
+check "model_type gemma2: sandwich_norm, attn_softcap 1, final_softcap 2, sliding_window 32 every layer but each 2nd, the reference's loss at 64 (1e-5)" \
+  imported_as gemma2 "sandwich_norm = true" "attn_softcap = 1" "final_softcap = 2" "global_every = 2" "sliding_window = 32"
+uncapped=$("$trainer" "$tmp/gemma2.ini" --eval-only --set model.attn_softcap=0 --set checkpoint.resume="$tmp/gemma2.h5" 2>&1 | grep "^eval-only")
+check "... without the score cap another loss ($(loss_of "$uncapped"))" \
+  $py -c "import sys; sys.exit(abs(float('$(loss_of "$uncapped")') - float('$($py "$ref" loss "$tmp/gemma2" "$tmp/tok" 64)')) < 1e-3)"
+check "... exported as Gemma2ForCausalLM, the same tensors bit for bit" exported_as gemma2 gemma2
+check "... config.json's caps" grep -q '"attn_logit_softcapping": 1.0' "$tmp/gemma2_out/config.json"
 cp -r "$tmp/hf" "$tmp/gemma3" && $py "$ref" gemma3 "$tmp/gemma3"
 check "model_type gemma3_text: sandwich_norm, rope_local_theta 10000 and sliding_window 32 every layer but each 2nd, head_dim 16, the reference's loss at 64 (1e-5)" \
   imported_as gemma3 "sandwich_norm = true" "rope_local_theta = 10000" "global_every = 2" "head_dim = 16" \

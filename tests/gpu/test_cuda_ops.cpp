@@ -505,6 +505,17 @@ TEST_F(CudaOps, SequenceModelOps) {
     op.backward(dx, dgh, dgx);
     expect_close((std::string(op.name) + "_backward").c_str(), gx, dgx, op.tolerance);
   }
+  // Gemma 2's soft-capping (tanhf against std::tanh: 1e-5), in place, -inf kept.
+  Tensor capped = random({n, t, c}, 51, -8.f, 8.f);
+  capped.data()[3] = -INFINITY;
+  Tensor dcapped = on_gpu(capped);
+  softcap_forward(capped, 3.f);
+  softcap_forward(dcapped, 3.f);
+  expect_close("softcap_forward", capped, dcapped, 1e-5);
+  Tensor gc = random(capped.shape(), 52), dgc = on_gpu(gc);
+  softcap_backward(capped, 3.f, gc);
+  softcap_backward(dcapped, 3.f, dgc);
+  expect_close("softcap_backward", gc, dgc, 1e-5);
 
   Tensor qkv = random({n, t, 3 * c}, 48), dqkv_in = on_gpu(qkv);
   Tensor att = Tensor::zeros({n, heads, t, t}, host_), datt = Tensor::zeros(att.shape(), dev_);
@@ -548,8 +559,8 @@ TEST_F(CudaOps, CheckpointDownloadsArePinnedReusedAndOrdered) {
 }
 
 // Fused attention, QK-norm and RoPE on grouped-query heads (4 query heads, 2 key/value heads, D
-// 8), causal and with documents, each with and without a sliding window of 29 positions, against the
-// CPU's: float sums in another order (1e-5).
+// 8), causal and with documents, each with and without a sliding window of 29 positions and Gemma 2's
+// soft-capped scores, against the CPU's: float sums in another order (1e-5).
 TEST_F(CudaOps, FusedAttentionOps) {
   const std::int64_t n = 2, t = 70, heads = 4, kv = 2, d = 8, width = (heads + 2 * kv) * d;
   Tensor qkv = random({n, t, width}, 60, -2.f, 2.f), dqkv_in = on_gpu(qkv);
@@ -572,9 +583,9 @@ TEST_F(CudaOps, FusedAttentionOps) {
   document_numbers(on_gpu(ids), 3, dmade);
   expect_close("document_numbers", made, dmade, 0);  // (int32 bits compared as they are)
   const Tensor ddocs = on_gpu(docs), none;
-  for (const int masks : {0, 1, 2, 3}) {  // documents (1), a window (2)
+  for (int masks = 0; masks < 8; ++masks) {  // documents (1), a window (2), soft-capped scores (4)
     const bool by_doc = masks & 1;
-    const std::int64_t w = masks & 2 ? 29 : 0;
+    const AttentionOptions w{masks & 2 ? 29 : 0, masks & 4 ? 2.f : 0.f};
     const Tensor& dc = by_doc ? docs : none;
     const Tensor& ddc = by_doc ? ddocs : none;
     Tensor y = Tensor::zeros({n, t, heads * d}, host_), dy = Tensor::zeros(y.shape(), dev_);

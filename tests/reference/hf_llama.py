@@ -22,6 +22,10 @@ transformers' LlamaForCausalLM does, without transformers (Debian does not packa
   gemma DIR             make the folder a GemmaForCausalLM's (model_type gemma: Llama's tensors, norm
                         weights around 0 (Gemma's scale by 1 + weight), a tied head, hidden_act "gelu" with
                         hidden_activation "gelu_pytorch_tanh", rms_norm_eps 1e-6; one F32 file)
+  gemma2 DIR            make the folder a Gemma2ForCausalLM's (model_type gemma2: Gemma's, the norms after
+                        attention and the MLP, attn_logit_softcapping 1 and final_logit_softcapping 2 (small,
+                        so that they bend this model's scores and logits), sliding_window 32 on layer 0, no
+                        layer_types (older files: every other layer from 0 slides))
   gemma3 DIR            make the folder a Gemma3ForCausalLM's (model_type gemma3_text: Gemma's and the
                         weighted QK-norm's q_norm, k_norm, the norms after attention and the MLP, heads 16
                         wide at hidden_size 32 (Gemma 3 1B's 4 x 256 at 1152), layer_types sliding then
@@ -45,8 +49,8 @@ each query and key head is RMS-normalized over head_dim and weighted by q_norm /
 folder has them, before the rotation (Qwen3's modeling_qwen3.py). Gemma (modeling_gemma.py,
 modeling_gemma3.py): the embeddings times sqrt(hidden_size) rounded to float32 (the normalizer in
 the weights' dtype), every RMS norm (q_norm, k_norm too) scaled by 1 + weight, GELU's tanh form for
-SiLU; Gemma 3 adds a norm on attention's output and on the MLP's before each residual add, scores
-scaled by query_pre_attn_scalar^-1/2, and sliding layers that rotate with rope_local_base_freq (no
+SiLU; Gemma 2 and 3 add a norm on attention's output and on the MLP's before each residual add, scores
+scaled by query_pre_attn_scalar^-1/2 (Gemma 2: soft-capped scores and logits, cap tanh(x / cap)), and sliding layers that rotate with rope_local_base_freq (no
 scaling). A sliding layer (Gemma 3's, Mistral's, Phi-3's; Qwen's with use_sliding_window) attends over
 the last sliding_window positions only, its own included (masking_utils' kv_idx > q_idx - sliding_window).
 """
@@ -178,6 +182,8 @@ def sliding(cfg, i):
         return cfg["layer_types"][i] == "sliding_attention"
     if kind == "gemma3_text":
         return (i + 1) % cfg.get("sliding_window_pattern", 6) != 0
+    if kind == "gemma2":  # (older files: layer 0 sliding, then every other one)
+        return i % 2 == 0
     if kind in ("qwen2", "qwen3"):
         return i >= cfg.get("max_window_layers", 28)
     return kind in ("mistral", "phi3")
@@ -190,8 +196,10 @@ def forward(cfg, w, ids):
     c = cfg["hidden_size"]
     d = cfg.get("head_dim") or c // h
     b, t = ids.shape
-    gemma = cfg.get("model_type") in ("gemma", "gemma3_text")
+    gemma = cfg.get("model_type") in ("gemma", "gemma2", "gemma3_text")
     gemma3 = cfg.get("model_type") == "gemma3_text"
+    sandwich = cfg.get("model_type") in ("gemma2", "gemma3_text")  # (and query_pre_attn_scalar)
+    attn_cap, final_cap = cfg.get("attn_logit_softcapping"), cfg.get("final_logit_softcapping")
 
     def rms(x, weight):
         return (1 + weight if gemma else weight) * (x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + eps))
@@ -210,7 +218,7 @@ def forward(cfg, w, ids):
         x = x * float(np.float32(math.sqrt(c)))
     pos = torch.arange(t)
     causal = pos[None, :] <= pos[:, None]
-    scale = cfg["query_pre_attn_scalar"] ** -0.5 if gemma3 else 1 / math.sqrt(d)
+    scale = cfg["query_pre_attn_scalar"] ** -0.5 if sandwich else 1 / math.sqrt(d)
     for i in range(cfg["num_hidden_layers"]):
         p = "model.layers.%d." % i
         local = sliding(cfg, i)
@@ -230,21 +238,24 @@ def forward(cfg, w, ids):
         q, k = q * cos + rotate_half(q) * sin, k * cos + rotate_half(k) * sin
         k, v = (z[:, :, None].expand(b, kv, h // kv, t, d).reshape(b, h, t, d) for z in (k, v))  # repeat_kv
         a = (q @ k.transpose(-2, -1)) * scale
+        if attn_cap:  # (Gemma 2's soft-capping, before the mask)
+            a = torch.tanh(a / attn_cap) * attn_cap
         a = torch.softmax(a.masked_fill(~mask, float("-inf")), dim=-1)
         o = (a @ v).transpose(1, 2).reshape(b, t, h * d) @ W[p + "self_attn.o_proj.weight"].T
-        if gemma3:
+        if sandwich:
             o = rms(o, W[p + "post_attention_layernorm.weight"])
         x = x + o
-        y = rms(x, W[p + ("pre_feedforward_layernorm.weight" if gemma3 else "post_attention_layernorm.weight")])
+        y = rms(x, W[p + ("pre_feedforward_layernorm.weight" if sandwich else "post_attention_layernorm.weight")])
         g = y @ W[p + "mlp.gate_proj.weight"].T
         act = torch.nn.functional.gelu(g, approximate="tanh") if gemma else torch.nn.functional.silu(g)
         m = (act * (y @ W[p + "mlp.up_proj.weight"].T)) @ W[p + "mlp.down_proj.weight"].T
-        if gemma3:
+        if sandwich:
             m = rms(m, W[p + "post_feedforward_layernorm.weight"])
         x = x + m
     x = rms(x, W["model.norm.weight"])
     head = W["model.embed_tokens.weight"] if cfg.get("tie_word_embeddings", gemma) else W["lm_head.weight"]
-    return x @ head.T
+    logits = x @ head.T
+    return torch.tanh(logits / final_cap) * final_cap if final_cap else logits
 
 
 def windows(data, t):
@@ -342,7 +353,8 @@ def qwen3(folder, head_dim=None):
 
 
 def gemma(folder, version):
-    """The folder (make's) as GemmaForCausalLM's (version 1) or Gemma3ForCausalLM's (3), in one F32 file."""
+    """The folder (make's) as GemmaForCausalLM's (version 1), Gemma2ForCausalLM's (2) or Gemma3ForCausalLM's (3),
+    in one F32 file."""
     cfg, w = load(folder)
     g, c = np.random.default_rng(5 + version), cfg["hidden_size"]
     h, kv = cfg["num_attention_heads"], cfg["num_key_value_heads"]
@@ -354,6 +366,13 @@ def gemma(folder, version):
     cfg.update(architectures=["GemmaForCausalLM"], model_type="gemma", hidden_act="gelu",
                hidden_activation="gelu_pytorch_tanh", rms_norm_eps=1e-06, rope_theta=10000.0, rope_scaling=None,
                head_dim=c // h)
+    if version == 2:  # (no layer_types, as the older files: layer 0 sliding, then every other one)
+        for i in range(cfg["num_hidden_layers"]):
+            for name in ("pre_feedforward_layernorm", "post_feedforward_layernorm"):
+                w["model.layers.%d.%s.weight" % (i, name)] = (0.3 * g.standard_normal(c)).astype(np.float32)
+        del cfg["hidden_act"]
+        cfg.update(architectures=["Gemma2ForCausalLM"], model_type="gemma2", query_pre_attn_scalar=c // h,
+                   sliding_window=32, attn_logit_softcapping=1.0, final_logit_softcapping=2.0)
     if version == 3:
         d = 16
         for i in range(cfg["num_hidden_layers"]):
@@ -453,8 +472,8 @@ if __name__ == "__main__":
         qwen3(sys.argv[2], int(sys.argv[3]) if len(sys.argv) > 3 else None)
     elif cmd == "phi3":
         phi3(sys.argv[2])
-    elif cmd in ("gemma", "gemma3"):
-        gemma(sys.argv[2], 3 if cmd == "gemma3" else 1)
+    elif cmd in ("gemma", "gemma2", "gemma3"):
+        gemma(sys.argv[2], {"gemma": 1, "gemma2": 2, "gemma3": 3}[cmd])
     elif cmd == "qwen2":
         qwen2(sys.argv[2])
     elif cmd == "break":

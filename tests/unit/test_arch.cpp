@@ -148,6 +148,13 @@ TEST(Arch, SlidingWindowLayers) {
   EXPECT_EQ(m.attention_span(64), 16.0);
   m.sliding_window = 0;
   EXPECT_EQ(m.attention_span(64), 64.0);
+  // Gemma 2's soft-caps: every attention's scores, the head's logits.
+  d.attn_softcap = 50, d.final_softcap = 30.5;
+  const std::string capped = llama_layers(d);
+  EXPECT_NE(capped.find("h.1:res(input_layernorm:rmsnorm self_attn:attention(2, bias=0, rope=10000, softcap=50, "),
+            std::string::npos)
+      << capped;
+  EXPECT_NE(capped.find("lm_head:lm_head(300, softcap=30.5)"), std::string::npos) << capped;
 }
 
 // The activation estimate against runs of this build measured 2026-12-04, fused attention (summary.json's

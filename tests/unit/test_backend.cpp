@@ -458,6 +458,8 @@ TEST(Backend, EveryOperationIsDispatchedToCuda) {
   expect("swiglu_backward", [&] { swiglu_backward(t, t, t2); });
   expect("geglu_forward", [&] { geglu_forward(t, t2); });
   expect("geglu_backward", [&] { geglu_backward(t, t, t2); });
+  expect("softcap_forward", [&] { softcap_forward(t2, 1.f); });
+  expect("softcap_backward", [&] { softcap_backward(t, 1.f, t2); });
   Tensor qkv = Tensor::wrap(storage, {1, 1, 3}, Device::cuda),
          att = Tensor::wrap(storage + 4, {1, 1, 1, 1}, Device::cuda);
   Tensor y = Tensor::wrap(storage + 6, {1, 1, 1}, Device::cuda),
@@ -467,9 +469,9 @@ TEST(Backend, EveryOperationIsDispatchedToCuda) {
   expect("attention_values_backward", [&] { attention_values_backward(att, qkv, y, 1, att, dqkv); });
   expect("attention_probs_backward", [&] { attention_probs_backward(att, att, qkv, 1, Precision::fp32, dqkv); });
   expect("document_numbers", [&] { document_numbers(token_ids, 0, t2); });
-  expect("flash_attention_forward", [&] { flash_attention_forward(qkv, 1, 1, none, 0, y, att); });
-  expect("flash_attention_decode", [&] { flash_attention_decode(qkv, 1, 1, none, 0, 0, y, att); });
-  expect("flash_attention_backward", [&] { flash_attention_backward(qkv, y, att, y, 1, 1, none, 0, dqkv); });
+  expect("flash_attention_forward", [&] { flash_attention_forward(qkv, 1, 1, none, {}, y, att); });
+  expect("flash_attention_decode", [&] { flash_attention_decode(qkv, 1, 1, none, {}, 0, y, att); });
+  expect("flash_attention_backward", [&] { flash_attention_backward(qkv, y, att, y, 1, 1, none, {}, dqkv); });
   EXPECT_EQ(thrown, backend_operations()) << "every backend operation must have a CUDA entry point";
 }
 

@@ -1,11 +1,11 @@
 // Fused attention (backend flash_attention_forward/backward) against attention written out in
 // float64 with the whole T x T matrix: grouped-query heads, T across several 64-query strips, causal
 // and document masks (documents of 37 positions), each with and without a sliding window (the last
-// W positions: i - j < W; W < 37, so that both matter together).
-// Outputs within 1e-6 of the reference's largest magnitude, gradients within 1e-5 (issue 34's
-// bounds); negative controls: the reference without the document mask, with the key/value heads
-// paired the other way, without the window and with a window one wider, are far from the fused
-// results. flash_attention_decode (the queries from a position on) gives the reference's rows from there.
+// W positions: i - j < W; W < 37, so that both matter together), each with and without Gemma 2's
+// soft-capped scores (2 tanh(s / 2)). Outputs within 1e-6 of the reference's largest magnitude, gradients within 1e-5
+// (issue 34's bounds); negative controls: the reference without the document mask, with the key/value heads paired the
+// other way, without the window, with a window one wider and without the cap are far from the fused results.
+// flash_attention_decode (the queries from a position on) gives the reference's rows from there.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -22,10 +22,11 @@ namespace {
 struct Case {
   std::int64_t n, t, heads, kv, d, window;  // window: the sliding window the windowed runs take
 };
-// Which keys a query sees besides the causal ones.
+// Which keys a query sees besides the causal ones, and the scores' cap.
 struct Mask {
   const std::int32_t* docs;  // null: any document
   std::int64_t window;       // 0: any distance
+  double softcap = 0;        // Gemma 2's: scores s -> softcap tanh(s / softcap); 0: none
 };
 using Vec = std::vector<double>;
 
@@ -45,7 +46,7 @@ Reference reference(const Case& c, const Vec& qkv, const Vec& g, const Mask& m, 
       const std::int64_t kvh = swap_groups ? (c.kv - 1 - h / group) : h / group;
       const std::int64_t q0 = h * c.d, k0 = (c.heads + kvh) * c.d, v0 = (c.heads + c.kv + kvh) * c.d;
       for (std::int64_t i = 0; i < c.t; ++i) {
-        Vec p(static_cast<std::size_t>(c.t), 0.0), dp(p.size(), 0.0);
+        Vec p(static_cast<std::size_t>(c.t), 0.0), dp(p.size(), 0.0), slope(p.size(), 1.0);
         double mx = -INFINITY, sum = 0, di = 0;
         auto seen = [&](std::int64_t j) {
           return j <= i && (m.window == 0 || i - j < m.window) &&
@@ -55,8 +56,13 @@ Reference reference(const Case& c, const Vec& qkv, const Vec& g, const Mask& m, 
           if (!seen(j)) continue;
           double s = 0;
           for (std::int64_t e = 0; e < c.d; ++e) s += qkv[at(n, i, q0 + e)] * qkv[at(n, j, k0 + e)];
-          p[static_cast<std::size_t>(j)] = s * scale;
-          mx = std::max(mx, s * scale);
+          s *= scale;
+          if (m.softcap > 0) {
+            const double th = std::tanh(s / m.softcap);
+            s = m.softcap * th, slope[static_cast<std::size_t>(j)] = 1 - th * th;
+          }
+          p[static_cast<std::size_t>(j)] = s;
+          mx = std::max(mx, s);
         }
         for (std::int64_t j = 0; j < c.t; ++j)
           if (seen(j)) sum += p[static_cast<std::size_t>(j)] = std::exp(p[static_cast<std::size_t>(j)] - mx);
@@ -73,7 +79,8 @@ Reference reference(const Case& c, const Vec& qkv, const Vec& g, const Mask& m, 
         }
         for (std::int64_t j = 0; j < c.t; ++j) {
           if (!seen(j)) continue;
-          const double pj = p[static_cast<std::size_t>(j)], ds = pj * (dp[static_cast<std::size_t>(j)] - di) * scale;
+          const std::size_t jj = static_cast<std::size_t>(j);
+          const double pj = p[jj], ds = pj * (dp[jj] - di) * scale * slope[jj];
           for (std::int64_t e = 0; e < c.d; ++e) {
             r.dqkv[at(n, i, q0 + e)] += ds * qkv[at(n, j, k0 + e)];
             r.dqkv[at(n, j, k0 + e)] += ds * qkv[at(n, i, q0 + e)];
@@ -109,36 +116,43 @@ TEST_P(FlashAttention, MatchesFloat64AttentionWithTheWholeMatrix) {
   for (std::int64_t i = 0; i < c.n * c.t; ++i)  // documents of 37 positions, shifted per sequence
     docs.data_as<std::int32_t>()[i] = static_cast<std::int32_t>((i % c.t + 5 * (i / c.t)) / 37);
   const Vec q64(qkv.data(), qkv.data() + qkv.numel()), g64(g.data(), g.data() + g.numel());
-  for (const int masks : {0, 1, 2, 3}) {  // documents (1), a window (2)
+  for (int masks = 0; masks < 8; ++masks) {  // documents (1), a window (2), soft-capped scores (4)
     const bool by_doc = masks & 1;
     const std::int64_t w = masks & 2 ? c.window : 0;
+    const double cap = masks & 4 ? 2.0 : 0.0;  // (the scores are a few units: the cap bends them)
+    const AttentionOptions opt{w, static_cast<float>(cap)};
     const Tensor none, &dc = by_doc ? docs : none;
     Tensor y = Tensor::zeros(g.shape(), alloc), lse = Tensor::zeros({c.n, c.heads, c.t}, alloc);
     Tensor dqkv = Tensor::zeros(qkv.shape(), alloc);
-    flash_attention_forward(qkv, c.heads, c.kv, dc, w, y, lse);
-    flash_attention_backward(qkv, y, lse, g, c.heads, c.kv, dc, w, dqkv);
+    flash_attention_forward(qkv, c.heads, c.kv, dc, opt, y, lse);
+    flash_attention_backward(qkv, y, lse, g, c.heads, c.kv, dc, opt, dqkv);
     const std::int32_t* d = by_doc ? docs.data_as<std::int32_t>() : nullptr;
-    const Reference want = reference(c, q64, g64, {d, w}, false);
-    EXPECT_LT(error(y, want.y), 1e-6) << "outputs, documents " << by_doc << ", window " << w;
-    EXPECT_LT(error(dqkv, want.dqkv), 1e-5) << "gradients, documents " << by_doc << ", window " << w;
-    // Negative controls: the other document mask, (grouped heads) the other pairing of heads, and
-    // (windowed) no window and a window one wider.
+    const Reference want = reference(c, q64, g64, {d, w, cap}, false);
+    EXPECT_LT(error(y, want.y), 1e-6) << "outputs, documents " << by_doc << ", window " << w << ", cap " << cap;
+    EXPECT_LT(error(dqkv, want.dqkv), 1e-5) << "gradients, documents " << by_doc << ", window " << w << ", cap " << cap;
+    // Negative controls: the other document mask, (grouped heads) the other pairing of heads,
+    // (windowed) no window and a window one wider, (capped) no cap.
     if (w != 1) {  // (a window of one: each query sees itself, in any document)
-      EXPECT_GT(error(y, reference(c, q64, g64, {by_doc ? nullptr : docs.data_as<std::int32_t>(), w}, false).y), 1e-3);
+      EXPECT_GT(error(y, reference(c, q64, g64, {by_doc ? nullptr : docs.data_as<std::int32_t>(), w, cap}, false).y),
+                1e-3);
     }
     if (c.kv > 1) {
-      EXPECT_GT(error(y, reference(c, q64, g64, {d, w}, true).y), 1e-3);
+      EXPECT_GT(error(y, reference(c, q64, g64, {d, w, cap}, true).y), 1e-3);
     }
     if (w) {
-      EXPECT_GT(error(y, reference(c, q64, g64, {d, 0}, false).y), 1e-3);
-      EXPECT_GT(error(y, reference(c, q64, g64, {d, w + 1}, false).y), 1e-3);
+      EXPECT_GT(error(y, reference(c, q64, g64, {d, 0, cap}, false).y), 1e-3);
+      EXPECT_GT(error(y, reference(c, q64, g64, {d, w + 1, cap}, false).y), 1e-3);
+    }
+    if (cap > 0 && w != 1) {
+      EXPECT_GT(error(y, reference(c, q64, g64, {d, w, 0}, false).y), 1e-3);
+      EXPECT_GT(error(dqkv, reference(c, q64, g64, {d, w, 0}, false).dqkv), 1e-3);
     }
     // flash_attention_decode: the queries from `first` on (a key/value cache's new positions),
     // mid-strip and the last alone, are the reference's rows from there.
     for (const std::int64_t first : {c.t / 2 + 3, c.t - 1}) {
       const std::int64_t tq = c.t - first, yw = c.heads * c.d;
       Tensor yq = Tensor::zeros({c.n, tq, yw}, alloc), lq = Tensor::zeros({c.n, c.heads, tq}, alloc);
-      flash_attention_decode(qkv, c.heads, c.kv, dc, w, first, yq, lq);
+      flash_attention_decode(qkv, c.heads, c.kv, dc, opt, first, yq, lq);
       Vec rows;
       for (std::int64_t n = 0; n < c.n; ++n)
         rows.insert(rows.end(), want.y.begin() + (n * c.t + first) * yw, want.y.begin() + (n + 1) * c.t * yw);

@@ -2,10 +2,10 @@
 // Llama-class model run as --generate runs them (a prompt's positions, then one or a few at a
 // time, each attending over the cache) give the logits of the whole sequence's forward at those
 // positions, within 1e-5 of their largest magnitude; also the held-probabilities attention
-// (fused=0), the document mask and a sliding window. Negative control: the last position run alone, without the
-// cache, is far from them. A model that is not a token model refuses a shortened forward.
-// Also generation's one output position (OneOutputPositionGivesThatPositionsLogits), for one
-// sequence and for two side by side (--samples), each with its own cache.
+// (fused=0), the document mask, a sliding window and soft-capping. Negative control: the last position run alone,
+// without the cache, is far from them. A model that is not a token model refuses a shortened forward. Also generation's
+// one output position (OneOutputPositionGivesThatPositionsLogits), for one sequence and for two side by side
+// (--samples), each with its own cache.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -164,12 +164,13 @@ const std::string llama =
 const std::string qwen =
     "embedding(23, 32) repeat(2, res(rmsnorm attention(4, kv_heads=2, rope=10000, qk_norm=1, qk_norm_weight=1, "
     "proj_bias=0, head_dim=12)) res(rmsnorm linear(96, bias=0) swiglu linear(32, bias=0))) rmsnorm lm_head(23)";
-// Gemma 3's pattern: a local layer with a sliding window of 20 positions (the prompt of 70 and the
-// positions after it see only their window's keys in the cache), then a global one.
+// Gemma 2's and 3's pattern: a local layer with a sliding window of 20 positions (the prompt of 70
+// and the positions after it see only their window's keys in the cache), then a global one; Gemma
+// 2's soft-capped scores and logits.
 const std::string windowed =
-    "embedding(23, 32) res(rmsnorm attention(4, kv_heads=2, rope=10000, bias=0, window=20)) "
+    "embedding(23, 32) res(rmsnorm attention(4, kv_heads=2, rope=10000, bias=0, window=20, softcap=3)) "
     "res(rmsnorm linear(96, bias=0) swiglu linear(32, bias=0)) res(rmsnorm attention(4, kv_heads=2, rope=500000, "
-    "bias=0)) res(rmsnorm linear(96, bias=0) swiglu linear(32, bias=0)) rmsnorm lm_head(23)";
+    "bias=0, softcap=3)) res(rmsnorm linear(96, bias=0) swiglu linear(32, bias=0)) rmsnorm lm_head(23, softcap=5)";
 INSTANTIATE_TEST_SUITE_P(
     Models, KvCache,
     ::testing::Values(Case{"gpt", gpt, false}, Case{"llama", llama, false}, Case{"llama, documents", llama, true},

@@ -138,6 +138,8 @@ TEST(GradientCheck, SequenceLayers) {
       1.0);  // heads wider than C / H (Qwen3 0.6B's)
   EXPECT_LE(check_layer(*make("attention(4,kv_heads=2,bias=0,rope=10000,window=3)"), {7, 16}, 2), 1.0);  // Mistral's
   EXPECT_THROW(make("attention(2,window=3,fused=0)"), Error);  // (the held probabilities have no window)
+  EXPECT_LE(check_layer(*make("attention(2,bias=0,rope=10000,softcap=1)"), {6, 8}, 2), 1.0);  // Gemma 2's
+  EXPECT_LE(check_layer(*make("lm_head(6,tie=0,softcap=1)"), {3, 4}, 2), 1.0);
 }
 
 // RMS norm's forward against the formula in double: y = x / sqrt(mean(x^2) + 1e-5) * w, per row;

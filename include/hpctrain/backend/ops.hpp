@@ -18,6 +18,11 @@ namespace hpctrain {
 enum class Activation { relu, tanh, gelu, relu2, gelu_tanh };
 // [train] loss for regression targets (backend regression_loss).
 enum class RegressionLoss { mse, mae, huber };
+// What fused attention computes beside causal softmax(q k^T / sqrt(D)) v (backend flash_attention_*).
+struct AttentionOptions {
+  std::int64_t window = 0;  // sliding window: query i sees key j when i - j < window; 0: every earlier key
+  float softcap = 0;        // scores s -> softcap tanh(s / softcap) before the softmax (Gemma 2's); 0: none
+};
 
 #define HPCT_OP(ret, name, params, args) ret name params;
 #include "hpctrain/backend/op_list.inc"  // NOLINT(bugprone-suspicious-include)

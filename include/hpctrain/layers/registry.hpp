@@ -72,6 +72,8 @@ void expect_no_args(const LayerArgs& a);
 double number_arg(const LayerArgs& a, std::size_t index, const std::string& what);
 // A named argument (pad=1) as an integer >= min, or `fallback` when absent.
 std::int64_t layer_named_int(const LayerArgs& a, const std::string& key, std::int64_t fallback, std::int64_t min);
+// A named number >= 0 (softcap=50), `fallback` when absent.
+float layer_named_number(const LayerArgs& a, const std::string& key, float fallback);
 // A named standard deviation of initial weights (std=0.02), 0.02 when absent.
 float layer_named_std(const LayerArgs& a, const std::string& key);
 // A named 0/1 switch (bias=0), `fallback` when absent.

@@ -27,18 +27,24 @@ using backend::doc_numbers;
 using backend::qkv_dims;
 using backend::QkvDims;
 
-// One (sequence, query head): where its queries, keys, values and document numbers are, and its window.
+// One (sequence, query head): where its queries, keys, values and document numbers are, its window
+// and its scores' cap.
 struct Head {
   const float *q, *k, *v;
   const std::int32_t* doc;  // null: causal only
   std::int64_t window;      // 0: every earlier key
+  float softcap;            // 0: none
 };
-Head head_of(const float* qkv, const std::int32_t* docs, std::int64_t window, const QkvDims& a, std::int64_t n,
+Head head_of(const float* qkv, const std::int32_t* docs, const AttentionOptions& opt, const QkvDims& a, std::int64_t n,
              std::int64_t h) {
   const float* base = qkv + n * a.t * a.ld;
   const std::int64_t g = h / (a.heads / a.kv);  // its key/value head
-  return {base + h * a.d, base + (a.heads + g) * a.d, base + (a.heads + a.kv + g) * a.d,
-          docs ? docs + n * a.t : nullptr, window};
+  return {base + h * a.d,
+          base + (a.heads + g) * a.d,
+          base + (a.heads + a.kv + g) * a.d,
+          docs ? docs + n * a.t : nullptr,
+          opt.window,
+          opt.softcap};
 }
 
 bool visible(const Head& hd, std::int64_t i, std::int64_t j) {
@@ -52,14 +58,21 @@ std::int64_t first_key(const Head& hd, std::int64_t i) {
 std::int64_t strip_keys(const QkvDims& a, std::int64_t window) {
   return window > 0 ? std::min(a.t, window + kStrip - 1) : a.t;
 }
+// Gemma 2's soft-capping of a score s: cap tanh(s / cap), and the derivative 1 - tanh^2 into *slope.
+float capped(float s, float cap, float* slope) {
+  const float t = std::tanh(s / cap);
+  *slope = 1.f - t * t;
+  return cap * t;
+}
 
 // Scores of queries i0 .. i0 + rows - 1 against keys j0 .. j0 + cols - 1 into s [rows, cols], scaled.
 void strip_scores(const Head& hd, const QkvDims& a, std::int64_t i0, std::int64_t rows, std::int64_t j0,
                   std::int64_t cols, float* s) {
   sgemm(false, true, rows, cols, a.d, a.scale, hd.q + i0 * a.ld, a.ld, hd.k + j0 * a.ld, a.ld, 0.f, s, cols);
 }
-void check_window(std::int64_t window, const char* op) {
-  HPCT_CHECK(window >= 0, std::string(op) + ": a window of " + std::to_string(window) + " positions");
+void check_options(const AttentionOptions& opt, const char* op) {
+  HPCT_CHECK(opt.window >= 0 && opt.softcap >= 0.f, std::string(op) + ": a window of " + std::to_string(opt.window) +
+                                                        " positions, a score cap of " + std::to_string(opt.softcap));
 }
 }  // namespace
 
@@ -133,22 +146,26 @@ void document_numbers(const Tensor& ids, std::int32_t separator, Tensor& docs) {
 namespace {
 // flash_attention_forward's rows from query `first` on (flash_attention_decode): y and lse hold
 // the queries first .. T - 1.
-void attend_from(const Tensor& qkv, std::int64_t heads, std::int64_t kv_heads, const Tensor& docs, std::int64_t window,
-                 std::int64_t first, Tensor& y, Tensor& lse, const char* op) {
+void attend_from(const Tensor& qkv, std::int64_t heads, std::int64_t kv_heads, const Tensor& docs,
+                 const AttentionOptions& opt, std::int64_t first, Tensor& y, Tensor& lse, const char* op) {
   const QkvDims a = qkv_dims(qkv, heads, kv_heads, op);
   const std::int32_t* doc = doc_numbers(docs, a, op);
-  check_window(window, op);
+  check_options(opt, op);
   const std::int64_t yw = a.heads * a.d, tq = a.t - first;
   HPCT_CHECK(first >= 0 && tq > 0 && y.numel() == a.n * tq * yw && lse.numel() == a.n * a.heads * tq,
              std::string(op) + ": y " + shape_string(y.shape()) + ", lse " + shape_string(lse.shape()) +
                  " for the queries from " + std::to_string(first) + " of " + shape_string(qkv.shape()));
-  std::vector<float> strip(static_cast<std::size_t>(kStrip * strip_keys(a, window)));
+  std::vector<float> strip(static_cast<std::size_t>(kStrip * strip_keys(a, opt.window)));
   for (std::int64_t n = 0; n < a.n; ++n)
     for (std::int64_t h = 0; h < a.heads; ++h) {
-      const Head hd = head_of(qkv.data(), doc, window, a, n, h);
+      const Head hd = head_of(qkv.data(), doc, opt, a, n, h);
       for (std::int64_t i0 = first; i0 < a.t; i0 += kStrip) {
         const std::int64_t rows = std::min(kStrip, a.t - i0), j0 = first_key(hd, i0), cols = i0 + rows - j0;
         strip_scores(hd, a, i0, rows, j0, cols, strip.data());
+        float slope = 0.f;  // (not needed here)
+        if (hd.softcap > 0.f)
+          for (std::int64_t e = 0; e < rows * cols; ++e)
+            strip[static_cast<std::size_t>(e)] = capped(strip[static_cast<std::size_t>(e)], hd.softcap, &slope);
         for (std::int64_t r = 0; r < rows; ++r) {
           const std::int64_t i = i0 + r;
           float* s = strip.data() + r * cols;  // s[c]: key j0 + c's score
@@ -169,31 +186,31 @@ void attend_from(const Tensor& qkv, std::int64_t heads, std::int64_t kv_heads, c
 }  // namespace
 
 void flash_attention_forward(const Tensor& qkv, std::int64_t heads, std::int64_t kv_heads, const Tensor& docs,
-                             std::int64_t window, Tensor& y, Tensor& lse) {
-  attend_from(qkv, heads, kv_heads, docs, window, 0, y, lse, "flash_attention_forward");
+                             const AttentionOptions& opt, Tensor& y, Tensor& lse) {
+  attend_from(qkv, heads, kv_heads, docs, opt, 0, y, lse, "flash_attention_forward");
 }
 
 void flash_attention_decode(const Tensor& qkv, std::int64_t heads, std::int64_t kv_heads, const Tensor& docs,
-                            std::int64_t window, std::int64_t first, Tensor& y, Tensor& lse) {
-  attend_from(qkv, heads, kv_heads, docs, window, first, y, lse, "flash_attention_decode");
+                            const AttentionOptions& opt, std::int64_t first, Tensor& y, Tensor& lse) {
+  attend_from(qkv, heads, kv_heads, docs, opt, first, y, lse, "flash_attention_decode");
 }
 
 void flash_attention_backward(const Tensor& qkv, const Tensor& y, const Tensor& lse, const Tensor& dy,
-                              std::int64_t heads, std::int64_t kv_heads, const Tensor& docs, std::int64_t window,
-                              Tensor& dqkv) {
+                              std::int64_t heads, std::int64_t kv_heads, const Tensor& docs,
+                              const AttentionOptions& opt, Tensor& dqkv) {
   const QkvDims a = qkv_dims(qkv, heads, kv_heads, "flash_attention_backward");
   const std::int32_t* doc = doc_numbers(docs, a, "flash_attention_backward");
-  check_window(window, "flash_attention_backward");
+  check_options(opt, "flash_attention_backward");
   const std::int64_t yw = a.heads * a.d;
   backend::same_size(qkv, dqkv, "flash_attention_backward");
   backend::same_size(y, dy, "flash_attention_backward");
   HPCT_CHECK(y.numel() == a.n * a.t * yw && lse.numel() == a.n * a.heads * a.t,
              "flash_attention_backward: y " + shape_string(y.shape()) + ", lse " + shape_string(lse.shape()));
   std::fill(dqkv.data(), dqkv.data() + dqkv.numel(), 0.f);  // dk and dv add up over strips and query heads
-  std::vector<float> p(static_cast<std::size_t>(kStrip * strip_keys(a, window))), ds(p.size());
+  std::vector<float> p(static_cast<std::size_t>(kStrip * strip_keys(a, opt.window))), ds(p.size());
   for (std::int64_t n = 0; n < a.n; ++n)
     for (std::int64_t h = 0; h < a.heads; ++h) {
-      const Head hd = head_of(qkv.data(), doc, window, a, n, h);
+      const Head hd = head_of(qkv.data(), doc, opt, a, n, h);
       float* dq = dqkv.data() + (hd.q - qkv.data());  // the same heads' places in dqkv
       float* dk = dqkv.data() + (hd.k - qkv.data());
       float* dv = dqkv.data() + (hd.v - qkv.data());
@@ -210,8 +227,10 @@ void flash_attention_backward(const Tensor& qkv, const Tensor& y, const Tensor& 
           for (std::int64_t c = 0; c < a.d; ++c) di += static_cast<double>(g[r * yw + c]) * yi[c];
           float *pr = p.data() + r * cols, *dr = ds.data() + r * cols;  // [c]: key j0 + c's
           for (std::int64_t c = 0; c < cols; ++c) {
-            pr[c] = visible(hd, i, j0 + c) ? std::exp(pr[c] - lse_h[i]) : 0.f;
-            dr[c] = pr[c] * (dr[c] - static_cast<float>(di)) * a.scale;
+            float slope = 1.f;  // (soft-capping: d capped / d score)
+            const float s = hd.softcap > 0.f ? capped(pr[c], hd.softcap, &slope) : pr[c];
+            pr[c] = visible(hd, i, j0 + c) ? std::exp(s - lse_h[i]) : 0.f;
+            dr[c] = pr[c] * (dr[c] - static_cast<float>(di)) * a.scale * slope;
           }
         }
         sgemm(false, false, rows, a.d, cols, 1.f, ds.data(), cols, hd.k + j0 * a.ld, a.ld, 0.f, dq + i0 * a.ld, a.ld);

@@ -203,6 +203,23 @@ void geglu_backward(const Tensor& x, const Tensor& dy, Tensor& dx) {
   });
 }
 
+void softcap_forward(Tensor& x, float cap) {
+  HPCT_CHECK(cap > 0.f, "softcap_forward: a cap of " + std::to_string(cap));
+  float* v = x.data();
+  for (std::int64_t i = 0; i < x.numel(); ++i) v[i] = std::isinf(v[i]) ? v[i] : cap * std::tanh(v[i] / cap);
+}
+
+void softcap_backward(const Tensor& y, float cap, Tensor& dy) {
+  backend::same_size(y, dy, "softcap_backward");
+  HPCT_CHECK(cap > 0.f, "softcap_backward: a cap of " + std::to_string(cap));
+  const float* out = y.data();
+  float* g = dy.data();
+  for (std::int64_t i = 0; i < y.numel(); ++i) {
+    const float t = out[i] / cap;
+    g[i] = std::isinf(out[i]) ? 0.f : g[i] * (1.f - t * t);
+  }
+}
+
 void attention_probs(const Tensor& qkv, std::int64_t heads, Tensor& att) {
   const AttentionDims a = attention_dims(qkv, heads, att, "attention_probs");
   const std::int64_t ld = 3 * a.c;

@@ -34,6 +34,16 @@ __device__ inline bool sees(const std::int32_t* doc, i64 window, i64 i, i64 j) {
   return j <= i && (window == 0 || i - j < window) && (!doc || doc[j] == doc[i]);
 }
 __device__ inline i64 first_key(i64 window, i64 i) { return window > 0 && i >= window ? i - window + 1 : 0; }
+// A scaled score after Gemma 2's soft-capping (cap 0: none), and d capped / d score into *slope.
+__device__ inline float capped(float s, float cap, float* slope) {
+  if (cap <= 0.f) {
+    *slope = 1.f;
+    return s;
+  }
+  const float t = tanhf(s / cap);
+  *slope = 1.f - t * t;
+  return cap * t;
+}
 __device__ inline float dot(const float* a, const float* b, i64 d) {
   float s = 0.f;
   for (i64 c = 0; c < d; ++c) s += a[c] * b[c];
@@ -85,8 +95,9 @@ __global__ void document_numbers_kernel(const std::int32_t* ids, std::int32_t se
 
 // One thread per (sequence, query head, query): online softmax over its visible keys.
 // The queries from `first` on (flash_attention_decode; 0: all): y and lse hold T - first of them.
-__global__ void flash_forward_kernel(const float* qkv, const std::int32_t* docs, i64 window, QkvDims a, i64 first,
-                                     float* y, float* lse, i64 total) {
+__global__ void flash_forward_kernel(const float* qkv, const std::int32_t* docs, AttentionOptions opt, QkvDims a,
+                                     i64 first, float* y, float* lse, i64 total) {
+  const i64 window = opt.window;
   const i64 tq = a.t - first;
   for (i64 idx = detail::global_index(); idx < total; idx += detail::grid_stride()) {
     const i64 i = first + idx % tq, h = (idx / tq) % a.heads, n = idx / (tq * a.heads), g = h / (a.heads / a.kv);
@@ -100,7 +111,8 @@ __global__ void flash_forward_kernel(const float* qkv, const std::int32_t* docs,
       if (!sees(doc, window, i, j)) continue;
       const float* k = base + j * a.ld + (a.heads + g) * a.d;
       const float* v = base + j * a.ld + (a.heads + a.kv + g) * a.d;
-      const float s = dot(q, k, a.d) * a.scale, m2 = fmaxf(m, s);
+      float slope = 1.f;
+      const float s = capped(dot(q, k, a.d) * a.scale, opt.softcap, &slope), m2 = fmaxf(m, s);
       const float corr = expf(m - m2), p = expf(s - m2);
       l = l * corr + p;
       for (i64 c = 0; c < a.d; ++c) acc[c] = acc[c] * corr + p * v[c];
@@ -114,7 +126,8 @@ __global__ void flash_forward_kernel(const float* qkv, const std::int32_t* docs,
 
 // dq: one thread per (sequence, query head, query).
 __global__ void flash_dq_kernel(const float* qkv, const float* y, const float* lse, const float* dy,
-                                const std::int32_t* docs, i64 window, QkvDims a, float* dqkv, i64 total) {
+                                const std::int32_t* docs, AttentionOptions opt, QkvDims a, float* dqkv, i64 total) {
+  const i64 window = opt.window;
   for (i64 idx = detail::global_index(); idx < total; idx += detail::grid_stride()) {
     const i64 i = idx % a.t, h = (idx / a.t) % a.heads, n = idx / (a.t * a.heads), g = h / (a.heads / a.kv);
     const float* base = qkv + n * a.t * a.ld;
@@ -128,8 +141,9 @@ __global__ void flash_dq_kernel(const float* qkv, const float* y, const float* l
       if (!sees(doc, window, i, j)) continue;
       const float* k = base + j * a.ld + (a.heads + g) * a.d;
       const float* v = base + j * a.ld + (a.heads + a.kv + g) * a.d;
-      const float p = expf(dot(q, k, a.d) * a.scale - lse[idx]);
-      const float ds = p * (dot(gi, v, a.d) - di) * a.scale;
+      float slope = 1.f;
+      const float p = expf(capped(dot(q, k, a.d) * a.scale, opt.softcap, &slope) - lse[idx]);
+      const float ds = p * (dot(gi, v, a.d) - di) * a.scale * slope;
       for (i64 c = 0; c < a.d; ++c) acc[c] += ds * k[c];
     }
     float* dq = dqkv + (n * a.t + i) * a.ld + h * a.d;
@@ -139,7 +153,8 @@ __global__ void flash_dq_kernel(const float* qkv, const float* y, const float* l
 
 // dk and dv: one thread per (sequence, key/value head, key), over the query heads of its group.
 __global__ void flash_dkv_kernel(const float* qkv, const float* y, const float* lse, const float* dy,
-                                 const std::int32_t* docs, i64 window, QkvDims a, float* dqkv, i64 total) {
+                                 const std::int32_t* docs, AttentionOptions opt, QkvDims a, float* dqkv, i64 total) {
+  const i64 window = opt.window;
   for (i64 idx = detail::global_index(); idx < total; idx += detail::grid_stride()) {
     const i64 j = idx % a.t, g = (idx / a.t) % a.kv, n = idx / (a.t * a.kv), group = a.heads / a.kv;
     const float* base = qkv + n * a.t * a.ld;
@@ -155,8 +170,9 @@ __global__ void flash_dkv_kernel(const float* qkv, const float* y, const float* 
         const float* q = base + i * a.ld + h * a.d;
         const float* gi = dy + (n * a.t + i) * a.heads * a.d + h * a.d;
         const float di = dot(gi, y + (n * a.t + i) * a.heads * a.d + h * a.d, a.d);
-        const float p = expf(dot(q, k, a.d) * a.scale - lse[(n * a.heads + h) * a.t + i]);
-        const float ds = p * (dot(gi, v, a.d) - di) * a.scale;
+        float slope = 1.f;
+        const float p = expf(capped(dot(q, k, a.d) * a.scale, opt.softcap, &slope) - lse[(n * a.heads + h) * a.t + i]);
+        const float ds = p * (dot(gi, v, a.d) - di) * a.scale * slope;
         for (i64 c = 0; c < a.d; ++c) {
           dv[c] += p * gi[c];
           dk[c] += ds * q[c];
@@ -207,45 +223,49 @@ void document_numbers(const Tensor& ids, std::int32_t separator, Tensor& docs) {
 }
 
 namespace {
-void attend_from(const Tensor& qkv, i64 heads, i64 kv_heads, const Tensor& docs, i64 window, i64 first, Tensor& y,
-                 Tensor& lse, const char* op) {
+void check_options(const AttentionOptions& opt, const char* op) {
+  HPCT_CHECK(opt.window >= 0 && opt.softcap >= 0.f, std::string(op) + ": a window of " + std::to_string(opt.window) +
+                                                        " positions, a score cap of " + std::to_string(opt.softcap));
+}
+
+void attend_from(const Tensor& qkv, i64 heads, i64 kv_heads, const Tensor& docs, const AttentionOptions& opt, i64 first,
+                 Tensor& y, Tensor& lse, const char* op) {
   const QkvDims a = qkv_dims(qkv, heads, kv_heads, op);
   HPCT_CHECK(a.d <= kMaxHeadDim, std::string(op) + ": heads of " + std::to_string(a.d) + " columns (at most 256)");
-  HPCT_CHECK(window >= 0, std::string(op) + ": a window of " + std::to_string(window) + " positions");
+  check_options(opt, op);
   const i64 tq = a.t - first;
   HPCT_CHECK(first >= 0 && tq > 0 && y.numel() == a.n * tq * heads * a.d && lse.numel() == a.n * heads * tq,
              std::string(op) + ": y " + shape_string(y.shape()) + ", lse " + shape_string(lse.shape()) +
                  " for the queries from " + std::to_string(first) + " of " + shape_string(qkv.shape()));
   const i64 total = a.n * heads * tq;
-  launch(flash_forward_kernel, total, qkv.data(), doc_numbers(docs, a, op), window, a, first, y.data(), lse.data(),
-         total);
+  launch(flash_forward_kernel, total, qkv.data(), doc_numbers(docs, a, op), opt, a, first, y.data(), lse.data(), total);
 }
 }  // namespace
 
-void flash_attention_forward(const Tensor& qkv, i64 heads, i64 kv_heads, const Tensor& docs, i64 window, Tensor& y,
-                             Tensor& lse) {
-  attend_from(qkv, heads, kv_heads, docs, window, 0, y, lse, "flash_attention_forward");
+void flash_attention_forward(const Tensor& qkv, i64 heads, i64 kv_heads, const Tensor& docs,
+                             const AttentionOptions& opt, Tensor& y, Tensor& lse) {
+  attend_from(qkv, heads, kv_heads, docs, opt, 0, y, lse, "flash_attention_forward");
 }
 
-void flash_attention_decode(const Tensor& qkv, i64 heads, i64 kv_heads, const Tensor& docs, i64 window, i64 first,
-                            Tensor& y, Tensor& lse) {
-  attend_from(qkv, heads, kv_heads, docs, window, first, y, lse, "flash_attention_decode");
+void flash_attention_decode(const Tensor& qkv, i64 heads, i64 kv_heads, const Tensor& docs, const AttentionOptions& opt,
+                            i64 first, Tensor& y, Tensor& lse) {
+  attend_from(qkv, heads, kv_heads, docs, opt, first, y, lse, "flash_attention_decode");
 }
 
 void flash_attention_backward(const Tensor& qkv, const Tensor& y, const Tensor& lse, const Tensor& dy, i64 heads,
-                              i64 kv_heads, const Tensor& docs, i64 window, Tensor& dqkv) {
+                              i64 kv_heads, const Tensor& docs, const AttentionOptions& opt, Tensor& dqkv) {
   const QkvDims a = qkv_dims(qkv, heads, kv_heads, "flash_attention_backward");
   HPCT_CHECK(a.d <= kMaxHeadDim,
              "flash_attention_backward: heads of " + std::to_string(a.d) + " columns (at most 256)");
-  HPCT_CHECK(window >= 0, "flash_attention_backward: a window of " + std::to_string(window) + " positions");
+  check_options(opt, "flash_attention_backward");
   detail::same_size(qkv, dqkv, "flash_attention_backward");
   detail::same_size(y, dy, "flash_attention_backward");
   HPCT_CHECK(y.numel() == a.n * a.t * heads * a.d && lse.numel() == a.n * heads * a.t,
              "flash_attention_backward: y " + shape_string(y.shape()) + ", lse " + shape_string(lse.shape()));
   const std::int32_t* doc = doc_numbers(docs, a, "flash_attention_backward");
   const i64 queries = a.n * heads * a.t, keys = a.n * kv_heads * a.t;
-  launch(flash_dq_kernel, queries, qkv.data(), y.data(), lse.data(), dy.data(), doc, window, a, dqkv.data(), queries);
-  launch(flash_dkv_kernel, keys, qkv.data(), y.data(), lse.data(), dy.data(), doc, window, a, dqkv.data(), keys);
+  launch(flash_dq_kernel, queries, qkv.data(), y.data(), lse.data(), dy.data(), doc, opt, a, dqkv.data(), queries);
+  launch(flash_dkv_kernel, keys, qkv.data(), y.data(), lse.data(), dy.data(), doc, opt, a, dqkv.data(), keys);
 }
 
 }  // namespace hpctrain::cuda

@@ -143,6 +143,18 @@ __global__ void geglu_grad_kernel(const float* x, const float* dy, i64 f, float*
   }
 }
 
+__global__ void softcap_kernel(float* x, float cap, i64 total) {
+  for (i64 idx = detail::global_index(); idx < total; idx += detail::grid_stride())
+    if (!isinf(x[idx])) x[idx] = cap * tanhf(x[idx] / cap);
+}
+
+__global__ void softcap_grad_kernel(const float* y, float cap, float* dy, i64 total) {
+  for (i64 idx = detail::global_index(); idx < total; idx += detail::grid_stride()) {
+    const float t = y[idx] / cap;
+    dy[idx] = isinf(y[idx]) ? 0.f : dy[idx] * (1.f - t * t);
+  }
+}
+
 __global__ void layernorm_dx_kernel(const float* x, const float* w, const float* mean, const float* rstd,
                                     const float* dy, i64 width, float* dx) {
   const i64 row = blockIdx.x;
@@ -382,6 +394,17 @@ void geglu_backward(const Tensor& x, const Tensor& dy, Tensor& dx) {
   const i64 f = dy.shape().back();
   HPCT_CHECK(x.numel() == 2 * dy.numel() && dx.numel() == x.numel(), "geglu_backward: x " + shape_string(x.shape()));
   launch(geglu_grad_kernel, dy.numel(), x.data(), dy.data(), f, dx.data(), dy.numel());
+}
+
+void softcap_forward(Tensor& x, float cap) {
+  HPCT_CHECK(cap > 0.f, "softcap_forward: a cap of " + std::to_string(cap));
+  launch(softcap_kernel, x.numel(), x.data(), cap, x.numel());
+}
+
+void softcap_backward(const Tensor& y, float cap, Tensor& dy) {
+  detail::same_size(y, dy, "softcap_backward");
+  HPCT_CHECK(cap > 0.f, "softcap_backward: a cap of " + std::to_string(cap));
+  launch(softcap_grad_kernel, y.numel(), y.data(), cap, dy.data(), y.numel());
 }
 
 void attention_probs(const Tensor& qkv, i64 heads, Tensor& att) {

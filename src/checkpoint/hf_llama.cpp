@@ -19,6 +19,7 @@
 #include <cstdio>
 #include <string>
 #include <tuple>
+#include <utility>
 #include <vector>
 
 #include "hpctrain/checkpoint/hf_layouts.hpp"
@@ -32,8 +33,8 @@ const char* const kLlama = "Llama";
 
 bool is_gemma(const std::string& type) { return type == "gemma" || type == "gemma2" || type == "gemma3_text"; }
 
-// Gemma 3's layer_types (newer files: each layer's kind) as the period of its full-attention layers:
-// layer i is full when i + 1 is a multiple of it; one line when the list is no such pattern.
+// layer_types (newer files: each layer's kind) as the period of the full-attention layers, [model]
+// global_every: layer i is full when i + 1 is a multiple of it; one line when the list is no such pattern.
 std::int64_t global_period(const Json& kinds, std::int64_t layers, const std::string& file) {
   const std::string what = file + ": \"layer_types\" = " + kinds.dump().substr(0, 200);
   if (!kinds.is_array() || static_cast<std::int64_t>(kinds.size()) != layers)
@@ -45,10 +46,15 @@ std::int64_t global_period(const Json& kinds, std::int64_t layers, const std::st
   for (std::size_t i = 0; i < kinds.size(); ++i) {
     const bool full = (static_cast<std::int64_t>(i) + 1) % period == 0;
     if (kinds[i] != (full ? "full_attention" : "sliding_attention"))
-      throw bad_input(what + ": hpctrain's Gemma 3 makes layer i full_attention when i + 1 is a multiple of " +
+      throw bad_input(what + ": hpctrain makes layer i full_attention when i + 1 is a multiple of " +
                       std::to_string(period) + " (the first full layer's), the others sliding_attention");
   }
   return period;
+}
+// The folder's layer_types as global_period reads them, or `fallback` where it lists none.
+std::int64_t listed_period(const Json& c, std::int64_t layers, const std::string& file, std::int64_t fallback) {
+  if (!c.contains("layer_types") || c["layer_types"].is_null()) return fallback;
+  return global_period(c["layer_types"], layers, file);
 }
 
 // A soft-capping key of Gemma 2's config.json (null: none), `fallback` when absent.
@@ -72,9 +78,7 @@ void gemma_options(const Json& c, const std::string& type, const std::string& fi
   if (type == "gemma2") {  // (Gemma2Config's defaults: 50 and 30; layer 0 sliding, then every other one)
     d.attn_softcap = softcap(c, "attn_logit_softcapping", 50, file);
     d.final_softcap = softcap(c, "final_logit_softcapping", 30, file);
-    d.global_every = 2;
-    if (c.contains("layer_types") && !c["layer_types"].is_null())
-      d.global_every = global_period(c["layer_types"], d.n_layer, file);
+    d.global_every = listed_period(c, d.n_layer, file, 2);
     return;
   }
   d.qk_norm = d.qk_norm_weight = true;
@@ -83,9 +87,7 @@ void gemma_options(const Json& c, const std::string& type, const std::string& fi
       throw bad_input(file + ": \"" + cap + "\" = " + c[cap].dump() + ": hpctrain's " + model +
                       " computes no soft-capping (Gemma 2's)");
   d.rope_local_theta = whole(c, "rope_local_base_freq", file, 10000);
-  d.global_every = whole(c, "sliding_window_pattern", file, 6);
-  if (c.contains("layer_types") && !c["layer_types"].is_null())
-    d.global_every = global_period(c["layer_types"], d.n_layer, file);
+  d.global_every = listed_period(c, d.n_layer, file, whole(c, "sliding_window_pattern", file, 6));
   if (d.global_every < 1) throw bad_input(file + ": \"sliding_window_pattern\" = 0: no layer would be global");
 }
 
@@ -104,8 +106,7 @@ void window_options(const Json& c, const std::string& type, const std::string& f
     return;
   }
   std::int64_t from = 0;  // the first windowed layer
-  if (c.contains("layer_types") && !c["layer_types"].is_null()) {
-    const std::int64_t period = global_period(c["layer_types"], d.n_layer, file);
+  if (const std::int64_t period = listed_period(c, d.n_layer, file, 0); period > 0) {
     from = period == 1 ? d.n_layer : 0;
     d.global_every = period > d.n_layer ? 0 : period;
   } else if (qwen) {
@@ -305,16 +306,24 @@ Imported import_llama_layout(const Json& c, Tensors hf, const std::string& file,
 
 }  // namespace
 
+namespace {
+// The model_types this file reads and their classes.
+const std::pair<const char*, const char*> kLlamaClasses[] = {
+    {"llama", "LlamaForCausalLM"},   {"mistral", "MistralForCausalLM"},   {"qwen2", "Qwen2ForCausalLM"},
+    {"qwen3", "Qwen3ForCausalLM"},   {"phi3", "Phi3ForCausalLM"},         {"gemma", "GemmaForCausalLM"},
+    {"gemma2", "Gemma2ForCausalLM"}, {"gemma3_text", "Gemma3ForCausalLM"}};
+}  // namespace
+
 std::string llama_class(const std::string& model_type) {
-  if (model_type == "llama") return "LlamaForCausalLM";
-  if (model_type == "mistral") return "MistralForCausalLM";
-  if (model_type == "qwen2") return "Qwen2ForCausalLM";
-  if (model_type == "qwen3") return "Qwen3ForCausalLM";
-  if (model_type == "phi3") return "Phi3ForCausalLM";
-  if (model_type == "gemma") return "GemmaForCausalLM";
-  if (model_type == "gemma2") return "Gemma2ForCausalLM";
-  if (model_type == "gemma3_text") return "Gemma3ForCausalLM";
+  for (const auto& [type, name] : kLlamaClasses)
+    if (model_type == type) return name;
   return "";
+}
+
+std::string llama_classes() {
+  std::string out;
+  for (const auto& [type, name] : kLlamaClasses) out += std::string(out.empty() ? "" : ", ") + type + " (" + name + ")";
+  return out;
 }
 
 Imported llama_import(const Json& c, Tensors hf, const std::string& file, const std::string& dir) {
@@ -323,7 +332,7 @@ Imported llama_import(const Json& c, Tensors hf, const std::string& file, const 
 
 namespace {
 // The model_type whose class computes deck `m` (arch = llama): llama, mistral (a window on every
-// layer), qwen2, qwen3, gemma or gemma3_text; bad_input naming the keys when no class does.
+// layer), qwen2, qwen3, gemma, gemma2 or gemma3_text; bad_input naming the keys when no class does.
 std::string export_type(const ModelConfig& m) {
   const bool gemma = m.mlp == Mlp::geglu || m.norm_offset || m.embed_scale;
   const bool capped = m.attn_softcap > 0 || m.final_softcap > 0;

@@ -165,10 +165,8 @@ ImportFn import_layout(const Json& cfg, const std::string& file) {
   const std::string type = hf::typed_keys(file, [&] { return cfg.value("model_type", std::string()); });
   if (!hf::llama_class(type).empty()) return hf::llama_import;  // (Llama's and its relatives', hf_llama.cpp)
   if (type == "gpt2") return hf::gpt2_import;
-  throw bad_input(file + ": \"model_type\" = \"" + type + "\": the architectures imported are llama " +
-                  "(LlamaForCausalLM), mistral (MistralForCausalLM), qwen2 (Qwen2ForCausalLM), qwen3 " +
-                  "(Qwen3ForCausalLM), phi3 (Phi3ForCausalLM), gemma (GemmaForCausalLM), gemma3_text " +
-                  "(Gemma3ForCausalLM) and gpt2 (GPT2LMHeadModel)");
+  throw bad_input(file + ": \"model_type\" = \"" + type + "\": the architectures imported are " + hf::llama_classes() +
+                  " and gpt2 (GPT2LMHeadModel)");
 }
 
 // Hugging Face's names for the tokenizer files a checkpoint stores (GPT2Tokenizer's vocab.json and
@@ -238,8 +236,8 @@ std::string export_hf(const Config& cfg, Runtime& rt, const std::string& dir) {
   if (cfg.model.arch == Arch::layers)
     throw bad_input(
         "--export-hf " + dir + ": [model] arch = layers; the Hugging Face layouts written are " +
-        "LlamaForCausalLM's (arch = llama; Qwen2's with qkv_bias, Qwen3's with qk_norm_weight, Gemma's and Gemma " +
-        "3's with mlp = geglu, norm_offset, embed_scale) and GPT2LMHeadModel's " + "(arch = gpt)");
+        "LlamaForCausalLM's and its relatives' (arch = llama: Mistral's, Qwen2's, Qwen3's, Gemma's, Gemma 2's and " +
+        "Gemma 3's by its keys, docs/fine-tuning.md) and GPT2LMHeadModel's (arch = gpt)");
   const auto lines = compute_on_root(rt.world(), [&] {
     const std::string path = resume_selection(cfg);
     if (path.empty()) throw bad_input("--export-hf " + dir + ": no checkpoint to export");

@@ -37,6 +37,8 @@ struct Exported {
 Imported llama_import(const Json& config, Tensors tensors, const std::string& file, const std::string& dir);
 // The class of a model_type llama_import reads (Llama's and its relatives'), "" for any other.
 std::string llama_class(const std::string& model_type);
+// Those model_types and classes, "llama (LlamaForCausalLM), mistral (MistralForCausalLM), ...".
+std::string llama_classes();
 Exported llama_export(const std::vector<LazyTensor>& ours, const ModelConfig& m, std::int64_t vocab);
 Imported gpt2_import(const Json& config, Tensors tensors, const std::string& file, const std::string& dir);
 Exported gpt2_export(const std::vector<LazyTensor>& ours, const ModelConfig& m, std::int64_t vocab);

@@ -58,12 +58,8 @@ std::int64_t first_key(const Head& hd, std::int64_t i) {
 std::int64_t strip_keys(const QkvDims& a, std::int64_t window) {
   return window > 0 ? std::min(a.t, window + kStrip - 1) : a.t;
 }
-// Gemma 2's soft-capping of a score s: cap tanh(s / cap), and the derivative 1 - tanh^2 into *slope.
-float capped(float s, float cap, float* slope) {
-  const float t = std::tanh(s / cap);
-  *slope = 1.f - t * t;
-  return cap * t;
-}
+// Gemma 2's soft-capping of a score s (cap > 0): c = cap tanh(s / cap), whose slope is 1 - (c / cap)^2.
+float capped(float s, float cap) { return cap * std::tanh(s / cap); }
 
 // Scores of queries i0 .. i0 + rows - 1 against keys j0 .. j0 + cols - 1 into s [rows, cols], scaled.
 void strip_scores(const Head& hd, const QkvDims& a, std::int64_t i0, std::int64_t rows, std::int64_t j0,
@@ -162,10 +158,9 @@ void attend_from(const Tensor& qkv, std::int64_t heads, std::int64_t kv_heads, c
       for (std::int64_t i0 = first; i0 < a.t; i0 += kStrip) {
         const std::int64_t rows = std::min(kStrip, a.t - i0), j0 = first_key(hd, i0), cols = i0 + rows - j0;
         strip_scores(hd, a, i0, rows, j0, cols, strip.data());
-        float slope = 0.f;  // (not needed here)
         if (hd.softcap > 0.f)
           for (std::int64_t e = 0; e < rows * cols; ++e)
-            strip[static_cast<std::size_t>(e)] = capped(strip[static_cast<std::size_t>(e)], hd.softcap, &slope);
+            strip[static_cast<std::size_t>(e)] = capped(strip[static_cast<std::size_t>(e)], hd.softcap);
         for (std::int64_t r = 0; r < rows; ++r) {
           const std::int64_t i = i0 + r;
           float* s = strip.data() + r * cols;  // s[c]: key j0 + c's score
@@ -227,8 +222,8 @@ void flash_attention_backward(const Tensor& qkv, const Tensor& y, const Tensor& 
           for (std::int64_t c = 0; c < a.d; ++c) di += static_cast<double>(g[r * yw + c]) * yi[c];
           float *pr = p.data() + r * cols, *dr = ds.data() + r * cols;  // [c]: key j0 + c's
           for (std::int64_t c = 0; c < cols; ++c) {
-            float slope = 1.f;  // (soft-capping: d capped / d score)
-            const float s = hd.softcap > 0.f ? capped(pr[c], hd.softcap, &slope) : pr[c];
+            const float s = hd.softcap > 0.f ? capped(pr[c], hd.softcap) : pr[c];
+            const float slope = hd.softcap > 0.f ? 1.f - (s / hd.softcap) * (s / hd.softcap) : 1.f;  // (d s / d score)
             pr[c] = visible(hd, i, j0 + c) ? std::exp(s - lse_h[i]) : 0.f;
             dr[c] = pr[c] * (dr[c] - static_cast<float>(di)) * a.scale * slope;
           }

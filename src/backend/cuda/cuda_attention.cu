@@ -34,16 +34,10 @@ __device__ inline bool sees(const std::int32_t* doc, i64 window, i64 i, i64 j) {
   return j <= i && (window == 0 || i - j < window) && (!doc || doc[j] == doc[i]);
 }
 __device__ inline i64 first_key(i64 window, i64 i) { return window > 0 && i >= window ? i - window + 1 : 0; }
-// A scaled score after Gemma 2's soft-capping (cap 0: none), and d capped / d score into *slope.
-__device__ inline float capped(float s, float cap, float* slope) {
-  if (cap <= 0.f) {
-    *slope = 1.f;
-    return s;
-  }
-  const float t = tanhf(s / cap);
-  *slope = 1.f - t * t;
-  return cap * t;
-}
+// A scaled score after Gemma 2's soft-capping (cap 0: none): c = cap tanh(s / cap).
+__device__ inline float capped(float s, float cap) { return cap > 0.f ? cap * tanhf(s / cap) : s; }
+// d capped / d score, from the capped score c: 1 - (c / cap)^2 (1 without a cap).
+__device__ inline float cap_slope(float c, float cap) { return cap > 0.f ? 1.f - (c / cap) * (c / cap) : 1.f; }
 __device__ inline float dot(const float* a, const float* b, i64 d) {
   float s = 0.f;
   for (i64 c = 0; c < d; ++c) s += a[c] * b[c];
@@ -111,8 +105,7 @@ __global__ void flash_forward_kernel(const float* qkv, const std::int32_t* docs,
       if (!sees(doc, window, i, j)) continue;
       const float* k = base + j * a.ld + (a.heads + g) * a.d;
       const float* v = base + j * a.ld + (a.heads + a.kv + g) * a.d;
-      float slope = 1.f;
-      const float s = capped(dot(q, k, a.d) * a.scale, opt.softcap, &slope), m2 = fmaxf(m, s);
+      const float s = capped(dot(q, k, a.d) * a.scale, opt.softcap), m2 = fmaxf(m, s);
       const float corr = expf(m - m2), p = expf(s - m2);
       l = l * corr + p;
       for (i64 c = 0; c < a.d; ++c) acc[c] = acc[c] * corr + p * v[c];
@@ -141,9 +134,8 @@ __global__ void flash_dq_kernel(const float* qkv, const float* y, const float* l
       if (!sees(doc, window, i, j)) continue;
       const float* k = base + j * a.ld + (a.heads + g) * a.d;
       const float* v = base + j * a.ld + (a.heads + a.kv + g) * a.d;
-      float slope = 1.f;
-      const float p = expf(capped(dot(q, k, a.d) * a.scale, opt.softcap, &slope) - lse[idx]);
-      const float ds = p * (dot(gi, v, a.d) - di) * a.scale * slope;
+      const float s = capped(dot(q, k, a.d) * a.scale, opt.softcap), p = expf(s - lse[idx]);
+      const float ds = p * (dot(gi, v, a.d) - di) * a.scale * cap_slope(s, opt.softcap);
       for (i64 c = 0; c < a.d; ++c) acc[c] += ds * k[c];
     }
     float* dq = dqkv + (n * a.t + i) * a.ld + h * a.d;
@@ -170,9 +162,8 @@ __global__ void flash_dkv_kernel(const float* qkv, const float* y, const float* 
         const float* q = base + i * a.ld + h * a.d;
         const float* gi = dy + (n * a.t + i) * a.heads * a.d + h * a.d;
         const float di = dot(gi, y + (n * a.t + i) * a.heads * a.d + h * a.d, a.d);
-        float slope = 1.f;
-        const float p = expf(capped(dot(q, k, a.d) * a.scale, opt.softcap, &slope) - lse[(n * a.heads + h) * a.t + i]);
-        const float ds = p * (dot(gi, v, a.d) - di) * a.scale * slope;
+        const float s = capped(dot(q, k, a.d) * a.scale, opt.softcap), p = expf(s - lse[(n * a.heads + h) * a.t + i]);
+        const float ds = p * (dot(gi, v, a.d) - di) * a.scale * cap_slope(s, opt.softcap);
         for (i64 c = 0; c < a.d; ++c) {
           dv[c] += p * gi[c];
           dk[c] += ds * q[c];

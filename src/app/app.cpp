@@ -329,7 +329,7 @@ std::string describe_data(const Config& cfg, const Runtime& rt) {
   if (cfg.data.path.empty()) return "Dataset: none ([data] path not set)\n";
   const DatasetIndex index = load_dataset_index(rt.world(), cfg.data, cfg.model.block_size);
   check_data_options(cfg, index.train);
-  const Config with_model = with_architecture(cfg, index.train);
+  const Config with_model = with_architecture(cfg, index);
   const Sampler sampler(sampler_options(cfg, index.train));  // refuses a split smaller than one global batch
   const std::uint64_t need = node_cache_bytes(index.train);
   std::ostringstream os;
@@ -572,7 +572,7 @@ int run_trainer(int argc, char** argv) {
     }
     if (cli.generate) {  // the checkpoint's vocabulary stands in for the dataset
       const DatasetIndex index = generation_index(cfg, rt, cli.vocab);
-      const Config with_model = with_architecture(cfg, index.train);
+      const Config with_model = with_architecture(cfg, index);
       Trainer trainer(with_model, rt, index, Purpose::generation);
       return trainer.generate(cli.sampling);
     }
@@ -588,7 +588,7 @@ int run_trainer(int argc, char** argv) {
     read_from.path = staged.path();
     const DatasetIndex index = load_dataset_index(rt.world(), read_from, cfg.model.block_size);
     check_data_options(cfg, index.train);
-    const Config with_model = with_architecture(cfg, index.train);
+    const Config with_model = with_architecture(cfg, index);
     Trainer trainer(with_model, rt, index, cli.eval_only ? Purpose::inference : Purpose::training);
     trainer.set_staging_seconds(staged.seconds());
     return cli.eval_only ? trainer.eval_only() : trainer.run();

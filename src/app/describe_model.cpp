@@ -57,7 +57,7 @@ nlohmann::ordered_json describe(const std::string& layers, const std::vector<std
 }  // namespace
 
 std::string describe_model(const Config& cfg, const DatasetIndex& index) {
-  const Config with_model = with_architecture(cfg, index.train);
+  const Config with_model = with_architecture(cfg, index);
   auto j = describe(with_model.model.layers, index.train.sample_shape,
                     LayerOptions{cfg.kernels.conv, cfg.model.vocab_multiple});
   j["arch"] = cfg.resolved_value("model.arch");

@@ -242,7 +242,8 @@ void model_keys(std::vector<KeySpec>& k) {
   s.auto_count(
        "vocab_size", &ModelConfig::vocab_size,
        "arch = gpt or llama: rows of the token embedding and head; auto = the token dataset's vocabulary (a number "
-       "may be larger: rows no token uses, as Qwen2's checkpoints have; never smaller)")
+       "may be larger: rows no token uses, as Qwen2's checkpoints have; or smaller, down to one past the largest id "
+       "the dataset's shards record, as Gemma 3 1B's for its tokenizer's <image_soft_token>)")
       .of_archs("gpt llama");
   s.key("bias", &ModelConfig::bias, "arch = gpt: biases in the linear layers and layer norms").of_archs("gpt");
   s.key("tie_embeddings", &ModelConfig::tie_embeddings,

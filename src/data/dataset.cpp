@@ -544,7 +544,7 @@ void write_split(std::ostream& os, const SplitIndex& s) {
   for (std::size_t i = 0; i < s.scale.size(); ++i) os << ' ' << s.scale[i] << ' ' << s.offset[i];
   os << ' ' << s.tokens << ' ' << s.stream_tokens << ' ' << s.block_size << ' ' << s.token_bits << ' '
      << static_cast<int>(s.token_format) << ' ' << std::quoted(s.tokenizer) << ' ' << std::quoted(s.vocabulary) << ' '
-     << std::quoted(s.target_names) << ' ' << s.log1p << ' ' << s.tokenizer_files.size();
+     << std::quoted(s.target_names) << ' ' << s.log1p << ' ' << s.max_id << ' ' << s.tokenizer_files.size();
   for (const auto& [name, bytes] : s.tokenizer_files) os << ' ' << std::quoted(name) << ' ' << std::quoted(bytes);
   os << ' ' << s.shards.size() << '\n';
   for (const auto& sh : s.shards)
@@ -569,7 +569,7 @@ SplitIndex read_split(std::istream& is) {
   std::size_t files = 0;
   int format = 0;
   is >> s.tokens >> s.stream_tokens >> s.block_size >> s.token_bits >> format >> std::quoted(s.tokenizer) >>
-      std::quoted(s.vocabulary) >> std::quoted(s.target_names) >> s.log1p >> files;
+      std::quoted(s.vocabulary) >> std::quoted(s.target_names) >> s.log1p >> s.max_id >> files;
   s.token_format = static_cast<DataFormat>(format);
   s.tokenizer_files.resize(files);
   for (auto& [name, bytes] : s.tokenizer_files) is >> std::quoted(name) >> std::quoted(bytes);

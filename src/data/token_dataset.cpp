@@ -25,6 +25,15 @@ std::string attr_string(hid_t file, const std::string& path, const char* name) {
   if (!h5::has_attribute(file, name)) bad_token_file(path, std::string("root attribute '") + name + "' missing");
   return h5::read_string_attribute(file, name);
 }
+// Root attribute max_token_id (optional): the largest id /tokens holds, or -1 without it.
+std::int64_t recorded_max_id(hid_t file, const std::string& path, long long vocab) {
+  if (!h5::has_attribute(file, "max_token_id")) return -1;
+  const long long id = h5::read_int_attribute(file, "max_token_id");
+  if (id < 0 || id >= vocab)
+    bad_token_file(path, "max_token_id = " + std::to_string(id) +
+                             " is outside the vocabulary [0, vocab_size = " + std::to_string(vocab) + ")");
+  return id;
+}
 }  // namespace
 
 Shard scan_token_shard(hid_t file, const std::string& path, SplitIndex& split, bool first,
@@ -73,6 +82,7 @@ Shard scan_token_shard(hid_t file, const std::string& path, SplitIndex& split, b
   if (dims.size() != 1)
     bad_token_file(path, "/tokens must be one 1-D stream, has " + std::to_string(dims.size()) + " dimensions");
   if (dims[0] == 0) bad_token_file(path, "empty token stream: /tokens has 0 tokens");
+  const std::int64_t max_id = recorded_max_id(file, path, vocab);
   if (first) {
     split.tokens = true;
     split.tokenizer = tokenizer;
@@ -84,6 +94,9 @@ Shard scan_token_shard(hid_t file, const std::string& path, SplitIndex& split, b
     split.classification = true;
     split.scale = {1.f};
     split.offset = {0.f};
+    split.max_id = max_id;
+  } else {
+    split.max_id = split.max_id < 0 || max_id < 0 ? -1 : std::max(split.max_id, max_id);
   }
   Shard s;
   s.path = path;
@@ -185,6 +198,9 @@ void write_token_shard(const std::string& path, const std::uint32_t* tokens, std
     h5::write_int_attribute(file.get(), "version", kTokenVersion);
     h5::write_string_attribute(file.get(), "tokenizer", tokenizer);
     h5::write_int_attribute(file.get(), "vocab_size", vocab_size);
+    // The largest id: what a model with fewer embedding rows than the tokenizer has ids needs to
+    // know (Gemma 3 1B's 262,144 for its tokenizer's 262,145).
+    if (n > 0) h5::write_int_attribute(file.get(), "max_token_id", *std::max_element(tokens, tokens + n));
     if (tokenizer != "byte") h5::write_string_attribute(file.get(), "vocabulary", vocab.characters());
     for (const auto& [name, bytes] : vocab.files()) h5::write_bytes(file.get(), "tokenizer/" + name, bytes);
     const hid_t type = vocab_size <= 256 ? H5T_STD_U8LE : vocab_size <= 65536 ? H5T_STD_U16LE : H5T_STD_U32LE;

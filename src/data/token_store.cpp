@@ -89,17 +89,20 @@ std::int64_t first_bad(const unsigned char* raw, std::int64_t n, std::int64_t vo
 }  // namespace
 
 std::string TokenReader::check_ids(const unsigned char* raw, std::int64_t pos, std::int64_t n) const {
-  const std::int64_t vocab = split_.num_classes;
-  const std::int64_t at = width_ == 1   ? first_bad<std::uint8_t>(raw, n, vocab)
-                          : width_ == 2 ? first_bad<std::uint16_t>(raw, n, vocab)
-                                        : first_bad<std::uint32_t>(raw, n, vocab);
+  const std::int64_t limit = split_.id_limit();
+  const std::int64_t at = width_ == 1   ? first_bad<std::uint8_t>(raw, n, limit)
+                          : width_ == 2 ? first_bad<std::uint16_t>(raw, n, limit)
+                                        : first_bad<std::uint32_t>(raw, n, limit);
   if (at < 0) return "";
   std::uint32_t id = 0;
   std::memcpy(&id, raw + at * width_, static_cast<std::size_t>(width_));  // little-endian hosts
   const Shard& s = split_.shards[shard_at(pos + at)];
   return s.path + (split_.token_format == DataFormat::llmc ? ": token " : ": /tokens position ") +
          std::to_string(pos + at - s.first) + " holds token id " + std::to_string(id) +
-         ", outside the vocabulary [0, vocab_size = " + std::to_string(vocab) + ")";
+         (id >= split_.num_classes
+              ? ", outside the vocabulary [0, vocab_size = " + std::to_string(split_.num_classes) + ")"
+              : ", above the largest id its split's shards record (max_token_id = " + std::to_string(split_.max_id) +
+                    ")");
 }
 
 void widen_tokens(const unsigned char* raw, int width, std::int64_t n, std::int32_t* out) {

@@ -74,6 +74,10 @@ DatasetIndex generation_index(const Config& cfg, Runtime& rt, const std::string&
   s.vocabulary = v[1];
   s.tokenizer_files = files;
   s.num_classes = vocab.size();
+  // The ids a prompt may hold (generate checks it): those the model has rows for, all but the
+  // last of Gemma 3 1B's 262,145 with its vocab_size 262,144 (with_architecture).
+  const std::int64_t rows = cfg.model.arch != Arch::layers ? cfg.model.vocab_size : 0;
+  if (rows > 0 && rows < s.num_classes) s.max_id = rows - 1;
   s.block_size = cfg.model.block_size;
   s.sample_shape = {s.block_size};
   s.label_width = s.block_size;
@@ -99,10 +103,10 @@ std::vector<std::uint32_t> Trainer::next_tokens(const Tensor& context, std::int6
   if (executor_->holds_output()) {
     // Each sequence's last position's row alone comes to the host (one copy for all when the output
     // is one position each); rows are padded-vocabulary wide ([model] vocab_multiple) and only their
-    // first num_classes are tokens.
+    // first id_limit() are tokens with rows (generation_index).
     const Tensor& out = model_->output();
     const std::int64_t stride = out.shape().back(), positions = out.numel() / (rows * stride);
-    const std::int64_t v = index_.train.num_classes;
+    const std::int64_t v = index_.train.id_limit();
     const std::vector<float> all = positions == 1 ? to_host(out) : std::vector<float>();
     for (std::int64_t r = 0; r < rows; ++r) {
       const std::int64_t row = r * positions + (model_->one_output_position() ? 0 : last);
@@ -133,6 +137,13 @@ int Trainer::generate(const SamplingOptions& given) {
   std::vector<std::uint32_t> ids = vocab.encode_prompt(given.prompt, "--prompt");  // (with the tokenizer's BOS)
   // An empty prompt starts from <|endoftext|> (GPT-2, llm.c) or token 0 (nanoGPT's characters).
   if (ids.empty()) ids.push_back(vocab.end_of_text() >= 0 ? static_cast<std::uint32_t>(vocab.end_of_text()) : 0u);
+  for (const std::uint32_t id : ids)  // (a model with fewer rows than its tokenizer has ids: Gemma 3 1B)
+    if (static_cast<std::int64_t>(id) >= split.id_limit()) {
+      const std::string text = vocab.token_text(id);
+      const bool printable = std::all_of(text.begin(), text.end(), [](char c) { return c >= ' ' && c <= '~'; });
+      throw bad_input("--prompt: token id " + std::to_string(id) + (printable ? " " + text : "") +
+                      " has no row in the model ([model] vocab_size = " + std::to_string(split.id_limit()) + ")");
+    }
   Checkpointer checkpointer(cfg_, rt_, host_dp(), *model_, *opt_, groups_);
   const std::string target = checkpointer.resume_target();
   IntervalSums sums;

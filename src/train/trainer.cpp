@@ -117,8 +117,10 @@ Trainer::Trainer(const Config& cfg, Runtime& rt, const DatasetIndex& index, Purp
     const std::int64_t blocks = vocab_parallel_ ? rt.mesh().size(MeshDim::tp) : 1;
     if (index.train.tokens && !want.empty()) {  // a language model's logits: padded to [model] vocab_multiple,
       want.back() = padded_vocab(want.back(), cfg.model.vocab_multiple) / blocks;
-      // or more: a model's rows no token uses (Qwen2's 151,936 for 151,665 tokens), never fewer
-      if (out.size() == want.size() && out.back() * blocks >= index.train.num_classes) want.back() = out.back();
+      // or more: a model's rows no token uses (Qwen2's 151,936 for 151,665 tokens); fewer only for
+      // arch = llama or gpt, whose vocab_size with_architecture checked against the ids the data holds
+      const std::int64_t least = cfg.model.arch == Arch::layers ? index.train.num_classes : index.train.id_limit();
+      if (out.size() == want.size() && out.back() * blocks >= least) want.back() = out.back();
     }
     if (out != want)
       throw bad_input("[model] layers: the last layer outputs " + shape_string(out) + " but the data needs " +

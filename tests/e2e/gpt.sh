@@ -5,7 +5,8 @@
 # block_size and a prompt outside the vocabulary; exact resume (the losses after the restart
 # equal the uninterrupted run's) and elastic resume on 2 ranks; --eval-only's perplexity =
 # exp(loss); --generate reproducible, the same on a 2-stage pipeline and without the key/value cache, --samples; bf16 and fp16 against
-# fp32; [model] vocab_multiple (padded checkpoint, unpadded export); [model] arch = gpt against its
+# fp32; [model] vocab_multiple (padded checkpoint, unpadded export); a vocab_size below the
+# tokenizer's (import-text's max_token_id); [model] arch = gpt against its
 # layers string; the old [data] block_size.
 set -u
 mpirun=$1 trainer=$2 data_tool=$3
@@ -315,4 +316,28 @@ pg() { run 1 "${pad[@]}" --generate --prompt "The " --tokens 40 "$@" 2>/dev/null
 g=$(pg) gn=$(pg --no-kv-cache)
 check "... and --generate reads the padded rows right: the same text with and without the cache" \
   test "${g:0:4}" = "The " -a "$g" = "$gn"
+# Fewer embedding rows than the tokenizer has ids (Gemma 3 1B's 262,144 for 262,145): import-text
+# records each shard's largest id (max_token_id); the byte-tokenized text holds none above 127, so
+# arch = gpt with vocab_size = 128 for the 256 byte ids trains, --generate draws from those rows
+# only and refuses a prompt token without one; a vocab_size below an id the data holds is one line.
+"$data_tool" import-text --input text.txt --tokenizer byte --out bytes --val-fraction 0.1 >/dev/null
+check "import-text records each shard's largest id (max_token_id)" $py -c "
+import h5py, numpy as np
+for s in ('train', 'val'):
+    f = h5py.File(f'bytes/{s}/tokens-00000.h5', 'r')
+    assert f.attrs['max_token_id'] == np.array(f['tokens']).max() < 128, s"
+rows=(--set data.path=bytes "${gpt[@]}" --set model.vocab_size=128 --set run.out_dir=rows)
+run 1 "${rows[@]}" "${short[@]}" >rows.log 2>&1
+check "vocab_size = 128 for 256 byte ids trains: a [128, 32] table (loss at step 4: $(row rows 4))" $py -c "
+import h5py
+assert h5py.File('rows/checkpoints/ckpt-00000004.h5', 'r')['model/tok_emb.weight'].shape == (128, 32)"
+run 1 "${rows[@]}" --generate --prompt "The " --tokens 300 2>/dev/null | sed -n '/^generate:/,$p' | tail -n +2 >rows.txt
+check "... --generate draws from its 128 rows alone ($(wc -c <rows.txt) bytes)" $py -c "
+b = open('rows.txt', 'rb').read()
+assert b.startswith(b'The ') and len(b) > 250 and max(b) < 128, b"
+expect_error "... a prompt token without a row" "prompt: token id 195 has no row in the model (\[model\] vocab_size = 128)" \
+  run 1 "${rows[@]}" --generate --prompt "café" --tokens 2
+expect_error "a vocab_size below an id the data holds" \
+  "vocab_size = 100, but the dataset's vocabulary has 256 tokens and bytes/train holds id 122, which needs a row (vocab_size >= 123)" \
+  run 1 "${rows[@]}" --set model.vocab_size=100 --dry-run
 finish

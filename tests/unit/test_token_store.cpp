@@ -16,6 +16,7 @@
 #include "hpctrain/data/text_import.hpp"
 #include "hpctrain/data/token_dataset.hpp"
 #include "hpctrain/data/token_store.hpp"
+#include "hpctrain/io/h5.hpp"
 
 namespace fs = std::filesystem;
 using namespace hpctrain;
@@ -108,6 +109,76 @@ TEST_F(TokenStoreTest, BlockCacheReadsLlmcShardsAndNamesABadId) {
     EXPECT_EQ(std::string(e.what()), (root / "x_train_1.bin").string() +
                                          ": token 1234 holds token id 60000, outside the vocabulary [0, "
                                          "vocab_size = 50257)");
+  }
+}
+
+// Shards record their largest id (max_token_id), the split the largest of them, and the value checks
+// and the block cache hold the shards to it: a model may then have fewer embedding rows than the
+// vocabulary has ids (Gemma 3 1B's). A shard without the attribute leaves the split's unknown; one
+// outside the vocabulary is refused.
+TEST_F(TokenStoreTest, ShardsRecordTheirLargestIdAndAreHeldToIt) {
+  std::vector<std::uint32_t> a(3000, 7), b(3000, 9);
+  a[100] = 120, b[2000] = 97;
+  const std::string pa = (root / "train" / "t0.h5").string(), pb = (root / "train" / "t1.h5").string();
+  write_token_shard(pa, a, Vocabulary::byte());
+  write_token_shard(pb, b, Vocabulary::byte());
+  DatasetIndex index = scan_dataset(root.string());
+  EXPECT_EQ(index.train.num_classes, 256);
+  EXPECT_EQ(index.train.max_id, 120);
+  EXPECT_EQ(index.train.id_limit(), 121);
+  EXPECT_EQ(check_token_values(index.train, 0, 2), "");
+
+  // A shard whose values exceed the largest id recorded: named with the position, checked or streamed.
+  {
+    h5::Id file(H5Fopen(pb.c_str(), H5F_ACC_RDWR, H5P_DEFAULT));
+    H5Adelete(file.get(), "max_token_id");
+    h5::write_int_attribute(file.get(), "max_token_id", 90);
+  }
+  index = scan_dataset(root.string());
+  EXPECT_EQ(index.train.max_id, 120);  // (the largest over the shards)
+  b[2000] = 121;
+  write_token_shard(pb, b, Vocabulary::byte());
+  {
+    h5::Id file(H5Fopen(pb.c_str(), H5F_ACC_RDWR, H5P_DEFAULT));
+    H5Adelete(file.get(), "max_token_id");
+    h5::write_int_attribute(file.get(), "max_token_id", 100);
+  }
+  index = scan_dataset(root.string());
+  ASSERT_EQ(index.train.max_id, 120);
+  const std::string want = pb +
+                           ": /tokens position 2000 holds token id 121, above the largest id its split's "
+                           "shards record (max_token_id = 120)";
+  EXPECT_EQ(check_token_values(index.train, 0, 2), want);
+  {  // (the store's files closed at the end)
+    set_block_size(index, 100);
+    TokenBlockCache store(index.train, 1);
+    std::vector<std::int32_t> sample(100), label(100);
+    try {
+      store.get(2950, sample.data(), label.data());  // (window 2950..3050 holds no bad id)
+      store.get(4950, sample.data(), label.data());
+      FAIL() << "an id above max_token_id was handed out";
+    } catch (const Error& e) {
+      EXPECT_EQ(std::string(e.what()), want);
+    }
+  }
+
+  {  // without the attribute in one shard: the split's largest id is unknown and the vocabulary bounds
+    h5::Id file(H5Fopen(pb.c_str(), H5F_ACC_RDWR, H5P_DEFAULT));
+    H5Adelete(file.get(), "max_token_id");
+  }
+  index = scan_dataset(root.string());
+  EXPECT_EQ(index.train.max_id, -1);
+  EXPECT_EQ(index.train.id_limit(), 256);
+  EXPECT_EQ(check_token_values(index.train, 0, 2), "");
+  {
+    h5::Id file(H5Fopen(pb.c_str(), H5F_ACC_RDWR, H5P_DEFAULT));
+    h5::write_int_attribute(file.get(), "max_token_id", 256);
+  }
+  try {
+    scan_dataset(root.string());
+    FAIL() << "max_token_id outside the vocabulary accepted";
+  } catch (const Error& e) {
+    EXPECT_EQ(std::string(e.what()), pb + ": max_token_id = 256 is outside the vocabulary [0, vocab_size = 256)");
   }
 }
 

@@ -72,6 +72,12 @@ struct SplitIndex {
   DataFormat token_format = DataFormat::hpctrain;  // hpctrain's HDF5 shards, or llm.c's .bin (llmc_shards.hpp)
   std::string tokenizer, vocabulary;
   TokenizerFiles tokenizer_files;  // gpt2: read from the first shard (the others' hashes must match)
+  // The largest id the split's shards hold, as each records it (root attribute max_token_id, which
+  // import-text writes), or -1 where a shard records none (older shards, llm.c's .bin).
+  std::int64_t max_id = -1;
+  // Ids the split's values may hold: [0, max_id] where recorded (their checks hold the shards to
+  // it), else the vocabulary [0, num_classes).
+  std::int64_t id_limit() const { return max_id >= 0 ? max_id + 1 : num_classes; }
 
   std::int64_t sample_elems() const;
   // What the model must output per sample: [classes], [T, classes] for token windows, [targets].

@@ -283,10 +283,11 @@ class Trainer {
   std::map<std::string, std::unique_ptr<Reader>> eval_readers_;  // per split, made on first use (collective)
 };
 
-// `cfg` with [model] layers built from [model] arch (model/arch.hpp) against the training split:
-// vocab_size = auto is its vocabulary, a number must equal it. cfg itself for arch = layers.
-// bad_input when the split is not a token dataset or the sizes differ.
-Config with_architecture(const Config& cfg, const SplitIndex& train);
+// `cfg` with [model] layers built from [model] arch (model/arch.hpp) against the dataset:
+// vocab_size = auto is the training split's vocabulary; a number may exceed it, or fall short of
+// it where every split records its largest id (max_token_id) below the number. cfg itself for
+// arch = layers. bad_input when the split is not a token dataset or an id would have no row.
+Config with_architecture(const Config& cfg, const DatasetIndex& index);
 
 // What [train] sets on a model once it is built, the same for the trainer's model and --dry-run's
 // models (the whole, and each pipeline stage's): the frozen layers ([train] freeze; bad_input when

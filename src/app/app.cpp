@@ -67,6 +67,10 @@ po::options_description cli_options() {
       "tokenizer.json")(
       "generate", "language models: sample text from the checkpoint [checkpoint] resume selects (no dataset needed)")(
       "prompt", po::value<std::string>()->default_value(""), "--generate: the text to continue")(
+      "chat", po::value<std::string>(),
+      "--generate: a user's message, put through the checkpoint's chat template (an imported instruct model's "
+      "tokenizer_config.json chat_template or chat_template.jinja) instead of --prompt; the reply alone is printed")(
+      "system", po::value<std::string>(), "--generate --chat: a system message before the user's")(
       "tokens", po::value<std::int64_t>()->default_value(200), "--generate: how many tokens to sample")(
       "temperature", po::value<double>()->default_value(1.0),
       "--generate: divide the logits by this (0: always the likeliest token, greedy)")(
@@ -154,6 +158,11 @@ CliOptions parse_cli(int argc, char** argv) {
     throw bad_input("command line: --import-hf " + cli.import_hf + " needs --out FILE.h5 (the checkpoint to write)");
   SamplingOptions& o = cli.sampling;
   o.prompt = vm["prompt"].as<std::string>();
+  if (vm.count("chat")) o.chat = vm["chat"].as<std::string>();
+  if (vm.count("system")) o.system = vm["system"].as<std::string>();
+  if (!o.chat.empty() && !vm["prompt"].defaulted())
+    throw bad_input("command line: --chat and --prompt: give one (--chat goes through the chat template)");
+  if (!o.system.empty() && o.chat.empty()) throw bad_input("command line: --system is for --chat");
   o.tokens = vm["tokens"].as<std::int64_t>();
   o.temperature = vm["temperature"].as<double>();
   o.top_k = vm["top-k"].as<std::int64_t>();
@@ -250,7 +259,8 @@ std::string help_text() {
   os << "usage: mpirun -np N trainer input.ini [--set section.key=value ...] [--dry-run | --eval-only | --export FILE "
         "| --export-hf DIR | --generate]\n"
      << "       trainer --import-hf DIR --out FILE.h5\n"
-     << "       trainer input.ini --generate [--prompt TEXT --tokens N --temperature T --top-k K --top-p P --min-p M "
+     << "       trainer input.ini --generate [--prompt TEXT | --chat TEXT [--system TEXT]] [--tokens N --temperature T "
+        "--top-k K --top-p P --min-p M "
         "--repetition-penalty R --no-repeat-ngram N --samples N --ignore-eos --no-kv-cache --vocab PATH]\n"
      << "       trainer --help | --version\n\n"
      << cli_options() << "\nConfiguration keys ([section] key = value in the INI file; --set section.key=value):\n"

@@ -204,7 +204,8 @@ std::string import_hf(Communicator& comm, const std::string& dir, const std::str
     info.run.optimizer = "none";
     info.run.model_summary = "imported from Hugging Face's " + dir;
     std::error_code ec;
-    for (const char* name : {"tokenizer_config.json", "special_tokens_map.json", "generation_config.json"})
+    for (const char* name :
+         {"tokenizer_config.json", "special_tokens_map.json", "generation_config.json", "chat_template.jinja"})
       if (std::filesystem::is_regular_file(dir + "/" + name, ec))
         info.run.hf_files.emplace_back(name, read_text_file(dir + "/" + name, "Hugging Face file"));
     info.run.tokenizer = tokenizer.tokenizer;

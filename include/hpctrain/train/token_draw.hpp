@@ -10,6 +10,9 @@ namespace hpctrain {
 
 struct SamplingOptions {
   std::string prompt;  // the text the sample continues ("" allowed)
+  // --chat: the user's message, through the checkpoint's chat template (instead of prompt);
+  // --system: a system message before it.
+  std::string chat, system;
   std::int64_t tokens = 200;
   double temperature = 1.0;  // logits / temperature before the softmax (0: the likeliest token, greedy)
   std::int64_t top_k = 0;    // sample among the k most likely tokens (0: all)

@@ -1,0 +1,114 @@
+// The Jinja subset of chat templates (data/jinja.hpp) on cases whose Jinja output is written out
+// by hand: whitespace control with trim_blocks and lstrip_blocks, loops and their variables,
+// scopes and namespace(), slices, filters, tests, methods, macros; one-line errors naming the
+// template and line; apply_chat_template's choice of template and special tokens
+// (data/chat_template.hpp). tests/e2e/chat_template.sh compares real chat templates with
+// Hugging Face's JavaScript renderer.
+#include <gtest/gtest.h>
+
+#include "hpctrain/core/error.hpp"
+#include "hpctrain/data/chat_template.hpp"
+#include "hpctrain/data/jinja.hpp"
+
+using namespace hpctrain;
+
+namespace {
+std::string render(const std::string& text, const nlohmann::ordered_json& context = nlohmann::ordered_json::object()) {
+  return jinja::Template(text, "t").render(context);
+}
+std::string error_of(const std::string& text,
+                     const nlohmann::ordered_json& context = nlohmann::ordered_json::object()) {
+  try {
+    render(text, context);
+  } catch (const Error& e) {
+    return e.what();
+  }
+  return "(no error)";
+}
+}  // namespace
+
+TEST(Jinja, WhiteSpaceControlAsHuggingFaceRendersIt) {
+  // trim_blocks: the newline after a block tag goes; lstrip_blocks: its line's indentation too.
+  EXPECT_EQ(render("a\n  {% if true %}\n  b\n  {% endif %}\nc"), "a\n  b\nc");
+  EXPECT_EQ(render("a  {{- ' b ' -}}  c"), "a b c");
+  EXPECT_EQ(render("{{ 'x' }}\ny"), "x\ny");  // (not after an expression)
+  EXPECT_EQ(render("a {%- if true -%} \n b {%- endif %}"), "ab");
+  EXPECT_EQ(render("a\n  {%+ if true %}b{% endif %}"), "a\n  b");
+  EXPECT_EQ(render("{# a comment #}\nx"), "x");
+}
+
+TEST(Jinja, LoopsScopesAndNamespaces) {
+  const nlohmann::ordered_json c = {{"xs", {"a", "b", "c"}}};
+  EXPECT_EQ(render("{% for x in xs %}{{ loop.index }}{{ x }}{% if not loop.last %},{% endif %}{% endfor %}", c),
+            "1a,2b,3c");
+  EXPECT_EQ(render("{% for x in xs if x != 'b' %}{{ loop.index0 }}/{{ loop.length }}{{ x }} {% endfor %}", c),
+            "0/2a 1/2c ");
+  EXPECT_EQ(render("{% for x in [] %}x{% else %}empty{% endfor %}"), "empty");
+  // A set inside a loop stays inside; a namespace's attribute carries out.
+  EXPECT_EQ(render("{% set n = 0 %}{% set ns = namespace(n=0) %}{% for x in xs %}{% set n = n + 1 %}"
+                   "{% set ns.n = ns.n + 1 %}{% endfor %}{{ n }} {{ ns.n }}",
+                   c),
+            "0 3");
+  EXPECT_EQ(render("{% for k, v in {'a': 1, 'b': 2}.items() %}{{ k }}={{ v }};{% endfor %}"), "a=1;b=2;");
+  EXPECT_EQ(render("{% for x in xs %}{% if x == 'b' %}{% break %}{% endif %}{{ x }}{% endfor %}", c), "a");
+  EXPECT_EQ(render("{% for x in xs %}{% if x == 'b' %}{% continue %}{% endif %}{{ x }}{% endfor %}", c), "ac");
+}
+
+TEST(Jinja, ExpressionsFiltersTestsAndMethods) {
+  const nlohmann::ordered_json c = {{"xs", {1, 2, 3, 4}}, {"m", {{"role", "user"}, {"content", " hi "}}}};
+  EXPECT_EQ(render("{{ xs[::-1] }} {{ xs[1:3] }} {{ xs[-1] }} {{ (xs | length) - 1 }}", c), "[4, 3, 2, 1] [2, 3] 4 3");
+  EXPECT_EQ(render("{{ m.content | trim }}|{{ m['role'] | upper }}|{{ m.missing is defined }}", c), "hi|USER|False");
+  EXPECT_EQ(render("{{ 'a<think>b</think> c'.split('</think>')[-1].lstrip() }}"), "c");
+  EXPECT_EQ(render("{{ 'x' ~ 1 ~ none }} {{ 7 // 2 }} {{ -7 // 2 }} {{ 7 % 3 }} {{ 1 / 2 }} {{ 2 * 1.5 }}"),
+            "x1None 3 -4 1 0.5 3.0");
+  EXPECT_EQ(render("{{ 'yes' if 'ell' in 'hello' else 'no' }} {{ 3 not in xs }} {{ xs is iterable }}", c),
+            "yes False True");
+  EXPECT_EQ(render("{{ m | tojson }} {{ [1, 'a', true, none] | tojson }}", c),
+            "{\"role\": \"user\", \"content\": \" hi \"} [1, \"a\", true, null]");
+  EXPECT_EQ(render("{{ xs | select('even') | list }} {{ [m] | map(attribute='role') | join(',') }}", c), "[2, 4] user");
+  EXPECT_EQ(render("{{ undefined_name }}|{{ undefined_name | default('d') }}|{{ none or 'x' }}"), "|d|x");
+  EXPECT_EQ(render("{{ 'a' 'b' }} {{ 'it''s' }} {{ \"q\\\"\\n\" | length }}"), "ab its 3");
+  EXPECT_EQ(render("{% macro tag(x, y='!') %}<{{ x }}{{ y }}>{% endmacro %}{{ tag('a') }}{{ tag('b', y='?') }}"),
+            "<a!><b?>");
+  EXPECT_EQ(render("{% set s %}in {{ 1 + 1 }}{% endset %}[{{ s }}]"), "[in 2]");
+  EXPECT_EQ(render("{% generation %}kept{% endgeneration %}"), "kept");
+  // As Python prints and counts: repr() in lists, True, characters (not bytes), strip(chars).
+  EXPECT_EQ(
+      render("{{ ['a', 1, true, none] }} {{ 1 == 1 }} {{ 'ça va' | length }} {{ 'ça va'[1:4] }} {{ 'ça' | reverse }}"),
+      "['a', 1, True, None] True 5 a v aç");
+  EXPECT_EQ(render("{{ 'xxabcxx'.strip('x') }} {{ 2 ** 10 }} {{ -2 ** 2 }}"), "abc 1024 4");
+}
+
+TEST(Jinja, ErrorsNameTheTemplateAndLine) {
+  EXPECT_EQ(error_of("a\n{% if true %}x"), "t: line 2: missing {% endif %}");
+  EXPECT_EQ(error_of("\n\n{% include 'x' %}"),
+            "t: line 3: the statement 'include' is not supported (hpctrain's chat templates: data/jinja.hpp)");
+  EXPECT_EQ(error_of("{{ raise_exception('roles must alternate') }}"),
+            "t: line 1: the template raised: roles must alternate");
+  EXPECT_EQ(error_of("{{ 'a' | wordwrap }}"),
+            "t: line 1: the filter 'wordwrap' is not supported (hpctrain's chat templates: data/jinja.hpp)");
+  EXPECT_EQ(error_of("{{ 'a' + 1 }}"), "t: line 1: '+' of a string and an integer (use ~ to join text)");
+  EXPECT_EQ(error_of("{{ x"), "t: line 1: unclosed tag");
+  EXPECT_EQ(error_of("{% endfor %}"), "t: line 1: 'endfor' without its opening statement");
+}
+
+TEST(ChatTemplate, TakesTheTemplateFileOrTheConfigsDefaultWithItsSpecialTokens) {
+  const nlohmann::ordered_json messages = {{{"role", "user"}, {"content", "Hi"}}};
+  const std::string config =
+      R"({"bos_token": {"content": "<s>", "lstrip": false}, "eos_token": "</s>", "add_bos_token": true,
+          "chat_template": [{"name": "tool_use", "template": "tools"},
+                            {"name": "default", "template": "{{ bos_token }}{% for m in messages %}[{{ m.role }}] {{ m.content }}{{ eos_token }}{% endfor %}{% if add_generation_prompt %}[assistant] {% endif %}"}]})";
+  EXPECT_EQ(apply_chat_template({{"tokenizer_config.json", config}}, "ckpt", messages, true),
+            "<s>[user] Hi</s>[assistant] ");
+  EXPECT_EQ(apply_chat_template({{"tokenizer_config.json", config}}, "ckpt", messages, false), "<s>[user] Hi</s>");
+  // chat_template.jinja (transformers' newer folders) wins over the config's
+  EXPECT_EQ(apply_chat_template({{"tokenizer_config.json", config}, {"chat_template.jinja", "{{ bos_token }}!"}},
+                                "ckpt", messages, true),
+            "<s>!");
+  try {
+    apply_chat_template({{"tokenizer_config.json", R"({"bos_token": "<s>"})"}}, "ckpt", messages, true);
+    FAIL() << "no template accepted";
+  } catch (const Error& e) {
+    EXPECT_EQ(std::string(e.what()).substr(0, 29), "ckpt holds no chat template (");
+  }
+}

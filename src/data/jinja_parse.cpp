@@ -73,13 +73,13 @@ std::vector<Piece> cut(const std::string& t, const std::string& origin) {
     const std::size_t end = t.find(close, body);
     if (end == std::string::npos) throw bad_input(origin + ": line " + std::to_string(line) + ": unclosed tag");
     std::size_t stop = end;
-    const bool strip_after = stop > body && t[stop - 1] == '-';
-    if (strip_after || (stop > body && t[stop - 1] == '+')) --stop;
+    const bool strip_after = stop > body && t[stop - 1] == '-', keep_after = stop > body && t[stop - 1] == '+';
+    if (strip_after || keep_after) --stop;
     strip_before(out.back().text, t, open, mark, kind);
     if (kind != PieceKind::comment) out.push_back({kind, t.substr(body, stop - body), line});
     for (std::size_t k = open; k < end; ++k) line += t[k] == '\n';
     strip_next = strip_after;
-    trim_next = kind != PieceKind::expr;
+    trim_next = kind != PieceKind::expr && !keep_after;  // (+%}: no trim_blocks)
     at = end + 2;
   }
   return out;

@@ -356,6 +356,7 @@ class Renderer {
   Value call_macro(const Node& m, const std::vector<Value>& args, const Kwargs& given, int line) {
     if (args.size() > m.params.size())
       fail(line, m.text + "() takes " + std::to_string(m.params.size()) + " arguments");
+    if (scopes_.size() > 200) fail(line, m.text + "() calls itself 200 deep: stopped");  // (not the stack)
     std::unordered_map<std::string, Value> scope;
     for (std::size_t k = 0; k < m.params.size(); ++k) {
       const auto& [name, fallback] = m.params[k];

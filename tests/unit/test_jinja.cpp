@@ -35,6 +35,7 @@ TEST(Jinja, WhiteSpaceControlAsHuggingFaceRendersIt) {
   EXPECT_EQ(render("a {%- if true -%} \n b {%- endif %}"), "ab");
   EXPECT_EQ(render("a\n  {%+ if true %}b{% endif %}"), "a\n  b");
   EXPECT_EQ(render("{# a comment #}\nx"), "x");
+  EXPECT_EQ(render("{% if true +%}\nx{% endif %}"), "\nx");
 }
 
 TEST(Jinja, LoopsScopesAndNamespaces) {
@@ -90,6 +91,8 @@ TEST(Jinja, ErrorsNameTheTemplateAndLine) {
   EXPECT_EQ(error_of("{{ 'a' + 1 }}"), "t: line 1: '+' of a string and an integer (use ~ to join text)");
   EXPECT_EQ(error_of("{{ x"), "t: line 1: unclosed tag");
   EXPECT_EQ(error_of("{% endfor %}"), "t: line 1: 'endfor' without its opening statement");
+  EXPECT_EQ(error_of("{% macro f() %}{{ f() }}{% endmacro %}{{ f() }}"),
+            "t: line 1: f() calls itself 200 deep: stopped");
 }
 
 TEST(ChatTemplate, TakesTheTemplateFileOrTheConfigsDefaultWithItsSpecialTokens) {

@@ -34,7 +34,7 @@ echo "== sanitizer build (ASan + UBSan, CPU only) in $asan: unit, MPI and fast t
 # compiles every source alone, as developers' builds do.
 cmake -S . -B "$asan" -G Ninja -DHPCTRAIN_SANITIZE=ON -DHPCTRAIN_ENABLE_CUDA=OFF -DCMAKE_BUILD_TYPE=Debug \
       -DHPCTRAIN_WERROR=ON -DCMAKE_UNITY_BUILD=ON -DCMAKE_UNITY_BUILD_BATCH_SIZE=16 >/dev/null
-cmake --build "$asan" -j "$(nproc)" --target unit_tests mpi_tests watchdog_probe error_probe trainer fuzz
+cmake --build "$asan" -j "$(nproc)" --target unit_tests mpi_tests watchdog_probe error_probe trainer chat_render fuzz
 # At 1-3 ranks: the 4- and 8-rank runs (mpi_np4, pipeline_np8) would put two sanitized ranks on
 # each core for 50 s and take no code path that 3 ranks do not (uneven shards need 3); they run
 # in the normal build below.

@@ -86,16 +86,9 @@ const Value* argument(const std::vector<Value>& args, const Kwargs& kw, std::siz
 }
 
 Array as_list(const Value& v, const std::string& where, const char* what) {
-  if (v.is(Value::Kind::array)) return *v.a;
-  Array out;
-  if (v.is(Value::Kind::string)) {
-    for (std::string& c : characters(v.s)) out.push_back(Value::string(std::move(c)));
-  } else if (v.is(Value::Kind::object)) {
-    for (const auto& kv : *v.o) out.push_back(Value::string(kv.first));
-  } else if (!v.is(Value::Kind::undefined)) {
-    wrong(where, what, v);
-  }
-  return out;
+  std::optional<Array> all = elements(v);
+  if (!all) wrong(where, what, v);
+  return std::move(*all);
 }
 
 long long length(const Value& v, const std::string& where) {

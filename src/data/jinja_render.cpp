@@ -88,16 +88,9 @@ class Renderer {
 
   // The items a for loop runs over: a list's, a mapping's keys, a string's characters.
   Array items(const Value& v, int line) const {
-    if (v.is(Value::Kind::array)) return *v.a;
-    Array out;
-    if (v.is(Value::Kind::object)) {
-      for (const auto& kv : *v.o) out.push_back(Value::string(kv.first));
-    } else if (v.is(Value::Kind::string)) {
-      for (std::string& c : characters(v.s)) out.push_back(Value::string(std::move(c)));
-    } else if (!v.is(Value::Kind::undefined) && !v.is(Value::Kind::none)) {
-      fail(line, "cannot loop over " + kind_name(v));
-    }
-    return out;
+    std::optional<Array> all = elements(v);
+    if (!all) fail(line, "cannot loop over " + kind_name(v));
+    return std::move(*all);
   }
 
   void bind(const Node& n, const Value& item) {

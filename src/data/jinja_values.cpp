@@ -122,6 +122,19 @@ std::vector<std::string> characters(const std::string& s) {
   return out;
 }
 
+std::optional<Array> elements(const Value& v) {
+  if (v.is(Value::Kind::array)) return *v.a;
+  Array out;
+  if (v.is(Value::Kind::string)) {
+    for (std::string& c : characters(v.s)) out.push_back(Value::string(std::move(c)));
+  } else if (v.is(Value::Kind::object)) {
+    for (const auto& kv : *v.o) out.push_back(Value::string(kv.first));
+  } else if (!v.is(Value::Kind::undefined) && !v.is(Value::Kind::none)) {
+    return std::nullopt;
+  }
+  return out;
+}
+
 bool numeric(const Value& v) { return v.kind == Value::Kind::integer || v.kind == Value::Kind::number; }
 double as_double(const Value& v) { return v.kind == Value::Kind::integer ? static_cast<double>(v.i) : v.d; }
 

@@ -1,6 +1,7 @@
 // Helpers on Jinja values (data/jinja.hpp) that the renderer and the filters share.
 #pragma once
 
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -14,6 +15,9 @@ std::string repr(const Value& v);       // Python's repr() ('text' quoted, the r
 std::string kind_name(const Value& v);  // "a string", "a list", ... for messages
 // A string's characters (Python's: code points), each as its UTF-8 bytes.
 std::vector<std::string> characters(const std::string& s);
+// What iterating `v` gives, as Jinja's for and the list filters see it: a list's items, a
+// string's characters, a mapping's keys, nothing for undefined or none; nullopt for the rest.
+std::optional<Array> elements(const Value& v);
 bool numeric(const Value& v);  // an integer or a number
 double as_double(const Value& v);
 bool equal(const Value& a, const Value& b);  // Python's ==

@@ -166,10 +166,11 @@ std::string Vocabulary::token_text(std::uint32_t id) const {
 }
 
 std::vector<std::uint32_t> Vocabulary::encode_prompt(const std::string& text, const std::string& what) const {
-  if (!bpe_) return encode(text, what);
   std::vector<std::uint32_t> ids;
-  for (const std::int32_t id : bpe_->prefix()) ids.push_back(static_cast<std::uint32_t>(id));
-  for (const std::int32_t id : bpe_->encode_with_specials(text)) ids.push_back(static_cast<std::uint32_t>(id));
+  if (bpe_)
+    for (const std::int32_t id : bpe_->prefix()) ids.push_back(static_cast<std::uint32_t>(id));
+  const std::vector<std::uint32_t> text_ids = encode_specials(text, what);
+  ids.insert(ids.end(), text_ids.begin(), text_ids.end());
   return ids;
 }
 

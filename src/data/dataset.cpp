@@ -523,7 +523,8 @@ std::string describe_splits(const DatasetIndex& index) {
       t.add_row({s->name, std::to_string(s->shards.size()),
                  s->block_size ? std::to_string(s->total) + " windows" : std::to_string(s->total) + " tokens",
                  s->block_size ? "[" + std::to_string(s->block_size) + "]" : "stream", bits,
-                 "next token (" + s->tokenizer + ")", std::to_string(s->num_classes), "token ids"});
+                 "next token (" + s->tokenizer + ")", std::to_string(s->num_classes),
+                 s->max_id >= 0 ? "ids 0.." + std::to_string(s->max_id) + " (max_token_id)" : "token ids"});
       continue;
     }
     t.add_row({s->name, std::to_string(s->shards.size()), std::to_string(s->total), shape.str(),

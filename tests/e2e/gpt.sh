@@ -326,6 +326,9 @@ import h5py, numpy as np
 for s in ('train', 'val'):
     f = h5py.File(f'bytes/{s}/tokens-00000.h5', 'r')
     assert f.attrs['max_token_id'] == np.array(f['tokens']).max() < 128, s"
+top=$($py -c "import h5py, numpy as np; print(np.array(h5py.File('bytes/train/tokens-00000.h5', 'r')['tokens']).max())")
+check "inspect shows the train split's largest id ($top)" grep -qE "^train .* ids 0\.\.$top \(max_token_id\)" \
+  <<<"$("$data_tool" inspect bytes)"
 rows=(--set data.path=bytes "${gpt[@]}" --set model.vocab_size=128 --set run.out_dir=rows)
 run 1 "${rows[@]}" "${short[@]}" >rows.log 2>&1
 check "vocab_size = 128 for 256 byte ids trains: a [128, 32] table (loss at step 4: $(row rows 4))" $py -c "

@@ -523,8 +523,10 @@ int inspect(const std::string& root) {
     std::cerr << problems;
     return 2;
   }
-  std::cout << (index.train.tokens ? "\nvalues checked: every token id inside the vocabulary\n"
-                                   : "\nvalues checked: no NaN/Inf samples, every label in range\n");
+  std::cout << (!index.train.tokens ? "\nvalues checked: no NaN/Inf samples, every label in range\n"
+                : index.train.max_id >= 0
+                    ? "\nvalues checked: every token id inside the vocabulary and at most its split's max_token_id\n"
+                    : "\nvalues checked: every token id inside the vocabulary\n");
   return 0;
 }
 

@@ -2,6 +2,8 @@
 // loading, --help / --version / --dry-run, and error -> exit code handling.
 #include "hpctrain/app/app.hpp"
 
+#include "generate_options.hpp"
+
 #include <cblas.h>
 #include <hdf5.h>
 
@@ -66,34 +68,9 @@ po::options_description cli_options() {
       "LlamaForCausalLM or GPT2LMHeadModel reads it: config.json, model.safetensors ([checkpoint] export_dtype), "
       "tokenizer.json")(
       "generate", "language models: sample text from the checkpoint [checkpoint] resume selects (no dataset needed)")(
-      "prompt", po::value<std::string>()->default_value(""), "--generate: the text to continue")(
-      "chat", po::value<std::string>(),
-      "--generate: a user's message, put through the checkpoint's chat template (an imported instruct model's "
-      "tokenizer_config.json chat_template or chat_template.jinja) instead of --prompt; the reply alone is printed")(
-      "system", po::value<std::string>(), "--generate --chat: a system message before the user's")(
-      "tokens", po::value<std::int64_t>()->default_value(200), "--generate: how many tokens to sample")(
-      "temperature", po::value<double>()->default_value(1.0),
-      "--generate: divide the logits by this (0: always the likeliest token, greedy)")(
-      "top-k", po::value<std::int64_t>()->default_value(0), "--generate: sample among the k likeliest (0: all)")(
-      "top-p", po::value<double>()->default_value(1.0),
-      "--generate: then among the fewest likeliest holding this share of the probability (nucleus; 1: all)")(
-      "min-p", po::value<double>()->default_value(0.0),
-      "--generate: then among those at least this times as likely as the likeliest (0: all)")(
-      "no-repeat-ngram", po::value<std::int64_t>()->default_value(0),
-      "--generate: never draw a token that would repeat an n-gram of the text (Hugging Face's no_repeat_ngram_size; "
-      "0: none)")("repetition-penalty", po::value<double>()->default_value(1.0),
-                  "--generate: divide the logits of tokens already in the text by this (multiply the negative ones; "
-                  "Hugging Face's repetition_penalty; 1: none)")(
       "resume-changed",
       "resume the run in [run] out_dir with another train.steps or train.epochs than its checkpoint's ([checkpoint] "
       "resume_changed = true)")(
-      "no-kv-cache", "--generate: run the whole context for every token (the same tokens, slower; for comparison)")(
-      "ignore-eos",
-      "--generate: draw --tokens tokens even past an imported checkpoint's end-of-text token "
-      "(generation_config.json's eos_token_id, which otherwise ends a sample)")(
-      "samples", po::value<std::int64_t>()->default_value(1),
-      "--generate: continue the prompt this many times (side by side, a micro-batch's rows at a time), separated by "
-      "a line of dashes")(
       "vocab", po::value<std::string>(),
       "--generate: the tokenizer of a checkpoint trained on llm.c's .bin shards, which carry none: GPT-2's folder "
       "(encoder.json, vocab.bpe) or a tokenizer.json (Llama 3's)")(
@@ -112,6 +89,7 @@ po::options_description cli_options() {
                              "--describe-layers: the sample shape, e.g. 28,28 (token windows: T)")(
       "vocab-multiple", po::value<long>()->default_value(1),
       "--describe-layers: embedding and lm_head rows padded to a multiple ([model] vocab_multiple)");
+  o.add(generate_options());
   return o;
 }
 
@@ -156,29 +134,7 @@ CliOptions parse_cli(int argc, char** argv) {
   if (vm.count("export-hf")) cli.export_hf = vm["export-hf"].as<std::string>();
   if (!cli.import_hf.empty() && cli.out.empty())
     throw bad_input("command line: --import-hf " + cli.import_hf + " needs --out FILE.h5 (the checkpoint to write)");
-  SamplingOptions& o = cli.sampling;
-  o.prompt = vm["prompt"].as<std::string>();
-  if (vm.count("chat")) o.chat = vm["chat"].as<std::string>();
-  if (vm.count("system")) o.system = vm["system"].as<std::string>();
-  if (!o.chat.empty() && !vm["prompt"].defaulted())
-    throw bad_input("command line: --chat and --prompt: give one (--chat goes through the chat template)");
-  if (!o.system.empty() && o.chat.empty()) throw bad_input("command line: --system is for --chat");
-  o.tokens = vm["tokens"].as<std::int64_t>();
-  o.temperature = vm["temperature"].as<double>();
-  o.top_k = vm["top-k"].as<std::int64_t>();
-  o.top_p = vm["top-p"].as<double>();
-  o.repetition_penalty = vm["repetition-penalty"].as<double>();
-  o.min_p = vm["min-p"].as<double>();
-  o.no_repeat_ngram = vm["no-repeat-ngram"].as<std::int64_t>();
-  o.kv_cache = vm.count("no-kv-cache") == 0;
-  o.samples = vm["samples"].as<std::int64_t>();
-  o.ignore_eos = vm.count("ignore-eos") > 0;
-  o.temperature_given = !vm["temperature"].defaulted();  // (the others: generation_config.json's)
-  o.top_k_given = !vm["top-k"].defaulted();
-  o.top_p_given = !vm["top-p"].defaulted();
-  o.repetition_penalty_given = !vm["repetition-penalty"].defaulted();
-  o.min_p_given = !vm["min-p"].defaulted();
-  o.no_repeat_ngram_given = !vm["no-repeat-ngram"].defaulted();
+  cli.sampling = read_generate_options(vm);
   if (vm.count("vocab")) cli.vocab = vm["vocab"].as<std::string>();
   if (!cli.vocab.empty() && !cli.generate) throw bad_input("command line: --vocab " + cli.vocab + " is for --generate");
   cli.startup_timeout_s = vm["startup-timeout"].as<double>();
@@ -259,7 +215,8 @@ std::string help_text() {
   os << "usage: mpirun -np N trainer input.ini [--set section.key=value ...] [--dry-run | --eval-only | --export FILE "
         "| --export-hf DIR | --generate]\n"
      << "       trainer --import-hf DIR --out FILE.h5\n"
-     << "       trainer input.ini --generate [--prompt TEXT | --chat TEXT [--system TEXT]] [--tokens N --temperature T "
+     << "       trainer input.ini --generate [--prompt TEXT | --chat TEXT [--system TEXT] | --chat-file FILE] "
+        "[--interactive] [--tokens N --temperature T "
         "--top-k K --top-p P --min-p M "
         "--repetition-penalty R --no-repeat-ngram N --samples N --ignore-eos --no-kv-cache --vocab PATH]\n"
      << "       trainer --help | --version\n\n"

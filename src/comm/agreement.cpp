@@ -1,6 +1,9 @@
 // Agreements over a host communicator (comm/agreement.hpp).
 #include "hpctrain/comm/agreement.hpp"
 
+#include <chrono>
+#include <thread>
+
 #include "hpctrain/core/error.hpp"
 
 namespace hpctrain {
@@ -9,6 +12,15 @@ void broadcast_text(Communicator& comm, std::string& text, int root) {
   HPCT_CHECK(comm.memory() == MemorySpace::host, "broadcast_text needs a host communicator");
   std::int64_t len = static_cast<std::int64_t>(text.size());
   comm.broadcast(&len, 1, DType::i64, root);
+  text.resize(static_cast<std::size_t>(len));
+  if (len > 0) comm.broadcast(text.data(), static_cast<std::size_t>(len), DType::u8, root);
+}
+
+void broadcast_text_polled(Communicator& comm, std::string& text, int root, double poll_s) {
+  HPCT_CHECK(comm.memory() == MemorySpace::host, "broadcast_text_polled needs a host communicator");
+  std::int64_t len = static_cast<std::int64_t>(text.size());
+  Request r = comm.ibroadcast(&len, 1, DType::i64, root);
+  while (!r->test()) std::this_thread::sleep_for(std::chrono::duration<double>(poll_s));
   text.resize(static_cast<std::size_t>(len));
   if (len > 0) comm.broadcast(text.data(), static_cast<std::size_t>(len), DType::u8, root);
 }

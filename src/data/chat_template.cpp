@@ -35,18 +35,63 @@ std::string template_of(const nlohmann::ordered_json& config, const std::string&
 }
 }  // namespace
 
-std::string apply_chat_template(const TokenizerFiles& files, const std::string& origin,
-                                const nlohmann::ordered_json& messages, bool add_generation_prompt) {
+Conversation parse_conversation(const std::string& text, const std::string& path) {
+  const nlohmann::ordered_json json = parsed(text, path);
+  Conversation chat;
+  if (json.is_array()) {
+    chat.messages = json;
+  } else if (json.is_object() && json.contains("messages")) {
+    for (const auto& [key, value] : json.items())
+      if (key == "add_generation_prompt")
+        throw bad_input(path + ": add_generation_prompt is not a variable to give (--chat-file always asks for the " +
+                        "reply: the template's generation prompt is on)");
+      else if (key == "messages")
+        chat.messages = value;
+      else
+        chat.variables[key] = value;
+  } else {
+    throw bad_input(path + ": neither a list of messages nor an object with \"messages\" (a conversation: " +
+                    R"([{"role": "user", "content": "..."}, ...]))");
+  }
+  if (!chat.messages.is_array() || chat.messages.empty())
+    throw bad_input(path + ": \"messages\" is not a list of one message or more");
+  for (std::size_t i = 0; i < chat.messages.size(); ++i) {
+    const nlohmann::ordered_json& m = chat.messages[i];
+    if (!m.is_object() || !m.contains("role") || !m["role"].is_string())
+      throw bad_input(path + ": message " + std::to_string(i) + " is not an object with a string \"role\" (" +
+                      m.dump().substr(0, 60) + ")");
+  }
+  return chat;
+}
+
+namespace {
+// The template's text and where it comes from (for messages), and tokenizer_config.json's object.
+struct TemplateSource {
+  std::string text, where;
+  nlohmann::ordered_json config;
+};
+
+TemplateSource template_source(const TokenizerFiles& files, const std::string& origin) {
   const std::string* config_text = file_named(files, "tokenizer_config.json");
   const std::string* jinja_text = file_named(files, "chat_template.jinja");
   const std::string config_where = origin + " tokenizer_config.json";
-  const nlohmann::ordered_json config =
-      config_text ? parsed(*config_text, config_where) : nlohmann::ordered_json::object();
-  const std::string where = jinja_text ? origin + " chat_template.jinja" : config_where;
-  const std::string text = jinja_text ? *jinja_text : template_of(config, config_where);
-  if (text.empty())
+  TemplateSource s;
+  s.config = config_text ? parsed(*config_text, config_where) : nlohmann::ordered_json::object();
+  s.where = jinja_text ? origin + " chat_template.jinja" : config_where;
+  s.text = jinja_text ? *jinja_text : template_of(s.config, config_where);
+  if (s.text.empty())
     throw bad_input(origin + " holds no chat template (Hugging Face's chat_template.jinja or tokenizer_config.json's " +
                     "chat_template, which --import-hf keeps): give the whole text with --prompt");
+  return s;
+}
+}  // namespace
+
+void require_chat_template(const TokenizerFiles& files, const std::string& origin) { template_source(files, origin); }
+
+std::string apply_chat_template(const TokenizerFiles& files, const std::string& origin, const Conversation& chat,
+                                bool add_generation_prompt) {
+  const TemplateSource from = template_source(files, origin);
+  const nlohmann::ordered_json& config = from.config;
   // The special tokens (bos_token, eos_token, ...) as text: special_tokens_map.json's, then the
   // config's over them.
   nlohmann::ordered_json context = nlohmann::ordered_json::object();
@@ -61,9 +106,10 @@ std::string apply_chat_template(const TokenizerFiles& files, const std::string& 
         context[key] = value["content"];
     }
   }
-  context["messages"] = messages;
+  for (const auto& [key, value] : chat.variables.items()) context[key] = value;
+  context["messages"] = chat.messages;
   context["add_generation_prompt"] = add_generation_prompt;
-  return jinja::Template(text, where).render(context);
+  return jinja::Template(from.text, from.where).render(context);
 }
 
 }  // namespace hpctrain

@@ -12,10 +12,13 @@
 // continues the prompt N times, side by side (as many rows at a time as a training micro-batch:
 // each forward reads the weights once for them, each row its own cache) with the texts of one at
 // a time; an end-of-text token of the checkpoint's generation_config.json ends a sample.
+#include <unistd.h>
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+
 #include <cstdio>
+#include <iostream>
 
 #include "hpctrain/backend/ops.hpp"
 #include "hpctrain/checkpoint/checkpointing.hpp"
@@ -128,29 +131,60 @@ std::vector<std::uint32_t> Trainer::next_tokens(const Tensor& context, std::int6
 }
 
 namespace {
-// The context --generate continues: --prompt's ids as Hugging Face's tokenizer(prompt) gives them,
-// or --chat's message (after --system's) through the checkpoint's chat template, as
-// apply_chat_template(messages, add_generation_prompt=True, tokenize=True) gives them (the
-// template writes the BOS). bad_input for an id without a row (below `rows`).
-std::vector<std::uint32_t> prompt_ids(const SamplingOptions& o, const TokenizerFiles& hf_files,
-                                      const std::string& target, const Vocabulary& vocab, std::int64_t rows) {
-  std::vector<std::uint32_t> ids;
-  if (o.chat.empty()) {
-    ids = vocab.encode_prompt(o.prompt, "--prompt");  // (with the tokenizer's BOS)
-  } else {
-    nlohmann::ordered_json messages = nlohmann::ordered_json::array();
-    if (!o.system.empty()) messages.push_back({{"role", "system"}, {"content", o.system}});
-    messages.push_back({{"role", "user"}, {"content", o.chat}});
-    ids = vocab.encode_specials(apply_chat_template(hf_files, target, messages, true), "--chat");
+// The conversation --chat (after --system's message) or --chat-file (read on rank 0) opens with;
+// none for --prompt, and for --interactive alone (its first message comes from standard input).
+Conversation opening(const SamplingOptions& o, Communicator& world) {
+  Conversation chat;
+  if (!o.chat_file.empty()) {
+    const std::string text = compute_on_root(world, [&] {
+      std::string t = read_text_file(o.chat_file, "--chat-file");
+      parse_conversation(t, o.chat_file);  // (its one line, on every rank)
+      return std::vector<std::string>{t};
+    })[0];
+    return parse_conversation(text, o.chat_file);
   }
+  if (!o.system.empty()) chat.messages.push_back({{"role", "system"}, {"content", o.system}});
+  if (!o.chat.empty()) chat.messages.push_back({{"role", "user"}, {"content", o.chat}});
+  return chat;
+}
+
+// --interactive: the next user message, a line of rank 0's standard input (blank lines skipped;
+// "> " on stderr first when it is a terminal), added to `chat` on every rank; false at the end of
+// the input. `unwatched`: the watchdog would end the job while a person thinks.
+bool next_user_message(Communicator& unwatched, Conversation& chat) {
+  std::string text;  // "" at the end of the input, else "+" and the line
+  for (std::string line; unwatched.rank() == 0 && text.empty();) {
+    if (isatty(STDIN_FILENO)) std::fputs("> ", stderr);
+    if (!std::getline(std::cin, line)) break;
+    if (line.find_first_not_of(" \t\r") != std::string::npos) text = "+" + line;
+  }
+  broadcast_text_polled(unwatched, text, 0);
+  if (text.empty()) return false;
+  chat.messages.push_back({{"role", "user"}, {"content", text.substr(1)}});
+  return true;
+}
+
+// The context --generate continues: --prompt's ids as Hugging Face's tokenizer(prompt) gives them,
+// or the conversation through the checkpoint's chat template, as apply_chat_template(messages,
+// add_generation_prompt=True, tokenize=True) gives them (the template writes the BOS). bad_input
+// for an id without a row (below `rows`).
+std::vector<std::uint32_t> prompt_ids(const SamplingOptions& o, const Conversation& chat,
+                                      const TokenizerFiles& hf_files, const std::string& target,
+                                      const Vocabulary& vocab, std::int64_t rows) {
+  const std::string what = !o.chat_file.empty() ? "--chat-file " + o.chat_file
+                           : o.interactive      ? "--interactive"
+                           : o.chat.empty()     ? "--prompt"
+                                                : "--chat";
+  std::vector<std::uint32_t> ids = chat.messages.empty()
+                                       ? vocab.encode_prompt(o.prompt, what)  // (with the tokenizer's BOS)
+                                       : vocab.encode_specials(apply_chat_template(hf_files, target, chat, true), what);
   // An empty prompt starts from <|endoftext|> (GPT-2, llm.c) or token 0 (nanoGPT's characters).
   if (ids.empty()) ids.push_back(vocab.end_of_text() >= 0 ? static_cast<std::uint32_t>(vocab.end_of_text()) : 0u);
   for (const std::uint32_t id : ids)  // (a model with fewer rows than its tokenizer has ids: Gemma 3 1B)
     if (static_cast<std::int64_t>(id) >= rows) {
       const std::string text = vocab.token_text(id);
       const bool printable = std::all_of(text.begin(), text.end(), [](char c) { return c >= ' ' && c <= '~'; });
-      throw bad_input(std::string(o.chat.empty() ? "--prompt" : "--chat") + ": token id " + std::to_string(id) +
-                      (printable ? " " + text : "") +
+      throw bad_input(what + ": token id " + std::to_string(id) + (printable ? " " + text : "") +
                       " has no row in the model ([model] vocab_size = " + std::to_string(rows) + ")");
     }
   return ids;
@@ -169,7 +203,9 @@ int Trainer::generate(const SamplingOptions& given) {
   const std::string target = checkpointer.resume_target();
   IntervalSums sums;
   const CheckpointInfo info = checkpointer.load(target, sums, Checkpointer::LoadFor::inference);
-  const std::vector<std::uint32_t> ids = prompt_ids(given, info.run.hf_files, target, vocab, split.id_limit());
+  Conversation chat = opening(given, rt_.world());
+  const bool chatting = !chat.messages.empty() || given.interactive;
+  if (chatting) require_chat_template(info.run.hf_files, target);
   model_->refresh_compute_parameters();
   model_->context().training = false;
   // The options the command line left out: an imported checkpoint's generation_config.json's, as
@@ -185,7 +221,10 @@ int Trainer::generate(const SamplingOptions& given) {
        (o.no_repeat_ngram > 0 ? ", no repeated " + std::to_string(o.no_repeat_ngram) + "-grams" : "") + ", seed " +
        std::to_string(cfg_.run.seed) + (o.kv_cache ? ", key/value cache" : ", no key/value cache") +
        (applied.empty() ? "" : " (from the checkpoint's generation_config.json: " + applied + ")") +
-       (o.chat.empty() ? "" : ", a chat turn of " + std::to_string(ids.size()) + " tokens (its chat template)"));
+       (!chatting ? ""
+        : o.interactive
+            ? ", a conversation through its chat template (the user's lines from standard input)"
+            : ", a conversation of " + std::to_string(chat.messages.size()) + " messages through its chat template"));
   // The samples run side by side, as many at a time as a training micro-batch has rows (what the
   // memory estimate counts).
   const std::int64_t group =
@@ -196,21 +235,31 @@ int Trainer::generate(const SamplingOptions& given) {
                       model_->activation_memory(1, cfg_.precision.dtype, Device::cpu, false).cache;  // (float32)
   raise_if_any(rt_.world(), memory_refusal(memory_, static_cast<double>(alloc_.in_use()), cfg_, rt_));
   const bool prints = rt_.world().rank() == 0;
-  const auto start = std::chrono::steady_clock::now();
-  double drawn = 0;
-  for (std::int64_t first = 0; first < o.samples; first += group) {
-    const std::int64_t count = std::min(group, o.samples - first);
-    model_->set_batch(count);
-    drawn += static_cast<double>(continue_prompt(ids, o, first, count, vocab, prints));
+  const std::unique_ptr<Communicator> input = o.interactive ? rt_.unwatched_world() : nullptr;
+  double drawn = 0, s = 0;
+  // One pass, or with --interactive one per user message, each reply added to the conversation.
+  const auto user_last = [&] { return !chat.messages.empty() && chat.messages.back().at("role") == "user"; };
+  while (!o.interactive || user_last() || next_user_message(*input, chat)) {
+    const std::vector<std::uint32_t> ids = prompt_ids(o, chat, info.run.hf_files, target, vocab, split.id_limit());
+    const auto start = std::chrono::steady_clock::now();
+    std::vector<std::uint32_t> reply;
+    for (std::int64_t first = 0; first < o.samples; first += group) {
+      const std::int64_t count = std::min(group, o.samples - first);
+      model_->set_batch(count);
+      drawn += static_cast<double>(continue_prompt(ids, o, first, count, vocab, prints, reply));
+    }
+    s += std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    if (!o.interactive) break;
+    chat.messages.push_back({{"role", "assistant"}, {"content", vocab.decode(reply)}});
   }
-  const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   if (prints)  // on stderr: stdout holds the text alone
     std::fprintf(stderr, "generate: %.0f tokens in %.3f s, %.1f tokens/s\n", drawn, s, s > 0 ? drawn / s : 0.0);
   return 0;
 }
 
 std::int64_t Trainer::continue_prompt(const std::vector<std::uint32_t>& ids, const SamplingOptions& o,
-                                      std::int64_t first, std::int64_t count, const Vocabulary& vocab, bool prints) {
+                                      std::int64_t first, std::int64_t count, const Vocabulary& vocab, bool prints,
+                                      std::vector<std::uint32_t>& reply) {
   const std::int64_t t = index_.train.block_size;
   Tensor input = Tensor::zeros({count, t}, alloc_, DType::i32), fresh = Tensor::zeros({count, t}, alloc_, DType::i32);
   std::vector<std::vector<std::uint32_t>> seqs(static_cast<std::size_t>(count), ids);
@@ -247,6 +296,7 @@ std::int64_t Trainer::continue_prompt(const std::vector<std::uint32_t>& ids, con
       if (!stopped[r]) stopped[r] = std::find(o.stop_ids.begin(), o.stop_ids.end(), next[r]) != o.stop_ids.end();
       if (stopped[r]) continue;  // (every rank: the same tokens)
       ++kept;
+      if (first + static_cast<std::int64_t>(r) == 0) reply.push_back(next[r]);
       if (!prints) continue;
       const std::string text = vocab.decode({next[r]});
       if (count > 1) {

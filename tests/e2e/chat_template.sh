@@ -2,9 +2,9 @@
 # tests/e2e/chat_template.sh SRC CHAT_RENDER: hpctrain's chat templates (data/jinja.hpp,
 # data/chat_template.hpp) against Hugging Face's Jinja in JavaScript (npm @huggingface/jinja@0.5.13,
 # transformers.js's renderer, installed by tools/setup.sh): tests/reference/chat_templates.mjs's
-# 100 cases (the published Llama 3, Qwen2.5 and Gemma 3 templates and tests/data/chat/*.jinja,
-# five conversations each, with and without the generation prompt) render to the same text, or
-# both raise. Without the package or node: FAIL in CI, else skip.
+# 130 cases (the published Llama 3, Qwen2.5 and Gemma 3 templates and tests/data/chat/*.jinja,
+# five conversations each, with and without the generation prompt, and one with variables beside
+# the messages: tools, enable_thinking) render to the same text, or both raise. Without the package or node: FAIL in CI, else skip.
 set -u
 src=$(cd "$1" && pwd)
 render=$2
@@ -38,8 +38,10 @@ PYTHON
 )
 summary=${report##*$'\n'}
 [ "$summary" = "$report" ] || echo "$report" | head -40
-check "the same text in every case, or an error in both ($summary)" test "$summary" = "${summary%% of *} of $(grep -c '"name"' "$tmp/cases.json")" -a "${report#DIFF}" = "$report"
+check "the same text in every case, or an error in both ($summary)" test "$summary" = "${summary%% of *} of $(/usr/bin/python3 -c 'import json, sys; print(len(json.load(open(sys.argv[1]))))' "$tmp/cases.json")" -a "${report#DIFF}" = "$report"
 # Negative control: a case whose conversation differs must differ (the comparison can fail).
 check "... and the comparison sees a changed conversation" /usr/bin/python3 -c "
 import json; w = json.load(open('$tmp/expected.json')); assert w['llama3/one/prompt'] != w['llama3/turns/prompt']"
+check "... and a variable beside the messages (enable_thinking = false) changes Qwen3's text" /usr/bin/python3 -c "
+import json; w = json.load(open('$tmp/expected.json')); assert w['qwen3/thinking_off/prompt'] != w['qwen3/turns/prompt']"
 finish

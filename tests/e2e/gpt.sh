@@ -6,7 +6,7 @@
 # equal the uninterrupted run's) and elastic resume on 2 ranks; --eval-only's perplexity =
 # exp(loss); --generate reproducible, the same on a 2-stage pipeline and without the key/value cache, --samples; bf16 and fp16 against
 # fp32; [model] vocab_multiple (padded checkpoint, unpadded export); a vocab_size below the
-# tokenizer's (import-text's max_token_id); [model] arch = gpt against its
+# tokenizer's (import-text's max_token_id, which inspect shows); the chat options' refusals; [model] arch = gpt against its
 # layers string; the old [data] block_size.
 set -u
 mpirun=$1 trainer=$2 data_tool=$3
@@ -340,6 +340,16 @@ b = open('rows.txt', 'rb').read()
 assert b.startswith(b'The ') and len(b) > 250 and max(b) < 128, b"
 expect_error "... a prompt token without a row" "prompt: token id 195 has no row in the model (\[model\] vocab_size = 128)" \
   run 1 "${rows[@]}" --generate --prompt "café" --tokens 2
+# The chat options' refusals (the chat itself: hf_weights): --interactive without a template
+# refuses before reading standard input (an empty input would otherwise end it with exit 0).
+expect_error "--prompt with --chat" "command line: --prompt, --chat and --chat-file: give one" \
+  run 1 "${rows[@]}" --generate --prompt "a" --chat "b"
+expect_error "--system with --chat-file" "command line: --system and --chat-file: the file holds the conversation" \
+  run 1 "${rows[@]}" --generate --chat-file conv.json --system "s"
+expect_error "--interactive with --samples 2" "interactive continues one conversation with each reply: --samples must be 1" \
+  run 1 "${rows[@]}" --generate --interactive --samples 2
+expect_error "--interactive from a checkpoint without a chat template" "holds no chat template" \
+  run 1 "${rows[@]}" --generate --interactive </dev/null
 expect_error "a vocab_size below an id the data holds" \
   "vocab_size = 100, but the dataset's vocabulary has 256 tokens and bytes/train holds id 122, which needs a row (vocab_size >= 123)" \
   run 1 "${rows[@]}" --set model.vocab_size=100 --dry-run

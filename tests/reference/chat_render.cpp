@@ -1,6 +1,7 @@
 // chat_render CASES.json: each case's rendering by hpctrain's apply_chat_template
 // (data/chat_template.hpp) as one JSON object, name -> {"text": ...} or {"error": ...}; the
-// cases are tests/reference/chat_templates.mjs's ({name, files, messages, add_generation_prompt}).
+// cases are tests/reference/chat_templates.mjs's ({name, files, messages, variables?,
+// add_generation_prompt}).
 #include <fstream>
 #include <iostream>
 #include <sstream>
@@ -23,8 +24,10 @@ int main(int argc, char** argv) {
     for (const auto& [name, body] : c["files"].items()) files.emplace_back(name, body.get<std::string>());
     const std::string name = c["name"].get<std::string>();
     try {
-      out[name]["text"] =
-          hpctrain::apply_chat_template(files, name, c["messages"], c["add_generation_prompt"].get<bool>());
+      hpctrain::Conversation chat;
+      chat.messages = c["messages"];
+      if (c.contains("variables")) chat.variables = c["variables"];
+      out[name]["text"] = hpctrain::apply_chat_template(files, name, chat, c["add_generation_prompt"].get<bool>());
     } catch (const hpctrain::Error& e) {
       out[name]["error"] = e.what();
     }

@@ -4,8 +4,10 @@
 // Templates: the tokenizer_config.json files of the npm tokenizers tools/setup.sh installs
 // (Llama 3, Qwen2.5, Gemma 3: as published) and tests/data/chat/*.jinja (the constructs of Llama
 // 3.2's, Qwen3's, Mistral's, Phi-3's, SmolLM2's and Gemma 2's templates, and one of the rest).
-// Each is rendered for five conversations, with and without the generation prompt. The variables
-// are chat_template.hpp's: messages, add_generation_prompt, the config's *_token entries as text.
+// Each is rendered for five conversations, with and without the generation prompt, and for one
+// conversation with three sets of variables beside the messages (tools, enable_thinking). The
+// variables are chat_template.hpp's: messages, add_generation_prompt, the config's *_token entries
+// as text, a case's variables.
 import fs from "node:fs";
 import path from "node:path";
 import { pathToFileURL } from "node:url";
@@ -47,14 +49,15 @@ const conversations = {
   unordered: [{ role: "assistant", content: "I speak first." }],
 };
 
-function render(configText, messages, add_generation_prompt) {
+function render(configText, messages, add_generation_prompt, variables = {}) {
   const config = JSON.parse(configText);
-  const context = { messages, add_generation_prompt };
+  const context = {};
   for (const [key, value] of Object.entries(config)) {
     if (!key.endsWith("_token")) continue;
     if (typeof value === "string") context[key] = value;
     else if (value && typeof value.content === "string") context[key] = value.content;
   }
+  Object.assign(context, variables, { messages, add_generation_prompt });
   let text = config.chat_template;
   if (Array.isArray(text)) text = text.find((t) => t.name === "default").template;
   return new Template(text).render(context);
@@ -72,6 +75,32 @@ for (const [name, config] of Object.entries(configs))
         expected[id] = { error: String(e.message || e) };
       }
     }
+// Variables beside the messages (apply_chat_template's keyword arguments, --chat-file's object):
+// Qwen3's enable_thinking, Llama 3.2's tools (in the user message, and in the system message) and
+// date_string; the templates without them ignore them.
+const tool = {
+  type: "function",
+  function: {
+    name: "get_weather",
+    description: "The weather «now» in a city",
+    parameters: { type: "object", properties: { city: { type: "string" } }, required: ["city"] },
+  },
+};
+const variables = {
+  thinking_off: { enable_thinking: false },
+  tools_user: { tools: [tool], date_string: "07 Dec 2026" },
+  tools_system: { tools: [tool], tools_in_user_message: false },
+};
+for (const [name, config] of Object.entries(configs))
+  for (const [variant, vars] of Object.entries(variables)) {
+    const id = `${name}/${variant}/prompt`, messages = conversations.turns;
+    cases.push({ name: id, files: { "tokenizer_config.json": config }, messages, variables: vars, add_generation_prompt: true });
+    try {
+      expected[id] = { text: render(config, messages, true, vars) };
+    } catch (e) {
+      expected[id] = { error: String(e.message || e) };
+    }
+  }
 fs.writeFileSync(path.join(out, "cases.json"), JSON.stringify(cases, null, 1));
 fs.writeFileSync(path.join(out, "expected.json"), JSON.stringify(expected, null, 1));
 console.log(`${cases.length} cases from ${Object.keys(configs).length} templates`);

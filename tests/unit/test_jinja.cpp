@@ -96,7 +96,8 @@ TEST(Jinja, ErrorsNameTheTemplateAndLine) {
 }
 
 TEST(ChatTemplate, TakesTheTemplateFileOrTheConfigsDefaultWithItsSpecialTokens) {
-  const nlohmann::ordered_json messages = {{{"role", "user"}, {"content", "Hi"}}};
+  Conversation messages;
+  messages.messages = {{{"role", "user"}, {"content", "Hi"}}};
   const std::string config =
       R"({"bos_token": {"content": "<s>", "lstrip": false}, "eos_token": "</s>", "add_bos_token": true,
           "chat_template": [{"name": "tool_use", "template": "tools"},
@@ -114,4 +115,42 @@ TEST(ChatTemplate, TakesTheTemplateFileOrTheConfigsDefaultWithItsSpecialTokens) 
   } catch (const Error& e) {
     EXPECT_EQ(std::string(e.what()).substr(0, 29), "ckpt holds no chat template (");
   }
+  EXPECT_THROW(require_chat_template({{"tokenizer_config.json", R"({"bos_token": "<s>"})"}}, "ckpt"), Error);
+  EXPECT_NO_THROW(require_chat_template({{"chat_template.jinja", "x"}}, "ckpt"));
+}
+
+// --chat-file: the messages' list, or an object with them and the template's other variables,
+// which win over the special tokens (as apply_chat_template's keyword arguments do).
+TEST(ChatTemplate, ConversationFilesGiveMessagesAndVariables) {
+  const std::string config = R"({"bos_token": "<s>", "chat_template": "{{ bos_token }}{% if enable_thinking is )"
+                             R"(false %}[no think]{% endif %}{% for m in messages %}[{{ m.role }}] {{ m.content }} )"
+                             R"({% endfor %}{{ tools | length if tools is defined else '-' }}"})";
+  const Conversation list =
+      parse_conversation(R"([{"role": "system", "content": "Be brief."}, {"role": "user", "content": "Hi"}])", "c");
+  EXPECT_EQ(apply_chat_template({{"tokenizer_config.json", config}}, "ckpt", list, true),
+            "<s>[system] Be brief. [user] Hi -");
+  const Conversation object = parse_conversation(
+      R"({"messages": [{"role": "user", "content": "Hi"}], "enable_thinking": false, "tools": [{"name": "f"}],
+          "bos_token": "<B>"})",
+      "c");
+  EXPECT_EQ(object.variables.size(), 3u);
+  EXPECT_EQ(apply_chat_template({{"tokenizer_config.json", config}}, "ckpt", object, true), "<B>[no think][user] Hi 1");
+  const auto error_of = [](const std::string& text) {
+    try {
+      parse_conversation(text, "conv.json");
+    } catch (const Error& e) {
+      return std::string(e.what());
+    }
+    return std::string("accepted");
+  };
+  EXPECT_EQ(error_of("[{\"role\": \"user\"}").substr(0, 21), "conv.json: not JSON (");
+  EXPECT_EQ(error_of("{\"conversation\": []}").substr(0, 69),
+            "conv.json: neither a list of messages nor an object with \"messages\" (");
+  EXPECT_EQ(error_of("[]"), "conv.json: \"messages\" is not a list of one message or more");
+  EXPECT_EQ(error_of("{\"messages\": \"Hi\"}"), "conv.json: \"messages\" is not a list of one message or more");
+  EXPECT_EQ(error_of(R"([{"role": "user", "content": "a"}, {"content": "b"}])"),
+            "conv.json: message 1 is not an object with a string \"role\" ({\"content\":\"b\"})");
+  EXPECT_EQ(error_of(R"({"messages": [{"role": "user"}], "add_generation_prompt": false})").substr(0, 58),
+            "conv.json: add_generation_prompt is not a variable to give");
+  EXPECT_EQ(error_of(R"([{"role": "user", "content": "a"}])"), "accepted");
 }

@@ -24,4 +24,9 @@ std::vector<std::string> compute_on_root(Communicator& comm, const std::function
 // Collective: `text` of rank `root` on every rank.
 void broadcast_text(Communicator& comm, std::string& text, int root);
 
+// Collective: broadcast_text for a wait without bound (rank 0 reading what a person types): the
+// other ranks test the broadcast every poll_s seconds instead of spinning in it. `comm` must be one
+// the watchdog does not watch (host_communicator), or it would end the job while the person thinks.
+void broadcast_text_polled(Communicator& comm, std::string& text, int root, double poll_s = 0.02);
+
 }  // namespace hpctrain

@@ -94,6 +94,9 @@ class Runtime {
   // (the per-step stop/checkpoint flags, fp16 overflow, end-of-run reductions) go through it, so a
   // rank that never arrives ends the job with exit 3 instead of a silent hang.
   Communicator& world() const { return *world_; }
+  // Collective: a new host communicator over MPI_COMM_WORLD that the watchdog does not watch, for
+  // a wait without bound (--generate --interactive's ranks waiting on what a person types).
+  std::unique_ptr<Communicator> unwatched_world() const { return host_communicator(MPI_COMM_WORLD, "unwatched"); }
   // Host buffers over the ranks of this node (watched): their agreements and node-shared memory
   // (comm/shared_window.hpp: the data reader's node cache).
   Communicator& node() const { return *node_; }

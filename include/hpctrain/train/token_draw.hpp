@@ -11,8 +11,11 @@ namespace hpctrain {
 struct SamplingOptions {
   std::string prompt;  // the text the sample continues ("" allowed)
   // --chat: the user's message, through the checkpoint's chat template (instead of prompt);
-  // --system: a system message before it.
-  std::string chat, system;
+  // --system: a system message before it. --chat-file: a conversation file instead of both
+  // (data/chat_template.hpp's parse_conversation). --interactive: after each reply the next user
+  // message is a line of standard input (rank 0's), until its end.
+  std::string chat, system, chat_file;
+  bool interactive = false;
   std::int64_t tokens = 200;
   double temperature = 1.0;  // logits / temperature before the softmax (0: the likeliest token, greedy)
   std::int64_t top_k = 0;    // sample among the k most likely tokens (0: all)

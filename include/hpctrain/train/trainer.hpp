@@ -277,9 +277,10 @@ class Trainer {
   // --generate's samples first .. first + count - 1, side by side: o.tokens drawn after the
   // prompt's `ids` for each (fewer when one of o.stop_ids comes; that sequence runs on unseen
   // while others draw), streamed to stdout when one and `prints`, else printed at the end. Returns
-  // the tokens printed.
+  // the tokens printed; sample 0's are added to `reply` (--interactive's conversation).
   std::int64_t continue_prompt(const std::vector<std::uint32_t>& ids, const SamplingOptions& o, std::int64_t first,
-                               std::int64_t count, const Vocabulary& vocab, bool prints);
+                               std::int64_t count, const Vocabulary& vocab, bool prints,
+                               std::vector<std::uint32_t>& reply);
   std::map<std::string, std::unique_ptr<Reader>> eval_readers_;  // per split, made on first use (collective)
 };
 

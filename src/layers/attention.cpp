@@ -213,15 +213,17 @@ class Attention final : public Layer {
   // Generation with a key/value cache (StepContext::decode_position = P): x [B, L, C] holds
   // positions P .. P+L-1 of B sequences drawn side by side (--samples). Their queries, keys and
   // values (normed and turned as in forward) go to rows P .. P+L-1 of each sequence's cache, qkv
-  // rows [B, T, (H + 2K) D] kept across calls (the queries of earlier positions with them: the
-  // fused layout flash_attention_decode reads); the L queries attend over rows 0 .. P+L-1 of
+  // rows [B, S, (H + 2K) D] kept across calls (S: StepContext::cache_positions, at most T) (the queries of earlier
+  // positions with them: the fused layout flash_attention_decode reads); the L queries attend over rows 0 .. P+L-1 of
   // their sequence's (its documents: doc_ids [B, P+L]). Nothing is kept for a backward.
   void decode(const Tensor& x, Tensor& y) {
     const std::int64_t b = x.shape()[0], len = x.shape()[1], c = x.shape()[2], p = context().decode_position;
     const std::int64_t ld = (heads() + 2 * kv()) * width(c), hc = heads() * width(c);
-    HPCT_CHECK(p + len <= t_, "attention: a key/value cache holds sequences of " + std::to_string(t_) +
-                                  " positions, not " + shape_string(x.shape()) + " from position " + std::to_string(p));
-    cache_ = scratch(cache_, {b, t_, ld}, x.device());
+    const std::int64_t held = context().cache_positions > 0 ? std::min(context().cache_positions, t_) : t_;
+    HPCT_CHECK(p + len <= held, "attention: a key/value cache holds sequences of " + std::to_string(held) +
+                                    " positions, not " + shape_string(x.shape()) + " from position " +
+                                    std::to_string(p));
+    cache_ = scratch(cache_, {b, held, ld}, x.device());
     // (one sequence: computed in its cache rows; several: side by side, then each to its cache)
     Tensor now = b == 1 ? cache_.view(p * ld, {1, len, ld}) : temp(2, {b, len, ld}, x.device());
     Tensor now2 = now.reshaped({b * len, ld});
@@ -241,7 +243,7 @@ class Attention final : public Layer {
     Tensor out = temp(0, {b, len, hc}, x.device()), lse = temp(1, {b, heads(), len}, x.device());
     const Tensor& docs = context().doc_ids;
     for (std::int64_t s = 0; s < b; ++s) {
-      Tensor mine = cache_.view(s * t_ * ld, {1, p + len, ld}), out_s = out.view(s * len * hc, {1, len, hc});
+      Tensor mine = cache_.view(s * held * ld, {1, p + len, ld}), out_s = out.view(s * len * hc, {1, len, hc});
       Tensor lse_s = lse.view(s * heads() * len, {1, heads(), len});
       if (b > 1) {
         Tensor fresh = mine.view(p * ld, {1, len, ld});

@@ -225,15 +225,16 @@ int Trainer::generate(const SamplingOptions& given) {
         : o.interactive
             ? ", a conversation through its chat template (the user's lines from standard input)"
             : ", a conversation of " + std::to_string(chat.messages.size()) + " messages through its chat template"));
-  // The samples run side by side, as many at a time as a training micro-batch has rows (what the
-  // memory estimate counts).
+  // The samples run side by side, as many at a time as a training micro-batch has rows.
   const std::int64_t group =
       std::max<std::int64_t>(1, std::min(o.samples, rt_.per_rank_batch() / cfg_.train.micro_batches));
-  // Their key/value caches, checked with the rest as at start-up (the refusal says to lower
-  // [train] micro_batch, which lowers the group).
-  memory_.act.cache = static_cast<double>(group) *
-                      model_->activation_memory(1, cfg_.precision.dtype, Device::cpu, false).cache;  // (float32)
-  raise_if_any(rt_.world(), memory_refusal(memory_, static_cast<double>(alloc_.in_use()), cfg_, rt_));
+  // The memory check (the Trainer's leaves it to here): the activations of `group` rows, forward
+  // alone, and their key/value caches (float32), of block_size positions each but held for the
+  // positions a pass reaches alone (StepContext::cache_positions), checked before each pass.
+  const Device device = rt_.device().kind == DeviceKind::cuda ? Device::cuda : Device::cpu;
+  memory_.act = model_->activation_memory(group, cfg_.precision.dtype, device, true);
+  memory_.act.gradients = 0;
+  const double cache_bytes = model_->activation_memory(1, cfg_.precision.dtype, Device::cpu, false).cache;
   const bool prints = rt_.world().rank() == 0;
   const std::unique_ptr<Communicator> input = o.interactive ? rt_.unwatched_world() : nullptr;
   double drawn = 0, s = 0;
@@ -241,6 +242,10 @@ int Trainer::generate(const SamplingOptions& given) {
   const auto user_last = [&] { return !chat.messages.empty() && chat.messages.back().at("role") == "user"; };
   while (!o.interactive || user_last() || next_user_message(*input, chat)) {
     const std::vector<std::uint32_t> ids = prompt_ids(o, chat, info.run.hf_files, target, vocab, split.id_limit());
+    const std::int64_t held = cache_positions(ids, o);
+    memory_.act.cache =
+        static_cast<double>(group) * cache_bytes * static_cast<double>(held) / static_cast<double>(split.block_size);
+    raise_if_any(rt_.world(), memory_refusal(memory_, static_cast<double>(alloc_.in_use()), cfg_, rt_));
     const auto start = std::chrono::steady_clock::now();
     std::vector<std::uint32_t> reply;
     for (std::int64_t first = 0; first < o.samples; first += group) {
@@ -270,6 +275,7 @@ std::int64_t Trainer::continue_prompt(const std::vector<std::uint32_t>& ids, con
   if (prints && count == 1 && first > 0) std::fputs("---------------\n", stdout);  // (nanoGPT's separator)
   if (prints && count == 1) std::fputs(o.prompt.c_str(), stdout);
   std::int64_t cached = 0, kept = 0;  // positions the cache holds; tokens drawn before a stop
+  model_->context().cache_positions = cache_positions(ids, o);
   for (std::int64_t n = 0; n < o.tokens; ++n) {
     // Every sequence has the same length (a stopped one runs on unseen): the last `len` tokens of each.
     const std::size_t size = seqs[0].size();
@@ -311,6 +317,7 @@ std::int64_t Trainer::continue_prompt(const std::vector<std::uint32_t>& ids, con
   model_->set_length(0);
   model_->context().decode_position = -1;
   model_->context().output_position = -1;
+  model_->context().cache_positions = 0;
   for (std::int64_t r = 0; prints && r < count; ++r) {
     if (count > 1 && first + r > 0) std::fputs("---------------\n", stdout);
     const std::string text = count > 1 ? o.prompt + texts[static_cast<std::size_t>(r)] : "";

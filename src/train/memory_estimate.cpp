@@ -189,12 +189,16 @@ std::string memory_refusal(const MemoryEstimate& e, double held, const Config& c
   const std::string ranks = sharing > 1 ? " by the " + std::to_string(sharing) + " ranks there" : "";
   const std::string where = gpu ? "free on " + rt.device().description : "available on host " + rt.rank_info().host;
   return "[run] check_memory: the estimate per rank is " + f1(e.total() / kMiB) + " MiB (model buffers " +
-         f1(e.buffers() / kMiB) + ", activations and their gradients " +
+         f1(e.buffers() / kMiB) + (e.inference ? ", activations " : ", activations and their gradients ") +
          f1((e.sets * e.act.kept() + e.act.gradients + e.received) / kMiB) + ", scratch " + f1(e.act.scratch / kMiB) +
          (e.act.cache > 0 ? ", --generate's key/value caches " + f1(e.act.cache / kMiB) : "") + "); " +
          f1(need / kMiB) + " MiB still to allocate" + ranks + ", but " + f1(free / kMiB) + " MiB is " + where +
-         ": use a smaller [train] micro_batch, [train] recompute = blocks, [train] loss_chunk (a language model's "
-         "logits), [parallel] shard = gradients or full, or "
+         (e.inference
+              ? ": use a smaller [model] block_size (the context the forwards hold: an imported model's "
+                "max_position_embeddings may be far more than a reply needs), a smaller [train] micro_batch (the "
+                "rows run at once), or "
+              : ": use a smaller [train] micro_batch, [train] recompute = blocks, [train] loss_chunk (a language "
+                "model's logits), [parallel] shard = gradients or full, or ") +
          "more ranks with pipeline_parallel (--dry-run shows the estimate; check_memory = false starts anyway)";
 }
 

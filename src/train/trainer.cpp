@@ -167,10 +167,12 @@ Trainer::Trainer(const Config& cfg, Runtime& rt, const DatasetIndex& index, Purp
     memory_.state = 0;
     memory_.copy16 = 0;  // (forward-only: the parameters are rounded in place, Model::set_precision)
     memory_.act.gradients = 0;
-    memory_.act.cache = 0;  // (generation: generate() checks the caches of the samples it runs side by side)
+    memory_.act.cache = 0;  // (generation: generate() checks the rows and caches it runs side by side)
+    memory_.inference = true;
     if (!model_->store().staged()) memory_.gradients = 0;
   }
-  raise_if_any(rt.world(), memory_refusal(memory_, static_cast<double>(alloc_.in_use()), cfg, rt));
+  if (purpose != Purpose::generation)  // (generate() checks for the rows it runs: --samples)
+    raise_if_any(rt.world(), memory_refusal(memory_, static_cast<double>(alloc_.in_use()), cfg, rt));
 }
 
 void apply_train_options(Model& model, const TrainConfig& train) {

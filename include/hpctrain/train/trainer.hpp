@@ -278,6 +278,11 @@ class Trainer {
   // prompt's `ids` for each (fewer when one of o.stop_ids comes; that sequence runs on unseen
   // while others draw), streamed to stdout when one and `prints`, else printed at the end. Returns
   // the tokens printed; sample 0's are added to `reply` (--interactive's conversation).
+  // The positions a key/value cache holds for continuing `ids` by o.tokens: those the draws reach
+  // while the context fits block_size (StepContext::cache_positions).
+  std::int64_t cache_positions(const std::vector<std::uint32_t>& ids, const SamplingOptions& o) const {
+    return std::min<std::int64_t>(index_.train.block_size, static_cast<std::int64_t>(ids.size()) + o.tokens);
+  }
   std::int64_t continue_prompt(const std::vector<std::uint32_t>& ids, const SamplingOptions& o, std::int64_t first,
                                std::int64_t count, const Vocabulary& vocab, bool prints,
                                std::vector<std::uint32_t>& reply);

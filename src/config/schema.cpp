@@ -5,6 +5,7 @@
 
 #include "hpctrain/config/config.hpp"
 #include "hpctrain/core/error.hpp"
+#include "schema_section.hpp"
 
 #include <cmath>
 #include <limits>
@@ -37,98 +38,7 @@ KeySpec& KeySpec::of_archs(const char* names) {
   return *this;
 }
 
-namespace {
-
-// A field's value from canonical text, and back; one overload per field type.
-void read_value(const std::string& v, bool& f) { f = v == "true"; }
-void read_value(const std::string& v, int& f) { f = std::stoi(v); }
-void read_value(const std::string& v, long& f) { f = std::stol(v); }
-void read_value(const std::string& v, unsigned long& f) { f = std::stoul(v); }
-void read_value(const std::string& v, double& f) { f = std::stod(v); }
-void read_value(const std::string& v, std::string& f) { f = v; }
-template <typename E, typename = std::enable_if_t<std::is_enum_v<E>>>
-void read_value(const std::string& v, E& f) {
-  for (const auto& c : choices_of(E{}))
-    if (v == c.name) f = c.value;
-}
-
-std::string value_text(bool v) { return v ? "true" : "false"; }
-std::string value_text(int v) { return std::to_string(v); }
-std::string value_text(long v) { return std::to_string(v); }
-std::string value_text(unsigned long v) { return std::to_string(v); }
-std::string value_text(double v) { return format_real(v); }
-std::string value_text(const std::string& v) { return v; }
-template <typename E, typename = std::enable_if_t<std::is_enum_v<E>>>
-std::string value_text(E v) {
-  return name_of(v);
-}
-
-template <typename T>
-ValueKind kind_of() {
-  if constexpr (std::is_same_v<T, bool>) return ValueKind::boolean;
-  if constexpr (std::is_enum_v<T>) return ValueKind::choice;
-  if constexpr (std::is_integral_v<T>) return ValueKind::integer;
-  if constexpr (std::is_floating_point_v<T>) return ValueKind::real;
-  return ValueKind::text;
-}
-
-// The keys of one section, each bound to a field of the section's struct.
-template <typename S>
-class Section {
- public:
-  Section(std::vector<KeySpec>& out, const char* name, S Config::*part) : out_(out), name_(name), part_(part) {}
-
-  template <typename T>
-  KeySpec& key(const char* key, T S::*field, const char* help) {
-    const auto part = part_;
-    KeySpec& s = custom(
-        key, kind_of<T>(), help, [part, field](Config& c, const std::string& v) { read_value(v, c.*part.*field); },
-        [part, field](const Config& c) { return value_text(c.*part.*field); });
-    if constexpr (std::is_enum_v<T>)
-      for (const auto& c : choices_of(T{})) s.choices.push_back(c.name);
-    return s;
-  }
-
-  // "auto" or a whole number >= 1, held as 0 for auto.
-  KeySpec& auto_count(const char* key, long S::*field, const char* help) {
-    const auto part = part_;
-    KeySpec& s = custom(
-        key, ValueKind::text, help,
-        [part, field](Config& c, const std::string& v) {
-          c.*part.*field = v == "auto" ? 0 : static_cast<long>(parse_real(v));
-        },
-        [part, field](const Config& c) {
-          return c.*part.*field == 0 ? std::string("auto") : std::to_string(c.*part.*field);
-        });
-    s.check = [](const std::string& v) {
-      if (v == "auto") return;
-      const double n = parse_real(v);
-      if (!(n >= 1 && n <= kMaxCount && n == std::floor(n)))
-        throw std::invalid_argument("expected auto or a whole number >= 1");
-    };
-    return s;
-  }
-
-  KeySpec& custom(const char* key, ValueKind kind, const char* help,
-                  std::function<void(Config&, const std::string&)> apply,
-                  std::function<std::string(const Config&)> show) {
-    KeySpec s;
-    s.section = name_;
-    s.key = key;
-    s.kind = kind;
-    s.help = help;
-    s.apply = std::move(apply);
-    s.show = std::move(show);
-    out_.push_back(std::move(s));
-    return out_.back();
-  }
-
- private:
-  std::vector<KeySpec>& out_;
-  const char* name_;
-  S Config::*part_;
-};
-
+namespace schema {
 void run_keys(std::vector<KeySpec>& k) {
   Section<RunConfig> s(k, "run", &Config::run);
   s.key("seed", &RunConfig::seed, "seed of every random stream (init, shuffle, dropout)").range(0, kMaxCount);
@@ -206,146 +116,6 @@ void data_keys(std::vector<KeySpec>& k) {
       .range(0, 4096);
   s.key("random_flip", &DataConfig::random_flip,
         "training images: flip horizontally with probability 1/2 (after the crop; drawn like random_crop_pad)");
-}
-
-// [model] dropout: a whole percent, as the layers string's dropout(p) takes it.
-void check_rope_scaling(const std::string& v) {
-  try {
-    rope_scaling_of(v);
-  } catch (const Error& e) {
-    throw std::invalid_argument(e.what());
-  }
-}
-
-void check_whole_percent(const std::string& v) {
-  const double percent = std::stod(v) * 100;
-  if (std::fabs(percent - std::round(percent)) > 1e-9)
-    throw std::invalid_argument("expected a whole percent (0.2 or 0.25, not 0.125)");
-}
-
-void model_keys(std::vector<KeySpec>& k) {
-  Section<ModelConfig> s(k, "model", &Config::model);
-  s.key("layers", &ModelConfig::layers, "the layers in order, e.g. \"dense(128) relu dense(10)\"");
-  s.key(
-      "arch", &ModelConfig::arch,
-      "the network: layers = the [model] layers string; gpt = GPT-2's decoder from n_layer, n_head, n_embd, "
-      "vocab_size, bias, tie_embeddings, dropout; llama = a Llama decoder (RMS norms, rotary positions, SwiGLU, "
-      "no biases but qkv_bias) from n_layer, n_head, n_embd, ffn_dim, rope_theta, norm_eps, vocab_size, tie_embeddings "
-      "(docs/language-models.md)");
-  s.key("n_layer", &ModelConfig::n_layer, "arch = gpt or llama: transformer blocks")
-      .range(0, 1 << 20)
-      .of_archs("gpt llama");
-  s.key("n_head", &ModelConfig::n_head, "arch = gpt or llama: attention heads").range(0, 1 << 20).of_archs("gpt llama");
-  s.key("n_embd", &ModelConfig::n_embd, "arch = gpt or llama: the width (a multiple of n_head)")
-      .range(0, 1 << 20)
-      .of_archs("gpt llama");
-  s.auto_count(
-       "vocab_size", &ModelConfig::vocab_size,
-       "arch = gpt or llama: rows of the token embedding and head; auto = the token dataset's vocabulary (a number "
-       "may be larger: rows no token uses, as Qwen2's checkpoints have; or smaller, down to one past the largest id "
-       "the dataset's shards record, as Gemma 3 1B's for its tokenizer's <image_soft_token>)")
-      .of_archs("gpt llama");
-  s.key("bias", &ModelConfig::bias, "arch = gpt: biases in the linear layers and layer norms").of_archs("gpt");
-  s.key("tie_embeddings", &ModelConfig::tie_embeddings,
-        "arch = gpt or llama: the output head shares the token embedding's weight")
-      .of_archs("gpt llama");
-  s.key("activation", &ModelConfig::activation,
-        "arch = gpt: the MLP's GELU, exact (gelu: nanoGPT's) or its tanh approximation (gelu_tanh: GPT-2's "
-        "gelu_new, llm.c's)")
-      .of_archs("gpt");
-  KeySpec& dropout = s.key("dropout", &ModelConfig::dropout,
-                           "arch = gpt: dropout probability after the embeddings, on attention's probabilities and at "
-                           "the end of every residual branch (a whole percent, e.g. 0.2)")
-                         .range(0, 0.99)
-                         .of_archs("gpt");
-  dropout.check = check_whole_percent;
-  s.key("ffn_dim", &ModelConfig::ffn_dim, "arch = llama: the gated MLP's hidden width (Llama 3.2 1B: 8192)")
-      .range(0, 1 << 24)
-      .of_archs("llama");
-  s.key("rope_theta", &ModelConfig::rope_theta,
-        "arch = llama: rotary embeddings' base (Llama 3: 500000; Gemma 3: its global layers')")
-      .range(1, kMaxCount)
-      .of_archs("llama");
-  s.key("norm_eps", &ModelConfig::norm_eps, "arch = llama: the RMS norms' epsilon, a power of ten (1e-5, 1e-6)")
-      .range(1e-12, 0.1)
-      .of_archs("llama");
-  s.key("n_kv_heads", &ModelConfig::n_kv_heads,
-        "arch = llama: key/value heads, dividing n_head (grouped-query attention; Llama 3.2 1B: 8); 0 = n_head")
-      .range(0, 1 << 20)
-      .of_archs("llama");
-  KeySpec& scaling =
-      s.key("rope_scaling", &ModelConfig::rope_scaling,
-            "arch = llama: none, or Llama 3's llama3(FACTOR, LOW, HIGH, CONTEXT) in whole numbers (Llama 3.2: "
-            "llama3(32, 1, 4, 8192)): factor, low and high frequency factors, original context")
-          .of_archs("llama");
-  scaling.check = check_rope_scaling;
-  s.key("mlp", &ModelConfig::mlp,
-        "arch = llama: swiglu (Llama's gated MLP of ffn_dim), geglu (Gemma's: gelu_tanh(gate) * up) or relu2 "
-        "(modded-nanogpt's relu(x)^2 MLP of ffn_dim)")
-      .of_archs("llama");
-  s.key("qk_norm", &ModelConfig::qk_norm,
-        "arch = llama: RMS-normalize every query and key head before the rotation (modded-nanogpt, OLMo 2)")
-      .of_archs("llama");
-  s.key("zero_init", &ModelConfig::zero_init,
-        "arch = llama: the attention output and MLP down projections start at zero (modded-nanogpt)")
-      .of_archs("llama");
-  s.key("qk_norm_weight", &ModelConfig::qk_norm_weight,
-        "arch = llama: with qk_norm, each query and key head's norm scaled by a learned weight of its width and "
-        "its epsilon norm_eps (Qwen3's q_norm and k_norm)")
-      .of_archs("llama");
-  s.key("head_dim", &ModelConfig::head_dim,
-        "arch = llama: a head's columns when not n_embd / n_head (Qwen3 0.6B: 128 at n_embd 1024 with 16 heads); "
-        "0 = n_embd / n_head")
-      .range(0, 4096)
-      .of_archs("llama");
-  s.key("qkv_bias", &ModelConfig::qkv_bias,
-        "arch = llama: biases on the query, key and value projections, none on the others (Qwen2, Qwen2.5)")
-      .of_archs("llama");
-  s.key("norm_offset", &ModelConfig::norm_offset,
-        "arch = llama: the RMS norms (and weighted QK-norms) scale by 1 + weight, the weights starting at 0 (Gemma's)")
-      .of_archs("llama");
-  s.key("embed_scale", &ModelConfig::embed_scale,
-        "arch = llama: the token embeddings times sqrt(n_embd), rounded to float32 (Gemma's)")
-      .of_archs("llama");
-  s.key("sandwich_norm", &ModelConfig::sandwich_norm,
-        "arch = llama: a norm after attention and after the MLP too, before each residual add (Gemma 2 and 3)")
-      .of_archs("llama");
-  s.key("rope_local_theta", &ModelConfig::rope_local_theta,
-        "arch = llama: with global_every, the rotary base of the local layers, every layer but each global_every-th "
-        "(Gemma 3: 10000; those layers take no rope_scaling); 0 = none")
-      .range(0, kMaxCount)
-      .of_archs("llama");
-  s.key("global_every", &ModelConfig::global_every,
-        "arch = llama: with rope_local_theta or sliding_window, layer i is global (rope_theta, every position) when "
-        "i + 1 is a multiple of this, the others local (Gemma 3: 6); 0 = every layer local")
-      .range(0, 1 << 20)
-      .of_archs("llama");
-  s.key("attn_softcap", &ModelConfig::attn_softcap,
-        "arch = llama: attention's scaled scores s become this x tanh(s / this) before the softmax (Gemma 2's "
-        "attn_logit_softcapping, 50); 0 = none")
-      .range(0, 1e6)
-      .of_archs("llama");
-  s.key("final_softcap", &ModelConfig::final_softcap,
-        "arch = llama: the logits x become this x tanh(x / this) (Gemma 2's final_logit_softcapping, 30); 0 = none")
-      .range(0, 1e6)
-      .of_archs("llama");
-  s.key("sliding_window", &ModelConfig::sliding_window,
-        "arch = llama: the local layers' queries attend over the last this many positions, their own included "
-        "(Hugging Face's sliding_window: Mistral 7B v0.1's 4096 on every layer, Gemma 3's 512 with global_every); "
-        "0 = every earlier position")
-      .range(0, 1 << 30)
-      .of_archs("llama");
-  s.key("attention_mask", &ModelConfig::attention_mask,
-        "language models: causal, or document (no attention across the tokenizer's document separator, "
-        "<|endoftext|>, in packed windows; needs fused attention: no attention dropout)");
-  s.key("block_size", &ModelConfig::block_size,
-        "token datasets: tokens per training window (the model's context length T); 0 for image datasets")
-      .range(0, 1 << 20);
-  s.key("groups", &ModelConfig::groups, "model-parallel layer groups: auto or explicit layer ranges");
-  s.key("vocab_multiple", &ModelConfig::vocab_multiple,
-        "embedding and lm_head rows padded up to a multiple of this (64: GPT-2's 50257 -> 50304); the padding is "
-        "zero, never a token, and left out of --export")
-      .range(1, 1 << 16);
 }
 
 void train_keys(std::vector<KeySpec>& k) {
@@ -630,10 +400,10 @@ std::vector<KeySpec> build_schema() {
   return k;
 }
 
-}  // namespace
+}  // namespace schema
 
 const std::vector<KeySpec>& config_schema() {
-  static const std::vector<KeySpec> table = build_schema();
+  static const std::vector<KeySpec> table = schema::build_schema();
   return table;
 }
 

@@ -164,11 +164,19 @@ bool next_user_message(Communicator& unwatched, Conversation& chat) {
   return true;
 }
 
+// The conversation through the chat template, rendered on rank 0 (strftime_now's date is one
+// text on every rank, even at midnight).
+std::string rendered(Communicator& world, const TokenizerFiles& hf_files, const std::string& target,
+                     const Conversation& chat) {
+  return compute_on_root(
+      world, [&] { return std::vector<std::string>{apply_chat_template(hf_files, target, chat, true)}; })[0];
+}
+
 // The context --generate continues: --prompt's ids as Hugging Face's tokenizer(prompt) gives them,
 // or the conversation through the checkpoint's chat template, as apply_chat_template(messages,
 // add_generation_prompt=True, tokenize=True) gives them (the template writes the BOS). bad_input
 // for an id without a row (below `rows`).
-std::vector<std::uint32_t> prompt_ids(const SamplingOptions& o, const Conversation& chat,
+std::vector<std::uint32_t> prompt_ids(Communicator& world, const SamplingOptions& o, const Conversation& chat,
                                       const TokenizerFiles& hf_files, const std::string& target,
                                       const Vocabulary& vocab, std::int64_t rows) {
   const std::string what = !o.chat_file.empty() ? "--chat-file " + o.chat_file
@@ -177,7 +185,7 @@ std::vector<std::uint32_t> prompt_ids(const SamplingOptions& o, const Conversati
                                                 : "--chat";
   std::vector<std::uint32_t> ids = chat.messages.empty()
                                        ? vocab.encode_prompt(o.prompt, what)  // (with the tokenizer's BOS)
-                                       : vocab.encode_specials(apply_chat_template(hf_files, target, chat, true), what);
+                                       : vocab.encode_specials(rendered(world, hf_files, target, chat), what);
   // An empty prompt starts from <|endoftext|> (GPT-2, llm.c) or token 0 (nanoGPT's characters).
   if (ids.empty()) ids.push_back(vocab.end_of_text() >= 0 ? static_cast<std::uint32_t>(vocab.end_of_text()) : 0u);
   for (const std::uint32_t id : ids)  // (a model with fewer rows than its tokenizer has ids: Gemma 3 1B)
@@ -241,7 +249,8 @@ int Trainer::generate(const SamplingOptions& given) {
   // One pass, or with --interactive one per user message, each reply added to the conversation.
   const auto user_last = [&] { return !chat.messages.empty() && chat.messages.back().at("role") == "user"; };
   while (!o.interactive || user_last() || next_user_message(*input, chat)) {
-    const std::vector<std::uint32_t> ids = prompt_ids(o, chat, info.run.hf_files, target, vocab, split.id_limit());
+    const std::vector<std::uint32_t> ids =
+        prompt_ids(rt_.world(), o, chat, info.run.hf_files, target, vocab, split.id_limit());
     const std::int64_t held = cache_positions(ids, o);
     memory_.act.cache =
         static_cast<double>(group) * cache_bytes * static_cast<double>(held) / static_cast<double>(split.block_size);

@@ -11,12 +11,15 @@
 // on a pipeline, where the last stage draws and sends the token to the other stages. --samples N
 // continues the prompt N times, side by side (as many rows at a time as a training micro-batch:
 // each forward reads the weights once for them, each row its own cache) with the texts of one at
-// a time; an end-of-text token of the checkpoint's generation_config.json ends a sample.
+// a time; an end-of-text token of the checkpoint's generation_config.json ends a sample. With
+// --chat, --chat-file or --interactive the context is a conversation through the checkpoint's
+// chat template (rendered on rank 0); --interactive runs a pass per line of standard input, each
+// reply joining the conversation.
 #include <unistd.h>
+
 #include <algorithm>
 #include <chrono>
 #include <cmath>
-
 #include <cstdio>
 #include <iostream>
 

@@ -2,9 +2,10 @@
 # tests/e2e/chat_template.sh SRC CHAT_RENDER: hpctrain's chat templates (data/jinja.hpp,
 # data/chat_template.hpp) against Hugging Face's Jinja in JavaScript (npm @huggingface/jinja@0.5.13,
 # transformers.js's renderer, installed by tools/setup.sh): tests/reference/chat_templates.mjs's
-# 130 cases (the published Llama 3, Qwen2.5 and Gemma 3 templates and tests/data/chat/*.jinja,
-# five conversations each, with and without the generation prompt, and one with variables beside
-# the messages: tools, enable_thinking) render to the same text, or both raise. Without the package or node: FAIL in CI, else skip.
+# 107 cases (the published Llama 3, Qwen2.5 and Gemma 3 templates and tests/data/chat/*.jinja,
+# five conversations each, with and without the generation prompt, and one with the variables
+# beside the messages that the template reads: tools, enable_thinking) render to the same text,
+# or both raise. Without the package or node: FAIL in CI, else skip.
 set -u
 src=$(cd "$1" && pwd)
 render=$2

@@ -5,7 +5,7 @@
 // (Llama 3, Qwen2.5, Gemma 3: as published) and tests/data/chat/*.jinja (the constructs of Llama
 // 3.2's, Qwen3's, Mistral's, Phi-3's, SmolLM2's and Gemma 2's templates, and one of the rest).
 // Each is rendered for five conversations, with and without the generation prompt, and for one
-// conversation with three sets of variables beside the messages (tools, enable_thinking). The
+// conversation with the variables beside the messages the template reads (tools, enable_thinking). The
 // variables are chat_template.hpp's: messages, add_generation_prompt, the config's *_token entries
 // as text, a case's variables.
 import fs from "node:fs";
@@ -77,7 +77,7 @@ for (const [name, config] of Object.entries(configs))
     }
 // Variables beside the messages (apply_chat_template's keyword arguments, --chat-file's object):
 // Qwen3's enable_thinking, Llama 3.2's tools (in the user message, and in the system message) and
-// date_string; the templates without them ignore them.
+// date_string; rendered with the templates that read them.
 const tool = {
   type: "function",
   function: {
@@ -93,6 +93,7 @@ const variables = {
 };
 for (const [name, config] of Object.entries(configs))
   for (const [variant, vars] of Object.entries(variables)) {
+    if (!config.includes(Object.keys(vars)[0])) continue;  // (only the templates that read it)
     const id = `${name}/${variant}/prompt`, messages = conversations.turns;
     cases.push({ name: id, files: { "tokenizer_config.json": config }, messages, variables: vars, add_generation_prompt: true });
     try {

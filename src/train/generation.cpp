@@ -245,7 +245,7 @@ int Trainer::generate(const SamplingOptions& given) {
   const Device device = rt_.device().kind == DeviceKind::cuda ? Device::cuda : Device::cpu;
   memory_.act = model_->activation_memory(group, cfg_.precision.dtype, device, true);
   memory_.act.gradients = 0;
-  const double cache_bytes = model_->activation_memory(1, cfg_.precision.dtype, Device::cpu, false).cache;
+  const double cache_bytes = memory_.act.cache;  // (the group's, of block_size positions; float32 on any device)
   const bool prints = rt_.world().rank() == 0;
   const std::unique_ptr<Communicator> input = o.interactive ? rt_.unwatched_world() : nullptr;
   double drawn = 0, s = 0;
@@ -255,8 +255,7 @@ int Trainer::generate(const SamplingOptions& given) {
     const std::vector<std::uint32_t> ids =
         prompt_ids(rt_.world(), o, chat, info.run.hf_files, target, vocab, split.id_limit());
     const std::int64_t held = cache_positions(ids, o);
-    memory_.act.cache =
-        static_cast<double>(group) * cache_bytes * static_cast<double>(held) / static_cast<double>(split.block_size);
+    memory_.act.cache = cache_bytes * static_cast<double>(held) / static_cast<double>(split.block_size);
     raise_if_any(rt_.world(), memory_refusal(memory_, static_cast<double>(alloc_.in_use()), cfg_, rt_));
     const auto start = std::chrono::steady_clock::now();
     std::vector<std::uint32_t> reply;

@@ -3,6 +3,7 @@
 // arena, their shapes for a batch of rows and, for generation, a shorter length and one output
 // position.
 #include <algorithm>
+#include <string>
 
 #include "hpctrain/core/error.hpp"
 #include "hpctrain/model/model.hpp"
@@ -72,17 +73,39 @@ Shape Model::sample_shape(std::size_t i) const {
   return s;
 }
 
-void Model::set_length(std::int64_t len) {
+void Model::require_token_model(const std::string& why) const {
   const std::int64_t t = shapes_.front().empty() ? 0 : shapes_.front()[0];
   for (std::size_t i = 0; i + (one_position_ ? 1 : 0) < shapes_.size(); ++i)
-    if (const Shape& s = shapes_[i]; len > 0 && (s.empty() || s[0] != t))
-      throw bad_input("a key/value cache needs a token model (every layer's output [T, ...]); layer outputs " +
-                      shape_string(s) + " for an input " + shape_string(shapes_.front()));
+    if (const Shape& s = shapes_[i]; s.empty() || s[0] != t)
+      throw bad_input(why + " needs a token model (every layer's output [T, ...]); layer outputs " + shape_string(s) +
+                      " for an input " + shape_string(shapes_.front()));
+}
+
+void Model::set_length(std::int64_t len) {
+  const std::int64_t t = shapes_.front().empty() ? 0 : shapes_.front()[0];
+  if (len > 0) require_token_model("a key/value cache");
   HPCT_CHECK(len >= 0 && len <= t, "Model::set_length(" + std::to_string(len) + ") for T = " + std::to_string(t));
   length_ = len == t ? 0 : len;
   for (std::size_t i = 0; i < grads_act_.size(); ++i)
     if (grads_act_[i].defined()) grads_act_[i] = grad_buf_[i].view(0, batch_shape(i));
   if (rows_ > 0) use_set(set_);
+}
+
+bool Model::set_positions(std::int64_t len) {
+  if (tp_.sequence > 0 && tp_.size > 1) return false;  // (the layers' positions are the rank's block)
+  require_token_model("generation for the positions it reaches");
+  if (block_ == 0) block_ = shapes_.front()[0];
+  HPCT_CHECK(len > 0 && len <= block_ && length_ == 0,
+             "Model::set_positions(" + std::to_string(len) + ") for T = " + std::to_string(block_));
+  if (len == shapes_.front()[0]) return true;
+  for (std::size_t i = 0; i + (one_position_ ? 1 : 0) < shapes_.size(); ++i) shapes_[i][0] = len;
+  for (std::size_t i = 0; i < layers_.size(); ++i) layers_[i]->configure(shapes_[i]);
+  // (the buffers of the old length go: set_batch makes them anew)
+  capacity_ = 0, rows_ = -1;
+  grad_buf_.clear(), grads_act_.clear(), acts_.clear(), sets_.clear();
+  work_[0] = work_[1] = Tensor();
+  ctx_.saved = nullptr;
+  return true;
 }
 
 Shape Model::input_sample() const { return sample_shape(0); }

@@ -239,13 +239,7 @@ int Trainer::generate(const SamplingOptions& given) {
   // The samples run side by side, as many at a time as a training micro-batch has rows.
   const std::int64_t group =
       std::max<std::int64_t>(1, std::min(o.samples, rt_.per_rank_batch() / cfg_.train.micro_batches));
-  // The memory check (the Trainer's leaves it to here): the activations of `group` rows, forward
-  // alone, and their key/value caches (float32), of block_size positions each but held for the
-  // positions a pass reaches alone (StepContext::cache_positions), checked before each pass.
   const Device device = rt_.device().kind == DeviceKind::cuda ? Device::cuda : Device::cpu;
-  memory_.act = model_->activation_memory(group, cfg_.precision.dtype, device, true);
-  memory_.act.gradients = 0;
-  const double cache_bytes = memory_.act.cache;  // (the group's, of block_size positions; float32 on any device)
   const bool prints = rt_.world().rank() == 0;
   const std::unique_ptr<Communicator> input = o.interactive ? rt_.unwatched_world() : nullptr;
   double drawn = 0, s = 0;
@@ -254,8 +248,14 @@ int Trainer::generate(const SamplingOptions& given) {
   while (!o.interactive || user_last() || next_user_message(*input, chat)) {
     const std::vector<std::uint32_t> ids =
         prompt_ids(rt_.world(), o, chat, info.run.hf_files, target, vocab, split.id_limit());
-    const std::int64_t held = cache_positions(ids, o);
-    memory_.act.cache = cache_bytes * static_cast<double>(held) / static_cast<double>(split.block_size);
+    // The model's buffers, its layers and their key/value caches for the positions this pass
+    // reaches (prompt and draws, at most block_size: Model::set_positions), not block_size; the
+    // memory check (the Trainer's leaves it to here) for them: the activations of `group` rows,
+    // forward alone, and their caches (float32).
+    model_->set_positions(cache_positions(ids, o));
+    memory_.act = model_->activation_memory(group, cfg_.precision.dtype, device, true);
+    memory_.act.gradients = 0;
+    memory_.generation = true;
     raise_if_any(rt_.world(), memory_refusal(memory_, static_cast<double>(alloc_.in_use()), cfg_, rt_));
     const auto start = std::chrono::steady_clock::now();
     std::vector<std::uint32_t> reply;
@@ -277,7 +277,9 @@ std::int64_t Trainer::continue_prompt(const std::vector<std::uint32_t>& ids, con
                                       std::int64_t first, std::int64_t count, const Vocabulary& vocab, bool prints,
                                       std::vector<std::uint32_t>& reply) {
   const std::int64_t t = index_.train.block_size;
-  Tensor input = Tensor::zeros({count, t}, alloc_, DType::i32), fresh = Tensor::zeros({count, t}, alloc_, DType::i32);
+  const std::int64_t positions = model_->input_sample()[0];  // (set_positions: the most this pass reaches)
+  Tensor input = Tensor::zeros({count, positions}, alloc_, DType::i32);
+  Tensor fresh = Tensor::zeros({count, positions}, alloc_, DType::i32);
   std::vector<std::vector<std::uint32_t>> seqs(static_cast<std::size_t>(count), ids);
   std::vector<std::string> texts(static_cast<std::size_t>(count));  // (several: printed at the end)
   std::vector<char> stopped(static_cast<std::size_t>(count), 0);
@@ -294,7 +296,7 @@ std::int64_t Trainer::continue_prompt(const std::vector<std::uint32_t>& ids, con
     // The cache serves while the context fits block_size; then the window slides, every position
     // moves, and each token runs the whole window (as without the cache).
     const std::int64_t from = o.kv_cache && size <= static_cast<std::size_t>(t) ? cached : -1;
-    const std::int64_t width = from >= 0 ? len : t;  // (the whole window: padded with 0 after len)
+    const std::int64_t width = from >= 0 ? len : positions;  // (the whole window: padded with 0 after len)
     const auto window = [&](std::int64_t begin, std::int64_t cols, Tensor& into) {
       host.assign(static_cast<std::size_t>(count * cols), 0);
       for (std::int64_t r = 0; r < count; ++r)

@@ -193,10 +193,13 @@ std::string memory_refusal(const MemoryEstimate& e, double held, const Config& c
          f1((e.sets * e.act.kept() + e.act.gradients + e.received) / kMiB) + ", scratch " + f1(e.act.scratch / kMiB) +
          (e.act.cache > 0 ? ", --generate's key/value caches " + f1(e.act.cache / kMiB) : "") + "); " +
          f1(need / kMiB) + " MiB still to allocate" + ranks + ", but " + f1(free / kMiB) + " MiB is " + where +
-         (e.inference
-              ? ": use a smaller [model] block_size (the context the forwards hold: an imported model's "
-                "max_position_embeddings may be far more than a reply needs), a smaller [train] micro_batch (the "
-                "rows run at once), or "
+         (e.generation
+              ? ": use fewer --tokens or a shorter prompt (the forwards hold the prompt and the tokens drawn, at "
+                "most [model] block_size), fewer --samples or a smaller [train] micro_batch (the samples run at "
+                "once), or "
+          : e.inference
+              ? ": use a smaller [model] block_size (the positions each forward holds), a smaller [train] "
+                "micro_batch (the rows run at once), or "
               : ": use a smaller [train] micro_batch, [train] recompute = blocks, [train] loss_chunk (a language "
                 "model's logits), [parallel] shard = gradients or full, or ") +
          "more ranks with pipeline_parallel (--dry-run shows the estimate; check_memory = false starts anyway)";

@@ -256,6 +256,11 @@ check "--generate is reproducible" test "$g1" = "$g2"
 check "--generate on a 2-stage pipeline gives the same text" test "$g1" = "$g3"
 g4=$(sample 1 --no-kv-cache)  # (block_size 16: the cache serves the first 12 tokens, then the window slides)
 check "--no-kv-cache gives the same text as the key/value cache" test "$g1" = "$g4"
+# 8 tokens: the forwards hold the 12 positions they reach, not block_size's 16 (Model::set_positions).
+short() { run 1 --generate --prompt "The " --tokens 8 --top-k 5 "$@" 2>/dev/null | sed -n '/^generate:/,$p' | tail -n +2; }
+g6=$(short)
+check "--tokens 8: the start of the 60 tokens' text, with and without the cache ($g6)" \
+  test -n "$g6" -a "$g6" = "$(head -c 12 <<<"$g1")" -a "$(short --no-kv-cache)" = "$g6"
 # --samples 2: the first is the one sample's text, the second another continuation of the prompt.
 g5=$(sample 1 --samples 2)
 first=$(awk '/^---------------$/{exit} {print}' <<<"$g5") second=$(awk 'f{print} /^---------------$/{f=1}' <<<"$g5")

@@ -177,6 +177,17 @@ if [ -f "$spjson" ]; then
   g2=$(spgen --set checkpoint.resume="$tmp/sphf.h5")
   check "a SentencePiece-style tokenizer: the run's text, and from its export imported back the same (${g1:0:50})" \
     test "${g1:0:6}" = "ROMEO:" -a "${#g1}" -gt 12 -a "$g1" = "$g2" -a "$(cmp "$spjson" "$tmp/sphf/tokenizer.json" && echo same)" = same
+  # --generate's forwards hold the positions the prompt and its tokens reach, not block_size
+  # (Model::set_positions): at block_size 1,048,576 the same text in under 256 MB (they held every
+  # position before: 2,671 MB for a 64-wide Llama here, 41 MB after, 2026-12-07).
+  rss=$($py -c "
+import resource, subprocess, sys
+r = subprocess.run(sys.argv[2:], stdout=open(sys.argv[1], 'w'), stderr=subprocess.DEVNULL)
+print(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss // 1024 if r.returncode == 0 else -1)" \
+    "$tmp/long.txt" "$trainer" "$src/inputs/llama_small.ini" "${spdeck[@]}" --generate --tokens 12 --top-k 3 \
+    --prompt "ROMEO:" --set model.block_size=1048576)
+  check "... at block_size 1,048,576: the same text in under 256 MB ($rss MB)" \
+    test "${rss:--1}" -ge 0 -a "${rss:--1}" -lt 256 -a "$(sed -n '/^generate:/,$p' "$tmp/long.txt" | sed -n 2p)" = "$g1"
   # --chat: the folder's chat template (Mistral's shape: the template writes <s>, which is the
   # special token) makes the ids of the prompt written out (the tokenizer's <s> first), so the
   # same tokens follow; the reply alone is printed. Without a template: one line.

@@ -5,7 +5,8 @@
 // (fused=0), the document mask, a sliding window and soft-capping. Negative control: the last position run alone,
 // without the cache, is far from them. A model that is not a token model refuses a shortened forward. Also generation's
 // one output position (OneOutputPositionGivesThatPositionsLogits), for one sequence and for two side by side
-// (--samples), each with its own cache.
+// (--samples), each with its own cache, and a model sized for fewer positions
+// (PositionsSetForAPassGiveTheWholeSequencesLogits).
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -154,6 +155,58 @@ TEST_P(KvCache, OneOutputPositionGivesThatPositionsLogits) {
   }
 }
 
+// Generation sized for the positions a pass reaches (Model::set_positions, --generate): a model
+// set to 75 of its 90 positions gives the whole forward's logits for a prompt continued to 75 with
+// the cache and for the whole 75-position window without it (padded, as --generate runs it), and
+// refuses a 76th; set to 90 again it grows and runs the whole sequence.
+TEST_P(KvCache, PositionsSetForAPassGiveTheWholeSequencesLogits) {
+  const Case& c = GetParam();
+  LayerRegistry r;
+  register_builtin_layers(r);
+  Allocator alloc;
+  Model whole(c.layers, {T}, r, alloc), one(c.layers, {T}, r, alloc);
+  whole.init_parameters(5);
+  one.init_parameters(5);
+  ASSERT_TRUE(one.set_one_output_position());
+  whole.set_batch(1);
+  Tensor ids = Tensor::zeros({1, T}, alloc, DType::i32), docs = Tensor::zeros({1, T}, alloc, DType::i32);
+  for (std::int64_t i = 0; i < T; ++i) ids.data_as<std::int32_t>()[i] = static_cast<std::int32_t>((i * 5 + 2) % V);
+  if (c.documents) {
+    document_numbers(ids, 4, docs);
+    whole.context().doc_ids = docs;
+  }
+  const Tensor& w = whole.forward(ids);
+  const std::vector<float> want(w.data(), w.data() + T * V);
+  for (const std::int64_t held : {std::int64_t{75}, T}) {
+    ASSERT_TRUE(one.set_positions(held));
+    EXPECT_EQ(one.input_sample(), Shape{held}) << c.name;
+    one.set_batch(1);
+    std::int64_t p = 0;
+    for (std::int64_t len : {70, 1, 3, 1, 15}) {
+      if ((len = std::min(len, held - p)) == 0) break;
+      one.context().decode_position = p;
+      one.context().output_position = len - 1;
+      one.set_length(len);
+      if (c.documents) one.context().doc_ids = docs.view(0, {1, p + len});
+      const Tensor& got = one.forward(ids.view(p, {1, len}));
+      EXPECT_LT(error(got, want, p + len - 1, 1), 1e-5) << c.name << ": " << held << " positions, at " << p + len - 1;
+      p += len;
+    }
+    EXPECT_EQ(p, held);
+    EXPECT_THROW(one.set_length(held + 1), Error) << c.name;
+    // The window without the cache: `held` positions, the context's first 60 and zeros after them.
+    one.context().decode_position = -1;
+    one.set_length(0);
+    one.context().output_position = 59;
+    Tensor padded = Tensor::zeros({1, held}, alloc, DType::i32);
+    std::copy_n(ids.data_as<std::int32_t>(), 60, padded.data_as<std::int32_t>());
+    if (c.documents) one.context().doc_ids = docs.view(0, {1, held});
+    EXPECT_LT(error(one.forward(padded), want, 59, 1), 1e-5) << c.name << ": " << held << " positions, no cache";
+    EXPECT_GT(error(one.forward(padded), want, 58, 1), 1e-3) << c.name << ": control, the position before";
+  }
+  EXPECT_THROW(one.set_positions(T + 1), Error) << c.name;
+}
+
 const std::string gpt =
     "embedding(23, 32) position_embedding repeat(2, res(layernorm attention(4)) "
     "res(layernorm linear(64) gelu linear(32))) layernorm lm_head(23)";
@@ -188,6 +241,7 @@ TEST(KvCacheModel, OnlyTokenModelsRunShortenedForwards) {
   Allocator alloc;
   Model m("dense(10)", {784}, r, alloc);
   EXPECT_THROW(m.set_length(1), Error);
+  EXPECT_THROW(m.set_positions(1), Error);
   EXPECT_FALSE(m.set_one_output_position());  // (its last layer is not lm_head: the whole output)
   EXPECT_EQ(m.output_shape(), Shape{10});
 }

@@ -258,3 +258,38 @@ TEST(MemoryEstimate, GenerationCountsTheKeyValueCaches) {
     EXPECT_EQ(m.activation_memory(2, Precision::fp32, Device::cpu, false).cache, cache) << c.name;
   }
 }
+
+// Generation sized for the positions a pass reaches (Model::set_positions): the estimate for half
+// the positions has the key/value caches in proportion and fewer bytes of outputs and scratch; a
+// pass of those positions holds what it says (outputs and caches to the byte, scratch within it);
+// set back to T, the estimate is T's again.
+TEST(MemoryEstimate, GenerationSizedForThePositionsItReaches) {
+  for (const Case& c : kCases) {
+    if (c.tokens == 0) continue;
+    Allocator alloc;
+    const std::unique_ptr<Model> model = case_model(c, alloc);
+    Model& m = *model;
+    m.set_forward_only(true);
+    ASSERT_TRUE(m.set_one_output_position());
+    const std::int64_t t = c.sample[0], half = t / 2;
+    const Model::ActivationMemory whole = m.activation_memory(2, Precision::fp32, Device::cpu, true);
+    ASSERT_TRUE(m.set_positions(half));
+    const Model::ActivationMemory est = m.activation_memory(2, Precision::fp32, Device::cpu, true);
+    EXPECT_DOUBLE_EQ(est.cache, whole.cache * static_cast<double>(half) / static_cast<double>(t)) << c.name;
+    EXPECT_LT(est.outputs, whole.outputs) << c.name;
+    EXPECT_LT(est.scratch, whole.scratch) << c.name;
+    m.set_batch(2);
+    const double before = m.layer_own_bytes();
+    m.context().decode_position = 0;
+    m.context().output_position = half - 1;
+    m.forward(Tensor::zeros({2, half}, alloc, DType::i32));
+    EXPECT_EQ(m.layer_own_bytes() - before, est.cache) << c.name;
+    EXPECT_EQ(static_cast<double>(m.activation_bytes() - m.saved_bytes()), est.outputs) << c.name;
+    EXPECT_LE(static_cast<double>(m.arena_high_water()) * 4, est.scratch) << c.name;
+    ASSERT_TRUE(m.set_positions(t));
+    const Model::ActivationMemory again = m.activation_memory(2, Precision::fp32, Device::cpu, true);
+    EXPECT_EQ(again.outputs, whole.outputs) << c.name;
+    EXPECT_EQ(again.scratch, whole.scratch) << c.name;
+    EXPECT_EQ(again.cache, whole.cache) << c.name;
+  }
+}

@@ -132,6 +132,12 @@ class Model {
   // reads): no [T, V] logits are computed or held. Returns whether it is: false, the whole output.
   bool set_one_output_position();
   bool one_output_position() const { return one_position_; }
+  // Generation on a token model (every layer's output [T, ...]; bad_input otherwise): its
+  // activations, scratch arena, memory estimate and layers (Layer::configure, so attention's key/value
+  // cache too) sized for `len` <= T positions, the most a pass reaches, instead of T (block_size).
+  // Buffers already made are dropped (set_batch makes them again): called before each pass, a
+  // longer conversation grows them. A sequence-parallel model keeps T (returns false).
+  bool set_positions(std::int64_t len);
   // For the next forward (evaluation: the loss sums into `scalars`) or backward (training: also
   // grad_scale times their gradient): true when the last layer runs the loss (loss_in_head), and
   // the caller does not; false, and the caller runs it on output(), otherwise. Null `scalars` (no
@@ -290,6 +296,7 @@ class Model {
   StepContext ctx_;
   std::int64_t rows_ = -1, capacity_ = 0;
   std::int64_t length_ = 0;  // set_length: the positions of a shortened forward; 0: all
+  std::int64_t block_ = 0;   // set_positions: the positions the model was made for (T); 0: not called
   struct ActivationSet {
     explicit ActivationSet(Allocator& alloc) : saved(&alloc) {}
     std::vector<Tensor> acts;  // capacity-sized: [i] = output of layer i-1 ([0] unused: the input)
@@ -297,9 +304,10 @@ class Model {
     std::int64_t capacity = 0;
     SavedSet saved;
   };
-  Shape sample_shape(std::size_t i) const;  // shapes_[i], its first dimension length_ after set_length
-  Shape batch_shape(std::size_t i) const;   // [rows_, sample_shape(i)...]
-  std::int64_t widest_between() const;      // the most elements a sample has in an output between layers
+  Shape sample_shape(std::size_t i) const;                 // shapes_[i], its first dimension length_ after set_length
+  Shape batch_shape(std::size_t i) const;                  // [rows_, sample_shape(i)...]
+  std::int64_t widest_between() const;                     // the most elements a sample has in an output between layers
+  void require_token_model(const std::string& why) const;  // bad_input unless every output is [T, ...]
   std::vector<std::unique_ptr<ActivationSet>> sets_;
   std::size_t set_ = 0;
   std::int64_t forward_passes_ = 0;

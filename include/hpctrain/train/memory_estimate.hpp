@@ -28,6 +28,7 @@ struct MemoryEstimate {
   double received = 0;
   bool activations = true;  // false: not estimated (--dry-run of a pipeline: per stage only in the run)
   bool inference = false;   // --eval-only, --generate: forward alone (a refusal's advice differs)
+  bool generation = false;  // --generate: the forwards hold the prompt and its tokens (Model::set_positions)
   double buffers() const { return parameters + gradients + copy16 + state; }
   // The model buffers, the activations kept and the gradients between layers (the "Peak" line).
   double peak_without_scratch() const { return buffers() + sets * act.kept() + act.cache + act.gradients + received; }

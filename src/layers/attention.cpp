@@ -223,7 +223,17 @@ class Attention final : public Layer {
     HPCT_CHECK(p + len <= held, "attention: a key/value cache holds sequences of " + std::to_string(held) +
                                     " positions, not " + shape_string(x.shape()) + " from position " +
                                     std::to_string(p));
+    // (--interactive's next pass starts with the last pass's positions 0 .. p-1, kept: moved when the
+    // cache grows for the longer conversation, Model::set_positions; one sequence)
+    const Tensor kept = p > 0 && cache_.defined() && cache_.numel() < b * held * ld ? cache_ : Tensor();
+    HPCT_CHECK(!kept.defined() || b == 1, "attention: a key/value cache of " + std::to_string(b) +
+                                              " sequences grown from position " + std::to_string(p));
+    if (kept.defined()) cache_ = Tensor();
     cache_ = scratch(cache_, {b, held, ld}, x.device());
+    if (kept.defined()) {
+      Tensor rows = cache_.view(0, {1, p, ld});
+      copy(kept.view(0, {1, p, ld}), rows);
+    }
     // (one sequence: computed in its cache rows; several: side by side, then each to its cache)
     Tensor now = b == 1 ? cache_.view(p * ld, {1, len, ld}) : temp(2, {b, len, ld}, x.device());
     Tensor now2 = now.reshaped({b * len, ld});

@@ -14,7 +14,8 @@
 // a time; an end-of-text token of the checkpoint's generation_config.json ends a sample. With
 // --chat, --chat-file or --interactive the context is a conversation through the checkpoint's
 // chat template (rendered on rank 0); --interactive runs a pass per line of standard input, each
-// reply joining the conversation.
+// reply joining the conversation, the key/value caches kept between passes (a pass runs the
+// positions after those it shares with the last one's tokens).
 #include <unistd.h>
 
 #include <algorithm>
@@ -269,7 +270,10 @@ int Trainer::generate(const SamplingOptions& given) {
     chat.messages.push_back({{"role", "assistant"}, {"content", vocab.decode(reply)}});
   }
   if (prints)  // on stderr: stdout holds the text alone
-    std::fprintf(stderr, "generate: %.0f tokens in %.3f s, %.1f tokens/s\n", drawn, s, s > 0 ? drawn / s : 0.0);
+    std::fprintf(stderr, "generate: %.0f tokens in %.3f s, %.1f tokens/s%s\n", drawn, s, s > 0 ? drawn / s : 0.0,
+                 o.interactive
+                     ? (", " + std::to_string(kv_reused_) + " positions of earlier turns kept in the cache").c_str()
+                     : "");
   return 0;
 }
 
@@ -287,7 +291,16 @@ std::int64_t Trainer::continue_prompt(const std::vector<std::uint32_t>& ids, con
   // One sample streams as it is drawn (rank 0; a token may end inside a UTF-8 character).
   if (prints && count == 1 && first > 0) std::fputs("---------------\n", stdout);  // (nanoGPT's separator)
   if (prints && count == 1) std::fputs(o.prompt.c_str(), stdout);
-  std::int64_t cached = 0, kept = 0;  // positions the cache holds; tokens drawn before a stop
+  std::int64_t cached = 0, kept = 0;                // positions the cache holds; tokens drawn before a stop
+  if (o.interactive && o.kv_cache && count == 1) {  // (the last pass's positions this one begins with)
+    const std::size_t most = std::min(std::max<std::size_t>(ids.size(), 1) - 1, kv_tokens_.size());
+    while (cached < static_cast<std::int64_t>(most) &&
+           ids[static_cast<std::size_t>(cached)] == kv_tokens_[static_cast<std::size_t>(cached)])
+      ++cached;
+    kv_reused_ += cached;
+  }
+  kv_tokens_.clear();
+  bool valid = true;  // the cache holds positions 0 .. cached-1 of seqs (not after the window slid)
   model_->context().cache_positions = cache_positions(ids, o);
   for (std::int64_t n = 0; n < o.tokens; ++n) {
     // Every sequence has the same length (a stopped one runs on unseen): the last `len` tokens of each.
@@ -310,6 +323,7 @@ std::int64_t Trainer::continue_prompt(const std::vector<std::uint32_t>& ids, con
     const Tensor run = from >= 0 ? window(from, len - from, fresh) : context;
     const std::vector<std::uint32_t> next = next_tokens(context, len, run, from, o, first, n, seqs);
     cached = len;
+    valid = from >= 0;
     for (std::size_t r = 0; r < next.size(); ++r) {
       seqs[r].push_back(next[r]);
       if (!stopped[r]) stopped[r] = std::find(o.stop_ids.begin(), o.stop_ids.end(), next[r]) != o.stop_ids.end();
@@ -327,6 +341,7 @@ std::int64_t Trainer::continue_prompt(const std::vector<std::uint32_t>& ids, con
     }
     if (std::find(stopped.begin(), stopped.end(), 0) == stopped.end()) break;
   }
+  if (o.interactive && valid && count == 1) kv_tokens_.assign(seqs[0].begin(), seqs[0].begin() + cached);
   model_->set_length(0);
   model_->context().decode_position = -1;
   model_->context().output_position = -1;

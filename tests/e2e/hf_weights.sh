@@ -202,7 +202,8 @@ print(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss // 1024 if r.return
   check "... and from a checkpoint without a chat template: one line" grep -q "holds no chat template" <<<"$err"
   # --chat-file: the same conversation as a file, the same reply. --interactive on two ranks, the
   # lines coming after the watchdog's 1 s (the other rank waits on rank 0's input unwatched; a blank
-  # line skipped): each reply is --chat-file's for the conversation so far, the first reply in it.
+  # line skipped): each reply is --chat-file's for the conversation so far, the first reply in it
+  # (the second turn continuing the first's positions in the key/value caches).
   spout() { "$trainer" "$src/inputs/llama_small.ini" "${spdeck[@]}" --set checkpoint.resume="$tmp/spchat.h5" \
     --generate --tokens 12 --top-k 3 "$@" 2>/dev/null | sed -n '/^generate:/,$p' | tail -n +2; }
   printf '%s\n' '[{"role": "system", "content": "Be Juliet."}, {"role": "user", "content": " ROMEO? "}]' >"$tmp/c1.json"
@@ -222,6 +223,8 @@ json.dump({'messages': [{'role': 'system', 'content': 'Be Juliet.'}, {'role': 'u
   check "--interactive, 2 ranks, input after the watchdog's timeout: two replies, --chat-file's ($(wc -l <"$tmp/both.txt") lines)" \
     cmp -s <(cat "$tmp/r1.txt" "$tmp/r2.txt") "$tmp/both.txt"
   check "... and the second differs from the first" test "$(cat "$tmp/r1.txt")" != "$(cat "$tmp/r2.txt")"
+  check "... the second turn ran its new positions alone, the first turn's in the caches ($(grep -o '[0-9]* positions of earlier turns' "$tmp/both.err"))" \
+    grep -qE "tokens/s, [1-9][0-9]* positions of earlier turns kept in the cache" "$tmp/both.err"
   printf '{"messages": []}' >"$tmp/c0.json"
   err=$("$trainer" "$src/inputs/llama_small.ini" "${spdeck[@]}" --set checkpoint.resume="$tmp/spchat.h5" --generate \
     --chat-file "$tmp/c0.json" 2>&1)

@@ -158,7 +158,8 @@ TEST_P(KvCache, OneOutputPositionGivesThatPositionsLogits) {
 // Generation sized for the positions a pass reaches (Model::set_positions, --generate): a model
 // set to 75 of its 90 positions gives the whole forward's logits for a prompt continued to 75 with
 // the cache and for the whole 75-position window without it (padded, as --generate runs it), and
-// refuses a 76th; set to 90 again it grows and runs the whole sequence.
+// refuses a 76th; set to 90 again it grows and runs the whole sequence. Set to 40 and then 75, a
+// pass from position 40 continues the first's 40 positions kept in the caches.
 TEST_P(KvCache, PositionsSetForAPassGiveTheWholeSequencesLogits) {
   const Case& c = GetParam();
   LayerRegistry r;
@@ -177,6 +178,19 @@ TEST_P(KvCache, PositionsSetForAPassGiveTheWholeSequencesLogits) {
   }
   const Tensor& w = whole.forward(ids);
   const std::vector<float> want(w.data(), w.data() + T * V);
+  // A longer pass continuing the last one (--interactive's next turn): positions 0 .. 39 stay in
+  // the caches as they grow to 75 (set_positions drops the model's buffers, not the caches).
+  for (const auto& [held, p] : {std::pair<std::int64_t, std::int64_t>{40, 0}, {75, 40}}) {
+    ASSERT_TRUE(one.set_positions(held));
+    one.set_batch(1);
+    one.context().decode_position = p;
+    one.context().output_position = held - p - 1;
+    one.set_length(held - p);
+    if (c.documents) one.context().doc_ids = docs.view(0, {1, held});
+    const Tensor& got = one.forward(ids.view(p, {1, held - p}));
+    EXPECT_LT(error(got, want, held - 1, 1), 1e-5) << c.name << ": positions " << p << " .. " << held - 1;
+  }
+  one.set_length(0);
   for (const std::int64_t held : {std::int64_t{75}, T}) {
     ASSERT_TRUE(one.set_positions(held));
     EXPECT_EQ(one.input_sample(), Shape{held}) << c.name;

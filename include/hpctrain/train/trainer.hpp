@@ -274,19 +274,24 @@ class Trainer {
   std::vector<std::uint32_t> next_tokens(const Tensor& context, std::int64_t len, const Tensor& run, std::int64_t from,
                                          const SamplingOptions& o, std::int64_t first_sample, std::int64_t n,
                                          const std::vector<std::vector<std::uint32_t>>& seqs);
-  // --generate's samples first .. first + count - 1, side by side: o.tokens drawn after the
-  // prompt's `ids` for each (fewer when one of o.stop_ids comes; that sequence runs on unseen
-  // while others draw), streamed to stdout when one and `prints`, else printed at the end. Returns
-  // the tokens printed; sample 0's are added to `reply` (--interactive's conversation).
   // The positions a key/value cache holds for continuing `ids` by o.tokens: those the draws reach
   // while the context fits block_size (StepContext::cache_positions).
   std::int64_t cache_positions(const std::vector<std::uint32_t>& ids, const SamplingOptions& o) const {
     return std::min<std::int64_t>(index_.train.block_size, static_cast<std::int64_t>(ids.size()) + o.tokens);
   }
+  // --generate's samples first .. first + count - 1, side by side: o.tokens drawn after the
+  // prompt's `ids` for each (fewer when one of o.stop_ids comes; that sequence runs on unseen
+  // while others draw), streamed to stdout when one and `prints`, else printed at the end. Returns
+  // the tokens printed; sample 0's are added to `reply` (--interactive's conversation).
+  // --interactive: the positions `ids` shares with kv_tokens_ are not run again.
   std::int64_t continue_prompt(const std::vector<std::uint32_t>& ids, const SamplingOptions& o, std::int64_t first,
                                std::int64_t count, const Vocabulary& vocab, bool prints,
                                std::vector<std::uint32_t>& reply);
   std::map<std::string, std::unique_ptr<Reader>> eval_readers_;  // per split, made on first use (collective)
+  // --interactive: the tokens of the last pass whose keys and values attention's caches hold
+  // (positions 0 ..): the next pass's prompt, the conversation so far, begins with most of them.
+  std::vector<std::uint32_t> kv_tokens_;
+  std::int64_t kv_reused_ = 0;  // the positions the passes did not run again (reported)
 };
 
 // `cfg` with [model] layers built from [model] arch (model/arch.hpp) against the dataset:

@@ -57,9 +57,11 @@ Conversation parse_conversation(const std::string& text, const std::string& path
     throw bad_input(path + ": \"messages\" is not a list of one message or more");
   for (std::size_t i = 0; i < chat.messages.size(); ++i) {
     const nlohmann::ordered_json& m = chat.messages[i];
-    if (!m.is_object() || !m.contains("role") || !m["role"].is_string())
+    if (!m.is_object() || !m.contains("role") || !m["role"].is_string()) {
+      const std::string json = m.dump(-1, ' ', true);  // (ASCII, \u escapes: the cut never splits a character)
       throw bad_input(path + ": message " + std::to_string(i) + " is not an object with a string \"role\" (" +
-                      m.dump().substr(0, 60) + ")");
+                      (json.size() > 60 ? json.substr(0, 60) + "..." : json) + ")");
+    }
   }
   return chat;
 }

@@ -150,6 +150,10 @@ TEST(ChatTemplate, ConversationFilesGiveMessagesAndVariables) {
   EXPECT_EQ(error_of("{\"messages\": \"Hi\"}"), "conv.json: \"messages\" is not a list of one message or more");
   EXPECT_EQ(error_of(R"([{"role": "user", "content": "a"}, {"content": "b"}])"),
             "conv.json: message 1 is not an object with a string \"role\" ({\"content\":\"b\"})");
+  // (a long message: its first 60 bytes, in ASCII with \u escapes, so no character is cut)
+  EXPECT_EQ(error_of("[{\"content\": \"" + std::string(20, 'a') + "\u00e9\u00e9\u00e9\u00e9\u00e9\"}]"),
+            "conv.json: message 0 is not an object with a string \"role\" ({\"content\":\"" + std::string(20, 'a') +
+                "\\u00e9\\u00e9\\u00e9\\u00e9\\u00...)");
   EXPECT_EQ(error_of(R"({"messages": [{"role": "user"}], "add_generation_prompt": false})").substr(0, 58),
             "conv.json: add_generation_prompt is not a variable to give");
   EXPECT_EQ(error_of(R"([{"role": "user", "content": "a"}])"), "accepted");

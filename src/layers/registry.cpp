@@ -6,7 +6,10 @@
 #include <cmath>
 #include <cstdio>
 #include <functional>
+#include <limits>
 #include <map>
+#include <optional>
+#include <string>
 
 #include "hpctrain/backend/ops.hpp"
 #include "hpctrain/comm/communicator.hpp"
@@ -371,27 +374,30 @@ std::int64_t layer_named_int(const LayerArgs& a, const std::string& key, std::in
                   std::to_string(min) + ".." + std::to_string(kMaxArgument));
 }
 
+namespace {
+// `text` whole as a number v with least <= v < beyond, or none.
+std::optional<float> number_in(const std::string& text, float least, float beyond) {
+  try {
+    std::size_t used = 0;
+    const float v = std::stof(text, &used);
+    if (used == text.size() && v >= least && v < beyond) return v;
+  } catch (const std::exception&) {
+  }
+  return std::nullopt;
+}
+}  // namespace
+
 float layer_named_number(const LayerArgs& a, const std::string& key, float fallback) {
   const auto it = a.named.find(key);
   if (it == a.named.end()) return fallback;
-  try {
-    std::size_t used = 0;
-    const float v = std::stof(it->second, &used);
-    if (used == it->second.size() && std::isfinite(v) && v >= 0) return v;
-  } catch (const std::exception&) {
-  }
+  if (const auto v = number_in(it->second, 0, std::numeric_limits<float>::infinity())) return *v;
   throw bad_input("[model] layers: " + a.text + ": " + key + " = '" + it->second + "' must be a number >= 0");
 }
 
 float layer_named_std(const LayerArgs& a, const std::string& key) {
   const auto it = a.named.find(key);
   if (it == a.named.end()) return 0.02f;
-  try {
-    std::size_t used = 0;
-    const float v = std::stof(it->second, &used);
-    if (used == it->second.size() && v >= 0 && v < 10) return v;
-  } catch (const std::exception&) {
-  }
+  if (const auto v = number_in(it->second, 0, 10)) return *v;
   throw bad_input("[model] layers: " + a.text + ": " + key + " = '" + it->second +
                   "' must be a number >= 0 (the initial weights' standard deviation; 0: zeros)");
 }

@@ -190,6 +190,34 @@ TEST(Attention, EarlierPositionsDoNotSeeLaterOnes) {
   EXPECT_GT(moved, 1e-3);
 }
 
+// Named numbers (layer_named_number, layer_named_std): a whole finite number in range, else one
+// line naming the layer, the key and the value.
+TEST(LayerParser, NamedNumbersAreCheckedWithOneLine) {
+  LayerRegistry r;
+  register_builtin_layers(r);
+  Allocator alloc;
+  const auto message = [&](const std::string& layers) {
+    try {
+      Model m(layers, {3}, r, alloc);
+    } catch (const Error& e) {
+      return std::string(e.what());
+    }
+    return std::string("accepted");
+  };
+  EXPECT_EQ(message("embedding(5, 4, std=0) lm_head(5, softcap=2.5)"), "accepted");
+  for (const char* bad : {"-1", "inf", "nan", "2x", ""})
+    EXPECT_NE(message(std::string("embedding(5, 4) lm_head(5, softcap=") + bad + ")")
+                  .find(std::string("lm_head(5, softcap=") + bad + "): softcap = '" + bad + "' must be a number >= 0"),
+              std::string::npos)
+        << bad;
+  for (const char* bad : {"10", "-0.1", "abc", "0.5x"})
+    EXPECT_NE(
+        message(std::string("embedding(5, 4, std=") + bad + ") lm_head(5)")
+            .find(std::string("std = '") + bad + "' must be a number >= 0 (the initial weights' standard deviation"),
+        std::string::npos)
+        << bad;
+}
+
 TEST(LayerParser, RepeatWritesTheLayersOut) {
   const auto a =
       parse_layers("embedding(5,4) repeat(3, res(layernorm attention(2)) res(linear(8) gelu linear(4))) lm_head(5)");

@@ -58,9 +58,9 @@ Conversation parse_conversation(const std::string& text, const std::string& path
   for (std::size_t i = 0; i < chat.messages.size(); ++i) {
     const nlohmann::ordered_json& m = chat.messages[i];
     if (!m.is_object() || !m.contains("role") || !m["role"].is_string()) {
-      const std::string json = m.dump(-1, ' ', true);  // (ASCII, \u escapes: the cut never splits a character)
+      const std::string quoted = m.dump(-1, ' ', true);  // (ASCII, \u escapes: the cut never splits a character)
       throw bad_input(path + ": message " + std::to_string(i) + " is not an object with a string \"role\" (" +
-                      (json.size() > 60 ? json.substr(0, 60) + "..." : json) + ")");
+                      (quoted.size() > 60 ? quoted.substr(0, 60) + "..." : quoted) + ")");
     }
   }
   return chat;

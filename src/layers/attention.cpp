@@ -213,23 +213,22 @@ class Attention final : public Layer {
   // Generation with a key/value cache (StepContext::decode_position = P): x [B, L, C] holds
   // positions P .. P+L-1 of B sequences drawn side by side (--samples). Their queries, keys and
   // values (normed and turned as in forward) go to rows P .. P+L-1 of each sequence's cache, qkv
-  // rows [B, S, (H + 2K) D] kept across calls (S: StepContext::cache_positions, at most T) (the queries of earlier
-  // positions with them: the fused layout flash_attention_decode reads); the L queries attend over rows 0 .. P+L-1 of
+  // rows [B, T, (H + 2K) D] kept across calls (T: the positions the layer is configured for, those
+  // a generation pass reaches: Model::set_positions) (the queries of earlier positions with them:
+  // the fused layout flash_attention_decode reads); the L queries attend over rows 0 .. P+L-1 of
   // their sequence's (its documents: doc_ids [B, P+L]). Nothing is kept for a backward.
   void decode(const Tensor& x, Tensor& y) {
     const std::int64_t b = x.shape()[0], len = x.shape()[1], c = x.shape()[2], p = context().decode_position;
     const std::int64_t ld = (heads() + 2 * kv()) * width(c), hc = heads() * width(c);
-    const std::int64_t held = context().cache_positions > 0 ? std::min(context().cache_positions, t_) : t_;
-    HPCT_CHECK(p + len <= held, "attention: a key/value cache holds sequences of " + std::to_string(held) +
-                                    " positions, not " + shape_string(x.shape()) + " from position " +
-                                    std::to_string(p));
+    HPCT_CHECK(p + len <= t_, "attention: a key/value cache holds sequences of " + std::to_string(t_) +
+                                  " positions, not " + shape_string(x.shape()) + " from position " + std::to_string(p));
     // (--interactive's next pass starts with the last pass's positions 0 .. p-1, kept: moved when the
     // cache grows for the longer conversation, Model::set_positions; one sequence)
-    const Tensor kept = p > 0 && cache_.defined() && cache_.numel() < b * held * ld ? cache_ : Tensor();
+    const Tensor kept = p > 0 && cache_.defined() && cache_.numel() < b * t_ * ld ? cache_ : Tensor();
     HPCT_CHECK(!kept.defined() || b == 1, "attention: a key/value cache of " + std::to_string(b) +
                                               " sequences grown from position " + std::to_string(p));
     if (kept.defined()) cache_ = Tensor();
-    cache_ = scratch(cache_, {b, held, ld}, x.device());
+    cache_ = scratch(cache_, {b, t_, ld}, x.device());
     if (kept.defined()) {
       Tensor rows = cache_.view(0, {1, p, ld});
       copy(kept.view(0, {1, p, ld}), rows);
@@ -253,7 +252,7 @@ class Attention final : public Layer {
     Tensor out = temp(0, {b, len, hc}, x.device()), lse = temp(1, {b, heads(), len}, x.device());
     const Tensor& docs = context().doc_ids;
     for (std::int64_t s = 0; s < b; ++s) {
-      Tensor mine = cache_.view(s * held * ld, {1, p + len, ld}), out_s = out.view(s * len * hc, {1, len, hc});
+      Tensor mine = cache_.view(s * t_ * ld, {1, p + len, ld}), out_s = out.view(s * len * hc, {1, len, hc});
       Tensor lse_s = lse.view(s * heads() * len, {1, heads(), len});
       if (b > 1) {
         Tensor fresh = mine.view(p * ld, {1, len, ld});

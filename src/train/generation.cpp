@@ -242,6 +242,7 @@ int Trainer::generate(const SamplingOptions& given) {
       std::max<std::int64_t>(1, std::min(o.samples, rt_.per_rank_batch() / cfg_.train.micro_batches));
   const Device device = rt_.device().kind == DeviceKind::cuda ? Device::cuda : Device::cpu;
   const bool prints = rt_.world().rank() == 0;
+  memory_.generation = true;  // (a refusal's advice)
   const std::unique_ptr<Communicator> input = o.interactive ? rt_.unwatched_world() : nullptr;
   double drawn = 0, s = 0;
   // One pass, or with --interactive one per user message, each reply added to the conversation.
@@ -256,7 +257,6 @@ int Trainer::generate(const SamplingOptions& given) {
     model_->set_positions(cache_positions(ids, o));
     memory_.act = model_->activation_memory(group, cfg_.precision.dtype, device, true);
     memory_.act.gradients = 0;
-    memory_.generation = true;
     raise_if_any(rt_.world(), memory_refusal(memory_, static_cast<double>(alloc_.in_use()), cfg_, rt_));
     const auto start = std::chrono::steady_clock::now();
     std::vector<std::uint32_t> reply;
@@ -301,7 +301,6 @@ std::int64_t Trainer::continue_prompt(const std::vector<std::uint32_t>& ids, con
   }
   kv_tokens_.clear();
   bool valid = true;  // the cache holds positions 0 .. cached-1 of seqs (not after the window slid)
-  model_->context().cache_positions = cache_positions(ids, o);
   for (std::int64_t n = 0; n < o.tokens; ++n) {
     // Every sequence has the same length (a stopped one runs on unseen): the last `len` tokens of each.
     const std::size_t size = seqs[0].size();
@@ -345,7 +344,6 @@ std::int64_t Trainer::continue_prompt(const std::vector<std::uint32_t>& ids, con
   model_->set_length(0);
   model_->context().decode_position = -1;
   model_->context().output_position = -1;
-  model_->context().cache_positions = 0;
   for (std::int64_t r = 0; prints && r < count; ++r) {
     if (count > 1 && first + r > 0) std::fputs("---------------\n", stdout);
     const std::string text = count > 1 ? o.prompt + texts[static_cast<std::size_t>(r)] : "";

@@ -120,10 +120,6 @@ struct StepContext {
   // the previous forwards ran: attention keeps their keys and values (its cache) and attends over
   // all, position embeddings and RoPE offset by decode_position. -1: the whole sequence.
   std::int64_t decode_position = -1;
-  // Generation: the positions each sequence's key/value cache holds, those the draws will reach
-  // (the prompt's and the tokens to draw, at most T: an imported model's T of 131,072 need not be
-  // held for a short reply); 0: T.
-  std::int64_t cache_positions = 0;
   // Generation (Model::set_one_output_position): the one position of each sequence of the run
   // whose output the last layer computes (the context's last token); -1 when not set.
   std::int64_t output_position = -1;

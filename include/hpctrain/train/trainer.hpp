@@ -274,8 +274,8 @@ class Trainer {
   std::vector<std::uint32_t> next_tokens(const Tensor& context, std::int64_t len, const Tensor& run, std::int64_t from,
                                          const SamplingOptions& o, std::int64_t first_sample, std::int64_t n,
                                          const std::vector<std::vector<std::uint32_t>>& seqs);
-  // The positions a key/value cache holds for continuing `ids` by o.tokens: those the draws reach
-  // while the context fits block_size (StepContext::cache_positions).
+  // The positions a generation pass continuing `ids` by o.tokens reaches, at most block_size
+  // (Model::set_positions: what its buffers and key/value caches hold).
   std::int64_t cache_positions(const std::vector<std::uint32_t>& ids, const SamplingOptions& o) const {
     return std::min<std::int64_t>(index_.train.block_size, static_cast<std::int64_t>(ids.size()) + o.tokens);
   }

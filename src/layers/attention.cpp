@@ -110,6 +110,9 @@ class Attention final : public Layer {
     return p;
   }
   void configure(const Shape& in) override { t_ = sequence_split() ? tensor_parallel().sequence : in[0]; }
+  bool cache_serves(std::int64_t position) const override {
+    return position == 0 || (cache_.defined() && base_ <= first_read(position));
+  }
   // Saved: as saved_tensors lists them. Scratch, in backward: the heads' gradient and dqkv (unfused:
   // the probabilities' gradient), the float32 copies of 16-bit saved tensors, and with sequence
   // parallelism the gathered input and output gradient (two buffers each: Layer::sequence_gather),
@@ -130,7 +133,9 @@ class Attention final : public Layer {
     if (a_.qk_weight) m.scratch += 2 * (MemoryQuery::temp(n * t * h * d) + MemoryQuery::temp(n * t * k * d));
     if (a_.qk_weight && tensor_parallel().size > 1 && !sequence_split()) m.scratch += 2 * MemoryQuery::temp(d);
     if (a_.qk_offset) m.scratch += 2 * MemoryQuery::temp(d);  // (1 + weight, each part's)
-    m.cache = 4 * qkv;                                        // (decode: float32 qkv rows [n, T, (H + 2K) D])
+    // (decode: float32 qkv rows [n, R, (H + 2K) D], R = cache_rows of the pass's longest forward)
+    m.cache = 4 * n * static_cast<double>(cache_rows(q.longest_forward > 0 ? std::min(q.longest_forward, t_) : t_)) *
+              (h + 2 * k) * d;
     m.scratch += MemoryQuery::temp(out) + MemoryQuery::temp(qkv) + (a_.fused ? 0 : MemoryQuery::temp(probs)) +
                  (sequence_split() ? 6 * MemoryQuery::temp(n * t * c) : 0);
     return m;
@@ -212,29 +217,20 @@ class Attention final : public Layer {
   static constexpr float kQkNormEps = 1e-6f;
   // Generation with a key/value cache (StepContext::decode_position = P): x [B, L, C] holds
   // positions P .. P+L-1 of B sequences drawn side by side (--samples). Their queries, keys and
-  // values (normed and turned as in forward) go to rows P .. P+L-1 of each sequence's cache, qkv
-  // rows [B, T, (H + 2K) D] kept across calls (T: the positions the layer is configured for, those
-  // a generation pass reaches: Model::set_positions) (the queries of earlier positions with them:
-  // the fused layout flash_attention_decode reads); the L queries attend over rows 0 .. P+L-1 of
-  // their sequence's (its documents: doc_ids [B, P+L]). Nothing is kept for a backward.
+  // values (normed and turned as in forward) go to the rows of positions P .. P+L-1 of each
+  // sequence's cache (ready_cache: qkv rows [B, R, (H + 2K) D] kept across calls, the queries of
+  // earlier positions with them: the fused layout flash_attention_decode reads); the L queries
+  // attend over the rows their sequence keeps before them (its documents: doc_ids [B, P+L]).
+  // Nothing is kept for a backward.
   void decode(const Tensor& x, Tensor& y) {
     const std::int64_t b = x.shape()[0], len = x.shape()[1], c = x.shape()[2], p = context().decode_position;
     const std::int64_t ld = (heads() + 2 * kv()) * width(c), hc = heads() * width(c);
     HPCT_CHECK(p + len <= t_, "attention: a key/value cache holds sequences of " + std::to_string(t_) +
                                   " positions, not " + shape_string(x.shape()) + " from position " + std::to_string(p));
-    // (--interactive's next pass starts with the last pass's positions 0 .. p-1, kept: moved when the
-    // cache grows for the longer conversation, Model::set_positions; one sequence)
-    const Tensor kept = p > 0 && cache_.defined() && cache_.numel() < b * t_ * ld ? cache_ : Tensor();
-    HPCT_CHECK(!kept.defined() || b == 1, "attention: a key/value cache of " + std::to_string(b) +
-                                              " sequences grown from position " + std::to_string(p));
-    if (kept.defined()) cache_ = Tensor();
-    cache_ = scratch(cache_, {b, t_, ld}, x.device());
-    if (kept.defined()) {
-      Tensor rows = cache_.view(0, {1, p, ld});
-      copy(kept.view(0, {1, p, ld}), rows);
-    }
+    ready_cache(b, p, len, ld, x.device());
+    const std::int64_t rows = cache_.shape()[1], at = p - base_;  // (position p's row)
     // (one sequence: computed in its cache rows; several: side by side, then each to its cache)
-    Tensor now = b == 1 ? cache_.view(p * ld, {1, len, ld}) : temp(2, {b, len, ld}, x.device());
+    Tensor now = b == 1 ? cache_.view(at * ld, {1, len, ld}) : temp(2, {b, len, ld}, x.device());
     Tensor now2 = now.reshaped({b * len, ld});
     gemm(false, true, 1.f, x.reshaped({b * len, c}), param(kWqkv), 0.f, now2);
     if (a_.qkv_bias) add_bias(now2, param(kBqkv));
@@ -252,20 +248,65 @@ class Attention final : public Layer {
     Tensor out = temp(0, {b, len, hc}, x.device()), lse = temp(1, {b, heads(), len}, x.device());
     const Tensor& docs = context().doc_ids;
     for (std::int64_t s = 0; s < b; ++s) {
-      Tensor mine = cache_.view(s * t_ * ld, {1, p + len, ld}), out_s = out.view(s * len * hc, {1, len, hc});
+      Tensor mine = cache_.view(s * rows * ld, {1, at + len, ld}), out_s = out.view(s * len * hc, {1, len, hc});
       Tensor lse_s = lse.view(s * heads() * len, {1, heads(), len});
       if (b > 1) {
-        Tensor fresh = mine.view(p * ld, {1, len, ld});
+        Tensor fresh = mine.view(at * ld, {1, len, ld});
         copy(now.view(s * len * ld, {1, len, ld}), fresh);
       }
-      flash_attention_decode(mine, heads(), kv(), docs.defined() ? docs.view(s * (p + len), {1, p + len}) : docs,
-                             a_.fused_options, p, out_s, lse_s);
+      flash_attention_decode(mine, heads(), kv(),
+                             docs.defined() ? docs.view(s * (p + len) + base_, {1, at + len}) : docs, a_.fused_options,
+                             at, out_s, lse_s);
     }
     round16(out);
     Tensor y2 = y.reshaped({b * len, c});
     gemm(false, true, 1.f, out.reshaped({b * len, hc}), param(wproj()), 0.f, y2);
     tp_sum(y2);
     if (a_.proj_bias) add_bias(y2, param(wproj() + 1));
+  }
+  // The sliding window when it is shorter than the sequence (window=W < T), else 0: every position.
+  std::int64_t short_window() const {
+    const std::int64_t w = a_.fused_options.window;
+    return w > 0 && w < t_ ? w : 0;
+  }
+  // The first position whose row a pass from position p reads: p - (W - 1) with a sliding window.
+  std::int64_t first_read(std::int64_t p) const {
+    return short_window() > 0 ? std::max<std::int64_t>(0, p - (short_window() - 1)) : 0;
+  }
+  // The rows of a sequence's cache for passes of up to `len` positions: T (every position the layer
+  // is configured for, those a generation pass reaches: Model::set_positions); with a sliding
+  // window of W < T, the W - 1 positions before the pass that its queries read, W - 1 more to move
+  // them into, and the pass's own: at most 2 (W - 1) + len.
+  std::int64_t cache_rows(std::int64_t len) const {
+    return short_window() > 0 ? std::min(t_, 2 * (short_window() - 1) + len) : t_;
+  }
+  // The cache made ready for a pass over positions p .. p+len-1: row r of a sequence holds
+  // position base_ + r. A pass from 0 starts anew; a later one keeps positions first_read(p) ..
+  // p-1. Where the pass's rows run past the cache's end, those kept rows move to the front, in
+  // place (with a window they lie more than W - 1 rows ahead: no overlap) or into a larger cache
+  // (--interactive's next turn when the conversation grew: Model::set_positions). So a long
+  // generation in a windowed layer holds its window's rows, not T's (llama.cpp's SWA cache).
+  void ready_cache(std::int64_t b, std::int64_t p, std::int64_t len, std::int64_t ld, Device dev) {
+    const std::int64_t rows = cache_.defined() ? cache_.shape()[1] : 0, lo = first_read(p), need = cache_rows(len);
+    HPCT_CHECK(p == 0 || (cache_.defined() && cache_.shape()[0] == b && base_ <= lo),
+               "attention: a key/value cache of " + std::to_string(b) + " sequences from position " +
+                   std::to_string(p) + " needs the rows from position " + std::to_string(lo) + "; it holds " +
+                   (cache_.defined() ? shape_string(cache_.shape()) + " from " + std::to_string(base_) : "none"));
+    if (p == 0 && rows == need && cache_.shape()[0] == b) return void(base_ = 0);
+    if (p > 0 && p + len - base_ <= rows) return;  // (the rows are there)
+    const std::int64_t kept = p - lo;
+    const auto keep = [&](const Tensor& from, std::int64_t from_rows, std::int64_t to_rows) {
+      for (std::int64_t s = 0; kept > 0 && s < b; ++s) {
+        Tensor to = cache_.view(s * to_rows * ld, {1, kept, ld});
+        copy(from.view((s * from_rows + lo - base_) * ld, {1, kept, ld}), to);
+      }
+      base_ = lo;
+    };
+    if (p > 0 && rows >= need) return keep(cache_, rows, rows);  // (moved to the front)
+    const Tensor old = cache_;
+    cache_ = Tensor();
+    cache_ = scratch(cache_, {b, need, ld}, dev);
+    keep(old, rows, need);
   }
   // What forward keeps for backward, in the micro-batch's saved set (layer.hpp): in 16-bit runs
   // in 16 bits (compact_out / compact_keep / compact_in), the mask too when the format holds its
@@ -399,8 +440,9 @@ class Attention final : public Layer {
   bool dropped_ = false;
   std::vector<float> freq_;  // RoPE's, for this head width
   Tensor step_key_;
-  std::int64_t t_ = 0;  // the sequence's positions (configure)
-  Tensor cache_;        // decode: the qkv rows of the positions run so far
+  std::int64_t t_ = 0;     // the sequence's positions (configure)
+  Tensor cache_;           // decode: the qkv rows of the positions run so far (ready_cache)
+  std::int64_t base_ = 0;  // the position of each sequence's first row in cache_
 };
 
 AttentionArgs attention_args(const LayerArgs& a) {

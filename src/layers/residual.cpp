@@ -67,6 +67,9 @@ class Residual final : public Layer {
     Layer::set_tensor_parallel(tp);
     for (auto& layer : inner_) layer->set_tensor_parallel(tp);
   }
+  bool cache_serves(std::int64_t position) const override {
+    return std::all_of(inner_.begin(), inner_.end(), [&](const auto& l) { return l->cache_serves(position); });
+  }
   double own_bytes() const override {
     double bytes = Layer::own_bytes();
     for (const auto& l : inner_) bytes += l->own_bytes();

@@ -108,6 +108,10 @@ bool Model::set_positions(std::int64_t len) {
   return true;
 }
 
+bool Model::cache_serves(std::int64_t position) const {
+  return std::all_of(layers_.begin(), layers_.end(), [&](const auto& l) { return l->cache_serves(position); });
+}
+
 Shape Model::input_sample() const { return sample_shape(0); }
 
 std::size_t Model::saved_bytes() const {

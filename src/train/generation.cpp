@@ -255,7 +255,8 @@ int Trainer::generate(const SamplingOptions& given) {
     // memory check (the Trainer's leaves it to here) for them: the activations of `group` rows,
     // forward alone, and their caches (float32).
     model_->set_positions(cache_positions(ids, o));
-    memory_.act = model_->activation_memory(group, cfg_.precision.dtype, device, true);
+    memory_.act =
+        model_->activation_memory(group, cfg_.precision.dtype, device, true, static_cast<std::int64_t>(ids.size()));
     memory_.act.gradients = 0;
     raise_if_any(rt_.world(), memory_refusal(memory_, static_cast<double>(alloc_.in_use()), cfg_, rt_));
     const auto start = std::chrono::steady_clock::now();
@@ -269,11 +270,15 @@ int Trainer::generate(const SamplingOptions& given) {
     if (!o.interactive) break;
     chat.messages.push_back({{"role", "assistant"}, {"content", vocab.decode(reply)}});
   }
-  if (prints)  // on stderr: stdout holds the text alone
-    std::fprintf(stderr, "generate: %.0f tokens in %.3f s, %.1f tokens/s%s\n", drawn, s, s > 0 ? drawn / s : 0.0,
-                 o.interactive
-                     ? (", " + std::to_string(kv_reused_) + " positions of earlier turns kept in the cache").c_str()
-                     : "");
+  double caches = model_->layer_own_bytes();  // (the layers' own buffers: in a token model, the caches)
+  rt_.world().allreduce(&caches, &caches, 1, DType::f64, ReduceOp::max);
+  const std::string kept = o.interactive ? ", " + std::to_string(kv_reused_) + " positions of earlier turns kept" : "";
+  if (prints && o.kv_cache)  // on stderr: stdout holds the text alone
+    std::fprintf(stderr, "generate: %.0f tokens in %.3f s, %.1f tokens/s, key/value caches %.1f MiB%s%s\n", drawn, s,
+                 s > 0 ? drawn / s : 0.0, caches / (1 << 20), rt_.world().size() > 1 ? " (the most on a rank)" : "",
+                 kept.c_str());
+  else if (prints)
+    std::fprintf(stderr, "generate: %.0f tokens in %.3f s, %.1f tokens/s\n", drawn, s, s > 0 ? drawn / s : 0.0);
   return 0;
 }
 
@@ -297,6 +302,11 @@ std::int64_t Trainer::continue_prompt(const std::vector<std::uint32_t>& ids, con
     while (cached < static_cast<std::int64_t>(most) &&
            ids[static_cast<std::size_t>(cached)] == kv_tokens_[static_cast<std::size_t>(cached)])
       ++cached;
+    // (a sliding-window layer keeps only its window's rows: back further than that, from the start;
+    // every pipeline stage asked)
+    std::int32_t serves = model_->cache_serves(cached) ? 1 : 0;
+    rt_.world().allreduce(&serves, &serves, 1, DType::i32, ReduceOp::min);
+    if (!serves) cached = 0;
     kv_reused_ += cached;
   }
   kv_tokens_.clear();

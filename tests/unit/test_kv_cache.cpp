@@ -249,6 +249,78 @@ INSTANTIATE_TEST_SUITE_P(
                            false}),
     [](const ::testing::TestParamInfo<Case>& i) { return std::to_string(i.index); });
 
+// A sliding window's cache (attention's ready_cache): a layer with window=6 keeps at most 2 x 5 +
+// L rows of each sequence (L: the longest pass, the prompt's 5) while a generation runs to all 90
+// positions, one or a few at a time, for one sequence and two side by side; every pass gives the
+// whole forward's logits (the kept rows moved to the front as the cache runs out; a pass of 12 grows
+// it). The global layer holds all 90; the memory estimate for a first pass of 5 is what the two
+// hold, to the byte. Going back within the window (--interactive's next turn) gives the same logits
+// again; further back the cache no longer serves (Model::cache_serves) and a pass from there is
+// refused. Control: the same generation with the window as wide as the sequence holds 90 rows in both.
+TEST(KvCacheWindow, LongGenerationHoldsTheWindowsRows) {
+  LayerRegistry r;
+  register_builtin_layers(r);
+  Allocator alloc;
+  const auto layers = [](int window) {
+    return "embedding(23, 32) res(rmsnorm attention(4, kv_heads=2, rope=10000, bias=0, window=" +
+           std::to_string(window) +
+           ")) res(rmsnorm attention(4, kv_heads=2, rope=500000, bias=0)) res(rmsnorm linear(64, bias=0) swiglu "
+           "linear(32, bias=0)) rmsnorm lm_head(23)";
+  };
+  const double row = 4.0 * (4 + 2 * 2) * 8;  // bytes of one position's q|k|v (float32)
+  for (const int window : {6, 90}) {
+    for (const std::int64_t b : {1, 2}) {
+      Model whole(layers(window), {T}, r, alloc), m(layers(window), {T}, r, alloc);
+      whole.init_parameters(3);
+      m.init_parameters(3);
+      whole.set_batch(b);
+      Tensor ids = Tensor::zeros({b, T}, alloc, DType::i32);
+      for (std::int64_t i = 0; i < b * T; ++i)
+        ids.data_as<std::int32_t>()[i] = static_cast<std::int32_t>((i * 11 + 1) % V);
+      const Tensor& w = whole.forward(ids);
+      const std::vector<float> want(w.data(), w.data() + b * T * V);
+      m.set_batch(b);
+      const auto pass = [&](std::int64_t p, std::int64_t len) {
+        Tensor run = Tensor::zeros({b, len}, alloc, DType::i32);
+        for (std::int64_t s = 0; s < b; ++s)
+          std::copy_n(ids.data_as<std::int32_t>() + s * T + p, len, run.data_as<std::int32_t>() + s * len);
+        m.context().decode_position = p;
+        m.set_length(len);
+        const Tensor& got = m.forward(run);
+        for (std::int64_t s = 0; s < b; ++s) {
+          const std::vector<float> mine(want.begin() + s * T * V, want.begin() + (s + 1) * T * V);
+          EXPECT_LT(error(got.view(s * len * V, {1, len, V}), mine, p, len), 1e-5)
+              << "window " << window << ", " << b << " sequences, sequence " << s << ": positions " << p << " .. "
+              << p + len - 1;
+        }
+      };
+      std::int64_t p = 0;
+      for (std::int64_t len : {5, 1, 1, 1, 1, 1, 1, 1, 1, 12, 1, 1, 2, 1, 3, 7, 1}) pass(p, len), p += len;
+      while (p < T) pass(p, 1), ++p;
+      Model one(layers(window), {T}, r, alloc);  // (the estimate counts caches with one output position)
+      ASSERT_TRUE(one.set_one_output_position());
+      const double held = m.layer_own_bytes();
+      const double estimate = one.activation_memory(b, Precision::fp32, Device::cpu, true, 5).cache;
+      if (window == 6) {
+        // (the rows of the pass of 12: 2 x 5 + 12 while it ran, kept since)
+        EXPECT_EQ(held, static_cast<double>(b) * row * (T + 2 * 5 + 12)) << b << " sequences";
+        EXPECT_EQ(estimate, static_cast<double>(b) * row * (T + 2 * 5 + 5)) << b << " sequences";
+        EXPECT_TRUE(m.cache_serves(86));
+        EXPECT_TRUE(m.cache_serves(0));
+        EXPECT_FALSE(m.cache_serves(60));
+        pass(86, 4);  // (back within the window)
+        m.context().decode_position = 60;
+        m.set_length(4);
+        EXPECT_THROW(m.forward(ids.view(0, {b, 4})), Error) << b << " sequences";
+      } else {
+        EXPECT_EQ(held, 2 * static_cast<double>(b) * row * T) << b << " sequences";
+        EXPECT_EQ(estimate, held) << b << " sequences";
+        EXPECT_TRUE(m.cache_serves(60));
+      }
+    }
+  }
+}
+
 TEST(KvCacheModel, OnlyTokenModelsRunShortenedForwards) {
   LayerRegistry r;
   register_builtin_layers(r);

@@ -157,6 +157,9 @@ struct MemoryQuery {
   Precision precision = Precision::fp32;
   Device device = Device::cpu;
   bool training = true;
+  // Generation: the most positions one forward of a pass runs (the prompt's, the first), which
+  // sizes a sliding-window layer's key/value cache (LayerMemory::cache); 0: every position.
+  std::int64_t longest_forward = 0;
   // A tensor of `elems` elements kept by compact_out / compact_keep: in 16 bits in a bf16/fp16 run
   // (its float32 copy in the arena during the call), else float32.
   LayerMemory compact(double elems, bool packable = true) const {
@@ -238,6 +241,10 @@ class Layer {
   // outputs one position of each sequence, StepContext::output_position ([T, V] -> [1, V]; the
   // other positions' logits are never computed). False: this layer cannot.
   virtual bool set_one_position() { return false; }
+  // Generation with a key/value cache: whether the cache still holds what a pass from `position`
+  // reads (the positions before it that the pass's queries attend to: a sliding-window layer keeps
+  // only its window's, so --interactive can go back to an earlier position only within it).
+  virtual bool cache_serves(std::int64_t /*position*/) const { return true; }
   // Bytes of the buffers the layer keeps across calls from its own allocators (scratch(): a key/
   // value cache, a device copy of running statistics), its inner layers' with them.
   virtual double own_bytes() const { return static_cast<double>(host_scratch_.in_use() + device_scratch_.in_use()); }

@@ -138,6 +138,9 @@ class Model {
   // Buffers already made are dropped (set_batch makes them again): called before each pass, a
   // longer conversation grows them. A sequence-parallel model keeps T (returns false).
   bool set_positions(std::int64_t len);
+  // Whether every layer's key/value cache holds what a pass from `position` reads
+  // (Layer::cache_serves; this rank's layers: a pipeline asks every stage).
+  bool cache_serves(std::int64_t position) const;
   // For the next forward (evaluation: the loss sums into `scalars`) or backward (training: also
   // grad_scale times their gradient): true when the last layer runs the loss (loss_in_head), and
   // the caller does not; false, and the caller runs it on output(), otherwise. Null `scalars` (no
@@ -224,8 +227,11 @@ class Model {
     double total() const { return kept() + cache + gradients + scratch; }
   };
   // For a run in `precision` on `device` ([train] recompute = blocks: `recompute`); the model's own
-  // precision need not be set (--dry-run's is not).
-  ActivationMemory activation_memory(std::int64_t rows, Precision precision, Device device, bool recompute) const;
+  // precision need not be set (--dry-run's is not). Generation: `longest_forward`, the most positions
+  // one forward of the pass runs (the prompt's), sizes the caches of sliding-window layers
+  // (MemoryQuery::longest_forward; 0: every position).
+  ActivationMemory activation_memory(std::int64_t rows, Precision precision, Device device, bool recompute,
+                                     std::int64_t longest_forward = 0) const;
   std::size_t layers() const { return layers_.size(); }
   // The bytes the layers keep across calls from their own allocators (Layer::own_bytes: generation's
   // key/value caches), which the model's allocator does not count.

@@ -109,7 +109,8 @@ class Attention final : public Layer {
     if (a_.proj_bias) p.push_back({"proj.bias", {c}, Init::zeros, c, c});
     return p;
   }
-  void configure(const Shape& in) override { t_ = sequence_split() ? tensor_parallel().sequence : in[0]; }
+  void configure(const Shape& in) override { t_ = cache_t_ = sequence_split() ? tensor_parallel().sequence : in[0]; }
+  void set_cache_positions(std::int64_t positions) override { cache_t_ = positions; }
   bool cache_serves(std::int64_t position) const override {
     return position == 0 || (cache_.defined() && base_ <= first_read(position));
   }
@@ -132,10 +133,8 @@ class Attention final : public Layer {
     if (a_.qk_norm) m.saved += 4 * n * t * (h + k) * (a_.qk_weight ? d + 1 : 1);  // (weights: the heads before it)
     if (a_.qk_weight) m.scratch += 2 * (MemoryQuery::temp(n * t * h * d) + MemoryQuery::temp(n * t * k * d));
     if (a_.qk_weight && tensor_parallel().size > 1 && !sequence_split()) m.scratch += 2 * MemoryQuery::temp(d);
-    if (a_.qk_offset) m.scratch += 2 * MemoryQuery::temp(d);  // (1 + weight, each part's)
-    // (decode: float32 qkv rows [n, R, (H + 2K) D], R = cache_rows of the pass's longest forward)
-    m.cache = 4 * n * static_cast<double>(cache_rows(q.longest_forward > 0 ? std::min(q.longest_forward, t_) : t_)) *
-              (h + 2 * k) * d;
+    if (a_.qk_offset) m.scratch += 2 * MemoryQuery::temp(d);                  // (1 + weight, each part's)
+    m.cache = 4 * n * static_cast<double>(cache_rows(t_)) * (h + 2 * k) * d;  // (decode: float32 [n, R, (H + 2K) D])
     m.scratch += MemoryQuery::temp(out) + MemoryQuery::temp(qkv) + (a_.fused ? 0 : MemoryQuery::temp(probs)) +
                  (sequence_split() ? 6 * MemoryQuery::temp(n * t * c) : 0);
     return m;
@@ -225,8 +224,9 @@ class Attention final : public Layer {
   void decode(const Tensor& x, Tensor& y) {
     const std::int64_t b = x.shape()[0], len = x.shape()[1], c = x.shape()[2], p = context().decode_position;
     const std::int64_t ld = (heads() + 2 * kv()) * width(c), hc = heads() * width(c);
-    HPCT_CHECK(p + len <= t_, "attention: a key/value cache holds sequences of " + std::to_string(t_) +
-                                  " positions, not " + shape_string(x.shape()) + " from position " + std::to_string(p));
+    HPCT_CHECK(p + len <= cache_t_, "attention: a key/value cache holds sequences of " + std::to_string(cache_t_) +
+                                        " positions, not " + shape_string(x.shape()) + " from position " +
+                                        std::to_string(p));
     ready_cache(b, p, len, ld, x.device());
     const std::int64_t rows = cache_.shape()[1], at = p - base_;  // (position p's row)
     // (one sequence: computed in its cache rows; several: side by side, then each to its cache)
@@ -267,18 +267,18 @@ class Attention final : public Layer {
   // The sliding window when it is shorter than the sequence (window=W < T), else 0: every position.
   std::int64_t short_window() const {
     const std::int64_t w = a_.fused_options.window;
-    return w > 0 && w < t_ ? w : 0;
+    return w > 0 && w < cache_t_ ? w : 0;
   }
   // The first position whose row a pass from position p reads: p - (W - 1) with a sliding window.
   std::int64_t first_read(std::int64_t p) const {
     return short_window() > 0 ? std::max<std::int64_t>(0, p - (short_window() - 1)) : 0;
   }
-  // The rows of a sequence's cache for passes of up to `len` positions: T (every position the layer
-  // is configured for, those a generation pass reaches: Model::set_positions); with a sliding
-  // window of W < T, the W - 1 positions before the pass that its queries read, W - 1 more to move
-  // them into, and the pass's own: at most 2 (W - 1) + len.
+  // The rows of a sequence's cache for passes of up to `len` positions: P (every position a
+  // generation pass reaches: Model::set_positions); with a sliding window of W < P, the W - 1
+  // positions before the pass that its queries read, W - 1 more to move them into, and the pass's
+  // own: at most 2 (W - 1) + len.
   std::int64_t cache_rows(std::int64_t len) const {
-    return short_window() > 0 ? std::min(t_, 2 * (short_window() - 1) + len) : t_;
+    return short_window() > 0 ? std::min(cache_t_, 2 * (short_window() - 1) + len) : cache_t_;
   }
   // The cache made ready for a pass over positions p .. p+len-1: row r of a sequence holds
   // position base_ + r. A pass from 0 starts anew; a later one keeps positions first_read(p) ..
@@ -440,9 +440,10 @@ class Attention final : public Layer {
   bool dropped_ = false;
   std::vector<float> freq_;  // RoPE's, for this head width
   Tensor step_key_;
-  std::int64_t t_ = 0;     // the sequence's positions (configure)
-  Tensor cache_;           // decode: the qkv rows of the positions run so far (ready_cache)
-  std::int64_t base_ = 0;  // the position of each sequence's first row in cache_
+  std::int64_t t_ = 0;        // the sequence's positions (configure): the most one forward runs
+  std::int64_t cache_t_ = 0;  // generation: the positions the key/value cache holds (set_cache_positions; else t_)
+  Tensor cache_;              // decode: the qkv rows of the positions run so far (ready_cache)
+  std::int64_t base_ = 0;     // the position of each sequence's first row in cache_
 };
 
 AttentionArgs attention_args(const LayerArgs& a) {

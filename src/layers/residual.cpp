@@ -67,6 +67,9 @@ class Residual final : public Layer {
     Layer::set_tensor_parallel(tp);
     for (auto& layer : inner_) layer->set_tensor_parallel(tp);
   }
+  void set_cache_positions(std::int64_t positions) override {
+    for (auto& layer : inner_) layer->set_cache_positions(positions);
+  }
   bool cache_serves(std::int64_t position) const override {
     return std::all_of(inner_.begin(), inner_.end(), [&](const auto& l) { return l->cache_serves(position); });
   }

@@ -91,15 +91,21 @@ void Model::set_length(std::int64_t len) {
   if (rows_ > 0) use_set(set_);
 }
 
-bool Model::set_positions(std::int64_t len) {
+bool Model::set_positions(std::int64_t len, std::int64_t forward) {
   if (tp_.sequence > 0 && tp_.size > 1) return false;  // (the layers' positions are the rank's block)
   require_token_model("generation for the positions it reaches");
   if (block_ == 0) block_ = shapes_.front()[0];
-  HPCT_CHECK(len > 0 && len <= block_ && length_ == 0,
-             "Model::set_positions(" + std::to_string(len) + ") for T = " + std::to_string(block_));
-  if (len == shapes_.front()[0]) return true;
-  for (std::size_t i = 0; i + (one_position_ ? 1 : 0) < shapes_.size(); ++i) shapes_[i][0] = len;
-  for (std::size_t i = 0; i < layers_.size(); ++i) layers_[i]->configure(shapes_[i]);
+  if (forward == 0) forward = len;
+  HPCT_CHECK(len > 0 && len <= block_ && forward > 0 && forward <= len && length_ == 0,
+             "Model::set_positions(" + std::to_string(len) + ", " + std::to_string(forward) +
+                 ") for T = " + std::to_string(block_));
+  if (len == positions() && forward == shapes_.front()[0]) return true;
+  positions_ = len;
+  for (std::size_t i = 0; i + (one_position_ ? 1 : 0) < shapes_.size(); ++i) shapes_[i][0] = forward;
+  for (std::size_t i = 0; i < layers_.size(); ++i) {
+    layers_[i]->configure(shapes_[i]);
+    layers_[i]->set_cache_positions(len);
+  }
   // (the buffers of the old length go: set_batch makes them anew)
   capacity_ = 0, rows_ = -1;
   grad_buf_.clear(), grads_act_.clear(), acts_.clear(), sets_.clear();

@@ -7,8 +7,8 @@
 
 namespace hpctrain {
 
-Model::ActivationMemory Model::activation_memory(std::int64_t rows, Precision precision, Device device, bool recompute,
-                                                 std::int64_t longest_forward) const {
+Model::ActivationMemory Model::activation_memory(std::int64_t rows, Precision precision, Device device,
+                                                 bool recompute) const {
   ActivationMemory m;
   const auto r = static_cast<double>(rows);
   const bool sixteen = precision != Precision::fp32;
@@ -24,7 +24,7 @@ Model::ActivationMemory Model::activation_memory(std::int64_t rows, Precision pr
   if (!loss_in_head_ || one_position_) m.outputs += 4 * r * static_cast<double>(numel(shapes_[last]));
   m.gradients = gradient_buffer_bytes(rows, precision);
   MemoryQuery q;
-  q.rows = rows, q.precision = precision, q.device = device, q.training = true, q.longest_forward = longest_forward;
+  q.rows = rows, q.precision = precision, q.device = device, q.training = true;
   std::vector<double> kinds;  // the distinct blocks' inner bytes (a GPT: its attention and its MLP blocks)
   for (std::size_t i = 0; i < layers_.size(); ++i) {
     const LayerMemory l = layers_[i]->memory(shapes_[i], q);

@@ -250,13 +250,12 @@ int Trainer::generate(const SamplingOptions& given) {
   while (!o.interactive || user_last() || next_user_message(*input, chat)) {
     const std::vector<std::uint32_t> ids =
         prompt_ids(rt_.world(), o, chat, info.run.hf_files, target, vocab, split.id_limit());
-    // The model's buffers, its layers and their key/value caches for the positions this pass
-    // reaches (prompt and draws, at most block_size: Model::set_positions), not block_size; the
-    // memory check (the Trainer's leaves it to here) for them: the activations of `group` rows,
-    // forward alone, and their caches (float32).
-    model_->set_positions(cache_positions(ids, o));
-    memory_.act =
-        model_->activation_memory(group, cfg_.precision.dtype, device, true, static_cast<std::int64_t>(ids.size()));
+    // The key/value caches for the positions this pass reaches (prompt and draws, at most
+    // block_size), the model's buffers and layers for the most one forward runs (with the cache
+    // the prompt's: Model::set_positions), not block_size; the memory check (the Trainer's leaves
+    // it to here) for them: the activations of `group` rows, forward alone, and their caches (float32).
+    model_->set_positions(cache_positions(ids, o), forward_positions(ids, o));
+    memory_.act = model_->activation_memory(group, cfg_.precision.dtype, device, true);
     memory_.act.gradients = 0;
     raise_if_any(rt_.world(), memory_refusal(memory_, static_cast<double>(alloc_.in_use()), cfg_, rt_));
     const auto start = std::chrono::steady_clock::now();
@@ -286,7 +285,7 @@ std::int64_t Trainer::continue_prompt(const std::vector<std::uint32_t>& ids, con
                                       std::int64_t first, std::int64_t count, const Vocabulary& vocab, bool prints,
                                       std::vector<std::uint32_t>& reply) {
   const std::int64_t t = index_.train.block_size;
-  const std::int64_t positions = model_->input_sample()[0];  // (set_positions: the most this pass reaches)
+  const std::int64_t positions = model_->positions();  // (set_positions: the most this pass reaches)
   Tensor input = Tensor::zeros({count, positions}, alloc_, DType::i32);
   Tensor fresh = Tensor::zeros({count, positions}, alloc_, DType::i32);
   std::vector<std::vector<std::uint32_t>> seqs(static_cast<std::size_t>(count), ids);

@@ -194,9 +194,9 @@ std::string memory_refusal(const MemoryEstimate& e, double held, const Config& c
          (e.act.cache > 0 ? ", --generate's key/value caches " + f1(e.act.cache / kMiB) : "") + "); " +
          f1(need / kMiB) + " MiB still to allocate" + ranks + ", but " + f1(free / kMiB) + " MiB is " + where +
          (e.generation
-              ? ": use fewer --tokens or a shorter prompt (the forwards hold the prompt and the tokens drawn, at "
-                "most [model] block_size), fewer --samples or a smaller [train] micro_batch (the samples run at "
-                "once), or "
+              ? ": use fewer --tokens or a shorter prompt (the key/value caches hold the prompt and the tokens "
+                "drawn, at most [model] block_size; without them every forward does), fewer --samples or a smaller "
+                "[train] micro_batch (the samples run at once), or "
           : e.inference
               ? ": use a smaller [model] block_size (the positions each forward holds), a smaller [train] "
                 "micro_batch (the rows run at once), or "

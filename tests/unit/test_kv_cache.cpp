@@ -279,6 +279,7 @@ TEST(KvCacheWindow, LongGenerationHoldsTheWindowsRows) {
         ids.data_as<std::int32_t>()[i] = static_cast<std::int32_t>((i * 11 + 1) % V);
       const Tensor& w = whole.forward(ids);
       const std::vector<float> want(w.data(), w.data() + b * T * V);
+      ASSERT_TRUE(m.set_positions(T, 12));  // (caches for all 90, the forwards' buffers for 12)
       m.set_batch(b);
       const auto pass = [&](std::int64_t p, std::int64_t len) {
         Tensor run = Tensor::zeros({b, len}, alloc, DType::i32);
@@ -299,8 +300,9 @@ TEST(KvCacheWindow, LongGenerationHoldsTheWindowsRows) {
       while (p < T) pass(p, 1), ++p;
       Model one(layers(window), {T}, r, alloc);  // (the estimate counts caches with one output position)
       ASSERT_TRUE(one.set_one_output_position());
+      ASSERT_TRUE(one.set_positions(T, 5));  // (a first forward of 5)
       const double held = m.layer_own_bytes();
-      const double estimate = one.activation_memory(b, Precision::fp32, Device::cpu, true, 5).cache;
+      const double estimate = one.activation_memory(b, Precision::fp32, Device::cpu, true).cache;
       if (window == 6) {
         // (the rows of the pass of 12: 2 x 5 + 12 while it ran, kept since)
         EXPECT_EQ(held, static_cast<double>(b) * row * (T + 2 * 5 + 12)) << b << " sequences";

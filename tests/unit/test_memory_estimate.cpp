@@ -262,7 +262,8 @@ TEST(MemoryEstimate, GenerationCountsTheKeyValueCaches) {
 // Generation sized for the positions a pass reaches (Model::set_positions): the estimate for half
 // the positions has the key/value caches in proportion and fewer bytes of outputs and scratch; a
 // pass of those positions holds what it says (outputs and caches to the byte, scratch within it);
-// set back to T, the estimate is T's again.
+// forwards of at most 3 of them (--generate with the cache: set_positions(half, 3)) take the
+// outputs and scratch of 3 and the same caches; set back to T, the estimate is T's again.
 TEST(MemoryEstimate, GenerationSizedForThePositionsItReaches) {
   for (const Case& c : kCases) {
     if (c.tokens == 0) continue;
@@ -286,6 +287,26 @@ TEST(MemoryEstimate, GenerationSizedForThePositionsItReaches) {
     EXPECT_EQ(m.layer_own_bytes() - before, est.cache) << c.name;
     EXPECT_EQ(static_cast<double>(m.activation_bytes() - m.saved_bytes()), est.outputs) << c.name;
     EXPECT_LE(static_cast<double>(m.arena_high_water()) * 4, est.scratch) << c.name;
+    // Forwards of at most 3 positions (a prompt of 3, then one at a time, as --generate with the
+    // cache): the caches for half as before, the outputs and scratch for 3; a pass to half holds
+    // the caches it says (those the pass above made, kept) and its outputs to the byte.
+    ASSERT_TRUE(m.set_positions(half, 3));
+    const Model::ActivationMemory few = m.activation_memory(2, Precision::fp32, Device::cpu, true);
+    EXPECT_EQ(few.cache, est.cache) << c.name;
+    EXPECT_LT(few.outputs, est.outputs) << c.name;
+    EXPECT_LT(few.scratch, est.scratch) << c.name;
+    m.set_batch(2);
+    for (std::int64_t p = 0; p < half; p += p == 0 ? 3 : 1) {
+      const std::int64_t len = p == 0 ? 3 : 1;
+      m.context().decode_position = p;
+      m.context().output_position = len - 1;
+      m.set_length(len);
+      m.forward(Tensor::zeros({2, len}, alloc, DType::i32));
+    }
+    m.set_length(0);
+    EXPECT_EQ(m.layer_own_bytes() - before, few.cache) << c.name;
+    EXPECT_EQ(static_cast<double>(m.activation_bytes() - m.saved_bytes()), few.outputs) << c.name;
+    EXPECT_THROW(m.set_length(4), Error) << c.name;  // (a forward of 4 positions: more than the buffers hold)
     ASSERT_TRUE(m.set_positions(t));
     const Model::ActivationMemory again = m.activation_memory(2, Precision::fp32, Device::cpu, true);
     EXPECT_EQ(again.outputs, whole.outputs) << c.name;

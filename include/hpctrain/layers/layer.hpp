@@ -157,9 +157,6 @@ struct MemoryQuery {
   Precision precision = Precision::fp32;
   Device device = Device::cpu;
   bool training = true;
-  // Generation: the most positions one forward of a pass runs (the prompt's, the first), which
-  // sizes a sliding-window layer's key/value cache (LayerMemory::cache); 0: every position.
-  std::int64_t longest_forward = 0;
   // A tensor of `elems` elements kept by compact_out / compact_keep: in 16 bits in a bf16/fp16 run
   // (its float32 copy in the arena during the call), else float32.
   LayerMemory compact(double elems, bool packable = true) const {
@@ -241,6 +238,10 @@ class Layer {
   // outputs one position of each sequence, StepContext::output_position ([T, V] -> [1, V]; the
   // other positions' logits are never computed). False: this layer cannot.
   virtual bool set_one_position() { return false; }
+  // Generation with a key/value cache (Model::set_positions, after configure): the positions the
+  // cache holds, those a generation pass reaches, where its forwards run fewer (configure's T: the
+  // prompt's, then one at a time).
+  virtual void set_cache_positions(std::int64_t /*positions*/) {}
   // Generation with a key/value cache: whether the cache still holds what a pass from `position`
   // reads (the positions before it that the pass's queries attend to: a sliding-window layer keeps
   // only its window's, so --interactive can go back to an earlier position only within it).

@@ -133,11 +133,15 @@ class Model {
   bool set_one_output_position();
   bool one_output_position() const { return one_position_; }
   // Generation on a token model (every layer's output [T, ...]; bad_input otherwise): its
-  // activations, scratch arena, memory estimate and layers (Layer::configure, so attention's key/value
-  // cache too) sized for `len` <= T positions, the most a pass reaches, instead of T (block_size).
-  // Buffers already made are dropped (set_batch makes them again): called before each pass, a
-  // longer conversation grows them. A sequence-parallel model keeps T (returns false).
-  bool set_positions(std::int64_t len);
+  // key/value caches sized for `len` <= T positions, the most a pass reaches, instead of T
+  // (block_size), and its activations, scratch arena, memory estimate and layers (Layer::configure)
+  // for `forward` <= len, the most one forward runs (0: len; with the cache and a context that
+  // fits block_size, the prompt's: the later forwards run one position each). Buffers already
+  // made are dropped (set_batch makes them again): called before each pass, a longer
+  // conversation grows them. A sequence-parallel model keeps T (returns false).
+  bool set_positions(std::int64_t len, std::int64_t forward = 0);
+  // The positions a pass reaches (set_positions' len; T before it is called).
+  std::int64_t positions() const { return positions_ > 0 ? positions_ : shapes_.front()[0]; }
   // Whether every layer's key/value cache holds what a pass from `position` reads
   // (Layer::cache_serves; this rank's layers: a pipeline asks every stage).
   bool cache_serves(std::int64_t position) const;
@@ -227,11 +231,8 @@ class Model {
     double total() const { return kept() + cache + gradients + scratch; }
   };
   // For a run in `precision` on `device` ([train] recompute = blocks: `recompute`); the model's own
-  // precision need not be set (--dry-run's is not). Generation: `longest_forward`, the most positions
-  // one forward of the pass runs (the prompt's), sizes the caches of sliding-window layers
-  // (MemoryQuery::longest_forward; 0: every position).
-  ActivationMemory activation_memory(std::int64_t rows, Precision precision, Device device, bool recompute,
-                                     std::int64_t longest_forward = 0) const;
+  // precision need not be set (--dry-run's is not).
+  ActivationMemory activation_memory(std::int64_t rows, Precision precision, Device device, bool recompute) const;
   std::size_t layers() const { return layers_.size(); }
   // The bytes the layers keep across calls from their own allocators (Layer::own_bytes: generation's
   // key/value caches), which the model's allocator does not count.
@@ -301,8 +302,9 @@ class Model {
   SavedSet recompute_set_{&alloc_};  // [train] recompute = blocks: one block's inner tensors at a time
   StepContext ctx_;
   std::int64_t rows_ = -1, capacity_ = 0;
-  std::int64_t length_ = 0;  // set_length: the positions of a shortened forward; 0: all
-  std::int64_t block_ = 0;   // set_positions: the positions the model was made for (T); 0: not called
+  std::int64_t length_ = 0;     // set_length: the positions of a shortened forward; 0: all
+  std::int64_t block_ = 0;      // set_positions: the positions the model was made for (T); 0: not called
+  std::int64_t positions_ = 0;  // set_positions' len; 0: not called
   struct ActivationSet {
     explicit ActivationSet(Allocator& alloc) : saved(&alloc) {}
     std::vector<Tensor> acts;  // capacity-sized: [i] = output of layer i-1 ([0] unused: the input)

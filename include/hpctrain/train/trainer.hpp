@@ -275,9 +275,17 @@ class Trainer {
                                          const SamplingOptions& o, std::int64_t first_sample, std::int64_t n,
                                          const std::vector<std::vector<std::uint32_t>>& seqs);
   // The positions a generation pass continuing `ids` by o.tokens reaches, at most block_size
-  // (Model::set_positions: what its buffers and key/value caches hold).
+  // (Model::set_positions: what its key/value caches hold).
   std::int64_t cache_positions(const std::vector<std::uint32_t>& ids, const SamplingOptions& o) const {
     return std::min<std::int64_t>(index_.train.block_size, static_cast<std::int64_t>(ids.size()) + o.tokens);
+  }
+  // The most positions one of its forwards runs (Model::set_positions: what its activations and
+  // scratch hold): with the cache, while the context fits block_size, the prompt's (then one
+  // token at a time); else every position the pass reaches (each token runs the whole window).
+  std::int64_t forward_positions(const std::vector<std::uint32_t>& ids, const SamplingOptions& o) const {
+    const auto prompt = static_cast<std::int64_t>(ids.size());
+    return o.kv_cache && prompt + o.tokens <= index_.train.block_size ? std::max<std::int64_t>(prompt, 1)
+                                                                      : cache_positions(ids, o);
   }
   // --generate's samples first .. first + count - 1, side by side: o.tokens drawn after the
   // prompt's `ids` for each (fewer when one of o.stop_ids comes; that sequence runs on unseen

@@ -252,9 +252,10 @@ int Trainer::generate(const SamplingOptions& given) {
         prompt_ids(rt_.world(), o, chat, info.run.hf_files, target, vocab, split.id_limit());
     // The key/value caches for the positions this pass reaches (prompt and draws, at most
     // block_size), the model's buffers and layers for the most one forward runs (with the cache
-    // the prompt's: Model::set_positions), not block_size; the memory check (the Trainer's leaves
-    // it to here) for them: the activations of `group` rows, forward alone, and their caches (float32).
-    model_->set_positions(cache_positions(ids, o), forward_positions(ids, o));
+    // the prompt's, less what the last turn's caches hold: positions_for_pass), not block_size; the
+    // memory check (the Trainer's leaves it to here) for them: the activations of `group` rows,
+    // forward alone, and their caches (float32).
+    const std::int64_t cached = positions_for_pass(ids, o);
     memory_.act = model_->activation_memory(group, cfg_.precision.dtype, device, true);
     memory_.act.gradients = 0;
     raise_if_any(rt_.world(), memory_refusal(memory_, static_cast<double>(alloc_.in_use()), cfg_, rt_));
@@ -263,7 +264,7 @@ int Trainer::generate(const SamplingOptions& given) {
     for (std::int64_t first = 0; first < o.samples; first += group) {
       const std::int64_t count = std::min(group, o.samples - first);
       model_->set_batch(count);
-      drawn += static_cast<double>(continue_prompt(ids, o, first, count, vocab, prints, reply));
+      drawn += static_cast<double>(continue_prompt(ids, o, first, count, vocab, prints, reply, cached));
     }
     s += std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     if (!o.interactive) break;
@@ -281,9 +282,28 @@ int Trainer::generate(const SamplingOptions& given) {
   return 0;
 }
 
+std::int64_t Trainer::positions_for_pass(const std::vector<std::uint32_t>& ids, const SamplingOptions& o) {
+  std::int64_t cached = 0;
+  if (o.interactive && o.kv_cache) {  // (one sample: --interactive refuses more)
+    const std::size_t most = std::min(std::max<std::size_t>(ids.size(), 1) - 1, kv_tokens_.size());
+    while (cached < static_cast<std::int64_t>(most) &&
+           ids[static_cast<std::size_t>(cached)] == kv_tokens_[static_cast<std::size_t>(cached)])
+      ++cached;
+  }
+  model_->set_positions(cache_positions(ids, o), forward_positions(ids, o, cached));
+  if (cached > 0) {  // (whether the rows are there depends on the positions set: a window shorter than them)
+    std::int32_t serves = model_->cache_serves(cached) ? 1 : 0;
+    rt_.world().allreduce(&serves, &serves, 1, DType::i32, ReduceOp::min);
+    if (!serves) model_->set_positions(cache_positions(ids, o), forward_positions(ids, o, cached = 0));
+  }
+  kv_reused_ += cached;
+  kv_tokens_.clear();
+  return cached;
+}
+
 std::int64_t Trainer::continue_prompt(const std::vector<std::uint32_t>& ids, const SamplingOptions& o,
                                       std::int64_t first, std::int64_t count, const Vocabulary& vocab, bool prints,
-                                      std::vector<std::uint32_t>& reply) {
+                                      std::vector<std::uint32_t>& reply, std::int64_t cached) {
   const std::int64_t t = index_.train.block_size;
   const std::int64_t positions = model_->positions();  // (set_positions: the most this pass reaches)
   Tensor input = Tensor::zeros({count, positions}, alloc_, DType::i32);
@@ -295,21 +315,9 @@ std::int64_t Trainer::continue_prompt(const std::vector<std::uint32_t>& ids, con
   // One sample streams as it is drawn (rank 0; a token may end inside a UTF-8 character).
   if (prints && count == 1 && first > 0) std::fputs("---------------\n", stdout);  // (nanoGPT's separator)
   if (prints && count == 1) std::fputs(o.prompt.c_str(), stdout);
-  std::int64_t cached = 0, kept = 0;                // positions the cache holds; tokens drawn before a stop
-  if (o.interactive && o.kv_cache && count == 1) {  // (the last pass's positions this one begins with)
-    const std::size_t most = std::min(std::max<std::size_t>(ids.size(), 1) - 1, kv_tokens_.size());
-    while (cached < static_cast<std::int64_t>(most) &&
-           ids[static_cast<std::size_t>(cached)] == kv_tokens_[static_cast<std::size_t>(cached)])
-      ++cached;
-    // (a sliding-window layer keeps only its window's rows: back further than that, from the start;
-    // every pipeline stage asked)
-    std::int32_t serves = model_->cache_serves(cached) ? 1 : 0;
-    rt_.world().allreduce(&serves, &serves, 1, DType::i32, ReduceOp::min);
-    if (!serves) cached = 0;
-    kv_reused_ += cached;
-  }
-  kv_tokens_.clear();
-  bool valid = true;  // the cache holds positions 0 .. cached-1 of seqs (not after the window slid)
+  std::int64_t kept = 0;      // tokens drawn before a stop
+  if (first > 0) cached = 0;  // (a later group of samples starts anew)
+  bool valid = true;          // the cache holds positions 0 .. cached-1 of seqs (not after the window slid)
   for (std::int64_t n = 0; n < o.tokens; ++n) {
     // Every sequence has the same length (a stopped one runs on unseen): the last `len` tokens of each.
     const std::size_t size = seqs[0].size();

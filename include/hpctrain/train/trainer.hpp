@@ -280,21 +280,28 @@ class Trainer {
     return std::min<std::int64_t>(index_.train.block_size, static_cast<std::int64_t>(ids.size()) + o.tokens);
   }
   // The most positions one of its forwards runs (Model::set_positions: what its activations and
-  // scratch hold): with the cache, while the context fits block_size, the prompt's (then one
-  // token at a time); else every position the pass reaches (each token runs the whole window).
-  std::int64_t forward_positions(const std::vector<std::uint32_t>& ids, const SamplingOptions& o) const {
+  // scratch hold): with the cache, while the context fits block_size, the prompt's after the
+  // `kept` the caches hold already (then one token at a time); else every position the pass
+  // reaches (each token runs the whole window).
+  std::int64_t forward_positions(const std::vector<std::uint32_t>& ids, const SamplingOptions& o,
+                                 std::int64_t kept) const {
     const auto prompt = static_cast<std::int64_t>(ids.size());
-    return o.kv_cache && prompt + o.tokens <= index_.train.block_size ? std::max<std::int64_t>(prompt, 1)
+    return o.kv_cache && prompt + o.tokens <= index_.train.block_size ? std::max<std::int64_t>(prompt - kept, 1)
                                                                       : cache_positions(ids, o);
   }
+  // --interactive with the cache: how many positions of `ids` the last pass's caches hold (the
+  // prefix it shares with kv_tokens_, not all of ids), which the next pass does not run again; the
+  // model set for the pass (Model::set_positions) with its forwards sized for the rest. A prefix
+  // whose rows a sliding-window layer no longer holds (Model::cache_serves, every rank asked): 0.
+  std::int64_t positions_for_pass(const std::vector<std::uint32_t>& ids, const SamplingOptions& o);
   // --generate's samples first .. first + count - 1, side by side: o.tokens drawn after the
   // prompt's `ids` for each (fewer when one of o.stop_ids comes; that sequence runs on unseen
   // while others draw), streamed to stdout when one and `prints`, else printed at the end. Returns
   // the tokens printed; sample 0's are added to `reply` (--interactive's conversation).
-  // --interactive: the positions `ids` shares with kv_tokens_ are not run again.
+  // --interactive: the first `cached` positions of `ids`, which the caches hold, are not run again.
   std::int64_t continue_prompt(const std::vector<std::uint32_t>& ids, const SamplingOptions& o, std::int64_t first,
                                std::int64_t count, const Vocabulary& vocab, bool prints,
-                               std::vector<std::uint32_t>& reply);
+                               std::vector<std::uint32_t>& reply, std::int64_t cached);
   std::map<std::string, std::unique_ptr<Reader>> eval_readers_;  // per split, made on first use (collective)
   // --interactive: the tokens of the last pass whose keys and values attention's caches hold
   // (positions 0 ..): the next pass's prompt, the conversation so far, begins with most of them.

@@ -35,9 +35,12 @@ po::options_description generate_options() {
                   "--generate: divide the logits of tokens already in the text by this (multiply the negative ones; "
                   "Hugging Face's repetition_penalty; 1: none)")(
       "no-kv-cache", "--generate: run the whole context for every token (the same tokens, slower; for comparison)")(
-      "ignore-eos",
-      "--generate: draw --tokens tokens even past an imported checkpoint's end-of-text token "
-      "(generation_config.json's eos_token_id, which otherwise ends a sample)")(
+      "prefill-chunk", po::value<std::int64_t>()->default_value(512),
+      "--generate with the key/value cache: run a prompt this many positions at a time (llama.cpp's micro-batch), "
+      "so the forwards hold this many and a sliding-window layer's cache 2 (window - 1) more; 0: the whole prompt "
+      "in one forward")("ignore-eos",
+                        "--generate: draw --tokens tokens even past an imported checkpoint's end-of-text token "
+                        "(generation_config.json's eos_token_id, which otherwise ends a sample)")(
       "samples", po::value<std::int64_t>()->default_value(1),
       "--generate: continue the prompt this many times (side by side, a micro-batch's rows at a time), separated by "
       "a line of dashes");
@@ -70,6 +73,7 @@ SamplingOptions read_generate_options(const po::variables_map& vm) {
   o.min_p = vm["min-p"].as<double>();
   o.no_repeat_ngram = vm["no-repeat-ngram"].as<std::int64_t>();
   o.kv_cache = vm.count("no-kv-cache") == 0;
+  o.prefill_chunk = vm["prefill-chunk"].as<std::int64_t>();
   o.samples = vm["samples"].as<std::int64_t>();
   o.ignore_eos = vm.count("ignore-eos") > 0;
   o.temperature_given = !vm["temperature"].defaulted();  // (the others: generation_config.json's)

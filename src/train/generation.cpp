@@ -96,17 +96,21 @@ DatasetIndex generation_index(const Config& cfg, Runtime& rt, const std::string&
   return index;
 }
 
-std::vector<std::uint32_t> Trainer::next_tokens(const Tensor& context, std::int64_t len, const Tensor& run,
-                                                std::int64_t from, const SamplingOptions& o, std::int64_t first_sample,
-                                                std::int64_t n, const std::vector<std::vector<std::uint32_t>>& seqs) {
+std::int64_t Trainer::forward_context(const Tensor& context, std::int64_t len, const Tensor& run, std::int64_t from) {
   StepContext& ctx = model_->context();
-  const std::int64_t rows = run.shape()[0];
   ctx.decode_position = from;
   model_->set_length(from >= 0 ? len - from : 0);  // (0: the whole window; causal attention ignores its padding)
   mark_documents(context);                         // the documents of every position attended over
   const std::int64_t last = from >= 0 ? len - from - 1 : len - 1;  // the context's last position in the run
   ctx.output_position = last;  // (lm_head computes its logits alone: Purpose::generation)
-  executor_->forward(rows, MicroBatch{run, Targets{}}, nullptr);
+  executor_->forward(run.shape()[0], MicroBatch{run, Targets{}}, nullptr);
+  return last;
+}
+
+std::vector<std::uint32_t> Trainer::next_tokens(const Tensor& context, std::int64_t len, const Tensor& run,
+                                                std::int64_t from, const SamplingOptions& o, std::int64_t first_sample,
+                                                std::int64_t n, const std::vector<std::vector<std::uint32_t>>& seqs) {
+  const std::int64_t rows = run.shape()[0], last = forward_context(context, len, run, from);
   std::vector<std::uint32_t> next(static_cast<std::size_t>(rows), 0);
   if (executor_->holds_output()) {
     // Each sequence's last position's row alone comes to the host (one copy for all when the output
@@ -335,9 +339,14 @@ std::int64_t Trainer::continue_prompt(const std::vector<std::uint32_t>& ids, con
       upload(host.data(), host.size() * sizeof(std::int32_t), into);
       return into.view(0, {count, cols});
     };
+    // (with the cache a long prompt runs o.prefill_chunk positions at a time, the forwards' size:
+    // Trainer::forward_positions; the last chunk's logits alone are drawn from)
+    std::int64_t at = from;
+    for (const std::int64_t most = model_->input_sample()[0]; at >= 0 && len - at > most; at += most)
+      forward_context(window(0, at + most, input), at + most, window(at, most, fresh), at);
     const Tensor context = window(0, width, input);
-    const Tensor run = from >= 0 ? window(from, len - from, fresh) : context;
-    const std::vector<std::uint32_t> next = next_tokens(context, len, run, from, o, first, n, seqs);
+    const Tensor run = at >= 0 ? window(at, len - at, fresh) : context;
+    const std::vector<std::uint32_t> next = next_tokens(context, len, run, at, o, first, n, seqs);
     cached = len;
     valid = from >= 0;
     for (std::size_t r = 0; r < next.size(); ++r) {

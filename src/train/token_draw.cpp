@@ -19,6 +19,7 @@ void check_sampling_options(const SamplingOptions& o) {
   if (!(o.repetition_penalty > 0)) throw bad_input("--repetition-penalty must be > 0 (1: none)");
   if (!(o.min_p >= 0 && o.min_p <= 1)) throw bad_input("--min-p must be in [0, 1] (0: none)");
   if (o.no_repeat_ngram < 0) throw bad_input("--no-repeat-ngram must be >= 0 (0: none)");
+  if (o.prefill_chunk < 0) throw bad_input("--prefill-chunk must be >= 0 (0: the whole prompt in one forward)");
   if (o.interactive && o.samples > 1)
     throw bad_input("--interactive continues one conversation with each reply: --samples must be 1");
 }

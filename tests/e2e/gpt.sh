@@ -4,7 +4,7 @@
 # the val split = the last tenth), inspect; one-line errors for bad token data, a missing
 # block_size and a prompt outside the vocabulary; exact resume (the losses after the restart
 # equal the uninterrupted run's) and elastic resume on 2 ranks; --eval-only's perplexity =
-# exp(loss); --generate reproducible, the same on a 2-stage pipeline and without the key/value cache, --samples; bf16 and fp16 against
+# exp(loss); --generate reproducible, the same on a 2-stage pipeline and without the key/value cache, --prefill-chunk, --samples; bf16 and fp16 against
 # fp32; [model] vocab_multiple (padded checkpoint, unpadded export); a vocab_size below the
 # tokenizer's (import-text's max_token_id, which inspect shows); the chat options' refusals; [model] arch = gpt against its
 # layers string; the old [data] block_size.
@@ -257,10 +257,17 @@ check "--generate on a 2-stage pipeline gives the same text" test "$g1" = "$g3"
 g4=$(sample 1 --no-kv-cache)  # (block_size 16: the cache serves the first 12 tokens, then the window slides)
 check "--no-kv-cache gives the same text as the key/value cache" test "$g1" = "$g4"
 # 8 tokens: the forwards hold the 12 positions they reach, not block_size's 16 (Model::set_positions).
-short() { run 1 --generate --prompt "The " --tokens 8 --top-k 5 "$@" 2>/dev/null | sed -n '/^generate:/,$p' | tail -n +2; }
+short() { run "${np:-1}" --generate --prompt "The " --tokens 8 --top-k 5 "$@" 2>/dev/null | sed -n '/^generate:/,$p' | tail -n +2; }
 g6=$(short)
 check "--tokens 8: the start of the 60 tokens' text, with and without the cache ($g6)" \
   test -n "$g6" -a "$g6" = "$(head -c 12 <<<"$g1")" -a "$(short --no-kv-cache)" = "$g6"
+# --prefill-chunk (the context fits block_size: the forwards hold the prompt's positions): the
+# prompt's 4 run 3 and 1, or 1 at a time, in forwards that hold that many (one forward of 4 would
+# be refused): the same text, on a 2-stage pipeline and for 3 samples side by side too.
+check "--prefill-chunk 3 gives the same text, also on a 2-stage pipeline" \
+  test "$(short --prefill-chunk 3)" = "$g6" -a "$(np=2 short --prefill-chunk 3 --set parallel.pipeline_parallel=2)" = "$g6"
+check "... and 1 for 3 samples side by side" test "$(short --samples 3 --prefill-chunk 1)" = "$(short --samples 3)"
+expect_error "--prefill-chunk -1" "prefill-chunk must be >= 0" run 1 --generate --prefill-chunk -1
 # --samples 2: the first is the one sample's text, the second another continuation of the prompt.
 g5=$(sample 1 --samples 2)
 first=$(awk '/^---------------$/{exit} {print}' <<<"$g5") second=$(awk 'f{print} /^---------------$/{f=1}' <<<"$g5")

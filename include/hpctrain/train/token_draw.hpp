@@ -17,12 +17,13 @@ struct SamplingOptions {
   std::string chat, system, chat_file;
   bool interactive = false;
   std::int64_t tokens = 200;
-  double temperature = 1.0;  // logits / temperature before the softmax (0: the likeliest token, greedy)
-  std::int64_t top_k = 0;    // sample among the k most likely tokens (0: all)
-  double top_p = 1.0;        // then among the fewest likeliest holding this share of the probability (1: all)
-  double min_p = 0.0;        // then among those at least this times as likely as the likeliest (0: all)
-  bool kv_cache = true;      // reuse the keys and values of the positions run before (false: --no-kv-cache)
-  std::int64_t samples = 1;  // continuations of the prompt, side by side (nanoGPT's num_samples)
+  double temperature = 1.0;          // logits / temperature before the softmax (0: the likeliest token, greedy)
+  std::int64_t top_k = 0;            // sample among the k most likely tokens (0: all)
+  double top_p = 1.0;                // then among the fewest likeliest holding this share of the probability (1: all)
+  double min_p = 0.0;                // then among those at least this times as likely as the likeliest (0: all)
+  bool kv_cache = true;              // reuse the keys and values of the positions run before (false: --no-kv-cache)
+  std::int64_t prefill_chunk = 512;  // with kv_cache: the most prompt positions one forward runs (0: all)
+  std::int64_t samples = 1;          // continuations of the prompt, side by side (nanoGPT's num_samples)
   // Hugging Face's repetition_penalty (CTRL's): before the draw, the logit of each token already in
   // the sequence (the prompt's too) divided by it when positive, multiplied by it when not (1: none).
   double repetition_penalty = 1.0;
@@ -49,7 +50,7 @@ SamplingOptions sampling_defaults(SamplingOptions o, const std::string& json, co
                                   std::string& applied);
 
 // bad_input for options out of range (temperature >= 0, tokens and top_k >= 0, top_p in (0, 1],
-// samples >= 1, repetition_penalty > 0, min_p in [0, 1], no_repeat_ngram >= 0).
+// samples >= 1, repetition_penalty > 0, min_p in [0, 1], no_repeat_ngram >= 0, prefill_chunk >= 0).
 void check_sampling_options(const SamplingOptions& o);
 
 // The next token: with temperature 0 the likeliest (the lowest id among equals); else a draw from

@@ -266,9 +266,12 @@ class Trainer {
   Tensor doc_ids_;
   std::int32_t document_separator() const;
   void mark_documents(const Tensor& input);
+  // The forward of `run`, positions from..len-1 of the contexts `context` ([rows, len]; from = -1:
+  // the whole windows [rows, T] padded after len, `run` = `context`, without the cache), its output
+  // the logits of position len - 1 (returned: its row in the run).
+  std::int64_t forward_context(const Tensor& context, std::int64_t len, const Tensor& run, std::int64_t from);
   // --generate's next token of each of `run`'s rows (samples first_sample, ...; token number n):
-  // the forward of `run`, positions from..len-1 of the contexts `context` ([rows, len]; from = -1:
-  // the whole windows [rows, T] padded after len, `run` = `context`, without the cache), and the
+  // forward_context, and the
   // draws from each row's position len - 1's logits (those of the tokens in its sequence `seqs`
   // penalized by o.repetition_penalty; the tokens that would repeat an o.no_repeat_ngram-gram banned).
   std::vector<std::uint32_t> next_tokens(const Tensor& context, std::int64_t len, const Tensor& run, std::int64_t from,
@@ -281,13 +284,14 @@ class Trainer {
   }
   // The most positions one of its forwards runs (Model::set_positions: what its activations and
   // scratch hold): with the cache, while the context fits block_size, the prompt's after the
-  // `kept` the caches hold already (then one token at a time); else every position the pass
-  // reaches (each token runs the whole window).
+  // `kept` the caches hold already, at most o.prefill_chunk (then one token at a time); else every
+  // position the pass reaches (each token runs the whole window).
   std::int64_t forward_positions(const std::vector<std::uint32_t>& ids, const SamplingOptions& o,
                                  std::int64_t kept) const {
     const auto prompt = static_cast<std::int64_t>(ids.size());
-    return o.kv_cache && prompt + o.tokens <= index_.train.block_size ? std::max<std::int64_t>(prompt - kept, 1)
-                                                                      : cache_positions(ids, o);
+    if (!o.kv_cache || prompt + o.tokens > index_.train.block_size) return cache_positions(ids, o);
+    const std::int64_t rest = std::max<std::int64_t>(prompt - kept, 1);
+    return o.prefill_chunk > 0 ? std::min(rest, o.prefill_chunk) : rest;
   }
   // --interactive with the cache: how many positions of `ids` the last pass's caches hold (the
   // prefix it shares with kv_tokens_, not all of ids), which the next pass does not run again; the

@@ -274,15 +274,19 @@ int Trainer::generate(const SamplingOptions& given) {
     if (!o.interactive) break;
     chat.messages.push_back({{"role", "assistant"}, {"content", vocab.decode(reply)}});
   }
-  double caches = model_->layer_own_bytes();  // (the layers' own buffers: in a token model, the caches)
-  rt_.world().allreduce(&caches, &caches, 1, DType::f64, ReduceOp::max);
-  const std::string kept = o.interactive ? ", " + std::to_string(kv_reused_) + " positions of earlier turns kept" : "";
-  if (prints && o.kv_cache)  // on stderr: stdout holds the text alone
-    std::fprintf(stderr, "generate: %.0f tokens in %.3f s, %.1f tokens/s, key/value caches %.1f MiB%s%s\n", drawn, s,
-                 s > 0 ? drawn / s : 0.0, caches / (1 << 20), rt_.world().size() > 1 ? " (the most on a rank)" : "",
-                 kept.c_str());
-  else if (prints)
-    std::fprintf(stderr, "generate: %.0f tokens in %.3f s, %.1f tokens/s\n", drawn, s, s > 0 ? drawn / s : 0.0);
+  std::string caches;  // (the layers' own buffers: in a token model, the caches)
+  if (o.kv_cache) {
+    double bytes = model_->layer_own_bytes();
+    rt_.world().allreduce(&bytes, &bytes, 1, DType::f64, ReduceOp::max);
+    char mib[32];
+    std::snprintf(mib, sizeof mib, "%.1f", bytes / (1 << 20));
+    caches = ", key/value caches " + std::string(mib) + " MiB" +
+             (rt_.world().size() > 1 ? " (the most on a rank)" : "") +
+             (o.interactive ? ", " + std::to_string(kv_reused_) + " positions of earlier turns kept" : "");
+  }
+  if (prints)  // on stderr: stdout holds the text alone
+    std::fprintf(stderr, "generate: %.0f tokens in %.3f s, %.1f tokens/s%s\n", drawn, s, s > 0 ? drawn / s : 0.0,
+                 caches.c_str());
   return 0;
 }
 
@@ -319,9 +323,8 @@ std::int64_t Trainer::continue_prompt(const std::vector<std::uint32_t>& ids, con
   // One sample streams as it is drawn (rank 0; a token may end inside a UTF-8 character).
   if (prints && count == 1 && first > 0) std::fputs("---------------\n", stdout);  // (nanoGPT's separator)
   if (prints && count == 1) std::fputs(o.prompt.c_str(), stdout);
-  std::int64_t kept = 0;      // tokens drawn before a stop
-  if (first > 0) cached = 0;  // (a later group of samples starts anew)
-  bool valid = true;          // the cache holds positions 0 .. cached-1 of seqs (not after the window slid)
+  std::int64_t kept = 0;  // tokens drawn before a stop
+  bool valid = true;      // the cache holds positions 0 .. cached-1 of seqs (not after the window slid)
   for (std::int64_t n = 0; n < o.tokens; ++n) {
     // Every sequence has the same length (a stopped one runs on unseen): the last `len` tokens of each.
     const std::size_t size = seqs[0].size();

@@ -302,7 +302,8 @@ class Trainer {
   // prompt's `ids` for each (fewer when one of o.stop_ids comes; that sequence runs on unseen
   // while others draw), streamed to stdout when one and `prints`, else printed at the end. Returns
   // the tokens printed; sample 0's are added to `reply` (--interactive's conversation).
-  // --interactive: the first `cached` positions of `ids`, which the caches hold, are not run again.
+  // --interactive (one sample): the first `cached` positions of `ids`, which the caches hold, are
+  // not run again (0 otherwise).
   std::int64_t continue_prompt(const std::vector<std::uint32_t>& ids, const SamplingOptions& o, std::int64_t first,
                                std::int64_t count, const Vocabulary& vocab, bool prints,
                                std::vector<std::uint32_t>& reply, std::int64_t cached);

@@ -66,6 +66,15 @@ double softcap(const Json& c, const char* key, double fallback, const std::strin
   return c[key].get<double>();
 }
 
+// Gemma 2's and Gemma 3's query_pre_attn_scalar (their configs' default: 256): scores q . k / sqrt(it).
+double query_scalar(const Json& c, const std::string& file) {
+  if (!c.contains("query_pre_attn_scalar")) return 256;
+  const Json& v = c["query_pre_attn_scalar"];
+  if (!v.is_number() || v.get<double>() <= 0)
+    throw bad_input(file + ": \"query_pre_attn_scalar\" = " + v.dump() + " is not a positive number");
+  return v.get<double>();
+}
+
 // Gemma's, Gemma 2's and Gemma 3's options beside Llama's (modeling_gemma.py, modeling_gemma2.py,
 // modeling_gemma3.py).
 void gemma_options(const Json& c, const std::string& type, const std::string& file, LlamaDims& d) {
@@ -74,7 +83,8 @@ void gemma_options(const Json& c, const std::string& type, const std::string& fi
   expect_value(c, "hidden_activation", "gelu_pytorch_tanh", file, model);  // (its default; hidden_act is legacy)
   if (type == "gemma") return;
   d.sandwich_norm = true;
-  expect_value(c, "query_pre_attn_scalar", static_cast<double>(d.head_width()), file, model);  // (1/sqrt(head_dim))
+  const double scalar = query_scalar(c, file);  // (Gemma 2 27B's 144 for heads of 128)
+  d.query_scalar = scalar == static_cast<double>(d.head_width()) ? 0 : scalar;
   if (type == "gemma2") {  // (Gemma2Config's defaults: 50 and 30; layer 0 sliding, then every other one)
     d.attn_softcap = softcap(c, "attn_logit_softcapping", 50, file);
     d.final_softcap = softcap(c, "final_logit_softcapping", 30, file);
@@ -195,6 +205,7 @@ std::string llama_deck(const LlamaDims& d, std::int64_t context) {
   char cap[32];  // (Gemma 2's soft-caps, as the configuration prints a number)
   if (d.attn_softcap > 0) std::snprintf(cap, sizeof(cap), "%g", d.attn_softcap), line("attn_softcap", cap);
   if (d.final_softcap > 0) std::snprintf(cap, sizeof(cap), "%g", d.final_softcap), line("final_softcap", cap);
+  if (d.query_scalar > 0) std::snprintf(cap, sizeof(cap), "%g", d.query_scalar), line("query_pre_attn_scalar", cap);
   line("block_size", std::to_string(context));
   return ini;
 }
@@ -353,6 +364,7 @@ std::string export_type(const ModelConfig& m) {
   if (gemma && m.qk_norm_weight && !m.sandwich_norm) refuse("Gemma's keys and qk_norm_weight without sandwich_norm");
   if (gemma2 && m.rope_local_theta > 0) refuse("rope_local_theta without qk_norm_weight (Gemma 2 has one rotary base)");
   if (capped && !gemma2) refuse("attn_softcap or final_softcap outside Gemma 2");
+  if (m.query_pre_attn_scalar > 0 && !(gemma && m.sandwich_norm)) refuse("query_pre_attn_scalar outside Gemma 2 and 3");
   if (m.sliding_window > 0 && m.global_every > 0 && !(gemma && m.sandwich_norm))
     refuse("sliding_window with global_every outside Gemma 2 and 3 (Mistral's and Qwen's windows are on every layer)");
   if (m.sliding_window > 0 && gemma && !m.sandwich_norm) refuse("sliding_window with Gemma's keys (Gemma 2's and 3's)");
@@ -374,7 +386,10 @@ void gemma_config(const ModelConfig& m, const std::string& type, Json& c) {
   // (no window: trained on windows of block_size, so the local layers saw no farther)
   c["sliding_window"] = m.sliding_window > 0 ? m.sliding_window : m.block_size;
   c["rope_local_base_freq"] = static_cast<double>(m.rope_local_theta > 0 ? m.rope_local_theta : m.rope_theta);
-  c["query_pre_attn_scalar"] = m.attention_width() / m.n_head;
+  const double scalar =
+      m.query_pre_attn_scalar > 0 ? m.query_pre_attn_scalar : static_cast<double>(m.attention_width() / m.n_head);
+  c["query_pre_attn_scalar"] =
+      scalar == std::floor(scalar) ? Json(static_cast<long>(scalar)) : Json(scalar);  // (144, as Gemma's)
   auto cap = [](double v) { return v > 0 ? Json(v) : Json(nullptr); };  // (null: none; absent: Gemma 2's 50, 30)
   c["attn_logit_softcapping"] = cap(m.attn_softcap), c["final_logit_softcapping"] = cap(m.final_softcap);
   if (type == "gemma2") c.erase("rope_local_base_freq"), c.erase("sliding_window_pattern");  // (Gemma 3's)

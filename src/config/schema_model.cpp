@@ -125,6 +125,11 @@ void model_keys(std::vector<KeySpec>& k) {
         "attn_logit_softcapping, 50); 0 = none")
       .range(0, 1e6)
       .of_archs("llama");
+  s.key("query_pre_attn_scalar", &ModelConfig::query_pre_attn_scalar,
+        "arch = llama: attention's scores q . k are divided by the square root of this (Gemma 2's "
+        "query_pre_attn_scalar: 144 in Gemma 2 27B, whose heads are 128 wide); 0 = the head width")
+      .range(0, 1e9)
+      .of_archs("llama");
   s.key("final_softcap", &ModelConfig::final_softcap,
         "arch = llama: the logits x become this x tanh(x / this) (Gemma 2's final_logit_softcapping, 30); 0 = none")
       .range(0, 1e6)

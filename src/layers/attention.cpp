@@ -1,25 +1,23 @@
 // attention(H) / attention(H, bias=0, proj_bias=0, dropout=P, proj_std=S, kv_heads=K, rope=THETA,
-// qk_norm=1, head_dim=D, window=W, softcap=S, fused=0|1): causal self-attention over [T, C] (GPT-2's and nanoGPT's
-// CausalSelfAttention; with kv_heads, rope and qk_norm Llama's and modded-nanogpt's). One fused projection to queries,
-// keys and values, qkv = x Wqkv^T + bqkv with Wqkv [(H + 2K) D, C] (D = C/H; K = H by default: [3C, C]); per query head
-// the probabilities softmax(q k^T / sqrt(D)) over the positions up to each query's (the causal mask; with [model]
-// attention_mask = document also within its document; with window=W only the last W of them, the query's own included:
-// sliding-window attention, Mistral's and Gemma 3's local layers, Hugging Face's sliding_window; fused only; with
-// softcap=S, Gemma 2's attn_logit_softcapping, each scaled score s is S tanh(s / S) before the softmax), the
-// weighted sum of the values of its key/value head (query head h reads head h / (H/K): grouped-
-// query attention); the output projection y = a Wproj^T + bproj with Wproj [C, C]. head_dim=D
-// (Qwen3 0.6B's 128 at C = 1024 with 16 heads, Mistral Nemo's): heads of D columns whatever C is,
-// Wqkv [(H + 2K) D, C] and Wproj [C, H D]. Weights
-// N(0, 0.02^2), the output projection N(0, proj_std^2) (GPT-2 scales it by 1/sqrt(2 * layers); 0:
-// zeros, modded-nanogpt's); biases zero. bias=0: neither bias; proj_bias=0 (Qwen2's): bqkv only.
-// qk_norm=1: each query and key head divided by its root mean square (no weight, eps 1e-6) after the
-// projection. With qk_norm_weight=1 (Qwen3's q_norm and k_norm) each is then scaled by a learned
-// weight of D columns, q_norm.weight for the queries and k_norm.weight for the keys (ones at first),
-// with eps 10^-qk_eps (default 6), before the rotation (qk_offset=1, Gemma 3's: by 1 + weight, zeros at
-// first; layers/norm_weight.hpp): the heads before the norm are kept for the
-// backward (rmsnorm_forward/backward on copies of the query and key planes). Split by heads, each
-// rank's heads give a part of the weights' gradients: summed over the group here (with sequence
-// parallelism the trainer sums them, as for every replicated parameter). rope=THETA (Llama's:
+// qk_norm=1, head_dim=D, window=W, softcap=S, query_scalar=Q, fused=0|1): causal self-attention over [T, C] (GPT-2's
+// and nanoGPT's CausalSelfAttention; with kv_heads, rope and qk_norm Llama's and modded-nanogpt's). One fused
+// projection to queries, keys and values, qkv = x Wqkv^T + bqkv with Wqkv [(H + 2K) D, C] (D = C/H; K = H by default:
+// [3C, C]); per query head the probabilities softmax(q k^T / sqrt(D)) over the positions up to each query's (the causal
+// mask; with [model] attention_mask = document also within its document; with window=W only the last W of them, the
+// query's own included: sliding-window attention, Mistral's and Gemma 3's local layers, Hugging Face's sliding_window;
+// fused only; with softcap=S, Gemma 2's attn_logit_softcapping, each scaled score s is S tanh(s / S) before the
+// softmax; with query_scalar=Q, Gemma 2's query_pre_attn_scalar, the scores are q k^T / sqrt(Q)), the weighted sum of
+// the values of its key/value head (query head h reads head h / (H/K): grouped- query attention); the output projection
+// y = a Wproj^T + bproj with Wproj [C, C]. head_dim=D (Qwen3 0.6B's 128 at C = 1024 with 16 heads, Mistral Nemo's):
+// heads of D columns whatever C is, Wqkv [(H + 2K) D, C] and Wproj [C, H D]. Weights N(0, 0.02^2), the output
+// projection N(0, proj_std^2) (GPT-2 scales it by 1/sqrt(2 * layers); 0: zeros, modded-nanogpt's); biases zero. bias=0:
+// neither bias; proj_bias=0 (Qwen2's): bqkv only. qk_norm=1: each query and key head divided by its root mean square
+// (no weight, eps 1e-6) after the projection. With qk_norm_weight=1 (Qwen3's q_norm and k_norm) each is then scaled by
+// a learned weight of D columns, q_norm.weight for the queries and k_norm.weight for the keys (ones at first), with eps
+// 10^-qk_eps (default 6), before the rotation (qk_offset=1, Gemma 3's: by 1 + weight, zeros at first;
+// layers/norm_weight.hpp): the heads before the norm are kept for the backward (rmsnorm_forward/backward on copies of
+// the query and key planes). Split by heads, each rank's heads give a part of the weights' gradients: summed over the
+// group here (with sequence parallelism the trainer sums them, as for every replicated parameter). rope=THETA (Llama's:
 // 10000, Llama 3 500000; rope_factor, rope_low, rope_high, rope_context: Llama 3's rope_scaling, layers/rope.hpp):
 // rotary position embeddings turn the queries and keys after that (backend rope_rotate, rotate-half pairs as Hugging
 // Face's Llama).
@@ -133,8 +131,8 @@ class Attention final : public Layer {
     if (a_.qk_norm) m.saved += 4 * n * t * (h + k) * (a_.qk_weight ? d + 1 : 1);  // (weights: the heads before it)
     if (a_.qk_weight) m.scratch += 2 * (MemoryQuery::temp(n * t * h * d) + MemoryQuery::temp(n * t * k * d));
     if (a_.qk_weight && tensor_parallel().size > 1 && !sequence_split()) m.scratch += 2 * MemoryQuery::temp(d);
-    if (a_.qk_offset) m.scratch += 2 * MemoryQuery::temp(d);                  // (1 + weight, each part's)
-    m.cache = 4 * n * static_cast<double>(cache_rows(t_)) * (h + 2 * k) * d;  // (decode: float32 [n, R, (H + 2K) D])
+    if (a_.qk_offset) m.scratch += 2 * MemoryQuery::temp(d);            // (1 + weight, each part's)
+    m.cache = 4 * n * static_cast<double>(cache_rows(t_)) * 2 * k * d;  // (decode: float32 [n, R, 2K D])
     m.scratch += MemoryQuery::temp(out) + MemoryQuery::temp(qkv) + (a_.fused ? 0 : MemoryQuery::temp(probs)) +
                  (sequence_split() ? 6 * MemoryQuery::temp(n * t * c) : 0);
     return m;
@@ -216,21 +214,20 @@ class Attention final : public Layer {
   static constexpr float kQkNormEps = 1e-6f;
   // Generation with a key/value cache (StepContext::decode_position = P): x [B, L, C] holds
   // positions P .. P+L-1 of B sequences drawn side by side (--samples). Their queries, keys and
-  // values (normed and turned as in forward) go to the rows of positions P .. P+L-1 of each
-  // sequence's cache (ready_cache: qkv rows [B, R, (H + 2K) D] kept across calls, the queries of
-  // earlier positions with them: the fused layout flash_attention_decode reads); the L queries
+  // values are computed side by side (normed and turned as in forward); the keys and values go to
+  // the rows of positions P .. P+L-1 of each sequence's cache (ready_cache: [B, R, 2K D] kept
+  // across calls, no queries: (H + 2K) / 2K times less than the whole rows), and the L queries
   // attend over the rows their sequence keeps before them (its documents: doc_ids [B, P+L]).
   // Nothing is kept for a backward.
   void decode(const Tensor& x, Tensor& y) {
     const std::int64_t b = x.shape()[0], len = x.shape()[1], c = x.shape()[2], p = context().decode_position;
-    const std::int64_t ld = (heads() + 2 * kv()) * width(c), hc = heads() * width(c);
+    const std::int64_t ld = (heads() + 2 * kv()) * width(c), kv_ld = 2 * kv() * width(c), hc = heads() * width(c);
     HPCT_CHECK(p + len <= cache_t_, "attention: a key/value cache holds sequences of " + std::to_string(cache_t_) +
                                         " positions, not " + shape_string(x.shape()) + " from position " +
                                         std::to_string(p));
-    ready_cache(b, p, len, ld, x.device());
+    ready_cache(b, p, len, kv_ld, x.device());
     const std::int64_t rows = cache_.shape()[1], at = p - base_;  // (position p's row)
-    // (one sequence: computed in its cache rows; several: side by side, then each to its cache)
-    Tensor now = b == 1 ? cache_.view(at * ld, {1, len, ld}) : temp(2, {b, len, ld}, x.device());
+    Tensor now = temp(2, {b, len, ld}, x.device());
     Tensor now2 = now.reshaped({b * len, ld});
     gemm(false, true, 1.f, x.reshaped({b * len, c}), param(kWqkv), 0.f, now2);
     if (a_.qkv_bias) add_bias(now2, param(kBqkv));
@@ -248,15 +245,13 @@ class Attention final : public Layer {
     Tensor out = temp(0, {b, len, hc}, x.device()), lse = temp(1, {b, heads(), len}, x.device());
     const Tensor& docs = context().doc_ids;
     for (std::int64_t s = 0; s < b; ++s) {
-      Tensor mine = cache_.view(s * rows * ld, {1, at + len, ld}), out_s = out.view(s * len * hc, {1, len, hc});
-      Tensor lse_s = lse.view(s * heads() * len, {1, heads(), len});
-      if (b > 1) {
-        Tensor fresh = mine.view(at * ld, {1, len, ld});
-        copy(now.view(s * len * ld, {1, len, ld}), fresh);
-      }
-      flash_attention_decode(mine, heads(), kv(),
+      const Tensor q = now.view(s * len * ld, {1, len, ld});  // (the queries: each row's first H D)
+      Tensor fresh = cache_.view((s * rows + at) * kv_ld, {1, len, kv_ld});
+      copy_planes(q, heads() + 2 * kv(), heads(), fresh, 2 * kv(), 0, 2 * kv(), width(c), false);  // (k|v columns)
+      Tensor out_s = out.view(s * len * hc, {1, len, hc}), lse_s = lse.view(s * heads() * len, {1, heads(), len});
+      flash_attention_decode(q, cache_.view(s * rows * kv_ld, {1, at + len, kv_ld}), heads(), kv(),
                              docs.defined() ? docs.view(s * (p + len) + base_, {1, at + len}) : docs, a_.fused_options,
-                             at, out_s, lse_s);
+                             out_s, lse_s);
     }
     round16(out);
     Tensor y2 = y.reshaped({b * len, c});
@@ -442,15 +437,15 @@ class Attention final : public Layer {
   Tensor step_key_;
   std::int64_t t_ = 0;        // the sequence's positions (configure): the most one forward runs
   std::int64_t cache_t_ = 0;  // generation: the positions the key/value cache holds (set_cache_positions; else t_)
-  Tensor cache_;              // decode: the qkv rows of the positions run so far (ready_cache)
+  Tensor cache_;              // decode: the key/value rows of the positions run so far (ready_cache)
   std::int64_t base_ = 0;     // the position of each sequence's first row in cache_
 };
 
 AttentionArgs attention_args(const LayerArgs& a) {
-  expect_named_only(
-      a, 1,
-      {"bias", "proj_bias", "qk_norm_weight", "qk_eps", "qk_offset", "head_dim", "dropout", "proj_std", "kv_heads",
-       "rope", "rope_factor", "rope_low", "rope_high", "rope_context", "qk_norm", "window", "softcap", "fused"});
+  expect_named_only(a, 1,
+                    {"bias", "proj_bias", "qk_norm_weight", "qk_eps", "qk_offset", "head_dim", "dropout", "proj_std",
+                     "kv_heads", "rope", "rope_factor", "rope_low", "rope_high", "rope_context", "qk_norm", "window",
+                     "softcap", "query_scalar", "fused"});
   AttentionArgs r;
   r.heads = int_arg(a, 0, "the number of heads");
   const std::int64_t percent = layer_named_int(a, "dropout", 0, 0);
@@ -487,8 +482,11 @@ AttentionArgs attention_args(const LayerArgs& a) {
     throw bad_input("[model] layers: " + a.text + ": grouped-query attention (kv_heads) needs fused=1");
   r.fused_options.window = layer_named_int(a, "window", 0, 0);
   r.fused_options.softcap = layer_named_number(a, "softcap", 0.f);
-  if (!r.fused && (r.fused_options.window || r.fused_options.softcap > 0.f))
-    throw bad_input("[model] layers: " + a.text + ": a sliding window or softcap needs fused=1 (no attention dropout)");
+  const float scalar = layer_named_number(a, "query_scalar", 0.f);
+  r.fused_options.scale = scalar > 0.f ? 1.f / std::sqrt(scalar) : 0.f;
+  if (!r.fused && (r.fused_options.window || r.fused_options.softcap > 0.f || scalar > 0.f))
+    throw bad_input("[model] layers: " + a.text +
+                    ": a sliding window, softcap or query_scalar needs fused=1 (no attention dropout)");
   return r;
 }
 }  // namespace
@@ -498,8 +496,9 @@ void register_attention(LayerRegistry& r) {
         "attention(heads, bias=1, proj_bias=bias, dropout=0, proj_std=0.02, kv_heads=heads, rope=0, rope_factor=0, "
         "rope_low=1, "
         "rope_high=4, rope_context=8192, qk_norm=0, qk_norm_weight=0, qk_eps=6, qk_offset=0, head_dim=C/heads, "
-        "window=0, softcap=0, fused=1): causal self-attention on [T, C]; rope=THETA rotary positions; window=W: "
-        "each position sees the last W only; softcap=S: scores S tanh(s / S)",
+        "window=0, softcap=0, query_scalar=head_dim, fused=1): causal self-attention on [T, C]; rope=THETA rotary "
+        "positions; window=W: each position sees the last W only; softcap=S: scores S tanh(s / S); query_scalar=Q: "
+        "scores q . k / sqrt(Q)",
         [](const LayerArgs& a) { return std::make_unique<Attention>(attention_args(a)); });
 }
 

@@ -50,6 +50,8 @@ std::string llama_attention_args(const LlamaDims& d, std::int64_t i) {
   if (d.head_width() * d.n_head != d.n_embd) a += ", head_dim=" + std::to_string(d.head_width());
   if (local && d.sliding_window > 0) a += ", window=" + std::to_string(d.sliding_window);
   if (d.attn_softcap > 0) a += ", softcap=" + number(d.attn_softcap);
+  if (d.query_scalar > 0 && d.query_scalar != static_cast<double>(d.head_width()))
+    a += ", query_scalar=" + number(d.query_scalar);
   return a;
 }
 }  // namespace

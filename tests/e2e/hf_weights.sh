@@ -108,15 +108,22 @@ check "model_type gemma: mlp = geglu, norm_offset, embed_scale, a tied head, the
 check "... exported as GemmaForCausalLM, the same tensors bit for bit" exported_as gemma gemma
 # Gemma 2 (Gemma2ForCausalLM: Gemma's with the norms after attention and the MLP, scores and logits
 # soft-capped, here at 1 and 2 so that they bend this model's; sliding_window 32 on layer 0 by the
-# older files' rule, no layer_types): the reference's loss at 64; without the score cap another loss.
+# older files' rule, no layer_types; query_pre_attn_scalar 4 for heads of 8: not the head width, as
+# Gemma 2 27B's 144 for 128): the reference's loss at 64; without the score cap, or with the scores scaled by
+# 1 / sqrt(8), another loss.
 cp -r "$tmp/hf" "$tmp/gemma2" && $py "$ref" gemma2 "$tmp/gemma2"
 check "model_type gemma2: sandwich_norm, attn_softcap 1, final_softcap 2, sliding_window 32 every layer but each 2nd, the reference's loss at 64 (1e-5)" \
-  imported_as gemma2 "sandwich_norm = true" "attn_softcap = 1" "final_softcap = 2" "global_every = 2" "sliding_window = 32"
+  imported_as gemma2 "sandwich_norm = true" "attn_softcap = 1" "final_softcap = 2" "global_every = 2" "sliding_window = 32" \
+  "query_pre_attn_scalar = 4"
 uncapped=$("$trainer" "$tmp/gemma2.ini" --eval-only --set model.attn_softcap=0 --set checkpoint.resume="$tmp/gemma2.h5" 2>&1 | grep "^eval-only")
 check "... without the score cap another loss ($(loss_of "$uncapped"))" \
   $py -c "import sys; sys.exit(abs(float('$(loss_of "$uncapped")') - float('$($py "$ref" loss "$tmp/gemma2" "$tmp/tok" 64)')) < 1e-3)"
+unscaled=$("$trainer" "$tmp/gemma2.ini" --eval-only --set model.query_pre_attn_scalar=0 --set checkpoint.resume="$tmp/gemma2.h5" 2>&1 | grep "^eval-only")
+check "... with the scores scaled by 1 / sqrt(head_dim) another loss ($(loss_of "$unscaled"))" \
+  $py -c "import sys; sys.exit(abs(float('$(loss_of "$unscaled")') - float('$($py "$ref" loss "$tmp/gemma2" "$tmp/tok" 64)')) < 1e-3)"
 check "... exported as Gemma2ForCausalLM, the same tensors bit for bit" exported_as gemma2 gemma2
 check "... config.json's caps" grep -q '"attn_logit_softcapping": 1.0' "$tmp/gemma2_out/config.json"
+check "... and its query_pre_attn_scalar" grep -q '"query_pre_attn_scalar": 4' "$tmp/gemma2_out/config.json"
 cp -r "$tmp/hf" "$tmp/gemma3" && $py "$ref" gemma3 "$tmp/gemma3"
 check "model_type gemma3_text: sandwich_norm, rope_local_theta 10000 and sliding_window 32 every layer but each 2nd, head_dim 16, the reference's loss at 64 (1e-5)" \
   imported_as gemma3 "sandwich_norm = true" "rope_local_theta = 10000" "global_every = 2" "head_dim = 16" \
@@ -298,6 +305,7 @@ check "a Qwen2 windowed from layer 1 of 2 (max_window_layers)" bad max_window '"
 check "a Phi-3 with RoPE on part of each head (Phi-4 mini's)" bad partial '"partial_rotary_factor" = 0.75' "$ref" phi
 check "a key of another JSON type (tie_word_embeddings 1)" bad type "config.json: a key of another type than"
 check "a Gemma 3 with Gemma 2's soft-capping" bad softcap '"attn_logit_softcapping" = 50.0: hpctrain.s Gemma 3 computes no soft-capping' "$ref" gemma3
+check "a Gemma 3 whose query_pre_attn_scalar is 0" bad scalar '"query_pre_attn_scalar" = 0 is not a positive number' "$ref" gemma3
 check "a Gemma 3 whose full layers are not every Nth" bad layer_types '"layer_types" = \["full_attention","sliding_attention"\]' "$ref" gemma3
 check "a Qwen3 whose head_dim is not its tensors' width" bad head_dim 'o_proj.weight is \[32, 32\]; config.json makes it \[32, 64\]' "$ref" qwen3
 # An output that is no file is refused before anything is written (a folder once left "<folder>.partial").

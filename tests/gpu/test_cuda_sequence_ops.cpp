@@ -165,7 +165,8 @@ TEST_F(CudaOps, FusedAttentionOps) {
   const Tensor ddocs = on_gpu(docs), none;
   for (int masks = 0; masks < 8; ++masks) {  // documents (1), a window (2), soft-capped scores (4)
     const bool by_doc = masks & 1;
-    const AttentionOptions w{masks & 2 ? 29 : 0, masks & 4 ? 2.f : 0.f};
+    // (documents with capped scores: also a score scale of its own, Gemma 2 27B's query_pre_attn_scalar)
+    const AttentionOptions w{masks & 2 ? 29 : 0, masks & 4 ? 2.f : 0.f, (masks & 5) == 5 ? 0.2f : 0.f};
     const Tensor& dc = by_doc ? docs : none;
     const Tensor& ddc = by_doc ? ddocs : none;
     Tensor y = Tensor::zeros({n, t, heads * d}, host_), dy = Tensor::zeros(y.shape(), dev_);
@@ -174,13 +175,28 @@ TEST_F(CudaOps, FusedAttentionOps) {
     flash_attention_forward(dqkv_in, heads, kv, ddc, w, dy, dlse);
     expect_close("flash_attention_forward", y, dy, 1e-5);
     expect_close("flash_attention_forward", lse, dlse, 1e-5);
-    const std::int64_t first = t - 5;  // a key/value cache's last 5 queries
+    // A key/value cache's last 5 queries (their query columns, cut out by copy_planes on each
+    // side as the attention layer does) against every position's keys and values.
+    const std::int64_t first = t - 5, per = heads + 2 * kv;
+    Tensor cache = Tensor::zeros({n, t, 2 * kv * d}, host_), dcache = Tensor::zeros(cache.shape(), dev_);
+    Tensor q = Tensor::zeros({n, 5, heads * d}, host_), dq = Tensor::zeros(q.shape(), dev_);
+    copy_planes(qkv, per, heads, cache, 2 * kv, 0, 2 * kv, d, false);
+    copy_planes(dqkv_in, per, heads, dcache, 2 * kv, 0, 2 * kv, d, false);
+    for (std::int64_t s = 0; s < n; ++s) {
+      Tensor to = q.view(s * 5 * heads * d, {1, 5, heads * d}), dto = dq.view(s * 5 * heads * d, {1, 5, heads * d});
+      copy_planes(qkv.view((s * t + first) * per * d, {1, 5, per * d}), per, 0, to, heads, 0, heads, d, false);
+      copy_planes(dqkv_in.view((s * t + first) * per * d, {1, 5, per * d}), per, 0, dto, heads, 0, heads, d, false);
+    }
+    expect_close("copy_planes (the keys and values)", cache, dcache, 0);
+    expect_close("copy_planes (the queries)", q, dq, 0);
     Tensor yq = Tensor::zeros({n, 5, heads * d}, host_), dyq = Tensor::zeros(yq.shape(), dev_);
     Tensor lq = Tensor::zeros({n, heads, 5}, host_), dlq = Tensor::zeros(lq.shape(), dev_);
-    flash_attention_decode(qkv, heads, kv, dc, w, first, yq, lq);
-    flash_attention_decode(dqkv_in, heads, kv, ddc, w, first, dyq, dlq);
+    flash_attention_decode(q, cache, heads, kv, dc, w, yq, lq);
+    flash_attention_decode(dq, dcache, heads, kv, ddc, w, dyq, dlq);
     expect_close("flash_attention_decode", yq, dyq, 1e-5);
     expect_close("flash_attention_decode", lq, dlq, 1e-5);
+    for (std::int64_t i = 0; i < yq.numel(); ++i)  // (the CPU's decode is the CPU's forward's last rows)
+      ASSERT_NEAR(yq.data()[i], y.data()[((i / (5 * heads * d)) * t + first) * heads * d + i % (5 * heads * d)], 1e-5);
     Tensor g = random(y.shape(), 61), dg = on_gpu(g);
     Tensor gq = Tensor::zeros(qkv.shape(), host_), dgq = Tensor::zeros(qkv.shape(), dev_);
     flash_attention_backward(qkv, y, lse, g, heads, kv, dc, w, gq);

@@ -25,7 +25,8 @@ transformers' LlamaForCausalLM does, without transformers (Debian does not packa
   gemma2 DIR            make the folder a Gemma2ForCausalLM's (model_type gemma2: Gemma's, the norms after
                         attention and the MLP, attn_logit_softcapping 1 and final_logit_softcapping 2 (small,
                         so that they bend this model's scores and logits), sliding_window 32 on layer 0, no
-                        layer_types (older files: every other layer from 0 slides))
+                        layer_types (older files: every other layer from 0 slides), query_pre_attn_scalar 4
+                        for heads of 8)
   gemma3 DIR            make the folder a Gemma3ForCausalLM's (model_type gemma3_text: Gemma's and the
                         weighted QK-norm's q_norm, k_norm, the norms after attention and the MLP, heads 16
                         wide at hidden_size 32 (Gemma 3 1B's 4 x 256 at 1152), layer_types sliding then
@@ -39,7 +40,8 @@ transformers' LlamaForCausalLM does, without transformers (Debian does not packa
                         of 2: use_sliding_window, max_window_layers 1), partial (partial_rotary_factor 0.75),
                         head_dim (twice hidden_size / num_attention_heads, the tensors left as they are),
                         type (tie_word_embeddings 1, a number where a boolean belongs), softcap (a Gemma 3's
-                        attn_logit_softcapping 50, Gemma 2's), layer_types (a Gemma 3's full layer first)
+                        attn_logit_softcapping 50, Gemma 2's), layer_types (a Gemma 3's full layer first),
+                        scalar (a Gemma 3's query_pre_attn_scalar 0)
 
 The forward follows modeling_llama.py: RMSNorm as weight * (x * rsqrt(mean(x^2) + eps)), RoPE with
 rotate_half on q and k after the projections (inv_freq from rope_theta, then llama3's scaling),
@@ -371,7 +373,8 @@ def gemma(folder, version):
             for name in ("pre_feedforward_layernorm", "post_feedforward_layernorm"):
                 w["model.layers.%d.%s.weight" % (i, name)] = (0.3 * g.standard_normal(c)).astype(np.float32)
         del cfg["hidden_act"]
-        cfg.update(architectures=["Gemma2ForCausalLM"], model_type="gemma2", query_pre_attn_scalar=c // h,
+        # (query_pre_attn_scalar half the head width: not it, as Gemma 2 27B's 144 for heads of 128)
+        cfg.update(architectures=["Gemma2ForCausalLM"], model_type="gemma2", query_pre_attn_scalar=c // h // 2,
                    sliding_window=32, attn_logit_softcapping=1.0, final_logit_softcapping=2.0)
     if version == 3:
         d = 16
@@ -447,6 +450,8 @@ def spoil(folder, kind):
         cfg["partial_rotary_factor"] = 0.75
     elif kind == "softcap":
         cfg["attn_logit_softcapping"] = 50.0
+    elif kind == "scalar":
+        cfg["query_pre_attn_scalar"] = 0
     elif kind == "layer_types":
         cfg["layer_types"] = ["full_attention", "sliding_attention"]
     elif kind == "type":

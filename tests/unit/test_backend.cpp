@@ -470,7 +470,8 @@ TEST(Backend, EveryOperationIsDispatchedToCuda) {
   expect("attention_probs_backward", [&] { attention_probs_backward(att, att, qkv, 1, Precision::fp32, dqkv); });
   expect("document_numbers", [&] { document_numbers(token_ids, 0, t2); });
   expect("flash_attention_forward", [&] { flash_attention_forward(qkv, 1, 1, none, {}, y, att); });
-  expect("flash_attention_decode", [&] { flash_attention_decode(qkv, 1, 1, none, {}, 0, y, att); });
+  Tensor kv = Tensor::wrap(storage, {1, 1, 2}, Device::cuda);
+  expect("flash_attention_decode", [&] { flash_attention_decode(y, kv, 1, 1, none, {}, y, att); });
   expect("flash_attention_backward", [&] { flash_attention_backward(qkv, y, att, y, 1, 1, none, {}, dqkv); });
   EXPECT_EQ(thrown, backend_operations()) << "every backend operation must have a CUDA entry point";
 }

@@ -5,7 +5,9 @@
 // soft-capped scores (2 tanh(s / 2)). Outputs within 1e-6 of the reference's largest magnitude, gradients within 1e-5
 // (issue 34's bounds); negative controls: the reference without the document mask, with the key/value heads paired the
 // other way, without the window, with a window one wider and without the cap are far from the fused results.
-// flash_attention_decode (the queries from a position on) gives the reference's rows from there.
+// flash_attention_decode (the queries from a position on, their whole qkv rows or their query
+// columns alone, against every position's keys and values as a cache keeps them) gives the
+// reference's rows from there.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -27,6 +29,7 @@ struct Mask {
   const std::int32_t* docs;  // null: any document
   std::int64_t window;       // 0: any distance
   double softcap = 0;        // Gemma 2's: scores s -> softcap tanh(s / softcap); 0: none
+  double scale = 0;          // the scores' factor (Gemma 2's query_pre_attn_scalar^-1/2); 0: 1 / sqrt(D)
 };
 using Vec = std::vector<double>;
 
@@ -36,7 +39,7 @@ struct Reference {
 };
 Reference reference(const Case& c, const Vec& qkv, const Vec& g, const Mask& m, bool swap_groups) {
   const std::int64_t ld = (c.heads + 2 * c.kv) * c.d, yw = c.heads * c.d, group = c.heads / c.kv;
-  const double scale = 1 / std::sqrt(static_cast<double>(c.d));
+  const double scale = m.scale > 0 ? m.scale : 1 / std::sqrt(static_cast<double>(c.d));
   Reference r{Vec(static_cast<std::size_t>(c.n * c.t * yw)), Vec(qkv.size())};
   auto at = [&](std::int64_t n, std::int64_t t, std::int64_t col) {
     return static_cast<std::size_t>((n * c.t + t) * ld + col);
@@ -102,6 +105,23 @@ double error(const Tensor& got, const Vec& want) {
   return worst / big;
 }
 
+// flash_attention_decode's operands from qkv [N, T, (H + 2K) D]: the queries from `first` on (their
+// whole rows, or their H D query columns alone) and every position's keys and values [N, T, 2K D].
+struct DecodeOperands {
+  Tensor q, kv;
+};
+DecodeOperands decode_operands(const Tensor& qkv, const Case& c, std::int64_t first, bool whole_rows,
+                               Allocator& alloc) {
+  const std::int64_t per = c.heads + 2 * c.kv, ld = per * c.d, tq = c.t - first, w = whole_rows ? per : c.heads;
+  DecodeOperands o{Tensor::zeros({c.n, tq, w * c.d}, alloc), Tensor::zeros({c.n, c.t, 2 * c.kv * c.d}, alloc)};
+  copy_planes(qkv, per, c.heads, o.kv, 2 * c.kv, 0, 2 * c.kv, c.d, false);
+  for (std::int64_t n = 0; n < c.n; ++n) {
+    Tensor to = o.q.view(n * tq * w * c.d, {1, tq, w * c.d});
+    copy_planes(qkv.view((n * c.t + first) * ld, {1, tq, ld}), per, 0, to, w, 0, w, c.d, false);
+  }
+  return o;
+}
+
 class FlashAttention : public ::testing::TestWithParam<Case> {};
 
 TEST_P(FlashAttention, MatchesFloat64AttentionWithTheWholeMatrix) {
@@ -147,21 +167,38 @@ TEST_P(FlashAttention, MatchesFloat64AttentionWithTheWholeMatrix) {
       EXPECT_GT(error(y, reference(c, q64, g64, {d, w, 0}, false).y), 1e-3);
       EXPECT_GT(error(dqkv, reference(c, q64, g64, {d, w, 0}, false).dqkv), 1e-3);
     }
-    // flash_attention_decode: the queries from `first` on (a key/value cache's new positions),
-    // mid-strip and the last alone, are the reference's rows from there.
-    for (const std::int64_t first : {c.t / 2 + 3, c.t - 1}) {
-      const std::int64_t tq = c.t - first, yw = c.heads * c.d;
-      Tensor yq = Tensor::zeros({c.n, tq, yw}, alloc), lq = Tensor::zeros({c.n, c.heads, tq}, alloc);
-      flash_attention_decode(qkv, c.heads, c.kv, dc, opt, first, yq, lq);
-      Vec rows;
-      for (std::int64_t n = 0; n < c.n; ++n)
-        rows.insert(rows.end(), want.y.begin() + (n * c.t + first) * yw, want.y.begin() + (n + 1) * c.t * yw);
-      EXPECT_LT(error(yq, rows), 1e-6) << "decode from " << first << ", documents " << by_doc << ", window " << w;
-      for (std::int64_t n = 0; n < c.n; ++n)
-        for (std::int64_t h = 0; h < c.heads; ++h)
-          for (std::int64_t i = 0; i < tq; ++i)
-            ASSERT_NEAR(lq.data()[(n * c.heads + h) * tq + i], lse.data()[(n * c.heads + h) * c.t + first + i], 1e-5);
+    // A score scale of its own (Gemma 2 27B's query_pre_attn_scalar of 144 for heads of 128): both
+    // directions against the reference with that scale, far from 1 / sqrt(D)'s.
+    if (masks == 0 || masks == 7) {
+      const AttentionOptions scaled{w, static_cast<float>(cap), 0.2f};
+      flash_attention_forward(qkv, c.heads, c.kv, dc, scaled, y, lse);
+      flash_attention_backward(qkv, y, lse, g, c.heads, c.kv, dc, scaled, dqkv);
+      const Reference want_scaled = reference(c, q64, g64, {d, w, cap, 0.2f}, false);
+      EXPECT_LT(error(y, want_scaled.y), 1e-6) << "outputs scaled by 0.2, masks " << masks;
+      EXPECT_LT(error(dqkv, want_scaled.dqkv), 1e-5) << "gradients scaled by 0.2, masks " << masks;
+      if (w != 1) {
+        EXPECT_GT(error(y, want.y), 1e-3) << "the scale changes nothing, masks " << masks;
+      }
+      flash_attention_forward(qkv, c.heads, c.kv, dc, opt, y, lse);  // (as the decode checks below expect)
     }
+    // flash_attention_decode: the queries from `first` on (a key/value cache's new positions),
+    // mid-strip, the last alone and all of them, are the reference's rows from there.
+    for (const std::int64_t first : {c.t / 2 + 3, c.t - 1, std::int64_t{0}})
+      for (const bool whole_rows : {false, true}) {  // (the queries' columns alone, the fused rows)
+        const std::int64_t tq = c.t - first, yw = c.heads * c.d;
+        const DecodeOperands o = decode_operands(qkv, c, first, whole_rows, alloc);
+        Tensor yq = Tensor::zeros({c.n, tq, yw}, alloc), lq = Tensor::zeros({c.n, c.heads, tq}, alloc);
+        flash_attention_decode(o.q, o.kv, c.heads, c.kv, dc, opt, yq, lq);
+        Vec rows;
+        for (std::int64_t n = 0; n < c.n; ++n)
+          rows.insert(rows.end(), want.y.begin() + (n * c.t + first) * yw, want.y.begin() + (n + 1) * c.t * yw);
+        EXPECT_LT(error(yq, rows), 1e-6) << "decode from " << first << ", whole rows " << whole_rows << ", documents "
+                                         << by_doc << ", window " << w;
+        for (std::int64_t n = 0; n < c.n; ++n)
+          for (std::int64_t h = 0; h < c.heads; ++h)
+            for (std::int64_t i = 0; i < tq; ++i)
+              ASSERT_NEAR(lq.data()[(n * c.heads + h) * tq + i], lse.data()[(n * c.heads + h) * c.t + first + i], 1e-5);
+      }
   }
 }
 

@@ -267,7 +267,7 @@ TEST(KvCacheWindow, LongGenerationHoldsTheWindowsRows) {
            ")) res(rmsnorm attention(4, kv_heads=2, rope=500000, bias=0)) res(rmsnorm linear(64, bias=0) swiglu "
            "linear(32, bias=0)) rmsnorm lm_head(23)";
   };
-  const double row = 4.0 * (4 + 2 * 2) * 8;  // bytes of one position's q|k|v (float32)
+  const double row = 4.0 * 2 * 2 * 8;  // bytes of one position's keys and values (2 heads each, float32)
   for (const int window : {6, 90}) {
     for (const std::int64_t b : {1, 2}) {
       Model whole(layers(window), {T}, r, alloc), m(layers(window), {T}, r, alloc);

@@ -22,6 +22,7 @@ enum class RegressionLoss { mse, mae, huber };
 struct AttentionOptions {
   std::int64_t window = 0;  // sliding window: query i sees key j when i - j < window; 0: every earlier key
   float softcap = 0;        // scores s -> softcap tanh(s / softcap) before the softmax (Gemma 2's); 0: none
+  float scale = 0;          // the scores q . k times this (Gemma 2's query_pre_attn_scalar^-1/2); 0: 1 / sqrt(D)
 };
 
 #define HPCT_OP(ret, name, params, args) ret name params;

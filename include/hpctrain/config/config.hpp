@@ -191,6 +191,7 @@ struct ModelConfig {
   bool norm_offset = false, embed_scale = false, sandwich_norm = false;
   long rope_local_theta = 0, global_every = 0, sliding_window = 0;
   double attn_softcap = 0, final_softcap = 0;  // arch = llama, Gemma 2's soft-capping of scores and logits
+  double query_pre_attn_scalar = 0;            // arch = llama: scores scaled by its -1/2 power (Gemma 2's); 0: D
   // The attention heads' columns together (n_embd unless head_dim says otherwise).
   long attention_width() const { return head_dim ? n_head * head_dim : n_embd; }
   // The positions a layer's queries attend over, on average over the layers, at a context of T: T,

@@ -48,6 +48,7 @@ struct LlamaDims {
   bool geglu = false, norm_offset = false, embed_scale = false, sandwich_norm = false;
   std::int64_t rope_local_theta = 0, global_every = 0, sliding_window = 0;
   double attn_softcap = 0, final_softcap = 0;  // Gemma 2's: scores and logits x -> cap tanh(x / cap); 0: none
+  double query_scalar = 0;                     // Gemma 2's query_pre_attn_scalar: scores / sqrt(it); 0: head width
   std::int64_t head_width() const { return head_dim ? head_dim : n_embd / n_head; }
 };
 std::string llama_layers(const LlamaDims& d);

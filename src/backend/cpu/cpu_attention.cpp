@@ -23,25 +23,30 @@ namespace hpctrain::cpu {
 namespace {
 constexpr std::int64_t kStrip = 64;  // queries per strip
 
+using backend::AttendRows;
 using backend::doc_numbers;
 using backend::qkv_dims;
 using backend::QkvDims;
 
 // One (sequence, query head): where its queries, keys, values and document numbers are, its window
-// and its scores' cap.
+// and its scores' cap. Query i (first <= i < T) is row i - first of q; key and value j row j.
 struct Head {
   const float *q, *k, *v;
+  std::int64_t q_ld, kv_ld, first;
   const std::int32_t* doc;  // null: causal only
   std::int64_t window;      // 0: every earlier key
   float softcap;            // 0: none
 };
-Head head_of(const float* qkv, const std::int32_t* docs, const AttentionOptions& opt, const QkvDims& a, std::int64_t n,
-             std::int64_t h) {
-  const float* base = qkv + n * a.t * a.ld;
+Head head_of(const AttendRows& r, const std::int32_t* docs, const AttentionOptions& opt, const QkvDims& a,
+             std::int64_t n, std::int64_t h) {
+  const float* base = r.kv + n * a.t * r.kv_ld;
   const std::int64_t g = h / (a.heads / a.kv);  // its key/value head
-  return {base + h * a.d,
-          base + (a.heads + g) * a.d,
-          base + (a.heads + a.kv + g) * a.d,
+  return {r.q + n * r.q_len * r.q_ld + h * a.d,
+          base + r.k_col + g * a.d,
+          base + r.v_col + g * a.d,
+          r.q_ld,
+          r.kv_ld,
+          a.t - r.q_len,
           docs ? docs + n * a.t : nullptr,
           opt.window,
           opt.softcap};
@@ -64,11 +69,8 @@ float capped(float s, float cap) { return cap * std::tanh(s / cap); }
 // Scores of queries i0 .. i0 + rows - 1 against keys j0 .. j0 + cols - 1 into s [rows, cols], scaled.
 void strip_scores(const Head& hd, const QkvDims& a, std::int64_t i0, std::int64_t rows, std::int64_t j0,
                   std::int64_t cols, float* s) {
-  sgemm(false, true, rows, cols, a.d, a.scale, hd.q + i0 * a.ld, a.ld, hd.k + j0 * a.ld, a.ld, 0.f, s, cols);
-}
-void check_options(const AttentionOptions& opt, const char* op) {
-  HPCT_CHECK(opt.window >= 0 && opt.softcap >= 0.f, std::string(op) + ": a window of " + std::to_string(opt.window) +
-                                                        " positions, a score cap of " + std::to_string(opt.softcap));
+  sgemm(false, true, rows, cols, a.d, a.scale, hd.q + (i0 - hd.first) * hd.q_ld, hd.q_ld, hd.k + j0 * hd.kv_ld,
+        hd.kv_ld, 0.f, s, cols);
 }
 }  // namespace
 
@@ -140,21 +142,19 @@ void document_numbers(const Tensor& ids, std::int32_t separator, Tensor& docs) {
 }
 
 namespace {
-// flash_attention_forward's rows from query `first` on (flash_attention_decode): y and lse hold
-// the queries first .. T - 1.
-void attend_from(const Tensor& qkv, std::int64_t heads, std::int64_t kv_heads, const Tensor& docs,
-                 const AttentionOptions& opt, std::int64_t first, Tensor& y, Tensor& lse, const char* op) {
-  const QkvDims a = qkv_dims(qkv, heads, kv_heads, op);
+// Fused attention for the queries `at` holds (the last at.q_len of the T positions; all of them
+// in flash_attention_forward, a pass's in flash_attention_decode): y and lse hold those queries.
+void attend(const AttendRows& at, const QkvDims& a, const Tensor& docs, const AttentionOptions& opt, Tensor& y,
+            Tensor& lse, const char* op) {
   const std::int32_t* doc = doc_numbers(docs, a, op);
-  check_options(opt, op);
-  const std::int64_t yw = a.heads * a.d, tq = a.t - first;
-  HPCT_CHECK(first >= 0 && tq > 0 && y.numel() == a.n * tq * yw && lse.numel() == a.n * a.heads * tq,
-             std::string(op) + ": y " + shape_string(y.shape()) + ", lse " + shape_string(lse.shape()) +
-                 " for the queries from " + std::to_string(first) + " of " + shape_string(qkv.shape()));
+  const std::int64_t yw = a.heads * a.d, tq = at.q_len, first = a.t - tq;
+  HPCT_CHECK(y.numel() == a.n * tq * yw && lse.numel() == a.n * a.heads * tq,
+             std::string(op) + ": y " + shape_string(y.shape()) + ", lse " + shape_string(lse.shape()) + " for " +
+                 std::to_string(tq) + " queries of " + std::to_string(a.heads) + " heads of " + std::to_string(a.d));
   std::vector<float> strip(static_cast<std::size_t>(kStrip * strip_keys(a, opt.window)));
   for (std::int64_t n = 0; n < a.n; ++n)
     for (std::int64_t h = 0; h < a.heads; ++h) {
-      const Head hd = head_of(qkv.data(), doc, opt, a, n, h);
+      const Head hd = head_of(at, doc, opt, a, n, h);
       for (std::int64_t i0 = first; i0 < a.t; i0 += kStrip) {
         const std::int64_t rows = std::min(kStrip, a.t - i0), j0 = first_key(hd, i0), cols = i0 + rows - j0;
         strip_scores(hd, a, i0, rows, j0, cols, strip.data());
@@ -173,7 +173,7 @@ void attend_from(const Tensor& qkv, std::int64_t heads, std::int64_t kv_heads, c
           for (std::int64_t c = 0; c <= i - j0; ++c) s[c] *= inv;
           lse.data()[(n * a.heads + h) * tq + i - first] = mx + std::log(sum);
         }
-        sgemm(false, false, rows, a.d, cols, 1.f, strip.data(), cols, hd.v + j0 * a.ld, a.ld, 0.f,
+        sgemm(false, false, rows, a.d, cols, 1.f, strip.data(), cols, hd.v + j0 * hd.kv_ld, hd.kv_ld, 0.f,
               y.data() + (n * tq + i0 - first) * yw + h * a.d, yw);
       }
     }
@@ -182,20 +182,24 @@ void attend_from(const Tensor& qkv, std::int64_t heads, std::int64_t kv_heads, c
 
 void flash_attention_forward(const Tensor& qkv, std::int64_t heads, std::int64_t kv_heads, const Tensor& docs,
                              const AttentionOptions& opt, Tensor& y, Tensor& lse) {
-  attend_from(qkv, heads, kv_heads, docs, opt, 0, y, lse, "flash_attention_forward");
+  const QkvDims a =
+      backend::with_options(qkv_dims(qkv, heads, kv_heads, "flash_attention_forward"), opt, "flash_attention_forward");
+  attend(backend::fused_rows(qkv, a), a, docs, opt, y, lse, "flash_attention_forward");
 }
 
-void flash_attention_decode(const Tensor& qkv, std::int64_t heads, std::int64_t kv_heads, const Tensor& docs,
-                            const AttentionOptions& opt, std::int64_t first, Tensor& y, Tensor& lse) {
-  attend_from(qkv, heads, kv_heads, docs, opt, first, y, lse, "flash_attention_decode");
+void flash_attention_decode(const Tensor& q, const Tensor& kv, std::int64_t heads, std::int64_t kv_heads,
+                            const Tensor& docs, const AttentionOptions& opt, Tensor& y, Tensor& lse) {
+  const QkvDims a = backend::with_options(backend::decode_dims(q, kv, heads, kv_heads, "flash_attention_decode"), opt,
+                                          "flash_attention_decode");
+  attend(backend::decode_rows(q, kv, a), a, docs, opt, y, lse, "flash_attention_decode");
 }
 
 void flash_attention_backward(const Tensor& qkv, const Tensor& y, const Tensor& lse, const Tensor& dy,
                               std::int64_t heads, std::int64_t kv_heads, const Tensor& docs,
                               const AttentionOptions& opt, Tensor& dqkv) {
-  const QkvDims a = qkv_dims(qkv, heads, kv_heads, "flash_attention_backward");
+  const QkvDims a = backend::with_options(qkv_dims(qkv, heads, kv_heads, "flash_attention_backward"), opt,
+                                          "flash_attention_backward");
   const std::int32_t* doc = doc_numbers(docs, a, "flash_attention_backward");
-  check_options(opt, "flash_attention_backward");
   const std::int64_t yw = a.heads * a.d;
   backend::same_size(qkv, dqkv, "flash_attention_backward");
   backend::same_size(y, dy, "flash_attention_backward");
@@ -205,7 +209,7 @@ void flash_attention_backward(const Tensor& qkv, const Tensor& y, const Tensor& 
   std::vector<float> p(static_cast<std::size_t>(kStrip * strip_keys(a, opt.window))), ds(p.size());
   for (std::int64_t n = 0; n < a.n; ++n)
     for (std::int64_t h = 0; h < a.heads; ++h) {
-      const Head hd = head_of(qkv.data(), doc, opt, a, n, h);
+      const Head hd = head_of(backend::fused_rows(qkv, a), doc, opt, a, n, h);
       float* dq = dqkv.data() + (hd.q - qkv.data());  // the same heads' places in dqkv
       float* dk = dqkv.data() + (hd.k - qkv.data());
       float* dv = dqkv.data() + (hd.v - qkv.data());

@@ -25,6 +25,7 @@ using i64 = std::int64_t;
 namespace {
 constexpr i64 kMaxHeadDim = 256;
 
+using backend::AttendRows;
 using backend::doc_numbers;
 using backend::qkv_dims;
 using backend::QkvDims;
@@ -88,23 +89,23 @@ __global__ void document_numbers_kernel(const std::int32_t* ids, std::int32_t se
 }
 
 // One thread per (sequence, query head, query): online softmax over its visible keys.
-// The queries from `first` on (flash_attention_decode; 0: all): y and lse hold T - first of them.
-__global__ void flash_forward_kernel(const float* qkv, const std::int32_t* docs, AttentionOptions opt, QkvDims a,
-                                     i64 first, float* y, float* lse, i64 total) {
+// The queries r holds (the last r.q_len of T; flash_attention_decode's or all): y and lse hold them.
+__global__ void flash_forward_kernel(AttendRows r, const std::int32_t* docs, AttentionOptions opt, QkvDims a, float* y,
+                                     float* lse, i64 total) {
   const i64 window = opt.window;
-  const i64 tq = a.t - first;
+  const i64 tq = r.q_len, first = a.t - tq;
   for (i64 idx = detail::global_index(); idx < total; idx += detail::grid_stride()) {
     const i64 i = first + idx % tq, h = (idx / tq) % a.heads, n = idx / (tq * a.heads), g = h / (a.heads / a.kv);
-    const float* base = qkv + n * a.t * a.ld;
-    const float* q = base + i * a.ld + h * a.d;
+    const float* base = r.kv + n * a.t * r.kv_ld;
+    const float* q = r.q + (n * tq + i - first) * r.q_ld + h * a.d;
     const std::int32_t* doc = docs ? docs + n * a.t : nullptr;
     float acc[kMaxHeadDim];
     for (i64 c = 0; c < a.d; ++c) acc[c] = 0.f;
     float m = -INFINITY, l = 0.f;
     for (i64 j = first_key(window, i); j <= i; ++j) {
       if (!sees(doc, window, i, j)) continue;
-      const float* k = base + j * a.ld + (a.heads + g) * a.d;
-      const float* v = base + j * a.ld + (a.heads + a.kv + g) * a.d;
+      const float* k = base + j * r.kv_ld + r.k_col + g * a.d;
+      const float* v = base + j * r.kv_ld + r.v_col + g * a.d;
       const float s = capped(dot(q, k, a.d) * a.scale, opt.softcap), m2 = fmaxf(m, s);
       const float corr = expf(m - m2), p = expf(s - m2);
       l = l * corr + p;
@@ -214,41 +215,40 @@ void document_numbers(const Tensor& ids, std::int32_t separator, Tensor& docs) {
 }
 
 namespace {
-void check_options(const AttentionOptions& opt, const char* op) {
-  HPCT_CHECK(opt.window >= 0 && opt.softcap >= 0.f, std::string(op) + ": a window of " + std::to_string(opt.window) +
-                                                        " positions, a score cap of " + std::to_string(opt.softcap));
-}
 
-void attend_from(const Tensor& qkv, i64 heads, i64 kv_heads, const Tensor& docs, const AttentionOptions& opt, i64 first,
-                 Tensor& y, Tensor& lse, const char* op) {
-  const QkvDims a = qkv_dims(qkv, heads, kv_heads, op);
+// Fused attention for the queries `r` holds (the last r.q_len of the T positions).
+void attend(const AttendRows& r, const QkvDims& a, const Tensor& docs, const AttentionOptions& opt, Tensor& y,
+            Tensor& lse, const char* op) {
   HPCT_CHECK(a.d <= kMaxHeadDim, std::string(op) + ": heads of " + std::to_string(a.d) + " columns (at most 256)");
-  check_options(opt, op);
-  const i64 tq = a.t - first;
-  HPCT_CHECK(first >= 0 && tq > 0 && y.numel() == a.n * tq * heads * a.d && lse.numel() == a.n * heads * tq,
-             std::string(op) + ": y " + shape_string(y.shape()) + ", lse " + shape_string(lse.shape()) +
-                 " for the queries from " + std::to_string(first) + " of " + shape_string(qkv.shape()));
-  const i64 total = a.n * heads * tq;
-  launch(flash_forward_kernel, total, qkv.data(), doc_numbers(docs, a, op), opt, a, first, y.data(), lse.data(), total);
+  const i64 tq = r.q_len;
+  HPCT_CHECK(y.numel() == a.n * tq * a.heads * a.d && lse.numel() == a.n * a.heads * tq,
+             std::string(op) + ": y " + shape_string(y.shape()) + ", lse " + shape_string(lse.shape()) + " for " +
+                 std::to_string(tq) + " queries of " + std::to_string(a.heads) + " heads of " + std::to_string(a.d));
+  const i64 total = a.n * a.heads * tq;
+  launch(flash_forward_kernel, total, r, doc_numbers(docs, a, op), opt, a, y.data(), lse.data(), total);
 }
 }  // namespace
 
 void flash_attention_forward(const Tensor& qkv, i64 heads, i64 kv_heads, const Tensor& docs,
                              const AttentionOptions& opt, Tensor& y, Tensor& lse) {
-  attend_from(qkv, heads, kv_heads, docs, opt, 0, y, lse, "flash_attention_forward");
+  const QkvDims a =
+      backend::with_options(qkv_dims(qkv, heads, kv_heads, "flash_attention_forward"), opt, "flash_attention_forward");
+  attend(backend::fused_rows(qkv, a), a, docs, opt, y, lse, "flash_attention_forward");
 }
 
-void flash_attention_decode(const Tensor& qkv, i64 heads, i64 kv_heads, const Tensor& docs, const AttentionOptions& opt,
-                            i64 first, Tensor& y, Tensor& lse) {
-  attend_from(qkv, heads, kv_heads, docs, opt, first, y, lse, "flash_attention_decode");
+void flash_attention_decode(const Tensor& q, const Tensor& kv, i64 heads, i64 kv_heads, const Tensor& docs,
+                            const AttentionOptions& opt, Tensor& y, Tensor& lse) {
+  const QkvDims a = backend::with_options(backend::decode_dims(q, kv, heads, kv_heads, "flash_attention_decode"), opt,
+                                          "flash_attention_decode");
+  attend(backend::decode_rows(q, kv, a), a, docs, opt, y, lse, "flash_attention_decode");
 }
 
 void flash_attention_backward(const Tensor& qkv, const Tensor& y, const Tensor& lse, const Tensor& dy, i64 heads,
                               i64 kv_heads, const Tensor& docs, const AttentionOptions& opt, Tensor& dqkv) {
-  const QkvDims a = qkv_dims(qkv, heads, kv_heads, "flash_attention_backward");
+  const QkvDims a = backend::with_options(qkv_dims(qkv, heads, kv_heads, "flash_attention_backward"), opt,
+                                          "flash_attention_backward");
   HPCT_CHECK(a.d <= kMaxHeadDim,
              "flash_attention_backward: heads of " + std::to_string(a.d) + " columns (at most 256)");
-  check_options(opt, "flash_attention_backward");
   detail::same_size(qkv, dqkv, "flash_attention_backward");
   detail::same_size(y, dy, "flash_attention_backward");
   HPCT_CHECK(y.numel() == a.n * a.t * heads * a.d && lse.numel() == a.n * heads * a.t,

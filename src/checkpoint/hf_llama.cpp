@@ -104,7 +104,7 @@ void gemma_options(const Json& c, const std::string& type, const std::string& fi
 // Hugging Face's sliding_window, on the layers that take it (each model's *Config and its layer_types).
 void window_options(const Json& c, const std::string& type, const std::string& file, LlamaDims& d) {
   const bool qwen = type == "qwen2" || type == "qwen3";
-  if (type == "llama" || type == "gemma") return;  // (their classes read no sliding_window)
+  if (type == "llama" || type == "gemma" || type == "olmo2") return;  // (their classes read no sliding_window)
   if (!c.contains("sliding_window") || c["sliding_window"].is_null() || (qwen && !c.value("use_sliding_window", false)))
     return;  // (Qwen's published files leave use_sliding_window false: no window)
   const std::int64_t window = whole(c, "sliding_window", file);
@@ -140,8 +140,9 @@ LlamaDims llama_dims(const Json& c, const std::string& type, const std::string& 
   d.vocab_size = whole(c, "vocab_size", file);
   d.rope_theta = whole(c, "rope_theta", file, 10000);
   d.tie_embeddings = c.value("tie_word_embeddings", is_gemma(type));  // (GemmaConfig's default: tied)
-  d.qkv_bias = type == "qwen2";                    // (Qwen2Attention: bias=True on q, k and v; hard-wired)
-  d.qk_norm = d.qk_norm_weight = type == "qwen3";  // (Qwen3Attention's q_norm, k_norm)
+  d.qkv_bias = type == "qwen2";  // (Qwen2Attention: bias=True on q, k and v; hard-wired)
+  d.qk_norm = d.qk_norm_weight = type == "qwen3" || type == "olmo2";  // (Qwen3Attention's q_norm, k_norm)
+  d.qk_norm_whole = d.post_norm = type == "olmo2";  // (Olmo2Attention's over the projections; no input norm)
   if (d.n_head < 1 || d.n_embd % d.n_head != 0 || d.n_kv_heads < 1 || d.n_head % d.n_kv_heads != 0)
     throw bad_input(file + ": hidden_size " + std::to_string(d.n_embd) + ", num_attention_heads " +
                     std::to_string(d.n_head) + ", num_key_value_heads " + std::to_string(d.n_kv_heads) +
@@ -194,6 +195,8 @@ std::string llama_deck(const LlamaDims& d, std::int64_t context) {
   line("tie_embeddings", d.tie_embeddings ? "true" : "false");
   if (d.qkv_bias) line("qkv_bias", "true");
   if (d.qk_norm_weight) line("qk_norm", "true"), line("qk_norm_weight", "true");
+  if (d.qk_norm_whole) line("qk_norm_whole", "true");
+  if (d.post_norm) line("post_norm", "true");
   if (d.head_dim) line("head_dim", std::to_string(d.head_dim));
   if (d.geglu) line("mlp", "geglu");
   if (d.norm_offset) line("norm_offset", "true");
@@ -211,20 +214,24 @@ std::string llama_deck(const LlamaDims& d, std::int64_t context) {
 }
 
 // Hugging Face name -> hpctrain name pairs that are the same tensor (shape [out, in] both).
+// The norms: before each sublayer (Llama's input_layernorm, post_attention_layernorm), also after
+// (sandwich: Gemma 2's and 3's), or after only (post: OLMo 2's post_attention_layernorm,
+// post_feedforward_layernorm).
 std::vector<std::pair<std::string, std::string>> direct_names(std::int64_t layers, bool tied, bool qk_norms,
-                                                              bool sandwich) {
+                                                              bool sandwich, bool post) {
   std::vector<std::pair<std::string, std::string>> out{{"model.embed_tokens.weight", "tok_emb.weight"},
                                                        {"model.norm.weight", "norm.weight"}};
   for (std::int64_t i = 0; i < layers; ++i) {
     const std::string hf = "model.layers." + std::to_string(i) + ".", us = "h." + std::to_string(i) + ".";
-    out.emplace_back(hf + "input_layernorm.weight", us + "input_layernorm.weight");
+    if (!post) out.emplace_back(hf + "input_layernorm.weight", us + "input_layernorm.weight");
     out.emplace_back(hf + "post_attention_layernorm.weight", us + "post_attention_layernorm.weight");
     out.emplace_back(hf + "self_attn.o_proj.weight", us + "self_attn.proj.weight");
     out.emplace_back(hf + "mlp.down_proj.weight", us + "mlp.down.weight");
     if (qk_norms) out.emplace_back(hf + "self_attn.q_norm.weight", us + "self_attn.q_norm.weight");
     if (qk_norms) out.emplace_back(hf + "self_attn.k_norm.weight", us + "self_attn.k_norm.weight");
-    for (const char* norm : {"pre_feedforward_layernorm.weight", "post_feedforward_layernorm.weight"})
-      if (sandwich) out.emplace_back(hf + norm, us + norm);
+    if (sandwich) out.emplace_back(hf + "pre_feedforward_layernorm.weight", us + "pre_feedforward_layernorm.weight");
+    if (sandwich || post)
+      out.emplace_back(hf + "post_feedforward_layernorm.weight", us + "post_feedforward_layernorm.weight");
   }
   if (!tied) out.emplace_back("lm_head.weight", "lm_head.weight");
   return out;
@@ -291,8 +298,9 @@ Shape direct_shape(const std::string& hf, const LlamaDims& d) {
   if (hf.find("embed_tokens") != std::string::npos || hf == "lm_head.weight") return {d.vocab_size, d.n_embd};
   if (hf.find("o_proj") != std::string::npos) return {d.n_embd, d.n_head * d.head_width()};
   if (hf.find("down_proj") != std::string::npos) return {d.n_embd, d.ffn_dim};
-  if (hf.find("self_attn.q_norm") != std::string::npos || hf.find("self_attn.k_norm") != std::string::npos)
-    return {d.head_width()};
+  const bool keys = hf.find("self_attn.k_norm") != std::string::npos;
+  if (hf.find("self_attn.q_norm") != std::string::npos || keys)  // (OLMo 2's: the projection's width)
+    return {d.qk_norm_whole ? (keys ? d.n_kv_heads : d.n_head) * d.head_width() : d.head_width()};
   return {d.n_embd};
 }
 Imported import_llama_layout(const Json& c, Tensors hf, const std::string& file, const std::string& dir) {
@@ -303,7 +311,8 @@ Imported import_llama_layout(const Json& c, Tensors hf, const std::string& file,
   if (positions < 1)
     throw bad_input(file + ": \"max_position_embeddings\" = 0: the model's context would hold no position");
   Imported out{llama_deck(d, positions), llama_layers(d), {}};
-  for (const auto& [theirs, ours] : direct_names(d.n_layer, d.tie_embeddings, d.qk_norm_weight, d.sandwich_norm)) {
+  for (const auto& [theirs, ours] :
+       direct_names(d.n_layer, d.tie_embeddings, d.qk_norm_weight, d.sandwich_norm, d.post_norm)) {
     out.tensors.push_back(renamed(take(hf, theirs, direct_shape(theirs, d), dir), ours));
   }
   for (std::int64_t i = 0; i < d.n_layer; ++i) take_fused(hf, d, i, type == "phi3", dir, out.tensors);
@@ -320,9 +329,9 @@ Imported import_llama_layout(const Json& c, Tensors hf, const std::string& file,
 namespace {
 // The model_types this file reads and their classes.
 const std::pair<const char*, const char*> kLlamaClasses[] = {
-    {"llama", "LlamaForCausalLM"},   {"mistral", "MistralForCausalLM"},   {"qwen2", "Qwen2ForCausalLM"},
-    {"qwen3", "Qwen3ForCausalLM"},   {"phi3", "Phi3ForCausalLM"},         {"gemma", "GemmaForCausalLM"},
-    {"gemma2", "Gemma2ForCausalLM"}, {"gemma3_text", "Gemma3ForCausalLM"}};
+    {"llama", "LlamaForCausalLM"},   {"mistral", "MistralForCausalLM"},    {"qwen2", "Qwen2ForCausalLM"},
+    {"qwen3", "Qwen3ForCausalLM"},   {"phi3", "Phi3ForCausalLM"},          {"gemma", "GemmaForCausalLM"},
+    {"gemma2", "Gemma2ForCausalLM"}, {"gemma3_text", "Gemma3ForCausalLM"}, {"olmo2", "Olmo2ForCausalLM"}};
 }  // namespace
 
 std::string llama_class(const std::string& model_type) {
@@ -352,7 +361,8 @@ std::string export_type(const ModelConfig& m) {
     throw bad_input("--export-hf: [model] " + what +
                     " is the model of no Hugging Face class (Qwen2: qkv_bias; Qwen3: qk_norm with qk_norm_weight; "
                     "Gemma: mlp = geglu, norm_offset, embed_scale; Gemma 2: those with sandwich_norm and the "
-                    "soft-caps; Gemma 3: those with sandwich_norm and the weighted QK-norm)");
+                    "soft-caps; Gemma 3: those with sandwich_norm and the weighted QK-norm; OLMo 2: post_norm with "
+                    "qk_norm_weight and qk_norm_whole)");
   };
   if (m.qk_norm && !m.qk_norm_weight) refuse("qk_norm without qk_norm_weight (modded-nanogpt's)");
   if (m.mlp == Mlp::relu2) refuse("mlp = relu2 (modded-nanogpt's)");
@@ -368,6 +378,12 @@ std::string export_type(const ModelConfig& m) {
   if (m.sliding_window > 0 && m.global_every > 0 && !(gemma && m.sandwich_norm))
     refuse("sliding_window with global_every outside Gemma 2 and 3 (Mistral's and Qwen's windows are on every layer)");
   if (m.sliding_window > 0 && gemma && !m.sandwich_norm) refuse("sliding_window with Gemma's keys (Gemma 2's and 3's)");
+  if (m.post_norm || m.qk_norm_whole) {
+    if (!(m.post_norm && m.qk_norm_whole && m.qk_norm_weight))
+      refuse("post_norm or qk_norm_whole without the other and qk_norm_weight (OLMo 2's three)");
+    if (gemma || m.qkv_bias || m.sliding_window > 0) refuse("post_norm with Gemma's keys, qkv_bias or sliding_window");
+    return "olmo2";
+  }
   if (gemma) return !m.sandwich_norm ? "gemma" : gemma2 ? "gemma2" : "gemma3_text";
   if (m.qkv_bias) return "qwen2";
   if (m.qk_norm_weight) return "qwen3";
@@ -426,6 +442,7 @@ Exported llama_export(const std::vector<LazyTensor>& ours, const ModelConfig& m,
   if (type == "mistral") out.config["sliding_window"] = m.sliding_window;
   if (type == "qwen2" || type == "mistral")  // (their configurations have neither)
     out.config.erase("attention_bias"), out.config.erase("mlp_bias");
+  if (type == "olmo2") out.config.erase("mlp_bias");  // (Olmo2Config has attention_bias alone)
   if (is_gemma(type)) gemma_config(m, type, out.config);
   if (r.factor > 0)
     out.config["rope_scaling"] = {{"rope_type", "llama3"},
@@ -434,7 +451,8 @@ Exported llama_export(const std::vector<LazyTensor>& ours, const ModelConfig& m,
                                   {"high_freq_factor", static_cast<double>(r.high)},
                                   {"original_max_position_embeddings", r.context}};
   std::map<std::string, std::string> to_hf;
-  for (const auto& [theirs, mine] : direct_names(m.n_layer, m.tie_embeddings, m.qk_norm_weight, m.sandwich_norm))
+  for (const auto& [theirs, mine] :
+       direct_names(m.n_layer, m.tie_embeddings, m.qk_norm_weight, m.sandwich_norm, m.post_norm))
     to_hf[mine] = theirs;
   const std::int64_t q = m.attention_width(), kv = (m.n_kv_heads ? m.n_kv_heads : m.n_head) * (q / m.n_head);
   for (const LazyTensor& t : ours) {

@@ -212,6 +212,12 @@ void check_llama(const ModelConfig& m, const std::function<std::string(const std
   if (m.qk_norm_weight && !m.qk_norm)
     throw bad_input(where_of("model.qk_norm_weight") + ": [model] qk_norm_weight = true weights the QK-norm: set " +
                     "[model] qk_norm = true too");
+  if (m.qk_norm_whole && !m.qk_norm_weight)
+    throw bad_input(where_of("model.qk_norm_whole") + ": [model] qk_norm_whole = true spans the weighted QK-norm: " +
+                    "set [model] qk_norm = true and qk_norm_weight = true too");
+  if (m.post_norm && m.sandwich_norm)
+    throw bad_input(where_of("model.post_norm") + ": [model] post_norm and sandwich_norm are two placements of the " +
+                    "norms (OLMo 2's after the sublayers only, Gemma 2's before and after): set one");
   if (m.rope_local_theta > 0 && m.global_every < 1)
     throw bad_input(where_of("model.rope_local_theta") + ": [model] rope_local_theta needs [model] global_every >= 1 " +
                     "(the period of the global layers, Gemma 3's 6)");

@@ -93,6 +93,10 @@ void model_keys(std::vector<KeySpec>& k) {
         "arch = llama: with qk_norm, each query and key head's norm scaled by a learned weight of its width and "
         "its epsilon norm_eps (Qwen3's q_norm and k_norm)")
       .of_archs("llama");
+  s.key("qk_norm_whole", &ModelConfig::qk_norm_whole,
+        "arch = llama: with qk_norm_weight, a position's queries normalized together over all their heads (a "
+        "weight of n_head x head width), likewise its keys (OLMo 2's q_norm and k_norm), not head by head")
+      .of_archs("llama");
   s.key("head_dim", &ModelConfig::head_dim,
         "arch = llama: a head's columns when not n_embd / n_head (Qwen3 0.6B: 128 at n_embd 1024 with 16 heads); "
         "0 = n_embd / n_head")
@@ -109,6 +113,10 @@ void model_keys(std::vector<KeySpec>& k) {
       .of_archs("llama");
   s.key("sandwich_norm", &ModelConfig::sandwich_norm,
         "arch = llama: a norm after attention and after the MLP too, before each residual add (Gemma 2 and 3)")
+      .of_archs("llama");
+  s.key("post_norm", &ModelConfig::post_norm,
+        "arch = llama: the norms after attention and after the MLP, inside each residual branch, and none before "
+        "them (OLMo 2's post_attention_layernorm and post_feedforward_layernorm)")
       .of_archs("llama");
   s.key("rope_local_theta", &ModelConfig::rope_local_theta,
         "arch = llama: with global_every, the rotary base of the local layers, every layer but each global_every-th "

@@ -14,7 +14,8 @@
 // neither bias; proj_bias=0 (Qwen2's): bqkv only. qk_norm=1: each query and key head divided by its root mean square
 // (no weight, eps 1e-6) after the projection. With qk_norm_weight=1 (Qwen3's q_norm and k_norm) each is then scaled by
 // a learned weight of D columns, q_norm.weight for the queries and k_norm.weight for the keys (ones at first), with eps
-// 10^-qk_eps (default 6), before the rotation (qk_offset=1, Gemma 3's: by 1 + weight, zeros at first;
+// 10^-qk_eps (default 6), before the rotation (qk_whole=1, OLMo 2's: a position's queries normalized together over
+// all H D columns with a weight of H D, its keys over K D; qk_offset=1, Gemma 3's: by 1 + weight, zeros at first;
 // layers/norm_weight.hpp): the heads before the norm are kept for the backward (rmsnorm_forward/backward on copies of
 // the query and key planes). Split by heads, each rank's heads give a part of the weights' gradients: summed over the
 // group here (with sequence parallelism the trainer sums them, as for every replicated parameter). rope=THETA (Llama's:
@@ -62,7 +63,8 @@ struct AttentionArgs {
   std::int64_t heads = 0, kv_heads = 0;  // kv_heads 0: heads
   std::int64_t head_dim = 0;             // 0: C / heads
   bool qkv_bias = true, proj_bias = true, qk_norm = false, qk_weight = false, qk_offset = false, fused = true;
-  float qk_eps = 1e-6f;  // qk_weight's
+  bool qk_whole = false;  // qk_weight's norm over all heads of a position (OLMo 2's), not head by head
+  float qk_eps = 1e-6f;   // qk_weight's
   float dropout = 0, proj_std = 0.02f;
   double rope = 0;  // theta; 0: none
   RopeScaling scaling;
@@ -86,6 +88,9 @@ class Attention final : public Layer {
       throw bad_input(me + ": " + std::to_string(a_.heads) + " query and " + std::to_string(kv_) +
                       " key/value heads do not divide among [parallel] tensor_parallel = " + std::to_string(tp) +
                       " ranks");
+    if (a_.qk_whole && tp > 1)
+      throw bad_input(me + ": qk_whole=1 (a QK-norm over every head) with [parallel] tensor_parallel = " +
+                      std::to_string(tp) + ": each rank holds some of the heads");
     if (a_.fused && width(in[1]) > 256)
       throw bad_input(me + ": fused attention takes heads of at most 256 columns, got " + std::to_string(width(in[1])));
     return in;
@@ -102,7 +107,7 @@ class Attention final : public Layer {
     if (a_.qkv_bias) p.push_back({"qkv.bias", {qkv}, Init::zeros, c, qkv}), p.back().tp = by_heads;
     if (a_.qk_weight)
       for (const char* name : {"q_norm.weight", "k_norm.weight"})
-        p.push_back({name, {d}, a_.qk_offset ? Init::zeros : Init::ones, d, d});
+        p.push_back({name, {qk_width(name[0] == 'k', d)}, a_.qk_offset ? Init::zeros : Init::ones, d, d});
     p.push_back(proj);
     if (a_.proj_bias) p.push_back({"proj.bias", {c}, Init::zeros, c, c});
     return p;
@@ -128,10 +133,13 @@ class Attention final : public Layer {
     if (!a_.fused) add(q.compact(probs));
     if (q.training && a_.dropout > 0)
       add(q.compact(probs, exact_in(1.f / (1.f - a_.dropout), q.precision))), add(q.compact(probs));
-    if (a_.qk_norm) m.saved += 4 * n * t * (h + k) * (a_.qk_weight ? d + 1 : 1);  // (weights: the heads before it)
+    const double factors = a_.qk_whole ? 2 : h + k;                                       // (QK-norm's, a position's)
+    if (a_.qk_norm) m.saved += 4 * n * t * ((a_.qk_weight ? (h + k) * d : 0) + factors);  // (weights: the heads)
     if (a_.qk_weight) m.scratch += 2 * (MemoryQuery::temp(n * t * h * d) + MemoryQuery::temp(n * t * k * d));
     if (a_.qk_weight && tensor_parallel().size > 1 && !sequence_split()) m.scratch += 2 * MemoryQuery::temp(d);
-    if (a_.qk_offset) m.scratch += 2 * MemoryQuery::temp(d);            // (1 + weight, each part's)
+    if (a_.qk_offset)  // (1 + weight, each part's)
+      m.scratch += MemoryQuery::temp(static_cast<double>(qk_width(false, width(in[1])))) +
+                   MemoryQuery::temp(static_cast<double>(qk_width(true, width(in[1]))));
     m.cache = 4 * n * static_cast<double>(cache_rows(t_)) * 2 * k * d;  // (decode: float32 [n, R, 2K D])
     m.scratch += MemoryQuery::temp(out) + MemoryQuery::temp(qkv) + (a_.fused ? 0 : MemoryQuery::temp(probs)) +
                  (sequence_split() ? 6 * MemoryQuery::temp(n * t * c) : 0);
@@ -234,7 +242,7 @@ class Attention final : public Layer {
     if (a_.qk_weight) {
       const Device dev = x.device();
       Tensor pre_q = temp(6, {b * len, heads(), width(c)}, dev), pre_k = temp(7, {b * len, kv(), width(c)}, dev);
-      Tensor rstd_q = temp(8, {b * len * heads()}, dev), rstd_k = temp(9, {b * len * kv()}, dev);
+      Tensor rstd_q = temp(8, {b * len * qk_factors(false)}, dev), rstd_k = temp(9, {b * len * qk_factors(true)}, dev);
       weighted_qk_norm(now, pre_q, pre_k, rstd_q, rstd_k);
     } else if (a_.qk_norm) {
       Tensor rstd = temp(3, {b * len, heads() + kv()}, x.device());
@@ -325,7 +333,7 @@ class Attention final : public Layer {
     if (a_.qk_norm && !a_.qk_weight) s.rstd = saved(5, {n * t, h + kv()}, dev);
     if (a_.qk_weight) {
       s.pre_q = saved(6, {n * t, h, d}, dev), s.pre_k = saved(7, {n * t, kv(), d}, dev);
-      s.rstd_q = saved(8, {n * t * h}, dev), s.rstd_k = saved(9, {n * t * kv()}, dev);
+      s.rstd_q = saved(8, {n * t * qk_factors(false)}, dev), s.rstd_k = saved(9, {n * t * qk_factors(true)}, dev);
     }
     return s;
   }
@@ -380,6 +388,10 @@ class Attention final : public Layer {
   static constexpr std::size_t kWqkv = 0, kBqkv = 1;
   std::size_t qk_weight_at() const { return a_.qkv_bias ? 2 : 1; }               // (k_norm's: + 1)
   std::size_t wproj() const { return qk_weight_at() + (a_.qk_weight ? 2 : 0); }  // (bproj: wproj() + 1)
+  // The columns one weighted QK-norm spans (the keys' or the queries'): a head's D, or with qk_whole
+  // all of a position's heads; and the factors it keeps per position.
+  std::int64_t qk_width(bool keys, std::int64_t d) const { return a_.qk_whole ? (keys ? kv() : heads()) * d : d; }
+  std::int64_t qk_factors(bool keys) const { return a_.qk_whole ? 1 : keys ? kv() : heads(); }
   // qk_norm_weight: the query and key planes of qkv [rows, H + 2K, D] copied to pre_q [rows, H, D] and
   // pre_k [rows, K, D], each RMS-normalized over D and scaled by its weight (rstd_q, rstd_k: the
   // factors), written back in place.
@@ -391,8 +403,8 @@ class Attention final : public Layer {
       const std::int64_t first = part ? heads() : 0, count = part ? kv() : heads();
       copy_planes(qkv, planes, first, pre, count, 0, count, d, false);
       Tensor normed = temp(static_cast<std::size_t>(4 + part), pre.shape(), dev);
-      rmsnorm_forward(pre, qk_factor(qk_weight_at() + static_cast<std::size_t>(part), dev), d, a_.qk_eps,
-                      part ? rstd_k : rstd_q, normed);
+      rmsnorm_forward(pre, qk_factor(qk_weight_at() + static_cast<std::size_t>(part), dev), qk_width(part, d),
+                      a_.qk_eps, part ? rstd_k : rstd_q, normed);
       copy_planes(normed, count, 0, qkv, planes, first, count, d, false);
     }
   }
@@ -412,7 +424,7 @@ class Attention final : public Layer {
       const bool sum_here = tensor_parallel().size > 1 && !sequence_split();
       Tensor dw = sum_here ? temp(10, {d}, pre.device()) : grad(w);  // (this micro-batch's part, to sum)
       if (sum_here) fill(dw, 0.f);
-      rmsnorm_backward(pre, qk_factor(w, pre.device()), part ? s.rstd_k : s.rstd_q, dy, d, dx, dw);
+      rmsnorm_backward(pre, qk_factor(w, pre.device()), part ? s.rstd_k : s.rstd_q, dy, qk_width(part, d), dx, dw);
       if (sum_here) tp_sum(dw), add(grad(w), dw, grad(w));
       copy_planes(dx, count, 0, dqkv, planes, first, count, d, false);
     }
@@ -443,9 +455,9 @@ class Attention final : public Layer {
 
 AttentionArgs attention_args(const LayerArgs& a) {
   expect_named_only(a, 1,
-                    {"bias", "proj_bias", "qk_norm_weight", "qk_eps", "qk_offset", "head_dim", "dropout", "proj_std",
-                     "kv_heads", "rope", "rope_factor", "rope_low", "rope_high", "rope_context", "qk_norm", "window",
-                     "softcap", "query_scalar", "fused"});
+                    {"bias",         "proj_bias", "qk_norm_weight", "qk_eps",  "qk_offset",    "qk_whole", "head_dim",
+                     "dropout",      "proj_std",  "kv_heads",       "rope",    "rope_factor",  "rope_low", "rope_high",
+                     "rope_context", "qk_norm",   "window",         "softcap", "query_scalar", "fused"});
   AttentionArgs r;
   r.heads = int_arg(a, 0, "the number of heads");
   const std::int64_t percent = layer_named_int(a, "dropout", 0, 0);
@@ -472,6 +484,9 @@ AttentionArgs attention_args(const LayerArgs& a) {
   r.qk_offset = layer_named_bool(a, "qk_offset", false);
   if (r.qk_offset && !r.qk_weight)
     throw bad_input("[model] layers: " + a.text + ": qk_offset=1 needs qk_norm_weight=1 (it offsets the weight)");
+  r.qk_whole = layer_named_bool(a, "qk_whole", false);
+  if (r.qk_whole && !r.qk_weight)
+    throw bad_input("[model] layers: " + a.text + ": qk_whole=1 needs qk_norm_weight=1 (it spans the weighted norm)");
   if (r.qk_weight && !r.qk_norm)
     throw bad_input("[model] layers: " + a.text + ": qk_norm_weight=1 needs qk_norm=1 (it weights the norm)");
   r.fused = layer_named_bool(a, "fused", percent == 0);
@@ -495,7 +510,8 @@ void register_attention(LayerRegistry& r) {
   r.add("attention",
         "attention(heads, bias=1, proj_bias=bias, dropout=0, proj_std=0.02, kv_heads=heads, rope=0, rope_factor=0, "
         "rope_low=1, "
-        "rope_high=4, rope_context=8192, qk_norm=0, qk_norm_weight=0, qk_eps=6, qk_offset=0, head_dim=C/heads, "
+        "rope_high=4, rope_context=8192, qk_norm=0, qk_norm_weight=0, qk_eps=6, qk_offset=0, qk_whole=0, "
+        "head_dim=C/heads, "
         "window=0, softcap=0, query_scalar=head_dim, fused=1): causal self-attention on [T, C]; rope=THETA rotary "
         "positions; window=W: each position sees the last W only; softcap=S: scores S tanh(s / S); query_scalar=Q: "
         "scores q . k / sqrt(Q)",

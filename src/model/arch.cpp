@@ -47,6 +47,7 @@ std::string llama_attention_args(const LlamaDims& d, std::int64_t i) {
   if (d.qk_norm) a += ", qk_norm=1";
   if (d.qk_norm_weight) a += ", qk_norm_weight=1, qk_eps=" + std::to_string(d.norm_eps_exp);
   if (d.qk_norm_weight && d.norm_offset) a += ", qk_offset=1";
+  if (d.qk_norm_whole) a += ", qk_whole=1";
   if (d.head_width() * d.n_head != d.n_embd) a += ", head_dim=" + std::to_string(d.head_width());
   if (local && d.sliding_window > 0) a += ", window=" + std::to_string(d.sliding_window);
   if (d.attn_softcap > 0) a += ", softcap=" + number(d.attn_softcap);
@@ -69,13 +70,16 @@ std::string llama_layers(const LlamaDims& d) {
   const std::string mlp = d.relu2 ? "mlp.up:linear(" + std::to_string(d.ffn_dim) + ", bias=0, tp=column) relu2 " + down
                                   : "mlp.gate_up:linear(" + std::to_string(2 * d.ffn_dim) +
                                         ", bias=0, tp=column, parts=2) " + (d.geglu ? "geglu " : "swiglu ") + down;
-  // Named after Hugging Face's LlamaForCausalLM (Gemma2/3ForCausalLM's with sandwich_norm) where a
-  // name carries over; h: "h.{}" in repeat(), else the layer's name.
+  // Named after Hugging Face's LlamaForCausalLM (Gemma2/3ForCausalLM's with sandwich_norm, Olmo2's with post_norm)
+  // where a name carries over; h: "h.{}" in repeat(), else the layer's name.
   auto block = [&](const std::string& h, const std::string& attention_args) {
     const std::string attention = "self_attn:attention(" + attention_args + ", proj_std=" + proj_std + ")";
     if (d.sandwich_norm)
       return h + ":res(input_layernorm:" + norm + " " + attention + " post_attention_layernorm:" + norm + ") " + h +
              ":res(pre_feedforward_layernorm:" + norm + " " + mlp + " post_feedforward_layernorm:" + norm + ")";
+    if (d.post_norm)  // (OLMo 2's)
+      return h + ":res(" + attention + " post_attention_layernorm:" + norm + ") " + h + ":res(" + mlp +
+             " post_feedforward_layernorm:" + norm + ")";
     return h + ":res(input_layernorm:" + norm + " " + attention + ") " + h + ":res(post_attention_layernorm:" + norm +
            " " + mlp + ")";
   };
@@ -121,7 +125,7 @@ double llama_activation_bytes(const LlamaDims& d, std::int64_t rows, std::int64_
   const double m = static_cast<double>((d.relu2 ? 2 : 3) * d.ffn_dim);
   double saved = l * ((hd + q + m) / tp + 4 * c / sp) * n * s + l * n * static_cast<double>(d.n_head) / tp * 4 +
                  (2 * l + 1) * n * 4 / sp;
-  if (d.qk_norm) saved += l * n * static_cast<double>(d.n_head + kv) / tp * 4;
+  if (d.qk_norm) saved += l * n * static_cast<double>(d.qk_norm_whole ? 2 : d.n_head + kv) / tp * 4;
   if (d.qk_norm_weight) saved += l * n * static_cast<double>((d.n_head + kv) * d.head_width()) / tp * 4;
   double outputs = (2 + 2 * l) * n * c * s / sp + n * static_cast<double>(padded_vocab) / tp * 4;
   if (d.embed_scale) outputs += n * c * s / sp;

@@ -92,6 +92,17 @@ cp -r "$tmp/hf" "$tmp/qwen3" && $py "$ref" qwen3 "$tmp/qwen3"
 check "model_type qwen3: qk_norm and qk_norm_weight, the reference's loss (1e-5)" \
   imported_as qwen3 "qk_norm = true" "qk_norm_weight = true"
 check "... exported as Qwen3ForCausalLM, the same tensors bit for bit" exported_as qwen3 qwen3
+# OLMo 2 (Olmo2ForCausalLM: no norm before the sublayers, one after each inside its residual branch,
+# q_norm and k_norm over the projections' whole width, 32 and 16 columns): post_norm and
+# qk_norm_whole, the reference's loss, and back out as Olmo2ForCausalLM bit for bit.
+cp -r "$tmp/hf" "$tmp/olmo2" && $py "$ref" olmo2 "$tmp/olmo2"
+check "model_type olmo2: post_norm, qk_norm_whole, the reference's loss (1e-5)" \
+  imported_as olmo2 "post_norm = true" "qk_norm_whole = true" "qk_norm_weight = true"
+check "... exported as Olmo2ForCausalLM, the same tensors bit for bit" exported_as olmo2 olmo2
+tp=$("$mpirun" -q -np 2 --oversubscribe --bind-to none "$trainer" "$tmp/olmo2.ini" --set parallel.tensor_parallel=2 --eval-only \
+  --set checkpoint.resume="$tmp/olmo2.h5" 2>&1)
+check "... on 2 tensor-parallel ranks: one line, the heads split ($(grep -c . <<<"$tp") lines)" \
+  grep -q "qk_whole=1 (a QK-norm over every head) with \[parallel\] tensor_parallel = 2" <<<"$tp"
 # Heads wider than hidden_size / heads (Qwen3 0.6B's 128 at 1024 with 16): head_dim 16 at 32 with 4.
 cp -r "$tmp/hf" "$tmp/qwen3w" && $py "$ref" qwen3 "$tmp/qwen3w" 16
 check "a Qwen3 with head_dim 16 (hidden_size 32, 4 heads): [model] head_dim, the reference's loss (1e-5)" \
@@ -305,6 +316,7 @@ check "a Qwen2 windowed from layer 1 of 2 (max_window_layers)" bad max_window '"
 check "a Phi-3 with RoPE on part of each head (Phi-4 mini's)" bad partial '"partial_rotary_factor" = 0.75' "$ref" phi
 check "a key of another JSON type (tie_word_embeddings 1)" bad type "config.json: a key of another type than"
 check "a Gemma 3 with Gemma 2's soft-capping" bad softcap '"attn_logit_softcapping" = 50.0: hpctrain.s Gemma 3 computes no soft-capping' "$ref" gemma3
+check "an OLMo 2 whose q_norm is a head's width (Qwen3's)" bad olmo2_norm 'model.layers.0.self_attn.q_norm.weight is \[8\]; config.json makes it \[32\]' "$ref" olmo2
 check "a Gemma 3 whose query_pre_attn_scalar is 0" bad scalar '"query_pre_attn_scalar" = 0 is not a positive number' "$ref" gemma3
 check "a Gemma 3 whose full layers are not every Nth" bad layer_types '"layer_types" = \["full_attention","sliding_attention"\]' "$ref" gemma3
 check "a Qwen3 whose head_dim is not its tensors' width" bad head_dim 'o_proj.weight is \[32, 32\]; config.json makes it \[32, 64\]' "$ref" qwen3

@@ -32,6 +32,9 @@ transformers' LlamaForCausalLM does, without transformers (Debian does not packa
                         wide at hidden_size 32 (Gemma 3 1B's 4 x 256 at 1152), layer_types sliding then
                         full: layer 0 rotates with rope_local_base_freq 10000, layer 1 with rope_theta and
                         llama3's scaling; sliding_window 32)
+  olmo2 DIR             make the folder an Olmo2ForCausalLM's (model_type olmo2: no input_layernorm, norms
+                        after attention and the MLP only, q_norm and k_norm over the projections' whole
+                        width, rms_norm_eps 1e-6; one F32 file)
   phi3 DIR              make the folder a Phi3ForCausalLM's (model_type phi3: q|k|v fused in qkv_proj and
                         gate|up in gate_up_proj, one F32 file; sliding_window 63 on every layer)
   break DIR KIND        spoil a folder: missing (a tensor gone), shape (k_proj's rows), arch
@@ -41,7 +44,8 @@ transformers' LlamaForCausalLM does, without transformers (Debian does not packa
                         head_dim (twice hidden_size / num_attention_heads, the tensors left as they are),
                         type (tie_word_embeddings 1, a number where a boolean belongs), softcap (a Gemma 3's
                         attn_logit_softcapping 50, Gemma 2's), layer_types (a Gemma 3's full layer first),
-                        scalar (a Gemma 3's query_pre_attn_scalar 0)
+                        scalar (a Gemma 3's query_pre_attn_scalar 0), olmo2_norm (an OLMo 2's q_norm
+                        one head wide)
 
 The forward follows modeling_llama.py: RMSNorm as weight * (x * rsqrt(mean(x^2) + eps)), RoPE with
 rotate_half on q and k after the projections (inv_freq from rope_theta, then llama3's scaling),
@@ -201,6 +205,7 @@ def forward(cfg, w, ids):
     gemma = cfg.get("model_type") in ("gemma", "gemma2", "gemma3_text")
     gemma3 = cfg.get("model_type") == "gemma3_text"
     sandwich = cfg.get("model_type") in ("gemma2", "gemma3_text")  # (and query_pre_attn_scalar)
+    olmo2 = cfg.get("model_type") == "olmo2"  # (norms after the sublayers alone; QK-norm over all heads)
     attn_cap, final_cap = cfg.get("attn_logit_softcapping"), cfg.get("final_logit_softcapping")
 
     def rms(x, weight):
@@ -226,14 +231,16 @@ def forward(cfg, w, ids):
         local = sliding(cfg, i)
         cos, sin = angles(local and gemma3)  # (Gemma 3's local layers: rope_local_base_freq)
         mask = causal & (pos[:, None] - pos[None, :] < cfg["sliding_window"]) if local else causal
-        y = rms(x, W[p + "input_layernorm.weight"])
+        y = x if olmo2 else rms(x, W[p + "input_layernorm.weight"])
         def proj(name, heads):
             z = y @ W[p + "self_attn.%s.weight" % name].T
             if p + "self_attn.%s.bias" % name in W:
                 z = z + W[p + "self_attn.%s.bias" % name]
-            z = z.view(b, t, heads, d)
             norm = p + "self_attn.%s_norm.weight" % name[0]
-            if norm in W:
+            if olmo2 and name != "v_proj":  # (Olmo2Attention: q_norm(q_proj(x)) over every head's columns)
+                z = rms(z, W[norm])
+            z = z.view(b, t, heads, d)
+            if not olmo2 and norm in W:
                 z = rms(z, W[norm])
             return z.transpose(1, 2)
         q, k, v = proj("q_proj", h), proj("k_proj", kv), proj("v_proj", kv)
@@ -244,14 +251,14 @@ def forward(cfg, w, ids):
             a = torch.tanh(a / attn_cap) * attn_cap
         a = torch.softmax(a.masked_fill(~mask, float("-inf")), dim=-1)
         o = (a @ v).transpose(1, 2).reshape(b, t, h * d) @ W[p + "self_attn.o_proj.weight"].T
-        if sandwich:
+        if sandwich or olmo2:
             o = rms(o, W[p + "post_attention_layernorm.weight"])
         x = x + o
-        y = rms(x, W[p + ("pre_feedforward_layernorm.weight" if sandwich else "post_attention_layernorm.weight")])
+        y = x if olmo2 else rms(x, W[p + ("pre_feedforward_layernorm.weight" if sandwich else "post_attention_layernorm.weight")])
         g = y @ W[p + "mlp.gate_proj.weight"].T
         act = torch.nn.functional.gelu(g, approximate="tanh") if gemma else torch.nn.functional.silu(g)
         m = (act * (y @ W[p + "mlp.up_proj.weight"].T)) @ W[p + "mlp.down_proj.weight"].T
-        if sandwich:
+        if sandwich or olmo2:
             m = rms(m, W[p + "post_feedforward_layernorm.weight"])
         x = x + m
     x = rms(x, W["model.norm.weight"])
@@ -320,6 +327,28 @@ def qwen2(folder):
     cfg["vocab_size"] += 16
     json.dump(cfg, open(path, "w"), indent=2)
     json.dump({"metadata": {"total_size": 0}, "weight_map": wm}, open(index, "w"))
+
+
+def olmo2(folder):
+    """The Llama folder as an Olmo2ForCausalLM's (modeling_olmo2.py): no input_layernorm, a norm after
+    attention (post_attention_layernorm) and after the MLP (post_feedforward_layernorm) inside each
+    residual branch, q_norm over the q projection's whole width and k_norm over the k projection's
+    (one weight per column), rms_norm_eps 1e-6; one F32 file."""
+    cfg, w = load(folder)
+    g, c, h, kv = np.random.default_rng(5), cfg["hidden_size"], cfg["num_attention_heads"], cfg["num_key_value_heads"]
+    d = c // h
+    for i in range(cfg["num_hidden_layers"]):
+        p = "model.layers.%d." % i
+        del w[p + "input_layernorm.weight"]
+        for name, n in (("self_attn.q_norm", h * d), ("self_attn.k_norm", kv * d), ("post_feedforward_layernorm", c)):
+            w[p + name + ".weight"] = (1 + 0.3 * g.standard_normal(n)).astype(np.float32)
+    w = {k: v for k, v in w.items() if "rotary_emb" not in k}
+    cfg.update(architectures=["Olmo2ForCausalLM"], model_type="olmo2", rms_norm_eps=1e-06)
+    for f in os.listdir(folder):
+        if f.endswith(".safetensors") or f.endswith(".index.json"):
+            os.remove(os.path.join(folder, f))
+    write_safetensors(os.path.join(folder, "model.safetensors"), w, "F32")
+    json.dump(cfg, open(os.path.join(folder, "config.json"), "w"), indent=2)
 
 
 def qwen3(folder, head_dim=None):
@@ -450,6 +479,10 @@ def spoil(folder, kind):
         cfg["partial_rotary_factor"] = 0.75
     elif kind == "softcap":
         cfg["attn_logit_softcapping"] = 50.0
+    elif kind == "olmo2_norm":  # (q_norm one head wide, as Qwen3's)
+        w = read_safetensors(os.path.join(folder, "model.safetensors"))
+        w["model.layers.0.self_attn.q_norm.weight"] = w["model.layers.0.self_attn.q_norm.weight"][:8]
+        write_safetensors(os.path.join(folder, "model.safetensors"), w, "F32")
     elif kind == "scalar":
         cfg["query_pre_attn_scalar"] = 0
     elif kind == "layer_types":
@@ -477,6 +510,8 @@ if __name__ == "__main__":
         qwen3(sys.argv[2], int(sys.argv[3]) if len(sys.argv) > 3 else None)
     elif cmd == "phi3":
         phi3(sys.argv[2])
+    elif cmd == "olmo2":
+        olmo2(sys.argv[2])
     elif cmd in ("gemma", "gemma2", "gemma3"):
         gemma(sys.argv[2], {"gemma": 1, "gemma2": 2, "gemma3": 3}[cmd])
     elif cmd == "qwen2":

@@ -119,6 +119,20 @@ TEST(Arch, GemmaLayers) {
   EXPECT_EQ(static_cast<float>(std::stod("5.65685415")), static_cast<float>(std::sqrt(32.0)));
 }
 
+// OLMo 2's: no norm before the sublayers, one after each inside its residual branch, and the
+// weighted QK-norm over all of a position's heads (qk_whole).
+TEST(Arch, Olmo2Layers) {
+  LlamaDims d;
+  d.n_layer = 2, d.n_head = 4, d.n_kv_heads = 2, d.n_embd = 32, d.vocab_size = 300, d.ffn_dim = 48;
+  d.norm_eps_exp = 6, d.tie_embeddings = false, d.qk_norm = d.qk_norm_weight = d.qk_norm_whole = d.post_norm = true;
+  EXPECT_EQ(
+      llama_layers(d),
+      "tok_emb:embedding(300, 32) repeat(2, h.{}:res(self_attn:attention(4, kv_heads=2, bias=0, rope=10000, "
+      "qk_norm=1, qk_norm_weight=1, qk_eps=6, qk_whole=1, proj_std=0.01) post_attention_layernorm:rmsnorm(eps=6)) "
+      "h.{}:res(mlp.gate_up:linear(96, bias=0, tp=column, parts=2) swiglu mlp.down:linear(32, bias=0, std=0.01, "
+      "tp=row) post_feedforward_layernorm:rmsnorm(eps=6))) norm:rmsnorm(eps=6) lm_head:lm_head(300, tie=0)");
+}
+
 // sliding_window: with global_every on the local layers only (Gemma 3's: written out, layer 1 global
 // without one); without it on every layer (Mistral's: one repeat body); none without the key.
 TEST(Arch, SlidingWindowLayers) {
@@ -208,15 +222,19 @@ TEST(Arch, LlamaActivationBytesMatchMeasuredRuns) {
 // wide, SwiGLU/GeGLU 384, T = 16, 4 rows, the byte vocabulary (256); summary.json's
 // activation_bytes_per_rank to 6 digits): Llama's, Gemma's (GeGLU, 1 + weight norms, scaled
 // embeddings: one more [N, C] output) and Gemma 3's (also the norms after both sublayers and the
-// weighted QK-norm with local layers).
+// weighted QK-norm with local layers); OLMo 2's (2026-12-07: norms after the sublayers only, the
+// weighted QK-norm over all heads: `inputs/llama_small.ini --set model.n_layer=2 --set
+// model.block_size=16 --set train.global_batch=4 --set train.loss_chunk=0` and its four keys).
 TEST(Arch, GemmaActivationBytesMatchMeasuredRuns) {
-  const double measured[] = {1314050, 1346820, 1580290};
-  for (int kind = 0; kind < 3; ++kind) {
+  const double measured[] = {1314050, 1346820, 1580290, 1413380};
+  for (int kind = 0; kind < 4; ++kind) {
     LlamaDims d;
     d.n_layer = 2, d.n_head = 4, d.n_kv_heads = 2, d.n_embd = 128, d.ffn_dim = 384;
-    d.geglu = d.norm_offset = d.embed_scale = kind > 0;
-    d.sandwich_norm = d.qk_norm = d.qk_norm_weight = kind > 1;
-    if (kind > 1) d.rope_local_theta = 10000, d.global_every = 2;
+    d.geglu = d.norm_offset = d.embed_scale = kind == 1 || kind == 2;
+    d.sandwich_norm = kind == 2;
+    d.qk_norm = d.qk_norm_weight = kind > 1;
+    d.qk_norm_whole = d.post_norm = kind == 3;
+    if (kind == 2) d.rope_local_theta = 10000, d.global_every = 2;
     EXPECT_NEAR(llama_activation_bytes(d, 4, 16, 256, false), measured[kind], 64) << "kind " << kind;
   }
 }

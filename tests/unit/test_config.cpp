@@ -373,7 +373,7 @@ TEST(ConfigSchema, ArchitectureKeysAreTaggedAsTheirHelpSays) {
     EXPECT_EQ(k.archs, said) << k.name();
     ++tagged;
   }
-  EXPECT_EQ(tagged, 28);  // (5 of both, 3 of gpt only, 20 of llama only)
+  EXPECT_EQ(tagged, 30);  // (5 of both, 3 of gpt only, 22 of llama only)
 }
 
 TEST(ConfigErrors, CrossKeyChecks) {
@@ -404,6 +404,12 @@ TEST(ConfigErrors, CrossKeyChecks) {
       error_of(llama + "global_every = 6\n").find("global_every needs [model] rope_local_theta or sliding_window"),
       std::string::npos);
   EXPECT_EQ(parse(llama + "sliding_window = 512\nglobal_every = 6\n").model.sliding_window, 512);  // (local: windowed)
+  EXPECT_NE(error_of(llama + "qk_norm = true\nqk_norm_whole = true\n").find("qk_norm_whole = true spans the weighted"),
+            std::string::npos);
+  EXPECT_NE(error_of(llama + "post_norm = true\nsandwich_norm = true\n").find("post_norm and sandwich_norm are two"),
+            std::string::npos);
+  EXPECT_TRUE(parse(llama + "qk_norm = true\nqk_norm_weight = true\nqk_norm_whole = true\npost_norm = true\n")
+                  .model.qk_norm_whole);
   EXPECT_NE(error_of("[model]\narch = gpt\nn_layer = 1\nn_head = 2\nn_embd = 8\nsliding_window = 4\n")
                 .find("sliding_window is a key of arch = llama, not of arch = gpt"),
             std::string::npos);

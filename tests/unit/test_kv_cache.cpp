@@ -231,6 +231,10 @@ const std::string llama =
 const std::string qwen =
     "embedding(23, 32) repeat(2, res(rmsnorm attention(4, kv_heads=2, rope=10000, qk_norm=1, qk_norm_weight=1, "
     "proj_bias=0, head_dim=12)) res(rmsnorm linear(96, bias=0) swiglu linear(32, bias=0))) rmsnorm lm_head(23)";
+// OLMo 2's: norms after the sublayers only, the weighted QK-norm over all of a position's heads.
+const std::string olmo2 =
+    "embedding(23, 32) repeat(2, res(attention(4, kv_heads=2, rope=10000, qk_norm=1, qk_norm_weight=1, qk_whole=1, "
+    "bias=0) rmsnorm) res(linear(96, bias=0) swiglu linear(32, bias=0) rmsnorm)) rmsnorm lm_head(23)";
 // Gemma 2's and 3's pattern: a local layer with a sliding window of 20 positions (the prompt of 70
 // and the positions after it see only their window's keys in the cache), then a global one; Gemma
 // 2's soft-capped scores and logits.
@@ -242,7 +246,7 @@ INSTANTIATE_TEST_SUITE_P(
     Models, KvCache,
     ::testing::Values(Case{"gpt", gpt, false}, Case{"llama", llama, false}, Case{"llama, documents", llama, true},
                       Case{"qwen", qwen, false}, Case{"sliding window", windowed, false},
-                      Case{"sliding window, documents", windowed, true},
+                      Case{"sliding window, documents", windowed, true}, Case{"olmo2", olmo2, false},
                       Case{"gpt, held probabilities",
                            "embedding(23, 32) position_embedding res(layernorm attention(4, dropout=10)) layernorm "
                            "lm_head(23)",

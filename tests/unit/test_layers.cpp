@@ -132,6 +132,10 @@ TEST(GradientCheck, SequenceLayers) {
   EXPECT_LE(
       check_layer(*make("attention(4,kv_heads=2,bias=0,rope=10000,qk_norm=1,qk_norm_weight=1,head_dim=6)"), {5, 8}, 2),
       1.0);  // heads wider than C / H (Qwen3 0.6B's)
+  EXPECT_LE(
+      check_layer(*make("attention(4,kv_heads=2,bias=0,rope=10000,qk_norm=1,qk_norm_weight=1,qk_whole=1)"), {6, 16}, 2),
+      1.0);                                                        // OLMo 2's: over all of a position's heads
+  EXPECT_THROW(make("attention(4,qk_norm=1,qk_whole=1)"), Error);  // (it spans the weighted norm)
   EXPECT_LE(check_layer(*make("attention(4,kv_heads=2,bias=0,rope=10000,window=3)"), {7, 16}, 2), 1.0);  // Mistral's
   EXPECT_THROW(make("attention(2,window=3,fused=0)"), Error);  // (the held probabilities have no window)
   EXPECT_LE(check_layer(*make("attention(2,bias=0,rope=10000,softcap=1)"), {6, 8}, 2), 1.0);  // Gemma 2's

@@ -120,6 +120,11 @@ const Case kCases[] = {
      "geglu linear(16, bias=0) rmsnorm(offset=1))) rmsnorm(offset=1) lm_head(13)",
      {10},
      13},
+    {"olmo2",
+     "embedding(13, 16) repeat(2, res(attention(4, kv_heads=2, rope=10000, qk_norm=1, qk_norm_weight=1, qk_whole=1, "
+     "bias=0) rmsnorm) res(linear(32, bias=0) swiglu linear(16, bias=0) rmsnorm)) rmsnorm lm_head(13)",
+     {10},
+     13},
     {"cnn3d",
      "conv3d(3,2,pad=same) leaky_relu(0.1) maxpool3d(2) conv3d(4,3,pad=1) avgpool3d(2) gap3d dense(2)",
      {2, 8, 8, 8},

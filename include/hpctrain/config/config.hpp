@@ -184,6 +184,8 @@ struct ModelConfig {
   bool qk_norm = false, zero_init = false;
   bool qkv_bias = false;        // arch = llama: biases on the query, key and value projections (Qwen2's)
   bool qk_norm_weight = false;  // arch = llama: qk_norm with learned weights (Qwen3's q_norm, k_norm)
+  bool qk_norm_whole = false;   // arch = llama: that norm over all of a position's heads (OLMo 2's)
+  bool post_norm = false;       // arch = llama: norms after attention and the MLP only, none before (OLMo 2's)
   long head_dim = 0;            // arch = llama: a head's columns; 0 = n_embd / n_head
   // arch = llama, Gemma's (model/arch.hpp LlamaDims): norms by 1 + weight, scaled embeddings, norms
   // after the sublayers too, local layers' rotary base (0: none) and the global layers' period; the

@@ -38,6 +38,8 @@ struct LlamaDims {
   int norm_eps_exp = 5;
   bool tie_embeddings = true, qk_norm = false, relu2 = false, zero_init = false, qkv_bias = false;
   bool qk_norm_weight = false;  // Qwen3's: qk_norm with learned weights, eps 10^-norm_eps_exp
+  bool qk_norm_whole = false;   // OLMo 2's: that norm over all of a position's query (key) heads at once
+  bool post_norm = false;       // OLMo 2's: a norm after attention and after the MLP, none before
   std::int64_t head_dim = 0;    // a head's columns; 0 = n_embd / n_head
   // Gemma's: a GeGLU MLP (gelu_tanh(gate) * up); RMS norms (QK-norms too) scaling by 1 + weight; the
   // token embeddings times sqrt(n_embd) (float32-rounded, as Hugging Face's normalizer); with
@@ -85,6 +87,7 @@ double gpt_activation_bytes(const GptDims& d, std::int64_t rows, std::int64_t co
 //             [+ n_layer N (n_head + n_kv_heads) D 4 with qk_norm_weight]   (the heads before it)
 //   outputs = (2 + 2 n_layer) N n_embd s + N padded_vocab 4
 //             [+ N n_embd s with embed_scale]   [+ n_layer (2 N n_embd s + 2 N 4) with sandwich_norm]
+//   (qk_norm_whole: 2 statistics a position for n_head + n_kv_heads)
 // Split as gpt_activation_bytes says: q, m, the heads' output n_embd, the log-sum-exp, the QK-norm
 // statistics and the logits by T; the block's other 4 n_embd, the RMS statistics and the outputs
 // by S.

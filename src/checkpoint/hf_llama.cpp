@@ -66,6 +66,27 @@ double softcap(const Json& c, const char* key, double fallback, const std::strin
   return c[key].get<double>();
 }
 
+// config.json's rope_scaling (null or absent: none): llama3's four numbers or linear's factor, whole.
+void rope_scaling_options(const Json& c, const std::string& file, LlamaDims& d) {
+  if (!c.contains("rope_scaling") || c["rope_scaling"].is_null()) return;
+  const Json& s = c["rope_scaling"];
+  const std::string kind = s.value("rope_type", s.value("type", "")), where = file + " rope_scaling";
+  if (kind == "linear") {  // (Gemma 3 4B-27B's factor 8: position interpolation)
+    d.rope_linear = whole(s, "factor", where);
+    if (d.rope_linear < 1)
+      throw bad_input(file + ": \"rope_scaling\" linear with a factor of " + std::to_string(d.rope_linear) +
+                      " (at least 1)");
+    return;
+  }
+  if (kind != "llama3")
+    throw bad_input(file + ": \"rope_scaling\" of type \"" + kind +
+                    "\": hpctrain computes llama3's and linear's (or none)");
+  d.rope_factor = whole(s, "factor", where);
+  d.rope_low = whole(s, "low_freq_factor", where);
+  d.rope_high = whole(s, "high_freq_factor", where);
+  d.rope_context = whole(s, "original_max_position_embeddings", where);
+}
+
 // Gemma 2's and Gemma 3's query_pre_attn_scalar (their configs' default: 256): scores q . k / sqrt(it).
 double query_scalar(const Json& c, const std::string& file) {
   if (!c.contains("query_pre_attn_scalar")) return 256;
@@ -159,16 +180,7 @@ LlamaDims llama_dims(const Json& c, const std::string& type, const std::string& 
     throw bad_input(file + ": \"rms_norm_eps\" = " + std::to_string(eps) +
                     " is not a power of ten, which hpctrain needs");
   d.norm_eps_exp = static_cast<int>(std::lround(k));
-  if (c.contains("rope_scaling") && !c["rope_scaling"].is_null()) {
-    const Json& s = c["rope_scaling"];
-    const std::string kind = s.value("rope_type", s.value("type", ""));
-    if (kind != "llama3")
-      throw bad_input(file + ": \"rope_scaling\" of type \"" + kind + "\": hpctrain computes llama3's (or none)");
-    d.rope_factor = whole(s, "factor", file + " rope_scaling");
-    d.rope_low = whole(s, "low_freq_factor", file + " rope_scaling");
-    d.rope_high = whole(s, "high_freq_factor", file + " rope_scaling");
-    d.rope_context = whole(s, "original_max_position_embeddings", file + " rope_scaling");
-  }
+  rope_scaling_options(c, file, d);
   if (is_gemma(type)) gemma_options(c, type, file, d);
   window_options(c, type, file, d);
   if (d.sliding_window == 0 && d.rope_local_theta == 0) d.global_every = 0;  // (no local layer differs)
@@ -184,7 +196,8 @@ std::string llama_deck(const LlamaDims& d, std::int64_t context) {
   line("n_embd", std::to_string(d.n_embd));
   line("ffn_dim", std::to_string(d.ffn_dim));
   line("rope_theta", std::to_string(d.rope_theta));
-  line("rope_scaling", d.rope_factor > 0
+  line("rope_scaling", d.rope_linear > 0 ? "linear(" + std::to_string(d.rope_linear) + ")"
+                       : d.rope_factor > 0
                            ? "llama3(" + std::to_string(d.rope_factor) + ", " + std::to_string(d.rope_low) + ", " +
                                  std::to_string(d.rope_high) + ", " + std::to_string(d.rope_context) + ")"
                            : "none");
@@ -303,6 +316,54 @@ Shape direct_shape(const std::string& hf, const LlamaDims& d) {
     return {d.qk_norm_whole ? (keys ? d.n_kv_heads : d.n_head) * d.head_width() : d.head_width()};
   return {d.n_embd};
 }
+// Gemma3ForConditionalGeneration's config.json (model_type gemma3): its text_config, the keys it
+// leaves out at Gemma3TextConfig's defaults (configuration_gemma3.py; the published 4B, 12B and 27B
+// files give their shape and leave eps, bases, heads of 256 and the pattern to them).
+Json gemma3_text_config(const Json& c, const std::string& file) {
+  if (!c.contains("text_config") || !c["text_config"].is_object())
+    throw bad_input(file + ": model_type gemma3 (Gemma3ForConditionalGeneration) without a \"text_config\" object");
+  Json t = {{"vocab_size", 262208},
+            {"hidden_size", 2304},
+            {"intermediate_size", 9216},
+            {"num_hidden_layers", 26},
+            {"num_attention_heads", 8},
+            {"num_key_value_heads", 4},
+            {"head_dim", 256},
+            {"max_position_embeddings", 131072},
+            {"rms_norm_eps", 1e-6},
+            {"rope_theta", 1000000.0},
+            {"query_pre_attn_scalar", 256},
+            {"sliding_window", 4096},
+            {"rope_local_base_freq", 10000.0},
+            {"sliding_window_pattern", 6},
+            {"tie_word_embeddings", true}};
+  for (const auto& [key, value] : c["text_config"].items()) t[key] = value;
+  t["model_type"] = "gemma3_text";
+  return t;
+}
+
+// Gemma3ForConditionalGeneration's tensors: the language model's under Gemma3ForCausalLM's names
+// (language_model.model.X, or model.language_model.X as newer transformers save them, become
+// model.X; language_model.lm_head.weight lm_head.weight), the vision tower's and the projector's
+// left out; any other name stays, for the import to refuse.
+Tensors language_model(Tensors hf) {
+  static const std::pair<const char*, const char*> kMoved[] = {{"language_model.model.", "model."},
+                                                               {"model.language_model.", "model."},
+                                                               {"language_model.lm_head.", "lm_head."}};
+  static const char* const kVision[] = {"vision_tower.", "multi_modal_projector.", "model.vision_tower.",
+                                        "model.multi_modal_projector."};
+  Tensors out;
+  for (auto& [name, t] : hf) {
+    if (std::any_of(std::begin(kVision), std::end(kVision), [&](const char* p) { return name.rfind(p, 0) == 0; }))
+      continue;
+    std::string ours = name;
+    for (const auto& [from, to] : kMoved)
+      if (name.rfind(from, 0) == 0) ours = to + name.substr(std::string(from).size());
+    out.emplace(ours, renamed(std::move(t), ours));
+  }
+  return out;
+}
+
 Imported import_llama_layout(const Json& c, Tensors hf, const std::string& file, const std::string& dir) {
   const std::string type = c.value("model_type", "");
   const LlamaDims d = llama_dims(c, type, file);
@@ -329,9 +390,11 @@ Imported import_llama_layout(const Json& c, Tensors hf, const std::string& file,
 namespace {
 // The model_types this file reads and their classes.
 const std::pair<const char*, const char*> kLlamaClasses[] = {
-    {"llama", "LlamaForCausalLM"},   {"mistral", "MistralForCausalLM"},    {"qwen2", "Qwen2ForCausalLM"},
-    {"qwen3", "Qwen3ForCausalLM"},   {"phi3", "Phi3ForCausalLM"},          {"gemma", "GemmaForCausalLM"},
-    {"gemma2", "Gemma2ForCausalLM"}, {"gemma3_text", "Gemma3ForCausalLM"}, {"olmo2", "Olmo2ForCausalLM"}};
+    {"llama", "LlamaForCausalLM"},   {"mistral", "MistralForCausalLM"},
+    {"qwen2", "Qwen2ForCausalLM"},   {"qwen3", "Qwen3ForCausalLM"},
+    {"phi3", "Phi3ForCausalLM"},     {"gemma", "GemmaForCausalLM"},
+    {"gemma2", "Gemma2ForCausalLM"}, {"gemma3_text", "Gemma3ForCausalLM"},
+    {"olmo2", "Olmo2ForCausalLM"},   {"gemma3", "Gemma3ForConditionalGeneration"}};
 }  // namespace
 
 std::string llama_class(const std::string& model_type) {
@@ -347,7 +410,11 @@ std::string llama_classes() {
 }
 
 Imported llama_import(const Json& c, Tensors hf, const std::string& file, const std::string& dir) {
-  return typed_keys(file, [&] { return import_llama_layout(c, std::move(hf), file, dir); });
+  return typed_keys(file, [&] {
+    if (c.value("model_type", "") == "gemma3")  // (Gemma 3 4B-27B: the text model of an image-text one)
+      return import_llama_layout(gemma3_text_config(c, file), language_model(std::move(hf)), file, dir);
+    return import_llama_layout(c, std::move(hf), file, dir);
+  });
 }
 
 namespace {
@@ -444,6 +511,7 @@ Exported llama_export(const std::vector<LazyTensor>& ours, const ModelConfig& m,
     out.config.erase("attention_bias"), out.config.erase("mlp_bias");
   if (type == "olmo2") out.config.erase("mlp_bias");  // (Olmo2Config has attention_bias alone)
   if (is_gemma(type)) gemma_config(m, type, out.config);
+  if (r.linear > 0) out.config["rope_scaling"] = {{"rope_type", "linear"}, {"factor", static_cast<double>(r.linear)}};
   if (r.factor > 0)
     out.config["rope_scaling"] = {{"rope_type", "llama3"},
                                   {"factor", static_cast<double>(r.factor)},

@@ -185,11 +185,13 @@ RopeScalingKey rope_scaling_of(const std::string& text) {
   RopeScalingKey r;
   if (text == "none") return r;
   char tail = 0;
+  if (std::sscanf(text.c_str(), " linear ( %ld ) %c", &r.linear, &tail) == 1 && r.linear >= 1) return r;
+  r.linear = 0;
   const int got =
       std::sscanf(text.c_str(), " llama3 ( %ld , %ld , %ld , %ld ) %c", &r.factor, &r.low, &r.high, &r.context, &tail);
   if (got != 4 || r.factor < 1 || r.low < 1 || r.high <= r.low || r.context < 1)
-    throw bad_input("[model] rope_scaling = '" + text + "': expected none or llama3(FACTOR, LOW, HIGH, CONTEXT) in " +
-                    "whole numbers with HIGH > LOW >= 1, e.g. llama3(32, 1, 4, 8192)");
+    throw bad_input("[model] rope_scaling = '" + text + "': expected none, llama3(FACTOR, LOW, HIGH, CONTEXT) in " +
+                    "whole numbers with HIGH > LOW >= 1, e.g. llama3(32, 1, 4, 8192), or linear(FACTOR) >= 1");
   return r;
 }
 

@@ -75,8 +75,9 @@ void model_keys(std::vector<KeySpec>& k) {
       .of_archs("llama");
   KeySpec& scaling =
       s.key("rope_scaling", &ModelConfig::rope_scaling,
-            "arch = llama: none, or Llama 3's llama3(FACTOR, LOW, HIGH, CONTEXT) in whole numbers (Llama 3.2: "
-            "llama3(32, 1, 4, 8192)): factor, low and high frequency factors, original context")
+            "arch = llama: none, Llama 3's llama3(FACTOR, LOW, HIGH, CONTEXT) in whole numbers (Llama 3.2: "
+            "llama3(32, 1, 4, 8192)): factor, low and high frequency factors, original context; or linear(FACTOR), "
+            "every frequency FACTOR times lower (Gemma 3 4B-27B: linear(8), on the global layers)")
           .of_archs("llama");
   scaling.check = check_rope_scaling;
   s.key("mlp", &ModelConfig::mlp,

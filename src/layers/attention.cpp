@@ -7,7 +7,7 @@
 // query's own included: sliding-window attention, Mistral's and Gemma 3's local layers, Hugging Face's sliding_window;
 // fused only; with softcap=S, Gemma 2's attn_logit_softcapping, each scaled score s is S tanh(s / S) before the
 // softmax; with query_scalar=Q, Gemma 2's query_pre_attn_scalar, the scores are q k^T / sqrt(Q)), the weighted sum of
-// the values of its key/value head (query head h reads head h / (H/K): grouped- query attention); the output projection
+// the values of its key/value head (query head h reads head h / (H/K): grouped-query attention); the output projection
 // y = a Wproj^T + bproj with Wproj [C, C]. head_dim=D (Qwen3 0.6B's 128 at C = 1024 with 16 heads, Mistral Nemo's):
 // heads of D columns whatever C is, Wqkv [(H + 2K) D, C] and Wproj [C, H D]. Weights N(0, 0.02^2), the output
 // projection N(0, proj_std^2) (GPT-2 scales it by 1/sqrt(2 * layers); 0: zeros, modded-nanogpt's); biases zero. bias=0:
@@ -19,7 +19,8 @@
 // layers/norm_weight.hpp): the heads before the norm are kept for the backward (rmsnorm_forward/backward on copies of
 // the query and key planes). Split by heads, each rank's heads give a part of the weights' gradients: summed over the
 // group here (with sequence parallelism the trainer sums them, as for every replicated parameter). rope=THETA (Llama's:
-// 10000, Llama 3 500000; rope_factor, rope_low, rope_high, rope_context: Llama 3's rope_scaling, layers/rope.hpp):
+// 10000, Llama 3 500000; rope_factor, rope_low, rope_high, rope_context: Llama 3's rope_scaling; rope_linear=F:
+// linear scaling, every frequency F times lower, Gemma 3 4B-27B's; layers/rope.hpp):
 // rotary position embeddings turn the queries and keys after that (backend rope_rotate, rotate-half pairs as Hugging
 // Face's Llama).
 //
@@ -393,8 +394,8 @@ class Attention final : public Layer {
   std::int64_t qk_width(bool keys, std::int64_t d) const { return a_.qk_whole ? (keys ? kv() : heads()) * d : d; }
   std::int64_t qk_factors(bool keys) const { return a_.qk_whole ? 1 : keys ? kv() : heads(); }
   // qk_norm_weight: the query and key planes of qkv [rows, H + 2K, D] copied to pre_q [rows, H, D] and
-  // pre_k [rows, K, D], each RMS-normalized over D and scaled by its weight (rstd_q, rstd_k: the
-  // factors), written back in place.
+  // pre_k [rows, K, D], each RMS-normalized over D (qk_whole: over a row's H D or K D) and scaled by
+  // its weight (rstd_q, rstd_k: the factors), written back in place.
   void weighted_qk_norm(Tensor& qkv, Tensor& pre_q, Tensor& pre_k, Tensor& rstd_q, Tensor& rstd_k) {
     const std::int64_t planes = heads() + 2 * kv(), d = pre_q.shape().back();
     const Device dev = qkv.device();
@@ -454,10 +455,10 @@ class Attention final : public Layer {
 };
 
 AttentionArgs attention_args(const LayerArgs& a) {
-  expect_named_only(a, 1,
-                    {"bias",         "proj_bias", "qk_norm_weight", "qk_eps",  "qk_offset",    "qk_whole", "head_dim",
-                     "dropout",      "proj_std",  "kv_heads",       "rope",    "rope_factor",  "rope_low", "rope_high",
-                     "rope_context", "qk_norm",   "window",         "softcap", "query_scalar", "fused"});
+  expect_named_only(
+      a, 1, {"bias",         "proj_bias",   "qk_norm_weight", "qk_eps", "qk_offset",   "qk_whole",     "head_dim",
+             "dropout",      "proj_std",    "kv_heads",       "rope",   "rope_factor", "rope_low",     "rope_high",
+             "rope_context", "rope_linear", "qk_norm",        "window", "softcap",     "query_scalar", "fused"});
   AttentionArgs r;
   r.heads = int_arg(a, 0, "the number of heads");
   const std::int64_t percent = layer_named_int(a, "dropout", 0, 0);
@@ -477,6 +478,9 @@ AttentionArgs attention_args(const LayerArgs& a) {
   r.scaling.original_context = layer_named_int(a, "rope_context", 8192, 1);
   if (r.scaling.factor > 0 && (r.rope == 0 || r.scaling.high_freq_factor <= r.scaling.low_freq_factor))
     throw bad_input("[model] layers: " + a.text + ": rope_factor needs rope=THETA and rope_high > rope_low");
+  r.scaling.linear = static_cast<double>(layer_named_int(a, "rope_linear", 0, 0));
+  if (r.scaling.linear > 0 && (r.rope == 0 || r.scaling.factor > 0))
+    throw bad_input("[model] layers: " + a.text + ": rope_linear needs rope=THETA and no rope_factor (one scaling)");
   r.qk_norm = layer_named_bool(a, "qk_norm", false);
   r.head_dim = layer_named_int(a, "head_dim", 0, 0);
   r.qk_weight = layer_named_bool(a, "qk_norm_weight", false);
@@ -507,15 +511,16 @@ AttentionArgs attention_args(const LayerArgs& a) {
 }  // namespace
 
 void register_attention(LayerRegistry& r) {
-  r.add("attention",
-        "attention(heads, bias=1, proj_bias=bias, dropout=0, proj_std=0.02, kv_heads=heads, rope=0, rope_factor=0, "
-        "rope_low=1, "
-        "rope_high=4, rope_context=8192, qk_norm=0, qk_norm_weight=0, qk_eps=6, qk_offset=0, qk_whole=0, "
-        "head_dim=C/heads, "
-        "window=0, softcap=0, query_scalar=head_dim, fused=1): causal self-attention on [T, C]; rope=THETA rotary "
-        "positions; window=W: each position sees the last W only; softcap=S: scores S tanh(s / S); query_scalar=Q: "
-        "scores q . k / sqrt(Q)",
-        [](const LayerArgs& a) { return std::make_unique<Attention>(attention_args(a)); });
+  r.add(
+      "attention",
+      "attention(heads, bias=1, proj_bias=bias, dropout=0, proj_std=0.02, kv_heads=heads, rope=0, rope_factor=0, "
+      "rope_low=1, "
+      "rope_high=4, rope_context=8192, rope_linear=0, qk_norm=0, qk_norm_weight=0, qk_eps=6, qk_offset=0, qk_whole=0, "
+      "head_dim=C/heads, "
+      "window=0, softcap=0, query_scalar=head_dim, fused=1): causal self-attention on [T, C]; rope=THETA rotary "
+      "positions; window=W: each position sees the last W only; softcap=S: scores S tanh(s / S); query_scalar=Q: "
+      "scores q . k / sqrt(Q)",
+      [](const LayerArgs& a) { return std::make_unique<Attention>(attention_args(a)); });
 }
 
 }  // namespace hpctrain

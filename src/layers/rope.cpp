@@ -19,6 +19,7 @@ std::vector<float> rope_inv_freq(double theta, std::int64_t head_dim, const Rope
         f = (1 - smooth) * f / s.factor + smooth * f;
       }
     }
+    if (s.linear > 0) f /= s.linear;
     out[i] = static_cast<float>(f);
   }
   return out;

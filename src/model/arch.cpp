@@ -41,6 +41,7 @@ std::string llama_attention_args(const LlamaDims& d, std::int64_t i) {
   const bool local_rope = local && d.rope_local_theta > 0;
   a += std::string(d.qkv_bias ? ", proj_bias=0" : ", bias=0") +
        ", rope=" + std::to_string(local_rope ? d.rope_local_theta : d.rope_theta);
+  if (d.rope_linear > 0 && !local_rope) a += ", rope_linear=" + std::to_string(d.rope_linear);
   if (d.rope_factor > 0 && !local_rope)
     a += ", rope_factor=" + std::to_string(d.rope_factor) + ", rope_low=" + std::to_string(d.rope_low) +
          ", rope_high=" + std::to_string(d.rope_high) + ", rope_context=" + std::to_string(d.rope_context);

@@ -141,6 +141,20 @@ check "model_type gemma3_text: sandwich_norm, rope_local_theta 10000 and sliding
   "qk_norm_weight = true" "rope_scaling = llama3(8, 1, 4, 32)" "sliding_window = 32" "block_size = 64"
 check "... exported as Gemma3ForCausalLM, the same tensors bit for bit" exported_as gemma3 gemma3_text
 check "... config.json's sliding_window 32" grep -q '"sliding_window": 32' "$tmp/gemma3_out/config.json"
+# Gemma 3 4B-27B (Gemma3ForConditionalGeneration, model_type gemma3): the text model's keys in
+# text_config, those at Gemma3TextConfig's defaults left out (rms_norm_eps, rope_local_base_freq),
+# rope_scaling linear with factor 8 on the global layer, the tensors under language_model.model.
+# beside a vision tower's and a projector's: the text model, the reference's loss at 64; without
+# the scaling another loss; out as a Gemma3ForCausalLM with the language model's tensors.
+cp -r "$tmp/gemma3" "$tmp/gemma3mm" && $py "$ref" gemma3_image_text "$tmp/gemma3mm"
+check "model_type gemma3 (Gemma3ForConditionalGeneration): its text model, rope_scaling linear(8), eps and bases at their defaults, the reference's loss at 64 (1e-5)" \
+  imported_as gemma3mm "rope_scaling = linear(8)" "norm_eps = 1e-06" "rope_local_theta = 10000" "head_dim = 16" \
+  "sliding_window = 32"
+unscaled=$("$trainer" "$tmp/gemma3mm.ini" --eval-only --set model.rope_scaling=none --set checkpoint.resume="$tmp/gemma3mm.h5" 2>&1 | grep "^eval-only")
+check "... without the linear scaling another loss ($(loss_of "$unscaled"))" \
+  $py -c "import sys; sys.exit(abs(float('$(loss_of "$unscaled")') - float('$($py "$ref" loss "$tmp/gemma3mm" "$tmp/tok" 64)')) < 1e-3)"
+check "... exported as Gemma3ForCausalLM, the language model's tensors bit for bit" exported_as gemma3mm gemma3_text
+check "... config.json's rope_scaling linear 8" grep -q '"rope_type": "linear"' "$tmp/gemma3mm_out/config.json"
 # A QK-norm without weights (modded-nanogpt's) is no Hugging Face class's attention: refused, not
 # written as a Llama that would drop it.
 err=$("$trainer" "$tmp/deck.ini" --export-hf "$tmp/qkn" --set model.qk_norm=true --set checkpoint.resume="$tmp/imp.h5" 2>&1)
@@ -317,6 +331,7 @@ check "a Phi-3 with RoPE on part of each head (Phi-4 mini's)" bad partial '"part
 check "a key of another JSON type (tie_word_embeddings 1)" bad type "config.json: a key of another type than"
 check "a Gemma 3 with Gemma 2's soft-capping" bad softcap '"attn_logit_softcapping" = 50.0: hpctrain.s Gemma 3 computes no soft-capping' "$ref" gemma3
 check "an OLMo 2 whose q_norm is a head's width (Qwen3's)" bad olmo2_norm 'model.layers.0.self_attn.q_norm.weight is \[8\]; config.json makes it \[32\]' "$ref" olmo2
+check "a Gemma3ForConditionalGeneration without text_config" bad no_text_config 'model_type gemma3 (Gemma3ForConditionalGeneration) without a "text_config" object' "$ref" gemma3mm
 check "a Gemma 3 whose query_pre_attn_scalar is 0" bad scalar '"query_pre_attn_scalar" = 0 is not a positive number' "$ref" gemma3
 check "a Gemma 3 whose full layers are not every Nth" bad layer_types '"layer_types" = \["full_attention","sliding_attention"\]' "$ref" gemma3
 check "a Qwen3 whose head_dim is not its tensors' width" bad head_dim 'o_proj.weight is \[32, 32\]; config.json makes it \[32, 64\]' "$ref" qwen3

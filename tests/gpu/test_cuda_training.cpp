@@ -32,6 +32,14 @@ Config config(const std::string& root, const char* device, const std::string& la
   return parse_config(ini, "gpu-test.ini", {}, process_environment());
 }
 
+// A token model's run here: windows of 8, SGD with weight decay 0.1 on every parameter.
+Config token_config(const std::string& root, const char* device, const std::string& layers,
+                    const std::string& extra_sections = "") {
+  Config c = config(root, device, layers, extra_sections, "weight_decay = 0.1\nweight_decay_1d = false\n", "sgd");
+  c.model.block_size = 8;
+  return c;
+}
+
 // One trainer on the test's dataset: the runtime, the trainer and the sample order.
 struct Session {
   Session(const Config& c, const DatasetIndex& idx)
@@ -103,27 +111,33 @@ TEST_F(CudaTraining, StepsMatchTheCpu) {
 // 3.0e-4 apart (2026-12-04): Adam divides each gradient element by its own running magnitude, so
 // the float32 summation-order differences of elements near zero become differences of a sizeable
 // fraction of the rate; SGD keeps them proportional (the header). AdamW's update itself is compared
-// element by element in CudaOps.OptimizerUpdates. [train] loss_chunk too, eager and recorded.
+// element by element in CudaOps.OptimizerUpdates. [train] loss_chunk too, eager and recorded; and
+// a model with OLMo 2's and Gemma 2's attention options.
 TEST_F(CudaTraining, GptStepsMatchTheCpu) {
   const std::string root = testref::make_token_dataset("hpct_gpu_gpt_");
   const DatasetIndex index = load_dataset_index(*host_communicator(MPI_COMM_WORLD, "world"), root, 8);
   const std::string layers =
       "embedding(11, 16) position_embedding repeat(2, res(layernorm attention(4, dropout=10)) res(layernorm "
       "linear(64) gelu dropout(10) linear(16))) layernorm(bias=0) lm_head(11)";
-  auto gpt = [&](const char* device) {
-    Config c = config(root, device, layers, "", "weight_decay = 0.1\nweight_decay_1d = false\n", "sgd");
-    c.model.block_size = 8;
-    return c;
-  };
-  Session on_cpu(gpt("cpu"), index), on_gpu(gpt("cuda"), index);
+  // OLMo 2's and Gemma 2's attention options (2026-12-07, never run on a GPU yet): the weighted
+  // QK-norm over all heads (qk_whole), scores scaled by 1 / sqrt(2) (query_scalar) and soft-capped,
+  // norms after the sublayers only. The same 1e-4.
+  const std::string modern =
+      "embedding(11, 16) repeat(2, res(attention(4, kv_heads=2, rope=10000, qk_norm=1, qk_norm_weight=1, qk_whole=1, "
+      "bias=0, query_scalar=2, softcap=3) rmsnorm) res(linear(32, bias=0) swiglu linear(16, bias=0) rmsnorm)) "
+      "rmsnorm lm_head(11, tie=0)";
+  for (const std::string& model : {modern, layers}) {
+    Session cpu(token_config(root, "cpu", model), index), gpu(token_config(root, "cuda", model), index);
+    cpu.steps(5);
+    gpu.steps(5);
+    expect_parameters_close(cpu.parameters(), gpu.parameters(), model);
+  }
+  Session on_cpu(token_config(root, "cpu", layers), index);
   on_cpu.steps(5);
-  on_gpu.steps(5);
-  expect_parameters_close(on_cpu.parameters(), on_gpu.parameters(), layers);
   // [train] loss_chunk on the GPU (lm_head and the loss 5 of the 96 positions at a time), eager
   // and recorded as a CUDA graph: the same 1e-4 from the CPU's unchunked run.
   for (const char* sections : {"", "[kernels]\ncuda_graphs = true\n"}) {
-    Config c = config(root, "cuda", layers, sections, "weight_decay = 0.1\nweight_decay_1d = false\n", "sgd");
-    c.model.block_size = 8;
+    Config c = token_config(root, "cuda", layers, sections);
     c.train.loss_chunk = 5;
     Session chunked(c, index);
     chunked.steps(5);

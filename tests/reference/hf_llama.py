@@ -32,6 +32,9 @@ transformers' LlamaForCausalLM does, without transformers (Debian does not packa
                         wide at hidden_size 32 (Gemma 3 1B's 4 x 256 at 1152), layer_types sliding then
                         full: layer 0 rotates with rope_local_base_freq 10000, layer 1 with rope_theta and
                         llama3's scaling; sliding_window 32)
+  gemma3_image_text DIR make a gemma3 folder a Gemma3ForConditionalGeneration's (model_type gemma3: the text
+                        model's keys in text_config, less those at Gemma3TextConfig's defaults; rope_scaling
+                        linear 8; tensors under language_model.model., a vision tower's beside them)
   olmo2 DIR             make the folder an Olmo2ForCausalLM's (model_type olmo2: no input_layernorm, norms
                         after attention and the MLP only, q_norm and k_norm over the projections' whole
                         width, rms_norm_eps 1e-6; one F32 file)
@@ -44,7 +47,8 @@ transformers' LlamaForCausalLM does, without transformers (Debian does not packa
                         head_dim (twice hidden_size / num_attention_heads, the tensors left as they are),
                         type (tie_word_embeddings 1, a number where a boolean belongs), softcap (a Gemma 3's
                         attn_logit_softcapping 50, Gemma 2's), layer_types (a Gemma 3's full layer first),
-                        scalar (a Gemma 3's query_pre_attn_scalar 0), olmo2_norm (an OLMo 2's q_norm
+                        scalar (a Gemma 3's query_pre_attn_scalar 0), no_text_config (a
+                        Gemma3ForConditionalGeneration's text_config gone), olmo2_norm (an OLMo 2's q_norm
                         one head wide)
 
 The forward follows modeling_llama.py: RMSNorm as weight * (x * rsqrt(mean(x^2) + eps)), RoPE with
@@ -76,6 +80,39 @@ CONFIG = {"architectures": ["LlamaForCausalLM"], "model_type": "llama", "hidden_
                            "original_max_position_embeddings": 32},
           "vocab_size": 256, "tie_word_embeddings": False, "attention_bias": False, "mlp_bias": False,
           "torch_dtype": "bfloat16"}
+
+
+# Gemma3TextConfig's defaults (configuration_gemma3.py), which a Gemma3ForConditionalGeneration's
+# text_config leaves out.
+GEMMA3_TEXT_DEFAULTS = {"vocab_size": 262208, "hidden_size": 2304, "intermediate_size": 9216, "num_hidden_layers": 26,
+                        "num_attention_heads": 8, "num_key_value_heads": 4, "head_dim": 256,
+                        "max_position_embeddings": 131072, "rms_norm_eps": 1e-6, "rope_theta": 1000000.0,
+                        "query_pre_attn_scalar": 256, "sliding_window": 4096, "rope_local_base_freq": 10000.0,
+                        "sliding_window_pattern": 6, "tie_word_embeddings": True, "attn_logit_softcapping": None,
+                        "final_logit_softcapping": None, "rope_scaling": None}
+
+
+def gemma3_image_text(folder):
+    """The gemma3 folder as a Gemma3ForConditionalGeneration's (model_type gemma3, Gemma 3 4B-27B's):
+    config.json's text_config holds the text model's keys less those at Gemma3TextConfig's defaults
+    (rms_norm_eps, rope_local_base_freq), rope_scaling linear with factor 8 (4B-27B's) in place of
+    llama3's, the tensors under language_model.model., a vision tower's and a projector's tensors beside
+    them (random, unread)."""
+    cfg, w = load(folder)
+    text = {k: v for k, v in cfg.items() if k not in ("architectures", "rms_norm_eps", "rope_local_base_freq",
+                                                     "torch_dtype")}
+    text["rope_scaling"] = {"rope_type": "linear", "factor": 8.0}
+    g = np.random.default_rng(6)
+    w = {"language_model.model." + k[len("model."):]: v for k, v in w.items() if k.startswith("model.")}
+    w["vision_tower.vision_model.embeddings.patch_embedding.weight"] = g.standard_normal((8, 3, 2, 2)).astype(np.float32)
+    w["multi_modal_projector.mm_input_projection_weight"] = g.standard_normal((8, 32)).astype(np.float32)
+    out = {"architectures": ["Gemma3ForConditionalGeneration"], "model_type": "gemma3", "text_config": text,
+           "vision_config": {"model_type": "siglip_vision_model", "hidden_size": 8}, "mm_tokens_per_image": 256}
+    for f in os.listdir(folder):
+        if f.endswith(".safetensors") or f.endswith(".index.json"):
+            os.remove(os.path.join(folder, f))
+    write_safetensors(os.path.join(folder, "model.safetensors"), w, "F32")
+    json.dump(out, open(os.path.join(folder, "config.json"), "w"), indent=2)
 
 
 def write_safetensors(path, tensors, dtype):
@@ -119,6 +156,10 @@ def load(folder):
     w = {}
     for f in files:
         w.update(read_safetensors(os.path.join(folder, f)))
+    if cfg.get("model_type") == "gemma3":  # (Gemma3ForConditionalGeneration: the text model, as transformers reads it)
+        cfg = dict(GEMMA3_TEXT_DEFAULTS, **cfg["text_config"])
+        cfg["model_type"] = "gemma3_text"
+        w = {"model." + k[len("language_model.model."):]: v for k, v in w.items() if k.startswith("language_model.model.")}
     if cfg.get("model_type") == "phi3":  # (modeling_phi3.py: q, k, v and gate, up are row blocks in that order)
         d = cfg["hidden_size"] // cfg["num_attention_heads"]
         q, kv = cfg["num_attention_heads"] * d, cfg["num_key_value_heads"] * d
@@ -165,6 +206,8 @@ def inv_freq(cfg, d):
     import torch
     f = cfg.get("rope_theta", 10000.0) ** (-torch.arange(0, d, 2, dtype=torch.float64) / d)
     s = cfg.get("rope_scaling")
+    if s and s.get("rope_type") == "linear":  # (_compute_linear_scaling_rope_parameters)
+        return f / s["factor"]
     if s:
         factor, low, high, old = s["factor"], s["low_freq_factor"], s["high_freq_factor"], s[
             "original_max_position_embeddings"]
@@ -483,6 +526,8 @@ def spoil(folder, kind):
         w = read_safetensors(os.path.join(folder, "model.safetensors"))
         w["model.layers.0.self_attn.q_norm.weight"] = w["model.layers.0.self_attn.q_norm.weight"][:8]
         write_safetensors(os.path.join(folder, "model.safetensors"), w, "F32")
+    elif kind == "no_text_config":
+        del cfg["text_config"]
     elif kind == "scalar":
         cfg["query_pre_attn_scalar"] = 0
     elif kind == "layer_types":
@@ -512,6 +557,8 @@ if __name__ == "__main__":
         phi3(sys.argv[2])
     elif cmd == "olmo2":
         olmo2(sys.argv[2])
+    elif cmd == "gemma3_image_text":
+        gemma3_image_text(sys.argv[2])
     elif cmd in ("gemma", "gemma2", "gemma3"):
         gemma(sys.argv[2], {"gemma": 1, "gemma2": 2, "gemma3": 3}[cmd])
     elif cmd == "qwen2":

@@ -119,6 +119,17 @@ TEST(Arch, GemmaLayers) {
   EXPECT_EQ(static_cast<float>(std::stod("5.65685415")), static_cast<float>(std::sqrt(32.0)));
 }
 
+// Linear rope scaling (Gemma 3 4B-27B's linear(8)) on the global layer only: the local one rotates
+// with its own base, unscaled, as Hugging Face's Gemma 3.
+TEST(Arch, LinearRopeScalingOnTheGlobalLayers) {
+  LlamaDims d;
+  d.n_layer = 2, d.n_head = 2, d.n_embd = 32, d.vocab_size = 300, d.ffn_dim = 48, d.rope_theta = 1000000;
+  d.rope_linear = 8, d.rope_local_theta = 10000, d.global_every = 2;
+  const std::string layers = llama_layers(d);
+  EXPECT_NE(layers.find("attention(2, bias=0, rope=10000, proj_std"), std::string::npos) << layers;
+  EXPECT_NE(layers.find("attention(2, bias=0, rope=1000000, rope_linear=8, proj_std"), std::string::npos) << layers;
+}
+
 // OLMo 2's: no norm before the sublayers, one after each inside its residual branch, and the
 // weighted QK-norm over all of a position's heads (qk_whole).
 TEST(Arch, Olmo2Layers) {

@@ -394,6 +394,9 @@ TEST(ConfigErrors, CrossKeyChecks) {
   EXPECT_NE(error_of(llama + "rope_scaling = llama3(32, 4, 1, 8192)\n").find("HIGH > LOW"), std::string::npos);
   EXPECT_NE(error_of(llama + "rope_scaling = yarn\n").find("rope_scaling = 'yarn'"), std::string::npos);
   EXPECT_EQ(parse(llama + "rope_scaling = llama3(32, 1, 4, 8192)\n").model.rope_scaling, "llama3(32, 1, 4, 8192)");
+  EXPECT_EQ(rope_scaling_of("linear(8)").linear, 8);  // (Gemma 3 4B-27B's)
+  EXPECT_EQ(rope_scaling_of("linear(8)").factor, 0);
+  EXPECT_NE(error_of(llama + "rope_scaling = linear(0)\n").find("or linear(FACTOR) >= 1"), std::string::npos);
   EXPECT_NE(error_of("[model]\narch = gpt\nn_layer = 1\nn_head = 2\nn_embd = 8\nqk_norm = true\n")
                 .find("qk_norm is a key of arch = llama"),
             std::string::npos);

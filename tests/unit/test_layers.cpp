@@ -120,6 +120,8 @@ TEST(GradientCheck, SequenceLayers) {
   EXPECT_LE(check_layer(*make("attention(2,fused=0)"), {5, 4}, 2), 1.0);  // the probabilities held
   EXPECT_LE(check_layer(*make("attention(4,kv_heads=2,bias=0,rope=10000,qk_norm=1)"), {6, 16}, 2), 1.0);
   EXPECT_LE(check_layer(*make("attention(2,kv_heads=1,rope=500000,rope_factor=8,rope_context=4)"), {5, 8}, 2), 1.0);
+  EXPECT_LE(check_layer(*make("attention(2,kv_heads=1,rope=10000,rope_linear=8)"), {5, 8}, 2), 1.0);  // Gemma 3 4B's
+  EXPECT_THROW(make("attention(2,rope=10000,rope_linear=8,rope_factor=8)"), Error);                   // (one scaling)
   EXPECT_LE(check_layer(*make("res(layernorm(bias=0) attention(2,bias=0))"), {4, 4}, 2), 1.0);
   EXPECT_LE(check_layer(*make("attention(4,kv_heads=2,proj_bias=0,rope=10000)"), {5, 16}, 2), 1.0);  // Qwen2's
   EXPECT_LE(check_layer(*make("attention(2,bias=0,proj_bias=1)"), {4, 4}, 2), 1.0);

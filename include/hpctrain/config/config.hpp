@@ -393,10 +393,12 @@ std::map<std::string, std::string> ini_values(const std::string& ini_text, const
 // Reads a whole file; bad_input error naming it when it cannot be read.
 std::string read_text_file(const std::string& path, const std::string& what);
 
-// [model] rope_scaling: "none" (factor 0) or "llama3(FACTOR, LOW, HIGH, CONTEXT)", whole numbers
-// with HIGH > LOW >= 1 (layers/rope.hpp). Anything else: bad_input naming the key and the form.
+// [model] rope_scaling: "none" (factor 0), "llama3(FACTOR, LOW, HIGH, CONTEXT)", whole numbers
+// with HIGH > LOW >= 1, or "linear(FACTOR)" (layers/rope.hpp). Anything else: bad_input naming the
+// key and the forms.
 struct RopeScalingKey {
   long factor = 0, low = 1, high = 4, context = 8192;
+  long linear = 0;  // linear(FACTOR)'s
 };
 RopeScalingKey rope_scaling_of(const std::string& text);
 

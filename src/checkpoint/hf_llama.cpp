@@ -51,6 +51,28 @@ std::int64_t global_period(const Json& kinds, std::int64_t layers, const std::st
   }
   return period;
 }
+// SmolLM3's no_rope_layers (1: the layer rotates, 0: a NoPE layer; absent: a NoPE layer every
+// no_rope_layer_interval-th, 4) as [model] no_rope_every: the first NoPE layer's number, each one's
+// a multiple of it (0: none); one line when the list is no such pattern.
+std::int64_t no_rope_period(const Json& c, std::int64_t layers, const std::string& file) {
+  if (!c.contains("no_rope_layers") || c["no_rope_layers"].is_null()) {
+    const std::int64_t every = whole(c, "no_rope_layer_interval", file, 4);
+    return every > layers ? 0 : every;
+  }
+  const Json& l = c["no_rope_layers"];
+  const std::string what = file + ": \"no_rope_layers\" = " + l.dump().substr(0, 200);
+  if (!l.is_array() || static_cast<std::int64_t>(l.size()) < layers)
+    throw bad_input(what + " is not a list of a 0 or 1 for each of num_hidden_layers = " + std::to_string(layers));
+  std::int64_t period = 0;
+  for (std::int64_t i = 0; i < layers && period == 0; ++i)
+    if (l[static_cast<std::size_t>(i)] == 0) period = i + 1;
+  for (std::int64_t i = 0; i < layers; ++i)
+    if (l[static_cast<std::size_t>(i)] != ((period > 0 && (i + 1) % period == 0) ? 0 : 1))
+      throw bad_input(what + ": hpctrain takes rotary positions off layer i when i + 1 is a multiple of " +
+                      std::to_string(period) + " (the first NoPE layer's), no other");
+  return period;
+}
+
 // The folder's layer_types as global_period reads them, or `fallback` where it lists none.
 std::int64_t listed_period(const Json& c, std::int64_t layers, const std::string& file, std::int64_t fallback) {
   if (!c.contains("layer_types") || c["layer_types"].is_null()) return fallback;
@@ -125,7 +147,8 @@ void gemma_options(const Json& c, const std::string& type, const std::string& fi
 // Hugging Face's sliding_window, on the layers that take it (each model's *Config and its layer_types).
 void window_options(const Json& c, const std::string& type, const std::string& file, LlamaDims& d) {
   const bool qwen = type == "qwen2" || type == "qwen3";
-  if (type == "llama" || type == "gemma" || type == "olmo2") return;  // (their classes read no sliding_window)
+  if (type == "smollm3") expect_value(c, "use_sliding_window", false, file, "SmolLM3");    // (its NoPE layers' window)
+  if (type == "llama" || type == "gemma" || type == "olmo2" || type == "smollm3") return;  // (no sliding_window read)
   if (!c.contains("sliding_window") || c["sliding_window"].is_null() || (qwen && !c.value("use_sliding_window", false)))
     return;  // (Qwen's published files leave use_sliding_window false: no window)
   const std::int64_t window = whole(c, "sliding_window", file);
@@ -159,11 +182,12 @@ LlamaDims llama_dims(const Json& c, const std::string& type, const std::string& 
   d.n_embd = whole(c, "hidden_size", file);
   d.ffn_dim = whole(c, "intermediate_size", file);
   d.vocab_size = whole(c, "vocab_size", file);
-  d.rope_theta = whole(c, "rope_theta", file, 10000);
-  d.tie_embeddings = c.value("tie_word_embeddings", is_gemma(type));  // (GemmaConfig's default: tied)
+  d.rope_theta = whole(c, "rope_theta", file, type == "smollm3" ? 2000000 : 10000);  // (SmolLM3Config's default)
+  d.tie_embeddings = c.value("tie_word_embeddings", is_gemma(type));                 // (GemmaConfig's default: tied)
   d.qkv_bias = type == "qwen2";  // (Qwen2Attention: bias=True on q, k and v; hard-wired)
   d.qk_norm = d.qk_norm_weight = type == "qwen3" || type == "olmo2";  // (Qwen3Attention's q_norm, k_norm)
   d.qk_norm_whole = d.post_norm = type == "olmo2";  // (Olmo2Attention's over the projections; no input norm)
+  if (type == "smollm3") d.no_rope_every = no_rope_period(c, d.n_layer, file);
   if (d.n_head < 1 || d.n_embd % d.n_head != 0 || d.n_kv_heads < 1 || d.n_head % d.n_kv_heads != 0)
     throw bad_input(file + ": hidden_size " + std::to_string(d.n_embd) + ", num_attention_heads " +
                     std::to_string(d.n_head) + ", num_key_value_heads " + std::to_string(d.n_kv_heads) +
@@ -210,6 +234,7 @@ std::string llama_deck(const LlamaDims& d, std::int64_t context) {
   if (d.qk_norm_weight) line("qk_norm", "true"), line("qk_norm_weight", "true");
   if (d.qk_norm_whole) line("qk_norm_whole", "true");
   if (d.post_norm) line("post_norm", "true");
+  if (d.no_rope_every) line("no_rope_every", std::to_string(d.no_rope_every));
   if (d.head_dim) line("head_dim", std::to_string(d.head_dim));
   if (d.geglu) line("mlp", "geglu");
   if (d.norm_offset) line("norm_offset", "true");
@@ -390,11 +415,12 @@ Imported import_llama_layout(const Json& c, Tensors hf, const std::string& file,
 namespace {
 // The model_types this file reads and their classes.
 const std::pair<const char*, const char*> kLlamaClasses[] = {
-    {"llama", "LlamaForCausalLM"},   {"mistral", "MistralForCausalLM"},
-    {"qwen2", "Qwen2ForCausalLM"},   {"qwen3", "Qwen3ForCausalLM"},
-    {"phi3", "Phi3ForCausalLM"},     {"gemma", "GemmaForCausalLM"},
-    {"gemma2", "Gemma2ForCausalLM"}, {"gemma3_text", "Gemma3ForCausalLM"},
-    {"olmo2", "Olmo2ForCausalLM"},   {"gemma3", "Gemma3ForConditionalGeneration"}};
+    {"llama", "LlamaForCausalLM"},    {"mistral", "MistralForCausalLM"},
+    {"qwen2", "Qwen2ForCausalLM"},    {"qwen3", "Qwen3ForCausalLM"},
+    {"phi3", "Phi3ForCausalLM"},      {"gemma", "GemmaForCausalLM"},
+    {"gemma2", "Gemma2ForCausalLM"},  {"gemma3_text", "Gemma3ForCausalLM"},
+    {"olmo2", "Olmo2ForCausalLM"},    {"gemma3", "Gemma3ForConditionalGeneration"},
+    {"smollm3", "SmolLM3ForCausalLM"}};
 }  // namespace
 
 std::string llama_class(const std::string& model_type) {
@@ -429,7 +455,7 @@ std::string export_type(const ModelConfig& m) {
                     " is the model of no Hugging Face class (Qwen2: qkv_bias; Qwen3: qk_norm with qk_norm_weight; "
                     "Gemma: mlp = geglu, norm_offset, embed_scale; Gemma 2: those with sandwich_norm and the "
                     "soft-caps; Gemma 3: those with sandwich_norm and the weighted QK-norm; OLMo 2: post_norm with "
-                    "qk_norm_weight and qk_norm_whole)");
+                    "qk_norm_weight and qk_norm_whole; SmolLM3: no_rope_every)");
   };
   if (m.qk_norm && !m.qk_norm_weight) refuse("qk_norm without qk_norm_weight (modded-nanogpt's)");
   if (m.mlp == Mlp::relu2) refuse("mlp = relu2 (modded-nanogpt's)");
@@ -448,8 +474,14 @@ std::string export_type(const ModelConfig& m) {
   if (m.post_norm || m.qk_norm_whole) {
     if (!(m.post_norm && m.qk_norm_whole && m.qk_norm_weight))
       refuse("post_norm or qk_norm_whole without the other and qk_norm_weight (OLMo 2's three)");
-    if (gemma || m.qkv_bias || m.sliding_window > 0) refuse("post_norm with Gemma's keys, qkv_bias or sliding_window");
+    if (gemma || m.qkv_bias || m.sliding_window > 0 || m.no_rope_every > 0)
+      refuse("post_norm with Gemma's keys, qkv_bias, sliding_window or no_rope_every");
     return "olmo2";
+  }
+  if (m.no_rope_every > 0) {
+    if (gemma || m.qkv_bias || m.qk_norm_weight || m.sliding_window > 0)
+      refuse("no_rope_every with Gemma's keys, qkv_bias, qk_norm_weight or sliding_window (SmolLM3's is Llama's)");
+    return "smollm3";
   }
   if (gemma) return !m.sandwich_norm ? "gemma" : gemma2 ? "gemma2" : "gemma3_text";
   if (m.qkv_bias) return "qwen2";
@@ -510,6 +542,12 @@ Exported llama_export(const std::vector<LazyTensor>& ours, const ModelConfig& m,
   if (type == "qwen2" || type == "mistral")  // (their configurations have neither)
     out.config.erase("attention_bias"), out.config.erase("mlp_bias");
   if (type == "olmo2") out.config.erase("mlp_bias");  // (Olmo2Config has attention_bias alone)
+  if (type == "smollm3") {  // (1: the layer rotates; the interval too, for readers of the older key)
+    Json layers = Json::array();
+    for (long i = 0; i < m.n_layer; ++i) layers.push_back((i + 1) % m.no_rope_every == 0 ? 0 : 1);
+    out.config["no_rope_layers"] = layers, out.config["no_rope_layer_interval"] = m.no_rope_every;
+    out.config["use_sliding_window"] = false, out.config["sliding_window"] = nullptr;
+  }
   if (is_gemma(type)) gemma_config(m, type, out.config);
   if (r.linear > 0) out.config["rope_scaling"] = {{"rope_type", "linear"}, {"factor", static_cast<double>(r.linear)}};
   if (r.factor > 0)

@@ -129,6 +129,11 @@ void model_keys(std::vector<KeySpec>& k) {
         "i + 1 is a multiple of this, the others local (Gemma 3: 6); 0 = every layer local")
       .range(0, 1 << 20)
       .of_archs("llama");
+  s.key("no_rope_every", &ModelConfig::no_rope_every,
+        "arch = llama: layer i has no rotary positions (a NoPE layer: causal attention alone tells positions apart) "
+        "when i + 1 is a multiple of this (SmolLM3: 4); 0 = every layer rotates")
+      .range(0, 1 << 20)
+      .of_archs("llama");
   s.key("attn_softcap", &ModelConfig::attn_softcap,
         "arch = llama: attention's scaled scores s become this x tanh(s / this) before the softmax (Gemma 2's "
         "attn_logit_softcapping, 50); 0 = none")

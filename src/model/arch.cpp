@@ -39,10 +39,11 @@ std::string llama_attention_args(const LlamaDims& d, std::int64_t i) {
   if (d.n_kv_heads && d.n_kv_heads != d.n_head) a += ", kv_heads=" + std::to_string(d.n_kv_heads);
   const bool local = d.global_every == 0 || (i + 1) % d.global_every != 0;  // (Gemma 3's sliding layers)
   const bool local_rope = local && d.rope_local_theta > 0;
-  a += std::string(d.qkv_bias ? ", proj_bias=0" : ", bias=0") +
-       ", rope=" + std::to_string(local_rope ? d.rope_local_theta : d.rope_theta);
-  if (d.rope_linear > 0 && !local_rope) a += ", rope_linear=" + std::to_string(d.rope_linear);
-  if (d.rope_factor > 0 && !local_rope)
+  const bool nope = d.no_rope_every > 0 && (i + 1) % d.no_rope_every == 0;  // (SmolLM3's: no rotary positions)
+  a += d.qkv_bias ? ", proj_bias=0" : ", bias=0";
+  if (!nope) a += ", rope=" + std::to_string(local_rope ? d.rope_local_theta : d.rope_theta);
+  if (d.rope_linear > 0 && !local_rope && !nope) a += ", rope_linear=" + std::to_string(d.rope_linear);
+  if (d.rope_factor > 0 && !local_rope && !nope)
     a += ", rope_factor=" + std::to_string(d.rope_factor) + ", rope_low=" + std::to_string(d.rope_low) +
          ", rope_high=" + std::to_string(d.rope_high) + ", rope_context=" + std::to_string(d.rope_context);
   if (d.qk_norm) a += ", qk_norm=1";
@@ -85,7 +86,7 @@ std::string llama_layers(const LlamaDims& d) {
            " " + mlp + ")";
   };
   std::string layers;
-  if (d.global_every > 0) {  // (local and global layers differ: each written out)
+  if (d.global_every > 0 || d.no_rope_every > 0) {  // (the layers differ: each written out)
     for (std::int64_t i = 0; i < d.n_layer; ++i)
       layers += (i ? " " : "") + block("h." + std::to_string(i), llama_attention_args(d, i));
   } else {

@@ -53,7 +53,11 @@ imported_as() {  # NAME LINE...: $tmp/NAME imported (NAME.h5, NAME.ini) with eac
   for line in "$@"; do grep -qx "$line" <<<"$out" || { echo "     no '$line' in the import's deck"; return 1; }; done
   ev=$("$trainer" "$tmp/$name.ini" --eval-only --set checkpoint.resume="$tmp/$name.h5" 2>&1 | grep "^eval-only")
   theirs=$($py "$ref" loss "$tmp/$name" "$tmp/tok" "${T:-64}")
+  echo "$theirs" >"$tmp/$name.ref"  # (for apart)
   close "$(loss_of "$ev")" "$theirs" && echo "     --eval-only's loss $(loss_of "$ev") = the reference's $theirs"
+}
+apart() {  # LOSS NAME TOLERANCE: LOSS at least TOLERANCE from the reference's loss imported_as kept for NAME
+  $py -c "import sys; sys.exit(abs(float('$1') - float('$(cat "$tmp/$2.ref" 2>/dev/null)')) < $3)"
 }
 exported_as() {  # NAME MODEL_TYPE: NAME.h5 exported with that model_type and the folder's tensors bit for bit
   "$trainer" "$tmp/$1.ini" --export-hf "$tmp/$1_out" --set checkpoint.resume="$tmp/$1.h5" >/dev/null 2>&1
@@ -69,7 +73,7 @@ check "model_type mistral: sliding_window 32, block_size 64, the reference's los
 check "... the Llama's tensors" h5diff -q "$tmp/imp.h5" "$tmp/mistral.h5" /model /model
 unwindowed=$("$trainer" "$tmp/mistral.ini" --eval-only --set model.sliding_window=0 --set checkpoint.resume="$tmp/mistral.h5" 2>&1 | grep "^eval-only")
 check "... without the window another loss ($(loss_of "$unwindowed"))" \
-  $py -c "import sys; sys.exit(abs(float('$(loss_of "$unwindowed")') - float('$($py "$ref" loss "$tmp/mistral" "$tmp/tok" 64)')) < 1e-4)"
+  apart "$(loss_of "$unwindowed")" mistral 1e-4
 check "... exported as MistralForCausalLM with its sliding_window, the same tensors bit for bit" \
   exported_as mistral mistral
 check "... config.json's sliding_window 32" grep -q '"sliding_window": 32' "$tmp/mistral_out/config.json"
@@ -103,6 +107,17 @@ tp=$("$mpirun" -q -np 2 --oversubscribe --bind-to none "$trainer" "$tmp/olmo2.in
   --set checkpoint.resume="$tmp/olmo2.h5" 2>&1)
 check "... on 2 tensor-parallel ranks: one line, the heads split ($(grep -c . <<<"$tp") lines)" \
   grep -q "qk_whole=1 (a QK-norm over every head) with \[parallel\] tensor_parallel = 2" <<<"$tp"
+# SmolLM3 (SmolLM3ForCausalLM: Llama's tensors, rotary positions off the layers no_rope_layers marks
+# 0, here layer 1 of 2; rope_theta 5e6): [model] no_rope_every = 2, the reference's loss; with every
+# layer rotating another loss; back out with its no_rope_layers.
+cp -r "$tmp/hf" "$tmp/smollm3" && $py "$ref" smollm3 "$tmp/smollm3"
+check "model_type smollm3: no_rope_every 2 (layer 1 a NoPE layer), the reference's loss (1e-5)" \
+  imported_as smollm3 "no_rope_every = 2" "rope_theta = 5000000"
+rotating=$("$trainer" "$tmp/smollm3.ini" --eval-only --set model.no_rope_every=0 --set checkpoint.resume="$tmp/smollm3.h5" 2>&1 | grep "^eval-only")
+check "... with every layer rotating another loss ($(loss_of "$rotating"))" \
+  apart "$(loss_of "$rotating")" smollm3 1e-3
+check "... exported as SmolLM3ForCausalLM, the same tensors bit for bit" exported_as smollm3 smollm3
+check "... config.json's no_rope_layers [1, 0]" $py -c "import json, sys; sys.exit(json.load(open('$tmp/smollm3_out/config.json'))['no_rope_layers'] != [1, 0])"
 # Heads wider than hidden_size / heads (Qwen3 0.6B's 128 at 1024 with 16): head_dim 16 at 32 with 4.
 cp -r "$tmp/hf" "$tmp/qwen3w" && $py "$ref" qwen3 "$tmp/qwen3w" 16
 check "a Qwen3 with head_dim 16 (hidden_size 32, 4 heads): [model] head_dim, the reference's loss (1e-5)" \
@@ -128,10 +143,10 @@ check "model_type gemma2: sandwich_norm, attn_softcap 1, final_softcap 2, slidin
   "query_pre_attn_scalar = 4"
 uncapped=$("$trainer" "$tmp/gemma2.ini" --eval-only --set model.attn_softcap=0 --set checkpoint.resume="$tmp/gemma2.h5" 2>&1 | grep "^eval-only")
 check "... without the score cap another loss ($(loss_of "$uncapped"))" \
-  $py -c "import sys; sys.exit(abs(float('$(loss_of "$uncapped")') - float('$($py "$ref" loss "$tmp/gemma2" "$tmp/tok" 64)')) < 1e-3)"
+  apart "$(loss_of "$uncapped")" gemma2 1e-3
 unscaled=$("$trainer" "$tmp/gemma2.ini" --eval-only --set model.query_pre_attn_scalar=0 --set checkpoint.resume="$tmp/gemma2.h5" 2>&1 | grep "^eval-only")
 check "... with the scores scaled by 1 / sqrt(head_dim) another loss ($(loss_of "$unscaled"))" \
-  $py -c "import sys; sys.exit(abs(float('$(loss_of "$unscaled")') - float('$($py "$ref" loss "$tmp/gemma2" "$tmp/tok" 64)')) < 1e-3)"
+  apart "$(loss_of "$unscaled")" gemma2 1e-3
 check "... exported as Gemma2ForCausalLM, the same tensors bit for bit" exported_as gemma2 gemma2
 check "... config.json's caps" grep -q '"attn_logit_softcapping": 1.0' "$tmp/gemma2_out/config.json"
 check "... and its query_pre_attn_scalar" grep -q '"query_pre_attn_scalar": 4' "$tmp/gemma2_out/config.json"
@@ -152,7 +167,7 @@ check "model_type gemma3 (Gemma3ForConditionalGeneration): its text model, rope_
   "sliding_window = 32"
 unscaled=$("$trainer" "$tmp/gemma3mm.ini" --eval-only --set model.rope_scaling=none --set checkpoint.resume="$tmp/gemma3mm.h5" 2>&1 | grep "^eval-only")
 check "... without the linear scaling another loss ($(loss_of "$unscaled"))" \
-  $py -c "import sys; sys.exit(abs(float('$(loss_of "$unscaled")') - float('$($py "$ref" loss "$tmp/gemma3mm" "$tmp/tok" 64)')) < 1e-3)"
+  apart "$(loss_of "$unscaled")" gemma3mm 1e-3
 check "... exported as Gemma3ForCausalLM, the language model's tensors bit for bit" exported_as gemma3mm gemma3_text
 check "... config.json's rope_scaling linear 8" grep -q '"rope_type": "linear"' "$tmp/gemma3mm_out/config.json"
 # A QK-norm without weights (modded-nanogpt's) is no Hugging Face class's attention: refused, not
@@ -331,6 +346,7 @@ check "a Phi-3 with RoPE on part of each head (Phi-4 mini's)" bad partial '"part
 check "a key of another JSON type (tie_word_embeddings 1)" bad type "config.json: a key of another type than"
 check "a Gemma 3 with Gemma 2's soft-capping" bad softcap '"attn_logit_softcapping" = 50.0: hpctrain.s Gemma 3 computes no soft-capping' "$ref" gemma3
 check "an OLMo 2 whose q_norm is a head's width (Qwen3's)" bad olmo2_norm 'model.layers.0.self_attn.q_norm.weight is \[8\]; config.json makes it \[32\]' "$ref" olmo2
+check "a SmolLM3 whose NoPE layers are no period (no_rope_layers [0, 1])" bad no_rope '"no_rope_layers" = \[0,1\]: hpctrain takes rotary positions off layer i when i + 1 is a multiple of 1' "$ref" smollm3
 check "a Gemma3ForConditionalGeneration without text_config" bad no_text_config 'model_type gemma3 (Gemma3ForConditionalGeneration) without a "text_config" object' "$ref" gemma3mm
 check "a Gemma 3 whose query_pre_attn_scalar is 0" bad scalar '"query_pre_attn_scalar" = 0 is not a positive number' "$ref" gemma3
 check "a Gemma 3 whose full layers are not every Nth" bad layer_types '"layer_types" = \["full_attention","sliding_attention"\]' "$ref" gemma3

@@ -35,6 +35,8 @@ transformers' LlamaForCausalLM does, without transformers (Debian does not packa
   gemma3_image_text DIR make a gemma3 folder a Gemma3ForConditionalGeneration's (model_type gemma3: the text
                         model's keys in text_config, less those at Gemma3TextConfig's defaults; rope_scaling
                         linear 8; tensors under language_model.model., a vision tower's beside them)
+  smollm3 DIR           make the folder a SmolLM3ForCausalLM's (model_type smollm3: Llama's tensors, layer 1
+                        of 2 without rotary positions, no_rope_layers [1, 0]; rope_theta 5e6, no scaling)
   olmo2 DIR             make the folder an Olmo2ForCausalLM's (model_type olmo2: no input_layernorm, norms
                         after attention and the MLP only, q_norm and k_norm over the projections' whole
                         width, rms_norm_eps 1e-6; one F32 file)
@@ -48,7 +50,8 @@ transformers' LlamaForCausalLM does, without transformers (Debian does not packa
                         type (tie_word_embeddings 1, a number where a boolean belongs), softcap (a Gemma 3's
                         attn_logit_softcapping 50, Gemma 2's), layer_types (a Gemma 3's full layer first),
                         scalar (a Gemma 3's query_pre_attn_scalar 0), no_text_config (a
-                        Gemma3ForConditionalGeneration's text_config gone), olmo2_norm (an OLMo 2's q_norm
+                        Gemma3ForConditionalGeneration's text_config gone), no_rope (a SmolLM3's no_rope_layers
+                        [0, 1]), olmo2_norm (an OLMo 2's q_norm
                         one head wide)
 
 The forward follows modeling_llama.py: RMSNorm as weight * (x * rsqrt(mean(x^2) + eps)), RoPE with
@@ -220,6 +223,27 @@ def inv_freq(cfg, d):
     return f
 
 
+def rotates(cfg, i):
+    """Whether layer i turns its queries and keys: every layer but SmolLM3's NoPE layers (no_rope_layers
+    0, or every no_rope_layer_interval-th, 4, without the list: SmolLM3Config's)."""
+    if cfg.get("model_type") != "smollm3":
+        return True
+    listed = cfg.get("no_rope_layers")
+    return bool(listed[i]) if listed is not None else (i + 1) % cfg.get("no_rope_layer_interval", 4) != 0
+
+
+def smollm3(folder):
+    """The Llama folder as a SmolLM3ForCausalLM's (model_type smollm3, modeling_smollm3.py: Llama's with
+    no rotary positions on the layers no_rope_layers marks 0): layer 1 of 2 a NoPE layer, rope_theta
+    5e6 without scaling, the head untied."""
+    path = os.path.join(folder, "config.json")
+    cfg = json.load(open(path))
+    cfg.update(architectures=["SmolLM3ForCausalLM"], model_type="smollm3", rope_theta=5000000.0, rope_scaling=None,
+               no_rope_layers=[1, 0], no_rope_layer_interval=4, use_sliding_window=False, sliding_window=None,
+               tie_word_embeddings=False)
+    json.dump(cfg, open(path, "w"), indent=2)
+
+
 def sliding(cfg, i):
     """Whether layer i attends over the last sliding_window positions only, as each *Config decides:
     Mistral's and Phi-3's every layer; Qwen2's and Qwen3's with use_sliding_window, from layer
@@ -287,7 +311,8 @@ def forward(cfg, w, ids):
                 z = rms(z, W[norm])
             return z.transpose(1, 2)
         q, k, v = proj("q_proj", h), proj("k_proj", kv), proj("v_proj", kv)
-        q, k = q * cos + rotate_half(q) * sin, k * cos + rotate_half(k) * sin
+        if rotates(cfg, i):
+            q, k = q * cos + rotate_half(q) * sin, k * cos + rotate_half(k) * sin
         k, v = (z[:, :, None].expand(b, kv, h // kv, t, d).reshape(b, h, t, d) for z in (k, v))  # repeat_kv
         a = (q @ k.transpose(-2, -1)) * scale
         if attn_cap:  # (Gemma 2's soft-capping, before the mask)
@@ -526,6 +551,8 @@ def spoil(folder, kind):
         w = read_safetensors(os.path.join(folder, "model.safetensors"))
         w["model.layers.0.self_attn.q_norm.weight"] = w["model.layers.0.self_attn.q_norm.weight"][:8]
         write_safetensors(os.path.join(folder, "model.safetensors"), w, "F32")
+    elif kind == "no_rope":  # (the first layer NoPE, the second not: no period)
+        cfg["no_rope_layers"] = [0, 1]
     elif kind == "no_text_config":
         del cfg["text_config"]
     elif kind == "scalar":
@@ -557,6 +584,8 @@ if __name__ == "__main__":
         phi3(sys.argv[2])
     elif cmd == "olmo2":
         olmo2(sys.argv[2])
+    elif cmd == "smollm3":
+        smollm3(sys.argv[2])
     elif cmd == "gemma3_image_text":
         gemma3_image_text(sys.argv[2])
     elif cmd in ("gemma", "gemma2", "gemma3"):

@@ -130,6 +130,20 @@ TEST(Arch, LinearRopeScalingOnTheGlobalLayers) {
   EXPECT_NE(layers.find("attention(2, bias=0, rope=1000000, rope_linear=8, proj_std"), std::string::npos) << layers;
 }
 
+// SmolLM3's NoPE layers: every 2nd layer without rotary positions (no rope=, so none), the layers
+// written out.
+TEST(Arch, NoRopeLayers) {
+  LlamaDims d;
+  d.n_layer = 2, d.n_head = 2, d.n_embd = 32, d.vocab_size = 300, d.ffn_dim = 48, d.no_rope_every = 2;
+  const std::string layers = llama_layers(d);
+  EXPECT_NE(layers.find("h.0:res(input_layernorm:rmsnorm self_attn:attention(2, bias=0, rope=10000, proj_std"),
+            std::string::npos)
+      << layers;
+  EXPECT_NE(layers.find("h.1:res(input_layernorm:rmsnorm self_attn:attention(2, bias=0, proj_std"), std::string::npos)
+      << layers;
+  EXPECT_EQ(layers.find("repeat("), std::string::npos) << layers;
+}
+
 // OLMo 2's: no norm before the sublayers, one after each inside its residual branch, and the
 // weighted QK-norm over all of a position's heads (qk_whole).
 TEST(Arch, Olmo2Layers) {

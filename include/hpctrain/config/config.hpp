@@ -192,6 +192,7 @@ struct ModelConfig {
   // sliding window of the local layers (every layer without global_every; 0: none).
   bool norm_offset = false, embed_scale = false, sandwich_norm = false;
   long rope_local_theta = 0, global_every = 0, sliding_window = 0;
+  long no_rope_every = 0;  // arch = llama: every this-th layer without rotary positions (SmolLM3's NoPE); 0: none
   double attn_softcap = 0, final_softcap = 0;  // arch = llama, Gemma 2's soft-capping of scores and logits
   double query_pre_attn_scalar = 0;            // arch = llama: scores scaled by its -1/2 power (Gemma 2's); 0: D
   // The attention heads' columns together (n_embd unless head_dim says otherwise).

@@ -341,11 +341,13 @@ Shape direct_shape(const std::string& hf, const LlamaDims& d) {
     return {d.qk_norm_whole ? (keys ? d.n_kv_heads : d.n_head) * d.head_width() : d.head_width()};
   return {d.n_embd};
 }
-// Gemma3ForConditionalGeneration's config.json (model_type gemma3): its text_config, the keys it
-// leaves out at Gemma3TextConfig's defaults (configuration_gemma3.py; the published 4B, 12B and 27B
-// files give their shape and leave eps, bases, heads of 256 and the pattern to them).
+// A Gemma 3 text model's keys with those the file leaves out at Gemma3TextConfig's defaults
+// (configuration_gemma3.py): a gemma3_text config.json's own, or Gemma3ForConditionalGeneration's
+// text_config (model_type gemma3: the published 4B, 12B and 27B files give their shape and leave
+// eps, bases, heads of 256 and the pattern to the defaults).
 Json gemma3_text_config(const Json& c, const std::string& file) {
-  if (!c.contains("text_config") || !c["text_config"].is_object())
+  const bool image_text = c.value("model_type", "") == "gemma3";
+  if (image_text && (!c.contains("text_config") || !c["text_config"].is_object()))
     throw bad_input(file + ": model_type gemma3 (Gemma3ForConditionalGeneration) without a \"text_config\" object");
   Json t = {{"vocab_size", 262208},
             {"hidden_size", 2304},
@@ -362,7 +364,7 @@ Json gemma3_text_config(const Json& c, const std::string& file) {
             {"rope_local_base_freq", 10000.0},
             {"sliding_window_pattern", 6},
             {"tie_word_embeddings", true}};
-  for (const auto& [key, value] : c["text_config"].items()) t[key] = value;
+  for (const auto& [key, value] : (image_text ? c["text_config"] : c).items()) t[key] = value;
   t["model_type"] = "gemma3_text";
   return t;
 }
@@ -437,8 +439,10 @@ std::string llama_classes() {
 
 Imported llama_import(const Json& c, Tensors hf, const std::string& file, const std::string& dir) {
   return typed_keys(file, [&] {
-    if (c.value("model_type", "") == "gemma3")  // (Gemma 3 4B-27B: the text model of an image-text one)
+    const std::string type = c.value("model_type", "");
+    if (type == "gemma3")  // (Gemma 3 4B-27B: the text model of an image-text one)
       return import_llama_layout(gemma3_text_config(c, file), language_model(std::move(hf)), file, dir);
+    if (type == "gemma3_text") return import_llama_layout(gemma3_text_config(c, file), std::move(hf), file, dir);
     return import_llama_layout(c, std::move(hf), file, dir);
   });
 }

@@ -162,6 +162,8 @@ def load(folder):
     if cfg.get("model_type") == "gemma3":  # (Gemma3ForConditionalGeneration: the text model, as transformers reads it)
         cfg = dict(GEMMA3_TEXT_DEFAULTS, **cfg["text_config"])
         cfg["model_type"] = "gemma3_text"
+    elif cfg.get("model_type") == "gemma3_text":  # (the keys a file leaves out at the defaults)
+        cfg = dict(GEMMA3_TEXT_DEFAULTS, **cfg)
         w = {"model." + k[len("language_model.model."):]: v for k, v in w.items() if k.startswith("language_model.model.")}
     if cfg.get("model_type") == "phi3":  # (modeling_phi3.py: q, k, v and gate, up are row blocks in that order)
         d = cfg["hidden_size"] // cfg["num_attention_heads"]

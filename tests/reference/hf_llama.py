@@ -162,9 +162,9 @@ def load(folder):
     if cfg.get("model_type") == "gemma3":  # (Gemma3ForConditionalGeneration: the text model, as transformers reads it)
         cfg = dict(GEMMA3_TEXT_DEFAULTS, **cfg["text_config"])
         cfg["model_type"] = "gemma3_text"
+        w = {"model." + k[len("language_model.model."):]: v for k, v in w.items() if k.startswith("language_model.model.")}
     elif cfg.get("model_type") == "gemma3_text":  # (the keys a file leaves out at the defaults)
         cfg = dict(GEMMA3_TEXT_DEFAULTS, **cfg)
-        w = {"model." + k[len("language_model.model."):]: v for k, v in w.items() if k.startswith("language_model.model.")}
     if cfg.get("model_type") == "phi3":  # (modeling_phi3.py: q, k, v and gate, up are row blocks in that order)
         d = cfg["hidden_size"] // cfg["num_attention_heads"]
         q, kv = cfg["num_attention_heads"] * d, cfg["num_key_value_heads"] * d

@@ -182,6 +182,10 @@ LlamaDims llama_dims(const Json& c, const std::string& type, const std::string& 
   d.n_embd = whole(c, "hidden_size", file);
   d.ffn_dim = whole(c, "intermediate_size", file);
   d.vocab_size = whole(c, "vocab_size", file);
+  if (c.contains("rope_parameters") && !c["rope_parameters"].is_null())  // (else the defaults, silently wrong)
+    throw bad_input(
+        file + ": \"rope_parameters\" (transformers 5's place for rope_theta and the scaling) is not " +
+        "read yet; hpctrain reads rope_theta and rope_scaling at the top level, as transformers 4 saves them");
   d.rope_theta = whole(c, "rope_theta", file, type == "smollm3" ? 2000000 : 10000);  // (SmolLM3Config's default)
   d.tie_embeddings = c.value("tie_word_embeddings", is_gemma(type));                 // (GemmaConfig's default: tied)
   d.qkv_bias = type == "qwen2";  // (Qwen2Attention: bias=True on q, k and v; hard-wired)

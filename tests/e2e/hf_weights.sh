@@ -346,6 +346,7 @@ check "a Phi-3 with RoPE on part of each head (Phi-4 mini's)" bad partial '"part
 check "a key of another JSON type (tie_word_embeddings 1)" bad type "config.json: a key of another type than"
 check "a Gemma 3 with Gemma 2's soft-capping" bad softcap '"attn_logit_softcapping" = 50.0: hpctrain.s Gemma 3 computes no soft-capping' "$ref" gemma3
 check "an OLMo 2 whose q_norm is a head's width (Qwen3's)" bad olmo2_norm 'model.layers.0.self_attn.q_norm.weight is \[8\]; config.json makes it \[32\]' "$ref" olmo2
+check "rope_theta inside rope_parameters (transformers 5's layout): one line, not the defaults" bad rope_parameters '"rope_parameters" (transformers 5.s place for rope_theta and the scaling) is not read yet'
 check "a SmolLM3 whose NoPE layers are no period (no_rope_layers [0, 1])" bad no_rope '"no_rope_layers" = \[0,1\]: hpctrain takes rotary positions off layer i when i + 1 is a multiple of 1' "$ref" smollm3
 check "a Gemma3ForConditionalGeneration without text_config" bad no_text_config 'model_type gemma3 (Gemma3ForConditionalGeneration) without a "text_config" object' "$ref" gemma3mm
 check "a Gemma 3 whose query_pre_attn_scalar is 0" bad scalar '"query_pre_attn_scalar" = 0 is not a positive number' "$ref" gemma3

@@ -51,7 +51,7 @@ transformers' LlamaForCausalLM does, without transformers (Debian does not packa
                         attn_logit_softcapping 50, Gemma 2's), layer_types (a Gemma 3's full layer first),
                         scalar (a Gemma 3's query_pre_attn_scalar 0), no_text_config (a
                         Gemma3ForConditionalGeneration's text_config gone), no_rope (a SmolLM3's no_rope_layers
-                        [0, 1]), olmo2_norm (an OLMo 2's q_norm
+                        [0, 1]), rope_parameters (rope_theta inside it, as transformers 5 saves it), olmo2_norm (an OLMo 2's q_norm
                         one head wide)
 
 The forward follows modeling_llama.py: RMSNorm as weight * (x * rsqrt(mean(x^2) + eps)), RoPE with
@@ -553,6 +553,9 @@ def spoil(folder, kind):
         w = read_safetensors(os.path.join(folder, "model.safetensors"))
         w["model.layers.0.self_attn.q_norm.weight"] = w["model.layers.0.self_attn.q_norm.weight"][:8]
         write_safetensors(os.path.join(folder, "model.safetensors"), w, "F32")
+    elif kind == "rope_parameters":  # (transformers 5's layout)
+        cfg["rope_parameters"] = {"rope_type": "default", "rope_theta": cfg.pop("rope_theta")}
+        del cfg["rope_scaling"]
     elif kind == "no_rope":  # (the first layer NoPE, the second not: no period)
         cfg["no_rope_layers"] = [0, 1]
     elif kind == "no_text_config":

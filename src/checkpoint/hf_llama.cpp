@@ -13,7 +13,8 @@
 // (pre_feedforward_layernorm, post_feedforward_layernorm: [model] sandwich_norm) and local layers
 // of another rotary base ([model] rope_local_theta, global_every). Sliding windows ([model]
 // sliding_window): Mistral's and Phi-3's on every layer, Gemma 3's on its local layers, Qwen2's and
-// Qwen3's (use_sliding_window) on the layers from max_window_layers on.
+// Qwen3's (use_sliding_window) on the layers from max_window_layers on. The rotation's keys, in
+// transformers 4's layout or 5's rope_parameters: checkpoint/hf_rope.hpp.
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
@@ -22,6 +23,7 @@
 #include <utility>
 #include <vector>
 
+#include "hf_rope.hpp"
 #include "hpctrain/checkpoint/hf_layouts.hpp"
 #include "hpctrain/core/error.hpp"
 #include "hpctrain/model/arch.hpp"
@@ -88,27 +90,6 @@ double softcap(const Json& c, const char* key, double fallback, const std::strin
   return c[key].get<double>();
 }
 
-// config.json's rope_scaling (null or absent: none): llama3's four numbers or linear's factor, whole.
-void rope_scaling_options(const Json& c, const std::string& file, LlamaDims& d) {
-  if (!c.contains("rope_scaling") || c["rope_scaling"].is_null()) return;
-  const Json& s = c["rope_scaling"];
-  const std::string kind = s.value("rope_type", s.value("type", "")), where = file + " rope_scaling";
-  if (kind == "linear") {  // (Gemma 3 4B-27B's factor 8: position interpolation)
-    d.rope_linear = whole(s, "factor", where);
-    if (d.rope_linear < 1)
-      throw bad_input(file + ": \"rope_scaling\" linear with a factor of " + std::to_string(d.rope_linear) +
-                      " (at least 1)");
-    return;
-  }
-  if (kind != "llama3")
-    throw bad_input(file + ": \"rope_scaling\" of type \"" + kind +
-                    "\": hpctrain computes llama3's and linear's (or none)");
-  d.rope_factor = whole(s, "factor", where);
-  d.rope_low = whole(s, "low_freq_factor", where);
-  d.rope_high = whole(s, "high_freq_factor", where);
-  d.rope_context = whole(s, "original_max_position_embeddings", where);
-}
-
 // Gemma 2's and Gemma 3's query_pre_attn_scalar (their configs' default: 256): scores q . k / sqrt(it).
 double query_scalar(const Json& c, const std::string& file) {
   if (!c.contains("query_pre_attn_scalar")) return 256;
@@ -120,7 +101,9 @@ double query_scalar(const Json& c, const std::string& file) {
 
 // Gemma's, Gemma 2's and Gemma 3's options beside Llama's (modeling_gemma.py, modeling_gemma2.py,
 // modeling_gemma3.py).
-void gemma_options(const Json& c, const std::string& type, const std::string& file, LlamaDims& d) {
+// `local_theta`: the sliding layers' base the file gives (rope_keys; -1: none, Gemma3TextConfig's 10000).
+void gemma_options(const Json& c, const std::string& type, const std::string& file, std::int64_t local_theta,
+                   LlamaDims& d) {
   const std::string model = type == "gemma" ? "Gemma" : type == "gemma2" ? "Gemma 2" : "Gemma 3";
   d.geglu = d.norm_offset = d.embed_scale = true;
   expect_value(c, "hidden_activation", "gelu_pytorch_tanh", file, model);  // (its default; hidden_act is legacy)
@@ -139,7 +122,7 @@ void gemma_options(const Json& c, const std::string& type, const std::string& fi
     if (c.contains(cap) && !c[cap].is_null())
       throw bad_input(file + ": \"" + cap + "\" = " + c[cap].dump() + ": hpctrain's " + model +
                       " computes no soft-capping (Gemma 2's)");
-  d.rope_local_theta = whole(c, "rope_local_base_freq", file, 10000);
+  d.rope_local_theta = local_theta >= 0 ? local_theta : 10000;
   d.global_every = listed_period(c, d.n_layer, file, whole(c, "sliding_window_pattern", file, 6));
   if (d.global_every < 1) throw bad_input(file + ": \"sliding_window_pattern\" = 0: no layer would be global");
 }
@@ -182,12 +165,12 @@ LlamaDims llama_dims(const Json& c, const std::string& type, const std::string& 
   d.n_embd = whole(c, "hidden_size", file);
   d.ffn_dim = whole(c, "intermediate_size", file);
   d.vocab_size = whole(c, "vocab_size", file);
-  if (c.contains("rope_parameters") && !c["rope_parameters"].is_null())  // (else the defaults, silently wrong)
-    throw bad_input(
-        file + ": \"rope_parameters\" (transformers 5's place for rope_theta and the scaling) is not " +
-        "read yet; hpctrain reads rope_theta and rope_scaling at the top level, as transformers 4 saves them");
-  d.rope_theta = whole(c, "rope_theta", file, type == "smollm3" ? 2000000 : 10000);  // (SmolLM3Config's default)
-  d.tie_embeddings = c.value("tie_word_embeddings", is_gemma(type));                 // (GemmaConfig's default: tied)
+  const RopeKeys rope = rope_keys(c, file, type == "gemma3_text");
+  d.rope_theta = rope.global.theta >= 0 ? rope.global.theta : type == "smollm3" ? 2000000 : 10000;  // (SmolLM3's)
+  d.rope_linear = rope.global.linear;
+  d.rope_factor = rope.global.factor, d.rope_low = rope.global.low, d.rope_high = rope.global.high;
+  d.rope_context = rope.global.context;
+  d.tie_embeddings = c.value("tie_word_embeddings", is_gemma(type));  // (GemmaConfig's default: tied)
   d.qkv_bias = type == "qwen2";  // (Qwen2Attention: bias=True on q, k and v; hard-wired)
   d.qk_norm = d.qk_norm_weight = type == "qwen3" || type == "olmo2";  // (Qwen3Attention's q_norm, k_norm)
   d.qk_norm_whole = d.post_norm = type == "olmo2";  // (Olmo2Attention's over the projections; no input norm)
@@ -208,8 +191,7 @@ LlamaDims llama_dims(const Json& c, const std::string& type, const std::string& 
     throw bad_input(file + ": \"rms_norm_eps\" = " + std::to_string(eps) +
                     " is not a power of ten, which hpctrain needs");
   d.norm_eps_exp = static_cast<int>(std::lround(k));
-  rope_scaling_options(c, file, d);
-  if (is_gemma(type)) gemma_options(c, type, file, d);
+  if (is_gemma(type)) gemma_options(c, type, file, rope.local.theta, d);
   window_options(c, type, file, d);
   if (d.sliding_window == 0 && d.rope_local_theta == 0) d.global_every = 0;  // (no local layer differs)
   return d;

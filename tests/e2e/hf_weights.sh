@@ -170,6 +170,22 @@ check "... without the linear scaling another loss ($(loss_of "$unscaled"))" \
   apart "$(loss_of "$unscaled")" gemma3mm 1e-3
 check "... exported as Gemma3ForCausalLM, the language model's tensors bit for bit" exported_as gemma3mm gemma3_text
 check "... config.json's rope_scaling linear 8" grep -q '"rope_type": "linear"' "$tmp/gemma3mm_out/config.json"
+# transformers 5's config.json (rope_parameters: rope_theta and the scaling inside it; a Gemma 3's one
+# section per layer kind, full_attention with the scaling, sliding_attention with the local base):
+# the same [model] keys as the folder in transformers 4's layout (the Llama's llama3 scaling, the
+# SmolLM3's base 5e6, Gemma 3's llama3 and linear scalings on the full layers alone); a Gemma 3's
+# bases of 2e6 and 20000 in the sections are its rope_theta and rope_local_theta.
+for name in hf smollm3 gemma3 gemma3mm; do
+  cp -r "$tmp/$name" "$tmp/${name}5" && $py "$ref" transformers5 "$tmp/${name}5"
+  deck_of "$("$trainer" --import-hf "$tmp/${name}5" --out "$tmp/${name}5.h5" 2>&1)" "$tmp/${name}5.ini"
+  four=$tmp/$name.ini && [ $name = hf ] && four=$tmp/deck.ini
+  check "transformers 5's layout of the $name folder (rope_parameters): the [model] keys of transformers 4's" \
+    cmp "$tmp/${name}5.ini" "$four"
+done
+cp -r "$tmp/gemma3" "$tmp/bases5" && $py "$ref" transformers5 "$tmp/bases5" 2000000 20000
+out=$("$trainer" --import-hf "$tmp/bases5" --out "$tmp/bases5.h5" 2>&1)
+check "... a Gemma 3's sections of bases 2e6 and 20000: rope_theta and rope_local_theta" \
+  test "$(grep -cx "rope_theta = 2000000\|rope_local_theta = 20000" <<<"$out")" = 2
 # A QK-norm without weights (modded-nanogpt's) is no Hugging Face class's attention: refused, not
 # written as a Llama that would drop it.
 err=$("$trainer" "$tmp/deck.ini" --export-hf "$tmp/qkn" --set model.qk_norm=true --set checkpoint.resume="$tmp/imp.h5" 2>&1)
@@ -346,7 +362,11 @@ check "a Phi-3 with RoPE on part of each head (Phi-4 mini's)" bad partial '"part
 check "a key of another JSON type (tie_word_embeddings 1)" bad type "config.json: a key of another type than"
 check "a Gemma 3 with Gemma 2's soft-capping" bad softcap '"attn_logit_softcapping" = 50.0: hpctrain.s Gemma 3 computes no soft-capping' "$ref" gemma3
 check "an OLMo 2 whose q_norm is a head's width (Qwen3's)" bad olmo2_norm 'model.layers.0.self_attn.q_norm.weight is \[8\]; config.json makes it \[32\]' "$ref" olmo2
-check "rope_theta inside rope_parameters (transformers 5's layout): one line, not the defaults" bad rope_parameters '"rope_parameters" (transformers 5.s place for rope_theta and the scaling) is not read yet'
+check "transformers 5's rope_parameters beside a rope_scaling that says another" bad v5_both '"rope_scaling" and "rope_parameters" say different scalings' "$ref" hf5
+check "... rope_parameters of type yarn" bad v5_yarn 'config.json: "rope_parameters" of type "yarn": hpctrain computes llama3.s and linear.s' "$ref" hf5
+check "... RoPE on part of each head inside rope_parameters" bad v5_partial 'rope_parameters: "partial_rotary_factor" = 0.75' "$ref" hf5
+check "... a Llama whose sliding_attention layers rotate with another base" bad v5_kinds 'gives the sliding_attention layers another rotation than the full_attention ones' "$ref" hf5
+check "... a Gemma 3 whose sliding_attention section scales" bad v5_local_scaled '"rope_parameters.sliding_attention" scales positions' "$ref" gemma35
 check "a SmolLM3 whose NoPE layers are no period (no_rope_layers [0, 1])" bad no_rope '"no_rope_layers" = \[0,1\]: hpctrain takes rotary positions off layer i when i + 1 is a multiple of 1' "$ref" smollm3
 check "a Gemma3ForConditionalGeneration without text_config" bad no_text_config 'model_type gemma3 (Gemma3ForConditionalGeneration) without a "text_config" object' "$ref" gemma3mm
 check "a Gemma 3 whose query_pre_attn_scalar is 0" bad scalar '"query_pre_attn_scalar" = 0 is not a positive number' "$ref" gemma3

@@ -42,6 +42,12 @@ transformers' LlamaForCausalLM does, without transformers (Debian does not packa
                         width, rms_norm_eps 1e-6; one F32 file)
   phi3 DIR              make the folder a Phi3ForCausalLM's (model_type phi3: q|k|v fused in qkv_proj and
                         gate|up in gate_up_proj, one F32 file; sliding_window 63 on every layer)
+  transformers5 DIR [GLOBAL LOCAL]
+                        rewrite config.json in transformers 5's layout (standardize_rope_params): rope_theta
+                        and rope_scaling inside rope_parameters; a Gemma 3's (its text_config's too) one
+                        section per layer kind, full_attention with the scaling, sliding_attention default
+                        with rope_local_base_freq (Gemma3TextConfig's defaults where the file leaves them
+                        out); with GLOBAL and LOCAL, those bases in place of the folder's
   break DIR KIND        spoil a folder: missing (a tensor gone), shape (k_proj's rows), arch
                         (model_type gpt_neox), heads (num_key_value_heads 3), scaling (rope_type yarn),
                         window (a Mistral's sliding_window 0), max_window (a Qwen2 windowed from layer 1
@@ -51,8 +57,11 @@ transformers' LlamaForCausalLM does, without transformers (Debian does not packa
                         attn_logit_softcapping 50, Gemma 2's), layer_types (a Gemma 3's full layer first),
                         scalar (a Gemma 3's query_pre_attn_scalar 0), no_text_config (a
                         Gemma3ForConditionalGeneration's text_config gone), no_rope (a SmolLM3's no_rope_layers
-                        [0, 1]), rope_parameters (rope_theta inside it, as transformers 5 saves it), olmo2_norm (an OLMo 2's q_norm
-                        one head wide)
+                        [0, 1]), olmo2_norm (an OLMo 2's q_norm one head wide); of a transformers5 folder:
+                        v5_both (a rope_scaling linear 2 beside rope_parameters), v5_yarn (rope_type yarn with
+                        its beta_fast), v5_partial (partial_rotary_factor 0.75 inside), v5_kinds (a Llama's
+                        sliding_attention section of another base), v5_local_scaled (a Gemma 3's
+                        sliding_attention section scaled linear 2)
 
 The forward follows modeling_llama.py: RMSNorm as weight * (x * rsqrt(mean(x^2) + eps)), RoPE with
 rotate_half on q and k after the projections (inv_freq from rope_theta, then llama3's scaling),
@@ -518,6 +527,27 @@ def phi3(folder):
     json.dump(cfg, open(os.path.join(folder, "config.json"), "w"), indent=2)
 
 
+def transformers5(folder, bases=None):
+    """config.json as transformers 5 saves it (RotaryEmbeddingConfigMixin.standardize_rope_params):
+    rope_theta and rope_scaling moved into rope_parameters; a Gemma 3's one section per layer kind,
+    full_attention with rope_theta and the scaling, sliding_attention default with rope_local_base_freq
+    (Gemma3TextConfig's defaults where the file leaves them out). `bases` (global, local): those in
+    place of the file's."""
+    path = os.path.join(folder, "config.json")
+    top = json.load(open(path))
+    cfg = top.get("text_config", top)
+    gemma3 = top.get("model_type") in ("gemma3", "gemma3_text")
+    theta = cfg.pop("rope_theta", GEMMA3_TEXT_DEFAULTS["rope_theta"] if gemma3 else 10000.0)
+    full = dict(cfg.pop("rope_scaling", None) or {"rope_type": "default"}, rope_theta=bases[0] if bases else theta)
+    if gemma3:
+        local = cfg.pop("rope_local_base_freq", GEMMA3_TEXT_DEFAULTS["rope_local_base_freq"])
+        cfg["rope_parameters"] = {"full_attention": full,
+                                  "sliding_attention": {"rope_type": "default", "rope_theta": bases[1] if bases else local}}
+    else:
+        cfg["rope_parameters"] = full
+    json.dump(top, open(path, "w"), indent=2)
+
+
 def spoil(folder, kind):
     cfg_path = os.path.join(folder, "config.json")
     cfg = json.load(open(cfg_path))
@@ -553,9 +583,18 @@ def spoil(folder, kind):
         w = read_safetensors(os.path.join(folder, "model.safetensors"))
         w["model.layers.0.self_attn.q_norm.weight"] = w["model.layers.0.self_attn.q_norm.weight"][:8]
         write_safetensors(os.path.join(folder, "model.safetensors"), w, "F32")
-    elif kind == "rope_parameters":  # (transformers 5's layout)
-        cfg["rope_parameters"] = {"rope_type": "default", "rope_theta": cfg.pop("rope_theta")}
-        del cfg["rope_scaling"]
+    elif kind == "v5_both":
+        cfg["rope_scaling"] = {"rope_type": "linear", "factor": 2.0}
+    elif kind == "v5_yarn":
+        cfg["rope_parameters"] = {"rope_type": "yarn", "rope_theta": 500000.0, "factor": 4.0, "beta_fast": 32.0,
+                                  "original_max_position_embeddings": 32}
+    elif kind == "v5_partial":
+        cfg["rope_parameters"]["partial_rotary_factor"] = 0.75
+    elif kind == "v5_kinds":
+        full = cfg["rope_parameters"]
+        cfg["rope_parameters"] = {"full_attention": full, "sliding_attention": dict(full, rope_theta=10000.0)}
+    elif kind == "v5_local_scaled":
+        cfg["rope_parameters"]["sliding_attention"].update(rope_type="linear", factor=2.0)
     elif kind == "no_rope":  # (the first layer NoPE, the second not: no period)
         cfg["no_rope_layers"] = [0, 1]
     elif kind == "no_text_config":
@@ -597,5 +636,7 @@ if __name__ == "__main__":
         gemma(sys.argv[2], {"gemma": 1, "gemma2": 2, "gemma3": 3}[cmd])
     elif cmd == "qwen2":
         qwen2(sys.argv[2])
+    elif cmd == "transformers5":
+        transformers5(sys.argv[2], [float(b) for b in sys.argv[3:5]] if len(sys.argv) > 4 else None)
     elif cmd == "break":
         spoil(sys.argv[2], sys.argv[3])

@@ -1,9 +1,9 @@
 // The Hugging Face layouts --import-hf and --export-hf know (checkpoint/hf_weights.hpp), one file
-// each: checkpoint/hf_llama.cpp (LlamaForCausalLM), checkpoint/hf_gpt2.cpp (GPT2LMHeadModel). A
-// layout turns config.json and Hugging Face's tensors into the [model] keys that build the same
-// network and the tensors under hpctrain's names, and back. Adding one: a file with its import and
-// export, a line in hf_weights.cpp's dispatch, a twin in tests/reference and a case in
-// tests/e2e/hf_weights.sh.
+// each: checkpoint/hf_llama.cpp (LlamaForCausalLM; its rotary keys in checkpoint/hf_rope.cpp),
+// checkpoint/hf_gpt2.cpp (GPT2LMHeadModel). A layout turns config.json and Hugging Face's tensors
+// into the [model] keys that build the same network and the tensors under hpctrain's names, and
+// back. Adding one: a file with its import and export, a line in hf_weights.cpp's dispatch, a twin
+// in tests/reference and a case in tests/e2e/hf_weights.sh.
 #pragma once
 
 #include <cstdint>

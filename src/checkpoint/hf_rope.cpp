@@ -1,0 +1,103 @@
+// config.json's rotary embedding in transformers 4's and 5's layouts (checkpoint/hf_rope.hpp).
+#include "hf_rope.hpp"
+
+#include <algorithm>
+#include <iterator>
+
+namespace hpctrain::hf {
+
+namespace {
+// The keys a rope_parameters section holds for the rope_types hpctrain computes.
+const char* const kSectionKeys[] = {"rope_type",        "type",
+                                    "rope_theta",       "partial_rotary_factor",
+                                    "factor",           "low_freq_factor",
+                                    "high_freq_factor", "original_max_position_embeddings"};
+
+bool given(const Json& c, const char* key) { return c.contains(key) && !c[key].is_null(); }
+
+// The scaling an object `s` (rope_scaling, or a rope_parameters section) names as `key` says: its
+// rope_type (or the older "type"; absent: default, none) and that type's numbers. `context`: llama3's
+// original_max_position_embeddings where `s` leaves it out (-1: it must say it).
+void read_scaling(const Json& s, const std::string& file, const std::string& key, std::int64_t context, Rope& r) {
+  if (!s.is_object())
+    throw bad_input(file + ": \"" + key + "\" = " + s.dump().substr(0, 200) + " is not an object (null: none)");
+  const std::string kind = s.value("rope_type", s.value("type", std::string("default")));
+  const std::string where = file + " " + key;
+  if (kind == "default") return;
+  if (kind == "linear") {  // (Gemma 3 4B-27B's factor 8: position interpolation)
+    r.linear = whole(s, "factor", where);
+    if (r.linear < 1)
+      throw bad_input(file + ": \"" + key + "\" linear with a factor of " + std::to_string(r.linear) + " (at least 1)");
+    return;
+  }
+  if (kind != "llama3")
+    throw bad_input(file + ": \"" + key + "\" of type \"" + kind +
+                    "\": hpctrain computes llama3's and linear's (or none, default)");
+  r.factor = whole(s, "factor", where);
+  r.low = whole(s, "low_freq_factor", where);
+  r.high = whole(s, "high_freq_factor", where);
+  r.context = whole(s, "original_max_position_embeddings", where, context);
+}
+
+// A rope_parameters section: its base (absent: -1) and scaling; llama3's context absent inside it is
+// the file's original_max_position_embeddings or max_position_embeddings (standardize_rope_params').
+Rope section(const Json& s, const Json& c, const std::string& file, const std::string& key) {
+  Rope r;
+  const std::int64_t context =
+      whole(c, "original_max_position_embeddings", file, whole(c, "max_position_embeddings", file, 2048));
+  read_scaling(s, file, key, context, r);  // (first: a type hpctrain does not compute is the line)
+  for (const auto& item : s.items())
+    if (std::none_of(std::begin(kSectionKeys), std::end(kSectionKeys), [&](const char* k) { return item.key() == k; }))
+      throw bad_input(file + ": \"" + key + "\" holds \"" + item.key() +
+                      "\", a key of no rope_type hpctrain computes (default, linear, llama3)");
+  if (given(s, "rope_theta")) r.theta = whole(s, "rope_theta", file + " " + key);
+  expect_value(s, "partial_rotary_factor", 1.0, file + " " + key, "Llama");  // (Phi-4 mini's 0.75)
+  return r;
+}
+}  // namespace
+
+RopeKeys rope_keys(const Json& c, const std::string& file, bool local_base) {
+  RopeKeys k;
+  const std::int64_t top = given(c, "rope_theta") ? whole(c, "rope_theta", file) : -1;
+  if (local_base && given(c, "rope_local_base_freq")) k.local.theta = whole(c, "rope_local_base_freq", file);
+  k.global.theta = top;
+  if (given(c, "rope_scaling")) read_scaling(c["rope_scaling"], file, "rope_scaling", -1, k.global);
+  if (!given(c, "rope_parameters")) return k;  // (transformers 4's layout)
+  const Json& p = c["rope_parameters"];
+  if (!p.is_object() || p.empty())
+    throw bad_input(file + ": \"rope_parameters\" = " + p.dump().substr(0, 200) +
+                    " is not an object of rope_type, rope_theta and its numbers (or one per layer kind)");
+  const bool per_kind = std::all_of(p.items().begin(), p.items().end(), [](const auto& item) {
+    return item.key() == "full_attention" || item.key() == "sliding_attention";
+  });
+  const char* const global_key = !per_kind ? "" : p.contains("full_attention") ? "full_attention" : "sliding_attention";
+  const Rope global = section(per_kind ? p[global_key] : p, c, file,
+                              per_kind ? std::string("rope_parameters.") + global_key : "rope_parameters");
+  Rope scaling = global;
+  scaling.theta = k.global.theta;
+  if (given(c, "rope_scaling") && !(scaling == k.global))
+    throw bad_input(file +
+                    ": \"rope_scaling\" and \"rope_parameters\" say different scalings (transformers 4 "
+                    "reads the first, 5 the second): keep one");
+  const std::int64_t theta = k.global.theta;
+  k.global = global;
+  if (k.global.theta < 0) k.global.theta = theta;  // (transformers 5: the top-level key where the section has none)
+  if (!per_kind || !p.contains("sliding_attention") || std::string(global_key) == "sliding_attention") return k;
+  Rope local = section(p["sliding_attention"], c, file, "rope_parameters.sliding_attention");
+  if (!local_base) {
+    if (local.theta < 0) local.theta = k.global.theta;
+    if (!(local == k.global))
+      throw bad_input(file +
+                      ": \"rope_parameters\" gives the sliding_attention layers another rotation than the "
+                      "full_attention ones; hpctrain reads that for Gemma 3 only");
+    return k;
+  }
+  if (local.scaled())
+    throw bad_input(file +
+                    ": \"rope_parameters.sliding_attention\" scales positions; hpctrain scales the "
+                    "full_attention layers' alone, as Gemma 3 does");
+  if (local.theta >= 0) k.local.theta = local.theta;
+  return k;
+}
+
+}  // namespace hpctrain::hf

@@ -23,6 +23,7 @@
 #include <utility>
 #include <vector>
 
+#include "hf_llama_names.hpp"
 #include "hf_rope.hpp"
 #include "hpctrain/checkpoint/hf_layouts.hpp"
 #include "hpctrain/core/error.hpp"
@@ -32,8 +33,6 @@ namespace hpctrain::hf {
 
 namespace {
 const char* const kLlama = "Llama";
-
-bool is_gemma(const std::string& type) { return type == "gemma" || type == "gemma2" || type == "gemma3_text"; }
 
 // layer_types (newer files: each layer's kind) as the period of the full-attention layers, [model]
 // global_every: layer i is full when i + 1 is a multiple of it; one line when the list is no such pattern.
@@ -157,6 +156,30 @@ void window_options(const Json& c, const std::string& type, const std::string& f
   if (d.global_every == 1) d.global_every = 0;  // (every layer global: no window)
 }
 
+// Phi-3's partial_rotary_factor (Phi-4 mini's 0.75: the first int(0.75 D) columns of each head rotate;
+// transformers 5: inside rope_parameters) as [model] rope_dims, and longrope's factors one a pair of them.
+void rotated_columns(const Json& c, const std::string& type, const std::string& file, const Rope& rope, LlamaDims& d) {
+  Json part = Json::object();
+  if (rope.partial >= 0)
+    part["partial_rotary_factor"] = rope.partial;
+  else if (c.contains("partial_rotary_factor") && !c["partial_rotary_factor"].is_null())
+    part["partial_rotary_factor"] = c["partial_rotary_factor"];
+  const std::string where = rope.partial >= 0 ? file + " rope_parameters" : file;
+  if (type != "phi3") expect_value(part, "partial_rotary_factor", 1.0, where, kLlama + std::string("ForCausalLM"));
+  const double f = part.value("partial_rotary_factor", 1.0);
+  const auto rotated = static_cast<std::int64_t>(static_cast<double>(d.head_width()) * f);  // (Python's int())
+  if (!(f > 0 && f <= 1) || rotated < 2 || rotated % 2 != 0)
+    throw bad_input(where + ": \"partial_rotary_factor\" = " + part["partial_rotary_factor"].dump() + " rotates " +
+                    std::to_string(rotated) + " columns of heads of " + std::to_string(d.head_width()) +
+                    ": an even number from 2, at most the head's");
+  d.rope_dims = rotated == d.head_width() ? 0 : rotated;
+  if (!d.rope_short.empty() &&
+      (static_cast<std::int64_t>(d.rope_short.size()) * 2 != rotated || d.rope_long.size() != d.rope_short.size()))
+    throw bad_input(file + ": longrope's short_factor and long_factor hold " + std::to_string(d.rope_short.size()) +
+                    " and " + std::to_string(d.rope_long.size()) + " factors for " + std::to_string(rotated / 2) +
+                    " rotated pairs (one each)");
+}
+
 LlamaDims llama_dims(const Json& c, const std::string& type, const std::string& file) {
   LlamaDims d;
   d.n_layer = whole(c, "num_hidden_layers", file);
@@ -170,6 +193,7 @@ LlamaDims llama_dims(const Json& c, const std::string& type, const std::string& 
   d.rope_linear = rope.global.linear;
   d.rope_factor = rope.global.factor, d.rope_low = rope.global.low, d.rope_high = rope.global.high;
   d.rope_context = rope.global.context;
+  d.rope_short = rope.global.short_factor, d.rope_long = rope.global.long_factor, d.rope_amp = rope.global.amplitude;
   d.tie_embeddings = c.value("tie_word_embeddings", is_gemma(type));  // (GemmaConfig's default: tied)
   d.qkv_bias = type == "qwen2";  // (Qwen2Attention: bias=True on q, k and v; hard-wired)
   d.qk_norm = d.qk_norm_weight = type == "qwen3" || type == "olmo2";  // (Qwen3Attention's q_norm, k_norm)
@@ -185,7 +209,7 @@ LlamaDims llama_dims(const Json& c, const std::string& type, const std::string& 
   if (!is_gemma(type)) expect_value(c, "hidden_act", "silu", file, kLlama);
   if (!d.qkv_bias) expect_value(c, "attention_bias", false, file, kLlama);
   expect_value(c, "mlp_bias", false, file, kLlama);
-  expect_value(c, "partial_rotary_factor", 1.0, file, kLlama);  // (Phi-4-mini's 0.75: RoPE on part of a head)
+  rotated_columns(c, type, file, rope.global, d);
   const double eps = c.value("rms_norm_eps", 1e-6), k = -std::log10(eps);
   if (std::fabs(k - std::round(k)) > 1e-9)
     throw bad_input(file + ": \"rms_norm_eps\" = " + std::to_string(eps) +
@@ -197,6 +221,20 @@ LlamaDims llama_dims(const Json& c, const std::string& type, const std::string& 
   return d;
 }
 
+// [model] rope_scaling's longrope(CONTEXT, AMPLITUDE, SHORT, LONG), each number to its last bit.
+std::string longrope_text(const LlamaDims& d) {
+  char v[32];
+  const auto list = [&](const std::vector<double>& l) {
+    std::string out;
+    for (const double x : l) std::snprintf(v, sizeof(v), "%.17g", x), out += (out.empty() ? "" : " ") + std::string(v);
+    return out;
+  };
+  std::snprintf(v, sizeof(v), "%.17g", d.rope_amp);
+  const std::string amp = v;  // (v is the lists' buffer too)
+  return "longrope(" + std::to_string(d.rope_context) + ", " + amp + ", " + list(d.rope_short) + ", " +
+         list(d.rope_long) + ")";
+}
+
 std::string llama_deck(const LlamaDims& d, std::int64_t context) {
   std::string ini = "arch = llama\n";
   auto line = [&](const std::string& k, const std::string& v) { ini += k + " = " + v + "\n"; };
@@ -206,7 +244,8 @@ std::string llama_deck(const LlamaDims& d, std::int64_t context) {
   line("n_embd", std::to_string(d.n_embd));
   line("ffn_dim", std::to_string(d.ffn_dim));
   line("rope_theta", std::to_string(d.rope_theta));
-  line("rope_scaling", d.rope_linear > 0 ? "linear(" + std::to_string(d.rope_linear) + ")"
+  line("rope_scaling", !d.rope_short.empty() ? longrope_text(d)
+                       : d.rope_linear > 0   ? "linear(" + std::to_string(d.rope_linear) + ")"
                        : d.rope_factor > 0
                            ? "llama3(" + std::to_string(d.rope_factor) + ", " + std::to_string(d.rope_low) + ", " +
                                  std::to_string(d.rope_high) + ", " + std::to_string(d.rope_context) + ")"
@@ -221,6 +260,7 @@ std::string llama_deck(const LlamaDims& d, std::int64_t context) {
   if (d.qk_norm_whole) line("qk_norm_whole", "true");
   if (d.post_norm) line("post_norm", "true");
   if (d.no_rope_every) line("no_rope_every", std::to_string(d.no_rope_every));
+  if (d.rope_dims) line("rope_dims", std::to_string(d.rope_dims));
   if (d.head_dim) line("head_dim", std::to_string(d.head_dim));
   if (d.geglu) line("mlp", "geglu");
   if (d.norm_offset) line("norm_offset", "true");
@@ -235,64 +275,6 @@ std::string llama_deck(const LlamaDims& d, std::int64_t context) {
   if (d.query_scalar > 0) std::snprintf(cap, sizeof(cap), "%g", d.query_scalar), line("query_pre_attn_scalar", cap);
   line("block_size", std::to_string(context));
   return ini;
-}
-
-// Hugging Face name -> hpctrain name pairs that are the same tensor (shape [out, in] both).
-// The norms: before each sublayer (Llama's input_layernorm, post_attention_layernorm), also after
-// (sandwich: Gemma 2's and 3's), or after only (post: OLMo 2's post_attention_layernorm,
-// post_feedforward_layernorm).
-std::vector<std::pair<std::string, std::string>> direct_names(std::int64_t layers, bool tied, bool qk_norms,
-                                                              bool sandwich, bool post) {
-  std::vector<std::pair<std::string, std::string>> out{{"model.embed_tokens.weight", "tok_emb.weight"},
-                                                       {"model.norm.weight", "norm.weight"}};
-  for (std::int64_t i = 0; i < layers; ++i) {
-    const std::string hf = "model.layers." + std::to_string(i) + ".", us = "h." + std::to_string(i) + ".";
-    if (!post) out.emplace_back(hf + "input_layernorm.weight", us + "input_layernorm.weight");
-    out.emplace_back(hf + "post_attention_layernorm.weight", us + "post_attention_layernorm.weight");
-    out.emplace_back(hf + "self_attn.o_proj.weight", us + "self_attn.proj.weight");
-    out.emplace_back(hf + "mlp.down_proj.weight", us + "mlp.down.weight");
-    if (qk_norms) out.emplace_back(hf + "self_attn.q_norm.weight", us + "self_attn.q_norm.weight");
-    if (qk_norms) out.emplace_back(hf + "self_attn.k_norm.weight", us + "self_attn.k_norm.weight");
-    if (sandwich) out.emplace_back(hf + "pre_feedforward_layernorm.weight", us + "pre_feedforward_layernorm.weight");
-    if (sandwich || post)
-      out.emplace_back(hf + "post_feedforward_layernorm.weight", us + "post_feedforward_layernorm.weight");
-  }
-  if (!tied) out.emplace_back("lm_head.weight", "lm_head.weight");
-  return out;
-}
-
-// save_pretrained's order (the modules' order in LlamaForCausalLM): the embedding, the layers by
-// number (attention q, k, v, o, then the MLP's gate, up, down, then the two norms), the final norm,
-// the head; so a sharded export's shards hold whole layers in order (h.10 after h.9, not h.1).
-void order_as_save_pretrained(std::vector<LazyTensor>& tensors) {
-  static const std::vector<std::string> in_layer{"self_attn.q_proj.",
-                                                 "self_attn.k_proj.",
-                                                 "self_attn.v_proj.",
-                                                 "self_attn.o_proj.",
-                                                 "self_attn.q_norm.",
-                                                 "self_attn.k_norm.",
-                                                 "mlp.gate_proj.",
-                                                 "mlp.up_proj.",
-                                                 "mlp.down_proj.",
-                                                 "input_layernorm.",
-                                                 "post_attention_layernorm.",
-                                                 "pre_feedforward_layernorm.",
-                                                 "post_feedforward_layernorm."};
-  const std::string layers = "model.layers.";
-  const auto key = [&](const std::string& name) {
-    if (name.rfind("model.embed_tokens.", 0) == 0) return std::make_tuple(0, std::int64_t{0}, std::size_t{0});
-    if (name.rfind(layers, 0) == 0) {
-      std::size_t end = 0;
-      const std::int64_t layer = std::stoll(name.substr(layers.size()), &end);
-      const std::string rest = name.substr(layers.size() + end + 1);
-      std::size_t at = 0;
-      while (at < in_layer.size() && rest.rfind(in_layer[at], 0) != 0) ++at;
-      return std::make_tuple(1, layer, at);
-    }
-    return std::make_tuple(name.rfind("model.", 0) == 0 ? 2 : 3, std::int64_t{0}, std::size_t{0});
-  };
-  std::stable_sort(tensors.begin(), tensors.end(),
-                   [&](const LazyTensor& a, const LazyTensor& b) { return key(a.name) < key(b.name); });
 }
 
 // Layer i's tensors that hpctrain fuses: q|k|v (and Qwen2's biases) and gate|up, taken out of
@@ -400,6 +382,61 @@ Imported import_llama_layout(const Json& c, Tensors hf, const std::string& file,
 
 }  // namespace
 
+bool is_gemma(const std::string& type) { return type == "gemma" || type == "gemma2" || type == "gemma3_text"; }
+
+std::vector<std::pair<std::string, std::string>> direct_names(std::int64_t layers, bool tied, bool qk_norms,
+                                                              bool sandwich, bool post) {
+  std::vector<std::pair<std::string, std::string>> out{{"model.embed_tokens.weight", "tok_emb.weight"},
+                                                       {"model.norm.weight", "norm.weight"}};
+  for (std::int64_t i = 0; i < layers; ++i) {
+    const std::string hf = "model.layers." + std::to_string(i) + ".", us = "h." + std::to_string(i) + ".";
+    if (!post) out.emplace_back(hf + "input_layernorm.weight", us + "input_layernorm.weight");
+    out.emplace_back(hf + "post_attention_layernorm.weight", us + "post_attention_layernorm.weight");
+    out.emplace_back(hf + "self_attn.o_proj.weight", us + "self_attn.proj.weight");
+    out.emplace_back(hf + "mlp.down_proj.weight", us + "mlp.down.weight");
+    if (qk_norms) out.emplace_back(hf + "self_attn.q_norm.weight", us + "self_attn.q_norm.weight");
+    if (qk_norms) out.emplace_back(hf + "self_attn.k_norm.weight", us + "self_attn.k_norm.weight");
+    if (sandwich) out.emplace_back(hf + "pre_feedforward_layernorm.weight", us + "pre_feedforward_layernorm.weight");
+    if (sandwich || post)
+      out.emplace_back(hf + "post_feedforward_layernorm.weight", us + "post_feedforward_layernorm.weight");
+  }
+  if (!tied) out.emplace_back("lm_head.weight", "lm_head.weight");
+  return out;
+}
+
+void order_as_save_pretrained(std::vector<LazyTensor>& tensors) {
+  static const std::vector<std::string> in_layer{"self_attn.q_proj.",
+                                                 "self_attn.k_proj.",
+                                                 "self_attn.v_proj.",
+                                                 "self_attn.qkv_proj.",
+                                                 "self_attn.o_proj.",
+                                                 "self_attn.q_norm.",
+                                                 "self_attn.k_norm.",
+                                                 "mlp.gate_proj.",
+                                                 "mlp.up_proj.",
+                                                 "mlp.gate_up_proj.",
+                                                 "mlp.down_proj.",
+                                                 "input_layernorm.",
+                                                 "post_attention_layernorm.",
+                                                 "pre_feedforward_layernorm.",
+                                                 "post_feedforward_layernorm."};
+  const std::string layers = "model.layers.";
+  const auto key = [&](const std::string& name) {
+    if (name.rfind("model.embed_tokens.", 0) == 0) return std::make_tuple(0, std::int64_t{0}, std::size_t{0});
+    if (name.rfind(layers, 0) == 0) {
+      std::size_t end = 0;
+      const std::int64_t layer = std::stoll(name.substr(layers.size()), &end);
+      const std::string rest = name.substr(layers.size() + end + 1);
+      std::size_t at = 0;
+      while (at < in_layer.size() && rest.rfind(in_layer[at], 0) != 0) ++at;
+      return std::make_tuple(1, layer, at);
+    }
+    return std::make_tuple(name.rfind("model.", 0) == 0 ? 2 : 3, std::int64_t{0}, std::size_t{0});
+  };
+  std::stable_sort(tensors.begin(), tensors.end(),
+                   [&](const LazyTensor& a, const LazyTensor& b) { return key(a.name) < key(b.name); });
+}
+
 namespace {
 // The model_types this file reads and their classes.
 const std::pair<const char*, const char*> kLlamaClasses[] = {
@@ -431,146 +468,6 @@ Imported llama_import(const Json& c, Tensors hf, const std::string& file, const 
     if (type == "gemma3_text") return import_llama_layout(gemma3_text_config(c, file), std::move(hf), file, dir);
     return import_llama_layout(c, std::move(hf), file, dir);
   });
-}
-
-namespace {
-// The model_type whose class computes deck `m` (arch = llama): llama, mistral (a window on every
-// layer), qwen2, qwen3, gemma, gemma2 or gemma3_text; bad_input naming the keys when no class does.
-std::string export_type(const ModelConfig& m) {
-  const bool gemma = m.mlp == Mlp::geglu || m.norm_offset || m.embed_scale;
-  const bool capped = m.attn_softcap > 0 || m.final_softcap > 0;
-  const bool gemma2 = gemma && m.sandwich_norm && !m.qk_norm_weight;
-  const auto refuse = [](const std::string& what) {
-    throw bad_input("--export-hf: [model] " + what +
-                    " is the model of no Hugging Face class (Qwen2: qkv_bias; Qwen3: qk_norm with qk_norm_weight; "
-                    "Gemma: mlp = geglu, norm_offset, embed_scale; Gemma 2: those with sandwich_norm and the "
-                    "soft-caps; Gemma 3: those with sandwich_norm and the weighted QK-norm; OLMo 2: post_norm with "
-                    "qk_norm_weight and qk_norm_whole; SmolLM3: no_rope_every)");
-  };
-  if (m.qk_norm && !m.qk_norm_weight) refuse("qk_norm without qk_norm_weight (modded-nanogpt's)");
-  if (m.mlp == Mlp::relu2) refuse("mlp = relu2 (modded-nanogpt's)");
-  if (m.qkv_bias && (m.qk_norm_weight || gemma)) refuse("qkv_bias with qk_norm_weight or Gemma's keys");
-  if (gemma && !(m.mlp == Mlp::geglu && m.norm_offset && m.embed_scale))
-    refuse("mlp = geglu, norm_offset and embed_scale not all together (Gemma's three)");
-  if ((m.sandwich_norm || m.rope_local_theta > 0 || capped) && !gemma)
-    refuse("sandwich_norm, rope_local_theta, attn_softcap or final_softcap without Gemma's keys");
-  if (gemma && m.qk_norm_weight && !m.sandwich_norm) refuse("Gemma's keys and qk_norm_weight without sandwich_norm");
-  if (gemma2 && m.rope_local_theta > 0) refuse("rope_local_theta without qk_norm_weight (Gemma 2 has one rotary base)");
-  if (capped && !gemma2) refuse("attn_softcap or final_softcap outside Gemma 2");
-  if (m.query_pre_attn_scalar > 0 && !(gemma && m.sandwich_norm)) refuse("query_pre_attn_scalar outside Gemma 2 and 3");
-  if (m.sliding_window > 0 && m.global_every > 0 && !(gemma && m.sandwich_norm))
-    refuse("sliding_window with global_every outside Gemma 2 and 3 (Mistral's and Qwen's windows are on every layer)");
-  if (m.sliding_window > 0 && gemma && !m.sandwich_norm) refuse("sliding_window with Gemma's keys (Gemma 2's and 3's)");
-  if (m.post_norm || m.qk_norm_whole) {
-    if (!(m.post_norm && m.qk_norm_whole && m.qk_norm_weight))
-      refuse("post_norm or qk_norm_whole without the other and qk_norm_weight (OLMo 2's three)");
-    if (gemma || m.qkv_bias || m.sliding_window > 0 || m.no_rope_every > 0)
-      refuse("post_norm with Gemma's keys, qkv_bias, sliding_window or no_rope_every");
-    return "olmo2";
-  }
-  if (m.no_rope_every > 0) {
-    if (gemma || m.qkv_bias || m.qk_norm_weight || m.sliding_window > 0)
-      refuse("no_rope_every with Gemma's keys, qkv_bias, qk_norm_weight or sliding_window (SmolLM3's is Llama's)");
-    return "smollm3";
-  }
-  if (gemma) return !m.sandwich_norm ? "gemma" : gemma2 ? "gemma2" : "gemma3_text";
-  if (m.qkv_bias) return "qwen2";
-  if (m.qk_norm_weight) return "qwen3";
-  return m.sliding_window > 0 ? "mistral" : "llama";
-}
-
-// config.json's keys of Gemma, Gemma 2 and Gemma 3 (modeling_gemma*.py) beside Llama's.
-void gemma_config(const ModelConfig& m, const std::string& type, Json& c) {
-  c.erase("hidden_act"), c.erase("mlp_bias");
-  c["hidden_activation"] = "gelu_pytorch_tanh";
-  if (type == "gemma") return;
-  const std::int64_t every = m.global_every > 0 ? m.global_every : 1;  // (none: every layer global)
-  Json kinds = Json::array();
-  for (long i = 0; i < m.n_layer; ++i) kinds.push_back((i + 1) % every == 0 ? "full_attention" : "sliding_attention");
-  c["layer_types"] = kinds, c["sliding_window_pattern"] = every;
-  // (no window: trained on windows of block_size, so the local layers saw no farther)
-  c["sliding_window"] = m.sliding_window > 0 ? m.sliding_window : m.block_size;
-  c["rope_local_base_freq"] = static_cast<double>(m.rope_local_theta > 0 ? m.rope_local_theta : m.rope_theta);
-  const double scalar =
-      m.query_pre_attn_scalar > 0 ? m.query_pre_attn_scalar : static_cast<double>(m.attention_width() / m.n_head);
-  c["query_pre_attn_scalar"] =
-      scalar == std::floor(scalar) ? Json(static_cast<long>(scalar)) : Json(scalar);  // (144, as Gemma's)
-  auto cap = [](double v) { return v > 0 ? Json(v) : Json(nullptr); };  // (null: none; absent: Gemma 2's 50, 30)
-  c["attn_logit_softcapping"] = cap(m.attn_softcap), c["final_logit_softcapping"] = cap(m.final_softcap);
-  if (type == "gemma2") c.erase("rope_local_base_freq"), c.erase("sliding_window_pattern");  // (Gemma 3's)
-}
-}  // namespace
-
-Exported llama_export(const std::vector<LazyTensor>& ours, const ModelConfig& m, std::int64_t vocab) {
-  Exported out;
-  out.config = {{"architectures", {"LlamaForCausalLM"}},
-                {"model_type", "llama"},
-                {"hidden_act", "silu"},
-                {"attention_bias", false},
-                {"mlp_bias", false},
-                {"num_hidden_layers", m.n_layer},
-                {"num_attention_heads", m.n_head},
-                {"num_key_value_heads", m.n_kv_heads ? m.n_kv_heads : m.n_head},
-                {"hidden_size", m.n_embd},
-                {"head_dim", m.attention_width() / m.n_head},
-                {"intermediate_size", m.ffn_dim},
-                {"rms_norm_eps", m.norm_eps},
-                {"rope_theta", static_cast<double>(m.rope_theta)},
-                {"max_position_embeddings", m.block_size},
-                {"vocab_size", vocab},
-                {"tie_word_embeddings", m.tie_embeddings},
-                {"torch_dtype", "float32"},
-                {"rope_scaling", nullptr}};
-  const RopeScalingKey r = rope_scaling_of(m.rope_scaling);
-  const std::string type = export_type(m);
-  out.config["architectures"] = {llama_class(type)}, out.config["model_type"] = type;
-  if (type == "qwen2" || type == "qwen3") {  // (a window: on every layer, from max_window_layers 0 on)
-    out.config["use_sliding_window"] = m.sliding_window > 0, out.config["max_window_layers"] = 0;
-    out.config["sliding_window"] = m.sliding_window > 0 ? Json(m.sliding_window) : Json(nullptr);
-  }
-  if (type == "mistral") out.config["sliding_window"] = m.sliding_window;
-  if (type == "qwen2" || type == "mistral")  // (their configurations have neither)
-    out.config.erase("attention_bias"), out.config.erase("mlp_bias");
-  if (type == "olmo2") out.config.erase("mlp_bias");  // (Olmo2Config has attention_bias alone)
-  if (type == "smollm3") {  // (1: the layer rotates; the interval too, for readers of the older key)
-    Json layers = Json::array();
-    for (long i = 0; i < m.n_layer; ++i) layers.push_back((i + 1) % m.no_rope_every == 0 ? 0 : 1);
-    out.config["no_rope_layers"] = layers, out.config["no_rope_layer_interval"] = m.no_rope_every;
-    out.config["use_sliding_window"] = false, out.config["sliding_window"] = nullptr;
-  }
-  if (is_gemma(type)) gemma_config(m, type, out.config);
-  if (r.linear > 0) out.config["rope_scaling"] = {{"rope_type", "linear"}, {"factor", static_cast<double>(r.linear)}};
-  if (r.factor > 0)
-    out.config["rope_scaling"] = {{"rope_type", "llama3"},
-                                  {"factor", static_cast<double>(r.factor)},
-                                  {"low_freq_factor", static_cast<double>(r.low)},
-                                  {"high_freq_factor", static_cast<double>(r.high)},
-                                  {"original_max_position_embeddings", r.context}};
-  std::map<std::string, std::string> to_hf;
-  for (const auto& [theirs, mine] :
-       direct_names(m.n_layer, m.tie_embeddings, m.qk_norm_weight, m.sandwich_norm, m.post_norm))
-    to_hf[mine] = theirs;
-  const std::int64_t q = m.attention_width(), kv = (m.n_kv_heads ? m.n_kv_heads : m.n_head) * (q / m.n_head);
-  for (const LazyTensor& t : ours) {
-    if (const auto it = to_hf.find(t.name); it != to_hf.end()) {
-      out.tensors.push_back(renamed(t, it->second));
-      continue;
-    }
-    const std::string layer = "model.layers." + t.name.substr(2, t.name.find('.', 2) - 2) + ".";
-    if (t.name.find("self_attn.qkv.") != std::string::npos) {  // (the weight, and Qwen2's bias)
-      const std::string leaf = t.name.substr(t.name.rfind('.'));
-      out.tensors.push_back(rows_slice(t, layer + "self_attn.q_proj" + leaf, 0, q));
-      out.tensors.push_back(rows_slice(t, layer + "self_attn.k_proj" + leaf, q, kv));
-      out.tensors.push_back(rows_slice(t, layer + "self_attn.v_proj" + leaf, q + kv, kv));
-    } else if (t.name.find("mlp.gate_up.weight") != std::string::npos) {
-      out.tensors.push_back(rows_slice(t, layer + "mlp.gate_proj.weight", 0, m.ffn_dim));
-      out.tensors.push_back(rows_slice(t, layer + "mlp.up_proj.weight", m.ffn_dim, m.ffn_dim));
-    } else {
-      throw bad_input("--export-hf: the checkpoint's tensor " + t.name + " has no place in LlamaForCausalLM");
-    }
-  }
-  order_as_save_pretrained(out.tensors);
-  return out;
 }
 
 }  // namespace hpctrain::hf

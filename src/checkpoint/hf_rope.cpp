@@ -2,6 +2,7 @@
 #include "hf_rope.hpp"
 
 #include <algorithm>
+#include <cmath>
 #include <iterator>
 
 namespace hpctrain::hf {
@@ -11,14 +12,56 @@ namespace {
 const char* const kSectionKeys[] = {"rope_type",        "type",
                                     "rope_theta",       "partial_rotary_factor",
                                     "factor",           "low_freq_factor",
-                                    "high_freq_factor", "original_max_position_embeddings"};
+                                    "high_freq_factor", "original_max_position_embeddings",
+                                    "short_factor",     "long_factor",
+                                    "attention_factor"};
 
 bool given(const Json& c, const char* key) { return c.contains(key) && !c[key].is_null(); }
+
+// A list of positive numbers, `s`'s `name` (longrope's factors).
+std::vector<double> factors(const Json& s, const char* name, const std::string& file, const std::string& key) {
+  std::vector<double> out;
+  const Json l = s.contains(name) ? s[name] : Json();
+  if (l.is_array())
+    for (const Json& v : l) out.push_back(v.is_number() && v.get<double>() > 0 ? v.get<double>() : -1);
+  if (out.empty() || std::any_of(out.begin(), out.end(), [](double v) { return v < 0; }))
+    throw bad_input(file + ": \"" + key + "\" longrope's \"" + name + "\" = " + l.dump().substr(0, 120) +
+                    " is not a list of positive numbers");
+  return out;
+}
+
+// longrope (_compute_longrope_parameters): the factors, the context (original_max_position_embeddings
+// at the top level as Phi-3 keeps it, else `s`'s, else max_position_embeddings) and the amplitude
+// (attention_factor, else sqrt(1 + ln(F) / ln(context)) with F the longer context's ratio to it:
+// max_position_embeddings / that top-level key, else `s`'s factor; 1 when F <= 1).
+void longrope(const Json& s, const Json& c, const std::string& file, const std::string& key, Rope& r) {
+  r.short_factor = factors(s, "short_factor", file, key);
+  r.long_factor = factors(s, "long_factor", file, key);
+  const std::int64_t positions = whole(c, "max_position_embeddings", file, 2048);
+  const bool top = given(c, "original_max_position_embeddings");
+  r.context = top ? whole(c, "original_max_position_embeddings", file)
+                  : whole(s, "original_max_position_embeddings", file + " " + key, positions);
+  if (r.context < 2)
+    throw bad_input(file + ": \"" + key + "\" longrope with an original context of " + std::to_string(r.context));
+  if (given(s, "attention_factor")) {
+    const Json& a = s["attention_factor"];
+    if (!a.is_number() || !(a.get<double>() > 0))
+      throw bad_input(file + ": \"" + key + "\" \"attention_factor\" = " + a.dump() + " is not a positive number");
+    r.amplitude = a.get<double>();
+    return;
+  }
+  if (!top && !(given(s, "factor") && s["factor"].is_number()))
+    throw bad_input(file + ": \"" + key + "\" longrope without \"attention_factor\", \"factor\" or a top-level " +
+                    "original_max_position_embeddings: no amplitude to derive");
+  const double f = top ? static_cast<double>(positions) / static_cast<double>(r.context) : s["factor"].get<double>();
+  r.amplitude = f <= 1 ? 1 : std::sqrt(1 + std::log(f) / std::log(static_cast<double>(r.context)));
+}
 
 // The scaling an object `s` (rope_scaling, or a rope_parameters section) names as `key` says: its
 // rope_type (or the older "type"; absent: default, none) and that type's numbers. `context`: llama3's
 // original_max_position_embeddings where `s` leaves it out (-1: it must say it).
-void read_scaling(const Json& s, const std::string& file, const std::string& key, std::int64_t context, Rope& r) {
+void read_scaling(const Json& s, const Json& c, const std::string& file, const std::string& key, std::int64_t context,
+                  Rope& r) {
   if (!s.is_object())
     throw bad_input(file + ": \"" + key + "\" = " + s.dump().substr(0, 200) + " is not an object (null: none)");
   const std::string kind = s.value("rope_type", s.value("type", std::string("default")));
@@ -30,9 +73,10 @@ void read_scaling(const Json& s, const std::string& file, const std::string& key
       throw bad_input(file + ": \"" + key + "\" linear with a factor of " + std::to_string(r.linear) + " (at least 1)");
     return;
   }
+  if (kind == "longrope") return longrope(s, c, file, key, r);
   if (kind != "llama3")
     throw bad_input(file + ": \"" + key + "\" of type \"" + kind +
-                    "\": hpctrain computes llama3's and linear's (or none, default)");
+                    "\": hpctrain computes llama3's, linear's and longrope's (or none, default)");
   r.factor = whole(s, "factor", where);
   r.low = whole(s, "low_freq_factor", where);
   r.high = whole(s, "high_freq_factor", where);
@@ -45,13 +89,18 @@ Rope section(const Json& s, const Json& c, const std::string& file, const std::s
   Rope r;
   const std::int64_t context =
       whole(c, "original_max_position_embeddings", file, whole(c, "max_position_embeddings", file, 2048));
-  read_scaling(s, file, key, context, r);  // (first: a type hpctrain does not compute is the line)
+  read_scaling(s, c, file, key, context, r);  // (first: a type hpctrain does not compute is the line)
   for (const auto& item : s.items())
     if (std::none_of(std::begin(kSectionKeys), std::end(kSectionKeys), [&](const char* k) { return item.key() == k; }))
       throw bad_input(file + ": \"" + key + "\" holds \"" + item.key() +
                       "\", a key of no rope_type hpctrain computes (default, linear, llama3)");
   if (given(s, "rope_theta")) r.theta = whole(s, "rope_theta", file + " " + key);
-  expect_value(s, "partial_rotary_factor", 1.0, file + " " + key, "Llama");  // (Phi-4 mini's 0.75)
+  if (given(s, "partial_rotary_factor")) {  // (Phi-4 mini's 0.75)
+    if (!s["partial_rotary_factor"].is_number())
+      throw bad_input(file + ": \"" + key + "\" \"partial_rotary_factor\" = " + s["partial_rotary_factor"].dump() +
+                      " is not a number");
+    r.partial = s["partial_rotary_factor"].get<double>();
+  }
   return r;
 }
 }  // namespace
@@ -61,7 +110,7 @@ RopeKeys rope_keys(const Json& c, const std::string& file, bool local_base) {
   const std::int64_t top = given(c, "rope_theta") ? whole(c, "rope_theta", file) : -1;
   if (local_base && given(c, "rope_local_base_freq")) k.local.theta = whole(c, "rope_local_base_freq", file);
   k.global.theta = top;
-  if (given(c, "rope_scaling")) read_scaling(c["rope_scaling"], file, "rope_scaling", -1, k.global);
+  if (given(c, "rope_scaling")) read_scaling(c["rope_scaling"], c, file, "rope_scaling", -1, k.global);
   if (!given(c, "rope_parameters")) return k;  // (transformers 4's layout)
   const Json& p = c["rope_parameters"];
   if (!p.is_object() || p.empty())

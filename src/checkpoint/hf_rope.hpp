@@ -8,6 +8,7 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "hpctrain/checkpoint/hf_layouts.hpp"
 
@@ -17,11 +18,16 @@ struct Rope {
   std::int64_t theta = -1;                                     // rope_theta; -1: not in the file
   std::int64_t linear = 0;                                     // linear's factor; 0: none
   std::int64_t factor = 0, low = 1, high = 4, context = 8192;  // llama3's; factor 0: none
+  std::vector<double> short_factor, long_factor;               // longrope's (context too); empty: none
+  double amplitude = 1;                                        // longrope's attention_factor
+  double partial = -1;  // a rope_parameters section's partial_rotary_factor; -1: not in it
   bool operator==(const Rope& o) const {
-    return theta == o.theta && linear == o.linear && factor == o.factor &&
-           (factor == 0 || (low == o.low && high == o.high && context == o.context));
+    return theta == o.theta && linear == o.linear && factor == o.factor && short_factor == o.short_factor &&
+           long_factor == o.long_factor && amplitude == o.amplitude && partial == o.partial &&
+           ((factor == 0 && short_factor.empty()) || context == o.context) &&
+           (factor == 0 || (low == o.low && high == o.high));
   }
-  bool scaled() const { return linear > 0 || factor > 0; }
+  bool scaled() const { return linear > 0 || factor > 0 || !short_factor.empty(); }
 };
 
 struct RopeKeys {
@@ -31,8 +37,8 @@ struct RopeKeys {
 
 // `c`'s rotations in either layout; `local_base`: the model rotates its sliding layers with a base of
 // their own (Gemma 3), else a file that gives them another rotation is one line. A rope_type other
-// than default, linear and llama3, a key of no such type, RoPE on part of a head, or rope_scaling and
-// rope_parameters that disagree: one line naming `file` and the key.
+// than default, linear, llama3 and longrope, a key of no such type, or rope_scaling and rope_parameters
+// that disagree: one line naming `file` and the key.
 RopeKeys rope_keys(const Json& c, const std::string& file, bool local_base);
 
 }  // namespace hpctrain::hf

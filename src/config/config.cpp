@@ -181,9 +181,43 @@ std::string read_text_file(const std::string& path, const std::string& what) {
   return ss.str();
 }
 
+namespace {
+// "longrope(CONTEXT, AMPLITUDE, S1 S2 .., L1 L2 ..)" into r; false when `text` is no such form.
+bool longrope_of(const std::string& text, RopeScalingKey& r) {
+  const auto open = text.find('('), close = text.rfind(')');
+  if (open == std::string::npos || close == std::string::npos || close < open ||
+      text.find_first_not_of(' ', close + 1) != std::string::npos)
+    return false;
+  std::istringstream name(text.substr(0, open));
+  std::string word, more;
+  if (!(name >> word) || word != "longrope" || name >> more) return false;
+  std::vector<std::string> parts(1);
+  for (const char c : text.substr(open + 1, close - open - 1)) {
+    if (c == ',')
+      parts.emplace_back();
+    else
+      parts.back().push_back(c);
+  }
+  if (parts.size() != 4) return false;
+  std::vector<double> lists[4];  // CONTEXT, AMPLITUDE, the short factors, the long ones
+  for (std::size_t k = 0; k < 4; ++k) {
+    std::istringstream in(parts[k]);
+    for (double v = 0; in >> v;) lists[k].push_back(v);
+    if (!in.eof() || lists[k].empty() || (k < 2 && lists[k].size() != 1) ||
+        std::any_of(lists[k].begin(), lists[k].end(), [](double x) { return !(x > 0) || !std::isfinite(x); }))
+      return false;
+  }
+  r.context = std::lround(lists[0][0]), r.amplitude = lists[1][0];
+  r.short_factor = lists[2], r.long_factor = lists[3];
+  return static_cast<double>(r.context) == lists[0][0] && r.short_factor.size() == r.long_factor.size();
+}
+}  // namespace
+
 RopeScalingKey rope_scaling_of(const std::string& text) {
   RopeScalingKey r;
   if (text == "none") return r;
+  if (longrope_of(text, r)) return r;
+  r = RopeScalingKey{};
   char tail = 0;
   if (std::sscanf(text.c_str(), " linear ( %ld ) %c", &r.linear, &tail) == 1 && r.linear >= 1) return r;
   r.linear = 0;
@@ -191,7 +225,8 @@ RopeScalingKey rope_scaling_of(const std::string& text) {
       std::sscanf(text.c_str(), " llama3 ( %ld , %ld , %ld , %ld ) %c", &r.factor, &r.low, &r.high, &r.context, &tail);
   if (got != 4 || r.factor < 1 || r.low < 1 || r.high <= r.low || r.context < 1)
     throw bad_input("[model] rope_scaling = '" + text + "': expected none, llama3(FACTOR, LOW, HIGH, CONTEXT) in " +
-                    "whole numbers with HIGH > LOW >= 1, e.g. llama3(32, 1, 4, 8192), or linear(FACTOR) >= 1");
+                    "whole numbers with HIGH > LOW >= 1, e.g. llama3(32, 1, 4, 8192), linear(FACTOR) >= 1, or " +
+                    "longrope(CONTEXT, AMPLITUDE, SHORT FACTORS, LONG FACTORS), e.g. longrope(4096, 1.19, 1 1.5, 1 2)");
   return r;
 }
 
@@ -220,6 +255,15 @@ void check_llama(const ModelConfig& m, const std::function<std::string(const std
   if (m.post_norm && m.sandwich_norm)
     throw bad_input(where_of("model.post_norm") + ": [model] post_norm and sandwich_norm are two placements of the " +
                     "norms (OLMo 2's after the sublayers only, Gemma 2's before and after): set one");
+  const long width = m.attention_width() / m.n_head, rotated = m.rope_dims ? m.rope_dims : width;
+  if (m.rope_dims % 2 != 0 || m.rope_dims > width)
+    throw bad_input(where_of("model.rope_dims") + ": [model] rope_dims = " + std::to_string(m.rope_dims) +
+                    ": the rotated columns of a head of " + std::to_string(width) + ", an even number at most that");
+  if (const RopeScalingKey r = rope_scaling_of(m.rope_scaling);
+      !r.short_factor.empty() && static_cast<long>(r.short_factor.size()) != rotated / 2)
+    throw bad_input(where_of("model.rope_scaling") + ": [model] rope_scaling longrope gives " +
+                    std::to_string(r.short_factor.size()) + " factors for " + std::to_string(rotated / 2) +
+                    " rotated pairs (head width or rope_dims, halved)");
   if (m.rope_local_theta > 0 && m.global_every < 1)
     throw bad_input(where_of("model.rope_local_theta") + ": [model] rope_local_theta needs [model] global_every >= 1 " +
                     "(the period of the global layers, Gemma 3's 6)");

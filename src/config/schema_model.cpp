@@ -76,8 +76,11 @@ void model_keys(std::vector<KeySpec>& k) {
   KeySpec& scaling =
       s.key("rope_scaling", &ModelConfig::rope_scaling,
             "arch = llama: none, Llama 3's llama3(FACTOR, LOW, HIGH, CONTEXT) in whole numbers (Llama 3.2: "
-            "llama3(32, 1, 4, 8192)): factor, low and high frequency factors, original context; or linear(FACTOR), "
-            "every frequency FACTOR times lower (Gemma 3 4B-27B: linear(8), on the global layers)")
+            "llama3(32, 1, 4, 8192)): factor, low and high frequency factors, original context; linear(FACTOR), "
+            "every frequency FACTOR times lower (Gemma 3 4B-27B: linear(8), on the global layers); or "
+            "longrope(CONTEXT, AMPLITUDE, SHORT FACTORS, LONG FACTORS) (Phi-3.5 mini's: each rotated pair's "
+            "frequency divided by its short factor, by its long one in passes past CONTEXT positions, the rotated "
+            "columns times AMPLITUDE)")
           .of_archs("llama");
   scaling.check = check_rope_scaling;
   s.key("mlp", &ModelConfig::mlp,
@@ -133,6 +136,11 @@ void model_keys(std::vector<KeySpec>& k) {
         "arch = llama: layer i has no rotary positions (a NoPE layer: causal attention alone tells positions apart) "
         "when i + 1 is a multiple of this (SmolLM3: 4); 0 = every layer rotates")
       .range(0, 1 << 20)
+      .of_archs("llama");
+  s.key("rope_dims", &ModelConfig::rope_dims,
+        "arch = llama: only the first this many columns of each head rotate, the rest pass as they are (Phi-4 "
+        "mini's partial_rotary_factor 0.75: 96 of 128); 0 = every column")
+      .range(0, 4096)
       .of_archs("llama");
   s.key("attn_softcap", &ModelConfig::attn_softcap,
         "arch = llama: attention's scaled scores s become this x tanh(s / this) before the softmax (Gemma 2's "

@@ -20,7 +20,8 @@
 // the query and key planes). Split by heads, each rank's heads give a part of the weights' gradients: summed over the
 // group here (with sequence parallelism the trainer sums them, as for every replicated parameter). rope=THETA (Llama's:
 // 10000, Llama 3 500000; rope_factor, rope_low, rope_high, rope_context: Llama 3's rope_scaling; rope_linear=F:
-// linear scaling, every frequency F times lower, Gemma 3 4B-27B's; layers/rope.hpp):
+// linear scaling, every frequency F times lower, Gemma 3 4B-27B's; rope_short, rope_long, rope_amp: longrope's,
+// Phi-3.5 mini's; rope_dims=R: the first R columns of each head rotate, Phi-4 mini's; layers/rope.hpp):
 // rotary position embeddings turn the queries and keys after that (backend rope_rotate, rotate-half pairs as Hugging
 // Face's Llama).
 //
@@ -67,8 +68,7 @@ struct AttentionArgs {
   bool qk_whole = false;  // qk_weight's norm over all heads of a position (OLMo 2's), not head by head
   float qk_eps = 1e-6f;   // qk_weight's
   float dropout = 0, proj_std = 0.02f;
-  double rope = 0;  // theta; 0: none
-  RopeScaling scaling;
+  Rotary rotary;                   // rope=THETA (0: none) and its scaling, rope_dims
   AttentionOptions fused_options;  // the sliding window (0: all) and the scores' cap (0: none)
 };
 
@@ -82,8 +82,7 @@ class Attention final : public Layer {
     if (in.size() != 2 || (a_.head_dim == 0 && in[1] % a_.heads != 0))
       throw bad_input(me + " needs [T, C] activations with C a multiple of the heads (or head_dim), got " +
                       shape_string(in));
-    if (a_.rope > 0 && width(in[1]) % 2 != 0)
-      throw bad_input(me + " with rope needs an even head width, got " + std::to_string(width(in[1])));
+    if (a_.rotary.theta > 0) (void)a_.rotary.rotated(width(in[1]), me);
     const int tp = tensor_parallel().size;
     if (a_.heads % tp != 0 || kv_ % tp != 0)
       throw bad_input(me + ": " + std::to_string(a_.heads) + " query and " + std::to_string(kv_) +
@@ -160,7 +159,7 @@ class Attention final : public Layer {
       weighted_qk_norm(s.qkv, s.pre_q, s.pre_k, s.rstd_q, s.rstd_k);
     else if (a_.qk_norm)
       qk_norm_forward(s.qkv, heads(), kv(), kQkNormEps, s.rstd);
-    if (a_.rope > 0) rope_rotate(s.qkv, heads(), kv(), frequencies(c), 0, false);  // kept turned
+    if (a_.rotary.theta > 0) rotate(s.qkv, c, 0, t, false);  // kept turned
     round16(qkv2);  // (16-bit runs: every GEMM operand below is a 16-bit value, on both backends)
     if (a_.fused) {
       flash_attention_forward(s.qkv, heads(), kv(), context().doc_ids, a_.fused_options, s.heads_out, s.lse);
@@ -206,7 +205,7 @@ class Attention final : public Layer {
     // QK-norm's backward on the turned values and gradients (a rotation keeps mean(dy * xhat)), then
     // unturned; with weights (which a rotation does not keep) unturned first.
     if (a_.qk_norm && !a_.qk_weight) qk_norm_backward(s.qkv, s.rstd, heads(), kv(), dqkv);
-    if (a_.rope > 0) rope_rotate(dqkv, heads(), kv(), frequencies(c), 0, true);
+    if (a_.rotary.theta > 0) rotate(dqkv, c, 0, t, true);
     if (a_.qk_weight) weighted_qk_norm_backward(s, dqkv);
     round16(dqkv);
     const Tensor dqkv2 = dqkv.reshaped({n * t, dqkv.shape()[2]});
@@ -249,7 +248,7 @@ class Attention final : public Layer {
       Tensor rstd = temp(3, {b * len, heads() + kv()}, x.device());
       qk_norm_forward(now, heads(), kv(), kQkNormEps, rstd);
     }
-    if (a_.rope > 0) rope_rotate(now, heads(), kv(), frequencies(c), p, false);
+    if (a_.rotary.theta > 0) rotate(now, c, p, p + len, false);
     round16(now2);
     Tensor out = temp(0, {b, len, hc}, x.device()), lse = temp(1, {b, heads(), len}, x.device());
     const Tensor& docs = context().doc_ids;
@@ -371,9 +370,10 @@ class Attention final : public Layer {
     }
     attention_probs_backward(s.att, datt, s.qkv, heads(), context().precision, dqkv);
   }
-  const std::vector<float>& frequencies(std::int64_t c) {
-    if (freq_.empty()) freq_ = rope_inv_freq(a_.rope, width(c), a_.scaling);
-    return freq_;
+  // rope_rotate with this layer's frequencies for a pass reaching `positions` (longrope's choice).
+  void rotate(Tensor& qkv, std::int64_t c, std::int64_t offset, std::int64_t positions, bool inverse) {
+    rope_rotate(qkv, heads(), kv(), a_.rotary.frequencies(width(c), positions), offset, inverse,
+                static_cast<float>(a_.rotary.scaling.amplitude));
   }
   // 16-bit runs: an intermediate that is a GEMM operand, rounded as cuBLAS takes it (layer.hpp).
   void round16(Tensor& t) const {
@@ -446,7 +446,6 @@ class Attention final : public Layer {
   AttentionArgs a_;
   std::int64_t kv_;  // key/value heads
   bool dropped_ = false;
-  std::vector<float> freq_;  // RoPE's, for this head width
   Tensor step_key_;
   std::int64_t t_ = 0;        // the sequence's positions (configure): the most one forward runs
   std::int64_t cache_t_ = 0;  // generation: the positions the key/value cache holds (set_cache_positions; else t_)
@@ -455,10 +454,11 @@ class Attention final : public Layer {
 };
 
 AttentionArgs attention_args(const LayerArgs& a) {
-  expect_named_only(
-      a, 1, {"bias",         "proj_bias",   "qk_norm_weight", "qk_eps", "qk_offset",   "qk_whole",     "head_dim",
-             "dropout",      "proj_std",    "kv_heads",       "rope",   "rope_factor", "rope_low",     "rope_high",
-             "rope_context", "rope_linear", "qk_norm",        "window", "softcap",     "query_scalar", "fused"});
+  std::vector<std::string> keys{"bias",     "proj_bias", "qk_norm_weight", "qk_eps",       "qk_offset",
+                                "qk_whole", "head_dim",  "dropout",        "proj_std",     "kv_heads",
+                                "qk_norm",  "window",    "softcap",        "query_scalar", "fused"};
+  keys.insert(keys.end(), rotary_arg_names().begin(), rotary_arg_names().end());
+  expect_named_only(a, 1, keys);
   AttentionArgs r;
   r.heads = int_arg(a, 0, "the number of heads");
   const std::int64_t percent = layer_named_int(a, "dropout", 0, 0);
@@ -471,16 +471,7 @@ AttentionArgs attention_args(const LayerArgs& a) {
   if (r.kv_heads && r.heads % r.kv_heads != 0)
     throw bad_input("[model] layers: " + a.text + ": kv_heads = " + std::to_string(r.kv_heads) + " must divide the " +
                     std::to_string(r.heads) + " heads");
-  r.rope = static_cast<double>(layer_named_int(a, "rope", 0, 0));
-  r.scaling.factor = static_cast<double>(layer_named_int(a, "rope_factor", 0, 0));
-  r.scaling.low_freq_factor = static_cast<double>(layer_named_int(a, "rope_low", 1, 1));
-  r.scaling.high_freq_factor = static_cast<double>(layer_named_int(a, "rope_high", 4, 1));
-  r.scaling.original_context = layer_named_int(a, "rope_context", 8192, 1);
-  if (r.scaling.factor > 0 && (r.rope == 0 || r.scaling.high_freq_factor <= r.scaling.low_freq_factor))
-    throw bad_input("[model] layers: " + a.text + ": rope_factor needs rope=THETA and rope_high > rope_low");
-  r.scaling.linear = static_cast<double>(layer_named_int(a, "rope_linear", 0, 0));
-  if (r.scaling.linear > 0 && (r.rope == 0 || r.scaling.factor > 0))
-    throw bad_input("[model] layers: " + a.text + ": rope_linear needs rope=THETA and no rope_factor (one scaling)");
+  r.rotary = rotary_args(a);
   r.qk_norm = layer_named_bool(a, "qk_norm", false);
   r.head_dim = layer_named_int(a, "head_dim", 0, 0);
   r.qk_weight = layer_named_bool(a, "qk_norm_weight", false);
@@ -511,16 +502,16 @@ AttentionArgs attention_args(const LayerArgs& a) {
 }  // namespace
 
 void register_attention(LayerRegistry& r) {
-  r.add(
-      "attention",
-      "attention(heads, bias=1, proj_bias=bias, dropout=0, proj_std=0.02, kv_heads=heads, rope=0, rope_factor=0, "
-      "rope_low=1, "
-      "rope_high=4, rope_context=8192, rope_linear=0, qk_norm=0, qk_norm_weight=0, qk_eps=6, qk_offset=0, qk_whole=0, "
-      "head_dim=C/heads, "
-      "window=0, softcap=0, query_scalar=head_dim, fused=1): causal self-attention on [T, C]; rope=THETA rotary "
-      "positions; window=W: each position sees the last W only; softcap=S: scores S tanh(s / S); query_scalar=Q: "
-      "scores q . k / sqrt(Q)",
-      [](const LayerArgs& a) { return std::make_unique<Attention>(attention_args(a)); });
+  r.add("attention",
+        "attention(heads, bias=1, proj_bias=bias, dropout=0, proj_std=0.02, kv_heads=heads, rope=0, rope_factor=0, "
+        "rope_low=1, "
+        "rope_high=4, rope_context=8192, rope_linear=0, rope_dims=0, rope_short=, rope_long=, rope_amp=1, qk_norm=0, "
+        "qk_norm_weight=0, qk_eps=6, qk_offset=0, qk_whole=0, "
+        "head_dim=C/heads, "
+        "window=0, softcap=0, query_scalar=head_dim, fused=1): causal self-attention on [T, C]; rope=THETA rotary "
+        "positions; window=W: each position sees the last W only; softcap=S: scores S tanh(s / S); query_scalar=Q: "
+        "scores q . k / sqrt(Q)",
+        [](const LayerArgs& a) { return std::make_unique<Attention>(attention_args(a)); });
 }
 
 }  // namespace hpctrain

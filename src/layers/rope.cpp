@@ -2,14 +2,20 @@
 #include "hpctrain/layers/rope.hpp"
 
 #include <cmath>
+#include <sstream>
+
+#include "hpctrain/core/error.hpp"
+#include "hpctrain/layers/registry.hpp"
 
 namespace hpctrain {
 
-std::vector<float> rope_inv_freq(double theta, std::int64_t head_dim, const RopeScaling& s) {
+std::vector<float> rope_inv_freq(double theta, std::int64_t rotated, const RopeScaling& s, std::int64_t positions) {
   const double pi = 3.14159265358979323846;
-  std::vector<float> out(static_cast<std::size_t>(head_dim / 2));
+  const bool longer = positions > s.original_context;  // (longrope: the long factors)
+  const std::vector<double>& ext = longer ? s.long_factor : s.short_factor;
+  std::vector<float> out(static_cast<std::size_t>(rotated / 2));
   for (std::size_t i = 0; i < out.size(); ++i) {
-    double f = std::pow(theta, -2.0 * static_cast<double>(i) / static_cast<double>(head_dim));
+    double f = std::pow(theta, -2.0 * static_cast<double>(i) / static_cast<double>(rotated));
     if (s.factor > 0) {
       const double context = static_cast<double>(s.original_context), wavelen = 2 * pi / f;
       if (wavelen > context / s.low_freq_factor) {
@@ -20,9 +26,86 @@ std::vector<float> rope_inv_freq(double theta, std::int64_t head_dim, const Rope
       }
     }
     if (s.linear > 0) f /= s.linear;
+    if (!ext.empty()) f /= ext[i];
     out[i] = static_cast<float>(f);
   }
   return out;
+}
+
+std::int64_t Rotary::rotated(std::int64_t width, const std::string& layer) const {
+  const std::int64_t r = dims > 0 ? dims : width;
+  if (r % 2 != 0 || r > width)
+    throw bad_input(layer + " rotates " + std::to_string(r) + " columns of heads of " + std::to_string(width) +
+                    ": an even number, at most the head's");
+  const auto pairs = static_cast<std::size_t>(r / 2);
+  if (!scaling.short_factor.empty() && (scaling.short_factor.size() != pairs || scaling.long_factor.size() != pairs))
+    throw bad_input(layer + ": rope_short and rope_long give " + std::to_string(scaling.short_factor.size()) + " and " +
+                    std::to_string(scaling.long_factor.size()) + " factors for " + std::to_string(pairs) +
+                    " rotated pairs (one each)");
+  return r;
+}
+
+const std::vector<float>& Rotary::frequencies(std::int64_t width, std::int64_t positions) {
+  const bool longer = !scaling.long_factor.empty() && positions > scaling.original_context;
+  std::vector<float>& f = longer ? long_freq_ : freq_;
+  if (f.empty()) f = rope_inv_freq(theta, dims > 0 ? dims : width, scaling, longer ? positions : 0);
+  return f;
+}
+
+const std::vector<std::string>& rotary_arg_names() {
+  static const std::vector<std::string> names{"rope",         "rope_dims",   "rope_factor", "rope_low",  "rope_high",
+                                              "rope_context", "rope_linear", "rope_short",  "rope_long", "rope_amp"};
+  return names;
+}
+
+namespace {
+// A named list of positive numbers, "1:1.02:1.5" (rope_short, rope_long); empty when absent.
+std::vector<double> factor_list(const LayerArgs& a, const std::string& key) {
+  std::vector<double> out;
+  const auto it = a.named.find(key);
+  if (it == a.named.end()) return out;
+  std::istringstream in(it->second);
+  std::string item;
+  while (std::getline(in, item, ':')) {
+    std::size_t used = 0;
+    double v = 0;
+    try {
+      v = std::stod(item, &used);
+    } catch (const std::exception&) {
+      used = 0;
+    }
+    if (used == 0 || used != item.size() || !(v > 0) || !std::isfinite(v))
+      throw bad_input("[model] layers: " + a.text + ": " + key + " = '" + it->second.substr(0, 80) +
+                      "' must be positive numbers joined by ':'");
+    out.push_back(v);
+  }
+  return out;
+}
+}  // namespace
+
+Rotary rotary_args(const LayerArgs& a) {
+  Rotary r;
+  r.theta = static_cast<double>(layer_named_int(a, "rope", 0, 0));
+  r.dims = layer_named_int(a, "rope_dims", 0, 0);
+  RopeScaling& s = r.scaling;
+  s.factor = static_cast<double>(layer_named_int(a, "rope_factor", 0, 0));
+  s.low_freq_factor = static_cast<double>(layer_named_int(a, "rope_low", 1, 1));
+  s.high_freq_factor = static_cast<double>(layer_named_int(a, "rope_high", 4, 1));
+  s.original_context = layer_named_int(a, "rope_context", 8192, 1);
+  if (s.factor > 0 && (r.theta == 0 || s.high_freq_factor <= s.low_freq_factor))
+    throw bad_input("[model] layers: " + a.text + ": rope_factor needs rope=THETA and rope_high > rope_low");
+  s.linear = static_cast<double>(layer_named_int(a, "rope_linear", 0, 0));
+  s.short_factor = factor_list(a, "rope_short");
+  s.long_factor = factor_list(a, "rope_long");
+  s.amplitude = layer_named_number(a, "rope_amp", 1.f);
+  const int scalings = (s.factor > 0) + (s.linear > 0) + !s.short_factor.empty();
+  if (scalings > 1 || (scalings > 0 && r.theta == 0))
+    throw bad_input("[model] layers: " + a.text + ": rope_factor, rope_linear and rope_short are scalings of " +
+                    "rope=THETA, one at most");
+  if (s.short_factor.empty() != s.long_factor.empty() || (s.amplitude != 1.f && s.short_factor.empty()))
+    throw bad_input("[model] layers: " + a.text + ": longrope takes rope_short, rope_long (and rope_amp) together");
+  if (r.dims > 0 && r.theta == 0) throw bad_input("[model] layers: " + a.text + ": rope_dims needs rope=THETA");
+  return r;
 }
 
 }  // namespace hpctrain

@@ -55,7 +55,8 @@ Config with_architecture(const Config& cfg, const DatasetIndex& index) {
     d.qk_norm_whole = m.qk_norm_whole, d.post_norm = m.post_norm;
     const RopeScalingKey r = rope_scaling_of(m.rope_scaling);
     d.rope_factor = r.factor, d.rope_low = r.low, d.rope_high = r.high, d.rope_context = r.context;
-    d.rope_linear = r.linear, d.no_rope_every = m.no_rope_every;
+    d.rope_linear = r.linear, d.no_rope_every = m.no_rope_every, d.rope_dims = m.rope_dims;
+    d.rope_short = r.short_factor, d.rope_long = r.long_factor, d.rope_amp = r.amplitude;
     out.model.layers = llama_layers(d);
   } else {
     GptDims d;

@@ -81,6 +81,27 @@ cp -r "$tmp/hf" "$tmp/phi" && $py "$ref" phi3 "$tmp/phi"
 check "model_type phi3: the Llama's tensors from the fused ones, sliding_window 63, the reference's loss at 64 (1e-5)" \
   imported_as phi "sliding_window = 63" "block_size = 64"
 check "... the Llama's tensors" h5diff -q "$tmp/imp.h5" "$tmp/phi.h5" /model /model
+# Phi-4 mini's kind (Phi3ForCausalLM, partial_rotary_factor 0.75: the first 6 of each head's 8 columns
+# rotate) with Phi-3.5 mini's longrope (a short and a long factor for each of the 3 rotated pairs;
+# original context 32 of 64: the rotated columns times sqrt(1 + ln 2 / ln 32)): [model] rope_dims 6 and
+# rope_scaling longrope; the reference's loss at T = 64 (past 32: the long factors) and at 32 (the
+# short ones); without the scaling another loss; back out as Phi3ForCausalLM bit for bit.
+cp -r "$tmp/phi" "$tmp/phi4" && $py "$ref" phi4 "$tmp/phi4"
+check "model_type phi3 with partial_rotary_factor 0.75 and longrope: rope_dims 6, the reference's loss at 64 (1e-5)" \
+  imported_as phi4 "rope_dims = 6"
+check "... rope_scaling = longrope(32, 1.0954.., 1 1.5 3, 1.25 4 9)" \
+  grep -q "^rope_scaling = longrope(32, 1.0954451150103[0-9]*, 1 1.5 3, 1.25 4 9)$" "$tmp/phi4.ini"
+short=$("$trainer" "$tmp/phi4.ini" --eval-only --set model.block_size=32 --set checkpoint.resume="$tmp/phi4.h5" 2>&1 | grep "^eval-only")
+theirs=$($py "$ref" loss "$tmp/phi4" "$tmp/tok" 32)
+check "... at T = 32 (the short factors) the reference's loss $theirs (1e-5; $(loss_of "$short"))" \
+  close "$(loss_of "$short")" "$theirs"
+unscaled=$("$trainer" "$tmp/phi4.ini" --eval-only --set model.rope_scaling=none --set checkpoint.resume="$tmp/phi4.h5" 2>&1 | grep "^eval-only")
+check "... without the scaling another loss ($(loss_of "$unscaled"))" apart "$(loss_of "$unscaled")" phi4 1e-4
+check "... exported as Phi3ForCausalLM, the same tensors bit for bit" exported_as phi4 phi3
+check "... config.json's partial_rotary_factor 0.75 and longrope" $py -c "
+import json, sys; c = json.load(open('$tmp/phi4_out/config.json'))
+sys.exit(not (c['partial_rotary_factor'] == 0.75 and c['rope_scaling']['type'] == 'longrope' and
+              c['rope_scaling']['long_factor'] == [1.25, 4, 9] and c['original_max_position_embeddings'] == 32))"
 # Qwen2 (Qwen2ForCausalLM: Llama's tensors with biases on q, k and v, a tied head, 272 embedding rows
 # for the 256 byte tokens as Qwen2's 151,936 for 151,665; use_sliding_window false leaves its
 # sliding_window 16 off): [model] qkv_bias and vocab_size 272, the reference's loss over the 272
@@ -358,12 +379,14 @@ check "key/value heads that do not divide the heads" bad heads "num_key_value_he
 check "another rope_scaling" bad scaling 'rope_scaling" of type "yarn"'
 check "a Mistral's sliding_window of 0" bad window '"sliding_window" = 0: a query would attend over no position'
 check "a Qwen2 windowed from layer 1 of 2 (max_window_layers)" bad max_window '"max_window_layers" = 1 of 2 layers'
-check "a Phi-3 with RoPE on part of each head (Phi-4 mini's)" bad partial '"partial_rotary_factor" = 0.75' "$ref" phi
+check "a Llama with RoPE on part of each head (Phi-4 mini's, which Phi-3's class computes)" bad partial '"partial_rotary_factor" = 0.75; hpctrain.s LlamaForCausalLM computes 1.0'
+check "a Phi-3 whose partial_rotary_factor rotates 3 columns" bad partial_odd '"partial_rotary_factor" = 0.375 rotates 3 columns of heads of 8' "$ref" phi
+check "a longrope with 2 short factors for 3 rotated pairs" bad longrope_count 'short_factor and long_factor hold 2 and 3 factors for 3 rotated pairs' "$ref" phi4
 check "a key of another JSON type (tie_word_embeddings 1)" bad type "config.json: a key of another type than"
 check "a Gemma 3 with Gemma 2's soft-capping" bad softcap '"attn_logit_softcapping" = 50.0: hpctrain.s Gemma 3 computes no soft-capping' "$ref" gemma3
 check "an OLMo 2 whose q_norm is a head's width (Qwen3's)" bad olmo2_norm 'model.layers.0.self_attn.q_norm.weight is \[8\]; config.json makes it \[32\]' "$ref" olmo2
 check "transformers 5's rope_parameters beside a rope_scaling that says another" bad v5_both '"rope_scaling" and "rope_parameters" say different scalings' "$ref" hf5
-check "... rope_parameters of type yarn" bad v5_yarn 'config.json: "rope_parameters" of type "yarn": hpctrain computes llama3.s and linear.s' "$ref" hf5
+check "... rope_parameters of type yarn" bad v5_yarn 'config.json: "rope_parameters" of type "yarn": hpctrain computes llama3.s, linear.s and longrope.s' "$ref" hf5
 check "... RoPE on part of each head inside rope_parameters" bad v5_partial 'rope_parameters: "partial_rotary_factor" = 0.75' "$ref" hf5
 check "... a Llama whose sliding_attention layers rotate with another base" bad v5_kinds 'gives the sliding_attention layers another rotation than the full_attention ones' "$ref" hf5
 check "... a Gemma 3 whose sliding_attention section scales" bad v5_local_scaled '"rope_parameters.sliding_attention" scales positions' "$ref" gemma35

@@ -81,11 +81,20 @@ TEST_F(CudaOps, SequenceModelOps) {
   {
     Tensor r = random({n, t, 3 * c}, 51), dr = on_gpu(r), before = random({n, t, 3 * c}, 51);
     const auto freq = rope_inv_freq(10000, c / heads);
-    rope_rotate(r, heads, heads, freq, 5, false);
-    rope_rotate(dr, heads, heads, freq, 5, false);
+    rope_rotate(r, heads, heads, freq, 5, false, 1.f);
+    rope_rotate(dr, heads, heads, freq, 5, false, 1.f);
     expect_close("rope_rotate", r, dr, 1e-6);
-    rope_rotate(dr, heads, heads, freq, 5, true);
+    rope_rotate(dr, heads, heads, freq, 5, true, 1.f);
     expect_close("rope_rotate inverse", before, dr, 1e-6);
+    // Partial (Phi-4 mini's kind: the first 2 of each head's 4 columns) with longrope's amplitude 1.25,
+    // forward and transposed: the CPU's.
+    const auto part = rope_inv_freq(10000, c / heads - 2);
+    Tensor pr = random({n, t, 3 * c}, 52), dpr = on_gpu(pr);
+    for (const bool inverse : {false, true}) {
+      rope_rotate(pr, heads, heads, part, 5, inverse, 1.25f);
+      rope_rotate(dpr, heads, heads, part, 5, inverse, 1.25f);
+      expect_close(inverse ? "rope_rotate partial, transposed" : "rope_rotate partial", pr, dpr, 1e-6);
+    }
   }
   // SwiGLU (the same float operations: 1e-6) and GeGLU (tanhf against std::tanh: 1e-5), element-wise.
   struct Gated {
@@ -151,8 +160,8 @@ TEST_F(CudaOps, FusedAttentionOps) {
   RopeScaling llama3;
   llama3.factor = 8, llama3.original_context = 32;  // every band of the blend at this T
   const auto freq = rope_inv_freq(500000, d, llama3);
-  rope_rotate(qkv, heads, kv, freq, 3, false);
-  rope_rotate(dqkv_in, heads, kv, freq, 3, false);
+  rope_rotate(qkv, heads, kv, freq, 3, false, 1.f);
+  rope_rotate(dqkv_in, heads, kv, freq, 3, false, 1.f);
   expect_close("rope_rotate", qkv, dqkv_in, 1e-5);
   Tensor docs = Tensor::zeros({n, t}, host_, DType::i32);
   for (std::int64_t i = 0; i < n * t; ++i) docs.data_as<std::int32_t>()[i] = static_cast<std::int32_t>(i % t / 23);

@@ -42,6 +42,9 @@ transformers' LlamaForCausalLM does, without transformers (Debian does not packa
                         width, rms_norm_eps 1e-6; one F32 file)
   phi3 DIR              make the folder a Phi3ForCausalLM's (model_type phi3: q|k|v fused in qkv_proj and
                         gate|up in gate_up_proj, one F32 file; sliding_window 63 on every layer)
+  phi4 DIR              make a phi3 folder Phi-4 mini's kind: partial_rotary_factor 0.75 (the first 6 of 8
+                        columns rotate), Phi-3.5 mini's longrope (3 short, 3 long factors; original context 32
+                        of 64), no window
   transformers5 DIR [GLOBAL LOCAL]
                         rewrite config.json in transformers 5's layout (standardize_rope_params): rope_theta
                         and rope_scaling inside rope_parameters; a Gemma 3's (its text_config's too) one
@@ -53,7 +56,8 @@ transformers' LlamaForCausalLM does, without transformers (Debian does not packa
                         window (a Mistral's sliding_window 0), max_window (a Qwen2 windowed from layer 1
                         of 2: use_sliding_window, max_window_layers 1), partial (partial_rotary_factor 0.75),
                         head_dim (twice hidden_size / num_attention_heads, the tensors left as they are),
-                        type (tie_word_embeddings 1, a number where a boolean belongs), softcap (a Gemma 3's
+                        type (tie_word_embeddings 1, a number where a boolean belongs), partial_odd (a Phi-3's
+                        partial_rotary_factor 0.375: 3 columns), longrope_count (a phi4 folder's 2 short factors), softcap (a Gemma 3's
                         attn_logit_softcapping 50, Gemma 2's), layer_types (a Gemma 3's full layer first),
                         scalar (a Gemma 3's query_pre_attn_scalar 0), no_text_config (a
                         Gemma3ForConditionalGeneration's text_config gone), no_rope (a SmolLM3's no_rope_layers
@@ -216,6 +220,23 @@ def make(folder):
     json.dump(c, open(os.path.join(folder, "config.json"), "w"), indent=2)
 
 
+def rotary(cfg, d, t):
+    """A layer's inv_freq, amplitude and rotated columns in a forward over t positions: the first
+    int(d * partial_rotary_factor) columns of each head (Phi-4 mini's 0.75), longrope's
+    (_compute_longrope_parameters, Phi-3.5 mini's) short or long factors (dynamic_rope_update: the long
+    ones when t passes the original context) and attention_factor."""
+    import torch
+    rot = int(d * cfg.get("partial_rotary_factor", 1.0))
+    s = cfg.get("rope_scaling") or {}
+    if s.get("rope_type", s.get("type")) != "longrope":
+        return inv_freq(cfg, rot), 1.0, rot
+    orig = cfg.get("original_max_position_embeddings", cfg["max_position_embeddings"])
+    factor = cfg["max_position_embeddings"] / orig if "original_max_position_embeddings" in cfg else s.get("factor")
+    amp = s.get("attention_factor") or (1.0 if factor <= 1 else math.sqrt(1 + math.log(factor) / math.log(orig)))
+    ext = torch.tensor(s["long_factor"] if t > orig else s["short_factor"], dtype=torch.float64)
+    return inv_freq(dict(cfg, rope_scaling=None), rot) / ext, amp, rot
+
+
 def inv_freq(cfg, d):
     import torch
     f = cfg.get("rope_theta", 10000.0) ** (-torch.arange(0, d, 2, dtype=torch.float64) / d)
@@ -290,13 +311,18 @@ def forward(cfg, w, ids):
         return (1 + weight if gemma else weight) * (x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + eps))
 
     def rotate_half(x):
-        return torch.cat((-x[..., d // 2:], x[..., :d // 2]), dim=-1)
+        half = x.shape[-1] // 2
+        return torch.cat((-x[..., half:], x[..., :half]), dim=-1)
 
     def angles(local):
-        f = inv_freq(dict(cfg, rope_theta=cfg.get("rope_local_base_freq", 10000.0), rope_scaling=None) if local else cfg, d)
+        f, amp, rot = rotary(dict(cfg, rope_theta=cfg.get("rope_local_base_freq", 10000.0), rope_scaling=None)
+                             if local else cfg, d, t)
         ang = torch.arange(t, dtype=torch.float64)[:, None] * f[None, :]
         emb = torch.cat((ang, ang), dim=-1)
-        return emb.cos(), emb.sin()
+        return emb.cos() * amp, emb.sin() * amp, rot
+
+    def turn(x, cos, sin, rot):  # (Phi-3's apply_rotary_pos_emb: the columns from rot on pass)
+        return torch.cat((x[..., :rot] * cos + rotate_half(x[..., :rot]) * sin, x[..., rot:]), dim=-1)
 
     x = W["model.embed_tokens.weight"][ids]
     if gemma:
@@ -307,7 +333,7 @@ def forward(cfg, w, ids):
     for i in range(cfg["num_hidden_layers"]):
         p = "model.layers.%d." % i
         local = sliding(cfg, i)
-        cos, sin = angles(local and gemma3)  # (Gemma 3's local layers: rope_local_base_freq)
+        cos, sin, rot = angles(local and gemma3)  # (Gemma 3's local layers: rope_local_base_freq)
         mask = causal & (pos[:, None] - pos[None, :] < cfg["sliding_window"]) if local else causal
         y = x if olmo2 else rms(x, W[p + "input_layernorm.weight"])
         def proj(name, heads):
@@ -323,7 +349,7 @@ def forward(cfg, w, ids):
             return z.transpose(1, 2)
         q, k, v = proj("q_proj", h), proj("k_proj", kv), proj("v_proj", kv)
         if rotates(cfg, i):
-            q, k = q * cos + rotate_half(q) * sin, k * cos + rotate_half(k) * sin
+            q, k = turn(q, cos, sin, rot), turn(k, cos, sin, rot)
         k, v = (z[:, :, None].expand(b, kv, h // kv, t, d).reshape(b, h, t, d) for z in (k, v))  # repeat_kv
         a = (q @ k.transpose(-2, -1)) * scale
         if attn_cap:  # (Gemma 2's soft-capping, before the mask)
@@ -548,6 +574,18 @@ def transformers5(folder, bases=None):
     json.dump(top, open(path, "w"), indent=2)
 
 
+def phi4(folder):
+    """The phi3 folder as Phi-4 mini's kind (partial_rotary_factor 0.75: the first 6 of each head's 8
+    columns rotate) with Phi-3.5 mini's longrope (3 short and 3 long factors, one a rotated pair;
+    original_max_position_embeddings 32 of 64: the amplitude sqrt(1 + ln 2 / ln 32)), no window."""
+    path = os.path.join(folder, "config.json")
+    cfg = json.load(open(path))
+    cfg.update(partial_rotary_factor=0.75, original_max_position_embeddings=32, max_position_embeddings=64,
+               sliding_window=None, rope_scaling={"type": "longrope", "short_factor": [1.0, 1.5, 3.0],
+                                                  "long_factor": [1.25, 4.0, 9.0]})
+    json.dump(cfg, open(path, "w"), indent=2)
+
+
 def spoil(folder, kind):
     cfg_path = os.path.join(folder, "config.json")
     cfg = json.load(open(cfg_path))
@@ -577,6 +615,10 @@ def spoil(folder, kind):
         cfg.update(model_type="qwen2", sliding_window=16, use_sliding_window=True, max_window_layers=1)
     elif kind == "partial":
         cfg["partial_rotary_factor"] = 0.75
+    elif kind == "partial_odd":  # (3 of 8 columns: no rotate-half pairs)
+        cfg["partial_rotary_factor"] = 0.375
+    elif kind == "longrope_count":
+        cfg["rope_scaling"]["short_factor"] = [1.0, 1.5]
     elif kind == "softcap":
         cfg["attn_logit_softcapping"] = 50.0
     elif kind == "olmo2_norm":  # (q_norm one head wide, as Qwen3's)
@@ -626,6 +668,8 @@ if __name__ == "__main__":
         qwen3(sys.argv[2], int(sys.argv[3]) if len(sys.argv) > 3 else None)
     elif cmd == "phi3":
         phi3(sys.argv[2])
+    elif cmd == "phi4":
+        phi4(sys.argv[2])
     elif cmd == "olmo2":
         olmo2(sys.argv[2])
     elif cmd == "smollm3":

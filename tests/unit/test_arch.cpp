@@ -121,6 +121,23 @@ TEST(Arch, GemmaLayers) {
 
 // Linear rope scaling (Gemma 3 4B-27B's linear(8)) on the global layer only: the local one rotates
 // with its own base, unscaled, as Hugging Face's Gemma 3.
+// Phi-4 mini's kind: the first 6 of 8 columns rotate, Phi-3.5 mini's longrope factors (each to its
+// last bit), context and amplitude on every rotating layer; a NoPE layer takes none of them.
+TEST(Arch, PartialRotaryAndLongrope) {
+  LlamaDims d;
+  d.n_layer = 2, d.n_head = 4, d.n_embd = 32, d.vocab_size = 300, d.ffn_dim = 48, d.rope_theta = 10000;
+  d.rope_dims = 6, d.rope_context = 32, d.rope_short = {1, 1.5, 0.1}, d.rope_long = {1.25, 4, 9}, d.rope_amp = 1.25;
+  d.no_rope_every = 2;
+  const std::string layers = llama_layers(d);
+  EXPECT_NE(layers.find("h.0:res(input_layernorm:rmsnorm self_attn:attention(4, bias=0, rope=10000, rope_dims=6, "
+                        "rope_context=32, "
+                        "rope_short=1:1.5:0.10000000000000001, rope_long=1.25:4:9, rope_amp=1.25, proj_std"),
+            std::string::npos)
+      << layers;
+  EXPECT_NE(layers.find("h.1:res(input_layernorm:rmsnorm self_attn:attention(4, bias=0, proj_std"), std::string::npos)
+      << layers;
+}
+
 TEST(Arch, LinearRopeScalingOnTheGlobalLayers) {
   LlamaDims d;
   d.n_layer = 2, d.n_head = 2, d.n_embd = 32, d.vocab_size = 300, d.ffn_dim = 48, d.rope_theta = 1000000;

@@ -451,7 +451,7 @@ TEST(Backend, EveryOperationIsDispatchedToCuda) {
   expect("rmsnorm_backward", [&] { rmsnorm_backward(t, t, t, t, 2, t2, t2); });
   Tensor qkv6 = Tensor::wrap(storage, {1, 1, 6}, Device::cuda);
   const std::vector<float> freq(1, 1.f);
-  expect("rope_rotate", [&] { rope_rotate(qkv6, 1, 1, freq, 0, false); });
+  expect("rope_rotate", [&] { rope_rotate(qkv6, 1, 1, freq, 0, false, 1.f); });
   expect("qk_norm_forward", [&] { qk_norm_forward(qkv6, 1, 1, 1e-6f, t2); });
   expect("qk_norm_backward", [&] { qk_norm_backward(qkv6, t, 1, 1, qkv6); });
   expect("swiglu_forward", [&] { swiglu_forward(t, t2); });

@@ -373,7 +373,7 @@ TEST(ConfigSchema, ArchitectureKeysAreTaggedAsTheirHelpSays) {
     EXPECT_EQ(k.archs, said) << k.name();
     ++tagged;
   }
-  EXPECT_EQ(tagged, 31);  // (5 of both, 3 of gpt only, 23 of llama only)
+  EXPECT_EQ(tagged, 32);  // (5 of both, 3 of gpt only, 24 of llama only)
 }
 
 TEST(ConfigErrors, CrossKeyChecks) {
@@ -396,7 +396,26 @@ TEST(ConfigErrors, CrossKeyChecks) {
   EXPECT_EQ(parse(llama + "rope_scaling = llama3(32, 1, 4, 8192)\n").model.rope_scaling, "llama3(32, 1, 4, 8192)");
   EXPECT_EQ(rope_scaling_of("linear(8)").linear, 8);  // (Gemma 3 4B-27B's)
   EXPECT_EQ(rope_scaling_of("linear(8)").factor, 0);
-  EXPECT_NE(error_of(llama + "rope_scaling = linear(0)\n").find("or linear(FACTOR) >= 1"), std::string::npos);
+  EXPECT_NE(error_of(llama + "rope_scaling = linear(0)\n").find("linear(FACTOR) >= 1, or longrope("),
+            std::string::npos);
+  // longrope (Phi-3.5 mini's): the context, the amplitude, one short and one long factor a rotated pair
+  // (heads of 8: 4 pairs; rope_dims = 4: 2).
+  const RopeScalingKey lr = rope_scaling_of("longrope(32, 1.09, 1 1.5 2 4, 1.25 2 4 8)");
+  EXPECT_EQ(lr.context, 32);
+  EXPECT_DOUBLE_EQ(lr.amplitude, 1.09);
+  EXPECT_EQ(lr.short_factor, (std::vector<double>{1, 1.5, 2, 4}));
+  EXPECT_EQ(lr.long_factor, (std::vector<double>{1.25, 2, 4, 8}));
+  EXPECT_EQ(parse(llama + "rope_scaling = longrope(32, 1.09, 1 1.5 2 4, 1.25 2 4 8)\n").model.rope_scaling,
+            "longrope(32, 1.09, 1 1.5 2 4, 1.25 2 4 8)");
+  for (const char* bad : {"longrope(32, 1.09, 1 1.5, 1.25)", "longrope(32, 1.09, 1 x, 1 2)", "longrope(32, 0, 1, 1)",
+                          "longrope(32.5, 1, 1, 1)", "longrope(32, 1, 1, 1, 1)", "longropes(32, 1, 1, 1)"})
+    EXPECT_NE(error_of(llama + "rope_scaling = " + bad + "\n").find("expected none"), std::string::npos) << bad;
+  EXPECT_NE(error_of(llama + "rope_scaling = longrope(32, 1, 1 2, 1 2)\n").find("gives 2 factors for 4 rotated pairs"),
+            std::string::npos);
+  EXPECT_EQ(parse(llama + "rope_dims = 4\nrope_scaling = longrope(32, 1, 1 2, 1 2)\n").model.rope_dims, 4);
+  EXPECT_NE(error_of(llama + "rope_dims = 5\n").find("rope_dims = 5: the rotated columns of a head of 8"),
+            std::string::npos);
+  EXPECT_NE(error_of(llama + "rope_dims = 10\n").find("an even number at most that"), std::string::npos);
   EXPECT_NE(error_of("[model]\narch = gpt\nn_layer = 1\nn_head = 2\nn_embd = 8\nqk_norm = true\n")
                 .find("qk_norm is a key of arch = llama"),
             std::string::npos);

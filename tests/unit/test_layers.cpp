@@ -122,6 +122,15 @@ TEST(GradientCheck, SequenceLayers) {
   EXPECT_LE(check_layer(*make("attention(2,kv_heads=1,rope=500000,rope_factor=8,rope_context=4)"), {5, 8}, 2), 1.0);
   EXPECT_LE(check_layer(*make("attention(2,kv_heads=1,rope=10000,rope_linear=8)"), {5, 8}, 2), 1.0);  // Gemma 3 4B's
   EXPECT_THROW(make("attention(2,rope=10000,rope_linear=8,rope_factor=8)"), Error);                   // (one scaling)
+  // Phi-4 mini's: the first 6 of 8 columns rotate, longrope's factors (2 positions past the context of
+  // 3: the long ones) and its amplitude on the rotated columns.
+  EXPECT_LE(check_layer(*make("attention(2,kv_heads=1,rope=10000,rope_dims=6,rope_context=3,rope_short=1:2:4,"
+                              "rope_long=1.5:3:7,rope_amp=1.3)"),
+                        {5, 16}, 2),
+            1.0);
+  EXPECT_THROW(make("attention(2,rope=10000,rope_short=1:2,rope_factor=8)"), Error);  // (one scaling)
+  EXPECT_THROW(make("attention(2,rope=10000,rope_short=1:2)"), Error);                // (and rope_long)
+  EXPECT_THROW(make("attention(2,rope=10000,rope_short=1:x,rope_long=1:2)"), Error);  // (numbers)
   EXPECT_LE(check_layer(*make("res(layernorm(bias=0) attention(2,bias=0))"), {4, 4}, 2), 1.0);
   EXPECT_LE(check_layer(*make("attention(4,kv_heads=2,proj_bias=0,rope=10000)"), {5, 16}, 2), 1.0);  // Qwen2's
   EXPECT_LE(check_layer(*make("attention(2,bias=0,proj_bias=1)"), {4, 4}, 2), 1.0);

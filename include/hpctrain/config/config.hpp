@@ -193,6 +193,7 @@ struct ModelConfig {
   bool norm_offset = false, embed_scale = false, sandwich_norm = false;
   long rope_local_theta = 0, global_every = 0, sliding_window = 0;
   long no_rope_every = 0;  // arch = llama: every this-th layer without rotary positions (SmolLM3's NoPE); 0: none
+  long rope_dims = 0;      // arch = llama: the first this many columns of each head rotate (Phi-4 mini's); 0: all
   double attn_softcap = 0, final_softcap = 0;  // arch = llama, Gemma 2's soft-capping of scores and logits
   double query_pre_attn_scalar = 0;            // arch = llama: scores scaled by its -1/2 power (Gemma 2's); 0: D
   // The attention heads' columns together (n_embd unless head_dim says otherwise).
@@ -395,11 +396,14 @@ std::map<std::string, std::string> ini_values(const std::string& ini_text, const
 std::string read_text_file(const std::string& path, const std::string& what);
 
 // [model] rope_scaling: "none" (factor 0), "llama3(FACTOR, LOW, HIGH, CONTEXT)", whole numbers
-// with HIGH > LOW >= 1, or "linear(FACTOR)" (layers/rope.hpp). Anything else: bad_input naming the
-// key and the forms.
+// with HIGH > LOW >= 1, "linear(FACTOR)" or "longrope(CONTEXT, AMPLITUDE, S1 S2 .., L1 L2 ..)"
+// (layers/rope.hpp; positive numbers, as many long factors as short). Anything else: bad_input
+// naming the key and the forms.
 struct RopeScalingKey {
   long factor = 0, low = 1, high = 4, context = 8192;
-  long linear = 0;  // linear(FACTOR)'s
+  long linear = 0;                                // linear(FACTOR)'s
+  std::vector<double> short_factor, long_factor;  // longrope's (context: CONTEXT); empty: none
+  double amplitude = 1;                           // longrope's AMPLITUDE (attention_factor)
 };
 RopeScalingKey rope_scaling_of(const std::string& text);
 

@@ -6,6 +6,7 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 namespace hpctrain {
 
@@ -35,7 +36,10 @@ std::string gpt_layers(const GptDims& d);
 struct LlamaDims {
   std::int64_t n_layer = 0, n_head = 0, n_embd = 0, vocab_size = 0, ffn_dim = 0, rope_theta = 10000, n_kv_heads = 0;
   std::int64_t rope_factor = 0, rope_low = 1, rope_high = 4, rope_context = 8192;
-  std::int64_t rope_linear = 0;    // linear rope_scaling's factor (Gemma 3 4B-27B: 8); 0: none
+  std::int64_t rope_linear = 0;  // linear rope_scaling's factor (Gemma 3 4B-27B: 8); 0: none
+  std::int64_t rope_dims = 0;    // Phi-4 mini's partial rotary: each head's first rope_dims columns rotate; 0: all
+  std::vector<double> rope_short, rope_long;  // longrope's factors (Phi-3.5 mini; rope_context its context); none
+  double rope_amp = 1;                        // longrope's attention_factor
   std::int64_t no_rope_every = 0;  // SmolLM3's: layer i has no rotary positions when (i + 1) % it == 0; 0: none
   int norm_eps_exp = 5;
   bool tie_embeddings = true, qk_norm = false, relu2 = false, zero_init = false, qkv_bias = false;

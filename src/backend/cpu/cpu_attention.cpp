@@ -75,16 +75,16 @@ void strip_scores(const Head& hd, const QkvDims& a, std::int64_t i0, std::int64_
 }  // namespace
 
 void rope_rotate(Tensor& qkv, std::int64_t heads, std::int64_t kv_heads, const std::vector<float>& inv_freq,
-                 std::int64_t offset, bool inverse) {
+                 std::int64_t offset, bool inverse, float amplitude) {
   const QkvDims a = qkv_dims(qkv, heads, kv_heads, "rope_rotate");
   const auto half = static_cast<std::int64_t>(inv_freq.size());
-  HPCT_CHECK(2 * half == a.d, "rope_rotate: " + std::to_string(half) + " frequencies for heads of " +
-                                  std::to_string(a.d) + " (D must be even)");
+  HPCT_CHECK(half >= 1 && 2 * half <= a.d, "rope_rotate: " + std::to_string(half) + " frequencies for heads of " +
+                                               std::to_string(a.d) + " columns (at most D/2)");
   for (std::int64_t p = 0; p < a.t; ++p)
     for (std::int64_t i = 0; i < half; ++i) {
       const double angle = static_cast<double>(p + offset) * static_cast<double>(inv_freq[static_cast<std::size_t>(i)]);
-      const auto cs = static_cast<float>(std::cos(angle));
-      const auto sn = static_cast<float>(inverse ? -std::sin(angle) : std::sin(angle));
+      const auto cs = static_cast<float>(amplitude * std::cos(angle));
+      const auto sn = static_cast<float>(amplitude * (inverse ? -std::sin(angle) : std::sin(angle)));
       for (std::int64_t b = 0; b < a.n; ++b)
         for (std::int64_t h = 0; h < a.heads + a.kv; ++h) {  // the query heads, then the key heads
           float* row = qkv.data() + (b * a.t + p) * a.ld + h * a.d;

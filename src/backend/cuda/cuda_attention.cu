@@ -46,13 +46,13 @@ __device__ inline float dot(const float* a, const float* b, i64 d) {
 }
 
 // RoPE: one thread per (position, query or key head, pair); the angle in double.
-__global__ void rope_kernel(float* qkv, i64 t, i64 ld, i64 qk_heads, i64 half, const float* inv_freq, i64 offset,
-                            float sign, i64 total) {
+__global__ void rope_kernel(float* qkv, i64 t, i64 ld, i64 qk_heads, i64 d, i64 half, const float* inv_freq, i64 offset,
+                            float sign, float amplitude, i64 total) {
   for (i64 idx = detail::global_index(); idx < total; idx += detail::grid_stride()) {
     const i64 i = idx % half, h = (idx / half) % qk_heads, row = idx / (half * qk_heads);
     const double angle = static_cast<double>(row % t + offset) * static_cast<double>(inv_freq[i]);
-    const float cs = static_cast<float>(cos(angle)), sn = sign * static_cast<float>(sin(angle));
-    float* x = qkv + row * ld + h * 2 * half;
+    const float cs = static_cast<float>(amplitude * cos(angle)), sn = static_cast<float>(sign * amplitude * sin(angle));
+    float* x = qkv + row * ld + h * d;
     const float x0 = x[i], x1 = x[i + half];
     x[i] = x0 * cs - x1 * sn;
     x[i + half] = x1 * cs + x0 * sn;
@@ -179,16 +179,17 @@ __global__ void flash_dkv_kernel(const float* qkv, const float* y, const float* 
 }
 }  // namespace
 
-void rope_rotate(Tensor& qkv, i64 heads, i64 kv_heads, const std::vector<float>& inv_freq, i64 offset, bool inverse) {
+void rope_rotate(Tensor& qkv, i64 heads, i64 kv_heads, const std::vector<float>& inv_freq, i64 offset, bool inverse,
+                 float amplitude) {
   const QkvDims a = qkv_dims(qkv, heads, kv_heads, "rope_rotate");
   const auto half = static_cast<i64>(inv_freq.size());
-  HPCT_CHECK(2 * half == a.d, "rope_rotate: " + std::to_string(half) + " frequencies for heads of " +
-                                  std::to_string(a.d) + " (D must be even)");
+  HPCT_CHECK(half >= 1 && 2 * half <= a.d, "rope_rotate: " + std::to_string(half) + " frequencies for heads of " +
+                                               std::to_string(a.d) + " columns (at most D/2)");
   auto* freq = static_cast<float*>(context().scratch(inv_freq.size() * sizeof(float) + 256));
   memcpy_to_device(freq, inv_freq.data(), inv_freq.size() * sizeof(float));
   const i64 total = a.n * a.t * (heads + kv_heads) * half;
-  launch(rope_kernel, total, qkv.data(), a.t, a.ld, heads + kv_heads, half, static_cast<const float*>(freq), offset,
-         inverse ? -1.f : 1.f, total);
+  launch(rope_kernel, total, qkv.data(), a.t, a.ld, heads + kv_heads, a.d, half, static_cast<const float*>(freq),
+         offset, inverse ? -1.f : 1.f, amplitude, total);
 }
 
 void qk_norm_forward(Tensor& qkv, i64 heads, i64 kv_heads, float eps, Tensor& rstd) {

@@ -1,0 +1,184 @@
+// --export-hf of an arch = llama checkpoint (checkpoint/hf_layouts.hpp): the Hugging Face class whose
+// model the deck is (LlamaForCausalLM, MistralForCausalLM, Qwen2ForCausalLM, Qwen3ForCausalLM,
+// GemmaForCausalLM, Gemma2ForCausalLM, Gemma3ForCausalLM, Olmo2ForCausalLM, SmolLM3ForCausalLM,
+// Phi3ForCausalLM), its config.json and the tensors under its names; checkpoint/hf_llama.cpp reads them back.
+#include <cmath>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "hf_llama_names.hpp"
+#include "hpctrain/checkpoint/hf_layouts.hpp"
+#include "hpctrain/core/error.hpp"
+
+namespace hpctrain::hf {
+
+namespace {
+// The model_type whose class computes deck `m` (arch = llama): llama, mistral (a window on every
+// layer), qwen2, qwen3, gemma, gemma2, gemma3_text, olmo2, smollm3 or phi3 (rope_dims or longrope);
+// bad_input naming the keys when no class does.
+std::string export_type(const ModelConfig& m, bool longrope) {
+  const bool gemma = m.mlp == Mlp::geglu || m.norm_offset || m.embed_scale;
+  const bool capped = m.attn_softcap > 0 || m.final_softcap > 0;
+  const bool gemma2 = gemma && m.sandwich_norm && !m.qk_norm_weight;
+  const auto refuse = [](const std::string& what) {
+    throw bad_input("--export-hf: [model] " + what +
+                    " is the model of no Hugging Face class (Qwen2: qkv_bias; Qwen3: qk_norm with qk_norm_weight; "
+                    "Gemma: mlp = geglu, norm_offset, embed_scale; Gemma 2: those with sandwich_norm and the "
+                    "soft-caps; Gemma 3: those with sandwich_norm and the weighted QK-norm; OLMo 2: post_norm with "
+                    "qk_norm_weight and qk_norm_whole; SmolLM3: no_rope_every; Phi-3: rope_dims, longrope)");
+  };
+  if (m.qk_norm && !m.qk_norm_weight) refuse("qk_norm without qk_norm_weight (modded-nanogpt's)");
+  if (m.mlp == Mlp::relu2) refuse("mlp = relu2 (modded-nanogpt's)");
+  if (m.qkv_bias && (m.qk_norm_weight || gemma)) refuse("qkv_bias with qk_norm_weight or Gemma's keys");
+  if (gemma && !(m.mlp == Mlp::geglu && m.norm_offset && m.embed_scale))
+    refuse("mlp = geglu, norm_offset and embed_scale not all together (Gemma's three)");
+  if ((m.sandwich_norm || m.rope_local_theta > 0 || capped) && !gemma)
+    refuse("sandwich_norm, rope_local_theta, attn_softcap or final_softcap without Gemma's keys");
+  if (gemma && m.qk_norm_weight && !m.sandwich_norm) refuse("Gemma's keys and qk_norm_weight without sandwich_norm");
+  if (gemma2 && m.rope_local_theta > 0) refuse("rope_local_theta without qk_norm_weight (Gemma 2 has one rotary base)");
+  if (capped && !gemma2) refuse("attn_softcap or final_softcap outside Gemma 2");
+  if (m.query_pre_attn_scalar > 0 && !(gemma && m.sandwich_norm)) refuse("query_pre_attn_scalar outside Gemma 2 and 3");
+  if (m.sliding_window > 0 && m.global_every > 0 && !(gemma && m.sandwich_norm))
+    refuse("sliding_window with global_every outside Gemma 2 and 3 (Mistral's and Qwen's windows are on every layer)");
+  if (m.sliding_window > 0 && gemma && !m.sandwich_norm) refuse("sliding_window with Gemma's keys (Gemma 2's and 3's)");
+  if (m.post_norm || m.qk_norm_whole) {
+    if (!(m.post_norm && m.qk_norm_whole && m.qk_norm_weight))
+      refuse("post_norm or qk_norm_whole without the other and qk_norm_weight (OLMo 2's three)");
+    if (gemma || m.qkv_bias || m.sliding_window > 0 || m.no_rope_every > 0)
+      refuse("post_norm with Gemma's keys, qkv_bias, sliding_window or no_rope_every");
+    return "olmo2";
+  }
+  if (m.no_rope_every > 0) {
+    if (gemma || m.qkv_bias || m.qk_norm_weight || m.sliding_window > 0)
+      refuse("no_rope_every with Gemma's keys, qkv_bias, qk_norm_weight or sliding_window (SmolLM3's is Llama's)");
+    return "smollm3";
+  }
+  if (m.rope_dims > 0 || longrope) {
+    if (gemma || m.qkv_bias || m.qk_norm_weight || m.global_every > 0 || m.attention_width() != m.n_embd)
+      refuse(
+          "rope_dims or longrope with Gemma's keys, qkv_bias, qk_norm_weight, global_every or head_dim (Phi-3's is "
+          "Llama's with heads of n_embd / n_head)");
+    return "phi3";
+  }
+  if (gemma) return !m.sandwich_norm ? "gemma" : gemma2 ? "gemma2" : "gemma3_text";
+  if (m.qkv_bias) return "qwen2";
+  if (m.qk_norm_weight) return "qwen3";
+  return m.sliding_window > 0 ? "mistral" : "llama";
+}
+
+// config.json's keys of Gemma, Gemma 2 and Gemma 3 (modeling_gemma*.py) beside Llama's.
+void gemma_config(const ModelConfig& m, const std::string& type, Json& c) {
+  c.erase("hidden_act"), c.erase("mlp_bias");
+  c["hidden_activation"] = "gelu_pytorch_tanh";
+  if (type == "gemma") return;
+  const std::int64_t every = m.global_every > 0 ? m.global_every : 1;  // (none: every layer global)
+  Json kinds = Json::array();
+  for (long i = 0; i < m.n_layer; ++i) kinds.push_back((i + 1) % every == 0 ? "full_attention" : "sliding_attention");
+  c["layer_types"] = kinds, c["sliding_window_pattern"] = every;
+  // (no window: trained on windows of block_size, so the local layers saw no farther)
+  c["sliding_window"] = m.sliding_window > 0 ? m.sliding_window : m.block_size;
+  c["rope_local_base_freq"] = static_cast<double>(m.rope_local_theta > 0 ? m.rope_local_theta : m.rope_theta);
+  const double scalar =
+      m.query_pre_attn_scalar > 0 ? m.query_pre_attn_scalar : static_cast<double>(m.attention_width() / m.n_head);
+  c["query_pre_attn_scalar"] =
+      scalar == std::floor(scalar) ? Json(static_cast<long>(scalar)) : Json(scalar);  // (144, as Gemma's)
+  auto cap = [](double v) { return v > 0 ? Json(v) : Json(nullptr); };  // (null: none; absent: Gemma 2's 50, 30)
+  c["attn_logit_softcapping"] = cap(m.attn_softcap), c["final_logit_softcapping"] = cap(m.final_softcap);
+  if (type == "gemma2") c.erase("rope_local_base_freq"), c.erase("sliding_window_pattern");  // (Gemma 3's)
+}
+// config.json's keys of Phi-3 (modeling_phi3.py) beside Llama's: partial_rotary_factor, longrope's
+// factors with the original context at the top level (as Phi-3.5 mini's file) and its
+// attention_factor where max_position_embeddings (block_size) / that context would derive another.
+void phi3_config(const ModelConfig& m, const RopeScalingKey& r, Json& c) {
+  c.erase("attention_bias"), c.erase("mlp_bias");
+  const long width = m.attention_width() / m.n_head;
+  c["partial_rotary_factor"] = m.rope_dims > 0 ? static_cast<double>(m.rope_dims) / static_cast<double>(width) : 1.0;
+  c["sliding_window"] = m.sliding_window > 0 ? Json(m.sliding_window) : Json(nullptr);
+  if (r.short_factor.empty()) return;
+  c["original_max_position_embeddings"] = r.context;
+  c["rope_scaling"] = {{"type", "longrope"}, {"short_factor", r.short_factor}, {"long_factor", r.long_factor}};
+  const double f = static_cast<double>(m.block_size) / static_cast<double>(r.context);
+  const double derived = f <= 1 ? 1 : std::sqrt(1 + std::log(f) / std::log(static_cast<double>(r.context)));
+  if (std::fabs(derived - r.amplitude) > 1e-12 * r.amplitude) c["rope_scaling"]["attention_factor"] = r.amplitude;
+}
+}  // namespace
+
+Exported llama_export(const std::vector<LazyTensor>& ours, const ModelConfig& m, std::int64_t vocab) {
+  Exported out;
+  out.config = {{"architectures", {"LlamaForCausalLM"}},
+                {"model_type", "llama"},
+                {"hidden_act", "silu"},
+                {"attention_bias", false},
+                {"mlp_bias", false},
+                {"num_hidden_layers", m.n_layer},
+                {"num_attention_heads", m.n_head},
+                {"num_key_value_heads", m.n_kv_heads ? m.n_kv_heads : m.n_head},
+                {"hidden_size", m.n_embd},
+                {"head_dim", m.attention_width() / m.n_head},
+                {"intermediate_size", m.ffn_dim},
+                {"rms_norm_eps", m.norm_eps},
+                {"rope_theta", static_cast<double>(m.rope_theta)},
+                {"max_position_embeddings", m.block_size},
+                {"vocab_size", vocab},
+                {"tie_word_embeddings", m.tie_embeddings},
+                {"torch_dtype", "float32"},
+                {"rope_scaling", nullptr}};
+  const RopeScalingKey r = rope_scaling_of(m.rope_scaling);
+  const std::string type = export_type(m, !r.short_factor.empty());
+  out.config["architectures"] = {llama_class(type)}, out.config["model_type"] = type;
+  if (type == "qwen2" || type == "qwen3") {  // (a window: on every layer, from max_window_layers 0 on)
+    out.config["use_sliding_window"] = m.sliding_window > 0, out.config["max_window_layers"] = 0;
+    out.config["sliding_window"] = m.sliding_window > 0 ? Json(m.sliding_window) : Json(nullptr);
+  }
+  if (type == "mistral") out.config["sliding_window"] = m.sliding_window;
+  if (type == "qwen2" || type == "mistral")  // (their configurations have neither)
+    out.config.erase("attention_bias"), out.config.erase("mlp_bias");
+  if (type == "olmo2") out.config.erase("mlp_bias");  // (Olmo2Config has attention_bias alone)
+  if (type == "smollm3") {  // (1: the layer rotates; the interval too, for readers of the older key)
+    Json layers = Json::array();
+    for (long i = 0; i < m.n_layer; ++i) layers.push_back((i + 1) % m.no_rope_every == 0 ? 0 : 1);
+    out.config["no_rope_layers"] = layers, out.config["no_rope_layer_interval"] = m.no_rope_every;
+    out.config["use_sliding_window"] = false, out.config["sliding_window"] = nullptr;
+  }
+  if (is_gemma(type)) gemma_config(m, type, out.config);
+  if (type == "phi3") phi3_config(m, r, out.config);
+  if (r.linear > 0) out.config["rope_scaling"] = {{"rope_type", "linear"}, {"factor", static_cast<double>(r.linear)}};
+  if (r.factor > 0)
+    out.config["rope_scaling"] = {{"rope_type", "llama3"},
+                                  {"factor", static_cast<double>(r.factor)},
+                                  {"low_freq_factor", static_cast<double>(r.low)},
+                                  {"high_freq_factor", static_cast<double>(r.high)},
+                                  {"original_max_position_embeddings", r.context}};
+  std::map<std::string, std::string> to_hf;
+  for (const auto& [theirs, mine] :
+       direct_names(m.n_layer, m.tie_embeddings, m.qk_norm_weight, m.sandwich_norm, m.post_norm))
+    to_hf[mine] = theirs;
+  const std::int64_t q = m.attention_width(), kv = (m.n_kv_heads ? m.n_kv_heads : m.n_head) * (q / m.n_head);
+  for (const LazyTensor& t : ours) {
+    if (const auto it = to_hf.find(t.name); it != to_hf.end()) {
+      out.tensors.push_back(renamed(t, it->second));
+      continue;
+    }
+    const std::string layer = "model.layers." + t.name.substr(2, t.name.find('.', 2) - 2) + ".";
+    if (type == "phi3" && t.name.find("self_attn.qkv.weight") != std::string::npos) {  // (fused, in this order)
+      out.tensors.push_back(renamed(t, layer + "self_attn.qkv_proj.weight"));
+    } else if (type == "phi3" && t.name.find("mlp.gate_up.weight") != std::string::npos) {
+      out.tensors.push_back(renamed(t, layer + "mlp.gate_up_proj.weight"));
+    } else if (t.name.find("self_attn.qkv.") != std::string::npos) {  // (the weight, and Qwen2's bias)
+      const std::string leaf = t.name.substr(t.name.rfind('.'));
+      out.tensors.push_back(rows_slice(t, layer + "self_attn.q_proj" + leaf, 0, q));
+      out.tensors.push_back(rows_slice(t, layer + "self_attn.k_proj" + leaf, q, kv));
+      out.tensors.push_back(rows_slice(t, layer + "self_attn.v_proj" + leaf, q + kv, kv));
+    } else if (t.name.find("mlp.gate_up.weight") != std::string::npos) {
+      out.tensors.push_back(rows_slice(t, layer + "mlp.gate_proj.weight", 0, m.ffn_dim));
+      out.tensors.push_back(rows_slice(t, layer + "mlp.up_proj.weight", m.ffn_dim, m.ffn_dim));
+    } else {
+      throw bad_input("--export-hf: the checkpoint's tensor " + t.name + " has no place in LlamaForCausalLM");
+    }
+  }
+  order_as_save_pretrained(out.tensors);
+  return out;
+}
+
+}  // namespace hpctrain::hf

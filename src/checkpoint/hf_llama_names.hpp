@@ -1,0 +1,28 @@
+// What checkpoint/hf_llama.cpp (the import) and checkpoint/hf_llama_export.cpp share about
+// LlamaForCausalLM's layout and its relatives'. Internal to those files.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "hpctrain/checkpoint/hf_layouts.hpp"
+
+namespace hpctrain::hf {
+
+// gemma, gemma2, gemma3_text: the model_types with Gemma's MLP, norms and embedding scale.
+bool is_gemma(const std::string& model_type);
+// Hugging Face name -> hpctrain name pairs that are the same tensor (shape [out, in] both).
+// The norms: before each sublayer (Llama's input_layernorm, post_attention_layernorm), also after
+// (sandwich: Gemma 2's and 3's), or after only (post: OLMo 2's post_attention_layernorm,
+// post_feedforward_layernorm).
+std::vector<std::pair<std::string, std::string>> direct_names(std::int64_t layers, bool tied, bool qk_norms,
+                                                              bool sandwich, bool post);
+// save_pretrained's order (the modules' order in LlamaForCausalLM): the embedding, the layers by
+// number (attention q, k, v (Phi-3: qkv), o, then the MLP's gate, up (Phi-3: gate_up), down, then the
+// norms), the final norm, the head; so a sharded export's shards hold whole layers in order (h.10
+// after h.9, not h.1).
+void order_as_save_pretrained(std::vector<LazyTensor>& tensors);
+
+}  // namespace hpctrain::hf

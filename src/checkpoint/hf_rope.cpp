@@ -123,7 +123,7 @@ RopeKeys rope_keys(const Json& c, const std::string& file, bool local_base) {
   const Rope global = section(per_kind ? p[global_key] : p, c, file,
                               per_kind ? std::string("rope_parameters.") + global_key : "rope_parameters");
   Rope scaling = global;
-  scaling.theta = k.global.theta;
+  scaling.theta = k.global.theta, scaling.partial = k.global.partial;  // (the scalings alone)
   if (given(c, "rope_scaling") && !(scaling == k.global))
     throw bad_input(file +
                     ": \"rope_scaling\" and \"rope_parameters\" say different scalings (transformers 4 "

@@ -194,9 +194,10 @@ check "... config.json's rope_scaling linear 8" grep -q '"rope_type": "linear"' 
 # transformers 5's config.json (rope_parameters: rope_theta and the scaling inside it; a Gemma 3's one
 # section per layer kind, full_attention with the scaling, sliding_attention with the local base):
 # the same [model] keys as the folder in transformers 4's layout (the Llama's llama3 scaling, the
-# SmolLM3's base 5e6, Gemma 3's llama3 and linear scalings on the full layers alone); a Gemma 3's
+# SmolLM3's base 5e6, Gemma 3's llama3 and linear scalings on the full layers alone, the Phi-4-mini-style
+# partial_rotary_factor and longrope inside the section); a Gemma 3's
 # bases of 2e6 and 20000 in the sections are its rope_theta and rope_local_theta.
-for name in hf smollm3 gemma3 gemma3mm; do
+for name in hf smollm3 gemma3 gemma3mm phi4; do
   cp -r "$tmp/$name" "$tmp/${name}5" && $py "$ref" transformers5 "$tmp/${name}5"
   deck_of "$("$trainer" --import-hf "$tmp/${name}5" --out "$tmp/${name}5.h5" 2>&1)" "$tmp/${name}5.ini"
   four=$tmp/$name.ini && [ $name = hf ] && four=$tmp/deck.ini

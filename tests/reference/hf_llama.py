@@ -46,8 +46,8 @@ transformers' LlamaForCausalLM does, without transformers (Debian does not packa
                         columns rotate), Phi-3.5 mini's longrope (3 short, 3 long factors; original context 32
                         of 64), no window
   transformers5 DIR [GLOBAL LOCAL]
-                        rewrite config.json in transformers 5's layout (standardize_rope_params): rope_theta
-                        and rope_scaling inside rope_parameters; a Gemma 3's (its text_config's too) one
+                        rewrite config.json in transformers 5's layout (standardize_rope_params): rope_theta,
+                        rope_scaling and Phi-3's partial_rotary_factor inside rope_parameters; a Gemma 3's (its text_config's too) one
                         section per layer kind, full_attention with the scaling, sliding_attention default
                         with rope_local_base_freq (Gemma3TextConfig's defaults where the file leaves them
                         out); with GLOBAL and LOCAL, those bases in place of the folder's
@@ -571,6 +571,10 @@ def transformers5(folder, bases=None):
                                   "sliding_attention": {"rope_type": "default", "rope_theta": bases[1] if bases else local}}
     else:
         cfg["rope_parameters"] = full
+        if "partial_rotary_factor" in cfg:  # (Phi-3's: moved in, as standardize_rope_params does)
+            full["partial_rotary_factor"] = cfg.pop("partial_rotary_factor")
+        if full.get("type", full.get("rope_type")) == "longrope":  # (the context copied in, the top-level key kept)
+            full["original_max_position_embeddings"] = cfg["original_max_position_embeddings"]
     json.dump(top, open(path, "w"), indent=2)
 
 

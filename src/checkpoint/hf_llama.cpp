@@ -126,6 +126,22 @@ void gemma_options(const Json& c, const std::string& type, const std::string& fi
   if (d.global_every < 1) throw bad_input(file + ": \"sliding_window_pattern\" = 0: no layer would be global");
 }
 
+// IBM Granite's multipliers (modeling_granite.py; GraniteConfig's defaults: 1) as [model]
+// embedding_multiplier, residual_multiplier, attention_multiplier (the scores' scale, in place of 1 /
+// sqrt(head width): 1 when absent) and logits_scaling; 1 is none for the others.
+void granite_options(const Json& c, const std::string& file, LlamaDims& d) {
+  const auto positive = [&](const char* key) {
+    if (!c.contains(key) || c[key].is_null()) return 1.0;
+    if (!c[key].is_number() || !(c[key].get<double>() > 0))
+      throw bad_input(file + ": \"" + key + "\" = " + c[key].dump() + " is not a positive number");
+    return c[key].get<double>();
+  };
+  const double e = positive("embedding_multiplier"), r = positive("residual_multiplier");
+  const double l = positive("logits_scaling");
+  d.embed_mult = e == 1 ? 0 : e, d.residual_mult = r == 1 ? 0 : r, d.logits_scaling = l == 1 ? 0 : l;
+  d.attention_mult = positive("attention_multiplier");
+}
+
 // Hugging Face's sliding_window, on the layers that take it (each model's *Config and its layer_types).
 void window_options(const Json& c, const std::string& type, const std::string& file, LlamaDims& d) {
   const bool qwen = type == "qwen2" || type == "qwen3";
@@ -216,6 +232,7 @@ LlamaDims llama_dims(const Json& c, const std::string& type, const std::string& 
                     " is not a power of ten, which hpctrain needs");
   d.norm_eps_exp = static_cast<int>(std::lround(k));
   if (is_gemma(type)) gemma_options(c, type, file, rope.local.theta, d);
+  if (type == "granite") granite_options(c, file, d);
   window_options(c, type, file, d);
   if (d.sliding_window == 0 && d.rope_local_theta == 0) d.global_every = 0;  // (no local layer differs)
   return d;
@@ -273,6 +290,12 @@ std::string llama_deck(const LlamaDims& d, std::int64_t context) {
   if (d.attn_softcap > 0) std::snprintf(cap, sizeof(cap), "%g", d.attn_softcap), line("attn_softcap", cap);
   if (d.final_softcap > 0) std::snprintf(cap, sizeof(cap), "%g", d.final_softcap), line("final_softcap", cap);
   if (d.query_scalar > 0) std::snprintf(cap, sizeof(cap), "%g", d.query_scalar), line("query_pre_attn_scalar", cap);
+  const std::pair<const char*, double> granite[] = {{"embedding_multiplier", d.embed_mult},
+                                                    {"residual_multiplier", d.residual_mult},
+                                                    {"attention_multiplier", d.attention_mult},
+                                                    {"logits_scaling", d.logits_scaling}};
+  for (const auto& [key, value] : granite)  // (Granite's, each to its last bit)
+    if (value > 0) std::snprintf(cap, sizeof(cap), "%.17g", value), line(key, cap);
   line("block_size", std::to_string(context));
   return ini;
 }
@@ -440,12 +463,12 @@ void order_as_save_pretrained(std::vector<LazyTensor>& tensors) {
 namespace {
 // The model_types this file reads and their classes.
 const std::pair<const char*, const char*> kLlamaClasses[] = {
-    {"llama", "LlamaForCausalLM"},    {"mistral", "MistralForCausalLM"},
-    {"qwen2", "Qwen2ForCausalLM"},    {"qwen3", "Qwen3ForCausalLM"},
-    {"phi3", "Phi3ForCausalLM"},      {"gemma", "GemmaForCausalLM"},
-    {"gemma2", "Gemma2ForCausalLM"},  {"gemma3_text", "Gemma3ForCausalLM"},
-    {"olmo2", "Olmo2ForCausalLM"},    {"gemma3", "Gemma3ForConditionalGeneration"},
-    {"smollm3", "SmolLM3ForCausalLM"}};
+    {"llama", "LlamaForCausalLM"},     {"mistral", "MistralForCausalLM"},
+    {"qwen2", "Qwen2ForCausalLM"},     {"qwen3", "Qwen3ForCausalLM"},
+    {"phi3", "Phi3ForCausalLM"},       {"gemma", "GemmaForCausalLM"},
+    {"gemma2", "Gemma2ForCausalLM"},   {"gemma3_text", "Gemma3ForCausalLM"},
+    {"olmo2", "Olmo2ForCausalLM"},     {"gemma3", "Gemma3ForConditionalGeneration"},
+    {"smollm3", "SmolLM3ForCausalLM"}, {"granite", "GraniteForCausalLM"}};
 }  // namespace
 
 std::string llama_class(const std::string& model_type) {

@@ -22,11 +22,13 @@ std::string export_type(const ModelConfig& m, bool longrope) {
   const bool capped = m.attn_softcap > 0 || m.final_softcap > 0;
   const bool gemma2 = gemma && m.sandwich_norm && !m.qk_norm_weight;
   const auto refuse = [](const std::string& what) {
-    throw bad_input("--export-hf: [model] " + what +
-                    " is the model of no Hugging Face class (Qwen2: qkv_bias; Qwen3: qk_norm with qk_norm_weight; "
-                    "Gemma: mlp = geglu, norm_offset, embed_scale; Gemma 2: those with sandwich_norm and the "
-                    "soft-caps; Gemma 3: those with sandwich_norm and the weighted QK-norm; OLMo 2: post_norm with "
-                    "qk_norm_weight and qk_norm_whole; SmolLM3: no_rope_every; Phi-3: rope_dims, longrope)");
+    throw bad_input(
+        "--export-hf: [model] " + what +
+        " is the model of no Hugging Face class (Qwen2: qkv_bias; Qwen3: qk_norm with qk_norm_weight; "
+        "Gemma: mlp = geglu, norm_offset, embed_scale; Gemma 2: those with sandwich_norm and the "
+        "soft-caps; Gemma 3: those with sandwich_norm and the weighted QK-norm; OLMo 2: post_norm with "
+        "qk_norm_weight and qk_norm_whole; SmolLM3: no_rope_every; Phi-3: rope_dims, longrope; Granite: the "
+        "multipliers)");
   };
   if (m.qk_norm && !m.qk_norm_weight) refuse("qk_norm without qk_norm_weight (modded-nanogpt's)");
   if (m.mlp == Mlp::relu2) refuse("mlp = relu2 (modded-nanogpt's)");
@@ -53,6 +55,12 @@ std::string export_type(const ModelConfig& m, bool longrope) {
     if (gemma || m.qkv_bias || m.qk_norm_weight || m.sliding_window > 0)
       refuse("no_rope_every with Gemma's keys, qkv_bias, qk_norm_weight or sliding_window (SmolLM3's is Llama's)");
     return "smollm3";
+  }
+  if (m.embedding_multiplier > 0 || m.residual_multiplier > 0 || m.attention_multiplier > 0 || m.logits_scaling > 0) {
+    if (gemma || m.qkv_bias || m.qk_norm_weight || m.post_norm || m.no_rope_every > 0 || m.rope_dims > 0 || longrope ||
+        m.sliding_window > 0 || m.attention_width() != m.n_embd)
+      refuse("Granite's multipliers with another family's keys, a sliding_window or head_dim (Granite's is Llama's)");
+    return "granite";
   }
   if (m.rope_dims > 0 || longrope) {
     if (gemma || m.qkv_bias || m.qk_norm_weight || m.global_every > 0 || m.attention_width() != m.n_embd)
@@ -102,6 +110,17 @@ void phi3_config(const ModelConfig& m, const RopeScalingKey& r, Json& c) {
   const double derived = f <= 1 ? 1 : std::sqrt(1 + std::log(f) / std::log(static_cast<double>(r.context)));
   if (std::fabs(derived - r.amplitude) > 1e-12 * r.amplitude) c["rope_scaling"]["attention_factor"] = r.amplitude;
 }
+// config.json's keys of IBM Granite (modeling_granite.py) beside Llama's: the four multipliers, 1 (none)
+// where the deck has none, attention_multiplier 1 / sqrt(head width).
+void granite_config(const ModelConfig& m, Json& c) {
+  const auto or_one = [](double v) { return v > 0 ? v : 1.0; };
+  c["embedding_multiplier"] = or_one(m.embedding_multiplier);
+  c["residual_multiplier"] = or_one(m.residual_multiplier);
+  c["logits_scaling"] = or_one(m.logits_scaling);
+  c["attention_multiplier"] = m.attention_multiplier > 0
+                                  ? m.attention_multiplier
+                                  : 1 / std::sqrt(static_cast<double>(m.attention_width() / m.n_head));
+}
 }  // namespace
 
 Exported llama_export(const std::vector<LazyTensor>& ours, const ModelConfig& m, std::int64_t vocab) {
@@ -143,6 +162,7 @@ Exported llama_export(const std::vector<LazyTensor>& ours, const ModelConfig& m,
   }
   if (is_gemma(type)) gemma_config(m, type, out.config);
   if (type == "phi3") phi3_config(m, r, out.config);
+  if (type == "granite") granite_config(m, out.config);
   if (r.linear > 0) out.config["rope_scaling"] = {{"rope_type", "linear"}, {"factor", static_cast<double>(r.linear)}};
   if (r.factor > 0)
     out.config["rope_scaling"] = {{"rope_type", "llama3"},

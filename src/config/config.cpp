@@ -264,6 +264,9 @@ void check_llama(const ModelConfig& m, const std::function<std::string(const std
     throw bad_input(where_of("model.rope_scaling") + ": [model] rope_scaling longrope gives " +
                     std::to_string(r.short_factor.size()) + " factors for " + std::to_string(rotated / 2) +
                     " rotated pairs (head width or rope_dims, halved)");
+  if (m.attention_multiplier > 0 && m.query_pre_attn_scalar > 0)
+    throw bad_input(where_of("model.attention_multiplier") + ": [model] attention_multiplier and " +
+                    "query_pre_attn_scalar both scale the scores (Granite's and Gemma 2's): set one");
   if (m.rope_local_theta > 0 && m.global_every < 1)
     throw bad_input(where_of("model.rope_local_theta") + ": [model] rope_local_theta needs [model] global_every >= 1 " +
                     "(the period of the global layers, Gemma 3's 6)");

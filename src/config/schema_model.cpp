@@ -152,6 +152,18 @@ void model_keys(std::vector<KeySpec>& k) {
         "query_pre_attn_scalar: 144 in Gemma 2 27B, whose heads are 128 wide); 0 = the head width")
       .range(0, 1e9)
       .of_archs("llama");
+  const auto granite = [&](const char* key, double ModelConfig::*field, const std::string& help) {
+    const std::string text = "arch = llama: " + help + " (IBM Granite's " + key + "); 0 = none";
+    s.key(key, field, text.c_str())  // (KeySpec copies it)
+        .range(0, 1e6)
+        .of_archs("llama");
+  };
+  granite("embedding_multiplier", &ModelConfig::embedding_multiplier, "the token embeddings times this (12 in 3.x)");
+  granite("residual_multiplier", &ModelConfig::residual_multiplier,
+          "each attention and MLP output times this before its residual add (0.22 in 3.x)");
+  granite("attention_multiplier", &ModelConfig::attention_multiplier,
+          "the scores q . k times this in place of 1 / sqrt(head width) (1/128 in 3.x 8B)");
+  granite("logits_scaling", &ModelConfig::logits_scaling, "the logits divided by this (16 in 3.x 8B)");
   s.key("final_softcap", &ModelConfig::final_softcap,
         "arch = llama: the logits x become this x tanh(x / this) (Gemma 2's final_logit_softcapping, 30); 0 = none")
       .range(0, 1e6)

@@ -65,7 +65,9 @@ std::string llama_attention_args(const LlamaDims& d, std::int64_t i) {
   if (d.head_width() * d.n_head != d.n_embd) a += ", head_dim=" + std::to_string(d.head_width());
   if (local && d.sliding_window > 0) a += ", window=" + std::to_string(d.sliding_window);
   if (d.attn_softcap > 0) a += ", softcap=" + number(d.attn_softcap);
-  if (d.query_scalar > 0 && d.query_scalar != static_cast<double>(d.head_width()))
+  if (d.attention_mult > 0)  // (Granite's: scores times it, q . k / sqrt(1 / m^2))
+    a += ", query_scalar=" + number(1 / (d.attention_mult * d.attention_mult));
+  else if (d.query_scalar > 0 && d.query_scalar != static_cast<double>(d.head_width()))
     a += ", query_scalar=" + number(d.query_scalar);
   return a;
 }
@@ -86,16 +88,18 @@ std::string llama_layers(const LlamaDims& d) {
                                         ", bias=0, tp=column, parts=2) " + (d.geglu ? "geglu " : "swiglu ") + down;
   // Named after Hugging Face's LlamaForCausalLM (Gemma2/3ForCausalLM's with sandwich_norm, Olmo2's with post_norm)
   // where a name carries over; h: "h.{}" in repeat(), else the layer's name.
+  // (Granite's residual_multiplier: each sublayer's output scaled before its residual add)
+  const std::string end = d.residual_mult > 0 ? " scale(" + number(d.residual_mult) + "))" : ")";
   auto block = [&](const std::string& h, const std::string& attention_args) {
     const std::string attention = "self_attn:attention(" + attention_args + ", proj_std=" + proj_std + ")";
     if (d.sandwich_norm)
-      return h + ":res(input_layernorm:" + norm + " " + attention + " post_attention_layernorm:" + norm + ") " + h +
-             ":res(pre_feedforward_layernorm:" + norm + " " + mlp + " post_feedforward_layernorm:" + norm + ")";
+      return h + ":res(input_layernorm:" + norm + " " + attention + " post_attention_layernorm:" + norm + end + " " +
+             h + ":res(pre_feedforward_layernorm:" + norm + " " + mlp + " post_feedforward_layernorm:" + norm + end;
     if (d.post_norm)  // (OLMo 2's)
-      return h + ":res(" + attention + " post_attention_layernorm:" + norm + ") " + h + ":res(" + mlp +
-             " post_feedforward_layernorm:" + norm + ")";
-    return h + ":res(input_layernorm:" + norm + " " + attention + ") " + h + ":res(post_attention_layernorm:" + norm +
-           " " + mlp + ")";
+      return h + ":res(" + attention + " post_attention_layernorm:" + norm + end + " " + h + ":res(" + mlp +
+             " post_feedforward_layernorm:" + norm + end;
+    return h + ":res(input_layernorm:" + norm + " " + attention + end + " " + h +
+           ":res(post_attention_layernorm:" + norm + " " + mlp + end;
   };
   std::string layers;
   if (d.global_every > 0 || d.no_rope_every > 0) {  // (the layers differ: each written out)
@@ -107,9 +111,12 @@ std::string llama_layers(const LlamaDims& d) {
   char root[32];  // (Gemma's normalizer: sqrt(n_embd) rounded to float32, printed to round-trip)
   std::snprintf(root, sizeof(root), "%.9g",
                 static_cast<double>(static_cast<float>(std::sqrt(static_cast<double>(d.n_embd)))));
-  return "tok_emb:embedding(" + v + ", " + c + ")" + (d.embed_scale ? std::string(" scale(") + root + ")" : "") + " " +
-         layers + " norm:" + norm + " lm_head:lm_head(" + v + (d.tie_embeddings ? "" : ", tie=0") +
-         (d.final_softcap > 0 ? ", softcap=" + number(d.final_softcap) : "") + ")";
+  const std::string embed_mult = d.embed_mult > 0 ? " scale(" + number(d.embed_mult) + ")" : "";
+  const std::string logits = d.logits_scaling > 0 ? " scale(" + number(1 / d.logits_scaling) + ")" : "";
+  return "tok_emb:embedding(" + v + ", " + c + ")" + (d.embed_scale ? std::string(" scale(") + root + ")" : "") +
+         embed_mult + " " + layers + " norm:" + norm + logits + " lm_head:lm_head(" + v +
+         (d.tie_embeddings ? "" : ", tie=0") + (d.final_softcap > 0 ? ", softcap=" + number(d.final_softcap) : "") +
+         ")";
 }
 
 double gpt_flops_per_token(std::int64_t parameters, std::int64_t n_layer, std::int64_t n_embd, double span) {
@@ -144,6 +151,7 @@ double llama_activation_bytes(const LlamaDims& d, std::int64_t rows, std::int64_
   double outputs = (2 + 2 * l) * n * c * s / sp + n * static_cast<double>(padded_vocab) / tp * 4;
   if (d.embed_scale) outputs += n * c * s / sp;
   if (d.sandwich_norm) outputs += l * (2 * n * c * s + 2 * n * 4) / sp;
+  outputs += ((d.embed_mult > 0) + (d.logits_scaling > 0) + (d.residual_mult > 0) * 2 * l) * n * c * s / sp;
   return saved + outputs;
 }
 

@@ -52,6 +52,8 @@ Config with_architecture(const Config& cfg, const DatasetIndex& index) {
     d.sandwich_norm = m.sandwich_norm, d.rope_local_theta = m.rope_local_theta, d.global_every = m.global_every;
     d.sliding_window = m.sliding_window, d.attn_softcap = m.attn_softcap, d.final_softcap = m.final_softcap;
     d.query_scalar = m.query_pre_attn_scalar;
+    d.embed_mult = m.embedding_multiplier, d.residual_mult = m.residual_multiplier;
+    d.attention_mult = m.attention_multiplier, d.logits_scaling = m.logits_scaling;
     d.qk_norm_whole = m.qk_norm_whole, d.post_norm = m.post_norm;
     const RopeScalingKey r = rope_scaling_of(m.rope_scaling);
     d.rope_factor = r.factor, d.rope_low = r.low, d.rope_high = r.high, d.rope_context = r.context;

@@ -139,6 +139,20 @@ check "... with every layer rotating another loss ($(loss_of "$rotating"))" \
   apart "$(loss_of "$rotating")" smollm3 1e-3
 check "... exported as SmolLM3ForCausalLM, the same tensors bit for bit" exported_as smollm3 smollm3
 check "... config.json's no_rope_layers [1, 0]" $py -c "import json, sys; sys.exit(json.load(open('$tmp/smollm3_out/config.json'))['no_rope_layers'] != [1, 0])"
+# IBM Granite (GraniteForCausalLM: Llama's tensors, the embeddings times 12, each sublayer's output
+# times 0.22 before its residual add, scores q . k times 0.0625 in place of 1 / sqrt(8), the logits
+# divided by 2; a tied head): the four [model] multipliers, the reference's loss; without the residual
+# multiplier another loss; back out as GraniteForCausalLM bit for bit with its multipliers.
+cp -r "$tmp/hf" "$tmp/granite" && $py "$ref" granite "$tmp/granite"
+check "model_type granite: embedding_multiplier 12, residual_multiplier 0.22, attention_multiplier 0.0625, logits_scaling 2, the reference's loss (1e-5)" \
+  imported_as granite "embedding_multiplier = 12" "residual_multiplier = 0.22" "attention_multiplier = 0.0625" \
+  "logits_scaling = 2" "tie_embeddings = true"
+plain=$("$trainer" "$tmp/granite.ini" --eval-only --set model.residual_multiplier=0 --set checkpoint.resume="$tmp/granite.h5" 2>&1 | grep "^eval-only")
+check "... without the residual multiplier another loss ($(loss_of "$plain"))" apart "$(loss_of "$plain")" granite 1e-3
+check "... exported as GraniteForCausalLM, the same tensors bit for bit" exported_as granite granite
+check "... config.json's multipliers" $py -c "
+import json, sys; c = json.load(open('$tmp/granite_out/config.json'))
+sys.exit((c['embedding_multiplier'], c['residual_multiplier'], c['attention_multiplier'], c['logits_scaling']) != (12, 0.22, 0.0625, 2))"
 # Heads wider than hidden_size / heads (Qwen3 0.6B's 128 at 1024 with 16): head_dim 16 at 32 with 4.
 cp -r "$tmp/hf" "$tmp/qwen3w" && $py "$ref" qwen3 "$tmp/qwen3w" 16
 check "a Qwen3 with head_dim 16 (hidden_size 32, 4 heads): [model] head_dim, the reference's loss (1e-5)" \
@@ -395,6 +409,7 @@ check "a SmolLM3 whose NoPE layers are no period (no_rope_layers [0, 1])" bad no
 check "a Gemma3ForConditionalGeneration without text_config" bad no_text_config 'model_type gemma3 (Gemma3ForConditionalGeneration) without a "text_config" object' "$ref" gemma3mm
 check "a Gemma 3 whose query_pre_attn_scalar is 0" bad scalar '"query_pre_attn_scalar" = 0 is not a positive number' "$ref" gemma3
 check "a Gemma 3 whose full layers are not every Nth" bad layer_types '"layer_types" = \["full_attention","sliding_attention"\]' "$ref" gemma3
+check "a Granite whose attention_multiplier is 0" bad attention_multiplier '"attention_multiplier" = 0 is not a positive number' "$ref" granite
 check "a Qwen3 whose head_dim is not its tensors' width" bad head_dim 'o_proj.weight is \[32, 32\]; config.json makes it \[32, 64\]' "$ref" qwen3
 # An output that is no file is refused before anything is written (a folder once left "<folder>.partial").
 mkdir "$tmp/dir"

@@ -42,6 +42,9 @@ transformers' LlamaForCausalLM does, without transformers (Debian does not packa
                         width, rms_norm_eps 1e-6; one F32 file)
   phi3 DIR              make the folder a Phi3ForCausalLM's (model_type phi3: q|k|v fused in qkv_proj and
                         gate|up in gate_up_proj, one F32 file; sliding_window 63 on every layer)
+  granite DIR           make the folder IBM Granite's GraniteForCausalLM (model_type granite: Llama's tensors,
+                        embedding_multiplier 12, residual_multiplier 0.22, attention_multiplier 0.0625,
+                        logits_scaling 2, rope_theta 1e7, a tied head)
   phi4 DIR              make a phi3 folder Phi-4 mini's kind: partial_rotary_factor 0.75 (the first 6 of 8
                         columns rotate), Phi-3.5 mini's longrope (3 short, 3 long factors; original context 32
                         of 64), no window
@@ -56,7 +59,7 @@ transformers' LlamaForCausalLM does, without transformers (Debian does not packa
                         window (a Mistral's sliding_window 0), max_window (a Qwen2 windowed from layer 1
                         of 2: use_sliding_window, max_window_layers 1), partial (partial_rotary_factor 0.75),
                         head_dim (twice hidden_size / num_attention_heads, the tensors left as they are),
-                        type (tie_word_embeddings 1, a number where a boolean belongs), partial_odd (a Phi-3's
+                        type (tie_word_embeddings 1, a number where a boolean belongs), attention_multiplier (a Granite's 0), partial_odd (a Phi-3's
                         partial_rotary_factor 0.375: 3 columns), longrope_count (a phi4 folder's 2 short factors), softcap (a Gemma 3's
                         attn_logit_softcapping 50, Gemma 2's), layer_types (a Gemma 3's full layer first),
                         scalar (a Gemma 3's query_pre_attn_scalar 0), no_text_config (a
@@ -306,6 +309,8 @@ def forward(cfg, w, ids):
     sandwich = cfg.get("model_type") in ("gemma2", "gemma3_text")  # (and query_pre_attn_scalar)
     olmo2 = cfg.get("model_type") == "olmo2"  # (norms after the sublayers alone; QK-norm over all heads)
     attn_cap, final_cap = cfg.get("attn_logit_softcapping"), cfg.get("final_logit_softcapping")
+    granite = cfg.get("model_type") == "granite"  # (modeling_granite.py's multipliers; 1 when absent)
+    residual = cfg.get("residual_multiplier", 1.0) if granite else 1.0
 
     def rms(x, weight):
         return (1 + weight if gemma else weight) * (x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + eps))
@@ -327,9 +332,13 @@ def forward(cfg, w, ids):
     x = W["model.embed_tokens.weight"][ids]
     if gemma:
         x = x * float(np.float32(math.sqrt(c)))
+    if granite:
+        x = x * cfg.get("embedding_multiplier", 1.0)
     pos = torch.arange(t)
     causal = pos[None, :] <= pos[:, None]
     scale = cfg["query_pre_attn_scalar"] ** -0.5 if sandwich else 1 / math.sqrt(d)
+    if granite:
+        scale = cfg.get("attention_multiplier", 1.0)
     for i in range(cfg["num_hidden_layers"]):
         p = "model.layers.%d." % i
         local = sliding(cfg, i)
@@ -358,17 +367,19 @@ def forward(cfg, w, ids):
         o = (a @ v).transpose(1, 2).reshape(b, t, h * d) @ W[p + "self_attn.o_proj.weight"].T
         if sandwich or olmo2:
             o = rms(o, W[p + "post_attention_layernorm.weight"])
-        x = x + o
+        x = x + o * residual
         y = x if olmo2 else rms(x, W[p + ("pre_feedforward_layernorm.weight" if sandwich else "post_attention_layernorm.weight")])
         g = y @ W[p + "mlp.gate_proj.weight"].T
         act = torch.nn.functional.gelu(g, approximate="tanh") if gemma else torch.nn.functional.silu(g)
         m = (act * (y @ W[p + "mlp.up_proj.weight"].T)) @ W[p + "mlp.down_proj.weight"].T
         if sandwich or olmo2:
             m = rms(m, W[p + "post_feedforward_layernorm.weight"])
-        x = x + m
+        x = x + m * residual
     x = rms(x, W["model.norm.weight"])
     head = W["model.embed_tokens.weight"] if cfg.get("tie_word_embeddings", gemma) else W["lm_head.weight"]
     logits = x @ head.T
+    if granite:
+        logits = logits / cfg.get("logits_scaling", 1.0)
     return torch.tanh(logits / final_cap) * final_cap if final_cap else logits
 
 
@@ -578,6 +589,24 @@ def transformers5(folder, bases=None):
     json.dump(top, open(path, "w"), indent=2)
 
 
+def granite(folder):
+    """The Llama folder as IBM Granite's GraniteForCausalLM (modeling_granite.py: Llama's tensors, the
+    embeddings times embedding_multiplier 12, each sublayer's output times residual_multiplier 0.22
+    before its residual add, scores q . k times attention_multiplier 0.0625 (not 1 / sqrt(8)), the logits
+    divided by logits_scaling 2), rope_theta 1e7 without scaling, a tied head."""
+    path = os.path.join(folder, "config.json")
+    cfg = json.load(open(path))
+    cfg.update(architectures=["GraniteForCausalLM"], model_type="granite", embedding_multiplier=12.0,
+               residual_multiplier=0.22, attention_multiplier=0.0625, logits_scaling=2.0, rope_theta=10000000.0,
+               rope_scaling=None, tie_word_embeddings=True)
+    json.dump(cfg, open(path, "w"), indent=2)
+    index = os.path.join(folder, "model.safetensors.index.json")
+    wm = json.load(open(index))["weight_map"]
+    shard = os.path.join(folder, wm.pop("lm_head.weight"))  # (tied: the head is the embedding; an F32 shard)
+    write_safetensors(shard, {k: v for k, v in read_safetensors(shard).items() if k != "lm_head.weight"}, "F32")
+    json.dump({"metadata": {"total_size": 0}, "weight_map": wm}, open(index, "w"))
+
+
 def phi4(folder):
     """The phi3 folder as Phi-4 mini's kind (partial_rotary_factor 0.75: the first 6 of each head's 8
     columns rotate) with Phi-3.5 mini's longrope (3 short and 3 long factors, one a rotated pair;
@@ -619,6 +648,8 @@ def spoil(folder, kind):
         cfg.update(model_type="qwen2", sliding_window=16, use_sliding_window=True, max_window_layers=1)
     elif kind == "partial":
         cfg["partial_rotary_factor"] = 0.75
+    elif kind == "attention_multiplier":
+        cfg["attention_multiplier"] = 0
     elif kind == "partial_odd":  # (3 of 8 columns: no rotate-half pairs)
         cfg["partial_rotary_factor"] = 0.375
     elif kind == "longrope_count":
@@ -674,6 +705,8 @@ if __name__ == "__main__":
         phi3(sys.argv[2])
     elif cmd == "phi4":
         phi4(sys.argv[2])
+    elif cmd == "granite":
+        granite(sys.argv[2])
     elif cmd == "olmo2":
         olmo2(sys.argv[2])
     elif cmd == "smollm3":

@@ -138,6 +138,24 @@ TEST(Arch, PartialRotaryAndLongrope) {
       << layers;
 }
 
+// IBM Granite's multipliers: scale layers after the embedding, at the end of each residual branch and
+// before the head (1 / logits_scaling), the scores' scale as query_scalar = 1 / m^2.
+TEST(Arch, GraniteMultipliers) {
+  LlamaDims d;
+  d.n_layer = 1, d.n_head = 2, d.n_embd = 16, d.vocab_size = 300, d.ffn_dim = 32, d.rope_theta = 10000;
+  d.embed_mult = 12, d.residual_mult = 0.22, d.attention_mult = 0.0625, d.logits_scaling = 16;
+  const std::string layers = llama_layers(d);
+  EXPECT_EQ(
+      layers.rfind("tok_emb:embedding(300, 16) scale(12) repeat(1, h.{}:res(input_layernorm:rmsnorm "
+                   "self_attn:attention(2, bias=0, rope=10000, query_scalar=256, proj_std=0.014142) scale(0.22)) ",
+                   0),
+      0u)
+      << layers;
+  EXPECT_NE(layers.find("mlp.down:linear(16, bias=0, std=0.014142, tp=row) scale(0.22)))"), std::string::npos)
+      << layers;
+  EXPECT_NE(layers.find(" norm:rmsnorm scale(0.0625) lm_head:lm_head(300)"), std::string::npos) << layers;
+}
+
 TEST(Arch, LinearRopeScalingOnTheGlobalLayers) {
   LlamaDims d;
   d.n_layer = 2, d.n_head = 2, d.n_embd = 32, d.vocab_size = 300, d.ffn_dim = 48, d.rope_theta = 1000000;

@@ -196,6 +196,8 @@ struct ModelConfig {
   long rope_dims = 0;      // arch = llama: the first this many columns of each head rotate (Phi-4 mini's); 0: all
   double attn_softcap = 0, final_softcap = 0;  // arch = llama, Gemma 2's soft-capping of scores and logits
   double query_pre_attn_scalar = 0;            // arch = llama: scores scaled by its -1/2 power (Gemma 2's); 0: D
+  // arch = llama, IBM Granite's (0: none): embeddings, sublayer outputs and scores times these, logits / the last.
+  double embedding_multiplier = 0, residual_multiplier = 0, attention_multiplier = 0, logits_scaling = 0;
   // The attention heads' columns together (n_embd unless head_dim says otherwise).
   long attention_width() const { return head_dim ? n_head * head_dim : n_embd; }
   // The positions a layer's queries attend over, on average over the layers, at a context of T: T,

@@ -57,6 +57,10 @@ struct LlamaDims {
   std::int64_t rope_local_theta = 0, global_every = 0, sliding_window = 0;
   double attn_softcap = 0, final_softcap = 0;  // Gemma 2's: scores and logits x -> cap tanh(x / cap); 0: none
   double query_scalar = 0;                     // Gemma 2's query_pre_attn_scalar: scores / sqrt(it); 0: head width
+  // IBM Granite's (modeling_granite.py; 0: none): the embeddings times embed_mult, each sublayer's output
+  // times residual_mult before its residual add, scores q . k times attention_mult (in place of
+  // query_scalar's), the logits divided by logits_scaling.
+  double embed_mult = 0, residual_mult = 0, attention_mult = 0, logits_scaling = 0;
   std::int64_t head_width() const { return head_dim ? head_dim : n_embd / n_head; }
 };
 std::string llama_layers(const LlamaDims& d);

@@ -210,6 +210,8 @@ LlamaDims llama_dims(const Json& c, const std::string& type, const std::string& 
   d.rope_factor = rope.global.factor, d.rope_low = rope.global.low, d.rope_high = rope.global.high;
   d.rope_context = rope.global.context;
   d.rope_short = rope.global.short_factor, d.rope_long = rope.global.long_factor, d.rope_amp = rope.global.amplitude;
+  d.rope_yarn = rope.global.yarn, d.rope_beta_fast = rope.global.beta_fast, d.rope_beta_slow = rope.global.beta_slow;
+  d.rope_truncate = rope.global.truncate;
   d.tie_embeddings = c.value("tie_word_embeddings", is_gemma(type));  // (GemmaConfig's default: tied)
   d.qkv_bias = type == "qwen2";  // (Qwen2Attention: bias=True on q, k and v; hard-wired)
   d.qk_norm = d.qk_norm_weight = type == "qwen3" || type == "olmo2";  // (Qwen3Attention's q_norm, k_norm)
@@ -252,6 +254,15 @@ std::string longrope_text(const LlamaDims& d) {
          list(d.rope_long) + ")";
 }
 
+// [model] rope_scaling's yarn(FACTOR, CONTEXT, AMPLITUDE, BETA_FAST, BETA_SLOW, TRUNCATE), to the last bit.
+std::string yarn_text(const LlamaDims& d) {
+  char v[160];
+  std::snprintf(v, sizeof(v), "yarn(%.17g, %lld, %.17g, %.17g, %.17g, %d)", d.rope_yarn,
+                static_cast<long long>(d.rope_context), d.rope_amp, d.rope_beta_fast, d.rope_beta_slow,
+                d.rope_truncate ? 1 : 0);
+  return v;
+}
+
 std::string llama_deck(const LlamaDims& d, std::int64_t context) {
   std::string ini = "arch = llama\n";
   auto line = [&](const std::string& k, const std::string& v) { ini += k + " = " + v + "\n"; };
@@ -262,6 +273,7 @@ std::string llama_deck(const LlamaDims& d, std::int64_t context) {
   line("ffn_dim", std::to_string(d.ffn_dim));
   line("rope_theta", std::to_string(d.rope_theta));
   line("rope_scaling", !d.rope_short.empty() ? longrope_text(d)
+                       : d.rope_yarn > 0     ? yarn_text(d)
                        : d.rope_linear > 0   ? "linear(" + std::to_string(d.rope_linear) + ")"
                        : d.rope_factor > 0
                            ? "llama3(" + std::to_string(d.rope_factor) + ", " + std::to_string(d.rope_low) + ", " +

@@ -164,6 +164,12 @@ Exported llama_export(const std::vector<LazyTensor>& ours, const ModelConfig& m,
   if (type == "phi3") phi3_config(m, r, out.config);
   if (type == "granite") granite_config(m, out.config);
   if (r.linear > 0) out.config["rope_scaling"] = {{"rope_type", "linear"}, {"factor", static_cast<double>(r.linear)}};
+  if (r.yarn > 0) {  // (transformers 5's and vLLM's reading: the factor as given)
+    out.config["rope_scaling"] = {
+        {"rope_type", "yarn"},      {"factor", r.yarn},         {"original_max_position_embeddings", r.context},
+        {"beta_fast", r.beta_fast}, {"beta_slow", r.beta_slow}, {"attention_factor", r.amplitude}};
+    if (!r.truncate) out.config["rope_scaling"]["truncate"] = false;
+  }
   if (r.factor > 0)
     out.config["rope_scaling"] = {{"rope_type", "llama3"},
                                   {"factor", static_cast<double>(r.factor)},

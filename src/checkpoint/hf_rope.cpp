@@ -14,7 +14,9 @@ const char* const kSectionKeys[] = {"rope_type",        "type",
                                     "factor",           "low_freq_factor",
                                     "high_freq_factor", "original_max_position_embeddings",
                                     "short_factor",     "long_factor",
-                                    "attention_factor"};
+                                    "attention_factor", "beta_fast",
+                                    "beta_slow",        "mscale",
+                                    "mscale_all_dim",   "truncate"};
 
 bool given(const Json& c, const char* key) { return c.contains(key) && !c[key].is_null(); }
 
@@ -57,6 +59,30 @@ void longrope(const Json& s, const Json& c, const std::string& file, const std::
   r.amplitude = f <= 1 ? 1 : std::sqrt(1 + std::log(f) / std::log(static_cast<double>(r.context)));
 }
 
+// yarn (_compute_yarn_parameters as transformers 5 and vLLM compute it): factor (>= 1), the context
+// (original_max_position_embeddings, else max_position_embeddings), beta_fast and beta_slow (absent, 0
+// or null: 32 and 1), truncate (true) and the amplitude (attention_factor, else get_mscale's 0.1 m ln F
+// + 1: with mscale and mscale_all_dim their ratio). transformers 4 (4.48 on) takes the factor as
+// max_position_embeddings / original_max_position_embeddings where `s` gives the latter.
+void yarn(const Json& s, const Json& c, const std::string& file, const std::string& key, Rope& r) {
+  const auto number = [&](const char* name, double fallback) {
+    if (!given(s, name)) return fallback;
+    if (!s[name].is_number() || s[name].get<double>() < 0)
+      throw bad_input(file + ": \"" + key + "\" yarn's \"" + name + "\" = " + s[name].dump() + " is not a number >= 0");
+    return s[name].get<double>() == 0 ? fallback : s[name].get<double>();
+  };
+  r.yarn = number("factor", 0);
+  if (r.yarn < 1) throw bad_input(file + ": \"" + key + "\" yarn without a \"factor\" of at least 1");
+  r.context =
+      whole(s, "original_max_position_embeddings", file + " " + key, whole(c, "max_position_embeddings", file, 2048));
+  if (r.context < 1) throw bad_input(file + ": \"" + key + "\" yarn with an original context of 0");
+  r.beta_fast = number("beta_fast", 32), r.beta_slow = number("beta_slow", 1);
+  r.truncate = s.value("truncate", true);
+  const auto mscale = [&](double m) { return r.yarn <= 1 ? 1.0 : 0.1 * m * std::log(r.yarn) + 1; };
+  const double m = number("mscale", 0), all = number("mscale_all_dim", 0);
+  r.amplitude = number("attention_factor", m > 0 && all > 0 ? mscale(m) / mscale(all) : mscale(1));
+}
+
 // The scaling an object `s` (rope_scaling, or a rope_parameters section) names as `key` says: its
 // rope_type (or the older "type"; absent: default, none) and that type's numbers. `context`: llama3's
 // original_max_position_embeddings where `s` leaves it out (-1: it must say it).
@@ -74,9 +100,10 @@ void read_scaling(const Json& s, const Json& c, const std::string& file, const s
     return;
   }
   if (kind == "longrope") return longrope(s, c, file, key, r);
+  if (kind == "yarn") return yarn(s, c, file, key, r);
   if (kind != "llama3")
     throw bad_input(file + ": \"" + key + "\" of type \"" + kind +
-                    "\": hpctrain computes llama3's, linear's and longrope's (or none, default)");
+                    "\": hpctrain computes llama3's, linear's, longrope's and yarn's (or none, default)");
   r.factor = whole(s, "factor", where);
   r.low = whole(s, "low_freq_factor", where);
   r.high = whole(s, "high_freq_factor", where);

@@ -20,14 +20,17 @@ struct Rope {
   std::int64_t factor = 0, low = 1, high = 4, context = 8192;  // llama3's; factor 0: none
   std::vector<double> short_factor, long_factor;               // longrope's (context too); empty: none
   double amplitude = 1;                                        // longrope's attention_factor
-  double partial = -1;  // a rope_parameters section's partial_rotary_factor; -1: not in it
+  double partial = -1;                             // a rope_parameters section's partial_rotary_factor; -1: not in it
+  double yarn = 0, beta_fast = 32, beta_slow = 1;  // yarn's factor (0: none) and bounds (context, amplitude too)
+  bool truncate = true;
   bool operator==(const Rope& o) const {
     return theta == o.theta && linear == o.linear && factor == o.factor && short_factor == o.short_factor &&
-           long_factor == o.long_factor && amplitude == o.amplitude && partial == o.partial &&
-           ((factor == 0 && short_factor.empty()) || context == o.context) &&
+           long_factor == o.long_factor && amplitude == o.amplitude && partial == o.partial && yarn == o.yarn &&
+           beta_fast == o.beta_fast && beta_slow == o.beta_slow && truncate == o.truncate &&
+           ((factor == 0 && short_factor.empty() && yarn == 0) || context == o.context) &&
            (factor == 0 || (low == o.low && high == o.high));
   }
-  bool scaled() const { return linear > 0 || factor > 0 || !short_factor.empty(); }
+  bool scaled() const { return linear > 0 || factor > 0 || !short_factor.empty() || yarn > 0; }
 };
 
 struct RopeKeys {
@@ -37,7 +40,7 @@ struct RopeKeys {
 
 // `c`'s rotations in either layout; `local_base`: the model rotates its sliding layers with a base of
 // their own (Gemma 3), else a file that gives them another rotation is one line. A rope_type other
-// than default, linear, llama3 and longrope, a key of no such type, or rope_scaling and rope_parameters
+// than default, linear, llama3, longrope and yarn, a key of no such type, or rope_scaling and rope_parameters
 // that disagree: one line naming `file` and the key.
 RopeKeys rope_keys(const Json& c, const std::string& file, bool local_base);
 

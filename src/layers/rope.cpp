@@ -1,6 +1,7 @@
 // Implementation of layers/rope.hpp.
 #include "hpctrain/layers/rope.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <sstream>
 
@@ -8,6 +9,25 @@
 #include "hpctrain/layers/registry.hpp"
 
 namespace hpctrain {
+
+namespace {
+// yarn's frequencies (RopeScaling), in place of `f`'s theta^(-2i/R): find_correction_range's bounds
+// on the pair indices, the pairs below the ramp extrapolated (kept), those above interpolated.
+void yarn_blend(double theta, std::int64_t rotated, const RopeScaling& s, std::vector<float>& f) {
+  const double pi = 3.14159265358979323846, dim = static_cast<double>(rotated);
+  const double context = static_cast<double>(s.original_context);
+  const auto pair_of = [&](double turns) { return dim * std::log(context / (turns * 2 * pi)) / (2 * std::log(theta)); };
+  double low = pair_of(s.beta_fast), high = pair_of(s.beta_slow);
+  if (s.truncate) low = std::floor(low), high = std::ceil(high);
+  low = std::max(low, 0.0), high = std::min(high, dim - 1);
+  if (low == high) high += 0.001;  // (linear_ramp_factor's)
+  for (std::size_t i = 0; i < f.size(); ++i) {
+    const double base = std::pow(theta, -2.0 * static_cast<double>(i) / dim);
+    const double kept = 1 - std::clamp((static_cast<double>(i) - low) / (high - low), 0.0, 1.0);
+    f[i] = static_cast<float>(base / s.yarn * (1 - kept) + base * kept);
+  }
+}
+}  // namespace
 
 std::vector<float> rope_inv_freq(double theta, std::int64_t rotated, const RopeScaling& s, std::int64_t positions) {
   const double pi = 3.14159265358979323846;
@@ -29,6 +49,7 @@ std::vector<float> rope_inv_freq(double theta, std::int64_t rotated, const RopeS
     if (!ext.empty()) f /= ext[i];
     out[i] = static_cast<float>(f);
   }
+  if (s.yarn > 0) yarn_blend(theta, rotated, s, out);
   return out;
 }
 
@@ -53,8 +74,9 @@ const std::vector<float>& Rotary::frequencies(std::int64_t width, std::int64_t p
 }
 
 const std::vector<std::string>& rotary_arg_names() {
-  static const std::vector<std::string> names{"rope",         "rope_dims",   "rope_factor", "rope_low",  "rope_high",
-                                              "rope_context", "rope_linear", "rope_short",  "rope_long", "rope_amp"};
+  static const std::vector<std::string> names{
+      "rope",       "rope_dims", "rope_factor", "rope_low",  "rope_high",      "rope_context",   "rope_linear",
+      "rope_short", "rope_long", "rope_amp",    "rope_yarn", "rope_beta_fast", "rope_beta_slow", "rope_truncate"};
   return names;
 }
 
@@ -98,12 +120,20 @@ Rotary rotary_args(const LayerArgs& a) {
   s.short_factor = factor_list(a, "rope_short");
   s.long_factor = factor_list(a, "rope_long");
   s.amplitude = layer_named_number(a, "rope_amp", 1.f);
-  const int scalings = (s.factor > 0) + (s.linear > 0) + !s.short_factor.empty();
+  s.yarn = layer_named_number(a, "rope_yarn", 0.f);
+  s.beta_fast = layer_named_number(a, "rope_beta_fast", 32.f);
+  s.beta_slow = layer_named_number(a, "rope_beta_slow", 1.f);
+  s.truncate = layer_named_bool(a, "rope_truncate", true);
+  if (s.yarn > 0 && (s.yarn < 1 || !(s.beta_fast > 0) || !(s.beta_slow > 0)))
+    throw bad_input("[model] layers: " + a.text + ": rope_yarn needs a factor >= 1 and positive rope_beta_fast, " +
+                    "rope_beta_slow");
+  const int scalings = (s.factor > 0) + (s.linear > 0) + !s.short_factor.empty() + (s.yarn > 0);
   if (scalings > 1 || (scalings > 0 && r.theta == 0))
-    throw bad_input("[model] layers: " + a.text + ": rope_factor, rope_linear and rope_short are scalings of " +
-                    "rope=THETA, one at most");
-  if (s.short_factor.empty() != s.long_factor.empty() || (s.amplitude != 1.f && s.short_factor.empty()))
-    throw bad_input("[model] layers: " + a.text + ": longrope takes rope_short, rope_long (and rope_amp) together");
+    throw bad_input("[model] layers: " + a.text + ": rope_factor, rope_linear, rope_short and rope_yarn are " +
+                    "scalings of rope=THETA, one at most");
+  if (s.short_factor.empty() != s.long_factor.empty() || (s.amplitude != 1.f && s.short_factor.empty() && s.yarn == 0))
+    throw bad_input("[model] layers: " + a.text + ": longrope takes rope_short, rope_long (and rope_amp) together; " +
+                    "rope_amp goes with longrope or rope_yarn");
   if (r.dims > 0 && r.theta == 0) throw bad_input("[model] layers: " + a.text + ": rope_dims needs rope=THETA");
   return r;
 }

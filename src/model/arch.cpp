@@ -58,6 +58,10 @@ std::string llama_attention_args(const LlamaDims& d, std::int64_t i) {
   if (!d.rope_short.empty() && !local_rope && !nope)
     a += ", rope_context=" + std::to_string(d.rope_context) + ", rope_short=" + joined(d.rope_short) +
          ", rope_long=" + joined(d.rope_long) + ", rope_amp=" + number(d.rope_amp);
+  if (d.rope_yarn > 0 && !local_rope && !nope)
+    a += ", rope_context=" + std::to_string(d.rope_context) + ", rope_yarn=" + number(d.rope_yarn) +
+         ", rope_beta_fast=" + number(d.rope_beta_fast) + ", rope_beta_slow=" + number(d.rope_beta_slow) +
+         (d.rope_truncate ? "" : ", rope_truncate=0") + ", rope_amp=" + number(d.rope_amp);
   if (d.qk_norm) a += ", qk_norm=1";
   if (d.qk_norm_weight) a += ", qk_norm_weight=1, qk_eps=" + std::to_string(d.norm_eps_exp);
   if (d.qk_norm_weight && d.norm_offset) a += ", qk_offset=1";

@@ -59,6 +59,7 @@ Config with_architecture(const Config& cfg, const DatasetIndex& index) {
     d.rope_factor = r.factor, d.rope_low = r.low, d.rope_high = r.high, d.rope_context = r.context;
     d.rope_linear = r.linear, d.no_rope_every = m.no_rope_every, d.rope_dims = m.rope_dims;
     d.rope_short = r.short_factor, d.rope_long = r.long_factor, d.rope_amp = r.amplitude;
+    d.rope_yarn = r.yarn, d.rope_beta_fast = r.beta_fast, d.rope_beta_slow = r.beta_slow, d.rope_truncate = r.truncate;
     out.model.layers = llama_layers(d);
   } else {
     GptDims d;

@@ -153,6 +153,19 @@ check "... exported as GraniteForCausalLM, the same tensors bit for bit" exporte
 check "... config.json's multipliers" $py -c "
 import json, sys; c = json.load(open('$tmp/granite_out/config.json'))
 sys.exit((c['embedding_multiplier'], c['residual_multiplier'], c['attention_multiplier'], c['logits_scaling']) != (12, 0.22, 0.0625, 2))"
+# yarn (Qwen's long-context rope_scaling, as transformers 5 and vLLM read it: the factor as given):
+# factor 4 over an original context of 16, beta_fast 8 (pair 0 of each head's 4 kept, the others 4
+# times slower), the amplitude 0.1 ln 4 + 1: [model] rope_scaling = yarn(...), the reference's loss at
+# 64; without the scaling another loss; exported with its rope_scaling, the same tensors bit for bit.
+cp -r "$tmp/hf" "$tmp/yarn" && $py "$ref" yarn "$tmp/yarn"
+check "rope_scaling yarn: rope_scaling = yarn(4, 16, 1.1386.., 8, 1, 1), the reference's loss at 64 (1e-5)" \
+  imported_as yarn "rope_scaling = yarn(4, 16, 1.1386294361119891, 8, 1, 1)"
+unscaled=$("$trainer" "$tmp/yarn.ini" --eval-only --set model.rope_scaling=none --set checkpoint.resume="$tmp/yarn.h5" 2>&1 | grep "^eval-only")
+check "... without the scaling another loss ($(loss_of "$unscaled"))" apart "$(loss_of "$unscaled")" yarn 1e-3
+check "... exported with rope_type yarn, the same tensors bit for bit" exported_as yarn llama
+check "... config.json's yarn" $py -c "
+import json, sys; s = json.load(open('$tmp/yarn_out/config.json'))['rope_scaling']
+sys.exit((s['rope_type'], s['factor'], s['original_max_position_embeddings'], s['beta_fast']) != ('yarn', 4, 16, 8))"
 # Heads wider than hidden_size / heads (Qwen3 0.6B's 128 at 1024 with 16): head_dim 16 at 32 with 4.
 cp -r "$tmp/hf" "$tmp/qwen3w" && $py "$ref" qwen3 "$tmp/qwen3w" 16
 check "a Qwen3 with head_dim 16 (hidden_size 32, 4 heads): [model] head_dim, the reference's loss (1e-5)" \
@@ -211,7 +224,7 @@ check "... config.json's rope_scaling linear 8" grep -q '"rope_type": "linear"' 
 # SmolLM3's base 5e6, Gemma 3's llama3 and linear scalings on the full layers alone, the Phi-4-mini-style
 # partial_rotary_factor and longrope inside the section); a Gemma 3's
 # bases of 2e6 and 20000 in the sections are its rope_theta and rope_local_theta.
-for name in hf smollm3 gemma3 gemma3mm phi4; do
+for name in hf smollm3 gemma3 gemma3mm phi4 yarn; do
   cp -r "$tmp/$name" "$tmp/${name}5" && $py "$ref" transformers5 "$tmp/${name}5"
   deck_of "$("$trainer" --import-hf "$tmp/${name}5" --out "$tmp/${name}5.h5" 2>&1)" "$tmp/${name}5.ini"
   four=$tmp/$name.ini && [ $name = hf ] && four=$tmp/deck.ini
@@ -391,7 +404,7 @@ check "a missing tensor: one line naming it" bad missing "tensor model.layers.1.
 check "a wrong shape: one line naming the tensor" bad shape "model.layers.1.self_attn.k_proj.weight is \[8, 32\]; config.json makes it \[16, 32\]"
 check "an unknown architecture" bad arch '"model_type" = "gpt_neox"'
 check "key/value heads that do not divide the heads" bad heads "num_key_value_heads 3 do not divide"
-check "another rope_scaling" bad scaling 'rope_scaling" of type "yarn"'
+check "another rope_scaling" bad scaling 'rope_scaling" of type "dynamic"'
 check "a Mistral's sliding_window of 0" bad window '"sliding_window" = 0: a query would attend over no position'
 check "a Qwen2 windowed from layer 1 of 2 (max_window_layers)" bad max_window '"max_window_layers" = 1 of 2 layers'
 check "a Llama with RoPE on part of each head (Phi-4 mini's, which Phi-3's class computes)" bad partial '"partial_rotary_factor" = 0.75; hpctrain.s LlamaForCausalLM computes 1.0'
@@ -401,7 +414,8 @@ check "a key of another JSON type (tie_word_embeddings 1)" bad type "config.json
 check "a Gemma 3 with Gemma 2's soft-capping" bad softcap '"attn_logit_softcapping" = 50.0: hpctrain.s Gemma 3 computes no soft-capping' "$ref" gemma3
 check "an OLMo 2 whose q_norm is a head's width (Qwen3's)" bad olmo2_norm 'model.layers.0.self_attn.q_norm.weight is \[8\]; config.json makes it \[32\]' "$ref" olmo2
 check "transformers 5's rope_parameters beside a rope_scaling that says another" bad v5_both '"rope_scaling" and "rope_parameters" say different scalings' "$ref" hf5
-check "... rope_parameters of type yarn" bad v5_yarn 'config.json: "rope_parameters" of type "yarn": hpctrain computes llama3.s, linear.s and longrope.s' "$ref" hf5
+check "... rope_parameters of type dynamic" bad v5_dynamic 'config.json: "rope_parameters" of type "dynamic": hpctrain computes llama3.s, linear.s, longrope.s and yarn.s' "$ref" hf5
+check "a yarn without its factor" bad yarn_factor '"rope_scaling" yarn without a "factor" of at least 1' "$ref" yarn
 check "... RoPE on part of each head inside rope_parameters" bad v5_partial 'rope_parameters: "partial_rotary_factor" = 0.75' "$ref" hf5
 check "... a Llama whose sliding_attention layers rotate with another base" bad v5_kinds 'gives the sliding_attention layers another rotation than the full_attention ones' "$ref" hf5
 check "... a Gemma 3 whose sliding_attention section scales" bad v5_local_scaled '"rope_parameters.sliding_attention" scales positions' "$ref" gemma35

@@ -45,6 +45,8 @@ transformers' LlamaForCausalLM does, without transformers (Debian does not packa
   granite DIR           make the folder IBM Granite's GraniteForCausalLM (model_type granite: Llama's tensors,
                         embedding_multiplier 12, residual_multiplier 0.22, attention_multiplier 0.0625,
                         logits_scaling 2, rope_theta 1e7, a tied head)
+  yarn DIR              give the folder yarn's rope_scaling: factor 4 over an original context of 16,
+                        beta_fast 8 (transformers 5's reading)
   phi4 DIR              make a phi3 folder Phi-4 mini's kind: partial_rotary_factor 0.75 (the first 6 of 8
                         columns rotate), Phi-3.5 mini's longrope (3 short, 3 long factors; original context 32
                         of 64), no window
@@ -55,18 +57,17 @@ transformers' LlamaForCausalLM does, without transformers (Debian does not packa
                         with rope_local_base_freq (Gemma3TextConfig's defaults where the file leaves them
                         out); with GLOBAL and LOCAL, those bases in place of the folder's
   break DIR KIND        spoil a folder: missing (a tensor gone), shape (k_proj's rows), arch
-                        (model_type gpt_neox), heads (num_key_value_heads 3), scaling (rope_type yarn),
+                        (model_type gpt_neox), heads (num_key_value_heads 3), scaling (rope_type dynamic),
                         window (a Mistral's sliding_window 0), max_window (a Qwen2 windowed from layer 1
                         of 2: use_sliding_window, max_window_layers 1), partial (partial_rotary_factor 0.75),
                         head_dim (twice hidden_size / num_attention_heads, the tensors left as they are),
-                        type (tie_word_embeddings 1, a number where a boolean belongs), attention_multiplier (a Granite's 0), partial_odd (a Phi-3's
+                        type (tie_word_embeddings 1, a number where a boolean belongs), attention_multiplier (a Granite's 0), yarn_factor (a yarn folder's factor gone), partial_odd (a Phi-3's
                         partial_rotary_factor 0.375: 3 columns), longrope_count (a phi4 folder's 2 short factors), softcap (a Gemma 3's
                         attn_logit_softcapping 50, Gemma 2's), layer_types (a Gemma 3's full layer first),
                         scalar (a Gemma 3's query_pre_attn_scalar 0), no_text_config (a
                         Gemma3ForConditionalGeneration's text_config gone), no_rope (a SmolLM3's no_rope_layers
                         [0, 1]), olmo2_norm (an OLMo 2's q_norm one head wide); of a transformers5 folder:
-                        v5_both (a rope_scaling linear 2 beside rope_parameters), v5_yarn (rope_type yarn with
-                        its beta_fast), v5_partial (partial_rotary_factor 0.75 inside), v5_kinds (a Llama's
+                        v5_both (a rope_scaling linear 2 beside rope_parameters), v5_dynamic (rope_type dynamic), v5_partial (partial_rotary_factor 0.75 inside), v5_kinds (a Llama's
                         sliding_attention section of another base), v5_local_scaled (a Gemma 3's
                         sliding_attention section scaled linear 2)
 
@@ -231,6 +232,8 @@ def rotary(cfg, d, t):
     import torch
     rot = int(d * cfg.get("partial_rotary_factor", 1.0))
     s = cfg.get("rope_scaling") or {}
+    if s.get("rope_type", s.get("type")) == "yarn":
+        return yarn(cfg, s, rot) + (rot,)
     if s.get("rope_type", s.get("type")) != "longrope":
         return inv_freq(cfg, rot), 1.0, rot
     orig = cfg.get("original_max_position_embeddings", cfg["max_position_embeddings"])
@@ -238,6 +241,34 @@ def rotary(cfg, d, t):
     amp = s.get("attention_factor") or (1.0 if factor <= 1 else math.sqrt(1 + math.log(factor) / math.log(orig)))
     ext = torch.tensor(s["long_factor"] if t > orig else s["short_factor"], dtype=torch.float64)
     return inv_freq(dict(cfg, rope_scaling=None), rot) / ext, amp, rot
+
+
+def yarn(cfg, s, dim):
+    """_compute_yarn_parameters as transformers 5 computes it (the factor as given; the context
+    original_max_position_embeddings, else max_position_embeddings): inv_freq and attention_factor."""
+    import torch
+    base, factor = cfg.get("rope_theta", 10000.0), s["factor"]
+    orig = s.get("original_max_position_embeddings") or cfg["max_position_embeddings"]
+
+    def mscale(scale, m=1):
+        return 1.0 if scale <= 1 else 0.1 * m * math.log(scale) + 1.0
+    amp = s.get("attention_factor")
+    if amp is None:
+        amp = mscale(factor, s["mscale"]) / mscale(factor, s["mscale_all_dim"]) if s.get("mscale") and s.get(
+            "mscale_all_dim") else mscale(factor)
+
+    def correction(turns):
+        return (dim * math.log(orig / (turns * 2 * math.pi))) / (2 * math.log(base))
+    low, high = correction(s.get("beta_fast") or 32), correction(s.get("beta_slow") or 1)
+    if s.get("truncate", True):
+        low, high = math.floor(low), math.ceil(high)
+    low, high = max(low, 0), min(high, dim - 1)
+    if low == high:
+        high += 0.001
+    ramp = torch.clamp((torch.arange(dim // 2, dtype=torch.float64) - low) / (high - low), 0, 1)
+    pos = base ** (torch.arange(0, dim, 2, dtype=torch.float64) / dim)
+    kept = 1 - ramp
+    return (1 / (factor * pos)) * (1 - kept) + (1 / pos) * kept, amp
 
 
 def inv_freq(cfg, d):
@@ -607,6 +638,16 @@ def granite(folder):
     json.dump({"metadata": {"total_size": 0}, "weight_map": wm}, open(index, "w"))
 
 
+def yarn_folder(folder):
+    """The Llama folder with yarn's rope_scaling (Qwen's long-context form): factor 4 over an original
+    context of 16, beta_fast 8 (pair 0 of 4 kept, the others 4 times slower at rope_theta 500000), the
+    amplitude get_mscale's 0.1 ln 4 + 1."""
+    path = os.path.join(folder, "config.json")
+    cfg = json.load(open(path))
+    cfg["rope_scaling"] = {"rope_type": "yarn", "factor": 4.0, "original_max_position_embeddings": 16, "beta_fast": 8}
+    json.dump(cfg, open(path, "w"), indent=2)
+
+
 def phi4(folder):
     """The phi3 folder as Phi-4 mini's kind (partial_rotary_factor 0.75: the first 6 of each head's 8
     columns rotate) with Phi-3.5 mini's longrope (3 short and 3 long factors, one a rotated pair;
@@ -641,7 +682,7 @@ def spoil(folder, kind):
     elif kind == "heads":
         cfg["num_key_value_heads"] = 3
     elif kind == "scaling":
-        cfg["rope_scaling"]["rope_type"] = "yarn"
+        cfg["rope_scaling"] = {"rope_type": "dynamic", "factor": 2.0}
     elif kind == "window":
         cfg["model_type"], cfg["sliding_window"] = "mistral", 0
     elif kind == "max_window":
@@ -662,9 +703,10 @@ def spoil(folder, kind):
         write_safetensors(os.path.join(folder, "model.safetensors"), w, "F32")
     elif kind == "v5_both":
         cfg["rope_scaling"] = {"rope_type": "linear", "factor": 2.0}
-    elif kind == "v5_yarn":
-        cfg["rope_parameters"] = {"rope_type": "yarn", "rope_theta": 500000.0, "factor": 4.0, "beta_fast": 32.0,
-                                  "original_max_position_embeddings": 32}
+    elif kind == "v5_dynamic":
+        cfg["rope_parameters"] = {"rope_type": "dynamic", "rope_theta": 500000.0, "factor": 4.0}
+    elif kind == "yarn_factor":
+        del cfg["rope_scaling"]["factor"]
     elif kind == "v5_partial":
         cfg["rope_parameters"]["partial_rotary_factor"] = 0.75
     elif kind == "v5_kinds":
@@ -707,6 +749,8 @@ if __name__ == "__main__":
         phi4(sys.argv[2])
     elif cmd == "granite":
         granite(sys.argv[2])
+    elif cmd == "yarn":
+        yarn_folder(sys.argv[2])
     elif cmd == "olmo2":
         olmo2(sys.argv[2])
     elif cmd == "smollm3":

@@ -140,6 +140,19 @@ TEST(Arch, PartialRotaryAndLongrope) {
 
 // IBM Granite's multipliers: scale layers after the embedding, at the end of each residual branch and
 // before the head (1 / logits_scaling), the scores' scale as query_scalar = 1 / m^2.
+// yarn on the rotating layers: its factor, bounds, context and amplitude; TRUNCATE 0 written, 1 left out.
+TEST(Arch, Yarn) {
+  LlamaDims d;
+  d.n_layer = 1, d.n_head = 2, d.n_embd = 16, d.vocab_size = 300, d.ffn_dim = 32, d.rope_theta = 1000000;
+  d.rope_yarn = 4, d.rope_context = 32768, d.rope_beta_fast = 32, d.rope_beta_slow = 1, d.rope_amp = 1.25;
+  EXPECT_NE(llama_layers(d).find("attention(2, bias=0, rope=1000000, rope_context=32768, rope_yarn=4, "
+                                 "rope_beta_fast=32, rope_beta_slow=1, rope_amp=1.25, proj_std"),
+            std::string::npos)
+      << llama_layers(d);
+  d.rope_truncate = false;
+  EXPECT_NE(llama_layers(d).find("rope_beta_slow=1, rope_truncate=0, rope_amp=1.25"), std::string::npos);
+}
+
 TEST(Arch, GraniteMultipliers) {
   LlamaDims d;
   d.n_layer = 1, d.n_head = 2, d.n_embd = 16, d.vocab_size = 300, d.ffn_dim = 32, d.rope_theta = 10000;

@@ -396,8 +396,7 @@ TEST(ConfigErrors, CrossKeyChecks) {
   EXPECT_EQ(parse(llama + "rope_scaling = llama3(32, 1, 4, 8192)\n").model.rope_scaling, "llama3(32, 1, 4, 8192)");
   EXPECT_EQ(rope_scaling_of("linear(8)").linear, 8);  // (Gemma 3 4B-27B's)
   EXPECT_EQ(rope_scaling_of("linear(8)").factor, 0);
-  EXPECT_NE(error_of(llama + "rope_scaling = linear(0)\n").find("linear(FACTOR) >= 1, or longrope("),
-            std::string::npos);
+  EXPECT_NE(error_of(llama + "rope_scaling = linear(0)\n").find("linear(FACTOR) >= 1, longrope("), std::string::npos);
   // longrope (Phi-3.5 mini's): the context, the amplitude, one short and one long factor a rotated pair
   // (heads of 8: 4 pairs; rope_dims = 4: 2).
   const RopeScalingKey lr = rope_scaling_of("longrope(32, 1.09, 1 1.5 2 4, 1.25 2 4 8)");
@@ -413,6 +412,19 @@ TEST(ConfigErrors, CrossKeyChecks) {
   EXPECT_NE(error_of(llama + "rope_scaling = longrope(32, 1, 1 2, 1 2)\n").find("gives 2 factors for 4 rotated pairs"),
             std::string::npos);
   EXPECT_EQ(parse(llama + "rope_dims = 4\nrope_scaling = longrope(32, 1, 1 2, 1 2)\n").model.rope_dims, 4);
+  // yarn: FACTOR, CONTEXT, then the amplitude (0.1 ln FACTOR + 1), BETA_FAST, BETA_SLOW (32, 1) and TRUNCATE (1).
+  const RopeScalingKey y = rope_scaling_of("yarn(4, 32768)");
+  EXPECT_DOUBLE_EQ(y.yarn, 4);
+  EXPECT_EQ(y.context, 32768);
+  EXPECT_DOUBLE_EQ(y.amplitude, 0.1 * std::log(4.0) + 1);
+  EXPECT_EQ(y.beta_fast * 100 + y.beta_slow, 3201);
+  EXPECT_TRUE(y.truncate);
+  const RopeScalingKey y6 = rope_scaling_of("yarn(40, 4096, 1.5, 16, 2, 0)");
+  EXPECT_EQ(y6.amplitude * 100 + y6.beta_fast + y6.beta_slow / 10, 150 + 16 + 0.2);
+  EXPECT_FALSE(y6.truncate);
+  for (const char* bad : {"yarn(0.5, 4096)", "yarn(4)", "yarn(4, 4096.5)", "yarn(4, 4096, 1, 32)",
+                          "yarn(4, 4096, 1, 32, 1, 2)", "yarn(4, 4096, 0)", "yarn(4 5, 4096)"})
+    EXPECT_NE(error_of(llama + "rope_scaling = " + bad + "\n").find("expected none"), std::string::npos) << bad;
   EXPECT_NE(error_of(llama + "rope_dims = 5\n").find("rope_dims = 5: the rotated columns of a head of 8"),
             std::string::npos);
   EXPECT_NE(error_of(llama + "rope_dims = 10\n").find("an even number at most that"), std::string::npos);

@@ -128,6 +128,14 @@ TEST(GradientCheck, SequenceLayers) {
                               "rope_long=1.5:3:7,rope_amp=1.3)"),
                         {5, 16}, 2),
             1.0);
+  // yarn (Qwen's long context): factor 4 over a context of 16, its amplitude; on 6 rotated columns too.
+  EXPECT_LE(check_layer(*make("attention(2,kv_heads=1,rope=10000,rope_dims=6,rope_context=16,rope_yarn=4,"
+                              "rope_beta_fast=8,rope_amp=1.3)"),
+                        {5, 16}, 2),
+            1.0);
+  EXPECT_THROW(make("attention(2,rope=10000,rope_yarn=4,rope_linear=8)"), Error);     // (one scaling)
+  EXPECT_THROW(make("attention(2,rope=10000,rope_yarn=0.5)"), Error);                 // (a factor >= 1)
+  EXPECT_THROW(make("attention(2,rope=10000,rope_amp=1.3)"), Error);                  // (longrope's or yarn's)
   EXPECT_THROW(make("attention(2,rope=10000,rope_short=1:2,rope_factor=8)"), Error);  // (one scaling)
   EXPECT_THROW(make("attention(2,rope=10000,rope_short=1:2)"), Error);                // (and rope_long)
   EXPECT_THROW(make("attention(2,rope=10000,rope_short=1:x,rope_long=1:2)"), Error);  // (numbers)

@@ -20,12 +20,18 @@ struct LayerArgs;
 // i turns short_factor[i] times slower, or long_factor[i] times in a pass whose positions run past
 // original_context (dynamic_rope_update's choice, made per forward), and the rotated columns of the
 // queries and keys scale by `amplitude` (attention_factor). Empty: none.
+// yarn (rope_type "yarn", _compute_yarn_parameters as transformers 5 and vLLM compute it): pairs that
+// turn fewer than beta_slow times over original_context positions turn `yarn` times slower, those
+// that turn more than beta_fast times keep their frequency, a linear ramp over the pair indices
+// between (its ends rounded outward when `truncate`), and the rotated columns times `amplitude`. 0: none.
 struct RopeScaling {
   double factor = 0, low_freq_factor = 1, high_freq_factor = 4;
   std::int64_t original_context = 8192;
   double linear = 0;
   std::vector<double> short_factor, long_factor;
   double amplitude = 1;
+  double yarn = 0, beta_fast = 32, beta_slow = 1;
+  bool truncate = true;
 };
 
 // `positions`: the pass's last position + 1 (longrope's choice of factors).
@@ -34,8 +40,9 @@ std::vector<float> rope_inv_freq(double theta, std::int64_t rotated, const RopeS
 
 // The attention layer's rotary arguments: rope=THETA (0: none), rope_dims=R (the columns of each head
 // that rotate, the first R; 0: all), rope_factor, rope_low, rope_high, rope_context (llama3's;
-// rope_context also longrope's original context), rope_linear=F, rope_short=F1:F2:..,
-// rope_long=F1:F2:.. and rope_amp=M (longrope's).
+// rope_context also longrope's and yarn's original context), rope_linear=F, rope_short=F1:F2:..,
+// rope_long=F1:F2:.. (longrope's), rope_yarn=F, rope_beta_fast, rope_beta_slow, rope_truncate (yarn's),
+// rope_amp=M (longrope's and yarn's).
 struct Rotary {
   double theta = 0;
   std::int64_t dims = 0;

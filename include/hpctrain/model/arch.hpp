@@ -39,7 +39,9 @@ struct LlamaDims {
   std::int64_t rope_linear = 0;  // linear rope_scaling's factor (Gemma 3 4B-27B: 8); 0: none
   std::int64_t rope_dims = 0;    // Phi-4 mini's partial rotary: each head's first rope_dims columns rotate; 0: all
   std::vector<double> rope_short, rope_long;  // longrope's factors (Phi-3.5 mini; rope_context its context); none
-  double rope_amp = 1;                        // longrope's attention_factor
+  double rope_amp = 1;                        // longrope's and yarn's attention_factor
+  double rope_yarn = 0, rope_beta_fast = 32, rope_beta_slow = 1;  // yarn's (rope_context its context); 0: none
+  bool rope_truncate = true;
   std::int64_t no_rope_every = 0;  // SmolLM3's: layer i has no rotary positions when (i + 1) % it == 0; 0: none
   int norm_eps_exp = 5;
   bool tie_embeddings = true, qk_norm = false, relu2 = false, zero_init = false, qkv_bias = false;

@@ -25,6 +25,16 @@ cp tests/data/text/shakespeare-220k.txt "$tmp/text.txt"  # (a fixed text: the do
 "$(dirname "$trainer")/hpctrain-data" import-text --input "$tmp/text.txt" --tokenizer byte --out "$tmp/tok" \
   --val-fraction 0.1 >/dev/null
 $py "$ref" make "$tmp/hf"
+# The reference's losses from one process (torch imported once, not for each of the ~17 losses): a
+# request line on fd 7, its answer on fd 8; EOF (the script's end) stops it.
+mkfifo "$tmp/ref.in" "$tmp/ref.out"
+$py "$ref" serve <"$tmp/ref.in" >"$tmp/ref.out" &
+exec 7>"$tmp/ref.in" 8<"$tmp/ref.out"
+ref_loss() {  # DIR DATA T: the float64 reference's loss
+  local line=""
+  echo "loss $*" >&7 && read -r line <&8
+  echo "$line"
+}
 # The files that carry the special tokens, the chat template and the sampling defaults.
 printf '{"bos_token": "<|begin_of_text|>", "chat_template": "{%% for m in messages %%}{{ m.content }}{%% endfor %%}"}\n' \
   >"$tmp/hf/tokenizer_config.json"
@@ -41,7 +51,7 @@ deck_of "$out" "$tmp/deck.ini"
 loss_of() { awk '{for (i = 1; i < NF; i++) if ($i == "loss") print $(i + 1)}' <<<"$1"; }
 close() { $py -c "import sys; sys.exit(abs(float('${1:-0}') - float('${2:-9}')) > 1e-5 * float('${2:-9}'))"; }
 ev=$("$trainer" "$tmp/deck.ini" --eval-only --set checkpoint.resume="$tmp/imp.h5" 2>&1 | grep "^eval-only")
-ours=$(loss_of "$ev") theirs=$($py "$ref" loss "$tmp/hf" "$tmp/tok" 64)
+ours=$(loss_of "$ev") theirs=$(ref_loss "$tmp/hf" "$tmp/tok" 64)
 check "imported: --eval-only's loss ${ours:-?} = the float64 reference's ${theirs:-?} (1e-5)" close "$ours" "$theirs"
 warned=$("$trainer" "$tmp/deck.ini" --eval-only --set checkpoint.resume="$tmp/imp.h5" 2>&1 | grep -c "differ\|not in the")
 check "... without warnings about keys the import does not record ($warned)" test "$warned" = 0
@@ -52,7 +62,7 @@ imported_as() {  # NAME LINE...: $tmp/NAME imported (NAME.h5, NAME.ini) with eac
   deck_of "$out" "$tmp/$name.ini"
   for line in "$@"; do grep -qx "$line" <<<"$out" || { echo "     no '$line' in the import's deck"; return 1; }; done
   ev=$("$trainer" "$tmp/$name.ini" --eval-only --set checkpoint.resume="$tmp/$name.h5" 2>&1 | grep "^eval-only")
-  theirs=$($py "$ref" loss "$tmp/$name" "$tmp/tok" "${T:-64}")
+  theirs=$(ref_loss "$tmp/$name" "$tmp/tok" "${T:-64}")
   echo "$theirs" >"$tmp/$name.ref"  # (for apart)
   close "$(loss_of "$ev")" "$theirs" && echo "     --eval-only's loss $(loss_of "$ev") = the reference's $theirs"
 }
@@ -92,7 +102,7 @@ check "model_type phi3 with partial_rotary_factor 0.75 and longrope: rope_dims 6
 check "... rope_scaling = longrope(32, 1.0954.., 1 1.5 3, 1.25 4 9)" \
   grep -q "^rope_scaling = longrope(32, 1.0954451150103[0-9]*, 1 1.5 3, 1.25 4 9)$" "$tmp/phi4.ini"
 short=$("$trainer" "$tmp/phi4.ini" --eval-only --set model.block_size=32 --set checkpoint.resume="$tmp/phi4.h5" 2>&1 | grep "^eval-only")
-theirs=$($py "$ref" loss "$tmp/phi4" "$tmp/tok" 32)
+theirs=$(ref_loss "$tmp/phi4" "$tmp/tok" 32)
 check "... at T = 32 (the short factors) the reference's loss $theirs (1e-5; $(loss_of "$short"))" \
   close "$(loss_of "$short")" "$theirs"
 unscaled=$("$trainer" "$tmp/phi4.ini" --eval-only --set model.rope_scaling=none --set checkpoint.resume="$tmp/phi4.h5" 2>&1 | grep "^eval-only")
@@ -252,7 +262,7 @@ check "... --generate from its fine-tune: 300 tokens at temperature 5, none of t
   grep -q "^generate: 300 tokens in" <<<"$gen"
 
 "$trainer" "$tmp/deck.ini" --export-hf "$tmp/out" --set checkpoint.resume="$tmp/imp.h5" >/dev/null 2>&1
-back=$($py "$ref" loss "$tmp/out" "$tmp/tok" 64)
+back=$(ref_loss "$tmp/out" "$tmp/tok" 64)
 check "exported: the reference's loss from --export-hf's folder ${back:-?} = --eval-only's (1e-5)" close "$back" "$ours"
 check "... and the same tensors, bit for bit ($($py "$ref" same "$tmp/hf" "$tmp/out"))" $py "$ref" same "$tmp/hf" "$tmp/out"
 # [checkpoint] export_shard_size: shards of at most 40 KiB (the 128 kB of float32 values), listed by the index.
@@ -493,4 +503,6 @@ check "GPT-2: a missing tensor, one line naming it" bad missing "tensor h.1.mlp.
 check "GPT-2: a Conv1D of another shape" bad shape "h.0.attn.c_attn.weight is \[32, 64\]; config.json makes it \[32, 96\]" \
   "$ref2" g2
 check "GPT-2: an activation hpctrain does not compute" bad act '"activation_function" = "relu"' "$ref2" g2
+exec 7>&- 8<&-  # (the reference's server reads EOF and ends)
+wait
 finish

@@ -8,6 +8,7 @@ transformers' LlamaForCausalLM does, without transformers (Debian does not packa
                         rotary_emb.inv_freq buffers older files carry
   loss DIR DATA T       the mean cross-entropy over DATA's val split in non-overlapping windows of
                         T (as --eval-only takes them), in float64, printed with 8 decimals
+  serve                 answer `loss DIR DATA T` lines from stdin, one loss line each (torch imported once)
   same DIR1 DIR2        exit 0 when both folders hold the same tensors with the same float32 values
   mistral DIR           make the folder a MistralForCausalLM's (model_type mistral, sliding_window 32:
                         Llama's tensors, every layer attending over the last 32 positions)
@@ -396,7 +397,20 @@ def loss(folder, data, t):
     cfg, w = load(folder)
     x, y = windows(data, t)
     logits = forward(cfg, w, x)
-    print("%.8f" % torch.nn.functional.cross_entropy(logits.reshape(-1, logits.shape[-1]), y.reshape(-1)).item())
+    print("%.8f" % torch.nn.functional.cross_entropy(logits.reshape(-1, logits.shape[-1]), y.reshape(-1)).item(),
+          flush=True)
+
+
+def serve():
+    """`loss DIR DATA T` lines on stdin, each answered by its loss line (or "error: ..."), so that a test
+    imports torch once (about 1.2 s a process here) for all of its losses."""
+    for line in sys.stdin:
+        try:
+            cmd, folder, data, t = line.split()
+            assert cmd == "loss", line
+            loss(folder, data, int(t))
+        except Exception as e:  # (one line back whatever went wrong: the test fails on it, never hangs)
+            print("error: %s" % str(e).replace("\n", " "), flush=True)
 
 
 def same(a, b, read=load):
@@ -419,6 +433,8 @@ if __name__ == "__main__":
         make(sys.argv[2])
     elif cmd == "loss":
         loss(sys.argv[2], sys.argv[3], int(sys.argv[4]))
+    elif cmd == "serve":
+        serve()
     elif cmd == "same":
         sys.exit(same(sys.argv[2], sys.argv[3]))
     elif cmd == "mistral":

@@ -120,7 +120,7 @@ Rope section(const Json& s, const Json& c, const std::string& file, const std::s
   for (const auto& item : s.items())
     if (std::none_of(std::begin(kSectionKeys), std::end(kSectionKeys), [&](const char* k) { return item.key() == k; }))
       throw bad_input(file + ": \"" + key + "\" holds \"" + item.key() +
-                      "\", a key of no rope_type hpctrain computes (default, linear, llama3)");
+                      "\", a key of no rope_type hpctrain computes (default, linear, llama3, longrope, yarn)");
   if (given(s, "rope_theta")) r.theta = whole(s, "rope_theta", file + " " + key);
   if (given(s, "partial_rotary_factor")) {  // (Phi-4 mini's 0.75)
     if (!s["partial_rotary_factor"].is_number())
@@ -153,8 +153,8 @@ RopeKeys rope_keys(const Json& c, const std::string& file, bool local_base) {
   scaling.theta = k.global.theta, scaling.partial = k.global.partial;  // (the scalings alone)
   if (given(c, "rope_scaling") && !(scaling == k.global))
     throw bad_input(file +
-                    ": \"rope_scaling\" and \"rope_parameters\" say different scalings (transformers 4 "
-                    "reads the first, 5 the second): keep one");
+                    ": \"rope_scaling\" and \"rope_parameters\" say different scalings (transformers 4 reads "
+                    "rope_scaling alone, 5 takes it over rope_parameters' scaling): keep one");
   const std::int64_t theta = k.global.theta;
   k.global = global;
   if (k.global.theta < 0) k.global.theta = theta;  // (transformers 5: the top-level key where the section has none)

@@ -438,30 +438,16 @@ if __name__ == "__main__":
     elif cmd == "same":
         sys.exit(same(sys.argv[2], sys.argv[3]))
     elif cmd == "mistral":
-        path = os.path.join(sys.argv[2], "config.json")
-        cfg = dict(json.load(open(path)), architectures=["MistralForCausalLM"], model_type="mistral", sliding_window=32)
-        json.dump(cfg, open(path, "w"))
+        v.edit_config(sys.argv[2], architectures=["MistralForCausalLM"], model_type="mistral", sliding_window=32)
     elif cmd == "qwen3":
         v.qwen3(sys.argv[2], int(sys.argv[3]) if len(sys.argv) > 3 else None)
-    elif cmd == "phi3":
-        v.phi3(sys.argv[2])
-    elif cmd == "phi4":
-        v.phi4(sys.argv[2])
-    elif cmd == "granite":
-        v.granite(sys.argv[2])
-    elif cmd == "yarn":
-        v.yarn_folder(sys.argv[2])
-    elif cmd == "olmo2":
-        v.olmo2(sys.argv[2])
-    elif cmd == "smollm3":
-        v.smollm3(sys.argv[2])
-    elif cmd == "gemma3_image_text":
-        v.gemma3_image_text(sys.argv[2])
     elif cmd in ("gemma", "gemma2", "gemma3"):
         v.gemma(sys.argv[2], {"gemma": 1, "gemma2": 2, "gemma3": 3}[cmd])
-    elif cmd == "qwen2":
-        v.qwen2(sys.argv[2])
     elif cmd == "transformers5":
         v.transformers5(sys.argv[2], [float(b) for b in sys.argv[3:5]] if len(sys.argv) > 4 else None)
+    elif cmd in ("phi3", "phi4", "granite", "olmo2", "smollm3", "gemma3_image_text", "qwen2"):
+        getattr(v, cmd)(sys.argv[2])
+    elif cmd == "yarn":
+        v.yarn_folder(sys.argv[2])
     elif cmd == "break":
         v.spoil(sys.argv[2], sys.argv[3])

@@ -11,6 +11,24 @@ import numpy as np
 from hf_llama import GEMMA3_TEXT_DEFAULTS, load, read_safetensors, write_safetensors
 
 
+def edit_config(folder, **keys):
+    """The folder's config.json with `keys` set."""
+    path = os.path.join(folder, "config.json")
+    cfg = dict(json.load(open(path)), **keys)
+    json.dump(cfg, open(path, "w"), indent=2)
+
+
+def one_file(folder, w, cfg=None):
+    """The folder's shards and index replaced by one F32 model.safetensors of `w`; config.json `cfg`
+    where given."""
+    for f in os.listdir(folder):
+        if f.endswith(".safetensors") or f.endswith(".index.json"):
+            os.remove(os.path.join(folder, f))
+    write_safetensors(os.path.join(folder, "model.safetensors"), w, "F32")
+    if cfg is not None:
+        json.dump(cfg, open(os.path.join(folder, "config.json"), "w"), indent=2)
+
+
 def gemma3_image_text(folder):
     """The gemma3 folder as a Gemma3ForConditionalGeneration's (model_type gemma3, Gemma 3 4B-27B's):
     config.json's text_config holds the text model's keys less those at Gemma3TextConfig's defaults
@@ -27,23 +45,16 @@ def gemma3_image_text(folder):
     w["multi_modal_projector.mm_input_projection_weight"] = g.standard_normal((8, 32)).astype(np.float32)
     out = {"architectures": ["Gemma3ForConditionalGeneration"], "model_type": "gemma3", "text_config": text,
            "vision_config": {"model_type": "siglip_vision_model", "hidden_size": 8}, "mm_tokens_per_image": 256}
-    for f in os.listdir(folder):
-        if f.endswith(".safetensors") or f.endswith(".index.json"):
-            os.remove(os.path.join(folder, f))
-    write_safetensors(os.path.join(folder, "model.safetensors"), w, "F32")
-    json.dump(out, open(os.path.join(folder, "config.json"), "w"), indent=2)
+    one_file(folder, w, out)
 
 
 def smollm3(folder):
     """The Llama folder as a SmolLM3ForCausalLM's (model_type smollm3, modeling_smollm3.py: Llama's with
     no rotary positions on the layers no_rope_layers marks 0): layer 1 of 2 a NoPE layer, rope_theta
     5e6 without scaling, the head untied."""
-    path = os.path.join(folder, "config.json")
-    cfg = json.load(open(path))
-    cfg.update(architectures=["SmolLM3ForCausalLM"], model_type="smollm3", rope_theta=5000000.0, rope_scaling=None,
-               no_rope_layers=[1, 0], no_rope_layer_interval=4, use_sliding_window=False, sliding_window=None,
-               tie_word_embeddings=False)
-    json.dump(cfg, open(path, "w"), indent=2)
+    edit_config(folder, architectures=["SmolLM3ForCausalLM"], model_type="smollm3", rope_theta=5000000.0,
+                rope_scaling=None, no_rope_layers=[1, 0], no_rope_layer_interval=4, use_sliding_window=False,
+                sliding_window=None, tie_word_embeddings=False)
 
 
 def qwen2(folder):
@@ -91,11 +102,7 @@ def olmo2(folder):
             w[p + name + ".weight"] = (1 + 0.3 * g.standard_normal(n)).astype(np.float32)
     w = {k: v for k, v in w.items() if "rotary_emb" not in k}
     cfg.update(architectures=["Olmo2ForCausalLM"], model_type="olmo2", rms_norm_eps=1e-06)
-    for f in os.listdir(folder):
-        if f.endswith(".safetensors") or f.endswith(".index.json"):
-            os.remove(os.path.join(folder, f))
-    write_safetensors(os.path.join(folder, "model.safetensors"), w, "F32")
-    json.dump(cfg, open(os.path.join(folder, "config.json"), "w"), indent=2)
+    one_file(folder, w, cfg)
 
 
 def qwen3(folder, head_dim=None):
@@ -118,10 +125,7 @@ def qwen3(folder, head_dim=None):
                                 ("o_proj", (c, h * d))):
                 w[p + name + ".weight"] = (0.2 * g.standard_normal(shape)).astype(np.float32)
         w.update(norms)
-        for f in os.listdir(folder):
-            if f.endswith(".safetensors") or f.endswith(".index.json"):
-                os.remove(os.path.join(folder, f))
-        write_safetensors(os.path.join(folder, "model.safetensors"), w, "F32")
+        one_file(folder, w)
         return
     write_safetensors(os.path.join(folder, "model-00003-of-00003.safetensors"), norms, "F32")
     index = os.path.join(folder, "model.safetensors.index.json")
@@ -169,11 +173,7 @@ def gemma(folder, version):
                    final_logit_softcapping=None,
                    rope_scaling={"rope_type": "llama3", "factor": 8.0, "low_freq_factor": 1.0, "high_freq_factor": 4.0,
                                  "original_max_position_embeddings": 32})
-    for f in os.listdir(folder):
-        if f.endswith(".safetensors") or f.endswith(".index.json"):
-            os.remove(os.path.join(folder, f))
-    write_safetensors(os.path.join(folder, "model.safetensors"), w, "F32")
-    json.dump(cfg, open(os.path.join(folder, "config.json"), "w"), indent=2)
+    one_file(folder, w, cfg)
 
 
 def phi3(folder):
@@ -184,15 +184,11 @@ def phi3(folder):
         p = "model.layers.%d." % i
         fused[p + "self_attn.qkv_proj.weight"] = np.concatenate([w[p + "self_attn.%s_proj.weight" % x] for x in "qkv"])
         fused[p + "mlp.gate_up_proj.weight"] = np.concatenate([w[p + "mlp.gate_proj.weight"], w[p + "mlp.up_proj.weight"]])
-    for f in os.listdir(folder):
-        if f.endswith(".safetensors") or f.endswith(".index.json"):
-            os.remove(os.path.join(folder, f))
-    write_safetensors(os.path.join(folder, "model.safetensors"), fused, "F32")
     for key in ("attention_bias", "mlp_bias"):
         del cfg[key]
     cfg.update(architectures=["Phi3ForCausalLM"], model_type="phi3", sliding_window=63, partial_rotary_factor=1.0,
                original_max_position_embeddings=64, resid_pdrop=0.0, embd_pdrop=0.0, attention_dropout=0.0)
-    json.dump(cfg, open(os.path.join(folder, "config.json"), "w"), indent=2)
+    one_file(folder, fused, cfg)
 
 
 def granite(folder):
@@ -200,12 +196,9 @@ def granite(folder):
     embeddings times embedding_multiplier 12, each sublayer's output times residual_multiplier 0.22
     before its residual add, scores q . k times attention_multiplier 0.0625 (not 1 / sqrt(8)), the logits
     divided by logits_scaling 2), rope_theta 1e7 without scaling, a tied head."""
-    path = os.path.join(folder, "config.json")
-    cfg = json.load(open(path))
-    cfg.update(architectures=["GraniteForCausalLM"], model_type="granite", embedding_multiplier=12.0,
-               residual_multiplier=0.22, attention_multiplier=0.0625, logits_scaling=2.0, rope_theta=10000000.0,
-               rope_scaling=None, tie_word_embeddings=True)
-    json.dump(cfg, open(path, "w"), indent=2)
+    edit_config(folder, architectures=["GraniteForCausalLM"], model_type="granite", embedding_multiplier=12.0,
+                residual_multiplier=0.22, attention_multiplier=0.0625, logits_scaling=2.0, rope_theta=10000000.0,
+                rope_scaling=None, tie_word_embeddings=True)
     index = os.path.join(folder, "model.safetensors.index.json")
     wm = json.load(open(index))["weight_map"]
     shard = os.path.join(folder, wm.pop("lm_head.weight"))  # (tied: the head is the embedding; an F32 shard)
@@ -217,22 +210,17 @@ def yarn_folder(folder):
     """The Llama folder with yarn's rope_scaling (Qwen's long-context form): factor 4 over an original
     context of 16, beta_fast 8 (pair 0 of 4 kept, the others 4 times slower at rope_theta 500000), the
     amplitude get_mscale's 0.1 ln 4 + 1."""
-    path = os.path.join(folder, "config.json")
-    cfg = json.load(open(path))
-    cfg["rope_scaling"] = {"rope_type": "yarn", "factor": 4.0, "original_max_position_embeddings": 16, "beta_fast": 8}
-    json.dump(cfg, open(path, "w"), indent=2)
+    edit_config(folder, rope_scaling={"rope_type": "yarn", "factor": 4.0, "original_max_position_embeddings": 16,
+                                      "beta_fast": 8})
 
 
 def phi4(folder):
     """The phi3 folder as Phi-4 mini's kind (partial_rotary_factor 0.75: the first 6 of each head's 8
     columns rotate) with Phi-3.5 mini's longrope (3 short and 3 long factors, one a rotated pair;
     original_max_position_embeddings 32 of 64: the amplitude sqrt(1 + ln 2 / ln 32)), no window."""
-    path = os.path.join(folder, "config.json")
-    cfg = json.load(open(path))
-    cfg.update(partial_rotary_factor=0.75, original_max_position_embeddings=32, max_position_embeddings=64,
-               sliding_window=None, rope_scaling={"type": "longrope", "short_factor": [1.0, 1.5, 3.0],
-                                                  "long_factor": [1.25, 4.0, 9.0]})
-    json.dump(cfg, open(path, "w"), indent=2)
+    edit_config(folder, partial_rotary_factor=0.75, original_max_position_embeddings=32, max_position_embeddings=64,
+                sliding_window=None, rope_scaling={"type": "longrope", "short_factor": [1.0, 1.5, 3.0],
+                                                   "long_factor": [1.25, 4.0, 9.0]})
 
 
 def transformers5(folder, bases=None):

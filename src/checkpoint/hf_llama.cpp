@@ -26,6 +26,7 @@
 #include "hf_llama_names.hpp"
 #include "hf_rope.hpp"
 #include "hpctrain/checkpoint/hf_layouts.hpp"
+#include "hpctrain/config/rope_scaling.hpp"
 #include "hpctrain/core/error.hpp"
 #include "hpctrain/model/arch.hpp"
 
@@ -189,10 +190,11 @@ void rotated_columns(const Json& c, const std::string& type, const std::string& 
                     std::to_string(rotated) + " columns of heads of " + std::to_string(d.head_width()) +
                     ": an even number from 2, at most the head's");
   d.rope_dims = rotated == d.head_width() ? 0 : rotated;
-  if (!d.rope_short.empty() &&
-      (static_cast<std::int64_t>(d.rope_short.size()) * 2 != rotated || d.rope_long.size() != d.rope_short.size()))
-    throw bad_input(file + ": longrope's short_factor and long_factor hold " + std::to_string(d.rope_short.size()) +
-                    " and " + std::to_string(d.rope_long.size()) + " factors for " + std::to_string(rotated / 2) +
+  const RopeScaling& s = d.rope_scaling;
+  if (!s.short_factor.empty() && (static_cast<std::int64_t>(s.short_factor.size()) * 2 != rotated ||
+                                  s.long_factor.size() != s.short_factor.size()))
+    throw bad_input(file + ": longrope's short_factor and long_factor hold " + std::to_string(s.short_factor.size()) +
+                    " and " + std::to_string(s.long_factor.size()) + " factors for " + std::to_string(rotated / 2) +
                     " rotated pairs (one each)");
 }
 
@@ -206,12 +208,7 @@ LlamaDims llama_dims(const Json& c, const std::string& type, const std::string& 
   d.vocab_size = whole(c, "vocab_size", file);
   const RopeKeys rope = rope_keys(c, file, type == "gemma3_text");
   d.rope_theta = rope.global.theta >= 0 ? rope.global.theta : type == "smollm3" ? 2000000 : 10000;  // (SmolLM3's)
-  d.rope_linear = rope.global.linear;
-  d.rope_factor = rope.global.factor, d.rope_low = rope.global.low, d.rope_high = rope.global.high;
-  d.rope_context = rope.global.context;
-  d.rope_short = rope.global.short_factor, d.rope_long = rope.global.long_factor, d.rope_amp = rope.global.amplitude;
-  d.rope_yarn = rope.global.yarn, d.rope_beta_fast = rope.global.beta_fast, d.rope_beta_slow = rope.global.beta_slow;
-  d.rope_truncate = rope.global.truncate;
+  d.rope_scaling = rope.global.scaling;
   d.tie_embeddings = c.value("tie_word_embeddings", is_gemma(type));  // (GemmaConfig's default: tied)
   d.qkv_bias = type == "qwen2";  // (Qwen2Attention: bias=True on q, k and v; hard-wired)
   d.qk_norm = d.qk_norm_weight = type == "qwen3" || type == "olmo2";  // (Qwen3Attention's q_norm, k_norm)
@@ -240,29 +237,6 @@ LlamaDims llama_dims(const Json& c, const std::string& type, const std::string& 
   return d;
 }
 
-// [model] rope_scaling's longrope(CONTEXT, AMPLITUDE, SHORT, LONG), each number to its last bit.
-std::string longrope_text(const LlamaDims& d) {
-  char v[32];
-  const auto list = [&](const std::vector<double>& l) {
-    std::string out;
-    for (const double x : l) std::snprintf(v, sizeof(v), "%.17g", x), out += (out.empty() ? "" : " ") + std::string(v);
-    return out;
-  };
-  std::snprintf(v, sizeof(v), "%.17g", d.rope_amp);
-  const std::string amp = v;  // (v is the lists' buffer too)
-  return "longrope(" + std::to_string(d.rope_context) + ", " + amp + ", " + list(d.rope_short) + ", " +
-         list(d.rope_long) + ")";
-}
-
-// [model] rope_scaling's yarn(FACTOR, CONTEXT, AMPLITUDE, BETA_FAST, BETA_SLOW, TRUNCATE), to the last bit.
-std::string yarn_text(const LlamaDims& d) {
-  char v[160];
-  std::snprintf(v, sizeof(v), "yarn(%.17g, %lld, %.17g, %.17g, %.17g, %d)", d.rope_yarn,
-                static_cast<long long>(d.rope_context), d.rope_amp, d.rope_beta_fast, d.rope_beta_slow,
-                d.rope_truncate ? 1 : 0);
-  return v;
-}
-
 std::string llama_deck(const LlamaDims& d, std::int64_t context) {
   std::string ini = "arch = llama\n";
   auto line = [&](const std::string& k, const std::string& v) { ini += k + " = " + v + "\n"; };
@@ -272,13 +246,7 @@ std::string llama_deck(const LlamaDims& d, std::int64_t context) {
   line("n_embd", std::to_string(d.n_embd));
   line("ffn_dim", std::to_string(d.ffn_dim));
   line("rope_theta", std::to_string(d.rope_theta));
-  line("rope_scaling", !d.rope_short.empty() ? longrope_text(d)
-                       : d.rope_yarn > 0     ? yarn_text(d)
-                       : d.rope_linear > 0   ? "linear(" + std::to_string(d.rope_linear) + ")"
-                       : d.rope_factor > 0
-                           ? "llama3(" + std::to_string(d.rope_factor) + ", " + std::to_string(d.rope_low) + ", " +
-                                 std::to_string(d.rope_high) + ", " + std::to_string(d.rope_context) + ")"
-                           : "none");
+  line("rope_scaling", rope_scaling_text(d.rope_scaling));
   char eps[32];
   std::snprintf(eps, sizeof(eps), "%g", std::pow(10.0, -d.norm_eps_exp));  // as the configuration prints it
   line("norm_eps", eps);

@@ -9,6 +9,7 @@
 
 #include "hf_llama_names.hpp"
 #include "hpctrain/checkpoint/hf_layouts.hpp"
+#include "hpctrain/config/rope_scaling.hpp"
 #include "hpctrain/core/error.hpp"
 
 namespace hpctrain::hf {
@@ -98,16 +99,16 @@ void gemma_config(const ModelConfig& m, const std::string& type, Json& c) {
 // config.json's keys of Phi-3 (modeling_phi3.py) beside Llama's: partial_rotary_factor, longrope's
 // factors with the original context at the top level (as Phi-3.5 mini's file) and its
 // attention_factor where max_position_embeddings (block_size) / that context would derive another.
-void phi3_config(const ModelConfig& m, const RopeScalingKey& r, Json& c) {
+void phi3_config(const ModelConfig& m, const RopeScaling& r, Json& c) {
   c.erase("attention_bias"), c.erase("mlp_bias");
   const long width = m.attention_width() / m.n_head;
   c["partial_rotary_factor"] = m.rope_dims > 0 ? static_cast<double>(m.rope_dims) / static_cast<double>(width) : 1.0;
   c["sliding_window"] = m.sliding_window > 0 ? Json(m.sliding_window) : Json(nullptr);
   if (r.short_factor.empty()) return;
-  c["original_max_position_embeddings"] = r.context;
+  c["original_max_position_embeddings"] = r.original_context;
   c["rope_scaling"] = {{"type", "longrope"}, {"short_factor", r.short_factor}, {"long_factor", r.long_factor}};
-  const double f = static_cast<double>(m.block_size) / static_cast<double>(r.context);
-  const double derived = f <= 1 ? 1 : std::sqrt(1 + std::log(f) / std::log(static_cast<double>(r.context)));
+  const double context = static_cast<double>(r.original_context), f = static_cast<double>(m.block_size) / context;
+  const double derived = f <= 1 ? 1 : std::sqrt(1 + std::log(f) / std::log(context));
   if (std::fabs(derived - r.amplitude) > 1e-12 * r.amplitude) c["rope_scaling"]["attention_factor"] = r.amplitude;
 }
 // config.json's keys of IBM Granite (modeling_granite.py) beside Llama's: the four multipliers, 1 (none)
@@ -143,7 +144,7 @@ Exported llama_export(const std::vector<LazyTensor>& ours, const ModelConfig& m,
                 {"tie_word_embeddings", m.tie_embeddings},
                 {"torch_dtype", "float32"},
                 {"rope_scaling", nullptr}};
-  const RopeScalingKey r = rope_scaling_of(m.rope_scaling);
+  const RopeScaling r = rope_scaling_of(m.rope_scaling);
   const std::string type = export_type(m, !r.short_factor.empty());
   out.config["architectures"] = {llama_class(type)}, out.config["model_type"] = type;
   if (type == "qwen2" || type == "qwen3") {  // (a window: on every layer, from max_window_layers 0 on)
@@ -163,19 +164,22 @@ Exported llama_export(const std::vector<LazyTensor>& ours, const ModelConfig& m,
   if (is_gemma(type)) gemma_config(m, type, out.config);
   if (type == "phi3") phi3_config(m, r, out.config);
   if (type == "granite") granite_config(m, out.config);
-  if (r.linear > 0) out.config["rope_scaling"] = {{"rope_type", "linear"}, {"factor", static_cast<double>(r.linear)}};
+  if (r.linear > 0) out.config["rope_scaling"] = {{"rope_type", "linear"}, {"factor", r.linear}};
   if (r.yarn > 0) {  // (transformers 5's and vLLM's reading: the factor as given)
-    out.config["rope_scaling"] = {
-        {"rope_type", "yarn"},      {"factor", r.yarn},         {"original_max_position_embeddings", r.context},
-        {"beta_fast", r.beta_fast}, {"beta_slow", r.beta_slow}, {"attention_factor", r.amplitude}};
+    out.config["rope_scaling"] = {{"rope_type", "yarn"},
+                                  {"factor", r.yarn},
+                                  {"original_max_position_embeddings", r.original_context},
+                                  {"beta_fast", r.beta_fast},
+                                  {"beta_slow", r.beta_slow},
+                                  {"attention_factor", r.amplitude}};
     if (!r.truncate) out.config["rope_scaling"]["truncate"] = false;
   }
   if (r.factor > 0)
     out.config["rope_scaling"] = {{"rope_type", "llama3"},
-                                  {"factor", static_cast<double>(r.factor)},
-                                  {"low_freq_factor", static_cast<double>(r.low)},
-                                  {"high_freq_factor", static_cast<double>(r.high)},
-                                  {"original_max_position_embeddings", r.context}};
+                                  {"factor", r.factor},
+                                  {"low_freq_factor", r.low_freq_factor},
+                                  {"high_freq_factor", r.high_freq_factor},
+                                  {"original_max_position_embeddings", r.original_context}};
   std::map<std::string, std::string> to_hf;
   for (const auto& [theirs, mine] :
        direct_names(m.n_layer, m.tie_embeddings, m.qk_norm_weight, m.sandwich_norm, m.post_norm))

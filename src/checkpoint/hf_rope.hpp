@@ -11,26 +11,15 @@
 #include <vector>
 
 #include "hpctrain/checkpoint/hf_layouts.hpp"
+#include "hpctrain/config/rope_scaling.hpp"
 
 namespace hpctrain::hf {
 
 struct Rope {
-  std::int64_t theta = -1;                                     // rope_theta; -1: not in the file
-  std::int64_t linear = 0;                                     // linear's factor; 0: none
-  std::int64_t factor = 0, low = 1, high = 4, context = 8192;  // llama3's; factor 0: none
-  std::vector<double> short_factor, long_factor;               // longrope's (context too); empty: none
-  double amplitude = 1;                                        // longrope's attention_factor
-  double partial = -1;                             // a rope_parameters section's partial_rotary_factor; -1: not in it
-  double yarn = 0, beta_fast = 32, beta_slow = 1;  // yarn's factor (0: none) and bounds (context, amplitude too)
-  bool truncate = true;
-  bool operator==(const Rope& o) const {
-    return theta == o.theta && linear == o.linear && factor == o.factor && short_factor == o.short_factor &&
-           long_factor == o.long_factor && amplitude == o.amplitude && partial == o.partial && yarn == o.yarn &&
-           beta_fast == o.beta_fast && beta_slow == o.beta_slow && truncate == o.truncate &&
-           ((factor == 0 && short_factor.empty() && yarn == 0) || context == o.context) &&
-           (factor == 0 || (low == o.low && high == o.high));
-  }
-  bool scaled() const { return linear > 0 || factor > 0 || !short_factor.empty() || yarn > 0; }
+  std::int64_t theta = -1;  // rope_theta; -1: not in the file
+  RopeScaling scaling;      // (amplitude: longrope's and yarn's attention_factor, or derived)
+  double partial = -1;      // a rope_parameters section's partial_rotary_factor; -1: not in it
+  bool operator==(const Rope& o) const { return theta == o.theta && partial == o.partial && scaling == o.scaling; }
 };
 
 struct RopeKeys {

@@ -17,6 +17,7 @@
 #include <set>
 #include <sstream>
 
+#include "hpctrain/config/rope_scaling.hpp"
 #include "hpctrain/config/schema.hpp"
 #include "hpctrain/core/error.hpp"
 
@@ -182,83 +183,6 @@ std::string read_text_file(const std::string& path, const std::string& what) {
 }
 
 namespace {
-// The comma-separated arguments of `text` when it is "name(...)", each a list of numbers (split at
-// spaces); empty when it is no such call or an argument holds no number or another word.
-std::vector<std::vector<double>> call_args(const std::string& text, const std::string& name) {
-  const auto open = text.find('('), close = text.rfind(')');
-  if (open == std::string::npos || close == std::string::npos || close < open ||
-      text.find_first_not_of(' ', close + 1) != std::string::npos)
-    return {};
-  std::istringstream head(text.substr(0, open));
-  std::string word, more;
-  if (!(head >> word) || word != name || head >> more) return {};
-  std::vector<std::vector<double>> args(1);
-  std::istringstream inside(text.substr(open + 1, close - open - 1));
-  for (std::string part; std::getline(inside, part, ',');) {
-    std::istringstream in(part);
-    for (double v = 0; in >> v;) args.back().push_back(v);
-    if (!in.eof() || args.back().empty() ||
-        !std::all_of(args.back().begin(), args.back().end(), [](double x) { return std::isfinite(x); }))
-      return {};
-    args.emplace_back();
-  }
-  args.pop_back();
-  return args;
-}
-
-bool whole_positive(double v) { return v >= 1 && v == std::floor(v); }
-
-// "longrope(CONTEXT, AMPLITUDE, S1 S2 .., L1 L2 ..)" into r; false when `text` is no such form.
-bool longrope_of(const std::string& text, RopeScalingKey& r) {
-  const auto a = call_args(text, "longrope");
-  const auto positive = [](const std::vector<double>& l) {
-    return std::all_of(l.begin(), l.end(), [](double x) { return x > 0; });
-  };
-  if (a.size() != 4 || a[0].size() != 1 || a[1].size() != 1 || !whole_positive(a[0][0]) || !positive(a[1]) ||
-      !positive(a[2]) || !positive(a[3]) || a[2].size() != a[3].size())
-    return false;
-  r.context = std::lround(a[0][0]), r.amplitude = a[1][0], r.short_factor = a[2], r.long_factor = a[3];
-  return true;
-}
-
-// "yarn(FACTOR, CONTEXT[, AMPLITUDE[, BETA_FAST, BETA_SLOW[, TRUNCATE]]])" into r (AMPLITUDE's
-// default: get_mscale's 0.1 ln FACTOR + 1); false when `text` is no such form.
-bool yarn_of(const std::string& text, RopeScalingKey& r) {
-  const auto a = call_args(text, "yarn");
-  if (a.size() < 2 || a.size() > 6 || a.size() == 4 ||
-      !std::all_of(a.begin(), a.end(), [](const std::vector<double>& l) { return l.size() == 1; }))
-    return false;
-  const auto at = [&](std::size_t i, double fallback) { return i < a.size() ? a[i][0] : fallback; };
-  r.yarn = a[0][0], r.context = std::lround(a[1][0]);
-  r.amplitude = at(2, r.yarn <= 1 ? 1 : 0.1 * std::log(r.yarn) + 1);
-  r.beta_fast = at(3, 32), r.beta_slow = at(4, 1), r.truncate = at(5, 1) == 1;
-  return r.yarn >= 1 && whole_positive(a[1][0]) && r.amplitude > 0 && r.beta_fast > 0 && r.beta_slow > 0 &&
-         (at(5, 1) == 0 || at(5, 1) == 1);
-}
-}  // namespace
-
-RopeScalingKey rope_scaling_of(const std::string& text) {
-  RopeScalingKey r;
-  if (text == "none") return r;
-  if (longrope_of(text, r)) return r;
-  r = RopeScalingKey{};
-  if (yarn_of(text, r)) return r;
-  r = RopeScalingKey{};
-  char tail = 0;
-  if (std::sscanf(text.c_str(), " linear ( %ld ) %c", &r.linear, &tail) == 1 && r.linear >= 1) return r;
-  r.linear = 0;
-  const int got =
-      std::sscanf(text.c_str(), " llama3 ( %ld , %ld , %ld , %ld ) %c", &r.factor, &r.low, &r.high, &r.context, &tail);
-  if (got != 4 || r.factor < 1 || r.low < 1 || r.high <= r.low || r.context < 1)
-    throw bad_input(
-        "[model] rope_scaling = '" + text + "': expected none, llama3(FACTOR, LOW, HIGH, CONTEXT) in " +
-        "whole numbers with HIGH > LOW >= 1, e.g. llama3(32, 1, 4, 8192), linear(FACTOR) >= 1, " +
-        "longrope(CONTEXT, AMPLITUDE, SHORT FACTORS, LONG FACTORS), e.g. longrope(4096, 1.19, 1 1.5, 1 2), " +
-        "or yarn(FACTOR, CONTEXT[, AMPLITUDE[, BETA_FAST, BETA_SLOW[, TRUNCATE]]]), e.g. yarn(4, 32768)");
-  return r;
-}
-
-namespace {
 // [model] arch against the keys that go with it (KeySpec::archs): gpt and llama take their
 // dimensions (and no layers string), layers takes none of them. arch = llama's keys together.
 void check_llama(const ModelConfig& m, const std::function<std::string(const std::string&)>& where_of) {
@@ -287,7 +211,7 @@ void check_llama(const ModelConfig& m, const std::function<std::string(const std
   if (m.rope_dims % 2 != 0 || m.rope_dims > width)
     throw bad_input(where_of("model.rope_dims") + ": [model] rope_dims = " + std::to_string(m.rope_dims) +
                     ": the rotated columns of a head of " + std::to_string(width) + ", an even number at most that");
-  if (const RopeScalingKey r = rope_scaling_of(m.rope_scaling);
+  if (const RopeScaling r = rope_scaling_of(m.rope_scaling);
       !r.short_factor.empty() && static_cast<long>(r.short_factor.size()) != rotated / 2)
     throw bad_input(where_of("model.rope_scaling") + ": [model] rope_scaling longrope gives " +
                     std::to_string(r.short_factor.size()) + " factors for " + std::to_string(rotated / 2) +

@@ -1,4 +1,5 @@
 // [model]'s configuration keys (config/schema.hpp; the table's other sections: schema.cpp).
+#include "hpctrain/config/rope_scaling.hpp"
 #include "hpctrain/core/error.hpp"
 #include "schema_section.hpp"
 

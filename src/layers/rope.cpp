@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <sstream>
 
 #include "hpctrain/core/error.hpp"
@@ -71,6 +72,44 @@ const std::vector<float>& Rotary::frequencies(std::int64_t width, std::int64_t p
   std::vector<float>& f = longer ? long_freq_ : freq_;
   if (f.empty()) f = rope_inv_freq(theta, dims > 0 ? dims : width, scaling, longer ? positions : 0);
   return f;
+}
+
+namespace {
+std::string whole(double v) { return std::to_string(std::llround(v)); }
+
+// A float argument as layer_named_number reads it back (rope_amp, rope_yarn: "1.25").
+std::string number(double v) {
+  char s[32];
+  std::snprintf(s, sizeof(s), "%.9g", v);
+  return s;
+}
+
+// longrope's factors, each to the last bit: "1:1.02:1.5".
+std::string joined(const std::vector<double>& v) {
+  std::string out;
+  char s[32];
+  for (const double x : v) std::snprintf(s, sizeof(s), "%.17g", x), out += (out.empty() ? "" : ":") + std::string(s);
+  return out;
+}
+}  // namespace
+
+std::string Rotary::args() const {
+  if (theta == 0) return "";
+  const RopeScaling& s = scaling;
+  std::string a = "rope=" + whole(theta);
+  if (dims > 0) a += ", rope_dims=" + std::to_string(dims);
+  if (s.linear > 0) a += ", rope_linear=" + whole(s.linear);
+  if (s.factor > 0)
+    a += ", rope_factor=" + whole(s.factor) + ", rope_low=" + whole(s.low_freq_factor) +
+         ", rope_high=" + whole(s.high_freq_factor) + ", rope_context=" + std::to_string(s.original_context);
+  if (!s.short_factor.empty())
+    a += ", rope_context=" + std::to_string(s.original_context) + ", rope_short=" + joined(s.short_factor) +
+         ", rope_long=" + joined(s.long_factor) + ", rope_amp=" + number(s.amplitude);
+  if (s.yarn > 0)
+    a += ", rope_context=" + std::to_string(s.original_context) + ", rope_yarn=" + number(s.yarn) +
+         ", rope_beta_fast=" + number(s.beta_fast) + ", rope_beta_slow=" + number(s.beta_slow) +
+         (s.truncate ? "" : ", rope_truncate=0") + ", rope_amp=" + number(s.amplitude);
+  return a;
 }
 
 const std::vector<std::string>& rotary_arg_names() {

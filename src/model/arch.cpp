@@ -4,6 +4,8 @@
 #include <cmath>
 #include <cstdio>
 
+#include "hpctrain/layers/rope.hpp"
+
 namespace hpctrain {
 
 std::string gpt_layers(const GptDims& d) {
@@ -33,14 +35,6 @@ std::string number(double v) {
   return s;
 }
 
-// longrope's factors as the layer takes them, each to the last bit: "1:1.02:1.5".
-std::string joined(const std::vector<double>& v) {
-  std::string out;
-  char s[32];
-  for (const double x : v) std::snprintf(s, sizeof(s), "%.17g", x), out += (out.empty() ? "" : ":") + std::string(s);
-  return out;
-}
-
 // Layer i's attention arguments after the head count: biases, RoPE, QK-norm, head width.
 std::string llama_attention_args(const LlamaDims& d, std::int64_t i) {
   std::string a = std::to_string(d.n_head);
@@ -49,19 +43,12 @@ std::string llama_attention_args(const LlamaDims& d, std::int64_t i) {
   const bool local_rope = local && d.rope_local_theta > 0;
   const bool nope = d.no_rope_every > 0 && (i + 1) % d.no_rope_every == 0;  // (SmolLM3's: no rotary positions)
   a += d.qkv_bias ? ", proj_bias=0" : ", bias=0";
-  if (!nope) a += ", rope=" + std::to_string(local_rope ? d.rope_local_theta : d.rope_theta);
-  if (d.rope_linear > 0 && !local_rope && !nope) a += ", rope_linear=" + std::to_string(d.rope_linear);
-  if (d.rope_factor > 0 && !local_rope && !nope)
-    a += ", rope_factor=" + std::to_string(d.rope_factor) + ", rope_low=" + std::to_string(d.rope_low) +
-         ", rope_high=" + std::to_string(d.rope_high) + ", rope_context=" + std::to_string(d.rope_context);
-  if (d.rope_dims > 0 && !nope) a += ", rope_dims=" + std::to_string(d.rope_dims);
-  if (!d.rope_short.empty() && !local_rope && !nope)
-    a += ", rope_context=" + std::to_string(d.rope_context) + ", rope_short=" + joined(d.rope_short) +
-         ", rope_long=" + joined(d.rope_long) + ", rope_amp=" + number(d.rope_amp);
-  if (d.rope_yarn > 0 && !local_rope && !nope)
-    a += ", rope_context=" + std::to_string(d.rope_context) + ", rope_yarn=" + number(d.rope_yarn) +
-         ", rope_beta_fast=" + number(d.rope_beta_fast) + ", rope_beta_slow=" + number(d.rope_beta_slow) +
-         (d.rope_truncate ? "" : ", rope_truncate=0") + ", rope_amp=" + number(d.rope_amp);
+  if (!nope) {
+    Rotary r;
+    r.theta = static_cast<double>(local_rope ? d.rope_local_theta : d.rope_theta), r.dims = d.rope_dims;
+    if (!local_rope) r.scaling = d.rope_scaling;  // (Gemma 3's local layers scale nothing)
+    a += ", " + r.args();
+  }
   if (d.qk_norm) a += ", qk_norm=1";
   if (d.qk_norm_weight) a += ", qk_norm_weight=1, qk_eps=" + std::to_string(d.norm_eps_exp);
   if (d.qk_norm_weight && d.norm_offset) a += ", qk_offset=1";

@@ -1,6 +1,7 @@
 // [model] arch resolved against the dataset (train/trainer.hpp with_architecture).
 #include <cmath>
 
+#include "hpctrain/config/rope_scaling.hpp"
 #include "hpctrain/core/error.hpp"
 #include "hpctrain/model/arch.hpp"
 #include "hpctrain/train/trainer.hpp"
@@ -55,11 +56,7 @@ Config with_architecture(const Config& cfg, const DatasetIndex& index) {
     d.embed_mult = m.embedding_multiplier, d.residual_mult = m.residual_multiplier;
     d.attention_mult = m.attention_multiplier, d.logits_scaling = m.logits_scaling;
     d.qk_norm_whole = m.qk_norm_whole, d.post_norm = m.post_norm;
-    const RopeScalingKey r = rope_scaling_of(m.rope_scaling);
-    d.rope_factor = r.factor, d.rope_low = r.low, d.rope_high = r.high, d.rope_context = r.context;
-    d.rope_linear = r.linear, d.no_rope_every = m.no_rope_every, d.rope_dims = m.rope_dims;
-    d.rope_short = r.short_factor, d.rope_long = r.long_factor, d.rope_amp = r.amplitude;
-    d.rope_yarn = r.yarn, d.rope_beta_fast = r.beta_fast, d.rope_beta_slow = r.beta_slow, d.rope_truncate = r.truncate;
+    d.rope_scaling = rope_scaling_of(m.rope_scaling), d.rope_dims = m.rope_dims, d.no_rope_every = m.no_rope_every;
     out.model.layers = llama_layers(d);
   } else {
     GptDims d;

@@ -9,6 +9,9 @@
 #include <string>
 
 #include "hpctrain/config/config.hpp"
+#include "hpctrain/config/rope_scaling.hpp"
+#include "hpctrain/layers/registry.hpp"
+#include "hpctrain/layers/rope.hpp"
 #include "hpctrain/model/arch.hpp"
 
 using namespace hpctrain;
@@ -83,7 +86,8 @@ TEST(Arch, LlamaLayers) {
   const std::string tail = "norm:rmsnorm(eps=6) lm_head:lm_head(50257, tie=0)";
   EXPECT_EQ(untied.substr(untied.size() - tail.size()), tail);
   // Grouped-query attention, Llama 3's rope_scaling, and modded-nanogpt's options.
-  d.n_kv_heads = 1, d.rope_factor = 32, d.rope_context = 8192, d.qk_norm = true, d.relu2 = true, d.zero_init = true;
+  d.n_kv_heads = 1, d.rope_scaling.factor = 32, d.rope_scaling.original_context = 8192, d.qk_norm = true,
+  d.relu2 = true, d.zero_init = true;
   const std::string modern = llama_layers(d);
   EXPECT_NE(modern.find("self_attn:attention(2, kv_heads=1, bias=0, rope=500000, rope_factor=32, rope_low=1, "
                         "rope_high=4, rope_context=8192, qk_norm=1, proj_std=0)"),
@@ -100,7 +104,8 @@ TEST(Arch, LlamaLayers) {
 TEST(Arch, GemmaLayers) {
   LlamaDims d;
   d.n_layer = 2, d.n_head = 2, d.n_embd = 32, d.vocab_size = 300, d.ffn_dim = 48, d.rope_theta = 1000000;
-  d.norm_eps_exp = 6, d.rope_factor = 8, d.rope_context = 32, d.qk_norm = d.qk_norm_weight = true;
+  d.norm_eps_exp = 6, d.rope_scaling.factor = 8, d.rope_scaling.original_context = 32,
+  d.qk_norm = d.qk_norm_weight = true;
   d.geglu = d.norm_offset = d.embed_scale = d.sandwich_norm = true, d.rope_local_theta = 10000, d.global_every = 2;
   const std::string norm = "rmsnorm(eps=6, offset=1)", attention = "self_attn:attention(2, bias=0, rope=";
   const std::string qk = ", qk_norm=1, qk_norm_weight=1, qk_eps=6, qk_offset=1, proj_std=0.01)";
@@ -119,14 +124,13 @@ TEST(Arch, GemmaLayers) {
   EXPECT_EQ(static_cast<float>(std::stod("5.65685415")), static_cast<float>(std::sqrt(32.0)));
 }
 
-// Linear rope scaling (Gemma 3 4B-27B's linear(8)) on the global layer only: the local one rotates
-// with its own base, unscaled, as Hugging Face's Gemma 3.
 // Phi-4 mini's kind: the first 6 of 8 columns rotate, Phi-3.5 mini's longrope factors (each to its
 // last bit), context and amplitude on every rotating layer; a NoPE layer takes none of them.
 TEST(Arch, PartialRotaryAndLongrope) {
   LlamaDims d;
   d.n_layer = 2, d.n_head = 4, d.n_embd = 32, d.vocab_size = 300, d.ffn_dim = 48, d.rope_theta = 10000;
-  d.rope_dims = 6, d.rope_context = 32, d.rope_short = {1, 1.5, 0.1}, d.rope_long = {1.25, 4, 9}, d.rope_amp = 1.25;
+  d.rope_dims = 6, d.rope_scaling.original_context = 32, d.rope_scaling.amplitude = 1.25;
+  d.rope_scaling.short_factor = {1, 1.5, 0.1}, d.rope_scaling.long_factor = {1.25, 4, 9};
   d.no_rope_every = 2;
   const std::string layers = llama_layers(d);
   EXPECT_NE(layers.find("h.0:res(input_layernorm:rmsnorm self_attn:attention(4, bias=0, rope=10000, rope_dims=6, "
@@ -138,21 +142,22 @@ TEST(Arch, PartialRotaryAndLongrope) {
       << layers;
 }
 
-// IBM Granite's multipliers: scale layers after the embedding, at the end of each residual branch and
-// before the head (1 / logits_scaling), the scores' scale as query_scalar = 1 / m^2.
 // yarn on the rotating layers: its factor, bounds, context and amplitude; TRUNCATE 0 written, 1 left out.
 TEST(Arch, Yarn) {
   LlamaDims d;
   d.n_layer = 1, d.n_head = 2, d.n_embd = 16, d.vocab_size = 300, d.ffn_dim = 32, d.rope_theta = 1000000;
-  d.rope_yarn = 4, d.rope_context = 32768, d.rope_beta_fast = 32, d.rope_beta_slow = 1, d.rope_amp = 1.25;
+  RopeScaling& s = d.rope_scaling;
+  s.yarn = 4, s.original_context = 32768, s.beta_fast = 32, s.beta_slow = 1, s.amplitude = 1.25;
   EXPECT_NE(llama_layers(d).find("attention(2, bias=0, rope=1000000, rope_context=32768, rope_yarn=4, "
                                  "rope_beta_fast=32, rope_beta_slow=1, rope_amp=1.25, proj_std"),
             std::string::npos)
       << llama_layers(d);
-  d.rope_truncate = false;
+  s.truncate = false;
   EXPECT_NE(llama_layers(d).find("rope_beta_slow=1, rope_truncate=0, rope_amp=1.25"), std::string::npos);
 }
 
+// IBM Granite's multipliers: scale layers after the embedding, at the end of each residual branch and
+// before the head (1 / logits_scaling), the scores' scale as query_scalar = 1 / m^2.
 TEST(Arch, GraniteMultipliers) {
   LlamaDims d;
   d.n_layer = 1, d.n_head = 2, d.n_embd = 16, d.vocab_size = 300, d.ffn_dim = 32, d.rope_theta = 10000;
@@ -169,10 +174,12 @@ TEST(Arch, GraniteMultipliers) {
   EXPECT_NE(layers.find(" norm:rmsnorm scale(0.0625) lm_head:lm_head(300)"), std::string::npos) << layers;
 }
 
+// Linear rope scaling (Gemma 3 4B-27B's linear(8)) on the global layer only: the local one rotates
+// with its own base, unscaled, as Hugging Face's Gemma 3.
 TEST(Arch, LinearRopeScalingOnTheGlobalLayers) {
   LlamaDims d;
   d.n_layer = 2, d.n_head = 2, d.n_embd = 32, d.vocab_size = 300, d.ffn_dim = 48, d.rope_theta = 1000000;
-  d.rope_linear = 8, d.rope_local_theta = 10000, d.global_every = 2;
+  d.rope_scaling.linear = 8, d.rope_local_theta = 10000, d.global_every = 2;
   const std::string layers = llama_layers(d);
   EXPECT_NE(layers.find("attention(2, bias=0, rope=10000, proj_std"), std::string::npos) << layers;
   EXPECT_NE(layers.find("attention(2, bias=0, rope=1000000, rope_linear=8, proj_std"), std::string::npos) << layers;
@@ -343,4 +350,33 @@ TEST(Arch, ActivationBytesSplitByTensorAndSequenceParallelism) {
     EXPECT_NEAR(est, r.measured, 64) << (r.llama ? "llama" : "gpt") << ", tensor_parallel " << r.tp
                                      << (r.sequence ? ", sequence-parallel" : "") << (r.half ? ", bf16" : "");
   }
+}
+
+// The attention layer's rotary arguments read back as Rotary::args writes them, for every scaling
+// with and without rope_dims (the numbers exact in float, as rope_amp and rope_yarn are read); a
+// Rotary differing in a scaling's number reads back unlike the first (the check can fail).
+TEST(Arch, RotaryArgumentsReadBackAsWritten) {
+  std::vector<Rotary> cases(6);
+  cases[0].theta = 10000;
+  cases[1].theta = 500000, cases[1].scaling.factor = 32, cases[1].scaling.original_context = 8192;
+  cases[1].scaling.low_freq_factor = 2, cases[1].scaling.high_freq_factor = 8;
+  cases[2].theta = 1000000, cases[2].scaling.linear = 8, cases[2].dims = 6;
+  cases[3].theta = 10000, cases[3].dims = 6, cases[3].scaling.original_context = 32, cases[3].scaling.amplitude = 1.25;
+  cases[3].scaling.short_factor = {1, 1.5, 0.1}, cases[3].scaling.long_factor = {1.25, 4, 9};
+  cases[4].theta = 1000000, cases[4].scaling.yarn = 4, cases[4].scaling.original_context = 32768;
+  cases[4].scaling.beta_fast = 16, cases[4].scaling.beta_slow = 2, cases[4].scaling.amplitude = 1.5;
+  cases[5] = cases[4], cases[5].scaling.truncate = false;
+  const auto read = [](const Rotary& r) { return rotary_args(parse_layers("attention(2, " + r.args() + ")").at(0)); };
+  for (const Rotary& r : cases) {
+    const Rotary back = read(r);
+    EXPECT_EQ(back.theta, r.theta) << r.args();
+    EXPECT_EQ(back.dims, r.dims) << r.args();
+    EXPECT_TRUE(back.scaling == r.scaling) << r.args() << " read back as " << back.args();
+  }
+  EXPECT_EQ(Rotary().args(), "");  // (no rotation: no arguments)
+  Rotary other = cases[1];
+  other.scaling.high_freq_factor = 4;
+  EXPECT_FALSE(read(other).scaling == cases[1].scaling);
+  other = cases[3], other.scaling.long_factor[2] = 8;
+  EXPECT_FALSE(read(other).scaling == cases[3].scaling);
 }

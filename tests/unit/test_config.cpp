@@ -6,6 +6,7 @@
 #include <optional>
 
 #include "hpctrain/config/config.hpp"
+#include "hpctrain/config/rope_scaling.hpp"
 #include "hpctrain/config/schema.hpp"
 #include "hpctrain/core/error.hpp"
 #include "hpctrain/train/trainer.hpp"
@@ -376,6 +377,29 @@ TEST(ConfigSchema, ArchitectureKeysAreTaggedAsTheirHelpSays) {
   EXPECT_EQ(tagged, 36);  // (5 of both, 3 of gpt only, 28 of llama only)
 }
 
+// [model] rope_scaling's text reads back as rope_scaling_text writes it, every number to its last bit;
+// the comparison holds a kind's numbers alone (linear's context is none of its) and tells a changed one.
+TEST(ConfigSchema, RopeScalingTextReadsBack) {
+  for (const char* text : {"none", "llama3(32, 1, 4, 8192)", "linear(8)",
+                           "longrope(32, 1.0900000000000001, 1 1.5 "
+                           "0.10000000000000001, 1.25 4 9)",
+                           "yarn(4, 32768, 1.1386294361119891, 32, 1, 1)", "yarn(40, 4096, 1.5, 16, 2, 0)"}) {
+    const RopeScaling s = rope_scaling_of(text);
+    EXPECT_EQ(rope_scaling_text(s), text);
+    EXPECT_TRUE(rope_scaling_of(rope_scaling_text(s)) == s) << text;
+  }
+  EXPECT_EQ(rope_scaling_text(rope_scaling_of("yarn(4, 32768)")), "yarn(4, 32768, 1.1386294361119891, 32, 1, 1)");
+  RopeScaling linear = rope_scaling_of("linear(8)"), other = linear;
+  other.original_context = 4;
+  EXPECT_TRUE(other == linear);  // (linear takes no context)
+  RopeScaling llama3 = rope_scaling_of("llama3(32, 1, 4, 8192)");
+  other = llama3, other.original_context = 4096;
+  EXPECT_TRUE(other != llama3);
+  other = llama3, other.high_freq_factor = 8;
+  EXPECT_TRUE(other != llama3);
+  EXPECT_TRUE(linear != llama3);
+}
+
 TEST(ConfigErrors, CrossKeyChecks) {
   EXPECT_EQ(parse("[train]\nepochs = 2\nsteps = 10\n").train.steps, 10);  // steps > 0 wins over epochs
   EXPECT_NE(error_of("[train]\nepochs = 0\n").find("nothing to train"), std::string::npos);
@@ -399,8 +423,8 @@ TEST(ConfigErrors, CrossKeyChecks) {
   EXPECT_NE(error_of(llama + "rope_scaling = linear(0)\n").find("linear(FACTOR) >= 1, longrope("), std::string::npos);
   // longrope (Phi-3.5 mini's): the context, the amplitude, one short and one long factor a rotated pair
   // (heads of 8: 4 pairs; rope_dims = 4: 2).
-  const RopeScalingKey lr = rope_scaling_of("longrope(32, 1.09, 1 1.5 2 4, 1.25 2 4 8)");
-  EXPECT_EQ(lr.context, 32);
+  const RopeScaling lr = rope_scaling_of("longrope(32, 1.09, 1 1.5 2 4, 1.25 2 4 8)");
+  EXPECT_EQ(lr.original_context, 32);
   EXPECT_DOUBLE_EQ(lr.amplitude, 1.09);
   EXPECT_EQ(lr.short_factor, (std::vector<double>{1, 1.5, 2, 4}));
   EXPECT_EQ(lr.long_factor, (std::vector<double>{1.25, 2, 4, 8}));
@@ -413,13 +437,13 @@ TEST(ConfigErrors, CrossKeyChecks) {
             std::string::npos);
   EXPECT_EQ(parse(llama + "rope_dims = 4\nrope_scaling = longrope(32, 1, 1 2, 1 2)\n").model.rope_dims, 4);
   // yarn: FACTOR, CONTEXT, then the amplitude (0.1 ln FACTOR + 1), BETA_FAST, BETA_SLOW (32, 1) and TRUNCATE (1).
-  const RopeScalingKey y = rope_scaling_of("yarn(4, 32768)");
+  const RopeScaling y = rope_scaling_of("yarn(4, 32768)");
   EXPECT_DOUBLE_EQ(y.yarn, 4);
-  EXPECT_EQ(y.context, 32768);
+  EXPECT_EQ(y.original_context, 32768);
   EXPECT_DOUBLE_EQ(y.amplitude, 0.1 * std::log(4.0) + 1);
   EXPECT_EQ(y.beta_fast * 100 + y.beta_slow, 3201);
   EXPECT_TRUE(y.truncate);
-  const RopeScalingKey y6 = rope_scaling_of("yarn(40, 4096, 1.5, 16, 2, 0)");
+  const RopeScaling y6 = rope_scaling_of("yarn(40, 4096, 1.5, 16, 2, 0)");
   EXPECT_EQ(y6.amplitude * 100 + y6.beta_fast + y6.beta_slow / 10, 150 + 16 + 0.2);
   EXPECT_FALSE(y6.truncate);
   for (const char* bad : {"yarn(0.5, 4096)", "yarn(4)", "yarn(4, 4096.5)", "yarn(4, 4096, 1, 32)",

@@ -397,19 +397,4 @@ std::map<std::string, std::string> ini_values(const std::string& ini_text, const
 // Reads a whole file; bad_input error naming it when it cannot be read.
 std::string read_text_file(const std::string& path, const std::string& what);
 
-// [model] rope_scaling: "none" (factor 0), "llama3(FACTOR, LOW, HIGH, CONTEXT)", whole numbers
-// with HIGH > LOW >= 1, "linear(FACTOR)", "longrope(CONTEXT, AMPLITUDE, S1 S2 .., L1 L2 ..)"
-// (positive numbers, as many long factors as short) or "yarn(FACTOR, CONTEXT[, AMPLITUDE[, BETA_FAST,
-// BETA_SLOW[, TRUNCATE]]])" (FACTOR >= 1; defaults 0.1 ln FACTOR + 1, 32, 1, 1) (layers/rope.hpp).
-// Anything else: bad_input naming the key and the forms.
-struct RopeScalingKey {
-  long factor = 0, low = 1, high = 4, context = 8192;
-  long linear = 0;                                 // linear(FACTOR)'s
-  std::vector<double> short_factor, long_factor;   // longrope's (context: CONTEXT); empty: none
-  double amplitude = 1;                            // longrope's and yarn's AMPLITUDE (attention_factor)
-  double yarn = 0, beta_fast = 32, beta_slow = 1;  // yarn's FACTOR (0: none), BETA_FAST, BETA_SLOW
-  bool truncate = true;                            // yarn's TRUNCATE
-};
-RopeScalingKey rope_scaling_of(const std::string& text);
-
 }  // namespace hpctrain

@@ -1,38 +1,17 @@
 // Rotary position embeddings' frequencies (the attention layer's rope=THETA and [model] rope_theta,
 // rope_scaling, rope_dims): inv_freq[i] = theta^(-2i/R) for the R/2 pairs of a head's R rotated
-// columns (R: the head's width, or fewer: rope_dims), or a scaling's.
+// columns (R: the head's width, or fewer: rope_dims), or a scaling's (config/rope_scaling.hpp).
 #pragma once
 
 #include <cstdint>
 #include <string>
 #include <vector>
 
+#include "hpctrain/config/rope_scaling.hpp"
+
 namespace hpctrain {
 
 struct LayerArgs;
-
-// Llama 3's rope_scaling (rope_type "llama3", Hugging Face's _compute_llama3_parameters): pairs whose
-// wavelength 2 pi / f is longer than context / low_freq_factor turn `factor` times slower, those
-// shorter than context / high_freq_factor unchanged, those between by a smooth blend. factor 0: none.
-// linear (rope_type "linear", _compute_linear_scaling_rope_parameters: position interpolation, Gemma
-// 3 4B-27B's global layers): every pair `linear` times slower. 0: none.
-// longrope (rope_type "longrope", _compute_longrope_parameters: Phi-3.5 mini's, Phi-4 mini's): pair
-// i turns short_factor[i] times slower, or long_factor[i] times in a pass whose positions run past
-// original_context (dynamic_rope_update's choice, made per forward), and the rotated columns of the
-// queries and keys scale by `amplitude` (attention_factor). Empty: none.
-// yarn (rope_type "yarn", _compute_yarn_parameters as transformers 5 and vLLM compute it): pairs that
-// turn fewer than beta_slow times over original_context positions turn `yarn` times slower, those
-// that turn more than beta_fast times keep their frequency, a linear ramp over the pair indices
-// between (its ends rounded outward when `truncate`), and the rotated columns times `amplitude`. 0: none.
-struct RopeScaling {
-  double factor = 0, low_freq_factor = 1, high_freq_factor = 4;
-  std::int64_t original_context = 8192;
-  double linear = 0;
-  std::vector<double> short_factor, long_factor;
-  double amplitude = 1;
-  double yarn = 0, beta_fast = 32, beta_slow = 1;
-  bool truncate = true;
-};
 
 // `positions`: the pass's last position + 1 (longrope's choice of factors).
 std::vector<float> rope_inv_freq(double theta, std::int64_t rotated, const RopeScaling& scaling = {},
@@ -52,6 +31,9 @@ struct Rotary {
   std::int64_t rotated(std::int64_t width, const std::string& layer) const;
   // The frequencies of a pass reaching `positions`, made once for each of longrope's two sets.
   const std::vector<float>& frequencies(std::int64_t width, std::int64_t positions);
+  // The arguments rotary_args reads back as these ("rope=THETA[, rope_dims=R][, the scaling's]");
+  // empty when theta is 0.
+  std::string args() const;
 
  private:
   std::vector<float> freq_, long_freq_;

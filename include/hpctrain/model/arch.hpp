@@ -8,6 +8,8 @@
 #include <string>
 #include <vector>
 
+#include "hpctrain/config/rope_scaling.hpp"
+
 namespace hpctrain {
 
 // GPT-2 / nanoGPT's decoder.
@@ -26,7 +28,7 @@ std::string gpt_layers(const GptDims& d);
 
 // A Llama decoder (Llama 2/3, as Hugging Face's LlamaForCausalLM computes it): the token embedding,
 // n_layer pairs of pre-norm residual blocks (RMS norm, attention with n_kv_heads key/value heads
-// (0: n_head), rotary positions of base rope_theta (Llama 3's rope_scaling when rope_factor > 0)
+// (0: n_head), rotary positions of base rope_theta scaled by rope_scaling (config/rope_scaling.hpp)
 // and no biases (qkv_bias: Qwen2's); RMS norm, a SwiGLU MLP of ffn_dim with gate and up fused in one linear), a final
 // RMS norm and the head, tied unless tie_embeddings = false. The projections into the residual
 // stream start with std 0.02 / sqrt(2 n_layer) as GPT-2's (zero_init: at zero, modded-nanogpt's);
@@ -35,13 +37,8 @@ std::string gpt_layers(const GptDims& d);
 // query, key and value projections (none on the output projection). Gemma's options below.
 struct LlamaDims {
   std::int64_t n_layer = 0, n_head = 0, n_embd = 0, vocab_size = 0, ffn_dim = 0, rope_theta = 10000, n_kv_heads = 0;
-  std::int64_t rope_factor = 0, rope_low = 1, rope_high = 4, rope_context = 8192;
-  std::int64_t rope_linear = 0;  // linear rope_scaling's factor (Gemma 3 4B-27B: 8); 0: none
-  std::int64_t rope_dims = 0;    // Phi-4 mini's partial rotary: each head's first rope_dims columns rotate; 0: all
-  std::vector<double> rope_short, rope_long;  // longrope's factors (Phi-3.5 mini; rope_context its context); none
-  double rope_amp = 1;                        // longrope's and yarn's attention_factor
-  double rope_yarn = 0, rope_beta_fast = 32, rope_beta_slow = 1;  // yarn's (rope_context its context); 0: none
-  bool rope_truncate = true;
+  RopeScaling rope_scaling;        // llama3's (Llama 3), linear's (Gemma 3 4B-27B), longrope's (Phi-3.5), yarn's
+  std::int64_t rope_dims = 0;      // Phi-4 mini's partial rotary: each head's first rope_dims columns rotate; 0: all
   std::int64_t no_rope_every = 0;  // SmolLM3's: layer i has no rotary positions when (i + 1) % it == 0; 0: none
   int norm_eps_exp = 5;
   bool tie_embeddings = true, qk_norm = false, relu2 = false, zero_init = false, qkv_bias = false;

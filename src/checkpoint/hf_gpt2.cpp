@@ -9,49 +9,35 @@
 
 #include "hpctrain/checkpoint/hf_layouts.hpp"
 #include "hpctrain/core/error.hpp"
-#include "hpctrain/model/arch.hpp"
 
 namespace hpctrain::hf {
 
 namespace {
 const char* const kGpt2 = "GPT-2";
 
-struct Gpt2 {
-  GptDims d;
-  std::int64_t positions = 0;
-};
-
-Gpt2 gpt2_dims(const Json& c, const std::string& file) {
-  Gpt2 g;
-  GptDims& d = g.d;
-  d.n_layer = whole(c, "n_layer", file);
-  d.n_head = whole(c, "n_head", file);
-  d.n_embd = whole(c, "n_embd", file);
-  d.vocab_size = whole(c, "vocab_size", file);
-  g.positions = whole(c, "n_positions", file, whole(c, "n_ctx", file, 1024));
-  d.tie_embeddings = c.value("tie_word_embeddings", true);
-  if (d.n_head < 1 || d.n_embd % d.n_head != 0)
-    throw bad_input(file + ": n_embd " + std::to_string(d.n_embd) + " is not a multiple of n_head " +
-                    std::to_string(d.n_head));
+// `c`'s [model] keys, arch = gpt (block_size: n_positions).
+ModelConfig gpt2_model(const Json& c, const std::string& file) {
+  ModelConfig m;
+  m.arch = Arch::gpt;
+  m.n_layer = whole(c, "n_layer", file);
+  m.n_head = whole(c, "n_head", file);
+  m.n_embd = whole(c, "n_embd", file);
+  m.vocab_size = whole(c, "vocab_size", file);
+  m.block_size = whole(c, "n_positions", file, whole(c, "n_ctx", file, 1024));
+  m.tie_embeddings = c.value("tie_word_embeddings", true);
+  if (m.n_head < 1 || m.n_embd % m.n_head != 0)
+    throw bad_input(file + ": n_embd " + std::to_string(m.n_embd) + " is not a multiple of n_head " +
+                    std::to_string(m.n_head));
   const std::string act = c.value("activation_function", "gelu_new");
   if (act != "gelu_new" && act != "gelu_pytorch_tanh" && act != "gelu")
     throw bad_input(file + ": \"activation_function\" = \"" + act + "\": hpctrain's GPT-2 computes gelu_new " +
                     "(gelu_pytorch_tanh: the same) or gelu");
-  d.gelu_tanh = act != "gelu";
-  expect_value(c, "n_inner", 4 * d.n_embd, file, kGpt2);
+  m.activation = act != "gelu" ? GptActivation::gelu_tanh : GptActivation::gelu;
+  expect_value(c, "n_inner", 4 * m.n_embd, file, kGpt2);
   expect_value(c, "layer_norm_epsilon", 1e-5, file, kGpt2);
   expect_value(c, "scale_attn_weights", true, file, kGpt2);
   expect_value(c, "scale_attn_by_inverse_layer_idx", false, file, kGpt2);
-  return g;
-}
-
-std::string gpt2_deck(const Gpt2& g) {
-  const GptDims& d = g.d;
-  return "arch = gpt\nn_layer = " + std::to_string(d.n_layer) + "\nn_head = " + std::to_string(d.n_head) +
-         "\nn_embd = " + std::to_string(d.n_embd) + "\nvocab_size = " + std::to_string(d.vocab_size) +
-         "\nbias = true\ntie_embeddings = " + (d.tie_embeddings ? "true" : "false") +
-         "\nactivation = " + (d.gelu_tanh ? "gelu_tanh" : "gelu") +
-         "\ndropout = 0\nblock_size = " + std::to_string(g.positions) + "\n";
+  return m;
 }
 
 // One tensor of each side: Hugging Face's name (without "transformer."), hpctrain's, its shape
@@ -87,17 +73,17 @@ bool buffer(const std::string& name) {  // the causal mask's buffers of older fi
   return ends(".attn.bias") || ends(".attn.masked_bias");
 }
 Imported import_gpt2_layout(const Json& c, Tensors given, const std::string& file, const std::string& dir) {
-  const Gpt2 g = gpt2_dims(c, file);
-  expect_layers(g.d.n_layer, given.size(), file, "n_layer");
+  const ModelConfig m = gpt2_model(c, file);
+  expect_layers(m.n_layer, given.size(), file, "n_layer");
   Tensors hf;
   for (auto& [name, t] : given)  // "transformer.h.0..." and "h.0..." alike
     hf.emplace(name.rfind("transformer.", 0) == 0 ? name.substr(12) : name, std::move(t));
-  Imported out{gpt2_deck(g), gpt_layers(g.d), {}};
-  for (const Pair& p : pairs(g.d.n_layer, g.d.n_embd, g.d.vocab_size, g.positions, g.d.tie_embeddings)) {
+  Imported out{m, {}};
+  for (const Pair& p : pairs(m.n_layer, m.n_embd, m.vocab_size, m.block_size, m.tie_embeddings)) {
     LazyTensor t = take(hf, p.hf, p.shape, dir);
     out.tensors.push_back(p.conv1d ? transposed(t, p.ours) : renamed(std::move(t), p.ours));
   }
-  if (g.d.tie_embeddings) hf.erase("lm_head.weight");  // (some files carry the tied copy)
+  if (m.tie_embeddings) hf.erase("lm_head.weight");  // (some files carry the tied copy)
   for (const auto& [name, t] : hf)
     if (!buffer(name))
       throw bad_input(dir + ": tensor " + name + " " + shape_string(t.shape) + " is not a parameter of " +

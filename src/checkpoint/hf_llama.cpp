@@ -28,12 +28,13 @@
 #include "hpctrain/checkpoint/hf_layouts.hpp"
 #include "hpctrain/config/rope_scaling.hpp"
 #include "hpctrain/core/error.hpp"
-#include "hpctrain/model/arch.hpp"
 
 namespace hpctrain::hf {
 
 namespace {
 const char* const kLlama = "Llama";
+
+std::int64_t head_width(const ModelConfig& m) { return m.attention_width() / m.n_head; }
 
 // layer_types (newer files: each layer's kind) as the period of the full-attention layers, [model]
 // global_every: layer i is full when i + 1 is a multiple of it; one line when the list is no such pattern.
@@ -103,34 +104,34 @@ double query_scalar(const Json& c, const std::string& file) {
 // modeling_gemma3.py).
 // `local_theta`: the sliding layers' base the file gives (rope_keys; -1: none, Gemma3TextConfig's 10000).
 void gemma_options(const Json& c, const std::string& type, const std::string& file, std::int64_t local_theta,
-                   LlamaDims& d) {
+                   ModelConfig& m) {
   const std::string model = type == "gemma" ? "Gemma" : type == "gemma2" ? "Gemma 2" : "Gemma 3";
-  d.geglu = d.norm_offset = d.embed_scale = true;
+  m.mlp = Mlp::geglu, m.norm_offset = m.embed_scale = true;
   expect_value(c, "hidden_activation", "gelu_pytorch_tanh", file, model);  // (its default; hidden_act is legacy)
   if (type == "gemma") return;
-  d.sandwich_norm = true;
+  m.sandwich_norm = true;
   const double scalar = query_scalar(c, file);  // (Gemma 2 27B's 144 for heads of 128)
-  d.query_scalar = scalar == static_cast<double>(d.head_width()) ? 0 : scalar;
+  m.query_pre_attn_scalar = scalar == static_cast<double>(head_width(m)) ? 0 : scalar;
   if (type == "gemma2") {  // (Gemma2Config's defaults: 50 and 30; layer 0 sliding, then every other one)
-    d.attn_softcap = softcap(c, "attn_logit_softcapping", 50, file);
-    d.final_softcap = softcap(c, "final_logit_softcapping", 30, file);
-    d.global_every = listed_period(c, d.n_layer, file, 2);
+    m.attn_softcap = softcap(c, "attn_logit_softcapping", 50, file);
+    m.final_softcap = softcap(c, "final_logit_softcapping", 30, file);
+    m.global_every = listed_period(c, m.n_layer, file, 2);
     return;
   }
-  d.qk_norm = d.qk_norm_weight = true;
+  m.qk_norm = m.qk_norm_weight = true;
   for (const char* cap : {"attn_logit_softcapping", "final_logit_softcapping"})  // (Gemma 2's; Gemma 3's are null)
     if (c.contains(cap) && !c[cap].is_null())
       throw bad_input(file + ": \"" + cap + "\" = " + c[cap].dump() + ": hpctrain's " + model +
                       " computes no soft-capping (Gemma 2's)");
-  d.rope_local_theta = local_theta >= 0 ? local_theta : 10000;
-  d.global_every = listed_period(c, d.n_layer, file, whole(c, "sliding_window_pattern", file, 6));
-  if (d.global_every < 1) throw bad_input(file + ": \"sliding_window_pattern\" = 0: no layer would be global");
+  m.rope_local_theta = local_theta >= 0 ? local_theta : 10000;
+  m.global_every = listed_period(c, m.n_layer, file, whole(c, "sliding_window_pattern", file, 6));
+  if (m.global_every < 1) throw bad_input(file + ": \"sliding_window_pattern\" = 0: no layer would be global");
 }
 
 // IBM Granite's multipliers (modeling_granite.py; GraniteConfig's defaults: 1) as [model]
 // embedding_multiplier, residual_multiplier, attention_multiplier (the scores' scale, in place of 1 /
 // sqrt(head width): 1 when absent) and logits_scaling; 1 is none for the others.
-void granite_options(const Json& c, const std::string& file, LlamaDims& d) {
+void granite_options(const Json& c, const std::string& file, ModelConfig& m) {
   const auto positive = [&](const char* key) {
     if (!c.contains(key) || c[key].is_null()) return 1.0;
     if (!c[key].is_number() || !(c[key].get<double>() > 0))
@@ -139,12 +140,12 @@ void granite_options(const Json& c, const std::string& file, LlamaDims& d) {
   };
   const double e = positive("embedding_multiplier"), r = positive("residual_multiplier");
   const double l = positive("logits_scaling");
-  d.embed_mult = e == 1 ? 0 : e, d.residual_mult = r == 1 ? 0 : r, d.logits_scaling = l == 1 ? 0 : l;
-  d.attention_mult = positive("attention_multiplier");
+  m.embedding_multiplier = e == 1 ? 0 : e, m.residual_multiplier = r == 1 ? 0 : r, m.logits_scaling = l == 1 ? 0 : l;
+  m.attention_multiplier = positive("attention_multiplier");
 }
 
 // Hugging Face's sliding_window, on the layers that take it (each model's *Config and its layer_types).
-void window_options(const Json& c, const std::string& type, const std::string& file, LlamaDims& d) {
+void window_options(const Json& c, const std::string& type, const std::string& file, ModelConfig& m) {
   const bool qwen = type == "qwen2" || type == "qwen3";
   if (type == "smollm3") expect_value(c, "use_sliding_window", false, file, "SmolLM3");    // (its NoPE layers' window)
   if (type == "llama" || type == "gemma" || type == "olmo2" || type == "smollm3") return;  // (no sliding_window read)
@@ -155,27 +156,28 @@ void window_options(const Json& c, const std::string& type, const std::string& f
     throw bad_input(file + ": \"sliding_window\" = " + std::to_string(window) +
                     ": a query would attend over no position (null: no window)");
   if (type == "gemma3_text" || type == "gemma2") {  // (its local layers: gemma_options)
-    d.sliding_window = window;
+    m.sliding_window = window;
     return;
   }
   std::int64_t from = 0;  // the first windowed layer
-  if (const std::int64_t period = listed_period(c, d.n_layer, file, 0); period > 0) {
-    from = period == 1 ? d.n_layer : 0;
-    d.global_every = period > d.n_layer ? 0 : period;
+  if (const std::int64_t period = listed_period(c, m.n_layer, file, 0); period > 0) {
+    from = period == 1 ? m.n_layer : 0;
+    m.global_every = period > m.n_layer ? 0 : period;
   } else if (qwen) {
-    from = std::min(whole(c, "max_window_layers", file, 28), d.n_layer);  // (Qwen2Config's default)
-    if (from > 0 && from < d.n_layer)
-      throw bad_input(file + ": \"max_window_layers\" = " + std::to_string(from) + " of " + std::to_string(d.n_layer) +
+    from = std::min(whole(c, "max_window_layers", file, 28), m.n_layer);  // (Qwen2Config's default)
+    if (from > 0 && from < m.n_layer)
+      throw bad_input(file + ": \"max_window_layers\" = " + std::to_string(from) + " of " + std::to_string(m.n_layer) +
                       " layers: hpctrain windows every layer (0) or every layer but " +
                       "each Nth, not the layers from one on");
   }
-  if (from < d.n_layer) d.sliding_window = window;
-  if (d.global_every == 1) d.global_every = 0;  // (every layer global: no window)
+  if (from < m.n_layer) m.sliding_window = window;
+  if (m.global_every == 1) m.global_every = 0;  // (every layer global: no window)
 }
 
 // Phi-3's partial_rotary_factor (Phi-4 mini's 0.75: the first int(0.75 D) columns of each head rotate;
 // transformers 5: inside rope_parameters) as [model] rope_dims, and longrope's factors one a pair of them.
-void rotated_columns(const Json& c, const std::string& type, const std::string& file, const Rope& rope, LlamaDims& d) {
+void rotated_columns(const Json& c, const std::string& type, const std::string& file, const Rope& rope,
+                     ModelConfig& m) {
   Json part = Json::object();
   if (rope.partial >= 0)
     part["partial_rotary_factor"] = rope.partial;
@@ -184,13 +186,13 @@ void rotated_columns(const Json& c, const std::string& type, const std::string& 
   const std::string where = rope.partial >= 0 ? file + " rope_parameters" : file;
   if (type != "phi3") expect_value(part, "partial_rotary_factor", 1.0, where, kLlama + std::string("ForCausalLM"));
   const double f = part.value("partial_rotary_factor", 1.0);
-  const auto rotated = static_cast<std::int64_t>(static_cast<double>(d.head_width()) * f);  // (Python's int())
+  const auto rotated = static_cast<std::int64_t>(static_cast<double>(head_width(m)) * f);  // (Python's int())
   if (!(f > 0 && f <= 1) || rotated < 2 || rotated % 2 != 0)
     throw bad_input(where + ": \"partial_rotary_factor\" = " + part["partial_rotary_factor"].dump() + " rotates " +
-                    std::to_string(rotated) + " columns of heads of " + std::to_string(d.head_width()) +
+                    std::to_string(rotated) + " columns of heads of " + std::to_string(head_width(m)) +
                     ": an even number from 2, at most the head's");
-  d.rope_dims = rotated == d.head_width() ? 0 : rotated;
-  const RopeScaling& s = d.rope_scaling;
+  m.rope_dims = rotated == head_width(m) ? 0 : rotated;
+  const RopeScaling& s = rope.scaling;
   if (!s.short_factor.empty() && (static_cast<std::int64_t>(s.short_factor.size()) * 2 != rotated ||
                                   s.long_factor.size() != s.short_factor.size()))
     throw bad_input(file + ": longrope's short_factor and long_factor hold " + std::to_string(s.short_factor.size()) +
@@ -198,94 +200,53 @@ void rotated_columns(const Json& c, const std::string& type, const std::string& 
                     " rotated pairs (one each)");
 }
 
-LlamaDims llama_dims(const Json& c, const std::string& type, const std::string& file) {
-  LlamaDims d;
-  d.n_layer = whole(c, "num_hidden_layers", file);
-  d.n_head = whole(c, "num_attention_heads", file);
-  d.n_kv_heads = whole(c, "num_key_value_heads", file, d.n_head);
-  d.n_embd = whole(c, "hidden_size", file);
-  d.ffn_dim = whole(c, "intermediate_size", file);
-  d.vocab_size = whole(c, "vocab_size", file);
+// `c`'s [model] keys, arch = llama; block_size left to the caller.
+ModelConfig llama_model(const Json& c, const std::string& type, const std::string& file) {
+  ModelConfig m;
+  m.arch = Arch::llama;
+  m.n_layer = whole(c, "num_hidden_layers", file);
+  m.n_head = whole(c, "num_attention_heads", file);
+  m.n_kv_heads = whole(c, "num_key_value_heads", file, m.n_head);
+  m.n_embd = whole(c, "hidden_size", file);
+  m.ffn_dim = whole(c, "intermediate_size", file);
+  m.vocab_size = whole(c, "vocab_size", file);
   const RopeKeys rope = rope_keys(c, file, type == "gemma3_text");
-  d.rope_theta = rope.global.theta >= 0 ? rope.global.theta : type == "smollm3" ? 2000000 : 10000;  // (SmolLM3's)
-  d.rope_scaling = rope.global.scaling;
-  d.tie_embeddings = c.value("tie_word_embeddings", is_gemma(type));  // (GemmaConfig's default: tied)
-  d.qkv_bias = type == "qwen2";  // (Qwen2Attention: bias=True on q, k and v; hard-wired)
-  d.qk_norm = d.qk_norm_weight = type == "qwen3" || type == "olmo2";  // (Qwen3Attention's q_norm, k_norm)
-  d.qk_norm_whole = d.post_norm = type == "olmo2";  // (Olmo2Attention's over the projections; no input norm)
-  if (type == "smollm3") d.no_rope_every = no_rope_period(c, d.n_layer, file);
-  if (d.n_head < 1 || d.n_embd % d.n_head != 0 || d.n_kv_heads < 1 || d.n_head % d.n_kv_heads != 0)
-    throw bad_input(file + ": hidden_size " + std::to_string(d.n_embd) + ", num_attention_heads " +
-                    std::to_string(d.n_head) + ", num_key_value_heads " + std::to_string(d.n_kv_heads) +
+  m.rope_theta = rope.global.theta >= 0 ? rope.global.theta : type == "smollm3" ? 2000000 : 10000;  // (SmolLM3's)
+  m.rope_scaling = rope_scaling_text(rope.global.scaling);
+  m.tie_embeddings = c.value("tie_word_embeddings", is_gemma(type));  // (GemmaConfig's default: tied)
+  m.qkv_bias = type == "qwen2";  // (Qwen2Attention: bias=True on q, k and v; hard-wired)
+  m.qk_norm = m.qk_norm_weight = type == "qwen3" || type == "olmo2";  // (Qwen3Attention's q_norm, k_norm)
+  m.qk_norm_whole = m.post_norm = type == "olmo2";  // (Olmo2Attention's over the projections; no input norm)
+  if (type == "smollm3") m.no_rope_every = no_rope_period(c, m.n_layer, file);
+  if (m.n_head < 1 || m.n_embd % m.n_head != 0 || m.n_kv_heads < 1 || m.n_head % m.n_kv_heads != 0)
+    throw bad_input(file + ": hidden_size " + std::to_string(m.n_embd) + ", num_attention_heads " +
+                    std::to_string(m.n_head) + ", num_key_value_heads " + std::to_string(m.n_kv_heads) +
                     " do not divide into heads");
-  const std::int64_t head_dim = whole(c, "head_dim", file, d.n_embd / d.n_head);  // (Qwen3 0.6B's 128 for 64)
+  const std::int64_t head_dim = whole(c, "head_dim", file, m.n_embd / m.n_head);  // (Qwen3 0.6B's 128 for 64)
   if (head_dim < 2) throw bad_input(file + ": \"head_dim\" = " + std::to_string(head_dim) + " is not a head's width");
-  d.head_dim = head_dim == d.n_embd / d.n_head ? 0 : head_dim;
+  m.head_dim = head_dim == m.n_embd / m.n_head ? 0 : head_dim;
   if (!is_gemma(type)) expect_value(c, "hidden_act", "silu", file, kLlama);
-  if (!d.qkv_bias) expect_value(c, "attention_bias", false, file, kLlama);
+  if (!m.qkv_bias) expect_value(c, "attention_bias", false, file, kLlama);
   expect_value(c, "mlp_bias", false, file, kLlama);
-  rotated_columns(c, type, file, rope.global, d);
+  rotated_columns(c, type, file, rope.global, m);
   const double eps = c.value("rms_norm_eps", 1e-6), k = -std::log10(eps);
   if (std::fabs(k - std::round(k)) > 1e-9)
     throw bad_input(file + ": \"rms_norm_eps\" = " + std::to_string(eps) +
                     " is not a power of ten, which hpctrain needs");
-  d.norm_eps_exp = static_cast<int>(std::lround(k));
-  if (is_gemma(type)) gemma_options(c, type, file, rope.local.theta, d);
-  if (type == "granite") granite_options(c, file, d);
-  window_options(c, type, file, d);
-  if (d.sliding_window == 0 && d.rope_local_theta == 0) d.global_every = 0;  // (no local layer differs)
-  return d;
-}
-
-std::string llama_deck(const LlamaDims& d, std::int64_t context) {
-  std::string ini = "arch = llama\n";
-  auto line = [&](const std::string& k, const std::string& v) { ini += k + " = " + v + "\n"; };
-  line("n_layer", std::to_string(d.n_layer));
-  line("n_head", std::to_string(d.n_head));
-  line("n_kv_heads", std::to_string(d.n_kv_heads));
-  line("n_embd", std::to_string(d.n_embd));
-  line("ffn_dim", std::to_string(d.ffn_dim));
-  line("rope_theta", std::to_string(d.rope_theta));
-  line("rope_scaling", rope_scaling_text(d.rope_scaling));
-  char eps[32];
-  std::snprintf(eps, sizeof(eps), "%g", std::pow(10.0, -d.norm_eps_exp));  // as the configuration prints it
-  line("norm_eps", eps);
-  line("vocab_size", std::to_string(d.vocab_size));
-  line("tie_embeddings", d.tie_embeddings ? "true" : "false");
-  if (d.qkv_bias) line("qkv_bias", "true");
-  if (d.qk_norm_weight) line("qk_norm", "true"), line("qk_norm_weight", "true");
-  if (d.qk_norm_whole) line("qk_norm_whole", "true");
-  if (d.post_norm) line("post_norm", "true");
-  if (d.no_rope_every) line("no_rope_every", std::to_string(d.no_rope_every));
-  if (d.rope_dims) line("rope_dims", std::to_string(d.rope_dims));
-  if (d.head_dim) line("head_dim", std::to_string(d.head_dim));
-  if (d.geglu) line("mlp", "geglu");
-  if (d.norm_offset) line("norm_offset", "true");
-  if (d.embed_scale) line("embed_scale", "true");
-  if (d.sandwich_norm) line("sandwich_norm", "true");
-  if (d.rope_local_theta) line("rope_local_theta", std::to_string(d.rope_local_theta));
-  if (d.global_every) line("global_every", std::to_string(d.global_every));
-  if (d.sliding_window) line("sliding_window", std::to_string(d.sliding_window));
-  char cap[32];  // (Gemma 2's soft-caps, as the configuration prints a number)
-  if (d.attn_softcap > 0) std::snprintf(cap, sizeof(cap), "%g", d.attn_softcap), line("attn_softcap", cap);
-  if (d.final_softcap > 0) std::snprintf(cap, sizeof(cap), "%g", d.final_softcap), line("final_softcap", cap);
-  if (d.query_scalar > 0) std::snprintf(cap, sizeof(cap), "%g", d.query_scalar), line("query_pre_attn_scalar", cap);
-  const std::pair<const char*, double> granite[] = {{"embedding_multiplier", d.embed_mult},
-                                                    {"residual_multiplier", d.residual_mult},
-                                                    {"attention_multiplier", d.attention_mult},
-                                                    {"logits_scaling", d.logits_scaling}};
-  for (const auto& [key, value] : granite)  // (Granite's, each to its last bit)
-    if (value > 0) std::snprintf(cap, sizeof(cap), "%.17g", value), line(key, cap);
-  line("block_size", std::to_string(context));
-  return ini;
+  m.norm_eps = std::stod("1e-" + std::to_string(std::lround(k)));  // (exactly as the deck's text reads)
+  if (is_gemma(type)) gemma_options(c, type, file, rope.local.theta, m);
+  if (type == "granite") granite_options(c, file, m);
+  window_options(c, type, file, m);
+  if (m.sliding_window == 0 && m.rope_local_theta == 0) m.global_every = 0;  // (no local layer differs)
+  return m;
 }
 
 // Layer i's tensors that hpctrain fuses: q|k|v (and Qwen2's biases) and gate|up, taken out of
 // `hf` into `out`; Phi-3's files hold them fused already (qkv_proj, gate_up_proj).
-void take_fused(Tensors& hf, const LlamaDims& d, std::int64_t i, bool phi3, const std::string& dir,
+void take_fused(Tensors& hf, const ModelConfig& m, std::int64_t i, bool phi3, const std::string& dir,
                 std::vector<LazyTensor>& out) {
   const std::string p = "model.layers." + std::to_string(i) + ".", us = "h." + std::to_string(i) + ".";
-  const std::int64_t q = d.n_head * d.head_width(), kv = d.n_kv_heads * d.head_width(), e = d.n_embd, f = d.ffn_dim;
+  const std::int64_t q = m.n_head * head_width(m), kv = m.n_kv_heads * head_width(m), e = m.n_embd, f = m.ffn_dim;
   if (phi3) {
     out.push_back(
         renamed(take(hf, p + "self_attn.qkv_proj.weight", {q + 2 * kv, e}, dir), us + "self_attn.qkv.weight"));
@@ -295,7 +256,7 @@ void take_fused(Tensors& hf, const LlamaDims& d, std::int64_t i, bool phi3, cons
   out.push_back(rows_of(us + "self_attn.qkv.weight", {take(hf, p + "self_attn.q_proj.weight", {q, e}, dir),
                                                       take(hf, p + "self_attn.k_proj.weight", {kv, e}, dir),
                                                       take(hf, p + "self_attn.v_proj.weight", {kv, e}, dir)}));
-  if (d.qkv_bias)
+  if (m.qkv_bias)
     out.push_back(rows_of(us + "self_attn.qkv.bias", {take(hf, p + "self_attn.q_proj.bias", {q}, dir),
                                                       take(hf, p + "self_attn.k_proj.bias", {kv}, dir),
                                                       take(hf, p + "self_attn.v_proj.bias", {kv}, dir)}));
@@ -303,14 +264,14 @@ void take_fused(Tensors& hf, const LlamaDims& d, std::int64_t i, bool phi3, cons
                                                     take(hf, p + "mlp.up_proj.weight", {f, e}, dir)}));
 }
 
-Shape direct_shape(const std::string& hf, const LlamaDims& d) {
-  if (hf.find("embed_tokens") != std::string::npos || hf == "lm_head.weight") return {d.vocab_size, d.n_embd};
-  if (hf.find("o_proj") != std::string::npos) return {d.n_embd, d.n_head * d.head_width()};
-  if (hf.find("down_proj") != std::string::npos) return {d.n_embd, d.ffn_dim};
+Shape direct_shape(const std::string& hf, const ModelConfig& m) {
+  if (hf.find("embed_tokens") != std::string::npos || hf == "lm_head.weight") return {m.vocab_size, m.n_embd};
+  if (hf.find("o_proj") != std::string::npos) return {m.n_embd, m.n_head * head_width(m)};
+  if (hf.find("down_proj") != std::string::npos) return {m.n_embd, m.ffn_dim};
   const bool keys = hf.find("self_attn.k_norm") != std::string::npos;
   if (hf.find("self_attn.q_norm") != std::string::npos || keys)  // (OLMo 2's: the projection's width)
-    return {d.qk_norm_whole ? (keys ? d.n_kv_heads : d.n_head) * d.head_width() : d.head_width()};
-  return {d.n_embd};
+    return {m.qk_norm_whole ? (keys ? m.n_kv_heads : m.n_head) * head_width(m) : head_width(m)};
+  return {m.n_embd};
 }
 // A Gemma 3 text model's keys with those the file leaves out at Gemma3TextConfig's defaults
 // (configuration_gemma3.py): a gemma3_text config.json's own, or Gemma3ForConditionalGeneration's
@@ -364,18 +325,18 @@ Tensors language_model(Tensors hf) {
 
 Imported import_llama_layout(const Json& c, Tensors hf, const std::string& file, const std::string& dir) {
   const std::string type = c.value("model_type", "");
-  const LlamaDims d = llama_dims(c, type, file);
-  expect_layers(d.n_layer, hf.size(), file, "num_hidden_layers");
-  const std::int64_t positions = whole(c, "max_position_embeddings", file, 2048);
-  if (positions < 1)
+  ModelConfig m = llama_model(c, type, file);
+  expect_layers(m.n_layer, hf.size(), file, "num_hidden_layers");
+  m.block_size = whole(c, "max_position_embeddings", file, 2048);
+  if (m.block_size < 1)
     throw bad_input(file + ": \"max_position_embeddings\" = 0: the model's context would hold no position");
-  Imported out{llama_deck(d, positions), llama_layers(d), {}};
+  Imported out{m, {}};
   for (const auto& [theirs, ours] :
-       direct_names(d.n_layer, d.tie_embeddings, d.qk_norm_weight, d.sandwich_norm, d.post_norm)) {
-    out.tensors.push_back(renamed(take(hf, theirs, direct_shape(theirs, d), dir), ours));
+       direct_names(m.n_layer, m.tie_embeddings, m.qk_norm_weight, m.sandwich_norm, m.post_norm)) {
+    out.tensors.push_back(renamed(take(hf, theirs, direct_shape(theirs, m), dir), ours));
   }
-  for (std::int64_t i = 0; i < d.n_layer; ++i) take_fused(hf, d, i, type == "phi3", dir, out.tensors);
-  if (d.tie_embeddings) hf.erase("lm_head.weight");  // (some files carry the tied copy)
+  for (std::int64_t i = 0; i < m.n_layer; ++i) take_fused(hf, m, i, type == "phi3", dir, out.tensors);
+  if (m.tie_embeddings) hf.erase("lm_head.weight");  // (some files carry the tied copy)
   for (const auto& [name, t] : hf)
     if (name.find("rotary_emb.inv_freq") == std::string::npos)
       throw bad_input(dir + ": tensor " + name + " " + shape_string(t.shape) + " is not a parameter of " +

@@ -20,6 +20,7 @@
 #include "hpctrain/io/output_file.hpp"
 #include "hpctrain/io/safetensors.hpp"
 #include "hpctrain/io/staged_folder.hpp"
+#include "hpctrain/model/arch.hpp"
 
 namespace hpctrain {
 
@@ -199,7 +200,10 @@ std::string import_hf(Communicator& comm, const std::string& dir, const std::str
     const ImportFn layout = import_layout(cfg, config);
     hf::Imported model = layout(cfg, read_hf_tensors(dir), config, dir);
     tensors = std::move(model.tensors);
-    info.run.ini = model_section(model.deck, model.layers, config);
+    Config imported;
+    imported.model = model.model;
+    const std::string deck = changed_keys_ini(imported, "model");
+    info.run.ini = model_section(deck, arch_layers(model.model), config);
     info.run.ini_file = dir;
     info.run.optimizer = "none";
     info.run.model_summary = "imported from Hugging Face's " + dir;
@@ -215,7 +219,7 @@ std::string import_hf(Communicator& comm, const std::string& dir, const std::str
     for (const LazyTensor& t : tensors) values += numel(t.shape);
     return std::vector<std::string>{"imported " + dir + ": " + std::to_string(tensors.size()) + " tensors, " +
                                         std::to_string(values) + " parameters, to " + out + " (step 0)",
-                                    "[model]\n" + model.deck};
+                                    "[model]\n" + deck};
   });
   std::vector<CheckpointTensor> ct;
   for (const LazyTensor& t : tensors)

@@ -399,6 +399,16 @@ std::string effective_ini(const Config& cfg) {
   return os.str();
 }
 
+std::string changed_keys_ini(const Config& cfg, const std::string& section) {
+  std::string out;
+  for (const KeySpec& k : config_schema()) {
+    if (k.section != section || !k.show || !k.renamed_to.empty()) continue;
+    const std::string value = k.show(cfg);
+    if (value != k.default_value) out += k.key + " = " + value + "\n";
+  }
+  return out;
+}
+
 std::map<std::string, std::string> ini_values(const std::string& ini_text, const std::string& origin) {
   std::map<std::string, std::string> out;
   try {

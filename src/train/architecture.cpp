@@ -1,7 +1,4 @@
 // [model] arch resolved against the dataset (train/trainer.hpp with_architecture).
-#include <cmath>
-
-#include "hpctrain/config/rope_scaling.hpp"
 #include "hpctrain/core/error.hpp"
 #include "hpctrain/model/arch.hpp"
 #include "hpctrain/train/trainer.hpp"
@@ -42,29 +39,9 @@ Config with_architecture(const Config& cfg, const DatasetIndex& index) {
   check_vocab_rows(m.vocab_size, index);
   const std::int64_t vocab = m.vocab_size != 0 ? m.vocab_size : train.num_classes;
   Config out = cfg;
-  if (m.arch == Arch::llama) {
-    LlamaDims d;
-    d.n_layer = m.n_layer, d.n_head = m.n_head, d.n_embd = m.n_embd, d.vocab_size = vocab;
-    d.ffn_dim = m.ffn_dim, d.rope_theta = m.rope_theta, d.tie_embeddings = m.tie_embeddings;
-    d.norm_eps_exp = static_cast<int>(std::lround(-std::log10(m.norm_eps)));
-    d.n_kv_heads = m.n_kv_heads, d.qk_norm = m.qk_norm, d.relu2 = m.mlp == Mlp::relu2, d.zero_init = m.zero_init;
-    d.qkv_bias = m.qkv_bias, d.qk_norm_weight = m.qk_norm_weight, d.head_dim = m.head_dim;
-    d.geglu = m.mlp == Mlp::geglu, d.norm_offset = m.norm_offset, d.embed_scale = m.embed_scale;
-    d.sandwich_norm = m.sandwich_norm, d.rope_local_theta = m.rope_local_theta, d.global_every = m.global_every;
-    d.sliding_window = m.sliding_window, d.attn_softcap = m.attn_softcap, d.final_softcap = m.final_softcap;
-    d.query_scalar = m.query_pre_attn_scalar;
-    d.embed_mult = m.embedding_multiplier, d.residual_mult = m.residual_multiplier;
-    d.attention_mult = m.attention_multiplier, d.logits_scaling = m.logits_scaling;
-    d.qk_norm_whole = m.qk_norm_whole, d.post_norm = m.post_norm;
-    d.rope_scaling = rope_scaling_of(m.rope_scaling), d.rope_dims = m.rope_dims, d.no_rope_every = m.no_rope_every;
-    out.model.layers = llama_layers(d);
-  } else {
-    GptDims d;
-    d.n_layer = m.n_layer, d.n_head = m.n_head, d.n_embd = m.n_embd, d.vocab_size = vocab;
-    d.bias = m.bias, d.tie_embeddings = m.tie_embeddings, d.gelu_tanh = m.activation == GptActivation::gelu_tanh;
-    d.dropout_percent = static_cast<int>(std::lround(m.dropout * 100));
-    out.model.layers = gpt_layers(d);
-  }
+  ModelConfig resolved = m;  // (the layers say the vocabulary's rows; the key stays as given)
+  resolved.vocab_size = vocab;
+  out.model.layers = arch_layers(resolved);
   for (ResolvedKey& k : out.resolved)  // what a checkpoint stores and --dry-run prints
     if (k.name == "model.layers") {
       k.value = out.model.layers;

@@ -17,8 +17,8 @@
 using namespace hpctrain;
 
 namespace {
-GptDims dims(std::int64_t n_layer, std::int64_t n_head, std::int64_t n_embd, std::int64_t vocab, bool bias) {
-  GptDims d;
+ModelConfig dims(std::int64_t n_layer, std::int64_t n_head, std::int64_t n_embd, std::int64_t vocab, bool bias) {
+  ModelConfig d;
   d.n_layer = n_layer;
   d.n_head = n_head;
   d.n_embd = n_embd;
@@ -37,8 +37,8 @@ TEST(Arch, GptIsTheBabyDecksLayersString) {
 }
 
 TEST(Arch, GptIsTheGpuDecksLayersString) {
-  GptDims d = dims(6, 6, 384, 65, false);
-  d.dropout_percent = 20;
+  ModelConfig d = dims(6, 6, 384, 65, false);
+  d.dropout = 0.2;
   EXPECT_EQ(
       gpt_layers(d),
       "tok_emb:embedding(65, 384) pos_emb:position_embedding dropout(20) repeat(6, h.{}:res(ln_1:layernorm(bias=0) "
@@ -48,7 +48,7 @@ TEST(Arch, GptIsTheGpuDecksLayersString) {
 }
 
 TEST(Arch, GptWithBiasesAndAnUntiedHead) {
-  GptDims d = dims(2, 2, 8, 11, true);
+  ModelConfig d = dims(2, 2, 8, 11, true);
   d.tie_embeddings = false;
   EXPECT_EQ(gpt_layers(d),
             "tok_emb:embedding(11, 8) pos_emb:position_embedding repeat(2, h.{}:res(ln_1:layernorm attn:attention(2, "
@@ -59,8 +59,8 @@ TEST(Arch, GptWithBiasesAndAnUntiedHead) {
 
 // GPT-2's own MLP activation ([model] activation = gelu_tanh: gelu_new), as --import-hf builds it.
 TEST(Arch, GptWithGpt2sGeluNew) {
-  GptDims d = dims(2, 2, 8, 11, true);
-  d.gelu_tanh = true;
+  ModelConfig d = dims(2, 2, 8, 11, true);
+  d.activation = GptActivation::gelu_tanh;
   EXPECT_EQ(gpt_layers(d),
             "tok_emb:embedding(11, 8) pos_emb:position_embedding repeat(2, h.{}:res(ln_1:layernorm attn:attention(2, "
             "proj_std=0.01)) h.{}:res(ln_2:layernorm mlp.fc:linear(32, tp=column) gelu_tanh mlp.proj:linear(8, "
@@ -72,22 +72,22 @@ TEST(Arch, GptWithGpt2sGeluNew) {
 // attention with RoPE and no biases, a SwiGLU MLP with gate|up fused), named after Hugging Face's
 // LlamaForCausalLM; norm_eps 1e-6 becomes rmsnorm(eps=6); the untied head says tie=0.
 TEST(Arch, LlamaLayers) {
-  LlamaDims d;
+  ModelConfig d;
   d.n_layer = 2, d.n_head = 2, d.n_embd = 32, d.vocab_size = 50257, d.ffn_dim = 48, d.rope_theta = 500000;
   EXPECT_EQ(llama_layers(d),
             "tok_emb:embedding(50257, 32) repeat(2, h.{}:res(input_layernorm:rmsnorm self_attn:attention(2, bias=0, "
             "rope=500000, proj_std=0.01)) h.{}:res(post_attention_layernorm:rmsnorm mlp.gate_up:linear(96, bias=0, "
             "tp=column, parts=2) "
             "swiglu mlp.down:linear(32, bias=0, std=0.01, tp=row))) norm:rmsnorm lm_head:lm_head(50257)");
-  d.norm_eps_exp = 6;
+  d.norm_eps = 1e-6;
   d.tie_embeddings = false;
   const std::string untied = llama_layers(d);
   EXPECT_NE(untied.find("input_layernorm:rmsnorm(eps=6) "), std::string::npos) << untied;
   const std::string tail = "norm:rmsnorm(eps=6) lm_head:lm_head(50257, tie=0)";
   EXPECT_EQ(untied.substr(untied.size() - tail.size()), tail);
   // Grouped-query attention, Llama 3's rope_scaling, and modded-nanogpt's options.
-  d.n_kv_heads = 1, d.rope_scaling.factor = 32, d.rope_scaling.original_context = 8192, d.qk_norm = true,
-  d.relu2 = true, d.zero_init = true;
+  d.n_kv_heads = 1, d.rope_scaling = "llama3(32, 1, 4, 8192)", d.qk_norm = true, d.mlp = Mlp::relu2;
+  d.zero_init = true;
   const std::string modern = llama_layers(d);
   EXPECT_NE(modern.find("self_attn:attention(2, kv_heads=1, bias=0, rope=500000, rope_factor=32, rope_low=1, "
                         "rope_high=4, rope_context=8192, qk_norm=1, proj_std=0)"),
@@ -102,11 +102,10 @@ TEST(Arch, LlamaLayers) {
 // a GeGLU MLP, the weighted QK-norm by 1 + weight, and layers written out: layer 1 (every 2nd) global
 // with rope_theta and its scaling, layer 0 local with rope_local_theta and none.
 TEST(Arch, GemmaLayers) {
-  LlamaDims d;
+  ModelConfig d;
   d.n_layer = 2, d.n_head = 2, d.n_embd = 32, d.vocab_size = 300, d.ffn_dim = 48, d.rope_theta = 1000000;
-  d.norm_eps_exp = 6, d.rope_scaling.factor = 8, d.rope_scaling.original_context = 32,
-  d.qk_norm = d.qk_norm_weight = true;
-  d.geglu = d.norm_offset = d.embed_scale = d.sandwich_norm = true, d.rope_local_theta = 10000, d.global_every = 2;
+  d.norm_eps = 1e-6, d.rope_scaling = "llama3(8, 1, 4, 32)", d.qk_norm = d.qk_norm_weight = true, d.mlp = Mlp::geglu;
+  d.norm_offset = d.embed_scale = d.sandwich_norm = true, d.rope_local_theta = 10000, d.global_every = 2;
   const std::string norm = "rmsnorm(eps=6, offset=1)", attention = "self_attn:attention(2, bias=0, rope=";
   const std::string qk = ", qk_norm=1, qk_norm_weight=1, qk_eps=6, qk_offset=1, proj_std=0.01)";
   const std::string mlp =
@@ -127,10 +126,9 @@ TEST(Arch, GemmaLayers) {
 // Phi-4 mini's kind: the first 6 of 8 columns rotate, Phi-3.5 mini's longrope factors (each to its
 // last bit), context and amplitude on every rotating layer; a NoPE layer takes none of them.
 TEST(Arch, PartialRotaryAndLongrope) {
-  LlamaDims d;
+  ModelConfig d;
   d.n_layer = 2, d.n_head = 4, d.n_embd = 32, d.vocab_size = 300, d.ffn_dim = 48, d.rope_theta = 10000;
-  d.rope_dims = 6, d.rope_scaling.original_context = 32, d.rope_scaling.amplitude = 1.25;
-  d.rope_scaling.short_factor = {1, 1.5, 0.1}, d.rope_scaling.long_factor = {1.25, 4, 9};
+  d.rope_dims = 6, d.rope_scaling = "longrope(32, 1.25, 1 1.5 0.1, 1.25 4 9)";
   d.no_rope_every = 2;
   const std::string layers = llama_layers(d);
   EXPECT_NE(layers.find("h.0:res(input_layernorm:rmsnorm self_attn:attention(4, bias=0, rope=10000, rope_dims=6, "
@@ -144,24 +142,23 @@ TEST(Arch, PartialRotaryAndLongrope) {
 
 // yarn on the rotating layers: its factor, bounds, context and amplitude; TRUNCATE 0 written, 1 left out.
 TEST(Arch, Yarn) {
-  LlamaDims d;
+  ModelConfig d;
   d.n_layer = 1, d.n_head = 2, d.n_embd = 16, d.vocab_size = 300, d.ffn_dim = 32, d.rope_theta = 1000000;
-  RopeScaling& s = d.rope_scaling;
-  s.yarn = 4, s.original_context = 32768, s.beta_fast = 32, s.beta_slow = 1, s.amplitude = 1.25;
+  d.rope_scaling = "yarn(4, 32768, 1.25, 32, 1)";
   EXPECT_NE(llama_layers(d).find("attention(2, bias=0, rope=1000000, rope_context=32768, rope_yarn=4, "
                                  "rope_beta_fast=32, rope_beta_slow=1, rope_amp=1.25, proj_std"),
             std::string::npos)
       << llama_layers(d);
-  s.truncate = false;
+  d.rope_scaling = "yarn(4, 32768, 1.25, 32, 1, 0)";
   EXPECT_NE(llama_layers(d).find("rope_beta_slow=1, rope_truncate=0, rope_amp=1.25"), std::string::npos);
 }
 
 // IBM Granite's multipliers: scale layers after the embedding, at the end of each residual branch and
 // before the head (1 / logits_scaling), the scores' scale as query_scalar = 1 / m^2.
 TEST(Arch, GraniteMultipliers) {
-  LlamaDims d;
+  ModelConfig d;
   d.n_layer = 1, d.n_head = 2, d.n_embd = 16, d.vocab_size = 300, d.ffn_dim = 32, d.rope_theta = 10000;
-  d.embed_mult = 12, d.residual_mult = 0.22, d.attention_mult = 0.0625, d.logits_scaling = 16;
+  d.embedding_multiplier = 12, d.residual_multiplier = 0.22, d.attention_multiplier = 0.0625, d.logits_scaling = 16;
   const std::string layers = llama_layers(d);
   EXPECT_EQ(
       layers.rfind("tok_emb:embedding(300, 16) scale(12) repeat(1, h.{}:res(input_layernorm:rmsnorm "
@@ -177,9 +174,9 @@ TEST(Arch, GraniteMultipliers) {
 // Linear rope scaling (Gemma 3 4B-27B's linear(8)) on the global layer only: the local one rotates
 // with its own base, unscaled, as Hugging Face's Gemma 3.
 TEST(Arch, LinearRopeScalingOnTheGlobalLayers) {
-  LlamaDims d;
+  ModelConfig d;
   d.n_layer = 2, d.n_head = 2, d.n_embd = 32, d.vocab_size = 300, d.ffn_dim = 48, d.rope_theta = 1000000;
-  d.rope_scaling.linear = 8, d.rope_local_theta = 10000, d.global_every = 2;
+  d.rope_scaling = "linear(8)", d.rope_local_theta = 10000, d.global_every = 2;
   const std::string layers = llama_layers(d);
   EXPECT_NE(layers.find("attention(2, bias=0, rope=10000, proj_std"), std::string::npos) << layers;
   EXPECT_NE(layers.find("attention(2, bias=0, rope=1000000, rope_linear=8, proj_std"), std::string::npos) << layers;
@@ -188,7 +185,7 @@ TEST(Arch, LinearRopeScalingOnTheGlobalLayers) {
 // SmolLM3's NoPE layers: every 2nd layer without rotary positions (no rope=, so none), the layers
 // written out.
 TEST(Arch, NoRopeLayers) {
-  LlamaDims d;
+  ModelConfig d;
   d.n_layer = 2, d.n_head = 2, d.n_embd = 32, d.vocab_size = 300, d.ffn_dim = 48, d.no_rope_every = 2;
   const std::string layers = llama_layers(d);
   EXPECT_NE(layers.find("h.0:res(input_layernorm:rmsnorm self_attn:attention(2, bias=0, rope=10000, proj_std"),
@@ -202,9 +199,9 @@ TEST(Arch, NoRopeLayers) {
 // OLMo 2's: no norm before the sublayers, one after each inside its residual branch, and the
 // weighted QK-norm over all of a position's heads (qk_whole).
 TEST(Arch, Olmo2Layers) {
-  LlamaDims d;
+  ModelConfig d;
   d.n_layer = 2, d.n_head = 4, d.n_kv_heads = 2, d.n_embd = 32, d.vocab_size = 300, d.ffn_dim = 48;
-  d.norm_eps_exp = 6, d.tie_embeddings = false, d.qk_norm = d.qk_norm_weight = d.qk_norm_whole = d.post_norm = true;
+  d.norm_eps = 1e-6, d.tie_embeddings = false, d.qk_norm = d.qk_norm_weight = d.qk_norm_whole = d.post_norm = true;
   EXPECT_EQ(
       llama_layers(d),
       "tok_emb:embedding(300, 32) repeat(2, h.{}:res(self_attn:attention(4, kv_heads=2, bias=0, rope=10000, "
@@ -216,7 +213,7 @@ TEST(Arch, Olmo2Layers) {
 // sliding_window: with global_every on the local layers only (Gemma 3's: written out, layer 1 global
 // without one); without it on every layer (Mistral's: one repeat body); none without the key.
 TEST(Arch, SlidingWindowLayers) {
-  LlamaDims d;
+  ModelConfig d;
   d.n_layer = 2, d.n_head = 2, d.n_embd = 32, d.vocab_size = 300, d.ffn_dim = 48;
   EXPECT_EQ(llama_layers(d).find("window="), std::string::npos);
   d.sliding_window = 16;
@@ -265,7 +262,7 @@ TEST(Arch, GptActivationBytesMatchMeasuredRuns) {
                       {1, 4, 32, 16, 4, false, 13052400}, {1, 2, 64, 16, 4, false, 13223900},
                       {2, 2, 32, 16, 4, true, 13041200},  {1, 2, 64, 32, 8, true, 52207600}};
   for (const Run& r : runs) {
-    GptDims d;
+    ModelConfig d;
     d.n_layer = r.layers, d.n_head = r.heads, d.n_embd = r.width;
     const double est = gpt_activation_bytes(d, r.rows, r.context, 50304, r.half);
     EXPECT_NEAR(est, r.measured, 64) << r.layers << " layers, " << r.heads << " heads, " << r.width << " wide, T "
@@ -288,9 +285,9 @@ TEST(Arch, LlamaActivationBytesMatchMeasuredRuns) {
                       {1, 2, 16, 4, true, false, 13438200},  {2, 2, 16, 4, false, true, 13503700},
                       {1, 2, 32, 8, true, true, 52638700}};
   for (const Run& r : runs) {
-    LlamaDims d;
+    ModelConfig d;
     d.n_layer = r.layers, d.n_head = 4, d.n_kv_heads = r.kv, d.n_embd = 128, d.ffn_dim = 384;
-    d.relu2 = d.qk_norm = r.relu2_qk_norm;
+    d.qk_norm = r.relu2_qk_norm, d.mlp = r.relu2_qk_norm ? Mlp::relu2 : Mlp::swiglu;
     const double est = llama_activation_bytes(d, r.rows, r.context, 50304, r.half);
     EXPECT_NEAR(est, r.measured, 64) << r.layers << " layers, " << r.kv << " key/value heads, T " << r.context << ", "
                                      << r.rows << " rows" << (r.relu2_qk_norm ? ", relu2 + QK-norm" : "")
@@ -308,9 +305,10 @@ TEST(Arch, LlamaActivationBytesMatchMeasuredRuns) {
 TEST(Arch, GemmaActivationBytesMatchMeasuredRuns) {
   const double measured[] = {1314050, 1346820, 1580290, 1413380};
   for (int kind = 0; kind < 4; ++kind) {
-    LlamaDims d;
+    ModelConfig d;
     d.n_layer = 2, d.n_head = 4, d.n_kv_heads = 2, d.n_embd = 128, d.ffn_dim = 384;
-    d.geglu = d.norm_offset = d.embed_scale = kind == 1 || kind == 2;
+    d.norm_offset = d.embed_scale = kind == 1 || kind == 2;
+    if (d.norm_offset) d.mlp = Mlp::geglu;
     d.sandwich_norm = kind == 2;
     d.qk_norm = d.qk_norm_weight = kind > 1;
     d.qk_norm_whole = d.post_norm = kind == 3;
@@ -338,12 +336,12 @@ TEST(Arch, ActivationBytesSplitByTensorAndSequenceParallelism) {
     const ActivationSplit split{r.tp, r.sequence};
     double est = 0;
     if (r.llama) {
-      LlamaDims d;
+      ModelConfig d;
       d.n_layer = 2, d.n_head = 4, d.n_kv_heads = 2, d.n_embd = 128, d.ffn_dim = 384;
       d.qk_norm = r.half;  // (the bf16 run has QK-norm on)
       est = llama_activation_bytes(d, 4, 32, 128, r.half, split);
     } else {
-      GptDims d;
+      ModelConfig d;
       d.n_layer = 2, d.n_head = 4, d.n_embd = 128;
       est = gpt_activation_bytes(d, 4, 32, 128, r.half, split);
     }

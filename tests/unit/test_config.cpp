@@ -400,6 +400,24 @@ TEST(ConfigSchema, RopeScalingTextReadsBack) {
   EXPECT_TRUE(linear != llama3);
 }
 
+// An imported model's [model] section: the keys off their defaults, in schema order, as --print-ini
+// writes them; read back, the same values.
+TEST(ConfigSchema, ChangedKeysReadBack) {
+  Config c;
+  EXPECT_EQ(changed_keys_ini(c, "model"), "");
+  c.model.arch = Arch::llama, c.model.n_layer = 2, c.model.n_head = 4, c.model.n_embd = 32, c.model.ffn_dim = 48;
+  c.model.norm_eps = 1e-6, c.model.mlp = Mlp::geglu, c.model.rope_scaling = "linear(8)";
+  c.model.logits_scaling = 0.1, c.model.tie_embeddings = true;
+  const std::string ini = changed_keys_ini(c, "model");
+  EXPECT_EQ(ini,
+            "arch = llama\nn_layer = 2\nn_head = 4\nn_embd = 32\nffn_dim = 48\nnorm_eps = 1e-06\n"
+            "rope_scaling = linear(8)\nmlp = geglu\nlogits_scaling = 0.1\n");
+  const Config back = parse("[model]\n" + ini);
+  EXPECT_EQ(back.model.norm_eps, 1e-6);
+  EXPECT_EQ(back.model.logits_scaling, 0.1);
+  EXPECT_EQ(changed_keys_ini(back, "model"), ini);
+}
+
 TEST(ConfigErrors, CrossKeyChecks) {
   EXPECT_EQ(parse("[train]\nepochs = 2\nsteps = 10\n").train.steps, 10);  // steps > 0 wins over epochs
   EXPECT_NE(error_of("[train]\nepochs = 0\n").find("nothing to train"), std::string::npos);

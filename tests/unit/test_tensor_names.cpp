@@ -48,7 +48,7 @@ std::string bad_input_message(const std::string& layers, const Shape& sample = {
 }  // namespace
 
 TEST(TensorNames, GptTensorsAreNamedAsGpt2s) {
-  GptDims d;
+  ModelConfig d;
   d.n_layer = 2;
   d.n_head = 2;
   d.n_embd = 8;

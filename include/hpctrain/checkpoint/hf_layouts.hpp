@@ -23,8 +23,7 @@ using Tensors = std::map<std::string, LazyTensor>;  // Hugging Face's, by name (
 
 // A Hugging Face model in hpctrain's terms.
 struct Imported {
-  std::string deck;                 // the [model] keys that build it, "key = value" lines
-  std::string layers;               // their layers string (model/arch.hpp)
+  ModelConfig model;                // the [model] keys that build it (arch, vocab_size, block_size set)
   std::vector<LazyTensor> tensors;  // under hpctrain's names, in its layout
 };
 // An hpctrain checkpoint in Hugging Face's terms.

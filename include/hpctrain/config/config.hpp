@@ -174,8 +174,8 @@ struct ModelConfig {
   std::string groups = "auto";
   long vocab_multiple = 1;  // embedding / lm_head rows padded to a multiple (layers/registry.hpp)
   // arch = llama (model/arch.hpp llama_layers): the MLP's hidden width, RoPE's theta, the RMS
-  // norms' epsilon, key/value heads (0 = n_head), Llama 3's rope_scaling ("none" or
-  // "llama3(FACTOR, LOW, HIGH, CONTEXT)"), and modded-nanogpt's options.
+  // norms' epsilon, key/value heads (0 = n_head), the rotary scaling (config/rope_scaling.hpp's
+  // text: "none", "llama3(FACTOR, LOW, HIGH, CONTEXT)", ...), and modded-nanogpt's options.
   long ffn_dim = 0, rope_theta = 10000, n_kv_heads = 0;
   double norm_eps = 1e-5;
   std::string rope_scaling = "none";
@@ -187,7 +187,7 @@ struct ModelConfig {
   bool qk_norm_whole = false;   // arch = llama: that norm over all of a position's heads (OLMo 2's)
   bool post_norm = false;       // arch = llama: norms after attention and the MLP only, none before (OLMo 2's)
   long head_dim = 0;            // arch = llama: a head's columns; 0 = n_embd / n_head
-  // arch = llama, Gemma's (model/arch.hpp LlamaDims): norms by 1 + weight, scaled embeddings, norms
+  // arch = llama, Gemma's (model/arch.hpp llama_layers): norms by 1 + weight, scaled embeddings, norms
   // after the sublayers too, local layers' rotary base (0: none) and the global layers' period; the
   // sliding window of the local layers (every layer without global_every; 0: none).
   bool norm_offset = false, embed_scale = false, sandwich_norm = false;
@@ -389,6 +389,9 @@ Config parse_config(const std::string& ini_text, const std::string& origin, cons
 
 // The configuration as an INI file with every key as used, in schema order (checkpoints store it).
 std::string effective_ini(const Config& cfg);
+// The keys of `section` whose value in `cfg` differs from the default, "key = value" lines in
+// schema order, as --print-ini writes them (an imported model's [model] section).
+std::string changed_keys_ini(const Config& cfg, const std::string& section);
 
 // Every "section.key" -> value in INI text, read by the same parser as parse_config but without
 // the schema (a checkpoint's keys may come from another version). bad_input when unparsable.

@@ -1,6 +1,6 @@
 // A rotary embedding's scaling: the one value [model] rope_scaling's text, the attention layer's
-// rope_* arguments (layers/rope.hpp), arch = llama's LlamaDims (model/arch.hpp) and a Hugging Face
-// config.json's rope_scaling or rope_parameters (checkpoint/hf_rope.hpp) are read into and written from.
+// rope_* arguments (layers/rope.hpp) and a Hugging Face config.json's rope_scaling or
+// rope_parameters (checkpoint/hf_rope.hpp) are read into and written from.
 #pragma once
 
 #include <cstdint>

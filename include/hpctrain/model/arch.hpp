@@ -8,61 +8,51 @@
 #include <string>
 #include <vector>
 
-#include "hpctrain/config/rope_scaling.hpp"
+#include "hpctrain/config/config.hpp"
 
 namespace hpctrain {
 
-// GPT-2 / nanoGPT's decoder.
-struct GptDims {
-  std::int64_t n_layer = 0, n_head = 0, n_embd = 0, vocab_size = 0;
-  bool bias = true, tie_embeddings = true, gelu_tanh = false;  // gelu_tanh: GPT-2's gelu_new in the MLP
-  int dropout_percent = 0;  // after the embeddings, on attention's probabilities, ending each residual branch
-};
+// Each reads its dimensions from [model]'s keys (config/config.hpp ModelConfig, the keys
+// docs/language-models.md lists), vocab_size resolved (> 0: train/architecture.cpp takes auto from
+// the dataset, an import from config.json).
 
-// Token and position embeddings (then dropout), n_layer pairs of pre-norm residual blocks
-// (attention with n_head heads; a 4 x n_embd GELU MLP), a final layer norm and the head (tied to
-// the token embedding unless tie_embeddings = false). The two projections into the residual
-// stream start with std 0.02 / sqrt(2 n_layer) (GPT-2's scaled initialization), written to 5
-// significant digits as the decks in inputs/ write it.
-std::string gpt_layers(const GptDims& d);
+// GPT-2 / nanoGPT's decoder (arch = gpt): token and position embeddings (then dropout), n_layer
+// pairs of pre-norm residual blocks (attention with n_head heads; a 4 x n_embd MLP, GELU or
+// activation = gelu_tanh, GPT-2's gelu_new), a final layer norm and the head (tied to the token
+// embedding unless tie_embeddings = false); biases unless bias = false; dropout (a whole percent)
+// after the embeddings, on attention's probabilities and ending each residual branch. The two
+// projections into the residual stream start with std 0.02 / sqrt(2 n_layer) (GPT-2's scaled
+// initialization), written to 5 significant digits as the decks in inputs/ write it.
+std::string gpt_layers(const ModelConfig& m);
 
-// A Llama decoder (Llama 2/3, as Hugging Face's LlamaForCausalLM computes it): the token embedding,
-// n_layer pairs of pre-norm residual blocks (RMS norm, attention with n_kv_heads key/value heads
-// (0: n_head), rotary positions of base rope_theta scaled by rope_scaling (config/rope_scaling.hpp)
-// and no biases (qkv_bias: Qwen2's); RMS norm, a SwiGLU MLP of ffn_dim with gate and up fused in one linear), a final
-// RMS norm and the head, tied unless tie_embeddings = false. The projections into the residual
-// stream start with std 0.02 / sqrt(2 n_layer) as GPT-2's (zero_init: at zero, modded-nanogpt's);
-// norm_eps = 10^-norm_eps_exp. modded-nanogpt's options: qk_norm (queries and keys RMS-normalized
-// per head), relu2 (a relu(x)^2 MLP of ffn_dim instead of SwiGLU). qkv_bias: Qwen2's biases on the
-// query, key and value projections (none on the output projection). Gemma's options below.
-struct LlamaDims {
-  std::int64_t n_layer = 0, n_head = 0, n_embd = 0, vocab_size = 0, ffn_dim = 0, rope_theta = 10000, n_kv_heads = 0;
-  RopeScaling rope_scaling;        // llama3's (Llama 3), linear's (Gemma 3 4B-27B), longrope's (Phi-3.5), yarn's
-  std::int64_t rope_dims = 0;      // Phi-4 mini's partial rotary: each head's first rope_dims columns rotate; 0: all
-  std::int64_t no_rope_every = 0;  // SmolLM3's: layer i has no rotary positions when (i + 1) % it == 0; 0: none
-  int norm_eps_exp = 5;
-  bool tie_embeddings = true, qk_norm = false, relu2 = false, zero_init = false, qkv_bias = false;
-  bool qk_norm_weight = false;  // Qwen3's: qk_norm with learned weights, eps 10^-norm_eps_exp
-  bool qk_norm_whole = false;   // OLMo 2's: that norm over all of a position's query (key) heads at once
-  bool post_norm = false;       // OLMo 2's: a norm after attention and after the MLP, none before
-  std::int64_t head_dim = 0;    // a head's columns; 0 = n_embd / n_head
-  // Gemma's: a GeGLU MLP (gelu_tanh(gate) * up); RMS norms (QK-norms too) scaling by 1 + weight; the
-  // token embeddings times sqrt(n_embd) (float32-rounded, as Hugging Face's normalizer); with
-  // sandwich_norm (Gemma 2, 3) a norm after attention and after the MLP too, before each residual
-  // add. The local layers: every layer but each global_every-th (layer i with (i + 1) % global_every
-  // == 0; every layer without global_every): with rope_local_theta (Gemma 3) they rotate with it and
-  // no rope scaling, with sliding_window (Mistral, Gemma 3) they attend over the last that many positions.
-  bool geglu = false, norm_offset = false, embed_scale = false, sandwich_norm = false;
-  std::int64_t rope_local_theta = 0, global_every = 0, sliding_window = 0;
-  double attn_softcap = 0, final_softcap = 0;  // Gemma 2's: scores and logits x -> cap tanh(x / cap); 0: none
-  double query_scalar = 0;                     // Gemma 2's query_pre_attn_scalar: scores / sqrt(it); 0: head width
-  // IBM Granite's (modeling_granite.py; 0: none): the embeddings times embed_mult, each sublayer's output
-  // times residual_mult before its residual add, scores q . k times attention_mult (in place of
-  // query_scalar's), the logits divided by logits_scaling.
-  double embed_mult = 0, residual_mult = 0, attention_mult = 0, logits_scaling = 0;
-  std::int64_t head_width() const { return head_dim ? head_dim : n_embd / n_head; }
-};
-std::string llama_layers(const LlamaDims& d);
+// A Llama decoder (arch = llama; Llama 2/3 as Hugging Face's LlamaForCausalLM computes it): the
+// token embedding, n_layer pairs of pre-norm residual blocks (RMS norm, attention with n_kv_heads
+// key/value heads (0: n_head), rotary positions of base rope_theta scaled by rope_scaling
+// (config/rope_scaling.hpp) on the first rope_dims columns of each head (0: all), no biases; RMS
+// norm, a SwiGLU MLP of ffn_dim with gate and up fused in one linear), a final RMS norm and the head,
+// tied unless tie_embeddings = false. The projections into the residual stream start with std 0.02
+// / sqrt(2 n_layer) as GPT-2's (zero_init: at zero, modded-nanogpt's); norm_eps a power of ten.
+// modded-nanogpt's options: qk_norm (queries and keys RMS-normalized per head), mlp = relu2 (a
+// relu(x)^2 MLP of ffn_dim instead of SwiGLU). Qwen2's qkv_bias (biases on the query, key and value
+// projections, none on the output projection); Qwen3's qk_norm_weight (that norm with learned
+// weights, eps norm_eps); OLMo 2's qk_norm_whole (over all of a position's query (key) heads at
+// once) and post_norm (a norm after attention and after the MLP, none before); SmolLM3's
+// no_rope_every (layer i has no rotary positions when (i + 1) % it == 0); head_dim (a head's
+// columns; 0: n_embd / n_head).
+// Gemma's: mlp = geglu (gelu_tanh(gate) * up); norm_offset (RMS norms, QK-norms too, scaling by 1 +
+// weight); embed_scale (the token embeddings times sqrt(n_embd), float32-rounded as Hugging Face's
+// normalizer); with sandwich_norm (Gemma 2, 3) a norm after attention and after the MLP too, before
+// each residual add. The local layers: every layer but each global_every-th (layer i with (i + 1) %
+// global_every == 0; every layer without global_every): with rope_local_theta (Gemma 3) they rotate
+// with it and no rope scaling, with sliding_window (Mistral, Gemma 3) they attend over the last that
+// many positions. Gemma 2's attn_softcap and final_softcap (scores and logits x -> cap tanh(x / cap))
+// and query_pre_attn_scalar (scores / sqrt(it); 0: the head width).
+// IBM Granite's (modeling_granite.py; 0: none): the embeddings times embedding_multiplier, each
+// sublayer's output times residual_multiplier before its residual add, scores q . k times
+// attention_multiplier (in place of query_pre_attn_scalar's), the logits divided by logits_scaling.
+std::string llama_layers(const ModelConfig& m);
+// gpt_layers or llama_layers, as m.arch says (not arch = layers).
+std::string arch_layers(const ModelConfig& m);
 
 // Training FLOPs per token as llm.c and PaLM count them: 6 N (forward and backward through every
 // parameter, embeddings included) + 12 n_layer n_embd T (attention's scores and weighted sums
@@ -87,7 +77,7 @@ struct ActivationSplit {
   int tp = 1;             // [parallel] tensor_parallel
   bool sequence = false;  // [parallel] sequence_parallel
 };
-double gpt_activation_bytes(const GptDims& d, std::int64_t rows, std::int64_t context, std::int64_t padded_vocab,
+double gpt_activation_bytes(const ModelConfig& m, std::int64_t rows, std::int64_t context, std::int64_t padded_vocab,
                             bool half, ActivationSplit split = {});
 // The same for arch = llama, with q = (n_head + 2 n_kv_heads) head_dim (the fused q|k|v's width)
 // and m = 3 ffn_dim (SwiGLU: gate|up, then its output) or 2 ffn_dim (relu2):
@@ -100,7 +90,7 @@ double gpt_activation_bytes(const GptDims& d, std::int64_t rows, std::int64_t co
 // Split as gpt_activation_bytes says: q, m, the heads' output n_embd, the log-sum-exp, the QK-norm
 // statistics and the logits by T; the block's other 4 n_embd, the RMS statistics and the outputs
 // by S.
-double llama_activation_bytes(const LlamaDims& d, std::int64_t rows, std::int64_t context, std::int64_t padded_vocab,
+double llama_activation_bytes(const ModelConfig& m, std::int64_t rows, std::int64_t context, std::int64_t padded_vocab,
                               bool half, ActivationSplit split = {});
 
 }  // namespace hpctrain

@@ -212,7 +212,7 @@ ModelConfig llama_model(const Json& c, const std::string& type, const std::strin
   m.vocab_size = whole(c, "vocab_size", file);
   const RopeKeys rope = rope_keys(c, file, type == "gemma3_text");
   m.rope_theta = rope.global.theta >= 0 ? rope.global.theta : type == "smollm3" ? 2000000 : 10000;  // (SmolLM3's)
-  m.rope_scaling = rope_scaling_text(rope.global.scaling);
+  m.rope_scaling = rope.global.scaling;
   m.tie_embeddings = c.value("tie_word_embeddings", is_gemma(type));  // (GemmaConfig's default: tied)
   m.qkv_bias = type == "qwen2";  // (Qwen2Attention: bias=True on q, k and v; hard-wired)
   m.qk_norm = m.qk_norm_weight = type == "qwen3" || type == "olmo2";  // (Qwen3Attention's q_norm, k_norm)

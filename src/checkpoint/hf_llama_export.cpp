@@ -144,7 +144,7 @@ Exported llama_export(const std::vector<LazyTensor>& ours, const ModelConfig& m,
                 {"tie_word_embeddings", m.tie_embeddings},
                 {"torch_dtype", "float32"},
                 {"rope_scaling", nullptr}};
-  const RopeScaling r = rope_scaling_of(m.rope_scaling);
+  const RopeScaling& r = m.rope_scaling;
   const std::string type = export_type(m, !r.short_factor.empty());
   out.config["architectures"] = {llama_class(type)}, out.config["model_type"] = type;
   if (type == "qwen2" || type == "qwen3") {  // (a window: on every layer, from max_window_layers 0 on)

@@ -211,7 +211,7 @@ void check_llama(const ModelConfig& m, const std::function<std::string(const std
   if (m.rope_dims % 2 != 0 || m.rope_dims > width)
     throw bad_input(where_of("model.rope_dims") + ": [model] rope_dims = " + std::to_string(m.rope_dims) +
                     ": the rotated columns of a head of " + std::to_string(width) + ", an even number at most that");
-  if (const RopeScaling r = rope_scaling_of(m.rope_scaling);
+  if (const RopeScaling& r = m.rope_scaling;
       !r.short_factor.empty() && static_cast<long>(r.short_factor.size()) != rotated / 2)
     throw bad_input(where_of("model.rope_scaling") + ": [model] rope_scaling longrope gives " +
                     std::to_string(r.short_factor.size()) + " factors for " + std::to_string(rotated / 2) +

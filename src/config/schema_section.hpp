@@ -22,6 +22,7 @@ inline void read_value(const std::string& v, long& f) { f = std::stol(v); }
 inline void read_value(const std::string& v, unsigned long& f) { f = std::stoul(v); }
 inline void read_value(const std::string& v, double& f) { f = std::stod(v); }
 inline void read_value(const std::string& v, std::string& f) { f = v; }
+inline void read_value(const std::string& v, RopeScaling& f) { f = rope_scaling_of(v); }
 template <typename E, typename = std::enable_if_t<std::is_enum_v<E>>>
 void read_value(const std::string& v, E& f) {
   for (const auto& c : choices_of(E{}))
@@ -34,6 +35,7 @@ inline std::string value_text(long v) { return std::to_string(v); }
 inline std::string value_text(unsigned long v) { return std::to_string(v); }
 inline std::string value_text(double v) { return format_real(v); }
 inline std::string value_text(const std::string& v) { return v; }
+inline std::string value_text(const RopeScaling& v) { return rope_scaling_text(v); }
 template <typename E, typename = std::enable_if_t<std::is_enum_v<E>>>
 std::string value_text(E v) {
   return name_of(v);

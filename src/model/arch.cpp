@@ -75,7 +75,7 @@ std::string llama_attention_args(const ModelConfig& m, const RopeScaling& scalin
 
 std::string llama_layers(const ModelConfig& m) {
   HPCT_CHECK(m.vocab_size > 0 && m.n_layer > 0 && m.n_head > 0, "llama_layers: vocab_size resolved, dimensions set");
-  const RopeScaling scaling = rope_scaling_of(m.rope_scaling);
+  const RopeScaling& scaling = m.rope_scaling;
   char s[32];
   std::snprintf(s, sizeof(s), "%.5g", 0.02 / std::sqrt(2.0 * static_cast<double>(m.n_layer)));
   const std::string c = std::to_string(m.n_embd), v = std::to_string(m.vocab_size);

@@ -86,7 +86,7 @@ TEST(Arch, LlamaLayers) {
   const std::string tail = "norm:rmsnorm(eps=6) lm_head:lm_head(50257, tie=0)";
   EXPECT_EQ(untied.substr(untied.size() - tail.size()), tail);
   // Grouped-query attention, Llama 3's rope_scaling, and modded-nanogpt's options.
-  d.n_kv_heads = 1, d.rope_scaling = "llama3(32, 1, 4, 8192)", d.qk_norm = true, d.mlp = Mlp::relu2;
+  d.n_kv_heads = 1, d.rope_scaling = rope_scaling_of("llama3(32, 1, 4, 8192)"), d.qk_norm = true, d.mlp = Mlp::relu2;
   d.zero_init = true;
   const std::string modern = llama_layers(d);
   EXPECT_NE(modern.find("self_attn:attention(2, kv_heads=1, bias=0, rope=500000, rope_factor=32, rope_low=1, "
@@ -104,7 +104,8 @@ TEST(Arch, LlamaLayers) {
 TEST(Arch, GemmaLayers) {
   ModelConfig d;
   d.n_layer = 2, d.n_head = 2, d.n_embd = 32, d.vocab_size = 300, d.ffn_dim = 48, d.rope_theta = 1000000;
-  d.norm_eps = 1e-6, d.rope_scaling = "llama3(8, 1, 4, 32)", d.qk_norm = d.qk_norm_weight = true, d.mlp = Mlp::geglu;
+  d.norm_eps = 1e-6, d.rope_scaling = rope_scaling_of("llama3(8, 1, 4, 32)"), d.qk_norm = d.qk_norm_weight = true,
+  d.mlp = Mlp::geglu;
   d.norm_offset = d.embed_scale = d.sandwich_norm = true, d.rope_local_theta = 10000, d.global_every = 2;
   const std::string norm = "rmsnorm(eps=6, offset=1)", attention = "self_attn:attention(2, bias=0, rope=";
   const std::string qk = ", qk_norm=1, qk_norm_weight=1, qk_eps=6, qk_offset=1, proj_std=0.01)";
@@ -128,7 +129,7 @@ TEST(Arch, GemmaLayers) {
 TEST(Arch, PartialRotaryAndLongrope) {
   ModelConfig d;
   d.n_layer = 2, d.n_head = 4, d.n_embd = 32, d.vocab_size = 300, d.ffn_dim = 48, d.rope_theta = 10000;
-  d.rope_dims = 6, d.rope_scaling = "longrope(32, 1.25, 1 1.5 0.1, 1.25 4 9)";
+  d.rope_dims = 6, d.rope_scaling = rope_scaling_of("longrope(32, 1.25, 1 1.5 0.1, 1.25 4 9)");
   d.no_rope_every = 2;
   const std::string layers = llama_layers(d);
   EXPECT_NE(layers.find("h.0:res(input_layernorm:rmsnorm self_attn:attention(4, bias=0, rope=10000, rope_dims=6, "
@@ -144,12 +145,12 @@ TEST(Arch, PartialRotaryAndLongrope) {
 TEST(Arch, Yarn) {
   ModelConfig d;
   d.n_layer = 1, d.n_head = 2, d.n_embd = 16, d.vocab_size = 300, d.ffn_dim = 32, d.rope_theta = 1000000;
-  d.rope_scaling = "yarn(4, 32768, 1.25, 32, 1)";
+  d.rope_scaling = rope_scaling_of("yarn(4, 32768, 1.25, 32, 1)");
   EXPECT_NE(llama_layers(d).find("attention(2, bias=0, rope=1000000, rope_context=32768, rope_yarn=4, "
                                  "rope_beta_fast=32, rope_beta_slow=1, rope_amp=1.25, proj_std"),
             std::string::npos)
       << llama_layers(d);
-  d.rope_scaling = "yarn(4, 32768, 1.25, 32, 1, 0)";
+  d.rope_scaling = rope_scaling_of("yarn(4, 32768, 1.25, 32, 1, 0)");
   EXPECT_NE(llama_layers(d).find("rope_beta_slow=1, rope_truncate=0, rope_amp=1.25"), std::string::npos);
 }
 
@@ -176,7 +177,7 @@ TEST(Arch, GraniteMultipliers) {
 TEST(Arch, LinearRopeScalingOnTheGlobalLayers) {
   ModelConfig d;
   d.n_layer = 2, d.n_head = 2, d.n_embd = 32, d.vocab_size = 300, d.ffn_dim = 48, d.rope_theta = 1000000;
-  d.rope_scaling = "linear(8)", d.rope_local_theta = 10000, d.global_every = 2;
+  d.rope_scaling = rope_scaling_of("linear(8)"), d.rope_local_theta = 10000, d.global_every = 2;
   const std::string layers = llama_layers(d);
   EXPECT_NE(layers.find("attention(2, bias=0, rope=10000, proj_std"), std::string::npos) << layers;
   EXPECT_NE(layers.find("attention(2, bias=0, rope=1000000, rope_linear=8, proj_std"), std::string::npos) << layers;

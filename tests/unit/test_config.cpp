@@ -406,7 +406,7 @@ TEST(ConfigSchema, ChangedKeysReadBack) {
   Config c;
   EXPECT_EQ(changed_keys_ini(c, "model"), "");
   c.model.arch = Arch::llama, c.model.n_layer = 2, c.model.n_head = 4, c.model.n_embd = 32, c.model.ffn_dim = 48;
-  c.model.norm_eps = 1e-6, c.model.mlp = Mlp::geglu, c.model.rope_scaling = "linear(8)";
+  c.model.norm_eps = 1e-6, c.model.mlp = Mlp::geglu, c.model.rope_scaling = rope_scaling_of("linear(8)");
   c.model.logits_scaling = 0.1, c.model.tie_embeddings = true;
   const std::string ini = changed_keys_ini(c, "model");
   EXPECT_EQ(ini,
@@ -435,7 +435,8 @@ TEST(ConfigErrors, CrossKeyChecks) {
   EXPECT_EQ(parse(llama + "n_kv_heads = 1\n").model.n_kv_heads, 1);
   EXPECT_NE(error_of(llama + "rope_scaling = llama3(32, 4, 1, 8192)\n").find("HIGH > LOW"), std::string::npos);
   EXPECT_NE(error_of(llama + "rope_scaling = yarn\n").find("rope_scaling = 'yarn'"), std::string::npos);
-  EXPECT_EQ(parse(llama + "rope_scaling = llama3(32, 1, 4, 8192)\n").model.rope_scaling, "llama3(32, 1, 4, 8192)");
+  EXPECT_EQ(rope_scaling_text(parse(llama + "rope_scaling = llama3(32, 1, 4, 8192)\n").model.rope_scaling),
+            "llama3(32, 1, 4, 8192)");
   EXPECT_EQ(rope_scaling_of("linear(8)").linear, 8);  // (Gemma 3 4B-27B's)
   EXPECT_EQ(rope_scaling_of("linear(8)").factor, 0);
   EXPECT_NE(error_of(llama + "rope_scaling = linear(0)\n").find("linear(FACTOR) >= 1, longrope("), std::string::npos);
@@ -446,8 +447,9 @@ TEST(ConfigErrors, CrossKeyChecks) {
   EXPECT_DOUBLE_EQ(lr.amplitude, 1.09);
   EXPECT_EQ(lr.short_factor, (std::vector<double>{1, 1.5, 2, 4}));
   EXPECT_EQ(lr.long_factor, (std::vector<double>{1.25, 2, 4, 8}));
-  EXPECT_EQ(parse(llama + "rope_scaling = longrope(32, 1.09, 1 1.5 2 4, 1.25 2 4 8)\n").model.rope_scaling,
-            "longrope(32, 1.09, 1 1.5 2 4, 1.25 2 4 8)");
+  EXPECT_EQ(
+      rope_scaling_text(parse(llama + "rope_scaling = longrope(32, 1.09, 1 1.5 2 4, 1.25 2 4 8)\n").model.rope_scaling),
+      "longrope(32, 1.0900000000000001, 1 1.5 2 4, 1.25 2 4 8)");  // (to the last bit)
   for (const char* bad : {"longrope(32, 1.09, 1 1.5, 1.25)", "longrope(32, 1.09, 1 x, 1 2)", "longrope(32, 0, 1, 1)",
                           "longrope(32.5, 1, 1, 1)", "longrope(32, 1, 1, 1, 1)", "longropes(32, 1, 1, 1)"})
     EXPECT_NE(error_of(llama + "rope_scaling = " + bad + "\n").find("expected none"), std::string::npos) << bad;

@@ -14,6 +14,7 @@
 #include <string>
 #include <vector>
 
+#include "hpctrain/config/rope_scaling.hpp"
 #include "hpctrain/core/precision.hpp"
 
 namespace hpctrain {
@@ -174,11 +175,10 @@ struct ModelConfig {
   std::string groups = "auto";
   long vocab_multiple = 1;  // embedding / lm_head rows padded to a multiple (layers/registry.hpp)
   // arch = llama (model/arch.hpp llama_layers): the MLP's hidden width, RoPE's theta, the RMS
-  // norms' epsilon, key/value heads (0 = n_head), the rotary scaling (config/rope_scaling.hpp's
-  // text: "none", "llama3(FACTOR, LOW, HIGH, CONTEXT)", ...), and modded-nanogpt's options.
+  // norms' epsilon, key/value heads (0 = n_head), the rotary scaling, and modded-nanogpt's options.
   long ffn_dim = 0, rope_theta = 10000, n_kv_heads = 0;
   double norm_eps = 1e-5;
-  std::string rope_scaling = "none";
+  RopeScaling rope_scaling;  // [model] rope_scaling's text read (config/rope_scaling.hpp)
   AttentionMask attention_mask = AttentionMask::causal;
   Mlp mlp = Mlp::swiglu;
   bool qk_norm = false, zero_init = false;

@@ -30,6 +30,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <iostream>
 #include <map>
 #include <mutex>
@@ -505,6 +506,31 @@ po::options_description options() {
   return o;
 }
 
+// Each command: its name, the options it needs, and what runs it.
+struct Command {
+  std::string name;
+  std::vector<const char*> required;
+  std::function<int(const std::string& cmd, const po::variables_map& vm)> run;
+};
+const std::vector<Command>& commands() {
+  using Vm = const po::variables_map&;
+  using Cmd = const std::string&;
+  static const std::vector<Command> table{
+      {"import-idx", {"images", "labels", "out"}, [](Cmd, Vm vm) { return import_cmd(vm); }},
+      {"import-text", {"input", "out"}, [](Cmd, Vm vm) { return import_text_cmd(vm); }},
+      {"import-csv", {"input", "out"}, import_table_cmd},
+      {"import-npy", {"features", "labels", "out"}, import_table_cmd},
+      {"import-cifar", {"input", "out"}, [](Cmd, Vm vm) { return import_cifar_cmd(vm); }},
+      {"import-images", {"input", "out"}, [](Cmd, Vm vm) { return import_images_cmd(vm); }},
+      {"import-h5", {"input", "out"}, [](Cmd, Vm vm) { return import_h5_cmd(vm); }},
+      {"generate", {"out"}, [](Cmd, Vm vm) { return generate(vm); }},
+      {"import-llmc", {"input", "vocab", "out"}, [](Cmd, Vm vm) { return import_llmc_cmd(vm); }},
+      {"tokenize", {"vocab", "input"}, [](Cmd, Vm vm) { return tokenize_cmd(vm); }},
+      {"inspect", {"root"}, [](Cmd, Vm vm) { return inspect(vm["root"].as<std::string>()); }},
+  };
+  return table;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -524,64 +550,16 @@ int main(int argc, char** argv) {
     } catch (const po::error& e) {
       throw bad_input(std::string(e.what()) + "\n" + kUsage);
     }
-    auto need = [&](const char* k) {
-      if (!vm.count(k)) throw bad_input(cmd + ": --" + k + " is required");
-    };
     if (vm["shards"].as<int>() < 1) throw bad_input("--shards must be >= 1");
     if (vm["chunk-rows"].as<std::int64_t>() < 1) throw bad_input("--chunk-rows must be >= 1");
     const int gz = vm["gzip"].as<int>();
     if (gz < 0 || gz > 9) throw bad_input("--gzip must be 0..9");
-    if (cmd == "import-idx") {
-      need("images");
-      need("labels");
-      need("out");
-      return import_cmd(vm);
-    }
-    if (cmd == "import-text") {
-      need("input");
-      need("out");
-      return import_text_cmd(vm);
-    }
-    if (cmd == "import-csv" || cmd == "import-npy") {
-      need(cmd == "import-csv" ? "input" : "features");
-      if (cmd == "import-npy") need("labels");
-      need("out");
-      return import_table_cmd(cmd, vm);
-    }
-    if (cmd == "import-cifar") {
-      need("input");
-      need("out");
-      return import_cifar_cmd(vm);
-    }
-    if (cmd == "import-images") {
-      need("input");
-      need("out");
-      return import_images_cmd(vm);
-    }
-    if (cmd == "import-h5") {
-      need("input");
-      need("out");
-      return import_h5_cmd(vm);
-    }
-    if (cmd == "generate") {
-      need("out");
-      return generate(vm);
-    }
-    if (cmd == "import-llmc") {
-      need("input");
-      need("vocab");
-      need("out");
-      return import_llmc_cmd(vm);
-    }
-    if (cmd == "tokenize") {
-      need("vocab");
-      need("input");
-      return tokenize_cmd(vm);
-    }
-    if (cmd == "inspect") {
-      need("root");
-      return inspect(vm["root"].as<std::string>());
-    }
+    for (const Command& c : commands())
+      if (c.name == cmd) {
+        for (const char* k : c.required)
+          if (!vm.count(k)) throw bad_input(cmd + ": --" + k + " is required");
+        return c.run(cmd, vm);
+      }
     throw bad_input("unknown command '" + cmd + "'\n" + kUsage);
   } catch (const Error& e) {
     std::cerr << "hpctrain-data: error: " << e.what() << "\n";

@@ -12,8 +12,11 @@
 // norm_offset, embed_scale); Gemma 3 adds the weighted QK-norm, norms after attention and the MLP
 // (pre_feedforward_layernorm, post_feedforward_layernorm: [model] sandwich_norm) and local layers
 // of another rotary base ([model] rope_local_theta, global_every). Sliding windows ([model]
-// sliding_window): Mistral's and Phi-3's on every layer, Gemma 3's on its local layers, Qwen2's and
-// Qwen3's (use_sliding_window) on the layers from max_window_layers on. The rotation's keys, in
+// sliding_window): Mistral's and Phi-3's on every layer, Gemma 3's and OLMo 3's on their local
+// layers, Qwen2's and Qwen3's (use_sliding_window) on the layers from max_window_layers on. AI2's
+// Olmo2ForCausalLM (OLMo 2) has no input norm, norms after both sublayers ([model] post_norm) and
+// q_norm / k_norm over the projections' whole width ([model] qk_norm_whole); Olmo3ForCausalLM
+// (OLMo 3) adds sliding windows on 3 layers of 4 whose rotation is unscaled. The rotation's keys, in
 // transformers 4's layout or 5's rope_parameters: checkpoint/hf_rope.hpp.
 #include <algorithm>
 #include <cmath>
@@ -160,8 +163,8 @@ void window_options(const Json& c, const std::string& type, const std::string& f
     return;
   }
   std::int64_t from = 0;  // the first windowed layer
-  if (const std::int64_t period = listed_period(c, m.n_layer, file, 0); period > 0) {
-    from = period == 1 ? m.n_layer : 0;
+  if (const std::int64_t period = listed_period(c, m.n_layer, file, type == "olmo3" ? 4 : 0); period > 0) {
+    from = period == 1 ? m.n_layer : 0;  // (OLMo 3's default without layer_types: every 4th layer full)
     m.global_every = period > m.n_layer ? 0 : period;
   } else if (qwen) {
     from = std::min(whole(c, "max_window_layers", file, 28), m.n_layer);  // (Qwen2Config's default)
@@ -172,6 +175,21 @@ void window_options(const Json& c, const std::string& type, const std::string& f
   }
   if (from < m.n_layer) m.sliding_window = window;
   if (m.global_every == 1) m.global_every = 0;  // (every layer global: no window)
+}
+
+// OLMo 3's rotation (modeling_olmo3.py, transformers 4.57: its sliding layers rotate with the default
+// rope_type, its full ones with rope_scaling's): the sliding layers as hpctrain's local layers with
+// rope_local_theta (the file's sliding_attention base, else rope_theta) where the full ones scale;
+// no scaling where every layer slides. `local_theta`: rope_keys' (-1: none).
+void olmo3_rotation(std::int64_t local_theta, ModelConfig& m) {
+  if (m.sliding_window == 0) return;  // (every layer full)
+  if (m.global_every == 0) {
+    m.rope_scaling = RopeScaling{};
+    if (local_theta >= 0) m.rope_theta = local_theta;
+    return;
+  }
+  const std::int64_t local = local_theta >= 0 ? local_theta : m.rope_theta;
+  if (m.rope_scaling.scaled() || local != m.rope_theta) m.rope_local_theta = local;
 }
 
 // Phi-3's partial_rotary_factor (Phi-4 mini's 0.75: the first int(0.75 D) columns of each head rotate;
@@ -210,13 +228,14 @@ ModelConfig llama_model(const Json& c, const std::string& type, const std::strin
   m.n_embd = whole(c, "hidden_size", file);
   m.ffn_dim = whole(c, "intermediate_size", file);
   m.vocab_size = whole(c, "vocab_size", file);
-  const RopeKeys rope = rope_keys(c, file, type == "gemma3_text");
+  const RopeKeys rope = rope_keys(c, file, type == "gemma3_text" || type == "olmo3");
   m.rope_theta = rope.global.theta >= 0 ? rope.global.theta : type == "smollm3" ? 2000000 : 10000;  // (SmolLM3's)
   m.rope_scaling = rope.global.scaling;
   m.tie_embeddings = c.value("tie_word_embeddings", is_gemma(type));  // (GemmaConfig's default: tied)
   m.qkv_bias = type == "qwen2";  // (Qwen2Attention: bias=True on q, k and v; hard-wired)
-  m.qk_norm = m.qk_norm_weight = type == "qwen3" || type == "olmo2";  // (Qwen3Attention's q_norm, k_norm)
-  m.qk_norm_whole = m.post_norm = type == "olmo2";  // (Olmo2Attention's over the projections; no input norm)
+  const bool olmo = type == "olmo2" || type == "olmo3";
+  m.qk_norm = m.qk_norm_weight = type == "qwen3" || olmo;  // (Qwen3Attention's q_norm, k_norm)
+  m.qk_norm_whole = m.post_norm = olmo;                    // (Olmo2Attention's over the projections; no input norm)
   if (type == "smollm3") m.no_rope_every = no_rope_period(c, m.n_layer, file);
   if (m.n_head < 1 || m.n_embd % m.n_head != 0 || m.n_kv_heads < 1 || m.n_head % m.n_kv_heads != 0)
     throw bad_input(file + ": hidden_size " + std::to_string(m.n_embd) + ", num_attention_heads " +
@@ -237,6 +256,7 @@ ModelConfig llama_model(const Json& c, const std::string& type, const std::strin
   if (is_gemma(type)) gemma_options(c, type, file, rope.local.theta, m);
   if (type == "granite") granite_options(c, file, m);
   window_options(c, type, file, m);
+  if (type == "olmo3") olmo3_rotation(rope.local.theta, m);
   if (m.sliding_window == 0 && m.rope_local_theta == 0) m.global_every = 0;  // (no local layer differs)
   return m;
 }
@@ -403,13 +423,19 @@ void order_as_save_pretrained(std::vector<LazyTensor>& tensors) {
 
 namespace {
 // The model_types this file reads and their classes.
-const std::pair<const char*, const char*> kLlamaClasses[] = {
-    {"llama", "LlamaForCausalLM"},     {"mistral", "MistralForCausalLM"},
-    {"qwen2", "Qwen2ForCausalLM"},     {"qwen3", "Qwen3ForCausalLM"},
-    {"phi3", "Phi3ForCausalLM"},       {"gemma", "GemmaForCausalLM"},
-    {"gemma2", "Gemma2ForCausalLM"},   {"gemma3_text", "Gemma3ForCausalLM"},
-    {"olmo2", "Olmo2ForCausalLM"},     {"gemma3", "Gemma3ForConditionalGeneration"},
-    {"smollm3", "SmolLM3ForCausalLM"}, {"granite", "GraniteForCausalLM"}};
+const std::pair<const char*, const char*> kLlamaClasses[] = {{"llama", "LlamaForCausalLM"},
+                                                             {"mistral", "MistralForCausalLM"},
+                                                             {"qwen2", "Qwen2ForCausalLM"},
+                                                             {"qwen3", "Qwen3ForCausalLM"},
+                                                             {"phi3", "Phi3ForCausalLM"},
+                                                             {"gemma", "GemmaForCausalLM"},
+                                                             {"gemma2", "Gemma2ForCausalLM"},
+                                                             {"gemma3_text", "Gemma3ForCausalLM"},
+                                                             {"olmo2", "Olmo2ForCausalLM"},
+                                                             {"olmo3", "Olmo3ForCausalLM"},
+                                                             {"gemma3", "Gemma3ForConditionalGeneration"},
+                                                             {"smollm3", "SmolLM3ForCausalLM"},
+                                                             {"granite", "GraniteForCausalLM"}};
 }  // namespace
 
 std::string llama_class(const std::string& model_type) {

@@ -16,41 +16,53 @@ namespace hpctrain::hf {
 
 namespace {
 // The model_type whose class computes deck `m` (arch = llama): llama, mistral (a window on every
-// layer), qwen2, qwen3, gemma, gemma2, gemma3_text, olmo2, smollm3 or phi3 (rope_dims or longrope);
+// layer), qwen2, qwen3, gemma, gemma2, gemma3_text, olmo2, olmo3 (olmo2 with windows), smollm3, granite or
+// phi3 (rope_dims or longrope);
 // bad_input naming the keys when no class does.
 std::string export_type(const ModelConfig& m, bool longrope) {
   const bool gemma = m.mlp == Mlp::geglu || m.norm_offset || m.embed_scale;
   const bool capped = m.attn_softcap > 0 || m.final_softcap > 0;
   const bool gemma2 = gemma && m.sandwich_norm && !m.qk_norm_weight;
   const auto refuse = [](const std::string& what) {
-    throw bad_input(
-        "--export-hf: [model] " + what +
-        " is the model of no Hugging Face class (Qwen2: qkv_bias; Qwen3: qk_norm with qk_norm_weight; "
-        "Gemma: mlp = geglu, norm_offset, embed_scale; Gemma 2: those with sandwich_norm and the "
-        "soft-caps; Gemma 3: those with sandwich_norm and the weighted QK-norm; OLMo 2: post_norm with "
-        "qk_norm_weight and qk_norm_whole; SmolLM3: no_rope_every; Phi-3: rope_dims, longrope; Granite: the "
-        "multipliers)");
+    throw bad_input("--export-hf: [model] " + what +
+                    " is the model of no Hugging Face class (Qwen2: qkv_bias; Qwen3: qk_norm with qk_norm_weight; "
+                    "Gemma: mlp = geglu, norm_offset, embed_scale; Gemma 2: those with sandwich_norm and the "
+                    "soft-caps; Gemma 3: those with sandwich_norm and the weighted QK-norm; OLMo 2: post_norm with "
+                    "qk_norm_weight and qk_norm_whole; OLMo 3: those with sliding_window; SmolLM3: no_rope_every; "
+                    "Phi-3: rope_dims, longrope; Granite: the "
+                    "multipliers)");
   };
   if (m.qk_norm && !m.qk_norm_weight) refuse("qk_norm without qk_norm_weight (modded-nanogpt's)");
   if (m.mlp == Mlp::relu2) refuse("mlp = relu2 (modded-nanogpt's)");
   if (m.qkv_bias && (m.qk_norm_weight || gemma)) refuse("qkv_bias with qk_norm_weight or Gemma's keys");
   if (gemma && !(m.mlp == Mlp::geglu && m.norm_offset && m.embed_scale))
     refuse("mlp = geglu, norm_offset and embed_scale not all together (Gemma's three)");
-  if ((m.sandwich_norm || m.rope_local_theta > 0 || capped) && !gemma)
-    refuse("sandwich_norm, rope_local_theta, attn_softcap or final_softcap without Gemma's keys");
+  if ((m.sandwich_norm || capped) && !gemma)
+    refuse("sandwich_norm, attn_softcap or final_softcap without Gemma's keys");
+  if (m.rope_local_theta > 0 && !gemma && !m.post_norm) refuse("rope_local_theta outside Gemma 3 and OLMo 3");
   if (gemma && m.qk_norm_weight && !m.sandwich_norm) refuse("Gemma's keys and qk_norm_weight without sandwich_norm");
   if (gemma2 && m.rope_local_theta > 0) refuse("rope_local_theta without qk_norm_weight (Gemma 2 has one rotary base)");
   if (capped && !gemma2) refuse("attn_softcap or final_softcap outside Gemma 2");
   if (m.query_pre_attn_scalar > 0 && !(gemma && m.sandwich_norm)) refuse("query_pre_attn_scalar outside Gemma 2 and 3");
-  if (m.sliding_window > 0 && m.global_every > 0 && !(gemma && m.sandwich_norm))
-    refuse("sliding_window with global_every outside Gemma 2 and 3 (Mistral's and Qwen's windows are on every layer)");
+  if (m.sliding_window > 0 && m.global_every > 0 && !(gemma && m.sandwich_norm) && !m.post_norm)
+    refuse(
+        "sliding_window with global_every outside Gemma 2 and 3 and OLMo 3 (Mistral's and Qwen's windows are on "
+        "every layer)");
   if (m.sliding_window > 0 && gemma && !m.sandwich_norm) refuse("sliding_window with Gemma's keys (Gemma 2's and 3's)");
   if (m.post_norm || m.qk_norm_whole) {
     if (!(m.post_norm && m.qk_norm_whole && m.qk_norm_weight))
       refuse("post_norm or qk_norm_whole without the other and qk_norm_weight (OLMo 2's three)");
-    if (gemma || m.qkv_bias || m.sliding_window > 0 || m.no_rope_every > 0)
-      refuse("post_norm with Gemma's keys, qkv_bias, sliding_window or no_rope_every");
-    return "olmo2";
+    if (gemma || m.qkv_bias || m.no_rope_every > 0) refuse("post_norm with Gemma's keys, qkv_bias or no_rope_every");
+    if (m.sliding_window == 0 && m.rope_local_theta > 0)
+      refuse("post_norm and rope_local_theta without sliding_window");
+    // (OLMo 3's sliding layers: unscaled at rope_theta, or the base of their own transformers 5 gives them)
+    if (m.sliding_window > 0 && m.rope_scaling.scaled() && m.rope_local_theta == 0)
+      refuse(
+          "post_norm and sliding_window with a scaled rotation on every layer (OLMo 3 scales its full layers "
+          "alone: rope_local_theta = rope_theta)");
+    if (m.rope_local_theta > 0 && m.rope_local_theta != m.rope_theta)
+      refuse("post_norm with a rope_local_theta other than rope_theta (OLMo 3's sliding layers turn at rope_theta)");
+    return m.sliding_window > 0 ? "olmo3" : "olmo2";
   }
   if (m.no_rope_every > 0) {
     if (gemma || m.qkv_bias || m.qk_norm_weight || m.sliding_window > 0)
@@ -76,15 +88,24 @@ std::string export_type(const ModelConfig& m, bool longrope) {
   return m.sliding_window > 0 ? "mistral" : "llama";
 }
 
+// config.json's layer_types for the deck's local layers (every layer but each global_every-th; every
+// layer without global_every, where the local layers differ: a window or a base of their own) and
+// the period of the full ones (n_layer + 1: none).
+std::int64_t layer_kinds(const ModelConfig& m, Json& c) {
+  const bool differ = m.sliding_window > 0 || m.rope_local_theta > 0;
+  const std::int64_t every = m.global_every > 0 ? m.global_every : differ ? m.n_layer + 1 : 1;
+  Json kinds = Json::array();
+  for (long i = 0; i < m.n_layer; ++i) kinds.push_back((i + 1) % every == 0 ? "full_attention" : "sliding_attention");
+  c["layer_types"] = kinds;
+  return every;
+}
+
 // config.json's keys of Gemma, Gemma 2 and Gemma 3 (modeling_gemma*.py) beside Llama's.
 void gemma_config(const ModelConfig& m, const std::string& type, Json& c) {
   c.erase("hidden_act"), c.erase("mlp_bias");
   c["hidden_activation"] = "gelu_pytorch_tanh";
   if (type == "gemma") return;
-  const std::int64_t every = m.global_every > 0 ? m.global_every : 1;  // (none: every layer global)
-  Json kinds = Json::array();
-  for (long i = 0; i < m.n_layer; ++i) kinds.push_back((i + 1) % every == 0 ? "full_attention" : "sliding_attention");
-  c["layer_types"] = kinds, c["sliding_window_pattern"] = every;
+  c["sliding_window_pattern"] = layer_kinds(m, c);
   // (no window: trained on windows of block_size, so the local layers saw no farther)
   c["sliding_window"] = m.sliding_window > 0 ? m.sliding_window : m.block_size;
   c["rope_local_base_freq"] = static_cast<double>(m.rope_local_theta > 0 ? m.rope_local_theta : m.rope_theta);
@@ -154,7 +175,8 @@ Exported llama_export(const std::vector<LazyTensor>& ours, const ModelConfig& m,
   if (type == "mistral") out.config["sliding_window"] = m.sliding_window;
   if (type == "qwen2" || type == "mistral")  // (their configurations have neither)
     out.config.erase("attention_bias"), out.config.erase("mlp_bias");
-  if (type == "olmo2") out.config.erase("mlp_bias");  // (Olmo2Config has attention_bias alone)
+  if (type == "olmo2" || type == "olmo3") out.config.erase("mlp_bias");  // (Olmo2Config has attention_bias alone)
+  if (type == "olmo3") layer_kinds(m, out.config), out.config["sliding_window"] = m.sliding_window;
   if (type == "smollm3") {  // (1: the layer rotates; the interval too, for readers of the older key)
     Json layers = Json::array();
     for (long i = 0; i < m.n_layer; ++i) layers.push_back((i + 1) % m.no_rope_every == 0 ? 0 : 1);

@@ -146,6 +146,20 @@ tp=$("$mpirun" -q -np 2 --oversubscribe --bind-to none "$trainer" "$tmp/olmo2.in
   --set checkpoint.resume="$tmp/olmo2.h5" 2>&1)
 check "... on 2 tensor-parallel ranks: one line, the heads split ($(grep -c . <<<"$tp") lines)" \
   grep -q "qk_whole=1 (a QK-norm over every head) with \[parallel\] tensor_parallel = 2" <<<"$tp"
+# OLMo 3 (Olmo3ForCausalLM: OLMo 2's, layer 0 of 2 sliding over 32 positions and rotating unscaled,
+# layer 1 full with yarn's scaling): global_every 2, rope_local_theta = rope_theta, the reference's
+# loss at 64; scaling the sliding layer too (rope_local_theta 0) another loss; back out as OLMo 3.
+cp -r "$tmp/hf" "$tmp/olmo3" && $py "$ref" olmo3 "$tmp/olmo3"
+check "model_type olmo3: sliding_window 32 on layer 0, yarn on layer 1 alone, the reference's loss at 64 (1e-5)" \
+  imported_as olmo3 "post_norm = true" "sliding_window = 32" "global_every = 2" "rope_local_theta = 500000"
+scaled=$("$trainer" "$tmp/olmo3.ini" --eval-only --set model.rope_local_theta=0 --set checkpoint.resume="$tmp/olmo3.h5" 2>&1 | grep "^eval-only")
+check "... with the sliding layer scaled too another loss ($(loss_of "$scaled"))" apart "$(loss_of "$scaled")" olmo3 1e-4
+check "... exported as Olmo3ForCausalLM, the same tensors bit for bit" exported_as olmo3 olmo3
+err=$("$trainer" "$tmp/olmo3.ini" --export-hf "$tmp/olmo3_all" --set model.rope_local_theta=0 --set checkpoint.resume="$tmp/olmo3.h5" 2>&1)
+check "... scaled on every layer: --export-hf exits 2 with one line, nothing written" \
+  test "$?$(without_runtime_noise <<<"$err" | wc -l)$(grep -c "OLMo 3 scales its full layers" <<<"$err")$(test -e "$tmp/olmo3_all" && echo written)" = 211
+check "... config.json's layer_types and sliding_window" \
+  $py -c "import json, sys; c = json.load(open('$tmp/olmo3_out/config.json')); sys.exit(c['layer_types'] != ['sliding_attention', 'full_attention'] or c['sliding_window'] != 32 or c['rope_scaling']['rope_type'] != 'yarn')"
 # SmolLM3 (SmolLM3ForCausalLM: Llama's tensors, rotary positions off the layers no_rope_layers marks
 # 0, here layer 1 of 2; rope_theta 5e6): [model] no_rope_every = 2, the reference's loss; with every
 # layer rotating another loss; back out with its no_rope_layers.
@@ -236,13 +250,13 @@ check "... without the linear scaling another loss ($(loss_of "$unscaled"))" \
   apart "$(loss_of "$unscaled")" gemma3mm 1e-3
 check "... exported as Gemma3ForCausalLM, the language model's tensors bit for bit" exported_as gemma3mm gemma3_text
 check "... config.json's rope_scaling linear 8" grep -q '"rope_type": "linear"' "$tmp/gemma3mm_out/config.json"
-# transformers 5's config.json (rope_parameters: rope_theta and the scaling inside it; a Gemma 3's one
-# section per layer kind, full_attention with the scaling, sliding_attention with the local base):
+# transformers 5's config.json (rope_parameters: rope_theta and the scaling inside it; a Gemma 3's and an
+# OLMo 3's one section per layer kind, full_attention with the scaling, sliding_attention with the local base):
 # the same [model] keys as the folder in transformers 4's layout (the Llama's llama3 scaling, the
 # SmolLM3's base 5e6, Gemma 3's llama3 and linear scalings on the full layers alone, the Phi-4-mini-style
-# partial_rotary_factor and longrope inside the section); a Gemma 3's
+# partial_rotary_factor and longrope inside the section, OLMo 3's yarn on the full layers); a Gemma 3's
 # bases of 2e6 and 20000 in the sections are its rope_theta and rope_local_theta.
-for name in hf smollm3 gemma3 gemma3mm phi4 yarn; do
+for name in hf smollm3 gemma3 gemma3mm phi4 yarn olmo3; do
   cp -r "$tmp/$name" "$tmp/${name}5" && $py "$ref" transformers5 "$tmp/${name}5"
   deck_of "$("$trainer" --import-hf "$tmp/${name}5" --out "$tmp/${name}5.h5" 2>&1)" "$tmp/${name}5.ini"
   four=$tmp/$name.ini && [ $name = hf ] && four=$tmp/deck.ini

@@ -41,6 +41,8 @@ transformers' LlamaForCausalLM does, without transformers (Debian does not packa
   olmo2 DIR             make the folder an Olmo2ForCausalLM's (model_type olmo2: no input_layernorm, norms
                         after attention and the MLP only, q_norm and k_norm over the projections' whole
                         width, rms_norm_eps 1e-6; one F32 file)
+  olmo3 DIR             make the folder an Olmo3ForCausalLM's (model_type olmo3: olmo2's, layer_types sliding
+                        then full, sliding_window 32, yarn's rope_scaling on the full layer alone)
   phi3 DIR              make the folder a Phi3ForCausalLM's (model_type phi3: q|k|v fused in qkv_proj and
                         gate|up in gate_up_proj, one F32 file; sliding_window 63 on every layer)
   granite DIR           make the folder IBM Granite's GraniteForCausalLM (model_type granite: Llama's tensors,
@@ -280,7 +282,7 @@ def rotates(cfg, i):
 def sliding(cfg, i):
     """Whether layer i attends over the last sliding_window positions only, as each *Config decides:
     Mistral's and Phi-3's every layer; Qwen2's and Qwen3's with use_sliding_window, from layer
-    max_window_layers on; Gemma 3's local layers; layer_types where a folder lists them."""
+    max_window_layers on; Gemma 3's and OLMo 3's local layers; layer_types where a folder lists them."""
     kind = cfg.get("model_type")
     if cfg.get("sliding_window") is None or (kind in ("qwen2", "qwen3") and not cfg.get("use_sliding_window")):
         return False
@@ -288,6 +290,8 @@ def sliding(cfg, i):
         return cfg["layer_types"][i] == "sliding_attention"
     if kind == "gemma3_text":
         return (i + 1) % cfg.get("sliding_window_pattern", 6) != 0
+    if kind == "olmo3":  # (Olmo3Config's default: every 4th layer full)
+        return (i + 1) % 4 != 0
     if kind == "gemma2":  # (older files: layer 0 sliding, then every other one)
         return i % 2 == 0
     if kind in ("qwen2", "qwen3"):
@@ -305,7 +309,8 @@ def forward(cfg, w, ids):
     gemma = cfg.get("model_type") in ("gemma", "gemma2", "gemma3_text")
     gemma3 = cfg.get("model_type") == "gemma3_text"
     sandwich = cfg.get("model_type") in ("gemma2", "gemma3_text")  # (and query_pre_attn_scalar)
-    olmo2 = cfg.get("model_type") == "olmo2"  # (norms after the sublayers alone; QK-norm over all heads)
+    olmo2 = cfg.get("model_type") in ("olmo2", "olmo3")  # (norms after the sublayers alone; QK-norm over all heads)
+    olmo3 = cfg.get("model_type") == "olmo3"
     attn_cap, final_cap = cfg.get("attn_logit_softcapping"), cfg.get("final_logit_softcapping")
     granite = cfg.get("model_type") == "granite"  # (modeling_granite.py's multipliers; 1 when absent)
     residual = cfg.get("residual_multiplier", 1.0) if granite else 1.0
@@ -317,9 +322,9 @@ def forward(cfg, w, ids):
         half = x.shape[-1] // 2
         return torch.cat((-x[..., half:], x[..., :half]), dim=-1)
 
-    def angles(local):
-        f, amp, rot = rotary(dict(cfg, rope_theta=cfg.get("rope_local_base_freq", 10000.0), rope_scaling=None)
-                             if local else cfg, d, t)
+    def angles(local):  # (Gemma 3's and OLMo 3's sliding layers: unscaled, at rope_local_base_freq or rope_theta)
+        base = cfg.get("rope_local_base_freq", 10000.0) if gemma3 else cfg.get("rope_theta", 10000.0)
+        f, amp, rot = rotary(dict(cfg, rope_theta=base, rope_scaling=None) if local else cfg, d, t)
         ang = torch.arange(t, dtype=torch.float64)[:, None] * f[None, :]
         emb = torch.cat((ang, ang), dim=-1)
         return emb.cos() * amp, emb.sin() * amp, rot
@@ -340,7 +345,7 @@ def forward(cfg, w, ids):
     for i in range(cfg["num_hidden_layers"]):
         p = "model.layers.%d." % i
         local = sliding(cfg, i)
-        cos, sin, rot = angles(local and gemma3)  # (Gemma 3's local layers: rope_local_base_freq)
+        cos, sin, rot = angles(local and (gemma3 or olmo3))
         mask = causal & (pos[:, None] - pos[None, :] < cfg["sliding_window"]) if local else causal
         y = x if olmo2 else rms(x, W[p + "input_layernorm.weight"])
         def proj(name, heads):
@@ -445,7 +450,7 @@ if __name__ == "__main__":
         v.gemma(sys.argv[2], {"gemma": 1, "gemma2": 2, "gemma3": 3}[cmd])
     elif cmd == "transformers5":
         v.transformers5(sys.argv[2], [float(b) for b in sys.argv[3:5]] if len(sys.argv) > 4 else None)
-    elif cmd in ("phi3", "phi4", "granite", "olmo2", "smollm3", "gemma3_image_text", "qwen2"):
+    elif cmd in ("phi3", "phi4", "granite", "olmo2", "olmo3", "smollm3", "gemma3_image_text", "qwen2"):
         getattr(v, cmd)(sys.argv[2])
     elif cmd == "yarn":
         v.yarn_folder(sys.argv[2])

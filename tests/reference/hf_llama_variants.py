@@ -105,6 +105,18 @@ def olmo2(folder):
     one_file(folder, w, cfg)
 
 
+def olmo3(folder):
+    """The Llama folder as an Olmo3ForCausalLM's (modeling_olmo3.py, transformers 4.57): OLMo 2's tensors
+    and norms, layer_types sliding then full (sliding_window 32 on layer 0), yarn's rope_scaling (factor
+    4 over an original context of 16, beta_fast 8) on the full layer alone: the sliding one rotates
+    unscaled at rope_theta."""
+    olmo2(folder)
+    edit_config(folder, architectures=["Olmo3ForCausalLM"], model_type="olmo3", sliding_window=32,
+                layer_types=["sliding_attention", "full_attention"],
+                rope_scaling={"rope_type": "yarn", "factor": 4.0, "original_max_position_embeddings": 16,
+                              "beta_fast": 8})
+
+
 def qwen3(folder, head_dim=None):
     path = os.path.join(folder, "config.json")
     cfg = json.load(open(path))
@@ -225,18 +237,19 @@ def phi4(folder):
 
 def transformers5(folder, bases=None):
     """config.json as transformers 5 saves it (RotaryEmbeddingConfigMixin.standardize_rope_params):
-    rope_theta and rope_scaling moved into rope_parameters; a Gemma 3's one section per layer kind,
-    full_attention with rope_theta and the scaling, sliding_attention default with rope_local_base_freq
-    (Gemma3TextConfig's defaults where the file leaves them out). `bases` (global, local): those in
+    rope_theta and rope_scaling moved into rope_parameters; a Gemma 3's and an OLMo 3's one section per
+    layer kind, full_attention with rope_theta and the scaling, sliding_attention default with
+    rope_local_base_freq (Gemma3TextConfig's defaults where the file leaves them out; OLMo 3's: rope_theta). `bases` (global, local): those in
     place of the file's."""
     path = os.path.join(folder, "config.json")
     top = json.load(open(path))
     cfg = top.get("text_config", top)
     gemma3 = top.get("model_type") in ("gemma3", "gemma3_text")
+    olmo3 = top.get("model_type") == "olmo3"  # (one section per layer kind, the sliding one's unscaled at rope_theta)
     theta = cfg.pop("rope_theta", GEMMA3_TEXT_DEFAULTS["rope_theta"] if gemma3 else 10000.0)
     full = dict(cfg.pop("rope_scaling", None) or {"rope_type": "default"}, rope_theta=bases[0] if bases else theta)
-    if gemma3:
-        local = cfg.pop("rope_local_base_freq", GEMMA3_TEXT_DEFAULTS["rope_local_base_freq"])
+    if gemma3 or olmo3:
+        local = cfg.pop("rope_local_base_freq", GEMMA3_TEXT_DEFAULTS["rope_local_base_freq"]) if gemma3 else theta
         cfg["rope_parameters"] = {"full_attention": full,
                                   "sliding_attention": {"rope_type": "default", "rope_theta": bases[1] if bases else local}}
     else:

@@ -235,6 +235,10 @@ check "model_type gemma3_text: sandwich_norm, rope_local_theta 10000 and sliding
   imported_as gemma3 "sandwich_norm = true" "rope_local_theta = 10000" "global_every = 2" "head_dim = 16" \
   "qk_norm_weight = true" "rope_scaling = llama3(8, 1, 4, 32)" "sliding_window = 32" "block_size = 64"
 check "... exported as Gemma3ForCausalLM, the same tensors bit for bit" exported_as gemma3 gemma3_text
+"$trainer" "$tmp/gemma3.ini" --export-hf "$tmp/gemma3_local" --set model.global_every=0 --set model.rope_local_theta=0 \
+  --set checkpoint.resume="$tmp/gemma3.h5" >/dev/null 2>&1
+check "... without global_every (every layer local, windowed): layer_types all sliding_attention" \
+  $py -c "import json, sys; sys.exit(json.load(open('$tmp/gemma3_local/config.json'))['layer_types'] != ['sliding_attention'] * 2)"
 check "... config.json's sliding_window 32" grep -q '"sliding_window": 32' "$tmp/gemma3_out/config.json"
 # Gemma 3 4B-27B (Gemma3ForConditionalGeneration, model_type gemma3): the text model's keys in
 # text_config, those at Gemma3TextConfig's defaults left out (rms_norm_eps, rope_local_base_freq),

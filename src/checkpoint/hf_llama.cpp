@@ -244,7 +244,8 @@ ModelConfig llama_model(const Json& c, const std::string& type, const std::strin
   const std::int64_t head_dim = whole(c, "head_dim", file, m.n_embd / m.n_head);  // (Qwen3 0.6B's 128 for 64)
   if (head_dim < 2) throw bad_input(file + ": \"head_dim\" = " + std::to_string(head_dim) + " is not a head's width");
   m.head_dim = head_dim == m.n_embd / m.n_head ? 0 : head_dim;
-  if (!is_gemma(type)) expect_value(c, "hidden_act", "silu", file, kLlama);
+  if (type == "arcee") m.mlp = Mlp::relu2;  // (ArceeMLP, Nemotron's: down_proj(relu(up_proj(x))^2))
+  if (!is_gemma(type)) expect_value(c, "hidden_act", type == "arcee" ? "relu2" : "silu", file, kLlama);
   if (!m.qkv_bias) expect_value(c, "attention_bias", false, file, kLlama);
   expect_value(c, "mlp_bias", false, file, kLlama);
   rotated_columns(c, type, file, rope.global, m);
@@ -280,6 +281,7 @@ void take_fused(Tensors& hf, const ModelConfig& m, std::int64_t i, bool phi3, co
     out.push_back(rows_of(us + "self_attn.qkv.bias", {take(hf, p + "self_attn.q_proj.bias", {q}, dir),
                                                       take(hf, p + "self_attn.k_proj.bias", {kv}, dir),
                                                       take(hf, p + "self_attn.v_proj.bias", {kv}, dir)}));
+  if (m.mlp == Mlp::relu2) return;  // (Arcee's up_proj alone: direct_names)
   out.push_back(rows_of(us + "mlp.gate_up.weight", {take(hf, p + "mlp.gate_proj.weight", {f, e}, dir),
                                                     take(hf, p + "mlp.up_proj.weight", {f, e}, dir)}));
 }
@@ -288,6 +290,7 @@ Shape direct_shape(const std::string& hf, const ModelConfig& m) {
   if (hf.find("embed_tokens") != std::string::npos || hf == "lm_head.weight") return {m.vocab_size, m.n_embd};
   if (hf.find("o_proj") != std::string::npos) return {m.n_embd, m.n_head * head_width(m)};
   if (hf.find("down_proj") != std::string::npos) return {m.n_embd, m.ffn_dim};
+  if (hf.find("up_proj") != std::string::npos) return {m.ffn_dim, m.n_embd};  // (Arcee's, unfused)
   const bool keys = hf.find("self_attn.k_norm") != std::string::npos;
   if (hf.find("self_attn.q_norm") != std::string::npos || keys)  // (OLMo 2's: the projection's width)
     return {m.qk_norm_whole ? (keys ? m.n_kv_heads : m.n_head) * head_width(m) : head_width(m)};
@@ -351,8 +354,7 @@ Imported import_llama_layout(const Json& c, Tensors hf, const std::string& file,
   if (m.block_size < 1)
     throw bad_input(file + ": \"max_position_embeddings\" = 0: the model's context would hold no position");
   Imported out{m, {}};
-  for (const auto& [theirs, ours] :
-       direct_names(m.n_layer, m.tie_embeddings, m.qk_norm_weight, m.sandwich_norm, m.post_norm)) {
+  for (const auto& [theirs, ours] : direct_names(m)) {
     out.tensors.push_back(renamed(take(hf, theirs, direct_shape(theirs, m), dir), ours));
   }
   for (std::int64_t i = 0; i < m.n_layer; ++i) take_fused(hf, m, i, type == "phi3", dir, out.tensors);
@@ -368,23 +370,24 @@ Imported import_llama_layout(const Json& c, Tensors hf, const std::string& file,
 
 bool is_gemma(const std::string& type) { return type == "gemma" || type == "gemma2" || type == "gemma3_text"; }
 
-std::vector<std::pair<std::string, std::string>> direct_names(std::int64_t layers, bool tied, bool qk_norms,
-                                                              bool sandwich, bool post) {
+std::vector<std::pair<std::string, std::string>> direct_names(const ModelConfig& m) {
   std::vector<std::pair<std::string, std::string>> out{{"model.embed_tokens.weight", "tok_emb.weight"},
                                                        {"model.norm.weight", "norm.weight"}};
-  for (std::int64_t i = 0; i < layers; ++i) {
+  const bool qk_norms = m.qk_norm_weight, sandwich = m.sandwich_norm, post = m.post_norm;
+  for (std::int64_t i = 0; i < m.n_layer; ++i) {
     const std::string hf = "model.layers." + std::to_string(i) + ".", us = "h." + std::to_string(i) + ".";
     if (!post) out.emplace_back(hf + "input_layernorm.weight", us + "input_layernorm.weight");
     out.emplace_back(hf + "post_attention_layernorm.weight", us + "post_attention_layernorm.weight");
     out.emplace_back(hf + "self_attn.o_proj.weight", us + "self_attn.proj.weight");
     out.emplace_back(hf + "mlp.down_proj.weight", us + "mlp.down.weight");
+    if (m.mlp == Mlp::relu2) out.emplace_back(hf + "mlp.up_proj.weight", us + "mlp.up.weight");  // (Arcee's)
     if (qk_norms) out.emplace_back(hf + "self_attn.q_norm.weight", us + "self_attn.q_norm.weight");
     if (qk_norms) out.emplace_back(hf + "self_attn.k_norm.weight", us + "self_attn.k_norm.weight");
     if (sandwich) out.emplace_back(hf + "pre_feedforward_layernorm.weight", us + "pre_feedforward_layernorm.weight");
     if (sandwich || post)
       out.emplace_back(hf + "post_feedforward_layernorm.weight", us + "post_feedforward_layernorm.weight");
   }
-  if (!tied) out.emplace_back("lm_head.weight", "lm_head.weight");
+  if (!m.tie_embeddings) out.emplace_back("lm_head.weight", "lm_head.weight");
   return out;
 }
 
@@ -435,7 +438,8 @@ const std::pair<const char*, const char*> kLlamaClasses[] = {{"llama", "LlamaFor
                                                              {"olmo3", "Olmo3ForCausalLM"},
                                                              {"gemma3", "Gemma3ForConditionalGeneration"},
                                                              {"smollm3", "SmolLM3ForCausalLM"},
-                                                             {"granite", "GraniteForCausalLM"}};
+                                                             {"granite", "GraniteForCausalLM"},
+                                                             {"arcee", "ArceeForCausalLM"}};
 }  // namespace
 
 std::string llama_class(const std::string& model_type) {

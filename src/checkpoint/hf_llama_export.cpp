@@ -28,12 +28,19 @@ std::string export_type(const ModelConfig& m, bool longrope) {
                     " is the model of no Hugging Face class (Qwen2: qkv_bias; Qwen3: qk_norm with qk_norm_weight; "
                     "Gemma: mlp = geglu, norm_offset, embed_scale; Gemma 2: those with sandwich_norm and the "
                     "soft-caps; Gemma 3: those with sandwich_norm and the weighted QK-norm; OLMo 2: post_norm with "
-                    "qk_norm_weight and qk_norm_whole; OLMo 3: those with sliding_window; SmolLM3: no_rope_every; "
+                    "qk_norm_weight and qk_norm_whole; OLMo 3: those with sliding_window; Arcee: mlp = relu2; SmolLM3: "
+                    "no_rope_every; "
                     "Phi-3: rope_dims, longrope; Granite: the "
                     "multipliers)");
   };
   if (m.qk_norm && !m.qk_norm_weight) refuse("qk_norm without qk_norm_weight (modded-nanogpt's)");
-  if (m.mlp == Mlp::relu2) refuse("mlp = relu2 (modded-nanogpt's)");
+  if (m.mlp == Mlp::relu2) {  // (Arcee's AFM: Llama's with a relu(x)^2 MLP of up_proj, down_proj)
+    if (gemma || m.qkv_bias || m.qk_norm_weight || m.post_norm || m.no_rope_every > 0 || m.rope_dims > 0 || longrope ||
+        m.sliding_window > 0 || m.embedding_multiplier > 0 || m.residual_multiplier > 0 || m.attention_multiplier > 0 ||
+        m.logits_scaling > 0)
+      refuse("mlp = relu2 with another family's keys or a sliding_window (Arcee's is Llama's)");
+    return "arcee";
+  }
   if (m.qkv_bias && (m.qk_norm_weight || gemma)) refuse("qkv_bias with qk_norm_weight or Gemma's keys");
   if (gemma && !(m.mlp == Mlp::geglu && m.norm_offset && m.embed_scale))
     refuse("mlp = geglu, norm_offset and embed_scale not all together (Gemma's three)");
@@ -186,6 +193,7 @@ Exported llama_export(const std::vector<LazyTensor>& ours, const ModelConfig& m,
   if (is_gemma(type)) gemma_config(m, type, out.config);
   if (type == "phi3") phi3_config(m, r, out.config);
   if (type == "granite") granite_config(m, out.config);
+  if (type == "arcee") out.config["hidden_act"] = "relu2";
   if (r.linear > 0) out.config["rope_scaling"] = {{"rope_type", "linear"}, {"factor", r.linear}};
   if (r.yarn > 0) {  // (transformers 5's and vLLM's reading: the factor as given)
     out.config["rope_scaling"] = {{"rope_type", "yarn"},
@@ -203,9 +211,7 @@ Exported llama_export(const std::vector<LazyTensor>& ours, const ModelConfig& m,
                                   {"high_freq_factor", r.high_freq_factor},
                                   {"original_max_position_embeddings", r.original_context}};
   std::map<std::string, std::string> to_hf;
-  for (const auto& [theirs, mine] :
-       direct_names(m.n_layer, m.tie_embeddings, m.qk_norm_weight, m.sandwich_norm, m.post_norm))
-    to_hf[mine] = theirs;
+  for (const auto& [theirs, mine] : direct_names(m)) to_hf[mine] = theirs;
   const std::int64_t q = m.attention_width(), kv = (m.n_kv_heads ? m.n_kv_heads : m.n_head) * (q / m.n_head);
   for (const LazyTensor& t : ours) {
     if (const auto it = to_hf.find(t.name); it != to_hf.end()) {

@@ -16,9 +16,9 @@ bool is_gemma(const std::string& model_type);
 // Hugging Face name -> hpctrain name pairs that are the same tensor (shape [out, in] both).
 // The norms: before each sublayer (Llama's input_layernorm, post_attention_layernorm), also after
 // (sandwich: Gemma 2's and 3's), or after only (post: OLMo 2's post_attention_layernorm,
-// post_feedforward_layernorm).
-std::vector<std::pair<std::string, std::string>> direct_names(std::int64_t layers, bool tied, bool qk_norms,
-                                                              bool sandwich, bool post);
+// post_feedforward_layernorm); q_norm, k_norm with qk_norm_weight; up_proj alone with mlp = relu2
+// (Arcee's).
+std::vector<std::pair<std::string, std::string>> direct_names(const ModelConfig& m);
 // save_pretrained's order (the modules' order in LlamaForCausalLM): the embedding, the layers by
 // number (attention q, k, v (Phi-3: qkv), o, then the MLP's gate, up (Phi-3: gate_up), down, then the
 // norms), the final norm, the head; so a sharded export's shards hold whole layers in order (h.10

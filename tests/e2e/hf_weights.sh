@@ -160,6 +160,12 @@ check "... scaled on every layer: --export-hf exits 2 with one line, nothing wri
   test "$?$(without_runtime_noise <<<"$err" | wc -l)$(grep -c "OLMo 3 scales its full layers" <<<"$err")$(test -e "$tmp/olmo3_all" && echo written)" = 211
 check "... config.json's layer_types and sliding_window" \
   $py -c "import json, sys; c = json.load(open('$tmp/olmo3_out/config.json')); sys.exit(c['layer_types'] != ['sliding_attention', 'full_attention'] or c['sliding_window'] != 32 or c['rope_scaling']['rope_type'] != 'yarn')"
+# Arcee (ArceeForCausalLM, AFM-4.5B's: Llama's tensors with an MLP of up_proj and down_proj alone,
+# relu(x)^2 between): [model] mlp = relu2, the reference's loss; back out as Arcee.
+cp -r "$tmp/hf" "$tmp/arcee" && $py "$ref" arcee "$tmp/arcee"
+check "model_type arcee: mlp = relu2, the reference's loss (1e-5)" imported_as arcee "mlp = relu2"
+check "... exported as ArceeForCausalLM, the same tensors bit for bit" exported_as arcee arcee
+check "... config.json's hidden_act relu2" grep -q '"hidden_act": "relu2"' "$tmp/arcee_out/config.json"
 # SmolLM3 (SmolLM3ForCausalLM: Llama's tensors, rotary positions off the layers no_rope_layers marks
 # 0, here layer 1 of 2; rope_theta 5e6): [model] no_rope_every = 2, the reference's loss; with every
 # layer rotating another loss; back out with its no_rope_layers.

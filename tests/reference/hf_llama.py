@@ -43,6 +43,8 @@ transformers' LlamaForCausalLM does, without transformers (Debian does not packa
                         width, rms_norm_eps 1e-6; one F32 file)
   olmo3 DIR             make the folder an Olmo3ForCausalLM's (model_type olmo3: olmo2's, layer_types sliding
                         then full, sliding_window 32, yarn's rope_scaling on the full layer alone)
+  arcee DIR             make the folder Arcee's ArceeForCausalLM (model_type arcee: Llama's tensors with
+                        up_proj alone in the MLP, relu(x)^2 between it and down_proj; one F32 file)
   phi3 DIR              make the folder a Phi3ForCausalLM's (model_type phi3: q|k|v fused in qkv_proj and
                         gate|up in gate_up_proj, one F32 file; sliding_window 63 on every layer)
   granite DIR           make the folder IBM Granite's GraniteForCausalLM (model_type granite: Llama's tensors,
@@ -372,9 +374,12 @@ def forward(cfg, w, ids):
             o = rms(o, W[p + "post_attention_layernorm.weight"])
         x = x + o * residual
         y = x if olmo2 else rms(x, W[p + ("pre_feedforward_layernorm.weight" if sandwich else "post_attention_layernorm.weight")])
-        g = y @ W[p + "mlp.gate_proj.weight"].T
-        act = torch.nn.functional.gelu(g, approximate="tanh") if gemma else torch.nn.functional.silu(g)
-        m = (act * (y @ W[p + "mlp.up_proj.weight"].T)) @ W[p + "mlp.down_proj.weight"].T
+        if cfg.get("model_type") == "arcee":  # (ArceeMLP: down_proj(relu(up_proj(y))^2), no gate)
+            m = torch.relu(y @ W[p + "mlp.up_proj.weight"].T).pow(2) @ W[p + "mlp.down_proj.weight"].T
+        else:
+            g = y @ W[p + "mlp.gate_proj.weight"].T
+            act = torch.nn.functional.gelu(g, approximate="tanh") if gemma else torch.nn.functional.silu(g)
+            m = (act * (y @ W[p + "mlp.up_proj.weight"].T)) @ W[p + "mlp.down_proj.weight"].T
         if sandwich or olmo2:
             m = rms(m, W[p + "post_feedforward_layernorm.weight"])
         x = x + m * residual
@@ -450,7 +455,7 @@ if __name__ == "__main__":
         v.gemma(sys.argv[2], {"gemma": 1, "gemma2": 2, "gemma3": 3}[cmd])
     elif cmd == "transformers5":
         v.transformers5(sys.argv[2], [float(b) for b in sys.argv[3:5]] if len(sys.argv) > 4 else None)
-    elif cmd in ("phi3", "phi4", "granite", "olmo2", "olmo3", "smollm3", "gemma3_image_text", "qwen2"):
+    elif cmd in ("phi3", "phi4", "granite", "olmo2", "olmo3", "arcee", "smollm3", "gemma3_image_text", "qwen2"):
         getattr(v, cmd)(sys.argv[2])
     elif cmd == "yarn":
         v.yarn_folder(sys.argv[2])

@@ -117,6 +117,15 @@ def olmo3(folder):
                               "beta_fast": 8})
 
 
+def arcee(folder):
+    """The Llama folder as Arcee's ArceeForCausalLM (AFM-4.5B's kind, modular_arcee.py): Llama's tensors
+    without gate_proj, the MLP down_proj(relu(up_proj(x))^2) (hidden_act relu2); one F32 file."""
+    cfg, w = load(folder)
+    w = {k: v for k, v in w.items() if "rotary_emb" not in k and "mlp.gate_proj" not in k}
+    cfg.update(architectures=["ArceeForCausalLM"], model_type="arcee", hidden_act="relu2")
+    one_file(folder, w, cfg)
+
+
 def qwen3(folder, head_dim=None):
     path = os.path.join(folder, "config.json")
     cfg = json.load(open(path))

@@ -503,14 +503,12 @@ AttentionArgs attention_args(const LayerArgs& a) {
 
 void register_attention(LayerRegistry& r) {
   r.add("attention",
-        "attention(heads, bias=1, proj_bias=bias, dropout=0, proj_std=0.02, kv_heads=heads, rope=0, rope_factor=0, "
-        "rope_low=1, "
-        "rope_high=4, rope_context=8192, rope_linear=0, rope_dims=0, rope_short=, rope_long=, rope_amp=1, qk_norm=0, "
-        "qk_norm_weight=0, qk_eps=6, qk_offset=0, qk_whole=0, "
-        "head_dim=C/heads, "
-        "window=0, softcap=0, query_scalar=head_dim, fused=1): causal self-attention on [T, C]; rope=THETA rotary "
-        "positions; window=W: each position sees the last W only; softcap=S: scores S tanh(s / S); query_scalar=Q: "
-        "scores q . k / sqrt(Q)",
+        "attention(heads, bias=1, proj_bias=bias, dropout=0, proj_std=0.02, kv_heads=heads, " + rotary_usage() +
+            ", qk_norm=0, qk_norm_weight=0, qk_eps=6, qk_offset=0, qk_whole=0, "
+            "head_dim=C/heads, "
+            "window=0, softcap=0, query_scalar=head_dim, fused=1): causal self-attention on [T, C]; rope=THETA rotary "
+            "positions; window=W: each position sees the last W only; softcap=S: scores S tanh(s / S); query_scalar=Q: "
+            "scores q . k / sqrt(Q)",
         [](const LayerArgs& a) { return std::make_unique<Attention>(attention_args(a)); });
 }
 

@@ -112,11 +112,28 @@ std::string Rotary::args() const {
   return a;
 }
 
+namespace {
+// The rotary arguments and their defaults as the usage line shows them (rotary_args reads them).
+const std::pair<const char*, const char*> kRotaryArgs[] = {
+    {"rope", "0"},           {"rope_dims", "0"},       {"rope_factor", "0"}, {"rope_low", "1"},
+    {"rope_high", "4"},      {"rope_context", "8192"}, {"rope_linear", "0"}, {"rope_short", ""},
+    {"rope_long", ""},       {"rope_amp", "1"},        {"rope_yarn", "0"},   {"rope_beta_fast", "32"},
+    {"rope_beta_slow", "1"}, {"rope_truncate", "1"}};
+}  // namespace
+
 const std::vector<std::string>& rotary_arg_names() {
-  static const std::vector<std::string> names{
-      "rope",       "rope_dims", "rope_factor", "rope_low",  "rope_high",      "rope_context",   "rope_linear",
-      "rope_short", "rope_long", "rope_amp",    "rope_yarn", "rope_beta_fast", "rope_beta_slow", "rope_truncate"};
+  static const std::vector<std::string> names = [] {
+    std::vector<std::string> out;
+    for (const auto& [name, fallback] : kRotaryArgs) out.emplace_back(name);
+    return out;
+  }();
   return names;
+}
+
+std::string rotary_usage() {
+  std::string out;
+  for (const auto& [name, fallback] : kRotaryArgs) out += std::string(out.empty() ? "" : ", ") + name + "=" + fallback;
+  return out;
 }
 
 namespace {

@@ -29,8 +29,8 @@ std::string gpt_layers(const ModelConfig& m) {
                                 (dropout_percent(m) ? ", dropout=" + p : "") + ", proj_std=" + proj_std + ")";
   // (tp: how [parallel] tensor_parallel splits the pair, Megatron's column- then row-parallel)
   const std::string mlp = "mlp.fc:linear(" + std::to_string(4 * m.n_embd) + nobias + ", tp=column) " +
-                          ((m.activation == GptActivation::gelu_tanh) ? "gelu_tanh" : "gelu") + " mlp.proj:linear(" +
-                          c + nobias + ", std=" + proj_std + ", tp=row)";
+                          (m.activation == GptActivation::gelu_tanh ? "gelu_tanh" : "gelu") + " mlp.proj:linear(" + c +
+                          nobias + ", std=" + proj_std + ", tp=row)";
   return "tok_emb:embedding(" + v + ", " + c + ") pos_emb:position_embedding" + drop + " repeat(" +
          std::to_string(m.n_layer) + ", h.{}:res(ln_1:" + norm + " " + attention + drop + ") h.{}:res(ln_2:" + norm +
          " " + mlp + drop + ")) ln_f:" + norm + " lm_head:lm_head(" + v + (m.tie_embeddings ? "" : ", tie=0") + ")";
@@ -45,7 +45,7 @@ std::string number(double v) {
 }
 
 // Layer i's attention arguments after the head count: biases, RoPE, QK-norm, head width.
-std::string llama_attention_args(const ModelConfig& m, const RopeScaling& scaling, std::int64_t i) {
+std::string llama_attention_args(const ModelConfig& m, std::int64_t i) {
   std::string a = std::to_string(m.n_head);
   if (m.n_kv_heads && m.n_kv_heads != m.n_head) a += ", kv_heads=" + std::to_string(m.n_kv_heads);
   const bool local = m.global_every == 0 || (i + 1) % m.global_every != 0;  // (Gemma 3's sliding layers)
@@ -55,7 +55,7 @@ std::string llama_attention_args(const ModelConfig& m, const RopeScaling& scalin
   if (!nope) {
     Rotary r;
     r.theta = static_cast<double>(local_rope ? m.rope_local_theta : m.rope_theta), r.dims = m.rope_dims;
-    if (!local_rope) r.scaling = scaling;  // (Gemma 3's local layers scale nothing)
+    if (!local_rope) r.scaling = m.rope_scaling;  // (Gemma 3's and OLMo 3's local layers scale nothing)
     a += ", " + r.args();
   }
   if (m.qk_norm) a += ", qk_norm=1";
@@ -75,7 +75,6 @@ std::string llama_attention_args(const ModelConfig& m, const RopeScaling& scalin
 
 std::string llama_layers(const ModelConfig& m) {
   HPCT_CHECK(m.vocab_size > 0 && m.n_layer > 0 && m.n_head > 0, "llama_layers: vocab_size resolved, dimensions set");
-  const RopeScaling& scaling = m.rope_scaling;
   char s[32];
   std::snprintf(s, sizeof(s), "%.5g", 0.02 / std::sqrt(2.0 * static_cast<double>(m.n_layer)));
   const std::string c = std::to_string(m.n_embd), v = std::to_string(m.vocab_size);
@@ -86,9 +85,9 @@ std::string llama_layers(const ModelConfig& m) {
   const std::string norm = norm_args.empty() ? "rmsnorm" : "rmsnorm(" + norm_args + ")";
   const std::string down = "mlp.down:linear(" + c + ", bias=0, std=" + proj_std + ", tp=row)";
   const std::string mlp =
-      (m.mlp == Mlp::relu2) ? "mlp.up:linear(" + std::to_string(m.ffn_dim) + ", bias=0, tp=column) relu2 " + down
-                            : "mlp.gate_up:linear(" + std::to_string(2 * m.ffn_dim) + ", bias=0, tp=column, parts=2) " +
-                                  ((m.mlp == Mlp::geglu) ? "geglu " : "swiglu ") + down;
+      m.mlp == Mlp::relu2 ? "mlp.up:linear(" + std::to_string(m.ffn_dim) + ", bias=0, tp=column) relu2 " + down
+                          : "mlp.gate_up:linear(" + std::to_string(2 * m.ffn_dim) + ", bias=0, tp=column, parts=2) " +
+                                (m.mlp == Mlp::geglu ? "geglu " : "swiglu ") + down;
   // Named after Hugging Face's LlamaForCausalLM (Gemma2/3ForCausalLM's with sandwich_norm, Olmo2's with post_norm)
   // where a name carries over; h: "h.{}" in repeat(), else the layer's name.
   // (Granite's residual_multiplier: each sublayer's output scaled before its residual add)
@@ -107,9 +106,9 @@ std::string llama_layers(const ModelConfig& m) {
   std::string layers;
   if (m.global_every > 0 || m.no_rope_every > 0) {  // (the layers differ: each written out)
     for (std::int64_t i = 0; i < m.n_layer; ++i)
-      layers += (i ? " " : "") + block("h." + std::to_string(i), llama_attention_args(m, scaling, i));
+      layers += (i ? " " : "") + block("h." + std::to_string(i), llama_attention_args(m, i));
   } else {
-    layers = "repeat(" + std::to_string(m.n_layer) + ", " + block("h.{}", llama_attention_args(m, scaling, 0)) + ")";
+    layers = "repeat(" + std::to_string(m.n_layer) + ", " + block("h.{}", llama_attention_args(m, 0)) + ")";
   }
   char root[32];  // (Gemma's normalizer: sqrt(n_embd) rounded to float32, printed to round-trip)
   std::snprintf(root, sizeof(root), "%.9g",

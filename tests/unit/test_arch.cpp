@@ -7,6 +7,7 @@
 
 #include <cmath>
 #include <string>
+#include <tuple>
 
 #include "hpctrain/config/config.hpp"
 #include "hpctrain/config/rope_scaling.hpp"
@@ -378,4 +379,15 @@ TEST(Arch, RotaryArgumentsReadBackAsWritten) {
   EXPECT_FALSE(read(other).scaling == cases[1].scaling);
   other = cases[3], other.scaling.long_factor[2] = 8;
   EXPECT_FALSE(read(other).scaling == cases[3].scaling);
+  // The usage line's defaults are the ones rotary_args reads when an argument is left out.
+  const Rotary usage = rotary_args(parse_layers("attention(2, " + rotary_usage() + ")").at(0));
+  const RopeScaling& u = usage.scaling;
+  const RopeScaling none;
+  EXPECT_EQ(usage.theta, 0);
+  EXPECT_EQ(usage.dims, 0);
+  EXPECT_EQ(std::make_tuple(u.factor, u.low_freq_factor, u.high_freq_factor, u.original_context, u.linear, u.amplitude,
+                            u.yarn, u.beta_fast, u.beta_slow, u.truncate),
+            std::make_tuple(none.factor, none.low_freq_factor, none.high_freq_factor, none.original_context,
+                            none.linear, none.amplitude, none.yarn, none.beta_fast, none.beta_slow, none.truncate));
+  EXPECT_EQ(rotary_arg_names().size(), 14u);
 }

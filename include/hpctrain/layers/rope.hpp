@@ -39,6 +39,8 @@ struct Rotary {
   std::vector<float> freq_, long_freq_;
 };
 const std::vector<std::string>& rotary_arg_names();
+// "rope=0, rope_dims=0, ..., rope_truncate=1": the arguments with their defaults, for a usage line.
+std::string rotary_usage();
 Rotary rotary_args(const LayerArgs& a);
 
 }  // namespace hpctrain

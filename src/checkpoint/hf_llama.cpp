@@ -147,6 +147,22 @@ void granite_options(const Json& c, const std::string& file, ModelConfig& m) {
   m.attention_multiplier = positive("attention_multiplier");
 }
 
+// EXAONE 4's sliding_window_pattern without layer_types (Exaone4Config's default 4): the period of
+// its full layers, a number or "LLLG" (local layers, then the global one); one line for another.
+std::int64_t exaone4_pattern(const Json& c, const std::string& file) {
+  if (!c.contains("sliding_window_pattern") || c["sliding_window_pattern"].is_null()) return 4;
+  const Json& p = c["sliding_window_pattern"];
+  if (p.is_string()) {
+    const std::string s = p.get<std::string>();
+    if (!s.empty() && s.back() == 'G' && s.find_first_not_of('L') == s.size() - 1)
+      return static_cast<std::int64_t>(s.size());
+  } else if (p.is_number_integer() && p.get<std::int64_t>() >= 1) {
+    return p.get<std::int64_t>();
+  }
+  throw bad_input(file + ": \"sliding_window_pattern\" = " + p.dump().substr(0, 80) +
+                  ": hpctrain reads a period (4) or local layers then one global (\"LLLG\")");
+}
+
 // Hugging Face's sliding_window, on the layers that take it (each model's *Config and its layer_types).
 void window_options(const Json& c, const std::string& type, const std::string& file, ModelConfig& m) {
   const bool qwen = type == "qwen2" || type == "qwen3";
@@ -163,7 +179,8 @@ void window_options(const Json& c, const std::string& type, const std::string& f
     return;
   }
   std::int64_t from = 0;  // the first windowed layer
-  if (const std::int64_t period = listed_period(c, m.n_layer, file, type == "olmo3" ? 4 : 0); period > 0) {
+  const std::int64_t fallback = type == "olmo3" ? 4 : type == "exaone4" ? exaone4_pattern(c, file) : 0;
+  if (const std::int64_t period = listed_period(c, m.n_layer, file, fallback); period > 0) {
     from = period == 1 ? m.n_layer : 0;  // (OLMo 3's default without layer_types: every 4th layer full)
     m.global_every = period > m.n_layer ? 0 : period;
   } else if (qwen) {
@@ -234,8 +251,9 @@ ModelConfig llama_model(const Json& c, const std::string& type, const std::strin
   m.tie_embeddings = c.value("tie_word_embeddings", is_gemma(type));  // (GemmaConfig's default: tied)
   m.qkv_bias = type == "qwen2";  // (Qwen2Attention: bias=True on q, k and v; hard-wired)
   const bool olmo = type == "olmo2" || type == "olmo3";
-  m.qk_norm = m.qk_norm_weight = type == "qwen3" || olmo;  // (Qwen3Attention's q_norm, k_norm)
-  m.qk_norm_whole = m.post_norm = olmo;                    // (Olmo2Attention's over the projections; no input norm)
+  m.qk_norm = m.qk_norm_weight = type == "qwen3" || olmo || type == "exaone4";  // (Qwen3Attention's q_norm, k_norm)
+  m.qk_norm_whole = olmo;                   // (Olmo2Attention's over the projections)
+  m.post_norm = olmo || type == "exaone4";  // (Olmo2DecoderLayer: no input norm)
   if (type == "smollm3") m.no_rope_every = no_rope_period(c, m.n_layer, file);
   if (m.n_head < 1 || m.n_embd % m.n_head != 0 || m.n_kv_heads < 1 || m.n_head % m.n_kv_heads != 0)
     throw bad_input(file + ": hidden_size " + std::to_string(m.n_embd) + ", num_attention_heads " +
@@ -258,6 +276,10 @@ ModelConfig llama_model(const Json& c, const std::string& type, const std::strin
   if (type == "granite") granite_options(c, file, m);
   window_options(c, type, file, m);
   if (type == "olmo3") olmo3_rotation(rope.local.theta, m);
+  if (type == "exaone4" && c.contains("sliding_window") && !c["sliding_window"].is_null()) {
+    const std::int64_t period = listed_period(c, m.n_layer, file, exaone4_pattern(c, file));
+    if (period <= m.n_layer) m.no_rope_every = period;  // (Exaone4Attention: its full layers' global NoPE)
+  }
   if (m.sliding_window == 0 && m.rope_local_theta == 0) m.global_every = 0;  // (no local layer differs)
   return m;
 }
@@ -439,7 +461,8 @@ const std::pair<const char*, const char*> kLlamaClasses[] = {{"llama", "LlamaFor
                                                              {"gemma3", "Gemma3ForConditionalGeneration"},
                                                              {"smollm3", "SmolLM3ForCausalLM"},
                                                              {"granite", "GraniteForCausalLM"},
-                                                             {"arcee", "ArceeForCausalLM"}};
+                                                             {"arcee", "ArceeForCausalLM"},
+                                                             {"exaone4", "Exaone4ForCausalLM"}};
 }  // namespace
 
 std::string llama_class(const std::string& model_type) {

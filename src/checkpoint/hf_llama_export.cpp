@@ -15,6 +15,23 @@
 namespace hpctrain::hf {
 
 namespace {
+// EXAONE 4 (modular_exaone4.py): post_norm with Qwen3's per-head weighted QK-norm; with a
+// sliding_window its full layers (every global_every-th) have no rotary positions, so no_rope_every
+// is global_every; without one every layer rotates.
+template <class Refuse>
+std::string exaone4_type(const ModelConfig& m, bool gemma, const Refuse& refuse) {
+  if (!m.qk_norm_weight || gemma || m.qkv_bias || m.rope_local_theta > 0 || m.rope_dims > 0)
+    refuse(
+        "post_norm without qk_norm_weight, or with Gemma's keys, qkv_bias, rope_local_theta or rope_dims "
+        "(EXAONE 4's: post_norm with qk_norm_weight)");
+  const std::int64_t nope = m.sliding_window > 0 ? m.global_every : 0;  // (every layer sliding: none)
+  if (m.no_rope_every != nope)
+    refuse("post_norm with qk_norm_weight and no_rope_every " + std::to_string(m.no_rope_every) +
+           " (EXAONE 4's full layers, and those alone, have no rotary positions: no_rope_every = global_every with "
+           "a sliding_window, else 0)");
+  return "exaone4";
+}
+
 // The model_type whose class computes deck `m` (arch = llama): llama, mistral (a window on every
 // layer), qwen2, qwen3, gemma, gemma2, gemma3_text, olmo2, olmo3 (olmo2 with windows), smollm3, granite or
 // phi3 (rope_dims or longrope);
@@ -28,7 +45,8 @@ std::string export_type(const ModelConfig& m, bool longrope) {
                     " is the model of no Hugging Face class (Qwen2: qkv_bias; Qwen3: qk_norm with qk_norm_weight; "
                     "Gemma: mlp = geglu, norm_offset, embed_scale; Gemma 2: those with sandwich_norm and the "
                     "soft-caps; Gemma 3: those with sandwich_norm and the weighted QK-norm; OLMo 2: post_norm with "
-                    "qk_norm_weight and qk_norm_whole; OLMo 3: those with sliding_window; Arcee: mlp = relu2; SmolLM3: "
+                    "qk_norm_weight and qk_norm_whole; OLMo 3: those with sliding_window; EXAONE 4: post_norm with "
+                    "qk_norm_weight; Arcee: mlp = relu2; SmolLM3: "
                     "no_rope_every; "
                     "Phi-3: rope_dims, longrope; Granite: the "
                     "multipliers)");
@@ -56,6 +74,7 @@ std::string export_type(const ModelConfig& m, bool longrope) {
         "sliding_window with global_every outside Gemma 2 and 3 and OLMo 3 (Mistral's and Qwen's windows are on "
         "every layer)");
   if (m.sliding_window > 0 && gemma && !m.sandwich_norm) refuse("sliding_window with Gemma's keys (Gemma 2's and 3's)");
+  if (m.post_norm && !m.qk_norm_whole) return exaone4_type(m, gemma, refuse);
   if (m.post_norm || m.qk_norm_whole) {
     if (!(m.post_norm && m.qk_norm_whole && m.qk_norm_weight))
       refuse("post_norm or qk_norm_whole without the other and qk_norm_weight (OLMo 2's three)");
@@ -184,6 +203,11 @@ Exported llama_export(const std::vector<LazyTensor>& ours, const ModelConfig& m,
     out.config.erase("attention_bias"), out.config.erase("mlp_bias");
   if (type == "olmo2" || type == "olmo3") out.config.erase("mlp_bias");  // (Olmo2Config has attention_bias alone)
   if (type == "olmo3") layer_kinds(m, out.config), out.config["sliding_window"] = m.sliding_window;
+  if (type == "exaone4") {  // (no sliding_window: null, every layer full and rotating)
+    out.config.erase("attention_bias"), out.config.erase("mlp_bias");
+    out.config["sliding_window"] = m.sliding_window > 0 ? Json(m.sliding_window) : Json(nullptr);
+    if (m.sliding_window > 0) out.config["sliding_window_pattern"] = layer_kinds(m, out.config);
+  }
   if (type == "smollm3") {  // (1: the layer rotates; the interval too, for readers of the older key)
     Json layers = Json::array();
     for (long i = 0; i < m.n_layer; ++i) layers.push_back((i + 1) % m.no_rope_every == 0 ? 0 : 1);

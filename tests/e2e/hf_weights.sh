@@ -160,6 +160,30 @@ check "... scaled on every layer: --export-hf exits 2 with one line, nothing wri
   test "$?$(without_runtime_noise <<<"$err" | wc -l)$(grep -c "OLMo 3 scales its full layers" <<<"$err")$(test -e "$tmp/olmo3_all" && echo written)" = 211
 check "... config.json's layer_types and sliding_window" \
   $py -c "import json, sys; c = json.load(open('$tmp/olmo3_out/config.json')); sys.exit(c['layer_types'] != ['sliding_attention', 'full_attention'] or c['sliding_window'] != 32 or c['rope_scaling']['rope_type'] != 'yarn')"
+# EXAONE 4 (Exaone4ForCausalLM: OLMo 2's norms after the sublayers, Qwen3's per-head QK-norm weights,
+# layer 0 of 2 sliding over 32 positions with rotary positions and llama3's scaling, layer 1 full
+# without them): post_norm, qk_norm_weight, global_every 2, no_rope_every 2, the reference's loss at
+# 64; with the full layer rotating too another loss; back out as EXAONE 4.
+cp -r "$tmp/hf" "$tmp/exaone4" && $py "$ref" exaone4 "$tmp/exaone4"
+check "model_type exaone4: sliding layer 0 rotating, full layer 1 without (NoPE), the reference's loss at 64 (1e-5)" \
+  imported_as exaone4 "post_norm = true" "qk_norm_weight = true" "!qk_norm_whole = true" "sliding_window = 32" \
+  "global_every = 2" "no_rope_every = 2"
+rotating=$("$trainer" "$tmp/exaone4.ini" --eval-only --set model.no_rope_every=0 --set checkpoint.resume="$tmp/exaone4.h5" 2>&1 | grep "^eval-only")
+check "... with the full layer rotating too another loss ($(loss_of "$rotating"))" apart "$(loss_of "$rotating")" exaone4 1e-4
+check "... exported as Exaone4ForCausalLM, the same tensors bit for bit" exported_as exaone4 exaone4
+check "... config.json's layer_types and sliding_window" \
+  $py -c "import json, sys; c = json.load(open('$tmp/exaone4_out/config.json')); sys.exit(c['layer_types'] != ['sliding_attention', 'full_attention'] or c['sliding_window'] != 32)"
+pattern() {  # PATTERN: the exaone4 folder without layer_types, sliding_window_pattern PATTERN (JSON), imported
+  rm -rf "$tmp/exaone4p" && cp -r "$tmp/exaone4" "$tmp/exaone4p"
+  $py -c "import json; p = '$tmp/exaone4p/config.json'; c = json.load(open(p)); del c['layer_types']; c['sliding_window_pattern'] = $1; json.dump(c, open(p, 'w'))"
+  "$trainer" --import-hf "$tmp/exaone4p" --out "$tmp/exaone4p.h5" 2>&1
+}
+check "... without layer_types, sliding_window_pattern \"LG\" (or 2): the same global_every and no_rope_every" \
+  test "$(pattern '"LG"' | grep -cx "global_every = 2\|no_rope_every = 2")$(pattern 2 | grep -cx "global_every = 2\|no_rope_every = 2")" = 22
+check "... \"GL\": one line naming the key" test "$(pattern '"GL"' | grep -c 'sliding_window_pattern" = "GL"')" = 1
+err=$("$trainer" "$tmp/exaone4.ini" --export-hf "$tmp/exaone4_rot" --set model.no_rope_every=0 --set checkpoint.resume="$tmp/exaone4.h5" 2>&1)
+check "... its full layer rotating: --export-hf exits 2 with one line, nothing written" \
+  test "$?$(without_runtime_noise <<<"$err" | wc -l)$(grep -c "have no rotary positions" <<<"$err")$(test -e "$tmp/exaone4_rot" && echo written)" = 211
 # Arcee (ArceeForCausalLM, AFM-4.5B's: Llama's tensors with an MLP of up_proj and down_proj alone,
 # relu(x)^2 between): [model] mlp = relu2, the reference's loss; back out as Arcee.
 cp -r "$tmp/hf" "$tmp/arcee" && $py "$ref" arcee "$tmp/arcee"

@@ -45,6 +45,9 @@ transformers' LlamaForCausalLM does, without transformers (Debian does not packa
                         then full, sliding_window 32, yarn's rope_scaling on the full layer alone)
   arcee DIR             make the folder Arcee's ArceeForCausalLM (model_type arcee: Llama's tensors with
                         up_proj alone in the MLP, relu(x)^2 between it and down_proj; one F32 file)
+  exaone4 DIR           make the folder LG's Exaone4ForCausalLM (model_type exaone4: OLMo 2's norms after the
+                        sublayers alone, Qwen3's per-head q_norm and k_norm, layer_types sliding then full,
+                        sliding_window 32, rotary positions on the sliding layer alone; one F32 file)
   phi3 DIR              make the folder a Phi3ForCausalLM's (model_type phi3: q|k|v fused in qkv_proj and
                         gate|up in gate_up_proj, one F32 file; sliding_window 63 on every layer)
   granite DIR           make the folder IBM Granite's GraniteForCausalLM (model_type granite: Llama's tensors,
@@ -274,7 +277,10 @@ def inv_freq(cfg, d):
 
 def rotates(cfg, i):
     """Whether layer i turns its queries and keys: every layer but SmolLM3's NoPE layers (no_rope_layers
-    0, or every no_rope_layer_interval-th, 4, without the list: SmolLM3Config's)."""
+    0, or every no_rope_layer_interval-th, 4, without the list: SmolLM3Config's) and EXAONE 4's full
+    layers where it has sliding ones (Exaone4Attention: global NoPE)."""
+    if cfg.get("model_type") == "exaone4":
+        return cfg.get("sliding_window") is None or sliding(cfg, i)
     if cfg.get("model_type") != "smollm3":
         return True
     listed = cfg.get("no_rope_layers")
@@ -294,6 +300,8 @@ def sliding(cfg, i):
         return (i + 1) % cfg.get("sliding_window_pattern", 6) != 0
     if kind == "olmo3":  # (Olmo3Config's default: every 4th layer full)
         return (i + 1) % 4 != 0
+    if kind == "exaone4":  # (Exaone4Config's sliding_window_pattern, 4: every 4th layer full)
+        return (i + 1) % cfg.get("sliding_window_pattern", 4) != 0
     if kind == "gemma2":  # (older files: layer 0 sliding, then every other one)
         return i % 2 == 0
     if kind in ("qwen2", "qwen3"):
@@ -312,6 +320,7 @@ def forward(cfg, w, ids):
     gemma3 = cfg.get("model_type") == "gemma3_text"
     sandwich = cfg.get("model_type") in ("gemma2", "gemma3_text")  # (and query_pre_attn_scalar)
     olmo2 = cfg.get("model_type") in ("olmo2", "olmo3")  # (norms after the sublayers alone; QK-norm over all heads)
+    post = olmo2 or cfg.get("model_type") == "exaone4"  # (EXAONE 4: Olmo2DecoderLayer, Qwen3's per-head QK-norm)
     olmo3 = cfg.get("model_type") == "olmo3"
     attn_cap, final_cap = cfg.get("attn_logit_softcapping"), cfg.get("final_logit_softcapping")
     granite = cfg.get("model_type") == "granite"  # (modeling_granite.py's multipliers; 1 when absent)
@@ -349,7 +358,7 @@ def forward(cfg, w, ids):
         local = sliding(cfg, i)
         cos, sin, rot = angles(local and (gemma3 or olmo3))
         mask = causal & (pos[:, None] - pos[None, :] < cfg["sliding_window"]) if local else causal
-        y = x if olmo2 else rms(x, W[p + "input_layernorm.weight"])
+        y = x if post else rms(x, W[p + "input_layernorm.weight"])
         def proj(name, heads):
             z = y @ W[p + "self_attn.%s.weight" % name].T
             if p + "self_attn.%s.bias" % name in W:
@@ -370,17 +379,17 @@ def forward(cfg, w, ids):
             a = torch.tanh(a / attn_cap) * attn_cap
         a = torch.softmax(a.masked_fill(~mask, float("-inf")), dim=-1)
         o = (a @ v).transpose(1, 2).reshape(b, t, h * d) @ W[p + "self_attn.o_proj.weight"].T
-        if sandwich or olmo2:
+        if sandwich or post:
             o = rms(o, W[p + "post_attention_layernorm.weight"])
         x = x + o * residual
-        y = x if olmo2 else rms(x, W[p + ("pre_feedforward_layernorm.weight" if sandwich else "post_attention_layernorm.weight")])
+        y = x if post else rms(x, W[p + ("pre_feedforward_layernorm.weight" if sandwich else "post_attention_layernorm.weight")])
         if cfg.get("model_type") == "arcee":  # (ArceeMLP: down_proj(relu(up_proj(y))^2), no gate)
             m = torch.relu(y @ W[p + "mlp.up_proj.weight"].T).pow(2) @ W[p + "mlp.down_proj.weight"].T
         else:
             g = y @ W[p + "mlp.gate_proj.weight"].T
             act = torch.nn.functional.gelu(g, approximate="tanh") if gemma else torch.nn.functional.silu(g)
             m = (act * (y @ W[p + "mlp.up_proj.weight"].T)) @ W[p + "mlp.down_proj.weight"].T
-        if sandwich or olmo2:
+        if sandwich or post:
             m = rms(m, W[p + "post_feedforward_layernorm.weight"])
         x = x + m * residual
     x = rms(x, W["model.norm.weight"])
@@ -455,7 +464,8 @@ if __name__ == "__main__":
         v.gemma(sys.argv[2], {"gemma": 1, "gemma2": 2, "gemma3": 3}[cmd])
     elif cmd == "transformers5":
         v.transformers5(sys.argv[2], [float(b) for b in sys.argv[3:5]] if len(sys.argv) > 4 else None)
-    elif cmd in ("phi3", "phi4", "granite", "olmo2", "olmo3", "arcee", "smollm3", "gemma3_image_text", "qwen2"):
+    elif cmd in ("phi3", "phi4", "granite", "olmo2", "olmo3", "arcee", "exaone4", "smollm3", "gemma3_image_text",
+                 "qwen2"):
         getattr(v, cmd)(sys.argv[2])
     elif cmd == "yarn":
         v.yarn_folder(sys.argv[2])

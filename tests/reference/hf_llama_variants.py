@@ -126,6 +126,24 @@ def arcee(folder):
     one_file(folder, w, cfg)
 
 
+def exaone4(folder):
+    """The Llama folder as LG's Exaone4ForCausalLM (modular_exaone4.py): no input_layernorm, norms after
+    attention and after the MLP (Olmo2DecoderLayer), q_norm and k_norm one head wide (Qwen3's), layer_types
+    sliding then full with sliding_window 32; the full layer has no rotary positions (global NoPE), the
+    sliding one takes the folder's llama3 scaling; one F32 file."""
+    cfg, w = load(folder)
+    g, c, h = np.random.default_rng(7), cfg["hidden_size"], cfg["num_attention_heads"]
+    for i in range(cfg["num_hidden_layers"]):
+        p = "model.layers.%d." % i
+        del w[p + "input_layernorm.weight"]
+        for name, n in (("self_attn.q_norm", c // h), ("self_attn.k_norm", c // h), ("post_feedforward_layernorm", c)):
+            w[p + name + ".weight"] = (1 + 0.3 * g.standard_normal(n)).astype(np.float32)
+    w = {k: v for k, v in w.items() if "rotary_emb" not in k}
+    cfg.update(architectures=["Exaone4ForCausalLM"], model_type="exaone4", sliding_window=32,
+               sliding_window_pattern=2, layer_types=["sliding_attention", "full_attention"])
+    one_file(folder, w, cfg)
+
+
 def qwen3(folder, head_dim=None):
     path = os.path.join(folder, "config.json")
     cfg = json.load(open(path))

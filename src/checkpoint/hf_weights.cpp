@@ -176,6 +176,16 @@ std::string hf_tokenizer_name(const std::string& ours) {
   return ours == "encoder.json" ? "vocab.json" : ours == "vocab.bpe" ? "merges.txt" : ours;
 }
 
+// tokenizer_config.json for GPT-2's files (as the Hub's gpt2 folder has it): without it
+// AutoTokenizer takes the model_type's own class (LlamaTokenizerFast for an arch = llama export,
+// which has no vocab.json reader) and no model_max_length; <|endoftext|> is GPT-2's every special token.
+std::string gpt2_tokenizer_config(long context) {
+  const Json c = {{"tokenizer_class", "GPT2Tokenizer"}, {"model_max_length", context},  {"bos_token", "<|endoftext|>"},
+                  {"eos_token", "<|endoftext|>"},       {"unk_token", "<|endoftext|>"}, {"add_bos_token", false},
+                  {"add_prefix_space", false},          {"errors", "replace"}};
+  return c.dump(2) + "\n";
+}
+
 // The [model] section a trained checkpoint records for `deck` (every key, as --print-ini writes
 // them, the layers string resolved): what a resume compares.
 std::string model_section(const std::string& deck, const std::string& layers, const std::string& file) {
@@ -257,13 +267,19 @@ std::string export_hf(const Config& cfg, Runtime& rt, const std::string& dir) {
     Json config = hf.config;
     config["torch_dtype"] = torch_dtype_name(stored);
     std::vector<std::string> files;
+    bool gpt2_files = false;  // (GPT-2's BPE: encoder.json, vocab.bpe)
+    for (const auto& [name, bytes] : file.info().run.tokenizer_files) gpt2_files |= name == "encoder.json";
+    const long context = cfg.model.block_size;
     const auto write = [&](const std::string& to) {  // (a new folder, which then replaces `dir` as a whole)
       files = write_safetensors_folder(to, hf.tensors, {{"format", "pt"}}, stored, cfg.checkpoint.export_shard_size);
       write_text_file(to + "/config.json", config.dump(2) + "\n");
       for (const auto& [name, bytes] : file.info().run.tokenizer_files)
         write_text_file(to + "/" + hf_tokenizer_name(name), bytes);
+      bool configured = false;  // (an imported tokenizer_config.json goes out as it came)
       for (const auto& [name, bytes] : file.info().run.hf_files)  // (as the import found them)
-        if (name.find('/') == std::string::npos) write_text_file(to + "/" + name, bytes);
+        if (name.find('/') == std::string::npos)
+          write_text_file(to + "/" + name, bytes), configured |= name == "tokenizer_config.json";
+      if (!configured && gpt2_files) write_text_file(to + "/tokenizer_config.json", gpt2_tokenizer_config(context));
     };
     replace_folder(dir, "--export-hf " + dir, write, safetensors_layout_file);  // (an earlier export's weights go)
     const std::string weights =
@@ -271,6 +287,7 @@ std::string export_hf(const Config& cfg, Runtime& rt, const std::string& dir) {
                           : std::to_string(files.size() - 1) + " shards " + files[0] + " ... and " + files.back();
     std::string tokenizer;
     for (const auto& [name, bytes] : file.info().run.tokenizer_files) tokenizer += ", " + hf_tokenizer_name(name);
+    if (gpt2_files) tokenizer += ", tokenizer_config.json";
     if (tokenizer.empty())  // (llm.c's shards carry ids alone; a byte or char vocabulary has no such file)
       tokenizer = "; no tokenizer file: the run's data stored none (copy its tokenizer's files in)";
     return std::vector<std::string>{"exported " + path + " to " + dir + ": config.json, " + weights + " (" +

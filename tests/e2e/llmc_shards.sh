@@ -149,7 +149,7 @@ check "... and --generate from it says it holds no tokenizer" grep -q "holds no 
 # PyTorch) trains on them: its parameter count (50304 x 32 + 2 x (2 x 32 + 4 x 32^2 + 3 x 48 x 32)
 # + 32 = 1,627,296) in --dry-run, and 4 steps with a finite loss near ln 50257 at step 1.
 llama=(--set model.arch=llama --set model.ffn_dim=48 --set model.n_layer=2 --set model.n_embd=32 --set train.steps=4
-  --set train.eval_every=0 --set run.out_dir="$tmp/run_llama")
+  --set train.eval_every=0 --set run.out_dir="$tmp/run_llama" --set data.path="$tmp/conv")  # (the converted shards: GPT-2's files stored)
 check "arch = llama: 1,627,296 parameters (--dry-run)" grep -q "^total  *1627296" <<<"$("$trainer" "$deck" "${llama[@]}" --dry-run 2>&1)"
 l1=$("$trainer" "$deck" "${llama[@]}" 2>&1 | sed -n 's/.*step 1\/4 | loss \([0-9.]*\).*/\1/p')
 check "... 4 steps on the shards, loss at step 1 within 0.2 of ln 50257 ($l1)" \
@@ -165,6 +165,16 @@ print(h['model.embed_tokens.weight']['shape'], json.load(open(sys.argv[2]))['voc
   "$tmp/hf_llama/model.safetensors" "$tmp/hf_llama/config.json" 2>&1)
 check "--export-hf of the arch = llama run: embed_tokens [50257, 32], vocab_size 50257 (${out:0:60}: $shape)" \
   test "$shape" = "[50257, 32] 50257"
+# Without tokenizer_config.json AutoTokenizer would take LlamaTokenizerFast for this folder (no
+# vocab.json reader) and no model_max_length: the export names GPT2Tokenizer and the context.
+check "... its tokenizer_config.json: GPT2Tokenizer, model_max_length the block_size, <|endoftext|> (GPT-2's run too)" \
+  /usr/bin/python3 -c "
+import json, sys
+for d in sys.argv[1:]:
+    c = json.load(open(d + '/tokenizer_config.json'))
+    assert (c['tokenizer_class'], c['eos_token'], c['add_bos_token']) == ('GPT2Tokenizer', '<|endoftext|>', False), c
+    assert c['model_max_length'] == json.load(open(d + '/config.json')).get('max_position_embeddings', json.load(open(d + '/config.json')).get('n_positions')), c
+" "$tmp/hf_llama" "$tmp/hf_gpt"
 
 # The decks inputs/llama_small.ini (grouped-query attention, 4 heads on 2 key/value heads) and
 # inputs/speedrun_small.ini (relu2, QK-norm, zero-initialized projections, untied head, Muon) on

@@ -219,8 +219,9 @@ void rotated_columns(const Json& c, const std::string& type, const std::string& 
   else if (c.contains("partial_rotary_factor") && !c["partial_rotary_factor"].is_null())
     part["partial_rotary_factor"] = c["partial_rotary_factor"];
   const std::string where = rope.partial >= 0 ? file + " rope_parameters" : file;
-  if (type != "phi3") expect_value(part, "partial_rotary_factor", 1.0, where, kLlama + std::string("ForCausalLM"));
-  const double f = part.value("partial_rotary_factor", 1.0);
+  if (type != "phi3" && !is_glm(type))
+    expect_value(part, "partial_rotary_factor", 1.0, where, kLlama + std::string("ForCausalLM"));
+  const double f = part.value("partial_rotary_factor", is_glm(type) ? 0.5 : 1.0);  // (GlmConfig's default: half)
   const auto rotated = static_cast<std::int64_t>(static_cast<double>(head_width(m)) * f);  // (Python's int())
   if (!(f > 0 && f <= 1) || rotated < 2 || rotated % 2 != 0)
     throw bad_input(where + ": \"partial_rotary_factor\" = " + part["partial_rotary_factor"].dump() + " rotates " +
@@ -249,7 +250,9 @@ ModelConfig llama_model(const Json& c, const std::string& type, const std::strin
   m.rope_theta = rope.global.theta >= 0 ? rope.global.theta : type == "smollm3" ? 2000000 : 10000;  // (SmolLM3's)
   m.rope_scaling = rope.global.scaling;
   m.tie_embeddings = c.value("tie_word_embeddings", is_gemma(type));  // (GemmaConfig's default: tied)
-  m.qkv_bias = type == "qwen2";  // (Qwen2Attention: bias=True on q, k and v; hard-wired)
+  // (Qwen2Attention: bias=True on q, k and v, hard-wired; GlmAttention's attention_bias, True by default)
+  m.qkv_bias = type == "qwen2" || (is_glm(type) && c.value("attention_bias", true));
+  m.sandwich_norm = type == "glm4";  // (Glm4DecoderLayer: norms after attention and the MLP too)
   const bool olmo = type == "olmo2" || type == "olmo3";
   m.qk_norm = m.qk_norm_weight = type == "qwen3" || olmo || type == "exaone4";  // (Qwen3Attention's q_norm, k_norm)
   m.qk_norm_whole = olmo;                   // (Olmo2Attention's over the projections)
@@ -286,11 +289,27 @@ ModelConfig llama_model(const Json& c, const std::string& type, const std::strin
 
 // Layer i's tensors that hpctrain fuses: q|k|v (and Qwen2's biases) and gate|up, taken out of
 // `hf` into `out`; Phi-3's files hold them fused already (qkv_proj, gate_up_proj).
-void take_fused(Tensors& hf, const ModelConfig& m, std::int64_t i, bool phi3, const std::string& dir,
+void take_fused(Tensors& hf, const ModelConfig& m, std::int64_t i, const std::string& type, const std::string& dir,
                 std::vector<LazyTensor>& out) {
   const std::string p = "model.layers." + std::to_string(i) + ".", us = "h." + std::to_string(i) + ".";
-  const std::int64_t q = m.n_head * head_width(m), kv = m.n_kv_heads * head_width(m), e = m.n_embd, f = m.ffn_dim;
-  if (phi3) {
+  const std::int64_t d = head_width(m), q = m.n_head * d, kv = m.n_kv_heads * d, e = m.n_embd, f = m.ffn_dim;
+  if (is_glm(type)) {  // (q, k and v apart, q and k turned into hpctrain's pair order; gate|up fused)
+    const std::int64_t r = m.rope_dims ? m.rope_dims : d;
+    const auto turned = [&](const char* name, const Shape& shape, std::int64_t heads) {
+      const LazyTensor t = take(hf, p + "self_attn." + name, shape, dir);
+      return rows_ordered(t, t.name, glm_rows(heads, d, r, false));
+    };
+    out.push_back(rows_of(us + "self_attn.qkv.weight",
+                          {turned("q_proj.weight", {q, e}, m.n_head), turned("k_proj.weight", {kv, e}, m.n_kv_heads),
+                           take(hf, p + "self_attn.v_proj.weight", {kv, e}, dir)}));
+    if (m.qkv_bias)
+      out.push_back(rows_of(us + "self_attn.qkv.bias",
+                            {turned("q_proj.bias", {q}, m.n_head), turned("k_proj.bias", {kv}, m.n_kv_heads),
+                             take(hf, p + "self_attn.v_proj.bias", {kv}, dir)}));
+    out.push_back(renamed(take(hf, p + "mlp.gate_up_proj.weight", {2 * f, e}, dir), us + "mlp.gate_up.weight"));
+    return;
+  }
+  if (type == "phi3") {
     out.push_back(
         renamed(take(hf, p + "self_attn.qkv_proj.weight", {q + 2 * kv, e}, dir), us + "self_attn.qkv.weight"));
     out.push_back(renamed(take(hf, p + "mlp.gate_up_proj.weight", {2 * f, e}, dir), us + "mlp.gate_up.weight"));
@@ -376,10 +395,10 @@ Imported import_llama_layout(const Json& c, Tensors hf, const std::string& file,
   if (m.block_size < 1)
     throw bad_input(file + ": \"max_position_embeddings\" = 0: the model's context would hold no position");
   Imported out{m, {}};
-  for (const auto& [theirs, ours] : direct_names(m)) {
+  for (const auto& [theirs, ours] : direct_names(m, type)) {
     out.tensors.push_back(renamed(take(hf, theirs, direct_shape(theirs, m), dir), ours));
   }
-  for (std::int64_t i = 0; i < m.n_layer; ++i) take_fused(hf, m, i, type == "phi3", dir, out.tensors);
+  for (std::int64_t i = 0; i < m.n_layer; ++i) take_fused(hf, m, i, type, dir, out.tensors);
   if (m.tie_embeddings) hf.erase("lm_head.weight");  // (some files carry the tied copy)
   for (const auto& [name, t] : hf)
     if (name.find("rotary_emb.inv_freq") == std::string::npos)
@@ -390,23 +409,44 @@ Imported import_llama_layout(const Json& c, Tensors hf, const std::string& file,
 
 }  // namespace
 
+bool is_glm(const std::string& type) { return type == "glm" || type == "glm4"; }
+
+std::vector<std::int64_t> glm_rows(std::int64_t heads, std::int64_t width, std::int64_t rotated, bool to_hf) {
+  std::vector<std::int64_t> order;
+  const std::int64_t half = rotated / 2;
+  for (std::int64_t h = 0; h < heads; ++h)
+    for (std::int64_t j = 0; j < width; ++j) {
+      std::int64_t from = j;
+      if (j < rotated) from = to_hf ? (j % 2 == 0 ? j / 2 : half + j / 2) : (j < half ? 2 * j : 2 * (j - half) + 1);
+      order.push_back(h * width + from);
+    }
+  return order;
+}
+
 bool is_gemma(const std::string& type) { return type == "gemma" || type == "gemma2" || type == "gemma3_text"; }
 
-std::vector<std::pair<std::string, std::string>> direct_names(const ModelConfig& m) {
+std::vector<std::pair<std::string, std::string>> direct_names(const ModelConfig& m, const std::string& type) {
   std::vector<std::pair<std::string, std::string>> out{{"model.embed_tokens.weight", "tok_emb.weight"},
                                                        {"model.norm.weight", "norm.weight"}};
   const bool qk_norms = m.qk_norm_weight, sandwich = m.sandwich_norm, post = m.post_norm;
   for (std::int64_t i = 0; i < m.n_layer; ++i) {
     const std::string hf = "model.layers." + std::to_string(i) + ".", us = "h." + std::to_string(i) + ".";
     if (!post) out.emplace_back(hf + "input_layernorm.weight", us + "input_layernorm.weight");
-    out.emplace_back(hf + "post_attention_layernorm.weight", us + "post_attention_layernorm.weight");
+    if (type == "glm4") {  // (its names for the sandwich's norms)
+      out.emplace_back(hf + "post_self_attn_layernorm.weight", us + "post_attention_layernorm.weight");
+      out.emplace_back(hf + "post_attention_layernorm.weight", us + "pre_feedforward_layernorm.weight");
+      out.emplace_back(hf + "post_mlp_layernorm.weight", us + "post_feedforward_layernorm.weight");
+    } else {
+      out.emplace_back(hf + "post_attention_layernorm.weight", us + "post_attention_layernorm.weight");
+    }
     out.emplace_back(hf + "self_attn.o_proj.weight", us + "self_attn.proj.weight");
     out.emplace_back(hf + "mlp.down_proj.weight", us + "mlp.down.weight");
     if (m.mlp == Mlp::relu2) out.emplace_back(hf + "mlp.up_proj.weight", us + "mlp.up.weight");  // (Arcee's)
     if (qk_norms) out.emplace_back(hf + "self_attn.q_norm.weight", us + "self_attn.q_norm.weight");
     if (qk_norms) out.emplace_back(hf + "self_attn.k_norm.weight", us + "self_attn.k_norm.weight");
-    if (sandwich) out.emplace_back(hf + "pre_feedforward_layernorm.weight", us + "pre_feedforward_layernorm.weight");
-    if (sandwich || post)
+    if (sandwich && type != "glm4")
+      out.emplace_back(hf + "pre_feedforward_layernorm.weight", us + "pre_feedforward_layernorm.weight");
+    if ((sandwich && type != "glm4") || post)
       out.emplace_back(hf + "post_feedforward_layernorm.weight", us + "post_feedforward_layernorm.weight");
   }
   if (!m.tie_embeddings) out.emplace_back("lm_head.weight", "lm_head.weight");
@@ -428,7 +468,9 @@ void order_as_save_pretrained(std::vector<LazyTensor>& tensors) {
                                                  "input_layernorm.",
                                                  "post_attention_layernorm.",
                                                  "pre_feedforward_layernorm.",
-                                                 "post_feedforward_layernorm."};
+                                                 "post_feedforward_layernorm.",
+                                                 "post_self_attn_layernorm.",
+                                                 "post_mlp_layernorm."};
   const std::string layers = "model.layers.";
   const auto key = [&](const std::string& name) {
     if (name.rfind("model.embed_tokens.", 0) == 0) return std::make_tuple(0, std::int64_t{0}, std::size_t{0});
@@ -462,7 +504,9 @@ const std::pair<const char*, const char*> kLlamaClasses[] = {{"llama", "LlamaFor
                                                              {"smollm3", "SmolLM3ForCausalLM"},
                                                              {"granite", "GraniteForCausalLM"},
                                                              {"arcee", "ArceeForCausalLM"},
-                                                             {"exaone4", "Exaone4ForCausalLM"}};
+                                                             {"exaone4", "Exaone4ForCausalLM"},
+                                                             {"glm", "GlmForCausalLM"},
+                                                             {"glm4", "Glm4ForCausalLM"}};
 }  // namespace
 
 std::string llama_class(const std::string& model_type) {

@@ -41,15 +41,16 @@ std::string export_type(const ModelConfig& m, bool longrope) {
   const bool capped = m.attn_softcap > 0 || m.final_softcap > 0;
   const bool gemma2 = gemma && m.sandwich_norm && !m.qk_norm_weight;
   const auto refuse = [](const std::string& what) {
-    throw bad_input("--export-hf: [model] " + what +
-                    " is the model of no Hugging Face class (Qwen2: qkv_bias; Qwen3: qk_norm with qk_norm_weight; "
-                    "Gemma: mlp = geglu, norm_offset, embed_scale; Gemma 2: those with sandwich_norm and the "
-                    "soft-caps; Gemma 3: those with sandwich_norm and the weighted QK-norm; OLMo 2: post_norm with "
-                    "qk_norm_weight and qk_norm_whole; OLMo 3: those with sliding_window; EXAONE 4: post_norm with "
-                    "qk_norm_weight; Arcee: mlp = relu2; SmolLM3: "
-                    "no_rope_every; "
-                    "Phi-3: rope_dims, longrope; Granite: the "
-                    "multipliers)");
+    throw bad_input(
+        "--export-hf: [model] " + what +
+        " is the model of no Hugging Face class (Qwen2: qkv_bias; Qwen3: qk_norm with qk_norm_weight; "
+        "Gemma: mlp = geglu, norm_offset, embed_scale; Gemma 2: those with sandwich_norm and the "
+        "soft-caps; Gemma 3: those with sandwich_norm and the weighted QK-norm; OLMo 2: post_norm with "
+        "qk_norm_weight and qk_norm_whole; OLMo 3: those with sliding_window; EXAONE 4: post_norm with "
+        "qk_norm_weight; Arcee: mlp = relu2; GLM: qkv_bias with rope_dims; GLM-4: those with sandwich_norm; SmolLM3: "
+        "no_rope_every; "
+        "Phi-3: rope_dims, longrope; Granite: the "
+        "multipliers)");
   };
   if (m.qk_norm && !m.qk_norm_weight) refuse("qk_norm without qk_norm_weight (modded-nanogpt's)");
   if (m.mlp == Mlp::relu2) {  // (Arcee's AFM: Llama's with a relu(x)^2 MLP of up_proj, down_proj)
@@ -58,6 +59,15 @@ std::string export_type(const ModelConfig& m, bool longrope) {
         m.logits_scaling > 0)
       refuse("mlp = relu2 with another family's keys or a sliding_window (Arcee's is Llama's)");
     return "arcee";
+  }
+  if (m.qkv_bias && (m.rope_dims > 0 || (m.sandwich_norm && !gemma))) {  // (GLM's: biased q, k, v, half rotating)
+    if (gemma || m.qk_norm_weight || m.post_norm || m.no_rope_every > 0 || longrope || m.sliding_window > 0 ||
+        m.rope_local_theta > 0 || m.embedding_multiplier > 0 || m.residual_multiplier > 0 ||
+        m.attention_multiplier > 0 || m.logits_scaling > 0)
+      refuse(
+          "qkv_bias with rope_dims or sandwich_norm, and another family's keys or a sliding_window (GLM's and "
+          "GLM-4's)");
+    return m.sandwich_norm ? "glm4" : "glm";
   }
   if (m.qkv_bias && (m.qk_norm_weight || gemma)) refuse("qkv_bias with qk_norm_weight or Gemma's keys");
   if (gemma && !(m.mlp == Mlp::geglu && m.norm_offset && m.embed_scale))
@@ -218,6 +228,11 @@ Exported llama_export(const std::vector<LazyTensor>& ours, const ModelConfig& m,
   if (type == "phi3") phi3_config(m, r, out.config);
   if (type == "granite") granite_config(m, out.config);
   if (type == "arcee") out.config["hidden_act"] = "relu2";
+  if (is_glm(type)) {  // (GlmConfig: attention_bias on q, k and v; the rotated part of each head)
+    out.config.erase("mlp_bias"), out.config["attention_bias"] = true;
+    out.config["partial_rotary_factor"] =
+        m.rope_dims > 0 ? static_cast<double>(m.rope_dims) / static_cast<double>(m.attention_width() / m.n_head) : 1.0;
+  }
   if (r.linear > 0) out.config["rope_scaling"] = {{"rope_type", "linear"}, {"factor", r.linear}};
   if (r.yarn > 0) {  // (transformers 5's and vLLM's reading: the factor as given)
     out.config["rope_scaling"] = {{"rope_type", "yarn"},
@@ -235,22 +250,26 @@ Exported llama_export(const std::vector<LazyTensor>& ours, const ModelConfig& m,
                                   {"high_freq_factor", r.high_freq_factor},
                                   {"original_max_position_embeddings", r.original_context}};
   std::map<std::string, std::string> to_hf;
-  for (const auto& [theirs, mine] : direct_names(m)) to_hf[mine] = theirs;
-  const std::int64_t q = m.attention_width(), kv = (m.n_kv_heads ? m.n_kv_heads : m.n_head) * (q / m.n_head);
+  for (const auto& [theirs, mine] : direct_names(m, type)) to_hf[mine] = theirs;
+  const std::int64_t q = m.attention_width(), d = q / m.n_head, kv = (m.n_kv_heads ? m.n_kv_heads : m.n_head) * d;
   for (const LazyTensor& t : ours) {
     if (const auto it = to_hf.find(t.name); it != to_hf.end()) {
       out.tensors.push_back(renamed(t, it->second));
       continue;
     }
     const std::string layer = "model.layers." + t.name.substr(2, t.name.find('.', 2) - 2) + ".";
+    const bool glm = is_glm(type);
     if (type == "phi3" && t.name.find("self_attn.qkv.weight") != std::string::npos) {  // (fused, in this order)
       out.tensors.push_back(renamed(t, layer + "self_attn.qkv_proj.weight"));
-    } else if (type == "phi3" && t.name.find("mlp.gate_up.weight") != std::string::npos) {
+    } else if ((type == "phi3" || glm) && t.name.find("mlp.gate_up.weight") != std::string::npos) {
       out.tensors.push_back(renamed(t, layer + "mlp.gate_up_proj.weight"));
-    } else if (t.name.find("self_attn.qkv.") != std::string::npos) {  // (the weight, and Qwen2's bias)
+    } else if (t.name.find("self_attn.qkv.") != std::string::npos) {  // (the weight, and Qwen2's and GLM's bias)
       const std::string leaf = t.name.substr(t.name.rfind('.'));
-      out.tensors.push_back(rows_slice(t, layer + "self_attn.q_proj" + leaf, 0, q));
-      out.tensors.push_back(rows_slice(t, layer + "self_attn.k_proj" + leaf, q, kv));
+      const auto turned = [&](const LazyTensor& rows, std::int64_t heads) {  // (GLM's interleaved pairs)
+        return glm ? rows_ordered(rows, rows.name, glm_rows(heads, d, m.rope_dims ? m.rope_dims : d, true)) : rows;
+      };
+      out.tensors.push_back(turned(rows_slice(t, layer + "self_attn.q_proj" + leaf, 0, q), m.n_head));
+      out.tensors.push_back(turned(rows_slice(t, layer + "self_attn.k_proj" + leaf, q, kv), kv / d));
       out.tensors.push_back(rows_slice(t, layer + "self_attn.v_proj" + leaf, q + kv, kv));
     } else if (t.name.find("mlp.gate_up.weight") != std::string::npos) {
       out.tensors.push_back(rows_slice(t, layer + "mlp.gate_proj.weight", 0, m.ffn_dim));

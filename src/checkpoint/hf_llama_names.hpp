@@ -18,7 +18,15 @@ bool is_gemma(const std::string& model_type);
 // (sandwich: Gemma 2's and 3's), or after only (post: OLMo 2's post_attention_layernorm,
 // post_feedforward_layernorm); q_norm, k_norm with qk_norm_weight; up_proj alone with mlp = relu2
 // (Arcee's).
-std::vector<std::pair<std::string, std::string>> direct_names(const ModelConfig& m);
+// GLM-4's (`type` glm4) the norms around the MLP under its names: post_self_attn_layernorm after
+// attention, post_attention_layernorm before the MLP, post_mlp_layernorm after it.
+std::vector<std::pair<std::string, std::string>> direct_names(const ModelConfig& m, const std::string& type);
+// glm and glm4 (GlmForCausalLM, Glm4ForCausalLM): models whose rotary pairs interleave.
+bool is_glm(const std::string& model_type);
+// GLM's rotary pairs are columns (2i, 2i + 1) of each head's first `rotated` (rotate_half_llm),
+// hpctrain's (i, i + rotated / 2): the source row of each row of a q or k projection of `heads`
+// heads of `width` rows in hpctrain's order (to_hf false: from GLM's; true: the way back).
+std::vector<std::int64_t> glm_rows(std::int64_t heads, std::int64_t width, std::int64_t rotated, bool to_hf);
 // save_pretrained's order (the modules' order in LlamaForCausalLM): the embedding, the layers by
 // number (attention q, k, v (Phi-3: qkv), o, then the MLP's gate, up (Phi-3: gate_up), down, then the
 // norms), the final norm, the head; so a sharded export's shards hold whole layers in order (h.10

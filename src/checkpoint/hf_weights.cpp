@@ -108,6 +108,16 @@ LazyTensor transposed(const LazyTensor& t, std::string name) {
   return out;
 }
 
+LazyTensor rows_ordered(const LazyTensor& t, std::string name, std::vector<std::int64_t> order) {
+  HPCT_CHECK(static_cast<std::int64_t>(order.size()) == t.row_count(), "rows_ordered: one source row a row");
+  LazyTensor out{std::move(name), t.shape, {}};
+  out.rows = [src = t, order = std::move(order), width = t.row_width()](std::int64_t first, std::int64_t count,
+                                                                        float* to) {
+    for (std::int64_t r = 0; r < count; ++r) src.rows(order[static_cast<std::size_t>(first + r)], 1, to + r * width);
+  };
+  return out;
+}
+
 LazyTensor renamed(LazyTensor t, std::string name) {
   t.name = std::move(name);
   return t;

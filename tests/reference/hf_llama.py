@@ -48,6 +48,9 @@ transformers' LlamaForCausalLM does, without transformers (Debian does not packa
   exaone4 DIR           make the folder LG's Exaone4ForCausalLM (model_type exaone4: OLMo 2's norms after the
                         sublayers alone, Qwen3's per-head q_norm and k_norm, layer_types sliding then full,
                         sliding_window 32, rotary positions on the sliding layer alone; one F32 file)
+  glm DIR, glm4 DIR     make the folder THUDM's GlmForCausalLM (model_type glm: biases on q, k and v, half of
+                        each head rotating in interleaved pairs, gate|up fused in gate_up_proj; one F32
+                        file) or Glm4ForCausalLM (glm4: those with norms after attention and the MLP too)
   phi3 DIR              make the folder a Phi3ForCausalLM's (model_type phi3: q|k|v fused in qkv_proj and
                         gate|up in gate_up_proj, one F32 file; sliding_window 63 on every layer)
   granite DIR           make the folder IBM Granite's GraniteForCausalLM (model_type granite: Llama's tensors,
@@ -168,7 +171,7 @@ def load(folder):
         w = {"model." + k[len("language_model.model."):]: v for k, v in w.items() if k.startswith("language_model.model.")}
     elif cfg.get("model_type") == "gemma3_text":  # (the keys a file leaves out at the defaults)
         cfg = dict(GEMMA3_TEXT_DEFAULTS, **cfg)
-    if cfg.get("model_type") == "phi3":  # (modeling_phi3.py: q, k, v and gate, up are row blocks in that order)
+    if cfg.get("model_type") in ("phi3", "glm", "glm4"):  # (Phi3MLP: gate, up row blocks; Phi-3's q, k, v too)
         d = cfg["hidden_size"] // cfg["num_attention_heads"]
         q, kv = cfg["num_attention_heads"] * d, cfg["num_key_value_heads"] * d
         for k in [k for k in w if k.endswith("qkv_proj.weight") or k.endswith("gate_up_proj.weight")]:
@@ -321,6 +324,8 @@ def forward(cfg, w, ids):
     sandwich = cfg.get("model_type") in ("gemma2", "gemma3_text")  # (and query_pre_attn_scalar)
     olmo2 = cfg.get("model_type") in ("olmo2", "olmo3")  # (norms after the sublayers alone; QK-norm over all heads)
     post = olmo2 or cfg.get("model_type") == "exaone4"  # (EXAONE 4: Olmo2DecoderLayer, Qwen3's per-head QK-norm)
+    glm = cfg.get("model_type") in ("glm", "glm4")  # (interleaved rotary pairs; GLM-4: norms after both sublayers)
+    glm4 = cfg.get("model_type") == "glm4"
     olmo3 = cfg.get("model_type") == "olmo3"
     attn_cap, final_cap = cfg.get("attn_logit_softcapping"), cfg.get("final_logit_softcapping")
     granite = cfg.get("model_type") == "granite"  # (modeling_granite.py's multipliers; 1 when absent)
@@ -341,6 +346,11 @@ def forward(cfg, w, ids):
         return emb.cos() * amp, emb.sin() * amp, rot
 
     def turn(x, cos, sin, rot):  # (Phi-3's apply_rotary_pos_emb: the columns from rot on pass)
+        if glm:  # (modeling_glm.py: pairs (2i, 2i + 1) at frequency i, rotate_half over them)
+            c, s = cos[..., : rot // 2].repeat_interleave(2, dim=-1), sin[..., : rot // 2].repeat_interleave(2, dim=-1)
+            r = x[..., :rot]
+            pairs = torch.stack((-r[..., 1::2], r[..., 0::2]), dim=-1).flatten(-2)
+            return torch.cat((r * c + pairs * s, x[..., rot:]), dim=-1)
         return torch.cat((x[..., :rot] * cos + rotate_half(x[..., :rot]) * sin, x[..., rot:]), dim=-1)
 
     x = W["model.embed_tokens.weight"][ids]
@@ -381,6 +391,8 @@ def forward(cfg, w, ids):
         o = (a @ v).transpose(1, 2).reshape(b, t, h * d) @ W[p + "self_attn.o_proj.weight"].T
         if sandwich or post:
             o = rms(o, W[p + "post_attention_layernorm.weight"])
+        if glm4:  # (Glm4DecoderLayer: post_self_attn_layernorm, then post_attention_layernorm before the MLP)
+            o = rms(o, W[p + "post_self_attn_layernorm.weight"])
         x = x + o * residual
         y = x if post else rms(x, W[p + ("pre_feedforward_layernorm.weight" if sandwich else "post_attention_layernorm.weight")])
         if cfg.get("model_type") == "arcee":  # (ArceeMLP: down_proj(relu(up_proj(y))^2), no gate)
@@ -391,6 +403,8 @@ def forward(cfg, w, ids):
             m = (act * (y @ W[p + "mlp.up_proj.weight"].T)) @ W[p + "mlp.down_proj.weight"].T
         if sandwich or post:
             m = rms(m, W[p + "post_feedforward_layernorm.weight"])
+        if glm4:
+            m = rms(m, W[p + "post_mlp_layernorm.weight"])
         x = x + m * residual
     x = rms(x, W["model.norm.weight"])
     head = W["model.embed_tokens.weight"] if cfg.get("tie_word_embeddings", gemma) else W["lm_head.weight"]
@@ -465,7 +479,7 @@ if __name__ == "__main__":
     elif cmd == "transformers5":
         v.transformers5(sys.argv[2], [float(b) for b in sys.argv[3:5]] if len(sys.argv) > 4 else None)
     elif cmd in ("phi3", "phi4", "granite", "olmo2", "olmo3", "arcee", "exaone4", "smollm3", "gemma3_image_text",
-                 "qwen2"):
+                 "qwen2", "glm", "glm4"):
         getattr(v, cmd)(sys.argv[2])
     elif cmd == "yarn":
         v.yarn_folder(sys.argv[2])

@@ -144,6 +144,33 @@ def exaone4(folder):
     one_file(folder, w, cfg)
 
 
+def glm(folder, version=1):
+    """The Llama folder as THUDM's GlmForCausalLM (modular_glm.py; version 4: Glm4ForCausalLM,
+    modular_glm4.py): q, k and v with biases (attention_bias), partial_rotary_factor 0.5 with the
+    rotated columns in interleaved pairs (2i, 2i + 1), gate|up fused in gate_up_proj; GLM-4 adds
+    post_self_attn_layernorm after attention and post_mlp_layernorm after the MLP; one F32 file."""
+    cfg, w = load(folder)
+    g, c = np.random.default_rng(11), cfg["hidden_size"]
+    d, h, kv = c // cfg["num_attention_heads"], cfg["num_attention_heads"], cfg["num_key_value_heads"]
+    for i in range(cfg["num_hidden_layers"]):
+        p = "model.layers.%d." % i
+        for name, n in (("q_proj", h * d), ("k_proj", kv * d), ("v_proj", kv * d)):
+            w[p + "self_attn.%s.bias" % name] = (0.5 * g.standard_normal(n)).astype(np.float32)
+        w[p + "mlp.gate_up_proj.weight"] = np.concatenate([w.pop(p + "mlp.gate_proj.weight"), w.pop(p + "mlp.up_proj.weight")])
+        if version == 4:
+            for name in ("post_self_attn_layernorm", "post_mlp_layernorm"):
+                w[p + name + ".weight"] = (1 + 0.3 * g.standard_normal(c)).astype(np.float32)
+    w = {k: v for k, v in w.items() if "rotary_emb" not in k}
+    kind = "glm4" if version == 4 else "glm"
+    cfg.update(architectures=["Glm4ForCausalLM" if version == 4 else "GlmForCausalLM"], model_type=kind,
+               attention_bias=True, partial_rotary_factor=0.5, head_dim=d, rope_scaling=None)
+    one_file(folder, w, cfg)
+
+
+def glm4(folder):
+    glm(folder, 4)
+
+
 def qwen3(folder, head_dim=None):
     path = os.path.join(folder, "config.json")
     cfg = json.load(open(path))

@@ -71,5 +71,7 @@ LazyTensor rows_of(std::string name, std::vector<LazyTensor> parts);  // stacked
 LazyTensor rows_slice(const LazyTensor& t, std::string name, std::int64_t first, std::int64_t count);
 LazyTensor transposed(const LazyTensor& t, std::string name);  // a matrix [a, b] as [b, a]
 LazyTensor renamed(LazyTensor t, std::string name);
+// Row r of the result is row order[r] of `t` (GLM's interleaved rotary pairs: hf_llama.cpp).
+LazyTensor rows_ordered(const LazyTensor& t, std::string name, std::vector<std::int64_t> order);
 
 }  // namespace hpctrain::hf

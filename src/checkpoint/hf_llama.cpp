@@ -271,10 +271,9 @@ ModelConfig llama_model(const Json& c, const std::string& type, const std::strin
   expect_value(c, "mlp_bias", false, file, kLlama);
   rotated_columns(c, type, file, rope.global, m);
   const double eps = c.value("rms_norm_eps", 1e-6), k = -std::log10(eps);
-  if (std::fabs(k - std::round(k)) > 1e-9)
-    throw bad_input(file + ": \"rms_norm_eps\" = " + std::to_string(eps) +
-                    " is not a power of ten, which hpctrain needs");
-  m.norm_eps = std::stod("1e-" + std::to_string(std::lround(k)));  // (exactly as the deck's text reads)
+  if (!(eps >= 1e-12 && eps <= 0.1))
+    throw bad_input(file + ": \"rms_norm_eps\" = " + c["rms_norm_eps"].dump() + " is not an epsilon in 1e-12..0.1");
+  m.norm_eps = std::fabs(k - std::round(k)) < 1e-9 ? std::stod("1e-" + std::to_string(std::lround(k))) : eps;
   if (is_gemma(type)) gemma_options(c, type, file, rope.local.theta, m);
   if (type == "granite") granite_options(c, file, m);
   window_options(c, type, file, m);

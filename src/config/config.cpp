@@ -194,10 +194,6 @@ void check_llama(const ModelConfig& m, const std::function<std::string(const std
     throw bad_input(where_of(m.head_dim ? "model.head_dim" : "model.n_embd") +
                     ": [model] arch = llama needs an even head width (rotary pairs), got " +
                     std::to_string(m.attention_width() / m.n_head));
-  const double k = -std::log10(m.norm_eps);
-  if (std::fabs(k - std::round(k)) > 1e-9)
-    throw bad_input(where_of("model.norm_eps") + ": [model] norm_eps = " + format_real(m.norm_eps) +
-                    " must be a power of ten (1e-5, 1e-6)");
   if (m.qk_norm_weight && !m.qk_norm)
     throw bad_input(where_of("model.qk_norm_weight") + ": [model] qk_norm_weight = true weights the QK-norm: set " +
                     "[model] qk_norm = true too");

@@ -67,7 +67,7 @@ void model_keys(std::vector<KeySpec>& k) {
         "arch = llama: rotary embeddings' base (Llama 3: 500000; Gemma 3: its global layers')")
       .range(1, kMaxCount)
       .of_archs("llama");
-  s.key("norm_eps", &ModelConfig::norm_eps, "arch = llama: the RMS norms' epsilon, a power of ten (1e-5, 1e-6)")
+  s.key("norm_eps", &ModelConfig::norm_eps, "arch = llama: the RMS norms' epsilon (1e-5, 1e-6; GLM-4 9B's 1.5625e-07)")
       .range(1e-12, 0.1)
       .of_archs("llama");
   s.key("n_kv_heads", &ModelConfig::n_kv_heads,

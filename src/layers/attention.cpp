@@ -475,7 +475,7 @@ AttentionArgs attention_args(const LayerArgs& a) {
   r.qk_norm = layer_named_bool(a, "qk_norm", false);
   r.head_dim = layer_named_int(a, "head_dim", 0, 0);
   r.qk_weight = layer_named_bool(a, "qk_norm_weight", false);
-  r.qk_eps = static_cast<float>(std::pow(10.0, -static_cast<double>(layer_named_int(a, "qk_eps", 6, 1))));
+  r.qk_eps = layer_named_eps(a, "qk_eps", 6);
   r.qk_offset = layer_named_bool(a, "qk_offset", false);
   if (r.qk_offset && !r.qk_weight)
     throw bad_input("[model] layers: " + a.text + ": qk_offset=1 needs qk_norm_weight=1 (it offsets the weight)");

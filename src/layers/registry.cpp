@@ -394,6 +394,16 @@ float layer_named_number(const LayerArgs& a, const std::string& key, float fallb
   throw bad_input("[model] layers: " + a.text + ": " + key + " = '" + it->second + "' must be a number >= 0");
 }
 
+float layer_named_eps(const LayerArgs& a, const std::string& key, int fallback_power) {
+  const auto it = a.named.find(key);
+  const std::string text = it == a.named.end() ? std::to_string(fallback_power) : it->second;
+  if (text.find_first_not_of("0123456789") == std::string::npos && text.size() <= 2 && std::stoi(text) >= 1)
+    return std::stof("1e-" + text);
+  if (const auto v = number_in(text, 0, 1); v && *v > 0) return *v;
+  throw bad_input("[model] layers: " + a.text + ": " + key + " = '" + text +
+                  "' must be a whole K >= 1 (10^-K) or an epsilon between 0 and 1");
+}
+
 float layer_named_std(const LayerArgs& a, const std::string& key) {
   const auto it = a.named.find(key);
   if (it == a.named.end()) return 0.02f;

@@ -54,13 +54,13 @@ class RmsNorm final : public Layer {
 
 void register_rmsnorm(LayerRegistry& r) {
   r.add("rmsnorm",
-        "rmsnorm(eps=5, offset=0): RMS norm over the last axis, eps = 10^-eps, weight only (offset=1: 1 + weight, "
+        "rmsnorm(eps=5, offset=0): RMS norm over the last axis, eps = 10^-eps (or eps itself below 1), weight only "
+        "(offset=1: 1 + weight, "
         "Gemma's)",
         [](const LayerArgs& a) {
           expect_named_only(a, 0, {"eps", "offset"});
-          // eps=k means 10^-k (integers only in layer arguments): the default 5 is Llama 3's 1e-5.
-          const std::int64_t e = layer_named_int(a, "eps", 5, 1);
-          return std::make_unique<RmsNorm>(std::stof("1e-" + std::to_string(e)), layer_named_bool(a, "offset", false));
+          // eps=k means 10^-k (the default 5 is Llama 3's 1e-5); eps=E below 1 is E itself.
+          return std::make_unique<RmsNorm>(layer_named_eps(a, "eps", 5), layer_named_bool(a, "offset", false));
         });
 }
 

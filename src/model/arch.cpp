@@ -11,8 +11,15 @@ namespace hpctrain {
 
 namespace {
 std::int64_t dropout_percent(const ModelConfig& m) { return std::lround(m.dropout * 100); }
-// norm_eps = 10^-eps_power (the norms' eps=K argument).
-int eps_power(const ModelConfig& m) { return static_cast<int>(std::lround(-std::log10(m.norm_eps))); }
+// norm_eps as the norms' eps argument (layers/registry.hpp layer_named_eps): K for 10^-K, else the
+// epsilon itself (GLM-4 9B's 1.5625e-07), float-exact.
+std::string eps_arg(const ModelConfig& m) {
+  const double k = -std::log10(m.norm_eps);
+  if (std::fabs(k - std::round(k)) < 1e-9 && k >= 1 && k <= 99) return std::to_string(std::lround(k));
+  char s[32];
+  std::snprintf(s, sizeof(s), "%.9g", static_cast<double>(static_cast<float>(m.norm_eps)));
+  return s;
+}
 std::int64_t head_width(const ModelConfig& m) { return m.attention_width() / m.n_head; }
 }  // namespace
 
@@ -59,7 +66,7 @@ std::string llama_attention_args(const ModelConfig& m, std::int64_t i) {
     a += ", " + r.args();
   }
   if (m.qk_norm) a += ", qk_norm=1";
-  if (m.qk_norm_weight) a += ", qk_norm_weight=1, qk_eps=" + std::to_string(eps_power(m));
+  if (m.qk_norm_weight) a += ", qk_norm_weight=1, qk_eps=" + eps_arg(m);
   if (m.qk_norm_weight && m.norm_offset) a += ", qk_offset=1";
   if (m.qk_norm_whole) a += ", qk_whole=1";
   if (head_width(m) * m.n_head != m.n_embd) a += ", head_dim=" + std::to_string(head_width(m));
@@ -80,7 +87,7 @@ std::string llama_layers(const ModelConfig& m) {
   const std::string c = std::to_string(m.n_embd), v = std::to_string(m.vocab_size);
   const std::string proj_std = m.zero_init ? "0" : s;
   std::string norm_args;
-  if (eps_power(m) != 5) norm_args += "eps=" + std::to_string(eps_power(m));
+  if (eps_arg(m) != "5") norm_args += "eps=" + eps_arg(m);
   if (m.norm_offset) norm_args += std::string(norm_args.empty() ? "" : ", ") + "offset=1";
   const std::string norm = norm_args.empty() ? "rmsnorm" : "rmsnorm(" + norm_args + ")";
   const std::string down = "mlp.down:linear(" + c + ", bias=0, std=" + proj_std + ", tp=row)";

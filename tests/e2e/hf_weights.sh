@@ -185,13 +185,14 @@ err=$("$trainer" "$tmp/exaone4.ini" --export-hf "$tmp/exaone4_rot" --set model.n
 check "... its full layer rotating: --export-hf exits 2 with one line, nothing written" \
   test "$?$(without_runtime_noise <<<"$err" | wc -l)$(grep -c "have no rotary positions" <<<"$err")$(test -e "$tmp/exaone4_rot" && echo written)" = 211
 # GLM (GlmForCausalLM: q, k and v biased, half of each head rotating in interleaved pairs, gate|up
-# fused) and GLM-4 (Glm4ForCausalLM: norms after both sublayers too): qkv_bias, rope_dims 4 of 8,
+# fused; GLM-4 9B's rms_norm_eps 1.5625e-07) and GLM-4 (Glm4ForCausalLM: norms after both sublayers
+# too): qkv_bias, rope_dims 4 of 8,
 # sandwich_norm for GLM-4, q and k rows turned into hpctrain's pair order; the reference's loss;
 # back out in GLM's order bit for bit.
 for v in glm glm4; do
   cp -r "$tmp/hf" "$tmp/$v" && $py "$ref" $v "$tmp/$v"
   check "model_type $v: qkv_bias, rope_dims = 4, interleaved pairs turned, the reference's loss (1e-5)" \
-    imported_as $v "qkv_bias = true" "rope_dims = 4" "$([ $v = glm4 ] && echo "sandwich_norm = true" || echo "!sandwich_norm = true")"
+    imported_as $v "qkv_bias = true" "rope_dims = 4" "$([ $v = glm4 ] && echo "sandwich_norm = true" || echo "norm_eps = 1.5625e-07")"
   check "... exported as $v, q and k back in GLM's order, bit for bit" exported_as $v $v
 done
 # Arcee (ArceeForCausalLM, AFM-4.5B's: Llama's tensors with an MLP of up_proj and down_proj alone,

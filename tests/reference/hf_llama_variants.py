@@ -147,7 +147,8 @@ def exaone4(folder):
 def glm(folder, version=1):
     """The Llama folder as THUDM's GlmForCausalLM (modular_glm.py; version 4: Glm4ForCausalLM,
     modular_glm4.py): q, k and v with biases (attention_bias), partial_rotary_factor 0.5 with the
-    rotated columns in interleaved pairs (2i, 2i + 1), gate|up fused in gate_up_proj; GLM-4 adds
+    rotated columns in interleaved pairs (2i, 2i + 1), gate|up fused in gate_up_proj, GLM-4 9B's
+    rms_norm_eps 1.5625e-07; GLM-4 adds
     post_self_attn_layernorm after attention and post_mlp_layernorm after the MLP; one F32 file."""
     cfg, w = load(folder)
     g, c = np.random.default_rng(11), cfg["hidden_size"]
@@ -164,6 +165,8 @@ def glm(folder, version=1):
     kind = "glm4" if version == 4 else "glm"
     cfg.update(architectures=["Glm4ForCausalLM" if version == 4 else "GlmForCausalLM"], model_type=kind,
                attention_bias=True, partial_rotary_factor=0.5, head_dim=d, rope_scaling=None)
+    if version == 1:  # (GLM-4 9B's, no power of ten)
+        cfg["rms_norm_eps"] = 1.5625e-07
     one_file(folder, w, cfg)
 
 

@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstdio>
 #include <string>
 #include <tuple>
 
@@ -84,6 +85,14 @@ TEST(Arch, LlamaLayers) {
   d.tie_embeddings = false;
   const std::string untied = llama_layers(d);
   EXPECT_NE(untied.find("input_layernorm:rmsnorm(eps=6) "), std::string::npos) << untied;
+  ModelConfig glm = d;  // (an epsilon no power of ten, GLM-4 9B's: written itself, the float to its last bit)
+  glm.norm_eps = 1.5625e-07, glm.qk_norm = glm.qk_norm_weight = true;
+  char eps[32];
+  std::snprintf(eps, sizeof(eps), "%.9g", static_cast<double>(1.5625e-07f));
+  const std::string odd = llama_layers(glm);
+  EXPECT_NE(odd.find("input_layernorm:rmsnorm(eps=" + std::string(eps) + ") "), std::string::npos) << odd;
+  EXPECT_NE(odd.find("qk_eps=" + std::string(eps) + ","), std::string::npos) << odd;
+  EXPECT_EQ(std::stof(eps), 1.5625e-07f);
   const std::string tail = "norm:rmsnorm(eps=6) lm_head:lm_head(50257, tie=0)";
   EXPECT_EQ(untied.substr(untied.size() - tail.size()), tail);
   // Grouped-query attention, Llama 3's rope_scaling, and modded-nanogpt's options.

@@ -478,7 +478,8 @@ TEST(ConfigErrors, CrossKeyChecks) {
   EXPECT_NE(error_of("[model]\narch = gpt\nn_layer = 1\nn_head = 2\nn_embd = 8\nqk_norm = true\n")
                 .find("qk_norm is a key of arch = llama"),
             std::string::npos);
-  EXPECT_NE(error_of(llama + "norm_eps = 3e-6\n").find("must be a power of ten"), std::string::npos);
+  EXPECT_EQ(parse(llama + "norm_eps = 1.5625e-07\n").model.norm_eps, 1.5625e-07);  // (GLM-4 9B's: no power of ten)
+  EXPECT_NE(error_of(llama + "norm_eps = 0.5\n").find("norm_eps"), std::string::npos);
   EXPECT_NE(error_of(llama + "rope_local_theta = 10000\n").find("rope_local_theta needs [model] global_every"),
             std::string::npos);
   EXPECT_NE(

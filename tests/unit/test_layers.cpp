@@ -193,6 +193,41 @@ TEST(RmsNorm, ForwardIsTheFormula) {
   }
 }
 
+// An epsilon given itself (eps=E below 1, GLM-4 9B's 1.5625e-07) is the formula's: eps=0.25 against
+// the formula in double, eps=0.01 the same floats as eps=2; a whole number is a power, 0 and 1.5 refused.
+TEST(RmsNorm, EpsilonGivenItself) {
+  Allocator alloc;
+  const auto run = [&](const std::string& text) {
+    auto layer = make(text);
+    layer->configure({3, 6});
+    StepContext ctx;
+    layer->set_context(&ctx, 0);
+    bind_random_params(*layer, {3, 6}, alloc, 5);  // (the same weights each time: seed 5)
+    Tensor x = Tensor::zeros({2, 3, 6}, alloc), y = Tensor::zeros({2, 3, 6}, alloc);
+    const auto v = random_values(36, 6);
+    std::copy(v.begin(), v.end(), x.data());
+    layer->forward(x, y);
+    return std::vector<float>(y.data(), y.data() + 36);
+  };
+  const std::vector<float> quarter = run("rmsnorm(eps=0.25)"), plain = run("rmsnorm(offset=0)");
+  const auto v = random_values(36, 6);
+  double worst = 0;
+  for (int r = 0; r < 6; ++r) {  // (y / w: the weights cancel in the ratio of the two runs)
+    double ss = 0;
+    for (int j = 0; j < 6; ++j) ss += static_cast<double>(v[r * 6 + j]) * v[r * 6 + j];
+    const double ratio = std::sqrt((ss / 6 + 1e-5) / (ss / 6 + 0.25));
+    for (int j = 0; j < 6; ++j)
+      if (std::fabs(plain[r * 6 + j]) > 1e-3)
+        worst = std::max(worst, std::fabs(quarter[r * 6 + j] / plain[r * 6 + j] - ratio) / ratio);
+  }
+  EXPECT_LT(worst, 1e-5);
+  EXPECT_EQ(run("rmsnorm(eps=0.01)"), run("rmsnorm(eps=2)"));
+  EXPECT_NE(run("rmsnorm(eps=1.5625e-07)"), run("rmsnorm(eps=2)"));
+  EXPECT_THROW(make("rmsnorm(eps=0)"), Error);
+  EXPECT_THROW(make("rmsnorm(eps=1.5)"), Error);
+  EXPECT_THROW(make("attention(2,qk_norm=1,qk_norm_weight=1,qk_eps=-1)"), Error);
+}
+
 // Attention's causality: changing a later position's input leaves the earlier outputs as they were.
 TEST(Attention, EarlierPositionsDoNotSeeLaterOnes) {
   Allocator alloc;

@@ -74,6 +74,9 @@ double number_arg(const LayerArgs& a, std::size_t index, const std::string& what
 std::int64_t layer_named_int(const LayerArgs& a, const std::string& key, std::int64_t fallback, std::int64_t min);
 // A named number >= 0 (softcap=50), `fallback` when absent.
 float layer_named_number(const LayerArgs& a, const std::string& key, float fallback);
+// A norm's epsilon: key=K, a whole K >= 1, is 10^-K ("eps=6": 1e-6); key=E, a number in (0, 1), is E
+// itself ("eps=1.5625e-07", GLM-4 9B's); absent: 10^-fallback_power.
+float layer_named_eps(const LayerArgs& a, const std::string& key, int fallback_power);
 // A named standard deviation of initial weights (std=0.02), 0.02 when absent.
 float layer_named_std(const LayerArgs& a, const std::string& key);
 // A named 0/1 switch (bias=0), `fallback` when absent.

@@ -31,7 +31,7 @@ std::string gpt_layers(const ModelConfig& m);
 // (config/rope_scaling.hpp) on the first rope_dims columns of each head (0: all), no biases; RMS
 // norm, a SwiGLU MLP of ffn_dim with gate and up fused in one linear), a final RMS norm and the head,
 // tied unless tie_embeddings = false. The projections into the residual stream start with std 0.02
-// / sqrt(2 n_layer) as GPT-2's (zero_init: at zero, modded-nanogpt's); norm_eps a power of ten.
+// / sqrt(2 n_layer) as GPT-2's (zero_init: at zero, modded-nanogpt's); norms of epsilon norm_eps.
 // modded-nanogpt's options: qk_norm (queries and keys RMS-normalized per head), mlp = relu2 (a
 // relu(x)^2 MLP of ffn_dim instead of SwiGLU). Qwen2's qkv_bias (biases on the query, key and value
 // projections, none on the output projection); Qwen3's qk_norm_weight (that norm with learned

@@ -8,12 +8,9 @@
 #include <cmath>
 #include <cstdio>
 #include <string>
-#include <tuple>
 
 #include "hpctrain/config/config.hpp"
 #include "hpctrain/config/rope_scaling.hpp"
-#include "hpctrain/layers/registry.hpp"
-#include "hpctrain/layers/rope.hpp"
 #include "hpctrain/model/arch.hpp"
 
 using namespace hpctrain;
@@ -359,44 +356,4 @@ TEST(Arch, ActivationBytesSplitByTensorAndSequenceParallelism) {
     EXPECT_NEAR(est, r.measured, 64) << (r.llama ? "llama" : "gpt") << ", tensor_parallel " << r.tp
                                      << (r.sequence ? ", sequence-parallel" : "") << (r.half ? ", bf16" : "");
   }
-}
-
-// The attention layer's rotary arguments read back as Rotary::args writes them, for every scaling
-// with and without rope_dims (the numbers exact in float, as rope_amp and rope_yarn are read); a
-// Rotary differing in a scaling's number reads back unlike the first (the check can fail).
-TEST(Arch, RotaryArgumentsReadBackAsWritten) {
-  std::vector<Rotary> cases(6);
-  cases[0].theta = 10000;
-  cases[1].theta = 500000, cases[1].scaling.factor = 32, cases[1].scaling.original_context = 8192;
-  cases[1].scaling.low_freq_factor = 2, cases[1].scaling.high_freq_factor = 8;
-  cases[2].theta = 1000000, cases[2].scaling.linear = 8, cases[2].dims = 6;
-  cases[3].theta = 10000, cases[3].dims = 6, cases[3].scaling.original_context = 32, cases[3].scaling.amplitude = 1.25;
-  cases[3].scaling.short_factor = {1, 1.5, 0.1}, cases[3].scaling.long_factor = {1.25, 4, 9};
-  cases[4].theta = 1000000, cases[4].scaling.yarn = 4, cases[4].scaling.original_context = 32768;
-  cases[4].scaling.beta_fast = 16, cases[4].scaling.beta_slow = 2, cases[4].scaling.amplitude = 1.5;
-  cases[5] = cases[4], cases[5].scaling.truncate = false;
-  const auto read = [](const Rotary& r) { return rotary_args(parse_layers("attention(2, " + r.args() + ")").at(0)); };
-  for (const Rotary& r : cases) {
-    const Rotary back = read(r);
-    EXPECT_EQ(back.theta, r.theta) << r.args();
-    EXPECT_EQ(back.dims, r.dims) << r.args();
-    EXPECT_TRUE(back.scaling == r.scaling) << r.args() << " read back as " << back.args();
-  }
-  EXPECT_EQ(Rotary().args(), "");  // (no rotation: no arguments)
-  Rotary other = cases[1];
-  other.scaling.high_freq_factor = 4;
-  EXPECT_FALSE(read(other).scaling == cases[1].scaling);
-  other = cases[3], other.scaling.long_factor[2] = 8;
-  EXPECT_FALSE(read(other).scaling == cases[3].scaling);
-  // The usage line's defaults are the ones rotary_args reads when an argument is left out.
-  const Rotary usage = rotary_args(parse_layers("attention(2, " + rotary_usage() + ")").at(0));
-  const RopeScaling& u = usage.scaling;
-  const RopeScaling none;
-  EXPECT_EQ(usage.theta, 0);
-  EXPECT_EQ(usage.dims, 0);
-  EXPECT_EQ(std::make_tuple(u.factor, u.low_freq_factor, u.high_freq_factor, u.original_context, u.linear, u.amplitude,
-                            u.yarn, u.beta_fast, u.beta_slow, u.truncate),
-            std::make_tuple(none.factor, none.low_freq_factor, none.high_freq_factor, none.original_context,
-                            none.linear, none.amplitude, none.yarn, none.beta_fast, none.beta_slow, none.truncate));
-  EXPECT_EQ(rotary_arg_names().size(), 14u);
 }

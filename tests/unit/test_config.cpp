@@ -377,29 +377,6 @@ TEST(ConfigSchema, ArchitectureKeysAreTaggedAsTheirHelpSays) {
   EXPECT_EQ(tagged, 36);  // (5 of both, 3 of gpt only, 28 of llama only)
 }
 
-// [model] rope_scaling's text reads back as rope_scaling_text writes it, every number to its last bit;
-// the comparison holds a kind's numbers alone (linear's context is none of its) and tells a changed one.
-TEST(ConfigSchema, RopeScalingTextReadsBack) {
-  for (const char* text : {"none", "llama3(32, 1, 4, 8192)", "linear(8)",
-                           "longrope(32, 1.0900000000000001, 1 1.5 "
-                           "0.10000000000000001, 1.25 4 9)",
-                           "yarn(4, 32768, 1.1386294361119891, 32, 1, 1)", "yarn(40, 4096, 1.5, 16, 2, 0)"}) {
-    const RopeScaling s = rope_scaling_of(text);
-    EXPECT_EQ(rope_scaling_text(s), text);
-    EXPECT_TRUE(rope_scaling_of(rope_scaling_text(s)) == s) << text;
-  }
-  EXPECT_EQ(rope_scaling_text(rope_scaling_of("yarn(4, 32768)")), "yarn(4, 32768, 1.1386294361119891, 32, 1, 1)");
-  RopeScaling linear = rope_scaling_of("linear(8)"), other = linear;
-  other.original_context = 4;
-  EXPECT_TRUE(other == linear);  // (linear takes no context)
-  RopeScaling llama3 = rope_scaling_of("llama3(32, 1, 4, 8192)");
-  other = llama3, other.original_context = 4096;
-  EXPECT_TRUE(other != llama3);
-  other = llama3, other.high_freq_factor = 8;
-  EXPECT_TRUE(other != llama3);
-  EXPECT_TRUE(linear != llama3);
-}
-
 // An imported model's [model] section: the keys off their defaults, in schema order, as --print-ini
 // writes them; read back, the same values.
 TEST(ConfigSchema, ChangedKeysReadBack) {

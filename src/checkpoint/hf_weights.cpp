@@ -113,7 +113,18 @@ LazyTensor rows_ordered(const LazyTensor& t, std::string name, std::vector<std::
   LazyTensor out{std::move(name), t.shape, {}};
   out.rows = [src = t, order = std::move(order), width = t.row_width()](std::int64_t first, std::int64_t count,
                                                                         float* to) {
-    for (std::int64_t r = 0; r < count; ++r) src.rows(order[static_cast<std::size_t>(first + r)], 1, to + r * width);
+    // One read of the source rows the asked ones come from (GLM's order moves rows within a head: a
+    // span as long as the rows asked), then each row from it; a wider span row by row.
+    const auto at = [&](std::int64_t r) { return order[static_cast<std::size_t>(first + r)]; };
+    std::int64_t lo = at(0), hi = at(0) + 1;
+    for (std::int64_t r = 1; r < count; ++r) lo = std::min(lo, at(r)), hi = std::max(hi, at(r) + 1);
+    if (hi - lo > 2 * count) {
+      for (std::int64_t r = 0; r < count; ++r) src.rows(at(r), 1, to + r * width);
+      return;
+    }
+    std::vector<float> span(static_cast<std::size_t>((hi - lo) * width));
+    src.rows(lo, hi - lo, span.data());
+    for (std::int64_t r = 0; r < count; ++r) std::copy_n(span.data() + (at(r) - lo) * width, width, to + r * width);
   };
   return out;
 }

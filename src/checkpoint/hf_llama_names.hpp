@@ -23,10 +23,7 @@ bool is_gemma(const std::string& model_type);
 std::vector<std::pair<std::string, std::string>> direct_names(const ModelConfig& m, const std::string& type);
 // glm and glm4 (GlmForCausalLM, Glm4ForCausalLM): models whose rotary pairs interleave.
 bool is_glm(const std::string& model_type);
-// GLM's rotary pairs are columns (2i, 2i + 1) of each head's first `rotated` (rotate_half_llm),
-// hpctrain's (i, i + rotated / 2): the source row of each row of a q or k projection of `heads`
-// heads of `width` rows in hpctrain's order (to_hf false: from GLM's; true: the way back).
-std::vector<std::int64_t> glm_rows(std::int64_t heads, std::int64_t width, std::int64_t rotated, bool to_hf);
+
 // save_pretrained's order (the modules' order in LlamaForCausalLM): the embedding, the layers by
 // number (attention q, k, v (Phi-3: qkv), o, then the MLP's gate, up (Phi-3: gate_up), down, then the
 // norms), the final norm, the head; so a sharded export's shards hold whole layers in order (h.10

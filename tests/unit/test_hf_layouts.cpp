@@ -76,3 +76,44 @@ TEST(HfLayouts, TransposedViewReadsTheSourceInBlocks) {
   EXPECT_TRUE(same) << "row j of the view is not column j of the source";
   EXPECT_LT(most, a) << "the whole source was read at once";
 }
+
+// hf::rows_ordered with GLM's order (glm_rows: each head's rotated pairs (2i, 2i + 1) as (i, i +
+// R/2), the rest in place): the rows come from the source rows the order names, read as one span
+// when the order stays within the rows asked (one read), else row by row; the way back restores
+// the source.
+TEST(HfLayouts, RowsOrderedGathersTheNamedRows) {
+  const std::int64_t heads = 3, width = 8, rotated = 4, w = 2, rows = heads * width;
+  std::vector<std::pair<std::int64_t, std::int64_t>> reads;
+  LazyTensor src{"q_proj.weight", {rows, w}, {}};
+  src.rows = [&](std::int64_t first, std::int64_t count, float* out) {
+    reads.emplace_back(first, count);
+    for (std::int64_t i = 0; i < count * w; ++i) out[i] = static_cast<float>(first * w + i);
+  };
+  const std::vector<std::int64_t> to_ours = hf::glm_rows(heads, width, rotated, false);
+  EXPECT_EQ(std::vector<std::int64_t>(to_ours.begin(), to_ours.begin() + width),
+            (std::vector<std::int64_t>{0, 2, 1, 3, 4, 5, 6, 7}));
+  const LazyTensor t = hf::rows_ordered(src, "q", to_ours);
+  std::vector<float> got(static_cast<std::size_t>(rows * w));
+  t.rows(0, rows, got.data());
+  EXPECT_EQ(reads.size(), 1u);  // (one span)
+  for (std::int64_t r = 0; r < rows; ++r)
+    EXPECT_EQ(got[static_cast<std::size_t>(r * w + 1)],
+              static_cast<float>(to_ours[static_cast<std::size_t>(r)] * w + 1));
+  // The way back: GLM's order of hpctrain's rows gives the source.
+  LazyTensor ours{"q", {rows, w}, [&](std::int64_t first, std::int64_t count, float* out) {
+                    std::copy_n(got.begin() + first * w, count * w, out);
+                  }};
+  std::vector<float> back(static_cast<std::size_t>(rows * w));
+  hf::rows_ordered(ours, "q_proj", hf::glm_rows(heads, width, rotated, true)).rows(0, rows, back.data());
+  for (std::int64_t i = 0; i < rows * w; ++i) EXPECT_EQ(back[static_cast<std::size_t>(i)], static_cast<float>(i));
+  // An order reaching far from the rows asked: row by row.
+  reads.clear();
+  std::vector<std::int64_t> far(static_cast<std::size_t>(rows));
+  for (std::int64_t r = 0; r < rows; ++r) far[static_cast<std::size_t>(r)] = r;
+  std::swap(far[1], far[static_cast<std::size_t>(rows - 1)]);  // (rows 0 and 1 from rows 0 and 23: a span of 24)
+  float two[2 * 2];
+  hf::rows_ordered(src, "far", far).rows(0, 2, two);
+  EXPECT_EQ(reads.size(), 2u);
+  EXPECT_EQ(two[0], 0.f);
+  EXPECT_EQ(two[2], static_cast<float>((rows - 1) * w));
+}

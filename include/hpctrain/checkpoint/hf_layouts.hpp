@@ -73,5 +73,9 @@ LazyTensor transposed(const LazyTensor& t, std::string name);  // a matrix [a, b
 LazyTensor renamed(LazyTensor t, std::string name);
 // Row r of the result is row order[r] of `t` (GLM's interleaved rotary pairs: hf_llama.cpp).
 LazyTensor rows_ordered(const LazyTensor& t, std::string name, std::vector<std::int64_t> order);
+// GLM's rotary pairs are columns (2i, 2i + 1) of each head's first `rotated` (rotate_half_llm),
+// hpctrain's (i, i + rotated / 2): the source row of each row of a q or k projection of `heads`
+// heads of `width` rows (to_hf false: hpctrain's order from GLM's rows; true: the way back).
+std::vector<std::int64_t> glm_rows(std::int64_t heads, std::int64_t width, std::int64_t rotated, bool to_hf);
 
 }  // namespace hpctrain::hf

@@ -108,18 +108,19 @@ std::string exact(double v) {
   return s;
 }
 
-std::string spaced(const std::vector<double>& l) {
+}  // namespace
+
+std::string exact_numbers(const std::vector<double>& v, const char* separator) {
   std::string out;
-  for (const double x : l) out += (out.empty() ? "" : " ") + exact(x);
+  for (const double x : v) out += (out.empty() ? "" : separator) + exact(x);
   return out;
 }
-}  // namespace
 
 std::string rope_scaling_text(const RopeScaling& s) {
   const std::string context = std::to_string(s.original_context);
   if (!s.short_factor.empty())
-    return "longrope(" + context + ", " + exact(s.amplitude) + ", " + spaced(s.short_factor) + ", " +
-           spaced(s.long_factor) + ")";
+    return "longrope(" + context + ", " + exact(s.amplitude) + ", " + exact_numbers(s.short_factor, " ") + ", " +
+           exact_numbers(s.long_factor, " ") + ")";
   if (s.yarn > 0)
     return "yarn(" + exact(s.yarn) + ", " + context + ", " + exact(s.amplitude) + ", " + exact(s.beta_fast) + ", " +
            exact(s.beta_slow) + ", " + (s.truncate ? "1" : "0") + ")";

@@ -394,6 +394,12 @@ float layer_named_number(const LayerArgs& a, const std::string& key, float fallb
   throw bad_input("[model] layers: " + a.text + ": " + key + " = '" + it->second + "' must be a number >= 0");
 }
 
+std::string float_arg_text(double v) {
+  char s[32];
+  std::snprintf(s, sizeof(s), "%.9g", v);
+  return s;
+}
+
 float layer_named_eps(const LayerArgs& a, const std::string& key, int fallback_power) {
   const auto it = a.named.find(key);
   const std::string text = it == a.named.end() ? std::to_string(fallback_power) : it->second;

@@ -3,7 +3,6 @@
 
 #include <algorithm>
 #include <cmath>
-#include <cstdio>
 #include <sstream>
 
 #include "hpctrain/core/error.hpp"
@@ -77,20 +76,6 @@ const std::vector<float>& Rotary::frequencies(std::int64_t width, std::int64_t p
 namespace {
 std::string whole(double v) { return std::to_string(std::llround(v)); }
 
-// A float argument as layer_named_number reads it back (rope_amp, rope_yarn: "1.25").
-std::string number(double v) {
-  char s[32];
-  std::snprintf(s, sizeof(s), "%.9g", v);
-  return s;
-}
-
-// longrope's factors, each to the last bit: "1:1.02:1.5".
-std::string joined(const std::vector<double>& v) {
-  std::string out;
-  char s[32];
-  for (const double x : v) std::snprintf(s, sizeof(s), "%.17g", x), out += (out.empty() ? "" : ":") + std::string(s);
-  return out;
-}
 }  // namespace
 
 std::string Rotary::args() const {
@@ -103,12 +88,12 @@ std::string Rotary::args() const {
     a += ", rope_factor=" + whole(s.factor) + ", rope_low=" + whole(s.low_freq_factor) +
          ", rope_high=" + whole(s.high_freq_factor) + ", rope_context=" + std::to_string(s.original_context);
   if (!s.short_factor.empty())
-    a += ", rope_context=" + std::to_string(s.original_context) + ", rope_short=" + joined(s.short_factor) +
-         ", rope_long=" + joined(s.long_factor) + ", rope_amp=" + number(s.amplitude);
+    a += ", rope_context=" + std::to_string(s.original_context) + ", rope_short=" + exact_numbers(s.short_factor, ":") +
+         ", rope_long=" + exact_numbers(s.long_factor, ":") + ", rope_amp=" + float_arg_text(s.amplitude);
   if (s.yarn > 0)
-    a += ", rope_context=" + std::to_string(s.original_context) + ", rope_yarn=" + number(s.yarn) +
-         ", rope_beta_fast=" + number(s.beta_fast) + ", rope_beta_slow=" + number(s.beta_slow) +
-         (s.truncate ? "" : ", rope_truncate=0") + ", rope_amp=" + number(s.amplitude);
+    a += ", rope_context=" + std::to_string(s.original_context) + ", rope_yarn=" + float_arg_text(s.yarn) +
+         ", rope_beta_fast=" + float_arg_text(s.beta_fast) + ", rope_beta_slow=" + float_arg_text(s.beta_slow) +
+         (s.truncate ? "" : ", rope_truncate=0") + ", rope_amp=" + float_arg_text(s.amplitude);
   return a;
 }
 

@@ -5,6 +5,7 @@
 #include <cstdio>
 
 #include "hpctrain/core/error.hpp"
+#include "hpctrain/layers/registry.hpp"
 #include "hpctrain/layers/rope.hpp"
 
 namespace hpctrain {
@@ -16,9 +17,7 @@ std::int64_t dropout_percent(const ModelConfig& m) { return std::lround(m.dropou
 std::string eps_arg(const ModelConfig& m) {
   const double k = -std::log10(m.norm_eps);
   if (std::fabs(k - std::round(k)) < 1e-9 && k >= 1 && k <= 99) return std::to_string(std::lround(k));
-  char s[32];
-  std::snprintf(s, sizeof(s), "%.9g", static_cast<double>(static_cast<float>(m.norm_eps)));
-  return s;
+  return float_arg_text(static_cast<float>(m.norm_eps));
 }
 std::int64_t head_width(const ModelConfig& m) { return m.attention_width() / m.n_head; }
 }  // namespace
@@ -44,13 +43,6 @@ std::string gpt_layers(const ModelConfig& m) {
 }
 
 namespace {
-// A layer argument that round-trips a float (Gemma 2's caps: "50").
-std::string number(double v) {
-  char s[32];
-  std::snprintf(s, sizeof(s), "%.9g", v);
-  return s;
-}
-
 // Layer i's attention arguments after the head count: biases, RoPE, QK-norm, head width.
 std::string llama_attention_args(const ModelConfig& m, std::int64_t i) {
   std::string a = std::to_string(m.n_head);
@@ -71,11 +63,11 @@ std::string llama_attention_args(const ModelConfig& m, std::int64_t i) {
   if (m.qk_norm_whole) a += ", qk_whole=1";
   if (head_width(m) * m.n_head != m.n_embd) a += ", head_dim=" + std::to_string(head_width(m));
   if (local && m.sliding_window > 0) a += ", window=" + std::to_string(m.sliding_window);
-  if (m.attn_softcap > 0) a += ", softcap=" + number(m.attn_softcap);
+  if (m.attn_softcap > 0) a += ", softcap=" + float_arg_text(m.attn_softcap);
   if (m.attention_multiplier > 0)  // (Granite's: scores times it, q . k / sqrt(1 / m^2))
-    a += ", query_scalar=" + number(1 / (m.attention_multiplier * m.attention_multiplier));
+    a += ", query_scalar=" + float_arg_text(1 / (m.attention_multiplier * m.attention_multiplier));
   else if (m.query_pre_attn_scalar > 0 && m.query_pre_attn_scalar != static_cast<double>(head_width(m)))
-    a += ", query_scalar=" + number(m.query_pre_attn_scalar);
+    a += ", query_scalar=" + float_arg_text(m.query_pre_attn_scalar);
   return a;
 }
 }  // namespace
@@ -98,7 +90,7 @@ std::string llama_layers(const ModelConfig& m) {
   // Named after Hugging Face's LlamaForCausalLM (Gemma2/3ForCausalLM's with sandwich_norm, Olmo2's with post_norm)
   // where a name carries over; h: "h.{}" in repeat(), else the layer's name.
   // (Granite's residual_multiplier: each sublayer's output scaled before its residual add)
-  const std::string end = m.residual_multiplier > 0 ? " scale(" + number(m.residual_multiplier) + "))" : ")";
+  const std::string end = m.residual_multiplier > 0 ? " scale(" + float_arg_text(m.residual_multiplier) + "))" : ")";
   auto block = [&](const std::string& h, const std::string& attention_args) {
     const std::string attention = "self_attn:attention(" + attention_args + ", proj_std=" + proj_std + ")";
     if (m.sandwich_norm)
@@ -120,12 +112,13 @@ std::string llama_layers(const ModelConfig& m) {
   char root[32];  // (Gemma's normalizer: sqrt(n_embd) rounded to float32, printed to round-trip)
   std::snprintf(root, sizeof(root), "%.9g",
                 static_cast<double>(static_cast<float>(std::sqrt(static_cast<double>(m.n_embd)))));
-  const std::string embed_mult = m.embedding_multiplier > 0 ? " scale(" + number(m.embedding_multiplier) + ")" : "";
-  const std::string logits = m.logits_scaling > 0 ? " scale(" + number(1 / m.logits_scaling) + ")" : "";
+  const std::string embed_mult =
+      m.embedding_multiplier > 0 ? " scale(" + float_arg_text(m.embedding_multiplier) + ")" : "";
+  const std::string logits = m.logits_scaling > 0 ? " scale(" + float_arg_text(1 / m.logits_scaling) + ")" : "";
   return "tok_emb:embedding(" + v + ", " + c + ")" + (m.embed_scale ? std::string(" scale(") + root + ")" : "") +
          embed_mult + " " + layers + " norm:" + norm + logits + " lm_head:lm_head(" + v +
-         (m.tie_embeddings ? "" : ", tie=0") + (m.final_softcap > 0 ? ", softcap=" + number(m.final_softcap) : "") +
-         ")";
+         (m.tie_embeddings ? "" : ", tie=0") +
+         (m.final_softcap > 0 ? ", softcap=" + float_arg_text(m.final_softcap) : "") + ")";
 }
 
 std::string arch_layers(const ModelConfig& m) {

@@ -48,5 +48,9 @@ struct RopeScaling {
 RopeScaling rope_scaling_of(const std::string& text);
 // The text rope_scaling_of reads back as `s`, every number to its last bit.
 std::string rope_scaling_text(const RopeScaling& s);
+// The numbers of `v` each to its last bit (%.17g) joined by `separator`: longrope's factors in that
+// text (" ") and in the attention layer's rope_short and rope_long (":"), as layers strings recorded
+// in checkpoints have them (a resume compares them as text).
+std::string exact_numbers(const std::vector<double>& v, const char* separator);
 
 }  // namespace hpctrain

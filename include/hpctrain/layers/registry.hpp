@@ -74,6 +74,9 @@ double number_arg(const LayerArgs& a, std::size_t index, const std::string& what
 std::int64_t layer_named_int(const LayerArgs& a, const std::string& key, std::int64_t fallback, std::int64_t min);
 // A named number >= 0 (softcap=50), `fallback` when absent.
 float layer_named_number(const LayerArgs& a, const std::string& key, float fallback);
+// A float argument's text as layer_named_number and layer_named_eps read it back, to the float's
+// last bit (9 significant digits: "1.25", "0.0141421356").
+std::string float_arg_text(double v);
 // A norm's epsilon: key=K, a whole K >= 1, is 10^-K ("eps=6": 1e-6); key=E, a number in (0, 1), is E
 // itself ("eps=1.5625e-07", GLM-4 9B's); absent: 10^-fallback_power.
 float layer_named_eps(const LayerArgs& a, const std::string& key, int fallback_power);

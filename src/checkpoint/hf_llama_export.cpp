@@ -39,6 +39,8 @@ std::string exaone4_type(const ModelConfig& m, bool gemma, const Refuse& refuse)
 std::string export_type(const ModelConfig& m, bool longrope) {
   const bool gemma = m.mlp == Mlp::geglu || m.norm_offset || m.embed_scale;
   const bool capped = m.attn_softcap > 0 || m.final_softcap > 0;
+  const bool multipliers =  // (Granite's)
+      m.embedding_multiplier > 0 || m.residual_multiplier > 0 || m.attention_multiplier > 0 || m.logits_scaling > 0;
   const bool gemma2 = gemma && m.sandwich_norm && !m.qk_norm_weight;
   const auto refuse = [](const std::string& what) {
     throw bad_input(
@@ -55,15 +57,13 @@ std::string export_type(const ModelConfig& m, bool longrope) {
   if (m.qk_norm && !m.qk_norm_weight) refuse("qk_norm without qk_norm_weight (modded-nanogpt's)");
   if (m.mlp == Mlp::relu2) {  // (Arcee's AFM: Llama's with a relu(x)^2 MLP of up_proj, down_proj)
     if (gemma || m.qkv_bias || m.qk_norm_weight || m.post_norm || m.no_rope_every > 0 || m.rope_dims > 0 || longrope ||
-        m.sliding_window > 0 || m.embedding_multiplier > 0 || m.residual_multiplier > 0 || m.attention_multiplier > 0 ||
-        m.logits_scaling > 0)
+        m.sliding_window > 0 || multipliers)
       refuse("mlp = relu2 with another family's keys or a sliding_window (Arcee's is Llama's)");
     return "arcee";
   }
   if (m.qkv_bias && (m.rope_dims > 0 || (m.sandwich_norm && !gemma))) {  // (GLM's: biased q, k, v, half rotating)
     if (gemma || m.qk_norm_weight || m.post_norm || m.no_rope_every > 0 || longrope || m.sliding_window > 0 ||
-        m.rope_local_theta > 0 || m.embedding_multiplier > 0 || m.residual_multiplier > 0 ||
-        m.attention_multiplier > 0 || m.logits_scaling > 0)
+        m.rope_local_theta > 0 || multipliers)
       refuse(
           "qkv_bias with rope_dims or sandwich_norm, and another family's keys or a sliding_window (GLM's and "
           "GLM-4's)");
@@ -105,7 +105,7 @@ std::string export_type(const ModelConfig& m, bool longrope) {
       refuse("no_rope_every with Gemma's keys, qkv_bias, qk_norm_weight or sliding_window (SmolLM3's is Llama's)");
     return "smollm3";
   }
-  if (m.embedding_multiplier > 0 || m.residual_multiplier > 0 || m.attention_multiplier > 0 || m.logits_scaling > 0) {
+  if (multipliers) {
     if (gemma || m.qkv_bias || m.qk_norm_weight || m.post_norm || m.no_rope_every > 0 || m.rope_dims > 0 || longrope ||
         m.sliding_window > 0 || m.attention_width() != m.n_embd)
       refuse("Granite's multipliers with another family's keys, a sliding_window or head_dim (Granite's is Llama's)");
@@ -153,13 +153,17 @@ void gemma_config(const ModelConfig& m, const std::string& type, Json& c) {
   c["attn_logit_softcapping"] = cap(m.attn_softcap), c["final_logit_softcapping"] = cap(m.final_softcap);
   if (type == "gemma2") c.erase("rope_local_base_freq"), c.erase("sliding_window_pattern");  // (Gemma 3's)
 }
+// Phi-3's and GLM's partial_rotary_factor: the rotated share of each head's columns (rope_dims).
+double partial_rotary_factor(const ModelConfig& m) {
+  return m.rope_dims > 0 ? static_cast<double>(m.rope_dims) / static_cast<double>(m.attention_width() / m.n_head) : 1.0;
+}
+
 // config.json's keys of Phi-3 (modeling_phi3.py) beside Llama's: partial_rotary_factor, longrope's
 // factors with the original context at the top level (as Phi-3.5 mini's file) and its
 // attention_factor where max_position_embeddings (block_size) / that context would derive another.
 void phi3_config(const ModelConfig& m, const RopeScaling& r, Json& c) {
   c.erase("attention_bias"), c.erase("mlp_bias");
-  const long width = m.attention_width() / m.n_head;
-  c["partial_rotary_factor"] = m.rope_dims > 0 ? static_cast<double>(m.rope_dims) / static_cast<double>(width) : 1.0;
+  c["partial_rotary_factor"] = partial_rotary_factor(m);
   c["sliding_window"] = m.sliding_window > 0 ? Json(m.sliding_window) : Json(nullptr);
   if (r.short_factor.empty()) return;
   c["original_max_position_embeddings"] = r.original_context;
@@ -178,6 +182,59 @@ void granite_config(const ModelConfig& m, Json& c) {
   c["attention_multiplier"] = m.attention_multiplier > 0
                                   ? m.attention_multiplier
                                   : 1 / std::sqrt(static_cast<double>(m.attention_width() / m.n_head));
+}
+// config.json's keys of the class `type` beside Llama's.
+void family_config(const ModelConfig& m, const std::string& type, Json& c) {
+  if (type == "qwen2" || type == "qwen3") {  // (a window: on every layer, from max_window_layers 0 on)
+    c["use_sliding_window"] = m.sliding_window > 0, c["max_window_layers"] = 0;
+    c["sliding_window"] = m.sliding_window > 0 ? Json(m.sliding_window) : Json(nullptr);
+  }
+  if (type == "mistral") c["sliding_window"] = m.sliding_window;
+  if (type == "qwen2" || type == "mistral")  // (their configurations have neither)
+    c.erase("attention_bias"), c.erase("mlp_bias");
+  if (type == "olmo2" || type == "olmo3") c.erase("mlp_bias");  // (Olmo2Config has attention_bias alone)
+  if (type == "olmo3") layer_kinds(m, c), c["sliding_window"] = m.sliding_window;
+  if (type == "exaone4") {  // (no sliding_window: null, every layer full and rotating)
+    c.erase("attention_bias"), c.erase("mlp_bias");
+    c["sliding_window"] = m.sliding_window > 0 ? Json(m.sliding_window) : Json(nullptr);
+    if (m.sliding_window > 0) c["sliding_window_pattern"] = layer_kinds(m, c);
+  }
+  if (type == "smollm3") {  // (1: the layer rotates; the interval too, for readers of the older key)
+    Json layers = Json::array();
+    for (long i = 0; i < m.n_layer; ++i) layers.push_back((i + 1) % m.no_rope_every == 0 ? 0 : 1);
+    c["no_rope_layers"] = layers, c["no_rope_layer_interval"] = m.no_rope_every;
+    c["use_sliding_window"] = false, c["sliding_window"] = nullptr;
+  }
+  if (is_gemma(type)) gemma_config(m, type, c);
+  if (type == "phi3") phi3_config(m, m.rope_scaling, c);
+  if (type == "granite") granite_config(m, c);
+  if (type == "arcee") c["hidden_act"] = "relu2";
+  if (is_glm(type)) {  // (GlmConfig: attention_bias on q, k and v; the rotated part of each head)
+    c.erase("mlp_bias"), c["attention_bias"] = true;
+    c["partial_rotary_factor"] = partial_rotary_factor(m);
+  }
+}
+
+// config.json's rope_scaling for llama3's, linear's and yarn's (longrope's: phi3_config); null: none.
+Json rope_scaling_json(const RopeScaling& r) {
+  if (r.linear > 0) return {{"rope_type", "linear"}, {"factor", r.linear}};
+  if (r.yarn > 0) {  // (transformers 5's and vLLM's reading: the factor as given)
+    Json y = {{"rope_type", "yarn"},
+              {"factor", r.yarn},
+              {"original_max_position_embeddings", r.original_context},
+              {"beta_fast", r.beta_fast},
+              {"beta_slow", r.beta_slow},
+              {"attention_factor", r.amplitude}};
+    if (!r.truncate) y["truncate"] = false;
+    return y;
+  }
+  if (r.factor > 0)
+    return {{"rope_type", "llama3"},
+            {"factor", r.factor},
+            {"low_freq_factor", r.low_freq_factor},
+            {"high_freq_factor", r.high_freq_factor},
+            {"original_max_position_embeddings", r.original_context}};
+  return nullptr;
 }
 }  // namespace
 
@@ -199,56 +256,12 @@ Exported llama_export(const std::vector<LazyTensor>& ours, const ModelConfig& m,
                 {"max_position_embeddings", m.block_size},
                 {"vocab_size", vocab},
                 {"tie_word_embeddings", m.tie_embeddings},
-                {"torch_dtype", "float32"},
-                {"rope_scaling", nullptr}};
+                {"torch_dtype", "float32"}};
   const RopeScaling& r = m.rope_scaling;
   const std::string type = export_type(m, !r.short_factor.empty());
   out.config["architectures"] = {llama_class(type)}, out.config["model_type"] = type;
-  if (type == "qwen2" || type == "qwen3") {  // (a window: on every layer, from max_window_layers 0 on)
-    out.config["use_sliding_window"] = m.sliding_window > 0, out.config["max_window_layers"] = 0;
-    out.config["sliding_window"] = m.sliding_window > 0 ? Json(m.sliding_window) : Json(nullptr);
-  }
-  if (type == "mistral") out.config["sliding_window"] = m.sliding_window;
-  if (type == "qwen2" || type == "mistral")  // (their configurations have neither)
-    out.config.erase("attention_bias"), out.config.erase("mlp_bias");
-  if (type == "olmo2" || type == "olmo3") out.config.erase("mlp_bias");  // (Olmo2Config has attention_bias alone)
-  if (type == "olmo3") layer_kinds(m, out.config), out.config["sliding_window"] = m.sliding_window;
-  if (type == "exaone4") {  // (no sliding_window: null, every layer full and rotating)
-    out.config.erase("attention_bias"), out.config.erase("mlp_bias");
-    out.config["sliding_window"] = m.sliding_window > 0 ? Json(m.sliding_window) : Json(nullptr);
-    if (m.sliding_window > 0) out.config["sliding_window_pattern"] = layer_kinds(m, out.config);
-  }
-  if (type == "smollm3") {  // (1: the layer rotates; the interval too, for readers of the older key)
-    Json layers = Json::array();
-    for (long i = 0; i < m.n_layer; ++i) layers.push_back((i + 1) % m.no_rope_every == 0 ? 0 : 1);
-    out.config["no_rope_layers"] = layers, out.config["no_rope_layer_interval"] = m.no_rope_every;
-    out.config["use_sliding_window"] = false, out.config["sliding_window"] = nullptr;
-  }
-  if (is_gemma(type)) gemma_config(m, type, out.config);
-  if (type == "phi3") phi3_config(m, r, out.config);
-  if (type == "granite") granite_config(m, out.config);
-  if (type == "arcee") out.config["hidden_act"] = "relu2";
-  if (is_glm(type)) {  // (GlmConfig: attention_bias on q, k and v; the rotated part of each head)
-    out.config.erase("mlp_bias"), out.config["attention_bias"] = true;
-    out.config["partial_rotary_factor"] =
-        m.rope_dims > 0 ? static_cast<double>(m.rope_dims) / static_cast<double>(m.attention_width() / m.n_head) : 1.0;
-  }
-  if (r.linear > 0) out.config["rope_scaling"] = {{"rope_type", "linear"}, {"factor", r.linear}};
-  if (r.yarn > 0) {  // (transformers 5's and vLLM's reading: the factor as given)
-    out.config["rope_scaling"] = {{"rope_type", "yarn"},
-                                  {"factor", r.yarn},
-                                  {"original_max_position_embeddings", r.original_context},
-                                  {"beta_fast", r.beta_fast},
-                                  {"beta_slow", r.beta_slow},
-                                  {"attention_factor", r.amplitude}};
-    if (!r.truncate) out.config["rope_scaling"]["truncate"] = false;
-  }
-  if (r.factor > 0)
-    out.config["rope_scaling"] = {{"rope_type", "llama3"},
-                                  {"factor", r.factor},
-                                  {"low_freq_factor", r.low_freq_factor},
-                                  {"high_freq_factor", r.high_freq_factor},
-                                  {"original_max_position_embeddings", r.original_context}};
+  out.config["rope_scaling"] = rope_scaling_json(r);
+  family_config(m, type, out.config);
   std::map<std::string, std::string> to_hf;
   for (const auto& [theirs, mine] : direct_names(m, type)) to_hf[mine] = theirs;
   const std::int64_t q = m.attention_width(), d = q / m.n_head, kv = (m.n_kv_heads ? m.n_kv_heads : m.n_head) * d;

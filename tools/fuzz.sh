@@ -40,6 +40,7 @@ for h in "${harnesses[@]}"; do
   mkdir -p "fuzz-work/$h"
   extra=()
   [ "$h" = config ] && extra=(inputs)
+  [ "$h" = chat ] && extra=(tests/data/chat)
   log=fuzz-work/$h.log
   ASAN_OPTIONS=detect_leaks=0 "build-fuzz/fuzz/fuzz_$h" -max_total_time="$seconds" -print_final_stats=1 \
     -artifact_prefix="fuzz-work/findings/$h-" -rss_limit_mb=4096 -timeout=10 \

@@ -376,7 +376,8 @@ Tensors language_model(Tensors hf) {
                                         "model.multi_modal_projector."};
   Tensors out;
   for (auto& [name, t] : hf) {
-    if (std::any_of(std::begin(kVision), std::end(kVision), [&](const char* p) { return name.rfind(p, 0) == 0; }))
+    const std::string& n = name;  // (a structured binding, which C++17 lambdas cannot capture: clang refuses it)
+    if (std::any_of(std::begin(kVision), std::end(kVision), [&](const char* p) { return n.rfind(p, 0) == 0; }))
       continue;
     std::string ours = name;
     for (const auto& [from, to] : kMoved)

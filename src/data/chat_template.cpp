@@ -13,9 +13,14 @@ const std::string* file_named(const TokenizerFiles& files, const std::string& na
   return nullptr;
 }
 
+// (nested no deeper than the templates' values may be: data/jinja.hpp)
 nlohmann::ordered_json parsed(const std::string& text, const std::string& where) {
+  const auto shallow = [&](int depth, nlohmann::ordered_json::parse_event_t, nlohmann::ordered_json&) {
+    if (depth > 100) throw bad_input(where + ": JSON nested more than 100 deep");
+    return true;
+  };
   try {
-    return nlohmann::ordered_json::parse(text);
+    return nlohmann::ordered_json::parse(text, shallow);
   } catch (const nlohmann::json::exception& e) {
     throw bad_input(where + ": not JSON (" + e.what() + ")");
   }

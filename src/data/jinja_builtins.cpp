@@ -2,7 +2,10 @@
 // (data/jinja.hpp lists them), each as Jinja and Python define it.
 #include <algorithm>
 #include <cctype>
+#include <cerrno>
 #include <cmath>
+#include <cstdlib>
+#include <limits>
 
 #include "hpctrain/core/error.hpp"
 #include "jinja_values.hpp"
@@ -41,14 +44,25 @@ std::string title(std::string s) {
   return s;
 }
 
-std::string replace_all(std::string s, const std::string& from, const std::string& to, long long count) {
+// (built left to right: linear in the text, and refused past kMaxText)
+std::string replace_all(const std::string& s, const std::string& from, const std::string& to, long long count,
+                        const std::string& where) {
   if (from.empty()) return s;
-  for (std::size_t at = s.find(from); at != std::string::npos && count != 0; at = s.find(from, at + to.size()), --count)
-    s.replace(at, from.size(), to);
-  return s;
+  std::string out;
+  std::size_t done = 0;
+  for (std::size_t at = s.find(from); at != std::string::npos && count != 0; at = s.find(from, done), --count) {
+    out.append(s, done, at - done).append(to);
+    done = at + from.size();
+    if (out.size() > kMaxText)
+      throw bad_input(where + ": replace() makes a text over " + std::to_string(kMaxText >> 20) + " MiB");
+  }
+  return out.append(s, done, std::string::npos);
 }
 
-Value split(const std::string& s, const Value* sep, long long most) {
+Value split(const std::string& s, const Value* sep, long long most, const std::string& where) {
+  if (sep && !sep->is(Value::Kind::none) && (!sep->is(Value::Kind::string) || sep->s.empty()))
+    throw bad_input(where + ": split() of " + (sep->is(Value::Kind::string) ? "an empty separator" : kind_name(*sep)) +
+                    " (Python's is a text or None)");
   Array out;
   if (!sep || sep->is(Value::Kind::none)) {  // runs of white space, none at the ends
     std::size_t at = s.find_first_not_of(kWhite);
@@ -86,13 +100,13 @@ const Value* argument(const std::vector<Value>& args, const Kwargs& kw, std::siz
 }
 
 Array as_list(const Value& v, const std::string& where, const char* what) {
-  std::optional<Array> all = elements(v);
+  std::optional<Array> all = elements(v, where);
   if (!all) wrong(where, what, v);
   return std::move(*all);
 }
 
 long long length(const Value& v, const std::string& where) {
-  if (v.is(Value::Kind::string)) return static_cast<long long>(characters(v.s).size());
+  if (v.is(Value::Kind::string)) return code_points(v.s);
   if (v.is(Value::Kind::array)) return static_cast<long long>(v.a->size());
   if (v.is(Value::Kind::object)) return static_cast<long long>(v.o->size());
   if (v.is(Value::Kind::undefined)) return 0;
@@ -144,7 +158,7 @@ Value text_filter(const std::string& name, const Value& v, const std::vector<Val
   if (name == "title") return Value::string(title(v.s));
   if (args.size() < 2) throw bad_input(where + ": replace() needs the old and new text");
   return Value::string(replace_all(v.s, to_text(args[0]), to_text(args[1]),
-                                   args.size() > 2 && args[2].is(Value::Kind::integer) ? args[2].i : -1));
+                                   args.size() > 2 && args[2].is(Value::Kind::integer) ? args[2].i : -1, where));
 }
 
 }  // namespace
@@ -159,7 +173,9 @@ Value apply_filter(const std::string& name, const Value& v, const std::vector<Va
   if (name == "length" || name == "count") return Value::integer(length(v, where));
   if (name == "tojson") {
     const Value* indent = argument(args, kw, 0, "indent");
-    return Value::string(to_json(v, indent && indent->is(Value::Kind::integer) ? static_cast<int>(indent->i) : -1));
+    const bool given = indent && indent->is(Value::Kind::integer);
+    if (given && indent->i > 1000) throw bad_input(where + ": tojson's indent over 1000");
+    return Value::string(to_json(v, given ? static_cast<int>(indent->i) : -1));
   }
   if (name == "default" || name == "d") {
     const Value* boolean = argument(args, kw, 1, "boolean");
@@ -195,13 +211,22 @@ Value apply_filter(const std::string& name, const Value& v, const std::vector<Va
     return items_of(v);
   }
   if (name == "int") {
-    if (v.is(Value::Kind::string)) return Value::integer(std::atoll(v.s.c_str()));
-    return Value::integer(numeric(v) ? static_cast<long long>(as_double(v)) : 0);
+    if (v.is(Value::Kind::string)) {
+      errno = 0;
+      const long long i = std::strtoll(v.s.c_str(), nullptr, 10);
+      if (errno == ERANGE) throw bad_input(where + ": int() of '" + v.s.substr(0, 40) + "': outside 64 bits");
+      return Value::integer(i);
+    }
+    if (!numeric(v) || v.is(Value::Kind::integer)) return Value::integer(numeric(v) ? v.i : 0);
+    if (!(std::fabs(v.d) < 9.2e18)) throw bad_input(where + ": int() of " + float_text(v.d) + ": outside 64 bits");
+    return Value::integer(static_cast<long long>(v.d));
   }
   if (name == "float")
     return Value::number(v.is(Value::Kind::string) ? std::atof(v.s.c_str()) : numeric(v) ? as_double(v) : 0.0);
   if (name == "abs") {
     if (!numeric(v)) wrong(where, "abs", v);
+    if (v.is(Value::Kind::integer) && v.i == std::numeric_limits<long long>::min())
+      throw bad_input(where + ": abs() of " + std::to_string(v.i) + ": outside 64 bits");
     return v.is(Value::Kind::integer) ? Value::integer(v.i < 0 ? -v.i : v.i) : Value::number(std::fabs(v.d));
   }
   if (name == "select" || name == "reject" || name == "selectattr" || name == "rejectattr" || name == "map")
@@ -276,7 +301,7 @@ Value call_method(const Value& self, const std::string& name, const std::vector<
       }
       return Value::boolean(false);
     }
-    if (name == "split") return split(s, args.empty() ? nullptr : &args[0], args.size() > 1 ? args[1].i : -1);
+    if (name == "split") return split(s, args.empty() ? nullptr : &args[0], args.size() > 1 ? args[1].i : -1, where);
     if (name == "find") {
       const std::size_t at = s.find(text(0));
       return Value::integer(at == std::string::npos ? -1 : static_cast<long long>(at));

@@ -3,6 +3,8 @@
 // templates), each tag's tokens, and a recursive-descent parser with Jinja's precedence.
 #include <algorithm>
 #include <cctype>
+#include <cerrno>
+#include <cstdlib>
 #include <set>
 
 #include "hpctrain/core/error.hpp"
@@ -18,6 +20,12 @@ struct Piece {
   std::string text;
   int line;
 };
+
+// How deep a template may nest (data/jinja.hpp): brackets, calls and `not`/`-` chains in one tag,
+// blocks in blocks, and an expression's operators in all (a chain `a + b + ... ` is as deep as its
+// terms). Deeper templates are refused with one line, not run into the end of the stack.
+constexpr int kMaxNesting = 100;
+constexpr int kMaxExprDepth = 500;
 
 bool is_space(char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\f' || c == '\v'; }
 
@@ -107,6 +115,41 @@ std::string unescape(const std::string& s, std::size_t& at, char quote, const st
   return out;
 }
 
+// An integer literal; Python's are unbounded, hpctrain's 64-bit (a float literal past a double's
+// range is inf, as Python's float()).
+long long integer_literal(const std::string& digits, const std::string& where) {
+  errno = 0;
+  const long long v = std::strtoll(digits.c_str(), nullptr, 10);
+  if (errno == ERANGE) throw bad_input(where + ": the integer " + digits.substr(0, 40) + " is outside 64 bits");
+  return v;
+}
+
+// The deepest path below `root` (without recursion: any depth), and when it is over `limit`, the
+// tree taken apart without recursion too (its destructors would recurse once per level).
+int tree_depth(ExprPtr& root, int limit) {
+  int deepest = 0;
+  std::vector<std::pair<const Expr*, int>> todo{{root.get(), 1}};
+  while (!todo.empty()) {
+    const auto [e, d] = todo.back();
+    todo.pop_back();
+    deepest = std::max(deepest, d);
+    for (const ExprPtr& a : e->args)
+      if (a) todo.emplace_back(a.get(), d + 1);
+    for (const auto& kw : e->kwargs) todo.emplace_back(kw.second.get(), d + 1);
+  }
+  if (deepest <= limit) return deepest;
+  std::vector<ExprPtr> parts;
+  parts.push_back(std::move(root));
+  while (!parts.empty()) {
+    ExprPtr e = std::move(parts.back());
+    parts.pop_back();
+    for (ExprPtr& a : e->args)
+      if (a) parts.push_back(std::move(a));
+    for (auto& kw : e->kwargs) parts.push_back(std::move(kw.second));
+  }
+  return deepest;
+}
+
 std::vector<Token> tokenize(const std::string& s, const std::string& where) {
   static const char* const two[] = {"==", "!=", "<=", ">=", "//", "**"};
   std::vector<Token> out;
@@ -127,8 +170,8 @@ std::vector<Token> tokenize(const std::string& s, const std::string& where) {
         for (++at; at < s.size() && std::isdigit(static_cast<unsigned char>(s[at]));) ++at;
       std::string digits = s.substr(from, at - from);
       digits.erase(std::remove(digits.begin(), digits.end(), '_'), digits.end());
-      out.push_back(real ? Token{Token::Kind::number, digits, Value::number(std::stod(digits))}
-                         : Token{Token::Kind::integer, digits, Value::integer(std::stoll(digits))});
+      out.push_back(real ? Token{Token::Kind::number, digits, Value::number(std::strtod(digits.c_str(), nullptr))}
+                         : Token{Token::Kind::integer, digits, Value::integer(integer_literal(digits, where))});
     } else if (c == '"' || c == '\'') {
       out.push_back({Token::Kind::string, "", Value::string(unescape(s, at, c, where))});
     } else {
@@ -175,18 +218,39 @@ class ExprParser {
   }
 
   // A value without a trailing `if` (a for loop's, whose `if` filters the items).
-  ExprPtr plain_expression() { return or_expr(); }
+  ExprPtr plain_expression() {
+    return nested([&] { return or_expr(); });
+  }
   ExprPtr expression() {  // a if b else c
-    ExprPtr e = or_expr();
-    if (!accept_name("if")) return e;
-    ExprPtr out = node(Expr::Op::cond);
-    out->args.push_back(std::move(e));
-    out->args.push_back(or_expr());
-    out->args.push_back(accept_name("else") ? expression() : nullptr);
-    return out;
+    return nested([&] {
+      ExprPtr e = or_expr();
+      if (!accept_name("if")) return e;
+      ExprPtr out = node(Expr::Op::cond);
+      out->args.push_back(std::move(e));
+      out->args.push_back(or_expr());
+      out->args.push_back(accept_name("else") ? expression() : nullptr);
+      return out;
+    });
   }
 
  private:
+  // Runs `parse` one level deeper (kMaxNesting); the outermost checks the tree's depth.
+  template <typename F>
+  ExprPtr nested(F parse) {
+    if (depth_ >= kMaxNesting) fail("nested more than " + std::to_string(kMaxNesting) + " deep");
+    ++depth_;
+    ExprPtr e;
+    try {
+      e = parse();
+    } catch (...) {
+      --depth_;
+      throw;
+    }
+    if (--depth_ == 0 && tree_depth(e, kMaxExprDepth) > kMaxExprDepth)
+      fail("an expression more than " + std::to_string(kMaxExprDepth) + " operations deep");
+    return e;
+  }
+
   ExprPtr node(Expr::Op op, std::string name = "") {
     auto e = std::make_unique<Expr>();
     e->op = op, e->name = std::move(name), e->line = line_;
@@ -211,7 +275,7 @@ class ExprParser {
   ExprPtr not_expr() {
     if (!accept_name("not")) return compare();
     ExprPtr e = node(Expr::Op::unary, "not");
-    e->args.push_back(not_expr());
+    e->args.push_back(nested([&] { return not_expr(); }));
     return e;
   }
   // (Jinja's order: comparisons over + and -, over ~, over * / // %)
@@ -264,7 +328,7 @@ class ExprParser {
   ExprPtr signed_value() {  // (-x|abs is (-x)|abs, as in Jinja)
     if (!is_op("-") && !is_op("+")) return postfix(primary());
     ExprPtr e = node(Expr::Op::unary, t_[at_++].text);
-    e->args.push_back(signed_value());
+    e->args.push_back(nested([&] { return signed_value(); }));
     return e;
   }
   // | filter(args) and `is [not] test args`, left to right.
@@ -402,6 +466,7 @@ class ExprParser {
   int line_;
   std::vector<Token> t_;
   std::size_t at_ = 0;
+  int depth_ = 0;  // (nested(): how deep the parse is)
 };
 
 // The statements: pieces in order, each block up to one of its end tags.
@@ -417,6 +482,13 @@ class Parser {
 
   // Nodes up to a statement whose keyword is in `ends` (left in keyword_ and ender_; at_ past it).
   Body block(const std::set<std::string>& ends) {
+    struct Level {  // (blocks in blocks: kMaxNesting)
+      explicit Level(int& d) : depth(++d) {}
+      ~Level() { --depth; }
+      int& depth;
+    } level(depth_);
+    if (level.depth > kMaxNesting + 1)  // (the template's own body is the first)
+      fail(at_ ? p_[at_ - 1].line : 1, "blocks nested more than " + std::to_string(kMaxNesting) + " deep");
     Body out;
     while (at_ < p_.size()) {
       const Piece& piece = p_[at_++];
@@ -538,6 +610,7 @@ class Parser {
   std::vector<Piece> p_;
   std::string origin_;
   std::size_t at_ = 0;
+  int depth_ = 0;  // (block(): how deep the blocks nest)
   std::string keyword_;
   std::unique_ptr<ExprParser> ender_;
 };

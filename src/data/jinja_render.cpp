@@ -5,6 +5,7 @@
 #include <chrono>
 #include <cmath>
 #include <ctime>
+#include <limits>
 #include <map>
 #include <unordered_map>
 
@@ -18,9 +19,14 @@ namespace {
 
 enum class Flow { normal, break_, continue_ };
 
+// data/jinja.hpp's limits on a render (and kMaxValueDepth, kMaxText: jinja_values.hpp).
+constexpr int kMaxCalls = 1000;           // expressions and statements inside each other
+constexpr long long kMaxRange = 100'000;  // items of a range() (Jinja's sandbox: MAX_RANGE)
+
 class Renderer {
  public:
-  explicit Renderer(std::string origin) : origin_(std::move(origin)) {}
+  // (max_steps: 10 million by default, about 2 s here; Qwen3's template over 2,001 messages takes 0.02 s)
+  Renderer(std::string origin, long long max_steps) : origin_(std::move(origin)), max_steps_(max_steps) {}
 
   std::string run(const Body& body, const Value& context) {
     scopes_.emplace_back();
@@ -44,6 +50,48 @@ class Renderer {
     return Value();
   }
 
+  // Counts `n` steps of work against max_steps_.
+  void charge(long long n, int line) {
+    steps_ += n;
+    if (steps_ > max_steps_)
+      fail(line, "the template ran more than " + std::to_string(max_steps_) + " steps: stopped (a loop without end?)");
+  }
+  // One level deeper for the time `f` runs (kMaxCalls), its work charged.
+  template <typename F>
+  auto deeper(int line, F f) {
+    if (calls_ >= kMaxCalls)
+      fail(line, "expressions and calls nested more than " + std::to_string(kMaxCalls) + " deep");
+    charge(1, line);
+    ++calls_;
+    struct Up {
+      int& calls;
+      ~Up() { --calls; }
+    } up{calls_};
+    return f();
+  }
+  void check_text(std::size_t size, int line) const {
+    if (size > kMaxText) fail(line, "a text over " + std::to_string(kMaxText >> 20) + " MiB");
+  }
+  // A value the template made: its text, its nesting and its items charged and checked.
+  Value made(Value v, int line) {
+    if (v.is(Value::Kind::string)) check_text(v.s.size(), line), charge(static_cast<long long>(v.s.size() >> 8), line);
+    if (v.depth > kMaxValueDepth)
+      fail(line, "a value nested more than " + std::to_string(kMaxValueDepth) + " deep (lists, mappings)");
+    if (v.is(Value::Kind::array) || v.is(Value::Kind::object)) {  // (its items were copied: their text too)
+      long long bytes = 0, n = 0;
+      if (v.a)
+        for (const Value& x : *v.a) bytes += static_cast<long long>(x.s.size()), ++n;
+      if (v.o)
+        for (const auto& kv : *v.o) bytes += static_cast<long long>(kv.first.size() + kv.second.s.size()), ++n;
+      charge(n + (bytes >> 8), line);
+    }
+    return v;
+  }
+  void append(std::string& out, const std::string& text, int line) {
+    check_text(out.size() + text.size(), line);
+    out += text;
+  }
+
   Flow exec(const Body& body, std::string& out) {
     for (const Node& n : body) {
       const Flow f = exec(n, out);
@@ -53,9 +101,12 @@ class Renderer {
   }
 
   Flow exec(const Node& n, std::string& out) {
+    return deeper(n.line, [&] { return run(n, out); });
+  }
+  Flow run(const Node& n, std::string& out) {
     switch (n.kind) {
-      case Node::Kind::text: out += n.text; return Flow::normal;
-      case Node::Kind::output: out += to_text(eval(*n.expr)); return Flow::normal;
+      case Node::Kind::text: append(out, n.text, n.line); return Flow::normal;
+      case Node::Kind::output: append(out, to_text(eval(*n.expr)), n.line); return Flow::normal;
       case Node::Kind::if_:
         for (const auto& [cond, body] : n.branches)
           if (truthy(eval(*cond))) return exec(body, out);
@@ -82,14 +133,21 @@ class Renderer {
       return;
     }
     Value ns = lookup(n.targets[0]);
-    if (!ns.is(Value::Kind::object)) fail(n.line, "set " + n.targets[0] + "." + n.targets[1] + ": not a namespace");
+    const std::string what = "set " + n.targets[0] + "." + n.targets[1];
+    if (!ns.space) fail(n.line, what + ": not a namespace() (Jinja sets no other attributes)");
+    no_namespace(v, n.line, what);
     ns.set(n.targets[1], std::move(v));
+  }
+  // (namespaces change: inside a list, a mapping or each other they could hold themselves)
+  void no_namespace(const Value& v, int line, const std::string& where) const {
+    if (v.space) fail(line, where + ": a namespace() inside a list, a mapping or another namespace is not supported");
   }
 
   // The items a for loop runs over: a list's, a mapping's keys, a string's characters.
-  Array items(const Value& v, int line) const {
-    std::optional<Array> all = elements(v);
+  Array items(const Value& v, int line) {
+    std::optional<Array> all = elements(v, where(line));
     if (!all) fail(line, "cannot loop over " + kind_name(v));
+    charge(static_cast<long long>(all->size()), line);
     return std::move(*all);
   }
 
@@ -136,18 +194,30 @@ class Renderer {
   }
 
   Value eval(const Expr& e) {
+    return deeper(e.line, [&] { return made(evaluate(e), e.line); });
+  }
+  Value evaluate(const Expr& e) {
     switch (e.op) {
       case Expr::Op::literal: return e.value;
       case Expr::Op::name: return lookup(e.name);
       case Expr::Op::list: {
         Array a;
-        for (const auto& x : e.args) a.push_back(eval(*x));
+        for (const auto& x : e.args) a.push_back(eval(*x)), no_namespace(a.back(), e.line, "[...]");
         return Value::array(std::move(a));
       }
       case Expr::Op::dict: {
-        Value o = Value::object();
-        for (std::size_t k = 0; k + 1 < e.args.size(); k += 2) o.set(to_text(eval(*e.args[k])), eval(*e.args[k + 1]));
-        return o;
+        Object o;
+        for (std::size_t k = 0; k + 1 < e.args.size(); k += 2) {
+          std::string key = to_text(eval(*e.args[k]));
+          Value v = eval(*e.args[k + 1]);
+          no_namespace(v, e.line, "{...}");
+          const auto same = std::find_if(o.begin(), o.end(), [&](const auto& kv) { return kv.first == key; });
+          if (same != o.end())
+            same->second = std::move(v);
+          else
+            o.emplace_back(std::move(key), std::move(v));
+        }
+        return Value::object(std::move(o));
       }
       case Expr::Op::attr: return member(eval(*e.args[0]), Value::string(e.name), e.line);
       case Expr::Op::index: return member(eval(*e.args[0]), eval(*e.args[1]), e.line);
@@ -176,19 +246,34 @@ class Renderer {
 
   // v.key or v[key]: a mapping's member, a list's or string's item (negative from the end);
   // undefined when there is none.
-  Value member(const Value& v, const Value& key, int line) const {
+  Value member(const Value& v, const Value& key, int line) {
     if (v.is(Value::Kind::object)) {
       const Value* m = v.find(to_text(key));
       return m ? *m : Value();
     }
-    if ((v.is(Value::Kind::array) || v.is(Value::Kind::string)) && key.is(Value::Kind::integer)) {
-      const Array all = items(v, line);  // (a string's characters)
+    if (v.is(Value::Kind::string) && key.is(Value::Kind::integer)) return character(v.s, key.i);
+    if (v.is(Value::Kind::array) && key.is(Value::Kind::integer)) {
+      const Array& all = *v.a;
       const long long size = static_cast<long long>(all.size());
       const long long k = key.i < 0 ? key.i + size : key.i;
       return k < 0 || k >= size ? Value() : all[static_cast<std::size_t>(k)];
     }
     if (v.is(Value::Kind::undefined) || v.is(Value::Kind::none) || key.is(Value::Kind::string)) return Value();
     fail(line, "cannot index " + kind_name(v) + " with " + kind_name(key));
+  }
+
+  // s[k]: the k-th character (from the end when negative), found without taking s apart.
+  static Value character(const std::string& s, long long k) {
+    if (k < 0) k += code_points(s);
+    if (k < 0) return Value();
+    for (std::size_t at = 0; at < s.size(); ++at) {
+      if ((static_cast<unsigned char>(s[at]) & 0xC0) == 0x80 && at > 0) continue;  // (a continuation byte)
+      if (k-- > 0) continue;
+      std::size_t end = at + 1;
+      while (end < s.size() && (static_cast<unsigned char>(s[end]) & 0xC0) == 0x80) ++end;
+      return Value::string(s.substr(at, end - at));
+    }
+    return Value();
   }
 
   Value slice(const Expr& e) {
@@ -229,6 +314,8 @@ class Renderer {
   Value unary(const Expr& e) {
     const Value v = eval(*e.args[0]);
     if (e.name == "not") return Value::boolean(!truthy(v));
+    if (v.is(Value::Kind::integer) && e.name == "-" && v.i == std::numeric_limits<long long>::min())
+      fail(e.line, "the integer -(" + std::to_string(v.i) + ") is outside 64 bits");
     if (v.is(Value::Kind::integer)) return Value::integer(e.name == "-" ? -v.i : v.i);
     if (v.is(Value::Kind::number)) return Value::number(e.name == "-" ? -v.d : v.d);
     fail(e.line, "unary " + e.name + " of " + kind_name(v));
@@ -275,6 +362,9 @@ class Renderer {
       return Value::array(std::move(all));
     }
     if (op == "*" && a.is(Value::Kind::string) && b.is(Value::Kind::integer)) {
+      if (b.i > 0 && !a.s.empty())
+        check_text(b.i > static_cast<long long>(kMaxText) ? kMaxText + 1 : a.s.size() * static_cast<std::size_t>(b.i),
+                   line);
       std::string s;
       for (long long k = 0; k < b.i; ++k) s += a.s;
       return Value::string(s);
@@ -282,21 +372,9 @@ class Renderer {
     if (!numeric(a) || !numeric(b))
       fail(line, "'" + op + "' of " + kind_name(a) + " and " + kind_name(b) + " (use ~ to join text)");
     const bool ints = a.is(Value::Kind::integer) && b.is(Value::Kind::integer);
-    if (op == "**") {
-      if (!ints || b.i < 0) return Value::number(std::pow(as_double(a), as_double(b)));
-      long long p = 1;
-      for (long long k = 0; k < b.i; ++k) p *= a.i;
-      return Value::integer(p);
-    }
+    if (op == "**" && (!ints || b.i < 0)) return Value::number(std::pow(as_double(a), as_double(b)));
     if ((op == "//" || op == "%" || op == "/") && as_double(b) == 0) fail(line, "division by zero");
-    if (ints && op != "/") {
-      const long long x = a.i, y = b.i;
-      if (op == "+") return Value::integer(x + y);
-      if (op == "-") return Value::integer(x - y);
-      if (op == "*") return Value::integer(x * y);
-      const long long q = x / y - ((x % y != 0 && (x < 0) != (y < 0)) ? 1 : 0);  // (Python's floor)
-      return op == "//" ? Value::integer(q) : Value::integer(x - q * y);
-    }
+    if (ints && op != "/") return integer_arithmetic(op, a.i, b.i, line);
     const double x = as_double(a), y = as_double(b);
     if (op == "+") return Value::number(x + y);
     if (op == "-") return Value::number(x - y);
@@ -304,6 +382,28 @@ class Renderer {
     if (op == "/") return Value::number(x / y);
     if (op == "//") return Value::number(std::floor(x / y));
     return Value::number(x - std::floor(x / y) * y);
+  }
+
+  // Python's integer + - * // % ** within 64 bits (bad_input past them: Python's are unbounded).
+  Value integer_arithmetic(const std::string& op, long long x, long long y, int line) const {
+    long long r = 0;
+    bool over = false;
+    if (op == "+") over = __builtin_add_overflow(x, y, &r);
+    if (op == "-") over = __builtin_sub_overflow(x, y, &r);
+    if (op == "*") over = __builtin_mul_overflow(x, y, &r);
+    if (op == "**" && (x == 0 || x == 1 || x == -1)) r = x == 0 ? y == 0 : x == 1 || y % 2 == 0 ? 1 : -1;
+    if (op == "**" && !(x == 0 || x == 1 || x == -1)) {  // (past 2^63 within 63 factors)
+      r = 1;
+      for (long long k = 0; k < y && !over; ++k) over = __builtin_mul_overflow(r, x, &r);
+    }
+    if (op == "//" || op == "%") {
+      if (x == std::numeric_limits<long long>::min() && y == -1) over = true;
+      const long long q = over ? 0 : x / y - ((x % y != 0 && (x < 0) != (y < 0)) ? 1 : 0);  // (Python's floor)
+      r = op == "//" ? q : x - q * y;
+    }
+    if (over)
+      fail(line, "the integer " + std::to_string(x) + " " + op + " " + std::to_string(y) + " is outside 64 bits");
+    return Value::integer(r);
   }
 
   Value call(const Expr& e) {
@@ -325,9 +425,18 @@ class Renderer {
       return Value::string(std::string(buf, std::strftime(buf, sizeof buf, args[0].s.c_str(), &local)));
     }
     if (f == "namespace" || f == "dict") {
-      Value o = Value::object();
-      for (auto& [k, v] : kwargs(e)) o.set(k, v);
-      return o;
+      Object o;
+      for (auto& kw : kwargs(e)) {
+        no_namespace(kw.second, e.line, f + "()");
+        const auto same = std::find_if(o.begin(), o.end(), [&](const auto& kv) { return kv.first == kw.first; });
+        if (same != o.end())
+          same->second = std::move(kw.second);
+        else
+          o.emplace_back(std::move(kw));
+      }
+      Value made_object = Value::object(std::move(o));
+      made_object.space = f == "namespace";
+      return made_object;
     }
     if (f == "range") return range(args, e.line);
     fail(e.line, f + "() takes other arguments");
@@ -341,6 +450,9 @@ class Renderer {
     if (args.size() >= 2) p[0] = args[0].i, p[1] = args[1].i;
     if (args.size() == 3) p[2] = args[2].i;
     if (args.empty() || args.size() > 3 || p[2] == 0) fail(line, "range() takes 1 to 3 integers, the step not 0");
+    const long double count = (static_cast<long double>(p[1]) - static_cast<long double>(p[0])) / p[2];
+    if (count > kMaxRange)
+      fail(line, "range() of more than " + std::to_string(kMaxRange) + " items (Jinja's sandbox limit)");
     Array a;
     for (long long k = p[0]; p[2] > 0 ? k < p[1] : k > p[1]; k += p[2]) a.push_back(Value::integer(k));
     return Value::array(std::move(a));
@@ -370,6 +482,8 @@ class Renderer {
   }
 
   std::string origin_;
+  long long max_steps_, steps_ = 0;  // (charge())
+  int calls_ = 0;                    // (deeper())
   std::vector<std::unordered_map<std::string, Value>> scopes_;
   std::map<std::string, const Node*> macros_;
 };
@@ -381,9 +495,14 @@ Template::Template(const std::string& text, std::string origin)
 
 Template::~Template() = default;
 
-std::string Template::render(const nlohmann::ordered_json& context) const {
-  const Value c = from_json(context.is_object() ? context : nlohmann::ordered_json::object());
-  return Renderer(origin_).run(program_->body, c);
+std::string Template::render(const nlohmann::ordered_json& context, long long max_steps) const {
+  Value c;
+  try {
+    c = from_json(context.is_object() ? context : nlohmann::ordered_json::object());
+  } catch (const Error& e) {
+    throw bad_input(origin_ + ": the variables: " + e.what());
+  }
+  return Renderer(origin_, max_steps).run(program_->body, c);
 }
 
 }  // namespace hpctrain::jinja

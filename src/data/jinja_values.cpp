@@ -25,7 +25,10 @@ void Value::set(const std::string& key, Value v) {
   o->emplace_back(key, std::move(v));
 }
 
-Value from_json(const nlohmann::ordered_json& j) {
+namespace {
+Value from_json(const nlohmann::ordered_json& j, int depth) {
+  if (depth > kMaxValueDepth)
+    throw bad_input("a value nested more than " + std::to_string(kMaxValueDepth) + " deep (lists, mappings)");
   switch (j.type()) {
     case nlohmann::ordered_json::value_t::null: return Value::none();
     case nlohmann::ordered_json::value_t::boolean: return Value::boolean(j.get<bool>());
@@ -35,17 +38,20 @@ Value from_json(const nlohmann::ordered_json& j) {
     case nlohmann::ordered_json::value_t::string: return Value::string(j.get<std::string>());
     case nlohmann::ordered_json::value_t::array: {
       Array a;
-      for (const auto& x : j) a.push_back(from_json(x));
+      for (const auto& x : j) a.push_back(from_json(x, depth + 1));
       return Value::array(std::move(a));
     }
     case nlohmann::ordered_json::value_t::object: {
       Object o;
-      for (const auto& [k, x] : j.items()) o.emplace_back(k, from_json(x));
+      for (const auto& [k, x] : j.items()) o.emplace_back(k, from_json(x, depth + 1));
       return Value::object(std::move(o));
     }
     default: return Value();
   }
 }
+}  // namespace
+
+Value from_json(const nlohmann::ordered_json& j) { return from_json(j, -1); }  // (the context: its members' depth)
 
 // Python's repr() of a float: the shortest text that reads back, with ".0" when integral.
 std::string float_text(double d) {
@@ -111,6 +117,12 @@ bool truthy(const Value& v) {
   return false;
 }
 
+long long code_points(const std::string& s) {
+  long long n = 0;
+  for (const char c : s) n += (static_cast<unsigned char>(c) & 0xC0) != 0x80 || n == 0;
+  return n;
+}
+
 std::vector<std::string> characters(const std::string& s) {
   std::vector<std::string> out;
   for (const char c : s)
@@ -122,9 +134,12 @@ std::vector<std::string> characters(const std::string& s) {
   return out;
 }
 
-std::optional<Array> elements(const Value& v) {
+std::optional<Array> elements(const Value& v, const std::string& where) {
   if (v.is(Value::Kind::array)) return *v.a;
   Array out;
+  if (v.is(Value::Kind::string) && v.s.size() > kMaxCharacters)  // (a value each: about 100 bytes a character)
+    throw bad_input(where + ": the characters of a text over " + std::to_string(kMaxCharacters >> 20) +
+                    " MiB, one by one, are not supported");
   if (v.is(Value::Kind::string)) {
     for (std::string& c : characters(v.s)) out.push_back(Value::string(std::move(c)));
   } else if (v.is(Value::Kind::object)) {
@@ -168,8 +183,8 @@ int order(const Value& a, const Value& b, const std::string& where) {
 }
 
 std::string kind_name(const Value& v) {
-  static const char* const names[] = {"undefined", "none",     "a boolean", "an integer",
-                                      "a number",  "a string", "a list",    "a mapping"};
+  static const char* const names[] = {"undefined", "none",   "a boolean", "an integer", "a number",
+                                      "a string",  "a list", "a mapping", "a function"};
   return names[static_cast<int>(v.kind)];
 }
 

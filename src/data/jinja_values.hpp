@@ -10,14 +10,21 @@
 
 namespace hpctrain::jinja {
 
+// data/jinja.hpp's limits that the renderer and the filters share.
+constexpr int kMaxValueDepth = 100;               // lists and mappings in each other
+constexpr std::size_t kMaxText = 16u << 20;       // bytes in one text (and in the output)
+constexpr std::size_t kMaxCharacters = 1u << 20;  // bytes of a text taken character by character
+
 std::string float_text(double d);       // Python's repr() of a float
 std::string repr(const Value& v);       // Python's repr() ('text' quoted, the rest as to_text)
 std::string kind_name(const Value& v);  // "a string", "a list", ... for messages
-// A string's characters (Python's: code points), each as its UTF-8 bytes.
+// A string's characters (Python's: code points), each as its UTF-8 bytes, and their number.
 std::vector<std::string> characters(const std::string& s);
+long long code_points(const std::string& s);
 // What iterating `v` gives, as Jinja's for and the list filters see it: a list's items, a
 // string's characters, a mapping's keys, nothing for undefined or none; nullopt for the rest.
-std::optional<Array> elements(const Value& v);
+// bad_input naming `where` for a text over kMaxCharacters.
+std::optional<Array> elements(const Value& v, const std::string& where);
 bool numeric(const Value& v);  // an integer or a number
 double as_double(const Value& v);
 bool equal(const Value& a, const Value& b);  // Python's ==

@@ -8,7 +8,7 @@ bin=$(cd "$1" && pwd) src=$(cd "$2" && pwd) seconds=$3
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 cd "$work" || exit 1
-declare -A extra=([config]="$src/inputs")
+declare -A extra=([config]="$src/inputs" [chat]="$src/tests/data/chat")
 fail=0
 for h in "$bin"/fuzz_*; do
   name=${h##*/fuzz_}

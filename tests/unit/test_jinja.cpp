@@ -4,6 +4,8 @@
 // template and line; apply_chat_template's choice of template and special tokens
 // (data/chat_template.hpp). tests/e2e/chat_template.sh compares real chat templates with
 // Hugging Face's JavaScript renderer.
+#include <regex>
+
 #include <gtest/gtest.h>
 
 #include "hpctrain/core/error.hpp"
@@ -95,6 +97,97 @@ TEST(Jinja, ErrorsNameTheTemplateAndLine) {
             "t: line 1: f() calls itself 200 deep: stopped");
 }
 
+// data/jinja.hpp's limits: each just inside (rendered as Python's Jinja does) and just past (one
+// line). tests/fuzz/fuzz_chat.cpp looks for what they miss.
+TEST(Jinja, DownloadedTemplatesCannotHangCrashOrFillMemory) {
+  const auto refused = [](const std::string& text, const std::string& why) {
+    const std::string e = error_of(text);
+    EXPECT_NE(e.find(why), std::string::npos) << text.substr(0, 80) << ": " << e;
+    EXPECT_EQ(e.rfind("t: line ", 0), 0u) << e;  // (the template and line first)
+  };
+  // Integers within 64 bits, as Python's there (floor division and modulo included).
+  EXPECT_EQ(render("{{ 9223372036854775807 }} {{ 2 ** 62 }} {{ (-1) ** 9999999999 }} {{ 0 ** 0 }} {{ 7 // -2 }} {{ "
+                   "7 % -2 }} {{ -9223372036854775807 - 1 }} {{ 1" +
+                   std::string(400, '0') + ".5 }}"),
+            "9223372036854775807 4611686018427387904 -1 1 -4 -1 -9223372036854775808 inf");
+  refused("{{ 9223372036854775808 }}", "the integer 9223372036854775808 is outside 64 bits");
+  refused("{{ 9223372036854775807 + 1 }}", "outside 64 bits");
+  refused("{{ 2 ** 63 }}", "outside 64 bits");
+  refused("{{ 3037000500 * 3037000500 }}", "outside 64 bits");
+  refused("{{ (-9223372036854775807 - 1) // -1 }}", "outside 64 bits");
+  refused("{{ -(-9223372036854775807 - 1) }}", "outside 64 bits");
+  refused("{{ (-9223372036854775807 - 1) | abs }}", "outside 64 bits");
+  refused("{{ 1" + std::string(300, '0') + ".0 | int }}", "outside 64 bits");
+  // (a loop without end before: Python raises ValueError)
+  refused("{{ 'a,b'.split('') }}", "split() of an empty separator");
+  refused("{{ 'a,b'.split(1) }}", "split() of an integer");
+  refused("{{ range + 1 }}", "'+' of a function and an integer");  // (read past a table before)
+  // range(): Jinja's sandbox's 100,000 items.
+  EXPECT_EQ(render("{{ range(100000) | length }} {{ range(-5, 99995) | length }} {{ range(3, 0, -1) | list }}"),
+            "100000 100000 [3, 2, 1]");
+  refused("{{ range(100001) }}", "range() of more than 100000 items");
+  refused("{{ range(-9223372036854775807, 9223372036854775807) }}", "range() of more than 100000 items");
+  // Texts up to 16 MiB; replace() linear in its text.
+  EXPECT_EQ(render("{{ ('ab' * 8388608) | length }} {{ 'abab' | replace('a', 'xyz') }} {{ 'abab' | replace('a', "
+                   "'x', 1) }}"),
+            "16777216 xyzbxyzb xbab");
+  refused("{{ 'ab' * 8388609 }}", "a text over 16 MiB");
+  refused("{{ 'ab' * 9223372036854775807 }}", "a text over 16 MiB");
+  refused("{{ ('x' * 1048576) | replace('x', 'x' * 17) }}", "replace() makes a text over 16 MiB");
+  refused("{% for i in range(20) %}{{ 'x' * 1048576 }}{% endfor %}", "a text over 16 MiB");
+  // A text's characters: counted and indexed in place; one by one (about 100 bytes each) up to 1 MiB.
+  EXPECT_EQ(
+      render("{{ 'h\u00e9llo'[1] }}{{ 'h\u00e9llo'[-4] }}{{ 'h\u00e9llo'[-1] }}{{ 'h\u00e9llo'[5] }} {{ "
+             "'h\u00e9llo' | length }} {{ ('\u00e9' * 1048576) | length }} {{ ('x' * 1048576) | list | length }}"),
+      "\u00e9\u00e9o 5 1048576 1048576");
+  refused("{% for c in 'x' * 1048577 %}{% endfor %}", "the characters of a text over 1 MiB, one by one");
+  refused("{{ ('x' * 1048577) | unique }}", "the characters of a text over 1 MiB, one by one");
+  // Brackets and blocks 100 deep; expressions 500 operations deep (a chain of 100,000 is refused
+  // without a crash: the parse is taken apart without recursion).
+  const auto repeat = [](const std::string& x, int n) {
+    std::string out;
+    for (int k = 0; k < n; ++k) out += x;
+    return out;
+  };
+  EXPECT_EQ(render("{{ " + repeat("(", 99) + "1" + repeat(")", 99) + " }}"), "1");
+  refused("{{ " + repeat("(", 100) + "1" + repeat(")", 100) + " }}", "nested more than 100 deep");
+  refused("{{ " + repeat("not ", 100) + "1 }}", "nested more than 100 deep");
+  EXPECT_EQ(render(repeat("{% if true %}", 100) + "x" + repeat("{% endif %}", 100)), "x");
+  refused(repeat("{% if true %}", 101) + "x" + repeat("{% endif %}", 101), "blocks nested more than 100 deep");
+  EXPECT_EQ(render("{{ 1" + repeat(" + 1", 499) + " }}"), "500");
+  refused("{{ 1" + repeat(" + 1", 500) + " }}", "an expression more than 500 operations deep");
+  refused("{{ 1" + repeat(" ~ 1", 100000) + " }}", "an expression more than 500 operations deep");
+  // Calls: a macro calling itself stops at 200, however deep each call's expression.
+  const std::string countdown = "{% macro f(n) %}{{ f(n - 1) if n > 0 else 'end' }}{% endmacro %}";
+  EXPECT_EQ(render(countdown + "{{ f(150) }}"), "end");
+  refused(countdown + "{{ f(1000000) }}", "calls itself 200 deep");
+  // Values 100 lists deep (the variables too); attributes set on namespaces alone, never put inside
+  // a value (a namespace holding itself would print without end).
+  const std::string wrap = "{% set ns = namespace(x=1) %}{% for i in range(N) %}{% set ns.x = [ns.x] %}{% endfor %}ok";
+  EXPECT_EQ(render(std::regex_replace(wrap, std::regex("N"), "100")), "ok");
+  refused(std::regex_replace(wrap, std::regex("N"), "101"), "a value nested more than 100 deep");
+  nlohmann::ordered_json deep = 1;
+  for (int k = 0; k < 101; ++k) deep = nlohmann::ordered_json::array({deep});
+  EXPECT_EQ(render("x", {{"v", deep[0]}}), "x");
+  EXPECT_NE(error_of("x", {{"v", deep}}).find("t: the variables: a value nested more than 100 deep"),
+            std::string::npos);
+  refused("{% set d = dict(a=1) %}{% set d.a = 2 %}", "set d.a: not a namespace()");
+  refused("{% set ns = namespace(a=1) %}{% set ns.me = ns %}{{ ns }}", "a namespace() inside");
+  refused("{% set ns = namespace(a=1) %}{{ [ns] }}", "a namespace() inside");
+  refused("{% set ns = namespace(a=1) %}{{ namespace(b=ns) }}", "a namespace() inside");
+  // The work a render may do (10 million steps by default; here 100,000 against two loops' 100 x 100
+  // and 1,000 x 1,000).
+  const std::string loops = "{% for i in range(N) %}{% for j in range(N) %}{% endfor %}{% endfor %}ok";
+  EXPECT_EQ(jinja::Template(std::regex_replace(loops, std::regex("N"), "100"), "t").render({}, 100000), "ok");
+  try {
+    jinja::Template(std::regex_replace(loops, std::regex("N"), "1000"), "t").render({}, 100000);
+    ADD_FAILURE() << "a million loop steps ran within 100,000";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("t: line 1: the template ran more than 100000 steps"), std::string::npos)
+        << e.what();
+  }
+}
+
 TEST(ChatTemplate, TakesTheTemplateFileOrTheConfigsDefaultWithItsSpecialTokens) {
   Conversation messages;
   messages.messages = {{{"role", "user"}, {"content", "Hi"}}};
@@ -157,4 +250,13 @@ TEST(ChatTemplate, ConversationFilesGiveMessagesAndVariables) {
   EXPECT_EQ(error_of(R"({"messages": [{"role": "user"}], "add_generation_prompt": false})").substr(0, 58),
             "conv.json: add_generation_prompt is not a variable to give");
   EXPECT_EQ(error_of(R"([{"role": "user", "content": "a"}])"), "accepted");
+  // JSON 100 deep, not deeper (a message nested 100,000 deep would end the stack in the message
+  // that quotes it, and in the template's values).
+  const auto nested = [](int n) {
+    return R"([{"role": "user", "content": )" + std::string(static_cast<std::size_t>(n), '[') + "1" +
+           std::string(static_cast<std::size_t>(n), ']') + "}]";
+  };
+  EXPECT_EQ(error_of(nested(98)), "accepted");  // (the list, the message and 98: 100)
+  EXPECT_EQ(error_of(nested(99)), "conv.json: JSON nested more than 100 deep");
+  EXPECT_EQ(error_of("[" + nested(100000) + "]"), "conv.json: JSON nested more than 100 deep");
 }

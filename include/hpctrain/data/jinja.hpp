@@ -16,8 +16,17 @@
 //               startswith strip title upper; mappings: get items keys values
 //
 // Anything else is one line naming the template (origin), the line and what is not supported.
+//
+// Templates come with downloaded models, so a template cannot hang, crash or fill memory: one line
+// refuses (as Jinja's sandbox, which transformers renders with, refuses some of these) a range()
+// over 100,000 items, an integer past 64 bits (Python's are unbounded), a text over 16 MiB, a
+// value nested over 100 deep, brackets or blocks over 100 deep, an expression over 500 operations
+// deep, calls over 1,000 deep, attributes set on anything but a namespace() or a namespace put
+// inside a list, a mapping or another namespace, and a render over 10 million steps (a step: an
+// expression or statement run, an item copied, 256 bytes of text made).
 #pragma once
 
+#include <algorithm>
 #include <memory>
 #include <string>
 #include <utility>
@@ -35,6 +44,8 @@ using Object = std::vector<std::pair<std::string, Value>>;  // (insertion order,
 struct Value {
   enum class Kind { undefined, none, boolean, integer, number, string, array, object, function };
   Kind kind = Kind::undefined;
+  bool space = false;  // an object made by namespace(): the only kind whose attributes `set` changes
+  int depth = 0;       // a list's or mapping's nesting: 1 + its items' deepest (a namespace's: 1)
   bool b = false;
   long long i = 0;
   double d = 0;
@@ -60,10 +71,18 @@ struct Value {
     return with(Kind::function, [&](Value& x) { x.s = std::move(name); });
   }
   static Value array(Array v = {}) {
-    return with(Kind::array, [&](Value& x) { x.a = std::make_shared<Array>(std::move(v)); });
+    return with(Kind::array, [&](Value& x) {
+      for (const Value& item : v) x.depth = std::max(x.depth, item.depth);
+      ++x.depth;
+      x.a = std::make_shared<Array>(std::move(v));
+    });
   }
   static Value object(Object v = {}) {
-    return with(Kind::object, [&](Value& x) { x.o = std::make_shared<Object>(std::move(v)); });
+    return with(Kind::object, [&](Value& x) {
+      for (const auto& item : v) x.depth = std::max(x.depth, item.second.depth);
+      ++x.depth;
+      x.o = std::make_shared<Object>(std::move(v));
+    });
   }
   bool is(Kind k) const { return kind == k; }
   // An object's member (nullptr when absent or not an object).
@@ -84,6 +103,8 @@ struct Value {
   }
 };
 
+// bad_input when a member of `j` (the variables' object) nests more than 100 deep (data/jinja.hpp's
+// limit on values).
 Value from_json(const nlohmann::ordered_json& j);
 // Python's str() of a value as Jinja prints it (None, True, 1.0, ['a', 1], {'k': 'v'}).
 std::string to_text(const Value& v);
@@ -100,7 +121,8 @@ class Template {
   Template& operator=(const Template&) = delete;
   // The text for the variables of `context` (a JSON object); bad_input naming `origin` and the line
   // for raise_exception(), an unsupported filter, test or method, or an operation on wrong types.
-  std::string render(const nlohmann::ordered_json& context) const;
+  // `max_steps`: the work it may do (data/jinja.hpp's limits; 10 million: about 2 s here).
+  std::string render(const nlohmann::ordered_json& context, long long max_steps = 10'000'000) const;
 
  private:
   std::unique_ptr<Program> program_;

@@ -16,6 +16,7 @@
 #include "hpctrain/checkpoint/hf_layouts.hpp"
 #include "hpctrain/comm/agreement.hpp"
 #include "hpctrain/core/error.hpp"
+#include "hpctrain/core/json_depth.hpp"
 #include "hpctrain/io/checkpoint_file.hpp"
 #include "hpctrain/io/output_file.hpp"
 #include "hpctrain/io/safetensors.hpp"
@@ -141,8 +142,10 @@ using hf::Json;
 using hf::Tensors;
 
 Json read_json(const std::string& path) {
+  const std::string text = read_text_file(path, "Hugging Face file");
+  check_json_depth(text, path);
   try {
-    return Json::parse(read_text_file(path, "Hugging Face file"));
+    return Json::parse(text);
   } catch (const Json::exception& e) {
     throw bad_input(path + ": not JSON (" + e.what() + ")");
   }

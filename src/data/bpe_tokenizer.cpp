@@ -14,6 +14,7 @@
 #include "bpe_vocabulary.hpp"
 #include "hpctrain/config/config.hpp"
 #include "hpctrain/core/error.hpp"
+#include "hpctrain/core/json_depth.hpp"
 #include "hpctrain/data/nfc.hpp"
 
 namespace hpctrain {
@@ -101,6 +102,7 @@ bool token_to_bytes(const std::string& token, std::string& out) {
 
 namespace {
 nlohmann::json parse_json(const std::string& text, const std::string& origin) {
+  check_json_depth(text, origin);
   try {
     return nlohmann::json::parse(text);
   } catch (const nlohmann::json::exception& e) {
@@ -345,17 +347,22 @@ std::vector<std::string_view> BpeTokenizer::pieces(std::string_view text) const 
   std::unique_ptr<pcre2_match_data, decltype(&pcre2_match_data_free)> md(
       pcre2_match_data_create_from_pattern(vocab_->pattern.get(), nullptr), pcre2_match_data_free);
   const auto subject = reinterpret_cast<PCRE2_SPTR>(text.data());
-  std::size_t at = 0;
+  std::size_t at = 0, gap = 0;  // (gap: the first byte in no piece yet)
   while (at < text.size()) {
     const int rc = pcre2_match(vocab_->pattern.get(), subject, text.size(), at, 0, md.get(), nullptr);
     const PCRE2_SIZE* ov = pcre2_get_ovector_pointer(md.get());
     const std::size_t begin = rc >= 0 ? ov[0] : text.size(), end = rc >= 0 ? ov[1] : text.size();
     if (rc < 0 && rc != PCRE2_ERROR_NOMATCH)
       throw Error(ExitCode::internal, Scope::this_rank, "PCRE2 match failed: code " + std::to_string(rc));
-    if (begin > at) out.push_back(text.substr(at, begin - at));  // bytes that are not UTF-8
-    if (end > begin) out.push_back(text.substr(begin, end - begin));
-    at = std::max(end, begin + (end == begin));
+    if (end == begin) {  // (none, or an empty match: a Split pattern's `x*` from a file; looked for one byte on)
+      at = begin + 1;
+      continue;
+    }
+    if (begin > gap) out.push_back(text.substr(gap, begin - gap));  // (bytes that are not UTF-8, or no match's)
+    out.push_back(text.substr(begin, end - begin));
+    at = gap = end;
   }
+  if (gap < text.size()) out.push_back(text.substr(gap));
   return out;
 }
 

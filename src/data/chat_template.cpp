@@ -2,6 +2,7 @@
 #include "hpctrain/data/chat_template.hpp"
 
 #include "hpctrain/core/error.hpp"
+#include "hpctrain/core/json_depth.hpp"
 #include "hpctrain/data/jinja.hpp"
 
 namespace hpctrain {
@@ -15,12 +16,9 @@ const std::string* file_named(const TokenizerFiles& files, const std::string& na
 
 // (nested no deeper than the templates' values may be: data/jinja.hpp)
 nlohmann::ordered_json parsed(const std::string& text, const std::string& where) {
-  const auto shallow = [&](int depth, nlohmann::ordered_json::parse_event_t, nlohmann::ordered_json&) {
-    if (depth > 100) throw bad_input(where + ": JSON nested more than 100 deep");
-    return true;
-  };
+  check_json_depth(text, where);
   try {
-    return nlohmann::ordered_json::parse(text, shallow);
+    return nlohmann::ordered_json::parse(text);
   } catch (const nlohmann::json::exception& e) {
     throw bad_input(where + ": not JSON (" + e.what() + ")");
   }

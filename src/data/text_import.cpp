@@ -16,6 +16,7 @@
 
 #include "hpctrain/config/config.hpp"
 #include "hpctrain/core/error.hpp"
+#include "hpctrain/core/json_depth.hpp"
 #include "hpctrain/data/bpe_tokenizer.hpp"
 #include "hpctrain/data/make_dataset.hpp"
 #include "hpctrain/data/token_dataset.hpp"
@@ -263,6 +264,7 @@ void add_documents(const std::string& path, const std::string& text, const TextI
       continue;
     }
     nlohmann::json record;
+    check_json_depth(line, path + ":" + std::to_string(line_no));
     try {
       record = nlohmann::json::parse(line);
     } catch (const nlohmann::json::exception& e) {

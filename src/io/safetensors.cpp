@@ -14,6 +14,7 @@
 
 #include "hpctrain/core/error.hpp"
 #include "hpctrain/core/half.hpp"
+#include "hpctrain/core/json_depth.hpp"
 #include "hpctrain/io/output_file.hpp"
 
 namespace hpctrain {
@@ -231,6 +232,7 @@ struct Entry {
 
 std::vector<Entry> parse_header(const std::string& text, std::uint64_t file_size, const std::string& path) {
   nlohmann::ordered_json header;
+  check_json_depth(text, path + ": the safetensors header");
   try {
     header = nlohmann::ordered_json::parse(text);
   } catch (const std::exception& e) {

@@ -8,6 +8,7 @@
 
 #include "hpctrain/core/error.hpp"
 #include "hpctrain/core/hash.hpp"
+#include "hpctrain/core/json_depth.hpp"
 
 namespace hpctrain {
 
@@ -71,6 +72,7 @@ std::string not_applied(const nlohmann::json& j) {
 SamplingOptions sampling_defaults(SamplingOptions o, const std::string& json, const std::string& origin,
                                   std::string& applied) {
   nlohmann::json j;
+  check_json_depth(json, origin);
   try {
     j = nlohmann::json::parse(json);
   } catch (const nlohmann::json::exception& e) {

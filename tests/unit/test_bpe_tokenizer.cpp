@@ -171,6 +171,22 @@ TEST(BpeTokenizer, HuggingFaceTokenizerJsonGivesTheSameIds) {
     }
 }
 
+// A Split pattern that can match nothing (`a*` matches "" before "x"): the text between its matches
+// is kept as pieces of its own, as Hugging Face's Isolated Split keeps it (it was dropped: the fuzz
+// harness's find, decode(encode(x)) != x).
+TEST(BpeTokenizer, SplitPatternMatchingNothingLosesNoText) {
+  nlohmann::json j = nlohmann::json::parse(hf_json(false, true));
+  j["pre_tokenizer"]["pretokenizers"][0]["pattern"]["Regex"] = "a*";
+  BpeTokenizer t = BpeTokenizer::from_hf_json(j.dump(), "t.json");
+  using V = std::vector<std::string_view>;
+  EXPECT_EQ(t.pieces("xaay bz"), (V{"x", "aa", "y bz"}));
+  EXPECT_EQ(t.pieces("xyz"), (V{"xyz"}));
+  EXPECT_EQ(t.pieces("aab\xff"
+                     "a"),
+            (V{"aa", "b\xff", "a"}));
+  for (const std::string s : {"xaay bz", "", "b", "aaa", "\xff\xfe a"}) EXPECT_EQ(t.decode(t.encode(s)), s) << s;
+}
+
 // An NFC normalizer (Qwen2's): the text between special tokens is put in Unicode's NFC first, so
 // "a" + combining acute is encoded as the composed "á"; without the normalizer it stays two.
 TEST(BpeTokenizer, NfcNormalizerComposesFirst) {

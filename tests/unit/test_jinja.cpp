@@ -175,6 +175,14 @@ TEST(Jinja, DownloadedTemplatesCannotHangCrashOrFillMemory) {
   refused("{% set ns = namespace(a=1) %}{% set ns.me = ns %}{{ ns }}", "a namespace() inside");
   refused("{% set ns = namespace(a=1) %}{{ [ns] }}", "a namespace() inside");
   refused("{% set ns = namespace(a=1) %}{{ namespace(b=ns) }}", "a namespace() inside");
+  // Looking up a list shares its items: not charged per item (Qwen3's template looks up `messages`
+  // in its loop over them, which made 20,001 messages 200 million steps).
+  nlohmann::ordered_json many = nlohmann::ordered_json::array();
+  for (int k = 0; k < 5000; ++k) many.push_back({{"role", "user"}});
+  EXPECT_EQ(jinja::Template("{% for m in messages %}{{ messages[loop.index0].role[0] }}{% endfor %}", "t")
+                .render({{"messages", many}}, 100000)
+                .size(),
+            5000u);
   // The work a render may do (10 million steps by default; here 100,000 against two loops' 100 x 100
   // and 1,000 x 1,000).
   const std::string loops = "{% for i in range(N) %}{% for j in range(N) %}{% endfor %}{% endfor %}ok";

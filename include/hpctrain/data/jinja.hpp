@@ -121,7 +121,7 @@ class Template {
   Template& operator=(const Template&) = delete;
   // The text for the variables of `context` (a JSON object); bad_input naming `origin` and the line
   // for raise_exception(), an unsupported filter, test or method, or an operation on wrong types.
-  // `max_steps`: the work it may do (data/jinja.hpp's limits; 10 million: about 2 s here).
+  // `max_steps`: the work it may do (data/jinja.hpp's limits; 10 million: about 1-2 s here).
   std::string render(const nlohmann::ordered_json& context, long long max_steps = 10'000'000) const;
 
  private:

@@ -124,6 +124,15 @@ long long integer_literal(const std::string& digits, const std::string& where) {
   return v;
 }
 
+// One level of a recursive parse, counted in `depth` while it lasts.
+struct Level {
+  explicit Level(int& d) : depth(++d) {}
+  ~Level() { --depth; }
+  Level(const Level&) = delete;
+  Level& operator=(const Level&) = delete;
+  int& depth;
+};
+
 // The deepest path below `root` (without recursion: any depth), and when it is over `limit`, the
 // tree taken apart without recursion too (its destructors would recurse once per level).
 int tree_depth(ExprPtr& root, int limit) {
@@ -238,15 +247,9 @@ class ExprParser {
   template <typename F>
   ExprPtr nested(F parse) {
     if (depth_ >= kMaxNesting) fail("nested more than " + std::to_string(kMaxNesting) + " deep");
-    ++depth_;
-    ExprPtr e;
-    try {
-      e = parse();
-    } catch (...) {
-      --depth_;
-      throw;
-    }
-    if (--depth_ == 0 && tree_depth(e, kMaxExprDepth) > kMaxExprDepth)
+    const Level level(depth_);
+    ExprPtr e = parse();
+    if (depth_ == 1 && tree_depth(e, kMaxExprDepth) > kMaxExprDepth)
       fail("an expression more than " + std::to_string(kMaxExprDepth) + " operations deep");
     return e;
   }
@@ -482,12 +485,8 @@ class Parser {
 
   // Nodes up to a statement whose keyword is in `ends` (left in keyword_ and ender_; at_ past it).
   Body block(const std::set<std::string>& ends) {
-    struct Level {  // (blocks in blocks: kMaxNesting)
-      explicit Level(int& d) : depth(++d) {}
-      ~Level() { --depth; }
-      int& depth;
-    } level(depth_);
-    if (level.depth > kMaxNesting + 1)  // (the template's own body is the first)
+    const Level level(depth_);     // (blocks in blocks: kMaxNesting)
+    if (depth_ > kMaxNesting + 1)  // (the template's own body is the first)
       fail(at_ ? p_[at_ - 1].line : 1, "blocks nested more than " + std::to_string(kMaxNesting) + " deep");
     Body out;
     while (at_ < p_.size()) {

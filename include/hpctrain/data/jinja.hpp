@@ -20,10 +20,12 @@
 // Templates come with downloaded models, so a template cannot hang, crash or fill memory: one line
 // refuses (as Jinja's sandbox, which transformers renders with, refuses some of these) a range()
 // over 100,000 items, an integer past 64 bits (Python's are unbounded), a text over 16 MiB, a
-// value nested over 100 deep, brackets or blocks over 100 deep, an expression over 500 operations
-// deep, calls over 1,000 deep, attributes set on anything but a namespace() or a namespace put
-// inside a list, a mapping or another namespace, and a render over 10 million steps (a step: an
-// expression or statement run, an item copied, 256 bytes of text made).
+// text over 1 MiB taken character by character (a loop over it, | list, a slice; its length and
+// s[k] are fine), a value nested over 100 deep, brackets or blocks over 100 deep, an expression
+// over 500 operations deep, expressions and calls inside each other over 1,000 deep (a macro
+// calling itself: 200), attributes set on anything but a namespace() or a namespace put inside a
+// list, a mapping or another namespace, and a render over 10 million steps (a step: an expression
+// or statement run, an item copied, 256 bytes of text made).
 #pragma once
 
 #include <algorithm>

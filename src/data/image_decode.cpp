@@ -40,6 +40,17 @@ void jpeg_fail(j_common_ptr cinfo) {
 
 void jpeg_quiet(j_common_ptr) {}  // (warnings such as "Premature end of JPEG file": not printed)
 
+// Pillow's bound (Image.MAX_IMAGE_PIXELS twice: its DecompressionBombError): a file of a few
+// bytes can say it holds 100,000 x 100,000 pixels, 30 GB to decode into.
+constexpr double kMaxPixels = 2 * 89478485.0;
+
+bool too_many_pixels(double width, double height, char* why) {
+  if (width * height <= kMaxPixels) return false;
+  std::snprintf(why, JMSG_LENGTH_MAX, "%.0f x %.0f pixels, over Pillow's bound of %.0f (a decompression bomb?)", width,
+                height, kMaxPixels);
+  return true;
+}
+
 // (No C++ object with a destructor lives in this function: longjmp skips destructors.)
 bool decode_jpeg_into(const std::vector<unsigned char>& data, Image& out, char* why) {
   jpeg_decompress_struct cinfo;
@@ -55,6 +66,10 @@ bool decode_jpeg_into(const std::vector<unsigned char>& data, Image& out, char* 
   jpeg_create_decompress(&cinfo);
   jpeg_mem_src(&cinfo, data.data(), static_cast<unsigned long>(data.size()));
   jpeg_read_header(&cinfo, TRUE);
+  if (too_many_pixels(cinfo.image_width, cinfo.image_height, why)) {
+    jpeg_destroy_decompress(&cinfo);
+    return false;
+  }
   cinfo.out_color_space = JCS_RGB;
   jpeg_start_decompress(&cinfo);
   out.width = static_cast<int>(cinfo.output_width);
@@ -76,6 +91,11 @@ Image decode_png(const std::vector<unsigned char>& data, const std::string& path
   image.version = PNG_IMAGE_VERSION;
   if (!png_image_begin_read_from_memory(&image, data.data(), data.size()))
     throw bad_input(path + ": not a readable PNG: " + image.message);
+  char why[JMSG_LENGTH_MAX] = {};
+  if (too_many_pixels(image.width, image.height, why)) {
+    png_image_free(&image);
+    throw bad_input(path + ": " + why);
+  }
   image.format = PNG_FORMAT_RGB;  // (gray replicated; alpha composited onto black)
   Image out;
   out.width = static_cast<int>(image.width);
@@ -83,9 +103,9 @@ Image decode_png(const std::vector<unsigned char>& data, const std::string& path
   out.channels = 3;
   out.pixels.resize(PNG_IMAGE_SIZE(image));
   if (!png_image_finish_read(&image, nullptr, out.pixels.data(), 0, nullptr)) {
-    const std::string why = image.message;
+    const std::string message = image.message;
     png_image_free(&image);
-    throw bad_input(path + ": PNG does not decode: " + why);
+    throw bad_input(path + ": PNG does not decode: " + message);
   }
   return out;
 }

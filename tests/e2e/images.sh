@@ -5,7 +5,8 @@
 #   Resize(size) + CenterCrop(size) geometry, byte for byte; --channels 1 equals convert("L");
 # - 2 ranks write the same dataset as 1 rank (shards k by rank k % 2), a shuffled val split;
 # - a CSV of file,label gives the subfolders' labels;
-# - a file that does not decode (named, exit 2, one line), a folder without images, shards there
+# - a file that does not decode (named, exit 2, one line), a PNG of 100,000 x 100,000 pixels in
+#   1 kB (refused before decoding, as Pillow's DecompressionBombError), a folder without images, shards there
 #   already without --force;
 # - import-cifar: CIFAR-10's binary records, labels and images in order; a partial record refused;
 # - training with [data] random_crop_pad and random_flip: 1 rank and 2 ranks log the same losses
@@ -118,6 +119,9 @@ expect_error() { # description pattern command...
 }
 expect_error "a file that does not decode" "bad/a/broken.jpg: JPEG does not decode" \
   "$data_tool" import-images --input bad --out b1 --val-fraction 0
+mkdir -p bomb/a && cp "$src/tests/fuzz/corpus/image/regress_png_bomb.png" bomb/a/big.png  # (100,000 x 100,000 in 1 kB)
+expect_error "a decompression bomb (Pillow's bound)" "bomb/a/big.png: 100000 x 100000 pixels, over Pillow's bound" \
+  "$data_tool" import-images --input bomb --out b4 --val-fraction 0
 expect_error "a CIFAR file of partial records" "short.bin: 3000 bytes is not a whole number of 3073-byte CIFAR-10 records" \
   "$data_tool" import-cifar --input short.bin --out b3
 expect_error "a folder without images" "empty: no .jpg, .jpeg or .png images" \

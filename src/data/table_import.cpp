@@ -192,22 +192,58 @@ double load_as(const unsigned char* p) {
   return static_cast<double>(t);
 }
 
+// The sizes of a .npy header's shape, "(3, 4)" or "(3,)": each a whole number, their product's
+// bytes within the `available` bytes after the header (bad_input naming `path` otherwise, before
+// anything is allocated: a header can claim any size).
+std::vector<std::int64_t> npy_shape(const std::string& text, int element_size, std::uint64_t available,
+                                    const std::string& path) {
+  const auto open = text.find('('), close = text.find(')');
+  if (open == std::string::npos || close == std::string::npos || close < open)
+    throw bad_input(path + ": .npy header's shape is not a tuple");
+  std::vector<std::int64_t> shape;
+  std::stringstream ss(text.substr(open + 1, close - open - 1));
+  std::uint64_t bytes = static_cast<std::uint64_t>(element_size);
+  for (std::string part; std::getline(ss, part, ',');) {
+    const auto first = part.find_first_not_of(' '), last = part.find_last_not_of(' ');
+    if (first == std::string::npos) continue;  // (the comma after a 1-tuple's size)
+    const std::string digits = part.substr(first, last - first + 1);
+    if (digits.size() > 15 || digits.find_first_not_of("0123456789") != std::string::npos)
+      throw bad_input(path + ": .npy header's shape has '" + digits.substr(0, 20) + "', not a size");
+    shape.push_back(std::stoll(digits));
+    const auto d = static_cast<std::uint64_t>(shape.back());
+    if (d != 0 && bytes > available / d)
+      throw bad_input(path + ": the header's shape " + text.substr(open, close - open + 1) + " needs more than the " +
+                      std::to_string(available) + " data bytes the file holds");
+    bytes *= d;
+  }
+  if (shape.empty()) throw bad_input(path + ": a 0-dimensional array (expected rows)");
+  return shape;
+}
+
 // A .npy file (format versions 1-3; little-endian or byte-sized types; C order).
 NpyArray read_npy_file(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
+  std::ifstream in(path, std::ios::binary | std::ios::ate);
   if (!in) throw bad_input(path + ": cannot open");
+  const auto file_size = static_cast<std::uint64_t>(in.tellg());
+  in.seekg(0);
   char magic[8] = {};
   in.read(magic, 8);
   if (!in || std::memcmp(magic, "\x93NUMPY", 6) != 0) throw bad_input(path + ": not a .npy file (no \\x93NUMPY magic)");
-  std::uint32_t len = 0;
+  if (magic[6] < 1 || magic[6] > 3)
+    throw bad_input(path + ": .npy format version " + std::to_string(magic[6]) + " (hpctrain reads 1 to 3)");
+  const std::uint64_t length_bytes = magic[6] == 1 ? 2 : 4;
   unsigned char b[4] = {};
-  in.read(reinterpret_cast<char*>(b), magic[6] == 1 ? 2 : 4);
-  len = b[0] | (b[1] << 8) | (magic[6] == 1 ? 0u : (static_cast<std::uint32_t>(b[2]) << 16 | b[3] << 24));
+  in.read(reinterpret_cast<char*>(b), static_cast<std::streamsize>(length_bytes));
+  const std::uint32_t len =
+      b[0] | (b[1] << 8) | (magic[6] == 1 ? 0u : (static_cast<std::uint32_t>(b[2]) << 16 | b[3] << 24));
+  if (!in || len > file_size - std::min(file_size, 8 + length_bytes))
+    throw bad_input(path + ": .npy header of " + std::to_string(len) + " bytes runs past the file's end");
   std::string header(len, '\0');
   in.read(header.data(), len);
   auto field = [&](const std::string& key) {
     const auto at = header.find("'" + key + "'");
-    if (at == std::string::npos) throw bad_input(path + ": .npy header lacks '" + key + "'");
+    if (at == std::string::npos || header.find(':', at) == std::string::npos)
+      throw bad_input(path + ": .npy header lacks '" + key + "'");
     return header.substr(header.find(':', at) + 1);
   };
   if (field("fortran_order").find("True") < field("fortran_order").find(','))
@@ -228,15 +264,10 @@ NpyArray read_npy_file(const std::string& path) {
   if (type == types.end()) throw bad_input(path + ": dtype '" + descr + "' not supported (float32/64, integers)");
   NpyArray a;
   a.integer = type->second.integer;
-  std::string shape = field("shape");
-  shape = shape.substr(shape.find('(') + 1, shape.find(')') - shape.find('(') - 1);
-  std::stringstream ss(shape);
-  for (std::string part; std::getline(ss, part, ',');)
-    if (part.find_first_not_of(' ') != std::string::npos) a.shape.push_back(std::stoll(part));
-  if (a.shape.empty()) throw bad_input(path + ": a 0-dimensional array (expected rows)");
+  const int size = type->second.size;
+  a.shape = npy_shape(field("shape"), size, file_size - (8 + length_bytes + len), path);
   std::int64_t n = 1;
   for (auto d : a.shape) n *= d;
-  const int size = type->second.size;
   std::vector<unsigned char> raw(static_cast<std::size_t>(n * size));
   in.read(reinterpret_cast<char*>(raw.data()), static_cast<std::streamsize>(raw.size()));
   if (in.gcount() != static_cast<std::streamsize>(raw.size()))

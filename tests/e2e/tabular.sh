@@ -8,7 +8,8 @@
 #   1e-4; the rows in file order both times); a model on the raw features learns less;
 # - a test split, accuracy over chance; import-npy of float targets trains a regression;
 # - bad input: a cell that is not a number (file:line, column), a label column that is not
-#   there, arrays of different lengths: one line each, exit 2.
+#   there, arrays of different lengths, a .npy whose shape needs more bytes than the file holds:
+#   one line each, exit 2.
 set -u
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 e2e_start "$@"  # $mpirun $trainer $src, the working directory $src, $tmp (removed at exit)
@@ -99,4 +100,9 @@ expect_error "a label column that is not there" "no column 'kind' in the header"
   "$data_tool" import-csv --input flowers.csv --label kind --out bad2
 expect_error "arrays of different lengths" "raw.npy has 900 rows but short.npy has 10" \
   "$data_tool" import-npy --features raw.npy --labels short.npy --out bad3
+# (a header's shape is checked against the file's bytes before anything is allocated: this one
+# claimed 16 GB and std::bad_alloc escaped)
+expect_error "a .npy shape past the file's bytes" \
+  "regress_shape_past_the_file.npy: the header's shape (4000000000, 1000) needs more than the 16 data bytes" \
+  "$data_tool" import-npy --features "$src/tests/fuzz/corpus/npy/regress_shape_past_the_file.npy" --labels short.npy --out bad4
 finish

@@ -32,16 +32,18 @@ IdxArray read_idx(const std::string& path) {
     total *= static_cast<std::uint64_t>(dim);
     if (total > (std::uint64_t{1} << 36)) throw bad_input(path + ": IDX dimensions too large");
   }
-  out.data.resize(total);
+  // (grown as the bytes arrive, 64 MiB at a time: a header of a few bytes can claim 64 GiB)
   std::uint64_t got = 0;
   while (got < total) {
-    const unsigned want = static_cast<unsigned>(std::min<std::uint64_t>(total - got, 1u << 30));
+    out.data.resize(static_cast<std::size_t>(std::min<std::uint64_t>(total, got + (1u << 26))));
+    const auto want = static_cast<unsigned>(out.data.size() - got);
     const int n = gzread(f, out.data.data() + got, want);
     if (n <= 0)
       throw bad_input(path + ": truncated IDX data (" + std::to_string(got) + " of " + std::to_string(total) +
                       " bytes)");
     got += static_cast<std::uint64_t>(n);
   }
+  out.data.resize(static_cast<std::size_t>(total));
   return out;
 }
 

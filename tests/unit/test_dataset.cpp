@@ -176,6 +176,15 @@ TEST_F(DatasetTest, IdxImportKeepsTheBytes) {
   std::ofstream((root / "short"), std::ios::binary).write("\0\0\x08\x01\0\0\0\x09\x01", 9);
   EXPECT_THROW(read_idx((root / "short").string()), Error);
   EXPECT_THROW(read_idx((root / "missing").string()), Error);
+  // A header claiming 2^35 bytes (32 GiB) before 3 bytes: refused at the end of the bytes, having
+  // held 64 MiB at most (it allocated the 32 GiB first).
+  std::ofstream((root / "claims"), std::ios::binary).write("\0\0\x08\x02\0\x08\0\0\0\x01\0\0\x01\x02\x03", 15);
+  try {
+    read_idx((root / "claims").string());
+    ADD_FAILURE() << "a truncated IDX file was read";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("truncated IDX data (3 of 34359738368 bytes)"), std::string::npos) << e.what();
+  }
 }
 
 // ---- bad input: one test per case of the list -----------------------------------------

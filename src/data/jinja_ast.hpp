@@ -38,6 +38,10 @@ struct Expr {
   std::vector<std::pair<std::string, ExprPtr>> kwargs;
   bool negate = false;  // is not
   int line = 1;
+  Expr() = default;
+  Expr(const Expr&) = delete;
+  Expr& operator=(const Expr&) = delete;
+  ~Expr();  // (takes its operands apart without recursion: a chain `1 ~ 1 ~ ...` may be any depth)
 };
 
 struct Node;

@@ -133,11 +133,10 @@ struct Level {
   int& depth;
 };
 
-// The deepest path below `root` (without recursion: any depth), and when it is over `limit`, the
-// tree taken apart without recursion too (its destructors would recurse once per level).
-int tree_depth(ExprPtr& root, int limit) {
+// The deepest path below `root` (without recursion: any depth).
+int tree_depth(const Expr& root) {
   int deepest = 0;
-  std::vector<std::pair<const Expr*, int>> todo{{root.get(), 1}};
+  std::vector<std::pair<const Expr*, int>> todo{{&root, 1}};
   while (!todo.empty()) {
     const auto [e, d] = todo.back();
     todo.pop_back();
@@ -145,16 +144,6 @@ int tree_depth(ExprPtr& root, int limit) {
     for (const ExprPtr& a : e->args)
       if (a) todo.emplace_back(a.get(), d + 1);
     for (const auto& kw : e->kwargs) todo.emplace_back(kw.second.get(), d + 1);
-  }
-  if (deepest <= limit) return deepest;
-  std::vector<ExprPtr> parts;
-  parts.push_back(std::move(root));
-  while (!parts.empty()) {
-    ExprPtr e = std::move(parts.back());
-    parts.pop_back();
-    for (ExprPtr& a : e->args)
-      if (a) parts.push_back(std::move(a));
-    for (auto& kw : e->kwargs) parts.push_back(std::move(kw.second));
   }
   return deepest;
 }
@@ -249,7 +238,7 @@ class ExprParser {
     if (depth_ >= kMaxNesting) fail("nested more than " + std::to_string(kMaxNesting) + " deep");
     const Level level(depth_);
     ExprPtr e = parse();
-    if (depth_ == 1 && tree_depth(e, kMaxExprDepth) > kMaxExprDepth)
+    if (depth_ == 1 && tree_depth(*e) > kMaxExprDepth)
       fail("an expression more than " + std::to_string(kMaxExprDepth) + " operations deep");
     return e;
   }
@@ -615,6 +604,22 @@ class Parser {
 };
 
 }  // namespace
+
+Expr::~Expr() {
+  std::vector<ExprPtr> parts;  // (each taken apart before it goes: its own destructor finds no operands)
+  const auto take = [&](Expr& e) {
+    for (ExprPtr& a : e.args)
+      if (a) parts.push_back(std::move(a));
+    for (auto& kw : e.kwargs)
+      if (kw.second) parts.push_back(std::move(kw.second));
+  };
+  take(*this);
+  while (!parts.empty()) {
+    ExprPtr e = std::move(parts.back());
+    parts.pop_back();
+    take(*e);
+  }
+}
 
 std::unique_ptr<Program> parse(const std::string& text, const std::string& origin) {
   auto program = std::make_unique<Program>();

@@ -284,19 +284,24 @@ NpyArray read_npy_file(const std::string& path) {
 
 }  // namespace
 
+constexpr double kMaxClasses = 1 << 24;
+
 TableData read_npy(const std::string& features, const std::string& labels) {
   const NpyArray x = read_npy_file(features), y = read_npy_file(labels);
   if (x.shape[0] != y.shape[0])
     throw bad_input(features + " has " + std::to_string(x.shape[0]) + " rows but " + labels + " has " +
                     std::to_string(y.shape[0]));
   if (y.shape.size() > 2) throw bad_input(labels + ": expected [N] classes or [N] / [N, k] targets");
+  if (x.shape[0] == 0) throw bad_input(features + ": no rows");
   TableData d;
   d.sample_shape.assign(x.shape.begin() + 1, x.shape.end());
   if (d.sample_shape.empty()) d.sample_shape = {1};
   d.x.assign(x.values.begin(), x.values.end());
   if (y.integer && y.shape.size() == 1) {
-    for (double v : y.values) {
-      if (v < 0) throw bad_input(labels + ": a negative class " + std::to_string(static_cast<long long>(v)));
+    for (double v : y.values) {  // (classes index a model's outputs: 2^24 of them at most)
+      if (v < 0 || v >= kMaxClasses)
+        throw bad_input(labels + ": a class " + std::to_string(static_cast<long long>(v)) + " outside 0.." +
+                        std::to_string(static_cast<long long>(kMaxClasses) - 1));
       d.classes.push_back(static_cast<std::int32_t>(v));
     }
     d.num_classes = *std::max_element(d.classes.begin(), d.classes.end()) + 1;

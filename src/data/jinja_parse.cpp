@@ -392,6 +392,7 @@ class ExprParser {
         break;
       }
     }
+    if (!slice && !parts[0]) fail("expected a value in [ ]");  // (x[] as Jinja: a syntax error)
     expect_op("]");
     ExprPtr s = node(slice ? Expr::Op::slice : Expr::Op::index);
     s->args.push_back(std::move(e));

@@ -122,6 +122,8 @@ TEST(Jinja, DownloadedTemplatesCannotHangCrashOrFillMemory) {
   refused("{{ 'a,b'.split('') }}", "split() of an empty separator");
   refused("{{ 'a,b'.split(1) }}", "split() of an integer");
   refused("{{ range + 1 }}", "'+' of a function and an integer");  // (read past a table before)
+  refused("{{ messages[] }}", "expected a value in [ ]");          // (a null operand, rendered: a crash)
+  EXPECT_EQ(render("{{ 'abc'[:] }}{{ 'abc'[::2] }}{{ 'abc'[1:] }}"), "abcacbc");
   // range(): Jinja's sandbox's 100,000 items.
   EXPECT_EQ(render("{{ range(100000) | length }} {{ range(-5, 99995) | length }} {{ range(3, 0, -1) | list }}"),
             "100000 100000 [3, 2, 1]");

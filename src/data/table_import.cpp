@@ -299,9 +299,12 @@ TableData read_npy(const std::string& features, const std::string& labels) {
   d.x.assign(x.values.begin(), x.values.end());
   if (y.integer && y.shape.size() == 1) {
     for (double v : y.values) {  // (classes index a model's outputs: 2^24 of them at most)
-      if (v < 0 || v >= kMaxClasses)
-        throw bad_input(labels + ": a class " + std::to_string(static_cast<long long>(v)) + " outside 0.." +
+      if (v < 0 || v >= kMaxClasses) {
+        char text[32];  // (any int64 or uint64 value, as a double: no conversion to an integer type)
+        std::snprintf(text, sizeof text, "%.0f", v);
+        throw bad_input(labels + ": a class " + text + " outside 0.." +
                         std::to_string(static_cast<long long>(kMaxClasses) - 1));
+      }
       d.classes.push_back(static_cast<std::int32_t>(v));
     }
     d.num_classes = *std::max_element(d.classes.begin(), d.classes.end()) + 1;

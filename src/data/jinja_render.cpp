@@ -369,9 +369,12 @@ class Renderer {
       if (b.i > 0 && !a.s.empty())
         check_text(b.i > static_cast<long long>(kMaxText) ? kMaxText + 1 : a.s.size() * static_cast<std::size_t>(b.i),
                    line);
-      std::string s;
-      for (long long k = 0; k < b.i; ++k) s += a.s;
-      return Value::string(s);
+      std::string s;  // (doubled: log n appends, not n)
+      const std::size_t size = b.i > 0 ? a.s.size() * static_cast<std::size_t>(b.i) : 0;
+      s.reserve(size);
+      if (size > 0) s = a.s;
+      while (s.size() < size) s.append(s, 0, std::min(s.size(), size - s.size()));
+      return Value::string(std::move(s));
     }
     if (!numeric(a) || !numeric(b))
       fail(line, "'" + op + "' of " + kind_name(a) + " and " + kind_name(b) + " (use ~ to join text)");

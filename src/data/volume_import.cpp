@@ -51,6 +51,8 @@ std::vector<std::string> list_volume_files(const std::vector<std::string>& input
 }
 
 namespace {
+constexpr std::int64_t kMaxSampleValues = 2147483647;  // (2^31 - 1)
+
 // The layout of a sample file's opened datasets (bad_input naming the file when they are not a
 // 4-D volume and 1-D targets).
 VolumeLayout layout_of(hid_t x, hid_t y, const std::string& path, const VolumeImportOptions& o) {
@@ -58,7 +60,15 @@ VolumeLayout layout_of(hid_t x, hid_t y, const std::string& path, const VolumeIm
   if (xs.size() != 4)
     throw bad_input(path + ": /" + o.x + " has " + std::to_string(xs.size()) + " dimensions; a volume needs 4 (" +
                     (o.channels_last ? "[D, H, W, C], --layout dhwc" : "[C, D, H, W], --layout cdhw") + ")");
-  if (ys.size() != 1 || ys[0] < 1) throw bad_input(path + ": /" + o.y + " must be 1-D targets [K]");
+  if (ys.size() != 1 || ys[0] < 1 || ys[0] > static_cast<hsize_t>(kMaxSampleValues))
+    throw bad_input(path + ": /" + o.y + " must be 1-D targets [K]");
+  // (an HDF5 file of a few kB can declare a chunked dataset of any size and store none of it)
+  double values = 1;
+  for (const auto d : xs) values *= static_cast<double>(d);
+  if (values < 1 || values > static_cast<double>(kMaxSampleValues))
+    throw bad_input(path + ": /" + o.x + " holds " + std::to_string(xs[0]) + " x " + std::to_string(xs[1]) + " x " +
+                    std::to_string(xs[2]) + " x " + std::to_string(xs[3]) +
+                    " values; a sample has 1 to 2^31 - 1 (8 GiB of float32)");
   VolumeLayout l;
   if (o.channels_last)
     l.sample_shape = {static_cast<std::int64_t>(xs[3]), static_cast<std::int64_t>(xs[0]),

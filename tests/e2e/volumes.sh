@@ -11,8 +11,8 @@
 # - hpctrain-data import-h5: per-sample HDF5 files as CosmoFlow stores them (h5py writes them:
 #   "full" [D, H, W, C] int16 counts, "unitPar" [4]) into shards, on 1 and 2 ranks (the same
 #   bytes), each sample log1p(transposed) within float16's rounding (numpy); a file of another
-#   shape, a missing dataset and a count that log1p cannot take are refused with one line naming
-#   the file, and leave no shards. --dtype uint16 keeps the counts and marks the shards for log1p
+#   shape, a missing dataset, a count that log1p cannot take and a dataset declaring 3e15 values in
+#   a few kB are refused with one line naming the file, and leave no shards. --dtype uint16 keeps the counts and marks the shards for log1p
 #   when read: training on them gives the bits of float32 shards transformed when imported.
 # - Refusals: a regression loss on classes, target_names that do not name the targets.
 set -u
@@ -137,6 +137,12 @@ $py -c "import h5py, numpy as np, sys; f = h5py.File(sys.argv[1], 'r+'); del f['
 msg=$("$mpirun" -q -np 2 --oversubscribe "$data_tool" import-h5 --input "$tmp/bad/*.h5" --out "$tmp/badout" 2>&1)
 check "a file of another shape: exit 2, one line naming it, no shards" \
   test $? -eq 2 -a -n "$(grep 'univ_0003.h5: a sample of \[3, 6, 5, 5\] with 4 targets, but the first file.s is \[3, 6, 5, 4\] with 4' <<<"$msg")" -a ! -e "$tmp/badout/train/part-00000.h5"
+$py -c "import h5py, numpy as np, sys; f = h5py.File(sys.argv[1], 'w'); f.create_dataset('full', (100000, 100000, 100000, 3), np.int16, chunks=(1, 1, 64, 3)); f['unitPar'] = np.zeros(4, np.float32)" \
+  "$tmp/claims.h5"  # (declared, never written: a file of a few kB)
+msg=$("$mpirun" -q -np 1 "$data_tool" import-h5 --input "$tmp/claims.h5" --out "$tmp/badout" 2>&1)
+rc=$? bytes=$(stat -c %s "$tmp/claims.h5")
+check "a sample declaring 3e15 values in $bytes bytes: exit 2, naming the file, before reading" \
+  test $rc -eq 2 -a -n "$(grep 'claims.h5: /full holds 100000 x 100000 x 100000 x 3 values; a sample has 1 to 2^31 - 1' <<<"$msg")"
 msg=$("$mpirun" -q -np 1 "$data_tool" import-h5 --input "$tmp/bad/univ_0000.h5" --out "$tmp/badout" --x density 2>&1)
 check "a missing dataset: exit 2, naming the file and the dataset" \
   test $? -eq 2 -a -n "$(grep "univ_0000.h5: no dataset 'density'" <<<"$msg")"

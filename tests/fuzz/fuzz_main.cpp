@@ -4,7 +4,9 @@
 // from them by libFuzzer-like mutations (bit flips, byte changes, insertions, deletions, copied
 // runs, splices of two inputs), seeded by N: the same inputs on every machine. A finding aborts
 // the process (the harness prints what it was; the input is written to ./fuzz-finding-NAME first).
-// Prints one line: inputs replayed, mutated runs, seconds.
+// Prints one line: inputs replayed, mutated runs, seconds. Exit 1 (before mutating) when a corpus
+// file not named regress_* or shallow_* takes no run to its parser's end (fuzz_target.hpp): such
+// seeds went shallow once, unnoticed (the tokenizer's and hf_config's, until 2026-12-07).
 #include <algorithm>
 #include <chrono>
 #include <cstring>
@@ -75,7 +77,7 @@ void run_one(const std::string& input, const char* name) {
 int main(int argc, char** argv) {
   double seconds = 0;
   std::uint64_t seed = 1;
-  std::vector<std::string> corpus;
+  std::vector<std::string> corpus, names;
   const std::string name = std::filesystem::path(argv[0]).filename().string();
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
@@ -88,13 +90,29 @@ int main(int argc, char** argv) {
       for (const auto& e : std::filesystem::directory_iterator(a))
         if (e.is_regular_file()) files.push_back(e.path());
       std::sort(files.begin(), files.end());
-      for (const auto& f : files) corpus.push_back(read_file(f));
+      for (const auto& f : files) corpus.push_back(read_file(f)), names.push_back(f.string());
     } else {
-      corpus.push_back(read_file(a));
+      corpus.push_back(read_file(a)), names.push_back(a);
     }
   }
   const auto t0 = std::chrono::steady_clock::now();
-  for (const std::string& c : corpus) run_one(c, name.c_str());
+  std::string shallow;  // (seeds that stop before the parser's end: regress_* and shallow_* may)
+  for (std::size_t k = 0; k < corpus.size(); ++k) {
+    const long before = hpctrain::fuzz::runs_that_reached_the_end();
+    run_one(corpus[k], name.c_str());
+    const std::string file = std::filesystem::path(names[k]).filename().string();
+    if (hpctrain::fuzz::runs_that_reached_the_end() == before && file.rfind("regress_", 0) != 0 &&
+        file.rfind("shallow_", 0) != 0)
+      shallow += " " + names[k];
+  }
+  if (!shallow.empty()) {
+    std::filesystem::remove(std::string("fuzz-finding-") + name);
+    std::printf(
+        "%s: seeds that no run takes to the parser's end (an early check refuses them; name one shallow_* if "
+        "meant):%s\n",
+        name.c_str(), shallow.c_str());
+    return 1;
+  }
   std::mt19937_64 rng(seed);
   long runs = 0;
   auto elapsed = [&] { return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count(); };

@@ -22,16 +22,26 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
 
 namespace hpctrain::fuzz {
 
+// How many runs reached their parser's end: accepted, or refused where `deep` says the end is (the
+// replay driver checks that every seed does: a seed refused by an early check explores nothing).
+inline long& runs_that_reached_the_end() {
+  static long n = 0;
+  return n;
+}
+
 // Runs `parse`; an hpctrain::Error is the expected refusal, any other exception aborts (a finding
-// libFuzzer saves, and the replay driver reports with the input's name).
+// libFuzzer saves, and the replay driver reports with the input's name). `deep(message)`: whether
+// a refusal still reached the end (hf_config's first missing tensor).
 // HPCTRAIN_FUZZ_VERBOSE=1 prints each input's outcome (to see how deep the seeds reach).
 template <typename F>
-void expect_refusal_only(const char* what, F&& parse) {
+void expect_refusal_only(const char* what, F&& parse, bool (*deep)(const char*) = nullptr) {
   static const bool verbose = std::getenv("HPCTRAIN_FUZZ_VERBOSE") != nullptr;
   try {
     parse();
+    ++runs_that_reached_the_end();
     if (verbose) std::fprintf(stderr, "fuzz %s: accepted\n", what);
   } catch (const Error& e) {
+    if (deep && deep(e.what())) ++runs_that_reached_the_end();
     if (verbose) std::fprintf(stderr, "fuzz %s: refused: %s\n", what, e.what());
   } catch (const std::exception& e) {
     std::fprintf(stderr, "fuzz %s: an exception other than hpctrain::Error escaped: %s\n", what, e.what());

@@ -13,7 +13,8 @@ fail=0
 for h in "$bin"/fuzz_*; do
   name=${h##*/fuzz_}
   if ! "$h" -seconds="$seconds" -seed=1 "$src/tests/fuzz/corpus/$name" ${extra[$name]:-}; then
-    echo "FAIL fuzz_$name: a finding (the input: $(od -c "fuzz-finding-fuzz_$name" 2>/dev/null | head -5))"
+    [ -e "fuzz-finding-fuzz_$name" ] && echo "FAIL fuzz_$name: a finding (the input: $(od -c "fuzz-finding-fuzz_$name" | head -5))"
+    [ -e "fuzz-finding-fuzz_$name" ] || echo "FAIL fuzz_$name: shallow seeds (above)"
     fail=1
   fi
 done

@@ -215,11 +215,7 @@ class Renderer {
           std::string key = to_text(eval(*e.args[k]));
           Value v = eval(*e.args[k + 1]);
           no_namespace(v, e.line, "{...}");
-          const auto same = std::find_if(o.begin(), o.end(), [&](const auto& kv) { return kv.first == key; });
-          if (same != o.end())
-            same->second = std::move(v);
-          else
-            o.emplace_back(std::move(key), std::move(v));
+          put(o, std::move(key), std::move(v));
         }
         return Value::object(std::move(o));
       }
@@ -264,20 +260,6 @@ class Renderer {
     }
     if (v.is(Value::Kind::undefined) || v.is(Value::Kind::none) || key.is(Value::Kind::string)) return Value();
     fail(line, "cannot index " + kind_name(v) + " with " + kind_name(key));
-  }
-
-  // s[k]: the k-th character (from the end when negative), found without taking s apart.
-  static Value character(const std::string& s, long long k) {
-    if (k < 0) k += code_points(s);
-    if (k < 0) return Value();
-    for (std::size_t at = 0; at < s.size(); ++at) {
-      if ((static_cast<unsigned char>(s[at]) & 0xC0) == 0x80 && at > 0) continue;  // (a continuation byte)
-      if (k-- > 0) continue;
-      std::size_t end = at + 1;
-      while (end < s.size() && (static_cast<unsigned char>(s[end]) & 0xC0) == 0x80) ++end;
-      return Value::string(s.substr(at, end - at));
-    }
-    return Value();
   }
 
   Value slice(const Expr& e) {
@@ -435,11 +417,7 @@ class Renderer {
       Object o;
       for (auto& kw : kwargs(e)) {
         no_namespace(kw.second, e.line, f + "()");
-        const auto same = std::find_if(o.begin(), o.end(), [&](const auto& kv) { return kv.first == kw.first; });
-        if (same != o.end())
-          same->second = std::move(kw.second);
-        else
-          o.emplace_back(std::move(kw));
+        put(o, std::move(kw.first), std::move(kw.second));
       }
       Value made_object = Value::object(std::move(o));
       made_object.space = f == "namespace";

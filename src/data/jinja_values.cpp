@@ -16,14 +16,16 @@ const Value* Value::find(const std::string& key) const {
   return nullptr;
 }
 
-void Value::set(const std::string& key, Value v) {
-  for (auto& [k, old] : *o)
+void put(Object& o, std::string key, Value v) {
+  for (auto& [k, old] : o)
     if (k == key) {
       old = std::move(v);
       return;
     }
-  o->emplace_back(key, std::move(v));
+  o.emplace_back(std::move(key), std::move(v));
 }
+
+void Value::set(const std::string& key, Value v) { put(*o, key, std::move(v)); }
 
 namespace {
 Value from_json(const nlohmann::ordered_json& j, int depth) {
@@ -117,16 +119,33 @@ bool truthy(const Value& v) {
   return false;
 }
 
+namespace {
+bool continuation(char c) { return (static_cast<unsigned char>(c) & 0xC0) == 0x80; }
+}  // namespace
+
 long long code_points(const std::string& s) {
   long long n = 0;
-  for (const char c : s) n += (static_cast<unsigned char>(c) & 0xC0) != 0x80 || n == 0;
+  for (const char c : s) n += !continuation(c) || n == 0;
   return n;
+}
+
+Value character(const std::string& s, long long k) {
+  if (k < 0) k += code_points(s);
+  if (k < 0) return Value();
+  for (std::size_t at = 0; at < s.size(); ++at) {
+    if (continuation(s[at]) && at > 0) continue;
+    if (k-- > 0) continue;
+    std::size_t end = at + 1;
+    while (end < s.size() && continuation(s[end])) ++end;
+    return Value::string(s.substr(at, end - at));
+  }
+  return Value();
 }
 
 std::vector<std::string> characters(const std::string& s) {
   std::vector<std::string> out;
   for (const char c : s)
-    if ((static_cast<unsigned char>(c) & 0xC0) == 0x80 && !out.empty()) {
+    if (continuation(c) && !out.empty()) {
       out.back() += c;  // (a continuation byte)
     } else {
       out.emplace_back(1, c);

@@ -21,6 +21,9 @@ std::string kind_name(const Value& v);  // "a string", "a list", ... for message
 // A string's characters (Python's: code points), each as its UTF-8 bytes, and their number.
 std::vector<std::string> characters(const std::string& s);
 long long code_points(const std::string& s);
+// s[k]: the k-th character (from the end when negative; undefined past either end), found without
+// taking s apart.
+Value character(const std::string& s, long long k);
 // What iterating `v` gives, as Jinja's for and the list filters see it: a list's items, a
 // string's characters, a mapping's keys, nothing for undefined or none; nullopt for the rest.
 // bad_input naming `where` for a text over kMaxCharacters.

@@ -8,9 +8,8 @@
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   using namespace hpctrain;
+  fuzz::as_file("llmc", "fuzz_train_000000.bin", data, size);
   const std::string& dir = fuzz::scratch_dir("llmc");
-  std::ofstream(dir + "/fuzz_train_000000.bin", std::ios::binary | std::ios::trunc)
-      .write(reinterpret_cast<const char*>(data), static_cast<std::streamsize>(size));
   DataConfig cfg;
   cfg.path = dir;
   fuzz::expect_refusal_only("llmc", [&] {

@@ -12,6 +12,7 @@
 #include <cstdlib>
 #include <exception>
 #include <filesystem>
+#include <fstream>
 #include <string>
 
 #include <unistd.h>
@@ -66,6 +67,14 @@ inline const std::string& scratch_dir(const char* name) {
     std::string path;
   } dir(name);
   return dir.path;
+}
+
+// The input written as `file` in the harness's scratch folder (the parsers that read files); its path.
+inline std::string as_file(const char* harness, const std::string& file, const std::uint8_t* data, std::size_t size) {
+  const std::string path = scratch_dir(harness) + "/" + file;
+  std::ofstream(path, std::ios::binary | std::ios::trunc)
+      .write(reinterpret_cast<const char*>(data), static_cast<std::streamsize>(size));
+  return path;
 }
 
 inline std::string text(const std::uint8_t* data, std::size_t size) {

@@ -108,6 +108,8 @@ struct Value {
 // bad_input when a member of `j` (the variables' object) nests more than 100 deep (data/jinja.hpp's
 // limit on values).
 Value from_json(const nlohmann::ordered_json& j);
+// o[key] = v: the member replaced, or added last (Python's dict).
+void put(Object& o, std::string key, Value v);
 // Python's str() of a value as Jinja prints it (None, True, 1.0, ['a', 1], {'k': 'v'}).
 std::string to_text(const Value& v);
 bool truthy(const Value& v);
